@@ -1,0 +1,45 @@
+//! Command-line arguments: one subcommand per file under `commands/`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::commands;
+
+/// A webhook tunnel that records every delivery and checks handlers for idempotency.
+#[derive(Debug, Parser)]
+#[command(name = "portpreview", version, about, propagate_version = true)]
+pub struct Cli {
+    /// History database (default: portpreview/history.db in the user's data directory).
+    #[arg(long, global = true, env = "PORTPREVIEW_DB", value_name = "PATH")]
+    pub db: Option<PathBuf>,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Forward a public URL to a local port and record every delivery.
+    Http(commands::http::Args),
+}
+
+impl Command {
+    /// True when this command will draw a TUI, so logs must not go to the terminal.
+    pub fn uses_tui(&self) -> bool {
+        match self {
+            Command::Http(args) => args.uses_tui(),
+        }
+    }
+}
+
+/// Runs the parsed command line; the exit code follows design.md (2: could not run).
+pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let db = crate::config::db_path(cli.db)?;
+    match cli.command {
+        Command::Http(args) => commands::http::run(args, &db).await,
+    }
+}

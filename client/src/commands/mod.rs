@@ -1,0 +1,3 @@
+//! One module per subcommand, each with its `Args` and `run`.
+
+pub mod http;

@@ -1,0 +1,19 @@
+//! The `portpreview` client: tunnel, history, replay and TUI.
+#![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod events;
+pub mod logging;
+pub mod store;
+
+/// Formats an error and its causes on one line, for stderr.
+pub fn error_line(err: &anyhow::Error) -> String {
+    let line = err
+        .chain()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ");
+    portpreview_shared::sanitize::escape_str(&line).into_owned()
+}

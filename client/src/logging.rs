@@ -1,0 +1,31 @@
+//! Tracing setup: logs to stderr, or to a file while a TUI owns the screen.
+
+use std::path::PathBuf;
+
+use tracing_subscriber::EnvFilter;
+
+use crate::cli::Cli;
+
+/// Environment variable that sets the log filter (`RUST_LOG` syntax).
+pub const LOG_ENV: &str = "PORTPREVIEW_LOG";
+
+/// Installs the global subscriber. Warnings go to stderr unless a TUI will
+/// take the terminal, in which case they go to `portpreview.log` in the data
+/// directory.
+pub fn init(cli: &Cli) {
+    let filter = EnvFilter::try_from_env(LOG_ENV).unwrap_or_else(|_| EnvFilter::new("warn"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
+    match log_file(cli) {
+        Some(file) => builder.with_ansi(false).with_writer(std::sync::Mutex::new(file)).init(),
+        None => builder.with_writer(std::io::stderr).init(),
+    }
+}
+
+fn log_file(cli: &Cli) -> Option<std::fs::File> {
+    if !cli.command.uses_tui() {
+        return None;
+    }
+    let path: PathBuf = crate::config::data_dir()?.join("portpreview.log");
+    std::fs::create_dir_all(path.parent()?).ok()?;
+    std::fs::OpenOptions::new().create(true).append(true).open(path).ok()
+}

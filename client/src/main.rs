@@ -1,0 +1,25 @@
+use std::process::ExitCode;
+
+use clap::Parser;
+use portpreview::cli::{self, Cli};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    portpreview::logging::init(&cli);
+    // One thread drives the tunnel: on small machines cross-thread wake-ups
+    // cost more than they give. The store writer has its own thread.
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: cannot start the async runtime: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(cli::run(cli)) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {}", portpreview::error_line(&err));
+            ExitCode::from(2)
+        }
+    }
+}

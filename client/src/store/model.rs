@@ -1,0 +1,119 @@
+//! The records the history store holds and hands out.
+
+use portpreview_shared::Header;
+
+/// The request half of a delivery, written before its answer goes back.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NewDelivery {
+    /// When the request reached the client, in milliseconds since the epoch.
+    pub received_at_ms: i64,
+    /// Public URL of the tunnel that carried it (empty for replays).
+    pub tunnel_url: String,
+    /// Local target it was forwarded to, e.g. `http://127.0.0.1:3000`.
+    pub target: String,
+    /// HTTP method.
+    pub method: String,
+    /// Path and query exactly as the caller sent them.
+    pub path: String,
+    /// Request headers exactly as received, in order.
+    pub request_headers: Vec<Header>,
+    /// Request body (at most the store's body limit).
+    pub request_body: Vec<u8>,
+    /// Size of the whole request body, even when `request_body` was cut.
+    pub request_body_size: u64,
+    /// Detected provider (`stripe`, `github`, …), if any.
+    pub provider: Option<String>,
+    /// Event identity shared by retries of the same event.
+    pub event_key: String,
+    /// How the key was made: `header:X-GitHub-Delivery`, `body:/id`, `sha256:body`…
+    pub event_key_source: String,
+    /// Delivery this one replays, when it was sent by `replay`.
+    pub replay_of: Option<i64>,
+}
+
+impl NewDelivery {
+    /// True when the stored request body is shorter than what was received.
+    pub fn request_truncated(&self) -> bool {
+        (self.request_body.len() as u64) < self.request_body_size
+    }
+}
+
+/// The answer half of a delivery: the local response or the error.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Outcome {
+    /// Status the caller got; `None` when forwarding failed before a response.
+    pub status: Option<u16>,
+    /// Response headers in order.
+    pub response_headers: Vec<Header>,
+    /// Response body (at most the store's body limit).
+    pub response_body: Vec<u8>,
+    /// Size of the whole response body.
+    pub response_body_size: u64,
+    /// Time from request received to response complete, in milliseconds.
+    pub duration_ms: f64,
+    /// What went wrong, e.g. "connection refused by 127.0.0.1:3000".
+    pub error: Option<String>,
+}
+
+/// One stored delivery, whole.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delivery {
+    /// Row id, the `#12` users see and pass to `show` and `replay`.
+    pub id: i64,
+    /// The request half.
+    pub request: NewDelivery,
+    /// The answer half; `None` while still in flight or if the client died first.
+    pub outcome: Option<Outcome>,
+    /// How many deliveries share this event key.
+    pub delivery_count: i64,
+}
+
+/// One row of a history listing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// Row id.
+    pub id: i64,
+    /// Milliseconds since the epoch.
+    pub received_at_ms: i64,
+    /// HTTP method.
+    pub method: String,
+    /// Path and query.
+    pub path: String,
+    /// Status, `None` on error or while in flight.
+    pub status: Option<u16>,
+    /// Duration in milliseconds, `None` while in flight.
+    pub duration_ms: Option<f64>,
+    /// Detected provider.
+    pub provider: Option<String>,
+    /// Event key.
+    pub event_key: String,
+    /// How the event key was made.
+    pub event_key_source: String,
+    /// Deliveries sharing the event key.
+    pub delivery_count: i64,
+    /// Error text, if forwarding failed.
+    pub error: Option<String>,
+    /// Delivery this one replays, if any.
+    pub replay_of: Option<i64>,
+}
+
+/// One `replay` run against a delivery: its settings and its verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayRun {
+    /// Row id (0 before it is stored).
+    pub id: i64,
+    /// Delivery that was replayed.
+    pub delivery_id: i64,
+    /// When the run started, in milliseconds since the epoch.
+    pub started_at_ms: i64,
+    /// Attempts sent.
+    pub times: u32,
+    /// Attempts kept in flight at once.
+    pub concurrency: u32,
+    /// `Some(true)` idempotent, `Some(false)` not, `None` inconclusive.
+    pub idempotent: Option<bool>,
+    /// One line a user reads in the TUI, e.g. "✗ state changed on attempts 2–10".
+    pub summary: String,
+    /// The whole report as the JSON `replay --json` prints.
+    pub report_json: String,
+}

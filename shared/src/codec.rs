@@ -1,0 +1,214 @@
+//! Frame layout: `[u32 BE header length][postcard header][body bytes]`.
+//!
+//! Pure functions, no I/O. Decoding never panics: every malformed frame is a
+//! [`DecodeError`], and the connection that sent it is closed with its text.
+
+use bytes::Bytes;
+use serde::{de::DeserializeOwned, Serialize};
+
+use crate::message::{Framed, CHUNK_SIZE, MAX_HEADER_BYTES};
+
+/// Why a frame could not be decoded.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DecodeError {
+    /// Fewer bytes than the length prefix or the header needs.
+    #[error("frame truncated: {0}")]
+    Truncated(&'static str),
+    /// Header length over [`MAX_HEADER_BYTES`].
+    #[error("frame header of {0} bytes is over the limit")]
+    HeaderTooLarge(usize),
+    /// Body longer than one chunk.
+    #[error("frame body of {0} bytes is over the chunk size")]
+    BodyTooLarge(usize),
+    /// Body bytes on a message that carries none.
+    #[error("frame carries {0} body bytes on a message without a body")]
+    UnexpectedBody(usize),
+    /// The header bytes are not a message of this protocol version.
+    #[error("malformed frame header: {0}")]
+    Header(String),
+}
+
+/// Encodes `msg` and `body` into one frame.
+pub fn encode<M: Serialize>(msg: &M, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + 32 + body.len());
+    out.extend_from_slice(&[0; 4]);
+    // Serialising our own enums into a Vec cannot fail: no maps with
+    // non-string keys, no unsized sequences.
+    let out = postcard::to_extend(msg, out).unwrap_or_else(|_| unreachable!("postcard to Vec"));
+    finish(out, body)
+}
+
+fn finish(mut out: Vec<u8>, body: &[u8]) -> Vec<u8> {
+    let header_len = (out.len() - 4) as u32;
+    out[..4].copy_from_slice(&header_len.to_be_bytes());
+    out.extend_from_slice(body);
+    out
+}
+
+/// Decodes one frame into its message and body (a zero-copy slice of it).
+pub fn decode<M: DeserializeOwned + Framed>(frame: Bytes) -> Result<(M, Bytes), DecodeError> {
+    let (header, body) = split(&frame)?;
+    let msg: M = postcard::from_bytes(header).map_err(|e| DecodeError::Header(e.to_string()))?;
+    if !msg.carries_body() && !body.is_empty() {
+        return Err(DecodeError::UnexpectedBody(body.len()));
+    }
+    if body.len() > CHUNK_SIZE {
+        return Err(DecodeError::BodyTooLarge(body.len()));
+    }
+    let start = frame.len() - body.len();
+    Ok((msg, frame.slice(start..)))
+}
+
+/// Reads the protocol version from a client's first frame, whatever the rest
+/// of it holds, so a relay can name the mismatch instead of failing to parse.
+pub fn hello_version(frame: &[u8]) -> Option<u32> {
+    let (header, _) = split(frame).ok()?;
+    let ((variant, protocol), _): ((u32, u32), _) = postcard::take_from_bytes(header).ok()?;
+    (variant == 0).then_some(protocol)
+}
+
+fn split(frame: &[u8]) -> Result<(&[u8], &[u8]), DecodeError> {
+    let Some((prefix, rest)) = frame.split_first_chunk::<4>() else {
+        return Err(DecodeError::Truncated("no length prefix"));
+    };
+    let header_len = u32::from_be_bytes(*prefix) as usize;
+    if header_len > MAX_HEADER_BYTES {
+        return Err(DecodeError::HeaderTooLarge(header_len));
+    }
+    if rest.len() < header_len {
+        return Err(DecodeError::Truncated("header shorter than its length"));
+    }
+    Ok(rest.split_at(header_len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{ClientMessage, Header, ServerMessage, PROTOCOL_VERSION};
+    use proptest::prelude::*;
+
+    fn round_trip<M>(msg: M, body: &[u8])
+    where
+        M: Serialize + DeserializeOwned + Framed + PartialEq + std::fmt::Debug,
+    {
+        let frame = Bytes::from(encode(&msg, body));
+        let (back, back_body) = decode::<M>(frame).expect("decodes");
+        assert_eq!(back, msg);
+        assert_eq!(&back_body[..], body);
+    }
+
+    #[test]
+    fn every_message_round_trips() {
+        round_trip(
+            ClientMessage::Hello {
+                protocol: PROTOCOL_VERSION,
+                client_version: "0.1.0".into(),
+                name: Some("calm-otter".into()),
+            },
+            b"",
+        );
+        round_trip(
+            ClientMessage::ResponseHead {
+                stream: 7,
+                status: 204,
+                headers: vec![Header::new("set-cookie", "a=1"), Header::new("set-cookie", vec![0xff, 0])],
+                end: true,
+            },
+            b"",
+        );
+        round_trip(ClientMessage::ResponseBody { stream: 7, end: false }, &[0u8, 1, 2, 255]);
+        round_trip(ClientMessage::Reset { stream: 1, reason: "x".into() }, b"");
+        round_trip(ClientMessage::Window { stream: 1, credit: 65536 }, b"");
+        round_trip(
+            ServerMessage::Welcome {
+                protocol: 1,
+                name: "n".into(),
+                public_url: "http://127.0.0.1:1/t/n".into(),
+            },
+            b"",
+        );
+        round_trip(ServerMessage::Refused { reason: "no".into() }, b"");
+        round_trip(
+            ServerMessage::RequestHead {
+                stream: u64::MAX,
+                method: "POST".into(),
+                target: "/hook?a=1&a=2&%E2%9C%93".into(),
+                headers: vec![],
+                end: false,
+            },
+            b"",
+        );
+        round_trip(ServerMessage::RequestBody { stream: 3, end: true }, &vec![9u8; CHUNK_SIZE]);
+        round_trip(ServerMessage::Reset { stream: 3, reason: "gone".into() }, b"");
+        round_trip(ServerMessage::Window { stream: 3, credit: 1 }, b"");
+    }
+
+    #[test]
+    fn hello_version_reads_any_client() {
+        let frame = encode(
+            &ClientMessage::Hello { protocol: 42, client_version: "9.9".into(), name: None },
+            b"",
+        );
+        assert_eq!(hello_version(&frame), Some(42));
+        let other = encode(&ClientMessage::Window { stream: 1, credit: 1 }, b"");
+        assert_eq!(hello_version(&other), None);
+    }
+
+    #[test]
+    fn malformed_frames_are_errors() {
+        assert!(matches!(decode::<ServerMessage>(Bytes::new()), Err(DecodeError::Truncated(_))));
+        assert!(matches!(
+            decode::<ServerMessage>(Bytes::from_static(&[0xff, 0xff, 0xff, 0xff])),
+            Err(DecodeError::HeaderTooLarge(_))
+        ));
+        assert!(matches!(
+            decode::<ServerMessage>(Bytes::from_static(&[0, 0, 0, 9, 1])),
+            Err(DecodeError::Truncated(_))
+        ));
+        let with_body = encode(&ServerMessage::Window { stream: 1, credit: 1 }, b"stray");
+        assert_eq!(
+            decode::<ServerMessage>(Bytes::from(with_body)),
+            Err(DecodeError::UnexpectedBody(5))
+        );
+        let big = encode(&ServerMessage::RequestBody { stream: 1, end: true }, &vec![0; CHUNK_SIZE + 1]);
+        assert_eq!(
+            decode::<ServerMessage>(Bytes::from(big)),
+            Err(DecodeError::BodyTooLarge(CHUNK_SIZE + 1))
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let _ = decode::<ServerMessage>(Bytes::from(bytes.clone()));
+            let _ = decode::<ClientMessage>(Bytes::from(bytes.clone()));
+            let _ = hello_version(&bytes);
+        }
+
+        #[test]
+        fn mutated_frames_never_panic(
+            stream in any::<u64>(),
+            name in ".{0,20}",
+            flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
+            cut in any::<usize>(),
+        ) {
+            let mut frame = encode(
+                &ServerMessage::RequestHead {
+                    stream,
+                    method: "POST".into(),
+                    target: format!("/{name}"),
+                    headers: vec![Header::new(name.clone(), name.as_bytes())],
+                    end: false,
+                },
+                b"",
+            );
+            for (at, byte) in flips {
+                let len = frame.len();
+                frame[at % len] = byte;
+            }
+            frame.truncate(cut % (frame.len() + 1));
+            let _ = decode::<ServerMessage>(Bytes::from(frame.clone()));
+            let _ = decode::<ClientMessage>(Bytes::from(frame));
+        }
+    }
+}

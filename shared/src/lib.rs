@@ -1,0 +1,9 @@
+//! What relay and client both need: the wire protocol, provider detection,
+//! event keys, signatures and terminal sanitising.
+#![forbid(unsafe_code)]
+
+pub mod codec;
+pub mod message;
+pub mod sanitize;
+
+pub use message::{ClientMessage, Header, ServerMessage, StreamId};

@@ -1,0 +1,184 @@
+//! The messages of the relay ↔ client protocol, named by who sends them.
+//!
+//! Every WebSocket binary message is one frame: a small serde header (one of
+//! these enums) plus raw body bytes, laid out by [`crate::codec`]. Bodies are
+//! never re-encoded.
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the wire protocol. Bump it on any change to these enums.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Path on the relay where clients upgrade to the WebSocket.
+pub const CONNECT_PATH: &str = "/_portpreview/connect";
+
+/// Largest body chunk carried by one frame. Large bodies are split so that a
+/// big upload never holds the socket long enough to stall its neighbours.
+pub const CHUNK_SIZE: usize = 64 * 1024;
+
+/// Body bytes a sender may have in flight on one stream before the receiver
+/// grants more with a `Window` message. Bounds each side's buffering.
+pub const STREAM_WINDOW: u32 = 1024 * 1024;
+
+/// Largest encoded frame header (request line plus headers).
+pub const MAX_HEADER_BYTES: usize = 128 * 1024;
+
+/// Largest frame either side accepts: length prefix, header and one chunk.
+pub const MAX_FRAME_BYTES: usize = 4 + MAX_HEADER_BYTES + CHUNK_SIZE;
+
+/// Identifies one request/response exchange multiplexed on the socket.
+pub type StreamId = u64;
+
+/// One HTTP header exactly as received: name and raw value bytes.
+///
+/// Kept as an ordered list, never a map, so repeated headers and their order
+/// survive the trip and a replay.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Header {
+    /// Header name (lowercase, as HTTP/1 parsers normalise it).
+    pub name: String,
+    /// Raw value bytes; not necessarily UTF-8.
+    pub value: Vec<u8>,
+}
+
+impl Header {
+    /// Builds a header from a name and any byte-like value.
+    pub fn new(name: impl Into<String>, value: impl Into<Vec<u8>>) -> Self {
+        Self {
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+}
+
+/// Messages the client sends to the relay.
+///
+/// `Hello` must stay variant 0 with `protocol` as its first field in every
+/// protocol version, so a relay can always read the version of any client.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClientMessage {
+    /// First message on the socket: protocol version and the wanted name.
+    Hello {
+        /// The client's [`PROTOCOL_VERSION`].
+        protocol: u32,
+        /// The client's package version, for error messages.
+        client_version: String,
+        /// Tunnel name asked for; the relay picks one when absent.
+        name: Option<String>,
+    },
+    /// Status and headers of the local answer to a stream.
+    ResponseHead {
+        /// Stream being answered.
+        stream: StreamId,
+        /// HTTP status code.
+        status: u16,
+        /// Response headers in order.
+        headers: Vec<Header>,
+        /// True when the response has no body frames to follow.
+        end: bool,
+    },
+    /// A chunk of response body; the bytes are the frame's body.
+    ResponseBody {
+        /// Stream the chunk belongs to.
+        stream: StreamId,
+        /// True on the last chunk.
+        end: bool,
+    },
+    /// The client abandons a stream (the relay answers the caller itself).
+    Reset {
+        /// Stream abandoned.
+        stream: StreamId,
+        /// Why, in a few words.
+        reason: String,
+    },
+    /// Grants the relay `credit` more request-body bytes on `stream`.
+    Window {
+        /// Stream the credit is for.
+        stream: StreamId,
+        /// Bytes granted.
+        credit: u32,
+    },
+}
+
+/// Messages the relay sends to the client.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ServerMessage {
+    /// Answer to `Hello`: the tunnel is live under this name and URL.
+    Welcome {
+        /// The relay's [`PROTOCOL_VERSION`].
+        protocol: u32,
+        /// Name given to the tunnel.
+        name: String,
+        /// Public URL that reaches the tunnel.
+        public_url: String,
+    },
+    /// The relay will not serve this client; the socket closes after it.
+    Refused {
+        /// Why, in one line meant for the user.
+        reason: String,
+    },
+    /// A caller's request line and headers.
+    RequestHead {
+        /// Stream for this exchange, unique on the socket.
+        stream: StreamId,
+        /// HTTP method.
+        method: String,
+        /// Path and query as the caller sent them, tunnel prefix removed.
+        target: String,
+        /// Request headers in order, hop-by-hop ones already dropped.
+        headers: Vec<Header>,
+        /// True when the request has no body frames to follow.
+        end: bool,
+    },
+    /// A chunk of request body; the bytes are the frame's body.
+    RequestBody {
+        /// Stream the chunk belongs to.
+        stream: StreamId,
+        /// True on the last chunk.
+        end: bool,
+    },
+    /// The relay abandons a stream (the caller went away).
+    Reset {
+        /// Stream abandoned.
+        stream: StreamId,
+        /// Why, in a few words.
+        reason: String,
+    },
+    /// Grants the client `credit` more response-body bytes on `stream`.
+    Window {
+        /// Stream the credit is for.
+        stream: StreamId,
+        /// Bytes granted.
+        credit: u32,
+    },
+}
+
+/// Messages whose frame may carry body bytes.
+pub trait Framed {
+    /// True when this message's frame carries body bytes.
+    fn carries_body(&self) -> bool;
+}
+
+impl Framed for ClientMessage {
+    fn carries_body(&self) -> bool {
+        matches!(self, ClientMessage::ResponseBody { .. })
+    }
+}
+
+impl Framed for ServerMessage {
+    fn carries_body(&self) -> bool {
+        matches!(self, ServerMessage::RequestBody { .. })
+    }
+}
+
+/// The line a user sees when client and relay speak different versions.
+pub fn version_mismatch(client_version: &str, client_protocol: u32) -> String {
+    let side = if client_protocol < PROTOCOL_VERSION {
+        "upgrade the client"
+    } else {
+        "upgrade the relay"
+    };
+    format!(
+        "client {client_version} speaks protocol {client_protocol}, relay speaks {PROTOCOL_VERSION}: {side}"
+    )
+}

@@ -1,0 +1,124 @@
+//! Makes untrusted text safe to print on a terminal.
+//!
+//! Bodies, headers and paths come from the internet. Written raw, an escape
+//! sequence in a webhook body could move the cursor, retitle the window or
+//! fake output. Every control character (C0, DEL, C1) and every bidi
+//! override is shown as a visible escape instead.
+
+use std::borrow::Cow;
+use std::fmt::Write;
+
+/// Escapes every control character, newlines included: for one-line output.
+pub fn escape_str(text: &str) -> Cow<'_, str> {
+    escape(text, false)
+}
+
+/// Escapes control characters but keeps line breaks: for bodies shown whole.
+pub fn escape_multiline(text: &str) -> Cow<'_, str> {
+    escape(text, true)
+}
+
+/// Shows bytes safely: escaped text when they are UTF-8, a hex dump otherwise.
+pub fn escape_bytes(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => escape_multiline(text).into_owned(),
+        Err(_) => hex_dump(bytes),
+    }
+}
+
+/// A classic offset / hex / ASCII dump, safe for any bytes.
+pub fn hex_dump(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 4 + 16);
+    for (row, chunk) in bytes.chunks(16).enumerate() {
+        let _ = write!(out, "{:08x}  ", row * 16);
+        for i in 0..16 {
+            match chunk.get(i) {
+                Some(b) => {
+                    let _ = write!(out, "{b:02x} ");
+                }
+                None => out.push_str("   "),
+            }
+        }
+        out.push(' ');
+        out.extend(chunk.iter().map(|&b| if b.is_ascii_graphic() || b == b' ' { b as char } else { '.' }));
+        out.push('\n');
+    }
+    out
+}
+
+fn is_unsafe(c: char, keep_newlines: bool) -> bool {
+    match c {
+        '\n' => !keep_newlines,
+        c if c.is_control() => true,
+        // Bidi embeddings, overrides and isolates reorder what follows them.
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' => true,
+        _ => false,
+    }
+}
+
+fn escape(text: &str, keep_newlines: bool) -> Cow<'_, str> {
+    if !text.chars().any(|c| is_unsafe(c, keep_newlines)) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if !is_unsafe(c, keep_newlines) {
+            out.push(c);
+            continue;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x80 => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn is_terminal_safe(s: &str, keep_newlines: bool) -> bool {
+        s.chars().all(|c| !is_unsafe(c, keep_newlines))
+    }
+
+    #[test]
+    fn escapes_sequences_visibly() {
+        assert_eq!(escape_str("a\x1b[2Jb"), "a\\x1b[2Jb");
+        assert_eq!(escape_str("line\nnext\r"), "line\\nnext\\r");
+        assert_eq!(escape_multiline("line\nnext"), "line\nnext");
+        assert_eq!(escape_str("\u{9b}31m"), "\\u{9b}31m");
+        assert_eq!(escape_str("abc\u{202e}cba"), "abc\\u{202e}cba");
+        assert!(matches!(escape_str("plain ✓ text"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn binary_is_hex() {
+        let dump = escape_bytes(&[0xff, 0x1b, b'A']);
+        assert!(dump.starts_with("00000000  ff 1b 41"));
+        assert!(dump.ends_with("..A\n"));
+    }
+
+    proptest! {
+        #[test]
+        fn no_control_character_survives(s in any::<String>()) {
+            prop_assert!(is_terminal_safe(&escape_str(&s), false));
+            prop_assert!(is_terminal_safe(&escape_multiline(&s), true));
+        }
+
+        #[test]
+        fn no_byte_sequence_survives(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let shown = escape_bytes(&bytes);
+            prop_assert!(!shown.bytes().any(|b| b == 0x1b || b == 0x7f || (b < 0x20 && b != b'\n')));
+            prop_assert!(is_terminal_safe(&shown, true));
+        }
+    }
+}

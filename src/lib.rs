@@ -1,0 +1,1 @@
+//! End-to-end test package for PortPreview; the tests live in `tests/`.
