@@ -1,5 +1,197 @@
 //! The history store: every delivery in SQLite.
+//!
+//! One [`Store`] wraps one connection. The tunnel writes through a
+//! [`Recorder`], whose own thread owns a `Store`; commands and the TUI open
+//! their own `Store` to read. WAL lets readers and the writer run together.
 
+mod header_blob;
 pub mod model;
+mod read;
+pub mod recorder;
+pub mod schema;
+mod write;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode};
 
 pub use model::{Delivery, NewDelivery, Outcome, ReplayRun, Summary};
+pub use recorder::{RecordError, Recorded, Recorder, RecorderHandle, MAX_STORED_BODY};
+
+/// How long a statement waits for another process's lock before giving up.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why the store could not do what was asked. Each message is one line.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Another process held the database lock for longer than [`BUSY_TIMEOUT`].
+    #[error("the history database is locked by another process")]
+    Busy,
+    /// The file exists but is not an SQLite database.
+    #[error("{} is not a PortPreview history database (not SQLite)", path.display())]
+    NotADatabase {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file is SQLite but damaged.
+    #[error("history database {} is corrupt: {detail}", path.display())]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What SQLite or the decoder reported.
+        detail: String,
+    },
+    /// The database was written by a newer PortPreview; it is never downgraded.
+    #[error(
+        "history database {} was written by a newer PortPreview (schema {found}, this build knows {supported}): upgrade portpreview or use another --db",
+        path.display()
+    )]
+    TooNew {
+        /// The file.
+        path: PathBuf,
+        /// Its schema version.
+        found: i64,
+        /// The newest schema this build knows.
+        supported: i64,
+    },
+    /// Any other SQLite failure (disk full, I/O error…).
+    #[error("history database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// Creating the database's directory or file failed.
+    #[error("cannot create the history database: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl StoreError {
+    /// True when the message already names the database file.
+    pub fn names_file(&self) -> bool {
+        matches!(
+            self,
+            Self::NotADatabase { .. } | Self::Corrupt { .. } | Self::TooNew { .. }
+        )
+    }
+
+    /// Turns the error into one for a command's stderr line, naming `db` once.
+    pub fn for_command(self, db: &Path) -> anyhow::Error {
+        if self.names_file() {
+            anyhow::Error::new(self)
+        } else {
+            anyhow::Error::new(self).context(format!("history database {}", db.display()))
+        }
+    }
+}
+
+/// Which deliveries `list` and `count` return.
+#[derive(Debug, Clone, Default)]
+pub struct ListQuery {
+    /// Most rows to return; `None` returns all.
+    pub limit: Option<usize>,
+    /// Only rows with `id < before_id` (keyset paging: pass the last id seen).
+    pub before_id: Option<i64>,
+    /// Only this provider.
+    pub provider: Option<String>,
+    /// Only this event key.
+    pub event_key: Option<String>,
+    /// Case-insensitive substring of the path, provider, event key, status
+    /// or request body text.
+    pub search: Option<String>,
+    /// Also list the deliveries sent by `replay`.
+    pub include_replays: bool,
+}
+
+/// The history database.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens (creating it, mode 0600, with its directories) and migrates the
+    /// database at `path`.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        create_private(path)?;
+        let conn = Connection::open(path).map_err(|e| classify(e, path))?;
+        Self::setup(conn, path.to_path_buf())
+    }
+
+    /// A private database in memory, for tests.
+    pub fn in_memory() -> Result<Store, StoreError> {
+        let conn = Connection::open_in_memory()?;
+        Self::setup(conn, PathBuf::from(":memory:"))
+    }
+
+    /// The database file (`:memory:` for an in-memory store).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn setup(mut conn: Connection, path: PathBuf) -> Result<Store, StoreError> {
+        let configure = |conn: &Connection| -> rusqlite::Result<()> {
+            conn.busy_timeout(BUSY_TIMEOUT)?;
+            conn.set_prepared_statement_cache_capacity(64);
+            // journal_mode answers with a row, so it cannot go through execute.
+            let _mode: String =
+                conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+            conn.pragma_update(None, "synchronous", "NORMAL")?;
+            conn.pragma_update(None, "foreign_keys", true)?;
+            Ok(())
+        };
+        configure(&conn).map_err(|e| classify(e, &path))?;
+        match schema::migrate(&mut conn).map_err(|e| classify(e, &path))? {
+            Ok(()) => Ok(Store { conn, path }),
+            Err(newer) => Err(StoreError::TooNew {
+                path,
+                found: newer.found,
+                supported: schema::SCHEMA_VERSION,
+            }),
+        }
+    }
+
+    fn classify(&self, err: rusqlite::Error) -> StoreError {
+        classify(err, &self.path)
+    }
+}
+
+/// Creates the file with owner-only permissions before SQLite opens it, so
+/// payloads and secrets are never readable by others, not even for a moment.
+fn create_private(path: &Path) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(err) => Err(err),
+    }
+}
+
+/// Sorts an SQLite failure into the variants callers act on.
+fn classify(err: rusqlite::Error, path: &Path) -> StoreError {
+    match err.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Busy,
+        Some(ErrorCode::NotADatabase) => StoreError::NotADatabase {
+            path: path.to_path_buf(),
+        },
+        Some(ErrorCode::DatabaseCorrupt) => StoreError::Corrupt {
+            path: path.to_path_buf(),
+            detail: err.to_string(),
+        },
+        _ => StoreError::Sqlite(err),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,292 @@
+//! Reading the history: one delivery whole, pages of summaries, lookups.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rusqlite::types::Value;
+use rusqlite::{params, OptionalExtension, Row};
+use wildmatch::WildMatch;
+
+use super::{
+    header_blob, Delivery, ListQuery, NewDelivery, Outcome, ReplayRun, Store, StoreError, Summary,
+};
+
+/// Deliveries sharing the row's event key, replays not counted. A delivery
+/// without a key is alone in its group.
+const DELIVERY_COUNT: &str = "CASE WHEN d.event_key = '' THEN 1 ELSE
+    (SELECT count(*) FROM deliveries g WHERE g.event_key = d.event_key AND g.replay_of IS NULL) END";
+
+/// Milliseconds since the epoch, now.
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+impl Store {
+    /// One delivery whole, or `None` when there is no such id.
+    pub fn get(&self, id: i64) -> Result<Option<Delivery>, StoreError> {
+        let sql = format!(
+            "SELECT d.id, d.received_at_ms, d.tunnel_url, d.target, d.method, d.path, d.request_headers,
+                d.request_body, d.request_body_size, d.provider, d.event_key, d.event_key_source, d.replay_of,
+                d.status, d.response_headers, d.response_body, d.response_body_size, d.duration_ms, d.error,
+                d.completed_at_ms, {DELIVERY_COUNT}
+             FROM deliveries d WHERE d.id = ?1"
+        );
+        let raw = self
+            .conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| stmt.query_row([id], RawDelivery::from_row).optional())
+            .map_err(|e| self.classify(e))?;
+        raw.map(|raw| raw.decode(self)).transpose()
+    }
+
+    /// Summaries matching `q`, newest first.
+    pub fn list(&self, q: &ListQuery) -> Result<Vec<Summary>, StoreError> {
+        let (filter, mut values) = where_clause(q);
+        let limit = q.limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
+        values.push(Value::Integer(limit));
+        let sql = format!(
+            "SELECT d.id, d.received_at_ms, d.method, d.path, d.status, d.duration_ms, d.provider, d.event_key,
+                d.event_key_source, d.error, d.replay_of, d.completed_at_ms, {DELIVERY_COUNT}
+             FROM deliveries d WHERE {filter} ORDER BY d.id DESC LIMIT ?"
+        );
+        let run = || -> rusqlite::Result<Vec<Summary>> {
+            let mut stmt = self.conn.prepare_cached(&sql)?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(values), summary_from_row)?;
+            rows.collect()
+        };
+        run().map_err(|e| self.classify(e))
+    }
+
+    /// How many deliveries match `q` (its `limit` and `before_id` apply too).
+    pub fn count(&self, q: &ListQuery) -> Result<u64, StoreError> {
+        let (filter, mut values) = where_clause(q);
+        let limit = q.limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
+        values.push(Value::Integer(limit));
+        let sql =
+            format!("SELECT count(*) FROM (SELECT 1 FROM deliveries d WHERE {filter} LIMIT ?)");
+        let run = || -> rusqlite::Result<i64> {
+            self.conn
+                .prepare_cached(&sql)?
+                .query_row(rusqlite::params_from_iter(values), |row| row.get(0))
+        };
+        run()
+            .map(|n| u64::try_from(n).unwrap_or(0))
+            .map_err(|e| self.classify(e))
+    }
+
+    /// Position of delivery `id` among the deliveries sharing its event key
+    /// (1 = first); 0 for an unknown id. Replays are not counted.
+    pub fn delivery_number(&self, id: i64) -> Result<i64, StoreError> {
+        self.delivery_number_row(id).map_err(|e| self.classify(e))
+    }
+
+    /// `delivery_number` inside a caller's transaction.
+    pub(crate) fn delivery_number_row(&self, id: i64) -> rusqlite::Result<i64> {
+        self.conn
+            .prepare_cached(
+                "SELECT CASE WHEN d.event_key = '' THEN 1 ELSE
+                    (SELECT count(*) FROM deliveries g
+                     WHERE g.event_key = d.event_key AND g.replay_of IS NULL AND g.id <= d.id) END
+                 FROM deliveries d WHERE d.id = ?1",
+            )?
+            .query_row([id], |row| row.get(0))
+            .optional()
+            .map(Option::unwrap_or_default)
+    }
+
+    /// The newest delivery (not a replay) carrying event key `key`.
+    pub fn newest_with_event_key(&self, key: &str) -> Result<Option<i64>, StoreError> {
+        self.conn
+            .prepare_cached(
+                "SELECT id FROM deliveries WHERE event_key = ?1 AND replay_of IS NULL ORDER BY id DESC LIMIT 1",
+            )
+            .and_then(|mut stmt| stmt.query_row([key], |row| row.get(0)).optional())
+            .map_err(|e| self.classify(e))
+    }
+
+    /// The newest delivery (not a replay) from `provider` whose path, query
+    /// left out, matches `path_glob` (`*` and `?` wildcards).
+    pub fn latest(
+        &self,
+        provider: Option<&str>,
+        path_glob: Option<&str>,
+    ) -> Result<Option<i64>, StoreError> {
+        let glob = path_glob.map(WildMatch::new);
+        let run = || -> rusqlite::Result<Option<i64>> {
+            let mut stmt = self.conn.prepare_cached(
+                "SELECT id, path FROM deliveries
+                 WHERE replay_of IS NULL AND (?1 IS NULL OR provider = ?1) ORDER BY id DESC",
+            )?;
+            let mut rows = stmt.query(params![provider])?;
+            while let Some(row) = rows.next()? {
+                let path: String = row.get(1)?;
+                let bare = path.split('?').next().unwrap_or_default();
+                if glob.as_ref().is_none_or(|glob| glob.matches(bare)) {
+                    return row.get(0).map(Some);
+                }
+            }
+            Ok(None)
+        };
+        run().map_err(|e| self.classify(e))
+    }
+
+    /// The replay runs of delivery `delivery_id`, oldest first.
+    pub fn replay_runs(&self, delivery_id: i64) -> Result<Vec<ReplayRun>, StoreError> {
+        let run = || -> rusqlite::Result<Vec<ReplayRun>> {
+            let mut stmt = self.conn.prepare_cached(
+                "SELECT id, delivery_id, started_at_ms, times, concurrency, idempotent, summary, report_json
+                 FROM replay_runs WHERE delivery_id = ?1 ORDER BY id",
+            )?;
+            let rows = stmt.query_map([delivery_id], |row| {
+                Ok(ReplayRun {
+                    id: row.get(0)?,
+                    delivery_id: row.get(1)?,
+                    started_at_ms: row.get(2)?,
+                    times: row.get(3)?,
+                    concurrency: row.get(4)?,
+                    idempotent: row.get(5)?,
+                    summary: row.get(6)?,
+                    report_json: row.get(7)?,
+                })
+            })?;
+            rows.collect()
+        };
+        run().map_err(|e| self.classify(e))
+    }
+}
+
+/// The SQL condition and its parameters for a listing.
+fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
+    let mut terms = vec!["1".to_owned()];
+    let mut values = Vec::new();
+    if let Some(before) = q.before_id {
+        terms.push("d.id < ?".into());
+        values.push(Value::Integer(before));
+    }
+    if let Some(provider) = &q.provider {
+        terms.push("d.provider = ?".into());
+        values.push(Value::Text(provider.clone()));
+    }
+    if let Some(key) = &q.event_key {
+        terms.push("d.event_key = ?".into());
+        values.push(Value::Text(key.clone()));
+    }
+    if !q.include_replays {
+        terms.push("d.replay_of IS NULL".into());
+    }
+    if let Some(search) = q.search.as_deref().filter(|s| !s.is_empty()) {
+        let pattern = format!("%{}%", escape_like(search));
+        terms.push(
+            "(d.path LIKE ?1 ESCAPE '\\' OR d.provider LIKE ?1 ESCAPE '\\' OR d.event_key LIKE ?1 ESCAPE '\\'
+              OR CAST(d.status AS TEXT) LIKE ?1 ESCAPE '\\' OR CAST(d.request_body AS TEXT) LIKE ?1 ESCAPE '\\')"
+                .replace("?1", &format!("?{}", values.len() + 1)),
+        );
+        values.push(Value::Text(pattern));
+    }
+    (terms.join(" AND "), values)
+}
+
+/// Makes `%`, `_` and `\` match themselves in a LIKE pattern.
+fn escape_like(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<Summary> {
+    let completed: Option<i64> = row.get(11)?;
+    Ok(Summary {
+        id: row.get(0)?,
+        received_at_ms: row.get(1)?,
+        method: row.get(2)?,
+        path: row.get(3)?,
+        status: row.get(4)?,
+        duration_ms: completed.and(row.get(5)?),
+        provider: row.get(6)?,
+        event_key: row.get(7)?,
+        event_key_source: row.get(8)?,
+        error: row.get(9)?,
+        replay_of: row.get(10)?,
+        delivery_count: row.get(12)?,
+    })
+}
+
+/// A row as SQLite holds it, before the header lists are decoded.
+struct RawDelivery {
+    id: i64,
+    request: NewDelivery,
+    request_headers: Vec<u8>,
+    outcome: Option<(Outcome, Vec<u8>)>,
+    delivery_count: i64,
+}
+
+impl RawDelivery {
+    fn from_row(row: &Row<'_>) -> rusqlite::Result<Self> {
+        let completed: Option<i64> = row.get(19)?;
+        let outcome = match completed {
+            None => None,
+            Some(_) => Some((
+                Outcome {
+                    status: row.get(13)?,
+                    response_headers: Vec::new(),
+                    response_body: row.get::<_, Option<Vec<u8>>>(15)?.unwrap_or_default(),
+                    response_body_size: row
+                        .get::<_, Option<i64>>(16)?
+                        .map_or(0, |n| n.max(0) as u64),
+                    duration_ms: row.get::<_, Option<f64>>(17)?.unwrap_or_default(),
+                    error: row.get(18)?,
+                },
+                row.get::<_, Option<Vec<u8>>>(14)?.unwrap_or_default(),
+            )),
+        };
+        Ok(Self {
+            id: row.get(0)?,
+            request: NewDelivery {
+                received_at_ms: row.get(1)?,
+                tunnel_url: row.get(2)?,
+                target: row.get(3)?,
+                method: row.get(4)?,
+                path: row.get(5)?,
+                request_headers: Vec::new(),
+                request_body: row.get(7)?,
+                request_body_size: row.get::<_, i64>(8)?.max(0) as u64,
+                provider: row.get(9)?,
+                event_key: row.get(10)?,
+                event_key_source: row.get(11)?,
+                replay_of: row.get(12)?,
+            },
+            request_headers: row.get(6)?,
+            outcome,
+            delivery_count: row.get(20)?,
+        })
+    }
+
+    fn decode(self, store: &Store) -> Result<Delivery, StoreError> {
+        let corrupt = |err: postcard::Error| StoreError::Corrupt {
+            path: store.path.clone(),
+            detail: format!("headers of delivery #{} cannot be read: {err}", self.id),
+        };
+        let mut request = self.request;
+        request.request_headers = header_blob::decode(&self.request_headers).map_err(corrupt)?;
+        let outcome = match self.outcome {
+            None => None,
+            Some((mut outcome, blob)) if !blob.is_empty() => {
+                outcome.response_headers = header_blob::decode(&blob).map_err(corrupt)?;
+                Some(outcome)
+            }
+            Some((outcome, _)) => Some(outcome),
+        };
+        Ok(Delivery {
+            id: self.id,
+            request,
+            outcome,
+            delivery_count: self.delivery_count,
+        })
+    }
+}

@@ -1,0 +1,332 @@
+//! Unit tests of the store against in-memory and real-file databases.
+
+use std::path::PathBuf;
+
+use portpreview_shared::Header;
+
+use super::*;
+
+/// A scratch directory removed on drop.
+pub(crate) struct ScratchDir(pub PathBuf);
+
+impl ScratchDir {
+    pub(crate) fn new(label: &str) -> Self {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "portpreview-{label}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub(crate) fn delivery(key: &str, path: &str) -> NewDelivery {
+    NewDelivery {
+        received_at_ms: 1_700_000_000_000,
+        tunnel_url: "http://127.0.0.1:9/t/calm-otter".into(),
+        target: "http://127.0.0.1:3000".into(),
+        method: "POST".into(),
+        path: path.into(),
+        request_headers: vec![Header::new("content-type", "application/json")],
+        request_body: format!("{{\"id\":\"{key}\"}}").into_bytes(),
+        request_body_size: 0,
+        provider: Some("stripe".into()),
+        event_key: key.into(),
+        event_key_source: "body:/id".into(),
+        replay_of: None,
+    }
+}
+
+fn ok_outcome() -> Outcome {
+    Outcome {
+        status: Some(200),
+        response_headers: vec![Header::new("content-length", "2")],
+        response_body: b"ok".to_vec(),
+        response_body_size: 2,
+        duration_ms: 12.5,
+        error: None,
+    }
+}
+
+#[test]
+fn a_delivery_comes_back_exactly() {
+    let store = Store::in_memory().unwrap();
+    let mut d = delivery("evt_1", "/hook?x=1");
+    d.request_headers = vec![
+        Header::new("x-dup", "a"),
+        Header::new("authorization", "Bearer s"),
+        Header::new("x-dup", "b"),
+        Header::new("x-raw", vec![0xff, 0xfe, 0x00, 0x1b]),
+    ];
+    d.request_body = vec![0, 159, 146, 150, 0xff];
+    d.request_body_size = 5;
+    let id = store.insert_request(&d).unwrap();
+    let pending = store.get(id).unwrap().unwrap();
+    assert_eq!(pending.request, d);
+    assert_eq!(pending.outcome, None);
+    assert_eq!(pending.delivery_count, 1);
+
+    store.record_outcome(id, &ok_outcome()).unwrap();
+    let done = store.get(id).unwrap().unwrap();
+    assert_eq!(done.outcome, Some(ok_outcome()));
+    assert_eq!(store.get(id + 1).unwrap(), None);
+}
+
+#[test]
+fn failed_forwarding_keeps_its_error() {
+    let store = Store::in_memory().unwrap();
+    let failed = Outcome {
+        error: Some("connection refused by 127.0.0.1:3000".into()),
+        duration_ms: 1.0,
+        ..Outcome::default()
+    };
+    let id = store
+        .insert_delivery(&delivery("evt_e", "/"), &failed)
+        .unwrap();
+    let row = &store.list(&ListQuery::default()).unwrap()[0];
+    assert_eq!(
+        (row.id, row.status, row.error.as_deref()),
+        (id, None, failed.error.as_deref())
+    );
+    assert_eq!(store.get(id).unwrap().unwrap().outcome, Some(failed));
+}
+
+#[test]
+fn retries_are_counted_and_numbered() {
+    let store = Store::in_memory().unwrap();
+    let first = store.insert_request(&delivery("evt_a", "/a")).unwrap();
+    let other = store.insert_request(&delivery("evt_b", "/b")).unwrap();
+    let second = store.insert_request(&delivery("evt_a", "/a")).unwrap();
+    let mut replay = delivery("evt_a", "/a");
+    replay.replay_of = Some(first);
+    let replayed = store.insert_delivery(&replay, &ok_outcome()).unwrap();
+
+    assert_eq!(store.delivery_number(first).unwrap(), 1);
+    assert_eq!(store.delivery_number(second).unwrap(), 2);
+    assert_eq!(store.delivery_number(other).unwrap(), 1);
+    assert_eq!(store.delivery_number(999).unwrap(), 0);
+    assert_eq!(store.get(first).unwrap().unwrap().delivery_count, 2);
+    assert_eq!(store.newest_with_event_key("evt_a").unwrap(), Some(second));
+    assert_eq!(store.newest_with_event_key("evt_zzz").unwrap(), None);
+
+    let listed: Vec<i64> = store
+        .list(&ListQuery::default())
+        .unwrap()
+        .iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(
+        listed,
+        vec![second, other, first],
+        "replays hidden, newest first"
+    );
+    let all = store
+        .list(&ListQuery {
+            include_replays: true,
+            ..ListQuery::default()
+        })
+        .unwrap();
+    assert_eq!(all[0].id, replayed);
+    assert_eq!(all[0].replay_of, Some(first));
+    assert_eq!(
+        all[0].delivery_count, 2,
+        "a replay does not count as a delivery"
+    );
+}
+
+#[test]
+fn listing_pages_and_filters() {
+    let store = Store::in_memory().unwrap();
+    let mut ids = Vec::new();
+    for n in 0..10 {
+        let mut d = delivery(&format!("evt_{n}"), &format!("/hooks/{n}"));
+        if n % 2 == 1 {
+            d.provider = Some("github".into());
+            d.request_body = format!("{{\"action\":\"opened_{n}\"}}").into_bytes();
+        }
+        ids.push(store.insert_request(&d).unwrap());
+    }
+    let page = |before| ListQuery {
+        limit: Some(4),
+        before_id: before,
+        ..ListQuery::default()
+    };
+    let first = store.list(&page(None)).unwrap();
+    let second = store.list(&page(first.last().map(|s| s.id))).unwrap();
+    let third = store.list(&page(second.last().map(|s| s.id))).unwrap();
+    let seen: Vec<i64> = [first, second, third]
+        .concat()
+        .iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(seen, ids.iter().rev().copied().collect::<Vec<_>>());
+
+    let github = ListQuery {
+        provider: Some("github".into()),
+        ..ListQuery::default()
+    };
+    assert_eq!(store.count(&github).unwrap(), 5);
+    assert!(store
+        .list(&github)
+        .unwrap()
+        .iter()
+        .all(|s| s.provider.as_deref() == Some("github")));
+    let by_key = ListQuery {
+        event_key: Some("evt_3".into()),
+        ..ListQuery::default()
+    };
+    assert_eq!(store.list(&by_key).unwrap()[0].id, ids[3]);
+    let search = |text: &str| {
+        let q = ListQuery {
+            search: Some(text.into()),
+            ..ListQuery::default()
+        };
+        store
+            .list(&q)
+            .unwrap()
+            .iter()
+            .map(|s| s.id)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        search("OPENED_7"),
+        vec![ids[7]],
+        "body text, case-insensitive"
+    );
+    assert_eq!(search("/hooks/4"), vec![ids[4]]);
+    assert_eq!(
+        search("100%"),
+        Vec::<i64>::new(),
+        "LIKE wildcards match themselves"
+    );
+    assert_eq!(store.count(&ListQuery::default()).unwrap(), 10);
+}
+
+#[test]
+fn latest_matches_provider_and_path_glob() {
+    let store = Store::in_memory().unwrap();
+    let stripe = store
+        .insert_request(&delivery("evt_1", "/webhooks/stripe?x=1"))
+        .unwrap();
+    let mut gh = delivery("g1", "/webhooks/github");
+    gh.provider = Some("github".into());
+    let github = store.insert_request(&gh).unwrap();
+    assert_eq!(store.latest(None, None).unwrap(), Some(github));
+    assert_eq!(store.latest(Some("stripe"), None).unwrap(), Some(stripe));
+    assert_eq!(
+        store.latest(None, Some("/webhooks/str*")).unwrap(),
+        Some(stripe)
+    );
+    assert_eq!(store.latest(None, Some("/nope/*")).unwrap(), None);
+}
+
+#[test]
+fn prune_removes_old_deliveries_and_their_runs() {
+    let store = Store::in_memory().unwrap();
+    let mut old = delivery("evt_old", "/");
+    old.received_at_ms = 1_000;
+    let old_id = store.insert_request(&old).unwrap();
+    let new_id = store.insert_request(&delivery("evt_new", "/")).unwrap();
+    let run = ReplayRun {
+        id: 0,
+        delivery_id: old_id,
+        started_at_ms: 2_000,
+        times: 3,
+        concurrency: 1,
+        idempotent: Some(true),
+        summary: "✓ idempotent".into(),
+        report_json: "{}".into(),
+    };
+    let run_id = store.insert_replay_run(&run).unwrap();
+    assert_eq!(
+        store.replay_runs(old_id).unwrap(),
+        vec![ReplayRun { id: run_id, ..run }]
+    );
+
+    assert_eq!(store.prune(5_000).unwrap(), 1);
+    assert_eq!(store.get(old_id).unwrap(), None);
+    assert!(store.get(new_id).unwrap().is_some());
+    assert!(store.replay_runs(old_id).unwrap().is_empty());
+    assert_eq!(store.prune(5_000).unwrap(), 0);
+}
+
+#[test]
+fn long_bodies_are_cut_with_their_size_kept() {
+    let store = Store::in_memory().unwrap();
+    let mut d = delivery("evt_big", "/");
+    d.request_body = vec![b'x'; MAX_STORED_BODY + 10];
+    d.request_body_size = d.request_body.len() as u64;
+    let id = store.insert_request(&d).unwrap();
+    let stored = store.get(id).unwrap().unwrap().request;
+    assert_eq!(stored.request_body.len(), MAX_STORED_BODY);
+    assert_eq!(stored.request_body_size, MAX_STORED_BODY as u64 + 10);
+    assert!(stored.request_truncated());
+}
+
+#[test]
+fn a_new_file_is_private_and_reopens() {
+    let dir = ScratchDir::new("store-open");
+    let path = dir.0.join("nested/dir/history.db");
+    let id = Store::open(&path)
+        .unwrap()
+        .insert_request(&delivery("evt_1", "/"))
+        .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let again = Store::open(&path).unwrap();
+    assert!(again.get(id).unwrap().is_some());
+}
+
+#[test]
+fn a_text_file_is_not_a_database() {
+    let dir = ScratchDir::new("store-text");
+    let path = dir.0.join("notes.txt");
+    std::fs::write(&path, "these are my notes, not SQLite at all\n".repeat(40)).unwrap();
+    let err = Store::open(&path).unwrap_err();
+    assert!(matches!(err, StoreError::NotADatabase { .. }), "{err:?}");
+    let message = err.to_string();
+    assert!(
+        message.contains("notes.txt") && !message.contains('\n'),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_newer_database_is_refused_untouched() {
+    let dir = ScratchDir::new("store-newer");
+    let path = dir.0.join("history.db");
+    drop(Store::open(&path).unwrap());
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.pragma_update(None, "user_version", schema::SCHEMA_VERSION + 5)
+        .unwrap();
+    drop(conn);
+    match Store::open(&path).unwrap_err() {
+        StoreError::TooNew {
+            found, supported, ..
+        } => {
+            assert_eq!(
+                (found, supported),
+                (schema::SCHEMA_VERSION + 5, schema::SCHEMA_VERSION)
+            );
+        }
+        other => panic!("expected TooNew, got {other:?}"),
+    }
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, schema::SCHEMA_VERSION + 5, "never downgraded");
+}

@@ -1,0 +1,127 @@
+//! Writing to the history: deliveries, their outcomes, replay runs, pruning.
+//!
+//! Every write runs inside `BEGIN IMMEDIATE`, so a writer takes the lock up
+//! front instead of failing halfway when another process writes too.
+
+use rusqlite::{params, Transaction, TransactionBehavior};
+
+use super::{header_blob, NewDelivery, Outcome, ReplayRun, Store, StoreError, MAX_STORED_BODY};
+
+impl Store {
+    /// Stores the request half of a delivery and returns its id.
+    pub fn insert_request(&self, d: &NewDelivery) -> Result<i64, StoreError> {
+        self.write(|store| store.insert_request_row(d))
+    }
+
+    /// Stores the answer half of delivery `id`.
+    pub fn record_outcome(&self, id: i64, o: &Outcome) -> Result<(), StoreError> {
+        self.write(|store| store.outcome_row(id, o))
+    }
+
+    /// Stores a whole delivery at once (replay attempts) and returns its id.
+    pub fn insert_delivery(&self, d: &NewDelivery, o: &Outcome) -> Result<i64, StoreError> {
+        self.write(|store| {
+            let id = store.insert_request_row(d)?;
+            store.outcome_row(id, o)?;
+            Ok(id)
+        })
+    }
+
+    /// Deletes deliveries received before `older_than_ms` (milliseconds since
+    /// the epoch), with their replay runs; returns how many were removed.
+    pub fn prune(&self, older_than_ms: i64) -> Result<usize, StoreError> {
+        self.write(|store| {
+            store
+                .conn
+                .prepare_cached("DELETE FROM deliveries WHERE received_at_ms < ?1")?
+                .execute([older_than_ms])
+        })
+    }
+
+    /// Stores one `replay` run and returns its id.
+    pub fn insert_replay_run(&self, run: &ReplayRun) -> Result<i64, StoreError> {
+        self.write(|store| {
+            store
+                .conn
+                .prepare_cached(
+                    "INSERT INTO replay_runs (delivery_id, started_at_ms, times, concurrency, idempotent, summary, report_json)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                )?
+                .execute(params![
+                    run.delivery_id,
+                    run.started_at_ms,
+                    run.times,
+                    run.concurrency,
+                    run.idempotent,
+                    run.summary,
+                    run.report_json
+                ])?;
+            Ok(store.conn.last_insert_rowid())
+        })
+    }
+
+    /// Runs `f` in one immediate transaction: all of it is committed or none.
+    pub(crate) fn write<T>(
+        &self,
+        f: impl FnOnce(&Store) -> rusqlite::Result<T>,
+    ) -> Result<T, StoreError> {
+        let run = || {
+            let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
+            let value = f(self)?;
+            tx.commit()?;
+            Ok(value)
+        };
+        run().map_err(|e| self.classify(e))
+    }
+
+    /// Inserts the request half; the caller provides the transaction.
+    pub(crate) fn insert_request_row(&self, d: &NewDelivery) -> rusqlite::Result<i64> {
+        let body = &d.request_body[..d.request_body.len().min(MAX_STORED_BODY)];
+        let size = d.request_body_size.max(d.request_body.len() as u64);
+        self.conn
+            .prepare_cached(
+                "INSERT INTO deliveries (received_at_ms, tunnel_url, target, method, path, request_headers,
+                     request_body, request_body_size, provider, event_key, event_key_source, replay_of)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            )?
+            .execute(params![
+                d.received_at_ms,
+                d.tunnel_url,
+                d.target,
+                d.method,
+                d.path,
+                header_blob::encode(&d.request_headers),
+                body,
+                i64::try_from(size).unwrap_or(i64::MAX),
+                d.provider,
+                d.event_key,
+                d.event_key_source,
+                d.replay_of
+            ])?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Fills in the answer half of delivery `id`; the caller provides the transaction.
+    pub(crate) fn outcome_row(&self, id: i64, o: &Outcome) -> rusqlite::Result<()> {
+        let body = &o.response_body[..o.response_body.len().min(MAX_STORED_BODY)];
+        let size = o.response_body_size.max(o.response_body.len() as u64);
+        let completed_at_ms = super::read::now_ms();
+        self.conn
+            .prepare_cached(
+                "UPDATE deliveries SET status = ?2, response_headers = ?3, response_body = ?4,
+                     response_body_size = ?5, duration_ms = ?6, error = ?7, completed_at_ms = ?8
+                 WHERE id = ?1",
+            )?
+            .execute(params![
+                id,
+                o.status,
+                header_blob::encode(&o.response_headers),
+                body,
+                i64::try_from(size).unwrap_or(i64::MAX),
+                o.duration_ms,
+                o.error,
+                completed_at_ms
+            ])?;
+        Ok(())
+    }
+}
