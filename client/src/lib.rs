@@ -5,8 +5,14 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod events;
+pub mod forward;
 pub mod logging;
+pub mod output;
+pub mod signal;
 pub mod store;
+pub mod target;
+pub mod time;
+pub mod tunnel;
 
 /// Formats an error and its causes on one line, for stderr.
 pub fn error_line(err: &anyhow::Error) -> String {

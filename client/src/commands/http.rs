@@ -3,26 +3,22 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
-use clap::ValueEnum;
+use anyhow::Context;
+use portpreview_shared::message::CONNECT_PATH;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
-/// How the Host header reaches the local handler.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum HostHeader {
-    /// Set Host to the local target (what most local servers expect).
-    Rewrite,
-    /// Keep the Host the caller sent.
-    Preserve,
-}
+use crate::config::{Config, Secret};
+use crate::output::{self, LogFormat};
+use crate::store::Recorder;
+use crate::target::Target;
+use crate::tunnel::{self, connect, ConnectOptions, HostHeader, TunnelConfig};
 
-/// How deliveries are printed without a TUI.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    /// One readable line per delivery.
-    Text,
-    /// One JSON object per line.
-    Json,
-}
+/// Deliveries the display may fall behind by before events are dropped.
+const EVENT_QUEUE: usize = 4096;
 
 /// Arguments of `portpreview http`.
 #[derive(Debug, clap::Args)]
@@ -51,10 +47,13 @@ pub struct Args {
     /// Format of the lines printed without a TUI.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
-    /// Fields of the body that identify an event without an ID (names or JSON pointers).
+    /// Body fields that identify an event without an ID (names or JSON pointers).
     #[arg(long, value_delimiter = ',', value_name = "FIELDS")]
     pub key_fields: Vec<String>,
-    /// Address for the in-process relay when no --server is given.
+    /// How long the local handler may take before the caller gets 504.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "28s", value_name = "DURATION")]
+    pub local_timeout: Duration,
+    /// Address of the in-process relay when no --server is given.
     #[arg(long, default_value = "127.0.0.1:0", value_name = "ADDR")]
     pub local_listen: String,
 }
@@ -66,8 +65,82 @@ impl Args {
     }
 }
 
-/// Runs the tunnel until ctrl-c.
+/// Runs the tunnel until ctrl-c, SIGTERM or (in the TUI) `q`.
 pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
-    let _ = (args, db);
-    anyhow::bail!("the tunnel is being wired up")
+    let config = Config::load()?;
+    let target = Target::parse(&args.target)?;
+    let use_tui = args.uses_tui();
+    let (recorder, recorder_handle) = Recorder::start(db, args.key_fields.clone())
+        .with_context(|| format!("cannot open the history {}", db.display()))?;
+
+    let (url, local_relay) = match args.server.clone().or(config.server) {
+        Some(server) => (connect::relay_url(&server)?, None),
+        None => {
+            let listener = TcpListener::bind(&args.local_listen)
+                .await
+                .with_context(|| format!("cannot listen on {} for the local relay", args.local_listen))?;
+            let address = listener.local_addr()?;
+            (format!("ws://{address}{CONNECT_PATH}"), Some(listener))
+        }
+    };
+    let tls = match url.starts_with("wss://") {
+        true => Some(connect::tls_config(args.ca_cert.as_deref().or(config.ca_cert.as_deref()))?),
+        false => None,
+    };
+    let tunnel_config = TunnelConfig {
+        connect: ConnectOptions {
+            url,
+            token: args.token.map(Secret::new).or(config.token),
+            name: args.name.clone(),
+            tls,
+        },
+        target,
+        host_header: args.host_header,
+        local_timeout: args.local_timeout,
+    };
+
+    let shutdown = CancellationToken::new();
+    let relay_shutdown = CancellationToken::new();
+    let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
+
+    let relay = async {
+        match local_relay {
+            Some(listener) => {
+                drop(listener);
+                anyhow::bail!("TEMPORARY: local relay not wired yet")
+            }
+            None => Ok(()),
+        }
+    };
+    let tunnel = async {
+        let result = tunnel::run(tunnel_config, Some(recorder), events_tx, shutdown.clone()).await;
+        shutdown.cancel();
+        // The local relay outlives the tunnel so the tunnel's goodbye is heard.
+        relay_shutdown.cancel();
+        result
+    };
+    let display = async {
+        let result = if use_tui {
+            output::print_events(events_rx, args.log_format).await;
+            Ok::<(), anyhow::Error>(())
+        } else {
+            output::print_events(events_rx, args.log_format).await;
+            Ok(())
+        };
+        // Quitting the TUI ends the tunnel.
+        shutdown.cancel();
+        result
+    };
+    let signals = async {
+        tokio::select! {
+            () = crate::signal::stop_requested() => shutdown.cancel(),
+            () = shutdown.cancelled() => {}
+        }
+    };
+    let (relay, tunnel, display, ()) = tokio::join!(relay, tunnel, display, signals);
+    recorder_handle.shutdown();
+    tunnel?;
+    relay?;
+    display?;
+    Ok(ExitCode::SUCCESS)
 }

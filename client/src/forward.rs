@@ -1,0 +1,142 @@
+//! Sending requests to the local target over a small pool of kept-alive
+//! HTTP/1 connections.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use hyper::body::Incoming;
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::target::Target;
+
+/// Body type of requests sent to the local target.
+pub type LocalBody = BoxBody<Bytes, std::io::Error>;
+
+/// Idle connections kept for reuse; more are closed once their answer is read.
+const MAX_IDLE: usize = 32;
+/// How long connecting to the local target may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why the local target did not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ForwardError {
+    /// Nothing accepted the connection.
+    #[error("could not reach {target}: {source}")]
+    Connect {
+        /// Target tried.
+        target: String,
+        /// The socket error.
+        source: std::io::Error,
+    },
+    /// Connecting took too long.
+    #[error("could not reach {0}: connecting timed out")]
+    ConnectTimeout(String),
+    /// The handler broke the connection or sent something that is not HTTP.
+    #[error("{target} failed to answer: {source}")]
+    Http {
+        /// Target tried.
+        target: String,
+        /// What hyper saw.
+        source: hyper::Error,
+    },
+}
+
+/// A client for one local target. Dropping it closes its connections.
+pub struct Forwarder {
+    target: Target,
+    idle: Mutex<Vec<SendRequest<LocalBody>>>,
+    connections: TaskTracker,
+    cancel: CancellationToken,
+}
+
+impl Forwarder {
+    /// A forwarder with no connections yet.
+    pub fn new(target: Target) -> Self {
+        Self {
+            target,
+            idle: Mutex::new(Vec::new()),
+            connections: TaskTracker::new(),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    /// The local target.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// Sends one request and returns the answer's head; its body streams.
+    pub async fn send(&self, request: Request<LocalBody>) -> Result<Response<Incoming>, ForwardError> {
+        let mut sender = match self.take_idle() {
+            Some(sender) => sender,
+            None => self.connect().await?,
+        };
+        let response = sender.send_request(request).await.map_err(|source| ForwardError::Http {
+            target: self.target.to_string(),
+            source,
+        })?;
+        self.put_idle(sender);
+        Ok(response)
+    }
+
+    fn take_idle(&self) -> Option<SendRequest<LocalBody>> {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        idle.retain(|sender| !sender.is_closed());
+        let ready = idle.iter().position(|sender| sender.is_ready())?;
+        Some(idle.swap_remove(ready))
+    }
+
+    /// A sender goes back at once: it turns ready again when its answer has
+    /// been read, and `take_idle` only hands out ready ones.
+    fn put_idle(&self, sender: SendRequest<LocalBody>) {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < MAX_IDLE {
+            idle.push(sender);
+        }
+    }
+
+    async fn connect(&self) -> Result<SendRequest<LocalBody>, ForwardError> {
+        let address = (self.target.host.trim_start_matches('[').trim_end_matches(']'), self.target.port);
+        let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address))
+            .await
+            .map_err(|_| ForwardError::ConnectTimeout(self.target.to_string()))?
+            .map_err(|source| ForwardError::Connect {
+                target: self.target.to_string(),
+                source,
+            })?;
+        // Webhook bodies are small: waiting to coalesce them only adds latency.
+        let _ = stream.set_nodelay(true);
+        let (sender, connection) = http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|source| ForwardError::Http {
+                target: self.target.to_string(),
+                source,
+            })?;
+        let cancel = self.cancel.clone();
+        self.connections.spawn(async move {
+            tokio::select! {
+                result = connection => {
+                    if let Err(err) = result {
+                        tracing::debug!(%err, "local connection ended");
+                    }
+                }
+                () = cancel.cancelled() => {}
+            }
+        });
+        Ok(sender)
+    }
+}
+
+impl Drop for Forwarder {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+        self.connections.close();
+    }
+}

@@ -1,0 +1,167 @@
+//! Deliveries as lines, for `--no-tui` and for stdout that is not a terminal.
+
+use std::io::Write;
+
+use portpreview_shared::sanitize::escape_str;
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use crate::events::TunnelEvent;
+use crate::store::Summary;
+
+/// Line formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One readable line per delivery.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Longest event key shown whole on a line.
+const KEY_WIDTH: usize = 24;
+
+/// Prints every event until the channel closes.
+pub async fn print_events(mut events: mpsc::Receiver<TunnelEvent>, format: LogFormat) {
+    let mut stdout = std::io::stdout();
+    while let Some(event) = events.recv().await {
+        let line = match format {
+            LogFormat::Text => text_line(&event),
+            LogFormat::Json => Some(json_line(&event)),
+        };
+        let Some(line) = line else { continue };
+        // A closed stdout (a pipe into `head`) must not stop the tunnel.
+        let _ = writeln!(stdout, "{line}").and_then(|()| stdout.flush());
+    }
+}
+
+/// The text form of an event; `None` for events only shown on stderr.
+pub fn text_line(event: &TunnelEvent) -> Option<String> {
+    match event {
+        TunnelEvent::Connected { public_url, target } => Some(format!("Forwarding {public_url} -> {target}")),
+        TunnelEvent::Disconnected { reason, retry_in } => {
+            eprintln!(
+                "relay connection lost ({}); reconnecting in {} ms",
+                escape_str(reason),
+                retry_in.as_millis()
+            );
+            None
+        }
+        TunnelEvent::Delivered { summary, delivery_number } => Some(delivery_line(summary, *delivery_number)),
+    }
+}
+
+/// `#12  POST /webhooks/stripe  200  14 ms  stripe evt_1Nq… (2nd delivery)`
+pub fn delivery_line(summary: &Summary, delivery_number: i64) -> String {
+    let id = if summary.id > 0 { format!("#{}", summary.id) } else { "#-".into() };
+    let status = summary.status.map_or_else(|| "---".to_string(), |s| s.to_string());
+    let duration = summary.duration_ms.map_or_else(String::new, |ms| format!("{ms:.0} ms"));
+    let mut line = format!(
+        "{id}  {}  {}  {status}  {duration}",
+        escape_str(&summary.method),
+        escape_str(&summary.path)
+    );
+    if let Some(provider) = &summary.provider {
+        line.push_str(&format!("  {provider} {}", shorten(&escape_str(&summary.event_key), KEY_WIDTH)));
+        if delivery_number > 1 {
+            line.push_str(&format!(" ({} delivery)", ordinal(delivery_number)));
+        }
+    } else if delivery_number > 1 {
+        line.push_str(&format!("  ({} delivery)", ordinal(delivery_number)));
+    }
+    if let Some(error) = &summary.error {
+        line.push_str(&format!("  error: {}", escape_str(error)));
+    }
+    line
+}
+
+/// The JSON form of an event, one object per line.
+pub fn json_line(event: &TunnelEvent) -> String {
+    let value = match event {
+        TunnelEvent::Connected { public_url, target } => json!({
+            "event": "tunnel", "public_url": public_url, "target": target,
+        }),
+        TunnelEvent::Disconnected { reason, retry_in } => json!({
+            "event": "disconnected", "reason": reason, "retry_in_ms": retry_in.as_millis() as u64,
+        }),
+        TunnelEvent::Delivered { summary, delivery_number } => json!({
+            "event": "delivery",
+            "id": summary.id,
+            "received_at": crate::time::rfc3339(summary.received_at_ms),
+            "method": summary.method,
+            "path": summary.path,
+            "status": summary.status,
+            "duration_ms": summary.duration_ms,
+            "provider": summary.provider,
+            "event_key": summary.event_key,
+            "event_key_source": summary.event_key_source,
+            "delivery_number": delivery_number,
+            "error": summary.error,
+        }),
+    };
+    value.to_string()
+}
+
+fn shorten(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let mut short: String = text.chars().take(width - 1).collect();
+    short.push('…');
+    short
+}
+
+/// 1st, 2nd, 3rd, 4th … 11th, 12th, 13th … 21st.
+pub fn ordinal(n: i64) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary() -> Summary {
+        Summary {
+            id: 12,
+            received_at_ms: 0,
+            method: "POST".into(),
+            path: "/webhooks/stripe".into(),
+            status: Some(200),
+            duration_ms: Some(14.2),
+            provider: Some("stripe".into()),
+            event_key: "evt_1NqPortPreviewTestEventKey".into(),
+            event_key_source: "body:/id".into(),
+            delivery_count: 2,
+            error: None,
+            replay_of: None,
+        }
+    }
+
+    #[test]
+    fn line_reads_like_the_design() {
+        assert_eq!(
+            delivery_line(&summary(), 2),
+            "#12  POST /webhooks/stripe  200  14 ms  stripe evt_1NqPortPreviewTestEv… (2nd delivery)"
+        );
+    }
+
+    #[test]
+    fn escape_sequences_in_paths_are_shown_escaped() {
+        let mut s = summary();
+        s.path = "/\x1b[2Jboom".into();
+        assert!(delivery_line(&s, 1).contains("/\\x1b[2Jboom"));
+    }
+
+    #[test]
+    fn ordinals() {
+        let got: Vec<String> = [1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111].iter().map(|n| ordinal(*n)).collect();
+        assert_eq!(got, ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st", "111th"]);
+    }
+}

@@ -1,0 +1,105 @@
+//! The local target: where `portpreview http` forwards every request.
+
+use std::fmt;
+
+/// Why a `PORT|URL` argument is not a usable local target.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("invalid local target {input:?}: {reason}")]
+pub struct TargetError {
+    input: String,
+    reason: &'static str,
+}
+
+/// A local HTTP server: host, port and an optional base path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// Host to connect to (`localhost` when only a port was given).
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+    /// Path prefix put before every forwarded path, without a trailing `/`.
+    pub base_path: String,
+}
+
+impl Target {
+    /// Parses `3000`, `localhost:3000`, `127.0.0.1:3000` or `http://host:port/base`.
+    pub fn parse(input: &str) -> Result<Self, TargetError> {
+        let fail = |reason| TargetError {
+            input: input.to_string(),
+            reason,
+        };
+        let rest = if let Some(rest) = input.strip_prefix("http://") {
+            rest
+        } else if input.starts_with("https://") {
+            return Err(fail("local HTTPS targets are not supported; forward to the plain HTTP port"));
+        } else if input.contains("://") {
+            return Err(fail("only http:// targets can be forwarded to"));
+        } else {
+            input
+        };
+        let (authority, path) = match rest.find('/') {
+            Some(at) => rest.split_at(at),
+            None => (rest, ""),
+        };
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((host, port)) if !host.ends_with(']') || authority.starts_with('[') => (host, port),
+            _ if authority.chars().all(|c| c.is_ascii_digit()) => ("localhost", authority),
+            _ => (authority, "80"),
+        };
+        let host = if host.is_empty() { "localhost" } else { host };
+        let port: u16 = port.parse().map_err(|_| fail("the port must be a number from 1 to 65535"))?;
+        if port == 0 {
+            return Err(fail("the port must be a number from 1 to 65535"));
+        }
+        if host.contains(|c: char| c.is_whitespace() || c == '@' || c == '/') {
+            return Err(fail("the host is not a host name or address"));
+        }
+        Ok(Self {
+            host: host.to_string(),
+            port,
+            base_path: path.trim_end_matches('/').to_string(),
+        })
+    }
+
+    /// The `Host` header value for requests to this target.
+    pub fn authority(&self) -> String {
+        format!("{}:{}", self.host, self.port)
+    }
+
+    /// Request target (path and query) to send for a caller's `path`.
+    pub fn request_path(&self, path: &str) -> String {
+        if self.base_path.is_empty() {
+            return path.to_string();
+        }
+        format!("{}{}", self.base_path, path)
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "http://{}:{}{}", self.host, self.port, self.base_path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_the_usual_spellings() {
+        let port = Target::parse("3000").unwrap();
+        assert_eq!((port.host.as_str(), port.port), ("localhost", 3000));
+        assert_eq!(Target::parse("127.0.0.1:8080").unwrap().to_string(), "http://127.0.0.1:8080");
+        let url = Target::parse("http://localhost:4000/api/").unwrap();
+        assert_eq!(url.request_path("/hook?a=1"), "/api/hook?a=1");
+        assert_eq!(Target::parse("http://[::1]:5000").unwrap().host, "[::1]");
+        assert_eq!(Target::parse("http://example.test").unwrap().port, 80);
+    }
+
+    #[test]
+    fn rejects_what_cannot_be_forwarded() {
+        for bad in ["0", "70000", "https://localhost:3000", "ftp://x:1", "localhost:http", "a b:1"] {
+            assert!(Target::parse(bad).is_err(), "{bad} should be rejected");
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! Request bodies arriving from the relay: chunks in, credit back out, and a
+//! copy kept for the history.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Body, Frame};
+use portpreview_shared::message::StreamId;
+use tokio::sync::mpsc;
+
+use super::outbox::Outbox;
+
+/// One chunk of request body as the relay sent it.
+#[derive(Debug)]
+pub struct Chunk {
+    /// The bytes.
+    pub data: Bytes,
+    /// True on the last chunk.
+    pub end: bool,
+}
+
+/// The part of a body kept for the history, up to a limit, with its full size.
+#[derive(Debug, Default)]
+pub struct Capture {
+    /// Bytes kept.
+    pub bytes: Vec<u8>,
+    /// Bytes seen, kept or not.
+    pub size: u64,
+    /// True once the last chunk went by.
+    pub complete: bool,
+}
+
+impl Capture {
+    /// Keeps `data` while under `limit` and counts it either way.
+    pub fn add(&mut self, data: &[u8], limit: usize) {
+        self.size += data.len() as u64;
+        let room = limit.saturating_sub(self.bytes.len());
+        self.bytes.extend_from_slice(&data[..data.len().min(room)]);
+    }
+}
+
+/// Receives the chunks of one stream and grants credit as they are used.
+pub struct Inflow {
+    stream: StreamId,
+    chunks: mpsc::UnboundedReceiver<Chunk>,
+    outbox: Outbox,
+    ended: bool,
+}
+
+impl Inflow {
+    /// Wraps a stream's chunk receiver; `ended` when the head said no body.
+    pub fn new(stream: StreamId, chunks: mpsc::UnboundedReceiver<Chunk>, outbox: Outbox, ended: bool) -> Self {
+        Self { stream, chunks, outbox, ended }
+    }
+
+    /// True once the last chunk was taken.
+    pub fn is_done(&self) -> bool {
+        self.ended
+    }
+
+    fn on_chunk(&mut self, chunk: &Chunk) {
+        if chunk.end {
+            self.ended = true;
+        } else {
+            self.outbox.grant(self.stream, chunk.data.len());
+        }
+    }
+
+    /// The next chunk, `None` at the end (or when the relay dropped the stream).
+    pub async fn next(&mut self) -> Option<Chunk> {
+        if self.ended {
+            return None;
+        }
+        let chunk = self.chunks.recv().await;
+        match &chunk {
+            Some(chunk) => self.on_chunk(chunk),
+            None => self.ended = true,
+        }
+        chunk
+    }
+
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Chunk>> {
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        let polled = self.chunks.poll_recv(cx);
+        match &polled {
+            Poll::Ready(Some(chunk)) => self.on_chunk(chunk),
+            Poll::Ready(None) => self.ended = true,
+            Poll::Pending => {}
+        }
+        polled
+    }
+}
+
+/// A request body that streams the rest of an [`Inflow`] to the local
+/// handler, copying what passes into a shared [`Capture`].
+pub struct StreamedBody {
+    /// Chunks taken before streaming started, sent first.
+    pub prefix: Vec<Bytes>,
+    /// The rest of the stream.
+    pub inflow: Inflow,
+    /// Where the copy goes.
+    pub capture: Arc<Mutex<Capture>>,
+    /// Most bytes kept in the capture.
+    pub limit: usize,
+}
+
+impl Body for StreamedBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = &mut *self;
+        if !this.prefix.is_empty() {
+            return Poll::Ready(Some(Ok(Frame::data(this.prefix.remove(0)))));
+        }
+        match this.inflow.poll_next(cx) {
+            Poll::Ready(Some(chunk)) => {
+                let mut capture = this.capture.lock().unwrap_or_else(|p| p.into_inner());
+                capture.add(&chunk.data, this.limit);
+                capture.complete = chunk.end;
+                Poll::Ready(Some(Ok(Frame::data(chunk.data))))
+            }
+            Poll::Ready(None) => {
+                let mut capture = this.capture.lock().unwrap_or_else(|p| p.into_inner());
+                if !capture.complete {
+                    // The relay dropped the stream: tell the handler the body is cut.
+                    return Poll::Ready(Some(Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "the caller's body was cut short",
+                    ))));
+                }
+                capture.complete = true;
+                Poll::Ready(None)
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.prefix.is_empty() && self.inflow.is_done()
+    }
+}

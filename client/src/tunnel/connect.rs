@@ -1,0 +1,227 @@
+//! Reaching the relay: URL forms, TLS, the upgrade and the hello exchange.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use http::{HeaderValue, StatusCode};
+use portpreview_shared::codec;
+use portpreview_shared::message::{ClientMessage, ServerMessage, CONNECT_PATH, MAX_FRAME_BYTES, PROTOCOL_VERSION};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::{self, Message};
+use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
+
+use crate::config::Secret;
+
+/// The client's socket to the relay.
+pub type RelaySocket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// Header that names the wanted tunnel in the upgrade, so a held name can be
+/// refused with a plain 409 before the upgrade.
+pub const NAME_HEADER: &str = "x-portpreview-name";
+
+/// How long the relay may take to answer the hello.
+const WELCOME_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why the tunnel could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// The relay address is not one the client understands.
+    #[error("invalid relay address {0:?}: use ws://, wss://, http:// or https:// followed by host:port")]
+    BadUrl(String),
+    /// The relay refused the token (401).
+    #[error("the relay refused the token (401): check --token or PORTPREVIEW_TOKEN")]
+    Unauthorized,
+    /// The name is held by another client (409).
+    #[error("tunnel name {0:?} is in use by another client (409)")]
+    NameTaken(String),
+    /// The relay refused the tunnel after the hello (version, name…).
+    #[error("the relay refused the tunnel: {0}")]
+    Refused(String),
+    /// A TLS setting could not be used.
+    #[error("TLS setup failed: {0}")]
+    Tls(String),
+    /// The relay could not be reached or the socket broke; worth retrying.
+    #[error("cannot reach the relay: {0}")]
+    Unreachable(String),
+}
+
+impl ConnectError {
+    /// True when retrying cannot help: the user must change something.
+    pub fn is_fatal(&self) -> bool {
+        !matches!(self, ConnectError::Unreachable(_))
+    }
+}
+
+/// The tunnel the relay granted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Welcome {
+    /// Tunnel name.
+    pub name: String,
+    /// Public URL callers use.
+    pub public_url: String,
+}
+
+/// Everything needed to open (and reopen) a tunnel.
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    /// `ws(s)://host:port/_portpreview/connect`.
+    pub url: String,
+    /// Bearer token, if the relay wants one.
+    pub token: Option<Secret>,
+    /// Name to ask for.
+    pub name: Option<String>,
+    /// TLS settings for `wss://`.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+/// Turns any accepted relay address into the WebSocket URL of its connect path.
+pub fn relay_url(input: &str) -> Result<String, ConnectError> {
+    let bad = || ConnectError::BadUrl(input.to_string());
+    let (scheme, rest) = input.split_once("://").ok_or_else(bad)?;
+    let scheme = match scheme.to_ascii_lowercase().as_str() {
+        "ws" | "http" => "ws",
+        "wss" | "https" => "wss",
+        _ => return Err(bad()),
+    };
+    let rest = rest.trim_end_matches('/');
+    let rest = rest.strip_suffix(CONNECT_PATH).unwrap_or(rest);
+    if rest.is_empty() || rest.contains(['?', '#', ' ']) {
+        return Err(bad());
+    }
+    Ok(format!("{scheme}://{rest}{CONNECT_PATH}"))
+}
+
+/// TLS settings trusting the web's roots plus an optional extra CA (PEM).
+pub fn tls_config(ca_cert: Option<&Path>) -> Result<Arc<rustls::ClientConfig>, ConnectError> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(path) = ca_cert {
+        let pem = std::fs::read(path).map_err(|e| ConnectError::Tls(format!("cannot read {}: {e}", path.display())))?;
+        let mut found = false;
+        for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
+            let cert = cert.map_err(|e| ConnectError::Tls(format!("{}: {e}", path.display())))?;
+            roots.add(cert).map_err(|e| ConnectError::Tls(format!("{}: {e}", path.display())))?;
+            found = true;
+        }
+        if !found {
+            return Err(ConnectError::Tls(format!("{} holds no PEM certificate", path.display())));
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| ConnectError::Tls(e.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
+/// WebSocket limits: nothing the relay sends can make a frame bigger than
+/// the protocol allows.
+pub fn websocket_config() -> WebSocketConfig {
+    let mut config = WebSocketConfig::default();
+    config.max_message_size = Some(MAX_FRAME_BYTES);
+    config.max_frame_size = Some(MAX_FRAME_BYTES);
+    config.write_buffer_size = 128 * 1024;
+    config.max_write_buffer_size = 4 * MAX_FRAME_BYTES;
+    config
+}
+
+/// Opens the socket, says hello and waits for the relay's welcome.
+pub async fn connect(options: &ConnectOptions) -> Result<(RelaySocket, Welcome), ConnectError> {
+    let mut request = options
+        .url
+        .as_str()
+        .into_client_request()
+        .map_err(|_| ConnectError::BadUrl(options.url.clone()))?;
+    if let Some(token) = &options.token {
+        let value = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
+            .map_err(|_| ConnectError::Refused("the token holds characters a header cannot carry".into()))?;
+        request.headers_mut().insert(http::header::AUTHORIZATION, value);
+    }
+    if let Some(name) = &options.name {
+        if let Ok(value) = HeaderValue::from_str(name) {
+            request.headers_mut().insert(NAME_HEADER, value);
+        }
+    }
+    let connector = options.tls.clone().map(Connector::Rustls);
+    let (mut socket, _) = tokio_tungstenite::connect_async_tls_with_config(request, Some(websocket_config()), true, connector)
+        .await
+        .map_err(|err| upgrade_error(err, options.name.as_deref()))?;
+
+    let hello = ClientMessage::Hello {
+        protocol: PROTOCOL_VERSION,
+        client_version: env!("CARGO_PKG_VERSION").to_string(),
+        name: options.name.clone(),
+    };
+    socket
+        .send(Message::Binary(codec::encode(&hello, &[])))
+        .await
+        .map_err(|e| ConnectError::Unreachable(e.to_string()))?;
+    let welcome = tokio::time::timeout(WELCOME_TIMEOUT, read_welcome(&mut socket))
+        .await
+        .map_err(|_| ConnectError::Unreachable("the relay did not answer the hello".into()))??;
+    Ok((socket, welcome))
+}
+
+async fn read_welcome(socket: &mut RelaySocket) -> Result<Welcome, ConnectError> {
+    while let Some(message) = socket.next().await {
+        let message = message.map_err(|e| ConnectError::Unreachable(e.to_string()))?;
+        let frame = match message {
+            Message::Binary(frame) => frame,
+            Message::Close(close) => {
+                let reason = close.map(|c| c.reason.to_string()).unwrap_or_default();
+                return Err(ConnectError::Refused(if reason.is_empty() { "closed during the hello".into() } else { reason }));
+            }
+            _ => continue,
+        };
+        let (message, _) = codec::decode::<ServerMessage>(frame.into())
+            .map_err(|e| ConnectError::Refused(format!("unreadable answer to the hello: {e}")))?;
+        return match message {
+            ServerMessage::Welcome { name, public_url, .. } => Ok(Welcome { name, public_url }),
+            ServerMessage::Refused { reason } => Err(ConnectError::Refused(reason)),
+            other => Err(ConnectError::Refused(format!("unexpected answer to the hello: {other:?}"))),
+        };
+    }
+    Err(ConnectError::Unreachable("the relay closed the socket during the hello".into()))
+}
+
+fn upgrade_error(err: tungstenite::Error, name: Option<&str>) -> ConnectError {
+    match err {
+        tungstenite::Error::Http(response) => match response.status() {
+            StatusCode::UNAUTHORIZED => ConnectError::Unauthorized,
+            StatusCode::CONFLICT => ConnectError::NameTaken(name.unwrap_or_default().to_string()),
+            status if status.is_server_error() => ConnectError::Unreachable(format!("the relay answered {status}")),
+            status => {
+                let body = response.body().as_deref().map(String::from_utf8_lossy).unwrap_or_default();
+                ConnectError::Refused(format!("{status} {}", body.trim()))
+            }
+        },
+        tungstenite::Error::Url(e) => ConnectError::BadUrl(e.to_string()),
+        tungstenite::Error::Tls(e) => ConnectError::Tls(e.to_string()),
+        other => ConnectError::Unreachable(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_scheme_maps_to_the_connect_path() {
+        assert_eq!(relay_url("http://relay.test:8080").unwrap(), "ws://relay.test:8080/_portpreview/connect");
+        assert_eq!(relay_url("https://relay.test/").unwrap(), "wss://relay.test/_portpreview/connect");
+        assert_eq!(relay_url("ws://127.0.0.1:1").unwrap(), "ws://127.0.0.1:1/_portpreview/connect");
+        assert_eq!(
+            relay_url("wss://r.test/_portpreview/connect").unwrap(),
+            "wss://r.test/_portpreview/connect"
+        );
+        for bad in ["relay.test", "ftp://x", "http://", "http://a b"] {
+            assert!(relay_url(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,351 @@
+//! One request's trip: relay → local handler → relay, recorded on the way.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue, Method, Request};
+use http_body::Body as _;
+use http_body_util::{BodyExt, Full};
+use portpreview_shared::message::{ClientMessage, Header, StreamId, CHUNK_SIZE};
+use tokio::sync::{mpsc, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use super::body::{Capture, Inflow, StreamedBody};
+use super::outbox::Outbox;
+use crate::events::TunnelEvent;
+use crate::forward::{Forwarder, LocalBody};
+use crate::store::recorder::{Recorded, Recorder};
+use crate::store::{NewDelivery, Outcome, Summary, MAX_STORED_BODY};
+
+/// Request bodies up to this size are read whole before forwarding, so the
+/// request can be recorded while the handler works; larger ones stream.
+const BUFFERED_BODY: usize = 1024 * 1024;
+
+/// How the Host header reaches the local handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HostHeader {
+    /// Set Host to the local target (what most local servers expect).
+    Rewrite,
+    /// Keep the Host the caller sent.
+    Preserve,
+}
+
+/// What every exchange of a tunnel shares.
+pub struct Shared {
+    /// The local target's client.
+    pub forwarder: Forwarder,
+    /// The history writer, when recording.
+    pub recorder: Option<Recorder>,
+    /// Where deliveries are reported.
+    pub events: mpsc::Sender<TunnelEvent>,
+    /// Host header policy.
+    pub host_header: HostHeader,
+    /// How long the local handler may take to answer.
+    pub local_timeout: Duration,
+    /// Public URL of the tunnel, kept with each delivery.
+    pub public_url: Mutex<String>,
+}
+
+/// A request head as the relay sent it.
+pub struct Head {
+    /// Stream id.
+    pub stream: StreamId,
+    /// HTTP method.
+    pub method: String,
+    /// Path and query.
+    pub target: String,
+    /// Headers in order.
+    pub headers: Vec<Header>,
+}
+
+/// The per-stream handles the session keeps to steer an exchange.
+pub struct Steering {
+    /// Response-body credit granted by the relay.
+    pub credit: Arc<Semaphore>,
+    /// Cancelled when the relay resets the stream.
+    pub reset: CancellationToken,
+}
+
+/// Carries one request to the local target and its answer back.
+pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Steering, outbox: Outbox) -> StreamId {
+    let stream = head.stream;
+    let started = Instant::now();
+    let mut request = new_delivery(&shared, &head);
+    let outcome = tokio::select! {
+        outcome = exchange(&shared, head, inflow, &mut request, &steering, &outbox, started) => outcome,
+        () = steering.reset.cancelled() => Exchanged {
+            outcome: failure(started, "the caller went away before the answer".into()),
+            recorded: None,
+        },
+    };
+    finish(&shared, request, outcome).await;
+    stream
+}
+
+struct Exchanged {
+    outcome: Outcome,
+    recorded: Option<Recorded>,
+}
+
+async fn exchange(
+    shared: &Shared,
+    head: Head,
+    mut inflow: Inflow,
+    request: &mut NewDelivery,
+    steering: &Steering,
+    outbox: &Outbox,
+    started: Instant,
+) -> Exchanged {
+    let stream = head.stream;
+    let mut capture = Capture::default();
+    let mut prefix = Vec::new();
+    while capture.size < BUFFERED_BODY as u64 {
+        match inflow.next().await {
+            Some(chunk) => {
+                capture.add(&chunk.data, MAX_STORED_BODY);
+                prefix.push(chunk.data);
+            }
+            None => break,
+        }
+    }
+    let buffered = inflow.is_done();
+    let body: LocalBody = if buffered {
+        let whole = if prefix.len() == 1 { prefix.pop().unwrap_or_default() } else { Bytes::from(prefix.concat()) };
+        Full::new(whole).map_err(|never| match never {}).boxed()
+    } else {
+        StreamedBody {
+            prefix,
+            inflow,
+            capture: Arc::new(Mutex::new(std::mem::take(&mut capture))),
+            limit: MAX_STORED_BODY,
+        }
+        .boxed()
+    };
+    let local = match build_request(shared, &head, body, buffered) {
+        Ok(local) => local,
+        Err(reason) => {
+            let recorded = record(shared, request.clone()).await;
+            return answer_error(stream, outbox, started, 400, reason, recorded);
+        }
+    };
+
+    let send = tokio::time::timeout(shared.local_timeout, shared.forwarder.send(local));
+    let (recorded, response) = if buffered {
+        request.request_body = capture.bytes;
+        request.request_body_size = capture.size;
+        // Record while the handler works: the row must be on disk before the
+        // caller hears back, and this way it costs no extra latency.
+        tokio::join!(record(shared, request.clone()), send)
+    } else {
+        let response = send.await;
+        (record(shared, request.clone()).await, response)
+    };
+
+    let response = match response {
+        Ok(Ok(response)) => response,
+        Ok(Err(err)) => return answer_error(stream, outbox, started, 502, err.to_string(), recorded),
+        Err(_) => {
+            let reason = format!("{} did not answer within {}", shared.forwarder.target(), humantime::format_duration(shared.local_timeout));
+            return answer_error(stream, outbox, started, 504, reason, recorded);
+        }
+    };
+    let outcome = relay_response(response, stream, steering, outbox, started).await;
+    Exchanged { outcome, recorded }
+}
+
+async fn record(shared: &Shared, request: NewDelivery) -> Option<Recorded> {
+    let recorder = shared.recorder.as_ref()?;
+    match recorder.record_request(request).await {
+        Ok(recorded) => Some(recorded),
+        Err(err) => {
+            tracing::warn!(%err, "delivery not recorded; forwarding goes on");
+            None
+        }
+    }
+}
+
+fn new_delivery(shared: &Shared, head: &Head) -> NewDelivery {
+    NewDelivery {
+        received_at_ms: now_ms(),
+        tunnel_url: shared.public_url.lock().map(|url| url.clone()).unwrap_or_default(),
+        target: shared.forwarder.target().to_string(),
+        method: head.method.clone(),
+        path: head.target.clone(),
+        request_headers: head.headers.clone(),
+        ..NewDelivery::default()
+    }
+}
+
+fn build_request(shared: &Shared, head: &Head, body: LocalBody, buffered: bool) -> Result<Request<LocalBody>, String> {
+    let method = Method::from_bytes(head.method.as_bytes()).map_err(|_| format!("invalid method {:?}", head.method))?;
+    let target = shared.forwarder.target();
+    let mut request = Request::builder()
+        .method(method)
+        .uri(target.request_path(&head.target))
+        .body(body)
+        .map_err(|e| format!("invalid request target: {e}"))?;
+    let headers = request.headers_mut();
+    for header in &head.headers {
+        let name = header.name.as_str();
+        if (buffered && name.eq_ignore_ascii_case("content-length"))
+            || (shared.host_header == HostHeader::Rewrite && name.eq_ignore_ascii_case("host"))
+        {
+            continue;
+        }
+        match (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_bytes(&header.value)) {
+            (Ok(name), Ok(value)) => {
+                headers.append(name, value);
+            }
+            _ => tracing::warn!(header = %portpreview_shared::sanitize::escape_str(name), "header dropped: not valid HTTP"),
+        }
+    }
+    if shared.host_header == HostHeader::Rewrite || !headers.contains_key(http::header::HOST) {
+        if let Ok(host) = HeaderValue::from_str(&target.authority()) {
+            headers.insert(http::header::HOST, host);
+        }
+    }
+    Ok(request)
+}
+
+/// Streams the local answer to the relay within its credit, keeping a copy.
+async fn relay_response(
+    response: http::Response<hyper::body::Incoming>,
+    stream: StreamId,
+    steering: &Steering,
+    outbox: &Outbox,
+    started: Instant,
+) -> Outcome {
+    let status = response.status().as_u16();
+    let headers: Vec<Header> = response
+        .headers()
+        .iter()
+        .filter(|(name, _)| !is_hop_by_hop(name.as_str()))
+        .map(|(name, value)| Header::new(name.as_str(), value.as_bytes()))
+        .collect();
+    let mut body = response.into_body();
+    let end = body.is_end_stream();
+    outbox.send(&ClientMessage::ResponseHead { stream, status, headers: headers.clone(), end }, &[]);
+    let mut capture = Capture::default();
+    let mut error = None;
+    if !end {
+        // Hold one chunk back so the last one carries `end`: a small answer
+        // is then exactly one head and one body frame.
+        let mut pending: Option<Bytes> = None;
+        loop {
+            match body.frame().await {
+                Some(Ok(frame)) => {
+                    let Ok(data) = frame.into_data() else { continue };
+                    capture.add(&data, MAX_STORED_BODY);
+                    let mut data = data;
+                    while !data.is_empty() {
+                        let piece = data.split_to(data.len().min(CHUNK_SIZE));
+                        if let Some(previous) = pending.replace(piece) {
+                            send_chunk(stream, previous, false, steering, outbox).await;
+                        }
+                    }
+                }
+                Some(Err(err)) => {
+                    error = Some(format!("the local answer's body broke off: {err}"));
+                    break;
+                }
+                None => break,
+            }
+        }
+        send_chunk(stream, pending.unwrap_or_default(), true, steering, outbox).await;
+    }
+    Outcome {
+        status: Some(status),
+        response_headers: headers,
+        response_body: capture.bytes,
+        response_body_size: capture.size,
+        duration_ms: elapsed_ms(started),
+        error,
+    }
+}
+
+async fn send_chunk(stream: StreamId, data: Bytes, end: bool, steering: &Steering, outbox: &Outbox) {
+    if !data.is_empty() {
+        // Wait for the relay to make room: a slow caller slows this stream only.
+        let needed = u32::try_from(data.len()).unwrap_or(u32::MAX);
+        if let Ok(permit) = steering.credit.acquire_many(needed).await {
+            permit.forget();
+        }
+    }
+    outbox.send(&ClientMessage::ResponseBody { stream, end }, &data);
+}
+
+/// Answers the caller with a short plain-text reason and records the error.
+fn answer_error(
+    stream: StreamId,
+    outbox: &Outbox,
+    started: Instant,
+    status: u16,
+    reason: String,
+    recorded: Option<Recorded>,
+) -> Exchanged {
+    let body = format!("portpreview: {reason}\n");
+    let headers = vec![
+        Header::new("content-type", "text/plain; charset=utf-8"),
+        Header::new("content-length", body.len().to_string()),
+    ];
+    outbox.send(&ClientMessage::ResponseHead { stream, status, headers, end: false }, &[]);
+    outbox.send(&ClientMessage::ResponseBody { stream, end: true }, body.as_bytes());
+    let mut outcome = failure(started, reason);
+    outcome.status = Some(status);
+    Exchanged { outcome, recorded }
+}
+
+fn failure(started: Instant, error: String) -> Outcome {
+    Outcome {
+        duration_ms: elapsed_ms(started),
+        error: Some(error),
+        ..Outcome::default()
+    }
+}
+
+async fn finish(shared: &Shared, request: NewDelivery, exchanged: Exchanged) {
+    let Exchanged { outcome, recorded } = exchanged;
+    let (id, delivery_number, provider, event_key, event_key_source) = match &recorded {
+        Some(r) => (r.id, r.delivery_number, None::<String>, String::new(), String::new()),
+        None => (0, 1, None, String::new(), String::new()),
+    };
+    let summary = Summary {
+        id,
+        received_at_ms: request.received_at_ms,
+        method: request.method,
+        path: request.path,
+        status: outcome.status,
+        duration_ms: Some(outcome.duration_ms),
+        provider,
+        event_key,
+        event_key_source,
+        delivery_count: delivery_number,
+        error: outcome.error.clone(),
+        replay_of: None,
+    };
+    if let (Some(recorder), Some(recorded)) = (&shared.recorder, &recorded) {
+        recorder.record_outcome(recorded.id, outcome);
+    }
+    if shared.events.try_send(TunnelEvent::Delivered { summary, delivery_number }).is_err() {
+        tracing::debug!("delivery event dropped: the display is behind");
+    }
+}
+
+fn is_hop_by_hop(name: &str) -> bool {
+    matches!(
+        name,
+        "connection" | "keep-alive" | "proxy-connection" | "te" | "trailer" | "transfer-encoding" | "upgrade"
+    )
+}
+
+fn elapsed_ms(started: Instant) -> f64 {
+    started.elapsed().as_secs_f64() * 1000.0
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or_default()
+}

@@ -1,0 +1,101 @@
+//! The tunnel: connect to the relay, serve the session, reconnect with
+//! backoff when the relay goes away, and get the same name back.
+
+mod backoff;
+mod body;
+pub mod connect;
+mod exchange;
+mod outbox;
+mod session;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+pub use backoff::Backoff;
+pub use connect::{ConnectError, ConnectOptions, Welcome};
+pub use exchange::HostHeader;
+use exchange::Shared;
+pub use session::SessionEnd;
+
+use crate::events::TunnelEvent;
+use crate::forward::Forwarder;
+use crate::store::recorder::Recorder;
+use crate::target::Target;
+
+/// Default time the local handler has to answer before the caller gets 504.
+/// Under the relay's own 30 s so the caller hears the local reason.
+pub const DEFAULT_LOCAL_TIMEOUT: Duration = Duration::from_secs(28);
+
+/// Everything a tunnel needs.
+pub struct TunnelConfig {
+    /// How to reach the relay.
+    pub connect: ConnectOptions,
+    /// Where requests go.
+    pub target: Target,
+    /// Host header policy.
+    pub host_header: HostHeader,
+    /// How long the local handler may take.
+    pub local_timeout: Duration,
+}
+
+/// Runs the tunnel until `shutdown`. Fails when the first connection cannot
+/// be made or the relay refuses the tunnel; later drops are retried.
+pub async fn run(
+    config: TunnelConfig,
+    recorder: Option<Recorder>,
+    events: mpsc::Sender<TunnelEvent>,
+    shutdown: CancellationToken,
+) -> Result<(), ConnectError> {
+    let target = config.target.to_string();
+    let shared = Arc::new(Shared {
+        forwarder: Forwarder::new(config.target),
+        recorder,
+        events: events.clone(),
+        host_header: config.host_header,
+        local_timeout: config.local_timeout,
+        public_url: Default::default(),
+    });
+    let mut options = config.connect;
+    let mut backoff = Backoff::default();
+    let mut connected_once = false;
+    loop {
+        let attempt = tokio::select! {
+            () = shutdown.cancelled() => return Ok(()),
+            attempt = connect::connect(&options) => attempt,
+        };
+        let reason = match attempt {
+            Ok((socket, welcome)) => {
+                connected_once = true;
+                backoff.reset();
+                // Ask for the same name next time, so the URL survives reconnects.
+                options.name = Some(welcome.name.clone());
+                if let Ok(mut url) = shared.public_url.lock() {
+                    url.clone_from(&welcome.public_url);
+                }
+                let _ = events
+                    .send(TunnelEvent::Connected {
+                        public_url: welcome.public_url,
+                        target: target.clone(),
+                    })
+                    .await;
+                match session::serve(socket, shared.clone(), shutdown.clone()).await {
+                    SessionEnd::Shutdown => return Ok(()),
+                    SessionEnd::Refused(reason) => return Err(ConnectError::Refused(reason)),
+                    SessionEnd::Lost(reason) => reason,
+                }
+            }
+            Err(err) if err.is_fatal() || !connected_once => return Err(err),
+            Err(err) => err.to_string(),
+        };
+        let retry_in = backoff.next_delay();
+        tracing::info!(%reason, ?retry_in, "relay connection lost; reconnecting");
+        let _ = events.send(TunnelEvent::Disconnected { reason, retry_in }).await;
+        tokio::select! {
+            () = shutdown.cancelled() => return Ok(()),
+            () = tokio::time::sleep(retry_in) => {}
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! One connected session: reads the relay's frames, runs an exchange per
+//! stream, and writes every ready frame with a single flush.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::stream::SplitSink;
+use futures_util::{Sink, SinkExt, Stream, StreamExt};
+use portpreview_shared::codec;
+use portpreview_shared::message::{ServerMessage, StreamId, STREAM_WINDOW};
+use tokio::sync::{mpsc, Semaphore};
+use tokio::task::JoinSet;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::{self, Message};
+use tokio_util::sync::CancellationToken;
+
+use super::body::{Chunk, Inflow};
+use super::exchange::{self, Head, Shared, Steering};
+use super::outbox::Outbox;
+
+/// The relay pings every few seconds; this long without any frame means it is gone.
+pub const RELAY_SILENCE_LIMIT: Duration = Duration::from_secs(15);
+
+/// Why a session ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionEnd {
+    /// Shutdown was asked for.
+    Shutdown,
+    /// The relay refused to go on; retrying will not help.
+    Refused(String),
+    /// The socket closed or broke; a reconnect may help.
+    Lost(String),
+}
+
+struct StreamEntry {
+    chunks: Option<mpsc::UnboundedSender<Chunk>>,
+    credit: Arc<Semaphore>,
+    reset: CancellationToken,
+}
+
+/// Serves one socket until it ends or `shutdown` fires.
+pub async fn serve<S>(socket: S, shared: Arc<Shared>, shutdown: CancellationToken) -> SessionEnd
+where
+    S: Stream<Item = Result<Message, tungstenite::Error>> + Sink<Message, Error = tungstenite::Error> + Unpin,
+{
+    let (sink, mut frames) = socket.split();
+    let (outbox, queue) = Outbox::new();
+    let writer = write_frames(sink, queue);
+    tokio::pin!(writer);
+    let mut streams: HashMap<StreamId, StreamEntry> = HashMap::new();
+    let mut exchanges: JoinSet<StreamId> = JoinSet::new();
+    let mut writer_done = false;
+
+    let end = loop {
+        tokio::select! {
+            () = shutdown.cancelled() => break SessionEnd::Shutdown,
+            result = &mut writer => {
+                writer_done = true;
+                break SessionEnd::Lost(match result {
+                    Ok(()) => "the socket closed".into(),
+                    Err(err) => format!("writing to the relay failed: {err}"),
+                });
+            }
+            Some(done) = exchanges.join_next() => {
+                if let Ok(stream) = done {
+                    streams.remove(&stream);
+                }
+            }
+            next = tokio::time::timeout(RELAY_SILENCE_LIMIT, frames.next()) => {
+                let message = match next {
+                    Err(_) => break SessionEnd::Lost(format!("the relay was silent for {}s", RELAY_SILENCE_LIMIT.as_secs())),
+                    Ok(None) => break SessionEnd::Lost("the relay closed the connection".into()),
+                    Ok(Some(Err(err))) => break SessionEnd::Lost(err.to_string()),
+                    Ok(Some(Ok(message))) => message,
+                };
+                let frame = match message {
+                    Message::Binary(frame) => frame,
+                    Message::Close(close) => break SessionEnd::Lost(close_reason(close)),
+                    Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => continue,
+                    Message::Text(_) => break protocol_error(&outbox, "text message on a binary protocol"),
+                };
+                let (message, body) = match codec::decode::<ServerMessage>(frame.into()) {
+                    Ok(decoded) => decoded,
+                    Err(err) => break protocol_error(&outbox, &err.to_string()),
+                };
+                match message {
+                    ServerMessage::RequestHead { stream, method, target, headers, end } => {
+                        if streams.contains_key(&stream) {
+                            break protocol_error(&outbox, "stream id reused while in flight");
+                        }
+                        let (tx, rx) = mpsc::unbounded_channel();
+                        let entry = StreamEntry {
+                            chunks: (!end).then_some(tx),
+                            credit: Arc::new(Semaphore::new(STREAM_WINDOW as usize)),
+                            reset: CancellationToken::new(),
+                        };
+                        let head = Head { stream, method, target, headers };
+                        let inflow = Inflow::new(stream, rx, outbox.clone(), end);
+                        let steering = Steering { credit: entry.credit.clone(), reset: entry.reset.clone() };
+                        exchanges.spawn(exchange::run(shared.clone(), head, inflow, steering, outbox.clone()));
+                        streams.insert(stream, entry);
+                    }
+                    ServerMessage::RequestBody { stream, end } => {
+                        if let Some(entry) = streams.get_mut(&stream) {
+                            if let Some(chunks) = &entry.chunks {
+                                let _ = chunks.send(Chunk { data: body, end });
+                            }
+                            if end {
+                                entry.chunks = None;
+                            }
+                        }
+                    }
+                    ServerMessage::Reset { stream, reason } => {
+                        tracing::debug!(stream, %reason, "relay reset a stream");
+                        if let Some(entry) = streams.remove(&stream) {
+                            entry.reset.cancel();
+                        }
+                    }
+                    ServerMessage::Window { stream, credit } => {
+                        if let Some(entry) = streams.get(&stream) {
+                            entry.credit.add_permits(credit as usize);
+                        }
+                    }
+                    ServerMessage::Refused { reason } => break SessionEnd::Refused(reason),
+                    ServerMessage::Welcome { .. } => break protocol_error(&outbox, "a second welcome"),
+                }
+            }
+        }
+    };
+    if end == SessionEnd::Shutdown {
+        outbox.send_raw(Message::Close(Some(CloseFrame {
+            code: CloseCode::Away,
+            reason: "client shutting down".into(),
+        })));
+    }
+    drop(outbox);
+    // Exchanges in flight are abandoned: the relay answers their callers 502
+    // and never resends them, so each delivery happens at most once.
+    exchanges.shutdown().await;
+    // Let the writer send what is queued (the close frame among it), briefly.
+    if !writer_done {
+        let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
+    }
+    end
+}
+
+fn protocol_error(outbox: &Outbox, reason: &str) -> SessionEnd {
+    let reason = format!("malformed frame from the relay: {reason}");
+    outbox.send_raw(Message::Close(Some(CloseFrame {
+        code: CloseCode::Protocol,
+        reason: truncate(&reason, 120).to_string().into(),
+    })));
+    SessionEnd::Lost(reason)
+}
+
+fn close_reason(close: Option<CloseFrame<'_>>) -> String {
+    match close {
+        Some(frame) if !frame.reason.is_empty() => format!("the relay closed the connection: {}", frame.reason),
+        _ => "the relay closed the connection".into(),
+    }
+}
+
+fn truncate(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// Writes every frame that is ready, then flushes once: per-frame flushes
+/// cost a syscall each and were the main cost under load.
+async fn write_frames<S>(mut sink: SplitSink<S, Message>, mut queue: mpsc::UnboundedReceiver<Message>) -> Result<(), tungstenite::Error>
+where
+    S: Sink<Message, Error = tungstenite::Error> + Unpin,
+{
+    while let Some(first) = queue.recv().await {
+        let closing = matches!(first, Message::Close(_));
+        sink.feed(first).await?;
+        while let Ok(next) = queue.try_recv() {
+            sink.feed(next).await?;
+        }
+        sink.flush().await?;
+        if closing {
+            break;
+        }
+    }
+    let _ = sink.close().await;
+    Ok(())
+}
+
