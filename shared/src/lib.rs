@@ -4,6 +4,7 @@
 
 pub mod codec;
 pub mod message;
+pub mod provider;
 pub mod sanitize;
 
 pub use message::{ClientMessage, Header, ServerMessage, StreamId};

@@ -1,0 +1,226 @@
+//! Fresh identities: the same event under a new, never-seen ID, so a
+//! handler treats it as new (the `--fresh` burst that catches
+//! check-then-insert races). Re-sign afterwards: the body may have changed.
+
+use serde_json::Value;
+
+use super::detect::Body;
+use super::key::provider_id;
+use super::{form, has_header, header, ids, pointer, set_header, Provider};
+use crate::message::Header;
+
+const FRESH_FIELD_HINT: &str =
+    "name the field that holds its ID with --fresh-field /json/pointer or --fresh-field header:Name";
+
+/// Why an event could not be given a fresh identity.
+#[derive(Debug, thiserror::Error)]
+pub enum FreshError {
+    /// Nothing in the request is known to hold the event's ID.
+    #[error("cannot give this event a fresh identity: {0}; {FRESH_FIELD_HINT}")]
+    NoIdentity(String),
+    /// `--fresh-field` is neither a JSON pointer nor `header:Name`.
+    #[error("--fresh-field {0}: expected a JSON pointer such as /data/id, or header:Name")]
+    BadField(String),
+    /// `--fresh-field` points at nothing in the body.
+    #[error("--fresh-field {0}: the body has no such field")]
+    FieldMissing(String),
+    /// `--fresh-field` is a JSON pointer but the body is not JSON.
+    #[error("--fresh-field {0}: the body is not JSON")]
+    NotJson(String),
+    /// `--fresh-field` points at an object, array, boolean or null.
+    #[error("--fresh-field {0}: that field holds {1}, not an ID")]
+    NotAnId(String, &'static str),
+}
+
+/// Gives the event a new ID where its provider keeps one, or in
+/// `fresh_field` (a JSON pointer into the body, or `header:Name`) when set.
+/// Returns the new event key (with `fresh_field`, the new value written).
+pub fn fresh_identity(
+    provider: Option<Provider>,
+    headers: &mut Vec<Header>,
+    body: &mut Vec<u8>,
+    fresh_field: Option<&str>,
+) -> Result<String, FreshError> {
+    if let Some(field) = fresh_field {
+        return renew_field(field, headers, body);
+    }
+    let Some(provider) = provider else {
+        return Err(FreshError::NoIdentity(
+            "no provider was recognised, so which field holds its ID is unknown".into(),
+        ));
+    };
+    let new_id = renew(provider, headers, body)?;
+    Ok(provider_id(provider, headers, &Body::new(body)).map_or(new_id, |(key, _)| key))
+}
+
+fn renew_field(field: &str, headers: &mut Vec<Header>, body: &mut Vec<u8>) -> Result<String, FreshError> {
+    if let Some(name) = field.strip_prefix("header:") {
+        let name = name.trim();
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
+            return Err(FreshError::BadField(field.to_owned()));
+        }
+        let old = header(headers, name)
+            .and_then(|v| std::str::from_utf8(v).ok())
+            .unwrap_or_default();
+        let new = if old.is_empty() {
+            ids::uuid()
+        } else {
+            ids::like(old.trim())
+        };
+        set_header(headers, name, new.clone());
+        return Ok(new);
+    }
+    let tokens = pointer::parse(field)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| FreshError::BadField(field.to_owned()))?;
+    let doc: Value = serde_json::from_slice(body).map_err(|_| FreshError::NotJson(field.to_owned()))?;
+    let old = pointer::get(&doc, &tokens).ok_or_else(|| FreshError::FieldMissing(field.to_owned()))?;
+    let new = match old {
+        Value::String(s) => Value::String(ids::like(s)),
+        Value::Number(n) => serde_json::from_str(&ids::digits(n.to_string().len().clamp(6, 18))).unwrap_or(Value::Null),
+        Value::Object(_) => return Err(FreshError::NotAnId(field.to_owned(), "an object")),
+        Value::Array(_) => return Err(FreshError::NotAnId(field.to_owned(), "an array")),
+        Value::Bool(_) | Value::Null => return Err(FreshError::NotAnId(field.to_owned(), "no string or number")),
+    };
+    set_body(body, &tokens, &new).map_err(|_| FreshError::FieldMissing(field.to_owned()))?;
+    Ok(match new {
+        Value::String(s) => s,
+        other => other.to_string(),
+    })
+}
+
+fn set_body(body: &mut Vec<u8>, tokens: &[String], new: &Value) -> Result<(), pointer::ReplaceError> {
+    pointer::replace(body, tokens, new)
+}
+
+/// Replaces the string at top-level or nested `path` when present.
+fn renew_body(provider: Provider, body: &mut Vec<u8>, path: &[&str], new: String) -> Result<String, FreshError> {
+    let tokens: Vec<String> = path.iter().map(|s| (*s).to_owned()).collect();
+    match set_body(body, &tokens, &Value::String(new.clone())) {
+        Ok(()) => Ok(new),
+        Err(_) => Err(FreshError::NoIdentity(format!(
+            "this {provider} request has no /{} in its body",
+            path.join("/")
+        ))),
+    }
+}
+
+/// Sets each header in `names` that is present to `value`; adds the first
+/// one when none is.
+fn renew_headers(headers: &mut Vec<Header>, names: &[&str], value: &str) -> String {
+    let present: Vec<&str> = names.iter().copied().filter(|n| has_header(headers, n)).collect();
+    for name in if present.is_empty() { &names[..1] } else { &present[..] } {
+        set_header(headers, name, value);
+    }
+    value.to_owned()
+}
+
+fn renew(provider: Provider, headers: &mut Vec<Header>, body: &mut Vec<u8>) -> Result<String, FreshError> {
+    use Provider::*;
+    match provider {
+        Stripe => renew_body(provider, body, &["id"], format!("evt_{}", ids::alnum(24))),
+        Github => Ok(renew_headers(headers, &["x-github-delivery"], &ids::uuid())),
+        Shopify => {
+            renew_optional(headers, &["x-shopify-event-id", "shopify-event-id"], &ids::uuid());
+            Ok(renew_headers(
+                headers,
+                &["x-shopify-webhook-id", "shopify-webhook-id"],
+                &ids::uuid(),
+            ))
+        }
+        StandardWebhooks => Ok(renew_headers(
+            headers,
+            &["webhook-id", "svix-id"],
+            &format!("msg_{}", ids::alnum(27)),
+        )),
+        Slack => renew_body(provider, body, &["event_id"], format!("Ev{}", ids::upper_alnum(10))),
+        Paddle => {
+            // A new event reaches each destination under a new notification too.
+            let _ = set_body(
+                body,
+                &["notification_id".to_owned()],
+                &Value::String(format!("ntf_{}", ids::lower_alnum(26))),
+            );
+            renew_body(provider, body, &["event_id"], format!("evt_{}", ids::lower_alnum(26)))
+        }
+        Square => renew_body(provider, body, &["event_id"], ids::uuid()),
+        Gitlab => {
+            renew_optional(headers, &["x-gitlab-event-uuid"], &ids::uuid());
+            Ok(renew_headers(
+                headers,
+                &["idempotency-key", "x-gitlab-webhook-uuid", "webhook-id"],
+                &ids::uuid(),
+            ))
+        }
+        Linear => Ok(renew_headers(headers, &["linear-delivery"], &ids::uuid())),
+        Discord => renew_body(provider, body, &["id"], ids::digits(19)),
+        Twilio => Ok(renew_twilio(headers, body)),
+        Mailgun => {
+            // Handlers that guard against replays remember the token.
+            let _ = set_body(
+                body,
+                &["signature".to_owned(), "token".to_owned()],
+                &Value::String(ids::hex_digits(50)),
+            );
+            renew_body(provider, body, &["event-data", "id"], ids::alnum(22))
+        }
+        Sendgrid => renew_sendgrid(body),
+    }
+}
+
+fn renew_optional(headers: &mut Vec<Header>, names: &[&str], value: &str) {
+    for name in names {
+        if has_header(headers, name) {
+            set_header(headers, name, value);
+        }
+    }
+}
+
+/// A new idempotency token, and new resource SIDs in a form body: handlers
+/// without the token key on `MessageSid`/`CallSid`.
+fn renew_twilio(headers: &mut Vec<Header>, body: &mut Vec<u8>) -> String {
+    let mut renewed = None;
+    if let Some(pairs) = form::parse(body) {
+        for name in ["MessageSid", "CallSid"] {
+            let Some(old) = form::value(&pairs, name).filter(|v| v.len() > 2 && v.is_ascii()) else {
+                continue;
+            };
+            let new = format!("{}{}", &old[..2], ids::hex_digits(32));
+            // Twilio repeats a message's SID as SmsSid and SmsMessageSid.
+            for alias in [name, "SmsSid", "SmsMessageSid"] {
+                if let Some(edited) = form::replace_value(body, alias, old, &new) {
+                    *body = edited;
+                }
+            }
+            renewed.get_or_insert(new);
+        }
+    }
+    if has_header(headers, "i-twilio-idempotency-token") || renewed.is_none() {
+        let token = ids::uuid();
+        set_header(headers, "i-twilio-idempotency-token", token.clone());
+        return token;
+    }
+    renewed.unwrap_or_default()
+}
+
+/// Every event of the batch gets a new `sg_event_id`; the first is the key.
+fn renew_sendgrid(body: &mut Vec<u8>) -> Result<String, FreshError> {
+    let missing = || FreshError::NoIdentity("this sendgrid request has no sg_event_id in its events".into());
+    let mut doc: Value = serde_json::from_slice(body).map_err(|_| missing())?;
+    let events = doc.as_array_mut().ok_or_else(missing)?;
+    let mut first = None;
+    for event in events.iter_mut() {
+        if let Some(id) = event.get_mut("sg_event_id") {
+            let new = ids::alnum(22);
+            first.get_or_insert_with(|| new.clone());
+            *id = Value::String(new);
+        }
+    }
+    let first = first.ok_or_else(missing)?;
+    *body = serde_json::to_vec(&doc).map_err(|_| missing())?;
+    Ok(first)
+}
+
+#[cfg(test)]
+#[path = "fresh_tests.rs"]
+mod tests;

@@ -1,0 +1,203 @@
+use serde_json::Value;
+
+use super::*;
+use crate::provider::event_key;
+use crate::provider::test_vectors::{headers, mailgun_body, twilio_form, vector};
+
+fn vector_request(name: &str) -> (Vec<Header>, Vec<u8>) {
+    let v = vector(name);
+    (
+        headers(&v["headers"]),
+        v["body"].as_str().unwrap_or("{}").as_bytes().to_vec(),
+    )
+}
+
+/// Gives the request a fresh identity twice and checks each is new, is
+/// what `event_key` now reads, and left everything else alone.
+fn assert_fresh(provider: Provider, mut h: Vec<Header>, mut body: Vec<u8>) -> (Vec<Header>, Vec<u8>) {
+    let old = event_key(&h, &body, &[]);
+    assert_eq!(old.provider, Some(provider));
+    let (old_h, old_body) = (h.clone(), body.clone());
+    let first = fresh_identity(Some(provider), &mut h, &mut body, None).unwrap();
+    let after = event_key(&h, &body, &[]);
+    assert_eq!(after.key, first, "{provider}");
+    assert_eq!(after.source, old.source, "{provider}");
+    assert_ne!(first, old.key, "{provider}");
+    let second = fresh_identity(Some(provider), &mut h.clone(), &mut body.clone(), None).unwrap();
+    assert_ne!(second, first, "{provider}");
+    // Header order and the rest of a JSON body are kept.
+    let names = |h: &[Header]| h.iter().map(|h| h.name.to_ascii_lowercase()).collect::<Vec<_>>();
+    assert_eq!(names(&h)[..old_h.len()], names(&old_h)[..], "{provider}");
+    assert!(body.len().abs_diff(old_body.len()) < 64, "{provider}");
+    (h, body)
+}
+
+fn changed_lines(old: &[u8], new: &[u8]) -> Value {
+    let a: Value = serde_json::from_slice(old).unwrap();
+    let b: Value = serde_json::from_slice(new).unwrap();
+    let (Value::Object(a), Value::Object(b)) = (a, b) else {
+        panic!("objects")
+    };
+    assert_eq!(
+        a.keys().collect::<Vec<_>>(),
+        b.keys().collect::<Vec<_>>(),
+        "key order kept"
+    );
+    Value::Array(
+        a.iter()
+            .filter(|(k, v)| b[k.as_str()] != **v)
+            .map(|(k, _)| Value::String(k.clone()))
+            .collect(),
+    )
+}
+
+#[test]
+fn stripe_gets_a_new_evt_id_and_nothing_else_changes() {
+    let (h, body) = vector_request("stripe");
+    let (_, new_body) = assert_fresh(Provider::Stripe, h, body.clone());
+    assert_eq!(changed_lines(&body, &new_body), serde_json::json!(["id"]));
+    let id = event_key(&[Header::new("stripe-signature", "")], &new_body, &[]).key;
+    assert!(id.starts_with("evt_") && id.len() == 28, "{id}");
+    // Only the ID's bytes changed: the body is spliced, not re-serialized.
+    let old = String::from_utf8(body).unwrap();
+    assert_eq!(
+        String::from_utf8(new_body).unwrap(),
+        old.replace("evt_1PortPreviewTest", &id)
+    );
+}
+
+#[test]
+fn header_keyed_providers_get_new_header_ids() {
+    let (h, _) = assert_fresh(Provider::Github, vector_request("github").0, b"{}".to_vec());
+    assert_eq!(header(&h, "x-github-delivery").unwrap().len(), 36);
+    let (h, _) = assert_fresh(Provider::Shopify, vector_request("shopify").0, b"{}".to_vec());
+    assert_ne!(
+        header(&h, "x-shopify-event-id").unwrap(),
+        b"98880550-7158-44d4-b7cd-2c97c8a091b5"
+    );
+    let (h, _) = assert_fresh(
+        Provider::StandardWebhooks,
+        vector_request("standard_webhooks").0,
+        b"{}".to_vec(),
+    );
+    assert!(header(&h, "webhook-id").unwrap().starts_with(b"msg_"));
+    let svix = headers(&vector("standard_webhooks")["svix_headers"]);
+    let (h, _) = assert_fresh(Provider::StandardWebhooks, svix, b"{}".to_vec());
+    assert!(header(&h, "webhook-id").is_none(), "the svix family stays svix");
+    let (h, _) = assert_fresh(Provider::Linear, vector_request("linear").0, b"{}".to_vec());
+    assert_eq!(header(&h, "linear-delivery").unwrap().len(), 36);
+    let (h, _) = assert_fresh(
+        Provider::Gitlab,
+        vector_request("gitlab_signing_token").0,
+        b"{}".to_vec(),
+    );
+    assert_eq!(
+        header(&h, "idempotency-key"),
+        header(&h, "webhook-id"),
+        "GitLab sends one ID in both"
+    );
+}
+
+#[test]
+fn body_keyed_providers_get_new_body_ids() {
+    let (_, body) = assert_fresh(Provider::Slack, vector_request("slack").0, vector_request("slack").1);
+    assert_eq!(
+        changed_lines(vector_request("slack").1.as_slice(), &body),
+        serde_json::json!(["event_id"])
+    );
+    let (_, body) = assert_fresh(Provider::Paddle, vector_request("paddle").0, vector_request("paddle").1);
+    assert_eq!(
+        changed_lines(vector_request("paddle").1.as_slice(), &body),
+        serde_json::json!(["event_id", "notification_id"])
+    );
+    assert_fresh(Provider::Square, vector_request("square").0, vector_request("square").1);
+    let discord = vector("discord_test_keypair");
+    let (_, body) = assert_fresh(
+        Provider::Discord,
+        headers(&discord["headers"]),
+        discord["body"].as_str().unwrap().into(),
+    );
+    let id: Value = serde_json::from_slice(&body).unwrap();
+    assert!(id["id"].as_str().unwrap().bytes().all(|b| b.is_ascii_digit()));
+    let (_, body) = assert_fresh(
+        Provider::Mailgun,
+        Vec::new(),
+        mailgun_body(&vector("mailgun")["body_signature"]),
+    );
+    let old: Value = serde_json::from_slice(&mailgun_body(&vector("mailgun")["body_signature"])).unwrap();
+    let new: Value = serde_json::from_slice(&body).unwrap();
+    assert_ne!(
+        old["signature"]["token"], new["signature"]["token"],
+        "a replay guard remembers tokens"
+    );
+    let sig = vec![Header::new("x-twilio-email-event-webhook-signature", "x")];
+    let (_, body) = assert_fresh(
+        Provider::Sendgrid,
+        sig,
+        br#"[{"sg_event_id":"a","event":"open"},{"sg_event_id":"b"}]"#.to_vec(),
+    );
+    let events: Value = serde_json::from_slice(&body).unwrap();
+    assert!(events[1]["sg_event_id"] != "b" && events[0]["sg_event_id"] != events[1]["sg_event_id"]);
+}
+
+#[test]
+fn twilio_gets_new_sids_and_token() {
+    let sig = headers(&vector("twilio")["headers"]);
+    let (_, body) = assert_fresh(Provider::Twilio, sig.clone(), twilio_form());
+    let text = String::from_utf8(body).unwrap();
+    assert!(
+        !text.contains("CallSid=CA1234567890ABCDE") && text.contains("CallSid=CA"),
+        "{text}"
+    );
+    let mut with_token = sig;
+    with_token.push(Header::new("i-twilio-idempotency-token", "tok-1"));
+    let (h, _) = assert_fresh(Provider::Twilio, with_token, b"MessageSid=SM1x&SmsSid=SM1x".to_vec());
+    assert_ne!(header(&h, "i-twilio-idempotency-token"), Some(b"tok-1".as_slice()));
+}
+
+#[test]
+fn fresh_field_overrides_the_provider() {
+    let (mut h, mut body) = vector_request("stripe");
+    let new = fresh_identity(Some(Provider::Stripe), &mut h, &mut body, Some("/data/object/id")).unwrap();
+    assert!(new.starts_with("pi_"), "{new}");
+    let doc: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(doc["data"]["object"]["id"], new.as_str());
+    assert_eq!(doc["id"], "evt_1PortPreviewTest");
+
+    let mut h = vec![Header::new("x-request-id", "72d3162e-cc78-11e3-81ab-4c9367dc0958")];
+    let new = fresh_identity(None, &mut h, &mut body, Some("header:X-Request-Id")).unwrap();
+    assert_eq!(header(&h, "x-request-id"), Some(new.as_bytes()));
+    assert_eq!(h.len(), 1);
+
+    let mut numeric = br#"{"n": 820982911946154508}"#.to_vec();
+    let new = fresh_identity(None, &mut Vec::new(), &mut numeric, Some("/n")).unwrap();
+    assert_eq!(numeric, format!(r#"{{"n": {new}}}"#).into_bytes());
+}
+
+#[test]
+fn errors_say_what_to_do() {
+    let err = fresh_identity(None, &mut Vec::new(), &mut b"{}".to_vec(), None).unwrap_err();
+    assert!(err.to_string().contains("--fresh-field"), "{err}");
+    let err = fresh_identity(
+        Some(Provider::Slack),
+        &mut Vec::new(),
+        &mut b"command=%2Fx".to_vec(),
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(err.to_string(), format!("cannot give this event a fresh identity: this slack request has no /event_id in its body; {FRESH_FIELD_HINT}"));
+    let mut body = br#"{"a":{"b":1}}"#.to_vec();
+    let cases = [
+        ("a/b", "expected a JSON pointer"),
+        ("/c", "no such field"),
+        ("/a", "an object"),
+        ("header:", "expected a JSON pointer"),
+    ];
+    for (field, expected) in cases {
+        let err = fresh_identity(None, &mut Vec::new(), &mut body, Some(field)).unwrap_err();
+        assert!(err.to_string().contains(expected), "{field}: {err}");
+    }
+    let err = fresh_identity(None, &mut Vec::new(), &mut b"x=1".to_vec(), Some("/x")).unwrap_err();
+    assert!(matches!(err, FreshError::NotJson(_)));
+    assert_eq!(body, br#"{"a":{"b":1}}"#);
+}

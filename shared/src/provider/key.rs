@@ -1,0 +1,173 @@
+//! Event keys: the identity that history groups deliveries by, so a real
+//! provider retry shows as the 2nd delivery of the same event.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::detect::{detect_in, Body};
+use super::{canonical, form, header, pointer, Provider};
+use crate::message::Header;
+
+/// Event IDs longer than this are not trusted as keys (a hostile body could
+/// otherwise bloat every history row); the content hash is used instead.
+const MAX_ID_LEN: usize = 256;
+
+/// Top-level body fields that change from one attempt to the next, left out
+/// of the content hash so retries of one event still hash alike.
+const PER_ATTEMPT_FIELDS: &[&str] = &[
+    "signature",
+    "signatures",
+    "timestamp",
+    "webhookTimestamp",
+    "webhook_timestamp",
+    "sent_at",
+    "sentAt",
+    "attempt",
+    "attempt_number",
+    "delivery_attempt",
+    "retry_count",
+];
+
+/// The identity of the event a delivery carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventKey {
+    /// The provider that sent it, when recognised.
+    pub provider: Option<Provider>,
+    /// The key itself: the provider's event ID, or a SHA-256 hex digest.
+    pub key: String,
+    /// How the key was made: `header:X-GitHub-Delivery`, `body:/id`,
+    /// `form:MessageSid+MessageStatus`, `sha256:body`, `sha256:fields(...)`.
+    pub source: String,
+}
+
+/// Works out the event key of one delivery.
+///
+/// `key_fields` (top-level member names or JSON pointers), when given and
+/// present in the body, win over the provider's ID: the user asked for
+/// them. Otherwise the provider's event ID is used, and failing that a
+/// SHA-256 over the body's canonical JSON (or its raw bytes).
+pub fn event_key(headers: &[Header], body: &[u8], key_fields: &[String]) -> EventKey {
+    let body = Body::new(body);
+    let provider = detect_in(headers, &body);
+    let found = (!key_fields.is_empty())
+        .then(|| fields_key(&body, key_fields))
+        .flatten()
+        .or_else(|| provider.and_then(|p| provider_id(p, headers, &body)))
+        .unwrap_or_else(|| content_key(provider, &body));
+    EventKey {
+        provider,
+        key: found.0,
+        source: found.1,
+    }
+}
+
+pub(crate) fn provider_id(provider: Provider, headers: &[Header], body: &Body<'_>) -> Option<(String, String)> {
+    use Provider::*;
+    match provider {
+        Stripe | Discord => from_body(body, &["id"]),
+        Github => from_header(headers, "X-GitHub-Delivery"),
+        Shopify => from_header(headers, "X-Shopify-Webhook-Id").or_else(|| from_header(headers, "Shopify-Webhook-Id")),
+        StandardWebhooks => from_header(headers, "webhook-id").or_else(|| from_header(headers, "svix-id")),
+        Slack | Paddle | Square => from_body(body, &["event_id"]),
+        Gitlab => from_header(headers, "Idempotency-Key").or_else(|| from_header(headers, "X-Gitlab-Webhook-UUID")),
+        Twilio => from_header(headers, "I-Twilio-Idempotency-Token").or_else(|| twilio_sid(body)),
+        Linear => from_header(headers, "Linear-Delivery"),
+        Mailgun => from_body(body, &["event-data", "id"]),
+        Sendgrid => from_body(body, &["0", "sg_event_id"]),
+    }
+}
+
+fn usable(id: &str) -> Option<&str> {
+    let id = id.trim();
+    (!id.is_empty() && id.len() <= MAX_ID_LEN).then_some(id)
+}
+
+fn from_header(headers: &[Header], name: &str) -> Option<(String, String)> {
+    let value = std::str::from_utf8(header(headers, name)?).ok()?;
+    Some((usable(value)?.to_owned(), format!("header:{name}")))
+}
+
+fn from_body(body: &Body<'_>, path: &[&str]) -> Option<(String, String)> {
+    let mut value = body.json()?;
+    for step in path {
+        value = match value {
+            Value::Object(map) => map.get(*step)?,
+            Value::Array(items) => items.get(step.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    let id = match value {
+        Value::String(s) => usable(s)?.to_owned(),
+        Value::Number(n) => n.to_string(),
+        _ => return None,
+    };
+    Some((id, format!("body:/{}", path.join("/"))))
+}
+
+/// Twilio without its idempotency token: the resource SID plus its status,
+/// since one message or call reports several statuses in turn.
+fn twilio_sid(body: &Body<'_>) -> Option<(String, String)> {
+    let pairs = form::parse(body.raw())?;
+    let (sid_name, status_name) = [
+        ("MessageSid", "MessageStatus"),
+        ("SmsSid", "SmsStatus"),
+        ("CallSid", "CallStatus"),
+    ]
+    .into_iter()
+    .find(|(sid, _)| form::value(&pairs, sid).and_then(usable).is_some())?;
+    let sid = usable(form::value(&pairs, sid_name)?)?;
+    match form::value(&pairs, status_name).and_then(usable) {
+        Some(status) => Some((format!("{sid}:{status}"), format!("form:{sid_name}+{status_name}"))),
+        None => Some((sid.to_owned(), format!("form:{sid_name}"))),
+    }
+}
+
+/// SHA-256 over the canonical JSON of the chosen fields; `None` when the
+/// body holds none of them.
+fn fields_key(body: &Body<'_>, key_fields: &[String]) -> Option<(String, String)> {
+    let mut chosen = serde_json::Map::new();
+    let mut any = false;
+    if let Some(json) = body.json() {
+        for field in key_fields {
+            let value = pointer::get(json, &pointer::field_tokens(field)).cloned();
+            any |= value.is_some();
+            chosen.insert(field.clone(), value.unwrap_or(Value::Null));
+        }
+    } else {
+        let pairs = form::parse(body.raw())?;
+        for field in key_fields {
+            let value = form::value(&pairs, field).map(|v| Value::String(v.to_owned()));
+            any |= value.is_some();
+            chosen.insert(field.clone(), value.unwrap_or(Value::Null));
+        }
+    }
+    if !any {
+        return None;
+    }
+    let mut canonical = Vec::with_capacity(128);
+    canonical::write(&Value::Object(chosen), &mut canonical);
+    Some((
+        hex::encode(Sha256::digest(&canonical)),
+        format!("sha256:fields({})", key_fields.join(",")),
+    ))
+}
+
+/// SHA-256 over provider + canonical JSON without per-attempt fields, or
+/// over the raw bytes when the body is not JSON.
+fn content_key(provider: Option<Provider>, body: &Body<'_>) -> (String, String) {
+    let digest = match body.json() {
+        Some(json) => {
+            let mut hasher = Sha256::new();
+            hasher.update(provider.map_or("unknown", Provider::name));
+            hasher.update(b"\n");
+            hasher.update(canonical::to_vec_without(json, PER_ATTEMPT_FIELDS));
+            hasher.finalize()
+        }
+        None => Sha256::digest(body.raw()),
+    };
+    (hex::encode(digest), "sha256:body".to_owned())
+}
+
+#[cfg(test)]
+#[path = "key_tests.rs"]
+mod tests;

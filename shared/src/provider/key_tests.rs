@@ -1,0 +1,283 @@
+use proptest::prelude::*;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use super::*;
+use crate::provider::test_vectors::{headers, mailgun_body, twilio_form, vector};
+
+fn key_of(name: &str, header_field: &str) -> EventKey {
+    let v = vector(name);
+    let body = v.get("body").and_then(Value::as_str).unwrap_or("{}");
+    event_key(&headers(&v[header_field]), body.as_bytes(), &[])
+}
+
+fn expect(k: EventKey, provider: Provider, key: &str, source: &str) {
+    assert_eq!(
+        k,
+        EventKey {
+            provider: Some(provider),
+            key: key.into(),
+            source: source.into()
+        }
+    );
+}
+
+#[test]
+fn provider_ids_from_the_vectors() {
+    expect(
+        key_of("stripe", "headers"),
+        Provider::Stripe,
+        "evt_1PortPreviewTest",
+        "body:/id",
+    );
+    expect(
+        key_of("github", "headers"),
+        Provider::Github,
+        "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+        "header:X-GitHub-Delivery",
+    );
+    expect(
+        key_of("shopify", "headers"),
+        Provider::Shopify,
+        "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043",
+        "header:X-Shopify-Webhook-Id",
+    );
+    expect(
+        key_of("slack", "headers"),
+        Provider::Slack,
+        "Ev0PORTPREVIEW",
+        "body:/event_id",
+    );
+    expect(
+        key_of("standard_webhooks", "headers"),
+        Provider::StandardWebhooks,
+        "msg_2PortPreviewTest",
+        "header:webhook-id",
+    );
+    expect(
+        key_of("standard_webhooks", "svix_headers"),
+        Provider::StandardWebhooks,
+        "msg_2PortPreviewTest",
+        "header:svix-id",
+    );
+    expect(
+        key_of("paddle", "headers"),
+        Provider::Paddle,
+        "evt_01hv8x2acma2gz6he7tx1m1nxx",
+        "body:/event_id",
+    );
+    expect(
+        key_of("square", "headers"),
+        Provider::Square,
+        "6a8f5f28-54a1-4eb0-a98a-3111513fd4fc",
+        "body:/event_id",
+    );
+    expect(
+        key_of("linear", "headers"),
+        Provider::Linear,
+        "234d1a4e-b617-4388-90fe-adc3633d6b72",
+        "header:Linear-Delivery",
+    );
+    expect(
+        key_of("gitlab_signing_token", "headers"),
+        Provider::Gitlab,
+        "5a91c7d2-2f10-49c8-b0aa-c2f9e4d8a013",
+        "header:Idempotency-Key",
+    );
+    expect(
+        key_of("discord_test_keypair", "headers"),
+        Provider::Discord,
+        "1175540000000000000",
+        "body:/id",
+    );
+}
+
+#[test]
+fn body_signed_and_batched_providers() {
+    let mailgun = mailgun_body(&vector("mailgun")["body_signature"]);
+    expect(
+        event_key(&[], &mailgun, &[]),
+        Provider::Mailgun,
+        "CPgfbmQMTCKtHW6uIWtuVe",
+        "body:/event-data/id",
+    );
+    let batch = br#"[{"sg_event_id":"first","event":"open"},{"sg_event_id":"second"}]"#;
+    let sig = [Header::new("x-twilio-email-event-webhook-signature", "x")];
+    expect(
+        event_key(&sig, batch, &[]),
+        Provider::Sendgrid,
+        "first",
+        "body:/0/sg_event_id",
+    );
+}
+
+#[test]
+fn twilio_token_else_sid_and_status() {
+    let sig = headers(&vector("twilio")["headers"]);
+    expect(
+        event_key(&sig, &twilio_form(), &[]),
+        Provider::Twilio,
+        "CA1234567890ABCDE",
+        "form:CallSid",
+    );
+    let status = b"MessageSid=SM1&MessageStatus=delivered&AccountSid=AC1";
+    expect(
+        event_key(&sig, status, &[]),
+        Provider::Twilio,
+        "SM1:delivered",
+        "form:MessageSid+MessageStatus",
+    );
+    let mut with_token = sig.clone();
+    with_token.push(Header::new("i-twilio-idempotency-token", "tok-1"));
+    expect(
+        event_key(&with_token, status, &[]),
+        Provider::Twilio,
+        "tok-1",
+        "header:I-Twilio-Idempotency-Token",
+    );
+}
+
+#[test]
+fn github_key_is_exactly_the_delivery_id() {
+    let mut h = headers(&vector("github")["headers"]);
+    h.push(Header::new("x-github-hook-id", "123"));
+    assert_eq!(event_key(&h, b"{}", &[]).key, "72d3162e-cc78-11e3-81ab-4c9367dc0958");
+}
+
+#[test]
+fn gitlab_falls_back_to_webhook_uuid() {
+    let h = [
+        Header::new("x-gitlab-event", "Push Hook"),
+        Header::new("x-gitlab-webhook-uuid", "u-1"),
+    ];
+    expect(
+        event_key(&h, b"{}", &[]),
+        Provider::Gitlab,
+        "u-1",
+        "header:X-Gitlab-Webhook-UUID",
+    );
+}
+
+#[test]
+fn no_id_hashes_canonical_json_without_per_attempt_fields() {
+    let linear = [Header::new("linear-signature", "x")];
+    let a = event_key(
+        &linear,
+        br#"{"type":"Issue","data":{"id":"1"},"webhookTimestamp":1}"#,
+        &[],
+    );
+    let b = event_key(
+        &linear,
+        br#"{ "webhookTimestamp": 2, "data": {"id": "1"}, "type": "Issue" }"#,
+        &[],
+    );
+    assert_eq!(a, b);
+    assert_eq!(a.source, "sha256:body");
+    assert_eq!(a.key.len(), 64);
+    let c = event_key(
+        &linear,
+        br#"{"type":"Issue","data":{"id":"2"},"webhookTimestamp":1}"#,
+        &[],
+    );
+    assert_ne!(a.key, c.key);
+    // The provider is part of what is hashed.
+    let unknown = event_key(&[], br#"{"type":"Issue","data":{"id":"1"},"webhookTimestamp":1}"#, &[]);
+    assert_eq!(unknown.provider, None);
+    assert_ne!(unknown.key, a.key);
+}
+
+#[test]
+fn mailgun_without_id_ignores_its_signature_object() {
+    let a = br#"{"signature":{"timestamp":"1","token":"a","signature":"x"},"event-data":{"event":"opened"}}"#;
+    let b = br#"{"signature":{"timestamp":"2","token":"b","signature":"y"},"event-data":{"event":"opened"}}"#;
+    assert_eq!(event_key(&[], a, &[]), event_key(&[], b, &[]));
+}
+
+#[test]
+fn non_json_body_hashes_raw_bytes() {
+    let body = b"\x00\xffnot json";
+    let k = event_key(&[], body, &[]);
+    assert_eq!(k.key, hex::encode(Sha256::digest(body)));
+    assert_eq!(k.source, "sha256:body");
+}
+
+#[test]
+fn oversized_id_is_not_trusted() {
+    let body = json!({"id": "x".repeat(MAX_ID_LEN + 1)}).to_string();
+    let k = event_key(&[Header::new("stripe-signature", "t=1")], body.as_bytes(), &[]);
+    assert_eq!(k.source, "sha256:body");
+}
+
+#[test]
+fn key_fields_hash_the_chosen_values() {
+    let fields = vec!["type".to_owned(), "/data/object/id".to_owned()];
+    let a = event_key(&[], br#"{"type":"x","n":1,"data":{"object":{"id":"o1"}}}"#, &fields);
+    let b = event_key(&[], br#"{"data":{"object":{"id":"o1"}},"n":2,"type":"x"}"#, &fields);
+    assert_eq!(a, b);
+    assert_eq!(a.source, "sha256:fields(type,/data/object/id)");
+    let expected = Sha256::digest(br#"{"/data/object/id":"o1","type":"x"}"#);
+    assert_eq!(a.key, hex::encode(expected));
+    // Chosen fields win over the provider's ID: the user asked for them.
+    let stripe = event_key(
+        &[Header::new("stripe-signature", "t=1")],
+        br#"{"id":"evt_1","type":"x"}"#,
+        &fields,
+    );
+    assert_eq!(stripe.provider, Some(Provider::Stripe));
+    assert!(stripe.source.starts_with("sha256:fields("));
+    // None of them present: back to the provider's own key.
+    let none = event_key(&[Header::new("stripe-signature", "t=1")], br#"{"id":"evt_1"}"#, &fields);
+    assert_eq!(none.key, "evt_1");
+}
+
+#[test]
+fn key_fields_read_form_bodies() {
+    let fields = vec!["user_id".to_owned()];
+    let k = event_key(&[], b"user_id=U1&trigger_id=1", &fields);
+    assert_eq!(k.source, "sha256:fields(user_id)");
+    assert_eq!(k.key, event_key(&[], b"trigger_id=2&user_id=U1", &fields).key);
+}
+
+fn reorder(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(map.iter().rev().map(|(k, v)| (k.clone(), reorder(v))).collect()),
+        Value::Array(items) => Value::Array(items.iter().map(reorder).collect()),
+        other => other.clone(),
+    }
+}
+
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        "[a-z\\\\\"é ]{0,8}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::vec(("[a-z_]{1,6}", inner), 0..6).prop_map(|kv| Value::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #[test]
+    fn key_is_stable_under_key_order_and_whitespace(value in json_value(), fields in prop::collection::vec("[a-z_]{1,6}", 0..3)) {
+        let compact = serde_json::to_vec(&value).unwrap();
+        let pretty = serde_json::to_vec_pretty(&reorder(&value)).unwrap();
+        for provider_headers in [vec![], vec![Header::new("linear-signature", "x")]] {
+            prop_assert_eq!(event_key(&provider_headers, &compact, &fields), event_key(&provider_headers, &pretty, &fields));
+        }
+    }
+
+    #[test]
+    fn any_input_gives_a_bounded_key(
+        names in prop::collection::vec("[a-zA-Z-]{1,12}", 0..4),
+        body in prop::collection::vec(any::<u8>(), 0..64),
+    ) {
+        let h: Vec<Header> = names.iter().map(|n| Header::new(n.as_str(), body.clone())).collect();
+        let k = event_key(&h, &body, &[]);
+        prop_assert!(!k.key.is_empty() && k.key.len() <= MAX_ID_LEN);
+    }
+}

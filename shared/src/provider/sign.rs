@@ -1,0 +1,227 @@
+//! Re-signing a recorded request with a current timestamp, the way its
+//! provider signs it, so a handler that checks signatures and freshness
+//! accepts a replay. Facts: `providers.md`, "Signatures".
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use serde_json::Value;
+use sha1::Sha1;
+use sha2::Sha256;
+
+use super::{form, has_header, header, pointer, set_header, Provider};
+use crate::message::Header;
+
+/// Why a request could not be re-signed.
+#[derive(Debug, thiserror::Error)]
+pub enum SignError {
+    /// The provider signs with its own private key, which nobody else holds.
+    #[error("{0} requests are signed with {brand}'s private key: only a byte-identical replay verifies", brand = brand(.0))]
+    PrivateKey(Provider),
+    /// The signature covers the URL the provider called, which the request
+    /// itself does not carry.
+    #[error("{0} signs the notification URL along with the body: give the public URL exactly as the handler sees it")]
+    NeedsUrl(Provider),
+    /// The secret is unusable for this provider.
+    #[error("bad signing secret: {0}")]
+    BadSecret(String),
+    /// Something the signature covers is missing from the request.
+    #[error("cannot re-sign this {provider} request: it has no {part}")]
+    MissingPart {
+        /// The provider being signed for.
+        provider: Provider,
+        /// What is missing, e.g. "webhook-id header".
+        part: &'static str,
+    },
+    /// The body is not in the shape the provider's signature needs.
+    #[error("cannot re-sign this {0} request: its body is not the JSON {0} sends")]
+    Unsupported(Provider),
+}
+
+fn brand(provider: &Provider) -> &'static str {
+    match provider {
+        Provider::Discord => "Discord",
+        Provider::Sendgrid => "SendGrid",
+        _ => "the provider",
+    }
+}
+
+/// Signs `headers`/`body` afresh for `provider` at `now`, with `secret`.
+///
+/// Signature headers are replaced in place (header order kept) or added
+/// when missing. Linear and Mailgun carry their timestamp in the body, which
+/// is rewritten. Square and Twilio sign the notification `url` too.
+pub fn resign(
+    provider: Provider,
+    secret: &str,
+    headers: &mut Vec<Header>,
+    body: &mut Vec<u8>,
+    now: SystemTime,
+    url: Option<&str>,
+) -> Result<(), SignError> {
+    if secret.is_empty() {
+        return Err(SignError::BadSecret("the secret is empty".into()));
+    }
+    let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since_epoch.as_secs();
+    let key = secret.as_bytes();
+    match provider {
+        Provider::Stripe => {
+            let sig = hex::encode(hmac256(key, &[format!("{secs}.").as_bytes(), body]));
+            set_header(headers, "stripe-signature", format!("t={secs},v1={sig}"));
+        }
+        Provider::Github => {
+            let sig = hex::encode(hmac256(key, &[body]));
+            set_header(headers, "x-hub-signature-256", format!("sha256={sig}"));
+            if has_header(headers, "x-hub-signature") {
+                let legacy = hex::encode(hmac1(key, &[body]));
+                set_header(headers, "x-hub-signature", format!("sha1={legacy}"));
+            }
+        }
+        Provider::Shopify => {
+            // Newer "events" webhooks drop the X- prefix; keep whichever was sent.
+            let name = if has_header(headers, "shopify-hmac-sha256") && !has_header(headers, "x-shopify-hmac-sha256") {
+                "shopify-hmac-sha256"
+            } else {
+                "x-shopify-hmac-sha256"
+            };
+            set_header(headers, name, BASE64.encode(hmac256(key, &[body])));
+        }
+        Provider::Slack => {
+            let sig = hex::encode(hmac256(key, &[format!("v0:{secs}:").as_bytes(), body]));
+            set_header(headers, "x-slack-request-timestamp", secs.to_string());
+            set_header(headers, "x-slack-signature", format!("v0={sig}"));
+        }
+        Provider::StandardWebhooks => standard_webhooks(provider, secret, headers, body, secs)?,
+        // GitLab's signing tokens use Standard Webhooks; its older secret
+        // tokens are sent as they are, in X-Gitlab-Token.
+        Provider::Gitlab if has_header(headers, "webhook-id") => {
+            standard_webhooks(provider, secret, headers, body, secs)?
+        }
+        Provider::Gitlab => set_header(headers, "x-gitlab-token", secret),
+        Provider::Paddle => {
+            let sig = hex::encode(hmac256(key, &[format!("{secs}:").as_bytes(), body]));
+            set_header(headers, "paddle-signature", format!("ts={secs};h1={sig}"));
+        }
+        Provider::Square => {
+            let url = url.ok_or(SignError::NeedsUrl(provider))?;
+            set_header(
+                headers,
+                "x-square-hmacsha256-signature",
+                BASE64.encode(hmac256(key, &[url.as_bytes(), body])),
+            );
+            if has_header(headers, "x-square-signature") {
+                set_header(
+                    headers,
+                    "x-square-signature",
+                    BASE64.encode(hmac1(key, &[url.as_bytes(), body])),
+                );
+            }
+        }
+        Provider::Twilio => {
+            let url = url.ok_or(SignError::NeedsUrl(provider))?;
+            set_header(
+                headers,
+                "x-twilio-signature",
+                BASE64.encode(hmac1(key, &[&twilio_payload(url, body)])),
+            );
+        }
+        Provider::Linear => {
+            let millis = u64::try_from(since_epoch.as_millis()).unwrap_or(u64::MAX);
+            // Rewritten only when present: a body without it is signed as
+            // it is, and the handler judges freshness however it can.
+            let _ = pointer::replace(body, &["webhookTimestamp".to_owned()], &Value::from(millis));
+            set_header(headers, "linear-signature", hex::encode(hmac256(key, &[body])));
+        }
+        Provider::Mailgun => mailgun(key, body, secs)?,
+        Provider::Discord | Provider::Sendgrid => return Err(SignError::PrivateKey(provider)),
+    }
+    Ok(())
+}
+
+fn hmac256(key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
+    // HMAC takes keys of any length, so new_from_slice cannot fail.
+    let mut mac =
+        <Hmac<Sha256> as Mac>::new_from_slice(key).unwrap_or_else(|_| unreachable!("HMAC accepts any key length"));
+    parts.iter().for_each(|p| mac.update(p));
+    mac.finalize().into_bytes().to_vec()
+}
+
+fn hmac1(key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
+    let mut mac =
+        <Hmac<Sha1> as Mac>::new_from_slice(key).unwrap_or_else(|_| unreachable!("HMAC accepts any key length"));
+    parts.iter().for_each(|p| mac.update(p));
+    mac.finalize().into_bytes().to_vec()
+}
+
+/// Signs every header family present (`webhook-*`, `svix-*`) over
+/// `{id}.{ts}.{body}` with the base64 key after `whsec_`.
+fn standard_webhooks(
+    provider: Provider,
+    secret: &str,
+    headers: &mut Vec<Header>,
+    body: &[u8],
+    secs: u64,
+) -> Result<(), SignError> {
+    let encoded = secret.strip_prefix("whsec_").unwrap_or(secret);
+    let key = BASE64
+        .decode(encoded)
+        .map_err(|e| SignError::BadSecret(format!("a Standard Webhooks secret is whsec_ followed by base64 ({e})")))?;
+    let mut signed = false;
+    for family in ["webhook", "svix"] {
+        let Some(id) = header(headers, &format!("{family}-id")).map(<[u8]>::to_vec) else {
+            continue;
+        };
+        let sig = BASE64.encode(hmac256(&key, &[&id, format!(".{secs}.").as_bytes(), body]));
+        set_header(headers, &format!("{family}-timestamp"), secs.to_string());
+        set_header(headers, &format!("{family}-signature"), format!("v1,{sig}"));
+        signed = true;
+    }
+    if signed {
+        Ok(())
+    } else {
+        Err(SignError::MissingPart {
+            provider,
+            part: "webhook-id (or svix-id) header",
+        })
+    }
+}
+
+/// Twilio signs the URL followed by every form parameter, sorted, as
+/// name then value; a non-form body (JSON) leaves just the URL.
+fn twilio_payload(url: &str, body: &[u8]) -> Vec<u8> {
+    let mut payload = url.as_bytes().to_vec();
+    if let Some(mut pairs) = form::parse(body) {
+        pairs.sort();
+        for (name, value) in pairs {
+            payload.extend_from_slice(name.as_bytes());
+            payload.extend_from_slice(value.as_bytes());
+        }
+    }
+    payload
+}
+
+/// Mailgun signs `timestamp + token` inside the body's `signature` object.
+fn mailgun(key: &[u8], body: &mut Vec<u8>, secs: u64) -> Result<(), SignError> {
+    let doc: Value = serde_json::from_slice(body).map_err(|_| SignError::Unsupported(Provider::Mailgun))?;
+    let token = doc
+        .pointer("/signature/token")
+        .and_then(Value::as_str)
+        .ok_or(SignError::MissingPart {
+            provider: Provider::Mailgun,
+            part: "signature.token in its body",
+        })?;
+    let timestamp = secs.to_string();
+    let sig = hex::encode(hmac256(key, &[timestamp.as_bytes(), token.as_bytes()]));
+    for (field, value) in [("timestamp", timestamp), ("signature", sig)] {
+        let path = ["signature".to_owned(), field.to_owned()];
+        pointer::replace(body, &path, &Value::String(value)).map_err(|_| SignError::Unsupported(Provider::Mailgun))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "sign_tests.rs"]
+mod tests;

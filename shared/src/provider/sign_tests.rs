@@ -1,0 +1,314 @@
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use hmac::{Hmac, Mac};
+use serde_json::Value;
+use sha2::Sha256;
+
+use super::*;
+use crate::provider::test_vectors::{at, headers, mailgun_body, text, twilio_form, vector};
+
+/// Re-signs a vector's request at its own timestamp with every signature
+/// header blanked first, and returns the headers and body it produced.
+fn resign_vector(provider: Provider, v: &Value, header_field: &str, url: Option<&str>) -> (Vec<Header>, Vec<u8>) {
+    let mut h = headers(&v[header_field]);
+    for header in &mut h {
+        if crate::provider::is_sensitive_header(&header.name) || header.name.ends_with("timestamp") {
+            header.value = b"stale".to_vec();
+        }
+    }
+    let mut body = v["body"].as_str().unwrap_or_default().as_bytes().to_vec();
+    let ts = v["timestamp"].as_u64().unwrap_or(1_700_000_000);
+    resign(provider, text(v, "secret"), &mut h, &mut body, at(ts), url).unwrap();
+    (h, body)
+}
+
+/// Every signed header equals the vector's, in the vector's order.
+fn assert_reproduces(provider: Provider, name: &str, header_field: &str, url: Option<&str>) {
+    let v = vector(name);
+    let (h, body) = resign_vector(provider, v, header_field, url);
+    assert_eq!(h, headers(&v[header_field]), "{name}");
+    assert_eq!(body, v["body"].as_str().unwrap_or_default().as_bytes(), "{name}");
+}
+
+#[test]
+fn every_signer_reproduces_its_vector() {
+    assert_reproduces(Provider::Stripe, "stripe", "headers", None);
+    assert_reproduces(Provider::Github, "github", "headers", None);
+    assert_reproduces(Provider::Shopify, "shopify", "headers", None);
+    assert_reproduces(Provider::Slack, "slack", "headers", None);
+    assert_reproduces(Provider::StandardWebhooks, "standard_webhooks", "headers", None);
+    assert_reproduces(Provider::StandardWebhooks, "standard_webhooks", "svix_headers", None);
+    assert_reproduces(Provider::Paddle, "paddle", "headers", None);
+    assert_reproduces(
+        Provider::Square,
+        "square",
+        "headers",
+        Some(text(vector("square"), "notification_url")),
+    );
+    assert_reproduces(Provider::Linear, "linear", "headers", None);
+    assert_reproduces(Provider::Gitlab, "gitlab_signing_token", "headers", None);
+}
+
+#[test]
+fn docs_vectors() {
+    let gh = &vector("github")["docs_vector"];
+    let (mut h, mut body) = (Vec::new(), text(gh, "body").as_bytes().to_vec());
+    resign(Provider::Github, text(gh, "secret"), &mut h, &mut body, at(0), None).unwrap();
+    assert_eq!(h, [Header::new("x-hub-signature-256", text(gh, "expected"))]);
+
+    let slack = &vector("slack")["docs_vector"];
+    let (mut h, mut body) = (Vec::new(), text(slack, "body").as_bytes().to_vec());
+    let ts = slack["timestamp"].as_u64().unwrap();
+    resign(Provider::Slack, text(slack, "secret"), &mut h, &mut body, at(ts), None).unwrap();
+    assert_eq!(
+        header(&h, "X-Slack-Signature"),
+        Some(text(slack, "expected_in_slack_docs").as_bytes())
+    );
+    assert_eq!(header(&h, "X-Slack-Request-Timestamp"), Some(ts.to_string().as_bytes()));
+
+    let svix = &vector("standard_webhooks")["docs_vector"];
+    let mut h = vec![Header::new("webhook-id", text(svix, "id"))];
+    let mut body = text(svix, "body").as_bytes().to_vec();
+    resign(
+        Provider::StandardWebhooks,
+        text(svix, "secret"),
+        &mut h,
+        &mut body,
+        at(svix["timestamp"].as_u64().unwrap()),
+        None,
+    )
+    .unwrap();
+    assert_eq!(
+        header(&h, "webhook-signature"),
+        Some(text(svix, "expected_in_svix_docs").as_bytes())
+    );
+    assert_eq!(header(&h, "webhook-timestamp"), Some(b"1614265330".as_slice()));
+}
+
+#[test]
+fn twilio_signs_url_and_sorted_params() {
+    let v = vector("twilio");
+    let mut h = vec![Header::new("content-type", "application/x-www-form-urlencoded")];
+    let mut body = twilio_form();
+    resign(
+        Provider::Twilio,
+        text(v, "secret"),
+        &mut h,
+        &mut body,
+        at(0),
+        Some(text(v, "url")),
+    )
+    .unwrap();
+    assert_eq!(
+        header(&h, "X-Twilio-Signature"),
+        Some(text(&v["headers"], "X-Twilio-Signature").as_bytes())
+    );
+    let err = resign(Provider::Twilio, "s", &mut h, &mut body, at(0), None).unwrap_err();
+    assert!(matches!(err, SignError::NeedsUrl(Provider::Twilio)), "{err}");
+}
+
+#[test]
+fn mailgun_rewrites_the_signature_object() {
+    let v = vector("mailgun");
+    let mut stale = v["body_signature"].clone();
+    stale["timestamp"] = "1".into();
+    stale["signature"] = "0000".into();
+    let mut body = mailgun_body(&stale);
+    resign(
+        Provider::Mailgun,
+        text(v, "secret"),
+        &mut Vec::new(),
+        &mut body,
+        at(1_700_000_000),
+        None,
+    )
+    .unwrap();
+    assert_eq!(body, mailgun_body(&v["body_signature"]));
+    let err = resign(
+        Provider::Mailgun,
+        "k",
+        &mut Vec::new(),
+        &mut b"a=b".to_vec(),
+        at(0),
+        None,
+    )
+    .unwrap_err();
+    assert!(matches!(err, SignError::Unsupported(Provider::Mailgun)), "{err}");
+}
+
+/// Stripe's verification as its SDKs do it: parse `t` and every `v1`,
+/// recompute over `{t}.{body}`, and reject timestamps over 300 s old.
+fn stripe_verify(header: &[u8], body: &[u8], secret: &str, now: SystemTime) -> bool {
+    let header = std::str::from_utf8(header).unwrap();
+    let mut t = None;
+    let mut v1 = Vec::new();
+    for part in header.split(',') {
+        match part.split_once('=') {
+            Some(("t", value)) => t = value.parse::<u64>().ok(),
+            Some(("v1", value)) => v1.push(hex::decode(value).unwrap_or_default()),
+            _ => {}
+        }
+    }
+    let Some(t) = t else { return false };
+    let now = now.duration_since(UNIX_EPOCH).unwrap().as_secs();
+    if now.abs_diff(t) > 300 {
+        return false;
+    }
+    v1.iter().any(|sig| {
+        let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+        mac.update(format!("{t}.").as_bytes());
+        mac.update(body);
+        mac.verify_slice(sig).is_ok()
+    })
+}
+
+#[test]
+fn stripe_signature_made_now_verifies() {
+    let v = vector("stripe");
+    let secret = text(v, "secret");
+    let mut h = headers(&v["headers"]);
+    let mut body = text(v, "body").as_bytes().to_vec();
+    let sig = text(&v["headers"], "Stripe-Signature").as_bytes();
+    assert!(
+        stripe_verify(sig, &body, secret, at(1_700_000_010)),
+        "reference verifier accepts the vector"
+    );
+    assert!(
+        !stripe_verify(sig, &body, secret, SystemTime::now()),
+        "stale vector is rejected now"
+    );
+    let now = SystemTime::now();
+    resign(Provider::Stripe, secret, &mut h, &mut body, now, None).unwrap();
+    assert!(stripe_verify(
+        header(&h, "stripe-signature").unwrap(),
+        &body,
+        secret,
+        now
+    ));
+    assert!(!stripe_verify(
+        header(&h, "stripe-signature").unwrap(),
+        &body,
+        "whsec_other",
+        now
+    ));
+    assert!(!stripe_verify(
+        header(&h, "stripe-signature").unwrap(),
+        &body,
+        secret,
+        now + Duration::from_secs(301)
+    ));
+}
+
+#[test]
+fn headers_replaced_in_place_or_appended() {
+    let mut h = vec![
+        Header::new("content-type", "application/json"),
+        Header::new("X-Hub-Signature", "sha1=old"),
+        Header::new("X-Hub-Signature-256", "sha256=old"),
+        Header::new("x-hub-signature-256", "sha256=duplicate"),
+        Header::new("user-agent", "GitHub-Hookshot/1"),
+    ];
+    let mut body = b"{}".to_vec();
+    resign(Provider::Github, "s", &mut h, &mut body, at(0), None).unwrap();
+    let names: Vec<&str> = h.iter().map(|h| h.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["content-type", "X-Hub-Signature", "X-Hub-Signature-256", "user-agent"]
+    );
+    let mut mac = Hmac::<sha1::Sha1>::new_from_slice(b"s").unwrap();
+    mac.update(b"{}");
+    assert_eq!(
+        h[1].value,
+        format!("sha1={}", hex::encode(mac.finalize().into_bytes())).into_bytes()
+    );
+
+    let mut h = vec![Header::new("content-type", "application/json")];
+    resign(Provider::Paddle, "s", &mut h, &mut body, at(5), None).unwrap();
+    assert_eq!(h[1].name, "paddle-signature");
+    assert!(h[1].value.starts_with(b"ts=5;h1="));
+}
+
+#[test]
+fn newer_shopify_headers_keep_their_name() {
+    let mut h = vec![Header::new("shopify-hmac-sha256", "old")];
+    resign(Provider::Shopify, "s", &mut h, &mut b"{}".to_vec(), at(0), None).unwrap();
+    assert_eq!(h.len(), 1);
+    assert_eq!(h[0].name, "shopify-hmac-sha256");
+    assert_ne!(h[0].value, b"old");
+}
+
+#[test]
+fn linear_timestamp_moves_to_now() {
+    let v = vector("linear");
+    let mut h = headers(&v["headers"]);
+    let mut body = text(v, "body").as_bytes().to_vec();
+    resign(
+        Provider::Linear,
+        text(v, "secret"),
+        &mut h,
+        &mut body,
+        at(1_800_000_000) + Duration::from_millis(250),
+        None,
+    )
+    .unwrap();
+    let expected = text(v, "body").replace("1700000000000", "1800000000250");
+    assert_eq!(String::from_utf8(body.clone()).unwrap(), expected);
+    let mut mac = Hmac::<Sha256>::new_from_slice(text(v, "secret").as_bytes()).unwrap();
+    mac.update(&body);
+    assert_eq!(
+        header(&h, "linear-signature"),
+        Some(hex::encode(mac.finalize().into_bytes()).as_bytes())
+    );
+}
+
+#[test]
+fn gitlab_secret_token_is_sent_as_is() {
+    let mut h = vec![
+        Header::new("x-gitlab-event", "Push Hook"),
+        Header::new("x-gitlab-token", "old"),
+    ];
+    resign(Provider::Gitlab, "tok", &mut h, &mut b"{}".to_vec(), at(0), None).unwrap();
+    assert_eq!(h[1], Header::new("x-gitlab-token", "tok"));
+}
+
+#[test]
+fn refusals_say_why() {
+    let mut body = b"{}".to_vec();
+    let err = resign(Provider::Discord, "s", &mut Vec::new(), &mut body, at(0), None).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "discord requests are signed with Discord's private key: only a byte-identical replay verifies"
+    );
+    let err = resign(Provider::Sendgrid, "s", &mut Vec::new(), &mut body, at(0), None).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "sendgrid requests are signed with SendGrid's private key: only a byte-identical replay verifies"
+    );
+    let err = resign(Provider::Square, "s", &mut Vec::new(), &mut body, at(0), None).unwrap_err();
+    assert!(matches!(err, SignError::NeedsUrl(Provider::Square)));
+    let err = resign(
+        Provider::StandardWebhooks,
+        "whsec_!!!",
+        &mut vec![Header::new("webhook-id", "m")],
+        &mut body,
+        at(0),
+        None,
+    )
+    .unwrap_err();
+    assert!(matches!(err, SignError::BadSecret(_)), "{err}");
+    let err = resign(
+        Provider::StandardWebhooks,
+        "whsec_AAAA",
+        &mut Vec::new(),
+        &mut body,
+        at(0),
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "cannot re-sign this standard-webhooks request: it has no webhook-id (or svix-id) header"
+    );
+    let err = resign(Provider::Stripe, "", &mut Vec::new(), &mut body, at(0), None).unwrap_err();
+    assert!(matches!(err, SignError::BadSecret(_)));
+}
