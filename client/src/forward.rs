@@ -78,10 +78,13 @@ impl Forwarder {
             Some(sender) => sender,
             None => self.connect().await?,
         };
-        let response = sender.send_request(request).await.map_err(|source| ForwardError::Http {
-            target: self.target.to_string(),
-            source,
-        })?;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|source| ForwardError::Http {
+                target: self.target.to_string(),
+                source,
+            })?;
         self.put_idle(sender);
         Ok(response)
     }
@@ -103,7 +106,10 @@ impl Forwarder {
     }
 
     async fn connect(&self) -> Result<SendRequest<LocalBody>, ForwardError> {
-        let address = (self.target.host.trim_start_matches('[').trim_end_matches(']'), self.target.port);
+        let address = (
+            self.target.host.trim_start_matches('[').trim_end_matches(']'),
+            self.target.port,
+        );
         let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address))
             .await
             .map_err(|_| ForwardError::ConnectTimeout(self.target.to_string()))?
@@ -113,12 +119,13 @@ impl Forwarder {
             })?;
         // Webhook bodies are small: waiting to coalesce them only adds latency.
         let _ = stream.set_nodelay(true);
-        let (sender, connection) = http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|source| ForwardError::Http {
-                target: self.target.to_string(),
-                source,
-            })?;
+        let (sender, connection) =
+            http1::handshake(TokioIo::new(stream))
+                .await
+                .map_err(|source| ForwardError::Http {
+                    target: self.target.to_string(),
+                    source,
+                })?;
         let cancel = self.cancel.clone();
         self.connections.spawn(async move {
             tokio::select! {

@@ -47,13 +47,20 @@ pub fn text_line(event: &TunnelEvent) -> Option<String> {
             );
             None
         }
-        TunnelEvent::Delivered { summary, delivery_number } => Some(delivery_line(summary, *delivery_number)),
+        TunnelEvent::Delivered {
+            summary,
+            delivery_number,
+        } => Some(delivery_line(summary, *delivery_number)),
     }
 }
 
 /// `#12  POST /webhooks/stripe  200  14 ms  stripe evt_1Nq… (2nd delivery)`
 pub fn delivery_line(summary: &Summary, delivery_number: i64) -> String {
-    let id = if summary.id > 0 { format!("#{}", summary.id) } else { "#-".into() };
+    let id = if summary.id > 0 {
+        format!("#{}", summary.id)
+    } else {
+        "#-".into()
+    };
     let status = summary.status.map_or_else(|| "---".to_string(), |s| s.to_string());
     let duration = summary.duration_ms.map_or_else(String::new, |ms| format!("{ms:.0} ms"));
     let mut line = format!(
@@ -62,7 +69,10 @@ pub fn delivery_line(summary: &Summary, delivery_number: i64) -> String {
         escape_str(&summary.path)
     );
     if let Some(provider) = &summary.provider {
-        line.push_str(&format!("  {provider} {}", shorten(&escape_str(&summary.event_key), KEY_WIDTH)));
+        line.push_str(&format!(
+            "  {provider} {}",
+            shorten(&escape_str(&summary.event_key), KEY_WIDTH)
+        ));
         if delivery_number > 1 {
             line.push_str(&format!(" ({} delivery)", ordinal(delivery_number)));
         }
@@ -84,7 +94,10 @@ pub fn json_line(event: &TunnelEvent) -> String {
         TunnelEvent::Disconnected { reason, retry_in } => json!({
             "event": "disconnected", "reason": reason, "retry_in_ms": retry_in.as_millis() as u64,
         }),
-        TunnelEvent::Delivered { summary, delivery_number } => json!({
+        TunnelEvent::Delivered {
+            summary,
+            delivery_number,
+        } => json!({
             "event": "delivery",
             "id": summary.id,
             "received_at": crate::time::rfc3339(summary.received_at_ms),
@@ -161,7 +174,13 @@ mod tests {
 
     #[test]
     fn ordinals() {
-        let got: Vec<String> = [1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111].iter().map(|n| ordinal(*n)).collect();
-        assert_eq!(got, ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st", "111th"]);
+        let got: Vec<String> = [1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111]
+            .iter()
+            .map(|n| ordinal(*n))
+            .collect();
+        assert_eq!(
+            got,
+            ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st", "111th"]
+        );
     }
 }

@@ -31,7 +31,9 @@ impl Target {
         let rest = if let Some(rest) = input.strip_prefix("http://") {
             rest
         } else if input.starts_with("https://") {
-            return Err(fail("local HTTPS targets are not supported; forward to the plain HTTP port"));
+            return Err(fail(
+                "local HTTPS targets are not supported; forward to the plain HTTP port",
+            ));
         } else if input.contains("://") {
             return Err(fail("only http:// targets can be forwarded to"));
         } else {
@@ -47,7 +49,9 @@ impl Target {
             _ => (authority, "80"),
         };
         let host = if host.is_empty() { "localhost" } else { host };
-        let port: u16 = port.parse().map_err(|_| fail("the port must be a number from 1 to 65535"))?;
+        let port: u16 = port
+            .parse()
+            .map_err(|_| fail("the port must be a number from 1 to 65535"))?;
         if port == 0 {
             return Err(fail("the port must be a number from 1 to 65535"));
         }
@@ -89,7 +93,10 @@ mod tests {
     fn accepts_the_usual_spellings() {
         let port = Target::parse("3000").unwrap();
         assert_eq!((port.host.as_str(), port.port), ("localhost", 3000));
-        assert_eq!(Target::parse("127.0.0.1:8080").unwrap().to_string(), "http://127.0.0.1:8080");
+        assert_eq!(
+            Target::parse("127.0.0.1:8080").unwrap().to_string(),
+            "http://127.0.0.1:8080"
+        );
         let url = Target::parse("http://localhost:4000/api/").unwrap();
         assert_eq!(url.request_path("/hook?a=1"), "/api/hook?a=1");
         assert_eq!(Target::parse("http://[::1]:5000").unwrap().host, "[::1]");
@@ -98,7 +105,14 @@ mod tests {
 
     #[test]
     fn rejects_what_cannot_be_forwarded() {
-        for bad in ["0", "70000", "https://localhost:3000", "ftp://x:1", "localhost:http", "a b:1"] {
+        for bad in [
+            "0",
+            "70000",
+            "https://localhost:3000",
+            "ftp://x:1",
+            "localhost:http",
+            "a b:1",
+        ] {
             assert!(Target::parse(bad).is_err(), "{bad} should be rejected");
         }
     }

@@ -47,6 +47,9 @@ pub struct Args {
     /// Format of the lines printed without a TUI.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Forward without recording: nothing reaches the history.
+    #[arg(long)]
+    pub no_record: bool,
     /// Body fields that identify an event without an ID (names or JSON pointers).
     #[arg(long, value_delimiter = ',', value_name = "FIELDS")]
     pub key_fields: Vec<String>,
@@ -70,8 +73,14 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     let config = Config::load()?;
     let target = Target::parse(&args.target)?;
     let use_tui = args.uses_tui();
-    let (recorder, recorder_handle) = Recorder::start(db, args.key_fields.clone())
-        .with_context(|| format!("cannot open the history {}", db.display()))?;
+    let (recorder, recorder_handle) = match args.no_record {
+        true => (None, None),
+        false => {
+            let (recorder, handle) = Recorder::start(db, args.key_fields.clone())
+                .with_context(|| format!("cannot open the history {}", db.display()))?;
+            (Some(recorder), Some(handle))
+        }
+    };
 
     let (url, local_relay) = match args.server.clone().or(config.server) {
         Some(server) => (connect::relay_url(&server)?, None),
@@ -84,7 +93,9 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         }
     };
     let tls = match url.starts_with("wss://") {
-        true => Some(connect::tls_config(args.ca_cert.as_deref().or(config.ca_cert.as_deref()))?),
+        true => Some(connect::tls_config(
+            args.ca_cert.as_deref().or(config.ca_cert.as_deref()),
+        )?),
         false => None,
     };
     let tunnel_config = TunnelConfig {
@@ -106,14 +117,16 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     let relay = async {
         match local_relay {
             Some(listener) => {
-                drop(listener);
-                anyhow::bail!("TEMPORARY: local relay not wired yet")
+                let config = portpreview_server::RelayConfig::default();
+                portpreview_server::run(listener, config, relay_shutdown.clone())
+                    .await
+                    .context("the local relay failed")
             }
             None => Ok(()),
         }
     };
     let tunnel = async {
-        let result = tunnel::run(tunnel_config, Some(recorder), events_tx, shutdown.clone()).await;
+        let result = tunnel::run(tunnel_config, recorder, events_tx, shutdown.clone()).await;
         shutdown.cancel();
         // The local relay outlives the tunnel so the tunnel's goodbye is heard.
         relay_shutdown.cancel();
@@ -138,7 +151,9 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         }
     };
     let (relay, tunnel, display, ()) = tokio::join!(relay, tunnel, display, signals);
-    recorder_handle.shutdown();
+    if let Some(handle) = recorder_handle {
+        handle.shutdown();
+    }
     tunnel?;
     relay?;
     display?;

@@ -52,7 +52,12 @@ pub struct Inflow {
 impl Inflow {
     /// Wraps a stream's chunk receiver; `ended` when the head said no body.
     pub fn new(stream: StreamId, chunks: mpsc::UnboundedReceiver<Chunk>, outbox: Outbox, ended: bool) -> Self {
-        Self { stream, chunks, outbox, ended }
+        Self {
+            stream,
+            chunks,
+            outbox,
+            ended,
+        }
     }
 
     /// True once the last chunk was taken.

@@ -104,11 +104,16 @@ pub fn tls_config(ca_cert: Option<&Path>) -> Result<Arc<rustls::ClientConfig>, C
         let mut found = false;
         for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
             let cert = cert.map_err(|e| ConnectError::Tls(format!("{}: {e}", path.display())))?;
-            roots.add(cert).map_err(|e| ConnectError::Tls(format!("{}: {e}", path.display())))?;
+            roots
+                .add(cert)
+                .map_err(|e| ConnectError::Tls(format!("{}: {e}", path.display())))?;
             found = true;
         }
         if !found {
-            return Err(ConnectError::Tls(format!("{} holds no PEM certificate", path.display())));
+            return Err(ConnectError::Tls(format!(
+                "{} holds no PEM certificate",
+                path.display()
+            )));
         }
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -149,9 +154,10 @@ pub async fn connect(options: &ConnectOptions) -> Result<(RelaySocket, Welcome),
         }
     }
     let connector = options.tls.clone().map(Connector::Rustls);
-    let (mut socket, _) = tokio_tungstenite::connect_async_tls_with_config(request, Some(websocket_config()), true, connector)
-        .await
-        .map_err(|err| upgrade_error(err, options.name.as_deref()))?;
+    let (mut socket, _) =
+        tokio_tungstenite::connect_async_tls_with_config(request, Some(websocket_config()), true, connector)
+            .await
+            .map_err(|err| upgrade_error(err, options.name.as_deref()))?;
 
     let hello = ClientMessage::Hello {
         protocol: PROTOCOL_VERSION,
@@ -175,7 +181,11 @@ async fn read_welcome(socket: &mut RelaySocket) -> Result<Welcome, ConnectError>
             Message::Binary(frame) => frame,
             Message::Close(close) => {
                 let reason = close.map(|c| c.reason.to_string()).unwrap_or_default();
-                return Err(ConnectError::Refused(if reason.is_empty() { "closed during the hello".into() } else { reason }));
+                return Err(ConnectError::Refused(if reason.is_empty() {
+                    "closed during the hello".into()
+                } else {
+                    reason
+                }));
             }
             _ => continue,
         };
@@ -184,10 +194,14 @@ async fn read_welcome(socket: &mut RelaySocket) -> Result<Welcome, ConnectError>
         return match message {
             ServerMessage::Welcome { name, public_url, .. } => Ok(Welcome { name, public_url }),
             ServerMessage::Refused { reason } => Err(ConnectError::Refused(reason)),
-            other => Err(ConnectError::Refused(format!("unexpected answer to the hello: {other:?}"))),
+            other => Err(ConnectError::Refused(format!(
+                "unexpected answer to the hello: {other:?}"
+            ))),
         };
     }
-    Err(ConnectError::Unreachable("the relay closed the socket during the hello".into()))
+    Err(ConnectError::Unreachable(
+        "the relay closed the socket during the hello".into(),
+    ))
 }
 
 fn upgrade_error(err: tungstenite::Error, name: Option<&str>) -> ConnectError {
@@ -197,7 +211,11 @@ fn upgrade_error(err: tungstenite::Error, name: Option<&str>) -> ConnectError {
             StatusCode::CONFLICT => ConnectError::NameTaken(name.unwrap_or_default().to_string()),
             status if status.is_server_error() => ConnectError::Unreachable(format!("the relay answered {status}")),
             status => {
-                let body = response.body().as_deref().map(String::from_utf8_lossy).unwrap_or_default();
+                let body = response
+                    .body()
+                    .as_deref()
+                    .map(String::from_utf8_lossy)
+                    .unwrap_or_default();
                 ConnectError::Refused(format!("{status} {}", body.trim()))
             }
         },
@@ -213,9 +231,18 @@ mod tests {
 
     #[test]
     fn every_scheme_maps_to_the_connect_path() {
-        assert_eq!(relay_url("http://relay.test:8080").unwrap(), "ws://relay.test:8080/_portpreview/connect");
-        assert_eq!(relay_url("https://relay.test/").unwrap(), "wss://relay.test/_portpreview/connect");
-        assert_eq!(relay_url("ws://127.0.0.1:1").unwrap(), "ws://127.0.0.1:1/_portpreview/connect");
+        assert_eq!(
+            relay_url("http://relay.test:8080").unwrap(),
+            "ws://relay.test:8080/_portpreview/connect"
+        );
+        assert_eq!(
+            relay_url("https://relay.test/").unwrap(),
+            "wss://relay.test/_portpreview/connect"
+        );
+        assert_eq!(
+            relay_url("ws://127.0.0.1:1").unwrap(),
+            "ws://127.0.0.1:1/_portpreview/connect"
+        );
         assert_eq!(
             relay_url("wss://r.test/_portpreview/connect").unwrap(),
             "wss://r.test/_portpreview/connect"

@@ -111,7 +111,11 @@ async fn exchange(
     }
     let buffered = inflow.is_done();
     let body: LocalBody = if buffered {
-        let whole = if prefix.len() == 1 { prefix.pop().unwrap_or_default() } else { Bytes::from(prefix.concat()) };
+        let whole = if prefix.len() == 1 {
+            prefix.pop().unwrap_or_default()
+        } else {
+            Bytes::from(prefix.concat())
+        };
         Full::new(whole).map_err(|never| match never {}).boxed()
     } else {
         StreamedBody {
@@ -146,7 +150,11 @@ async fn exchange(
         Ok(Ok(response)) => response,
         Ok(Err(err)) => return answer_error(stream, outbox, started, 502, err.to_string(), recorded),
         Err(_) => {
-            let reason = format!("{} did not answer within {}", shared.forwarder.target(), humantime::format_duration(shared.local_timeout));
+            let reason = format!(
+                "{} did not answer within {}",
+                shared.forwarder.target(),
+                humantime::format_duration(shared.local_timeout)
+            );
             return answer_error(stream, outbox, started, 504, reason, recorded);
         }
     };
@@ -193,11 +201,16 @@ fn build_request(shared: &Shared, head: &Head, body: LocalBody, buffered: bool) 
         {
             continue;
         }
-        match (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_bytes(&header.value)) {
+        match (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_bytes(&header.value),
+        ) {
             (Ok(name), Ok(value)) => {
                 headers.append(name, value);
             }
-            _ => tracing::warn!(header = %portpreview_shared::sanitize::escape_str(name), "header dropped: not valid HTTP"),
+            _ => {
+                tracing::warn!(header = %portpreview_shared::sanitize::escape_str(name), "header dropped: not valid HTTP")
+            }
         }
     }
     if shared.host_header == HostHeader::Rewrite || !headers.contains_key(http::header::HOST) {
@@ -225,7 +238,15 @@ async fn relay_response(
         .collect();
     let mut body = response.into_body();
     let end = body.is_end_stream();
-    outbox.send(&ClientMessage::ResponseHead { stream, status, headers: headers.clone(), end }, &[]);
+    outbox.send(
+        &ClientMessage::ResponseHead {
+            stream,
+            status,
+            headers: headers.clone(),
+            end,
+        },
+        &[],
+    );
     let mut capture = Capture::default();
     let mut error = None;
     if !end {
@@ -289,7 +310,15 @@ fn answer_error(
         Header::new("content-type", "text/plain; charset=utf-8"),
         Header::new("content-length", body.len().to_string()),
     ];
-    outbox.send(&ClientMessage::ResponseHead { stream, status, headers, end: false }, &[]);
+    outbox.send(
+        &ClientMessage::ResponseHead {
+            stream,
+            status,
+            headers,
+            end: false,
+        },
+        &[],
+    );
     outbox.send(&ClientMessage::ResponseBody { stream, end: true }, body.as_bytes());
     let mut outcome = failure(started, reason);
     outcome.status = Some(status);
@@ -327,7 +356,14 @@ async fn finish(shared: &Shared, request: NewDelivery, exchanged: Exchanged) {
     if let (Some(recorder), Some(recorded)) = (&shared.recorder, &recorded) {
         recorder.record_outcome(recorded.id, outcome);
     }
-    if shared.events.try_send(TunnelEvent::Delivered { summary, delivery_number }).is_err() {
+    if shared
+        .events
+        .try_send(TunnelEvent::Delivered {
+            summary,
+            delivery_number,
+        })
+        .is_err()
+    {
         tracing::debug!("delivery event dropped: the display is behind");
     }
 }

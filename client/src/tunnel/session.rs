@@ -172,7 +172,10 @@ fn truncate(text: &str, max: usize) -> &str {
 
 /// Writes every frame that is ready, then flushes once: per-frame flushes
 /// cost a syscall each and were the main cost under load.
-async fn write_frames<S>(mut sink: SplitSink<S, Message>, mut queue: mpsc::UnboundedReceiver<Message>) -> Result<(), tungstenite::Error>
+async fn write_frames<S>(
+    mut sink: SplitSink<S, Message>,
+    mut queue: mpsc::UnboundedReceiver<Message>,
+) -> Result<(), tungstenite::Error>
 where
     S: Sink<Message, Error = tungstenite::Error> + Unpin,
 {
@@ -190,4 +193,3 @@ where
     let _ = sink.close().await;
     Ok(())
 }
-

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Tunnel throughput, latency and relay memory: direct calls, PortPreview
+# (recording on and off) and bore, side by side in one run on loopback.
+#
+#   bench/tunnel.sh            # 10 s per measurement
+#   DURATION=5 bench/tunnel.sh
+#
+# Needs wrk (installed with apt-get when missing) and bore (installed with
+# `cargo install bore-cli` into bench/.tools). Prints a table of requests/s
+# and p50/p99 latency with ratios to direct and to bore.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+duration=${DURATION:-10}
+out=$root/bench/out
+tools=$root/bench/.tools
+mkdir -p "$out" "$tools"
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+
+if ! command -v wrk >/dev/null; then
+  apt-get update -qq && apt-get install -y -qq wrk >/dev/null
+fi
+if [ ! -x "$tools/bin/bore" ]; then
+  cargo install --quiet --locked bore-cli --root "$tools"
+fi
+cargo build --quiet --release -p portpreview -p portpreview-server -p portpreview-e2e \
+  --example bench_handler --example idle_tunnels
+bin=$root/target/release
+
+# wait_for FILE PATTERN: the first line of FILE matching PATTERN, within 20 s.
+wait_for() {
+  for _ in $(seq 200); do
+    if line=$(grep -m1 -E "$2" "$1" 2>/dev/null); then echo "$line"; return 0; fi
+    sleep 0.1
+  done
+  echo "timed out waiting for '$2' in $1" >&2; cat "$1" >&2; return 1
+}
+rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+hwm_kib() { awk '/^VmHWM/ {print $2}' "/proc/$1/status"; }
+
+"$bin/examples/bench_handler" 127.0.0.1:0 >"$out/handler.log" &
+pids+=($!)
+handler=$(wait_for "$out/handler.log" '^127')
+
+"$bin/portpreview-server" --listen 127.0.0.1:0 >"$out/relay.log" 2>&1 &
+relay_pid=$!
+pids+=($relay_pid)
+relay=$(wait_for "$out/relay.log" 'listening on' | grep -oE '127\.0\.0\.1:[0-9]+')
+
+rm -f "$out"/bench*.db*
+"$bin/portpreview" http "$handler" --server "http://$relay" --no-tui --db "$out/bench.db" >"$out/client.log" 2>&1 &
+pids+=($!)
+pp=$(wait_for "$out/client.log" '^Forwarding' | awk '{print $2}')
+"$bin/portpreview" http "$handler" --server "http://$relay" --no-tui --no-record --db "$out/bench-off.db" \
+  >"$out/client-off.log" 2>&1 &
+pids+=($!)
+pp_off=$(wait_for "$out/client-off.log" '^Forwarding' | awk '{print $2}')
+
+"$tools/bin/bore" server --min-port 20000 --max-port 30000 >"$out/bore-server.log" 2>&1 &
+pids+=($!)
+sleep 0.5
+"$tools/bin/bore" local "${handler##*:}" --to 127.0.0.1 >"$out/bore.log" 2>&1 &
+pids+=($!)
+bore=$(wait_for "$out/bore.log" 'listening at' | grep -oE '127\.0\.0\.1:[0-9]+|localhost:[0-9]+' | tail -1)
+
+head -c 1024 /dev/zero | tr '\0' 'x' >"$out/1k.body"
+head -c $((1024 * 1024)) /dev/zero | tr '\0' 'x' >"$out/1m.body"
+for size in 1k 1m; do
+  cat >"$out/post-$size.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local f = io.open("$out/$size.body", "rb"); wrk.body = f:read("*a"); f:close()
+LUA
+done
+
+results=$out/results.tsv
+: >"$results"
+# measure NAME SCENARIO CONNECTIONS SIZE URL
+measure() {
+  local threads=$(( $3 < 2 ? 1 : 2 ))
+  wrk -t"$threads" -c"$3" -d"${duration}s" --latency -s "$out/post-$4.lua" "$5" >"$out/wrk-$2-$1.txt" 2>&1 || true
+  local rps p50 p99
+  rps=$(awk '/^Requests\/sec/ {print $2}' "$out/wrk-$2-$1.txt")
+  p50=$(awk '$1 == "50%" {print $2}' "$out/wrk-$2-$1.txt")
+  p99=$(awk '$1 == "99%" {print $2}' "$out/wrk-$2-$1.txt")
+  printf '%s\t%s\t%s\t%s\t%s\n' "$2" "$1" "${rps:-0}" "${p50:-?}" "${p99:-?}" >>"$results"
+}
+
+for scenario in "1KiB-c1 1 1k" "1KiB-c50 50 1k" "1MiB-c4 4 1m"; do
+  set -- $scenario
+  measure direct "$1" "$2" "$3" "http://$handler/hook"
+  measure portpreview "$1" "$2" "$3" "$pp/hook"
+  measure portpreview-norec "$1" "$2" "$3" "$pp_off/hook"
+  measure bore "$1" "$2" "$3" "http://$bore/hook"
+done
+relay_peak=$(hwm_kib $relay_pid)
+delivered=$(sqlite3 "$out/bench.db" 'select count(*) from deliveries' 2>/dev/null || echo '?')
+
+# Idle tunnels: a fresh relay, 1,000 tunnels, RSS before and after.
+"$bin/portpreview-server" --listen 127.0.0.1:0 >"$out/relay-idle.log" 2>&1 &
+idle_pid=$!
+pids+=($idle_pid)
+idle_relay=$(wait_for "$out/relay-idle.log" 'listening on' | grep -oE '127\.0\.0\.1:[0-9]+')
+sleep 0.5
+before=$(rss_kib $idle_pid)
+mkfifo "$out/hold.$$"
+"$bin/examples/idle_tunnels" "ws://$idle_relay" 1000 <"$out/hold.$$" >"$out/idle.log" 2>&1 &
+pids+=($!)
+exec 9>"$out/hold.$$"
+wait_for "$out/idle.log" '^ready' >/dev/null
+sleep 1
+after=$(rss_kib $idle_pid)
+exec 9>&-
+rm -f "$out/hold.$$"
+
+python3 - "$results" "$relay_peak" "$before" "$after" "$delivered" "$duration" <<'PY'
+import sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+peak, before, after, delivered, duration = sys.argv[2:7]
+def ms(text):
+    if text in ("?", ""): return float("nan")
+    for unit, f in (("us", 1e-3), ("ms", 1.0), ("s", 1000.0)):
+        if text.endswith(unit) and (unit != "s" or not text.endswith(("us", "ms"))):
+            return float(text[: -len(unit)]) * f
+    return float(text)
+by = {(r[0], r[1]): (float(r[2]), ms(r[3]), ms(r[4])) for r in rows}
+scenarios = list(dict.fromkeys(r[0] for r in rows))
+names = ["direct", "portpreview", "portpreview-norec", "bore"]
+print(f"\nPortPreview tunnel benchmark ({duration} s per run, loopback, wrk)\n")
+print(f"{'scenario':<10} {'target':<18} {'req/s':>10} {'×direct':>8} {'×bore':>7} {'p50 ms':>8} {'p99 ms':>8} {'+p50 ms':>8}")
+for s in scenarios:
+    d = by.get((s, "direct")); b = by.get((s, "bore"))
+    for n in names:
+        v = by.get((s, n))
+        if not v: continue
+        xd = v[0] / d[0] if d and d[0] else float("nan")
+        xb = v[0] / b[0] if b and b[0] else float("nan")
+        added = v[1] - d[1] if d else float("nan")
+        print(f"{s:<10} {n:<18} {v[0]:>10.0f} {xd:>8.2f} {xb:>7.2f} {v[1]:>8.3f} {v[2]:>8.3f} {added:>8.3f}")
+    on, off = by.get((s, "portpreview")), by.get((s, "portpreview-norec"))
+    if on and off and off[0]:
+        print(f"{'':<10} recording on / off: {on[0] / off[0]:.2f}")
+    print()
+print(f"relay peak RSS over the whole run: {int(peak) / 1024:.1f} MiB")
+per = (int(after) - int(before)) / 1000
+print(f"relay RSS per idle tunnel (1,000 tunnels): {per:.1f} KiB ({int(before)/1024:.1f} MiB -> {int(after)/1024:.1f} MiB)")
+print(f"deliveries recorded during the run: {delivered}")
+PY

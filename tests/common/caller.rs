@@ -1,0 +1,97 @@
+//! The webhook provider's side: sends requests to a public URL.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Request, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// An answer as the caller received it.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    /// Status code.
+    pub status: u16,
+    /// Headers in order.
+    pub headers: Vec<(String, Vec<u8>)>,
+    /// Whole body.
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    /// First value of a header as text.
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+    }
+
+    /// The body as text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// Sends one request on a fresh connection and reads the whole answer.
+pub async fn send(method: &str, url: &str, headers: &[(&str, &[u8])], body: impl Into<Bytes>) -> Reply {
+    let uri: Uri = url.parse().expect("valid url");
+    let authority = uri.authority().expect("url with host").clone();
+    let stream = TcpStream::connect(authority.as_str())
+        .await
+        .expect("connect to the public URL");
+    stream.set_nodelay(true).expect("nodelay");
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .expect("http handshake");
+    tokio::spawn(connection);
+    let mut request = Request::builder()
+        .method(Method::from_bytes(method.as_bytes()).expect("method"))
+        .uri(uri.path_and_query().map(|p| p.as_str()).unwrap_or("/"))
+        .header("host", authority.as_str());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = request.body(Full::new(body.into())).expect("request");
+    let response = tokio::time::timeout(Duration::from_secs(60), sender.send_request(request))
+        .await
+        .expect("an answer within 60 s")
+        .expect("an HTTP answer");
+    let status = response.status().as_u16();
+    let headers = response
+        .headers()
+        .iter()
+        .map(|(n, v)| (n.as_str().to_string(), v.as_bytes().to_vec()))
+        .collect();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("whole body")
+        .to_bytes()
+        .to_vec();
+    Reply { status, headers, body }
+}
+
+/// POSTs `body` to `url`.
+pub async fn post(url: &str, body: impl Into<Bytes>) -> Reply {
+    send("POST", url, &[], body).await
+}
+
+/// Writes raw bytes to `addr` and returns everything read until the peer
+/// closes or goes quiet for a second.
+pub async fn raw(addr: std::net::SocketAddr, bytes: &[u8]) -> String {
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(bytes).await.expect("write");
+    let mut out = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match tokio::time::timeout(Duration::from_secs(1), stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => break,
+            Ok(Ok(n)) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}

@@ -1,0 +1,176 @@
+//! A local webhook handler: a real hyper server that keeps every request it
+//! sees and answers as the test says.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// A request as the handler received it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seen {
+    /// Method.
+    pub method: String,
+    /// Path and query.
+    pub uri: String,
+    /// Headers in the order hyper gives them.
+    pub headers: Vec<(String, Vec<u8>)>,
+    /// Whole body.
+    pub body: Vec<u8>,
+}
+
+impl Seen {
+    /// Values of a header, in order.
+    pub fn header_values(&self, name: &str) -> Vec<&[u8]> {
+        self.headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_slice())
+            .collect()
+    }
+
+    /// First value of a header as text.
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.header_values(name)
+            .first()
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+    }
+}
+
+/// What the handler answers.
+#[derive(Debug, Clone, Default)]
+pub struct Answer {
+    /// Status code (0 means 200).
+    pub status: u16,
+    /// Headers to send.
+    pub headers: Vec<(String, String)>,
+    /// Body to send.
+    pub body: Vec<u8>,
+    /// Wait this long before answering.
+    pub delay: Duration,
+}
+
+type Reply = Arc<dyn Fn(&Seen) -> Answer + Send + Sync>;
+
+/// A running handler; stops on drop.
+pub struct LocalHandler {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    shutdown: CancellationToken,
+}
+
+impl LocalHandler {
+    /// Answers 200 with the request body and `x-seen-method`/`x-seen-uri` headers.
+    pub async fn echo() -> Self {
+        Self::start(|seen| Answer {
+            status: 200,
+            headers: vec![
+                ("x-seen-method".into(), seen.method.clone()),
+                ("x-seen-uri".into(), seen.uri.clone()),
+            ],
+            body: seen.body.clone(),
+            delay: Duration::ZERO,
+        })
+        .await
+    }
+
+    /// Answers every request with `reply(request)`.
+    pub async fn start(reply: impl Fn(&Seen) -> Answer + Send + Sync + 'static) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind handler");
+        let addr = listener.local_addr().expect("handler address");
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let shutdown = CancellationToken::new();
+        let reply: Reply = Arc::new(reply);
+        tokio::spawn(serve(listener, reply, seen.clone(), shutdown.clone()));
+        Self { addr, seen, shutdown }
+    }
+
+    /// The port, as `portpreview http PORT` takes it.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Every request seen so far.
+    pub fn requests(&self) -> Vec<Seen> {
+        self.seen.lock().expect("seen lock").clone()
+    }
+}
+
+impl Drop for LocalHandler {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+async fn serve(listener: TcpListener, reply: Reply, seen: Arc<Mutex<Vec<Seen>>>, shutdown: CancellationToken) {
+    let connections = TaskTracker::new();
+    loop {
+        let (socket, _) = tokio::select! {
+            () = shutdown.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(_) => continue,
+            },
+        };
+        let _ = socket.set_nodelay(true);
+        let reply = reply.clone();
+        let seen = seen.clone();
+        let stop = shutdown.clone();
+        connections.spawn(async move {
+            let service = service_fn(move |request: Request<Incoming>| {
+                let reply = reply.clone();
+                let seen = seen.clone();
+                async move { Ok::<_, Infallible>(answer(request, &reply, &seen).await) }
+            });
+            let connection = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(socket), service);
+            tokio::select! {
+                _ = connection => {}
+                () = stop.cancelled() => {}
+            }
+        });
+    }
+    connections.close();
+}
+
+async fn answer(request: Request<Incoming>, reply: &Reply, seen: &Mutex<Vec<Seen>>) -> Response<Full<Bytes>> {
+    let (parts, body) = request.into_parts();
+    let body = body.collect().await.map(|b| b.to_bytes().to_vec()).unwrap_or_default();
+    let request = Seen {
+        method: parts.method.to_string(),
+        uri: parts.uri.to_string(),
+        headers: parts
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_str().to_string(), v.as_bytes().to_vec()))
+            .collect(),
+        body,
+    };
+    let answer = reply(&request);
+    seen.lock().expect("seen lock").push(request);
+    if !answer.delay.is_zero() {
+        tokio::time::sleep(answer.delay).await;
+    }
+    let mut response = Response::builder().status(if answer.status == 0 { 200 } else { answer.status });
+    for (name, value) in &answer.headers {
+        response = response.header(name, value);
+    }
+    response
+        .body(Full::new(Bytes::from(answer.body)))
+        .expect("valid test response")
+}

@@ -1,0 +1,149 @@
+//! A `portpreview http` tunnel running in this process, recording into a
+//! real SQLite file in a temporary directory.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use portpreview::config::Secret;
+use portpreview::events::TunnelEvent;
+use portpreview::store::{Recorder, RecorderHandle, Summary};
+use portpreview::target::Target;
+use portpreview::tunnel::{self, connect, ConnectError, ConnectOptions, HostHeader, TunnelConfig};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// How a test tunnel is set up.
+#[derive(Clone)]
+pub struct TunnelOptions {
+    /// Name to ask for.
+    pub name: Option<String>,
+    /// Token to present.
+    pub token: Option<String>,
+    /// Local handler timeout.
+    pub local_timeout: Duration,
+    /// Host header policy.
+    pub host_header: HostHeader,
+    /// TLS settings for wss relays.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+impl Default for TunnelOptions {
+    fn default() -> Self {
+        Self {
+            name: None,
+            token: None,
+            local_timeout: tunnel::DEFAULT_LOCAL_TIMEOUT,
+            host_header: HostHeader::Rewrite,
+            tls: None,
+        }
+    }
+}
+
+/// A connected tunnel; stops on drop.
+pub struct TestTunnel {
+    /// Public URL the relay gave.
+    pub public_url: String,
+    /// History database file.
+    pub db: PathBuf,
+    events: mpsc::Receiver<TunnelEvent>,
+    shutdown: CancellationToken,
+    task: Option<JoinHandle<Result<(), ConnectError>>>,
+    recorder: Option<RecorderHandle>,
+    _dir: tempfile::TempDir,
+}
+
+impl TestTunnel {
+    /// Connects to the relay at `relay_url` and forwards to `target`.
+    pub async fn start(relay_url: &str, target: &str) -> Self {
+        Self::start_with(relay_url, target, TunnelOptions::default())
+            .await
+            .expect("tunnel connects")
+    }
+
+    /// Like `start`, returning the connection error instead of panicking.
+    pub async fn start_with(relay_url: &str, target: &str, options: TunnelOptions) -> Result<Self, ConnectError> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = dir.path().join("history.db");
+        let (recorder, handle) = Recorder::start(&db, Vec::new()).expect("open the history");
+        let config = TunnelConfig {
+            connect: ConnectOptions {
+                url: connect::relay_url(relay_url)?,
+                token: options.token.map(Secret::new),
+                name: options.name,
+                tls: options.tls,
+            },
+            target: Target::parse(target).expect("valid target"),
+            host_header: options.host_header,
+            local_timeout: options.local_timeout,
+        };
+        let (events_tx, mut events) = mpsc::channel(1024);
+        let shutdown = CancellationToken::new();
+        let mut task = tokio::spawn(tunnel::run(config, Some(recorder), events_tx, shutdown.clone()));
+        let public_url = tokio::select! {
+            event = events.recv() => match event {
+                Some(TunnelEvent::Connected { public_url, .. }) => public_url,
+                other => panic!("expected Connected, got {other:?}"),
+            },
+            ended = &mut task => return Err(ended.expect("tunnel task").expect_err("tunnel ended without connecting")),
+        };
+        Ok(Self {
+            public_url,
+            db,
+            events,
+            shutdown,
+            task: Some(task),
+            recorder: Some(handle),
+            _dir: dir,
+        })
+    }
+
+    /// The public URL of `path` (which starts with `/`).
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.public_url, path)
+    }
+
+    /// The tunnel's name, the last segment of its URL.
+    pub fn name(&self) -> &str {
+        self.public_url.rsplit('/').next().unwrap_or_default()
+    }
+
+    /// The next event, failing the test after 20 s.
+    pub async fn next_event(&mut self) -> TunnelEvent {
+        tokio::time::timeout(Duration::from_secs(20), self.events.recv())
+            .await
+            .expect("a tunnel event within 20 s")
+            .expect("tunnel still running")
+    }
+
+    /// The next completed delivery and its delivery number.
+    pub async fn next_delivery(&mut self) -> (Summary, i64) {
+        loop {
+            if let TunnelEvent::Delivered {
+                summary,
+                delivery_number,
+            } = self.next_event().await
+            {
+                return (summary, delivery_number);
+            }
+        }
+    }
+
+    /// Stops the tunnel, closing its socket with a reason, and flushes the history.
+    pub async fn stop(mut self) {
+        self.shutdown.cancel();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+        if let Some(handle) = self.recorder.take() {
+            handle.shutdown();
+        }
+    }
+}
+
+impl Drop for TestTunnel {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}

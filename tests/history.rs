@@ -1,0 +1,362 @@
+//! A developer looks back at what was delivered: `history`, `show`,
+//! `export` and `prune` run as real processes against a real history file.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use portpreview::fixture::Fixture;
+use portpreview::store::{NewDelivery, Outcome, ReplayRun, Store};
+use portpreview_shared::Header;
+use serde_json::Value;
+
+use common::bin::portpreview_bin;
+
+/// A history database in a scratch directory, removed on drop.
+struct History {
+    dir: PathBuf,
+    db: PathBuf,
+}
+
+impl History {
+    fn new(label: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("portpreview-e2e-{label}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let db = dir.join("history.db");
+        Self { dir, db }
+    }
+
+    fn store(&self) -> Store {
+        Store::open(&self.db).unwrap()
+    }
+
+    /// Runs `portpreview <args>` with this database, isolated from the user's config.
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(portpreview_bin())
+            .arg("--db")
+            .arg(&self.db)
+            .args(args)
+            .env("PORTPREVIEW_CONFIG", self.dir.join("no-config.toml"))
+            .env_remove("PORTPREVIEW_DB")
+            .output()
+            .unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
+impl Drop for History {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn stripe_event(id: &str, received_at_ms: i64) -> NewDelivery {
+    NewDelivery {
+        received_at_ms,
+        tunnel_url: "http://127.0.0.1:1/t/calm-otter".into(),
+        target: "http://127.0.0.1:3000".into(),
+        method: "POST".into(),
+        path: "/webhooks/stripe?x=1".into(),
+        request_headers: vec![
+            Header::new("content-type", "application/json"),
+            Header::new("stripe-signature", "t=1,v1=deadbeef"),
+            Header::new("authorization", "Bearer sk_test_secret"),
+        ],
+        request_body: format!(r#"{{"id":"{id}","type":"charge.succeeded"}}"#).into_bytes(),
+        request_body_size: 0,
+        provider: Some("stripe".into()),
+        event_key: id.into(),
+        event_key_source: "body:/id".into(),
+        replay_of: None,
+    }
+}
+
+fn answered(status: u16) -> Outcome {
+    Outcome {
+        status: Some(status),
+        response_headers: vec![Header::new("content-type", "text/plain")],
+        response_body: b"ok".to_vec(),
+        response_body_size: 2,
+        duration_ms: 14.0,
+        error: None,
+    }
+}
+
+fn stderr_line(out: &Output) -> String {
+    let text = String::from_utf8(out.stderr.clone()).unwrap();
+    assert_eq!(text.lines().count(), 1, "one line expected: {text}");
+    text.trim_end().to_owned()
+}
+
+#[test]
+fn history_lists_newest_first_with_every_field() {
+    let h = History::new("list");
+    let store = h.store();
+    let first = store.insert_delivery(&stripe_event("evt_1", 1_700_000_000_000), &answered(200)).unwrap();
+    let retry = store.insert_delivery(&stripe_event("evt_1", 1_700_000_060_000), &answered(500)).unwrap();
+    let failed = store
+        .insert_delivery(
+            &NewDelivery {
+                provider: None,
+                event_key: "sha256:abc".into(),
+                event_key_source: "sha256:body".into(),
+                ..stripe_event("x", 1_700_000_120_000)
+            },
+            &Outcome {
+                error: Some("connection refused by 127.0.0.1:3000".into()),
+                duration_ms: 1.0,
+                ..Outcome::default()
+            },
+        )
+        .unwrap();
+
+    let rows: Vec<Value> = serde_json::from_str(&h.ok(&["history", "--json"])).unwrap();
+    let ids: Vec<i64> = rows.iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    assert_eq!(ids, vec![failed, retry, first]);
+    let r = &rows[1];
+    assert_eq!(r["received_at"], "2023-11-14T22:14:20.000Z");
+    assert_eq!((r["method"].as_str(), r["path"].as_str()), (Some("POST"), Some("/webhooks/stripe?x=1")));
+    assert_eq!((r["status"].as_u64(), r["duration_ms"].as_f64()), (Some(500), Some(14.0)));
+    assert_eq!((r["provider"].as_str(), r["event_key"].as_str()), (Some("stripe"), Some("evt_1")));
+    assert_eq!((r["event_key_source"].as_str(), r["delivery_count"].as_i64()), (Some("body:/id"), Some(2)));
+    assert!(r["error"].is_null());
+    let e = &rows[0];
+    assert!(e["status"].is_null() && e["provider"].is_null(), "{e}");
+    assert_eq!(e["error"], "connection refused by 127.0.0.1:3000");
+
+    let limited: Vec<Value> = serde_json::from_str(&h.ok(&["history", "--json", "--limit", "1"])).unwrap();
+    assert_eq!(limited.len(), 1);
+    let by_event: Vec<Value> = serde_json::from_str(&h.ok(&["history", "--event", "evt_1", "--json"])).unwrap();
+    assert_eq!(by_event.len(), 2);
+    let by_provider: Vec<Value> = serde_json::from_str(&h.ok(&["history", "--provider", "stripe", "--json"])).unwrap();
+    assert_eq!(by_provider.len(), 2);
+    let everything: Vec<Value> = serde_json::from_str(&h.ok(&["history", "--limit", "0", "--json"])).unwrap();
+    assert_eq!(everything.len(), 3);
+
+    // `--db` after the subcommand works too, and the table is plain text.
+    let out = Command::new(portpreview_bin())
+        .args(["history", "--provider", "stripe", "--db"])
+        .arg(&h.db)
+        .env("PORTPREVIEW_CONFIG", h.dir.join("no-config.toml"))
+        .output()
+        .unwrap();
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(table.lines().count(), 3, "header and two stripe rows: {table}");
+    assert!(table.contains(&format!("#{retry}")) && !table.contains(&format!("#{failed} ")), "{table}");
+}
+
+#[test]
+fn show_masks_secrets_and_escapes_what_the_sender_chose() {
+    let h = History::new("show");
+    let store = h.store();
+    let mut hostile = stripe_event("evt_show", 1_700_000_000_000);
+    hostile.path = "/hook\u{1b}]0;owned\u{7}".into();
+    hostile.request_body = b"{\"id\":\"evt_show\",\"note\":\"\\u001b[2J\"}".to_vec();
+    let id = store.insert_delivery(&hostile, &answered(200)).unwrap();
+    store
+        .insert_replay_run(&ReplayRun {
+            id: 0,
+            delivery_id: id,
+            started_at_ms: 1_700_000_100_000,
+            times: 3,
+            concurrency: 1,
+            idempotent: Some(true),
+            summary: "idempotent".into(),
+            report_json: "{}".into(),
+        })
+        .unwrap();
+
+    let text = h.ok(&["show", &id.to_string()]);
+    assert!(!text.contains('\u{1b}') && !text.contains('\u{7}'), "{text}");
+    assert!(text.contains("\\x1b]0;owned\\x07"), "{text}");
+    assert!(!text.contains("sk_test_secret") && !text.contains("deadbeef"), "{text}");
+    assert!(text.contains("\"id\": \"evt_show\""), "pretty JSON body: {text}");
+    assert!(text.contains("3×") && text.contains("idempotent"), "replay runs: {text}");
+    assert!(h.ok(&["show", &id.to_string(), "--reveal"]).contains("Bearer sk_test_secret"));
+
+    let json: Value = serde_json::from_str(&h.ok(&["show", &format!("#{id}"), "--json"])).unwrap();
+    assert_eq!(json["id"], id);
+    assert_eq!(json["path"], "/hook\u{1b}]0;owned\u{7}");
+    assert_eq!(json["request"]["headers"][2]["value"], "Bearer ••••••");
+    assert_eq!(json["response"]["status"], 200);
+}
+
+#[test]
+fn unknown_ids_and_broken_databases_exit_2_with_one_line() {
+    let h = History::new("errors");
+    drop(h.store());
+    let out = h.run(&["show", "42"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stderr_line(&out), format!("error: no delivery #42 in {}", h.db.display()));
+    assert_eq!(h.run(&["export", "42", "--format", "curl"]).status.code(), Some(2));
+
+    let text_file = h.dir.join("notes.txt");
+    std::fs::write(&text_file, "not a database, just notes\n".repeat(50)).unwrap();
+    let corrupt = h.dir.join("corrupt.db");
+    let mut bytes = b"SQLite format 3\0".to_vec();
+    bytes.extend(std::iter::repeat_n(0xa5u8, 8192));
+    std::fs::write(&corrupt, bytes).unwrap();
+    for bad in [&text_file, &corrupt] {
+        let out = Command::new(portpreview_bin())
+            .args(["history", "--db"])
+            .arg(bad)
+            .env("PORTPREVIEW_CONFIG", h.dir.join("no-config.toml"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", bad.display());
+        let line = stderr_line(&out);
+        assert!(line.starts_with("error: ") && line.contains(&bad.display().to_string()), "{line}");
+    }
+}
+
+#[test]
+fn a_har_export_opens_as_har_1_2() {
+    let h = History::new("har");
+    let id = h.store().insert_delivery(&stripe_event("evt_har", 1_700_000_000_000), &answered(200)).unwrap();
+    let out_file = h.dir.join("delivery.har");
+    h.ok(&["export", &id.to_string(), "--format", "har", "-o", out_file.to_str().unwrap()]);
+    let har: Value = serde_json::from_slice(&std::fs::read(&out_file).unwrap()).unwrap();
+    assert_eq!(har["log"]["version"], "1.2");
+    assert_eq!(har["log"]["creator"]["name"], "portpreview");
+    let entry = &har["log"]["entries"][0];
+    assert_eq!(entry["startedDateTime"], "2023-11-14T22:13:20.000Z");
+    assert_eq!(entry["request"]["method"], "POST");
+    assert_eq!(entry["request"]["url"], "http://127.0.0.1:3000/webhooks/stripe?x=1");
+    assert_eq!(entry["request"]["postData"]["mimeType"], "application/json");
+    assert_eq!(entry["request"]["postData"]["text"], r#"{"id":"evt_har","type":"charge.succeeded"}"#);
+    let headers = entry["request"]["headers"].as_array().unwrap();
+    assert!(headers.iter().all(|h| !h["value"].as_str().unwrap().contains("secret")), "{headers:?}");
+    assert_eq!(entry["response"]["status"], 200);
+    assert_eq!(entry["response"]["content"]["text"], "ok");
+    assert!(entry["timings"]["wait"].as_f64().unwrap() >= 0.0);
+
+    let revealed: Value = serde_json::from_str(&h.ok(&["export", &id.to_string(), "--format", "har", "--reveal"])).unwrap();
+    assert_eq!(revealed["log"]["entries"][0]["request"]["headers"][2]["value"], "Bearer sk_test_secret");
+}
+
+#[test]
+fn a_json_export_is_a_fixture_that_gives_back_the_request() {
+    let h = History::new("fixture");
+    let mut d = stripe_event("evt_fix", 1_700_000_000_000);
+    d.request_headers.push(Header::new("x-raw", vec![0xff, 0x00, b'a']));
+    d.request_body = vec![0x00, 0xff, b'\n', b'%'];
+    let id = h.store().insert_delivery(&d, &answered(201)).unwrap();
+    let path = h.dir.join("fixture.json");
+    h.ok(&["export", &id.to_string(), "-o", path.to_str().unwrap()]);
+    let fixture = Fixture::load(&path).unwrap();
+    assert_eq!(fixture.response_status, Some(201));
+    let mut expected = d.clone();
+    expected.request_body_size = 4;
+    assert_eq!(fixture.to_new_delivery(), expected);
+}
+
+/// Accepts one HTTP/1.1 request and hands back its raw bytes.
+fn capture_one_request() -> (String, std::thread::JoinHandle<Vec<u8>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let handle = std::thread::spawn(move || {
+        let (mut socket, _) = listener.accept().unwrap();
+        let mut raw = Vec::new();
+        let mut buf = [0u8; 8192];
+        let body_start = loop {
+            let n = socket.read(&mut buf).unwrap();
+            assert!(n > 0, "connection closed before the headers ended");
+            raw.extend_from_slice(&buf[..n]);
+            if let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+                break end + 4;
+            }
+        };
+        let head = String::from_utf8_lossy(&raw[..body_start]).to_ascii_lowercase();
+        let length: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .map_or(0, |v| v.trim().parse().unwrap());
+        while raw.len() < body_start + length {
+            let n = socket.read(&mut buf).unwrap();
+            assert!(n > 0, "connection closed inside the body");
+            raw.extend_from_slice(&buf[..n]);
+        }
+        socket
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok")
+            .unwrap();
+        raw
+    });
+    (url, handle)
+}
+
+fn split_request(raw: &[u8]) -> (String, Vec<(String, Vec<u8>)>, Vec<u8>) {
+    let end = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let mut lines = raw[..end].split(|&b| b == b'\n').map(|l| l.strip_suffix(b"\r").unwrap_or(l));
+    let request_line = String::from_utf8(lines.next().unwrap().to_vec()).unwrap();
+    let headers = lines
+        .map(|l| {
+            let colon = l.iter().position(|&b| b == b':').unwrap();
+            (String::from_utf8(l[..colon].to_vec()).unwrap(), l[colon + 1..].trim_ascii().to_vec())
+        })
+        .collect();
+    (request_line, headers, raw[end + 4..].to_vec())
+}
+
+#[test]
+fn a_curl_export_sends_the_same_bytes_again() {
+    let h = History::new("curl");
+    let mut d = stripe_event("evt_curl", 1_700_000_000_000);
+    d.path = "/hooks/it's?a=[1]&b=$HOME".into();
+    d.request_headers = vec![
+        Header::new("host", "calm-otter.relay.example"),
+        Header::new("content-type", "application/octet-stream"),
+        Header::new("x-dup", "first"),
+        Header::new("x-quote", "it's \"quoted\" $(not run) `nor this`"),
+        Header::new("x-raw", vec![b'a', 0xff, 0xfe, b'z']),
+        Header::new("x-dup", "second"),
+        Header::new("content-length", "999"),
+    ];
+    let mut body: Vec<u8> = (0..=255u8).collect();
+    body.extend_from_slice(b"\n%s %% \\n '\"$(echo no)`x`\n-");
+    d.request_body = body.clone();
+    let id = h.store().insert_delivery(&d, &answered(200)).unwrap();
+
+    let (url, captured) = capture_one_request();
+    let command = h.ok(&["export", &id.to_string(), "--format", "curl", "--target", &url]);
+    assert!(!command.chars().any(|c| c.is_control() && c != '\n'), "{command}");
+    let out = Command::new("sh").arg("-c").arg(&command).output().unwrap();
+    assert!(out.status.success(), "{command}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.stdout, b"ok");
+
+    let (request_line, headers, sent_body) = split_request(&captured.join().unwrap());
+    assert_eq!(request_line, "POST /hooks/it's?a=[1]&b=$HOME HTTP/1.1");
+    assert_eq!(sent_body, body, "body byte for byte");
+    let own: Vec<(String, Vec<u8>)> = headers
+        .iter()
+        .filter(|(name, _)| !name.eq_ignore_ascii_case("host") && !name.eq_ignore_ascii_case("content-length"))
+        .cloned()
+        .collect();
+    let expected: Vec<(String, Vec<u8>)> = d.request_headers[1..6].iter().map(|h| (h.name.clone(), h.value.clone())).collect();
+    assert_eq!(own, expected, "the recorded headers, in order, and nothing curl added");
+    let length = headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("content-length")).unwrap();
+    assert_eq!(length.1, body.len().to_string().into_bytes());
+}
+
+#[test]
+fn prune_removes_only_old_deliveries() {
+    let h = History::new("prune");
+    let store = h.store();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let old = store.insert_delivery(&stripe_event("evt_old", now - 10 * 86_400_000), &answered(200)).unwrap();
+    let fresh = store.insert_delivery(&stripe_event("evt_new", now - 1_000), &answered(200)).unwrap();
+    let said = h.ok(&["prune", "--older-than", "7d"]);
+    assert!(said.starts_with("Removed 1 delivery"), "{said}");
+    assert!(store.get(old).unwrap().is_none());
+    assert!(store.get(fresh).unwrap().is_some());
+    assert!(h.ok(&["prune", "--older-than", "7d"]).starts_with("Removed 0 deliveries"));
+}

@@ -1,0 +1,367 @@
+//! A webhook reaches the local handler through relay and client, exactly as
+//! the provider sent it, and its answer comes back.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::caller::{self, raw};
+use common::local::{Answer, LocalHandler};
+use common::relay::TestRelay;
+use common::tunnel::{TestTunnel, TunnelOptions};
+use sha2::{Digest, Sha256};
+
+/// Repeated keys, percent-encoded unicode, empty values and bare flags.
+const QUERY_PATH: &str = "/webhooks/stripe?a=1&a=2&name=%E2%9C%93&empty=&flag&plus=a+b";
+
+#[tokio::test]
+async fn a_webhook_arrives_exactly_as_sent_and_its_answer_comes_back() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    assert!(
+        tunnel.public_url.starts_with(&format!("{}/t/", relay.http_url())),
+        "{}",
+        tunnel.public_url
+    );
+
+    let body = br#"{"id":"evt_1","type":"payment_intent.succeeded"}"#.to_vec();
+    let reply = caller::send(
+        "POST",
+        &tunnel.url(QUERY_PATH),
+        &[
+            ("content-type", b"application/json"),
+            ("x-dup", b"first"),
+            ("x-dup", b"second"),
+            ("x-binary", &[0x80, 0xff, b'a']),
+            ("x-forwarded-for", b"6.6.6.6"),
+            ("x-real-ip", b"6.6.6.6"),
+            ("connection", b"keep-alive, x-hop"),
+            ("x-hop", b"must not pass"),
+            ("keep-alive", b"timeout=5"),
+        ],
+        body.clone(),
+    )
+    .await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.body, body);
+    assert_eq!(reply.header("x-seen-method").as_deref(), Some("POST"));
+
+    let seen = &handler.requests()[0];
+    assert_eq!(seen.method, "POST");
+    assert_eq!(seen.uri, QUERY_PATH);
+    assert_eq!(seen.body, body);
+    assert_eq!(seen.header_values("x-dup"), vec![&b"first"[..], &b"second"[..]]);
+    assert_eq!(seen.header_values("x-binary"), vec![&[0x80, 0xff, b'a'][..]]);
+    assert_eq!(seen.header("content-type").as_deref(), Some("application/json"));
+    assert_eq!(
+        seen.header("x-forwarded-for").as_deref(),
+        Some("127.0.0.1"),
+        "relay sets X-Forwarded-For itself"
+    );
+    assert_eq!(seen.header("x-forwarded-proto").as_deref(), Some("http"));
+    assert!(seen.header("x-real-ip").is_none(), "caller's X-Real-IP is not trusted");
+    for hop in ["x-hop", "keep-alive", "connection", "transfer-encoding"] {
+        assert!(seen.header(hop).is_none(), "{hop} must not reach the handler");
+    }
+    assert_eq!(
+        seen.header("host"),
+        Some(format!("{}", handler.addr)),
+        "Host rewritten to the target"
+    );
+
+    let (summary, number) = tunnel.next_delivery().await;
+    assert_eq!(
+        (summary.method.as_str(), summary.status, number),
+        ("POST", Some(200), 1)
+    );
+    assert!(summary.id > 0, "the delivery is in the history");
+}
+
+/// Answers by path: `/status/N` with status N and no body, anything else echoed.
+async fn status_handler() -> LocalHandler {
+    LocalHandler::start(|seen| match seen.uri.strip_prefix("/status/") {
+        Some(code) => Answer {
+            status: code.parse().unwrap_or(500),
+            ..Answer::default()
+        },
+        None => Answer {
+            status: 200,
+            headers: vec![("x-seen-method".into(), seen.method.clone())],
+            body: seen.body.clone(),
+            ..Answer::default()
+        },
+    })
+    .await
+}
+
+#[tokio::test]
+async fn every_method_and_body_shape_passes() {
+    let relay = TestRelay::start().await;
+    let handler = status_handler().await;
+    let tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+
+    for method in ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] {
+        let reply = caller::send(method, &tunnel.url("/m"), &[], "payload").await;
+        assert_eq!(reply.status, 200, "{method}");
+        assert_eq!(reply.header("x-seen-method").as_deref(), Some(method));
+        assert_eq!(reply.text(), "payload", "{method}");
+    }
+    let head = caller::send("HEAD", &tunnel.url("/m"), &[], "").await;
+    assert_eq!((head.status, head.body.len()), (200, 0));
+
+    let binary: Vec<u8> = (0..=255u8).cycle().take(70_000).collect();
+    let reply = caller::post(&tunnel.url("/bin"), binary.clone()).await;
+    assert_eq!(reply.body, binary, "binary body over a chunk boundary is intact");
+
+    let empty = caller::post(&tunnel.url("/empty"), "").await;
+    assert_eq!((empty.status, empty.body.len()), (200, 0));
+    assert_eq!(handler.requests().last().map(|s| s.body.len()), Some(0));
+
+    for status in [204, 304, 404, 500] {
+        let reply = caller::post(&tunnel.url(&format!("/status/{status}")), "x").await;
+        assert_eq!(reply.status, status);
+        assert!(reply.body.is_empty());
+    }
+}
+
+#[tokio::test]
+async fn a_chunked_request_body_arrives_whole() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let path = format!("/t/{}/chunked", tunnel.name());
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+        relay.addr
+    );
+    let answer = raw(relay.addr, request.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert_eq!(handler.requests()[0].body, b"hello world");
+    assert!(
+        handler.requests()[0].header("transfer-encoding").is_none()
+            || handler.requests()[0].header("content-length").is_none()
+    );
+}
+
+#[tokio::test]
+async fn a_hundred_concurrent_requests_on_one_tunnel_are_all_answered() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let calls = (0..100).map(|i| {
+        let url = tunnel.url(&format!("/hook/{i}"));
+        async move { (i, caller::post(&url, format!("body {i}")).await) }
+    });
+    let replies = futures_util::future::join_all(calls).await;
+    for (i, reply) in replies {
+        assert_eq!(reply.status, 200, "request {i}");
+        assert_eq!(reply.text(), format!("body {i}"), "request {i} got another's answer");
+        assert_eq!(reply.header("x-seen-uri"), Some(format!("/hook/{i}")));
+    }
+    assert_eq!(handler.requests().len(), 100);
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+#[tokio::test]
+async fn a_25_mib_upload_passes_intact_without_stalling_small_requests() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::start(|seen| Answer {
+        status: 200,
+        body: sha256_hex(&seen.body).into_bytes(),
+        ..Answer::default()
+    })
+    .await;
+    let tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let big: Vec<u8> = (0..25 * 1024 * 1024).map(|i: u32| (i % 251) as u8).collect();
+    let digest = sha256_hex(&big);
+    let big_url = tunnel.url("/upload");
+    let upload = tokio::spawn(async move { caller::post(&big_url, big).await });
+
+    let small = caller::post(&tunnel.url("/small"), "tiny").await;
+    assert_eq!(small.text(), sha256_hex(b"tiny"));
+
+    let reply = upload.await.expect("upload task");
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.text(), digest, "the 25 MiB body arrived byte for byte");
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_gets_413_from_the_relay() {
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        max_body: 1024,
+        ..Default::default()
+    })
+    .await;
+    let handler = LocalHandler::echo().await;
+    let tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let reply = caller::post(&tunnel.url("/big"), vec![b'x'; 4096]).await;
+    assert_eq!(reply.status, 413);
+    assert!(!reply.text().is_empty(), "the relay says why");
+    assert!(handler.requests().is_empty());
+}
+
+#[tokio::test]
+async fn a_dead_local_port_gets_502_and_a_slow_one_504_each_saying_why() {
+    let relay = TestRelay::start().await;
+    let dead_port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.local_addr().expect("addr").port()
+    };
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &format!("127.0.0.1:{dead_port}")).await;
+    let reply = caller::post(&tunnel.url("/hook"), "{}").await;
+    assert_eq!(reply.status, 502);
+    assert!(reply.text().contains("could not reach"), "{}", reply.text());
+    let (summary, _) = tunnel.next_delivery().await;
+    assert!(summary.error.as_deref().is_some_and(|e| e.contains("could not reach")));
+
+    let slow = LocalHandler::start(|_| Answer {
+        status: 200,
+        delay: Duration::from_secs(3),
+        ..Answer::default()
+    })
+    .await;
+    let options = TunnelOptions {
+        local_timeout: Duration::from_millis(300),
+        ..TunnelOptions::default()
+    };
+    let tunnel = TestTunnel::start_with(&relay.http_url(), &slow.url(), options)
+        .await
+        .expect("connects");
+    let reply = caller::post(&tunnel.url("/hook"), "{}").await;
+    assert_eq!(reply.status, 504);
+    assert!(reply.text().contains("did not answer within"), "{}", reply.text());
+}
+
+#[tokio::test]
+async fn the_relay_answers_for_itself_when_it_must() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+
+    let missing = caller::post(&format!("{}/t/no-such-tunnel/x", relay.http_url()), "").await;
+    assert_eq!(missing.status, 404);
+    assert!(!missing.text().is_empty());
+
+    let health = caller::send("GET", &format!("{}/healthz", relay.http_url()), &[], "").await;
+    assert_eq!(health.status, 200);
+
+    let smuggled = format!(
+        "POST /t/{}/x HTTP/1.1\r\nHost: {}\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        tunnel.name(),
+        relay.addr
+    );
+    let answer = raw(relay.addr, smuggled.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 400"), "CL+TE must be refused: {answer}");
+
+    let huge_header = format!(
+        "GET /t/{}/x HTTP/1.1\r\nHost: {}\r\nX-Big: {}\r\n\r\n",
+        tunnel.name(),
+        relay.addr,
+        "a".repeat(100 * 1024)
+    );
+    let answer = raw(relay.addr, huge_header.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 431"), "oversized headers: {answer}");
+    assert!(handler.requests().is_empty(), "none of these reached the handler");
+}
+
+#[tokio::test]
+async fn a_client_that_goes_away_mid_request_gets_its_caller_a_502_at_once() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::start(|_| Answer {
+        status: 200,
+        delay: Duration::from_secs(10),
+        ..Answer::default()
+    })
+    .await;
+    let tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let url = tunnel.url("/slow");
+    let call = tokio::spawn(async move { caller::post(&url, "{}").await });
+    while handler.requests().is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let gone = Instant::now();
+    tunnel.stop().await;
+    let reply = call.await.expect("caller task");
+    assert_eq!(reply.status, 502);
+    assert!(gone.elapsed() < Duration::from_secs(1), "502 took {:?}", gone.elapsed());
+}
+
+#[tokio::test]
+async fn a_restarted_relay_gives_the_client_its_name_back() {
+    let relay = TestRelay::start().await;
+    let addr = relay.addr;
+    let handler = LocalHandler::echo().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let url = tunnel.public_url.clone();
+    relay.stop().await;
+
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .expect("rebind the relay's port");
+    let _relay = TestRelay::on(listener, Default::default());
+    loop {
+        match tunnel.next_event().await {
+            portpreview::events::TunnelEvent::Connected { public_url, .. } => {
+                assert_eq!(public_url, url, "same name after the restart");
+                break;
+            }
+            portpreview::events::TunnelEvent::Disconnected { .. } => continue,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(caller::post(&tunnel.url("/again"), "x").await.status, 200);
+}
+
+#[tokio::test]
+async fn a_second_client_cannot_take_a_name_in_use() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let named = TunnelOptions {
+        name: Some("my-hooks".into()),
+        ..TunnelOptions::default()
+    };
+    let first = TestTunnel::start_with(&relay.http_url(), &handler.url(), named.clone())
+        .await
+        .expect("first claim");
+    assert!(first.public_url.ends_with("/t/my-hooks"));
+    let second = TestTunnel::start_with(&relay.http_url(), &handler.url(), named).await;
+    match second {
+        Err(portpreview::tunnel::ConnectError::NameTaken(name)) => assert_eq!(name, "my-hooks"),
+        Err(other) => panic!("expected 409 name taken, got {other}"),
+        Ok(_) => panic!("a second client took a name in use"),
+    }
+}
+
+#[tokio::test]
+async fn only_a_valid_token_may_open_a_tunnel() {
+    let tokens = portpreview_server::Tokens::from_toml("[[token]]\ntoken = \"s3cret-token\"\n").expect("tokens");
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        tokens: Some(tokens),
+        ..Default::default()
+    })
+    .await;
+    let handler = LocalHandler::echo().await;
+    for token in [None, Some("wrong")] {
+        let options = TunnelOptions {
+            token: token.map(String::from),
+            ..TunnelOptions::default()
+        };
+        match TestTunnel::start_with(&relay.http_url(), &handler.url(), options).await {
+            Err(portpreview::tunnel::ConnectError::Unauthorized) => {}
+            Err(other) => panic!("expected 401, got {other}"),
+            Ok(_) => panic!("token {token:?} opened a tunnel"),
+        }
+    }
+    let good = TunnelOptions {
+        token: Some("s3cret-token".into()),
+        ..TunnelOptions::default()
+    };
+    let tunnel = TestTunnel::start_with(&relay.http_url(), &handler.url(), good)
+        .await
+        .expect("valid token");
+    assert_eq!(caller::post(&tunnel.url("/ok"), "x").await.status, 200);
+}
