@@ -1,1 +1,69 @@
+//! The PortPreview relay: gives each connected client a public URL and
+//! streams every request that reaches it over the client's WebSocket.
 #![forbid(unsafe_code)]
+
+pub mod body;
+pub mod config;
+pub mod connection;
+pub mod control;
+pub mod error;
+pub mod forward;
+pub mod headers;
+pub mod headscan;
+pub mod ingress;
+pub mod limits;
+pub mod names;
+pub mod registry;
+pub mod signal;
+pub mod stream;
+pub mod tls;
+pub mod tokens;
+pub mod upgrade;
+pub mod writer;
+
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use config::RelayConfig;
+pub use error::{ConfigError, RelayError};
+pub use tls::load_tls;
+pub use tokens::Tokens;
+
+use crate::ingress::Relay;
+use crate::registry::LocalRegistry;
+
+/// Serves the relay on `listener` until `shutdown` fires, then stops
+/// accepting, lets requests in flight finish (up to the drain timeout) and
+/// closes every client socket with a reason.
+pub async fn run(listener: TcpListener, config: RelayConfig, shutdown: CancellationToken) -> Result<(), RelayError> {
+    let registry = Arc::new(LocalRegistry::new(config.grace, config.tokens.clone()));
+    let drain = config.drain_timeout;
+    let relay = Arc::new(Relay {
+        config,
+        registry,
+        shutdown: shutdown.clone(),
+        sessions: TaskTracker::new(),
+    });
+    let result = connection::accept_loop(listener, Arc::clone(&relay)).await;
+    // Whatever ended the loop, nothing new is served from here on.
+    shutdown.cancel();
+    relay.sessions.close();
+    let connections = match &result {
+        Ok(connections) => Some(connections.clone()),
+        Err(_) => None,
+    };
+    let _ = tokio::time::timeout(drain + DRAIN_SLACK, async {
+        if let Some(connections) = connections {
+            connections.wait().await;
+        }
+        relay.sessions.wait().await;
+    })
+    .await;
+    result.map(|_| ())
+}
+
+/// Time beyond the drain timeout given to sockets to carry their close frames.
+const DRAIN_SLACK: std::time::Duration = std::time::Duration::from_secs(3);

@@ -1,1 +1,104 @@
-fn main() {}
+//! `portpreview-server`: the relay binary. Parses flags, sets up logging and
+//! runs the library's relay until ctrl-c or SIGTERM.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Parser;
+use portpreview_server::{load_tls, RelayConfig, Tokens};
+use tokio_util::sync::CancellationToken;
+
+/// The PortPreview relay: public URLs streamed over WebSocket to portpreview clients.
+#[derive(Debug, Parser)]
+#[command(name = "portpreview-server", version)]
+struct Args {
+    /// Address to listen on.
+    #[arg(long, value_name = "ADDR")]
+    listen: SocketAddr,
+    /// Serve tunnels as <name>.<DOMAIN> too (needs wildcard DNS).
+    #[arg(long, value_name = "DOMAIN")]
+    domain: Option<String>,
+    /// TOML file of accepted client tokens; without it the relay is open.
+    #[arg(long, value_name = "FILE")]
+    tokens: Option<PathBuf>,
+    /// PEM certificate chain; serves https/wss with --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key for --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("PORTPREVIEW_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("portpreview_server=info")),
+        )
+        .init();
+    let config = match config(&args) {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            return ExitCode::from(2);
+        }
+    };
+    match serve(args.listen, config) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn config(args: &Args) -> anyhow::Result<RelayConfig> {
+    let mut config = RelayConfig::default();
+    if let Some(domain) = &args.domain {
+        let domain = domain.trim().trim_end_matches('.').to_ascii_lowercase();
+        anyhow::ensure!(
+            !domain.is_empty()
+                && domain
+                    .split('.')
+                    .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')),
+            "--domain {domain:?} is not a domain name"
+        );
+        config.domain = Some(domain);
+    }
+    if let Some(path) = &args.tokens {
+        config.tokens = Some(Tokens::load(path).with_context(|| format!("--tokens {}", path.display()))?);
+    }
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        config.tls = Some(load_tls(cert, key).context("--tls-cert/--tls-key")?);
+    }
+    Ok(config)
+}
+
+fn serve(listen: SocketAddr, config: RelayConfig) -> anyhow::Result<()> {
+    // One thread beat the multi-thread scheduler on 2 cores: no cross-thread wake-ups.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("cannot listen on {listen}"))?;
+        let addr = listener.local_addr().context("listener address")?;
+        println!("portpreview-server listening on {addr}");
+        let shutdown = CancellationToken::new();
+        let on_signal = shutdown.clone();
+        tokio::spawn(async move {
+            portpreview_server::signal::shutdown_signal().await;
+            tracing::info!("shutting down");
+            on_signal.cancel();
+        });
+        portpreview_server::run(listener, config, shutdown)
+            .await
+            .context("relay failed")
+    })
+}

@@ -1,0 +1,144 @@
+//! Response bodies the relay gives callers: its own short answers, and
+//! tunnel responses streamed from the client as it sends them.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Response, StatusCode};
+use http_body::{Body, Frame, SizeHint};
+use portpreview_shared::message::STREAM_WINDOW;
+use tokio::time::{Instant, Sleep};
+use tokio_util::task::AbortOnDropHandle;
+
+use crate::stream::{Inbound, StreamPort};
+
+/// Response bytes handed to the caller before the client gets them back as
+/// credit: a quarter window keeps the pipe full without a grant per chunk.
+const GRANT_STEP: u64 = STREAM_WINDOW as u64 / 4;
+
+/// A tunnel response broke off; hyper aborts the caller's connection.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BodyError(pub String);
+
+/// Every response body the relay sends.
+pub enum RelayBody {
+    /// A body known in full (the relay's own answers, empty bodies).
+    Full(Option<Bytes>),
+    /// A response streamed from a tunnel's client.
+    Tunnel(Box<TunnelBody>),
+}
+
+/// A response with a short plain-text body saying why.
+pub fn answer(status: StatusCode, text: impl Into<String>) -> Response<RelayBody> {
+    let mut text = text.into();
+    text.push('\n');
+    let mut response = Response::new(RelayBody::Full(Some(Bytes::from(text))));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+impl Body for RelayBody {
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        match self.get_mut() {
+            RelayBody::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            RelayBody::Tunnel(body) => body.poll_next(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            RelayBody::Full(bytes) => bytes.is_none(),
+            RelayBody::Tunnel(body) => body.done,
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            RelayBody::Full(bytes) => SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64)),
+            RelayBody::Tunnel(_) => SizeHint::default(),
+        }
+    }
+}
+
+/// A response body arriving from the client chunk by chunk.
+pub struct TunnelBody {
+    port: StreamPort,
+    // Keeps the request-body pump alive exactly as long as the exchange.
+    _pump: Option<AbortOnDropHandle<()>>,
+    idle: Duration,
+    idle_timer: Pin<Box<Sleep>>,
+    ungranted: u64,
+    done: bool,
+}
+
+impl TunnelBody {
+    /// Streams the rest of `port`'s response; `idle` bounds the wait for each chunk.
+    pub fn new(port: StreamPort, pump: Option<AbortOnDropHandle<()>>, idle: Duration) -> Self {
+        Self {
+            port,
+            _pump: pump,
+            idle,
+            idle_timer: Box::pin(tokio::time::sleep(idle)),
+            ungranted: 0,
+            done: false,
+        }
+    }
+
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        if self.done {
+            return Poll::Ready(None);
+        }
+        let failure = loop {
+            let event = match self.port.inbound.poll_recv(cx) {
+                Poll::Ready(event) => event,
+                Poll::Pending => {
+                    if self.idle_timer.as_mut().poll(cx).is_ready() {
+                        self.done = true;
+                        return Poll::Ready(Some(Err(BodyError(
+                            "the tunnel's client stopped sending the response".into(),
+                        ))));
+                    }
+                    return Poll::Pending;
+                }
+            };
+            break match event {
+                Some(Inbound::Body { data, end }) => {
+                    self.idle_timer.as_mut().reset(Instant::now() + self.idle);
+                    if end {
+                        self.done = true;
+                    } else {
+                        self.ungranted += data.len() as u64;
+                        if self.ungranted >= GRANT_STEP {
+                            // ungranted < GRANT_STEP + one chunk, far below u32::MAX.
+                            self.port.grant(self.ungranted as u32);
+                            self.ungranted = 0;
+                        }
+                    }
+                    if data.is_empty() {
+                        if end {
+                            return Poll::Ready(None);
+                        }
+                        continue;
+                    }
+                    return Poll::Ready(Some(Ok(Frame::data(data))));
+                }
+                Some(Inbound::Head { .. }) => "the tunnel's client sent a second response head".into(),
+                Some(Inbound::Reset(reason)) => format!("the tunnel's client abandoned the response: {reason}"),
+                None => "the tunnel's client went away".into(),
+            };
+        };
+        self.done = true;
+        Poll::Ready(Some(Err(BodyError(failure))))
+    }
+}

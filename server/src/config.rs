@@ -1,0 +1,107 @@
+//! Relay settings with named defaults.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::tokens::Tokens;
+
+/// How long a caller's request waits for the client's answer before 504.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Largest request body relayed (GitHub's limit) before 413.
+pub const DEFAULT_MAX_BODY: u64 = 25 * 1024 * 1024;
+/// Requests in flight on one tunnel before 503.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
+/// How long a name stays held for its client after a disconnect.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(60);
+/// Interval between WebSocket pings to each client.
+pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(5);
+/// Silence after which a client is declared dead (design: at most 15 s).
+pub const DEFAULT_DEAD_AFTER: Duration = Duration::from_secs(15);
+/// Time a caller has to send a whole request head; also the keep-alive idle limit.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Open connections allowed from one IP address.
+pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 512;
+/// Open connections allowed in total.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+/// Headers per request before 431.
+pub const DEFAULT_MAX_HEADERS: usize = 100;
+/// Bytes of request head (request line plus headers) before 431.
+pub const DEFAULT_MAX_HEADER_BYTES: usize = 64 * 1024;
+/// How long shutdown waits for requests in flight before closing anyway.
+pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Everything [`crate::run`] needs to know besides its listener.
+#[derive(Clone)]
+pub struct RelayConfig {
+    /// Enables subdomain routing `<name>.<domain>` and URLs of that form.
+    pub domain: Option<String>,
+    /// Accepted client tokens and their reserved names; `None` is an open relay.
+    pub tokens: Option<Tokens>,
+    /// Serves https/wss when set.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// The client did not answer within this: 504.
+    pub request_timeout: Duration,
+    /// Request bodies over this many bytes: 413.
+    pub max_body: u64,
+    /// Requests in flight per tunnel over this: 503.
+    pub max_in_flight: usize,
+    /// How long a name is held after its client disconnects.
+    pub grace: Duration,
+    /// Interval between pings to each client.
+    pub ping_interval: Duration,
+    /// A client silent for this long is declared dead.
+    pub dead_after: Duration,
+    /// Time allowed to read a request head (and to sit idle between requests).
+    pub header_read_timeout: Duration,
+    /// Open connections allowed from one IP address.
+    pub max_connections_per_ip: usize,
+    /// Open connections allowed in total.
+    pub max_connections: usize,
+    /// Headers per request before 431.
+    pub max_headers: usize,
+    /// Bytes of request head before 431.
+    pub max_header_bytes: usize,
+    /// How long shutdown waits for requests in flight.
+    pub drain_timeout: Duration,
+}
+
+impl Default for RelayConfig {
+    fn default() -> Self {
+        Self {
+            domain: None,
+            tokens: None,
+            tls: None,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            max_body: DEFAULT_MAX_BODY,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            grace: DEFAULT_GRACE,
+            ping_interval: DEFAULT_PING_INTERVAL,
+            dead_after: DEFAULT_DEAD_AFTER,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_headers: DEFAULT_MAX_HEADERS,
+            max_header_bytes: DEFAULT_MAX_HEADER_BYTES,
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+        }
+    }
+}
+
+impl std::fmt::Debug for RelayConfig {
+    // Tokens and key material stay out of Debug output.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RelayConfig")
+            .field("domain", &self.domain)
+            .field("tokens", &self.tokens)
+            .field("tls", &self.tls.is_some())
+            .field("request_timeout", &self.request_timeout)
+            .field("max_body", &self.max_body)
+            .field("max_in_flight", &self.max_in_flight)
+            .field("grace", &self.grace)
+            .field("ping_interval", &self.ping_interval)
+            .field("dead_after", &self.dead_after)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("max_connections_per_ip", &self.max_connections_per_ip)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,126 @@
+//! Accepting connections: caps, TCP_NODELAY, TLS, and one hyper HTTP/1
+//! connection each, shut down gracefully with the relay.
+
+use std::convert::Infallible;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::task::TaskTracker;
+
+use crate::error::RelayError;
+use crate::headscan::HeadScan;
+use crate::ingress::{self, ConnInfo, Relay};
+use crate::limits::{ConnectionLimits, Slot};
+
+/// Pause after an accept error that more connections will not cure at once
+/// (out of file descriptors), so the loop does not spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// hyper refuses read buffers smaller than this.
+const MIN_HYPER_BUF: usize = 8192;
+
+/// Accepts connections until the relay shuts down; returns the tracker of
+/// the connections still open.
+pub async fn accept_loop(listener: TcpListener, relay: Arc<Relay>) -> Result<TaskTracker, RelayError> {
+    let limits = ConnectionLimits::new(relay.config.max_connections_per_ip, relay.config.max_connections);
+    let connections = TaskTracker::new();
+    let local = listener.local_addr().map_err(RelayError::Accept)?;
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            () = relay.shutdown.cancelled() => break,
+            accepted = listener.accept() => accepted,
+        };
+        let (tcp, peer) = match accepted {
+            Ok(pair) => pair,
+            Err(err) if is_transient(&err) => {
+                tracing::debug!(%err, "accept failed; retrying");
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+                continue;
+            }
+            Err(err) => return Err(RelayError::Accept(err)),
+        };
+        let Some(slot) = limits.admit(peer.ip()) else {
+            tracing::debug!(%peer, "connection refused: over the connection cap");
+            continue;
+        };
+        // Small frames must not wait for Nagle's algorithm: it costs 40 ms
+        // per exchange with delayed ACKs.
+        let _ = tcp.set_nodelay(true);
+        connections.spawn(serve(Arc::clone(&relay), tcp, peer, local, slot));
+    }
+    connections.close();
+    Ok(connections)
+}
+
+fn is_transient(err: &io::Error) -> bool {
+    use io::ErrorKind::*;
+    matches!(err.kind(), ConnectionAborted | ConnectionReset | ConnectionRefused | Interrupted | WouldBlock | TimedOut)
+        // EMFILE, ENFILE, ENOBUFS, ENOMEM: the process or system is out of
+        // something that finishing connections gives back.
+        || matches!(err.raw_os_error(), Some(23 | 24 | 105 | 12))
+}
+
+async fn serve(relay: Arc<Relay>, tcp: TcpStream, peer: SocketAddr, local: SocketAddr, slot: Slot) {
+    let Some(tls) = relay.config.tls.clone() else {
+        return serve_http(relay, tcp, peer, local, false, slot).await;
+    };
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+    match tokio::time::timeout(relay.config.header_read_timeout, acceptor.accept(tcp)).await {
+        Ok(Ok(stream)) => serve_http(relay, stream, peer, local, true, slot).await,
+        Ok(Err(err)) => tracing::debug!(%peer, %err, "TLS handshake failed"),
+        Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+    }
+}
+
+async fn serve_http<IO>(relay: Arc<Relay>, io: IO, peer: SocketAddr, local: SocketAddr, tls: bool, slot: Slot)
+where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let config = &relay.config;
+    let max_head = config.max_header_bytes.max(MIN_HYPER_BUF);
+    let (io, verdicts) = HeadScan::new(io, max_head);
+    let info = Arc::new(ConnInfo {
+        peer,
+        local,
+        tls,
+        verdicts,
+        slot,
+    });
+    let shutdown = relay.shutdown.clone();
+    let drain = config.drain_timeout;
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(config.header_read_timeout)
+        .max_headers(config.max_headers)
+        .max_buf_size(max_head)
+        .keep_alive(true);
+    let service = service_fn(move |req| {
+        let relay = Arc::clone(&relay);
+        let info = Arc::clone(&info);
+        async move { Ok::<_, Infallible>(ingress::handle(&relay, &info, req).await) }
+    });
+    let conn = builder.serve_connection(TokioIo::new(io), service).with_upgrades();
+    tokio::pin!(conn);
+    let result = tokio::select! {
+        result = conn.as_mut() => result,
+        () = shutdown.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            match tokio::time::timeout(drain, conn.as_mut()).await {
+                Ok(result) => result,
+                Err(_) => return,
+            }
+        }
+    };
+    if let Err(err) = result {
+        tracing::trace!(%peer, %err, "connection ended with an error");
+    }
+}

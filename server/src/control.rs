@@ -1,0 +1,270 @@
+//! One client's WebSocket session: Hello, the name claim, then routing the
+//! client's messages to their streams until the socket ends.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{Sink, Stream, StreamExt};
+use portpreview_shared::codec;
+use portpreview_shared::message::{version_mismatch, PROTOCOL_VERSION};
+use portpreview_shared::{ClientMessage, ServerMessage};
+use tokio::time::{interval, Instant, MissedTickBehavior};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::names;
+use crate::registry::{Lease, OpenError, Owner, Registry, Tunnel};
+use crate::stream::{StreamPort, Streams};
+use crate::writer::{self, Outbox};
+
+/// How often a draining session checks whether its requests have finished.
+const DRAIN_POLL: Duration = Duration::from_millis(50);
+/// How long the writer gets to send a final close frame.
+const CLOSE_FLUSH: Duration = Duration::from_secs(2);
+/// Random names tried before giving up (a collision of 64-bit names is
+/// practically impossible; this only bounds the loop).
+const RANDOM_NAME_ATTEMPTS: usize = 8;
+
+/// What a session needs besides its socket.
+#[derive(Clone)]
+pub struct SessionContext {
+    /// Where names are claimed.
+    pub registry: Arc<dyn Registry>,
+    /// The token the client connected with.
+    pub owner: Owner,
+    /// Builds the public URL of a name.
+    pub public_url: PublicUrl,
+    /// Time allowed for the Hello.
+    pub hello_timeout: Duration,
+    /// Interval between pings.
+    pub ping_interval: Duration,
+    /// Silence after which the client is dead.
+    pub dead_after: Duration,
+    /// Requests in flight allowed on the tunnel.
+    pub max_in_flight: usize,
+    /// Time given to requests in flight when the relay shuts down.
+    pub drain_timeout: Duration,
+    /// Fires when the relay shuts down.
+    pub shutdown: CancellationToken,
+}
+
+/// How public URLs are formed on this relay.
+#[derive(Debug, Clone)]
+pub struct PublicUrl {
+    /// `http` or `https`.
+    pub scheme: &'static str,
+    /// With `--domain`: URLs are `<name>.<domain>`.
+    pub domain: Option<String>,
+    /// Otherwise: the Host the client connected to; URLs are `<host>/t/<name>`.
+    pub host: String,
+}
+
+impl PublicUrl {
+    /// The URL that reaches tunnel `name`.
+    pub fn for_name(&self, name: &str) -> String {
+        match &self.domain {
+            Some(domain) => format!("{}://{name}.{domain}", self.scheme),
+            None => format!("{}://{}/t/{name}", self.scheme, self.host),
+        }
+    }
+}
+
+struct SessionTunnel(Arc<Streams>);
+
+impl Tunnel for SessionTunnel {
+    fn open(&self) -> Result<StreamPort, OpenError> {
+        self.0.open()
+    }
+}
+
+enum End {
+    Gone(String),
+    Protocol(String),
+    Dead,
+    Shutdown,
+}
+
+/// Serves one client over `socket` until it goes away or the relay stops.
+pub async fn serve<S>(socket: S, ctx: SessionContext)
+where
+    S: Stream<Item = Result<Message, WsError>> + Sink<Message, Error = WsError> + Unpin + Send + 'static,
+{
+    let (sink, mut incoming) = socket.split();
+    let (outbox, inbox) = writer::channel();
+    let stop = CancellationToken::new();
+    let dead = CancellationToken::new();
+    let writer = tokio::spawn(writer::run(sink, inbox, stop.clone(), dead.clone()));
+
+    let streams = Streams::new(outbox.clone(), ctx.max_in_flight);
+    match hello(&mut incoming, &outbox, &ctx, &streams).await {
+        Ok(lease) => {
+            let span = tracing::debug_span!("tunnel", tunnel = %lease.name);
+            let end = run(&mut incoming, &outbox, &ctx, &streams, &dead)
+                .instrument(span.clone())
+                .await;
+            // Callers in flight learn at once that the client is gone.
+            streams.close_all();
+            ctx.registry.release(&lease);
+            span.in_scope(|| say_goodbye(&outbox, end));
+        }
+        Err(end) => say_goodbye(&outbox, end),
+    }
+    drop(outbox);
+    let _ = tokio::time::timeout(CLOSE_FLUSH, async {
+        tokio::select! {
+            () = dead.cancelled() => {}
+            () = ctx.shutdown.cancelled() => tokio::time::sleep(CLOSE_FLUSH).await,
+        }
+    })
+    .await;
+    stop.cancel();
+    let _ = writer.await;
+}
+
+fn say_goodbye(outbox: &Outbox, end: End) {
+    match end {
+        End::Gone(why) => tracing::debug!(why, "client went away"),
+        End::Protocol(why) => {
+            tracing::debug!(why, "closing: protocol error");
+            outbox.close(CloseCode::Protocol, &why);
+        }
+        End::Dead => {
+            tracing::debug!("closing: client silent");
+            outbox.close(CloseCode::Away, "no answer to pings");
+        }
+        End::Shutdown => outbox.close(CloseCode::Away, "relay shutting down"),
+    }
+}
+
+fn refuse(outbox: &Outbox, reason: String) -> End {
+    tracing::debug!(reason, "refusing client");
+    outbox.control(&ServerMessage::Refused { reason: reason.clone() });
+    outbox.close(CloseCode::Policy, &reason);
+    // The close frame above is the goodbye; nothing more to send.
+    End::Gone(reason)
+}
+
+async fn hello<R>(incoming: &mut R, outbox: &Outbox, ctx: &SessionContext, streams: &Arc<Streams>) -> Result<Lease, End>
+where
+    R: Stream<Item = Result<Message, WsError>> + Unpin,
+{
+    let first = tokio::time::timeout(ctx.hello_timeout, async {
+        loop {
+            match incoming.next().await {
+                Some(Ok(Message::Binary(data))) => return Ok(data),
+                Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+                Some(Ok(_)) => return Err(End::Protocol("the first message must be a binary Hello".into())),
+                Some(Err(err)) => return Err(End::Gone(err.to_string())),
+                None => return Err(End::Gone("closed before Hello".into())),
+            }
+        }
+    })
+    .await
+    .map_err(|_| End::Protocol("no Hello in time".into()))??;
+
+    let Some(protocol) = codec::hello_version(&first) else {
+        return Err(End::Protocol("the first message must be Hello".into()));
+    };
+    let decoded = codec::decode::<ClientMessage>(Bytes::from(first));
+    if protocol != PROTOCOL_VERSION {
+        let client_version = match &decoded {
+            Ok((ClientMessage::Hello { client_version, .. }, _)) => client_version.as_str(),
+            _ => "unknown",
+        };
+        return Err(refuse(outbox, version_mismatch(client_version, protocol)));
+    }
+    let requested = match decoded {
+        Ok((ClientMessage::Hello { name, .. }, _)) => name,
+        Ok(_) => return Err(End::Protocol("the first message must be Hello".into())),
+        Err(err) => return Err(End::Protocol(err.to_string())),
+    };
+    let tunnel: Arc<dyn Tunnel> = Arc::new(SessionTunnel(Arc::clone(streams)));
+    let lease = match requested {
+        Some(name) => {
+            if let Some(why) = names::invalid_reason(&name) {
+                return Err(refuse(outbox, format!("name {name:?} is not valid: {why}")));
+            }
+            ctx.registry
+                .claim(&name, ctx.owner, tunnel)
+                .map_err(|err| refuse(outbox, err.to_string()))?
+        }
+        None => {
+            let mut attempts = 0;
+            loop {
+                match ctx.registry.claim(&names::random(), ctx.owner, Arc::clone(&tunnel)) {
+                    Ok(lease) => break lease,
+                    Err(err) if attempts + 1 >= RANDOM_NAME_ATTEMPTS => return Err(refuse(outbox, err.to_string())),
+                    Err(_) => attempts += 1,
+                }
+            }
+        }
+    };
+    let public_url = ctx.public_url.for_name(&lease.name);
+    tracing::debug!(tunnel = %lease.name, %public_url, "tunnel connected");
+    outbox.control(&ServerMessage::Welcome {
+        protocol: PROTOCOL_VERSION,
+        name: lease.name.clone(),
+        public_url,
+    });
+    Ok(lease)
+}
+
+async fn run<R>(
+    incoming: &mut R,
+    outbox: &Outbox,
+    ctx: &SessionContext,
+    streams: &Streams,
+    dead: &CancellationToken,
+) -> End
+where
+    R: Stream<Item = Result<Message, WsError>> + Unpin,
+{
+    let mut pings = interval(ctx.ping_interval);
+    pings.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut drain = interval(DRAIN_POLL);
+    let mut drain_deadline: Option<Instant> = None;
+    let mut last_heard = Instant::now();
+    loop {
+        tokio::select! {
+            msg = incoming.next() => {
+                last_heard = Instant::now();
+                match msg {
+                    Some(Ok(Message::Binary(data))) => {
+                        let delivered = codec::decode::<ClientMessage>(Bytes::from(data))
+                            .map_err(|err| err.to_string())
+                            .and_then(|(msg, body)| streams.deliver(msg, body).map_err(|err| err.0));
+                        if let Err(why) = delivered {
+                            return End::Protocol(why);
+                        }
+                    }
+                    Some(Ok(Message::Text(_))) => {
+                        return End::Protocol("text messages are not part of the protocol".into())
+                    }
+                    Some(Ok(Message::Close(_))) => return End::Gone("client closed the socket".into()),
+                    Some(Ok(_)) => {}
+                    Some(Err(err)) => return End::Gone(err.to_string()),
+                    None => return End::Gone("socket closed".into()),
+                }
+            }
+            _ = pings.tick() => {
+                if last_heard.elapsed() >= ctx.dead_after {
+                    return End::Dead;
+                }
+                outbox.ping();
+            }
+            () = dead.cancelled() => return End::Gone("socket write failed".into()),
+            () = ctx.shutdown.cancelled(), if drain_deadline.is_none() => {
+                streams.refuse_new();
+                drain_deadline = Some(Instant::now() + ctx.drain_timeout);
+            }
+            _ = drain.tick(), if drain_deadline.is_some() => {
+                if streams.in_flight() == 0 || drain_deadline.is_some_and(|d| d <= Instant::now()) {
+                    return End::Shutdown;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! Errors at the library's edges.
+
+use std::path::PathBuf;
+
+/// A tokens file, certificate or key could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// File that failed.
+        path: PathBuf,
+        /// Underlying I/O error.
+        source: std::io::Error,
+    },
+    /// The tokens file is not valid TOML of the expected shape.
+    #[error("invalid tokens file: {0}")]
+    TokensSyntax(String),
+    /// The tokens file parsed but says something impossible.
+    #[error("invalid tokens file: {0}")]
+    Tokens(String),
+    /// The certificate or key could not be used.
+    #[error("invalid TLS configuration: {0}")]
+    Tls(String),
+}
+
+/// Why [`crate::run`] stopped without a shutdown request.
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    /// The listener failed in a way that retrying will not fix.
+    #[error("listener failed: {0}")]
+    Accept(#[source] std::io::Error),
+}

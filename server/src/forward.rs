@@ -1,0 +1,240 @@
+//! Relays one caller's request through a tunnel and streams the answer back.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::{Body as _, Incoming};
+use portpreview_shared::message::CHUNK_SIZE;
+use portpreview_shared::{ServerMessage, StreamId};
+use tokio::sync::{oneshot, Semaphore};
+use tokio_util::task::AbortOnDropHandle;
+
+use crate::body::{answer, RelayBody, TunnelBody};
+use crate::headers::{request_headers, response_headers, Hop};
+use crate::registry::{OpenError, Tunnel};
+use crate::stream::{Inbound, RequestDone};
+use crate::writer::Outbox;
+
+/// The limits a forwarded request is held to.
+#[derive(Debug, Clone, Copy)]
+pub struct ForwardLimits {
+    /// Largest request body.
+    pub max_body: u64,
+    /// Wait for the client's answer, and for each body chunk either way.
+    pub timeout: Duration,
+}
+
+enum PumpEnd {
+    Done,
+    TooLarge,
+    CallerFailed,
+    TunnelGone,
+}
+
+/// Sends `req` to `tunnel` as `target` and answers with what the client sends.
+pub async fn forward(
+    tunnel: Arc<dyn Tunnel>,
+    name: &str,
+    req: Request<Incoming>,
+    target: String,
+    hop: &Hop,
+    limits: ForwardLimits,
+) -> Response<RelayBody> {
+    let (parts, body) = req.into_parts();
+    let declared = parts
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|len| len > limits.max_body) {
+        return too_large(limits.max_body);
+    }
+    let mut port = match tunnel.open() {
+        Ok(port) => port,
+        Err(OpenError::Busy) => {
+            return answer(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("too many requests in flight for tunnel {name}"),
+            )
+        }
+        Err(OpenError::Gone) => return client_gone(),
+    };
+    let has_body = !body.is_end_stream();
+    let head = ServerMessage::RequestHead {
+        stream: port.id,
+        method: parts.method.as_str().to_string(),
+        target,
+        headers: request_headers(&parts.headers, hop),
+        end: !has_body,
+    };
+    if port.outbox().send(&head, b"").await.is_err() {
+        return client_gone();
+    }
+    let mut pump = None;
+    let mut pump_end = None;
+    if has_body {
+        let (tx, rx) = oneshot::channel();
+        let job = Pump {
+            stream: port.id,
+            outbox: port.outbox().clone(),
+            credit: port.credit(),
+            done: port.request_done_marker(),
+            limits,
+        };
+        pump = Some(AbortOnDropHandle::new(tokio::spawn(async move {
+            let _ = tx.send(job.run(body).await);
+        })));
+        pump_end = Some(rx);
+    } else {
+        port.request_done();
+    }
+
+    let deadline = tokio::time::sleep(limits.timeout);
+    tokio::pin!(deadline);
+    loop {
+        tokio::select! {
+            event = port.inbound.recv() => {
+                let (status, headers, end) = match event {
+                    Some(Inbound::Head { status, headers, end }) => (status, headers, end),
+                    Some(Inbound::Body { .. }) => {
+                        return bad_gateway("the tunnel's client sent a body before its response head")
+                    }
+                    Some(Inbound::Reset(reason)) => {
+                        return bad_gateway(format!("the tunnel's client abandoned the request: {reason}"))
+                    }
+                    None => return client_gone(),
+                };
+                let Some(status) = StatusCode::from_u16(status).ok().filter(|s| s.as_u16() >= 200) else {
+                    return bad_gateway(format!("the tunnel's client sent an invalid status {status}"));
+                };
+                let body = if end {
+                    RelayBody::Full(None)
+                } else {
+                    RelayBody::Tunnel(Box::new(TunnelBody::new(port, pump, limits.timeout)))
+                };
+                let mut response = Response::new(body);
+                *response.status_mut() = status;
+                *response.headers_mut() = response_headers(headers);
+                return response;
+            }
+            ended = pump_outcome(&mut pump_end) => {
+                pump_end = None;
+                match ended {
+                    Ok(PumpEnd::Done) => {}
+                    Ok(PumpEnd::TooLarge) => return too_large(limits.max_body),
+                    Ok(PumpEnd::CallerFailed) => {
+                        return answer(StatusCode::BAD_REQUEST, "the request body could not be read")
+                    }
+                    Ok(PumpEnd::TunnelGone) | Err(_) => return client_gone(),
+                }
+            }
+            () = &mut deadline => {
+                return answer(
+                    StatusCode::GATEWAY_TIMEOUT,
+                    format!("the tunnel's client did not answer within {}", humanize(limits.timeout)),
+                );
+            }
+        }
+    }
+}
+
+async fn pump_outcome(rx: &mut Option<oneshot::Receiver<PumpEnd>>) -> Result<PumpEnd, oneshot::error::RecvError> {
+    match rx {
+        Some(rx) => rx.await,
+        None => std::future::pending().await,
+    }
+}
+
+struct Pump {
+    stream: StreamId,
+    outbox: Outbox,
+    credit: Arc<Semaphore>,
+    done: RequestDone,
+    limits: ForwardLimits,
+}
+
+impl Pump {
+    /// Streams the caller's body to the client in chunks, within the credit
+    /// the client grants, and never more than the body limit.
+    async fn run(self, mut body: Incoming) -> PumpEnd {
+        let mut total: u64 = 0;
+        loop {
+            let frame = match tokio::time::timeout(self.limits.timeout, body.frame()).await {
+                Ok(Some(Ok(frame))) => frame,
+                Ok(None) => break,
+                Ok(Some(Err(_))) | Err(_) => return PumpEnd::CallerFailed,
+            };
+            // Trailers are hop-by-hop metadata of chunked coding; not relayed.
+            let Ok(mut data) = frame.into_data() else { continue };
+            total += data.len() as u64;
+            if total > self.limits.max_body {
+                self.outbox.control(&ServerMessage::Reset {
+                    stream: self.stream,
+                    reason: "request body over the relay's limit".into(),
+                });
+                return PumpEnd::TooLarge;
+            }
+            let last_frame = body.is_end_stream();
+            while !data.is_empty() {
+                let chunk = data.split_to(data.len().min(CHUNK_SIZE));
+                let end = last_frame && data.is_empty();
+                if !self.send(chunk, end).await {
+                    return PumpEnd::TunnelGone;
+                }
+                if end {
+                    self.done.mark();
+                    return PumpEnd::Done;
+                }
+            }
+            if last_frame {
+                break;
+            }
+        }
+        if !self.send(Bytes::new(), true).await {
+            return PumpEnd::TunnelGone;
+        }
+        self.done.mark();
+        PumpEnd::Done
+    }
+
+    async fn send(&self, chunk: Bytes, end: bool) -> bool {
+        if !chunk.is_empty() {
+            // chunk.len() <= CHUNK_SIZE, so it fits in u32.
+            match self.credit.acquire_many(chunk.len() as u32).await {
+                Ok(permit) => permit.forget(),
+                Err(_) => return false,
+            }
+        }
+        let msg = ServerMessage::RequestBody {
+            stream: self.stream,
+            end,
+        };
+        self.outbox.send(&msg, &chunk).await.is_ok()
+    }
+}
+
+fn too_large(limit: u64) -> Response<RelayBody> {
+    answer(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("request body over the relay's limit of {} bytes", limit),
+    )
+}
+
+fn client_gone() -> Response<RelayBody> {
+    bad_gateway("the tunnel's client went away while the request was in flight")
+}
+
+fn bad_gateway(text: impl Into<String>) -> Response<RelayBody> {
+    answer(StatusCode::BAD_GATEWAY, text)
+}
+
+fn humanize(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
+}

@@ -1,0 +1,168 @@
+//! Which headers cross the relay: hop-by-hop ones stop here, forwarding
+//! headers are the relay's own view, everything else passes in order.
+
+use std::net::IpAddr;
+
+use http::header::{HeaderMap, HeaderName, HeaderValue};
+use portpreview_shared::Header;
+
+/// Headers that describe one hop and never travel further.
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "proxy-authorization",
+];
+
+/// Forwarding headers a caller could forge; the relay sets its own.
+const FORWARDING: &[&str] = &["forwarded", "x-real-ip"];
+
+/// What the relay knows about the hop it received a request on.
+#[derive(Debug, Clone)]
+pub struct Hop {
+    /// The caller's address.
+    pub peer: IpAddr,
+    /// True when the caller spoke TLS to the relay.
+    pub tls: bool,
+}
+
+fn named_by_connection(headers: &HeaderMap) -> Vec<String> {
+    headers
+        .get_all(http::header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|token| token.trim().to_ascii_lowercase())
+        .filter(|token| !token.is_empty())
+        .collect()
+}
+
+fn is_hop_by_hop(name: &str, named: &[String]) -> bool {
+    HOP_BY_HOP.contains(&name) || named.iter().any(|n| n == name)
+}
+
+/// The request headers sent to the client: hop-by-hop and caller-supplied
+/// forwarding headers dropped, the relay's `X-Forwarded-*` appended.
+pub fn request_headers(headers: &HeaderMap, hop: &Hop) -> Vec<Header> {
+    let named = named_by_connection(headers);
+    let mut out = Vec::with_capacity(headers.len() + 3);
+    for (name, value) in headers {
+        let name = name.as_str();
+        if is_hop_by_hop(name, &named) || FORWARDING.contains(&name) || name.starts_with("x-forwarded-") {
+            continue;
+        }
+        out.push(Header::new(name, value.as_bytes()));
+    }
+    out.push(Header::new("x-forwarded-for", hop.peer.to_string()));
+    out.push(Header::new("x-forwarded-proto", if hop.tls { "https" } else { "http" }));
+    if let Some(host) = headers.get(http::header::HOST) {
+        out.push(Header::new("x-forwarded-host", host.as_bytes()));
+    }
+    out
+}
+
+/// The response headers given to the caller: hop-by-hop ones and any the
+/// client sent that are not valid HTTP are dropped.
+pub fn response_headers(headers: Vec<Header>) -> HeaderMap {
+    let named: Vec<String> = headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("connection"))
+        .filter_map(|h| std::str::from_utf8(&h.value).ok())
+        .flat_map(|v| v.split(','))
+        .map(|token| token.trim().to_ascii_lowercase())
+        .collect();
+    let mut out = HeaderMap::with_capacity(headers.len());
+    for header in headers {
+        let Ok(name) = HeaderName::from_bytes(header.name.as_bytes()) else {
+            continue;
+        };
+        if is_hop_by_hop(name.as_str(), &named) {
+            continue;
+        }
+        let Ok(value) = HeaderValue::from_bytes(&header.value) else {
+            continue;
+        };
+        out.append(name, value);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(pairs: &[(&str, &[u8])]) -> HeaderMap {
+        let mut m = HeaderMap::new();
+        for (n, v) in pairs {
+            m.append(
+                HeaderName::from_bytes(n.as_bytes()).unwrap(),
+                HeaderValue::from_bytes(v).unwrap(),
+            );
+        }
+        m
+    }
+
+    #[test]
+    fn hop_by_hop_and_forged_forwarding_headers_are_dropped() {
+        let headers = map(&[
+            ("host", b"hooks.example"),
+            ("connection", b"keep-alive, X-Secret-Hop"),
+            ("x-secret-hop", b"1"),
+            ("keep-alive", b"timeout=5"),
+            ("te", b"trailers"),
+            ("proxy-authorization", b"Basic x"),
+            ("x-forwarded-for", b"6.6.6.6"),
+            ("forwarded", b"for=6.6.6.6"),
+            ("x-real-ip", b"6.6.6.6"),
+            ("stripe-signature", b"t=1,v1=abc"),
+            ("x-multi", b"1"),
+            ("x-multi", b"2"),
+            ("x-raw", &[0x80, b'a']),
+        ]);
+        let hop = Hop {
+            peer: "203.0.113.7".parse().unwrap(),
+            tls: true,
+        };
+        let out = request_headers(&headers, &hop);
+        let names: Vec<&str> = out.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "host",
+                "stripe-signature",
+                "x-multi",
+                "x-multi",
+                "x-raw",
+                "x-forwarded-for",
+                "x-forwarded-proto",
+                "x-forwarded-host"
+            ]
+        );
+        assert_eq!(out[3].value, b"2");
+        assert_eq!(out[4].value, [0x80, b'a']);
+        assert_eq!(out[5].value, b"203.0.113.7");
+        assert_eq!(out[6].value, b"https");
+        assert_eq!(out[7].value, b"hooks.example");
+    }
+
+    #[test]
+    fn response_headers_drop_hop_by_hop_and_invalid_ones() {
+        let out = response_headers(vec![
+            Header::new("content-type", "application/json"),
+            Header::new("transfer-encoding", "chunked"),
+            Header::new("connection", "x-hop"),
+            Header::new("x-hop", "1"),
+            Header::new("bad name", "x"),
+            Header::new("x-bad-value", "a\nb"),
+            Header::new("set-cookie", "a=1"),
+            Header::new("set-cookie", "b=2"),
+        ]);
+        assert_eq!(out.len(), 3);
+        assert_eq!(out.get_all("set-cookie").iter().count(), 2);
+        assert!(out.get("transfer-encoding").is_none());
+    }
+}

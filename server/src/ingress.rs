@@ -1,0 +1,216 @@
+//! The relay's HTTP face: routing each request to a tunnel, the client's
+//! door, or one of the relay's own short answers.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use http::header::{self, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use hyper::body::Incoming;
+use portpreview_shared::message::CONNECT_PATH;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::body::{answer, RelayBody};
+use crate::forward::{forward, ForwardLimits};
+use crate::headers::Hop;
+use crate::headscan::Verdicts;
+use crate::limits::Slot;
+use crate::names;
+use crate::registry::{Registry, Route};
+use crate::upgrade;
+use crate::RelayConfig;
+
+/// Path prefix of tunnel traffic that works without DNS.
+pub const TUNNEL_PREFIX: &str = "/t/";
+
+/// What every connection of one relay shares.
+pub struct Relay {
+    /// The relay's settings.
+    pub config: RelayConfig,
+    /// Names and where their requests go.
+    pub registry: Arc<dyn Registry>,
+    /// Fires when the relay shuts down.
+    pub shutdown: CancellationToken,
+    /// Client sessions, waited for on shutdown.
+    pub sessions: TaskTracker,
+}
+
+/// What the relay knows about one caller connection.
+pub struct ConnInfo {
+    /// The caller's address.
+    pub peer: SocketAddr,
+    /// The relay's address this connection reached.
+    pub local: SocketAddr,
+    /// True when the connection is TLS.
+    pub tls: bool,
+    /// Framing verdicts of this connection's request heads.
+    pub verdicts: Arc<Verdicts>,
+    /// This connection's place under the connection caps.
+    pub slot: Slot,
+}
+
+enum Destination {
+    Tunnel { name: String, target: String },
+    Connect,
+    Health,
+    Nowhere,
+}
+
+/// Answers one request.
+pub async fn handle(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, req: Request<Incoming>) -> Response<RelayBody> {
+    if conn.verdicts.next_conflicted() {
+        let mut refused = answer(
+            StatusCode::BAD_REQUEST,
+            "a request may not carry both Content-Length and Transfer-Encoding",
+        );
+        refused
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return refused;
+    }
+    match destination(relay.config.domain.as_deref(), &req) {
+        Destination::Tunnel { name, target } => tunnel(relay, conn, req, &name, target).await,
+        Destination::Connect => upgrade::accept(relay, conn, req),
+        Destination::Health if matches!(*req.method(), Method::GET | Method::HEAD) => answer(StatusCode::OK, "ok"),
+        Destination::Health => answer(StatusCode::METHOD_NOT_ALLOWED, "use GET"),
+        Destination::Nowhere => answer(StatusCode::NOT_FOUND, "not found: tunnels live under /t/<name>/"),
+    }
+}
+
+async fn tunnel(
+    relay: &Arc<Relay>,
+    conn: &Arc<ConnInfo>,
+    req: Request<Incoming>,
+    name: &str,
+    target: String,
+) -> Response<RelayBody> {
+    let tunnel = match relay.registry.route(name) {
+        Route::Live(tunnel) => tunnel,
+        Route::Reconnecting => {
+            let mut busy = answer(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("tunnel {name} is reconnecting"),
+            );
+            busy.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            return busy;
+        }
+        Route::Unknown => return answer(StatusCode::NOT_FOUND, "no such tunnel"),
+    };
+    let hop = Hop {
+        peer: conn.peer.ip(),
+        tls: conn.tls,
+    };
+    let limits = ForwardLimits {
+        max_body: relay.config.max_body,
+        timeout: relay.config.request_timeout,
+    };
+    forward(tunnel, name, req, target, &hop, limits).await
+}
+
+fn destination<B>(domain: Option<&str>, req: &Request<B>) -> Destination {
+    let uri = req.uri();
+    let path = uri.path();
+    if let Some(name) = domain.and_then(|d| subdomain(d, req)) {
+        let target = uri
+            .path_and_query()
+            .map_or_else(|| "/".to_string(), |pq| pq.as_str().to_string());
+        // Absolute-form request lines carry the scheme and host; the client
+        // gets origin-form only.
+        let target = if target.starts_with('/') {
+            target
+        } else {
+            format!("/{}", target.trim_start_matches('*'))
+        };
+        return Destination::Tunnel { name, target };
+    }
+    if path == CONNECT_PATH {
+        return Destination::Connect;
+    }
+    if path == "/healthz" {
+        return Destination::Health;
+    }
+    let Some(rest) = path.strip_prefix(TUNNEL_PREFIX) else {
+        return Destination::Nowhere;
+    };
+    let (name, tail) = rest.split_once('/').map_or((rest, ""), |(n, t)| (n, t));
+    if !names::is_valid(name) {
+        return Destination::Nowhere;
+    }
+    let mut target = format!("/{tail}");
+    if let Some(query) = uri.query() {
+        target.push('?');
+        target.push_str(query);
+    }
+    Destination::Tunnel {
+        name: name.to_string(),
+        target,
+    }
+}
+
+/// The tunnel name in a `<name>.<domain>` Host, if that is what it is.
+fn subdomain<B>(domain: &str, req: &Request<B>) -> Option<String> {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| req.uri().host())?;
+    let host = host
+        .rsplit_once(':')
+        .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
+        .map_or(host, |(h, _)| h);
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    let domain = domain.trim_end_matches('.').to_ascii_lowercase();
+    let label = host.strip_suffix(&domain)?.strip_suffix('.')?;
+    names::is_valid(label).then(|| label.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dest(domain: Option<&str>, host: &str, uri: &str) -> Destination {
+        let req = Request::builder().uri(uri).header("host", host).body(()).unwrap();
+        destination(domain, &req)
+    }
+
+    fn tunnel_of(d: Destination) -> Option<(String, String)> {
+        match d {
+            Destination::Tunnel { name, target } => Some((name, target)),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn path_routing_strips_the_prefix_and_keeps_the_query() {
+        let t = |uri| tunnel_of(dest(None, "relay:8080", uri));
+        assert_eq!(
+            t("/t/app/hooks/stripe?a=1&a=2"),
+            Some(("app".into(), "/hooks/stripe?a=1&a=2".into()))
+        );
+        assert_eq!(t("/t/app"), Some(("app".into(), "/".into())));
+        assert_eq!(t("/t/app?x"), Some(("app".into(), "/?x".into())));
+        assert_eq!(t("/t/app/"), Some(("app".into(), "/".into())));
+        assert_eq!(t("/t/App/x"), None);
+        assert_eq!(t("/t//x"), None);
+        assert!(matches!(dest(None, "relay", "/healthz"), Destination::Health));
+        assert!(matches!(dest(None, "relay", CONNECT_PATH), Destination::Connect));
+        assert!(matches!(dest(None, "relay", "/"), Destination::Nowhere));
+    }
+
+    #[test]
+    fn subdomain_routing_keeps_the_whole_path() {
+        let d = Some("relay.example.com");
+        let t = |host, uri| tunnel_of(dest(d, host, uri));
+        assert_eq!(
+            t("app.relay.example.com", "/t/x/healthz?q"),
+            Some(("app".into(), "/t/x/healthz?q".into()))
+        );
+        assert_eq!(t("APP.Relay.Example.com:443", "/"), Some(("app".into(), "/".into())));
+        assert_eq!(t("a.b.relay.example.com", "/"), None);
+        assert_eq!(t("relay.example.com", "/"), None);
+        assert_eq!(t("evilrelay.example.com", "/"), None);
+        assert!(matches!(dest(d, "relay.example.com", "/healthz"), Destination::Health));
+    }
+}

@@ -1,0 +1,251 @@
+//! Who holds which tunnel name, and where requests for a name go.
+//!
+//! Both sit behind traits so that a cluster of relays can later share them
+//! (NATS key-value claims with a lease, request-reply per tunnel); the
+//! in-process map here is the single-machine implementation.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::stream::StreamPort;
+use crate::tokens::{TokenId, Tokens};
+
+/// Who is claiming a name: the token they connected with, if the relay has tokens.
+pub type Owner = Option<TokenId>;
+
+/// A tunnel that requests can be sent to: the "send this request there" step.
+pub trait Tunnel: Send + Sync {
+    /// Opens a new stream for one request.
+    fn open(&self) -> Result<StreamPort, OpenError>;
+}
+
+/// Why a stream could not be opened on a tunnel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum OpenError {
+    /// Too many requests already in flight on this tunnel.
+    #[error("too many requests in flight")]
+    Busy,
+    /// The tunnel's client went away or the tunnel is closing.
+    #[error("tunnel closed")]
+    Gone,
+}
+
+/// Where requests for a name go right now.
+#[derive(Clone)]
+pub enum Route {
+    /// A live tunnel.
+    Live(Arc<dyn Tunnel>),
+    /// The owner disconnected and the name is held for it.
+    Reconnecting,
+    /// Nobody holds the name.
+    Unknown,
+}
+
+/// Why a name cannot be claimed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClaimError {
+    /// Another client holds it, live or within its grace period (HTTP 409).
+    #[error("name {0} is in use")]
+    InUse(String),
+    /// The tokens file reserves it for another token (HTTP 403).
+    #[error("name {0} is reserved for another token")]
+    Reserved(String),
+}
+
+/// Proof of a claim, given back on release.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The name claimed.
+    pub name: String,
+    id: u64,
+}
+
+/// Name claims with a grace period after disconnect.
+pub trait Registry: Send + Sync {
+    /// Whether `owner` could claim `name` now, without claiming it.
+    fn check(&self, name: &str, owner: Owner) -> Result<(), ClaimError>;
+    /// Claims `name` for a live tunnel.
+    fn claim(&self, name: &str, owner: Owner, tunnel: Arc<dyn Tunnel>) -> Result<Lease, ClaimError>;
+    /// Puts a claimed name into its grace period (the client went away).
+    fn release(&self, lease: &Lease);
+    /// Where requests for `name` go.
+    fn route(&self, name: &str) -> Route;
+}
+
+enum Slot {
+    Live {
+        lease: u64,
+        owner: Owner,
+        tunnel: Arc<dyn Tunnel>,
+    },
+    Grace {
+        owner: Owner,
+        until: Instant,
+    },
+}
+
+/// The single-relay registry: a map behind a mutex.
+pub struct LocalRegistry {
+    slots: Mutex<HashMap<String, Slot>>,
+    next_lease: AtomicU64,
+    grace: Duration,
+    tokens: Option<Tokens>,
+}
+
+impl LocalRegistry {
+    /// A registry holding names for `grace` after disconnect, honouring the
+    /// reservations of `tokens`.
+    pub fn new(grace: Duration, tokens: Option<Tokens>) -> Self {
+        Self {
+            slots: Mutex::new(HashMap::new()),
+            next_lease: AtomicU64::new(1),
+            grace,
+            tokens,
+        }
+    }
+
+    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<String, Slot>> {
+        // A panic while holding this lock cannot leave the map half-updated
+        // (every update is a single insert), so a poisoned lock is still usable.
+        self.slots.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn check_locked(&self, slots: &HashMap<String, Slot>, name: &str, owner: Owner) -> Result<(), ClaimError> {
+        if let Some(reserved) = self.tokens.as_ref().and_then(|t| t.reserved_for(name)) {
+            if owner != Some(reserved) {
+                return Err(ClaimError::Reserved(name.to_string()));
+            }
+        }
+        match slots.get(name) {
+            None => Ok(()),
+            Some(Slot::Live { .. }) => Err(ClaimError::InUse(name.to_string())),
+            Some(Slot::Grace { until, .. }) if *until <= Instant::now() => Ok(()),
+            // On an open relay nobody can prove ownership, so whoever asks for
+            // the name during its grace period is taken to be its owner back.
+            Some(Slot::Grace { .. }) if self.tokens.is_none() => Ok(()),
+            Some(Slot::Grace { owner: held_by, .. }) if *held_by == owner => Ok(()),
+            Some(Slot::Grace { .. }) => Err(ClaimError::InUse(name.to_string())),
+        }
+    }
+}
+
+impl Registry for LocalRegistry {
+    fn check(&self, name: &str, owner: Owner) -> Result<(), ClaimError> {
+        self.check_locked(&self.slots(), name, owner)
+    }
+
+    fn claim(&self, name: &str, owner: Owner, tunnel: Arc<dyn Tunnel>) -> Result<Lease, ClaimError> {
+        let mut slots = self.slots();
+        self.check_locked(&slots, name, owner)?;
+        let lease = self.next_lease.fetch_add(1, Ordering::Relaxed);
+        slots.insert(name.to_string(), Slot::Live { lease, owner, tunnel });
+        Ok(Lease {
+            name: name.to_string(),
+            id: lease,
+        })
+    }
+
+    fn release(&self, lease: &Lease) {
+        let now = Instant::now();
+        let mut slots = self.slots();
+        if let Some(Slot::Live { lease: held, owner, .. }) = slots.get(&lease.name) {
+            if *held == lease.id {
+                let owner = *owner;
+                slots.insert(
+                    lease.name.clone(),
+                    Slot::Grace {
+                        owner,
+                        until: now + self.grace,
+                    },
+                );
+            }
+        }
+        // Sweeping here keeps the map bounded by the names claimed within one
+        // grace period, without a timer task of its own.
+        slots.retain(|_, slot| !matches!(slot, Slot::Grace { until, .. } if *until <= now));
+    }
+
+    fn route(&self, name: &str) -> Route {
+        match self.slots().get(name) {
+            Some(Slot::Live { tunnel, .. }) => Route::Live(Arc::clone(tunnel)),
+            Some(Slot::Grace { until, .. }) if *until > Instant::now() => Route::Reconnecting,
+            _ => Route::Unknown,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Nowhere;
+    impl Tunnel for Nowhere {
+        fn open(&self) -> Result<StreamPort, OpenError> {
+            Err(OpenError::Gone)
+        }
+    }
+
+    fn tunnel() -> Arc<dyn Tunnel> {
+        Arc::new(Nowhere)
+    }
+
+    fn tokens() -> Tokens {
+        Tokens::from_toml("[[token]]\ntoken = \"a\"\nnames = [\"alice\"]\n[[token]]\ntoken = \"b\"\n").unwrap()
+    }
+
+    #[test]
+    fn a_live_name_cannot_be_claimed_twice() {
+        let reg = LocalRegistry::new(Duration::from_secs(60), None);
+        reg.claim("app", None, tunnel()).unwrap();
+        assert_eq!(reg.check("app", None), Err(ClaimError::InUse("app".into())));
+        assert!(reg.claim("app", None, tunnel()).is_err());
+        assert!(matches!(reg.route("app"), Route::Live(_)));
+        assert!(matches!(reg.route("other"), Route::Unknown));
+    }
+
+    #[test]
+    fn released_names_are_held_for_their_owner_only() {
+        let t = tokens();
+        let (a, b) = (t.check("a"), t.check("b"));
+        let reg = LocalRegistry::new(Duration::from_secs(60), Some(t));
+        let lease = reg.claim("shop", b, tunnel()).unwrap();
+        reg.release(&lease);
+        assert!(matches!(reg.route("shop"), Route::Reconnecting));
+        assert_eq!(reg.check("shop", a), Err(ClaimError::InUse("shop".into())));
+        reg.claim("shop", b, tunnel()).unwrap();
+        assert!(matches!(reg.route("shop"), Route::Live(_)));
+    }
+
+    #[test]
+    fn an_open_relay_gives_a_held_name_back_to_whoever_asks() {
+        let reg = LocalRegistry::new(Duration::from_secs(60), None);
+        let lease = reg.claim("app", None, tunnel()).unwrap();
+        reg.release(&lease);
+        reg.claim("app", None, tunnel()).unwrap();
+    }
+
+    #[test]
+    fn grace_expires_and_stale_leases_do_nothing() {
+        let reg = LocalRegistry::new(Duration::ZERO, None);
+        let old = reg.claim("app", None, tunnel()).unwrap();
+        reg.release(&old);
+        assert!(matches!(reg.route("app"), Route::Unknown));
+        let new = reg.claim("app", None, tunnel()).unwrap();
+        reg.release(&old);
+        assert!(
+            matches!(reg.route("app"), Route::Live(_)),
+            "an old lease must not free {new:?}"
+        );
+    }
+
+    #[test]
+    fn reserved_names_belong_to_their_token() {
+        let t = tokens();
+        let (a, b) = (t.check("a"), t.check("b"));
+        let reg = LocalRegistry::new(Duration::from_secs(60), Some(t));
+        assert_eq!(reg.check("alice", b), Err(ClaimError::Reserved("alice".into())));
+        reg.claim("alice", a, tunnel()).unwrap();
+    }
+}

@@ -1,0 +1,66 @@
+//! TLS for https/wss: a rustls server config from PEM files.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::error::ConfigError;
+
+/// Builds a server config (ring provider, HTTP/1.1 over ALPN) from a PEM
+/// certificate chain and a PEM private key.
+pub fn load_tls(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, ConfigError> {
+    let cert_pem = read(cert)?;
+    let key_pem = read(key)?;
+    server_config(&cert_pem, &key_pem)
+}
+
+/// Builds a server config from PEM text already in memory.
+pub fn server_config(cert_pem: &[u8], key_pem: &[u8]) -> Result<Arc<rustls::ServerConfig>, ConfigError> {
+    let chain: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut &cert_pem[..])
+        .collect::<Result<_, _>>()
+        .map_err(|e| ConfigError::Tls(format!("certificate: {e}")))?;
+    if chain.is_empty() {
+        return Err(ConfigError::Tls("no certificate found in the certificate file".into()));
+    }
+    let key: PrivateKeyDer<'static> = rustls_pemfile::private_key(&mut &key_pem[..])
+        .map_err(|e| ConfigError::Tls(format!("private key: {e}")))?
+        .ok_or_else(|| ConfigError::Tls("no private key found in the key file".into()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| ConfigError::Tls(e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| ConfigError::Tls(e.to_string()))?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, ConfigError> {
+    std::fs::read(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn self_signed_pair_loads() {
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let config = server_config(cert.cert.pem().as_bytes(), cert.key_pair.serialize_pem().as_bytes());
+        assert!(config.is_ok());
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        assert!(server_config(b"nope", b"nope").is_err());
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        assert!(server_config(cert.cert.pem().as_bytes(), b"").is_err());
+        let missing = load_tls(Path::new("/nonexistent/cert.pem"), Path::new("/nonexistent/key"));
+        assert!(matches!(missing, Err(ConfigError::Read { .. })));
+    }
+}

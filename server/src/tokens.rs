@@ -1,0 +1,187 @@
+//! The tokens file: which clients may connect and which names they own.
+//!
+//! ```toml
+//! [[token]]
+//! token = "pp_3f9a2c1b7e5d4a10"   # sent as `Authorization: Bearer <token>`
+//! label = "alice"                 # optional, shown in logs instead of the token
+//! names = ["alice", "alice-api"]  # optional, names only this token may claim
+//! ```
+//!
+//! Unknown keys are refused, so a typo never leaves a relay open by mistake.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::error::ConfigError;
+use crate::names;
+
+/// Identifies a token without revealing it (its position in the file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TokenId(usize);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    token: Vec<Entry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    token: String,
+    label: Option<String>,
+    #[serde(default)]
+    names: Vec<String>,
+}
+
+/// Accepted tokens and the names reserved for each.
+#[derive(Clone)]
+pub struct Tokens {
+    entries: Vec<Accepted>,
+    reserved: HashMap<String, TokenId>,
+}
+
+#[derive(Clone)]
+struct Accepted {
+    secret: Vec<u8>,
+    label: String,
+}
+
+impl Tokens {
+    /// Reads and validates a tokens file.
+    pub fn load(path: &Path) -> Result<Tokens, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_toml(&text)
+    }
+
+    /// Parses and validates the text of a tokens file.
+    pub fn from_toml(text: &str) -> Result<Tokens, ConfigError> {
+        let file: File = toml::from_str(text).map_err(|e| ConfigError::TokensSyntax(e.message().to_string()))?;
+        if file.token.is_empty() {
+            return Err(ConfigError::Tokens("no [[token]] entries: nobody could connect".into()));
+        }
+        let mut entries = Vec::with_capacity(file.token.len());
+        let mut reserved = HashMap::new();
+        for (index, entry) in file.token.into_iter().enumerate() {
+            let id = TokenId(index);
+            let label = entry.label.unwrap_or_else(|| format!("token #{}", index + 1));
+            if entry.token.trim().is_empty() || entry.token.chars().any(char::is_whitespace) {
+                return Err(ConfigError::Tokens(format!("{label}: empty token or whitespace in it")));
+            }
+            if entries.iter().any(|e: &Accepted| e.secret == entry.token.as_bytes()) {
+                return Err(ConfigError::Tokens(format!("{label}: the same token appears twice")));
+            }
+            for name in entry.names {
+                if let Some(why) = names::invalid_reason(&name) {
+                    return Err(ConfigError::Tokens(format!("{label}: name {name:?}: {why}")));
+                }
+                if reserved.insert(name.clone(), id).is_some_and(|other| other != id) {
+                    return Err(ConfigError::Tokens(format!("name {name} is reserved twice")));
+                }
+            }
+            entries.push(Accepted {
+                secret: entry.token.into_bytes(),
+                label,
+            });
+        }
+        Ok(Tokens { entries, reserved })
+    }
+
+    /// The token a client presented, if it is one of ours.
+    pub fn check(&self, presented: &str) -> Option<TokenId> {
+        // Compare against every entry without stopping early, so timing
+        // does not tell how close a guess came.
+        let mut found = None;
+        for (index, entry) in self.entries.iter().enumerate() {
+            if constant_time_eq(&entry.secret, presented.as_bytes()) {
+                found = Some(TokenId(index));
+            }
+        }
+        found
+    }
+
+    /// The token a name is reserved for, if any.
+    pub fn reserved_for(&self, name: &str) -> Option<TokenId> {
+        self.reserved.get(name).copied()
+    }
+
+    /// The log-safe label of a token.
+    pub fn label(&self, id: TokenId) -> &str {
+        self.entries.get(id.0).map_or("unknown token", |e| e.label.as_str())
+    }
+}
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Tokens({} tokens, {} reserved names)",
+            self.entries.len(),
+            self.reserved.len()
+        )
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = r#"
+        [[token]]
+        token = "alpha-secret"
+        label = "alice"
+        names = ["alice"]
+
+        [[token]]
+        token = "beta-secret"
+    "#;
+
+    #[test]
+    fn tokens_are_checked_and_names_reserved() {
+        let tokens = Tokens::from_toml(FILE).unwrap();
+        let alice = tokens.check("alpha-secret").unwrap();
+        let beta = tokens.check("beta-secret").unwrap();
+        assert_ne!(alice, beta);
+        assert_eq!(tokens.check("alpha-secreT"), None);
+        assert_eq!(tokens.check(""), None);
+        assert_eq!(tokens.reserved_for("alice"), Some(alice));
+        assert_eq!(tokens.reserved_for("bob"), None);
+        assert_eq!(tokens.label(alice), "alice");
+        assert_eq!(tokens.label(beta), "token #2");
+    }
+
+    #[test]
+    fn debug_never_shows_a_token() {
+        let tokens = Tokens::from_toml(FILE).unwrap();
+        assert!(!format!("{tokens:?}").contains("secret"));
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_entries_are_refused() {
+        for bad in [
+            "[[token]]\ntoken = \"a\"\nnmaes = [\"x\"]\n",
+            "[[tokens]]\ntoken = \"a\"\n",
+            "open = true\n",
+            "",
+            "[[token]]\ntoken = \"\"\n",
+            "[[token]]\ntoken = \"a\"\nnames = [\"Not Valid\"]\n",
+            "[[token]]\ntoken = \"a\"\n[[token]]\ntoken = \"a\"\n",
+            "[[token]]\ntoken = \"a\"\nnames = [\"x\"]\n[[token]]\ntoken = \"b\"\nnames = [\"x\"]\n",
+        ] {
+            assert!(Tokens::from_toml(bad).is_err(), "accepted {bad:?}");
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! The client's door: checks an upgrade to `/_portpreview/connect` and
+//! hands the WebSocket to a session.
+
+use std::sync::Arc;
+
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use portpreview_shared::message::MAX_FRAME_BYTES;
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
+use tokio_tungstenite::WebSocketStream;
+
+use crate::body::{answer, RelayBody};
+use crate::control::{self, PublicUrl, SessionContext};
+use crate::ingress::{ConnInfo, Relay};
+use crate::names;
+use crate::registry::{ClaimError, Owner};
+
+/// Header in which a client names the tunnel it wants, so that a name held
+/// by someone else is refused with a plain 409 before the upgrade.
+pub const NAME_HEADER: &str = "x-portpreview-name";
+
+/// Bytes tungstenite buffers before writing to the socket.
+const WRITE_BUFFER: usize = 128 * 1024;
+
+/// The WebSocket limits of a client connection: no message or frame larger
+/// than one protocol frame, a write buffer that cannot grow past a few frames.
+pub fn websocket_config() -> WebSocketConfig {
+    let mut config = WebSocketConfig::default();
+    config.max_message_size = Some(MAX_FRAME_BYTES);
+    config.max_frame_size = Some(MAX_FRAME_BYTES);
+    config.write_buffer_size = WRITE_BUFFER;
+    config.max_write_buffer_size = WRITE_BUFFER + 2 * MAX_FRAME_BYTES;
+    config.accept_unmasked_frames = false;
+    config
+}
+
+fn has_token(headers: &HeaderMap, name: header::HeaderName, token: &str) -> bool {
+    headers
+        .get_all(name)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| t.trim().eq_ignore_ascii_case(token))
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+/// Answers an upgrade request: an error, or 101 with the session spawned.
+pub fn accept(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, mut req: Request<Incoming>) -> Response<RelayBody> {
+    let headers = req.headers();
+    let key = headers
+        .get(header::SEC_WEBSOCKET_KEY)
+        .map(|k| derive_accept_key(k.as_bytes()));
+    let is_upgrade = req.method() == Method::GET
+        && has_token(headers, header::UPGRADE, "websocket")
+        && has_token(headers, header::CONNECTION, "upgrade")
+        && headers.get(header::SEC_WEBSOCKET_VERSION).is_some_and(|v| v == "13");
+    let Some(accept_key) = key.filter(|_| is_upgrade) else {
+        return answer(
+            StatusCode::BAD_REQUEST,
+            "expected a WebSocket upgrade (portpreview clients connect here)",
+        );
+    };
+    if headers.contains_key(header::ORIGIN) {
+        return answer(StatusCode::FORBIDDEN, "browsers may not open tunnels");
+    }
+    let owner: Owner = match &relay.config.tokens {
+        None => None,
+        Some(tokens) => match bearer(headers).and_then(|t| tokens.check(t)) {
+            Some(id) => Some(id),
+            None => {
+                let mut denied = answer(StatusCode::UNAUTHORIZED, "missing or invalid token");
+                denied
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                return denied;
+            }
+        },
+    };
+    if let Some(wanted) = headers.get(NAME_HEADER) {
+        let wanted = String::from_utf8_lossy(wanted.as_bytes());
+        if let Some(why) = names::invalid_reason(&wanted) {
+            return answer(StatusCode::BAD_REQUEST, format!("name {wanted:?} is not valid: {why}"));
+        }
+        match relay.registry.check(&wanted, owner) {
+            Ok(()) => {}
+            Err(err @ ClaimError::InUse(_)) => return answer(StatusCode::CONFLICT, err.to_string()),
+            Err(err @ ClaimError::Reserved(_)) => return answer(StatusCode::FORBIDDEN, err.to_string()),
+        }
+    }
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_graphic() && b != b'/'))
+        .map_or_else(|| conn.local.to_string(), str::to_string);
+    let ctx = SessionContext {
+        registry: Arc::clone(&relay.registry),
+        owner,
+        public_url: PublicUrl {
+            scheme: if conn.tls { "https" } else { "http" },
+            domain: relay.config.domain.clone(),
+            host,
+        },
+        hello_timeout: relay.config.header_read_timeout,
+        ping_interval: relay.config.ping_interval,
+        dead_after: relay.config.dead_after,
+        max_in_flight: relay.config.max_in_flight,
+        drain_timeout: relay.config.drain_timeout,
+        shutdown: relay.shutdown.clone(),
+    };
+    let on_upgrade = hyper::upgrade::on(&mut req);
+    let held = Arc::clone(conn);
+    relay.sessions.spawn(async move {
+        match on_upgrade.await {
+            Ok(upgraded) => {
+                let socket =
+                    WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(websocket_config()))
+                        .await;
+                control::serve(socket, ctx).await;
+            }
+            Err(err) => tracing::debug!(%err, "upgrade failed"),
+        }
+        // The connection keeps its place under the connection caps while the
+        // session lives.
+        drop(held);
+    });
+    let mut switching = Response::new(RelayBody::Full(None));
+    *switching.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let h = switching.headers_mut();
+    h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+    if let Ok(value) = HeaderValue::from_str(&accept_key) {
+        h.insert(header::SEC_WEBSOCKET_ACCEPT, value);
+    }
+    switching
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_tokens_are_read_from_authorization_only() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(bearer(&headers), None);
+        headers.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer  abc "));
+        assert_eq!(bearer(&headers), Some("abc"));
+        headers.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic abc"));
+        assert_eq!(bearer(&headers), None);
+    }
+
+    #[test]
+    fn websocket_limits_are_consistent() {
+        let config = websocket_config();
+        assert!(config.max_write_buffer_size > config.write_buffer_size + MAX_FRAME_BYTES);
+        assert_eq!(config.max_message_size, Some(MAX_FRAME_BYTES));
+    }
+}
