@@ -48,7 +48,11 @@ impl History {
 
     fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
-        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap()
     }
 }
@@ -101,8 +105,12 @@ fn stderr_line(out: &Output) -> String {
 fn history_lists_newest_first_with_every_field() {
     let h = History::new("list");
     let store = h.store();
-    let first = store.insert_delivery(&stripe_event("evt_1", 1_700_000_000_000), &answered(200)).unwrap();
-    let retry = store.insert_delivery(&stripe_event("evt_1", 1_700_000_060_000), &answered(500)).unwrap();
+    let first = store
+        .insert_delivery(&stripe_event("evt_1", 1_700_000_000_000), &answered(200))
+        .unwrap();
+    let retry = store
+        .insert_delivery(&stripe_event("evt_1", 1_700_000_060_000), &answered(500))
+        .unwrap();
     let failed = store
         .insert_delivery(
             &NewDelivery {
@@ -124,10 +132,22 @@ fn history_lists_newest_first_with_every_field() {
     assert_eq!(ids, vec![failed, retry, first]);
     let r = &rows[1];
     assert_eq!(r["received_at"], "2023-11-14T22:14:20.000Z");
-    assert_eq!((r["method"].as_str(), r["path"].as_str()), (Some("POST"), Some("/webhooks/stripe?x=1")));
-    assert_eq!((r["status"].as_u64(), r["duration_ms"].as_f64()), (Some(500), Some(14.0)));
-    assert_eq!((r["provider"].as_str(), r["event_key"].as_str()), (Some("stripe"), Some("evt_1")));
-    assert_eq!((r["event_key_source"].as_str(), r["delivery_count"].as_i64()), (Some("body:/id"), Some(2)));
+    assert_eq!(
+        (r["method"].as_str(), r["path"].as_str()),
+        (Some("POST"), Some("/webhooks/stripe?x=1"))
+    );
+    assert_eq!(
+        (r["status"].as_u64(), r["duration_ms"].as_f64()),
+        (Some(500), Some(14.0))
+    );
+    assert_eq!(
+        (r["provider"].as_str(), r["event_key"].as_str()),
+        (Some("stripe"), Some("evt_1"))
+    );
+    assert_eq!(
+        (r["event_key_source"].as_str(), r["delivery_count"].as_i64()),
+        (Some("body:/id"), Some(2))
+    );
     assert!(r["error"].is_null());
     let e = &rows[0];
     assert!(e["status"].is_null() && e["provider"].is_null(), "{e}");
@@ -152,7 +172,10 @@ fn history_lists_newest_first_with_every_field() {
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(table.lines().count(), 3, "header and two stripe rows: {table}");
-    assert!(table.contains(&format!("#{retry}")) && !table.contains(&format!("#{failed} ")), "{table}");
+    assert!(
+        table.contains(&format!("#{retry}")) && !table.contains(&format!("#{failed} ")),
+        "{table}"
+    );
 }
 
 #[test]
@@ -181,8 +204,13 @@ fn show_masks_secrets_and_escapes_what_the_sender_chose() {
     assert!(text.contains("\\x1b]0;owned\\x07"), "{text}");
     assert!(!text.contains("sk_test_secret") && !text.contains("deadbeef"), "{text}");
     assert!(text.contains("\"id\": \"evt_show\""), "pretty JSON body: {text}");
-    assert!(text.contains("3×") && text.contains("idempotent"), "replay runs: {text}");
-    assert!(h.ok(&["show", &id.to_string(), "--reveal"]).contains("Bearer sk_test_secret"));
+    assert!(
+        text.contains("3×") && text.contains("idempotent"),
+        "replay runs: {text}"
+    );
+    assert!(h
+        .ok(&["show", &id.to_string(), "--reveal"])
+        .contains("Bearer sk_test_secret"));
 
     let json: Value = serde_json::from_str(&h.ok(&["show", &format!("#{id}"), "--json"])).unwrap();
     assert_eq!(json["id"], id);
@@ -197,7 +225,10 @@ fn unknown_ids_and_broken_databases_exit_2_with_one_line() {
     drop(h.store());
     let out = h.run(&["show", "42"]);
     assert_eq!(out.status.code(), Some(2));
-    assert_eq!(stderr_line(&out), format!("error: no delivery #42 in {}", h.db.display()));
+    assert_eq!(
+        stderr_line(&out),
+        format!("error: no delivery #42 in {}", h.db.display())
+    );
     assert_eq!(h.run(&["export", "42", "--format", "curl"]).status.code(), Some(2));
 
     let text_file = h.dir.join("notes.txt");
@@ -215,16 +246,29 @@ fn unknown_ids_and_broken_databases_exit_2_with_one_line() {
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{}", bad.display());
         let line = stderr_line(&out);
-        assert!(line.starts_with("error: ") && line.contains(&bad.display().to_string()), "{line}");
+        assert!(
+            line.starts_with("error: ") && line.contains(&bad.display().to_string()),
+            "{line}"
+        );
     }
 }
 
 #[test]
 fn a_har_export_opens_as_har_1_2() {
     let h = History::new("har");
-    let id = h.store().insert_delivery(&stripe_event("evt_har", 1_700_000_000_000), &answered(200)).unwrap();
+    let id = h
+        .store()
+        .insert_delivery(&stripe_event("evt_har", 1_700_000_000_000), &answered(200))
+        .unwrap();
     let out_file = h.dir.join("delivery.har");
-    h.ok(&["export", &id.to_string(), "--format", "har", "-o", out_file.to_str().unwrap()]);
+    h.ok(&[
+        "export",
+        &id.to_string(),
+        "--format",
+        "har",
+        "-o",
+        out_file.to_str().unwrap(),
+    ]);
     let har: Value = serde_json::from_slice(&std::fs::read(&out_file).unwrap()).unwrap();
     assert_eq!(har["log"]["version"], "1.2");
     assert_eq!(har["log"]["creator"]["name"], "portpreview");
@@ -233,15 +277,25 @@ fn a_har_export_opens_as_har_1_2() {
     assert_eq!(entry["request"]["method"], "POST");
     assert_eq!(entry["request"]["url"], "http://127.0.0.1:3000/webhooks/stripe?x=1");
     assert_eq!(entry["request"]["postData"]["mimeType"], "application/json");
-    assert_eq!(entry["request"]["postData"]["text"], r#"{"id":"evt_har","type":"charge.succeeded"}"#);
+    assert_eq!(
+        entry["request"]["postData"]["text"],
+        r#"{"id":"evt_har","type":"charge.succeeded"}"#
+    );
     let headers = entry["request"]["headers"].as_array().unwrap();
-    assert!(headers.iter().all(|h| !h["value"].as_str().unwrap().contains("secret")), "{headers:?}");
+    assert!(
+        headers.iter().all(|h| !h["value"].as_str().unwrap().contains("secret")),
+        "{headers:?}"
+    );
     assert_eq!(entry["response"]["status"], 200);
     assert_eq!(entry["response"]["content"]["text"], "ok");
     assert!(entry["timings"]["wait"].as_f64().unwrap() >= 0.0);
 
-    let revealed: Value = serde_json::from_str(&h.ok(&["export", &id.to_string(), "--format", "har", "--reveal"])).unwrap();
-    assert_eq!(revealed["log"]["entries"][0]["request"]["headers"][2]["value"], "Bearer sk_test_secret");
+    let revealed: Value =
+        serde_json::from_str(&h.ok(&["export", &id.to_string(), "--format", "har", "--reveal"])).unwrap();
+    assert_eq!(
+        revealed["log"]["entries"][0]["request"]["headers"][2]["value"],
+        "Bearer sk_test_secret"
+    );
 }
 
 #[test]
@@ -296,12 +350,17 @@ fn capture_one_request() -> (String, std::thread::JoinHandle<Vec<u8>>) {
 
 fn split_request(raw: &[u8]) -> (String, Vec<(String, Vec<u8>)>, Vec<u8>) {
     let end = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-    let mut lines = raw[..end].split(|&b| b == b'\n').map(|l| l.strip_suffix(b"\r").unwrap_or(l));
+    let mut lines = raw[..end]
+        .split(|&b| b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l));
     let request_line = String::from_utf8(lines.next().unwrap().to_vec()).unwrap();
     let headers = lines
         .map(|l| {
             let colon = l.iter().position(|&b| b == b':').unwrap();
-            (String::from_utf8(l[..colon].to_vec()).unwrap(), l[colon + 1..].trim_ascii().to_vec())
+            (
+                String::from_utf8(l[..colon].to_vec()).unwrap(),
+                l[colon + 1..].trim_ascii().to_vec(),
+            )
         })
         .collect();
     (request_line, headers, raw[end + 4..].to_vec())
@@ -330,7 +389,11 @@ fn a_curl_export_sends_the_same_bytes_again() {
     let command = h.ok(&["export", &id.to_string(), "--format", "curl", "--target", &url]);
     assert!(!command.chars().any(|c| c.is_control() && c != '\n'), "{command}");
     let out = Command::new("sh").arg("-c").arg(&command).output().unwrap();
-    assert!(out.status.success(), "{command}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{command}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(out.stdout, b"ok");
 
     let (request_line, headers, sent_body) = split_request(&captured.join().unwrap());
@@ -341,9 +404,15 @@ fn a_curl_export_sends_the_same_bytes_again() {
         .filter(|(name, _)| !name.eq_ignore_ascii_case("host") && !name.eq_ignore_ascii_case("content-length"))
         .cloned()
         .collect();
-    let expected: Vec<(String, Vec<u8>)> = d.request_headers[1..6].iter().map(|h| (h.name.clone(), h.value.clone())).collect();
+    let expected: Vec<(String, Vec<u8>)> = d.request_headers[1..6]
+        .iter()
+        .map(|h| (h.name.clone(), h.value.clone()))
+        .collect();
     assert_eq!(own, expected, "the recorded headers, in order, and nothing curl added");
-    let length = headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("content-length")).unwrap();
+    let length = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+        .unwrap();
     assert_eq!(length.1, body.len().to_string().into_bytes());
 }
 
@@ -351,12 +420,21 @@ fn a_curl_export_sends_the_same_bytes_again() {
 fn prune_removes_only_old_deliveries() {
     let h = History::new("prune");
     let store = h.store();
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
-    let old = store.insert_delivery(&stripe_event("evt_old", now - 10 * 86_400_000), &answered(200)).unwrap();
-    let fresh = store.insert_delivery(&stripe_event("evt_new", now - 1_000), &answered(200)).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let old = store
+        .insert_delivery(&stripe_event("evt_old", now - 10 * 86_400_000), &answered(200))
+        .unwrap();
+    let fresh = store
+        .insert_delivery(&stripe_event("evt_new", now - 1_000), &answered(200))
+        .unwrap();
     let said = h.ok(&["prune", "--older-than", "7d"]);
     assert!(said.starts_with("Removed 1 delivery"), "{said}");
     assert!(store.get(old).unwrap().is_none());
     assert!(store.get(fresh).unwrap().is_some());
-    assert!(h.ok(&["prune", "--older-than", "7d"]).starts_with("Removed 0 deliveries"));
+    assert!(h
+        .ok(&["prune", "--older-than", "7d"])
+        .starts_with("Removed 0 deliveries"));
 }

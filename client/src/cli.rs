@@ -25,6 +25,14 @@ pub struct Cli {
 pub enum Command {
     /// Forward a public URL to a local port and record every delivery.
     Http(commands::http::Args),
+    /// List recorded deliveries, newest first.
+    History(commands::history::Args),
+    /// Show one delivery whole: request, answer, timings, replay runs.
+    Show(commands::show::Args),
+    /// Export a delivery as a fixture (json), HAR or curl command.
+    Export(commands::export::Args),
+    /// Remove deliveries older than a given age.
+    Prune(commands::prune::Args),
 }
 
 impl Command {
@@ -32,6 +40,7 @@ impl Command {
     pub fn uses_tui(&self) -> bool {
         match self {
             Command::Http(args) => args.uses_tui(),
+            Command::History(_) | Command::Show(_) | Command::Export(_) | Command::Prune(_) => false,
         }
     }
 }
@@ -41,5 +50,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let db = crate::config::db_path(cli.db)?;
     match cli.command {
         Command::Http(args) => commands::http::run(args, &db).await,
+        Command::History(args) => commands::history::run(args, &db),
+        Command::Show(args) => commands::show::run(args, &db),
+        Command::Export(args) => commands::export::run(args, &db),
+        Command::Prune(args) => commands::prune::run(args, &db),
     }
 }

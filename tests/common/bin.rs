@@ -1,8 +1,8 @@
-//! Locating the built `portpreview` binary for tests that need a real process.
+//! Locating the built binaries for tests that need a real process.
 //!
 //! `CARGO_BIN_EXE_*` only covers the test's own package, so the root test
-//! package builds the client once per test binary and finds it beside the
-//! test executable: `<target>/<profile>/deps/<test>` → `<target>/<profile>/portpreview`.
+//! package builds each binary once per test executable and finds it beside
+//! it: `<target>/<profile>/deps/<test>` → `<target>/<profile>/<binary>`.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -11,23 +11,34 @@ use std::sync::OnceLock;
 /// Path of an up-to-date `portpreview` binary (built on first use).
 pub fn portpreview_bin() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().expect("test executable path");
-        let profile_dir = exe
-            .parent()
-            .and_then(|deps| deps.parent())
-            .expect("test executable lives in <target>/<profile>/deps")
-            .to_path_buf();
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-p", "portpreview", "--bin", "portpreview"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("run cargo build");
-        assert!(status.success(), "cargo build -p portpreview failed");
-        let bin = profile_dir.join(format!("portpreview{}", std::env::consts::EXE_SUFFIX));
-        assert!(bin.exists(), "{} missing after the build", bin.display());
-        bin
-    })
-    .clone()
+    BIN.get_or_init(|| build("portpreview", "portpreview")).clone()
+}
+
+/// Path of an up-to-date `portpreview-server` binary (built on first use).
+pub fn server_bin() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| build("portpreview-server", "portpreview-server")).clone()
+}
+
+/// Runs `cargo build -p <package> --bin <bin>` in the test's profile and
+/// returns where the binary landed.
+fn build(package: &str, bin: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("test executable lives in <target>/<profile>/deps")
+        .to_path_buf();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(cargo);
+    command.args(["build", "-p", package, "--bin", bin]).current_dir(env!("CARGO_MANIFEST_DIR"));
+    // Tests built in release find release binaries beside them.
+    if profile_dir.file_name().is_some_and(|name| name == "release") {
+        command.arg("--release");
+    }
+    let status = command.status().expect("run cargo build");
+    assert!(status.success(), "cargo build -p {package} failed");
+    let path = profile_dir.join(format!("{bin}{}", std::env::consts::EXE_SUFFIX));
+    assert!(path.exists(), "{} missing after the build", path.display());
+    path
 }

@@ -142,8 +142,7 @@ impl Store {
             conn.busy_timeout(BUSY_TIMEOUT)?;
             conn.set_prepared_statement_cache_capacity(64);
             // journal_mode answers with a row, so it cannot go through execute.
-            let _mode: String =
-                conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+            let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
             conn.pragma_update(None, "synchronous", "NORMAL")?;
             conn.pragma_update(None, "foreign_keys", true)?;
             Ok(())
@@ -194,4 +193,4 @@ fn classify(err: rusqlite::Error, path: &Path) -> StoreError {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -6,9 +6,7 @@ use rusqlite::types::Value;
 use rusqlite::{params, OptionalExtension, Row};
 use wildmatch::WildMatch;
 
-use super::{
-    header_blob, Delivery, ListQuery, NewDelivery, Outcome, ReplayRun, Store, StoreError, Summary,
-};
+use super::{header_blob, Delivery, ListQuery, NewDelivery, Outcome, ReplayRun, Store, StoreError, Summary};
 
 /// Deliveries sharing the row's event key, replays not counted. A delivery
 /// without a key is alone in its group.
@@ -63,8 +61,7 @@ impl Store {
         let (filter, mut values) = where_clause(q);
         let limit = q.limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
         values.push(Value::Integer(limit));
-        let sql =
-            format!("SELECT count(*) FROM (SELECT 1 FROM deliveries d WHERE {filter} LIMIT ?)");
+        let sql = format!("SELECT count(*) FROM (SELECT 1 FROM deliveries d WHERE {filter} LIMIT ?)");
         let run = || -> rusqlite::Result<i64> {
             self.conn
                 .prepare_cached(&sql)?
@@ -107,11 +104,7 @@ impl Store {
 
     /// The newest delivery (not a replay) from `provider` whose path, query
     /// left out, matches `path_glob` (`*` and `?` wildcards).
-    pub fn latest(
-        &self,
-        provider: Option<&str>,
-        path_glob: Option<&str>,
-    ) -> Result<Option<i64>, StoreError> {
+    pub fn latest(&self, provider: Option<&str>, path_glob: Option<&str>) -> Result<Option<i64>, StoreError> {
         let glob = path_glob.map(WildMatch::new);
         let run = || -> rusqlite::Result<Option<i64>> {
             let mut stmt = self.conn.prepare_cached(
@@ -236,9 +229,7 @@ impl RawDelivery {
                     status: row.get(13)?,
                     response_headers: Vec::new(),
                     response_body: row.get::<_, Option<Vec<u8>>>(15)?.unwrap_or_default(),
-                    response_body_size: row
-                        .get::<_, Option<i64>>(16)?
-                        .map_or(0, |n| n.max(0) as u64),
+                    response_body_size: row.get::<_, Option<i64>>(16)?.map_or(0, |n| n.max(0) as u64),
                     duration_ms: row.get::<_, Option<f64>>(17)?.unwrap_or_default(),
                     error: row.get(18)?,
                 },

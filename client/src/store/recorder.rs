@@ -75,10 +75,7 @@ impl Recorder {
     /// Opens the database at `path` and starts its writer thread.
     /// `key_fields` choose the body fields that make an event key when the
     /// provider gives no ID.
-    pub fn start(
-        path: &Path,
-        key_fields: Vec<String>,
-    ) -> Result<(Recorder, RecorderHandle), StoreError> {
+    pub fn start(path: &Path, key_fields: Vec<String>) -> Result<(Recorder, RecorderHandle), StoreError> {
         let store = Store::open(path)?;
         let (queue, jobs) = mpsc::sync_channel(QUEUE_CAPACITY);
         let thread = std::thread::Builder::new()
@@ -122,10 +119,7 @@ impl Recorder {
                 tracing::warn!(delivery = id, "history writer behind; outcome not recorded")
             }
             Err(TrySendError::Disconnected(_)) => {
-                tracing::warn!(
-                    delivery = id,
-                    "history writer stopped; outcome not recorded"
-                )
+                tracing::warn!(delivery = id, "history writer stopped; outcome not recorded")
             }
         }
     }
@@ -197,10 +191,7 @@ impl Writer {
                     Job::Request { delivery, .. } => {
                         let id = store.insert_request_row(&self.prepare(delivery))?;
                         let delivery_number = store.delivery_number_row(id)?;
-                        recorded.push(Recorded {
-                            id,
-                            delivery_number,
-                        });
+                        recorded.push(Recorded { id, delivery_number });
                     }
                     Job::Outcome { id, outcome } => {
                         outcomes += 1;
@@ -255,17 +246,9 @@ mod tests {
         let (recorder, handle) = Recorder::start(&path, Vec::new()).unwrap();
         let sends = (0..1000).map(|n| {
             let recorder = recorder.clone();
-            async move {
-                recorder
-                    .record_request(delivery(&format!("evt_{}", n % 10), "/"))
-                    .await
-            }
+            async move { recorder.record_request(delivery(&format!("evt_{}", n % 10), "/")).await }
         });
-        let recorded: Vec<Recorded> = join_all(sends)
-            .await
-            .into_iter()
-            .map(Result::unwrap)
-            .collect();
+        let recorded: Vec<Recorded> = join_all(sends).await.into_iter().map(Result::unwrap).collect();
         for r in &recorded {
             recorder.record_outcome(
                 r.id,
@@ -305,11 +288,9 @@ mod tests {
                 .await
                 .unwrap();
             let key: String = reader
-                .query_row(
-                    "SELECT event_key FROM deliveries WHERE id = ?1",
-                    [recorded.id],
-                    |r| r.get(0),
-                )
+                .query_row("SELECT event_key FROM deliveries WHERE id = ?1", [recorded.id], |r| {
+                    r.get(0)
+                })
                 .unwrap();
             assert_eq!(key, format!("evt_{n}"));
             assert_eq!(recorded.delivery_number, 1);
@@ -321,10 +302,7 @@ mod tests {
         let dir = ScratchDir::new("recorder-closed");
         let (recorder, handle) = Recorder::start(&dir.0.join("history.db"), Vec::new()).unwrap();
         handle.shutdown();
-        let err = recorder
-            .record_request(delivery("evt_1", "/"))
-            .await
-            .unwrap_err();
+        let err = recorder.record_request(delivery("evt_1", "/")).await.unwrap_err();
         assert!(matches!(err, RecordError::Closed), "{err:?}");
         recorder.record_outcome(1, Outcome::default());
     }
@@ -346,10 +324,7 @@ mod tests {
         .expect("record_request hung");
         assert!(matches!(held, Err(RecordError::Store(_))), "{held:?}");
         blocker.execute_batch("ROLLBACK").unwrap();
-        let recorded = recorder
-            .record_request(delivery("evt_after", "/"))
-            .await
-            .unwrap();
+        let recorded = recorder.record_request(delivery("evt_after", "/")).await.unwrap();
         assert!(recorded.id > 0);
     }
 }

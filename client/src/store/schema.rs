@@ -88,17 +88,14 @@ mod tests {
         let mut conn = Connection::open_in_memory().unwrap();
         migrate(&mut conn).unwrap().unwrap();
         migrate(&mut conn).unwrap().unwrap();
-        let version: i64 = conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .unwrap();
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
         assert_eq!(version, SCHEMA_VERSION);
     }
 
     #[test]
     fn a_newer_schema_is_left_alone() {
         let mut conn = Connection::open_in_memory().unwrap();
-        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
-            .unwrap();
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1).unwrap();
         assert_eq!(
             migrate(&mut conn).unwrap(),
             Err(NewerSchema {
@@ -106,11 +103,9 @@ mod tests {
             })
         );
         let tables: i64 = conn
-            .query_row(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
-                [],
-                |r| r.get(0),
-            )
+            .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table'", [], |r| {
+                r.get(0)
+            })
             .unwrap();
         assert_eq!(tables, 0);
     }

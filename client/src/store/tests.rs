@@ -89,9 +89,7 @@ fn failed_forwarding_keeps_its_error() {
         duration_ms: 1.0,
         ..Outcome::default()
     };
-    let id = store
-        .insert_delivery(&delivery("evt_e", "/"), &failed)
-        .unwrap();
+    let id = store.insert_delivery(&delivery("evt_e", "/"), &failed).unwrap();
     let row = &store.list(&ListQuery::default()).unwrap()[0];
     assert_eq!(
         (row.id, row.status, row.error.as_deref()),
@@ -124,11 +122,7 @@ fn retries_are_counted_and_numbered() {
         .iter()
         .map(|s| s.id)
         .collect();
-    assert_eq!(
-        listed,
-        vec![second, other, first],
-        "replays hidden, newest first"
-    );
+    assert_eq!(listed, vec![second, other, first], "replays hidden, newest first");
     let all = store
         .list(&ListQuery {
             include_replays: true,
@@ -137,10 +131,7 @@ fn retries_are_counted_and_numbered() {
         .unwrap();
     assert_eq!(all[0].id, replayed);
     assert_eq!(all[0].replay_of, Some(first));
-    assert_eq!(
-        all[0].delivery_count, 2,
-        "a replay does not count as a delivery"
-    );
+    assert_eq!(all[0].delivery_count, 2, "a replay does not count as a delivery");
 }
 
 #[test]
@@ -163,11 +154,7 @@ fn listing_pages_and_filters() {
     let first = store.list(&page(None)).unwrap();
     let second = store.list(&page(first.last().map(|s| s.id))).unwrap();
     let third = store.list(&page(second.last().map(|s| s.id))).unwrap();
-    let seen: Vec<i64> = [first, second, third]
-        .concat()
-        .iter()
-        .map(|s| s.id)
-        .collect();
+    let seen: Vec<i64> = [first, second, third].concat().iter().map(|s| s.id).collect();
     assert_eq!(seen, ids.iter().rev().copied().collect::<Vec<_>>());
 
     let github = ListQuery {
@@ -190,24 +177,11 @@ fn listing_pages_and_filters() {
             search: Some(text.into()),
             ..ListQuery::default()
         };
-        store
-            .list(&q)
-            .unwrap()
-            .iter()
-            .map(|s| s.id)
-            .collect::<Vec<_>>()
+        store.list(&q).unwrap().iter().map(|s| s.id).collect::<Vec<_>>()
     };
-    assert_eq!(
-        search("OPENED_7"),
-        vec![ids[7]],
-        "body text, case-insensitive"
-    );
+    assert_eq!(search("OPENED_7"), vec![ids[7]], "body text, case-insensitive");
     assert_eq!(search("/hooks/4"), vec![ids[4]]);
-    assert_eq!(
-        search("100%"),
-        Vec::<i64>::new(),
-        "LIKE wildcards match themselves"
-    );
+    assert_eq!(search("100%"), Vec::<i64>::new(), "LIKE wildcards match themselves");
     assert_eq!(store.count(&ListQuery::default()).unwrap(), 10);
 }
 
@@ -222,10 +196,7 @@ fn latest_matches_provider_and_path_glob() {
     let github = store.insert_request(&gh).unwrap();
     assert_eq!(store.latest(None, None).unwrap(), Some(github));
     assert_eq!(store.latest(Some("stripe"), None).unwrap(), Some(stripe));
-    assert_eq!(
-        store.latest(None, Some("/webhooks/str*")).unwrap(),
-        Some(stripe)
-    );
+    assert_eq!(store.latest(None, Some("/webhooks/str*")).unwrap(), Some(stripe));
     assert_eq!(store.latest(None, Some("/nope/*")).unwrap(), None);
 }
 
@@ -298,10 +269,7 @@ fn a_text_file_is_not_a_database() {
     let err = Store::open(&path).unwrap_err();
     assert!(matches!(err, StoreError::NotADatabase { .. }), "{err:?}");
     let message = err.to_string();
-    assert!(
-        message.contains("notes.txt") && !message.contains('\n'),
-        "{message}"
-    );
+    assert!(message.contains("notes.txt") && !message.contains('\n'), "{message}");
 }
 
 #[test]
@@ -314,19 +282,12 @@ fn a_newer_database_is_refused_untouched() {
         .unwrap();
     drop(conn);
     match Store::open(&path).unwrap_err() {
-        StoreError::TooNew {
-            found, supported, ..
-        } => {
-            assert_eq!(
-                (found, supported),
-                (schema::SCHEMA_VERSION + 5, schema::SCHEMA_VERSION)
-            );
+        StoreError::TooNew { found, supported, .. } => {
+            assert_eq!((found, supported), (schema::SCHEMA_VERSION + 5, schema::SCHEMA_VERSION));
         }
         other => panic!("expected TooNew, got {other:?}"),
     }
     let conn = rusqlite::Connection::open(&path).unwrap();
-    let version: i64 = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap();
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
     assert_eq!(version, schema::SCHEMA_VERSION + 5, "never downgraded");
 }

@@ -61,10 +61,7 @@ impl Store {
     }
 
     /// Runs `f` in one immediate transaction: all of it is committed or none.
-    pub(crate) fn write<T>(
-        &self,
-        f: impl FnOnce(&Store) -> rusqlite::Result<T>,
-    ) -> Result<T, StoreError> {
+    pub(crate) fn write<T>(&self, f: impl FnOnce(&Store) -> rusqlite::Result<T>) -> Result<T, StoreError> {
         let run = || {
             let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
             let value = f(self)?;

@@ -1,0 +1,86 @@
+//! `portpreview export <ID>`: a delivery as a fixture, a HAR file or a curl command.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::ValueEnum;
+
+use crate::commands::show::{fetch, parse_id};
+use crate::fixture::Fixture;
+use crate::render::{self, curl::aimed_url};
+use crate::store::Store;
+
+/// What `export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// A fixture that `replay --from` and `check` read (secrets kept, so replays stay exact).
+    Json,
+    /// HAR 1.2, for browser devtools (secrets masked unless --reveal).
+    Har,
+    /// A self-contained shell command that sends the request again, byte for byte.
+    Curl,
+}
+
+/// Arguments of `portpreview export`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Delivery id, as `history` lists it.
+    #[arg(value_name = "ID", value_parser = parse_id)]
+    pub id: i64,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Json)]
+    pub format: Format,
+    /// Write to this file instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Aim the HAR URL or curl command here instead of the recorded target.
+    #[arg(long, value_name = "URL")]
+    pub target: Option<String>,
+    /// Keep secrets unmasked in the HAR file.
+    #[arg(long)]
+    pub reveal: bool,
+}
+
+/// Writes the export.
+pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
+    let store = Store::open(db).map_err(|e| e.for_command(db))?;
+    let delivery = fetch(&store, args.id, db)?;
+    let r = &delivery.request;
+    let url = aimed_url(&r.target, &r.path, args.target.as_deref());
+    let text = match args.format {
+        Format::Json => {
+            let mut fixture = Fixture::from_delivery(&delivery);
+            if let Some(target) = &args.target {
+                fixture.target.clone_from(target);
+            }
+            fixture.to_json()
+        }
+        Format::Har => {
+            let har = render::har::document(&delivery, &url, args.reveal);
+            format!("{}\n", render::json::to_terminal_text(&har))
+        }
+        Format::Curl => {
+            if r.request_truncated() {
+                anyhow::bail!(
+                    "delivery #{} was stored cut at {} of {} bytes: a curl command would not send the same body",
+                    delivery.id,
+                    r.request_body.len(),
+                    r.request_body_size
+                );
+            }
+            render::curl::command(r, &url)
+        }
+    };
+    match &args.output {
+        Some(path) => {
+            std::fs::write(path, &text).with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        None => std::io::stdout()
+            .lock()
+            .write_all(text.as_bytes())
+            .context("cannot write to stdout")?,
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,62 @@
+//! `portpreview history`: list deliveries, newest first.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use crate::render;
+use crate::store::{ListQuery, Store};
+
+/// Rows shown when `--limit` is not given.
+pub const DEFAULT_LIMIT: usize = 50;
+
+/// Arguments of `portpreview history`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Most deliveries to list; 0 lists them all.
+    #[arg(long, default_value_t = DEFAULT_LIMIT, value_name = "N")]
+    pub limit: usize,
+    /// Only deliveries from this provider (stripe, github, …).
+    #[arg(long, value_name = "P")]
+    pub provider: Option<String>,
+    /// Only deliveries of this event key.
+    #[arg(long, value_name = "KEY")]
+    pub event: Option<String>,
+    /// Also list the deliveries sent by `replay`.
+    #[arg(long)]
+    pub replays: bool,
+    /// Print a JSON array instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Prints the listing.
+pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
+    let store = Store::open(db).map_err(|e| e.for_command(db))?;
+    let query = ListQuery {
+        limit: (args.limit > 0).then_some(args.limit),
+        provider: args.provider,
+        event_key: args.event,
+        include_replays: args.replays,
+        ..ListQuery::default()
+    };
+    let rows = store.list(&query).map_err(|e| e.for_command(db))?;
+    let text = if args.json {
+        let array = serde_json::Value::Array(rows.iter().map(render::json::summary).collect());
+        format!("{}\n", render::json::to_terminal_text(&array))
+    } else if rows.is_empty() {
+        format!(
+            "No deliveries in {}.\n",
+            portpreview_shared::sanitize::escape_str(&db.display().to_string())
+        )
+    } else {
+        render::table::history(&rows)
+    };
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .context("cannot write to stdout")?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,61 @@
+//! `portpreview show <ID>`: one delivery whole.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use crate::render;
+use crate::store::{Delivery, Store};
+
+/// Arguments of `portpreview show`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Delivery id, as `history` lists it (`12` or `#12`).
+    #[arg(value_name = "ID", value_parser = parse_id)]
+    pub id: i64,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Show secrets (Authorization, cookies, signatures) instead of masking them.
+    #[arg(long)]
+    pub reveal: bool,
+}
+
+/// Prints the delivery.
+pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
+    let store = Store::open(db).map_err(|e| e.for_command(db))?;
+    let delivery = fetch(&store, args.id, db)?;
+    let number = store.delivery_number(args.id).map_err(|e| e.for_command(db))?;
+    let runs = store.replay_runs(args.id).map_err(|e| e.for_command(db))?;
+    let text = if args.json {
+        let value = render::json::delivery(&delivery, number, &runs, args.reveal);
+        format!("{}\n", render::json::to_terminal_text(&value))
+    } else {
+        render::show::delivery(&delivery, number, &runs, args.reveal)
+    };
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .context("cannot write to stdout")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The delivery `id`, or the one-line error for an unknown id.
+pub fn fetch(store: &Store, id: i64, db: &Path) -> anyhow::Result<Delivery> {
+    store
+        .get(id)
+        .map_err(|e| e.for_command(db))?
+        .with_context(|| format!("no delivery #{id} in {}", db.display()))
+}
+
+/// Parses `12` or `#12`.
+pub fn parse_id(text: &str) -> Result<i64, String> {
+    text.trim()
+        .trim_start_matches('#')
+        .parse::<i64>()
+        .ok()
+        .filter(|id| *id > 0)
+        .ok_or_else(|| format!("{text:?} is not a delivery id (a number as `history` lists it)"))
+}

@@ -1,0 +1,277 @@
+//! Fixtures: one recorded delivery as a JSON file, committed next to a
+//! handler's code and read by `replay --from` and `check`.
+//!
+//! Format version 1:
+//! ```json
+//! { "portpreview_fixture": 1, "method": "POST", "path": "/webhooks/stripe",
+//!   "target": "http://127.0.0.1:3000",
+//!   "headers": [{ "name": "content-type", "value": "application/json" }],
+//!   "body": "{\"id\":\"evt_1\"}", "provider": "stripe", "event_key": "evt_1",
+//!   "event_key_source": "body:/id", "received_at": "2026-01-01T00:00:00.000Z",
+//!   "response_status": 200 }
+//! ```
+//! A header value or body that is not UTF-8 is written as `value_base64` /
+//! `body_base64` instead.
+
+use std::path::Path;
+
+use anyhow::{bail, Context};
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+
+use crate::render::body::Encoded;
+use crate::render::time::{parse_rfc3339_ms, rfc3339_ms};
+use crate::store::{Delivery, NewDelivery};
+use portpreview_shared::Header;
+
+/// The fixture format version this build writes and reads.
+pub const FIXTURE_VERSION: u32 = 1;
+
+/// One delivery as a file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fixture {
+    /// Format version; always [`FIXTURE_VERSION`] when written.
+    pub portpreview_fixture: u32,
+    /// HTTP method.
+    pub method: String,
+    /// Path and query.
+    pub path: String,
+    /// Local target it was recorded against (`check --target` overrides it).
+    #[serde(default)]
+    pub target: String,
+    /// Request headers in order.
+    #[serde(default)]
+    pub headers: Vec<FixtureHeader>,
+    /// Body, when it is UTF-8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// Body in standard base64, when it is not UTF-8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_base64: Option<String>,
+    /// Detected provider.
+    #[serde(default)]
+    pub provider: Option<String>,
+    /// Event key.
+    #[serde(default)]
+    pub event_key: String,
+    /// How the event key was made.
+    #[serde(default)]
+    pub event_key_source: String,
+    /// When it was recorded, RFC 3339.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received_at: Option<String>,
+    /// Status the handler answered when it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_status: Option<u16>,
+    /// History id it was exported from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_id: Option<i64>,
+}
+
+/// One header: `value` when UTF-8, `value_base64` otherwise.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FixtureHeader {
+    /// Header name.
+    pub name: String,
+    /// Value as text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// Value in standard base64.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_base64: Option<String>,
+}
+
+impl FixtureHeader {
+    fn of(h: &Header) -> Self {
+        let (value, value_base64) = split(Encoded::of(&h.value));
+        Self {
+            name: h.name.clone(),
+            value,
+            value_base64,
+        }
+    }
+
+    fn bytes(&self) -> Result<Vec<u8>, String> {
+        decode(self.value.as_deref(), self.value_base64.as_deref()).map_err(|e| format!("header {:?}: {e}", self.name))
+    }
+}
+
+impl Fixture {
+    /// The fixture for a stored delivery: the request exactly as received.
+    pub fn from_delivery(d: &Delivery) -> Self {
+        let r = &d.request;
+        let (body, body_base64) = split(Encoded::of(&r.request_body));
+        Self {
+            portpreview_fixture: FIXTURE_VERSION,
+            method: r.method.clone(),
+            path: r.path.clone(),
+            target: r.target.clone(),
+            headers: r.request_headers.iter().map(FixtureHeader::of).collect(),
+            body: body.filter(|b| !b.is_empty()),
+            body_base64,
+            provider: r.provider.clone(),
+            event_key: r.event_key.clone(),
+            event_key_source: r.event_key_source.clone(),
+            received_at: Some(rfc3339_ms(r.received_at_ms)),
+            response_status: d.outcome.as_ref().and_then(|o| o.status),
+            delivery_id: Some(d.id),
+        }
+    }
+
+    /// Reads and checks a fixture file.
+    pub fn load(path: &Path) -> anyhow::Result<Fixture> {
+        let text = std::fs::read(path).with_context(|| format!("cannot read fixture {}", path.display()))?;
+        let fixture: Fixture = serde_json::from_slice(&text)
+            .with_context(|| format!("{} is not a PortPreview fixture", path.display()))?;
+        fixture
+            .validate()
+            .with_context(|| format!("invalid fixture {}", path.display()))?;
+        Ok(fixture)
+    }
+
+    /// Writes the fixture as pretty JSON.
+    pub fn to_json(&self) -> String {
+        let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        if self.portpreview_fixture != FIXTURE_VERSION {
+            bail!(
+                "fixture format {} is not supported (this portpreview reads format {FIXTURE_VERSION})",
+                self.portpreview_fixture
+            );
+        }
+        if self.method.is_empty() || !self.path.starts_with('/') {
+            bail!("a fixture needs a method and a path starting with /");
+        }
+        for h in &self.headers {
+            h.bytes().map_err(anyhow::Error::msg)?;
+        }
+        self.body_bytes().map_err(anyhow::Error::msg)?;
+        Ok(())
+    }
+
+    /// The request body bytes.
+    pub fn body_bytes(&self) -> Result<Vec<u8>, String> {
+        match (&self.body, &self.body_base64) {
+            (None, None) => Ok(Vec::new()),
+            (body, b64) => decode(body.as_deref(), b64.as_deref()).map_err(|e| format!("body: {e}")),
+        }
+    }
+
+    /// The request as a delivery to send or store (marked as a replay by the caller if it is one).
+    pub fn to_new_delivery(&self) -> NewDelivery {
+        // `load` has checked every encoding; a hand-built fixture with a bad
+        // one sends an empty value rather than failing later.
+        let body = self.body_bytes().unwrap_or_default();
+        NewDelivery {
+            received_at_ms: self.received_at.as_deref().and_then(parse_rfc3339_ms).unwrap_or(0),
+            tunnel_url: String::new(),
+            target: self.target.clone(),
+            method: self.method.clone(),
+            path: self.path.clone(),
+            request_headers: self
+                .headers
+                .iter()
+                .map(|h| Header::new(h.name.clone(), h.bytes().unwrap_or_default()))
+                .collect(),
+            request_body_size: body.len() as u64,
+            request_body: body,
+            provider: self.provider.clone(),
+            event_key: self.event_key.clone(),
+            event_key_source: self.event_key_source.clone(),
+            replay_of: None,
+        }
+    }
+}
+
+fn split(encoded: Encoded) -> (Option<String>, Option<String>) {
+    match encoded {
+        Encoded::Text(text) => (Some(text), None),
+        Encoded::Base64(b64) => (None, Some(b64)),
+    }
+}
+
+fn decode(text: Option<&str>, b64: Option<&str>) -> Result<Vec<u8>, String> {
+    match (text, b64) {
+        (Some(text), None) => Ok(text.as_bytes().to_vec()),
+        (None, Some(b64)) => STANDARD.decode(b64).map_err(|e| format!("bad base64: {e}")),
+        (None, None) => Err("needs a value or a value_base64".into()),
+        (Some(_), Some(_)) => Err("has both a text and a base64 form".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Outcome;
+
+    fn recorded() -> Delivery {
+        Delivery {
+            id: 9,
+            request: NewDelivery {
+                received_at_ms: 1_700_000_000_123,
+                target: "http://127.0.0.1:3000".into(),
+                method: "POST".into(),
+                path: "/hook?x=1".into(),
+                request_headers: vec![
+                    Header::new("x-dup", "1"),
+                    Header::new("x-raw", vec![0xff, 0x01]),
+                    Header::new("x-dup", "2"),
+                ],
+                request_body: vec![0x00, 0xff, b'a'],
+                request_body_size: 3,
+                provider: Some("stripe".into()),
+                event_key: "evt_1".into(),
+                event_key_source: "body:/id".into(),
+                ..NewDelivery::default()
+            },
+            outcome: Some(Outcome {
+                status: Some(202),
+                ..Outcome::default()
+            }),
+            delivery_count: 1,
+        }
+    }
+
+    #[test]
+    fn a_fixture_file_gives_back_the_exact_request() {
+        let d = recorded();
+        let fixture = Fixture::from_delivery(&d);
+        let json: serde_json::Value = serde_json::from_str(&fixture.to_json()).unwrap();
+        assert_eq!(json["portpreview_fixture"], 1);
+        assert_eq!(json["headers"][1]["value_base64"], "/wE=");
+        assert_eq!(json["body_base64"], "AP9h");
+        assert_eq!(json["response_status"], 202);
+
+        let dir = crate::store::tests::ScratchDir::new("fixture");
+        let path = dir.0.join("evt_1.json");
+        std::fs::write(&path, fixture.to_json()).unwrap();
+        let loaded = Fixture::load(&path).unwrap();
+        assert_eq!(loaded, fixture);
+        assert_eq!(loaded.to_new_delivery(), d.request);
+    }
+
+    #[test]
+    fn bad_fixtures_are_refused_with_the_file_named() {
+        let dir = crate::store::tests::ScratchDir::new("fixture-bad");
+        let cases = [
+            r#"{"portpreview_fixture": 2, "method": "POST", "path": "/"}"#,
+            r#"{"portpreview_fixture": 1, "method": "POST", "path": "/", "body_base64": "!!"}"#,
+            r#"{"portpreview_fixture": 1, "method": "POST", "path": "/", "headers": [{"name": "a"}]}"#,
+            r#"{"portpreview_fixture": 1, "method": "POST", "path": "/", "bdy": "typo"}"#,
+            "not json",
+        ];
+        for (n, text) in cases.iter().enumerate() {
+            let path = dir.0.join(format!("bad{n}.json"));
+            std::fs::write(&path, text).unwrap();
+            let err = format!("{:#}", Fixture::load(&path).unwrap_err());
+            assert!(err.contains(&format!("bad{n}.json")), "{err}");
+        }
+    }
+}

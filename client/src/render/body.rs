@@ -1,0 +1,74 @@
+//! Bodies shown safely: JSON pretty-printed, text escaped, binary as hex.
+
+use base64::Engine;
+use portpreview_shared::sanitize::{escape_multiline, hex_dump};
+
+/// A body for a terminal: pretty JSON, escaped text or a hex dump.
+pub fn for_terminal(body: &[u8]) -> String {
+    if let Some(pretty) = pretty_json(body) {
+        return escape_multiline(&pretty).into_owned();
+    }
+    match std::str::from_utf8(body) {
+        Ok(text) => escape_multiline(text).into_owned(),
+        Err(_) => hex_dump(body),
+    }
+}
+
+/// The body re-indented when it is a JSON document.
+pub fn pretty_json(body: &[u8]) -> Option<String> {
+    let trimmed = body.trim_ascii();
+    if !trimmed.starts_with(b"{") && !trimmed.starts_with(b"[") {
+        return None;
+    }
+    let value: serde_json::Value = serde_json::from_slice(trimmed).ok()?;
+    serde_json::to_string_pretty(&value).ok()
+}
+
+/// Bytes for a JSON document: text when UTF-8, base64 otherwise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Encoded {
+    /// The bytes were UTF-8.
+    Text(String),
+    /// Standard base64 of bytes that were not UTF-8.
+    Base64(String),
+}
+
+impl Encoded {
+    /// Encodes `bytes`, keeping them readable when they are text.
+    pub fn of(bytes: &[u8]) -> Self {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Self::Text(text.to_owned()),
+            Err(_) => Self::Base64(base64::engine::general_purpose::STANDARD.encode(bytes)),
+        }
+    }
+}
+
+/// A short note when a stored body is shorter than the one received.
+pub fn truncation_note(stored: usize, size: u64) -> Option<String> {
+    ((stored as u64) < size).then(|| format!("(stored body cut at {stored} of {size} bytes)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_is_indented_and_escaped() {
+        let shown = for_terminal(br#"{"a":1,"text":"x\u001by\u202e"}"#);
+        assert!(shown.starts_with("{\n  \"a\": 1,"), "{shown}");
+        assert!(!shown.contains('\u{1b}') && !shown.contains('\u{202e}'), "{shown}");
+    }
+
+    #[test]
+    fn text_and_binary_are_safe() {
+        assert_eq!(for_terminal(b"a=1&b=\x1b"), "a=1&b=\\x1b");
+        assert!(for_terminal(&[0xff, 0x00]).starts_with("00000000  ff 00"));
+        assert_eq!(for_terminal(b"{not json"), "{not json");
+    }
+
+    #[test]
+    fn encoding_picks_text_when_it_can() {
+        assert_eq!(Encoded::of(b"hi"), Encoded::Text("hi".into()));
+        assert_eq!(Encoded::of(&[0xff]), Encoded::Base64("/w==".into()));
+    }
+}

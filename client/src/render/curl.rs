@@ -1,0 +1,204 @@
+//! `export --format curl`: a self-contained shell command that sends the
+//! recorded request again, byte for byte.
+//!
+//! The body goes through `printf` with octal escapes piped into
+//! `curl --data-binary @-`, so any bytes survive (NUL included) and nothing
+//! unsafe reaches the terminal that shows the command. It runs in any POSIX
+//! shell.
+
+use std::fmt::Write;
+
+use portpreview_shared::Header;
+
+use crate::store::NewDelivery;
+
+/// Headers curl must not copy: it sets them itself, or they are hop-by-hop.
+const SKIPPED: &[&str] = &[
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "upgrade",
+    "expect",
+];
+
+/// The URL a recorded request is sent to: the recorded target, or `flag`.
+/// A flag of `scheme://host:port` keeps the recorded path and query; one
+/// with a path replaces the recorded path (keeping the recorded query when
+/// the flag has none).
+pub fn aimed_url(recorded_target: &str, path: &str, flag: Option<&str>) -> String {
+    let base = flag.unwrap_or(recorded_target).trim();
+    let base = if base.chars().all(|c| c.is_ascii_digit()) && !base.is_empty() {
+        format!("http://127.0.0.1:{base}")
+    } else if base.contains("://") {
+        base.to_owned()
+    } else {
+        format!("http://{base}")
+    };
+    let after_scheme = base.find("://").map_or(0, |i| i + 3);
+    let own_path = base[after_scheme..].find('/').map(|i| &base[after_scheme + i..]);
+    match own_path {
+        None | Some("/") => format!("{}{}", base.trim_end_matches('/'), path),
+        Some(own) if own.contains('?') => base.clone(),
+        Some(_) => match path.split_once('?') {
+            Some((_, query)) => format!("{base}?{query}"),
+            None => base.clone(),
+        },
+    }
+}
+
+/// The shell command that sends `d` to `url`.
+pub fn command(d: &NewDelivery, url: &str) -> String {
+    let mut args: Vec<String> = vec!["curl -sS --globoff --path-as-is".into()];
+    if d.method.eq_ignore_ascii_case("HEAD") {
+        args.push("--head".into());
+    } else {
+        args.push(format!("-X {}", quote(d.method.as_bytes())));
+    }
+    args.push(quote(url.as_bytes()));
+    for h in d.request_headers.iter().filter(|h| is_copied(h)) {
+        let mut line = h.name.as_bytes().to_vec();
+        line.extend_from_slice(b": ");
+        line.extend_from_slice(&h.value);
+        args.push(format!("-H {}", quote(&line)));
+    }
+    let has = |name: &str| d.request_headers.iter().any(|h| h.name.eq_ignore_ascii_case(name));
+    // curl adds these by itself; an empty value stops it, so the handler
+    // sees only the headers the provider sent.
+    for (name, curl_default) in [("accept", "Accept:"), ("user-agent", "User-Agent:")] {
+        if !has(name) {
+            args.push(format!("-H '{curl_default}'"));
+        }
+    }
+    let sends_body = !d.request_body.is_empty() || has("content-length");
+    if sends_body {
+        if !has("content-type") {
+            args.push("-H 'Content-Type:'".into());
+        }
+        args.push("-H 'Expect:'".into());
+        args.push("--data-binary @-".into());
+    }
+    let curl = args.join(" \\\n  ");
+    if !sends_body {
+        return format!("{curl}\n");
+    }
+    format!("printf '{}' \\\n| {curl}\n", printf_format(&d.request_body))
+}
+
+/// One shell word for `bytes`: single-quoted when it is safe text, else a
+/// `printf` substitution that rebuilds every byte.
+pub fn quote(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(text) if !text.chars().any(risky) && !text.is_empty() => format!("'{}'", text.replace('\'', r"'\''")),
+        _ => format!("\"$(printf '{}')\"", printf_format(bytes)),
+    }
+}
+
+/// A `printf` format that prints exactly `bytes`: `%` and `\` doubled, and
+/// every byte that is not safe text written as a three-digit octal escape.
+pub fn printf_format(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 16);
+    let emit_octal = |out: &mut String, byte: u8| {
+        let _ = write!(out, "\\{byte:03o}");
+    };
+    for (i, chunk) in bytes.utf8_chunks().enumerate() {
+        for (j, c) in chunk.valid().char_indices() {
+            let first = i == 0 && j == 0;
+            match c {
+                '%' => out.push_str("%%"),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push('\n'),
+                '\'' => emit_octal(&mut out, b'\''),
+                // A leading `-` would read as an option to printf.
+                '-' if first => emit_octal(&mut out, b'-'),
+                c if risky(c) => {
+                    let mut buf = [0; 4];
+                    for &b in c.encode_utf8(&mut buf).as_bytes() {
+                        emit_octal(&mut out, b);
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        for &b in chunk.invalid() {
+            emit_octal(&mut out, b);
+        }
+    }
+    out
+}
+
+/// Characters never written raw: controls (they would act on the terminal
+/// showing the command) and bidi overrides (they would disguise it).
+fn risky(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Whether a header would be copied into the command.
+pub fn is_copied(h: &Header) -> bool {
+    !SKIPPED.iter().any(|s| h.name.eq_ignore_ascii_case(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_sh(script: &str) -> Vec<u8> {
+        let out = std::process::Command::new("sh").arg("-c").arg(script).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        out.stdout
+    }
+
+    #[test]
+    fn printf_rebuilds_every_byte() {
+        let all: Vec<u8> = (0..=255u8).chain(*b"-%s\\n'\"$(x)`\n").collect();
+        assert_eq!(run_sh(&format!("printf '{}'", printf_format(&all))), all);
+        let text = "-{\"a\":\"b c\"}\nπ 100% \u{202e}".as_bytes();
+        assert_eq!(run_sh(&format!("printf '{}'", printf_format(text))), text);
+    }
+
+    #[test]
+    fn words_are_quoted_for_the_shell() {
+        for word in [&b"it's $HOME `x`"[..], b"x-raw: \xff\x01", b"-n"] {
+            assert_eq!(run_sh(&format!("printf '%s' {}", quote(word))), word);
+        }
+    }
+
+    #[test]
+    fn urls_follow_the_target_flag() {
+        let t = "http://127.0.0.1:3000";
+        assert_eq!(aimed_url(t, "/hook?a=1", None), "http://127.0.0.1:3000/hook?a=1");
+        assert_eq!(aimed_url(t, "/hook?a=1", Some("http://h:9/")), "http://h:9/hook?a=1");
+        assert_eq!(
+            aimed_url(t, "/hook?a=1", Some("http://h:9/other")),
+            "http://h:9/other?a=1"
+        );
+        assert_eq!(
+            aimed_url(t, "/hook", Some("localhost:4000")),
+            "http://localhost:4000/hook"
+        );
+        assert_eq!(aimed_url("3000", "/h", None), "http://127.0.0.1:3000/h");
+    }
+
+    #[test]
+    fn the_command_is_safe_to_print() {
+        let d = NewDelivery {
+            method: "POST".into(),
+            path: "/h".into(),
+            request_headers: vec![Header::new("host", "x"), Header::new("x-esc", "\x1b[2J")],
+            request_body: b"\x1b]0;title\x07".to_vec(),
+            ..NewDelivery::default()
+        };
+        let cmd = command(&d, "http://127.0.0.1:1/h");
+        assert!(!cmd.chars().any(|c| c.is_control() && c != '\n'), "{cmd}");
+        assert!(!cmd.contains("-H 'host"), "{cmd}");
+        assert!(
+            cmd.contains("-H 'Content-Type:'") && cmd.contains("--data-binary @-"),
+            "{cmd}"
+        );
+    }
+}

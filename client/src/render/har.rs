@@ -1,0 +1,176 @@
+//! HAR 1.2 export: one delivery as a one-entry log that browser devtools open.
+//!
+//! Spec: <http://www.softwareishard.com/blog/har-12-spec/>. Bodies that are
+//! not UTF-8 are base64 (`content.encoding` for responses; requests have no
+//! such field in HAR, so `postData` carries a `_encoding` beside its text).
+
+use serde_json::{json, Value};
+
+use super::body::Encoded;
+use super::mask::shown_value;
+use super::time::rfc3339_ms;
+use crate::store::Delivery;
+use portpreview_shared::Header;
+
+/// The HAR document for `d`, aimed at `url` (target plus path); secrets
+/// masked unless `reveal`.
+pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
+    let r = &d.request;
+    let duration = d.outcome.as_ref().map_or(0.0, |o| o.duration_ms);
+    let mut request = json!({
+        "method": r.method,
+        "url": url,
+        "httpVersion": "HTTP/1.1",
+        "cookies": [],
+        "headers": headers(&r.request_headers, reveal),
+        "queryString": query_string(&r.path),
+        "headersSize": -1,
+        "bodySize": r.request_body_size,
+    });
+    if !r.request_body.is_empty() {
+        let mut post = json!({ "mimeType": mime_type(&r.request_headers) });
+        match Encoded::of(&r.request_body) {
+            Encoded::Text(text) => post["text"] = Value::String(text),
+            Encoded::Base64(b64) => {
+                post["text"] = Value::String(b64);
+                post["_encoding"] = Value::String("base64".into());
+            }
+        }
+        request["postData"] = post;
+    }
+    let response = match &d.outcome {
+        Some(o) => {
+            let mut content = json!({
+                "size": o.response_body_size,
+                "mimeType": mime_type(&o.response_headers),
+            });
+            match Encoded::of(&o.response_body) {
+                Encoded::Text(text) => content["text"] = Value::String(text),
+                Encoded::Base64(b64) => {
+                    content["text"] = Value::String(b64);
+                    content["encoding"] = Value::String("base64".into());
+                }
+            }
+            let mut response = json!({
+                "status": o.status.unwrap_or(0),
+                "statusText": o.status.and_then(reason).unwrap_or(""),
+                "httpVersion": "HTTP/1.1",
+                "cookies": [],
+                "headers": headers(&o.response_headers, reveal),
+                "content": content,
+                "redirectURL": "",
+                "headersSize": -1,
+                "bodySize": o.response_body_size,
+            });
+            if let Some(error) = &o.error {
+                response["_error"] = Value::String(error.clone());
+            }
+            response
+        }
+        None => json!({
+            "status": 0, "statusText": "", "httpVersion": "HTTP/1.1", "cookies": [], "headers": [],
+            "content": { "size": 0, "mimeType": "" }, "redirectURL": "", "headersSize": -1, "bodySize": -1,
+            "_error": "no answer recorded",
+        }),
+    };
+    json!({
+        "log": {
+            "version": "1.2",
+            "creator": { "name": "portpreview", "version": env!("CARGO_PKG_VERSION") },
+            "entries": [{
+                "startedDateTime": rfc3339_ms(r.received_at_ms),
+                "time": duration,
+                "request": request,
+                "response": response,
+                "cache": {},
+                "timings": { "send": 0, "wait": duration, "receive": 0 },
+                "comment": format!("PortPreview delivery #{}", d.id),
+                "_portpreview": {
+                    "id": d.id,
+                    "provider": r.provider,
+                    "event_key": r.event_key,
+                    "event_key_source": r.event_key_source,
+                    "replay_of": r.replay_of,
+                },
+            }],
+        }
+    })
+}
+
+fn headers(list: &[Header], reveal: bool) -> Vec<Value> {
+    list.iter()
+        .map(|h| {
+            let value = shown_value(h, reveal);
+            json!({ "name": h.name, "value": String::from_utf8_lossy(&value) })
+        })
+        .collect()
+}
+
+fn mime_type(list: &[Header]) -> String {
+    list.iter()
+        .find(|h| h.name.eq_ignore_ascii_case("content-type"))
+        .map(|h| String::from_utf8_lossy(&h.value).into_owned())
+        .unwrap_or_default()
+}
+
+/// The query of `path` as HAR name/value pairs, kept as written.
+fn query_string(path: &str) -> Vec<Value> {
+    let Some((_, query)) = path.split_once('?') else {
+        return Vec::new();
+    };
+    query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            json!({ "name": name, "value": value })
+        })
+        .collect()
+}
+
+fn reason(status: u16) -> Option<&'static str> {
+    http::StatusCode::from_u16(status).ok()?.canonical_reason()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{NewDelivery, Outcome};
+
+    #[test]
+    fn a_har_has_the_required_parts() {
+        let d = Delivery {
+            id: 3,
+            request: NewDelivery {
+                received_at_ms: 1_700_000_000_000,
+                method: "POST".into(),
+                path: "/hook?a=1&b".into(),
+                request_headers: vec![
+                    Header::new("content-type", "application/json"),
+                    Header::new("stripe-signature", "t=1,v1=secret"),
+                ],
+                request_body: b"{}".to_vec(),
+                request_body_size: 2,
+                ..NewDelivery::default()
+            },
+            outcome: Some(Outcome {
+                status: Some(200),
+                response_body: vec![0xff],
+                response_body_size: 1,
+                duration_ms: 4.0,
+                ..Outcome::default()
+            }),
+            delivery_count: 1,
+        };
+        let har = document(&d, "http://127.0.0.1:3000/hook?a=1&b", false);
+        let entry = &har["log"]["entries"][0];
+        assert_eq!(har["log"]["version"], "1.2");
+        assert_eq!(entry["request"]["postData"]["mimeType"], "application/json");
+        assert_eq!(entry["request"]["postData"]["text"], "{}");
+        assert_eq!(entry["request"]["headers"][1]["value"], "••••••");
+        assert_eq!(entry["request"]["queryString"][1], json!({ "name": "b", "value": "" }));
+        assert_eq!(entry["response"]["statusText"], "OK");
+        assert_eq!(entry["response"]["content"]["encoding"], "base64");
+        assert_eq!(entry["timings"]["wait"], 4.0);
+    }
+}

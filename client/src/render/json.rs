@@ -1,0 +1,151 @@
+//! JSON shapes of `history --json` and `show --json`.
+
+use serde_json::{json, Value};
+
+use super::body::Encoded;
+use super::mask::shown_value;
+use super::time::rfc3339_ms;
+use crate::store::{Delivery, ReplayRun, Summary};
+use portpreview_shared::Header;
+
+/// One `history --json` row.
+pub fn summary(s: &Summary) -> Value {
+    json!({
+        "id": s.id,
+        "received_at": rfc3339_ms(s.received_at_ms),
+        "method": s.method,
+        "path": s.path,
+        "status": s.status,
+        "duration_ms": s.duration_ms,
+        "provider": s.provider,
+        "event_key": s.event_key,
+        "event_key_source": s.event_key_source,
+        "delivery_count": s.delivery_count,
+        "error": s.error,
+        "replay_of": s.replay_of,
+    })
+}
+
+/// One delivery whole for `show --json`; secrets masked unless `reveal`.
+pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: bool) -> Value {
+    let r = &d.request;
+    let mut request = json!({
+        "method": r.method,
+        "path": r.path,
+        "headers": headers(&r.request_headers, reveal),
+        "body_size": r.request_body_size,
+        "body_truncated": r.request_truncated(),
+    });
+    add_body(&mut request, &r.request_body);
+    let response = d.outcome.as_ref().map(|o| {
+        let mut response = json!({
+            "status": o.status,
+            "headers": headers(&o.response_headers, reveal),
+            "body_size": o.response_body_size,
+        });
+        add_body(&mut response, &o.response_body);
+        response
+    });
+    json!({
+        "id": d.id,
+        "received_at": rfc3339_ms(r.received_at_ms),
+        "tunnel_url": r.tunnel_url,
+        "target": r.target,
+        "method": r.method,
+        "path": r.path,
+        "status": d.outcome.as_ref().and_then(|o| o.status),
+        "duration_ms": d.outcome.as_ref().map(|o| o.duration_ms),
+        "provider": r.provider,
+        "event_key": r.event_key,
+        "event_key_source": r.event_key_source,
+        "delivery_count": d.delivery_count,
+        "delivery_number": delivery_number,
+        "error": d.outcome.as_ref().and_then(|o| o.error.clone()),
+        "replay_of": r.replay_of,
+        "request": request,
+        "response": response,
+        "replay_runs": runs.iter().map(replay_run).collect::<Vec<_>>(),
+    })
+}
+
+fn replay_run(run: &ReplayRun) -> Value {
+    json!({
+        "id": run.id,
+        "started_at": rfc3339_ms(run.started_at_ms),
+        "times": run.times,
+        "concurrency": run.concurrency,
+        "idempotent": run.idempotent,
+        "summary": run.summary,
+    })
+}
+
+/// Headers as an ordered list of `{name, value}` (or `value_base64`).
+pub fn headers(list: &[Header], reveal: bool) -> Value {
+    Value::Array(
+        list.iter()
+            .map(|h| match Encoded::of(&shown_value(h, reveal)) {
+                Encoded::Text(value) => json!({ "name": h.name, "value": value }),
+                Encoded::Base64(value) => json!({ "name": h.name, "value_base64": value }),
+            })
+            .collect(),
+    )
+}
+
+fn add_body(object: &mut Value, bytes: &[u8]) {
+    let (key, value) = match Encoded::of(bytes) {
+        Encoded::Text(text) => ("body", text),
+        Encoded::Base64(b64) => ("body_base64", b64),
+    };
+    if let Some(map) = object.as_object_mut() {
+        map.insert(key.into(), Value::String(value));
+    }
+}
+
+/// Pretty JSON that is also safe on a terminal: serde_json leaves DEL, C1
+/// controls and bidi overrides raw inside strings; they become `\uXXXX`,
+/// which any JSON reader decodes back to the same text.
+pub fn to_terminal_text(value: &Value) -> String {
+    let text = serde_json::to_string_pretty(value).unwrap_or_default();
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let risky = matches!(c, '\u{7f}'..='\u{9f}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        if risky {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminal_json_stays_json() {
+        let value = json!({ "path": "/a\u{9b}b\u{202e}c\u{1b}" });
+        let text = to_terminal_text(&value);
+        assert!(!text.contains('\u{9b}') && !text.contains('\u{202e}') && !text.contains('\u{1b}'));
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), value);
+    }
+
+    #[test]
+    fn headers_keep_order_and_mask() {
+        let list = vec![
+            Header::new("x-a", "1"),
+            Header::new("authorization", "Bearer secret"),
+            Header::new("x-a", vec![0xff]),
+        ];
+        let shown = headers(&list, false);
+        assert_eq!(
+            shown,
+            json!([
+                { "name": "x-a", "value": "1" },
+                { "name": "authorization", "value": "Bearer ••••••" },
+                { "name": "x-a", "value_base64": "/w==" },
+            ])
+        );
+        assert_eq!(headers(&list, true)[1]["value"], "Bearer secret");
+    }
+}

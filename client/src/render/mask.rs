@@ -1,0 +1,94 @@
+//! Secrets in headers: masked on screen and in HAR unless `--reveal`.
+//!
+//! The store keeps every header as received, so replays stay exact; only
+//! what is shown is masked.
+
+use std::borrow::Cow;
+use std::fmt::Write;
+
+use portpreview_shared::sanitize::escape_str;
+use portpreview_shared::Header;
+
+/// What a masked value shows instead of the secret.
+pub const MASK: &str = "••••••";
+
+/// True when the header carries a credential or a signature.
+pub fn is_sensitive(name: &str) -> bool {
+    const SENSITIVE: &[&str] = &[
+        "authorization",
+        "proxy-authorization",
+        "cookie",
+        "set-cookie",
+        "stripe-signature",
+        "x-hub-signature",
+        "x-hub-signature-256",
+        "x-shopify-hmac-sha256",
+        "x-slack-signature",
+        "webhook-signature",
+        "svix-signature",
+        "paddle-signature",
+        "x-twilio-signature",
+        "x-square-hmacsha256-signature",
+        "linear-signature",
+        "x-gitlab-token",
+        "x-signature-ed25519",
+    ];
+    SENSITIVE.iter().any(|s| s.eq_ignore_ascii_case(name.trim()))
+}
+
+/// The value to show: masked when sensitive and not revealed. An
+/// `Authorization` keeps its scheme (`Bearer ••••••`), which helps debugging
+/// and gives nothing away.
+pub fn shown_value(header: &Header, reveal: bool) -> Cow<'_, [u8]> {
+    if reveal || !is_sensitive(&header.name) {
+        return Cow::Borrowed(&header.value);
+    }
+    let scheme = header
+        .name
+        .eq_ignore_ascii_case("authorization")
+        .then(|| header.value.split(|&b| b == b' ').next())
+        .flatten()
+        .filter(|scheme| scheme.len() < header.value.len() && scheme.iter().all(u8::is_ascii_alphabetic));
+    match scheme {
+        Some(scheme) => Cow::Owned([scheme, b" ", MASK.as_bytes()].concat()),
+        None => Cow::Owned(MASK.as_bytes().to_vec()),
+    }
+}
+
+/// Header value bytes as one terminal-safe line: escaped text, with any
+/// byte that is not UTF-8 shown as `\xNN`.
+pub fn escape_value(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(&escape_str(chunk.valid()));
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shown(name: &str, value: &str, reveal: bool) -> String {
+        String::from_utf8(shown_value(&Header::new(name, value), reveal).into_owned()).unwrap()
+    }
+
+    #[test]
+    fn secrets_are_masked_unless_revealed() {
+        assert_eq!(shown("Authorization", "Bearer sk_live_1", false), "Bearer ••••••");
+        assert_eq!(shown("authorization", "sk_live_1", false), MASK);
+        assert_eq!(shown("stripe-signature", "t=1,v1=abc", false), MASK);
+        assert_eq!(shown("cookie", "session=1", false), MASK);
+        assert_eq!(shown("cookie", "session=1", true), "session=1");
+        assert_eq!(shown("content-type", "text/plain", false), "text/plain");
+    }
+
+    #[test]
+    fn values_print_safely() {
+        assert_eq!(escape_value(b"plain"), "plain");
+        assert_eq!(escape_value(b"a\x1b[2Jb\xffc"), "a\\x1b[2Jb\\xffc");
+    }
+}

@@ -1,0 +1,158 @@
+//! `show` for people: one delivery whole, every untrusted byte escaped.
+
+use std::fmt::Write;
+
+use portpreview_shared::sanitize::{escape_multiline, escape_str};
+use portpreview_shared::Header;
+
+use super::body::{for_terminal, truncation_note};
+use super::mask::{escape_value, shown_value};
+use super::time::{ordinal, rfc3339_ms};
+use crate::store::{Delivery, ReplayRun};
+
+/// The delivery as text; secrets masked unless `reveal`.
+pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: bool) -> String {
+    let r = &d.request;
+    let mut out = String::new();
+    let _ = writeln!(out, "Delivery #{}", d.id);
+    field(&mut out, "Received", &rfc3339_ms(r.received_at_ms));
+    if !r.tunnel_url.is_empty() {
+        field(&mut out, "Tunnel", &escape_str(&r.tunnel_url));
+    }
+    field(&mut out, "Target", &escape_str(&r.target));
+    field(
+        &mut out,
+        "Provider",
+        &escape_str(r.provider.as_deref().unwrap_or("unknown")),
+    );
+    let event = format!(
+        "{} ({}; {} delivery of {})",
+        escape_str(&r.event_key),
+        escape_str(&r.event_key_source),
+        ordinal(delivery_number.max(1)),
+        d.delivery_count
+    );
+    field(&mut out, "Event", &event);
+    if let Some(original) = r.replay_of {
+        field(&mut out, "Replay of", &format!("#{original}"));
+    }
+
+    let _ = writeln!(out, "\nRequest");
+    let _ = writeln!(out, "  {} {}", escape_str(&r.method), escape_str(&r.path));
+    headers(&mut out, &r.request_headers, reveal);
+    body(&mut out, &r.request_body, r.request_body_size);
+
+    let _ = writeln!(out, "\nResponse");
+    match &d.outcome {
+        None => {
+            let _ = writeln!(
+                out,
+                "  (no answer recorded: still in flight, or the client stopped first)"
+            );
+        }
+        Some(o) => {
+            let status = o.status.map_or_else(|| "none".into(), |s| s.to_string());
+            let _ = writeln!(out, "  Status {status} after {:.1} ms", o.duration_ms);
+            if let Some(error) = &o.error {
+                let _ = writeln!(out, "  Error: {}", escape_str(error));
+            }
+            headers(&mut out, &o.response_headers, reveal);
+            body(&mut out, &o.response_body, o.response_body_size);
+        }
+    }
+
+    if !runs.is_empty() {
+        let _ = writeln!(out, "\nReplay runs");
+        for run in runs {
+            let _ = writeln!(
+                out,
+                "  {}  {}×, {} at once  {}",
+                rfc3339_ms(run.started_at_ms),
+                run.times,
+                run.concurrency,
+                escape_str(&run.summary)
+            );
+        }
+    }
+    out
+}
+
+fn field(out: &mut String, label: &str, value: &str) {
+    let _ = writeln!(out, "{label:<10} {value}");
+}
+
+fn headers(out: &mut String, list: &[Header], reveal: bool) {
+    for h in list {
+        let _ = writeln!(
+            out,
+            "  {}: {}",
+            escape_str(&h.name),
+            escape_value(&shown_value(h, reveal))
+        );
+    }
+}
+
+fn body(out: &mut String, bytes: &[u8], size: u64) {
+    if bytes.is_empty() && size == 0 {
+        return;
+    }
+    out.push('\n');
+    for line in for_terminal(bytes).lines() {
+        let _ = writeln!(out, "  {line}");
+    }
+    if let Some(note) = truncation_note(bytes.len(), size) {
+        let _ = writeln!(out, "  {}", escape_multiline(&note));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{NewDelivery, Outcome};
+
+    fn sample() -> Delivery {
+        Delivery {
+            id: 7,
+            request: NewDelivery {
+                received_at_ms: 1_700_000_000_000,
+                target: "http://127.0.0.1:3000".into(),
+                method: "POST".into(),
+                path: "/hook\u{1b}]0;pwned\u{7}".into(),
+                request_headers: vec![
+                    Header::new("authorization", "Bearer sk_live_secret"),
+                    Header::new("x-note", b"\x1b[2J".to_vec()),
+                ],
+                request_body: br#"{"id":"evt_1","n":1}"#.to_vec(),
+                request_body_size: 20,
+                provider: Some("stripe".into()),
+                event_key: "evt_1".into(),
+                event_key_source: "body:/id".into(),
+                ..NewDelivery::default()
+            },
+            outcome: Some(Outcome {
+                status: Some(200),
+                response_body: vec![0xff, 0x00, 0x1b],
+                response_body_size: 3,
+                duration_ms: 3.25,
+                ..Outcome::default()
+            }),
+            delivery_count: 2,
+        }
+    }
+
+    #[test]
+    fn everything_is_escaped_and_secrets_masked() {
+        let shown = delivery(&sample(), 2, &[], false);
+        assert!(!shown.chars().any(|c| c.is_control() && c != '\n'), "{shown}");
+        assert!(!shown.contains("sk_live_secret"), "{shown}");
+        assert!(shown.contains("Bearer ••••••"), "{shown}");
+        assert!(shown.contains("2nd delivery of 2"), "{shown}");
+        assert!(shown.contains("  {\n    \"id\": \"evt_1\","), "{shown}");
+        assert!(shown.contains("00000000  ff 00 1b"), "{shown}");
+    }
+
+    #[test]
+    fn reveal_shows_secrets() {
+        assert!(delivery(&sample(), 2, &[], true).contains("Bearer sk_live_secret"));
+    }
+}

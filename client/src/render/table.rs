@@ -1,0 +1,109 @@
+//! The `history` table: one sanitised line per delivery.
+
+use std::fmt::Write;
+
+use portpreview_shared::sanitize::escape_str;
+
+use super::time::rfc3339_ms;
+use crate::store::Summary;
+
+/// Widest path shown before it is cut with `…`.
+const PATH_WIDTH: usize = 40;
+/// Widest event key shown before it is cut with `…`.
+const KEY_WIDTH: usize = 32;
+
+/// The table: a header line, then one line per delivery, newest first.
+pub fn history(rows: &[Summary]) -> String {
+    let mut out = format!(
+        "{:>6}  {:<24}  {:<7} {:<PATH_WIDTH$} {:>6} {:>10}  {:<17} {:<KEY_WIDTH$} {:>5}\n",
+        "ID", "RECEIVED", "METHOD", "PATH", "STATUS", "DURATION", "PROVIDER", "EVENT", "COUNT"
+    );
+    for row in rows {
+        let _ = writeln!(out, "{}", line(row));
+    }
+    out
+}
+
+/// One delivery as a table line.
+pub fn line(s: &Summary) -> String {
+    let status = match (s.status, &s.error, s.duration_ms) {
+        (Some(status), _, _) => status.to_string(),
+        (None, Some(_), _) => "error".into(),
+        (None, None, None) => "…".into(),
+        (None, None, Some(_)) => "-".into(),
+    };
+    let duration = s.duration_ms.map_or_else(|| "-".into(), |ms| format!("{ms:.0} ms"));
+    let provider = s.provider.as_deref().unwrap_or("-");
+    let mut event = cut(&escape_str(&s.event_key), KEY_WIDTH);
+    if let Some(original) = s.replay_of {
+        event = cut(&format!("replay of #{original}"), KEY_WIDTH);
+    }
+    format!(
+        "{:>6}  {:<24}  {:<7} {:<PATH_WIDTH$} {:>6} {:>10}  {:<17} {:<KEY_WIDTH$} {:>5}",
+        format!("#{}", s.id),
+        rfc3339_ms(s.received_at_ms),
+        cut(&escape_str(&s.method), 7),
+        cut(&escape_str(&s.path), PATH_WIDTH),
+        status,
+        duration,
+        cut(&escape_str(provider), 17),
+        event,
+        s.delivery_count,
+    )
+}
+
+/// Text cut to `width` characters, ending in `…` when cut.
+pub fn cut(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary() -> Summary {
+        Summary {
+            id: 12,
+            received_at_ms: 1_700_000_000_000,
+            method: "POST".into(),
+            path: "/webhooks/\x1b[31mstripe".into(),
+            status: Some(200),
+            duration_ms: Some(14.2),
+            provider: Some("stripe".into()),
+            event_key: "evt_1NqLongLongLongLongLongLongLongLongLong".into(),
+            event_key_source: "body:/id".into(),
+            delivery_count: 2,
+            error: None,
+            replay_of: None,
+        }
+    }
+
+    #[test]
+    fn a_line_is_safe_and_cut() {
+        let shown = line(&summary());
+        assert!(
+            shown.contains("#12") && shown.contains(" 200 ") && shown.contains("14 ms"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("\\x1b[31mstripe") && !shown.contains('\u{1b}'),
+            "{shown}"
+        );
+        assert!(shown.contains("evt_1NqLong") && shown.contains('…'), "{shown}");
+    }
+
+    #[test]
+    fn errors_show_as_such() {
+        let failed = Summary {
+            status: None,
+            error: Some("refused".into()),
+            ..summary()
+        };
+        assert!(line(&failed).contains("error"));
+    }
+}
