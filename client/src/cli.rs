@@ -33,6 +33,10 @@ pub enum Command {
     Export(commands::export::Args),
     /// Remove deliveries older than a given age.
     Prune(commands::prune::Args),
+    /// Replay a recorded delivery N times and say whether the handler stayed idempotent.
+    Replay(commands::replay::Args),
+    /// Replay committed fixtures and fail when a handler is not idempotent (for CI).
+    Check(commands::check::Args),
 }
 
 impl Command {
@@ -41,6 +45,7 @@ impl Command {
         match self {
             Command::Http(args) => args.uses_tui(),
             Command::History(_) | Command::Show(_) | Command::Export(_) | Command::Prune(_) => false,
+            Command::Replay(_) | Command::Check(_) => false,
         }
     }
 }
@@ -54,5 +59,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Show(args) => commands::show::run(args, &db),
         Command::Export(args) => commands::export::run(args, &db),
         Command::Prune(args) => commands::prune::run(args, &db),
+        Command::Replay(args) => commands::replay::run(args, &db).await,
+        Command::Check(args) => commands::check::run(args).await,
     }
 }

@@ -1,0 +1,279 @@
+//! `portpreview replay <ID|EVENT_KEY>`: send a recorded delivery again and
+//! say whether the handler stayed idempotent.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use portpreview_shared::provider::Provider;
+
+use crate::config::{Config, Secret};
+use crate::replay::{self, options::parse_header_arg, Phase, ProbeSpec, Progress, ReplayOptions, Report};
+use crate::store::{NewDelivery, Outcome, ReplayRun, Store};
+
+/// The flags `replay` and `check` share: how to replay and how to judge.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// Attempts to send (at least 1).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub times: Option<u32>,
+    /// Attempts kept in flight at once.
+    #[arg(long, value_name = "C", value_parser = clap::value_parser!(u32).range(1..))]
+    pub concurrency: Option<u32>,
+    /// Send to this URL instead of the recorded target (`http://host:port` keeps the recorded path).
+    #[arg(long, value_name = "URL")]
+    pub target: Option<String>,
+    /// Shell command that prints the handler's state (a row count, a balance, a dump).
+    #[arg(long, value_name = "CMD", conflicts_with = "check_url")]
+    pub check_cmd: Option<String>,
+    /// URL whose GET answer is the handler's state.
+    #[arg(long, value_name = "URL")]
+    pub check_url: Option<String>,
+    /// How long the state must hold still to count as read (300ms, 1s).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub settle: Option<Duration>,
+    /// Give the event new identities: one delivered once, another as a concurrent burst.
+    #[arg(long)]
+    pub fresh: bool,
+    /// Where the identity lives when the provider is unknown (JSON pointer or header:Name).
+    #[arg(long, value_name = "POINTER", requires = "fresh")]
+    pub fresh_field: Option<String>,
+    /// Re-sign every attempt with the current time.
+    #[arg(long)]
+    pub resign: bool,
+    /// Signing secret (else PORTPREVIEW_SECRET_<PROVIDER> or the config file).
+    #[arg(long, env = "PORTPREVIEW_SECRET", hide_env_values = true, value_name = "S")]
+    pub secret: Option<String>,
+}
+
+impl RunArgs {
+    /// Engine options from these flags; `None` fields fall back to the defaults.
+    pub fn options(&self) -> ReplayOptions {
+        let defaults = ReplayOptions::default();
+        ReplayOptions {
+            times: self.times.unwrap_or(defaults.times),
+            concurrency: self.concurrency.unwrap_or(defaults.concurrency),
+            target: self.target.clone(),
+            probe: probe_spec(self.check_cmd.as_deref(), self.check_url.as_deref()),
+            settle: self.settle.unwrap_or(defaults.settle),
+            fresh: self.fresh,
+            fresh_field: self.fresh_field.clone(),
+            resign: self.resign,
+            secret: self.secret.clone().map(Secret::new),
+            ..defaults
+        }
+    }
+}
+
+/// The probe a pair of `--check-cmd` / `--check-url` values asks for.
+pub fn probe_spec(cmd: Option<&str>, url: Option<&str>) -> Option<ProbeSpec> {
+    match (cmd, url) {
+        (Some(cmd), _) => Some(ProbeSpec::Cmd(cmd.to_string())),
+        (None, Some(url)) => Some(ProbeSpec::Url(url.to_string())),
+        (None, None) => None,
+    }
+}
+
+/// Arguments of `portpreview replay`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Delivery to replay: its ID (12 or #12) or its event key (evt_…).
+    #[arg(value_name = "ID|EVENT_KEY", required_unless_present_any = ["from", "latest"], conflicts_with_all = ["from", "latest"])]
+    pub delivery: Option<String>,
+    /// Replay a fixture written by `portpreview export --format json` instead.
+    #[arg(long, value_name = "FIXTURE", conflicts_with = "latest")]
+    pub from: Option<PathBuf>,
+    /// Replay the newest delivery (narrowed by --provider and --path).
+    #[arg(long)]
+    pub latest: bool,
+    /// With --latest: only deliveries from this provider.
+    #[arg(long, requires = "latest", value_name = "P")]
+    pub provider: Option<String>,
+    /// With --latest: only deliveries whose path matches this glob.
+    #[arg(long, requires = "latest", value_name = "GLOB")]
+    pub path: Option<String>,
+    /// How to replay and judge.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Set a header on every attempt ('Name: value', repeatable).
+    #[arg(long = "header", value_name = "NAME: VALUE", value_parser = parse_header_arg)]
+    pub headers: Vec<(String, String)>,
+    /// Leave a recorded header out (repeatable).
+    #[arg(long = "drop-header", value_name = "NAME")]
+    pub drop_headers: Vec<String>,
+    /// Send this file's bytes as the body.
+    #[arg(long, value_name = "FILE")]
+    pub body_file: Option<PathBuf>,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the verdict as a JUnit XML file.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+}
+
+/// Replays, prints the report, records the attempts; exit 0/1/2 as design.md says.
+pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
+    let (request, origin) = load_request(&args, db)?;
+    let mut opts = args.run.options();
+    opts.add_headers = args.headers.clone();
+    opts.drop_headers = args.drop_headers.clone();
+    if let Some(file) = &args.body_file {
+        opts.body = Some(std::fs::read(file).with_context(|| format!("cannot read --body-file {}", file.display()))?);
+    }
+    if opts.resign || opts.fresh {
+        opts.secret = resolve_secret(opts.secret.take(), replay::provider_of(&request), None)?;
+    }
+    let started_at_ms = now_ms();
+    let result = replay::run(request, &opts, &progress_printer()).await;
+    clear_progress();
+    let report = result?;
+    let name = match &origin {
+        Origin::History { id, .. } => format!("#{id} {}", report.event_key),
+        Origin::Fixture(path) => path.display().to_string(),
+    };
+    if let Origin::History { id, store } = &origin {
+        if let Err(err) = record(store, *id, started_at_ms, &opts, &report) {
+            tracing::warn!(%err, "the replay was not recorded in the history");
+        }
+    }
+    print_report(&report, args.json, |json| {
+        if let Origin::History { id, .. } = &origin {
+            json["delivery_id"] = (*id).into();
+        }
+    })?;
+    if let Some(path) = &args.junit {
+        std::fs::write(path, report.to_junit(&name)).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(ExitCode::from(report.exit_code()))
+}
+
+/// Where the replayed request came from.
+enum Origin {
+    History { id: i64, store: Store },
+    Fixture(PathBuf),
+}
+
+fn load_request(args: &Args, db: &Path) -> anyhow::Result<(NewDelivery, Origin)> {
+    if let Some(path) = &args.from {
+        let fixture = crate::fixture::Fixture::load(path)?;
+        return Ok((fixture.to_new_delivery(), Origin::Fixture(path.clone())));
+    }
+    let store = Store::open(db).map_err(|err| err.for_command(db))?;
+    let id = if args.latest {
+        store
+            .latest(args.provider.as_deref(), args.path.as_deref())
+            .map_err(|err| err.for_command(db))?
+            .context("no delivery in the history matches --latest")?
+    } else {
+        let wanted = args.delivery.as_deref().unwrap_or_default();
+        let numeric = wanted.trim_start_matches('#');
+        match numeric.parse::<i64>() {
+            Ok(id) => id,
+            Err(_) => store
+                .newest_with_event_key(wanted)
+                .map_err(|err| err.for_command(db))?
+                .with_context(|| format!("no delivery with event key {wanted:?} in the history"))?,
+        }
+    };
+    let delivery = store
+        .get(id)
+        .map_err(|err| err.for_command(db))?
+        .with_context(|| format!("no delivery #{id} in the history"))?;
+    Ok((delivery.request, Origin::History { id, store }))
+}
+
+/// The signing secret: `--secret`, else the suite's `secret_env`, else
+/// `PORTPREVIEW_SECRET_<PROVIDER>`, else the config file.
+pub fn resolve_secret(
+    flag: Option<Secret>,
+    provider: Option<Provider>,
+    secret_env: Option<&str>,
+) -> anyhow::Result<Option<Secret>> {
+    if flag.is_some() {
+        return Ok(flag);
+    }
+    if let Some(var) = secret_env {
+        let value = std::env::var(var).with_context(|| format!("secret_env {var} is not set"))?;
+        return Ok(Some(Secret::new(value)));
+    }
+    let Some(provider) = provider else {
+        return Ok(None);
+    };
+    if let Ok(value) = std::env::var(replay::secret_env(provider)) {
+        return Ok(Some(Secret::new(value)));
+    }
+    Ok(Config::load()?.secrets.get(provider.name()).cloned())
+}
+
+fn record(store: &Store, id: i64, started_at_ms: i64, opts: &ReplayOptions, report: &Report) -> anyhow::Result<()> {
+    for attempt in &report.attempts {
+        let mut request = attempt.request.clone();
+        request.replay_of = Some(id);
+        let answer = &attempt.answer;
+        let outcome = Outcome {
+            status: answer.status,
+            response_headers: answer.headers.clone(),
+            response_body: answer.body.clone(),
+            response_body_size: answer.body_size,
+            duration_ms: attempt.duration_ms(),
+            error: answer.error.clone(),
+        };
+        store.insert_delivery(&request, &outcome)?;
+    }
+    store.insert_replay_run(&ReplayRun {
+        id: 0,
+        delivery_id: id,
+        started_at_ms,
+        times: opts.times,
+        concurrency: report.concurrency,
+        idempotent: report.idempotent,
+        summary: report.summary_line(),
+        report_json: report.to_json().to_string(),
+    })?;
+    Ok(())
+}
+
+/// Prints a report as text or pretty JSON (after `extend` adds fields).
+pub fn print_report(report: &Report, json: bool, extend: impl FnOnce(&mut serde_json::Value)) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    if json {
+        let mut value = report.to_json();
+        extend(&mut value);
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
+    } else {
+        write!(stdout, "{}", report.render_text())?;
+    }
+    Ok(())
+}
+
+/// A progress line on stderr, only when stderr is a terminal.
+pub fn progress_printer() -> impl Fn(Progress) + Sync {
+    let enabled = std::io::stderr().is_terminal();
+    move |p: Progress| {
+        if !enabled {
+            return;
+        }
+        let what = match p.phase {
+            Phase::Sending => "sending",
+            Phase::Settling => "waiting for the state to settle",
+            Phase::FinalWait => "checking the state stays put",
+        };
+        eprint!("\r\x1b[2K  {}/{} attempts · {what}…", p.done, p.total);
+    }
+}
+
+/// Erases the progress line.
+pub fn clear_progress() {
+    if std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[2K");
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}

@@ -1,0 +1,101 @@
+//! Answers that differ between attempts, grouped and shown side by side.
+
+use portpreview_shared::sanitize::escape_str;
+use serde_json::{json, Value};
+
+use super::report::{attempt_ranges, Attempt};
+
+/// Characters of a body shown in JSON and beside another answer.
+const SHOWN_BODY_CHARS: usize = 2000;
+
+/// Attempts that got the same answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnswerGroup {
+    /// Attempt numbers, ascending.
+    pub attempts: Vec<u32>,
+    /// Status, `None` on error.
+    pub status: Option<u16>,
+    /// Response body (the kept part).
+    pub body: Vec<u8>,
+    /// Error text when there was no answer.
+    pub error: Option<String>,
+}
+
+impl AnswerGroup {
+    /// The group as JSON, body as (lossy) text.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "attempts": self.attempts,
+            "status": self.status,
+            "body": shown_body(&self.body),
+            "error": self.error,
+        })
+    }
+
+    fn lines(&self) -> Vec<String> {
+        let head = match (self.status, &self.error) {
+            (Some(status), _) => format!("attempts {}: {status}", attempt_ranges(&self.attempts)),
+            (None, error) => format!(
+                "attempts {}: {}",
+                attempt_ranges(&self.attempts),
+                error.as_deref().unwrap_or("no answer")
+            ),
+        };
+        let mut lines = vec![head];
+        let body = shown_body(&self.body);
+        let pretty = serde_json::from_str::<Value>(&body)
+            .ok()
+            .and_then(|v| serde_json::to_string_pretty(&v).ok())
+            .unwrap_or(body);
+        lines.extend(pretty.lines().map(|l| escape_str(l).into_owned()));
+        lines
+    }
+}
+
+fn shown_body(body: &[u8]) -> String {
+    String::from_utf8_lossy(body).chars().take(SHOWN_BODY_CHARS).collect()
+}
+
+/// Groups attempts by answer (status, body, error), in order of first appearance.
+pub fn distinct_answers(attempts: &[Attempt]) -> Vec<AnswerGroup> {
+    let mut groups: Vec<AnswerGroup> = Vec::new();
+    for attempt in attempts {
+        let answer = &attempt.answer;
+        match groups
+            .iter_mut()
+            .find(|g| g.status == answer.status && g.body == answer.body && g.error == answer.error)
+        {
+            Some(group) => group.attempts.push(attempt.n),
+            None => groups.push(AnswerGroup {
+                attempts: vec![attempt.n],
+                status: answer.status,
+                body: answer.body.clone(),
+                error: answer.error.clone(),
+            }),
+        }
+    }
+    groups
+}
+
+/// Two answers in two columns, each at most `width` characters wide.
+pub fn side_by_side(left: &AnswerGroup, right: &AnswerGroup, width: usize) -> String {
+    let (a, b) = (left.lines(), right.lines());
+    let rows = a.len().max(b.len()).min(40);
+    let mut out = String::new();
+    for i in 0..rows {
+        let l = clip(a.get(i).map_or("", String::as_str), width);
+        let r = clip(b.get(i).map_or("", String::as_str), width);
+        let marker = if a.get(i) == b.get(i) { ' ' } else { '|' };
+        out.push_str(&format!("  {l:<width$} {marker} {r}\n"));
+    }
+    out
+}
+
+fn clip(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let mut clipped: String = text.chars().take(width.saturating_sub(1)).collect();
+    clipped.push('…');
+    clipped
+}

@@ -1,0 +1,298 @@
+//! Sending one replay attempt: one HTTP/1 request over a kept-alive connection.
+//!
+//! Each worker owns one connection and reuses it, so an attempt costs the
+//! handler's time plus a few microseconds, not a TCP handshake.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::{self, SendRequest};
+use portpreview_shared::Header;
+use tokio::net::TcpStream;
+use tokio::task::JoinHandle;
+
+/// How long one attempt may take before it counts as unanswered.
+pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Response bytes kept per attempt, to show and compare answers.
+pub const KEPT_BODY_BYTES: usize = 64 * 1024;
+
+/// Headers that describe one hop, never the message: not replayed. Content-Length is
+/// recomputed and Host names the replay target.
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "proxy-authorization",
+    "content-length",
+    "host",
+];
+
+/// Where attempts go: a host and port, and the `Host` header to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// Host to connect to.
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+}
+
+impl Endpoint {
+    /// `host:port`, also the Host header value.
+    pub fn authority(&self) -> String {
+        if self.host.contains(':') && !self.host.starts_with('[') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// One request as it goes on the wire.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    /// HTTP method.
+    pub method: String,
+    /// Path and query.
+    pub path: String,
+    /// Headers in order, hop-by-hop ones already removed.
+    pub headers: Vec<Header>,
+    /// Body bytes; Content-Length is computed from them.
+    pub body: Vec<u8>,
+}
+
+/// What one attempt got back.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Answer {
+    /// Status, `None` when no answer came.
+    pub status: Option<u16>,
+    /// Response headers in order.
+    pub headers: Vec<Header>,
+    /// The first [`KEPT_BODY_BYTES`] of the response body.
+    pub body: Vec<u8>,
+    /// Size of the whole response body.
+    pub body_size: u64,
+    /// Time from the first byte sent to the last byte received.
+    pub duration: Duration,
+    /// Why there was no answer, e.g. "connection reset by 127.0.0.1:3000".
+    pub error: Option<String>,
+}
+
+/// Removes the headers that must not be replayed, including those `Connection` names.
+pub fn strip_hop_by_hop(headers: &mut Vec<Header>) {
+    let named: Vec<String> = headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("connection"))
+        .flat_map(|h| {
+            String::from_utf8_lossy(&h.value)
+                .split(',')
+                .map(|s| s.trim().to_ascii_lowercase())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    headers.retain(|h| {
+        let name = h.name.to_ascii_lowercase();
+        !HOP_BY_HOP.contains(&name.as_str()) && !named.contains(&name)
+    });
+}
+
+/// A kept-alive HTTP/1 connection to the replay target; reconnects when the
+/// handler closes it.
+pub struct Connection {
+    endpoint: Endpoint,
+    sender: Option<SendRequest<Full<Bytes>>>,
+    driver: Option<JoinHandle<()>>,
+}
+
+impl Connection {
+    /// A connection that connects on its first request.
+    pub fn lazy(endpoint: Endpoint) -> Self {
+        Self {
+            endpoint,
+            sender: None,
+            driver: None,
+        }
+    }
+
+    /// Opens a connection now; fails when nothing listens at the target.
+    pub async fn open(endpoint: Endpoint) -> std::io::Result<Self> {
+        let mut conn = Self::lazy(endpoint);
+        conn.reconnect().await?;
+        Ok(conn)
+    }
+
+    async fn reconnect(&mut self) -> std::io::Result<()> {
+        if let Some(driver) = self.driver.take() {
+            driver.abort();
+        }
+        self.sender = None;
+        let stream = TcpStream::connect((self.endpoint.host.as_str(), self.endpoint.port)).await?;
+        stream.set_nodelay(true)?;
+        let io = hyper_util::rt::TokioIo::new(stream);
+        let (sender, conn) = http1::handshake(io).await.map_err(std::io::Error::other)?;
+        let driver = tokio::spawn(async move {
+            if let Err(err) = conn.await {
+                tracing::debug!(%err, "replay connection ended");
+            }
+        });
+        self.sender = Some(sender);
+        self.driver = Some(driver);
+        Ok(())
+    }
+
+    /// Sends one request and reads the whole answer; never retries a request
+    /// the handler may have seen.
+    pub async fn send(&mut self, out: &Outgoing) -> Answer {
+        let started = Instant::now();
+        match tokio::time::timeout(ATTEMPT_TIMEOUT, self.exchange(out)).await {
+            Ok(Ok(mut answer)) => {
+                answer.duration = started.elapsed();
+                answer
+            }
+            Ok(Err(error)) => Answer {
+                duration: started.elapsed(),
+                error: Some(error),
+                ..Answer::default()
+            },
+            Err(_) => {
+                // The connection may still carry the late answer: start afresh.
+                self.sender = None;
+                Answer {
+                    duration: started.elapsed(),
+                    error: Some(format!("no answer within {} s", ATTEMPT_TIMEOUT.as_secs())),
+                    ..Answer::default()
+                }
+            }
+        }
+    }
+
+    async fn ready_sender(&mut self) -> Result<&mut SendRequest<Full<Bytes>>, String> {
+        let usable = match self.sender.as_mut() {
+            Some(sender) => sender.ready().await.is_ok(),
+            None => false,
+        };
+        if !usable {
+            self.reconnect()
+                .await
+                .map_err(|err| format!("cannot connect to {}: {err}", self.endpoint.authority()))?;
+        }
+        self.sender.as_mut().ok_or_else(|| "no connection".to_string())
+    }
+
+    async fn exchange(&mut self, out: &Outgoing) -> Result<Answer, String> {
+        let authority = self.endpoint.authority();
+        let request = build_request(out, &authority)?;
+        let sender = self.ready_sender().await?;
+        let response = match sender.try_send_request(request).await {
+            Ok(response) => response,
+            Err(mut err) => match err.take_message() {
+                // Never written: the kept-alive connection had closed. Safe to resend once.
+                Some(request) => {
+                    let sender = self.ready_sender().await?;
+                    sender
+                        .send_request(request)
+                        .await
+                        .map_err(|err| format!("{authority} did not answer: {err}"))?
+                }
+                None => return Err(format!("{authority} did not answer: {}", err.error())),
+            },
+        };
+        let (parts, mut body) = response.into_parts();
+        let mut answer = Answer {
+            status: Some(parts.status.as_u16()),
+            headers: parts
+                .headers
+                .iter()
+                .map(|(name, value)| Header::new(name.as_str(), value.as_bytes()))
+                .collect(),
+            ..Answer::default()
+        };
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|err| format!("{authority} broke off its answer: {err}"))?;
+            if let Ok(data) = frame.into_data() {
+                answer.body_size += data.len() as u64;
+                let room = KEPT_BODY_BYTES.saturating_sub(answer.body.len());
+                answer.body.extend_from_slice(&data[..data.len().min(room)]);
+            }
+        }
+        Ok(answer)
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        if let Some(driver) = self.driver.take() {
+            driver.abort();
+        }
+    }
+}
+
+fn build_request(out: &Outgoing, authority: &str) -> Result<http::Request<Full<Bytes>>, String> {
+    let method =
+        http::Method::from_bytes(out.method.as_bytes()).map_err(|_| format!("invalid method {:?}", out.method))?;
+    let mut builder = http::Request::builder()
+        .method(method)
+        .uri(out.path.as_str())
+        .header(http::header::HOST, authority);
+    for header in &out.headers {
+        builder = builder.header(header.name.as_str(), header.value.as_slice());
+    }
+    let carries_body = !out.body.is_empty() || !matches!(out.method.as_str(), "GET" | "HEAD" | "OPTIONS" | "DELETE");
+    if carries_body {
+        builder = builder.header(http::header::CONTENT_LENGTH, out.body.len());
+    }
+    builder
+        .body(Full::new(Bytes::from(out.body.clone())))
+        .map_err(|err| format!("cannot build the request: {err}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hop_by_hop_and_connection_named_headers_are_dropped() {
+        let mut headers = vec![
+            Header::new("connection", "close, x-trace"),
+            Header::new("x-trace", "1"),
+            Header::new("content-length", "99"),
+            Header::new("Transfer-Encoding", "chunked"),
+            Header::new("stripe-signature", "t=1,v1=ab"),
+            Header::new("x-dup", "a"),
+            Header::new("x-dup", "b"),
+        ];
+        strip_hop_by_hop(&mut headers);
+        let names: Vec<_> = headers.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(names, ["stripe-signature", "x-dup", "x-dup"]);
+    }
+
+    #[test]
+    fn content_length_is_recomputed_and_host_names_the_target() {
+        let out = Outgoing {
+            method: "POST".into(),
+            path: "/hook?x=1".into(),
+            headers: vec![Header::new("x-a", "1")],
+            body: b"hello".to_vec(),
+        };
+        let request = build_request(&out, "127.0.0.1:9").unwrap();
+        assert_eq!(request.headers()["content-length"], "5");
+        assert_eq!(request.headers()["host"], "127.0.0.1:9");
+        assert_eq!(request.uri(), "/hook?x=1");
+    }
+
+    #[test]
+    fn a_header_value_that_cannot_be_sent_is_an_error() {
+        let out = Outgoing {
+            method: "POST".into(),
+            path: "/".into(),
+            headers: vec![Header::new("x-a", b"bad\r\nvalue".to_vec())],
+            body: Vec::new(),
+        };
+        assert!(build_request(&out, "h:1").is_err());
+    }
+}

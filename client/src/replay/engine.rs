@@ -1,0 +1,236 @@
+//! One replay run, step by step: read the state, send, let it settle, judge.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::SystemTime;
+
+use futures_util::future::join_all;
+
+use super::attempt::{Connection, Endpoint};
+use super::plan::{Plan, Variant};
+use super::probe::{read_final, read_settled, Probe};
+use super::report::{Attempt, Report, Role, StateTrace};
+use super::{verdict, Phase, Progress, ReplayError, ReplayOptions};
+use crate::store::NewDelivery;
+
+/// Kept-alive connections, one per attempt in flight.
+struct Pool {
+    endpoint: Endpoint,
+    conns: Vec<Connection>,
+}
+
+impl Pool {
+    /// Connects the first connection now, so a target that is down stops the run before it starts.
+    async fn open(endpoint: &Endpoint) -> Result<Self, ReplayError> {
+        let first = Connection::open(endpoint.clone())
+            .await
+            .map_err(|source| ReplayError::TargetDown {
+                target: endpoint.authority(),
+                source,
+            })?;
+        Ok(Self {
+            endpoint: endpoint.clone(),
+            conns: vec![first],
+        })
+    }
+
+    fn take(&mut self, width: usize) -> &mut [Connection] {
+        while self.conns.len() < width {
+            self.conns.push(Connection::lazy(self.endpoint.clone()));
+        }
+        &mut self.conns[..width]
+    }
+}
+
+struct Run<'a> {
+    plan: &'a Plan,
+    opts: &'a ReplayOptions,
+    progress: &'a (dyn Fn(Progress) + Sync),
+    pool: Pool,
+    probe: Option<Probe>,
+    trace: StateTrace,
+    attempts: Vec<Attempt>,
+    total: u32,
+}
+
+/// Runs the whole replay.
+pub async fn run(
+    request: &NewDelivery,
+    opts: &ReplayOptions,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Report, ReplayError> {
+    if opts.times == 0 {
+        return Err(ReplayError::ZeroTimes);
+    }
+    if opts.concurrency == 0 {
+        return Err(ReplayError::ZeroConcurrency);
+    }
+    let plan = Plan::new(request, opts)?;
+    let pool = Pool::open(&plan.endpoint).await?;
+    let probe = match &opts.probe {
+        Some(spec) => Some(Probe::open(spec).await?),
+        None => None,
+    };
+    let mut run = Run {
+        plan: &plan,
+        opts,
+        progress,
+        pool,
+        probe,
+        trace: StateTrace {
+            steady: true,
+            ..StateTrace::default()
+        },
+        attempts: Vec::new(),
+        total: opts.times + u32::from(opts.fresh),
+    };
+    if let Some(probe) = run.probe.as_mut() {
+        (run.progress)(Progress {
+            done: 0,
+            total: run.total,
+            phase: Phase::Settling,
+        });
+        let settled = read_settled(probe, opts.settle).await?;
+        run.trace.before = settled.state;
+        run.trace.steady &= settled.steady;
+    }
+    if opts.fresh {
+        let baseline = plan.fresh(opts.fresh_field.as_deref())?;
+        run.step(&baseline, Role::Baseline, 1, 1).await?;
+        let burst = plan.fresh(opts.fresh_field.as_deref())?;
+        run.step(&burst, Role::Burst, opts.times, opts.burst_width()).await?;
+    } else {
+        run.step(&plan.recorded, Role::Replay, 1, 1).await?;
+        let mut left = opts.times - 1;
+        while left > 0 {
+            let batch = left.min(opts.concurrency);
+            run.step(&plan.recorded, Role::Replay, batch, batch).await?;
+            left -= batch;
+        }
+    }
+    if let Some(probe) = run.probe.as_mut() {
+        (run.progress)(Progress {
+            done: run.total,
+            total: run.total,
+            phase: Phase::FinalWait,
+        });
+        let last = run.trace.after().to_string();
+        run.trace.moved_to = read_final(probe, opts.settle, &last).await?;
+    }
+    Ok(run.into_report(request))
+}
+
+impl Run<'_> {
+    /// Sends `count` attempts of `variant`, `width` at a time, then reads the state once.
+    async fn step(&mut self, variant: &Variant, role: Role, count: u32, width: u32) -> Result<(), ReplayError> {
+        let first_new = self.attempts.len();
+        let mut left = count;
+        while left > 0 {
+            let batch = left.min(width);
+            self.send_batch(variant, role, batch).await?;
+            left -= batch;
+        }
+        let Some(probe) = self.probe.as_mut() else {
+            return Ok(());
+        };
+        (self.progress)(Progress {
+            done: self.attempts.len() as u32,
+            total: self.total,
+            phase: Phase::Settling,
+        });
+        let previous = self.trace.after().to_string();
+        let settled = read_settled(probe, self.opts.settle).await?;
+        self.trace.steady &= settled.steady;
+        let changed = settled.state != previous;
+        self.trace.steps.push(settled.state);
+        let step = self.trace.steps.len() - 1;
+        for attempt in &mut self.attempts[first_new..] {
+            attempt.step = step;
+            attempt.state_changed = Some(changed);
+        }
+        Ok(())
+    }
+
+    /// Sends `count` attempts at once, each on its own connection, each signed just before it goes.
+    async fn send_batch(&mut self, variant: &Variant, role: Role, count: u32) -> Result<(), ReplayError> {
+        let plan = self.plan;
+        let progress = self.progress;
+        let total = self.total;
+        let done = AtomicU32::new(self.attempts.len() as u32);
+        let sends = self.pool.take(count as usize).iter_mut().map(|conn| {
+            let done = &done;
+            async move {
+                let out = plan.outgoing(variant)?;
+                let sent_at = SystemTime::now();
+                let answer = conn.send(&out).await;
+                let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
+                progress(Progress {
+                    done: finished,
+                    total,
+                    phase: Phase::Sending,
+                });
+                Ok::<_, ReplayError>((plan.record(&out, variant, sent_at), answer))
+            }
+        });
+        for result in join_all(sends).await {
+            let (request, answer) = result?;
+            self.attempts.push(Attempt {
+                n: self.attempts.len() as u32 + 1,
+                role,
+                request,
+                answer,
+                step: 0,
+                state_changed: None,
+            });
+        }
+        Ok(())
+    }
+
+    fn into_report(self, request: &NewDelivery) -> Report {
+        let opts = self.opts;
+        let provider = self.plan.provider;
+        let mut checks = vec![verdict::answers_2xx(&self.attempts)];
+        let mut warnings = self.plan.warnings.clone();
+        let state = self.probe.is_some().then_some(self.trace);
+        match &state {
+            Some(trace) => {
+                let content = if opts.fresh {
+                    verdict::burst_acts_once(trace, opts.times as usize)
+                } else {
+                    verdict::duplicates_change_nothing(&self.attempts, trace)
+                };
+                checks.extend(content);
+                checks.push(verdict::state_settled(trace, opts.settle));
+                if opts.times == 1 && !opts.fresh {
+                    warnings.push(
+                        "one attempt only: no duplicate was sent; pass --times 2 or more to see what a duplicate does"
+                            .into(),
+                    );
+                }
+            }
+            None => warnings.push(
+                "side effects were not checked: pass --check-url or --check-cmd to read the handler's state".into(),
+            ),
+        }
+        if let Some((p, within)) = provider.and_then(|p| Some((p, p.answer_within()?))) {
+            warnings.extend(verdict::slow_answers(&self.attempts, p.name(), within));
+        }
+        Report {
+            idempotent: verdict::decide(&checks),
+            checks,
+            warnings,
+            provider: provider.map(|p| p.name().to_string()),
+            event_key: request.event_key.clone(),
+            retry_window: provider.map(|p| p.retry_window().to_string()),
+            target: self.plan.url(),
+            times: opts.times,
+            concurrency: if opts.fresh {
+                opts.burst_width()
+            } else {
+                opts.concurrency
+            },
+            fresh: opts.fresh,
+            state,
+            attempts: self.attempts,
+        }
+    }
+}

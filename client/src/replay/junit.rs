@@ -1,0 +1,127 @@
+//! JUnit XML: one `<testcase>` per replayed fixture, for CI dashboards.
+
+use std::fmt::Write;
+
+use super::report::Report;
+
+/// How one fixture ended.
+#[derive(Debug)]
+pub enum CaseResult<'a> {
+    /// A verdict was reached.
+    Verdict(&'a Report),
+    /// The run could not happen (exit 2), with the reason.
+    Error(String),
+}
+
+/// A whole JUnit document for a list of named cases.
+pub fn document(suite: &str, cases: &[(String, CaseResult<'_>)]) -> String {
+    let failures = cases
+        .iter()
+        .filter(|(_, r)| matches!(r, CaseResult::Verdict(report) if report.idempotent != Some(true)))
+        .count();
+    let errors = cases.iter().filter(|(_, r)| matches!(r, CaseResult::Error(_))).count();
+    let seconds: f64 = cases.iter().map(|(_, r)| case_seconds(r)).sum();
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"portpreview\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{seconds:.3}\">",
+        cases.len()
+    );
+    let _ = writeln!(
+        out,
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{seconds:.3}\">",
+        escape(suite),
+        cases.len()
+    );
+    for (name, result) in cases {
+        let _ = write!(
+            out,
+            "    <testcase classname=\"portpreview.idempotency\" name=\"{}\" time=\"{:.3}\"",
+            escape(name),
+            case_seconds(result)
+        );
+        match result {
+            CaseResult::Verdict(report) if report.idempotent == Some(true) => {
+                out.push_str(">\n");
+                let _ = writeln!(out, "      <system-out>{}</system-out>", escape(&report.summary_line()));
+            }
+            CaseResult::Verdict(report) => {
+                let failed: Vec<String> = report
+                    .failed_checks()
+                    .map(|c| format!("{}: {}", c.name, c.detail))
+                    .collect();
+                let message = format!("{}: {}", report.verdict(), failed.join("; "));
+                let _ = writeln!(
+                    out,
+                    ">\n      <failure message=\"{}\" type=\"{}\">{}</failure>",
+                    escape(&message),
+                    report.verdict(),
+                    escape(&report.render_text())
+                );
+            }
+            CaseResult::Error(reason) => {
+                let _ = writeln!(
+                    out,
+                    ">\n      <error message=\"{}\" type=\"could_not_run\"/>",
+                    escape(reason)
+                );
+            }
+        }
+        out.push_str("    </testcase>\n");
+    }
+    out.push_str("  </testsuite>\n</testsuites>\n");
+    out
+}
+
+fn case_seconds(result: &CaseResult<'_>) -> f64 {
+    match result {
+        CaseResult::Verdict(report) => report.attempts.iter().map(|a| a.answer.duration.as_secs_f64()).sum(),
+        CaseResult::Error(_) => 0.0,
+    }
+}
+
+impl Report {
+    /// A JUnit document holding this one run as a test case named `name`.
+    pub fn to_junit(&self, name: &str) -> String {
+        document("portpreview replay", &[(name.to_string(), CaseResult::Verdict(self))])
+    }
+}
+
+/// Escapes text for XML attributes and content; drops characters XML 1.0 forbids.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\n' => out.push_str("&#10;"),
+            '\t' | '\r' => out.push(' '),
+            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xml_specials_and_control_characters_are_escaped() {
+        assert_eq!(escape("a<b>&\"c'\u{1b}"), "a&lt;b&gt;&amp;&quot;c&apos;\u{fffd}");
+    }
+
+    #[test]
+    fn an_error_case_is_counted_as_an_error() {
+        let xml = document(
+            "s",
+            &[("fixtures/a.json".into(), CaseResult::Error("nothing answers".into()))],
+        );
+        assert!(xml.contains("errors=\"1\""), "{xml}");
+        assert!(xml.contains("<error message=\"nothing answers\""), "{xml}");
+    }
+}

@@ -1,0 +1,114 @@
+//! The replay engine: send a recorded delivery N times, read the handler's
+//! state around each attempt, and judge whether the handler is idempotent.
+//!
+//! `run` is the whole public face; `replay`, `check` and the TUI call it.
+
+pub mod answers;
+pub mod attempt;
+pub mod delta;
+mod engine;
+pub mod junit;
+pub mod options;
+pub mod plan;
+pub mod probe;
+pub mod report;
+mod text;
+pub mod verdict;
+
+use portpreview_shared::provider::{FreshError, Provider, SignError};
+
+pub use options::{ReplayOptions, DEFAULT_SETTLE};
+pub use plan::provider_of;
+pub use probe::{ProbeError, ProbeSpec};
+pub use report::{Attempt, Check, Report, Role, StateTrace};
+
+use crate::store::NewDelivery;
+
+/// Where a run is, for progress lines and the TUI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Attempts answered so far (baseline included).
+    pub done: u32,
+    /// Attempts the run will send.
+    pub total: u32,
+    /// What the run is doing now.
+    pub phase: Phase,
+}
+
+/// The stage of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Sending attempts.
+    Sending,
+    /// Waiting for the state to hold still.
+    Settling,
+    /// Waiting three settle windows after the last attempt.
+    FinalWait,
+}
+
+/// Why a replay could not run (exit code 2); each is one line for stderr.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// `--times 0`.
+    #[error("--times must be at least 1")]
+    ZeroTimes,
+    /// `--concurrency 0`.
+    #[error("--concurrency must be at least 1")]
+    ZeroConcurrency,
+    /// The recorded body was cut at the store's limit.
+    #[error("the delivery's body was cut short when it was recorded ({kept} of {size} bytes kept): it cannot be replayed as sent")]
+    Truncated {
+        /// Bytes stored.
+        kept: u64,
+        /// Bytes received.
+        size: u64,
+    },
+    /// `--target` or the recorded target is unusable.
+    #[error("{0}")]
+    Target(String),
+    /// Nothing listens at the target.
+    #[error("nothing answers at {target}: {source} (is the handler running?)")]
+    TargetDown {
+        /// `host:port`.
+        target: String,
+        /// The connect error.
+        source: std::io::Error,
+    },
+    /// The state probe failed.
+    #[error(transparent)]
+    Probe(#[from] ProbeError),
+    /// Re-signing was asked for without a secret.
+    #[error("no secret for {provider}: pass --secret or set {env}")]
+    NoSecret {
+        /// Provider name.
+        provider: &'static str,
+        /// The environment variable that would supply it.
+        env: String,
+    },
+    /// Re-signing was asked for but the provider is unknown.
+    #[error("cannot re-sign: the delivery's provider is unknown")]
+    UnknownProvider,
+    /// The provider's signature cannot be made here.
+    #[error(transparent)]
+    Sign(#[from] SignError),
+    /// `--fresh` found no identity to renew.
+    #[error("--fresh: {0}")]
+    Fresh(#[from] FreshError),
+}
+
+/// The environment variable holding a provider's signing secret, e.g. `PORTPREVIEW_SECRET_STRIPE`.
+pub fn secret_env(provider: Provider) -> String {
+    format!(
+        "PORTPREVIEW_SECRET_{}",
+        provider.name().to_ascii_uppercase().replace('-', "_")
+    )
+}
+
+/// Replays `request` as `opts` says and judges the handler.
+pub async fn run(
+    request: NewDelivery,
+    opts: &ReplayOptions,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Report, ReplayError> {
+    engine::run(&request, opts, progress).await
+}

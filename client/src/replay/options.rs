@@ -1,0 +1,115 @@
+//! What a replay run is asked to do.
+
+use std::time::Duration;
+
+use super::probe::ProbeSpec;
+use crate::config::Secret;
+
+/// Default `--settle`: how long the state must hold still to count as read.
+pub const DEFAULT_SETTLE: Duration = Duration::from_millis(300);
+
+/// Settings of one replay run; `Default` is one attempt, one at a time, 300 ms settle.
+#[derive(Debug, Clone)]
+pub struct ReplayOptions {
+    /// Attempts to send (at least 1).
+    pub times: u32,
+    /// Attempts kept in flight at once (at least 1).
+    pub concurrency: u32,
+    /// `--target`: `scheme://host:port` keeps the recorded path, one with a path replaces it.
+    pub target: Option<String>,
+    /// What reads the handler's state, if anything.
+    pub probe: Option<ProbeSpec>,
+    /// How long the state must hold still to count as read.
+    pub settle: Duration,
+    /// Give the event new identities: a baseline and a concurrent burst.
+    pub fresh: bool,
+    /// JSON pointer of the body field that holds the identity, when the provider is unknown.
+    pub fresh_field: Option<String>,
+    /// Re-sign every attempt with the current time.
+    pub resign: bool,
+    /// Signing secret (`--secret`, the environment or the config file).
+    pub secret: Option<Secret>,
+    /// Headers to set, replacing recorded ones of the same name.
+    pub add_headers: Vec<(String, String)>,
+    /// Header names to leave out.
+    pub drop_headers: Vec<String>,
+    /// A body to send instead of the recorded one.
+    pub body: Option<Vec<u8>>,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> Self {
+        Self {
+            times: 1,
+            concurrency: 1,
+            target: None,
+            probe: None,
+            settle: DEFAULT_SETTLE,
+            fresh: false,
+            fresh_field: None,
+            resign: false,
+            secret: None,
+            add_headers: Vec::new(),
+            drop_headers: Vec::new(),
+            body: None,
+        }
+    }
+}
+
+impl ReplayOptions {
+    /// Attempts in flight at once for the `--fresh` burst: all of them unless
+    /// `--concurrency` asked for fewer.
+    pub fn burst_width(&self) -> u32 {
+        if self.concurrency > 1 {
+            self.concurrency.min(self.times)
+        } else {
+            self.times
+        }
+    }
+}
+
+/// Parses a `--header 'Name: value'` argument.
+pub fn parse_header_arg(arg: &str) -> Result<(String, String), String> {
+    let (name, value) = arg
+        .split_once(':')
+        .ok_or_else(|| format!("{arg:?} is not 'Name: value'"))?;
+    let name = name.trim();
+    if name.is_empty() || http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+        return Err(format!("{name:?} is not a header name"));
+    }
+    let value = value.trim();
+    if http::HeaderValue::from_str(value).is_err() {
+        return Err(format!("the value of {name} holds characters a header cannot carry"));
+    }
+    Ok((name.to_ascii_lowercase(), value.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_arguments_split_at_the_first_colon() {
+        assert_eq!(
+            parse_header_arg("X-Test:  a:b ").unwrap(),
+            ("x-test".into(), "a:b".into())
+        );
+        assert!(parse_header_arg("no colon").is_err());
+        assert!(parse_header_arg("bad name: x").is_err());
+    }
+
+    #[test]
+    fn the_fresh_burst_sends_everything_at_once_unless_limited() {
+        let opts = ReplayOptions {
+            times: 10,
+            ..ReplayOptions::default()
+        };
+        assert_eq!(opts.burst_width(), 10);
+        let opts = ReplayOptions {
+            times: 10,
+            concurrency: 4,
+            ..ReplayOptions::default()
+        };
+        assert_eq!(opts.burst_width(), 4);
+    }
+}

@@ -1,0 +1,293 @@
+//! Turning a recorded delivery and the options into requests ready to send:
+//! where they go, which headers and body, and how each one is signed.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use portpreview_shared::provider::{self, Provider};
+use portpreview_shared::Header;
+
+use super::attempt::{strip_hop_by_hop, Endpoint, Outgoing};
+use super::{secret_env, ReplayError, ReplayOptions};
+use crate::config::Secret;
+use crate::store::NewDelivery;
+use crate::target::Target;
+
+/// One identity of the event: the recorded one, or a fresh one for `--fresh`.
+#[derive(Debug, Clone)]
+pub struct Variant {
+    /// Headers to send (before signing).
+    pub headers: Vec<Header>,
+    /// Body to send.
+    pub body: Vec<u8>,
+    /// Event key of this identity.
+    pub event_key: String,
+}
+
+/// Everything fixed for the whole run.
+#[derive(Debug)]
+pub struct Plan {
+    /// Where attempts connect.
+    pub endpoint: Endpoint,
+    /// Method.
+    pub method: String,
+    /// Path and query sent.
+    pub path: String,
+    /// The recorded identity, modified by `--header`, `--drop-header` and `--body-file`.
+    pub recorded: Variant,
+    /// Provider, from the record or detected.
+    pub provider: Option<Provider>,
+    /// `(provider, secret)` when every attempt is signed just before it is sent.
+    signing: Option<(Provider, Secret)>,
+    /// How the event key was made (kept for the records).
+    event_key_source: String,
+    /// Things the report should mention.
+    pub warnings: Vec<String>,
+}
+
+/// The provider of a recorded delivery: as recorded, else detected.
+pub fn provider_of(request: &NewDelivery) -> Option<Provider> {
+    request
+        .provider
+        .as_deref()
+        .and_then(Provider::from_name)
+        .or_else(|| provider::detect(&request.request_headers, &request.request_body))
+}
+
+impl Plan {
+    /// Checks and prepares a run; every "could not run" reason surfaces here.
+    pub fn new(request: &NewDelivery, opts: &ReplayOptions) -> Result<Self, ReplayError> {
+        if request.request_truncated() {
+            return Err(ReplayError::Truncated {
+                kept: request.request_body.len() as u64,
+                size: request.request_body_size,
+            });
+        }
+        let (endpoint, path) = resolve_target(&request.target, opts.target.as_deref(), &request.path)?;
+        let mut warnings = Vec::new();
+        let body = opts.body.clone().unwrap_or_else(|| request.request_body.clone());
+        let mut headers = request.request_headers.clone();
+        headers.retain(|h| !opts.drop_headers.iter().any(|d| d.eq_ignore_ascii_case(&h.name)));
+        for (name, _) in &opts.add_headers {
+            headers.retain(|h| !h.name.eq_ignore_ascii_case(name));
+        }
+        headers.extend(
+            opts.add_headers
+                .iter()
+                .map(|(n, v)| Header::new(n.as_str(), v.as_bytes())),
+        );
+        strip_hop_by_hop(&mut headers);
+        headers.retain(|h| {
+            let sendable = http::HeaderName::from_bytes(h.name.as_bytes()).is_ok()
+                && http::HeaderValue::from_bytes(&h.value).is_ok();
+            if !sendable {
+                warnings.push(format!(
+                    "header {:?} cannot be sent over HTTP/1 and was left out",
+                    h.name
+                ));
+            }
+            sendable
+        });
+        let provider = provider_of(request);
+        let signing = signing(provider, opts, &mut warnings)?;
+        let plan = Self {
+            endpoint,
+            method: request.method.clone(),
+            path,
+            recorded: Variant {
+                headers,
+                body,
+                event_key: request.event_key.clone(),
+            },
+            provider,
+            signing,
+            event_key_source: request.event_key_source.clone(),
+            warnings,
+        };
+        // Sign once now so a provider that cannot be re-signed stops the run before anything is sent.
+        plan.outgoing(&plan.recorded)?;
+        Ok(plan)
+    }
+
+    /// The full URL attempts go to.
+    pub fn url(&self) -> String {
+        format!("http://{}{}", self.endpoint.authority(), self.path)
+    }
+
+    /// A new identity for the event (`--fresh`).
+    pub fn fresh(&self, field: Option<&str>) -> Result<Variant, ReplayError> {
+        let mut variant = self.recorded.clone();
+        variant.event_key = provider::fresh_identity(self.provider, &mut variant.headers, &mut variant.body, field)?;
+        Ok(variant)
+    }
+
+    /// The request for one attempt, signed with the current time when signing is on.
+    pub fn outgoing(&self, variant: &Variant) -> Result<Outgoing, ReplayError> {
+        let mut headers = variant.headers.clone();
+        let mut body = variant.body.clone();
+        if let Some((provider, secret)) = &self.signing {
+            let url = self.url();
+            provider::resign(
+                *provider,
+                secret.expose(),
+                &mut headers,
+                &mut body,
+                SystemTime::now(),
+                Some(&url),
+            )?;
+        }
+        Ok(Outgoing {
+            method: self.method.clone(),
+            path: self.path.clone(),
+            headers,
+            body,
+        })
+    }
+
+    /// The attempt as a history record (`replay_of` left for the caller).
+    pub fn record(&self, out: &Outgoing, variant: &Variant, sent_at: SystemTime) -> NewDelivery {
+        let received_at_ms = sent_at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+        NewDelivery {
+            received_at_ms,
+            tunnel_url: String::new(),
+            target: format!("http://{}", self.endpoint.authority()),
+            method: out.method.clone(),
+            path: out.path.clone(),
+            request_headers: out.headers.clone(),
+            request_body: out.body.clone(),
+            request_body_size: out.body.len() as u64,
+            provider: self.provider.map(|p| p.name().to_string()),
+            event_key: variant.event_key.clone(),
+            event_key_source: self.event_key_source.clone(),
+            replay_of: None,
+        }
+    }
+}
+
+fn signing(
+    provider: Option<Provider>,
+    opts: &ReplayOptions,
+    warnings: &mut Vec<String>,
+) -> Result<Option<(Provider, Secret)>, ReplayError> {
+    let signs = opts.resign || (opts.fresh && opts.secret.is_some());
+    if !signs {
+        if opts.fresh {
+            if let Some(p) = provider {
+                warnings.push(format!(
+                    "the fresh events are not re-signed (no secret for {p}): a handler that checks signatures will reject them; \
+                     pass --secret or set {}",
+                    secret_env(p)
+                ));
+            }
+        }
+        return Ok(None);
+    }
+    let Some(provider) = provider else {
+        if opts.resign {
+            return Err(ReplayError::UnknownProvider);
+        }
+        warnings.push("the fresh events are not re-signed: the provider is unknown".into());
+        return Ok(None);
+    };
+    match &opts.secret {
+        Some(secret) => Ok(Some((provider, secret.clone()))),
+        None => Err(ReplayError::NoSecret {
+            provider: provider.name(),
+            env: secret_env(provider),
+        }),
+    }
+}
+
+/// Where attempts go and which path they ask for. A `--target` with a path
+/// replaces the recorded path (keeping the recorded query unless it has one).
+pub fn resolve_target(
+    recorded: &str,
+    flag: Option<&str>,
+    recorded_path: &str,
+) -> Result<(Endpoint, String), ReplayError> {
+    let recorded_path = if recorded_path.is_empty() { "/" } else { recorded_path };
+    let (text, path) = match flag {
+        Some(flag) => {
+            let target = Target::parse(flag).map_err(|err| ReplayError::Target(err.to_string()))?;
+            let path = match explicit_path(flag) {
+                Some(path) if path.contains('?') => path.to_string(),
+                Some(path) => {
+                    let query = recorded_path.find('?').map_or("", |at| &recorded_path[at..]);
+                    format!("{path}{query}")
+                }
+                None => recorded_path.to_string(),
+            };
+            (target, path)
+        }
+        None => {
+            if recorded.is_empty() {
+                return Err(ReplayError::Target(
+                    "the delivery has no recorded target: pass --target URL".into(),
+                ));
+            }
+            let target = Target::parse(recorded).map_err(|err| ReplayError::Target(err.to_string()))?;
+            let path = target.request_path(recorded_path);
+            (target, path)
+        }
+    };
+    let host = text.host.trim_start_matches('[').trim_end_matches(']').to_string();
+    Ok((Endpoint { host, port: text.port }, path))
+}
+
+/// The path part of a `--target` written as a URL, if it has one.
+fn explicit_path(flag: &str) -> Option<&str> {
+    let rest = flag.split_once("://").map_or(flag, |(_, rest)| rest);
+    let at = rest.find(['/', '?'])?;
+    let path = &rest[at..];
+    if path.starts_with('?') {
+        return None;
+    }
+    Some(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolved(recorded: &str, flag: Option<&str>, path: &str) -> (String, String) {
+        let (endpoint, path) = resolve_target(recorded, flag, path).unwrap();
+        (endpoint.authority(), path)
+    }
+
+    #[test]
+    fn a_target_without_a_path_keeps_the_recorded_path_and_query() {
+        assert_eq!(
+            resolved(
+                "http://127.0.0.1:3000",
+                Some("http://127.0.0.1:4000"),
+                "/hooks/stripe?x=1"
+            ),
+            ("127.0.0.1:4000".into(), "/hooks/stripe?x=1".into())
+        );
+        assert_eq!(
+            resolved("http://127.0.0.1:3000", None, "/a"),
+            ("127.0.0.1:3000".into(), "/a".into())
+        );
+    }
+
+    #[test]
+    fn a_target_with_a_path_replaces_the_recorded_path() {
+        assert_eq!(
+            resolved(
+                "http://127.0.0.1:3000",
+                Some("http://127.0.0.1:4000/v2/hook"),
+                "/hooks?x=1"
+            ),
+            ("127.0.0.1:4000".into(), "/v2/hook?x=1".into())
+        );
+        assert_eq!(
+            resolved("", Some("localhost:4000/new?y=2"), "/hooks?x=1"),
+            ("localhost:4000".into(), "/new?y=2".into())
+        );
+    }
+
+    #[test]
+    fn no_target_at_all_is_a_clear_error() {
+        assert!(resolve_target("", None, "/").is_err());
+        assert!(resolve_target("", Some("https://x:1"), "/").is_err());
+    }
+}

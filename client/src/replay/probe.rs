@@ -1,0 +1,297 @@
+//! Reading the handler's observable state: `--check-cmd` or `--check-url`.
+//!
+//! Handlers that answer at once and work from a queue change state after
+//! they answer, so a read counts only once the state has held still for the
+//! settle window.
+
+use std::time::{Duration, Instant};
+
+use super::attempt::{Connection, Endpoint, Outgoing};
+
+/// How long one probe read may take.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The settle wait stops after this many settle windows even if the state keeps moving.
+pub const SETTLE_CAP_FACTOR: u32 = 10;
+
+/// Windows waited after the last attempt before the final read.
+pub const FINAL_WAIT_FACTOR: u32 = 3;
+
+/// What prints the handler's state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProbeSpec {
+    /// A shell command run with `sh -c`; its stdout is the state.
+    Cmd(String),
+    /// A URL fetched with GET; its body is the state.
+    Url(String),
+}
+
+/// Why the state could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    /// The command could not start.
+    #[error("cannot run --check-cmd: {0}")]
+    Spawn(std::io::Error),
+    /// The command exited with a failure.
+    #[error("--check-cmd failed ({status}): {stderr}")]
+    Failed {
+        /// Exit status as text.
+        status: String,
+        /// First line of its stderr.
+        stderr: String,
+    },
+    /// The URL is not an `http://host:port/path` URL.
+    #[error("--check-url {0:?} is not an http:// URL")]
+    BadUrl(String),
+    /// The URL did not answer 2xx.
+    #[error("--check-url {url} answered {detail}")]
+    Http {
+        /// The URL.
+        url: String,
+        /// Status or error.
+        detail: String,
+    },
+    /// The read took longer than [`PROBE_TIMEOUT`].
+    #[error("the state probe gave no answer within {} s", PROBE_TIMEOUT.as_secs())]
+    Timeout,
+}
+
+/// Anything that can read the state; the engine uses [`Probe`], tests a script.
+pub trait StateSource {
+    /// Reads the state once.
+    fn read(&mut self) -> impl std::future::Future<Output = Result<String, ProbeError>>;
+}
+
+/// A state read that held still, or the last read when the cap was hit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settled {
+    /// The state text.
+    pub state: String,
+    /// False when the state was still changing when the cap ran out.
+    pub steady: bool,
+}
+
+/// A ready probe: a command, or a URL with its kept-alive connection.
+pub struct Probe {
+    kind: Kind,
+}
+
+enum Kind {
+    Cmd(String),
+    Url {
+        url: String,
+        path: String,
+        conn: Connection,
+    },
+}
+
+impl Probe {
+    /// Prepares a probe; a URL probe connects now, so a wrong port fails early.
+    pub async fn open(spec: &ProbeSpec) -> Result<Self, ProbeError> {
+        let kind = match spec {
+            ProbeSpec::Cmd(cmd) => Kind::Cmd(cmd.clone()),
+            ProbeSpec::Url(url) => {
+                let (endpoint, path) = parse_url(url)?;
+                let conn = Connection::open(endpoint).await.map_err(|err| ProbeError::Http {
+                    url: url.clone(),
+                    detail: format!("nothing: {err}"),
+                })?;
+                Kind::Url {
+                    url: url.clone(),
+                    path,
+                    conn,
+                }
+            }
+        };
+        Ok(Self { kind })
+    }
+}
+
+impl StateSource for Probe {
+    async fn read(&mut self) -> Result<String, ProbeError> {
+        match tokio::time::timeout(PROBE_TIMEOUT, read_once(&mut self.kind)).await {
+            Ok(result) => result,
+            Err(_) => Err(ProbeError::Timeout),
+        }
+    }
+}
+
+async fn read_once(kind: &mut Kind) -> Result<String, ProbeError> {
+    match kind {
+        Kind::Cmd(cmd) => {
+            let output = tokio::process::Command::new("sh")
+                .arg("-c")
+                .arg(cmd.as_str())
+                .stdin(std::process::Stdio::null())
+                .kill_on_drop(true)
+                .output()
+                .await
+                .map_err(ProbeError::Spawn)?;
+            if !output.status.success() {
+                let stderr = String::from_utf8_lossy(&output.stderr);
+                return Err(ProbeError::Failed {
+                    status: output.status.to_string(),
+                    stderr: stderr.lines().next().unwrap_or("").to_string(),
+                });
+            }
+            Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+        }
+        Kind::Url { url, path, conn } => {
+            let request = Outgoing {
+                method: "GET".into(),
+                path: path.clone(),
+                headers: Vec::new(),
+                body: Vec::new(),
+            };
+            let answer = conn.send(&request).await;
+            match (answer.status, answer.error) {
+                (Some(status), _) if (200..300).contains(&status) => {
+                    Ok(String::from_utf8_lossy(&answer.body).into_owned())
+                }
+                (Some(status), _) => Err(ProbeError::Http {
+                    url: url.clone(),
+                    detail: status.to_string(),
+                }),
+                (None, error) => Err(ProbeError::Http {
+                    url: url.clone(),
+                    detail: error.unwrap_or_else(|| "nothing".into()),
+                }),
+            }
+        }
+    }
+}
+
+/// Splits `http://host:port/path?query` into where to connect and what to ask.
+pub fn parse_url(url: &str) -> Result<(Endpoint, String), ProbeError> {
+    let bad = || ProbeError::BadUrl(url.to_string());
+    let uri: http::Uri = url.parse().map_err(|_| bad())?;
+    if uri.scheme_str() != Some("http") {
+        return Err(bad());
+    }
+    let host = uri
+        .host()
+        .ok_or_else(bad)?
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    let port = uri.port_u16().unwrap_or(80);
+    let path = uri
+        .path_and_query()
+        .map(|pq| pq.as_str().to_string())
+        .unwrap_or_else(|| "/".into());
+    Ok((Endpoint { host, port }, path))
+}
+
+/// Reads until the state has not changed for `settle`, or until the cap of
+/// [`SETTLE_CAP_FACTOR`] windows runs out.
+pub async fn read_settled<S: StateSource>(source: &mut S, settle: Duration) -> Result<Settled, ProbeError> {
+    let started = Instant::now();
+    let poll = (settle / 5).clamp(Duration::from_millis(5), Duration::from_millis(200));
+    let mut state = source.read().await?;
+    let mut stable_since = Instant::now();
+    loop {
+        if stable_since.elapsed() >= settle {
+            return Ok(Settled { state, steady: true });
+        }
+        if started.elapsed() >= settle * SETTLE_CAP_FACTOR {
+            return Ok(Settled { state, steady: false });
+        }
+        tokio::time::sleep(poll).await;
+        let next = source.read().await?;
+        if next != state {
+            state = next;
+            stable_since = Instant::now();
+        }
+    }
+}
+
+/// After the last attempt: waits [`FINAL_WAIT_FACTOR`] settle windows and reads
+/// once more. Returns the new state when it moved.
+pub async fn read_final<S: StateSource>(
+    source: &mut S,
+    settle: Duration,
+    last: &str,
+) -> Result<Option<String>, ProbeError> {
+    tokio::time::sleep(settle * FINAL_WAIT_FACTOR).await;
+    let state = source.read().await?;
+    Ok((state != last).then_some(state))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Plays back a list of states, repeating the last one.
+    struct Script(Vec<&'static str>, usize);
+
+    impl StateSource for Script {
+        async fn read(&mut self) -> Result<String, ProbeError> {
+            let at = self.1.min(self.0.len() - 1);
+            self.1 += 1;
+            Ok(self.0[at].to_string())
+        }
+    }
+
+    #[tokio::test]
+    async fn waits_until_the_state_holds_still() {
+        let mut source = Script(vec!["1", "1", "2", "3", "3"], 0);
+        let settled = read_settled(&mut source, Duration::from_millis(30)).await.unwrap();
+        assert_eq!(
+            settled,
+            Settled {
+                state: "3".into(),
+                steady: true
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn gives_up_at_the_cap_when_the_state_keeps_moving() {
+        struct Counter(u32);
+        impl StateSource for Counter {
+            async fn read(&mut self) -> Result<String, ProbeError> {
+                self.0 += 1;
+                Ok(self.0.to_string())
+            }
+        }
+        let mut source = Counter(0);
+        let settled = read_settled(&mut source, Duration::from_millis(20)).await.unwrap();
+        assert!(!settled.steady);
+    }
+
+    #[tokio::test]
+    async fn the_final_read_reports_a_late_change() {
+        let mut source = Script(vec!["5", "6"], 1);
+        assert_eq!(
+            read_final(&mut source, Duration::from_millis(10), "5").await.unwrap(),
+            Some("6".into())
+        );
+        let mut source = Script(vec!["5"], 0);
+        assert_eq!(
+            read_final(&mut source, Duration::from_millis(10), "5").await.unwrap(),
+            None
+        );
+    }
+
+    #[tokio::test]
+    async fn a_command_probe_prints_the_state_and_a_failing_one_is_an_error() {
+        let mut probe = Probe::open(&ProbeSpec::Cmd("echo 42".into())).await.unwrap();
+        assert_eq!(probe.read().await.unwrap(), "42\n");
+        let mut probe = Probe::open(&ProbeSpec::Cmd("echo oops >&2; exit 3".into()))
+            .await
+            .unwrap();
+        let err = probe.read().await.unwrap_err().to_string();
+        assert!(err.contains("oops"), "{err}");
+    }
+
+    #[test]
+    fn urls_split_into_endpoint_and_path() {
+        let (endpoint, path) = parse_url("http://127.0.0.1:4000/state?x=1").unwrap();
+        assert_eq!(
+            (endpoint.host.as_str(), endpoint.port, path.as_str()),
+            ("127.0.0.1", 4000, "/state?x=1")
+        );
+        assert!(parse_url("https://example.com/").is_err());
+        assert!(parse_url("not a url").is_err());
+    }
+}

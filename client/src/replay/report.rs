@@ -1,0 +1,256 @@
+//! The result of a replay run: checks, attempts, warnings, and the verdict.
+
+use serde_json::{json, Value};
+
+use super::attempt::Answer;
+use crate::store::NewDelivery;
+
+/// Why an attempt was sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The recorded event, replayed as it was.
+    Replay,
+    /// A new identity delivered once, for `--fresh` to compare against.
+    Baseline,
+    /// One of the concurrent deliveries of another new identity (`--fresh`).
+    Burst,
+}
+
+impl Role {
+    /// The name used in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Replay => "replay",
+            Role::Baseline => "baseline",
+            Role::Burst => "burst",
+        }
+    }
+}
+
+/// One request sent and what came back.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    /// 1-based position in the run.
+    pub n: u32,
+    /// Why it was sent.
+    pub role: Role,
+    /// The request exactly as sent, ready to be recorded (`replay_of` unset).
+    pub request: NewDelivery,
+    /// The answer or the error.
+    pub answer: Answer,
+    /// Index of the probe read taken after this attempt's step (attempt 1 or a batch).
+    pub step: usize,
+    /// Whether the state moved across this attempt's step; `None` without a probe.
+    pub state_changed: Option<bool>,
+}
+
+impl Attempt {
+    /// True when the handler answered 2xx.
+    pub fn succeeded(&self) -> bool {
+        matches!(self.answer.status, Some(200..=299))
+    }
+
+    /// Duration in milliseconds, as reports show it.
+    pub fn duration_ms(&self) -> f64 {
+        self.answer.duration.as_secs_f64() * 1000.0
+    }
+}
+
+/// One line of the verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Check {
+    /// Stable identifier, e.g. `answers_2xx`.
+    pub name: &'static str,
+    /// Whether it passed.
+    pub passed: bool,
+    /// What was seen, in a webhook developer's words.
+    pub detail: String,
+}
+
+/// What the probe read across the run.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StateTrace {
+    /// Before the first attempt.
+    pub before: String,
+    /// After each step (attempt 1, then each batch; for `--fresh`: baseline, burst).
+    pub steps: Vec<String>,
+    /// The state read three settle windows after the last step, when it had moved.
+    pub moved_to: Option<String>,
+    /// False when some read never held still within the cap.
+    pub steady: bool,
+}
+
+impl StateTrace {
+    /// The state the verdict rests on at the end.
+    pub fn after(&self) -> &str {
+        self.steps.last().map_or(self.before.as_str(), String::as_str)
+    }
+}
+
+/// Everything a replay run found out.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// `Some(true)` idempotent, `Some(false)` not, `None` inconclusive.
+    pub idempotent: Option<bool>,
+    /// The checks, in order.
+    pub checks: Vec<Check>,
+    /// Every attempt sent.
+    pub attempts: Vec<Attempt>,
+    /// Things worth knowing that do not fail the verdict.
+    pub warnings: Vec<String>,
+    /// Provider name, when known.
+    pub provider: Option<String>,
+    /// Event key of the replayed delivery.
+    pub event_key: String,
+    /// How long the provider keeps retrying, so a dedup store's TTL can be sized.
+    pub retry_window: Option<String>,
+    /// Where the attempts went, e.g. `http://127.0.0.1:3000/hooks`.
+    pub target: String,
+    /// Attempt count asked for.
+    pub times: u32,
+    /// Attempts in flight at once.
+    pub concurrency: u32,
+    /// Whether `--fresh` identities were used.
+    pub fresh: bool,
+    /// Probe reads, when a probe was given.
+    pub state: Option<StateTrace>,
+}
+
+impl Report {
+    /// 0 idempotent, 1 not idempotent or inconclusive.
+    pub fn exit_code(&self) -> u8 {
+        match self.idempotent {
+            Some(true) => 0,
+            _ => 1,
+        }
+    }
+
+    /// `idempotent`, `not_idempotent` or `inconclusive`.
+    pub fn verdict(&self) -> &'static str {
+        match self.idempotent {
+            Some(true) => "idempotent",
+            Some(false) => "not_idempotent",
+            None => "inconclusive",
+        }
+    }
+
+    /// The checks that failed.
+    pub fn failed_checks(&self) -> impl Iterator<Item = &Check> {
+        self.checks.iter().filter(|c| !c.passed)
+    }
+
+    /// One line for lists and the TUI, e.g. "✗ not idempotent: attempts 2–3 answered 409".
+    pub fn summary_line(&self) -> String {
+        let first_failure = self.failed_checks().next().map(|c| c.detail.as_str());
+        let line = match (self.idempotent, first_failure) {
+            (Some(true), _) if self.state.is_none() => {
+                format!(
+                    "✓ every one of {} attempts answered 2xx (side effects not checked)",
+                    self.attempts.len()
+                )
+            }
+            (Some(true), _) => format!("✓ idempotent over {} attempts", self.attempts.len()),
+            (Some(false), Some(detail)) => format!("✗ not idempotent: {detail}"),
+            (Some(false), None) => "✗ not idempotent".to_string(),
+            (None, Some(detail)) => format!("? inconclusive: {detail}"),
+            (None, None) => "? inconclusive".to_string(),
+        };
+        portpreview_shared::sanitize::escape_str(&line).into_owned()
+    }
+
+    /// The object `--json` prints.
+    pub fn to_json(&self) -> Value {
+        let checks: Vec<Value> = self
+            .checks
+            .iter()
+            .map(|c| json!({"name": c.name, "passed": c.passed, "detail": c.detail}))
+            .collect();
+        let attempts: Vec<Value> = self
+            .attempts
+            .iter()
+            .map(|a| {
+                json!({
+                    "n": a.n,
+                    "role": a.role.as_str(),
+                    "status": a.answer.status,
+                    "duration_ms": (a.duration_ms() * 1000.0).round() / 1000.0,
+                    "state_changed": a.state_changed,
+                    "event_key": a.request.event_key,
+                    "error": a.answer.error,
+                })
+            })
+            .collect();
+        let state = self.state.as_ref().map(|s| {
+            json!({
+                "before": s.before,
+                "after": s.after(),
+                "steps": s.steps,
+                "moved_to": s.moved_to,
+                "steady": s.steady,
+            })
+        });
+        json!({
+            "idempotent": self.idempotent == Some(true),
+            "verdict": self.verdict(),
+            "summary": self.summary_line(),
+            "checks": checks,
+            "attempts": attempts,
+            "warnings": self.warnings,
+            "provider": self.provider,
+            "event_key": self.event_key,
+            "retry_window": self.retry_window,
+            "target": self.target,
+            "times": self.times,
+            "concurrency": self.concurrency,
+            "fresh": self.fresh,
+            "side_effects_checked": self.state.is_some(),
+            "first_attempt_changed_state": self.first_attempt_changed_state(),
+            "state": state,
+            "answers": super::answers::distinct_answers(&self.attempts).iter().map(|g| g.to_json()).collect::<Vec<_>>(),
+        })
+    }
+
+    /// Whether attempt 1 changed the state (the event was new to the handler).
+    pub fn first_attempt_changed_state(&self) -> Option<bool> {
+        self.attempts.first().and_then(|a| a.state_changed)
+    }
+}
+
+/// Writes attempt numbers compactly: `[1, 2, 3, 5]` → "1–3, 5".
+pub fn attempt_ranges(numbers: &[u32]) -> String {
+    let mut parts = Vec::new();
+    let mut iter = numbers.iter().copied().peekable();
+    while let Some(start) = iter.next() {
+        let mut end = start;
+        while iter.peek() == Some(&(end + 1)) {
+            end += 1;
+            iter.next();
+        }
+        parts.push(if end == start {
+            start.to_string()
+        } else {
+            format!("{start}–{end}")
+        });
+    }
+    parts.join(", ")
+}
+
+/// "attempt 3" or "attempts 2–10".
+pub fn attempts_phrase(numbers: &[u32]) -> String {
+    match numbers {
+        [one] => format!("attempt {one}"),
+        _ => format!("attempts {}", attempt_ranges(numbers)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attempt_numbers_are_written_as_ranges() {
+        assert_eq!(attempt_ranges(&[1, 2, 3, 5, 7, 8]), "1–3, 5, 7–8");
+        assert_eq!(attempts_phrase(&[4]), "attempt 4");
+        assert_eq!(attempts_phrase(&[2, 3]), "attempts 2–3");
+    }
+}

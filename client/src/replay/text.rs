@@ -1,0 +1,114 @@
+//! The human report: checks with ✓/✗, the attempts table, the state, advice.
+
+use std::fmt::Write;
+
+use portpreview_shared::sanitize::{escape_multiline, escape_str};
+
+use super::answers::{distinct_answers, side_by_side};
+use super::report::Report;
+use super::verdict::{role_label, short};
+
+/// Rows of the attempts table shown before the middle is elided.
+const TABLE_HEAD: usize = 20;
+/// Rows shown after the elision.
+const TABLE_TAIL: usize = 5;
+
+impl Report {
+    /// The report as the terminal shows it; every untrusted string escaped.
+    pub fn render_text(&self) -> String {
+        let mut out = String::new();
+        let provider = self.provider.as_deref().unwrap_or("unknown provider");
+        let mode = if self.fresh {
+            format!("--fresh: 1 baseline + a burst of {}", self.times)
+        } else {
+            format!(
+                "{} attempt{}, up to {} at once",
+                self.times,
+                if self.times == 1 { "" } else { "s" },
+                self.concurrency
+            )
+        };
+        let _ = writeln!(
+            out,
+            "Replay of {provider} event {} → {} ({mode})\n",
+            escape_str(&self.event_key),
+            escape_str(&self.target)
+        );
+        let width = self.checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
+        for check in &self.checks {
+            let mark = if check.passed { '✓' } else { '✗' };
+            let _ = writeln!(out, "  {mark} {:<width$}  {}", check.name, escape_str(&check.detail));
+        }
+        out.push('\n');
+        self.render_attempts(&mut out);
+        if let Some(state) = &self.state {
+            let _ = writeln!(out, "\nState before: {}", short(&state.before));
+            let _ = writeln!(out, "State after:  {}", short(state.after()));
+            if let Some(moved) = &state.moved_to {
+                let _ = writeln!(out, "State later:  {}", short(moved));
+            }
+        } else {
+            out.push_str(
+                "\nSide effects were not checked: pass --check-url or --check-cmd to read the handler's state.\n",
+            );
+        }
+        let groups = distinct_answers(&self.attempts);
+        if groups.len() > 1 {
+            out.push_str("\nAnswers differ between attempts:\n");
+            out.push_str(&side_by_side(&groups[0], &groups[1], 38));
+            if groups.len() > 2 {
+                let _ = writeln!(out, "  … and {} more distinct answers", groups.len() - 2);
+            }
+        }
+        for warning in &self.warnings {
+            let _ = writeln!(out, "\n! {}", escape_multiline(warning));
+        }
+        if let Some(window) = &self.retry_window {
+            let _ = writeln!(
+                out,
+                "\n{provider} retries: {}. A dedup store must keep event keys longer than that.",
+                escape_str(window)
+            );
+        }
+        let _ = writeln!(out, "\n{}", self.summary_line());
+        out
+    }
+
+    fn render_attempts(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "  {:>5}  {:<8}  {:>6}  {:>10}  state",
+            "#", "role", "status", "time"
+        );
+        let total = self.attempts.len();
+        for (i, attempt) in self.attempts.iter().enumerate() {
+            if total > TABLE_HEAD + TABLE_TAIL && i == TABLE_HEAD {
+                let _ = writeln!(out, "  {:>5}  … {} more", "", total - TABLE_HEAD - TABLE_TAIL);
+            }
+            if total > TABLE_HEAD + TABLE_TAIL && i >= TABLE_HEAD && i < total - TABLE_TAIL {
+                continue;
+            }
+            let status = attempt
+                .answer
+                .status
+                .map_or_else(|| "error".to_string(), |s| s.to_string());
+            let state = match attempt.state_changed {
+                Some(true) => "changed",
+                Some(false) => "unchanged",
+                None => "",
+            };
+            let _ = write!(
+                out,
+                "  {:>5}  {:<8}  {:>6}  {:>8.1}ms  {state}",
+                attempt.n,
+                role_label(attempt.role),
+                status,
+                attempt.duration_ms()
+            );
+            if let Some(error) = &attempt.answer.error {
+                let _ = write!(out, "  {}", escape_str(error));
+            }
+            out.push('\n');
+        }
+    }
+}

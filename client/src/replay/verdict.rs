@@ -1,0 +1,229 @@
+//! The checks a replay run is judged by, and the verdict they add up to.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use portpreview_shared::sanitize::escape_str;
+
+use super::delta::{change, multiple, same_change};
+use super::report::{attempts_phrase, Attempt, Check, Role, StateTrace};
+
+/// Name of the check that every answer was 2xx.
+pub const ANSWERS_2XX: &str = "answers_2xx";
+/// Name of the check that duplicates left the state alone.
+pub const DUPLICATES_CHANGE_NOTHING: &str = "duplicates_change_nothing";
+/// Name of the check that a concurrent burst of one new event acted once.
+pub const BURST_ACTS_ONCE: &str = "fresh_burst_acts_once";
+/// Name of the check that the state had stopped moving when it was judged.
+pub const STATE_SETTLED: &str = "state_settled";
+
+/// Check 1: every attempt answered 2xx.
+pub fn answers_2xx(attempts: &[Attempt]) -> Check {
+    let mut failures: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    for attempt in attempts.iter().filter(|a| !a.succeeded()) {
+        let what = match (attempt.answer.status, &attempt.answer.error) {
+            (Some(status), _) => format!("answered {status}"),
+            (None, Some(error)) => format!("failed ({error})"),
+            (None, None) => "got no answer".to_string(),
+        };
+        failures.entry(what).or_default().push(attempt.n);
+    }
+    if failures.is_empty() {
+        return Check {
+            name: ANSWERS_2XX,
+            passed: true,
+            detail: format!("all {} attempts answered 2xx", attempts.len()),
+        };
+    }
+    let mut parts: Vec<(u32, String)> = failures
+        .into_iter()
+        .map(|(what, ns)| (ns[0], format!("{} {what}", attempts_phrase(&ns))))
+        .collect();
+    parts.sort();
+    let list: Vec<String> = parts.into_iter().map(|(_, p)| p).collect();
+    Check {
+        name: ANSWERS_2XX,
+        passed: false,
+        detail: format!(
+            "{}: the provider reads a non-2xx answer as a failed delivery and retries it",
+            list.join("; ")
+        ),
+    }
+}
+
+/// Check 2: attempts 2..N left the state exactly as attempt 1 left it.
+/// `None` when there is nothing to compare (one attempt).
+pub fn duplicates_change_nothing(attempts: &[Attempt], trace: &StateTrace) -> Option<Check> {
+    let first = trace.steps.first()?;
+    if trace.steps.len() < 2 {
+        return None;
+    }
+    let first_changed = first != &trace.before;
+    let news = if first_changed {
+        "attempt 1 changed it: the event was new to the handler"
+    } else {
+        "attempt 1 changed nothing: the handler had seen the event before"
+    };
+    let moved: Vec<u32> = attempts
+        .iter()
+        .filter(|a| a.step > 0 && trace.steps.get(a.step).is_some_and(|s| s != first))
+        .map(|a| a.n)
+        .collect();
+    let last = trace.after();
+    if moved.is_empty() {
+        let rest = attempts.len().saturating_sub(1) as u32;
+        let phrase = attempts_phrase(&(2..=rest + 1).collect::<Vec<_>>());
+        return Some(Check {
+            name: DUPLICATES_CHANGE_NOTHING,
+            passed: true,
+            detail: format!("{phrase} left the state as attempt 1 left it; {news}"),
+        });
+    }
+    Some(Check {
+        name: DUPLICATES_CHANGE_NOTHING,
+        passed: false,
+        detail: format!(
+            "{} changed the state again ({} → {}, {}): every duplicate repeated the side effect; \
+             record the event ID under a unique constraint and skip events already handled ({news})",
+            attempts_phrase(&moved),
+            short(first),
+            short(last),
+            change(first, last).describe(),
+        ),
+    })
+}
+
+/// Check 3 (`--fresh`): a burst of one new event changed the state as one delivery did.
+pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
+    let [after_baseline, after_burst, ..] = trace.steps.as_slice() else {
+        return None;
+    };
+    let single = change(&trace.before, after_baseline);
+    let many = change(after_baseline, after_burst);
+    if same_change(&single, &many) {
+        let detail = if single.is_none() {
+            format!(
+                "neither one new event nor a burst of {burst} changed the state: \
+                 the probe may not show this handler's side effects"
+            )
+        } else {
+            format!(
+                "a burst of {burst} copies of one new event changed the state as one delivery did ({})",
+                single.describe()
+            )
+        };
+        return Some(Check {
+            name: BURST_ACTS_ONCE,
+            passed: true,
+            detail,
+        });
+    }
+    let count = multiple(&single, &many)
+        .filter(|k| k.fract() == 0.0 && *k > 1.0)
+        .map_or_else(
+            || "more than one side effect".to_string(),
+            |k| format!("{k} side effects"),
+        );
+    let detail = if many.is_none() || single.is_none() {
+        format!(
+            "one new event changed the state by {}, a burst of {burst} copies of another by {}: \
+             the handler does not treat new events alike",
+            single.describe(),
+            many.describe()
+        )
+    } else {
+        format!(
+            "one new event changed the state by {} ({} → {}); a burst of {burst} copies of another changed it by {} \
+             ({} → {}): {count} for one event: a check-then-insert race; \
+             use a unique constraint / INSERT ... ON CONFLICT DO NOTHING",
+            single.describe(),
+            short(&trace.before),
+            short(after_baseline),
+            many.describe(),
+            short(after_baseline),
+            short(after_burst),
+        )
+    };
+    Some(Check {
+        name: BURST_ACTS_ONCE,
+        passed: false,
+        detail,
+    })
+}
+
+/// The state held still when it was judged: inconclusive otherwise.
+pub fn state_settled(trace: &StateTrace, settle: Duration) -> Check {
+    let window = humantime::format_duration(settle).to_string();
+    let wait = humantime::format_duration(settle * super::probe::FINAL_WAIT_FACTOR).to_string();
+    let (passed, detail) = match (&trace.moved_to, trace.steady) {
+        (Some(moved), _) => (
+            false,
+            format!(
+                "the state still moved {wait} after the last attempt ({} → {}): the handler works after it answers; \
+                 raise --settle (now {window})",
+                short(trace.after()),
+                short(moved)
+            ),
+        ),
+        (None, false) => (
+            false,
+            format!(
+                "the state never held still for {window} within {}: raise --settle",
+                humantime::format_duration(settle * super::probe::SETTLE_CAP_FACTOR)
+            ),
+        ),
+        (None, true) => (
+            true,
+            format!("the state held still for {window} after every step and {wait} after the last"),
+        ),
+    };
+    Check {
+        name: STATE_SETTLED,
+        passed,
+        detail,
+    }
+}
+
+/// Check 4: attempts slower than the provider waits (a warning, not a failure).
+pub fn slow_answers(attempts: &[Attempt], provider: &str, answer_within: Duration) -> Option<String> {
+    let slow: Vec<&Attempt> = attempts.iter().filter(|a| a.answer.duration > answer_within).collect();
+    let slowest = slow.iter().map(|a| a.answer.duration).max()?;
+    let numbers: Vec<u32> = slow.iter().map(|a| a.n).collect();
+    Some(format!(
+        "{} took up to {:.2} s; {provider} waits {} s for an answer, then counts the delivery as failed and retries: \
+         answer 2xx first and do the work from a queue",
+        attempts_phrase(&numbers),
+        slowest.as_secs_f64(),
+        answer_within.as_secs_f64()
+    ))
+}
+
+/// The verdict: a failed answer check is final; a moving state makes the rest
+/// inconclusive; any other failure is "not idempotent".
+pub fn decide(checks: &[Check]) -> Option<bool> {
+    let failed = |name: &str| checks.iter().any(|c| c.name == name && !c.passed);
+    if failed(ANSWERS_2XX) {
+        return Some(false);
+    }
+    if failed(STATE_SETTLED) {
+        return None;
+    }
+    Some(checks.iter().all(|c| c.passed))
+}
+
+/// The roles in order, for the report's table.
+pub fn role_label(role: Role) -> &'static str {
+    match role {
+        Role::Replay => "",
+        Role::Baseline => "baseline",
+        Role::Burst => "burst",
+    }
+}
+
+/// A probe read cut to one short line, safe for a terminal.
+pub fn short(state: &str) -> String {
+    let one_line = state.trim().replace('\n', " ⏎ ");
+    let clipped: String = one_line.chars().take(60).collect();
+    let ellipsis = if one_line.chars().count() > 60 { "…" } else { "" };
+    format!("`{}{ellipsis}`", escape_str(&clipped))
+}

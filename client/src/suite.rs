@@ -1,0 +1,136 @@
+//! Suite files for `portpreview check`: per-fixture settings in TOML.
+//!
+//! ```toml
+//! [[fixture]]
+//! path = "fixtures/stripe-payment.json"
+//! target = "http://127.0.0.1:3000"
+//! times = 5
+//! check_url = "http://127.0.0.1:3000/state"
+//! secret_env = "STRIPE_WEBHOOK_SECRET"
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use serde::Deserialize;
+
+/// A suite file: a list of fixtures and how to check each.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Suite {
+    /// The fixtures, in order.
+    #[serde(default)]
+    pub fixture: Vec<SuiteFixture>,
+}
+
+/// One `[[fixture]]` entry; unset fields come from the command line or the defaults.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteFixture {
+    /// Fixture file or directory of fixtures, relative to the suite file.
+    pub path: PathBuf,
+    /// Where to send it.
+    pub target: Option<String>,
+    /// Attempts.
+    pub times: Option<u32>,
+    /// Attempts in flight at once.
+    pub concurrency: Option<u32>,
+    /// URL that prints the handler's state.
+    pub check_url: Option<String>,
+    /// Shell command that prints the handler's state.
+    pub check_cmd: Option<String>,
+    /// Settle window, e.g. "300ms".
+    pub settle: Option<String>,
+    /// Send fresh identities (baseline + burst).
+    pub fresh: Option<bool>,
+    /// Where the identity lives when the provider is unknown.
+    pub fresh_field: Option<String>,
+    /// Re-sign every attempt.
+    pub resign: Option<bool>,
+    /// Environment variable holding the signing secret.
+    pub secret_env: Option<String>,
+}
+
+impl SuiteFixture {
+    /// The settle window, parsed.
+    pub fn settle(&self) -> anyhow::Result<Option<Duration>> {
+        self.settle
+            .as_deref()
+            .map(|text| {
+                humantime::parse_duration(text)
+                    .with_context(|| format!("settle = {text:?} is not a duration like 300ms"))
+            })
+            .transpose()
+    }
+}
+
+impl Suite {
+    /// True when `path` names a suite file rather than a fixture.
+    pub fn is_suite_path(path: &Path) -> bool {
+        path.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("toml"))
+    }
+
+    /// Reads a suite file; fixture paths come back relative to the current directory.
+    pub fn load(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read suite {}", path.display()))?;
+        let mut suite = Self::parse(&text).with_context(|| format!("invalid suite {}", path.display()))?;
+        let base = path.parent().unwrap_or(Path::new(""));
+        for fixture in &mut suite.fixture {
+            fixture.path = base.join(&fixture.path);
+        }
+        Ok(suite)
+    }
+
+    /// Parses suite text and checks each entry.
+    pub fn parse(text: &str) -> anyhow::Result<Self> {
+        let suite: Suite = toml::from_str(text)?;
+        for (i, fixture) in suite.fixture.iter().enumerate() {
+            let which = || format!("fixture {} ({})", i + 1, fixture.path.display());
+            if fixture.check_url.is_some() && fixture.check_cmd.is_some() {
+                anyhow::bail!("{}: set check_url or check_cmd, not both", which());
+            }
+            if fixture.times == Some(0) || fixture.concurrency == Some(0) {
+                anyhow::bail!("{}: times and concurrency must be at least 1", which());
+            }
+            fixture.settle().with_context(which)?;
+        }
+        Ok(suite)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_suite_lists_fixtures_with_their_settings() {
+        let suite = Suite::parse(
+            "[[fixture]]\npath = \"a.json\"\ntimes = 3\nsettle = \"100ms\"\ncheck_url = \"http://127.0.0.1:1/state\"\n\
+             [[fixture]]\npath = \"dir\"\nfresh = true\nsecret_env = \"S\"\n",
+        )
+        .unwrap();
+        assert_eq!(suite.fixture.len(), 2);
+        assert_eq!(suite.fixture[0].settle().unwrap(), Some(Duration::from_millis(100)));
+        assert_eq!(suite.fixture[1].fresh, Some(true));
+    }
+
+    #[test]
+    fn unknown_keys_and_contradictions_are_refused() {
+        assert!(Suite::parse("[[fixture]]\npath = \"a\"\ntimez = 3\n").is_err());
+        assert!(Suite::parse("[[fixture]]\npath = \"a\"\ncheck_url = \"x\"\ncheck_cmd = \"y\"\n").is_err());
+        assert!(Suite::parse("[[fixture]]\npath = \"a\"\nsettle = \"soon\"\n").is_err());
+        assert!(Suite::parse("[[fixture]]\npath = \"a\"\ntimes = 0\n").is_err());
+    }
+
+    #[test]
+    fn fixture_paths_are_relative_to_the_suite_file() {
+        let dir = std::env::temp_dir().join(format!("pp-suite-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("suite.toml");
+        std::fs::write(&file, "[[fixture]]\npath = \"fixtures/a.json\"\n").unwrap();
+        let suite = Suite::load(&file).unwrap();
+        assert_eq!(suite.fixture[0].path, dir.join("fixtures/a.json"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
