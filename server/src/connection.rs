@@ -23,8 +23,9 @@ use crate::limits::{ConnectionLimits, Slot};
 /// (out of file descriptors), so the loop does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
-/// hyper refuses read buffers smaller than this.
-const MIN_HYPER_BUF: usize = 8192;
+/// Largest read buffer of a connection: room for a head at its limit, and
+/// for two protocol chunks of body, without letting bodies pile up.
+const READ_BUF: usize = 2 * portpreview_shared::message::CHUNK_SIZE;
 
 /// Accepts connections until the relay shuts down; returns the tracker of
 /// the connections still open.
@@ -85,7 +86,7 @@ where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let config = &relay.config;
-    let max_head = config.max_header_bytes.max(MIN_HYPER_BUF);
+    let max_head = config.max_header_bytes;
     let (io, verdicts) = HeadScan::new(io, max_head);
     let info = Arc::new(ConnInfo {
         peer,
@@ -101,7 +102,8 @@ where
         .timer(TokioTimer::new())
         .header_read_timeout(config.header_read_timeout)
         .max_headers(config.max_headers)
-        .max_buf_size(max_head)
+        .max_header_size(max_head)
+        .max_buf_size(READ_BUF.max(max_head + 1))
         .keep_alive(true);
     let service = service_fn(move |req| {
         let relay = Arc::clone(&relay);
