@@ -64,7 +64,7 @@ pub fn delivery_line(summary: &Summary, delivery_number: i64) -> String {
     let status = summary.status.map_or_else(|| "---".to_string(), |s| s.to_string());
     let duration = summary.duration_ms.map_or_else(String::new, |ms| format!("{ms:.0} ms"));
     let mut line = format!(
-        "{id}  {}  {}  {status}  {duration}",
+        "{id}  {} {}  {status}  {duration}",
         escape_str(&summary.method),
         escape_str(&summary.path)
     );
@@ -161,7 +161,7 @@ mod tests {
     fn line_reads_like_the_design() {
         assert_eq!(
             delivery_line(&summary(), 2),
-            "#12  POST /webhooks/stripe  200  14 ms  stripe evt_1NqPortPreviewTestEv… (2nd delivery)"
+            "#12  POST /webhooks/stripe  200  14 ms  stripe evt_1NqPortPreviewTestE… (2nd delivery)"
         );
     }
 

@@ -17,7 +17,8 @@ pub fn portpreview_bin() -> PathBuf {
 /// Path of an up-to-date `portpreview-server` binary (built on first use).
 pub fn server_bin() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| build("portpreview-server", "portpreview-server")).clone()
+    BIN.get_or_init(|| build("portpreview-server", "portpreview-server"))
+        .clone()
 }
 
 /// Runs `cargo build -p <package> --bin <bin>` in the test's profile and
@@ -31,7 +32,9 @@ fn build(package: &str, bin: &str) -> PathBuf {
         .to_path_buf();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
-    command.args(["build", "-p", package, "--bin", bin]).current_dir(env!("CARGO_MANIFEST_DIR"));
+    command
+        .args(["build", "-p", package, "--bin", bin])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
     // Tests built in release find release binaries beside them.
     if profile_dir.file_name().is_some_and(|name| name == "release") {
         command.arg("--release");

@@ -5,6 +5,8 @@
 
 pub mod bin;
 pub mod caller;
+pub mod handlers;
 pub mod local;
+pub mod process;
 pub mod relay;
 pub mod tunnel;

@@ -1,0 +1,400 @@
+//! Webhook handlers with real side effects, for the replay and check tests.
+//!
+//! Each one is a hyper server on 127.0.0.1:0 with its own SQLite file in a
+//! temporary directory: an `account` balance that deliveries credit and an
+//! `events` table of handled event IDs. `GET /state` answers the balance as
+//! text (for `--check-url`), and `state.txt` beside the database holds the
+//! same text (for `--check-cmd 'cat …'`). Each runs on its own thread and
+//! runtime so a test can block on the `portpreview` process; it stops on drop.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use hmac::{Hmac, Mac};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use rusqlite::{params, Connection, OptionalExtension};
+use sha2::Sha256;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// How a handler treats a delivery.
+#[derive(Debug, Clone)]
+pub enum Behaviour {
+    /// Credits the account on every delivery: duplicates pay twice.
+    CreditsEveryDelivery,
+    /// `INSERT OR IGNORE` on the event ID and credits only when inserted, in one transaction.
+    DedupsInOneTransaction,
+    /// Dedups, but answers 409 to a duplicate (the provider retries it).
+    ConflictOnDuplicate,
+    /// Checks for the event ID, waits, then inserts and credits: a race under concurrency.
+    CheckThenInsert {
+        /// Time between the check and the insert.
+        gap: Duration,
+    },
+    /// Verifies `Stripe-Signature` (300 s tolerance, 400 on failure), then dedups.
+    VerifiesStripeSignature {
+        /// The `whsec_…` secret.
+        secret: String,
+    },
+    /// Dedups, but takes this long to answer.
+    Slow {
+        /// Delay before the answer.
+        delay: Duration,
+    },
+}
+
+/// A running handler; stops when dropped.
+pub struct Handler {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    dir: tempfile::TempDir,
+    shutdown: CancellationToken,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+struct Shared {
+    behaviour: Behaviour,
+    db: Mutex<Connection>,
+    state_file: PathBuf,
+}
+
+impl Handler {
+    /// Starts a handler with a fresh database (balance 0).
+    pub fn start(behaviour: Behaviour) -> Self {
+        let dir = tempfile::tempdir().expect("handler temp dir");
+        let db_path = dir.path().join("handler.db");
+        let conn = Connection::open(&db_path).expect("open handler database");
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             CREATE TABLE account (balance INTEGER NOT NULL);
+             INSERT INTO account VALUES (0);
+             CREATE TABLE events (id TEXT PRIMARY KEY);
+             CREATE TABLE events_unchecked (id TEXT NOT NULL);",
+        )
+        .expect("handler schema");
+        let shared = Arc::new(Shared {
+            behaviour,
+            db: Mutex::new(conn),
+            state_file: dir.path().join("state.txt"),
+        });
+        shared.write_state_file();
+        let shutdown = CancellationToken::new();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let stop = shutdown.clone();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("handler runtime");
+            runtime.block_on(async move {
+                let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind handler");
+                ready_tx
+                    .send(listener.local_addr().expect("handler address"))
+                    .expect("report address");
+                serve(listener, shared, stop).await;
+            });
+        });
+        let addr = ready_rx.recv().expect("handler started");
+        Self {
+            addr,
+            dir,
+            shutdown,
+            thread: Some(thread),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The URL that prints the state, for `--check-url`.
+    pub fn state_url(&self) -> String {
+        format!("http://{}/state", self.addr)
+    }
+
+    /// The file that holds the state, for `--check-cmd 'cat …'`.
+    pub fn state_file(&self) -> PathBuf {
+        self.dir.path().join("state.txt")
+    }
+
+    /// The handler's database file.
+    pub fn db_path(&self) -> PathBuf {
+        self.dir.path().join("handler.db")
+    }
+
+    /// The balance, read from the database file.
+    pub fn balance(&self) -> i64 {
+        balance_at(&self.db_path())
+    }
+}
+
+impl Drop for Handler {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The balance in a handler database.
+pub fn balance_at(path: &Path) -> i64 {
+    let conn = Connection::open(path).expect("open handler database");
+    conn.query_row("SELECT balance FROM account", [], |row| row.get(0))
+        .expect("balance")
+}
+
+impl Shared {
+    fn state(&self) -> String {
+        let db = self.db.lock().expect("db lock");
+        let balance: i64 = db
+            .query_row("SELECT balance FROM account", [], |row| row.get(0))
+            .expect("balance");
+        format!("balance: {balance}\n")
+    }
+
+    fn write_state_file(&self) {
+        std::fs::write(&self.state_file, self.state()).expect("write state file");
+    }
+
+    fn credit(&self) {
+        self.db
+            .lock()
+            .expect("db lock")
+            .execute("UPDATE account SET balance = balance + 1", [])
+            .expect("credit");
+        self.write_state_file();
+    }
+
+    /// Inserts the event and credits once, in one transaction; false when already handled.
+    fn dedup_and_credit(&self, event_id: &str) -> bool {
+        let inserted = {
+            let mut db = self.db.lock().expect("db lock");
+            let tx = db.transaction().expect("begin");
+            let inserted = tx
+                .execute("INSERT OR IGNORE INTO events (id) VALUES (?1)", params![event_id])
+                .expect("insert event")
+                == 1;
+            if inserted {
+                tx.execute("UPDATE account SET balance = balance + 1", [])
+                    .expect("credit");
+            }
+            tx.commit().expect("commit");
+            inserted
+        };
+        self.write_state_file();
+        inserted
+    }
+
+    async fn handle(&self, event_id: &str, headers: &http::HeaderMap, body: &[u8]) -> (u16, String) {
+        match &self.behaviour {
+            Behaviour::CreditsEveryDelivery => {
+                self.credit();
+                (200, "credited".into())
+            }
+            Behaviour::DedupsInOneTransaction => {
+                let new = self.dedup_and_credit(event_id);
+                (200, if new { "credited" } else { "already handled" }.into())
+            }
+            Behaviour::ConflictOnDuplicate => {
+                if self.dedup_and_credit(event_id) {
+                    (200, "credited".into())
+                } else {
+                    (409, "duplicate event".into())
+                }
+            }
+            Behaviour::CheckThenInsert { gap } => {
+                let seen: Option<i64> = self
+                    .db
+                    .lock()
+                    .expect("db lock")
+                    .query_row(
+                        "SELECT 1 FROM events_unchecked WHERE id = ?1",
+                        params![event_id],
+                        |row| row.get(0),
+                    )
+                    .optional()
+                    .expect("check event");
+                if seen.is_some() {
+                    return (200, "already handled".into());
+                }
+                tokio::time::sleep(*gap).await;
+                self.db
+                    .lock()
+                    .expect("db lock")
+                    .execute("INSERT INTO events_unchecked (id) VALUES (?1)", params![event_id])
+                    .expect("insert event");
+                self.credit();
+                (200, "credited".into())
+            }
+            Behaviour::VerifiesStripeSignature { secret } => {
+                let header = headers
+                    .get("stripe-signature")
+                    .map(|v| v.as_bytes())
+                    .unwrap_or_default();
+                if let Err(reason) = verify_stripe(secret, header, body) {
+                    return (400, reason);
+                }
+                self.dedup_and_credit(event_id);
+                (200, "credited".into())
+            }
+            Behaviour::Slow { delay } => {
+                tokio::time::sleep(*delay).await;
+                self.dedup_and_credit(event_id);
+                (200, "credited".into())
+            }
+        }
+    }
+}
+
+/// Stripe's check, as its SDKs do it: `t` within 300 s, and an HMAC-SHA256 of
+/// `"{t}.{body}"` under the whole secret string equal to one of the `v1` values.
+pub fn verify_stripe(secret: &str, header: &[u8], body: &[u8]) -> Result<(), String> {
+    let header = std::str::from_utf8(header).map_err(|_| "signature header is not text".to_string())?;
+    let mut timestamp = None;
+    let mut signatures = Vec::new();
+    for part in header.split(',') {
+        match part.trim().split_once('=') {
+            Some(("t", t)) => timestamp = t.parse::<u64>().ok(),
+            Some(("v1", v)) => signatures.push(v.to_string()),
+            _ => {}
+        }
+    }
+    let timestamp = timestamp.ok_or("no timestamp in Stripe-Signature")?;
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_secs();
+    if now.abs_diff(timestamp) > 300 {
+        return Err("timestamp outside the tolerance zone".into());
+    }
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("hmac key");
+    mac.update(format!("{timestamp}.").as_bytes());
+    mac.update(body);
+    let expected = hex::encode(mac.finalize().into_bytes());
+    if signatures.iter().any(|s| *s == expected) {
+        Ok(())
+    } else {
+        Err("no signatures found matching the expected signature".into())
+    }
+}
+
+async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: CancellationToken) {
+    loop {
+        let (socket, _) = tokio::select! {
+            () = shutdown.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(_) => continue,
+            },
+        };
+        let _ = socket.set_nodelay(true);
+        let shared = shared.clone();
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |request: Request<Incoming>| {
+                let shared = shared.clone();
+                async move { Ok::<_, Infallible>(respond(request, &shared).await) }
+            });
+            let connection = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(socket), service);
+            tokio::select! {
+                _ = connection => {}
+                () = stop.cancelled() => {}
+            }
+        });
+    }
+}
+
+async fn respond(request: Request<Incoming>, shared: &Shared) -> Response<Full<Bytes>> {
+    let (parts, body) = request.into_parts();
+    let body = body.collect().await.map(|b| b.to_bytes().to_vec()).unwrap_or_default();
+    let (status, text) = if parts.method == hyper::Method::GET && parts.uri.path() == "/state" {
+        (200, shared.state())
+    } else {
+        match event_id(&body) {
+            Some(id) => shared.handle(&id, &parts.headers, &body).await,
+            None => (400, "no event id in the body".into()),
+        }
+    };
+    Response::builder()
+        .status(status)
+        .header("content-type", "text/plain")
+        .body(Full::new(Bytes::from(text)))
+        .expect("valid handler response")
+}
+
+/// The event ID a handler keys on: Stripe's `id`, Slack's `event_id`.
+fn event_id(body: &[u8]) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    value
+        .get("id")
+        .or_else(|| value.get("event_id"))
+        .and_then(|v| v.as_str())
+        .map(str::to_string)
+}
+
+/// The Stripe secret of `provider_vectors.json`.
+pub const STRIPE_SECRET: &str = "whsec_portpreview_test_secret_0123456789";
+
+/// The Stripe event of `provider_vectors.json`.
+pub const STRIPE_BODY: &str = r#"{"id":"evt_1PortPreviewTest","object":"event","type":"payment_intent.succeeded","data":{"object":{"id":"pi_123","object":"payment_intent"}}}"#;
+
+/// Its signature, made in 2023: long outside Stripe's 300 s tolerance.
+pub const STRIPE_STALE_SIGNATURE: &str =
+    "t=1700000000,v1=014449e1a98a749a81fb0f479dc425e60f3643b0745f56d0561a432a5bd17e00";
+
+/// The Slack event of `provider_vectors.json`.
+pub const SLACK_BODY: &str = r#"{"token":"x","team_id":"T1","api_app_id":"A1","event":{"type":"app_mention","text":"hi"},"type":"event_callback","event_id":"Ev0PORTPREVIEW","event_time":1700000000}"#;
+
+/// A Stripe delivery as the tunnel records it, aimed at `target`.
+pub fn stripe_delivery(target: &str) -> portpreview::store::NewDelivery {
+    use portpreview_shared::Header;
+    portpreview::store::NewDelivery {
+        received_at_ms: 1_700_000_000_000,
+        tunnel_url: "http://127.0.0.1:9/t/calm-otter".into(),
+        target: target.into(),
+        method: "POST".into(),
+        path: "/webhooks/stripe".into(),
+        request_headers: vec![
+            Header::new("host", "relay.example.com"),
+            Header::new("user-agent", "Stripe/1.0 (+https://stripe.com/docs/webhooks)"),
+            Header::new("content-type", "application/json; charset=utf-8"),
+            Header::new("content-length", STRIPE_BODY.len().to_string()),
+            Header::new("stripe-signature", STRIPE_STALE_SIGNATURE),
+        ],
+        request_body: STRIPE_BODY.as_bytes().to_vec(),
+        request_body_size: STRIPE_BODY.len() as u64,
+        provider: Some("stripe".into()),
+        event_key: "evt_1PortPreviewTest".into(),
+        event_key_source: "body:/id".into(),
+        replay_of: None,
+    }
+}
+
+/// A Slack Events API delivery as the tunnel records it, aimed at `target`.
+pub fn slack_delivery(target: &str) -> portpreview::store::NewDelivery {
+    use portpreview_shared::Header;
+    portpreview::store::NewDelivery {
+        path: "/slack/events".into(),
+        request_headers: vec![
+            Header::new("content-type", "application/json"),
+            Header::new(
+                "x-slack-signature",
+                "v0=11ae90294b18553e97e51ed61315328f61b3bb8fc47e0ac40f9b5e7e4b8ec667",
+            ),
+            Header::new("x-slack-request-timestamp", "1700000000"),
+        ],
+        request_body: SLACK_BODY.as_bytes().to_vec(),
+        request_body_size: SLACK_BODY.len() as u64,
+        provider: Some("slack".into()),
+        event_key: "Ev0PORTPREVIEW".into(),
+        event_key_source: "body:/event_id".into(),
+        ..stripe_delivery(target)
+    }
+}

@@ -1,0 +1,97 @@
+//! Running the real binaries and reading what they print.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout, Command};
+
+/// A running `portpreview` or `portpreview-server` process; killed on drop.
+pub struct Running {
+    /// The process.
+    pub child: Child,
+    lines: Lines<BufReader<ChildStdout>>,
+}
+
+impl Running {
+    /// Starts `program args…` with a clean PortPreview environment: no user
+    /// config, no relay or token from the caller's shell.
+    pub fn start(program: &Path, args: &[&str], config_dir: &Path) -> Self {
+        let mut child = Command::new(program)
+            .args(args)
+            .env_remove("PORTPREVIEW_SERVER")
+            .env_remove("PORTPREVIEW_TOKEN")
+            .env_remove("PORTPREVIEW_DB")
+            .env("PORTPREVIEW_CONFIG", config_dir.join("config.toml"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start the binary");
+        let stdout = child.stdout.take().expect("piped stdout");
+        Self {
+            child,
+            lines: BufReader::new(stdout).lines(),
+        }
+    }
+
+    /// The next line printed on stdout, failing the test after 30 s.
+    pub async fn next_line(&mut self) -> String {
+        tokio::time::timeout(Duration::from_secs(30), self.lines.next_line())
+            .await
+            .expect("a line within 30 s")
+            .expect("readable stdout")
+            .expect("the process is still printing")
+    }
+
+    /// Reads lines until one contains `needle`, returning it.
+    pub async fn line_containing(&mut self, needle: &str) -> String {
+        loop {
+            let line = self.next_line().await;
+            if line.contains(needle) {
+                return line;
+            }
+        }
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("running process")
+    }
+
+    /// Sends a signal by name (`TERM`, `KILL`) with kill(1).
+    pub fn signal(&self, name: &str) {
+        let status = std::process::Command::new("kill")
+            .args([format!("-{name}"), self.pid().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{name} failed");
+    }
+
+    /// Waits for the exit code, failing the test after `limit`.
+    pub async fn exit_code(&mut self, limit: Duration) -> Option<i32> {
+        tokio::time::timeout(limit, self.child.wait())
+            .await
+            .expect("the process exits in time")
+            .expect("wait for the process")
+            .code()
+    }
+
+    /// A field of /proc/<pid>/status in KiB (`VmRSS`, `VmHWM`).
+    pub fn memory_kib(&self, field: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).expect("proc status");
+        status
+            .lines()
+            .find_map(|line| {
+                line.strip_prefix(field)?
+                    .trim_start_matches(':')
+                    .split_whitespace()
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .expect("memory field")
+    }
+}

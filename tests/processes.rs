@@ -1,0 +1,97 @@
+//! The real binaries, as a user runs them: local mode with nothing else
+//! running, a client killed with SIGKILL, the relay's memory under a big upload.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::bin::{portpreview_bin, server_bin};
+use common::caller;
+use common::local::{Answer, LocalHandler};
+use common::process::Running;
+use common::relay::TestRelay;
+
+#[tokio::test]
+async fn portpreview_http_works_on_its_own_and_stops_cleanly_on_sigterm() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let handler = LocalHandler::echo().await;
+    let port = handler.port().to_string();
+    let mut client = Running::start(
+        &portpreview_bin(),
+        &["http", &port, "--no-tui", "--db", db.to_str().expect("utf-8 path")],
+        dir.path(),
+    );
+    let banner = client.line_containing("Forwarding").await;
+    let url = banner.split_whitespace().nth(1).expect("public URL on the first line").to_string();
+    assert!(url.starts_with("http://127.0.0.1:") && url.contains("/t/"), "{banner}");
+    assert!(banner.ends_with(&format!("-> http://localhost:{port}")), "{banner}");
+
+    let reply = caller::post(&format!("{url}/webhooks/test"), r#"{"hello":"world"}"#).await;
+    assert_eq!((reply.status, reply.text().as_str()), (200, r#"{"hello":"world"}"#));
+    let line = client.next_line().await;
+    assert!(line.starts_with("#1  POST /webhooks/test  200  "), "{line}");
+
+    client.signal("TERM");
+    assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
+    assert!(db.exists(), "the history was written");
+}
+
+#[tokio::test]
+async fn a_client_killed_mid_request_gets_its_caller_a_502_within_a_second() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::start(|_| Answer {
+        status: 200,
+        delay: Duration::from_secs(20),
+        ..Answer::default()
+    })
+    .await;
+    let db = dir.path().join("history.db");
+    let mut client = Running::start(
+        &portpreview_bin(),
+        &[
+            "http",
+            &handler.url(),
+            "--server",
+            &relay.http_url(),
+            "--no-tui",
+            "--db",
+            db.to_str().expect("utf-8 path"),
+        ],
+        dir.path(),
+    );
+    let banner = client.line_containing("Forwarding").await;
+    let url = format!("{}/slow", banner.split_whitespace().nth(1).expect("public URL"));
+    let call = tokio::spawn(async move { caller::post(&url, "{}").await });
+    while handler.requests().is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let killed = Instant::now();
+    client.signal("KILL");
+    let reply = call.await.expect("caller task");
+    assert_eq!(reply.status, 502, "{}", reply.text());
+    assert!(killed.elapsed() < Duration::from_secs(1), "502 took {:?}", killed.elapsed());
+}
+
+#[tokio::test]
+async fn a_25_mib_upload_barely_moves_the_relays_memory() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut relay = Running::start(&server_bin(), &["--listen", "127.0.0.1:0"], dir.path());
+    let line = relay.line_containing("listening on").await;
+    let addr = line.rsplit(' ').next().expect("address").to_string();
+    let handler = LocalHandler::start(|seen| Answer {
+        status: 200,
+        body: seen.body.len().to_string().into_bytes(),
+        ..Answer::default()
+    })
+    .await;
+    let tunnel = common::tunnel::TestTunnel::start(&format!("http://{addr}"), &handler.url()).await;
+    // Warm up the paths a request takes, then measure the peak around the upload.
+    assert_eq!(caller::post(&tunnel.url("/warm"), vec![1u8; 256 * 1024]).await.status, 200);
+    let before = relay.memory_kib("VmHWM");
+    let reply = caller::post(&tunnel.url("/upload"), vec![7u8; 25 * 1024 * 1024]).await;
+    assert_eq!((reply.status, reply.text()), (200, (25 * 1024 * 1024).to_string()));
+    let grown = relay.memory_kib("VmHWM").saturating_sub(before);
+    assert!(grown < 8 * 1024, "the relay's peak memory grew by {grown} KiB for a 25 MiB body: it buffers");
+}
