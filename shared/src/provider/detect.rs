@@ -27,6 +27,11 @@ impl<'a> Body<'a> {
         self.raw
     }
 
+    /// The parsed body, only if something has parsed it already.
+    pub(crate) fn parsed(&self) -> Option<&Value> {
+        self.json.get().and_then(Option::as_ref)
+    }
+
     /// The body as JSON, when it is an object or an array.
     pub(crate) fn json(&self) -> Option<&Value> {
         self.json

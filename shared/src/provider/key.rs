@@ -88,14 +88,23 @@ fn from_header(headers: &[Header], name: &str) -> Option<(String, String)> {
 }
 
 fn from_body(body: &Body<'_>, path: &[&str]) -> Option<(String, String)> {
-    let mut value = body.json()?;
-    for step in path {
-        value = match value {
-            Value::Object(map) => map.get(*step)?,
-            Value::Array(items) => items.get(step.parse::<usize>().ok()?)?,
-            _ => return None,
-        };
-    }
+    let tokens: Vec<String> = path.iter().map(|s| (*s).to_owned()).collect();
+    let located;
+    let value = match body.parsed() {
+        Some(json) => pointer::get(json, &tokens)?,
+        // Locating one value in the bytes costs far less than parsing the
+        // whole body into a tree; the full parse stays the fallback.
+        None => match pointer::span(body.raw(), &tokens)
+            .and_then(|r| body.raw().get(r))
+            .and_then(|v| serde_json::from_slice::<Value>(v).ok())
+        {
+            Some(v) => {
+                located = v;
+                &located
+            }
+            None => pointer::get(body.json()?, &tokens)?,
+        },
+    };
     let id = match value {
         Value::String(s) => usable(s)?.to_owned(),
         Value::Number(n) => n.to_string(),

@@ -256,7 +256,14 @@ fn json_value() -> impl Strategy<Value = Value> {
     leaf.prop_recursive(4, 48, 6, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::vec(("[a-z_]{1,6}", inner), 0..6).prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            prop::collection::vec(
+                (
+                    prop_oneof![Just("id".to_owned()), Just("event_id".to_owned()), "[a-z_]{1,6}"],
+                    inner
+                ),
+                0..6
+            )
+            .prop_map(|kv| Value::Object(kv.into_iter().collect())),
         ]
     })
 }
@@ -266,9 +273,21 @@ proptest! {
     fn key_is_stable_under_key_order_and_whitespace(value in json_value(), fields in prop::collection::vec("[a-z_]{1,6}", 0..3)) {
         let compact = serde_json::to_vec(&value).unwrap();
         let pretty = serde_json::to_vec_pretty(&reorder(&value)).unwrap();
-        for provider_headers in [vec![], vec![Header::new("linear-signature", "x")]] {
+        for name in ["user-agent", "linear-signature", "stripe-signature", "x-slack-signature"] {
+            let provider_headers = [Header::new(name, "x")];
             prop_assert_eq!(event_key(&provider_headers, &compact, &fields), event_key(&provider_headers, &pretty, &fields));
         }
+    }
+
+    #[test]
+    fn body_ids_read_from_the_bytes_match_the_parsed_body(value in json_value()) {
+        let k = event_key(&[Header::new("stripe-signature", "x")], &serde_json::to_vec_pretty(&value).unwrap(), &[]);
+        let expected = match value.get("id") {
+            Some(Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_owned()),
+            Some(Value::Number(n)) => Some(n.to_string()),
+            _ => None,
+        };
+        prop_assert_eq!((k.source == "body:/id").then_some(k.key), expected);
     }
 
     #[test]
