@@ -37,6 +37,8 @@ pub enum Command {
     Replay(commands::replay::Args),
     /// Replay committed fixtures and fail when a handler is not idempotent (for CI).
     Check(commands::check::Args),
+    /// Browse the recorded history in a terminal UI.
+    Tui(commands::tui::Args),
 }
 
 impl Command {
@@ -46,6 +48,7 @@ impl Command {
             Command::Http(args) => args.uses_tui(),
             Command::History(_) | Command::Show(_) | Command::Export(_) | Command::Prune(_) => false,
             Command::Replay(_) | Command::Check(_) => false,
+            Command::Tui(_) => true,
         }
     }
 }
@@ -61,5 +64,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Prune(args) => commands::prune::run(args, &db),
         Command::Replay(args) => commands::replay::run(args, &db).await,
         Command::Check(args) => commands::check::run(args).await,
+        Command::Tui(args) => commands::tui::run(args, &db).await,
     }
 }

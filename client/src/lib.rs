@@ -16,6 +16,7 @@ pub mod store;
 pub mod suite;
 pub mod target;
 pub mod time;
+pub mod tui;
 pub mod tunnel;
 
 /// Formats an error and its causes on one line, for stderr.

@@ -7,3 +7,4 @@ pub mod http;
 pub mod prune;
 pub mod replay;
 pub mod show;
+pub mod tui;

@@ -1,0 +1,18 @@
+//! `portpreview tui`: browse the recorded history in a terminal UI.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Arguments of `portpreview tui` (only the global `--db`).
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+/// Opens the history browser until the user quits.
+pub async fn run(_args: Args, db: &Path) -> anyhow::Result<ExitCode> {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!("portpreview tui needs a terminal: use `portpreview history` for plain output");
+    }
+    crate::tui::run_browser(db).await?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,259 @@
+//! The state machine driven by keys and events, no terminal.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::layout::Rect;
+
+use super::*;
+use crate::tui::source::{summary_of, test_delivery, MemorySource};
+
+fn app_with(source: MemorySource, size: Rect) -> App {
+    App::new(Box::new(source), Mode::Live, size).unwrap()
+}
+
+fn app(rows: i64) -> App {
+    app_with(MemorySource::with_rows(rows), Rect::new(0, 0, 120, 40))
+}
+
+fn press(app: &mut App, keys: &str) -> Vec<Effect> {
+    keys.chars()
+        .filter_map(|c| app.handle_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)))
+        .collect()
+}
+
+fn key(app: &mut App, code: KeyCode) -> Option<Effect> {
+    app.handle_key(KeyEvent::new(code, KeyModifiers::NONE))
+}
+
+#[test]
+fn moves_with_arrows_vi_keys_pages_and_ends() {
+    let mut app = app(1000);
+    press(&mut app, "jjj");
+    assert_eq!(app.selected_id(), Some(997));
+    press(&mut app, "k");
+    key(&mut app, KeyCode::Down);
+    key(&mut app, KeyCode::Up);
+    assert_eq!(app.selected, 2);
+    key(&mut app, KeyCode::PageDown);
+    // 40 rows: 2 header + 1 footer, list border 2 and column titles 1 leave 34.
+    assert_eq!(app.selected, 36);
+    assert_eq!(app.offset, 3);
+    press(&mut app, "G");
+    assert_eq!(app.selected_id(), Some(1));
+    assert_eq!(app.selected, 999);
+    press(&mut app, "j");
+    assert_eq!(app.selected, 999, "stays on the oldest row");
+    press(&mut app, "g");
+    assert_eq!((app.selected, app.offset), (0, 0));
+    assert_eq!(app.selected_id(), Some(1000));
+}
+
+#[test]
+fn enter_opens_detail_tab_switches_esc_closes() {
+    let mut app = app(10);
+    press(&mut app, "j");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.focus, Focus::Detail);
+    assert_eq!(app.detail.as_ref().map(|d| d.doc.id), Some(9));
+    press(&mut app, "jj");
+    assert_eq!(
+        app.detail.as_ref().map(|d| d.scroll),
+        Some(2),
+        "j scrolls the focused detail"
+    );
+    assert_eq!(app.selected, 1);
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.focus, Focus::List);
+    press(&mut app, "j");
+    assert_eq!(
+        app.detail.as_ref().map(|d| (d.doc.id, d.scroll)),
+        Some((8, 0)),
+        "the detail follows the selection"
+    );
+    key(&mut app, KeyCode::Esc);
+    assert!(app.detail.is_none());
+    assert_eq!(app.focus, Focus::List);
+}
+
+#[test]
+fn slash_filters_and_esc_clears() {
+    let mut app = app(30);
+    press(&mut app, "/");
+    assert!(matches!(app.overlay, Some(Overlay::Filter(_))));
+    press(&mut app, "hook/2");
+    assert_eq!(app.pager.len(), 30, "nothing applied while typing");
+    key(&mut app, KeyCode::Enter);
+    assert!(app.overlay.is_none());
+    assert_eq!(app.pager.search(), Some("hook/2"));
+    let ids: Vec<i64> = (0..app.pager.len()).map(|i| app.pager.get(i).unwrap().id).collect();
+    assert_eq!(ids, vec![29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 2]);
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.pager.search(), None);
+    assert_eq!(app.pager.len(), 30);
+}
+
+#[test]
+fn filter_prompt_esc_keeps_the_old_filter() {
+    let mut app = app(30);
+    press(&mut app, "/");
+    press(&mut app, "hook/3");
+    key(&mut app, KeyCode::Enter);
+    press(&mut app, "/x");
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.pager.search(), Some("hook/3"));
+    assert!(app.overlay.is_none());
+}
+
+#[test]
+fn replay_export_and_copy_ask_the_loop() {
+    let mut app = app(5);
+    assert_eq!(
+        press(&mut app, "r"),
+        vec![Effect::Replay(ReplayRequest {
+            delivery_id: 5,
+            times: 1,
+            probe: None
+        })]
+    );
+    assert_eq!(press(&mut app, "r"), vec![], "one replay at a time");
+    assert!(app.status.as_ref().is_some_and(|s| s.error));
+    app.on_replay_done(5, Ok("✓ every one of 1 attempts answered 2xx".into()));
+    assert!(app.replay.is_none());
+    press(&mut app, "jR");
+    assert!(matches!(&app.overlay, Some(Overlay::Replay(form)) if form.delivery_id == 4));
+    key(&mut app, KeyCode::Backspace);
+    key(&mut app, KeyCode::Backspace);
+    press(&mut app, "3");
+    let effect = key(&mut app, KeyCode::Enter);
+    assert_eq!(
+        effect,
+        Some(Effect::Replay(ReplayRequest {
+            delivery_id: 4,
+            times: 3,
+            probe: None
+        }))
+    );
+    app.on_replay_done(4, Err("nothing answers".into()));
+    assert_eq!(
+        press(&mut app, "eh"),
+        vec![Effect::Export {
+            delivery_id: 4,
+            format: ExportFormat::Har
+        }]
+    );
+    assert_eq!(press(&mut app, "y"), vec![Effect::CopyCurl { delivery_id: 4 }]);
+}
+
+#[test]
+fn help_opens_and_any_key_closes_it() {
+    let mut app = app(3);
+    press(&mut app, "?");
+    assert_eq!(app.overlay, Some(Overlay::Help));
+    press(&mut app, "j");
+    assert_eq!(app.overlay, None);
+    assert_eq!(app.selected, 0, "the closing key does nothing else");
+    press(&mut app, "q");
+    assert!(app.quit);
+}
+
+#[test]
+fn ctrl_c_quits_even_from_a_form() {
+    let mut app = app(3);
+    press(&mut app, "/");
+    app.handle_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+    assert!(app.quit);
+}
+
+#[test]
+fn live_rows_follow_at_the_top_and_stay_put_below() {
+    let mut app = app(200);
+    let deliver = |app: &mut App, id: i64| {
+        app.on_tunnel_event(
+            TunnelEvent::Delivered {
+                summary: summary_of(&test_delivery(id)),
+                delivery_number: 1,
+            },
+            0,
+        );
+    };
+    deliver(&mut app, 201);
+    assert_eq!(app.selected_id(), Some(201), "at the top, the newest is selected");
+    press(&mut app, "jj");
+    assert_eq!(app.selected_id(), Some(199));
+    deliver(&mut app, 202);
+    deliver(&mut app, 203);
+    assert_eq!(
+        app.selected_id(),
+        Some(199),
+        "below the top, the selection stays on its row"
+    );
+    assert_eq!(app.stats.total, 3);
+    assert_eq!(app.pager.total(), Some(203));
+}
+
+#[test]
+fn filtered_live_view_fetches_matches_on_tick() {
+    let source = MemorySource::with_rows(20);
+    let shared = std::rc::Rc::new(source);
+    struct Shared(std::rc::Rc<MemorySource>);
+    impl HistorySource for Shared {
+        fn list(&self, q: &crate::store::ListQuery) -> anyhow::Result<Vec<crate::store::Summary>> {
+            self.0.list(q)
+        }
+        fn count(&self, q: &crate::store::ListQuery) -> anyhow::Result<u64> {
+            self.0.count(q)
+        }
+        fn get(&self, id: i64) -> anyhow::Result<Option<crate::store::Delivery>> {
+            self.0.get(id)
+        }
+        fn replay_runs(&self, id: i64) -> anyhow::Result<Vec<crate::store::ReplayRun>> {
+            self.0.replay_runs(id)
+        }
+    }
+    let mut app = App::new(Box::new(Shared(shared.clone())), Mode::Live, Rect::new(0, 0, 80, 24)).unwrap();
+    press(&mut app, "/");
+    press(&mut app, "hook/2");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.pager.len(), 2);
+    for id in [21, 30, 25] {
+        shared.push(test_delivery(id));
+        app.on_tunnel_event(
+            TunnelEvent::Delivered {
+                summary: summary_of(&test_delivery(id)),
+                delivery_number: 1,
+            },
+            0,
+        );
+    }
+    assert_eq!(app.pager.len(), 2, "matches are the store's to decide");
+    app.on_tick(1);
+    let ids: Vec<i64> = (0..app.pager.len()).map(|i| app.pager.get(i).unwrap().id).collect();
+    assert_eq!(ids, vec![25, 21, 20, 2]);
+    assert_eq!(app.selected_id(), Some(25));
+}
+
+#[test]
+fn detail_scroll_is_bounded() {
+    let mut app = app_with(MemorySource::with_rows(3), Rect::new(0, 0, 60, 15));
+    key(&mut app, KeyCode::Enter);
+    press(&mut app, "G");
+    let detail = app.detail.as_ref().unwrap();
+    let rows = 15 - 2 - 1 - 2;
+    assert_eq!(detail.scroll, detail.doc.lines.len() - rows);
+    press(&mut app, "jjj");
+    assert_eq!(app.detail.as_ref().unwrap().scroll, detail_len(&app) - rows);
+    press(&mut app, "lll");
+    assert_eq!(app.detail.as_ref().unwrap().hscroll, 24);
+}
+
+fn detail_len(app: &App) -> usize {
+    app.detail.as_ref().map_or(0, |d| d.doc.lines.len())
+}
+
+#[test]
+fn empty_history_has_nothing_to_act_on() {
+    let mut app = app(0);
+    assert_eq!(press(&mut app, "jGgry"), vec![]);
+    key(&mut app, KeyCode::Enter);
+    assert!(app.detail.is_none());
+    assert!(app.status.as_ref().is_some_and(|s| s.text == "no delivery selected"));
+}

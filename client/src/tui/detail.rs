@@ -1,0 +1,285 @@
+//! The detail pane's document: one delivery laid out as lines, every
+//! untrusted byte passed through the sanitiser.
+
+use portpreview_shared::sanitize::{escape_bytes, escape_multiline, escape_str};
+use portpreview_shared::Header;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use crate::store::{Delivery, ReplayRun};
+
+use super::format::{status_style, timestamp};
+
+/// Bytes of a body shown as text; the rest is left to `e` export.
+const MAX_SHOWN_TEXT: usize = 256 * 1024;
+/// Bytes of a binary body shown as hex (each takes about four cells).
+const MAX_SHOWN_BINARY: usize = 64 * 1024;
+/// Bodies up to this size are parsed for JSON pretty-printing.
+const MAX_PRETTY: usize = 1024 * 1024;
+
+/// A delivery laid out for the detail pane.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DetailDoc {
+    /// Id of the delivery shown.
+    pub id: i64,
+    /// The lines, already safe to draw.
+    pub lines: Vec<Line<'static>>,
+}
+
+/// Headers shown masked unless revealed: the credentials and signatures.
+fn is_sensitive(name: &str) -> bool {
+    portpreview_shared::provider::is_sensitive_header(name)
+}
+
+fn title(text: impl Into<String>) -> Line<'static> {
+    Line::from(Span::styled(
+        text.into(),
+        Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+    ))
+}
+
+fn label_value(label: &str, value: String) -> Line<'static> {
+    Line::from(vec![
+        Span::styled(format!("{label} "), Style::new().fg(Color::DarkGray)),
+        Span::raw(value),
+    ])
+}
+
+impl DetailDoc {
+    /// Lays out `delivery` with its replay runs.
+    pub fn new(delivery: &Delivery, runs: &[ReplayRun]) -> Self {
+        let req = &delivery.request;
+        let mut lines = vec![Line::from(vec![
+            Span::styled(format!("#{} ", delivery.id), Style::new().fg(Color::DarkGray)),
+            Span::styled(
+                escape_str(&req.method).into_owned(),
+                Style::new().add_modifier(Modifier::BOLD),
+            ),
+            Span::raw(" "),
+            Span::raw(escape_str(&req.path).into_owned()),
+        ])];
+        lines.push(label_value(
+            "received",
+            format!("{} UTC", timestamp(req.received_at_ms, true)),
+        ));
+        lines.push(label_value("target  ", escape_str(&req.target).into_owned()));
+        let provider = req
+            .provider
+            .as_deref()
+            .map_or_else(|| "unknown".to_owned(), |p| escape_str(p).into_owned());
+        lines.push(label_value("provider", provider));
+        lines.push(label_value(
+            "event   ",
+            format!(
+                "{} ({}), {} of this event",
+                escape_str(&req.event_key),
+                escape_str(&req.event_key_source),
+                match delivery.delivery_count {
+                    1 => "the only delivery".to_owned(),
+                    n => format!("{n} deliveries"),
+                }
+            ),
+        ));
+        if let Some(original) = req.replay_of {
+            lines.push(label_value("replay of", format!("#{original}")));
+        }
+        lines.push(Line::default());
+        lines.push(title(format!("Request headers ({})", req.request_headers.len())));
+        push_headers(&mut lines, &req.request_headers);
+        lines.push(Line::default());
+        lines.push(title(body_title(
+            "Request body",
+            &req.request_body,
+            req.request_body_size,
+        )));
+        push_body(&mut lines, &req.request_body, req.request_body_size);
+        lines.push(Line::default());
+        match &delivery.outcome {
+            None => lines.push(title("Response: none (in flight, or the client stopped first)")),
+            Some(outcome) => {
+                let status = match outcome.status {
+                    Some(code) => Span::styled(status_text(code), status_style(Some(code))),
+                    None => Span::styled("no response", status_style(None)),
+                };
+                lines.push(Line::from(vec![
+                    Span::styled("Response ", Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)),
+                    status,
+                    Span::raw(format!("  in {:.1} ms", outcome.duration_ms)),
+                ]));
+                if let Some(error) = &outcome.error {
+                    lines.push(Line::from(Span::styled(
+                        format!("error: {}", escape_str(error)),
+                        Style::new().fg(Color::Red),
+                    )));
+                }
+                if outcome.status.is_some() {
+                    lines.push(title(format!("Response headers ({})", outcome.response_headers.len())));
+                    push_headers(&mut lines, &outcome.response_headers);
+                    lines.push(Line::default());
+                    lines.push(title(body_title(
+                        "Response body",
+                        &outcome.response_body,
+                        outcome.response_body_size,
+                    )));
+                    push_body(&mut lines, &outcome.response_body, outcome.response_body_size);
+                }
+            }
+        }
+        lines.push(Line::default());
+        lines.push(title(format!("Replay runs ({})", runs.len())));
+        if runs.is_empty() {
+            lines.push(Line::from(Span::styled(
+                "none yet: r replays once, R runs a verdict",
+                Style::new().fg(Color::DarkGray),
+            )));
+        }
+        for run in runs {
+            let (mark, style) = match run.idempotent {
+                Some(true) => ("✓ idempotent", Style::new().fg(Color::Green)),
+                Some(false) => ("✗ not idempotent", Style::new().fg(Color::Red)),
+                None => ("? inconclusive", Style::new().fg(Color::Yellow)),
+            };
+            lines.push(Line::from(vec![
+                Span::raw(format!("{} ×{} ", timestamp(run.started_at_ms, true), run.times)),
+                Span::styled(mark, style),
+                Span::raw(format!("  {}", escape_str(&run.summary))),
+            ]));
+        }
+        Self { id: delivery.id, lines }
+    }
+}
+
+fn status_text(code: u16) -> String {
+    let reason = http::StatusCode::from_u16(code).ok().and_then(|s| s.canonical_reason());
+    match reason {
+        Some(reason) => format!("{code} {reason}"),
+        None => code.to_string(),
+    }
+}
+
+fn push_headers(lines: &mut Vec<Line<'static>>, headers: &[Header]) {
+    for header in headers {
+        let name = escape_str(&header.name).into_owned();
+        let value = if is_sensitive(&header.name) {
+            Span::styled(
+                format!("•••••• (masked, {} bytes)", header.value.len()),
+                Style::new().fg(Color::DarkGray),
+            )
+        } else {
+            Span::raw(escape_str(&String::from_utf8_lossy(&header.value)).into_owned())
+        };
+        lines.push(Line::from(vec![
+            Span::styled(format!("{name}: "), Style::new().fg(Color::Blue)),
+            value,
+        ]));
+    }
+}
+
+fn body_title(what: &str, body: &[u8], size: u64) -> String {
+    let size = size.max(body.len() as u64);
+    if body.is_empty() && size == 0 {
+        return format!("{what} (empty)");
+    }
+    let kind = if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() {
+        "JSON"
+    } else if std::str::from_utf8(body).is_ok() {
+        "text"
+    } else {
+        "binary"
+    };
+    format!("{what} ({size} bytes, {kind})")
+}
+
+/// The body as display lines: pretty JSON, escaped text or a hex dump.
+pub fn body_text(body: &[u8]) -> String {
+    if body.len() <= MAX_PRETTY {
+        if let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) {
+            if let Ok(pretty) = serde_json::to_string_pretty(&value) {
+                return escape_multiline(&pretty).into_owned();
+            }
+        }
+    }
+    match std::str::from_utf8(body) {
+        Ok(text) => {
+            let mut cut = text.len().min(MAX_SHOWN_TEXT);
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            escape_multiline(&text[..cut]).into_owned()
+        }
+        Err(_) => escape_bytes(&body[..body.len().min(MAX_SHOWN_BINARY)]),
+    }
+}
+
+fn push_body(lines: &mut Vec<Line<'static>>, body: &[u8], size: u64) {
+    let text = body_text(body);
+    let shown = text.lines().count();
+    lines.extend(text.lines().map(|l| Line::raw(l.to_owned())));
+    let cut_here = body.len() > MAX_PRETTY || (std::str::from_utf8(body).is_err() && body.len() > MAX_SHOWN_BINARY);
+    let cut_in_store = (body.len() as u64) < size;
+    if cut_here || cut_in_store {
+        let note = format!("… ({shown} lines shown of {size} bytes; e exports the delivery whole)");
+        lines.push(Line::from(Span::styled(note, Style::new().fg(Color::DarkGray))));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::source::test_delivery;
+
+    fn text(doc: &DetailDoc) -> String {
+        doc.lines.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+    }
+
+    #[test]
+    fn json_is_pretty_and_secrets_masked() {
+        let doc = DetailDoc::new(&test_delivery(7), &[]);
+        let shown = text(&doc);
+        assert!(shown.contains("#7 POST /hook/7"), "{shown}");
+        assert!(
+            shown.contains("{\n  \"id\": \"evt_7\",\n  \"type\": \"charge.succeeded\"\n}"),
+            "{shown}"
+        );
+        assert!(shown.contains("authorization: •••••• (masked, 21 bytes)"), "{shown}");
+        assert!(!shown.contains("sk_live_secret"), "{shown}");
+        assert!(shown.contains("Response 200 OK  in 12.0 ms"), "{shown}");
+    }
+
+    #[test]
+    fn escape_sequences_never_survive() {
+        let mut d = test_delivery(1);
+        d.request.path = "/a\x1b]0;pwned\x07".into();
+        d.request
+            .request_headers
+            .push(Header::new("x-evil", b"\x1b[2J\x9b".to_vec()));
+        d.request.request_body = b"line\x1b[31m red\r\nnext\x1bP".to_vec();
+        let outcome = d.outcome.as_mut().unwrap();
+        outcome.response_body = vec![0xff, 0x1b, b'[', b'2', b'J'];
+        outcome.error = Some("bad\x1b[0m".into());
+        let shown = text(&DetailDoc::new(&d, &[]));
+        assert!(!shown.chars().any(|c| c.is_control() && c != '\n'), "{shown:?}");
+        assert!(shown.contains("line\\x1b[31m red\\r"), "{shown}");
+        assert!(shown.contains("00000000  ff 1b 5b 32 4a"), "{shown}");
+    }
+
+    #[test]
+    fn replay_runs_show_their_verdicts() {
+        let run = ReplayRun {
+            id: 1,
+            delivery_id: 1,
+            started_at_ms: 1_764_470_700_000,
+            times: 10,
+            concurrency: 1,
+            idempotent: Some(false),
+            summary: "state changed on attempts 2–10".into(),
+            report_json: "{}".into(),
+        };
+        let shown = text(&DetailDoc::new(&test_delivery(1), &[run]));
+        assert!(shown.contains("Replay runs (1)"), "{shown}");
+        assert!(
+            shown.contains("×10 ✗ not idempotent  state changed on attempts 2–10"),
+            "{shown}"
+        );
+    }
+}

@@ -1,0 +1,349 @@
+//! The small forms drawn over the list: filter prompt, replay and export.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// Longest text a prompt accepts; a paste beyond it is cut.
+const MAX_INPUT: usize = 1024;
+
+/// What a key did to a form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FormOutcome {
+    /// Still editing.
+    Editing,
+    /// Enter: use what was typed.
+    Submit,
+    /// Esc: forget it.
+    Cancel,
+}
+
+/// A one-line text field with the cursor at its end.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TextInput {
+    /// What was typed.
+    pub text: String,
+}
+
+impl TextInput {
+    /// A field holding `text`.
+    pub fn new(text: impl Into<String>) -> Self {
+        Self { text: text.into() }
+    }
+
+    /// Applies one key: characters, Backspace, ctrl-u (clear), ctrl-w (word).
+    pub fn handle(&mut self, key: KeyEvent) -> FormOutcome {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            KeyCode::Enter => return FormOutcome::Submit,
+            KeyCode::Esc => return FormOutcome::Cancel,
+            KeyCode::Backspace => {
+                self.text.pop();
+            }
+            KeyCode::Char('u') if ctrl => self.text.clear(),
+            KeyCode::Char('w') if ctrl => {
+                let trimmed = self.text.trim_end().len();
+                let cut = self.text[..trimmed].rfind(' ').map_or(0, |i| i + 1);
+                self.text.truncate(cut);
+            }
+            KeyCode::Char(c) if !ctrl && !c.is_control() && self.text.len() < MAX_INPUT => self.text.push(c),
+            _ => {}
+        }
+        FormOutcome::Editing
+    }
+}
+
+/// How a replay verdict reads the handler's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeKind {
+    /// No probe: only statuses are checked.
+    None,
+    /// GET a URL.
+    Url,
+    /// Run a shell command.
+    Cmd,
+}
+
+impl ProbeKind {
+    fn next(self) -> Self {
+        match self {
+            Self::None => Self::Url,
+            Self::Url => Self::Cmd,
+            Self::Cmd => Self::None,
+        }
+    }
+
+    fn previous(self) -> Self {
+        self.next().next()
+    }
+}
+
+/// A probe chosen in the replay form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    /// `--check-url`.
+    Url(String),
+    /// `--check-cmd`.
+    Cmd(String),
+}
+
+/// Which field of the replay form has the cursor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplayField {
+    /// Number of attempts.
+    Times,
+    /// Probe kind.
+    ProbeKind,
+    /// Probe URL or command.
+    Probe,
+}
+
+/// The `R` form: how many attempts, and how to read the handler's state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayForm {
+    /// Delivery to replay.
+    pub delivery_id: i64,
+    /// Attempts, as typed.
+    pub times: TextInput,
+    /// Probe kind.
+    pub probe_kind: ProbeKind,
+    /// Probe URL or command, as typed.
+    pub probe: TextInput,
+    /// Field with the cursor.
+    pub field: ReplayField,
+    /// Why the last Enter was refused.
+    pub error: Option<String>,
+}
+
+/// A replay the user asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayRequest {
+    /// Delivery to replay.
+    pub delivery_id: i64,
+    /// Attempts (at least 1).
+    pub times: u32,
+    /// How to read the handler's state, if at all.
+    pub probe: Option<Probe>,
+}
+
+impl ReplayForm {
+    /// The form for `delivery_id`, asking for 10 attempts without a probe.
+    pub fn new(delivery_id: i64) -> Self {
+        Self {
+            delivery_id,
+            times: TextInput::new("10"),
+            probe_kind: ProbeKind::None,
+            probe: TextInput::default(),
+            field: ReplayField::Times,
+            error: None,
+        }
+    }
+
+    /// Applies one key; on Enter, returns the request once it is valid.
+    pub fn handle(&mut self, key: KeyEvent) -> (FormOutcome, Option<ReplayRequest>) {
+        match key.code {
+            KeyCode::Esc => return (FormOutcome::Cancel, None),
+            KeyCode::Enter => {
+                return match self.request() {
+                    Ok(request) => (FormOutcome::Submit, Some(request)),
+                    Err(error) => {
+                        self.error = Some(error);
+                        (FormOutcome::Editing, None)
+                    }
+                }
+            }
+            KeyCode::Tab | KeyCode::Down => self.field = self.next_field(),
+            KeyCode::BackTab | KeyCode::Up => self.field = self.previous_field(),
+            _ => match self.field {
+                ReplayField::Times => {
+                    if matches!(key.code, KeyCode::Char(c) if !c.is_ascii_digit()) {
+                        return (FormOutcome::Editing, None);
+                    }
+                    self.times.handle(key);
+                }
+                ReplayField::ProbeKind => match key.code {
+                    KeyCode::Right | KeyCode::Char(' ' | 'l') => self.probe_kind = self.probe_kind.next(),
+                    KeyCode::Left | KeyCode::Char('h') => self.probe_kind = self.probe_kind.previous(),
+                    KeyCode::Char('n') => self.probe_kind = ProbeKind::None,
+                    KeyCode::Char('u') => self.probe_kind = ProbeKind::Url,
+                    KeyCode::Char('c') => self.probe_kind = ProbeKind::Cmd,
+                    _ => {}
+                },
+                ReplayField::Probe => {
+                    self.probe.handle(key);
+                }
+            },
+        }
+        self.error = None;
+        (FormOutcome::Editing, None)
+    }
+
+    fn next_field(&self) -> ReplayField {
+        match (self.field, self.probe_kind) {
+            (ReplayField::Times, _) => ReplayField::ProbeKind,
+            (ReplayField::ProbeKind, ProbeKind::None) => ReplayField::Times,
+            (ReplayField::ProbeKind, _) => ReplayField::Probe,
+            (ReplayField::Probe, _) => ReplayField::Times,
+        }
+    }
+
+    fn previous_field(&self) -> ReplayField {
+        match (self.field, self.probe_kind) {
+            (ReplayField::Times, ProbeKind::None) => ReplayField::ProbeKind,
+            (ReplayField::Times, _) => ReplayField::Probe,
+            (ReplayField::ProbeKind, _) => ReplayField::Times,
+            (ReplayField::Probe, _) => ReplayField::ProbeKind,
+        }
+    }
+
+    fn request(&self) -> Result<ReplayRequest, String> {
+        let times = match self.times.text.parse::<u32>() {
+            Ok(n) if (1..=10_000).contains(&n) => n,
+            _ => return Err("attempts: a number from 1 to 10000".into()),
+        };
+        let value = self.probe.text.trim().to_owned();
+        let probe = match self.probe_kind {
+            ProbeKind::None => None,
+            _ if value.is_empty() => return Err("type the probe URL or command, or choose none".into()),
+            ProbeKind::Url => Some(Probe::Url(value)),
+            ProbeKind::Cmd => Some(Probe::Cmd(value)),
+        };
+        Ok(ReplayRequest {
+            delivery_id: self.delivery_id,
+            times,
+            probe,
+        })
+    }
+}
+
+/// Formats `e` can write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// The fixture `replay --from` and `check` read.
+    Json,
+    /// HAR 1.2 for browser devtools.
+    Har,
+    /// A curl command.
+    Curl,
+}
+
+impl ExportFormat {
+    /// All formats, in the order the form lists them.
+    pub const ALL: [ExportFormat; 3] = [ExportFormat::Json, ExportFormat::Har, ExportFormat::Curl];
+
+    /// File extension and name shown.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Json => "json",
+            Self::Har => "har",
+            Self::Curl => "curl",
+        }
+    }
+}
+
+/// The `e` form: pick a format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportForm {
+    /// Delivery to export.
+    pub delivery_id: i64,
+    /// Format under the cursor.
+    pub format: ExportFormat,
+}
+
+impl ExportForm {
+    /// Applies one key: j/h/c pick at once, arrows move, Enter takes.
+    pub fn handle(&mut self, key: KeyEvent) -> (FormOutcome, Option<ExportFormat>) {
+        let index = ExportFormat::ALL.iter().position(|f| *f == self.format).unwrap_or(0);
+        match key.code {
+            KeyCode::Esc => (FormOutcome::Cancel, None),
+            KeyCode::Enter => (FormOutcome::Submit, Some(self.format)),
+            KeyCode::Char('j') => (FormOutcome::Submit, Some(ExportFormat::Json)),
+            KeyCode::Char('h') => (FormOutcome::Submit, Some(ExportFormat::Har)),
+            KeyCode::Char('c') => (FormOutcome::Submit, Some(ExportFormat::Curl)),
+            KeyCode::Down | KeyCode::Tab => {
+                self.format = ExportFormat::ALL[(index + 1) % ExportFormat::ALL.len()];
+                (FormOutcome::Editing, None)
+            }
+            KeyCode::Up | KeyCode::BackTab => {
+                self.format = ExportFormat::ALL[(index + ExportFormat::ALL.len() - 1) % ExportFormat::ALL.len()];
+                (FormOutcome::Editing, None)
+            }
+            _ => (FormOutcome::Editing, None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    fn typed(form: &mut ReplayForm, text: &str) {
+        for c in text.chars() {
+            form.handle(key(KeyCode::Char(c)));
+        }
+    }
+
+    #[test]
+    fn replay_form_asks_times_and_probe() {
+        let mut form = ReplayForm::new(4);
+        form.handle(key(KeyCode::Backspace));
+        form.handle(key(KeyCode::Backspace));
+        typed(&mut form, "x5");
+        form.handle(key(KeyCode::Tab));
+        form.handle(key(KeyCode::Char('u')));
+        form.handle(key(KeyCode::Tab));
+        typed(&mut form, "http://127.0.0.1:3000/count");
+        let (outcome, request) = form.handle(key(KeyCode::Enter));
+        assert_eq!(outcome, FormOutcome::Submit);
+        assert_eq!(
+            request,
+            Some(ReplayRequest {
+                delivery_id: 4,
+                times: 5,
+                probe: Some(Probe::Url("http://127.0.0.1:3000/count".into()))
+            })
+        );
+    }
+
+    #[test]
+    fn replay_form_refuses_zero_and_empty_probe() {
+        let mut form = ReplayForm::new(1);
+        form.times = TextInput::new("0");
+        assert_eq!(form.handle(key(KeyCode::Enter)), (FormOutcome::Editing, None));
+        assert!(form.error.is_some());
+        form.times = TextInput::new("3");
+        form.probe_kind = ProbeKind::Cmd;
+        assert_eq!(form.handle(key(KeyCode::Enter)).1, None);
+        assert_eq!(form.handle(key(KeyCode::Esc)).0, FormOutcome::Cancel);
+    }
+
+    #[test]
+    fn export_form_picks_by_letter_or_arrows() {
+        let mut form = ExportForm {
+            delivery_id: 1,
+            format: ExportFormat::Json,
+        };
+        assert_eq!(
+            form.handle(key(KeyCode::Char('h'))),
+            (FormOutcome::Submit, Some(ExportFormat::Har))
+        );
+        form.handle(key(KeyCode::Up));
+        assert_eq!(
+            form.handle(key(KeyCode::Enter)),
+            (FormOutcome::Submit, Some(ExportFormat::Curl))
+        );
+    }
+
+    #[test]
+    fn text_input_edits() {
+        let mut input = TextInput::new("stripe charge");
+        input.handle(KeyEvent::new(KeyCode::Char('w'), KeyModifiers::CONTROL));
+        assert_eq!(input.text, "stripe ");
+        input.handle(key(KeyCode::Backspace));
+        input.handle(key(KeyCode::Char('!')));
+        assert_eq!(input.text, "stripe!");
+        assert_eq!(input.handle(key(KeyCode::Enter)), FormOutcome::Submit);
+    }
+}

@@ -1,0 +1,142 @@
+//! Carrying out what the state machine asks for: replays (run inside the
+//! event loop so the screen stays live), exports and copies.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+
+use portpreview_shared::sanitize::escape_str;
+use tokio::sync::mpsc;
+
+use crate::replay::{Phase, ProbeSpec, Progress, ReplayOptions, Report};
+use crate::store::{Delivery, ReplayRun, Store};
+
+use super::app::{App, Effect};
+use super::dialog::{Probe, ReplayRequest};
+use super::terminal::TerminalGuard;
+
+/// A replay being run; resolves once with its result.
+pub type ReplayTask = Pin<Box<dyn Future<Output = ReplayDone>>>;
+
+/// How a replay ended.
+#[derive(Debug)]
+pub struct ReplayDone {
+    /// Delivery that was replayed.
+    pub delivery_id: i64,
+    /// The verdict's summary line, or why it could not run (both one line, safe to draw).
+    pub result: Result<String, String>,
+}
+
+/// Does the work behind [`Effect`]s.
+pub struct Effects {
+    db: PathBuf,
+    progress: mpsc::UnboundedSender<String>,
+}
+
+impl Effects {
+    /// Effects on the history in `db`; replay progress lines come out of the receiver.
+    pub fn new(db: &Path) -> (Self, mpsc::UnboundedReceiver<String>) {
+        let (progress, receiver) = mpsc::unbounded_channel();
+        (
+            Self {
+                db: db.to_path_buf(),
+                progress,
+            },
+            receiver,
+        )
+    }
+
+    /// Starts `effect`; a replay comes back as a task for the loop to poll.
+    pub fn start(&self, effect: Effect, app: &mut App, terminal: &mut TerminalGuard) -> Option<ReplayTask> {
+        match effect {
+            Effect::Replay(request) => self.replay(request, app),
+            Effect::Export { delivery_id, format } => {
+                let _ = (delivery_id, format, terminal);
+                app.set_status("export is not wired yet", true);
+                None
+            }
+            Effect::CopyCurl { delivery_id } => {
+                let _ = delivery_id;
+                app.set_status("copy is not wired yet", true);
+                None
+            }
+        }
+    }
+
+    fn replay(&self, request: ReplayRequest, app: &mut App) -> Option<ReplayTask> {
+        let id = request.delivery_id;
+        let delivery = match load(app, id) {
+            Ok(delivery) => delivery,
+            Err(err) => {
+                app.on_replay_done(id, Err(err));
+                return None;
+            }
+        };
+        let opts = ReplayOptions {
+            times: request.times,
+            probe: request.probe.map(|probe| match probe {
+                Probe::Url(url) => ProbeSpec::Url(url),
+                Probe::Cmd(cmd) => ProbeSpec::Cmd(cmd),
+            }),
+            ..ReplayOptions::default()
+        };
+        let sender = self.progress.clone();
+        let db = self.db.clone();
+        Some(Box::pin(async move {
+            let started_at_ms = crate::time::now_ms();
+            let progress = move |p: Progress| {
+                let _ = sender.send(progress_line(id, p));
+            };
+            let result = match crate::replay::run(delivery.request, &opts, &progress).await {
+                Ok(report) => Ok(record(&db, id, started_at_ms, &opts, &report)),
+                Err(err) => Err(escape_str(&err.to_string()).into_owned()),
+            };
+            ReplayDone {
+                delivery_id: id,
+                result,
+            }
+        }))
+    }
+}
+
+fn load(app: &App, id: i64) -> Result<Delivery, String> {
+    match app.source().get(id) {
+        Ok(Some(delivery)) => Ok(delivery),
+        Ok(None) => Err(format!("#{id} is no longer in the history")),
+        Err(err) => Err(crate::error_line(&err)),
+    }
+}
+
+fn progress_line(id: i64, p: Progress) -> String {
+    match p.phase {
+        Phase::Sending => format!("replaying #{id}: {}/{} attempts answered…", p.done, p.total),
+        Phase::Settling => format!(
+            "replaying #{id}: {}/{}, waiting for the state to settle…",
+            p.done, p.total
+        ),
+        Phase::FinalWait => format!("replaying #{id}: {}/{}, final check of the state…", p.done, p.total),
+    }
+}
+
+/// Saves the run beside the delivery (so the detail pane lists it) and
+/// returns its summary line.
+fn record(db: &Path, delivery_id: i64, started_at_ms: i64, opts: &ReplayOptions, report: &Report) -> String {
+    let summary = report.summary_line();
+    let run = ReplayRun {
+        id: 0,
+        delivery_id,
+        started_at_ms,
+        times: opts.times,
+        concurrency: opts.concurrency,
+        idempotent: report.idempotent,
+        summary: summary.clone(),
+        report_json: report.to_json().to_string(),
+    };
+    match Store::open(db).and_then(|store| store.insert_replay_run(&run)) {
+        Ok(_) => summary,
+        Err(err) => {
+            tracing::warn!(%err, delivery_id, "cannot save the replay run");
+            format!("{summary} (not saved: {})", escape_str(&err.to_string()))
+        }
+    }
+}

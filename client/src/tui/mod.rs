@@ -1,0 +1,192 @@
+//! The terminal UI: live deliveries during `portpreview http`, and a
+//! browser over the stored history (`portpreview tui`).
+//!
+//! `app` holds the state and the key handling, `view` draws it, and the
+//! loop below feeds one to the other: terminal keys, tunnel events, a tick
+//! and a running replay, in one `select!`.
+
+pub mod app;
+pub mod detail;
+pub mod dialog;
+mod effects;
+pub mod format;
+pub mod pager;
+pub mod source;
+pub mod stats;
+pub mod terminal;
+pub mod view;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use crossterm::event::{Event, EventStream};
+use futures_util::StreamExt;
+use portpreview_shared::sanitize::escape_str;
+use ratatui::layout::Rect;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::events::TunnelEvent;
+use crate::store::Store;
+
+use app::{App, Mode};
+use effects::{Effects, ReplayDone, ReplayTask};
+use terminal::TerminalGuard;
+
+/// Set to `1` to quit right after the first frame (benchmarks time the open).
+pub const EXIT_AFTER_FIRST_FRAME_ENV: &str = "PORTPREVIEW_TUI_EXIT_AFTER_FIRST_FRAME";
+/// How often the header's rate and the live rows are brought up to date.
+const TICK: Duration = Duration::from_millis(200);
+/// Tunnel events taken in one go before the screen is considered again.
+const EVENT_BATCH: usize = 1024;
+
+/// Shows deliveries live as `events` reports them, until the user quits or
+/// `shutdown` is cancelled.
+pub async fn run_live(
+    db: &Path,
+    events: mpsc::Receiver<TunnelEvent>,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    run(db, Mode::Live, Some(events), shutdown).await
+}
+
+/// Browses the history in `db` until the user quits.
+pub async fn run_browser(db: &Path) -> anyhow::Result<()> {
+    let mode = Mode::Browser {
+        db: escape_str(&db.display().to_string()).into_owned(),
+    };
+    run(db, mode, None, CancellationToken::new()).await
+}
+
+async fn run(
+    db: &Path,
+    mode: Mode,
+    events: Option<mpsc::Receiver<TunnelEvent>>,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let store = Store::open(db).map_err(|err| err.for_command(db))?;
+    let (width, height) = crossterm::terminal::size().context("cannot read the terminal size")?;
+    let app = App::new(Box::new(store), mode, Rect::new(0, 0, width, height))
+        .map_err(|err| err.context(format!("cannot read the history in {}", db.display())))?;
+    let mut terminal = TerminalGuard::enter().context("cannot set up the terminal")?;
+    let (effects, progress) = Effects::new(db);
+    let mut event_loop = EventLoop {
+        app,
+        effects,
+        progress,
+        replay: None,
+        events,
+        started: Instant::now(),
+        exit_after_first_frame: std::env::var(EXIT_AFTER_FIRST_FRAME_ENV).is_ok_and(|v| v == "1"),
+    };
+    // The guard restores the terminal when it drops, whatever the result.
+    event_loop.run(&mut terminal, shutdown).await
+}
+
+struct EventLoop {
+    app: App,
+    effects: Effects,
+    progress: mpsc::UnboundedReceiver<String>,
+    replay: Option<ReplayTask>,
+    events: Option<mpsc::Receiver<TunnelEvent>>,
+    started: Instant,
+    exit_after_first_frame: bool,
+}
+
+impl EventLoop {
+    async fn run(&mut self, terminal: &mut TerminalGuard, shutdown: CancellationToken) -> anyhow::Result<()> {
+        let mut keys = EventStream::new();
+        let mut tick = tokio::time::interval(TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut dirty = true;
+        let mut events_pending = false;
+        loop {
+            if dirty {
+                terminal
+                    .draw(|frame| frame.render_widget(&self.app, frame.area()))
+                    .context("cannot draw")?;
+                dirty = false;
+                if self.exit_after_first_frame {
+                    return Ok(());
+                }
+            }
+            if self.app.quit {
+                return Ok(());
+            }
+            tokio::select! {
+                () = shutdown.cancelled() => return Ok(()),
+                event = next_event(&mut self.events) => match event {
+                    Some(event) => {
+                        self.take_events(event);
+                        events_pending = true;
+                    }
+                    // The tunnel is gone; what was recorded can still be browsed.
+                    None => self.events = None,
+                },
+                input = keys.next() => match input {
+                    Some(Ok(Event::Key(key))) => {
+                        if let Some(effect) = self.app.handle_key(key) {
+                            if let Some(task) = self.effects.start(effect, &mut self.app, terminal) {
+                                self.replay = Some(task);
+                            }
+                        }
+                        dirty = true;
+                    }
+                    Some(Ok(Event::Resize(width, height))) => {
+                        self.app.resize(Rect::new(0, 0, width, height));
+                        dirty = true;
+                    }
+                    Some(Ok(_)) => {}
+                    Some(Err(err)) => return Err(err).context("cannot read the terminal"),
+                    None => return Ok(()),
+                },
+                _ = tick.tick() => {
+                    let second = self.started.elapsed().as_secs();
+                    self.app.on_tick(second);
+                    // Live: the rate moves every second; events are drawn at most once a tick.
+                    dirty |= events_pending || self.app.mode == Mode::Live;
+                    events_pending = false;
+                }
+                Some(text) = self.progress.recv() => {
+                    self.app.on_replay_progress(text);
+                    dirty = true;
+                }
+                ReplayDone { delivery_id, result } = next_replay_done(&mut self.replay) => {
+                    self.replay = None;
+                    self.app.on_replay_done(delivery_id, result);
+                    dirty = true;
+                }
+            }
+        }
+    }
+
+    /// Takes `first` and whatever else is already queued, up to a batch.
+    fn take_events(&mut self, first: TunnelEvent) {
+        let second = self.started.elapsed().as_secs();
+        self.app.on_tunnel_event(first, second);
+        let Some(events) = &mut self.events else { return };
+        for _ in 0..EVENT_BATCH {
+            match events.try_recv() {
+                Ok(event) => self.app.on_tunnel_event(event, second),
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+/// The next tunnel event; never resolves when there is no tunnel.
+async fn next_event(events: &mut Option<mpsc::Receiver<TunnelEvent>>) -> Option<TunnelEvent> {
+    match events {
+        Some(events) => events.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The running replay's end; never resolves when none runs.
+async fn next_replay_done(replay: &mut Option<ReplayTask>) -> ReplayDone {
+    match replay {
+        Some(task) => task.await,
+        None => std::future::pending().await,
+    }
+}

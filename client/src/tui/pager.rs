@@ -1,0 +1,313 @@
+//! The list's rows: fetched a page at a time with keyset paging, so a
+//! history of any size opens at once and memory stays bounded.
+
+use std::collections::BTreeSet;
+
+use crate::store::{ListQuery, Summary};
+
+use super::source::HistorySource;
+
+/// Rows fetched per query.
+pub const PAGE_SIZE: usize = 100;
+/// Pages kept in memory; the ones farthest from the view are dropped first.
+const MAX_CACHED_PAGES: usize = 20;
+/// Live rows kept above the first page before paging starts over from the top.
+const MAX_HEAD: usize = 1000;
+
+/// One page of `PAGE_SIZE` rows; its cursor survives eviction so it can be
+/// fetched again.
+#[derive(Debug)]
+struct Page {
+    /// Rows with `id < before_id` (`None`: newest).
+    before_id: Option<i64>,
+    /// Id of its last (oldest) row: the cursor of the next page.
+    last_id: Option<i64>,
+    /// Rows it held when fetched.
+    len: usize,
+    /// Its rows while cached.
+    rows: Option<Vec<Summary>>,
+}
+
+/// A window over the history, in newest-first order.
+#[derive(Debug, Default)]
+pub struct Pager {
+    search: Option<String>,
+    /// Rows that arrived live after the first page was fetched, oldest first.
+    head: Vec<Summary>,
+    pages: Vec<Page>,
+    /// True once a short page showed where the history ends.
+    end: bool,
+    total: Option<u64>,
+}
+
+impl Pager {
+    /// A pager over rows matching `search`, nothing fetched yet.
+    pub fn new(search: Option<String>) -> Self {
+        Self {
+            search,
+            ..Self::default()
+        }
+    }
+
+    /// The search this pager filters by.
+    pub fn search(&self) -> Option<&str> {
+        self.search.as_deref()
+    }
+
+    /// Drops every row and fetches the first page again.
+    pub fn reload(&mut self, source: &dyn HistorySource) -> anyhow::Result<()> {
+        *self = Self::new(self.search.take());
+        self.fetch_next(source)?;
+        self.total = Some(source.count(&self.query(None, None))?);
+        Ok(())
+    }
+
+    /// Rows known so far (all of them once the end was reached).
+    pub fn len(&self) -> usize {
+        self.head.len() + self.pages.iter().map(|p| p.len).sum::<usize>()
+    }
+
+    /// True when there is no row at all.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// True once the oldest row is known.
+    pub fn end_reached(&self) -> bool {
+        self.end
+    }
+
+    /// Rows matching the filter in the whole history, when counted.
+    pub fn total(&self) -> Option<u64> {
+        self.total
+    }
+
+    /// The row at `index` (0 is the newest), if cached.
+    pub fn get(&self, index: usize) -> Option<&Summary> {
+        if index < self.head.len() {
+            return self.head.get(self.head.len() - 1 - index);
+        }
+        let index = index - self.head.len();
+        self.pages.get(index / PAGE_SIZE)?.rows.as_ref()?.get(index % PAGE_SIZE)
+    }
+
+    /// Makes rows `start..end` available (as far as the history goes),
+    /// fetching the pages they fall in and dropping far-away ones.
+    pub fn ensure(&mut self, start: usize, end: usize, source: &dyn HistorySource) -> anyhow::Result<()> {
+        let first = start.saturating_sub(self.head.len()) / PAGE_SIZE;
+        let last = end.saturating_sub(self.head.len()) / PAGE_SIZE;
+        for page in first..=last {
+            while page >= self.pages.len() && !self.end {
+                self.fetch_next(source)?;
+            }
+            let Some(slot) = self.pages.get_mut(page) else { break };
+            if slot.rows.is_none() {
+                let query = Self::query_with(&self.search, slot.before_id, Some(PAGE_SIZE));
+                slot.rows = Some(source.list(&query)?);
+            }
+        }
+        self.evict(first, last);
+        Ok(())
+    }
+
+    /// Adds a row that just arrived live, if it is newer than every row held.
+    pub fn prepend(&mut self, row: Summary) {
+        if row.id <= self.newest_id() {
+            return;
+        }
+        // A retry raises the delivery count of its event's older rows too.
+        let count = row.delivery_count;
+        self.for_each_cached(|r| {
+            if r.event_key == row.event_key {
+                r.delivery_count = r.delivery_count.max(count);
+            }
+        });
+        self.head.push(row);
+        self.total = self.total.map(|t| t + 1);
+    }
+
+    /// Fetches rows newer than every row held (for filtered live views, where
+    /// only the store knows what matches). Returns how many rows were added.
+    pub fn refresh_head(&mut self, source: &dyn HistorySource) -> anyhow::Result<usize> {
+        let newest = self.newest_id();
+        let rows = source.list(&self.query(None, Some(PAGE_SIZE)))?;
+        let fresh: Vec<Summary> = rows.into_iter().filter(|r| r.id > newest).collect();
+        let added = fresh.len();
+        if added == PAGE_SIZE || self.head.len() + added > MAX_HEAD {
+            self.reload(source)?;
+        } else {
+            self.head.extend(fresh.into_iter().rev());
+            self.total = self.total.map(|t| t + added as u64);
+        }
+        Ok(added)
+    }
+
+    /// True when live rows have piled up and paging should start over.
+    pub fn head_is_full(&self) -> bool {
+        self.head.len() > MAX_HEAD
+    }
+
+    /// Position of the row with this id among the cached rows.
+    pub fn position(&self, id: i64) -> Option<usize> {
+        (0..self.len()).find(|&i| self.get(i).is_some_and(|r| r.id == id))
+    }
+
+    fn newest_id(&self) -> i64 {
+        if let Some(row) = self.head.last() {
+            return row.id;
+        }
+        match self.pages.first() {
+            Some(Page {
+                before_id: Some(before),
+                ..
+            }) => before - 1,
+            _ => 0,
+        }
+    }
+
+    fn fetch_next(&mut self, source: &dyn HistorySource) -> anyhow::Result<()> {
+        let before_id = match self.pages.last() {
+            None => None,
+            Some(page) => page.last_id,
+        };
+        let rows = source.list(&self.query(before_id, Some(PAGE_SIZE)))?;
+        self.end = rows.len() < PAGE_SIZE;
+        // Pin the first page to what exists now, so fetching it again later
+        // never pulls in live rows the head already holds.
+        let before_id = match (before_id, rows.first()) {
+            (None, Some(newest)) => Some(newest.id + 1),
+            (before, _) => before,
+        };
+        let last_id = rows.last().map(|r| r.id).or(before_id.map(|b| b - 1));
+        self.pages.push(Page {
+            before_id,
+            last_id,
+            len: rows.len(),
+            rows: Some(rows),
+        });
+        Ok(())
+    }
+
+    fn evict(&mut self, first: usize, last: usize) {
+        let cached: BTreeSet<usize> = (0..self.pages.len())
+            .filter(|&i| self.pages[i].rows.is_some())
+            .collect();
+        if cached.len() <= MAX_CACHED_PAGES {
+            return;
+        }
+        let distance = |i: usize| if i < first { first - i } else { i.saturating_sub(last) };
+        let mut by_distance: Vec<usize> = cached
+            .into_iter()
+            .filter(|&i| self.pages[i].before_id.is_some())
+            .collect();
+        by_distance.sort_by_key(|&i| std::cmp::Reverse(distance(i)));
+        let excess = by_distance.len().saturating_sub(MAX_CACHED_PAGES);
+        for i in by_distance.into_iter().take(excess) {
+            if distance(i) > 0 {
+                self.pages[i].rows = None;
+            }
+        }
+    }
+
+    fn for_each_cached(&mut self, mut f: impl FnMut(&mut Summary)) {
+        self.head.iter_mut().for_each(&mut f);
+        for page in &mut self.pages {
+            page.rows.iter_mut().flatten().for_each(&mut f);
+        }
+    }
+
+    fn query(&self, before_id: Option<i64>, limit: Option<usize>) -> ListQuery {
+        Self::query_with(&self.search, before_id, limit)
+    }
+
+    fn query_with(search: &Option<String>, before_id: Option<i64>, limit: Option<usize>) -> ListQuery {
+        ListQuery {
+            limit,
+            before_id,
+            search: search.clone(),
+            ..ListQuery::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::source::{summary_of, test_delivery, MemorySource};
+
+    #[test]
+    fn opens_with_one_page_and_pages_on_demand() {
+        let source = MemorySource::with_rows(1000);
+        let mut pager = Pager::new(None);
+        pager.reload(&source).unwrap();
+        assert_eq!(source.list_calls.get(), 1);
+        assert_eq!(pager.get(0).unwrap().id, 1000);
+        assert!(pager.get(PAGE_SIZE).is_none());
+        pager.ensure(250, 260, &source).unwrap();
+        assert_eq!(pager.get(255).unwrap().id, 1000 - 255);
+        assert_eq!(pager.total(), Some(1000));
+        assert!(!pager.end_reached());
+    }
+
+    #[test]
+    fn keeps_a_bounded_number_of_pages_and_refetches_evicted_ones() {
+        let source = MemorySource::with_rows(5000);
+        let mut pager = Pager::new(None);
+        pager.reload(&source).unwrap();
+        pager.ensure(4990, 5000, &source).unwrap();
+        assert!(pager.end_reached());
+        assert_eq!(pager.len(), 5000);
+        assert_eq!(pager.get(4999).unwrap().id, 1);
+        let cached = pager.pages.iter().filter(|p| p.rows.is_some()).count();
+        assert!(cached <= MAX_CACHED_PAGES + 1, "{cached} pages cached");
+        assert!(pager.get(150).is_none());
+        pager.ensure(150, 160, &source).unwrap();
+        assert_eq!(pager.get(150).unwrap().id, 5000 - 150);
+    }
+
+    #[test]
+    fn live_rows_go_on_top_without_duplicates() {
+        let source = MemorySource::with_rows(150);
+        let mut pager = Pager::new(None);
+        pager.reload(&source).unwrap();
+        let newer = test_delivery(151);
+        source.push(newer.clone());
+        pager.prepend(summary_of(&newer));
+        pager.prepend(summary_of(&newer));
+        assert_eq!(pager.get(0).unwrap().id, 151);
+        assert_eq!(pager.get(1).unwrap().id, 150);
+        assert_eq!(pager.total(), Some(151));
+        // Page 0 fetched again must not bring 151 back.
+        pager.pages[0].rows = None;
+        pager.ensure(0, 10, &source).unwrap();
+        assert_eq!(pager.get(1).unwrap().id, 150);
+        assert_eq!(pager.len(), 101);
+    }
+
+    #[test]
+    fn filtered_head_refresh_asks_the_store() {
+        let source = MemorySource::with_rows(5);
+        let mut pager = Pager::new(Some("/hook/1".into()));
+        pager.reload(&source).unwrap();
+        assert_eq!(pager.len(), 1);
+        source.push(test_delivery(10));
+        source.push(test_delivery(11));
+        source.push(test_delivery(12));
+        assert_eq!(pager.refresh_head(&source).unwrap(), 3);
+        let ids: Vec<i64> = (0..pager.len()).map(|i| pager.get(i).unwrap().id).collect();
+        assert_eq!(ids, vec![12, 11, 10, 1]);
+    }
+
+    #[test]
+    fn empty_history_then_live_rows() {
+        let source = MemorySource::default();
+        let mut pager = Pager::new(None);
+        pager.reload(&source).unwrap();
+        assert!(pager.is_empty() && pager.end_reached());
+        let first = test_delivery(1);
+        source.push(first.clone());
+        pager.prepend(summary_of(&first));
+        assert_eq!(pager.len(), 1);
+        assert_eq!(pager.position(1), Some(0));
+    }
+}

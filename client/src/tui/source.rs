@@ -1,0 +1,159 @@
+//! Where the TUI reads history from: the store, or a fake in tests.
+
+use crate::store::{Delivery, ListQuery, ReplayRun, Store, Summary};
+
+/// Read access to the history, as the browser needs it.
+///
+/// The TUI reads through this trait so its state machine can be driven in
+/// tests from rows in memory, without SQLite or a terminal.
+pub trait HistorySource {
+    /// Rows matching `query`, newest first.
+    fn list(&self, query: &ListQuery) -> anyhow::Result<Vec<Summary>>;
+    /// How many rows match `query` (its limit and cursor ignored).
+    fn count(&self, query: &ListQuery) -> anyhow::Result<u64>;
+    /// One delivery whole.
+    fn get(&self, id: i64) -> anyhow::Result<Option<Delivery>>;
+    /// Replay runs of one delivery, with their verdicts.
+    fn replay_runs(&self, delivery_id: i64) -> anyhow::Result<Vec<ReplayRun>>;
+}
+
+impl HistorySource for Store {
+    fn list(&self, query: &ListQuery) -> anyhow::Result<Vec<Summary>> {
+        Ok(Store::list(self, query)?)
+    }
+
+    fn count(&self, query: &ListQuery) -> anyhow::Result<u64> {
+        Ok(Store::count(self, query)?)
+    }
+
+    fn get(&self, id: i64) -> anyhow::Result<Option<Delivery>> {
+        Ok(Store::get(self, id)?)
+    }
+
+    fn replay_runs(&self, delivery_id: i64) -> anyhow::Result<Vec<ReplayRun>> {
+        Ok(Store::replay_runs(self, delivery_id)?)
+    }
+}
+
+/// An in-memory history for unit tests: rows kept newest first.
+#[cfg(test)]
+#[derive(Default)]
+pub struct MemorySource {
+    /// Whole deliveries, any order.
+    pub deliveries: std::cell::RefCell<Vec<Delivery>>,
+    /// Replay runs of every delivery.
+    pub runs: Vec<ReplayRun>,
+    /// How many `list` calls were made (to check paging stays lazy).
+    pub list_calls: std::cell::Cell<usize>,
+}
+
+#[cfg(test)]
+impl MemorySource {
+    /// `n` deliveries with ids 1..=n, paths `/hook/<id>`.
+    pub fn with_rows(n: i64) -> Self {
+        let source = Self::default();
+        for id in 1..=n {
+            source.push(test_delivery(id));
+        }
+        source
+    }
+
+    /// Adds a delivery.
+    pub fn push(&self, delivery: Delivery) {
+        self.deliveries.borrow_mut().push(delivery);
+    }
+
+    fn matching(&self, query: &ListQuery) -> Vec<Summary> {
+        let mut rows: Vec<Summary> = self
+            .deliveries
+            .borrow()
+            .iter()
+            .filter(|d| query.search.as_deref().map_or(true, |s| d.request.path.contains(s)))
+            .map(summary_of)
+            .collect();
+        rows.sort_by(|a, b| b.id.cmp(&a.id));
+        rows
+    }
+}
+
+#[cfg(test)]
+impl HistorySource for MemorySource {
+    fn list(&self, query: &ListQuery) -> anyhow::Result<Vec<Summary>> {
+        self.list_calls.set(self.list_calls.get() + 1);
+        let rows = self.matching(query).into_iter();
+        let rows = rows.filter(|r| query.before_id.map_or(true, |b| r.id < b));
+        Ok(rows.take(query.limit.unwrap_or(usize::MAX)).collect())
+    }
+
+    fn count(&self, query: &ListQuery) -> anyhow::Result<u64> {
+        Ok(self.matching(query).len() as u64)
+    }
+
+    fn get(&self, id: i64) -> anyhow::Result<Option<Delivery>> {
+        Ok(self.deliveries.borrow().iter().find(|d| d.id == id).cloned())
+    }
+
+    fn replay_runs(&self, delivery_id: i64) -> anyhow::Result<Vec<ReplayRun>> {
+        Ok(self
+            .runs
+            .iter()
+            .filter(|r| r.delivery_id == delivery_id)
+            .cloned()
+            .collect())
+    }
+}
+
+/// A plain delivery for tests: `POST /hook/<id>`, answered 200 in 12 ms.
+#[cfg(test)]
+pub fn test_delivery(id: i64) -> Delivery {
+    use crate::store::{NewDelivery, Outcome};
+    use portpreview_shared::Header;
+    Delivery {
+        id,
+        request: NewDelivery {
+            received_at_ms: 1_764_470_700_000 + id * 1000,
+            tunnel_url: "http://127.0.0.1:9/t/calm-otter".into(),
+            target: "http://127.0.0.1:3000".into(),
+            method: "POST".into(),
+            path: format!("/hook/{id}"),
+            request_headers: vec![
+                Header::new("content-type", "application/json"),
+                Header::new("authorization", "Bearer sk_live_secret"),
+            ],
+            request_body: format!("{{\"id\":\"evt_{id}\",\"type\":\"charge.succeeded\"}}").into_bytes(),
+            request_body_size: 0,
+            provider: Some("stripe".into()),
+            event_key: format!("evt_{id}"),
+            event_key_source: "body:/id".into(),
+            replay_of: None,
+        },
+        outcome: Some(Outcome {
+            status: Some(200),
+            response_headers: vec![Header::new("content-type", "text/plain")],
+            response_body: b"ok".to_vec(),
+            response_body_size: 2,
+            duration_ms: 12.0,
+            error: None,
+        }),
+        delivery_count: 1,
+    }
+}
+
+/// The list row of a delivery.
+#[cfg(test)]
+pub fn summary_of(d: &Delivery) -> Summary {
+    Summary {
+        id: d.id,
+        received_at_ms: d.request.received_at_ms,
+        method: d.request.method.clone(),
+        path: d.request.path.clone(),
+        status: d.outcome.as_ref().and_then(|o| o.status),
+        duration_ms: d.outcome.as_ref().map(|o| o.duration_ms),
+        provider: d.request.provider.clone(),
+        event_key: d.request.event_key.clone(),
+        event_key_source: d.request.event_key_source.clone(),
+        delivery_count: d.delivery_count,
+        error: d.outcome.as_ref().and_then(|o| o.error.clone()),
+        replay_of: d.request.replay_of,
+    }
+}

@@ -1,0 +1,203 @@
+//! What the live header shows: connection state, rate and latency.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use crate::events::TunnelEvent;
+use crate::store::Summary;
+
+/// Seconds of history in the requests-per-second sparkline.
+pub const RATE_WINDOW: usize = 60;
+/// Recent durations the percentiles are taken over.
+const LATENCY_WINDOW: usize = 1000;
+
+/// The tunnel's connection as last reported.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Connection {
+    /// No report yet.
+    Connecting,
+    /// Up and forwarding.
+    Connected,
+    /// Down; the next attempt comes after `retry_in`.
+    Disconnected {
+        /// Why it dropped.
+        reason: String,
+        /// Delay before the next attempt, as reported.
+        retry_in: Duration,
+    },
+}
+
+/// Live counters of a running tunnel.
+#[derive(Debug, Clone)]
+pub struct LiveStats {
+    /// Public URL callers use (empty until connected).
+    pub public_url: String,
+    /// Local target.
+    pub target: String,
+    /// Connection state.
+    pub connection: Connection,
+    /// Deliveries per second, oldest first; the last bucket is the current second.
+    rate: VecDeque<u64>,
+    /// Second (since the TUI started) the last bucket counts.
+    second: u64,
+    durations: VecDeque<f64>,
+    /// Deliveries seen.
+    pub total: u64,
+    /// Answered 1xx–3xx.
+    pub ok: u64,
+    /// Answered 4xx.
+    pub client_errors: u64,
+    /// Answered 5xx.
+    pub server_errors: u64,
+    /// Not answered (target refused, timed out…).
+    pub failed: u64,
+}
+
+impl Default for LiveStats {
+    fn default() -> Self {
+        Self {
+            public_url: String::new(),
+            target: String::new(),
+            connection: Connection::Connecting,
+            rate: std::iter::repeat(0).take(RATE_WINDOW).collect(),
+            second: 0,
+            durations: VecDeque::with_capacity(LATENCY_WINDOW),
+            total: 0,
+            ok: 0,
+            client_errors: 0,
+            server_errors: 0,
+            failed: 0,
+        }
+    }
+}
+
+impl LiveStats {
+    /// Takes in one tunnel event (deliveries are counted at `second`).
+    pub fn record(&mut self, event: &TunnelEvent, second: u64) {
+        match event {
+            TunnelEvent::Connected { public_url, target } => {
+                self.public_url.clone_from(public_url);
+                self.target.clone_from(target);
+                self.connection = Connection::Connected;
+            }
+            TunnelEvent::Disconnected { reason, retry_in } => {
+                self.connection = Connection::Disconnected {
+                    reason: reason.clone(),
+                    retry_in: *retry_in,
+                };
+            }
+            TunnelEvent::Delivered { summary, .. } => self.count(summary, second),
+        }
+    }
+
+    fn count(&mut self, summary: &Summary, second: u64) {
+        self.advance(second);
+        if let Some(last) = self.rate.back_mut() {
+            *last += 1;
+        }
+        self.total += 1;
+        match summary.status {
+            None => self.failed += 1,
+            Some(status) if status >= 500 => self.server_errors += 1,
+            Some(status) if status >= 400 => self.client_errors += 1,
+            Some(_) => self.ok += 1,
+        }
+        if let Some(ms) = summary.duration_ms {
+            if self.durations.len() == LATENCY_WINDOW {
+                self.durations.pop_front();
+            }
+            self.durations.push_back(ms);
+        }
+    }
+
+    /// Moves the sparkline on to `second`, with zeros for quiet seconds.
+    pub fn advance(&mut self, second: u64) {
+        let steps = second.saturating_sub(self.second).min(RATE_WINDOW as u64);
+        for _ in 0..steps {
+            self.rate.pop_front();
+            self.rate.push_back(0);
+        }
+        self.second = self.second.max(second);
+    }
+
+    /// Deliveries per second over the window, oldest first.
+    pub fn rate(&self) -> Vec<u64> {
+        self.rate.iter().copied().collect()
+    }
+
+    /// The `p`th percentile (0–100) of recent durations, in milliseconds.
+    pub fn percentile(&self, p: f64) -> Option<f64> {
+        if self.durations.is_empty() {
+            return None;
+        }
+        let mut sorted: Vec<f64> = self.durations.iter().copied().collect();
+        sorted.sort_by(f64::total_cmp);
+        let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+        sorted.get(rank.saturating_sub(1).min(sorted.len() - 1)).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::source::{summary_of, test_delivery};
+
+    fn delivered(status: Option<u16>, ms: f64) -> TunnelEvent {
+        let mut summary = summary_of(&test_delivery(1));
+        summary.status = status;
+        summary.duration_ms = Some(ms);
+        TunnelEvent::Delivered {
+            summary,
+            delivery_number: 1,
+        }
+    }
+
+    #[test]
+    fn counts_by_class_and_takes_percentiles() {
+        let mut stats = LiveStats::default();
+        for ms in 1..=10 {
+            stats.record(&delivered(Some(200), f64::from(ms)), 0);
+        }
+        stats.record(&delivered(Some(404), 50.0), 1);
+        stats.record(&delivered(Some(502), 60.0), 1);
+        stats.record(&delivered(None, 70.0), 3);
+        assert_eq!(
+            (
+                stats.total,
+                stats.ok,
+                stats.client_errors,
+                stats.server_errors,
+                stats.failed
+            ),
+            (13, 10, 1, 1, 1)
+        );
+        assert_eq!(stats.percentile(50.0), Some(7.0));
+        assert_eq!(stats.percentile(90.0), Some(60.0));
+        let rate = stats.rate();
+        assert_eq!(rate.len(), RATE_WINDOW);
+        assert_eq!(&rate[RATE_WINDOW - 4..], &[10, 2, 0, 1]);
+    }
+
+    #[test]
+    fn connection_follows_events() {
+        let mut stats = LiveStats::default();
+        assert_eq!(stats.percentile(50.0), None);
+        stats.record(
+            &TunnelEvent::Connected {
+                public_url: "http://x/t/a".into(),
+                target: "http://127.0.0.1:3000".into(),
+            },
+            0,
+        );
+        assert_eq!(stats.connection, Connection::Connected);
+        stats.record(
+            &TunnelEvent::Disconnected {
+                reason: "relay went away".into(),
+                retry_in: Duration::from_secs(2),
+            },
+            0,
+        );
+        assert!(matches!(stats.connection, Connection::Disconnected { .. }));
+        assert_eq!(stats.public_url, "http://x/t/a");
+    }
+}

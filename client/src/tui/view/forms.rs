@@ -1,0 +1,152 @@
+//! The filter prompt and the replay and export forms.
+
+use portpreview_shared::sanitize::escape_str;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Clear, Paragraph, Widget};
+
+use crate::tui::dialog::{ExportForm, ExportFormat, ProbeKind, ReplayField, ReplayForm, TextInput};
+
+use super::centered;
+
+const CURSOR: &str = "▏";
+
+fn key(text: &'static str) -> Span<'static> {
+    Span::styled(text, Style::new().fg(Color::Cyan))
+}
+
+pub(super) fn render_filter(input: &TextInput, area: Rect, buf: &mut Buffer) {
+    let line = Line::from(vec![
+        Span::styled("/", Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD)),
+        Span::raw(escape_str(&input.text).into_owned()),
+        Span::raw(CURSOR),
+        Span::styled("  Enter apply  Esc cancel", Style::new().fg(Color::DarkGray)),
+    ]);
+    Paragraph::new(line).render(area, buf);
+}
+
+fn field_line(label: &str, value: Vec<Span<'static>>, active: bool) -> Line<'static> {
+    let marker = if active { "›" } else { " " };
+    let mut spans = vec![Span::styled(
+        format!("{marker} {label:<9}"),
+        Style::new().fg(Color::DarkGray),
+    )];
+    spans.extend(value);
+    Line::from(spans)
+}
+
+pub(super) fn render_replay(form: &ReplayForm, area: Rect, buf: &mut Buffer) {
+    let popup = centered(area, 56, 9);
+    Clear.render(popup, buf);
+    let cursor = |field| if form.field == field { CURSOR } else { "" };
+    let kinds = [
+        (ProbeKind::None, "none"),
+        (ProbeKind::Url, "url"),
+        (ProbeKind::Cmd, "cmd"),
+    ];
+    let kind_spans: Vec<Span> = kinds
+        .iter()
+        .map(|(kind, name)| {
+            if *kind == form.probe_kind {
+                Span::styled(
+                    format!("[{name}] "),
+                    Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+                )
+            } else {
+                Span::raw(format!(" {name}  "))
+            }
+        })
+        .collect();
+    let mut lines = vec![
+        field_line(
+            "attempts",
+            vec![
+                Span::raw(form.times.text.clone()),
+                Span::raw(cursor(ReplayField::Times)),
+            ],
+            form.field == ReplayField::Times,
+        ),
+        field_line("probe", kind_spans, form.field == ReplayField::ProbeKind),
+    ];
+    let probe_label = match form.probe_kind {
+        ProbeKind::None => None,
+        ProbeKind::Url => Some("check url"),
+        ProbeKind::Cmd => Some("check cmd"),
+    };
+    if let Some(label) = probe_label {
+        lines.push(field_line(
+            label,
+            vec![
+                Span::raw(escape_str(&form.probe.text).into_owned()),
+                Span::raw(cursor(ReplayField::Probe)),
+            ],
+            form.field == ReplayField::Probe,
+        ));
+    }
+    lines.push(Line::default());
+    match &form.error {
+        Some(error) => lines.push(Line::from(Span::styled(error.clone(), Style::new().fg(Color::Red)))),
+        None => lines.push(Line::from(vec![
+            key("Tab"),
+            Span::raw(" field  "),
+            key("←→"),
+            Span::raw(" probe  "),
+            key("Enter"),
+            Span::raw(" run  "),
+            key("Esc"),
+            Span::raw(" cancel"),
+        ])),
+    }
+    let title = format!(" Replay #{} with a verdict ", form.delivery_id);
+    Paragraph::new(lines)
+        .block(
+            Block::bordered()
+                .title(title)
+                .border_style(Style::new().fg(Color::Cyan)),
+        )
+        .render(popup, buf);
+}
+
+pub(super) fn render_export(form: &ExportForm, area: Rect, buf: &mut Buffer) {
+    let popup = centered(area, 44, 7);
+    Clear.render(popup, buf);
+    let describe = |format: ExportFormat| match format {
+        ExportFormat::Json => ("j", "json  fixture for replay --from, check"),
+        ExportFormat::Har => ("h", "har   HAR 1.2 for browser devtools"),
+        ExportFormat::Curl => ("c", "curl  shell command"),
+    };
+    let lines: Vec<Line> = ExportFormat::ALL
+        .iter()
+        .map(|format| {
+            let (letter, text) = describe(*format);
+            let style = if *format == form.format {
+                Style::new().add_modifier(Modifier::REVERSED)
+            } else {
+                Style::new()
+            };
+            Line::from(vec![
+                Span::styled(format!(" {letter} "), Style::new().fg(Color::Cyan)),
+                Span::styled(text, style),
+            ])
+        })
+        .chain([
+            Line::default(),
+            Line::from(vec![
+                key(" Enter"),
+                Span::raw(" write  "),
+                key("Esc"),
+                Span::raw(" cancel"),
+            ]),
+        ])
+        .collect();
+    let title = format!(" Export #{} ", form.delivery_id);
+    Paragraph::new(lines)
+        .block(
+            Block::bordered()
+                .title(title)
+                .border_style(Style::new().fg(Color::Cyan)),
+        )
+        .render(popup, buf);
+}

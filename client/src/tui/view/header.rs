@@ -1,0 +1,117 @@
+//! The two header lines: tunnel and rate when live, the database when browsing.
+
+use portpreview_shared::sanitize::escape_str;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Sparkline, Widget};
+
+use crate::tui::app::{App, Mode};
+use crate::tui::format::{duration, thousands};
+use crate::tui::stats::Connection;
+
+pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
+    let brand = Span::styled(
+        " PortPreview ",
+        Style::new()
+            .fg(Color::Black)
+            .bg(Color::Cyan)
+            .add_modifier(Modifier::BOLD),
+    );
+    let top = match &app.mode {
+        Mode::Live => {
+            let stats = &app.stats;
+            let state = match &stats.connection {
+                Connection::Connecting => Span::styled("○ connecting", Style::new().fg(Color::Yellow)),
+                Connection::Connected => Span::styled("● online", Style::new().fg(Color::Green)),
+                Connection::Disconnected { reason, retry_in } => Span::styled(
+                    format!("✗ offline, retry in {}s: {}", retry_in.as_secs(), escape_str(reason)),
+                    Style::new().fg(Color::Red),
+                ),
+            };
+            let mut spans = vec![brand, Span::raw(" "), state];
+            if !stats.public_url.is_empty() {
+                spans.push(Span::raw("  "));
+                spans.push(Span::styled(
+                    escape_str(&stats.public_url).into_owned(),
+                    Style::new().add_modifier(Modifier::BOLD),
+                ));
+                spans.push(Span::raw(format!(" → {}", escape_str(&stats.target))));
+            }
+            Line::from(spans)
+        }
+        Mode::Browser { db } => Line::from(vec![
+            brand,
+            Span::raw(" history "),
+            Span::styled(db.clone(), Style::new().fg(Color::DarkGray)),
+        ]),
+    };
+    Paragraph::new(top).render(
+        Rect {
+            height: 1.min(area.height),
+            ..area
+        },
+        buf,
+    );
+    if area.height < 2 {
+        return;
+    }
+    let second = Rect {
+        y: area.y + 1,
+        height: 1,
+        ..area
+    };
+    match &app.mode {
+        Mode::Live => render_rate(app, second, buf),
+        Mode::Browser { .. } => {
+            let total = app.pager.total().map_or_else(|| "?".to_owned(), thousands);
+            let noun = if app.pager.search().is_some() {
+                "matching"
+            } else {
+                "deliveries"
+            };
+            Paragraph::new(Line::from(format!(" {total} {noun}"))).render(second, buf);
+        }
+    }
+}
+
+fn render_rate(app: &App, area: Rect, buf: &mut Buffer) {
+    let stats = &app.stats;
+    let label = " req/s ";
+    let spark_width = (area.width / 4).min(30);
+    let rate = stats.rate();
+    let data: Vec<u64> = rate[rate.len().saturating_sub(usize::from(spark_width))..].to_vec();
+    Paragraph::new(label).render(area, buf);
+    let spark = Rect {
+        x: area.x + label.len() as u16,
+        width: spark_width.min(area.width.saturating_sub(label.len() as u16)),
+        ..area
+    };
+    Sparkline::default()
+        .data(&data)
+        .style(Style::new().fg(Color::Cyan))
+        .render(spark, buf);
+    let now = data.last().copied().unwrap_or(0);
+    let pct = |p| {
+        stats
+            .percentile(p)
+            .map_or_else(|| "–".to_owned(), |ms| duration(Some(ms)))
+    };
+    let spans = vec![
+        Span::raw(format!(" {now}/s  p50 {}  p90 {}  ", pct(50.0), pct(90.0))),
+        Span::styled(format!("✓{}", stats.ok), Style::new().fg(Color::Green)),
+        Span::raw(" "),
+        Span::styled(format!("4xx {}", stats.client_errors), Style::new().fg(Color::Yellow)),
+        Span::raw(" "),
+        Span::styled(format!("5xx {}", stats.server_errors), Style::new().fg(Color::Red)),
+        Span::raw(" "),
+        Span::styled(format!("✗{}", stats.failed), Style::new().fg(Color::Red)),
+    ];
+    let rest = Rect {
+        x: spark.right(),
+        width: area.right().saturating_sub(spark.right()),
+        ..area
+    };
+    Paragraph::new(Line::from(spans)).render(rest, buf);
+}

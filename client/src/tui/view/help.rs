@@ -1,0 +1,45 @@
+//! The `?` key list.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Clear, Paragraph, Widget};
+
+use super::centered;
+
+/// Every key, as the help box lists it.
+pub const KEYS: &[(&str, &str)] = &[
+    ("↑↓ j k", "move / scroll"),
+    ("PgUp PgDn", "a page"),
+    ("g G", "newest / oldest"),
+    ("Enter", "open the delivery"),
+    ("Tab", "switch list / detail"),
+    ("← → h l", "scroll detail sideways"),
+    ("/", "filter: path, provider, status, body"),
+    ("Esc", "close detail, clear filter"),
+    ("r", "replay once"),
+    ("R", "replay N times, with verdict"),
+    ("e", "export json / har / curl"),
+    ("y", "copy as curl"),
+    ("?", "this help"),
+    ("q", "quit"),
+];
+
+pub(super) fn render(area: Rect, buf: &mut Buffer) {
+    let popup = centered(area, 48, KEYS.len() as u16 + 2);
+    Clear.render(popup, buf);
+    let lines: Vec<Line> = KEYS
+        .iter()
+        .map(|(key, what)| {
+            Line::from(vec![
+                Span::styled(format!(" {key:<10}"), Style::new().fg(Color::Cyan)),
+                Span::raw(*what),
+            ])
+        })
+        .collect();
+    let block = Block::bordered()
+        .title(" Keys (any key closes) ")
+        .border_style(Style::new().fg(Color::Cyan));
+    Paragraph::new(lines).block(block).render(popup, buf);
+}

@@ -1,0 +1,158 @@
+//! The deliveries table, newest first.
+
+use portpreview_shared::sanitize::escape_str;
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span, Text};
+use ratatui::widgets::{Block, Cell, Paragraph, Row, StatefulWidget, Table, TableState, Widget, Wrap};
+
+use crate::store::Summary;
+use crate::tui::app::{App, Focus, Mode};
+use crate::tui::format::{duration, short_timestamp, shorten, status_style, thousands, timestamp};
+
+use super::layout::list_rows;
+
+/// Width from which the provider column shows.
+const WIDE: u16 = 80;
+/// Width from which dates and event keys show.
+const WIDER: u16 = 110;
+
+pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
+    let focused = app.focus == Focus::List;
+    let border = if focused { Color::Cyan } else { Color::DarkGray };
+    let block = Block::bordered()
+        .border_style(Style::new().fg(border))
+        .title(title(app));
+    if app.pager.is_empty() {
+        let inner = block.inner(area);
+        block.render(area, buf);
+        Paragraph::new(empty_text(app))
+            .wrap(Wrap { trim: true })
+            .render(inner, buf);
+        return;
+    }
+    let rows = list_rows(area);
+    let shown: Vec<Row> = (app.offset..app.offset + rows)
+        .map_while(|i| app.pager.get(i))
+        .map(|summary| row(summary, area.width))
+        .collect();
+    let mut state = TableState::default().with_selected(Some(app.selected.saturating_sub(app.offset)));
+    let highlight = if focused {
+        Style::new().add_modifier(Modifier::REVERSED)
+    } else {
+        Style::new().bg(Color::DarkGray)
+    };
+    let table = Table::new(shown, widths(area.width))
+        .header(Row::new(headers(area.width)).style(Style::new().add_modifier(Modifier::BOLD)))
+        .block(block)
+        .column_spacing(1)
+        .row_highlight_style(highlight);
+    StatefulWidget::render(table, area, buf, &mut state);
+}
+
+fn title(app: &App) -> Line<'static> {
+    let position = if app.pager.is_empty() { 0 } else { app.selected + 1 };
+    let of = match app.pager.total() {
+        Some(total) => thousands(total),
+        None => "?".to_owned(),
+    };
+    let mut spans = vec![Span::raw(format!(" Deliveries {}/{} ", thousands(position as u64), of))];
+    if let Some(search) = app.pager.search() {
+        spans.push(Span::styled(
+            format!("/{}/ ", escape_str(search)),
+            Style::new().fg(Color::Yellow),
+        ));
+    }
+    Line::from(spans)
+}
+
+fn empty_text(app: &App) -> Text<'static> {
+    let dim = Style::new().fg(Color::DarkGray);
+    match (app.pager.search(), &app.mode) {
+        (Some(search), _) => Text::styled(
+            format!("Nothing matches “{}”. Esc clears the filter.", escape_str(search)),
+            dim,
+        ),
+        (None, Mode::Live) if !app.stats.public_url.is_empty() => Text::styled(
+            format!(
+                "No deliveries yet. Send a webhook to {}",
+                escape_str(&app.stats.public_url)
+            ),
+            dim,
+        ),
+        (None, Mode::Live) => Text::styled("No deliveries yet.", dim),
+        (None, Mode::Browser { .. }) => Text::styled(
+            "No deliveries in this history yet. Run portpreview http to record some.",
+            dim,
+        ),
+    }
+}
+
+fn headers(width: u16) -> Vec<&'static str> {
+    let mut cells = vec!["Time", "Method", "Path", "St", "Took"];
+    if width >= WIDE {
+        cells.push("Provider");
+    }
+    if width >= WIDER {
+        cells.push("Event");
+    }
+    cells.push("#");
+    cells
+}
+
+fn widths(width: u16) -> Vec<Constraint> {
+    let time = if width >= WIDER { 14 } else { 8 };
+    let mut widths = vec![
+        Constraint::Length(time),
+        Constraint::Length(6),
+        Constraint::Fill(1),
+        Constraint::Length(3),
+        Constraint::Length(7),
+    ];
+    if width >= WIDE {
+        widths.push(Constraint::Length(10));
+    }
+    if width >= WIDER {
+        widths.push(Constraint::Length(16));
+    }
+    widths.push(Constraint::Length(3));
+    widths
+}
+
+fn row(summary: &Summary, width: u16) -> Row<'static> {
+    let time = if width >= WIDER {
+        short_timestamp(summary.received_at_ms)
+    } else {
+        timestamp(summary.received_at_ms, false)
+    };
+    let status = match summary.status {
+        Some(code) => code.to_string(),
+        None if summary.duration_ms.is_none() && summary.error.is_none() => "…".to_owned(),
+        None => "ERR".to_owned(),
+    };
+    let mut cells = vec![
+        Cell::from(time).style(Style::new().fg(Color::DarkGray)),
+        Cell::from(shorten(&escape_str(&summary.method), 6)),
+        Cell::from(escape_str(&summary.path).into_owned()),
+        Cell::from(status).style(status_style(summary.status)),
+        Cell::from(Line::from(duration(summary.duration_ms)).right_aligned()),
+    ];
+    if width >= WIDE {
+        let provider = summary
+            .provider
+            .as_deref()
+            .map_or_else(|| "–".to_owned(), |p| shorten(&escape_str(p), 10));
+        cells.push(Cell::from(provider).style(Style::new().fg(Color::Magenta)));
+    }
+    if width >= WIDER {
+        cells.push(Cell::from(shorten(&escape_str(&summary.event_key), 16)).style(Style::new().fg(Color::DarkGray)));
+    }
+    let count_style = if summary.delivery_count > 1 {
+        Style::new().fg(Color::Yellow)
+    } else {
+        Style::new()
+    };
+    cells.push(Cell::from(Line::from(summary.delivery_count.to_string()).right_aligned()).style(count_style));
+    Row::new(cells)
+}

@@ -1,0 +1,86 @@
+//! Drawing: `Widget for &App` and one module per part. Nothing here
+//! changes state; every untrusted string was sanitised before it got here
+//! or is sanitised on the way into a cell.
+
+mod detail;
+mod forms;
+mod header;
+mod help;
+pub mod layout;
+mod list;
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Widget};
+
+use super::app::{App, Focus, Overlay};
+
+impl Widget for &App {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let areas = layout::areas(area, self.detail.is_some(), self.focus == Focus::Detail);
+        header::render(self, areas.header, buf);
+        if let Some(list) = areas.list {
+            list::render(self, list, buf);
+        }
+        if let (Some(rect), Some(detail)) = (areas.detail, &self.detail) {
+            detail::render(detail, self.focus == Focus::Detail, rect, buf);
+        }
+        match &self.overlay {
+            Some(Overlay::Filter(input)) => forms::render_filter(input, areas.footer, buf),
+            _ => render_footer(self, areas.footer, buf),
+        }
+        match &self.overlay {
+            Some(Overlay::Help) => help::render(area, buf),
+            Some(Overlay::Replay(form)) => forms::render_replay(form, area, buf),
+            Some(Overlay::Export(form)) => forms::render_export(form, area, buf),
+            Some(Overlay::Filter(_)) | None => {}
+        }
+    }
+}
+
+/// Key hints, or the last message, or the replay under way.
+fn render_footer(app: &App, area: Rect, buf: &mut Buffer) {
+    let line = if let Some(status) = &app.status {
+        let color = if status.error { Color::Red } else { Color::Green };
+        Line::from(Span::styled(status.text.clone(), Style::new().fg(color)))
+    } else if let Some(replay) = &app.replay {
+        Line::from(Span::styled(replay.text.clone(), Style::new().fg(Color::Yellow)))
+    } else {
+        let hints: &[(&str, &str)] = &[
+            ("q", "quit"),
+            ("?", "help"),
+            ("/", "filter"),
+            ("⏎", "open"),
+            ("r", "replay"),
+            ("R", "verdict"),
+            ("e", "export"),
+            ("y", "curl"),
+            ("⇥", "pane"),
+        ];
+        let spans = hints.iter().flat_map(|(key, what)| {
+            [
+                Span::styled(*key, Style::new().fg(Color::Cyan)),
+                Span::raw(format!(" {what}  ")),
+            ]
+        });
+        Line::from(spans.collect::<Vec<_>>())
+    };
+    Paragraph::new(line).render(area, buf);
+}
+
+/// A box of `width`×`height` centred in `area` (shrunk to fit).
+fn centered(area: Rect, width: u16, height: u16) -> Rect {
+    let width = width.min(area.width);
+    let height = height.min(area.height);
+    Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height - height) / 2,
+        width,
+        height,
+    }
+}
+
+#[cfg(test)]
+mod tests;
