@@ -1,0 +1,319 @@
+//! A caller's request through the relay to a (fake) tunnel client and back.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::*;
+use http_body::Frame;
+use http_body_util::StreamBody;
+use portpreview_server::RelayConfig;
+use portpreview_shared::message::CHUNK_SIZE;
+use portpreview_shared::{ClientMessage, ServerMessage};
+
+#[tokio::test]
+async fn the_relay_answers_health_checks_and_unknown_tunnels_itself() {
+    let relay = Relay::start(RelayConfig::default()).await;
+    let health = call(relay.addr, request(relay.addr, "GET", "/healthz", "")).await;
+    assert_eq!(health.status, 200);
+    let missing = call(relay.addr, request(relay.addr, "POST", "/t/nobody-here/hook", "x")).await;
+    assert_eq!(missing.status, 404);
+    assert_eq!(missing.text(), "no such tunnel\n");
+    let root = call(relay.addr, request(relay.addr, "GET", "/", "")).await;
+    assert_eq!(root.status, 404);
+}
+
+#[tokio::test]
+async fn a_request_reaches_the_client_rebuilt_and_the_answer_streams_back() {
+    let relay = Relay::start(RelayConfig::default()).await;
+    let (mut client, name, public_url) = FakeClient::connect(&relay, Some("hooks")).await;
+    assert_eq!(name, "hooks");
+    assert_eq!(public_url, format!("http://{}/t/hooks", relay.addr));
+
+    let req = http::Request::builder()
+        .method("POST")
+        .uri("/t/hooks/stripe/events?a=1&a=2")
+        .header("host", "hooks.example")
+        .header("connection", "x-hop")
+        .header("x-hop", "secret")
+        .header("keep-alive", "timeout=5")
+        .header("te", "trailers")
+        .header("proxy-authorization", "Basic eA==")
+        .header("x-forwarded-for", "6.6.6.6")
+        .header("x-real-ip", "6.6.6.6")
+        .header("forwarded", "for=6.6.6.6")
+        .header("x-dup", "first")
+        .header("x-dup", "second")
+        .header("stripe-signature", "t=1,v1=abc")
+        .body(http_body_util::Full::new(Bytes::from_static(b"{\"id\":\"evt_1\"}")))
+        .unwrap();
+    let caller = tokio::spawn(call(relay.addr, req));
+
+    let got = client.request().await;
+    assert_eq!(got.method, "POST");
+    assert_eq!(got.target, "/stripe/events?a=1&a=2");
+    assert_eq!(got.body, b"{\"id\":\"evt_1\"}");
+    for hop in [
+        "connection",
+        "x-hop",
+        "keep-alive",
+        "te",
+        "proxy-authorization",
+        "x-real-ip",
+        "forwarded",
+    ] {
+        assert_eq!(got.header(hop), None, "{hop} must not be forwarded");
+    }
+    assert_eq!(got.header("x-forwarded-for").as_deref(), Some("127.0.0.1"));
+    assert_eq!(got.header("x-forwarded-proto").as_deref(), Some("http"));
+    assert_eq!(got.header("x-forwarded-host").as_deref(), Some("hooks.example"));
+    assert_eq!(got.header("stripe-signature").as_deref(), Some("t=1,v1=abc"));
+    let dups: Vec<&[u8]> = got
+        .headers
+        .iter()
+        .filter(|(n, _)| n == "x-dup")
+        .map(|(_, v)| &v[..])
+        .collect();
+    assert_eq!(dups, [&b"first"[..], b"second"]);
+
+    client
+        .respond(
+            got.stream,
+            201,
+            &[("x-answer", "yes"), ("connection", "close")],
+            b"streamed in pieces",
+            3,
+        )
+        .await;
+    let reply = caller.await.unwrap();
+    assert_eq!(reply.status, 201);
+    assert_eq!(reply.text(), "streamed in pieces");
+    assert_eq!(reply.headers.get("x-answer").unwrap(), "yes");
+}
+
+#[tokio::test]
+async fn a_client_that_drops_mid_request_gets_its_caller_a_502_at_once() {
+    let relay = Relay::start(RelayConfig::default()).await;
+    let (mut client, _, _) = FakeClient::connect(&relay, Some("drop")).await;
+    let caller = tokio::spawn(call(relay.addr, request(relay.addr, "POST", "/t/drop/x", "{}")));
+    client.request().await;
+    let dropped = Instant::now();
+    drop(client);
+    let reply = caller.await.unwrap();
+    assert_eq!(reply.status, 502);
+    assert!(reply.text().contains("went away"), "{}", reply.text());
+    assert!(
+        dropped.elapsed() < Duration::from_secs(2),
+        "502 took {:?}",
+        dropped.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_client_that_does_not_answer_gets_its_caller_a_504() {
+    let config = RelayConfig {
+        request_timeout: Duration::from_millis(300),
+        ..RelayConfig::default()
+    };
+    let relay = Relay::start(config).await;
+    let (mut client, _, _) = FakeClient::connect(&relay, Some("slow")).await;
+    let caller = tokio::spawn(call(relay.addr, request(relay.addr, "GET", "/t/slow/", "")));
+    let got = client.request().await;
+    let reply = caller.await.unwrap();
+    assert_eq!(reply.status, 504);
+    assert!(reply.text().contains("did not answer within"), "{}", reply.text());
+    let (reset, _) = client.message().await;
+    assert!(
+        matches!(reset, ServerMessage::Reset { stream, .. } if stream == got.stream),
+        "{reset:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_caller_that_goes_away_resets_its_stream() {
+    let relay = Relay::start(RelayConfig::default()).await;
+    let (mut client, _, _) = FakeClient::connect(&relay, Some("gone")).await;
+    let caller = tokio::spawn(call(relay.addr, request(relay.addr, "GET", "/t/gone/", "")));
+    let got = client.request().await;
+    caller.abort();
+    let (reset, _) = client.message().await;
+    assert!(
+        matches!(reset, ServerMessage::Reset { stream, .. } if stream == got.stream),
+        "{reset:?}"
+    );
+}
+
+#[tokio::test]
+async fn bodies_over_the_limit_get_413_declared_or_streamed() {
+    let config = RelayConfig {
+        max_body: 1000,
+        ..RelayConfig::default()
+    };
+    let relay = Relay::start(config).await;
+    let (mut client, _, _) = FakeClient::connect(&relay, Some("small")).await;
+
+    let declared = call(relay.addr, request(relay.addr, "POST", "/t/small/x", vec![b'a'; 1001])).await;
+    assert_eq!(declared.status, 413);
+    assert!(declared.text().contains("limit"), "{}", declared.text());
+
+    let chunks = (0..4).map(|_| Ok::<_, std::convert::Infallible>(Frame::data(Bytes::from(vec![b'b'; 400]))));
+    let streamed = http::Request::builder()
+        .method("POST")
+        .uri("/t/small/y")
+        .header("host", relay.addr.to_string())
+        .body(StreamBody::new(futures_util::stream::iter(chunks)))
+        .unwrap();
+    let caller = tokio::spawn(call(relay.addr, streamed));
+    // The declared one never reached the client: the first head it sees is /y.
+    let (head, _) = client.message().await;
+    let ServerMessage::RequestHead { stream, target, .. } = head else {
+        panic!("{head:?}")
+    };
+    assert_eq!(target, "/y");
+    assert_eq!(caller.await.unwrap().status, 413);
+    loop {
+        match client.message().await {
+            (ServerMessage::RequestBody { stream: s, end }, _) => assert!(s == stream && !end),
+            (ServerMessage::Reset { stream: s, .. }, _) => {
+                assert_eq!(s, stream);
+                break;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn too_many_requests_in_flight_on_one_tunnel_get_503() {
+    let config = RelayConfig {
+        max_in_flight: 1,
+        ..RelayConfig::default()
+    };
+    let relay = Relay::start(config).await;
+    let (mut client, _, _) = FakeClient::connect(&relay, Some("busy")).await;
+    let first = tokio::spawn(call(relay.addr, request(relay.addr, "GET", "/t/busy/1", "")));
+    let got = client.request().await;
+    let second = call(relay.addr, request(relay.addr, "GET", "/t/busy/2", "")).await;
+    assert_eq!(second.status, 503);
+    assert!(
+        second.text().contains("too many requests in flight"),
+        "{}",
+        second.text()
+    );
+    client.respond(got.stream, 200, &[], b"", 1).await;
+    assert_eq!(first.await.unwrap().status, 200);
+}
+
+#[tokio::test]
+async fn malformed_framing_and_oversized_heads_are_refused_by_the_relay() {
+    let relay = Relay::start(RelayConfig::default()).await;
+    let (_client, _, _) = FakeClient::connect(&relay, Some("strict")).await;
+    let smuggled = format!(
+        "POST /t/strict/x HTTP/1.1\r\nHost: {}\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        relay.addr
+    );
+    let answer = raw(relay.addr, smuggled.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.to_ascii_lowercase().contains("connection: close"), "{answer}");
+
+    let huge = format!(
+        "GET /t/strict/x HTTP/1.1\r\nHost: h\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(100 * 1024)
+    );
+    let answer = raw(relay.addr, huge.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
+
+    let many: String = (0..200).map(|i| format!("X-H{i}: v\r\n")).collect();
+    let answer = raw(
+        relay.addr,
+        format!("GET /t/strict/x HTTP/1.1\r\nHost: h\r\n{many}\r\n").as_bytes(),
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
+}
+
+#[tokio::test]
+async fn five_mib_each_way_arrive_intact_within_the_windows() {
+    use portpreview_shared::message::STREAM_WINDOW;
+    let relay = Relay::start(RelayConfig::default()).await;
+    let (mut client, _, _) = FakeClient::connect(&relay, Some("bulk")).await;
+    let upload: Vec<u8> = (0..5 * 1024 * 1024).map(|i: u32| (i % 251) as u8).collect();
+    let pieces: Vec<_> = upload
+        .chunks(100_000)
+        .map(|c| Ok::<_, std::convert::Infallible>(Frame::data(Bytes::copy_from_slice(c))))
+        .collect();
+    let req = http::Request::builder()
+        .method("PUT")
+        .uri("/t/bulk/blob")
+        .header("host", relay.addr.to_string())
+        .body(StreamBody::new(futures_util::stream::iter(pieces)))
+        .unwrap();
+    let caller = tokio::spawn(call(relay.addr, req));
+
+    let (head, _) = client.message().await;
+    let ServerMessage::RequestHead { stream, end: false, .. } = head else {
+        panic!("{head:?}")
+    };
+    let mut received = Vec::new();
+    let mut granted = u64::from(STREAM_WINDOW);
+    loop {
+        let (msg, chunk) = client.message().await;
+        let ServerMessage::RequestBody { end, .. } = msg else {
+            panic!("{msg:?}")
+        };
+        assert!(chunk.len() <= CHUNK_SIZE);
+        received.extend_from_slice(&chunk);
+        assert!(received.len() as u64 <= granted, "relay sent past its window");
+        if end {
+            break;
+        }
+        if chunk.len() as u64 > 0 {
+            client
+                .send(
+                    &ClientMessage::Window {
+                        stream,
+                        credit: chunk.len() as u32,
+                    },
+                    b"",
+                )
+                .await;
+            granted += chunk.len() as u64;
+        }
+    }
+    assert!(received == upload, "upload arrived byte for byte");
+
+    // Now answer with the same 5 MiB, never past the relay's grants.
+    client
+        .send(
+            &ClientMessage::ResponseHead {
+                stream,
+                status: 200,
+                headers: vec![],
+                end: false,
+            },
+            b"",
+        )
+        .await;
+    let mut allowed = u64::from(STREAM_WINDOW);
+    let mut sent = 0usize;
+    while sent < upload.len() {
+        while allowed <= sent as u64 {
+            match client.message().await {
+                (ServerMessage::Window { stream: s, credit }, _) if s == stream => allowed += u64::from(credit),
+                other => panic!("{other:?}"),
+            }
+        }
+        let n = CHUNK_SIZE
+            .min(upload.len() - sent)
+            .min((allowed - sent as u64) as usize);
+        let end = sent + n == upload.len();
+        client
+            .send(&ClientMessage::ResponseBody { stream, end }, &upload[sent..sent + n])
+            .await;
+        sent += n;
+    }
+    let reply = caller.await.unwrap();
+    assert_eq!(reply.status, 200);
+    assert!(reply.body == upload, "download arrived byte for byte");
+}
