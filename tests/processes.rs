@@ -23,7 +23,11 @@ async fn portpreview_http_works_on_its_own_and_stops_cleanly_on_sigterm() {
         dir.path(),
     );
     let banner = client.line_containing("Forwarding").await;
-    let url = banner.split_whitespace().nth(1).expect("public URL on the first line").to_string();
+    let url = banner
+        .split_whitespace()
+        .nth(1)
+        .expect("public URL on the first line")
+        .to_string();
     assert!(url.starts_with("http://127.0.0.1:") && url.contains("/t/"), "{banner}");
     assert!(banner.ends_with(&format!("-> http://localhost:{port}")), "{banner}");
 
@@ -71,7 +75,11 @@ async fn a_client_killed_mid_request_gets_its_caller_a_502_within_a_second() {
     client.signal("KILL");
     let reply = call.await.expect("caller task");
     assert_eq!(reply.status, 502, "{}", reply.text());
-    assert!(killed.elapsed() < Duration::from_secs(1), "502 took {:?}", killed.elapsed());
+    assert!(
+        killed.elapsed() < Duration::from_secs(1),
+        "502 took {:?}",
+        killed.elapsed()
+    );
 }
 
 #[tokio::test]
@@ -88,10 +96,16 @@ async fn a_25_mib_upload_barely_moves_the_relays_memory() {
     .await;
     let tunnel = common::tunnel::TestTunnel::start(&format!("http://{addr}"), &handler.url()).await;
     // Warm up the paths a request takes, then measure the peak around the upload.
-    assert_eq!(caller::post(&tunnel.url("/warm"), vec![1u8; 256 * 1024]).await.status, 200);
+    assert_eq!(
+        caller::post(&tunnel.url("/warm"), vec![1u8; 256 * 1024]).await.status,
+        200
+    );
     let before = relay.memory_kib("VmHWM");
     let reply = caller::post(&tunnel.url("/upload"), vec![7u8; 25 * 1024 * 1024]).await;
     assert_eq!((reply.status, reply.text()), (200, (25 * 1024 * 1024).to_string()));
     let grown = relay.memory_kib("VmHWM").saturating_sub(before);
-    assert!(grown < 8 * 1024, "the relay's peak memory grew by {grown} KiB for a 25 MiB body: it buffers");
+    assert!(
+        grown < 8 * 1024,
+        "the relay's peak memory grew by {grown} KiB for a 25 MiB body: it buffers"
+    );
 }

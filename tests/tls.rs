@@ -1,0 +1,82 @@
+//! A relay serving HTTPS and WSS with a self-signed certificate, a client that
+//! trusts it through `--ca-cert`, and a caller that reaches the local handler
+//! over TLS.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::local::LocalHandler;
+use common::relay::TestRelay;
+use common::tunnel::{TestTunnel, TunnelOptions};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+#[tokio::test]
+async fn a_webhook_travels_over_tls_end_to_end() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("self-signed certificate");
+    let cert_path = dir.path().join("relay.pem");
+    let key_path = dir.path().join("relay.key");
+    std::fs::write(&cert_path, cert.cert.pem()).expect("write cert");
+    std::fs::write(&key_path, cert.key_pair.serialize_pem()).expect("write key");
+
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        tls: Some(portpreview_server::load_tls(&cert_path, &key_path).expect("load TLS")),
+        ..Default::default()
+    })
+    .await;
+    let handler = LocalHandler::echo().await;
+    let relay_url = format!("https://localhost:{}", relay.addr.port());
+
+    let untrusted = TestTunnel::start_with(
+        &relay_url,
+        &handler.url(),
+        TunnelOptions {
+            tls: Some(portpreview::tunnel::connect::tls_config(None).expect("default roots")),
+            ..TunnelOptions::default()
+        },
+    )
+    .await;
+    assert!(untrusted.is_err(), "a self-signed relay is refused without --ca-cert");
+
+    let tls = portpreview::tunnel::connect::tls_config(Some(&cert_path)).expect("trust the relay's CA");
+    let tunnel = TestTunnel::start_with(
+        &relay_url,
+        &handler.url(),
+        TunnelOptions {
+            tls: Some(tls.clone()),
+            ..TunnelOptions::default()
+        },
+    )
+    .await
+    .expect("tunnel over wss");
+    assert!(
+        tunnel.public_url.starts_with("https://localhost:"),
+        "{}",
+        tunnel.public_url
+    );
+
+    let path = format!("/t/{}/secure", tunnel.name());
+    let answer = https_post(tls, relay.addr.port(), &path, b"{\"over\":\"tls\"}").await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.ends_with("{\"over\":\"tls\"}"), "{answer}");
+    let seen = &handler.requests()[0];
+    assert_eq!(seen.header("x-forwarded-proto").as_deref(), Some("https"));
+}
+
+async fn https_post(tls: Arc<rustls::ClientConfig>, port: u16, path: &str, body: &[u8]) -> String {
+    let connector = tokio_rustls::TlsConnector::from(tls);
+    let tcp = TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
+    let name = rustls::pki_types::ServerName::try_from("localhost").expect("server name");
+    let mut stream = connector.connect(name, tcp).await.expect("TLS handshake");
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: localhost:{port}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.expect("write head");
+    stream.write_all(body).await.expect("write body");
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer).await;
+    String::from_utf8_lossy(&answer).into_owned()
+}
