@@ -6,9 +6,14 @@ use serde_json::Value;
 
 /// Appends the canonical form of `value` to `out`.
 pub(crate) fn write(value: &Value, out: &mut Vec<u8>) {
+    write_skipping(value, &[], out);
+}
+
+/// Like [`write`], leaving out the top-level members named in `skip`.
+fn write_skipping(value: &Value, skip: &[&str], out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            let mut entries: Vec<(&String, &Value)> = map.iter().filter(|(k, _)| !skip.contains(&k.as_str())).collect();
             entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
             out.push(b'{');
             for (i, (key, value)) in entries.into_iter().enumerate() {
@@ -33,7 +38,9 @@ pub(crate) fn write(value: &Value, out: &mut Vec<u8>) {
         }
         Value::String(s) => write_string(s, out),
         // Null, booleans and numbers have a single compact form already.
-        other => out.extend_from_slice(other.to_string().as_bytes()),
+        other => {
+            let _ = serde_json::to_writer(&mut *out, other);
+        }
     }
 }
 
@@ -54,17 +61,7 @@ pub(crate) fn to_vec(value: &Value) -> Vec<u8> {
 /// in `skip` (fields a provider changes on every attempt).
 pub(crate) fn to_vec_without(value: &Value, skip: &[&str]) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
-    match value {
-        Value::Object(map) if map.keys().any(|k| skip.contains(&k.as_str())) => {
-            let kept: serde_json::Map<String, Value> = map
-                .iter()
-                .filter(|(k, _)| !skip.contains(&k.as_str()))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            write(&Value::Object(kept), &mut out);
-        }
-        other => write(other, &mut out),
-    }
+    write_skipping(value, skip, &mut out);
     out
 }
 
