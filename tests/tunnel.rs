@@ -365,3 +365,21 @@ async fn only_a_valid_token_may_open_a_tunnel() {
         .expect("valid token");
     assert_eq!(caller::post(&tunnel.url("/ok"), "x").await.status, 200);
 }
+
+#[tokio::test]
+async fn a_provider_retry_shows_as_the_second_delivery_of_its_event() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let body = r#"{"id":"evt_1PortPreviewRetry","object":"event","type":"invoice.paid"}"#;
+    let headers: [(&str, &[u8]); 2] = [("stripe-signature", b"t=1700000000,v1=00"), ("user-agent", b"Stripe/1.0")];
+    for expected in 1..=2 {
+        let reply = caller::send("POST", &tunnel.url("/webhooks/stripe"), &headers, body).await;
+        assert_eq!(reply.status, 200);
+        let (summary, number) = tunnel.next_delivery().await;
+        assert_eq!(number, expected);
+        assert_eq!(summary.provider.as_deref(), Some("stripe"));
+        assert_eq!(summary.event_key, "evt_1PortPreviewRetry");
+        assert_eq!(summary.event_key_source, "body:/id");
+    }
+}
