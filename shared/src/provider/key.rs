@@ -77,9 +77,11 @@ pub(crate) fn provider_id(provider: Provider, headers: &[Header], body: &Body<'_
     }
 }
 
+/// An ID fit to be a key: no provider issues empty, huge or control-laden
+/// IDs, so such a value is not trusted (the content hash is used instead).
 fn usable(id: &str) -> Option<&str> {
     let id = id.trim();
-    (!id.is_empty() && id.len() <= MAX_ID_LEN).then_some(id)
+    (!id.is_empty() && id.len() <= MAX_ID_LEN && !id.chars().any(char::is_control)).then_some(id)
 }
 
 fn from_header(headers: &[Header], name: &str) -> Option<(String, String)> {

@@ -202,6 +202,15 @@ fn non_json_body_hashes_raw_bytes() {
 }
 
 #[test]
+fn id_with_control_characters_is_not_trusted() {
+    let h = [
+        Header::new("x-github-event", "push"),
+        Header::new("x-github-delivery", "a\x1b[2Jb"),
+    ];
+    assert_eq!(event_key(&h, b"{}", &[]).source, "sha256:body");
+}
+
+#[test]
 fn oversized_id_is_not_trusted() {
     let body = json!({"id": "x".repeat(MAX_ID_LEN + 1)}).to_string();
     let k = event_key(&[Header::new("stripe-signature", "t=1")], body.as_bytes(), &[]);
