@@ -28,13 +28,14 @@ const WRITE_BUFFER: usize = 128 * 1024;
 /// The WebSocket limits of a client connection: no message or frame larger
 /// than one protocol frame, a write buffer that cannot grow past a few frames.
 pub fn websocket_config() -> WebSocketConfig {
-    let mut config = WebSocketConfig::default();
-    config.max_message_size = Some(MAX_FRAME_BYTES);
-    config.max_frame_size = Some(MAX_FRAME_BYTES);
-    config.write_buffer_size = WRITE_BUFFER;
-    config.max_write_buffer_size = WRITE_BUFFER + 2 * MAX_FRAME_BYTES;
-    config.accept_unmasked_frames = false;
-    config
+    WebSocketConfig {
+        max_message_size: Some(MAX_FRAME_BYTES),
+        max_frame_size: Some(MAX_FRAME_BYTES),
+        write_buffer_size: WRITE_BUFFER,
+        max_write_buffer_size: WRITE_BUFFER + 2 * MAX_FRAME_BYTES,
+        accept_unmasked_frames: false,
+        ..WebSocketConfig::default()
+    }
 }
 
 fn has_token(headers: &HeaderMap, name: header::HeaderName, token: &str) -> bool {

@@ -1,0 +1,274 @@
+//! A tunnel client's life on the relay: the upgrade, the Hello, names,
+//! tokens, liveness, broken frames, shutdown, TLS.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use futures_util::SinkExt;
+use portpreview_server::{RelayConfig, Tokens};
+use portpreview_shared::message::{version_mismatch, PROTOCOL_VERSION};
+use portpreview_shared::ServerMessage;
+use tokio_tungstenite::tungstenite::Message;
+
+#[tokio::test]
+async fn a_client_without_a_name_gets_a_random_hard_to_guess_one() {
+    let relay = Relay::start(RelayConfig::default()).await;
+    let (_client, name, public_url) = FakeClient::connect(&relay, None).await;
+    let hex = name.rsplit('-').next().unwrap();
+    assert_eq!(hex.len(), 16, "64 bits of randomness in {name}");
+    assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()));
+    assert_eq!(public_url, format!("http://{}/t/{name}", relay.addr));
+}
+
+#[tokio::test]
+async fn with_a_domain_names_are_subdomains_and_route_by_host() {
+    let config = RelayConfig {
+        domain: Some("relay.test".into()),
+        ..RelayConfig::default()
+    };
+    let relay = Relay::start(config).await;
+    let (mut client, _, public_url) = FakeClient::connect(&relay, Some("shop")).await;
+    assert_eq!(public_url, "http://shop.relay.test");
+    let mut req = request(relay.addr, "POST", "/webhooks/shopify?x=1", "{}");
+    req.headers_mut().insert("host", "shop.relay.test".parse().unwrap());
+    let caller = tokio::spawn(call(relay.addr, req));
+    let got = client.request().await;
+    assert_eq!(
+        got.target, "/webhooks/shopify?x=1",
+        "the whole path, no prefix to strip"
+    );
+    client.respond(got.stream, 200, &[], b"ok", 1).await;
+    assert_eq!(caller.await.unwrap().text(), "ok");
+}
+
+#[tokio::test]
+async fn only_a_valid_bearer_token_may_connect() {
+    let tokens =
+        Tokens::from_toml("[[token]]\ntoken = \"s3cret\"\nnames = [\"mine\"]\n[[token]]\ntoken = \"other\"\n").unwrap();
+    let relay = Relay::start(RelayConfig {
+        tokens: Some(tokens),
+        ..RelayConfig::default()
+    })
+    .await;
+    for headers in [
+        vec![],
+        vec![("authorization", "Bearer wrong")],
+        vec![("authorization", "s3cret")],
+    ] {
+        let err = upgrade(&relay.ws_url(), &headers, None).await.expect_err("refused");
+        assert_eq!(refused_status(&err), Some(401), "{headers:?}");
+    }
+    let query = format!("{}?token=s3cret", relay.ws_url());
+    assert_eq!(
+        refused_status(&upgrade(&query, &[], None).await.err().unwrap()),
+        Some(401)
+    );
+
+    let other = [("authorization", "Bearer other"), ("x-portpreview-name", "mine")];
+    let err = upgrade(&relay.ws_url(), &other, None).await.expect_err("reserved");
+    assert_eq!(refused_status(&err), Some(403), "a reserved name is its token's alone");
+
+    let socket = upgrade(&relay.ws_url(), &[("authorization", "Bearer s3cret")], None)
+        .await
+        .unwrap();
+    let mut client = FakeClient::new(socket);
+    assert!(matches!(
+        client.hello(PROTOCOL_VERSION, Some("mine")).await,
+        Greeting::Welcome { .. }
+    ));
+}
+
+#[tokio::test]
+async fn an_upgrade_from_a_browser_origin_is_refused() {
+    let relay = Relay::start(RelayConfig::default()).await;
+    let err = upgrade(&relay.ws_url(), &[("origin", "https://evil.example")], None)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(refused_status(&err), Some(403));
+}
+
+#[tokio::test]
+async fn a_name_in_use_is_refused_with_409_or_in_the_hello() {
+    let relay = Relay::start(RelayConfig::default()).await;
+    let (_first, _, _) = FakeClient::connect(&relay, Some("taken")).await;
+    let err = upgrade(&relay.ws_url(), &[("x-portpreview-name", "taken")], None)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(refused_status(&err), Some(409));
+
+    let mut second = FakeClient::new(upgrade(&relay.ws_url(), &[], None).await.unwrap());
+    match second.hello(PROTOCOL_VERSION, Some("taken")).await {
+        Greeting::Refused(reason) => assert_eq!(reason, "name taken is in use"),
+        Greeting::Welcome { .. } => panic!("a second client took a live name"),
+    }
+    let mut third = FakeClient::new(upgrade(&relay.ws_url(), &[], None).await.unwrap());
+    match third.hello(PROTOCOL_VERSION, Some("Not_Valid")).await {
+        Greeting::Refused(reason) => assert!(reason.contains("not valid"), "{reason}"),
+        Greeting::Welcome { .. } => panic!("an invalid name was accepted"),
+    }
+}
+
+#[tokio::test]
+async fn a_client_speaking_another_protocol_is_told_which_side_to_upgrade() {
+    let relay = Relay::start(RelayConfig::default()).await;
+    let mut client = FakeClient::new(upgrade(&relay.ws_url(), &[], None).await.unwrap());
+    match client.hello(PROTOCOL_VERSION + 1, None).await {
+        Greeting::Refused(reason) => assert_eq!(reason, version_mismatch("9.9.9", PROTOCOL_VERSION + 1)),
+        Greeting::Welcome { .. } => panic!("version mismatch accepted"),
+    }
+    assert!(matches!(client.recv().await, ServerFrame::Closed(_)));
+}
+
+#[tokio::test]
+async fn a_name_is_held_during_grace_then_given_back_to_its_client() {
+    let relay = Relay::start(RelayConfig::default()).await;
+    let (client, _, url) = FakeClient::connect(&relay, Some("comeback")).await;
+    drop(client);
+    // The relay notices the closed socket on its own; poll until it has.
+    let mut reconnecting = None;
+    for _ in 0..1000 {
+        let reply = call(relay.addr, request(relay.addr, "GET", "/t/comeback/", "")).await;
+        if reply.status != 502 {
+            reconnecting = Some(reply);
+            break;
+        }
+    }
+    let reconnecting = reconnecting.expect("the relay noticed the closed socket");
+    assert_eq!(reconnecting.status, 503);
+    assert_eq!(reconnecting.text(), "tunnel comeback is reconnecting\n");
+    let (mut again, _, url_again) = FakeClient::connect(&relay, Some("comeback")).await;
+    assert_eq!(url_again, url);
+    let caller = tokio::spawn(call(relay.addr, request(relay.addr, "GET", "/t/comeback/x", "")));
+    let got = again.request().await;
+    again.respond(got.stream, 200, &[], b"back", 1).await;
+    assert_eq!(caller.await.unwrap().text(), "back");
+}
+
+#[tokio::test]
+async fn a_malformed_frame_closes_the_socket_with_a_reason_and_fails_callers() {
+    let relay = Relay::start(RelayConfig::default()).await;
+    let (mut client, _, _) = FakeClient::connect(&relay, Some("garbage")).await;
+    let caller = tokio::spawn(call(relay.addr, request(relay.addr, "GET", "/t/garbage/", "")));
+    client.request().await;
+    client
+        .socket
+        .send(Message::Binary(vec![0, 0, 0, 2, 0xff, 0xff]))
+        .await
+        .unwrap();
+    match client.recv().await {
+        ServerFrame::Closed(reason) => assert!(reason.contains("malformed"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(caller.await.unwrap().status, 502);
+}
+
+#[tokio::test]
+async fn a_silent_client_is_declared_dead_and_its_callers_get_502() {
+    let config = RelayConfig {
+        ping_interval: Duration::from_millis(50),
+        dead_after: Duration::from_millis(300),
+        ..RelayConfig::default()
+    };
+    let relay = Relay::start(config).await;
+    let (mut client, _, _) = FakeClient::connect(&relay, Some("quiet")).await;
+    let caller = tokio::spawn(call(relay.addr, request(relay.addr, "GET", "/t/quiet/", "")));
+    client.request().await;
+    // Not reading the socket means no pongs go back.
+    let reply = caller.await.unwrap();
+    assert_eq!(reply.status, 502);
+    drop(client);
+}
+
+#[tokio::test]
+async fn shutdown_finishes_requests_in_flight_then_closes_with_a_reason() {
+    let relay = Relay::start(RelayConfig::default()).await;
+    let addr = relay.addr;
+    let (mut client, _, _) = FakeClient::connect(&relay, Some("drain")).await;
+    let caller = tokio::spawn(call(addr, request(addr, "GET", "/t/drain/", "")));
+    let got = client.request().await;
+    let stopped = relay.begin_stop();
+    client.respond(got.stream, 200, &[], b"finished", 1).await;
+    assert_eq!(caller.await.unwrap().text(), "finished");
+    loop {
+        match client.recv().await {
+            ServerFrame::Closed(reason) => {
+                assert_eq!(reason, "relay shutting down");
+                break;
+            }
+            ServerFrame::Message(ServerMessage::Window { .. }, _) => continue,
+            other => panic!("{other:?}"),
+        }
+    }
+    tokio::time::timeout(HANG, stopped)
+        .await
+        .expect("run returned")
+        .unwrap()
+        .unwrap();
+    assert!(
+        tokio::net::TcpStream::connect(addr).await.is_err(),
+        "no longer accepting"
+    );
+}
+
+#[tokio::test]
+async fn tls_carries_both_the_tunnel_and_its_callers() {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let dir = std::env::temp_dir().join(format!("pp-relay-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_path, cert.cert.pem()).unwrap();
+    std::fs::write(&key_path, cert.key_pair.serialize_pem()).unwrap();
+    let tls = portpreview_server::load_tls(&cert_path, &key_path).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let relay = Relay::start(RelayConfig {
+        tls: Some(tls),
+        ..RelayConfig::default()
+    })
+    .await;
+
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert.cert.der().clone()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let client_tls = Arc::new(
+        rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    );
+    let url = format!("wss://localhost:{}/_portpreview/connect", relay.addr.port());
+    let mut client = FakeClient::new(upgrade(&url, &[], Some(client_tls.clone())).await.unwrap());
+    let Greeting::Welcome { name, public_url } = client.hello(PROTOCOL_VERSION, Some("secure")).await else {
+        panic!("refused over TLS");
+    };
+    assert_eq!(public_url, format!("https://localhost:{}/t/{name}", relay.addr.port()));
+
+    let connector = tokio_rustls::TlsConnector::from(client_tls);
+    let tcp = tokio::net::TcpStream::connect(relay.addr).await.unwrap();
+    let server_name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let stream = connector.connect(server_name, tcp).await.unwrap();
+    let caller = tokio::spawn(async move {
+        let io = hyper_util::rt::TokioIo::new(stream);
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(io).await.unwrap();
+        tokio::spawn(conn);
+        let req = request(relay.addr, "POST", "/t/secure/hook", "over tls");
+        let response = sender.send_request(req).await.unwrap();
+        let status = response.status().as_u16();
+        let body = http_body_util::BodyExt::collect(response.into_body())
+            .await
+            .unwrap()
+            .to_bytes();
+        (status, body)
+    });
+    let got = client.request().await;
+    assert_eq!(got.body, b"over tls");
+    assert_eq!(got.header("x-forwarded-proto").as_deref(), Some("https"));
+    client.respond(got.stream, 200, &[], b"secret answer", 2).await;
+    let (status, body) = caller.await.unwrap();
+    assert_eq!((status, &body[..]), (200, &b"secret answer"[..]));
+}
