@@ -14,26 +14,7 @@ pub const MASK: &str = "••••••";
 
 /// True when the header carries a credential or a signature.
 pub fn is_sensitive(name: &str) -> bool {
-    const SENSITIVE: &[&str] = &[
-        "authorization",
-        "proxy-authorization",
-        "cookie",
-        "set-cookie",
-        "stripe-signature",
-        "x-hub-signature",
-        "x-hub-signature-256",
-        "x-shopify-hmac-sha256",
-        "x-slack-signature",
-        "webhook-signature",
-        "svix-signature",
-        "paddle-signature",
-        "x-twilio-signature",
-        "x-square-hmacsha256-signature",
-        "linear-signature",
-        "x-gitlab-token",
-        "x-signature-ed25519",
-    ];
-    SENSITIVE.iter().any(|s| s.eq_ignore_ascii_case(name.trim()))
+    portpreview_shared::provider::is_sensitive_header(name)
 }
 
 /// The value to show: masked when sensitive and not revealed. An

@@ -11,7 +11,7 @@ use super::{header_blob, Delivery, ListQuery, NewDelivery, Outcome, ReplayRun, S
 /// Deliveries sharing the row's event key, replays not counted. A delivery
 /// without a key is alone in its group.
 const DELIVERY_COUNT: &str = "CASE WHEN d.event_key = '' THEN 1 ELSE
-    (SELECT count(*) FROM deliveries g WHERE g.event_key = d.event_key AND g.replay_of IS NULL) END";
+    coalesce((SELECT c.n FROM event_counts c WHERE c.event_key = d.event_key), 0) END";
 
 /// Milliseconds since the epoch, now.
 pub(crate) fn now_ms() -> i64 {
@@ -90,6 +90,17 @@ impl Store {
             .query_row([id], |row| row.get(0))
             .optional()
             .map(Option::unwrap_or_default)
+    }
+
+    /// The number of a delivery just inserted: the newest of its event key,
+    /// so its number is the group's count, read in O(1).
+    pub(crate) fn newest_delivery_number_row(&self, d: &NewDelivery, id: i64) -> rusqlite::Result<i64> {
+        if d.replay_of.is_some() || d.event_key.is_empty() {
+            return self.delivery_number_row(id);
+        }
+        self.conn
+            .prepare_cached("SELECT n FROM event_counts WHERE event_key = ?1")?
+            .query_row([&d.event_key], |row| row.get(0))
     }
 
     /// The newest delivery (not a replay) carrying event key `key`.

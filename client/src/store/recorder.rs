@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::thread::JoinHandle;
 
+use portpreview_shared::provider::event_key;
 use tokio::sync::oneshot;
 
 use super::{NewDelivery, Outcome, Store, StoreError};
@@ -24,12 +25,18 @@ pub const QUEUE_CAPACITY: usize = 8192;
 const MAX_BATCH: usize = 2048;
 
 /// Where a delivery landed in the history.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Recorded {
     /// Row id of the delivery.
     pub id: i64,
     /// 1 for the first delivery of its event key, 2 for the first retry…
     pub delivery_number: i64,
+    /// Provider as stored (detected by the writer when the caller left it out).
+    pub provider: Option<String>,
+    /// Event key as stored.
+    pub event_key: String,
+    /// How the event key was made.
+    pub event_key_source: String,
 }
 
 /// Why a delivery was not recorded; the tunnel forwards it anyway.
@@ -181,7 +188,12 @@ impl Writer {
     }
 
     /// Writes one batch in one transaction, then answers the waiting callers.
-    fn write(&self, batch: Vec<Job>) {
+    fn write(&self, mut batch: Vec<Job>) {
+        for job in &mut batch {
+            if let Job::Request { delivery, .. } = job {
+                self.identify(delivery);
+            }
+        }
         let mut replies = Vec::new();
         let mut outcomes = 0usize;
         let result = self.store.write(|store| {
@@ -189,9 +201,15 @@ impl Writer {
             for job in &batch {
                 match job {
                     Job::Request { delivery, .. } => {
-                        let id = store.insert_request_row(&self.prepare(delivery))?;
-                        let delivery_number = store.delivery_number_row(id)?;
-                        recorded.push(Recorded { id, delivery_number });
+                        let id = store.insert_request_row(delivery)?;
+                        let delivery_number = store.newest_delivery_number_row(delivery, id)?;
+                        recorded.push(Recorded {
+                            id,
+                            delivery_number,
+                            provider: delivery.provider.clone(),
+                            event_key: delivery.event_key.clone(),
+                            event_key_source: delivery.event_key_source.clone(),
+                        });
                     }
                     Job::Outcome { id, outcome } => {
                         outcomes += 1;
@@ -224,10 +242,19 @@ impl Writer {
         }
     }
 
-    /// Fills in what the forwarding path left to the writer.
-    fn prepare<'a>(&self, delivery: &'a NewDelivery) -> std::borrow::Cow<'a, NewDelivery> {
-        let _ = &self.key_fields;
-        std::borrow::Cow::Borrowed(delivery)
+    /// Fills in what the forwarding path left to the writer: detecting the
+    /// provider and the event key means parsing the body, which must not
+    /// cost the forwarding path anything.
+    fn identify(&self, delivery: &mut NewDelivery) {
+        if !delivery.event_key.is_empty() {
+            return;
+        }
+        let key = event_key(&delivery.request_headers, &delivery.request_body, &self.key_fields);
+        if delivery.provider.is_none() {
+            delivery.provider = key.provider.map(|p| p.name().to_owned());
+        }
+        delivery.event_key = key.key;
+        delivery.event_key_source = key.source;
     }
 }
 
@@ -295,6 +322,32 @@ mod tests {
             assert_eq!(key, format!("evt_{n}"));
             assert_eq!(recorded.delivery_number, 1);
         }
+    }
+
+    #[tokio::test]
+    async fn the_writer_works_out_provider_and_event_key() {
+        let dir = ScratchDir::new("recorder-identify");
+        let (recorder, _handle) = Recorder::start(&dir.0.join("history.db"), Vec::new()).unwrap();
+        let mut d = delivery("", "/webhooks/github");
+        d.provider = None;
+        d.event_key_source.clear();
+        d.request_headers = vec![
+            portpreview_shared::Header::new("x-github-event", "push"),
+            portpreview_shared::Header::new("x-github-delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958"),
+            portpreview_shared::Header::new("x-github-hook-id", "42"),
+        ];
+        let first = recorder.record_request(d.clone()).await.unwrap();
+        assert_eq!(first.provider.as_deref(), Some("github"));
+        assert_eq!(first.event_key, "72d3162e-cc78-11e3-81ab-4c9367dc0958");
+        assert!(first
+            .event_key_source
+            .to_ascii_lowercase()
+            .starts_with("header:x-github-delivery"));
+        let again = recorder.record_request(d).await.unwrap();
+        assert_eq!(
+            again.delivery_number, 2,
+            "a redelivery is the 2nd delivery of its event"
+        );
     }
 
     #[tokio::test]

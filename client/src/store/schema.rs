@@ -47,6 +47,33 @@ const MIGRATIONS: &[&str] = &[
         report_json TEXT NOT NULL
     );
     CREATE INDEX replay_runs_delivery ON replay_runs (delivery_id, id);",
+    // Version 2: deliveries per event key, kept by triggers, so a page of the
+    // history costs the same when one event was delivered 100,000 times.
+    "CREATE TABLE event_counts (event_key TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
+    INSERT INTO event_counts (event_key, n)
+        SELECT event_key, count(*) FROM deliveries
+        WHERE replay_of IS NULL AND event_key != '' GROUP BY event_key;
+    CREATE TRIGGER event_counts_insert AFTER INSERT ON deliveries
+        WHEN NEW.replay_of IS NULL AND NEW.event_key != ''
+    BEGIN
+        INSERT INTO event_counts (event_key, n) VALUES (NEW.event_key, 1)
+            ON CONFLICT (event_key) DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER event_counts_delete AFTER DELETE ON deliveries
+        WHEN OLD.replay_of IS NULL AND OLD.event_key != ''
+    BEGIN
+        UPDATE event_counts SET n = n - 1 WHERE event_key = OLD.event_key;
+        DELETE FROM event_counts WHERE event_key = OLD.event_key AND n <= 0;
+    END;
+    CREATE TRIGGER event_counts_update AFTER UPDATE OF event_key, replay_of ON deliveries
+    BEGIN
+        UPDATE event_counts SET n = n - 1
+            WHERE event_key = OLD.event_key AND OLD.replay_of IS NULL AND OLD.event_key != '';
+        DELETE FROM event_counts WHERE event_key = OLD.event_key AND n <= 0;
+        INSERT INTO event_counts (event_key, n)
+            SELECT NEW.event_key, 1 WHERE NEW.replay_of IS NULL AND NEW.event_key != ''
+            ON CONFLICT (event_key) DO UPDATE SET n = n + 1;
+    END;",
 ];
 
 /// Schema version this build writes and understands.
@@ -90,6 +117,31 @@ mod tests {
         migrate(&mut conn).unwrap().unwrap();
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
         assert_eq!(version, SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn an_older_database_is_brought_up_to_date_with_its_rows() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(MIGRATIONS[0]).unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
+        for (key, replay_of) in [("evt_a", None), ("evt_a", None), ("evt_a", Some(1)), ("evt_b", None)] {
+            conn.execute(
+                "INSERT INTO deliveries (received_at_ms, tunnel_url, target, method, path, request_headers,
+                     request_body, request_body_size, event_key, event_key_source, replay_of)
+                 VALUES (0, '', '', 'POST', '/', x'00', x'', 0, ?1, '', ?2)",
+                rusqlite::params![key, replay_of],
+            )
+            .unwrap();
+        }
+        migrate(&mut conn).unwrap().unwrap();
+        let counts: Vec<(String, i64)> = conn
+            .prepare("SELECT event_key, n FROM event_counts ORDER BY event_key")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(counts, vec![("evt_a".to_owned(), 2), ("evt_b".to_owned(), 1)]);
     }
 
     #[test]

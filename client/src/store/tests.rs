@@ -223,11 +223,25 @@ fn prune_removes_old_deliveries_and_their_runs() {
         vec![ReplayRun { id: run_id, ..run }]
     );
 
-    assert_eq!(store.prune(5_000).unwrap(), 1);
+    let mut twin = delivery("evt_new", "/");
+    twin.received_at_ms = 1_500;
+    store.insert_request(&twin).unwrap();
+    assert_eq!(store.get(new_id).unwrap().unwrap().delivery_count, 2);
+    assert_eq!(store.prune(5_000).unwrap(), 2);
+    assert_eq!(
+        store.get(new_id).unwrap().unwrap().delivery_count,
+        1,
+        "counts follow pruning"
+    );
     assert_eq!(store.get(old_id).unwrap(), None);
     assert!(store.get(new_id).unwrap().is_some());
     assert!(store.replay_runs(old_id).unwrap().is_empty());
     assert_eq!(store.prune(5_000).unwrap(), 0);
+    let groups: i64 = store
+        .conn
+        .query_row("SELECT count(*) FROM event_counts", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(groups, 1, "emptied groups are removed");
 }
 
 #[test]
