@@ -42,17 +42,18 @@ pub struct EventKey {
 
 /// Works out the event key of one delivery.
 ///
-/// `key_fields` (top-level member names or JSON pointers), when given and
-/// present in the body, win over the provider's ID: the user asked for
-/// them. Otherwise the provider's event ID is used, and failing that a
-/// SHA-256 over the body's canonical JSON (or its raw bytes).
+/// The provider's event ID when it has one; otherwise a SHA-256 over the
+/// canonical JSON of `key_fields` (top-level member names or JSON pointers)
+/// when given and present, and failing that over the body's canonical JSON
+/// (or its raw bytes).
 pub fn event_key(headers: &[Header], body: &[u8], key_fields: &[String]) -> EventKey {
     let body = Body::new(body);
     let provider = detect_in(headers, &body);
-    let found = (!key_fields.is_empty())
-        .then(|| fields_key(&body, key_fields))
-        .flatten()
-        .or_else(|| provider.and_then(|p| provider_id(p, headers, &body)))
+    // A provider's own event ID is the truth about identity; chosen fields
+    // only stand in for events that carry none.
+    let found = provider
+        .and_then(|p| provider_id(p, headers, &body))
+        .or_else(|| (!key_fields.is_empty()).then(|| fields_key(&body, key_fields)).flatten())
         .unwrap_or_else(|| content_key(provider, &body));
     EventKey {
         provider,
