@@ -15,7 +15,7 @@ use tokio_util::task::AbortOnDropHandle;
 use crate::body::{answer, RelayBody, TunnelBody};
 use crate::headers::{request_headers, response_headers, Hop};
 use crate::registry::{OpenError, Tunnel};
-use crate::stream::{Inbound, RequestDone};
+use crate::stream::{Inbound, RequestSide};
 use crate::writer::Outbox;
 
 /// The limits a forwarded request is held to.
@@ -81,7 +81,7 @@ pub async fn forward(
             stream: port.id,
             outbox: port.outbox().clone(),
             credit: port.credit(),
-            done: port.request_done_marker(),
+            side: port.request_side(),
             limits,
         };
         pump = Some(AbortOnDropHandle::new(tokio::spawn(async move {
@@ -152,7 +152,7 @@ struct Pump {
     stream: StreamId,
     outbox: Outbox,
     credit: Arc<Semaphore>,
-    done: RequestDone,
+    side: RequestSide,
     limits: ForwardLimits,
 }
 
@@ -171,10 +171,7 @@ impl Pump {
             let Ok(mut data) = frame.into_data() else { continue };
             total += data.len() as u64;
             if total > self.limits.max_body {
-                self.outbox.control(&ServerMessage::Reset {
-                    stream: self.stream,
-                    reason: "request body over the relay's limit".into(),
-                });
+                self.side.abandon("request body over the relay's limit");
                 return PumpEnd::TooLarge;
             }
             let last_frame = body.is_end_stream();
@@ -185,7 +182,7 @@ impl Pump {
                     return PumpEnd::TunnelGone;
                 }
                 if end {
-                    self.done.mark();
+                    self.side.finished();
                     return PumpEnd::Done;
                 }
             }
@@ -196,7 +193,7 @@ impl Pump {
         if !self.send(Bytes::new(), true).await {
             return PumpEnd::TunnelGone;
         }
-        self.done.mark();
+        self.side.finished();
         PumpEnd::Done
     }
 

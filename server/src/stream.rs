@@ -56,6 +56,7 @@ struct Entry {
     received: u64,
     response_done: bool,
     request_done: bool,
+    reset_sent: bool,
 }
 
 #[derive(Default)]
@@ -111,6 +112,7 @@ impl Streams {
                 received: 0,
                 response_done: false,
                 request_done: false,
+                reset_sent: false,
             },
         );
         Ok(StreamPort {
@@ -195,10 +197,7 @@ impl Streams {
             let _ = entry.events.try_send(Inbound::Reset(reason.to_string()));
             entry.credit.close();
         }
-        self.outbox.control(&ServerMessage::Reset {
-            stream,
-            reason: reason.to_string(),
-        });
+        self.outbox.reset(stream, reason);
         Ok(())
     }
 
@@ -208,14 +207,21 @@ impl Streams {
         }
     }
 
+    fn abandon(&self, stream: StreamId, reason: &str) {
+        let mut table = self.table();
+        if let Some(entry) = table.entries.get_mut(&stream) {
+            if !entry.reset_sent {
+                entry.reset_sent = true;
+                self.outbox.reset(stream, reason);
+            }
+        }
+    }
+
     fn finish(&self, stream: StreamId) {
         let entry = self.table().entries.remove(&stream);
         if let Some(entry) = entry {
-            if !(entry.response_done && entry.request_done) {
-                self.outbox.control(&ServerMessage::Reset {
-                    stream,
-                    reason: "the caller went away".into(),
-                });
+            if !(entry.response_done && entry.request_done || entry.reset_sent) {
+                self.outbox.reset(stream, "the caller went away");
             }
         }
     }
@@ -250,9 +256,9 @@ impl StreamPort {
         self.streams.mark_request_done(self.id);
     }
 
-    /// A handle that can mark the request body done from another task.
-    pub fn request_done_marker(&self) -> RequestDone {
-        RequestDone {
+    /// The request body's side of the stream, for the task that sends it.
+    pub fn request_side(&self) -> RequestSide {
+        RequestSide {
             id: self.id,
             streams: Arc::clone(&self.streams),
         }
@@ -274,15 +280,20 @@ impl Drop for StreamPort {
     }
 }
 
-/// Marks a stream's request body as sent whole.
-pub struct RequestDone {
+/// What the task sending a request body reports about its stream.
+pub struct RequestSide {
     id: StreamId,
     streams: Arc<Streams>,
 }
 
-impl RequestDone {
+impl RequestSide {
     /// The body went out whole.
-    pub fn mark(self) {
+    pub fn finished(&self) {
         self.streams.mark_request_done(self.id);
+    }
+
+    /// The relay gives up on the stream; the client is told once.
+    pub fn abandon(&self, reason: &str) {
+        self.streams.abandon(self.id, reason);
     }
 }

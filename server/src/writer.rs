@@ -8,7 +8,7 @@
 
 use futures_util::{Sink, SinkExt};
 use portpreview_shared::codec;
-use portpreview_shared::ServerMessage;
+use portpreview_shared::{ServerMessage, StreamId};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
@@ -66,6 +66,19 @@ impl Outbox {
     pub fn control(&self, msg: &ServerMessage) {
         // A closed writer means the session is over; nothing is left to tell.
         let _ = self.control.send(Message::Binary(codec::encode(msg, b"")));
+    }
+
+    /// Queues a stream reset behind the stream's frames already queued when
+    /// there is room, so the client never sees a reset before its request.
+    pub fn reset(&self, stream: StreamId, reason: &str) {
+        let msg = ServerMessage::Reset {
+            stream,
+            reason: reason.to_string(),
+        };
+        let frame = Message::Binary(codec::encode(&msg, b""));
+        if let Err(mpsc::error::TrySendError::Full(frame)) = self.data.try_send(frame) {
+            let _ = self.control.send(frame);
+        }
     }
 
     /// Queues a WebSocket ping.
