@@ -349,7 +349,11 @@ fn capture_one_request() -> (String, std::thread::JoinHandle<Vec<u8>>) {
     (url, handle)
 }
 
-fn split_request(raw: &[u8]) -> (String, Vec<(String, Vec<u8>)>, Vec<u8>) {
+/// A header as it crossed the wire: name and raw value.
+type RawHeader = (String, Vec<u8>);
+
+/// Splits a raw HTTP/1.1 request into its request line, headers and body.
+fn split_request(raw: &[u8]) -> (String, Vec<RawHeader>, Vec<u8>) {
     let end = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
     let mut lines = raw[..end]
         .split(|&b| b == b'\n')
@@ -400,12 +404,12 @@ fn a_curl_export_sends_the_same_bytes_again() {
     let (request_line, headers, sent_body) = split_request(&captured.join().unwrap());
     assert_eq!(request_line, "POST /hooks/it's?a=[1]&b=$HOME HTTP/1.1");
     assert_eq!(sent_body, body, "body byte for byte");
-    let own: Vec<(String, Vec<u8>)> = headers
+    let own: Vec<RawHeader> = headers
         .iter()
         .filter(|(name, _)| !name.eq_ignore_ascii_case("host") && !name.eq_ignore_ascii_case("content-length"))
         .cloned()
         .collect();
-    let expected: Vec<(String, Vec<u8>)> = d.request_headers[1..6]
+    let expected: Vec<RawHeader> = d.request_headers[1..6]
         .iter()
         .map(|h| (h.name.clone(), h.value.clone()))
         .collect();

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# History store throughput: 100,000 deliveries through the Recorder (the
+# tunnel's path into SQLite) from 64 concurrent tasks, then the time to open
+# the result and read the first history page, as the TUI does.
+#
+#   bench/store.sh            # 100,000 deliveries
+#   bench/store.sh 20000      # fewer
+#
+# Targets (design.md "Performance"): over 20,000 deliveries/s; first page
+# of a 100,000-delivery history in under 300 ms.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+count=${1:-100000}
+db=$(mktemp -d)/history.db
+trap 'rm -rf "$(dirname "$db")"' EXIT
+cargo run --quiet --release -p portpreview --example store_bench -- "$count" "$db"

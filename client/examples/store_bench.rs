@@ -1,0 +1,127 @@
+//! Store throughput: N deliveries through the `Recorder` from concurrent
+//! tasks, as the tunnel sends them, then the first history page of the
+//! result, as the TUI opens it.
+//!
+//! `cargo run --release -p portpreview --example store_bench -- [N] [DB]`
+
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::Instant;
+
+use portpreview::store::{ListQuery, NewDelivery, Outcome, Recorder, Store};
+use portpreview_shared::Header;
+
+/// Tasks recording at once, like webhooks in flight on a busy tunnel.
+const CONCURRENCY: usize = 64;
+
+fn delivery(n: usize, body_pad: &str) -> NewDelivery {
+    // One delivery in ten is a retry of an earlier event, as providers send them.
+    let event = if n % 10 == 9 { n - 9 } else { n };
+    let body = format!(r#"{{"id":"evt_{event:012}","object":"event","type":"charge.succeeded","pad":"{body_pad}"}}"#);
+    NewDelivery {
+        received_at_ms: 1_700_000_000_000 + n as i64,
+        tunnel_url: "http://127.0.0.1:8080/t/calm-otter-3f9a2c1b7e".into(),
+        target: "http://127.0.0.1:3000".into(),
+        method: "POST".into(),
+        path: "/webhooks/stripe".into(),
+        request_headers: vec![
+            Header::new("content-type", "application/json"),
+            Header::new("user-agent", "Stripe/1.0 (+https://stripe.com/docs/webhooks)"),
+            Header::new(
+                "stripe-signature",
+                "t=1700000000,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd",
+            ),
+        ],
+        request_body_size: body.len() as u64,
+        request_body: body.into_bytes(),
+        // Left empty: the writer thread detects provider and key, as in the tunnel.
+        ..NewDelivery::default()
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let total: usize = args.next().map(|n| n.parse()).transpose()?.unwrap_or(100_000);
+    let db = args
+        .next()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("portpreview-store-bench-{}.db", std::process::id())));
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+    let pad = "x".repeat(900);
+
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let (recorder, handle) = Recorder::start(&db, Vec::new())?;
+    let started = Instant::now();
+    let failures = runtime.block_on(async {
+        let local = tokio::task::LocalSet::new();
+        let pad = Rc::new(pad);
+        let tasks: Vec<_> = (0..CONCURRENCY)
+            .map(|worker| {
+                let recorder = recorder.clone();
+                let pad = Rc::clone(&pad);
+                local.spawn_local(async move {
+                    let mut failures = 0usize;
+                    for n in (worker..total).step_by(CONCURRENCY) {
+                        match recorder.record_request(delivery(n, &pad)).await {
+                            Ok(recorded) => recorder.record_outcome(
+                                recorded.id,
+                                Outcome {
+                                    status: Some(200),
+                                    response_body: b"ok".to_vec(),
+                                    response_body_size: 2,
+                                    duration_ms: 1.0,
+                                    ..Outcome::default()
+                                },
+                            ),
+                            Err(_) => failures += 1,
+                        }
+                    }
+                    failures
+                })
+            })
+            .collect();
+        local
+            .run_until(async {
+                let mut failures = 0;
+                for task in tasks {
+                    failures += task.await.unwrap_or(0);
+                }
+                failures
+            })
+            .await
+    });
+    let recorded_in = started.elapsed();
+    handle.shutdown();
+    let flushed_in = started.elapsed();
+
+    let opened = Instant::now();
+    let store = Store::open(&db)?;
+    let page = store.list(&ListQuery {
+        limit: Some(50),
+        ..ListQuery::default()
+    })?;
+    let first_page = opened.elapsed();
+    let count = store.count(&ListQuery::default())?;
+
+    let per_second = total as f64 / recorded_in.as_secs_f64();
+    println!("deliveries           {total} ({failures} not recorded)");
+    println!(
+        "recorded in          {:.3} s ({:.3} s with outcomes flushed)",
+        recorded_in.as_secs_f64(),
+        flushed_in.as_secs_f64()
+    );
+    println!(
+        "deliveries/s         {per_second:.0} (target >= 20000: {})",
+        if per_second >= 20_000.0 { "ok" } else { "MISSED" }
+    );
+    println!("rows in history      {count}");
+    println!(
+        "open + first page    {:.1} ms for {} rows (target < 300 ms)",
+        first_page.as_secs_f64() * 1e3,
+        page.len()
+    );
+    println!("database             {}", db.display());
+    Ok(())
+}
