@@ -1,0 +1,400 @@
+//! `portpreview replay`: a delivery in a real history database, replayed by
+//! the real binary against real handlers with real SQLite side effects, and
+//! the verdict's exit code and report checked.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::bin::portpreview_bin;
+use common::handlers::{slack_delivery, stripe_delivery, Behaviour, Handler, STRIPE_SECRET};
+use portpreview::store::{NewDelivery, Outcome, Store};
+use serde_json::Value;
+
+/// A history database holding one delivery.
+struct History {
+    dir: tempfile::TempDir,
+    id: i64,
+}
+
+impl History {
+    fn with(delivery: &NewDelivery) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("history.db")).unwrap();
+        let outcome = Outcome {
+            status: Some(200),
+            duration_ms: 3.0,
+            ..Outcome::default()
+        };
+        let id = store.insert_delivery(delivery, &outcome).unwrap();
+        Self { dir, id }
+    }
+
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("history.db")
+    }
+
+    fn replay(&self, args: &[&str]) -> Ran {
+        let id = self.id.to_string();
+        let mut all = vec!["replay", id.as_str()];
+        all.extend_from_slice(args);
+        portpreview(&self.db(), &all)
+    }
+}
+
+/// What a `portpreview` run left behind.
+struct Ran {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Ran {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|err| panic!("not JSON ({err}): {}\n{}", self.stdout, self.stderr))
+    }
+
+    fn check(&self, name: &str) -> Value {
+        let json = self.json();
+        json["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no check {name} in {json:#}"))
+            .clone()
+    }
+}
+
+/// Runs the real binary with a private config and no secrets from the environment.
+fn portpreview(db: &Path, args: &[&str]) -> Ran {
+    let output = Command::new(portpreview_bin())
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env("PORTPREVIEW_CONFIG", db.with_extension("config.toml"))
+        .env_remove("PORTPREVIEW_SECRET")
+        .env_remove("PORTPREVIEW_SECRET_STRIPE")
+        .env_remove("PORTPREVIEW_DB")
+        .output()
+        .unwrap();
+    Ran {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn a_handler_that_credits_every_delivery_is_not_idempotent() {
+    let handler = Handler::start(Behaviour::CreditsEveryDelivery);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let ran = history.replay(&[
+        "--times",
+        "3",
+        "--check-url",
+        &handler.state_url(),
+        "--settle",
+        "100ms",
+        "--json",
+    ]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
+    assert_eq!(json["idempotent"], false);
+    assert_eq!(json["verdict"], "not_idempotent");
+    assert_eq!(json["provider"], "stripe");
+    assert_eq!(json["event_key"], "evt_1PortPreviewTest");
+    assert!(json["retry_window"].as_str().unwrap().contains("3 days"), "{json:#}");
+    let duplicates = ran.check("duplicates_change_nothing");
+    assert_eq!(duplicates["passed"], false);
+    assert!(
+        duplicates["detail"].as_str().unwrap().contains("attempts 2–3"),
+        "{duplicates}"
+    );
+    let states: Vec<Value> = json["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["state_changed"].clone())
+        .collect();
+    assert_eq!(states, [true, true, true]);
+    assert_eq!(handler.balance(), 3);
+}
+
+#[test]
+fn a_handler_that_dedups_in_one_transaction_is_idempotent_and_the_run_is_recorded() {
+    let handler = Handler::start(Behaviour::DedupsInOneTransaction);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    // By event key this time, as a developer copies it from the provider's dashboard.
+    let ran = portpreview(
+        &history.db(),
+        &[
+            "replay",
+            "evt_1PortPreviewTest",
+            "--times",
+            "5",
+            "--check-url",
+            &handler.state_url(),
+            "--settle",
+            "100ms",
+        ],
+    );
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert!(ran.stdout.contains("✓ duplicates_change_nothing"), "{}", ran.stdout);
+    assert!(
+        ran.stdout.contains("the event was new to the handler"),
+        "{}",
+        ran.stdout
+    );
+    assert!(ran.stdout.contains("✓ idempotent over 5 attempts"), "{}", ran.stdout);
+    assert_eq!(handler.balance(), 1);
+
+    let store = Store::open(&history.db()).unwrap();
+    let runs = store.replay_runs(history.id).unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!((runs[0].times, runs[0].idempotent), (5, Some(true)));
+    let replays = store
+        .list(&portpreview::store::ListQuery {
+            include_replays: true,
+            ..Default::default()
+        })
+        .unwrap()
+        .into_iter()
+        .filter(|s| s.replay_of == Some(history.id))
+        .count();
+    assert_eq!(replays, 5);
+
+    // A second run: the handler has seen the event, and says so.
+    let ran = history.replay(&[
+        "--times",
+        "2",
+        "--check-cmd",
+        &format!("cat '{}'", handler.state_file().display()),
+        "--settle",
+        "100ms",
+        "--json",
+    ]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(ran.json()["first_attempt_changed_state"], false);
+    assert!(ran.check("duplicates_change_nothing")["detail"]
+        .as_str()
+        .unwrap()
+        .contains("had seen the event before"));
+}
+
+#[test]
+fn answering_409_to_a_duplicate_fails_even_though_the_state_is_right() {
+    let handler = Handler::start(Behaviour::ConflictOnDuplicate);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let ran = history.replay(&[
+        "--times",
+        "3",
+        "--check-url",
+        &handler.state_url(),
+        "--settle",
+        "100ms",
+        "--json",
+    ]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    let answers = ran.check("answers_2xx");
+    assert_eq!(answers["passed"], false);
+    let detail = answers["detail"].as_str().unwrap();
+    assert!(detail.contains("attempts 2–3 answered 409"), "{detail}");
+    assert!(detail.contains("retries it"), "{detail}");
+    assert_eq!(ran.check("duplicates_change_nothing")["passed"], true);
+    let statuses: Vec<Value> = ran.json()["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["status"].clone())
+        .collect();
+    assert_eq!(statuses, [200, 409, 409]);
+    assert_eq!(
+        ran.json()["answers"].as_array().unwrap().len(),
+        2,
+        "differing answers are listed"
+    );
+    assert_eq!(handler.balance(), 1);
+}
+
+#[test]
+fn a_check_then_insert_race_passes_in_sequence_and_fails_a_fresh_burst() {
+    let handler = Handler::start(Behaviour::CheckThenInsert {
+        gap: std::time::Duration::from_millis(50),
+    });
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let ran = history.replay(&["--times", "5", "--check-url", &handler.state_url(), "--settle", "100ms"]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+
+    let ran = history.replay(&[
+        "--fresh",
+        "--concurrency",
+        "10",
+        "--times",
+        "10",
+        "--check-url",
+        &handler.state_url(),
+        "--settle",
+        "100ms",
+        "--json",
+    ]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    let burst = ran.check("fresh_burst_acts_once");
+    assert_eq!(burst["passed"], false);
+    let detail = burst["detail"].as_str().unwrap();
+    assert!(detail.contains("check-then-insert race"), "{detail}");
+    assert!(detail.contains("ON CONFLICT DO NOTHING"), "{detail}");
+    let json = ran.json();
+    let attempts = json["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 11, "a baseline and a burst of 10");
+    assert_eq!(attempts[0]["role"], "baseline");
+    assert_ne!(
+        attempts[0]["event_key"], "evt_1PortPreviewTest",
+        "fresh identities are new to the handler"
+    );
+    assert_ne!(attempts[0]["event_key"], attempts[1]["event_key"]);
+    assert!(handler.balance() > 3, "balance {}", handler.balance());
+}
+
+#[test]
+fn a_stale_signature_fails_and_resigning_passes() {
+    let handler = Handler::start(Behaviour::VerifiesStripeSignature {
+        secret: STRIPE_SECRET.into(),
+    });
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let ran = history.replay(&["--times", "2", "--json"]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert!(ran.check("answers_2xx")["detail"]
+        .as_str()
+        .unwrap()
+        .contains("answered 400"));
+
+    let ran = history.replay(&[
+        "--times",
+        "2",
+        "--resign",
+        "--secret",
+        STRIPE_SECRET,
+        "--check-url",
+        &handler.state_url(),
+        "--settle",
+        "100ms",
+    ]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(handler.balance(), 1);
+
+    let ran = history.replay(&["--resign"]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(
+        ran.stderr.trim(),
+        "error: no secret for stripe: pass --secret or set PORTPREVIEW_SECRET_STRIPE"
+    );
+}
+
+#[test]
+fn a_slow_answer_is_a_warning_not_a_failure() {
+    let handler = Handler::start(Behaviour::Slow {
+        delay: std::time::Duration::from_millis(3200),
+    });
+    let history = History::with(&slack_delivery(&handler.url()));
+    let ran = history.replay(&["--json"]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
+    let warnings: Vec<&str> = json["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert!(warnings.iter().any(|w| w.contains("slack waits 3 s")), "{warnings:?}");
+    assert!(
+        warnings.iter().any(|w| w.contains("side effects were not checked")),
+        "{warnings:?}"
+    );
+    assert_eq!(json["side_effects_checked"], false);
+}
+
+#[test]
+fn what_cannot_run_exits_2_with_one_line() {
+    let handler = Handler::start(Behaviour::DedupsInOneTransaction);
+    let down = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["--target".into(), down], "nothing answers at"),
+        (vec!["--times".into(), "0".into()], "--times"),
+    ];
+    for (args, expected) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let ran = history.replay(&args);
+        assert_eq!(ran.code, 2, "{args:?}: {}{}", ran.stdout, ran.stderr);
+        assert!(ran.stderr.contains(expected), "{args:?}: {}", ran.stderr);
+    }
+    let ran = portpreview(&history.db(), &["replay", "999"]);
+    assert_eq!(
+        (ran.code, ran.stderr.trim()),
+        (2, "error: no delivery #999 in the history")
+    );
+
+    let mut cut = stripe_delivery(&handler.url());
+    cut.request_body_size = 30 * 1024 * 1024;
+    let history = History::with(&cut);
+    let ran = history.replay(&[]);
+    assert_eq!(ran.code, 2, "{}", ran.stderr);
+    assert!(ran.stderr.contains("cut short"), "{}", ran.stderr);
+    assert_eq!(ran.stderr.trim().lines().count(), 1, "{}", ran.stderr);
+    assert_eq!(handler.balance(), 0, "nothing was sent");
+}
+
+#[test]
+fn a_target_with_a_path_replaces_the_recorded_one_and_latest_finds_the_delivery() {
+    let handler = Handler::start(Behaviour::DedupsInOneTransaction);
+    let history = History::with(&stripe_delivery("http://127.0.0.1:1"));
+    let target = format!("{}/other/path", handler.url());
+    let ran = portpreview(
+        &history.db(),
+        &[
+            "replay",
+            "--latest",
+            "--provider",
+            "stripe",
+            "--path",
+            "/webhooks/*",
+            "--target",
+            &target,
+            "--json",
+        ],
+    );
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(ran.json()["target"], format!("{}/other/path", handler.url()));
+    assert_eq!(handler.balance(), 1);
+}
+
+#[test]
+fn the_fresh_burst_never_cries_wolf_at_a_correct_handler() {
+    let handler = Handler::start(Behaviour::DedupsInOneTransaction);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    for run in 0..20 {
+        let ran = history.replay(&[
+            "--fresh",
+            "--concurrency",
+            "10",
+            "--times",
+            "10",
+            "--check-url",
+            &handler.state_url(),
+            "--settle",
+            "100ms",
+        ]);
+        assert_eq!(ran.code, 0, "run {run}: {}{}", ran.stdout, ran.stderr);
+    }
+    assert_eq!(
+        handler.balance(),
+        40,
+        "each run: one baseline event and one burst event"
+    );
+}
