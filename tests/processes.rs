@@ -109,3 +109,44 @@ async fn a_25_mib_upload_barely_moves_the_relays_memory() {
         "the relay's peak memory grew by {grown} KiB for a 25 MiB body: it buffers"
     );
 }
+
+#[tokio::test]
+async fn log_format_json_prints_the_tunnel_then_one_object_per_delivery() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let handler = LocalHandler::echo().await;
+    let port = handler.port().to_string();
+    let mut client = Running::start(
+        &portpreview_bin(),
+        &[
+            "--db",
+            db.to_str().expect("utf-8 path"),
+            "http",
+            &port,
+            "--log-format",
+            "json",
+        ],
+        dir.path(),
+    );
+    let tunnel: serde_json::Value = serde_json::from_str(&client.next_line().await).expect("JSON line");
+    assert_eq!(tunnel["event"], "tunnel");
+    let url = tunnel["public_url"].as_str().expect("public_url").to_string();
+
+    let github: [(&str, &[u8]); 2] = [
+        ("x-github-event", b"push"),
+        ("x-github-delivery", b"72d3162e-cc78-11e3-81ab-4c9367dc0958"),
+    ];
+    let reply = caller::send("POST", &format!("{url}/gh?x=1"), &github, "{}").await;
+    assert_eq!(reply.status, 200);
+    let delivery: serde_json::Value = serde_json::from_str(&client.next_line().await).expect("JSON line");
+    assert_eq!(delivery["event"], "delivery");
+    assert_eq!(delivery["id"], 1);
+    assert_eq!(delivery["method"], "POST");
+    assert_eq!(delivery["path"], "/gh?x=1");
+    assert_eq!(delivery["status"], 200);
+    assert_eq!(delivery["provider"], "github");
+    assert_eq!(delivery["event_key"], "72d3162e-cc78-11e3-81ab-4c9367dc0958");
+    assert_eq!(delivery["delivery_number"], 1);
+    client.signal("TERM");
+    assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
+}
