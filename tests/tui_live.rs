@@ -1,0 +1,249 @@
+//! A developer opens `portpreview tui` on a real terminal (tmux), browses
+//! the recorded history, opens a delivery, filters, and quits with the
+//! terminal given back.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use portpreview::store::{NewDelivery, Outcome, Store};
+use portpreview_shared::Header;
+
+use common::bin::portpreview_bin;
+
+/// How long a screen may take to show what is expected (a hang, not a timing check).
+const SCREEN_DEADLINE: Duration = Duration::from_secs(30);
+
+/// A scratch directory removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(label: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("portpreview-tui-{label}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A tmux server of our own (its own socket) running one window; killed on drop.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// Starts `command` (a shell line) in a 120×40 window.
+    fn start(label: &str, command: &str) -> Self {
+        let probe = Command::new("tmux").arg("-V").output();
+        assert!(
+            probe.is_ok_and(|out| out.status.success()),
+            "tests/tui_live.rs drives the TUI through tmux, which is not installed: apt-get install tmux"
+        );
+        let tmux = Self {
+            socket: format!("portpreview-{label}-{}", std::process::id()),
+        };
+        let status = tmux
+            .command()
+            .args(["new-session", "-d", "-x", "120", "-y", "40", "-s", "tui", command])
+            .status()
+            .unwrap();
+        assert!(status.success(), "tmux new-session failed");
+        tmux
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new("tmux");
+        command.args(["-L", &self.socket, "-f", "/dev/null"]);
+        command
+    }
+
+    /// Types keys (tmux key names: `Enter`, `Escape`, or literal text with `-l`).
+    fn send(&self, keys: &[&str]) {
+        let status = self
+            .command()
+            .args(["send-keys", "-t", "tui"])
+            .args(keys)
+            .status()
+            .unwrap();
+        assert!(status.success(), "tmux send-keys {keys:?} failed");
+    }
+
+    fn type_text(&self, text: &str) {
+        let status = self
+            .command()
+            .args(["send-keys", "-t", "tui", "-l", text])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    fn screen(&self) -> String {
+        let out = self
+            .command()
+            .args(["capture-pane", "-p", "-t", "tui"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits until the screen satisfies `check`; fails with the last screen.
+    fn wait_for(&self, what: &str, check: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + SCREEN_DEADLINE;
+        loop {
+            let screen = self.screen();
+            if check(&screen) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.command().arg("kill-server").status();
+    }
+}
+
+/// One GitHub delivery whose body carries escape sequences, then 150 Stripe deliveries.
+fn fill_history(db: &Path) {
+    let store = Store::open(db).unwrap();
+    let base_ms = 1_764_470_700_000;
+    let body = b"{\"zen\":\"keep it logically awesome\"}\x1b]0;pwned\x07\x1b[2J".to_vec();
+    let request = NewDelivery {
+        received_at_ms: base_ms - 1000,
+        target: "http://127.0.0.1:3000".into(),
+        method: "POST".into(),
+        path: "/webhooks/github/special".into(),
+        request_headers: vec![Header::new("x-github-delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958")],
+        request_body_size: body.len() as u64,
+        request_body: body,
+        provider: Some("github".into()),
+        event_key: "72d3162e-cc78-11e3-81ab-4c9367dc0958".into(),
+        event_key_source: "header:X-GitHub-Delivery".into(),
+        ..NewDelivery::default()
+    };
+    store
+        .insert_delivery(
+            &request,
+            &Outcome {
+                status: Some(202),
+                duration_ms: 8.0,
+                ..Outcome::default()
+            },
+        )
+        .unwrap();
+    for i in 1..=150_i64 {
+        let body = format!(
+            "{{\"id\":\"evt_{i:04}\",\"type\":\"charge.succeeded\",\"amount\":{}}}",
+            i * 100
+        );
+        let request = NewDelivery {
+            received_at_ms: base_ms + i * 1000,
+            tunnel_url: "http://127.0.0.1:9/t/calm-otter".into(),
+            target: "http://127.0.0.1:3000".into(),
+            method: "POST".into(),
+            path: format!("/webhooks/stripe/{i}"),
+            request_headers: vec![
+                Header::new("content-type", "application/json"),
+                Header::new("stripe-signature", "t=1,v1=abc"),
+            ],
+            request_body_size: body.len() as u64,
+            request_body: body.into_bytes(),
+            provider: Some("stripe".into()),
+            event_key: format!("evt_{i:04}"),
+            event_key_source: "body:/id".into(),
+            replay_of: None,
+        };
+        let outcome = Outcome {
+            status: Some(if i % 10 == 0 { 500 } else { 200 }),
+            response_headers: vec![Header::new("content-type", "text/plain")],
+            response_body: b"ok".to_vec(),
+            response_body_size: 2,
+            duration_ms: 3.0 + (i % 7) as f64,
+            error: None,
+        };
+        let id = store.insert_request(&request).unwrap();
+        store.record_outcome(id, &outcome).unwrap();
+    }
+}
+
+fn shell_quote(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
+}
+
+#[test]
+fn browse_open_filter_and_quit() {
+    let scratch = Scratch::new("browse");
+    let db = scratch.0.join("history.db");
+    fill_history(&db);
+    let command = format!(
+        "env HOME={home} PORTPREVIEW_CONFIG={home}/none.toml TERM=xterm-256color {bin} --db {db} tui; echo \"portpreview exited $?\"; exec sleep 600",
+        home = shell_quote(&scratch.0),
+        bin = shell_quote(&portpreview_bin()),
+        db = shell_quote(&db),
+    );
+    let tmux = Tmux::start("browse", &command);
+
+    let screen = tmux.wait_for("the newest rows", |s| {
+        s.contains("/webhooks/stripe/150") && s.contains("Deliveries 1/151")
+    });
+    assert!(screen.contains("/webhooks/stripe/149"), "{screen}");
+    assert!(screen.contains("500"), "statuses are shown: {screen}");
+
+    tmux.send(&["Enter"]);
+    let screen = tmux.wait_for("the body of #150", |s| s.contains("\"id\": \"evt_0150\""));
+    assert!(screen.contains("\"amount\": 15000"), "{screen}");
+    assert!(screen.contains("stripe-signature: •••••• (masked"), "{screen}");
+    assert!(!screen.contains("v1=abc"), "the signature stays masked: {screen}");
+
+    tmux.send(&["Escape"]);
+    tmux.send(&["/"]);
+    tmux.type_text("special");
+    tmux.send(&["Enter"]);
+    let screen = tmux.wait_for("the filtered list", |s| {
+        s.contains("/special/") && s.contains("Deliveries 1/1 ")
+    });
+    assert!(screen.contains("/webhooks/github/special"), "{screen}");
+    assert!(!screen.contains("/webhooks/stripe/150"), "{screen}");
+
+    tmux.send(&["Enter"]);
+    let screen = tmux.wait_for("the escaped body", |s| s.contains("keep it logically awesome"));
+    assert!(
+        screen.contains("\\x1b]0;pwned\\x07\\x1b[2J"),
+        "escape sequences are shown, not run: {screen}"
+    );
+
+    tmux.send(&["q"]);
+    let screen = tmux.wait_for("the shell again", |s| s.contains("portpreview exited"));
+    assert!(screen.contains("portpreview exited 0"), "{screen}");
+    assert!(!screen.contains("Deliveries"), "the TUI's screen is gone: {screen}");
+}
+
+#[test]
+fn tui_refuses_a_pipe() {
+    let scratch = Scratch::new("pipe");
+    let out = Command::new(portpreview_bin())
+        .arg("--db")
+        .arg(scratch.0.join("history.db"))
+        .arg("tui")
+        .env("PORTPREVIEW_CONFIG", scratch.0.join("none.toml"))
+        .env("HOME", &scratch.0)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("needs a terminal"), "{stderr}");
+}
