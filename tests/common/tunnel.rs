@@ -80,13 +80,12 @@ impl TestTunnel {
         };
         let (events_tx, mut events) = mpsc::channel(1024);
         let shutdown = CancellationToken::new();
-        let mut task = tokio::spawn(tunnel::run(config, Some(recorder), events_tx, shutdown.clone()));
-        let public_url = tokio::select! {
-            event = events.recv() => match event {
-                Some(TunnelEvent::Connected { public_url, .. }) => public_url,
-                other => panic!("expected Connected, got {other:?}"),
-            },
-            ended = &mut task => return Err(ended.expect("tunnel task").expect_err("tunnel ended without connecting")),
+        let task = tokio::spawn(tunnel::run(config, Some(recorder), events_tx, shutdown.clone()));
+        let public_url = match events.recv().await {
+            Some(TunnelEvent::Connected { public_url, .. }) => public_url,
+            // The tunnel ended without connecting: its result says why.
+            None => return Err(task.await.expect("tunnel task").expect_err("tunnel ended without connecting")),
+            Some(other) => panic!("expected Connected, got {other:?}"),
         };
         Ok(Self {
             public_url,

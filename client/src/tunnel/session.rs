@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures_util::stream::SplitSink;
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
 use portpreview_shared::codec;
-use portpreview_shared::message::{ServerMessage, StreamId, STREAM_WINDOW};
+use portpreview_shared::message::{ClientMessage, Header, ServerMessage, StreamId, STREAM_WINDOW};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
@@ -22,6 +22,9 @@ use super::outbox::Outbox;
 
 /// The relay pings every few seconds; this long without any frame means it is gone.
 pub const RELAY_SILENCE_LIMIT: Duration = Duration::from_secs(15);
+
+/// On shutdown, how long exchanges in flight may take to finish.
+pub const DRAIN_LIMIT: Duration = Duration::from_secs(3);
 
 /// Why a session ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,10 +55,21 @@ where
     let mut streams: HashMap<StreamId, StreamEntry> = HashMap::new();
     let mut exchanges: JoinSet<StreamId> = JoinSet::new();
     let mut writer_done = false;
+    let drain_deadline = tokio::time::sleep(Duration::MAX);
+    tokio::pin!(drain_deadline);
+    let mut draining = false;
 
     let end = loop {
         tokio::select! {
-            () = shutdown.cancelled() => break SessionEnd::Shutdown,
+            () = shutdown.cancelled(), if !draining => {
+                if exchanges.is_empty() {
+                    break SessionEnd::Shutdown;
+                }
+                // Finish what is in flight, briefly; new requests get 503.
+                draining = true;
+                drain_deadline.as_mut().reset(tokio::time::Instant::now() + DRAIN_LIMIT);
+            }
+            () = &mut drain_deadline, if draining => break SessionEnd::Shutdown,
             result = &mut writer => {
                 writer_done = true;
                 break SessionEnd::Lost(match result {
@@ -66,6 +80,9 @@ where
             Some(done) = exchanges.join_next() => {
                 if let Ok(stream) = done {
                     streams.remove(&stream);
+                }
+                if draining && exchanges.is_empty() {
+                    break SessionEnd::Shutdown;
                 }
             }
             next = tokio::time::timeout(RELAY_SILENCE_LIMIT, frames.next()) => {
@@ -89,6 +106,10 @@ where
                     ServerMessage::RequestHead { stream, method, target, headers, end } => {
                         if streams.contains_key(&stream) {
                             break protocol_error(&outbox, "stream id reused while in flight");
+                        }
+                        if draining {
+                            refuse(&outbox, stream, "the tunnel's client is shutting down");
+                            continue;
                         }
                         let (tx, rx) = mpsc::unbounded_channel();
                         let entry = StreamEntry {
@@ -136,14 +157,25 @@ where
         })));
     }
     drop(outbox);
-    // Exchanges in flight are abandoned: the relay answers their callers 502
-    // and never resends them, so each delivery happens at most once.
+    // Exchanges still in flight are abandoned: the relay answers their callers
+    // 502 and never resends them, so each delivery happens at most once.
     exchanges.shutdown().await;
     // Let the writer send what is queued (the close frame among it), briefly.
     if !writer_done {
         let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
     }
     end
+}
+
+/// Answers a stream at once with 503 and a reason, without forwarding it.
+fn refuse(outbox: &Outbox, stream: StreamId, reason: &str) {
+    let body = format!("portpreview: {reason}\n");
+    let headers = vec![
+        Header::new("content-type", "text/plain; charset=utf-8"),
+        Header::new("content-length", body.len().to_string()),
+    ];
+    outbox.send(&ClientMessage::ResponseHead { stream, status: 503, headers, end: false }, &[]);
+    outbox.send(&ClientMessage::ResponseBody { stream, end: true }, body.as_bytes());
 }
 
 fn protocol_error(outbox: &Outbox, reason: &str) -> SessionEnd {

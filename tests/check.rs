@@ -1,0 +1,233 @@
+//! `portpreview check`: fixtures exported from a real history, committed
+//! beside a handler, checked in CI mode by the real binary — no relay, no
+//! history database — with exit codes, JSON and JUnit checked.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::bin::portpreview_bin;
+use common::handlers::{slack_delivery, stripe_delivery, Behaviour, Handler, STRIPE_SECRET};
+use portpreview::store::{Outcome, Store};
+use serde_json::Value;
+
+/// A project directory with `fixtures/stripe.json` and `fixtures/slack.json`,
+/// exported by `portpreview export` from a history that is then deleted.
+struct Project {
+    dir: tempfile::TempDir,
+}
+
+impl Project {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("history.db");
+        let store = Store::open(&db).unwrap();
+        let ok = Outcome {
+            status: Some(200),
+            ..Outcome::default()
+        };
+        let recorded_at = "http://127.0.0.1:1";
+        let stripe = store.insert_delivery(&stripe_delivery(recorded_at), &ok).unwrap();
+        let slack = store.insert_delivery(&slack_delivery(recorded_at), &ok).unwrap();
+        drop(store);
+        std::fs::create_dir(dir.path().join("fixtures")).unwrap();
+        for (id, name) in [(stripe, "stripe.json"), (slack, "slack.json")] {
+            let out = dir.path().join("fixtures").join(name);
+            let ran = run(
+                dir.path(),
+                &[
+                    "--db",
+                    db.to_str().unwrap(),
+                    "export",
+                    &id.to_string(),
+                    "-o",
+                    out.to_str().unwrap(),
+                ],
+                &[],
+            );
+            assert_eq!(ran.code, 0, "export: {}", ran.stderr);
+        }
+        std::fs::remove_file(&db).unwrap();
+        Self { dir }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn check(&self, args: &[&str], env: &[(&str, &str)]) -> Ran {
+        let mut all = vec!["check"];
+        all.extend_from_slice(args);
+        run(self.dir.path(), &all, env)
+    }
+}
+
+struct Ran {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
+    let mut command = Command::new(portpreview_bin());
+    command
+        .current_dir(cwd)
+        .args(args)
+        .env("PORTPREVIEW_CONFIG", cwd.join("no-config.toml"))
+        // `check` needs no history: point the default somewhere that must stay untouched.
+        .env("PORTPREVIEW_DB", cwd.join("untouched").join("history.db"))
+        .env_remove("PORTPREVIEW_SECRET")
+        .env_remove("PORTPREVIEW_SECRET_STRIPE");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = command.output().unwrap();
+    Ran {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn a_directory_of_fixtures_passes_against_a_handler_that_dedups() {
+    let project = Project::new();
+    let good = Handler::start(Behaviour::DedupsInOneTransaction);
+    let ran = project.check(
+        &[
+            "fixtures",
+            "--target",
+            &good.url(),
+            "--times",
+            "3",
+            "--check-url",
+            &good.state_url(),
+            "--settle",
+            "100ms",
+        ],
+        &[],
+    );
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert!(ran.stdout.contains("━━ fixtures/slack.json"), "{}", ran.stdout);
+    assert!(
+        ran.stdout.contains("2 fixtures: 2 idempotent, 0 not idempotent"),
+        "{}",
+        ran.stdout
+    );
+    assert_eq!(good.balance(), 2, "one credit per event");
+    assert!(!project.path("untouched").exists(), "check opened no history database");
+}
+
+#[test]
+fn a_suite_fails_the_bad_handler_in_junit_and_exits_1() {
+    let project = Project::new();
+    let bad = Handler::start(Behaviour::CreditsEveryDelivery);
+    let good = Handler::start(Behaviour::DedupsInOneTransaction);
+    let suite = format!(
+        "[[fixture]]\npath = \"fixtures/stripe.json\"\ntarget = \"{}\"\ncheck_url = \"{}\"\n\n\
+         [[fixture]]\npath = \"fixtures/slack.json\"\ntarget = \"{}\"\ncheck_url = \"{}\"\nsettle = \"50ms\"\n",
+        bad.url(),
+        bad.state_url(),
+        good.url(),
+        good.state_url()
+    );
+    std::fs::create_dir(project.path("ci")).unwrap();
+    // Paths in a suite are relative to the suite file.
+    std::fs::write(
+        project.path("ci/suite.toml"),
+        suite.replace("fixtures/", "../fixtures/"),
+    )
+    .unwrap();
+    let junit = project.path("junit.xml");
+    let ran = project.check(
+        &[
+            "ci/suite.toml",
+            "--times",
+            "3",
+            "--settle",
+            "100ms",
+            "--junit",
+            junit.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    let json: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(json["idempotent"], false);
+    assert_eq!(json["counts"]["not_idempotent"], 1);
+    assert_eq!(json["fixtures"][0]["verdict"], "not_idempotent");
+    assert_eq!(json["fixtures"][1]["verdict"], "idempotent");
+
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(xml.matches("<testcase ").count(), 2, "{xml}");
+    assert_eq!(xml.matches("<failure ").count(), 1, "{xml}");
+    assert!(xml.contains("tests=\"2\" failures=\"1\" errors=\"0\""), "{xml}");
+    let failure = &xml[xml.find("<failure").unwrap()..];
+    assert!(
+        failure.starts_with("<failure message=\"not_idempotent: duplicates_change_nothing: attempts 2–3"),
+        "{failure}"
+    );
+    let stripe_case = &xml[xml.find("stripe.json").unwrap()..xml.find("slack.json").unwrap()];
+    assert!(
+        stripe_case.contains("<failure"),
+        "the failure belongs to the stripe fixture: {xml}"
+    );
+}
+
+#[test]
+fn a_fixture_that_cannot_run_exits_2_and_is_a_junit_error() {
+    let project = Project::new();
+    let down = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let junit = project.path("junit.xml");
+    let ran = project.check(
+        &[
+            "fixtures/stripe.json",
+            "missing.json",
+            "--target",
+            &down,
+            "--junit",
+            junit.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(ran.stderr.contains("nothing answers at"), "{}", ran.stderr);
+    assert!(ran.stderr.contains("missing.json"), "{}", ran.stderr);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(xml.matches("<error ").count(), 2, "{xml}");
+}
+
+#[test]
+fn a_suite_resigns_with_the_secret_its_environment_names() {
+    let project = Project::new();
+    let verifier = Handler::start(Behaviour::VerifiesStripeSignature {
+        secret: STRIPE_SECRET.into(),
+    });
+    let suite = format!(
+        "[[fixture]]\npath = \"fixtures/stripe.json\"\ntarget = \"{}\"\ntimes = 2\nresign = true\nsecret_env = \"STRIPE_WEBHOOK_SECRET\"\n",
+        verifier.url()
+    );
+    std::fs::write(project.path("suite.toml"), suite).unwrap();
+    let ran = project.check(&["suite.toml"], &[("STRIPE_WEBHOOK_SECRET", STRIPE_SECRET)]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(verifier.balance(), 1);
+
+    // Without the re-signing the recorded 2023 signature is refused.
+    let ran = project.check(&["fixtures/stripe.json", "--target", &verifier.url()], &[]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert!(ran.stdout.contains("answered 400"), "{}", ran.stdout);
+
+    std::fs::write(
+        project.path("typo.toml"),
+        "[[fixture]]\npath = \"fixtures/stripe.json\"\ntimez = 2\n",
+    )
+    .unwrap();
+    let ran = project.check(&["typo.toml"], &[]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(ran.stderr.contains("timez"), "{}", ran.stderr);
+}
