@@ -27,19 +27,16 @@ const SKIPPED: &[&str] = &[
     "expect",
 ];
 
-/// The URL a recorded request is sent to: the recorded target, or `flag`.
-/// A flag of `scheme://host:port` keeps the recorded path and query; one
+/// The URL a recorded request is sent to. The recorded target is where the
+/// tunnel sent it: its base path, if any, was put before the caller's path.
+/// A `flag` of `scheme://host:port` keeps the recorded path and query; one
 /// with a path replaces the recorded path (keeping the recorded query when
 /// the flag has none).
 pub fn aimed_url(recorded_target: &str, path: &str, flag: Option<&str>) -> String {
-    let base = flag.unwrap_or(recorded_target).trim();
-    let base = if base.chars().all(|c| c.is_ascii_digit()) && !base.is_empty() {
-        format!("http://127.0.0.1:{base}")
-    } else if base.contains("://") {
-        base.to_owned()
-    } else {
-        format!("http://{base}")
+    let Some(flag) = flag else {
+        return format!("{}{}", with_scheme(recorded_target).trim_end_matches('/'), path);
     };
+    let base = with_scheme(flag);
     let after_scheme = base.find("://").map_or(0, |i| i + 3);
     let own_path = base[after_scheme..].find('/').map(|i| &base[after_scheme + i..]);
     match own_path {
@@ -49,6 +46,18 @@ pub fn aimed_url(recorded_target: &str, path: &str, flag: Option<&str>) -> Strin
             Some((_, query)) => format!("{base}?{query}"),
             None => base.clone(),
         },
+    }
+}
+
+/// `3000` → `http://127.0.0.1:3000`, `host:port` → `http://host:port`.
+fn with_scheme(target: &str) -> String {
+    let target = target.trim();
+    if !target.is_empty() && target.chars().all(|c| c.is_ascii_digit()) {
+        format!("http://127.0.0.1:{target}")
+    } else if target.contains("://") {
+        target.to_owned()
+    } else {
+        format!("http://{target}")
     }
 }
 
@@ -182,6 +191,10 @@ mod tests {
             "http://localhost:4000/hook"
         );
         assert_eq!(aimed_url("3000", "/h", None), "http://127.0.0.1:3000/h");
+        assert_eq!(
+            aimed_url("http://127.0.0.1:3000/api", "/h?q", None),
+            "http://127.0.0.1:3000/api/h?q"
+        );
     }
 
     #[test]

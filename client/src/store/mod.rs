@@ -29,7 +29,7 @@ pub enum StoreError {
     #[error("the history database is locked by another process")]
     Busy,
     /// The file exists but is not an SQLite database.
-    #[error("{} is not a PortPreview history database (not SQLite)", path.display())]
+    #[error("{} is not a PortPreview history database (not SQLite, or its header is damaged)", path.display())]
     NotADatabase {
         /// The file.
         path: PathBuf,
