@@ -278,7 +278,7 @@ pub fn verify_stripe(secret: &str, header: &[u8], body: &[u8]) -> Result<(), Str
     mac.update(format!("{timestamp}.").as_bytes());
     mac.update(body);
     let expected = hex::encode(mac.finalize().into_bytes());
-    if signatures.iter().any(|s| *s == expected) {
+    if signatures.contains(&expected) {
         Ok(())
     } else {
         Err("no signatures found matching the expected signature".into())
