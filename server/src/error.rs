@@ -6,12 +6,12 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}: {error}")]
     Read {
         /// File that failed.
         path: PathBuf,
-        /// Underlying I/O error.
-        source: std::io::Error,
+        /// Underlying I/O error (kept out of `source()` since the message includes it).
+        error: std::io::Error,
     },
     /// The tokens file is not valid TOML of the expected shape.
     #[error("invalid tokens file: {0}")]

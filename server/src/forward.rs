@@ -70,8 +70,13 @@ pub async fn forward(
         headers: request_headers(&parts.headers, hop),
         end: !has_body,
     };
-    if port.outbox().send(&head, b"").await.is_err() {
-        return client_gone();
+    let deadline = tokio::time::Instant::now() + limits.timeout;
+    // A client that stops reading its socket fills the writer's queue; the
+    // caller's wait is bounded by the same timeout either way.
+    match tokio::time::timeout_at(deadline, port.outbox().send(&head, b"")).await {
+        Ok(Ok(())) => {}
+        Ok(Err(_)) => return client_gone(),
+        Err(_) => return timed_out(limits.timeout),
     }
     let mut pump = None;
     let mut pump_end = None;
@@ -92,7 +97,7 @@ pub async fn forward(
         port.request_done();
     }
 
-    let deadline = tokio::time::sleep(limits.timeout);
+    let deadline = tokio::time::sleep_until(deadline);
     tokio::pin!(deadline);
     loop {
         tokio::select! {
@@ -131,12 +136,7 @@ pub async fn forward(
                     Ok(PumpEnd::TunnelGone) | Err(_) => return client_gone(),
                 }
             }
-            () = &mut deadline => {
-                return answer(
-                    StatusCode::GATEWAY_TIMEOUT,
-                    format!("the tunnel's client did not answer within {}", humanize(limits.timeout)),
-                );
-            }
+            () = &mut deadline => return timed_out(limits.timeout),
         }
     }
 }
@@ -217,6 +217,13 @@ fn too_large(limit: u64) -> Response<RelayBody> {
     answer(
         StatusCode::PAYLOAD_TOO_LARGE,
         format!("request body over the relay's limit of {} bytes", limit),
+    )
+}
+
+fn timed_out(timeout: Duration) -> Response<RelayBody> {
+    answer(
+        StatusCode::GATEWAY_TIMEOUT,
+        format!("the tunnel's client did not answer within {}", humanize(timeout)),
     )
 }
 

@@ -236,4 +236,58 @@ mod tests {
         let huge = vec![b'a'; 2000];
         assert!(verdicts_of(&[&huge, b"\r\n\r\n"]).is_empty());
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes_in_any_pieces_give_the_same_verdicts(
+            heads in proptest::collection::vec(
+                (proptest::bool::ANY, proptest::bool::ANY, 0usize..40, "[ -~]{0,20}"),
+                1..6,
+            ),
+            noise in proptest::collection::vec(proptest::num::u8::ANY, 0..64),
+            cuts in proptest::collection::vec(1usize..50, 1..20),
+        ) {
+            let mut bytes = Vec::new();
+            for (cl, te, body_len, extra) in &heads {
+                bytes.extend_from_slice(b"POST /x HTTP/1.1\r\nX-Extra: ");
+                bytes.extend_from_slice(extra.as_bytes());
+                bytes.extend_from_slice(b"\r\n");
+                if *cl {
+                    bytes.extend_from_slice(format!("Content-Length: {body_len}\r\n").as_bytes());
+                }
+                if *te {
+                    bytes.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
+                }
+                bytes.extend_from_slice(b"\r\n");
+                if *cl && !*te {
+                    bytes.extend(std::iter::repeat(b'\n').take(*body_len));
+                }
+            }
+            bytes.extend_from_slice(&noise);
+            let whole = verdicts_of(&[&bytes]);
+            let mut pieces = Vec::new();
+            let mut rest = &bytes[..];
+            for cut in cuts.iter().cycle() {
+                if rest.is_empty() {
+                    break;
+                }
+                let (piece, tail) = rest.split_at((*cut).min(rest.len()));
+                pieces.push(piece);
+                rest = tail;
+            }
+            proptest::prop_assert_eq!(&verdicts_of(&pieces), &whole);
+            // Every head up to the first chunked one is judged, and judged right.
+            let expected: Vec<bool> = heads
+                .iter()
+                .scan(false, |stopped, (cl, te, _, _)| {
+                    if *stopped {
+                        return None;
+                    }
+                    *stopped = *te;
+                    Some(*cl && *te)
+                })
+                .collect();
+            proptest::prop_assert_eq!(&whole[..expected.len().min(whole.len())], &expected[..]);
+        }
+    }
 }

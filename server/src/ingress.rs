@@ -213,4 +213,16 @@ mod tests {
         assert_eq!(t("evilrelay.example.com", "/"), None);
         assert!(matches!(dest(d, "relay.example.com", "/healthz"), Destination::Health));
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_host_routes_to_a_valid_name_or_nowhere(host in "[ -~]{0,80}", path in "(/[a-z0-9%._-]{0,12}){0,4}") {
+            let path = if path.is_empty() { "/".to_string() } else { path };
+            let req = Request::builder().uri(path.as_str()).header("host", host.as_str()).body(()).unwrap();
+            if let Destination::Tunnel { name, target } = destination(Some("relay.example.com"), &req) {
+                proptest::prop_assert!(names::is_valid(&name));
+                proptest::prop_assert!(target.starts_with('/'));
+            }
+        }
+    }
 }

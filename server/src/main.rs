@@ -1,6 +1,7 @@
 //! `portpreview-server`: the relay binary. Parses flags, sets up logging and
 //! runs the library's relay until ctrl-c or SIGTERM.
 
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -35,6 +36,7 @@ fn main() -> ExitCode {
     let args = Args::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("PORTPREVIEW_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("portpreview_server=info")),

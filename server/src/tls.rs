@@ -38,9 +38,9 @@ pub fn server_config(cert_pem: &[u8], key_pem: &[u8]) -> Result<Arc<rustls::Serv
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, ConfigError> {
-    std::fs::read(path).map_err(|source| ConfigError::Read {
+    std::fs::read(path).map_err(|error| ConfigError::Read {
         path: path.to_path_buf(),
-        source,
+        error,
     })
 }
 

@@ -53,9 +53,9 @@ struct Accepted {
 impl Tokens {
     /// Reads and validates a tokens file.
     pub fn load(path: &Path) -> Result<Tokens, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         Self::from_toml(&text)
     }
