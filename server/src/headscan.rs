@@ -260,7 +260,7 @@ mod tests {
                 }
                 bytes.extend_from_slice(b"\r\n");
                 if *cl && !*te {
-                    bytes.extend(std::iter::repeat(b'\n').take(*body_len));
+                    bytes.resize(bytes.len() + *body_len, b'\n');
                 }
             }
             bytes.extend_from_slice(&noise);
