@@ -82,6 +82,8 @@ impl Tunnel for SessionTunnel {
 
 enum End {
     Gone(String),
+    /// Refused and close frame already queued.
+    Refused,
     Protocol(String),
     Dead,
     Shutdown,
@@ -99,7 +101,7 @@ where
     let writer = tokio::spawn(writer::run(sink, inbox, stop.clone(), dead.clone()));
 
     let streams = Streams::new(outbox.clone(), ctx.max_in_flight);
-    match hello(&mut incoming, &outbox, &ctx, &streams).await {
+    let closing = match hello(&mut incoming, &outbox, &ctx, &streams).await {
         Ok(lease) => {
             let span = tracing::debug_span!("tunnel", tunnel = %lease.name);
             let end = run(&mut incoming, &outbox, &ctx, &streams, &dead)
@@ -108,25 +110,27 @@ where
             // Callers in flight learn at once that the client is gone.
             streams.close_all();
             ctx.registry.release(&lease);
-            span.in_scope(|| say_goodbye(&outbox, end));
+            span.in_scope(|| say_goodbye(&outbox, end))
         }
         Err(end) => say_goodbye(&outbox, end),
-    }
+    };
     drop(outbox);
-    let _ = tokio::time::timeout(CLOSE_FLUSH, async {
-        tokio::select! {
-            () = dead.cancelled() => {}
-            () = ctx.shutdown.cancelled() => tokio::time::sleep(CLOSE_FLUSH).await,
-        }
-    })
-    .await;
+    if closing {
+        // The writer ends by itself once the close frame is out.
+        let _ = tokio::time::timeout(CLOSE_FLUSH, dead.cancelled()).await;
+    }
     stop.cancel();
     let _ = writer.await;
 }
 
-fn say_goodbye(outbox: &Outbox, end: End) {
+/// Queues the close frame `end` calls for; true when there is one to send.
+fn say_goodbye(outbox: &Outbox, end: End) -> bool {
     match end {
-        End::Gone(why) => tracing::debug!(why, "client went away"),
+        End::Gone(why) => {
+            tracing::debug!(why, "client went away");
+            return false;
+        }
+        End::Refused => {}
         End::Protocol(why) => {
             tracing::debug!(why, "closing: protocol error");
             outbox.close(CloseCode::Protocol, &why);
@@ -137,14 +141,14 @@ fn say_goodbye(outbox: &Outbox, end: End) {
         }
         End::Shutdown => outbox.close(CloseCode::Away, "relay shutting down"),
     }
+    true
 }
 
 fn refuse(outbox: &Outbox, reason: String) -> End {
     tracing::debug!(reason, "refusing client");
     outbox.control(&ServerMessage::Refused { reason: reason.clone() });
     outbox.close(CloseCode::Policy, &reason);
-    // The close frame above is the goodbye; nothing more to send.
-    End::Gone(reason)
+    End::Refused
 }
 
 async fn hello<R>(incoming: &mut R, outbox: &Outbox, ctx: &SessionContext, streams: &Arc<Streams>) -> Result<Lease, End>
