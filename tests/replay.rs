@@ -294,6 +294,53 @@ fn a_stale_signature_fails_and_resigning_passes() {
 }
 
 #[test]
+fn a_state_still_moving_after_the_run_is_inconclusive_until_settle_is_raised() {
+    let queued = || {
+        Handler::start(Behaviour::Deferred {
+            delay: std::time::Duration::from_millis(200),
+        })
+    };
+    let handler = queued();
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let ran = history.replay(&["--check-url", &handler.state_url(), "--settle", "100ms", "--json"]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
+    assert_eq!(
+        (json["verdict"].as_str(), json["idempotent"].as_bool()),
+        (Some("inconclusive"), Some(false))
+    );
+    let settled = ran.check("state_settled");
+    assert_eq!(settled["passed"], false);
+    assert!(
+        settled["detail"].as_str().unwrap().contains("raise --settle"),
+        "{settled}"
+    );
+
+    // The same queue worker, new to the event, judged with a settle window longer than its delay.
+    let handler = queued();
+    let target = handler.url();
+    let ran = history.replay(&[
+        "--target",
+        &target,
+        "--times",
+        "3",
+        "--check-url",
+        &handler.state_url(),
+        "--settle",
+        "300ms",
+        "--json",
+    ]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
+    assert_eq!(json["verdict"], "idempotent");
+    assert_eq!(
+        json["first_attempt_changed_state"], true,
+        "the settle wait saw the queued credit"
+    );
+    assert_eq!(handler.balance(), 1);
+}
+
+#[test]
 fn a_slow_answer_is_a_warning_not_a_failure() {
     let handler = Handler::start(Behaviour::Slow {
         delay: std::time::Duration::from_millis(3200),

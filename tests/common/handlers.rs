@@ -44,6 +44,11 @@ pub enum Behaviour {
         /// The `whsec_…` secret.
         secret: String,
     },
+    /// Answers 200 at once and dedups and credits later, as a queue worker would.
+    Deferred {
+        /// Time between the answer and the work.
+        delay: Duration,
+    },
     /// Dedups, but takes this long to answer.
     Slow {
         /// Delay before the answer.
@@ -195,7 +200,7 @@ impl Shared {
         inserted
     }
 
-    async fn handle(&self, event_id: &str, headers: &http::HeaderMap, body: &[u8]) -> (u16, String) {
+    async fn handle(self: &Arc<Self>, event_id: &str, headers: &http::HeaderMap, body: &[u8]) -> (u16, String) {
         match &self.behaviour {
             Behaviour::CreditsEveryDelivery => {
                 self.credit();
@@ -246,6 +251,14 @@ impl Shared {
                 }
                 self.dedup_and_credit(event_id);
                 (200, "credited".into())
+            }
+            Behaviour::Deferred { delay } => {
+                let (shared, delay, event_id) = (self.clone(), *delay, event_id.to_string());
+                tokio::spawn(async move {
+                    tokio::time::sleep(delay).await;
+                    shared.dedup_and_credit(&event_id);
+                });
+                (200, "queued".into())
             }
             Behaviour::Slow { delay } => {
                 tokio::time::sleep(*delay).await;
@@ -311,7 +324,7 @@ async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: Cancellatio
     }
 }
 
-async fn respond(request: Request<Incoming>, shared: &Shared) -> Response<Full<Bytes>> {
+async fn respond(request: Request<Incoming>, shared: &Arc<Shared>) -> Response<Full<Bytes>> {
     let (parts, body) = request.into_parts();
     let body = body.collect().await.map(|b| b.to_bytes().to_vec()).unwrap_or_default();
     let (status, text) = if parts.method == hyper::Method::GET && parts.uri.path() == "/state" {

@@ -3,7 +3,7 @@
 use portpreview_shared::sanitize::escape_str;
 use serde_json::{json, Value};
 
-use super::report::{attempt_ranges, Attempt};
+use super::report::{attempts_phrase, Attempt};
 
 /// Characters of a body shown in JSON and beside another answer.
 const SHOWN_BODY_CHARS: usize = 2000;
@@ -34,10 +34,10 @@ impl AnswerGroup {
 
     fn lines(&self) -> Vec<String> {
         let head = match (self.status, &self.error) {
-            (Some(status), _) => format!("attempts {}: {status}", attempt_ranges(&self.attempts)),
+            (Some(status), _) => format!("{}: {status}", attempts_phrase(&self.attempts)),
             (None, error) => format!(
-                "attempts {}: {}",
-                attempt_ranges(&self.attempts),
+                "{}: {}",
+                attempts_phrase(&self.attempts),
                 error.as_deref().unwrap_or("no answer")
             ),
         };

@@ -112,3 +112,24 @@ pub async fn run(
 ) -> Result<Report, ReplayError> {
     engine::run(&request, opts, progress).await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The TUI and other callers may run a replay on any runtime thread.
+    #[test]
+    fn a_run_can_move_between_threads() {
+        fn is_send<T: Send>(_: &T) {}
+        let opts = ReplayOptions::default();
+        let progress = |_: Progress| {};
+        let future = run(NewDelivery::default(), &opts, &progress);
+        is_send(&future);
+    }
+
+    #[test]
+    fn secret_variables_are_named_after_the_provider() {
+        assert_eq!(secret_env(Provider::Stripe), "PORTPREVIEW_SECRET_STRIPE");
+        assert_eq!(secret_env(Provider::StandardWebhooks), "PORTPREVIEW_SECRET_STANDARD_WEBHOOKS");
+    }
+}

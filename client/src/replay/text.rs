@@ -75,10 +75,11 @@ impl Report {
     }
 
     fn render_attempts(&self, out: &mut String) {
+        let (role_head, role_width) = if self.fresh { ("role", 8) } else { ("", 0) };
         let _ = writeln!(
             out,
-            "  {:>5}  {:<8}  {:>6}  {:>10}  state",
-            "#", "role", "status", "time"
+            "  {:>5}  {role_head:<role_width$}  {:>6}  {:>10}  state",
+            "#", "status", "time"
         );
         let total = self.attempts.len();
         for (i, attempt) in self.attempts.iter().enumerate() {
@@ -99,7 +100,7 @@ impl Report {
             };
             let _ = write!(
                 out,
-                "  {:>5}  {:<8}  {:>6}  {:>8.1}ms  {state}",
+                "  {:>5}  {:<role_width$}  {:>6}  {:>8.1}ms  {state}",
                 attempt.n,
                 role_label(attempt.role),
                 status,
