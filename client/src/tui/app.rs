@@ -19,9 +19,9 @@ use super::view::layout;
 pub enum Mode {
     /// Deliveries arrive as they happen.
     Live,
-    /// The history in this database file (shown escaped).
+    /// The history in this database file.
     Browser {
-        /// Database path, for the header.
+        /// Database path, for the header (escaped when drawn).
         db: String,
     },
 }

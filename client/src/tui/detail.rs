@@ -166,7 +166,7 @@ fn push_headers(lines: &mut Vec<Line<'static>>, headers: &[Header]) {
                 Style::new().fg(Color::DarkGray),
             )
         } else {
-            Span::raw(escape_str(&String::from_utf8_lossy(&header.value)).into_owned())
+            Span::raw(crate::render::mask::escape_value(&header.value))
         };
         lines.push(Line::from(vec![
             Span::styled(format!("{name}: "), Style::new().fg(Color::Blue)),

@@ -2,6 +2,7 @@
 //! event loop so the screen stays live), exports and copies.
 
 use std::future::Future;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 
@@ -12,7 +13,8 @@ use crate::replay::{Phase, ProbeSpec, Progress, ReplayOptions, Report};
 use crate::store::{Delivery, ReplayRun, Store};
 
 use super::app::{App, Effect};
-use super::dialog::{Probe, ReplayRequest};
+use super::dialog::{ExportFormat, Probe, ReplayRequest};
+use super::export;
 use super::terminal::TerminalGuard;
 
 /// A replay being run; resolves once with its result.
@@ -51,13 +53,18 @@ impl Effects {
         match effect {
             Effect::Replay(request) => self.replay(request, app),
             Effect::Export { delivery_id, format } => {
-                let _ = (delivery_id, format, terminal);
-                app.set_status("export is not wired yet", true);
+                let written = load(app, delivery_id)
+                    .map_err(anyhow::Error::msg)
+                    .and_then(|d| export::render(&d, format))
+                    .and_then(|text| export::write_new_file(&export::export_dir(), delivery_id, format, &text));
+                match written {
+                    Ok(path) => app.set_status(format!("#{delivery_id} exported to {}", shown(&path)), false),
+                    Err(err) => app.set_status(format!("export failed: {}", crate::error_line(&err)), true),
+                }
                 None
             }
             Effect::CopyCurl { delivery_id } => {
-                let _ = delivery_id;
-                app.set_status("copy is not wired yet", true);
+                copy_curl(app, delivery_id, terminal);
                 None
             }
         }
@@ -97,6 +104,38 @@ impl Effects {
             }
         }))
     }
+}
+
+/// `y`: the curl command on the clipboard when the terminal takes OSC 52,
+/// else in a file whose path is shown.
+fn copy_curl(app: &mut App, id: i64, terminal: &mut TerminalGuard) {
+    let text = match load(app, id)
+        .map_err(anyhow::Error::msg)
+        .and_then(|d| export::render(&d, ExportFormat::Curl))
+    {
+        Ok(text) => text,
+        Err(err) => return app.set_status(format!("cannot copy: {}", crate::error_line(&err)), true),
+    };
+    if export::clipboard_supported() {
+        let backend = terminal.backend_mut();
+        let sent = backend
+            .write_all(export::osc52(&text).as_bytes())
+            .and_then(|()| backend.flush());
+        if sent.is_ok() {
+            return app.set_status(format!("#{id} copied as curl to the clipboard"), false);
+        }
+    }
+    match export::write_new_file(&export::export_dir(), id, ExportFormat::Curl, &text) {
+        Ok(path) => app.set_status(
+            format!("no clipboard here: curl command of #{id} written to {}", shown(&path)),
+            false,
+        ),
+        Err(err) => app.set_status(format!("cannot copy: {}", crate::error_line(&err)), true),
+    }
+}
+
+fn shown(path: &Path) -> String {
+    escape_str(&path.display().to_string()).into_owned()
 }
 
 fn load(app: &App, id: i64) -> Result<Delivery, String> {

@@ -9,6 +9,7 @@ pub mod app;
 pub mod detail;
 pub mod dialog;
 mod effects;
+pub mod export;
 pub mod format;
 pub mod pager;
 pub mod source;
@@ -22,7 +23,6 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use crossterm::event::{Event, EventStream};
 use futures_util::StreamExt;
-use portpreview_shared::sanitize::escape_str;
 use ratatui::layout::Rect;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -54,7 +54,7 @@ pub async fn run_live(
 /// Browses the history in `db` until the user quits.
 pub async fn run_browser(db: &Path) -> anyhow::Result<()> {
     let mode = Mode::Browser {
-        db: escape_str(&db.display().to_string()).into_owned(),
+        db: db.display().to_string(),
     };
     run(db, mode, None, CancellationToken::new()).await
 }

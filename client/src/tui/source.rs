@@ -68,10 +68,10 @@ impl MemorySource {
             .deliveries
             .borrow()
             .iter()
-            .filter(|d| query.search.as_deref().map_or(true, |s| d.request.path.contains(s)))
+            .filter(|d| query.search.as_deref().is_none_or(|s| d.request.path.contains(s)))
             .map(summary_of)
             .collect();
-        rows.sort_by(|a, b| b.id.cmp(&a.id));
+        rows.sort_by_key(|r| std::cmp::Reverse(r.id));
         rows
     }
 }
@@ -81,7 +81,7 @@ impl HistorySource for MemorySource {
     fn list(&self, query: &ListQuery) -> anyhow::Result<Vec<Summary>> {
         self.list_calls.set(self.list_calls.get() + 1);
         let rows = self.matching(query).into_iter();
-        let rows = rows.filter(|r| query.before_id.map_or(true, |b| r.id < b));
+        let rows = rows.filter(|r| query.before_id.is_none_or(|b| r.id < b));
         Ok(rows.take(query.limit.unwrap_or(usize::MAX)).collect())
     }
 

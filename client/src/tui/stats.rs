@@ -59,7 +59,7 @@ impl Default for LiveStats {
             public_url: String::new(),
             target: String::new(),
             connection: Connection::Connecting,
-            rate: std::iter::repeat(0).take(RATE_WINDOW).collect(),
+            rate: std::iter::repeat_n(0, RATE_WINDOW).collect(),
             second: 0,
             durations: VecDeque::with_capacity(LATENCY_WINDOW),
             total: 0,

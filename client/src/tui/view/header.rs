@@ -44,7 +44,7 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         Mode::Browser { db } => Line::from(vec![
             brand,
             Span::raw(" history "),
-            Span::styled(db.clone(), Style::new().fg(Color::DarkGray)),
+            Span::styled(escape_str(db).into_owned(), Style::new().fg(Color::DarkGray)),
         ]),
     };
     Paragraph::new(top).render(
@@ -66,10 +66,10 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         Mode::Live => render_rate(app, second, buf),
         Mode::Browser { .. } => {
             let total = app.pager.total().map_or_else(|| "?".to_owned(), thousands);
-            let noun = if app.pager.search().is_some() {
-                "matching"
-            } else {
-                "deliveries"
+            let noun = match (app.pager.search(), app.pager.total()) {
+                (Some(_), _) => "matching",
+                (None, Some(1)) => "delivery",
+                (None, _) => "deliveries",
             };
             Paragraph::new(Line::from(format!(" {total} {noun}"))).render(second, buf);
         }

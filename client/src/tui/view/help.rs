@@ -16,7 +16,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("Enter", "open the delivery"),
     ("Tab", "switch list / detail"),
     ("← → h l", "scroll detail sideways"),
-    ("/", "filter: path, provider, status, body"),
+    ("/", "filter by path, provider, status, body"),
     ("Esc", "close detail, clear filter"),
     ("r", "replay once"),
     ("R", "replay N times, with verdict"),
@@ -27,13 +27,13 @@ pub const KEYS: &[(&str, &str)] = &[
 ];
 
 pub(super) fn render(area: Rect, buf: &mut Buffer) {
-    let popup = centered(area, 48, KEYS.len() as u16 + 2);
+    let popup = centered(area, 54, KEYS.len() as u16 + 2);
     Clear.render(popup, buf);
     let lines: Vec<Line> = KEYS
         .iter()
         .map(|(key, what)| {
             Line::from(vec![
-                Span::styled(format!(" {key:<10}"), Style::new().fg(Color::Cyan)),
+                Span::styled(format!(" {key:<11}"), Style::new().fg(Color::Cyan)),
                 Span::raw(*what),
             ])
         })

@@ -59,18 +59,322 @@ fn plain(mut buffer: Buffer) -> Buffer {
     buffer
 }
 
-fn print(buffer: &Buffer) -> String {
-    let width = usize::from(buffer.area.width);
-    buffer
-        .content
-        .chunks(width)
-        .map(|row| row.iter().map(|c| c.symbol()).collect::<String>())
-        .collect::<Vec<_>>()
-        .join("\n")
+/// A delivery whose path, header, bodies and error all carry escape sequences.
+fn evil() -> Delivery {
+    let mut evil = test_delivery(1);
+    evil.request.path = "/x\x1b]0;title\x07".into();
+    evil.request
+        .request_headers
+        .push(portpreview_shared::Header::new("x-evil", b"\x1b[2J\x9b".to_vec()));
+    evil.request.request_body = "hi\x1b[2J\x1b[31mred\r\nnext\u{9b}\u{202e}".as_bytes().to_vec();
+    let outcome = evil.outcome.as_mut().unwrap();
+    outcome.response_body = vec![0xff, 0x1b, b'[', b'2', b'J'];
+    outcome.error = Some("boom\x1b[0m".into());
+    evil
+}
+
+/// The live list: tunnel header, newest first, columns for a 100-column screen.
+#[test]
+fn live_list() {
+    let app = live_app(3, 100, 10);
+    assert_eq!(
+        plain(draw(&app)),
+        Buffer::with_lines([
+            " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter → http://127.0.0.1:3000                  ",
+            " req/s                           0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0                               ",
+            "┌ Deliveries 1/3 ──────────────────────────────────────────────────────────────────────────────────┐",
+            "│Time     Method Path                                                    St  Took    Provider   #  │",
+            "│02:45:03 POST   /hook/3                                                 200   12 ms stripe       1│",
+            "│02:45:02 POST   /hook/2                                                 200   12 ms stripe       1│",
+            "│02:45:01 POST   /hook/1                                                 200   12 ms stripe       1│",
+            "│                                                                                                  │",
+            "└──────────────────────────────────────────────────────────────────────────────────────────────────┘",
+            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e export  y curl  ⇥ pane                     ",
+        ])
+    );
+}
+
+/// Enter opens the detail under the list when the screen is tall enough.
+#[test]
+fn detail_under_list() {
+    let mut app = live_app(3, 100, 30);
+    press(&mut app, "j");
+    enter(&mut app);
+    assert_eq!(
+        plain(draw(&app)),
+        Buffer::with_lines([
+            " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter → http://127.0.0.1:3000                  ",
+            " req/s                           0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0                               ",
+            "┌ Deliveries 2/3 ──────────────────────────────────────────────────────────────────────────────────┐",
+            "│Time     Method Path                                                    St  Took    Provider   #  │",
+            "│02:45:03 POST   /hook/3                                                 200   12 ms stripe       1│",
+            "│02:45:02 POST   /hook/2                                                 200   12 ms stripe       1│",
+            "│02:45:01 POST   /hook/1                                                 200   12 ms stripe       1│",
+            "│                                                                                                  │",
+            "│                                                                                                  │",
+            "│                                                                                                  │",
+            "│                                                                                                  │",
+            "└──────────────────────────────────────────────────────────────────────────────────────────────────┘",
+            "┌ #2  lines 1–15 of 25 ────────────────────────────────────────────────────────────────────────────┐",
+            "│#2 POST /hook/2                                                                                   │",
+            "│received 2025-11-30 02:45:02.000 UTC                                                              │",
+            "│target   http://127.0.0.1:3000                                                                    │",
+            "│provider stripe                                                                                   │",
+            "│event    evt_2 (body:/id), the only delivery of this event                                        │",
+            "│                                                                                                  │",
+            "│Request headers (2)                                                                               │",
+            "│content-type: application/json                                                                    │",
+            "│authorization: •••••• (masked, 21 bytes)                                                          │",
+            "│                                                                                                  │",
+            "│Request body (40 bytes, JSON)                                                                     │",
+            "│{                                                                                                 │",
+            "│  \"id\": \"evt_2\",                                                                                  │",
+            "│  \"type\": \"charge.succeeded\"                                                                      │",
+            "│}                                                                                                 │",
+            "└──────────────────────────────────────────────────────────────────────────────────────────────────┘",
+            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e export  y curl  ⇥ pane                     ",
+        ])
+    );
+}
+
+/// Slash turns the footer into the filter prompt.
+#[test]
+fn filter_prompt() {
+    let mut app = live_app(3, 60, 8);
+    press(&mut app, "/stripe");
+    assert_eq!(
+        plain(draw(&app)),
+        Buffer::with_lines([
+            " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter →",
+            " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
+            "┌ Deliveries 1/3 ──────────────────────────────────────────┐",
+            "│Time     Method Path                       St  Took    #  │",
+            "│02:45:03 POST   /hook/3                    200   12 ms   1│",
+            "│02:45:02 POST   /hook/2                    200   12 ms   1│",
+            "└──────────────────────────────────────────────────────────┘",
+            "/stripe▏  Enter apply  Esc cancel                           ",
+        ])
+    );
+}
+
+/// Question mark shows every key.
+#[test]
+fn help_overlay() {
+    let mut app = live_app(3, 60, 20);
+    press(&mut app, "?");
+    assert_eq!(
+        plain(draw(&app)),
+        Buffer::with_lines([
+            " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter →",
+            " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
+            "┌ D┌ Keys (any key closes) ─────────────────────────────┐──┐",
+            "│Ti│ ↑↓ j k     move / scroll                           │  │",
+            "│02│ PgUp PgDn  a page                                  │ 1│",
+            "│02│ g G        newest / oldest                         │ 1│",
+            "│02│ Enter      open the delivery                       │ 1│",
+            "│  │ Tab        switch list / detail                    │  │",
+            "│  │ ← → h l    scroll detail sideways                  │  │",
+            "│  │ /          filter by path, provider, status, body  │  │",
+            "│  │ Esc        close detail, clear filter              │  │",
+            "│  │ r          replay once                             │  │",
+            "│  │ R          replay N times, with verdict            │  │",
+            "│  │ e          export json / har / curl                │  │",
+            "│  │ y          copy as curl                            │  │",
+            "│  │ ?          this help                               │  │",
+            "│  │ q          quit                                    │  │",
+            "│  └────────────────────────────────────────────────────┘  │",
+            "└──────────────────────────────────────────────────────────┘",
+            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e exp",
+        ])
+    );
+}
+
+/// An empty history says how to fill it.
+#[test]
+fn empty_history() {
+    let app = app(vec![], Mode::Browser { db: "/tmp/h.db".into() }, 60, 15);
+    assert_eq!(
+        plain(draw(&app)),
+        Buffer::with_lines([
+            " PortPreview  history /tmp/h.db                             ",
+            " 0 deliveries                                               ",
+            "┌ Deliveries 0/0 ──────────────────────────────────────────┐",
+            "│No deliveries in this history yet. Run portpreview http to│",
+            "│record some.                                              │",
+            "│                                                          │",
+            "│                                                          │",
+            "│                                                          │",
+            "│                                                          │",
+            "│                                                          │",
+            "│                                                          │",
+            "│                                                          │",
+            "│                                                          │",
+            "└──────────────────────────────────────────────────────────┘",
+            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e exp",
+        ])
+    );
+}
+
+/// The smallest supported screen keeps the essential columns.
+#[test]
+fn list_at_60x15() {
+    let mut app = live_app(30, 60, 15);
+    press(&mut app, "jj");
+    assert_eq!(
+        plain(draw(&app)),
+        Buffer::with_lines([
+            " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter →",
+            " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
+            "┌ Deliveries 3/30 ─────────────────────────────────────────┐",
+            "│Time     Method Path                       St  Took    #  │",
+            "│02:45:30 POST   /hook/30                   200   12 ms   1│",
+            "│02:45:29 POST   /hook/29                   200   12 ms   1│",
+            "│02:45:28 POST   /hook/28                   200   12 ms   1│",
+            "│02:45:27 POST   /hook/27                   200   12 ms   1│",
+            "│02:45:26 POST   /hook/26                   200   12 ms   1│",
+            "│02:45:25 POST   /hook/25                   200   12 ms   1│",
+            "│02:45:24 POST   /hook/24                   200   12 ms   1│",
+            "│02:45:23 POST   /hook/23                   200   12 ms   1│",
+            "│02:45:22 POST   /hook/22                   200   12 ms   1│",
+            "└──────────────────────────────────────────────────────────┘",
+            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e exp",
+        ])
+    );
+}
+
+/// On the smallest screen the detail takes the whole body.
+#[test]
+fn detail_at_60x15() {
+    let mut app = live_app(30, 60, 15);
+    enter(&mut app);
+    assert_eq!(
+        plain(draw(&app)),
+        Buffer::with_lines([
+            " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter →",
+            " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
+            "┌ #30  lines 1–10 of 25 ───────────────────────────────────┐",
+            "│#30 POST /hook/30                                         │",
+            "│received 2025-11-30 02:45:30.000 UTC                      │",
+            "│target   http://127.0.0.1:3000                            │",
+            "│provider stripe                                           │",
+            "│event    evt_30 (body:/id), the only delivery of this even│",
+            "│                                                          │",
+            "│Request headers (2)                                       │",
+            "│content-type: application/json                            │",
+            "│authorization: •••••• (masked, 21 bytes)                  │",
+            "│                                                          │",
+            "└──────────────────────────────────────────────────────────┘",
+            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e exp",
+        ])
+    );
+}
+
+/// Escape sequences in the path, headers, bodies, error and db path are drawn as text.
+#[test]
+fn escape_sequences_are_drawn_as_text() {
+    let mut app = app(
+        vec![evil()],
+        Mode::Browser {
+            db: "/tmp/h.db\x1b[2J".into(),
+        },
+        80,
+        40,
+    );
+    enter(&mut app);
+    press(&mut app, "jjjjjjj");
+    assert_eq!(
+        plain(draw(&app)),
+        Buffer::with_lines([
+            " PortPreview  history /tmp/h.db\\x1b[2J                                          ",
+            " 1 delivery                                                                     ",
+            "┌ Deliveries 1/1 ──────────────────────────────────────────────────────────────┐",
+            "│Time     Method Path                                St  Took    Provider   #  │",
+            "│02:45:01 POST   /x\\x1b]0;title\\x07                  200   12 ms stripe       1│",
+            "│                                                                              │",
+            "│                                                                              │",
+            "│                                                                              │",
+            "│                                                                              │",
+            "│                                                                              │",
+            "│                                                                              │",
+            "│                                                                              │",
+            "│                                                                              │",
+            "│                                                                              │",
+            "│                                                                              │",
+            "└──────────────────────────────────────────────────────────────────────────────┘",
+            "┌ #1  lines 5–25 of 25 ────────────────────────────────────────────────────────┐",
+            "│event    evt_1 (body:/id), the only delivery of this event                    │",
+            "│                                                                              │",
+            "│Request headers (3)                                                           │",
+            "│content-type: application/json                                                │",
+            "│authorization: •••••• (masked, 21 bytes)                                      │",
+            "│x-evil: \\x1b[2J\\x9b                                                           │",
+            "│                                                                              │",
+            "│Request body (25 bytes, text)                                                 │",
+            "│hi\\x1b[2J\\x1b[31mred\\r                                                        │",
+            "│next\\u{9b}\\u{202e}                                                            │",
+            "│                                                                              │",
+            "│Response 200 OK  in 12.0 ms                                                   │",
+            "│error: boom\\x1b[0m                                                            │",
+            "│Response headers (1)                                                          │",
+            "│content-type: text/plain                                                      │",
+            "│                                                                              │",
+            "│Response body (5 bytes, binary)                                               │",
+            "│00000000  ff 1b 5b 32 4a                                   ..[2J              │",
+            "│                                                                              │",
+            "│Replay runs (0)                                                               │",
+            "│none yet: r replays once, R runs a verdict                                    │",
+            "└──────────────────────────────────────────────────────────────────────────────┘",
+            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e export  y curl  ⇥ pane ",
+        ])
+    );
 }
 
 #[test]
-fn dump() {
-    let a = live_app(3, 120, 12);
-    println!("{}", print(&plain(draw(&a))));
+fn no_cell_holds_a_control_character() {
+    let mut app = app(
+        vec![evil()],
+        Mode::Browser {
+            db: "/tmp/h.db\x1b[2J".into(),
+        },
+        80,
+        40,
+    );
+    enter(&mut app);
+    for _ in 0..30 {
+        let screen = draw(&app);
+        for cell in &screen.content {
+            assert!(
+                !cell.symbol().chars().any(char::is_control),
+                "{:?} reached a cell",
+                cell.symbol()
+            );
+        }
+        press(&mut app, "j");
+    }
+}
+
+#[test]
+fn statuses_are_coloured_by_class() {
+    let mut failed = test_delivery(2);
+    failed.outcome.as_mut().unwrap().status = Some(503);
+    let mut missing = test_delivery(3);
+    missing.outcome.as_mut().unwrap().status = Some(404);
+    let app = app(vec![test_delivery(1), failed, missing], Mode::Live, 60, 10);
+    let screen = draw(&app);
+    // Rows start at y=4; the status column starts at x=44 on a 60-column screen.
+    let colour = |y: u16| screen[(44, y)].fg;
+    assert_eq!(screen[(44, 4)].symbol(), "4");
+    assert_eq!(
+        (colour(4), colour(5), colour(6)),
+        (Color::Yellow, Color::Red, Color::Green)
+    );
+}
+
+#[test]
+fn the_selected_row_is_highlighted() {
+    let mut app = live_app(3, 60, 10);
+    press(&mut app, "j");
+    let screen = draw(&app);
+    assert!(screen[(1, 5)].modifier.contains(Modifier::REVERSED));
+    assert!(!screen[(1, 4)].modifier.contains(Modifier::REVERSED));
 }
