@@ -38,6 +38,9 @@ pub struct Plan {
     pub provider: Option<Provider>,
     /// `(provider, secret)` when every attempt is signed just before it is sent.
     signing: Option<(Provider, Secret)>,
+    /// The URL the provider called, for providers that sign it (Square, Twilio):
+    /// the recorded public URL when there is one, else the replay target.
+    signed_url: String,
     /// How the event key was made (kept for the records).
     event_key_source: String,
     /// Things the report should mention.
@@ -89,7 +92,12 @@ impl Plan {
         });
         let provider = provider_of(request);
         let signing = signing(provider, opts, &mut warnings)?;
+        let signed_url = match request.tunnel_url.trim_end_matches('/') {
+            "" => format!("http://{}{}", endpoint.authority(), path),
+            public => format!("{public}{}", request.path),
+        };
         let plan = Self {
+            signed_url,
             endpoint,
             method: request.method.clone(),
             path,
@@ -283,6 +291,74 @@ mod tests {
             resolved("", Some("localhost:4000/new?y=2"), "/hooks?x=1"),
             ("localhost:4000".into(), "/new?y=2".into())
         );
+    }
+
+    fn recorded() -> NewDelivery {
+        NewDelivery {
+            target: "http://127.0.0.1:3000".into(),
+            method: "POST".into(),
+            path: "/hook".into(),
+            request_headers: vec![
+                Header::new("host", "relay.example"),
+                Header::new("content-length", "2"),
+                Header::new("x-keep", "1"),
+                Header::new("x-drop", "1"),
+                Header::new("x-set", "old"),
+            ],
+            request_body: b"{}".to_vec(),
+            request_body_size: 2,
+            event_key: "k".into(),
+            ..NewDelivery::default()
+        }
+    }
+
+    #[test]
+    fn headers_and_body_can_be_changed_before_replaying() {
+        let opts = ReplayOptions {
+            add_headers: vec![("x-set".into(), "new".into()), ("x-added".into(), "2".into())],
+            drop_headers: vec!["X-Drop".into()],
+            body: Some(b"{\"id\":1}".to_vec()),
+            ..ReplayOptions::default()
+        };
+        let plan = Plan::new(&recorded(), &opts).unwrap();
+        let out = plan.outgoing(&plan.recorded).unwrap();
+        let headers: Vec<(&str, &[u8])> = out
+            .headers
+            .iter()
+            .map(|h| (h.name.as_str(), h.value.as_slice()))
+            .collect();
+        assert_eq!(headers, [("x-keep", &b"1"[..]), ("x-set", b"new"), ("x-added", b"2")]);
+        assert_eq!(out.body, b"{\"id\":1}");
+    }
+
+    #[test]
+    fn a_truncated_body_and_a_missing_secret_stop_the_run_before_it_starts() {
+        let mut cut = recorded();
+        cut.request_body_size = 10;
+        assert!(matches!(
+            Plan::new(&cut, &ReplayOptions::default()),
+            Err(ReplayError::Truncated { kept: 2, size: 10 })
+        ));
+        let mut stripe = recorded();
+        stripe.provider = Some("stripe".into());
+        let resign = ReplayOptions {
+            resign: true,
+            ..ReplayOptions::default()
+        };
+        let err = Plan::new(&stripe, &resign).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "no secret for stripe: pass --secret or set PORTPREVIEW_SECRET_STRIPE"
+        );
+        let mut discord = recorded();
+        discord.provider = Some("discord".into());
+        let with_secret = ReplayOptions {
+            resign: true,
+            secret: Some(Secret::new("x")),
+            ..ReplayOptions::default()
+        };
+        let err = Plan::new(&discord, &with_secret).unwrap_err().to_string();
+        assert!(err.contains("private key"), "{err}");
     }
 
     #[test]
