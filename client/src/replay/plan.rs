@@ -133,14 +133,14 @@ impl Plan {
         let mut headers = variant.headers.clone();
         let mut body = variant.body.clone();
         if let Some((provider, secret)) = &self.signing {
-            let url = self.url();
+            let now = SystemTime::now();
             provider::resign(
                 *provider,
                 secret.expose(),
                 &mut headers,
                 &mut body,
-                SystemTime::now(),
-                Some(&url),
+                now,
+                Some(&self.signed_url),
             )?;
         }
         Ok(Outgoing {
