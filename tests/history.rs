@@ -148,7 +148,8 @@ fn history_lists_newest_first_with_every_field() {
         (r["event_key_source"].as_str(), r["delivery_count"].as_i64()),
         (Some("body:/id"), Some(2))
     );
-    assert!(r["error"].is_null());
+    assert!(r["error"].is_null() && r["replay_of"].is_null());
+    assert_eq!(r["target"], "http://127.0.0.1:3000");
     let e = &rows[0];
     assert!(e["status"].is_null() && e["provider"].is_null(), "{e}");
     assert_eq!(e["error"], "connection refused by 127.0.0.1:3000");

@@ -42,9 +42,13 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         include_replays: args.replays,
         ..ListQuery::default()
     };
-    let rows = store.list(&query).map_err(|e| e.for_command(db))?;
+    let rows = store.list_with_targets(&query).map_err(|e| e.for_command(db))?;
     let text = if args.json {
-        let array = serde_json::Value::Array(rows.iter().map(render::json::summary).collect());
+        let array = serde_json::Value::Array(
+            rows.iter()
+                .map(|(s, target)| render::json::summary(s, target))
+                .collect(),
+        );
         format!("{}\n", render::json::to_terminal_text(&array))
     } else if rows.is_empty() {
         format!(
@@ -52,7 +56,8 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
             portpreview_shared::sanitize::escape_str(&db.display().to_string())
         )
     } else {
-        render::table::history(&rows)
+        let summaries: Vec<_> = rows.into_iter().map(|(summary, _)| summary).collect();
+        render::table::history(&summaries)
     };
     std::io::stdout()
         .lock()

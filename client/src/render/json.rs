@@ -8,8 +8,8 @@ use super::time::rfc3339_ms;
 use crate::store::{Delivery, ReplayRun, Summary};
 use portpreview_shared::Header;
 
-/// One `history --json` row.
-pub fn summary(s: &Summary) -> Value {
+/// One `history --json` row; `target` is the local target it went to.
+pub fn summary(s: &Summary, target: &str) -> Value {
     json!({
         "id": s.id,
         "received_at": rfc3339_ms(s.received_at_ms),
@@ -23,6 +23,7 @@ pub fn summary(s: &Summary) -> Value {
         "delivery_count": s.delivery_count,
         "error": s.error,
         "replay_of": s.replay_of,
+        "target": target,
     })
 }
 

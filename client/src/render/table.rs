@@ -15,7 +15,7 @@ const KEY_WIDTH: usize = 32;
 /// The table: a header line, then one line per delivery, newest first.
 pub fn history(rows: &[Summary]) -> String {
     let mut out = format!(
-        "{:>6}  {:<24}  {:<7} {:<PATH_WIDTH$} {:>6} {:>10}  {:<17} {:<KEY_WIDTH$} {:>5}\n",
+        "{:>7}  {:<24}  {:<7} {:<PATH_WIDTH$} {:>6} {:>10}  {:<17} {:<KEY_WIDTH$} {:>5}\n",
         "ID", "RECEIVED", "METHOD", "PATH", "STATUS", "DURATION", "PROVIDER", "EVENT", "COUNT"
     );
     for row in rows {
@@ -39,7 +39,7 @@ pub fn line(s: &Summary) -> String {
         event = cut(&format!("replay of #{original}"), KEY_WIDTH);
     }
     format!(
-        "{:>6}  {:<24}  {:<7} {:<PATH_WIDTH$} {:>6} {:>10}  {:<17} {:<KEY_WIDTH$} {:>5}",
+        "{:>7}  {:<24}  {:<7} {:<PATH_WIDTH$} {:>6} {:>10}  {:<17} {:<KEY_WIDTH$} {:>5}",
         format!("#{}", s.id),
         rfc3339_ms(s.received_at_ms),
         cut(&escape_str(&s.method), 7),

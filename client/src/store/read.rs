@@ -40,17 +40,28 @@ impl Store {
 
     /// Summaries matching `q`, newest first.
     pub fn list(&self, q: &ListQuery) -> Result<Vec<Summary>, StoreError> {
+        Ok(self
+            .list_with_targets(q)?
+            .into_iter()
+            .map(|(summary, _)| summary)
+            .collect())
+    }
+
+    /// Like `list`, with each delivery's local target beside it.
+    pub fn list_with_targets(&self, q: &ListQuery) -> Result<Vec<(Summary, String)>, StoreError> {
         let (filter, mut values) = where_clause(q);
         let limit = q.limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
         values.push(Value::Integer(limit));
         let sql = format!(
             "SELECT d.id, d.received_at_ms, d.method, d.path, d.status, d.duration_ms, d.provider, d.event_key,
-                d.event_key_source, d.error, d.replay_of, d.completed_at_ms, {DELIVERY_COUNT}
+                d.event_key_source, d.error, d.replay_of, d.completed_at_ms, {DELIVERY_COUNT}, d.target
              FROM deliveries d WHERE {filter} ORDER BY d.id DESC LIMIT ?"
         );
-        let run = || -> rusqlite::Result<Vec<Summary>> {
+        let run = || -> rusqlite::Result<Vec<(Summary, String)>> {
             let mut stmt = self.conn.prepare_cached(&sql)?;
-            let rows = stmt.query_map(rusqlite::params_from_iter(values), summary_from_row)?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(values), |row| {
+                Ok((summary_from_row(row)?, row.get(13)?))
+            })?;
             rows.collect()
         };
         run().map_err(|e| self.classify(e))
