@@ -117,6 +117,31 @@ fn a_directory_of_fixtures_passes_against_a_handler_that_dedups() {
     );
     assert_eq!(good.balance(), 2, "one credit per event");
     assert!(!project.path("untouched").exists(), "check opened no history database");
+
+    // The same fixture through `replay --from`, with a body edited by hand.
+    std::fs::write(project.path("other.json"), br#"{"id":"evt_other","object":"event"}"#).unwrap();
+    let ran = run(
+        project.dir.path(),
+        &[
+            "replay",
+            "--from",
+            "fixtures/stripe.json",
+            "--target",
+            &good.url(),
+            "--body-file",
+            "other.json",
+            "--times",
+            "2",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(good.balance(), 3, "the edited body is a new event to the handler");
+    assert!(
+        !project.path("untouched").exists(),
+        "replay --from opened no history database"
+    );
 }
 
 #[test]
