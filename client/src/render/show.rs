@@ -25,13 +25,17 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
         "Provider",
         &escape_str(r.provider.as_deref().unwrap_or("unknown")),
     );
-    let event = format!(
-        "{} ({}; {} delivery of {})",
-        escape_str(&r.event_key),
-        escape_str(&r.event_key_source),
-        ordinal(delivery_number.max(1)),
-        d.delivery_count
-    );
+    let event = match r.replay_of {
+        // A replay is not a delivery of its event; it has no place in the count.
+        Some(_) => format!("{} ({})", escape_str(&r.event_key), escape_str(&r.event_key_source)),
+        None => format!(
+            "{} ({}; {} delivery of {})",
+            escape_str(&r.event_key),
+            escape_str(&r.event_key_source),
+            ordinal(delivery_number.max(1)),
+            d.delivery_count
+        ),
+    };
     field(&mut out, "Event", &event);
     if let Some(original) = r.replay_of {
         field(&mut out, "Replay of", &format!("#{original}"));

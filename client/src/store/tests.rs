@@ -305,3 +305,27 @@ fn a_newer_database_is_refused_untouched() {
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
     assert_eq!(version, schema::SCHEMA_VERSION + 5, "never downgraded");
 }
+
+#[test]
+fn damaged_pages_are_reported_as_corrupt() {
+    let dir = ScratchDir::new("store-corrupt");
+    let path = dir.0.join("history.db");
+    {
+        let store = Store::open(&path).unwrap();
+        for n in 0..50 {
+            let mut d = delivery(&format!("evt_{n}"), "/");
+            d.request_body = vec![b'x'; 3000];
+            store.insert_request(&d).unwrap();
+        }
+    }
+    // Keep page 1 (the schema) and overwrite every page after it.
+    let mut bytes = std::fs::read(&path).unwrap();
+    assert!(bytes.len() > 8192, "{} bytes", bytes.len());
+    bytes[4096..].fill(0xa5);
+    std::fs::write(&path, bytes).unwrap();
+    let err = Store::open(&path)
+        .and_then(|store| store.list(&ListQuery::default()).map(|_| ()))
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+    assert!(err.to_string().contains("history.db"), "{err}");
+}
