@@ -52,6 +52,21 @@ pub async fn forward(
     if declared.is_some_and(|len| len > limits.max_body) {
         return too_large(limits.max_body);
     }
+    let deadline = tokio::time::Instant::now() + limits.timeout;
+    // A small body of known length is read whole before anything is sent:
+    // head and body then leave in one flush, and no pump task is needed.
+    let mut small_body = None;
+    let mut body = Some(body);
+    if declared.is_some_and(|len| len > 0 && len <= CHUNK_SIZE as u64) {
+        let Some(incoming) = body.take() else {
+            return client_gone();
+        };
+        match tokio::time::timeout_at(deadline, incoming.collect()).await {
+            Ok(Ok(collected)) => small_body = Some(collected.to_bytes()),
+            Ok(Err(_)) => return unreadable_body(),
+            Err(_) => return answer(StatusCode::REQUEST_TIMEOUT, "the request body did not arrive in time"),
+        }
+    }
     let mut port = match tunnel.open() {
         Ok(port) => port,
         Err(OpenError::Busy) => {
@@ -62,7 +77,11 @@ pub async fn forward(
         }
         Err(OpenError::Gone) => return client_gone(),
     };
-    let has_body = !body.is_end_stream();
+    let has_body = match (&small_body, &body) {
+        (Some(bytes), _) => !bytes.is_empty(),
+        (None, Some(incoming)) => !incoming.is_end_stream(),
+        (None, None) => false,
+    };
     let head = ServerMessage::RequestHead {
         stream: port.id,
         method: parts.method.as_str().to_string(),
@@ -70,31 +89,44 @@ pub async fn forward(
         headers: request_headers(&parts.headers, hop),
         end: !has_body,
     };
-    let deadline = tokio::time::Instant::now() + limits.timeout;
     // A client that stops reading its socket fills the writer's queue; the
     // caller's wait is bounded by the same timeout either way.
-    match tokio::time::timeout_at(deadline, port.outbox().send(&head, b"")).await {
+    let sent = tokio::time::timeout_at(deadline, async {
+        port.outbox().send(&head, b"").await?;
+        if let Some(bytes) = small_body.as_ref().filter(|b| !b.is_empty()) {
+            // One chunk, within the initial window: no credit to wait for.
+            let last = ServerMessage::RequestBody {
+                stream: port.id,
+                end: true,
+            };
+            port.outbox().send(&last, bytes).await?;
+        }
+        Ok::<(), crate::writer::Closed>(())
+    })
+    .await;
+    match sent {
         Ok(Ok(())) => {}
         Ok(Err(_)) => return client_gone(),
         Err(_) => return timed_out(limits.timeout),
     }
     let mut pump = None;
     let mut pump_end = None;
-    if has_body {
-        let (tx, rx) = oneshot::channel();
-        let job = Pump {
-            stream: port.id,
-            outbox: port.outbox().clone(),
-            credit: port.credit(),
-            side: port.request_side(),
-            limits,
-        };
-        pump = Some(AbortOnDropHandle::new(tokio::spawn(async move {
-            let _ = tx.send(job.run(body).await);
-        })));
-        pump_end = Some(rx);
-    } else {
-        port.request_done();
+    match body.filter(|_| has_body) {
+        Some(incoming) => {
+            let (tx, rx) = oneshot::channel();
+            let job = Pump {
+                stream: port.id,
+                outbox: port.outbox().clone(),
+                credit: port.credit(),
+                side: port.request_side(),
+                limits,
+            };
+            pump = Some(AbortOnDropHandle::new(tokio::spawn(async move {
+                let _ = tx.send(job.run(incoming).await);
+            })));
+            pump_end = Some(rx);
+        }
+        None => port.request_done(),
     }
 
     let deadline = tokio::time::sleep_until(deadline);
@@ -130,9 +162,7 @@ pub async fn forward(
                 match ended {
                     Ok(PumpEnd::Done) => {}
                     Ok(PumpEnd::TooLarge) => return too_large(limits.max_body),
-                    Ok(PumpEnd::CallerFailed) => {
-                        return answer(StatusCode::BAD_REQUEST, "the request body could not be read")
-                    }
+                    Ok(PumpEnd::CallerFailed) => return unreadable_body(),
                     Ok(PumpEnd::TunnelGone) | Err(_) => return client_gone(),
                 }
             }
@@ -218,6 +248,10 @@ fn too_large(limit: u64) -> Response<RelayBody> {
         StatusCode::PAYLOAD_TOO_LARGE,
         format!("request body over the relay's limit of {} bytes", limit),
     )
+}
+
+fn unreadable_body() -> Response<RelayBody> {
+    answer(StatusCode::BAD_REQUEST, "the request body could not be read")
 }
 
 fn timed_out(timeout: Duration) -> Response<RelayBody> {
