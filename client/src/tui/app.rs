@@ -198,21 +198,29 @@ impl App {
     /// Once per tick: moves the sparkline on and fetches what events announced.
     pub fn on_tick(&mut self, second: u64) {
         self.stats.advance(second);
-        let rebase = self.pager.head_is_full() && self.pager.search().is_none();
+        let following = self.follows_newest();
+        let rebase = self.pager.search().is_none() && self.pager.head_is_full(!following);
         if !(self.head_stale || rebase) {
             return;
         }
         self.head_stale = false;
         let anchor = self.selected_id();
         let result = if rebase {
-            self.pager.reload(self.source.as_ref()).map(|()| 0)
+            self.pager.reload(self.source.as_ref()).map(|()| None)
         } else {
             self.pager.refresh_head(self.source.as_ref())
         };
         match result {
             Ok(added) => match anchor.and_then(|id| self.pager.position(id)) {
-                Some(index) if !self.follows_newest() => self.settle(index),
-                _ => self.rows_added_on_top(added),
+                Some(index) if !following => self.settle(index),
+                _ if added.is_none() && !following => {
+                    self.detail = None;
+                    self.focus = Focus::List;
+                    self.offset = 0;
+                    self.settle(0);
+                    self.set_status("too many new deliveries to keep your place: back at the newest", false);
+                }
+                _ => self.rows_added_on_top(added.unwrap_or(0)),
             },
             Err(err) => self.set_status(format!("cannot read the history: {}", crate::error_line(&err)), true),
         }

@@ -11,8 +11,11 @@ use super::source::HistorySource;
 pub const PAGE_SIZE: usize = 100;
 /// Pages kept in memory; the ones farthest from the view are dropped first.
 const MAX_CACHED_PAGES: usize = 20;
-/// Live rows kept above the first page before paging starts over from the top.
+/// Live rows kept above the first page before paging starts over from the
+/// top (done while the view follows the newest rows, so nobody loses their place).
 const MAX_HEAD: usize = 1000;
+/// Live rows kept above the first page even while the user reads older rows.
+const HARD_MAX_HEAD: usize = 100_000;
 
 /// One page of `PAGE_SIZE` rows; its cursor survives eviction so it can be
 /// fetched again.
@@ -115,36 +118,41 @@ impl Pager {
         if row.id <= self.newest_id() {
             return;
         }
-        // A retry raises the delivery count of its event's older rows too.
+        // A retry raises the delivery count of its event's older rows too
+        // (first deliveries, nearly all of them, have no older rows to touch).
         let count = row.delivery_count;
-        self.for_each_cached(|r| {
-            if r.event_key == row.event_key {
-                r.delivery_count = r.delivery_count.max(count);
-            }
-        });
+        if count > 1 {
+            self.for_each_cached(|r| {
+                if r.event_key == row.event_key {
+                    r.delivery_count = r.delivery_count.max(count);
+                }
+            });
+        }
         self.head.push(row);
         self.total = self.total.map(|t| t + 1);
     }
 
     /// Fetches rows newer than every row held (for filtered live views, where
-    /// only the store knows what matches). Returns how many rows were added.
-    pub fn refresh_head(&mut self, source: &dyn HistorySource) -> anyhow::Result<usize> {
+    /// only the store knows what matches). Returns how many rows were added,
+    /// or `None` when there were so many that paging started over.
+    pub fn refresh_head(&mut self, source: &dyn HistorySource) -> anyhow::Result<Option<usize>> {
         let newest = self.newest_id();
         let rows = source.list(&self.query(None, Some(PAGE_SIZE)))?;
         let fresh: Vec<Summary> = rows.into_iter().filter(|r| r.id > newest).collect();
         let added = fresh.len();
         if added == PAGE_SIZE || self.head.len() + added > MAX_HEAD {
             self.reload(source)?;
-        } else {
-            self.head.extend(fresh.into_iter().rev());
-            self.total = self.total.map(|t| t + added as u64);
+            return Ok(None);
         }
-        Ok(added)
+        self.head.extend(fresh.into_iter().rev());
+        self.total = self.total.map(|t| t + added as u64);
+        Ok(Some(added))
     }
 
-    /// True when live rows have piled up and paging should start over.
-    pub fn head_is_full(&self) -> bool {
-        self.head.len() > MAX_HEAD
+    /// True when live rows have piled up and paging should start over;
+    /// `hard`: even at the cost of the reader's place.
+    pub fn head_is_full(&self, hard: bool) -> bool {
+        self.head.len() > if hard { HARD_MAX_HEAD } else { MAX_HEAD }
     }
 
     /// Position of the row with this id among the cached rows.
@@ -293,7 +301,7 @@ mod tests {
         source.push(test_delivery(10));
         source.push(test_delivery(11));
         source.push(test_delivery(12));
-        assert_eq!(pager.refresh_head(&source).unwrap(), 3);
+        assert_eq!(pager.refresh_head(&source).unwrap(), Some(3));
         let ids: Vec<i64> = (0..pager.len()).map(|i| pager.get(i).unwrap().id).collect();
         assert_eq!(ids, vec![12, 11, 10, 1]);
     }

@@ -192,24 +192,13 @@ fn live_rows_follow_at_the_top_and_stay_put_below() {
 
 #[test]
 fn filtered_live_view_fetches_matches_on_tick() {
-    let source = MemorySource::with_rows(20);
-    let shared = std::rc::Rc::new(source);
-    struct Shared(std::rc::Rc<MemorySource>);
-    impl HistorySource for Shared {
-        fn list(&self, q: &crate::store::ListQuery) -> anyhow::Result<Vec<crate::store::Summary>> {
-            self.0.list(q)
-        }
-        fn count(&self, q: &crate::store::ListQuery) -> anyhow::Result<u64> {
-            self.0.count(q)
-        }
-        fn get(&self, id: i64) -> anyhow::Result<Option<crate::store::Delivery>> {
-            self.0.get(id)
-        }
-        fn replay_runs(&self, id: i64) -> anyhow::Result<Vec<crate::store::ReplayRun>> {
-            self.0.replay_runs(id)
-        }
-    }
-    let mut app = App::new(Box::new(Shared(shared.clone())), Mode::Live, Rect::new(0, 0, 80, 24)).unwrap();
+    let shared = std::rc::Rc::new(MemorySource::with_rows(20));
+    let mut app = App::new(
+        Box::new(SharedSource(shared.clone())),
+        Mode::Live,
+        Rect::new(0, 0, 80, 24),
+    )
+    .unwrap();
     press(&mut app, "/");
     press(&mut app, "hook/2");
     key(&mut app, KeyCode::Enter);
@@ -256,4 +245,56 @@ fn empty_history_has_nothing_to_act_on() {
     key(&mut app, KeyCode::Enter);
     assert!(app.detail.is_none());
     assert!(app.status.as_ref().is_some_and(|s| s.text == "no delivery selected"));
+}
+
+#[test]
+fn a_flood_of_live_rows_starts_paging_over_only_for_a_follower() {
+    let source = std::rc::Rc::new(MemorySource::with_rows(10));
+    let mut follower = App::new(
+        Box::new(SharedSource(source.clone())),
+        Mode::Live,
+        Rect::new(0, 0, 80, 24),
+    )
+    .unwrap();
+    let mut reader = App::new(
+        Box::new(SharedSource(source.clone())),
+        Mode::Live,
+        Rect::new(0, 0, 80, 24),
+    )
+    .unwrap();
+    press(&mut reader, "jjj");
+    for id in 11..=1200 {
+        let delivery = test_delivery(id);
+        source.push(delivery.clone());
+        let event = TunnelEvent::Delivered {
+            summary: summary_of(&delivery),
+            delivery_number: 1,
+        };
+        follower.on_tunnel_event(event.clone(), 0);
+        reader.on_tunnel_event(event, 0);
+    }
+    follower.on_tick(1);
+    reader.on_tick(1);
+    assert_eq!(follower.selected_id(), Some(1200));
+    assert_eq!(follower.pager.len(), PAGE_SIZE, "paging started over from the newest");
+    assert_eq!(reader.selected_id(), Some(7), "the reader keeps their row");
+    assert_eq!(reader.pager.len(), 1200);
+}
+
+/// A history shared between the test and the app, so the test can add rows.
+struct SharedSource(std::rc::Rc<MemorySource>);
+
+impl HistorySource for SharedSource {
+    fn list(&self, q: &crate::store::ListQuery) -> anyhow::Result<Vec<crate::store::Summary>> {
+        self.0.list(q)
+    }
+    fn count(&self, q: &crate::store::ListQuery) -> anyhow::Result<u64> {
+        self.0.count(q)
+    }
+    fn get(&self, id: i64) -> anyhow::Result<Option<crate::store::Delivery>> {
+        self.0.get(id)
+    }
+    fn replay_runs(&self, id: i64) -> anyhow::Result<Vec<crate::store::ReplayRun>> {
+        self.0.replay_runs(id)
+    }
 }
