@@ -249,7 +249,13 @@ impl Writer {
         if !delivery.event_key.is_empty() {
             return;
         }
-        let key = event_key(&delivery.request_headers, &delivery.request_body, &self.key_fields);
+        // The body is untrusted: should detection ever panic on it, that one
+        // delivery goes without a key rather than the writer thread dying.
+        let detect = || event_key(&delivery.request_headers, &delivery.request_body, &self.key_fields);
+        let Ok(key) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(detect)) else {
+            tracing::warn!(path = ?delivery.path, "event key detection failed; delivery stored without a key");
+            return;
+        };
         if delivery.provider.is_none() {
             delivery.provider = key.provider.map(|p| p.name().to_owned());
         }
