@@ -297,7 +297,7 @@ fn a_stale_signature_fails_and_resigning_passes() {
 fn a_state_still_moving_after_the_run_is_inconclusive_until_settle_is_raised() {
     let queued = || {
         Handler::start(Behaviour::Deferred {
-            delay: std::time::Duration::from_millis(200),
+            delay: std::time::Duration::from_millis(250),
         })
     };
     let handler = queued();
