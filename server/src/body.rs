@@ -13,7 +13,8 @@ use portpreview_shared::message::STREAM_WINDOW;
 use tokio::time::{Instant, Sleep};
 use tokio_util::task::AbortOnDropHandle;
 
-use crate::stream::{Inbound, StreamPort};
+use crate::port::StreamPort;
+use crate::stream::Inbound;
 
 /// Response bytes handed to the caller before the client gets them back as
 /// credit: a quarter window keeps the pipe full without a grant per chunk.

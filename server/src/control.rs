@@ -16,8 +16,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::names;
+use crate::port::StreamPort;
 use crate::registry::{Lease, OpenError, Owner, Registry, Tunnel};
-use crate::stream::{StreamPort, Streams};
+use crate::stream::Streams;
 use crate::writer::{self, Outbox};
 
 /// How often a draining session checks whether its requests have finished.

@@ -14,8 +14,9 @@ use tokio_util::task::AbortOnDropHandle;
 
 use crate::body::{answer, RelayBody, TunnelBody};
 use crate::headers::{request_headers, response_headers, Hop};
+use crate::port::RequestSide;
 use crate::registry::{OpenError, Tunnel};
-use crate::stream::{Inbound, RequestSide};
+use crate::stream::Inbound;
 use crate::writer::Outbox;
 
 /// The limits a forwarded request is held to.

@@ -13,6 +13,7 @@ pub mod headscan;
 pub mod ingress;
 pub mod limits;
 pub mod names;
+pub mod port;
 pub mod registry;
 pub mod signal;
 pub mod stream;

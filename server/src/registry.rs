@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::stream::StreamPort;
+use crate::port::StreamPort;
 use crate::tokens::{TokenId, Tokens};
 
 /// Who is claiming a name: the token they connected with, if the relay has tokens.

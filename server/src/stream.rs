@@ -7,9 +7,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
 use portpreview_shared::message::STREAM_WINDOW;
-use portpreview_shared::{ClientMessage, Header, ServerMessage, StreamId};
+use portpreview_shared::{ClientMessage, Header, StreamId};
 use tokio::sync::{mpsc, Semaphore};
 
+use crate::port::StreamPort;
 use crate::registry::OpenError;
 use crate::writer::Outbox;
 
@@ -115,14 +116,14 @@ impl Streams {
                 reset_sent: false,
             },
         );
-        Ok(StreamPort {
+        Ok(StreamPort::new(
             id,
             inbound,
             credit,
             allowed,
-            outbox: self.outbox.clone(),
-            streams: Arc::clone(self),
-        })
+            self.outbox.clone(),
+            Arc::clone(self),
+        ))
     }
 
     /// Requests in flight.
@@ -201,13 +202,13 @@ impl Streams {
         Ok(())
     }
 
-    fn mark_request_done(&self, stream: StreamId) {
+    pub(crate) fn mark_request_done(&self, stream: StreamId) {
         if let Some(entry) = self.table().entries.get_mut(&stream) {
             entry.request_done = true;
         }
     }
 
-    fn abandon(&self, stream: StreamId, reason: &str) {
+    pub(crate) fn abandon(&self, stream: StreamId, reason: &str) {
         let mut table = self.table();
         if let Some(entry) = table.entries.get_mut(&stream) {
             if !entry.reset_sent {
@@ -217,7 +218,7 @@ impl Streams {
         }
     }
 
-    fn finish(&self, stream: StreamId) {
+    pub(crate) fn finish(&self, stream: StreamId) {
         let entry = self.table().entries.remove(&stream);
         if let Some(entry) = entry {
             if !(entry.response_done && entry.request_done || entry.reset_sent) {
@@ -227,73 +228,132 @@ impl Streams {
     }
 }
 
-/// One request's hold on its stream. Dropping it ends the stream, telling
-/// the client to stop when the exchange was not complete.
-pub struct StreamPort {
-    /// The stream's id on the socket.
-    pub id: StreamId,
-    /// What the client sends about this stream; `None` once it went away.
-    pub inbound: mpsc::Receiver<Inbound>,
-    credit: Arc<Semaphore>,
-    allowed: Arc<AtomicU64>,
-    outbox: Outbox,
-    streams: Arc<Streams>,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::writer::{self, Inbox};
 
-impl StreamPort {
-    /// The writer of this stream's session.
-    pub fn outbox(&self) -> &Outbox {
-        &self.outbox
+    fn streams(max_in_flight: usize) -> (Arc<Streams>, Inbox) {
+        let (outbox, inbox) = writer::channel();
+        (Streams::new(outbox, max_in_flight), inbox)
     }
 
-    /// The request-body credit the client grants.
-    pub fn credit(&self) -> Arc<Semaphore> {
-        Arc::clone(&self.credit)
+    fn body(stream: StreamId, end: bool) -> ClientMessage {
+        ClientMessage::ResponseBody { stream, end }
     }
 
-    /// Notes that the request body was sent whole.
-    pub fn request_done(&self) {
-        self.streams.mark_request_done(self.id);
-    }
-
-    /// The request body's side of the stream, for the task that sends it.
-    pub fn request_side(&self) -> RequestSide {
-        RequestSide {
-            id: self.id,
-            streams: Arc::clone(&self.streams),
+    #[tokio::test]
+    async fn response_bytes_beyond_the_window_reset_only_that_stream() {
+        let (streams, _inbox) = streams(8);
+        let mut greedy = streams.open().unwrap();
+        let mut polite = streams.open().unwrap();
+        let chunk = Bytes::from(vec![0u8; 64 * 1024]);
+        let head = |stream| ClientMessage::ResponseHead {
+            stream,
+            status: 200,
+            headers: vec![],
+            end: false,
+        };
+        streams.deliver(head(greedy.id), Bytes::new()).unwrap();
+        streams.deliver(head(polite.id), Bytes::new()).unwrap();
+        for _ in 0..STREAM_WINDOW / (64 * 1024) {
+            streams.deliver(body(greedy.id, false), chunk.clone()).unwrap();
         }
+        streams.deliver(body(greedy.id, false), chunk.clone()).unwrap();
+        streams.deliver(body(polite.id, true), chunk.clone()).unwrap();
+
+        let mut last = None;
+        while let Ok(event) = greedy.inbound.try_recv() {
+            last = Some(event);
+        }
+        assert!(
+            matches!(last, Some(Inbound::Reset(ref why)) if why.contains("window")),
+            "{last:?}"
+        );
+        assert_eq!(
+            streams.in_flight(),
+            1,
+            "the greedy stream is gone, the polite one stays"
+        );
+        assert!(matches!(polite.inbound.recv().await, Some(Inbound::Head { .. })));
+        assert!(matches!(
+            polite.inbound.recv().await,
+            Some(Inbound::Body { end: true, .. })
+        ));
     }
 
-    /// Grants the client `credit` more response-body bytes.
-    pub fn grant(&self, credit: u32) {
-        self.allowed.fetch_add(u64::from(credit), Ordering::AcqRel);
-        self.outbox.control(&ServerMessage::Window {
-            stream: self.id,
-            credit,
-        });
+    #[tokio::test]
+    async fn window_grants_add_credit_up_to_a_cap() {
+        let (streams, _inbox) = streams(8);
+        let port = streams.open().unwrap();
+        let credit = port.credit();
+        assert_eq!(credit.available_permits(), STREAM_WINDOW as usize);
+        streams
+            .deliver(
+                ClientMessage::Window {
+                    stream: port.id,
+                    credit: 10,
+                },
+                Bytes::new(),
+            )
+            .unwrap();
+        assert_eq!(credit.available_permits(), STREAM_WINDOW as usize + 10);
+        for _ in 0..64 {
+            streams
+                .deliver(
+                    ClientMessage::Window {
+                        stream: port.id,
+                        credit: u32::MAX,
+                    },
+                    Bytes::new(),
+                )
+                .unwrap();
+        }
+        assert_eq!(credit.available_permits(), MAX_CREDIT);
     }
-}
 
-impl Drop for StreamPort {
-    fn drop(&mut self) {
-        self.streams.finish(self.id);
-    }
-}
-
-/// What the task sending a request body reports about its stream.
-pub struct RequestSide {
-    id: StreamId,
-    streams: Arc<Streams>,
-}
-
-impl RequestSide {
-    /// The body went out whole.
-    pub fn finished(&self) {
-        self.streams.mark_request_done(self.id);
+    #[tokio::test]
+    async fn the_in_flight_cap_and_closing_are_enforced() {
+        let (streams, _inbox) = streams(1);
+        let mut first = streams.open().unwrap();
+        assert!(matches!(streams.open(), Err(OpenError::Busy)));
+        streams.close_all();
+        assert!(first.inbound.recv().await.is_none(), "callers see the client go away");
+        assert!(first.credit().is_closed(), "a pump waiting for credit wakes up");
+        assert!(matches!(streams.open(), Err(OpenError::Gone)));
     }
 
-    /// The relay gives up on the stream; the client is told once.
-    pub fn abandon(&self, reason: &str) {
-        self.streams.abandon(self.id, reason);
+    #[tokio::test]
+    async fn stray_messages_are_dropped_and_a_second_hello_is_an_error() {
+        let (streams, _inbox) = streams(8);
+        assert!(streams.deliver(body(42, true), Bytes::from_static(b"late")).is_ok());
+        let hello = ClientMessage::Hello {
+            protocol: 1,
+            client_version: "x".into(),
+            name: None,
+        };
+        assert!(streams.deliver(hello, Bytes::new()).is_err());
+    }
+
+    #[tokio::test]
+    async fn an_unfinished_stream_is_reset_once_when_dropped() {
+        let (streams, mut inbox) = streams(8);
+        let done = streams.open().unwrap();
+        let cut = streams.open().unwrap();
+        let (done_id, cut_id) = (done.id, cut.id);
+        done.request_done();
+        let end = ClientMessage::ResponseHead {
+            stream: done_id,
+            status: 204,
+            headers: vec![],
+            end: true,
+        };
+        streams.deliver(end, Bytes::new()).unwrap();
+        drop(done);
+        cut.request_side().abandon("over the limit");
+        drop(cut);
+        drop(streams);
+        let resets = inbox.drain_resets();
+        assert_eq!(resets, [cut_id], "one reset, for the unfinished stream only");
     }
 }

@@ -154,6 +154,31 @@ where
 }
 
 #[cfg(test)]
+impl Inbox {
+    /// The streams of every reset queued so far, in order.
+    pub(crate) fn drain_resets(&mut self) -> Vec<StreamId> {
+        let mut frames = Vec::new();
+        while let Ok(frame) = self.data.try_recv() {
+            frames.push(frame);
+        }
+        while let Ok(frame) = self.control.try_recv() {
+            frames.push(frame);
+        }
+        frames
+            .into_iter()
+            .filter_map(|frame| match frame {
+                Message::Binary(bytes) => codec::decode::<ServerMessage>(bytes.into()).ok(),
+                _ => None,
+            })
+            .filter_map(|(msg, _)| match msg {
+                ServerMessage::Reset { stream, .. } => Some(stream),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
