@@ -12,6 +12,7 @@ use portpreview::store::{NewDelivery, Outcome, Store};
 use portpreview_shared::Header;
 
 use common::bin::portpreview_bin;
+use common::local::LocalHandler;
 
 /// How long a screen may take to show what is expected (a hang, not a timing check).
 const SCREEN_DEADLINE: Duration = Duration::from_secs(30);
@@ -246,4 +247,76 @@ fn tui_refuses_a_pipe() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("needs a terminal"), "{stderr}");
+}
+
+#[test]
+fn replay_export_and_copy_from_the_tui() {
+    let scratch = Scratch::new("replay");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let handler = runtime.block_on(LocalHandler::echo());
+    let db = scratch.0.join("history.db");
+    let body = br#"{"id":"evt_replay_me","type":"invoice.paid"}"#.to_vec();
+    let request = NewDelivery {
+        received_at_ms: 1_764_470_700_000,
+        target: handler.url(),
+        method: "POST".into(),
+        path: "/webhooks/stripe".into(),
+        request_headers: vec![Header::new("content-type", "application/json")],
+        request_body_size: body.len() as u64,
+        request_body: body,
+        provider: Some("stripe".into()),
+        event_key: "evt_replay_me".into(),
+        event_key_source: "body:/id".into(),
+        ..NewDelivery::default()
+    };
+    let outcome = Outcome {
+        status: Some(200),
+        duration_ms: 2.0,
+        ..Outcome::default()
+    };
+    Store::open(&db).unwrap().insert_delivery(&request, &outcome).unwrap();
+    let command = format!(
+        "cd {home} && env HOME={home} PORTPREVIEW_CONFIG={home}/none.toml TERM=xterm-256color {bin} --db {db} tui; echo \"portpreview exited $?\"; exec sleep 600",
+        home = shell_quote(&scratch.0),
+        bin = shell_quote(&portpreview_bin()),
+        db = shell_quote(&db),
+    );
+    let tmux = Tmux::start("replay", &command);
+    tmux.wait_for("the delivery", |s| s.contains("/webhooks/stripe"));
+
+    tmux.send(&["Enter"]);
+    tmux.wait_for("the detail", |s| s.contains("Replay runs (0)"));
+    tmux.send(&["r"]);
+    let screen = tmux.wait_for("the replay's verdict", |s| s.contains("replay of #1:"));
+    assert!(
+        screen.contains("replay of #1: ✓ every one of 1 attempts answered 2xx"),
+        "{screen}"
+    );
+    tmux.wait_for("the run listed in the detail", |s| s.contains("Replay runs (1)"));
+    assert_eq!(handler.requests().len(), 1);
+
+    tmux.send(&["R"]);
+    tmux.wait_for("the replay form", |s| s.contains("Replay #1 with a verdict"));
+    tmux.send(&["BSpace", "BSpace"]);
+    tmux.type_text("3");
+    tmux.send(&["Enter"]);
+    let screen = tmux.wait_for("the verdict over 3 attempts", |s| s.contains("Replay runs (2)"));
+    assert!(screen.contains("×3 ✓ idempotent"), "{screen}");
+    assert_eq!(handler.requests().len(), 4);
+
+    tmux.send(&["e"]);
+    tmux.wait_for("the export form", |s| s.contains("Export #1"));
+    tmux.send(&["h"]);
+    tmux.wait_for("the export's path", |s| s.contains("#1 exported to"));
+    let har = std::fs::read_to_string(scratch.0.join("portpreview-1.har")).unwrap();
+    assert!(har.contains("evt_replay_me") && har.contains("\"1.2\""), "{har}");
+
+    tmux.send(&["y"]);
+    tmux.wait_for("the curl file", |s| s.contains("curl command of #1 written to"));
+    let curl = std::fs::read_to_string(scratch.0.join("portpreview-1.sh")).unwrap();
+    assert!(curl.contains(&format!("{}/webhooks/stripe", handler.url())), "{curl}");
+
+    tmux.send(&["q"]);
+    let screen = tmux.wait_for("the shell again", |s| s.contains("portpreview exited"));
+    assert!(screen.contains("portpreview exited 0"), "{screen}");
 }

@@ -241,10 +241,10 @@ impl App {
             Err(err) => self.set_status(format!("replay of #{delivery_id} failed: {err}"), true),
         }
         if self.detail.as_ref().is_some_and(|d| d.doc.id == delivery_id) {
-            let scroll = self.detail.as_ref().map_or(0, |d| d.scroll);
             self.open_detail(delivery_id);
+            // The runs, the new one last, close the document: show them.
             if let Some(detail) = &mut self.detail {
-                detail.scroll = scroll;
+                detail.scroll = usize::MAX;
             }
             self.clamp_detail_scroll();
         }
