@@ -27,11 +27,14 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 /// for two protocol chunks of body, without letting bodies pile up.
 const READ_BUF: usize = 2 * portpreview_shared::message::CHUNK_SIZE;
 
-/// Accepts connections until the relay shuts down; returns the tracker of
-/// the connections still open.
-pub async fn accept_loop(listener: TcpListener, relay: Arc<Relay>) -> Result<TaskTracker, RelayError> {
+/// Accepts connections until the relay shuts down, serving each as a task
+/// of `connections`.
+pub async fn accept_loop(
+    listener: TcpListener,
+    relay: Arc<Relay>,
+    connections: &TaskTracker,
+) -> Result<(), RelayError> {
     let limits = ConnectionLimits::new(relay.config.max_connections_per_ip, relay.config.max_connections);
-    let connections = TaskTracker::new();
     let local = listener.local_addr().map_err(RelayError::Accept)?;
     loop {
         let accepted = tokio::select! {
@@ -57,8 +60,7 @@ pub async fn accept_loop(listener: TcpListener, relay: Arc<Relay>) -> Result<Tas
         let _ = tcp.set_nodelay(true);
         connections.spawn(serve(Arc::clone(&relay), tcp, peer, local, slot));
     }
-    connections.close();
-    Ok(connections)
+    Ok(())
 }
 
 fn is_transient(err: &io::Error) -> bool {

@@ -42,28 +42,27 @@ use crate::registry::LocalRegistry;
 pub async fn run(listener: TcpListener, config: RelayConfig, shutdown: CancellationToken) -> Result<(), RelayError> {
     let registry = Arc::new(LocalRegistry::new(config.grace, config.tokens.clone()));
     let drain = config.drain_timeout;
+    // A child token: the relay may stop itself (listener failure) without
+    // cancelling whatever else the caller's token governs.
+    let stop = shutdown.child_token();
     let relay = Arc::new(Relay {
         config,
         registry,
-        shutdown: shutdown.clone(),
+        shutdown: stop.clone(),
         sessions: TaskTracker::new(),
     });
-    let result = connection::accept_loop(listener, Arc::clone(&relay)).await;
+    let connections = TaskTracker::new();
+    let result = connection::accept_loop(listener, Arc::clone(&relay), &connections).await;
     // Whatever ended the loop, nothing new is served from here on.
-    shutdown.cancel();
+    stop.cancel();
+    connections.close();
     relay.sessions.close();
-    let connections = match &result {
-        Ok(connections) => Some(connections.clone()),
-        Err(_) => None,
-    };
     let _ = tokio::time::timeout(drain + DRAIN_SLACK, async {
-        if let Some(connections) = connections {
-            connections.wait().await;
-        }
+        connections.wait().await;
         relay.sessions.wait().await;
     })
     .await;
-    result.map(|_| ())
+    result
 }
 
 /// Time beyond the drain timeout given to sockets to carry their close frames.
