@@ -47,17 +47,18 @@ impl Report {
             if let Some(moved) = &state.moved_to {
                 let _ = writeln!(out, "State later:  {}", short(moved));
             }
-        } else {
-            out.push_str(
-                "\nSide effects were not checked: pass --check-url or --check-cmd to read the handler's state.\n",
-            );
         }
         let groups = distinct_answers(&self.attempts);
         if groups.len() > 1 {
             out.push_str("\nAnswers differ between attempts:\n");
             out.push_str(&side_by_side(&groups[0], &groups[1], 38));
             if groups.len() > 2 {
-                let _ = writeln!(out, "  … and {} more distinct answers", groups.len() - 2);
+                let more = groups.len() - 2;
+                let _ = writeln!(
+                    out,
+                    "  … and {more} more distinct answer{}",
+                    if more == 1 { "" } else { "s" }
+                );
             }
         }
         for warning in &self.warnings {
