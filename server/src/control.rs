@@ -158,7 +158,11 @@ where
 {
     let first = tokio::time::timeout(ctx.hello_timeout, async {
         loop {
-            match incoming.next().await {
+            let next = tokio::select! {
+                next = incoming.next() => next,
+                () = ctx.shutdown.cancelled() => return Err(End::Shutdown),
+            };
+            match next {
                 Some(Ok(Message::Binary(data))) => return Ok(data),
                 Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
                 Some(Ok(_)) => return Err(End::Protocol("the first message must be a binary Hello".into())),

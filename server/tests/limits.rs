@@ -1,0 +1,104 @@
+//! What the relay refuses on its own: malformed framing, oversized heads,
+//! slow heads, crowds from one address.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use portpreview_server::RelayConfig;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Reads until the peer closes; true when it did within [`HANG`].
+async fn closed_by_peer(stream: &mut TcpStream) -> bool {
+    let mut buf = [0u8; 1024];
+    loop {
+        match tokio::time::timeout(HANG, stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+#[tokio::test]
+async fn malformed_framing_and_oversized_heads_are_refused_by_the_relay() {
+    let relay = Relay::start(RelayConfig::default()).await;
+    let (_client, _, _) = FakeClient::connect(&relay, Some("strict")).await;
+    let smuggled = format!(
+        "POST /t/strict/x HTTP/1.1\r\nHost: {}\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        relay.addr
+    );
+    let answer = raw(relay.addr, smuggled.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.to_ascii_lowercase().contains("connection: close"), "{answer}");
+
+    let huge = format!(
+        "GET /t/strict/x HTTP/1.1\r\nHost: h\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(100 * 1024)
+    );
+    let answer = raw(relay.addr, huge.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
+
+    let many: String = (0..200).map(|i| format!("X-H{i}: v\r\n")).collect();
+    let answer = raw(
+        relay.addr,
+        format!("GET /t/strict/x HTTP/1.1\r\nHost: h\r\n{many}\r\n").as_bytes(),
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
+}
+
+#[tokio::test]
+async fn a_head_that_trickles_in_too_slowly_loses_its_connection() {
+    let config = RelayConfig {
+        header_read_timeout: Duration::from_millis(200),
+        ..RelayConfig::default()
+    };
+    let relay = Relay::start(config).await;
+    let mut slow = TcpStream::connect(relay.addr).await.unwrap();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n").await.unwrap();
+    assert!(
+        closed_by_peer(&mut slow).await,
+        "a slow head must not hold its connection"
+    );
+    let health = call(relay.addr, request(relay.addr, "GET", "/healthz", "")).await;
+    assert_eq!(health.status, 200);
+}
+
+#[tokio::test]
+async fn one_address_cannot_take_more_than_its_share_of_connections() {
+    let config = RelayConfig {
+        max_connections_per_ip: 2,
+        ..RelayConfig::default()
+    };
+    let relay = Relay::start(config).await;
+    let _first = TcpStream::connect(relay.addr).await.unwrap();
+    let mut second = TcpStream::connect(relay.addr).await.unwrap();
+    // The second connection is served, so the relay has counted both.
+    second
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = [0u8; 12];
+    second.read_exact(&mut buf).await.unwrap();
+    assert_eq!(&buf, b"HTTP/1.1 200");
+    let mut third = TcpStream::connect(relay.addr).await.unwrap();
+    assert!(closed_by_peer(&mut third).await, "over the cap: closed at once");
+    drop(second);
+    // Places free up when connections end; poll until the relay has noticed.
+    let mut served = false;
+    for _ in 0..1000 {
+        let answer = raw(
+            relay.addr,
+            b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        )
+        .await;
+        if answer.starts_with("HTTP/1.1 200") {
+            served = true;
+            break;
+        }
+    }
+    assert!(served, "a freed place is given to the next caller");
+}
