@@ -378,3 +378,73 @@ fn the_selected_row_is_highlighted() {
     assert!(screen[(1, 5)].modifier.contains(Modifier::REVERSED));
     assert!(!screen[(1, 4)].modifier.contains(Modifier::REVERSED));
 }
+
+fn traffic_app() -> App {
+    let mut app = live_app(0, 72, 7);
+    for (second, status, ms) in [
+        (0, 200, 4.0),
+        (1, 200, 12.0),
+        (1, 404, 30.0),
+        (2, 500, 80.0),
+        (3, 200, 6.0),
+    ] {
+        let mut delivery = test_delivery(second * 10 + i64::from(status % 7));
+        let outcome = delivery.outcome.as_mut().unwrap();
+        outcome.status = Some(status);
+        outcome.duration_ms = ms;
+        let summary = crate::tui::source::summary_of(&delivery);
+        app.on_tunnel_event(
+            TunnelEvent::Delivered {
+                summary,
+                delivery_number: 1,
+            },
+            second as u64,
+        );
+    }
+    app.on_tunnel_event(
+        TunnelEvent::Disconnected {
+            reason: "relay went away".into(),
+            retry_in: std::time::Duration::from_secs(2),
+        },
+        3,
+    );
+    app
+}
+
+/// The live header: connection state, rate sparkline, percentiles and counters.
+#[test]
+fn live_header_with_traffic() {
+    assert_eq!(
+        plain(draw(&traffic_app())),
+        Buffer::with_lines([
+            " PortPreview  ✗ offline, retry in 2s: relay went away  http://127.0.0.1:",
+            " req/s               ▄█▄▄ 1/s  p50 12 ms  p90 80 ms  ✓3 4xx 1 5xx 1 ✗0  ",
+            "┌ Deliveries 1/5 ──────────────────────────────────────────────────────┐",
+            "│Time     Method Path                                   St  Took    #  │",
+            "│02:45:34 POST   /hook/34                               200  6.0 ms   1│",
+            "└──────────────────────────────────────────────────────────────────────┘",
+            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e export  y curl ",
+        ])
+    );
+}
+
+#[test]
+fn shrinking_to_60x15_keeps_the_selection_in_view() {
+    let mut app = live_app(300, 120, 40);
+    for _ in 0..30 {
+        press(&mut app, "j");
+    }
+    assert_eq!(app.selected_id(), Some(270));
+    app.resize(Rect::new(0, 0, 60, 15));
+    let screen = plain(draw(&app));
+    let text: String = screen.content.iter().map(|c| c.symbol()).collect();
+    assert!(text.contains("/hook/270"), "the selected row is on screen");
+    let row = 4 + u16::try_from(app.selected - app.offset).unwrap();
+    assert!(row < 14, "the selection is inside the list");
+    assert!(
+        draw(&app)[(1, row)].modifier.contains(Modifier::REVERSED),
+        "and highlighted"
+    );
+    app.resize(Rect::new(0, 0, 120, 40));
+    assert_eq!(app.selected_id(), Some(270));
+}
