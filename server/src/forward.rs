@@ -245,10 +245,15 @@ impl Pump {
 }
 
 fn too_large(limit: u64) -> Response<RelayBody> {
-    answer(
+    let mut refused = answer(
         StatusCode::PAYLOAD_TOO_LARGE,
-        format!("request body over the relay's limit of {} bytes", limit),
-    )
+        format!("request body over the relay's limit of {limit} bytes"),
+    );
+    // The rest of the body is not worth reading just to keep the connection.
+    refused
+        .headers_mut()
+        .insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
+    refused
 }
 
 fn unreadable_body() -> Response<RelayBody> {
