@@ -49,7 +49,7 @@ pub struct RelayConfig {
     pub grace: Duration,
     /// Interval between pings to each client.
     pub ping_interval: Duration,
-    /// A client silent for this long is declared dead.
+    /// A client silent for this long is declared dead (keep it a few `ping_interval`s).
     pub dead_after: Duration,
     /// Time allowed to read a request head (and to sit idle between requests).
     pub header_read_timeout: Duration,

@@ -259,7 +259,9 @@ where
                 }
             }
             _ = pings.tick() => {
-                if last_heard.elapsed() >= ctx.dead_after {
+                // Checked once per ping: declaring death when the next check
+                // would come too late keeps detection within `dead_after`.
+                if last_heard.elapsed() + ctx.ping_interval > ctx.dead_after {
                     return End::Dead;
                 }
                 outbox.ping();
