@@ -246,6 +246,73 @@ pub fn attempts_phrase(numbers: &[u32]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replay::attempt::Answer;
+
+    fn report(state_after: &str) -> Report {
+        let attempt = |n: u32, status: u16| Attempt {
+            n,
+            role: Role::Replay,
+            request: NewDelivery::default(),
+            answer: Answer {
+                status: Some(status),
+                body: b"\x1b]0;pwned\x07".to_vec(),
+                duration: std::time::Duration::from_micros(1500),
+                ..Answer::default()
+            },
+            step: n as usize - 1,
+            state_changed: Some(n == 1),
+        };
+        Report {
+            idempotent: Some(false),
+            checks: vec![Check {
+                name: "answers_2xx",
+                passed: false,
+                detail: "attempt 2 answered 409".into(),
+            }],
+            attempts: vec![attempt(1, 200), attempt(2, 409)],
+            warnings: vec!["slow".into()],
+            provider: Some("stripe".into()),
+            event_key: "evt_\x1b[2J".into(),
+            retry_window: Some("up to 3 days".into()),
+            target: "http://127.0.0.1:3000/hook".into(),
+            times: 2,
+            concurrency: 1,
+            fresh: false,
+            state: Some(StateTrace {
+                before: "rows: 0".into(),
+                steps: vec!["rows: 1".into(), state_after.into()],
+                moved_to: None,
+                steady: true,
+            }),
+        }
+    }
+
+    #[test]
+    fn json_carries_the_contract_fields() {
+        let json = report("rows: 1").to_json();
+        assert_eq!(json["idempotent"], false);
+        assert_eq!(json["verdict"], "not_idempotent");
+        assert_eq!(json["checks"][0]["name"], "answers_2xx");
+        assert_eq!(json["checks"][0]["passed"], false);
+        let first = &json["attempts"][0];
+        assert_eq!((first["n"].as_u64(), first["status"].as_u64()), (Some(1), Some(200)));
+        assert_eq!(first["duration_ms"].as_f64(), Some(1.5));
+        assert_eq!(first["state_changed"], true);
+        assert_eq!(json["warnings"][0], "slow");
+        assert_eq!(json["retry_window"], "up to 3 days");
+        assert_eq!(json["first_attempt_changed_state"], true);
+        assert_eq!(json["state"]["after"], "rows: 1");
+    }
+
+    #[test]
+    fn the_text_report_marks_checks_and_escapes_what_the_handler_sent() {
+        let text = report("rows: 1").render_text();
+        assert!(text.contains("✗ answers_2xx"), "{text}");
+        assert!(text.contains("State after:  `rows: 1`"), "{text}");
+        assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text:?}");
+        assert!(text.contains("up to 3 days"), "{text}");
+        assert_eq!(report("rows: 1").exit_code(), 1);
+    }
 
     #[test]
     fn attempt_numbers_are_written_as_ranges() {

@@ -227,3 +227,64 @@ pub fn short(state: &str) -> String {
     let ellipsis = if one_line.chars().count() > 60 { "…" } else { "" };
     format!("`{}{ellipsis}`", escape_str(&clipped))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(name: &'static str, passed: bool) -> Check {
+        Check {
+            name,
+            passed,
+            detail: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_moving_state_makes_the_verdict_inconclusive_but_a_bad_answer_is_final() {
+        assert_eq!(
+            decide(&[check(ANSWERS_2XX, true), check(STATE_SETTLED, true)]),
+            Some(true)
+        );
+        assert_eq!(
+            decide(&[
+                check(ANSWERS_2XX, true),
+                check(DUPLICATES_CHANGE_NOTHING, false),
+                check(STATE_SETTLED, false)
+            ]),
+            None
+        );
+        assert_eq!(
+            decide(&[check(ANSWERS_2XX, false), check(STATE_SETTLED, false)]),
+            Some(false)
+        );
+        assert_eq!(
+            decide(&[check(ANSWERS_2XX, true), check(BURST_ACTS_ONCE, false)]),
+            Some(false)
+        );
+    }
+
+    #[test]
+    fn a_burst_that_credits_ten_times_is_named_a_race() {
+        let trace = StateTrace {
+            before: "count 5".into(),
+            steps: vec!["count 6".into(), "count 16".into()],
+            moved_to: None,
+            steady: true,
+        };
+        let check = burst_acts_once(&trace, 10).unwrap();
+        assert!(!check.passed);
+        assert!(
+            check
+                .detail
+                .contains("10 side effects for one event: a check-then-insert race"),
+            "{}",
+            check.detail
+        );
+        let fine = StateTrace {
+            steps: vec!["count 6".into(), "count 7".into()],
+            ..trace
+        };
+        assert!(burst_acts_once(&fine, 10).unwrap().passed);
+    }
+}
