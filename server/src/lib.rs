@@ -1,6 +1,7 @@
 //! The PortPreview relay: gives each connected client a public URL and
 //! streams every request that reaches it over the client's WebSocket.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod body;
 pub mod config;
