@@ -47,6 +47,10 @@ run_once() {
   tmux -L "$sock" wait-for "done$n"
 }
 
+# A session that only keeps the tmux server up between runs, so a run that
+# ends before `wait-for` starts listening cannot take the server with it.
+tmux -L "$sock" -f /dev/null new-session -d -s keep "sleep 3600"
+
 # A warm-up run first: the page cache, not the disk, is what a user has.
 run_once 0
 for n in $(seq 1 "$runs"); do run_once "$n"; done
