@@ -13,6 +13,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 use crate::error::RelayError;
 use crate::headscan::HeadScan;
@@ -58,7 +59,10 @@ pub async fn accept_loop(
         // Small frames must not wait for Nagle's algorithm: it costs 40 ms
         // per exchange with delayed ACKs.
         let _ = tcp.set_nodelay(true);
-        connections.spawn(serve(Arc::clone(&relay), tcp, peer, local, slot));
+        // Behind a wildcard bind, the address this connection actually reached.
+        let local = tcp.local_addr().unwrap_or(local);
+        let span = tracing::debug_span!("connection", %peer);
+        connections.spawn(serve(Arc::clone(&relay), tcp, peer, local, slot).instrument(span));
     }
     Ok(())
 }
