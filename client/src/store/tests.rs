@@ -10,6 +10,7 @@ use super::*;
 pub(crate) struct ScratchDir(pub PathBuf);
 
 impl ScratchDir {
+    /// A fresh directory under the system temp dir, unique to this process and call.
     pub(crate) fn new(label: &str) -> Self {
         use std::sync::atomic::{AtomicU32, Ordering};
         static NEXT: AtomicU32 = AtomicU32::new(0);
@@ -29,6 +30,7 @@ impl Drop for ScratchDir {
     }
 }
 
+/// A Stripe-like delivery of event `key` to `path`.
 pub(crate) fn delivery(key: &str, path: &str) -> NewDelivery {
     NewDelivery {
         received_at_ms: 1_700_000_000_000,
