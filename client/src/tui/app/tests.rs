@@ -4,6 +4,8 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
 
 use super::*;
+use crate::tui::dialog::ExportFormat;
+use crate::tui::pager::PAGE_SIZE;
 use crate::tui::source::{summary_of, test_delivery, MemorySource};
 
 fn app_with(source: MemorySource, size: Rect) -> App {

@@ -1,0 +1,198 @@
+//! Keys: what each one does to the state, by pane and by form.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+use super::{App, Effect, Focus, Overlay, ReplayProgress};
+use crate::tui::dialog::{ExportForm, ExportFormat, FormOutcome, ReplayForm, ReplayRequest, TextInput};
+use crate::tui::pager::Pager;
+
+impl App {
+    /// Applies one key press; returns work for the loop, if any.
+    pub fn handle_key(&mut self, key: KeyEvent) -> Option<Effect> {
+        if key.kind == KeyEventKind::Release {
+            return None;
+        }
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+            self.quit = true;
+            return None;
+        }
+        if let Some(overlay) = self.overlay.take() {
+            return self.overlay_key(overlay, key);
+        }
+        self.status = None;
+        match key.code {
+            KeyCode::Char('q') => self.quit = true,
+            KeyCode::Char('?') => self.overlay = Some(Overlay::Help),
+            KeyCode::Char('/') => {
+                self.overlay = Some(Overlay::Filter(TextInput::new(self.pager.search().unwrap_or_default())));
+            }
+            KeyCode::Esc => {
+                if self.detail.is_some() {
+                    self.detail = None;
+                    self.focus = Focus::List;
+                    self.settle(self.selected);
+                } else if self.pager.search().is_some() {
+                    self.apply_filter(None);
+                }
+            }
+            KeyCode::Tab | KeyCode::BackTab => match (&self.detail, self.focus) {
+                (None, _) => self.open_selected(),
+                (Some(_), Focus::List) => self.focus = Focus::Detail,
+                (Some(_), Focus::Detail) => {
+                    self.focus = Focus::List;
+                    self.settle(self.selected);
+                }
+            },
+            KeyCode::Enter if self.focus == Focus::List => self.open_selected(),
+            KeyCode::Char('r') => return self.replay_once(),
+            KeyCode::Char('R') => {
+                if let Some(id) = self.action_target() {
+                    self.overlay = Some(Overlay::Replay(ReplayForm::new(id)));
+                }
+            }
+            KeyCode::Char('e') => {
+                if let Some(id) = self.action_target() {
+                    self.overlay = Some(Overlay::Export(ExportForm {
+                        delivery_id: id,
+                        format: ExportFormat::Json,
+                    }));
+                }
+            }
+            KeyCode::Char('y') => return self.action_target().map(|delivery_id| Effect::CopyCurl { delivery_id }),
+            _ => match self.focus {
+                Focus::List => self.list_key(key.code),
+                Focus::Detail => self.detail_key(key.code),
+            },
+        }
+        None
+    }
+
+    pub(super) fn overlay_key(&mut self, overlay: Overlay, key: KeyEvent) -> Option<Effect> {
+        match overlay {
+            Overlay::Help => {
+                if key.code == KeyCode::Char('q') {
+                    self.quit = true;
+                }
+            }
+            Overlay::Filter(mut input) => match input.handle(key) {
+                FormOutcome::Editing => self.overlay = Some(Overlay::Filter(input)),
+                FormOutcome::Cancel => {}
+                FormOutcome::Submit => {
+                    let text = input.text.trim();
+                    self.apply_filter((!text.is_empty()).then(|| text.to_owned()));
+                }
+            },
+            Overlay::Replay(mut form) => match form.handle(key) {
+                (FormOutcome::Submit, Some(request)) => return self.start_replay(request),
+                (FormOutcome::Cancel, _) => {}
+                _ => self.overlay = Some(Overlay::Replay(form)),
+            },
+            Overlay::Export(mut form) => match form.handle(key) {
+                (FormOutcome::Submit, Some(format)) => {
+                    return Some(Effect::Export {
+                        delivery_id: form.delivery_id,
+                        format,
+                    });
+                }
+                (FormOutcome::Cancel, _) => {}
+                _ => self.overlay = Some(Overlay::Export(form)),
+            },
+        }
+        None
+    }
+
+    pub(super) fn list_key(&mut self, code: KeyCode) {
+        let page = self.list_rows();
+        let target = match code {
+            KeyCode::Up | KeyCode::Char('k') => self.selected.saturating_sub(1),
+            KeyCode::Down | KeyCode::Char('j') => self.selected + 1,
+            KeyCode::PageUp => self.selected.saturating_sub(page),
+            KeyCode::PageDown => self.selected + page,
+            KeyCode::Home | KeyCode::Char('g') => 0,
+            KeyCode::End | KeyCode::Char('G') => self.last_index(),
+            _ => return,
+        };
+        let before = self.selected_id();
+        self.settle(target);
+        if self.detail.is_some() && self.selected_id() != before {
+            if let Some(id) = self.selected_id() {
+                self.open_detail(id);
+            }
+        }
+    }
+
+    pub(super) fn detail_key(&mut self, code: KeyCode) {
+        let rows = self.detail_rows();
+        let Some(detail) = &mut self.detail else { return };
+        match code {
+            KeyCode::Up | KeyCode::Char('k') => detail.scroll = detail.scroll.saturating_sub(1),
+            KeyCode::Down | KeyCode::Char('j') => detail.scroll += 1,
+            KeyCode::PageUp => detail.scroll = detail.scroll.saturating_sub(rows),
+            KeyCode::PageDown | KeyCode::Char(' ') => detail.scroll += rows,
+            KeyCode::Home | KeyCode::Char('g') => detail.scroll = 0,
+            KeyCode::End | KeyCode::Char('G') => detail.scroll = usize::MAX,
+            KeyCode::Left | KeyCode::Char('h') => detail.hscroll = detail.hscroll.saturating_sub(8),
+            KeyCode::Right | KeyCode::Char('l') => detail.hscroll += 8,
+            _ => {}
+        }
+        self.clamp_detail_scroll();
+    }
+
+    /// The delivery `r`, `R`, `e` and `y` act on: the open one, else the selected one.
+    pub(super) fn action_target(&mut self) -> Option<i64> {
+        let id = match (&self.detail, self.focus) {
+            (Some(detail), Focus::Detail) => Some(detail.doc.id),
+            _ => self.selected_id(),
+        };
+        if id.is_none() {
+            self.set_status("no delivery selected", true);
+        }
+        id
+    }
+
+    pub(super) fn replay_once(&mut self) -> Option<Effect> {
+        let delivery_id = self.action_target()?;
+        self.start_replay(ReplayRequest {
+            delivery_id,
+            times: 1,
+            probe: None,
+        })
+    }
+
+    pub(super) fn start_replay(&mut self, request: ReplayRequest) -> Option<Effect> {
+        if self.replay.is_some() {
+            self.set_status("a replay is already running", true);
+            return None;
+        }
+        self.replay = Some(ReplayProgress {
+            delivery_id: request.delivery_id,
+            text: format!("replaying #{} ×{}…", request.delivery_id, request.times),
+        });
+        Some(Effect::Replay(request))
+    }
+
+    pub(super) fn apply_filter(&mut self, search: Option<String>) {
+        self.pager = Pager::new(search);
+        self.detail = None;
+        self.focus = Focus::List;
+        self.head_stale = false;
+        if let Err(err) = self.pager.reload(self.source.as_ref()) {
+            self.set_status(format!("cannot read the history: {}", crate::error_line(&err)), true);
+        }
+        self.selected = 0;
+        self.offset = 0;
+        self.settle(0);
+    }
+
+    pub(super) fn open_selected(&mut self) {
+        match self.selected_id() {
+            Some(id) => {
+                self.open_detail(id);
+                if self.detail.is_some() {
+                    self.focus = Focus::Detail;
+                }
+            }
+            None => self.set_status("no delivery selected", true),
+        }
+    }
+}

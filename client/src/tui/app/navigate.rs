@@ -1,0 +1,95 @@
+//! Moving through the rows and keeping the view, the cache and the open
+//! delivery in step.
+
+use super::{App, DetailState};
+use crate::tui::detail::DetailDoc;
+use crate::tui::pager::PAGE_SIZE;
+use crate::tui::view::layout;
+
+impl App {
+    pub(super) fn open_detail(&mut self, id: i64) {
+        let loaded = self.source.get(id).and_then(|d| Ok((d, self.source.replay_runs(id)?)));
+        match loaded {
+            Ok((Some(delivery), runs)) => {
+                self.detail = Some(DetailState {
+                    doc: DetailDoc::new(&delivery, &runs),
+                    scroll: 0,
+                    hscroll: 0,
+                });
+            }
+            Ok((None, _)) => self.set_status(format!("delivery #{id} is no longer in the history"), true),
+            Err(err) => self.set_status(format!("cannot read #{id}: {}", crate::error_line(&err)), true),
+        }
+    }
+
+    /// Live rows arrived above the list: follow them when at the top,
+    /// otherwise keep the selected row (and the view) where they were.
+    pub(super) fn rows_added_on_top(&mut self, added: usize) {
+        if added == 0 {
+            return;
+        }
+        if self.follows_newest() {
+            self.settle(0);
+        } else {
+            self.offset += added;
+            self.settle(self.selected + added);
+        }
+    }
+
+    pub(super) fn follows_newest(&self) -> bool {
+        self.selected == 0 && self.offset == 0 && self.detail.is_none()
+    }
+
+    /// Selects `target` (clamped), fetching the rows around it.
+    pub(super) fn settle(&mut self, target: usize) {
+        let rows = self.list_rows();
+        // First the page holding the target (this finds where the history
+        // ends), then the rows the view will show.
+        self.fetch(target, target + 1);
+        self.selected = target.min(self.pager.len().saturating_sub(1));
+        if self.selected < self.offset {
+            self.offset = self.selected;
+        } else if self.selected >= self.offset + rows {
+            self.offset = self.selected + 1 - rows;
+        }
+        if self.pager.end_reached() {
+            self.offset = self.offset.min(self.pager.len().saturating_sub(rows));
+        }
+        self.fetch(self.offset, self.offset + rows);
+    }
+
+    pub(super) fn fetch(&mut self, start: usize, end: usize) {
+        if let Err(err) = self.pager.ensure(start, end, self.source.as_ref()) {
+            self.set_status(format!("cannot read the history: {}", crate::error_line(&err)), true);
+        }
+    }
+
+    /// Index of the oldest row, fetching pages up to it.
+    pub(super) fn last_index(&mut self) -> usize {
+        while !self.pager.end_reached() {
+            let len = self.pager.len();
+            if let Err(err) = self.pager.ensure(len, len + PAGE_SIZE, self.source.as_ref()) {
+                self.set_status(format!("cannot read the history: {}", crate::error_line(&err)), true);
+                break;
+            }
+        }
+        self.pager.len().saturating_sub(1)
+    }
+
+    pub(super) fn list_rows(&self) -> usize {
+        let areas = layout::areas(self.size, self.detail.is_some(), false);
+        areas.list.map_or(1, layout::list_rows)
+    }
+
+    pub(super) fn detail_rows(&self) -> usize {
+        let areas = layout::areas(self.size, true, true);
+        areas.detail.map_or(1, layout::detail_rows)
+    }
+
+    pub(super) fn clamp_detail_scroll(&mut self) {
+        let rows = self.detail_rows();
+        if let Some(detail) = &mut self.detail {
+            detail.scroll = detail.scroll.min(detail.doc.lines.len().saturating_sub(rows));
+        }
+    }
+}
