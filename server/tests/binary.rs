@@ -1,0 +1,87 @@
+//! The `portpreview-server` binary: its start line, its exit codes, SIGTERM.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_portpreview-server");
+
+#[test]
+fn bad_flags_and_files_exit_2_with_one_line() {
+    let dir = std::env::temp_dir().join(format!("pp-server-bin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let typo = dir.join("tokens.toml");
+    std::fs::write(&typo, "[[token]]\ntoken = \"t\"\nnmaes = [\"x\"]\n").unwrap();
+    let cases: Vec<Vec<String>> = vec![
+        vec![
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--tokens".into(),
+            typo.display().to_string(),
+        ],
+        vec![
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--tokens".into(),
+            "/nonexistent/tokens.toml".into(),
+        ],
+        vec![
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--tls-cert".into(),
+            "/nonexistent/c.pem".into(),
+            "--tls-key".into(),
+            "/nonexistent/k.pem".into(),
+        ],
+    ];
+    for args in cases {
+        let out = Command::new(BIN).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+        assert!(stderr.starts_with("error: "), "{stderr}");
+    }
+    let out = Command::new(BIN).args(["--listen", "not-an-address"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn it_prints_where_it_listens_serves_and_stops_on_sigterm() {
+    let mut child = Command::new(BIN)
+        .args(["--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("portpreview-server listening on ")
+        .expect(&line)
+        .to_string();
+
+    let mut tcp = std::net::TcpStream::connect(&addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    tcp.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut answer = String::new();
+    tcp.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait()));
+    let status = rx
+        .recv_timeout(Duration::from_secs(15))
+        .expect("did not stop on SIGTERM")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+}
