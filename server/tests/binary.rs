@@ -6,6 +6,15 @@ use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_portpreview-server");
 
+/// Kills the relay if the test fails before stopping it.
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-KILL", &self.0.to_string()]).status();
+    }
+}
+
 #[test]
 fn bad_flags_and_files_exit_2_with_one_line() {
     let dir = std::env::temp_dir().join(format!("pp-server-bin-{}", std::process::id()));
@@ -54,6 +63,7 @@ fn it_prints_where_it_listens_serves_and_stops_on_sigterm() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    let guard = KillOnDrop(child.id());
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
@@ -83,5 +93,6 @@ fn it_prints_where_it_listens_serves_and_stops_on_sigterm() {
         .recv_timeout(Duration::from_secs(15))
         .expect("did not stop on SIGTERM")
         .unwrap();
+    std::mem::forget(guard);
     assert!(status.success(), "{status:?}");
 }
