@@ -80,8 +80,10 @@ fn render_rate(app: &App, area: Rect, buf: &mut Buffer) {
     let stats = &app.stats;
     let label = " req/s ";
     let spark_width = (area.width / 4).min(30);
+    // The second under way is still counting: show complete seconds only.
     let rate = stats.rate();
-    let data: Vec<u64> = rate[rate.len().saturating_sub(usize::from(spark_width))..].to_vec();
+    let complete = &rate[..rate.len().saturating_sub(1)];
+    let data: Vec<u64> = complete[complete.len().saturating_sub(usize::from(spark_width))..].to_vec();
     Paragraph::new(label).render(area, buf);
     let spark = Rect {
         x: area.x + label.len() as u16,

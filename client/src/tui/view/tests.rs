@@ -418,7 +418,7 @@ fn live_header_with_traffic() {
         plain(draw(&traffic_app())),
         Buffer::with_lines([
             " PortPreview  ✗ offline, retry in 2s: relay went away  http://127.0.0.1:",
-            " req/s               ▄█▄▄ 1/s  p50 12 ms  p90 80 ms  ✓3 4xx 1 5xx 1 ✗0  ",
+            " req/s                ▄█▄ 1/s  p50 12 ms  p90 80 ms  ✓3 4xx 1 5xx 1 ✗0  ",
             "┌ Deliveries 1/5 ──────────────────────────────────────────────────────┐",
             "│Time     Method Path                                   St  Took    #  │",
             "│02:45:34 POST   /hook/34                               200  6.0 ms   1│",

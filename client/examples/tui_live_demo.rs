@@ -1,0 +1,89 @@
+//! The live TUI fed by synthetic traffic, to try it without a tunnel:
+//! `tui_live_demo <DB> [PER_SECOND]` records a delivery every so often into
+//! `DB` and reports it to `portpreview::tui::run_live`, as `http` does.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use portpreview::events::TunnelEvent;
+use portpreview::store::{ListQuery, NewDelivery, Outcome, Store};
+use portpreview_shared::Header;
+use tokio_util::sync::CancellationToken;
+
+fn delivery(n: u64) -> (NewDelivery, Outcome) {
+    let event = n / 3; // every event is delivered up to three times
+    let body = format!("{{\"id\":\"evt_demo_{event}\",\"type\":\"invoice.paid\",\"n\":{n}}}");
+    let request = NewDelivery {
+        received_at_ms: portpreview::time::now_ms(),
+        tunnel_url: "http://127.0.0.1:8080/t/demo-otter".into(),
+        target: "http://127.0.0.1:3000".into(),
+        method: "POST".into(),
+        path: format!("/webhooks/stripe?n={n}"),
+        request_headers: vec![Header::new("content-type", "application/json")],
+        request_body_size: body.len() as u64,
+        request_body: body.into_bytes(),
+        provider: Some("stripe".into()),
+        event_key: format!("evt_demo_{event}"),
+        event_key_source: "body:/id".into(),
+        replay_of: None,
+    };
+    let outcome = Outcome {
+        status: Some(if n % 7 == 0 { 500 } else { 200 }),
+        duration_ms: 3.0 + (n % 40) as f64,
+        ..Outcome::default()
+    };
+    (request, outcome)
+}
+
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let db = PathBuf::from(args.next().context("usage: tui_live_demo <DB> [PER_SECOND]")?);
+    let per_second: u64 = args
+        .next()
+        .map_or(Ok(5), |n| n.parse())
+        .context("PER_SECOND must be a number")?;
+    let store = Store::open(&db)?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(async {
+        let (events, receiver) = tokio::sync::mpsc::channel(1024);
+        let shutdown = CancellationToken::new();
+        let feed = async {
+            let _ = events
+                .send(TunnelEvent::Connected {
+                    public_url: "http://127.0.0.1:8080/t/demo-otter".into(),
+                    target: "http://127.0.0.1:3000".into(),
+                })
+                .await;
+            let mut tick = tokio::time::interval(Duration::from_millis(1000 / per_second.max(1)));
+            for n in 0.. {
+                tick.tick().await;
+                let (request, outcome) = delivery(n);
+                let id = store.insert_delivery(&request, &outcome)?;
+                let query = ListQuery {
+                    limit: Some(1),
+                    before_id: Some(id + 1),
+                    ..ListQuery::default()
+                };
+                if let Some(summary) = store.list(&query)?.pop() {
+                    let delivery_number = summary.delivery_count;
+                    if events
+                        .send(TunnelEvent::Delivered {
+                            summary,
+                            delivery_number,
+                        })
+                        .await
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+            }
+            anyhow::Ok(())
+        };
+        tokio::select! {
+            result = portpreview::tui::run_live(&db, receiver, shutdown.clone()) => result,
+            result = feed => result,
+        }
+    })
+}
