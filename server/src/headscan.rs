@@ -94,7 +94,8 @@ impl<IO> HeadScan<IO> {
                         return;
                     };
                     let end = from + pos + 4;
-                    input = &input[end - old_len..];
+                    // end > old_len: a terminator wholly inside older bytes was found then.
+                    input = input.get(end.saturating_sub(old_len)..).unwrap_or_default();
                     let framing = Framing::of(&buf[..end]);
                     self.phase = self.after(framing);
                 }
