@@ -55,15 +55,16 @@ impl Command {
 
 /// Runs the parsed command line; the exit code follows design.md (2: could not run).
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let db = crate::config::db_path(cli.db)?;
+    // `check` reads fixtures only: it must run where no history can live.
+    let db = || crate::config::db_path(cli.db.clone());
     match cli.command {
-        Command::Http(args) => commands::http::run(args, &db).await,
-        Command::History(args) => commands::history::run(args, &db),
-        Command::Show(args) => commands::show::run(args, &db),
-        Command::Export(args) => commands::export::run(args, &db),
-        Command::Prune(args) => commands::prune::run(args, &db),
-        Command::Replay(args) => commands::replay::run(args, &db).await,
+        Command::Http(args) => commands::http::run(args, &db()?).await,
+        Command::History(args) => commands::history::run(args, &db()?),
+        Command::Show(args) => commands::show::run(args, &db()?),
+        Command::Export(args) => commands::export::run(args, &db()?),
+        Command::Prune(args) => commands::prune::run(args, &db()?),
+        Command::Replay(args) => commands::replay::run(args, &db()?).await,
         Command::Check(args) => commands::check::run(args).await,
-        Command::Tui(args) => commands::tui::run(args, &db).await,
+        Command::Tui(args) => commands::tui::run(args, &db()?).await,
     }
 }

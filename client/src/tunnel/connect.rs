@@ -128,12 +128,13 @@ pub fn tls_config(ca_cert: Option<&Path>) -> Result<Arc<rustls::ClientConfig>, C
 /// WebSocket limits: nothing the relay sends can make a frame bigger than
 /// the protocol allows.
 pub fn websocket_config() -> WebSocketConfig {
-    let mut config = WebSocketConfig::default();
-    config.max_message_size = Some(MAX_FRAME_BYTES);
-    config.max_frame_size = Some(MAX_FRAME_BYTES);
-    config.write_buffer_size = 128 * 1024;
-    config.max_write_buffer_size = 4 * MAX_FRAME_BYTES;
-    config
+    WebSocketConfig {
+        max_message_size: Some(MAX_FRAME_BYTES),
+        max_frame_size: Some(MAX_FRAME_BYTES),
+        write_buffer_size: 128 * 1024,
+        max_write_buffer_size: 4 * MAX_FRAME_BYTES,
+        ..WebSocketConfig::default()
+    }
 }
 
 /// Opens the socket, says hello and waits for the relay's welcome.
