@@ -1,5 +1,12 @@
 //! The PortPreview relay: gives each connected client a public URL and
 //! streams every request that reaches it over the client's WebSocket.
+//!
+//! How a request travels: [`connection`] accepts it (caps, TLS, hyper),
+//! [`ingress`] routes it, [`forward`] opens a stream on the tunnel found in
+//! the [`registry`] and sends head and body, within the client's window,
+//! through the session's [`writer`]; the client's answer comes back through
+//! [`control`] (the session's reader) and [`stream`] to a [`port`], and out
+//! to the caller as a [`body`]. [`upgrade`] is the clients' door.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
