@@ -8,8 +8,9 @@ use ratatui::widgets::{Block, Clear, Paragraph, Widget};
 
 use super::centered;
 
-/// Every key, as the help box lists it.
+/// Every key, as the help box lists it (most needed first: a short screen cuts the end).
 pub const KEYS: &[(&str, &str)] = &[
+    ("q", "quit"),
     ("↑↓ j k", "move / scroll"),
     ("PgUp PgDn", "a page"),
     ("g G", "newest / oldest"),
@@ -23,7 +24,6 @@ pub const KEYS: &[(&str, &str)] = &[
     ("e", "export json / har / curl"),
     ("y", "copy as curl"),
     ("?", "this help"),
-    ("q", "quit"),
 ];
 
 pub(super) fn render(area: Rect, buf: &mut Buffer) {
