@@ -30,7 +30,7 @@ pub(super) fn render_filter(input: &TextInput, area: Rect, buf: &mut Buffer) {
 fn field_line(label: &str, value: Vec<Span<'static>>, active: bool) -> Line<'static> {
     let marker = if active { "›" } else { " " };
     let mut spans = vec![Span::styled(
-        format!("{marker} {label:<9}"),
+        format!("{marker} {label:<10}"),
         Style::new().fg(Color::DarkGray),
     )];
     spans.extend(value);
@@ -38,8 +38,6 @@ fn field_line(label: &str, value: Vec<Span<'static>>, active: bool) -> Line<'sta
 }
 
 pub(super) fn render_replay(form: &ReplayForm, area: Rect, buf: &mut Buffer) {
-    let popup = centered(area, 56, 9);
-    Clear.render(popup, buf);
     let cursor = |field| if form.field == field { CURSOR } else { "" };
     let kinds = [
         (ProbeKind::None, "none"),
@@ -100,6 +98,8 @@ pub(super) fn render_replay(form: &ReplayForm, area: Rect, buf: &mut Buffer) {
         ])),
     }
     let title = format!(" Replay #{} with a verdict ", form.delivery_id);
+    let popup = centered(area, 58, lines.len() as u16 + 2);
+    Clear.render(popup, buf);
     Paragraph::new(lines)
         .block(
             Block::bordered()

@@ -448,3 +448,61 @@ fn shrinking_to_60x15_keeps_the_selection_in_view() {
     app.resize(Rect::new(0, 0, 120, 40));
     assert_eq!(app.selected_id(), Some(270));
 }
+
+/// `R` asks for the attempts and the probe over the list.
+#[test]
+fn replay_form() {
+    let mut app = live_app(3, 60, 15);
+    press(&mut app, "R");
+    app.handle_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    press(&mut app, "c");
+    app.handle_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    press(&mut app, "psql -c 'select count(*) from credits'");
+    assert_eq!(
+        plain(draw(&app)),
+        Buffer::with_lines([
+            " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter →",
+            " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
+            "┌ Deliveries 1/3 ──────────────────────────────────────────┐",
+            "│Time     Method Path                       St  Took    #  │",
+            "│┌ Replay #3 with a verdict ──────────────────────────────┐│",
+            "││  attempts  10                                          ││",
+            "││  probe      none   url  [cmd]                          ││",
+            "││› check cmd psql -c 'select count(*) from credits'▏     ││",
+            "││                                                        ││",
+            "││Tab field  ←→ probe  Enter run  Esc cancel              ││",
+            "│└────────────────────────────────────────────────────────┘│",
+            "│                                                          │",
+            "│                                                          │",
+            "└──────────────────────────────────────────────────────────┘",
+            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e exp",
+        ])
+    );
+}
+
+/// `e` offers the three formats.
+#[test]
+fn export_form() {
+    let mut app = live_app(3, 60, 15);
+    press(&mut app, "e");
+    assert_eq!(
+        plain(draw(&app)),
+        Buffer::with_lines([
+            " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter →",
+            " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
+            "┌ Deliveries 1/3 ──────────────────────────────────────────┐",
+            "│Time     Method Path                       St  Took    #  │",
+            "│02:45:0┌ Export #3 ───────────────────────────────┐ ms   1│",
+            "│02:45:0│ j json  fixture for replay --from, check │ ms   1│",
+            "│02:45:0│ h har   HAR 1.2 for browser devtools     │ ms   1│",
+            "│       │ c curl  shell command                    │       │",
+            "│       │                                          │       │",
+            "│       │ Enter write  Esc cancel                  │       │",
+            "│       └──────────────────────────────────────────┘       │",
+            "│                                                          │",
+            "│                                                          │",
+            "└──────────────────────────────────────────────────────────┘",
+            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e exp",
+        ])
+    );
+}
