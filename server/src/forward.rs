@@ -77,6 +77,7 @@ pub async fn forward(
             )
         }
         Err(OpenError::Gone) => return client_gone(),
+        Err(OpenError::ShuttingDown) => return answer(StatusCode::SERVICE_UNAVAILABLE, "the relay is shutting down"),
     };
     let has_body = match (&small_body, &body) {
         (Some(bytes), _) => !bytes.is_empty(),

@@ -27,9 +27,12 @@ pub enum OpenError {
     /// Too many requests already in flight on this tunnel.
     #[error("too many requests in flight")]
     Busy,
-    /// The tunnel's client went away or the tunnel is closing.
+    /// The tunnel's client went away.
     #[error("tunnel closed")]
     Gone,
+    /// The relay is shutting down and takes no new requests.
+    #[error("relay shutting down")]
+    ShuttingDown,
 }
 
 /// Where requests for a name go right now.

@@ -64,6 +64,7 @@ struct Entry {
 struct Table {
     entries: HashMap<StreamId, Entry>,
     closed: bool,
+    draining: bool,
 }
 
 /// The streams in flight on one session.
@@ -96,6 +97,9 @@ impl Streams {
         let mut table = self.table();
         if table.closed {
             return Err(OpenError::Gone);
+        }
+        if table.draining {
+            return Err(OpenError::ShuttingDown);
         }
         if table.entries.len() >= self.max_in_flight {
             return Err(OpenError::Busy);
@@ -133,7 +137,7 @@ impl Streams {
 
     /// Refuses new streams from now on (the session is draining).
     pub fn refuse_new(&self) {
-        self.table().closed = true;
+        self.table().draining = true;
     }
 
     /// Ends every stream: their callers see the client go away.
@@ -317,6 +321,8 @@ mod tests {
         let (streams, _inbox) = streams(1);
         let mut first = streams.open().unwrap();
         assert!(matches!(streams.open(), Err(OpenError::Busy)));
+        streams.refuse_new();
+        assert!(matches!(streams.open(), Err(OpenError::ShuttingDown)));
         streams.close_all();
         assert!(first.inbound.recv().await.is_none(), "callers see the client go away");
         assert!(first.credit().is_closed(), "a pump waiting for credit wakes up");
