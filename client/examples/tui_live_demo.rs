@@ -29,7 +29,7 @@ fn delivery(n: u64) -> (NewDelivery, Outcome) {
         replay_of: None,
     };
     let outcome = Outcome {
-        status: Some(if n % 7 == 0 { 500 } else { 200 }),
+        status: Some(if n.is_multiple_of(7) { 500 } else { 200 }),
         duration_ms: 3.0 + (n % 40) as f64,
         ..Outcome::default()
     };
