@@ -16,6 +16,7 @@ fn main() -> anyhow::Result<()> {
             url: connect::relay_url(&relay)?,
             token: None,
             name: None,
+            resume: None,
             tls: None,
         };
         let mut holders = tokio::task::JoinSet::new();

@@ -36,6 +36,8 @@ pub struct SessionContext {
     pub registry: Arc<dyn Registry>,
     /// The token the client connected with.
     pub owner: Owner,
+    /// Resume secret presented in the upgrade, from an earlier `Welcome`.
+    pub resume: Option<String>,
     /// Builds the public URL of a name.
     pub public_url: PublicUrl,
     /// Time allowed for the Hello.
@@ -197,13 +199,16 @@ where
                 return Err(refuse(outbox, format!("name {name:?} is not valid: {why}")));
             }
             ctx.registry
-                .claim(&name, ctx.owner, tunnel)
+                .claim(&name, ctx.owner, ctx.resume.as_deref(), tunnel)
                 .map_err(|err| refuse(outbox, err.to_string()))?
         }
         None => {
             let mut attempts = 0;
             loop {
-                match ctx.registry.claim(&names::random(), ctx.owner, Arc::clone(&tunnel)) {
+                match ctx
+                    .registry
+                    .claim(&names::random(), ctx.owner, None, Arc::clone(&tunnel))
+                {
                     Ok(lease) => break lease,
                     Err(err) if attempts + 1 >= RANDOM_NAME_ATTEMPTS => return Err(refuse(outbox, err.to_string())),
                     Err(_) => attempts += 1,
@@ -217,6 +222,7 @@ where
         protocol: PROTOCOL_VERSION,
         name: lease.name.clone(),
         public_url,
+        resume: lease.resume.clone(),
     });
     Ok(lease)
 }

@@ -62,15 +62,24 @@ pub enum ClaimError {
 pub struct Lease {
     /// The name claimed.
     pub name: String,
+    /// Secret the client presents to reclaim the name after a disconnect.
+    pub resume: String,
     id: u64,
 }
 
 /// Name claims with a grace period after disconnect.
 pub trait Registry: Send + Sync {
-    /// Whether `owner` could claim `name` now, without claiming it.
-    fn check(&self, name: &str, owner: Owner) -> Result<(), ClaimError>;
+    /// Whether `owner` (holding `resume` from an earlier claim, if any) could
+    /// claim `name` now, without claiming it.
+    fn check(&self, name: &str, owner: Owner, resume: Option<&str>) -> Result<(), ClaimError>;
     /// Claims `name` for a live tunnel.
-    fn claim(&self, name: &str, owner: Owner, tunnel: Arc<dyn Tunnel>) -> Result<Lease, ClaimError>;
+    fn claim(
+        &self,
+        name: &str,
+        owner: Owner,
+        resume: Option<&str>,
+        tunnel: Arc<dyn Tunnel>,
+    ) -> Result<Lease, ClaimError>;
     /// Puts a claimed name into its grace period (the client went away).
     fn release(&self, lease: &Lease);
     /// Where requests for `name` go.
@@ -81,10 +90,12 @@ enum Slot {
     Live {
         lease: u64,
         owner: Owner,
+        resume: String,
         tunnel: Arc<dyn Tunnel>,
     },
     Grace {
         owner: Owner,
+        resume: String,
         until: Instant,
     },
 }
@@ -115,37 +126,64 @@ impl LocalRegistry {
         self.slots.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn check_locked(&self, slots: &HashMap<String, Slot>, name: &str, owner: Owner) -> Result<(), ClaimError> {
+    fn check_locked(
+        &self,
+        slots: &HashMap<String, Slot>,
+        name: &str,
+        owner: Owner,
+        resume: Option<&str>,
+    ) -> Result<(), ClaimError> {
         if let Some(reserved) = self.tokens.as_ref().and_then(|t| t.reserved_for(name)) {
             if owner != Some(reserved) {
                 return Err(ClaimError::Reserved(name.to_string()));
             }
         }
+        let proves = |held: &str| resume.is_some_and(|presented| same_secret(presented, held));
         match slots.get(name) {
             None => Ok(()),
+            // The owner is back before its old socket was noticed dead: the
+            // new session takes over, and the old one's lease goes stale.
+            Some(Slot::Live { resume: held, .. }) if proves(held) => Ok(()),
             Some(Slot::Live { .. }) => Err(ClaimError::InUse(name.to_string())),
             Some(Slot::Grace { until, .. }) if *until <= Instant::now() => Ok(()),
-            // On an open relay nobody can prove ownership, so whoever asks for
-            // the name during its grace period is taken to be its owner back.
-            Some(Slot::Grace { .. }) if self.tokens.is_none() => Ok(()),
-            Some(Slot::Grace { owner: held_by, .. }) if *held_by == owner => Ok(()),
+            Some(Slot::Grace { resume: held, .. }) if proves(held) => Ok(()),
+            // With tokens, the token itself proves who owned the name.
+            Some(Slot::Grace {
+                owner: Some(held_by), ..
+            }) if owner == Some(*held_by) => Ok(()),
             Some(Slot::Grace { .. }) => Err(ClaimError::InUse(name.to_string())),
         }
     }
 }
 
 impl Registry for LocalRegistry {
-    fn check(&self, name: &str, owner: Owner) -> Result<(), ClaimError> {
-        self.check_locked(&self.slots(), name, owner)
+    fn check(&self, name: &str, owner: Owner, resume: Option<&str>) -> Result<(), ClaimError> {
+        self.check_locked(&self.slots(), name, owner, resume)
     }
 
-    fn claim(&self, name: &str, owner: Owner, tunnel: Arc<dyn Tunnel>) -> Result<Lease, ClaimError> {
+    fn claim(
+        &self,
+        name: &str,
+        owner: Owner,
+        resume: Option<&str>,
+        tunnel: Arc<dyn Tunnel>,
+    ) -> Result<Lease, ClaimError> {
         let mut slots = self.slots();
-        self.check_locked(&slots, name, owner)?;
+        self.check_locked(&slots, name, owner, resume)?;
         let lease = self.next_lease.fetch_add(1, Ordering::Relaxed);
-        slots.insert(name.to_string(), Slot::Live { lease, owner, tunnel });
+        let resume = new_resume_secret();
+        slots.insert(
+            name.to_string(),
+            Slot::Live {
+                lease,
+                owner,
+                resume: resume.clone(),
+                tunnel,
+            },
+        );
         Ok(Lease {
             name: name.to_string(),
+            resume,
             id: lease,
         })
     }
@@ -153,16 +191,20 @@ impl Registry for LocalRegistry {
     fn release(&self, lease: &Lease) {
         let now = Instant::now();
         let mut slots = self.slots();
-        if let Some(Slot::Live { lease: held, owner, .. }) = slots.get(&lease.name) {
+        if let Some(Slot::Live {
+            lease: held,
+            owner,
+            resume,
+            ..
+        }) = slots.get(&lease.name)
+        {
             if *held == lease.id {
-                let owner = *owner;
-                slots.insert(
-                    lease.name.clone(),
-                    Slot::Grace {
-                        owner,
-                        until: now + self.grace,
-                    },
-                );
+                let grace = Slot::Grace {
+                    owner: *owner,
+                    resume: resume.clone(),
+                    until: now + self.grace,
+                };
+                slots.insert(lease.name.clone(), grace);
             }
         }
         // Sweeping here keeps the map bounded by the names claimed within one
@@ -177,6 +219,21 @@ impl Registry for LocalRegistry {
             _ => Route::Unknown,
         }
     }
+}
+
+/// 128 random bits, hex: unguessable, and plain text for a header.
+fn new_resume_secret() -> String {
+    format!("{:032x}", rand::random::<u128>())
+}
+
+/// Compares secrets in time independent of where they differ.
+fn same_secret(presented: &str, held: &str) -> bool {
+    presented.len() == held.len()
+        && presented
+            .bytes()
+            .zip(held.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
 }
 
 #[cfg(test)]
@@ -201,9 +258,9 @@ mod tests {
     #[test]
     fn a_live_name_cannot_be_claimed_twice() {
         let reg = LocalRegistry::new(Duration::from_secs(60), None);
-        reg.claim("app", None, tunnel()).unwrap();
-        assert_eq!(reg.check("app", None), Err(ClaimError::InUse("app".into())));
-        assert!(reg.claim("app", None, tunnel()).is_err());
+        reg.claim("app", None, None, tunnel()).unwrap();
+        assert_eq!(reg.check("app", None, None), Err(ClaimError::InUse("app".into())));
+        assert!(reg.claim("app", None, None, tunnel()).is_err());
         assert!(matches!(reg.route("app"), Route::Live(_)));
         assert!(matches!(reg.route("other"), Route::Unknown));
     }
@@ -213,29 +270,49 @@ mod tests {
         let t = tokens();
         let (a, b) = (t.check("a"), t.check("b"));
         let reg = LocalRegistry::new(Duration::from_secs(60), Some(t));
-        let lease = reg.claim("shop", b, tunnel()).unwrap();
+        let lease = reg.claim("shop", b, None, tunnel()).unwrap();
         reg.release(&lease);
         assert!(matches!(reg.route("shop"), Route::Reconnecting));
-        assert_eq!(reg.check("shop", a), Err(ClaimError::InUse("shop".into())));
-        reg.claim("shop", b, tunnel()).unwrap();
+        assert_eq!(reg.check("shop", a, None), Err(ClaimError::InUse("shop".into())));
+        reg.claim("shop", b, None, tunnel()).unwrap();
         assert!(matches!(reg.route("shop"), Route::Live(_)));
     }
 
     #[test]
-    fn an_open_relay_gives_a_held_name_back_to_whoever_asks() {
+    fn a_held_name_goes_back_only_to_the_holder_of_its_resume_secret() {
         let reg = LocalRegistry::new(Duration::from_secs(60), None);
-        let lease = reg.claim("app", None, tunnel()).unwrap();
+        let lease = reg.claim("app", None, None, tunnel()).unwrap();
+        assert_eq!(lease.resume.len(), 32);
         reg.release(&lease);
-        reg.claim("app", None, tunnel()).unwrap();
+        assert_eq!(reg.check("app", None, None), Err(ClaimError::InUse("app".into())));
+        assert_eq!(
+            reg.check("app", None, Some("guess")),
+            Err(ClaimError::InUse("app".into()))
+        );
+        let back = reg.claim("app", None, Some(&lease.resume), tunnel()).unwrap();
+        assert_ne!(back.resume, lease.resume, "each claim gets a fresh secret");
+    }
+
+    #[test]
+    fn the_owner_may_take_over_a_name_whose_old_socket_is_not_yet_noticed_dead() {
+        let reg = LocalRegistry::new(Duration::from_secs(60), None);
+        let old = reg.claim("app", None, None, tunnel()).unwrap();
+        assert!(reg.claim("app", None, None, tunnel()).is_err());
+        let new = reg.claim("app", None, Some(&old.resume), tunnel()).unwrap();
+        reg.release(&old);
+        assert!(
+            matches!(reg.route("app"), Route::Live(_)),
+            "the stale lease of {new:?} frees nothing"
+        );
     }
 
     #[test]
     fn grace_expires_and_stale_leases_do_nothing() {
         let reg = LocalRegistry::new(Duration::ZERO, None);
-        let old = reg.claim("app", None, tunnel()).unwrap();
+        let old = reg.claim("app", None, None, tunnel()).unwrap();
         reg.release(&old);
         assert!(matches!(reg.route("app"), Route::Unknown));
-        let new = reg.claim("app", None, tunnel()).unwrap();
+        let new = reg.claim("app", None, None, tunnel()).unwrap();
         reg.release(&old);
         assert!(
             matches!(reg.route("app"), Route::Live(_)),
@@ -248,7 +325,7 @@ mod tests {
         let t = tokens();
         let (a, b) = (t.check("a"), t.check("b"));
         let reg = LocalRegistry::new(Duration::from_secs(60), Some(t));
-        assert_eq!(reg.check("alice", b), Err(ClaimError::Reserved("alice".into())));
-        reg.claim("alice", a, tunnel()).unwrap();
+        assert_eq!(reg.check("alice", b, None), Err(ClaimError::Reserved("alice".into())));
+        reg.claim("alice", a, None, tunnel()).unwrap();
     }
 }

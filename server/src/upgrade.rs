@@ -7,7 +7,7 @@ use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use portpreview_shared::message::MAX_FRAME_BYTES;
+use portpreview_shared::message::{MAX_FRAME_BYTES, NAME_HEADER, RESUME_HEADER};
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::WebSocketStream;
@@ -17,10 +17,6 @@ use crate::control::{self, PublicUrl, SessionContext};
 use crate::ingress::{ConnInfo, Relay};
 use crate::names;
 use crate::registry::{ClaimError, Owner};
-
-/// Header in which a client names the tunnel it wants, so that a name held
-/// by someone else is refused with a plain 409 before the upgrade.
-pub const NAME_HEADER: &str = "x-portpreview-name";
 
 /// Bytes tungstenite buffers before writing to the socket.
 const WRITE_BUFFER: usize = 128 * 1024;
@@ -85,12 +81,16 @@ pub fn accept(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, mut req: Request<Incomin
             }
         },
     };
+    let resume = headers
+        .get(RESUME_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     if let Some(wanted) = headers.get(NAME_HEADER) {
         let wanted = String::from_utf8_lossy(wanted.as_bytes());
         if let Some(why) = names::invalid_reason(&wanted) {
             return answer(StatusCode::BAD_REQUEST, format!("name {wanted:?} is not valid: {why}"));
         }
-        match relay.registry.check(&wanted, owner) {
+        match relay.registry.check(&wanted, owner, resume.as_deref()) {
             Ok(()) => {}
             Err(err @ ClaimError::InUse(_)) => return answer(StatusCode::CONFLICT, err.to_string()),
             Err(err @ ClaimError::Reserved(_)) => return answer(StatusCode::FORBIDDEN, err.to_string()),
@@ -104,6 +104,7 @@ pub fn accept(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, mut req: Request<Incomin
     let ctx = SessionContext {
         registry: Arc::clone(&relay.registry),
         owner,
+        resume,
         public_url: PublicUrl {
             scheme: if conn.tls { "https" } else { "http" },
             domain: relay.config.domain.clone(),

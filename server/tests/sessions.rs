@@ -128,6 +128,7 @@ async fn a_client_speaking_another_protocol_is_told_which_side_to_upgrade() {
 async fn a_name_is_held_during_grace_then_given_back_to_its_client() {
     let relay = Relay::start(RelayConfig::default()).await;
     let (client, _, url) = FakeClient::connect(&relay, Some("comeback")).await;
+    let resume = client.resume.clone().expect("a resume secret in the Welcome");
     drop(client);
     // The relay notices the closed socket on its own; poll until it has.
     let mut reconnecting = None;
@@ -141,7 +142,12 @@ async fn a_name_is_held_during_grace_then_given_back_to_its_client() {
     let reconnecting = reconnecting.expect("the relay noticed the closed socket");
     assert_eq!(reconnecting.status, 503);
     assert_eq!(reconnecting.text(), "tunnel comeback is reconnecting\n");
-    let (mut again, _, url_again) = FakeClient::connect(&relay, Some("comeback")).await;
+    let mut stranger = FakeClient::new(upgrade(&relay.ws_url(), &[], None).await.unwrap());
+    match stranger.hello(PROTOCOL_VERSION, Some("comeback")).await {
+        Greeting::Refused(reason) => assert!(reason.contains("in use"), "{reason}"),
+        Greeting::Welcome { .. } => panic!("a stranger took a name held for its owner"),
+    }
+    let (mut again, _, url_again) = FakeClient::reconnect(&relay, "comeback", &resume).await;
     assert_eq!(url_again, url);
     let caller = tokio::spawn(call(relay.addr, request(relay.addr, "GET", "/t/comeback/x", "")));
     let got = again.request().await;

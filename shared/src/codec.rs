@@ -111,19 +111,35 @@ mod tests {
             ClientMessage::ResponseHead {
                 stream: 7,
                 status: 204,
-                headers: vec![Header::new("set-cookie", "a=1"), Header::new("set-cookie", vec![0xff, 0])],
+                headers: vec![
+                    Header::new("set-cookie", "a=1"),
+                    Header::new("set-cookie", vec![0xff, 0]),
+                ],
                 end: true,
             },
             b"",
         );
         round_trip(ClientMessage::ResponseBody { stream: 7, end: false }, &[0u8, 1, 2, 255]);
-        round_trip(ClientMessage::Reset { stream: 1, reason: "x".into() }, b"");
-        round_trip(ClientMessage::Window { stream: 1, credit: 65536 }, b"");
+        round_trip(
+            ClientMessage::Reset {
+                stream: 1,
+                reason: "x".into(),
+            },
+            b"",
+        );
+        round_trip(
+            ClientMessage::Window {
+                stream: 1,
+                credit: 65536,
+            },
+            b"",
+        );
         round_trip(
             ServerMessage::Welcome {
                 protocol: 1,
                 name: "n".into(),
                 public_url: "http://127.0.0.1:1/t/n".into(),
+                resume: "0f1e2d3c".into(),
             },
             b"",
         );
@@ -138,15 +154,28 @@ mod tests {
             },
             b"",
         );
-        round_trip(ServerMessage::RequestBody { stream: 3, end: true }, &vec![9u8; CHUNK_SIZE]);
-        round_trip(ServerMessage::Reset { stream: 3, reason: "gone".into() }, b"");
+        round_trip(
+            ServerMessage::RequestBody { stream: 3, end: true },
+            &vec![9u8; CHUNK_SIZE],
+        );
+        round_trip(
+            ServerMessage::Reset {
+                stream: 3,
+                reason: "gone".into(),
+            },
+            b"",
+        );
         round_trip(ServerMessage::Window { stream: 3, credit: 1 }, b"");
     }
 
     #[test]
     fn hello_version_reads_any_client() {
         let frame = encode(
-            &ClientMessage::Hello { protocol: 42, client_version: "9.9".into(), name: None },
+            &ClientMessage::Hello {
+                protocol: 42,
+                client_version: "9.9".into(),
+                name: None,
+            },
             b"",
         );
         assert_eq!(hello_version(&frame), Some(42));
@@ -156,7 +185,10 @@ mod tests {
 
     #[test]
     fn malformed_frames_are_errors() {
-        assert!(matches!(decode::<ServerMessage>(Bytes::new()), Err(DecodeError::Truncated(_))));
+        assert!(matches!(
+            decode::<ServerMessage>(Bytes::new()),
+            Err(DecodeError::Truncated(_))
+        ));
         assert!(matches!(
             decode::<ServerMessage>(Bytes::from_static(&[0xff, 0xff, 0xff, 0xff])),
             Err(DecodeError::HeaderTooLarge(_))
@@ -170,7 +202,10 @@ mod tests {
             decode::<ServerMessage>(Bytes::from(with_body)),
             Err(DecodeError::UnexpectedBody(5))
         );
-        let big = encode(&ServerMessage::RequestBody { stream: 1, end: true }, &vec![0; CHUNK_SIZE + 1]);
+        let big = encode(
+            &ServerMessage::RequestBody { stream: 1, end: true },
+            &vec![0; CHUNK_SIZE + 1],
+        );
         assert_eq!(
             decode::<ServerMessage>(Bytes::from(big)),
             Err(DecodeError::BodyTooLarge(CHUNK_SIZE + 1))

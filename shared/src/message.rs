@@ -12,6 +12,14 @@ pub const PROTOCOL_VERSION: u32 = 1;
 /// Path on the relay where clients upgrade to the WebSocket.
 pub const CONNECT_PATH: &str = "/_portpreview/connect";
 
+/// Upgrade header naming the tunnel a client wants, so a name held by
+/// someone else is refused with a plain 409 before the upgrade.
+pub const NAME_HEADER: &str = "x-portpreview-name";
+
+/// Upgrade header carrying the resume secret of a previous `Welcome`: it
+/// proves a reconnecting client owns the name it asks for back.
+pub const RESUME_HEADER: &str = "x-portpreview-resume";
+
 /// Largest body chunk carried by one frame. Large bodies are split so that a
 /// big upload never holds the socket long enough to stall its neighbours.
 pub const CHUNK_SIZE: usize = 64 * 1024;
@@ -111,6 +119,9 @@ pub enum ServerMessage {
         name: String,
         /// Public URL that reaches the tunnel.
         public_url: String,
+        /// Secret that reclaims this name after a disconnect, sent back in
+        /// the [`RESUME_HEADER`] of the next upgrade.
+        resume: String,
     },
     /// The relay will not serve this client; the socket closes after it.
     Refused {
@@ -178,7 +189,5 @@ pub fn version_mismatch(client_version: &str, client_protocol: u32) -> String {
     } else {
         "upgrade the relay"
     };
-    format!(
-        "client {client_version} speaks protocol {client_protocol}, relay speaks {PROTOCOL_VERSION}: {side}"
-    )
+    format!("client {client_version} speaks protocol {client_protocol}, relay speaks {PROTOCOL_VERSION}: {side}")
 }

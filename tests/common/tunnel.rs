@@ -72,6 +72,7 @@ impl TestTunnel {
                 url: connect::relay_url(relay_url)?,
                 token: options.token.map(Secret::new),
                 name: options.name,
+                resume: None,
                 tls: options.tls,
             },
             target: Target::parse(target).expect("valid target"),
@@ -84,7 +85,12 @@ impl TestTunnel {
         let public_url = match events.recv().await {
             Some(TunnelEvent::Connected { public_url, .. }) => public_url,
             // The tunnel ended without connecting: its result says why.
-            None => return Err(task.await.expect("tunnel task").expect_err("tunnel ended without connecting")),
+            None => {
+                return Err(task
+                    .await
+                    .expect("tunnel task")
+                    .expect_err("tunnel ended without connecting"))
+            }
             Some(other) => panic!("expected Connected, got {other:?}"),
         };
         Ok(Self {

@@ -103,6 +103,7 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
             url,
             token: args.token.map(Secret::new).or(config.token),
             name: args.name.clone(),
+            resume: None,
             tls,
         },
         target,

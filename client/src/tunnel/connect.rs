@@ -7,7 +7,9 @@ use std::time::Duration;
 use futures_util::{SinkExt, StreamExt};
 use http::{HeaderValue, StatusCode};
 use portpreview_shared::codec;
-use portpreview_shared::message::{ClientMessage, ServerMessage, CONNECT_PATH, MAX_FRAME_BYTES, PROTOCOL_VERSION};
+use portpreview_shared::message::{
+    ClientMessage, ServerMessage, CONNECT_PATH, MAX_FRAME_BYTES, NAME_HEADER, PROTOCOL_VERSION, RESUME_HEADER,
+};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
@@ -18,10 +20,6 @@ use crate::config::Secret;
 
 /// The client's socket to the relay.
 pub type RelaySocket = WebSocketStream<MaybeTlsStream<TcpStream>>;
-
-/// Header that names the wanted tunnel in the upgrade, so a held name can be
-/// refused with a plain 409 before the upgrade.
-pub const NAME_HEADER: &str = "x-portpreview-name";
 
 /// How long the relay may take to answer the hello.
 const WELCOME_TIMEOUT: Duration = Duration::from_secs(10);
@@ -63,6 +61,8 @@ pub struct Welcome {
     pub name: String,
     /// Public URL callers use.
     pub public_url: String,
+    /// Secret that gets the name back after a disconnect.
+    pub resume: Secret,
 }
 
 /// Everything needed to open (and reopen) a tunnel.
@@ -74,6 +74,8 @@ pub struct ConnectOptions {
     pub token: Option<Secret>,
     /// Name to ask for.
     pub name: Option<String>,
+    /// Resume secret of the previous session, proving the name is ours.
+    pub resume: Option<Secret>,
     /// TLS settings for `wss://`.
     pub tls: Option<Arc<rustls::ClientConfig>>,
 }
@@ -154,6 +156,11 @@ pub async fn connect(options: &ConnectOptions) -> Result<(RelaySocket, Welcome),
             request.headers_mut().insert(NAME_HEADER, value);
         }
     }
+    if let Some(resume) = &options.resume {
+        if let Ok(value) = HeaderValue::from_str(resume.expose()) {
+            request.headers_mut().insert(RESUME_HEADER, value);
+        }
+    }
     let connector = options.tls.clone().map(Connector::Rustls);
     let (mut socket, _) =
         tokio_tungstenite::connect_async_tls_with_config(request, Some(websocket_config()), true, connector)
@@ -193,7 +200,16 @@ async fn read_welcome(socket: &mut RelaySocket) -> Result<Welcome, ConnectError>
         let (message, _) = codec::decode::<ServerMessage>(frame.into())
             .map_err(|e| ConnectError::Refused(format!("unreadable answer to the hello: {e}")))?;
         return match message {
-            ServerMessage::Welcome { name, public_url, .. } => Ok(Welcome { name, public_url }),
+            ServerMessage::Welcome {
+                name,
+                public_url,
+                resume,
+                ..
+            } => Ok(Welcome {
+                name,
+                public_url,
+                resume: Secret::new(resume),
+            }),
             ServerMessage::Refused { reason } => Err(ConnectError::Refused(reason)),
             other => Err(ConnectError::Refused(format!(
                 "unexpected answer to the hello: {other:?}"

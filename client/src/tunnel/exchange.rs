@@ -336,7 +336,13 @@ fn failure(started: Instant, error: String) -> Outcome {
 async fn finish(shared: &Shared, request: NewDelivery, exchanged: Exchanged) {
     let Exchanged { outcome, recorded } = exchanged;
     let (id, delivery_number, provider, event_key, event_key_source) = match &recorded {
-        Some(r) => (r.id, r.delivery_number, r.provider.clone(), r.event_key.clone(), r.event_key_source.clone()),
+        Some(r) => (
+            r.id,
+            r.delivery_number,
+            r.provider.clone(),
+            r.event_key.clone(),
+            r.event_key_source.clone(),
+        ),
         None => (0, 1, None, String::new(), String::new()),
     };
     let summary = Summary {

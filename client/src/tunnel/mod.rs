@@ -70,8 +70,10 @@ pub async fn run(
             Ok((socket, welcome)) => {
                 connected_once = true;
                 backoff.reset();
-                // Ask for the same name next time, so the URL survives reconnects.
+                // Ask for the same name next time, with the proof that it is
+                // ours, so the URL survives reconnects.
                 options.name = Some(welcome.name.clone());
+                options.resume = Some(welcome.resume.clone());
                 if let Ok(mut url) = shared.public_url.lock() {
                     url.clone_from(&welcome.public_url);
                 }

@@ -174,7 +174,15 @@ fn refuse(outbox: &Outbox, stream: StreamId, reason: &str) {
         Header::new("content-type", "text/plain; charset=utf-8"),
         Header::new("content-length", body.len().to_string()),
     ];
-    outbox.send(&ClientMessage::ResponseHead { stream, status: 503, headers, end: false }, &[]);
+    outbox.send(
+        &ClientMessage::ResponseHead {
+            stream,
+            status: 503,
+            headers,
+            end: false,
+        },
+        &[],
+    );
     outbox.send(&ClientMessage::ResponseBody { stream, end: true }, body.as_bytes());
 }
 

@@ -98,6 +98,8 @@ pub fn refused_status(err: &tokio_tungstenite::tungstenite::Error) -> Option<u16
 /// A tunnel client that speaks the protocol by hand.
 pub struct FakeClient {
     pub socket: Socket,
+    /// Resume secret from the last Welcome.
+    pub resume: Option<String>,
 }
 
 /// What the relay said after the Hello.
@@ -108,13 +110,23 @@ pub enum Greeting {
 
 impl FakeClient {
     pub fn new(socket: Socket) -> FakeClient {
-        FakeClient { socket }
+        FakeClient { socket, resume: None }
     }
 
     /// Connects to a plain relay, says Hello and expects a Welcome.
     pub async fn connect(relay: &Relay, name: Option<&str>) -> (FakeClient, String, String) {
         let mut client = FakeClient::new(upgrade(&relay.ws_url(), &[], None).await.unwrap());
         match client.hello(PROTOCOL_VERSION, name).await {
+            Greeting::Welcome { name, public_url } => (client, name, public_url),
+            Greeting::Refused(reason) => panic!("refused: {reason}"),
+        }
+    }
+
+    /// Reconnects to a plain relay presenting a resume secret, expecting a Welcome.
+    pub async fn reconnect(relay: &Relay, name: &str, resume: &str) -> (FakeClient, String, String) {
+        let headers = [("x-portpreview-resume", resume)];
+        let mut client = FakeClient::new(upgrade(&relay.ws_url(), &headers, None).await.unwrap());
+        match client.hello(PROTOCOL_VERSION, Some(name)).await {
             Greeting::Welcome { name, public_url } => (client, name, public_url),
             Greeting::Refused(reason) => panic!("refused: {reason}"),
         }
@@ -133,10 +145,12 @@ impl FakeClient {
                     name,
                     public_url,
                     protocol,
+                    resume,
                 },
                 _,
             ) => {
                 assert_eq!(protocol, PROTOCOL_VERSION);
+                self.resume = Some(resume);
                 Greeting::Welcome { name, public_url }
             }
             ServerFrame::Message(ServerMessage::Refused { reason }, _) => Greeting::Refused(reason),
