@@ -175,7 +175,7 @@ async fn a_25_mib_upload_passes_intact_without_stalling_small_requests() {
         ..Answer::default()
     })
     .await;
-    let tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
     let big: Vec<u8> = (0..25 * 1024 * 1024).map(|i: u32| (i % 251) as u8).collect();
     let digest = sha256_hex(&big);
     let big_url = tunnel.url("/upload");
@@ -187,6 +187,24 @@ async fn a_25_mib_upload_passes_intact_without_stalling_small_requests() {
     let reply = upload.await.expect("upload task");
     assert_eq!(reply.status, 200);
     assert_eq!(reply.text(), digest, "the 25 MiB body arrived byte for byte");
+
+    let (summary, _) = loop {
+        let (summary, number) = tunnel.next_delivery().await;
+        if summary.path == "/upload" {
+            break (summary, number);
+        }
+    };
+    let store = portpreview::store::Store::open(&tunnel.db).expect("open the history");
+    let stored = store
+        .get(summary.id)
+        .expect("read")
+        .expect("the upload is in the history");
+    assert_eq!(stored.request.request_body_size, 25 * 1024 * 1024);
+    assert_eq!(
+        sha256_hex(&stored.request.request_body),
+        digest,
+        "the streamed body was recorded whole"
+    );
 }
 
 #[tokio::test]
@@ -287,8 +305,16 @@ async fn a_client_stopping_finishes_the_request_in_flight_first() {
     let stopping = Instant::now();
     tunnel.stop().await;
     let reply = call.await.expect("caller task");
-    assert_eq!((reply.status, reply.text().as_str()), (200, "done"), "the request in flight was finished");
-    assert!(stopping.elapsed() < Duration::from_secs(3), "stop took {:?}", stopping.elapsed());
+    assert_eq!(
+        (reply.status, reply.text().as_str()),
+        (200, "done"),
+        "the request in flight was finished"
+    );
+    assert!(
+        stopping.elapsed() < Duration::from_secs(3),
+        "stop took {:?}",
+        stopping.elapsed()
+    );
 }
 
 #[tokio::test]
@@ -373,7 +399,10 @@ async fn a_provider_retry_shows_as_the_second_delivery_of_its_event() {
     let handler = LocalHandler::echo().await;
     let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
     let body = r#"{"id":"evt_1PortPreviewRetry","object":"event","type":"invoice.paid"}"#;
-    let headers: [(&str, &[u8]); 2] = [("stripe-signature", b"t=1700000000,v1=00"), ("user-agent", b"Stripe/1.0")];
+    let headers: [(&str, &[u8]); 2] = [
+        ("stripe-signature", b"t=1700000000,v1=00"),
+        ("user-agent", b"Stripe/1.0"),
+    ];
     for expected in 1..=2 {
         let reply = caller::send("POST", &tunnel.url("/webhooks/stripe"), &headers, body).await;
         assert_eq!(reply.status, 200);

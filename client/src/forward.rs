@@ -19,8 +19,9 @@ use crate::target::Target;
 /// Body type of requests sent to the local target.
 pub type LocalBody = BoxBody<Bytes, std::io::Error>;
 
-/// Idle connections kept for reuse; more are closed once their answer is read.
-const MAX_IDLE: usize = 32;
+/// Connections kept for reuse: as many as the relay lets one tunnel have in
+/// flight, so steady concurrency never opens a connection per request.
+const MAX_IDLE: usize = 256;
 /// How long connecting to the local target may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 

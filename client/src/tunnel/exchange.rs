@@ -1,7 +1,7 @@
 //! One request's trip: relay → local handler → relay, recorded on the way.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method, Request};
@@ -67,19 +67,31 @@ pub struct Steering {
     pub reset: CancellationToken,
 }
 
+/// What the live display needs of a request, kept apart so the request
+/// itself can move into the recorder without a copy.
+struct Line {
+    received_at_ms: i64,
+    method: String,
+    path: String,
+}
+
 /// Carries one request to the local target and its answer back.
 pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Steering, outbox: Outbox) -> StreamId {
     let stream = head.stream;
     let started = Instant::now();
-    let mut request = new_delivery(&shared, &head);
+    let line = Line {
+        received_at_ms: crate::time::now_ms(),
+        method: head.method.clone(),
+        path: head.target.clone(),
+    };
     let outcome = tokio::select! {
-        outcome = exchange(&shared, head, inflow, &mut request, &steering, &outbox, started) => outcome,
+        outcome = exchange(&shared, head, inflow, line.received_at_ms, &steering, &outbox, started) => outcome,
         () = steering.reset.cancelled() => Exchanged {
             outcome: failure(started, "the caller went away before the answer".into()),
             recorded: None,
         },
     };
-    finish(&shared, request, outcome).await;
+    finish(&shared, line, outcome).await;
     stream
 }
 
@@ -92,7 +104,7 @@ async fn exchange(
     shared: &Shared,
     head: Head,
     mut inflow: Inflow,
-    request: &mut NewDelivery,
+    received_at_ms: i64,
     steering: &Steering,
     outbox: &Outbox,
     started: Instant,
@@ -110,6 +122,7 @@ async fn exchange(
         }
     }
     let buffered = inflow.is_done();
+    let mut streamed = None;
     let body: LocalBody = if buffered {
         let whole = if prefix.len() == 1 {
             prefix.pop().unwrap_or_default()
@@ -118,32 +131,43 @@ async fn exchange(
         };
         Full::new(whole).map_err(|never| match never {}).boxed()
     } else {
+        let shared_capture = Arc::new(Mutex::new(std::mem::take(&mut capture)));
+        streamed = Some(shared_capture.clone());
         StreamedBody {
             prefix,
             inflow,
-            capture: Arc::new(Mutex::new(std::mem::take(&mut capture))),
+            capture: shared_capture,
             limit: MAX_STORED_BODY,
         }
         .boxed()
     };
-    let local = match build_request(shared, &head, body, buffered) {
+    let local = build_request(shared, &head, body, buffered);
+    let mut request = new_delivery(shared, head, received_at_ms);
+    let local = match local {
         Ok(local) => local,
         Err(reason) => {
-            let recorded = record(shared, request.clone()).await;
+            let recorded = record(shared, request).await;
             return answer_error(stream, outbox, started, 400, reason, recorded);
         }
     };
 
     let send = tokio::time::timeout(shared.local_timeout, shared.forwarder.send(local));
-    let (recorded, response) = if buffered {
-        request.request_body = capture.bytes;
-        request.request_body_size = capture.size;
-        // Record while the handler works: the row must be on disk before the
-        // caller hears back, and this way it costs no extra latency.
-        tokio::join!(record(shared, request.clone()), send)
-    } else {
-        let response = send.await;
-        (record(shared, request.clone()).await, response)
+    let (recorded, response) = match streamed {
+        None => {
+            request.request_body = capture.bytes;
+            request.request_body_size = capture.size;
+            // Record while the handler works: the row must be on disk before
+            // the caller hears back, and this way it costs no extra latency.
+            tokio::join!(record(shared, request), send)
+        }
+        Some(streamed) => {
+            let response = send.await;
+            // What the handler read before answering is what it acted on.
+            let capture = std::mem::take(&mut *streamed.lock().unwrap_or_else(|p| p.into_inner()));
+            request.request_body = capture.bytes;
+            request.request_body_size = capture.size;
+            (record(shared, request).await, response)
+        }
     };
 
     let response = match response {
@@ -173,14 +197,14 @@ async fn record(shared: &Shared, request: NewDelivery) -> Option<Recorded> {
     }
 }
 
-fn new_delivery(shared: &Shared, head: &Head) -> NewDelivery {
+fn new_delivery(shared: &Shared, head: Head, received_at_ms: i64) -> NewDelivery {
     NewDelivery {
-        received_at_ms: now_ms(),
+        received_at_ms,
         tunnel_url: shared.public_url.lock().map(|url| url.clone()).unwrap_or_default(),
         target: shared.forwarder.target().to_string(),
-        method: head.method.clone(),
-        path: head.target.clone(),
-        request_headers: head.headers.clone(),
+        method: head.method,
+        path: head.target,
+        request_headers: head.headers,
         ..NewDelivery::default()
     }
 }
@@ -333,7 +357,7 @@ fn failure(started: Instant, error: String) -> Outcome {
     }
 }
 
-async fn finish(shared: &Shared, request: NewDelivery, exchanged: Exchanged) {
+async fn finish(shared: &Shared, line: Line, exchanged: Exchanged) {
     let Exchanged { outcome, recorded } = exchanged;
     let (id, delivery_number, provider, event_key, event_key_source) = match &recorded {
         Some(r) => (
@@ -347,9 +371,9 @@ async fn finish(shared: &Shared, request: NewDelivery, exchanged: Exchanged) {
     };
     let summary = Summary {
         id,
-        received_at_ms: request.received_at_ms,
-        method: request.method,
-        path: request.path,
+        received_at_ms: line.received_at_ms,
+        method: line.method,
+        path: line.path,
         status: outcome.status,
         duration_ms: Some(outcome.duration_ms),
         provider,
@@ -383,11 +407,4 @@ fn is_hop_by_hop(name: &str) -> bool {
 
 fn elapsed_ms(started: Instant) -> f64 {
     started.elapsed().as_secs_f64() * 1000.0
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default()
 }
