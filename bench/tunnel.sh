@@ -26,8 +26,8 @@ if [ ! -x "$tools/bin/bore" ]; then
   cargo install --quiet --locked bore-cli --root "$tools"
 fi
 cargo build --quiet --release -p portpreview -p portpreview-server -p portpreview-e2e \
-  --example bench_handler --example idle_tunnels
-bin=$root/target/release
+  --bins --example bench_handler --example idle_tunnels
+bin=${CARGO_TARGET_DIR:-$root/target}/release
 
 # wait_for FILE PATTERN: the first line of FILE matching PATTERN, within 20 s.
 wait_for() {

@@ -21,10 +21,6 @@ pub mod tunnel;
 
 /// Formats an error and its causes on one line, for stderr.
 pub fn error_line(err: &anyhow::Error) -> String {
-    let line = err
-        .chain()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(": ");
+    let line = err.chain().map(ToString::to_string).collect::<Vec<_>>().join(": ");
     portpreview_shared::sanitize::escape_str(&line).into_owned()
 }

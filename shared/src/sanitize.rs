@@ -40,7 +40,13 @@ pub fn hex_dump(bytes: &[u8]) -> String {
             }
         }
         out.push(' ');
-        out.extend(chunk.iter().map(|&b| if b.is_ascii_graphic() || b == b' ' { b as char } else { '.' }));
+        out.extend(chunk.iter().map(|&b| {
+            if b.is_ascii_graphic() || b == b' ' {
+                b as char
+            } else {
+                '.'
+            }
+        }));
         out.push('\n');
     }
     out

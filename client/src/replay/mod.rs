@@ -130,6 +130,9 @@ mod tests {
     #[test]
     fn secret_variables_are_named_after_the_provider() {
         assert_eq!(secret_env(Provider::Stripe), "PORTPREVIEW_SECRET_STRIPE");
-        assert_eq!(secret_env(Provider::StandardWebhooks), "PORTPREVIEW_SECRET_STANDARD_WEBHOOKS");
+        assert_eq!(
+            secret_env(Provider::StandardWebhooks),
+            "PORTPREVIEW_SECRET_STANDARD_WEBHOOKS"
+        );
     }
 }

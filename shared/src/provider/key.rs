@@ -53,7 +53,11 @@ pub fn event_key(headers: &[Header], body: &[u8], key_fields: &[String]) -> Even
     // only stand in for events that carry none.
     let found = provider
         .and_then(|p| provider_id(p, headers, &body))
-        .or_else(|| (!key_fields.is_empty()).then(|| fields_key(&body, key_fields)).flatten())
+        .or_else(|| {
+            (!key_fields.is_empty())
+                .then(|| fields_key(&body, key_fields))
+                .flatten()
+        })
         .unwrap_or_else(|| content_key(provider, &body));
     EventKey {
         provider,
