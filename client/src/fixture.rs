@@ -21,8 +21,8 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 
 use crate::render::body::Encoded;
-use crate::render::time::{parse_rfc3339_ms, rfc3339_ms};
 use crate::store::{Delivery, NewDelivery};
+use crate::time::{parse_rfc3339_ms, rfc3339_ms};
 use portpreview_shared::Header;
 
 /// The fixture format version this build writes and reads.

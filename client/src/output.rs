@@ -8,6 +8,7 @@ use tokio::sync::mpsc;
 
 use crate::events::TunnelEvent;
 use crate::store::Summary;
+use crate::time::ordinal;
 
 /// Line formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -100,7 +101,7 @@ pub fn json_line(event: &TunnelEvent) -> String {
         } => json!({
             "event": "delivery",
             "id": summary.id,
-            "received_at": crate::time::rfc3339(summary.received_at_ms),
+            "received_at": crate::time::rfc3339_ms(summary.received_at_ms),
             "method": summary.method,
             "path": summary.path,
             "status": summary.status,
@@ -122,18 +123,6 @@ fn shorten(text: &str, width: usize) -> String {
     let mut short: String = text.chars().take(width - 1).collect();
     short.push('…');
     short
-}
-
-/// 1st, 2nd, 3rd, 4th … 11th, 12th, 13th … 21st.
-pub fn ordinal(n: i64) -> String {
-    let suffix = match (n % 10, n % 100) {
-        (_, 11..=13) => "th",
-        (1, _) => "st",
-        (2, _) => "nd",
-        (3, _) => "rd",
-        _ => "th",
-    };
-    format!("{n}{suffix}")
 }
 
 #[cfg(test)]
@@ -170,17 +159,5 @@ mod tests {
         let mut s = summary();
         s.path = "/\x1b[2Jboom".into();
         assert!(delivery_line(&s, 1).contains("/\\x1b[2Jboom"));
-    }
-
-    #[test]
-    fn ordinals() {
-        let got: Vec<String> = [1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111]
-            .iter()
-            .map(|n| ordinal(*n))
-            .collect();
-        assert_eq!(
-            got,
-            ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st", "111th"]
-        );
     }
 }

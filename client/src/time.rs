@@ -1,20 +1,38 @@
-//! Timestamps as the store keeps them (milliseconds since the epoch) and as
-//! users read them (RFC 3339).
+//! Timestamps: milliseconds since the epoch as the store keeps them, RFC 3339
+//! and ordinals as users read them.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Now, in milliseconds since the epoch.
+/// Milliseconds since the epoch as RFC 3339 UTC with milliseconds.
+pub fn rfc3339_ms(ms: i64) -> String {
+    let at = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
+    humantime::format_rfc3339_millis(at).to_string()
+}
+
+/// RFC 3339 text back to milliseconds since the epoch.
+pub fn parse_rfc3339_ms(text: &str) -> Option<i64> {
+    let at = humantime::parse_rfc3339_weak(text).ok()?;
+    let since = at.duration_since(UNIX_EPOCH).ok()?;
+    i64::try_from(since.as_millis()).ok()
+}
+
+/// Milliseconds since the epoch, now.
 pub fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default()
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// RFC 3339 in UTC with milliseconds, e.g. `2026-11-30T02:35:41.123Z`.
-pub fn rfc3339(ms: i64) -> String {
-    let at = UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64);
-    humantime::format_rfc3339_millis(at).to_string()
+/// "1st", "2nd", "3rd", "11th"…: which delivery of an event this was.
+pub fn ordinal(n: i64) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 #[cfg(test)]
@@ -22,7 +40,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn formats_utc_with_millis() {
-        assert_eq!(rfc3339(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
+    fn timestamps_round_trip() {
+        let text = rfc3339_ms(1_700_000_000_123);
+        assert_eq!(text, "2023-11-14T22:13:20.123Z");
+        assert_eq!(parse_rfc3339_ms(&text), Some(1_700_000_000_123));
+        assert_eq!(parse_rfc3339_ms("yesterday"), None);
+    }
+
+    #[test]
+    fn ordinals() {
+        let shown: Vec<String> = [1, 2, 3, 4, 11, 12, 13, 21, 22, 101].into_iter().map(ordinal).collect();
+        assert_eq!(
+            shown,
+            ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st"]
+        );
     }
 }

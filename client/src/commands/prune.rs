@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::render::time::now_ms;
+use crate::time::now_ms;
 use crate::store::Store;
 
 /// Arguments of `portpreview prune`.

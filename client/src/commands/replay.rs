@@ -4,7 +4,7 @@
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::Context;
 use portpreview_shared::provider::Provider;
@@ -126,7 +126,7 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     if opts.resign || opts.fresh {
         opts.secret = resolve_secret(opts.secret.take(), replay::provider_of(&request), None)?;
     }
-    let started_at_ms = now_ms();
+    let started_at_ms = crate::time::now_ms();
     let result = replay::run(request, &opts, &progress_printer()).await;
     clear_progress();
     let report = result?;
@@ -270,10 +270,4 @@ pub fn clear_progress() {
     if std::io::stderr().is_terminal() {
         eprint!("\r\x1b[2K");
     }
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }

@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 
 use super::body::Encoded;
 use super::mask::shown_value;
-use super::time::rfc3339_ms;
 use crate::store::Delivery;
+use crate::time::rfc3339_ms;
 use portpreview_shared::Header;
 
 /// The HAR document for `d`, aimed at `url` (target plus path); secrets

@@ -4,8 +4,8 @@ use serde_json::{json, Value};
 
 use super::body::Encoded;
 use super::mask::shown_value;
-use super::time::rfc3339_ms;
 use crate::store::{Delivery, ReplayRun, Summary};
+use crate::time::rfc3339_ms;
 use portpreview_shared::Header;
 
 /// One `history --json` row; `target` is the local target it went to.

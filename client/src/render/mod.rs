@@ -10,4 +10,3 @@ pub mod json;
 pub mod mask;
 pub mod show;
 pub mod table;
-pub mod time;

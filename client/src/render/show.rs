@@ -7,8 +7,8 @@ use portpreview_shared::Header;
 
 use super::body::{for_terminal, truncation_note};
 use super::mask::{escape_value, shown_value};
-use super::time::{ordinal, rfc3339_ms};
 use crate::store::{Delivery, ReplayRun};
+use crate::time::{ordinal, rfc3339_ms};
 
 /// The delivery as text; secrets masked unless `reveal`.
 pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: bool) -> String {

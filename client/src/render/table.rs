@@ -4,8 +4,8 @@ use std::fmt::Write;
 
 use portpreview_shared::sanitize::escape_str;
 
-use super::time::rfc3339_ms;
 use crate::store::Summary;
+use crate::time::rfc3339_ms;
 
 /// Widest path shown before it is cut with `…`.
 const PATH_WIDTH: usize = 40;

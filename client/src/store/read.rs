@@ -1,7 +1,5 @@
 //! Reading the history: one delivery whole, pages of summaries, lookups.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use rusqlite::types::Value;
 use rusqlite::{params, OptionalExtension, Row};
 use wildmatch::WildMatch;
@@ -12,13 +10,6 @@ use super::{header_blob, Delivery, ListQuery, NewDelivery, Outcome, ReplayRun, S
 /// without a key is alone in its group.
 const DELIVERY_COUNT: &str = "CASE WHEN d.event_key = '' THEN 1 ELSE
     coalesce((SELECT c.n FROM event_counts c WHERE c.event_key = d.event_key), 0) END";
-
-/// Milliseconds since the epoch, now.
-pub(crate) fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
 
 impl Store {
     /// One delivery whole, or `None` when there is no such id.

@@ -102,7 +102,7 @@ impl Store {
     pub(crate) fn outcome_row(&self, id: i64, o: &Outcome) -> rusqlite::Result<()> {
         let body = &o.response_body[..o.response_body.len().min(MAX_STORED_BODY)];
         let size = o.response_body_size.max(o.response_body.len() as u64);
-        let completed_at_ms = super::read::now_ms();
+        let completed_at_ms = crate::time::now_ms();
         self.conn
             .prepare_cached(
                 "UPDATE deliveries SET status = ?2, response_headers = ?3, response_body = ?4,
