@@ -22,17 +22,24 @@ pub enum LogFormat {
 /// Longest event key shown whole on a line.
 const KEY_WIDTH: usize = 24;
 
-/// Prints every event until the channel closes.
+/// Prints every event until the channel closes, flushing once per burst of
+/// ready events rather than once per line.
 pub async fn print_events(mut events: mpsc::Receiver<TunnelEvent>, format: LogFormat) {
-    let mut stdout = std::io::stdout();
-    while let Some(event) = events.recv().await {
-        let line = match format {
-            LogFormat::Text => text_line(&event),
-            LogFormat::Json => Some(json_line(&event)),
-        };
-        let Some(line) = line else { continue };
-        // A closed stdout (a pipe into `head`) must not stop the tunnel.
-        let _ = writeln!(stdout, "{line}").and_then(|()| stdout.flush());
+    let mut stdout = std::io::BufWriter::new(std::io::stdout());
+    while let Some(first) = events.recv().await {
+        let mut next = Some(first);
+        while let Some(event) = next {
+            let line = match format {
+                LogFormat::Text => text_line(&event),
+                LogFormat::Json => Some(json_line(&event)),
+            };
+            if let Some(line) = line {
+                // A closed stdout (a pipe into `head`) must not stop the tunnel.
+                let _ = writeln!(stdout, "{line}");
+            }
+            next = events.try_recv().ok();
+        }
+        let _ = stdout.flush();
     }
 }
 
