@@ -4,19 +4,8 @@
 use std::net::IpAddr;
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
+use portpreview_shared::hop::HOP_BY_HOP;
 use portpreview_shared::Header;
-
-/// Headers that describe one hop and never travel further.
-const HOP_BY_HOP: &[&str] = &[
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-    "proxy-authorization",
-];
 
 /// Forwarding headers a caller could forge; the relay sets its own.
 const FORWARDING: &[&str] = &["forwarded", "x-real-ip"];

@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod codec;
+pub mod hop;
 pub mod message;
 pub mod provider;
 pub mod sanitize;

@@ -18,20 +18,9 @@ pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(60);
 /// Response bytes kept per attempt, to show and compare answers.
 pub const KEPT_BODY_BYTES: usize = 64 * 1024;
 
-/// Headers that describe one hop, never the message: not replayed. Content-Length is
-/// recomputed and Host names the replay target.
-const HOP_BY_HOP: &[&str] = &[
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-    "proxy-authorization",
-    "content-length",
-    "host",
-];
+/// Headers a replay sets itself: the length of the body it sends, and the
+/// target it sends to.
+const RECOMPUTED: &[&str] = &["content-length", "host"];
 
 /// Where attempts go: a host and port, and the `Host` header to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,22 +72,11 @@ pub struct Answer {
     pub error: Option<String>,
 }
 
-/// Removes the headers that must not be replayed, including those `Connection` names.
+/// Removes the headers that must not be replayed: hop-by-hop ones, those
+/// `Connection` names, and those the replay recomputes.
 pub fn strip_hop_by_hop(headers: &mut Vec<Header>) {
-    let named: Vec<String> = headers
-        .iter()
-        .filter(|h| h.name.eq_ignore_ascii_case("connection"))
-        .flat_map(|h| {
-            String::from_utf8_lossy(&h.value)
-                .split(',')
-                .map(|s| s.trim().to_ascii_lowercase())
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    headers.retain(|h| {
-        let name = h.name.to_ascii_lowercase();
-        !HOP_BY_HOP.contains(&name.as_str()) && !named.contains(&name)
-    });
+    portpreview_shared::hop::strip_hop_by_hop(headers);
+    headers.retain(|h| !RECOMPUTED.iter().any(|r| r.eq_ignore_ascii_case(&h.name)));
 }
 
 /// A kept-alive HTTP/1 connection to the replay target; reconnects when the

@@ -257,7 +257,7 @@ async fn relay_response(
     let headers: Vec<Header> = response
         .headers()
         .iter()
-        .filter(|(name, _)| !is_hop_by_hop(name.as_str()))
+        .filter(|(name, _)| !portpreview_shared::hop::is_hop_by_hop(name.as_str()))
         .map(|(name, value)| Header::new(name.as_str(), value.as_bytes()))
         .collect();
     let mut body = response.into_body();
@@ -329,21 +329,7 @@ fn answer_error(
     reason: String,
     recorded: Option<Recorded>,
 ) -> Exchanged {
-    let body = format!("portpreview: {reason}\n");
-    let headers = vec![
-        Header::new("content-type", "text/plain; charset=utf-8"),
-        Header::new("content-length", body.len().to_string()),
-    ];
-    outbox.send(
-        &ClientMessage::ResponseHead {
-            stream,
-            status,
-            headers,
-            end: false,
-        },
-        &[],
-    );
-    outbox.send(&ClientMessage::ResponseBody { stream, end: true }, body.as_bytes());
+    outbox.answer(stream, status, &reason);
     let mut outcome = failure(started, reason);
     outcome.status = Some(status);
     Exchanged { outcome, recorded }
@@ -396,13 +382,6 @@ async fn finish(shared: &Shared, line: Line, exchanged: Exchanged) {
     {
         tracing::debug!("delivery event dropped: the display is behind");
     }
-}
-
-fn is_hop_by_hop(name: &str) -> bool {
-    matches!(
-        name,
-        "connection" | "keep-alive" | "proxy-connection" | "te" | "trailer" | "transfer-encoding" | "upgrade"
-    )
 }
 
 fn elapsed_ms(started: Instant) -> f64 {

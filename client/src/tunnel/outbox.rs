@@ -2,7 +2,7 @@
 //! drains it onto the socket.
 
 use portpreview_shared::codec;
-use portpreview_shared::message::{ClientMessage, StreamId};
+use portpreview_shared::message::{ClientMessage, Header, StreamId};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -28,6 +28,25 @@ impl Outbox {
     pub fn grant(&self, stream: StreamId, credit: usize) {
         let credit = u32::try_from(credit).unwrap_or(u32::MAX);
         self.send(&ClientMessage::Window { stream, credit }, &[]);
+    }
+
+    /// Answers `stream` itself with `status` and a one-line plain-text reason.
+    pub fn answer(&self, stream: StreamId, status: u16, reason: &str) {
+        let body = format!("portpreview: {reason}\n");
+        let headers = vec![
+            Header::new("content-type", "text/plain; charset=utf-8"),
+            Header::new("content-length", body.len().to_string()),
+        ];
+        self.send(
+            &ClientMessage::ResponseHead {
+                stream,
+                status,
+                headers,
+                end: false,
+            },
+            &[],
+        );
+        self.send(&ClientMessage::ResponseBody { stream, end: true }, body.as_bytes());
     }
 
     /// Queues a raw WebSocket message (close frames).

@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures_util::stream::SplitSink;
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
 use portpreview_shared::codec;
-use portpreview_shared::message::{ClientMessage, Header, ServerMessage, StreamId, STREAM_WINDOW};
+use portpreview_shared::message::{ServerMessage, StreamId, STREAM_WINDOW};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
@@ -108,7 +108,7 @@ where
                             break protocol_error(&outbox, "stream id reused while in flight");
                         }
                         if draining {
-                            refuse(&outbox, stream, "the tunnel's client is shutting down");
+                            outbox.answer(stream, 503, "the tunnel's client is shutting down");
                             continue;
                         }
                         let (tx, rx) = mpsc::unbounded_channel();
@@ -165,25 +165,6 @@ where
         let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
     }
     end
-}
-
-/// Answers a stream at once with 503 and a reason, without forwarding it.
-fn refuse(outbox: &Outbox, stream: StreamId, reason: &str) {
-    let body = format!("portpreview: {reason}\n");
-    let headers = vec![
-        Header::new("content-type", "text/plain; charset=utf-8"),
-        Header::new("content-length", body.len().to_string()),
-    ];
-    outbox.send(
-        &ClientMessage::ResponseHead {
-            stream,
-            status: 503,
-            headers,
-            end: false,
-        },
-        &[],
-    );
-    outbox.send(&ClientMessage::ResponseBody { stream, end: true }, body.as_bytes());
 }
 
 fn protocol_error(outbox: &Outbox, reason: &str) -> SessionEnd {
