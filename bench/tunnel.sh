@@ -99,7 +99,7 @@ relay_peak=$(hwm_kib $relay_pid)
 delivered=$(sqlite3 "$out/bench.db" 'select count(*) from deliveries' 2>/dev/null || echo '?')
 
 # Idle tunnels: a fresh relay, 1,000 tunnels, RSS before and after.
-"$bin/portpreview-server" --listen 127.0.0.1:0 >"$out/relay-idle.log" 2>&1 &
+"$bin/portpreview-server" --listen 127.0.0.1:0 --max-connections-per-ip 2000 >"$out/relay-idle.log" 2>&1 &
 idle_pid=$!
 pids+=($idle_pid)
 idle_relay=$(wait_for "$out/relay-idle.log" 'listening on' | grep -oE '127\.0\.0\.1:[0-9]+')

@@ -30,6 +30,9 @@ struct Args {
     /// PEM private key for --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// Open connections (callers and tunnels) allowed from one IP address.
+    #[arg(long, value_name = "N", default_value_t = portpreview_server::config::DEFAULT_MAX_CONNECTIONS_PER_IP)]
+    max_connections_per_ip: usize,
 }
 
 fn main() -> ExitCode {
@@ -59,7 +62,10 @@ fn main() -> ExitCode {
 }
 
 fn config(args: &Args) -> anyhow::Result<RelayConfig> {
-    let mut config = RelayConfig::default();
+    let mut config = RelayConfig {
+        max_connections_per_ip: args.max_connections_per_ip,
+        ..RelayConfig::default()
+    };
     if let Some(domain) = &args.domain {
         let domain = domain.trim().trim_end_matches('.').to_ascii_lowercase();
         anyhow::ensure!(
