@@ -135,8 +135,7 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     };
     let display = async {
         let result = if use_tui {
-            output::print_events(events_rx, args.log_format).await;
-            Ok::<(), anyhow::Error>(())
+            crate::tui::run_live(db, events_rx, shutdown.clone()).await
         } else {
             output::print_events(events_rx, args.log_format).await;
             Ok(())
