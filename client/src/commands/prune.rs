@@ -4,8 +4,8 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::time::now_ms;
 use crate::store::Store;
+use crate::time::now_ms;
 
 /// Arguments of `portpreview prune`.
 #[derive(Debug, clap::Args)]
