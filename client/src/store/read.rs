@@ -11,15 +11,20 @@ use super::{header_blob, Delivery, ListQuery, NewDelivery, Outcome, ReplayRun, S
 const DELIVERY_COUNT: &str = "CASE WHEN d.event_key = '' THEN 1 ELSE
     coalesce((SELECT c.n FROM event_counts c WHERE c.event_key = d.event_key), 0) END";
 
+/// A delivery's answer, when one was recorded: a lookup by primary key, so
+/// keyset paging stays one index walk. SQLite leaves the join out where no
+/// answer column is used.
+const WITH_OUTCOME: &str = "LEFT JOIN outcomes o ON o.delivery_id = d.id";
+
 impl Store {
     /// One delivery whole, or `None` when there is no such id.
     pub fn get(&self, id: i64) -> Result<Option<Delivery>, StoreError> {
         let sql = format!(
             "SELECT d.id, d.received_at_ms, d.tunnel_url, d.target, d.method, d.path, d.request_headers,
                 d.request_body, d.request_body_size, d.provider, d.event_key, d.event_key_source, d.replay_of,
-                d.status, d.response_headers, d.response_body, d.response_body_size, d.duration_ms, d.error,
-                d.completed_at_ms, {DELIVERY_COUNT}
-             FROM deliveries d WHERE d.id = ?1"
+                o.status, o.response_headers, o.response_body, o.response_body_size, o.duration_ms, o.error,
+                o.completed_at_ms, {DELIVERY_COUNT}
+             FROM deliveries d {WITH_OUTCOME} WHERE d.id = ?1"
         );
         let raw = self
             .conn
@@ -44,9 +49,9 @@ impl Store {
         let limit = q.limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
         values.push(Value::Integer(limit));
         let sql = format!(
-            "SELECT d.id, d.received_at_ms, d.method, d.path, d.status, d.duration_ms, d.provider, d.event_key,
-                d.event_key_source, d.error, d.replay_of, d.completed_at_ms, {DELIVERY_COUNT}, d.target
-             FROM deliveries d WHERE {filter} ORDER BY d.id DESC LIMIT ?"
+            "SELECT d.id, d.received_at_ms, d.method, d.path, o.status, o.duration_ms, d.provider, d.event_key,
+                d.event_key_source, o.error, d.replay_of, o.completed_at_ms, {DELIVERY_COUNT}, d.target
+             FROM deliveries d {WITH_OUTCOME} WHERE {filter} ORDER BY d.id DESC LIMIT ?"
         );
         let run = || -> rusqlite::Result<Vec<(Summary, String)>> {
             let mut stmt = self.conn.prepare_cached(&sql)?;
@@ -63,7 +68,7 @@ impl Store {
         let (filter, mut values) = where_clause(q);
         let limit = q.limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
         values.push(Value::Integer(limit));
-        let sql = format!("SELECT count(*) FROM (SELECT 1 FROM deliveries d WHERE {filter} LIMIT ?)");
+        let sql = format!("SELECT count(*) FROM (SELECT 1 FROM deliveries d {WITH_OUTCOME} WHERE {filter} LIMIT ?)");
         let run = || -> rusqlite::Result<i64> {
             self.conn
                 .prepare_cached(&sql)?
@@ -185,7 +190,7 @@ fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
         let pattern = format!("%{}%", escape_like(search));
         terms.push(
             "(d.path LIKE ?1 ESCAPE '\\' OR d.provider LIKE ?1 ESCAPE '\\' OR d.event_key LIKE ?1 ESCAPE '\\'
-              OR CAST(d.status AS TEXT) LIKE ?1 ESCAPE '\\' OR CAST(d.request_body AS TEXT) LIKE ?1 ESCAPE '\\')"
+              OR CAST(o.status AS TEXT) LIKE ?1 ESCAPE '\\' OR CAST(d.request_body AS TEXT) LIKE ?1 ESCAPE '\\')"
                 .replace("?1", &format!("?{}", values.len() + 1)),
         );
         values.push(Value::Text(pattern));

@@ -74,6 +74,32 @@ const MIGRATIONS: &[&str] = &[
             SELECT NEW.event_key, 1 WHERE NEW.replay_of IS NULL AND NEW.event_key != ''
             ON CONFLICT (event_key) DO UPDATE SET n = n + 1;
     END;",
+    // Version 3: answers in their own table. Filling in the answer columns of
+    // a delivery row made SQLite rewrite the whole record, request body and
+    // its overflow pages included, so every body went to the WAL twice; an
+    // insert into `outcomes` writes only the answer.
+    "CREATE TABLE outcomes (
+        delivery_id INTEGER PRIMARY KEY REFERENCES deliveries (id) ON DELETE CASCADE,
+        status INTEGER,
+        response_headers BLOB,
+        response_body BLOB,
+        response_body_size INTEGER,
+        duration_ms REAL,
+        error TEXT,
+        completed_at_ms INTEGER NOT NULL
+    );
+    INSERT INTO outcomes (delivery_id, status, response_headers, response_body, response_body_size,
+            duration_ms, error, completed_at_ms)
+        SELECT id, status, response_headers, response_body, response_body_size, duration_ms, error,
+            completed_at_ms
+        FROM deliveries WHERE completed_at_ms IS NOT NULL;
+    ALTER TABLE deliveries DROP COLUMN status;
+    ALTER TABLE deliveries DROP COLUMN response_headers;
+    ALTER TABLE deliveries DROP COLUMN response_body;
+    ALTER TABLE deliveries DROP COLUMN response_body_size;
+    ALTER TABLE deliveries DROP COLUMN duration_ms;
+    ALTER TABLE deliveries DROP COLUMN error;
+    ALTER TABLE deliveries DROP COLUMN completed_at_ms;",
 ];
 
 /// Schema version this build writes and understands.
@@ -142,6 +168,73 @@ mod tests {
             .collect::<Result<_, _>>()
             .unwrap();
         assert_eq!(counts, vec![("evt_a".to_owned(), 2), ("evt_b".to_owned(), 1)]);
+    }
+
+    #[test]
+    fn a_version_2_database_keeps_its_answers_in_version_3() {
+        use crate::store::{ListQuery, Store};
+        use portpreview_shared::Header;
+
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(MIGRATIONS[0]).unwrap();
+        conn.execute_batch(MIGRATIONS[1]).unwrap();
+        conn.pragma_update(None, "user_version", 2).unwrap();
+        let headers = crate::store::header_blob::encode(&[Header::new("content-type", "text/plain")]);
+        for key in ["evt_answered", "evt_failed", "evt_pending"] {
+            conn.execute(
+                "INSERT INTO deliveries (received_at_ms, tunnel_url, target, method, path, request_headers,
+                     request_body, request_body_size, event_key, event_key_source)
+                 VALUES (5, '', 'http://127.0.0.1:3000', 'POST', '/hook', ?1, x'7b7d', 2, ?2, 'body:/id')",
+                rusqlite::params![headers, key],
+            )
+            .unwrap();
+        }
+        conn.execute(
+            "UPDATE deliveries SET status = 201, response_headers = ?1, response_body = x'6f6b',
+                 response_body_size = 2, duration_ms = 12.5, completed_at_ms = 9 WHERE id = 1",
+            [&headers],
+        )
+        .unwrap();
+        conn.execute(
+            "UPDATE deliveries SET error = 'connection refused', duration_ms = 3.0,
+                 response_body_size = 0, completed_at_ms = 9 WHERE id = 2",
+            [],
+        )
+        .unwrap();
+
+        let store = Store::setup(conn, std::path::PathBuf::from(":memory:")).unwrap();
+        let answered = store.get(1).unwrap().unwrap();
+        let outcome = answered.outcome.unwrap();
+        assert_eq!(outcome.status, Some(201));
+        assert_eq!(
+            outcome.response_headers,
+            vec![Header::new("content-type", "text/plain")]
+        );
+        assert_eq!(outcome.response_body, b"ok");
+        assert_eq!(outcome.duration_ms, 12.5);
+        assert_eq!(answered.request.request_body, b"{}");
+        let failed = store.get(2).unwrap().unwrap().outcome.unwrap();
+        assert_eq!(
+            (failed.status, failed.error.as_deref()),
+            (None, Some("connection refused"))
+        );
+        assert_eq!(store.get(3).unwrap().unwrap().outcome, None);
+
+        let page = store.list(&ListQuery::default()).unwrap();
+        let statuses: Vec<_> = page.iter().map(|s| (s.id, s.status, s.duration_ms)).collect();
+        assert_eq!(
+            statuses,
+            vec![(3, None, None), (2, None, Some(3.0)), (1, Some(201), Some(12.5))]
+        );
+        let columns: i64 = store
+            .conn
+            .query_row(
+                "SELECT count(*) FROM pragma_table_info('deliveries') WHERE name = 'status'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(columns, 0, "answer columns are dropped from deliveries");
     }
 
     #[test]

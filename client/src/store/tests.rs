@@ -331,3 +331,44 @@ fn damaged_pages_are_reported_as_corrupt() {
     assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
     assert!(err.to_string().contains("history.db"), "{err}");
 }
+
+#[test]
+fn answers_are_searched_pruned_and_replaced_with_their_delivery() {
+    let store = Store::in_memory().unwrap();
+    let mut old = delivery("evt_old", "/");
+    old.received_at_ms = 1_000;
+    let old_id = store.insert_request(&old).unwrap();
+    let new_id = store.insert_request(&delivery("evt_new", "/")).unwrap();
+    store.record_outcome(old_id, &ok_outcome()).unwrap();
+    let teapot = Outcome {
+        status: Some(418),
+        ..ok_outcome()
+    };
+    store.record_outcome(new_id, &ok_outcome()).unwrap();
+    store.record_outcome(new_id, &teapot).unwrap();
+    assert_eq!(
+        store.get(new_id).unwrap().unwrap().outcome,
+        Some(teapot),
+        "the last answer wins"
+    );
+    let by_status = ListQuery {
+        search: Some("418".into()),
+        ..ListQuery::default()
+    };
+    assert_eq!(store.count(&by_status).unwrap(), 1);
+    assert_eq!(store.list(&by_status).unwrap()[0].id, new_id);
+
+    assert_eq!(store.prune(5_000).unwrap(), 1);
+    let answers = |store: &Store| -> i64 {
+        store
+            .conn
+            .query_row("SELECT count(*) FROM outcomes", [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(answers(&store), 1, "a pruned delivery takes its answer along");
+    store
+        .record_outcome(old_id, &ok_outcome())
+        .expect("an answer arriving after its delivery was pruned is dropped, not an error");
+    assert_eq!(answers(&store), 1);
+    assert_eq!(store.get(old_id).unwrap(), None);
+}

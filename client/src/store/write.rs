@@ -98,16 +98,19 @@ impl Store {
         Ok(self.conn.last_insert_rowid())
     }
 
-    /// Fills in the answer half of delivery `id`; the caller provides the transaction.
+    /// Stores the answer half of delivery `id`; the caller provides the transaction.
     pub(crate) fn outcome_row(&self, id: i64, o: &Outcome) -> rusqlite::Result<()> {
         let body = &o.response_body[..o.response_body.len().min(MAX_STORED_BODY)];
         let size = o.response_body_size.max(o.response_body.len() as u64);
         let completed_at_ms = crate::time::now_ms();
         self.conn
             .prepare_cached(
-                "UPDATE deliveries SET status = ?2, response_headers = ?3, response_body = ?4,
-                     response_body_size = ?5, duration_ms = ?6, error = ?7, completed_at_ms = ?8
-                 WHERE id = ?1",
+                // An answer for a delivery pruned meanwhile is dropped, as
+                // an update of a missing row was, instead of failing the
+                // foreign key and with it the writer's whole batch.
+                "INSERT OR REPLACE INTO outcomes (delivery_id, status, response_headers, response_body,
+                     response_body_size, duration_ms, error, completed_at_ms)
+                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 WHERE EXISTS (SELECT 1 FROM deliveries WHERE id = ?1)",
             )?
             .execute(params![
                 id,
