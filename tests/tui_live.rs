@@ -320,3 +320,55 @@ fn replay_export_and_copy_from_the_tui() {
     let screen = tmux.wait_for("the shell again", |s| s.contains("portpreview exited"));
     assert!(screen.contains("portpreview exited 0"), "{screen}");
 }
+
+/// The public URL the live header shows: `● online  <url> → <target>`.
+fn public_url(screen: &str) -> Option<String> {
+    let line = screen.lines().find(|l| l.contains("● online"))?;
+    let after = line.split("● online").nth(1)?.trim_start();
+    Some(after.split_whitespace().next()?.to_owned())
+}
+
+#[test]
+fn live_deliveries_during_http() {
+    let scratch = Scratch::new("live");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let handler = runtime.block_on(LocalHandler::echo());
+    let db = scratch.0.join("history.db");
+    let command = format!(
+        "cd {home} && env HOME={home} PORTPREVIEW_CONFIG={home}/none.toml TERM=xterm-256color {bin} --db {db} http {port}; echo \"portpreview exited $?\"; exec sleep 600",
+        home = shell_quote(&scratch.0),
+        bin = shell_quote(&portpreview_bin()),
+        db = shell_quote(&db),
+        port = handler.port(),
+    );
+    let tmux = Tmux::start("live", &command);
+    let screen = tmux.wait_for("the tunnel online", |s| public_url(s).is_some());
+    let target = format!(":{}", handler.port());
+    assert!(
+        screen
+            .lines()
+            .any(|l| l.contains('→') && l.trim_end().ends_with(&target)),
+        "the header names the local target: {screen}"
+    );
+    assert!(screen.contains("No deliveries yet"), "{screen}");
+    let url = public_url(&screen).unwrap();
+
+    for n in 1..=3 {
+        let body = format!("{{\"id\":\"evt_live_{n}\",\"object\":\"event\",\"type\":\"invoice.paid\"}}");
+        let reply = runtime.block_on(common::caller::post(&format!("{url}/webhooks/stripe/{n}"), body));
+        assert_eq!(reply.status, 200);
+    }
+    let screen = tmux.wait_for("three live rows", |s| {
+        s.contains("/webhooks/stripe/3") && s.contains("Deliveries 1/3")
+    });
+    assert!(screen.contains("/webhooks/stripe/1"), "{screen}");
+    assert!(screen.contains("✓3"), "the counters moved: {screen}");
+
+    tmux.send(&["Enter"]);
+    tmux.wait_for("the newest body", |s| s.contains("\"id\": \"evt_live_3\""));
+
+    tmux.send(&["q"]);
+    let screen = tmux.wait_for("the shell again", |s| s.contains("portpreview exited"));
+    assert!(screen.contains("portpreview exited 0"), "{screen}");
+    assert_eq!(handler.requests().len(), 3);
+}
