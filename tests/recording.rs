@@ -1,0 +1,210 @@
+//! Every delivery the tunnel carries is in the history: with its provider
+//! and event key, and durably — a client killed mid-burst loses no delivery
+//! whose caller got a 2xx, and readers never see "database is locked".
+
+mod common;
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use common::bin::portpreview_bin;
+use common::caller;
+use common::local::LocalHandler;
+use common::process::Running;
+use common::relay::TestRelay;
+use common::tunnel::TestTunnel;
+use serde_json::Value;
+
+const VECTORS: &str = include_str!("../shared/testdata/provider_vectors.json");
+
+/// Where each provider's event identity lives in its signed test vector.
+enum Identity {
+    Header(&'static str),
+    Body(&'static str),
+}
+
+#[tokio::test]
+async fn each_providers_signed_delivery_is_recorded_with_its_provider_and_event_key() {
+    let vectors: Value = serde_json::from_str(VECTORS).expect("vectors parse");
+    let cases = [
+        ("stripe", "stripe", Identity::Body("/id")),
+        ("github", "github", Identity::Header("X-GitHub-Delivery")),
+        ("shopify", "shopify", Identity::Header("X-Shopify-Webhook-Id")),
+        ("slack", "slack", Identity::Body("/event_id")),
+        ("standard_webhooks", "standard-webhooks", Identity::Header("webhook-id")),
+        ("paddle", "paddle", Identity::Body("/event_id")),
+        ("square", "square", Identity::Body("/event_id")),
+        ("linear", "linear", Identity::Header("Linear-Delivery")),
+        ("gitlab_signing_token", "gitlab", Identity::Header("Idempotency-Key")),
+        ("discord_test_keypair", "discord", Identity::Body("/id")),
+    ];
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+
+    for (vector, provider, identity) in cases {
+        let entry = &vectors[vector];
+        let body = entry["body"].as_str().expect("vector body").to_string();
+        let headers: Vec<(String, Vec<u8>)> = entry["headers"]
+            .as_object()
+            .expect("vector headers")
+            .iter()
+            .map(|(name, value)| (name.clone(), value.as_str().expect("header text").as_bytes().to_vec()))
+            .collect();
+        let header_refs: Vec<(&str, &[u8])> = headers.iter().map(|(n, v)| (n.as_str(), v.as_slice())).collect();
+        let reply = caller::send(
+            "POST",
+            &tunnel.url(&format!("/hooks/{vector}")),
+            &header_refs,
+            body.clone(),
+        )
+        .await;
+        assert_eq!(reply.status, 200, "{vector}");
+
+        let (summary, _) = tunnel.next_delivery().await;
+        let (key, source) = match identity {
+            Identity::Header(name) => (
+                entry["headers"][name].as_str().expect("id header").to_string(),
+                format!("header:{name}"),
+            ),
+            Identity::Body(pointer) => {
+                let json: Value = serde_json::from_str(&body).expect("JSON body");
+                let id = &json.pointer(pointer).expect("id in body");
+                (
+                    id.as_str().map_or_else(|| id.to_string(), str::to_string),
+                    format!("body:{pointer}"),
+                )
+            }
+        };
+        assert_eq!(summary.provider.as_deref(), Some(provider), "{vector}");
+        assert_eq!(summary.event_key, key, "{vector}");
+        assert_eq!(summary.event_key_source, source, "{vector}");
+    }
+
+    // What the live line said is what the history holds, headers byte for byte.
+    let store = portpreview::store::Store::open(&tunnel.db).expect("open the history");
+    let first = store.get(1).expect("read").expect("delivery #1");
+    assert_eq!(first.request.provider.as_deref(), Some("stripe"));
+    assert_eq!(first.request.event_key, "evt_1PortPreviewTest");
+    let signature = first
+        .request
+        .request_headers
+        .iter()
+        .find(|h| h.name == "stripe-signature")
+        .expect("signature kept");
+    assert_eq!(
+        signature.value,
+        vectors["stripe"]["headers"]["Stripe-Signature"]
+            .as_str()
+            .expect("sig")
+            .as_bytes()
+    );
+}
+
+#[tokio::test]
+async fn a_client_killed_mid_burst_keeps_every_answered_delivery_and_readers_never_see_a_lock() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let db_arg = db.to_str().expect("utf-8 path").to_string();
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let mut client = Running::start(
+        &portpreview_bin(),
+        &[
+            "http",
+            &handler.url(),
+            "--server",
+            &relay.http_url(),
+            "--no-tui",
+            "--db",
+            &db_arg,
+        ],
+        dir.path(),
+    );
+    let banner = client.line_containing("Forwarding").await;
+    let url = banner.split_whitespace().nth(1).expect("public URL").to_string();
+
+    // Two readers list the history over and over while the tunnel writes.
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let db = db_arg.clone();
+            let dir = dir.path().to_path_buf();
+            tokio::spawn(async move {
+                let mut failures = Vec::new();
+                for _ in 0..15 {
+                    let out = tokio::process::Command::new(portpreview_bin())
+                        .args(["history", "--json", "--limit", "20", "--db", &db])
+                        .env("PORTPREVIEW_CONFIG", dir.join("config.toml"))
+                        .output()
+                        .await
+                        .expect("run history");
+                    if !out.status.success() {
+                        failures.push(String::from_utf8_lossy(&out.stderr).into_owned());
+                    }
+                }
+                failures
+            })
+        })
+        .collect();
+
+    // A burst of 400 deliveries, 16 at a time; the client dies part-way.
+    let (answered_tx, mut answered_rx) = tokio::sync::mpsc::unbounded_channel();
+    let burst = tokio::spawn(async move {
+        use futures_util::StreamExt;
+        let mut calls = futures_util::stream::iter(0..400)
+            .map(|i| {
+                let url = format!("{url}/burst/{i}");
+                async move {
+                    (
+                        i,
+                        tokio::time::timeout(Duration::from_secs(10), caller::post(&url, format!("{{\"n\":{i}}}")))
+                            .await,
+                    )
+                }
+            })
+            .buffer_unordered(16);
+        while let Some((i, reply)) = calls.next().await {
+            if let Ok(reply) = reply {
+                if (200..300).contains(&reply.status) {
+                    let _ = answered_tx.send(i);
+                }
+            }
+        }
+    });
+    let mut answered = HashSet::new();
+    while answered.len() < 120 {
+        answered.insert(answered_rx.recv().await.expect("deliveries answered before the kill"));
+    }
+    client.signal("KILL");
+    let _ = client.exit_code(Duration::from_secs(10)).await;
+    burst.await.expect("burst task");
+    while let Ok(i) = answered_rx.try_recv() {
+        answered.insert(i);
+    }
+    for reader in readers {
+        let failures = reader.await.expect("reader task");
+        assert!(
+            failures.is_empty(),
+            "history failed while the tunnel wrote: {failures:?}"
+        );
+    }
+
+    let conn = rusqlite::Connection::open(&db).expect("reopen the killed client's history");
+    let integrity: String = conn
+        .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+        .expect("integrity check");
+    assert_eq!(integrity, "ok");
+    let mut stored = HashSet::new();
+    let mut paths = conn.prepare("SELECT path FROM deliveries").expect("query");
+    for path in paths.query_map([], |row| row.get::<_, String>(0)).expect("rows") {
+        if let Some(n) = path
+            .expect("path")
+            .strip_prefix("/burst/")
+            .and_then(|n| n.parse::<u32>().ok())
+        {
+            stored.insert(n);
+        }
+    }
+    let lost: Vec<_> = answered.difference(&stored).collect();
+    assert!(lost.is_empty(), "answered 2xx but missing from the history: {lost:?}");
+}
