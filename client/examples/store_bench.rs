@@ -2,7 +2,10 @@
 //! tasks, as the tunnel sends them, then the first history page of the
 //! result, as the TUI opens it.
 //!
-//! `cargo run --release -p portpreview --example store_bench -- [N] [DB]`
+//! `cargo run --release -p portpreview --example store_bench -- [N] [DB] [PAD]`
+//!
+//! PAD is the padding in each request body in bytes (default 900, bodies of
+//! about 1 KiB); large bodies show what each delivery costs in the WAL.
 
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -49,7 +52,8 @@ fn main() -> anyhow::Result<()> {
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
     }
-    let pad = "x".repeat(900);
+    let pad_bytes: usize = args.next().map(|n| n.parse()).transpose()?.unwrap_or(900);
+    let pad = "x".repeat(pad_bytes);
 
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let (recorder, handle) = Recorder::start(&db, Vec::new())?;
