@@ -189,9 +189,9 @@ impl App {
             self.head_stale = true;
             return;
         }
-        let before = self.pager.len();
-        self.pager.prepend(summary);
-        self.rows_added_on_top(self.pager.len() - before);
+        if let Some(index) = self.pager.upsert(summary) {
+            self.row_inserted_at(index);
+        }
     }
 
     /// Once per tick: moves the sparkline on and fetches what events announced.

@@ -113,39 +113,65 @@ impl Pager {
         Ok(())
     }
 
-    /// Adds a row that just arrived live, if it is newer than every row held.
-    pub fn prepend(&mut self, row: Summary) {
-        if row.id <= self.newest_id() {
-            return;
-        }
+    /// Takes in a row reported live: updated where it is held, or inserted
+    /// among the live rows when it is newer than the first page. Deliveries
+    /// finish out of order, so a row may land below newer ones. Returns the
+    /// index it was inserted at (`None`: updated, or older than every page).
+    pub fn upsert(&mut self, row: Summary) -> Option<usize> {
         // A retry raises the delivery count of its event's older rows too
         // (first deliveries, nearly all of them, have no older rows to touch).
-        let count = row.delivery_count;
-        if count > 1 {
+        if row.delivery_count > 1 {
+            let (key, count) = (row.event_key.clone(), row.delivery_count);
             self.for_each_cached(|r| {
-                if r.event_key == row.event_key {
+                if r.event_key == key {
                     r.delivery_count = r.delivery_count.max(count);
                 }
             });
         }
-        self.head.push(row);
-        self.total = self.total.map(|t| t + 1);
+        if row.id <= self.pin() {
+            // Fetched with a page while still in flight: now it is done.
+            let held = self
+                .pages
+                .iter_mut()
+                .flat_map(|p| p.rows.iter_mut().flatten())
+                .find(|r| r.id == row.id);
+            if let Some(held) = held {
+                *held = row;
+            }
+            return None;
+        }
+        match self.head.binary_search_by_key(&row.id, |r| r.id) {
+            Ok(i) => {
+                self.head[i] = row;
+                None
+            }
+            Err(i) => {
+                self.head.insert(i, row);
+                self.total = self.total.map(|t| t + 1);
+                Some(self.head.len() - 1 - i)
+            }
+        }
     }
 
-    /// Fetches rows newer than every row held (for filtered live views, where
-    /// only the store knows what matches). Returns how many rows were added,
-    /// or `None` when there were so many that paging started over.
+    /// Fetches the newest matching rows (for filtered live views, where only
+    /// the store knows what matches). Returns how many rows were added, or
+    /// `None` when there were so many that paging started over.
     pub fn refresh_head(&mut self, source: &dyn HistorySource) -> anyhow::Result<Option<usize>> {
-        let newest = self.newest_id();
+        let pin = self.pin();
         let rows = source.list(&self.query(None, Some(PAGE_SIZE)))?;
-        let fresh: Vec<Summary> = rows.into_iter().filter(|r| r.id > newest).collect();
-        let added = fresh.len();
-        if added == PAGE_SIZE || self.head.len() + added > MAX_HEAD {
+        let held = |id: i64| self.head.binary_search_by_key(&id, |r| r.id).is_ok();
+        // A full page whose oldest row is new may hide more new rows behind it.
+        let gap = rows.len() == PAGE_SIZE && rows.last().is_some_and(|r| r.id > pin && !held(r.id));
+        let new = rows.iter().filter(|r| r.id > pin && !held(r.id)).count();
+        if gap || self.head.len() + new > MAX_HEAD {
             self.reload(source)?;
             return Ok(None);
         }
-        self.head.extend(fresh.into_iter().rev());
-        self.total = self.total.map(|t| t + added as u64);
+        let added = rows
+            .into_iter()
+            .filter(|r| r.id > pin)
+            .filter_map(|r| self.upsert(r))
+            .count();
         Ok(Some(added))
     }
 
@@ -160,10 +186,8 @@ impl Pager {
         (0..self.len()).find(|&i| self.get(i).is_some_and(|r| r.id == id))
     }
 
-    fn newest_id(&self) -> i64 {
-        if let Some(row) = self.head.last() {
-            return row.id;
-        }
+    /// Id of the newest row the pages cover; live rows above it go in the head.
+    fn pin(&self) -> i64 {
         match self.pages.first() {
             Some(Page {
                 before_id: Some(before),
@@ -280,8 +304,8 @@ mod tests {
         pager.reload(&source).unwrap();
         let newer = test_delivery(151);
         source.push(newer.clone());
-        pager.prepend(summary_of(&newer));
-        pager.prepend(summary_of(&newer));
+        assert_eq!(pager.upsert(summary_of(&newer)), Some(0));
+        assert_eq!(pager.upsert(summary_of(&newer)), None);
         assert_eq!(pager.get(0).unwrap().id, 151);
         assert_eq!(pager.get(1).unwrap().id, 150);
         assert_eq!(pager.total(), Some(151));
@@ -314,8 +338,35 @@ mod tests {
         assert!(pager.is_empty() && pager.end_reached());
         let first = test_delivery(1);
         source.push(first.clone());
-        pager.prepend(summary_of(&first));
+        pager.upsert(summary_of(&first));
         assert_eq!(pager.len(), 1);
         assert_eq!(pager.position(1), Some(0));
+    }
+
+    #[test]
+    fn rows_finishing_out_of_order_land_in_id_order() {
+        let source = MemorySource::with_rows(150);
+        let mut pager = Pager::new(None);
+        pager.reload(&source).unwrap();
+        let row = |id| summary_of(&test_delivery(id));
+        assert_eq!(pager.upsert(row(153)), Some(0));
+        assert_eq!(pager.upsert(row(151)), Some(1));
+        assert_eq!(pager.upsert(row(152)), Some(1));
+        let ids: Vec<i64> = (0..5).map(|i| pager.get(i).unwrap().id).collect();
+        assert_eq!(ids, vec![153, 152, 151, 150, 149]);
+    }
+
+    #[test]
+    fn a_row_fetched_in_flight_is_completed_in_place() {
+        let source = MemorySource::with_rows(3);
+        let mut in_flight = test_delivery(4);
+        in_flight.outcome = None;
+        source.push(in_flight);
+        let mut pager = Pager::new(None);
+        pager.reload(&source).unwrap();
+        assert_eq!(pager.get(0).unwrap().status, None);
+        assert_eq!(pager.upsert(summary_of(&test_delivery(4))), None);
+        assert_eq!(pager.get(0).unwrap().status, Some(200));
+        assert_eq!(pager.len(), 4);
     }
 }

@@ -24,6 +24,24 @@ impl App {
 
     /// Live rows arrived above the list: follow them when at the top,
     /// otherwise keep the selected row (and the view) where they were.
+    /// A live row landed at `index`: follow the newest when at the top,
+    /// otherwise keep the selected row (and the view) where they were.
+    pub(super) fn row_inserted_at(&mut self, index: usize) {
+        if self.follows_newest() {
+            self.settle(0);
+            return;
+        }
+        if index <= self.offset {
+            self.offset += 1;
+        }
+        let target = if index <= self.selected {
+            self.selected + 1
+        } else {
+            self.selected
+        };
+        self.settle(target);
+    }
+
     pub(super) fn rows_added_on_top(&mut self, added: usize) {
         if added == 0 {
             return;

@@ -188,8 +188,12 @@ fn live_rows_follow_at_the_top_and_stay_put_below() {
         Some(199),
         "below the top, the selection stays on its row"
     );
-    assert_eq!(app.stats.total, 3);
-    assert_eq!(app.pager.total(), Some(203));
+    deliver(&mut app, 205);
+    deliver(&mut app, 204);
+    assert_eq!(app.selected_id(), Some(199), "rows finishing out of order too");
+    assert_eq!(app.pager.get(1).map(|r| r.id), Some(204));
+    assert_eq!(app.stats.total, 5);
+    assert_eq!(app.pager.total(), Some(205));
 }
 
 #[test]
