@@ -7,7 +7,6 @@
 //! same text (for `--check-cmd 'cat …'`). Each runs on its own thread and
 //! runtime so a test can block on the `portpreview` process; it stops on drop.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -17,9 +16,7 @@ use bytes::Bytes;
 use hmac::{Hmac, Mac};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::service::service_fn;
 use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
 use rusqlite::{params, Connection, OptionalExtension};
 use sha2::Sha256;
 use tokio::net::TcpListener;
@@ -104,7 +101,11 @@ impl Handler {
                 ready_tx
                     .send(listener.local_addr().expect("handler address"))
                     .expect("report address");
-                serve(listener, shared, stop).await;
+                let respond = move |request| {
+                    let shared = shared.clone();
+                    async move { respond(request, &shared).await }
+                };
+                super::local::serve_http(listener, respond, stop).await;
             });
         });
         let addr = ready_rx.recv().expect("handler started");
@@ -295,32 +296,6 @@ pub fn verify_stripe(secret: &str, header: &[u8], body: &[u8]) -> Result<(), Str
         Ok(())
     } else {
         Err("no signatures found matching the expected signature".into())
-    }
-}
-
-async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: CancellationToken) {
-    loop {
-        let (socket, _) = tokio::select! {
-            () = shutdown.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(_) => continue,
-            },
-        };
-        let _ = socket.set_nodelay(true);
-        let shared = shared.clone();
-        let stop = shutdown.clone();
-        tokio::spawn(async move {
-            let service = service_fn(move |request: Request<Incoming>| {
-                let shared = shared.clone();
-                async move { Ok::<_, Infallible>(respond(request, &shared).await) }
-            });
-            let connection = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(socket), service);
-            tokio::select! {
-                _ = connection => {}
-                () = stop.cancelled() => {}
-            }
-        });
     }
 }
 

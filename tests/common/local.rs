@@ -92,7 +92,15 @@ impl LocalHandler {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let shutdown = CancellationToken::new();
         let reply: Reply = Arc::new(reply);
-        tokio::spawn(serve(listener, reply, seen.clone(), shutdown.clone()));
+        let respond = {
+            let seen = seen.clone();
+            move |request| {
+                let reply = reply.clone();
+                let seen = seen.clone();
+                async move { answer(request, &reply, &seen).await }
+            }
+        };
+        tokio::spawn(serve_http(listener, respond, shutdown.clone()));
         Self { addr, seen, shutdown }
     }
 
@@ -118,7 +126,13 @@ impl Drop for LocalHandler {
     }
 }
 
-async fn serve(listener: TcpListener, reply: Reply, seen: Arc<Mutex<Vec<Seen>>>, shutdown: CancellationToken) {
+/// Serves HTTP/1 on `listener`, answering each request with `respond`,
+/// until `shutdown`; every connection ends with it.
+pub async fn serve_http<F, Fut>(listener: TcpListener, respond: F, shutdown: CancellationToken)
+where
+    F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Response<Full<Bytes>>> + Send + 'static,
+{
     let connections = TaskTracker::new();
     loop {
         let (socket, _) = tokio::select! {
@@ -129,14 +143,12 @@ async fn serve(listener: TcpListener, reply: Reply, seen: Arc<Mutex<Vec<Seen>>>,
             },
         };
         let _ = socket.set_nodelay(true);
-        let reply = reply.clone();
-        let seen = seen.clone();
+        let respond = respond.clone();
         let stop = shutdown.clone();
         connections.spawn(async move {
             let service = service_fn(move |request: Request<Incoming>| {
-                let reply = reply.clone();
-                let seen = seen.clone();
-                async move { Ok::<_, Infallible>(answer(request, &reply, &seen).await) }
+                let answer = respond(request);
+                async move { Ok::<_, Infallible>(answer.await) }
             });
             let connection = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(socket), service);
             tokio::select! {
