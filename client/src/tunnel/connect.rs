@@ -165,7 +165,10 @@ pub async fn connect(options: &ConnectOptions) -> Result<(RelaySocket, Welcome),
     let (mut socket, _) =
         tokio_tungstenite::connect_async_tls_with_config(request, Some(websocket_config()), true, connector)
             .await
-            .map_err(|err| upgrade_error(err, options.name.as_deref()))?;
+            .map_err(|err| match upgrade_error(err, options.name.as_deref()) {
+                ConnectError::Unreachable(why) => ConnectError::Unreachable(format!("{} ({why})", options.url)),
+                other => other,
+            })?;
 
     let hello = ClientMessage::Hello {
         protocol: PROTOCOL_VERSION,
