@@ -254,10 +254,11 @@ async fn relay_response(
     started: Instant,
 ) -> Outcome {
     let status = response.status().as_u16();
+    // Recorded exactly as the handler sent them; the relay, where the hop
+    // ends, drops the hop-by-hop ones before the caller sees them.
     let headers: Vec<Header> = response
         .headers()
         .iter()
-        .filter(|(name, _)| !portpreview_shared::hop::is_hop_by_hop(name.as_str()))
         .map(|(name, value)| Header::new(name.as_str(), value.as_bytes()))
         .collect();
     let mut body = response.into_body();
