@@ -255,6 +255,36 @@ async fn a_dead_local_port_gets_502_and_a_slow_one_504_each_saying_why() {
 }
 
 #[tokio::test]
+async fn a_local_answer_that_breaks_off_gets_502_and_is_recorded_as_broken() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // Promises 100 bytes, sends 5 and hangs up: no caller may take the
+    // stub for the whole answer.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let liar = tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut request = [0u8; 4096];
+            let _ = socket.read(&mut request).await;
+            let _ = socket
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nshort")
+                .await;
+        }
+    });
+    let relay = TestRelay::start().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &addr.to_string()).await;
+    let reply = caller::post(&tunnel.url("/hook"), "{}").await;
+    assert_eq!(reply.status, 502);
+    assert!(reply.text().contains("broke off"), "{}", reply.text());
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!(summary.status, Some(502));
+    assert!(
+        summary.error.as_deref().is_some_and(|e| e.contains("broke off")),
+        "{summary:?}"
+    );
+    liar.abort();
+}
+
+#[tokio::test]
 async fn the_relay_answers_for_itself_when_it_must() {
     let relay = TestRelay::start().await;
     let handler = LocalHandler::echo().await;

@@ -75,6 +75,8 @@ impl Body for RelayBody {
 /// A response body arriving from the client chunk by chunk.
 pub struct TunnelBody {
     port: StreamPort,
+    // Body bytes that came with the response head, handed out first.
+    first: Option<Bytes>,
     // Keeps the request-body pump alive exactly as long as the exchange.
     _pump: Option<AbortOnDropHandle<()>>,
     idle: Duration,
@@ -84,10 +86,12 @@ pub struct TunnelBody {
 }
 
 impl TunnelBody {
-    /// Streams the rest of `port`'s response; `idle` bounds the wait for each chunk.
-    pub fn new(port: StreamPort, pump: Option<AbortOnDropHandle<()>>, idle: Duration) -> Self {
+    /// Streams `first`, then the rest of `port`'s response; `idle` bounds
+    /// the wait for each chunk.
+    pub fn new(port: StreamPort, first: Bytes, pump: Option<AbortOnDropHandle<()>>, idle: Duration) -> Self {
         Self {
             port,
+            first: (!first.is_empty()).then_some(first),
             _pump: pump,
             idle,
             idle_timer: Box::pin(tokio::time::sleep(idle)),
@@ -99,6 +103,10 @@ impl TunnelBody {
     fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         if self.done {
             return Poll::Ready(None);
+        }
+        if let Some(first) = self.first.take() {
+            self.ungranted += first.len() as u64;
+            return Poll::Ready(Some(Ok(Frame::data(first))));
         }
         let failure = loop {
             let event = match self.port.inbound.poll_recv(cx) {

@@ -84,28 +84,19 @@ pub async fn forward(
         (None, Some(incoming)) => !incoming.is_end_stream(),
         (None, None) => false,
     };
+    let streams_body = has_body && small_body.is_none();
+    let inline = small_body.unwrap_or_default();
     let head = ServerMessage::RequestHead {
         stream: port.id,
         method: parts.method.as_str().to_string(),
         target,
         headers: request_headers(&parts.headers, hop),
-        end: !has_body,
+        end: !streams_body,
     };
     // A client that stops reading its socket fills the writer's queue; the
-    // caller's wait is bounded by the same timeout either way.
-    let sent = tokio::time::timeout_at(deadline, async {
-        port.outbox().send(&head, b"").await?;
-        if let Some(bytes) = small_body.as_ref().filter(|b| !b.is_empty()) {
-            // One chunk, within the initial window: no credit to wait for.
-            let last = ServerMessage::RequestBody {
-                stream: port.id,
-                end: true,
-            };
-            port.outbox().send(&last, bytes).await?;
-        }
-        Ok::<(), crate::writer::Closed>(())
-    })
-    .await;
+    // caller's wait is bounded by the same timeout either way. A small body
+    // rides in the head's frame, within the initial window.
+    let sent = tokio::time::timeout_at(deadline, port.outbox().send(&head, &inline)).await;
     match sent {
         Ok(Ok(())) => {}
         Ok(Err(_)) => return client_gone(),
@@ -113,7 +104,7 @@ pub async fn forward(
     }
     let mut pump = None;
     let mut pump_end = None;
-    match body.filter(|_| has_body) {
+    match body.filter(|_| streams_body) {
         Some(incoming) => {
             let (tx, rx) = oneshot::channel();
             let job = Pump {
@@ -136,8 +127,8 @@ pub async fn forward(
     loop {
         tokio::select! {
             event = port.inbound.recv() => {
-                let (status, headers, end) = match event {
-                    Some(Inbound::Head { status, headers, end }) => (status, headers, end),
+                let (status, headers, first, end) = match event {
+                    Some(Inbound::Head { status, headers, body, end }) => (status, headers, body, end),
                     Some(Inbound::Body { .. }) => {
                         return bad_gateway("the tunnel's client sent a body before its response head")
                     }
@@ -150,9 +141,9 @@ pub async fn forward(
                     return bad_gateway(format!("the tunnel's client sent an invalid status {status}"));
                 };
                 let body = if end {
-                    RelayBody::Full(None)
+                    RelayBody::Full((!first.is_empty()).then_some(first))
                 } else {
-                    RelayBody::Tunnel(Box::new(TunnelBody::new(port, pump, limits.timeout)))
+                    RelayBody::Tunnel(Box::new(TunnelBody::new(port, first, pump, limits.timeout)))
                 };
                 let mut response = Response::new(body);
                 *response.status_mut() = status;

@@ -25,13 +25,15 @@ const MAX_CREDIT: usize = 16 * STREAM_WINDOW as usize;
 /// What the client said about one stream, in order.
 #[derive(Debug)]
 pub enum Inbound {
-    /// The response's status and headers.
+    /// The response's status and headers, with the start of its body.
     Head {
         /// HTTP status code.
         status: u16,
         /// Response headers in order.
         headers: Vec<Header>,
-        /// No body follows.
+        /// Body bytes that came with the head.
+        body: Bytes,
+        /// The body is complete: nothing follows.
         end: bool,
     },
     /// A chunk of response body.
@@ -168,7 +170,15 @@ impl Streams {
                 status,
                 headers,
                 end,
-            } => (stream, Inbound::Head { status, headers, end }),
+            } => (
+                stream,
+                Inbound::Head {
+                    status,
+                    headers,
+                    body,
+                    end,
+                },
+            ),
             ClientMessage::ResponseBody { stream, end } => (stream, Inbound::Body { data: body, end }),
             ClientMessage::Reset { stream, reason } => (stream, Inbound::Reset(reason)),
         };
@@ -181,7 +191,7 @@ impl Streams {
         if let Inbound::Head { end, .. } | Inbound::Body { end, .. } = &event {
             ends = *end;
         }
-        if let Inbound::Body { data, .. } = &event {
+        if let Inbound::Head { body: data, .. } | Inbound::Body { data, .. } = &event {
             entry.received += data.len() as u64;
             if entry.received > entry.allowed.load(Ordering::Acquire) {
                 return self.reset_locked(&mut table, stream, "response body over its window");

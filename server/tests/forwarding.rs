@@ -93,6 +93,37 @@ async fn a_request_reaches_the_client_rebuilt_and_the_answer_streams_back() {
 }
 
 #[tokio::test]
+async fn small_bodies_ride_in_the_head_frames_both_ways() {
+    let relay = Relay::start(RelayConfig::default()).await;
+    let (mut client, _, _) = FakeClient::connect(&relay, Some("inline")).await;
+
+    let caller = tokio::spawn(call(
+        relay.addr,
+        request(relay.addr, "POST", "/t/inline/a", "{\"id\":1}"),
+    ));
+    let (head, first) = client.message().await;
+    let ServerMessage::RequestHead { stream, end, .. } = head else {
+        panic!("{head:?}")
+    };
+    assert!(end, "a small request is whole in its head frame");
+    assert_eq!(&first[..], b"{\"id\":1}");
+    client
+        .respond_split(stream, 200, &[("content-length", "5")], b"whole", &[])
+        .await;
+    let reply = caller.await.unwrap();
+    assert_eq!((reply.status, reply.text().as_str()), (200, "whole"));
+
+    // A head may carry the start of a body whose rest follows in body frames.
+    let caller = tokio::spawn(call(relay.addr, request(relay.addr, "GET", "/t/inline/b", "")));
+    let got = client.request().await;
+    client
+        .respond_split(got.stream, 200, &[], b"first, ", &[b"then ", b"the rest"])
+        .await;
+    let reply = caller.await.unwrap();
+    assert_eq!((reply.status, reply.text().as_str()), (200, "first, then the rest"));
+}
+
+#[tokio::test]
 async fn a_client_that_drops_mid_request_gets_its_caller_a_502_at_once() {
     let relay = Relay::start(RelayConfig::default()).await;
     let (mut client, _, _) = FakeClient::connect(&relay, Some("drop")).await;

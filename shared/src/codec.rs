@@ -155,6 +155,25 @@ mod tests {
             b"",
         );
         round_trip(
+            ServerMessage::RequestHead {
+                stream: 4,
+                method: "POST".into(),
+                target: "/hook".into(),
+                headers: vec![Header::new("content-type", "application/json")],
+                end: true,
+            },
+            br#"{"id":"evt_1"}"#,
+        );
+        round_trip(
+            ClientMessage::ResponseHead {
+                stream: 4,
+                status: 200,
+                headers: vec![],
+                end: true,
+            },
+            b"ok",
+        );
+        round_trip(
             ServerMessage::RequestBody { stream: 3, end: true },
             &vec![9u8; CHUNK_SIZE],
         );
@@ -208,6 +227,19 @@ mod tests {
         );
         assert_eq!(
             decode::<ServerMessage>(Bytes::from(big)),
+            Err(DecodeError::BodyTooLarge(CHUNK_SIZE + 1))
+        );
+        let big_head = encode(
+            &ClientMessage::ResponseHead {
+                stream: 1,
+                status: 200,
+                headers: vec![],
+                end: true,
+            },
+            &vec![0; CHUNK_SIZE + 1],
+        );
+        assert_eq!(
+            decode::<ClientMessage>(Bytes::from(big_head)),
             Err(DecodeError::BodyTooLarge(CHUNK_SIZE + 1))
         );
     }

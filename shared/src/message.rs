@@ -3,11 +3,15 @@
 //! Every WebSocket binary message is one frame: a small serde header (one of
 //! these enums) plus raw body bytes, laid out by [`crate::codec`]. Bodies are
 //! never re-encoded.
+//!
+//! A head's frame carries the first body bytes too, so a webhook of a few
+//! KiB and its answer cross the socket as one frame each way; only bodies
+//! larger than that, or of unknown length, follow in body frames.
 
 use serde::{Deserialize, Serialize};
 
 /// Version of the wire protocol. Bump it on any change to these enums.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Path on the relay where clients upgrade to the WebSocket.
 pub const CONNECT_PATH: &str = "/_portpreview/connect";
@@ -74,7 +78,8 @@ pub enum ClientMessage {
         /// Tunnel name asked for; the relay picks one when absent.
         name: Option<String>,
     },
-    /// Status and headers of the local answer to a stream.
+    /// Status and headers of the local answer to a stream; the frame's body
+    /// bytes are the start of the answer's body.
     ResponseHead {
         /// Stream being answered.
         stream: StreamId,
@@ -82,7 +87,7 @@ pub enum ClientMessage {
         status: u16,
         /// Response headers in order.
         headers: Vec<Header>,
-        /// True when the response has no body frames to follow.
+        /// True when the frame holds the whole body: no body frames follow.
         end: bool,
     },
     /// A chunk of response body; the bytes are the frame's body.
@@ -128,7 +133,8 @@ pub enum ServerMessage {
         /// Why, in one line meant for the user.
         reason: String,
     },
-    /// A caller's request line and headers.
+    /// A caller's request line and headers; the frame's body bytes are the
+    /// start of the request's body.
     RequestHead {
         /// Stream for this exchange, unique on the socket.
         stream: StreamId,
@@ -138,7 +144,7 @@ pub enum ServerMessage {
         target: String,
         /// Request headers in order, hop-by-hop ones already dropped.
         headers: Vec<Header>,
-        /// True when the request has no body frames to follow.
+        /// True when the frame holds the whole body: no body frames follow.
         end: bool,
     },
     /// A chunk of request body; the bytes are the frame's body.
@@ -172,13 +178,19 @@ pub trait Framed {
 
 impl Framed for ClientMessage {
     fn carries_body(&self) -> bool {
-        matches!(self, ClientMessage::ResponseBody { .. })
+        matches!(
+            self,
+            ClientMessage::ResponseHead { .. } | ClientMessage::ResponseBody { .. }
+        )
     }
 }
 
 impl Framed for ServerMessage {
     fn carries_body(&self) -> bool {
-        matches!(self, ServerMessage::RequestBody { .. })
+        matches!(
+            self,
+            ServerMessage::RequestHead { .. } | ServerMessage::RequestBody { .. }
+        )
     }
 }
 

@@ -44,16 +44,26 @@ impl Capture {
 /// Receives the chunks of one stream and grants credit as they are used.
 pub struct Inflow {
     stream: StreamId,
-    chunks: mpsc::UnboundedReceiver<Chunk>,
+    first: Option<Chunk>,
+    chunks: Option<mpsc::UnboundedReceiver<Chunk>>,
     outbox: Outbox,
     ended: bool,
 }
 
 impl Inflow {
-    /// Wraps a stream's chunk receiver; `ended` when the head said no body.
-    pub fn new(stream: StreamId, chunks: mpsc::UnboundedReceiver<Chunk>, outbox: Outbox, ended: bool) -> Self {
+    /// The body of one stream: `first` came with the head, which said `end`
+    /// when nothing follows; otherwise the rest arrives on `chunks`.
+    pub fn new(
+        stream: StreamId,
+        first: Bytes,
+        end: bool,
+        chunks: Option<mpsc::UnboundedReceiver<Chunk>>,
+        outbox: Outbox,
+    ) -> Self {
+        let ended = end && first.is_empty();
         Self {
             stream,
+            first: (!first.is_empty()).then_some(Chunk { data: first, end }),
             chunks,
             outbox,
             ended,
@@ -75,22 +85,21 @@ impl Inflow {
 
     /// The next chunk, `None` at the end (or when the relay dropped the stream).
     pub async fn next(&mut self) -> Option<Chunk> {
-        if self.ended {
-            return None;
-        }
-        let chunk = self.chunks.recv().await;
-        match &chunk {
-            Some(chunk) => self.on_chunk(chunk),
-            None => self.ended = true,
-        }
-        chunk
+        std::future::poll_fn(|cx| self.poll_next(cx)).await
     }
 
     fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Chunk>> {
+        if let Some(chunk) = self.first.take() {
+            self.on_chunk(&chunk);
+            return Poll::Ready(Some(chunk));
+        }
         if self.ended {
             return Poll::Ready(None);
         }
-        let polled = self.chunks.poll_recv(cx);
+        let polled = match &mut self.chunks {
+            Some(chunks) => chunks.poll_recv(cx),
+            None => Poll::Ready(None),
+        };
         match &polled {
             Poll::Ready(Some(chunk)) => self.on_chunk(chunk),
             Poll::Ready(None) => self.ended = true,

@@ -262,21 +262,49 @@ async fn relay_response(
         .map(|(name, value)| Header::new(name.as_str(), value.as_bytes()))
         .collect();
     let mut body = response.into_body();
-    let end = body.is_end_stream();
-    outbox.send(
-        &ClientMessage::ResponseHead {
+    let mut capture = Capture::default();
+    let mut error = None;
+    let mut answered = status;
+    let small = body.size_hint().exact().is_some_and(|len| len <= CHUNK_SIZE as u64);
+    if body.is_end_stream() || small {
+        // The whole answer fits in the head's frame: one frame, one flush.
+        let mut whole = Vec::new();
+        while let Some(frame) = body.frame().await {
+            match frame {
+                Ok(frame) => {
+                    if let Ok(data) = frame.into_data() {
+                        whole.extend_from_slice(&data);
+                    }
+                }
+                Err(err) => {
+                    error = Some(format!("the local answer's body broke off: {err}"));
+                    break;
+                }
+            }
+        }
+        capture.add(&whole, MAX_STORED_BODY);
+        if let Some(reason) = &error {
+            answered = 502;
+            outbox.answer(stream, answered, reason);
+        } else {
+            take_credit(&whole, steering).await;
+            let head = ClientMessage::ResponseHead {
+                stream,
+                status,
+                headers: headers.clone(),
+                end: true,
+            };
+            outbox.send(&head, &whole);
+        }
+    } else {
+        let head = ClientMessage::ResponseHead {
             stream,
             status,
             headers: headers.clone(),
-            end,
-        },
-        &[],
-    );
-    let mut capture = Capture::default();
-    let mut error = None;
-    if !end {
-        // Hold one chunk back so the last one carries `end`: a small answer
-        // is then exactly one head and one body frame.
+            end: false,
+        };
+        outbox.send(&head, &[]);
+        // Hold one chunk back so the last one carries `end`.
         let mut pending: Option<Bytes> = None;
         loop {
             match body.frame().await {
@@ -301,7 +329,7 @@ async fn relay_response(
         send_chunk(stream, pending.unwrap_or_default(), true, steering, outbox).await;
     }
     Outcome {
-        status: Some(status),
+        status: Some(answered),
         response_headers: headers,
         response_body: capture.bytes,
         response_body_size: capture.size,
@@ -311,14 +339,19 @@ async fn relay_response(
 }
 
 async fn send_chunk(stream: StreamId, data: Bytes, end: bool, steering: &Steering, outbox: &Outbox) {
-    if !data.is_empty() {
-        // Wait for the relay to make room: a slow caller slows this stream only.
-        let needed = u32::try_from(data.len()).unwrap_or(u32::MAX);
-        if let Ok(permit) = steering.credit.acquire_many(needed).await {
-            permit.forget();
-        }
-    }
+    take_credit(&data, steering).await;
     outbox.send(&ClientMessage::ResponseBody { stream, end }, &data);
+}
+
+/// Waits until the relay has room for `data`: a slow caller slows this stream only.
+async fn take_credit(data: &[u8], steering: &Steering) {
+    if data.is_empty() {
+        return;
+    }
+    let needed = u32::try_from(data.len()).unwrap_or(u32::MAX);
+    if let Ok(permit) = steering.credit.acquire_many(needed).await {
+        permit.forget();
+    }
 }
 
 /// Answers the caller with a short plain-text reason and records the error.

@@ -42,11 +42,10 @@ impl Outbox {
                 stream,
                 status,
                 headers,
-                end: false,
+                end: true,
             },
-            &[],
+            body.as_bytes(),
         );
-        self.send(&ClientMessage::ResponseBody { stream, end: true }, body.as_bytes());
     }
 
     /// Queues a raw WebSocket message (close frames).

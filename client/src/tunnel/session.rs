@@ -111,14 +111,20 @@ where
                             outbox.answer(stream, 503, "the tunnel's client is shutting down");
                             continue;
                         }
-                        let (tx, rx) = mpsc::unbounded_channel();
+                        // A body that came whole with its head needs no channel.
+                        let (tx, rx) = if end {
+                            (None, None)
+                        } else {
+                            let (tx, rx) = mpsc::unbounded_channel();
+                            (Some(tx), Some(rx))
+                        };
                         let entry = StreamEntry {
-                            chunks: (!end).then_some(tx),
+                            chunks: tx,
                             credit: Arc::new(Semaphore::new(STREAM_WINDOW as usize)),
                             reset: CancellationToken::new(),
                         };
                         let head = Head { stream, method, target, headers };
-                        let inflow = Inflow::new(stream, rx, outbox.clone(), end);
+                        let inflow = Inflow::new(stream, body, end, rx, outbox.clone());
                         let steering = Steering { credit: entry.credit.clone(), reset: entry.reset.clone() };
                         exchanges.spawn(exchange::run(shared.clone(), head, inflow, steering, outbox.clone()));
                         streams.insert(stream, entry);

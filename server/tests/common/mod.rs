@@ -193,9 +193,10 @@ impl FakeClient {
         }
     }
 
-    /// Reads a whole request: its head and body.
+    /// Reads a whole request: its head, the body bytes that came with it,
+    /// and any body frames after.
     pub async fn request(&mut self) -> Received {
-        let (head, _) = self.message().await;
+        let (head, first) = self.message().await;
         let ServerMessage::RequestHead {
             stream,
             method,
@@ -206,7 +207,7 @@ impl FakeClient {
         else {
             panic!("expected a request head, got {head:?}");
         };
-        let mut body = Vec::new();
+        let mut body = first.to_vec();
         let mut done = end;
         while !done {
             match self.message().await {
@@ -227,29 +228,37 @@ impl FakeClient {
         }
     }
 
-    /// Answers a stream with a status, headers and a body in `chunks` pieces.
+    /// Answers a stream with a status, headers and a body in `chunks` body
+    /// frames after the head.
     pub async fn respond(&mut self, stream: u64, status: u16, headers: &[(&str, &str)], body: &[u8], chunks: usize) {
+        let size = body.len().div_ceil(chunks.max(1)).max(1);
+        let pieces: Vec<&[u8]> = body.chunks(size).collect();
+        self.respond_split(stream, status, headers, b"", &pieces).await;
+    }
+
+    /// Answers a stream with `first` in the head's frame and then one body
+    /// frame per piece of `rest`.
+    pub async fn respond_split(
+        &mut self,
+        stream: u64,
+        status: u16,
+        headers: &[(&str, &str)],
+        first: &[u8],
+        rest: &[&[u8]],
+    ) {
         let headers = headers
             .iter()
             .map(|(n, v)| portpreview_shared::Header::new(*n, *v))
             .collect();
-        self.send(
-            &ClientMessage::ResponseHead {
-                stream,
-                status,
-                headers,
-                end: body.is_empty(),
-            },
-            b"",
-        )
-        .await;
-        if body.is_empty() {
-            return;
-        }
-        let size = body.len().div_ceil(chunks.max(1));
-        let pieces: Vec<&[u8]> = body.chunks(size).collect();
-        for (i, piece) in pieces.iter().enumerate() {
-            let end = i + 1 == pieces.len();
+        let head = ClientMessage::ResponseHead {
+            stream,
+            status,
+            headers,
+            end: rest.is_empty(),
+        };
+        self.send(&head, first).await;
+        for (i, piece) in rest.iter().enumerate() {
+            let end = i + 1 == rest.len();
             self.send(&ClientMessage::ResponseBody { stream, end }, piece).await;
         }
     }
