@@ -7,8 +7,9 @@
 //! is bounded: when it is full the tunnel keeps forwarding and warns.
 
 use std::path::Path;
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use portpreview_shared::provider::event_key;
 use tokio::sync::oneshot;
@@ -23,6 +24,10 @@ pub const QUEUE_CAPACITY: usize = 8192;
 
 /// Most jobs written in one transaction, so one commit never grows unbounded.
 const MAX_BATCH: usize = 2048;
+
+/// Longest an answer waits for a request to share its commit with; a
+/// history read in another process sees it this much later at worst.
+const OUTCOME_LINGER: Duration = Duration::from_millis(50);
 
 /// Where a delivery landed in the history.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,9 +171,27 @@ struct Writer {
 impl Writer {
     fn run(self, jobs: &Receiver<Job>) {
         let mut batch = Vec::with_capacity(64);
-        // Blocks only when idle; under load every pass finds a full batch.
-        while let Ok(first) = jobs.recv() {
-            batch.push(first);
+        // When the answers held back in `batch` must be written at the latest.
+        let mut due: Option<Instant> = None;
+        loop {
+            // Blocks only when idle; under load every pass finds a full batch.
+            let next = match due {
+                None => jobs.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                Some(due) => jobs.recv_timeout(due.saturating_duration_since(Instant::now())),
+            };
+            let overdue = match next {
+                Ok(job) => {
+                    batch.push(job);
+                    false
+                }
+                Err(RecvTimeoutError::Timeout) => true,
+                Err(RecvTimeoutError::Disconnected) => {
+                    if !batch.is_empty() {
+                        self.write(batch);
+                    }
+                    return;
+                }
+            };
             while batch.len() < MAX_BATCH {
                 match jobs.try_recv() {
                     Ok(job) => batch.push(job),
@@ -180,7 +203,16 @@ impl Writer {
                 // Whatever raced in after the shutdown request is flushed too.
                 batch.extend(jobs.try_iter());
             }
-            self.write(std::mem::take(&mut batch));
+            // A caller waits on every request; nobody waits on an answer.
+            // Answers alone are held back to share the next request's
+            // commit, which halves the commits when requests come one by one.
+            let urgent = batch.iter().any(|job| !matches!(job, Job::Outcome { .. }));
+            if urgent || overdue || batch.len() >= MAX_BATCH {
+                self.write(std::mem::take(&mut batch));
+                due = None;
+            } else if due.is_none() {
+                due = Some(Instant::now() + OUTCOME_LINGER);
+            }
             if stop {
                 return;
             }
@@ -327,6 +359,34 @@ mod tests {
                 .unwrap();
             assert_eq!(key, format!("evt_{n}"));
             assert_eq!(recorded.delivery_number, 1);
+        }
+    }
+
+    #[tokio::test]
+    async fn an_answer_with_no_request_after_it_still_lands_soon() {
+        let dir = ScratchDir::new("recorder-linger");
+        let path = dir.0.join("history.db");
+        let (recorder, _handle) = Recorder::start(&path, Vec::new()).unwrap();
+        let recorded = recorder.record_request(delivery("evt_last", "/")).await.unwrap();
+        recorder.record_outcome(
+            recorded.id,
+            Outcome {
+                status: Some(202),
+                ..Outcome::default()
+            },
+        );
+        let reader = Store::open(&path).unwrap();
+        let started = std::time::Instant::now();
+        loop {
+            let status = reader.list(&ListQuery::default()).unwrap()[0].status;
+            if status == Some(202) {
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "the answer was never written"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 
