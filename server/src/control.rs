@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use futures_util::{Sink, Stream, StreamExt};
 use portpreview_shared::codec;
 use portpreview_shared::message::{version_mismatch, PROTOCOL_VERSION};
@@ -179,7 +178,7 @@ where
     let Some(protocol) = codec::hello_version(&first) else {
         return Err(End::Protocol("the first message must be Hello".into()));
     };
-    let decoded = codec::decode::<ClientMessage>(Bytes::from(first));
+    let decoded = codec::decode::<ClientMessage>(first);
     if protocol != PROTOCOL_VERSION {
         let client_version = match &decoded {
             Ok((ClientMessage::Hello { client_version, .. }, _)) => client_version.as_str(),
@@ -248,7 +247,7 @@ where
                 last_heard = Instant::now();
                 match msg {
                     Some(Ok(Message::Binary(data))) => {
-                        let delivered = codec::decode::<ClientMessage>(Bytes::from(data))
+                        let delivered = codec::decode::<ClientMessage>(data)
                             .map_err(|err| err.to_string())
                             .and_then(|(msg, body)| streams.deliver(msg, body).map_err(|err| err.0));
                         if let Err(why) = delivered {

@@ -21,17 +21,19 @@ use crate::registry::{ClaimError, Owner};
 /// Bytes tungstenite buffers before writing to the socket.
 const WRITE_BUFFER: usize = 128 * 1024;
 
+/// Bytes tungstenite reads at a time: small, so an idle tunnel costs little.
+const READ_BUFFER: usize = 16 * 1024;
+
 /// The WebSocket limits of a client connection: no message or frame larger
 /// than one protocol frame, a write buffer that cannot grow past a few frames.
 pub fn websocket_config() -> WebSocketConfig {
-    WebSocketConfig {
-        max_message_size: Some(MAX_FRAME_BYTES),
-        max_frame_size: Some(MAX_FRAME_BYTES),
-        write_buffer_size: WRITE_BUFFER,
-        max_write_buffer_size: WRITE_BUFFER + 2 * MAX_FRAME_BYTES,
-        accept_unmasked_frames: false,
-        ..WebSocketConfig::default()
-    }
+    WebSocketConfig::default()
+        .max_message_size(Some(MAX_FRAME_BYTES))
+        .max_frame_size(Some(MAX_FRAME_BYTES))
+        .read_buffer_size(READ_BUFFER)
+        .write_buffer_size(WRITE_BUFFER)
+        .max_write_buffer_size(WRITE_BUFFER + 2 * MAX_FRAME_BYTES)
+        .accept_unmasked_frames(false)
 }
 
 fn has_token(headers: &HeaderMap, name: header::HeaderName, token: &str) -> bool {

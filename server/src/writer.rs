@@ -58,14 +58,14 @@ pub fn channel() -> (Outbox, Inbox) {
 impl Outbox {
     /// Queues a frame that may be large (heads and bodies), waiting for room.
     pub async fn send(&self, msg: &ServerMessage, body: &[u8]) -> Result<(), Closed> {
-        let frame = Message::Binary(codec::encode(msg, body));
+        let frame = Message::Binary(codec::encode(msg, body).into());
         self.data.send(frame).await.map_err(|_| Closed)
     }
 
     /// Queues a small control frame without waiting.
     pub fn control(&self, msg: &ServerMessage) {
         // A closed writer means the session is over; nothing is left to tell.
-        let _ = self.control.send(Message::Binary(codec::encode(msg, b"")));
+        let _ = self.control.send(Message::Binary(codec::encode(msg, b"").into()));
     }
 
     /// Queues a stream reset behind the stream's frames already queued when
@@ -75,7 +75,7 @@ impl Outbox {
             stream,
             reason: reason.to_string(),
         };
-        let frame = Message::Binary(codec::encode(&msg, b""));
+        let frame = Message::Binary(codec::encode(&msg, b"").into());
         if let Err(mpsc::error::TrySendError::Full(frame)) = self.data.try_send(frame) {
             let _ = self.control.send(frame);
         }
@@ -83,7 +83,7 @@ impl Outbox {
 
     /// Queues a WebSocket ping.
     pub fn ping(&self) {
-        let _ = self.control.send(Message::Ping(Vec::new()));
+        let _ = self.control.send(Message::Ping(bytes::Bytes::new()));
     }
 
     /// Queues a close frame with a reason; the writer stops after it.
@@ -167,7 +167,7 @@ impl Inbox {
         frames
             .into_iter()
             .filter_map(|frame| match frame {
-                Message::Binary(bytes) => codec::decode::<ServerMessage>(bytes.into()).ok(),
+                Message::Binary(bytes) => codec::decode::<ServerMessage>(bytes).ok(),
                 _ => None,
             })
             .filter_map(|(msg, _)| match msg {

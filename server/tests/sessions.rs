@@ -163,7 +163,7 @@ async fn a_malformed_frame_closes_the_socket_with_a_reason_and_fails_callers() {
     client.request().await;
     client
         .socket
-        .send(Message::Binary(vec![0, 0, 0, 2, 0xff, 0xff]))
+        .send(Message::Binary(vec![0, 0, 0, 2, 0xff, 0xff].into()))
         .await
         .unwrap();
     match client.recv().await {

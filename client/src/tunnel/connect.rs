@@ -130,13 +130,11 @@ pub fn tls_config(ca_cert: Option<&Path>) -> Result<Arc<rustls::ClientConfig>, C
 /// WebSocket limits: nothing the relay sends can make a frame bigger than
 /// the protocol allows.
 pub fn websocket_config() -> WebSocketConfig {
-    WebSocketConfig {
-        max_message_size: Some(MAX_FRAME_BYTES),
-        max_frame_size: Some(MAX_FRAME_BYTES),
-        write_buffer_size: 128 * 1024,
-        max_write_buffer_size: 4 * MAX_FRAME_BYTES,
-        ..WebSocketConfig::default()
-    }
+    WebSocketConfig::default()
+        .max_message_size(Some(MAX_FRAME_BYTES))
+        .max_frame_size(Some(MAX_FRAME_BYTES))
+        .write_buffer_size(128 * 1024)
+        .max_write_buffer_size(4 * MAX_FRAME_BYTES)
 }
 
 /// Opens the socket, says hello and waits for the relay's welcome.
@@ -176,7 +174,7 @@ pub async fn connect(options: &ConnectOptions) -> Result<(RelaySocket, Welcome),
         name: options.name.clone(),
     };
     socket
-        .send(Message::Binary(codec::encode(&hello, &[])))
+        .send(Message::Binary(codec::encode(&hello, &[]).into()))
         .await
         .map_err(|e| ConnectError::Unreachable(e.to_string()))?;
     let welcome = tokio::time::timeout(WELCOME_TIMEOUT, read_welcome(&mut socket))
@@ -200,7 +198,7 @@ async fn read_welcome(socket: &mut RelaySocket) -> Result<Welcome, ConnectError>
             }
             _ => continue,
         };
-        let (message, _) = codec::decode::<ServerMessage>(frame.into())
+        let (message, _) = codec::decode::<ServerMessage>(frame)
             .map_err(|e| ConnectError::Refused(format!("unreadable answer to the hello: {e}")))?;
         return match message {
             ServerMessage::Welcome {

@@ -21,7 +21,7 @@ impl Outbox {
 
     /// Queues one frame; a closed session drops it, as the stream is gone too.
     pub fn send(&self, message: &ClientMessage, body: &[u8]) {
-        let _ = self.0.send(Message::Binary(codec::encode(message, body)));
+        let _ = self.0.send(Message::Binary(codec::encode(message, body).into()));
     }
 
     /// Grants the relay `credit` more request-body bytes on `stream`.

@@ -98,7 +98,7 @@ where
                     Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => continue,
                     Message::Text(_) => break protocol_error(&outbox, "text message on a binary protocol"),
                 };
-                let (message, body) = match codec::decode::<ServerMessage>(frame.into()) {
+                let (message, body) = match codec::decode::<ServerMessage>(frame) {
                     Ok(decoded) => decoded,
                     Err(err) => break protocol_error(&outbox, &err.to_string()),
                 };
@@ -182,7 +182,7 @@ fn protocol_error(outbox: &Outbox, reason: &str) -> SessionEnd {
     SessionEnd::Lost(reason)
 }
 
-fn close_reason(close: Option<CloseFrame<'_>>) -> String {
+fn close_reason(close: Option<CloseFrame>) -> String {
     match close {
         Some(frame) if !frame.reason.is_empty() => format!("the relay closed the connection: {}", frame.reason),
         _ => "the relay closed the connection".into(),

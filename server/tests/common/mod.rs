@@ -160,7 +160,7 @@ impl FakeClient {
 
     pub async fn send(&mut self, msg: &ClientMessage, body: &[u8]) {
         self.socket
-            .send(Message::Binary(codec::encode(msg, body)))
+            .send(Message::Binary(codec::encode(msg, body).into()))
             .await
             .unwrap();
     }
@@ -173,7 +173,7 @@ impl FakeClient {
                 .expect("relay went quiet");
             match next {
                 Some(Ok(Message::Binary(frame))) => {
-                    let (msg, body) = codec::decode::<ServerMessage>(Bytes::from(frame)).expect("valid frame");
+                    let (msg, body) = codec::decode::<ServerMessage>(frame).expect("valid frame");
                     return ServerFrame::Message(msg, body);
                 }
                 Some(Ok(Message::Close(frame))) => {
