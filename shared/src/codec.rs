@@ -188,6 +188,24 @@ mod tests {
     }
 
     #[test]
+    fn header_values_encode_exactly_as_a_plain_byte_sequence() {
+        #[derive(Serialize)]
+        struct Plain {
+            name: String,
+            value: Vec<u8>,
+        }
+        let value = vec![0u8, 127, 128, 255];
+        let plain = Plain {
+            name: "x-sig".into(),
+            value: value.clone(),
+        };
+        assert_eq!(
+            postcard::to_allocvec(&Header::new("x-sig", value)).unwrap(),
+            postcard::to_allocvec(&plain).unwrap()
+        );
+    }
+
+    #[test]
     fn hello_version_reads_any_client() {
         let frame = encode(
             &ClientMessage::Hello {

@@ -49,7 +49,10 @@ pub type StreamId = u64;
 pub struct Header {
     /// Header name (lowercase, as HTTP/1 parsers normalise it).
     pub name: String,
-    /// Raw value bytes; not necessarily UTF-8.
+    /// Raw value bytes; not necessarily UTF-8. Encoded as one byte string,
+    /// which postcard writes exactly as it writes a sequence of bytes, only
+    /// in one copy instead of one call per byte.
+    #[serde(with = "serde_bytes")]
     pub value: Vec<u8>,
 }
 
