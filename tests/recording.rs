@@ -189,6 +189,28 @@ async fn a_client_killed_mid_burst_keeps_every_answered_delivery_and_readers_nev
         );
     }
 
+    let inboxes = || {
+        std::fs::read_dir(dir.path())
+            .expect("read the history's directory")
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("history.db-inbox-"))
+            .count()
+    };
+    // Reopened as a user would: requests that were on disk in the killed
+    // client's inbox but not yet in SQLite are moved in on the way (if a
+    // reader above came after the kill, it already did).
+    let reopened = tokio::process::Command::new(portpreview_bin())
+        .args(["history", "--json", "--limit", "1", "--db", &db_arg])
+        .env("PORTPREVIEW_CONFIG", dir.path().join("config.toml"))
+        .output()
+        .await
+        .expect("run history");
+    assert!(
+        reopened.status.success(),
+        "{}",
+        String::from_utf8_lossy(&reopened.stderr)
+    );
+    assert_eq!(inboxes(), 0, "reopening moved the inbox into the history");
     let conn = rusqlite::Connection::open(&db).expect("reopen the killed client's history");
     let integrity: String = conn
         .query_row("PRAGMA integrity_check", [], |row| row.get(0))

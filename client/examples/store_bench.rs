@@ -1,5 +1,5 @@
-//! Store throughput: N deliveries through the `Recorder` from concurrent
-//! tasks, as the tunnel sends them, then the first history page of the
+//! Store throughput: N deliveries through the `Recorder`, inbox and writer
+//! thread, as the tunnel sends them, then the first history page of the
 //! result, as the TUI opens it.
 //!
 //! `cargo run --release -p portpreview --example store_bench -- [N] [DB] [PAD]`
@@ -7,15 +7,19 @@
 //! PAD is the padding in each request body in bytes (default 900, bodies of
 //! about 1 KiB); large bodies show what each delivery costs in the WAL.
 
+use std::cell::Cell;
 use std::path::PathBuf;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Instant;
 
 use portpreview::store::{ListQuery, NewDelivery, Outcome, Recorder, Store};
 use portpreview_shared::Header;
+use tokio::sync::Semaphore;
 
-/// Tasks recording at once, like webhooks in flight on a busy tunnel.
-const CONCURRENCY: usize = 64;
+/// Deliveries recorded but not yet in SQLite at once, like the exchanges of
+/// a busy tunnel waiting for their rows after their callers were answered.
+const IN_FLIGHT: usize = 4096;
 
 fn delivery(n: usize, body_pad: &str) -> NewDelivery {
     // One delivery in ten is a retry of an earlier event, as providers send them.
@@ -60,15 +64,29 @@ fn main() -> anyhow::Result<()> {
     let started = Instant::now();
     let failures = runtime.block_on(async {
         let local = tokio::task::LocalSet::new();
-        let pad = Rc::new(pad);
-        let tasks: Vec<_> = (0..CONCURRENCY)
-            .map(|worker| {
-                let recorder = recorder.clone();
-                let pad = Rc::clone(&pad);
-                local.spawn_local(async move {
-                    let mut failures = 0usize;
-                    for n in (worker..total).step_by(CONCURRENCY) {
-                        match recorder.record_request(delivery(n, &pad)).await {
+        local
+            .run_until(async {
+                let failures = Rc::new(Cell::new(0usize));
+                let in_flight = Arc::new(Semaphore::new(IN_FLIGHT));
+                let mut waiting = Vec::with_capacity(total);
+                for n in 0..total {
+                    let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else {
+                        break;
+                    };
+                    let pending = match recorder.record_request(delivery(n, &pad)) {
+                        Ok(pending) => pending,
+                        Err(_) => {
+                            failures.set(failures.get() + 1);
+                            continue;
+                        }
+                    };
+                    // As in the tunnel: the caller is answered by now, and
+                    // the answer is recorded once the request has its row.
+                    let recorder = recorder.clone();
+                    let failures = Rc::clone(&failures);
+                    waiting.push(tokio::task::spawn_local(async move {
+                        let _permit = permit;
+                        match pending.recorded().await {
                             Ok(recorded) => recorder.record_outcome(
                                 recorded.id,
                                 Outcome {
@@ -79,20 +97,14 @@ fn main() -> anyhow::Result<()> {
                                     ..Outcome::default()
                                 },
                             ),
-                            Err(_) => failures += 1,
+                            Err(_) => failures.set(failures.get() + 1),
                         }
-                    }
-                    failures
-                })
-            })
-            .collect();
-        local
-            .run_until(async {
-                let mut failures = 0;
-                for task in tasks {
-                    failures += task.await.unwrap_or(0);
+                    }));
                 }
-                failures
+                for task in waiting {
+                    let _ = task.await;
+                }
+                failures.get()
             })
             .await
     });

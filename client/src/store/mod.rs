@@ -5,6 +5,7 @@
 //! their own `Store` to read. WAL lets readers and the writer run together.
 
 mod header_blob;
+mod inbox;
 pub mod model;
 mod read;
 pub mod recorder;
@@ -17,7 +18,7 @@ use std::time::Duration;
 use rusqlite::{Connection, ErrorCode};
 
 pub use model::{Delivery, NewDelivery, Outcome, ReplayRun, Summary};
-pub use recorder::{RecordError, Recorded, Recorder, RecorderHandle, MAX_STORED_BODY};
+pub use recorder::{Pending, RecordError, Recorded, Recorder, RecorderHandle, MAX_STORED_BODY};
 
 /// How long a statement waits for another process's lock before giving up.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -123,7 +124,15 @@ impl Store {
         }
         create_private(path)?;
         let conn = Connection::open(path).map_err(|e| classify(e, path))?;
-        Self::setup(conn, path.to_path_buf())
+        let store = Self::setup(conn, path.to_path_buf())?;
+        // Requests a recorder had on disk but not yet in SQLite when its
+        // process died belong in the history before anyone reads it.
+        match recorder::recover(&store) {
+            Ok(0) => {}
+            Ok(moved) => tracing::info!(moved, "moved deliveries left in an inbox into the history"),
+            Err(err) => tracing::warn!(%err, "cannot move deliveries left in an inbox into the history yet"),
+        }
+        Ok(store)
     }
 
     /// A private database in memory, for tests.

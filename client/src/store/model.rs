@@ -1,9 +1,10 @@
 //! The records the history store holds and hands out.
 
 use portpreview_shared::Header;
+use serde::{Deserialize, Serialize};
 
 /// The request half of a delivery, written before its answer goes back.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NewDelivery {
     /// When the request reached the client, in milliseconds since the epoch.
     pub received_at_ms: i64,
@@ -18,6 +19,7 @@ pub struct NewDelivery {
     /// Request headers exactly as received, in order.
     pub request_headers: Vec<Header>,
     /// Request body (at most the store's body limit).
+    #[serde(with = "serde_bytes")]
     pub request_body: Vec<u8>,
     /// Size of the whole request body, even when `request_body` was cut.
     pub request_body_size: u64,

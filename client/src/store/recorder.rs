@@ -1,19 +1,26 @@
-//! The tunnel's path into the history: a bounded queue to one writer thread.
+//! The tunnel's path into the history: an inbox file, then one writer thread.
 //!
-//! Forwarding must not wait on SQLite more than it has to. Each delivery is
-//! handed to a dedicated thread that owns the connection; the thread takes
-//! everything queued since its last commit and writes it in one
-//! transaction, so under load one commit serves many deliveries. The queue
-//! is bounded: when it is full the tunnel keeps forwarding and warns.
+//! A caller must not hear back before its request is on disk, and must not
+//! wait for SQLite either. So each request is appended to the recorder's
+//! [`Inbox`] (one write) and handed to a dedicated thread that owns the
+//! database connection. The thread wakes when work arrives, lets a short
+//! window fill, and writes the whole window in one transaction: one commit
+//! serves every request of the window instead of one commit per caller.
+//! The queue is bounded: when it is full the tunnel keeps forwarding and
+//! warns. If the process dies, the next one to open the history moves what
+//! the inbox still holds into SQLite.
 
 use std::path::Path;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use portpreview_shared::provider::event_key;
 use tokio::sync::oneshot;
 
+use super::inbox::{self, Inbox};
 use super::{NewDelivery, Outcome, Store, StoreError};
 
 /// Bodies longer than this are stored cut, with their full size kept.
@@ -25,9 +32,9 @@ pub const QUEUE_CAPACITY: usize = 8192;
 /// Most jobs written in one transaction, so one commit never grows unbounded.
 const MAX_BATCH: usize = 2048;
 
-/// Longest an answer waits for a request to share its commit with; a
-/// history read in another process sees it this much later at worst.
-const OUTCOME_LINGER: Duration = Duration::from_millis(50);
+/// How long the writer lets work gather before a commit. Nobody waits on
+/// it but the live display and readers in other processes.
+const WINDOW: Duration = Duration::from_millis(10);
 
 /// Where a delivery landed in the history.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +60,9 @@ pub enum RecordError {
     /// SQLite refused the write (disk full, database locked…).
     #[error("delivery not recorded: {0}")]
     Store(String),
+    /// The inbox file could not be written (disk full…).
+    #[error("delivery not recorded: cannot write the history inbox: {0}")]
+    Inbox(std::io::Error),
     /// The writer has stopped.
     #[error("the history writer has stopped; delivery not recorded")]
     Closed,
@@ -60,6 +70,7 @@ pub enum RecordError {
 
 enum Job {
     Request {
+        seq: u64,
         delivery: Box<NewDelivery>,
         reply: oneshot::Sender<Result<Recorded, String>>,
     },
@@ -73,48 +84,93 @@ enum Job {
 /// Hands deliveries to the writer thread. Cheap to clone.
 #[derive(Clone)]
 pub struct Recorder {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    /// Appends and queues happen under this lock, so the writer sees
+    /// requests in the order of their sequence numbers.
+    inbox: Mutex<Inbox>,
     queue: SyncSender<Job>,
+    /// Newest sequence number committed to SQLite.
+    applied: Arc<AtomicU64>,
+}
+
+/// A request on disk in the inbox, on its way into SQLite.
+#[derive(Debug)]
+pub struct Pending(oneshot::Receiver<Result<Recorded, String>>);
+
+impl Pending {
+    /// Where the request landed, once it is committed to SQLite.
+    pub async fn recorded(self) -> Result<Recorded, RecordError> {
+        match self.0.await {
+            Ok(result) => result.map_err(RecordError::Store),
+            Err(_) => Err(RecordError::Closed),
+        }
+    }
 }
 
 /// Owns the writer thread: `shutdown` (or dropping it) writes what is
-/// queued and waits for the thread to finish.
+/// queued, waits for the thread to finish and removes the inbox.
 pub struct RecorderHandle {
-    queue: SyncSender<Job>,
+    shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Recorder {
-    /// Opens the database at `path` and starts its writer thread.
-    /// `key_fields` choose the body fields that make an event key when the
-    /// provider gives no ID.
+    /// Opens the database at `path` (moving in what a recorder that died
+    /// left in its inbox), creates this recorder's inbox and starts the
+    /// writer thread. `key_fields` choose the body fields that make an event
+    /// key when the provider gives no ID.
     pub fn start(path: &Path, key_fields: Vec<String>) -> Result<(Recorder, RecorderHandle), StoreError> {
         let store = Store::open(path)?;
+        let inbox = Inbox::create(path, &key_fields)?;
+        let inbox_name = inbox.name().to_owned();
         let (queue, jobs) = mpsc::sync_channel(QUEUE_CAPACITY);
+        let applied = Arc::new(AtomicU64::new(0));
+        let writer = Writer {
+            store,
+            key_fields,
+            inbox_name,
+            applied: Arc::clone(&applied),
+        };
         let thread = std::thread::Builder::new()
             .name("history-writer".into())
-            .spawn(move || Writer { store, key_fields }.run(&jobs))?;
+            .spawn(move || writer.run(&jobs))?;
+        let shared = Arc::new(Shared {
+            inbox: Mutex::new(inbox),
+            queue,
+            applied,
+        });
         let handle = RecorderHandle {
-            queue: queue.clone(),
+            shared: Arc::clone(&shared),
             thread: Some(thread),
         };
-        Ok((Recorder { queue }, handle))
+        Ok((Recorder { shared }, handle))
     }
 
-    /// Records the request half of a delivery; resolves once it is committed.
-    pub async fn record_request(&self, d: NewDelivery) -> Result<Recorded, RecordError> {
+    /// Records the request half of a delivery. When this returns `Ok`, the
+    /// request is on disk and its caller may hear back; the [`Pending`]
+    /// resolves once it is in SQLite.
+    pub fn record_request(&self, d: NewDelivery) -> Result<Pending, RecordError> {
+        let mut inbox = self.shared.inbox.lock().unwrap_or_else(|p| p.into_inner());
+        if inbox.is_closed() {
+            return Err(RecordError::Closed);
+        }
+        if let Err(err) = inbox.restart_if_applied(self.shared.applied.load(Ordering::Acquire)) {
+            tracing::warn!(%err, "cannot start the history inbox over; it keeps growing");
+        }
+        let seq = inbox.append(&d).map_err(RecordError::Inbox)?;
         let (reply, answer) = oneshot::channel();
         let job = Job::Request {
+            seq,
             delivery: Box::new(d),
             reply,
         };
-        match self.queue.try_send(job) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_)) => return Err(RecordError::Full),
-            Err(TrySendError::Disconnected(_)) => return Err(RecordError::Closed),
-        }
-        match answer.await {
-            Ok(result) => result.map_err(RecordError::Store),
-            Err(_) => Err(RecordError::Closed),
+        match self.shared.queue.try_send(job) {
+            Ok(()) => Ok(Pending(answer)),
+            Err(TrySendError::Full(_)) => Err(RecordError::Full),
+            Err(TrySendError::Disconnected(_)) => Err(RecordError::Closed),
         }
     }
 
@@ -125,7 +181,7 @@ impl Recorder {
             id,
             outcome: Box::new(o),
         };
-        match self.queue.try_send(job) {
+        match self.shared.queue.try_send(job) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => {
                 tracing::warn!(delivery = id, "history writer behind; outcome not recorded")
@@ -149,9 +205,17 @@ impl RecorderHandle {
         };
         // A blocking send: the writer is draining, so room comes soon. If it
         // has died the send fails and join reports nothing more to do.
-        let _ = self.queue.send(Job::Shutdown);
+        let _ = self.shared.queue.send(Job::Shutdown);
         if thread.join().is_err() {
             tracing::warn!("history writer panicked");
+        }
+        let mut inbox = self.shared.inbox.lock().unwrap_or_else(|p| p.into_inner());
+        let applied = self.shared.applied.load(Ordering::Acquire);
+        if inbox.all_applied(applied) {
+            inbox.discard();
+        } else {
+            // What did not reach SQLite stays for the next open to move in.
+            tracing::warn!("some deliveries did not reach the history; they are kept in its inbox");
         }
     }
 }
@@ -166,32 +230,19 @@ impl Drop for RecorderHandle {
 struct Writer {
     store: Store,
     key_fields: Vec<String>,
+    inbox_name: String,
+    applied: Arc<AtomicU64>,
 }
 
 impl Writer {
     fn run(self, jobs: &Receiver<Job>) {
         let mut batch = Vec::with_capacity(64);
-        // When the answers held back in `batch` must be written at the latest.
-        let mut due: Option<Instant> = None;
-        loop {
-            // Blocks only when idle; under load every pass finds a full batch.
-            let next = match due {
-                None => jobs.recv().map_err(|_| RecvTimeoutError::Disconnected),
-                Some(due) => jobs.recv_timeout(due.saturating_duration_since(Instant::now())),
-            };
-            let overdue = match next {
-                Ok(job) => {
-                    batch.push(job);
-                    false
-                }
-                Err(RecvTimeoutError::Timeout) => true,
-                Err(RecvTimeoutError::Disconnected) => {
-                    if !batch.is_empty() {
-                        self.write(batch);
-                    }
-                    return;
-                }
-            };
+        // Blocks only when idle; the first job opens a window for the rest.
+        while let Ok(first) = jobs.recv() {
+            if !matches!(first, Job::Shutdown) {
+                std::thread::sleep(WINDOW);
+            }
+            batch.push(first);
             while batch.len() < MAX_BATCH {
                 match jobs.try_recv() {
                     Ok(job) => batch.push(job),
@@ -203,16 +254,7 @@ impl Writer {
                 // Whatever raced in after the shutdown request is flushed too.
                 batch.extend(jobs.try_iter());
             }
-            // A caller waits on every request; nobody waits on an answer.
-            // Answers alone are held back to share the next request's
-            // commit, which halves the commits when requests come one by one.
-            let urgent = batch.iter().any(|job| !matches!(job, Job::Outcome { .. }));
-            if urgent || overdue || batch.len() >= MAX_BATCH {
-                self.write(std::mem::take(&mut batch));
-                due = None;
-            } else if due.is_none() {
-                due = Some(Instant::now() + OUTCOME_LINGER);
-            }
+            self.write(std::mem::take(&mut batch));
             if stop {
                 return;
             }
@@ -221,9 +263,11 @@ impl Writer {
 
     /// Writes one batch in one transaction, then answers the waiting callers.
     fn write(&self, mut batch: Vec<Job>) {
+        let mut newest = None;
         for job in &mut batch {
-            if let Job::Request { delivery, .. } = job {
-                self.identify(delivery);
+            if let Job::Request { seq, delivery, .. } = job {
+                identify(delivery, &self.key_fields);
+                newest = Some(*seq);
             }
         }
         let mut replies = Vec::new();
@@ -232,17 +276,7 @@ impl Writer {
             let mut recorded = Vec::new();
             for job in &batch {
                 match job {
-                    Job::Request { delivery, .. } => {
-                        let id = store.insert_request_row(delivery)?;
-                        let delivery_number = store.newest_delivery_number_row(delivery, id)?;
-                        recorded.push(Recorded {
-                            id,
-                            delivery_number,
-                            provider: delivery.provider.clone(),
-                            event_key: delivery.event_key.clone(),
-                            event_key_source: delivery.event_key_source.clone(),
-                        });
-                    }
+                    Job::Request { delivery, .. } => recorded.push(store.insert_recorded_row(delivery)?),
                     Job::Outcome { id, outcome } => {
                         outcomes += 1;
                         store.outcome_row(*id, outcome)?;
@@ -250,8 +284,16 @@ impl Writer {
                     Job::Shutdown => {}
                 }
             }
+            if let Some(seq) = newest {
+                store.mark_inbox_applied(&self.inbox_name, seq)?;
+            }
             Ok(recorded)
         });
+        if let Some(seq) = newest {
+            // Failed requests count as done too: they were reported lost,
+            // and must not keep the inbox from starting over.
+            self.applied.store(seq, Ordering::Release);
+        }
         for job in batch {
             if let Job::Request { reply, .. } = job {
                 replies.push(reply);
@@ -273,27 +315,56 @@ impl Writer {
             }
         }
     }
+}
 
-    /// Fills in what the forwarding path left to the writer: detecting the
-    /// provider and the event key means parsing the body, which must not
-    /// cost the forwarding path anything.
-    fn identify(&self, delivery: &mut NewDelivery) {
-        if !delivery.event_key.is_empty() {
-            return;
+/// Moves the requests of inboxes whose recorders died into the history.
+/// Returns how many were moved.
+pub(crate) fn recover(store: &Store) -> Result<usize, StoreError> {
+    let mut moved = 0;
+    for mut orphan in inbox::orphans(store.path()) {
+        let mut leftovers = orphan.read()?;
+        let applied = store.inbox_applied(&orphan.name)?;
+        leftovers.requests.retain(|(seq, _)| *seq > applied);
+        for (_, delivery) in &mut leftovers.requests {
+            identify(delivery, &leftovers.key_fields);
         }
-        // The body is untrusted: should detection ever panic on it, that one
-        // delivery goes without a key rather than the writer thread dying.
-        let detect = || event_key(&delivery.request_headers, &delivery.request_body, &self.key_fields);
-        let Ok(key) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(detect)) else {
-            tracing::warn!(path = ?delivery.path, "event key detection failed; delivery stored without a key");
-            return;
-        };
-        if delivery.provider.is_none() {
-            delivery.provider = key.provider.map(|p| p.name().to_owned());
+        if let Some(newest) = leftovers.requests.last().map(|(seq, _)| *seq) {
+            store.write(|store| {
+                for (_, delivery) in &leftovers.requests {
+                    store.insert_recorded_row(delivery)?;
+                }
+                store.mark_inbox_applied(&orphan.name, newest)
+            })?;
         }
-        delivery.event_key = key.key;
-        delivery.event_key_source = key.source;
+        moved += leftovers.requests.len();
+        let name = orphan.name.clone();
+        // The mark outlives the file: should removing it fail, the next
+        // open skips what was moved instead of moving it twice.
+        orphan.remove()?;
+        store.forget_inbox(&name)?;
     }
+    Ok(moved)
+}
+
+/// Fills in what the forwarding path left to the writer: detecting the
+/// provider and the event key means parsing the body, which must not cost
+/// the forwarding path anything.
+fn identify(delivery: &mut NewDelivery, key_fields: &[String]) {
+    if !delivery.event_key.is_empty() {
+        return;
+    }
+    // The body is untrusted: should detection ever panic on it, that one
+    // delivery goes without a key rather than the writer thread dying.
+    let detect = || event_key(&delivery.request_headers, &delivery.request_body, key_fields);
+    let Ok(key) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(detect)) else {
+        tracing::warn!(path = ?delivery.path, "event key detection failed; delivery stored without a key");
+        return;
+    };
+    if delivery.provider.is_none() {
+        delivery.provider = key.provider.map(|p| p.name().to_owned());
+    }
+    delivery.event_key = key.key;
+    delivery.event_key_source = key.source;
 }
 
 #[cfg(test)]
@@ -311,7 +382,12 @@ mod tests {
         let (recorder, handle) = Recorder::start(&path, Vec::new()).unwrap();
         let sends = (0..1000).map(|n| {
             let recorder = recorder.clone();
-            async move { recorder.record_request(delivery(&format!("evt_{}", n % 10), "/")).await }
+            async move {
+                match recorder.record_request(delivery(&format!("evt_{}", n % 10), "/")) {
+                    Ok(pending) => pending.recorded().await,
+                    Err(err) => Err(err),
+                }
+            }
         });
         let recorded: Vec<Recorded> = join_all(sends).await.into_iter().map(Result::unwrap).collect();
         for r in &recorded {
@@ -342,24 +418,62 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_recorded_request_is_already_on_disk() {
+    async fn a_request_is_on_disk_when_recorded_and_in_sqlite_once_pending_resolves() {
         let dir = ScratchDir::new("recorder-commit");
         let path = dir.0.join("history.db");
         let (recorder, _handle) = Recorder::start(&path, Vec::new()).unwrap();
         let reader = rusqlite::Connection::open(&path).unwrap();
         for n in 0..20 {
-            let recorded = recorder
-                .record_request(delivery(&format!("evt_{n}"), "/c"))
-                .await
-                .unwrap();
-            let key: String = reader
+            let key = format!("evt_{n}");
+            let pending = recorder.record_request(delivery(&key, "/c")).unwrap();
+            let inbox = std::fs::read_dir(&dir.0)
+                .unwrap()
+                .flatten()
+                .find(|e| e.file_name().to_string_lossy().starts_with("history.db-inbox-"))
+                .expect("an inbox beside the database");
+            let on_disk = std::fs::read(inbox.path()).unwrap();
+            assert!(
+                on_disk.windows(key.len()).any(|w| w == key.as_bytes()),
+                "{key} is in the inbox before anyone hears back"
+            );
+            let recorded = pending.recorded().await.unwrap();
+            let stored: String = reader
                 .query_row("SELECT event_key FROM deliveries WHERE id = ?1", [recorded.id], |r| {
                     r.get(0)
                 })
                 .unwrap();
-            assert_eq!(key, format!("evt_{n}"));
+            assert_eq!(stored, key);
             assert_eq!(recorded.delivery_number, 1);
         }
+    }
+
+    #[test]
+    fn requests_left_in_a_dead_recorders_inbox_are_moved_in_once() {
+        let dir = ScratchDir::new("recorder-recover");
+        let path = dir.0.join("history.db");
+        let store = Store::open(&path).unwrap();
+        {
+            let mut inbox = Inbox::create(&path, &[]).unwrap();
+            let mut github = delivery("", "/webhooks/github");
+            github.provider = None;
+            github.request_headers = vec![portpreview_shared::Header::new("x-github-delivery", "gh-1")];
+            inbox.append(&delivery("evt_moved_before", "/a")).unwrap();
+            inbox.append(&github).unwrap();
+            // The first request reached SQLite just before the crash.
+            store.write(|s| s.mark_inbox_applied(inbox.name(), 1)).unwrap();
+            // Dropped without discard, as when its process is killed.
+        }
+        drop(store);
+        let reopened = Store::open(&path).unwrap();
+        let listed = reopened.list(&ListQuery::default()).unwrap();
+        assert_eq!(listed.len(), 1, "only what SQLite lacked is moved in: {listed:?}");
+        assert_eq!(listed[0].event_key, "gh-1", "keys are worked out as the writer would");
+        assert_eq!(listed[0].provider.as_deref(), Some("github"));
+        assert!(inbox::orphans(&path).is_empty(), "the inbox is gone");
+        assert_eq!(
+            Store::open(&path).unwrap().list(&ListQuery::default()).unwrap().len(),
+            1
+        );
     }
 
     #[tokio::test]
@@ -367,7 +481,12 @@ mod tests {
         let dir = ScratchDir::new("recorder-linger");
         let path = dir.0.join("history.db");
         let (recorder, _handle) = Recorder::start(&path, Vec::new()).unwrap();
-        let recorded = recorder.record_request(delivery("evt_last", "/")).await.unwrap();
+        let recorded = recorder
+            .record_request(delivery("evt_last", "/"))
+            .unwrap()
+            .recorded()
+            .await
+            .unwrap();
         recorder.record_outcome(
             recorded.id,
             Outcome {
@@ -402,14 +521,14 @@ mod tests {
             portpreview_shared::Header::new("x-github-delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958"),
             portpreview_shared::Header::new("x-github-hook-id", "42"),
         ];
-        let first = recorder.record_request(d.clone()).await.unwrap();
+        let first = recorder.record_request(d.clone()).unwrap().recorded().await.unwrap();
         assert_eq!(first.provider.as_deref(), Some("github"));
         assert_eq!(first.event_key, "72d3162e-cc78-11e3-81ab-4c9367dc0958");
         assert!(first
             .event_key_source
             .to_ascii_lowercase()
             .starts_with("header:x-github-delivery"));
-        let again = recorder.record_request(d).await.unwrap();
+        let again = recorder.record_request(d).unwrap().recorded().await.unwrap();
         assert_eq!(
             again.delivery_number, 2,
             "a redelivery is the 2nd delivery of its event"
@@ -421,7 +540,7 @@ mod tests {
         let dir = ScratchDir::new("recorder-closed");
         let (recorder, handle) = Recorder::start(&dir.0.join("history.db"), Vec::new()).unwrap();
         handle.shutdown();
-        let err = recorder.record_request(delivery("evt_1", "/")).await.unwrap_err();
+        let err = recorder.record_request(delivery("evt_1", "/")).unwrap_err();
         assert!(matches!(err, RecordError::Closed), "{err:?}");
         recorder.record_outcome(1, Outcome::default());
     }
@@ -437,13 +556,18 @@ mod tests {
         // The writer waits out the busy timeout, then must answer, not hang.
         let held = tokio::time::timeout(
             std::time::Duration::from_secs(30),
-            recorder.record_request(delivery("evt_locked", "/")),
+            recorder.record_request(delivery("evt_locked", "/")).unwrap().recorded(),
         )
         .await
         .expect("record_request hung");
         assert!(matches!(held, Err(RecordError::Store(_))), "{held:?}");
         blocker.execute_batch("ROLLBACK").unwrap();
-        let recorded = recorder.record_request(delivery("evt_after", "/")).await.unwrap();
+        let recorded = recorder
+            .record_request(delivery("evt_after", "/"))
+            .unwrap()
+            .recorded()
+            .await
+            .unwrap();
         assert!(recorded.id > 0);
     }
 }

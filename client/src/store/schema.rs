@@ -106,6 +106,9 @@ const MIGRATIONS: &[&str] = &[
     // deliveries without an index, and pruning is rare enough to scan.
     "DROP INDEX deliveries_provider;
     DROP INDEX deliveries_received_at;",
+    // Version 5: how far each recorder's inbox file has been moved into the
+    // history, so requests moved just before a crash are not moved twice.
+    "CREATE TABLE inbox_applied (inbox TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;",
 ];
 
 /// Schema version this build writes and understands.

@@ -3,9 +3,9 @@
 //! Every write runs inside `BEGIN IMMEDIATE`, so a writer takes the lock up
 //! front instead of failing halfway when another process writes too.
 
-use rusqlite::{params, Transaction, TransactionBehavior};
+use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
 
-use super::{header_blob, NewDelivery, Outcome, ReplayRun, Store, StoreError, MAX_STORED_BODY};
+use super::{header_blob, NewDelivery, Outcome, Recorded, ReplayRun, Store, StoreError, MAX_STORED_BODY};
 
 impl Store {
     /// Stores the request half of a delivery and returns its id.
@@ -69,6 +69,53 @@ impl Store {
             Ok(value)
         };
         run().map_err(|e| self.classify(e))
+    }
+
+    /// Inserts the request half and says where it landed; the caller
+    /// provides the transaction.
+    pub(crate) fn insert_recorded_row(&self, d: &NewDelivery) -> rusqlite::Result<Recorded> {
+        let id = self.insert_request_row(d)?;
+        Ok(Recorded {
+            id,
+            delivery_number: self.newest_delivery_number_row(d, id)?,
+            provider: d.provider.clone(),
+            event_key: d.event_key.clone(),
+            event_key_source: d.event_key_source.clone(),
+        })
+    }
+
+    /// Notes that inbox `name` has been moved into the history up to `seq`;
+    /// the caller provides the transaction.
+    pub(crate) fn mark_inbox_applied(&self, name: &str, seq: u64) -> rusqlite::Result<()> {
+        let seq = i64::try_from(seq).unwrap_or(i64::MAX);
+        self.conn
+            .prepare_cached(
+                "INSERT INTO inbox_applied (inbox, seq) VALUES (?1, ?2)
+                 ON CONFLICT (inbox) DO UPDATE SET seq = excluded.seq",
+            )?
+            .execute(params![name, seq])?;
+        Ok(())
+    }
+
+    /// How far inbox `name` has been moved into the history (0: not at all).
+    pub(crate) fn inbox_applied(&self, name: &str) -> Result<u64, StoreError> {
+        let seq: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT seq FROM inbox_applied WHERE inbox = ?1")
+            .and_then(|mut stmt| stmt.query_row([name], |row| row.get(0)).optional())
+            .map_err(|e| self.classify(e))?;
+        Ok(seq.and_then(|seq| u64::try_from(seq).ok()).unwrap_or(0))
+    }
+
+    /// Drops the progress mark of an inbox that no longer exists.
+    pub(crate) fn forget_inbox(&self, name: &str) -> Result<(), StoreError> {
+        self.write(|store| {
+            store
+                .conn
+                .prepare_cached("DELETE FROM inbox_applied WHERE inbox = ?1")?
+                .execute([name])
+                .map(|_| ())
+        })
     }
 
     /// Inserts the request half; the caller provides the transaction.

@@ -15,11 +15,11 @@ use super::body::{Capture, Inflow, StreamedBody};
 use super::outbox::Outbox;
 use crate::events::TunnelEvent;
 use crate::forward::{Forwarder, LocalBody};
-use crate::store::recorder::{Recorded, Recorder};
+use crate::store::recorder::{Pending, Recorder};
 use crate::store::{NewDelivery, Outcome, Summary, MAX_STORED_BODY};
 
-/// Request bodies up to this size are read whole before forwarding, so the
-/// request can be recorded while the handler works; larger ones stream.
+/// Request bodies up to this size are read whole and recorded before
+/// forwarding; larger ones stream, and are recorded as the handler read them.
 const BUFFERED_BODY: usize = 1024 * 1024;
 
 /// How the Host header reaches the local handler.
@@ -97,7 +97,7 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
 
 struct Exchanged {
     outcome: Outcome,
-    recorded: Option<Recorded>,
+    recorded: Option<Pending>,
 }
 
 async fn exchange(
@@ -146,7 +146,7 @@ async fn exchange(
     let local = match local {
         Ok(local) => local,
         Err(reason) => {
-            let recorded = record(shared, request).await;
+            let recorded = record(shared, request);
             return answer_error(stream, outbox, started, 400, reason, recorded);
         }
     };
@@ -156,9 +156,9 @@ async fn exchange(
         None => {
             request.request_body = capture.bytes;
             request.request_body_size = capture.size;
-            // Record while the handler works: the row must be on disk before
-            // the caller hears back, and this way it costs no extra latency.
-            tokio::join!(record(shared, request), send)
+            // On disk before the handler even sees it, so before the caller hears back.
+            let recorded = record(shared, request);
+            (recorded, send.await)
         }
         Some(streamed) => {
             let response = send.await;
@@ -166,7 +166,7 @@ async fn exchange(
             let capture = std::mem::take(&mut *streamed.lock().unwrap_or_else(|p| p.into_inner()));
             request.request_body = capture.bytes;
             request.request_body_size = capture.size;
-            (record(shared, request).await, response)
+            (record(shared, request), response)
         }
     };
 
@@ -186,10 +186,10 @@ async fn exchange(
     Exchanged { outcome, recorded }
 }
 
-async fn record(shared: &Shared, request: NewDelivery) -> Option<Recorded> {
+fn record(shared: &Shared, request: NewDelivery) -> Option<Pending> {
     let recorder = shared.recorder.as_ref()?;
-    match recorder.record_request(request).await {
-        Ok(recorded) => Some(recorded),
+    match recorder.record_request(request) {
+        Ok(pending) => Some(pending),
         Err(err) => {
             tracing::warn!(%err, "delivery not recorded; forwarding goes on");
             None
@@ -361,7 +361,7 @@ fn answer_error(
     started: Instant,
     status: u16,
     reason: String,
-    recorded: Option<Recorded>,
+    recorded: Option<Pending>,
 ) -> Exchanged {
     outbox.answer(stream, status, &reason);
     let mut outcome = failure(started, reason);
@@ -379,6 +379,17 @@ fn failure(started: Instant, error: String) -> Outcome {
 
 async fn finish(shared: &Shared, line: Line, exchanged: Exchanged) {
     let Exchanged { outcome, recorded } = exchanged;
+    // The caller has its answer; now wait for the row, for its id.
+    let recorded = match recorded {
+        Some(pending) => match pending.recorded().await {
+            Ok(recorded) => Some(recorded),
+            Err(err) => {
+                tracing::warn!(%err, "delivery not recorded; forwarding goes on");
+                None
+            }
+        },
+        None => None,
+    };
     let (id, delivery_number, provider, event_key, event_key_source) = match &recorded {
         Some(r) => (
             r.id,

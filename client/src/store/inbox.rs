@@ -1,0 +1,316 @@
+//! The inbox: each request appended to a file beside the database before
+//! its caller hears back.
+//!
+//! A commit to SQLite writes a page for the table and one for every index
+//! the row touches; appending a record writes one buffer. So the tunnel
+//! appends each request here, answers its caller, and the history writer
+//! moves requests into SQLite in batches. Each recorder owns its inbox under
+//! an exclusive file lock; an inbox whose lock is free belongs to a recorder
+//! that died, and whichever process opens the history next moves what is
+//! left of it into the database.
+//!
+//! Record layout: `[u32 LE length][postcard (seq, Entry)]`. A record cut
+//! short by a crash ends the readable part of the file.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::model::NewDelivery;
+
+/// Once every record in it is in SQLite, an inbox this large starts over.
+const RESTART_AT: u64 = 4 * 1024 * 1024;
+
+/// Largest record a reader accepts: a request body at the store's limit and
+/// its headers, with room to spare.
+const MAX_RECORD: usize = super::MAX_STORED_BODY + 1024 * 1024;
+
+/// What one record holds, as read back.
+#[derive(Debug, Deserialize)]
+enum Entry {
+    /// First in every inbox: how the recorder made event keys.
+    Opened { key_fields: Vec<String> },
+    /// A request, before it reached SQLite.
+    Request(Box<NewDelivery>),
+}
+
+/// [`Entry`] as written, borrowing instead of copying; same variants in
+/// the same order, so the encodings are the same.
+#[derive(Serialize)]
+enum EntryRef<'a> {
+    Opened { key_fields: &'a [String] },
+    Request(&'a NewDelivery),
+}
+
+/// A recorder's own inbox, locked for as long as it lives.
+#[derive(Debug)]
+pub struct Inbox {
+    file: File,
+    path: PathBuf,
+    name: String,
+    key_fields: Vec<String>,
+    len: u64,
+    next_seq: u64,
+    closed: bool,
+}
+
+impl Inbox {
+    /// Creates a fresh inbox for the database at `db`.
+    pub fn create(db: &Path, key_fields: &[String]) -> std::io::Result<Inbox> {
+        let name = format!("{}{:08x}", prefix(db), std::process::id() ^ rand::random::<u32>());
+        let path = db.with_file_name(&name);
+        // Made and locked under a name no one looks for, then renamed: an
+        // inbox is never seen unlocked, so never taken for an orphan.
+        let fresh = db.with_file_name(format!(".{name}.new"));
+        let mut options = OpenOptions::new();
+        options.append(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options.open(&fresh)?;
+        file.try_lock().map_err(|err| match err {
+            TryLockError::Error(err) => err,
+            TryLockError::WouldBlock => std::io::Error::other("inbox locked by another process"),
+        })?;
+        std::fs::rename(&fresh, &path)?;
+        let mut inbox = Inbox {
+            file,
+            path,
+            name,
+            key_fields: key_fields.to_vec(),
+            len: 0,
+            next_seq: 1,
+            closed: false,
+        };
+        inbox.open_entry()?;
+        Ok(inbox)
+    }
+
+    /// True once discarded: nothing more may be appended.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// The inbox's file name, which keys its progress in the database.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Appends `delivery`; when this returns, it is in the file. Returns its
+    /// sequence number.
+    pub fn append(&mut self, delivery: &NewDelivery) -> std::io::Result<u64> {
+        if self.closed {
+            return Err(std::io::Error::other("the inbox is closed"));
+        }
+        let seq = self.next_seq;
+        self.write_record(seq, &EntryRef::Request(delivery))?;
+        self.next_seq += 1;
+        Ok(seq)
+    }
+
+    /// True when every request appended is at or below `applied`, the newest
+    /// sequence number in SQLite.
+    pub fn all_applied(&self, applied: u64) -> bool {
+        applied + 1 >= self.next_seq
+    }
+
+    /// Starts the file over when it has grown large and everything in it up
+    /// to `applied` (the newest sequence number in SQLite) is all there is.
+    pub fn restart_if_applied(&mut self, applied: u64) -> std::io::Result<()> {
+        if self.closed || self.len < RESTART_AT || !self.all_applied(applied) {
+            return Ok(());
+        }
+        self.file.set_len(0)?;
+        self.len = 0;
+        self.open_entry()
+    }
+
+    /// Deletes the file: everything in it is in SQLite.
+    pub fn discard(&mut self) {
+        self.closed = true;
+        if let Err(err) = std::fs::remove_file(&self.path) {
+            tracing::warn!(%err, path = %self.path.display(), "cannot remove the history inbox");
+        }
+    }
+
+    fn open_entry(&mut self) -> std::io::Result<()> {
+        let key_fields = std::mem::take(&mut self.key_fields);
+        let written = self.write_record(
+            0,
+            &EntryRef::Opened {
+                key_fields: &key_fields,
+            },
+        );
+        self.key_fields = key_fields;
+        written
+    }
+
+    fn write_record(&mut self, seq: u64, entry: &EntryRef<'_>) -> std::io::Result<()> {
+        let mut record =
+            postcard::to_extend(&(seq, entry), vec![0u8; 4]).map_err(|err| std::io::Error::other(err.to_string()))?;
+        let len = u32::try_from(record.len() - 4).map_err(|_| std::io::Error::other("inbox record too large"))?;
+        record[..4].copy_from_slice(&len.to_le_bytes());
+        // One write per record: a crash leaves whole records and at most one cut short.
+        self.file.write_all(&record)?;
+        self.len += record.len() as u64;
+        Ok(())
+    }
+}
+
+/// An inbox left behind by a recorder that died, locked by its finder.
+#[derive(Debug)]
+pub struct Orphan {
+    file: File,
+    path: PathBuf,
+    /// The file name, which keys its progress in the database.
+    pub name: String,
+}
+
+/// What an orphaned inbox holds.
+#[derive(Debug, Default)]
+pub struct Leftovers {
+    /// How its recorder made event keys.
+    pub key_fields: Vec<String>,
+    /// Requests with their sequence numbers, oldest first.
+    pub requests: Vec<(u64, NewDelivery)>,
+}
+
+impl Orphan {
+    /// Every whole record in the file.
+    pub fn read(&mut self) -> std::io::Result<Leftovers> {
+        let mut leftovers = Leftovers::default();
+        let mut reader = BufReader::new(&self.file);
+        let mut buf = Vec::new();
+        loop {
+            let mut len = [0u8; 4];
+            if reader.read_exact(&mut len).is_err() {
+                break;
+            }
+            let len = u32::from_le_bytes(len) as usize;
+            if len > MAX_RECORD {
+                break;
+            }
+            buf.resize(len, 0);
+            if reader.read_exact(&mut buf).is_err() {
+                break;
+            }
+            match postcard::from_bytes::<(u64, Entry)>(&buf) {
+                Ok((_, Entry::Opened { key_fields })) => leftovers.key_fields = key_fields,
+                Ok((seq, Entry::Request(delivery))) => leftovers.requests.push((seq, *delivery)),
+                Err(_) => break,
+            }
+        }
+        Ok(leftovers)
+    }
+
+    /// Deletes the file once its requests are in the database.
+    pub fn remove(self) -> std::io::Result<()> {
+        std::fs::remove_file(&self.path)?;
+        drop(self.file);
+        Ok(())
+    }
+}
+
+/// Inboxes of the database at `db` whose recorders are gone, each locked
+/// so that no other process moves it at the same time.
+pub fn orphans(db: &Path) -> Vec<Orphan> {
+    let prefix = prefix(db);
+    let dir = match db.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        Some(dir) => dir.to_path_buf(),
+        None => PathBuf::from("."),
+    };
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with(&prefix) {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(file) = OpenOptions::new().read(true).write(true).open(&path) else {
+            continue;
+        };
+        // A held lock means its recorder is alive and moves its own requests.
+        if file.try_lock().is_ok() {
+            found.push(Orphan { file, path, name });
+        }
+    }
+    found
+}
+
+fn prefix(db: &Path) -> String {
+    let file = db
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!("{file}-inbox-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::tests::{delivery, ScratchDir};
+
+    #[test]
+    fn a_dead_recorders_requests_are_read_back_and_a_live_one_is_left_alone() {
+        let dir = ScratchDir::new("inbox-orphans");
+        let db = dir.0.join("history.db");
+        let mut live = Inbox::create(&db, &[]).unwrap();
+        live.append(&delivery("evt_live", "/")).unwrap();
+        {
+            let mut dead = Inbox::create(&db, &["/id".to_string()]).unwrap();
+            dead.append(&delivery("evt_1", "/a")).unwrap();
+            dead.append(&delivery("evt_2", "/b")).unwrap();
+            // Dropped without discard: its lock goes, its file stays.
+        }
+        let mut orphans = orphans(&db);
+        assert_eq!(orphans.len(), 1, "only the unlocked inbox is an orphan");
+        let leftovers = orphans[0].read().unwrap();
+        assert_eq!(leftovers.key_fields, ["/id"]);
+        let keys: Vec<(u64, &str)> = leftovers
+            .requests
+            .iter()
+            .map(|(seq, d)| (*seq, d.event_key.as_str()))
+            .collect();
+        assert_eq!(keys, [(1, "evt_1"), (2, "evt_2")]);
+        orphans.pop().unwrap().remove().unwrap();
+        assert!(super::orphans(&db).is_empty());
+        live.discard();
+    }
+
+    #[test]
+    fn a_record_cut_short_ends_the_inbox_without_an_error() {
+        let dir = ScratchDir::new("inbox-torn");
+        let db = dir.0.join("history.db");
+        let path = {
+            let mut inbox = Inbox::create(&db, &[]).unwrap();
+            inbox.append(&delivery("evt_whole", "/")).unwrap();
+            inbox.path.clone()
+        };
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(&[200, 0, 0, 0, 1, 2, 3]).unwrap();
+        let leftovers = orphans(&db).pop().unwrap().read().unwrap();
+        assert_eq!(leftovers.requests.len(), 1);
+        assert_eq!(leftovers.requests[0].1.event_key, "evt_whole");
+    }
+
+    #[test]
+    fn an_inbox_starts_over_only_when_all_of_it_is_applied() {
+        let dir = ScratchDir::new("inbox-restart");
+        let db = dir.0.join("history.db");
+        let mut inbox = Inbox::create(&db, &[]).unwrap();
+        let mut big = delivery("evt_big", "/");
+        big.request_body = vec![b'x'; RESTART_AT as usize];
+        let seq = inbox.append(&big).unwrap();
+        inbox.restart_if_applied(seq - 1).unwrap();
+        assert!(inbox.len > RESTART_AT, "a request not yet applied keeps the file");
+        inbox.restart_if_applied(seq).unwrap();
+        assert!(inbox.len < 1024, "applied requests are dropped");
+        assert_eq!(inbox.append(&big).unwrap(), seq + 1, "sequence numbers go on");
+        inbox.discard();
+        assert!(!inbox.path.exists());
+    }
+}
