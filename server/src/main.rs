@@ -11,11 +11,6 @@ use clap::Parser;
 use portpreview_server::{load_tls, RelayConfig, Tokens};
 use tokio_util::sync::CancellationToken;
 
-// Per-request work allocates many small, short-lived buffers; mimalloc's
-// thread-local free lists serve them far cheaper than the system allocator.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// The PortPreview relay: public URLs streamed over WebSocket to portpreview clients.
 #[derive(Debug, Parser)]
 #[command(name = "portpreview-server", version)]

@@ -21,8 +21,10 @@ use crate::registry::{ClaimError, Owner};
 /// Bytes tungstenite buffers before writing to the socket.
 const WRITE_BUFFER: usize = 128 * 1024;
 
-/// Bytes tungstenite reads at a time: small, so an idle tunnel costs little.
-const READ_BUFFER: usize = 16 * 1024;
+/// Bytes tungstenite reads at a time. It keeps this much of its read buffer
+/// filled in for every connection, so it is what an idle tunnel costs; a
+/// webhook's answer is a few hundred bytes, so small reads lose little.
+const READ_BUFFER: usize = 4 * 1024;
 
 /// The WebSocket limits of a client connection: no message or frame larger
 /// than one protocol frame, a write buffer that cannot grow past a few frames.
