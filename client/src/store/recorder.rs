@@ -375,6 +375,11 @@ mod tests {
     use crate::store::tests::{delivery, ScratchDir};
     use crate::store::ListQuery;
 
+    /// Records `d` and waits for its row.
+    async fn recorded(recorder: &Recorder, d: NewDelivery) -> Recorded {
+        recorder.record_request(d).unwrap().recorded().await.unwrap()
+    }
+
     #[tokio::test]
     async fn a_thousand_deliveries_are_all_committed() {
         let dir = ScratchDir::new("recorder-many");
@@ -481,12 +486,7 @@ mod tests {
         let dir = ScratchDir::new("recorder-linger");
         let path = dir.0.join("history.db");
         let (recorder, _handle) = Recorder::start(&path, Vec::new()).unwrap();
-        let recorded = recorder
-            .record_request(delivery("evt_last", "/"))
-            .unwrap()
-            .recorded()
-            .await
-            .unwrap();
+        let recorded = recorded(&recorder, delivery("evt_last", "/")).await;
         recorder.record_outcome(
             recorded.id,
             Outcome {
@@ -521,14 +521,14 @@ mod tests {
             portpreview_shared::Header::new("x-github-delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958"),
             portpreview_shared::Header::new("x-github-hook-id", "42"),
         ];
-        let first = recorder.record_request(d.clone()).unwrap().recorded().await.unwrap();
+        let first = recorded(&recorder, d.clone()).await;
         assert_eq!(first.provider.as_deref(), Some("github"));
         assert_eq!(first.event_key, "72d3162e-cc78-11e3-81ab-4c9367dc0958");
         assert!(first
             .event_key_source
             .to_ascii_lowercase()
             .starts_with("header:x-github-delivery"));
-        let again = recorder.record_request(d).unwrap().recorded().await.unwrap();
+        let again = recorded(&recorder, d).await;
         assert_eq!(
             again.delivery_number, 2,
             "a redelivery is the 2nd delivery of its event"
@@ -562,12 +562,7 @@ mod tests {
         .expect("record_request hung");
         assert!(matches!(held, Err(RecordError::Store(_))), "{held:?}");
         blocker.execute_batch("ROLLBACK").unwrap();
-        let recorded = recorder
-            .record_request(delivery("evt_after", "/"))
-            .unwrap()
-            .recorded()
-            .await
-            .unwrap();
+        let recorded = recorded(&recorder, delivery("evt_after", "/")).await;
         assert!(recorded.id > 0);
     }
 }

@@ -1,12 +1,13 @@
 //! Request bodies arriving from the relay: chunks in, credit back out, and a
 //! copy kept for the history.
 
+use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http_body::{Body, Frame};
+use http_body::{Body, Frame, SizeHint};
 use portpreview_shared::message::StreamId;
 use tokio::sync::mpsc;
 
@@ -156,5 +157,64 @@ impl Body for StreamedBody {
 
     fn is_end_stream(&self) -> bool {
         self.prefix.is_empty() && self.inflow.is_done()
+    }
+}
+
+/// A request body received whole, sent on in the chunks it came in: its
+/// exact length goes out as Content-Length, and no chunk is copied.
+pub struct WholeBody {
+    chunks: VecDeque<Bytes>,
+    remaining: u64,
+}
+
+impl WholeBody {
+    /// The body made of `chunks`, in order.
+    pub fn new(chunks: Vec<Bytes>) -> Self {
+        let remaining = chunks.iter().map(|c| c.len() as u64).sum();
+        Self {
+            chunks: chunks.into_iter().filter(|c| !c.is_empty()).collect(),
+            remaining,
+        }
+    }
+}
+
+impl Body for WholeBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let next = self.chunks.pop_front();
+        if let Some(chunk) = &next {
+            self.remaining -= chunk.len() as u64;
+        }
+        Poll::Ready(next.map(|chunk| Ok(Frame::data(chunk))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.chunks.is_empty()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.remaining)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::BodyExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_whole_body_keeps_its_chunks_and_says_its_length() {
+        let body = WholeBody::new(vec![
+            Bytes::from_static(b"ab"),
+            Bytes::new(),
+            Bytes::from_static(b"cde"),
+        ]);
+        assert_eq!(body.size_hint().exact(), Some(5));
+        assert!(!body.is_end_stream());
+        assert_eq!(body.collect().await.unwrap().to_bytes(), "abcde");
+        assert!(WholeBody::new(Vec::new()).is_end_stream());
     }
 }

@@ -6,12 +6,12 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method, Request};
 use http_body::Body as _;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use portpreview_shared::message::{ClientMessage, Header, StreamId, CHUNK_SIZE};
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use super::body::{Capture, Inflow, StreamedBody};
+use super::body::{Capture, Inflow, StreamedBody, WholeBody};
 use super::outbox::Outbox;
 use crate::events::TunnelEvent;
 use crate::forward::{Forwarder, LocalBody};
@@ -45,6 +45,17 @@ pub struct Shared {
     pub local_timeout: Duration,
     /// Public URL of the tunnel, kept with each delivery.
     pub public_url: Mutex<String>,
+}
+
+impl Shared {
+    /// Body bytes worth copying for the history: none when nothing is recorded.
+    fn keep(&self) -> usize {
+        if self.recorder.is_some() {
+            MAX_STORED_BODY
+        } else {
+            0
+        }
+    }
 }
 
 /// A request head as the relay sent it.
@@ -115,7 +126,7 @@ async fn exchange(
     while capture.size < BUFFERED_BODY as u64 {
         match inflow.next().await {
             Some(chunk) => {
-                capture.add(&chunk.data, MAX_STORED_BODY);
+                capture.add(&chunk.data, shared.keep());
                 prefix.push(chunk.data);
             }
             None => break,
@@ -124,12 +135,7 @@ async fn exchange(
     let buffered = inflow.is_done();
     let mut streamed = None;
     let body: LocalBody = if buffered {
-        let whole = if prefix.len() == 1 {
-            prefix.pop().unwrap_or_default()
-        } else {
-            Bytes::from(prefix.concat())
-        };
-        Full::new(whole).map_err(|never| match never {}).boxed()
+        WholeBody::new(prefix).boxed()
     } else {
         let shared_capture = Arc::new(Mutex::new(std::mem::take(&mut capture)));
         streamed = Some(shared_capture.clone());
@@ -137,7 +143,7 @@ async fn exchange(
             prefix,
             inflow,
             capture: shared_capture,
-            limit: MAX_STORED_BODY,
+            limit: shared.keep(),
         }
         .boxed()
     };
@@ -182,7 +188,7 @@ async fn exchange(
             return answer_error(stream, outbox, started, 504, reason, recorded);
         }
     };
-    let outcome = relay_response(response, stream, steering, outbox, started).await;
+    let outcome = relay_response(response, stream, steering, outbox, started, shared.keep()).await;
     Exchanged { outcome, recorded }
 }
 
@@ -245,13 +251,15 @@ fn build_request(shared: &Shared, head: &Head, body: LocalBody, buffered: bool) 
     Ok(request)
 }
 
-/// Streams the local answer to the relay within its credit, keeping a copy.
+/// Streams the local answer to the relay within its credit, keeping a copy
+/// of up to `keep` bytes.
 async fn relay_response(
     response: http::Response<hyper::body::Incoming>,
     stream: StreamId,
     steering: &Steering,
     outbox: &Outbox,
     started: Instant,
+    keep: usize,
 ) -> Outcome {
     let status = response.status().as_u16();
     // Recorded exactly as the handler sent them; the relay, where the hop
@@ -282,7 +290,7 @@ async fn relay_response(
                 }
             }
         }
-        capture.add(&whole, MAX_STORED_BODY);
+        capture.add(&whole, keep);
         if let Some(reason) = &error {
             answered = 502;
             outbox.answer(stream, answered, reason);
@@ -310,7 +318,7 @@ async fn relay_response(
             match body.frame().await {
                 Some(Ok(frame)) => {
                     let Ok(data) = frame.into_data() else { continue };
-                    capture.add(&data, MAX_STORED_BODY);
+                    capture.add(&data, keep);
                     let mut data = data;
                     while !data.is_empty() {
                         let piece = data.split_to(data.len().min(CHUNK_SIZE));
