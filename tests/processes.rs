@@ -52,21 +52,8 @@ async fn a_client_killed_mid_request_gets_its_caller_a_502_within_a_second() {
     })
     .await;
     let db = dir.path().join("history.db");
-    let mut client = Running::start(
-        &portpreview_bin(),
-        &[
-            "http",
-            &handler.url(),
-            "--server",
-            &relay.http_url(),
-            "--no-tui",
-            "--db",
-            db.to_str().expect("utf-8 path"),
-        ],
-        dir.path(),
-    );
-    let banner = client.line_containing("Forwarding").await;
-    let url = format!("{}/slow", banner.split_whitespace().nth(1).expect("public URL"));
+    let (client, url) = Running::tunnel(&handler.url(), &relay.http_url(), &db, dir.path()).await;
+    let url = format!("{url}/slow");
     let call = tokio::spawn(async move { caller::post(&url, "{}").await });
     while handler.requests().is_empty() {
         tokio::time::sleep(Duration::from_millis(10)).await;

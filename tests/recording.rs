@@ -108,21 +108,7 @@ async fn a_client_killed_mid_burst_keeps_every_answered_delivery_and_readers_nev
     let db_arg = db.to_str().expect("utf-8 path").to_string();
     let relay = TestRelay::start().await;
     let handler = LocalHandler::echo().await;
-    let mut client = Running::start(
-        &portpreview_bin(),
-        &[
-            "http",
-            &handler.url(),
-            "--server",
-            &relay.http_url(),
-            "--no-tui",
-            "--db",
-            &db_arg,
-        ],
-        dir.path(),
-    );
-    let banner = client.line_containing("Forwarding").await;
-    let url = banner.split_whitespace().nth(1).expect("public URL").to_string();
+    let (mut client, url) = Running::tunnel(&handler.url(), &relay.http_url(), &db, dir.path()).await;
 
     // Two readers list the history over and over while the tunnel writes.
     let readers: Vec<_> = (0..2)

@@ -41,6 +41,15 @@ impl History {
         all.extend_from_slice(args);
         portpreview(&self.db(), &all)
     }
+
+    /// `replay` with `handler`'s state URL as the side-effect probe,
+    /// settled for 100 ms.
+    fn replay_probed(&self, handler: &Handler, args: &[&str]) -> Ran {
+        let state = handler.state_url();
+        let mut all = vec!["--check-url", state.as_str(), "--settle", "100ms"];
+        all.extend_from_slice(args);
+        self.replay(&all)
+    }
 }
 
 /// What a `portpreview` run left behind.
@@ -91,15 +100,7 @@ fn portpreview(db: &Path, args: &[&str]) -> Ran {
 fn a_handler_that_credits_every_delivery_is_not_idempotent() {
     let handler = Handler::start(Behaviour::CreditsEveryDelivery);
     let history = History::with(&stripe_delivery(&handler.url()));
-    let ran = history.replay(&[
-        "--times",
-        "3",
-        "--check-url",
-        &handler.state_url(),
-        "--settle",
-        "100ms",
-        "--json",
-    ]);
+    let ran = history.replay_probed(&handler, &["--times", "3", "--json"]);
     assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
     let json = ran.json();
     assert_eq!(json["idempotent"], false);
@@ -188,15 +189,7 @@ fn a_handler_that_dedups_in_one_transaction_is_idempotent_and_the_run_is_recorde
 fn answering_409_to_a_duplicate_fails_even_though_the_state_is_right() {
     let handler = Handler::start(Behaviour::ConflictOnDuplicate);
     let history = History::with(&stripe_delivery(&handler.url()));
-    let ran = history.replay(&[
-        "--times",
-        "3",
-        "--check-url",
-        &handler.state_url(),
-        "--settle",
-        "100ms",
-        "--json",
-    ]);
+    let ran = history.replay_probed(&handler, &["--times", "3", "--json"]);
     assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
     let answers = ran.check("answers_2xx");
     assert_eq!(answers["passed"], false);
@@ -225,21 +218,10 @@ fn a_check_then_insert_race_passes_in_sequence_and_fails_a_fresh_burst() {
         gap: std::time::Duration::from_millis(50),
     });
     let history = History::with(&stripe_delivery(&handler.url()));
-    let ran = history.replay(&["--times", "5", "--check-url", &handler.state_url(), "--settle", "100ms"]);
+    let ran = history.replay_probed(&handler, &["--times", "5"]);
     assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
 
-    let ran = history.replay(&[
-        "--fresh",
-        "--concurrency",
-        "10",
-        "--times",
-        "10",
-        "--check-url",
-        &handler.state_url(),
-        "--settle",
-        "100ms",
-        "--json",
-    ]);
+    let ran = history.replay_probed(&handler, &["--fresh", "--concurrency", "10", "--times", "10", "--json"]);
     assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
     let burst = ran.check("fresh_burst_acts_once");
     assert_eq!(burst["passed"], false);
@@ -271,17 +253,7 @@ fn a_stale_signature_fails_and_resigning_passes() {
         .unwrap()
         .contains("answered 400"));
 
-    let ran = history.replay(&[
-        "--times",
-        "2",
-        "--resign",
-        "--secret",
-        STRIPE_SECRET,
-        "--check-url",
-        &handler.state_url(),
-        "--settle",
-        "100ms",
-    ]);
+    let ran = history.replay_probed(&handler, &["--times", "2", "--resign", "--secret", STRIPE_SECRET]);
     assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
     assert_eq!(handler.balance(), 1);
 
@@ -302,7 +274,7 @@ fn a_state_still_moving_after_the_run_is_inconclusive_until_settle_is_raised() {
     };
     let handler = queued();
     let history = History::with(&stripe_delivery(&handler.url()));
-    let ran = history.replay(&["--check-url", &handler.state_url(), "--settle", "100ms", "--json"]);
+    let ran = history.replay_probed(&handler, &["--json"]);
     assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
     let json = ran.json();
     assert_eq!(
@@ -426,17 +398,7 @@ fn the_fresh_burst_never_cries_wolf_at_a_correct_handler() {
     let handler = Handler::start(Behaviour::DedupsInOneTransaction);
     let history = History::with(&stripe_delivery(&handler.url()));
     for run in 0..20 {
-        let ran = history.replay(&[
-            "--fresh",
-            "--concurrency",
-            "10",
-            "--times",
-            "10",
-            "--check-url",
-            &handler.state_url(),
-            "--settle",
-            "100ms",
-        ]);
+        let ran = history.replay_probed(&handler, &["--fresh", "--concurrency", "10", "--times", "10"]);
         assert_eq!(ran.code, 0, "run {run}: {}{}", ran.stdout, ran.stderr);
     }
     assert_eq!(

@@ -37,6 +37,17 @@ impl Running {
         }
     }
 
+    /// `portpreview http TARGET --server RELAY --no-tui --db DB`, with its
+    /// config in `config_dir`, and the public URL it printed.
+    pub async fn tunnel(target: &str, relay: &str, db: &Path, config_dir: &Path) -> (Self, String) {
+        let db = db.to_str().expect("utf-8 path");
+        let args = ["http", target, "--server", relay, "--no-tui", "--db", db];
+        let mut client = Self::start(&super::bin::portpreview_bin(), &args, config_dir);
+        let banner = client.line_containing("Forwarding").await;
+        let url = banner.split_whitespace().nth(1).expect("public URL").to_string();
+        (client, url)
+    }
+
     /// The next line printed on stdout, failing the test after 30 s.
     pub async fn next_line(&mut self) -> String {
         tokio::time::timeout(Duration::from_secs(30), self.lines.next_line())
