@@ -55,7 +55,7 @@ pub async fn forward(
     }
     let deadline = tokio::time::Instant::now() + limits.timeout;
     // A small body of known length is read whole before anything is sent:
-    // head and body then leave in one flush, and no pump task is needed.
+    // head and body then leave as one frame, and no pump task is needed.
     let mut small_body = None;
     let mut body = Some(body);
     if declared.is_some_and(|len| len > 0 && len <= CHUNK_SIZE as u64) {
