@@ -54,6 +54,8 @@ pub struct Inbox {
     len: u64,
     next_seq: u64,
     closed: bool,
+    // Reused for every record: appending is on the forwarding path.
+    scratch: Vec<u8>,
 }
 
 impl Inbox {
@@ -82,6 +84,7 @@ impl Inbox {
             len: 0,
             next_seq: 1,
             closed: false,
+            scratch: Vec::new(),
         };
         inbox.open_entry()?;
         Ok(inbox)
@@ -147,14 +150,23 @@ impl Inbox {
     }
 
     fn write_record(&mut self, seq: u64, entry: &EntryRef<'_>) -> std::io::Result<()> {
+        let mut record = std::mem::take(&mut self.scratch);
+        record.clear();
+        record.extend_from_slice(&[0; 4]);
         let mut record =
-            postcard::to_extend(&(seq, entry), vec![0u8; 4]).map_err(|err| std::io::Error::other(err.to_string()))?;
+            postcard::to_extend(&(seq, entry), record).map_err(|err| std::io::Error::other(err.to_string()))?;
         let len = u32::try_from(record.len() - 4).map_err(|_| std::io::Error::other("inbox record too large"))?;
         record[..4].copy_from_slice(&len.to_le_bytes());
         // One write per record: a crash leaves whole records and at most one cut short.
-        self.file.write_all(&record)?;
-        self.len += record.len() as u64;
-        Ok(())
+        let written = self.file.write_all(&record);
+        if written.is_ok() {
+            self.len += record.len() as u64;
+        }
+        // A large body's buffer is not kept for the small ones after it.
+        if record.capacity() <= 256 * 1024 {
+            self.scratch = record;
+        }
+        written
     }
 }
 
