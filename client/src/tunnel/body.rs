@@ -34,6 +34,27 @@ pub struct Capture {
 }
 
 impl Capture {
+    /// An empty capture with room for `expected` bytes, up to `limit`: a
+    /// body that says its length is copied once, into a buffer that never
+    /// has to grow (and move) under it.
+    pub fn expecting(expected: u64, limit: usize) -> Self {
+        let room = usize::try_from(expected).unwrap_or(usize::MAX).min(limit);
+        Self {
+            bytes: Vec::with_capacity(room),
+            ..Self::default()
+        }
+    }
+
+    /// The capture of `chunks`, with room for `expected` bytes in all.
+    pub fn of(chunks: &[Bytes], expected: u64, limit: usize) -> Self {
+        let seen: u64 = chunks.iter().map(|chunk| chunk.len() as u64).sum();
+        let mut capture = Self::expecting(seen.max(expected), limit);
+        for chunk in chunks {
+            capture.add(chunk, limit);
+        }
+        capture
+    }
+
     /// Keeps `data` while under `limit` and counts it either way.
     pub fn add(&mut self, data: &[u8], limit: usize) {
         self.size += data.len() as u64;

@@ -121,18 +121,20 @@ async fn exchange(
     started: Instant,
 ) -> Exchanged {
     let stream = head.stream;
-    let mut capture = Capture::default();
     let mut prefix = Vec::new();
-    while capture.size < BUFFERED_BODY as u64 {
+    let mut seen = 0;
+    while seen < BUFFERED_BODY {
         match inflow.next().await {
             Some(chunk) => {
-                capture.add(&chunk.data, shared.keep());
+                seen += chunk.data.len();
                 prefix.push(chunk.data);
             }
             None => break,
         }
     }
     let buffered = inflow.is_done();
+    let declared = declared_length(&head.headers).unwrap_or(0);
+    let mut capture = Capture::of(&prefix, declared, shared.keep());
     let mut streamed = None;
     let body: LocalBody = if buffered {
         WholeBody::new(prefix).boxed()
@@ -203,6 +205,12 @@ fn record(shared: &Shared, request: NewDelivery) -> Option<Pending> {
     }
 }
 
+/// The Content-Length a request head declares, if any.
+fn declared_length(headers: &[Header]) -> Option<u64> {
+    let header = headers.iter().find(|h| h.name.eq_ignore_ascii_case("content-length"))?;
+    std::str::from_utf8(&header.value).ok()?.trim().parse().ok()
+}
+
 fn new_delivery(shared: &Shared, head: Head, received_at_ms: i64) -> NewDelivery {
     NewDelivery {
         received_at_ms,
@@ -270,7 +278,7 @@ async fn relay_response(
         .map(|(name, value)| Header::new(name.as_str(), value.as_bytes()))
         .collect();
     let mut body = response.into_body();
-    let mut capture = Capture::default();
+    let mut capture = Capture::expecting(body.size_hint().lower(), keep);
     let mut error = None;
     let mut answered = status;
     let small = body.size_hint().exact().is_some_and(|len| len <= CHUNK_SIZE as u64);
