@@ -4,7 +4,10 @@
 //! A commit to SQLite writes a page for the table and one for every index
 //! the row touches; appending a record writes one buffer. So the tunnel
 //! appends each request here, answers its caller, and the history writer
-//! moves requests into SQLite in batches. Each recorder owns its inbox under
+//! moves requests into SQLite in batches. Appends are staged in memory and
+//! written by [`Inbox::flush`], which the tunnel calls before any answer
+//! leaves the process: under load one write carries every request of a
+//! burst, and no caller hears back before its request is in the file. Each recorder owns its inbox under
 //! an exclusive file lock; an inbox whose lock is free belongs to a recorder
 //! that died, and whichever process opens the history next moves what is
 //! left of it into the database.
@@ -22,6 +25,10 @@ use super::model::NewDelivery;
 
 /// Once every record in it is in SQLite, an inbox this large starts over.
 const RESTART_AT: u64 = 4 * 1024 * 1024;
+
+/// Staged records are written at once when they reach this size, so a
+/// large body is never held twice for long.
+const STAGE_LIMIT: usize = 256 * 1024;
 
 /// Largest record a reader accepts: a request body at the store's limit and
 /// its headers, with room to spare.
@@ -54,8 +61,9 @@ pub struct Inbox {
     len: u64,
     next_seq: u64,
     closed: bool,
-    // Reused for every record: appending is on the forwarding path.
-    scratch: Vec<u8>,
+    /// Records appended but not yet written; reused, as appending is on the
+    /// forwarding path.
+    staged: Vec<u8>,
 }
 
 impl Inbox {
@@ -84,9 +92,10 @@ impl Inbox {
             len: 0,
             next_seq: 1,
             closed: false,
-            scratch: Vec::new(),
+            staged: Vec::new(),
         };
         inbox.open_entry()?;
+        inbox.flush()?;
         Ok(inbox)
     }
 
@@ -100,16 +109,41 @@ impl Inbox {
         &self.name
     }
 
-    /// Appends `delivery`; when this returns, it is in the file. Returns its
-    /// sequence number.
+    /// Appends `delivery` and returns its sequence number. It is in the
+    /// file once [`Inbox::flush`] has run.
     pub fn append(&mut self, delivery: &NewDelivery) -> std::io::Result<u64> {
         if self.closed {
             return Err(std::io::Error::other("the inbox is closed"));
         }
         let seq = self.next_seq;
-        self.write_record(seq, &EntryRef::Request(delivery))?;
+        self.stage(seq, &EntryRef::Request(delivery))?;
         self.next_seq += 1;
+        if self.staged.len() >= STAGE_LIMIT {
+            self.flush()?;
+        }
         Ok(seq)
+    }
+
+    /// Writes every staged record, in one write.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        if self.staged.is_empty() {
+            return Ok(());
+        }
+        let written = self.file.write_all(&self.staged);
+        match &written {
+            Ok(()) => self.len += self.staged.len() as u64,
+            // Part of a record may be in the file; cut it off, or the
+            // records after it could never be read back.
+            Err(_) => {
+                let _ = self.file.set_len(self.len);
+            }
+        }
+        // Either way they are done with: written, or reported lost.
+        self.staged.clear();
+        if self.staged.capacity() > STAGE_LIMIT {
+            self.staged = Vec::new();
+        }
+        written
     }
 
     /// True when every request appended is at or below `applied`, the newest
@@ -121,9 +155,12 @@ impl Inbox {
     /// Starts the file over when it has grown large and everything in it up
     /// to `applied` (the newest sequence number in SQLite) is all there is.
     pub fn restart_if_applied(&mut self, applied: u64) -> std::io::Result<()> {
-        if self.closed || self.len < RESTART_AT || !self.all_applied(applied) {
+        let size = self.len + self.staged.len() as u64;
+        if self.closed || size < RESTART_AT || !self.all_applied(applied) {
             return Ok(());
         }
+        // What is staged is in SQLite already.
+        self.staged.clear();
         self.file.set_len(0)?;
         self.len = 0;
         self.open_entry()
@@ -132,6 +169,7 @@ impl Inbox {
     /// Deletes the file: everything in it is in SQLite.
     pub fn discard(&mut self) {
         self.closed = true;
+        self.staged.clear();
         if let Err(err) = std::fs::remove_file(&self.path) {
             tracing::warn!(%err, path = %self.path.display(), "cannot remove the history inbox");
         }
@@ -139,34 +177,62 @@ impl Inbox {
 
     fn open_entry(&mut self) -> std::io::Result<()> {
         let key_fields = std::mem::take(&mut self.key_fields);
-        let written = self.write_record(
+        let staged = self.stage(
             0,
             &EntryRef::Opened {
                 key_fields: &key_fields,
             },
         );
         self.key_fields = key_fields;
-        written
+        staged
     }
 
-    fn write_record(&mut self, seq: u64, entry: &EntryRef<'_>) -> std::io::Result<()> {
-        let mut record = std::mem::take(&mut self.scratch);
-        record.clear();
-        record.extend_from_slice(&[0; 4]);
-        let mut record =
-            postcard::to_extend(&(seq, entry), record).map_err(|err| std::io::Error::other(err.to_string()))?;
-        let len = u32::try_from(record.len() - 4).map_err(|_| std::io::Error::other("inbox record too large"))?;
-        record[..4].copy_from_slice(&len.to_le_bytes());
-        // One write per record: a crash leaves whole records and at most one cut short.
-        let written = self.file.write_all(&record);
-        if written.is_ok() {
-            self.len += record.len() as u64;
+    /// Adds one record to the staged ones. Whole records go out in one
+    /// write, so a crash leaves whole records and at most one cut short.
+    fn stage(&mut self, seq: u64, entry: &EntryRef<'_>) -> std::io::Result<()> {
+        let start = self.staged.len();
+        // Room for a large body up front: growing would copy it again.
+        self.staged.reserve(4 + entry.size_hint());
+        self.staged.extend_from_slice(&[0; 4]);
+        let encoded = match postcard::to_io(&(seq, entry), &mut self.staged) {
+            Ok(_) => u32::try_from(self.staged.len() - start - 4)
+                .map_err(|_| std::io::Error::other("inbox record too large")),
+            Err(err) => Err(std::io::Error::other(err.to_string())),
+        };
+        match encoded {
+            Ok(len) => {
+                self.staged[start..start + 4].copy_from_slice(&len.to_le_bytes());
+                Ok(())
+            }
+            Err(err) => {
+                // The records staged before this one stay whole.
+                self.staged.truncate(start);
+                Err(err)
+            }
         }
-        // A large body's buffer is not kept for the small ones after it.
-        if record.capacity() <= 256 * 1024 {
-            self.scratch = record;
+    }
+}
+
+impl Drop for Inbox {
+    fn drop(&mut self) {
+        if !self.closed {
+            if let Err(err) = self.flush() {
+                tracing::warn!(%err, path = %self.path.display(), "cannot write the history inbox");
+            }
         }
-        written
+    }
+}
+
+impl EntryRef<'_> {
+    /// Roughly how long the encoded entry is.
+    fn size_hint(&self) -> usize {
+        match self {
+            EntryRef::Opened { key_fields } => key_fields.iter().map(|f| f.len() + 1).sum::<usize>() + 8,
+            EntryRef::Request(d) => {
+                let headers: usize = d.request_headers.iter().map(|h| h.name.len() + h.value.len() + 4).sum();
+                d.request_body.len() + headers + d.tunnel_url.len() + d.target.len() + d.path.len() + 128
+            }
+        }
     }
 }
 

@@ -2,7 +2,8 @@
 //!
 //! A caller must not hear back before its request is on disk, and must not
 //! wait for SQLite either. So each request is appended to the recorder's
-//! [`Inbox`] (one write) and handed to a dedicated thread that owns the
+//! [`Inbox`], written out by [`Recorder::flush`] before any answer leaves
+//! (one write for a whole burst), and handed to a dedicated thread that owns the
 //! database connection. The thread wakes when work arrives, lets a short
 //! window fill, and writes the whole window in one transaction: one commit
 //! serves every request of the window instead of one commit per caller.
@@ -150,8 +151,9 @@ impl Recorder {
     }
 
     /// Records the request half of a delivery. When this returns `Ok`, the
-    /// request is on disk and its caller may hear back; the [`Pending`]
-    /// resolves once it is in SQLite.
+    /// request is staged in the inbox; once [`Recorder::flush`] has run it is
+    /// on disk and its caller may hear back. The [`Pending`] resolves once it
+    /// is in SQLite.
     pub fn record_request(&self, d: NewDelivery) -> Result<Pending, RecordError> {
         let mut inbox = self.shared.inbox.lock().unwrap_or_else(|p| p.into_inner());
         if inbox.is_closed() {
@@ -172,6 +174,13 @@ impl Recorder {
             Err(TrySendError::Full(_)) => Err(RecordError::Full),
             Err(TrySendError::Disconnected(_)) => Err(RecordError::Closed),
         }
+    }
+
+    /// Writes every request recorded so far to the inbox file. The tunnel
+    /// calls this before any answer leaves the process.
+    pub fn flush(&self) -> Result<(), RecordError> {
+        let mut inbox = self.shared.inbox.lock().unwrap_or_else(|p| p.into_inner());
+        inbox.flush().map_err(RecordError::Inbox)
     }
 
     /// Records the answer half of delivery `id`. Never blocks: when the
@@ -215,6 +224,9 @@ impl RecorderHandle {
             inbox.discard();
         } else {
             // What did not reach SQLite stays for the next open to move in.
+            if let Err(err) = inbox.flush() {
+                tracing::warn!(%err, "cannot write the history inbox");
+            }
             tracing::warn!("some deliveries did not reach the history; they are kept in its inbox");
         }
     }
@@ -423,24 +435,28 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_request_is_on_disk_when_recorded_and_in_sqlite_once_pending_resolves() {
+    async fn a_request_is_on_disk_once_flushed_and_in_sqlite_once_pending_resolves() {
         let dir = ScratchDir::new("recorder-commit");
         let path = dir.0.join("history.db");
         let (recorder, _handle) = Recorder::start(&path, Vec::new()).unwrap();
         let reader = rusqlite::Connection::open(&path).unwrap();
+        let inbox = std::fs::read_dir(&dir.0)
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with("history.db-inbox-"))
+            .expect("an inbox beside the database")
+            .path();
         for n in 0..20 {
             let key = format!("evt_{n}");
+            let in_file = |key: &str| {
+                std::fs::read(&inbox)
+                    .unwrap()
+                    .windows(key.len())
+                    .any(|w| w == key.as_bytes())
+            };
             let pending = recorder.record_request(delivery(&key, "/c")).unwrap();
-            let inbox = std::fs::read_dir(&dir.0)
-                .unwrap()
-                .flatten()
-                .find(|e| e.file_name().to_string_lossy().starts_with("history.db-inbox-"))
-                .expect("an inbox beside the database");
-            let on_disk = std::fs::read(inbox.path()).unwrap();
-            assert!(
-                on_disk.windows(key.len()).any(|w| w == key.as_bytes()),
-                "{key} is in the inbox before anyone hears back"
-            );
+            recorder.flush().unwrap();
+            assert!(in_file(&key), "{key} is in the inbox before anyone hears back");
             let recorded = pending.recorded().await.unwrap();
             let stored: String = reader
                 .query_row("SELECT event_key FROM deliveries WHERE id = ?1", [recorded.id], |r| {

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::body::{Chunk, Inflow};
 use super::exchange::{self, Head, Shared, Steering};
 use super::outbox::Outbox;
+use crate::store::recorder::Recorder;
 
 /// The relay pings every few seconds; this long without any frame means it is gone.
 pub const RELAY_SILENCE_LIMIT: Duration = Duration::from_secs(15);
@@ -50,7 +51,7 @@ where
 {
     let (sink, mut frames) = socket.split();
     let (outbox, queue) = Outbox::new();
-    let writer = write_frames(sink, queue);
+    let writer = write_frames(sink, queue, shared.recorder.clone());
     tokio::pin!(writer);
     let mut streams: HashMap<StreamId, StreamEntry> = HashMap::new();
     let mut exchanges: JoinSet<StreamId> = JoinSet::new();
@@ -189,6 +190,15 @@ fn close_reason(close: Option<CloseFrame>) -> String {
     }
 }
 
+/// Puts every request recorded so far on disk, so no caller hears back
+/// about a request the history could still lose. A failure costs the
+/// history, never the answer.
+fn persist_requests(recorder: Option<&Recorder>) {
+    if let Some(Err(err)) = recorder.map(Recorder::flush) {
+        tracing::warn!(%err, "requests not written to the history inbox; forwarding goes on");
+    }
+}
+
 fn truncate(text: &str, max: usize) -> &str {
     let mut end = text.len().min(max);
     while !text.is_char_boundary(end) {
@@ -198,18 +208,24 @@ fn truncate(text: &str, max: usize) -> &str {
 }
 
 /// Writes every frame that is ready, then flushes once: per-frame flushes
-/// cost a syscall each and were the main cost under load.
+/// cost a syscall each and were the main cost under load. Every frame may
+/// carry an answer, so the history's inbox is written out before it.
 async fn write_frames<S>(
     mut sink: SplitSink<S, Message>,
     mut queue: mpsc::UnboundedReceiver<Message>,
+    recorder: Option<Recorder>,
 ) -> Result<(), tungstenite::Error>
 where
     S: Sink<Message, Error = tungstenite::Error> + Unpin,
 {
     while let Some(first) = queue.recv().await {
         let closing = matches!(first, Message::Close(_));
+        persist_requests(recorder.as_ref());
         sink.feed(first).await?;
         while let Ok(next) = queue.try_recv() {
+            // Feeding may have waited for the socket, and other requests
+            // may have been recorded meanwhile.
+            persist_requests(recorder.as_ref());
             sink.feed(next).await?;
         }
         sink.flush().await?;
