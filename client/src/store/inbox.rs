@@ -7,10 +7,11 @@
 //! moves requests into SQLite in batches. Appends are staged in memory and
 //! written by [`Inbox::flush`], which the tunnel calls before any answer
 //! leaves the process: under load one write carries every request of a
-//! burst, and no caller hears back before its request is in the file. Each recorder owns its inbox under
-//! an exclusive file lock; an inbox whose lock is free belongs to a recorder
-//! that died, and whichever process opens the history next moves what is
-//! left of it into the database.
+//! burst, and no caller hears back before its request is in the file.
+//!
+//! Each recorder owns its inbox under an exclusive file lock; an inbox whose
+//! lock is free belongs to a recorder that died, and whichever process opens
+//! the history next moves what is left of it into the database.
 //!
 //! Record layout: `[u32 LE length][postcard (seq, Entry)]`. A record cut
 //! short by a crash ends the readable part of the file.
@@ -26,8 +27,9 @@ use super::model::NewDelivery;
 /// Once every record in it is in SQLite, an inbox this large starts over.
 const RESTART_AT: u64 = 4 * 1024 * 1024;
 
-/// Staged records are written at once when they reach this size, so a
-/// large body is never held twice for long.
+/// Staged records are written at once when they reach this size, and a
+/// request this large is written directly instead of being staged, so the
+/// buffer kept between bursts stays small.
 const STAGE_LIMIT: usize = 256 * 1024;
 
 /// Largest record a reader accepts: a request body at the store's limit and

@@ -3,8 +3,8 @@
 //! A caller must not hear back before its request is on disk, and must not
 //! wait for SQLite either. So each request is appended to the recorder's
 //! [`Inbox`], written out by [`Recorder::flush`] before any answer leaves
-//! (one write for a whole burst), and handed to a dedicated thread that owns the
-//! database connection. The thread wakes when work arrives, lets a short
+//! (one write for a whole burst), and handed to a dedicated thread that owns
+//! the database connection. The thread wakes when work arrives, lets a short
 //! window fill, and writes the whole window in one transaction: one commit
 //! serves every request of the window instead of one commit per caller.
 //! The queue is bounded: when it is full the tunnel keeps forwarding and
