@@ -137,3 +137,40 @@ async fn log_format_json_prints_the_tunnel_then_one_object_per_delivery() {
     client.signal("TERM");
     assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
 }
+
+#[tokio::test]
+async fn a_stdout_nobody_reads_never_stalls_the_tunnel() {
+    use futures_util::StreamExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    // After the banner nobody reads stdout again, as with a pager that is
+    // never scrolled: the pipe fills after a few hundred lines.
+    let (mut client, url) = Running::tunnel(
+        &handler.url(),
+        &relay.http_url(),
+        &dir.path().join("history.db"),
+        dir.path(),
+    )
+    .await;
+    let path = format!("/hooks/{}", "x".repeat(200));
+    let burst = futures_util::stream::iter(0..800)
+        .map(|i| {
+            let call = format!("{url}{path}?n={i}");
+            async move { caller::post(&call, "{}").await }
+        })
+        .buffer_unordered(8)
+        .map(|reply| reply.status)
+        .collect::<Vec<u16>>();
+    let statuses = tokio::time::timeout(Duration::from_secs(60), burst)
+        .await
+        .expect("every delivery answered while stdout stays full");
+    assert!(statuses.iter().all(|&s| s == 200), "{statuses:?}");
+
+    client.signal("TERM");
+    assert_eq!(
+        client.exit_code(Duration::from_secs(10)).await,
+        Some(0),
+        "a full stdout does not keep the tunnel from stopping"
+    );
+}

@@ -1,10 +1,12 @@
 //! Deliveries as lines, for `--no-tui` and for stdout that is not a terminal.
 
 use std::io::Write;
+use std::time::Duration;
 
 use portpreview_shared::sanitize::escape_str;
 use serde_json::json;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 use crate::events::TunnelEvent;
 use crate::store::Summary;
@@ -22,11 +24,44 @@ pub enum LogFormat {
 /// Longest event key shown whole on a line.
 const KEY_WIDTH: usize = 24;
 
-/// Prints every event until the channel closes, flushing once per burst of
-/// ready events rather than once per line.
-pub async fn print_events(mut events: mpsc::Receiver<TunnelEvent>, format: LogFormat) {
+/// How long the last lines get to go out once the tunnel has ended.
+const DRAIN: Duration = Duration::from_secs(1);
+
+/// Prints every event until the channel closes.
+///
+/// The lines are written by a thread of their own. A stdout that nobody
+/// reads (a pipe into a pager that is not being scrolled, a terminal on
+/// hold) blocks whoever writes to it; on the tunnel's thread that would
+/// stop every delivery. Behind such a stdout, events wait in their bounded
+/// channel and are then dropped, and the tunnel goes on. Once the tunnel has
+/// ended (`ended` fires), the lines still queued get [`DRAIN`] to go out, so
+/// a stdout that nobody reads never keeps the process from exiting.
+pub async fn print_events(events: mpsc::Receiver<TunnelEvent>, format: LogFormat, ended: CancellationToken) {
+    let (done, printed) = oneshot::channel::<()>();
+    let spawned = std::thread::Builder::new().name("output".into()).spawn(move || {
+        write_events(events, format);
+        let _ = done.send(());
+    });
+    if let Err(err) = spawned {
+        tracing::warn!(%err, "cannot start the output thread; deliveries are not printed");
+        ended.cancelled().await;
+        return;
+    }
+    let drained = async {
+        ended.cancelled().await;
+        tokio::time::sleep(DRAIN).await;
+    };
+    tokio::select! {
+        _ = printed => {}
+        () = drained => tracing::debug!("stdout is not being read; the last lines are dropped"),
+    }
+}
+
+/// Writes every event until the channel closes, flushing once per burst of
+/// ready events rather than once per line. Blocks: runs on its own thread.
+fn write_events(mut events: mpsc::Receiver<TunnelEvent>, format: LogFormat) {
     let mut stdout = std::io::BufWriter::new(std::io::stdout());
-    while let Some(first) = events.recv().await {
+    while let Some(first) = events.blocking_recv() {
         let mut next = Some(first);
         while let Some(event) = next {
             let line = match format {

@@ -113,6 +113,7 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
 
     let shutdown = CancellationToken::new();
     let relay_shutdown = CancellationToken::new();
+    let tunnel_ended = CancellationToken::new();
     let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
 
     let relay = async {
@@ -128,6 +129,7 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     };
     let tunnel = async {
         let result = tunnel::run(tunnel_config, recorder, events_tx, shutdown.clone()).await;
+        tunnel_ended.cancel();
         shutdown.cancel();
         // The local relay outlives the tunnel so the tunnel's goodbye is heard.
         relay_shutdown.cancel();
@@ -137,7 +139,7 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         let result = if use_tui {
             crate::tui::run_live(db, events_rx, shutdown.clone()).await
         } else {
-            output::print_events(events_rx, args.log_format).await;
+            output::print_events(events_rx, args.log_format, tunnel_ended.clone()).await;
             Ok(())
         };
         // Quitting the TUI ends the tunnel.
