@@ -73,7 +73,7 @@ fn main() -> anyhow::Result<()> {
                     let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else {
                         break;
                     };
-                    let pending = match recorder.record_request(delivery(n, &pad)) {
+                    let pending = match recorder.record_request(delivery(n, &pad)).await {
                         Ok(pending) => pending,
                         Err(_) => {
                             failures.set(failures.get() + 1);
@@ -87,16 +87,20 @@ fn main() -> anyhow::Result<()> {
                     waiting.push(tokio::task::spawn_local(async move {
                         let _permit = permit;
                         match pending.recorded().await {
-                            Ok(recorded) => recorder.record_outcome(
-                                recorded.id,
-                                Outcome {
-                                    status: Some(200),
-                                    response_body: b"ok".to_vec(),
-                                    response_body_size: 2,
-                                    duration_ms: 1.0,
-                                    ..Outcome::default()
-                                },
-                            ),
+                            Ok(recorded) => {
+                                recorder
+                                    .record_outcome(
+                                        recorded.id,
+                                        Outcome {
+                                            status: Some(200),
+                                            response_body: b"ok".to_vec(),
+                                            response_body_size: 2,
+                                            duration_ms: 1.0,
+                                            ..Outcome::default()
+                                        },
+                                    )
+                                    .await
+                            }
                             Err(_) => failures.set(failures.get() + 1),
                         }
                     }));

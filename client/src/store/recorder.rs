@@ -7,8 +7,10 @@
 //! the database connection. The thread wakes when work arrives, lets a short
 //! window fill, and writes the whole window in one transaction: one commit
 //! serves every request of the window instead of one commit per caller.
-//! The queue is bounded: when it is full the tunnel keeps forwarding and
-//! warns. If the process dies, the next one to open the history moves what
+//! The queue is bounded twice: by jobs (when full, the tunnel keeps
+//! forwarding and warns) and by the body bytes it holds (past them,
+//! recording waits for the writer to catch up, so large bodies arriving
+//! faster than SQLite takes them never pile up in memory). If the process dies, the next one to open the history moves what
 //! the inbox still holds into SQLite.
 
 use std::path::Path;
@@ -19,7 +21,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use portpreview_shared::provider::event_key;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 
 use super::inbox::{self, Inbox};
 use super::{NewDelivery, Outcome, Store, StoreError};
@@ -30,8 +32,18 @@ pub const MAX_STORED_BODY: usize = 25 * 1024 * 1024;
 /// Deliveries and outcomes waiting for the writer before `Full` is returned.
 pub const QUEUE_CAPACITY: usize = 8192;
 
+/// Most request and answer body bytes waiting for the writer.
+pub const QUEUE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Room in the queue is counted in these, so that a semaphore's `u32`
+/// permits cover every body size.
+const ROOM_UNIT: usize = 1024;
+
 /// Most jobs written in one transaction, so one commit never grows unbounded.
 const MAX_BATCH: usize = 2048;
+
+/// Most body bytes written in one transaction, for the same reason.
+const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024;
 
 /// How long the writer lets work gather before a commit. Nobody waits on
 /// it but the live display and readers in other processes.
@@ -74,12 +86,26 @@ enum Job {
         seq: u64,
         delivery: Box<NewDelivery>,
         reply: oneshot::Sender<Result<Recorded, String>>,
+        /// Given back when the job is done with.
+        _room: OwnedSemaphorePermit,
     },
     Outcome {
         id: i64,
         outcome: Box<Outcome>,
+        _room: OwnedSemaphorePermit,
     },
     Shutdown,
+}
+
+impl Job {
+    /// Body bytes the job carries.
+    fn body_len(&self) -> usize {
+        match self {
+            Job::Request { delivery, .. } => delivery.request_body.len(),
+            Job::Outcome { outcome, .. } => outcome.response_body.len(),
+            Job::Shutdown => 0,
+        }
+    }
 }
 
 /// Hands deliveries to the writer thread. Cheap to clone.
@@ -93,6 +119,8 @@ struct Shared {
     /// requests in the order of their sequence numbers.
     inbox: Mutex<Inbox>,
     queue: SyncSender<Job>,
+    /// Room left for bodies in the queue, in [`ROOM_UNIT`]s.
+    room: Arc<Semaphore>,
     /// Newest sequence number committed to SQLite.
     applied: Arc<AtomicU64>,
 }
@@ -141,6 +169,7 @@ impl Recorder {
         let shared = Arc::new(Shared {
             inbox: Mutex::new(inbox),
             queue,
+            room: Arc::new(Semaphore::new(QUEUE_BYTES / ROOM_UNIT)),
             applied,
         });
         let handle = RecorderHandle {
@@ -153,8 +182,9 @@ impl Recorder {
     /// Records the request half of a delivery. When this returns `Ok`, the
     /// request is staged in the inbox; once [`Recorder::flush`] has run it is
     /// on disk and its caller may hear back. The [`Pending`] resolves once it
-    /// is in SQLite.
-    pub fn record_request(&self, d: NewDelivery) -> Result<Pending, RecordError> {
+    /// is in SQLite. Waits while the queue holds [`QUEUE_BYTES`] of bodies.
+    pub async fn record_request(&self, d: NewDelivery) -> Result<Pending, RecordError> {
+        let room = self.room(d.request_body.len()).await?;
         let mut inbox = self.shared.inbox.lock().unwrap_or_else(|p| p.into_inner());
         if inbox.is_closed() {
             return Err(RecordError::Closed);
@@ -168,12 +198,25 @@ impl Recorder {
             seq,
             delivery: Box::new(d),
             reply,
+            _room: room,
         };
         match self.shared.queue.try_send(job) {
             Ok(()) => Ok(Pending(answer)),
             Err(TrySendError::Full(_)) => Err(RecordError::Full),
             Err(TrySendError::Disconnected(_)) => Err(RecordError::Closed),
         }
+    }
+
+    /// Waits for room for a body of `len` bytes in the queue.
+    async fn room(&self, len: usize) -> Result<OwnedSemaphorePermit, RecordError> {
+        let all = QUEUE_BYTES / ROOM_UNIT;
+        // A body over the whole room takes all of it, so it still fits alone.
+        let units = (len / ROOM_UNIT + 1).min(all);
+        let units = u32::try_from(units).unwrap_or(u32::MAX);
+        Arc::clone(&self.shared.room)
+            .acquire_many_owned(units)
+            .await
+            .map_err(|_| RecordError::Closed)
     }
 
     /// Writes every request recorded so far to the inbox file. The tunnel
@@ -183,12 +226,18 @@ impl Recorder {
         inbox.flush().map_err(RecordError::Inbox)
     }
 
-    /// Records the answer half of delivery `id`. Never blocks: when the
-    /// writer is behind, the outcome is dropped with a warning.
-    pub fn record_outcome(&self, id: i64, o: Outcome) {
+    /// Records the answer half of delivery `id`. Waits while the queue
+    /// holds [`QUEUE_BYTES`] of bodies; when the writer is behind by
+    /// [`QUEUE_CAPACITY`] jobs, the outcome is dropped with a warning.
+    pub async fn record_outcome(&self, id: i64, o: Outcome) {
+        let Ok(room) = self.room(o.response_body.len()).await else {
+            tracing::warn!(delivery = id, "history writer stopped; outcome not recorded");
+            return;
+        };
         let job = Job::Outcome {
             id,
             outcome: Box::new(o),
+            _room: room,
         };
         match self.shared.queue.try_send(job) {
             Ok(()) => {}
@@ -254,10 +303,14 @@ impl Writer {
             if !matches!(first, Job::Shutdown) {
                 std::thread::sleep(WINDOW);
             }
+            let mut bytes = first.body_len();
             batch.push(first);
-            while batch.len() < MAX_BATCH {
+            while batch.len() < MAX_BATCH && bytes < MAX_BATCH_BYTES {
                 match jobs.try_recv() {
-                    Ok(job) => batch.push(job),
+                    Ok(job) => {
+                        bytes += job.body_len();
+                        batch.push(job);
+                    }
                     Err(_) => break,
                 }
             }
@@ -289,7 +342,7 @@ impl Writer {
             for job in &batch {
                 match job {
                     Job::Request { delivery, .. } => recorded.push(store.insert_recorded_row(delivery)?),
-                    Job::Outcome { id, outcome } => {
+                    Job::Outcome { id, outcome, .. } => {
                         outcomes += 1;
                         store.outcome_row(*id, outcome)?;
                     }
@@ -389,7 +442,7 @@ mod tests {
 
     /// Records `d` and waits for its row.
     async fn recorded(recorder: &Recorder, d: NewDelivery) -> Recorded {
-        recorder.record_request(d).unwrap().recorded().await.unwrap()
+        recorder.record_request(d).await.unwrap().recorded().await.unwrap()
     }
 
     #[tokio::test]
@@ -400,7 +453,7 @@ mod tests {
         let sends = (0..1000).map(|n| {
             let recorder = recorder.clone();
             async move {
-                match recorder.record_request(delivery(&format!("evt_{}", n % 10), "/")) {
+                match recorder.record_request(delivery(&format!("evt_{}", n % 10), "/")).await {
                     Ok(pending) => pending.recorded().await,
                     Err(err) => Err(err),
                 }
@@ -408,13 +461,15 @@ mod tests {
         });
         let recorded: Vec<Recorded> = join_all(sends).await.into_iter().map(Result::unwrap).collect();
         for r in &recorded {
-            recorder.record_outcome(
-                r.id,
-                Outcome {
-                    status: Some(204),
-                    ..Outcome::default()
-                },
-            );
+            recorder
+                .record_outcome(
+                    r.id,
+                    Outcome {
+                        status: Some(204),
+                        ..Outcome::default()
+                    },
+                )
+                .await;
         }
         handle.shutdown();
 
@@ -454,7 +509,7 @@ mod tests {
                     .windows(key.len())
                     .any(|w| w == key.as_bytes())
             };
-            let pending = recorder.record_request(delivery(&key, "/c")).unwrap();
+            let pending = recorder.record_request(delivery(&key, "/c")).await.unwrap();
             recorder.flush().unwrap();
             assert!(in_file(&key), "{key} is in the inbox before anyone hears back");
             let recorded = pending.recorded().await.unwrap();
@@ -503,13 +558,15 @@ mod tests {
         let path = dir.0.join("history.db");
         let (recorder, _handle) = Recorder::start(&path, Vec::new()).unwrap();
         let recorded = recorded(&recorder, delivery("evt_last", "/")).await;
-        recorder.record_outcome(
-            recorded.id,
-            Outcome {
-                status: Some(202),
-                ..Outcome::default()
-            },
-        );
+        recorder
+            .record_outcome(
+                recorded.id,
+                Outcome {
+                    status: Some(202),
+                    ..Outcome::default()
+                },
+            )
+            .await;
         let reader = Store::open(&path).unwrap();
         let started = std::time::Instant::now();
         loop {
@@ -552,13 +609,48 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn recording_waits_while_the_queue_holds_its_share_of_bodies() {
+        let dir = ScratchDir::new("recorder-room");
+        let path = dir.0.join("history.db");
+        let (recorder, _handle) = Recorder::start(&path, Vec::new()).unwrap();
+        // Another process holds the lock: the writer is stuck, nothing leaves the queue.
+        let blocker = rusqlite::Connection::open(&path).unwrap();
+        blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let big = |n: usize| {
+            let mut d = delivery(&format!("evt_{n}"), "/big");
+            d.request_body = vec![b'x'; 1024 * 1024];
+            d
+        };
+        let fit = QUEUE_BYTES / (1024 * 1024 + ROOM_UNIT);
+        for n in 0..fit {
+            tokio::time::timeout(Duration::from_secs(5), recorder.record_request(big(n)))
+                .await
+                .expect("room for the bodies that fit")
+                .unwrap();
+        }
+        let mut waiting = Box::pin(recorder.record_request(big(fit)));
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), &mut waiting)
+                .await
+                .is_err(),
+            "one body more waits for the writer instead of piling up in memory"
+        );
+        blocker.execute_batch("ROLLBACK").unwrap();
+        let last = tokio::time::timeout(Duration::from_secs(30), waiting)
+            .await
+            .expect("room once the writer catches up")
+            .unwrap();
+        assert!(last.recorded().await.unwrap().id > 0);
+    }
+
+    #[tokio::test]
     async fn after_shutdown_recording_fails_quietly() {
         let dir = ScratchDir::new("recorder-closed");
         let (recorder, handle) = Recorder::start(&dir.0.join("history.db"), Vec::new()).unwrap();
         handle.shutdown();
-        let err = recorder.record_request(delivery("evt_1", "/")).unwrap_err();
+        let err = recorder.record_request(delivery("evt_1", "/")).await.unwrap_err();
         assert!(matches!(err, RecordError::Closed), "{err:?}");
-        recorder.record_outcome(1, Outcome::default());
+        recorder.record_outcome(1, Outcome::default()).await;
     }
 
     #[tokio::test]
@@ -570,10 +662,14 @@ mod tests {
         blocker.busy_timeout(std::time::Duration::ZERO).unwrap();
         blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
         // The writer waits out the busy timeout, then must answer, not hang.
-        let held = tokio::time::timeout(
-            std::time::Duration::from_secs(30),
-            recorder.record_request(delivery("evt_locked", "/")).unwrap().recorded(),
-        )
+        let held = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+            recorder
+                .record_request(delivery("evt_locked", "/"))
+                .await
+                .unwrap()
+                .recorded()
+                .await
+        })
         .await
         .expect("record_request hung");
         assert!(matches!(held, Err(RecordError::Store(_))), "{held:?}");

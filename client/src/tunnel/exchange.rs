@@ -154,7 +154,7 @@ async fn exchange(
     let local = match local {
         Ok(local) => local,
         Err(reason) => {
-            let recorded = record(shared, request);
+            let recorded = record(shared, request).await;
             return answer_error(stream, outbox, started, 400, reason, recorded);
         }
     };
@@ -165,7 +165,7 @@ async fn exchange(
             request.request_body = capture.bytes;
             request.request_body_size = capture.size;
             // On disk before the handler even sees it, so before the caller hears back.
-            let recorded = record(shared, request);
+            let recorded = record(shared, request).await;
             (recorded, send.await)
         }
         Some(streamed) => {
@@ -174,7 +174,7 @@ async fn exchange(
             let capture = std::mem::take(&mut *streamed.lock().unwrap_or_else(|p| p.into_inner()));
             request.request_body = capture.bytes;
             request.request_body_size = capture.size;
-            (record(shared, request), response)
+            (record(shared, request).await, response)
         }
     };
 
@@ -194,9 +194,9 @@ async fn exchange(
     Exchanged { outcome, recorded }
 }
 
-fn record(shared: &Shared, request: NewDelivery) -> Option<Pending> {
+async fn record(shared: &Shared, request: NewDelivery) -> Option<Pending> {
     let recorder = shared.recorder.as_ref()?;
-    match recorder.record_request(request) {
+    match recorder.record_request(request).await {
         Ok(pending) => Some(pending),
         Err(err) => {
             tracing::warn!(%err, "delivery not recorded; forwarding goes on");
@@ -431,7 +431,7 @@ async fn finish(shared: &Shared, line: Line, exchanged: Exchanged) {
         replay_of: None,
     };
     if let (Some(recorder), Some(recorded)) = (&shared.recorder, &recorded) {
-        recorder.record_outcome(recorded.id, outcome);
+        recorder.record_outcome(recorded.id, outcome).await;
     }
     if shared
         .events
