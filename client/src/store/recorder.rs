@@ -10,8 +10,9 @@
 //! The queue is bounded twice: by jobs (when full, the tunnel keeps
 //! forwarding and warns) and by the body bytes it holds (past them,
 //! recording waits for the writer to catch up, so large bodies arriving
-//! faster than SQLite takes them never pile up in memory). If the process dies, the next one to open the history moves what
-//! the inbox still holds into SQLite.
+//! faster than SQLite takes them never pile up in memory). If the process
+//! dies, the next one to open the history moves what the inbox still holds
+//! into SQLite.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};

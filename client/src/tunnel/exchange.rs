@@ -164,7 +164,8 @@ async fn exchange(
         None => {
             request.request_body = capture.bytes;
             request.request_body_size = capture.size;
-            // On disk before the handler even sees it, so before the caller hears back.
+            // In the inbox before the handler even sees it; the session writes
+            // the inbox out before any answer leaves.
             let recorded = record(shared, request).await;
             (recorded, send.await)
         }
