@@ -442,6 +442,13 @@ mod tests {
     use crate::store::ListQuery;
 
     /// Records `d` and waits for its row.
+    fn answered(status: u16) -> Outcome {
+        Outcome {
+            status: Some(status),
+            ..Outcome::default()
+        }
+    }
+
     async fn recorded(recorder: &Recorder, d: NewDelivery) -> Recorded {
         recorder.record_request(d).await.unwrap().recorded().await.unwrap()
     }
@@ -462,15 +469,7 @@ mod tests {
         });
         let recorded: Vec<Recorded> = join_all(sends).await.into_iter().map(Result::unwrap).collect();
         for r in &recorded {
-            recorder
-                .record_outcome(
-                    r.id,
-                    Outcome {
-                        status: Some(204),
-                        ..Outcome::default()
-                    },
-                )
-                .await;
+            recorder.record_outcome(r.id, answered(204)).await;
         }
         handle.shutdown();
 
@@ -559,15 +558,7 @@ mod tests {
         let path = dir.0.join("history.db");
         let (recorder, _handle) = Recorder::start(&path, Vec::new()).unwrap();
         let recorded = recorded(&recorder, delivery("evt_last", "/")).await;
-        recorder
-            .record_outcome(
-                recorded.id,
-                Outcome {
-                    status: Some(202),
-                    ..Outcome::default()
-                },
-            )
-            .await;
+        recorder.record_outcome(recorded.id, answered(202)).await;
         let reader = Store::open(&path).unwrap();
         let started = std::time::Instant::now();
         loop {
