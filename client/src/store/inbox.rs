@@ -119,7 +119,7 @@ impl Inbox {
         }
         let seq = self.next_seq;
         let entry = EntryRef::Request(delivery);
-        if entry.size_hint() >= STAGE_LIMIT {
+        if delivery.request_body.len() >= STAGE_LIMIT {
             // A large body goes to the file as it is, not through a copy.
             self.flush()?;
             self.write_direct(seq, &entry)?;

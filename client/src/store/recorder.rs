@@ -441,7 +441,7 @@ mod tests {
     use crate::store::tests::{delivery, ScratchDir};
     use crate::store::ListQuery;
 
-    /// Records `d` and waits for its row.
+    /// An answer with `status` and nothing else.
     fn answered(status: u16) -> Outcome {
         Outcome {
             status: Some(status),
@@ -449,6 +449,7 @@ mod tests {
         }
     }
 
+    /// Records `d` and waits for its row.
     async fn recorded(recorder: &Recorder, d: NewDelivery) -> Recorded {
         recorder.record_request(d).await.unwrap().recorded().await.unwrap()
     }
@@ -501,14 +502,14 @@ mod tests {
             .find(|e| e.file_name().to_string_lossy().starts_with("history.db-inbox-"))
             .expect("an inbox beside the database")
             .path();
+        let in_file = |key: &str| {
+            std::fs::read(&inbox)
+                .unwrap()
+                .windows(key.len())
+                .any(|w| w == key.as_bytes())
+        };
         for n in 0..20 {
             let key = format!("evt_{n}");
-            let in_file = |key: &str| {
-                std::fs::read(&inbox)
-                    .unwrap()
-                    .windows(key.len())
-                    .any(|w| w == key.as_bytes())
-            };
             let pending = recorder.record_request(delivery(&key, "/c")).await.unwrap();
             recorder.flush().unwrap();
             assert!(in_file(&key), "{key} is in the inbox before anyone hears back");
