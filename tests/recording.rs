@@ -9,11 +9,12 @@ use std::time::Duration;
 
 use common::bin::portpreview_bin;
 use common::caller;
-use common::local::LocalHandler;
+use common::local::{Answer, LocalHandler};
 use common::process::Running;
 use common::relay::TestRelay;
 use common::tunnel::TestTunnel;
 use serde_json::Value;
+use tokio::io::AsyncWriteExt;
 
 const VECTORS: &str = include_str!("../shared/testdata/provider_vectors.json");
 
@@ -99,6 +100,41 @@ async fn each_providers_signed_delivery_is_recorded_with_its_provider_and_event_
             .expect("sig")
             .as_bytes()
     );
+}
+
+#[tokio::test]
+async fn a_caller_that_hangs_up_is_recorded_with_the_reason() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::start(|_| Answer {
+        status: 200,
+        delay: Duration::from_secs(3),
+        ..Answer::default()
+    })
+    .await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let path = format!("/t/{}/slow", tunnel.name());
+    let mut caller = tokio::net::TcpStream::connect(relay.addr).await.expect("connect");
+    let request = format!("POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 17\r\n\r\n{{\"id\":\"evt_gone\"}}");
+    caller.write_all(request.as_bytes()).await.expect("send");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while handler.requests().is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the handler never saw the request"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    drop(caller);
+
+    let (summary, _) = tunnel.next_delivery().await;
+    let reason = "the caller went away before the answer";
+    assert!(summary.id > 0, "{summary:?}");
+    assert_eq!(summary.error.as_deref(), Some(reason));
+    let store = portpreview::store::Store::open(&tunnel.db).expect("open the history");
+    let stored = store.get(summary.id).expect("read").expect("the delivery");
+    assert_eq!(stored.request.request_body, br#"{"id":"evt_gone"}"#);
+    let outcome = stored.outcome.expect("the hang-up is stored as its outcome");
+    assert_eq!(outcome.error.as_deref(), Some(reason));
 }
 
 #[tokio::test]

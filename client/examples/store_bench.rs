@@ -7,19 +7,11 @@
 //! PAD is the padding in each request body in bytes (default 900, bodies of
 //! about 1 KiB); large bodies show what each delivery costs in the WAL.
 
-use std::cell::Cell;
 use std::path::PathBuf;
-use std::rc::Rc;
-use std::sync::Arc;
 use std::time::Instant;
 
-use portpreview::store::{ListQuery, NewDelivery, Outcome, Recorder, Store};
+use portpreview::store::{ListQuery, NewDelivery, Outcome, Recorder, Store, Summary};
 use portpreview_shared::Header;
-use tokio::sync::Semaphore;
-
-/// Deliveries recorded but not yet in SQLite at once, like the exchanges of
-/// a busy tunnel waiting for their rows after their callers were answered.
-const IN_FLIGHT: usize = 4096;
 
 fn delivery(n: usize, body_pad: &str) -> NewDelivery {
     // One delivery in ten is a retry of an earlier event, as providers send them.
@@ -46,6 +38,16 @@ fn delivery(n: usize, body_pad: &str) -> NewDelivery {
     }
 }
 
+fn answer() -> Outcome {
+    Outcome {
+        status: Some(200),
+        response_body: b"ok".to_vec(),
+        response_body_size: 2,
+        duration_ms: 1.0,
+        ..Outcome::default()
+    }
+}
+
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let total: usize = args.next().map(|n| n.parse()).transpose()?.unwrap_or(100_000);
@@ -60,57 +62,34 @@ fn main() -> anyhow::Result<()> {
     let pad = "x".repeat(pad_bytes);
 
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let (recorder, handle) = Recorder::start(&db, Vec::new())?;
+    let (reports, mut reported) = tokio::sync::mpsc::unbounded_channel();
+    let (recorder, handle) = Recorder::start(&db, Vec::new(), move |summary: Summary| {
+        let _ = reports.send(summary.id > 0);
+    })?;
     let started = Instant::now();
     let failures = runtime.block_on(async {
-        let local = tokio::task::LocalSet::new();
-        local
-            .run_until(async {
-                let failures = Rc::new(Cell::new(0usize));
-                let in_flight = Arc::new(Semaphore::new(IN_FLIGHT));
-                let mut waiting = Vec::with_capacity(total);
-                for n in 0..total {
-                    let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else {
-                        break;
-                    };
-                    let pending = match recorder.record_request(delivery(n, &pad)).await {
-                        Ok(pending) => pending,
-                        Err(_) => {
-                            failures.set(failures.get() + 1);
-                            continue;
-                        }
-                    };
-                    // As in the tunnel: the caller is answered by now, and
-                    // the answer is recorded once the request has its row.
-                    let recorder = recorder.clone();
-                    let failures = Rc::clone(&failures);
-                    waiting.push(tokio::task::spawn_local(async move {
-                        let _permit = permit;
-                        match pending.recorded().await {
-                            Ok(recorded) => {
-                                recorder
-                                    .record_outcome(
-                                        recorded.id,
-                                        Outcome {
-                                            status: Some(200),
-                                            response_body: b"ok".to_vec(),
-                                            response_body_size: 2,
-                                            duration_ms: 1.0,
-                                            ..Outcome::default()
-                                        },
-                                    )
-                                    .await
-                            }
-                            Err(_) => failures.set(failures.get() + 1),
-                        }
-                    }));
-                }
-                for task in waiting {
-                    let _ = task.await;
-                }
-                failures.get()
-            })
-            .await
+        let mut failures = 0;
+        let mut sent = 0;
+        for n in 0..total {
+            // As in the tunnel: the request, then its answer once the caller has it.
+            let Ok(ticket) = recorder.record_request(delivery(n, &pad)).await else {
+                failures += 1;
+                continue;
+            };
+            match recorder.record_outcome(ticket, answer()).await {
+                Ok(()) => sent += 1,
+                Err(_) => failures += 1,
+            }
+        }
+        // Done once every delivery is stored with its answer.
+        for _ in 0..sent {
+            match reported.recv().await {
+                Some(true) => {}
+                Some(false) => failures += 1,
+                None => break,
+            }
+        }
+        failures
     });
     let recorded_in = started.elapsed();
     handle.shutdown();
@@ -128,7 +107,7 @@ fn main() -> anyhow::Result<()> {
     let per_second = total as f64 / recorded_in.as_secs_f64();
     println!("deliveries           {total} ({failures} not recorded)");
     println!(
-        "recorded in          {:.3} s ({:.3} s with outcomes flushed)",
+        "recorded in          {:.3} s ({:.3} s with the writer stopped)",
         recorded_in.as_secs_f64(),
         flushed_in.as_secs_f64()
     );

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use tokio::sync::mpsc;
+
 use crate::store::Summary;
 
 /// One thing that happened on a live tunnel.
@@ -28,4 +30,22 @@ pub enum TunnelEvent {
         /// 1 for the first delivery of its event key, 2 for the first retry…
         delivery_number: i64,
     },
+}
+
+impl TunnelEvent {
+    /// The event for a completed delivery, numbered by its history row.
+    pub fn delivered(summary: Summary) -> TunnelEvent {
+        TunnelEvent::Delivered {
+            delivery_number: summary.delivery_count,
+            summary,
+        }
+    }
+}
+
+/// Reports a completed delivery, dropping it when the display is behind:
+/// a slow display never holds up the tunnel or the history writer.
+pub fn report_delivered(events: &mpsc::Sender<TunnelEvent>, summary: Summary) {
+    if events.try_send(TunnelEvent::delivered(summary)).is_err() {
+        tracing::debug!("delivery event dropped: the display is behind");
+    }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use portpreview::config::Secret;
-use portpreview::events::TunnelEvent;
+use portpreview::events::{report_delivered, TunnelEvent};
 use portpreview::store::{Recorder, RecorderHandle, Summary};
 use portpreview::target::Target;
 use portpreview::tunnel::{self, connect, ConnectError, ConnectOptions, HostHeader, TunnelConfig};
@@ -66,7 +66,10 @@ impl TestTunnel {
     pub async fn start_with(relay_url: &str, target: &str, options: TunnelOptions) -> Result<Self, ConnectError> {
         let dir = tempfile::tempdir().expect("temp dir");
         let db = dir.path().join("history.db");
-        let (recorder, handle) = Recorder::start(&db, Vec::new()).expect("open the history");
+        let (events_tx, mut events) = mpsc::channel(1024);
+        let reported = events_tx.clone();
+        let report = move |summary| report_delivered(&reported, summary);
+        let (recorder, handle) = Recorder::start(&db, Vec::new(), report).expect("open the history");
         let config = TunnelConfig {
             connect: ConnectOptions {
                 url: connect::relay_url(relay_url)?,
@@ -79,19 +82,17 @@ impl TestTunnel {
             host_header: options.host_header,
             local_timeout: options.local_timeout,
         };
-        let (events_tx, mut events) = mpsc::channel(1024);
         let shutdown = CancellationToken::new();
-        let task = tokio::spawn(tunnel::run(config, Some(recorder), events_tx, shutdown.clone()));
-        let public_url = match events.recv().await {
-            Some(TunnelEvent::Connected { public_url, .. }) => public_url,
+        let mut task = tokio::spawn(tunnel::run(config, Some(recorder), events_tx, shutdown.clone()));
+        let public_url = tokio::select! {
+            event = events.recv() => match event {
+                Some(TunnelEvent::Connected { public_url, .. }) => public_url,
+                other => panic!("expected Connected, got {other:?}"),
+            },
             // The tunnel ended without connecting: its result says why.
-            None => {
-                return Err(task
-                    .await
-                    .expect("tunnel task")
-                    .expect_err("tunnel ended without connecting"))
+            ended = &mut task => {
+                return Err(ended.expect("tunnel task").expect_err("tunnel ended without connecting"));
             }
-            Some(other) => panic!("expected Connected, got {other:?}"),
         };
         Ok(Self {
             public_url,

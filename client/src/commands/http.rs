@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, Secret};
+use crate::events::report_delivered;
 use crate::output::{self, LogFormat};
 use crate::store::Recorder;
 use crate::target::Target;
@@ -73,10 +74,13 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     let config = Config::load()?;
     let target = Target::parse(&args.target)?;
     let use_tui = args.uses_tui();
+    let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
     let (recorder, recorder_handle) = match args.no_record {
         true => (None, None),
         false => {
-            let (recorder, handle) = Recorder::start(db, args.key_fields.clone())
+            let events = events_tx.clone();
+            let report = move |summary| report_delivered(&events, summary);
+            let (recorder, handle) = Recorder::start(db, args.key_fields.clone(), report)
                 .with_context(|| format!("cannot open the history {}", db.display()))?;
             (Some(recorder), Some(handle))
         }
@@ -114,7 +118,6 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     let shutdown = CancellationToken::new();
     let relay_shutdown = CancellationToken::new();
     let tunnel_ended = CancellationToken::new();
-    let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
 
     let relay = async {
         match local_relay {
@@ -129,8 +132,15 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     };
     let tunnel = async {
         let result = tunnel::run(tunnel_config, recorder, events_tx, shutdown.clone()).await;
-        tunnel_ended.cancel();
         shutdown.cancel();
+        if let Some(handle) = recorder_handle {
+            // The last deliveries are stored and reported, and the writer's
+            // hold on the display's channel ends, before the display stops.
+            if tokio::task::spawn_blocking(move || handle.shutdown()).await.is_err() {
+                tracing::warn!("the history writer did not stop cleanly");
+            }
+        }
+        tunnel_ended.cancel();
         // The local relay outlives the tunnel so the tunnel's goodbye is heard.
         relay_shutdown.cancel();
         result
@@ -153,9 +163,6 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         }
     };
     let (relay, tunnel, display, ()) = tokio::join!(relay, tunnel, display, signals);
-    if let Some(handle) = recorder_handle {
-        handle.shutdown();
-    }
     tunnel?;
     relay?;
     display?;

@@ -7,38 +7,45 @@
 //! the database connection. The thread wakes when work arrives, lets a short
 //! window fill, and writes the whole window in one transaction: one commit
 //! serves every request of the window instead of one commit per caller.
-//! The queue is bounded twice: by jobs (when full, the tunnel keeps
-//! forwarding and warns) and by the body bytes it holds (past them,
-//! recording waits for the writer to catch up, so large bodies arriving
-//! faster than SQLite takes them never pile up in memory). If the process
-//! dies, the next one to open the history moves what the inbox still holds
-//! into SQLite.
+//!
+//! An answer follows its request by the request's [`Ticket`], not by its row
+//! id, so the tunnel never waits for SQLite: a request and its answer usually
+//! land in the same transaction, and the writer itself reports each delivery
+//! once both halves are stored. The queue is bounded by the body bytes it
+//! holds (each job counts at least [`ROOM_UNIT`]): past them, recording waits
+//! for the writer to catch up, so bodies arriving faster than SQLite takes
+//! them never pile up in memory. If the process dies, the next one to open
+//! the history moves what the inbox still holds into SQLite.
 
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use portpreview_shared::provider::event_key;
-use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::inbox::{self, Inbox};
-use super::{NewDelivery, Outcome, Store, StoreError};
+use super::{NewDelivery, Outcome, Store, StoreError, Summary};
 
 /// Bodies longer than this are stored cut, with their full size kept.
 pub const MAX_STORED_BODY: usize = 25 * 1024 * 1024;
-
-/// Deliveries and outcomes waiting for the writer before `Full` is returned.
-pub const QUEUE_CAPACITY: usize = 8192;
 
 /// Most request and answer body bytes waiting for the writer.
 pub const QUEUE_BYTES: usize = 64 * 1024 * 1024;
 
 /// Room in the queue is counted in these, so that a semaphore's `u32`
-/// permits cover every body size.
+/// permits cover every body size. Every job takes at least one, which
+/// bounds the number of jobs too.
 const ROOM_UNIT: usize = 1024;
+
+/// Most stored requests the writer keeps waiting for their answers. An
+/// answer that never comes (its exchange was cut off) must not hold memory
+/// for good; past this, the oldest are given up.
+const AWAITED_LIMIT: usize = 65_536;
 
 /// Most jobs written in one transaction, so one commit never grows unbounded.
 const MAX_BATCH: usize = 2048;
@@ -68,12 +75,6 @@ pub struct Recorded {
 /// Why a delivery was not recorded; the tunnel forwards it anyway.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
-    /// The writer is behind by more than [`QUEUE_CAPACITY`] jobs.
-    #[error("the history writer is behind; delivery not recorded")]
-    Full,
-    /// SQLite refused the write (disk full, database locked…).
-    #[error("delivery not recorded: {0}")]
-    Store(String),
     /// The inbox file could not be written (disk full…).
     #[error("delivery not recorded: cannot write the history inbox: {0}")]
     Inbox(std::io::Error),
@@ -82,16 +83,23 @@ pub enum RecordError {
     Closed,
 }
 
+/// Told of each delivery once the writer is done with both its halves:
+/// stored, or (with id 0) lost to a failed write.
+pub type OnRecorded = Box<dyn FnMut(Summary) + Send>;
+
+/// A request staged in the inbox; hand it back with the request's answer.
+#[derive(Debug)]
+pub struct Ticket(u64);
+
 enum Job {
     Request {
         seq: u64,
         delivery: Box<NewDelivery>,
-        reply: oneshot::Sender<Result<Recorded, String>>,
         /// Given back when the job is done with.
         _room: OwnedSemaphorePermit,
     },
     Outcome {
-        id: i64,
+        seq: u64,
         outcome: Box<Outcome>,
         _room: OwnedSemaphorePermit,
     },
@@ -119,25 +127,11 @@ struct Shared {
     /// Appends and queues happen under this lock, so the writer sees
     /// requests in the order of their sequence numbers.
     inbox: Mutex<Inbox>,
-    queue: SyncSender<Job>,
+    queue: Sender<Job>,
     /// Room left for bodies in the queue, in [`ROOM_UNIT`]s.
     room: Arc<Semaphore>,
     /// Newest sequence number committed to SQLite.
     applied: Arc<AtomicU64>,
-}
-
-/// A request on disk in the inbox, on its way into SQLite.
-#[derive(Debug)]
-pub struct Pending(oneshot::Receiver<Result<Recorded, String>>);
-
-impl Pending {
-    /// Where the request landed, once it is committed to SQLite.
-    pub async fn recorded(self) -> Result<Recorded, RecordError> {
-        match self.0.await {
-            Ok(result) => result.map_err(RecordError::Store),
-            Err(_) => Err(RecordError::Closed),
-        }
-    }
 }
 
 /// Owns the writer thread: `shutdown` (or dropping it) writes what is
@@ -151,18 +145,26 @@ impl Recorder {
     /// Opens the database at `path` (moving in what a recorder that died
     /// left in its inbox), creates this recorder's inbox and starts the
     /// writer thread. `key_fields` choose the body fields that make an event
-    /// key when the provider gives no ID.
-    pub fn start(path: &Path, key_fields: Vec<String>) -> Result<(Recorder, RecorderHandle), StoreError> {
+    /// key when the provider gives no ID; `on_recorded` hears of every
+    /// delivery once it is stored with its answer.
+    pub fn start(
+        path: &Path,
+        key_fields: Vec<String>,
+        on_recorded: impl FnMut(Summary) + Send + 'static,
+    ) -> Result<(Recorder, RecorderHandle), StoreError> {
         let store = Store::open(path)?;
         let inbox = Inbox::create(path, &key_fields)?;
         let inbox_name = inbox.name().to_owned();
-        let (queue, jobs) = mpsc::sync_channel(QUEUE_CAPACITY);
+        // Unbounded in type only: every job holds room from the semaphore.
+        let (queue, jobs) = mpsc::channel();
         let applied = Arc::new(AtomicU64::new(0));
         let writer = Writer {
             store,
             key_fields,
             inbox_name,
             applied: Arc::clone(&applied),
+            awaited: BTreeMap::new(),
+            on_recorded: Box::new(on_recorded),
         };
         let thread = std::thread::Builder::new()
             .name("history-writer".into())
@@ -182,9 +184,9 @@ impl Recorder {
 
     /// Records the request half of a delivery. When this returns `Ok`, the
     /// request is staged in the inbox; once [`Recorder::flush`] has run it is
-    /// on disk and its caller may hear back. The [`Pending`] resolves once it
-    /// is in SQLite. Waits while the queue holds [`QUEUE_BYTES`] of bodies.
-    pub async fn record_request(&self, d: NewDelivery) -> Result<Pending, RecordError> {
+    /// on disk and its caller may hear back. Waits while the queue holds
+    /// [`QUEUE_BYTES`] of bodies.
+    pub async fn record_request(&self, d: NewDelivery) -> Result<Ticket, RecordError> {
         let room = self.room(d.request_body.len()).await?;
         let mut inbox = self.shared.inbox.lock().unwrap_or_else(|p| p.into_inner());
         if inbox.is_closed() {
@@ -194,18 +196,13 @@ impl Recorder {
             tracing::warn!(%err, "cannot start the history inbox over; it keeps growing");
         }
         let seq = inbox.append(&d).map_err(RecordError::Inbox)?;
-        let (reply, answer) = oneshot::channel();
         let job = Job::Request {
             seq,
             delivery: Box::new(d),
-            reply,
             _room: room,
         };
-        match self.shared.queue.try_send(job) {
-            Ok(()) => Ok(Pending(answer)),
-            Err(TrySendError::Full(_)) => Err(RecordError::Full),
-            Err(TrySendError::Disconnected(_)) => Err(RecordError::Closed),
-        }
+        self.shared.queue.send(job).map_err(|_| RecordError::Closed)?;
+        Ok(Ticket(seq))
     }
 
     /// Waits for room for a body of `len` bytes in the queue.
@@ -227,28 +224,17 @@ impl Recorder {
         inbox.flush().map_err(RecordError::Inbox)
     }
 
-    /// Records the answer half of delivery `id`. Waits while the queue
-    /// holds [`QUEUE_BYTES`] of bodies; when the writer is behind by
-    /// [`QUEUE_CAPACITY`] jobs, the outcome is dropped with a warning.
-    pub async fn record_outcome(&self, id: i64, o: Outcome) {
-        let Ok(room) = self.room(o.response_body.len()).await else {
-            tracing::warn!(delivery = id, "history writer stopped; outcome not recorded");
-            return;
-        };
+    /// Records the answer half of the delivery `ticket` stands for. Waits
+    /// while the queue holds [`QUEUE_BYTES`] of bodies. Once this returns
+    /// `Ok`, the writer reports the delivery; on `Err` nobody will.
+    pub async fn record_outcome(&self, ticket: Ticket, o: Outcome) -> Result<(), RecordError> {
+        let room = self.room(o.response_body.len()).await?;
         let job = Job::Outcome {
-            id,
+            seq: ticket.0,
             outcome: Box::new(o),
             _room: room,
         };
-        match self.shared.queue.try_send(job) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_)) => {
-                tracing::warn!(delivery = id, "history writer behind; outcome not recorded")
-            }
-            Err(TrySendError::Disconnected(_)) => {
-                tracing::warn!(delivery = id, "history writer stopped; outcome not recorded")
-            }
-        }
+        self.shared.queue.send(job).map_err(|_| RecordError::Closed)
     }
 }
 
@@ -294,10 +280,13 @@ struct Writer {
     key_fields: Vec<String>,
     inbox_name: String,
     applied: Arc<AtomicU64>,
+    /// Stored requests whose answers have not come yet, by ticket.
+    awaited: BTreeMap<u64, Summary>,
+    on_recorded: OnRecorded,
 }
 
 impl Writer {
-    fn run(self, jobs: &Receiver<Job>) {
+    fn run(mut self, jobs: &Receiver<Job>) {
         let mut batch = Vec::with_capacity(64);
         // Blocks only when idle; the first job opens a window for the rest.
         while let Ok(first) = jobs.recv() {
@@ -327,8 +316,9 @@ impl Writer {
         }
     }
 
-    /// Writes one batch in one transaction, then answers the waiting callers.
-    fn write(&self, mut batch: Vec<Job>) {
+    /// Writes one batch in one transaction, then reports the deliveries
+    /// whose answers it held.
+    fn write(&mut self, mut batch: Vec<Job>) {
         let mut newest = None;
         for job in &mut batch {
             if let Job::Request { seq, delivery, .. } = job {
@@ -336,22 +326,34 @@ impl Writer {
                 newest = Some(*seq);
             }
         }
-        let mut replies = Vec::new();
-        let mut outcomes = 0usize;
-        let result = self.store.write(|store| {
+        let Writer {
+            store,
+            inbox_name,
+            awaited,
+            ..
+        } = &*self;
+        let result = store.write(|store| {
             let mut recorded = Vec::new();
+            // Answers to requests of this very batch find their rows here.
+            let mut rows = HashMap::new();
             for job in &batch {
                 match job {
-                    Job::Request { delivery, .. } => recorded.push(store.insert_recorded_row(delivery)?),
-                    Job::Outcome { id, outcome, .. } => {
-                        outcomes += 1;
-                        store.outcome_row(*id, outcome)?;
+                    Job::Request { seq, delivery, .. } => {
+                        let row = store.insert_recorded_row(delivery)?;
+                        rows.insert(*seq, row.id);
+                        recorded.push(row);
+                    }
+                    Job::Outcome { seq, outcome, .. } => {
+                        let id = rows.get(seq).copied().or_else(|| awaited.get(seq).map(|s| s.id));
+                        if let Some(id) = id.filter(|id| *id > 0) {
+                            store.outcome_row(id, outcome)?;
+                        }
                     }
                     Job::Shutdown => {}
                 }
             }
             if let Some(seq) = newest {
-                store.mark_inbox_applied(&self.inbox_name, seq)?;
+                store.mark_inbox_applied(inbox_name, seq)?;
             }
             Ok(recorded)
         });
@@ -360,26 +362,59 @@ impl Writer {
             // and must not keep the inbox from starting over.
             self.applied.store(seq, Ordering::Release);
         }
-        for job in batch {
-            if let Job::Request { reply, .. } = job {
-                replies.push(reply);
-            }
-        }
-        match result {
-            Ok(recorded) => {
-                for (reply, recorded) in replies.into_iter().zip(recorded) {
-                    // The caller may have given up waiting; the row is stored anyway.
-                    let _ = reply.send(Ok(recorded));
-                }
-            }
+        let mut recorded = match result {
+            Ok(recorded) => recorded.into_iter(),
             Err(err) => {
-                tracing::warn!(%err, deliveries = replies.len(), outcomes, "history write failed; tunnel keeps forwarding");
-                let message = err.to_string();
-                for reply in replies {
-                    let _ = reply.send(Err(message.clone()));
+                let jobs = batch.len();
+                tracing::warn!(%err, jobs, "history write failed; tunnel keeps forwarding");
+                Vec::new().into_iter()
+            }
+        };
+        for job in batch {
+            match job {
+                Job::Request { seq, delivery, .. } => {
+                    self.awaited.insert(seq, summary(*delivery, recorded.next()));
                 }
+                Job::Outcome { seq, outcome, .. } => {
+                    if let Some(mut summary) = self.awaited.remove(&seq) {
+                        summary.status = outcome.status;
+                        summary.duration_ms = Some(outcome.duration_ms);
+                        summary.error = outcome.error;
+                        (self.on_recorded)(summary);
+                    }
+                }
+                Job::Shutdown => {}
             }
         }
+        while self.awaited.len() > AWAITED_LIMIT {
+            self.awaited.pop_first();
+        }
+    }
+}
+
+/// A stored request as a history row still waiting for its answer; id 0
+/// when its write failed.
+fn summary(delivery: NewDelivery, recorded: Option<Recorded>) -> Summary {
+    let recorded = recorded.unwrap_or(Recorded {
+        id: 0,
+        delivery_number: 1,
+        provider: None,
+        event_key: String::new(),
+        event_key_source: String::new(),
+    });
+    Summary {
+        id: recorded.id,
+        received_at_ms: delivery.received_at_ms,
+        method: delivery.method,
+        path: delivery.path,
+        status: None,
+        duration_ms: None,
+        provider: recorded.provider,
+        event_key: recorded.event_key,
+        event_key_source: recorded.event_key_source,
+        delivery_count: recorded.delivery_number,
+        error: None,
+        replay_of: delivery.replay_of,
     }
 }
 
@@ -436,6 +471,7 @@ fn identify(delivery: &mut NewDelivery, key_fields: &[String]) {
 #[cfg(test)]
 mod tests {
     use futures_util::future::join_all;
+    use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
     use super::*;
     use crate::store::tests::{delivery, ScratchDir};
@@ -449,32 +485,50 @@ mod tests {
         }
     }
 
-    /// Records `d` and waits for its row.
-    async fn recorded(recorder: &Recorder, d: NewDelivery) -> Recorded {
-        recorder.record_request(d).await.unwrap().recorded().await.unwrap()
+    /// A recorder on `path` whose reports the test reads.
+    fn start(path: &Path) -> (Recorder, RecorderHandle, UnboundedReceiver<Summary>) {
+        let (reports, reported) = unbounded_channel();
+        let (recorder, handle) = Recorder::start(path, Vec::new(), move |summary| {
+            let _ = reports.send(summary);
+        })
+        .unwrap();
+        (recorder, handle, reported)
+    }
+
+    /// The writer's next report, failing the test after 30 s.
+    async fn next_report(reported: &mut UnboundedReceiver<Summary>) -> Summary {
+        tokio::time::timeout(Duration::from_secs(30), reported.recv())
+            .await
+            .expect("a report within 30 s")
+            .expect("the writer is running")
+    }
+
+    /// Records `d` answered with 200 and waits for the writer's report.
+    async fn recorded(recorder: &Recorder, reported: &mut UnboundedReceiver<Summary>, d: NewDelivery) -> Summary {
+        let ticket = recorder.record_request(d).await.unwrap();
+        recorder.record_outcome(ticket, answered(200)).await.unwrap();
+        next_report(reported).await
     }
 
     #[tokio::test]
-    async fn a_thousand_deliveries_are_all_committed() {
+    async fn a_thousand_deliveries_are_all_committed_and_reported() {
         let dir = ScratchDir::new("recorder-many");
         let path = dir.0.join("history.db");
-        let (recorder, handle) = Recorder::start(&path, Vec::new()).unwrap();
-        let sends = (0..1000).map(|n| {
-            let recorder = recorder.clone();
-            async move {
-                match recorder.record_request(delivery(&format!("evt_{}", n % 10), "/")).await {
-                    Ok(pending) => pending.recorded().await,
-                    Err(err) => Err(err),
-                }
-            }
-        });
-        let recorded: Vec<Recorded> = join_all(sends).await.into_iter().map(Result::unwrap).collect();
-        for r in &recorded {
-            recorder.record_outcome(r.id, answered(204)).await;
+        let (recorder, handle, mut reported) = start(&path);
+        let sends = (0..1000).map(|n| recorder.record_request(delivery(&format!("evt_{}", n % 10), "/")));
+        let tickets: Vec<Ticket> = join_all(sends).await.into_iter().map(Result::unwrap).collect();
+        for ticket in tickets {
+            recorder.record_outcome(ticket, answered(204)).await.unwrap();
+        }
+        let mut numbers = Vec::new();
+        for _ in 0..1000 {
+            let report = next_report(&mut reported).await;
+            assert_eq!(report.status, Some(204), "reported with its answer: {report:?}");
+            assert!(report.id > 0);
+            numbers.push(report.delivery_count);
         }
         handle.shutdown();
 
-        let mut numbers: Vec<i64> = recorded.iter().map(|r| r.delivery_number).collect();
         numbers.sort_unstable();
         numbers.dedup();
         assert_eq!(
@@ -491,10 +545,10 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_request_is_on_disk_once_flushed_and_in_sqlite_once_pending_resolves() {
+    async fn a_request_is_on_disk_once_flushed_and_stored_with_its_answer_once_reported() {
         let dir = ScratchDir::new("recorder-commit");
         let path = dir.0.join("history.db");
-        let (recorder, _handle) = Recorder::start(&path, Vec::new()).unwrap();
+        let (recorder, _handle, mut reported) = start(&path);
         let reader = rusqlite::Connection::open(&path).unwrap();
         let inbox = std::fs::read_dir(&dir.0)
             .unwrap()
@@ -510,17 +564,20 @@ mod tests {
         };
         for n in 0..20 {
             let key = format!("evt_{n}");
-            let pending = recorder.record_request(delivery(&key, "/c")).await.unwrap();
+            let ticket = recorder.record_request(delivery(&key, "/c")).await.unwrap();
             recorder.flush().unwrap();
             assert!(in_file(&key), "{key} is in the inbox before anyone hears back");
-            let recorded = pending.recorded().await.unwrap();
-            let stored: String = reader
-                .query_row("SELECT event_key FROM deliveries WHERE id = ?1", [recorded.id], |r| {
-                    r.get(0)
-                })
+            recorder.record_outcome(ticket, answered(201)).await.unwrap();
+            let report = next_report(&mut reported).await;
+            let stored: (String, u16) = reader
+                .query_row(
+                    "SELECT event_key, status FROM deliveries JOIN outcomes ON delivery_id = id WHERE id = ?1",
+                    [report.id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
                 .unwrap();
-            assert_eq!(stored, key);
-            assert_eq!(recorded.delivery_number, 1);
+            assert_eq!(stored, (key, 201));
+            assert_eq!(report.delivery_count, 1);
         }
     }
 
@@ -554,31 +611,33 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_answer_with_no_request_after_it_still_lands_soon() {
-        let dir = ScratchDir::new("recorder-linger");
+    async fn an_answer_finds_a_request_stored_in_an_earlier_transaction() {
+        let dir = ScratchDir::new("recorder-later");
         let path = dir.0.join("history.db");
-        let (recorder, _handle) = Recorder::start(&path, Vec::new()).unwrap();
-        let recorded = recorded(&recorder, delivery("evt_last", "/")).await;
-        recorder.record_outcome(recorded.id, answered(202)).await;
+        let (recorder, _handle, mut reported) = start(&path);
+        let ticket = recorder.record_request(delivery("evt_slow", "/")).await.unwrap();
         let reader = Store::open(&path).unwrap();
         let started = std::time::Instant::now();
-        loop {
-            let status = reader.list(&ListQuery::default()).unwrap()[0].status;
-            if status == Some(202) {
-                break;
-            }
+        // A slow handler: the request is committed alone, with no answer yet.
+        while reader.count(&ListQuery::default()).unwrap() == 0 {
             assert!(
                 started.elapsed() < Duration::from_secs(5),
-                "the answer was never written"
+                "the request was never written"
             );
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
+        assert_eq!(reader.list(&ListQuery::default()).unwrap()[0].status, None);
+        recorder.record_outcome(ticket, answered(202)).await.unwrap();
+        let report = next_report(&mut reported).await;
+        assert_eq!(report.status, Some(202));
+        let stored = reader.list(&ListQuery::default()).unwrap();
+        assert_eq!((stored[0].id, stored[0].status), (report.id, Some(202)));
     }
 
     #[tokio::test]
     async fn the_writer_works_out_provider_and_event_key() {
         let dir = ScratchDir::new("recorder-identify");
-        let (recorder, _handle) = Recorder::start(&dir.0.join("history.db"), Vec::new()).unwrap();
+        let (recorder, _handle, mut reported) = start(&dir.0.join("history.db"));
         let mut d = delivery("", "/webhooks/github");
         d.provider = None;
         d.event_key_source.clear();
@@ -587,25 +646,22 @@ mod tests {
             portpreview_shared::Header::new("x-github-delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958"),
             portpreview_shared::Header::new("x-github-hook-id", "42"),
         ];
-        let first = recorded(&recorder, d.clone()).await;
+        let first = recorded(&recorder, &mut reported, d.clone()).await;
         assert_eq!(first.provider.as_deref(), Some("github"));
         assert_eq!(first.event_key, "72d3162e-cc78-11e3-81ab-4c9367dc0958");
         assert!(first
             .event_key_source
             .to_ascii_lowercase()
             .starts_with("header:x-github-delivery"));
-        let again = recorded(&recorder, d).await;
-        assert_eq!(
-            again.delivery_number, 2,
-            "a redelivery is the 2nd delivery of its event"
-        );
+        let again = recorded(&recorder, &mut reported, d).await;
+        assert_eq!(again.delivery_count, 2, "a redelivery is the 2nd delivery of its event");
     }
 
     #[tokio::test]
     async fn recording_waits_while_the_queue_holds_its_share_of_bodies() {
         let dir = ScratchDir::new("recorder-room");
         let path = dir.0.join("history.db");
-        let (recorder, _handle) = Recorder::start(&path, Vec::new()).unwrap();
+        let (recorder, _handle, mut reported) = start(&path);
         // Another process holds the lock: the writer is stuck, nothing leaves the queue.
         let blocker = rusqlite::Connection::open(&path).unwrap();
         blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
@@ -633,41 +689,37 @@ mod tests {
             .await
             .expect("room once the writer catches up")
             .unwrap();
-        assert!(last.recorded().await.unwrap().id > 0);
+        recorder.record_outcome(last, answered(200)).await.unwrap();
+        assert!(next_report(&mut reported).await.id > 0);
     }
 
     #[tokio::test]
     async fn after_shutdown_recording_fails_quietly() {
         let dir = ScratchDir::new("recorder-closed");
-        let (recorder, handle) = Recorder::start(&dir.0.join("history.db"), Vec::new()).unwrap();
+        let (recorder, handle, _reported) = start(&dir.0.join("history.db"));
         handle.shutdown();
         let err = recorder.record_request(delivery("evt_1", "/")).await.unwrap_err();
         assert!(matches!(err, RecordError::Closed), "{err:?}");
-        recorder.record_outcome(1, Outcome::default()).await;
+        let err = recorder
+            .record_outcome(Ticket(1), Outcome::default())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, RecordError::Closed), "{err:?}");
     }
 
     #[tokio::test]
-    async fn a_failed_write_answers_with_an_error_and_the_writer_lives_on() {
+    async fn a_failed_write_is_reported_without_a_row_and_the_writer_lives_on() {
         let dir = ScratchDir::new("recorder-locked");
         let path = dir.0.join("history.db");
-        let (recorder, _handle) = Recorder::start(&path, Vec::new()).unwrap();
+        let (recorder, _handle, mut reported) = start(&path);
         let blocker = rusqlite::Connection::open(&path).unwrap();
         blocker.busy_timeout(std::time::Duration::ZERO).unwrap();
         blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
-        // The writer waits out the busy timeout, then must answer, not hang.
-        let held = tokio::time::timeout(std::time::Duration::from_secs(30), async {
-            recorder
-                .record_request(delivery("evt_locked", "/"))
-                .await
-                .unwrap()
-                .recorded()
-                .await
-        })
-        .await
-        .expect("record_request hung");
-        assert!(matches!(held, Err(RecordError::Store(_))), "{held:?}");
+        // The writer waits out the busy timeout, then must report, not hang.
+        let held = recorded(&recorder, &mut reported, delivery("evt_locked", "/")).await;
+        assert_eq!((held.id, held.status), (0, Some(200)), "{held:?}");
         blocker.execute_batch("ROLLBACK").unwrap();
-        let recorded = recorded(&recorder, delivery("evt_after", "/")).await;
-        assert!(recorded.id > 0);
+        let after = recorded(&recorder, &mut reported, delivery("evt_after", "/")).await;
+        assert!(after.id > 0);
     }
 }

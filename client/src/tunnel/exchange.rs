@@ -13,9 +13,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::body::{Capture, Inflow, StreamedBody, WholeBody};
 use super::outbox::Outbox;
-use crate::events::TunnelEvent;
+use crate::events::{report_delivered, TunnelEvent};
 use crate::forward::{Forwarder, LocalBody};
-use crate::store::recorder::{Pending, Recorder};
+use crate::store::recorder::{Recorder, Ticket};
 use crate::store::{NewDelivery, Outcome, Summary, MAX_STORED_BODY};
 
 /// Request bodies up to this size are read whole and recorded before
@@ -82,6 +82,7 @@ pub struct Steering {
 /// itself can move into the recorder without a copy.
 struct Line {
     received_at_ms: i64,
+    started: Instant,
     method: String,
     path: String,
 }
@@ -89,38 +90,35 @@ struct Line {
 /// Carries one request to the local target and its answer back.
 pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Steering, outbox: Outbox) -> StreamId {
     let stream = head.stream;
-    let started = Instant::now();
     let line = Line {
         received_at_ms: crate::time::now_ms(),
+        started: Instant::now(),
         method: head.method.clone(),
         path: head.target.clone(),
     };
+    // Kept outside the exchange, so that a request recorded before its
+    // caller went away still gets its answer: the failure.
+    let mut ticket = None;
+    let exchanged = exchange(&shared, head, inflow, &line, &steering, &outbox, &mut ticket);
     let outcome = tokio::select! {
-        outcome = exchange(&shared, head, inflow, line.received_at_ms, &steering, &outbox, started) => outcome,
-        () = steering.reset.cancelled() => Exchanged {
-            outcome: failure(started, "the caller went away before the answer".into()),
-            recorded: None,
-        },
+        outcome = exchanged => outcome,
+        () = steering.reset.cancelled() => failure(line.started, "the caller went away before the answer".into()),
     };
-    finish(&shared, line, outcome).await;
+    finish(&shared, line, outcome, ticket).await;
     stream
-}
-
-struct Exchanged {
-    outcome: Outcome,
-    recorded: Option<Pending>,
 }
 
 async fn exchange(
     shared: &Shared,
     head: Head,
     mut inflow: Inflow,
-    received_at_ms: i64,
+    line: &Line,
     steering: &Steering,
     outbox: &Outbox,
-    started: Instant,
-) -> Exchanged {
+    ticket: &mut Option<Ticket>,
+) -> Outcome {
     let stream = head.stream;
+    let started = line.started;
     let mut prefix = Vec::new();
     let mut seen = 0;
     while seen < BUFFERED_BODY {
@@ -150,24 +148,24 @@ async fn exchange(
         .boxed()
     };
     let local = build_request(shared, &head, body, buffered);
-    let mut request = new_delivery(shared, head, received_at_ms);
+    let mut request = new_delivery(shared, head, line.received_at_ms);
     let local = match local {
         Ok(local) => local,
         Err(reason) => {
-            let recorded = record(shared, request).await;
-            return answer_error(stream, outbox, started, 400, reason, recorded);
+            *ticket = record(shared, request).await;
+            return answer_error(stream, outbox, started, 400, reason);
         }
     };
 
     let send = tokio::time::timeout(shared.local_timeout, shared.forwarder.send(local));
-    let (recorded, response) = match streamed {
+    let response = match streamed {
         None => {
             request.request_body = capture.bytes;
             request.request_body_size = capture.size;
             // In the inbox before the handler even sees it; the session writes
             // the inbox out before any answer leaves.
-            let recorded = record(shared, request).await;
-            (recorded, send.await)
+            *ticket = record(shared, request).await;
+            send.await
         }
         Some(streamed) => {
             let response = send.await;
@@ -175,30 +173,30 @@ async fn exchange(
             let capture = std::mem::take(&mut *streamed.lock().unwrap_or_else(|p| p.into_inner()));
             request.request_body = capture.bytes;
             request.request_body_size = capture.size;
-            (record(shared, request).await, response)
+            *ticket = record(shared, request).await;
+            response
         }
     };
 
     let response = match response {
         Ok(Ok(response)) => response,
-        Ok(Err(err)) => return answer_error(stream, outbox, started, 502, err.to_string(), recorded),
+        Ok(Err(err)) => return answer_error(stream, outbox, started, 502, err.to_string()),
         Err(_) => {
             let reason = format!(
                 "{} did not answer within {}",
                 shared.forwarder.target(),
                 humantime::format_duration(shared.local_timeout)
             );
-            return answer_error(stream, outbox, started, 504, reason, recorded);
+            return answer_error(stream, outbox, started, 504, reason);
         }
     };
-    let outcome = relay_response(response, stream, steering, outbox, started, shared.keep()).await;
-    Exchanged { outcome, recorded }
+    relay_response(response, stream, steering, outbox, started, shared.keep()).await
 }
 
-async fn record(shared: &Shared, request: NewDelivery) -> Option<Pending> {
+async fn record(shared: &Shared, request: NewDelivery) -> Option<Ticket> {
     let recorder = shared.recorder.as_ref()?;
     match recorder.record_request(request).await {
-        Ok(pending) => Some(pending),
+        Ok(ticket) => Some(ticket),
         Err(err) => {
             tracing::warn!(%err, "delivery not recorded; forwarding goes on");
             None
@@ -372,18 +370,11 @@ async fn take_credit(data: &[u8], steering: &Steering) {
 }
 
 /// Answers the caller with a short plain-text reason and records the error.
-fn answer_error(
-    stream: StreamId,
-    outbox: &Outbox,
-    started: Instant,
-    status: u16,
-    reason: String,
-    recorded: Option<Pending>,
-) -> Exchanged {
+fn answer_error(stream: StreamId, outbox: &Outbox, started: Instant, status: u16, reason: String) -> Outcome {
     outbox.answer(stream, status, &reason);
     let mut outcome = failure(started, reason);
     outcome.status = Some(status);
-    Exchanged { outcome, recorded }
+    outcome
 }
 
 fn failure(started: Instant, error: String) -> Outcome {
@@ -394,56 +385,30 @@ fn failure(started: Instant, error: String) -> Outcome {
     }
 }
 
-async fn finish(shared: &Shared, line: Line, exchanged: Exchanged) {
-    let Exchanged { outcome, recorded } = exchanged;
-    // The caller has its answer; now wait for the row, for its id.
-    let recorded = match recorded {
-        Some(pending) => match pending.recorded().await {
-            Ok(recorded) => Some(recorded),
-            Err(err) => {
-                tracing::warn!(%err, "delivery not recorded; forwarding goes on");
-                None
-            }
-        },
-        None => None,
-    };
-    let (id, delivery_number, provider, event_key, event_key_source) = match &recorded {
-        Some(r) => (
-            r.id,
-            r.delivery_number,
-            r.provider.clone(),
-            r.event_key.clone(),
-            r.event_key_source.clone(),
-        ),
-        None => (0, 1, None, String::new(), String::new()),
-    };
-    let summary = Summary {
-        id,
+/// Hands the answer to the history, whose writer reports the delivery once
+/// it is stored; a delivery the history will not report is reported here.
+async fn finish(shared: &Shared, line: Line, outcome: Outcome, ticket: Option<Ticket>) {
+    let unrecorded = Summary {
+        id: 0,
         received_at_ms: line.received_at_ms,
         method: line.method,
         path: line.path,
         status: outcome.status,
         duration_ms: Some(outcome.duration_ms),
-        provider,
-        event_key,
-        event_key_source,
-        delivery_count: delivery_number,
+        provider: None,
+        event_key: String::new(),
+        event_key_source: String::new(),
+        delivery_count: 1,
         error: outcome.error.clone(),
         replay_of: None,
     };
-    if let (Some(recorder), Some(recorded)) = (&shared.recorder, &recorded) {
-        recorder.record_outcome(recorded.id, outcome).await;
+    if let (Some(recorder), Some(ticket)) = (&shared.recorder, ticket) {
+        match recorder.record_outcome(ticket, outcome).await {
+            Ok(()) => return,
+            Err(err) => tracing::warn!(%err, "delivery not recorded; forwarding goes on"),
+        }
     }
-    if shared
-        .events
-        .try_send(TunnelEvent::Delivered {
-            summary,
-            delivery_number,
-        })
-        .is_err()
-    {
-        tracing::debug!("delivery event dropped: the display is behind");
-    }
+    report_delivered(&shared.events, unrecorded);
 }
 
 fn elapsed_ms(started: Instant) -> f64 {
