@@ -12,7 +12,7 @@
 //! id, so the tunnel never waits for SQLite: a request and its answer usually
 //! land in the same transaction, and the writer itself reports each delivery
 //! once both halves are stored. The queue is bounded by the body bytes it
-//! holds (each job counts at least [`ROOM_UNIT`]): past them, recording waits
+//! holds (each job counts at least 1 KiB): past them, recording waits
 //! for the writer to catch up, so bodies arriving faster than SQLite takes
 //! them never pile up in memory. If the process dies, the next one to open
 //! the history moves what the inbox still holds into SQLite.
@@ -64,12 +64,6 @@ pub struct Recorded {
     pub id: i64,
     /// 1 for the first delivery of its event key, 2 for the first retry…
     pub delivery_number: i64,
-    /// Provider as stored (detected by the writer when the caller left it out).
-    pub provider: Option<String>,
-    /// Event key as stored.
-    pub event_key: String,
-    /// How the event key was made.
-    pub event_key_source: String,
 }
 
 /// Why a delivery was not recorded; the tunnel forwards it anyway.
@@ -395,24 +389,18 @@ impl Writer {
 /// A stored request as a history row still waiting for its answer; id 0
 /// when its write failed.
 fn summary(delivery: NewDelivery, recorded: Option<Recorded>) -> Summary {
-    let recorded = recorded.unwrap_or(Recorded {
-        id: 0,
-        delivery_number: 1,
-        provider: None,
-        event_key: String::new(),
-        event_key_source: String::new(),
-    });
+    let (id, delivery_number) = recorded.map_or((0, 1), |r| (r.id, r.delivery_number));
     Summary {
-        id: recorded.id,
+        id,
         received_at_ms: delivery.received_at_ms,
         method: delivery.method,
         path: delivery.path,
         status: None,
         duration_ms: None,
-        provider: recorded.provider,
-        event_key: recorded.event_key,
-        event_key_source: recorded.event_key_source,
-        delivery_count: recorded.delivery_number,
+        provider: delivery.provider,
+        event_key: delivery.event_key,
+        event_key_source: delivery.event_key_source,
+        delivery_count: delivery_number,
         error: None,
         replay_of: delivery.replay_of,
     }

@@ -78,9 +78,6 @@ impl Store {
         Ok(Recorded {
             id,
             delivery_number: self.newest_delivery_number_row(d, id)?,
-            provider: d.provider.clone(),
-            event_key: d.event_key.clone(),
-            event_key_source: d.event_key_source.clone(),
         })
     }
 
