@@ -10,6 +10,7 @@ use common::caller;
 use common::local::{Answer, LocalHandler};
 use common::process::Running;
 use common::relay::TestRelay;
+use tokio::io::AsyncWriteExt;
 
 #[tokio::test]
 async fn portpreview_http_works_on_its_own_and_stops_cleanly_on_sigterm() {
@@ -67,6 +68,46 @@ async fn a_client_killed_mid_request_gets_its_caller_a_502_within_a_second() {
         "502 took {:?}",
         killed.elapsed()
     );
+}
+
+#[tokio::test]
+async fn a_delivery_cut_off_by_a_killed_relay_is_recorded_with_the_reason() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut relay = Running::start(&server_bin(), &["--listen", "127.0.0.1:0"], dir.path());
+    let addr = relay.line_containing("listening on").await;
+    let addr = addr.rsplit(' ').next().expect("address").to_string();
+    let handler = LocalHandler::start(|_| Answer {
+        status: 200,
+        delay: Duration::from_secs(30),
+        ..Answer::default()
+    })
+    .await;
+    let mut tunnel = common::tunnel::TestTunnel::start(&format!("http://{addr}"), &handler.url()).await;
+    let mut caller = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+    let request = format!(
+        "POST /t/{}/slow HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{{}}",
+        tunnel.name()
+    );
+    caller.write_all(request.as_bytes()).await.expect("send");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while handler.requests().is_empty() {
+        assert!(Instant::now() < deadline, "the handler never saw the request");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    relay.signal("KILL");
+
+    // The tunnel keeps reporting its reconnection attempts; the delivery
+    // must come among them.
+    let (summary, _) = tokio::time::timeout(Duration::from_secs(20), tunnel.next_delivery())
+        .await
+        .expect("the cut-off delivery is reported");
+    let reason = "the connection to the relay ended before the answer";
+    assert!(summary.id > 0, "{summary:?}");
+    assert_eq!((summary.status, summary.error.as_deref()), (None, Some(reason)));
+    let store = portpreview::store::Store::open(&tunnel.db).expect("open the history");
+    let stored = store.get(summary.id).expect("read").expect("the delivery");
+    let outcome = stored.outcome.expect("the cut-off is stored as its outcome");
+    assert_eq!(outcome.error.as_deref(), Some(reason));
 }
 
 #[tokio::test]

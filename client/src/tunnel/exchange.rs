@@ -22,6 +22,9 @@ use crate::store::{NewDelivery, Outcome, Summary, MAX_STORED_BODY};
 /// forwarding; larger ones stream, and are recorded as the handler read them.
 const BUFFERED_BODY: usize = 1024 * 1024;
 
+/// Why an exchange cut off by the end of its relay connection failed.
+const ABANDONED: &str = "the connection to the relay ended before the answer";
+
 /// How the Host header reaches the local handler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum HostHeader {
@@ -76,6 +79,9 @@ pub struct Steering {
     pub credit: Arc<Semaphore>,
     /// Cancelled when the relay resets the stream.
     pub reset: CancellationToken,
+    /// Cancelled when the connection to the relay ends with the exchange
+    /// still in flight.
+    pub abandoned: CancellationToken,
 }
 
 /// What the live display needs of a request, kept apart so the request
@@ -103,6 +109,7 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
     let outcome = tokio::select! {
         outcome = exchanged => outcome,
         () = steering.reset.cancelled() => failure(line.started, "the caller went away before the answer".into()),
+        () = steering.abandoned.cancelled() => failure(line.started, ABANDONED.into()),
     };
     finish(&shared, line, outcome, ticket).await;
     stream

@@ -27,6 +27,9 @@ pub const RELAY_SILENCE_LIMIT: Duration = Duration::from_secs(15);
 /// On shutdown, how long exchanges in flight may take to finish.
 pub const DRAIN_LIMIT: Duration = Duration::from_secs(3);
 
+/// How long abandoned exchanges get to record why they ended.
+const ABANDON_LIMIT: Duration = Duration::from_secs(1);
+
 /// Why a session ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SessionEnd {
@@ -55,6 +58,7 @@ where
     tokio::pin!(writer);
     let mut streams: HashMap<StreamId, StreamEntry> = HashMap::new();
     let mut exchanges: JoinSet<StreamId> = JoinSet::new();
+    let abandon = CancellationToken::new();
     let mut writer_done = false;
     let drain_deadline = tokio::time::sleep(Duration::MAX);
     tokio::pin!(drain_deadline);
@@ -126,7 +130,11 @@ where
                         };
                         let head = Head { stream, method, target, headers };
                         let inflow = Inflow::new(stream, body, end, rx, outbox.clone());
-                        let steering = Steering { credit: entry.credit.clone(), reset: entry.reset.clone() };
+                        let steering = Steering {
+                            credit: entry.credit.clone(),
+                            reset: entry.reset.clone(),
+                            abandoned: abandon.clone(),
+                        };
                         exchanges.spawn(exchange::run(shared.clone(), head, inflow, steering, outbox.clone()));
                         streams.insert(stream, entry);
                     }
@@ -165,8 +173,13 @@ where
     }
     drop(outbox);
     // Exchanges still in flight are abandoned: the relay answers their callers
-    // 502 and never resends them, so each delivery happens at most once.
-    exchanges.shutdown().await;
+    // 502 and never resends them, so each delivery happens at most once. Each
+    // gets a moment to record why it ended; what is still running is cut off.
+    abandon.cancel();
+    let settled = async { while exchanges.join_next().await.is_some() {} };
+    if tokio::time::timeout(ABANDON_LIMIT, settled).await.is_err() {
+        exchanges.shutdown().await;
+    }
     // Let the writer send what is queued (the close frame among it), briefly.
     if !writer_done {
         let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
