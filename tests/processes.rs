@@ -1,5 +1,6 @@
 //! The real binaries, as a user runs them: local mode with nothing else
-//! running, a client killed with SIGKILL, the relay's memory under a big upload.
+//! running, a client or a relay killed with SIGKILL, the relay's memory under
+//! a big upload.
 
 mod common;
 
