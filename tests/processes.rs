@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::bin::{portpreview_bin, server_bin};
+use common::bin::portpreview_bin;
 use common::caller;
 use common::local::{Answer, LocalHandler};
 use common::process::Running;
@@ -74,9 +74,7 @@ async fn a_client_killed_mid_request_gets_its_caller_a_502_within_a_second() {
 #[tokio::test]
 async fn a_delivery_cut_off_by_a_killed_relay_is_recorded_with_the_reason() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut relay = Running::start(&server_bin(), &["--listen", "127.0.0.1:0"], dir.path());
-    let addr = relay.line_containing("listening on").await;
-    let addr = addr.rsplit(' ').next().expect("address").to_string();
+    let (relay, addr) = Running::relay(dir.path()).await;
     let handler = LocalHandler::start(|_| Answer {
         status: 200,
         delay: Duration::from_secs(30),
@@ -114,9 +112,7 @@ async fn a_delivery_cut_off_by_a_killed_relay_is_recorded_with_the_reason() {
 #[tokio::test]
 async fn a_25_mib_upload_barely_moves_the_relays_memory() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut relay = Running::start(&server_bin(), &["--listen", "127.0.0.1:0"], dir.path());
-    let line = relay.line_containing("listening on").await;
-    let addr = line.rsplit(' ').next().expect("address").to_string();
+    let (relay, addr) = Running::relay(dir.path()).await;
     let handler = LocalHandler::start(|seen| Answer {
         status: 200,
         body: seen.body.len().to_string().into_bytes(),

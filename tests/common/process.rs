@@ -48,6 +48,15 @@ impl Running {
         (client, url)
     }
 
+    /// `portpreview-server --listen 127.0.0.1:0`, with its config in
+    /// `config_dir`, and the address it listens on.
+    pub async fn relay(config_dir: &Path) -> (Self, String) {
+        let mut relay = Self::start(&super::bin::server_bin(), &["--listen", "127.0.0.1:0"], config_dir);
+        let line = relay.line_containing("listening on").await;
+        let addr = line.rsplit(' ').next().expect("address").to_string();
+        (relay, addr)
+    }
+
     /// The next line printed on stdout, failing the test after 30 s.
     pub async fn next_line(&mut self) -> String {
         tokio::time::timeout(Duration::from_secs(30), self.lines.next_line())
