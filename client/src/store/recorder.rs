@@ -327,18 +327,19 @@ impl Writer {
             ..
         } = &*self;
         let result = store.write(|store| {
-            let mut recorded = Vec::new();
-            // Answers to requests of this very batch find their rows here.
+            // Where this batch's requests landed, by ticket; their answers,
+            // often in the same batch, find their rows here.
             let mut rows = HashMap::new();
             for job in &batch {
                 match job {
                     Job::Request { seq, delivery, .. } => {
-                        let row = store.insert_recorded_row(delivery)?;
-                        rows.insert(*seq, row.id);
-                        recorded.push(row);
+                        rows.insert(*seq, store.insert_recorded_row(delivery)?);
                     }
                     Job::Outcome { seq, outcome, .. } => {
-                        let id = rows.get(seq).copied().or_else(|| awaited.get(seq).map(|s| s.id));
+                        let id = rows
+                            .get(seq)
+                            .map(|row| row.id)
+                            .or_else(|| awaited.get(seq).map(|s| s.id));
                         if let Some(id) = id.filter(|id| *id > 0) {
                             store.outcome_row(id, outcome)?;
                         }
@@ -349,25 +350,22 @@ impl Writer {
             if let Some(seq) = newest {
                 store.mark_inbox_applied(inbox_name, seq)?;
             }
-            Ok(recorded)
+            Ok(rows)
         });
         if let Some(seq) = newest {
             // Failed requests count as done too: they were reported lost,
             // and must not keep the inbox from starting over.
             self.applied.store(seq, Ordering::Release);
         }
-        let mut recorded = match result {
-            Ok(recorded) => recorded.into_iter(),
-            Err(err) => {
-                let jobs = batch.len();
-                tracing::warn!(%err, jobs, "history write failed; tunnel keeps forwarding");
-                Vec::new().into_iter()
-            }
-        };
+        let mut rows = result.unwrap_or_else(|err| {
+            let jobs = batch.len();
+            tracing::warn!(%err, jobs, "history write failed; tunnel keeps forwarding");
+            HashMap::new()
+        });
         for job in batch {
             match job {
                 Job::Request { seq, delivery, .. } => {
-                    self.awaited.insert(seq, summary(*delivery, recorded.next()));
+                    self.awaited.insert(seq, summary(*delivery, rows.remove(&seq)));
                 }
                 Job::Outcome { seq, outcome, .. } => {
                     if let Some(mut summary) = self.awaited.remove(&seq) {
