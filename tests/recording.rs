@@ -138,6 +138,34 @@ async fn a_caller_that_hangs_up_is_recorded_with_the_reason() {
 }
 
 #[tokio::test]
+async fn a_request_the_relay_gave_up_on_is_recorded_with_the_relays_reason() {
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        request_timeout: Duration::from_millis(300),
+        ..portpreview_server::RelayConfig::default()
+    })
+    .await;
+    let handler = LocalHandler::start(|_| Answer {
+        status: 200,
+        delay: Duration::from_secs(3),
+        ..Answer::default()
+    })
+    .await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+
+    let reply = caller::post(&tunnel.url("/slow"), r#"{"id":"evt_late"}"#).await;
+    assert_eq!(reply.status, 504, "{}", reply.text());
+
+    let (summary, _) = tunnel.next_delivery().await;
+    let reason = "no answer within 300 ms; the relay answered the caller 504";
+    assert!(summary.id > 0, "{summary:?}");
+    assert_eq!(summary.error.as_deref(), Some(reason));
+    let store = portpreview::store::Store::open(&tunnel.db).expect("open the history");
+    let stored = store.get(summary.id).expect("read").expect("the delivery");
+    let outcome = stored.outcome.expect("the relay's timeout is stored as the outcome");
+    assert_eq!(outcome.error.as_deref(), Some(reason));
+}
+
+#[tokio::test]
 async fn a_client_killed_mid_burst_keeps_every_answered_delivery_and_readers_never_see_a_lock() {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("history.db");

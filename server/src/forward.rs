@@ -14,7 +14,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use crate::body::{answer, RelayBody, TunnelBody};
 use crate::headers::{request_headers, response_headers, Hop};
-use crate::port::RequestSide;
+use crate::port::{RequestSide, StreamPort};
 use crate::registry::{OpenError, Tunnel};
 use crate::stream::Inbound;
 use crate::writer::Outbox;
@@ -100,7 +100,7 @@ pub async fn forward(
     match sent {
         Ok(Ok(())) => {}
         Ok(Err(_)) => return client_gone(),
-        Err(_) => return timed_out(limits.timeout),
+        Err(_) => return timed_out(&port, limits.timeout),
     }
     let mut pump = None;
     let mut pump_end = None;
@@ -159,7 +159,7 @@ pub async fn forward(
                     Ok(PumpEnd::TunnelGone) | Err(_) => return client_gone(),
                 }
             }
-            () = &mut deadline => return timed_out(limits.timeout),
+            () = &mut deadline => return timed_out(&port, limits.timeout),
         }
     }
 }
@@ -194,7 +194,8 @@ impl Pump {
             let Ok(mut data) = frame.into_data() else { continue };
             total += data.len() as u64;
             if total > self.limits.max_body {
-                self.side.abandon("request body over the relay's limit");
+                self.side
+                    .abandon("the request body went over the relay's limit; the relay answered the caller 413");
                 return PumpEnd::TooLarge;
             }
             let last_frame = body.is_end_stream();
@@ -252,10 +253,13 @@ fn unreadable_body() -> Response<RelayBody> {
     answer(StatusCode::BAD_REQUEST, "the request body could not be read")
 }
 
-fn timed_out(timeout: Duration) -> Response<RelayBody> {
+/// Answers the caller 504 and tells the client why its exchange ends.
+fn timed_out(port: &StreamPort, timeout: Duration) -> Response<RelayBody> {
+    let waited = humanize(timeout);
+    port.abandon(&format!("no answer within {waited}; the relay answered the caller 504"));
     answer(
         StatusCode::GATEWAY_TIMEOUT,
-        format!("the tunnel's client did not answer within {}", humanize(timeout)),
+        format!("the tunnel's client did not answer within {waited}"),
     )
 }
 

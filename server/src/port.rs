@@ -56,6 +56,12 @@ impl StreamPort {
         self.streams.mark_request_done(self.id);
     }
 
+    /// Gives up on the stream, telling the client why once; its history
+    /// records the reason.
+    pub fn abandon(&self, reason: &str) {
+        self.streams.abandon(self.id, reason);
+    }
+
     /// The request body's side of the stream, for the task that sends it.
     pub fn request_side(&self) -> RequestSide {
         RequestSide {

@@ -236,7 +236,7 @@ impl Streams {
         let entry = self.table().entries.remove(&stream);
         if let Some(entry) = entry {
             if !(entry.response_done && entry.request_done || entry.reset_sent) {
-                self.outbox.reset(stream, "the caller went away");
+                self.outbox.reset(stream, "the caller went away before the answer");
             }
         }
     }

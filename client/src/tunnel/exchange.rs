@@ -8,7 +8,7 @@ use http::{HeaderName, HeaderValue, Method, Request};
 use http_body::Body as _;
 use http_body_util::BodyExt;
 use portpreview_shared::message::{ClientMessage, Header, StreamId, CHUNK_SIZE};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::body::{Capture, Inflow, StreamedBody, WholeBody};
@@ -77,8 +77,8 @@ pub struct Head {
 pub struct Steering {
     /// Response-body credit granted by the relay.
     pub credit: Arc<Semaphore>,
-    /// Cancelled when the relay resets the stream.
-    pub reset: CancellationToken,
+    /// Fires with the relay's reason when it resets the stream.
+    pub reset: oneshot::Receiver<String>,
     /// Cancelled when the connection to the relay ends with the exchange
     /// still in flight.
     pub abandoned: CancellationToken,
@@ -105,11 +105,18 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
     // Kept outside the exchange, so that a request recorded before its
     // caller went away still gets its answer: the failure.
     let mut ticket = None;
-    let exchanged = exchange(&shared, head, inflow, &line, &steering, &outbox, &mut ticket);
+    let Steering {
+        credit,
+        mut reset,
+        abandoned,
+    } = steering;
+    let exchanged = exchange(&shared, head, inflow, &line, &credit, &outbox, &mut ticket);
     let outcome = tokio::select! {
         outcome = exchanged => outcome,
-        () = steering.reset.cancelled() => failure(line.started, "the caller went away before the answer".into()),
-        () = steering.abandoned.cancelled() => failure(line.started, ABANDONED.into()),
+        // The relay says why in words meant for the history: the caller
+        // hung up, or the relay gave up and answered the caller itself.
+        Ok(reason) = &mut reset => failure(line.started, reason),
+        () = abandoned.cancelled() => failure(line.started, ABANDONED.into()),
     };
     finish(&shared, line, outcome, ticket).await;
     stream
@@ -120,7 +127,7 @@ async fn exchange(
     head: Head,
     mut inflow: Inflow,
     line: &Line,
-    steering: &Steering,
+    credit: &Semaphore,
     outbox: &Outbox,
     ticket: &mut Option<Ticket>,
 ) -> Outcome {
@@ -197,7 +204,7 @@ async fn exchange(
             return answer_error(stream, outbox, started, 504, reason);
         }
     };
-    relay_response(response, stream, steering, outbox, started, shared.keep()).await
+    relay_response(response, stream, credit, outbox, started, shared.keep()).await
 }
 
 async fn record(shared: &Shared, request: NewDelivery) -> Option<Ticket> {
@@ -270,7 +277,7 @@ fn build_request(shared: &Shared, head: &Head, body: LocalBody, buffered: bool) 
 async fn relay_response(
     response: http::Response<hyper::body::Incoming>,
     stream: StreamId,
-    steering: &Steering,
+    credit: &Semaphore,
     outbox: &Outbox,
     started: Instant,
     keep: usize,
@@ -309,7 +316,7 @@ async fn relay_response(
             answered = 502;
             outbox.answer(stream, answered, reason);
         } else {
-            take_credit(&whole, steering).await;
+            take_credit(&whole, credit).await;
             let head = ClientMessage::ResponseHead {
                 stream,
                 status,
@@ -337,7 +344,7 @@ async fn relay_response(
                     while !data.is_empty() {
                         let piece = data.split_to(data.len().min(CHUNK_SIZE));
                         if let Some(previous) = pending.replace(piece) {
-                            send_chunk(stream, previous, false, steering, outbox).await;
+                            send_chunk(stream, previous, false, credit, outbox).await;
                         }
                     }
                 }
@@ -348,7 +355,7 @@ async fn relay_response(
                 None => break,
             }
         }
-        send_chunk(stream, pending.unwrap_or_default(), true, steering, outbox).await;
+        send_chunk(stream, pending.unwrap_or_default(), true, credit, outbox).await;
     }
     Outcome {
         status: Some(answered),
@@ -360,18 +367,18 @@ async fn relay_response(
     }
 }
 
-async fn send_chunk(stream: StreamId, data: Bytes, end: bool, steering: &Steering, outbox: &Outbox) {
-    take_credit(&data, steering).await;
+async fn send_chunk(stream: StreamId, data: Bytes, end: bool, credit: &Semaphore, outbox: &Outbox) {
+    take_credit(&data, credit).await;
     outbox.send(&ClientMessage::ResponseBody { stream, end }, &data);
 }
 
 /// Waits until the relay has room for `data`: a slow caller slows this stream only.
-async fn take_credit(data: &[u8], steering: &Steering) {
+async fn take_credit(data: &[u8], credit: &Semaphore) {
     if data.is_empty() {
         return;
     }
     let needed = u32::try_from(data.len()).unwrap_or(u32::MAX);
-    if let Ok(permit) = steering.credit.acquire_many(needed).await {
+    if let Ok(permit) = credit.acquire_many(needed).await {
         permit.forget();
     }
 }

@@ -9,7 +9,7 @@ use futures_util::stream::SplitSink;
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
 use portpreview_shared::codec;
 use portpreview_shared::message::{ServerMessage, StreamId, STREAM_WINDOW};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::task::JoinSet;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
@@ -44,7 +44,7 @@ pub enum SessionEnd {
 struct StreamEntry {
     chunks: Option<mpsc::UnboundedSender<Chunk>>,
     credit: Arc<Semaphore>,
-    reset: CancellationToken,
+    reset: oneshot::Sender<String>,
 }
 
 /// Serves one socket until it ends or `shutdown` fires.
@@ -123,16 +123,17 @@ where
                             let (tx, rx) = mpsc::unbounded_channel();
                             (Some(tx), Some(rx))
                         };
+                        let (reset, on_reset) = oneshot::channel();
                         let entry = StreamEntry {
                             chunks: tx,
                             credit: Arc::new(Semaphore::new(STREAM_WINDOW as usize)),
-                            reset: CancellationToken::new(),
+                            reset,
                         };
                         let head = Head { stream, method, target, headers };
                         let inflow = Inflow::new(stream, body, end, rx, outbox.clone());
                         let steering = Steering {
                             credit: entry.credit.clone(),
-                            reset: entry.reset.clone(),
+                            reset: on_reset,
                             abandoned: abandon.clone(),
                         };
                         exchanges.spawn(exchange::run(shared.clone(), head, inflow, steering, outbox.clone()));
@@ -151,7 +152,9 @@ where
                     ServerMessage::Reset { stream, reason } => {
                         tracing::debug!(stream, %reason, "relay reset a stream");
                         if let Some(entry) = streams.remove(&stream) {
-                            entry.reset.cancel();
+                            // The reason goes into the history; a relay
+                            // gets a line of it, not a novel.
+                            let _ = entry.reset.send(truncate(&reason, 200).to_owned());
                         }
                     }
                     ServerMessage::Window { stream, credit } => {
