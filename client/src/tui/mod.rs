@@ -24,7 +24,7 @@ use anyhow::Context;
 use crossterm::event::{Event, EventStream};
 use futures_util::StreamExt;
 use ratatui::layout::Rect;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::events::TunnelEvent;
@@ -43,12 +43,31 @@ const EVENT_BATCH: usize = 1024;
 
 /// Shows deliveries live as `events` reports them, until the user quits or
 /// `shutdown` is cancelled.
+///
+/// Paging the history and drawing a frame take milliseconds, so the TUI runs
+/// on a thread and runtime of its own: on the tunnel's thread every frame
+/// would hold up the requests in flight.
 pub async fn run_live(
     db: &Path,
     events: mpsc::Receiver<TunnelEvent>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    run(db, Mode::Live, Some(events), shutdown).await
+    let db = db.to_path_buf();
+    let (done, finished) = oneshot::channel();
+    std::thread::Builder::new()
+        .name("tui".into())
+        .spawn(move || {
+            let result = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("cannot start the TUI's runtime")
+                .and_then(|runtime| runtime.block_on(run(&db, Mode::Live, Some(events), shutdown)));
+            let _ = done.send(result);
+        })
+        .context("cannot start the TUI's thread")?;
+    finished
+        .await
+        .unwrap_or_else(|_| Err(anyhow::anyhow!("the TUI stopped on an internal error")))
 }
 
 /// Browses the history in `db` until the user quits.
