@@ -23,7 +23,8 @@ pub enum TunnelEvent {
         /// Delay before the next attempt.
         retry_in: Duration,
     },
-    /// A delivery completed (answered or failed) and is in the history.
+    /// A delivery completed (answered or failed); `summary.id` is its
+    /// history row, 0 when it was not recorded.
     Delivered {
         /// The delivery as a history row.
         summary: Summary,
@@ -42,10 +43,16 @@ impl TunnelEvent {
     }
 }
 
-/// Reports a completed delivery, dropping it when the display is behind:
-/// a slow display never holds up the tunnel or the history writer.
+/// Reports a completed delivery; see [`report`].
 pub fn report_delivered(events: &mpsc::Sender<TunnelEvent>, summary: Summary) {
-    if events.try_send(TunnelEvent::delivered(summary)).is_err() {
-        tracing::debug!("delivery event dropped: the display is behind");
+    report(events, TunnelEvent::delivered(summary));
+}
+
+/// Reports an event, dropping it when the display is behind: a display
+/// nobody reads (stdout piped into a pager left alone) never holds up the
+/// tunnel, the history writer, or a ctrl-c.
+pub fn report(events: &mpsc::Sender<TunnelEvent>, event: TunnelEvent) {
+    if events.try_send(event).is_err() {
+        tracing::debug!("tunnel event dropped: the display is behind");
     }
 }

@@ -20,7 +20,7 @@ pub use exchange::HostHeader;
 use exchange::Shared;
 pub use session::SessionEnd;
 
-use crate::events::TunnelEvent;
+use crate::events::{report, TunnelEvent};
 use crate::forward::Forwarder;
 use crate::store::recorder::Recorder;
 use crate::target::Target;
@@ -77,12 +77,13 @@ pub async fn run(
                 if let Ok(mut url) = shared.public_url.lock() {
                     url.clone_from(&welcome.public_url);
                 }
-                let _ = events
-                    .send(TunnelEvent::Connected {
+                report(
+                    &events,
+                    TunnelEvent::Connected {
                         public_url: welcome.public_url,
                         target: target.clone(),
-                    })
-                    .await;
+                    },
+                );
                 match session::serve(socket, shared.clone(), shutdown.clone()).await {
                     SessionEnd::Shutdown => return Ok(()),
                     SessionEnd::Refused(reason) => return Err(ConnectError::Refused(reason)),
@@ -94,7 +95,7 @@ pub async fn run(
         };
         let retry_in = backoff.next_delay();
         tracing::info!(%reason, ?retry_in, "relay connection lost; reconnecting");
-        let _ = events.send(TunnelEvent::Disconnected { reason, retry_in }).await;
+        report(&events, TunnelEvent::Disconnected { reason, retry_in });
         tokio::select! {
             () = shutdown.cancelled() => return Ok(()),
             () = tokio::time::sleep(retry_in) => {}
