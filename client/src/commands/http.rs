@@ -123,9 +123,12 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         match local_relay {
             Some(listener) => {
                 let config = portpreview_server::RelayConfig::default();
-                portpreview_server::run(listener, config, relay_shutdown.clone())
-                    .await
-                    .context("the local relay failed")
+                let result = portpreview_server::run(listener, config, relay_shutdown.clone()).await;
+                // Without its relay the tunnel could only retry forever.
+                if result.is_err() {
+                    shutdown.cancel();
+                }
+                result.context("the local relay failed")
             }
             None => Ok(()),
         }
