@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
-use portpreview_shared::message::STREAM_WINDOW;
+use portpreview_shared::message::{MAX_CREDIT, STREAM_WINDOW};
 use portpreview_shared::{ClientMessage, Header, StreamId};
 use tokio::sync::{mpsc, Semaphore};
 
@@ -17,10 +17,6 @@ use crate::writer::Outbox;
 /// Client messages queued for one caller before the stream is reset. Bytes
 /// are bounded by the window; this bounds the count of tiny chunks.
 const INBOUND_QUEUE: usize = 1024;
-
-/// Request-body credit a client may hold at once; grants beyond it are
-/// ignored, so a hostile client cannot overflow the counter.
-const MAX_CREDIT: usize = 16 * STREAM_WINDOW as usize;
 
 /// What the client said about one stream, in order.
 #[derive(Debug)]

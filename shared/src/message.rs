@@ -32,6 +32,10 @@ pub const CHUNK_SIZE: usize = 64 * 1024;
 /// grants more with a `Window` message. Bounds each side's buffering.
 pub const STREAM_WINDOW: u32 = 1024 * 1024;
 
+/// Body credit either side holds at most on one stream; grants beyond it are
+/// ignored, so a hostile peer cannot overflow the counter.
+pub const MAX_CREDIT: usize = 16 * STREAM_WINDOW as usize;
+
 /// Largest encoded frame header (request line plus headers).
 pub const MAX_HEADER_BYTES: usize = 128 * 1024;
 

@@ -3,12 +3,13 @@
 
 use std::collections::VecDeque;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use portpreview_shared::message::StreamId;
+use portpreview_shared::message::{StreamId, STREAM_WINDOW};
 use tokio::sync::mpsc;
 
 use super::outbox::Outbox;
@@ -63,23 +64,42 @@ impl Capture {
     }
 }
 
+/// Request-body bytes the relay sent on one stream that its exchange has
+/// not taken yet. Credit goes back only as bytes are taken, so a relay that
+/// keeps to its window never has more than one window of them here; counting
+/// them keeps one that does not from growing this process without bound.
+#[derive(Debug, Clone, Default)]
+pub struct Backlog(Arc<AtomicUsize>);
+
+impl Backlog {
+    /// Counts `len` bytes in; false when they go past the window.
+    pub fn arrived(&self, len: usize) -> bool {
+        self.0.fetch_add(len, Ordering::AcqRel).saturating_add(len) <= STREAM_WINDOW as usize
+    }
+
+    fn taken(&self, len: usize) {
+        self.0.fetch_sub(len, Ordering::AcqRel);
+    }
+}
+
 /// Receives the chunks of one stream and grants credit as they are used.
 pub struct Inflow {
     stream: StreamId,
     first: Option<Chunk>,
-    chunks: Option<mpsc::UnboundedReceiver<Chunk>>,
+    chunks: Option<(mpsc::UnboundedReceiver<Chunk>, Backlog)>,
     outbox: Outbox,
     ended: bool,
 }
 
 impl Inflow {
     /// The body of one stream: `first` came with the head, which said `end`
-    /// when nothing follows; otherwise the rest arrives on `chunks`.
+    /// when nothing follows; otherwise the rest arrives on `chunks`, counted
+    /// in their backlog.
     pub fn new(
         stream: StreamId,
         first: Bytes,
         end: bool,
-        chunks: Option<mpsc::UnboundedReceiver<Chunk>>,
+        chunks: Option<(mpsc::UnboundedReceiver<Chunk>, Backlog)>,
         outbox: Outbox,
     ) -> Self {
         let ended = end && first.is_empty();
@@ -119,7 +139,13 @@ impl Inflow {
             return Poll::Ready(None);
         }
         let polled = match &mut self.chunks {
-            Some(chunks) => chunks.poll_recv(cx),
+            Some((chunks, backlog)) => {
+                let polled = chunks.poll_recv(cx);
+                if let Poll::Ready(Some(chunk)) = &polled {
+                    backlog.taken(chunk.data.len());
+                }
+                polled
+            }
             None => Poll::Ready(None),
         };
         match &polled {
@@ -237,5 +263,23 @@ mod tests {
         assert!(!body.is_end_stream());
         assert_eq!(body.collect().await.unwrap().to_bytes(), "abcde");
         assert!(WholeBody::new(Vec::new()).is_end_stream());
+    }
+
+    #[tokio::test]
+    async fn body_bytes_count_against_the_window_until_the_exchange_takes_them() {
+        let (outbox, _queue) = Outbox::new();
+        let (chunks, received) = mpsc::unbounded_channel();
+        let backlog = Backlog::default();
+        let mut inflow = Inflow::new(1, Bytes::new(), false, Some((received, backlog.clone())), outbox);
+        let half = STREAM_WINDOW as usize / 2;
+        for _ in 0..2 {
+            assert!(backlog.arrived(half));
+            let data = Bytes::from(vec![b'x'; half]);
+            chunks.send(Chunk { data, end: false }).unwrap();
+        }
+        let taken = inflow.next().await.expect("a chunk");
+        assert_eq!(taken.data.len(), half);
+        assert!(backlog.arrived(half), "a chunk taken makes room for another");
+        assert!(!backlog.arrived(1), "a relay past its window is caught");
     }
 }

@@ -8,15 +8,16 @@ use std::time::Duration;
 use futures_util::stream::SplitSink;
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
 use portpreview_shared::codec;
-use portpreview_shared::message::{ServerMessage, StreamId, STREAM_WINDOW};
+use portpreview_shared::message::{ServerMessage, StreamId, MAX_CREDIT, STREAM_WINDOW};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_util::sync::CancellationToken;
 
-use super::body::{Chunk, Inflow};
+use super::body::{Backlog, Chunk, Inflow};
 use super::exchange::{self, Head, Shared, Steering};
 use super::outbox::Outbox;
 use crate::store::recorder::Recorder;
@@ -42,7 +43,7 @@ pub enum SessionEnd {
 }
 
 struct StreamEntry {
-    chunks: Option<mpsc::UnboundedSender<Chunk>>,
+    chunks: Option<(mpsc::UnboundedSender<Chunk>, Backlog)>,
     credit: Arc<Semaphore>,
     reset: oneshot::Sender<String>,
 }
@@ -62,6 +63,12 @@ where
     let mut writer_done = false;
     let drain_deadline = tokio::time::sleep(Duration::MAX);
     tokio::pin!(drain_deadline);
+    // Counted from the last frame, so exchanges finishing meanwhile never
+    // restart the count; the deadline moves only when it fires early, not
+    // on every frame.
+    let mut last_heard = Instant::now();
+    let silence = tokio::time::sleep(RELAY_SILENCE_LIMIT);
+    tokio::pin!(silence);
     let mut draining = false;
 
     let end = loop {
@@ -90,13 +97,21 @@ where
                     break SessionEnd::Shutdown;
                 }
             }
-            next = tokio::time::timeout(RELAY_SILENCE_LIMIT, frames.next()) => {
+            () = &mut silence => {
+                let quiet_until = last_heard + RELAY_SILENCE_LIMIT;
+                if quiet_until > Instant::now() {
+                    silence.as_mut().reset(quiet_until);
+                    continue;
+                }
+                break SessionEnd::Lost(format!("the relay was silent for {}s", RELAY_SILENCE_LIMIT.as_secs()));
+            }
+            next = frames.next() => {
                 let message = match next {
-                    Err(_) => break SessionEnd::Lost(format!("the relay was silent for {}s", RELAY_SILENCE_LIMIT.as_secs())),
-                    Ok(None) => break SessionEnd::Lost("the relay closed the connection".into()),
-                    Ok(Some(Err(err))) => break SessionEnd::Lost(err.to_string()),
-                    Ok(Some(Ok(message))) => message,
+                    None => break SessionEnd::Lost("the relay closed the connection".into()),
+                    Some(Err(err)) => break SessionEnd::Lost(err.to_string()),
+                    Some(Ok(message)) => message,
                 };
+                last_heard = Instant::now();
                 let frame = match message {
                     Message::Binary(frame) => frame,
                     Message::Close(close) => break SessionEnd::Lost(close_reason(close)),
@@ -121,7 +136,8 @@ where
                             (None, None)
                         } else {
                             let (tx, rx) = mpsc::unbounded_channel();
-                            (Some(tx), Some(rx))
+                            let backlog = Backlog::default();
+                            (Some((tx, backlog.clone())), Some((rx, backlog)))
                         };
                         let (reset, on_reset) = oneshot::channel();
                         let entry = StreamEntry {
@@ -141,7 +157,10 @@ where
                     }
                     ServerMessage::RequestBody { stream, end } => {
                         if let Some(entry) = streams.get_mut(&stream) {
-                            if let Some(chunks) = &entry.chunks {
+                            if let Some((chunks, backlog)) = &entry.chunks {
+                                if !backlog.arrived(body.len()) {
+                                    break protocol_error(&outbox, "request body beyond the stream's window");
+                                }
                                 let _ = chunks.send(Chunk { data: body, end });
                             }
                             if end {
@@ -159,7 +178,8 @@ where
                     }
                     ServerMessage::Window { stream, credit } => {
                         if let Some(entry) = streams.get(&stream) {
-                            entry.credit.add_permits(credit as usize);
+                            let room = MAX_CREDIT.saturating_sub(entry.credit.available_permits());
+                            entry.credit.add_permits((credit as usize).min(room));
                         }
                     }
                     ServerMessage::Refused { reason } => break SessionEnd::Refused(reason),
@@ -251,4 +271,58 @@ where
     }
     let _ = sink.close().await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio_tungstenite::tungstenite::protocol::Role;
+    use tokio_tungstenite::WebSocketStream;
+
+    use super::*;
+    use crate::forward::Forwarder;
+    use crate::target::Target;
+
+    /// A session over an in-memory socket, and the relay's end of it.
+    async fn session() -> (
+        impl std::future::Future<Output = SessionEnd>,
+        WebSocketStream<tokio::io::DuplexStream>,
+    ) {
+        let (ours, theirs) = tokio::io::duplex(64 * 1024);
+        let socket = WebSocketStream::from_raw_socket(ours, Role::Client, None).await;
+        let relay = WebSocketStream::from_raw_socket(theirs, Role::Server, None).await;
+        let (events, _) = mpsc::channel(16);
+        let shared = Arc::new(Shared {
+            forwarder: Forwarder::new(Target::parse("127.0.0.1:9").expect("target")),
+            recorder: None,
+            events,
+            host_header: exchange::HostHeader::Rewrite,
+            local_timeout: Duration::from_secs(1),
+            public_url: Default::default(),
+        });
+        (serve(socket, shared, CancellationToken::new()), relay)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_relay_is_given_up_on_after_the_silence_limit_from_its_last_frame() {
+        let (serving, mut relay) = session().await;
+        let started = Instant::now();
+        let relay_side = async {
+            for _ in 0..2 {
+                tokio::time::sleep(Duration::from_secs(10)).await;
+                relay.send(Message::Ping(Default::default())).await.expect("ping");
+            }
+            // Keep reading (the pongs) so the socket stays open, silent.
+            while relay.next().await.is_some() {}
+        };
+        let end = tokio::select! {
+            end = serving => end,
+            () = relay_side => panic!("the session closed the socket without ending"),
+        };
+        assert_eq!(end, SessionEnd::Lost("the relay was silent for 15s".into()));
+        let lasted = started.elapsed();
+        assert!(
+            lasted >= Duration::from_secs(35) && lasted < Duration::from_secs(36),
+            "ended {lasted:?} in, not 15 s after the last frame at 20 s"
+        );
+    }
 }
