@@ -138,6 +138,37 @@ async fn a_caller_that_hangs_up_is_recorded_with_the_reason() {
 }
 
 #[tokio::test]
+async fn a_body_cut_short_by_its_caller_never_reaches_the_handler_and_is_kept_marked_cut() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::start(|_| Answer::default()).await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let path = format!("/t/{}/upload", tunnel.name());
+    let mut caller = tokio::net::TcpStream::connect(relay.addr).await.expect("connect");
+    // Over one chunk, so the relay streams it instead of reading it whole.
+    let head = format!("POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\n");
+    caller.write_all(head.as_bytes()).await.expect("send the head");
+    caller.write_all(&[b'x'; 100_000]).await.expect("send half the body");
+    caller.flush().await.expect("flush");
+    drop(caller);
+
+    let (summary, _) = tunnel.next_delivery().await;
+    assert!(summary.id > 0, "{summary:?}");
+    assert!(summary.error.is_some(), "{summary:?}");
+    assert!(handler.requests().is_empty(), "the handler got a cut body as if whole");
+    let store = portpreview::store::Store::open(&tunnel.db).expect("open the history");
+    let stored = store.get(summary.id).expect("read").expect("the delivery");
+    assert_eq!(
+        stored.request.request_body_size, 200_000,
+        "the size the caller declared"
+    );
+    assert!(stored.request.request_body.len() < 200_000);
+    assert!(
+        stored.request.request_truncated(),
+        "marked cut short, so replay refuses it"
+    );
+}
+
+#[tokio::test]
 async fn a_request_the_relay_gave_up_on_is_recorded_with_the_relays_reason() {
     let relay = TestRelay::with_config(portpreview_server::RelayConfig {
         request_timeout: Duration::from_millis(300),

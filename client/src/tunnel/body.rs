@@ -89,6 +89,7 @@ pub struct Inflow {
     chunks: Option<(mpsc::UnboundedReceiver<Chunk>, Backlog)>,
     outbox: Outbox,
     ended: bool,
+    complete: bool,
 }
 
 impl Inflow {
@@ -109,17 +110,25 @@ impl Inflow {
             chunks,
             outbox,
             ended,
+            complete: ended,
         }
     }
 
-    /// True once the last chunk was taken.
+    /// True once no chunk is left to take: the last one was taken, or the
+    /// relay dropped the stream.
     pub fn is_done(&self) -> bool {
         self.ended
+    }
+
+    /// True once the last chunk was taken: the body is whole.
+    pub fn is_complete(&self) -> bool {
+        self.complete
     }
 
     fn on_chunk(&mut self, chunk: &Chunk) {
         if chunk.end {
             self.ended = true;
+            self.complete = true;
         } else {
             self.outbox.grant(self.stream, chunk.data.len());
         }

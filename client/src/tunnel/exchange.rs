@@ -22,6 +22,9 @@ use crate::store::{NewDelivery, Outcome, Summary, MAX_STORED_BODY};
 /// forwarding; larger ones stream, and are recorded as the handler read them.
 const BUFFERED_BODY: usize = 1024 * 1024;
 
+/// Why an exchange whose request body never arrived whole failed.
+const CUT_SHORT: &str = "the caller went away before its request body was complete; it was not forwarded";
+
 /// Why an exchange cut off by the end of its relay connection failed.
 const ABANDONED: &str = "the connection to the relay ended before the answer";
 
@@ -112,6 +115,9 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
     } = steering;
     let exchanged = exchange(&shared, head, inflow, &line, &credit, &outbox, &mut ticket);
     let outcome = tokio::select! {
+        // The exchange goes first: when the relay drops a stream mid-body,
+        // the exchange records the cut request before the reset ends it.
+        biased;
         outcome = exchanged => outcome,
         // The relay says why in words meant for the history: the caller
         // hung up, or the relay gave up and answered the caller itself.
@@ -147,6 +153,17 @@ async fn exchange(
     let buffered = inflow.is_done();
     let declared = declared_length(&head.headers).unwrap_or(0);
     let mut capture = Capture::of(&prefix, declared, shared.keep());
+    if buffered && !inflow.is_complete() {
+        // The relay dropped the stream mid-body: its caller went away. The
+        // handler never sees a cut body as if it were whole, and the history
+        // keeps it marked cut short (stored below the size the caller
+        // declared), so replay refuses it.
+        let mut request = new_delivery(shared, head, line.received_at_ms);
+        request.request_body_size = capture.size.max(declared);
+        request.request_body = capture.bytes;
+        *ticket = record(shared, request).await;
+        return failure(started, CUT_SHORT.into());
+    }
     let mut streamed = None;
     let body: LocalBody = if buffered {
         WholeBody::new(prefix).boxed()
@@ -185,8 +202,12 @@ async fn exchange(
             let response = send.await;
             // What the handler read before answering is what it acted on.
             let capture = std::mem::take(&mut *streamed.lock().unwrap_or_else(|p| p.into_inner()));
+            // A body that never went by whole stays marked cut short.
+            request.request_body_size = match capture.complete {
+                true => capture.size,
+                false => capture.size.max(declared),
+            };
             request.request_body = capture.bytes;
-            request.request_body_size = capture.size;
             *ticket = record(shared, request).await;
             response
         }
