@@ -314,7 +314,6 @@ async fn relay_response(
     let mut body = response.into_body();
     let mut capture = Capture::expecting(body.size_hint().lower(), keep);
     let mut error = None;
-    let mut answered = status;
     let small = body.size_hint().exact().is_some_and(|len| len <= CHUNK_SIZE as u64);
     if body.is_end_stream() || small {
         // The whole answer fits in the head's frame: one frame, one flush.
@@ -334,8 +333,7 @@ async fn relay_response(
         }
         capture.add(&whole, keep);
         if let Some(reason) = &error {
-            answered = 502;
-            outbox.answer(stream, answered, reason);
+            outbox.answer(stream, 502, reason);
         } else {
             take_credit(&whole, credit).await;
             let head = ClientMessage::ResponseHead {
@@ -379,7 +377,8 @@ async fn relay_response(
         send_chunk(stream, pending.unwrap_or_default(), true, credit, outbox).await;
     }
     Outcome {
-        status: Some(answered),
+        // An answer that broke off is recorded as the error it became.
+        status: error.is_none().then_some(status),
         response_headers: headers,
         response_body: capture.bytes,
         response_body_size: capture.size,
@@ -405,11 +404,11 @@ async fn take_credit(data: &[u8], credit: &Semaphore) {
 }
 
 /// Answers the caller with a short plain-text reason and records the error.
+/// Answers the caller with `status` and `reason` in PortPreview's name. The
+/// history records the error alone: no status, since the handler gave none.
 fn answer_error(stream: StreamId, outbox: &Outbox, started: Instant, status: u16, reason: String) -> Outcome {
     outbox.answer(stream, status, &reason);
-    let mut outcome = failure(started, reason);
-    outcome.status = Some(status);
-    outcome
+    failure(started, reason)
 }
 
 fn failure(started: Instant, error: String) -> Outcome {
