@@ -103,6 +103,24 @@ async fn each_providers_signed_delivery_is_recorded_with_its_provider_and_event_
 }
 
 #[tokio::test]
+async fn requests_with_empty_bodies_and_no_id_are_never_counted_as_retries() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::start(|_| Answer::default()).await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    for (method, path) in [("GET", "/health"), ("GET", "/favicon.ico"), ("POST", "/other")] {
+        let reply = caller::send(method, &tunnel.url(path), &[], "").await;
+        assert_eq!(reply.status, 200);
+        let (summary, delivery_number) = tunnel.next_delivery().await;
+        assert_eq!(summary.path, path);
+        assert_eq!(
+            (summary.event_key.as_str(), summary.event_key_source.as_str()),
+            ("", "none")
+        );
+        assert_eq!(delivery_number, 1, "{path} is no retry of the one before");
+    }
+}
+
+#[tokio::test]
 async fn a_caller_that_hangs_up_is_recorded_with_the_reason() {
     let relay = TestRelay::start().await;
     let handler = LocalHandler::start(|_| Answer {

@@ -118,10 +118,10 @@ pub fn delivery_line(summary: &Summary, delivery_number: i64) -> String {
         escape_str(&summary.path)
     );
     if let Some(provider) = &summary.provider {
-        line.push_str(&format!(
-            "  {provider} {}",
-            shorten(&escape_str(&summary.event_key), KEY_WIDTH)
-        ));
+        line.push_str(&format!("  {provider}"));
+        if !summary.event_key.is_empty() {
+            line.push_str(&format!(" {}", shorten(&escape_str(&summary.event_key), KEY_WIDTH)));
+        }
         if delivery_number > 1 {
             line.push_str(&format!(" ({} delivery)", ordinal(delivery_number)));
         }

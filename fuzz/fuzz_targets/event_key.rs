@@ -51,11 +51,13 @@ fuzz_target!(|input: Input| {
     let provider = detect(&headers, &body);
     let key = event_key(&headers, &body, &key_fields);
     assert_eq!(key.provider, provider);
-    assert!(!key.key.is_empty() && key.key.len() <= 256);
+    assert!(key.key.len() <= 256);
+    assert_eq!(key.key.is_empty(), key.source == "none");
     assert!(Provider::ALL.iter().all(|p| Provider::from_name(p.name()) == Some(*p)));
 
     if fresh_identity(provider, &mut headers, &mut body, fresh_field.as_deref()).is_ok() {
-        assert!(!event_key(&headers, &body, &[]).key.is_empty());
+        let fresh = event_key(&headers, &body, &[]);
+        assert_eq!(fresh.key.is_empty(), fresh.source == "none");
     }
     if let Some(provider) = provider {
         let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);

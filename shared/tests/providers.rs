@@ -204,7 +204,8 @@ proptest! {
         let provider = detect(&headers, &body);
         let key = event_key(&headers, &body, &["id".to_owned(), "/data/id".to_owned()]);
         prop_assert_eq!(key.provider, provider);
-        prop_assert!(!key.key.is_empty() && key.key.len() <= 256);
+        prop_assert!(key.key.len() <= 256);
+        prop_assert_eq!(key.key.is_empty(), key.source == "none");
         if let Ok(new_key) = fresh_identity(provider, &mut headers, &mut body, fresh_field.as_deref()) {
             prop_assert!(!new_key.is_empty());
         }

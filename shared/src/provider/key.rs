@@ -36,7 +36,8 @@ pub struct EventKey {
     /// The key itself: the provider's event ID, or a SHA-256 hex digest.
     pub key: String,
     /// How the key was made: `header:X-GitHub-Delivery`, `body:/id`,
-    /// `form:MessageSid+MessageStatus`, `sha256:body`, `sha256:fields(...)`.
+    /// `form:MessageSid+MessageStatus`, `sha256:body`, `sha256:fields(...)`,
+    /// or `none` (an empty body, no ID: the key is empty).
     pub source: String,
 }
 
@@ -169,8 +170,13 @@ fn fields_key(body: &Body<'_>, key_fields: &[String]) -> Option<(String, String)
 }
 
 /// SHA-256 over provider + canonical JSON without per-attempt fields, or
-/// over the raw bytes when the body is not JSON.
+/// over the raw bytes when the body is not JSON. An empty body has no
+/// content to tell events apart: it gets no key, so health checks and
+/// browser hits are never shown as retries of one another.
 fn content_key(provider: Option<Provider>, body: &Body<'_>) -> (String, String) {
+    if body.raw().is_empty() {
+        return (String::new(), "none".to_owned());
+    }
     let digest = match body.json() {
         Some(json) => {
             let mut hasher = Sha256::new();

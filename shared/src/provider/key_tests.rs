@@ -303,6 +303,20 @@ proptest! {
     ) {
         let h: Vec<Header> = names.iter().map(|n| Header::new(n.as_str(), body.clone())).collect();
         let k = event_key(&h, &body, &[]);
-        prop_assert!(!k.key.is_empty() && k.key.len() <= MAX_ID_LEN);
+        prop_assert!(k.key.len() <= MAX_ID_LEN);
+        prop_assert_eq!(k.key.is_empty(), k.source == "none", "only the keyless are empty: {:?}", k);
     }
+}
+
+#[test]
+fn an_empty_body_without_an_id_gets_no_key() {
+    for headers in [Vec::new(), vec![Header::new("stripe-signature", "t=1,v1=00")]] {
+        let k = event_key(&headers, b"", &[]);
+        assert_eq!((k.key.as_str(), k.source.as_str()), ("", "none"));
+    }
+    let github = [
+        Header::new("x-github-delivery", "72d3162e"),
+        Header::new("x-github-event", "ping"),
+    ];
+    assert_eq!(event_key(&github, b"", &[]).key, "72d3162e", "an ID still wins");
 }
