@@ -24,6 +24,9 @@ pub type RelaySocket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 /// How long the relay may take to answer the hello.
 const WELCOME_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long reaching the relay may take: TCP, TLS and the upgrade.
+const UPGRADE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Why the tunnel could not be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
@@ -160,13 +163,22 @@ pub async fn connect(options: &ConnectOptions) -> Result<(RelaySocket, Welcome),
         }
     }
     let connector = options.tls.clone().map(Connector::Rustls);
-    let (mut socket, _) =
-        tokio_tungstenite::connect_async_tls_with_config(request, Some(websocket_config()), true, connector)
-            .await
-            .map_err(|err| match upgrade_error(err, options.name.as_deref()) {
-                ConnectError::Unreachable(why) => ConnectError::Unreachable(format!("{} ({why})", options.url)),
-                other => other,
-            })?;
+    let upgrade = tokio_tungstenite::connect_async_tls_with_config(request, Some(websocket_config()), true, connector);
+    // A relay behind a black hole would otherwise hold each attempt for the
+    // system's connect timeout, minutes, before the backoff even starts.
+    let (mut socket, _) = tokio::time::timeout(UPGRADE_TIMEOUT, upgrade)
+        .await
+        .map_err(|_| {
+            ConnectError::Unreachable(format!(
+                "{} (no answer within {}s)",
+                options.url,
+                UPGRADE_TIMEOUT.as_secs()
+            ))
+        })?
+        .map_err(|err| match upgrade_error(err, options.name.as_deref()) {
+            ConnectError::Unreachable(why) => ConnectError::Unreachable(format!("{} ({why})", options.url)),
+            other => other,
+        })?;
 
     let hello = ClientMessage::Hello {
         protocol: PROTOCOL_VERSION,
@@ -188,12 +200,14 @@ async fn read_welcome(socket: &mut RelaySocket) -> Result<Welcome, ConnectError>
         let message = message.map_err(|e| ConnectError::Unreachable(e.to_string()))?;
         let frame = match message {
             Message::Binary(frame) => frame,
+            // Only a `Refused` message says the relay will not serve us; a
+            // close here is a relay going away (a restart), worth retrying.
             Message::Close(close) => {
                 let reason = close.map(|c| c.reason.to_string()).unwrap_or_default();
-                return Err(ConnectError::Refused(if reason.is_empty() {
-                    "closed during the hello".into()
+                return Err(ConnectError::Unreachable(if reason.is_empty() {
+                    "the relay closed the socket during the hello".into()
                 } else {
-                    reason
+                    format!("the relay closed the socket during the hello: {reason}")
                 }));
             }
             _ => continue,
@@ -268,5 +282,32 @@ mod tests {
         for bad in ["relay.test", "ftp://x", "http://", "http://a b"] {
             assert!(relay_url(bad).is_err(), "{bad}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_relay_closing_during_the_hello_is_worth_another_try() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let address = listener.local_addr().expect("address");
+        let relay = async {
+            let (tcp, _) = listener.accept().await.expect("accept");
+            let mut socket = tokio_tungstenite::accept_async(tcp).await.expect("upgrade");
+            let _hello = socket.next().await;
+            let close = tungstenite::protocol::CloseFrame {
+                code: tungstenite::protocol::frame::coding::CloseCode::Away,
+                reason: "relay shutting down".into(),
+            };
+            let _ = socket.close(Some(close)).await;
+        };
+        let options = ConnectOptions {
+            url: format!("ws://{address}{CONNECT_PATH}"),
+            token: None,
+            name: None,
+            resume: None,
+            tls: None,
+        };
+        let (_, attempt) = tokio::join!(relay, connect(&options));
+        let err = attempt.expect_err("no tunnel from a closing relay");
+        assert!(!err.is_fatal(), "{err:?}");
+        assert!(err.to_string().contains("relay shutting down"), "{err}");
     }
 }
