@@ -75,17 +75,28 @@ impl Forwarder {
 
     /// Sends one request and returns the answer's head; its body streams.
     pub async fn send(&self, request: Request<LocalBody>) -> Result<Response<Incoming>, ForwardError> {
-        let mut sender = match self.take_idle() {
-            Some(sender) => sender,
-            None => self.connect().await?,
+        let failed = |source| ForwardError::Http {
+            target: self.target.to_string(),
+            source,
         };
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|source| ForwardError::Http {
-                target: self.target.to_string(),
-                source,
-            })?;
+        let (mut sender, request) = match self.take_idle() {
+            Some(mut kept) => match kept.try_send_request(request).await {
+                Ok(response) => {
+                    self.put_idle(kept);
+                    return Ok(response);
+                }
+                // The handler closed the kept-alive connection before the
+                // request was written (Node closes idle ones after 5 s): the
+                // handler never saw it, so one resend on a new connection
+                // keeps delivery at most once.
+                Err(mut err) => match err.take_message() {
+                    Some(unsent) => (self.connect().await?, unsent),
+                    None => return Err(failed(err.into_error())),
+                },
+            },
+            None => (self.connect().await?, request),
+        };
+        let response = sender.send_request(request).await.map_err(failed)?;
         self.put_idle(sender);
         Ok(response)
     }
