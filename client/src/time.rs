@@ -3,10 +3,17 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Milliseconds since the epoch as RFC 3339 UTC with milliseconds.
+/// Milliseconds since the epoch as RFC 3339 UTC with milliseconds; the bare
+/// number when it is past what RFC 3339 can write (year 9999), as a damaged
+/// or hand-edited history may hold.
 pub fn rfc3339_ms(ms: i64) -> String {
+    use std::fmt::Write as _;
     let at = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
-    humantime::format_rfc3339_millis(at).to_string()
+    let mut text = String::new();
+    match write!(text, "{}", humantime::format_rfc3339_millis(at)) {
+        Ok(()) => text,
+        Err(_) => ms.to_string(),
+    }
 }
 
 /// RFC 3339 text back to milliseconds since the epoch.
@@ -45,6 +52,12 @@ mod tests {
         assert_eq!(text, "2023-11-14T22:13:20.123Z");
         assert_eq!(parse_rfc3339_ms(&text), Some(1_700_000_000_123));
         assert_eq!(parse_rfc3339_ms("yesterday"), None);
+    }
+
+    #[test]
+    fn a_time_past_year_9999_is_shown_as_its_number() {
+        assert_eq!(rfc3339_ms(i64::MAX), i64::MAX.to_string());
+        assert_eq!(rfc3339_ms(-5), "1970-01-01T00:00:00.000Z");
     }
 
     #[test]
