@@ -161,7 +161,7 @@ impl Recorder {
             on_recorded: Box::new(on_recorded),
         };
         let thread = std::thread::Builder::new()
-            .name("history-writer".into())
+            .name(WRITER_THREAD.into())
             .spawn(move || writer.run(&jobs))?;
         let shared = Arc::new(Shared {
             inbox: Mutex::new(inbox),
@@ -267,6 +267,10 @@ impl Drop for RecorderHandle {
         self.stop();
     }
 }
+
+/// Name of the writer thread. Its panics are caught (see `identify`), so a
+/// TUI stays up through them.
+pub const WRITER_THREAD: &str = "history-writer";
 
 /// The writer thread's state.
 struct Writer {

@@ -5,6 +5,8 @@ use std::ops::{Deref, DerefMut};
 
 use ratatui::DefaultTerminal;
 
+use crate::store::recorder::WRITER_THREAD;
+
 /// The terminal in raw mode on the alternate screen. Dropping it restores
 /// the terminal, so an error return gives it back like a quit does; a
 /// panic hook (installed by `ratatui::try_init`) covers panics.
@@ -16,7 +18,10 @@ impl TerminalGuard {
     /// Enters raw mode and the alternate screen.
     pub fn enter() -> io::Result<Self> {
         match ratatui::try_init() {
-            Ok(terminal) => Ok(Self { terminal }),
+            Ok(terminal) => {
+                spare_caught_panics();
+                Ok(Self { terminal })
+            }
             Err(err) => {
                 // Raw mode may already be on when the alternate screen failed.
                 ratatui::restore();
@@ -24,6 +29,20 @@ impl TerminalGuard {
             }
         }
     }
+}
+
+/// ratatui's hook gives the terminal back on any panic, but the history
+/// writer catches its own and carries on: for those the screen stays, and
+/// the panic goes to the log instead of over the TUI.
+fn spare_caught_panics() {
+    let restore_and_report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if std::thread::current().name() == Some(WRITER_THREAD) {
+            tracing::error!(%info, "internal error in the history writer");
+        } else {
+            restore_and_report(info);
+        }
+    }));
 }
 
 impl Deref for TerminalGuard {
