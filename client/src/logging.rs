@@ -11,20 +11,22 @@ pub const LOG_ENV: &str = "PORTPREVIEW_LOG";
 
 /// Installs the global subscriber. Warnings go to stderr unless a TUI will
 /// take the terminal, in which case they go to `portpreview.log` in the data
-/// directory.
+/// directory, or nowhere when that file cannot be opened: a line written
+/// over the TUI would garble it.
 pub fn init(cli: &Cli) {
     let filter = EnvFilter::try_from_env(LOG_ENV).unwrap_or_else(|_| EnvFilter::new("warn"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
-    match log_file(cli) {
+    if !cli.command.uses_tui() {
+        builder.with_writer(std::io::stderr).init();
+        return;
+    }
+    match log_file() {
         Some(file) => builder.with_ansi(false).with_writer(std::sync::Mutex::new(file)).init(),
-        None => builder.with_writer(std::io::stderr).init(),
+        None => builder.with_writer(std::io::sink).init(),
     }
 }
 
-fn log_file(cli: &Cli) -> Option<std::fs::File> {
-    if !cli.command.uses_tui() {
-        return None;
-    }
+fn log_file() -> Option<std::fs::File> {
     let path: PathBuf = crate::config::data_dir()?.join("portpreview.log");
     std::fs::create_dir_all(path.parent()?).ok()?;
     std::fs::OpenOptions::new().create(true).append(true).open(path).ok()
