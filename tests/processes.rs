@@ -57,9 +57,7 @@ async fn a_client_killed_mid_request_gets_its_caller_a_502_within_a_second() {
     let (client, url) = Running::tunnel(&handler.url(), &relay.http_url(), &db, dir.path()).await;
     let url = format!("{url}/slow");
     let call = tokio::spawn(async move { caller::post(&url, "{}").await });
-    while handler.requests().is_empty() {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    handler.wait_for_request().await;
     let killed = Instant::now();
     client.signal("KILL");
     let reply = call.await.expect("caller task");
@@ -88,11 +86,7 @@ async fn a_delivery_cut_off_by_a_killed_relay_is_recorded_with_the_reason() {
         tunnel.name()
     );
     caller.write_all(request.as_bytes()).await.expect("send");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while handler.requests().is_empty() {
-        assert!(Instant::now() < deadline, "the handler never saw the request");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    handler.wait_for_request().await;
     relay.signal("KILL");
 
     // The tunnel keeps reporting its reconnection attempts; the delivery

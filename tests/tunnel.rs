@@ -330,9 +330,7 @@ async fn a_client_stopping_finishes_the_request_in_flight_first() {
     let tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
     let url = tunnel.url("/slow");
     let call = tokio::spawn(async move { caller::post(&url, "{}").await });
-    while handler.requests().is_empty() {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    handler.wait_for_request().await;
     let stopping = Instant::now();
     tunnel.stop().await;
     let reply = call.await.expect("caller task");

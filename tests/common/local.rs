@@ -118,6 +118,18 @@ impl LocalHandler {
     pub fn requests(&self) -> Vec<Seen> {
         self.seen.lock().expect("seen lock").clone()
     }
+
+    /// Waits until the handler has seen a request; fails the test after 10 s.
+    pub async fn wait_for_request(&self) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while self.requests().is_empty() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the handler never saw the request"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
 }
 
 impl Drop for LocalHandler {
