@@ -65,6 +65,19 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// True when trying again later may succeed: another process holds the
+    /// lock, or the disk is full or failing for now.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            StoreError::Busy | StoreError::Io(_) => true,
+            StoreError::Sqlite(err) => matches!(
+                err.sqlite_error_code(),
+                Some(ErrorCode::DiskFull | ErrorCode::SystemIoFailure | ErrorCode::CannotOpen)
+            ),
+            _ => false,
+        }
+    }
+
     /// True when the message already names the database file.
     pub fn names_file(&self) -> bool {
         matches!(

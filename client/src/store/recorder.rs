@@ -19,7 +19,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -57,6 +57,11 @@ const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024;
 /// it but the live display and readers in other processes.
 const WINDOW: Duration = Duration::from_millis(10);
 
+/// Pauses between tries while the store refuses a batch for now (another
+/// process holds the lock, the disk is full): the first, and the longest.
+const RETRY_FIRST: Duration = Duration::from_millis(200);
+const RETRY_MOST: Duration = Duration::from_secs(2);
+
 /// Where a delivery landed in the history.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Recorded {
@@ -75,6 +80,9 @@ pub enum RecordError {
     /// The writer has stopped.
     #[error("the history writer has stopped; delivery not recorded")]
     Closed,
+    /// The store has refused writes for a while and the queue is full.
+    #[error("delivery not recorded: the history is unavailable (locked by another process, or the disk is full) and its queue is full")]
+    Unavailable,
 }
 
 /// Told of each delivery once the writer is done with both its halves:
@@ -126,6 +134,9 @@ struct Shared {
     room: Arc<Semaphore>,
     /// Newest sequence number committed to SQLite.
     applied: Arc<AtomicU64>,
+    /// True while the store refuses the writer's batches: recording then
+    /// never waits for room, so forwarding goes on.
+    stalled: Arc<AtomicBool>,
 }
 
 /// Owns the writer thread: `shutdown` (or dropping it) writes what is
@@ -152,11 +163,13 @@ impl Recorder {
         // Unbounded in type only: every job holds room from the semaphore.
         let (queue, jobs) = mpsc::channel();
         let applied = Arc::new(AtomicU64::new(0));
+        let stalled = Arc::new(AtomicBool::new(false));
         let writer = Writer {
             store,
             key_fields,
             inbox_name,
             applied: Arc::clone(&applied),
+            stalled: Arc::clone(&stalled),
             awaited: BTreeMap::new(),
             on_recorded: Box::new(on_recorded),
         };
@@ -168,6 +181,7 @@ impl Recorder {
             queue,
             room: Arc::new(Semaphore::new(QUEUE_BYTES / ROOM_UNIT)),
             applied,
+            stalled,
         });
         let handle = RecorderHandle {
             shared: Arc::clone(&shared),
@@ -199,16 +213,21 @@ impl Recorder {
         Ok(Ticket(seq))
     }
 
-    /// Waits for room for a body of `len` bytes in the queue.
+    /// Waits for room for a body of `len` bytes in the queue; does not wait
+    /// while the store is refusing writes, since the room may never come.
     async fn room(&self, len: usize) -> Result<OwnedSemaphorePermit, RecordError> {
         let all = QUEUE_BYTES / ROOM_UNIT;
         // A body over the whole room takes all of it, so it still fits alone.
         let units = (len / ROOM_UNIT + 1).min(all);
         let units = u32::try_from(units).unwrap_or(u32::MAX);
-        Arc::clone(&self.shared.room)
-            .acquire_many_owned(units)
-            .await
-            .map_err(|_| RecordError::Closed)
+        let room = Arc::clone(&self.shared.room);
+        if self.shared.stalled.load(Ordering::Acquire) {
+            return room.try_acquire_many_owned(units).map_err(|err| match err {
+                tokio::sync::TryAcquireError::Closed => RecordError::Closed,
+                tokio::sync::TryAcquireError::NoPermits => RecordError::Unavailable,
+            });
+        }
+        room.acquire_many_owned(units).await.map_err(|_| RecordError::Closed)
     }
 
     /// Writes every request recorded so far to the inbox file. The tunnel
@@ -278,6 +297,7 @@ struct Writer {
     key_fields: Vec<String>,
     inbox_name: String,
     applied: Arc<AtomicU64>,
+    stalled: Arc<AtomicBool>,
     /// Stored requests whose answers have not come yet, by ticket.
     awaited: BTreeMap<u64, Summary>,
     on_recorded: OnRecorded,
@@ -286,13 +306,28 @@ struct Writer {
 impl Writer {
     fn run(mut self, jobs: &Receiver<Job>) {
         let mut batch = Vec::with_capacity(64);
-        // Blocks only when idle; the first job opens a window for the rest.
-        while let Ok(first) = jobs.recv() {
-            if !matches!(first, Job::Shutdown) {
-                std::thread::sleep(WINDOW);
+        // Set while the store refuses batches for now: the batch is kept
+        // and tried again after this pause, with whatever came meanwhile.
+        let mut pause: Option<Duration> = None;
+        loop {
+            match pause {
+                // Blocks only when idle; the first job opens a window for the rest.
+                None => match jobs.recv() {
+                    Ok(first) => {
+                        if !matches!(first, Job::Shutdown) {
+                            std::thread::sleep(WINDOW);
+                        }
+                        batch.push(first);
+                    }
+                    Err(_) => return,
+                },
+                Some(wait) => {
+                    if let Ok(job) = jobs.recv_timeout(wait) {
+                        batch.push(job);
+                    }
+                }
             }
-            let mut bytes = first.body_len();
-            batch.push(first);
+            let mut bytes: usize = batch.iter().map(Job::body_len).sum();
             while batch.len() < MAX_BATCH && bytes < MAX_BATCH_BYTES {
                 match jobs.try_recv() {
                     Ok(job) => {
@@ -307,7 +342,25 @@ impl Writer {
                 // Whatever raced in after the shutdown request is flushed too.
                 batch.extend(jobs.try_iter());
             }
-            self.write(std::mem::take(&mut batch));
+            match self.write(&mut batch) {
+                Ok(()) => {
+                    if pause.take().is_some() {
+                        self.stalled.store(false, Ordering::Release);
+                        tracing::warn!("the history takes deliveries again");
+                    }
+                }
+                // At shutdown the requests stay in the inbox, which the next
+                // open moves into the history.
+                Err(err) if !stop => {
+                    if pause.is_none() {
+                        self.stalled.store(true, Ordering::Release);
+                        tracing::warn!(%err, "the history refuses writes for now; deliveries wait in memory and the tunnel keeps forwarding");
+                    }
+                    pause = Some(pause.map_or(RETRY_FIRST, |p| (p * 2).min(RETRY_MOST)));
+                    continue;
+                }
+                Err(err) => tracing::warn!(%err, "the history refused the last deliveries; they stay in its inbox"),
+            }
             if stop {
                 return;
             }
@@ -315,10 +368,12 @@ impl Writer {
     }
 
     /// Writes one batch in one transaction, then reports the deliveries
-    /// whose answers it held.
-    fn write(&mut self, mut batch: Vec<Job>) {
+    /// whose answers it held, and empties the batch. When the store refuses
+    /// it for now (see [`StoreError::is_transient`]), the batch is left as
+    /// it is, to be tried again: nothing is reported or marked applied.
+    fn write(&mut self, batch: &mut Vec<Job>) -> Result<(), StoreError> {
         let mut newest = None;
-        for job in &mut batch {
+        for job in batch.iter_mut() {
             if let Job::Request { seq, delivery, .. } = job {
                 identify(delivery, &self.key_fields);
                 newest = Some(*seq);
@@ -334,7 +389,7 @@ impl Writer {
             // Where this batch's requests landed, by ticket; their answers,
             // often in the same batch, find their rows here.
             let mut rows = HashMap::new();
-            for job in &batch {
+            for job in batch.iter() {
                 match job {
                     Job::Request { seq, delivery, .. } => {
                         rows.insert(*seq, store.insert_recorded_row(delivery)?);
@@ -356,17 +411,21 @@ impl Writer {
             }
             Ok(rows)
         });
+        let mut rows = match result {
+            Ok(rows) => rows,
+            Err(err) if err.is_transient() => return Err(err),
+            Err(err) => {
+                let jobs = batch.len();
+                tracing::warn!(%err, jobs, "history write failed; tunnel keeps forwarding");
+                HashMap::new()
+            }
+        };
         if let Some(seq) = newest {
             // Failed requests count as done too: they were reported lost,
             // and must not keep the inbox from starting over.
             self.applied.store(seq, Ordering::Release);
         }
-        let mut rows = result.unwrap_or_else(|err| {
-            let jobs = batch.len();
-            tracing::warn!(%err, jobs, "history write failed; tunnel keeps forwarding");
-            HashMap::new()
-        });
-        for job in batch {
+        for job in batch.drain(..) {
             match job {
                 Job::Request { seq, delivery, .. } => {
                     self.awaited.insert(seq, summary(*delivery, rows.remove(&seq)));
@@ -385,6 +444,7 @@ impl Writer {
         while self.awaited.len() > AWAITED_LIMIT {
             self.awaited.pop_first();
         }
+        Ok(())
     }
 }
 
@@ -698,17 +758,28 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_failed_write_is_reported_without_a_row_and_the_writer_lives_on() {
+    async fn deliveries_recorded_while_another_process_holds_the_lock_are_stored_once_it_lets_go() {
         let dir = ScratchDir::new("recorder-locked");
         let path = dir.0.join("history.db");
         let (recorder, _handle, mut reported) = start(&path);
         let blocker = rusqlite::Connection::open(&path).unwrap();
         blocker.busy_timeout(std::time::Duration::ZERO).unwrap();
         blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
-        // The writer waits out the busy timeout, then must report, not hang.
-        let held = recorded(&recorder, &mut reported, delivery("evt_locked", "/")).await;
-        assert_eq!((held.id, held.status), (0, Some(200)), "{held:?}");
+        let keys = ["evt_locked_1", "evt_locked_2", "evt_locked_3"];
+        for key in keys {
+            let ticket = recorder.record_request(delivery(key, "/")).await.unwrap();
+            recorder.record_outcome(ticket, answered(200)).await.unwrap();
+        }
+        // The writer waits out the busy timeout and keeps the batch; nothing
+        // is reported while the lock is held.
+        let early = tokio::time::timeout(std::time::Duration::from_secs(7), reported.recv()).await;
+        assert!(early.is_err(), "reported while the lock was held: {early:?}");
         blocker.execute_batch("ROLLBACK").unwrap();
+        for key in keys {
+            let stored = next_report(&mut reported).await;
+            assert!(stored.id > 0, "{stored:?}");
+            assert_eq!((stored.event_key.as_str(), stored.status), (key, Some(200)));
+        }
         let after = recorded(&recorder, &mut reported, delivery("evt_after", "/")).await;
         assert!(after.id > 0);
     }
