@@ -37,6 +37,10 @@ pub const MAX_STORED_BODY: usize = 25 * 1024 * 1024;
 /// Most request and answer body bytes waiting for the writer.
 pub const QUEUE_BYTES: usize = 64 * 1024 * 1024;
 
+/// Most body bytes the exchanges in flight hold for the history, all
+/// together: past it, a body is stored cut short rather than held whole.
+pub const HELD_BYTES: usize = 96 * 1024 * 1024;
+
 /// Room in the queue is counted in these, so that a semaphore's `u32`
 /// permits cover every body size. Every job takes at least one, which
 /// bounds the number of jobs too.
@@ -137,6 +141,8 @@ struct Shared {
     /// True while the store refuses the writer's batches: recording then
     /// never waits for room, so forwarding goes on.
     stalled: Arc<AtomicBool>,
+    /// Room for the bodies exchanges hold until they are recorded, in KiB.
+    held: Arc<Semaphore>,
 }
 
 /// Owns the writer thread: `shutdown` (or dropping it) writes what is
@@ -182,6 +188,7 @@ impl Recorder {
             room: Arc::new(Semaphore::new(QUEUE_BYTES / ROOM_UNIT)),
             applied,
             stalled,
+            held: Arc::new(Semaphore::new(HELD_BYTES / 1024)),
         });
         let handle = RecorderHandle {
             shared: Arc::clone(&shared),
@@ -211,6 +218,12 @@ impl Recorder {
         };
         self.shared.queue.send(job).map_err(|_| RecordError::Closed)?;
         Ok(Ticket(seq))
+    }
+
+    /// The budget, in KiB, that bodies held for the history while their
+    /// exchanges are in flight all count against.
+    pub fn held_budget(&self) -> Arc<Semaphore> {
+        Arc::clone(&self.shared.held)
     }
 
     /// Waits for room for a body of `len` bytes in the queue; does not wait

@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use portpreview_shared::message::{StreamId, STREAM_WINDOW};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use super::outbox::Outbox;
 
@@ -23,6 +23,34 @@ pub struct Chunk {
     pub end: bool,
 }
 
+/// How much of a body the history keeps, and the budget every kept byte is
+/// counted in: bodies held for the history while in flight share it, so
+/// many large uploads at once cannot grow this process without bound.
+#[derive(Debug, Clone, Default)]
+pub struct Keep {
+    limit: usize,
+    budget: Option<Arc<Semaphore>>,
+}
+
+impl Keep {
+    /// Keeps up to `limit` bytes of each body, all bodies together within
+    /// `budget` (in [`BUDGET_UNIT`]s).
+    pub fn new(limit: usize, budget: Arc<Semaphore>) -> Self {
+        Self {
+            limit,
+            budget: Some(budget),
+        }
+    }
+}
+
+/// A budget's permits count this many bytes each.
+pub const BUDGET_UNIT: usize = 1024;
+
+/// Room a capture holds in its budget, given back when dropped: hold it
+/// until the kept bytes are handed on.
+#[derive(Debug, Default)]
+pub struct Held(Option<OwnedSemaphorePermit>);
+
 /// The part of a body kept for the history, up to a limit, with its full size.
 #[derive(Debug, Default)]
 pub struct Capture {
@@ -32,35 +60,83 @@ pub struct Capture {
     pub size: u64,
     /// True once the last chunk went by.
     pub complete: bool,
+    keep: Keep,
+    held: Held,
+    /// Bytes counted in the budget.
+    reserved: usize,
+    /// Set once the budget had no room: nothing more is kept.
+    starved: bool,
 }
 
 impl Capture {
-    /// An empty capture with room for `expected` bytes, up to `limit`: a
+    /// An empty capture with room for `expected` bytes, up to the limit: a
     /// body that says its length is copied once, into a buffer that never
     /// has to grow (and move) under it.
-    pub fn expecting(expected: u64, limit: usize) -> Self {
-        let room = usize::try_from(expected).unwrap_or(usize::MAX).min(limit);
-        Self {
-            bytes: Vec::with_capacity(room),
+    pub fn expecting(expected: u64, keep: Keep) -> Self {
+        let mut capture = Self {
+            keep,
             ..Self::default()
-        }
-    }
-
-    /// The capture of `chunks`, with room for `expected` bytes in all.
-    pub fn of(chunks: &[Bytes], expected: u64, limit: usize) -> Self {
-        let seen: u64 = chunks.iter().map(|chunk| chunk.len() as u64).sum();
-        let mut capture = Self::expecting(seen.max(expected), limit);
-        for chunk in chunks {
-            capture.add(chunk, limit);
+        };
+        let room = usize::try_from(expected).unwrap_or(usize::MAX).min(capture.keep.limit);
+        if capture.reserve(room) {
+            capture.bytes.reserve_exact(room);
         }
         capture
     }
 
-    /// Keeps `data` while under `limit` and counts it either way.
-    pub fn add(&mut self, data: &[u8], limit: usize) {
+    /// The capture of `chunks`, with room for `expected` bytes in all.
+    pub fn of(chunks: &[Bytes], expected: u64, keep: Keep) -> Self {
+        let seen: u64 = chunks.iter().map(|chunk| chunk.len() as u64).sum();
+        let mut capture = Self::expecting(seen.max(expected), keep);
+        for chunk in chunks {
+            capture.add(chunk);
+        }
+        capture
+    }
+
+    /// Keeps `data` while under the limit and the budget has room, and
+    /// counts it either way: a body the budget cut is stored cut short.
+    pub fn add(&mut self, data: &[u8]) {
         self.size += data.len() as u64;
-        let room = limit.saturating_sub(self.bytes.len());
-        self.bytes.extend_from_slice(&data[..data.len().min(room)]);
+        let room = self.keep.limit.saturating_sub(self.bytes.len());
+        let kept = data.len().min(room);
+        if kept == 0 || self.starved {
+            return;
+        }
+        if !self.reserve(self.bytes.len() + kept) {
+            self.starved = true;
+            tracing::warn!(
+                kept = self.bytes.len(),
+                "the history keeps only the start of this body: memory for bodies in flight is in use"
+            );
+            return;
+        }
+        self.bytes.extend_from_slice(&data[..kept]);
+    }
+
+    /// The kept bytes and the room they hold in the budget.
+    pub fn into_parts(self) -> (Vec<u8>, u64, Held) {
+        (self.bytes, self.size, self.held)
+    }
+
+    /// Counts `total` kept bytes in the budget; false when it has no room.
+    fn reserve(&mut self, total: usize) -> bool {
+        let Some(budget) = &self.keep.budget else {
+            return true;
+        };
+        if total <= self.reserved {
+            return true;
+        }
+        let units = (total - self.reserved).div_ceil(BUDGET_UNIT);
+        let Ok(permit) = Arc::clone(budget).try_acquire_many_owned(u32::try_from(units).unwrap_or(u32::MAX)) else {
+            return false;
+        };
+        match &mut self.held.0 {
+            Some(held) => held.merge(permit),
+            None => self.held.0 = Some(permit),
+        }
+        self.reserved += units * BUDGET_UNIT;
+        true
     }
 }
 
@@ -175,8 +251,6 @@ pub struct StreamedBody {
     pub inflow: Inflow,
     /// Where the copy goes.
     pub capture: Arc<Mutex<Capture>>,
-    /// Most bytes kept in the capture.
-    pub limit: usize,
 }
 
 impl Body for StreamedBody {
@@ -191,7 +265,7 @@ impl Body for StreamedBody {
         match this.inflow.poll_next(cx) {
             Poll::Ready(Some(chunk)) => {
                 let mut capture = this.capture.lock().unwrap_or_else(|p| p.into_inner());
-                capture.add(&chunk.data, this.limit);
+                capture.add(&chunk.data);
                 capture.complete = chunk.end;
                 Poll::Ready(Some(Ok(Frame::data(chunk.data))))
             }
@@ -272,6 +346,32 @@ mod tests {
         assert!(!body.is_end_stream());
         assert_eq!(body.collect().await.unwrap().to_bytes(), "abcde");
         assert!(WholeBody::new(Vec::new()).is_end_stream());
+    }
+
+    #[test]
+    fn bodies_held_for_the_history_share_one_budget() {
+        let budget = Arc::new(Semaphore::new(3));
+        let keep = Keep::new(10 * BUDGET_UNIT, Arc::clone(&budget));
+        let mut first = Capture::expecting(2 * BUDGET_UNIT as u64, keep.clone());
+        first.add(&[b'a'; 2 * BUDGET_UNIT]);
+        let mut second = Capture::expecting(0, keep.clone());
+        second.add(&[b'b'; BUDGET_UNIT]);
+        second.add(&[b'b'; BUDGET_UNIT]);
+        assert_eq!(
+            second.bytes.len(),
+            BUDGET_UNIT,
+            "the budget ran out: the rest is not kept"
+        );
+        assert_eq!(
+            second.size,
+            2 * BUDGET_UNIT as u64,
+            "but it is counted, so it shows cut short"
+        );
+        assert_eq!(budget.available_permits(), 0);
+        let (bytes, _, held) = first.into_parts();
+        assert_eq!(bytes.len(), 2 * BUDGET_UNIT);
+        drop(held);
+        assert_eq!(budget.available_permits(), 2, "given back once handed on");
     }
 
     #[tokio::test]

@@ -11,7 +11,7 @@ use portpreview_shared::message::{ClientMessage, Header, StreamId, CHUNK_SIZE};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use super::body::{Capture, Inflow, StreamedBody, WholeBody};
+use super::body::{Capture, Held, Inflow, Keep, StreamedBody, WholeBody};
 use super::outbox::Outbox;
 use crate::events::{report_delivered, TunnelEvent};
 use crate::forward::{Forwarder, LocalBody};
@@ -54,12 +54,11 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// Body bytes worth copying for the history: none when nothing is recorded.
-    fn keep(&self) -> usize {
-        if self.recorder.is_some() {
-            MAX_STORED_BODY
-        } else {
-            0
+    /// How much of each body the history keeps: nothing when nothing is recorded.
+    fn keep(&self) -> Keep {
+        match &self.recorder {
+            Some(recorder) => Keep::new(MAX_STORED_BODY, recorder.held_budget()),
+            None => Keep::default(),
         }
     }
 }
@@ -87,6 +86,18 @@ pub struct Steering {
     pub abandoned: CancellationToken,
 }
 
+/// What an exchange leaves outside itself, so that it outlives the exchange
+/// being cut off.
+#[derive(Default)]
+struct Kept {
+    /// The recorded request's ticket: a request recorded before its caller
+    /// went away still gets its answer, the failure.
+    ticket: Option<Ticket>,
+    /// The room the answer's body holds in the history's budget, until the
+    /// answer is handed to the recorder.
+    answer_room: Held,
+}
+
 /// What the live display needs of a request, kept apart so the request
 /// itself can move into the recorder without a copy.
 struct Line {
@@ -105,15 +116,13 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
         method: head.method.clone(),
         path: head.target.clone(),
     };
-    // Kept outside the exchange, so that a request recorded before its
-    // caller went away still gets its answer: the failure.
-    let mut ticket = None;
+    let mut kept = Kept::default();
     let Steering {
         credit,
         mut reset,
         abandoned,
     } = steering;
-    let exchanged = exchange(&shared, head, inflow, &line, &credit, &outbox, &mut ticket);
+    let exchanged = exchange(&shared, head, inflow, &line, &credit, &outbox, &mut kept);
     let outcome = tokio::select! {
         // The exchange goes first: when the relay drops a stream mid-body,
         // the exchange records the cut request before the reset ends it.
@@ -124,7 +133,8 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
         Ok(reason) = &mut reset => failure(line.started, reason),
         () = abandoned.cancelled() => failure(line.started, ABANDONED.into()),
     };
-    finish(&shared, line, outcome, ticket).await;
+    finish(&shared, line, outcome, kept.ticket).await;
+    drop(kept.answer_room);
     stream
 }
 
@@ -135,7 +145,7 @@ async fn exchange(
     line: &Line,
     credit: &Semaphore,
     outbox: &Outbox,
-    ticket: &mut Option<Ticket>,
+    kept: &mut Kept,
 ) -> Outcome {
     let stream = head.stream;
     let started = line.started;
@@ -159,9 +169,10 @@ async fn exchange(
         // keeps it marked cut short (stored below the size the caller
         // declared), so replay refuses it.
         let mut request = new_delivery(shared, head, line.received_at_ms);
-        request.request_body_size = capture.size.max(declared);
-        request.request_body = capture.bytes;
-        *ticket = record(shared, request).await;
+        let (bytes, size, _held) = capture.into_parts();
+        request.request_body_size = size.max(declared);
+        request.request_body = bytes;
+        kept.ticket = record(shared, request).await;
         return failure(started, CUT_SHORT.into());
     }
     let mut streamed = None;
@@ -174,7 +185,6 @@ async fn exchange(
             prefix,
             inflow,
             capture: shared_capture,
-            limit: shared.keep(),
         }
         .boxed()
     };
@@ -183,7 +193,7 @@ async fn exchange(
     let local = match local {
         Ok(local) => local,
         Err(reason) => {
-            *ticket = record(shared, request).await;
+            kept.ticket = record(shared, request).await;
             return answer_error(stream, outbox, started, 400, reason);
         }
     };
@@ -191,24 +201,24 @@ async fn exchange(
     let send = tokio::time::timeout(shared.local_timeout, shared.forwarder.send(local));
     let response = match streamed {
         None => {
-            request.request_body = capture.bytes;
-            request.request_body_size = capture.size;
+            let (bytes, size, _held) = capture.into_parts();
+            request.request_body = bytes;
+            request.request_body_size = size;
             // In the inbox before the handler even sees it; the session writes
             // the inbox out before any answer leaves.
-            *ticket = record(shared, request).await;
+            kept.ticket = record(shared, request).await;
             send.await
         }
         Some(streamed) => {
             let response = send.await;
             // What the handler read before answering is what it acted on.
             let capture = std::mem::take(&mut *streamed.lock().unwrap_or_else(|p| p.into_inner()));
+            let complete = capture.complete;
+            let (bytes, size, _held) = capture.into_parts();
             // A body that never went by whole stays marked cut short.
-            request.request_body_size = match capture.complete {
-                true => capture.size,
-                false => capture.size.max(declared),
-            };
-            request.request_body = capture.bytes;
-            *ticket = record(shared, request).await;
+            request.request_body_size = if complete { size } else { size.max(declared) };
+            request.request_body = bytes;
+            kept.ticket = record(shared, request).await;
             response
         }
     };
@@ -225,7 +235,16 @@ async fn exchange(
             return answer_error(stream, outbox, started, 504, reason);
         }
     };
-    relay_response(response, stream, credit, outbox, started, shared.keep()).await
+    relay_response(
+        response,
+        stream,
+        credit,
+        outbox,
+        started,
+        shared.keep(),
+        &mut kept.answer_room,
+    )
+    .await
 }
 
 async fn record(shared: &Shared, request: NewDelivery) -> Option<Ticket> {
@@ -301,7 +320,8 @@ async fn relay_response(
     credit: &Semaphore,
     outbox: &Outbox,
     started: Instant,
-    keep: usize,
+    keep: Keep,
+    held: &mut Held,
 ) -> Outcome {
     let status = response.status().as_u16();
     // Recorded exactly as the handler sent them; the relay, where the hop
@@ -331,7 +351,7 @@ async fn relay_response(
                 }
             }
         }
-        capture.add(&whole, keep);
+        capture.add(&whole);
         if let Some(reason) = &error {
             outbox.answer(stream, 502, reason);
         } else {
@@ -358,7 +378,7 @@ async fn relay_response(
             match body.frame().await {
                 Some(Ok(frame)) => {
                     let Ok(data) = frame.into_data() else { continue };
-                    capture.add(&data, keep);
+                    capture.add(&data);
                     let mut data = data;
                     while !data.is_empty() {
                         let piece = data.split_to(data.len().min(CHUNK_SIZE));
@@ -376,12 +396,14 @@ async fn relay_response(
         }
         send_chunk(stream, pending.unwrap_or_default(), true, credit, outbox).await;
     }
+    let (response_body, response_body_size, room) = capture.into_parts();
+    *held = room;
     Outcome {
         // An answer that broke off is recorded as the error it became.
         status: error.is_none().then_some(status),
         response_headers: headers,
-        response_body: capture.bytes,
-        response_body_size: capture.size,
+        response_body,
+        response_body_size,
         duration_ms: elapsed_ms(started),
         error,
     }
