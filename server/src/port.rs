@@ -73,10 +73,13 @@ impl StreamPort {
     /// Grants the client `credit` more response-body bytes.
     pub fn grant(&self, credit: u32) {
         self.allowed.fetch_add(u64::from(credit), Ordering::AcqRel);
-        self.outbox.control(&ServerMessage::Window {
+        let window = ServerMessage::Window {
             stream: self.id,
             credit,
-        });
+        };
+        if let Err(err) = self.outbox.control(&window) {
+            tracing::error!(%err, stream = self.id, "a window grant did not fit a frame");
+        }
     }
 }
 

@@ -323,7 +323,9 @@ async fn relay_response(
                 headers: headers.clone(),
                 end: true,
             };
-            outbox.send(&head, &whole);
+            if let Err(err) = outbox.send(&head, &whole) {
+                tracing::warn!(%err, stream, "the local answer's head does not fit a frame; not sent");
+            }
         }
     } else {
         let head = ClientMessage::ResponseHead {
@@ -332,7 +334,9 @@ async fn relay_response(
             headers: headers.clone(),
             end: false,
         };
-        outbox.send(&head, &[]);
+        if let Err(err) = outbox.send(&head, &[]) {
+            tracing::warn!(%err, stream, "the local answer's head does not fit a frame; not sent");
+        }
         // Hold one chunk back so the last one carries `end`.
         let mut pending: Option<Bytes> = None;
         loop {
@@ -369,7 +373,8 @@ async fn relay_response(
 
 async fn send_chunk(stream: StreamId, data: Bytes, end: bool, credit: &Semaphore, outbox: &Outbox) {
     take_credit(&data, credit).await;
-    outbox.send(&ClientMessage::ResponseBody { stream, end }, &data);
+    // Cut to the chunk size by the caller: always fits.
+    outbox.send_built_to_fit(&ClientMessage::ResponseBody { stream, end }, &data);
 }
 
 /// Waits until the relay has room for `data`: a slow caller slows this stream only.
