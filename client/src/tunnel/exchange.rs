@@ -7,7 +7,8 @@ use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method, Request};
 use http_body::Body as _;
 use http_body_util::BodyExt;
-use portpreview_shared::message::{ClientMessage, Header, StreamId, CHUNK_SIZE};
+use portpreview_shared::codec::EncodeError;
+use portpreview_shared::message::{ClientMessage, Header, StreamId, CHUNK_SIZE, MAX_HEADER_BYTES};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
 
@@ -273,7 +274,8 @@ fn build_request(shared: &Shared, head: &Head, body: LocalBody, buffered: bool) 
 }
 
 /// Streams the local answer to the relay within its credit, keeping a copy
-/// of up to `keep` bytes.
+/// of up to `keep` bytes. An answer whose head cannot cross the tunnel gets
+/// the caller a 502 instead, and only that stream fails.
 async fn relay_response(
     response: http::Response<hyper::body::Incoming>,
     stream: StreamId,
@@ -324,7 +326,7 @@ async fn relay_response(
                 end: true,
             };
             if let Err(err) = outbox.send(&head, &whole) {
-                tracing::warn!(%err, stream, "the local answer's head does not fit a frame; not sent");
+                return unframable(stream, outbox, started, err);
             }
         }
     } else {
@@ -335,7 +337,7 @@ async fn relay_response(
             end: false,
         };
         if let Err(err) = outbox.send(&head, &[]) {
-            tracing::warn!(%err, stream, "the local answer's head does not fit a frame; not sent");
+            return unframable(stream, outbox, started, err);
         }
         // Hold one chunk back so the last one carries `end`.
         let mut pending: Option<Bytes> = None;
@@ -394,6 +396,18 @@ fn answer_error(stream: StreamId, outbox: &Outbox, started: Instant, status: u16
     let mut outcome = failure(started, reason);
     outcome.status = Some(status);
     outcome
+}
+
+/// Answers 502 for a local answer the relay would refuse as a frame: sent
+/// as it is, it would end the session and every exchange on it.
+fn unframable(stream: StreamId, outbox: &Outbox, started: Instant, err: EncodeError) -> Outcome {
+    let reason = match err {
+        EncodeError::HeaderTooLarge(size) => format!(
+            "the local answer's headers are over the limit: {size} bytes framed, the tunnel carries at most {MAX_HEADER_BYTES}"
+        ),
+        other => format!("the local answer could not be framed for the tunnel: {other}"),
+    };
+    answer_error(stream, outbox, started, 502, reason)
 }
 
 fn failure(started: Instant, error: String) -> Outcome {
