@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::caller;
+use common::caller::{self, raw};
 use common::local::{Answer, LocalHandler};
 use common::relay::TestRelay;
 use common::tunnel::TestTunnel;
@@ -107,4 +107,43 @@ async fn an_answer_with_oversized_headers_fails_alone_and_the_tunnel_stays_up() 
     let outcome = stored.outcome.expect("the failure is stored as its outcome");
     assert_eq!(outcome.status, Some(502));
     assert_eq!(outcome.error.as_deref(), Some(error));
+}
+
+#[tokio::test]
+async fn a_request_head_too_large_to_frame_gets_431_and_the_tunnel_stays_up() {
+    // Heads up to the frame limit pass the relay's parser; the Host is
+    // repeated in X-Forwarded-Host, so this one no longer fits once framed.
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        max_header_bytes: MAX_HEADER_BYTES,
+        ..Default::default()
+    })
+    .await;
+    let handler = cookie_monster().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+
+    let request = format!(
+        "GET /t/{}/huge HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        tunnel.name(),
+        "h".repeat(80 * 1024)
+    );
+    let answer = raw(relay.addr, request.as_bytes()).await;
+    assert!(
+        answer.starts_with("HTTP/1.1 431"),
+        "{}",
+        &answer[..answer.len().min(200)]
+    );
+    assert!(answer.contains("too large to cross the tunnel"), "the relay says why");
+
+    let after = caller::post(&tunnel.url("/after"), "{}").await;
+    assert_eq!(
+        (after.status, after.text().as_str()),
+        (200, "ok"),
+        "the same session still serves"
+    );
+    let delivered = deliveries_on_one_session(&mut tunnel, 1).await;
+    assert_eq!(
+        delivered[0].path, "/after",
+        "the refused request never reached the client"
+    );
+    assert_eq!(handler.requests().len(), 1);
 }

@@ -81,6 +81,12 @@ impl StreamPort {
             tracing::error!(%err, stream = self.id, "a window grant did not fit a frame");
         }
     }
+
+    /// Ends a stream whose head never left: the client never heard of it,
+    /// so it is not told anything.
+    pub fn discard(self) {
+        self.streams.discard(self.id);
+    }
 }
 
 impl Drop for StreamPort {

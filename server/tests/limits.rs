@@ -1,5 +1,5 @@
 //! What the relay refuses on its own: malformed framing, oversized heads,
-//! slow heads, crowds from one address.
+//! heads too large to frame, slow heads, crowds from one address.
 
 mod common;
 
@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use common::*;
 use portpreview_server::RelayConfig;
+use portpreview_shared::message::MAX_HEADER_BYTES;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -101,4 +102,33 @@ async fn one_address_cannot_take_more_than_its_share_of_connections() {
         }
     }
     assert!(served, "a freed place is given to the next caller");
+}
+
+#[tokio::test]
+async fn a_request_head_that_does_not_fit_a_frame_gets_431_and_never_reaches_the_client() {
+    let relay = Relay::start(RelayConfig {
+        max_header_bytes: MAX_HEADER_BYTES,
+        ..RelayConfig::default()
+    })
+    .await;
+    let (mut client, _, _) = FakeClient::connect(&relay, Some("roomy")).await;
+    // Within the head limit, yet twice the Host (X-Forwarded-Host repeats
+    // it) is over what a frame header carries.
+    let huge = format!(
+        "GET /t/roomy/x HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        "h".repeat(80 * 1024)
+    );
+    let answer = raw(relay.addr, huge.as_bytes()).await;
+    assert!(
+        answer.starts_with("HTTP/1.1 431"),
+        "{}",
+        &answer[..answer.len().min(200)]
+    );
+    assert!(answer.contains("too large to cross the tunnel"), "{answer}");
+
+    let caller = tokio::spawn(call(relay.addr, request(relay.addr, "GET", "/t/roomy/next", "")));
+    let got = client.request().await;
+    assert_eq!(got.target, "/next", "nothing of the refused request was sent");
+    client.respond(got.stream, 204, &[], b"", 1).await;
+    assert_eq!(caller.await.unwrap().status, 204);
 }
