@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use portpreview_server::RelayConfig;
+use portpreview_server::{RelayConfig, RelayError};
 use portpreview_shared::message::MAX_HEADER_BYTES;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -131,4 +131,20 @@ async fn a_request_head_that_does_not_fit_a_frame_gets_431_and_never_reaches_the
     assert_eq!(got.target, "/next", "nothing of the refused request was sent");
     client.respond(got.stream, 204, &[], b"", 1).await;
     assert_eq!(caller.await.unwrap().status, 204);
+}
+
+#[tokio::test]
+async fn a_head_limit_no_frame_can_carry_is_refused_at_start() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let config = RelayConfig {
+        max_header_bytes: MAX_HEADER_BYTES + 1,
+        ..RelayConfig::default()
+    };
+    let ran = tokio::time::timeout(
+        HANG,
+        portpreview_server::run(listener, config, tokio_util::sync::CancellationToken::new()),
+    )
+    .await
+    .expect("refused at once");
+    assert!(matches!(ran, Err(RelayError::Config(_))), "{ran:?}");
 }
