@@ -14,7 +14,7 @@ use tokio::sync::{oneshot, Semaphore};
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::body::{answer, RelayBody, TunnelBody};
-use crate::headers::{request_headers, response_headers, Hop};
+use crate::headers::{request_headers, response_headers, Hop, MAX_RESPONSE_HEADERS};
 use crate::port::{RequestSide, StreamPort};
 use crate::registry::{OpenError, Tunnel};
 use crate::stream::Inbound;
@@ -145,6 +145,12 @@ pub async fn forward(
                 let Some(status) = StatusCode::from_u16(status).ok().filter(|s| s.as_u16() >= 200) else {
                     return bad_gateway(format!("the tunnel's client sent an invalid status {status}"));
                 };
+                let Some(headers) = response_headers(headers) else {
+                    port.abandon("the answer had too many headers; the relay answered the caller 502");
+                    return bad_gateway(format!(
+                        "the tunnel's client sent too many response headers (the limit is {MAX_RESPONSE_HEADERS})"
+                    ));
+                };
                 let body = if end {
                     RelayBody::Full((!first.is_empty()).then_some(first))
                 } else {
@@ -152,7 +158,7 @@ pub async fn forward(
                 };
                 let mut response = Response::new(body);
                 *response.status_mut() = status;
-                *response.headers_mut() = response_headers(headers);
+                *response.headers_mut() = headers;
                 return response;
             }
             ended = pump_outcome(&mut pump_end) => {

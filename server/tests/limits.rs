@@ -1,5 +1,6 @@
 //! What the relay refuses on its own: malformed framing, oversized heads,
-//! heads too large to frame, slow heads, crowds from one address.
+//! heads too large to frame, slow heads, crowds from one address, answers
+//! with too many headers.
 
 mod common;
 
@@ -8,6 +9,7 @@ use std::time::Duration;
 use common::*;
 use portpreview_server::{RelayConfig, RelayError};
 use portpreview_shared::message::MAX_HEADER_BYTES;
+use portpreview_shared::{ClientMessage, Header, ServerMessage};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -102,6 +104,42 @@ async fn one_address_cannot_take_more_than_its_share_of_connections() {
         }
     }
     assert!(served, "a freed place is given to the next caller");
+}
+
+#[tokio::test]
+async fn a_client_answering_with_forty_thousand_headers_costs_only_that_caller() {
+    let relay = Relay::start(RelayConfig::default()).await;
+    let (mut client, _, _) = FakeClient::connect(&relay, Some("flood")).await;
+    let caller = tokio::spawn(call(relay.addr, request(relay.addr, "POST", "/t/flood/a", "x")));
+    let got = client.request().await;
+    // Three bytes each once framed: all of them fit in one frame.
+    let flood = ClientMessage::ResponseHead {
+        stream: got.stream,
+        status: 200,
+        headers: vec![Header::new("a", ""); 40_000],
+        end: true,
+    };
+    client.send(&flood, b"").await;
+    let reply = caller.await.unwrap();
+    assert_eq!(reply.status, 502);
+    assert!(reply.text().contains("too many response headers"), "{}", reply.text());
+    match client.message().await {
+        (ServerMessage::Reset { stream, reason }, _) => {
+            assert_eq!(stream, got.stream);
+            assert!(reason.contains("too many headers"), "{reason}");
+        }
+        other => panic!("expected a reset of the flooded stream, got {other:?}"),
+    }
+
+    let caller = tokio::spawn(call(relay.addr, request(relay.addr, "POST", "/t/flood/b", "x")));
+    let got = client.request().await;
+    client.respond(got.stream, 200, &[("x-fine", "yes")], b"fine", 1).await;
+    let reply = caller.await.unwrap();
+    assert_eq!(
+        (reply.status, reply.text().as_str()),
+        (200, "fine"),
+        "the session goes on"
+    );
 }
 
 #[tokio::test]
