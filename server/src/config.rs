@@ -3,6 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use portpreview_shared::message::MAX_HEADER_BYTES;
+
+use crate::error::ConfigError;
 use crate::tokens::Tokens;
 
 /// How long a caller's request waits for the client's answer before 504.
@@ -25,7 +28,9 @@ pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 512;
 pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 /// Headers per request before 431.
 pub const DEFAULT_MAX_HEADERS: usize = 100;
-/// Bytes of request head (request line plus headers) before 431.
+/// Bytes of request head (request line plus headers) before 431. Half the
+/// protocol's frame header limit: the relay adds forwarding headers, one of
+/// them repeating the Host.
 pub const DEFAULT_MAX_HEADER_BYTES: usize = 64 * 1024;
 /// How long shutdown waits for requests in flight before closing anyway.
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -59,7 +64,10 @@ pub struct RelayConfig {
     pub max_connections: usize,
     /// Headers per request before 431.
     pub max_headers: usize,
-    /// Bytes of request head before 431.
+    /// Bytes of request head before 431. At most the protocol's frame
+    /// header limit ([`MAX_HEADER_BYTES`]): a larger head could never reach
+    /// a client. A head within it that still does not fit once framed gets
+    /// a 431 too.
     pub max_header_bytes: usize,
     /// How long shutdown waits for requests in flight.
     pub drain_timeout: Duration,
@@ -87,6 +95,19 @@ impl Default for RelayConfig {
     }
 }
 
+impl RelayConfig {
+    /// Refuses settings the relay cannot honour.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.max_header_bytes > MAX_HEADER_BYTES {
+            return Err(ConfigError::Limit(format!(
+                "max_header_bytes of {} is over the {MAX_HEADER_BYTES} bytes a frame header carries to a client",
+                self.max_header_bytes
+            )));
+        }
+        Ok(())
+    }
+}
+
 impl std::fmt::Debug for RelayConfig {
     // Tokens and key material stay out of Debug output.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -103,5 +124,26 @@ impl std::fmt::Debug for RelayConfig {
             .field("header_read_timeout", &self.header_read_timeout)
             .field("max_connections_per_ip", &self.max_connections_per_ip)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_head_limit_may_not_exceed_what_a_frame_carries() {
+        assert!(RelayConfig::default().validate().is_ok());
+        let at_limit = RelayConfig {
+            max_header_bytes: MAX_HEADER_BYTES,
+            ..RelayConfig::default()
+        };
+        assert!(at_limit.validate().is_ok());
+        let over = RelayConfig {
+            max_header_bytes: MAX_HEADER_BYTES + 1,
+            ..RelayConfig::default()
+        };
+        let err = over.validate().expect_err("a head limit no frame can carry");
+        assert!(err.to_string().contains("max_header_bytes"), "{err}");
     }
 }

@@ -146,9 +146,17 @@ fn say_goodbye(outbox: &Outbox, end: End) -> bool {
     true
 }
 
+/// Longest refusal sent: a line for the user, which may quote what the
+/// client sent (its version, the name it asked for), and a frame that
+/// always fits.
+const MAX_REFUSAL: usize = 512;
+
 fn refuse(outbox: &Outbox, reason: String) -> End {
+    let reason = writer::truncate(&reason, MAX_REFUSAL).to_string();
     tracing::debug!(reason, "refusing client");
-    outbox.control(&ServerMessage::Refused { reason: reason.clone() });
+    if let Err(err) = outbox.control(&ServerMessage::Refused { reason: reason.clone() }) {
+        tracing::error!(%err, "a refusal with a short reason did not fit a frame");
+    }
     outbox.close(CloseCode::Policy, &reason);
     End::Refused
 }
@@ -217,12 +225,20 @@ where
     };
     let public_url = ctx.public_url.for_name(&lease.name);
     tracing::debug!(tunnel = %lease.name, %public_url, "tunnel connected");
-    outbox.control(&ServerMessage::Welcome {
+    let welcome = ServerMessage::Welcome {
         protocol: PROTOCOL_VERSION,
         name: lease.name.clone(),
         public_url,
         resume: lease.resume.clone(),
-    });
+    };
+    // The URL repeats the Host the client upgraded with, which may be long.
+    if let Err(err) = outbox.control(&welcome) {
+        ctx.registry.release(&lease);
+        return Err(refuse(
+            outbox,
+            format!("the tunnel's URL does not fit in a frame: {err}"),
+        ));
+    }
     Ok(lease)
 }
 

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-/// A tokens file, certificate or key could not be used.
+/// A tokens file, certificate, key or setting could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
@@ -22,6 +22,9 @@ pub enum ConfigError {
     /// The certificate or key could not be used.
     #[error("invalid TLS configuration: {0}")]
     Tls(String),
+    /// A limit is set where the relay cannot honour it.
+    #[error("invalid limit: {0}")]
+    Limit(String),
 }
 
 /// Why [`crate::run`] stopped without a shutdown request.
@@ -30,4 +33,7 @@ pub enum RelayError {
     /// The listener failed in a way that retrying will not fix.
     #[error("listener failed: {0}")]
     Accept(#[source] std::io::Error),
+    /// The settings cannot work; nothing was served.
+    #[error("invalid relay settings: {0}")]
+    Config(#[from] ConfigError),
 }

@@ -7,17 +7,18 @@ use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::{Body as _, Incoming};
-use portpreview_shared::message::CHUNK_SIZE;
+use portpreview_shared::codec::EncodeError;
+use portpreview_shared::message::{CHUNK_SIZE, MAX_HEADER_BYTES};
 use portpreview_shared::{ServerMessage, StreamId};
 use tokio::sync::{oneshot, Semaphore};
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::body::{answer, RelayBody, TunnelBody};
-use crate::headers::{request_headers, response_headers, Hop};
+use crate::headers::{request_headers, response_headers, Hop, MAX_RESPONSE_HEADERS};
 use crate::port::{RequestSide, StreamPort};
 use crate::registry::{OpenError, Tunnel};
 use crate::stream::Inbound;
-use crate::writer::Outbox;
+use crate::writer::{Outbox, SendError};
 
 /// The limits a forwarded request is held to.
 #[derive(Debug, Clone, Copy)]
@@ -99,7 +100,11 @@ pub async fn forward(
     let sent = tokio::time::timeout_at(deadline, port.outbox().send(&head, &inline)).await;
     match sent {
         Ok(Ok(())) => {}
-        Ok(Err(_)) => return client_gone(),
+        Ok(Err(SendError::Unframable(err))) => {
+            port.discard();
+            return unframable(err);
+        }
+        Ok(Err(SendError::Closed)) => return client_gone(),
         Err(_) => return timed_out(&port, limits.timeout),
     }
     let mut pump = None;
@@ -140,6 +145,12 @@ pub async fn forward(
                 let Some(status) = StatusCode::from_u16(status).ok().filter(|s| s.as_u16() >= 200) else {
                     return bad_gateway(format!("the tunnel's client sent an invalid status {status}"));
                 };
+                let Some(headers) = response_headers(headers) else {
+                    port.abandon("the answer had too many headers; the relay answered the caller 502");
+                    return bad_gateway(format!(
+                        "the tunnel's client sent too many response headers (the limit is {MAX_RESPONSE_HEADERS})"
+                    ));
+                };
                 let body = if end {
                     RelayBody::Full((!first.is_empty()).then_some(first))
                 } else {
@@ -147,7 +158,7 @@ pub async fn forward(
                 };
                 let mut response = Response::new(body);
                 *response.status_mut() = status;
-                *response.headers_mut() = response_headers(headers);
+                *response.headers_mut() = headers;
                 return response;
             }
             ended = pump_outcome(&mut pump_end) => {
@@ -243,6 +254,28 @@ fn too_large(limit: u64) -> Response<RelayBody> {
         format!("request body over the relay's limit of {limit} bytes"),
     );
     // The rest of the body is not worth reading just to keep the connection.
+    refused
+        .headers_mut()
+        .insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
+    refused
+}
+
+/// Answers a request whose head does not fit in a frame the client would
+/// accept: sent anyway, it would cost the whole tunnel its session.
+fn unframable(err: EncodeError) -> Response<RelayBody> {
+    let mut refused = match err {
+        EncodeError::HeaderTooLarge(size) => answer(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            format!(
+                "request headers too large to cross the tunnel: {size} bytes framed, the limit is {MAX_HEADER_BYTES}"
+            ),
+        ),
+        other => answer(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the request could not be framed for the tunnel: {other}"),
+        ),
+    };
+    // A body still unread is not worth reading just to keep the connection.
     refused
         .headers_mut()
         .insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));

@@ -10,6 +10,12 @@ use portpreview_shared::Header;
 /// Forwarding headers a caller could forge; the relay sets its own.
 const FORWARDING: &[&str] = &["forwarded", "x-real-ip"];
 
+/// Response headers accepted from a client. Far above the 100 an HTTP/1
+/// parser takes from a local handler by default, and far below the tens of
+/// thousands at which a `HeaderMap` panics: one frame holds that many tiny
+/// headers, so a client could otherwise bring down the task serving a caller.
+pub const MAX_RESPONSE_HEADERS: usize = 1000;
+
 /// What the relay knows about the hop it received a request on.
 #[derive(Debug, Clone)]
 pub struct Hop {
@@ -55,8 +61,12 @@ pub fn request_headers(headers: &HeaderMap, hop: &Hop) -> Vec<Header> {
 }
 
 /// The response headers given to the caller: hop-by-hop ones and any the
-/// client sent that are not valid HTTP are dropped.
-pub fn response_headers(headers: Vec<Header>) -> HeaderMap {
+/// client sent that are not valid HTTP are dropped. `None` when the client
+/// sent more than [`MAX_RESPONSE_HEADERS`].
+pub fn response_headers(headers: Vec<Header>) -> Option<HeaderMap> {
+    if headers.len() > MAX_RESPONSE_HEADERS {
+        return None;
+    }
     let named: Vec<String> = headers
         .iter()
         .filter(|h| h.name.eq_ignore_ascii_case("connection"))
@@ -77,7 +87,7 @@ pub fn response_headers(headers: Vec<Header>) -> HeaderMap {
         };
         out.append(name, value);
     }
-    out
+    Some(out)
 }
 
 #[cfg(test)]
@@ -149,9 +159,32 @@ mod tests {
             Header::new("x-bad-value", "a\nb"),
             Header::new("set-cookie", "a=1"),
             Header::new("set-cookie", "b=2"),
-        ]);
+        ])
+        .expect("a handful of headers");
         assert_eq!(out.len(), 3);
         assert_eq!(out.get_all("set-cookie").iter().count(), 2);
         assert!(out.get("transfer-encoding").is_none());
+    }
+
+    #[test]
+    fn forty_thousand_tiny_headers_are_refused_without_a_panic() {
+        // Three bytes each once framed: 40,000 of them fit in one frame.
+        let many = |count: usize| vec![Header::new("a", ""); count];
+        let framed = portpreview_shared::codec::encode(
+            &portpreview_shared::ClientMessage::ResponseHead {
+                stream: 1,
+                status: 200,
+                headers: many(40_000),
+                end: true,
+            },
+            b"",
+        );
+        assert!(framed.is_ok(), "a client can send them all in one frame");
+        assert!(response_headers(many(40_000)).is_none());
+        assert!(response_headers(many(MAX_RESPONSE_HEADERS + 1)).is_none());
+        assert_eq!(
+            response_headers(many(MAX_RESPONSE_HEADERS)).map(|map| map.len()),
+            Some(MAX_RESPONSE_HEADERS)
+        );
     }
 }

@@ -47,7 +47,9 @@ use crate::registry::LocalRegistry;
 /// Serves the relay on `listener` until `shutdown` fires, then stops
 /// accepting, lets requests in flight finish (up to the drain timeout) and
 /// closes every client socket with a reason.
+/// Settings it cannot honour are refused before anything is served.
 pub async fn run(listener: TcpListener, config: RelayConfig, shutdown: CancellationToken) -> Result<(), RelayError> {
+    config.validate()?;
     let registry = Arc::new(LocalRegistry::new(config.grace, config.tokens.clone()));
     let drain = config.drain_timeout;
     // A child token: the relay may stop itself (listener failure) without

@@ -73,10 +73,19 @@ impl StreamPort {
     /// Grants the client `credit` more response-body bytes.
     pub fn grant(&self, credit: u32) {
         self.allowed.fetch_add(u64::from(credit), Ordering::AcqRel);
-        self.outbox.control(&ServerMessage::Window {
+        let window = ServerMessage::Window {
             stream: self.id,
             credit,
-        });
+        };
+        if let Err(err) = self.outbox.control(&window) {
+            tracing::error!(%err, stream = self.id, "a window grant did not fit a frame");
+        }
+    }
+
+    /// Ends a stream whose head never left: the client never heard of it,
+    /// so it is not told anything.
+    pub fn discard(self) {
+        self.streams.discard(self.id);
     }
 }
 

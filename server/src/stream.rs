@@ -228,6 +228,10 @@ impl Streams {
         }
     }
 
+    pub(crate) fn discard(&self, stream: StreamId) {
+        self.table().entries.remove(&stream);
+    }
+
     pub(crate) fn finish(&self, stream: StreamId) {
         let entry = self.table().entries.remove(&stream);
         if let Some(entry) = entry {

@@ -7,7 +7,7 @@
 //! syscall per request, batching was worth +43% at 50 concurrent.
 
 use futures_util::{Sink, SinkExt};
-use portpreview_shared::codec;
+use portpreview_shared::codec::{self, EncodeError};
 use portpreview_shared::{ServerMessage, StreamId};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
@@ -24,10 +24,21 @@ const MAX_BATCH: usize = 256;
 /// Longest close reason WebSocket allows, in bytes.
 const MAX_CLOSE_REASON: usize = 123;
 
-/// The writer went away: the socket is closed.
+/// Longest reset reason sent: the client keeps a line of it, and the frame
+/// always fits.
+const MAX_RESET_REASON: usize = 200;
+
+/// Why a frame was not queued.
 #[derive(Debug, Clone, Copy, thiserror::Error)]
-#[error("the tunnel's socket is closed")]
-pub struct Closed;
+pub enum SendError {
+    /// The writer went away: the socket is closed.
+    #[error("the tunnel's socket is closed")]
+    Closed,
+    /// The message does not fit in a frame the client accepts; sent anyway,
+    /// the client would close the whole session over it.
+    #[error("the message does not fit in a frame: {0}")]
+    Unframable(#[from] EncodeError),
+}
 
 /// Where the rest of the session sends what the writer should write.
 #[derive(Clone)]
@@ -57,15 +68,17 @@ pub fn channel() -> (Outbox, Inbox) {
 
 impl Outbox {
     /// Queues a frame that may be large (heads and bodies), waiting for room.
-    pub async fn send(&self, msg: &ServerMessage, body: &[u8]) -> Result<(), Closed> {
-        let frame = Message::Binary(codec::encode(msg, body).into());
-        self.data.send(frame).await.map_err(|_| Closed)
+    pub async fn send(&self, msg: &ServerMessage, body: &[u8]) -> Result<(), SendError> {
+        let frame = Message::Binary(codec::encode(msg, body)?.into());
+        self.data.send(frame).await.map_err(|_| SendError::Closed)
     }
 
-    /// Queues a small control frame without waiting.
-    pub fn control(&self, msg: &ServerMessage) {
-        // A closed writer means the session is over; nothing is left to tell.
-        let _ = self.control.send(Message::Binary(codec::encode(msg, b"").into()));
+    /// Queues a small control frame without waiting. A closed writer means
+    /// the session is over, with nothing left to tell; only a message too
+    /// large for a frame is an error.
+    pub fn control(&self, msg: &ServerMessage) -> Result<(), EncodeError> {
+        let _ = self.control.send(Message::Binary(codec::encode(msg, b"")?.into()));
+        Ok(())
     }
 
     /// Queues a stream reset behind the stream's frames already queued when
@@ -73,9 +86,15 @@ impl Outbox {
     pub fn reset(&self, stream: StreamId, reason: &str) {
         let msg = ServerMessage::Reset {
             stream,
-            reason: reason.to_string(),
+            reason: truncate(reason, MAX_RESET_REASON).to_string(),
         };
-        let frame = Message::Binary(codec::encode(&msg, b"").into());
+        let frame = match codec::encode(&msg, b"") {
+            Ok(frame) => Message::Binary(frame.into()),
+            Err(err) => {
+                tracing::error!(%err, stream, "a reset with a short reason did not fit a frame");
+                return;
+            }
+        };
         if let Err(mpsc::error::TrySendError::Full(frame)) = self.data.try_send(frame) {
             let _ = self.control.send(frame);
         }
@@ -94,14 +113,19 @@ impl Outbox {
 
 /// A close frame with its reason cut to what the protocol allows.
 pub fn close_message(code: CloseCode, reason: &str) -> Message {
-    let mut end = reason.len().min(MAX_CLOSE_REASON);
-    while !reason.is_char_boundary(end) {
-        end -= 1;
-    }
     Message::Close(Some(CloseFrame {
         code,
-        reason: reason[..end].to_string().into(),
+        reason: truncate(reason, MAX_CLOSE_REASON).to_string().into(),
     }))
+}
+
+/// `text` cut to at most `max` bytes, on a character boundary.
+pub fn truncate(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 /// Writes until a close frame was sent, every outbox is gone, the socket

@@ -1,12 +1,15 @@
 //! What the relay refuses on its own: malformed framing, oversized heads,
-//! slow heads, crowds from one address.
+//! heads too large to frame, slow heads, crowds from one address, answers
+//! with too many headers.
 
 mod common;
 
 use std::time::Duration;
 
 use common::*;
-use portpreview_server::RelayConfig;
+use portpreview_server::{RelayConfig, RelayError};
+use portpreview_shared::message::MAX_HEADER_BYTES;
+use portpreview_shared::{ClientMessage, Header, ServerMessage};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -101,4 +104,85 @@ async fn one_address_cannot_take_more_than_its_share_of_connections() {
         }
     }
     assert!(served, "a freed place is given to the next caller");
+}
+
+#[tokio::test]
+async fn a_client_answering_with_forty_thousand_headers_costs_only_that_caller() {
+    let relay = Relay::start(RelayConfig::default()).await;
+    let (mut client, _, _) = FakeClient::connect(&relay, Some("flood")).await;
+    let caller = tokio::spawn(call(relay.addr, request(relay.addr, "POST", "/t/flood/a", "x")));
+    let got = client.request().await;
+    // Three bytes each once framed: all of them fit in one frame.
+    let flood = ClientMessage::ResponseHead {
+        stream: got.stream,
+        status: 200,
+        headers: vec![Header::new("a", ""); 40_000],
+        end: true,
+    };
+    client.send(&flood, b"").await;
+    let reply = caller.await.unwrap();
+    assert_eq!(reply.status, 502);
+    assert!(reply.text().contains("too many response headers"), "{}", reply.text());
+    match client.message().await {
+        (ServerMessage::Reset { stream, reason }, _) => {
+            assert_eq!(stream, got.stream);
+            assert!(reason.contains("too many headers"), "{reason}");
+        }
+        other => panic!("expected a reset of the flooded stream, got {other:?}"),
+    }
+
+    let caller = tokio::spawn(call(relay.addr, request(relay.addr, "POST", "/t/flood/b", "x")));
+    let got = client.request().await;
+    client.respond(got.stream, 200, &[("x-fine", "yes")], b"fine", 1).await;
+    let reply = caller.await.unwrap();
+    assert_eq!(
+        (reply.status, reply.text().as_str()),
+        (200, "fine"),
+        "the session goes on"
+    );
+}
+
+#[tokio::test]
+async fn a_request_head_that_does_not_fit_a_frame_gets_431_and_never_reaches_the_client() {
+    let relay = Relay::start(RelayConfig {
+        max_header_bytes: MAX_HEADER_BYTES,
+        ..RelayConfig::default()
+    })
+    .await;
+    let (mut client, _, _) = FakeClient::connect(&relay, Some("roomy")).await;
+    // Within the head limit, yet twice the Host (X-Forwarded-Host repeats
+    // it) is over what a frame header carries.
+    let huge = format!(
+        "GET /t/roomy/x HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        "h".repeat(80 * 1024)
+    );
+    let answer = raw(relay.addr, huge.as_bytes()).await;
+    assert!(
+        answer.starts_with("HTTP/1.1 431"),
+        "{}",
+        &answer[..answer.len().min(200)]
+    );
+    assert!(answer.contains("too large to cross the tunnel"), "{answer}");
+
+    let caller = tokio::spawn(call(relay.addr, request(relay.addr, "GET", "/t/roomy/next", "")));
+    let got = client.request().await;
+    assert_eq!(got.target, "/next", "nothing of the refused request was sent");
+    client.respond(got.stream, 204, &[], b"", 1).await;
+    assert_eq!(caller.await.unwrap().status, 204);
+}
+
+#[tokio::test]
+async fn a_head_limit_no_frame_can_carry_is_refused_at_start() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let config = RelayConfig {
+        max_header_bytes: MAX_HEADER_BYTES + 1,
+        ..RelayConfig::default()
+    };
+    let ran = tokio::time::timeout(
+        HANG,
+        portpreview_server::run(listener, config, tokio_util::sync::CancellationToken::new()),
+    )
+    .await
+    .expect("refused at once");
+    assert!(matches!(ran, Err(RelayError::Config(_))), "{ran:?}");
 }

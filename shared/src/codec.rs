@@ -2,6 +2,9 @@
 //!
 //! Pure functions, no I/O. Decoding never panics: every malformed frame is a
 //! [`DecodeError`], and the connection that sent it is closed with its text.
+//! Encoding refuses, as an [`EncodeError`], every frame that decoding would
+//! refuse: a sender learns that a message does not fit before the peer
+//! closes the whole connection over it.
 
 use bytes::Bytes;
 use serde::{de::DeserializeOwned, Serialize};
@@ -28,21 +31,44 @@ pub enum DecodeError {
     Header(String),
 }
 
-/// Encodes `msg` and `body` into one frame.
-pub fn encode<M: Serialize>(msg: &M, body: &[u8]) -> Vec<u8> {
+/// Why a message could not be encoded: its frame would break a limit that
+/// [`decode`] enforces, and the peer would close the connection over it.
+#[derive(Debug, Clone, Copy, thiserror::Error, PartialEq, Eq)]
+pub enum EncodeError {
+    /// The encoded header would be over [`MAX_HEADER_BYTES`].
+    #[error("frame header of {0} bytes is over the limit of {MAX_HEADER_BYTES}")]
+    HeaderTooLarge(usize),
+    /// The body is longer than one chunk.
+    #[error("frame body of {0} bytes is over the chunk size of {CHUNK_SIZE}")]
+    BodyTooLarge(usize),
+    /// Body bytes on a message that carries none.
+    #[error("{0} body bytes on a message without a body")]
+    UnexpectedBody(usize),
+}
+
+/// Encodes `msg` and `body` into one frame, or says which limit of
+/// [`decode`] the frame would break.
+pub fn encode<M: Serialize + Framed>(msg: &M, body: &[u8]) -> Result<Vec<u8>, EncodeError> {
     let mut out = Vec::with_capacity(4 + 32 + body.len());
     out.extend_from_slice(&[0; 4]);
     // Serialising our own enums into a Vec cannot fail: no maps with
     // non-string keys, no unsized sequences.
-    let out = postcard::to_extend(msg, out).unwrap_or_else(|_| unreachable!("postcard to Vec"));
-    finish(out, body)
-}
-
-fn finish(mut out: Vec<u8>, body: &[u8]) -> Vec<u8> {
-    let header_len = (out.len() - 4) as u32;
-    out[..4].copy_from_slice(&header_len.to_be_bytes());
+    let mut out = postcard::to_extend(msg, out).unwrap_or_else(|_| unreachable!("postcard to Vec"));
+    // Checked in the order `decode` checks, so both name the same limit.
+    let header_len = out.len() - 4;
+    let prefix = u32::try_from(header_len)
+        .ok()
+        .filter(|_| header_len <= MAX_HEADER_BYTES)
+        .ok_or(EncodeError::HeaderTooLarge(header_len))?;
+    if !msg.carries_body() && !body.is_empty() {
+        return Err(EncodeError::UnexpectedBody(body.len()));
+    }
+    if body.len() > CHUNK_SIZE {
+        return Err(EncodeError::BodyTooLarge(body.len()));
+    }
+    out[..4].copy_from_slice(&prefix.to_be_bytes());
     out.extend_from_slice(body);
-    out
+    Ok(out)
 }
 
 /// Decodes one frame into its message and body (a zero-copy slice of it).
@@ -87,11 +113,21 @@ mod tests {
     use crate::message::{ClientMessage, Header, ServerMessage, PROTOCOL_VERSION};
     use proptest::prelude::*;
 
+    /// A frame laid out without any of `encode`'s checks: what a broken or
+    /// hostile peer could send.
+    fn unchecked<M: Serialize>(msg: &M, body: &[u8]) -> Vec<u8> {
+        let header = postcard::to_allocvec(msg).unwrap();
+        let mut frame = (header.len() as u32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&header);
+        frame.extend_from_slice(body);
+        frame
+    }
+
     fn round_trip<M>(msg: M, body: &[u8])
     where
         M: Serialize + DeserializeOwned + Framed + PartialEq + std::fmt::Debug,
     {
-        let frame = Bytes::from(encode(&msg, body));
+        let frame = Bytes::from(encode(&msg, body).expect("encodes"));
         let (back, back_body) = decode::<M>(frame).expect("decodes");
         assert_eq!(back, msg);
         assert_eq!(&back_body[..], body);
@@ -214,9 +250,10 @@ mod tests {
                 name: None,
             },
             b"",
-        );
+        )
+        .unwrap();
         assert_eq!(hello_version(&frame), Some(42));
-        let other = encode(&ClientMessage::Window { stream: 1, credit: 1 }, b"");
+        let other = encode(&ClientMessage::Window { stream: 1, credit: 1 }, b"").unwrap();
         assert_eq!(hello_version(&other), None);
     }
 
@@ -234,12 +271,12 @@ mod tests {
             decode::<ServerMessage>(Bytes::from_static(&[0, 0, 0, 9, 1])),
             Err(DecodeError::Truncated(_))
         ));
-        let with_body = encode(&ServerMessage::Window { stream: 1, credit: 1 }, b"stray");
+        let with_body = unchecked(&ServerMessage::Window { stream: 1, credit: 1 }, b"stray");
         assert_eq!(
             decode::<ServerMessage>(Bytes::from(with_body)),
             Err(DecodeError::UnexpectedBody(5))
         );
-        let big = encode(
+        let big = unchecked(
             &ServerMessage::RequestBody { stream: 1, end: true },
             &vec![0; CHUNK_SIZE + 1],
         );
@@ -247,7 +284,7 @@ mod tests {
             decode::<ServerMessage>(Bytes::from(big)),
             Err(DecodeError::BodyTooLarge(CHUNK_SIZE + 1))
         );
-        let big_head = encode(
+        let big_head = unchecked(
             &ClientMessage::ResponseHead {
                 stream: 1,
                 status: 200,
@@ -262,12 +299,168 @@ mod tests {
         );
     }
 
+    /// A response head whose header section encodes to exactly `len` bytes.
+    fn head_of_encoded_len(len: usize) -> ClientMessage {
+        let head = |value_len: usize| ClientMessage::ResponseHead {
+            stream: 1,
+            status: 200,
+            headers: vec![Header::new("set-cookie", vec![b'c'; value_len])],
+            end: true,
+        };
+        let empty = postcard::to_allocvec(&head(0)).unwrap().len();
+        // The value's length prefix grows from one byte to three.
+        let msg = head(len - empty - 2);
+        assert_eq!(postcard::to_allocvec(&msg).unwrap().len(), len);
+        msg
+    }
+
+    #[test]
+    fn encode_refuses_exactly_at_the_limits_decode_enforces() {
+        let at_limit = head_of_encoded_len(MAX_HEADER_BYTES);
+        let frame = encode(&at_limit, &vec![1; CHUNK_SIZE]).expect("a frame at both limits");
+        assert_eq!(frame.len(), crate::message::MAX_FRAME_BYTES);
+        assert!(decode::<ClientMessage>(Bytes::from(frame)).is_ok());
+
+        let over = head_of_encoded_len(MAX_HEADER_BYTES + 1);
+        assert_eq!(
+            encode(&over, b""),
+            Err(EncodeError::HeaderTooLarge(MAX_HEADER_BYTES + 1))
+        );
+        assert_eq!(
+            decode::<ClientMessage>(Bytes::from(unchecked(&over, b""))),
+            Err(DecodeError::HeaderTooLarge(MAX_HEADER_BYTES + 1))
+        );
+        assert_eq!(
+            encode(&at_limit, &vec![1; CHUNK_SIZE + 1]),
+            Err(EncodeError::BodyTooLarge(CHUNK_SIZE + 1))
+        );
+        assert_eq!(
+            encode(&ClientMessage::Window { stream: 1, credit: 1 }, b"stray"),
+            Err(EncodeError::UnexpectedBody(5))
+        );
+    }
+
+    /// Text mostly short, sometimes long enough to fill a frame header alone.
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            4 => ".{0,12}",
+            1 => (60_000..70_000usize).prop_map(|n| "x".repeat(n)),
+        ]
+    }
+
+    /// Up to three headers, whose values together straddle the header limit.
+    fn headers() -> impl Strategy<Value = Vec<Header>> {
+        let value = prop_oneof![
+            3 => proptest::collection::vec(any::<u8>(), 0..16),
+            1 => (60_000..70_000usize).prop_map(|n| vec![0xa5; n]),
+        ];
+        proptest::collection::vec(
+            (".{0,8}", value).prop_map(|(name, value)| Header::new(name, value)),
+            0..4,
+        )
+    }
+
+    /// Bodies empty, small, or within a couple of bytes of the chunk size.
+    fn body() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            Just(Vec::new()),
+            proptest::collection::vec(any::<u8>(), 1..16),
+            (CHUNK_SIZE - 2..=CHUNK_SIZE + 2).prop_map(|n| vec![7; n]),
+        ]
+    }
+
+    fn client_message() -> impl Strategy<Value = ClientMessage> {
+        prop_oneof![
+            (any::<u32>(), text(), proptest::option::of(text())).prop_map(|(protocol, client_version, name)| {
+                ClientMessage::Hello {
+                    protocol,
+                    client_version,
+                    name,
+                }
+            }),
+            (any::<u64>(), any::<u16>(), headers(), any::<bool>()).prop_map(|(stream, status, headers, end)| {
+                ClientMessage::ResponseHead {
+                    stream,
+                    status,
+                    headers,
+                    end,
+                }
+            }),
+            (any::<u64>(), any::<bool>()).prop_map(|(stream, end)| ClientMessage::ResponseBody { stream, end }),
+            (any::<u64>(), text()).prop_map(|(stream, reason)| ClientMessage::Reset { stream, reason }),
+            (any::<u64>(), any::<u32>()).prop_map(|(stream, credit)| ClientMessage::Window { stream, credit }),
+        ]
+    }
+
+    fn server_message() -> impl Strategy<Value = ServerMessage> {
+        prop_oneof![
+            (any::<u32>(), text(), text(), text()).prop_map(|(protocol, name, public_url, resume)| {
+                ServerMessage::Welcome {
+                    protocol,
+                    name,
+                    public_url,
+                    resume,
+                }
+            }),
+            text().prop_map(|reason| ServerMessage::Refused { reason }),
+            (any::<u64>(), text(), text(), headers(), any::<bool>()).prop_map(
+                |(stream, method, target, headers, end)| ServerMessage::RequestHead {
+                    stream,
+                    method,
+                    target,
+                    headers,
+                    end,
+                }
+            ),
+            (any::<u64>(), any::<bool>()).prop_map(|(stream, end)| ServerMessage::RequestBody { stream, end }),
+            (any::<u64>(), text()).prop_map(|(stream, reason)| ServerMessage::Reset { stream, reason }),
+            (any::<u64>(), any::<u32>()).prop_map(|(stream, credit)| ServerMessage::Window { stream, credit }),
+        ]
+    }
+
+    /// What `encode` accepts, `decode` accepts and gives back unchanged; what
+    /// it refuses, `decode` refuses for the same reason.
+    fn encode_agrees_with_decode<M>(msg: M, body: &[u8]) -> Result<(), TestCaseError>
+    where
+        M: Serialize + DeserializeOwned + Framed + PartialEq + std::fmt::Debug,
+    {
+        let decoded = decode::<M>(Bytes::from(unchecked(&msg, body)));
+        match encode(&msg, body) {
+            Ok(frame) => {
+                prop_assert_eq!(&frame, &unchecked(&msg, body), "the checks change no byte");
+                let (back, back_body) = decode::<M>(Bytes::from(frame))
+                    .map_err(|err| TestCaseError::fail(format!("encoded, yet decode refuses it: {err}")))?;
+                prop_assert_eq!(back, msg);
+                prop_assert_eq!(&back_body[..], body);
+            }
+            Err(refused) => {
+                let expected = match refused {
+                    EncodeError::HeaderTooLarge(n) => DecodeError::HeaderTooLarge(n),
+                    EncodeError::BodyTooLarge(n) => DecodeError::BodyTooLarge(n),
+                    EncodeError::UnexpectedBody(n) => DecodeError::UnexpectedBody(n),
+                };
+                prop_assert_eq!(decoded.err(), Some(expected));
+            }
+        }
+        Ok(())
+    }
+
     proptest! {
         #[test]
         fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
             let _ = decode::<ServerMessage>(Bytes::from(bytes.clone()));
             let _ = decode::<ClientMessage>(Bytes::from(bytes.clone()));
             let _ = hello_version(&bytes);
+        }
+
+        #[test]
+        fn client_frames_encode_exactly_when_they_decode(msg in client_message(), body in body()) {
+            encode_agrees_with_decode(msg, &body)?;
+        }
+
+        #[test]
+        fn server_frames_encode_exactly_when_they_decode(msg in server_message(), body in body()) {
+            encode_agrees_with_decode(msg, &body)?;
         }
 
         #[test]
@@ -286,7 +479,8 @@ mod tests {
                     end: false,
                 },
                 b"",
-            );
+            )
+            .unwrap();
             for (at, byte) in flips {
                 let len = frame.len();
                 frame[at % len] = byte;

@@ -185,8 +185,11 @@ pub async fn connect(options: &ConnectOptions) -> Result<(RelaySocket, Welcome),
         client_version: env!("CARGO_PKG_VERSION").to_string(),
         name: options.name.clone(),
     };
+    // Only a name far over any the relay accepts makes the hello too large.
+    let hello =
+        codec::encode(&hello, &[]).map_err(|e| ConnectError::Refused(format!("the hello cannot be sent: {e}")))?;
     socket
-        .send(Message::Binary(codec::encode(&hello, &[]).into()))
+        .send(Message::Binary(hello.into()))
         .await
         .map_err(|e| ConnectError::Unreachable(e.to_string()))?;
     let welcome = tokio::time::timeout(WELCOME_TIMEOUT, read_welcome(&mut socket))

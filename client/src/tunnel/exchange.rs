@@ -7,7 +7,8 @@ use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method, Request};
 use http_body::Body as _;
 use http_body_util::BodyExt;
-use portpreview_shared::message::{ClientMessage, Header, StreamId, CHUNK_SIZE};
+use portpreview_shared::codec::EncodeError;
+use portpreview_shared::message::{ClientMessage, Header, StreamId, CHUNK_SIZE, MAX_HEADER_BYTES};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
 
@@ -313,7 +314,8 @@ fn build_request(shared: &Shared, head: &Head, body: LocalBody, buffered: bool) 
 }
 
 /// Streams the local answer to the relay within its credit, keeping a copy
-/// of up to `keep` bytes.
+/// of up to `keep` bytes. An answer whose head cannot cross the tunnel gets
+/// the caller a 502 instead, and only that stream fails.
 async fn relay_response(
     response: http::Response<hyper::body::Incoming>,
     stream: StreamId,
@@ -362,7 +364,9 @@ async fn relay_response(
                 headers: headers.clone(),
                 end: true,
             };
-            outbox.send(&head, &whole);
+            if let Err(err) = outbox.send(&head, &whole) {
+                return unframable(stream, outbox, started, err);
+            }
         }
     } else {
         let head = ClientMessage::ResponseHead {
@@ -371,7 +375,9 @@ async fn relay_response(
             headers: headers.clone(),
             end: false,
         };
-        outbox.send(&head, &[]);
+        if let Err(err) = outbox.send(&head, &[]) {
+            return unframable(stream, outbox, started, err);
+        }
         // Hold one chunk back so the last one carries `end`.
         let mut pending: Option<Bytes> = None;
         loop {
@@ -411,7 +417,8 @@ async fn relay_response(
 
 async fn send_chunk(stream: StreamId, data: Bytes, end: bool, credit: &Semaphore, outbox: &Outbox) {
     take_credit(&data, credit).await;
-    outbox.send(&ClientMessage::ResponseBody { stream, end }, &data);
+    // Cut to the chunk size by the caller: always fits.
+    outbox.send_built_to_fit(&ClientMessage::ResponseBody { stream, end }, &data);
 }
 
 /// Waits until the relay has room for `data`: a slow caller slows this stream only.
@@ -431,6 +438,18 @@ async fn take_credit(data: &[u8], credit: &Semaphore) {
 fn answer_error(stream: StreamId, outbox: &Outbox, started: Instant, status: u16, reason: String) -> Outcome {
     outbox.answer(stream, status, &reason);
     failure(started, reason)
+}
+
+/// Answers 502 for a local answer the relay would refuse as a frame: sent
+/// as it is, it would end the session and every exchange on it.
+fn unframable(stream: StreamId, outbox: &Outbox, started: Instant, err: EncodeError) -> Outcome {
+    let reason = match err {
+        EncodeError::HeaderTooLarge(size) => format!(
+            "the local answer's headers are over the limit: {size} bytes framed, the tunnel carries at most {MAX_HEADER_BYTES}"
+        ),
+        other => format!("the local answer could not be framed for the tunnel: {other}"),
+    };
+    answer_error(stream, outbox, started, 502, reason)
 }
 
 fn failure(started: Instant, error: String) -> Outcome {

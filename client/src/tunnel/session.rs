@@ -235,7 +235,8 @@ fn persist_requests(recorder: Option<&Recorder>) {
     }
 }
 
-fn truncate(text: &str, max: usize) -> &str {
+/// `text` cut to at most `max` bytes, on a character boundary.
+pub(super) fn truncate(text: &str, max: usize) -> &str {
     let mut end = text.len().min(max);
     while !text.is_char_boundary(end) {
         end -= 1;

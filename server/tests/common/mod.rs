@@ -159,10 +159,8 @@ impl FakeClient {
     }
 
     pub async fn send(&mut self, msg: &ClientMessage, body: &[u8]) {
-        self.socket
-            .send(Message::Binary(codec::encode(msg, body).into()))
-            .await
-            .unwrap();
+        let frame = codec::encode(msg, body).expect("a frame within the protocol's limits");
+        self.socket.send(Message::Binary(frame.into())).await.unwrap();
     }
 
     /// The next protocol message or close frame, skipping pings.

@@ -1,0 +1,149 @@
+//! A head too large to cross the tunnel costs only its own request: the
+//! caller hears why, the delivery is recorded with the reason, and every
+//! other request on the tunnel goes on as if nothing happened.
+
+mod common;
+
+use std::time::Duration;
+
+use common::caller::{self, raw};
+use common::local::{Answer, LocalHandler};
+use common::relay::TestRelay;
+use common::tunnel::TestTunnel;
+use portpreview::events::TunnelEvent;
+use portpreview::store::Summary;
+use portpreview_shared::message::MAX_HEADER_BYTES;
+
+/// Answers `/big` with one 150 KiB Set-Cookie, `/slow` after a pause, and
+/// anything else at once; every answer's body is "ok".
+async fn cookie_monster() -> LocalHandler {
+    LocalHandler::start(|seen| {
+        let mut answer = Answer {
+            status: 200,
+            body: b"ok".to_vec(),
+            ..Answer::default()
+        };
+        match seen.uri.as_str() {
+            "/big" => answer.headers = vec![("set-cookie".into(), format!("session={}", "c".repeat(150 * 1024)))],
+            "/slow" => answer.delay = Duration::from_millis(500),
+            _ => {}
+        }
+        answer
+    })
+    .await
+}
+
+/// The next `count` deliveries, by path; fails if the tunnel lost its
+/// session to the relay meanwhile.
+async fn deliveries_on_one_session(tunnel: &mut TestTunnel, count: usize) -> Vec<Summary> {
+    let mut delivered = Vec::new();
+    while delivered.len() < count {
+        match tunnel.next_event().await {
+            TunnelEvent::Delivered { summary, .. } => delivered.push(summary),
+            TunnelEvent::Disconnected { reason, .. } => panic!("the tunnel lost its session: {reason}"),
+            TunnelEvent::Connected { .. } => panic!("the tunnel reconnected"),
+        }
+    }
+    delivered.sort_by(|a, b| a.path.cmp(&b.path));
+    delivered
+}
+
+#[tokio::test]
+async fn an_answer_with_oversized_headers_fails_alone_and_the_tunnel_stays_up() {
+    let relay = TestRelay::start().await;
+    let handler = cookie_monster().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+
+    // A request in flight beside the oversized answer must not be cut off.
+    let slow_url = tunnel.url("/slow");
+    let slow = tokio::spawn(async move { caller::post(&slow_url, "{}").await });
+    while handler.requests().is_empty() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+
+    let big = caller::post(&tunnel.url("/big"), "{}").await;
+    assert_eq!(big.status, 502);
+    assert!(
+        big.text().contains("the local answer's headers are over the limit"),
+        "{}",
+        big.text()
+    );
+    assert!(
+        big.header("set-cookie").is_none(),
+        "nothing of the oversized head leaks"
+    );
+
+    let after = caller::post(&tunnel.url("/after"), "{}").await;
+    assert_eq!(
+        (after.status, after.text().as_str()),
+        (200, "ok"),
+        "the same session still serves"
+    );
+    let slow = slow.await.expect("slow caller");
+    assert_eq!(
+        (slow.status, slow.text().as_str()),
+        (200, "ok"),
+        "the request in flight was answered"
+    );
+
+    let delivered = deliveries_on_one_session(&mut tunnel, 3).await;
+    let paths: Vec<&str> = delivered.iter().map(|s| s.path.as_str()).collect();
+    assert_eq!(paths, ["/after", "/big", "/slow"]);
+    let big = &delivered[1];
+    assert_eq!(big.status, Some(502));
+    let error = big.error.as_deref().expect("the failure is recorded");
+    assert!(error.contains("headers are over the limit"), "{error}");
+    assert!(
+        error.contains(&MAX_HEADER_BYTES.to_string()),
+        "the limit is named: {error}"
+    );
+    assert_eq!((delivered[0].status, delivered[0].error.as_deref()), (Some(200), None));
+
+    let store = portpreview::store::Store::open(&tunnel.db).expect("open the history");
+    let stored = store
+        .get(big.id)
+        .expect("read")
+        .expect("the delivery is in the history");
+    let outcome = stored.outcome.expect("the failure is stored as its outcome");
+    assert_eq!(outcome.status, Some(502));
+    assert_eq!(outcome.error.as_deref(), Some(error));
+}
+
+#[tokio::test]
+async fn a_request_head_too_large_to_frame_gets_431_and_the_tunnel_stays_up() {
+    // Heads up to the frame limit pass the relay's parser; the Host is
+    // repeated in X-Forwarded-Host, so this one no longer fits once framed.
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        max_header_bytes: MAX_HEADER_BYTES,
+        ..Default::default()
+    })
+    .await;
+    let handler = cookie_monster().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+
+    let request = format!(
+        "GET /t/{}/huge HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        tunnel.name(),
+        "h".repeat(80 * 1024)
+    );
+    let answer = raw(relay.addr, request.as_bytes()).await;
+    assert!(
+        answer.starts_with("HTTP/1.1 431"),
+        "{}",
+        &answer[..answer.len().min(200)]
+    );
+    assert!(answer.contains("too large to cross the tunnel"), "the relay says why");
+
+    let after = caller::post(&tunnel.url("/after"), "{}").await;
+    assert_eq!(
+        (after.status, after.text().as_str()),
+        (200, "ok"),
+        "the same session still serves"
+    );
+    let delivered = deliveries_on_one_session(&mut tunnel, 1).await;
+    assert_eq!(
+        delivered[0].path, "/after",
+        "the refused request never reached the client"
+    );
+    assert_eq!(handler.requests().len(), 1);
+}
