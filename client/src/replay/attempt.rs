@@ -51,8 +51,9 @@ pub struct Outgoing {
     pub path: String,
     /// Headers in order, hop-by-hop ones already removed.
     pub headers: Vec<Header>,
-    /// Body bytes; Content-Length is computed from them.
-    pub body: Vec<u8>,
+    /// Body bytes; Content-Length is computed from them. A shared handle,
+    /// so sending the same body N times never copies it.
+    pub body: Bytes,
 }
 
 /// What one attempt got back.
@@ -225,7 +226,7 @@ fn build_request(out: &Outgoing, authority: &str) -> Result<http::Request<Full<B
         builder = builder.header(http::header::CONTENT_LENGTH, out.body.len());
     }
     builder
-        .body(Full::new(Bytes::from(out.body.clone())))
+        .body(Full::new(out.body.clone()))
         .map_err(|err| format!("cannot build the request: {err}"))
 }
 
@@ -255,7 +256,7 @@ mod tests {
             method: "POST".into(),
             path: "/hook?x=1".into(),
             headers: vec![Header::new("x-a", "1")],
-            body: b"hello".to_vec(),
+            body: Bytes::from_static(b"hello"),
         };
         let request = build_request(&out, "127.0.0.1:9").unwrap();
         assert_eq!(request.headers()["content-length"], "5");
@@ -269,7 +270,7 @@ mod tests {
             method: "POST".into(),
             path: "/".into(),
             headers: vec![Header::new("x-a", b"bad\r\nvalue".to_vec())],
-            body: Vec::new(),
+            body: Bytes::new(),
         };
         assert!(build_request(&out, "h:1").is_err());
     }

@@ -141,7 +141,7 @@ async fn read_once(kind: &mut Kind) -> Result<String, ProbeError> {
                 method: "GET".into(),
                 path: path.clone(),
                 headers: Vec::new(),
-                body: Vec::new(),
+                body: bytes::Bytes::new(),
             };
             let answer = conn.send(&request).await;
             match (answer.status, answer.error) {
