@@ -346,6 +346,8 @@ fn what_cannot_run_exits_2_with_one_line() {
     let cases: Vec<(Vec<String>, &str)> = vec![
         (vec!["--target".into(), down], "nothing answers at"),
         (vec!["--times".into(), "0".into()], "--times"),
+        (vec!["--times".into(), "4294967295".into(), "--fresh".into()], "--times"),
+        (vec!["--concurrency".into(), "100000".into()], "--concurrency"),
     ];
     for (args, expected) in cases {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();

@@ -10,17 +10,19 @@ use anyhow::Context;
 use portpreview_shared::provider::Provider;
 
 use crate::config::{Config, Secret};
-use crate::replay::{self, options::parse_header_arg, Phase, ProbeSpec, Progress, ReplayOptions, Report};
+use crate::replay::{
+    self, options::parse_header_arg, Phase, ProbeSpec, Progress, ReplayOptions, Report, MAX_CONCURRENCY, MAX_TIMES,
+};
 use crate::store::{NewDelivery, Outcome, ReplayRun, Store};
 
 /// The flags `replay` and `check` share: how to replay and how to judge.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
-    /// Attempts to send (at least 1).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    /// Attempts to send (1 to 100000).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_TIMES)))]
     pub times: Option<u32>,
-    /// Attempts kept in flight at once.
-    #[arg(long, value_name = "C", value_parser = clap::value_parser!(u32).range(1..))]
+    /// Attempts kept in flight at once (1 to 512).
+    #[arg(long, value_name = "C", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_CONCURRENCY)))]
     pub concurrency: Option<u32>,
     /// Send to this URL instead of the recorded target (`http://host:port` keeps the recorded path).
     #[arg(long, value_name = "URL")]

@@ -9,7 +9,7 @@ use super::attempt::{Connection, Endpoint};
 use super::plan::{Plan, Variant};
 use super::probe::{read_final, read_settled, Probe};
 use super::report::{Attempt, Report, Role, StateTrace};
-use super::{verdict, Phase, Progress, ReplayError, ReplayOptions};
+use super::{verdict, Phase, Progress, ReplayError, ReplayOptions, MAX_CONCURRENCY, MAX_TIMES};
 use crate::store::NewDelivery;
 
 /// Kept-alive connections, one per attempt in flight.
@@ -58,11 +58,12 @@ pub async fn run(
     opts: &ReplayOptions,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Report, ReplayError> {
-    if opts.times == 0 {
-        return Err(ReplayError::ZeroTimes);
+    // `check` suites and the TUI reach here without clap's range checks.
+    if !(1..=MAX_TIMES).contains(&opts.times) {
+        return Err(ReplayError::Times(opts.times));
     }
-    if opts.concurrency == 0 {
-        return Err(ReplayError::ZeroConcurrency);
+    if !(1..=MAX_CONCURRENCY).contains(&opts.concurrency) {
+        return Err(ReplayError::Concurrency(opts.concurrency));
     }
     let plan = Plan::new(request, opts)?;
     let pool = Pool::open(&plan.endpoint).await?;
@@ -81,7 +82,7 @@ pub async fn run(
             ..StateTrace::default()
         },
         attempts: Vec::new(),
-        total: opts.times + u32::from(opts.fresh),
+        total: opts.times.saturating_add(u32::from(opts.fresh)),
     };
     if let Some(probe) = run.probe.as_mut() {
         (run.progress)(Progress {
