@@ -186,6 +186,22 @@ fn a_handler_that_dedups_in_one_transaction_is_idempotent_and_the_run_is_recorde
 }
 
 #[test]
+fn a_change_far_into_a_long_state_is_still_seen() {
+    // The balance comes after 100 KiB of other state: a probe that compared
+    // only the start would call a handler that pays every duplicate idempotent.
+    let handler = Handler::with_padded_state(Behaviour::CreditsEveryDelivery, 100 * 1024);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let ran = history.replay_probed(&handler, &["--times", "3", "--json"]);
+    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    let json = ran.json();
+    assert_eq!(json["verdict"], "not_idempotent");
+    assert_eq!(ran.check("duplicates_change_nothing")["passed"], false);
+    let after = json["state"]["after"].as_str().unwrap();
+    assert!(after.ends_with("balance: 3\n"), "{}", &after[after.len() - 20..]);
+    assert_eq!(handler.balance(), 3);
+}
+
+#[test]
 fn answering_409_to_a_duplicate_fails_even_though_the_state_is_right() {
     let handler = Handler::start(Behaviour::ConflictOnDuplicate);
     let history = History::with(&stripe_delivery(&handler.url()));

@@ -63,7 +63,8 @@ pub struct Answer {
     pub status: Option<u16>,
     /// Response headers in order.
     pub headers: Vec<Header>,
-    /// The first [`KEPT_BODY_BYTES`] of the response body.
+    /// The start of the response body, as much as the connection keeps
+    /// ([`KEPT_BODY_BYTES`] unless it was told otherwise).
     pub body: Vec<u8>,
     /// Size of the whole response body.
     pub body_size: u64,
@@ -86,6 +87,7 @@ pub struct Connection {
     endpoint: Endpoint,
     sender: Option<SendRequest<Full<Bytes>>>,
     driver: Option<JoinHandle<()>>,
+    kept_body: usize,
 }
 
 impl Connection {
@@ -95,7 +97,14 @@ impl Connection {
             endpoint,
             sender: None,
             driver: None,
+            kept_body: KEPT_BODY_BYTES,
         }
+    }
+
+    /// Keeps up to `bytes` of each answer's body instead of [`KEPT_BODY_BYTES`].
+    pub fn keeping(mut self, bytes: usize) -> Self {
+        self.kept_body = bytes;
+        self
     }
 
     /// Opens a connection now; fails when nothing listens at the target.
@@ -195,7 +204,7 @@ impl Connection {
             let frame = frame.map_err(|err| format!("{authority} broke off its answer: {err}"))?;
             if let Ok(data) = frame.into_data() {
                 answer.body_size += data.len() as u64;
-                let room = KEPT_BODY_BYTES.saturating_sub(answer.body.len());
+                let room = self.kept_body.saturating_sub(answer.body.len());
                 answer.body.extend_from_slice(&data[..data.len().min(room)]);
             }
         }

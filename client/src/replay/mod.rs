@@ -5,6 +5,8 @@
 
 pub mod answers;
 pub mod attempt;
+mod check_cmd;
+mod check_url;
 pub mod delta;
 mod engine;
 pub mod junit;
