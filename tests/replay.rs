@@ -202,6 +202,33 @@ fn a_change_far_into_a_long_state_is_still_seen() {
 }
 
 #[test]
+fn a_state_too_large_to_compare_whole_leaves_the_run_inconclusive() {
+    let handler = Handler::with_padded_state(Behaviour::DedupsInOneTransaction, 16 * 1024 * 1024);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let ran = history.replay_probed(&handler, &["--times", "2", "--json"]);
+    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    let json = ran.json();
+    assert_eq!(json["verdict"], "inconclusive");
+    assert_eq!(json["idempotent"], false);
+    let readable = ran.check("state_readable");
+    assert_eq!(readable["passed"], false);
+    let detail = readable["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with(&format!(
+            "--check-url {} gave more than 16 MiB of state",
+            handler.state_url()
+        )),
+        "{detail}"
+    );
+    assert!(
+        json["summary"].as_str().unwrap().starts_with("? inconclusive: "),
+        "{json:#}"
+    );
+    assert_eq!(ran.check("answers_2xx")["passed"], true);
+    assert_eq!(handler.balance(), 1, "the attempts still went out");
+}
+
+#[test]
 fn answering_409_to_a_duplicate_fails_even_though_the_state_is_right() {
     let handler = Handler::start(Behaviour::ConflictOnDuplicate);
     let history = History::with(&stripe_delivery(&handler.url()));
