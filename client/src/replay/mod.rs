@@ -1,7 +1,8 @@
 //! The replay engine: send a recorded delivery N times, read the handler's
 //! state around each attempt, and judge whether the handler is idempotent.
 //!
-//! `run` is the whole public face; `replay`, `check` and the TUI call it.
+//! `run` is the whole public face; `replay`, `check` and the TUI call it,
+//! and `replay` and the TUI keep the result with `record`.
 
 pub mod answers;
 pub mod attempt;
@@ -9,6 +10,7 @@ mod check_cmd;
 mod check_url;
 pub mod delta;
 mod engine;
+mod history;
 pub mod junit;
 pub mod options;
 pub mod plan;
@@ -19,6 +21,7 @@ pub mod verdict;
 
 use portpreview_shared::provider::{FreshError, Provider, SignError};
 
+pub use history::record;
 pub use options::{ReplayOptions, DEFAULT_SETTLE, MAX_CONCURRENCY, MAX_TIMES};
 pub use plan::provider_of;
 pub use probe::{ProbeError, ProbeSpec};
