@@ -186,6 +186,49 @@ fn a_handler_that_dedups_in_one_transaction_is_idempotent_and_the_run_is_recorde
 }
 
 #[test]
+fn a_change_far_into_a_long_state_is_still_seen() {
+    // The balance comes after 100 KiB of other state: a probe that compared
+    // only the start would call a handler that pays every duplicate idempotent.
+    let handler = Handler::with_padded_state(Behaviour::CreditsEveryDelivery, 100 * 1024);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let ran = history.replay_probed(&handler, &["--times", "3", "--json"]);
+    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    let json = ran.json();
+    assert_eq!(json["verdict"], "not_idempotent");
+    assert_eq!(ran.check("duplicates_change_nothing")["passed"], false);
+    let after = json["state"]["after"].as_str().unwrap();
+    assert!(after.ends_with("balance: 3\n"), "{}", &after[after.len() - 20..]);
+    assert_eq!(handler.balance(), 3);
+}
+
+#[test]
+fn a_state_too_large_to_compare_whole_leaves_the_run_inconclusive() {
+    let handler = Handler::with_padded_state(Behaviour::DedupsInOneTransaction, 16 * 1024 * 1024);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let ran = history.replay_probed(&handler, &["--times", "2", "--json"]);
+    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    let json = ran.json();
+    assert_eq!(json["verdict"], "inconclusive");
+    assert_eq!(json["idempotent"], false);
+    let readable = ran.check("state_readable");
+    assert_eq!(readable["passed"], false);
+    let detail = readable["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with(&format!(
+            "--check-url {} gave more than 16 MiB of state",
+            handler.state_url()
+        )),
+        "{detail}"
+    );
+    assert!(
+        json["summary"].as_str().unwrap().starts_with("? inconclusive: "),
+        "{json:#}"
+    );
+    assert_eq!(ran.check("answers_2xx")["passed"], true);
+    assert_eq!(handler.balance(), 1, "the attempts still went out");
+}
+
+#[test]
 fn answering_409_to_a_duplicate_fails_even_though_the_state_is_right() {
     let handler = Handler::start(Behaviour::ConflictOnDuplicate);
     let history = History::with(&stripe_delivery(&handler.url()));
@@ -346,6 +389,8 @@ fn what_cannot_run_exits_2_with_one_line() {
     let cases: Vec<(Vec<String>, &str)> = vec![
         (vec!["--target".into(), down], "nothing answers at"),
         (vec!["--times".into(), "0".into()], "--times"),
+        (vec!["--times".into(), "4294967295".into(), "--fresh".into()], "--times"),
+        (vec!["--concurrency".into(), "100000".into()], "--concurrency"),
     ];
     for (args, expected) in cases {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();

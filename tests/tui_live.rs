@@ -319,6 +319,20 @@ fn replay_export_and_copy_from_the_tui() {
     tmux.send(&["q"]);
     let screen = tmux.wait_for("the shell again", |s| s.contains("portpreview exited"));
     assert!(screen.contains("portpreview exited 0"), "{screen}");
+
+    // Every attempt is in the history as a replay of #1, as `replay` leaves them.
+    let listed = Command::new(portpreview_bin())
+        .arg("--db")
+        .arg(&db)
+        .args(["history", "--replays", "--json"])
+        .env("PORTPREVIEW_CONFIG", scratch.0.join("none.toml"))
+        .output()
+        .unwrap();
+    assert!(listed.status.success(), "{}", String::from_utf8_lossy(&listed.stderr));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&listed.stdout).unwrap();
+    let replays: Vec<_> = rows.iter().filter(|row| row["replay_of"] == 1).collect();
+    assert_eq!(replays.len(), 4, "{rows:#?}");
+    assert!(replays.iter().all(|row| row["status"] == 200), "{replays:#?}");
 }
 
 /// The public URL the live header shows: `● online  <url> → <target>`.

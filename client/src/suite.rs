@@ -15,6 +15,8 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::Deserialize;
 
+use crate::replay::{MAX_CONCURRENCY, MAX_TIMES};
+
 /// A suite file: a list of fixtures and how to check each.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -90,8 +92,11 @@ impl Suite {
             if fixture.check_url.is_some() && fixture.check_cmd.is_some() {
                 anyhow::bail!("{}: set check_url or check_cmd, not both", which());
             }
-            if fixture.times == Some(0) || fixture.concurrency == Some(0) {
-                anyhow::bail!("{}: times and concurrency must be at least 1", which());
+            if fixture.times.is_some_and(|n| !(1..=MAX_TIMES).contains(&n)) {
+                anyhow::bail!("{}: times must be from 1 to {MAX_TIMES}", which());
+            }
+            if fixture.concurrency.is_some_and(|n| !(1..=MAX_CONCURRENCY).contains(&n)) {
+                anyhow::bail!("{}: concurrency must be from 1 to {MAX_CONCURRENCY}", which());
             }
             fixture.settle().with_context(which)?;
         }
@@ -121,6 +126,8 @@ mod tests {
         assert!(Suite::parse("[[fixture]]\npath = \"a\"\ncheck_url = \"x\"\ncheck_cmd = \"y\"\n").is_err());
         assert!(Suite::parse("[[fixture]]\npath = \"a\"\nsettle = \"soon\"\n").is_err());
         assert!(Suite::parse("[[fixture]]\npath = \"a\"\ntimes = 0\n").is_err());
+        assert!(Suite::parse("[[fixture]]\npath = \"a\"\ntimes = 4294967295\n").is_err());
+        assert!(Suite::parse("[[fixture]]\npath = \"a\"\nconcurrency = 100000\n").is_err());
     }
 
     #[test]

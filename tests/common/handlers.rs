@@ -66,11 +66,20 @@ struct Shared {
     behaviour: Behaviour,
     db: Mutex<Connection>,
     state_file: PathBuf,
+    /// Filler before the balance in the state text.
+    state_padding: usize,
 }
 
 impl Handler {
     /// Starts a handler with a fresh database (balance 0).
     pub fn start(behaviour: Behaviour) -> Self {
+        Self::with_padded_state(behaviour, 0)
+    }
+
+    /// Starts a handler whose state text opens with `padding` bytes of
+    /// filler, as a dump of a large table would: only a probe that reads
+    /// that far sees the balance.
+    pub fn with_padded_state(behaviour: Behaviour, padding: usize) -> Self {
         let dir = tempfile::tempdir().expect("handler temp dir");
         let db_path = dir.path().join("handler.db");
         let conn = Connection::open(&db_path).expect("open handler database");
@@ -86,6 +95,7 @@ impl Handler {
             behaviour,
             db: Mutex::new(conn),
             state_file: dir.path().join("state.txt"),
+            state_padding: padding,
         });
         shared.write_state_file();
         let shutdown = CancellationToken::new();
@@ -165,7 +175,7 @@ impl Shared {
         let balance: i64 = db
             .query_row("SELECT balance FROM account", [], |row| row.get(0))
             .expect("balance");
-        format!("balance: {balance}\n")
+        format!("{}balance: {balance}\n", ".".repeat(self.state_padding))
     }
 
     fn write_state_file(&self) {

@@ -10,17 +10,19 @@ use anyhow::Context;
 use portpreview_shared::provider::Provider;
 
 use crate::config::{Config, Secret};
-use crate::replay::{self, options::parse_header_arg, Phase, ProbeSpec, Progress, ReplayOptions, Report};
-use crate::store::{NewDelivery, Outcome, ReplayRun, Store};
+use crate::replay::{
+    self, options::parse_header_arg, Phase, ProbeSpec, Progress, ReplayOptions, Report, MAX_CONCURRENCY, MAX_TIMES,
+};
+use crate::store::{NewDelivery, Store};
 
 /// The flags `replay` and `check` share: how to replay and how to judge.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
-    /// Attempts to send (at least 1).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    /// Attempts to send (1 to 100000).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_TIMES)))]
     pub times: Option<u32>,
-    /// Attempts kept in flight at once.
-    #[arg(long, value_name = "C", value_parser = clap::value_parser!(u32).range(1..))]
+    /// Attempts kept in flight at once (1 to 512).
+    #[arg(long, value_name = "C", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_CONCURRENCY)))]
     pub concurrency: Option<u32>,
     /// Send to this URL instead of the recorded target (`http://host:port` keeps the recorded path).
     #[arg(long, value_name = "URL")]
@@ -135,7 +137,7 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         Origin::Fixture(path) => path.display().to_string(),
     };
     if let Origin::History { id, store } = &origin {
-        if let Err(err) = record(store, *id, started_at_ms, &opts, &report) {
+        if let Err(err) = replay::record(store, *id, started_at_ms, &report) {
             tracing::warn!(%err, "the replay was not recorded in the history");
         }
     }
@@ -206,34 +208,6 @@ pub fn resolve_secret(
         return Ok(Some(Secret::new(value)));
     }
     Ok(Config::load()?.secrets.get(provider.name()).cloned())
-}
-
-fn record(store: &Store, id: i64, started_at_ms: i64, opts: &ReplayOptions, report: &Report) -> anyhow::Result<()> {
-    for attempt in &report.attempts {
-        let mut request = attempt.request.clone();
-        request.replay_of = Some(id);
-        let answer = &attempt.answer;
-        let outcome = Outcome {
-            status: answer.status,
-            response_headers: answer.headers.clone(),
-            response_body: answer.body.clone(),
-            response_body_size: answer.body_size,
-            duration_ms: attempt.duration_ms(),
-            error: answer.error.clone(),
-        };
-        store.insert_delivery(&request, &outcome)?;
-    }
-    store.insert_replay_run(&ReplayRun {
-        id: 0,
-        delivery_id: id,
-        started_at_ms,
-        times: opts.times,
-        concurrency: report.concurrency,
-        idempotent: report.idempotent,
-        summary: report.summary_line(),
-        report_json: report.to_json().to_string(),
-    })?;
-    Ok(())
 }
 
 /// Prints a report as text or pretty JSON (after `extend` adds fields).

@@ -51,8 +51,9 @@ pub struct Outgoing {
     pub path: String,
     /// Headers in order, hop-by-hop ones already removed.
     pub headers: Vec<Header>,
-    /// Body bytes; Content-Length is computed from them.
-    pub body: Vec<u8>,
+    /// Body bytes; Content-Length is computed from them. A shared handle,
+    /// so sending the same body N times never copies it.
+    pub body: Bytes,
 }
 
 /// What one attempt got back.
@@ -62,7 +63,8 @@ pub struct Answer {
     pub status: Option<u16>,
     /// Response headers in order.
     pub headers: Vec<Header>,
-    /// The first [`KEPT_BODY_BYTES`] of the response body.
+    /// The start of the response body, as much as the connection keeps
+    /// ([`KEPT_BODY_BYTES`] unless it was told otherwise).
     pub body: Vec<u8>,
     /// Size of the whole response body.
     pub body_size: u64,
@@ -85,6 +87,7 @@ pub struct Connection {
     endpoint: Endpoint,
     sender: Option<SendRequest<Full<Bytes>>>,
     driver: Option<JoinHandle<()>>,
+    kept_body: usize,
 }
 
 impl Connection {
@@ -94,7 +97,14 @@ impl Connection {
             endpoint,
             sender: None,
             driver: None,
+            kept_body: KEPT_BODY_BYTES,
         }
+    }
+
+    /// Keeps up to `bytes` of each answer's body instead of [`KEPT_BODY_BYTES`].
+    pub fn keeping(mut self, bytes: usize) -> Self {
+        self.kept_body = bytes;
+        self
     }
 
     /// Opens a connection now; fails when nothing listens at the target.
@@ -194,7 +204,7 @@ impl Connection {
             let frame = frame.map_err(|err| format!("{authority} broke off its answer: {err}"))?;
             if let Ok(data) = frame.into_data() {
                 answer.body_size += data.len() as u64;
-                let room = KEPT_BODY_BYTES.saturating_sub(answer.body.len());
+                let room = self.kept_body.saturating_sub(answer.body.len());
                 answer.body.extend_from_slice(&data[..data.len().min(room)]);
             }
         }
@@ -225,7 +235,7 @@ fn build_request(out: &Outgoing, authority: &str) -> Result<http::Request<Full<B
         builder = builder.header(http::header::CONTENT_LENGTH, out.body.len());
     }
     builder
-        .body(Full::new(Bytes::from(out.body.clone())))
+        .body(Full::new(out.body.clone()))
         .map_err(|err| format!("cannot build the request: {err}"))
 }
 
@@ -255,7 +265,7 @@ mod tests {
             method: "POST".into(),
             path: "/hook?x=1".into(),
             headers: vec![Header::new("x-a", "1")],
-            body: b"hello".to_vec(),
+            body: Bytes::from_static(b"hello"),
         };
         let request = build_request(&out, "127.0.0.1:9").unwrap();
         assert_eq!(request.headers()["content-length"], "5");
@@ -269,7 +279,7 @@ mod tests {
             method: "POST".into(),
             path: "/".into(),
             headers: vec![Header::new("x-a", b"bad\r\nvalue".to_vec())],
-            body: Vec::new(),
+            body: Bytes::new(),
         };
         assert!(build_request(&out, "h:1").is_err());
     }

@@ -7,9 +7,9 @@ use futures_util::future::join_all;
 
 use super::attempt::{Connection, Endpoint};
 use super::plan::{Plan, Variant};
-use super::probe::{read_final, read_settled, Probe};
+use super::probe::{read_final, read_settled, Probe, ProbeError, Settled};
 use super::report::{Attempt, Report, Role, StateTrace};
-use super::{verdict, Phase, Progress, ReplayError, ReplayOptions};
+use super::{verdict, Phase, Progress, ReplayError, ReplayOptions, MAX_CONCURRENCY, MAX_TIMES};
 use crate::store::NewDelivery;
 
 /// Kept-alive connections, one per attempt in flight.
@@ -47,6 +47,8 @@ struct Run<'a> {
     progress: &'a (dyn Fn(Progress) + Sync),
     pool: Pool,
     probe: Option<Probe>,
+    /// Why the state stopped being read: it grew too large to compare whole.
+    unreadable: Option<ProbeError>,
     trace: StateTrace,
     attempts: Vec<Attempt>,
     total: u32,
@@ -58,11 +60,12 @@ pub async fn run(
     opts: &ReplayOptions,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Report, ReplayError> {
-    if opts.times == 0 {
-        return Err(ReplayError::ZeroTimes);
+    // `check` suites and the TUI reach here without clap's range checks.
+    if !(1..=MAX_TIMES).contains(&opts.times) {
+        return Err(ReplayError::Times(opts.times));
     }
-    if opts.concurrency == 0 {
-        return Err(ReplayError::ZeroConcurrency);
+    if !(1..=MAX_CONCURRENCY).contains(&opts.concurrency) {
+        return Err(ReplayError::Concurrency(opts.concurrency));
     }
     let plan = Plan::new(request, opts)?;
     let pool = Pool::open(&plan.endpoint).await?;
@@ -76,22 +79,24 @@ pub async fn run(
         progress,
         pool,
         probe,
+        unreadable: None,
         trace: StateTrace {
             steady: true,
             ..StateTrace::default()
         },
         attempts: Vec::new(),
-        total: opts.times + u32::from(opts.fresh),
+        total: opts.times.saturating_add(u32::from(opts.fresh)),
     };
-    if let Some(probe) = run.probe.as_mut() {
+    if run.probe.is_some() {
         (run.progress)(Progress {
             done: 0,
             total: run.total,
             phase: Phase::Settling,
         });
-        let settled = read_settled(probe, opts.settle).await?;
-        run.trace.before = settled.state;
-        run.trace.steady &= settled.steady;
+        if let Some(settled) = run.read_state().await? {
+            run.trace.before = settled.state;
+            run.trace.steady &= settled.steady;
+        }
     }
     if opts.fresh {
         let baseline = plan.fresh(opts.fresh_field.as_deref())?;
@@ -114,7 +119,10 @@ pub async fn run(
             phase: Phase::FinalWait,
         });
         let last = run.trace.after().to_string();
-        run.trace.moved_to = read_final(probe, opts.settle, &last).await?;
+        let read = read_final(probe, opts.settle, &last).await;
+        if let Some(moved_to) = run.unless_too_large(read)? {
+            run.trace.moved_to = moved_to;
+        }
     }
     Ok(run.into_report(request))
 }
@@ -129,16 +137,18 @@ impl Run<'_> {
             self.send_batch(variant, role, batch).await?;
             left -= batch;
         }
-        let Some(probe) = self.probe.as_mut() else {
+        if self.probe.is_none() {
             return Ok(());
-        };
+        }
         (self.progress)(Progress {
             done: self.attempts.len() as u32,
             total: self.total,
             phase: Phase::Settling,
         });
         let previous = self.trace.after().to_string();
-        let settled = read_settled(probe, self.opts.settle).await?;
+        let Some(settled) = self.read_state().await? else {
+            return Ok(());
+        };
         self.trace.steady &= settled.steady;
         let changed = settled.state != previous;
         self.trace.steps.push(settled.state);
@@ -148,6 +158,31 @@ impl Run<'_> {
             attempt.state_changed = Some(changed);
         }
         Ok(())
+    }
+
+    /// Reads the state until it holds still; `None` without a probe or once
+    /// the state is too large to compare.
+    async fn read_state(&mut self) -> Result<Option<Settled>, ReplayError> {
+        let Some(probe) = self.probe.as_mut() else {
+            return Ok(None);
+        };
+        let read = read_settled(probe, self.opts.settle).await;
+        self.unless_too_large(read)
+    }
+
+    /// A state too large to compare ends the reading, not the run: the
+    /// attempts still go out and their answers are still judged, but the
+    /// verdict can no longer say "idempotent".
+    fn unless_too_large<T>(&mut self, read: Result<T, ProbeError>) -> Result<Option<T>, ReplayError> {
+        match read {
+            Ok(value) => Ok(Some(value)),
+            Err(err @ ProbeError::TooLarge { .. }) => {
+                self.probe = None;
+                self.unreadable = Some(err);
+                Ok(None)
+            }
+            Err(err) => Err(err.into()),
+        }
     }
 
     /// Sends `count` attempts at once, each on its own connection, each signed just before it goes.
@@ -191,8 +226,9 @@ impl Run<'_> {
         let mut checks = vec![verdict::answers_2xx(&self.attempts)];
         let mut warnings = self.plan.warnings.clone();
         let state = self.probe.is_some().then_some(self.trace);
-        match &state {
-            Some(trace) => {
+        match (&self.unreadable, &state) {
+            (Some(reason), _) => checks.push(verdict::state_readable(reason)),
+            (None, Some(trace)) => {
                 let content = if opts.fresh {
                     verdict::burst_acts_once(trace, opts.times as usize)
                 } else {
@@ -207,7 +243,7 @@ impl Run<'_> {
                     );
                 }
             }
-            None => warnings.push(
+            (None, None) => warnings.push(
                 "side effects were not checked: pass --check-url or --check-cmd to read the handler's state".into(),
             ),
         }

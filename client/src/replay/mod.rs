@@ -1,12 +1,16 @@
 //! The replay engine: send a recorded delivery N times, read the handler's
 //! state around each attempt, and judge whether the handler is idempotent.
 //!
-//! `run` is the whole public face; `replay`, `check` and the TUI call it.
+//! `run` is the whole public face; `replay`, `check` and the TUI call it,
+//! and `replay` and the TUI keep the result with `record`.
 
 pub mod answers;
 pub mod attempt;
+mod check_cmd;
+mod check_url;
 pub mod delta;
 mod engine;
+mod history;
 pub mod junit;
 pub mod options;
 pub mod plan;
@@ -17,7 +21,8 @@ pub mod verdict;
 
 use portpreview_shared::provider::{FreshError, Provider, SignError};
 
-pub use options::{ReplayOptions, DEFAULT_SETTLE};
+pub use history::record;
+pub use options::{ReplayOptions, DEFAULT_SETTLE, MAX_CONCURRENCY, MAX_TIMES};
 pub use plan::provider_of;
 pub use probe::{ProbeError, ProbeSpec};
 pub use report::{Attempt, Check, Report, Role, StateTrace};
@@ -49,12 +54,12 @@ pub enum Phase {
 /// Why a replay could not run (exit code 2); each is one line for stderr.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
-    /// `--times 0`.
-    #[error("--times must be at least 1")]
-    ZeroTimes,
-    /// `--concurrency 0`.
-    #[error("--concurrency must be at least 1")]
-    ZeroConcurrency,
+    /// `--times` outside 1 to [`MAX_TIMES`].
+    #[error("--times must be from 1 to {MAX_TIMES}, not {0}")]
+    Times(u32),
+    /// `--concurrency` outside 1 to [`MAX_CONCURRENCY`].
+    #[error("--concurrency must be from 1 to {MAX_CONCURRENCY}, not {0}")]
+    Concurrency(u32),
     /// The recorded body was cut at the store's limit.
     #[error("the delivery's body was cut short when it was recorded ({kept} of {size} bytes kept): it cannot be replayed as sent")]
     Truncated {
@@ -125,6 +130,24 @@ mod tests {
         let progress = |_: Progress| {};
         let future = run(NewDelivery::default(), &opts, &progress);
         is_send(&future);
+    }
+
+    #[tokio::test]
+    async fn absurd_counts_are_refused_before_anything_is_sent() {
+        let progress = |_: Progress| {};
+        let opts = ReplayOptions {
+            times: u32::MAX,
+            fresh: true,
+            ..ReplayOptions::default()
+        };
+        let err = run(NewDelivery::default(), &opts, &progress).await.unwrap_err();
+        assert!(matches!(err, ReplayError::Times(u32::MAX)), "{err}");
+        let opts = ReplayOptions {
+            concurrency: MAX_CONCURRENCY + 1,
+            ..ReplayOptions::default()
+        };
+        let err = run(NewDelivery::default(), &opts, &progress).await.unwrap_err();
+        assert_eq!(err.to_string(), "--concurrency must be from 1 to 512, not 513");
     }
 
     #[test]

@@ -8,12 +8,20 @@ use crate::config::Secret;
 /// Default `--settle`: how long the state must hold still to count as read.
 pub const DEFAULT_SETTLE: Duration = Duration::from_millis(300);
 
+/// Most attempts one run sends: far more than any provider retries, few
+/// enough that a slip of the keyboard cannot keep a handler busy for days.
+pub const MAX_TIMES: u32 = 100_000;
+
+/// Most attempts in flight at once. Each holds a connection, and so a file
+/// descriptor, and a process is commonly allowed 1024 of them.
+pub const MAX_CONCURRENCY: u32 = 512;
+
 /// Settings of one replay run; `Default` is one attempt, one at a time, 300 ms settle.
 #[derive(Debug, Clone)]
 pub struct ReplayOptions {
-    /// Attempts to send (at least 1).
+    /// Attempts to send (1 to [`MAX_TIMES`]).
     pub times: u32,
-    /// Attempts kept in flight at once (at least 1).
+    /// Attempts kept in flight at once (1 to [`MAX_CONCURRENCY`]).
     pub concurrency: u32,
     /// `--target`: `scheme://host:port` keeps the recorded path, one with a path replaces it.
     pub target: Option<String>,
@@ -58,13 +66,14 @@ impl Default for ReplayOptions {
 
 impl ReplayOptions {
     /// Attempts in flight at once for the `--fresh` burst: all of them unless
-    /// `--concurrency` asked for fewer.
+    /// `--concurrency` asked for fewer, and never more than [`MAX_CONCURRENCY`].
     pub fn burst_width(&self) -> u32 {
-        if self.concurrency > 1 {
-            self.concurrency.min(self.times)
+        let asked = if self.concurrency > 1 {
+            self.concurrency
         } else {
             self.times
-        }
+        };
+        asked.min(self.times).min(MAX_CONCURRENCY)
     }
 }
 
@@ -111,5 +120,10 @@ mod tests {
             ..ReplayOptions::default()
         };
         assert_eq!(opts.burst_width(), 4);
+        let opts = ReplayOptions {
+            times: MAX_TIMES,
+            ..ReplayOptions::default()
+        };
+        assert_eq!(opts.burst_width(), MAX_CONCURRENCY);
     }
 }

@@ -3,6 +3,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use bytes::Bytes;
 use portpreview_shared::provider::{self, Provider};
 use portpreview_shared::Header;
 
@@ -17,8 +18,8 @@ use crate::target::Target;
 pub struct Variant {
     /// Headers to send (before signing).
     pub headers: Vec<Header>,
-    /// Body to send.
-    pub body: Vec<u8>,
+    /// Body to send, shared by every attempt that sends it unchanged.
+    pub body: Bytes,
     /// Event key of this identity.
     pub event_key: String,
 }
@@ -67,7 +68,7 @@ impl Plan {
         }
         let (endpoint, path) = resolve_target(&request.target, opts.target.as_deref(), &request.path)?;
         let mut warnings = Vec::new();
-        let body = opts.body.clone().unwrap_or_else(|| request.request_body.clone());
+        let body = Bytes::from(opts.body.clone().unwrap_or_else(|| request.request_body.clone()));
         let mut headers = request.request_headers.clone();
         headers.retain(|h| !opts.drop_headers.iter().any(|d| d.eq_ignore_ascii_case(&h.name)));
         for (name, _) in &opts.add_headers {
@@ -124,25 +125,32 @@ impl Plan {
     /// A new identity for the event (`--fresh`).
     pub fn fresh(&self, field: Option<&str>) -> Result<Variant, ReplayError> {
         let mut variant = self.recorded.clone();
-        variant.event_key = provider::fresh_identity(self.provider, &mut variant.headers, &mut variant.body, field)?;
+        let mut body = variant.body.to_vec();
+        variant.event_key = provider::fresh_identity(self.provider, &mut variant.headers, &mut body, field)?;
+        variant.body = Bytes::from(body);
         Ok(variant)
     }
 
     /// The request for one attempt, signed with the current time when signing is on.
     pub fn outgoing(&self, variant: &Variant) -> Result<Outgoing, ReplayError> {
         let mut headers = variant.headers.clone();
-        let mut body = variant.body.clone();
-        if let Some((provider, secret)) = &self.signing {
-            let now = SystemTime::now();
-            provider::resign(
-                *provider,
-                secret.expose(),
-                &mut headers,
-                &mut body,
-                now,
-                Some(&self.signed_url),
-            )?;
-        }
+        let body = match &self.signing {
+            // Some providers (Linear, Mailgun) sign a timestamp inside the
+            // body, so a signed attempt needs a body of its own.
+            Some((provider, secret)) => {
+                let mut body = variant.body.to_vec();
+                provider::resign(
+                    *provider,
+                    secret.expose(),
+                    &mut headers,
+                    &mut body,
+                    SystemTime::now(),
+                    Some(&self.signed_url),
+                )?;
+                Bytes::from(body)
+            }
+            None => variant.body.clone(),
+        };
         Ok(Outgoing {
             method: self.method.clone(),
             path: self.path.clone(),
@@ -161,7 +169,7 @@ impl Plan {
             method: out.method.clone(),
             path: out.path.clone(),
             request_headers: out.headers.clone(),
-            request_body: out.body.clone(),
+            request_body: out.body.to_vec(),
             request_body_size: out.body.len() as u64,
             provider: self.provider.map(|p| p.name().to_string()),
             event_key: variant.event_key.clone(),
@@ -328,7 +336,16 @@ mod tests {
             .map(|h| (h.name.as_str(), h.value.as_slice()))
             .collect();
         assert_eq!(headers, [("x-keep", &b"1"[..]), ("x-set", b"new"), ("x-added", b"2")]);
-        assert_eq!(out.body, b"{\"id\":1}");
+        assert_eq!(out.body, &b"{\"id\":1}"[..]);
+    }
+
+    #[test]
+    fn unsigned_attempts_share_one_body_instead_of_copying_it() {
+        let plan = Plan::new(&recorded(), &ReplayOptions::default()).unwrap();
+        let first = plan.outgoing(&plan.recorded).unwrap();
+        let second = plan.outgoing(&plan.recorded).unwrap();
+        assert_eq!(first.body.as_ptr(), plan.recorded.body.as_ptr());
+        assert_eq!(second.body.as_ptr(), plan.recorded.body.as_ptr());
     }
 
     #[test]

@@ -6,10 +6,14 @@
 
 use std::time::{Duration, Instant};
 
-use super::attempt::{Connection, Endpoint, Outgoing};
+use super::check_url::UrlProbe;
 
 /// How long one probe read may take.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Most bytes of state one read takes. A state is compared whole or not at
+/// all: a change past a cut would pass for no change.
+pub const STATE_LIMIT: usize = 16 * 1024 * 1024;
 
 /// The settle wait stops after this many settle windows even if the state keeps moving.
 pub const SETTLE_CAP_FACTOR: u32 = 10;
@@ -54,6 +58,28 @@ pub enum ProbeError {
     /// The read took longer than [`PROBE_TIMEOUT`].
     #[error("the state probe gave no answer within {} s", PROBE_TIMEOUT.as_secs())]
     Timeout,
+    /// The state is longer than the probe reads; the run cannot be judged.
+    #[error(
+        "{probe} gave more than {} of state, too much to compare whole: have it print a summary instead (a row count, a checksum)",
+        size_text(*limit)
+    )]
+    TooLarge {
+        /// `--check-cmd` or `--check-url URL`.
+        probe: String,
+        /// The most bytes it may give.
+        limit: usize,
+    },
+}
+
+/// `16 MiB`, `64 KiB` or `100 bytes`.
+fn size_text(bytes: usize) -> String {
+    const KIB: usize = 1024;
+    const MIB: usize = 1024 * KIB;
+    match bytes {
+        b if b >= MIB && b % MIB == 0 => format!("{} MiB", b / MIB),
+        b if b >= KIB && b % KIB == 0 => format!("{} KiB", b / KIB),
+        b => format!("{b} bytes"),
+    }
 }
 
 /// Anything that can read the state; the engine uses [`Probe`], tests a script.
@@ -78,11 +104,7 @@ pub struct Probe {
 
 enum Kind {
     Cmd(String),
-    Url {
-        url: String,
-        path: String,
-        conn: Connection,
-    },
+    Url(UrlProbe),
 }
 
 impl Probe {
@@ -90,18 +112,7 @@ impl Probe {
     pub async fn open(spec: &ProbeSpec) -> Result<Self, ProbeError> {
         let kind = match spec {
             ProbeSpec::Cmd(cmd) => Kind::Cmd(cmd.clone()),
-            ProbeSpec::Url(url) => {
-                let (endpoint, path) = parse_url(url)?;
-                let conn = Connection::open(endpoint).await.map_err(|err| ProbeError::Http {
-                    url: url.clone(),
-                    detail: format!("nothing: {err}"),
-                })?;
-                Kind::Url {
-                    url: url.clone(),
-                    path,
-                    conn,
-                }
-            }
+            ProbeSpec::Url(url) => Kind::Url(UrlProbe::open(url, STATE_LIMIT).await?),
         };
         Ok(Self { kind })
     }
@@ -109,77 +120,17 @@ impl Probe {
 
 impl StateSource for Probe {
     async fn read(&mut self) -> Result<String, ProbeError> {
-        match tokio::time::timeout(PROBE_TIMEOUT, read_once(&mut self.kind)).await {
+        let once = async {
+            match &mut self.kind {
+                Kind::Cmd(cmd) => super::check_cmd::read(cmd, STATE_LIMIT).await,
+                Kind::Url(url) => url.read().await,
+            }
+        };
+        match tokio::time::timeout(PROBE_TIMEOUT, once).await {
             Ok(result) => result,
             Err(_) => Err(ProbeError::Timeout),
         }
     }
-}
-
-async fn read_once(kind: &mut Kind) -> Result<String, ProbeError> {
-    match kind {
-        Kind::Cmd(cmd) => {
-            let output = tokio::process::Command::new("sh")
-                .arg("-c")
-                .arg(cmd.as_str())
-                .stdin(std::process::Stdio::null())
-                .kill_on_drop(true)
-                .output()
-                .await
-                .map_err(ProbeError::Spawn)?;
-            if !output.status.success() {
-                let stderr = String::from_utf8_lossy(&output.stderr);
-                return Err(ProbeError::Failed {
-                    status: output.status.to_string(),
-                    stderr: stderr.lines().next().unwrap_or("").to_string(),
-                });
-            }
-            Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-        }
-        Kind::Url { url, path, conn } => {
-            let request = Outgoing {
-                method: "GET".into(),
-                path: path.clone(),
-                headers: Vec::new(),
-                body: Vec::new(),
-            };
-            let answer = conn.send(&request).await;
-            match (answer.status, answer.error) {
-                (Some(status), _) if (200..300).contains(&status) => {
-                    Ok(String::from_utf8_lossy(&answer.body).into_owned())
-                }
-                (Some(status), _) => Err(ProbeError::Http {
-                    url: url.clone(),
-                    detail: status.to_string(),
-                }),
-                (None, error) => Err(ProbeError::Http {
-                    url: url.clone(),
-                    detail: error.unwrap_or_else(|| "nothing".into()),
-                }),
-            }
-        }
-    }
-}
-
-/// Splits `http://host:port/path?query` into where to connect and what to ask.
-pub fn parse_url(url: &str) -> Result<(Endpoint, String), ProbeError> {
-    let bad = || ProbeError::BadUrl(url.to_string());
-    let uri: http::Uri = url.parse().map_err(|_| bad())?;
-    if uri.scheme_str() != Some("http") {
-        return Err(bad());
-    }
-    let host = uri
-        .host()
-        .ok_or_else(bad)?
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_string();
-    let port = uri.port_u16().unwrap_or(80);
-    let path = uri
-        .path_and_query()
-        .map(|pq| pq.as_str().to_string())
-        .unwrap_or_else(|| "/".into());
-    Ok((Endpoint { host, port }, path))
 }
 
 /// Reads until the state has not changed for `settle`, or until the cap of
@@ -284,14 +235,19 @@ mod tests {
         assert!(err.contains("oops"), "{err}");
     }
 
-    #[test]
-    fn urls_split_into_endpoint_and_path() {
-        let (endpoint, path) = parse_url("http://127.0.0.1:4000/state?x=1").unwrap();
+    #[tokio::test]
+    async fn a_state_is_read_whole_up_to_the_limit_and_refused_beyond_it() {
+        let mut probe = Probe::open(&ProbeSpec::Cmd("head -c 1048576 /dev/zero".into()))
+            .await
+            .unwrap();
+        assert_eq!(probe.read().await.unwrap().len(), 1024 * 1024);
+        let over = format!("head -c {} /dev/zero", STATE_LIMIT + 1);
+        let mut probe = Probe::open(&ProbeSpec::Cmd(over)).await.unwrap();
+        let err = probe.read().await.unwrap_err().to_string();
         assert_eq!(
-            (endpoint.host.as_str(), endpoint.port, path.as_str()),
-            ("127.0.0.1", 4000, "/state?x=1")
+            err,
+            "--check-cmd gave more than 16 MiB of state, too much to compare whole: \
+             have it print a summary instead (a row count, a checksum)"
         );
-        assert!(parse_url("https://example.com/").is_err());
-        assert!(parse_url("not a url").is_err());
     }
 }

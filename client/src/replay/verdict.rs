@@ -6,6 +6,7 @@ use std::time::Duration;
 use portpreview_shared::sanitize::escape_str;
 
 use super::delta::{change, multiple, same_change};
+use super::probe::ProbeError;
 use super::report::{attempts_phrase, Attempt, Check, Role, StateTrace};
 
 /// Name of the check that every answer was 2xx.
@@ -16,6 +17,8 @@ pub const DUPLICATES_CHANGE_NOTHING: &str = "duplicates_change_nothing";
 pub const BURST_ACTS_ONCE: &str = "fresh_burst_acts_once";
 /// Name of the check that the state had stopped moving when it was judged.
 pub const STATE_SETTLED: &str = "state_settled";
+/// Name of the check that the state could be read whole, failed only when it could not.
+pub const STATE_READABLE: &str = "state_readable";
 
 /// Check 1: every attempt answered 2xx.
 pub fn answers_2xx(attempts: &[Attempt]) -> Check {
@@ -184,6 +187,15 @@ pub fn state_settled(trace: &StateTrace, settle: Duration) -> Check {
     }
 }
 
+/// The state could not be read whole, so duplicates were not judged: inconclusive.
+pub fn state_readable(reason: &ProbeError) -> Check {
+    Check {
+        name: STATE_READABLE,
+        passed: false,
+        detail: format!("{reason}; what the attempts did to the state was not judged"),
+    }
+}
+
 /// Check 4: attempts slower than the provider waits (a warning, not a failure).
 pub fn slow_answers(attempts: &[Attempt], provider: &str, answer_within: Duration) -> Option<String> {
     let slow: Vec<&Attempt> = attempts.iter().filter(|a| a.answer.duration > answer_within).collect();
@@ -198,14 +210,15 @@ pub fn slow_answers(attempts: &[Attempt], provider: &str, answer_within: Duratio
     ))
 }
 
-/// The verdict: a failed answer check is final; a moving state makes the rest
-/// inconclusive; any other failure is "not idempotent".
+/// The verdict: a failed answer check is final; a moving state, or one too
+/// large to compare, makes the rest inconclusive; any other failure is "not
+/// idempotent".
 pub fn decide(checks: &[Check]) -> Option<bool> {
     let failed = |name: &str| checks.iter().any(|c| c.name == name && !c.passed);
     if failed(ANSWERS_2XX) {
         return Some(false);
     }
-    if failed(STATE_SETTLED) {
+    if failed(STATE_SETTLED) || failed(STATE_READABLE) {
         return None;
     }
     Some(checks.iter().all(|c| c.passed))
@@ -262,6 +275,7 @@ mod tests {
             decide(&[check(ANSWERS_2XX, true), check(BURST_ACTS_ONCE, false)]),
             Some(false)
         );
+        assert_eq!(decide(&[check(ANSWERS_2XX, true), check(STATE_READABLE, false)]), None);
     }
 
     #[test]

@@ -40,24 +40,44 @@ impl Store {
 
     /// Stores one `replay` run and returns its id.
     pub fn insert_replay_run(&self, run: &ReplayRun) -> Result<i64, StoreError> {
+        self.write(|store| store.replay_run_row(run))
+    }
+
+    /// Stores a `replay` run with the attempts it sent, each as a delivery
+    /// that replays `run.delivery_id`, all in one transaction: the history
+    /// never shows a run without its attempts, nor attempts without their
+    /// run. Returns the run's id.
+    pub fn insert_replay<'a>(
+        &self,
+        run: &ReplayRun,
+        attempts: impl IntoIterator<Item = (&'a NewDelivery, Outcome)>,
+    ) -> Result<i64, StoreError> {
         self.write(|store| {
-            store
-                .conn
-                .prepare_cached(
-                    "INSERT INTO replay_runs (delivery_id, started_at_ms, times, concurrency, idempotent, summary, report_json)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                )?
-                .execute(params![
-                    run.delivery_id,
-                    run.started_at_ms,
-                    run.times,
-                    run.concurrency,
-                    run.idempotent,
-                    run.summary,
-                    run.report_json
-                ])?;
-            Ok(store.conn.last_insert_rowid())
+            for (request, outcome) in attempts {
+                let id = store.request_row(request, Some(run.delivery_id))?;
+                store.outcome_row(id, &outcome)?;
+            }
+            store.replay_run_row(run)
         })
+    }
+
+    /// Inserts a replay run; the caller provides the transaction.
+    fn replay_run_row(&self, run: &ReplayRun) -> rusqlite::Result<i64> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO replay_runs (delivery_id, started_at_ms, times, concurrency, idempotent, summary, report_json)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                run.delivery_id,
+                run.started_at_ms,
+                run.times,
+                run.concurrency,
+                run.idempotent,
+                run.summary,
+                run.report_json
+            ])?;
+        Ok(self.conn.last_insert_rowid())
     }
 
     /// Runs `f` in one immediate transaction: all of it is committed or none.
@@ -117,6 +137,12 @@ impl Store {
 
     /// Inserts the request half; the caller provides the transaction.
     pub(crate) fn insert_request_row(&self, d: &NewDelivery) -> rusqlite::Result<i64> {
+        self.request_row(d, d.replay_of)
+    }
+
+    /// Inserts the request half with `replay_of` in place of `d.replay_of`,
+    /// so a replay attempt need not be copied, body and all, to be stored.
+    fn request_row(&self, d: &NewDelivery, replay_of: Option<i64>) -> rusqlite::Result<i64> {
         let body = &d.request_body[..d.request_body.len().min(MAX_STORED_BODY)];
         let size = d.request_body_size.max(d.request_body.len() as u64);
         self.conn
@@ -137,7 +163,7 @@ impl Store {
                 d.provider,
                 d.event_key,
                 d.event_key_source,
-                d.replay_of
+                replay_of
             ])?;
         Ok(self.conn.last_insert_rowid())
     }

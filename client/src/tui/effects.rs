@@ -3,14 +3,15 @@
 
 use std::future::Future;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::pin::Pin;
+use std::rc::Rc;
 
 use portpreview_shared::sanitize::escape_str;
 use tokio::sync::mpsc;
 
 use crate::replay::{Phase, ProbeSpec, Progress, ReplayOptions, Report};
-use crate::store::{Delivery, ReplayRun, Store};
+use crate::store::{Delivery, Store};
 
 use super::app::{App, Effect};
 use super::dialog::{ExportFormat, Probe, ReplayRequest};
@@ -31,21 +32,16 @@ pub struct ReplayDone {
 
 /// Does the work behind [`Effect`]s.
 pub struct Effects {
-    db: PathBuf,
+    store: Rc<Store>,
     progress: mpsc::UnboundedSender<String>,
 }
 
 impl Effects {
-    /// Effects on the history in `db`; replay progress lines come out of the receiver.
-    pub fn new(db: &Path) -> (Self, mpsc::UnboundedReceiver<String>) {
+    /// Effects on the history the TUI browses, through its own connection;
+    /// replay progress lines come out of the receiver.
+    pub fn new(store: Rc<Store>) -> (Self, mpsc::UnboundedReceiver<String>) {
         let (progress, receiver) = mpsc::unbounded_channel();
-        (
-            Self {
-                db: db.to_path_buf(),
-                progress,
-            },
-            receiver,
-        )
+        (Self { store, progress }, receiver)
     }
 
     /// Starts `effect`; a replay comes back as a task for the loop to poll.
@@ -88,14 +84,14 @@ impl Effects {
             ..ReplayOptions::default()
         };
         let sender = self.progress.clone();
-        let db = self.db.clone();
+        let store = Rc::clone(&self.store);
         Some(Box::pin(async move {
             let started_at_ms = crate::time::now_ms();
             let progress = move |p: Progress| {
                 let _ = sender.send(progress_line(id, p));
             };
             let result = match crate::replay::run(delivery.request, &opts, &progress).await {
-                Ok(report) => Ok(record(&db, id, started_at_ms, &opts, &report)),
+                Ok(report) => Ok(record(&store, id, started_at_ms, &report)),
                 Err(err) => Err(escape_str(&err.to_string()).into_owned()),
             };
             ReplayDone {
@@ -157,21 +153,11 @@ fn progress_line(id: i64, p: Progress) -> String {
     }
 }
 
-/// Saves the run beside the delivery (so the detail pane lists it) and
-/// returns its summary line.
-fn record(db: &Path, delivery_id: i64, started_at_ms: i64, opts: &ReplayOptions, report: &Report) -> String {
+/// Saves the run and its attempts beside the delivery, as `replay` does
+/// (so the detail pane lists the run), and returns its summary line.
+fn record(store: &Store, delivery_id: i64, started_at_ms: i64, report: &Report) -> String {
     let summary = report.summary_line();
-    let run = ReplayRun {
-        id: 0,
-        delivery_id,
-        started_at_ms,
-        times: opts.times,
-        concurrency: opts.concurrency,
-        idempotent: report.idempotent,
-        summary: summary.clone(),
-        report_json: report.to_json().to_string(),
-    };
-    match Store::open(db).and_then(|store| store.insert_replay_run(&run)) {
+    match crate::replay::record(store, delivery_id, started_at_ms, report) {
         Ok(_) => summary,
         Err(err) => {
             tracing::warn!(%err, delivery_id, "cannot save the replay run");

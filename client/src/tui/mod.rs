@@ -18,6 +18,7 @@ pub mod terminal;
 pub mod view;
 
 use std::path::Path;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -84,12 +85,12 @@ async fn run(
     events: Option<mpsc::Receiver<TunnelEvent>>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let store = Store::open(db).map_err(|err| err.for_command(db))?;
+    let store = Rc::new(Store::open(db).map_err(|err| err.for_command(db))?);
     let (width, height) = crossterm::terminal::size().context("cannot read the terminal size")?;
-    let app = App::new(Box::new(store), mode, Rect::new(0, 0, width, height))
+    let app = App::new(Box::new(Rc::clone(&store)), mode, Rect::new(0, 0, width, height))
         .map_err(|err| err.context(format!("cannot read the history in {}", db.display())))?;
     let mut terminal = TerminalGuard::enter().context("cannot set up the terminal")?;
-    let (effects, progress) = Effects::new(db);
+    let (effects, progress) = Effects::new(store);
     let mut event_loop = EventLoop {
         app,
         effects,

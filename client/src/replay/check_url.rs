@@ -1,0 +1,152 @@
+//! Reading `--check-url`: the body of a GET is the state.
+//!
+//! The probe keeps its connection alive between reads, as attempts do, but
+//! keeps far more of each answer: a state is compared whole, and a change
+//! past the part kept would go unseen.
+
+use bytes::Bytes;
+
+use super::attempt::{Connection, Endpoint, Outgoing};
+use super::probe::ProbeError;
+
+/// A `--check-url` ready to read, with its kept-alive connection.
+pub(super) struct UrlProbe {
+    url: String,
+    path: String,
+    conn: Connection,
+    limit: usize,
+}
+
+impl UrlProbe {
+    /// Connects now, so a wrong port fails before anything is sent; reads
+    /// answers of up to `limit` bytes.
+    pub(super) async fn open(url: &str, limit: usize) -> Result<Self, ProbeError> {
+        let (endpoint, path) = parse_url(url)?;
+        let conn = Connection::open(endpoint).await.map_err(|err| ProbeError::Http {
+            url: url.to_string(),
+            detail: format!("nothing: {err}"),
+        })?;
+        Ok(Self {
+            url: url.to_string(),
+            path,
+            conn: conn.keeping(limit),
+            limit,
+        })
+    }
+
+    /// GETs the state once.
+    pub(super) async fn read(&mut self) -> Result<String, ProbeError> {
+        let request = Outgoing {
+            method: "GET".into(),
+            path: self.path.clone(),
+            headers: Vec::new(),
+            body: Bytes::new(),
+        };
+        let answer = self.conn.send(&request).await;
+        match (answer.status, answer.error) {
+            (Some(status), _) if (200..300).contains(&status) => {
+                if answer.body_size > answer.body.len() as u64 {
+                    return Err(ProbeError::TooLarge {
+                        probe: format!("--check-url {}", self.url),
+                        limit: self.limit,
+                    });
+                }
+                Ok(String::from_utf8_lossy(&answer.body).into_owned())
+            }
+            (Some(status), _) => Err(ProbeError::Http {
+                url: self.url.clone(),
+                detail: status.to_string(),
+            }),
+            (None, error) => Err(ProbeError::Http {
+                url: self.url.clone(),
+                detail: error.unwrap_or_else(|| "nothing".into()),
+            }),
+        }
+    }
+}
+
+/// Splits `http://host:port/path?query` into where to connect and what to ask.
+pub fn parse_url(url: &str) -> Result<(Endpoint, String), ProbeError> {
+    let bad = || ProbeError::BadUrl(url.to_string());
+    let uri: http::Uri = url.parse().map_err(|_| bad())?;
+    if uri.scheme_str() != Some("http") {
+        return Err(bad());
+    }
+    let host = uri
+        .host()
+        .ok_or_else(bad)?
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    let port = uri.port_u16().unwrap_or(80);
+    let path = uri
+        .path_and_query()
+        .map(|pq| pq.as_str().to_string())
+        .unwrap_or_else(|| "/".into());
+    Ok((Endpoint { host, port }, path))
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    use super::*;
+
+    /// Answers every request on one connection with `body`; returns the state URL.
+    async fn serve(body: Vec<u8>) -> (String, tokio::task::JoinHandle<()>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/state", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = Vec::new();
+            let mut chunk = [0; 1024];
+            loop {
+                let n = socket.read(&mut chunk).await.unwrap();
+                if n == 0 {
+                    return;
+                }
+                request.extend_from_slice(&chunk[..n]);
+                if request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    request.clear();
+                    let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n", body.len());
+                    socket.write_all(head.as_bytes()).await.unwrap();
+                    socket.write_all(&body).await.unwrap();
+                }
+            }
+        });
+        (url, server)
+    }
+
+    #[tokio::test]
+    async fn a_state_up_to_the_limit_is_read_whole_and_a_longer_one_is_refused() {
+        let mut state = vec![b'.'; 200 * 1024];
+        state.extend_from_slice(b"balance: 3\n");
+        let (url, server) = serve(state.clone()).await;
+        let mut probe = UrlProbe::open(&url, state.len()).await.unwrap();
+        assert_eq!(probe.read().await.unwrap().as_bytes(), state);
+        server.abort();
+
+        let (url, server) = serve(state.clone()).await;
+        let mut probe = UrlProbe::open(&url, state.len() - 1).await.unwrap();
+        let err = probe.read().await.unwrap_err();
+        assert!(matches!(err, ProbeError::TooLarge { .. }), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with(&format!("--check-url {url} gave more than")),
+            "{err}"
+        );
+        server.abort();
+    }
+
+    #[test]
+    fn urls_split_into_endpoint_and_path() {
+        let (endpoint, path) = parse_url("http://127.0.0.1:4000/state?x=1").unwrap();
+        assert_eq!(
+            (endpoint.host.as_str(), endpoint.port, path.as_str()),
+            ("127.0.0.1", 4000, "/state?x=1")
+        );
+        assert!(parse_url("https://example.com/").is_err());
+        assert!(parse_url("not a url").is_err());
+    }
+}

@@ -1,0 +1,128 @@
+//! Keeping a finished run in the history. `replay` and the TUI both call
+//! [`record`], so a run leaves the same rows whichever one started it.
+
+use super::Report;
+use crate::store::{Outcome, ReplayRun, Store, StoreError};
+
+/// Stores the attempts of `report` as deliveries that replay `delivery_id`,
+/// and the run with its verdict, all or nothing. Returns the run's id.
+pub fn record(store: &Store, delivery_id: i64, started_at_ms: i64, report: &Report) -> Result<i64, StoreError> {
+    let run = ReplayRun {
+        id: 0,
+        delivery_id,
+        started_at_ms,
+        times: report.times,
+        concurrency: report.concurrency,
+        idempotent: report.idempotent,
+        summary: report.summary_line(),
+        report_json: report.to_json().to_string(),
+    };
+    let attempts = report.attempts.iter().map(|attempt| {
+        let answer = &attempt.answer;
+        let outcome = Outcome {
+            status: answer.status,
+            response_headers: answer.headers.clone(),
+            response_body: answer.body.clone(),
+            response_body_size: answer.body_size,
+            duration_ms: attempt.duration_ms(),
+            error: answer.error.clone(),
+        };
+        (&attempt.request, outcome)
+    });
+    store.insert_replay(&run, attempts)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::replay::attempt::Answer;
+    use crate::replay::{Attempt, Role};
+    use crate::store::{ListQuery, NewDelivery};
+
+    fn delivery() -> NewDelivery {
+        NewDelivery {
+            target: "http://127.0.0.1:3000".into(),
+            method: "POST".into(),
+            path: "/hook".into(),
+            request_body: b"{\"id\":\"evt_1\"}".to_vec(),
+            request_body_size: 14,
+            event_key: "evt_1".into(),
+            ..NewDelivery::default()
+        }
+    }
+
+    fn report(statuses: &[u16]) -> Report {
+        let attempts = statuses
+            .iter()
+            .zip(1..)
+            .map(|(&status, n)| Attempt {
+                n,
+                role: Role::Replay,
+                request: delivery(),
+                answer: Answer {
+                    status: Some(status),
+                    body: b"ok".to_vec(),
+                    body_size: 2,
+                    duration: Duration::from_millis(3),
+                    ..Answer::default()
+                },
+                step: 0,
+                state_changed: None,
+            })
+            .collect();
+        Report {
+            idempotent: Some(false),
+            checks: Vec::new(),
+            attempts,
+            warnings: Vec::new(),
+            provider: None,
+            event_key: "evt_1".into(),
+            retry_window: None,
+            target: "http://127.0.0.1:3000/hook".into(),
+            times: statuses.len() as u32,
+            concurrency: 1,
+            fresh: false,
+            state: None,
+        }
+    }
+
+    fn replays_of(store: &Store, id: i64) -> Vec<Option<u16>> {
+        let query = ListQuery {
+            include_replays: true,
+            ..ListQuery::default()
+        };
+        let mut rows: Vec<_> = store
+            .list(&query)
+            .unwrap()
+            .into_iter()
+            .filter(|row| row.replay_of == Some(id))
+            .collect();
+        rows.sort_by_key(|row| row.id);
+        rows.into_iter().map(|row| row.status).collect()
+    }
+
+    #[test]
+    fn a_run_is_stored_with_every_attempt_as_a_replay_of_the_delivery() {
+        let store = Store::in_memory().unwrap();
+        let id = store.insert_request(&delivery()).unwrap();
+        let run_id = record(&store, id, 1_700_000_000_000, &report(&[200, 409])).unwrap();
+        let runs = store.replay_runs(id).unwrap();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(
+            (runs[0].id, runs[0].times, runs[0].idempotent),
+            (run_id, 2, Some(false))
+        );
+        assert_eq!(replays_of(&store, id), [Some(200), Some(409)]);
+        assert_eq!(store.get(id).unwrap().unwrap().delivery_count, 1);
+    }
+
+    #[test]
+    fn a_run_that_cannot_be_stored_leaves_none_of_its_attempts() {
+        let store = Store::in_memory().unwrap();
+        // No delivery 7: the run's row breaks its foreign key.
+        assert!(record(&store, 7, 0, &report(&[200, 200])).is_err());
+        assert!(replays_of(&store, 7).is_empty());
+    }
+}
