@@ -384,12 +384,27 @@ async fn a_second_client_cannot_take_a_name_in_use() {
         .await
         .expect("first claim");
     assert!(first.public_url.ends_with("/t/my-hooks"));
-    let second = TestTunnel::start_with(&relay.http_url(), &handler.url(), named).await;
+    let second = TestTunnel::start_with(&relay.http_url(), &handler.url(), named.clone()).await;
     match second {
         Err(portpreview::tunnel::ConnectError::NameTaken(name)) => assert_eq!(name, "my-hooks"),
         Err(other) => panic!("expected 409 name taken, got {other}"),
         Ok(_) => panic!("a second client took a name in use"),
     }
+
+    // A client that stops says goodbye, and its name is free at once, not
+    // held through the grace period for a reconnect that will not come.
+    first.stop().await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let restarted = loop {
+        match TestTunnel::start_with(&relay.http_url(), &handler.url(), named.clone()).await {
+            Ok(tunnel) => break tunnel,
+            Err(portpreview::tunnel::ConnectError::NameTaken(_)) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(err) => panic!("the name was not freed by the goodbye: {err}"),
+        }
+    };
+    assert!(restarted.public_url.ends_with("/t/my-hooks"));
 }
 
 #[tokio::test]

@@ -84,6 +84,8 @@ impl Tunnel for SessionTunnel {
 
 enum End {
     Gone(String),
+    /// The client closed the socket on purpose: it is shutting down.
+    Goodbye,
     /// Refused and close frame already queued.
     Refused,
     Protocol(String),
@@ -111,7 +113,12 @@ where
                 .await;
             // Callers in flight learn at once that the client is gone.
             streams.close_all();
-            ctx.registry.release(&lease);
+            // A client that said goodbye is not coming back for its name,
+            // which is free at once; any other loss holds it for a while.
+            match end {
+                End::Goodbye => ctx.registry.forget(&lease),
+                _ => ctx.registry.release(&lease),
+            }
             span.in_scope(|| say_goodbye(&outbox, end))
         }
         Err(end) => say_goodbye(&outbox, end),
@@ -130,6 +137,10 @@ fn say_goodbye(outbox: &Outbox, end: End) -> bool {
     match end {
         End::Gone(why) => {
             tracing::debug!(why, "client went away");
+            return false;
+        }
+        End::Goodbye => {
+            tracing::debug!("client said goodbye");
             return false;
         }
         End::Refused => {}
@@ -273,6 +284,7 @@ where
                     Some(Ok(Message::Text(_))) => {
                         return End::Protocol("text messages are not part of the protocol".into())
                     }
+                    Some(Ok(Message::Close(Some(frame)))) if frame.code == CloseCode::Away => return End::Goodbye,
                     Some(Ok(Message::Close(_))) => return End::Gone("client closed the socket".into()),
                     Some(Ok(_)) => {}
                     Some(Err(err)) => return End::Gone(err.to_string()),

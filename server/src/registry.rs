@@ -82,6 +82,9 @@ pub trait Registry: Send + Sync {
     ) -> Result<Lease, ClaimError>;
     /// Puts a claimed name into its grace period (the client went away).
     fn release(&self, lease: &Lease);
+    /// Frees a claimed name at once: its client said goodbye, so nobody
+    /// is coming back for it.
+    fn forget(&self, lease: &Lease);
     /// Where requests for `name` go.
     fn route(&self, name: &str) -> Route;
 }
@@ -212,6 +215,13 @@ impl Registry for LocalRegistry {
         slots.retain(|_, slot| !matches!(slot, Slot::Grace { until, .. } if *until <= now));
     }
 
+    fn forget(&self, lease: &Lease) {
+        let mut slots = self.slots();
+        if matches!(slots.get(&lease.name), Some(Slot::Live { lease: held, .. }) if *held == lease.id) {
+            slots.remove(&lease.name);
+        }
+    }
+
     fn route(&self, name: &str) -> Route {
         match self.slots().get(name) {
             Some(Slot::Live { tunnel, .. }) => Route::Live(Arc::clone(tunnel)),
@@ -276,6 +286,22 @@ mod tests {
         assert_eq!(reg.check("shop", a, None), Err(ClaimError::InUse("shop".into())));
         reg.claim("shop", b, None, tunnel()).unwrap();
         assert!(matches!(reg.route("shop"), Route::Live(_)));
+    }
+
+    #[test]
+    fn a_forgotten_name_is_free_at_once_and_a_stale_lease_forgets_nothing() {
+        let reg = LocalRegistry::new(Duration::from_secs(60), None);
+        let lease = reg.claim("app", None, None, tunnel()).unwrap();
+        reg.forget(&lease);
+        assert!(matches!(reg.route("app"), Route::Unknown));
+        let again = reg.claim("app", None, None, tunnel()).unwrap();
+        reg.forget(&lease);
+        assert!(
+            matches!(reg.route("app"), Route::Live(_)),
+            "the old lease is not the live one"
+        );
+        reg.release(&again);
+        assert!(matches!(reg.route("app"), Route::Reconnecting));
     }
 
     #[test]
