@@ -170,9 +170,11 @@ impl Inbox {
             .0;
         let len = u32::try_from(size).map_err(|_| std::io::Error::other("inbox record too large"))?;
         let written = (|| {
-            let mut out = BufWriter::with_capacity(64 * 1024, &self.file);
+            let mut out = FirstError::new(BufWriter::with_capacity(64 * 1024, &self.file));
             out.write_all(&len.to_le_bytes())?;
-            postcard::to_io(&(seq, entry), &mut out).map_err(encoding_failed)?;
+            if let Err(err) = postcard::to_io(&(seq, entry), &mut out) {
+                return Err(out.error.take().unwrap_or_else(|| encoding_failed(err)));
+            }
             out.flush()
         })();
         self.settle(written, 4 + size as u64)
@@ -267,6 +269,40 @@ impl Write for ByteCount {
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+/// A writer that keeps the first error of the writer it wraps: postcard
+/// reports any failed write as a full buffer, which would hide a full disk.
+struct FirstError<W> {
+    inner: W,
+    error: Option<std::io::Error>,
+}
+
+impl<W: Write> FirstError<W> {
+    fn new(inner: W) -> Self {
+        Self { inner, error: None }
+    }
+
+    fn note<T>(&mut self, result: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(err) = &result {
+            if self.error.is_none() {
+                self.error = Some(std::io::Error::new(err.kind(), err.to_string()));
+            }
+        }
+        result
+    }
+}
+
+impl<W: Write> Write for FirstError<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let result = self.inner.write(buf);
+        self.note(result)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let result = self.inner.flush();
+        self.note(result)
     }
 }
 
@@ -430,6 +466,23 @@ mod tests {
             leftovers.requests[1].1.request_body == big.request_body,
             "the large body is intact"
         );
+    }
+
+    #[test]
+    fn a_failed_write_keeps_its_own_error_through_the_encoder() {
+        struct Full;
+        impl Write for Full {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::new(std::io::ErrorKind::StorageFull, "no space left"))
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut out = FirstError::new(Full);
+        assert!(postcard::to_io(&(1u64, "body"), &mut out).is_err());
+        let kept = out.error.expect("the writer's own error");
+        assert_eq!(kept.kind(), std::io::ErrorKind::StorageFull);
     }
 
     #[test]
