@@ -7,7 +7,7 @@
 # Replays one fixture against a minimal local handler and compares the time
 # per attempt (wall clock over the whole run, and the median attempt as the
 # report measures it) with the handler's own median latency measured by wrk
-# on one connection. Target (design.md "Performance"): under 1 ms of overhead.
+# on one connection. Target: under 1 ms of overhead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)

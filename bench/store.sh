@@ -7,7 +7,7 @@
 #   bench/store.sh 20000      # fewer
 #   bench/store.sh 2000 1048576   # fewer, with 1 MiB request bodies
 #
-# Targets (design.md "Performance"): over 20,000 deliveries/s; first page
+# Targets: over 20,000 deliveries/s; first page
 # of a 100,000-delivery history in under 300 ms.
 set -euo pipefail
 cd "$(dirname "$0")/.."

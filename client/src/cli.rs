@@ -53,7 +53,8 @@ impl Command {
     }
 }
 
-/// Runs the parsed command line; the exit code follows design.md (2: could not run).
+/// Runs the parsed command line. Exit codes: 0 done (or idempotent), 1 not
+/// idempotent or inconclusive, 2 could not run.
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // `check` reads fixtures only: it must run where no history can live.
     let db = || crate::config::db_path(cli.db.clone());

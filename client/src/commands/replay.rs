@@ -116,7 +116,8 @@ pub struct Args {
     pub junit: Option<PathBuf>,
 }
 
-/// Replays, prints the report, records the attempts; exit 0/1/2 as design.md says.
+/// Replays, prints the report, records the attempts. Exit 0 idempotent, 1 not
+/// idempotent or inconclusive, 2 could not run.
 pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     let (request, origin) = load_request(&args, db)?;
     let mut opts = args.run.options();

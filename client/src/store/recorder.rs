@@ -1,7 +1,8 @@
 //! The tunnel's path into the history: an inbox file, then one writer thread.
 //!
-//! A caller must not hear back before its request is on disk, and must not
-//! wait for SQLite either. So each request is appended to the recorder's
+//! A caller must not hear back before its request is in a file (where it
+//! survives the process dying; surviving a power cut would take an fsync
+//! per burst), and must not wait for SQLite either. So each request is appended to the recorder's
 //! [`Inbox`], written out by [`Recorder::flush`] before any answer leaves
 //! (one write for a whole burst), and handed to a dedicated thread that owns
 //! the database connection. The thread wakes when work arrives, lets a short

@@ -101,9 +101,9 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE deliveries DROP COLUMN error;
     ALTER TABLE deliveries DROP COLUMN completed_at_ms;",
     // Version 4: two indexes fewer to update on every delivery. Each index
-    // is one more page in every commit, and the tunnel commits before each
-    // caller hears back. Paging newest-first by id finds a provider's
-    // deliveries without an index, and pruning is rare enough to scan.
+    // is one more page in every commit of the history writer. Paging
+    // newest-first by id finds a provider's deliveries without an index,
+    // and pruning is rare enough to scan.
     "DROP INDEX deliveries_provider;
     DROP INDEX deliveries_received_at;",
     // Version 5: how far each recorder's inbox file has been moved into the

@@ -175,9 +175,8 @@ impl Store {
         let completed_at_ms = crate::time::now_ms();
         self.conn
             .prepare_cached(
-                // An answer for a delivery pruned meanwhile is dropped, as
-                // an update of a missing row was, instead of failing the
-                // foreign key and with it the writer's whole batch.
+                // An answer whose delivery was pruned meanwhile is dropped:
+                // failing the foreign key would fail the writer's whole batch.
                 "INSERT OR REPLACE INTO outcomes (delivery_id, status, response_headers, response_body,
                      response_body_size, duration_ms, error, completed_at_ms)
                  SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 WHERE EXISTS (SELECT 1 FROM deliveries WHERE id = ?1)",

@@ -13,8 +13,8 @@ use super::session::truncate;
 const MAX_REASON: usize = 1024;
 
 /// Sends frames to the relay. Unbounded on purpose: body bytes only flow
-/// against the relay's window credit, so the queue holds at most one window
-/// per stream plus small control frames.
+/// against the credit the relay granted, which the session caps per stream,
+/// so the queue holds at most that per stream plus small control frames.
 #[derive(Clone)]
 pub struct Outbox(mpsc::UnboundedSender<Message>);
 
