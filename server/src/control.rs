@@ -12,6 +12,7 @@ use tokio::time::{interval, Instant, MissedTickBehavior};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
 use crate::names;
@@ -102,7 +103,9 @@ where
     let (outbox, inbox) = writer::channel();
     let stop = CancellationToken::new();
     let dead = CancellationToken::new();
-    let writer = tokio::spawn(writer::run(sink, inbox, stop.clone(), dead.clone()));
+    // Owned by this session: should the session future ever be dropped, the
+    // writer and its socket go with it.
+    let writer = AbortOnDropHandle::new(tokio::spawn(writer::run(sink, inbox, stop.clone(), dead.clone())));
 
     let streams = Streams::new(outbox.clone(), ctx.max_in_flight);
     let closing = match hello(&mut incoming, &outbox, &ctx, &streams).await {

@@ -67,11 +67,18 @@ pub async fn run(listener: TcpListener, config: RelayConfig, shutdown: Cancellat
     stop.cancel();
     connections.close();
     relay.sessions.close();
-    let _ = tokio::time::timeout(drain + DRAIN_SLACK, async {
+    let drained = tokio::time::timeout(drain + DRAIN_SLACK, async {
         connections.wait().await;
         relay.sessions.wait().await;
     })
     .await;
+    if drained.is_err() {
+        tracing::warn!(
+            connections = connections.len(),
+            sessions = relay.sessions.len(),
+            "stopped with connections still open after the drain"
+        );
+    }
     result
 }
 

@@ -100,13 +100,18 @@ fn serve(listen: SocketAddr, config: RelayConfig) -> anyhow::Result<()> {
         println!("portpreview-server listening on {addr}");
         let shutdown = CancellationToken::new();
         let on_signal = shutdown.clone();
-        tokio::spawn(async move {
+        let signals = async move {
             portpreview_server::signal::shutdown_signal().await;
             tracing::info!("shutting down");
             on_signal.cancel();
-        });
-        portpreview_server::run(listener, config, shutdown)
-            .await
-            .context("relay failed")
+        };
+        let serving = portpreview_server::run(listener, config, shutdown);
+        tokio::pin!(serving);
+        // A signal only asks the relay to stop; it then drains and returns.
+        tokio::select! {
+            result = &mut serving => return result.context("relay failed"),
+            () = signals => {}
+        }
+        serving.await.context("relay failed")
     })
 }
