@@ -238,7 +238,7 @@ fn unknown_ids_and_broken_databases_exit_2_with_one_line() {
     let mut bytes = b"SQLite format 3\0".to_vec();
     bytes.extend(std::iter::repeat_n(0xa5u8, 8192));
     std::fs::write(&corrupt, bytes).unwrap();
-    for bad in [&text_file, &corrupt] {
+    for bad in [&text_file, &corrupt, &h.dir] {
         let out = Command::new(portpreview_bin())
             .args(["history", "--db"])
             .arg(bad)
@@ -251,6 +251,7 @@ fn unknown_ids_and_broken_databases_exit_2_with_one_line() {
             line.starts_with("error: ") && line.contains(&bad.display().to_string()),
             "{line}"
         );
+        assert_eq!(line.matches(&bad.display().to_string()).count(), 1, "{line}");
     }
 }
 

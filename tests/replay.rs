@@ -370,6 +370,43 @@ fn what_cannot_run_exits_2_with_one_line() {
 }
 
 #[test]
+fn an_error_names_its_cause_once() {
+    let handler = Handler::start(Behaviour::DedupsInOneTransaction);
+    let down = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let ran = history.replay(&["--target", &down]);
+    assert_eq!(ran.code, 2, "{}", ran.stderr);
+    let line = ran.stderr.trim_end();
+    assert_eq!(line.lines().count(), 1, "{line}");
+    assert!(line.ends_with("(is the handler running?)"), "{line}");
+    assert_eq!(line.matches("refused").count(), 1, "{line}");
+
+    let ran = history.replay(&["--check-cmd", "exit 3"]);
+    assert_eq!(
+        (ran.code, ran.stderr.trim_end()),
+        (2, "error: --check-cmd failed (exit status: 3)")
+    );
+
+    let unknown = NewDelivery {
+        provider: None,
+        request_headers: Vec::new(),
+        request_body: b"plain text".to_vec(),
+        request_body_size: 10,
+        event_key: "sha256:plain".into(),
+        event_key_source: "sha256:body".into(),
+        ..stripe_delivery(&handler.url())
+    };
+    let ran = History::with(&unknown).replay(&["--fresh"]);
+    assert_eq!(ran.code, 2, "{}", ran.stderr);
+    assert_eq!(ran.stderr.lines().count(), 1, "{}", ran.stderr);
+    assert_eq!(ran.stderr.matches("fresh identity").count(), 1, "{}", ran.stderr);
+    assert_eq!(handler.balance(), 0, "nothing was sent");
+}
+
+#[test]
 fn a_target_with_a_path_replaces_the_recorded_one_and_latest_finds_the_delivery() {
     let handler = Handler::start(Behaviour::DedupsInOneTransaction);
     let history = History::with(&stripe_delivery("http://127.0.0.1:1"));

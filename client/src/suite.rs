@@ -84,7 +84,7 @@ impl Suite {
 
     /// Parses suite text and checks each entry.
     pub fn parse(text: &str) -> anyhow::Result<Self> {
-        let suite: Suite = toml::from_str(text)?;
+        let suite: Suite = crate::config::parse_toml(text)?;
         for (i, fixture) in suite.fixture.iter().enumerate() {
             let which = || format!("fixture {} ({})", i + 1, fixture.path.display());
             if fixture.check_url.is_some() && fixture.check_cmd.is_some() {

@@ -28,6 +28,7 @@ pub enum ConfigError {
 #[derive(Debug, thiserror::Error)]
 pub enum RelayError {
     /// The listener failed in a way that retrying will not fix.
+    /// (The I/O error stays out of `source()`: the message includes it.)
     #[error("listener failed: {0}")]
-    Accept(#[source] std::io::Error),
+    Accept(std::io::Error),
 }

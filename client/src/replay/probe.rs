@@ -33,11 +33,11 @@ pub enum ProbeError {
     #[error("cannot run --check-cmd: {0}")]
     Spawn(std::io::Error),
     /// The command exited with a failure.
-    #[error("--check-cmd failed ({status}): {stderr}")]
+    #[error("--check-cmd failed ({status}){}", detail(.stderr))]
     Failed {
         /// Exit status as text.
         status: String,
-        /// First line of its stderr.
+        /// First line of its stderr (empty when it printed nothing).
         stderr: String,
     },
     /// The URL is not an `http://host:port/path` URL.
@@ -54,6 +54,16 @@ pub enum ProbeError {
     /// The read took longer than [`PROBE_TIMEOUT`].
     #[error("the state probe gave no answer within {} s", PROBE_TIMEOUT.as_secs())]
     Timeout,
+}
+
+/// `: <what the command said>`, or nothing when it said nothing.
+fn detail(stderr: &str) -> String {
+    let stderr = stderr.trim();
+    if stderr.is_empty() {
+        String::new()
+    } else {
+        format!(": {stderr}")
+    }
 }
 
 /// Anything that can read the state; the engine uses [`Probe`], tests a script.
