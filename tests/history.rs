@@ -256,6 +256,36 @@ fn unknown_ids_and_broken_databases_exit_2_with_one_line() {
 }
 
 #[test]
+fn a_mistyped_db_is_refused_and_never_created() {
+    let h = History::new("missing");
+    let typo = h.dir.join("histroy.db");
+    let expected = format!(
+        "error: no history database at {} (start one with portpreview http)",
+        typo.display()
+    );
+    let commands: [&[&str]; 6] = [
+        &["history"],
+        &["show", "1"],
+        &["export", "1"],
+        &["prune", "--older-than", "7d"],
+        &["replay", "1"],
+        &["tui"],
+    ];
+    for args in commands {
+        let out = Command::new(portpreview_bin())
+            .args(args)
+            .env("PORTPREVIEW_DB", &typo)
+            .env("PORTPREVIEW_CONFIG", h.dir.join("no-config.toml"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(stderr_line(&out), expected, "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(!typo.exists(), "{args:?} created {}", typo.display());
+    }
+}
+
+#[test]
 fn a_har_export_opens_as_har_1_2() {
     let h = History::new("har");
     let id = h

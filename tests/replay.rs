@@ -356,7 +356,10 @@ fn what_cannot_run_exits_2_with_one_line() {
     let ran = portpreview(&history.db(), &["replay", "999"]);
     assert_eq!(
         (ran.code, ran.stderr.trim()),
-        (2, "error: no delivery #999 in the history")
+        (
+            2,
+            format!("error: no delivery #999 in {}", history.db().display()).as_str()
+        )
     );
 
     let mut cut = stripe_delivery(&handler.url());

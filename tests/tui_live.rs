@@ -236,9 +236,11 @@ fn browse_open_filter_and_quit() {
 #[test]
 fn tui_refuses_a_pipe() {
     let scratch = Scratch::new("pipe");
+    let db = scratch.0.join("history.db");
+    drop(Store::open(&db).unwrap());
     let out = Command::new(portpreview_bin())
         .arg("--db")
-        .arg(scratch.0.join("history.db"))
+        .arg(&db)
         .arg("tui")
         .env("PORTPREVIEW_CONFIG", scratch.0.join("none.toml"))
         .env("HOME", &scratch.0)

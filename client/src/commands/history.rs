@@ -34,7 +34,7 @@ pub struct Args {
 
 /// Prints the listing.
 pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
-    let store = Store::open(db).map_err(|e| e.for_command(db))?;
+    let store = Store::open_existing(db).map_err(|e| e.for_command(db))?;
     let query = ListQuery {
         limit: (args.limit > 0).then_some(args.limit),
         provider: args.provider,

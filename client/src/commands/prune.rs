@@ -17,7 +17,7 @@ pub struct Args {
 
 /// Deletes the old deliveries and says how many went.
 pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
-    let store = Store::open(db).map_err(|e| e.for_command(db))?;
+    let store = Store::open_existing(db).map_err(|e| e.for_command(db))?;
     let age = i64::try_from(args.older_than.as_millis()).unwrap_or(i64::MAX);
     let removed = store
         .prune(now_ms().saturating_sub(age))

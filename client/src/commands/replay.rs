@@ -161,12 +161,12 @@ fn load_request(args: &Args, db: &Path) -> anyhow::Result<(NewDelivery, Origin)>
         let fixture = crate::fixture::Fixture::load(path)?;
         return Ok((fixture.to_new_delivery(), Origin::Fixture(path.clone())));
     }
-    let store = Store::open(db).map_err(|err| err.for_command(db))?;
+    let store = Store::open_existing(db).map_err(|err| err.for_command(db))?;
     let id = if args.latest {
         store
             .latest(args.provider.as_deref(), args.path.as_deref())
             .map_err(|err| err.for_command(db))?
-            .context("no delivery in the history matches --latest")?
+            .with_context(|| format!("no delivery in {} matches --latest", db.display()))?
     } else {
         let wanted = args.delivery.as_deref().unwrap_or_default();
         let numeric = wanted.trim_start_matches('#');
@@ -175,13 +175,10 @@ fn load_request(args: &Args, db: &Path) -> anyhow::Result<(NewDelivery, Origin)>
             Err(_) => store
                 .newest_with_event_key(wanted)
                 .map_err(|err| err.for_command(db))?
-                .with_context(|| format!("no delivery with event key {wanted:?} in the history"))?,
+                .with_context(|| format!("no delivery with event key {wanted:?} in {}", db.display()))?,
         }
     };
-    let delivery = store
-        .get(id)
-        .map_err(|err| err.for_command(db))?
-        .with_context(|| format!("no delivery #{id} in the history"))?;
+    let delivery = super::show::fetch(&store, id, db)?;
     Ok((delivery.request, Origin::History { id, store }))
 }
 

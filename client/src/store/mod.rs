@@ -56,6 +56,13 @@ pub enum StoreError {
         /// The newest schema this build knows.
         supported: i64,
     },
+    /// A reading command was pointed at a file that does not exist; only
+    /// `portpreview http` creates the history.
+    #[error("no history database at {} (start one with portpreview http)", path.display())]
+    Missing {
+        /// The path that was given.
+        path: PathBuf,
+    },
     /// The path names a directory.
     #[error("{} is a directory, not a history database: pass --db a file path", path.display())]
     IsDirectory {
@@ -89,7 +96,11 @@ impl StoreError {
     pub fn names_file(&self) -> bool {
         matches!(
             self,
-            Self::NotADatabase { .. } | Self::Corrupt { .. } | Self::TooNew { .. } | Self::IsDirectory { .. }
+            Self::NotADatabase { .. }
+                | Self::Corrupt { .. }
+                | Self::TooNew { .. }
+                | Self::Missing { .. }
+                | Self::IsDirectory { .. }
         )
     }
 
@@ -162,6 +173,14 @@ impl Store {
         Ok(store)
     }
 
+    /// Opens the database at `path` for a command that reads the history:
+    /// a missing file is [`StoreError::Missing`], never created, so a
+    /// mistyped `--db` does not pass for an empty history.
+    pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
+        require(path)?;
+        Self::open(path)
+    }
+
     /// A private database in memory, for tests.
     pub fn in_memory() -> Result<Store, StoreError> {
         let conn = Connection::open_in_memory()?;
@@ -196,6 +215,17 @@ impl Store {
 
     fn classify(&self, err: rusqlite::Error) -> StoreError {
         classify(err, &self.path)
+    }
+}
+
+/// Fails with [`StoreError::Missing`] unless something exists at `path`.
+pub fn require(path: &Path) -> Result<(), StoreError> {
+    if path.exists() {
+        Ok(())
+    } else {
+        Err(StoreError::Missing {
+            path: path.to_path_buf(),
+        })
     }
 }
 

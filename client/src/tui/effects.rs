@@ -171,7 +171,7 @@ fn record(db: &Path, delivery_id: i64, started_at_ms: i64, opts: &ReplayOptions,
         summary: summary.clone(),
         report_json: report.to_json().to_string(),
     };
-    match Store::open(db).and_then(|store| store.insert_replay_run(&run)) {
+    match Store::open_existing(db).and_then(|store| store.insert_replay_run(&run)) {
         Ok(_) => summary,
         Err(err) => {
             tracing::warn!(%err, delivery_id, "cannot save the replay run");
