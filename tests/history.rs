@@ -231,6 +231,13 @@ fn unknown_ids_and_broken_databases_exit_2_with_one_line() {
         format!("error: no delivery #42 in {}", h.db.display())
     );
     assert_eq!(h.run(&["export", "42", "--format", "curl"]).status.code(), Some(2));
+    let out = h.run(&["export", "42", "--format", "curl", "--target", "notaurl"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_line(&out).starts_with("error: invalid --target \"notaurl\": expected http://host:port"),
+        "{}",
+        stderr_line(&out)
+    );
 
     let text_file = h.dir.join("notes.txt");
     std::fs::write(&text_file, "not a database, just notes\n".repeat(50)).unwrap();

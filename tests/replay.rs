@@ -353,6 +353,14 @@ fn what_cannot_run_exits_2_with_one_line() {
         assert_eq!(ran.code, 2, "{args:?}: {}{}", ran.stdout, ran.stderr);
         assert!(ran.stderr.contains(expected), "{args:?}: {}", ran.stderr);
     }
+    let ran = history.replay(&["--target", "notaurl"]);
+    assert_eq!(
+        (ran.code, ran.stderr.trim()),
+        (
+            2,
+            "error: invalid --target \"notaurl\": expected http://host:port[/path], host:port or a port number"
+        )
+    );
     let ran = portpreview(&history.db(), &["replay", "999"]);
     assert_eq!(
         (ran.code, ran.stderr.trim()),

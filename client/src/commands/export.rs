@@ -45,6 +45,9 @@ pub struct Args {
 
 /// Writes the export.
 pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
+    if let Some(flag) = args.target.as_deref().filter(|flag| !flag.contains("://")) {
+        crate::target::Target::parse(flag).map_err(|err| err.named("--target"))?;
+    }
     let store = Store::open_existing(db).map_err(|e| e.for_command(db))?;
     let delivery = fetch(&store, args.id, db)?;
     let r = &delivery.request;
