@@ -180,6 +180,57 @@ fn history_lists_newest_first_with_every_field() {
 }
 
 #[test]
+fn provider_filters_take_the_names_the_history_uses() {
+    let h = History::new("providers");
+    let store = h.store();
+    store
+        .insert_delivery(&stripe_event("evt_p", 1_700_000_000_000), &answered(200))
+        .unwrap();
+    let svix = NewDelivery {
+        provider: Some("standard-webhooks".into()),
+        event_key: "msg_p".into(),
+        event_key_source: "header:svix-id".into(),
+        ..stripe_event("x", 1_700_000_060_000)
+    };
+    let svix_id = store.insert_delivery(&svix, &answered(200)).unwrap();
+
+    let listed = |provider: &str| -> Vec<Value> {
+        serde_json::from_str(&h.ok(&["history", "--provider", provider, "--json"])).unwrap()
+    };
+    assert_eq!(listed("STRIPE").len(), 1, "names are case-insensitive");
+    let by_alias = listed("svix");
+    assert_eq!(
+        (by_alias.len(), by_alias[0]["id"].as_i64()),
+        (1, Some(svix_id)),
+        "svix is stored as standard-webhooks"
+    );
+
+    let out = h.run(&["history", "--provider", "nosuch"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("'nosuch'") && stderr.contains("stripe, github, shopify") && stderr.contains("sendgrid"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+
+    let said = h.ok(&["history", "--provider", "github"]);
+    assert_eq!(
+        said,
+        format!("No deliveries match --provider github in {}.\n", h.db.display())
+    );
+    let out = h.run(&["replay", "--latest", "--provider", "github"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr_line(&out),
+        format!(
+            "error: no delivery in {} matches --latest --provider github",
+            h.db.display()
+        )
+    );
+}
+
+#[test]
 fn show_masks_secrets_and_escapes_what_the_sender_chose() {
     let h = History::new("show");
     let store = h.store();

@@ -88,8 +88,8 @@ pub struct Args {
     /// Replay the newest delivery (narrowed by --provider and --path).
     #[arg(long)]
     pub latest: bool,
-    /// With --latest: only deliveries from this provider.
-    #[arg(long, requires = "latest", value_name = "P")]
+    /// With --latest: only deliveries from this provider (svix for standard-webhooks).
+    #[arg(long, requires = "latest", value_name = "P", value_parser = super::history::parse_provider)]
     pub provider: Option<String>,
     /// With --latest: only deliveries whose path matches this glob.
     #[arg(long, requires = "latest", value_name = "GLOB")]
@@ -166,7 +166,14 @@ fn load_request(args: &Args, db: &Path) -> anyhow::Result<(NewDelivery, Origin)>
         store
             .latest(args.provider.as_deref(), args.path.as_deref())
             .map_err(|err| err.for_command(db))?
-            .with_context(|| format!("no delivery in {} matches --latest", db.display()))?
+            .with_context(|| {
+                let narrowed = super::history::filter_words(&[
+                    ("--provider", args.provider.as_deref()),
+                    ("--path", args.path.as_deref()),
+                ]);
+                let wanted = format!("--latest {narrowed}");
+                format!("no delivery in {} matches {}", db.display(), wanted.trim_end())
+            })?
     } else {
         let wanted = args.delivery.as_deref().unwrap_or_default();
         let numeric = wanted.trim_start_matches('#');
