@@ -231,6 +231,39 @@ fn provider_filters_take_the_names_the_history_uses() {
 }
 
 #[test]
+fn a_reader_that_stops_early_is_not_an_error() {
+    let h = History::new("pipe");
+    let store = h.store();
+    for n in 0..200 {
+        store
+            .insert_delivery(
+                &stripe_event(&format!("evt_{n}"), 1_700_000_000_000 + n),
+                &answered(200),
+            )
+            .unwrap();
+    }
+    for args in [&["history", "--limit", "0"][..], &["history", "--json"], &["show", "1"]] {
+        // Like `| head -1` that has already exited: the pipe is closed before anything is written.
+        let mut child = Command::new(portpreview_bin())
+            .arg("--db")
+            .arg(&h.db)
+            .args(args)
+            .env("PORTPREVIEW_CONFIG", h.dir.join("no-config.toml"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            (out.status.code(), String::from_utf8_lossy(&out.stderr).as_ref()),
+            (Some(0), ""),
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
 fn show_masks_secrets_and_escapes_what_the_sender_chose() {
     let h = History::new("show");
     let store = h.store();

@@ -381,6 +381,39 @@ fn what_cannot_run_exits_2_with_one_line() {
 }
 
 #[test]
+fn a_reader_that_stops_early_keeps_the_verdict() {
+    let handler = Handler::start(Behaviour::CreditsEveryDelivery);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let state = handler.state_url();
+    let id = history.id.to_string();
+    let mut child = Command::new(portpreview_bin())
+        .arg("--db")
+        .arg(history.db())
+        .args([
+            "replay",
+            &id,
+            "--times",
+            "2",
+            "--check-url",
+            &state,
+            "--settle",
+            "100ms",
+        ])
+        .env("PORTPREVIEW_CONFIG", history.db().with_extension("config.toml"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).as_ref()),
+        (Some(1), ""),
+        "not idempotent, and nothing to report about the closed pipe"
+    );
+}
+
+#[test]
 fn an_error_names_its_cause_once() {
     let handler = Handler::start(Behaviour::DedupsInOneTransaction);
     let down = {

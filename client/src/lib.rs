@@ -37,6 +37,16 @@ pub fn error_line(err: &anyhow::Error) -> String {
     portpreview_shared::sanitize::escape_str(&line).into_owned()
 }
 
+/// True when the error comes from writing to a pipe whose reader has gone
+/// (`portpreview history | head -1`): nothing to report, as with any CLI.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,6 @@
 //! `portpreview prune --older-than 7d`: forget old deliveries.
 
+use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -23,9 +24,10 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         .prune(now_ms().saturating_sub(age))
         .map_err(|e| e.for_command(db))?;
     let noun = if removed == 1 { "delivery" } else { "deliveries" };
-    println!(
+    writeln!(
+        std::io::stdout().lock(),
         "Removed {removed} {noun} older than {}.",
         humantime::format_duration(args.older_than)
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -139,11 +139,17 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
             tracing::warn!(%err, "the replay was not recorded in the history");
         }
     }
-    print_report(&report, args.json, |json| {
+    let printed = print_report(&report, args.json, |json| {
         if let Origin::History { id, .. } = &origin {
             json["delivery_id"] = (*id).into();
         }
-    })?;
+    });
+    // A reader that stopped early (`| head`) does not change the verdict.
+    if let Err(err) = printed {
+        if !crate::is_broken_pipe(&err) {
+            return Err(err);
+        }
+    }
     if let Some(path) = &args.junit {
         std::fs::write(path, report.to_junit(&name)).with_context(|| format!("cannot write {}", path.display()))?;
     }
