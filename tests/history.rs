@@ -559,10 +559,21 @@ fn prune_removes_only_old_deliveries() {
         .insert_delivery(&stripe_event("evt_new", now - 1_000), &answered(200))
         .unwrap();
     let said = h.ok(&["prune", "--older-than", "7d"]);
-    assert!(said.starts_with("Removed 1 delivery"), "{said}");
+    assert_eq!(said, "Removed 1 delivery older than 7d.\n");
     assert!(store.get(old).unwrap().is_none());
     assert!(store.get(fresh).unwrap().is_some());
-    assert!(h
-        .ok(&["prune", "--older-than", "7d"])
-        .starts_with("Removed 0 deliveries"));
+    assert_eq!(
+        h.ok(&["prune", "--older-than", "168hours"]),
+        "Removed 0 deliveries older than 7d.\n",
+        "long spellings are read, and written back the short way"
+    );
+
+    let out = h.run(&["prune", "--older-than", "7"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("'7' for '--older-than <DURATION>': expected a number and a unit, like 300ms, 1s, 2m or 7d"),
+        "{stderr}"
+    );
+    assert!(store.get(fresh).unwrap().is_some());
 }

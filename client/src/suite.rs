@@ -58,8 +58,7 @@ impl SuiteFixture {
         self.settle
             .as_deref()
             .map(|text| {
-                humantime::parse_duration(text)
-                    .with_context(|| format!("settle = {text:?} is not a duration like 300ms"))
+                crate::time::parse_duration(text).map_err(|reason| anyhow::anyhow!("settle = {text:?}: {reason}"))
             })
             .transpose()
     }

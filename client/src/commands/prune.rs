@@ -12,7 +12,7 @@ use crate::time::now_ms;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Remove deliveries received longer ago than this (`12h`, `7d`, `4w`).
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::time::parse_duration)]
     pub older_than: Duration,
 }
 
@@ -27,7 +27,7 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     writeln!(
         std::io::stdout().lock(),
         "Removed {removed} {noun} older than {}.",
-        humantime::format_duration(args.older_than)
+        crate::time::format_duration(args.older_than)
     )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -32,7 +32,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "URL")]
     pub check_url: Option<String>,
     /// How long the state must hold still to count as read (300ms, 1s).
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::time::parse_duration)]
     pub settle: Option<Duration>,
     /// Give the event new identities: one delivered once, another as a concurrent burst.
     #[arg(long)]

@@ -52,7 +52,10 @@ pub enum ProbeError {
         detail: String,
     },
     /// The read took longer than [`PROBE_TIMEOUT`].
-    #[error("the state probe gave no answer within {} s", PROBE_TIMEOUT.as_secs())]
+    #[error(
+        "the state probe gave no answer within {}",
+        crate::time::format_duration(PROBE_TIMEOUT)
+    )]
     Timeout,
 }
 

@@ -153,8 +153,8 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
 
 /// The state held still when it was judged: inconclusive otherwise.
 pub fn state_settled(trace: &StateTrace, settle: Duration) -> Check {
-    let window = humantime::format_duration(settle).to_string();
-    let wait = humantime::format_duration(settle * super::probe::FINAL_WAIT_FACTOR).to_string();
+    let window = crate::time::format_duration(settle);
+    let wait = crate::time::format_duration(settle * super::probe::FINAL_WAIT_FACTOR);
     let (passed, detail) = match (&trace.moved_to, trace.steady) {
         (Some(moved), _) => (
             false,
@@ -169,7 +169,7 @@ pub fn state_settled(trace: &StateTrace, settle: Duration) -> Check {
             false,
             format!(
                 "the state never held still for {window} within {}: raise --settle",
-                humantime::format_duration(settle * super::probe::SETTLE_CAP_FACTOR)
+                crate::time::format_duration(settle * super::probe::SETTLE_CAP_FACTOR)
             ),
         ),
         (None, true) => (
