@@ -414,6 +414,42 @@ fn a_reader_that_stops_early_keeps_the_verdict() {
 }
 
 #[test]
+fn one_attempt_is_counted_in_the_singular() {
+    let handler = Handler::start(Behaviour::DedupsInOneTransaction);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let unprobed = history.replay(&[]);
+    assert_eq!(unprobed.code, 0, "{}{}", unprobed.stdout, unprobed.stderr);
+    assert!(
+        unprobed
+            .stdout
+            .contains("✓ 1 attempt answered 2xx (side effects not checked)"),
+        "{}",
+        unprobed.stdout
+    );
+    let probed = history.replay_probed(&handler, &[]);
+    assert_eq!(probed.code, 0, "{}{}", probed.stdout, probed.stderr);
+    assert!(
+        probed.stdout.contains("✓ idempotent over 1 attempt\n"),
+        "{}",
+        probed.stdout
+    );
+    let fresh = history.replay_probed(&handler, &["--fresh"]);
+    assert_eq!(fresh.code, 0, "{}{}", fresh.stdout, fresh.stderr);
+    assert!(
+        fresh.stdout.contains("a burst of 1 copy of one new event"),
+        "{}",
+        fresh.stdout
+    );
+    for ran in [&unprobed, &probed, &fresh] {
+        assert!(
+            !ran.stdout.contains(" 1 attempts") && !ran.stdout.contains(" 1 copies"),
+            "{}",
+            ran.stdout
+        );
+    }
+}
+
+#[test]
 fn an_error_names_its_cause_once() {
     let handler = Handler::start(Behaviour::DedupsInOneTransaction);
     let down = {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use portpreview_shared::sanitize::escape_str;
 
 use super::delta::{change, multiple, same_change};
-use super::report::{attempts_phrase, Attempt, Check, Role, StateTrace};
+use super::report::{attempts_phrase, counted, Attempt, Check, Role, StateTrace};
 
 /// Name of the check that every answer was 2xx.
 pub const ANSWERS_2XX: &str = "answers_2xx";
@@ -32,7 +32,10 @@ pub fn answers_2xx(attempts: &[Attempt]) -> Check {
         return Check {
             name: ANSWERS_2XX,
             passed: true,
-            detail: format!("all {} attempts answered 2xx", attempts.len()),
+            detail: match attempts.len() {
+                1 => "1 attempt answered 2xx".to_string(),
+                n => format!("all {n} attempts answered 2xx"),
+            },
         };
     }
     let mut parts: Vec<(u32, String)> = failures
@@ -108,7 +111,8 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
             )
         } else {
             format!(
-                "a burst of {burst} copies of one new event changed the state as one delivery did ({})",
+                "a burst of {} of one new event changed the state as one delivery did ({})",
+                counted(burst, "copy", "copies"),
                 single.describe()
             )
         };
@@ -126,19 +130,21 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
         );
     let detail = if many.is_none() || single.is_none() {
         format!(
-            "one new event changed the state by {}, a burst of {burst} copies of another by {}: \
+            "one new event changed the state by {}, a burst of {} of another by {}: \
              the handler does not treat new events alike",
             single.describe(),
+            counted(burst, "copy", "copies"),
             many.describe()
         )
     } else {
         format!(
-            "one new event changed the state by {} ({} → {}); a burst of {burst} copies of another changed it by {} \
+            "one new event changed the state by {} ({} → {}); a burst of {} of another changed it by {} \
              ({} → {}): {count} for one event: a check-then-insert race; \
              use a unique constraint / INSERT ... ON CONFLICT DO NOTHING",
             single.describe(),
             short(&trace.before),
             short(after_baseline),
+            counted(burst, "copy", "copies"),
             many.describe(),
             short(after_baseline),
             short(after_burst),
