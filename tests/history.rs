@@ -264,6 +264,23 @@ fn a_reader_that_stops_early_is_not_an_error() {
 }
 
 #[test]
+fn durations_in_json_stop_at_the_microsecond() {
+    let h = History::new("round");
+    let outcome = Outcome {
+        duration_ms: 46.377_326_000_000_004,
+        ..answered(200)
+    };
+    let id = h
+        .store()
+        .insert_delivery(&stripe_event("evt_round", 1_700_000_000_000), &outcome)
+        .unwrap();
+    for args in [&["history", "--json"][..], &["show", &id.to_string(), "--json"]] {
+        let text = h.ok(args);
+        assert!(text.contains("\"duration_ms\": 46.377,"), "{args:?}: {text}");
+    }
+}
+
+#[test]
 fn show_masks_secrets_and_escapes_what_the_sender_chose() {
     let h = History::new("show");
     let store = h.store();

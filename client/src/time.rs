@@ -35,6 +35,12 @@ pub fn ordinal(n: i64) -> String {
     format!("{n}{suffix}")
 }
 
+/// Milliseconds rounded to the microsecond, for JSON: a measured
+/// `46.377326000000004` is printed `46.377`.
+pub fn round_ms(ms: f64) -> f64 {
+    (ms * 1000.0).round() / 1000.0
+}
+
 /// Parses a duration written as PortPreview writes them (`300ms`, `1s`,
 /// `2m`, `7d`); longer spellings such as `7days` are accepted too.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -59,6 +65,19 @@ pub fn format_duration(duration: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn milliseconds_keep_three_decimals() {
+        assert_eq!(
+            serde_json::json!(round_ms(46.377_326_000_000_004)).to_string(),
+            "46.377"
+        );
+        assert_eq!(
+            serde_json::json!(round_ms(2_001.605_866_999_999_8)).to_string(),
+            "2001.606"
+        );
+        assert_eq!(serde_json::json!(round_ms(14.0)).to_string(), "14.0");
+    }
 
     #[test]
     fn durations_are_written_the_short_way() {

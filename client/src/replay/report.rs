@@ -177,7 +177,7 @@ impl Report {
                     "n": a.n,
                     "role": a.role.as_str(),
                     "status": a.answer.status,
-                    "duration_ms": (a.duration_ms() * 1000.0).round() / 1000.0,
+                    "duration_ms": crate::time::round_ms(a.duration_ms()),
                     "state_changed": a.state_changed,
                     "event_key": a.request.event_key,
                     "error": a.answer.error,
