@@ -228,6 +228,25 @@ fn a_fixture_that_cannot_run_exits_2_and_is_a_junit_error() {
 }
 
 #[test]
+fn a_suite_with_a_mistyped_key_is_refused_on_one_readable_line() {
+    let project = Project::new();
+    std::fs::write(
+        project.path("suite.toml"),
+        "[[fixture]]\npath = \"fixtures/stripe.json\"\n\ntimez = 3\n",
+    )
+    .unwrap();
+    let ran = project.check(&["suite.toml"], &[]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    let line = ran.stderr.trim_end();
+    assert!(
+        line.starts_with("error: invalid suite ")
+            && line.contains("suite.toml: line 4, column 1: unknown field `timez`, expected one of `path`"),
+        "{line}"
+    );
+    assert!(!line.contains('\n') && !line.contains("\\n"), "{line}");
+}
+
+#[test]
 fn a_suite_resigns_with_the_secret_its_environment_names() {
     let project = Project::new();
     let verifier = Handler::start(Behaviour::VerifiesStripeSignature {

@@ -180,6 +180,107 @@ fn history_lists_newest_first_with_every_field() {
 }
 
 #[test]
+fn provider_filters_take_the_names_the_history_uses() {
+    let h = History::new("providers");
+    let store = h.store();
+    store
+        .insert_delivery(&stripe_event("evt_p", 1_700_000_000_000), &answered(200))
+        .unwrap();
+    let svix = NewDelivery {
+        provider: Some("standard-webhooks".into()),
+        event_key: "msg_p".into(),
+        event_key_source: "header:svix-id".into(),
+        ..stripe_event("x", 1_700_000_060_000)
+    };
+    let svix_id = store.insert_delivery(&svix, &answered(200)).unwrap();
+
+    let listed = |provider: &str| -> Vec<Value> {
+        serde_json::from_str(&h.ok(&["history", "--provider", provider, "--json"])).unwrap()
+    };
+    assert_eq!(listed("STRIPE").len(), 1, "names are case-insensitive");
+    let by_alias = listed("svix");
+    assert_eq!(
+        (by_alias.len(), by_alias[0]["id"].as_i64()),
+        (1, Some(svix_id)),
+        "svix is stored as standard-webhooks"
+    );
+
+    let out = h.run(&["history", "--provider", "nosuch"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("'nosuch'") && stderr.contains("stripe, github, shopify") && stderr.contains("sendgrid"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+
+    let said = h.ok(&["history", "--provider", "github"]);
+    assert_eq!(
+        said,
+        format!("No deliveries match --provider github in {}.\n", h.db.display())
+    );
+    let out = h.run(&["replay", "--latest", "--provider", "github"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr_line(&out),
+        format!(
+            "error: no delivery in {} matches --latest --provider github",
+            h.db.display()
+        )
+    );
+}
+
+#[test]
+fn a_reader_that_stops_early_is_not_an_error() {
+    let h = History::new("pipe");
+    let store = h.store();
+    for n in 0..200 {
+        store
+            .insert_delivery(
+                &stripe_event(&format!("evt_{n}"), 1_700_000_000_000 + n),
+                &answered(200),
+            )
+            .unwrap();
+    }
+    for args in [&["history", "--limit", "0"][..], &["history", "--json"], &["show", "1"]] {
+        // Like `| head -1` that has already exited: the pipe is closed before anything is written.
+        let mut child = Command::new(portpreview_bin())
+            .arg("--db")
+            .arg(&h.db)
+            .args(args)
+            .env("PORTPREVIEW_CONFIG", h.dir.join("no-config.toml"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            (out.status.code(), String::from_utf8_lossy(&out.stderr).as_ref()),
+            (Some(0), ""),
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
+fn durations_in_json_stop_at_the_microsecond() {
+    let h = History::new("round");
+    let outcome = Outcome {
+        duration_ms: 46.377_326_000_000_004,
+        ..answered(200)
+    };
+    let id = h
+        .store()
+        .insert_delivery(&stripe_event("evt_round", 1_700_000_000_000), &outcome)
+        .unwrap();
+    for args in [&["history", "--json"][..], &["show", &id.to_string(), "--json"]] {
+        let text = h.ok(args);
+        assert!(text.contains("\"duration_ms\": 46.377,"), "{args:?}: {text}");
+    }
+}
+
+#[test]
 fn show_masks_secrets_and_escapes_what_the_sender_chose() {
     let h = History::new("show");
     let store = h.store();
@@ -231,6 +332,13 @@ fn unknown_ids_and_broken_databases_exit_2_with_one_line() {
         format!("error: no delivery #42 in {}", h.db.display())
     );
     assert_eq!(h.run(&["export", "42", "--format", "curl"]).status.code(), Some(2));
+    let out = h.run(&["export", "42", "--format", "curl", "--target", "notaurl"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_line(&out).starts_with("error: invalid --target \"notaurl\": expected http://host:port"),
+        "{}",
+        stderr_line(&out)
+    );
 
     let text_file = h.dir.join("notes.txt");
     std::fs::write(&text_file, "not a database, just notes\n".repeat(50)).unwrap();
@@ -238,7 +346,7 @@ fn unknown_ids_and_broken_databases_exit_2_with_one_line() {
     let mut bytes = b"SQLite format 3\0".to_vec();
     bytes.extend(std::iter::repeat_n(0xa5u8, 8192));
     std::fs::write(&corrupt, bytes).unwrap();
-    for bad in [&text_file, &corrupt] {
+    for bad in [&text_file, &corrupt, &h.dir] {
         let out = Command::new(portpreview_bin())
             .args(["history", "--db"])
             .arg(bad)
@@ -251,6 +359,37 @@ fn unknown_ids_and_broken_databases_exit_2_with_one_line() {
             line.starts_with("error: ") && line.contains(&bad.display().to_string()),
             "{line}"
         );
+        assert_eq!(line.matches(&bad.display().to_string()).count(), 1, "{line}");
+    }
+}
+
+#[test]
+fn a_mistyped_db_is_refused_and_never_created() {
+    let h = History::new("missing");
+    let typo = h.dir.join("histroy.db");
+    let expected = format!(
+        "error: no history database at {} (start one with portpreview http)",
+        typo.display()
+    );
+    let commands: [&[&str]; 6] = [
+        &["history"],
+        &["show", "1"],
+        &["export", "1"],
+        &["prune", "--older-than", "7d"],
+        &["replay", "1"],
+        &["tui"],
+    ];
+    for args in commands {
+        let out = Command::new(portpreview_bin())
+            .args(args)
+            .env("PORTPREVIEW_DB", &typo)
+            .env("PORTPREVIEW_CONFIG", h.dir.join("no-config.toml"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(stderr_line(&out), expected, "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(!typo.exists(), "{args:?} created {}", typo.display());
     }
 }
 
@@ -437,10 +576,21 @@ fn prune_removes_only_old_deliveries() {
         .insert_delivery(&stripe_event("evt_new", now - 1_000), &answered(200))
         .unwrap();
     let said = h.ok(&["prune", "--older-than", "7d"]);
-    assert!(said.starts_with("Removed 1 delivery"), "{said}");
+    assert_eq!(said, "Removed 1 delivery older than 7d.\n");
     assert!(store.get(old).unwrap().is_none());
     assert!(store.get(fresh).unwrap().is_some());
-    assert!(h
-        .ok(&["prune", "--older-than", "7d"])
-        .starts_with("Removed 0 deliveries"));
+    assert_eq!(
+        h.ok(&["prune", "--older-than", "168hours"]),
+        "Removed 0 deliveries older than 7d.\n",
+        "long spellings are read, and written back the short way"
+    );
+
+    let out = h.run(&["prune", "--older-than", "7"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("'7' for '--older-than <DURATION>': expected a number and a unit, like 300ms, 1s, 2m or 7d"),
+        "{stderr}"
+    );
+    assert!(store.get(fresh).unwrap().is_some());
 }

@@ -157,8 +157,18 @@ async fn log_format_json_prints_the_tunnel_then_one_object_per_delivery() {
     ];
     let reply = caller::send("POST", &format!("{url}/gh?x=1"), &github, "{}").await;
     assert_eq!(reply.status, 200);
-    let delivery: serde_json::Value = serde_json::from_str(&client.next_line().await).expect("JSON line");
+    let line = client.next_line().await;
+    let delivery: serde_json::Value = serde_json::from_str(&line).expect("JSON line");
     assert_eq!(delivery["event"], "delivery");
+    let duration = line
+        .split("\"duration_ms\":")
+        .nth(1)
+        .and_then(|rest| rest.split([',', '}']).next())
+        .expect("duration_ms");
+    assert!(
+        duration.split('.').nth(1).is_none_or(|decimals| decimals.len() <= 3),
+        "duration_ms to the microsecond: {line}"
+    );
     assert_eq!(delivery["id"], 1);
     assert_eq!(delivery["method"], "POST");
     assert_eq!(delivery["path"], "/gh?x=1");

@@ -398,10 +398,21 @@ fn what_cannot_run_exits_2_with_one_line() {
         assert_eq!(ran.code, 2, "{args:?}: {}{}", ran.stdout, ran.stderr);
         assert!(ran.stderr.contains(expected), "{args:?}: {}", ran.stderr);
     }
+    let ran = history.replay(&["--target", "notaurl"]);
+    assert_eq!(
+        (ran.code, ran.stderr.trim()),
+        (
+            2,
+            "error: invalid --target \"notaurl\": expected http://host:port[/path], host:port or a port number"
+        )
+    );
     let ran = portpreview(&history.db(), &["replay", "999"]);
     assert_eq!(
         (ran.code, ran.stderr.trim()),
-        (2, "error: no delivery #999 in the history")
+        (
+            2,
+            format!("error: no delivery #999 in {}", history.db().display()).as_str()
+        )
     );
 
     let mut cut = stripe_delivery(&handler.url());
@@ -411,6 +422,112 @@ fn what_cannot_run_exits_2_with_one_line() {
     assert_eq!(ran.code, 2, "{}", ran.stderr);
     assert!(ran.stderr.contains("cut short"), "{}", ran.stderr);
     assert_eq!(ran.stderr.trim().lines().count(), 1, "{}", ran.stderr);
+    assert_eq!(handler.balance(), 0, "nothing was sent");
+}
+
+#[test]
+fn a_reader_that_stops_early_keeps_the_verdict() {
+    let handler = Handler::start(Behaviour::CreditsEveryDelivery);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let state = handler.state_url();
+    let id = history.id.to_string();
+    let mut child = Command::new(portpreview_bin())
+        .arg("--db")
+        .arg(history.db())
+        .args([
+            "replay",
+            &id,
+            "--times",
+            "2",
+            "--check-url",
+            &state,
+            "--settle",
+            "100ms",
+        ])
+        .env("PORTPREVIEW_CONFIG", history.db().with_extension("config.toml"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).as_ref()),
+        (Some(1), ""),
+        "not idempotent, and nothing to report about the closed pipe"
+    );
+}
+
+#[test]
+fn one_attempt_is_counted_in_the_singular() {
+    let handler = Handler::start(Behaviour::DedupsInOneTransaction);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let unprobed = history.replay(&[]);
+    assert_eq!(unprobed.code, 0, "{}{}", unprobed.stdout, unprobed.stderr);
+    assert!(
+        unprobed
+            .stdout
+            .contains("✓ 1 attempt answered 2xx (side effects not checked)"),
+        "{}",
+        unprobed.stdout
+    );
+    let probed = history.replay_probed(&handler, &[]);
+    assert_eq!(probed.code, 0, "{}{}", probed.stdout, probed.stderr);
+    assert!(
+        probed.stdout.contains("✓ idempotent over 1 attempt\n"),
+        "{}",
+        probed.stdout
+    );
+    let fresh = history.replay_probed(&handler, &["--fresh"]);
+    assert_eq!(fresh.code, 0, "{}{}", fresh.stdout, fresh.stderr);
+    assert!(
+        fresh.stdout.contains("a burst of 1 copy of one new event"),
+        "{}",
+        fresh.stdout
+    );
+    for ran in [&unprobed, &probed, &fresh] {
+        assert!(
+            !ran.stdout.contains(" 1 attempts") && !ran.stdout.contains(" 1 copies"),
+            "{}",
+            ran.stdout
+        );
+    }
+}
+
+#[test]
+fn an_error_names_its_cause_once() {
+    let handler = Handler::start(Behaviour::DedupsInOneTransaction);
+    let down = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let ran = history.replay(&["--target", &down]);
+    assert_eq!(ran.code, 2, "{}", ran.stderr);
+    let line = ran.stderr.trim_end();
+    assert_eq!(line.lines().count(), 1, "{line}");
+    assert!(line.ends_with("(is the handler running?)"), "{line}");
+    assert_eq!(line.matches("refused").count(), 1, "{line}");
+
+    let ran = history.replay(&["--check-cmd", "exit 3"]);
+    assert_eq!(
+        (ran.code, ran.stderr.trim_end()),
+        (2, "error: --check-cmd failed (exit status: 3)")
+    );
+
+    let unknown = NewDelivery {
+        provider: None,
+        request_headers: Vec::new(),
+        request_body: b"plain text".to_vec(),
+        request_body_size: 10,
+        event_key: "sha256:plain".into(),
+        event_key_source: "sha256:body".into(),
+        ..stripe_delivery(&handler.url())
+    };
+    let ran = History::with(&unknown).replay(&["--fresh"]);
+    assert_eq!(ran.code, 2, "{}", ran.stderr);
+    assert_eq!(ran.stderr.lines().count(), 1, "{}", ran.stderr);
+    assert_eq!(ran.stderr.matches("fresh identity").count(), 1, "{}", ran.stderr);
     assert_eq!(handler.balance(), 0, "nothing was sent");
 }
 

@@ -29,23 +29,23 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Debug, thiserror::Error)]
 pub enum ForwardError {
     /// Nothing accepted the connection.
-    #[error("could not reach {target}: {source}")]
+    #[error("could not reach {target}: {error}")]
     Connect {
         /// Target tried.
         target: String,
-        /// The socket error.
-        source: std::io::Error,
+        /// The socket error (kept out of `source()`: the message includes it).
+        error: std::io::Error,
     },
     /// Connecting took too long.
     #[error("could not reach {0}: connecting timed out")]
     ConnectTimeout(String),
     /// The handler broke the connection or sent something that is not HTTP.
-    #[error("{target} failed to answer: {source}")]
+    #[error("{target} failed to answer: {error}")]
     Http {
         /// Target tried.
         target: String,
-        /// What hyper saw.
-        source: hyper::Error,
+        /// What hyper saw (kept out of `source()`: the message includes it).
+        error: hyper::Error,
     },
 }
 
@@ -75,9 +75,9 @@ impl Forwarder {
 
     /// Sends one request and returns the answer's head; its body streams.
     pub async fn send(&self, request: Request<LocalBody>) -> Result<Response<Incoming>, ForwardError> {
-        let failed = |source| ForwardError::Http {
+        let failed = |error| ForwardError::Http {
             target: self.target.to_string(),
-            source,
+            error,
         };
         let (mut sender, request) = match self.take_idle() {
             Some(mut kept) => match kept.try_send_request(request).await {
@@ -125,18 +125,18 @@ impl Forwarder {
         let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address))
             .await
             .map_err(|_| ForwardError::ConnectTimeout(self.target.to_string()))?
-            .map_err(|source| ForwardError::Connect {
+            .map_err(|error| ForwardError::Connect {
                 target: self.target.to_string(),
-                source,
+                error,
             })?;
         // Webhook bodies are small: waiting to coalesce them only adds latency.
         let _ = stream.set_nodelay(true);
         let (sender, connection) =
             http1::handshake(TokioIo::new(stream))
                 .await
-                .map_err(|source| ForwardError::Http {
+                .map_err(|error| ForwardError::Http {
                     target: self.target.to_string(),
-                    source,
+                    error,
                 })?;
         let cancel = self.cancel.clone();
         self.connections.spawn(async move {

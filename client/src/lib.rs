@@ -19,8 +19,49 @@ pub mod time;
 pub mod tui;
 pub mod tunnel;
 
-/// Formats an error and its causes on one line, for stderr.
+/// Formats an error and its causes on one line, for stderr. Our messages
+/// quote their cause; a cause whose text the line already holds (a foreign
+/// error that also exposes it as `source()`) is not repeated.
 pub fn error_line(err: &anyhow::Error) -> String {
-    let line = err.chain().map(ToString::to_string).collect::<Vec<_>>().join(": ");
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if text.is_empty() || line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
     portpreview_shared::sanitize::escape_str(&line).into_owned()
+}
+
+/// True when the error comes from writing to a pipe whose reader has gone
+/// (`portpreview history | head -1`): nothing to report, as with any CLI.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("nothing answers at 127.0.0.1:1: {0}")]
+    struct QuotesItsSource(#[source] std::io::Error);
+
+    #[test]
+    fn an_error_line_names_each_cause_once() {
+        let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "Connection refused");
+        let err = anyhow::Error::new(QuotesItsSource(refused)).context("replay #3");
+        assert_eq!(
+            error_line(&err),
+            "replay #3: nothing answers at 127.0.0.1:1: Connection refused"
+        );
+    }
 }

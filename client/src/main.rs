@@ -22,6 +22,8 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(cli::run(cli)) {
         Ok(code) => code,
+        // The reader of stdout went away (`| head -1`): it has what it wanted.
+        Err(err) if portpreview::is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {}", portpreview::error_line(&err));
             ExitCode::from(2)

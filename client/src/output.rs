@@ -153,7 +153,7 @@ pub fn json_line(event: &TunnelEvent) -> String {
             "method": summary.method,
             "path": summary.path,
             "status": summary.status,
-            "duration_ms": summary.duration_ms,
+            "duration_ms": summary.duration_ms.map(crate::time::round_ms),
             "provider": summary.provider,
             "event_key": summary.event_key,
             "event_key_source": summary.event_key_source,

@@ -60,8 +60,7 @@ impl SuiteFixture {
         self.settle
             .as_deref()
             .map(|text| {
-                humantime::parse_duration(text)
-                    .with_context(|| format!("settle = {text:?} is not a duration like 300ms"))
+                crate::time::parse_duration(text).map_err(|reason| anyhow::anyhow!("settle = {text:?}: {reason}"))
             })
             .transpose()
     }
@@ -86,7 +85,7 @@ impl Suite {
 
     /// Parses suite text and checks each entry.
     pub fn parse(text: &str) -> anyhow::Result<Self> {
-        let suite: Suite = toml::from_str(text)?;
+        let suite: Suite = crate::config::parse_toml(text)?;
         for (i, fixture) in suite.fixture.iter().enumerate() {
             let which = || format!("fixture {} ({})", i + 1, fixture.path.display());
             if fixture.check_url.is_some() && fixture.check_cmd.is_some() {

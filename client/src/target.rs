@@ -4,11 +4,22 @@ use std::fmt;
 
 /// Why a `PORT|URL` argument is not a usable local target.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("invalid local target {input:?}: {reason}")]
+#[error("invalid {what} {input:?}: {reason}")]
 pub struct TargetError {
+    what: &'static str,
     input: String,
     reason: &'static str,
 }
+
+impl TargetError {
+    /// The same error, naming the flag or setting the text came from.
+    pub fn named(self, what: &'static str) -> Self {
+        Self { what, ..self }
+    }
+}
+
+/// What a target written without a scheme must hold.
+const EXPECTED_FORM: &str = "expected http://host:port[/path], host:port or a port number";
 
 /// A local HTTP server: host, port and an optional base path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,9 +36,11 @@ impl Target {
     /// Parses `3000`, `localhost:3000`, `127.0.0.1:3000` or `http://host:port/base`.
     pub fn parse(input: &str) -> Result<Self, TargetError> {
         let fail = |reason| TargetError {
+            what: "local target",
             input: input.to_string(),
             reason,
         };
+        let has_scheme = input.starts_with("http://");
         let rest = if let Some(rest) = input.strip_prefix("http://") {
             rest
         } else if input.starts_with("https://") {
@@ -46,6 +59,8 @@ impl Target {
         let (host, port) = match authority.rsplit_once(':') {
             Some((host, port)) if !host.ends_with(']') || authority.starts_with('[') => (host, port),
             _ if authority.chars().all(|c| c.is_ascii_digit()) => ("localhost", authority),
+            // `notaurl` alone is more likely a mistake than a host on port 80.
+            _ if !has_scheme => return Err(fail(EXPECTED_FORM)),
             _ => (authority, "80"),
         };
         let host = if host.is_empty() { "localhost" } else { host };
@@ -112,8 +127,19 @@ mod tests {
             "ftp://x:1",
             "localhost:http",
             "a b:1",
+            "notaurl",
+            "localhost/api",
         ] {
             assert!(Target::parse(bad).is_err(), "{bad} should be rejected");
         }
+    }
+
+    #[test]
+    fn a_bare_word_is_refused_with_the_forms_that_work() {
+        let err = Target::parse("notaurl").unwrap_err().named("--target");
+        assert_eq!(
+            err.to_string(),
+            "invalid --target \"notaurl\": expected http://host:port[/path], host:port or a port number"
+        );
     }
 }

@@ -31,9 +31,10 @@ pub enum ConfigError {
 #[derive(Debug, thiserror::Error)]
 pub enum RelayError {
     /// The listener failed in a way that retrying will not fix.
+    /// (The I/O error stays out of `source()`: the message includes it.)
     #[error("listener failed: {0}")]
-    Accept(#[source] std::io::Error),
-    /// The settings cannot work; nothing was served.
+    Accept(std::io::Error),
+    /// The settings cannot work; nothing was served. (Out of `source()` too.)
     #[error("invalid relay settings: {0}")]
-    Config(#[from] ConfigError),
+    Config(ConfigError),
 }

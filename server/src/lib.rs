@@ -49,7 +49,7 @@ use crate::registry::LocalRegistry;
 /// closes every client socket with a reason.
 /// Settings it cannot honour are refused before anything is served.
 pub async fn run(listener: TcpListener, config: RelayConfig, shutdown: CancellationToken) -> Result<(), RelayError> {
-    config.validate()?;
+    config.validate().map_err(RelayError::Config)?;
     let registry = Arc::new(LocalRegistry::new(config.grace, config.tokens.clone()));
     let drain = config.drain_timeout;
     // A child token: the relay may stop itself (listener failure) without

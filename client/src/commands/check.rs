@@ -1,6 +1,7 @@
 //! `portpreview check [FIXTURE|DIR|SUITE.toml ...]`: a replay verdict per
 //! committed fixture, for CI. No relay and no history database needed.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -55,7 +56,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         results.push((name, result));
     }
     let code = exit_code(&results);
-    print(&results, args.json, code)?;
+    // A reader that stopped early (`| head`) does not change the verdict.
+    if let Err(err) = print(&results, args.json, code) {
+        if !crate::is_broken_pipe(&err) {
+            return Err(err);
+        }
+    }
     if let Some(path) = &args.junit {
         let cases: Vec<(String, CaseResult<'_>)> = results
             .iter()
@@ -160,6 +166,7 @@ fn exit_code(results: &[(String, Result<Report, String>)]) -> u8 {
 }
 
 fn print(results: &[(String, Result<Report, String>)], json: bool, code: u8) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
     let count = |verdict: &str| {
         results
             .iter()
@@ -192,17 +199,18 @@ fn print(results: &[(String, Result<Report, String>)], json: bool, code: u8) -> 
             },
             "fixtures": fixtures,
         });
-        println!("{}", serde_json::to_string_pretty(&all)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&all)?)?;
         return Ok(());
     }
     for (name, result) in results {
-        println!("━━ {}", escape_str(name));
+        writeln!(out, "━━ {}", escape_str(name))?;
         match result {
-            Ok(report) => println!("{}", report.render_text()),
-            Err(reason) => println!("✗ could not run: {}\n", escape_str(reason)),
+            Ok(report) => writeln!(out, "{}", report.render_text())?,
+            Err(reason) => writeln!(out, "✗ could not run: {}\n", escape_str(reason))?,
         }
     }
-    println!(
+    writeln!(
+        out,
         "{} fixture{}: {} idempotent, {} not idempotent, {} inconclusive, {} could not run",
         results.len(),
         if results.len() == 1 { "" } else { "s" },
@@ -210,7 +218,7 @@ fn print(results: &[(String, Result<Report, String>)], json: bool, code: u8) -> 
         count("not_idempotent"),
         count("inconclusive"),
         count("error"),
-    );
+    )?;
     Ok(())
 }
 

@@ -45,7 +45,10 @@ pub struct Args {
 
 /// Writes the export.
 pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
-    let store = Store::open(db).map_err(|e| e.for_command(db))?;
+    if let Some(flag) = args.target.as_deref().filter(|flag| !flag.contains("://")) {
+        crate::target::Target::parse(flag).map_err(|err| err.named("--target"))?;
+    }
+    let store = Store::open_existing(db).map_err(|e| e.for_command(db))?;
     let delivery = fetch(&store, args.id, db)?;
     let r = &delivery.request;
     let url = aimed_url(&r.target, &r.path, args.target.as_deref());

@@ -6,6 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
+use portpreview_shared::provider::Provider;
+
 use crate::render;
 use crate::store::{ListQuery, Store};
 
@@ -18,8 +20,8 @@ pub struct Args {
     /// Most deliveries to list; 0 lists them all.
     #[arg(long, default_value_t = DEFAULT_LIMIT, value_name = "N")]
     pub limit: usize,
-    /// Only deliveries from this provider (stripe, github, …).
-    #[arg(long, value_name = "P")]
+    /// Only deliveries from this provider (stripe, github, …; svix for standard-webhooks).
+    #[arg(long, value_name = "P", value_parser = parse_provider)]
     pub provider: Option<String>,
     /// Only deliveries of this event key.
     #[arg(long, value_name = "KEY")]
@@ -34,7 +36,11 @@ pub struct Args {
 
 /// Prints the listing.
 pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
-    let store = Store::open(db).map_err(|e| e.for_command(db))?;
+    let store = Store::open_existing(db).map_err(|e| e.for_command(db))?;
+    let filters = filter_words(&[
+        ("--provider", args.provider.as_deref()),
+        ("--event", args.event.as_deref()),
+    ]);
     let query = ListQuery {
         limit: (args.limit > 0).then_some(args.limit),
         provider: args.provider,
@@ -51,10 +57,13 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         );
         format!("{}\n", render::json::to_terminal_text(&array))
     } else if rows.is_empty() {
-        format!(
-            "No deliveries in {}.\n",
-            portpreview_shared::sanitize::escape_str(&db.display().to_string())
-        )
+        let file = db.display().to_string();
+        let line = if filters.is_empty() {
+            format!("No deliveries in {file}.")
+        } else {
+            format!("No deliveries match {filters} in {file}.")
+        };
+        format!("{}\n", portpreview_shared::sanitize::escape_str(&line))
     } else {
         let summaries: Vec<_> = rows.into_iter().map(|(summary, _)| summary).collect();
         render::table::history(&summaries)
@@ -64,4 +73,28 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         .write_all(text.as_bytes())
         .context("cannot write to stdout")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A provider name as the history stores it (`STRIPE` → `stripe`, `svix` →
+/// `standard-webhooks`); an unknown name is refused with the list.
+pub fn parse_provider(text: &str) -> Result<String, String> {
+    match Provider::from_name(text) {
+        Some(provider) => Ok(provider.name().to_string()),
+        None => {
+            let names: Vec<&str> = Provider::ALL.iter().map(|p| p.name()).collect();
+            Err(format!(
+                "unknown provider; expected one of {} (svix means standard-webhooks)",
+                names.join(", ")
+            ))
+        }
+    }
+}
+
+/// `--provider stripe --event evt_1` for the filters that were given.
+pub fn filter_words(filters: &[(&str, Option<&str>)]) -> String {
+    filters
+        .iter()
+        .filter_map(|(flag, value)| value.map(|value| format!("{flag} {value}")))
+        .collect::<Vec<_>>()
+        .join(" ")
 }

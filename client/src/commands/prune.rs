@@ -1,5 +1,6 @@
 //! `portpreview prune --older-than 7d`: forget old deliveries.
 
+use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -11,21 +12,22 @@ use crate::time::now_ms;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Remove deliveries received longer ago than this (`12h`, `7d`, `4w`).
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::time::parse_duration)]
     pub older_than: Duration,
 }
 
 /// Deletes the old deliveries and says how many went.
 pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
-    let store = Store::open(db).map_err(|e| e.for_command(db))?;
+    let store = Store::open_existing(db).map_err(|e| e.for_command(db))?;
     let age = i64::try_from(args.older_than.as_millis()).unwrap_or(i64::MAX);
     let removed = store
         .prune(now_ms().saturating_sub(age))
         .map_err(|e| e.for_command(db))?;
     let noun = if removed == 1 { "delivery" } else { "deliveries" };
-    println!(
+    writeln!(
+        std::io::stdout().lock(),
         "Removed {removed} {noun} older than {}.",
-        humantime::format_duration(args.older_than)
-    );
+        crate::time::format_duration(args.older_than)
+    )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -34,7 +34,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "URL")]
     pub check_url: Option<String>,
     /// How long the state must hold still to count as read (300ms, 1s).
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::time::parse_duration)]
     pub settle: Option<Duration>,
     /// Give the event new identities: one delivered once, another as a concurrent burst.
     #[arg(long)]
@@ -90,8 +90,8 @@ pub struct Args {
     /// Replay the newest delivery (narrowed by --provider and --path).
     #[arg(long)]
     pub latest: bool,
-    /// With --latest: only deliveries from this provider.
-    #[arg(long, requires = "latest", value_name = "P")]
+    /// With --latest: only deliveries from this provider (svix for standard-webhooks).
+    #[arg(long, requires = "latest", value_name = "P", value_parser = super::history::parse_provider)]
     pub provider: Option<String>,
     /// With --latest: only deliveries whose path matches this glob.
     #[arg(long, requires = "latest", value_name = "GLOB")]
@@ -142,11 +142,17 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
             tracing::warn!(%err, "the replay was not recorded in the history");
         }
     }
-    print_report(&report, args.json, |json| {
+    let printed = print_report(&report, args.json, |json| {
         if let Origin::History { id, .. } = &origin {
             json["delivery_id"] = (*id).into();
         }
-    })?;
+    });
+    // A reader that stopped early (`| head`) does not change the verdict.
+    if let Err(err) = printed {
+        if !crate::is_broken_pipe(&err) {
+            return Err(err);
+        }
+    }
     if let Some(path) = &args.junit {
         std::fs::write(path, report.to_junit(&name)).with_context(|| format!("cannot write {}", path.display()))?;
     }
@@ -164,12 +170,19 @@ fn load_request(args: &Args, db: &Path) -> anyhow::Result<(NewDelivery, Origin)>
         let fixture = crate::fixture::Fixture::load(path)?;
         return Ok((fixture.to_new_delivery(), Origin::Fixture(path.clone())));
     }
-    let store = Store::open(db).map_err(|err| err.for_command(db))?;
+    let store = Store::open_existing(db).map_err(|err| err.for_command(db))?;
     let id = if args.latest {
         store
             .latest(args.provider.as_deref(), args.path.as_deref())
             .map_err(|err| err.for_command(db))?
-            .context("no delivery in the history matches --latest")?
+            .with_context(|| {
+                let narrowed = super::history::filter_words(&[
+                    ("--provider", args.provider.as_deref()),
+                    ("--path", args.path.as_deref()),
+                ]);
+                let wanted = format!("--latest {narrowed}");
+                format!("no delivery in {} matches {}", db.display(), wanted.trim_end())
+            })?
     } else {
         let wanted = args.delivery.as_deref().unwrap_or_default();
         let numeric = wanted.trim_start_matches('#');
@@ -178,13 +191,10 @@ fn load_request(args: &Args, db: &Path) -> anyhow::Result<(NewDelivery, Origin)>
             Err(_) => store
                 .newest_with_event_key(wanted)
                 .map_err(|err| err.for_command(db))?
-                .with_context(|| format!("no delivery with event key {wanted:?} in the history"))?,
+                .with_context(|| format!("no delivery with event key {wanted:?} in {}", db.display()))?,
         }
     };
-    let delivery = store
-        .get(id)
-        .map_err(|err| err.for_command(db))?
-        .with_context(|| format!("no delivery #{id} in the history"))?;
+    let delivery = super::show::fetch(&store, id, db)?;
     Ok((delivery.request, Origin::History { id, store }))
 }
 

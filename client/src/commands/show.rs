@@ -25,7 +25,7 @@ pub struct Args {
 
 /// Prints the delivery.
 pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
-    let store = Store::open(db).map_err(|e| e.for_command(db))?;
+    let store = Store::open_existing(db).map_err(|e| e.for_command(db))?;
     let delivery = fetch(&store, args.id, db)?;
     let number = store.delivery_number(args.id).map_err(|e| e.for_command(db))?;
     let runs = store.replay_runs(args.id).map_err(|e| e.for_command(db))?;

@@ -10,6 +10,7 @@ pub struct Args {}
 
 /// Opens the history browser until the user quits.
 pub async fn run(_args: Args, db: &Path) -> anyhow::Result<ExitCode> {
+    crate::store::require(db).map_err(|err| err.for_command(db))?;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         anyhow::bail!("portpreview tui needs a terminal: use `portpreview history` for plain output");
     }

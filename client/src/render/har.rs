@@ -16,7 +16,7 @@ use portpreview_shared::Header;
 /// masked unless `reveal`.
 pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
     let r = &d.request;
-    let duration = d.outcome.as_ref().map_or(0.0, |o| o.duration_ms);
+    let duration = d.outcome.as_ref().map_or(0.0, |o| crate::time::round_ms(o.duration_ms));
     let mut request = json!({
         "method": r.method,
         "url": url,

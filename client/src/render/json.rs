@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use super::body::Encoded;
 use super::mask::shown_value;
 use crate::store::{Delivery, ReplayRun, Summary};
-use crate::time::rfc3339_ms;
+use crate::time::{rfc3339_ms, round_ms};
 use portpreview_shared::Header;
 
 /// One `history --json` row; `target` is the local target it went to.
@@ -16,7 +16,7 @@ pub fn summary(s: &Summary, target: &str) -> Value {
         "method": s.method,
         "path": s.path,
         "status": s.status,
-        "duration_ms": s.duration_ms,
+        "duration_ms": s.duration_ms.map(round_ms),
         "provider": s.provider,
         "event_key": s.event_key,
         "event_key_source": s.event_key_source,
@@ -55,7 +55,7 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
         "method": r.method,
         "path": r.path,
         "status": d.outcome.as_ref().and_then(|o| o.status),
-        "duration_ms": d.outcome.as_ref().map(|o| o.duration_ms),
+        "duration_ms": d.outcome.as_ref().map(|o| round_ms(o.duration_ms)),
         "provider": r.provider,
         "event_key": r.event_key,
         "event_key_source": r.event_key_source,

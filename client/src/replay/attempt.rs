@@ -152,7 +152,10 @@ impl Connection {
                 self.sender = None;
                 Answer {
                     duration: started.elapsed(),
-                    error: Some(format!("no answer within {} s", ATTEMPT_TIMEOUT.as_secs())),
+                    error: Some(format!(
+                        "no answer within {}",
+                        crate::time::format_duration(ATTEMPT_TIMEOUT)
+                    )),
                     ..Answer::default()
                 }
             }

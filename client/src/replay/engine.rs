@@ -23,9 +23,9 @@ impl Pool {
     async fn open(endpoint: &Endpoint) -> Result<Self, ReplayError> {
         let first = Connection::open(endpoint.clone())
             .await
-            .map_err(|source| ReplayError::TargetDown {
+            .map_err(|error| ReplayError::TargetDown {
                 target: endpoint.authority(),
-                source,
+                error,
             })?;
         Ok(Self {
             endpoint: endpoint.clone(),

@@ -72,12 +72,12 @@ pub enum ReplayError {
     #[error("{0}")]
     Target(String),
     /// Nothing listens at the target.
-    #[error("nothing answers at {target}: {source} (is the handler running?)")]
+    #[error("nothing answers at {target}: {error} (is the handler running?)")]
     TargetDown {
         /// `host:port`.
         target: String,
-        /// The connect error.
-        source: std::io::Error,
+        /// The connect error (kept out of `source()`: the message includes it).
+        error: std::io::Error,
     },
     /// The state probe failed.
     #[error(transparent)]
@@ -97,7 +97,7 @@ pub enum ReplayError {
     #[error(transparent)]
     Sign(#[from] SignError),
     /// `--fresh` found no identity to renew.
-    #[error("--fresh: {0}")]
+    #[error(transparent)]
     Fresh(#[from] FreshError),
 }
 

@@ -223,7 +223,7 @@ pub fn resolve_target(
     let recorded_path = if recorded_path.is_empty() { "/" } else { recorded_path };
     let (text, path) = match flag {
         Some(flag) => {
-            let target = Target::parse(flag).map_err(|err| ReplayError::Target(err.to_string()))?;
+            let target = Target::parse(flag).map_err(|err| ReplayError::Target(err.named("--target").to_string()))?;
             let path = match explicit_path(flag) {
                 Some(path) if path.contains('?') => path.to_string(),
                 Some(path) => {

@@ -37,11 +37,11 @@ pub enum ProbeError {
     #[error("cannot run --check-cmd: {0}")]
     Spawn(std::io::Error),
     /// The command exited with a failure.
-    #[error("--check-cmd failed ({status}): {stderr}")]
+    #[error("--check-cmd failed ({status}){}", detail(.stderr))]
     Failed {
         /// Exit status as text.
         status: String,
-        /// First line of its stderr.
+        /// First line of its stderr (empty when it printed nothing).
         stderr: String,
     },
     /// The URL is not an `http://host:port/path` URL.
@@ -56,7 +56,10 @@ pub enum ProbeError {
         detail: String,
     },
     /// The read took longer than [`PROBE_TIMEOUT`].
-    #[error("the state probe gave no answer within {} s", PROBE_TIMEOUT.as_secs())]
+    #[error(
+        "the state probe gave no answer within {}",
+        crate::time::format_duration(PROBE_TIMEOUT)
+    )]
     Timeout,
     /// The state is longer than the probe reads; the run cannot be judged.
     #[error(
@@ -79,6 +82,16 @@ fn size_text(bytes: usize) -> String {
         b if b >= MIB && b % MIB == 0 => format!("{} MiB", b / MIB),
         b if b >= KIB && b % KIB == 0 => format!("{} KiB", b / KIB),
         b => format!("{b} bytes"),
+    }
+}
+
+/// `: <what the command said>`, or nothing when it said nothing.
+fn detail(stderr: &str) -> String {
+    let stderr = stderr.trim();
+    if stderr.is_empty() {
+        String::new()
+    } else {
+        format!(": {stderr}")
     }
 }
 

@@ -144,12 +144,16 @@ impl Report {
         let first_failure = self.failed_checks().next().map(|c| c.detail.as_str());
         let line = match (self.idempotent, first_failure) {
             (Some(true), _) if self.state.is_none() => {
-                format!(
-                    "✓ every one of {} attempts answered 2xx (side effects not checked)",
-                    self.attempts.len()
-                )
+                let answered = match self.attempts.len() {
+                    1 => "1 attempt".to_string(),
+                    n => format!("every one of {n} attempts"),
+                };
+                format!("✓ {answered} answered 2xx (side effects not checked)")
             }
-            (Some(true), _) => format!("✓ idempotent over {} attempts", self.attempts.len()),
+            (Some(true), _) => format!(
+                "✓ idempotent over {}",
+                counted(self.attempts.len(), "attempt", "attempts")
+            ),
             (Some(false), Some(detail)) => format!("✗ not idempotent: {detail}"),
             (Some(false), None) => "✗ not idempotent".to_string(),
             (None, Some(detail)) => format!("? inconclusive: {detail}"),
@@ -173,7 +177,7 @@ impl Report {
                     "n": a.n,
                     "role": a.role.as_str(),
                     "status": a.answer.status,
-                    "duration_ms": (a.duration_ms() * 1000.0).round() / 1000.0,
+                    "duration_ms": crate::time::round_ms(a.duration_ms()),
                     "state_changed": a.state_changed,
                     "event_key": a.request.event_key,
                     "error": a.answer.error,
@@ -233,6 +237,15 @@ pub fn attempt_ranges(numbers: &[u32]) -> String {
         });
     }
     parts.join(", ")
+}
+
+/// "1 attempt", "3 attempts": a count and its noun, singular or plural.
+pub fn counted(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
 }
 
 /// "attempt 3" or "attempts 2–10".

@@ -7,7 +7,7 @@ use portpreview_shared::sanitize::escape_str;
 
 use super::delta::{change, multiple, same_change};
 use super::probe::ProbeError;
-use super::report::{attempts_phrase, Attempt, Check, Role, StateTrace};
+use super::report::{attempts_phrase, counted, Attempt, Check, Role, StateTrace};
 
 /// Name of the check that every answer was 2xx.
 pub const ANSWERS_2XX: &str = "answers_2xx";
@@ -35,7 +35,10 @@ pub fn answers_2xx(attempts: &[Attempt]) -> Check {
         return Check {
             name: ANSWERS_2XX,
             passed: true,
-            detail: format!("all {} attempts answered 2xx", attempts.len()),
+            detail: match attempts.len() {
+                1 => "1 attempt answered 2xx".to_string(),
+                n => format!("all {n} attempts answered 2xx"),
+            },
         };
     }
     let mut parts: Vec<(u32, String)> = failures
@@ -111,7 +114,8 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
             )
         } else {
             format!(
-                "a burst of {burst} copies of one new event changed the state as one delivery did ({})",
+                "a burst of {} of one new event changed the state as one delivery did ({})",
+                counted(burst, "copy", "copies"),
                 single.describe()
             )
         };
@@ -129,19 +133,21 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
         );
     let detail = if many.is_none() || single.is_none() {
         format!(
-            "one new event changed the state by {}, a burst of {burst} copies of another by {}: \
+            "one new event changed the state by {}, a burst of {} of another by {}: \
              the handler does not treat new events alike",
             single.describe(),
+            counted(burst, "copy", "copies"),
             many.describe()
         )
     } else {
         format!(
-            "one new event changed the state by {} ({} → {}); a burst of {burst} copies of another changed it by {} \
+            "one new event changed the state by {} ({} → {}); a burst of {} of another changed it by {} \
              ({} → {}): {count} for one event: a check-then-insert race; \
              use a unique constraint / INSERT ... ON CONFLICT DO NOTHING",
             single.describe(),
             short(&trace.before),
             short(after_baseline),
+            counted(burst, "copy", "copies"),
             many.describe(),
             short(after_baseline),
             short(after_burst),
@@ -156,8 +162,8 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
 
 /// The state held still when it was judged: inconclusive otherwise.
 pub fn state_settled(trace: &StateTrace, settle: Duration) -> Check {
-    let window = humantime::format_duration(settle).to_string();
-    let wait = humantime::format_duration(settle * super::probe::FINAL_WAIT_FACTOR).to_string();
+    let window = crate::time::format_duration(settle);
+    let wait = crate::time::format_duration(settle * super::probe::FINAL_WAIT_FACTOR);
     let (passed, detail) = match (&trace.moved_to, trace.steady) {
         (Some(moved), _) => (
             false,
@@ -172,7 +178,7 @@ pub fn state_settled(trace: &StateTrace, settle: Duration) -> Check {
             false,
             format!(
                 "the state never held still for {window} within {}: raise --settle",
-                humantime::format_duration(settle * super::probe::SETTLE_CAP_FACTOR)
+                crate::time::format_duration(settle * super::probe::SETTLE_CAP_FACTOR)
             ),
         ),
         (None, true) => (

@@ -56,12 +56,39 @@ pub enum StoreError {
         /// The newest schema this build knows.
         supported: i64,
     },
-    /// Any other SQLite failure (disk full, I/O error…).
+    /// A reading command was pointed at a file that does not exist; only
+    /// `portpreview http` creates the history.
+    #[error("no history database at {} (start one with portpreview http)", path.display())]
+    Missing {
+        /// The path that was given.
+        path: PathBuf,
+    },
+    /// The path names a directory.
+    #[error("{} is a directory, not a history database: pass --db a file path", path.display())]
+    IsDirectory {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// Any other SQLite failure (disk full, I/O error…). The SQLite error is
+    /// kept out of `source()`: the message already includes it.
     #[error("history database error: {0}")]
-    Sqlite(#[from] rusqlite::Error),
-    /// Creating the database's directory or file failed.
+    Sqlite(rusqlite::Error),
+    /// Creating the database's directory or file failed (kept out of
+    /// `source()` too).
     #[error("cannot create the history database: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(err: rusqlite::Error) -> Self {
+        Self::Sqlite(err)
+    }
+}
+
+impl From<std::io::Error> for StoreError {
+    fn from(err: std::io::Error) -> Self {
+        Self::Io(err)
+    }
 }
 
 impl StoreError {
@@ -82,16 +109,22 @@ impl StoreError {
     pub fn names_file(&self) -> bool {
         matches!(
             self,
-            Self::NotADatabase { .. } | Self::Corrupt { .. } | Self::TooNew { .. }
+            Self::NotADatabase { .. }
+                | Self::Corrupt { .. }
+                | Self::TooNew { .. }
+                | Self::Missing { .. }
+                | Self::IsDirectory { .. }
         )
     }
 
-    /// Turns the error into one for a command's stderr line, naming `db` once.
+    /// Turns the error into one line for a command's stderr, naming `db` once.
     pub fn for_command(self, db: &Path) -> anyhow::Error {
-        if self.names_file() {
-            anyhow::Error::new(self)
-        } else {
-            anyhow::Error::new(self).context(format!("history database {}", db.display()))
+        let file = db.display();
+        match self {
+            Self::Busy => anyhow::anyhow!("history database {file} is locked by another process"),
+            Self::Sqlite(err) => anyhow::anyhow!("history database {file}: {err}"),
+            Self::Io(err) => anyhow::anyhow!("cannot create history database {file}: {err}"),
+            named => anyhow::Error::new(named),
         }
     }
 }
@@ -132,6 +165,11 @@ impl Store {
     /// Opens (creating it, mode 0600, with its directories) and migrates the
     /// database at `path`.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if path.is_dir() {
+            return Err(StoreError::IsDirectory {
+                path: path.to_path_buf(),
+            });
+        }
         if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
@@ -146,6 +184,14 @@ impl Store {
             Err(err) => tracing::warn!(%err, "cannot move deliveries left in an inbox into the history yet"),
         }
         Ok(store)
+    }
+
+    /// Opens the database at `path` for a command that reads the history:
+    /// a missing file is [`StoreError::Missing`], never created, so a
+    /// mistyped `--db` does not pass for an empty history.
+    pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
+        require(path)?;
+        Self::open(path)
     }
 
     /// A private database in memory, for tests.
@@ -182,6 +228,17 @@ impl Store {
 
     fn classify(&self, err: rusqlite::Error) -> StoreError {
         classify(err, &self.path)
+    }
+}
+
+/// Fails with [`StoreError::Missing`] unless something exists at `path`.
+pub fn require(path: &Path) -> Result<(), StoreError> {
+    if path.exists() {
+        Ok(())
+    } else {
+        Err(StoreError::Missing {
+            path: path.to_path_buf(),
+        })
     }
 }
 

@@ -231,7 +231,7 @@ async fn exchange(
             let reason = format!(
                 "{} did not answer within {}",
                 shared.forwarder.target(),
-                humantime::format_duration(shared.local_timeout)
+                crate::time::format_duration(shared.local_timeout)
             );
             return answer_error(stream, outbox, started, 504, reason);
         }

@@ -118,7 +118,7 @@ fn replay_export_and_copy_ask_the_loop() {
     );
     assert_eq!(press(&mut app, "r"), vec![], "one replay at a time");
     assert!(app.status.as_ref().is_some_and(|s| s.error));
-    app.on_replay_done(5, Ok("✓ every one of 1 attempts answered 2xx".into()));
+    app.on_replay_done(5, Ok("✓ 1 attempt answered 2xx".into()));
     assert!(app.replay.is_none());
     press(&mut app, "jR");
     assert!(matches!(&app.overlay, Some(Overlay::Replay(form)) if form.delivery_id == 4));
