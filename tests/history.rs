@@ -594,3 +594,15 @@ fn prune_removes_only_old_deliveries() {
     );
     assert!(store.get(fresh).unwrap().is_some());
 }
+
+#[test]
+fn an_error_to_a_closed_stderr_exits_2_without_a_panic() {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let status = Command::new(portpreview_bin())
+        .args(["history", "--db", "/nonexistent/history.db"])
+        .stderr(writer)
+        .status()
+        .expect("run portpreview");
+    assert_eq!(status.code(), Some(2), "a panic exits 101");
+}

@@ -37,6 +37,13 @@ pub fn error_line(err: &anyhow::Error) -> String {
     portpreview_shared::sanitize::escape_str(&line).into_owned()
 }
 
+/// Writes `text` to stderr. A closed stderr (`2>&1 | head`) is no reason to
+/// panic, as `eprint!` would: there is nobody left to tell.
+pub fn to_stderr(text: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let _ = std::io::stderr().lock().write_fmt(text);
+}
+
 /// True when the error comes from writing to a pipe whose reader has gone
 /// (`portpreview history | head -1`): nothing to report, as with any CLI.
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {

@@ -16,7 +16,7 @@ fn main() -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
-            eprintln!("error: cannot start the async runtime: {err}");
+            portpreview::to_stderr(format_args!("error: cannot start the async runtime: {err}\n"));
             return ExitCode::from(2);
         }
     };
@@ -25,7 +25,7 @@ fn main() -> ExitCode {
         // The reader of stdout went away (`| head -1`): it has what it wanted.
         Err(err) if portpreview::is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {}", portpreview::error_line(&err));
+            portpreview::to_stderr(format_args!("error: {}\n", portpreview::error_line(&err)));
             ExitCode::from(2)
         }
     }

@@ -89,11 +89,11 @@ pub fn text_line(event: &TunnelEvent) -> Option<String> {
     match event {
         TunnelEvent::Connected { public_url, target } => Some(format!("Forwarding {public_url} -> {target}")),
         TunnelEvent::Disconnected { reason, retry_in } => {
-            eprintln!(
-                "relay connection lost ({}); reconnecting in {} ms",
+            crate::to_stderr(format_args!(
+                "relay connection lost ({}); reconnecting in {} ms\n",
                 escape_str(reason),
                 retry_in.as_millis()
-            );
+            ));
             None
         }
         TunnelEvent::Delivered {

@@ -51,7 +51,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         let result = check_one(job, &args.run).await.map_err(|err| crate::error_line(&err));
         clear_progress();
         if let Err(reason) = &result {
-            eprintln!("error: {}: {reason}", escape_str(&name));
+            crate::to_stderr(format_args!("error: {}: {reason}\n", escape_str(&name)));
         }
         results.push((name, result));
     }

@@ -246,13 +246,13 @@ pub fn progress_printer() -> impl Fn(Progress) + Sync {
             Phase::Settling => "waiting for the state to settle",
             Phase::FinalWait => "checking the state stays put",
         };
-        eprint!("\r\x1b[2K  {}/{} attempts · {what}…", p.done, p.total);
+        crate::to_stderr(format_args!("\r\x1b[2K  {}/{} attempts · {what}…", p.done, p.total));
     }
 }
 
 /// Erases the progress line.
 pub fn clear_progress() {
     if std::io::stderr().is_terminal() {
-        eprint!("\r\x1b[2K");
+        crate::to_stderr(format_args!("\r\x1b[2K"));
     }
 }
