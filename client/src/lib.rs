@@ -1,5 +1,6 @@
 //! The `portpreview` client: tunnel, history, replay and TUI.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod cli;
 pub mod commands;

@@ -1,6 +1,7 @@
 //! What relay and client both need: the wire protocol, provider detection,
 //! event keys, signatures and terminal sanitising.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod codec;
 pub mod hop;
