@@ -71,11 +71,14 @@ fn write_events(mut events: mpsc::Receiver<TunnelEvent>, format: LogFormat) {
         while let Some(event) = next {
             let line = match format {
                 LogFormat::Text => text_line(&event),
-                LogFormat::Json => Some(json_line(&event)),
+                LogFormat::Json => Line::Out(json_line(&event)),
             };
-            if let Some(line) = line {
+            match line {
                 // A closed stdout (a pipe into `head`) must not stop the tunnel.
-                let _ = writeln!(stdout, "{line}");
+                Line::Out(line) => {
+                    let _ = writeln!(stdout, "{line}");
+                }
+                Line::Err(line) => crate::to_stderr(format_args!("{line}\n")),
             }
             next = events.try_recv().ok();
         }
@@ -84,22 +87,28 @@ fn write_events(mut events: mpsc::Receiver<TunnelEvent>, format: LogFormat) {
     }
 }
 
-/// The text form of an event; `None` for events only shown on stderr.
-pub fn text_line(event: &TunnelEvent) -> Option<String> {
+/// A line for the user, and where it goes.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Line {
+    /// To stdout: what a script reading the output wants.
+    Out(String),
+    /// To stderr: news about the connection, not a delivery.
+    Err(String),
+}
+
+/// The text form of an event.
+pub fn text_line(event: &TunnelEvent) -> Line {
     match event {
-        TunnelEvent::Connected { public_url, target } => Some(format!("Forwarding {public_url} -> {target}")),
-        TunnelEvent::Disconnected { reason, retry_in } => {
-            crate::to_stderr(format_args!(
-                "relay connection lost ({}); reconnecting in {} ms\n",
-                escape_str(reason),
-                retry_in.as_millis()
-            ));
-            None
-        }
+        TunnelEvent::Connected { public_url, target } => Line::Out(format!("Forwarding {public_url} -> {target}")),
+        TunnelEvent::Disconnected { reason, retry_in } => Line::Err(format!(
+            "relay connection lost ({}); reconnecting in {} ms",
+            escape_str(reason),
+            retry_in.as_millis()
+        )),
         TunnelEvent::Delivered {
             summary,
             delivery_number,
-        } => Some(delivery_line(summary, *delivery_number)),
+        } => Line::Out(delivery_line(summary, *delivery_number)),
     }
 }
 
