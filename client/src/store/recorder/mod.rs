@@ -16,7 +16,8 @@
 //! holds (each job counts at least 1 KiB): past them, recording waits
 //! for the writer to catch up, so bodies arriving faster than SQLite takes
 //! them never pile up in memory. If the process dies, the next one to open
-//! the history moves what the inbox still holds into SQLite.
+//! the history moves what the inbox still holds into SQLite (a reading one
+//! only if the lock is free at once; see [`Store::open_existing`]).
 
 mod recover;
 mod writer;
