@@ -90,8 +90,9 @@ pub struct Recorder {
 
 struct Shared {
     /// Appends and queues happen under this lock, so the writer sees
-    /// requests in the order of their sequence numbers.
-    inbox: Mutex<Inbox>,
+    /// requests in the order of their sequence numbers. The writer thread
+    /// holds it too, to settle the inbox once it stops.
+    inbox: Arc<Mutex<Inbox>>,
     queue: Sender<Job>,
     /// Room left for bodies in the queue, in [`ROOM_UNIT`]s.
     room: Arc<Semaphore>,
@@ -104,8 +105,11 @@ struct Shared {
     held: Arc<Semaphore>,
 }
 
-/// Owns the writer thread: `shutdown` (or dropping it) writes what is
-/// queued, waits for the thread to finish and removes the inbox.
+/// Owns the writer thread: `shutdown` writes what is queued, waits for the
+/// thread to finish and removes the inbox. Dropping it asks the same of the
+/// thread without waiting, as it may be dropped on an async thread, where
+/// a store refusing writes would stall it for seconds; what the thread has
+/// not stored when the process exits stays in the inbox for the next open.
 pub struct RecorderHandle {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
@@ -138,11 +142,16 @@ impl Recorder {
             awaited: BTreeMap::new(),
             on_recorded: Box::new(on_recorded),
         };
-        let thread = std::thread::Builder::new()
-            .name(WRITER_THREAD.into())
-            .spawn(move || writer.run(&jobs))?;
+        let inbox = Arc::new(Mutex::new(inbox));
+        let (settled, done) = (Arc::clone(&inbox), Arc::clone(&applied));
+        let thread = std::thread::Builder::new().name(WRITER_THREAD.into()).spawn(move || {
+            writer.run(&jobs);
+            // The thread settles the inbox itself, so that a handle
+            // dropped without waiting still leaves no file behind.
+            settle(&settled, done.load(Ordering::Acquire));
+        })?;
         let shared = Arc::new(Shared {
-            inbox: Mutex::new(inbox),
+            inbox,
             queue,
             room: Arc::new(Semaphore::new(QUEUE_BYTES / ROOM_UNIT)),
             applied,
@@ -224,38 +233,51 @@ impl Recorder {
 }
 
 impl RecorderHandle {
-    /// Writes everything queued, then stops the writer thread.
+    /// Writes everything queued, then stops the writer thread. Blocks until
+    /// it has: call it where blocking is allowed.
     pub fn shutdown(mut self) {
-        self.stop();
-    }
-
-    fn stop(&mut self) {
-        let Some(thread) = self.thread.take() else {
+        let Some(thread) = self.stop() else {
             return;
         };
-        // A blocking send: the writer is draining, so room comes soon. If it
-        // has died the send fails and join reports nothing more to do.
-        let _ = self.shared.queue.send(Job::Shutdown);
         if thread.join().is_err() {
             tracing::warn!("history writer panicked");
+            // It never got to settle the inbox.
+            settle(&self.shared.inbox, self.shared.applied.load(Ordering::Acquire));
         }
-        let mut inbox = self.shared.inbox.lock().unwrap_or_else(|p| p.into_inner());
-        let applied = self.shared.applied.load(Ordering::Acquire);
-        if inbox.all_applied(applied) {
-            inbox.discard();
-        } else {
-            // What did not reach SQLite stays for the next open to move in.
-            if let Err(err) = inbox.flush() {
-                tracing::warn!(%err, "cannot write the history inbox");
-            }
-            tracing::warn!("some deliveries did not reach the history; they are kept in its inbox");
-        }
+    }
+
+    /// Asks the writer to write what is queued and stop; returns its thread
+    /// the first time.
+    fn stop(&mut self) -> Option<JoinHandle<()>> {
+        let thread = self.thread.take()?;
+        // The channel has no bound of its own (room is counted apart), so
+        // this never waits. If the writer has died, it fails, and there is
+        // nothing left to ask.
+        let _ = self.shared.queue.send(Job::Shutdown);
+        Some(thread)
     }
 }
 
 impl Drop for RecorderHandle {
     fn drop(&mut self) {
-        self.stop();
+        // Detached, the thread still writes what is queued and settles the
+        // inbox; only `shutdown` waits for it.
+        drop(self.stop());
+    }
+}
+
+/// Once the writer has stopped, with `applied` the newest sequence number it
+/// committed: removes the inbox if all of it is in SQLite, and otherwise
+/// writes it out for the next open to move the rest in.
+fn settle(inbox: &Mutex<Inbox>, applied: u64) {
+    let mut inbox = inbox.lock().unwrap_or_else(|p| p.into_inner());
+    if inbox.all_applied(applied) {
+        inbox.discard();
+    } else {
+        if let Err(err) = inbox.flush() {
+            tracing::warn!(%err, "cannot write the history inbox");
+        }
+        tracing::warn!("some deliveries did not reach the history; they are kept in its inbox");
     }
 }
 
@@ -393,5 +415,49 @@ pub(super) mod tests {
             .await
             .unwrap_err();
         assert!(matches!(err, RecordError::Closed), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn a_dropped_handle_returns_at_once_and_its_writer_still_stores_what_was_queued() {
+        let dir = ScratchDir::new("recorder-drop");
+        let path = dir.0.join("history.db");
+        let (recorder, handle, _reported) = start(&path);
+        // Another process holds the lock: the writer's next batch waits for it.
+        let blocker = rusqlite::Connection::open(&path).unwrap();
+        blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+        recorder.record_request(delivery("evt_queued", "/")).await.unwrap();
+        recorder.flush().unwrap();
+
+        let started = std::time::Instant::now();
+        drop(handle);
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "dropping waited for the writer: {:?}",
+            started.elapsed()
+        );
+
+        blocker.execute_batch("ROLLBACK").unwrap();
+        let inbox_gone = || {
+            !std::fs::read_dir(&dir.0)
+                .unwrap()
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with("history.db-inbox-"))
+        };
+        let waited = std::time::Instant::now();
+        while !inbox_gone() {
+            assert!(
+                waited.elapsed() < Duration::from_secs(30),
+                "the writer never settled its inbox"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let store = Store::open(&path).unwrap();
+        let keys: Vec<String> = store
+            .list(&crate::store::ListQuery::default())
+            .unwrap()
+            .into_iter()
+            .map(|s| s.event_key)
+            .collect();
+        assert_eq!(keys, ["evt_queued"], "stored by the writer before it removed its inbox");
     }
 }
