@@ -74,18 +74,6 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     let config = Config::load()?;
     let target = Target::parse(&args.target)?;
     let use_tui = args.uses_tui();
-    let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
-    let (recorder, recorder_handle) = match args.no_record {
-        true => (None, None),
-        false => {
-            let events = events_tx.clone();
-            let report = move |summary| report_delivered(&events, summary);
-            let (recorder, handle) = Recorder::start(db, args.key_fields.clone(), report)
-                .with_context(|| format!("cannot open the history {}", db.display()))?;
-            (Some(recorder), Some(handle))
-        }
-    };
-
     let (url, local_relay) = match args.server.clone().or(config.server) {
         Some(server) => (connect::relay_url(&server)?, None),
         None => {
@@ -113,6 +101,20 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         target,
         host_header: args.host_header,
         local_timeout: args.local_timeout,
+    };
+
+    // The history is opened once the setup above can no longer fail, so an
+    // error there never leaves a writer to stop on the way out.
+    let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
+    let (recorder, recorder_handle) = match args.no_record {
+        true => (None, None),
+        false => {
+            let events = events_tx.clone();
+            let report = move |summary| report_delivered(&events, summary);
+            let (recorder, handle) = Recorder::start(db, args.key_fields.clone(), report)
+                .with_context(|| format!("cannot open the history {}", db.display()))?;
+            (Some(recorder), Some(handle))
+        }
     };
 
     let shutdown = CancellationToken::new();

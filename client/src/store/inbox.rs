@@ -17,7 +17,7 @@
 //! short by a crash ends the readable part of the file.
 
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, BufWriter, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -328,41 +328,18 @@ pub struct Orphan {
     pub name: String,
 }
 
-/// What an orphaned inbox holds.
-#[derive(Debug, Default)]
-pub struct Leftovers {
-    /// How its recorder made event keys.
-    pub key_fields: Vec<String>,
-    /// Requests with their sequence numbers, oldest first.
-    pub requests: Vec<(u64, NewDelivery)>,
-}
-
 impl Orphan {
-    /// Every whole record in the file.
-    pub fn read(&mut self) -> std::io::Result<Leftovers> {
-        let mut leftovers = Leftovers::default();
-        let mut reader = BufReader::new(&self.file);
-        let mut buf = Vec::new();
-        loop {
-            let mut len = [0u8; 4];
-            if reader.read_exact(&mut len).is_err() {
-                break;
-            }
-            let len = u32::from_le_bytes(len) as usize;
-            if len > MAX_RECORD {
-                break;
-            }
-            buf.resize(len, 0);
-            if reader.read_exact(&mut buf).is_err() {
-                break;
-            }
-            match postcard::from_bytes::<(u64, Entry)>(&buf) {
-                Ok((_, Entry::Opened { key_fields })) => leftovers.key_fields = key_fields,
-                Ok((seq, Entry::Request(delivery))) => leftovers.requests.push((seq, *delivery)),
-                Err(_) => break,
-            }
-        }
-        Ok(leftovers)
+    /// Its requests, oldest first, read one record at a time: after a long
+    /// stall an inbox can hold far more than fits in memory.
+    pub fn requests(&self) -> std::io::Result<Requests<'_>> {
+        // Every reading starts at the top, wherever the last one stopped.
+        (&self.file).rewind()?;
+        Ok(Requests {
+            reader: BufReader::new(&self.file),
+            buf: Vec::new(),
+            key_fields: Vec::new(),
+            ended: false,
+        })
     }
 
     /// Deletes the file once its requests are in the database.
@@ -370,6 +347,70 @@ impl Orphan {
         std::fs::remove_file(&self.path)?;
         drop(self.file);
         Ok(())
+    }
+}
+
+/// The requests of an orphaned inbox with their sequence numbers, read
+/// from the file as they are asked for. A record cut short by a crash ends
+/// them; a failed read is an error, so the file is kept for another try.
+pub struct Requests<'a> {
+    reader: BufReader<&'a File>,
+    /// The record being decoded; reused from one record to the next.
+    buf: Vec<u8>,
+    key_fields: Vec<String>,
+    ended: bool,
+}
+
+impl Requests<'_> {
+    /// How the inbox's recorder made event keys, known once the first
+    /// request has been read.
+    pub fn key_fields(&self) -> &[String] {
+        &self.key_fields
+    }
+
+    /// The next whole record, or `None` where the readable part ends.
+    fn record(&mut self) -> std::io::Result<Option<(u64, Entry)>> {
+        let mut len = [0u8; 4];
+        if !fill(&mut self.reader, &mut len)? {
+            return Ok(None);
+        }
+        let len = u32::from_le_bytes(len) as usize;
+        if len > MAX_RECORD {
+            return Ok(None);
+        }
+        self.buf.resize(len, 0);
+        if !fill(&mut self.reader, &mut self.buf)? {
+            return Ok(None);
+        }
+        Ok(postcard::from_bytes(&self.buf).ok())
+    }
+}
+
+impl Iterator for Requests<'_> {
+    type Item = std::io::Result<(u64, NewDelivery)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.ended {
+            match self.record() {
+                Ok(Some((_, Entry::Opened { key_fields }))) => self.key_fields = key_fields,
+                Ok(Some((seq, Entry::Request(delivery)))) => return Some(Ok((seq, *delivery))),
+                Ok(None) => self.ended = true,
+                Err(err) => {
+                    self.ended = true;
+                    return Some(Err(err));
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Fills `buf` from `reader`; false when the file ends first.
+fn fill(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<bool> {
+    match reader.read_exact(buf) {
+        Ok(()) => Ok(true),
+        Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(err) => Err(err),
     }
 }
 
@@ -415,6 +456,13 @@ mod tests {
     use super::*;
     use crate::store::tests::{delivery, ScratchDir};
 
+    /// How `orphan`'s recorder made event keys, and every request it left.
+    fn read_all(orphan: &Orphan) -> (Vec<String>, Vec<(u64, NewDelivery)>) {
+        let mut requests = orphan.requests().unwrap();
+        let read = requests.by_ref().collect::<std::io::Result<Vec<_>>>().unwrap();
+        (requests.key_fields().to_vec(), read)
+    }
+
     #[test]
     fn a_dead_recorders_requests_are_read_back_and_a_live_one_is_left_alone() {
         let dir = ScratchDir::new("inbox-orphans");
@@ -429,13 +477,9 @@ mod tests {
         }
         let mut orphans = orphans(&db);
         assert_eq!(orphans.len(), 1, "only the unlocked inbox is an orphan");
-        let leftovers = orphans[0].read().unwrap();
-        assert_eq!(leftovers.key_fields, ["/id"]);
-        let keys: Vec<(u64, &str)> = leftovers
-            .requests
-            .iter()
-            .map(|(seq, d)| (*seq, d.event_key.as_str()))
-            .collect();
+        let (key_fields, requests) = read_all(&orphans[0]);
+        assert_eq!(key_fields, ["/id"]);
+        let keys: Vec<(u64, &str)> = requests.iter().map(|(seq, d)| (*seq, d.event_key.as_str())).collect();
         assert_eq!(keys, [(1, "evt_1"), (2, "evt_2")]);
         orphans.pop().unwrap().remove().unwrap();
         assert!(super::orphans(&db).is_empty());
@@ -455,15 +499,11 @@ mod tests {
             inbox.append(&delivery("evt_3", "/c")).unwrap();
             // Dropped without discard, as by a recorder that died.
         }
-        let leftovers = orphans(&db).pop().unwrap().read().unwrap();
-        let keys: Vec<(u64, &str)> = leftovers
-            .requests
-            .iter()
-            .map(|(seq, d)| (*seq, d.event_key.as_str()))
-            .collect();
+        let (_, requests) = read_all(&orphans(&db).pop().unwrap());
+        let keys: Vec<(u64, &str)> = requests.iter().map(|(seq, d)| (*seq, d.event_key.as_str())).collect();
         assert_eq!(keys, [(1, "evt_1"), (2, "evt_big"), (3, "evt_3")]);
         assert!(
-            leftovers.requests[1].1.request_body == big.request_body,
+            requests[1].1.request_body == big.request_body,
             "the large body is intact"
         );
     }
@@ -496,9 +536,9 @@ mod tests {
         };
         let mut file = OpenOptions::new().append(true).open(&path).unwrap();
         file.write_all(&[200, 0, 0, 0, 1, 2, 3]).unwrap();
-        let leftovers = orphans(&db).pop().unwrap().read().unwrap();
-        assert_eq!(leftovers.requests.len(), 1);
-        assert_eq!(leftovers.requests[0].1.event_key, "evt_whole");
+        let (_, requests) = read_all(&orphans(&db).pop().unwrap());
+        assert_eq!(requests.len(), 1);
+        assert_eq!(requests[0].1.event_key, "evt_whole");
     }
 
     #[test]

@@ -163,35 +163,37 @@ impl std::fmt::Debug for Store {
 
 impl Store {
     /// Opens (creating it, mode 0600, with its directories) and migrates the
-    /// database at `path`.
+    /// database at `path`, for a process that writes to it: what recorders
+    /// that died left in their inboxes is moved in first, waiting for
+    /// another process's lock as any write does.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        if path.is_dir() {
-            return Err(StoreError::IsDirectory {
-                path: path.to_path_buf(),
-            });
-        }
+        refuse_directory(path)?;
         if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
         create_private(path)?;
-        let conn = Connection::open(path).map_err(|e| classify(e, path))?;
-        let store = Self::setup(conn, path.to_path_buf())?;
-        // Requests a recorder had on disk but not yet in SQLite when its
-        // process died belong in the history before anyone reads it.
-        match recorder::recover(&store) {
-            Ok(0) => {}
-            Ok(moved) => tracing::info!(moved, "moved deliveries left in an inbox into the history"),
-            Err(err) => tracing::warn!(%err, "cannot move deliveries left in an inbox into the history yet"),
-        }
+        let store = Self::connect(path)?;
+        store.recover(BUSY_TIMEOUT)?;
         Ok(store)
     }
 
-    /// Opens the database at `path` for a command that reads the history:
-    /// a missing file is [`StoreError::Missing`], never created, so a
-    /// mistyped `--db` does not pass for an empty history.
+    /// Opens the database at `path` for a command on a history that must
+    /// already exist (history, show, export, replay, prune, the TUI
+    /// browser): a missing file is [`StoreError::Missing`], never created,
+    /// so a mistyped `--db` does not pass for an empty history.
+    ///
+    /// What dead recorders left in their inboxes is moved in only if the
+    /// lock is free at once: reading needs no lock in WAL mode, and a
+    /// reader must not stall behind a live tunnel's writes. Skipping is
+    /// safe, as the inboxes stay for the next open. Not moving them in on
+    /// these opens at all would be simpler, but after a crash `history`
+    /// would then miss the last deliveries until `http` ran again.
     pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
         require(path)?;
-        Self::open(path)
+        refuse_directory(path)?;
+        let store = Self::connect(path)?;
+        store.recover(Duration::ZERO)?;
+        Ok(store)
     }
 
     /// A private database in memory, for tests.
@@ -203,6 +205,12 @@ impl Store {
     /// The database file (`:memory:` for an in-memory store).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Opens and migrates the database file at `path`.
+    fn connect(path: &Path) -> Result<Store, StoreError> {
+        let conn = Connection::open(path).map_err(|e| classify(e, path))?;
+        Self::setup(conn, path.to_path_buf())
     }
 
     fn setup(mut conn: Connection, path: PathBuf) -> Result<Store, StoreError> {
@@ -226,6 +234,25 @@ impl Store {
         }
     }
 
+    /// Moves in what recorders that died left in their inboxes, waiting up
+    /// to `patience` for another process's lock. Failing to is no reason
+    /// not to open: the inboxes stay for a later try.
+    fn recover(&self, patience: Duration) -> Result<(), StoreError> {
+        self.conn.busy_timeout(patience).map_err(|e| self.classify(e))?;
+        let result = recorder::recover(self);
+        self.conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| self.classify(e))?;
+        match result {
+            Ok(0) => {}
+            Ok(moved) => tracing::info!(moved, "moved deliveries left in an inbox into the history"),
+            // Another process is writing; only a reader gives up this fast.
+            Err(StoreError::Busy) if patience.is_zero() => {
+                tracing::debug!("the history is busy; deliveries left in an inbox wait for a later open");
+            }
+            Err(err) => tracing::warn!(%err, "cannot move deliveries left in an inbox into the history yet"),
+        }
+        Ok(())
+    }
+
     fn classify(&self, err: rusqlite::Error) -> StoreError {
         classify(err, &self.path)
     }
@@ -239,6 +266,17 @@ pub fn require(path: &Path) -> Result<(), StoreError> {
         Err(StoreError::Missing {
             path: path.to_path_buf(),
         })
+    }
+}
+
+/// Fails with [`StoreError::IsDirectory`] when `path` names a directory.
+fn refuse_directory(path: &Path) -> Result<(), StoreError> {
+    if path.is_dir() {
+        Err(StoreError::IsDirectory {
+            path: path.to_path_buf(),
+        })
+    } else {
+        Ok(())
     }
 }
 

@@ -126,7 +126,14 @@ pub struct NewerSchema {
 /// A database written by a newer PortPreview is left untouched: downgrading
 /// would drop what the newer version relies on.
 pub fn migrate(conn: &mut Connection) -> rusqlite::Result<Result<(), NewerSchema>> {
+    // Most opens find the schema current: they need no write lock, so a
+    // reader never waits for a writer just to learn there is nothing to do.
+    let seen: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    if seen == SCHEMA_VERSION {
+        return Ok(Ok(()));
+    }
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    // Read again under the lock: another process may have migrated since.
     let found: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
     if found > SCHEMA_VERSION {
         return Ok(Err(NewerSchema { found }));

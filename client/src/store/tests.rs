@@ -372,3 +372,48 @@ fn answers_are_searched_pruned_and_replaced_with_their_delivery() {
     assert_eq!(answers(&store), 1);
     assert_eq!(store.get(old_id).unwrap(), None);
 }
+
+#[test]
+fn a_reading_open_of_a_locked_history_reads_at_once_and_leaves_the_inbox_for_later() {
+    let dir = ScratchDir::new("store-read-locked");
+    let path = dir.0.join("history.db");
+    Store::open(&path)
+        .unwrap()
+        .insert_request(&delivery("evt_stored", "/"))
+        .unwrap();
+    {
+        let mut dead = inbox::Inbox::create(&path, &[]).unwrap();
+        dead.append(&delivery("evt_orphaned", "/")).unwrap();
+        // Dropped without discard, as when its process is killed.
+    }
+    // Another process is writing and keeps the lock.
+    let writer = rusqlite::Connection::open(&path).unwrap();
+    writer.execute_batch("BEGIN IMMEDIATE").unwrap();
+
+    let started = std::time::Instant::now();
+    let reader = Store::open_existing(&path).expect("a reader opens a locked history");
+    let keys: Vec<String> = reader
+        .list(&ListQuery::default())
+        .unwrap()
+        .into_iter()
+        .map(|s| s.event_key)
+        .collect();
+    assert!(
+        started.elapsed() < BUSY_TIMEOUT / 2,
+        "the reader did not wait for the lock: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(keys, ["evt_stored"]);
+    assert_eq!(inbox::orphans(&path).len(), 1, "the inbox waits for the lock");
+
+    writer.execute_batch("ROLLBACK").unwrap();
+    let keys: Vec<String> = Store::open_existing(&path)
+        .unwrap()
+        .list(&ListQuery::default())
+        .unwrap()
+        .into_iter()
+        .map(|s| s.event_key)
+        .collect();
+    assert_eq!(keys, ["evt_orphaned", "evt_stored"], "moved in once the lock is free");
+    assert!(inbox::orphans(&path).is_empty());
+}

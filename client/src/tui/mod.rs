@@ -85,7 +85,14 @@ async fn run(
     events: Option<mpsc::Receiver<TunnelEvent>>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let store = Rc::new(Store::open(db).map_err(|err| err.for_command(db))?);
+    // Browsing opens the history as the reading commands do, never waiting
+    // on another process's lock; live, the history may not exist yet when
+    // `http` runs with --no-record.
+    let opened = match mode {
+        Mode::Browser { .. } => Store::open_existing(db),
+        Mode::Live => Store::open(db),
+    };
+    let store = Rc::new(opened.map_err(|err| err.for_command(db))?);
     let (width, height) = crossterm::terminal::size().context("cannot read the terminal size")?;
     let app = App::new(Box::new(Rc::clone(&store)), mode, Rect::new(0, 0, width, height))
         .map_err(|err| err.context(format!("cannot read the history in {}", db.display())))?;

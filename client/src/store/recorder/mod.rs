@@ -1,0 +1,463 @@
+//! The tunnel's path into the history: an inbox file, then one writer thread.
+//!
+//! A caller must not hear back before its request is in a file (where it
+//! survives the process dying; surviving a power cut would take an fsync
+//! per burst), and must not wait for SQLite either. So each request is appended to the recorder's
+//! [`Inbox`], written out by [`Recorder::flush`] before any answer leaves
+//! (one write for a whole burst), and handed to a dedicated thread that owns
+//! the database connection. The thread wakes when work arrives, lets a short
+//! window fill, and writes the whole window in one transaction: one commit
+//! serves every request of the window instead of one commit per caller.
+//!
+//! An answer follows its request by the request's [`Ticket`], not by its row
+//! id, so the tunnel never waits for SQLite: a request and its answer usually
+//! land in the same transaction, and the writer itself reports each delivery
+//! once both halves are stored. The queue is bounded by the body bytes it
+//! holds (each job counts at least 1 KiB): past them, recording waits
+//! for the writer to catch up, so bodies arriving faster than SQLite takes
+//! them never pile up in memory. If the process dies, the next one to open
+//! the history moves what the inbox still holds into SQLite (a reading one
+//! only if the lock is free at once; see [`Store::open_existing`]).
+
+mod recover;
+mod writer;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::inbox::Inbox;
+use super::{NewDelivery, Outcome, Store, StoreError, Summary};
+pub(crate) use recover::recover;
+use writer::{Job, Writer};
+
+/// Bodies longer than this are stored cut, with their full size kept.
+pub const MAX_STORED_BODY: usize = 25 * 1024 * 1024;
+
+/// Most request and answer body bytes waiting for the writer.
+pub const QUEUE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Most body bytes the exchanges in flight hold for the history, all
+/// together: past it, a body is stored cut short rather than held whole.
+pub const HELD_BYTES: usize = 96 * 1024 * 1024;
+
+/// Room in the queue is counted in these, so that a semaphore's `u32`
+/// permits cover every body size. Every job takes at least one, which
+/// bounds the number of jobs too.
+const ROOM_UNIT: usize = 1024;
+
+/// Where a delivery landed in the history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    /// Row id of the delivery.
+    pub id: i64,
+    /// 1 for the first delivery of its event key, 2 for the first retry…
+    pub delivery_number: i64,
+}
+
+/// Why a delivery was not recorded; the tunnel forwards it anyway.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The inbox file could not be written (disk full…).
+    #[error("delivery not recorded: cannot write the history inbox: {0}")]
+    Inbox(std::io::Error),
+    /// The writer has stopped.
+    #[error("the history writer has stopped; delivery not recorded")]
+    Closed,
+    /// The store has refused writes for a while and the queue is full.
+    #[error("delivery not recorded: the history is unavailable (locked by another process, or the disk is full) and its queue is full")]
+    Unavailable,
+}
+
+/// Told of each delivery once the writer is done with both its halves:
+/// stored, or (with id 0) lost to a failed write.
+pub type OnRecorded = Box<dyn FnMut(Summary) + Send>;
+
+/// A request staged in the inbox; hand it back with the request's answer.
+#[derive(Debug)]
+pub struct Ticket(u64);
+
+/// Hands deliveries to the writer thread. Cheap to clone.
+#[derive(Clone)]
+pub struct Recorder {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    /// Appends and queues happen under this lock, so the writer sees
+    /// requests in the order of their sequence numbers. The writer thread
+    /// holds it too, to settle the inbox once it stops.
+    inbox: Arc<Mutex<Inbox>>,
+    queue: Sender<Job>,
+    /// Room left for bodies in the queue, in [`ROOM_UNIT`]s.
+    room: Arc<Semaphore>,
+    /// Newest sequence number committed to SQLite.
+    applied: Arc<AtomicU64>,
+    /// True while the store refuses the writer's batches: recording then
+    /// never waits for room, so forwarding goes on.
+    stalled: Arc<AtomicBool>,
+    /// Room for the bodies exchanges hold until they are recorded, in KiB.
+    held: Arc<Semaphore>,
+}
+
+/// Owns the writer thread: `shutdown` writes what is queued, waits for the
+/// thread to finish and removes the inbox. Dropping it asks the same of the
+/// thread without waiting, as it may be dropped on an async thread, where
+/// a store refusing writes would stall it for seconds; what the thread has
+/// not stored when the process exits stays in the inbox for the next open.
+pub struct RecorderHandle {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Recorder {
+    /// Opens the database at `path` (moving in what a recorder that died
+    /// left in its inbox), creates this recorder's inbox and starts the
+    /// writer thread. `key_fields` choose the body fields that make an event
+    /// key when the provider gives no ID; `on_recorded` hears of every
+    /// delivery once it is stored with its answer.
+    pub fn start(
+        path: &Path,
+        key_fields: Vec<String>,
+        on_recorded: impl FnMut(Summary) + Send + 'static,
+    ) -> Result<(Recorder, RecorderHandle), StoreError> {
+        let store = Store::open(path)?;
+        let inbox = Inbox::create(path, &key_fields)?;
+        let inbox_name = inbox.name().to_owned();
+        // Unbounded in type only: every job holds room from the semaphore.
+        let (queue, jobs) = mpsc::channel();
+        let applied = Arc::new(AtomicU64::new(0));
+        let stalled = Arc::new(AtomicBool::new(false));
+        let writer = Writer {
+            store,
+            key_fields,
+            inbox_name,
+            applied: Arc::clone(&applied),
+            stalled: Arc::clone(&stalled),
+            awaited: BTreeMap::new(),
+            on_recorded: Box::new(on_recorded),
+        };
+        let inbox = Arc::new(Mutex::new(inbox));
+        let (settled, done) = (Arc::clone(&inbox), Arc::clone(&applied));
+        let thread = std::thread::Builder::new().name(WRITER_THREAD.into()).spawn(move || {
+            writer.run(&jobs);
+            // The thread settles the inbox itself, so that a handle
+            // dropped without waiting still leaves no file behind.
+            settle(&settled, done.load(Ordering::Acquire));
+        })?;
+        let shared = Arc::new(Shared {
+            inbox,
+            queue,
+            room: Arc::new(Semaphore::new(QUEUE_BYTES / ROOM_UNIT)),
+            applied,
+            stalled,
+            held: Arc::new(Semaphore::new(HELD_BYTES / 1024)),
+        });
+        let handle = RecorderHandle {
+            shared: Arc::clone(&shared),
+            thread: Some(thread),
+        };
+        Ok((Recorder { shared }, handle))
+    }
+
+    /// Records the request half of a delivery. When this returns `Ok`, the
+    /// request is staged in the inbox; once [`Recorder::flush`] has run it is
+    /// on disk and its caller may hear back. Waits while the queue holds
+    /// [`QUEUE_BYTES`] of bodies.
+    pub async fn record_request(&self, d: NewDelivery) -> Result<Ticket, RecordError> {
+        let room = self.room(d.request_body.len()).await?;
+        let mut inbox = self.shared.inbox.lock().unwrap_or_else(|p| p.into_inner());
+        if inbox.is_closed() {
+            return Err(RecordError::Closed);
+        }
+        if let Err(err) = inbox.restart_if_applied(self.shared.applied.load(Ordering::Acquire)) {
+            tracing::warn!(%err, "cannot start the history inbox over; it keeps growing");
+        }
+        let seq = inbox.append(&d).map_err(RecordError::Inbox)?;
+        let job = Job::Request {
+            seq,
+            delivery: Box::new(d),
+            _room: room,
+        };
+        self.shared.queue.send(job).map_err(|_| RecordError::Closed)?;
+        Ok(Ticket(seq))
+    }
+
+    /// The budget, in KiB, that bodies held for the history while their
+    /// exchanges are in flight all count against.
+    pub fn held_budget(&self) -> Arc<Semaphore> {
+        Arc::clone(&self.shared.held)
+    }
+
+    /// Waits for room for a body of `len` bytes in the queue; does not wait
+    /// while the store is refusing writes, since the room may never come.
+    async fn room(&self, len: usize) -> Result<OwnedSemaphorePermit, RecordError> {
+        let all = QUEUE_BYTES / ROOM_UNIT;
+        // A body over the whole room takes all of it, so it still fits alone.
+        let units = (len / ROOM_UNIT + 1).min(all);
+        let units = u32::try_from(units).unwrap_or(u32::MAX);
+        let room = Arc::clone(&self.shared.room);
+        if self.shared.stalled.load(Ordering::Acquire) {
+            return room.try_acquire_many_owned(units).map_err(|err| match err {
+                tokio::sync::TryAcquireError::Closed => RecordError::Closed,
+                tokio::sync::TryAcquireError::NoPermits => RecordError::Unavailable,
+            });
+        }
+        room.acquire_many_owned(units).await.map_err(|_| RecordError::Closed)
+    }
+
+    /// Writes every request recorded so far to the inbox file. The tunnel
+    /// calls this before any answer leaves the process.
+    pub fn flush(&self) -> Result<(), RecordError> {
+        let mut inbox = self.shared.inbox.lock().unwrap_or_else(|p| p.into_inner());
+        inbox.flush().map_err(RecordError::Inbox)
+    }
+
+    /// Records the answer half of the delivery `ticket` stands for. Waits
+    /// while the queue holds [`QUEUE_BYTES`] of bodies. Once this returns
+    /// `Ok`, the writer reports the delivery; on `Err` nobody will.
+    pub async fn record_outcome(&self, ticket: Ticket, o: Outcome) -> Result<(), RecordError> {
+        let room = self.room(o.response_body.len()).await?;
+        let job = Job::Outcome {
+            seq: ticket.0,
+            outcome: Box::new(o),
+            _room: room,
+        };
+        self.shared.queue.send(job).map_err(|_| RecordError::Closed)
+    }
+}
+
+impl RecorderHandle {
+    /// Writes everything queued, then stops the writer thread. Blocks until
+    /// it has: call it where blocking is allowed.
+    pub fn shutdown(mut self) {
+        let Some(thread) = self.stop() else {
+            return;
+        };
+        if thread.join().is_err() {
+            tracing::warn!("history writer panicked");
+            // It never got to settle the inbox.
+            settle(&self.shared.inbox, self.shared.applied.load(Ordering::Acquire));
+        }
+    }
+
+    /// Asks the writer to write what is queued and stop; returns its thread
+    /// the first time.
+    fn stop(&mut self) -> Option<JoinHandle<()>> {
+        let thread = self.thread.take()?;
+        // The channel has no bound of its own (room is counted apart), so
+        // this never waits. If the writer has died, it fails, and there is
+        // nothing left to ask.
+        let _ = self.shared.queue.send(Job::Shutdown);
+        Some(thread)
+    }
+}
+
+impl Drop for RecorderHandle {
+    fn drop(&mut self) {
+        // Detached, the thread still writes what is queued and settles the
+        // inbox; only `shutdown` waits for it.
+        drop(self.stop());
+    }
+}
+
+/// Once the writer has stopped, with `applied` the newest sequence number it
+/// committed: removes the inbox if all of it is in SQLite, and otherwise
+/// writes it out for the next open to move the rest in.
+fn settle(inbox: &Mutex<Inbox>, applied: u64) {
+    let mut inbox = inbox.lock().unwrap_or_else(|p| p.into_inner());
+    if inbox.all_applied(applied) {
+        inbox.discard();
+    } else {
+        if let Err(err) = inbox.flush() {
+            tracing::warn!(%err, "cannot write the history inbox");
+        }
+        tracing::warn!("some deliveries did not reach the history; they are kept in its inbox");
+    }
+}
+
+/// Name of the writer thread. Its panics are caught (see `identify`), so a
+/// TUI stays up through them.
+pub const WRITER_THREAD: &str = "history-writer";
+
+#[cfg(test)]
+pub(super) mod tests {
+    use std::time::Duration;
+
+    use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+
+    use super::*;
+    use crate::store::tests::{delivery, ScratchDir};
+
+    /// An answer with `status` and nothing else.
+    pub(super) fn answered(status: u16) -> Outcome {
+        Outcome {
+            status: Some(status),
+            ..Outcome::default()
+        }
+    }
+
+    /// A recorder on `path` whose reports the test reads.
+    pub(super) fn start(path: &Path) -> (Recorder, RecorderHandle, UnboundedReceiver<Summary>) {
+        let (reports, reported) = unbounded_channel();
+        let (recorder, handle) = Recorder::start(path, Vec::new(), move |summary| {
+            let _ = reports.send(summary);
+        })
+        .unwrap();
+        (recorder, handle, reported)
+    }
+
+    /// The writer's next report, failing the test after 30 s.
+    pub(super) async fn next_report(reported: &mut UnboundedReceiver<Summary>) -> Summary {
+        tokio::time::timeout(Duration::from_secs(30), reported.recv())
+            .await
+            .expect("a report within 30 s")
+            .expect("the writer is running")
+    }
+
+    /// Records `d` answered with 200 and waits for the writer's report.
+    pub(super) async fn recorded(
+        recorder: &Recorder,
+        reported: &mut UnboundedReceiver<Summary>,
+        d: NewDelivery,
+    ) -> Summary {
+        let ticket = recorder.record_request(d).await.unwrap();
+        recorder.record_outcome(ticket, answered(200)).await.unwrap();
+        next_report(reported).await
+    }
+    #[tokio::test]
+    async fn a_request_is_on_disk_once_flushed_and_stored_with_its_answer_once_reported() {
+        let dir = ScratchDir::new("recorder-commit");
+        let path = dir.0.join("history.db");
+        let (recorder, _handle, mut reported) = start(&path);
+        let reader = rusqlite::Connection::open(&path).unwrap();
+        let inbox = std::fs::read_dir(&dir.0)
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with("history.db-inbox-"))
+            .expect("an inbox beside the database")
+            .path();
+        let in_file = |key: &str| {
+            std::fs::read(&inbox)
+                .unwrap()
+                .windows(key.len())
+                .any(|w| w == key.as_bytes())
+        };
+        for n in 0..20 {
+            let key = format!("evt_{n}");
+            let ticket = recorder.record_request(delivery(&key, "/c")).await.unwrap();
+            recorder.flush().unwrap();
+            assert!(in_file(&key), "{key} is in the inbox before anyone hears back");
+            recorder.record_outcome(ticket, answered(201)).await.unwrap();
+            let report = next_report(&mut reported).await;
+            let stored: (String, u16) = reader
+                .query_row(
+                    "SELECT event_key, status FROM deliveries JOIN outcomes ON delivery_id = id WHERE id = ?1",
+                    [report.id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .unwrap();
+            assert_eq!(stored, (key, 201));
+            assert_eq!(report.delivery_count, 1);
+        }
+    }
+
+    #[tokio::test]
+    async fn recording_waits_while_the_queue_holds_its_share_of_bodies() {
+        let dir = ScratchDir::new("recorder-room");
+        let path = dir.0.join("history.db");
+        let (recorder, _handle, mut reported) = start(&path);
+        // Another process holds the lock: the writer is stuck, nothing leaves the queue.
+        let blocker = rusqlite::Connection::open(&path).unwrap();
+        blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let big = |n: usize| {
+            let mut d = delivery(&format!("evt_{n}"), "/big");
+            d.request_body = vec![b'x'; 1024 * 1024];
+            d
+        };
+        let fit = QUEUE_BYTES / (1024 * 1024 + ROOM_UNIT);
+        for n in 0..fit {
+            tokio::time::timeout(Duration::from_secs(5), recorder.record_request(big(n)))
+                .await
+                .expect("room for the bodies that fit")
+                .unwrap();
+        }
+        let mut waiting = Box::pin(recorder.record_request(big(fit)));
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), &mut waiting)
+                .await
+                .is_err(),
+            "one body more waits for the writer instead of piling up in memory"
+        );
+        blocker.execute_batch("ROLLBACK").unwrap();
+        let last = tokio::time::timeout(Duration::from_secs(30), waiting)
+            .await
+            .expect("room once the writer catches up")
+            .unwrap();
+        recorder.record_outcome(last, answered(200)).await.unwrap();
+        assert!(next_report(&mut reported).await.id > 0);
+    }
+
+    #[tokio::test]
+    async fn after_shutdown_recording_fails_quietly() {
+        let dir = ScratchDir::new("recorder-closed");
+        let (recorder, handle, _reported) = start(&dir.0.join("history.db"));
+        handle.shutdown();
+        let err = recorder.record_request(delivery("evt_1", "/")).await.unwrap_err();
+        assert!(matches!(err, RecordError::Closed), "{err:?}");
+        let err = recorder
+            .record_outcome(Ticket(1), Outcome::default())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, RecordError::Closed), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn a_dropped_handle_returns_at_once_and_its_writer_still_stores_what_was_queued() {
+        let dir = ScratchDir::new("recorder-drop");
+        let path = dir.0.join("history.db");
+        let (recorder, handle, _reported) = start(&path);
+        // Another process holds the lock: the writer's next batch waits for it.
+        let blocker = rusqlite::Connection::open(&path).unwrap();
+        blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+        recorder.record_request(delivery("evt_queued", "/")).await.unwrap();
+        recorder.flush().unwrap();
+
+        let started = std::time::Instant::now();
+        drop(handle);
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "dropping waited for the writer: {:?}",
+            started.elapsed()
+        );
+
+        blocker.execute_batch("ROLLBACK").unwrap();
+        let inbox_gone = || {
+            !std::fs::read_dir(&dir.0)
+                .unwrap()
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with("history.db-inbox-"))
+        };
+        let waited = std::time::Instant::now();
+        while !inbox_gone() {
+            assert!(
+                waited.elapsed() < Duration::from_secs(30),
+                "the writer never settled its inbox"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let store = Store::open(&path).unwrap();
+        let keys: Vec<String> = store
+            .list(&crate::store::ListQuery::default())
+            .unwrap()
+            .into_iter()
+            .map(|s| s.event_key)
+            .collect();
+        assert_eq!(keys, ["evt_queued"], "stored by the writer before it removed its inbox");
+    }
+}

@@ -1,0 +1,213 @@
+//! Moving in what a recorder that died left in its inbox, and working out
+//! provider and event key, which the writer does the same way.
+//!
+//! An inbox starts over only once everything in it is in SQLite, so after
+//! a long stall an orphan can be far larger than memory. It is read one
+//! record at a time and moved in batches, each in its own transaction that
+//! also marks how far the inbox has been moved: a recovery cut short (the
+//! lock taken, the disk full, the process killed) resumes after the last
+//! batch instead of moving anything twice.
+
+use portpreview_shared::provider::event_key;
+
+use crate::store::inbox::{self, Orphan};
+use crate::store::{NewDelivery, Store, StoreError};
+
+/// Most requests moved in one transaction.
+const BATCH: usize = 1000;
+
+/// Most request body bytes moved in one transaction: with the record being
+/// read, this bounds what recovery holds in memory.
+const BATCH_BYTES: usize = 16 * 1024 * 1024;
+
+/// Moves the requests of inboxes whose recorders died into the history.
+/// Returns how many were moved.
+pub(crate) fn recover(store: &Store) -> Result<usize, StoreError> {
+    recover_in_batches(store, BATCH, BATCH_BYTES)
+}
+
+/// [`recover`], with each transaction ending at `most` requests or once
+/// its bodies reach `most_bytes`.
+fn recover_in_batches(store: &Store, most: usize, most_bytes: usize) -> Result<usize, StoreError> {
+    let mut moved = 0;
+    for orphan in inbox::orphans(store.path()) {
+        moved += move_in(store, &orphan, most, most_bytes)?;
+        let name = orphan.name.clone();
+        // The mark outlives the file: should removing it fail, the next
+        // open skips what was moved instead of moving it twice.
+        orphan.remove()?;
+        store.forget_inbox(&name)?;
+    }
+    Ok(moved)
+}
+
+/// Moves the requests of `orphan` that the history lacks, one batch per
+/// transaction. Returns how many were moved.
+fn move_in(store: &Store, orphan: &Orphan, most: usize, most_bytes: usize) -> Result<usize, StoreError> {
+    let applied = store.inbox_applied(&orphan.name)?;
+    let mut requests = orphan.requests()?;
+    let mut batch: Vec<(u64, NewDelivery)> = Vec::new();
+    let mut bytes = 0;
+    let mut moved = 0;
+    loop {
+        let next = requests.next().transpose()?;
+        let ended = next.is_none();
+        if let Some((seq, mut delivery)) = next.filter(|(seq, _)| *seq > applied) {
+            identify(&mut delivery, requests.key_fields());
+            bytes += delivery.request_body.len();
+            batch.push((seq, delivery));
+        }
+        let full = batch.len() >= most || bytes >= most_bytes;
+        if let Some(newest) = batch.last().map(|(seq, _)| *seq).filter(|_| full || ended) {
+            store.write(|store| {
+                for (_, delivery) in &batch {
+                    store.insert_recorded_row(delivery)?;
+                }
+                store.mark_inbox_applied(&orphan.name, newest)
+            })?;
+            moved += batch.len();
+            batch.clear();
+            bytes = 0;
+        }
+        if ended {
+            return Ok(moved);
+        }
+    }
+}
+
+/// Fills in what the forwarding path left to the writer: detecting the
+/// provider and the event key means parsing the body, which must not cost
+/// the forwarding path anything.
+pub(super) fn identify(delivery: &mut NewDelivery, key_fields: &[String]) {
+    if !delivery.event_key.is_empty() {
+        return;
+    }
+    // The body is untrusted: should detection ever panic on it, that one
+    // delivery goes without a key rather than the writer thread dying.
+    let detect = || event_key(&delivery.request_headers, &delivery.request_body, key_fields);
+    let Ok(key) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(detect)) else {
+        tracing::warn!(path = ?delivery.path, "event key detection failed; delivery stored without a key");
+        return;
+    };
+    if delivery.provider.is_none() {
+        delivery.provider = key.provider.map(|p| p.name().to_owned());
+    }
+    delivery.event_key = key.key;
+    delivery.event_key_source = key.source;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::inbox::Inbox;
+    use crate::store::tests::{delivery, ScratchDir};
+    use crate::store::ListQuery;
+
+    #[test]
+    fn requests_left_in_a_dead_recorders_inbox_are_moved_in_once() {
+        let dir = ScratchDir::new("recorder-recover");
+        let path = dir.0.join("history.db");
+        let store = Store::open(&path).unwrap();
+        {
+            let mut inbox = Inbox::create(&path, &[]).unwrap();
+            let mut github = delivery("", "/webhooks/github");
+            github.provider = None;
+            github.request_headers = vec![portpreview_shared::Header::new("x-github-delivery", "gh-1")];
+            inbox.append(&delivery("evt_moved_before", "/a")).unwrap();
+            inbox.append(&github).unwrap();
+            // The first request reached SQLite just before the crash.
+            store.write(|s| s.mark_inbox_applied(inbox.name(), 1)).unwrap();
+            // Dropped without discard, as when its process is killed.
+        }
+        drop(store);
+        let reopened = Store::open(&path).unwrap();
+        let listed = reopened.list(&ListQuery::default()).unwrap();
+        assert_eq!(listed.len(), 1, "only what SQLite lacked is moved in: {listed:?}");
+        assert_eq!(listed[0].event_key, "gh-1", "keys are worked out as the writer would");
+        assert_eq!(listed[0].provider.as_deref(), Some("github"));
+        assert!(inbox::orphans(&path).is_empty(), "the inbox is gone");
+        assert_eq!(
+            Store::open(&path).unwrap().list(&ListQuery::default()).unwrap().len(),
+            1
+        );
+    }
+
+    /// An inbox left by a recorder that died, holding `count` requests to
+    /// `/r/0`, `/r/1`… each with a body of `body` bytes. Returns its name.
+    fn dead_inbox(path: &std::path::Path, count: usize, body: usize) -> String {
+        let mut inbox = Inbox::create(path, &[]).unwrap();
+        for n in 0..count {
+            let mut d = delivery(&format!("evt_{n}"), &format!("/r/{n}"));
+            d.request_body = vec![b'x'; body];
+            inbox.append(&d).unwrap();
+        }
+        inbox.name().to_owned()
+        // Dropped without discard, as when its process is killed.
+    }
+
+    /// Makes every transaction that stores a request to `path` fail, as a
+    /// full disk would.
+    fn refuse(store: &Store, path: &str) {
+        let sql = format!(
+            "CREATE TEMP TRIGGER refuse BEFORE INSERT ON deliveries WHEN NEW.path = '{path}'
+             BEGIN SELECT RAISE(ABORT, 'refused'); END"
+        );
+        store.conn.execute_batch(&sql).unwrap();
+    }
+
+    /// The paths of every stored delivery, sorted.
+    fn stored_paths(store: &Store) -> Vec<String> {
+        let mut paths: Vec<String> = store
+            .list(&ListQuery::default())
+            .unwrap()
+            .into_iter()
+            .map(|s| s.path)
+            .collect();
+        paths.sort_unstable();
+        paths
+    }
+
+    #[test]
+    fn a_large_inbox_moves_in_a_batch_per_transaction_and_resumes_after_the_last_one() {
+        let dir = ScratchDir::new("recorder-recover-batches");
+        let path = dir.0.join("history.db");
+        let store = Store::open(&path).unwrap();
+        let name = dead_inbox(&path, 95, 16);
+        refuse(&store, "/r/35");
+        recover_in_batches(&store, 10, usize::MAX).expect_err("the fourth batch is refused");
+        assert_eq!(
+            stored_paths(&store).len(),
+            30,
+            "the three batches before it stay committed"
+        );
+        assert_eq!(
+            store.inbox_applied(&name).unwrap(),
+            30,
+            "each batch marks how far it got"
+        );
+        assert_eq!(inbox::orphans(&path).len(), 1, "the inbox stays for another try");
+
+        store.conn.execute_batch("DROP TRIGGER refuse").unwrap();
+        assert_eq!(
+            recover_in_batches(&store, 10, usize::MAX).unwrap(),
+            65,
+            "only the rest moves"
+        );
+        let mut expected: Vec<String> = (0..95).map(|n| format!("/r/{n}")).collect();
+        expected.sort_unstable();
+        assert_eq!(stored_paths(&store), expected, "every request once");
+        assert!(inbox::orphans(&path).is_empty(), "the inbox is gone");
+        assert_eq!(store.inbox_applied(&name).unwrap(), 0, "and so is its mark");
+    }
+
+    #[test]
+    fn a_batch_also_ends_once_its_bodies_reach_their_budget() {
+        let dir = ScratchDir::new("recorder-recover-bytes");
+        let path = dir.0.join("history.db");
+        let store = Store::open(&path).unwrap();
+        dead_inbox(&path, 6, 1000);
+        refuse(&store, "/r/3");
+        recover_in_batches(&store, usize::MAX, 2000).expect_err("the second batch is refused");
+        assert_eq!(stored_paths(&store), ["/r/0", "/r/1"], "two bodies fill a batch");
+    }
+}

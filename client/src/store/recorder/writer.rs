@@ -1,0 +1,358 @@
+//! The writer thread: it owns the database connection, gathers the jobs
+//! that arrive within a short window into one transaction, keeps a batch
+//! the store refuses for now and tries it again, and reports each delivery
+//! once both its halves are stored.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::OwnedSemaphorePermit;
+
+use super::recover::identify;
+use super::{OnRecorded, Recorded};
+use crate::store::{NewDelivery, Outcome, Store, StoreError, Summary};
+
+/// Most stored requests the writer keeps waiting for their answers. An
+/// answer that never comes (its exchange was cut off) must not hold memory
+/// for good; past this, the oldest are given up.
+const AWAITED_LIMIT: usize = 65_536;
+
+/// Most jobs written in one transaction, so one commit never grows unbounded.
+const MAX_BATCH: usize = 2048;
+
+/// Most body bytes written in one transaction, for the same reason.
+const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024;
+
+/// How long the writer lets work gather before a commit. Nobody waits on
+/// it but the live display and readers in other processes.
+const WINDOW: Duration = Duration::from_millis(10);
+
+/// Pauses between tries while the store refuses a batch for now (another
+/// process holds the lock, the disk is full): the first, and the longest.
+const RETRY_FIRST: Duration = Duration::from_millis(200);
+const RETRY_MOST: Duration = Duration::from_secs(2);
+
+/// What the recorder hands the writer.
+pub(super) enum Job {
+    Request {
+        seq: u64,
+        delivery: Box<NewDelivery>,
+        /// Given back when the job is done with.
+        _room: OwnedSemaphorePermit,
+    },
+    Outcome {
+        seq: u64,
+        outcome: Box<Outcome>,
+        _room: OwnedSemaphorePermit,
+    },
+    Shutdown,
+}
+
+impl Job {
+    /// Body bytes the job carries.
+    fn body_len(&self) -> usize {
+        match self {
+            Job::Request { delivery, .. } => delivery.request_body.len(),
+            Job::Outcome { outcome, .. } => outcome.response_body.len(),
+            Job::Shutdown => 0,
+        }
+    }
+}
+
+/// The writer thread's state.
+pub(super) struct Writer {
+    pub(super) store: Store,
+    pub(super) key_fields: Vec<String>,
+    pub(super) inbox_name: String,
+    pub(super) applied: Arc<AtomicU64>,
+    pub(super) stalled: Arc<AtomicBool>,
+    /// Stored requests whose answers have not come yet, by ticket.
+    pub(super) awaited: BTreeMap<u64, Summary>,
+    pub(super) on_recorded: OnRecorded,
+}
+
+impl Writer {
+    pub(super) fn run(mut self, jobs: &Receiver<Job>) {
+        let mut batch = Vec::with_capacity(64);
+        // Set while the store refuses batches for now: the batch is kept
+        // and tried again after this pause, with whatever came meanwhile.
+        let mut pause: Option<Duration> = None;
+        loop {
+            match pause {
+                // Blocks only when idle; the first job opens a window for the rest.
+                None => match jobs.recv() {
+                    Ok(first) => {
+                        if !matches!(first, Job::Shutdown) {
+                            std::thread::sleep(WINDOW);
+                        }
+                        batch.push(first);
+                    }
+                    Err(_) => return,
+                },
+                Some(wait) => {
+                    if let Ok(job) = jobs.recv_timeout(wait) {
+                        batch.push(job);
+                    }
+                }
+            }
+            let mut bytes: usize = batch.iter().map(Job::body_len).sum();
+            while batch.len() < MAX_BATCH && bytes < MAX_BATCH_BYTES {
+                match jobs.try_recv() {
+                    Ok(job) => {
+                        bytes += job.body_len();
+                        batch.push(job);
+                    }
+                    Err(_) => break,
+                }
+            }
+            let stop = batch.iter().any(|job| matches!(job, Job::Shutdown));
+            if stop {
+                // Whatever raced in after the shutdown request is flushed too.
+                batch.extend(jobs.try_iter());
+            }
+            match self.write(&mut batch) {
+                Ok(()) => {
+                    if pause.take().is_some() {
+                        self.stalled.store(false, Ordering::Release);
+                        tracing::warn!("the history takes deliveries again");
+                    }
+                }
+                // At shutdown the requests stay in the inbox, which the next
+                // open moves into the history.
+                Err(err) if !stop => {
+                    if pause.is_none() {
+                        self.stalled.store(true, Ordering::Release);
+                        tracing::warn!(%err, "the history refuses writes for now; deliveries wait in memory and the tunnel keeps forwarding");
+                    }
+                    pause = Some(pause.map_or(RETRY_FIRST, |p| (p * 2).min(RETRY_MOST)));
+                    continue;
+                }
+                Err(err) => tracing::warn!(%err, "the history refused the last deliveries; they stay in its inbox"),
+            }
+            if stop {
+                return;
+            }
+        }
+    }
+
+    /// Writes one batch in one transaction, then reports the deliveries
+    /// whose answers it held, and empties the batch. When the store refuses
+    /// it for now (see [`StoreError::is_transient`]), the batch is left as
+    /// it is, to be tried again: nothing is reported or marked applied.
+    fn write(&mut self, batch: &mut Vec<Job>) -> Result<(), StoreError> {
+        let mut newest = None;
+        for job in batch.iter_mut() {
+            if let Job::Request { seq, delivery, .. } = job {
+                identify(delivery, &self.key_fields);
+                newest = Some(*seq);
+            }
+        }
+        let Writer {
+            store,
+            inbox_name,
+            awaited,
+            ..
+        } = &*self;
+        let result = store.write(|store| {
+            // Where this batch's requests landed, by ticket; their answers,
+            // often in the same batch, find their rows here.
+            let mut rows = HashMap::new();
+            for job in batch.iter() {
+                match job {
+                    Job::Request { seq, delivery, .. } => {
+                        rows.insert(*seq, store.insert_recorded_row(delivery)?);
+                    }
+                    Job::Outcome { seq, outcome, .. } => {
+                        let id = rows
+                            .get(seq)
+                            .map(|row| row.id)
+                            .or_else(|| awaited.get(seq).map(|s| s.id));
+                        if let Some(id) = id.filter(|id| *id > 0) {
+                            store.outcome_row(id, outcome)?;
+                        }
+                    }
+                    Job::Shutdown => {}
+                }
+            }
+            if let Some(seq) = newest {
+                store.mark_inbox_applied(inbox_name, seq)?;
+            }
+            Ok(rows)
+        });
+        let mut rows = match result {
+            Ok(rows) => rows,
+            Err(err) if err.is_transient() => return Err(err),
+            Err(err) => {
+                let jobs = batch.len();
+                tracing::warn!(%err, jobs, "history write failed; tunnel keeps forwarding");
+                HashMap::new()
+            }
+        };
+        if let Some(seq) = newest {
+            // Failed requests count as done too: they were reported lost,
+            // and must not keep the inbox from starting over.
+            self.applied.store(seq, Ordering::Release);
+        }
+        for job in batch.drain(..) {
+            match job {
+                Job::Request { seq, delivery, .. } => {
+                    self.awaited.insert(seq, summary(*delivery, rows.remove(&seq)));
+                }
+                Job::Outcome { seq, outcome, .. } => {
+                    if let Some(mut summary) = self.awaited.remove(&seq) {
+                        summary.status = outcome.status;
+                        summary.duration_ms = Some(outcome.duration_ms);
+                        summary.error = outcome.error;
+                        (self.on_recorded)(summary);
+                    }
+                }
+                Job::Shutdown => {}
+            }
+        }
+        while self.awaited.len() > AWAITED_LIMIT {
+            self.awaited.pop_first();
+        }
+        Ok(())
+    }
+}
+
+/// A stored request as a history row still waiting for its answer; id 0
+/// when its write failed.
+fn summary(delivery: NewDelivery, recorded: Option<Recorded>) -> Summary {
+    let (id, delivery_number) = recorded.map_or((0, 1), |r| (r.id, r.delivery_number));
+    Summary {
+        id,
+        received_at_ms: delivery.received_at_ms,
+        method: delivery.method,
+        path: delivery.path,
+        status: None,
+        duration_ms: None,
+        provider: delivery.provider,
+        event_key: delivery.event_key,
+        event_key_source: delivery.event_key_source,
+        delivery_count: delivery_number,
+        error: None,
+        replay_of: delivery.replay_of,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures_util::future::join_all;
+
+    use super::super::tests::{answered, next_report, recorded, start};
+    use super::super::Ticket;
+    use super::*;
+    use crate::store::tests::{delivery, ScratchDir};
+    use crate::store::ListQuery;
+
+    #[tokio::test]
+    async fn a_thousand_deliveries_are_all_committed_and_reported() {
+        let dir = ScratchDir::new("recorder-many");
+        let path = dir.0.join("history.db");
+        let (recorder, handle, mut reported) = start(&path);
+        let sends = (0..1000).map(|n| recorder.record_request(delivery(&format!("evt_{}", n % 10), "/")));
+        let tickets: Vec<Ticket> = join_all(sends).await.into_iter().map(Result::unwrap).collect();
+        for ticket in tickets {
+            recorder.record_outcome(ticket, answered(204)).await.unwrap();
+        }
+        let mut numbers = Vec::new();
+        for _ in 0..1000 {
+            let report = next_report(&mut reported).await;
+            assert_eq!(report.status, Some(204), "reported with its answer: {report:?}");
+            assert!(report.id > 0);
+            numbers.push(report.delivery_count);
+        }
+        handle.shutdown();
+
+        numbers.sort_unstable();
+        numbers.dedup();
+        assert_eq!(
+            numbers,
+            (1..=100).collect::<Vec<_>>(),
+            "ten events, a hundred deliveries each"
+        );
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.count(&ListQuery::default()).unwrap(), 1000);
+        let answered = store.list(&ListQuery::default()).unwrap();
+        assert!(answered
+            .iter()
+            .all(|s| s.status == Some(204) && s.delivery_count == 100));
+    }
+
+    #[tokio::test]
+    async fn an_answer_finds_a_request_stored_in_an_earlier_transaction() {
+        let dir = ScratchDir::new("recorder-later");
+        let path = dir.0.join("history.db");
+        let (recorder, _handle, mut reported) = start(&path);
+        let ticket = recorder.record_request(delivery("evt_slow", "/")).await.unwrap();
+        let reader = Store::open(&path).unwrap();
+        let started = std::time::Instant::now();
+        // A slow handler: the request is committed alone, with no answer yet.
+        while reader.count(&ListQuery::default()).unwrap() == 0 {
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "the request was never written"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(reader.list(&ListQuery::default()).unwrap()[0].status, None);
+        recorder.record_outcome(ticket, answered(202)).await.unwrap();
+        let report = next_report(&mut reported).await;
+        assert_eq!(report.status, Some(202));
+        let stored = reader.list(&ListQuery::default()).unwrap();
+        assert_eq!((stored[0].id, stored[0].status), (report.id, Some(202)));
+    }
+
+    #[tokio::test]
+    async fn the_writer_works_out_provider_and_event_key() {
+        let dir = ScratchDir::new("recorder-identify");
+        let (recorder, _handle, mut reported) = start(&dir.0.join("history.db"));
+        let mut d = delivery("", "/webhooks/github");
+        d.provider = None;
+        d.event_key_source.clear();
+        d.request_headers = vec![
+            portpreview_shared::Header::new("x-github-event", "push"),
+            portpreview_shared::Header::new("x-github-delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958"),
+            portpreview_shared::Header::new("x-github-hook-id", "42"),
+        ];
+        let first = recorded(&recorder, &mut reported, d.clone()).await;
+        assert_eq!(first.provider.as_deref(), Some("github"));
+        assert_eq!(first.event_key, "72d3162e-cc78-11e3-81ab-4c9367dc0958");
+        assert!(first
+            .event_key_source
+            .to_ascii_lowercase()
+            .starts_with("header:x-github-delivery"));
+        let again = recorded(&recorder, &mut reported, d).await;
+        assert_eq!(again.delivery_count, 2, "a redelivery is the 2nd delivery of its event");
+    }
+    #[tokio::test]
+    async fn deliveries_recorded_while_another_process_holds_the_lock_are_stored_once_it_lets_go() {
+        let dir = ScratchDir::new("recorder-locked");
+        let path = dir.0.join("history.db");
+        let (recorder, _handle, mut reported) = start(&path);
+        let blocker = rusqlite::Connection::open(&path).unwrap();
+        blocker.busy_timeout(std::time::Duration::ZERO).unwrap();
+        blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let keys = ["evt_locked_1", "evt_locked_2", "evt_locked_3"];
+        for key in keys {
+            let ticket = recorder.record_request(delivery(key, "/")).await.unwrap();
+            recorder.record_outcome(ticket, answered(200)).await.unwrap();
+        }
+        // The writer waits out the busy timeout and keeps the batch; nothing
+        // is reported while the lock is held.
+        let early = tokio::time::timeout(std::time::Duration::from_secs(7), reported.recv()).await;
+        assert!(early.is_err(), "reported while the lock was held: {early:?}");
+        blocker.execute_batch("ROLLBACK").unwrap();
+        for key in keys {
+            let stored = next_report(&mut reported).await;
+            assert!(stored.id > 0, "{stored:?}");
+            assert_eq!((stored.event_key.as_str(), stored.status), (key, Some(200)));
+        }
+        let after = recorded(&recorder, &mut reported, delivery("evt_after", "/")).await;
+        assert!(after.id > 0);
+    }
+}
