@@ -12,20 +12,9 @@ use portpreview_shared::Header;
 
 use crate::store::NewDelivery;
 
-/// Headers curl must not copy: it sets them itself, or they are hop-by-hop.
-const SKIPPED: &[&str] = &[
-    "host",
-    "content-length",
-    "transfer-encoding",
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "proxy-authorization",
-    "te",
-    "trailer",
-    "upgrade",
-    "expect",
-];
+/// A recorded `Expect: 100-continue` would make curl wait for an interim
+/// answer the handler may never send; replay does not wait either.
+const NOT_COPIED: &[&str] = &["expect"];
 
 /// The URL a recorded request is sent to. The recorded target is where the
 /// tunnel sent it: its base path, if any, was put before the caller's path.
@@ -70,7 +59,7 @@ pub fn command(d: &NewDelivery, url: &str) -> String {
         args.push(format!("-X {}", quote(d.method.as_bytes())));
     }
     args.push(quote(url.as_bytes()));
-    for h in d.request_headers.iter().filter(|h| is_copied(h)) {
+    for h in copied_headers(&d.request_headers) {
         let mut line = h.name.as_bytes().to_vec();
         line.extend_from_slice(b": ");
         line.extend_from_slice(&h.value);
@@ -147,9 +136,14 @@ fn risky(c: char) -> bool {
     c.is_control() || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
-/// Whether a header would be copied into the command.
-pub fn is_copied(h: &Header) -> bool {
-    !SKIPPED.iter().any(|s| h.name.eq_ignore_ascii_case(s))
+/// The headers the command sends: what a replay would send (hop-by-hop
+/// ones and those `Connection` names left out, `Host` and `Content-Length`
+/// left to curl), so the two never disagree.
+pub fn copied_headers(recorded: &[Header]) -> Vec<Header> {
+    let mut headers = recorded.to_vec();
+    crate::replay::attempt::strip_hop_by_hop(&mut headers);
+    headers.retain(|h| !NOT_COPIED.iter().any(|n| h.name.eq_ignore_ascii_case(n)));
+    headers
 }
 
 #[cfg(test)]
@@ -195,6 +189,28 @@ mod tests {
             aimed_url("http://127.0.0.1:3000/api", "/h?q", None),
             "http://127.0.0.1:3000/api/h?q"
         );
+    }
+
+    #[test]
+    fn the_command_leaves_out_what_a_replay_leaves_out() {
+        let d = NewDelivery {
+            method: "POST".into(),
+            path: "/h".into(),
+            request_headers: vec![
+                Header::new("Connection", "close, X-Trace"),
+                Header::new("x-trace", "abc"),
+                Header::new("keep-alive", "timeout=5"),
+                Header::new("expect", "100-continue"),
+                Header::new("stripe-signature", "t=1,v1=ab"),
+            ],
+            request_body: b"{}".to_vec(),
+            ..NewDelivery::default()
+        };
+        let cmd = command(&d, "http://127.0.0.1:1/h");
+        assert!(!cmd.to_ascii_lowercase().contains("x-trace"), "{cmd}");
+        assert!(!cmd.to_ascii_lowercase().contains("keep-alive"), "{cmd}");
+        assert!(cmd.contains("-H 'stripe-signature: t=1,v1=ab'"), "{cmd}");
+        assert!(cmd.contains("-H 'Expect:'"), "curl is told not to wait: {cmd}");
     }
 
     #[test]
