@@ -16,41 +16,8 @@ use crate::store::NewDelivery;
 /// answer the handler may never send; replay does not wait either.
 const NOT_COPIED: &[&str] = &["expect"];
 
-/// The URL a recorded request is sent to. The recorded target is where the
-/// tunnel sent it: its base path, if any, was put before the caller's path.
-/// A `flag` of `scheme://host:port` keeps the recorded path and query; one
-/// with a path replaces the recorded path (keeping the recorded query when
-/// the flag has none).
-pub fn aimed_url(recorded_target: &str, path: &str, flag: Option<&str>) -> String {
-    let Some(flag) = flag else {
-        return format!("{}{}", with_scheme(recorded_target).trim_end_matches('/'), path);
-    };
-    let base = with_scheme(flag);
-    let after_scheme = base.find("://").map_or(0, |i| i + 3);
-    let own_path = base[after_scheme..].find('/').map(|i| &base[after_scheme + i..]);
-    match own_path {
-        None | Some("/") => format!("{}{}", base.trim_end_matches('/'), path),
-        Some(own) if own.contains('?') => base.clone(),
-        Some(_) => match path.split_once('?') {
-            Some((_, query)) => format!("{base}?{query}"),
-            None => base.clone(),
-        },
-    }
-}
-
-/// `3000` → `http://127.0.0.1:3000`, `host:port` → `http://host:port`.
-fn with_scheme(target: &str) -> String {
-    let target = target.trim();
-    if !target.is_empty() && target.chars().all(|c| c.is_ascii_digit()) {
-        format!("http://127.0.0.1:{target}")
-    } else if target.contains("://") {
-        target.to_owned()
-    } else {
-        format!("http://{target}")
-    }
-}
-
-/// The shell command that sends `d` to `url`.
+/// The shell command that sends `d` to `url` (aimed by
+/// [`crate::replay::plan::aimed_url`], as a replay would be).
 pub fn command(d: &NewDelivery, url: &str) -> String {
     let mut args: Vec<String> = vec!["curl -sS --globoff --path-as-is".into()];
     if d.method.eq_ignore_ascii_case("HEAD") {
@@ -169,26 +136,6 @@ mod tests {
         for word in [&b"it's $HOME `x`"[..], b"x-raw: \xff\x01", b"-n"] {
             assert_eq!(run_sh(&format!("printf '%s' {}", quote(word))), word);
         }
-    }
-
-    #[test]
-    fn urls_follow_the_target_flag() {
-        let t = "http://127.0.0.1:3000";
-        assert_eq!(aimed_url(t, "/hook?a=1", None), "http://127.0.0.1:3000/hook?a=1");
-        assert_eq!(aimed_url(t, "/hook?a=1", Some("http://h:9/")), "http://h:9/hook?a=1");
-        assert_eq!(
-            aimed_url(t, "/hook?a=1", Some("http://h:9/other")),
-            "http://h:9/other?a=1"
-        );
-        assert_eq!(
-            aimed_url(t, "/hook", Some("localhost:4000")),
-            "http://localhost:4000/hook"
-        );
-        assert_eq!(aimed_url("3000", "/h", None), "http://127.0.0.1:3000/h");
-        assert_eq!(
-            aimed_url("http://127.0.0.1:3000/api", "/h?q", None),
-            "http://127.0.0.1:3000/api/h?q"
-        );
     }
 
     #[test]

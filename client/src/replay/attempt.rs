@@ -40,6 +40,11 @@ impl Endpoint {
             format!("{}:{}", self.host, self.port)
         }
     }
+
+    /// The full URL of `path` (path and query) at this endpoint.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.authority())
+    }
 }
 
 /// One request as it goes on the wire.

@@ -94,7 +94,7 @@ impl Plan {
         let provider = provider_of(request);
         let signing = signing(provider, opts, &mut warnings)?;
         let signed_url = match request.tunnel_url.trim_end_matches('/') {
-            "" => format!("http://{}{}", endpoint.authority(), path),
+            "" => endpoint.url(&path),
             public => format!("{public}{}", request.path),
         };
         let plan = Self {
@@ -119,7 +119,7 @@ impl Plan {
 
     /// The full URL attempts go to.
     pub fn url(&self) -> String {
-        format!("http://{}{}", self.endpoint.authority(), self.path)
+        self.endpoint.url(&self.path)
     }
 
     /// A new identity for the event (`--fresh`).
@@ -249,6 +249,14 @@ pub fn resolve_target(
     Ok((Endpoint { host, port: text.port }, path))
 }
 
+/// The URL a replay of a request recorded at `recorded` (with `recorded_path`)
+/// is sent to, `--target` applied. Exports aim with this too, so an exported
+/// command and `replay` never send the same delivery to different places.
+pub fn aimed_url(recorded: &str, flag: Option<&str>, recorded_path: &str) -> Result<String, ReplayError> {
+    let (endpoint, path) = resolve_target(recorded, flag, recorded_path)?;
+    Ok(endpoint.url(&path))
+}
+
 /// The path part of a `--target` written as a URL, if it has one.
 fn explicit_path(flag: &str) -> Option<&str> {
     let rest = flag.split_once("://").map_or(flag, |(_, rest)| rest);
@@ -299,6 +307,36 @@ mod tests {
             resolved("", Some("localhost:4000/new?y=2"), "/hooks?x=1"),
             ("localhost:4000".into(), "/new?y=2".into())
         );
+    }
+
+    #[test]
+    fn the_aimed_url_is_where_the_attempts_go() {
+        let aimed = |recorded: &str, flag: Option<&str>, path: &str| aimed_url(recorded, flag, path).unwrap();
+        let t = "http://127.0.0.1:3000";
+        assert_eq!(aimed(t, None, "/hook?a=1"), "http://127.0.0.1:3000/hook?a=1");
+        assert_eq!(aimed(t, Some("http://h:9"), "/hook?a=1"), "http://h:9/hook?a=1");
+        assert_eq!(aimed(t, Some("http://h:9/other"), "/hook?a=1"), "http://h:9/other?a=1");
+        assert_eq!(aimed(t, Some("localhost:4000"), "/hook"), "http://localhost:4000/hook");
+        assert_eq!(aimed("3000", None, "/h"), "http://localhost:3000/h");
+        assert_eq!(
+            aimed("http://127.0.0.1:3000/api", None, "/h?q"),
+            "http://127.0.0.1:3000/api/h?q"
+        );
+        assert_eq!(aimed("http://[::1]:3000", None, "/h"), "http://[::1]:3000/h");
+        for (at, flag) in [(t, None), (t, Some("http://h:9")), (t, Some("http://h:9/v2/hook"))] {
+            let request = NewDelivery {
+                target: at.into(),
+                path: "/hook?a=1".into(),
+                ..recorded()
+            };
+            let opts = ReplayOptions {
+                target: flag.map(String::from),
+                ..ReplayOptions::default()
+            };
+            let plan = Plan::new(&request, &opts).unwrap();
+            assert_eq!(plan.url(), aimed(at, flag, "/hook?a=1"), "{flag:?}");
+        }
+        assert!(aimed_url("", None, "/h").is_err());
     }
 
     fn recorded() -> NewDelivery {
