@@ -379,6 +379,41 @@ fn a_slow_answer_is_a_warning_not_a_failure() {
 }
 
 #[test]
+fn a_handler_stuck_on_a_duplicate_fails_the_run_instead_of_hanging_it() {
+    let handler = Handler::start(Behaviour::HangsOnDuplicate);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let ran = history.replay(&["--times", "2", "--timeout", "300ms", "--json"]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
+    assert_eq!(json["verdict"], "not_idempotent");
+    let answers = ran.check("answers_2xx");
+    assert_eq!(answers["passed"], false);
+    assert!(
+        answers["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("attempt 2 failed (no answer within 300ms)"),
+        "{answers}"
+    );
+    let second = &json["attempts"][1];
+    assert_eq!((second["status"].is_null(), &second["error"]), (true, &"no answer within 300ms".into()));
+    assert_eq!(handler.balance(), 1);
+
+    // The handler knows the event now, so even a single attempt gets stuck.
+    let ran = history.replay(&["--timeout", "300ms"]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stdout.contains("attempt 1 failed (no answer within 300ms)"),
+        "{}",
+        ran.stdout
+    );
+
+    let ran = history.replay(&["--timeout", "0s"]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(ran.stderr.contains("--timeout"), "{}", ran.stderr);
+}
+
+#[test]
 fn what_cannot_run_exits_2_with_one_line() {
     let handler = Handler::start(Behaviour::DedupsInOneTransaction);
     let down = {

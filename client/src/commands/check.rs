@@ -96,6 +96,7 @@ fn options(flags: &RunArgs, entry: Option<&SuiteFixture>) -> anyhow::Result<(Rep
         target: flags.target.clone().or_else(|| entry.target.clone()),
         probe,
         settle: flags.settle.or(entry.settle()?).unwrap_or(defaults.settle),
+        timeout: flags.timeout.or(entry.timeout()?).unwrap_or(defaults.timeout),
         fresh: flags.fresh || entry.fresh.unwrap_or(false),
         fresh_field: flags.fresh_field.clone().or_else(|| entry.fresh_field.clone()),
         resign: flags.resign || entry.resign.unwrap_or(false),

@@ -1,7 +1,7 @@
 //! One replay run, step by step: read the state, send, let it settle, judge.
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use futures_util::future::join_all;
 
@@ -15,13 +15,14 @@ use crate::store::NewDelivery;
 /// Kept-alive connections, one per attempt in flight.
 struct Pool {
     endpoint: Endpoint,
+    timeout: Duration,
     conns: Vec<Connection>,
 }
 
 impl Pool {
     /// Connects the first connection now, so a target that is down stops the run before it starts.
-    async fn open(endpoint: &Endpoint) -> Result<Self, ReplayError> {
-        let first = Connection::open(endpoint.clone())
+    async fn open(endpoint: &Endpoint, timeout: Duration) -> Result<Self, ReplayError> {
+        let first = Connection::open_within(endpoint.clone(), timeout)
             .await
             .map_err(|source| ReplayError::TargetDown {
                 target: endpoint.authority(),
@@ -29,13 +30,15 @@ impl Pool {
             })?;
         Ok(Self {
             endpoint: endpoint.clone(),
+            timeout,
             conns: vec![first],
         })
     }
 
     fn take(&mut self, width: usize) -> &mut [Connection] {
         while self.conns.len() < width {
-            self.conns.push(Connection::lazy(self.endpoint.clone()));
+            self.conns
+                .push(Connection::lazy(self.endpoint.clone()).answering_within(self.timeout));
         }
         &mut self.conns[..width]
     }
@@ -67,8 +70,11 @@ pub async fn run(
     if !(1..=MAX_CONCURRENCY).contains(&opts.concurrency) {
         return Err(ReplayError::Concurrency(opts.concurrency));
     }
+    if opts.timeout.is_zero() {
+        return Err(ReplayError::Timeout);
+    }
     let plan = Plan::new(request, opts)?;
-    let pool = Pool::open(&plan.endpoint).await?;
+    let pool = Pool::open(&plan.endpoint, opts.timeout).await?;
     let probe = match &opts.probe {
         Some(spec) => Some(Probe::open(spec).await?),
         None => None,

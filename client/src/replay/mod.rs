@@ -22,7 +22,7 @@ pub mod verdict;
 use portpreview_shared::provider::{FreshError, Provider, SignError};
 
 pub use history::record;
-pub use options::{ReplayOptions, DEFAULT_SETTLE, MAX_CONCURRENCY, MAX_TIMES};
+pub use options::{ReplayOptions, DEFAULT_SETTLE, DEFAULT_TIMEOUT, MAX_CONCURRENCY, MAX_TIMES};
 pub use plan::provider_of;
 pub use probe::{ProbeError, ProbeSpec};
 pub use report::{Attempt, Check, Report, Role, StateTrace};
@@ -60,6 +60,9 @@ pub enum ReplayError {
     /// `--concurrency` outside 1 to [`MAX_CONCURRENCY`].
     #[error("--concurrency must be from 1 to {MAX_CONCURRENCY}, not {0}")]
     Concurrency(u32),
+    /// A zero `--timeout`: no attempt could ever be answered in time.
+    #[error("--timeout must be longer than 0s")]
+    Timeout,
     /// The recorded body was cut at the store's limit.
     #[error("the delivery's body was cut short when it was recorded ({kept} of {size} bytes kept): it cannot be replayed as sent")]
     Truncated {
@@ -133,7 +136,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn absurd_counts_are_refused_before_anything_is_sent() {
+    async fn absurd_settings_are_refused_before_anything_is_sent() {
         let progress = |_: Progress| {};
         let opts = ReplayOptions {
             times: u32::MAX,
@@ -148,6 +151,12 @@ mod tests {
         };
         let err = run(NewDelivery::default(), &opts, &progress).await.unwrap_err();
         assert_eq!(err.to_string(), "--concurrency must be from 1 to 512, not 513");
+        let opts = ReplayOptions {
+            timeout: std::time::Duration::ZERO,
+            ..ReplayOptions::default()
+        };
+        let err = run(NewDelivery::default(), &opts, &progress).await.unwrap_err();
+        assert!(matches!(err, ReplayError::Timeout), "{err}");
     }
 
     #[test]
