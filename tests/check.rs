@@ -245,7 +245,13 @@ fn a_suite_resigns_with_the_secret_its_environment_names() {
     // Without the re-signing the recorded 2023 signature is refused.
     let ran = project.check(&["fixtures/stripe.json", "--target", &verifier.url()], &[]);
     assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
-    assert!(ran.stdout.contains("answered 400"), "{}", ran.stdout);
+    assert!(ran.stdout.contains("✗ failed: attempt 1 answered 400"), "{}", ran.stdout);
+    assert!(
+        ran.stdout
+            .contains("1 fixture: 0 idempotent, 0 not idempotent, 1 failed, 0 inconclusive"),
+        "{}",
+        ran.stdout
+    );
 
     std::fs::write(
         project.path("typo.toml"),

@@ -295,6 +295,17 @@ fn a_stale_signature_fails_and_resigning_passes() {
         .as_str()
         .unwrap()
         .contains("answered 400"));
+    // Every attempt was turned down: the handler failed the delivery, which
+    // says nothing about duplicates.
+    let json = ran.json();
+    assert_eq!(json["verdict"], "failed");
+    assert!(
+        json["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("✗ failed: attempts 1–2 answered 400"),
+        "{json:#}"
+    );
 
     let ran = history.replay_probed(&handler, &["--times", "2", "--resign", "--secret", STRIPE_SECRET]);
     assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
@@ -403,7 +414,7 @@ fn a_handler_stuck_on_a_duplicate_fails_the_run_instead_of_hanging_it() {
     let ran = history.replay(&["--timeout", "300ms"]);
     assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
     assert!(
-        ran.stdout.contains("attempt 1 failed (no answer within 300ms)"),
+        ran.stdout.contains("✗ failed: attempt 1 failed (no answer within 300ms)"),
         "{}",
         ran.stdout
     );

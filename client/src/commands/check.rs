@@ -38,7 +38,8 @@ struct Job {
     entry: Option<SuiteFixture>,
 }
 
-/// Checks every fixture; exits 0 when all are idempotent, 1 when any is not, 2 when one could not run.
+/// Checks every fixture; exits 0 when all are idempotent, 1 when any is not
+/// (or failed, or was inconclusive), 2 when one could not run.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let jobs = expand(&args.inputs)?;
     if jobs.is_empty() {
@@ -188,6 +189,7 @@ fn print(results: &[(String, Result<Report, String>)], json: bool, code: u8) -> 
             "counts": {
                 "idempotent": count("idempotent"),
                 "not_idempotent": count("not_idempotent"),
+                "failed": count("failed"),
                 "inconclusive": count("inconclusive"),
                 "error": count("error"),
             },
@@ -204,11 +206,12 @@ fn print(results: &[(String, Result<Report, String>)], json: bool, code: u8) -> 
         }
     }
     println!(
-        "{} fixture{}: {} idempotent, {} not idempotent, {} inconclusive, {} could not run",
+        "{} fixture{}: {} idempotent, {} not idempotent, {} failed, {} inconclusive, {} could not run",
         results.len(),
         if results.len() == 1 { "" } else { "s" },
         count("idempotent"),
         count("not_idempotent"),
+        count("failed"),
         count("inconclusive"),
         count("error"),
     );
