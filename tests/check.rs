@@ -199,6 +199,17 @@ fn a_suite_fails_the_bad_handler_in_junit_and_exits_1() {
         stripe_case.contains("<failure"),
         "the failure belongs to the stripe fixture: {xml}"
     );
+    // Each case lasts its whole run: at least a settle window before, one after
+    // each of its two steps, and three at the end — not the handler's milliseconds.
+    for case in xml.split("<testcase ").skip(1) {
+        let time: f64 = case
+            .split("time=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .and_then(|t| t.parse().ok())
+            .unwrap_or_else(|| panic!("no time in {case}"));
+        assert!(time >= 0.6, "time {time} leaves out the settle windows: {xml}");
+    }
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! One replay run, step by step: read the state, send, let it settle, judge.
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::future::join_all;
 
@@ -63,6 +63,7 @@ pub async fn run(
     opts: &ReplayOptions,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Report, ReplayError> {
+    let started = Instant::now();
     // `check` suites and the TUI reach here without clap's range checks.
     if !(1..=MAX_TIMES).contains(&opts.times) {
         return Err(ReplayError::Times(opts.times));
@@ -130,7 +131,7 @@ pub async fn run(
             run.trace.moved_to = moved_to;
         }
     }
-    Ok(run.into_report(request))
+    Ok(run.into_report(request, started.elapsed()))
 }
 
 impl Run<'_> {
@@ -226,7 +227,7 @@ impl Run<'_> {
         Ok(())
     }
 
-    fn into_report(self, request: &NewDelivery) -> Report {
+    fn into_report(self, request: &NewDelivery, elapsed: Duration) -> Report {
         let opts = self.opts;
         let provider = self.plan.provider;
         let mut checks = vec![verdict::answers_2xx(&self.attempts)];
@@ -273,6 +274,7 @@ impl Run<'_> {
             fresh: opts.fresh,
             state,
             attempts: self.attempts,
+            elapsed,
         }
     }
 }

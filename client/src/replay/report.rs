@@ -114,6 +114,8 @@ pub struct Report {
     pub fresh: bool,
     /// Probe reads, when a probe was given.
     pub state: Option<StateTrace>,
+    /// Wall time of the whole run: attempts, settle windows and the final wait.
+    pub elapsed: std::time::Duration,
 }
 
 impl Report {
@@ -212,6 +214,7 @@ impl Report {
             "times": self.times,
             "concurrency": self.concurrency,
             "fresh": self.fresh,
+            "elapsed_ms": (self.elapsed.as_secs_f64() * 1_000_000.0).round() / 1000.0,
             "side_effects_checked": self.state.is_some(),
             "first_attempt_changed_state": self.first_attempt_changed_state(),
             "state": state,
@@ -293,6 +296,7 @@ mod tests {
                 moved_to: None,
                 steady: true,
             }),
+            elapsed: std::time::Duration::from_millis(1234),
         }
     }
 
@@ -337,6 +341,14 @@ mod tests {
         assert_eq!(only_attempt_refused.summary_line(), "✗ failed: attempt 1 answered 302");
         assert_eq!(only_attempt_refused.to_json()["verdict"], "failed");
         assert_eq!(only_attempt_refused.exit_code(), 1);
+    }
+
+    #[test]
+    fn junit_times_the_whole_run_not_just_the_answers() {
+        let xml = report("rows: 1").to_junit("fixtures/a.json");
+        assert!(xml.contains("name=\"fixtures/a.json\" time=\"1.234\""), "{xml}");
+        assert!(xml.contains("<testsuite name=\"portpreview replay\" tests=\"1\" failures=\"1\" errors=\"0\" time=\"1.234\""), "{xml}");
+        assert_eq!(report("rows: 1").to_json()["elapsed_ms"], 1234.0);
     }
 
     #[test]
