@@ -315,8 +315,21 @@ fn a_stale_signature_fails_and_resigning_passes() {
     assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
     assert_eq!(
         ran.stderr.trim(),
-        "error: no secret for stripe: pass --secret or set PORTPREVIEW_SECRET_STRIPE"
+        format!(
+            "error: no secret for stripe: pass --secret, set PORTPREVIEW_SECRET_STRIPE, \
+             or add stripe = \"…\" to the [secrets] table of {}",
+            history.db().with_extension("config.toml").display()
+        )
     );
+
+    // Where that message points, a secret works.
+    std::fs::write(
+        history.db().with_extension("config.toml"),
+        format!("[secrets]\nstripe = \"{STRIPE_SECRET}\"\n"),
+    )
+    .unwrap();
+    let ran = history.replay(&["--resign"]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
 }
 
 #[test]

@@ -86,12 +86,12 @@ pub enum ReplayError {
     #[error(transparent)]
     Probe(#[from] ProbeError),
     /// Re-signing was asked for without a secret.
-    #[error("no secret for {provider}: pass --secret or set {env}")]
+    #[error("no secret for {provider}: {sources}")]
     NoSecret {
         /// Provider name.
         provider: &'static str,
-        /// The environment variable that would supply it.
-        env: String,
+        /// Every place the secret could come from ([`secret_sources`]).
+        sources: String,
     },
     /// Re-signing was asked for but the provider is unknown.
     #[error("cannot re-sign: the delivery's provider is unknown")]
@@ -109,6 +109,19 @@ pub fn secret_env(provider: Provider) -> String {
     format!(
         "PORTPREVIEW_SECRET_{}",
         provider.name().to_ascii_uppercase().replace('-', "_")
+    )
+}
+
+/// Every place a provider's signing secret can come from, as advice:
+/// "pass --secret, set PORTPREVIEW_SECRET_STRIPE, or add stripe = "…" to the
+/// [secrets] table of ~/.config/portpreview/config.toml". The config file is
+/// named by its real path, since few people know where it lives.
+pub fn secret_sources(provider: Provider) -> String {
+    let config = crate::config::config_path().map_or_else(|| "config.toml".to_string(), |p| p.display().to_string());
+    format!(
+        "pass --secret, set {}, or add {} = \"…\" to the [secrets] table of {config}",
+        secret_env(provider),
+        provider.name()
     )
 }
 

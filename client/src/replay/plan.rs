@@ -8,7 +8,7 @@ use portpreview_shared::provider::{self, Provider};
 use portpreview_shared::Header;
 
 use super::attempt::{strip_hop_by_hop, Endpoint, Outgoing};
-use super::{secret_env, ReplayError, ReplayOptions};
+use super::{secret_sources, ReplayError, ReplayOptions};
 use crate::config::Secret;
 use crate::store::NewDelivery;
 use crate::target::Target;
@@ -190,8 +190,8 @@ fn signing(
             if let Some(p) = provider {
                 warnings.push(format!(
                     "the fresh events are not re-signed (no secret for {p}): a handler that checks signatures will reject them; \
-                     pass --secret or set {}",
-                    secret_env(p)
+                     {}",
+                    secret_sources(p)
                 ));
             }
         }
@@ -208,7 +208,7 @@ fn signing(
         Some(secret) => Ok(Some((provider, secret.clone()))),
         None => Err(ReplayError::NoSecret {
             provider: provider.name(),
-            env: secret_env(provider),
+            sources: secret_sources(provider),
         }),
     }
 }
@@ -401,9 +401,12 @@ mod tests {
             ..ReplayOptions::default()
         };
         let err = Plan::new(&stripe, &resign).unwrap_err().to_string();
-        assert_eq!(
-            err,
-            "no secret for stripe: pass --secret or set PORTPREVIEW_SECRET_STRIPE"
+        assert!(
+            err.starts_with(
+                "no secret for stripe: pass --secret, set PORTPREVIEW_SECRET_STRIPE, \
+                 or add stripe = \"…\" to the [secrets] table of "
+            ),
+            "{err}"
         );
         let mut discord = recorded();
         discord.provider = Some("discord".into());
