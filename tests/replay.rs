@@ -306,9 +306,23 @@ fn a_stale_signature_fails_and_resigning_passes() {
             .starts_with("✗ failed: attempts 1–2 answered 400"),
         "{json:#}"
     );
+    // The report says why before anyone debugs the handler.
+    let stale = |json: &Value| {
+        json["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .any(|w| w.starts_with("the stripe signature is ") && w.contains(" old; stripe accepts 5 min: pass --resign"))
+    };
+    assert!(stale(&json), "{json:#}");
 
-    let ran = history.replay_probed(&handler, &["--times", "2", "--resign", "--secret", STRIPE_SECRET]);
+    let ran = history.replay_probed(
+        &handler,
+        &["--times", "2", "--resign", "--secret", STRIPE_SECRET, "--json"],
+    );
     assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert!(!stale(&ran.json()), "re-signed attempts are fresh: {}", ran.stdout);
     assert_eq!(handler.balance(), 1);
 
     let ran = history.replay(&["--resign"]);

@@ -16,6 +16,7 @@ pub mod options;
 pub mod plan;
 pub mod probe;
 pub mod report;
+mod stale;
 mod text;
 pub mod verdict;
 

@@ -8,6 +8,7 @@ use portpreview_shared::provider::{self, Provider};
 use portpreview_shared::Header;
 
 use super::attempt::{strip_hop_by_hop, Endpoint, Outgoing};
+use super::stale::stale_signature;
 use super::{secret_sources, ReplayError, ReplayOptions};
 use crate::config::Secret;
 use crate::store::NewDelivery;
@@ -93,6 +94,11 @@ impl Plan {
         });
         let provider = provider_of(request);
         let signing = signing(provider, opts, &mut warnings)?;
+        // A fresh identity is already flagged as unsigned; only a verbatim
+        // replay carries the recorded signature and its age.
+        if let (None, false, Some(p)) = (&signing, opts.fresh, provider) {
+            warnings.extend(stale_signature(p, &headers, &body, SystemTime::now()));
+        }
         let signed_url = match request.tunnel_url.trim_end_matches('/') {
             "" => endpoint.url(&path),
             public => format!("{public}{}", request.path),

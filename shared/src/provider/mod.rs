@@ -13,6 +13,7 @@ mod canonical;
 mod detect;
 mod form;
 pub mod fresh;
+pub mod signature_age;
 mod ids;
 mod key;
 mod pointer;
@@ -22,6 +23,7 @@ mod test_vectors;
 
 pub use detect::detect;
 pub use fresh::{fresh_identity, FreshError};
+pub use signature_age::{signature_tolerance, signed_at};
 pub use key::{event_key, EventKey};
 pub use sign::{resign, SignError};
 
