@@ -256,7 +256,11 @@ fn a_suite_resigns_with_the_secret_its_environment_names() {
     // Without the re-signing the recorded 2023 signature is refused.
     let ran = project.check(&["fixtures/stripe.json", "--target", &verifier.url()], &[]);
     assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
-    assert!(ran.stdout.contains("✗ failed: attempt 1 answered 400"), "{}", ran.stdout);
+    assert!(
+        ran.stdout.contains("✗ failed: attempt 1 answered 400"),
+        "{}",
+        ran.stdout
+    );
     assert!(
         ran.stdout
             .contains("1 fixture: 0 idempotent, 0 not idempotent, 1 failed, 0 inconclusive"),
@@ -291,7 +295,11 @@ fn a_handler_stuck_on_a_duplicate_still_gets_a_report_and_a_junit_file() {
         "{}",
         ran.stdout
     );
-    assert!(ran.stdout.contains("1 fixture: 0 idempotent, 1 not idempotent"), "{}", ran.stdout);
+    assert!(
+        ran.stdout.contains("1 fixture: 0 idempotent, 1 not idempotent"),
+        "{}",
+        ran.stdout
+    );
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert_eq!(xml.matches("<failure ").count(), 1, "{xml}");
     assert!(xml.contains("no answer within 300ms"), "{xml}");
@@ -300,7 +308,10 @@ fn a_handler_stuck_on_a_duplicate_still_gets_a_report_and_a_junit_file() {
     // The flag wins over the suite, and a fixture given directly takes it too.
     let ran = project.check(&["suite.toml", "--timeout", "200ms"], &[]);
     assert!(ran.stdout.contains("no answer within 200ms"), "{}", ran.stdout);
-    let ran = project.check(&["fixtures/stripe.json", "--target", &stuck.url(), "--timeout", "200ms"], &[]);
+    let ran = project.check(
+        &["fixtures/stripe.json", "--target", &stuck.url(), "--timeout", "200ms"],
+        &[],
+    );
     assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
     assert!(
         ran.stdout.contains("attempt 1 failed (no answer within 200ms)"),

@@ -443,7 +443,11 @@ fn a_curl_export_goes_where_a_replay_goes() {
         let target = format!("{url}{path}");
         let command = h.ok(&["export", &id, "--format", "curl", "--target", &target]);
         let out = Command::new("sh").arg("-c").arg(&command).output().unwrap();
-        assert!(out.status.success(), "{command}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{command}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let (curl_line, _, _) = split_request(&captured.join().unwrap());
 
         let (url, captured) = capture_one_request();

@@ -313,7 +313,9 @@ fn a_stale_signature_fails_and_resigning_passes() {
             .unwrap()
             .iter()
             .filter_map(Value::as_str)
-            .any(|w| w.starts_with("the stripe signature is ") && w.contains(" old; stripe accepts 5 min: pass --resign"))
+            .any(|w| {
+                w.starts_with("the stripe signature is ") && w.contains(" old; stripe accepts 5 min: pass --resign")
+            })
     };
     assert!(stale(&json), "{json:#}");
 
@@ -434,14 +436,18 @@ fn a_handler_stuck_on_a_duplicate_fails_the_run_instead_of_hanging_it() {
         "{answers}"
     );
     let second = &json["attempts"][1];
-    assert_eq!((second["status"].is_null(), &second["error"]), (true, &"no answer within 300ms".into()));
+    assert_eq!(
+        (second["status"].is_null(), &second["error"]),
+        (true, &"no answer within 300ms".into())
+    );
     assert_eq!(handler.balance(), 1);
 
     // The handler knows the event now, so even a single attempt gets stuck.
     let ran = history.replay(&["--timeout", "300ms"]);
     assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
     assert!(
-        ran.stdout.contains("✗ failed: attempt 1 failed (no answer within 300ms)"),
+        ran.stdout
+            .contains("✗ failed: attempt 1 failed (no answer within 300ms)"),
         "{}",
         ran.stdout
     );

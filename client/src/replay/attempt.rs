@@ -315,7 +315,9 @@ mod tests {
             host: "127.0.0.1".into(),
             port,
         };
-        let mut conn = Connection::open_within(endpoint, Duration::from_millis(50)).await.unwrap();
+        let mut conn = Connection::open_within(endpoint, Duration::from_millis(50))
+            .await
+            .unwrap();
         let out = Outgoing {
             method: "POST".into(),
             path: "/".into(),

@@ -89,7 +89,8 @@ impl ReplayOptions {
 /// Parses a duration written `300ms`, `30s`, `2m`; zero is refused, since
 /// no answer arrives in no time.
 pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
-    let duration = humantime::parse_duration(text).map_err(|err| format!("{text:?} is not a duration like 300ms or 30s ({err})"))?;
+    let duration = humantime::parse_duration(text)
+        .map_err(|err| format!("{text:?} is not a duration like 300ms or 30s ({err})"))?;
     if duration.is_zero() {
         return Err(format!("{text:?} is no time at all: give a duration like 300ms or 30s"));
     }

@@ -347,7 +347,12 @@ mod tests {
     fn junit_times_the_whole_run_not_just_the_answers() {
         let xml = report("rows: 1").to_junit("fixtures/a.json");
         assert!(xml.contains("name=\"fixtures/a.json\" time=\"1.234\""), "{xml}");
-        assert!(xml.contains("<testsuite name=\"portpreview replay\" tests=\"1\" failures=\"1\" errors=\"0\" time=\"1.234\""), "{xml}");
+        assert!(
+            xml.contains(
+                "<testsuite name=\"portpreview replay\" tests=\"1\" failures=\"1\" errors=\"0\" time=\"1.234\""
+            ),
+            "{xml}"
+        );
         assert_eq!(report("rows: 1").to_json()["elapsed_ms"], 1234.0);
     }
 

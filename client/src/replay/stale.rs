@@ -58,11 +58,17 @@ mod tests {
     #[test]
     fn a_fresh_or_timeless_signature_says_nothing() {
         let now = UNIX_EPOCH + Duration::from_secs(1_700_000_100);
-        assert_eq!(stale_signature(Provider::Stripe, &stripe_signed_at(1_700_000_000), b"", now), None);
+        assert_eq!(
+            stale_signature(Provider::Stripe, &stripe_signed_at(1_700_000_000), b"", now),
+            None
+        );
         let github = vec![Header::new("x-hub-signature-256", "sha256=00")];
         assert_eq!(stale_signature(Provider::Github, &github, b"{}", now), None);
         // Signed "in the future" by a skewed clock: not stale.
-        assert_eq!(stale_signature(Provider::Stripe, &stripe_signed_at(1_800_000_000), b"", now), None);
+        assert_eq!(
+            stale_signature(Provider::Stripe, &stripe_signed_at(1_800_000_000), b"", now),
+            None
+        );
     }
 
     #[test]
@@ -70,10 +76,16 @@ mod tests {
         let now = UNIX_EPOCH + Duration::from_secs(1_700_000_009);
         let paddle = vec![Header::new("paddle-signature", "ts=1700000000;h1=00")];
         let warning = stale_signature(Provider::Paddle, &paddle, b"", now).unwrap();
-        assert!(warning.starts_with("the paddle signature is 9 s old; paddle accepts 5 s"), "{warning}");
+        assert!(
+            warning.starts_with("the paddle signature is 9 s old; paddle accepts 5 s"),
+            "{warning}"
+        );
         let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000 + 2 * 86_400);
         let slack = vec![Header::new("x-slack-request-timestamp", "1700000000")];
         let warning = stale_signature(Provider::Slack, &slack, b"", now).unwrap();
-        assert!(warning.starts_with("the slack signature is 2 days old; slack accepts 5 min"), "{warning}");
+        assert!(
+            warning.starts_with("the slack signature is 2 days old; slack accepts 5 min"),
+            "{warning}"
+        );
     }
 }

@@ -290,6 +290,9 @@ mod tests {
             shown.contains("×10 ✗ not idempotent  state changed on attempts 2–10"),
             "{shown}"
         );
-        assert!(shown.contains("×1 ✗ failed  ✗ failed: attempt 1 answered 302"), "{shown}");
+        assert!(
+            shown.contains("×1 ✗ failed  ✗ failed: attempt 1 answered 302"),
+            "{shown}"
+        );
     }
 }

@@ -13,19 +13,19 @@ mod canonical;
 mod detect;
 mod form;
 pub mod fresh;
-pub mod signature_age;
 mod ids;
 mod key;
 mod pointer;
 pub mod sign;
+pub mod signature_age;
 #[cfg(test)]
 mod test_vectors;
 
 pub use detect::detect;
 pub use fresh::{fresh_identity, FreshError};
-pub use signature_age::{signature_tolerance, signed_at};
 pub use key::{event_key, EventKey};
 pub use sign::{resign, SignError};
+pub use signature_age::{signature_tolerance, signed_at};
 
 /// A webhook provider PortPreview recognises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
