@@ -199,6 +199,17 @@ fn a_suite_fails_the_bad_handler_in_junit_and_exits_1() {
         stripe_case.contains("<failure"),
         "the failure belongs to the stripe fixture: {xml}"
     );
+    // Each case lasts its whole run: at least a settle window before, one after
+    // each of its two steps, and three at the end — not the handler's milliseconds.
+    for case in xml.split("<testcase ").skip(1) {
+        let time: f64 = case
+            .split("time=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .and_then(|t| t.parse().ok())
+            .unwrap_or_else(|| panic!("no time in {case}"));
+        assert!(time >= 0.6, "time {time} leaves out the settle windows: {xml}");
+    }
 }
 
 #[test]
@@ -264,7 +275,17 @@ fn a_suite_resigns_with_the_secret_its_environment_names() {
     // Without the re-signing the recorded 2023 signature is refused.
     let ran = project.check(&["fixtures/stripe.json", "--target", &verifier.url()], &[]);
     assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
-    assert!(ran.stdout.contains("answered 400"), "{}", ran.stdout);
+    assert!(
+        ran.stdout.contains("✗ failed: attempt 1 answered 400"),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout
+            .contains("1 fixture: 0 idempotent, 0 not idempotent, 1 failed, 0 inconclusive"),
+        "{}",
+        ran.stdout
+    );
 
     std::fs::write(
         project.path("typo.toml"),
@@ -274,4 +295,46 @@ fn a_suite_resigns_with_the_secret_its_environment_names() {
     let ran = project.check(&["typo.toml"], &[]);
     assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
     assert!(ran.stderr.contains("timez"), "{}", ran.stderr);
+}
+
+#[test]
+fn a_handler_stuck_on_a_duplicate_still_gets_a_report_and_a_junit_file() {
+    let project = Project::new();
+    let stuck = Handler::start(Behaviour::HangsOnDuplicate);
+    let suite = format!(
+        "[[fixture]]\npath = \"fixtures/stripe.json\"\ntarget = \"{}\"\ntimes = 2\ntimeout = \"300ms\"\n",
+        stuck.url()
+    );
+    std::fs::write(project.path("suite.toml"), suite).unwrap();
+    let junit = project.path("junit.xml");
+    let ran = project.check(&["suite.toml", "--junit", junit.to_str().unwrap()], &[]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stdout.contains("attempt 2 failed (no answer within 300ms)"),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout.contains("1 fixture: 0 idempotent, 1 not idempotent"),
+        "{}",
+        ran.stdout
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(xml.matches("<failure ").count(), 1, "{xml}");
+    assert!(xml.contains("no answer within 300ms"), "{xml}");
+    assert_eq!(stuck.balance(), 1);
+
+    // The flag wins over the suite, and a fixture given directly takes it too.
+    let ran = project.check(&["suite.toml", "--timeout", "200ms"], &[]);
+    assert!(ran.stdout.contains("no answer within 200ms"), "{}", ran.stdout);
+    let ran = project.check(
+        &["fixtures/stripe.json", "--target", &stuck.url(), "--timeout", "200ms"],
+        &[],
+    );
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stdout.contains("attempt 1 failed (no answer within 200ms)"),
+        "{}",
+        ran.stdout
+    );
 }

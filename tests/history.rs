@@ -524,6 +524,9 @@ fn a_curl_export_sends_the_same_bytes_again() {
         Header::new("x-raw", vec![b'a', 0xff, 0xfe, b'z']),
         Header::new("x-dup", "second"),
         Header::new("content-length", "999"),
+        // Declared hop-by-hop by the caller: a replay leaves both out, so must curl.
+        Header::new("connection", "x-trace"),
+        Header::new("x-trace", "hop-1"),
     ];
     let mut body: Vec<u8> = (0..=255u8).collect();
     body.extend_from_slice(b"\n%s %% \\n '\"$(echo no)`x`\n-");
@@ -559,6 +562,41 @@ fn a_curl_export_sends_the_same_bytes_again() {
         .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
         .unwrap();
     assert_eq!(length.1, body.len().to_string().into_bytes());
+}
+
+#[test]
+fn a_curl_export_goes_where_a_replay_goes() {
+    let h = History::new("aim");
+    // Recorded at /webhooks/stripe?x=1.
+    let id = h
+        .store()
+        .insert_delivery(&stripe_event("evt_aim", 1_700_000_000_000), &answered(200))
+        .unwrap()
+        .to_string();
+    // `--target http://host:port` keeps the recorded path; one with a path replaces it.
+    for (path, expected) in [
+        ("", "POST /webhooks/stripe?x=1 HTTP/1.1"),
+        ("/v2/hook", "POST /v2/hook?x=1 HTTP/1.1"),
+    ] {
+        let (url, captured) = capture_one_request();
+        let target = format!("{url}{path}");
+        let command = h.ok(&["export", &id, "--format", "curl", "--target", &target]);
+        let out = Command::new("sh").arg("-c").arg(&command).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{command}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (curl_line, _, _) = split_request(&captured.join().unwrap());
+
+        let (url, captured) = capture_one_request();
+        let target = format!("{url}{path}");
+        let out = h.run(&["replay", &id, "--target", &target]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let (replay_line, _, _) = split_request(&captured.join().unwrap());
+
+        assert_eq!((curl_line.as_str(), replay_line.as_str()), (expected, expected));
+    }
 }
 
 #[test]

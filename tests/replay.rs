@@ -295,17 +295,57 @@ fn a_stale_signature_fails_and_resigning_passes() {
         .as_str()
         .unwrap()
         .contains("answered 400"));
+    // Every attempt was turned down: the handler failed the delivery, which
+    // says nothing about duplicates.
+    let json = ran.json();
+    assert_eq!(json["verdict"], "failed");
+    assert!(
+        json["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("✗ failed: attempts 1–2 answered 400"),
+        "{json:#}"
+    );
+    // The report says why before anyone debugs the handler.
+    let stale = |json: &Value| {
+        json["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .any(|w| {
+                w.starts_with("the stripe signature is ") && w.contains(" old; stripe accepts 5 min: pass --resign")
+            })
+    };
+    assert!(stale(&json), "{json:#}");
 
-    let ran = history.replay_probed(&handler, &["--times", "2", "--resign", "--secret", STRIPE_SECRET]);
+    let ran = history.replay_probed(
+        &handler,
+        &["--times", "2", "--resign", "--secret", STRIPE_SECRET, "--json"],
+    );
     assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert!(!stale(&ran.json()), "re-signed attempts are fresh: {}", ran.stdout);
     assert_eq!(handler.balance(), 1);
 
     let ran = history.replay(&["--resign"]);
     assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
     assert_eq!(
         ran.stderr.trim(),
-        "error: no secret for stripe: pass --secret or set PORTPREVIEW_SECRET_STRIPE"
+        format!(
+            "error: no secret for stripe: pass --secret, set PORTPREVIEW_SECRET_STRIPE, \
+             or add stripe = \"…\" to the [secrets] table of {}",
+            history.db().with_extension("config.toml").display()
+        )
     );
+
+    // Where that message points, a secret works.
+    std::fs::write(
+        history.db().with_extension("config.toml"),
+        format!("[secrets]\nstripe = \"{STRIPE_SECRET}\"\n"),
+    )
+    .unwrap();
+    let ran = history.replay(&["--resign"]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
 }
 
 #[test]
@@ -376,6 +416,45 @@ fn a_slow_answer_is_a_warning_not_a_failure() {
         "{warnings:?}"
     );
     assert_eq!(json["side_effects_checked"], false);
+}
+
+#[test]
+fn a_handler_stuck_on_a_duplicate_fails_the_run_instead_of_hanging_it() {
+    let handler = Handler::start(Behaviour::HangsOnDuplicate);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let ran = history.replay(&["--times", "2", "--timeout", "300ms", "--json"]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
+    assert_eq!(json["verdict"], "not_idempotent");
+    let answers = ran.check("answers_2xx");
+    assert_eq!(answers["passed"], false);
+    assert!(
+        answers["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("attempt 2 failed (no answer within 300ms)"),
+        "{answers}"
+    );
+    let second = &json["attempts"][1];
+    assert_eq!(
+        (second["status"].is_null(), &second["error"]),
+        (true, &"no answer within 300ms".into())
+    );
+    assert_eq!(handler.balance(), 1);
+
+    // The handler knows the event now, so even a single attempt gets stuck.
+    let ran = history.replay(&["--timeout", "300ms"]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stdout
+            .contains("✗ failed: attempt 1 failed (no answer within 300ms)"),
+        "{}",
+        ran.stdout
+    );
+
+    let ran = history.replay(&["--timeout", "0s"]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(ran.stderr.contains("--timeout"), "{}", ran.stderr);
 }
 
 #[test]

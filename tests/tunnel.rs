@@ -416,13 +416,26 @@ async fn only_a_valid_token_may_open_a_tunnel() {
     })
     .await;
     let handler = LocalHandler::echo().await;
-    for token in [None, Some("wrong")] {
+    // No token and a wrong one are different mistakes, and are told apart.
+    for (token, said) in [
+        (None, "this relay requires a token (--token or PORTPREVIEW_TOKEN)"),
+        (
+            Some("wrong"),
+            "the relay refused the token (401): check --token or PORTPREVIEW_TOKEN",
+        ),
+    ] {
         let options = TunnelOptions {
             token: token.map(String::from),
             ..TunnelOptions::default()
         };
         match TestTunnel::start_with(&relay.http_url(), &handler.url(), options).await {
-            Err(portpreview::tunnel::ConnectError::Unauthorized) => {}
+            Err(
+                err @ (portpreview::tunnel::ConnectError::TokenRequired
+                | portpreview::tunnel::ConnectError::Unauthorized),
+            ) => {
+                assert_eq!(err.to_string(), said);
+                assert!(err.is_fatal(), "no retry can fix a token");
+            }
             Err(other) => panic!("expected 401, got {other}"),
             Ok(_) => panic!("token {token:?} opened a tunnel"),
         }

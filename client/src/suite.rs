@@ -6,6 +6,7 @@
 //! target = "http://127.0.0.1:3000"
 //! times = 5
 //! check_url = "http://127.0.0.1:3000/state"
+//! timeout = "10s"
 //! secret_env = "STRIPE_WEBHOOK_SECRET"
 //! ```
 
@@ -15,6 +16,7 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::Deserialize;
 
+use crate::replay::options::parse_positive_duration;
 use crate::replay::{MAX_CONCURRENCY, MAX_TIMES};
 
 /// A suite file: a list of fixtures and how to check each.
@@ -44,6 +46,8 @@ pub struct SuiteFixture {
     pub check_cmd: Option<String>,
     /// Settle window, e.g. "300ms".
     pub settle: Option<String>,
+    /// How long each attempt may wait for its answer, e.g. "10s".
+    pub timeout: Option<String>,
     /// Send fresh identities (baseline + burst).
     pub fresh: Option<bool>,
     /// Where the identity lives when the provider is unknown.
@@ -62,6 +66,14 @@ impl SuiteFixture {
             .map(|text| {
                 crate::time::parse_duration(text).map_err(|reason| anyhow::anyhow!("settle = {text:?}: {reason}"))
             })
+            .transpose()
+    }
+
+    /// The per-attempt timeout, parsed.
+    pub fn timeout(&self) -> anyhow::Result<Option<Duration>> {
+        self.timeout
+            .as_deref()
+            .map(|text| parse_positive_duration(text).map_err(|err| anyhow::anyhow!("timeout = {err}")))
             .transpose()
     }
 }
@@ -98,6 +110,7 @@ impl Suite {
                 anyhow::bail!("{}: concurrency must be from 1 to {MAX_CONCURRENCY}", which());
             }
             fixture.settle().with_context(which)?;
+            fixture.timeout().with_context(which)?;
         }
         Ok(suite)
     }
@@ -110,12 +123,14 @@ mod tests {
     #[test]
     fn a_suite_lists_fixtures_with_their_settings() {
         let suite = Suite::parse(
-            "[[fixture]]\npath = \"a.json\"\ntimes = 3\nsettle = \"100ms\"\ncheck_url = \"http://127.0.0.1:1/state\"\n\
+            "[[fixture]]\npath = \"a.json\"\ntimes = 3\nsettle = \"100ms\"\ntimeout = \"2s\"\ncheck_url = \"http://127.0.0.1:1/state\"\n\
              [[fixture]]\npath = \"dir\"\nfresh = true\nsecret_env = \"S\"\n",
         )
         .unwrap();
         assert_eq!(suite.fixture.len(), 2);
         assert_eq!(suite.fixture[0].settle().unwrap(), Some(Duration::from_millis(100)));
+        assert_eq!(suite.fixture[0].timeout().unwrap(), Some(Duration::from_secs(2)));
+        assert_eq!(suite.fixture[1].timeout().unwrap(), None);
         assert_eq!(suite.fixture[1].fresh, Some(true));
     }
 
@@ -124,6 +139,7 @@ mod tests {
         assert!(Suite::parse("[[fixture]]\npath = \"a\"\ntimez = 3\n").is_err());
         assert!(Suite::parse("[[fixture]]\npath = \"a\"\ncheck_url = \"x\"\ncheck_cmd = \"y\"\n").is_err());
         assert!(Suite::parse("[[fixture]]\npath = \"a\"\nsettle = \"soon\"\n").is_err());
+        assert!(Suite::parse("[[fixture]]\npath = \"a\"\ntimeout = \"0s\"\n").is_err());
         assert!(Suite::parse("[[fixture]]\npath = \"a\"\ntimes = 0\n").is_err());
         assert!(Suite::parse("[[fixture]]\npath = \"a\"\ntimes = 4294967295\n").is_err());
         assert!(Suite::parse("[[fixture]]\npath = \"a\"\nconcurrency = 100000\n").is_err());

@@ -1,11 +1,12 @@
 //! Provider bodies and headers come straight from the internet: detection,
-//! event keys, fresh identities and re-signing must take any of them.
+//! event keys, signature ages, fresh identities and re-signing must take
+//! any of them.
 #![no_main]
 
 use std::time::{Duration, UNIX_EPOCH};
 
 use libfuzzer_sys::fuzz_target;
-use portpreview_shared::provider::{detect, event_key, fresh_identity, resign, Provider};
+use portpreview_shared::provider::{detect, event_key, fresh_identity, resign, signed_at, Provider};
 use portpreview_shared::Header;
 
 /// Header names providers use, so the fuzzer reaches every provider's path
@@ -17,7 +18,9 @@ const NAMES: &[&str] = &[
     "x-shopify-hmac-sha256",
     "x-shopify-webhook-id",
     "x-slack-signature",
+    "x-slack-request-timestamp",
     "webhook-id",
+    "webhook-timestamp",
     "webhook-signature",
     "svix-id",
     "x-twilio-signature",
@@ -54,6 +57,9 @@ fuzz_target!(|input: Input| {
     assert!(key.key.len() <= 256);
     assert_eq!(key.key.is_empty(), key.source == "none");
     assert!(Provider::ALL.iter().all(|p| Provider::from_name(p.name()) == Some(*p)));
+    for p in Provider::ALL {
+        let _ = signed_at(p, &headers, &body);
+    }
 
     if fresh_identity(provider, &mut headers, &mut body, fresh_field.as_deref()).is_ok() {
         let fresh = event_key(&headers, &body, &[]);

@@ -4,7 +4,7 @@
 use std::net::IpAddr;
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
-use portpreview_shared::hop::HOP_BY_HOP;
+use portpreview_shared::hop::HopFilter;
 use portpreview_shared::Header;
 
 /// Forwarding headers a caller could forge; the relay sets its own.
@@ -25,29 +25,14 @@ pub struct Hop {
     pub tls: bool,
 }
 
-fn named_by_connection(headers: &HeaderMap) -> Vec<String> {
-    headers
-        .get_all(http::header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|token| token.trim().to_ascii_lowercase())
-        .filter(|token| !token.is_empty())
-        .collect()
-}
-
-fn is_hop_by_hop(name: &str, named: &[String]) -> bool {
-    HOP_BY_HOP.contains(&name) || named.iter().any(|n| n == name)
-}
-
 /// The request headers sent to the client: hop-by-hop and caller-supplied
 /// forwarding headers dropped, the relay's `X-Forwarded-*` appended.
 pub fn request_headers(headers: &HeaderMap, hop: &Hop) -> Vec<Header> {
-    let named = named_by_connection(headers);
+    let hop_by_hop = HopFilter::from_headers(headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())));
     let mut out = Vec::with_capacity(headers.len() + 3);
     for (name, value) in headers {
         let name = name.as_str();
-        if is_hop_by_hop(name, &named) || FORWARDING.contains(&name) || name.starts_with("x-forwarded-") {
+        if hop_by_hop.drops(name) || FORWARDING.contains(&name) || name.starts_with("x-forwarded-") {
             continue;
         }
         out.push(Header::new(name, value.as_bytes()));
@@ -67,19 +52,13 @@ pub fn response_headers(headers: Vec<Header>) -> Option<HeaderMap> {
     if headers.len() > MAX_RESPONSE_HEADERS {
         return None;
     }
-    let named: Vec<String> = headers
-        .iter()
-        .filter(|h| h.name.eq_ignore_ascii_case("connection"))
-        .filter_map(|h| std::str::from_utf8(&h.value).ok())
-        .flat_map(|v| v.split(','))
-        .map(|token| token.trim().to_ascii_lowercase())
-        .collect();
+    let hop_by_hop = HopFilter::from_headers(headers.iter().map(|h| (h.name.as_str(), h.value.as_slice())));
     let mut out = HeaderMap::with_capacity(headers.len());
     for header in headers {
         let Ok(name) = HeaderName::from_bytes(header.name.as_bytes()) else {
             continue;
         };
-        if is_hop_by_hop(name.as_str(), &named) {
+        if hop_by_hop.drops(name.as_str()) {
             continue;
         }
         let Ok(value) = HeaderValue::from_bytes(&header.value) else {

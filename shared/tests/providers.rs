@@ -3,7 +3,9 @@
 
 use std::time::{Duration, SystemTime};
 
-use portpreview_shared::provider::{detect, event_key, fresh_identity, header, is_sensitive_header, resign, Provider};
+use portpreview_shared::provider::{
+    detect, event_key, fresh_identity, header, is_sensitive_header, resign, signed_at, Provider,
+};
 use portpreview_shared::Header;
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -175,6 +177,8 @@ fn json_body() -> impl Strategy<Value = Vec<u8>> {
 
 const NAMES: &[&str] = &[
     "stripe-signature",
+    "x-slack-request-timestamp",
+    "webhook-timestamp",
     "x-github-event",
     "x-github-delivery",
     "x-shopify-topic",
@@ -202,6 +206,9 @@ proptest! {
     ) {
         let mut headers: Vec<Header> = picks.into_iter().map(|(i, v)| Header::new(NAMES[i], v)).collect();
         let provider = detect(&headers, &body);
+        for p in Provider::ALL {
+            let _ = signed_at(p, &headers, &body);
+        }
         let key = event_key(&headers, &body, &["id".to_owned(), "/data/id".to_owned()]);
         prop_assert_eq!(key.provider, provider);
         prop_assert!(key.key.len() <= 256);

@@ -46,6 +46,9 @@ pub enum Behaviour {
         /// Time between the answer and the work.
         delay: Duration,
     },
+    /// Handles a new event; never answers a duplicate, as a handler stuck
+    /// on the row lock its first delivery left behind.
+    HangsOnDuplicate,
     /// Dedups, but takes this long to answer.
     Slow {
         /// Delay before the answer.
@@ -270,6 +273,13 @@ impl Shared {
                     shared.dedup_and_credit(&event_id);
                 });
                 (200, "queued".into())
+            }
+            Behaviour::HangsOnDuplicate => {
+                if self.dedup_and_credit(event_id) {
+                    (200, "credited".into())
+                } else {
+                    std::future::pending().await
+                }
             }
             Behaviour::Slow { delay } => {
                 tokio::time::sleep(*delay).await;

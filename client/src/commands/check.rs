@@ -39,7 +39,8 @@ struct Job {
     entry: Option<SuiteFixture>,
 }
 
-/// Checks every fixture; exits 0 when all are idempotent, 1 when any is not, 2 when one could not run.
+/// Checks every fixture; exits 0 when all are idempotent, 1 when any is not
+/// (or failed, or was inconclusive), 2 when one could not run.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let jobs = expand(&args.inputs)?;
     if jobs.is_empty() {
@@ -102,6 +103,7 @@ fn options(flags: &RunArgs, entry: Option<&SuiteFixture>) -> anyhow::Result<(Rep
         target: flags.target.clone().or_else(|| entry.target.clone()),
         probe,
         settle: flags.settle.or(entry.settle()?).unwrap_or(defaults.settle),
+        timeout: flags.timeout.or(entry.timeout()?).unwrap_or(defaults.timeout),
         fresh: flags.fresh || entry.fresh.unwrap_or(false),
         fresh_field: flags.fresh_field.clone().or_else(|| entry.fresh_field.clone()),
         resign: flags.resign || entry.resign.unwrap_or(false),
@@ -194,6 +196,7 @@ fn print(results: &[(String, Result<Report, String>)], json: bool, code: u8) -> 
             "counts": {
                 "idempotent": count("idempotent"),
                 "not_idempotent": count("not_idempotent"),
+                "failed": count("failed"),
                 "inconclusive": count("inconclusive"),
                 "error": count("error"),
             },
@@ -211,11 +214,12 @@ fn print(results: &[(String, Result<Report, String>)], json: bool, code: u8) -> 
     }
     writeln!(
         out,
-        "{} fixture{}: {} idempotent, {} not idempotent, {} inconclusive, {} could not run",
+        "{} fixture{}: {} idempotent, {} not idempotent, {} failed, {} inconclusive, {} could not run",
         results.len(),
         if results.len() == 1 { "" } else { "s" },
         count("idempotent"),
         count("not_idempotent"),
+        count("failed"),
         count("inconclusive"),
         count("error"),
     )?;

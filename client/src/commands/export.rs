@@ -9,7 +9,8 @@ use clap::ValueEnum;
 
 use crate::commands::show::{fetch, parse_id};
 use crate::fixture::Fixture;
-use crate::render::{self, curl::aimed_url};
+use crate::render;
+use crate::replay::plan::aimed_url;
 use crate::store::Store;
 
 /// What `export` writes.
@@ -35,7 +36,7 @@ pub struct Args {
     /// Write to this file instead of stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Aim the HAR URL or curl command here instead of the recorded target.
+    /// Aim the HAR URL or curl command here instead of the recorded target, as `replay --target` would.
     #[arg(long, value_name = "URL")]
     pub target: Option<String>,
     /// Keep secrets unmasked in the HAR file.
@@ -51,7 +52,8 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     let store = Store::open_existing(db).map_err(|e| e.for_command(db))?;
     let delivery = fetch(&store, args.id, db)?;
     let r = &delivery.request;
-    let url = aimed_url(&r.target, &r.path, args.target.as_deref());
+    // Aimed as `replay --target` would aim it, so the export and a replay agree.
+    let url = || aimed_url(&r.target, args.target.as_deref(), &r.path);
     let text = match args.format {
         Format::Json => {
             let mut fixture = Fixture::from_delivery(&delivery);
@@ -61,7 +63,7 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
             fixture.to_json()
         }
         Format::Har => {
-            let har = render::har::document(&delivery, &url, args.reveal);
+            let har = render::har::document(&delivery, &url()?, args.reveal);
             format!("{}\n", render::json::to_terminal_text(&har))
         }
         Format::Curl => {
@@ -73,7 +75,7 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
                     r.request_body_size
                 );
             }
-            render::curl::command(r, &url)
+            render::curl::command(r, &url()?)
         }
     };
     match &args.output {

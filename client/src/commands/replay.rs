@@ -11,7 +11,9 @@ use portpreview_shared::provider::Provider;
 
 use crate::config::{Config, Secret};
 use crate::replay::{
-    self, options::parse_header_arg, Phase, ProbeSpec, Progress, ReplayOptions, Report, MAX_CONCURRENCY, MAX_TIMES,
+    self,
+    options::{parse_header_arg, parse_positive_duration},
+    Phase, ProbeSpec, Progress, ReplayOptions, Report, MAX_CONCURRENCY, MAX_TIMES,
 };
 use crate::store::{NewDelivery, Store};
 
@@ -36,6 +38,9 @@ pub struct RunArgs {
     /// How long the state must hold still to count as read (300ms, 1s).
     #[arg(long, value_name = "DURATION", value_parser = crate::time::parse_duration)]
     pub settle: Option<Duration>,
+    /// How long each attempt may wait for its answer before it counts as failed (default 30s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
+    pub timeout: Option<Duration>,
     /// Give the event new identities: one delivered once, another as a concurrent burst.
     #[arg(long)]
     pub fresh: bool,
@@ -60,6 +65,7 @@ impl RunArgs {
             target: self.target.clone(),
             probe: probe_spec(self.check_cmd.as_deref(), self.check_url.as_deref()),
             settle: self.settle.unwrap_or(defaults.settle),
+            timeout: self.timeout.unwrap_or(defaults.timeout),
             fresh: self.fresh,
             fresh_field: self.fresh_field.clone(),
             resign: self.resign,

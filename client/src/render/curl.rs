@@ -12,56 +12,12 @@ use portpreview_shared::Header;
 
 use crate::store::NewDelivery;
 
-/// Headers curl must not copy: it sets them itself, or they are hop-by-hop.
-const SKIPPED: &[&str] = &[
-    "host",
-    "content-length",
-    "transfer-encoding",
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "proxy-authorization",
-    "te",
-    "trailer",
-    "upgrade",
-    "expect",
-];
+/// A recorded `Expect: 100-continue` would make curl wait for an interim
+/// answer the handler may never send; replay does not wait either.
+const NOT_COPIED: &[&str] = &["expect"];
 
-/// The URL a recorded request is sent to. The recorded target is where the
-/// tunnel sent it: its base path, if any, was put before the caller's path.
-/// A `flag` of `scheme://host:port` keeps the recorded path and query; one
-/// with a path replaces the recorded path (keeping the recorded query when
-/// the flag has none).
-pub fn aimed_url(recorded_target: &str, path: &str, flag: Option<&str>) -> String {
-    let Some(flag) = flag else {
-        return format!("{}{}", with_scheme(recorded_target).trim_end_matches('/'), path);
-    };
-    let base = with_scheme(flag);
-    let after_scheme = base.find("://").map_or(0, |i| i + 3);
-    let own_path = base[after_scheme..].find('/').map(|i| &base[after_scheme + i..]);
-    match own_path {
-        None | Some("/") => format!("{}{}", base.trim_end_matches('/'), path),
-        Some(own) if own.contains('?') => base.clone(),
-        Some(_) => match path.split_once('?') {
-            Some((_, query)) => format!("{base}?{query}"),
-            None => base.clone(),
-        },
-    }
-}
-
-/// `3000` → `http://127.0.0.1:3000`, `host:port` → `http://host:port`.
-fn with_scheme(target: &str) -> String {
-    let target = target.trim();
-    if !target.is_empty() && target.chars().all(|c| c.is_ascii_digit()) {
-        format!("http://127.0.0.1:{target}")
-    } else if target.contains("://") {
-        target.to_owned()
-    } else {
-        format!("http://{target}")
-    }
-}
-
-/// The shell command that sends `d` to `url`.
+/// The shell command that sends `d` to `url` (aimed by
+/// [`crate::replay::plan::aimed_url`], as a replay would be).
 pub fn command(d: &NewDelivery, url: &str) -> String {
     let mut args: Vec<String> = vec!["curl -sS --globoff --path-as-is".into()];
     if d.method.eq_ignore_ascii_case("HEAD") {
@@ -70,7 +26,7 @@ pub fn command(d: &NewDelivery, url: &str) -> String {
         args.push(format!("-X {}", quote(d.method.as_bytes())));
     }
     args.push(quote(url.as_bytes()));
-    for h in d.request_headers.iter().filter(|h| is_copied(h)) {
+    for h in copied_headers(&d.request_headers) {
         let mut line = h.name.as_bytes().to_vec();
         line.extend_from_slice(b": ");
         line.extend_from_slice(&h.value);
@@ -147,9 +103,14 @@ fn risky(c: char) -> bool {
     c.is_control() || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
-/// Whether a header would be copied into the command.
-pub fn is_copied(h: &Header) -> bool {
-    !SKIPPED.iter().any(|s| h.name.eq_ignore_ascii_case(s))
+/// The headers the command sends: what a replay would send (hop-by-hop
+/// ones and those `Connection` names left out, `Host` and `Content-Length`
+/// left to curl), so the two never disagree.
+pub fn copied_headers(recorded: &[Header]) -> Vec<Header> {
+    let mut headers = recorded.to_vec();
+    crate::replay::attempt::strip_hop_by_hop(&mut headers);
+    headers.retain(|h| !NOT_COPIED.iter().any(|n| h.name.eq_ignore_ascii_case(n)));
+    headers
 }
 
 #[cfg(test)]
@@ -178,23 +139,25 @@ mod tests {
     }
 
     #[test]
-    fn urls_follow_the_target_flag() {
-        let t = "http://127.0.0.1:3000";
-        assert_eq!(aimed_url(t, "/hook?a=1", None), "http://127.0.0.1:3000/hook?a=1");
-        assert_eq!(aimed_url(t, "/hook?a=1", Some("http://h:9/")), "http://h:9/hook?a=1");
-        assert_eq!(
-            aimed_url(t, "/hook?a=1", Some("http://h:9/other")),
-            "http://h:9/other?a=1"
-        );
-        assert_eq!(
-            aimed_url(t, "/hook", Some("localhost:4000")),
-            "http://localhost:4000/hook"
-        );
-        assert_eq!(aimed_url("3000", "/h", None), "http://127.0.0.1:3000/h");
-        assert_eq!(
-            aimed_url("http://127.0.0.1:3000/api", "/h?q", None),
-            "http://127.0.0.1:3000/api/h?q"
-        );
+    fn the_command_leaves_out_what_a_replay_leaves_out() {
+        let d = NewDelivery {
+            method: "POST".into(),
+            path: "/h".into(),
+            request_headers: vec![
+                Header::new("Connection", "close, X-Trace"),
+                Header::new("x-trace", "abc"),
+                Header::new("keep-alive", "timeout=5"),
+                Header::new("expect", "100-continue"),
+                Header::new("stripe-signature", "t=1,v1=ab"),
+            ],
+            request_body: b"{}".to_vec(),
+            ..NewDelivery::default()
+        };
+        let cmd = command(&d, "http://127.0.0.1:1/h");
+        assert!(!cmd.to_ascii_lowercase().contains("x-trace"), "{cmd}");
+        assert!(!cmd.to_ascii_lowercase().contains("keep-alive"), "{cmd}");
+        assert!(cmd.contains("-H 'stripe-signature: t=1,v1=ab'"), "{cmd}");
+        assert!(cmd.contains("-H 'Expect:'"), "curl is told not to wait: {cmd}");
     }
 
     #[test]

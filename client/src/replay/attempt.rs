@@ -12,8 +12,7 @@ use portpreview_shared::Header;
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 
-/// How long one attempt may take before it counts as unanswered.
-pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(60);
+use super::options::DEFAULT_TIMEOUT;
 
 /// Response bytes kept per attempt, to show and compare answers.
 pub const KEPT_BODY_BYTES: usize = 64 * 1024;
@@ -39,6 +38,11 @@ impl Endpoint {
         } else {
             format!("{}:{}", self.host, self.port)
         }
+    }
+
+    /// The full URL of `path` (path and query) at this endpoint.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.authority())
     }
 }
 
@@ -88,6 +92,7 @@ pub struct Connection {
     sender: Option<SendRequest<Full<Bytes>>>,
     driver: Option<JoinHandle<()>>,
     kept_body: usize,
+    timeout: Duration,
 }
 
 impl Connection {
@@ -98,7 +103,14 @@ impl Connection {
             sender: None,
             driver: None,
             kept_body: KEPT_BODY_BYTES,
+            timeout: DEFAULT_TIMEOUT,
         }
+    }
+
+    /// Gives each request `timeout` for its whole answer instead of [`DEFAULT_TIMEOUT`].
+    pub fn answering_within(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
     }
 
     /// Keeps up to `bytes` of each answer's body instead of [`KEPT_BODY_BYTES`].
@@ -111,6 +123,17 @@ impl Connection {
     pub async fn open(endpoint: Endpoint) -> std::io::Result<Self> {
         let mut conn = Self::lazy(endpoint);
         conn.reconnect().await?;
+        Ok(conn)
+    }
+
+    /// Opens a connection now, giving up after `timeout`: a target that
+    /// swallows connection attempts fails the run instead of holding it for
+    /// the system's connect timeout.
+    pub async fn open_within(endpoint: Endpoint, timeout: Duration) -> std::io::Result<Self> {
+        let mut conn = Self::lazy(endpoint).answering_within(timeout);
+        tokio::time::timeout(timeout, conn.reconnect())
+            .await
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, no_answer_within(timeout)))??;
         Ok(conn)
     }
 
@@ -137,7 +160,7 @@ impl Connection {
     /// the handler may have seen.
     pub async fn send(&mut self, out: &Outgoing) -> Answer {
         let started = Instant::now();
-        match tokio::time::timeout(ATTEMPT_TIMEOUT, self.exchange(out)).await {
+        match tokio::time::timeout(self.timeout, self.exchange(out)).await {
             Ok(Ok(mut answer)) => {
                 answer.duration = started.elapsed();
                 answer
@@ -152,10 +175,7 @@ impl Connection {
                 self.sender = None;
                 Answer {
                     duration: started.elapsed(),
-                    error: Some(format!(
-                        "no answer within {}",
-                        crate::time::format_duration(ATTEMPT_TIMEOUT)
-                    )),
+                    error: Some(no_answer_within(self.timeout)),
                     ..Answer::default()
                 }
             }
@@ -223,6 +243,11 @@ impl Drop for Connection {
     }
 }
 
+/// "no answer within 30s", in the spelling `--timeout` takes.
+fn no_answer_within(timeout: Duration) -> String {
+    format!("no answer within {}", crate::time::format_duration(timeout))
+}
+
 fn build_request(out: &Outgoing, authority: &str) -> Result<http::Request<Full<Bytes>>, String> {
     let method =
         http::Method::from_bytes(out.method.as_bytes()).map_err(|_| format!("invalid method {:?}", out.method))?;
@@ -274,6 +299,35 @@ mod tests {
         assert_eq!(request.headers()["content-length"], "5");
         assert_eq!(request.headers()["host"], "127.0.0.1:9");
         assert_eq!(request.uri(), "/hook?x=1");
+    }
+
+    #[tokio::test]
+    async fn a_handler_that_never_answers_fails_the_attempt_in_time() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // Accepts and reads, never answers: a handler stuck on a row lock.
+        let stuck = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut sink = Vec::new();
+            let _ = tokio::io::AsyncReadExt::read_to_end(&mut socket, &mut sink).await;
+        });
+        let endpoint = Endpoint {
+            host: "127.0.0.1".into(),
+            port,
+        };
+        let mut conn = Connection::open_within(endpoint, Duration::from_millis(50))
+            .await
+            .unwrap();
+        let out = Outgoing {
+            method: "POST".into(),
+            path: "/".into(),
+            headers: Vec::new(),
+            body: Bytes::from_static(b"{}"),
+        };
+        let answer = conn.send(&out).await;
+        assert_eq!(answer.status, None);
+        assert_eq!(answer.error.as_deref(), Some("no answer within 50ms"));
+        stuck.abort();
     }
 
     #[test]

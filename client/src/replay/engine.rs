@@ -1,7 +1,7 @@
 //! One replay run, step by step: read the state, send, let it settle, judge.
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::future::join_all;
 
@@ -15,13 +15,14 @@ use crate::store::NewDelivery;
 /// Kept-alive connections, one per attempt in flight.
 struct Pool {
     endpoint: Endpoint,
+    timeout: Duration,
     conns: Vec<Connection>,
 }
 
 impl Pool {
     /// Connects the first connection now, so a target that is down stops the run before it starts.
-    async fn open(endpoint: &Endpoint) -> Result<Self, ReplayError> {
-        let first = Connection::open(endpoint.clone())
+    async fn open(endpoint: &Endpoint, timeout: Duration) -> Result<Self, ReplayError> {
+        let first = Connection::open_within(endpoint.clone(), timeout)
             .await
             .map_err(|error| ReplayError::TargetDown {
                 target: endpoint.authority(),
@@ -29,13 +30,15 @@ impl Pool {
             })?;
         Ok(Self {
             endpoint: endpoint.clone(),
+            timeout,
             conns: vec![first],
         })
     }
 
     fn take(&mut self, width: usize) -> &mut [Connection] {
         while self.conns.len() < width {
-            self.conns.push(Connection::lazy(self.endpoint.clone()));
+            self.conns
+                .push(Connection::lazy(self.endpoint.clone()).answering_within(self.timeout));
         }
         &mut self.conns[..width]
     }
@@ -60,6 +63,7 @@ pub async fn run(
     opts: &ReplayOptions,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Report, ReplayError> {
+    let started = Instant::now();
     // `check` suites and the TUI reach here without clap's range checks.
     if !(1..=MAX_TIMES).contains(&opts.times) {
         return Err(ReplayError::Times(opts.times));
@@ -67,8 +71,11 @@ pub async fn run(
     if !(1..=MAX_CONCURRENCY).contains(&opts.concurrency) {
         return Err(ReplayError::Concurrency(opts.concurrency));
     }
+    if opts.timeout.is_zero() {
+        return Err(ReplayError::Timeout);
+    }
     let plan = Plan::new(request, opts)?;
-    let pool = Pool::open(&plan.endpoint).await?;
+    let pool = Pool::open(&plan.endpoint, opts.timeout).await?;
     let probe = match &opts.probe {
         Some(spec) => Some(Probe::open(spec).await?),
         None => None,
@@ -124,7 +131,7 @@ pub async fn run(
             run.trace.moved_to = moved_to;
         }
     }
-    Ok(run.into_report(request))
+    Ok(run.into_report(request, started.elapsed()))
 }
 
 impl Run<'_> {
@@ -220,7 +227,7 @@ impl Run<'_> {
         Ok(())
     }
 
-    fn into_report(self, request: &NewDelivery) -> Report {
+    fn into_report(self, request: &NewDelivery, elapsed: Duration) -> Report {
         let opts = self.opts;
         let provider = self.plan.provider;
         let mut checks = vec![verdict::answers_2xx(&self.attempts)];
@@ -267,6 +274,7 @@ impl Run<'_> {
             fresh: opts.fresh,
             state,
             attempts: self.attempts,
+            elapsed,
         }
     }
 }

@@ -85,6 +85,7 @@ mod tests {
             concurrency: 1,
             fresh: false,
             state: None,
+            elapsed: Duration::from_millis(9),
         }
     }
 

@@ -16,13 +16,14 @@ pub mod options;
 pub mod plan;
 pub mod probe;
 pub mod report;
+mod stale;
 mod text;
 pub mod verdict;
 
 use portpreview_shared::provider::{FreshError, Provider, SignError};
 
 pub use history::record;
-pub use options::{ReplayOptions, DEFAULT_SETTLE, MAX_CONCURRENCY, MAX_TIMES};
+pub use options::{ReplayOptions, DEFAULT_SETTLE, DEFAULT_TIMEOUT, MAX_CONCURRENCY, MAX_TIMES};
 pub use plan::provider_of;
 pub use probe::{ProbeError, ProbeSpec};
 pub use report::{Attempt, Check, Report, Role, StateTrace};
@@ -60,6 +61,9 @@ pub enum ReplayError {
     /// `--concurrency` outside 1 to [`MAX_CONCURRENCY`].
     #[error("--concurrency must be from 1 to {MAX_CONCURRENCY}, not {0}")]
     Concurrency(u32),
+    /// A zero `--timeout`: no attempt could ever be answered in time.
+    #[error("--timeout must be longer than 0s")]
+    Timeout,
     /// The recorded body was cut at the store's limit.
     #[error("the delivery's body was cut short when it was recorded ({kept} of {size} bytes kept): it cannot be replayed as sent")]
     Truncated {
@@ -83,12 +87,12 @@ pub enum ReplayError {
     #[error(transparent)]
     Probe(#[from] ProbeError),
     /// Re-signing was asked for without a secret.
-    #[error("no secret for {provider}: pass --secret or set {env}")]
+    #[error("no secret for {provider}: {sources}")]
     NoSecret {
         /// Provider name.
         provider: &'static str,
-        /// The environment variable that would supply it.
-        env: String,
+        /// Every place the secret could come from ([`secret_sources`]).
+        sources: String,
     },
     /// Re-signing was asked for but the provider is unknown.
     #[error("cannot re-sign: the delivery's provider is unknown")]
@@ -106,6 +110,19 @@ pub fn secret_env(provider: Provider) -> String {
     format!(
         "PORTPREVIEW_SECRET_{}",
         provider.name().to_ascii_uppercase().replace('-', "_")
+    )
+}
+
+/// Every place a provider's signing secret can come from, as advice:
+/// "pass --secret, set PORTPREVIEW_SECRET_STRIPE, or add stripe = "…" to the
+/// [secrets] table of ~/.config/portpreview/config.toml". The config file is
+/// named by its real path, since few people know where it lives.
+pub fn secret_sources(provider: Provider) -> String {
+    let config = crate::config::config_path().map_or_else(|| "config.toml".to_string(), |p| p.display().to_string());
+    format!(
+        "pass --secret, set {}, or add {} = \"…\" to the [secrets] table of {config}",
+        secret_env(provider),
+        provider.name()
     )
 }
 
@@ -133,7 +150,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn absurd_counts_are_refused_before_anything_is_sent() {
+    async fn absurd_settings_are_refused_before_anything_is_sent() {
         let progress = |_: Progress| {};
         let opts = ReplayOptions {
             times: u32::MAX,
@@ -148,6 +165,12 @@ mod tests {
         };
         let err = run(NewDelivery::default(), &opts, &progress).await.unwrap_err();
         assert_eq!(err.to_string(), "--concurrency must be from 1 to 512, not 513");
+        let opts = ReplayOptions {
+            timeout: std::time::Duration::ZERO,
+            ..ReplayOptions::default()
+        };
+        let err = run(NewDelivery::default(), &opts, &progress).await.unwrap_err();
+        assert!(matches!(err, ReplayError::Timeout), "{err}");
     }
 
     #[test]

@@ -8,6 +8,11 @@ use crate::config::Secret;
 /// Default `--settle`: how long the state must hold still to count as read.
 pub const DEFAULT_SETTLE: Duration = Duration::from_millis(300);
 
+/// Default `--timeout`: how long one attempt may wait for its answer. A
+/// provider gives up about as soon (Stripe ~30 s, the relay 30 s), and a
+/// handler stuck on a duplicate must end the run with a verdict, not hang it.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Most attempts one run sends: far more than any provider retries, few
 /// enough that a slip of the keyboard cannot keep a handler busy for days.
 pub const MAX_TIMES: u32 = 100_000;
@@ -16,7 +21,8 @@ pub const MAX_TIMES: u32 = 100_000;
 /// descriptor, and a process is commonly allowed 1024 of them.
 pub const MAX_CONCURRENCY: u32 = 512;
 
-/// Settings of one replay run; `Default` is one attempt, one at a time, 300 ms settle.
+/// Settings of one replay run; `Default` is one attempt, one at a time,
+/// 300 ms settle, 30 s per attempt.
 #[derive(Debug, Clone)]
 pub struct ReplayOptions {
     /// Attempts to send (1 to [`MAX_TIMES`]).
@@ -29,6 +35,8 @@ pub struct ReplayOptions {
     pub probe: Option<ProbeSpec>,
     /// How long the state must hold still to count as read.
     pub settle: Duration,
+    /// How long one attempt may wait for its whole answer before it counts as failed.
+    pub timeout: Duration,
     /// Give the event new identities: a baseline and a concurrent burst.
     pub fresh: bool,
     /// JSON pointer of the body field that holds the identity, when the provider is unknown.
@@ -53,6 +61,7 @@ impl Default for ReplayOptions {
             target: None,
             probe: None,
             settle: DEFAULT_SETTLE,
+            timeout: DEFAULT_TIMEOUT,
             fresh: false,
             fresh_field: None,
             resign: false,
@@ -75,6 +84,17 @@ impl ReplayOptions {
         };
         asked.min(self.times).min(MAX_CONCURRENCY)
     }
+}
+
+/// Parses a duration written `300ms`, `30s`, `2m`; zero is refused, since
+/// no answer arrives in no time.
+pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
+    let duration = humantime::parse_duration(text)
+        .map_err(|err| format!("{text:?} is not a duration like 300ms or 30s ({err})"))?;
+    if duration.is_zero() {
+        return Err(format!("{text:?} is no time at all: give a duration like 300ms or 30s"));
+    }
+    Ok(duration)
 }
 
 /// Parses a `--header 'Name: value'` argument.
@@ -105,6 +125,14 @@ mod tests {
         );
         assert!(parse_header_arg("no colon").is_err());
         assert!(parse_header_arg("bad name: x").is_err());
+    }
+
+    #[test]
+    fn timeouts_are_durations_longer_than_nothing() {
+        assert_eq!(parse_positive_duration("300ms"), Ok(Duration::from_millis(300)));
+        assert_eq!(parse_positive_duration("30s"), Ok(DEFAULT_TIMEOUT));
+        assert!(parse_positive_duration("0s").is_err());
+        assert!(parse_positive_duration("soon").is_err());
     }
 
     #[test]

@@ -8,7 +8,8 @@ use portpreview_shared::provider::{self, Provider};
 use portpreview_shared::Header;
 
 use super::attempt::{strip_hop_by_hop, Endpoint, Outgoing};
-use super::{secret_env, ReplayError, ReplayOptions};
+use super::stale::stale_signature;
+use super::{secret_sources, ReplayError, ReplayOptions};
 use crate::config::Secret;
 use crate::store::NewDelivery;
 use crate::target::Target;
@@ -93,8 +94,13 @@ impl Plan {
         });
         let provider = provider_of(request);
         let signing = signing(provider, opts, &mut warnings)?;
+        // A fresh identity is already flagged as unsigned; only a verbatim
+        // replay carries the recorded signature and its age.
+        if let (None, false, Some(p)) = (&signing, opts.fresh, provider) {
+            warnings.extend(stale_signature(p, &headers, &body, SystemTime::now()));
+        }
         let signed_url = match request.tunnel_url.trim_end_matches('/') {
-            "" => format!("http://{}{}", endpoint.authority(), path),
+            "" => endpoint.url(&path),
             public => format!("{public}{}", request.path),
         };
         let plan = Self {
@@ -119,7 +125,7 @@ impl Plan {
 
     /// The full URL attempts go to.
     pub fn url(&self) -> String {
-        format!("http://{}{}", self.endpoint.authority(), self.path)
+        self.endpoint.url(&self.path)
     }
 
     /// A new identity for the event (`--fresh`).
@@ -190,8 +196,8 @@ fn signing(
             if let Some(p) = provider {
                 warnings.push(format!(
                     "the fresh events are not re-signed (no secret for {p}): a handler that checks signatures will reject them; \
-                     pass --secret or set {}",
-                    secret_env(p)
+                     {}",
+                    secret_sources(p)
                 ));
             }
         }
@@ -208,7 +214,7 @@ fn signing(
         Some(secret) => Ok(Some((provider, secret.clone()))),
         None => Err(ReplayError::NoSecret {
             provider: provider.name(),
-            env: secret_env(provider),
+            sources: secret_sources(provider),
         }),
     }
 }
@@ -247,6 +253,14 @@ pub fn resolve_target(
     };
     let host = text.host.trim_start_matches('[').trim_end_matches(']').to_string();
     Ok((Endpoint { host, port: text.port }, path))
+}
+
+/// The URL a replay of a request recorded at `recorded` (with `recorded_path`)
+/// is sent to, `--target` applied. Exports aim with this too, so an exported
+/// command and `replay` never send the same delivery to different places.
+pub fn aimed_url(recorded: &str, flag: Option<&str>, recorded_path: &str) -> Result<String, ReplayError> {
+    let (endpoint, path) = resolve_target(recorded, flag, recorded_path)?;
+    Ok(endpoint.url(&path))
 }
 
 /// The path part of a `--target` written as a URL, if it has one.
@@ -299,6 +313,36 @@ mod tests {
             resolved("", Some("localhost:4000/new?y=2"), "/hooks?x=1"),
             ("localhost:4000".into(), "/new?y=2".into())
         );
+    }
+
+    #[test]
+    fn the_aimed_url_is_where_the_attempts_go() {
+        let aimed = |recorded: &str, flag: Option<&str>, path: &str| aimed_url(recorded, flag, path).unwrap();
+        let t = "http://127.0.0.1:3000";
+        assert_eq!(aimed(t, None, "/hook?a=1"), "http://127.0.0.1:3000/hook?a=1");
+        assert_eq!(aimed(t, Some("http://h:9"), "/hook?a=1"), "http://h:9/hook?a=1");
+        assert_eq!(aimed(t, Some("http://h:9/other"), "/hook?a=1"), "http://h:9/other?a=1");
+        assert_eq!(aimed(t, Some("localhost:4000"), "/hook"), "http://localhost:4000/hook");
+        assert_eq!(aimed("3000", None, "/h"), "http://localhost:3000/h");
+        assert_eq!(
+            aimed("http://127.0.0.1:3000/api", None, "/h?q"),
+            "http://127.0.0.1:3000/api/h?q"
+        );
+        assert_eq!(aimed("http://[::1]:3000", None, "/h"), "http://[::1]:3000/h");
+        for (at, flag) in [(t, None), (t, Some("http://h:9")), (t, Some("http://h:9/v2/hook"))] {
+            let request = NewDelivery {
+                target: at.into(),
+                path: "/hook?a=1".into(),
+                ..recorded()
+            };
+            let opts = ReplayOptions {
+                target: flag.map(String::from),
+                ..ReplayOptions::default()
+            };
+            let plan = Plan::new(&request, &opts).unwrap();
+            assert_eq!(plan.url(), aimed(at, flag, "/hook?a=1"), "{flag:?}");
+        }
+        assert!(aimed_url("", None, "/h").is_err());
     }
 
     fn recorded() -> NewDelivery {
@@ -363,9 +407,12 @@ mod tests {
             ..ReplayOptions::default()
         };
         let err = Plan::new(&stripe, &resign).unwrap_err().to_string();
-        assert_eq!(
-            err,
-            "no secret for stripe: pass --secret or set PORTPREVIEW_SECRET_STRIPE"
+        assert!(
+            err.starts_with(
+                "no secret for stripe: pass --secret, set PORTPREVIEW_SECRET_STRIPE, \
+                 or add stripe = \"…\" to the [secrets] table of "
+            ),
+            "{err}"
         );
         let mut discord = recorded();
         discord.provider = Some("discord".into());

@@ -114,10 +114,12 @@ pub struct Report {
     pub fresh: bool,
     /// Probe reads, when a probe was given.
     pub state: Option<StateTrace>,
+    /// Wall time of the whole run: attempts, settle windows and the final wait.
+    pub elapsed: std::time::Duration,
 }
 
 impl Report {
-    /// 0 idempotent, 1 not idempotent or inconclusive.
+    /// 0 idempotent, 1 not idempotent, failed or inconclusive.
     pub fn exit_code(&self) -> u8 {
         match self.idempotent {
             Some(true) => 0,
@@ -125,10 +127,18 @@ impl Report {
         }
     }
 
-    /// `idempotent`, `not_idempotent` or `inconclusive`.
+    /// True when the first attempt itself got no 2xx: the handler failed the
+    /// delivery before any duplicate was sent, so the run says nothing about
+    /// idempotency and must not be worded as if it did.
+    pub fn failed(&self) -> bool {
+        self.attempts.first().is_some_and(|first| !first.succeeded())
+    }
+
+    /// `idempotent`, `not_idempotent`, `failed` or `inconclusive`.
     pub fn verdict(&self) -> &'static str {
         match self.idempotent {
             Some(true) => "idempotent",
+            Some(false) if self.failed() => "failed",
             Some(false) => "not_idempotent",
             None => "inconclusive",
         }
@@ -154,6 +164,7 @@ impl Report {
                 "✓ idempotent over {}",
                 counted(self.attempts.len(), "attempt", "attempts")
             ),
+            (Some(false), Some(detail)) if self.failed() => format!("✗ failed: {detail}"),
             (Some(false), Some(detail)) => format!("✗ not idempotent: {detail}"),
             (Some(false), None) => "✗ not idempotent".to_string(),
             (None, Some(detail)) => format!("? inconclusive: {detail}"),
@@ -207,6 +218,7 @@ impl Report {
             "times": self.times,
             "concurrency": self.concurrency,
             "fresh": self.fresh,
+            "elapsed_ms": (self.elapsed.as_secs_f64() * 1_000_000.0).round() / 1000.0,
             "side_effects_checked": self.state.is_some(),
             "first_attempt_changed_state": self.first_attempt_changed_state(),
             "state": state,
@@ -297,6 +309,7 @@ mod tests {
                 moved_to: None,
                 steady: true,
             }),
+            elapsed: std::time::Duration::from_millis(1234),
         }
     }
 
@@ -325,6 +338,35 @@ mod tests {
         assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text:?}");
         assert!(text.contains("up to 3 days"), "{text}");
         assert_eq!(report("rows: 1").exit_code(), 1);
+    }
+
+    #[test]
+    fn a_first_attempt_that_failed_is_a_failure_not_a_lack_of_idempotency() {
+        let duplicate_refused = report("rows: 1");
+        assert_eq!(duplicate_refused.verdict(), "not_idempotent");
+        assert!(duplicate_refused.summary_line().starts_with("✗ not idempotent: "));
+
+        let mut only_attempt_refused = report("rows: 1");
+        only_attempt_refused.attempts.truncate(1);
+        only_attempt_refused.attempts[0].answer.status = Some(302);
+        only_attempt_refused.checks[0].detail = "attempt 1 answered 302".into();
+        assert_eq!(only_attempt_refused.verdict(), "failed");
+        assert_eq!(only_attempt_refused.summary_line(), "✗ failed: attempt 1 answered 302");
+        assert_eq!(only_attempt_refused.to_json()["verdict"], "failed");
+        assert_eq!(only_attempt_refused.exit_code(), 1);
+    }
+
+    #[test]
+    fn junit_times_the_whole_run_not_just_the_answers() {
+        let xml = report("rows: 1").to_junit("fixtures/a.json");
+        assert!(xml.contains("name=\"fixtures/a.json\" time=\"1.234\""), "{xml}");
+        assert!(
+            xml.contains(
+                "<testsuite name=\"portpreview replay\" tests=\"1\" failures=\"1\" errors=\"0\" time=\"1.234\""
+            ),
+            "{xml}"
+        );
+        assert_eq!(report("rows: 1").to_json()["elapsed_ms"], 1234.0);
     }
 
     #[test]

@@ -51,7 +51,7 @@ pub fn answers_2xx(attempts: &[Attempt]) -> Check {
         name: ANSWERS_2XX,
         passed: false,
         detail: format!(
-            "{}: the provider reads a non-2xx answer as a failed delivery and retries it",
+            "{}: the provider reads anything but a 2xx answer as a failed delivery and retries it",
             list.join("; ")
         ),
     }

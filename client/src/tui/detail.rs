@@ -134,8 +134,12 @@ impl DetailDoc {
             )));
         }
         for run in runs {
+            // The stored verdict is a bool; the summary beside it, written by
+            // the same run, tells a failed first delivery from a lack of idempotency.
+            let failed = run.summary.starts_with("✗ failed");
             let (mark, style) = match run.idempotent {
                 Some(true) => ("✓ idempotent", Style::new().fg(Color::Green)),
+                Some(false) if failed => ("✗ failed", Style::new().fg(Color::Red)),
                 Some(false) => ("✗ not idempotent", Style::new().fg(Color::Red)),
                 None => ("? inconclusive", Style::new().fg(Color::Yellow)),
             };
@@ -275,10 +279,19 @@ mod tests {
             summary: "state changed on attempts 2–10".into(),
             report_json: "{}".into(),
         };
-        let shown = text(&DetailDoc::new(&test_delivery(1), &[run]));
-        assert!(shown.contains("Replay runs (1)"), "{shown}");
+        let failed = ReplayRun {
+            times: 1,
+            summary: "✗ failed: attempt 1 answered 302".into(),
+            ..run.clone()
+        };
+        let shown = text(&DetailDoc::new(&test_delivery(1), &[run, failed]));
+        assert!(shown.contains("Replay runs (2)"), "{shown}");
         assert!(
             shown.contains("×10 ✗ not idempotent  state changed on attempts 2–10"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("×1 ✗ failed  ✗ failed: attempt 1 answered 302"),
             "{shown}"
         );
     }

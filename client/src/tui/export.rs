@@ -34,11 +34,11 @@ const OSC52_TERMINALS: &[&str] = &[
 /// (secrets masked in HAR, as on screen).
 pub fn render(delivery: &Delivery, format: ExportFormat) -> anyhow::Result<String> {
     let r = &delivery.request;
-    let url = render::curl::aimed_url(&r.target, &r.path, None);
+    let url = || crate::replay::plan::aimed_url(&r.target, None, &r.path);
     match format {
         ExportFormat::Json => Ok(Fixture::from_delivery(delivery).to_json()),
         ExportFormat::Har => {
-            let har = render::har::document(delivery, &url, false);
+            let har = render::har::document(delivery, &url()?, false);
             Ok(format!("{}\n", serde_json::to_string_pretty(&har)?))
         }
         ExportFormat::Curl => {
@@ -49,7 +49,7 @@ pub fn render(delivery: &Delivery, format: ExportFormat) -> anyhow::Result<Strin
                 r.request_body.len(),
                 r.request_body_size
             );
-            Ok(render::curl::command(r, &url))
+            Ok(render::curl::command(r, &url()?))
         }
     }
 }

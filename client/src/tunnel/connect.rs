@@ -33,7 +33,10 @@ pub enum ConnectError {
     /// The relay address is not one the client understands.
     #[error("invalid relay address {0:?}: use ws://, wss://, http:// or https:// followed by host:port")]
     BadUrl(String),
-    /// The relay refused the token (401).
+    /// The relay wants a token and none was sent (401).
+    #[error("this relay requires a token (--token or PORTPREVIEW_TOKEN)")]
+    TokenRequired,
+    /// The relay refused the token that was sent (401).
     #[error("the relay refused the token (401): check --token or PORTPREVIEW_TOKEN")]
     Unauthorized,
     /// The name is held by another client (409).
@@ -175,7 +178,7 @@ pub async fn connect(options: &ConnectOptions) -> Result<(RelaySocket, Welcome),
                 UPGRADE_TIMEOUT.as_secs()
             ))
         })?
-        .map_err(|err| match upgrade_error(err, options.name.as_deref()) {
+        .map_err(|err| match upgrade_error(err, options) {
             ConnectError::Unreachable(why) => ConnectError::Unreachable(format!("{} ({why})", options.url)),
             other => other,
         })?;
@@ -239,11 +242,13 @@ async fn read_welcome(socket: &mut RelaySocket) -> Result<Welcome, ConnectError>
     ))
 }
 
-fn upgrade_error(err: tungstenite::Error, name: Option<&str>) -> ConnectError {
+fn upgrade_error(err: tungstenite::Error, options: &ConnectOptions) -> ConnectError {
     match err {
         tungstenite::Error::Http(response) => match response.status() {
+            // Without a token the fix is to get one, not to check it.
+            StatusCode::UNAUTHORIZED if options.token.is_none() => ConnectError::TokenRequired,
             StatusCode::UNAUTHORIZED => ConnectError::Unauthorized,
-            StatusCode::CONFLICT => ConnectError::NameTaken(name.unwrap_or_default().to_string()),
+            StatusCode::CONFLICT => ConnectError::NameTaken(options.name.clone().unwrap_or_default()),
             status if status.is_server_error() => ConnectError::Unreachable(format!("the relay answered {status}")),
             status => {
                 let body = response

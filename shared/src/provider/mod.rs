@@ -17,6 +17,7 @@ mod ids;
 mod key;
 mod pointer;
 pub mod sign;
+pub mod signature_age;
 #[cfg(test)]
 mod test_vectors;
 
@@ -24,6 +25,7 @@ pub use detect::detect;
 pub use fresh::{fresh_identity, FreshError};
 pub use key::{event_key, EventKey};
 pub use sign::{resign, SignError};
+pub use signature_age::{signature_tolerance, signed_at};
 
 /// A webhook provider PortPreview recognises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
