@@ -13,7 +13,7 @@ use portpreview::store::{NewDelivery, Outcome, ReplayRun, Store};
 use portpreview_shared::Header;
 use serde_json::Value;
 
-use common::bin::portpreview_bin;
+use common::bin::{portpreview_bin, run_into_a_closed_pipe};
 
 /// A history database in a scratch directory, removed on drop.
 struct History {
@@ -243,18 +243,13 @@ fn a_reader_that_stops_early_is_not_an_error() {
             .unwrap();
     }
     for args in [&["history", "--limit", "0"][..], &["history", "--json"], &["show", "1"]] {
-        // Like `| head -1` that has already exited: the pipe is closed before anything is written.
-        let mut child = Command::new(portpreview_bin())
-            .arg("--db")
-            .arg(&h.db)
-            .args(args)
-            .env("PORTPREVIEW_CONFIG", h.dir.join("no-config.toml"))
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        drop(child.stdout.take());
-        let out = child.wait_with_output().unwrap();
+        let out = run_into_a_closed_pipe(
+            Command::new(portpreview_bin())
+                .arg("--db")
+                .arg(&h.db)
+                .args(args)
+                .env("PORTPREVIEW_CONFIG", h.dir.join("no-config.toml")),
+        );
         assert_eq!(
             (out.status.code(), String::from_utf8_lossy(&out.stderr).as_ref()),
             (Some(0), ""),

@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::bin::portpreview_bin;
+use common::bin::{portpreview_bin, run_into_a_closed_pipe};
 use common::handlers::{slack_delivery, stripe_delivery, Behaviour, Handler, STRIPE_SECRET};
 use portpreview::store::{NewDelivery, Outcome, Store};
 use serde_json::Value;
@@ -510,26 +510,22 @@ fn a_reader_that_stops_early_keeps_the_verdict() {
     let history = History::with(&stripe_delivery(&handler.url()));
     let state = handler.state_url();
     let id = history.id.to_string();
-    let mut child = Command::new(portpreview_bin())
-        .arg("--db")
-        .arg(history.db())
-        .args([
-            "replay",
-            &id,
-            "--times",
-            "2",
-            "--check-url",
-            &state,
-            "--settle",
-            "100ms",
-        ])
-        .env("PORTPREVIEW_CONFIG", history.db().with_extension("config.toml"))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    let out = child.wait_with_output().unwrap();
+    let out = run_into_a_closed_pipe(
+        Command::new(portpreview_bin())
+            .arg("--db")
+            .arg(history.db())
+            .args([
+                "replay",
+                &id,
+                "--times",
+                "2",
+                "--check-url",
+                &state,
+                "--settle",
+                "100ms",
+            ])
+            .env("PORTPREVIEW_CONFIG", history.db().with_extension("config.toml")),
+    );
     assert_eq!(
         (out.status.code(), String::from_utf8_lossy(&out.stderr).as_ref()),
         (Some(1), ""),

@@ -21,6 +21,18 @@ pub fn server_bin() -> PathBuf {
         .clone()
 }
 
+/// Runs `command` with its stdout already closed, as after `| head -1` has
+/// exited, and returns what it left on stderr and its exit.
+pub fn run_into_a_closed_pipe(command: &mut Command) -> std::process::Output {
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start portpreview");
+    drop(child.stdout.take());
+    child.wait_with_output().expect("wait for portpreview")
+}
+
 /// Runs `cargo build -p <package> --bin <bin>` in the test's profile and
 /// returns where the binary landed.
 fn build(package: &str, bin: &str) -> PathBuf {
