@@ -28,6 +28,11 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 /// for two protocol chunks of body, without letting bodies pile up.
 const READ_BUF: usize = 2 * portpreview_shared::message::CHUNK_SIZE;
 
+/// How long a connection outlives the drain: a tunnel session gives up on
+/// its requests in flight when the drain ends, and their callers must still
+/// get the 502 that says so, not a connection closed under them.
+const ANSWER_AFTER_DRAIN: Duration = Duration::from_secs(1);
+
 /// Accepts connections until the relay shuts down, serving each as a task
 /// of `connections`.
 pub async fn accept_loop(
@@ -122,7 +127,7 @@ where
         result = conn.as_mut() => result,
         () = shutdown.cancelled() => {
             conn.as_mut().graceful_shutdown();
-            match tokio::time::timeout(drain, conn.as_mut()).await {
+            match tokio::time::timeout(drain + ANSWER_AFTER_DRAIN, conn.as_mut()).await {
                 Ok(result) => result,
                 Err(_) => return,
             }

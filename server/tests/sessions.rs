@@ -222,6 +222,31 @@ async fn shutdown_finishes_requests_in_flight_then_closes_with_a_reason() {
 }
 
 #[tokio::test]
+async fn a_request_still_in_flight_when_the_drain_ends_gets_a_502_that_says_why() {
+    let relay = Relay::start(RelayConfig {
+        drain_timeout: Duration::from_millis(300),
+        ..RelayConfig::default()
+    })
+    .await;
+    let addr = relay.addr;
+    let (mut client, _, _) = FakeClient::connect(&relay, Some("late")).await;
+    let caller = tokio::spawn(call(addr, request(addr, "GET", "/t/late/", "")));
+    let _never_answered = client.request().await;
+    let stopped = relay.begin_stop();
+    let reply = tokio::time::timeout(HANG, caller)
+        .await
+        .expect("the caller is answered")
+        .unwrap();
+    assert_eq!(reply.status, 502, "{}", reply.text());
+    assert!(!reply.text().is_empty(), "the relay says why");
+    tokio::time::timeout(HANG, stopped)
+        .await
+        .expect("run returned")
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test]
 async fn tls_carries_both_the_tunnel_and_its_callers() {
     let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
     let dir = std::env::temp_dir().join(format!("pp-relay-tls-{}", std::process::id()));
