@@ -98,6 +98,12 @@ impl Default for RelayConfig {
 impl RelayConfig {
     /// Refuses settings the relay cannot honour.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        // Zero would accept connections only to drop every one of them.
+        if self.max_connections_per_ip == 0 || self.max_connections == 0 {
+            return Err(ConfigError::Limit(
+                "connection limits must allow at least one connection".into(),
+            ));
+        }
         if self.max_header_bytes > MAX_HEADER_BYTES {
             return Err(ConfigError::Limit(format!(
                 "max_header_bytes of {} is over the {MAX_HEADER_BYTES} bytes a frame header carries to a client",
@@ -145,5 +151,10 @@ mod tests {
         };
         let err = over.validate().expect_err("a head limit no frame can carry");
         assert!(err.to_string().contains("max_header_bytes"), "{err}");
+        let closed = RelayConfig {
+            max_connections_per_ip: 0,
+            ..RelayConfig::default()
+        };
+        assert!(closed.validate().is_err(), "a relay that drops everyone");
     }
 }

@@ -92,6 +92,8 @@ fn serve(listen: SocketAddr, config: RelayConfig) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    // Refused before the listening line, so nobody is told it serves.
+    config.validate().context("invalid relay settings")?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
