@@ -17,7 +17,9 @@ pub fn init(cli: &Cli) {
     let filter = EnvFilter::try_from_env(LOG_ENV).unwrap_or_else(|_| EnvFilter::new("warn"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
     if !cli.command.uses_tui() {
-        builder.with_writer(std::io::stderr).init();
+        // Colour codes only for a person's terminal, not in a captured log.
+        let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        builder.with_ansi(ansi).with_writer(std::io::stderr).init();
         return;
     }
     match log_file() {
