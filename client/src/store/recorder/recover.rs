@@ -11,7 +11,12 @@
 use portpreview_shared::provider::event_key;
 
 use crate::store::inbox::{self, Orphan};
-use crate::store::{NewDelivery, Store, StoreError};
+use crate::store::{NewDelivery, Outcome, Store, StoreError};
+
+/// The outcome of a request moved in from an orphan: its answer, if any,
+/// left with the process that died. Without it the history would show the
+/// request as still waiting, for good.
+pub(crate) const ORPHANED: &str = "PortPreview stopped before it recorded the answer";
 
 /// Most requests moved in one transaction.
 const BATCH: usize = 1000;
@@ -59,9 +64,14 @@ fn move_in(store: &Store, orphan: &Orphan, most: usize, most_bytes: usize) -> Re
         }
         let full = batch.len() >= most || bytes >= most_bytes;
         if let Some(newest) = batch.last().map(|(seq, _)| *seq).filter(|_| full || ended) {
+            let orphaned = Outcome {
+                error: Some(ORPHANED.into()),
+                ..Outcome::default()
+            };
             store.write(|store| {
                 for (_, delivery) in &batch {
-                    store.insert_recorded_row(delivery)?;
+                    let row = store.insert_recorded_row(delivery)?;
+                    store.outcome_row(row.id, &orphaned)?;
                 }
                 store.mark_inbox_applied(&orphan.name, newest)
             })?;
@@ -125,6 +135,11 @@ mod tests {
         assert_eq!(listed.len(), 1, "only what SQLite lacked is moved in: {listed:?}");
         assert_eq!(listed[0].event_key, "gh-1", "keys are worked out as the writer would");
         assert_eq!(listed[0].provider.as_deref(), Some("github"));
+        assert_eq!(
+            (listed[0].status, listed[0].error.as_deref()),
+            (None, Some(ORPHANED)),
+            "not left waiting for an answer that died with its process"
+        );
         assert!(inbox::orphans(&path).is_empty(), "the inbox is gone");
         assert_eq!(
             Store::open(&path).unwrap().list(&ListQuery::default()).unwrap().len(),
