@@ -442,6 +442,12 @@ fn a_json_export_is_a_fixture_that_gives_back_the_request() {
     let id = h.store().insert_delivery(&d, &answered(201)).unwrap();
     let path = h.dir.join("fixture.json");
     h.ok(&["export", &id.to_string(), "-o", path.to_str().unwrap()]);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "a fixture keeps its secrets: for its owner only");
+    }
     let fixture = Fixture::load(&path).unwrap();
     assert_eq!(fixture.response_status, Some(201));
     let mut expected = d.clone();

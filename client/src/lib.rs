@@ -10,6 +10,7 @@ pub mod fixture;
 pub mod forward;
 pub mod logging;
 pub mod output;
+pub mod private_file;
 pub mod render;
 pub mod replay;
 pub mod signal;

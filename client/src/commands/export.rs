@@ -80,7 +80,14 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     };
     match &args.output {
         Some(path) => {
-            std::fs::write(path, &text).with_context(|| format!("cannot write {}", path.display()))?;
+            // A fixture keeps secrets as received, so replay can send them.
+            crate::private_file::options()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(path)
+                .and_then(|mut file| file.write_all(text.as_bytes()))
+                .with_context(|| format!("cannot write {}", path.display()))?;
         }
         None => std::io::stdout()
             .lock()

@@ -283,11 +283,7 @@ fn refuse_directory(path: &Path) -> Result<(), StoreError> {
 /// Creates the file with owner-only permissions before SQLite opens it, so
 /// payloads and secrets are never readable by others, not even for a moment.
 fn create_private(path: &Path) -> std::io::Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    match options.open(path) {
+    match crate::private_file::options().write(true).create_new(true).open(path) {
         Ok(_) => Ok(()),
         Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(err) => Err(err),

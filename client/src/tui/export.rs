@@ -72,7 +72,8 @@ pub fn write_new_file(dir: &Path, id: i64, format: ExportFormat, text: &str) -> 
             n => format!("portpreview-{id}-{n}.{}", extension(format)),
         };
         let path = dir.join(name);
-        match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+        // A fixture keeps secrets as received, so replay can send them.
+        match crate::private_file::options().write(true).create_new(true).open(&path) {
             Ok(mut file) => {
                 file.write_all(text.as_bytes())
                     .with_context(|| format!("cannot write {}", path.display()))?;
