@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::render::body::Encoded;
 use crate::store::{Delivery, NewDelivery};
 use crate::time::{parse_rfc3339_ms, rfc3339_ms};
+use portpreview_shared::provider::event_key;
 use portpreview_shared::Header;
 
 /// The fixture format version this build writes and reads.
@@ -124,12 +125,28 @@ impl Fixture {
     /// Reads and checks a fixture file.
     pub fn load(path: &Path) -> anyhow::Result<Fixture> {
         let text = std::fs::read(path).with_context(|| format!("cannot read fixture {}", path.display()))?;
-        let fixture: Fixture = serde_json::from_slice(&text)
+        let mut fixture: Fixture = serde_json::from_slice(&text)
             .with_context(|| format!("{} is not a PortPreview fixture", path.display()))?;
         fixture
             .validate()
             .with_context(|| format!("invalid fixture {}", path.display()))?;
+        if fixture.event_key_source.is_empty() {
+            fixture.identify();
+        }
         Ok(fixture)
+    }
+
+    /// Works out provider and event key as the history does, for a fixture
+    /// written by hand or trimmed down without them: the report names the
+    /// event, and `--fresh` and `--resign` know the provider.
+    fn identify(&mut self) {
+        let d = self.to_new_delivery();
+        let key = event_key(&d.request_headers, &d.request_body, &[]);
+        if self.provider.is_none() {
+            self.provider = key.provider.map(|p| p.name().to_owned());
+        }
+        self.event_key = key.key;
+        self.event_key_source = key.source;
     }
 
     /// Writes the fixture as pretty JSON.
@@ -255,6 +272,21 @@ mod tests {
         let loaded = Fixture::load(&path).unwrap();
         assert_eq!(loaded, fixture);
         assert_eq!(loaded.to_new_delivery(), d.request);
+    }
+
+    #[test]
+    fn a_fixture_without_its_event_key_gets_one_as_the_history_would() {
+        let dir = crate::store::tests::ScratchDir::new("fixture-bare");
+        let path = dir.0.join("bare.json");
+        let text = r#"{"portpreview_fixture": 1, "method": "POST", "path": "/hook",
+            "headers": [{"name": "stripe-signature", "value": "t=1,v1=00"}], "body": "{\"id\":\"evt_bare\"}"}"#;
+        std::fs::write(&path, text).unwrap();
+        let loaded = Fixture::load(&path).unwrap();
+        assert_eq!(loaded.provider.as_deref(), Some("stripe"));
+        assert_eq!(
+            (loaded.event_key.as_str(), loaded.event_key_source.as_str()),
+            ("evt_bare", "body:/id")
+        );
     }
 
     #[test]
