@@ -3,17 +3,15 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method, Request};
-use http_body::Body as _;
 use http_body_util::BodyExt;
-use portpreview_shared::codec::EncodeError;
-use portpreview_shared::message::{ClientMessage, Header, StreamId, CHUNK_SIZE, MAX_HEADER_BYTES};
+use portpreview_shared::message::{Header, StreamId};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::body::{Capture, Held, Inflow, Keep, StreamedBody, WholeBody};
 use super::outbox::Outbox;
+use super::respond::{answer_error, failure, relay_response};
 use crate::events::{report_delivered, TunnelEvent};
 use crate::forward::{Forwarder, LocalBody};
 use crate::store::recorder::{Recorder, Ticket};
@@ -313,153 +311,6 @@ fn build_request(shared: &Shared, head: &Head, body: LocalBody, buffered: bool) 
     Ok(request)
 }
 
-/// Streams the local answer to the relay within its credit, keeping a copy
-/// of up to `keep` bytes. An answer whose head cannot cross the tunnel gets
-/// the caller a 502 instead, and only that stream fails.
-async fn relay_response(
-    response: http::Response<hyper::body::Incoming>,
-    stream: StreamId,
-    credit: &Semaphore,
-    outbox: &Outbox,
-    started: Instant,
-    keep: Keep,
-    held: &mut Held,
-) -> Outcome {
-    let status = response.status().as_u16();
-    // Recorded exactly as the handler sent them; the relay, where the hop
-    // ends, drops the hop-by-hop ones before the caller sees them.
-    let headers: Vec<Header> = response
-        .headers()
-        .iter()
-        .map(|(name, value)| Header::new(name.as_str(), value.as_bytes()))
-        .collect();
-    let mut body = response.into_body();
-    let mut capture = Capture::expecting(body.size_hint().lower(), keep);
-    let mut error = None;
-    let small = body.size_hint().exact().is_some_and(|len| len <= CHUNK_SIZE as u64);
-    if body.is_end_stream() || small {
-        // The whole answer fits in the head's frame: one frame, one flush.
-        let mut whole = Vec::new();
-        while let Some(frame) = body.frame().await {
-            match frame {
-                Ok(frame) => {
-                    if let Ok(data) = frame.into_data() {
-                        whole.extend_from_slice(&data);
-                    }
-                }
-                Err(err) => {
-                    error = Some(format!("the local answer's body broke off: {err}"));
-                    break;
-                }
-            }
-        }
-        capture.add(&whole);
-        if let Some(reason) = &error {
-            outbox.answer(stream, 502, reason);
-        } else {
-            take_credit(&whole, credit).await;
-            let head = ClientMessage::ResponseHead {
-                stream,
-                status,
-                headers: headers.clone(),
-                end: true,
-            };
-            if let Err(err) = outbox.send(&head, &whole) {
-                return unframable(stream, outbox, started, err);
-            }
-        }
-    } else {
-        let head = ClientMessage::ResponseHead {
-            stream,
-            status,
-            headers: headers.clone(),
-            end: false,
-        };
-        if let Err(err) = outbox.send(&head, &[]) {
-            return unframable(stream, outbox, started, err);
-        }
-        // Hold one chunk back so the last one carries `end`.
-        let mut pending: Option<Bytes> = None;
-        loop {
-            match body.frame().await {
-                Some(Ok(frame)) => {
-                    let Ok(data) = frame.into_data() else { continue };
-                    capture.add(&data);
-                    let mut data = data;
-                    while !data.is_empty() {
-                        let piece = data.split_to(data.len().min(CHUNK_SIZE));
-                        if let Some(previous) = pending.replace(piece) {
-                            send_chunk(stream, previous, false, credit, outbox).await;
-                        }
-                    }
-                }
-                Some(Err(err)) => {
-                    error = Some(format!("the local answer's body broke off: {err}"));
-                    break;
-                }
-                None => break,
-            }
-        }
-        send_chunk(stream, pending.unwrap_or_default(), true, credit, outbox).await;
-    }
-    let (response_body, response_body_size, room) = capture.into_parts();
-    *held = room;
-    Outcome {
-        // An answer that broke off is recorded as the error it became.
-        status: error.is_none().then_some(status),
-        response_headers: headers,
-        response_body,
-        response_body_size,
-        duration_ms: elapsed_ms(started),
-        error,
-    }
-}
-
-async fn send_chunk(stream: StreamId, data: Bytes, end: bool, credit: &Semaphore, outbox: &Outbox) {
-    take_credit(&data, credit).await;
-    // Cut to the chunk size by the caller: always fits.
-    outbox.send_built_to_fit(&ClientMessage::ResponseBody { stream, end }, &data);
-}
-
-/// Waits until the relay has room for `data`: a slow caller slows this stream only.
-async fn take_credit(data: &[u8], credit: &Semaphore) {
-    if data.is_empty() {
-        return;
-    }
-    let needed = u32::try_from(data.len()).unwrap_or(u32::MAX);
-    if let Ok(permit) = credit.acquire_many(needed).await {
-        permit.forget();
-    }
-}
-
-/// Answers the caller with a short plain-text reason and records the error.
-/// Answers the caller with `status` and `reason` in PortPreview's name. The
-/// history records the error alone: no status, since the handler gave none.
-fn answer_error(stream: StreamId, outbox: &Outbox, started: Instant, status: u16, reason: String) -> Outcome {
-    outbox.answer(stream, status, &reason);
-    failure(started, reason)
-}
-
-/// Answers 502 for a local answer the relay would refuse as a frame: sent
-/// as it is, it would end the session and every exchange on it.
-fn unframable(stream: StreamId, outbox: &Outbox, started: Instant, err: EncodeError) -> Outcome {
-    let reason = match err {
-        EncodeError::HeaderTooLarge(size) => format!(
-            "the local answer's headers are over the limit: {size} bytes framed, the tunnel carries at most {MAX_HEADER_BYTES}"
-        ),
-        other => format!("the local answer could not be framed for the tunnel: {other}"),
-    };
-    answer_error(stream, outbox, started, 502, reason)
-}
-
-fn failure(started: Instant, error: String) -> Outcome {
-    Outcome {
-        duration_ms: elapsed_ms(started),
-        error: Some(error),
-        ..Outcome::default()
-    }
-}
-
 /// Hands the answer to the history, whose writer reports the delivery once
 /// it is stored; a delivery the history will not report is reported here.
 async fn finish(shared: &Shared, line: Line, outcome: Outcome, ticket: Option<Ticket>) {
@@ -484,8 +335,4 @@ async fn finish(shared: &Shared, line: Line, outcome: Outcome, ticket: Option<Ti
         }
     }
     report_delivered(&shared.events, unrecorded);
-}
-
-fn elapsed_ms(started: Instant) -> f64 {
-    started.elapsed().as_secs_f64() * 1000.0
 }

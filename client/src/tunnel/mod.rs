@@ -6,6 +6,7 @@ mod body;
 pub mod connect;
 mod exchange;
 mod outbox;
+mod respond;
 mod session;
 
 use std::sync::Arc;
