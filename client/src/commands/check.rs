@@ -9,7 +9,7 @@ use anyhow::Context;
 use portpreview_shared::sanitize::escape_str;
 use serde_json::json;
 
-use super::replay::{clear_progress, probe_spec, progress_printer, resolve_secret, RunArgs};
+use super::run::{clear_progress, probe_spec, progress_printer, resolve_secret, RunArgs};
 use crate::config::Secret;
 use crate::fixture::Fixture;
 use crate::replay::junit::{self, CaseResult};

@@ -1,4 +1,5 @@
-//! One module per subcommand, each with its `Args` and `run`.
+//! One module per subcommand, each with its `Args` and `run`, and what
+//! `replay` and `check` share.
 
 pub mod check;
 pub mod export;
@@ -6,5 +7,6 @@ pub mod history;
 pub mod http;
 pub mod prune;
 pub mod replay;
+pub mod run;
 pub mod show;
 pub mod tui;

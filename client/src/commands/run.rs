@@ -1,0 +1,126 @@
+//! What `replay` and `check` share: the flags of a replay run, where a
+//! signing secret comes from, and the progress line.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use anyhow::Context;
+use portpreview_shared::provider::Provider;
+
+use crate::config::{Config, Secret};
+use crate::replay::{
+    self, options::parse_positive_duration, Phase, ProbeSpec, Progress, ReplayOptions, MAX_CONCURRENCY, MAX_TIMES,
+};
+
+/// The flags `replay` and `check` share: how to replay and how to judge.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// Attempts to send (1 to 100000).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_TIMES)))]
+    pub times: Option<u32>,
+    /// Attempts kept in flight at once (1 to 512).
+    #[arg(long, value_name = "C", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_CONCURRENCY)))]
+    pub concurrency: Option<u32>,
+    /// Send to this URL instead of the recorded target (`http://host:port` keeps the recorded path).
+    #[arg(long, value_name = "URL")]
+    pub target: Option<String>,
+    /// Shell command that prints the handler's state (a row count, a balance, a dump).
+    #[arg(long, value_name = "CMD", conflicts_with = "check_url")]
+    pub check_cmd: Option<String>,
+    /// URL whose GET answer is the handler's state.
+    #[arg(long, value_name = "URL")]
+    pub check_url: Option<String>,
+    /// How long the state must hold still to count as read (300ms, 1s).
+    #[arg(long, value_name = "DURATION", value_parser = crate::time::parse_duration)]
+    pub settle: Option<Duration>,
+    /// How long each attempt may wait for its answer before it counts as failed (default 30s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
+    pub timeout: Option<Duration>,
+    /// Give the event new identities: one delivered once, another as a concurrent burst.
+    #[arg(long)]
+    pub fresh: bool,
+    /// Where the identity lives when the provider is unknown (JSON pointer or header:Name).
+    #[arg(long, value_name = "POINTER", requires = "fresh")]
+    pub fresh_field: Option<String>,
+    /// Re-sign every attempt with the current time.
+    #[arg(long)]
+    pub resign: bool,
+    /// Signing secret (else PORTPREVIEW_SECRET_<PROVIDER> or the config file).
+    #[arg(long, env = "PORTPREVIEW_SECRET", hide_env_values = true, value_name = "S")]
+    pub secret: Option<String>,
+}
+
+impl RunArgs {
+    /// Engine options from these flags; `None` fields fall back to the defaults.
+    pub fn options(&self) -> ReplayOptions {
+        let defaults = ReplayOptions::default();
+        ReplayOptions {
+            times: self.times.unwrap_or(defaults.times),
+            concurrency: self.concurrency.unwrap_or(defaults.concurrency),
+            target: self.target.clone(),
+            probe: probe_spec(self.check_cmd.as_deref(), self.check_url.as_deref()),
+            settle: self.settle.unwrap_or(defaults.settle),
+            timeout: self.timeout.unwrap_or(defaults.timeout),
+            fresh: self.fresh,
+            fresh_field: self.fresh_field.clone(),
+            resign: self.resign,
+            secret: self.secret.clone().map(Secret::new),
+            ..defaults
+        }
+    }
+}
+
+/// The probe a pair of `--check-cmd` / `--check-url` values asks for.
+pub fn probe_spec(cmd: Option<&str>, url: Option<&str>) -> Option<ProbeSpec> {
+    match (cmd, url) {
+        (Some(cmd), _) => Some(ProbeSpec::Cmd(cmd.to_string())),
+        (None, Some(url)) => Some(ProbeSpec::Url(url.to_string())),
+        (None, None) => None,
+    }
+}
+
+/// The signing secret: `--secret`, else the suite's `secret_env`, else
+/// `PORTPREVIEW_SECRET_<PROVIDER>`, else the config file.
+pub fn resolve_secret(
+    flag: Option<Secret>,
+    provider: Option<Provider>,
+    secret_env: Option<&str>,
+) -> anyhow::Result<Option<Secret>> {
+    if flag.is_some() {
+        return Ok(flag);
+    }
+    if let Some(var) = secret_env {
+        let value = std::env::var(var).with_context(|| format!("secret_env {var} is not set"))?;
+        return Ok(Some(Secret::new(value)));
+    }
+    let Some(provider) = provider else {
+        return Ok(None);
+    };
+    if let Ok(value) = std::env::var(replay::secret_env(provider)) {
+        return Ok(Some(Secret::new(value)));
+    }
+    Ok(Config::load()?.secrets.get(provider.name()).cloned())
+}
+
+/// A progress line on stderr, only when stderr is a terminal.
+pub fn progress_printer() -> impl Fn(Progress) + Sync {
+    let enabled = std::io::stderr().is_terminal();
+    move |p: Progress| {
+        if !enabled {
+            return;
+        }
+        let what = match p.phase {
+            Phase::Sending => "sending",
+            Phase::Settling => "waiting for the state to settle",
+            Phase::FinalWait => "checking the state stays put",
+        };
+        crate::to_stderr(format_args!("\r\x1b[2K  {}/{} attempts · {what}…", p.done, p.total));
+    }
+}
+
+/// Erases the progress line.
+pub fn clear_progress() {
+    if std::io::stderr().is_terminal() {
+        crate::to_stderr(format_args!("\r\x1b[2K"));
+    }
+}
