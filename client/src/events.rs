@@ -56,3 +56,25 @@ pub fn report(events: &mpsc::Sender<TunnelEvent>, event: TunnelEvent) {
         tracing::debug!("tunnel event dropped: the display is behind");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_display_that_is_behind_never_holds_up_the_sender() {
+        let (events, mut shown) = mpsc::channel(1);
+        let lost = |n: u64| TunnelEvent::Disconnected {
+            reason: format!("drop {n}"),
+            retry_in: Duration::from_secs(n),
+        };
+        report(&events, lost(1));
+        // The channel is full: a send that waited would never return here.
+        report(&events, lost(2));
+        assert_eq!(shown.try_recv().ok(), Some(lost(1)));
+        assert!(
+            shown.try_recv().is_err(),
+            "the event the display had no room for is dropped"
+        );
+    }
+}

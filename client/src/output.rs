@@ -212,6 +212,20 @@ mod tests {
     }
 
     #[test]
+    fn connection_news_goes_to_stderr_and_deliveries_to_stdout() {
+        let lost = TunnelEvent::Disconnected {
+            reason: "gone".into(),
+            retry_in: Duration::from_millis(250),
+        };
+        assert_eq!(
+            text_line(&lost),
+            Line::Err("relay connection lost (gone); reconnecting in 250 ms".into())
+        );
+        let delivered = TunnelEvent::delivered(summary());
+        assert!(matches!(text_line(&delivered), Line::Out(line) if line.starts_with("#12  POST")));
+    }
+
+    #[test]
     fn escape_sequences_in_paths_are_shown_escaped() {
         let mut s = summary();
         s.path = "/\x1b[2Jboom".into();
