@@ -7,6 +7,7 @@ use std::time::Duration;
 use futures_util::{Sink, Stream, StreamExt};
 use portpreview_shared::codec;
 use portpreview_shared::message::{version_mismatch, PROTOCOL_VERSION};
+use portpreview_shared::text::truncate;
 use portpreview_shared::{ClientMessage, ServerMessage};
 use tokio::time::{interval, Instant, MissedTickBehavior};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
@@ -166,7 +167,7 @@ fn say_goodbye(outbox: &Outbox, end: End) -> bool {
 const MAX_REFUSAL: usize = 512;
 
 fn refuse(outbox: &Outbox, reason: String) -> End {
-    let reason = writer::truncate(&reason, MAX_REFUSAL).to_string();
+    let reason = truncate(&reason, MAX_REFUSAL).to_string();
     tracing::debug!(reason, "refusing client");
     if let Err(err) = outbox.control(&ServerMessage::Refused { reason: reason.clone() }) {
         tracing::error!(%err, "a refusal with a short reason did not fit a frame");

@@ -8,6 +8,7 @@
 
 use futures_util::{Sink, SinkExt};
 use portpreview_shared::codec::{self, EncodeError};
+use portpreview_shared::text::truncate;
 use portpreview_shared::{ServerMessage, StreamId};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
@@ -117,15 +118,6 @@ pub fn close_message(code: CloseCode, reason: &str) -> Message {
         code,
         reason: truncate(reason, MAX_CLOSE_REASON).to_string().into(),
     }))
-}
-
-/// `text` cut to at most `max` bytes, on a character boundary.
-pub fn truncate(text: &str, max: usize) -> &str {
-    let mut end = text.len().min(max);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 /// Writes until a close frame was sent, every outbox is gone, the socket

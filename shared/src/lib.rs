@@ -8,5 +8,6 @@ pub mod hop;
 pub mod message;
 pub mod provider;
 pub mod sanitize;
+pub mod text;
 
 pub use message::{ClientMessage, Header, ServerMessage, StreamId};

@@ -3,10 +3,9 @@
 
 use portpreview_shared::codec::{self, EncodeError};
 use portpreview_shared::message::{ClientMessage, Header, StreamId};
+use portpreview_shared::text::truncate;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
-
-use super::session::truncate;
 
 /// Longest reason the client puts in an answer of its own: a line for a
 /// person to read, and a frame that always fits.

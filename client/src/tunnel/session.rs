@@ -9,6 +9,7 @@ use futures_util::stream::SplitSink;
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
 use portpreview_shared::codec;
 use portpreview_shared::message::{ServerMessage, StreamId, MAX_CREDIT, STREAM_WINDOW};
+use portpreview_shared::text::truncate;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -233,15 +234,6 @@ fn persist_requests(recorder: Option<&Recorder>) {
     if let Some(Err(err)) = recorder.map(Recorder::flush) {
         tracing::warn!(%err, "requests not written to the history inbox; forwarding goes on");
     }
-}
-
-/// `text` cut to at most `max` bytes, on a character boundary.
-pub(super) fn truncate(text: &str, max: usize) -> &str {
-    let mut end = text.len().min(max);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 /// Writes every frame that is ready, then flushes once: per-frame flushes
