@@ -162,16 +162,13 @@ async fn exchange(
     let buffered = inflow.is_done();
     let declared = declared_length(&head.headers).unwrap_or(0);
     let mut capture = Capture::of(&prefix, declared, shared.keep());
-    if buffered && !inflow.is_complete() {
+    capture.complete = inflow.is_complete();
+    if buffered && !capture.complete {
         // The relay dropped the stream mid-body: its caller went away. The
         // handler never sees a cut body as if it were whole, and the history
-        // keeps it marked cut short (stored below the size the caller
-        // declared), so replay refuses it.
-        let mut request = new_delivery(shared, head, line.received_at_ms);
-        let (bytes, size, _held) = capture.into_parts();
-        request.request_body_size = size.max(declared);
-        request.request_body = bytes;
-        kept.ticket = record(shared, request).await;
+        // keeps it marked cut short, so replay refuses it.
+        let request = new_delivery(shared, head, line.received_at_ms);
+        kept.ticket = record_captured(shared, request, capture, declared).await;
         return failure(started, CUT_SHORT.into());
     }
     let mut streamed = None;
@@ -188,7 +185,7 @@ async fn exchange(
         .boxed()
     };
     let local = build_request(shared, &head, body, buffered);
-    let mut request = new_delivery(shared, head, line.received_at_ms);
+    let request = new_delivery(shared, head, line.received_at_ms);
     let local = match local {
         Ok(local) => local,
         Err(reason) => {
@@ -200,24 +197,16 @@ async fn exchange(
     let send = tokio::time::timeout(shared.local_timeout, shared.forwarder.send(local));
     let response = match streamed {
         None => {
-            let (bytes, size, _held) = capture.into_parts();
-            request.request_body = bytes;
-            request.request_body_size = size;
             // In the inbox before the handler even sees it; the session writes
             // the inbox out before any answer leaves.
-            kept.ticket = record(shared, request).await;
+            kept.ticket = record_captured(shared, request, capture, declared).await;
             send.await
         }
         Some(streamed) => {
             let response = send.await;
             // What the handler read before answering is what it acted on.
             let capture = std::mem::take(&mut *streamed.lock().unwrap_or_else(|p| p.into_inner()));
-            let complete = capture.complete;
-            let (bytes, size, _held) = capture.into_parts();
-            // A body that never went by whole stays marked cut short.
-            request.request_body_size = if complete { size } else { size.max(declared) };
-            request.request_body = bytes;
-            kept.ticket = record(shared, request).await;
+            kept.ticket = record_captured(shared, request, capture, declared).await;
             response
         }
     };
@@ -244,6 +233,18 @@ async fn exchange(
         &mut kept.answer_room,
     )
     .await
+}
+
+/// Records `request` with the body `capture` kept. A body that never went
+/// by whole keeps the size its caller `declared`, so the history shows it
+/// cut short; the capture's room in the budget is held until the recorder
+/// has the bytes.
+async fn record_captured(shared: &Shared, mut request: NewDelivery, capture: Capture, declared: u64) -> Option<Ticket> {
+    let complete = capture.complete;
+    let (bytes, size, _room) = capture.into_parts();
+    request.request_body_size = if complete { size } else { size.max(declared) };
+    request.request_body = bytes;
+    record(shared, request).await
 }
 
 async fn record(shared: &Shared, request: NewDelivery) -> Option<Ticket> {
