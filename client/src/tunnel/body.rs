@@ -13,6 +13,7 @@ use portpreview_shared::message::{StreamId, STREAM_WINDOW};
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use super::outbox::Outbox;
+use crate::store::recorder::ROOM_UNIT;
 
 /// One chunk of request body as the relay sent it.
 #[derive(Debug)]
@@ -34,7 +35,7 @@ pub struct Keep {
 
 impl Keep {
     /// Keeps up to `limit` bytes of each body, all bodies together within
-    /// `budget` (in [`BUDGET_UNIT`]s).
+    /// `budget` (in [`ROOM_UNIT`]s).
     pub fn new(limit: usize, budget: Arc<Semaphore>) -> Self {
         Self {
             limit,
@@ -42,9 +43,6 @@ impl Keep {
         }
     }
 }
-
-/// A budget's permits count this many bytes each.
-pub const BUDGET_UNIT: usize = 1024;
 
 /// Room a capture holds in its budget, given back when dropped: hold it
 /// until the kept bytes are handed on.
@@ -127,7 +125,7 @@ impl Capture {
         if total <= self.reserved {
             return true;
         }
-        let units = (total - self.reserved).div_ceil(BUDGET_UNIT);
+        let units = (total - self.reserved).div_ceil(ROOM_UNIT);
         let Ok(permit) = Arc::clone(budget).try_acquire_many_owned(u32::try_from(units).unwrap_or(u32::MAX)) else {
             return false;
         };
@@ -135,7 +133,7 @@ impl Capture {
             Some(held) => held.merge(permit),
             None => self.held.0 = Some(permit),
         }
-        self.reserved += units * BUDGET_UNIT;
+        self.reserved += units * ROOM_UNIT;
         true
     }
 }
@@ -351,25 +349,25 @@ mod tests {
     #[test]
     fn bodies_held_for_the_history_share_one_budget() {
         let budget = Arc::new(Semaphore::new(3));
-        let keep = Keep::new(10 * BUDGET_UNIT, Arc::clone(&budget));
-        let mut first = Capture::expecting(2 * BUDGET_UNIT as u64, keep.clone());
-        first.add(&[b'a'; 2 * BUDGET_UNIT]);
+        let keep = Keep::new(10 * ROOM_UNIT, Arc::clone(&budget));
+        let mut first = Capture::expecting(2 * ROOM_UNIT as u64, keep.clone());
+        first.add(&[b'a'; 2 * ROOM_UNIT]);
         let mut second = Capture::expecting(0, keep.clone());
-        second.add(&[b'b'; BUDGET_UNIT]);
-        second.add(&[b'b'; BUDGET_UNIT]);
+        second.add(&[b'b'; ROOM_UNIT]);
+        second.add(&[b'b'; ROOM_UNIT]);
         assert_eq!(
             second.bytes.len(),
-            BUDGET_UNIT,
+            ROOM_UNIT,
             "the budget ran out: the rest is not kept"
         );
         assert_eq!(
             second.size,
-            2 * BUDGET_UNIT as u64,
+            2 * ROOM_UNIT as u64,
             "but it is counted, so it shows cut short"
         );
         assert_eq!(budget.available_permits(), 0);
         let (bytes, _, held) = first.into_parts();
-        assert_eq!(bytes.len(), 2 * BUDGET_UNIT);
+        assert_eq!(bytes.len(), 2 * ROOM_UNIT);
         drop(held);
         assert_eq!(budget.available_permits(), 2, "given back once handed on");
     }

@@ -46,10 +46,10 @@ pub const QUEUE_BYTES: usize = 64 * 1024 * 1024;
 /// together: past it, a body is stored cut short rather than held whole.
 pub const HELD_BYTES: usize = 96 * 1024 * 1024;
 
-/// Room in the queue is counted in these, so that a semaphore's `u32`
-/// permits cover every body size. Every job takes at least one, which
-/// bounds the number of jobs too.
-const ROOM_UNIT: usize = 1024;
+/// Room in the queue, and in the budget for held bodies, is counted in
+/// these, so that a semaphore's `u32` permits cover every body size. Every
+/// job takes at least one, which bounds the number of jobs too.
+pub const ROOM_UNIT: usize = 1024;
 
 /// Where a delivery landed in the history.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,7 +101,8 @@ struct Shared {
     /// True while the store refuses the writer's batches: recording then
     /// never waits for room, so forwarding goes on.
     stalled: Arc<AtomicBool>,
-    /// Room for the bodies exchanges hold until they are recorded, in KiB.
+    /// Room for the bodies exchanges hold until they are recorded, in
+    /// [`ROOM_UNIT`]s.
     held: Arc<Semaphore>,
 }
 
@@ -156,7 +157,7 @@ impl Recorder {
             room: Arc::new(Semaphore::new(QUEUE_BYTES / ROOM_UNIT)),
             applied,
             stalled,
-            held: Arc::new(Semaphore::new(HELD_BYTES / 1024)),
+            held: Arc::new(Semaphore::new(HELD_BYTES / ROOM_UNIT)),
         });
         let handle = RecorderHandle {
             shared: Arc::clone(&shared),
@@ -188,8 +189,8 @@ impl Recorder {
         Ok(Ticket(seq))
     }
 
-    /// The budget, in KiB, that bodies held for the history while their
-    /// exchanges are in flight all count against.
+    /// The budget, in [`ROOM_UNIT`]s, that bodies held for the history while
+    /// their exchanges are in flight all count against.
     pub fn held_budget(&self) -> Arc<Semaphore> {
         Arc::clone(&self.shared.held)
     }
