@@ -28,7 +28,10 @@ pub struct Hop {
 /// The request headers sent to the client: hop-by-hop and caller-supplied
 /// forwarding headers dropped, the relay's `X-Forwarded-*` appended.
 pub fn request_headers(headers: &HeaderMap, hop: &Hop) -> Vec<Header> {
-    let hop_by_hop = HopFilter::from_headers(headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())));
+    // The map finds the Connection headers by hash: no scan of every
+    // header on each request.
+    let connection = headers.get_all(http::header::CONNECTION).iter();
+    let hop_by_hop = HopFilter::from_headers(connection.map(|v| ("connection", v.as_bytes())));
     let mut out = Vec::with_capacity(headers.len() + 3);
     for (name, value) in headers {
         let name = name.as_str();
