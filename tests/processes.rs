@@ -47,12 +47,7 @@ async fn portpreview_http_works_on_its_own_and_stops_cleanly_on_sigterm() {
 async fn a_client_killed_mid_request_gets_its_caller_a_502_within_a_second() {
     let dir = tempfile::tempdir().expect("temp dir");
     let relay = TestRelay::start().await;
-    let handler = LocalHandler::start(|_| Answer {
-        status: 200,
-        delay: Duration::from_secs(20),
-        ..Answer::default()
-    })
-    .await;
+    let handler = LocalHandler::slow(Duration::from_secs(20)).await;
     let db = dir.path().join("history.db");
     let (client, url) = Running::tunnel(&handler.url(), &relay.http_url(), &db, dir.path()).await;
     let url = format!("{url}/slow");
@@ -73,12 +68,7 @@ async fn a_client_killed_mid_request_gets_its_caller_a_502_within_a_second() {
 async fn a_delivery_cut_off_by_a_killed_relay_is_recorded_with_the_reason() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (relay, addr) = Running::relay(dir.path()).await;
-    let handler = LocalHandler::start(|_| Answer {
-        status: 200,
-        delay: Duration::from_secs(30),
-        ..Answer::default()
-    })
-    .await;
+    let handler = LocalHandler::slow(Duration::from_secs(30)).await;
     let mut tunnel = common::tunnel::TestTunnel::start(&format!("http://{addr}"), &handler.url()).await;
     let mut caller = tokio::net::TcpStream::connect(&addr).await.expect("connect");
     let request = format!(

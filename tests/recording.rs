@@ -149,12 +149,7 @@ async fn deliveries_answered_while_another_process_holds_the_history_lock_are_ke
 #[tokio::test]
 async fn a_caller_that_hangs_up_is_recorded_with_the_reason() {
     let relay = TestRelay::start().await;
-    let handler = LocalHandler::start(|_| Answer {
-        status: 200,
-        delay: Duration::from_secs(3),
-        ..Answer::default()
-    })
-    .await;
+    let handler = LocalHandler::slow(Duration::from_secs(3)).await;
     let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
     let path = format!("/t/{}/slow", tunnel.name());
     let mut caller = tokio::net::TcpStream::connect(relay.addr).await.expect("connect");
@@ -212,12 +207,7 @@ async fn a_request_the_relay_gave_up_on_is_recorded_with_the_relays_reason() {
         ..portpreview_server::RelayConfig::default()
     })
     .await;
-    let handler = LocalHandler::start(|_| Answer {
-        status: 200,
-        delay: Duration::from_secs(3),
-        ..Answer::default()
-    })
-    .await;
+    let handler = LocalHandler::slow(Duration::from_secs(3)).await;
     let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
 
     let reply = caller::post(&tunnel.url("/slow"), r#"{"id":"evt_late"}"#).await;

@@ -237,12 +237,7 @@ async fn a_dead_local_port_gets_502_and_a_slow_one_504_each_saying_why() {
     assert!(summary.error.as_deref().is_some_and(|e| e.contains("could not reach")));
     assert_eq!(summary.status, None, "the 502 was PortPreview's, not the handler's");
 
-    let slow = LocalHandler::start(|_| Answer {
-        status: 200,
-        delay: Duration::from_secs(3),
-        ..Answer::default()
-    })
-    .await;
+    let slow = LocalHandler::slow(Duration::from_secs(3)).await;
     let options = TunnelOptions {
         local_timeout: Duration::from_millis(300),
         ..TunnelOptions::default()

@@ -85,6 +85,17 @@ impl LocalHandler {
         .await
     }
 
+    /// Answers 200 to every request after `delay`: a handler still busy
+    /// while the test cuts something off.
+    pub async fn slow(delay: Duration) -> Self {
+        Self::start(move |_| Answer {
+            status: 200,
+            delay,
+            ..Answer::default()
+        })
+        .await
+    }
+
     /// Answers every request with `reply(request)`.
     pub async fn start(reply: impl Fn(&Seen) -> Answer + Send + Sync + 'static) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind handler");
