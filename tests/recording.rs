@@ -103,6 +103,48 @@ async fn each_providers_signed_delivery_is_recorded_with_its_provider_and_event_
 }
 
 #[tokio::test]
+async fn one_github_event_sent_to_two_hooks_is_no_retry_but_a_redelivery_is() {
+    let vectors: Value = serde_json::from_str(VECTORS).expect("vectors parse");
+    let github = &vectors["github"];
+    let body = github["body"].as_str().expect("vector body").to_string();
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+
+    // The repository's hook, the organisation's hook, then GitHub's
+    // "Redeliver" on the repository's hook: one delivery ID throughout.
+    let mut numbers = Vec::new();
+    for hook in ["111", "222", "111"] {
+        let mut headers: Vec<(&str, &[u8])> = github["headers"]
+            .as_object()
+            .expect("vector headers")
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str().expect("header text").as_bytes()))
+            .collect();
+        headers.push(("X-GitHub-Hook-ID", hook.as_bytes()));
+        let reply = caller::send("POST", &tunnel.url("/hooks/github"), &headers, body.clone()).await;
+        assert_eq!(reply.status, 200);
+        let (summary, number) = tunnel.next_delivery().await;
+        assert_eq!(
+            summary.event_key,
+            github["headers"]["X-GitHub-Delivery"].as_str().expect("id")
+        );
+        numbers.push(number);
+    }
+    assert_eq!(numbers, [1, 1, 2], "live lines");
+
+    let store = portpreview::store::Store::open(&tunnel.db).expect("open the history");
+    let mut counts: Vec<(i64, i64)> = store
+        .list(&portpreview::store::ListQuery::default())
+        .expect("list")
+        .iter()
+        .map(|s| (s.id, s.delivery_count))
+        .collect();
+    counts.sort_unstable();
+    assert_eq!(counts, [(1, 2), (2, 1), (3, 2)], "history's delivery counts");
+}
+
+#[tokio::test]
 async fn requests_with_empty_bodies_and_no_id_are_never_counted_as_retries() {
     let relay = TestRelay::start().await;
     let handler = LocalHandler::start(|_| Answer::default()).await;

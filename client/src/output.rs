@@ -197,6 +197,7 @@ mod tests {
             provider: Some("stripe".into()),
             event_key: "evt_1NqPortPreviewTestEventKey".into(),
             event_key_source: "body:/id".into(),
+            event_scope: String::new(),
             delivery_count: 2,
             error: None,
             replay_of: None,

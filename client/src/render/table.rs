@@ -77,6 +77,7 @@ mod tests {
             provider: Some("stripe".into()),
             event_key: "evt_1NqLongLongLongLongLongLongLongLongLong".into(),
             event_key_source: "body:/id".into(),
+            event_scope: String::new(),
             delivery_count: 2,
             error: None,
             replay_of: None,

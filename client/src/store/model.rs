@@ -1,5 +1,6 @@
 //! The records the history store holds and hands out.
 
+use portpreview_shared::provider::{self, Provider};
 use portpreview_shared::Header;
 use serde::{Deserialize, Serialize};
 
@@ -37,6 +38,13 @@ impl NewDelivery {
     /// True when the stored request body is shorter than what was received.
     pub fn request_truncated(&self) -> bool {
         (self.request_body.len() as u64) < self.request_body_size
+    }
+
+    /// What, beside the event key, tells this delivery's event from another
+    /// with the same key (GitHub's hook ID); empty when nothing does.
+    pub fn event_scope(&self) -> String {
+        let provider = self.provider.as_deref().and_then(Provider::from_name);
+        provider::event_scope(provider, &self.request_headers).unwrap_or_default()
     }
 }
 
@@ -91,7 +99,10 @@ pub struct Summary {
     pub event_key: String,
     /// How the event key was made.
     pub event_key_source: String,
-    /// Deliveries sharing the event key.
+    /// What tells this event from another with the same key (GitHub's hook
+    /// ID); empty when nothing does.
+    pub event_scope: String,
+    /// Deliveries sharing the event key and scope.
     pub delivery_count: i64,
     /// Error text, if forwarding failed.
     pub error: Option<String>,

@@ -9,7 +9,8 @@ use super::{header_blob, Delivery, ListQuery, NewDelivery, Outcome, ReplayRun, S
 /// Deliveries sharing the row's event key, replays not counted. A delivery
 /// without a key is alone in its group.
 const DELIVERY_COUNT: &str = "CASE WHEN d.event_key = '' THEN 1 ELSE
-    coalesce((SELECT c.n FROM event_counts c WHERE c.event_key = d.event_key), 0) END";
+    coalesce((SELECT c.n FROM event_counts c
+              WHERE c.event_key = d.event_key AND c.event_scope = d.event_scope), 0) END";
 
 /// A delivery's answer, when one was recorded: a lookup by primary key, so
 /// keyset paging stays one index walk. SQLite leaves the join out where no
@@ -50,7 +51,8 @@ impl Store {
         values.push(Value::Integer(limit));
         let sql = format!(
             "SELECT d.id, d.received_at_ms, d.method, d.path, o.status, o.duration_ms, d.provider, d.event_key,
-                d.event_key_source, o.error, d.replay_of, o.completed_at_ms, {DELIVERY_COUNT}, d.target
+                d.event_key_source, o.error, d.replay_of, o.completed_at_ms, {DELIVERY_COUNT}, d.target,
+                d.event_scope
              FROM deliveries d {WITH_OUTCOME} WHERE {filter} ORDER BY d.id DESC LIMIT ?"
         );
         let run = || -> rusqlite::Result<Vec<(Summary, String)>> {
@@ -91,7 +93,8 @@ impl Store {
             .prepare_cached(
                 "SELECT CASE WHEN d.event_key = '' THEN 1 ELSE
                     (SELECT count(*) FROM deliveries g
-                     WHERE g.event_key = d.event_key AND g.replay_of IS NULL AND g.id <= d.id) END
+                     WHERE g.event_key = d.event_key AND g.event_scope = d.event_scope
+                         AND g.replay_of IS NULL AND g.id <= d.id) END
                  FROM deliveries d WHERE d.id = ?1",
             )?
             .query_row([id], |row| row.get(0))
@@ -106,8 +109,8 @@ impl Store {
             return self.delivery_number_row(id);
         }
         self.conn
-            .prepare_cached("SELECT n FROM event_counts WHERE event_key = ?1")?
-            .query_row([&d.event_key], |row| row.get(0))
+            .prepare_cached("SELECT n FROM event_counts WHERE event_key = ?1 AND event_scope = ?2")?
+            .query_row([&d.event_key, &d.event_scope()], |row| row.get(0))
     }
 
     /// The newest delivery (not a replay) carrying event key `key`.
@@ -222,6 +225,7 @@ fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<Summary> {
         provider: row.get(6)?,
         event_key: row.get(7)?,
         event_key_source: row.get(8)?,
+        event_scope: row.get(14)?,
         error: row.get(9)?,
         replay_of: row.get(10)?,
         delivery_count: row.get(12)?,

@@ -109,6 +109,49 @@ const MIGRATIONS: &[&str] = &[
     // Version 5: how far each recorder's inbox file has been moved into the
     // history, so requests moved just before a crash are not moved twice.
     "CREATE TABLE inbox_applied (inbox TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;",
+    // Version 6: an event's scope beside its key. GitHub sends one event to a
+    // repository's hook and to its organisation's under one delivery ID, so
+    // deliveries are counted per (key, scope), the scope being the hook ID.
+    // Rows stored before keep the empty scope and are counted as they were.
+    "ALTER TABLE deliveries ADD COLUMN event_scope TEXT NOT NULL DEFAULT '';
+    DROP TRIGGER event_counts_insert;
+    DROP TRIGGER event_counts_delete;
+    DROP TRIGGER event_counts_update;
+    DROP TABLE event_counts;
+    CREATE TABLE event_counts (
+        event_key TEXT NOT NULL,
+        event_scope TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (event_key, event_scope)
+    ) WITHOUT ROWID;
+    INSERT INTO event_counts (event_key, event_scope, n)
+        SELECT event_key, '', count(*) FROM deliveries
+        WHERE replay_of IS NULL AND event_key != '' GROUP BY event_key;
+    CREATE TRIGGER event_counts_insert AFTER INSERT ON deliveries
+        WHEN NEW.replay_of IS NULL AND NEW.event_key != ''
+    BEGIN
+        INSERT INTO event_counts (event_key, event_scope, n) VALUES (NEW.event_key, NEW.event_scope, 1)
+            ON CONFLICT (event_key, event_scope) DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER event_counts_delete AFTER DELETE ON deliveries
+        WHEN OLD.replay_of IS NULL AND OLD.event_key != ''
+    BEGIN
+        UPDATE event_counts SET n = n - 1
+            WHERE event_key = OLD.event_key AND event_scope = OLD.event_scope;
+        DELETE FROM event_counts
+            WHERE event_key = OLD.event_key AND event_scope = OLD.event_scope AND n <= 0;
+    END;
+    CREATE TRIGGER event_counts_update AFTER UPDATE OF event_key, event_scope, replay_of ON deliveries
+    BEGIN
+        UPDATE event_counts SET n = n - 1
+            WHERE event_key = OLD.event_key AND event_scope = OLD.event_scope
+                AND OLD.replay_of IS NULL AND OLD.event_key != '';
+        DELETE FROM event_counts
+            WHERE event_key = OLD.event_key AND event_scope = OLD.event_scope AND n <= 0;
+        INSERT INTO event_counts (event_key, event_scope, n)
+            SELECT NEW.event_key, NEW.event_scope, 1 WHERE NEW.replay_of IS NULL AND NEW.event_key != ''
+            ON CONFLICT (event_key, event_scope) DO UPDATE SET n = n + 1;
+    END;",
 ];
 
 /// Schema version this build writes and understands.
@@ -251,6 +294,52 @@ mod tests {
             )
             .unwrap();
         assert_eq!(columns, 0, "answer columns are dropped from deliveries");
+    }
+
+    #[test]
+    fn a_version_5_database_keeps_its_counts_and_new_github_deliveries_count_per_hook() {
+        use crate::store::tests::delivery;
+        use crate::store::{ListQuery, Store};
+        use portpreview_shared::Header;
+
+        let conn = Connection::open_in_memory().unwrap();
+        for sql in &MIGRATIONS[..5] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 5).unwrap();
+        for _ in 0..2 {
+            conn.execute(
+                "INSERT INTO deliveries (received_at_ms, tunnel_url, target, method, path, request_headers,
+                     request_body, request_body_size, provider, event_key, event_key_source)
+                 VALUES (5, '', '', 'POST', '/gh', x'00', x'', 0, 'github', 'guid-1', 'header:X-GitHub-Delivery')",
+                [],
+            )
+            .unwrap();
+        }
+        let store = Store::setup(conn, std::path::PathBuf::from(":memory:")).unwrap();
+        let counts = |store: &Store| -> Vec<i64> {
+            let mut page = store.list(&ListQuery::default()).unwrap();
+            page.reverse();
+            page.iter().map(|s| s.delivery_count).collect()
+        };
+        assert_eq!(counts(&store), [2, 2], "rows stored before keep their grouping");
+
+        let from_hook = |hook: &str| {
+            let mut d = delivery("guid-1", "/gh");
+            d.provider = Some("github".into());
+            d.request_headers.push(Header::new("x-github-hook-id", hook));
+            d
+        };
+        for hook in ["111", "222", "111"] {
+            store.insert_request(&from_hook(hook)).unwrap();
+        }
+        assert_eq!(
+            counts(&store),
+            [2, 2, 2, 1, 2],
+            "the org hook's copy is no retry of the repository hook's"
+        );
+        assert_eq!(store.delivery_number(4).unwrap(), 1);
+        assert_eq!(store.delivery_number(5).unwrap(), 2);
     }
 
     #[test]

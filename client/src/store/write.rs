@@ -148,8 +148,9 @@ impl Store {
         self.conn
             .prepare_cached(
                 "INSERT INTO deliveries (received_at_ms, tunnel_url, target, method, path, request_headers,
-                     request_body, request_body_size, provider, event_key, event_key_source, replay_of)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                     request_body, request_body_size, provider, event_key, event_key_source, replay_of,
+                     event_scope)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             )?
             .execute(params![
                 d.received_at_ms,
@@ -163,7 +164,8 @@ impl Store {
                 d.provider,
                 d.event_key,
                 d.event_key_source,
-                replay_of
+                replay_of,
+                d.event_scope()
             ])?;
         Ok(self.conn.last_insert_rowid())
     }

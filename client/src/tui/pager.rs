@@ -121,9 +121,9 @@ impl Pager {
         // A retry raises the delivery count of its event's older rows too
         // (first deliveries, nearly all of them, have no older rows to touch).
         if row.delivery_count > 1 {
-            let (key, count) = (row.event_key.clone(), row.delivery_count);
+            let count = row.delivery_count;
             self.for_each_cached(|r| {
-                if r.event_key == key {
+                if r.event_key == row.event_key && r.event_scope == row.event_scope {
                     r.delivery_count = r.delivery_count.max(count);
                 }
             });
@@ -314,6 +314,30 @@ mod tests {
         pager.ensure(0, 10, &source).unwrap();
         assert_eq!(pager.get(1).unwrap().id, 150);
         assert_eq!(pager.len(), 101);
+    }
+
+    #[test]
+    fn a_retry_raises_the_count_of_its_own_events_rows_only() {
+        let source = MemorySource::with_rows(0);
+        let mut pager = Pager::new(None);
+        pager.reload(&source).unwrap();
+        let from_hook = |id: i64, hook: &str, count: i64| Summary {
+            event_key: "guid-1".into(),
+            event_scope: hook.into(),
+            delivery_count: count,
+            ..summary_of(&test_delivery(id))
+        };
+        pager.upsert(from_hook(1, "111", 1));
+        pager.upsert(from_hook(2, "222", 1));
+        pager.upsert(from_hook(3, "111", 2));
+        let counts: Vec<(i64, i64)> = (0..pager.len())
+            .map(|i| pager.get(i).map(|r| (r.id, r.delivery_count)).unwrap())
+            .collect();
+        assert_eq!(
+            counts,
+            [(3, 2), (2, 1), (1, 2)],
+            "the other hook's row stays a first delivery"
+        );
     }
 
     #[test]

@@ -171,6 +171,7 @@ pub fn summary_of(d: &Delivery) -> Summary {
         provider: d.request.provider.clone(),
         event_key: d.request.event_key.clone(),
         event_key_source: d.request.event_key_source.clone(),
+        event_scope: d.request.event_scope(),
         delivery_count: d.delivery_count,
         error: d.outcome.as_ref().and_then(|o| o.error.clone()),
         replay_of: d.request.replay_of,

@@ -325,6 +325,7 @@ async fn finish(shared: &Shared, line: Line, outcome: Outcome, ticket: Option<Ti
         provider: None,
         event_key: String::new(),
         event_key_source: String::new(),
+        event_scope: String::new(),
         delivery_count: 1,
         error: outcome.error.clone(),
         replay_of: None,

@@ -83,6 +83,20 @@ pub(crate) fn provider_id(provider: Provider, headers: &[Header], body: &Body<'_
     }
 }
 
+/// What keeps apart deliveries that share an event key without being
+/// retries of one another. GitHub sends one event to a repository's hook
+/// and to its organisation's hook under one delivery ID; only the hook ID
+/// tells the two apart. `None` for every other provider.
+pub fn event_scope(provider: Option<Provider>, headers: &[Header]) -> Option<String> {
+    match provider? {
+        Provider::Github => {
+            let hook = std::str::from_utf8(header(headers, "X-GitHub-Hook-ID")?).ok()?;
+            usable(hook).map(str::to_owned)
+        }
+        _ => None,
+    }
+}
+
 /// An ID fit to be a key: no provider issues empty, huge or control-laden
 /// IDs, so such a value is not trusted (the content hash is used instead).
 fn usable(id: &str) -> Option<&str> {

@@ -145,6 +145,23 @@ fn github_key_is_exactly_the_delivery_id() {
 }
 
 #[test]
+fn only_githubs_hook_id_scopes_an_event_key() {
+    let mut h = headers(&vector("github")["headers"]);
+    assert_eq!(event_scope(Some(Provider::Github), &h), None, "no hook ID, no scope");
+    h.push(Header::new("x-github-hook-id", " 123 "));
+    assert_eq!(event_scope(Some(Provider::Github), &h).as_deref(), Some("123"));
+    assert_eq!(event_scope(Some(Provider::Stripe), &h), None);
+    assert_eq!(event_scope(None, &h), None);
+    h.push(Header::new("x-github-hook-id", "a\x1b[2J"));
+    h.retain(|header| header.value != b" 123 ");
+    assert_eq!(
+        event_scope(Some(Provider::Github), &h),
+        None,
+        "a control-laden hook ID is not trusted"
+    );
+}
+
+#[test]
 fn gitlab_falls_back_to_webhook_uuid() {
     let h = [
         Header::new("x-gitlab-event", "Push Hook"),

@@ -225,6 +225,7 @@ fn summary(delivery: NewDelivery, recorded: Option<Recorded>) -> Summary {
     let (id, delivery_number) = recorded.map_or((0, 1), |r| (r.id, r.delivery_number));
     Summary {
         id,
+        event_scope: delivery.event_scope(),
         received_at_ms: delivery.received_at_ms,
         method: delivery.method,
         path: delivery.path,
