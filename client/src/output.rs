@@ -4,6 +4,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use portpreview_shared::sanitize::escape_str;
+use portpreview_shared::text::shorten;
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -171,15 +172,6 @@ pub fn json_line(event: &TunnelEvent) -> String {
         }),
     };
     value.to_string()
-}
-
-fn shorten(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_string();
-    }
-    let mut short: String = text.chars().take(width - 1).collect();
-    short.push('…');
-    short
 }
 
 #[cfg(test)]

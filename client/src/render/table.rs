@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use portpreview_shared::sanitize::escape_str;
+use portpreview_shared::text::shorten;
 
 use crate::store::Summary;
 use crate::time::rfc3339_ms;
@@ -34,32 +35,22 @@ pub fn line(s: &Summary) -> String {
     };
     let duration = s.duration_ms.map_or_else(|| "-".into(), |ms| format!("{ms:.0} ms"));
     let provider = s.provider.as_deref().unwrap_or("-");
-    let mut event = cut(&escape_str(&s.event_key), KEY_WIDTH);
+    let mut event = shorten(&escape_str(&s.event_key), KEY_WIDTH);
     if let Some(original) = s.replay_of {
-        event = cut(&format!("replay of #{original}"), KEY_WIDTH);
+        event = shorten(&format!("replay of #{original}"), KEY_WIDTH);
     }
     format!(
         "{:>7}  {:<24}  {:<7} {:<PATH_WIDTH$} {:>6} {:>10}  {:<17} {:<KEY_WIDTH$} {:>5}",
         format!("#{}", s.id),
         rfc3339_ms(s.received_at_ms),
-        cut(&escape_str(&s.method), 7),
-        cut(&escape_str(&s.path), PATH_WIDTH),
+        shorten(&escape_str(&s.method), 7),
+        shorten(&escape_str(&s.path), PATH_WIDTH),
         status,
         duration,
-        cut(&escape_str(provider), 17),
+        shorten(&escape_str(provider), 17),
         event,
         s.delivery_count,
     )
-}
-
-/// Text cut to `width` characters, ending in `…` when cut.
-pub fn cut(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Answers that differ between attempts, grouped and shown side by side.
 
 use portpreview_shared::sanitize::escape_str;
+use portpreview_shared::text::shorten;
 use serde_json::{json, Value};
 
 use super::report::{attempts_phrase, Attempt};
@@ -83,19 +84,10 @@ pub fn side_by_side(left: &AnswerGroup, right: &AnswerGroup, width: usize) -> St
     let rows = a.len().max(b.len()).min(40);
     let mut out = String::new();
     for i in 0..rows {
-        let l = clip(a.get(i).map_or("", String::as_str), width);
-        let r = clip(b.get(i).map_or("", String::as_str), width);
+        let l = shorten(a.get(i).map_or("", String::as_str), width);
+        let r = shorten(b.get(i).map_or("", String::as_str), width);
         let marker = if a.get(i) == b.get(i) { ' ' } else { '|' };
         out.push_str(&format!("  {l:<width$} {marker} {r}\n"));
     }
     out
-}
-
-fn clip(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_string();
-    }
-    let mut clipped: String = text.chars().take(width.saturating_sub(1)).collect();
-    clipped.push('…');
-    clipped
 }

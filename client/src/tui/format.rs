@@ -44,16 +44,6 @@ pub fn duration(ms: Option<f64>) -> String {
     }
 }
 
-/// Cuts `text` to `max` characters, ending with `…` when cut.
-pub fn shorten(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
-
 /// `12,345`: thousands separated, for counts.
 pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
@@ -79,8 +69,6 @@ mod tests {
         assert_eq!(duration(Some(3.25)), "3.2 ms");
         assert_eq!(duration(Some(14.4)), "14 ms");
         assert_eq!(duration(Some(1234.0)), "1.2 s");
-        assert_eq!(shorten("evt_1NqAbCdEf", 8), "evt_1Nq…");
-        assert_eq!(shorten("evt_1", 8), "evt_1");
         assert_eq!(thousands(100_000), "100,000");
         assert_eq!(thousands(999), "999");
     }
