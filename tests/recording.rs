@@ -256,7 +256,7 @@ async fn a_request_the_relay_gave_up_on_is_recorded_with_the_relays_reason() {
     assert_eq!(reply.status, 504, "{}", reply.text());
 
     let (summary, _) = tunnel.next_delivery().await;
-    let reason = "no answer within 300 ms; the relay answered the caller 504";
+    let reason = "no answer within 300ms; the relay answered the caller 504";
     assert!(summary.id > 0, "{summary:?}");
     assert_eq!(summary.error.as_deref(), Some(reason));
     let store = portpreview::store::Store::open(&tunnel.db).expect("open the history");

@@ -8,6 +8,7 @@ use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::{Body as _, Incoming};
 use portpreview_shared::codec::EncodeError;
+use portpreview_shared::duration::format_duration;
 use portpreview_shared::message::{CHUNK_SIZE, MAX_HEADER_BYTES};
 use portpreview_shared::{ServerMessage, StreamId};
 use tokio::sync::{oneshot, Semaphore};
@@ -288,7 +289,7 @@ fn unreadable_body() -> Response<RelayBody> {
 
 /// Answers the caller 504 and tells the client why its exchange ends.
 fn timed_out(port: &StreamPort, timeout: Duration) -> Response<RelayBody> {
-    let waited = humanize(timeout);
+    let waited = format_duration(timeout);
     port.abandon(&format!("no answer within {waited}; the relay answered the caller 504"));
     answer(
         StatusCode::GATEWAY_TIMEOUT,
@@ -302,12 +303,4 @@ fn client_gone() -> Response<RelayBody> {
 
 fn bad_gateway(text: impl Into<String>) -> Response<RelayBody> {
     answer(StatusCode::BAD_GATEWAY, text)
-}
-
-fn humanize(d: Duration) -> String {
-    if d.subsec_millis() == 0 {
-        format!("{} s", d.as_secs())
-    } else {
-        format!("{} ms", d.as_millis())
-    }
 }

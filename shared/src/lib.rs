@@ -4,6 +4,7 @@
 #![warn(missing_docs)]
 
 pub mod codec;
+pub mod duration;
 pub mod hop;
 pub mod message;
 pub mod provider;

@@ -27,7 +27,7 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     writeln!(
         std::io::stdout().lock(),
         "Removed {removed} {noun} older than {}.",
-        crate::time::format_duration(args.older_than)
+        portpreview_shared::duration::format_duration(args.older_than)
     )?;
     Ok(ExitCode::SUCCESS)
 }

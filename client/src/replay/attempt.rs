@@ -245,7 +245,10 @@ impl Drop for Connection {
 
 /// "no answer within 30s", in the spelling `--timeout` takes.
 fn no_answer_within(timeout: Duration) -> String {
-    format!("no answer within {}", crate::time::format_duration(timeout))
+    format!(
+        "no answer within {}",
+        portpreview_shared::duration::format_duration(timeout)
+    )
 }
 
 fn build_request(out: &Outgoing, authority: &str) -> Result<http::Request<Full<Bytes>>, String> {

@@ -58,7 +58,7 @@ pub enum ProbeError {
     /// The read took longer than [`PROBE_TIMEOUT`].
     #[error(
         "the state probe gave no answer within {}",
-        crate::time::format_duration(PROBE_TIMEOUT)
+        portpreview_shared::duration::format_duration(PROBE_TIMEOUT)
     )]
     Timeout,
     /// The state is longer than the probe reads; the run cannot be judged.

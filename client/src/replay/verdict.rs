@@ -162,8 +162,8 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
 
 /// The state held still when it was judged: inconclusive otherwise.
 pub fn state_settled(trace: &StateTrace, settle: Duration) -> Check {
-    let window = crate::time::format_duration(settle);
-    let wait = crate::time::format_duration(settle * super::probe::FINAL_WAIT_FACTOR);
+    let window = portpreview_shared::duration::format_duration(settle);
+    let wait = portpreview_shared::duration::format_duration(settle * super::probe::FINAL_WAIT_FACTOR);
     let (passed, detail) = match (&trace.moved_to, trace.steady) {
         (Some(moved), _) => (
             false,
@@ -178,7 +178,7 @@ pub fn state_settled(trace: &StateTrace, settle: Duration) -> Check {
             false,
             format!(
                 "the state never held still for {window} within {}: raise --settle",
-                crate::time::format_duration(settle * super::probe::SETTLE_CAP_FACTOR)
+                portpreview_shared::duration::format_duration(settle * super::probe::SETTLE_CAP_FACTOR)
             ),
         ),
         (None, true) => (

@@ -173,9 +173,9 @@ pub async fn connect(options: &ConnectOptions) -> Result<(RelaySocket, Welcome),
         .await
         .map_err(|_| {
             ConnectError::Unreachable(format!(
-                "{} (no answer within {}s)",
+                "{} (no answer within {})",
                 options.url,
-                UPGRADE_TIMEOUT.as_secs()
+                portpreview_shared::duration::format_duration(UPGRADE_TIMEOUT)
             ))
         })?
         .map_err(|err| match upgrade_error(err, options) {

@@ -218,7 +218,7 @@ async fn exchange(
             let reason = format!(
                 "{} did not answer within {}",
                 shared.forwarder.target(),
-                crate::time::format_duration(shared.local_timeout)
+                portpreview_shared::duration::format_duration(shared.local_timeout)
             );
             return answer_error(stream, outbox, started, 504, reason);
         }
