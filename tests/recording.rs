@@ -379,4 +379,56 @@ async fn a_client_killed_mid_burst_keeps_every_answered_delivery_and_readers_nev
     }
     let lost: Vec<_> = answered.difference(&stored).collect();
     assert!(lost.is_empty(), "answered 2xx but missing from the history: {lost:?}");
+    let waiting: Vec<String> = conn
+        .prepare(
+            "SELECT path FROM deliveries d
+             WHERE NOT EXISTS (SELECT 1 FROM outcomes o WHERE o.delivery_id = d.id)",
+        )
+        .expect("query")
+        .query_map([], |row| row.get(0))
+        .expect("rows")
+        .collect::<Result<_, _>>()
+        .expect("paths");
+    assert!(
+        waiting.is_empty(),
+        "still shown as waiting for an answer that died with the client: {waiting:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_delivery_whose_client_was_killed_before_the_answer_is_not_shown_waiting_for_good() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::slow(Duration::from_secs(30)).await;
+    let (mut client, url) = Running::tunnel(&handler.url(), &relay.http_url(), &db, dir.path()).await;
+    let caller = tokio::spawn(async move { caller::post(&format!("{url}/slow"), "{\"id\":\"evt_cut\"}").await });
+
+    // The request is in SQLite, its answer not yet come.
+    let store = portpreview::store::Store::open(&db).expect("open the history");
+    let started = std::time::Instant::now();
+    while store.list(&Default::default()).expect("list").is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the request never reached the history"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(store);
+    client.signal("KILL");
+    let _ = client.exit_code(Duration::from_secs(10)).await;
+    assert_eq!(
+        caller.await.expect("caller task").status,
+        502,
+        "the relay answers for the dead client"
+    );
+
+    // The next process to open the history gives it an outcome.
+    let store = portpreview::store::Store::open(&db).expect("reopen the history");
+    let listed = store.list(&Default::default()).expect("list");
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        (listed[0].status, listed[0].error.as_deref()),
+        (None, Some("PortPreview stopped before it recorded the answer"))
+    );
 }

@@ -152,6 +152,14 @@ const MIGRATIONS: &[&str] = &[
             SELECT NEW.event_key, NEW.event_scope, 1 WHERE NEW.replay_of IS NULL AND NEW.event_key != ''
             ON CONFLICT (event_key, event_scope) DO UPDATE SET n = n + 1;
     END;",
+    // Version 7: requests a recorder stored before their answers, by its
+    // inbox, so that when the recorder dies the next open can give them an
+    // outcome instead of leaving them waiting for good. Most answers land in
+    // the same transaction as their requests and never pass through here.
+    "CREATE TABLE unanswered (
+        delivery_id INTEGER PRIMARY KEY REFERENCES deliveries (id) ON DELETE CASCADE,
+        inbox TEXT NOT NULL
+    );",
 ];
 
 /// Schema version this build writes and understands.

@@ -114,6 +114,44 @@ impl Store {
         Ok(())
     }
 
+    /// Notes that delivery `id`, stored by the recorder owning inbox `inbox`,
+    /// waits for its answer; the caller provides the transaction.
+    pub(crate) fn note_unanswered_row(&self, id: i64, inbox: &str) -> rusqlite::Result<()> {
+        self.conn
+            .prepare_cached("INSERT OR REPLACE INTO unanswered (delivery_id, inbox) VALUES (?1, ?2)")?
+            .execute(params![id, inbox])?;
+        Ok(())
+    }
+
+    /// Notes that delivery `id` has its answer; the caller provides the
+    /// transaction.
+    pub(crate) fn forget_unanswered_row(&self, id: i64) -> rusqlite::Result<()> {
+        self.conn
+            .prepare_cached("DELETE FROM unanswered WHERE delivery_id = ?1")?
+            .execute([id])?;
+        Ok(())
+    }
+
+    /// Gives every delivery that the recorder owning inbox `inbox` left
+    /// waiting for its answer the outcome `o`. Returns how many there were.
+    pub(crate) fn close_unanswered(&self, inbox: &str, o: &Outcome) -> Result<usize, StoreError> {
+        self.write(|store| {
+            let ids: Vec<i64> = store
+                .conn
+                .prepare_cached("SELECT delivery_id FROM unanswered WHERE inbox = ?1")?
+                .query_map([inbox], |row| row.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            for id in &ids {
+                store.outcome_row(*id, o)?;
+            }
+            store
+                .conn
+                .prepare_cached("DELETE FROM unanswered WHERE inbox = ?1")?
+                .execute([inbox])?;
+            Ok(ids.len())
+        })
+    }
+
     /// How far inbox `name` has been moved into the history (0: not at all).
     pub(crate) fn inbox_applied(&self, name: &str) -> Result<u64, StoreError> {
         let seq: Option<i64> = self

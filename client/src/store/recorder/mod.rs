@@ -17,7 +17,10 @@
 //! for the writer to catch up, so bodies arriving faster than SQLite takes
 //! them never pile up in memory. If the process dies, the next one to open
 //! the history moves what the inbox still holds into SQLite (a reading one
-//! only if the lock is free at once; see [`Store::open_existing`]).
+//! only if the lock is free at once; see [`Store::open_existing`]), and
+//! gives every request whose answer died with it an outcome that says so: a
+//! request committed without its answer is noted, by inbox, until the
+//! answer comes.
 
 mod recover;
 mod writer;
@@ -146,10 +149,10 @@ impl Recorder {
         let inbox = Arc::new(Mutex::new(inbox));
         let (settled, done) = (Arc::clone(&inbox), Arc::clone(&applied));
         let thread = std::thread::Builder::new().name(WRITER_THREAD.into()).spawn(move || {
-            writer.run(&jobs);
+            let complete = writer.run(&jobs);
             // The thread settles the inbox itself, so that a handle
             // dropped without waiting still leaves no file behind.
-            settle(&settled, done.load(Ordering::Acquire));
+            settle(&settled, done.load(Ordering::Acquire), complete);
         })?;
         let shared = Arc::new(Shared {
             inbox,
@@ -243,7 +246,7 @@ impl RecorderHandle {
         if thread.join().is_err() {
             tracing::warn!("history writer panicked");
             // It never got to settle the inbox.
-            settle(&self.shared.inbox, self.shared.applied.load(Ordering::Acquire));
+            settle(&self.shared.inbox, self.shared.applied.load(Ordering::Acquire), false);
         }
     }
 
@@ -268,11 +271,12 @@ impl Drop for RecorderHandle {
 }
 
 /// Once the writer has stopped, with `applied` the newest sequence number it
-/// committed: removes the inbox if all of it is in SQLite, and otherwise
-/// writes it out for the next open to move the rest in.
-fn settle(inbox: &Mutex<Inbox>, applied: u64) {
+/// committed and `complete` whether it finished its work: removes the inbox
+/// if all of it is in SQLite, and otherwise writes it out for the next open
+/// to move the rest in.
+fn settle(inbox: &Mutex<Inbox>, applied: u64, complete: bool) {
     let mut inbox = inbox.lock().unwrap_or_else(|p| p.into_inner());
-    if inbox.all_applied(applied) {
+    if complete && inbox.all_applied(applied) {
         inbox.discard();
     } else {
         if let Err(err) = inbox.flush() {

@@ -18,6 +18,14 @@ use crate::store::{NewDelivery, Outcome, Store, StoreError};
 /// request as still waiting, for good.
 pub(crate) const ORPHANED: &str = "PortPreview stopped before it recorded the answer";
 
+/// The outcome given to a request whose answer its recorder never stored.
+pub(super) fn orphaned() -> Outcome {
+    Outcome {
+        error: Some(ORPHANED.into()),
+        ..Outcome::default()
+    }
+}
+
 /// Most requests moved in one transaction.
 const BATCH: usize = 1000;
 
@@ -37,6 +45,8 @@ fn recover_in_batches(store: &Store, most: usize, most_bytes: usize) -> Result<u
     let mut moved = 0;
     for orphan in inbox::orphans(store.path()) {
         moved += move_in(store, &orphan, most, most_bytes)?;
+        // Requests it stored in SQLite itself whose answers died with it.
+        store.close_unanswered(&orphan.name, &orphaned())?;
         let name = orphan.name.clone();
         // The mark outlives the file: should removing it fail, the next
         // open skips what was moved instead of moving it twice.
@@ -64,10 +74,7 @@ fn move_in(store: &Store, orphan: &Orphan, most: usize, most_bytes: usize) -> Re
         }
         let full = batch.len() >= most || bytes >= most_bytes;
         if let Some(newest) = batch.last().map(|(seq, _)| *seq).filter(|_| full || ended) {
-            let orphaned = Outcome {
-                error: Some(ORPHANED.into()),
-                ..Outcome::default()
-            };
+            let orphaned = orphaned();
             store.write(|store| {
                 for (_, delivery) in &batch {
                     let row = store.insert_recorded_row(delivery)?;
@@ -145,6 +152,49 @@ mod tests {
             Store::open(&path).unwrap().list(&ListQuery::default()).unwrap().len(),
             1
         );
+    }
+
+    #[test]
+    fn requests_a_dead_recorder_stored_without_their_answers_get_an_outcome_and_a_live_ones_keep_waiting() {
+        let dir = ScratchDir::new("recorder-recover-unanswered");
+        let path = dir.0.join("history.db");
+        let store = Store::open(&path).unwrap();
+        let live = Inbox::create(&path, &[]).unwrap();
+        let dead = dead_inbox(&path, 0, 0);
+        let stored = |key: &str, inbox: &str| {
+            store
+                .write(|s| {
+                    let id = s.insert_request_row(&delivery(key, "/"))?;
+                    s.note_unanswered_row(id, inbox)?;
+                    Ok(id)
+                })
+                .unwrap()
+        };
+        let cut_off = stored("evt_cut_off", &dead);
+        let in_flight = stored("evt_in_flight", live.name());
+        let answered = store.insert_request(&delivery("evt_answered", "/")).unwrap();
+        store
+            .record_outcome(
+                answered,
+                &Outcome {
+                    status: Some(200),
+                    ..Outcome::default()
+                },
+            )
+            .unwrap();
+        drop(store);
+
+        let reopened = Store::open(&path).unwrap();
+        let outcome = |id| reopened.get(id).unwrap().unwrap().outcome;
+        let cut_off = outcome(cut_off).expect("an outcome for the request its recorder died with");
+        assert_eq!((cut_off.status, cut_off.error.as_deref()), (None, Some(ORPHANED)));
+        assert_eq!(
+            outcome(in_flight),
+            None,
+            "a live recorder's request still waits for its answer"
+        );
+        assert_eq!(outcome(answered).and_then(|o| o.status), Some(200));
+        assert!(inbox::orphans(&path).is_empty(), "the dead inbox is gone");
     }
 
     /// An inbox left by a recorder that died, holding `count` requests to

@@ -3,7 +3,7 @@
 //! the store refuses for now and tries it again, and reports each delivery
 //! once both its halves are stored.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::recover::identify;
+use super::recover::{identify, orphaned};
 use super::{OnRecorded, Recorded};
 use crate::store::{NewDelivery, Outcome, Store, StoreError, Summary};
 
@@ -75,7 +75,10 @@ pub(super) struct Writer {
 }
 
 impl Writer {
-    pub(super) fn run(mut self, jobs: &Receiver<Job>) {
+    /// Writes batches until asked to stop. Returns true when the history
+    /// then holds everything it was given, the absence of the answers that
+    /// never came included; false when the inbox must stay for the next open.
+    pub(super) fn run(mut self, jobs: &Receiver<Job>) -> bool {
         let mut batch = Vec::with_capacity(64);
         // Set while the store refuses batches for now: the batch is kept
         // and tried again after this pause, with whatever came meanwhile.
@@ -90,7 +93,7 @@ impl Writer {
                         }
                         batch.push(first);
                     }
-                    Err(_) => return,
+                    Err(_) => return self.close_unanswered(),
                 },
                 Some(wait) => {
                     if let Ok(job) = jobs.recv_timeout(wait) {
@@ -119,6 +122,9 @@ impl Writer {
                         self.stalled.store(false, Ordering::Release);
                         tracing::warn!("the history takes deliveries again");
                     }
+                    if stop {
+                        return self.close_unanswered();
+                    }
                 }
                 // At shutdown the requests stay in the inbox, which the next
                 // open moves into the history.
@@ -130,10 +136,29 @@ impl Writer {
                     pause = Some(pause.map_or(RETRY_FIRST, |p| (p * 2).min(RETRY_MOST)));
                     continue;
                 }
-                Err(err) => tracing::warn!(%err, "the history refused the last deliveries; they stay in its inbox"),
+                Err(err) => {
+                    tracing::warn!(%err, "the history refused the last deliveries; they stay in its inbox");
+                    return false;
+                }
             }
-            if stop {
-                return;
+        }
+    }
+
+    /// Gives the requests still waiting for their answers, now that none
+    /// will come, the outcome that says so. Returns false when that failed:
+    /// the inbox then stays for the next open to do it.
+    fn close_unanswered(&mut self) -> bool {
+        self.awaited.clear();
+        match self.store.close_unanswered(&self.inbox_name, &orphaned()) {
+            Ok(closed) => {
+                if closed > 0 {
+                    tracing::debug!(closed, "requests left without an answer at shutdown");
+                }
+                true
+            }
+            Err(err) => {
+                tracing::warn!(%err, "cannot mark the requests left without an answer; the next open will");
+                false
             }
         }
     }
@@ -160,21 +185,33 @@ impl Writer {
             // Where this batch's requests landed, by ticket; their answers,
             // often in the same batch, find their rows here.
             let mut rows = HashMap::new();
+            let mut answered = HashSet::new();
             for job in batch.iter() {
                 match job {
                     Job::Request { seq, delivery, .. } => {
                         rows.insert(*seq, store.insert_recorded_row(delivery)?);
                     }
-                    Job::Outcome { seq, outcome, .. } => {
-                        let id = rows
-                            .get(seq)
-                            .map(|row| row.id)
-                            .or_else(|| awaited.get(seq).map(|s| s.id));
-                        if let Some(id) = id.filter(|id| *id > 0) {
-                            store.outcome_row(id, outcome)?;
+                    Job::Outcome { seq, outcome, .. } => match rows.get(seq) {
+                        Some(row) => {
+                            answered.insert(*seq);
+                            store.outcome_row(row.id, outcome)?;
                         }
-                    }
+                        None => {
+                            let earlier = awaited.get(seq).map(|s| s.id).filter(|id| *id > 0);
+                            if let Some(id) = earlier {
+                                store.outcome_row(id, outcome)?;
+                                store.forget_unanswered_row(id)?;
+                            }
+                        }
+                    },
                     Job::Shutdown => {}
+                }
+            }
+            // A request committed without its answer is noted, so that
+            // should this process die, the next open gives it an outcome.
+            for (seq, row) in &rows {
+                if !answered.contains(seq) {
+                    store.note_unanswered_row(row.id, inbox_name)?;
                 }
             }
             if let Some(seq) = newest {
@@ -306,6 +343,55 @@ mod tests {
         assert_eq!(report.status, Some(202));
         let stored = reader.list(&ListQuery::default()).unwrap();
         assert_eq!((stored[0].id, stored[0].status), (report.id, Some(202)));
+    }
+
+    /// Deliveries stored without their answers, as the next open sees them.
+    fn left_unanswered(path: &std::path::Path) -> i64 {
+        let reader = rusqlite::Connection::open(path).unwrap();
+        reader
+            .query_row("SELECT count(*) FROM unanswered", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_request_stored_before_its_answer_is_noted_until_the_answer_comes() {
+        let dir = ScratchDir::new("recorder-unanswered");
+        let path = dir.0.join("history.db");
+        let (recorder, handle, mut reported) = start(&path);
+        let ticket = recorder.record_request(delivery("evt_slow", "/")).await.unwrap();
+        let started = std::time::Instant::now();
+        while left_unanswered(&path) == 0 {
+            assert!(started.elapsed() < Duration::from_secs(5), "never noted");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        recorder.record_outcome(ticket, answered(200)).await.unwrap();
+        assert_eq!(next_report(&mut reported).await.status, Some(200));
+        assert_eq!(left_unanswered(&path), 0, "forgotten once answered");
+        recorded(&recorder, &mut reported, delivery("evt_quick", "/")).await;
+        assert_eq!(left_unanswered(&path), 0, "an answer in the same batch is never noted");
+        handle.shutdown();
+    }
+
+    #[tokio::test]
+    async fn at_shutdown_a_request_whose_answer_never_came_says_so() {
+        let dir = ScratchDir::new("recorder-unanswered-stop");
+        let path = dir.0.join("history.db");
+        let (recorder, handle, _reported) = start(&path);
+        recorder.record_request(delivery("evt_cut", "/")).await.unwrap();
+        let started = std::time::Instant::now();
+        while left_unanswered(&path) == 0 {
+            assert!(started.elapsed() < Duration::from_secs(5), "never stored");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        handle.shutdown();
+        let store = Store::open(&path).unwrap();
+        let stored = store.list(&ListQuery::default()).unwrap();
+        assert_eq!(
+            (stored[0].status, stored[0].error.as_deref()),
+            (None, Some(super::super::recover::ORPHANED)),
+            "not shown as waiting for good"
+        );
+        assert_eq!(left_unanswered(&path), 0);
     }
 
     #[tokio::test]
