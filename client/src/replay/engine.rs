@@ -76,10 +76,7 @@ pub async fn run(
     }
     let plan = Plan::new(request, opts)?;
     let pool = Pool::open(&plan.endpoint, opts.timeout).await?;
-    let probe = match &opts.probe {
-        Some(spec) => Some(Probe::open(spec).await?),
-        None => None,
-    };
+    let probe = opts.probe.as_ref().map(Probe::new).transpose()?;
     let mut run = Run {
         plan: &plan,
         opts,
