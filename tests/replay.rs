@@ -4,97 +4,13 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::bin::{portpreview_bin, run_into_a_closed_pipe};
 use common::handlers::{slack_delivery, stripe_delivery, Behaviour, Handler, STRIPE_SECRET};
-use portpreview::store::{NewDelivery, Outcome, Store};
+use common::history::{portpreview, History};
+use portpreview::store::{NewDelivery, Store};
 use serde_json::Value;
-
-/// A history database holding one delivery.
-struct History {
-    dir: tempfile::TempDir,
-    id: i64,
-}
-
-impl History {
-    fn with(delivery: &NewDelivery) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("history.db")).unwrap();
-        let outcome = Outcome {
-            status: Some(200),
-            duration_ms: 3.0,
-            ..Outcome::default()
-        };
-        let id = store.insert_delivery(delivery, &outcome).unwrap();
-        Self { dir, id }
-    }
-
-    fn db(&self) -> PathBuf {
-        self.dir.path().join("history.db")
-    }
-
-    fn replay(&self, args: &[&str]) -> Ran {
-        let id = self.id.to_string();
-        let mut all = vec!["replay", id.as_str()];
-        all.extend_from_slice(args);
-        portpreview(&self.db(), &all)
-    }
-
-    /// `replay` with `handler`'s state URL as the side-effect probe,
-    /// settled for 100 ms.
-    fn replay_probed(&self, handler: &Handler, args: &[&str]) -> Ran {
-        let state = handler.state_url();
-        let mut all = vec!["--check-url", state.as_str(), "--settle", "100ms"];
-        all.extend_from_slice(args);
-        self.replay(&all)
-    }
-}
-
-/// What a `portpreview` run left behind.
-struct Ran {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Ran {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|err| panic!("not JSON ({err}): {}\n{}", self.stdout, self.stderr))
-    }
-
-    fn check(&self, name: &str) -> Value {
-        let json = self.json();
-        json["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == name)
-            .unwrap_or_else(|| panic!("no check {name} in {json:#}"))
-            .clone()
-    }
-}
-
-/// Runs the real binary with a private config and no secrets from the environment.
-fn portpreview(db: &Path, args: &[&str]) -> Ran {
-    let output = Command::new(portpreview_bin())
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .env("PORTPREVIEW_CONFIG", db.with_extension("config.toml"))
-        .env_remove("PORTPREVIEW_SECRET")
-        .env_remove("PORTPREVIEW_SECRET_STRIPE")
-        .env_remove("PORTPREVIEW_DB")
-        .output()
-        .unwrap();
-    Ran {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
 
 #[test]
 fn a_handler_that_credits_every_delivery_is_not_idempotent() {

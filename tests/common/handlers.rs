@@ -56,6 +56,15 @@ pub enum Behaviour {
     },
 }
 
+/// How a handler takes its connections.
+#[derive(Debug, Clone, Copy)]
+enum Serving {
+    /// Each on its own task, as most servers do.
+    Concurrently,
+    /// Each served to its end before the next is accepted.
+    OneConnectionAtATime,
+}
+
 /// A running handler; stops when dropped.
 pub struct Handler {
     /// Where it listens.
@@ -83,6 +92,17 @@ impl Handler {
     /// filler, as a dump of a large table would: only a probe that reads
     /// that far sees the balance.
     pub fn with_padded_state(behaviour: Behaviour, padding: usize) -> Self {
+        Self::launch(behaviour, padding, Serving::Concurrently)
+    }
+
+    /// Starts a handler that serves one connection at a time, keeping each
+    /// alive until its client closes it, as Python's `http.server` and
+    /// `php -S` do.
+    pub fn one_connection_at_a_time(behaviour: Behaviour) -> Self {
+        Self::launch(behaviour, 0, Serving::OneConnectionAtATime)
+    }
+
+    fn launch(behaviour: Behaviour, padding: usize, serving: Serving) -> Self {
         let dir = tempfile::tempdir().expect("handler temp dir");
         let db_path = dir.path().join("handler.db");
         let conn = Connection::open(&db_path).expect("open handler database");
@@ -118,7 +138,12 @@ impl Handler {
                     let shared = shared.clone();
                     async move { respond(request, &shared).await }
                 };
-                super::local::serve_http(listener, respond, stop).await;
+                match serving {
+                    Serving::Concurrently => super::local::serve_http(listener, respond, stop).await,
+                    Serving::OneConnectionAtATime => {
+                        super::local::serve_http_one_connection_at_a_time(listener, respond, stop).await;
+                    }
+                }
             });
         });
         let addr = ready_rx.recv().expect("handler started");

@@ -12,7 +12,7 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -157,30 +157,55 @@ where
     Fut: std::future::Future<Output = Response<Full<Bytes>>> + Send + 'static,
 {
     let connections = TaskTracker::new();
-    loop {
-        let (socket, _) = tokio::select! {
-            () = shutdown.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(_) => continue,
-            },
-        };
-        let _ = socket.set_nodelay(true);
-        let respond = respond.clone();
-        let stop = shutdown.clone();
-        connections.spawn(async move {
-            let service = service_fn(move |request: Request<Incoming>| {
-                let answer = respond(request);
-                async move { Ok::<_, Infallible>(answer.await) }
-            });
-            let connection = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(socket), service);
-            tokio::select! {
-                _ = connection => {}
-                () = stop.cancelled() => {}
-            }
-        });
+    while let Some(socket) = accept(&listener, &shutdown).await {
+        connections.spawn(serve_connection(socket, respond.clone(), shutdown.clone()));
     }
     connections.close();
+}
+
+/// Serves HTTP/1 as [`serve_http`] does, but one connection at a time: each
+/// is served, kept alive for as long as its client wants, before the next is
+/// accepted. Python's `http.server.HTTPServer`, `php -S` and many small test
+/// servers work this way, and a client that holds one connection open while
+/// it waits on another starves them.
+pub async fn serve_http_one_connection_at_a_time<F, Fut>(listener: TcpListener, respond: F, shutdown: CancellationToken)
+where
+    F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Response<Full<Bytes>>> + Send + 'static,
+{
+    while let Some(socket) = accept(&listener, &shutdown).await {
+        serve_connection(socket, respond.clone(), shutdown.clone()).await;
+    }
+}
+
+/// The next connection, or `None` once `shutdown` is cancelled.
+async fn accept(listener: &TcpListener, shutdown: &CancellationToken) -> Option<TcpStream> {
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return None,
+            accepted = listener.accept() => if let Ok((socket, _)) = accepted {
+                let _ = socket.set_nodelay(true);
+                return Some(socket);
+            },
+        }
+    }
+}
+
+/// Serves every request on `socket` until its client closes it or `shutdown`.
+async fn serve_connection<F, Fut>(socket: TcpStream, respond: F, shutdown: CancellationToken)
+where
+    F: Fn(Request<Incoming>) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Response<Full<Bytes>>> + Send + 'static,
+{
+    let service = service_fn(move |request: Request<Incoming>| {
+        let answer = respond(request);
+        async move { Ok::<_, Infallible>(answer.await) }
+    });
+    let connection = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(socket), service);
+    tokio::select! {
+        _ = connection => {}
+        () = shutdown.cancelled() => {}
+    }
 }
 
 async fn answer(request: Request<Incoming>, reply: &Reply, seen: &Mutex<Vec<Seen>>) -> Response<Full<Bytes>> {

@@ -6,6 +6,7 @@
 pub mod bin;
 pub mod caller;
 pub mod handlers;
+pub mod history;
 pub mod local;
 pub mod process;
 pub mod relay;

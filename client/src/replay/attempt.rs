@@ -137,11 +137,20 @@ impl Connection {
         Ok(conn)
     }
 
-    async fn reconnect(&mut self) -> std::io::Result<()> {
+    /// Closes the connection and waits until its socket is shut, so a
+    /// handler that serves one connection at a time is free for the next
+    /// one. The next request connects afresh.
+    pub async fn close(&mut self) {
+        self.sender = None;
         if let Some(driver) = self.driver.take() {
             driver.abort();
+            // Cancelled, or already ended: either way the socket is dropped.
+            let _ = driver.await;
         }
-        self.sender = None;
+    }
+
+    async fn reconnect(&mut self) -> std::io::Result<()> {
+        self.close().await;
         let stream = TcpStream::connect((self.endpoint.host.as_str(), self.endpoint.port)).await?;
         stream.set_nodelay(true)?;
         let io = hyper_util::rt::TokioIo::new(stream);

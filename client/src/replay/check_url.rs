@@ -1,48 +1,59 @@
 //! Reading `--check-url`: the body of a GET is the state.
 //!
-//! The probe keeps its connection alive between reads, as attempts do, but
-//! keeps far more of each answer: a state is compared whole, and a change
-//! past the part kept would go unseen.
+//! Each read has a connection of its own, closed once the answer is in.
+//! Many local handlers (Python's `http.server`, `php -S`) serve one
+//! connection at a time: a probe connection kept alive beside the attempts'
+//! would leave the handler serving one while the other waits, until one of
+//! them times out. A read keeps far more of each answer than an attempt: a
+//! state is compared whole, and a change past the part kept would go unseen.
 
 use bytes::Bytes;
+use portpreview_shared::Header;
 
 use super::attempt::{Connection, Endpoint, Outgoing};
 use super::probe::ProbeError;
 
-/// A `--check-url` ready to read, with its kept-alive connection.
+/// A `--check-url` ready to read.
 pub(super) struct UrlProbe {
     url: String,
+    endpoint: Endpoint,
     path: String,
-    conn: Connection,
     limit: usize,
 }
 
 impl UrlProbe {
-    /// Connects now, so a wrong port fails before anything is sent; reads
-    /// answers of up to `limit` bytes.
-    pub(super) async fn open(url: &str, limit: usize) -> Result<Self, ProbeError> {
+    /// Checks the URL; reads answers of up to `limit` bytes. Nothing is
+    /// connected yet: the run reads the state before its first attempt, so
+    /// a wrong port still fails before anything is sent.
+    pub(super) fn new(url: &str, limit: usize) -> Result<Self, ProbeError> {
         let (endpoint, path) = parse_url(url)?;
-        let conn = Connection::open(endpoint).await.map_err(|err| ProbeError::Http {
-            url: url.to_string(),
-            detail: format!("nothing: {err}"),
-        })?;
         Ok(Self {
             url: url.to_string(),
+            endpoint,
             path,
-            conn: conn.keeping(limit),
             limit,
         })
     }
 
-    /// GETs the state once.
+    /// GETs the state once, on a connection closed before this returns.
     pub(super) async fn read(&mut self) -> Result<String, ProbeError> {
+        let mut conn = Connection::open(self.endpoint.clone())
+            .await
+            .map_err(|err| ProbeError::Http {
+                url: self.url.clone(),
+                detail: format!("nothing: {err}"),
+            })?
+            .keeping(self.limit);
         let request = Outgoing {
             method: "GET".into(),
             path: self.path.clone(),
-            headers: Vec::new(),
+            // Tells the handler too that no second request is coming, so it
+            // moves on to the next connection as soon as it has answered.
+            headers: vec![Header::new("connection", "close")],
             body: Bytes::new(),
         };
-        let answer = self.conn.send(&request).await;
+        let answer = conn.send(&request).await;
+        conn.close().await;
         match (answer.status, answer.error) {
             (Some(status), _) if (200..300).contains(&status) => {
                 if answer.body_size > answer.body.len() as u64 {
@@ -88,6 +99,8 @@ pub fn parse_url(url: &str) -> Result<(Endpoint, String), ProbeError> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpListener;
 
@@ -123,12 +136,12 @@ mod tests {
         let mut state = vec![b'.'; 200 * 1024];
         state.extend_from_slice(b"balance: 3\n");
         let (url, server) = serve(state.clone()).await;
-        let mut probe = UrlProbe::open(&url, state.len()).await.unwrap();
+        let mut probe = UrlProbe::new(&url, state.len()).unwrap();
         assert_eq!(probe.read().await.unwrap().as_bytes(), state);
         server.abort();
 
         let (url, server) = serve(state.clone()).await;
-        let mut probe = UrlProbe::open(&url, state.len() - 1).await.unwrap();
+        let mut probe = UrlProbe::new(&url, state.len() - 1).unwrap();
         let err = probe.read().await.unwrap_err();
         assert!(matches!(err, ProbeError::TooLarge { .. }), "{err}");
         assert!(
@@ -136,6 +149,31 @@ mod tests {
                 .starts_with(&format!("--check-url {url} gave more than")),
             "{err}"
         );
+        server.abort();
+    }
+
+    #[tokio::test]
+    async fn each_read_has_a_connection_of_its_own_closed_before_it_returns() {
+        // Serves one connection at a time, keeping each alive until its
+        // client closes it, and answers with the connection's number.
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/state", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move {
+            for n in 1.. {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                let mut chunk = [0; 1024];
+                while socket.read(&mut chunk).await.unwrap_or(0) > 0 {
+                    let answer = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{n}", n.to_string().len());
+                    socket.write_all(answer.as_bytes()).await.unwrap();
+                }
+            }
+        });
+        let mut probe = UrlProbe::new(&url, 1024).unwrap();
+        let reads = async { (probe.read().await.unwrap(), probe.read().await.unwrap()) };
+        let reads = tokio::time::timeout(Duration::from_secs(10), reads)
+            .await
+            .expect("the second read was served: the first left no connection open");
+        assert_eq!(reads, ("1".to_string(), "2".to_string()));
         server.abort();
     }
 

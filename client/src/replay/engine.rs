@@ -12,26 +12,37 @@ use super::report::{Attempt, Report, Role, StateTrace};
 use super::{verdict, Phase, Progress, ReplayError, ReplayOptions, MAX_CONCURRENCY, MAX_TIMES};
 use crate::store::NewDelivery;
 
-/// Kept-alive connections, one per attempt in flight.
+/// Connections for the attempts, one per attempt in flight.
 struct Pool {
     endpoint: Endpoint,
     timeout: Duration,
     conns: Vec<Connection>,
+    /// Whether an answered attempt's connection stays open for the next one.
+    /// Not while the state is probed: many local handlers (Python's
+    /// `http.server`, `php -S`) serve one connection at a time, and an idle
+    /// attempt connection would starve the probe, or a sibling attempt of the
+    /// same batch, until one timed out. The probe's settle window dwarfs
+    /// the handshake this costs.
+    keep_alive: bool,
 }
 
 impl Pool {
-    /// Connects the first connection now, so a target that is down stops the run before it starts.
-    async fn open(endpoint: &Endpoint, timeout: Duration) -> Result<Self, ReplayError> {
-        let first = Connection::open_within(endpoint.clone(), timeout)
+    /// Connects once now, so a target that is down stops the run before it starts.
+    async fn open(endpoint: &Endpoint, timeout: Duration, keep_alive: bool) -> Result<Self, ReplayError> {
+        let mut first = Connection::open_within(endpoint.clone(), timeout)
             .await
             .map_err(|error| ReplayError::TargetDown {
                 target: endpoint.authority(),
                 error,
             })?;
+        if !keep_alive {
+            first.close().await;
+        }
         Ok(Self {
             endpoint: endpoint.clone(),
             timeout,
             conns: vec![first],
+            keep_alive,
         })
     }
 
@@ -75,11 +86,8 @@ pub async fn run(
         return Err(ReplayError::Timeout);
     }
     let plan = Plan::new(request, opts)?;
-    let pool = Pool::open(&plan.endpoint, opts.timeout).await?;
-    let probe = match &opts.probe {
-        Some(spec) => Some(Probe::open(spec).await?),
-        None => None,
-    };
+    let pool = Pool::open(&plan.endpoint, opts.timeout, opts.probe.is_none()).await?;
+    let probe = opts.probe.as_ref().map(Probe::new).transpose()?;
     let mut run = Run {
         plan: &plan,
         opts,
@@ -198,12 +206,16 @@ impl Run<'_> {
         let progress = self.progress;
         let total = self.total;
         let done = AtomicU32::new(self.attempts.len() as u32);
+        let keep_alive = self.pool.keep_alive;
         let sends = self.pool.take(count as usize).iter_mut().map(|conn| {
             let done = &done;
             async move {
                 let out = plan.outgoing(variant)?;
                 let sent_at = SystemTime::now();
                 let answer = conn.send(&out).await;
+                if !keep_alive {
+                    conn.close().await;
+                }
                 let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
                 progress(Progress {
                     done: finished,

@@ -110,7 +110,7 @@ pub struct Settled {
     pub steady: bool,
 }
 
-/// A ready probe: a command, or a URL with its kept-alive connection.
+/// A ready probe: a command, or a URL.
 pub struct Probe {
     kind: Kind,
 }
@@ -121,11 +121,11 @@ enum Kind {
 }
 
 impl Probe {
-    /// Prepares a probe; a URL probe connects now, so a wrong port fails early.
-    pub async fn open(spec: &ProbeSpec) -> Result<Self, ProbeError> {
+    /// Prepares a probe; a URL that is not `http://` fails here.
+    pub fn new(spec: &ProbeSpec) -> Result<Self, ProbeError> {
         let kind = match spec {
             ProbeSpec::Cmd(cmd) => Kind::Cmd(cmd.clone()),
-            ProbeSpec::Url(url) => Kind::Url(UrlProbe::open(url, STATE_LIMIT).await?),
+            ProbeSpec::Url(url) => Kind::Url(UrlProbe::new(url, STATE_LIMIT)?),
         };
         Ok(Self { kind })
     }
@@ -239,23 +239,19 @@ mod tests {
 
     #[tokio::test]
     async fn a_command_probe_prints_the_state_and_a_failing_one_is_an_error() {
-        let mut probe = Probe::open(&ProbeSpec::Cmd("echo 42".into())).await.unwrap();
+        let mut probe = Probe::new(&ProbeSpec::Cmd("echo 42".into())).unwrap();
         assert_eq!(probe.read().await.unwrap(), "42\n");
-        let mut probe = Probe::open(&ProbeSpec::Cmd("echo oops >&2; exit 3".into()))
-            .await
-            .unwrap();
+        let mut probe = Probe::new(&ProbeSpec::Cmd("echo oops >&2; exit 3".into())).unwrap();
         let err = probe.read().await.unwrap_err().to_string();
         assert!(err.contains("oops"), "{err}");
     }
 
     #[tokio::test]
     async fn a_state_is_read_whole_up_to_the_limit_and_refused_beyond_it() {
-        let mut probe = Probe::open(&ProbeSpec::Cmd("head -c 1048576 /dev/zero".into()))
-            .await
-            .unwrap();
+        let mut probe = Probe::new(&ProbeSpec::Cmd("head -c 1048576 /dev/zero".into())).unwrap();
         assert_eq!(probe.read().await.unwrap().len(), 1024 * 1024);
         let over = format!("head -c {} /dev/zero", STATE_LIMIT + 1);
-        let mut probe = Probe::open(&ProbeSpec::Cmd(over)).await.unwrap();
+        let mut probe = Probe::new(&ProbeSpec::Cmd(over)).unwrap();
         let err = probe.read().await.unwrap_err().to_string();
         assert_eq!(
             err,
