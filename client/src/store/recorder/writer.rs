@@ -328,21 +328,26 @@ mod tests {
         let (recorder, _handle, mut reported) = start(&path);
         let ticket = recorder.record_request(delivery("evt_slow", "/")).await.unwrap();
         let reader = Store::open(&path).unwrap();
-        let started = std::time::Instant::now();
         // A slow handler: the request is committed alone, with no answer yet.
-        while reader.count(&ListQuery::default()).unwrap() == 0 {
-            assert!(
-                started.elapsed() < Duration::from_secs(5),
-                "the request was never written"
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        wait_until("the request is written", || {
+            reader.count(&ListQuery::default()).unwrap() > 0
+        })
+        .await;
         assert_eq!(reader.list(&ListQuery::default()).unwrap()[0].status, None);
         recorder.record_outcome(ticket, answered(202)).await.unwrap();
         let report = next_report(&mut reported).await;
         assert_eq!(report.status, Some(202));
         let stored = reader.list(&ListQuery::default()).unwrap();
         assert_eq!((stored[0].id, stored[0].status), (report.id, Some(202)));
+    }
+
+    /// Polls `done` until it holds, failing the test after 5 s.
+    async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+        let started = std::time::Instant::now();
+        while !done() {
+            assert!(started.elapsed() < Duration::from_secs(5), "waited 5 s until {what}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
     }
 
     /// Deliveries stored without their answers, as the next open sees them.
@@ -359,11 +364,7 @@ mod tests {
         let path = dir.0.join("history.db");
         let (recorder, handle, mut reported) = start(&path);
         let ticket = recorder.record_request(delivery("evt_slow", "/")).await.unwrap();
-        let started = std::time::Instant::now();
-        while left_unanswered(&path) == 0 {
-            assert!(started.elapsed() < Duration::from_secs(5), "never noted");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        wait_until("the request is noted", || left_unanswered(&path) > 0).await;
         recorder.record_outcome(ticket, answered(200)).await.unwrap();
         assert_eq!(next_report(&mut reported).await.status, Some(200));
         assert_eq!(left_unanswered(&path), 0, "forgotten once answered");
@@ -378,11 +379,7 @@ mod tests {
         let path = dir.0.join("history.db");
         let (recorder, handle, _reported) = start(&path);
         recorder.record_request(delivery("evt_cut", "/")).await.unwrap();
-        let started = std::time::Instant::now();
-        while left_unanswered(&path) == 0 {
-            assert!(started.elapsed() < Duration::from_secs(5), "never stored");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        wait_until("the request is noted", || left_unanswered(&path) > 0).await;
         handle.shutdown();
         let store = Store::open(&path).unwrap();
         let stored = store.list(&ListQuery::default()).unwrap();
