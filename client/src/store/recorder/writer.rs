@@ -369,7 +369,7 @@ mod tests {
         assert_eq!(next_report(&mut reported).await.status, Some(200));
         assert_eq!(left_unanswered(&path), 0, "forgotten once answered");
         recorded(&recorder, &mut reported, delivery("evt_quick", "/")).await;
-        assert_eq!(left_unanswered(&path), 0, "an answer in the same batch is never noted");
+        assert_eq!(left_unanswered(&path), 0, "nothing stays noted once answered");
         handle.shutdown();
     }
 
