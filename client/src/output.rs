@@ -3,6 +3,7 @@
 use std::io::Write;
 use std::time::Duration;
 
+use portpreview_shared::duration::format_duration;
 use portpreview_shared::sanitize::escape_str;
 use portpreview_shared::text::shorten;
 use serde_json::json;
@@ -102,9 +103,12 @@ pub fn text_line(event: &TunnelEvent) -> Line {
     match event {
         TunnelEvent::Connected { public_url, target } => Line::Out(format!("Forwarding {public_url} -> {target}")),
         TunnelEvent::Disconnected { reason, retry_in } => Line::Err(format!(
-            "relay connection lost ({}); reconnecting in {} ms",
+            "relay connection lost ({}); reconnecting in {}",
             escape_str(reason),
-            retry_in.as_millis()
+            // Jittered to the nanosecond; whole milliseconds read better.
+            format_duration(Duration::from_millis(
+                u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX)
+            ))
         )),
         TunnelEvent::Delivered {
             summary,
@@ -212,7 +216,7 @@ mod tests {
         };
         assert_eq!(
             text_line(&lost),
-            Line::Err("relay connection lost (gone); reconnecting in 250 ms".into())
+            Line::Err("relay connection lost (gone); reconnecting in 250ms".into())
         );
         let delivered = TunnelEvent::delivered(summary());
         assert!(matches!(text_line(&delivered), Line::Out(line) if line.starts_with("#12  POST")));
