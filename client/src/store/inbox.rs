@@ -16,15 +16,18 @@
 //! Record layout: `[u32 LE length][postcard (seq, Entry)]`. A record cut
 //! short by a crash ends the readable part of the file.
 
+use std::collections::VecDeque;
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{BufReader, BufWriter, Read, Seek, Write};
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::model::NewDelivery;
 
-/// Once every record in it is in SQLite, an inbox this large starts over.
+/// An inbox this large drops the requests SQLite already holds: all of it
+/// once everything is there, and otherwise as soon as what is still missing
+/// is at most a quarter of it (see [`Inbox::compact`]).
 const RESTART_AT: u64 = 4 * 1024 * 1024;
 
 /// Staged records are written at once when they reach this size, and a
@@ -66,6 +69,10 @@ pub struct Inbox {
     /// Records appended but not yet written; reused, as appending is on the
     /// forwarding path.
     staged: Vec<u8>,
+    /// Sequence number and file offset of each request not yet known to be
+    /// in SQLite (staged ones at the offset they will be written at), oldest
+    /// first: what a compaction keeps.
+    pending: VecDeque<(u64, u64)>,
 }
 
 impl Inbox {
@@ -76,15 +83,7 @@ impl Inbox {
         // Made and locked under a name no one looks for, then renamed: an
         // inbox is never seen unlocked, so never taken for an orphan.
         let fresh = db.with_file_name(format!(".{name}.new"));
-        let mut options = OpenOptions::new();
-        options.append(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let file = options.open(&fresh)?;
-        file.try_lock().map_err(|err| match err {
-            TryLockError::Error(err) => err,
-            TryLockError::WouldBlock => std::io::Error::other("inbox locked by another process"),
-        })?;
+        let file = create_locked(&fresh)?;
         std::fs::rename(&fresh, &path)?;
         let mut inbox = Inbox {
             file,
@@ -95,6 +94,7 @@ impl Inbox {
             next_seq: 1,
             closed: false,
             staged: Vec::new(),
+            pending: VecDeque::new(),
         };
         inbox.open_entry()?;
         inbox.flush()?;
@@ -122,9 +122,13 @@ impl Inbox {
         if delivery.request_body.len() >= STAGE_LIMIT {
             // A large body goes to the file as it is, not through a copy.
             self.flush()?;
+            let offset = self.len;
             self.write_direct(seq, &entry)?;
+            self.pending.push_back((seq, offset));
         } else {
+            let offset = self.len + self.staged.len() as u64;
             self.stage(seq, &entry)?;
+            self.pending.push_back((seq, offset));
             if self.staged.len() >= STAGE_LIMIT {
                 self.flush()?;
             }
@@ -186,18 +190,72 @@ impl Inbox {
         applied + 1 >= self.next_seq
     }
 
-    /// Starts the file over when it has grown large and everything in it up
-    /// to `applied` (the newest sequence number in SQLite) is all there is.
-    pub fn restart_if_applied(&mut self, applied: u64) -> std::io::Result<()> {
+    /// Once the file has grown past [`RESTART_AT`], drops the requests that
+    /// SQLite holds (`applied` is the newest sequence number there): starts
+    /// the file over when nothing else is left, and otherwise moves the
+    /// requests still missing into a fresh file once they are at most a
+    /// quarter of it. Under steady load some request is always in flight,
+    /// so waiting for an empty moment would let the file grow with every
+    /// request for as long as the load lasts.
+    pub fn compact(&mut self, applied: u64) -> std::io::Result<()> {
+        while self.pending.front().is_some_and(|(seq, _)| *seq <= applied) {
+            self.pending.pop_front();
+        }
         let size = self.len + self.staged.len() as u64;
-        if self.closed || size < RESTART_AT || !self.all_applied(applied) {
+        if self.closed || size < RESTART_AT {
             return Ok(());
         }
-        // What is staged is in SQLite already.
-        self.staged.clear();
-        self.file.set_len(0)?;
-        self.len = 0;
-        self.open_entry()
+        let Some(&(_, start)) = self.pending.front() else {
+            // What is staged is in SQLite already.
+            self.staged.clear();
+            self.file.set_len(0)?;
+            self.len = 0;
+            return self.open_entry();
+        };
+        if size.saturating_sub(start) * 4 > size {
+            return Ok(());
+        }
+        self.flush()?;
+        self.keep_from(start.min(self.len))
+    }
+
+    /// Replaces the file with one holding the opening record and every
+    /// record from offset `start` on. Made and locked under a name no one
+    /// looks for, then renamed over the old one, as [`Inbox::create`] does:
+    /// a crash at any point leaves one whole inbox under its name.
+    fn keep_from(&mut self, start: u64) -> std::io::Result<()> {
+        let fresh = self.path.with_file_name(format!(".{}.new", self.name));
+        let moved = (|| {
+            let mut file = create_locked(&fresh)?;
+            let mut opening = Vec::new();
+            encode_record(
+                &mut opening,
+                0,
+                &EntryRef::Opened {
+                    key_fields: &self.key_fields,
+                },
+            )?;
+            file.write_all(&opening)?;
+            let mut old = &self.file;
+            old.seek(SeekFrom::Start(start))?;
+            let kept = std::io::copy(&mut old.take(self.len - start), &mut file)?;
+            std::fs::rename(&fresh, &self.path)?;
+            Ok((file, opening.len() as u64, kept))
+        })();
+        match moved {
+            Ok((file, opening, kept)) => {
+                self.file = file;
+                self.len = opening + kept;
+                for (_, offset) in &mut self.pending {
+                    *offset = *offset - start + opening;
+                }
+                Ok(())
+            }
+            Err(err) => {
+                let _ = std::fs::remove_file(&fresh);
+                Err(err)
+            }
+        }
     }
 
     /// Deletes the file: everything in it is in SQLite.
@@ -224,27 +282,46 @@ impl Inbox {
     /// Adds one record to the staged ones. Whole records go out in one
     /// write, so a crash leaves whole records and at most one cut short.
     fn stage(&mut self, seq: u64, entry: &EntryRef<'_>) -> std::io::Result<()> {
-        let start = self.staged.len();
-        // Room for a large body up front: growing would copy it again.
-        self.staged.reserve(4 + entry.size_hint());
-        self.staged.extend_from_slice(&[0; 4]);
-        let encoded = match postcard::to_io(&(seq, entry), &mut self.staged) {
-            Ok(_) => u32::try_from(self.staged.len() - start - 4)
-                .map_err(|_| std::io::Error::other("inbox record too large")),
-            Err(err) => Err(std::io::Error::other(err.to_string())),
-        };
-        match encoded {
-            Ok(len) => {
-                self.staged[start..start + 4].copy_from_slice(&len.to_le_bytes());
-                Ok(())
-            }
-            Err(err) => {
-                // The records staged before this one stay whole.
-                self.staged.truncate(start);
-                Err(err)
-            }
+        encode_record(&mut self.staged, seq, entry)
+    }
+}
+
+/// Appends one record to `out`; on failure `out` is left as it was, so the
+/// records before it stay whole.
+fn encode_record(out: &mut Vec<u8>, seq: u64, entry: &EntryRef<'_>) -> std::io::Result<()> {
+    let start = out.len();
+    // Room for a large body up front: growing would copy it again.
+    out.reserve(4 + entry.size_hint());
+    out.extend_from_slice(&[0; 4]);
+    let encoded = match postcard::to_io(&(seq, entry), &mut *out) {
+        Ok(_) => u32::try_from(out.len() - start - 4).map_err(|_| std::io::Error::other("inbox record too large")),
+        Err(err) => Err(std::io::Error::other(err.to_string())),
+    };
+    match encoded {
+        Ok(len) => {
+            out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+            Ok(())
+        }
+        Err(err) => {
+            out.truncate(start);
+            Err(err)
         }
     }
+}
+
+/// Creates the file at `path`, readable and written only by its owner and
+/// only at its end, and locks it for as long as the handle lives.
+fn create_locked(path: &Path) -> std::io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true).append(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let file = options.open(path)?;
+    file.try_lock().map_err(|err| match err {
+        TryLockError::Error(err) => err,
+        TryLockError::WouldBlock => std::io::Error::other("inbox locked by another process"),
+    })?;
+    Ok(file)
 }
 
 impl Drop for Inbox {
@@ -549,12 +626,52 @@ mod tests {
         let mut big = delivery("evt_big", "/");
         big.request_body = vec![b'x'; RESTART_AT as usize];
         let seq = inbox.append(&big).unwrap();
-        inbox.restart_if_applied(seq - 1).unwrap();
+        inbox.compact(seq - 1).unwrap();
         assert!(inbox.len > RESTART_AT, "a request not yet applied keeps the file");
-        inbox.restart_if_applied(seq).unwrap();
+        inbox.compact(seq).unwrap();
         assert!(inbox.len < 1024, "applied requests are dropped");
         assert_eq!(inbox.append(&big).unwrap(), seq + 1, "sequence numbers go on");
         inbox.discard();
         assert!(!inbox.path.exists());
+    }
+
+    #[test]
+    fn under_steady_load_the_inbox_keeps_only_what_sqlite_lacks() {
+        let dir = ScratchDir::new("inbox-compact");
+        let db = dir.0.join("history.db");
+        let mut inbox = Inbox::create(&db, &["/id".to_string()]).unwrap();
+        let mut big = delivery("evt_big", "/big");
+        big.request_body = (0..STAGE_LIMIT).map(|i| (i % 251) as u8).collect();
+        let mut largest = 0;
+        let mut applied = 0;
+        // A small request staged, then a large one written directly; the
+        // writer is always one step behind, as it is under load.
+        for n in 0..60 {
+            inbox.append(&delivery(&format!("evt_{n}"), "/small")).unwrap();
+            let newest = inbox.append(&big).unwrap();
+            applied = newest - 2;
+            inbox.compact(applied).unwrap();
+            largest = largest.max(inbox.len);
+        }
+        assert!(
+            largest < 2 * RESTART_AT,
+            "the file stays bounded though a request is always in flight: {largest} bytes"
+        );
+        let newest = inbox.next_seq - 1;
+        let path = inbox.path.clone();
+        drop(inbox);
+        let (key_fields, requests) = read_all(&orphans(&db).pop().unwrap());
+        assert_eq!(key_fields, ["/id"], "a compacted inbox still opens with its key fields");
+        let seqs: Vec<u64> = requests.iter().map(|(seq, _)| *seq).collect();
+        assert!(
+            seqs.windows(2).all(|w| w[1] == w[0] + 1),
+            "whole records, in order: {seqs:?}"
+        );
+        assert!(seqs[0] <= applied + 1 && seqs.last() == Some(&newest), "{seqs:?}");
+        let (_, last) = requests.last().unwrap();
+        assert!(last.request_body == big.request_body, "the large body is intact");
+        assert!(!path
+            .with_file_name(format!(".{}.new", path.file_name().unwrap().to_string_lossy()))
+            .exists());
     }
 }

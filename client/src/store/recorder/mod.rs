@@ -179,8 +179,8 @@ impl Recorder {
         if inbox.is_closed() {
             return Err(RecordError::Closed);
         }
-        if let Err(err) = inbox.restart_if_applied(self.shared.applied.load(Ordering::Acquire)) {
-            tracing::warn!(%err, "cannot start the history inbox over; it keeps growing");
+        if let Err(err) = inbox.compact(self.shared.applied.load(Ordering::Acquire)) {
+            tracing::warn!(%err, "cannot drop stored requests from the history inbox; it keeps growing");
         }
         let seq = inbox.append(&d).map_err(RecordError::Inbox)?;
         let job = Job::Request {

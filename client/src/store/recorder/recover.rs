@@ -1,9 +1,10 @@
 //! Moving in what a recorder that died left in its inbox, and working out
 //! provider and event key, which the writer does the same way.
 //!
-//! An inbox starts over only once everything in it is in SQLite, so after
-//! a long stall an orphan can be far larger than memory. It is read one
-//! record at a time and moved in batches, each in its own transaction that
+//! An inbox drops only what SQLite already holds, so after a long stall
+//! (the store locked, the disk full) an orphan can be far larger than
+//! memory. It is read one record at a time and moved in batches, each in
+//! its own transaction that
 //! also marks how far the inbox has been moved: a recovery cut short (the
 //! lock taken, the disk full, the process killed) resumes after the last
 //! batch instead of moving anything twice.
