@@ -389,6 +389,59 @@ fn a_mistyped_db_is_refused_and_never_created() {
 }
 
 #[test]
+fn another_programs_database_is_refused_and_left_untouched() {
+    let h = History::new("foreign");
+    let theirs = h.dir.join("app.db");
+    {
+        let conn = rusqlite::Connection::open(&theirs).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE orders (id INTEGER PRIMARY KEY, total INTEGER); INSERT INTO orders VALUES (1, 42);",
+        )
+        .unwrap();
+    }
+    let before = std::fs::read(&theirs).unwrap();
+    let commands: [&[&str]; 3] = [&["history"], &["show", "1"], &["prune", "--older-than", "7d"]];
+    for args in commands {
+        let out = Command::new(portpreview_bin())
+            .args(args)
+            .arg("--db")
+            .arg(&theirs)
+            .env("PORTPREVIEW_CONFIG", h.dir.join("no-config.toml"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(
+            stderr_line(&out),
+            format!(
+                "error: {} is another program's SQLite database, not a PortPreview history: pass --db another file",
+                theirs.display()
+            )
+        );
+    }
+    assert!(std::fs::read(&theirs).unwrap() == before, "not a byte of it changed");
+    assert!(!h.dir.join("app.db-wal").exists(), "not even switched to WAL");
+
+    // An empty file is no history to read, and is left as it is.
+    let empty = h.dir.join("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    let out = Command::new(portpreview_bin())
+        .args(["history", "--db"])
+        .arg(&empty)
+        .env("PORTPREVIEW_CONFIG", h.dir.join("no-config.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr_line(&out),
+        format!(
+            "error: {} holds no history yet (start one with portpreview http)",
+            empty.display()
+        )
+    );
+    assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0);
+}
+
+#[test]
 fn a_har_export_opens_as_har_1_2() {
     let h = History::new("har");
     let id = h

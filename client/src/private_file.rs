@@ -11,3 +11,16 @@ pub fn options() -> OpenOptions {
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     options
 }
+
+/// Makes an existing file readable and writable by its owner only: for a
+/// file PortPreview adopts (an empty file given as the history).
+pub fn restrict(path: &std::path::Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}

@@ -63,6 +63,19 @@ pub enum StoreError {
         /// The path that was given.
         path: PathBuf,
     },
+    /// The file is another program's SQLite database: it is never written to.
+    #[error("{} is another program's SQLite database, not a PortPreview history: pass --db another file", path.display())]
+    Foreign {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A reading command was pointed at an empty file: only `portpreview
+    /// http` starts a history in it.
+    #[error("{} holds no history yet (start one with portpreview http)", path.display())]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
     /// The path names a directory.
     #[error("{} is a directory, not a history database: pass --db a file path", path.display())]
     IsDirectory {
@@ -113,6 +126,8 @@ impl StoreError {
                 | Self::Corrupt { .. }
                 | Self::TooNew { .. }
                 | Self::Missing { .. }
+                | Self::Foreign { .. }
+                | Self::Empty { .. }
                 | Self::IsDirectory { .. }
         )
     }
@@ -172,7 +187,7 @@ impl Store {
             std::fs::create_dir_all(dir)?;
         }
         create_private(path)?;
-        let store = Self::connect(path)?;
+        let store = Self::connect(path, Opening::Create)?;
         store.recover(BUSY_TIMEOUT)?;
         Ok(store)
     }
@@ -191,7 +206,7 @@ impl Store {
     pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
         require(path)?;
         refuse_directory(path)?;
-        let store = Self::connect(path)?;
+        let store = Self::connect(path, Opening::Existing)?;
         store.recover(Duration::ZERO)?;
         Ok(store)
     }
@@ -199,7 +214,7 @@ impl Store {
     /// A private database in memory, for tests.
     pub fn in_memory() -> Result<Store, StoreError> {
         let conn = Connection::open_in_memory()?;
-        Self::setup(conn, PathBuf::from(":memory:"))
+        Self::setup(conn, PathBuf::from(":memory:"), Opening::Create)
     }
 
     /// The database file (`:memory:` for an in-memory store).
@@ -208,12 +223,23 @@ impl Store {
     }
 
     /// Opens and migrates the database file at `path`.
-    fn connect(path: &Path) -> Result<Store, StoreError> {
+    fn connect(path: &Path, opening: Opening) -> Result<Store, StoreError> {
         let conn = Connection::open(path).map_err(|e| classify(e, path))?;
-        Self::setup(conn, path.to_path_buf())
+        Self::setup(conn, path.to_path_buf(), opening)
     }
 
-    fn setup(mut conn: Connection, path: PathBuf) -> Result<Store, StoreError> {
+    fn setup(mut conn: Connection, path: PathBuf, opening: Opening) -> Result<Store, StoreError> {
+        // Told apart before anything is written: even turning on WAL would
+        // change another program's file.
+        match schema::contents(&conn).map_err(|e| classify(e, &path))? {
+            schema::Contents::History => {}
+            schema::Contents::Foreign => return Err(StoreError::Foreign { path }),
+            schema::Contents::Empty if opening == Opening::Existing => return Err(StoreError::Empty { path }),
+            // An empty file given as the history becomes one: owner-only,
+            // as a file PortPreview creates is.
+            schema::Contents::Empty if path.is_file() => crate::private_file::restrict(&path)?,
+            schema::Contents::Empty => {}
+        }
         let configure = |conn: &Connection| -> rusqlite::Result<()> {
             conn.busy_timeout(BUSY_TIMEOUT)?;
             conn.set_prepared_statement_cache_capacity(64);
@@ -256,6 +282,15 @@ impl Store {
     fn classify(&self, err: rusqlite::Error) -> StoreError {
         classify(err, &self.path)
     }
+}
+
+/// Whether opening may start a history in an empty file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Opening {
+    /// A process that writes: an empty file becomes a history.
+    Create,
+    /// A command on a history that must already exist.
+    Existing,
 }
 
 /// Fails with [`StoreError::Missing`] unless something exists at `path`.

@@ -162,6 +162,44 @@ const MIGRATIONS: &[&str] = &[
     );",
 ];
 
+/// Written into the header of every history (`PRAGMA application_id`, the
+/// field SQLite keeps for this), so that no other program's SQLite file is
+/// ever taken for a history and written to. Reads "PPvw".
+pub const APPLICATION_ID: i32 = 0x5050_7677;
+
+/// What a database file holds, told before anything is written to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Contents {
+    /// Nothing yet: an empty file, or an SQLite database with no schema.
+    Empty,
+    /// A PortPreview history, of any schema version.
+    History,
+    /// Another program's database.
+    Foreign,
+}
+
+/// Tells what the database behind `conn` holds. Histories written before
+/// the application ID was set are known by their schema version and their
+/// tables.
+pub fn contents(conn: &Connection) -> rusqlite::Result<Contents> {
+    let id: i32 = conn.query_row("PRAGMA application_id", [], |row| row.get(0))?;
+    if id == APPLICATION_ID {
+        return Ok(Contents::History);
+    }
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    let (objects, ours): (i64, i64) = conn.query_row(
+        "SELECT count(*), count(*) FILTER (WHERE type = 'table' AND name IN ('deliveries', 'replay_runs'))
+         FROM sqlite_schema",
+        [],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )?;
+    Ok(match (id, version, objects) {
+        (0, 0, 0) => Contents::Empty,
+        (0, version, _) if version > 0 && ours == 2 => Contents::History,
+        _ => Contents::Foreign,
+    })
+}
+
 /// Schema version this build writes and understands.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
@@ -195,6 +233,7 @@ pub fn migrate(conn: &mut Connection) -> rusqlite::Result<Result<(), NewerSchema
     if found != SCHEMA_VERSION {
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     }
+    tx.pragma_update(None, "application_id", APPLICATION_ID)?;
     tx.commit()?;
     Ok(Ok(()))
 }
@@ -269,7 +308,12 @@ mod tests {
         )
         .unwrap();
 
-        let store = Store::setup(conn, std::path::PathBuf::from(":memory:")).unwrap();
+        let store = Store::setup(
+            conn,
+            std::path::PathBuf::from(":memory:"),
+            super::super::Opening::Create,
+        )
+        .unwrap();
         let answered = store.get(1).unwrap().unwrap();
         let outcome = answered.outcome.unwrap();
         assert_eq!(outcome.status, Some(201));
@@ -324,7 +368,12 @@ mod tests {
             )
             .unwrap();
         }
-        let store = Store::setup(conn, std::path::PathBuf::from(":memory:")).unwrap();
+        let store = Store::setup(
+            conn,
+            std::path::PathBuf::from(":memory:"),
+            super::super::Opening::Create,
+        )
+        .unwrap();
         let counts = |store: &Store| -> Vec<i64> {
             let mut page = store.list(&ListQuery::default()).unwrap();
             page.reverse();

@@ -289,6 +289,56 @@ fn a_text_file_is_not_a_database() {
 }
 
 #[test]
+fn another_programs_database_is_never_written_to() {
+    let dir = ScratchDir::new("store-foreign");
+    let cases: [(&str, &str); 3] = [
+        ("tables.db", "CREATE TABLE orders (id INTEGER PRIMARY KEY)"),
+        (
+            "versioned.db",
+            "CREATE TABLE orders (id INTEGER PRIMARY KEY); PRAGMA user_version = 3",
+        ),
+        ("branded.db", "PRAGMA application_id = 7"),
+    ];
+    for (name, sql) in cases {
+        let path = dir.0.join(name);
+        rusqlite::Connection::open(&path).unwrap().execute_batch(sql).unwrap();
+        let before = std::fs::read(&path).unwrap();
+        for err in [
+            Store::open(&path).unwrap_err(),
+            Store::open_existing(&path).unwrap_err(),
+        ] {
+            assert!(matches!(err, StoreError::Foreign { .. }), "{name}: {err:?}");
+        }
+        assert!(std::fs::read(&path).unwrap() == before, "{name} unchanged");
+    }
+}
+
+#[test]
+fn an_empty_file_becomes_a_private_history_only_for_a_writer() {
+    let dir = ScratchDir::new("store-empty");
+    let path = dir.0.join("history.db");
+    std::fs::write(&path, b"").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let err = Store::open_existing(&path).unwrap_err();
+    assert!(matches!(err, StoreError::Empty { .. }), "{err:?}");
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 0, "a reader writes nothing");
+    drop(Store::open(&path).unwrap());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "owner-only, as a history PortPreview creates");
+    }
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    assert_eq!(schema::contents(&conn).unwrap(), schema::Contents::History);
+    Store::open_existing(&path).unwrap();
+}
+
+#[test]
 fn a_newer_database_is_refused_untouched() {
     let dir = ScratchDir::new("store-newer");
     let path = dir.0.join("history.db");
