@@ -7,6 +7,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use portpreview_shared::provider::Provider;
 use serde::Deserialize;
 
 /// Environment variable naming another config file (tests, several setups).
@@ -68,7 +69,28 @@ impl Config {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
             Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
         };
-        parse_toml(&text).with_context(|| format!("invalid config file {}", path.display()))
+        let config: Config = parse_toml(&text).with_context(|| format!("invalid config file {}", path.display()))?;
+        config
+            .check_secrets()
+            .with_context(|| format!("invalid config file {}", path.display()))?;
+        Ok(config)
+    }
+
+    /// Refuses a `[secrets]` entry under a name that is no provider's: a
+    /// misspelt name would otherwise be ignored without a word, and the
+    /// replay signed with no secret.
+    fn check_secrets(&self) -> anyhow::Result<()> {
+        for name in self.secrets.keys() {
+            if Provider::ALL.iter().all(|p| p.name() != name) {
+                let known: Vec<&str> = Provider::ALL.iter().map(|p| p.name()).collect();
+                anyhow::bail!(
+                    "[secrets] has `{}`, which is no provider's name: expected one of {}",
+                    portpreview_shared::sanitize::escape_str(name),
+                    known.join(", ")
+                );
+            }
+        }
+        Ok(())
     }
 }
 
@@ -146,6 +168,24 @@ mod tests {
     #[test]
     fn unknown_keys_are_refused() {
         assert!(toml::from_str::<Config>("sever = \"typo\"").is_err());
+    }
+
+    #[test]
+    fn a_secret_under_no_providers_name_is_refused() {
+        let dir = crate::store::tests::ScratchDir::new("config-secrets");
+        let path = dir.0.join("config.toml");
+        std::fs::write(&path, "[secrets]\nstripe = \"whsec_x\"\ngithub = \"gh\"\n").unwrap();
+        assert_eq!(Config::load_from(&path).unwrap().secrets.len(), 2);
+        for typo in ["strpe", "Stripe"] {
+            std::fs::write(&path, format!("[secrets]\n{typo} = \"whsec_x\"\n")).unwrap();
+            let err = format!("{:#}", Config::load_from(&path).unwrap_err());
+            assert!(
+                err.contains(&format!(
+                    "[secrets] has `{typo}`, which is no provider's name: expected one of stripe, github"
+                )),
+                "{err}"
+            );
+        }
     }
 
     #[test]
