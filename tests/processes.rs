@@ -206,3 +206,70 @@ async fn a_stdout_nobody_reads_never_stalls_the_tunnel() {
         "a full stdout does not keep the tunnel from stopping"
     );
 }
+
+#[tokio::test]
+async fn the_relay_logs_who_connected_by_token_label_and_never_the_token() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let tokens = dir.path().join("tokens.toml");
+    std::fs::write(
+        &tokens,
+        "[[token]]\ntoken = \"s3cret-token-value\"\nlabel = \"alice\"\n",
+    )
+    .expect("tokens file");
+    let log = dir.path().join("relay.log");
+    let tokens_arg = tokens.to_str().expect("utf-8 path");
+    let mut relay = Running::start_with_stderr(
+        &common::bin::server_bin(),
+        &["--listen", "127.0.0.1:0", "--tokens", tokens_arg],
+        dir.path(),
+        std::fs::File::create(&log).expect("log file").into(),
+    );
+    let line = relay.line_containing("listening on").await;
+    let relay_url = format!("http://{}", line.rsplit(' ').next().expect("address"));
+    let handler = LocalHandler::echo().await;
+    let port = handler.port().to_string();
+    let db = dir.path().join("history.db");
+    let db = db.to_str().expect("utf-8 path");
+
+    let mut refused = Running::start(
+        &portpreview_bin(),
+        &[
+            "http", &port, "--server", &relay_url, "--token", "not-it", "--no-tui", "--db", db,
+        ],
+        dir.path(),
+    );
+    assert_eq!(refused.exit_code(Duration::from_secs(20)).await, Some(2));
+    let mut client = Running::start(
+        &portpreview_bin(),
+        &[
+            "http",
+            &port,
+            "--server",
+            &relay_url,
+            "--token",
+            "s3cret-token-value",
+            "--no-tui",
+            "--db",
+            db,
+        ],
+        dir.path(),
+    );
+    client.line_containing("Forwarding").await;
+    client.signal("TERM");
+    let _ = client.exit_code(Duration::from_secs(10)).await;
+    relay.signal("TERM");
+    let _ = relay.exit_code(Duration::from_secs(10)).await;
+
+    let logged = std::fs::read_to_string(&log).expect("relay log");
+    assert!(
+        logged
+            .lines()
+            .any(|l| l.contains("tunnel connected") && l.contains("token=alice")),
+        "{logged}"
+    );
+    assert!(logged.contains("client refused: missing or invalid token"), "{logged}");
+    assert!(
+        !logged.contains("s3cret-token-value") && !logged.contains("not-it"),
+        "{logged}"
+    );
+}

@@ -37,6 +37,9 @@ pub struct SessionContext {
     pub registry: Arc<dyn Registry>,
     /// The token the client connected with.
     pub owner: Owner,
+    /// That token's label from the tokens file, for logs: the token itself
+    /// is never logged.
+    pub token_label: Option<String>,
     /// Resume secret presented in the upgrade, from an earlier `Welcome`.
     pub resume: Option<String>,
     /// Builds the public URL of a name.
@@ -239,7 +242,10 @@ where
         }
     };
     let public_url = ctx.public_url.for_name(&lease.name);
-    tracing::debug!(tunnel = %lease.name, %public_url, "tunnel connected");
+    match &ctx.token_label {
+        Some(token) => tracing::info!(tunnel = %lease.name, %token, %public_url, "tunnel connected"),
+        None => tracing::info!(tunnel = %lease.name, %public_url, "tunnel connected"),
+    }
     let welcome = ServerMessage::Welcome {
         protocol: PROTOCOL_VERSION,
         name: lease.name.clone(),

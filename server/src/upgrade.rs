@@ -77,6 +77,7 @@ pub fn accept(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, mut req: Request<Incomin
         Some(tokens) => match bearer(headers).and_then(|t| tokens.check(t)) {
             Some(id) => Some(id),
             None => {
+                tracing::info!(peer = %conn.peer, "client refused: missing or invalid token");
                 let mut denied = answer(StatusCode::UNAUTHORIZED, "missing or invalid token");
                 denied
                     .headers_mut()
@@ -105,9 +106,11 @@ pub fn accept(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, mut req: Request<Incomin
         .and_then(|h| h.to_str().ok())
         .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_graphic() && b != b'/'))
         .map_or_else(|| conn.local.to_string(), str::to_string);
+    let token_label = owner.and_then(|id| Some(relay.config.tokens.as_ref()?.label(id).to_string()));
     let ctx = SessionContext {
         registry: Arc::clone(&relay.registry),
         owner,
+        token_label,
         resume,
         public_url: PublicUrl {
             scheme: if conn.tls { "https" } else { "http" },

@@ -18,6 +18,11 @@ impl Running {
     /// Starts `program args…` with a clean PortPreview environment: no user
     /// config, no relay or token from the caller's shell.
     pub fn start(program: &Path, args: &[&str], config_dir: &Path) -> Self {
+        Self::start_with_stderr(program, args, config_dir, Stdio::inherit())
+    }
+
+    /// [`Running::start`], with the process's stderr (its log) sent to `stderr`.
+    pub fn start_with_stderr(program: &Path, args: &[&str], config_dir: &Path, stderr: Stdio) -> Self {
         let mut child = Command::new(program)
             .args(args)
             .env_remove("PORTPREVIEW_SERVER")
@@ -26,7 +31,7 @@ impl Running {
             .env("PORTPREVIEW_CONFIG", config_dir.join("config.toml"))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .kill_on_drop(true)
             .spawn()
             .expect("start the binary");
