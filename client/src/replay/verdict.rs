@@ -65,16 +65,20 @@ pub fn duplicates_change_nothing(attempts: &[Attempt], trace: &StateTrace) -> Op
         return None;
     }
     let first_changed = first != &trace.before;
-    let news = if first_changed {
-        "attempt 1 changed it: the event was new to the handler"
-    } else {
-        "attempt 1 changed nothing: the handler had seen the event before"
-    };
     let moved: Vec<u32> = attempts
         .iter()
         .filter(|a| a.step > 0 && trace.steps.get(a.step).is_some_and(|s| s != first))
         .map(|a| a.n)
         .collect();
+    // What attempt 1 says of the handler's past holds only when the
+    // duplicates changed nothing: a handler that repeats every side effect
+    // changes the state on attempt 1 whether it saw the event before or not.
+    let news = match (first_changed, moved.is_empty()) {
+        (true, true) => "attempt 1 changed it: the event was new to the handler",
+        (false, true) => "attempt 1 changed nothing: the handler had seen the event before",
+        (true, false) => "attempt 1 changed it too",
+        (false, false) => "attempt 1 changed nothing",
+    };
     let last = trace.after();
     if moved.is_empty() {
         let rest = attempts.len().saturating_sub(1) as u32;
@@ -282,6 +286,40 @@ mod tests {
             Some(false)
         );
         assert_eq!(decide(&[check(ANSWERS_2XX, true), check(STATE_READABLE, false)]), None);
+    }
+
+    #[test]
+    fn attempt_1_speaks_of_the_handlers_past_only_when_the_duplicates_changed_nothing() {
+        let attempts: Vec<Attempt> = (1..=3)
+            .map(|n| Attempt {
+                n,
+                role: Role::Replay,
+                request: crate::store::NewDelivery::default(),
+                answer: crate::replay::attempt::Answer::default(),
+                step: n as usize - 1,
+                state_changed: None,
+            })
+            .collect();
+        let trace = |steps: [&str; 3]| StateTrace {
+            before: "balance 0".into(),
+            steps: steps.iter().map(|s| s.to_string()).collect(),
+            moved_to: None,
+            steady: true,
+        };
+        let dedups = duplicates_change_nothing(&attempts, &trace(["balance 10"; 3])).unwrap();
+        assert!(
+            dedups.passed && dedups.detail.contains("the event was new to the handler"),
+            "{}",
+            dedups.detail
+        );
+        let pays_every_time =
+            duplicates_change_nothing(&attempts, &trace(["balance 10", "balance 20", "balance 30"])).unwrap();
+        assert!(!pays_every_time.passed);
+        assert!(
+            pays_every_time.detail.contains("attempt 1 changed it too") && !pays_every_time.detail.contains("new to"),
+            "{}",
+            pays_every_time.detail
+        );
     }
 
     #[test]
