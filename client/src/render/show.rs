@@ -28,6 +28,8 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
     let event = match r.replay_of {
         // A replay is not a delivery of its event; it has no place in the count.
         Some(_) => format!("{} ({})", escape_str(&r.event_key), escape_str(&r.event_key_source)),
+        // Nothing to count deliveries by: it is no retry of anything.
+        None if r.event_key.is_empty() => "none (nothing to group deliveries by)".to_string(),
         None => format!(
             "{} ({}; {} delivery of {})",
             escape_str(&r.event_key),
@@ -153,6 +155,17 @@ mod tests {
         assert!(shown.contains("2nd delivery of 2"), "{shown}");
         assert!(shown.contains("  {\n    \"id\": \"evt_1\","), "{shown}");
         assert!(shown.contains("00000000  ff 00 1b"), "{shown}");
+    }
+
+    #[test]
+    fn a_delivery_without_a_key_is_no_numbered_delivery_of_anything() {
+        let mut health = sample();
+        health.request.event_key.clear();
+        health.request.event_key_source = "none".into();
+        health.delivery_count = 1;
+        let shown = delivery(&health, 1, &[], false);
+        assert!(shown.contains("none (nothing to group deliveries by)"), "{shown}");
+        assert!(!shown.contains("delivery of"), "{shown}");
     }
 
     #[test]

@@ -68,8 +68,9 @@ impl DetailDoc {
             .as_deref()
             .map_or_else(|| "unknown".to_owned(), |p| escape_str(p).into_owned());
         lines.push(label_value("provider", provider));
-        lines.push(label_value(
-            "event   ",
+        let event = if req.event_key.is_empty() {
+            "none (nothing to group deliveries by)".to_owned()
+        } else {
             format!(
                 "{} ({}), {} of this event",
                 escape_str(&req.event_key),
@@ -78,8 +79,9 @@ impl DetailDoc {
                     1 => "the only delivery".to_owned(),
                     n => format!("{n} deliveries"),
                 }
-            ),
-        ));
+            )
+        };
+        lines.push(label_value("event   ", event));
         if let Some(original) = req.replay_of {
             lines.push(label_value("replay of", format!("#{original}")));
         }
@@ -248,6 +250,19 @@ mod tests {
         assert!(shown.contains("authorization: •••••• (masked, 21 bytes)"), "{shown}");
         assert!(!shown.contains("sk_live_secret"), "{shown}");
         assert!(shown.contains("Response 200 OK  in 12.0 ms"), "{shown}");
+    }
+
+    #[test]
+    fn a_delivery_without_a_key_is_counted_with_nothing() {
+        let mut health = test_delivery(3);
+        health.request.event_key.clear();
+        health.request.event_key_source = "none".into();
+        let shown = text(&DetailDoc::new(&health, &[]));
+        assert!(
+            shown.contains("event    none (nothing to group deliveries by)"),
+            "{shown}"
+        );
+        assert!(!shown.contains("of this event"), "{shown}");
     }
 
     #[test]
