@@ -242,6 +242,16 @@ pub fn migrate(conn: &mut Connection) -> rusqlite::Result<Result<(), NewerSchema
 mod tests {
     use super::*;
 
+    /// A store over `conn`, migrated as `portpreview http` would.
+    fn opened(conn: Connection) -> crate::store::Store {
+        crate::store::Store::setup(
+            conn,
+            std::path::PathBuf::from(":memory:"),
+            super::super::Opening::Create,
+        )
+        .unwrap()
+    }
+
     #[test]
     fn migrating_twice_is_harmless() {
         let mut conn = Connection::open_in_memory().unwrap();
@@ -278,7 +288,7 @@ mod tests {
 
     #[test]
     fn a_version_2_database_keeps_its_answers_in_version_3() {
-        use crate::store::{ListQuery, Store};
+        use crate::store::ListQuery;
         use portpreview_shared::Header;
 
         let conn = Connection::open_in_memory().unwrap();
@@ -308,12 +318,7 @@ mod tests {
         )
         .unwrap();
 
-        let store = Store::setup(
-            conn,
-            std::path::PathBuf::from(":memory:"),
-            super::super::Opening::Create,
-        )
-        .unwrap();
+        let store = opened(conn);
         let answered = store.get(1).unwrap().unwrap();
         let outcome = answered.outcome.unwrap();
         assert_eq!(outcome.status, Some(201));
@@ -368,12 +373,7 @@ mod tests {
             )
             .unwrap();
         }
-        let store = Store::setup(
-            conn,
-            std::path::PathBuf::from(":memory:"),
-            super::super::Opening::Create,
-        )
-        .unwrap();
+        let store = opened(conn);
         let counts = |store: &Store| -> Vec<i64> {
             let mut page = store.list(&ListQuery::default()).unwrap();
             page.reverse();
