@@ -61,6 +61,20 @@ fn concurrent_attempts_and_a_fresh_burst_are_served_in_turn() {
 }
 
 #[test]
+fn without_a_probe_concurrent_attempts_and_a_burst_are_served_in_turn_too() {
+    let handler = Handler::one_connection_at_a_time(Behaviour::DedupsInOneTransaction);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    for args in [
+        &["--times", "4", "--concurrency", "3", "--json"][..],
+        &["--fresh", "--times", "3", "--json"][..],
+    ] {
+        let ran = history.replay_within(LIMIT, args);
+        assert_eq!(ran.code, 0, "{args:?}: {}{}", ran.stdout, ran.stderr);
+        assert_eq!(ran.check("answers_2xx")["passed"], true, "{args:?}");
+    }
+}
+
+#[test]
 fn check_judges_a_fixture_against_a_handler_that_serves_one_connection_at_a_time() {
     let handler = Handler::one_connection_at_a_time(Behaviour::DedupsInOneTransaction);
     let history = History::with(&stripe_delivery("http://127.0.0.1:1"));

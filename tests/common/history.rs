@@ -48,6 +48,11 @@ impl History {
         portpreview(&self.db(), &self.replay_args(&probed(handler, args)))
     }
 
+    /// `replay`, failing the test instead of waiting past `limit`.
+    pub fn replay_within(&self, limit: Duration, args: &[&str]) -> Ran {
+        portpreview_within(limit, &self.db(), &self.replay_args(args))
+    }
+
     /// `replay_probed`, failing the test instead of waiting past `limit`.
     pub fn replay_probed_within(&self, limit: Duration, handler: &Handler, args: &[&str]) -> Ran {
         portpreview_within(limit, &self.db(), &self.replay_args(&probed(handler, args)))

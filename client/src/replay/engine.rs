@@ -17,12 +17,13 @@ struct Pool {
     endpoint: Endpoint,
     timeout: Duration,
     conns: Vec<Connection>,
-    /// Whether an answered attempt's connection stays open for the next one.
-    /// Not while the state is probed: many local handlers (Python's
-    /// `http.server`, `php -S`) serve one connection at a time, and an idle
-    /// attempt connection would starve the probe, or a sibling attempt of the
-    /// same batch, until one timed out. The probe's settle window dwarfs
-    /// the handshake this costs.
+    /// Whether an answered attempt's connection stays open for the next one:
+    /// only when attempts go one at a time and nothing is probed. Many local
+    /// handlers (Python's `http.server`, `php -S`) serve one connection at a
+    /// time, and an idle attempt connection would starve the probe, or a
+    /// sibling attempt of the same batch, until one timed out. A loopback
+    /// handshake per attempt is cheap beside that; attempts one at a time,
+    /// the common case, keep their connection.
     keep_alive: bool,
 }
 
@@ -86,7 +87,8 @@ pub async fn run(
         return Err(ReplayError::Timeout);
     }
     let plan = Plan::new(request, opts)?;
-    let pool = Pool::open(&plan.endpoint, opts.timeout, opts.probe.is_none()).await?;
+    let one_at_a_time = !opts.fresh && opts.concurrency == 1;
+    let pool = Pool::open(&plan.endpoint, opts.timeout, opts.probe.is_none() && one_at_a_time).await?;
     let probe = opts.probe.as_ref().map(Probe::new).transpose()?;
     let mut run = Run {
         plan: &plan,
