@@ -104,13 +104,18 @@ impl Store {
 
     /// The number of a delivery just inserted: the newest of its event key,
     /// so its number is the group's count, read in O(1).
-    pub(crate) fn newest_delivery_number_row(&self, d: &NewDelivery, id: i64) -> rusqlite::Result<i64> {
+    pub(crate) fn newest_delivery_number_row(
+        &self,
+        d: &NewDelivery,
+        event_scope: &str,
+        id: i64,
+    ) -> rusqlite::Result<i64> {
         if d.replay_of.is_some() || d.event_key.is_empty() {
             return self.delivery_number_row(id);
         }
         self.conn
             .prepare_cached("SELECT n FROM event_counts WHERE event_key = ?1 AND event_scope = ?2")?
-            .query_row([&d.event_key, &d.event_scope()], |row| row.get(0))
+            .query_row([d.event_key.as_str(), event_scope], |row| row.get(0))
     }
 
     /// The newest delivery (not a replay) carrying event key `key`.

@@ -54,7 +54,7 @@ impl Store {
     ) -> Result<i64, StoreError> {
         self.write(|store| {
             for (request, outcome) in attempts {
-                let id = store.request_row(request, Some(run.delivery_id))?;
+                let id = store.request_row(request, Some(run.delivery_id), &request.event_scope())?;
                 store.outcome_row(id, &outcome)?;
             }
             store.replay_run_row(run)
@@ -94,10 +94,12 @@ impl Store {
     /// Inserts the request half and says where it landed; the caller
     /// provides the transaction.
     pub(crate) fn insert_recorded_row(&self, d: &NewDelivery) -> rusqlite::Result<Recorded> {
-        let id = self.insert_request_row(d)?;
+        let event_scope = d.event_scope();
+        let id = self.request_row(d, d.replay_of, &event_scope)?;
         Ok(Recorded {
             id,
-            delivery_number: self.newest_delivery_number_row(d, id)?,
+            delivery_number: self.newest_delivery_number_row(d, &event_scope, id)?,
+            event_scope,
         })
     }
 
@@ -175,12 +177,12 @@ impl Store {
 
     /// Inserts the request half; the caller provides the transaction.
     pub(crate) fn insert_request_row(&self, d: &NewDelivery) -> rusqlite::Result<i64> {
-        self.request_row(d, d.replay_of)
+        self.request_row(d, d.replay_of, &d.event_scope())
     }
 
     /// Inserts the request half with `replay_of` in place of `d.replay_of`,
     /// so a replay attempt need not be copied, body and all, to be stored.
-    fn request_row(&self, d: &NewDelivery, replay_of: Option<i64>) -> rusqlite::Result<i64> {
+    fn request_row(&self, d: &NewDelivery, replay_of: Option<i64>, event_scope: &str) -> rusqlite::Result<i64> {
         let body = &d.request_body[..d.request_body.len().min(MAX_STORED_BODY)];
         let size = d.request_body_size.max(d.request_body.len() as u64);
         self.conn
@@ -203,7 +205,7 @@ impl Store {
                 d.event_key,
                 d.event_key_source,
                 replay_of,
-                d.event_scope()
+                event_scope
             ])?;
         Ok(self.conn.last_insert_rowid())
     }

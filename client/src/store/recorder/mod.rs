@@ -61,6 +61,8 @@ pub struct Recorded {
     pub id: i64,
     /// 1 for the first delivery of its event key, 2 for the first retry…
     pub delivery_number: i64,
+    /// The event scope it was counted under (see [`NewDelivery::event_scope`]).
+    pub event_scope: String,
 }
 
 /// Why a delivery was not recorded; the tunnel forwards it anyway.

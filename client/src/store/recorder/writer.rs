@@ -259,10 +259,11 @@ impl Writer {
 /// A stored request as a history row still waiting for its answer; id 0
 /// when its write failed.
 fn summary(delivery: NewDelivery, recorded: Option<Recorded>) -> Summary {
-    let (id, delivery_number) = recorded.map_or((0, 1), |r| (r.id, r.delivery_number));
+    let (id, delivery_number, event_scope) =
+        recorded.map_or((0, 1, String::new()), |r| (r.id, r.delivery_number, r.event_scope));
     Summary {
         id,
-        event_scope: delivery.event_scope(),
+        event_scope,
         received_at_ms: delivery.received_at_ms,
         method: delivery.method,
         path: delivery.path,
