@@ -31,7 +31,7 @@ pub fn request_headers(headers: &HeaderMap, hop: &Hop) -> Vec<Header> {
     // The map finds the Connection headers by hash: no scan of every
     // header on each request.
     let connection = headers.get_all(http::header::CONNECTION).iter();
-    let hop_by_hop = HopFilter::from_headers(connection.map(|v| ("connection", v.as_bytes())));
+    let hop_by_hop = HopFilter::from_connection(connection.map(HeaderValue::as_bytes));
     let mut out = Vec::with_capacity(headers.len() + 3);
     for (name, value) in headers {
         let name = name.as_str();

@@ -32,10 +32,20 @@ pub struct HopFilter {
 impl HopFilter {
     /// Reads the `Connection` headers among `headers` (name, raw value).
     pub fn from_headers<'a>(headers: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Self {
-        let named = headers
+        Self::from_connection(
+            headers
+                .into_iter()
+                .filter(|(name, _)| name.eq_ignore_ascii_case("connection"))
+                .map(|(_, value)| value),
+        )
+    }
+
+    /// Reads the values of a message's `Connection` headers, for a caller
+    /// that finds them itself (a header map looks them up by name).
+    pub fn from_connection<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> Self {
+        let named = values
             .into_iter()
-            .filter(|(name, _)| name.eq_ignore_ascii_case("connection"))
-            .flat_map(|(_, value)| {
+            .flat_map(|value| {
                 // Lossy, not strict: a token list with a stray byte still
                 // names the headers it can, and dropping too much is safe.
                 String::from_utf8_lossy(value)
