@@ -13,12 +13,16 @@
 //! lock is free belongs to a recorder that died, and whichever process opens
 //! the history next moves what is left of it into the database.
 //!
+//! A large request body goes to the file ahead of its request, in parts
+//! written one at a time, so that the tunnel serves everything else in
+//! between: one write of a 25 MiB body held it for 60 ms.
+//!
 //! Record layout: `[u32 LE length][postcard (seq, Entry)]`. A record cut
 //! short by a crash ends the readable part of the file.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -30,10 +34,13 @@ use super::model::NewDelivery;
 /// is at most a quarter of it (see [`Inbox::compact`]).
 const RESTART_AT: u64 = 4 * 1024 * 1024;
 
-/// Staged records are written at once when they reach this size, and a
-/// request this large is written directly instead of being staged, so the
+/// Staged records are written at once when they reach this size, so the
 /// buffer kept between bursts stays small.
 const STAGE_LIMIT: usize = 256 * 1024;
+
+/// A request body at least this long goes to the file ahead of its request,
+/// in parts of this size, each written on its own (see [`Inbox::begin_body`]).
+pub const BODY_PART: usize = 256 * 1024;
 
 /// Largest record a reader accepts: a request body at the store's limit and
 /// its headers, with room to spare.
@@ -46,14 +53,42 @@ enum Entry {
     Opened { key_fields: Vec<String> },
     /// A request, before it reached SQLite.
     Request(Box<NewDelivery>),
+    /// The next part of large body number `body`, ahead of its request.
+    BodyPart {
+        body: u64,
+        #[serde(with = "serde_bytes")]
+        bytes: Vec<u8>,
+    },
+    /// A request whose body went ahead as the parts of body number `body`.
+    PartedRequest { body: u64, request: Box<NewDelivery> },
 }
 
 /// [`Entry`] as written, borrowing instead of copying; same variants in
 /// the same order, so the encodings are the same.
 #[derive(Serialize)]
 enum EntryRef<'a> {
-    Opened { key_fields: &'a [String] },
+    Opened {
+        key_fields: &'a [String],
+    },
     Request(&'a NewDelivery),
+    BodyPart {
+        body: u64,
+        #[serde(with = "serde_bytes")]
+        bytes: &'a [u8],
+    },
+    PartedRequest {
+        body: u64,
+        request: &'a NewDelivery,
+    },
+}
+
+/// What keeps a stretch of the file from being dropped by a compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Holder {
+    /// A request not yet known to be in SQLite, by sequence number.
+    Request(u64),
+    /// The parts of a large body whose request is still to come.
+    Body(u64),
 }
 
 /// A recorder's own inbox, locked for as long as it lives.
@@ -69,10 +104,13 @@ pub struct Inbox {
     /// Records appended but not yet written; reused, as appending is on the
     /// forwarding path.
     staged: Vec<u8>,
-    /// Sequence number and file offset of each request not yet known to be
-    /// in SQLite (staged ones at the offset they will be written at), oldest
-    /// first: what a compaction keeps.
-    pending: VecDeque<(u64, u64)>,
+    /// Each request not yet known to be in SQLite, and each large body
+    /// whose request is still to come, with the file offset where its
+    /// records start (staged ones where they will be written), in file
+    /// order: what a compaction keeps.
+    pending: VecDeque<(Holder, u64)>,
+    /// Number of the next large body begun.
+    next_body: u64,
 }
 
 impl Inbox {
@@ -95,6 +133,7 @@ impl Inbox {
             closed: false,
             staged: Vec::new(),
             pending: VecDeque::new(),
+            next_body: 1,
         };
         inbox.open_entry()?;
         inbox.flush()?;
@@ -112,29 +151,95 @@ impl Inbox {
     }
 
     /// Appends `delivery` and returns its sequence number. It is in the
-    /// file once [`Inbox::flush`] has run.
-    pub fn append(&mut self, delivery: &NewDelivery) -> std::io::Result<u64> {
-        if self.closed {
-            return Err(std::io::Error::other("the inbox is closed"));
+    /// file once [`Inbox::flush`] has run. A body of [`BODY_PART`] bytes or
+    /// more is written in parts, all at once; the recorder writes such
+    /// bodies itself, a part at a time, and appends the request with
+    /// [`Inbox::append_parted`].
+    pub fn append(&mut self, delivery: &mut NewDelivery) -> std::io::Result<u64> {
+        if delivery.request_body.len() < BODY_PART {
+            return self.append_request(None, &EntryRef::Request(delivery));
         }
-        let seq = self.next_seq;
-        let entry = EntryRef::Request(delivery);
-        if delivery.request_body.len() >= STAGE_LIMIT {
-            // A large body goes to the file as it is, not through a copy.
-            self.flush()?;
-            let offset = self.len;
-            self.write_direct(seq, &entry)?;
-            self.pending.push_back((seq, offset));
-        } else {
-            let offset = self.len + self.staged.len() as u64;
-            self.stage(seq, &entry)?;
-            self.pending.push_back((seq, offset));
-            if self.staged.len() >= STAGE_LIMIT {
-                self.flush()?;
+        let body = self.begin_body()?;
+        let parts = delivery
+            .request_body
+            .chunks(BODY_PART)
+            .try_for_each(|part| self.append_body_part(body, part));
+        match parts {
+            Ok(()) => self.append_parted(body, delivery),
+            Err(err) => {
+                self.abandon_body(body);
+                Err(err)
             }
+        }
+    }
+
+    /// Begins a large body and returns its number: write it with
+    /// [`Inbox::append_body_part`], then append its request with
+    /// [`Inbox::append_parted`], or [`Inbox::abandon_body`] it. Until
+    /// then its parts are kept through compactions.
+    pub fn begin_body(&mut self) -> std::io::Result<u64> {
+        self.check_open()?;
+        let body = self.next_body;
+        self.next_body += 1;
+        self.pending
+            .push_back((Holder::Body(body), self.len + self.staged.len() as u64));
+        Ok(body)
+    }
+
+    /// Writes the next part of large body `body`, with whatever is staged.
+    pub fn append_body_part(&mut self, body: u64, bytes: &[u8]) -> std::io::Result<()> {
+        self.check_open()?;
+        self.stage(0, &EntryRef::BodyPart { body, bytes })?;
+        self.flush()
+    }
+
+    /// Appends the request whose body went ahead as the parts of large body
+    /// `body`, and returns its sequence number. The record leaves the body
+    /// out; `delivery` is left as it was.
+    pub fn append_parted(&mut self, body: u64, delivery: &mut NewDelivery) -> std::io::Result<u64> {
+        let bytes = std::mem::take(&mut delivery.request_body);
+        let appended = self.append_request(
+            Some(body),
+            &EntryRef::PartedRequest {
+                body,
+                request: delivery,
+            },
+        );
+        delivery.request_body = bytes;
+        appended
+    }
+
+    /// Gives up large body `body`: its parts stay in the file, unread, until
+    /// a compaction drops them.
+    pub fn abandon_body(&mut self, body: u64) {
+        self.pending.retain(|(holder, _)| *holder != Holder::Body(body));
+    }
+
+    /// Stages a request under the next sequence number. Its records start
+    /// here, or, when its body went ahead as large body `body`, where that
+    /// body's parts start.
+    fn append_request(&mut self, body: Option<u64>, entry: &EntryRef<'_>) -> std::io::Result<u64> {
+        self.check_open()?;
+        let seq = self.next_seq;
+        let here = self.len + self.staged.len() as u64;
+        self.stage(seq, entry)?;
+        let parts = body.and_then(|body| self.pending.iter_mut().find(|(held, _)| *held == Holder::Body(body)));
+        match parts {
+            Some(parts) => parts.0 = Holder::Request(seq),
+            None => self.pending.push_back((Holder::Request(seq), here)),
+        }
+        if self.staged.len() >= STAGE_LIMIT {
+            self.flush()?;
         }
         self.next_seq += 1;
         Ok(seq)
+    }
+
+    fn check_open(&self) -> std::io::Result<()> {
+        if self.closed {
+            return Err(std::io::Error::other("the inbox is closed"));
+        }
+        Ok(())
     }
 
     /// Writes every staged record, in one write.
@@ -165,25 +270,6 @@ impl Inbox {
         }
     }
 
-    /// Writes one record straight to the file: its small fields buffered,
-    /// its body in a write of its own.
-    fn write_direct(&mut self, seq: u64, entry: &EntryRef<'_>) -> std::io::Result<()> {
-        let encoding_failed = |err: postcard::Error| std::io::Error::other(err.to_string());
-        let size = postcard::to_io(&(seq, entry), ByteCount::default())
-            .map_err(encoding_failed)?
-            .0;
-        let len = u32::try_from(size).map_err(|_| std::io::Error::other("inbox record too large"))?;
-        let written = (|| {
-            let mut out = FirstError::new(BufWriter::with_capacity(64 * 1024, &self.file));
-            out.write_all(&len.to_le_bytes())?;
-            if let Err(err) = postcard::to_io(&(seq, entry), &mut out) {
-                return Err(out.error.take().unwrap_or_else(|| encoding_failed(err)));
-            }
-            out.flush()
-        })();
-        self.settle(written, 4 + size as u64)
-    }
-
     /// True when every request appended is at or below `applied`, the newest
     /// sequence number in SQLite.
     pub fn all_applied(&self, applied: u64) -> bool {
@@ -198,7 +284,7 @@ impl Inbox {
     /// so waiting for an empty moment would let the file grow with every
     /// request for as long as the load lasts.
     pub fn compact(&mut self, applied: u64) -> std::io::Result<()> {
-        while self.pending.front().is_some_and(|(seq, _)| *seq <= applied) {
+        while matches!(self.pending.front(), Some((Holder::Request(seq), _)) if *seq <= applied) {
             self.pending.pop_front();
         }
         let size = self.len + self.staged.len() as u64;
@@ -334,64 +420,16 @@ impl Drop for Inbox {
     }
 }
 
-/// A writer that only counts: the length of a record before it is written.
-#[derive(Default)]
-struct ByteCount(usize);
-
-impl Write for ByteCount {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// A writer that keeps the first error of the writer it wraps: postcard
-/// reports any failed write as a full buffer, which would hide a full disk.
-struct FirstError<W> {
-    inner: W,
-    error: Option<std::io::Error>,
-}
-
-impl<W: Write> FirstError<W> {
-    fn new(inner: W) -> Self {
-        Self { inner, error: None }
-    }
-
-    fn note<T>(&mut self, result: std::io::Result<T>) -> std::io::Result<T> {
-        if let Err(err) = &result {
-            if self.error.is_none() {
-                self.error = Some(std::io::Error::new(err.kind(), err.to_string()));
-            }
-        }
-        result
-    }
-}
-
-impl<W: Write> Write for FirstError<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let result = self.inner.write(buf);
-        self.note(result)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        let result = self.inner.flush();
-        self.note(result)
-    }
-}
-
 impl EntryRef<'_> {
     /// Roughly how long the encoded entry is.
     fn size_hint(&self) -> usize {
         match self {
             EntryRef::Opened { key_fields } => key_fields.iter().map(|f| f.len() + 1).sum::<usize>() + 8,
-            EntryRef::Request(d) => {
+            EntryRef::Request(d) | EntryRef::PartedRequest { request: d, .. } => {
                 let headers: usize = d.request_headers.iter().map(|h| h.name.len() + h.value.len() + 4).sum();
                 d.request_body.len() + headers + d.tunnel_url.len() + d.target.len() + d.path.len() + 128
             }
+            EntryRef::BodyPart { bytes, .. } => bytes.len() + 16,
         }
     }
 }
@@ -415,6 +453,7 @@ impl Orphan {
             reader: BufReader::new(&self.file),
             buf: Vec::new(),
             key_fields: Vec::new(),
+            bodies: HashMap::new(),
             ended: false,
         })
     }
@@ -435,6 +474,8 @@ pub struct Requests<'a> {
     /// The record being decoded; reused from one record to the next.
     buf: Vec<u8>,
     key_fields: Vec<String>,
+    /// Large bodies read so far whose requests are still to come, by number.
+    bodies: HashMap<u64, Vec<u8>>,
     ended: bool,
 }
 
@@ -471,6 +512,15 @@ impl Iterator for Requests<'_> {
             match self.record() {
                 Ok(Some((_, Entry::Opened { key_fields }))) => self.key_fields = key_fields,
                 Ok(Some((seq, Entry::Request(delivery)))) => return Some(Ok((seq, *delivery))),
+                Ok(Some((_, Entry::BodyPart { body, bytes }))) => {
+                    let parts = self.bodies.entry(body).or_default();
+                    let room = super::MAX_STORED_BODY.saturating_sub(parts.len());
+                    parts.extend_from_slice(&bytes[..bytes.len().min(room)]);
+                }
+                Ok(Some((seq, Entry::PartedRequest { body, mut request }))) => {
+                    request.request_body = self.bodies.remove(&body).unwrap_or_default();
+                    return Some(Ok((seq, *request)));
+                }
                 Ok(None) => self.ended = true,
                 Err(err) => {
                     self.ended = true;
@@ -540,24 +590,28 @@ mod tests {
         (requests.key_fields().to_vec(), read)
     }
 
+    /// Each request's sequence number and event key.
+    fn keys(requests: &[(u64, NewDelivery)]) -> Vec<(u64, &str)> {
+        requests.iter().map(|(seq, d)| (*seq, d.event_key.as_str())).collect()
+    }
+
     #[test]
     fn a_dead_recorders_requests_are_read_back_and_a_live_one_is_left_alone() {
         let dir = ScratchDir::new("inbox-orphans");
         let db = dir.0.join("history.db");
         let mut live = Inbox::create(&db, &[]).unwrap();
-        live.append(&delivery("evt_live", "/")).unwrap();
+        live.append(&mut delivery("evt_live", "/")).unwrap();
         {
             let mut dead = Inbox::create(&db, &["/id".to_string()]).unwrap();
-            dead.append(&delivery("evt_1", "/a")).unwrap();
-            dead.append(&delivery("evt_2", "/b")).unwrap();
+            dead.append(&mut delivery("evt_1", "/a")).unwrap();
+            dead.append(&mut delivery("evt_2", "/b")).unwrap();
             // Dropped without discard: its lock goes, its file stays.
         }
         let mut orphans = orphans(&db);
         assert_eq!(orphans.len(), 1, "only the unlocked inbox is an orphan");
         let (key_fields, requests) = read_all(&orphans[0]);
         assert_eq!(key_fields, ["/id"]);
-        let keys: Vec<(u64, &str)> = requests.iter().map(|(seq, d)| (*seq, d.event_key.as_str())).collect();
-        assert_eq!(keys, [(1, "evt_1"), (2, "evt_2")]);
+        assert_eq!(keys(&requests), [(1, "evt_1"), (2, "evt_2")]);
         orphans.pop().unwrap().remove().unwrap();
         assert!(super::orphans(&db).is_empty());
         live.discard();
@@ -568,17 +622,16 @@ mod tests {
         let dir = ScratchDir::new("inbox-large");
         let db = dir.0.join("history.db");
         let mut big = delivery("evt_big", "/big");
-        big.request_body = (0..STAGE_LIMIT * 4).map(|i| (i % 251) as u8).collect();
+        big.request_body = (0..BODY_PART * 4).map(|i| (i % 251) as u8).collect();
         {
             let mut inbox = Inbox::create(&db, &[]).unwrap();
-            inbox.append(&delivery("evt_1", "/a")).unwrap();
-            assert_eq!(inbox.append(&big).unwrap(), 2);
-            inbox.append(&delivery("evt_3", "/c")).unwrap();
+            inbox.append(&mut delivery("evt_1", "/a")).unwrap();
+            assert_eq!(inbox.append(&mut big).unwrap(), 2);
+            inbox.append(&mut delivery("evt_3", "/c")).unwrap();
             // Dropped without discard, as by a recorder that died.
         }
         let (_, requests) = read_all(&orphans(&db).pop().unwrap());
-        let keys: Vec<(u64, &str)> = requests.iter().map(|(seq, d)| (*seq, d.event_key.as_str())).collect();
-        assert_eq!(keys, [(1, "evt_1"), (2, "evt_big"), (3, "evt_3")]);
+        assert_eq!(keys(&requests), [(1, "evt_1"), (2, "evt_big"), (3, "evt_3")]);
         assert!(
             requests[1].1.request_body == big.request_body,
             "the large body is intact"
@@ -586,20 +639,61 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_write_keeps_its_own_error_through_the_encoder() {
-        struct Full;
-        impl Write for Full {
-            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
-                Err(std::io::Error::new(std::io::ErrorKind::StorageFull, "no space left"))
+    fn requests_appended_between_a_large_bodys_parts_read_back_and_an_abandoned_body_is_skipped() {
+        let dir = ScratchDir::new("inbox-parts");
+        let db = dir.0.join("history.db");
+        let mut big = delivery("evt_big", "/big");
+        big.request_body = (0..BODY_PART * 2 + 7).map(|i| (i % 251) as u8).collect();
+        {
+            let mut inbox = Inbox::create(&db, &[]).unwrap();
+            let body = inbox.begin_body().unwrap();
+            let lost = inbox.begin_body().unwrap();
+            let mut parts = big.request_body.chunks(BODY_PART);
+            inbox.append_body_part(body, parts.next().unwrap()).unwrap();
+            inbox.append_body_part(lost, b"never followed by its request").unwrap();
+            assert_eq!(inbox.append(&mut delivery("evt_small", "/a")).unwrap(), 1);
+            inbox.abandon_body(lost);
+            for part in parts {
+                inbox.append_body_part(body, part).unwrap();
             }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
+            let body_before = big.request_body.clone();
+            assert_eq!(inbox.append_parted(body, &mut big).unwrap(), 2);
+            assert!(big.request_body == body_before, "the delivery is left as it was");
+            // Dropped without discard, as by a recorder that died.
         }
-        let mut out = FirstError::new(Full);
-        assert!(postcard::to_io(&(1u64, "body"), &mut out).is_err());
-        let kept = out.error.expect("the writer's own error");
-        assert_eq!(kept.kind(), std::io::ErrorKind::StorageFull);
+        let (_, requests) = read_all(&orphans(&db).pop().unwrap());
+        assert_eq!(keys(&requests), [(1, "evt_small"), (2, "evt_big")]);
+        assert!(
+            requests[0].1.request_body.len() < 100,
+            "a small request keeps its own body"
+        );
+        assert!(
+            requests[1].1.request_body == big.request_body,
+            "the large body is put back together from its parts"
+        );
+    }
+
+    #[test]
+    fn a_large_body_still_being_written_survives_compaction_until_abandoned() {
+        let dir = ScratchDir::new("inbox-parts-compact");
+        let db = dir.0.join("history.db");
+        let mut inbox = Inbox::create(&db, &[]).unwrap();
+        let body = inbox.begin_body().unwrap();
+        let part = vec![b'x'; BODY_PART];
+        for _ in 0..(RESTART_AT as usize / BODY_PART + 1) {
+            inbox.append_body_part(body, &part).unwrap();
+        }
+        let seq = inbox.append(&mut delivery("evt_small", "/a")).unwrap();
+        inbox.compact(seq).unwrap();
+        assert!(inbox.len > RESTART_AT, "the parts of a body in progress are kept");
+        inbox.abandon_body(body);
+        inbox.compact(seq).unwrap();
+        assert!(
+            inbox.len < 1024,
+            "abandoned parts are dropped: {} bytes left",
+            inbox.len
+        );
+        inbox.discard();
     }
 
     #[test]
@@ -608,7 +702,7 @@ mod tests {
         let db = dir.0.join("history.db");
         let path = {
             let mut inbox = Inbox::create(&db, &[]).unwrap();
-            inbox.append(&delivery("evt_whole", "/")).unwrap();
+            inbox.append(&mut delivery("evt_whole", "/")).unwrap();
             inbox.path.clone()
         };
         let mut file = OpenOptions::new().append(true).open(&path).unwrap();
@@ -625,12 +719,12 @@ mod tests {
         let mut inbox = Inbox::create(&db, &[]).unwrap();
         let mut big = delivery("evt_big", "/");
         big.request_body = vec![b'x'; RESTART_AT as usize];
-        let seq = inbox.append(&big).unwrap();
+        let seq = inbox.append(&mut big).unwrap();
         inbox.compact(seq - 1).unwrap();
         assert!(inbox.len > RESTART_AT, "a request not yet applied keeps the file");
         inbox.compact(seq).unwrap();
         assert!(inbox.len < 1024, "applied requests are dropped");
-        assert_eq!(inbox.append(&big).unwrap(), seq + 1, "sequence numbers go on");
+        assert_eq!(inbox.append(&mut big).unwrap(), seq + 1, "sequence numbers go on");
         inbox.discard();
         assert!(!inbox.path.exists());
     }
@@ -641,14 +735,14 @@ mod tests {
         let db = dir.0.join("history.db");
         let mut inbox = Inbox::create(&db, &["/id".to_string()]).unwrap();
         let mut big = delivery("evt_big", "/big");
-        big.request_body = (0..STAGE_LIMIT).map(|i| (i % 251) as u8).collect();
+        big.request_body = (0..BODY_PART).map(|i| (i % 251) as u8).collect();
         let mut largest = 0;
         let mut applied = 0;
         // A small request staged, then a large one written directly; the
         // writer is always one step behind, as it is under load.
         for n in 0..60 {
-            inbox.append(&delivery(&format!("evt_{n}"), "/small")).unwrap();
-            let newest = inbox.append(&big).unwrap();
+            inbox.append(&mut delivery(&format!("evt_{n}"), "/small")).unwrap();
+            let newest = inbox.append(&mut big).unwrap();
             applied = newest - 2;
             inbox.compact(applied).unwrap();
             largest = largest.max(inbox.len);

@@ -433,7 +433,7 @@ fn a_reading_open_of_a_locked_history_reads_at_once_and_leaves_the_inbox_for_lat
         .unwrap();
     {
         let mut dead = inbox::Inbox::create(&path, &[]).unwrap();
-        dead.append(&delivery("evt_orphaned", "/")).unwrap();
+        dead.append(&mut delivery("evt_orphaned", "/")).unwrap();
         // Dropped without discard, as when its process is killed.
     }
     // Another process is writing and keeps the lock.

@@ -29,12 +29,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::inbox::Inbox;
+use super::inbox::{Inbox, BODY_PART};
 use super::{NewDelivery, Outcome, Store, StoreError, Summary};
 pub(crate) use recover::recover;
 use writer::{Job, Writer};
@@ -175,16 +175,25 @@ impl Recorder {
     /// request is staged in the inbox; once [`Recorder::flush`] has run it is
     /// on disk and its caller may hear back. Waits while the queue holds
     /// [`QUEUE_BYTES`] of bodies.
-    pub async fn record_request(&self, d: NewDelivery) -> Result<Ticket, RecordError> {
+    pub async fn record_request(&self, mut d: NewDelivery) -> Result<Ticket, RecordError> {
         let room = self.room(d.request_body.len()).await?;
-        let mut inbox = self.shared.inbox.lock().unwrap_or_else(|p| p.into_inner());
+        let body = if d.request_body.len() >= BODY_PART {
+            Some(self.write_body(&d.request_body).await?)
+        } else {
+            None
+        };
+        let mut inbox = self.shared.lock_inbox();
         if inbox.is_closed() {
             return Err(RecordError::Closed);
         }
         if let Err(err) = inbox.compact(self.shared.applied.load(Ordering::Acquire)) {
             tracing::warn!(%err, "cannot drop stored requests from the history inbox; it keeps growing");
         }
-        let seq = inbox.append(&d).map_err(RecordError::Inbox)?;
+        let appended = match body {
+            Some(body) => inbox.append_parted(body.finish(), &mut d),
+            None => inbox.append(&mut d),
+        };
+        let seq = appended.map_err(RecordError::Inbox)?;
         let job = Job::Request {
             seq,
             delivery: Box::new(d),
@@ -192,6 +201,26 @@ impl Recorder {
         };
         self.shared.queue.send(job).map_err(|_| RecordError::Closed)?;
         Ok(Ticket(seq))
+    }
+
+    /// Writes a large request body to the inbox ahead of its request, a
+    /// part at a time, letting the tunnel serve everything else between
+    /// parts.
+    async fn write_body(&self, bytes: &[u8]) -> Result<BodyInProgress, RecordError> {
+        let number = self.shared.lock_inbox().begin_body().map_err(RecordError::Inbox)?;
+        let body = BodyInProgress {
+            inbox: Arc::clone(&self.shared.inbox),
+            number,
+            finished: false,
+        };
+        for part in bytes.chunks(BODY_PART) {
+            tokio::task::yield_now().await;
+            self.shared
+                .lock_inbox()
+                .append_body_part(number, part)
+                .map_err(RecordError::Inbox)?;
+        }
+        Ok(body)
     }
 
     /// The budget, in [`ROOM_UNIT`]s, that bodies held for the history while
@@ -220,8 +249,7 @@ impl Recorder {
     /// Writes every request recorded so far to the inbox file. The tunnel
     /// calls this before any answer leaves the process.
     pub fn flush(&self) -> Result<(), RecordError> {
-        let mut inbox = self.shared.inbox.lock().unwrap_or_else(|p| p.into_inner());
-        inbox.flush().map_err(RecordError::Inbox)
+        self.shared.lock_inbox().flush().map_err(RecordError::Inbox)
     }
 
     /// Records the answer half of the delivery `ticket` stands for. Waits
@@ -235,6 +263,41 @@ impl Recorder {
             _room: room,
         };
         self.shared.queue.send(job).map_err(|_| RecordError::Closed)
+    }
+}
+
+impl Shared {
+    fn lock_inbox(&self) -> MutexGuard<'_, Inbox> {
+        lock(&self.inbox)
+    }
+}
+
+fn lock(inbox: &Mutex<Inbox>) -> MutexGuard<'_, Inbox> {
+    inbox.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A large body partly or wholly in the inbox, its request still to come.
+/// Abandoned when dropped first (its exchange cancelled, a write failed), so
+/// that its parts do not keep the inbox from being compacted.
+struct BodyInProgress {
+    inbox: Arc<Mutex<Inbox>>,
+    number: u64,
+    finished: bool,
+}
+
+impl BodyInProgress {
+    /// The body's number, for appending its request.
+    fn finish(mut self) -> u64 {
+        self.finished = true;
+        self.number
+    }
+}
+
+impl Drop for BodyInProgress {
+    fn drop(&mut self) {
+        if !self.finished {
+            lock(&self.inbox).abandon_body(self.number);
+        }
     }
 }
 
@@ -277,7 +340,7 @@ impl Drop for RecorderHandle {
 /// if all of it is in SQLite, and otherwise writes it out for the next open
 /// to move the rest in.
 fn settle(inbox: &Mutex<Inbox>, applied: u64, complete: bool) {
-    let mut inbox = inbox.lock().unwrap_or_else(|p| p.into_inner());
+    let mut inbox = lock(inbox);
     if complete && inbox.all_applied(applied) {
         inbox.discard();
     } else {
@@ -327,6 +390,16 @@ pub(super) mod tests {
             .expect("the writer is running")
     }
 
+    /// The inbox file of the one recorder writing to `history.db` in `dir`.
+    fn inbox_file(dir: &ScratchDir) -> std::path::PathBuf {
+        std::fs::read_dir(&dir.0)
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with("history.db-inbox-"))
+            .expect("an inbox beside the database")
+            .path()
+    }
+
     /// Records `d` answered with 200 and waits for the writer's report.
     pub(super) async fn recorded(
         recorder: &Recorder,
@@ -343,12 +416,7 @@ pub(super) mod tests {
         let path = dir.0.join("history.db");
         let (recorder, _handle, mut reported) = start(&path);
         let reader = rusqlite::Connection::open(&path).unwrap();
-        let inbox = std::fs::read_dir(&dir.0)
-            .unwrap()
-            .flatten()
-            .find(|e| e.file_name().to_string_lossy().starts_with("history.db-inbox-"))
-            .expect("an inbox beside the database")
-            .path();
+        let inbox = inbox_file(&dir);
         let in_file = |key: &str| {
             std::fs::read(&inbox)
                 .unwrap()
@@ -372,6 +440,29 @@ pub(super) mod tests {
             assert_eq!(stored, (key, 201));
             assert_eq!(report.delivery_count, 1);
         }
+    }
+
+    #[tokio::test]
+    async fn a_large_body_given_up_midway_does_not_keep_the_inbox_from_shrinking() {
+        let dir = ScratchDir::new("recorder-body-dropped");
+        let path = dir.0.join("history.db");
+        let (recorder, _handle, mut reported) = start(&path);
+        let inbox = inbox_file(&dir);
+        let size = || std::fs::metadata(&inbox).unwrap().len();
+        let mut big = delivery("evt_big", "/big");
+        big.request_body = vec![b'x'; 32 * BODY_PART];
+        {
+            let mut recording = Box::pin(recorder.record_request(big));
+            // Each poll writes one part and yields.
+            for _ in 0..20 {
+                assert!(futures_util::poll!(&mut recording).is_pending());
+            }
+            // Dropped here, as when the relay gives up on its exchange.
+        }
+        assert!(size() > 16 * BODY_PART as u64, "parts were written: {} bytes", size());
+        recorded(&recorder, &mut reported, delivery("evt_1", "/a")).await;
+        recorded(&recorder, &mut reported, delivery("evt_2", "/b")).await;
+        assert!(size() < 64 * 1024, "the parts were dropped: {} bytes left", size());
     }
 
     #[tokio::test]

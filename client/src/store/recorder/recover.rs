@@ -131,8 +131,8 @@ mod tests {
             let mut github = delivery("", "/webhooks/github");
             github.provider = None;
             github.request_headers = vec![portpreview_shared::Header::new("x-github-delivery", "gh-1")];
-            inbox.append(&delivery("evt_moved_before", "/a")).unwrap();
-            inbox.append(&github).unwrap();
+            inbox.append(&mut delivery("evt_moved_before", "/a")).unwrap();
+            inbox.append(&mut github).unwrap();
             // The first request reached SQLite just before the crash.
             store.write(|s| s.mark_inbox_applied(inbox.name(), 1)).unwrap();
             // Dropped without discard, as when its process is killed.
@@ -205,7 +205,7 @@ mod tests {
         for n in 0..count {
             let mut d = delivery(&format!("evt_{n}"), &format!("/r/{n}"));
             d.request_body = vec![b'x'; body];
-            inbox.append(&d).unwrap();
+            inbox.append(&mut d).unwrap();
         }
         inbox.name().to_owned()
         // Dropped without discard, as when its process is killed.
