@@ -186,8 +186,11 @@ impl Recorder {
         if inbox.is_closed() {
             return Err(RecordError::Closed);
         }
-        if let Err(err) = inbox.compact(self.shared.applied.load(Ordering::Acquire)) {
-            tracing::warn!(%err, "cannot drop stored requests from the history inbox; it keeps growing");
+        match inbox.compact(self.shared.applied.load(Ordering::Acquire)) {
+            // Closed by the writer; should it be gone, here.
+            Ok(Some(replaced)) => drop(self.shared.queue.send(Job::Close { _file: replaced })),
+            Ok(None) => {}
+            Err(err) => tracing::warn!(%err, "cannot drop stored requests from the history inbox; it keeps growing"),
         }
         let appended = match body {
             Some(body) => inbox.append_parted(body.finish(), &mut d),

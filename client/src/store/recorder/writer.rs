@@ -48,6 +48,12 @@ pub(super) enum Job {
         outcome: Box<Outcome>,
         _room: OwnedSemaphorePermit,
     },
+    /// An inbox file a compaction replaced, to be closed here: closing a
+    /// large file whose name is gone frees its pages, which took the
+    /// tunnel's thread 15–30 ms for 150 MB.
+    Close {
+        _file: std::fs::File,
+    },
     Shutdown,
 }
 
@@ -57,7 +63,7 @@ impl Job {
         match self {
             Job::Request { delivery, .. } => delivery.request_body.len(),
             Job::Outcome { outcome, .. } => outcome.response_body.len(),
-            Job::Shutdown => 0,
+            Job::Close { .. } | Job::Shutdown => 0,
         }
     }
 }
@@ -204,7 +210,7 @@ impl Writer {
                             }
                         }
                     },
-                    Job::Shutdown => {}
+                    Job::Close { .. } | Job::Shutdown => {}
                 }
             }
             // A request committed without its answer is noted, so that
@@ -246,7 +252,7 @@ impl Writer {
                         (self.on_recorded)(summary);
                     }
                 }
-                Job::Shutdown => {}
+                Job::Close { .. } | Job::Shutdown => {}
             }
         }
         while self.awaited.len() > AWAITED_LIMIT {
