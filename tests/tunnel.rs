@@ -465,3 +465,56 @@ async fn a_provider_retry_shows_as_the_second_delivery_of_its_event() {
         assert_eq!(summary.event_key_source, "body:/id");
     }
 }
+
+/// A handler that answers one request per connection and then closes it
+/// without saying so (no `Connection: close`), as a server whose keep-alive
+/// timeout has just run out does. Returns its address and a count of the
+/// requests it read.
+async fn closes_after_each_answer() -> (std::net::SocketAddr, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let served = std::sync::Arc::new(AtomicUsize::new(0));
+    let count = served.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let count = count.clone();
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                // The requests here have no body: the head is the request.
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                count.fetch_add(1, Ordering::SeqCst);
+                let _ = socket
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+                    .await;
+                // Dropped: closed with the answer just sent.
+            });
+        }
+    });
+    (addr, served)
+}
+
+#[tokio::test]
+async fn a_handler_that_closes_each_connection_after_answering_gets_every_request_once() {
+    let relay = TestRelay::start().await;
+    let (addr, served) = closes_after_each_answer().await;
+    let tunnel = TestTunnel::start(&relay.http_url(), &format!("http://{addr}")).await;
+    for n in 1..=30 {
+        let reply = caller::send("GET", &tunnel.url(&format!("/n/{n}")), &[], Vec::new()).await;
+        assert_eq!(reply.status, 200, "request {n}: {}", reply.text());
+        assert_eq!(reply.text(), "ok");
+    }
+    assert_eq!(
+        served.load(std::sync::atomic::Ordering::SeqCst),
+        30,
+        "each request reached the handler once"
+    );
+}
