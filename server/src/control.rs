@@ -242,10 +242,8 @@ where
         }
     };
     let public_url = ctx.public_url.for_name(&lease.name);
-    match &ctx.token_label {
-        Some(token) => tracing::info!(tunnel = %lease.name, %token, %public_url, "tunnel connected"),
-        None => tracing::info!(tunnel = %lease.name, %public_url, "tunnel connected"),
-    }
+    let token = ctx.token_label.as_deref().map(tracing::field::display);
+    tracing::info!(tunnel = %lease.name, token, %public_url, "tunnel connected");
     let welcome = ServerMessage::Welcome {
         protocol: PROTOCOL_VERSION,
         name: lease.name.clone(),

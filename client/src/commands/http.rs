@@ -111,13 +111,8 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         false => {
             let events = events_tx.clone();
             let report = move |summary| report_delivered(&events, summary);
-            let (recorder, handle) = Recorder::start(db, args.key_fields.clone(), report).map_err(|err| {
-                if err.names_file() {
-                    anyhow::Error::new(err)
-                } else {
-                    anyhow::Error::new(err).context(format!("cannot open the history {}", db.display()))
-                }
-            })?;
+            let (recorder, handle) =
+                Recorder::start(db, args.key_fields.clone(), report).map_err(|err| err.for_command(db))?;
             (Some(recorder), Some(handle))
         }
     };

@@ -118,20 +118,6 @@ impl StoreError {
         }
     }
 
-    /// True when the message already names the database file.
-    pub fn names_file(&self) -> bool {
-        matches!(
-            self,
-            Self::NotADatabase { .. }
-                | Self::Corrupt { .. }
-                | Self::TooNew { .. }
-                | Self::Missing { .. }
-                | Self::Foreign { .. }
-                | Self::Empty { .. }
-                | Self::IsDirectory { .. }
-        )
-    }
-
     /// Turns the error into one line for a command's stderr, naming `db` once.
     pub fn for_command(self, db: &Path) -> anyhow::Error {
         let file = db.display();

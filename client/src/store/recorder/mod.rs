@@ -182,7 +182,7 @@ impl Recorder {
         } else {
             None
         };
-        let mut inbox = self.shared.lock_inbox();
+        let mut inbox = lock(&self.shared.inbox);
         if inbox.is_closed() {
             return Err(RecordError::Closed);
         }
@@ -210,7 +210,7 @@ impl Recorder {
     /// part at a time, letting the tunnel serve everything else between
     /// parts.
     async fn write_body(&self, bytes: &[u8]) -> Result<BodyInProgress, RecordError> {
-        let number = self.shared.lock_inbox().begin_body().map_err(RecordError::Inbox)?;
+        let number = lock(&self.shared.inbox).begin_body().map_err(RecordError::Inbox)?;
         let body = BodyInProgress {
             inbox: Arc::clone(&self.shared.inbox),
             number,
@@ -218,8 +218,7 @@ impl Recorder {
         };
         for part in bytes.chunks(BODY_PART) {
             tokio::task::yield_now().await;
-            self.shared
-                .lock_inbox()
+            lock(&self.shared.inbox)
                 .append_body_part(number, part)
                 .map_err(RecordError::Inbox)?;
         }
@@ -252,7 +251,7 @@ impl Recorder {
     /// Writes every request recorded so far to the inbox file. The tunnel
     /// calls this before any answer leaves the process.
     pub fn flush(&self) -> Result<(), RecordError> {
-        self.shared.lock_inbox().flush().map_err(RecordError::Inbox)
+        lock(&self.shared.inbox).flush().map_err(RecordError::Inbox)
     }
 
     /// Records the answer half of the delivery `ticket` stands for. Waits
@@ -269,12 +268,8 @@ impl Recorder {
     }
 }
 
-impl Shared {
-    fn lock_inbox(&self) -> MutexGuard<'_, Inbox> {
-        lock(&self.inbox)
-    }
-}
-
+/// The inbox, locked. A lock poisoned by a panic is taken as it is: the
+/// history must never be what stops the tunnel.
 fn lock(inbox: &Mutex<Inbox>) -> MutexGuard<'_, Inbox> {
     inbox.lock().unwrap_or_else(|p| p.into_inner())
 }
