@@ -14,14 +14,68 @@ pub fn for_terminal(body: &[u8]) -> String {
     }
 }
 
-/// The body re-indented when it is a JSON document.
+/// The body re-indented when it is a JSON document, every token as it was
+/// received. Parsing into a value and printing that would show numbers
+/// rounded (`123456789012345678901234567890`, `1.10`) and repeated keys
+/// dropped: things a developer chasing an amount or a parser bug must see
+/// as they were sent.
 pub fn pretty_json(body: &[u8]) -> Option<String> {
     let trimmed = body.trim_ascii();
     if !trimmed.starts_with(b"{") && !trimmed.starts_with(b"[") {
         return None;
     }
-    let value: serde_json::Value = serde_json::from_slice(trimmed).ok()?;
-    serde_json::to_string_pretty(&value).ok()
+    serde_json::from_slice::<serde::de::IgnoredAny>(trimmed).ok()?;
+    std::str::from_utf8(trimmed).ok().map(reindent)
+}
+
+/// Lays out valid JSON two spaces per level, as `serde_json`'s pretty
+/// printer does, copying strings, numbers and literals untouched.
+fn reindent(json: &str) -> String {
+    fn new_line(out: &mut String, depth: usize) {
+        out.push('\n');
+        out.extend(std::iter::repeat_n("  ", depth));
+    }
+    let mut out = String::with_capacity(json.len() * 2);
+    let mut depth = 0usize;
+    let mut chars = json.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                out.push(c);
+                while let Some(c) = chars.next() {
+                    out.push(c);
+                    match c {
+                        '\\' => out.extend(chars.next()),
+                        '"' => break,
+                        _ => {}
+                    }
+                }
+            }
+            '{' | '[' => {
+                out.push(c);
+                while chars.next_if(|c| c.is_ascii_whitespace()).is_some() {}
+                if let Some(close) = chars.next_if(|&c| c == '}' || c == ']') {
+                    out.push(close);
+                } else {
+                    depth += 1;
+                    new_line(&mut out, depth);
+                }
+            }
+            '}' | ']' => {
+                depth = depth.saturating_sub(1);
+                new_line(&mut out, depth);
+                out.push(c);
+            }
+            ',' => {
+                out.push(c);
+                new_line(&mut out, depth);
+            }
+            ':' => out.push_str(": "),
+            c if c.is_ascii_whitespace() => {}
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Bytes for a JSON document: text when UTF-8, base64 otherwise.
@@ -57,6 +111,29 @@ mod tests {
         let shown = for_terminal(br#"{"a":1,"text":"x\u001by\u202e"}"#);
         assert!(shown.starts_with("{\n  \"a\": 1,"), "{shown}");
         assert!(!shown.contains('\u{1b}') && !shown.contains('\u{202e}'), "{shown}");
+    }
+
+    #[test]
+    fn json_is_laid_out_without_changing_a_token() {
+        let body = br#" {"big":123456789012345678901234567890, "dup":1,"dup":2,"f":1.10,"e":1E5,"z":-0,
+            "s":"a,b:{[\"]}\\","empty":{},"none":[ ],"list":[true,null]} "#;
+        let expected = r#"{
+  "big": 123456789012345678901234567890,
+  "dup": 1,
+  "dup": 2,
+  "f": 1.10,
+  "e": 1E5,
+  "z": -0,
+  "s": "a,b:{[\"]}\\",
+  "empty": {},
+  "none": [],
+  "list": [
+    true,
+    null
+  ]
+}"#;
+        assert_eq!(pretty_json(body).as_deref(), Some(expected));
+        assert_eq!(pretty_json(b"[1,2"), None, "not JSON: shown as text");
     }
 
     #[test]

@@ -5,6 +5,7 @@ use portpreview_shared::text::shorten;
 use serde_json::{json, Value};
 
 use super::report::{attempts_phrase, Attempt};
+use crate::render::body::pretty_json;
 
 /// Characters of a body shown in JSON and beside another answer.
 const SHOWN_BODY_CHARS: usize = 2000;
@@ -44,10 +45,7 @@ impl AnswerGroup {
         };
         let mut lines = vec![head];
         let body = shown_body(&self.body);
-        let pretty = serde_json::from_str::<Value>(&body)
-            .ok()
-            .and_then(|v| serde_json::to_string_pretty(&v).ok())
-            .unwrap_or(body);
+        let pretty = pretty_json(body.as_bytes()).unwrap_or(body);
         lines.extend(pretty.lines().map(|l| escape_str(l).into_owned()));
         lines
     }

@@ -6,6 +6,7 @@ use portpreview_shared::Header;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
+use crate::render::body::pretty_json;
 use crate::store::{Delivery, ReplayRun};
 
 use super::format::{status_style, timestamp};
@@ -199,10 +200,8 @@ fn body_title(what: &str, body: &[u8], size: u64) -> String {
 /// The body as display lines: pretty JSON, escaped text or a hex dump.
 pub fn body_text(body: &[u8]) -> String {
     if body.len() <= MAX_PRETTY {
-        if let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) {
-            if let Ok(pretty) = serde_json::to_string_pretty(&value) {
-                return escape_multiline(&pretty).into_owned();
-            }
+        if let Some(pretty) = pretty_json(body) {
+            return escape_multiline(&pretty).into_owned();
         }
     }
     match std::str::from_utf8(body) {
