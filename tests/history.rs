@@ -619,7 +619,7 @@ fn a_curl_export_sends_the_same_bytes_again() {
 }
 
 #[test]
-fn a_curl_export_goes_where_a_replay_goes() {
+fn curl_and_fixture_exports_go_where_a_replay_goes() {
     let h = History::new("aim");
     // Recorded at /webhooks/stripe?x=1.
     let id = h
@@ -649,7 +649,18 @@ fn a_curl_export_goes_where_a_replay_goes() {
         assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
         let (replay_line, _, _) = split_request(&captured.join().unwrap());
 
-        assert_eq!((curl_line.as_str(), replay_line.as_str()), (expected, expected));
+        let (url, captured) = capture_one_request();
+        let fixture = h.dir.join("aimed.json");
+        let target = format!("{url}{path}");
+        h.ok(&["export", &id, "--target", &target, "-o", fixture.to_str().unwrap()]);
+        let out = h.run(&["replay", "--from", fixture.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let (fixture_line, _, _) = split_request(&captured.join().unwrap());
+
+        assert_eq!(
+            (curl_line.as_str(), replay_line.as_str(), fixture_line.as_str()),
+            (expected, expected, expected)
+        );
     }
 }
 

@@ -10,7 +10,7 @@ use clap::ValueEnum;
 use crate::commands::show::{fetch, parse_id};
 use crate::fixture::Fixture;
 use crate::render;
-use crate::replay::plan::aimed_url;
+use crate::replay::plan::{aimed_url, resolve_target};
 use crate::store::Store;
 
 /// What `export` writes.
@@ -57,8 +57,12 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     let text = match args.format {
         Format::Json => {
             let mut fixture = Fixture::from_delivery(&delivery);
-            if let Some(target) = &args.target {
-                fixture.target.clone_from(target);
+            if let Some(flag) = args.target.as_deref() {
+                // A fixture's target is a base that `replay --from` puts
+                // before its path, so a flag's own path becomes the path.
+                let (endpoint, path) = resolve_target(&r.target, Some(flag), &r.path)?;
+                fixture.target = endpoint.url("");
+                fixture.path = path;
             }
             fixture.to_json()
         }
