@@ -110,6 +110,29 @@ impl Tmux {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+
+    /// A `#{…}` format of the window, such as `alternate_on`.
+    fn format(&self, name: &str) -> String {
+        let out = self
+            .command()
+            .args(["display-message", "-p", "-t", "tui", &format!("#{{{name}}}")])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// Sends `signal` (`TERM`, `HUP`) to the program the window's shell runs.
+    #[cfg(target_os = "linux")]
+    fn signal_program(&self, signal: &str) {
+        let shell = self.format("pane_pid");
+        let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
+        let program = children.split_whitespace().next().expect("the shell runs portpreview");
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), program])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{signal} {program}");
+    }
 }
 
 impl Drop for Tmux {
@@ -384,4 +407,52 @@ fn live_deliveries_during_http() {
     let screen = tmux.wait_for("the shell again", |s| s.contains("portpreview exited"));
     assert!(screen.contains("portpreview exited 0"), "{screen}");
     assert_eq!(handler.requests().len(), 3);
+}
+
+/// `kill` (SIGTERM) on `tui` and a closed terminal (SIGHUP) on `http` stop
+/// PortPreview like `q` does: the shell gets its screen, cursor and line
+/// editing back.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_signal_gives_the_terminal_back() {
+    let scratch = Scratch::new("signal");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let handler = runtime.block_on(LocalHandler::echo());
+    let db = scratch.0.join("history.db");
+    fill_history(&db);
+    for (command, signal, ready) in [("tui", "TERM", "Deliveries 1/151"), ("http", "HUP", "● online")] {
+        let line = format!(
+            "cd {home} && env HOME={home} PORTPREVIEW_CONFIG={home}/none.toml TERM=xterm-256color {bin} --db {db} {command} {port}; echo \"portpreview exited $?\"; stty -a | tr ' ;' '\\n\\n' | grep -x -- '-*icanon'; exec sleep 600",
+            home = shell_quote(&scratch.0),
+            bin = shell_quote(&portpreview_bin()),
+            db = shell_quote(&db),
+            port = if command == "http" { handler.port().to_string() } else { String::new() },
+        );
+        let tmux = Tmux::start(&format!("signal-{command}"), &line);
+        tmux.wait_for("the TUI", |s| s.contains(ready));
+        assert_eq!(tmux.format("alternate_on"), "1", "{command} took the screen over");
+
+        tmux.signal_program(signal);
+        let screen = tmux.wait_for("the shell again", |s| {
+            s.lines().any(|l| l.trim_end().ends_with("icanon"))
+        });
+        assert!(
+            screen.contains("portpreview exited 0"),
+            "{command} on SIG{signal}: {screen}"
+        );
+        assert!(
+            screen.lines().any(|l| l.trim_end() == "icanon"),
+            "{command} on SIG{signal} left the terminal in raw mode: {screen}"
+        );
+        assert_eq!(
+            tmux.format("alternate_on"),
+            "0",
+            "{command} on SIG{signal} left the alternate screen"
+        );
+        assert_eq!(
+            tmux.format("cursor_flag"),
+            "1",
+            "{command} on SIG{signal} left the cursor hidden"
+        );
+    }
 }

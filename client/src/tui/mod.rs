@@ -71,12 +71,22 @@ pub async fn run_live(
         .unwrap_or_else(|_| Err(anyhow::anyhow!("the TUI stopped on an internal error")))
 }
 
-/// Browses the history in `db` until the user quits.
+/// Browses the history in `db` until the user quits or the process is
+/// asked to stop (SIGTERM, SIGHUP), giving the terminal back either way.
 pub async fn run_browser(db: &Path) -> anyhow::Result<()> {
     let mode = Mode::Browser {
         db: db.display().to_string(),
     };
-    run(db, mode, None, CancellationToken::new()).await
+    let shutdown = CancellationToken::new();
+    let browse = run(db, mode, None, shutdown.clone());
+    tokio::pin!(browse);
+    tokio::select! {
+        result = &mut browse => result,
+        () = crate::signal::stop_requested() => {
+            shutdown.cancel();
+            browse.await
+        }
+    }
 }
 
 async fn run(
