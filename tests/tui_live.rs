@@ -338,6 +338,23 @@ fn replay_export_and_copy_from_the_tui() {
     let curl = std::fs::read_to_string(scratch.0.join("portpreview-1.sh")).unwrap();
     assert!(curl.contains(&format!("{}/webhooks/stripe", handler.url())), "{curl}");
 
+    // Another process holds the history's write lock: the replay's run waits
+    // to be saved, and the screen answers keys meanwhile.
+    let locker = rusqlite::Connection::open(&db).unwrap();
+    locker.execute_batch("BEGIN IMMEDIATE").unwrap();
+    tmux.send(&["r"]);
+    tmux.wait_for("the run waiting to be saved", |s| {
+        s.contains("replaying #1: saving the run")
+    });
+    tmux.send(&["?"]);
+    tmux.wait_for("the help, drawn while the save waits", |s| {
+        s.contains("Keys (any key closes)")
+    });
+    locker.execute_batch("COMMIT").unwrap();
+    tmux.send(&["Escape"]);
+    tmux.wait_for("the run saved once the lock is free", |s| s.contains("Replay runs (3)"));
+    assert_eq!(handler.requests().len(), 5);
+
     tmux.send(&["q"]);
     let screen = tmux.wait_for("the shell again", |s| s.contains("portpreview exited"));
     assert!(screen.contains("portpreview exited 0"), "{screen}");
@@ -353,7 +370,7 @@ fn replay_export_and_copy_from_the_tui() {
     assert!(listed.status.success(), "{}", String::from_utf8_lossy(&listed.stderr));
     let rows: Vec<serde_json::Value> = serde_json::from_slice(&listed.stdout).unwrap();
     let replays: Vec<_> = rows.iter().filter(|row| row["replay_of"] == 1).collect();
-    assert_eq!(replays.len(), 4, "{rows:#?}");
+    assert_eq!(replays.len(), 5, "{rows:#?}");
     assert!(replays.iter().all(|row| row["status"] == 200), "{replays:#?}");
 }
 

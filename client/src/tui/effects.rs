@@ -3,9 +3,8 @@
 
 use std::future::Future;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::rc::Rc;
 
 use portpreview_shared::sanitize::escape_str;
 use tokio::sync::mpsc;
@@ -32,16 +31,17 @@ pub struct ReplayDone {
 
 /// Does the work behind [`Effect`]s.
 pub struct Effects {
-    store: Rc<Store>,
+    /// The history file, where replay runs are saved.
+    db: PathBuf,
     progress: mpsc::UnboundedSender<String>,
 }
 
 impl Effects {
-    /// Effects on the history the TUI browses, through its own connection;
-    /// replay progress lines come out of the receiver.
-    pub fn new(store: Rc<Store>) -> (Self, mpsc::UnboundedReceiver<String>) {
+    /// Effects on the history in `db`; replay progress lines come out of
+    /// the receiver.
+    pub fn new(db: PathBuf) -> (Self, mpsc::UnboundedReceiver<String>) {
         let (progress, receiver) = mpsc::unbounded_channel();
-        (Self { store, progress }, receiver)
+        (Self { db, progress }, receiver)
     }
 
     /// Starts `effect`; a replay comes back as a task for the loop to poll.
@@ -84,14 +84,17 @@ impl Effects {
             ..ReplayOptions::default()
         };
         let sender = self.progress.clone();
-        let store = Rc::clone(&self.store);
+        let db = self.db.clone();
         Some(Box::pin(async move {
             let started_at_ms = crate::time::now_ms();
-            let progress = move |p: Progress| {
+            let progress = |p: Progress| {
                 let _ = sender.send(progress_line(id, p));
             };
             let result = match crate::replay::run(delivery.request, &opts, &progress).await {
-                Ok(report) => Ok(record(&store, id, started_at_ms, &report)),
+                Ok(report) => {
+                    let _ = sender.send(format!("replaying #{id}: saving the run…"));
+                    Ok(save(db, id, started_at_ms, report).await)
+                }
                 Err(err) => Err(escape_str(&err.to_string()).into_owned()),
             };
             ReplayDone {
@@ -154,14 +157,25 @@ fn progress_line(id: i64, p: Progress) -> String {
 }
 
 /// Saves the run and its attempts beside the delivery, as `replay` does
-/// (so the detail pane lists the run), and returns its summary line.
-fn record(store: &Store, delivery_id: i64, started_at_ms: i64, report: &Report) -> String {
+/// (so the detail pane lists the run), and returns its summary line. The
+/// save runs off the TUI's thread on a connection of its own: waiting out
+/// another process's lock there would freeze the screen for seconds.
+async fn save(db: PathBuf, delivery_id: i64, started_at_ms: i64, report: Report) -> String {
     let summary = report.summary_line();
-    match crate::replay::record(store, delivery_id, started_at_ms, report) {
-        Ok(_) => summary,
-        Err(err) => {
+    let saved = tokio::task::spawn_blocking(move || {
+        let store = Store::open_existing(&db)?;
+        crate::replay::record(&store, delivery_id, started_at_ms, &report)
+    })
+    .await;
+    match saved {
+        Ok(Ok(_)) => summary,
+        Ok(Err(err)) => {
             tracing::warn!(%err, delivery_id, "cannot save the replay run");
             format!("{summary} (not saved: {})", escape_str(&err.to_string()))
+        }
+        Err(err) => {
+            tracing::error!(%err, delivery_id, "saving the replay run failed");
+            format!("{summary} (not saved: internal error)")
         }
     }
 }

@@ -18,7 +18,6 @@ pub mod terminal;
 pub mod view;
 
 use std::path::Path;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -102,12 +101,12 @@ async fn run(
         Mode::Browser { .. } => Store::open_existing(db),
         Mode::Live => Store::open(db),
     };
-    let store = Rc::new(opened.map_err(|err| err.for_command(db))?);
+    let store = opened.map_err(|err| err.for_command(db))?;
     let (width, height) = crossterm::terminal::size().context("cannot read the terminal size")?;
-    let app = App::new(Box::new(Rc::clone(&store)), mode, Rect::new(0, 0, width, height))
+    let app = App::new(Box::new(store), mode, Rect::new(0, 0, width, height))
         .map_err(|err| err.context(format!("cannot read the history in {}", db.display())))?;
     let mut terminal = TerminalGuard::enter().context("cannot set up the terminal")?;
-    let (effects, progress) = Effects::new(store);
+    let (effects, progress) = Effects::new(db.to_path_buf());
     let mut event_loop = EventLoop {
         app,
         effects,

@@ -35,25 +35,6 @@ impl HistorySource for Store {
     }
 }
 
-/// The TUI browses through the same store its replays are recorded in.
-impl<T: HistorySource + ?Sized> HistorySource for std::rc::Rc<T> {
-    fn list(&self, query: &ListQuery) -> anyhow::Result<Vec<Summary>> {
-        T::list(self, query)
-    }
-
-    fn count(&self, query: &ListQuery) -> anyhow::Result<u64> {
-        T::count(self, query)
-    }
-
-    fn get(&self, id: i64) -> anyhow::Result<Option<Delivery>> {
-        T::get(self, id)
-    }
-
-    fn replay_runs(&self, delivery_id: i64) -> anyhow::Result<Vec<ReplayRun>> {
-        T::replay_runs(self, delivery_id)
-    }
-}
-
 /// An in-memory history for unit tests: rows kept newest first.
 #[cfg(test)]
 #[derive(Default)]
