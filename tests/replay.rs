@@ -286,6 +286,18 @@ fn a_state_still_moving_after_the_run_is_inconclusive_until_settle_is_raised() {
         settled["detail"].as_str().unwrap().contains("raise --settle"),
         "{settled}"
     );
+    assert!(
+        json["summary"].as_str().unwrap().contains("raise --settle"),
+        "the headline says what left the verdict open: {json}"
+    );
+    assert!(
+        json["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["passed"] == false || c["name"] != "duplicates_change_nothing"),
+        "reads of a moving state clear nothing: {json}"
+    );
 
     // The same queue worker, new to the event, judged with a settle window longer than its delay.
     let handler = queued();
@@ -465,9 +477,16 @@ fn one_attempt_is_counted_in_the_singular() {
     let probed = history.replay_probed(&handler, &[]);
     assert_eq!(probed.code, 0, "{}{}", probed.stdout, probed.stderr);
     assert!(
-        probed.stdout.contains("✓ idempotent over 1 attempt\n"),
-        "{}",
+        probed
+            .stdout
+            .contains("✓ 1 attempt answered 2xx and no duplicate was sent: pass --times 2 or more\n"),
+        "one attempt is no evidence of idempotence: {}",
         probed.stdout
+    );
+    assert!(
+        unprobed.stdout.contains("one attempt only: no duplicate was sent"),
+        "the warning comes with or without a probe: {}",
+        unprobed.stdout
     );
     let fresh = history.replay_probed(&handler, &["--fresh"]);
     assert_eq!(fresh.code, 0, "{}{}", fresh.stdout, fresh.stderr);
@@ -559,4 +578,44 @@ fn the_fresh_burst_never_cries_wolf_at_a_correct_handler() {
         40,
         "each run: one baseline event and one burst event"
     );
+}
+
+#[test]
+fn a_probe_that_shows_no_side_effect_leaves_a_fresh_burst_unjudged() {
+    let handler = Handler::start(Behaviour::CreditsEveryDelivery);
+    // A probe of another handler, which this run never touches.
+    let elsewhere = Handler::start(Behaviour::CreditsEveryDelivery);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let ran = history.replay(&[
+        "--fresh",
+        "--times",
+        "3",
+        "--check-url",
+        &elsewhere.state_url(),
+        "--settle",
+        "100ms",
+        "--json",
+    ]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
+    assert_eq!(json["verdict"], "inconclusive", "{json}");
+    let check = ran.check("probe_shows_side_effects");
+    assert_eq!(check["passed"], false, "{check}");
+    assert!(
+        json["summary"].as_str().unwrap().contains("the burst proved nothing"),
+        "{json}"
+    );
+    assert!(handler.balance() > 0, "the handler itself did act");
+    assert_eq!(elsewhere.balance(), 0);
+}
+
+#[test]
+fn a_settle_window_of_no_time_is_refused() {
+    let handler = Handler::start(Behaviour::Deferred {
+        delay: std::time::Duration::from_millis(250),
+    });
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let ran = history.replay(&["--check-url", &handler.state_url(), "--settle", "0s"]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(ran.stderr.contains("\"0s\" is no time at all"), "{}", ran.stderr);
 }

@@ -64,7 +64,7 @@ impl SuiteFixture {
         self.settle
             .as_deref()
             .map(|text| {
-                crate::time::parse_duration(text).map_err(|reason| anyhow::anyhow!("settle = {text:?}: {reason}"))
+                crate::replay::options::parse_settle(text).map_err(|reason| anyhow::anyhow!("settle = {reason}"))
             })
             .transpose()
     }

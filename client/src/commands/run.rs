@@ -9,7 +9,9 @@ use portpreview_shared::provider::Provider;
 
 use crate::config::{Config, Secret};
 use crate::replay::{
-    self, options::parse_positive_duration, Phase, ProbeSpec, Progress, ReplayOptions, MAX_CONCURRENCY, MAX_TIMES,
+    self,
+    options::{parse_positive_duration, parse_settle},
+    Phase, ProbeSpec, Progress, ReplayOptions, MAX_CONCURRENCY, MAX_TIMES,
 };
 
 /// The flags `replay` and `check` share: how to replay and how to judge.
@@ -31,7 +33,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "URL")]
     pub check_url: Option<String>,
     /// How long the state must hold still to count as read (300ms, 1s).
-    #[arg(long, value_name = "DURATION", value_parser = crate::time::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_settle)]
     pub settle: Option<Duration>,
     /// How long each attempt may wait for its answer before it counts as failed (default 30s).
     #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]

@@ -97,6 +97,28 @@ pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
     Ok(duration)
 }
 
+/// Longest `--settle` taken: each attempt may wait ten of them.
+const MAX_SETTLE: Duration = Duration::from_secs(600);
+
+/// Parses a `--settle` window. Zero is refused: the state would be read
+/// once, right after the answer, and a handler working from a queue would
+/// pass for idempotent before its work was done.
+pub fn parse_settle(text: &str) -> Result<Duration, String> {
+    let duration = humantime::parse_duration(text)
+        .map_err(|err| format!("{text:?} is not a duration like 300ms or 2s ({err})"))?;
+    if duration.is_zero() {
+        return Err(format!(
+            "{text:?} is no time at all: work a handler does after answering would go unseen; give a duration like 300ms or 2s"
+        ));
+    }
+    if duration > MAX_SETTLE {
+        return Err(format!(
+            "{text:?} is longer than 10m: each attempt may wait ten settle windows"
+        ));
+    }
+    Ok(duration)
+}
+
 /// Parses a `--header 'Name: value'` argument.
 pub fn parse_header_arg(arg: &str) -> Result<(String, String), String> {
     let (name, value) = arg

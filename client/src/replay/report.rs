@@ -151,7 +151,14 @@ impl Report {
 
     /// One line for lists and the TUI, e.g. "✗ not idempotent: attempts 2–3 answered 409".
     pub fn summary_line(&self) -> String {
-        let first_failure = self.failed_checks().next().map(|c| c.detail.as_str());
+        // An open verdict names what left it open, not a check it overrode.
+        let first_failure = match self.idempotent {
+            None => self
+                .failed_checks()
+                .find(|c| super::verdict::makes_inconclusive(c.name)),
+            _ => self.failed_checks().next(),
+        }
+        .map(|c| c.detail.as_str());
         let line = match (self.idempotent, first_failure) {
             (Some(true), _) if self.state.is_none() => {
                 let answered = match self.attempts.len() {
@@ -159,6 +166,9 @@ impl Report {
                     n => format!("every one of {n} attempts"),
                 };
                 format!("✓ {answered} answered 2xx (side effects not checked)")
+            }
+            (Some(true), _) if self.attempts.len() == 1 => {
+                "✓ 1 attempt answered 2xx and no duplicate was sent: pass --times 2 or more".to_string()
             }
             (Some(true), _) => format!(
                 "✓ idempotent over {}",

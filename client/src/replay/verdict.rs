@@ -19,6 +19,15 @@ pub const BURST_ACTS_ONCE: &str = "fresh_burst_acts_once";
 pub const STATE_SETTLED: &str = "state_settled";
 /// Name of the check that the state could be read whole, failed only when it could not.
 pub const STATE_READABLE: &str = "state_readable";
+/// Name of the check that the probe showed a new event's side effect,
+/// failed only when it showed none (`--fresh`).
+pub const PROBE_SHOWS_EFFECTS: &str = "probe_shows_side_effects";
+
+/// Whether a failed check named `name` leaves the verdict open rather than
+/// saying the handler is not idempotent.
+pub fn makes_inconclusive(name: &str) -> bool {
+    [STATE_SETTLED, STATE_READABLE, PROBE_SHOWS_EFFECTS].contains(&name)
+}
 
 /// Check 1: every attempt answered 2xx.
 pub fn answers_2xx(attempts: &[Attempt]) -> Check {
@@ -110,23 +119,27 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
     };
     let single = change(&trace.before, after_baseline);
     let many = change(after_baseline, after_burst);
+    if single.is_none() && many.is_none() {
+        // Without a side effect to count, a burst that acted twice looks
+        // just like one that acted once.
+        return Some(Check {
+            name: PROBE_SHOWS_EFFECTS,
+            passed: false,
+            detail: format!(
+                "neither one new event nor a burst of {burst} changed the state, so the burst proved nothing: \
+                 point --check-url or --check-cmd at what the handler writes"
+            ),
+        });
+    }
     if same_change(&single, &many) {
-        let detail = if single.is_none() {
-            format!(
-                "neither one new event nor a burst of {burst} changed the state: \
-                 the probe may not show this handler's side effects"
-            )
-        } else {
-            format!(
-                "a burst of {} of one new event changed the state as one delivery did ({})",
-                counted(burst, "copy", "copies"),
-                single.describe()
-            )
-        };
         return Some(Check {
             name: BURST_ACTS_ONCE,
             passed: true,
-            detail,
+            detail: format!(
+                "a burst of {} of one new event changed the state as one delivery did ({})",
+                counted(burst, "copy", "copies"),
+                single.describe()
+            ),
         });
     }
     let count = multiple(&single, &many)
@@ -228,7 +241,7 @@ pub fn decide(checks: &[Check]) -> Option<bool> {
     if failed(ANSWERS_2XX) {
         return Some(false);
     }
-    if failed(STATE_SETTLED) || failed(STATE_READABLE) {
+    if checks.iter().any(|c| !c.passed && makes_inconclusive(c.name)) {
         return None;
     }
     Some(checks.iter().all(|c| c.passed))
