@@ -12,7 +12,7 @@ use common::handlers::{slack_delivery, stripe_delivery, Behaviour, Handler, STRI
 use portpreview::store::{Outcome, Store};
 use serde_json::Value;
 
-/// A project directory with `fixtures/stripe.json` and `fixtures/slack.json`,
+/// A project directory with `fixtures/stripe.json` and `fixtures/slack/slack.json`,
 /// exported by `portpreview export` from a history that is then deleted.
 struct Project {
     dir: tempfile::TempDir,
@@ -31,8 +31,8 @@ impl Project {
         let stripe = store.insert_delivery(&stripe_delivery(recorded_at), &ok).unwrap();
         let slack = store.insert_delivery(&slack_delivery(recorded_at), &ok).unwrap();
         drop(store);
-        std::fs::create_dir(dir.path().join("fixtures")).unwrap();
-        for (id, name) in [(stripe, "stripe.json"), (slack, "slack.json")] {
+        std::fs::create_dir_all(dir.path().join("fixtures/slack")).unwrap();
+        for (id, name) in [(stripe, "stripe.json"), (slack, "slack/slack.json")] {
             let out = dir.path().join("fixtures").join(name);
             let ran = run(
                 dir.path(),
@@ -109,7 +109,11 @@ fn a_directory_of_fixtures_passes_against_a_handler_that_dedups() {
         &[],
     );
     assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
-    assert!(ran.stdout.contains("━━ fixtures/slack.json"), "{}", ran.stdout);
+    assert!(
+        ran.stdout.contains("━━ fixtures/slack/slack.json"),
+        "fixtures in subdirectories are found: {}",
+        ran.stdout
+    );
     assert!(
         ran.stdout.contains("2 fixtures: 2 idempotent, 0 not idempotent"),
         "{}",
@@ -151,7 +155,7 @@ fn a_suite_fails_the_bad_handler_in_junit_and_exits_1() {
     let good = Handler::start(Behaviour::DedupsInOneTransaction);
     let suite = format!(
         "[[fixture]]\npath = \"fixtures/stripe.json\"\ntarget = \"{}\"\ncheck_url = \"{}\"\n\n\
-         [[fixture]]\npath = \"fixtures/slack.json\"\ntarget = \"{}\"\ncheck_url = \"{}\"\nsettle = \"50ms\"\n",
+         [[fixture]]\npath = \"fixtures/slack/slack.json\"\ntarget = \"{}\"\ncheck_url = \"{}\"\nsettle = \"50ms\"\n",
         bad.url(),
         bad.state_url(),
         good.url(),

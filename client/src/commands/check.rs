@@ -137,17 +137,26 @@ fn expand(inputs: &[PathBuf]) -> anyhow::Result<Vec<Job>> {
     Ok(jobs)
 }
 
+/// The fixture at `path`, or every `*.json` under the directory `path`,
+/// subdirectories included (`fixtures/stripe/`, `fixtures/github/`), in
+/// path order. Symbolic links to directories are not followed, so a link
+/// loop cannot make the walk endless.
 fn fixtures_at(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
     if !path.is_dir() {
         return Ok(vec![path.to_path_buf()]);
     }
     let mut found = Vec::new();
-    for entry in std::fs::read_dir(path).with_context(|| format!("cannot read directory {}", path.display()))? {
-        let file = entry
-            .with_context(|| format!("cannot read directory {}", path.display()))?
-            .path();
-        if file.is_file() && file.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("json")) {
-            found.push(file);
+    let mut dirs = vec![path.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let cannot_read = || format!("cannot read directory {}", dir.display());
+        for entry in std::fs::read_dir(&dir).with_context(cannot_read)? {
+            let entry = entry.with_context(cannot_read)?;
+            let file = entry.path();
+            if entry.file_type().with_context(cannot_read)?.is_dir() {
+                dirs.push(file);
+            } else if file.is_file() && file.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("json")) {
+                found.push(file);
+            }
         }
     }
     found.sort();

@@ -263,12 +263,14 @@ pub fn aimed_url(recorded: &str, flag: Option<&str>, recorded_path: &str) -> Res
     Ok(endpoint.url(&path))
 }
 
-/// The path part of a `--target` written as a URL, if it has one.
+/// The path part of a `--target` written as a URL, if it has one. A bare
+/// `/` is none: `http://localhost:3000/` is how a base URL is often
+/// pasted, and sending every replay to `/` would be a surprise.
 fn explicit_path(flag: &str) -> Option<&str> {
     let rest = flag.split_once("://").map_or(flag, |(_, rest)| rest);
     let at = rest.find(['/', '?'])?;
     let path = &rest[at..];
-    if path.starts_with('?') {
+    if path.starts_with('?') || path == "/" {
         return None;
     }
     Some(path)
@@ -296,6 +298,11 @@ mod tests {
         assert_eq!(
             resolved("http://127.0.0.1:3000", None, "/a"),
             ("127.0.0.1:3000".into(), "/a".into())
+        );
+        assert_eq!(
+            resolved("http://127.0.0.1:3000", Some("http://127.0.0.1:4000/"), "/a?x=1"),
+            ("127.0.0.1:4000".into(), "/a?x=1".into()),
+            "a trailing slash is no path"
         );
     }
 
