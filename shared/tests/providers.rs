@@ -89,10 +89,20 @@ fn secrets_and_signatures_are_masked() {
         "x-gitlab-token",
         "svix-signature",
         "x-signature-ed25519",
+        "X-Api-Key",
+        "x-auth-token",
+        "X-Webhook-Secret",
+        "x-acme-signature",
     ] {
         assert!(is_sensitive_header(name), "{name}");
     }
-    for name in ["content-type", "x-github-delivery", "webhook-id", "user-agent"] {
+    for name in [
+        "content-type",
+        "x-github-delivery",
+        "webhook-id",
+        "user-agent",
+        "i-twilio-idempotency-token",
+    ] {
         assert!(!is_sensitive_header(name), "{name}");
     }
 }

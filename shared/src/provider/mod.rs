@@ -257,8 +257,24 @@ pub fn is_sensitive_header(name: &str) -> bool {
         "x-signature-ed25519",
         "x-twilio-email-event-webhook-signature",
     ];
+    // Credentials a sender invents its own name for: `X-Api-Key`,
+    // `X-Auth-Token`, `X-Webhook-Secret`, `X-Foo-Signature`.
+    const HINTS: &[&str] = &[
+        "secret",
+        "password",
+        "api-key",
+        "apikey",
+        "api_key",
+        "auth-token",
+        "access-token",
+        "signature",
+    ];
     let name = name.trim();
-    SENSITIVE.iter().any(|s| s.eq_ignore_ascii_case(name))
+    if SENSITIVE.iter().any(|s| s.eq_ignore_ascii_case(name)) {
+        return true;
+    }
+    let lower = name.to_ascii_lowercase();
+    HINTS.iter().any(|hint| lower.contains(hint))
 }
 
 /// Value of the first header called `name`, compared case-insensitively.
