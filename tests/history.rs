@@ -672,16 +672,41 @@ fn prune_removes_only_old_deliveries() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64;
-    let old = store
-        .insert_delivery(&stripe_event("evt_old", now - 10 * 86_400_000), &answered(200))
-        .unwrap();
+    let mut secret = stripe_event("evt_old", now - 10 * 86_400_000);
+    secret
+        .request_headers
+        .push(Header::new("x-api-key", "sk_live_PRUNED_SECRET"));
+    let old = store.insert_delivery(&secret, &answered(200)).unwrap();
+    let attempt = NewDelivery {
+        replay_of: Some(old),
+        ..stripe_event("evt_old", now - 2_000)
+    };
+    let attempt = store.insert_delivery(&attempt, &answered(200)).unwrap();
     let fresh = store
         .insert_delivery(&stripe_event("evt_new", now - 1_000), &answered(200))
         .unwrap();
     let said = h.ok(&["prune", "--older-than", "7d"]);
-    assert_eq!(said, "Removed 1 delivery older than 7d.\n");
+    assert_eq!(
+        said,
+        "Removed 1 delivery older than 7d, and 1 later replay attempt of them.\n"
+    );
     assert!(store.get(old).unwrap().is_none());
+    assert!(
+        store.get(attempt).unwrap().is_none(),
+        "no attempt is left pointing at nothing"
+    );
     assert!(store.get(fresh).unwrap().is_some());
+    drop(store);
+    let file = [
+        std::fs::read(&h.db).unwrap(),
+        std::fs::read(h.db.with_extension("db-wal")).unwrap_or_default(),
+    ]
+    .concat();
+    assert!(
+        !file.windows(21).any(|w| w == b"sk_live_PRUNED_SECRET"),
+        "a pruned secret is gone from the file, free pages and WAL included"
+    );
+    let store = h.store();
     assert_eq!(
         h.ok(&["prune", "--older-than", "168hours"]),
         "Removed 0 deliveries older than 7d.\n",

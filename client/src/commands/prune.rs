@@ -20,13 +20,19 @@ pub struct Args {
 pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     let store = Store::open_existing(db).map_err(|e| e.for_command(db))?;
     let age = i64::try_from(args.older_than.as_millis()).unwrap_or(i64::MAX);
-    let removed = store
+    let pruned = store
         .prune(now_ms().saturating_sub(age))
         .map_err(|e| e.for_command(db))?;
+    let removed = pruned.deliveries;
     let noun = if removed == 1 { "delivery" } else { "deliveries" };
+    let attempts = match pruned.later_attempts {
+        0 => String::new(),
+        1 => ", and 1 later replay attempt of them".to_string(),
+        n => format!(", and {n} later replay attempts of them"),
+    };
     writeln!(
         std::io::stdout().lock(),
-        "Removed {removed} {noun} older than {}.",
+        "Removed {removed} {noun} older than {}{attempts}.",
         portpreview_shared::duration::format_duration(args.older_than)
     )?;
     Ok(ExitCode::SUCCESS)

@@ -130,3 +130,13 @@ pub struct ReplayRun {
     /// The whole report as the JSON `replay --json` prints.
     pub report_json: String,
 }
+
+/// What `prune` removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pruned {
+    /// Deliveries received before the cut-off, replay attempts among them.
+    pub deliveries: usize,
+    /// Later attempts `replay` sent of those deliveries: without their
+    /// original they would point at nothing.
+    pub later_attempts: usize,
+}

@@ -229,7 +229,7 @@ fn prune_removes_old_deliveries_and_their_runs() {
     twin.received_at_ms = 1_500;
     store.insert_request(&twin).unwrap();
     assert_eq!(store.get(new_id).unwrap().unwrap().delivery_count, 2);
-    assert_eq!(store.prune(5_000).unwrap(), 2);
+    assert_eq!(store.prune(5_000).unwrap().deliveries, 2);
     assert_eq!(
         store.get(new_id).unwrap().unwrap().delivery_count,
         1,
@@ -238,7 +238,7 @@ fn prune_removes_old_deliveries_and_their_runs() {
     assert_eq!(store.get(old_id).unwrap(), None);
     assert!(store.get(new_id).unwrap().is_some());
     assert!(store.replay_runs(old_id).unwrap().is_empty());
-    assert_eq!(store.prune(5_000).unwrap(), 0);
+    assert_eq!(store.prune(5_000).unwrap().deliveries, 0);
     let groups: i64 = store
         .conn
         .query_row("SELECT count(*) FROM event_counts", [], |r| r.get(0))
@@ -408,7 +408,7 @@ fn answers_are_searched_pruned_and_replaced_with_their_delivery() {
     assert_eq!(store.count(&by_status).unwrap(), 1);
     assert_eq!(store.list(&by_status).unwrap()[0].id, new_id);
 
-    assert_eq!(store.prune(5_000).unwrap(), 1);
+    assert_eq!(store.prune(5_000).unwrap().deliveries, 1);
     let answers = |store: &Store| -> i64 {
         store
             .conn

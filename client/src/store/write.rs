@@ -5,7 +5,7 @@
 
 use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
 
-use super::{header_blob, NewDelivery, Outcome, Recorded, ReplayRun, Store, StoreError, MAX_STORED_BODY};
+use super::{header_blob, NewDelivery, Outcome, Pruned, Recorded, ReplayRun, Store, StoreError, MAX_STORED_BODY};
 
 impl Store {
     /// Stores the request half of a delivery and returns its id.
@@ -28,14 +28,37 @@ impl Store {
     }
 
     /// Deletes deliveries received before `older_than_ms` (milliseconds since
-    /// the epoch), with their replay runs; returns how many were removed.
-    pub fn prune(&self, older_than_ms: i64) -> Result<usize, StoreError> {
-        self.write(|store| {
-            store
+    /// the epoch), with their replay runs and the attempts those sent.
+    ///
+    /// What is pruned leaves the file: deleted rows are overwritten rather
+    /// than left in free pages, and the WAL, which still holds copies, is
+    /// emptied into the database when no reader holds it back. Pruned
+    /// payloads carry tokens and cookies.
+    pub fn prune(&self, older_than_ms: i64) -> Result<Pruned, StoreError> {
+        self.conn
+            .pragma_update(None, "secure_delete", true)
+            .map_err(|e| self.classify(e))?;
+        let pruned = self.write(|store| {
+            let later_attempts = store
+                .conn
+                .prepare_cached(
+                    "DELETE FROM deliveries WHERE received_at_ms >= ?1
+                        AND replay_of IN (SELECT id FROM deliveries WHERE received_at_ms < ?1)",
+                )?
+                .execute([older_than_ms])?;
+            let deliveries = store
                 .conn
                 .prepare_cached("DELETE FROM deliveries WHERE received_at_ms < ?1")?
-                .execute([older_than_ms])
-        })
+                .execute([older_than_ms])?;
+            Ok(Pruned {
+                deliveries,
+                later_attempts,
+            })
+        })?;
+        if let Err(err) = self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())) {
+            tracing::debug!(%err, "the WAL was not emptied after pruning");
+        }
+        Ok(pruned)
     }
 
     /// Stores one `replay` run and returns its id.
