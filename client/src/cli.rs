@@ -20,6 +20,29 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// Variables that stand in for flags. Set to an empty string, as CI leaves
+/// a secret that is not defined, each counts as not set: clap would take it
+/// for a flag given without its value.
+const FLAG_ENV: [&str; 4] = [
+    "PORTPREVIEW_DB",
+    "PORTPREVIEW_SERVER",
+    "PORTPREVIEW_TOKEN",
+    "PORTPREVIEW_SECRET",
+];
+
+impl Cli {
+    /// Parses the command line, reading flags' variables as set out above.
+    /// Call before any thread starts: it edits the environment.
+    pub fn parse_args() -> Self {
+        for name in FLAG_ENV {
+            if std::env::var_os(name).is_some_and(|value| value.is_empty()) {
+                std::env::remove_var(name);
+            }
+        }
+        Self::parse()
+    }
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {

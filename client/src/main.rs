@@ -1,6 +1,5 @@
 use std::process::ExitCode;
 
-use clap::Parser;
 use portpreview::cli::{self, Cli};
 
 // Per-request work allocates many small, short-lived buffers; mimalloc's
@@ -9,7 +8,7 @@ use portpreview::cli::{self, Cli};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_args();
     portpreview::logging::init(&cli);
     // One thread drives the tunnel: on small machines cross-thread wake-ups
     // cost more than they give. The store writer has its own thread.

@@ -51,8 +51,13 @@ pub fn round_ms(ms: f64) -> f64 {
 /// Parses a duration written as PortPreview writes them (`300ms`, `1s`,
 /// `2m`, `7d`); longer spellings such as `7days` are accepted too.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text.trim())
-        .map_err(|_| "expected a number and a unit, like 300ms, 1s, 2m or 7d".to_string())
+    let text = text.trim();
+    // A bare number has no unit, `0` included (which humantime takes).
+    let unitless = text.bytes().all(|b| b.is_ascii_digit());
+    humantime::parse_duration(text)
+        .ok()
+        .filter(|_| !unitless)
+        .ok_or_else(|| "expected a number and a unit, like 300ms, 1s, 2m or 7d".to_string())
 }
 
 #[cfg(test)]
@@ -77,7 +82,7 @@ mod tests {
         assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(7 * 86_400)));
         assert_eq!(parse_duration("7days"), Ok(Duration::from_secs(7 * 86_400)));
         assert_eq!(parse_duration("300ms"), Ok(Duration::from_millis(300)));
-        for bad in ["7", "5x", "soon", ""] {
+        for bad in ["7", "0", "5x", "soon", ""] {
             assert_eq!(
                 parse_duration(bad),
                 Err("expected a number and a unit, like 300ms, 1s, 2m or 7d".to_string()),

@@ -33,7 +33,7 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Json)]
     pub format: Format,
-    /// Write to this file instead of stdout.
+    /// Write to this file instead of stdout (`-`: stdout).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Aim the HAR URL or curl command here instead of the recorded target, as `replay --target` would.
@@ -82,7 +82,7 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
             render::curl::command(r, &url()?)
         }
     };
-    match &args.output {
+    match args.output.as_deref().filter(|path| *path != Path::new("-")) {
         Some(path) => {
             // A fixture keeps secrets as received, so replay can send them.
             crate::private_file::options()

@@ -10,8 +10,8 @@ use crate::time::rfc3339_ms;
 
 /// Widest path shown before it is cut with `…`.
 const PATH_WIDTH: usize = 40;
-/// Widest event key shown before it is cut with `…`.
-const KEY_WIDTH: usize = 32;
+/// Widest event key shown before it is cut with `…`: a UUID fits whole.
+const KEY_WIDTH: usize = 36;
 
 /// The table: a header line, then one line per delivery, newest first.
 pub fn history(rows: &[Summary]) -> String {
