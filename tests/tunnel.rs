@@ -518,3 +518,22 @@ async fn a_handler_that_closes_each_connection_after_answering_gets_every_reques
         "each request reached the handler once"
     );
 }
+
+#[tokio::test]
+async fn a_target_with_a_base_path_gets_it_exactly_for_the_bare_tunnel_url() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let target = format!("{}/webhooks/stripe", handler.url());
+    let tunnel = TestTunnel::start(&relay.http_url(), &target).await;
+    for (sent, arrived) in [
+        ("", "/webhooks/stripe"),
+        ("/", "/webhooks/stripe"),
+        ("?x=1", "/webhooks/stripe?x=1"),
+        ("/v2?x=1", "/webhooks/stripe/v2?x=1"),
+    ] {
+        let reply = caller::post(&format!("{}{sent}", tunnel.public_url), "{}").await;
+        assert_eq!(reply.status, 200, "{sent:?}");
+        let seen = handler.requests().pop().unwrap();
+        assert_eq!(seen.uri, arrived, "the tunnel URL + {sent:?}");
+    }
+}

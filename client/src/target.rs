@@ -86,11 +86,21 @@ impl Target {
     }
 
     /// Request target (path and query) to send for a caller's `path`.
+    /// The tunnel's bare URL reaches the base path itself, not the base
+    /// path and a slash: a handler at `/webhooks/stripe` may answer 404 or
+    /// redirect for `/webhooks/stripe/`, and a provider counts either as a
+    /// failed delivery.
     pub fn request_path(&self, path: &str) -> String {
         if self.base_path.is_empty() {
             return path.to_string();
         }
-        format!("{}{}", self.base_path, path)
+        let rest = path
+            .strip_prefix('/')
+            .filter(|rest| rest.is_empty() || rest.starts_with('?'));
+        match rest {
+            Some(query) => format!("{}{query}", self.base_path),
+            None => format!("{}{}", self.base_path, path),
+        }
     }
 }
 
@@ -114,6 +124,12 @@ mod tests {
         );
         let url = Target::parse("http://localhost:4000/api/").unwrap();
         assert_eq!(url.request_path("/hook?a=1"), "/api/hook?a=1");
+        assert_eq!(
+            url.request_path("/"),
+            "/api",
+            "the bare tunnel URL is the base path, no slash added"
+        );
+        assert_eq!(url.request_path("/?a=1"), "/api?a=1");
         assert_eq!(Target::parse("http://[::1]:5000").unwrap().host, "[::1]");
         assert_eq!(Target::parse("http://example.test").unwrap().port, 80);
     }
