@@ -208,7 +208,7 @@ async fn a_stdout_nobody_reads_never_stalls_the_tunnel() {
 }
 
 #[tokio::test]
-async fn the_relay_logs_who_connected_by_token_label_and_never_the_token() {
+async fn the_relay_logs_who_connected_by_token_label_and_neither_side_logs_the_token() {
     let dir = tempfile::tempdir().expect("temp dir");
     let tokens = dir.path().join("tokens.toml");
     std::fs::write(
@@ -239,7 +239,8 @@ async fn the_relay_logs_who_connected_by_token_label_and_never_the_token() {
         dir.path(),
     );
     assert_eq!(refused.exit_code(Duration::from_secs(20)).await, Some(2));
-    let mut client = Running::start(
+    let client_log = dir.path().join("client.log");
+    let mut client = Running::start_with_env(
         &portpreview_bin(),
         &[
             "http",
@@ -253,6 +254,8 @@ async fn the_relay_logs_who_connected_by_token_label_and_never_the_token() {
             db,
         ],
         dir.path(),
+        std::fs::File::create(&client_log).expect("log file").into(),
+        &[("PORTPREVIEW_LOG", "trace")],
     );
     client.line_containing("Forwarding").await;
     client.signal("TERM");
@@ -271,5 +274,14 @@ async fn the_relay_logs_who_connected_by_token_label_and_never_the_token() {
     assert!(
         !logged.contains("s3cret-token-value") && !logged.contains("not-it"),
         "{logged}"
+    );
+    let client_logged = std::fs::read_to_string(&client_log).expect("client log");
+    assert!(
+        client_logged.contains("TRACE"),
+        "the client logged at trace: {client_logged}"
+    );
+    assert!(
+        !client_logged.contains("s3cret-token-value"),
+        "not even a trace log shows the token: {client_logged}"
     );
 }

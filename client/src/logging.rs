@@ -14,7 +14,14 @@ pub const LOG_ENV: &str = "PORTPREVIEW_LOG";
 /// directory, or nowhere when that file cannot be opened: a line written
 /// over the TUI would garble it.
 pub fn init(cli: &Cli) {
-    let filter = EnvFilter::try_from_env(LOG_ENV).unwrap_or_else(|_| EnvFilter::new("warn"));
+    let mut filter = EnvFilter::try_from_env(LOG_ENV).unwrap_or_else(|_| EnvFilter::new("warn"));
+    // tungstenite traces the upgrade request whole, the relay token in its
+    // Authorization header included; tokens never reach a log.
+    for quiet in ["tungstenite=debug", "tokio_tungstenite=debug"] {
+        if let Ok(directive) = quiet.parse() {
+            filter = filter.add_directive(directive);
+        }
+    }
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
     if !cli.command.uses_tui() {
         // Colour codes only for a person's terminal, not in a captured log.

@@ -23,8 +23,20 @@ impl Running {
 
     /// [`Running::start`], with the process's stderr (its log) sent to `stderr`.
     pub fn start_with_stderr(program: &Path, args: &[&str], config_dir: &Path, stderr: Stdio) -> Self {
+        Self::start_with_env(program, args, config_dir, stderr, &[])
+    }
+
+    /// [`Running::start_with_stderr`], with `env` set for the process.
+    pub fn start_with_env(
+        program: &Path,
+        args: &[&str],
+        config_dir: &Path,
+        stderr: Stdio,
+        env: &[(&str, &str)],
+    ) -> Self {
         let mut child = Command::new(program)
             .args(args)
+            .envs(env.iter().copied())
             .env_remove("PORTPREVIEW_SERVER")
             .env_remove("PORTPREVIEW_TOKEN")
             .env_remove("PORTPREVIEW_DB")
