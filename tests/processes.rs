@@ -285,3 +285,45 @@ async fn the_relay_logs_who_connected_by_token_label_and_neither_side_logs_the_t
         "not even a trace log shows the token: {client_logged}"
     );
 }
+
+#[tokio::test]
+async fn a_name_held_for_a_killed_client_says_so_and_when_it_is_free() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let port = handler.port().to_string();
+    let db = dir.path().join("history.db");
+    let db = db.to_str().expect("utf-8 path");
+    let args = [
+        "http",
+        &port,
+        "--server",
+        &relay.http_url(),
+        "--name",
+        "held-hooks",
+        "--no-tui",
+        "--db",
+        db,
+    ];
+    let mut first = Running::start(&portpreview_bin(), &args, dir.path());
+    first.line_containing("Forwarding").await;
+    first.signal("KILL");
+    let _ = first.exit_code(Duration::from_secs(10)).await;
+
+    let log = dir.path().join("second.log");
+    let mut second = Running::start_with_stderr(
+        &portpreview_bin(),
+        &args,
+        dir.path(),
+        std::fs::File::create(&log).expect("log file").into(),
+    );
+    assert_eq!(second.exit_code(Duration::from_secs(20)).await, Some(2));
+    let said = std::fs::read_to_string(&log).expect("stderr");
+    assert!(
+        said.starts_with(
+            "error: tunnel name \"held-hooks\" is taken (409): name held-hooks is held for the client that last had it, \
+             which went away without saying goodbye; it is free in "
+        ) && said.trim_end().ends_with(" s"),
+        "{said}"
+    );
+}

@@ -381,7 +381,9 @@ async fn a_second_client_cannot_take_a_name_in_use() {
     assert!(first.public_url.ends_with("/t/my-hooks"));
     let second = TestTunnel::start_with(&relay.http_url(), &handler.url(), named.clone()).await;
     match second {
-        Err(portpreview::tunnel::ConnectError::NameTaken(name)) => assert_eq!(name, "my-hooks"),
+        Err(portpreview::tunnel::ConnectError::NameTaken { name, why }) => {
+            assert_eq!((name.as_str(), why.as_str()), ("my-hooks", "name my-hooks is in use"));
+        }
         Err(other) => panic!("expected 409 name taken, got {other}"),
         Ok(_) => panic!("a second client took a name in use"),
     }
@@ -393,7 +395,7 @@ async fn a_second_client_cannot_take_a_name_in_use() {
     let restarted = loop {
         match TestTunnel::start_with(&relay.http_url(), &handler.url(), named.clone()).await {
             Ok(tunnel) => break tunnel,
-            Err(portpreview::tunnel::ConnectError::NameTaken(_)) if Instant::now() < deadline => {
+            Err(portpreview::tunnel::ConnectError::NameTaken { .. }) if Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
             Err(err) => panic!("the name was not freed by the goodbye: {err}"),

@@ -26,6 +26,10 @@ pub fn invalid_reason(name: &str) -> Option<String> {
     if !name.chars().all(allowed) {
         return Some("a tunnel name uses only lowercase letters, digits and '-'".to_string());
     }
+    // A name is also a DNS label under --domain.
+    if name.starts_with('-') || name.ends_with('-') {
+        return Some("a tunnel name starts and ends with a letter or digit".to_string());
+    }
     None
 }
 
@@ -67,5 +71,9 @@ mod tests {
         assert!(!is_valid("a.b"));
         assert!(!is_valid("a/b"));
         assert!(!is_valid("ä"));
+        assert!(
+            !is_valid("-x-") && !is_valid("-x") && !is_valid("x-"),
+            "not a DNS label"
+        );
     }
 }

@@ -49,9 +49,17 @@ pub enum Route {
 /// Why a name cannot be claimed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ClaimError {
-    /// Another client holds it, live or within its grace period (HTTP 409).
+    /// Another client holds it live (HTTP 409).
     #[error("name {0} is in use")]
     InUse(String),
+    /// Its client went away and it is held for that client's return (HTTP 409).
+    #[error("name {name} is held for the client that last had it, which went away without saying goodbye; it is free in {seconds_left} s")]
+    Held {
+        /// The name.
+        name: String,
+        /// Whole seconds until anyone may claim it, rounded up.
+        seconds_left: u64,
+    },
     /// The tokens file reserves it for another token (HTTP 403).
     #[error("name {0} is reserved for another token")]
     Reserved(String),
@@ -154,7 +162,13 @@ impl LocalRegistry {
             Some(Slot::Grace {
                 owner: Some(held_by), ..
             }) if owner == Some(*held_by) => Ok(()),
-            Some(Slot::Grace { .. }) => Err(ClaimError::InUse(name.to_string())),
+            Some(Slot::Grace { until, .. }) => Err(ClaimError::Held {
+                name: name.to_string(),
+                seconds_left: until
+                    .saturating_duration_since(Instant::now())
+                    .as_millis()
+                    .div_ceil(1000) as u64,
+            }),
         }
     }
 }
@@ -283,7 +297,9 @@ mod tests {
         let lease = reg.claim("shop", b, None, tunnel()).unwrap();
         reg.release(&lease);
         assert!(matches!(reg.route("shop"), Route::Reconnecting));
-        assert_eq!(reg.check("shop", a, None), Err(ClaimError::InUse("shop".into())));
+        assert!(
+            matches!(reg.check("shop", a, None), Err(ClaimError::Held { name, seconds_left: 59..=60 }) if name == "shop")
+        );
         reg.claim("shop", b, None, tunnel()).unwrap();
         assert!(matches!(reg.route("shop"), Route::Live(_)));
     }
@@ -310,11 +326,12 @@ mod tests {
         let lease = reg.claim("app", None, None, tunnel()).unwrap();
         assert_eq!(lease.resume.len(), 32);
         reg.release(&lease);
-        assert_eq!(reg.check("app", None, None), Err(ClaimError::InUse("app".into())));
-        assert_eq!(
-            reg.check("app", None, Some("guess")),
-            Err(ClaimError::InUse("app".into()))
-        );
+        for guess in [None, Some("guess")] {
+            assert!(
+                matches!(reg.check("app", None, guess), Err(ClaimError::Held { .. })),
+                "{guess:?}"
+            );
+        }
         let back = reg.claim("app", None, Some(&lease.resume), tunnel()).unwrap();
         assert_ne!(back.resume, lease.resume, "each claim gets a fresh secret");
     }

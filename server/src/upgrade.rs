@@ -97,7 +97,9 @@ pub fn accept(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, mut req: Request<Incomin
         }
         match relay.registry.check(&wanted, owner, resume.as_deref()) {
             Ok(()) => {}
-            Err(err @ ClaimError::InUse(_)) => return answer(StatusCode::CONFLICT, err.to_string()),
+            Err(err @ (ClaimError::InUse(_) | ClaimError::Held { .. })) => {
+                return answer(StatusCode::CONFLICT, err.to_string())
+            }
             Err(err @ ClaimError::Reserved(_)) => return answer(StatusCode::FORBIDDEN, err.to_string()),
         }
     }

@@ -39,9 +39,14 @@ pub enum ConnectError {
     /// The relay refused the token that was sent (401).
     #[error("the relay refused the token (401): check --token or PORTPREVIEW_TOKEN")]
     Unauthorized,
-    /// The name is held by another client (409).
-    #[error("tunnel name {0:?} is in use by another client (409)")]
-    NameTaken(String),
+    /// The name is held by another client, or for one that went away (409).
+    #[error("tunnel name {name:?} is taken (409): {why}")]
+    NameTaken {
+        /// The name asked for.
+        name: String,
+        /// The relay's reason, one line.
+        why: String,
+    },
     /// The relay refused the tunnel after the hello (version, name…).
     #[error("the relay refused the tunnel: {0}")]
     Refused(String),
@@ -221,6 +226,16 @@ async fn read_welcome(socket: &mut RelaySocket) -> Result<Welcome, ConnectError>
         let (message, _) = codec::decode::<ServerMessage>(frame)
             .map_err(|e| ConnectError::Refused(format!("unreadable answer to the hello: {e}")))?;
         return match message {
+            // The URL is printed and drawn as it came: a relay must not
+            // get to write to the user's terminal.
+            ServerMessage::Welcome { public_url, .. }
+                if public_url.chars().any(|c| c.is_control() || c.is_whitespace()) =>
+            {
+                Err(ConnectError::Refused(format!(
+                    "the relay sent a public URL that is not one: {}",
+                    portpreview_shared::sanitize::escape_str(&public_url)
+                )))
+            }
             ServerMessage::Welcome {
                 name,
                 public_url,
@@ -248,21 +263,33 @@ fn upgrade_error(err: tungstenite::Error, options: &ConnectOptions) -> ConnectEr
             // Without a token the fix is to get one, not to check it.
             StatusCode::UNAUTHORIZED if options.token.is_none() => ConnectError::TokenRequired,
             StatusCode::UNAUTHORIZED => ConnectError::Unauthorized,
-            StatusCode::CONFLICT => ConnectError::NameTaken(options.name.clone().unwrap_or_default()),
+            StatusCode::CONFLICT => ConnectError::NameTaken {
+                name: options.name.clone().unwrap_or_default(),
+                why: relay_reason(&response),
+            },
             status if status.is_server_error() => ConnectError::Unreachable(format!("the relay answered {status}")),
-            status => {
-                let body = response
-                    .body()
-                    .as_deref()
-                    .map(String::from_utf8_lossy)
-                    .unwrap_or_default();
-                ConnectError::Refused(format!("{status} {}", body.trim()))
-            }
+            // The relay's own 404 for a path it does not serve: the address
+            // given was not the relay's root.
+            StatusCode::NOT_FOUND => ConnectError::Refused(format!(
+                "{} answered 404: give --server as the relay's address alone, with no path",
+                options.url
+            )),
+            status => ConnectError::Refused(format!("{} ({status})", relay_reason(&response))),
         },
         tungstenite::Error::Url(e) => ConnectError::BadUrl(e.to_string()),
         tungstenite::Error::Tls(e) => ConnectError::Tls(e.to_string()),
         other => ConnectError::Unreachable(other.to_string()),
     }
+}
+
+/// The plain-text reason in a relay's refusal, escaped, on one line.
+fn relay_reason(response: &tungstenite::http::Response<Option<Vec<u8>>>) -> String {
+    let body = response
+        .body()
+        .as_deref()
+        .map(String::from_utf8_lossy)
+        .unwrap_or_default();
+    portpreview_shared::sanitize::escape_str(body.trim()).into_owned()
 }
 
 #[cfg(test)]
