@@ -539,3 +539,51 @@ async fn a_target_with_a_base_path_gets_it_exactly_for_the_bare_tunnel_url() {
         assert_eq!(seen.uri, arrived, "the tunnel URL + {sent:?}");
     }
 }
+
+#[tokio::test]
+async fn a_streamed_body_cut_off_by_the_relay_is_recorded_with_the_reason() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // Over the client's whole-body buffer, so the body streams to the handler.
+    let limit = 3 * 1024 * 1024;
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        max_body: limit,
+        ..Default::default()
+    })
+    .await;
+    let handler = LocalHandler::echo().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let mut stream = tokio::net::TcpStream::connect(relay.addr).await.expect("connect");
+    let head = format!(
+        "POST /t/{}/big HTTP/1.1\r\nHost: {}\r\nTransfer-Encoding: chunked\r\n\r\n",
+        tunnel.name(),
+        relay.addr
+    );
+    stream.write_all(head.as_bytes()).await.expect("head");
+    let chunk = [
+        format!("{:x}\r\n", 64 * 1024).into_bytes(),
+        vec![b'x'; 64 * 1024],
+        b"\r\n".to_vec(),
+    ]
+    .concat();
+    // The relay answers 413 and stops reading once the body passes its limit.
+    for _ in 0..(limit / (64 * 1024) + 8) {
+        if stream.write_all(&chunk).await.is_err() {
+            break;
+        }
+    }
+    let mut answer = vec![0; 1024];
+    let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut answer))
+        .await
+        .expect("an answer")
+        .expect("readable");
+    let answer = String::from_utf8_lossy(&answer[..n]).into_owned();
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+
+    let (summary, _) = tunnel.next_delivery().await;
+    assert!(summary.id > 0, "the cut-off request is in the history");
+    assert_eq!(summary.status, None);
+    assert_eq!(
+        summary.error.as_deref(),
+        Some("the request body went over the relay's limit; the relay answered the caller 413")
+    );
+}

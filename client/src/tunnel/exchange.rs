@@ -95,6 +95,30 @@ struct Kept {
     /// The room the answer's body holds in the history's budget, until the
     /// answer is handed to the recorder.
     answer_room: Held,
+    /// A streamed request not yet recorded. It is recorded once the handler
+    /// answers or, should the relay end the stream first (the caller hung
+    /// up, the body went over the limit), with what the handler had read.
+    streaming: Option<Streaming>,
+}
+
+/// A request whose body streams to the handler, kept whole until recorded.
+struct Streaming {
+    request: NewDelivery,
+    /// What the handler reads, until it is moved into `request`.
+    capture: Option<Arc<Mutex<Capture>>>,
+    declared: u64,
+    /// The room the moved body holds in the budget.
+    room: Held,
+}
+
+impl Streaming {
+    /// Moves what the handler has read so far into the request, once.
+    fn settle(&mut self) {
+        if let Some(capture) = self.capture.take() {
+            let capture = std::mem::take(&mut *capture.lock().unwrap_or_else(|p| p.into_inner()));
+            self.room = body_into(&mut self.request, capture, self.declared);
+        }
+    }
 }
 
 /// What the live display needs of a request, kept apart so the request
@@ -132,6 +156,9 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
         Ok(reason) = &mut reset => failure(line.started, reason),
         () = abandoned.cancelled() => failure(line.started, ABANDONED.into()),
     };
+    if kept.ticket.is_none() {
+        kept.ticket = record_streaming(&shared, &mut kept.streaming).await;
+    }
     finish(&shared, line, outcome, kept.ticket).await;
     drop(kept.answer_room);
     stream
@@ -202,11 +229,16 @@ async fn exchange(
             kept.ticket = record_captured(shared, request, capture, declared).await;
             send.await
         }
-        Some(streamed) => {
+        Some(capture) => {
+            kept.streaming = Some(Streaming {
+                request,
+                capture: Some(capture),
+                declared,
+                room: Held::default(),
+            });
             let response = send.await;
             // What the handler read before answering is what it acted on.
-            let capture = std::mem::take(&mut *streamed.lock().unwrap_or_else(|p| p.into_inner()));
-            kept.ticket = record_captured(shared, request, capture, declared).await;
+            kept.ticket = record_streaming(shared, &mut kept.streaming).await;
             response
         }
     };
@@ -235,16 +267,39 @@ async fn exchange(
     .await
 }
 
-/// Records `request` with the body `capture` kept. A body that never went
-/// by whole keeps the size its caller `declared`, so the history shows it
-/// cut short; the capture's room in the budget is held until the recorder
-/// has the bytes.
+/// Records `request` with the body `capture` kept, holding the capture's
+/// room in the budget until the recorder has the bytes.
 async fn record_captured(shared: &Shared, mut request: NewDelivery, capture: Capture, declared: u64) -> Option<Ticket> {
+    let _room = body_into(&mut request, capture, declared);
+    record(shared, request).await
+}
+
+/// Moves the body `capture` kept into `request`; a body that never went by
+/// whole keeps the size its caller `declared`, so the history shows it cut
+/// short. Returns the room the bytes hold in the budget.
+fn body_into(request: &mut NewDelivery, capture: Capture, declared: u64) -> Held {
     let complete = capture.complete;
-    let (bytes, size, _room) = capture.into_parts();
+    let (bytes, size, room) = capture.into_parts();
     request.request_body_size = if complete { size } else { size.max(declared) };
     request.request_body = bytes;
-    record(shared, request).await
+    room
+}
+
+/// Records the streamed request in `slot`. Cut off while it waits for room
+/// or writes the body, it leaves the request in `slot` for the next call.
+async fn record_streaming(shared: &Shared, slot: &mut Option<Streaming>) -> Option<Ticket> {
+    let recorder = shared.recorder.as_ref()?;
+    let streaming = slot.as_mut()?;
+    streaming.settle();
+    let staged = recorder.stage(&streaming.request).await;
+    let streaming = slot.take()?;
+    match staged.and_then(|staged| recorder.append_request(staged, streaming.request)) {
+        Ok(ticket) => Some(ticket),
+        Err(err) => {
+            tracing::warn!(%err, "delivery not recorded; forwarding goes on");
+            None
+        }
+    }
 }
 
 async fn record(shared: &Shared, request: NewDelivery) -> Option<Ticket> {

@@ -175,13 +175,28 @@ impl Recorder {
     /// request is staged in the inbox; once [`Recorder::flush`] has run it is
     /// on disk and its caller may hear back. Waits while the queue holds
     /// [`QUEUE_BYTES`] of bodies.
-    pub async fn record_request(&self, mut d: NewDelivery) -> Result<Ticket, RecordError> {
+    pub async fn record_request(&self, d: NewDelivery) -> Result<Ticket, RecordError> {
+        let staged = self.stage(&d).await?;
+        self.append_request(staged, d)
+    }
+
+    /// The waiting half of [`Recorder::record_request`]: room in the queue,
+    /// and a large body's parts written ahead of its record. Cancelled, it
+    /// gives both back and `d` is still the caller's, to record later.
+    pub async fn stage(&self, d: &NewDelivery) -> Result<Staged, RecordError> {
         let room = self.room(d.request_body.len()).await?;
         let body = if d.request_body.len() >= BODY_PART {
             Some(self.write_body(&d.request_body).await?)
         } else {
             None
         };
+        Ok(Staged { room, body })
+    }
+
+    /// The other half: appends `d`'s record after what `staged` holds. It
+    /// never waits, so nothing can cut it off halfway.
+    pub fn append_request(&self, staged: Staged, mut d: NewDelivery) -> Result<Ticket, RecordError> {
+        let Staged { room, body } = staged;
         let mut inbox = lock(&self.shared.inbox);
         if inbox.is_closed() {
             return Err(RecordError::Closed);
@@ -272,6 +287,12 @@ impl Recorder {
 /// history must never be what stops the tunnel.
 fn lock(inbox: &Mutex<Inbox>) -> MutexGuard<'_, Inbox> {
     inbox.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What [`Recorder::stage`] set aside for one request.
+pub struct Staged {
+    room: OwnedSemaphorePermit,
+    body: Option<BodyInProgress>,
 }
 
 /// A large body partly or wholly in the inbox, its request still to come.
