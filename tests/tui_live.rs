@@ -473,3 +473,47 @@ fn a_signal_gives_the_terminal_back() {
         );
     }
 }
+
+/// A slow handler's request shows while it is in flight, and a history
+/// that another process locks says so in the header, then recovers.
+#[test]
+fn a_request_in_flight_and_a_locked_history_show_live() {
+    let scratch = Scratch::new("inflight");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let handler = runtime.block_on(LocalHandler::slow(Duration::from_secs(3)));
+    let db = scratch.0.join("history.db");
+    let command = format!(
+        "cd {home} && env HOME={home} PORTPREVIEW_CONFIG={home}/none.toml TERM=xterm-256color {bin} --db {db} http {port}; echo \"portpreview exited $?\"; exec sleep 600",
+        home = shell_quote(&scratch.0),
+        bin = shell_quote(&portpreview_bin()),
+        db = shell_quote(&db),
+        port = handler.port(),
+    );
+    let tmux = Tmux::start("inflight", &command);
+    let screen = tmux.wait_for("the tunnel online", |s| public_url(s).is_some());
+    let url = public_url(&screen).unwrap();
+
+    let slow_url = format!("{url}/webhooks/slow");
+    let slow = runtime.spawn(async move { common::caller::post(&slow_url, "{}").await });
+    let in_flight = |s: &str| s.lines().any(|l| l.contains("/webhooks/slow") && l.contains(" … "));
+    tmux.wait_for("the request in flight", in_flight);
+    assert_eq!(runtime.block_on(slow).unwrap().status, 200);
+    tmux.wait_for("its answer", |s| {
+        s.lines().any(|l| l.contains("/webhooks/slow") && l.contains(" 200 "))
+    });
+
+    let locker = rusqlite::Connection::open(&db).unwrap();
+    locker.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let locked_url = format!("{url}/webhooks/locked");
+    let locked = runtime.spawn(async move { common::caller::post(&locked_url, "{}").await });
+    tmux.wait_for("the warning", |s| s.contains("⚠ history refuses writes"));
+    assert_eq!(runtime.block_on(locked).unwrap().status, 200, "forwarding goes on");
+    locker.execute_batch("COMMIT").unwrap();
+    tmux.wait_for("the warning gone and the delivery stored", |s| {
+        !s.contains("⚠ history refuses writes") && s.contains("/webhooks/locked")
+    });
+
+    tmux.send(&["q"]);
+    let screen = tmux.wait_for("the shell again", |s| s.contains("portpreview exited"));
+    assert!(screen.contains("portpreview exited 0"), "{screen}");
+}

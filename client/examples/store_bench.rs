@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use portpreview::store::{ListQuery, NewDelivery, Outcome, Recorder, Store, Summary};
+use portpreview::store::{ListQuery, NewDelivery, Outcome, Recorder, Store, WriterNews};
 use portpreview_shared::Header;
 
 fn delivery(n: usize, body_pad: &str) -> NewDelivery {
@@ -63,8 +63,10 @@ fn main() -> anyhow::Result<()> {
 
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let (reports, mut reported) = tokio::sync::mpsc::unbounded_channel();
-    let (recorder, handle) = Recorder::start(&db, Vec::new(), move |summary: Summary| {
-        let _ = reports.send(summary.id > 0);
+    let (recorder, handle) = Recorder::start(&db, Vec::new(), move |news| {
+        if let WriterNews::Stored(summary) = news {
+            let _ = reports.send(summary.id > 0);
+        }
     })?;
     let started = Instant::now();
     let failures = runtime.block_on(async {

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use crate::store::Summary;
+use crate::store::{Summary, WriterNews};
 
 /// One thing that happened on a live tunnel.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,6 +23,17 @@ pub enum TunnelEvent {
         /// Delay before the next attempt.
         retry_in: Duration,
     },
+    /// A request is in the history and still waits for its answer.
+    Waiting {
+        /// The request as a history row, without its answer.
+        summary: Summary,
+    },
+    /// The history refuses writes for now (`Some`, why), or takes them
+    /// again (`None`). Forwarding goes on either way.
+    HistoryRefusing {
+        /// Why, in one line.
+        reason: Option<String>,
+    },
     /// A delivery completed (answered or failed); `summary.id` is its
     /// history row, 0 when it was not recorded.
     Delivered {
@@ -39,6 +50,17 @@ impl TunnelEvent {
         TunnelEvent::Delivered {
             delivery_number: summary.delivery_count,
             summary,
+        }
+    }
+}
+
+impl From<WriterNews> for TunnelEvent {
+    fn from(news: WriterNews) -> Self {
+        match news {
+            WriterNews::Waiting(summary) => TunnelEvent::Waiting { summary },
+            WriterNews::Stored(summary) => TunnelEvent::delivered(summary),
+            WriterNews::Refusing(reason) => TunnelEvent::HistoryRefusing { reason: Some(reason) },
+            WriterNews::Resumed => TunnelEvent::HistoryRefusing { reason: None },
         }
     }
 }

@@ -73,14 +73,16 @@ fn write_events(mut events: mpsc::Receiver<TunnelEvent>, format: LogFormat) {
         while let Some(event) = next {
             let line = match format {
                 LogFormat::Text => text_line(&event),
-                LogFormat::Json => Line::Out(json_line(&event)),
+                LogFormat::Json => json_line(&event).map(Line::Out),
             };
             match line {
+                // A request in flight: its line comes with its answer.
+                None => {}
                 // A closed stdout (a pipe into `head`) must not stop the tunnel.
-                Line::Out(line) => {
+                Some(Line::Out(line)) => {
                     let _ = writeln!(stdout, "{line}");
                 }
-                Line::Err(line) => crate::to_stderr(format_args!("{line}\n")),
+                Some(Line::Err(line)) => crate::to_stderr(format_args!("{line}\n")),
             }
             next = events.try_recv().ok();
         }
@@ -98,10 +100,16 @@ pub enum Line {
     Err(String),
 }
 
-/// The text form of an event.
-pub fn text_line(event: &TunnelEvent) -> Line {
-    match event {
+/// The text form of an event; none for a request still in flight.
+pub fn text_line(event: &TunnelEvent) -> Option<Line> {
+    let line = match event {
         TunnelEvent::Connected { public_url, target } => Line::Out(format!("Forwarding {public_url} -> {target}")),
+        TunnelEvent::Waiting { .. } => return None,
+        TunnelEvent::HistoryRefusing { reason: Some(reason) } => Line::Err(format!(
+            "the history refuses writes for now ({}); deliveries wait in memory and the tunnel keeps forwarding",
+            escape_str(reason)
+        )),
+        TunnelEvent::HistoryRefusing { reason: None } => Line::Err("the history takes deliveries again".into()),
         TunnelEvent::Disconnected { reason, retry_in } => Line::Err(format!(
             "relay connection lost ({}); reconnecting in {}",
             escape_str(reason),
@@ -114,7 +122,8 @@ pub fn text_line(event: &TunnelEvent) -> Line {
             summary,
             delivery_number,
         } => Line::Out(delivery_line(summary, *delivery_number)),
-    }
+    };
+    Some(line)
 }
 
 /// `#12  POST /webhooks/stripe  200  14 ms  stripe evt_1Nq… (2nd delivery)`
@@ -148,11 +157,16 @@ pub fn delivery_line(summary: &Summary, delivery_number: i64) -> String {
     line
 }
 
-/// The JSON form of an event, one object per line.
-pub fn json_line(event: &TunnelEvent) -> String {
+/// The JSON form of an event, one object per line; none for a request
+/// still in flight.
+pub fn json_line(event: &TunnelEvent) -> Option<String> {
     let value = match event {
         TunnelEvent::Connected { public_url, target } => json!({
             "event": "tunnel", "public_url": public_url, "target": target,
+        }),
+        TunnelEvent::Waiting { .. } => return None,
+        TunnelEvent::HistoryRefusing { reason } => json!({
+            "event": "history", "refusing_writes": reason.is_some(), "reason": reason,
         }),
         TunnelEvent::Disconnected { reason, retry_in } => json!({
             "event": "disconnected", "reason": reason, "retry_in_ms": retry_in.as_millis() as u64,
@@ -175,7 +189,7 @@ pub fn json_line(event: &TunnelEvent) -> String {
             "error": summary.error,
         }),
     };
-    value.to_string()
+    Some(value.to_string())
 }
 
 #[cfg(test)]
@@ -216,10 +230,22 @@ mod tests {
         };
         assert_eq!(
             text_line(&lost),
-            Line::Err("relay connection lost (gone); reconnecting in 250ms".into())
+            Some(Line::Err("relay connection lost (gone); reconnecting in 250ms".into()))
+        );
+        let refusing = TunnelEvent::HistoryRefusing {
+            reason: Some("locked".into()),
+        };
+        assert!(
+            matches!(text_line(&refusing), Some(Line::Err(line)) if line.starts_with("the history refuses writes for now (locked)"))
         );
         let delivered = TunnelEvent::delivered(summary());
-        assert!(matches!(text_line(&delivered), Line::Out(line) if line.starts_with("#12  POST")));
+        assert!(matches!(text_line(&delivered), Some(Line::Out(line)) if line.starts_with("#12  POST")));
+        let waiting = TunnelEvent::Waiting { summary: summary() };
+        assert_eq!(
+            (text_line(&waiting), json_line(&waiting)),
+            (None, None),
+            "its line comes with its answer"
+        );
     }
 
     #[test]

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use portpreview::config::Secret;
-use portpreview::events::{report_delivered, TunnelEvent};
-use portpreview::store::{Recorder, RecorderHandle, Summary};
+use portpreview::events::{report, TunnelEvent};
+use portpreview::store::{Recorder, RecorderHandle, Summary, WriterNews};
 use portpreview::target::Target;
 use portpreview::tunnel::{self, connect, ConnectError, ConnectOptions, HostHeader, TunnelConfig};
 use tokio::sync::mpsc;
@@ -68,7 +68,7 @@ impl TestTunnel {
         let db = dir.path().join("history.db");
         let (events_tx, mut events) = mpsc::channel(1024);
         let reported = events_tx.clone();
-        let report = move |summary| report_delivered(&reported, summary);
+        let report = move |news: WriterNews| report(&reported, news.into());
         let (recorder, handle) = Recorder::start(&db, Vec::new(), report).expect("open the history");
         let config = TunnelConfig {
             connect: ConnectOptions {

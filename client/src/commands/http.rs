@@ -12,9 +12,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, Secret};
-use crate::events::report_delivered;
+use crate::events::report;
 use crate::output::{self, LogFormat};
-use crate::store::Recorder;
+use crate::store::{Recorder, WriterNews};
 use crate::target::Target;
 use crate::tunnel::{self, connect, ConnectOptions, HostHeader, TunnelConfig};
 
@@ -110,7 +110,7 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         true => (None, None),
         false => {
             let events = events_tx.clone();
-            let report = move |summary| report_delivered(&events, summary);
+            let report = move |news: WriterNews| report(&events, news.into());
             let (recorder, handle) =
                 Recorder::start(db, args.key_fields.clone(), report).map_err(|err| err.for_command(db))?;
             (Some(recorder), Some(handle))

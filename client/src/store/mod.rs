@@ -18,7 +18,7 @@ use std::time::Duration;
 use rusqlite::{Connection, ErrorCode};
 
 pub use model::{Delivery, NewDelivery, Outcome, Pruned, ReplayRun, Summary};
-pub use recorder::{RecordError, Recorded, Recorder, RecorderHandle, Ticket, MAX_STORED_BODY};
+pub use recorder::{RecordError, Recorded, Recorder, RecorderHandle, Ticket, WriterNews, MAX_STORED_BODY};
 
 /// How long a statement waits for another process's lock before giving up.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);

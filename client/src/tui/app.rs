@@ -182,7 +182,7 @@ impl App {
     /// Takes in one event from the tunnel (`second`: seconds since start).
     pub fn on_tunnel_event(&mut self, event: TunnelEvent, second: u64) {
         self.stats.record(&event, second);
-        let TunnelEvent::Delivered { summary, .. } = event else {
+        let (TunnelEvent::Delivered { summary, .. } | TunnelEvent::Waiting { summary }) = event else {
             return;
         };
         if self.pager.search().is_some() {

@@ -36,6 +36,8 @@ pub struct LiveStats {
     pub target: String,
     /// Connection state.
     pub connection: Connection,
+    /// Why the history refuses writes, while it does.
+    pub history_refusing: Option<String>,
     /// Deliveries per second, oldest first; the last bucket is the current second.
     rate: VecDeque<u64>,
     /// Second (since the TUI started) the last bucket counts.
@@ -59,6 +61,7 @@ impl Default for LiveStats {
             public_url: String::new(),
             target: String::new(),
             connection: Connection::Connecting,
+            history_refusing: None,
             rate: std::iter::repeat_n(0, RATE_WINDOW).collect(),
             second: 0,
             durations: VecDeque::with_capacity(LATENCY_WINDOW),
@@ -86,6 +89,8 @@ impl LiveStats {
                     retry_in: *retry_in,
                 };
             }
+            TunnelEvent::HistoryRefusing { reason } => self.history_refusing.clone_from(reason),
+            TunnelEvent::Waiting { .. } => {}
             TunnelEvent::Delivered { summary, .. } => self.count(summary, second),
         }
     }

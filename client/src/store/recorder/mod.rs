@@ -79,9 +79,24 @@ pub enum RecordError {
     Unavailable,
 }
 
-/// Told of each delivery once the writer is done with both its halves:
-/// stored, or (with id 0) lost to a failed write.
-pub type OnRecorded = Box<dyn FnMut(Summary) + Send>;
+/// What the history writer tells whoever shows the tunnel.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WriterNews {
+    /// A request is stored and its answer had not come by the commit: a
+    /// slow handler's request shows while it is in flight.
+    Waiting(Summary),
+    /// The writer is done with both halves of a delivery: stored, or (with
+    /// id 0) lost to a failed write.
+    Stored(Summary),
+    /// The history refuses writes for now (another process holds its lock,
+    /// the disk is full); deliveries wait in memory.
+    Refusing(String),
+    /// The history takes deliveries again.
+    Resumed,
+}
+
+/// Told of what the writer does; see [`WriterNews`].
+pub type OnNews = Box<dyn FnMut(WriterNews) + Send>;
 
 /// A request staged in the inbox; hand it back with the request's answer.
 #[derive(Debug)]
@@ -125,12 +140,12 @@ impl Recorder {
     /// Opens the database at `path` (moving in what a recorder that died
     /// left in its inbox), creates this recorder's inbox and starts the
     /// writer thread. `key_fields` choose the body fields that make an event
-    /// key when the provider gives no ID; `on_recorded` hears of every
-    /// delivery once it is stored with its answer.
+    /// key when the provider gives no ID; `on_news` hears of every
+    /// delivery once it is stored with its answer, and more.
     pub fn start(
         path: &Path,
         key_fields: Vec<String>,
-        on_recorded: impl FnMut(Summary) + Send + 'static,
+        on_news: impl FnMut(WriterNews) + Send + 'static,
     ) -> Result<(Recorder, RecorderHandle), StoreError> {
         let store = Store::open(path)?;
         let inbox = Inbox::create(path, &key_fields)?;
@@ -146,7 +161,7 @@ impl Recorder {
             applied: Arc::clone(&applied),
             stalled: Arc::clone(&stalled),
             awaited: BTreeMap::new(),
-            on_recorded: Box::new(on_recorded),
+            on_news: Box::new(on_news),
         };
         let inbox = Arc::new(Mutex::new(inbox));
         let (settled, done) = (Arc::clone(&inbox), Arc::clone(&applied));
@@ -394,8 +409,10 @@ pub(super) mod tests {
     /// A recorder on `path` whose reports the test reads.
     pub(super) fn start(path: &Path) -> (Recorder, RecorderHandle, UnboundedReceiver<Summary>) {
         let (reports, reported) = unbounded_channel();
-        let (recorder, handle) = Recorder::start(path, Vec::new(), move |summary| {
-            let _ = reports.send(summary);
+        let (recorder, handle) = Recorder::start(path, Vec::new(), move |news| {
+            if let WriterNews::Stored(summary) = news {
+                let _ = reports.send(summary);
+            }
         })
         .unwrap();
         (recorder, handle, reported)

@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::recover::{identify, orphaned};
-use super::{OnRecorded, Recorded};
+use super::{OnNews, Recorded, WriterNews};
 use crate::store::{NewDelivery, Outcome, Store, StoreError, Summary};
 
 /// Most stored requests the writer keeps waiting for their answers. An
@@ -77,7 +77,7 @@ pub(super) struct Writer {
     pub(super) stalled: Arc<AtomicBool>,
     /// Stored requests whose answers have not come yet, by ticket.
     pub(super) awaited: BTreeMap<u64, Summary>,
-    pub(super) on_recorded: OnRecorded,
+    pub(super) on_news: OnNews,
 }
 
 impl Writer {
@@ -126,7 +126,8 @@ impl Writer {
                 Ok(()) => {
                     if pause.take().is_some() {
                         self.stalled.store(false, Ordering::Release);
-                        tracing::warn!("the history takes deliveries again");
+                        tracing::info!("the history takes deliveries again");
+                        (self.on_news)(WriterNews::Resumed);
                     }
                     if stop {
                         return self.close_unanswered();
@@ -137,7 +138,9 @@ impl Writer {
                 Err(err) if !stop => {
                     if pause.is_none() {
                         self.stalled.store(true, Ordering::Release);
-                        tracing::warn!(%err, "the history refuses writes for now; deliveries wait in memory and the tunnel keeps forwarding");
+                        // Shown by the display, in the TUI too; the log keeps a note.
+                        tracing::info!(%err, "the history refuses writes for now");
+                        (self.on_news)(WriterNews::Refusing(err.to_string()));
                     }
                     pause = Some(pause.map_or(RETRY_FIRST, |p| (p * 2).min(RETRY_MOST)));
                     continue;
@@ -245,20 +248,29 @@ impl Writer {
             // and must not keep the inbox from starting over.
             self.applied.store(seq, Ordering::Release);
         }
+        let mut stored = Vec::new();
         for job in batch.drain(..) {
             match job {
                 Job::Request { seq, delivery, .. } => {
                     self.awaited.insert(seq, summary(*delivery, rows.remove(&seq)));
+                    stored.push(seq);
                 }
                 Job::Outcome { seq, outcome, .. } => {
                     if let Some(mut summary) = self.awaited.remove(&seq) {
                         summary.status = outcome.status;
                         summary.duration_ms = Some(outcome.duration_ms);
                         summary.error = outcome.error;
-                        (self.on_recorded)(summary);
+                        (self.on_news)(WriterNews::Stored(summary));
                     }
                 }
                 Job::Close { .. } | Job::Shutdown => {}
+            }
+        }
+        // Most answers come in the batch of their request; the rest are in
+        // flight, and shown as such.
+        for seq in stored {
+            if let Some(waiting) = self.awaited.get(&seq).filter(|s| s.id > 0) {
+                (self.on_news)(WriterNews::Waiting(waiting.clone()));
             }
         }
         while self.awaited.len() > AWAITED_LIMIT {
@@ -415,7 +427,7 @@ mod tests {
             applied: Arc::default(),
             stalled: Arc::default(),
             awaited: BTreeMap::new(),
-            on_recorded: Box::new(|_| {}),
+            on_news: Box::new(|_| {}),
         };
         // Another process holds the lock, as `replay` does while it stores a run.
         let blocker = rusqlite::Connection::open(&path).unwrap();

@@ -31,6 +31,16 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
                 ),
             };
             let mut spans = vec![brand, Span::raw(" "), state];
+            // Before the URL, which the user already has: this is news.
+            if let Some(reason) = &stats.history_refusing {
+                spans.push(Span::styled(
+                    format!(
+                        "  ⚠ history refuses writes, deliveries wait in memory: {}",
+                        escape_str(reason)
+                    ),
+                    Style::new().fg(Color::Yellow),
+                ));
+            }
             if !stats.public_url.is_empty() {
                 spans.push(Span::raw("  "));
                 spans.push(Span::styled(
