@@ -141,8 +141,10 @@ pub struct ListQuery {
     pub provider: Option<String>,
     /// Only this event key.
     pub event_key: Option<String>,
-    /// Case-insensitive substring of the path, provider, event key, status
-    /// or request body text.
+    /// Words that must all match: `404` a status, `5xx` a class of status,
+    /// `err` a delivery with no answer, anything else a case-insensitive
+    /// substring of the path, method, provider, event key, error or
+    /// request body text.
     pub search: Option<String>,
     /// Also list the deliveries sent by `replay`.
     pub include_replays: bool,

@@ -194,16 +194,58 @@ fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
     if !q.include_replays {
         terms.push("d.replay_of IS NULL".into());
     }
-    if let Some(search) = q.search.as_deref().filter(|s| !s.is_empty()) {
-        let pattern = format!("%{}%", escape_like(search));
-        terms.push(
-            "(d.path LIKE ?1 ESCAPE '\\' OR d.provider LIKE ?1 ESCAPE '\\' OR d.event_key LIKE ?1 ESCAPE '\\'
-              OR CAST(o.status AS TEXT) LIKE ?1 ESCAPE '\\' OR CAST(d.request_body AS TEXT) LIKE ?1 ESCAPE '\\')"
-                .replace("?1", &format!("?{}", values.len() + 1)),
-        );
-        values.push(Value::Text(pattern));
+    for word in q.search.as_deref().unwrap_or_default().split_whitespace() {
+        match SearchTerm::parse(word) {
+            SearchTerm::Status(status) => {
+                terms.push("o.status = ?".into());
+                values.push(Value::Integer(status.into()));
+            }
+            SearchTerm::StatusClass(first) => {
+                terms.push("o.status BETWEEN ? AND ?".into());
+                values.push(Value::Integer(i64::from(first) * 100));
+                values.push(Value::Integer(i64::from(first) * 100 + 99));
+            }
+            SearchTerm::Failed => terms.push("o.error IS NOT NULL".into()),
+            SearchTerm::Text(text) => {
+                let n = values.len() + 1;
+                terms.push(format!(
+                    "(d.path LIKE ?{n} ESCAPE '\\' OR d.method LIKE ?{n} ESCAPE '\\'
+                      OR d.provider LIKE ?{n} ESCAPE '\\' OR d.event_key LIKE ?{n} ESCAPE '\\'
+                      OR o.error LIKE ?{n} ESCAPE '\\' OR CAST(d.request_body AS TEXT) LIKE ?{n} ESCAPE '\\')"
+                ));
+                values.push(Value::Text(format!("%{}%", escape_like(text))));
+            }
+        }
     }
     (terms.join(" AND "), values)
+}
+
+/// One word of a search; all words must match. A status is matched as a
+/// status only: `502` finding every event key with 502 in its hash would
+/// bury the one delivery that failed.
+#[derive(Debug, PartialEq)]
+enum SearchTerm<'a> {
+    /// `404`: answered with exactly this status.
+    Status(u16),
+    /// `5xx`: answered with a status of this class.
+    StatusClass(u8),
+    /// `err`, `error`: no answer (refused, timed out, cut off).
+    Failed,
+    /// Anything else, in the path, method, provider, event key, error or
+    /// request body.
+    Text(&'a str),
+}
+
+impl<'a> SearchTerm<'a> {
+    fn parse(word: &'a str) -> Self {
+        let bytes = word.as_bytes();
+        match bytes {
+            [first @ b'1'..=b'5', rest @ ..] if rest.eq_ignore_ascii_case(b"xx") => Self::StatusClass(first - b'0'),
+            [b'1'..=b'5', b'0'..=b'9', b'0'..=b'9'] => word.parse().map_or(Self::Text(word), Self::Status),
+            _ if word.eq_ignore_ascii_case("err") || word.eq_ignore_ascii_case("error") => Self::Failed,
+            _ => Self::Text(word),
+        }
+    }
 }
 
 /// Makes `%`, `_` and `\` match themselves in a LIKE pattern.

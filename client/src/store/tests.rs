@@ -467,3 +467,38 @@ fn a_reading_open_of_a_locked_history_reads_at_once_and_leaves_the_inbox_for_lat
     assert_eq!(keys, ["evt_orphaned", "evt_stored"], "moved in once the lock is free");
     assert!(inbox::orphans(&path).is_empty());
 }
+
+#[test]
+fn search_words_match_statuses_as_statuses_and_failures_by_err() {
+    let store = Store::in_memory().unwrap();
+    let ok = store
+        .insert_delivery(&delivery("evt_502abc", "/a"), &ok_outcome())
+        .unwrap();
+    let bad_gateway = Outcome {
+        status: Some(502),
+        ..ok_outcome()
+    };
+    let broken = store.insert_delivery(&delivery("evt_2", "/b"), &bad_gateway).unwrap();
+    let down = Outcome {
+        status: None,
+        error: Some("connection refused by 127.0.0.1:3000".into()),
+        ..ok_outcome()
+    };
+    let refused = store.insert_delivery(&delivery("evt_3", "/c"), &down).unwrap();
+    let found = |search: &str| -> Vec<i64> {
+        let query = ListQuery {
+            search: Some(search.into()),
+            ..ListQuery::default()
+        };
+        store.list(&query).unwrap().iter().map(|s| s.id).collect()
+    };
+    assert_eq!(found("502"), vec![broken], "a status, not a hash holding 502");
+    assert_eq!(found("5xx"), vec![broken]);
+    assert_eq!(found("2XX"), vec![ok]);
+    assert_eq!(found("err"), vec![refused]);
+    assert_eq!(found("refused"), vec![refused], "the error's text");
+    assert_eq!(found("evt_502"), vec![ok], "the event key, as text");
+    assert_eq!(found("/b 502"), vec![broken], "every word must match");
+    assert_eq!(found("/a 502"), Vec::<i64>::new());
+    assert_eq!(found("post"), vec![refused, broken, ok], "the method");
+}

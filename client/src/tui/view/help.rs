@@ -17,7 +17,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("Enter", "open the delivery"),
     ("Tab", "switch list / detail"),
     ("← → h l", "scroll detail sideways"),
-    ("/", "filter by path, provider, status, body"),
+    ("/", "filter: 404, 5xx, err, or any text"),
     ("Esc", "close detail, clear filter"),
     ("r", "replay once"),
     ("R", "replay N times, with verdict"),
