@@ -18,6 +18,26 @@ use super::layout::list_rows;
 const WIDE: u16 = 80;
 /// Width from which dates and event keys show.
 const WIDER: u16 = 110;
+/// Width from which provider names and UUID event keys show whole.
+const WIDEST: u16 = 150;
+
+/// Provider column width: `standard-webhooks` whole when there is room.
+fn provider_width(width: u16) -> u16 {
+    if width >= WIDEST {
+        17
+    } else {
+        10
+    }
+}
+
+/// Event key column width: a GitHub or Shopify UUID whole when there is room.
+fn event_width(width: u16) -> u16 {
+    if width >= WIDEST {
+        36
+    } else {
+        16
+    }
+}
 
 pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let focused = app.focus == Focus::List;
@@ -91,7 +111,8 @@ fn empty_text(app: &App) -> Text<'static> {
 }
 
 fn headers(width: u16) -> Vec<&'static str> {
-    let mut cells = vec!["Time", "Method", "Path", "St", "Took"];
+    // Times are shown in UTC, as everywhere in PortPreview.
+    let mut cells = vec!["Time UTC", "Method", "Path", "St", "Took"];
     if width >= WIDE {
         cells.push("Provider");
     }
@@ -112,10 +133,10 @@ fn widths(width: u16) -> Vec<Constraint> {
         Constraint::Length(7),
     ];
     if width >= WIDE {
-        widths.push(Constraint::Length(10));
+        widths.push(Constraint::Length(provider_width(width)));
     }
     if width >= WIDER {
-        widths.push(Constraint::Length(16));
+        widths.push(Constraint::Length(event_width(width)));
     }
     widths.push(Constraint::Length(3));
     widths
@@ -140,14 +161,15 @@ fn row(summary: &Summary, width: u16) -> Row<'static> {
         Cell::from(Line::from(duration(summary.duration_ms)).right_aligned()),
     ];
     if width >= WIDE {
-        let provider = summary
-            .provider
-            .as_deref()
-            .map_or_else(|| "–".to_owned(), |p| shorten(&escape_str(p), 10));
+        let provider = summary.provider.as_deref().map_or_else(
+            || "–".to_owned(),
+            |p| shorten(&escape_str(p), provider_width(width).into()),
+        );
         cells.push(Cell::from(provider).style(Style::new().fg(Color::Magenta)));
     }
     if width >= WIDER {
-        cells.push(Cell::from(shorten(&escape_str(&summary.event_key), 16)).style(Style::new().fg(Color::DarkGray)));
+        let event = shorten(&escape_str(&summary.event_key), event_width(width).into());
+        cells.push(Cell::from(event).style(Style::new().fg(Color::DarkGray)));
     }
     let count_style = if summary.delivery_count > 1 {
         Style::new().fg(Color::Yellow)

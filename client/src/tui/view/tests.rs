@@ -83,7 +83,7 @@ fn live_list() {
             " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter → http://127.0.0.1:3000                  ",
             " req/s                           0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0                               ",
             "┌ Deliveries 1/3 ──────────────────────────────────────────────────────────────────────────────────┐",
-            "│Time     Method Path                                                    St  Took    Provider   #  │",
+            "│Time UTC Method Path                                                    St  Took    Provider   #  │",
             "│02:45:03 POST   /hook/3                                                 200   12 ms stripe       1│",
             "│02:45:02 POST   /hook/2                                                 200   12 ms stripe       1│",
             "│02:45:01 POST   /hook/1                                                 200   12 ms stripe       1│",
@@ -106,7 +106,7 @@ fn detail_under_list() {
             " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter → http://127.0.0.1:3000                  ",
             " req/s                           0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0                               ",
             "┌ Deliveries 2/3 ──────────────────────────────────────────────────────────────────────────────────┐",
-            "│Time     Method Path                                                    St  Took    Provider   #  │",
+            "│Time UTC Method Path                                                    St  Took    Provider   #  │",
             "│02:45:03 POST   /hook/3                                                 200   12 ms stripe       1│",
             "│02:45:02 POST   /hook/2                                                 200   12 ms stripe       1│",
             "│02:45:01 POST   /hook/1                                                 200   12 ms stripe       1│",
@@ -148,7 +148,7 @@ fn filter_prompt() {
             " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter →",
             " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
             "┌ Deliveries 1/3 ──────────────────────────────────────────┐",
-            "│Time     Method Path                       St  Took    #  │",
+            "│Time UTC Method Path                       St  Took    #  │",
             "│02:45:03 POST   /hook/3                    200   12 ms   1│",
             "│02:45:02 POST   /hook/2                    200   12 ms   1│",
             "└──────────────────────────────────────────────────────────┘",
@@ -226,7 +226,7 @@ fn list_at_60x15() {
             " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter →",
             " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
             "┌ Deliveries 3/30 ─────────────────────────────────────────┐",
-            "│Time     Method Path                       St  Took    #  │",
+            "│Time UTC Method Path                       St  Took    #  │",
             "│02:45:30 POST   /hook/30                   200   12 ms   1│",
             "│02:45:29 POST   /hook/29                   200   12 ms   1│",
             "│02:45:28 POST   /hook/28                   200   12 ms   1│",
@@ -288,7 +288,7 @@ fn escape_sequences_are_drawn_as_text() {
             " PortPreview  history /tmp/h.db\\x1b[2J                                          ",
             " 1 delivery                                                                     ",
             "┌ Deliveries 1/1 ──────────────────────────────────────────────────────────────┐",
-            "│Time     Method Path                                St  Took    Provider   #  │",
+            "│Time UTC Method Path                                St  Took    Provider   #  │",
             "│02:45:01 POST   /x\\x1b]0;title\\x07                  200   12 ms stripe       1│",
             "│                                                                              │",
             "│                                                                              │",
@@ -420,7 +420,7 @@ fn live_header_with_traffic() {
             " PortPreview  ✗ offline, retry in 2s: relay went away  http://127.0.0.1:",
             " req/s                ▄█▄ 1/s  p50 12 ms  p90 80 ms  ✓3 4xx 1 5xx 1 ✗0  ",
             "┌ Deliveries 1/5 ──────────────────────────────────────────────────────┐",
-            "│Time     Method Path                                   St  Took    #  │",
+            "│Time UTC Method Path                                   St  Took    #  │",
             "│02:45:34 POST   /hook/34                               200  6.0 ms   1│",
             "└──────────────────────────────────────────────────────────────────────┘",
             "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e export  y curl ",
@@ -464,7 +464,7 @@ fn replay_form() {
             " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter →",
             " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
             "┌ Deliveries 1/3 ──────────────────────────────────────────┐",
-            "│Time     Method Path                       St  Took    #  │",
+            "│Time UTC Method Path                       St  Took    #  │",
             "│┌ Replay #3 with a verdict ──────────────────────────────┐│",
             "││  attempts  10                                          ││",
             "││  probe      none   url  [cmd]                          ││",
@@ -491,7 +491,7 @@ fn export_form() {
             " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter →",
             " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
             "┌ Deliveries 1/3 ──────────────────────────────────────────┐",
-            "│Time     Method Path                       St  Took    #  │",
+            "│Time UTC Method Path                       St  Took    #  │",
             "│02:45:0┌ Export #3 ───────────────────────────────┐ ms   1│",
             "│02:45:0│ j json  fixture for replay --from, check │ ms   1│",
             "│02:45:0│ h har   HAR 1.2 for browser devtools     │ ms   1│",
@@ -505,4 +505,19 @@ fn export_form() {
             "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e exp",
         ])
     );
+}
+
+/// On a wide screen a UUID event key and a long provider name show whole.
+#[test]
+fn a_wide_list_shows_uuid_keys_and_provider_names_whole() {
+    let mut github = test_delivery(1);
+    github.request.provider = Some("standard-webhooks".into());
+    github.request.event_key = "72d3162e-cc78-11e3-81ab-4c9367dc0958".into();
+    let screen = format!("{:?}", plain(draw(&app(vec![github.clone()], Mode::Live, 160, 8))));
+    assert!(
+        screen.contains("72d3162e-cc78-11e3-81ab-4c9367dc0958") && screen.contains("standard-webhooks"),
+        "{screen}"
+    );
+    let narrow = format!("{:?}", plain(draw(&app(vec![github], Mode::Live, 120, 8))));
+    assert!(narrow.contains("72d3162e-cc78-1…"), "{narrow}");
 }
