@@ -517,3 +517,43 @@ fn a_request_in_flight_and_a_locked_history_show_live() {
     let screen = tmux.wait_for("the shell again", |s| s.contains("portpreview exited"));
     assert!(screen.contains("portpreview exited 0"), "{screen}");
 }
+
+/// `r` on an event whose signature is past the provider's tolerance: without
+/// a secret the handler refuses it and the run says why; with the secret
+/// configured the attempt is re-signed and verifies.
+#[test]
+fn a_stale_stripe_event_is_resigned_from_the_tui_when_its_secret_is_configured() {
+    use common::handlers::{stripe_delivery, Behaviour, Handler, STRIPE_SECRET};
+    let scratch = Scratch::new("resign");
+    let handler = Handler::start(Behaviour::VerifiesStripeSignature {
+        secret: STRIPE_SECRET.into(),
+    });
+    let db = scratch.0.join("history.db");
+    Store::open(&db)
+        .unwrap()
+        .insert_delivery(&stripe_delivery(&handler.url()), &Outcome::default())
+        .unwrap();
+    for (secret, verdict) in [
+        ("", "✗ failed: attempt 1 answered 400"),
+        (STRIPE_SECRET, "✓ 1 attempt answered 2xx"),
+    ] {
+        let command = format!(
+            "cd {home} && env HOME={home} PORTPREVIEW_CONFIG={home}/none.toml PORTPREVIEW_SECRET_STRIPE={secret} TERM=xterm-256color {bin} --db {db} tui; echo \"portpreview exited $?\"; exec sleep 600",
+            home = shell_quote(&scratch.0),
+            bin = shell_quote(&portpreview_bin()),
+            db = shell_quote(&db),
+        );
+        let tmux = Tmux::start(&format!("resign-{}", secret.len()), &command);
+        tmux.wait_for("the delivery", |s| s.contains("/webhooks/stripe"));
+        tmux.send(&["Enter"]);
+        tmux.send(&["r"]);
+        let screen = tmux.wait_for("the replay's verdict", |s| s.contains("replay of #1:"));
+        assert!(screen.contains(verdict), "secret {secret:?}: {screen}");
+        if secret.is_empty() {
+            let screen = tmux.wait_for("the run's warning", |s| s.contains("! the stripe signature is"));
+            assert!(screen.contains("pass --resign"), "{screen}");
+        }
+        tmux.send(&["q"]);
+        tmux.wait_for("the shell again", |s| s.contains("portpreview exited 0"));
+    }
+}

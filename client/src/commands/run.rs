@@ -98,7 +98,11 @@ pub fn resolve_secret(
     let Some(provider) = provider else {
         return Ok(None);
     };
-    if let Ok(value) = std::env::var(replay::secret_env(provider)) {
+    // Empty, as CI leaves a secret that is not defined: not set.
+    if let Some(value) = std::env::var(replay::secret_env(provider))
+        .ok()
+        .filter(|v| !v.is_empty())
+    {
         return Ok(Some(Secret::new(value)));
     }
     Ok(Config::load()?.secrets.get(provider.name()).cloned())

@@ -261,14 +261,10 @@ impl Run<'_> {
                 checks.extend(content.filter(|check| !check.passed || settled.passed));
                 checks.push(settled);
             }
-            (None, None) => warnings.push(
-                "side effects were not checked: pass --check-url or --check-cmd to read the handler's state".into(),
-            ),
+            (None, None) => warnings.push(super::NOT_PROBED.into()),
         }
         if opts.times == 1 && !opts.fresh {
-            warnings.push(
-                "one attempt only: no duplicate was sent; pass --times 2 or more to see what a duplicate does".into(),
-            );
+            warnings.push(super::ONE_ATTEMPT.into());
         }
         if let Some((p, within)) = provider.and_then(|p| Some((p, p.answer_within()?))) {
             warnings.extend(verdict::slow_answers(&self.attempts, p.name(), within));

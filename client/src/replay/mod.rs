@@ -13,6 +13,7 @@ mod engine;
 mod history;
 pub mod junit;
 pub mod options;
+
 pub mod plan;
 pub mod probe;
 pub mod report;
@@ -29,6 +30,13 @@ pub use probe::{ProbeError, ProbeSpec};
 pub use report::{Attempt, Check, Report, Role, StateTrace};
 
 use crate::store::NewDelivery;
+
+/// The warning for a run without a probe.
+pub const NOT_PROBED: &str =
+    "side effects were not checked: pass --check-url or --check-cmd to read the handler's state";
+/// The warning for a run of one attempt, which nothing can be compared to.
+pub const ONE_ATTEMPT: &str =
+    "one attempt only: nothing to compare it to; pass --times 2 or more to see what a duplicate does";
 
 /// Where a run is, for progress lines and the TUI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -190,15 +190,21 @@ fn signing(
     opts: &ReplayOptions,
     warnings: &mut Vec<String>,
 ) -> Result<Option<(Provider, Secret)>, ReplayError> {
-    let signs = opts.resign || (opts.fresh && opts.secret.is_some());
+    let resignable = provider.is_none_or(Provider::resignable);
+    let signs = opts.resign || (opts.fresh && opts.secret.is_some() && resignable);
     if !signs {
         if opts.fresh {
-            if let Some(p) = provider {
-                warnings.push(format!(
+            match provider {
+                Some(p) if !p.resignable() => warnings.push(format!(
+                    "the fresh events are not re-signed: {p} signs with its own private key, so a handler that checks \
+                     signatures will reject them"
+                )),
+                Some(p) => warnings.push(format!(
                     "the fresh events are not re-signed (no secret for {p}): a handler that checks signatures will reject them; \
                      {}",
                     secret_sources(p)
-                ));
+                )),
+                None => {}
             }
         }
         return Ok(None);

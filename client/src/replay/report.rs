@@ -168,7 +168,7 @@ impl Report {
                 format!("✓ {answered} answered 2xx (side effects not checked)")
             }
             (Some(true), _) if self.attempts.len() == 1 => {
-                "✓ 1 attempt answered 2xx and no duplicate was sent: pass --times 2 or more".to_string()
+                "✓ 1 attempt answered 2xx, with nothing to compare it to: pass --times 2 or more".to_string()
             }
             (Some(true), _) => format!(
                 "✓ idempotent over {}",

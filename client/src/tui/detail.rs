@@ -141,6 +141,8 @@ impl DetailDoc {
             // the same run, tells a failed first delivery from a lack of idempotency.
             let failed = run.summary.starts_with("✗ failed");
             let (mark, style) = match run.idempotent {
+                // One attempt sends no duplicate: it cannot show idempotence.
+                Some(true) if run.times == 1 => ("✓ answered", Style::new().fg(Color::Green)),
                 Some(true) => ("✓ idempotent", Style::new().fg(Color::Green)),
                 Some(false) if failed => ("✗ failed", Style::new().fg(Color::Red)),
                 Some(false) => ("✗ not idempotent", Style::new().fg(Color::Red)),
@@ -151,9 +153,31 @@ impl DetailDoc {
                 Span::styled(mark, style),
                 Span::raw(format!("  {}", escape_str(&run.summary))),
             ]));
+            for warning in run_warnings(&run.report_json) {
+                lines.push(Line::from(Span::styled(
+                    format!("    ! {}", escape_str(&warning)),
+                    Style::new().fg(Color::Yellow),
+                )));
+            }
         }
         Self { id: delivery.id, lines }
     }
+}
+
+/// The warnings a stored run report carries (a stale signature, slow
+/// answers), which the one-line summary leaves out. The two about what the
+/// run did not do are left out too: its line already shows both, and they
+/// name flags the TUI has no use for.
+fn run_warnings(report_json: &str) -> Vec<String> {
+    let report: serde_json::Value = serde_json::from_str(report_json).unwrap_or_default();
+    report["warnings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|w| w.as_str())
+        .filter(|w| ![crate::replay::NOT_PROBED, crate::replay::ONE_ATTEMPT].contains(w))
+        .map(str::to_owned)
+        .collect()
 }
 
 fn status_text(code: u16) -> String {

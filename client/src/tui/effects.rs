@@ -9,8 +9,10 @@ use std::pin::Pin;
 use portpreview_shared::sanitize::escape_str;
 use tokio::sync::mpsc;
 
+use crate::commands::run::resolve_secret;
 use crate::replay::{Phase, ProbeSpec, Progress, ReplayOptions, Report};
 use crate::store::{Delivery, Store};
+use portpreview_shared::provider::Provider;
 
 use super::app::{App, Effect};
 use super::dialog::{ExportFormat, Probe, ReplayRequest};
@@ -75,7 +77,19 @@ impl Effects {
                 return None;
             }
         };
+        // `r` and `R` take no flags: with a secret configured for the
+        // provider, attempts are re-signed as `replay --resign` would sign
+        // them, so an event older than the provider's tolerance verifies.
+        let secret = delivery
+            .request
+            .provider
+            .as_deref()
+            .and_then(Provider::from_name)
+            .filter(|provider| provider.resignable())
+            .and_then(|provider| resolve_secret(None, Some(provider), None).ok().flatten());
         let opts = ReplayOptions {
+            resign: secret.is_some(),
+            secret,
             times: request.times,
             probe: request.probe.map(|probe| match probe {
                 Probe::Url(url) => ProbeSpec::Url(url),

@@ -40,6 +40,14 @@ pub enum SignError {
     Unsupported(Provider),
 }
 
+impl Provider {
+    /// Whether a request can be re-signed with a shared secret: false for
+    /// providers that sign with a private key of their own.
+    pub fn resignable(self) -> bool {
+        !matches!(self, Provider::Discord | Provider::Sendgrid)
+    }
+}
+
 fn brand(provider: &Provider) -> &'static str {
     match provider {
         Provider::Discord => "Discord",

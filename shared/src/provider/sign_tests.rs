@@ -312,3 +312,15 @@ fn refusals_say_why() {
     let err = resign(Provider::Stripe, "", &mut Vec::new(), &mut body, at(0), None).unwrap_err();
     assert!(matches!(err, SignError::BadSecret(_)));
 }
+
+#[test]
+fn resignable_names_exactly_the_providers_resign_does_not_refuse_for_their_key() {
+    for provider in Provider::ALL {
+        let mut body = b"{}".to_vec();
+        let refused = matches!(
+            resign(provider, "s", &mut Vec::new(), &mut body, at(0), Some("http://x/")),
+            Err(SignError::PrivateKey(_))
+        );
+        assert_eq!(provider.resignable(), !refused, "{provider}");
+    }
+}
