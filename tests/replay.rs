@@ -59,6 +59,10 @@ fn a_handler_that_dedups_in_one_transaction_is_idempotent_and_the_run_is_recorde
         ],
     );
     assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(
+        ran.stderr, "replaying #1, the newest delivery of event evt_1PortPreviewTest\n",
+        "which delivery a key chose"
+    );
     assert!(ran.stdout.contains("✓ duplicates_change_nothing"), "{}", ran.stdout);
     assert!(
         ran.stdout.contains("the event was new to the handler"),
@@ -561,6 +565,10 @@ fn a_target_with_a_path_replaces_the_recorded_one_and_latest_finds_the_delivery(
         ],
     );
     assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(
+        ran.stderr,
+        "replaying #1, the newest match of --latest --provider stripe --path /webhooks/*\n"
+    );
     assert_eq!(ran.json()["target"], format!("{}/other/path", handler.url()));
     assert_eq!(handler.balance(), 1);
 }

@@ -29,7 +29,7 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
     /// Also write a JUnit XML file: one test case per fixture.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = crate::replay::options::parse_report_path)]
     pub junit: Option<PathBuf>,
 }
 

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use portpreview_shared::sanitize::escape_str;
 
 use crate::replay::{self, options::parse_header_arg, Report};
 use crate::store::{NewDelivery, Store};
@@ -46,7 +47,7 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
     /// Also write the verdict as a JUnit XML file.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = crate::replay::options::parse_report_path)]
     pub junit: Option<PathBuf>,
 }
 
@@ -106,26 +107,37 @@ fn load_request(args: &Args, db: &Path) -> anyhow::Result<(NewDelivery, Origin)>
     }
     let store = Store::open_existing(db).map_err(|err| err.for_command(db))?;
     let id = if args.latest {
-        store
+        let narrowed = super::history::filter_words(&[
+            ("--provider", args.provider.as_deref()),
+            ("--path", args.path.as_deref()),
+        ]);
+        let wanted = format!("--latest {narrowed}");
+        let id = store
             .latest(args.provider.as_deref(), args.path.as_deref())
             .map_err(|err| err.for_command(db))?
-            .with_context(|| {
-                let narrowed = super::history::filter_words(&[
-                    ("--provider", args.provider.as_deref()),
-                    ("--path", args.path.as_deref()),
-                ]);
-                let wanted = format!("--latest {narrowed}");
-                format!("no delivery in {} matches {}", db.display(), wanted.trim_end())
-            })?
+            .with_context(|| format!("no delivery in {} matches {}", db.display(), wanted.trim_end()))?;
+        crate::to_stderr(format_args!(
+            "replaying #{id}, the newest match of {}\n",
+            escape_str(wanted.trim_end())
+        ));
+        id
     } else {
         let wanted = args.delivery.as_deref().unwrap_or_default();
         let numeric = wanted.trim_start_matches('#');
         match numeric.parse::<i64>() {
             Ok(id) => id,
-            Err(_) => store
-                .newest_with_event_key(wanted)
-                .map_err(|err| err.for_command(db))?
-                .with_context(|| format!("no delivery with event key {wanted:?} in {}", db.display()))?,
+            Err(_) => {
+                let id = store
+                    .newest_with_event_key(wanted)
+                    .map_err(|err| err.for_command(db))?
+                    .with_context(|| format!("no delivery with event key {wanted:?} in {}", db.display()))?;
+                // Several deliveries may share a key (retries, two hooks).
+                crate::to_stderr(format_args!(
+                    "replaying #{id}, the newest delivery of event {}\n",
+                    escape_str(wanted)
+                ));
+                id
+            }
         }
     };
     let delivery = super::show::fetch(&store, id, db)?;

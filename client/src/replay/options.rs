@@ -132,7 +132,28 @@ pub fn parse_header_arg(arg: &str) -> Result<(String, String), String> {
     if http::HeaderValue::from_str(value).is_err() {
         return Err(format!("the value of {name} holds characters a header cannot carry"));
     }
-    Ok((name.to_ascii_lowercase(), value.to_string()))
+    let name = name.to_ascii_lowercase();
+    // Replays set these themselves; taking the flag and sending something
+    // else would be a silent surprise.
+    match name.as_str() {
+        "host" => return Err("Host is set from the target: aim the replay with --target".into()),
+        "content-length" | "transfer-encoding" => {
+            return Err(format!("{name} is set from the body: change the body with --body-file"))
+        }
+        _ => {}
+    }
+    Ok((name, value.to_string()))
+}
+
+/// Parses a report file path (`--junit`), refusing one whose directory does
+/// not exist before any attempt is sent, not after a run whose side effects
+/// happened.
+pub fn parse_report_path(text: &str) -> Result<std::path::PathBuf, String> {
+    let path = std::path::PathBuf::from(text);
+    match path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        Some(dir) if !dir.is_dir() => Err(format!("there is no directory {}", dir.display())),
+        _ => Ok(path),
+    }
 }
 
 #[cfg(test)]
@@ -147,6 +168,23 @@ mod tests {
         );
         assert!(parse_header_arg("no colon").is_err());
         assert!(parse_header_arg("bad name: x").is_err());
+        for set_by_the_replay in ["Host: evil.example", "Content-Length: 5", "transfer-encoding: chunked"] {
+            assert!(parse_header_arg(set_by_the_replay).is_err(), "{set_by_the_replay}");
+        }
+    }
+
+    #[test]
+    fn settle_windows_are_more_than_nothing_and_at_most_ten_minutes() {
+        assert_eq!(parse_settle("300ms"), Ok(DEFAULT_SETTLE));
+        assert!(parse_settle("0s").unwrap_err().contains("no time at all"));
+        assert!(parse_settle("1d").unwrap_err().contains("longer than 10m"));
+        assert_eq!(parse_settle("10m"), Ok(Duration::from_secs(600)));
+    }
+
+    #[test]
+    fn a_report_path_needs_its_directory_up_front() {
+        assert!(parse_report_path("report.xml").is_ok());
+        assert!(parse_report_path("/nonexistent-dir/report.xml").is_err());
     }
 
     #[test]
