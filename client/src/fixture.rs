@@ -125,8 +125,14 @@ impl Fixture {
     /// Reads and checks a fixture file.
     pub fn load(path: &Path) -> anyhow::Result<Fixture> {
         let text = std::fs::read(path).with_context(|| format!("cannot read fixture {}", path.display()))?;
-        let mut fixture: Fixture = serde_json::from_slice(&text)
-            .with_context(|| format!("{} is not a PortPreview fixture", path.display()))?;
+        let not_a_fixture = || format!("{} is not a PortPreview fixture", path.display());
+        let value: serde_json::Value = serde_json::from_slice(&text).with_context(not_a_fixture)?;
+        if !value.is_object() {
+            // serde would read an array as the struct's fields in order and
+            // complain about "13 elements".
+            return Err(anyhow::anyhow!("a fixture is one JSON object")).with_context(not_a_fixture);
+        }
+        let mut fixture: Fixture = serde_json::from_value(value).with_context(not_a_fixture)?;
         fixture
             .validate()
             .with_context(|| format!("invalid fixture {}", path.display()))?;
@@ -298,12 +304,14 @@ mod tests {
             r#"{"portpreview_fixture": 1, "method": "POST", "path": "/", "headers": [{"name": "a"}]}"#,
             r#"{"portpreview_fixture": 1, "method": "POST", "path": "/", "bdy": "typo"}"#,
             "not json",
+            "[]",
         ];
         for (n, text) in cases.iter().enumerate() {
             let path = dir.0.join(format!("bad{n}.json"));
             std::fs::write(&path, text).unwrap();
             let err = format!("{:#}", Fixture::load(&path).unwrap_err());
             assert!(err.contains(&format!("bad{n}.json")), "{err}");
+            assert!(!err.contains("elements"), "serde's view of a struct as a sequence stays inside: {err}");
         }
     }
 }

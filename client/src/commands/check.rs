@@ -52,7 +52,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         let result = check_one(job, &args.run).await.map_err(|err| crate::error_line(&err));
         clear_progress();
         if let Err(reason) = &result {
-            crate::to_stderr(format_args!("error: {}: {reason}\n", escape_str(&name)));
+            let name = escape_str(&name);
+            // Most reasons name the fixture already.
+            match reason.contains(name.as_ref()) {
+                true => crate::to_stderr(format_args!("error: {reason}\n")),
+                false => crate::to_stderr(format_args!("error: {name}: {reason}\n")),
+            }
         }
         results.push((name, result));
     }
