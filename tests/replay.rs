@@ -183,6 +183,15 @@ fn a_check_then_insert_race_passes_in_sequence_and_fails_a_fresh_burst() {
     let history = History::with(&stripe_delivery(&handler.url()));
     let ran = history.replay_probed(&handler, &["--times", "5"]);
     assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    // Concurrent duplicates of an event already handled pass too, and the
+    // report points at what would catch the race.
+    let ran = history.replay_probed(&handler, &["--times", "5", "--concurrency", "5", "--json"]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    let warnings = ran.json()["warnings"].to_string();
+    assert!(
+        warnings.contains("attempt 1 goes alone") && warnings.contains("pass --fresh"),
+        "{warnings}"
+    );
 
     let ran = history.replay_probed(&handler, &["--fresh", "--concurrency", "10", "--times", "10", "--json"]);
     assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);

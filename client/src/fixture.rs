@@ -311,7 +311,10 @@ mod tests {
             std::fs::write(&path, text).unwrap();
             let err = format!("{:#}", Fixture::load(&path).unwrap_err());
             assert!(err.contains(&format!("bad{n}.json")), "{err}");
-            assert!(!err.contains("elements"), "serde's view of a struct as a sequence stays inside: {err}");
+            assert!(
+                !err.contains("elements"),
+                "serde's view of a struct as a sequence stays inside: {err}"
+            );
         }
     }
 }

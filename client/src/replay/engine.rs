@@ -263,6 +263,13 @@ impl Run<'_> {
             }
             (None, None) => warnings.push(super::NOT_PROBED.into()),
         }
+        if opts.concurrency > 1 && opts.times > 2 && !opts.fresh {
+            warnings.push(
+                "attempt 1 goes alone, so the concurrent attempts after it are duplicates of an event already \
+                 handled; to see whether the first deliveries of a new event race, pass --fresh"
+                    .into(),
+            );
+        }
         if opts.times == 1 && !opts.fresh {
             warnings.push(super::ONE_ATTEMPT.into());
         }

@@ -142,12 +142,23 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
             ),
         });
     }
-    let count = multiple(&single, &many)
-        .filter(|k| k.fract() == 0.0 && *k > 1.0)
-        .map_or_else(
-            || "more than one side effect".to_string(),
-            |k| format!("{k} side effects"),
-        );
+    let times = multiple(&single, &many).filter(|k| k.fract() == 0.0 && *k > 1.0);
+    // Every copy acting may be no race at all but a handler that does not
+    // dedup; the burst alone cannot tell, duplicates in sequence can.
+    let diagnosis = match times {
+        Some(k) if k == burst as f64 => format!(
+            "every one of the {burst} copies acted: the handler does not dedup at all, or a check-then-insert race \
+             let every copy through (a replay without --fresh tells which); record the event ID under a unique \
+             constraint: INSERT ... ON CONFLICT DO NOTHING"
+        ),
+        Some(k) => format!(
+            "{k} side effects for one event: a check-then-insert race; \
+             use a unique constraint / INSERT ... ON CONFLICT DO NOTHING"
+        ),
+        None => "more than one side effect for one event: a check-then-insert race; \
+             use a unique constraint / INSERT ... ON CONFLICT DO NOTHING"
+            .to_string(),
+    };
     let detail = if many.is_none() || single.is_none() {
         format!(
             "one new event changed the state by {}, a burst of {} of another by {}: \
@@ -159,8 +170,7 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
     } else {
         format!(
             "one new event changed the state by {} ({} → {}); a burst of {} of another changed it by {} \
-             ({} → {}): {count} for one event: a check-then-insert race; \
-             use a unique constraint / INSERT ... ON CONFLICT DO NOTHING",
+             ({} → {}): {diagnosis}",
             single.describe(),
             short(&trace.before),
             short(after_baseline),
@@ -336,7 +346,7 @@ mod tests {
     }
 
     #[test]
-    fn a_burst_that_credits_ten_times_is_named_a_race() {
+    fn a_burst_is_told_apart_by_how_many_copies_acted() {
         let trace = StateTrace {
             before: "count 5".into(),
             steps: vec!["count 6".into(), "count 16".into()],
@@ -348,7 +358,19 @@ mod tests {
         assert!(
             check
                 .detail
-                .contains("10 side effects for one event: a check-then-insert race"),
+                .contains("every one of the 10 copies acted: the handler does not dedup at all, or"),
+            "{}",
+            check.detail
+        );
+        let some_slipped = StateTrace {
+            steps: vec!["count 6".into(), "count 10".into()],
+            ..trace.clone()
+        };
+        let check = burst_acts_once(&some_slipped, 10).unwrap();
+        assert!(
+            check
+                .detail
+                .contains("4 side effects for one event: a check-then-insert race"),
             "{}",
             check.detail
         );
