@@ -6,7 +6,7 @@ use portpreview_shared::sanitize::{escape_multiline, escape_str};
 
 use super::answers::{distinct_answers, side_by_side};
 use super::report::Report;
-use super::verdict::{role_label, short};
+use super::verdict::{aligned, role_label};
 
 /// Rows of the attempts table shown before the middle is elided.
 const TABLE_HEAD: usize = 20;
@@ -42,10 +42,11 @@ impl Report {
         out.push('\n');
         self.render_attempts(&mut out);
         if let Some(state) = &self.state {
-            let _ = writeln!(out, "\nState before: {}", short(&state.before));
-            let _ = writeln!(out, "State after:  {}", short(state.after()));
+            let (before, after) = aligned(&state.before, state.after());
+            let _ = writeln!(out, "\nState before: {before}");
+            let _ = writeln!(out, "State after:  {after}");
             if let Some(moved) = &state.moved_to {
-                let _ = writeln!(out, "State later:  {}", short(moved));
+                let _ = writeln!(out, "State later:  {}", aligned(state.after(), moved).1);
             }
         }
         let groups = distinct_answers(&self.attempts);

@@ -102,11 +102,10 @@ pub fn duplicates_change_nothing(attempts: &[Attempt], trace: &StateTrace) -> Op
         name: DUPLICATES_CHANGE_NOTHING,
         passed: false,
         detail: format!(
-            "{} changed the state again ({} → {}, {}): every duplicate repeated the side effect; \
+            "{} changed the state again ({}, {}): every duplicate repeated the side effect; \
              record the event ID under a unique constraint and skip events already handled ({news})",
             attempts_phrase(&moved),
-            short(first),
-            short(last),
+            shown_change(first, last),
             change(first, last).describe(),
         ),
     })
@@ -169,15 +168,13 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
         )
     } else {
         format!(
-            "one new event changed the state by {} ({} → {}); a burst of {} of another changed it by {} \
-             ({} → {}): {diagnosis}",
+            "one new event changed the state by {} ({}); a burst of {} of another changed it by {} \
+             ({}): {diagnosis}",
             single.describe(),
-            short(&trace.before),
-            short(after_baseline),
+            shown_change(&trace.before, after_baseline),
             counted(burst, "copy", "copies"),
             many.describe(),
-            short(after_baseline),
-            short(after_burst),
+            shown_change(after_baseline, after_burst),
         )
     };
     Some(Check {
@@ -195,10 +192,9 @@ pub fn state_settled(trace: &StateTrace, settle: Duration) -> Check {
         (Some(moved), _) => (
             false,
             format!(
-                "the state still moved {wait} after the last attempt ({} → {}): the handler works after it answers; \
+                "the state still moved {wait} after the last attempt ({}): the handler works after it answers; \
                  raise --settle (now {window})",
-                short(trace.after()),
-                short(moved)
+                shown_change(trace.after(), moved)
             ),
         ),
         (None, false) => (
@@ -266,12 +262,41 @@ pub fn role_label(role: Role) -> &'static str {
     }
 }
 
-/// A probe read cut to one short line, safe for a terminal.
-pub fn short(state: &str) -> String {
-    let one_line = state.trim().replace('\n', " ⏎ ");
-    let clipped: String = one_line.chars().take(60).collect();
-    let ellipsis = if one_line.chars().count() > 60 { "…" } else { "" };
-    format!("`{}{ellipsis}`", escape_str(&clipped))
+/// Characters of a probe read shown in a report line.
+const SHOWN: usize = 60;
+
+/// Two probe reads as `before` → `after`; see [`aligned`].
+pub fn shown_change(before: &str, after: &str) -> String {
+    let (before, after) = aligned(before, after);
+    format!("{before} → {after}")
+}
+
+/// Two probe reads cut alike from just before where they first differ, so
+/// that a change past the first 60 characters shows instead of two
+/// identical beginnings: `…"nonidem": 6, …` and `…"nonidem": 7, …`.
+pub fn aligned(before: &str, after: &str) -> (String, String) {
+    let (before, after) = (one_line(before), one_line(after));
+    let same = before.chars().zip(after.chars()).take_while(|(a, b)| a == b).count();
+    let longest = before.chars().count().max(after.chars().count());
+    // Start a little before the difference, unless everything fits anyway.
+    let from = if longest <= SHOWN {
+        0
+    } else {
+        same.saturating_sub(SHOWN / 4)
+    };
+    (excerpt(&before, from), excerpt(&after, from))
+}
+
+fn one_line(state: &str) -> String {
+    state.trim().replace('\n', " ⏎ ")
+}
+
+/// `SHOWN` characters of `line` from character `from`, with `…` where cut.
+fn excerpt(line: &str, from: usize) -> String {
+    let clipped: String = line.chars().skip(from).take(SHOWN).collect();
+    let head = if from > 0 { "…" } else { "" };
+    let tail = if line.chars().count() > from + SHOWN { "…" } else { "" };
+    format!("`{head}{}{tail}`", escape_str(&clipped))
 }
 
 #[cfg(test)]
@@ -342,6 +367,23 @@ mod tests {
             pays_every_time.detail.contains("attempt 1 changed it too") && !pays_every_time.detail.contains("new to"),
             "{}",
             pays_every_time.detail
+        );
+    }
+
+    #[test]
+    fn a_change_deep_in_a_long_state_is_shown_where_it_happens() {
+        let before = r#"{"idem_seen": 7, "idem_count": 7, "nonidem": 6, "racy_rows": 3, "queue": 0, "tail": "x"}"#;
+        let after = before.replace("\"nonidem\": 6", "\"nonidem\": 7");
+        let shown = shown_change(before, &after);
+        assert!(
+            shown.contains(r#""nonidem": 6"#) && shown.contains(r#""nonidem": 7"#),
+            "{shown}"
+        );
+        assert!(shown.starts_with("`…"), "cut before the change: {shown}");
+        assert_eq!(
+            shown_change("count 5", "count 6"),
+            "`count 5` → `count 6`",
+            "short reads whole"
         );
     }
 
