@@ -142,6 +142,16 @@ fn a_directory_of_fixtures_passes_against_a_handler_that_dedups() {
     );
     assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
     assert_eq!(good.balance(), 3, "the edited body is a new event to the handler");
+    let report: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(report["event_key"], "evt_other", "the event the edited body names");
+    assert!(
+        report["attempts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["event_key"] == "evt_other"),
+        "{report}"
+    );
     assert!(
         !project.path("untouched").exists(),
         "replay --from opened no history database"

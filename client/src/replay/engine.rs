@@ -141,7 +141,7 @@ pub async fn run(
             run.trace.moved_to = moved_to;
         }
     }
-    Ok(run.into_report(request, started.elapsed()))
+    Ok(run.into_report(started.elapsed()))
 }
 
 impl Run<'_> {
@@ -241,7 +241,7 @@ impl Run<'_> {
         Ok(())
     }
 
-    fn into_report(self, request: &NewDelivery, elapsed: Duration) -> Report {
+    fn into_report(self, elapsed: Duration) -> Report {
         let opts = self.opts;
         let provider = self.plan.provider;
         let mut checks = vec![verdict::answers_2xx(&self.attempts)];
@@ -281,7 +281,7 @@ impl Run<'_> {
             checks,
             warnings,
             provider: provider.map(|p| p.name().to_string()),
-            event_key: request.event_key.clone(),
+            event_key: self.plan.recorded.event_key.clone(),
             retry_window: provider.map(|p| p.retry_window().to_string()),
             target: self.plan.url(),
             times: opts.times,

@@ -99,6 +99,14 @@ impl Plan {
         if let (None, false, Some(p)) = (&signing, opts.fresh, provider) {
             warnings.extend(stale_signature(p, &headers, &body, SystemTime::now()));
         }
+        // An edited request is the event it now names, not the recorded one.
+        let edited = opts.body.is_some() || !opts.add_headers.is_empty() || !opts.drop_headers.is_empty();
+        let (event_key, event_key_source) = if edited {
+            let key = provider::event_key(&headers, &body, &[]);
+            (key.key, key.source)
+        } else {
+            (request.event_key.clone(), request.event_key_source.clone())
+        };
         let signed_url = match request.tunnel_url.trim_end_matches('/') {
             "" => endpoint.url(&path),
             public => format!("{public}{}", request.path),
@@ -111,11 +119,11 @@ impl Plan {
             recorded: Variant {
                 headers,
                 body,
-                event_key: request.event_key.clone(),
+                event_key,
             },
             provider,
             signing,
-            event_key_source: request.event_key_source.clone(),
+            event_key_source,
             warnings,
         };
         // Sign once now so a provider that cannot be re-signed stops the run before anything is sent.
