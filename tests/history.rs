@@ -156,6 +156,10 @@ fn history_lists_newest_first_with_every_field() {
 
     let limited: Vec<Value> = serde_json::from_str(&h.ok(&["history", "--json", "--limit", "1"])).unwrap();
     assert_eq!(limited.len(), 1);
+    let table = h.ok(&["history", "--limit", "2"]);
+    assert!(table.ends_with("\n(2 of 3 shown; --limit 0 lists all)\n"), "{table}");
+    let table = h.ok(&["history", "--limit", "3"]);
+    assert!(!table.contains("shown;"), "all of it is shown: {table}");
     let by_event: Vec<Value> = serde_json::from_str(&h.ok(&["history", "--event", "evt_1", "--json"])).unwrap();
     assert_eq!(by_event.len(), 2);
     let by_provider: Vec<Value> = serde_json::from_str(&h.ok(&["history", "--provider", "stripe", "--json"])).unwrap();

@@ -66,7 +66,16 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         format!("{}\n", portpreview_shared::sanitize::escape_str(&line))
     } else {
         let summaries: Vec<_> = rows.into_iter().map(|(summary, _)| summary).collect();
-        render::table::history(&summaries)
+        let mut table = render::table::history(&summaries);
+        // A full page may not be all: say so, on the table's own stream.
+        if query.limit == Some(summaries.len()) {
+            let all = ListQuery { limit: None, ..query };
+            let total = store.count(&all).map_err(|e| e.for_command(db))?;
+            if total > summaries.len() as u64 {
+                table.push_str(&format!("({} of {total} shown; --limit 0 lists all)\n", summaries.len()));
+            }
+        }
+        table
     };
     std::io::stdout()
         .lock()
