@@ -16,10 +16,13 @@ pub enum TunnelEvent {
         /// Local target requests go to.
         target: String,
     },
-    /// The connection to the relay dropped; the next try is in `retry_in`.
+    /// The connection to the relay dropped, or a try to get it back
+    /// failed; the next try is in `retry_in`.
     Disconnected {
         /// Why, in one line.
         reason: String,
+        /// Tries that failed since the connection was lost (0: just lost).
+        failed_tries: u32,
         /// Delay before the next attempt.
         retry_in: Duration,
     },
@@ -88,6 +91,7 @@ mod tests {
         let (events, mut shown) = mpsc::channel(1);
         let lost = |n: u64| TunnelEvent::Disconnected {
             reason: format!("drop {n}"),
+            failed_tries: 0,
             retry_in: Duration::from_secs(n),
         };
         report(&events, lost(1));

@@ -110,14 +110,21 @@ pub fn text_line(event: &TunnelEvent) -> Option<Line> {
             escape_str(reason)
         )),
         TunnelEvent::HistoryRefusing { reason: None } => Line::Err("the history takes deliveries again".into()),
-        TunnelEvent::Disconnected { reason, retry_in } => Line::Err(format!(
-            "relay connection lost ({}); reconnecting in {}",
-            escape_str(reason),
+        TunnelEvent::Disconnected {
+            reason,
+            failed_tries,
+            retry_in,
+        } => {
             // Jittered to the nanosecond; whole milliseconds read better.
-            format_duration(Duration::from_millis(
-                u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX)
-            ))
-        )),
+            let retry_in = format_duration(Duration::from_millis(
+                u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX),
+            ));
+            let reason = escape_str(reason);
+            Line::Err(match failed_tries {
+                0 => format!("relay connection lost ({reason}); reconnecting in {retry_in}"),
+                n => format!("still reconnecting: try {n} failed ({reason}); next in {retry_in}"),
+            })
+        }
         TunnelEvent::Delivered {
             summary,
             delivery_number,
@@ -168,8 +175,13 @@ pub fn json_line(event: &TunnelEvent) -> Option<String> {
         TunnelEvent::HistoryRefusing { reason } => json!({
             "event": "history", "refusing_writes": reason.is_some(), "reason": reason,
         }),
-        TunnelEvent::Disconnected { reason, retry_in } => json!({
-            "event": "disconnected", "reason": reason, "retry_in_ms": retry_in.as_millis() as u64,
+        TunnelEvent::Disconnected {
+            reason,
+            failed_tries,
+            retry_in,
+        } => json!({
+            "event": "disconnected", "reason": reason, "failed_tries": failed_tries,
+            "retry_in_ms": retry_in.as_millis() as u64,
         }),
         TunnelEvent::Delivered {
             summary,
@@ -226,11 +238,24 @@ mod tests {
     fn connection_news_goes_to_stderr_and_deliveries_to_stdout() {
         let lost = TunnelEvent::Disconnected {
             reason: "gone".into(),
+            failed_tries: 0,
             retry_in: Duration::from_millis(250),
         };
         assert_eq!(
             text_line(&lost),
             Some(Line::Err("relay connection lost (gone); reconnecting in 250ms".into()))
+        );
+        let still = TunnelEvent::Disconnected {
+            reason: "refused".into(),
+            failed_tries: 3,
+            retry_in: Duration::from_millis(4_000),
+        };
+        assert_eq!(
+            text_line(&still),
+            Some(Line::Err(
+                "still reconnecting: try 3 failed (refused); next in 4s".into()
+            )),
+            "one 'lost' line, then the tries"
         );
         let refusing = TunnelEvent::HistoryRefusing {
             reason: Some("locked".into()),

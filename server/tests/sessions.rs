@@ -144,7 +144,10 @@ async fn a_name_is_held_during_grace_then_given_back_to_its_client() {
     assert_eq!(reconnecting.text(), "tunnel comeback is reconnecting\n");
     let mut stranger = FakeClient::new(upgrade(&relay.ws_url(), &[], None).await.unwrap());
     match stranger.hello(PROTOCOL_VERSION, Some("comeback")).await {
-        Greeting::Refused(reason) => assert!(reason.contains("in use"), "{reason}"),
+        Greeting::Refused(reason) => assert!(
+            reason.starts_with("name comeback is held for the client that last had it") && reason.ends_with(" s"),
+            "{reason}"
+        ),
         Greeting::Welcome { .. } => panic!("a stranger took a name held for its owner"),
     }
     let (mut again, _, url_again) = FakeClient::reconnect(&relay, "comeback", &resume).await;

@@ -72,7 +72,10 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
             let all = ListQuery { limit: None, ..query };
             let total = store.count(&all).map_err(|e| e.for_command(db))?;
             if total > summaries.len() as u64 {
-                table.push_str(&format!("({} of {total} shown; --limit 0 lists all)\n", summaries.len()));
+                table.push_str(&format!(
+                    "({} of {total} shown; --limit 0 lists all)\n",
+                    summaries.len()
+                ));
             }
         }
         table

@@ -83,7 +83,7 @@ impl LiveStats {
                 self.target.clone_from(target);
                 self.connection = Connection::Connected;
             }
-            TunnelEvent::Disconnected { reason, retry_in } => {
+            TunnelEvent::Disconnected { reason, retry_in, .. } => {
                 self.connection = Connection::Disconnected {
                     reason: reason.clone(),
                     retry_in: *retry_in,
@@ -198,6 +198,7 @@ mod tests {
         stats.record(
             &TunnelEvent::Disconnected {
                 reason: "relay went away".into(),
+                failed_tries: 0,
                 retry_in: Duration::from_secs(2),
             },
             0,

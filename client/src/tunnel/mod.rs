@@ -62,6 +62,7 @@ pub async fn run(
     let mut options = config.connect;
     let mut backoff = Backoff::default();
     let mut connected_once = false;
+    let mut failed_tries = 0;
     loop {
         let attempt = tokio::select! {
             () = shutdown.cancelled() => return Ok(()),
@@ -70,6 +71,7 @@ pub async fn run(
         let reason = match attempt {
             Ok((socket, welcome)) => {
                 connected_once = true;
+                failed_tries = 0;
                 backoff.reset();
                 // Ask for the same name next time, with the proof that it is
                 // ours, so the URL survives reconnects.
@@ -92,11 +94,21 @@ pub async fn run(
                 }
             }
             Err(err) if err.is_fatal() || !connected_once => return Err(err),
-            Err(err) => err.to_string(),
+            Err(err) => {
+                failed_tries += 1;
+                err.to_string()
+            }
         };
         let retry_in = backoff.next_delay();
-        tracing::info!(%reason, ?retry_in, "relay connection lost; reconnecting");
-        report(&events, TunnelEvent::Disconnected { reason, retry_in });
+        tracing::info!(%reason, ?retry_in, failed_tries, "relay connection lost; reconnecting");
+        report(
+            &events,
+            TunnelEvent::Disconnected {
+                reason,
+                failed_tries,
+                retry_in,
+            },
+        );
         tokio::select! {
             () = shutdown.cancelled() => return Ok(()),
             () = tokio::time::sleep(retry_in) => {}

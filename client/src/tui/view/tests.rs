@@ -404,6 +404,7 @@ fn traffic_app() -> App {
     app.on_tunnel_event(
         TunnelEvent::Disconnected {
             reason: "relay went away".into(),
+            failed_tries: 0,
             retry_in: std::time::Duration::from_secs(2),
         },
         3,
