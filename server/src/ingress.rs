@@ -51,11 +51,19 @@ pub struct ConnInfo {
 }
 
 enum Destination {
-    Tunnel { name: String, target: String },
+    Tunnel {
+        name: String,
+        target: String,
+    },
     Connect,
     Health,
+    /// Under `/t/`, but no tunnel could have the name (`/t/ALPHA/`).
+    NoSuchTunnel,
     Nowhere,
 }
+
+/// The relay's answer for a tunnel name nobody holds.
+const NO_SUCH_TUNNEL: &str = "no such tunnel";
 
 /// Answers one request.
 pub async fn handle(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, req: Request<Incoming>) -> Response<RelayBody> {
@@ -74,6 +82,7 @@ pub async fn handle(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, req: Request<Incom
         Destination::Connect => upgrade::accept(relay, conn, req),
         Destination::Health if matches!(*req.method(), Method::GET | Method::HEAD) => answer(StatusCode::OK, "ok"),
         Destination::Health => answer(StatusCode::METHOD_NOT_ALLOWED, "use GET"),
+        Destination::NoSuchTunnel => answer(StatusCode::NOT_FOUND, NO_SUCH_TUNNEL),
         Destination::Nowhere => answer(StatusCode::NOT_FOUND, "not found: tunnels live under /t/<name>/"),
     }
 }
@@ -96,7 +105,7 @@ async fn tunnel(
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
             return busy;
         }
-        Route::Unknown => return answer(StatusCode::NOT_FOUND, "no such tunnel"),
+        Route::Unknown => return answer(StatusCode::NOT_FOUND, NO_SUCH_TUNNEL),
     };
     let hop = Hop {
         peer: conn.peer.ip(),
@@ -136,7 +145,7 @@ fn destination<B>(domain: Option<&str>, req: &Request<B>) -> Destination {
     };
     let (name, tail) = rest.split_once('/').map_or((rest, ""), |(n, t)| (n, t));
     if !names::is_valid(name) {
-        return Destination::Nowhere;
+        return Destination::NoSuchTunnel;
     }
     let mut target = format!("/{tail}");
     if let Some(query) = uri.query() {
@@ -197,6 +206,10 @@ mod tests {
         assert!(matches!(dest(None, "relay", "/healthz"), Destination::Health));
         assert!(matches!(dest(None, "relay", CONNECT_PATH), Destination::Connect));
         assert!(matches!(dest(None, "relay", "/"), Destination::Nowhere));
+        assert!(
+            matches!(dest(None, "relay", "/t/ALPHA/x"), Destination::NoSuchTunnel),
+            "a name no tunnel could have is no such tunnel, not a wrong path"
+        );
     }
 
     #[test]
