@@ -334,17 +334,24 @@ fn new_delivery(shared: &Shared, head: Head, received_at_ms: i64) -> NewDelivery
 fn build_request(shared: &Shared, head: &Head, body: LocalBody, buffered: bool) -> Result<Request<LocalBody>, String> {
     let method = Method::from_bytes(head.method.as_bytes()).map_err(|_| format!("invalid method {:?}", head.method))?;
     let target = shared.forwarder.target();
+    // A whole body's length is set from the bytes, not copied: the caller's
+    // header could disagree with them. Set even at 0, as the caller sent it:
+    // some servers answer a POST without a length with 411.
+    let length = buffered.then(|| http_body::Body::size_hint(&body).exact()).flatten();
     let mut request = Request::builder()
         .method(method)
         .uri(target.request_path(&head.target))
         .body(body)
         .map_err(|e| format!("invalid request target: {e}"))?;
     let headers = request.headers_mut();
+    let mut declared_length = false;
     for header in &head.headers {
         let name = header.name.as_str();
-        if (buffered && name.eq_ignore_ascii_case("content-length"))
-            || (shared.host_header == HostHeader::Rewrite && name.eq_ignore_ascii_case("host"))
-        {
+        if buffered && name.eq_ignore_ascii_case("content-length") {
+            declared_length = true;
+            continue;
+        }
+        if shared.host_header == HostHeader::Rewrite && name.eq_ignore_ascii_case("host") {
             continue;
         }
         match (
@@ -363,6 +370,9 @@ fn build_request(shared: &Shared, head: &Head, body: LocalBody, buffered: bool) 
         if let Ok(host) = HeaderValue::from_str(&target.authority()) {
             headers.insert(http::header::HOST, host);
         }
+    }
+    if let (true, Some(length)) = (declared_length, length) {
+        headers.insert(http::header::CONTENT_LENGTH, HeaderValue::from(length));
     }
     Ok(request)
 }
