@@ -15,8 +15,8 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Parser)]
 #[command(name = "portpreview-server", version)]
 struct Args {
-    /// Address to listen on.
-    #[arg(long, value_name = "ADDR")]
+    /// Address to listen on: 0.0.0.0:8080, [::]:8080, localhost:8080.
+    #[arg(long, value_name = "ADDR", value_parser = listen_address)]
     listen: SocketAddr,
     /// Serve tunnels as <name>.<DOMAIN> too (needs wildcard DNS).
     #[arg(long, value_name = "DOMAIN")]
@@ -121,4 +121,20 @@ fn serve(listen: SocketAddr, config: RelayConfig) -> anyhow::Result<()> {
         }
         serving.await.context("relay failed")
     })
+}
+
+/// An address to listen on, a host name (`localhost:8080`) resolved to its
+/// first address.
+fn listen_address(text: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(addr) = text.parse() {
+        return Ok(addr);
+    }
+    let resolved = text
+        .to_socket_addrs()
+        .map_err(|err| format!("not an address like 0.0.0.0:8080 or localhost:8080 ({err})"))?;
+    resolved
+        .into_iter()
+        .next()
+        .ok_or_else(|| format!("{text} resolves to no address"))
 }

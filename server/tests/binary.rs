@@ -57,8 +57,9 @@ fn bad_flags_and_files_exit_2_with_one_line() {
 
 #[test]
 fn it_prints_where_it_listens_serves_and_stops_on_sigterm() {
+    // A host name is taken too, as it is written in most examples.
     let mut child = Command::new(BIN)
-        .args(["--listen", "127.0.0.1:0"])
+        .args(["--listen", "localhost:0"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -73,6 +74,8 @@ fn it_prints_where_it_listens_serves_and_stops_on_sigterm() {
         .strip_prefix("portpreview-server listening on ")
         .expect(&line)
         .to_string();
+    let listening: std::net::SocketAddr = addr.parse().unwrap();
+    assert!(listening.ip().is_loopback(), "{addr}");
 
     let mut tcp = std::net::TcpStream::connect(&addr).unwrap();
     tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
