@@ -327,3 +327,27 @@ async fn a_name_held_for_a_killed_client_says_so_and_when_it_is_free() {
         "{said}"
     );
 }
+
+#[tokio::test]
+async fn a_request_in_flight_when_the_user_stops_the_tunnel_is_recorded_as_stopped() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::slow(Duration::from_secs(30)).await;
+    let db = dir.path().join("history.db");
+    let (mut client, url) = Running::tunnel(&handler.url(), &relay.http_url(), &db, dir.path()).await;
+    let url = format!("{url}/slow");
+    let call = tokio::spawn(async move { caller::post(&url, "{}").await });
+    handler.wait_for_request().await;
+    client.signal("TERM");
+    assert_eq!(client.exit_code(Duration::from_secs(20)).await, Some(0));
+    assert_eq!(call.await.expect("caller task").status, 502);
+
+    let store = portpreview::store::Store::open_existing(&db).expect("open the history");
+    let listed = store.list(&portpreview::store::ListQuery::default()).expect("read");
+    let errors: Vec<_> = listed.iter().map(|s| s.error.as_deref()).collect();
+    assert_eq!(
+        errors,
+        [Some("PortPreview was stopped before the answer came")],
+        "the user stopped it; the relay did not go away"
+    );
+}

@@ -26,6 +26,7 @@ const CUT_SHORT: &str = "the caller went away before its request body was comple
 
 /// Why an exchange cut off by the end of its relay connection failed.
 const ABANDONED: &str = "the connection to the relay ended before the answer";
+const STOPPED: &str = "PortPreview was stopped before the answer came";
 
 /// How the Host header reaches the local handler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -83,6 +84,9 @@ pub struct Steering {
     /// Cancelled when the connection to the relay ends with the exchange
     /// still in flight.
     pub abandoned: CancellationToken,
+    /// Cancelled when the user stops the tunnel; tells an exchange
+    /// abandoned then why, for the history.
+    pub stopping: CancellationToken,
 }
 
 /// What an exchange leaves outside itself, so that it outlives the exchange
@@ -144,6 +148,7 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
         credit,
         mut reset,
         abandoned,
+        stopping,
     } = steering;
     let exchanged = exchange(&shared, head, inflow, &line, &credit, &outbox, &mut kept);
     let outcome = tokio::select! {
@@ -154,7 +159,10 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
         // The relay says why in words meant for the history: the caller
         // hung up, or the relay gave up and answered the caller itself.
         Ok(reason) = &mut reset => failure(line.started, reason),
-        () = abandoned.cancelled() => failure(line.started, ABANDONED.into()),
+        () = abandoned.cancelled() => {
+            let why = if stopping.is_cancelled() { STOPPED } else { ABANDONED };
+            failure(line.started, why.into())
+        }
     };
     if kept.ticket.is_none() {
         kept.ticket = record_streaming(&shared, &mut kept.streaming).await;

@@ -152,6 +152,7 @@ where
                             credit: entry.credit.clone(),
                             reset: on_reset,
                             abandoned: abandon.clone(),
+                            stopping: shutdown.clone(),
                         };
                         exchanges.spawn(exchange::run(shared.clone(), head, inflow, steering, outbox.clone()));
                         streams.insert(stream, entry);
