@@ -208,17 +208,24 @@ fn shell_quote(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
 }
 
+/// The shell line a window runs: `portpreview --db DB ARGS` in the scratch
+/// directory `home` with no config file and `env` set, then what the shell
+/// prints once it ends (its exit code, then `after`), kept on screen.
+fn shell_line(home: &Path, db: &Path, env: &str, args: &str, after: &str) -> String {
+    format!(
+        "cd {home} && env HOME={home} PORTPREVIEW_CONFIG={home}/none.toml {env} TERM=xterm-256color {bin} --db {db} {args}; echo \"portpreview exited $?\"; {after}exec sleep 600",
+        home = shell_quote(home),
+        bin = shell_quote(&portpreview_bin()),
+        db = shell_quote(db),
+    )
+}
+
 #[test]
 fn browse_open_filter_and_quit() {
     let scratch = Scratch::new("browse");
     let db = scratch.0.join("history.db");
     fill_history(&db);
-    let command = format!(
-        "env HOME={home} PORTPREVIEW_CONFIG={home}/none.toml TERM=xterm-256color {bin} --db {db} tui; echo \"portpreview exited $?\"; exec sleep 600",
-        home = shell_quote(&scratch.0),
-        bin = shell_quote(&portpreview_bin()),
-        db = shell_quote(&db),
-    );
+    let command = shell_line(&scratch.0, &db, "", "tui", "");
     let tmux = Tmux::start("browse", &command);
 
     let screen = tmux.wait_for("the newest rows", |s| {
@@ -300,12 +307,7 @@ fn replay_export_and_copy_from_the_tui() {
         ..Outcome::default()
     };
     Store::open(&db).unwrap().insert_delivery(&request, &outcome).unwrap();
-    let command = format!(
-        "cd {home} && env HOME={home} PORTPREVIEW_CONFIG={home}/none.toml TERM=xterm-256color {bin} --db {db} tui; echo \"portpreview exited $?\"; exec sleep 600",
-        home = shell_quote(&scratch.0),
-        bin = shell_quote(&portpreview_bin()),
-        db = shell_quote(&db),
-    );
+    let command = shell_line(&scratch.0, &db, "", "tui", "");
     let tmux = Tmux::start("replay", &command);
     tmux.wait_for("the delivery", |s| s.contains("/webhooks/stripe"));
 
@@ -387,13 +389,7 @@ fn live_deliveries_during_http() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let handler = runtime.block_on(LocalHandler::echo());
     let db = scratch.0.join("history.db");
-    let command = format!(
-        "cd {home} && env HOME={home} PORTPREVIEW_CONFIG={home}/none.toml TERM=xterm-256color {bin} --db {db} http {port}; echo \"portpreview exited $?\"; exec sleep 600",
-        home = shell_quote(&scratch.0),
-        bin = shell_quote(&portpreview_bin()),
-        db = shell_quote(&db),
-        port = handler.port(),
-    );
+    let command = shell_line(&scratch.0, &db, "", &format!("http {}", handler.port()), "");
     let tmux = Tmux::start("live", &command);
     let screen = tmux.wait_for("the tunnel online", |s| public_url(s).is_some());
     let target = format!(":{}", handler.port());
@@ -438,12 +434,16 @@ fn a_signal_gives_the_terminal_back() {
     let db = scratch.0.join("history.db");
     fill_history(&db);
     for (command, signal, ready) in [("tui", "TERM", "Deliveries 1/151"), ("http", "HUP", "● online")] {
-        let line = format!(
-            "cd {home} && env HOME={home} PORTPREVIEW_CONFIG={home}/none.toml TERM=xterm-256color {bin} --db {db} {command} {port}; echo \"portpreview exited $?\"; stty -a | tr ' ;' '\\n\\n' | grep -x -- '-*icanon'; exec sleep 600",
-            home = shell_quote(&scratch.0),
-            bin = shell_quote(&portpreview_bin()),
-            db = shell_quote(&db),
-            port = if command == "http" { handler.port().to_string() } else { String::new() },
+        let args = match command {
+            "http" => format!("http {}", handler.port()),
+            _ => command.to_owned(),
+        };
+        let line = shell_line(
+            &scratch.0,
+            &db,
+            "",
+            &args,
+            "stty -a | tr ' ;' '\\n\\n' | grep -x -- '-*icanon'; ",
         );
         let tmux = Tmux::start(&format!("signal-{command}"), &line);
         tmux.wait_for("the TUI", |s| s.contains(ready));
@@ -482,13 +482,7 @@ fn a_request_in_flight_and_a_locked_history_show_live() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let handler = runtime.block_on(LocalHandler::slow(Duration::from_secs(3)));
     let db = scratch.0.join("history.db");
-    let command = format!(
-        "cd {home} && env HOME={home} PORTPREVIEW_CONFIG={home}/none.toml TERM=xterm-256color {bin} --db {db} http {port}; echo \"portpreview exited $?\"; exec sleep 600",
-        home = shell_quote(&scratch.0),
-        bin = shell_quote(&portpreview_bin()),
-        db = shell_quote(&db),
-        port = handler.port(),
-    );
+    let command = shell_line(&scratch.0, &db, "", &format!("http {}", handler.port()), "");
     let tmux = Tmux::start("inflight", &command);
     let screen = tmux.wait_for("the tunnel online", |s| public_url(s).is_some());
     let url = public_url(&screen).unwrap();
@@ -537,12 +531,8 @@ fn a_stale_stripe_event_is_resigned_from_the_tui_when_its_secret_is_configured()
         ("", "✗ failed: attempt 1 answered 400"),
         (STRIPE_SECRET, "✓ 1 attempt answered 2xx"),
     ] {
-        let command = format!(
-            "cd {home} && env HOME={home} PORTPREVIEW_CONFIG={home}/none.toml PORTPREVIEW_SECRET_STRIPE={secret} TERM=xterm-256color {bin} --db {db} tui; echo \"portpreview exited $?\"; exec sleep 600",
-            home = shell_quote(&scratch.0),
-            bin = shell_quote(&portpreview_bin()),
-            db = shell_quote(&db),
-        );
+        let env = format!("PORTPREVIEW_SECRET_STRIPE={secret}");
+        let command = shell_line(&scratch.0, &db, &env, "tui", "");
         let tmux = Tmux::start(&format!("resign-{}", secret.len()), &command);
         tmux.wait_for("the delivery", |s| s.contains("/webhooks/stripe"));
         tmux.send(&["Enter"]);
