@@ -100,14 +100,20 @@ impl DetailDoc {
         match &delivery.outcome {
             None => lines.push(title("Response: none (in flight, or the client stopped first)")),
             Some(outcome) => {
-                let status = match outcome.status {
-                    Some(code) => Span::styled(status_text(code), status_style(Some(code))),
-                    None => Span::styled("no response", status_style(None)),
+                let (status, took) = match outcome.status {
+                    Some(code) => (
+                        Span::styled(status_text(code), status_style(Some(code))),
+                        format!("  in {:.1} ms", outcome.duration_ms),
+                    ),
+                    None => (
+                        Span::styled("none", status_style(None)),
+                        format!(", failed after {:.1} ms", outcome.duration_ms),
+                    ),
                 };
                 lines.push(Line::from(vec![
                     Span::styled("Response ", Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)),
                     status,
-                    Span::raw(format!("  in {:.1} ms", outcome.duration_ms)),
+                    Span::raw(took),
                 ]));
                 if let Some(error) = &outcome.error {
                     lines.push(Line::from(Span::styled(
@@ -247,7 +253,8 @@ fn push_body(lines: &mut Vec<Line<'static>>, body: &[u8], size: u64) {
     let cut_here = body.len() > MAX_PRETTY || (std::str::from_utf8(body).is_err() && body.len() > MAX_SHOWN_BINARY);
     let cut_in_store = (body.len() as u64) < size;
     if cut_here || cut_in_store {
-        let note = format!("… ({shown} lines shown of {size} bytes; e exports the delivery whole)");
+        let lines_shown = if shown == 1 { "line" } else { "lines" };
+        let note = format!("… ({shown} {lines_shown} shown of {size} bytes; e exports the delivery whole)");
         lines.push(Line::from(Span::styled(note, Style::new().fg(Color::DarkGray))));
     }
 }

@@ -2,6 +2,8 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+use crate::replay::MAX_TIMES;
+
 /// Longest text a prompt accepts; a paste beyond it is cut.
 const MAX_INPUT: usize = 1024;
 
@@ -196,8 +198,12 @@ impl ReplayForm {
 
     fn request(&self) -> Result<ReplayRequest, String> {
         let times = match self.times.text.parse::<u32>() {
-            Ok(n) if (1..=10_000).contains(&n) => n,
-            _ => return Err("attempts: a number from 1 to 10000".into()),
+            Ok(n) if (1..=MAX_TIMES).contains(&n) => n,
+            _ => {
+                return Err(format!(
+                    "attempts: a number from 1 to {MAX_TIMES}, as replay --times takes"
+                ))
+            }
         };
         let value = self.probe.text.trim().to_owned();
         let probe = match self.probe_kind {
