@@ -7,7 +7,7 @@
 use serde_json::{json, Value};
 
 use super::body::Encoded;
-use super::mask::shown_value;
+use super::mask::{shown_value, MASK};
 use crate::store::Delivery;
 use crate::time::rfc3339_ms;
 use portpreview_shared::Header;
@@ -21,7 +21,7 @@ pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
         "method": r.method,
         "url": url,
         "httpVersion": "HTTP/1.1",
-        "cookies": [],
+        "cookies": cookies(&r.request_headers, Cookies::Request, reveal),
         "headers": headers(&r.request_headers, reveal),
         "queryString": query_string(&r.path),
         "headersSize": -1,
@@ -55,7 +55,7 @@ pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
                 "status": o.status.unwrap_or(0),
                 "statusText": o.status.and_then(reason).unwrap_or(""),
                 "httpVersion": "HTTP/1.1",
-                "cookies": [],
+                "cookies": cookies(&o.response_headers, Cookies::Response, reveal),
                 "headers": headers(&o.response_headers, reveal),
                 "content": content,
                 "redirectURL": "",
@@ -95,6 +95,38 @@ pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
             }],
         }
     })
+}
+
+/// Which side's cookie header to read.
+#[derive(Clone, Copy)]
+enum Cookies {
+    /// `Cookie: a=1; b=2`: every pair.
+    Request,
+    /// `Set-Cookie: a=1; Path=/; HttpOnly`: one cookie per header, its
+    /// attributes left to the header itself.
+    Response,
+}
+
+/// The cookies the headers carry, as HAR lists them; values masked, as the
+/// headers are, unless `reveal`.
+fn cookies(list: &[Header], side: Cookies, reveal: bool) -> Vec<Value> {
+    let name = match side {
+        Cookies::Request => "cookie",
+        Cookies::Response => "set-cookie",
+    };
+    let values = list
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case(name))
+        .filter_map(|h| std::str::from_utf8(&h.value).ok());
+    let pairs: Vec<&str> = match side {
+        Cookies::Request => values.flat_map(|v| v.split(';')).collect(),
+        Cookies::Response => values.filter_map(|v| v.split(';').next()).collect(),
+    };
+    pairs
+        .into_iter()
+        .filter_map(|pair| pair.trim().split_once('='))
+        .map(|(name, value)| json!({ "name": name.trim(), "value": if reveal { value.trim() } else { MASK } }))
+        .collect()
 }
 
 fn headers(list: &[Header], reveal: bool) -> Vec<Value> {
@@ -172,5 +204,36 @@ mod tests {
         assert_eq!(entry["response"]["statusText"], "OK");
         assert_eq!(entry["response"]["content"]["encoding"], "base64");
         assert_eq!(entry["timings"]["wait"], 4.0);
+    }
+
+    #[test]
+    fn cookies_are_listed_masked_unless_revealed() {
+        let d = Delivery {
+            id: 1,
+            request: NewDelivery {
+                request_headers: vec![Header::new("Cookie", "session=s3cret; theme=dark")],
+                ..NewDelivery::default()
+            },
+            outcome: Some(Outcome {
+                status: Some(200),
+                response_headers: vec![
+                    Header::new("set-cookie", "session=n3w; Path=/; HttpOnly"),
+                    Header::new("set-cookie", "seen=1"),
+                ],
+                ..Outcome::default()
+            }),
+            delivery_count: 1,
+        };
+        let entry = |reveal| document(&d, "http://127.0.0.1:3000/", reveal)["log"]["entries"][0].clone();
+        let shown = entry(false);
+        assert_eq!(
+            shown["request"]["cookies"],
+            json!([{ "name": "session", "value": MASK }, { "name": "theme", "value": MASK }])
+        );
+        let revealed = entry(true);
+        assert_eq!(
+            revealed["response"]["cookies"],
+            json!([{ "name": "session", "value": "n3w" }, { "name": "seen", "value": "1" }])
+        );
     }
 }
