@@ -26,6 +26,7 @@ const CUT_SHORT: &str = "the caller went away before its request body was comple
 
 /// Why an exchange cut off by the end of its relay connection failed.
 const ABANDONED: &str = "the connection to the relay ended before the answer";
+/// Why an exchange cut off by the user stopping PortPreview failed.
 const STOPPED: &str = "PortPreview was stopped before the answer came";
 
 /// How the Host header reaches the local handler.
