@@ -145,6 +145,12 @@ fn a_directory_of_fixtures_passes_against_a_handler_that_dedups() {
     let report: Value = serde_json::from_str(&ran.stdout).unwrap();
     assert_eq!(report["event_key"], "evt_other", "the event the edited body names");
     assert!(
+        report["warnings"]
+            .to_string()
+            .contains("the body was changed but not re-signed"),
+        "{report}"
+    );
+    assert!(
         report["attempts"]
             .as_array()
             .unwrap()

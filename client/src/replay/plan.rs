@@ -98,6 +98,13 @@ impl Plan {
         // replay carries the recorded signature and its age.
         if let (None, false, Some(p)) = (&signing, opts.fresh, provider) {
             warnings.extend(stale_signature(p, &headers, &body, SystemTime::now()));
+            if opts.body.is_some() {
+                warnings.push(if p.resignable() {
+                    format!("the body was changed but not re-signed: a handler that checks {p} signatures refuses it; pass --resign")
+                } else {
+                    format!("the body was changed, and {p} signs with its own private key: a handler that checks signatures refuses it")
+                });
+            }
         }
         // An edited request is the event it now names, not the recorded one.
         let edited = opts.body.is_some() || !opts.add_headers.is_empty() || !opts.drop_headers.is_empty();
