@@ -148,6 +148,14 @@ fn history_lists_newest_first_with_every_field() {
         (r["event_key_source"].as_str(), r["delivery_count"].as_i64()),
         (Some("body:/id"), Some(2))
     );
+    let numbers: Vec<i64> = rows.iter().map(|r| r["delivery_number"].as_i64().unwrap()).collect();
+    assert_eq!(numbers, vec![1, 2, 1], "the retry is the 2nd delivery of its event");
+    let table = h.ok(&["history"]);
+    let retry_line = table
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("#{retry} ")))
+        .unwrap();
+    assert!(retry_line.trim_end().ends_with("2 of 2"), "{table}");
     assert!(r["error"].is_null() && r["replay_of"].is_null());
     assert_eq!(r["target"], "http://127.0.0.1:3000");
     let e = &rows[0];

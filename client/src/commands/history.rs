@@ -49,10 +49,22 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         ..ListQuery::default()
     };
     let rows = store.list_with_targets(&query).map_err(|e| e.for_command(db))?;
+    // Each row's place among its event's deliveries: a count per row, so
+    // only for events that came more than once. Replays have none.
+    let numbers = rows
+        .iter()
+        .map(|(s, _)| match (s.replay_of, s.delivery_count) {
+            (Some(_), _) => Ok(None),
+            (None, count) if count > 1 => store.delivery_number(s.id).map(Some),
+            (None, _) => Ok(Some(1)),
+        })
+        .collect::<Result<Vec<Option<i64>>, _>>()
+        .map_err(|e| e.for_command(db))?;
     let text = if args.json {
         let array = serde_json::Value::Array(
             rows.iter()
-                .map(|(s, target)| render::json::summary(s, target))
+                .zip(&numbers)
+                .map(|((s, target), number)| render::json::summary(s, target, *number))
                 .collect(),
         );
         format!("{}\n", render::json::to_terminal_text(&array))
@@ -65,7 +77,7 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         };
         format!("{}\n", portpreview_shared::sanitize::escape_str(&line))
     } else {
-        let summaries: Vec<_> = rows.into_iter().map(|(summary, _)| summary).collect();
+        let summaries: Vec<_> = rows.into_iter().map(|(summary, _)| summary).zip(numbers).collect();
         let mut table = render::table::history(&summaries);
         // A full page may not be all: say so, on the table's own stream.
         if query.limit == Some(summaries.len()) {

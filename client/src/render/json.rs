@@ -8,8 +8,10 @@ use crate::store::{Delivery, ReplayRun, Summary};
 use crate::time::{rfc3339_ms, round_ms};
 use portpreview_shared::Header;
 
-/// One `history --json` row; `target` is the local target it went to.
-pub fn summary(s: &Summary, target: &str) -> Value {
+/// One `history --json` row; `target` is the local target it went to,
+/// `delivery_number` its place among its event's deliveries (2 for the
+/// first retry; none for a replay attempt).
+pub fn summary(s: &Summary, target: &str, delivery_number: Option<i64>) -> Value {
     json!({
         "id": s.id,
         "received_at": rfc3339_ms(s.received_at_ms),
@@ -24,6 +26,7 @@ pub fn summary(s: &Summary, target: &str) -> Value {
         "error": s.error,
         "replay_of": s.replay_of,
         "target": target,
+        "delivery_number": delivery_number,
     })
 }
 

@@ -13,20 +13,22 @@ const PATH_WIDTH: usize = 40;
 /// Widest event key shown before it is cut with `…`: a UUID fits whole.
 const KEY_WIDTH: usize = 36;
 
-/// The table: a header line, then one line per delivery, newest first.
-pub fn history(rows: &[Summary]) -> String {
+/// The table: a header line, then one line per delivery, newest first,
+/// each with its place among its event's deliveries.
+pub fn history(rows: &[(Summary, Option<i64>)]) -> String {
     let mut out = format!(
-        "{:>7}  {:<24}  {:<7} {:<PATH_WIDTH$} {:>6} {:>10}  {:<17} {:<KEY_WIDTH$} {:>5}\n",
-        "ID", "RECEIVED", "METHOD", "PATH", "STATUS", "DURATION", "PROVIDER", "EVENT", "COUNT"
+        "{:>7}  {:<24}  {:<7} {:<PATH_WIDTH$} {:>6} {:>10}  {:<17} {:<KEY_WIDTH$} {:>8}\n",
+        "ID", "RECEIVED", "METHOD", "PATH", "STATUS", "DURATION", "PROVIDER", "EVENT", "DELIVERY"
     );
-    for row in rows {
-        let _ = writeln!(out, "{}", line(row));
+    for (row, number) in rows {
+        let _ = writeln!(out, "{}", line(row, *number));
     }
     out
 }
 
-/// One delivery as a table line.
-pub fn line(s: &Summary) -> String {
+/// One delivery as a table line; `number` is its place among its event's
+/// deliveries, shown as `2 of 3` when the event came more than once.
+pub fn line(s: &Summary, number: Option<i64>) -> String {
     let status = match (s.status, &s.error, s.duration_ms) {
         (Some(status), _, _) => status.to_string(),
         (None, Some(_), _) => "error".into(),
@@ -39,8 +41,12 @@ pub fn line(s: &Summary) -> String {
     if let Some(original) = s.replay_of {
         event = shorten(&format!("replay of #{original}"), KEY_WIDTH);
     }
+    let delivery = match (number, s.delivery_count) {
+        (Some(number), count) if count > 1 => format!("{number} of {count}"),
+        (_, count) => count.to_string(),
+    };
     format!(
-        "{:>7}  {:<24}  {:<7} {:<PATH_WIDTH$} {:>6} {:>10}  {:<17} {:<KEY_WIDTH$} {:>5}",
+        "{:>7}  {:<24}  {:<7} {:<PATH_WIDTH$} {:>6} {:>10}  {:<17} {:<KEY_WIDTH$} {:>8}",
         format!("#{}", s.id),
         rfc3339_ms(s.received_at_ms),
         shorten(&escape_str(&s.method), 7),
@@ -49,7 +55,7 @@ pub fn line(s: &Summary) -> String {
         duration,
         shorten(&escape_str(provider), 17),
         event,
-        s.delivery_count,
+        delivery,
     )
 }
 
@@ -77,7 +83,7 @@ mod tests {
 
     #[test]
     fn a_line_is_safe_and_cut() {
-        let shown = line(&summary());
+        let shown = line(&summary(), Some(1));
         assert!(
             shown.contains("#12") && shown.contains(" 200 ") && shown.contains("14 ms"),
             "{shown}"
@@ -96,6 +102,6 @@ mod tests {
             error: Some("refused".into()),
             ..summary()
         };
-        assert!(line(&failed).contains("error"));
+        assert!(line(&failed, Some(1)).contains("error"));
     }
 }
