@@ -334,13 +334,31 @@ async fn a_request_in_flight_when_the_user_stops_the_tunnel_is_recorded_as_stopp
     let relay = TestRelay::start().await;
     let handler = LocalHandler::slow(Duration::from_secs(30)).await;
     let db = dir.path().join("history.db");
-    let (mut client, url) = Running::tunnel(&handler.url(), &relay.http_url(), &db, dir.path()).await;
-    let url = format!("{url}/slow");
+    let log = dir.path().join("client.log");
+    let relay_url = relay.http_url();
+    let args = [
+        "http",
+        &handler.url(),
+        "--server",
+        &relay_url,
+        "--no-tui",
+        "--db",
+        db.to_str().unwrap(),
+    ];
+    let stderr = std::fs::File::create(&log).expect("log file");
+    let mut client = Running::start_with_stderr(&portpreview_bin(), &args, dir.path(), stderr.into());
+    let banner = client.line_containing("Forwarding").await;
+    let url = format!("{}/slow", banner.split_whitespace().nth(1).expect("public URL"));
     let call = tokio::spawn(async move { caller::post(&url, "{}").await });
     handler.wait_for_request().await;
     client.signal("TERM");
     assert_eq!(client.exit_code(Duration::from_secs(20)).await, Some(0));
     assert_eq!(call.await.expect("caller task").status, 502);
+    let said = std::fs::read_to_string(&log).expect("stderr");
+    assert!(
+        said.contains("stopping: 1 request in flight gets up to 3s to finish"),
+        "the wait is explained: {said}"
+    );
 
     let store = portpreview::store::Store::open_existing(&db).expect("open the history");
     let listed = store.list(&portpreview::store::ListQuery::default()).expect("read");

@@ -26,6 +26,14 @@ pub enum TunnelEvent {
         /// Delay before the next attempt.
         retry_in: Duration,
     },
+    /// The tunnel is stopping and gives the requests in flight a moment
+    /// to finish.
+    Stopping {
+        /// Requests still in flight.
+        in_flight: usize,
+        /// How long they get.
+        within: Duration,
+    },
     /// A request is in the history and still waits for its answer.
     Waiting {
         /// The request as a history row, without its answer.

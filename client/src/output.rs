@@ -11,6 +11,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::events::TunnelEvent;
+use crate::replay::report::counted;
 use crate::store::Summary;
 use crate::time::ordinal;
 
@@ -105,6 +106,12 @@ pub fn text_line(event: &TunnelEvent) -> Option<Line> {
     let line = match event {
         TunnelEvent::Connected { public_url, target } => Line::Out(format!("Forwarding {public_url} -> {target}")),
         TunnelEvent::Waiting { .. } => return None,
+        TunnelEvent::Stopping { in_flight, within } => Line::Err(format!(
+            "stopping: {} in flight {} up to {} to finish",
+            counted(*in_flight, "request", "requests"),
+            if *in_flight == 1 { "gets" } else { "get" },
+            format_duration(*within)
+        )),
         TunnelEvent::HistoryRefusing { reason: Some(reason) } => Line::Err(format!(
             "the history refuses writes for now ({}); deliveries wait in memory and the tunnel keeps forwarding",
             escape_str(reason)
@@ -172,6 +179,9 @@ pub fn json_line(event: &TunnelEvent) -> Option<String> {
             "event": "tunnel", "public_url": public_url, "target": target,
         }),
         TunnelEvent::Waiting { .. } => return None,
+        TunnelEvent::Stopping { in_flight, within } => json!({
+            "event": "stopping", "in_flight": in_flight, "within_ms": within.as_millis() as u64,
+        }),
         TunnelEvent::HistoryRefusing { reason } => json!({
             "event": "history", "refusing_writes": reason.is_some(), "reason": reason,
         }),

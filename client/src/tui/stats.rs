@@ -90,7 +90,7 @@ impl LiveStats {
                 };
             }
             TunnelEvent::HistoryRefusing { reason } => self.history_refusing.clone_from(reason),
-            TunnelEvent::Waiting { .. } => {}
+            TunnelEvent::Waiting { .. } | TunnelEvent::Stopping { .. } => {}
             TunnelEvent::Delivered { summary, .. } => self.count(summary, second),
         }
     }

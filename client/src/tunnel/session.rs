@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::body::{Backlog, Chunk, Inflow};
 use super::exchange::{self, Head, Shared, Steering};
 use super::outbox::Outbox;
+use crate::events::{report, TunnelEvent};
 use crate::store::recorder::Recorder;
 
 /// The relay pings every few seconds; this long without any frame means it is gone.
@@ -81,6 +82,13 @@ where
                 // Finish what is in flight, briefly; new requests get 503.
                 draining = true;
                 drain_deadline.as_mut().reset(tokio::time::Instant::now() + DRAIN_LIMIT);
+                report(
+                    &shared.events,
+                    TunnelEvent::Stopping {
+                        in_flight: exchanges.len(),
+                        within: DRAIN_LIMIT,
+                    },
+                );
             }
             () = &mut drain_deadline, if draining => break SessionEnd::Shutdown,
             result = &mut writer => {
