@@ -7,7 +7,7 @@
 pub mod answers;
 pub mod attempt;
 mod check_cmd;
-mod check_url;
+pub(crate) mod check_url;
 pub mod delta;
 mod engine;
 mod history;

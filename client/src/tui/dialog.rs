@@ -209,6 +209,10 @@ impl ReplayForm {
         let probe = match self.probe_kind {
             ProbeKind::None => None,
             _ if value.is_empty() => return Err("type the probe URL or command, or choose none".into()),
+            // Checked here, so a typo keeps the form and what was typed.
+            ProbeKind::Url if crate::replay::check_url::parse_url(&value).is_err() => {
+                return Err("the probe URL must be http://host:port/path".into())
+            }
             ProbeKind::Url => Some(Probe::Url(value)),
             ProbeKind::Cmd => Some(Probe::Cmd(value)),
         };
@@ -314,7 +318,7 @@ mod tests {
     }
 
     #[test]
-    fn replay_form_refuses_zero_and_empty_probe() {
+    fn replay_form_refuses_zero_an_empty_probe_and_a_bad_url() {
         let mut form = ReplayForm::new(1);
         form.times = TextInput::new("0");
         assert_eq!(form.handle(key(KeyCode::Enter)), (FormOutcome::Editing, None));
@@ -322,6 +326,14 @@ mod tests {
         form.times = TextInput::new("3");
         form.probe_kind = ProbeKind::Cmd;
         assert_eq!(form.handle(key(KeyCode::Enter)).1, None);
+        form.probe_kind = ProbeKind::Url;
+        form.probe = TextInput::new("not a url");
+        assert_eq!(
+            form.handle(key(KeyCode::Enter)),
+            (FormOutcome::Editing, None),
+            "a bad URL keeps the form open"
+        );
+        assert_eq!(form.probe.text, "not a url", "with what was typed");
         assert_eq!(form.handle(key(KeyCode::Esc)).0, FormOutcome::Cancel);
     }
 
