@@ -5,13 +5,12 @@ use std::time::Duration;
 
 use portpreview_shared::duration::format_duration;
 use portpreview_shared::sanitize::escape_str;
-use portpreview_shared::text::shorten;
+use portpreview_shared::text::{counted, shorten};
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::events::TunnelEvent;
-use crate::replay::report::counted;
 use crate::store::Summary;
 use crate::time::ordinal;
 

@@ -22,6 +22,15 @@ pub fn shorten(text: &str, width: usize) -> String {
     out
 }
 
+/// "1 attempt", "3 attempts": a count and its noun, singular or plural.
+pub fn counted(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,6 +5,8 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use portpreview_shared::text::counted;
+
 use crate::store::Store;
 use crate::time::now_ms;
 
@@ -23,16 +25,17 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     let pruned = store
         .prune(now_ms().saturating_sub(age))
         .map_err(|e| e.for_command(db))?;
-    let removed = pruned.deliveries;
-    let noun = if removed == 1 { "delivery" } else { "deliveries" };
     let attempts = match pruned.later_attempts {
         0 => String::new(),
-        1 => ", and 1 later replay attempt of them".to_string(),
-        n => format!(", and {n} later replay attempts of them"),
+        n => format!(
+            ", and {} of them",
+            counted(n, "later replay attempt", "later replay attempts")
+        ),
     };
     writeln!(
         std::io::stdout().lock(),
-        "Removed {removed} {noun} older than {}{attempts}.",
+        "Removed {} older than {}{attempts}.",
+        counted(pruned.deliveries, "delivery", "deliveries"),
         portpreview_shared::duration::format_duration(args.older_than)
     )?;
     Ok(ExitCode::SUCCESS)

@@ -1,5 +1,6 @@
 //! The result of a replay run: checks, attempts, warnings, and the verdict.
 
+use portpreview_shared::text::counted;
 use serde_json::{json, Value};
 
 use super::attempt::Answer;
@@ -259,15 +260,6 @@ pub fn attempt_ranges(numbers: &[u32]) -> String {
         });
     }
     parts.join(", ")
-}
-
-/// "1 attempt", "3 attempts": a count and its noun, singular or plural.
-pub fn counted(n: usize, one: &str, many: &str) -> String {
-    if n == 1 {
-        format!("1 {one}")
-    } else {
-        format!("{n} {many}")
-    }
 }
 
 /// "attempt 3" or "attempts 2–10".

@@ -7,7 +7,9 @@ use portpreview_shared::sanitize::escape_str;
 
 use super::delta::{change, multiple, same_change};
 use super::probe::ProbeError;
-use super::report::{attempts_phrase, counted, Attempt, Check, Role, StateTrace};
+use portpreview_shared::text::counted;
+
+use super::report::{attempts_phrase, Attempt, Check, Role, StateTrace};
 
 /// Name of the check that every answer was 2xx.
 pub const ANSWERS_2XX: &str = "answers_2xx";

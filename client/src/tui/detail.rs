@@ -2,6 +2,7 @@
 //! untrusted byte passed through the sanitiser.
 
 use portpreview_shared::sanitize::{escape_bytes, escape_multiline, escape_str};
+use portpreview_shared::text::counted;
 use portpreview_shared::Header;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -253,8 +254,10 @@ fn push_body(lines: &mut Vec<Line<'static>>, body: &[u8], size: u64) {
     let cut_here = body.len() > MAX_PRETTY || (std::str::from_utf8(body).is_err() && body.len() > MAX_SHOWN_BINARY);
     let cut_in_store = (body.len() as u64) < size;
     if cut_here || cut_in_store {
-        let lines_shown = if shown == 1 { "line" } else { "lines" };
-        let note = format!("… ({shown} {lines_shown} shown of {size} bytes; e exports the delivery whole)");
+        let note = format!(
+            "… ({} shown of {size} bytes; e exports the delivery whole)",
+            counted(shown, "line", "lines")
+        );
         lines.push(Line::from(Span::styled(note, Style::new().fg(Color::DarkGray))));
     }
 }
