@@ -183,10 +183,13 @@ impl Writer {
             batch.clear();
             return Ok(());
         }
-        let mut newest = None;
+        // Sequence numbers only grow: this batch's requests are those from
+        // its oldest to its newest.
+        let (mut oldest, mut newest) = (None, None);
         for job in batch.iter_mut() {
             if let Job::Request { seq, delivery, .. } = job {
                 identify(delivery, &self.key_fields);
+                oldest.get_or_insert(*seq);
                 newest = Some(*seq);
             }
         }
@@ -248,12 +251,10 @@ impl Writer {
             // and must not keep the inbox from starting over.
             self.applied.store(seq, Ordering::Release);
         }
-        let mut stored = Vec::new();
         for job in batch.drain(..) {
             match job {
                 Job::Request { seq, delivery, .. } => {
                     self.awaited.insert(seq, summary(*delivery, rows.remove(&seq)));
-                    stored.push(seq);
                 }
                 Job::Outcome { seq, outcome, .. } => {
                     if let Some(mut summary) = self.awaited.remove(&seq) {
@@ -268,9 +269,10 @@ impl Writer {
         }
         // Most answers come in the batch of their request; the rest are in
         // flight, and shown as such.
-        for seq in stored {
-            if let Some(waiting) = self.awaited.get(&seq).filter(|s| s.id > 0) {
-                (self.on_news)(WriterNews::Waiting(waiting.clone()));
+        if let Some(first) = oldest {
+            let Writer { awaited, on_news, .. } = &mut *self;
+            for waiting in awaited.range(first..).map(|(_, s)| s).filter(|s| s.id > 0) {
+                on_news(WriterNews::Waiting(waiting.clone()));
             }
         }
         while self.awaited.len() > AWAITED_LIMIT {
