@@ -52,6 +52,9 @@ pub struct Shared {
     pub local_timeout: Duration,
     /// Public URL of the tunnel, kept with each delivery.
     pub public_url: Mutex<String>,
+    /// Cancelled when the user stops the tunnel: an exchange abandoned
+    /// then says so in the history.
+    pub stopping: CancellationToken,
 }
 
 impl Shared {
@@ -85,9 +88,6 @@ pub struct Steering {
     /// Cancelled when the connection to the relay ends with the exchange
     /// still in flight.
     pub abandoned: CancellationToken,
-    /// Cancelled when the user stops the tunnel; tells an exchange
-    /// abandoned then why, for the history.
-    pub stopping: CancellationToken,
 }
 
 /// What an exchange leaves outside itself, so that it outlives the exchange
@@ -149,7 +149,6 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
         credit,
         mut reset,
         abandoned,
-        stopping,
     } = steering;
     let exchanged = exchange(&shared, head, inflow, &line, &credit, &outbox, &mut kept);
     let outcome = tokio::select! {
@@ -161,7 +160,7 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
         // hung up, or the relay gave up and answered the caller itself.
         Ok(reason) = &mut reset => failure(line.started, reason),
         () = abandoned.cancelled() => {
-            let why = if stopping.is_cancelled() { STOPPED } else { ABANDONED };
+            let why = if shared.stopping.is_cancelled() { STOPPED } else { ABANDONED };
             failure(line.started, why.into())
         }
     };

@@ -58,6 +58,7 @@ pub async fn run(
         host_header: config.host_header,
         local_timeout: config.local_timeout,
         public_url: Default::default(),
+        stopping: shutdown.clone(),
     });
     let mut options = config.connect;
     let mut backoff = Backoff::default();

@@ -160,7 +160,6 @@ where
                             credit: entry.credit.clone(),
                             reset: on_reset,
                             abandoned: abandon.clone(),
-                            stopping: shutdown.clone(),
                         };
                         exchanges.spawn(exchange::run(shared.clone(), head, inflow, steering, outbox.clone()));
                         streams.insert(stream, entry);
@@ -300,6 +299,7 @@ mod tests {
             host_header: exchange::HostHeader::Rewrite,
             local_timeout: Duration::from_secs(1),
             public_url: Default::default(),
+            stopping: CancellationToken::new(),
         });
         (serve(socket, shared, CancellationToken::new()), relay)
     }
