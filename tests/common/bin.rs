@@ -1,24 +1,21 @@
 //! Locating the built binaries for tests that need a real process.
 //!
 //! `CARGO_BIN_EXE_*` only covers the test's own package, so the root test
-//! package builds each binary once per test executable and finds it beside
-//! it: `<target>/<profile>/deps/<test>` → `<target>/<profile>/<binary>`.
+//! package builds the workspace's binaries once per test executable and finds
+//! them beside it: `<target>/<profile>/deps/<test>` → `<target>/<profile>/<binary>`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
 /// Path of an up-to-date `portpreview` binary (built on first use).
 pub fn portpreview_bin() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| build("portpreview", "portpreview")).clone()
+    built("portpreview")
 }
 
 /// Path of an up-to-date `portpreview-server` binary (built on first use).
 pub fn server_bin() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| build("portpreview-server", "portpreview-server"))
-        .clone()
+    built("portpreview-server")
 }
 
 /// Runs `command` with its stdout already closed, as after `| head -1` has
@@ -33,27 +30,39 @@ pub fn run_into_a_closed_pipe(command: &mut Command) -> std::process::Output {
     child.wait_with_output().expect("wait for portpreview")
 }
 
-/// Runs `cargo build -p <package> --bin <bin>` in the test's profile and
-/// returns where the binary landed.
-fn build(package: &str, bin: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("test executable lives in <target>/<profile>/deps")
-        .to_path_buf();
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = Command::new(cargo);
-    command
-        .args(["build", "-p", package, "--bin", bin])
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    // Tests built in release find release binaries beside them.
-    if profile_dir.file_name().is_some_and(|name| name == "release") {
-        command.arg("--release");
-    }
-    let status = command.status().expect("run cargo build");
-    assert!(status.success(), "cargo build -p {package} failed");
-    let path = profile_dir.join(format!("{bin}{}", std::env::consts::EXE_SUFFIX));
+/// Builds every binary of the workspace once per test executable and
+/// returns the profile directory they landed in.
+///
+/// The build selects what `cargo test --workspace` selects (all packages,
+/// tests included) so that it resolves the same dependency features: a
+/// narrower `-p portpreview` resolves others, and would compile a second copy
+/// of tokio, rustls and the rest beside the first.
+fn profile_dir_with_binaries() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let exe = std::env::current_exe().expect("test executable path");
+        let profile_dir = exe
+            .parent()
+            .and_then(|deps| deps.parent())
+            .expect("test executable lives in <target>/<profile>/deps")
+            .to_path_buf();
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut command = Command::new(cargo);
+        command
+            .args(["build", "--workspace", "--bins", "--tests"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        // Tests built in release find release binaries beside them.
+        if profile_dir.file_name().is_some_and(|name| name == "release") {
+            command.arg("--release");
+        }
+        let status = command.status().expect("run cargo build");
+        assert!(status.success(), "cargo build --workspace --bins failed");
+        profile_dir
+    })
+}
+
+fn built(bin: &str) -> PathBuf {
+    let path = profile_dir_with_binaries().join(format!("{bin}{}", std::env::consts::EXE_SUFFIX));
     assert!(path.exists(), "{} missing after the build", path.display());
     path
 }
