@@ -51,6 +51,14 @@ fn profile_dir_with_binaries() -> &'static Path {
         command
             .args(["build", "--workspace", "--bins", "--tests"])
             .current_dir(env!("CARGO_MANIFEST_DIR"));
+        // cargo hands a test its package's CARGO_PKG_NAME, CARGO_MANIFEST_DIR
+        // and the like; build scripts that watch those (ring's does) would
+        // see them changed and compile again.
+        for (name, _) in std::env::vars_os() {
+            if set_by_cargo_for_this_test(&name) {
+                command.env_remove(name);
+            }
+        }
         // Tests built in release find release binaries beside them.
         if profile_dir.file_name().is_some_and(|name| name == "release") {
             command.arg("--release");
@@ -59,6 +67,18 @@ fn profile_dir_with_binaries() -> &'static Path {
         assert!(status.success(), "cargo build --workspace --bins failed");
         profile_dir
     })
+}
+
+fn set_by_cargo_for_this_test(name: &std::ffi::OsStr) -> bool {
+    let Some(name) = name.to_str() else {
+        return false;
+    };
+    name == "OUT_DIR"
+        || name == "CARGO_PRIMARY_PACKAGE"
+        || name == "CARGO_TARGET_TMPDIR"
+        || ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_CRATE_", "CARGO_BIN_"]
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
 }
 
 fn built(bin: &str) -> PathBuf {
