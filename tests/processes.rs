@@ -369,3 +369,49 @@ async fn a_request_in_flight_when_the_user_stops_the_tunnel_is_recorded_as_stopp
         "the user stopped it; the relay did not go away"
     );
 }
+
+#[tokio::test]
+async fn asked_to_stop_twice_the_tunnel_cuts_off_what_is_in_flight() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let relay = TestRelay::start().await;
+    // Longer than the drain: only the second ctrl-c can end the wait early.
+    let handler = LocalHandler::slow(Duration::from_secs(30)).await;
+    let db = dir.path().join("history.db");
+    let log = dir.path().join("client.log");
+    let relay_url = relay.http_url();
+    let args = [
+        "http",
+        &handler.url(),
+        "--server",
+        &relay_url,
+        "--no-tui",
+        "--log-format",
+        "json",
+        "--db",
+        db.to_str().unwrap(),
+    ];
+    let stderr = std::fs::File::create(&log).expect("log file");
+    let mut client = Running::start_with_stderr(&portpreview_bin(), &args, dir.path(), stderr.into());
+    let connected = client.line_containing(r#""event":"tunnel""#).await;
+    let connected: serde_json::Value = serde_json::from_str(&connected).expect("JSON line");
+    let url = format!("{}/slow", connected["public_url"].as_str().expect("public URL"));
+    let call = tokio::spawn(async move { caller::post(&url, "{}").await });
+    handler.wait_for_request().await;
+
+    client.signal("INT");
+    let draining = client.line_containing(r#""event":"stopping""#).await;
+    assert!(draining.contains(r#""within_ms":3000"#), "{draining}");
+    client.signal("INT");
+    let cut_off = client.line_containing(r#""event":"stopping""#).await;
+    assert!(
+        cut_off.contains(r#""in_flight":1"#) && cut_off.contains(r#""within_ms":0"#),
+        "the second ctrl-c cuts the request off: {cut_off}"
+    );
+    assert_eq!(client.exit_code(Duration::from_secs(20)).await, Some(0));
+    assert_eq!(call.await.expect("caller task").status, 502);
+
+    let store = portpreview::store::Store::open_existing(&db).expect("open the history");
+    let listed = store.list(&portpreview::store::ListQuery::default()).expect("read");
+    let errors: Vec<_> = listed.iter().map(|s| s.error.as_deref()).collect();
+    assert_eq!(errors, [Some("PortPreview was stopped before the answer came")]);
+}

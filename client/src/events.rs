@@ -27,11 +27,11 @@ pub enum TunnelEvent {
         retry_in: Duration,
     },
     /// The tunnel is stopping and gives the requests in flight a moment
-    /// to finish.
+    /// to finish, or, asked again, cuts them off.
     Stopping {
         /// Requests still in flight.
         in_flight: usize,
-        /// How long they get.
+        /// How long they get; zero when they are cut off.
         within: Duration,
     },
     /// A request is in the history and still waits for its answer.

@@ -105,8 +105,13 @@ pub fn text_line(event: &TunnelEvent) -> Option<Line> {
     let line = match event {
         TunnelEvent::Connected { public_url, target } => Line::Out(format!("Forwarding {public_url} -> {target}")),
         TunnelEvent::Waiting { .. } => return None,
+        TunnelEvent::Stopping { in_flight, within } if within.is_zero() => Line::Err(format!(
+            "stopping now: {} in flight {} cut off",
+            counted(*in_flight, "request", "requests"),
+            if *in_flight == 1 { "is" } else { "are" },
+        )),
         TunnelEvent::Stopping { in_flight, within } => Line::Err(format!(
-            "stopping: {} in flight {} up to {} to finish",
+            "stopping: {} in flight {} up to {} to finish; ctrl-c again stops at once",
             counted(*in_flight, "request", "requests"),
             if *in_flight == 1 { "gets" } else { "get" },
             format_duration(*within)

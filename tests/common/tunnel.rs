@@ -82,8 +82,9 @@ impl TestTunnel {
             host_header: options.host_header,
             local_timeout: options.local_timeout,
         };
-        let shutdown = CancellationToken::new();
-        let mut task = tokio::spawn(tunnel::run(config, Some(recorder), events_tx, shutdown.clone()));
+        let stop = tunnel::Stop::default();
+        let shutdown = stop.asked.clone();
+        let mut task = tokio::spawn(tunnel::run(config, Some(recorder), events_tx, stop));
         let public_url = tokio::select! {
             event = events.recv() => match event {
                 Some(TunnelEvent::Connected { public_url, .. }) => public_url,

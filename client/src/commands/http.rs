@@ -117,7 +117,8 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         }
     };
 
-    let shutdown = CancellationToken::new();
+    let stop = tunnel::Stop::default();
+    let shutdown = stop.asked.clone();
     let relay_shutdown = CancellationToken::new();
     let tunnel_ended = CancellationToken::new();
 
@@ -136,7 +137,7 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         }
     };
     let tunnel = async {
-        let result = tunnel::run(tunnel_config, recorder, events_tx, shutdown.clone()).await;
+        let result = tunnel::run(tunnel_config, recorder, events_tx, stop.clone()).await;
         shutdown.cancel();
         if let Some(handle) = recorder_handle {
             // The last deliveries are stored and reported, and the writer's
@@ -165,6 +166,11 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         tokio::select! {
             () = crate::signal::stop_requested() => shutdown.cancel(),
             () = shutdown.cancelled() => {}
+        }
+        // Asked again while requests in flight finish: stop without them.
+        tokio::select! {
+            () = crate::signal::stop_requested() => stop.now.cancel(),
+            () = tunnel_ended.cancelled() => {}
         }
     };
     let (relay, tunnel, display, ()) = tokio::join!(relay, tunnel, display, signals);

@@ -19,7 +19,7 @@ pub use backoff::Backoff;
 pub use connect::{ConnectError, ConnectOptions, Welcome};
 pub use exchange::HostHeader;
 use exchange::Shared;
-pub use session::SessionEnd;
+pub use session::{SessionEnd, DRAIN_LIMIT};
 
 use crate::events::{report, TunnelEvent};
 use crate::forward::Forwarder;
@@ -42,13 +42,22 @@ pub struct TunnelConfig {
     pub local_timeout: Duration,
 }
 
-/// Runs the tunnel until `shutdown`. Fails when the first connection cannot
+/// How the user stops a tunnel.
+#[derive(Clone, Debug, Default)]
+pub struct Stop {
+    /// Take no new requests; those in flight get up to [`DRAIN_LIMIT`] to finish.
+    pub asked: CancellationToken,
+    /// Cut off the requests still in flight as well: ctrl-c a second time.
+    pub now: CancellationToken,
+}
+
+/// Runs the tunnel until `stop` is asked. Fails when the first connection cannot
 /// be made or the relay refuses the tunnel; later drops are retried.
 pub async fn run(
     config: TunnelConfig,
     recorder: Option<Recorder>,
     events: mpsc::Sender<TunnelEvent>,
-    shutdown: CancellationToken,
+    stop: Stop,
 ) -> Result<(), ConnectError> {
     let target = config.target.to_string();
     let shared = Arc::new(Shared {
@@ -58,7 +67,7 @@ pub async fn run(
         host_header: config.host_header,
         local_timeout: config.local_timeout,
         public_url: Default::default(),
-        stopping: shutdown.clone(),
+        stopping: stop.asked.clone(),
     });
     let mut options = config.connect;
     let mut backoff = Backoff::default();
@@ -66,7 +75,7 @@ pub async fn run(
     let mut failed_tries = 0;
     loop {
         let attempt = tokio::select! {
-            () = shutdown.cancelled() => return Ok(()),
+            () = stop.asked.cancelled() => return Ok(()),
             attempt = connect::connect(&options) => attempt,
         };
         let reason = match attempt {
@@ -88,7 +97,7 @@ pub async fn run(
                         target: target.clone(),
                     },
                 );
-                match session::serve(socket, shared.clone(), shutdown.clone()).await {
+                match session::serve(socket, shared.clone(), stop.clone()).await {
                     SessionEnd::Shutdown => return Ok(()),
                     SessionEnd::Refused(reason) => return Err(ConnectError::Refused(reason)),
                     SessionEnd::Lost(reason) => reason,
@@ -111,7 +120,7 @@ pub async fn run(
             },
         );
         tokio::select! {
-            () = shutdown.cancelled() => return Ok(()),
+            () = stop.asked.cancelled() => return Ok(()),
             () = tokio::time::sleep(retry_in) => {}
         }
     }

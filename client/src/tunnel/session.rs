@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::body::{Backlog, Chunk, Inflow};
 use super::exchange::{self, Head, Shared, Steering};
 use super::outbox::Outbox;
+use super::Stop;
 use crate::events::{report, TunnelEvent};
 use crate::store::recorder::Recorder;
 
@@ -50,8 +51,8 @@ struct StreamEntry {
     reset: oneshot::Sender<String>,
 }
 
-/// Serves one socket until it ends or `shutdown` fires.
-pub async fn serve<S>(socket: S, shared: Arc<Shared>, shutdown: CancellationToken) -> SessionEnd
+/// Serves one socket until it ends or the user stops the tunnel.
+pub async fn serve<S>(socket: S, shared: Arc<Shared>, stop: Stop) -> SessionEnd
 where
     S: Stream<Item = Result<Message, tungstenite::Error>> + Sink<Message, Error = tungstenite::Error> + Unpin,
 {
@@ -75,7 +76,7 @@ where
 
     let end = loop {
         tokio::select! {
-            () = shutdown.cancelled(), if !draining => {
+            () = stop.asked.cancelled(), if !draining => {
                 if exchanges.is_empty() {
                     break SessionEnd::Shutdown;
                 }
@@ -91,6 +92,16 @@ where
                 );
             }
             () = &mut drain_deadline, if draining => break SessionEnd::Shutdown,
+            () = stop.now.cancelled(), if draining => {
+                report(
+                    &shared.events,
+                    TunnelEvent::Stopping {
+                        in_flight: exchanges.len(),
+                        within: Duration::ZERO,
+                    },
+                );
+                break SessionEnd::Shutdown;
+            }
             result = &mut writer => {
                 writer_done = true;
                 break SessionEnd::Lost(match result {
@@ -301,7 +312,7 @@ mod tests {
             public_url: Default::default(),
             stopping: CancellationToken::new(),
         });
-        (serve(socket, shared, CancellationToken::new()), relay)
+        (serve(socket, shared, Stop::default()), relay)
     }
 
     #[tokio::test(start_paused = true)]
