@@ -431,4 +431,17 @@ async fn a_delivery_whose_client_was_killed_before_the_answer_is_not_shown_waiti
         (listed[0].status, listed[0].error.as_deref()),
         (None, Some("PortPreview stopped before it recorded the answer"))
     );
+    // How long it took died with the process: unknown, not 0 ms.
+    assert_eq!(listed[0].duration_ms, None);
+    let listed = std::process::Command::new(portpreview_bin())
+        .args(["history", "--json", "--db", db.to_str().expect("utf-8 path")])
+        .env("PORTPREVIEW_CONFIG", dir.path().join("config.toml"))
+        .output()
+        .expect("run history");
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).expect("history --json");
+    assert_eq!(
+        listed[0]["duration_ms"],
+        serde_json::Value::Null,
+        "no time is made up: {listed}"
+    );
 }

@@ -164,7 +164,7 @@ fn fill_history(db: &Path) {
             &request,
             &Outcome {
                 status: Some(202),
-                duration_ms: 8.0,
+                duration_ms: Some(8.0),
                 ..Outcome::default()
             },
         )
@@ -196,7 +196,7 @@ fn fill_history(db: &Path) {
             response_headers: vec![Header::new("content-type", "text/plain")],
             response_body: b"ok".to_vec(),
             response_body_size: 2,
-            duration_ms: 3.0 + (i % 7) as f64,
+            duration_ms: Some(3.0 + (i % 7) as f64),
             error: None,
         };
         let id = store.insert_request(&request).unwrap();
@@ -303,7 +303,7 @@ fn replay_export_and_copy_from_the_tui() {
     };
     let outcome = Outcome {
         status: Some(200),
-        duration_ms: 2.0,
+        duration_ms: Some(2.0),
         ..Outcome::default()
     };
     Store::open(&db).unwrap().insert_delivery(&request, &outcome).unwrap();

@@ -50,7 +50,7 @@ fn delivery(i: u64, start_ms: i64) -> (NewDelivery, Outcome) {
         response_headers: vec![Header::new("content-type", "text/plain")],
         response_body: b"ok".to_vec(),
         response_body_size: 2,
-        duration_ms: 2.0 + (i % 37) as f64,
+        duration_ms: Some(2.0 + (i % 37) as f64),
         error: None,
     };
     (request, outcome)

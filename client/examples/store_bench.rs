@@ -43,7 +43,7 @@ fn answer() -> Outcome {
         status: Some(200),
         response_body: b"ok".to_vec(),
         response_body_size: 2,
-        duration_ms: 1.0,
+        duration_ms: Some(1.0),
         ..Outcome::default()
     }
 }

@@ -30,7 +30,7 @@ fn delivery(n: u64) -> (NewDelivery, Outcome) {
     };
     let outcome = Outcome {
         status: Some(if n.is_multiple_of(7) { 500 } else { 200 }),
-        duration_ms: 3.0 + (n % 40) as f64,
+        duration_ms: Some(3.0 + (n % 40) as f64),
         ..Outcome::default()
     };
     (request, outcome)

@@ -25,7 +25,7 @@ impl History {
         let store = Store::open(&dir.path().join("history.db")).unwrap();
         let outcome = Outcome {
             status: Some(200),
-            duration_ms: 3.0,
+            duration_ms: Some(3.0),
             ..Outcome::default()
         };
         let id = store.insert_delivery(delivery, &outcome).unwrap();

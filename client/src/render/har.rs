@@ -16,7 +16,11 @@ use portpreview_shared::Header;
 /// masked unless `reveal`.
 pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
     let r = &d.request;
-    let duration = d.outcome.as_ref().map_or(0.0, |o| crate::time::round_ms(o.duration_ms));
+    let duration = d
+        .outcome
+        .as_ref()
+        .and_then(|o| o.duration_ms)
+        .map_or(0.0, crate::time::round_ms);
     let mut request = json!({
         "method": r.method,
         "url": url,
@@ -189,7 +193,7 @@ mod tests {
                 status: Some(200),
                 response_body: vec![0xff],
                 response_body_size: 1,
-                duration_ms: 4.0,
+                duration_ms: Some(4.0),
                 ..Outcome::default()
             }),
             delivery_count: 1,

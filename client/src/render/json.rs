@@ -58,7 +58,7 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
         "method": r.method,
         "path": r.path,
         "status": d.outcome.as_ref().and_then(|o| o.status),
-        "duration_ms": d.outcome.as_ref().map(|o| round_ms(o.duration_ms)),
+        "duration_ms": d.outcome.as_ref().and_then(|o| o.duration_ms).map(round_ms),
         "provider": r.provider,
         "event_key": r.event_key,
         "event_key_source": r.event_key_source,

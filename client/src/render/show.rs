@@ -58,7 +58,10 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
         }
         Some(o) => {
             let status = o.status.map_or_else(|| "none".into(), |s| s.to_string());
-            let _ = writeln!(out, "  Status {status} after {:.1} ms", o.duration_ms);
+            let _ = match o.duration_ms {
+                Some(ms) => writeln!(out, "  Status {status} after {ms:.1} ms"),
+                None => writeln!(out, "  Status {status}"),
+            };
             if let Some(error) = &o.error {
                 let _ = writeln!(out, "  Error: {}", escape_str(error));
             }
@@ -139,7 +142,7 @@ mod tests {
                 status: Some(200),
                 response_body: vec![0xff, 0x00, 0x1b],
                 response_body_size: 3,
-                duration_ms: 3.25,
+                duration_ms: Some(3.25),
                 ..Outcome::default()
             }),
             delivery_count: 2,

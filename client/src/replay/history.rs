@@ -24,7 +24,7 @@ pub fn record(store: &Store, delivery_id: i64, started_at_ms: i64, report: &Repo
             response_headers: answer.headers.clone(),
             response_body: answer.body.clone(),
             response_body_size: answer.body_size,
-            duration_ms: attempt.duration_ms(),
+            duration_ms: Some(attempt.duration_ms()),
             error: answer.error.clone(),
         };
         (&attempt.request, outcome)

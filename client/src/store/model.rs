@@ -59,8 +59,9 @@ pub struct Outcome {
     pub response_body: Vec<u8>,
     /// Size of the whole response body.
     pub response_body_size: u64,
-    /// Time from request received to response complete, in milliseconds.
-    pub duration_ms: f64,
+    /// Time from request received to response complete, in milliseconds;
+    /// unknown when the process that forwarded it died before the answer.
+    pub duration_ms: Option<f64>,
     /// What went wrong, e.g. "connection refused by 127.0.0.1:3000".
     pub error: Option<String>,
 }

@@ -299,7 +299,7 @@ impl RawDelivery {
                     response_headers: Vec::new(),
                     response_body: row.get::<_, Option<Vec<u8>>>(15)?.unwrap_or_default(),
                     response_body_size: row.get::<_, Option<i64>>(16)?.map_or(0, |n| n.max(0) as u64),
-                    duration_ms: row.get::<_, Option<f64>>(17)?.unwrap_or_default(),
+                    duration_ms: row.get(17)?,
                     error: row.get(18)?,
                 },
                 row.get::<_, Option<Vec<u8>>>(14)?.unwrap_or_default(),

@@ -327,7 +327,7 @@ mod tests {
             vec![Header::new("content-type", "text/plain")]
         );
         assert_eq!(outcome.response_body, b"ok");
-        assert_eq!(outcome.duration_ms, 12.5);
+        assert_eq!(outcome.duration_ms, Some(12.5));
         assert_eq!(answered.request.request_body, b"{}");
         let failed = store.get(2).unwrap().unwrap().outcome.unwrap();
         assert_eq!(

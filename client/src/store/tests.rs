@@ -54,7 +54,7 @@ fn ok_outcome() -> Outcome {
         response_headers: vec![Header::new("content-length", "2")],
         response_body: b"ok".to_vec(),
         response_body_size: 2,
-        duration_ms: 12.5,
+        duration_ms: Some(12.5),
         error: None,
     }
 }
@@ -88,7 +88,7 @@ fn failed_forwarding_keeps_its_error() {
     let store = Store::in_memory().unwrap();
     let failed = Outcome {
         error: Some("connection refused by 127.0.0.1:3000".into()),
-        duration_ms: 1.0,
+        duration_ms: Some(1.0),
         ..Outcome::default()
     };
     let id = store.insert_delivery(&delivery("evt_e", "/"), &failed).unwrap();

@@ -101,15 +101,16 @@ impl DetailDoc {
         match &delivery.outcome {
             None => lines.push(title("Response: none (in flight, or the client stopped first)")),
             Some(outcome) => {
-                let (status, took) = match outcome.status {
-                    Some(code) => (
+                let (status, took) = match (outcome.status, outcome.duration_ms) {
+                    (Some(code), ms) => (
                         Span::styled(status_text(code), status_style(Some(code))),
-                        format!("  in {:.1} ms", outcome.duration_ms),
+                        ms.map_or_else(String::new, |ms| format!("  in {ms:.1} ms")),
                     ),
-                    None => (
+                    (None, Some(ms)) => (
                         Span::styled("none", status_style(None)),
-                        format!(", failed after {:.1} ms", outcome.duration_ms),
+                        format!(", failed after {ms:.1} ms"),
                     ),
+                    (None, None) => (Span::styled("none", status_style(None)), String::new()),
                 };
                 lines.push(Line::from(vec![
                     Span::styled("Response ", Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)),

@@ -394,7 +394,7 @@ async fn finish(shared: &Shared, line: Line, outcome: Outcome, ticket: Option<Ti
         method: line.method,
         path: line.path,
         status: outcome.status,
-        duration_ms: Some(outcome.duration_ms),
+        duration_ms: outcome.duration_ms,
         provider: None,
         event_key: String::new(),
         event_key_source: String::new(),

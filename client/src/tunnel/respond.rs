@@ -112,7 +112,7 @@ pub(super) async fn relay_response(
         response_headers: headers,
         response_body,
         response_body_size,
-        duration_ms: elapsed_ms(started),
+        duration_ms: Some(elapsed_ms(started)),
         error,
     }
 }
@@ -162,7 +162,7 @@ fn unframable(stream: StreamId, outbox: &Outbox, started: Instant, err: EncodeEr
 /// An exchange that ended with `error` and no answer.
 pub(super) fn failure(started: Instant, error: String) -> Outcome {
     Outcome {
-        duration_ms: elapsed_ms(started),
+        duration_ms: Some(elapsed_ms(started)),
         error: Some(error),
         ..Outcome::default()
     }

@@ -259,7 +259,7 @@ impl Writer {
                 Job::Outcome { seq, outcome, .. } => {
                     if let Some(mut summary) = self.awaited.remove(&seq) {
                         summary.status = outcome.status;
-                        summary.duration_ms = Some(outcome.duration_ms);
+                        summary.duration_ms = outcome.duration_ms;
                         summary.error = outcome.error;
                         (self.on_news)(WriterNews::Stored(summary));
                     }

@@ -391,7 +391,7 @@ fn traffic_app() -> App {
         let mut delivery = test_delivery(second * 10 + i64::from(status % 7));
         let outcome = delivery.outcome.as_mut().unwrap();
         outcome.status = Some(status);
-        outcome.duration_ms = ms;
+        outcome.duration_ms = Some(ms);
         let summary = crate::tui::source::summary_of(&delivery);
         app.on_tunnel_event(
             TunnelEvent::Delivered {
