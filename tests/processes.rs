@@ -328,90 +328,96 @@ async fn a_name_held_for_a_killed_client_says_so_and_when_it_is_free() {
     );
 }
 
+/// `portpreview http` whose handler holds one request for 30 s, far longer
+/// than the 3 s the client gives requests in flight when it is stopped.
+struct StuckRequest {
+    dir: tempfile::TempDir,
+    _relay: TestRelay,
+    _handler: LocalHandler,
+    client: Running,
+    call: tokio::task::JoinHandle<caller::Reply>,
+}
+
+impl StuckRequest {
+    /// Starts the client with `extra` arguments and sends the request.
+    async fn start(extra: &[&str]) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let relay = TestRelay::start().await;
+        let handler = LocalHandler::slow(Duration::from_secs(30)).await;
+        let (target, relay_url) = (handler.url(), relay.http_url());
+        let db = dir.path().join("history.db");
+        let mut args = vec!["http", &target, "--server", &relay_url, "--no-tui"];
+        args.extend(["--db", db.to_str().expect("utf-8 path")]);
+        args.extend(extra);
+        let stderr = std::fs::File::create(dir.path().join("client.log")).expect("log file");
+        let mut client = Running::start_with_stderr(&portpreview_bin(), &args, dir.path(), stderr.into());
+        // The public URL is the first one printed, as text or as JSON.
+        let connected = client.line_containing("/t/").await;
+        let url = connected
+            .split(|c: char| c.is_whitespace() || c == '"')
+            .find(|word| word.starts_with("http://"))
+            .expect("public URL")
+            .to_string();
+        let call = tokio::spawn(async move { caller::post(&format!("{url}/slow"), "{}").await });
+        handler.wait_for_request().await;
+        Self {
+            dir,
+            _relay: relay,
+            _handler: handler,
+            client,
+            call,
+        }
+    }
+
+    /// What the client wrote on stderr.
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("client.log")).expect("stderr")
+    }
+
+    /// The outcome the history recorded for the request.
+    fn recorded_error(&self) -> Option<String> {
+        let db = self.dir.path().join("history.db");
+        let store = portpreview::store::Store::open_existing(&db).expect("open the history");
+        let listed = store.list(&portpreview::store::ListQuery::default()).expect("read");
+        assert_eq!(listed.len(), 1, "{listed:?}");
+        listed[0].error.clone()
+    }
+}
+
 #[tokio::test]
 async fn a_request_in_flight_when_the_user_stops_the_tunnel_is_recorded_as_stopped() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let relay = TestRelay::start().await;
-    let handler = LocalHandler::slow(Duration::from_secs(30)).await;
-    let db = dir.path().join("history.db");
-    let log = dir.path().join("client.log");
-    let relay_url = relay.http_url();
-    let args = [
-        "http",
-        &handler.url(),
-        "--server",
-        &relay_url,
-        "--no-tui",
-        "--db",
-        db.to_str().unwrap(),
-    ];
-    let stderr = std::fs::File::create(&log).expect("log file");
-    let mut client = Running::start_with_stderr(&portpreview_bin(), &args, dir.path(), stderr.into());
-    let banner = client.line_containing("Forwarding").await;
-    let url = format!("{}/slow", banner.split_whitespace().nth(1).expect("public URL"));
-    let call = tokio::spawn(async move { caller::post(&url, "{}").await });
-    handler.wait_for_request().await;
-    client.signal("TERM");
-    assert_eq!(client.exit_code(Duration::from_secs(20)).await, Some(0));
-    assert_eq!(call.await.expect("caller task").status, 502);
-    let said = std::fs::read_to_string(&log).expect("stderr");
+    let mut stuck = StuckRequest::start(&[]).await;
+    stuck.client.signal("TERM");
+    assert_eq!(stuck.client.exit_code(Duration::from_secs(20)).await, Some(0));
+    assert_eq!((&mut stuck.call).await.expect("caller task").status, 502);
+    let said = stuck.stderr();
     assert!(
         said.contains("stopping: 1 request in flight gets up to 3s to finish"),
         "the wait is explained: {said}"
     );
-
-    let store = portpreview::store::Store::open_existing(&db).expect("open the history");
-    let listed = store.list(&portpreview::store::ListQuery::default()).expect("read");
-    let errors: Vec<_> = listed.iter().map(|s| s.error.as_deref()).collect();
     assert_eq!(
-        errors,
-        [Some("PortPreview was stopped before the answer came")],
+        stuck.recorded_error().as_deref(),
+        Some("PortPreview was stopped before the answer came"),
         "the user stopped it; the relay did not go away"
     );
 }
 
 #[tokio::test]
 async fn asked_to_stop_twice_the_tunnel_cuts_off_what_is_in_flight() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let relay = TestRelay::start().await;
-    // Longer than the drain: only the second ctrl-c can end the wait early.
-    let handler = LocalHandler::slow(Duration::from_secs(30)).await;
-    let db = dir.path().join("history.db");
-    let log = dir.path().join("client.log");
-    let relay_url = relay.http_url();
-    let args = [
-        "http",
-        &handler.url(),
-        "--server",
-        &relay_url,
-        "--no-tui",
-        "--log-format",
-        "json",
-        "--db",
-        db.to_str().unwrap(),
-    ];
-    let stderr = std::fs::File::create(&log).expect("log file");
-    let mut client = Running::start_with_stderr(&portpreview_bin(), &args, dir.path(), stderr.into());
-    let connected = client.line_containing(r#""event":"tunnel""#).await;
-    let connected: serde_json::Value = serde_json::from_str(&connected).expect("JSON line");
-    let url = format!("{}/slow", connected["public_url"].as_str().expect("public URL"));
-    let call = tokio::spawn(async move { caller::post(&url, "{}").await });
-    handler.wait_for_request().await;
-
-    client.signal("INT");
-    let draining = client.line_containing(r#""event":"stopping""#).await;
+    let mut stuck = StuckRequest::start(&["--log-format", "json"]).await;
+    stuck.client.signal("INT");
+    let draining = stuck.client.line_containing(r#""event":"stopping""#).await;
     assert!(draining.contains(r#""within_ms":3000"#), "{draining}");
-    client.signal("INT");
-    let cut_off = client.line_containing(r#""event":"stopping""#).await;
+    stuck.client.signal("INT");
+    let cut_off = stuck.client.line_containing(r#""event":"stopping""#).await;
     assert!(
         cut_off.contains(r#""in_flight":1"#) && cut_off.contains(r#""within_ms":0"#),
         "the second ctrl-c cuts the request off: {cut_off}"
     );
-    assert_eq!(client.exit_code(Duration::from_secs(20)).await, Some(0));
-    assert_eq!(call.await.expect("caller task").status, 502);
-
-    let store = portpreview::store::Store::open_existing(&db).expect("open the history");
-    let listed = store.list(&portpreview::store::ListQuery::default()).expect("read");
-    let errors: Vec<_> = listed.iter().map(|s| s.error.as_deref()).collect();
-    assert_eq!(errors, [Some("PortPreview was stopped before the answer came")]);
+    assert_eq!(stuck.client.exit_code(Duration::from_secs(20)).await, Some(0));
+    assert_eq!((&mut stuck.call).await.expect("caller task").status, 502);
+    assert_eq!(
+        stuck.recorded_error().as_deref(),
+        Some("PortPreview was stopped before the answer came")
+    );
 }
