@@ -395,6 +395,7 @@ async fn a_request_in_flight_when_the_user_stops_the_tunnel_is_recorded_as_stopp
         said.contains("stopping: 1 request in flight gets up to 3s to finish"),
         "the wait is explained: {said}"
     );
+    assert!(!said.contains("DEBUG"), "no debug lines unless asked: {said}");
     assert_eq!(
         stuck.recorded_error().as_deref(),
         Some("PortPreview was stopped before the answer came"),

@@ -2,7 +2,12 @@
 
 use std::path::PathBuf;
 
-use tracing_subscriber::EnvFilter;
+use tracing::Level;
+use tracing_subscriber::filter::{filter_fn, FilterExt};
+use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
 
 use crate::cli::Cli;
 
@@ -14,25 +19,34 @@ pub const LOG_ENV: &str = "PORTPREVIEW_LOG";
 /// directory, or nowhere when that file cannot be opened: a line written
 /// over the TUI would garble it.
 pub fn init(cli: &Cli) {
-    let mut filter = EnvFilter::try_from_env(LOG_ENV).unwrap_or_else(|_| EnvFilter::new("warn"));
-    // tungstenite traces the upgrade request whole, the relay token in its
-    // Authorization header included; tokens never reach a log.
-    for quiet in ["tungstenite=debug", "tokio_tungstenite=debug"] {
-        if let Ok(directive) = quiet.parse() {
-            filter = filter.add_directive(directive);
-        }
-    }
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
     if !cli.command.uses_tui() {
         // Colour codes only for a person's terminal, not in a captured log.
         let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-        builder.with_ansi(ansi).with_writer(std::io::stderr).init();
+        install(std::io::stderr, ansi);
         return;
     }
     match log_file() {
-        Some(file) => builder.with_ansi(false).with_writer(std::sync::Mutex::new(file)).init(),
-        None => builder.with_writer(std::io::sink).init(),
+        Some(file) => install(std::sync::Mutex::new(file), false),
+        None => install(std::io::sink, false),
     }
+}
+
+fn install<W>(writer: W, ansi: bool)
+where
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    let asked = EnvFilter::try_from_env(LOG_ENV).unwrap_or_else(|_| EnvFilter::new("warn"));
+    // tungstenite traces the upgrade request whole, the relay token in its
+    // Authorization header included; tokens never reach a log. A cap, not
+    // a directive: `tungstenite=debug` would raise it from warn as well.
+    let no_tungstenite_traces =
+        filter_fn(|meta| !(*meta.level() == Level::TRACE && meta.target().contains("tungstenite")));
+    let layer = tracing_subscriber::fmt::layer()
+        .with_target(false)
+        .with_ansi(ansi)
+        .with_writer(writer)
+        .with_filter(asked.and(no_tungstenite_traces));
+    tracing_subscriber::registry().with(layer).init();
 }
 
 fn log_file() -> Option<std::fs::File> {
