@@ -512,6 +512,42 @@ fn a_request_in_flight_and_a_locked_history_show_live() {
     assert!(screen.contains("portpreview exited 0"), "{screen}");
 }
 
+/// Quitting while a request is in flight gives the terminal back at once
+/// and says there what the tunnel still waits for; ctrl-c cuts it short.
+#[test]
+fn quitting_with_a_request_in_flight_says_so_and_ctrl_c_cuts_it_short() {
+    let scratch = Scratch::new("quit-inflight");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let handler = runtime.block_on(LocalHandler::slow(Duration::from_secs(30)));
+    let db = scratch.0.join("history.db");
+    let command = shell_line(&scratch.0, &db, "", &format!("http {}", handler.port()), "");
+    let tmux = Tmux::start("quit-inflight", &command);
+    let screen = tmux.wait_for("the tunnel online", |s| public_url(s).is_some());
+    let url = format!("{}/webhooks/stuck", public_url(&screen).unwrap());
+    let stuck = runtime.spawn(async move { common::caller::post(&url, "{}").await });
+    tmux.wait_for("the request in flight", |s| {
+        s.lines().any(|l| l.contains("/webhooks/stuck") && l.contains(" … "))
+    });
+
+    tmux.send(&["q"]);
+    tmux.wait_for("the wait explained", |s| {
+        s.contains("stopping: 1 request in flight gets up to 3s to finish; ctrl-c again stops at once")
+    });
+    assert_eq!(tmux.format("alternate_on"), "0", "the screen is given back first");
+    tmux.send(&["C-c"]);
+    let screen = tmux.wait_for("the shell again", |s| s.contains("portpreview exited"));
+    assert!(
+        screen.contains("stopping now: 1 request in flight is cut off"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("POST /webhooks/stuck") && screen.contains("PortPreview was stopped before the answer came"),
+        "how it ended is printed: {screen}"
+    );
+    assert!(screen.contains("portpreview exited 0"), "{screen}");
+    assert_eq!(runtime.block_on(stuck).unwrap().status, 502);
+}
+
 /// `r` on an event whose signature is past the provider's tolerance: without
 /// a secret the handler refuses it and the run says why; with the secret
 /// configured the attempt is re-signed and verifies.

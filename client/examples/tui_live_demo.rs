@@ -82,7 +82,7 @@ fn main() -> anyhow::Result<()> {
             anyhow::Ok(())
         };
         tokio::select! {
-            result = portpreview::tui::run_live(&db, receiver, shutdown.clone()) => result,
+            result = portpreview::tui::run_live(&db, receiver, shutdown.clone()) => result.map(drop),
             result = feed => result,
         }
     })

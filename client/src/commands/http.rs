@@ -152,15 +152,20 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         result
     };
     let display = async {
-        let result = if use_tui {
-            crate::tui::run_live(db, events_rx, shutdown.clone()).await
-        } else {
+        if !use_tui {
             output::print_events(events_rx, args.log_format, tunnel_ended.clone()).await;
-            Ok(())
-        };
-        // Quitting the TUI ends the tunnel.
+            return anyhow::Ok(());
+        }
+        let result = crate::tui::run_live(db, events_rx, shutdown.clone()).await;
+        // Quitting the TUI ends the tunnel. What it says while it stops (a
+        // wait for requests in flight, how they ended) goes to the terminal
+        // the TUI gave back.
         shutdown.cancel();
-        result
+        let rest = result?;
+        if let Some(rest) = rest {
+            output::print_events(rest, args.log_format, tunnel_ended.clone()).await;
+        }
+        Ok(())
     };
     let signals = async {
         tokio::select! {

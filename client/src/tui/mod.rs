@@ -42,7 +42,8 @@ const TICK: Duration = Duration::from_millis(200);
 const EVENT_BATCH: usize = 1024;
 
 /// Shows deliveries live as `events` reports them, until the user quits or
-/// `shutdown` is cancelled.
+/// `shutdown` is cancelled. Returns the events, once the terminal is given
+/// back, so that what the tunnel says while it stops can still be printed.
 ///
 /// Paging the history and drawing a frame take milliseconds, so the TUI runs
 /// on a thread and runtime of its own: on the tunnel's thread every frame
@@ -51,7 +52,7 @@ pub async fn run_live(
     db: &Path,
     events: mpsc::Receiver<TunnelEvent>,
     shutdown: CancellationToken,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<mpsc::Receiver<TunnelEvent>>> {
     let db = db.to_path_buf();
     let (done, finished) = oneshot::channel();
     std::thread::Builder::new()
@@ -80,10 +81,10 @@ pub async fn run_browser(db: &Path) -> anyhow::Result<()> {
     let browse = run(db, mode, None, shutdown.clone());
     tokio::pin!(browse);
     tokio::select! {
-        result = &mut browse => result,
+        result = &mut browse => result.map(drop),
         () = crate::signal::stop_requested() => {
             shutdown.cancel();
-            browse.await
+            browse.await.map(drop)
         }
     }
 }
@@ -93,7 +94,7 @@ async fn run(
     mode: Mode,
     events: Option<mpsc::Receiver<TunnelEvent>>,
     shutdown: CancellationToken,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<mpsc::Receiver<TunnelEvent>>> {
     // Browsing opens the history as the reading commands do, never waiting
     // on another process's lock; live, the history may not exist yet when
     // `http` runs with --no-record.
@@ -117,7 +118,9 @@ async fn run(
         exit_after_first_frame: std::env::var(EXIT_AFTER_FIRST_FRAME_ENV).is_ok_and(|v| v == "1"),
     };
     // The guard restores the terminal when it drops, whatever the result.
-    event_loop.run(&mut terminal, shutdown).await
+    let result = event_loop.run(&mut terminal, shutdown).await;
+    drop(terminal);
+    result.map(|()| event_loop.events.take())
 }
 
 struct EventLoop {
