@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use tracing::Level;
-use tracing_subscriber::filter::{filter_fn, FilterExt};
+use tracing_subscriber::filter::{FilterExt, Targets};
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -39,8 +39,10 @@ where
     // tungstenite traces the upgrade request whole, the relay token in its
     // Authorization header included; tokens never reach a log. A cap, not
     // a directive: `tungstenite=debug` would raise it from warn as well.
-    let no_tungstenite_traces =
-        filter_fn(|meta| !(*meta.level() == Level::TRACE && meta.target().contains("tungstenite")));
+    let no_tungstenite_traces = Targets::new()
+        .with_default(Level::TRACE)
+        .with_target("tungstenite", Level::DEBUG)
+        .with_target("tokio_tungstenite", Level::DEBUG);
     let layer = tracing_subscriber::fmt::layer()
         .with_target(false)
         .with_ansi(ansi)
