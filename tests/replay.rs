@@ -359,6 +359,58 @@ fn a_slow_answer_is_a_warning_not_a_failure() {
     assert_eq!(json["side_effects_checked"], false);
 }
 
+/// ctrl-c in the middle of a run: the attempts already answered are
+/// reported and kept in the history, and the verdict is left open.
+#[test]
+fn a_run_stopped_with_ctrl_c_reports_and_keeps_what_it_sent() {
+    let handler = Handler::start(Behaviour::HangsOnDuplicate);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let replay = history
+        .replay_command(&["--times", "5", "--timeout", "60s", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Attempt 1 is handled; attempt 2, a duplicate, then hangs.
+    let started = std::time::Instant::now();
+    while handler.balance() < 1 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "attempt 1 never arrived"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let status = Command::new("kill")
+        .args(["-INT", &replay.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let ran = common::history::Ran::of(replay.wait_with_output().unwrap());
+    assert_eq!(ran.code, 130, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
+    assert_eq!(json["verdict"], "inconclusive");
+    assert_eq!(json["attempts"].as_array().unwrap().len(), 1, "{json:#}");
+    assert_eq!(
+        ran.check("run_completed")["detail"],
+        "stopped after 1 of 5 attempts: a verdict needs the whole run"
+    );
+
+    let store = Store::open(&history.db()).unwrap();
+    let runs = store.replay_runs(history.id).unwrap();
+    assert_eq!(runs.len(), 1, "the run is kept");
+    assert_eq!(runs[0].idempotent, None);
+    let replays = store
+        .list(&portpreview::store::ListQuery {
+            include_replays: true,
+            ..Default::default()
+        })
+        .unwrap()
+        .into_iter()
+        .filter(|s| s.replay_of == Some(history.id))
+        .count();
+    assert_eq!(replays, 1, "the attempt the handler saw is in the history");
+}
+
 #[test]
 fn a_handler_stuck_on_a_duplicate_fails_the_run_instead_of_hanging_it() {
     let handler = Handler::start(Behaviour::HangsOnDuplicate);

@@ -58,6 +58,11 @@ impl History {
         portpreview_within(limit, &self.db(), &self.replay_args(&probed(handler, args)))
     }
 
+    /// The `portpreview replay ID args…` command, to start and stop at will.
+    pub fn replay_command(&self, args: &[&str]) -> Command {
+        command(&self.db(), &self.replay_args(args))
+    }
+
     fn replay_args<S: AsRef<str>>(&self, args: &[S]) -> Vec<String> {
         let mut all = vec!["replay".to_string(), self.id.to_string()];
         all.extend(args.iter().map(|a| a.as_ref().to_string()));
@@ -88,7 +93,8 @@ pub struct Ran {
 }
 
 impl Ran {
-    fn of(output: Output) -> Self {
+    /// The exit code and what was printed, from a finished process.
+    pub fn of(output: Output) -> Self {
         Self {
             code: output.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),

@@ -65,7 +65,7 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         opts.secret = resolve_secret(opts.secret.take(), replay::provider_of(&request), None)?;
     }
     let started_at_ms = crate::time::now_ms();
-    let result = replay::run(request, &opts, &progress_printer()).await;
+    let result = replay::run_until(request, &opts, &progress_printer(), crate::signal::stop_requested()).await;
     clear_progress();
     let report = result?;
     let name = match &origin {

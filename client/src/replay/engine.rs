@@ -1,5 +1,6 @@
 //! One replay run, step by step: read the state, send, let it settle, judge.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -69,11 +70,12 @@ struct Run<'a> {
     total: u32,
 }
 
-/// Runs the whole replay.
+/// Runs the whole replay, or as much of it as comes before `interrupt`.
 pub async fn run(
     request: &NewDelivery,
     opts: &ReplayOptions,
     progress: &(dyn Fn(Progress) + Sync),
+    interrupt: impl Future<Output = ()> + Send,
 ) -> Result<Report, ReplayError> {
     let started = Instant::now();
     // `check` suites and the TUI reach here without clap's range checks.
@@ -104,47 +106,66 @@ pub async fn run(
         attempts: Vec::new(),
         total: opts.times.saturating_add(u32::from(opts.fresh)),
     };
-    if run.probe.is_some() {
-        (run.progress)(Progress {
-            done: 0,
-            total: run.total,
-            phase: Phase::Settling,
-        });
-        if let Some(settled) = run.read_state().await? {
-            run.trace.before = settled.state;
-            run.trace.steady &= settled.steady;
+    // The user stopping the run drops whatever is in flight; the attempts
+    // already answered are still reported and recorded.
+    let finished = tokio::select! {
+        finished = run.all_steps() => Some(finished),
+        () = interrupt => None,
+    };
+    let interrupted = match finished {
+        Some(result) => {
+            result?;
+            false
         }
-    }
-    if opts.fresh {
-        let baseline = plan.fresh(opts.fresh_field.as_deref())?;
-        run.step(&baseline, Role::Baseline, 1, 1).await?;
-        let burst = plan.fresh(opts.fresh_field.as_deref())?;
-        run.step(&burst, Role::Burst, opts.times, opts.burst_width()).await?;
-    } else {
-        run.step(&plan.recorded, Role::Replay, 1, 1).await?;
-        let mut left = opts.times - 1;
-        while left > 0 {
-            let batch = left.min(opts.concurrency);
-            run.step(&plan.recorded, Role::Replay, batch, batch).await?;
-            left -= batch;
-        }
-    }
-    if let Some(probe) = run.probe.as_mut() {
-        (run.progress)(Progress {
-            done: run.total,
-            total: run.total,
-            phase: Phase::FinalWait,
-        });
-        let last = run.trace.after().to_string();
-        let read = read_final(probe, opts.settle, &last).await;
-        if let Some(moved_to) = run.unless_too_large(read)? {
-            run.trace.moved_to = moved_to;
-        }
-    }
-    Ok(run.into_report(started.elapsed()))
+        None => true,
+    };
+    Ok(run.into_report(started.elapsed(), interrupted))
 }
 
 impl Run<'_> {
+    /// Reads the state, sends every attempt, and waits out the last settle.
+    async fn all_steps(&mut self) -> Result<(), ReplayError> {
+        let (plan, opts) = (self.plan, self.opts);
+        if self.probe.is_some() {
+            (self.progress)(Progress {
+                done: 0,
+                total: self.total,
+                phase: Phase::Settling,
+            });
+            if let Some(settled) = self.read_state().await? {
+                self.trace.before = settled.state;
+                self.trace.steady &= settled.steady;
+            }
+        }
+        if opts.fresh {
+            let baseline = plan.fresh(opts.fresh_field.as_deref())?;
+            self.step(&baseline, Role::Baseline, 1, 1).await?;
+            let burst = plan.fresh(opts.fresh_field.as_deref())?;
+            self.step(&burst, Role::Burst, opts.times, opts.burst_width()).await?;
+        } else {
+            self.step(&plan.recorded, Role::Replay, 1, 1).await?;
+            let mut left = opts.times - 1;
+            while left > 0 {
+                let batch = left.min(opts.concurrency);
+                self.step(&plan.recorded, Role::Replay, batch, batch).await?;
+                left -= batch;
+            }
+        }
+        if let Some(probe) = self.probe.as_mut() {
+            (self.progress)(Progress {
+                done: self.total,
+                total: self.total,
+                phase: Phase::FinalWait,
+            });
+            let last = self.trace.after().to_string();
+            let read = read_final(probe, opts.settle, &last).await;
+            if let Some(moved_to) = self.unless_too_large(read)? {
+                self.trace.moved_to = moved_to;
+            }
+        }
+        Ok(())
+    }
+
     /// Sends `count` attempts of `variant`, `width` at a time, then reads the state once.
     async fn step(&mut self, variant: &Variant, role: Role, count: u32, width: u32) -> Result<(), ReplayError> {
         let first_new = self.attempts.len();
@@ -241,13 +262,20 @@ impl Run<'_> {
         Ok(())
     }
 
-    fn into_report(self, elapsed: Duration) -> Report {
+    /// The report on the attempts sent; `interrupted` when the user stopped
+    /// the run before its end, which leaves the verdict open.
+    fn into_report(self, elapsed: Duration, interrupted: bool) -> Report {
         let opts = self.opts;
         let provider = self.plan.provider;
-        let mut checks = vec![verdict::answers_2xx(&self.attempts)];
+        let mut checks = Vec::new();
+        if !self.attempts.is_empty() {
+            checks.push(verdict::answers_2xx(&self.attempts));
+        }
         let mut warnings = self.plan.warnings.clone();
         let state = self.probe.is_some().then_some(self.trace);
         match (&self.unreadable, &state) {
+            // Reads of part of a run judge nothing.
+            _ if interrupted => checks.push(verdict::run_completed(self.attempts.len(), self.total)),
             (Some(reason), _) => checks.push(verdict::state_readable(reason)),
             (None, Some(trace)) => {
                 let content = if opts.fresh {

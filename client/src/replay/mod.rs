@@ -140,7 +140,19 @@ pub async fn run(
     opts: &ReplayOptions,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Report, ReplayError> {
-    engine::run(&request, opts, progress).await
+    engine::run(&request, opts, progress, std::future::pending()).await
+}
+
+/// [`run`], until `interrupt` resolves (the user pressing ctrl-c): then the
+/// attempts in flight are dropped and the report covers those answered,
+/// with the verdict left open.
+pub async fn run_until(
+    request: NewDelivery,
+    opts: &ReplayOptions,
+    progress: &(dyn Fn(Progress) + Sync),
+    interrupt: impl std::future::Future<Output = ()> + Send,
+) -> Result<Report, ReplayError> {
+    engine::run(&request, opts, progress, interrupt).await
 }
 
 #[cfg(test)]

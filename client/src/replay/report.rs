@@ -120,12 +120,19 @@ pub struct Report {
 }
 
 impl Report {
-    /// 0 idempotent, 1 not idempotent, failed or inconclusive.
+    /// 0 idempotent, 1 not idempotent, failed or inconclusive; 130, as
+    /// for a process ctrl-c ends, when the user stopped the run.
     pub fn exit_code(&self) -> u8 {
         match self.idempotent {
+            _ if self.interrupted() => 130,
             Some(true) => 0,
             _ => 1,
         }
+    }
+
+    /// Whether the user stopped the run before its end.
+    pub fn interrupted(&self) -> bool {
+        self.checks.iter().any(|c| c.name == super::verdict::RUN_COMPLETED)
     }
 
     /// True when the first attempt itself got no 2xx: the handler failed the

@@ -24,11 +24,24 @@ pub const STATE_READABLE: &str = "state_readable";
 /// Name of the check that the probe showed a new event's side effect,
 /// failed only when it showed none (`--fresh`).
 pub const PROBE_SHOWS_EFFECTS: &str = "probe_shows_side_effects";
+/// Name of the check that the run went to its end, failed only when the
+/// user stopped it.
+pub const RUN_COMPLETED: &str = "run_completed";
 
 /// Whether a failed check named `name` leaves the verdict open rather than
 /// saying the handler is not idempotent.
 pub fn makes_inconclusive(name: &str) -> bool {
-    [STATE_SETTLED, STATE_READABLE, PROBE_SHOWS_EFFECTS].contains(&name)
+    [STATE_SETTLED, STATE_READABLE, PROBE_SHOWS_EFFECTS, RUN_COMPLETED].contains(&name)
+}
+
+/// The user stopped the run (ctrl-c) before its end: what was sent is
+/// reported, but part of a run is no verdict on the handler.
+pub fn run_completed(sent: usize, total: u32) -> Check {
+    Check {
+        name: RUN_COMPLETED,
+        passed: false,
+        detail: format!("stopped after {sent} of {total} attempts: a verdict needs the whole run"),
+    }
 }
 
 /// Check 1: every attempt answered 2xx.
