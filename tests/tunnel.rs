@@ -592,4 +592,23 @@ async fn a_streamed_body_cut_off_by_the_relay_is_recorded_with_the_reason() {
         summary.error.as_deref(),
         Some("the request body went over the relay's limit; the relay answered the caller 413")
     );
+    // Chunked, so no size was declared: still marked cut, and never replayed.
+    let store = portpreview::store::Store::open_existing(&tunnel.db).expect("open the history");
+    let stored = store.get(summary.id).expect("read").expect("the delivery");
+    assert!(
+        stored.request.request_truncated(),
+        "{} bytes kept",
+        stored.request.request_body.len()
+    );
+    let refused = portpreview::replay::run(
+        stored.request,
+        &portpreview::replay::ReplayOptions::default(),
+        &|_: portpreview::replay::Progress| {},
+    )
+    .await
+    .expect_err("a cut body is not replayed");
+    assert!(
+        refused.to_string().starts_with("the delivery's body was cut short"),
+        "{refused}"
+    );
 }

@@ -99,12 +99,31 @@ impl Encoded {
 
 /// A short note when a stored body is shorter than the one received.
 pub fn truncation_note(stored: usize, size: u64) -> Option<String> {
-    ((stored as u64) < size).then(|| format!("(stored body cut at {stored} of {size} bytes)"))
+    let stored = stored as u64;
+    // One byte over what was kept: a chunked body cut off on its way, whose
+    // whole size never became known.
+    if size == stored + 1 {
+        return Some(format!("(body cut short after {stored} bytes; the rest never arrived)"));
+    }
+    (stored < size).then(|| format!("(stored body cut at {stored} of {size} bytes)"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_body_says_how_it_was_cut() {
+        assert_eq!(truncation_note(10, 10), None);
+        assert_eq!(
+            truncation_note(10, 40).as_deref(),
+            Some("(stored body cut at 10 of 40 bytes)")
+        );
+        assert_eq!(
+            truncation_note(10, 11).as_deref(),
+            Some("(body cut short after 10 bytes; the rest never arrived)")
+        );
+    }
 
     #[test]
     fn json_is_indented_and_escaped() {

@@ -284,11 +284,17 @@ async fn record_captured(shared: &Shared, mut request: NewDelivery, capture: Cap
 
 /// Moves the body `capture` kept into `request`; a body that never went by
 /// whole keeps the size its caller `declared`, so the history shows it cut
-/// short. Returns the room the bytes hold in the budget.
+/// short. Without a declared size (chunked) it is recorded one byte longer
+/// than what came: its true size is unknown, but it was cut, and replay
+/// must refuse it. Returns the room the bytes hold in the budget.
 fn body_into(request: &mut NewDelivery, capture: Capture, declared: u64) -> Held {
     let complete = capture.complete;
     let (bytes, size, room) = capture.into_parts();
-    request.request_body_size = if complete { size } else { size.max(declared) };
+    request.request_body_size = if complete {
+        size
+    } else {
+        size.max(declared).max(size + 1)
+    };
     request.request_body = bytes;
     room
 }
