@@ -612,3 +612,24 @@ async fn a_streamed_body_cut_off_by_the_relay_is_recorded_with_the_reason() {
         "{refused}"
     );
 }
+
+#[tokio::test]
+async fn a_server_that_is_no_relay_is_named_as_such_and_not_retried() {
+    // The handler itself given as --server: it answers the upgrade with a page.
+    let handler = LocalHandler::echo().await;
+    let options = TunnelOptions::default();
+    match TestTunnel::start_with(&handler.url(), &handler.url(), options).await {
+        Err(err @ portpreview::tunnel::ConnectError::NotARelay { .. }) => {
+            let said = err.to_string();
+            assert!(
+                said.ends_with(
+                    "is not a PortPreview relay: it answered 200 OK where a relay opens a WebSocket; check --server"
+                ),
+                "{said}"
+            );
+            assert!(err.is_fatal());
+        }
+        Err(other) => panic!("expected NotARelay, got {other}"),
+        Ok(_) => panic!("a tunnel opened on a plain HTTP server"),
+    }
+}

@@ -47,6 +47,15 @@ pub enum ConnectError {
         /// The relay's reason, one line.
         why: String,
     },
+    /// What answered at the relay's address is no relay: a web server, or
+    /// the local handler itself.
+    #[error("{url} is not a PortPreview relay: it answered {status} where a relay opens a WebSocket; check --server")]
+    NotARelay {
+        /// The address tried.
+        url: String,
+        /// What it answered instead.
+        status: String,
+    },
     /// The relay refused the tunnel after the hello (version, name…).
     #[error("the relay refused the tunnel: {0}")]
     Refused(String),
@@ -268,6 +277,13 @@ fn upgrade_error(err: tungstenite::Error, options: &ConnectOptions) -> ConnectEr
                 why: relay_reason(&response),
             },
             status if status.is_server_error() => ConnectError::Unreachable(format!("the relay answered {status}")),
+            // A relay switches protocols or says no; anything else that
+            // answers (a web server, the handler itself) is no relay, and
+            // its page says nothing about the tunnel.
+            status if status.is_success() || status.is_redirection() => ConnectError::NotARelay {
+                url: options.url.clone(),
+                status: status.to_string(),
+            },
             // The relay's own 404 for a path it does not serve: the address
             // given was not the relay's root.
             StatusCode::NOT_FOUND => ConnectError::Refused(format!(
@@ -295,6 +311,27 @@ fn relay_reason(response: &tungstenite::http::Response<Option<Vec<u8>>>) -> Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_server_that_is_no_relay_is_named_as_such() {
+        let options = ConnectOptions {
+            url: "ws://127.0.0.1:3000/_portpreview/connect".into(),
+            token: None,
+            name: None,
+            resume: None,
+            tls: Default::default(),
+        };
+        let page = tungstenite::http::Response::builder()
+            .status(200)
+            .body(Some(br#"{"ok": true}"#.to_vec()))
+            .expect("response");
+        let err = upgrade_error(tungstenite::Error::Http(Box::new(page)), &options);
+        assert_eq!(
+            err.to_string(),
+            "ws://127.0.0.1:3000/_portpreview/connect is not a PortPreview relay: \
+             it answered 200 OK where a relay opens a WebSocket; check --server"
+        );
+    }
 
     #[test]
     fn every_scheme_maps_to_the_connect_path() {
