@@ -272,6 +272,12 @@ async fn the_relay_logs_who_connected_by_token_label_and_neither_side_logs_the_t
     );
     assert!(logged.contains("client refused: missing or invalid token"), "{logged}");
     assert!(
+        logged.lines().any(|l| l.contains("tunnel disconnected")
+            && l.contains("the client stopped")
+            && l.contains("name_held=false")),
+        "the relay logs the client leaving as well: {logged}"
+    );
+    assert!(
         !logged.contains("s3cret-token-value") && !logged.contains("not-it"),
         "{logged}"
     );

@@ -98,6 +98,20 @@ enum End {
     Shutdown,
 }
 
+impl End {
+    /// Why the session ended, for the relay's log.
+    fn describe(&self) -> String {
+        match self {
+            End::Gone(why) => format!("the client went away: {why}"),
+            End::Goodbye => "the client stopped".into(),
+            End::Refused => "refused".into(),
+            End::Protocol(why) => format!("protocol error: {why}"),
+            End::Dead => "the client stopped answering pings".into(),
+            End::Shutdown => "the relay is shutting down".into(),
+        }
+    }
+}
+
 /// Serves one client over `socket` until it goes away or the relay stops.
 pub async fn serve<S>(socket: S, ctx: SessionContext)
 where
@@ -120,6 +134,8 @@ where
                 .await;
             // Callers in flight learn at once that the client is gone.
             streams.close_all();
+            let name_held = !matches!(end, End::Goodbye | End::Shutdown);
+            tracing::info!(tunnel = %lease.name, why = end.describe(), name_held, "tunnel disconnected");
             // A client that said goodbye is not coming back for its name,
             // which is free at once; any other loss holds it for a while.
             match end {
