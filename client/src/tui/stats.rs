@@ -53,6 +53,8 @@ pub struct LiveStats {
     pub server_errors: u64,
     /// Not answered (target refused, timed out…).
     pub failed: u64,
+    /// Forwarded but kept out of the history (`--no-record`), so never listed.
+    pub not_recorded: u64,
 }
 
 impl Default for LiveStats {
@@ -70,6 +72,7 @@ impl Default for LiveStats {
             client_errors: 0,
             server_errors: 0,
             failed: 0,
+            not_recorded: 0,
         }
     }
 }
@@ -101,6 +104,9 @@ impl LiveStats {
             *last += 1;
         }
         self.total += 1;
+        if summary.id == 0 {
+            self.not_recorded += 1;
+        }
         match summary.status {
             None => self.failed += 1,
             Some(status) if status >= 500 => self.server_errors += 1,

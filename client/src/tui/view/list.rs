@@ -1,7 +1,7 @@
 //! The deliveries table, newest first.
 
 use portpreview_shared::sanitize::escape_str;
-use portpreview_shared::text::shorten;
+use portpreview_shared::text::{counted, shorten};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -93,6 +93,15 @@ fn empty_text(app: &App) -> Text<'static> {
     match (app.pager.search(), &app.mode) {
         (Some(search), _) => Text::styled(
             format!("Nothing matches “{}”. Esc clears the filter.", escape_str(search)),
+            dim,
+        ),
+        // Only the history is listed: without it the list stays empty
+        // while the counters above move.
+        (None, Mode::Live) if app.stats.not_recorded > 0 => Text::styled(
+            format!(
+                "{} forwarded and not recorded (--no-record): the counters above show them, this list only what the history keeps.",
+                counted(app.stats.not_recorded as usize, "delivery", "deliveries")
+            ),
             dim,
         ),
         (None, Mode::Live) if !app.stats.public_url.is_empty() => Text::styled(

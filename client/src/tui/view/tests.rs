@@ -429,6 +429,30 @@ fn live_header_with_traffic() {
     );
 }
 
+/// With --no-record the counters move and the list stays empty: it says why.
+#[test]
+fn deliveries_not_recorded_are_explained_in_the_empty_list() {
+    let mut app = live_app(0, 72, 8);
+    let mut summary = crate::tui::source::summary_of(&test_delivery(1));
+    summary.id = 0;
+    for second in 0..2 {
+        app.on_tunnel_event(
+            TunnelEvent::Delivered {
+                summary: summary.clone(),
+                delivery_number: 1,
+            },
+            second,
+        );
+    }
+    let screen = plain(draw(&app));
+    let text: String = screen.content.iter().map(|c| c.symbol()).collect();
+    assert!(text.contains("✓2"), "counted: {text}");
+    assert!(
+        text.contains("2 deliveries forwarded and not recorded (--no-record)"),
+        "{text}"
+    );
+}
+
 #[test]
 fn shrinking_to_60x15_keeps_the_selection_in_view() {
     let mut app = live_app(300, 120, 40);
