@@ -185,6 +185,9 @@ impl App {
         let (TunnelEvent::Delivered { summary, .. } | TunnelEvent::Waiting { summary }) = event else {
             return;
         };
+        if self.detail.as_ref().is_some_and(|d| d.doc.id == summary.id) {
+            self.refresh_detail(summary.id);
+        }
         if self.pager.search().is_some() {
             self.head_stale = true;
             return;

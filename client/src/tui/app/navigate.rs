@@ -22,8 +22,17 @@ impl App {
         }
     }
 
-    /// Live rows arrived above the list: follow them when at the top,
-    /// otherwise keep the selected row (and the view) where they were.
+    /// Reads the open delivery again (its answer came), keeping the place.
+    pub(super) fn refresh_detail(&mut self, id: i64) {
+        let place = self.detail.as_ref().map(|d| (d.scroll, d.hscroll));
+        self.open_detail(id);
+        if let (Some(detail), Some((scroll, hscroll))) = (&mut self.detail, place) {
+            detail.scroll = scroll;
+            detail.hscroll = hscroll;
+        }
+        self.clamp_detail_scroll();
+    }
+
     /// A live row landed at `index`: follow the newest when at the top,
     /// otherwise keep the selected row (and the view) where they were.
     pub(super) fn row_inserted_at(&mut self, index: usize) {

@@ -287,6 +287,40 @@ fn a_flood_of_live_rows_starts_paging_over_only_for_a_follower() {
     assert_eq!(reader.pager.len(), 1200);
 }
 
+#[test]
+fn an_open_detail_shows_the_answer_once_it_comes() {
+    let shared = std::rc::Rc::new(MemorySource::with_rows(3));
+    let mut waiting = test_delivery(4);
+    waiting.outcome = None;
+    shared.push(waiting.clone());
+    let mut app = App::new(
+        Box::new(SharedSource(shared.clone())),
+        Mode::Live,
+        Rect::new(0, 0, 120, 40),
+    )
+    .unwrap();
+    key(&mut app, KeyCode::Enter);
+    let shown = |app: &App| -> String {
+        let doc = &app.detail.as_ref().expect("detail open").doc;
+        doc.lines.iter().map(|l| l.to_string() + "\n").collect()
+    };
+    assert_eq!(app.detail.as_ref().map(|d| d.doc.id), Some(4));
+    assert!(shown(&app).contains("Response: none"), "{}", shown(&app));
+
+    let answered = test_delivery(4);
+    shared.deliveries.borrow_mut().retain(|d| d.id != 4);
+    shared.push(answered.clone());
+    app.on_tunnel_event(
+        TunnelEvent::Delivered {
+            summary: summary_of(&answered),
+            delivery_number: 1,
+        },
+        0,
+    );
+    assert!(!shown(&app).contains("Response: none"), "{}", shown(&app));
+    assert!(shown(&app).contains("Response 200"), "{}", shown(&app));
+}
+
 /// A history shared between the test and the app, so the test can add rows.
 struct SharedSource(std::rc::Rc<MemorySource>);
 
