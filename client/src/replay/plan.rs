@@ -4,7 +4,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use portpreview_shared::provider::{self, Provider};
+use portpreview_shared::provider::{self, Provider, SignError};
 use portpreview_shared::Header;
 
 use super::attempt::{strip_hop_by_hop, Endpoint, Outgoing};
@@ -231,6 +231,11 @@ fn signing(
         warnings.push("the fresh events are not re-signed: the provider is unknown".into());
         return Ok(None);
     };
+    // No secret makes a private-key signature: say that, not where a
+    // secret could come from.
+    if !provider.resignable() {
+        return Err(SignError::PrivateKey(provider).into());
+    }
     match &opts.secret {
         Some(secret) => Ok(Some((provider, secret.clone()))),
         None => Err(ReplayError::NoSecret {
@@ -451,6 +456,12 @@ mod tests {
         };
         let err = Plan::new(&discord, &with_secret).unwrap_err().to_string();
         assert!(err.contains("private key"), "{err}");
+        // Without a secret too: asking for one would only lead to the above.
+        let err = Plan::new(&discord, &resign).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "discord requests are signed with Discord's private key: only a byte-identical replay verifies"
+        );
     }
 
     #[test]
