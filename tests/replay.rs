@@ -308,9 +308,32 @@ fn a_state_still_moving_after_the_run_is_inconclusive_until_settle_is_raised() {
             .as_array()
             .unwrap()
             .iter()
-            .all(|c| c["passed"] == false || c["name"] != "duplicates_change_nothing"),
+            .all(|c| c["name"] != "duplicates_change_nothing"),
         "reads of a moving state clear nothing: {json}"
     );
+
+    // A probe that moves on every read (a clock) convicts nothing either.
+    let ran = history.replay(&[
+        "--target",
+        &handler.url(),
+        "--times",
+        "2",
+        "--check-cmd",
+        "date +%s%N",
+        "--settle",
+        "50ms",
+        "--json",
+    ]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
+    assert_eq!(json["verdict"], "inconclusive");
+    let names: Vec<_> = json["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].clone())
+        .collect();
+    assert_eq!(names, ["answers_2xx", "state_settled"], "{json}");
 
     // The same queue worker, new to the event, judged with a settle window longer than its delay.
     let handler = queued();
