@@ -15,11 +15,15 @@ pub fn stale_signature(provider: Provider, headers: &[Header], body: &[u8], now:
     if age <= tolerance {
         return None;
     }
+    // Rounded alike ("5 min old; accepts 5 min"), the two read as no
+    // problem at all: then both are given in seconds.
+    let (age, tolerance) = match (rough(age), rough(tolerance)) {
+        (a, t) if a == t => (format!("{} s", age.as_secs()), format!("{} s", tolerance.as_secs())),
+        pair => pair,
+    };
     Some(format!(
-        "the {provider} signature is {} old; {provider} accepts {}: pass --resign, \
-         or a handler that checks signatures refuses every attempt",
-        rough(age),
-        rough(tolerance)
+        "the {provider} signature is {age} old; {provider} accepts {tolerance}: pass --resign, \
+         or a handler that checks signatures refuses every attempt"
     ))
 }
 
@@ -52,6 +56,16 @@ mod tests {
             warning,
             "the stripe signature is 3 h old; stripe accepts 5 min: pass --resign, \
              or a handler that checks signatures refuses every attempt"
+        );
+    }
+
+    #[test]
+    fn an_age_just_past_the_tolerance_is_told_in_seconds() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_700_000_351);
+        let warning = stale_signature(Provider::Stripe, &stripe_signed_at(1_700_000_000), b"{}", now).unwrap();
+        assert!(
+            warning.starts_with("the stripe signature is 351 s old; stripe accepts 300 s:"),
+            "{warning}"
         );
     }
 
