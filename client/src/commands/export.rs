@@ -84,6 +84,9 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     };
     match args.output.as_deref().filter(|path| *path != Path::new("-")) {
         Some(path) => {
+            if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(folder).with_context(|| format!("cannot create {}", folder.display()))?;
+            }
             // A fixture keeps secrets as received, so replay can send them.
             crate::private_file::options()
                 .write(true)
