@@ -710,4 +710,8 @@ fn a_settle_window_of_no_time_is_refused() {
     let ran = history.replay(&["--check-url", &handler.state_url(), "--settle", "0s"]);
     assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
     assert!(ran.stderr.contains("\"0s\" is no time at all"), "{}", ran.stderr);
+    // Nor does the tunnel give the handler no time.
+    let ran = portpreview(&history.db(), &["http", "3000", "--local-timeout", "0s"]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(ran.stderr.contains("\"0s\" is no time at all"), "{}", ran.stderr);
 }

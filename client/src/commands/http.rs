@@ -55,7 +55,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', value_name = "FIELDS")]
     pub key_fields: Vec<String>,
     /// How long the local handler may take before the caller gets 504.
-    #[arg(long, value_parser = crate::time::parse_duration, default_value = "28s", value_name = "DURATION")]
+    #[arg(long, value_parser = crate::replay::options::parse_positive_duration, default_value = "28s", value_name = "DURATION")]
     pub local_timeout: Duration,
     /// Address of the in-process relay when no --server is given.
     #[arg(long, default_value = "127.0.0.1:0", value_name = "ADDR")]
