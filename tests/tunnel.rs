@@ -421,10 +421,13 @@ async fn only_a_valid_token_may_open_a_tunnel() {
     let handler = LocalHandler::echo().await;
     // No token and a wrong one are different mistakes, and are told apart.
     for (token, said) in [
-        (None, "this relay requires a token (--token or PORTPREVIEW_TOKEN)"),
+        (
+            None,
+            "this relay requires a token: pass --token, set PORTPREVIEW_TOKEN, or add token = \"…\" to the config file",
+        ),
         (
             Some("wrong"),
-            "the relay refused the token (401): check --token or PORTPREVIEW_TOKEN",
+            "the relay refused the token (401): check --token, PORTPREVIEW_TOKEN or the config file's token",
         ),
     ] {
         let options = TunnelOptions {

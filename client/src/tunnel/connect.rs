@@ -34,10 +34,12 @@ pub enum ConnectError {
     #[error("invalid relay address {0:?}: use ws://, wss://, http:// or https:// followed by host:port")]
     BadUrl(String),
     /// The relay wants a token and none was sent (401).
-    #[error("this relay requires a token (--token or PORTPREVIEW_TOKEN)")]
+    #[error(
+        "this relay requires a token: pass --token, set PORTPREVIEW_TOKEN, or add token = \"…\" to the config file"
+    )]
     TokenRequired,
     /// The relay refused the token that was sent (401).
-    #[error("the relay refused the token (401): check --token or PORTPREVIEW_TOKEN")]
+    #[error("the relay refused the token (401): check --token, PORTPREVIEW_TOKEN or the config file's token")]
     Unauthorized,
     /// The name is held by another client, or for one that went away (409).
     #[error("tunnel name {name:?} is taken (409): {why}")]
