@@ -38,7 +38,15 @@ async fn a_webhook_travels_over_tls_end_to_end() {
         },
     )
     .await;
-    assert!(untrusted.is_err(), "a self-signed relay is refused without --ca-cert");
+    match untrusted {
+        Err(err @ portpreview::tunnel::ConnectError::Tls(_)) => {
+            let said = err.to_string();
+            assert!(said.contains("invalid peer certificate"), "{said}");
+            assert!(said.contains("pass --ca-cert FILE"), "the way out is named: {said}");
+        }
+        Err(other) => panic!("expected a TLS error, got {other}"),
+        Ok(_) => panic!("a self-signed relay is refused without --ca-cert"),
+    }
 
     let tls = portpreview::tunnel::connect::tls_config(Some(&cert_path)).expect("trust the relay's CA");
     let tunnel = TestTunnel::start_with(

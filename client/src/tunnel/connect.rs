@@ -296,6 +296,12 @@ fn upgrade_error(err: tungstenite::Error, options: &ConnectOptions) -> ConnectEr
         },
         tungstenite::Error::Url(e) => ConnectError::BadUrl(e.to_string()),
         tungstenite::Error::Tls(e) => ConnectError::Tls(e.to_string()),
+        // rustls's verdict on the relay's certificate arrives as an I/O
+        // error; no retry can change it, and the fix is a flag.
+        tungstenite::Error::Io(e) if e.to_string().contains("invalid peer certificate") => ConnectError::Tls(format!(
+            "{e}: the relay's certificate is not trusted; pass --ca-cert FILE with the certificate of the CA that \
+             signed it"
+        )),
         other => ConnectError::Unreachable(other.to_string()),
     }
 }
