@@ -41,7 +41,10 @@ pub fn line(s: &Summary, number: Option<i64>) -> String {
     if let Some(original) = s.replay_of {
         event = shorten(&format!("replay of #{original}"), KEY_WIDTH);
     }
+    // A replay attempt is no delivery of the provider's: it has no place
+    // among them.
     let delivery = match (number, s.delivery_count) {
+        _ if s.replay_of.is_some() => "-".to_string(),
         (Some(number), count) if count > 1 => format!("{number} of {count}"),
         (_, count) => count.to_string(),
     };
@@ -103,5 +106,17 @@ mod tests {
             ..summary()
         };
         assert!(line(&failed, Some(1)).contains("error"));
+    }
+
+    #[test]
+    fn a_replay_attempt_has_no_place_among_the_deliveries() {
+        let attempt = Summary {
+            replay_of: Some(3),
+            ..summary()
+        };
+        let shown = line(&attempt, None);
+        assert!(shown.contains("replay of #3"), "{shown}");
+        assert!(shown.trim_end().ends_with(" -"), "{shown}");
+        assert!(line(&summary(), Some(2)).trim_end().ends_with("2 of 2"));
     }
 }
