@@ -710,6 +710,13 @@ fn a_settle_window_of_no_time_is_refused() {
     let ran = history.replay(&["--check-url", &handler.state_url(), "--settle", "0s"]);
     assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
     assert!(ran.stderr.contains("\"0s\" is no time at all"), "{}", ran.stderr);
+    // Narrowing flags of --latest are refused beside an ID, not ignored.
+    let ran = history.replay(&["--provider", "stripe"]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(
+        ran.stderr.trim(),
+        "error: --provider and --path narrow --latest: with an ID or event key they would be ignored"
+    );
     // Nor does the tunnel give the handler no time.
     let ran = portpreview(&history.db(), &["http", "3000", "--local-timeout", "0s"]);
     assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);

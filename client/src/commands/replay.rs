@@ -101,6 +101,10 @@ enum Origin {
 }
 
 fn load_request(args: &Args, db: &Path) -> anyhow::Result<(NewDelivery, Origin)> {
+    // clap's `requires` takes --latest's default of false as given.
+    if !args.latest && (args.provider.is_some() || args.path.is_some()) {
+        anyhow::bail!("--provider and --path narrow --latest: with an ID or event key they would be ignored");
+    }
     if let Some(path) = &args.from {
         let fixture = crate::fixture::Fixture::load(path)?;
         return Ok((fixture.to_new_delivery(), Origin::Fixture(path.clone())));
