@@ -702,7 +702,7 @@ fn a_probe_that_shows_no_side_effect_leaves_a_fresh_burst_unjudged() {
 }
 
 #[test]
-fn a_settle_window_of_no_time_is_refused() {
+fn settings_that_cannot_work_are_refused_before_anything_is_sent() {
     let handler = Handler::start(Behaviour::Deferred {
         delay: std::time::Duration::from_millis(250),
     });
