@@ -69,10 +69,18 @@ impl Config {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
             Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
         };
-        let config: Config = parse_toml(&text).with_context(|| format!("invalid config file {}", path.display()))?;
+        let mut config: Config =
+            parse_toml(&text).with_context(|| format!("invalid config file {}", path.display()))?;
         config
             .check_secrets()
             .with_context(|| format!("invalid config file {}", path.display()))?;
+        // Paths in the file mean the same from any directory: relative
+        // ones are taken from the file's own folder.
+        if let Some(folder) = path.parent() {
+            for relative in [&mut config.db, &mut config.ca_cert].into_iter().flatten() {
+                *relative = folder.join(&*relative);
+            }
+        }
         Ok(config)
     }
 
@@ -163,6 +171,20 @@ mod tests {
         let config: Config = toml::from_str("token = \"tok_123\"\n[secrets]\nstripe = \"whsec_x\"").unwrap();
         let shown = format!("{config:?}");
         assert!(!shown.contains("tok_123") && !shown.contains("whsec_x"), "{shown}");
+    }
+
+    #[test]
+    fn relative_paths_are_taken_from_the_files_folder() {
+        let dir = crate::store::tests::ScratchDir::new("config");
+        let path = dir.0.join("config.toml");
+        std::fs::write(&path, "db = \"history.db\"\nca_cert = \"/etc/relay-ca.pem\"\n").unwrap();
+        let config = Config::load_from(&path).unwrap();
+        assert_eq!(config.db, Some(dir.0.join("history.db")));
+        assert_eq!(
+            config.ca_cert,
+            Some(PathBuf::from("/etc/relay-ca.pem")),
+            "absolute stays"
+        );
     }
 
     #[test]
