@@ -1,7 +1,6 @@
 //! What the live header shows: connection state, rate and latency.
 
 use std::collections::VecDeque;
-use std::time::Duration;
 
 use crate::events::TunnelEvent;
 use crate::store::Summary;
@@ -18,12 +17,12 @@ pub enum Connection {
     Connecting,
     /// Up and forwarding.
     Connected,
-    /// Down; the next attempt comes after `retry_in`.
+    /// Down; the next attempt comes at `retry_at`.
     Disconnected {
         /// Why it dropped.
         reason: String,
-        /// Delay before the next attempt, as reported.
-        retry_in: Duration,
+        /// Second (since the TUI started) of the next attempt.
+        retry_at: u64,
     },
 }
 
@@ -89,7 +88,7 @@ impl LiveStats {
             TunnelEvent::Disconnected { reason, retry_in, .. } => {
                 self.connection = Connection::Disconnected {
                     reason: reason.clone(),
-                    retry_in: *retry_in,
+                    retry_at: second + retry_in.as_secs_f64().ceil() as u64,
                 };
             }
             TunnelEvent::HistoryRefusing { reason } => self.history_refusing.clone_from(reason),
@@ -118,6 +117,14 @@ impl LiveStats {
                 self.durations.pop_front();
             }
             self.durations.push_back(ms);
+        }
+    }
+
+    /// Seconds until the next attempt to reconnect, counted down each tick.
+    pub fn retry_left(&self) -> Option<u64> {
+        match self.connection {
+            Connection::Disconnected { retry_at, .. } => Some(retry_at.saturating_sub(self.second)),
+            _ => None,
         }
     }
 
@@ -205,7 +212,7 @@ mod tests {
             &TunnelEvent::Disconnected {
                 reason: "relay went away".into(),
                 failed_tries: 0,
-                retry_in: Duration::from_secs(2),
+                retry_in: std::time::Duration::from_secs(2),
             },
             0,
         );

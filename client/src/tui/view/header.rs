@@ -22,13 +22,14 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let top = match &app.mode {
         Mode::Live => {
             let stats = &app.stats;
-            let state = match &stats.connection {
-                Connection::Connecting => Span::styled("○ connecting", Style::new().fg(Color::Yellow)),
-                Connection::Connected => Span::styled("● online", Style::new().fg(Color::Green)),
-                Connection::Disconnected { reason, retry_in } => Span::styled(
-                    format!("✗ offline, retry in {}s: {}", retry_in.as_secs(), escape_str(reason)),
-                    Style::new().fg(Color::Red),
-                ),
+            let offline = Style::new().fg(Color::Red);
+            let state = match (&stats.connection, stats.retry_left()) {
+                (Connection::Connecting, _) => Span::styled("○ connecting", Style::new().fg(Color::Yellow)),
+                (Connection::Connected, _) => Span::styled("● online", Style::new().fg(Color::Green)),
+                (Connection::Disconnected { .. }, Some(left @ 1..)) => {
+                    Span::styled(format!("✗ offline, retry in {left}s"), offline)
+                }
+                (Connection::Disconnected { .. }, _) => Span::styled("✗ offline, retrying", offline),
             };
             let mut spans = vec![brand, Span::raw(" "), state];
             // Before the URL, which the user already has: this is news.
@@ -48,6 +49,10 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
                     Style::new().add_modifier(Modifier::BOLD),
                 ));
                 spans.push(Span::raw(format!(" → {}", escape_str(&stats.target))));
+            }
+            // Last: a long reason must not push the URL off the screen.
+            if let Connection::Disconnected { reason, .. } = &stats.connection {
+                spans.push(Span::styled(format!("  {}", escape_str(reason)), offline));
             }
             Line::from(spans)
         }

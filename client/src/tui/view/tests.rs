@@ -418,7 +418,7 @@ fn live_header_with_traffic() {
     assert_eq!(
         plain(draw(&traffic_app())),
         Buffer::with_lines([
-            " PortPreview  ✗ offline, retry in 2s: relay went away  http://127.0.0.1:",
+            " PortPreview  ✗ offline, retry in 2s  http://127.0.0.1:8080/t/calm-otter",
             " req/s                ▄█▄ 1/s  p50 12 ms  p90 80 ms  ✓3 4xx 1 5xx 1 ✗0  ",
             "┌ Deliveries 1/5 ──────────────────────────────────────────────────────┐",
             "│Time UTC Method Path                                   St  Took    #  │",
@@ -451,6 +451,29 @@ fn deliveries_not_recorded_are_explained_in_the_empty_list() {
         text.contains("2 deliveries forwarded and not recorded (--no-record)"),
         "{text}"
     );
+}
+
+/// Offline: the URL stays in view before the reason, and the wait counts down.
+#[test]
+fn offline_the_retry_counts_down_and_the_reason_comes_last() {
+    let mut app = traffic_app();
+    app.resize(Rect::new(0, 0, 140, 7));
+    let top = |app: &App| -> String {
+        let screen = plain(draw(app));
+        (0..140)
+            .map(|x| screen[(x, 0)].symbol().to_string())
+            .collect::<String>()
+    };
+    assert!(
+        top(&app).contains("retry in 2s  http://127.0.0.1:8080/t/calm-otter → ")
+            && top(&app).trim_end().ends_with("relay went away"),
+        "{}",
+        top(&app)
+    );
+    app.on_tick(4);
+    assert!(top(&app).contains("retry in 1s"), "{}", top(&app));
+    app.on_tick(5);
+    assert!(top(&app).contains("✗ offline, retrying"), "{}", top(&app));
 }
 
 #[test]
