@@ -8,10 +8,17 @@ pub fn for_terminal(body: &[u8]) -> String {
     if let Some(pretty) = pretty_json(body) {
         return escape_multiline(&pretty).into_owned();
     }
-    match std::str::from_utf8(body) {
-        Ok(text) => escape_multiline(text).into_owned(),
-        Err(_) => hex_dump(body),
+    match as_text(body) {
+        Some(text) => escape_multiline(text).into_owned(),
+        None => hex_dump(body),
     }
+}
+
+/// The body as text, when it is text: UTF-8 without NUL bytes. A NUL is
+/// valid UTF-8, but a body holding one is a file or a format of its own,
+/// read better as a hex dump than as a line of `\x00`.
+pub fn as_text(body: &[u8]) -> Option<&str> {
+    std::str::from_utf8(body).ok().filter(|text| !text.contains('\0'))
 }
 
 /// The body re-indented when it is a JSON document, every token as it was
@@ -111,6 +118,17 @@ pub fn truncation_note(stored: usize, size: u64) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_body_of_nul_bytes_is_binary_though_it_is_utf8() {
+        assert_eq!(as_text(b"plain"), Some("plain"));
+        assert_eq!(as_text(b"a\0b"), None);
+        assert!(
+            for_terminal(&[0; 20]).starts_with("00000000  00 00"),
+            "{}",
+            for_terminal(&[0; 20])
+        );
+    }
 
     #[test]
     fn a_cut_body_says_how_it_was_cut() {

@@ -7,7 +7,7 @@ use portpreview_shared::Header;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use crate::render::body::pretty_json;
+use crate::render::body::{as_text, pretty_json};
 use crate::store::{Delivery, ReplayRun};
 
 use super::format::{status_style, timestamp};
@@ -221,7 +221,7 @@ fn body_title(what: &str, body: &[u8], size: u64) -> String {
     }
     let kind = if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() {
         "JSON"
-    } else if std::str::from_utf8(body).is_ok() {
+    } else if as_text(body).is_some() {
         "text"
     } else {
         "binary"
@@ -236,15 +236,15 @@ pub fn body_text(body: &[u8]) -> String {
             return escape_multiline(&pretty).into_owned();
         }
     }
-    match std::str::from_utf8(body) {
-        Ok(text) => {
+    match as_text(body) {
+        Some(text) => {
             let mut cut = text.len().min(MAX_SHOWN_TEXT);
             while !text.is_char_boundary(cut) {
                 cut -= 1;
             }
             escape_multiline(&text[..cut]).into_owned()
         }
-        Err(_) => escape_bytes(&body[..body.len().min(MAX_SHOWN_BINARY)]),
+        None => escape_bytes(&body[..body.len().min(MAX_SHOWN_BINARY)]),
     }
 }
 
@@ -252,7 +252,7 @@ fn push_body(lines: &mut Vec<Line<'static>>, body: &[u8], size: u64) {
     let text = body_text(body);
     let shown = text.lines().count();
     lines.extend(text.lines().map(|l| Line::raw(l.to_owned())));
-    let cut_here = body.len() > MAX_PRETTY || (std::str::from_utf8(body).is_err() && body.len() > MAX_SHOWN_BINARY);
+    let cut_here = body.len() > MAX_PRETTY || (as_text(body).is_none() && body.len() > MAX_SHOWN_BINARY);
     let cut_in_store = (body.len() as u64) < size;
     if cut_here || cut_in_store {
         let note = format!(
