@@ -17,10 +17,10 @@ use crate::replay::{
 /// The flags `replay` and `check` share: how to replay and how to judge.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
-    /// Attempts to send (1 to 100000).
+    /// Attempts to send (1 to 100000; default 1).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_TIMES)))]
     pub times: Option<u32>,
-    /// Attempts kept in flight at once (1 to 512).
+    /// Attempts kept in flight at once (1 to 512; default 1).
     #[arg(long, value_name = "C", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_CONCURRENCY)))]
     pub concurrency: Option<u32>,
     /// Send to this URL instead of the recorded target (`http://host:port` keeps the recorded path).
@@ -32,7 +32,7 @@ pub struct RunArgs {
     /// URL whose GET answer is the handler's state.
     #[arg(long, value_name = "URL")]
     pub check_url: Option<String>,
-    /// How long the state must hold still to count as read (300ms, 1s).
+    /// How long the state must hold still to count as read (default 300ms, at most 10m).
     #[arg(long, value_name = "DURATION", value_parser = parse_settle)]
     pub settle: Option<Duration>,
     /// How long each attempt may wait for its answer before it counts as failed (default 30s).
