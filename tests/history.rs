@@ -737,6 +737,22 @@ fn prune_removes_only_old_deliveries() {
 }
 
 #[test]
+fn a_mistake_in_the_config_file_is_found_by_every_command() {
+    let h = History::new("bad-config");
+    h.store();
+    std::fs::write(h.dir.join("no-config.toml"), "sever = \"https://relay.example.com\"\n").unwrap();
+    for command in [&["history"][..], &["prune", "--older-than", "7d"]] {
+        let out = h.run(command);
+        assert_eq!(out.status.code(), Some(2), "{command:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.starts_with("error: invalid config file ") && stderr.contains("unknown field `sever`"),
+            "{command:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
 fn an_error_to_a_closed_stderr_exits_2_without_a_panic() {
     let (reader, writer) = std::io::pipe().expect("pipe");
     drop(reader);

@@ -79,6 +79,9 @@ impl Command {
 /// Runs the parsed command line. Exit codes: 0 done (or idempotent), 1 not
 /// idempotent or inconclusive, 2 could not run.
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    // Read up front, so that a mistake in the file is found by every
+    // command, not only by those that happen to need a value from it.
+    crate::config::Config::load()?;
     // `check` reads fixtures only: it must run where no history can live.
     let db = || crate::config::db_path(cli.db.clone());
     match cli.command {
