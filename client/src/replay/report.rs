@@ -340,6 +340,17 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_read_once_shows_its_state_once() {
+        let mut burst = report("rows: 2");
+        burst.attempts[1].step = 0;
+        burst.attempts[1].state_changed = Some(true);
+        let text = burst.render_text();
+        let rows: Vec<&str> = text.lines().filter(|l| l.contains("ms")).take(2).collect();
+        assert!(!rows[0].ends_with("changed"), "{text}");
+        assert!(rows[1].ends_with("changed"), "{text}");
+    }
+
+    #[test]
     fn the_text_report_marks_checks_and_escapes_what_the_handler_sent() {
         let text = report("rows: 1").render_text();
         assert!(text.contains("✗ answers_2xx"), "{text}");

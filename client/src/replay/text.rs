@@ -95,10 +95,13 @@ impl Report {
                 .answer
                 .status
                 .map_or_else(|| "error".to_string(), |s| s.to_string());
+            // The state is read once per step (attempt 1, a batch, the
+            // burst), so it is shown once, on the step's last attempt.
+            let ends_step = self.attempts.get(i + 1).is_none_or(|next| next.step != attempt.step);
             let state = match attempt.state_changed {
-                Some(true) => "changed",
-                Some(false) => "unchanged",
-                None => "",
+                Some(true) if ends_step => "changed",
+                Some(false) if ends_step => "unchanged",
+                _ => "",
             };
             let _ = write!(
                 out,
