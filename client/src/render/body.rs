@@ -27,12 +27,23 @@ pub fn as_text(body: &[u8]) -> Option<&str> {
 /// dropped: things a developer chasing an amount or a parser bug must see
 /// as they were sent.
 pub fn pretty_json(body: &[u8]) -> Option<String> {
+    pretty_json_start(body, usize::MAX)
+}
+
+/// [`pretty_json`] of a document checked whole, laid out only as far as
+/// its first `limit` bytes: a screen shows the start of a large body.
+pub fn pretty_json_start(body: &[u8], limit: usize) -> Option<String> {
     let trimmed = body.trim_ascii();
     if !trimmed.starts_with(b"{") && !trimmed.starts_with(b"[") {
         return None;
     }
     serde_json::from_slice::<serde::de::IgnoredAny>(trimmed).ok()?;
-    std::str::from_utf8(trimmed).ok().map(reindent)
+    let text = std::str::from_utf8(trimmed).ok()?;
+    let mut cut = text.len().min(limit);
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    Some(reindent(&text[..cut]))
 }
 
 /// Lays out valid JSON two spaces per level, as `serde_json`'s pretty

@@ -7,7 +7,7 @@ use portpreview_shared::Header;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use crate::render::body::{as_text, pretty_json};
+use crate::render::body::{as_text, pretty_json_start};
 use crate::store::{Delivery, ReplayRun};
 
 use super::format::{status_style, timestamp};
@@ -16,8 +16,6 @@ use super::format::{status_style, timestamp};
 const MAX_SHOWN_TEXT: usize = 256 * 1024;
 /// Bytes of a binary body shown as hex (each takes about four cells).
 const MAX_SHOWN_BINARY: usize = 64 * 1024;
-/// Bodies up to this size are parsed for JSON pretty-printing.
-const MAX_PRETTY: usize = 1024 * 1024;
 
 /// A delivery laid out for the detail pane.
 #[derive(Debug, Clone, PartialEq)]
@@ -231,10 +229,10 @@ fn body_title(what: &str, body: &[u8], size: u64) -> String {
 
 /// The body as display lines: pretty JSON, escaped text or a hex dump.
 pub fn body_text(body: &[u8]) -> String {
-    if body.len() <= MAX_PRETTY {
-        if let Some(pretty) = pretty_json(body) {
-            return escape_multiline(&pretty).into_owned();
-        }
+    // Checked whole (valid JSON nests at most 128 deep), laid out as far
+    // as a screen's worth of text goes.
+    if let Some(pretty) = pretty_json_start(body, MAX_SHOWN_TEXT) {
+        return escape_multiline(&pretty).into_owned();
     }
     match as_text(body) {
         Some(text) => {
@@ -252,7 +250,12 @@ fn push_body(lines: &mut Vec<Line<'static>>, body: &[u8], size: u64) {
     let text = body_text(body);
     let shown = text.lines().count();
     lines.extend(text.lines().map(|l| Line::raw(l.to_owned())));
-    let cut_here = body.len() > MAX_PRETTY || (as_text(body).is_none() && body.len() > MAX_SHOWN_BINARY);
+    let shown_at_most = if as_text(body).is_some() {
+        MAX_SHOWN_TEXT
+    } else {
+        MAX_SHOWN_BINARY
+    };
+    let cut_here = body.len() > shown_at_most;
     let cut_in_store = (body.len() as u64) < size;
     if cut_here || cut_in_store {
         let note = format!(
@@ -270,6 +273,19 @@ mod tests {
 
     fn text(doc: &DetailDoc) -> String {
         doc.lines.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+    }
+
+    #[test]
+    fn a_large_json_body_is_laid_out_as_far_as_it_is_shown() {
+        let items: Vec<String> = (0..60_000).map(|n| format!("{{\"n\":{n}}}")).collect();
+        let body = format!("{{\"items\":[{}]}}", items.join(","));
+        assert!(body.len() > 512 * 1024);
+        let mut lines = Vec::new();
+        push_body(&mut lines, body.as_bytes(), body.len() as u64);
+        assert!(lines.len() > 10_000, "laid out line by line: {}", lines.len());
+        assert_eq!(lines[1].to_string(), "  \"items\": [");
+        let last = lines.last().unwrap().to_string();
+        assert!(last.contains("e exports the delivery whole"), "{last}");
     }
 
     #[test]
