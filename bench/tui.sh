@@ -41,7 +41,7 @@ db_mib=$(du -m "$db" | cut -f1)
 run_once() {
   local n=$1
   tmux -L "$sock" -f /dev/null new-session -d -x 120 -y 40 -s "run$n" \
-    "s=\$(date +%s%N); PORTPREVIEW_TUI_EXIT_AFTER_FIRST_FRAME=1 HOME='$work' PORTPREVIEW_CONFIG='$work/none.toml' \
+    "s=\$(date +%s%N); PORTPREVIEW_TUI_EXIT_AFTER_FIRST_FRAME=1 HOME='$work' PORTPREVIEW_CONFIG=/dev/null \
      /usr/bin/time -f '%M' -o '$work/rss.$n' '$bin/portpreview' --db '$db' tui; rc=\$?; \
      echo \$(( (\$(date +%s%N) - s) / 1000000 )) \$rc > '$work/ms.$n'; tmux -L '$sock' wait-for -S done$n"
   tmux -L "$sock" wait-for "done$n"

@@ -74,7 +74,7 @@ fn run(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
     command
         .current_dir(cwd)
         .args(args)
-        .env("PORTPREVIEW_CONFIG", cwd.join("no-config.toml"))
+        .env("PORTPREVIEW_CONFIG", "/dev/null")
         // `check` needs no history: point the default somewhere that must stay untouched.
         .env("PORTPREVIEW_DB", cwd.join("untouched").join("history.db"))
         .env_remove("PORTPREVIEW_SECRET")

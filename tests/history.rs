@@ -26,6 +26,8 @@ impl History {
         let dir = std::env::temp_dir().join(format!("portpreview-e2e-{label}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
+        // An empty config, isolating the runs from the user's own.
+        std::fs::write(dir.join("config.toml"), "").unwrap();
         let db = dir.join("history.db");
         Self { dir, db }
     }
@@ -40,7 +42,7 @@ impl History {
             .arg("--db")
             .arg(&self.db)
             .args(args)
-            .env("PORTPREVIEW_CONFIG", self.dir.join("no-config.toml"))
+            .env("PORTPREVIEW_CONFIG", self.dir.join("config.toml"))
             .env_remove("PORTPREVIEW_DB")
             .output()
             .unwrap()
@@ -179,7 +181,7 @@ fn history_lists_newest_first_with_every_field() {
     let out = Command::new(portpreview_bin())
         .args(["history", "--provider", "stripe", "--db"])
         .arg(&h.db)
-        .env("PORTPREVIEW_CONFIG", h.dir.join("no-config.toml"))
+        .env("PORTPREVIEW_CONFIG", h.dir.join("config.toml"))
         .output()
         .unwrap();
     let table = String::from_utf8(out.stdout).unwrap();
@@ -260,7 +262,7 @@ fn a_reader_that_stops_early_is_not_an_error() {
                 .arg("--db")
                 .arg(&h.db)
                 .args(args)
-                .env("PORTPREVIEW_CONFIG", h.dir.join("no-config.toml")),
+                .env("PORTPREVIEW_CONFIG", h.dir.join("config.toml")),
         );
         assert_eq!(
             (out.status.code(), String::from_utf8_lossy(&out.stderr).as_ref()),
@@ -357,7 +359,7 @@ fn unknown_ids_and_broken_databases_exit_2_with_one_line() {
         let out = Command::new(portpreview_bin())
             .args(["history", "--db"])
             .arg(bad)
-            .env("PORTPREVIEW_CONFIG", h.dir.join("no-config.toml"))
+            .env("PORTPREVIEW_CONFIG", h.dir.join("config.toml"))
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{}", bad.display());
@@ -390,7 +392,7 @@ fn a_mistyped_db_is_refused_and_never_created() {
         let out = Command::new(portpreview_bin())
             .args(args)
             .env("PORTPREVIEW_DB", &typo)
-            .env("PORTPREVIEW_CONFIG", h.dir.join("no-config.toml"))
+            .env("PORTPREVIEW_CONFIG", h.dir.join("config.toml"))
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -418,7 +420,7 @@ fn another_programs_database_is_refused_and_left_untouched() {
             .args(args)
             .arg("--db")
             .arg(&theirs)
-            .env("PORTPREVIEW_CONFIG", h.dir.join("no-config.toml"))
+            .env("PORTPREVIEW_CONFIG", h.dir.join("config.toml"))
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -439,7 +441,7 @@ fn another_programs_database_is_refused_and_left_untouched() {
     let out = Command::new(portpreview_bin())
         .args(["history", "--db"])
         .arg(&empty)
-        .env("PORTPREVIEW_CONFIG", h.dir.join("no-config.toml"))
+        .env("PORTPREVIEW_CONFIG", h.dir.join("config.toml"))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -740,7 +742,7 @@ fn prune_removes_only_old_deliveries() {
 fn a_mistake_in_the_config_file_is_found_by_every_command() {
     let h = History::new("bad-config");
     h.store();
-    std::fs::write(h.dir.join("no-config.toml"), "sever = \"https://relay.example.com\"\n").unwrap();
+    std::fs::write(h.dir.join("config.toml"), "sever = \"https://relay.example.com\"\n").unwrap();
     for command in [&["history"][..], &["prune", "--older-than", "7d"]] {
         let out = h.run(command);
         assert_eq!(out.status.code(), Some(2), "{command:?}");
@@ -750,6 +752,17 @@ fn a_mistake_in_the_config_file_is_found_by_every_command() {
             "{command:?}: {stderr}"
         );
     }
+    // A PORTPREVIEW_CONFIG naming no file is a mistyped path, not "no config".
+    std::fs::remove_file(h.dir.join("config.toml")).unwrap();
+    let out = h.run(&["history"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        format!(
+            "error: PORTPREVIEW_CONFIG names {}, which does not exist",
+            h.dir.join("config.toml").display()
+        )
+    );
 }
 
 #[test]

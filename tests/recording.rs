@@ -278,13 +278,12 @@ async fn a_client_killed_mid_burst_keeps_every_answered_delivery_and_readers_nev
     let readers: Vec<_> = (0..2)
         .map(|_| {
             let db = db_arg.clone();
-            let dir = dir.path().to_path_buf();
             tokio::spawn(async move {
                 let mut failures = Vec::new();
                 for _ in 0..15 {
                     let out = tokio::process::Command::new(portpreview_bin())
                         .args(["history", "--json", "--limit", "20", "--db", &db])
-                        .env("PORTPREVIEW_CONFIG", dir.join("config.toml"))
+                        .env("PORTPREVIEW_CONFIG", "/dev/null")
                         .output()
                         .await
                         .expect("run history");
@@ -351,7 +350,7 @@ async fn a_client_killed_mid_burst_keeps_every_answered_delivery_and_readers_nev
     // reader above came after the kill, it already did).
     let reopened = tokio::process::Command::new(portpreview_bin())
         .args(["history", "--json", "--limit", "1", "--db", &db_arg])
-        .env("PORTPREVIEW_CONFIG", dir.path().join("config.toml"))
+        .env("PORTPREVIEW_CONFIG", "/dev/null")
         .output()
         .await
         .expect("run history");
@@ -435,7 +434,7 @@ async fn a_delivery_whose_client_was_killed_before_the_answer_is_not_shown_waiti
     assert_eq!(listed[0].duration_ms, None);
     let listed = std::process::Command::new(portpreview_bin())
         .args(["history", "--json", "--db", db.to_str().expect("utf-8 path")])
-        .env("PORTPREVIEW_CONFIG", dir.path().join("config.toml"))
+        .env("PORTPREVIEW_CONFIG", "/dev/null")
         .output()
         .expect("run history");
     let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).expect("history --json");

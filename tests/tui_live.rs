@@ -213,7 +213,7 @@ fn shell_quote(path: &Path) -> String {
 /// prints once it ends (its exit code, then `after`), kept on screen.
 fn shell_line(home: &Path, db: &Path, env: &str, args: &str, after: &str) -> String {
     format!(
-        "cd {home} && env HOME={home} PORTPREVIEW_CONFIG={home}/none.toml {env} TERM=xterm-256color {bin} --db {db} {args}; echo \"portpreview exited $?\"; {after}exec sleep 600",
+        "cd {home} && env HOME={home} PORTPREVIEW_CONFIG=/dev/null {env} TERM=xterm-256color {bin} --db {db} {args}; echo \"portpreview exited $?\"; {after}exec sleep 600",
         home = shell_quote(home),
         bin = shell_quote(&portpreview_bin()),
         db = shell_quote(db),
@@ -272,7 +272,7 @@ fn tui_refuses_a_pipe() {
         .arg("--db")
         .arg(&db)
         .arg("tui")
-        .env("PORTPREVIEW_CONFIG", scratch.0.join("none.toml"))
+        .env("PORTPREVIEW_CONFIG", "/dev/null")
         .env("HOME", &scratch.0)
         .output()
         .unwrap();
@@ -366,7 +366,7 @@ fn replay_export_and_copy_from_the_tui() {
         .arg("--db")
         .arg(&db)
         .args(["history", "--replays", "--json"])
-        .env("PORTPREVIEW_CONFIG", scratch.0.join("none.toml"))
+        .env("PORTPREVIEW_CONFIG", "/dev/null")
         .output()
         .unwrap();
     assert!(listed.status.success(), "{}", String::from_utf8_lossy(&listed.stderr));

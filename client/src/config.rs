@@ -54,8 +54,15 @@ pub struct Config {
 }
 
 impl Config {
-    /// Loads the config file; a missing file is an empty config, a bad one an error.
+    /// Loads the config file; a missing file is an empty config, a bad one
+    /// an error. A file `PORTPREVIEW_CONFIG` names must exist: a mistyped
+    /// path would otherwise run everything without the settings it meant.
     pub fn load() -> anyhow::Result<Self> {
+        if let Some(named) = named_path() {
+            if !named.exists() {
+                anyhow::bail!("{CONFIG_ENV} names {}, which does not exist", named.display());
+            }
+        }
         let Some(path) = config_path() else {
             return Ok(Self::default());
         };
@@ -137,10 +144,15 @@ fn project_dirs() -> Option<directories::ProjectDirs> {
 
 /// Where the config file lives (`PORTPREVIEW_CONFIG` overrides).
 pub fn config_path() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os(CONFIG_ENV) {
-        return Some(PathBuf::from(path));
-    }
-    Some(project_dirs()?.config_dir().join("config.toml"))
+    named_path().or_else(|| Some(project_dirs()?.config_dir().join("config.toml")))
+}
+
+/// The file `PORTPREVIEW_CONFIG` names; empty, as CI leaves an undefined
+/// secret, is not set.
+fn named_path() -> Option<PathBuf> {
+    std::env::var_os(CONFIG_ENV)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
 }
 
 /// The user's data directory for PortPreview.

@@ -29,6 +29,7 @@ impl History {
             ..Outcome::default()
         };
         let id = store.insert_delivery(delivery, &outcome).unwrap();
+        std::fs::write(dir.path().join("history.config.toml"), "").unwrap();
         Self { dir, id }
     }
 
@@ -144,12 +145,18 @@ pub fn portpreview_within<S: AsRef<str>>(limit: Duration, db: &Path, args: &[S])
 }
 
 fn command<S: AsRef<str>>(db: &Path, args: &[S]) -> Command {
+    // The config beside the database, empty unless a test writes one:
+    // PortPreview refuses a PORTPREVIEW_CONFIG that names no file.
+    let config = db.with_extension("config.toml");
+    if !config.exists() {
+        std::fs::write(&config, "").unwrap();
+    }
     let mut command = Command::new(portpreview_bin());
     command
         .arg("--db")
         .arg(db)
         .args(args.iter().map(AsRef::as_ref))
-        .env("PORTPREVIEW_CONFIG", db.with_extension("config.toml"))
+        .env("PORTPREVIEW_CONFIG", config)
         .env_remove("PORTPREVIEW_SECRET")
         .env_remove("PORTPREVIEW_SECRET_STRIPE")
         .env_remove("PORTPREVIEW_DB");

@@ -34,13 +34,18 @@ impl Running {
         stderr: Stdio,
         env: &[(&str, &str)],
     ) -> Self {
+        // PortPreview refuses a PORTPREVIEW_CONFIG that names no file.
+        let config = config_dir.join("config.toml");
+        if !config.exists() {
+            std::fs::write(&config, "").expect("an empty config file");
+        }
         let mut child = Command::new(program)
             .args(args)
             .envs(env.iter().copied())
             .env_remove("PORTPREVIEW_SERVER")
             .env_remove("PORTPREVIEW_TOKEN")
             .env_remove("PORTPREVIEW_DB")
-            .env("PORTPREVIEW_CONFIG", config_dir.join("config.toml"))
+            .env("PORTPREVIEW_CONFIG", &config)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(stderr)
