@@ -76,15 +76,7 @@ fn a_handler_that_dedups_in_one_transaction_is_idempotent_and_the_run_is_recorde
     let runs = store.replay_runs(history.id).unwrap();
     assert_eq!(runs.len(), 1);
     assert_eq!((runs[0].times, runs[0].idempotent), (5, Some(true)));
-    let replays = store
-        .list(&portpreview::store::ListQuery {
-            include_replays: true,
-            ..Default::default()
-        })
-        .unwrap()
-        .into_iter()
-        .filter(|s| s.replay_of == Some(history.id))
-        .count();
+    let replays = history.replay_attempts();
     assert_eq!(replays, 5);
 
     // A second run: the handler has seen the event, and says so.
@@ -422,15 +414,7 @@ fn a_run_stopped_with_ctrl_c_reports_and_keeps_what_it_sent() {
     let runs = store.replay_runs(history.id).unwrap();
     assert_eq!(runs.len(), 1, "the run is kept");
     assert_eq!(runs[0].idempotent, None);
-    let replays = store
-        .list(&portpreview::store::ListQuery {
-            include_replays: true,
-            ..Default::default()
-        })
-        .unwrap()
-        .into_iter()
-        .filter(|s| s.replay_of == Some(history.id))
-        .count();
+    let replays = history.replay_attempts();
     assert_eq!(replays, 1, "the attempt the handler saw is in the history");
 }
 

@@ -383,6 +383,18 @@ fn public_url(screen: &str) -> Option<String> {
     Some(after.split_whitespace().next()?.to_owned())
 }
 
+/// `portpreview http PORT` in a tmux window of its own, and its public URL
+/// once the header says it is online.
+fn live_http(label: &str, port: u16) -> (Scratch, Tmux, String) {
+    let scratch = Scratch::new(label);
+    let db = scratch.0.join("history.db");
+    let command = shell_line(&scratch.0, &db, "", &format!("http {port}"), "");
+    let tmux = Tmux::start(label, &command);
+    let screen = tmux.wait_for("the tunnel online", |s| public_url(s).is_some());
+    let url = public_url(&screen).unwrap();
+    (scratch, tmux, url)
+}
+
 #[test]
 fn live_deliveries_during_http() {
     let scratch = Scratch::new("live");
@@ -478,14 +490,10 @@ fn a_signal_gives_the_terminal_back() {
 /// that another process locks says so in the header, then recovers.
 #[test]
 fn a_request_in_flight_and_a_locked_history_show_live() {
-    let scratch = Scratch::new("inflight");
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let handler = runtime.block_on(LocalHandler::slow(Duration::from_secs(3)));
+    let (scratch, tmux, url) = live_http("inflight", handler.port());
     let db = scratch.0.join("history.db");
-    let command = shell_line(&scratch.0, &db, "", &format!("http {}", handler.port()), "");
-    let tmux = Tmux::start("inflight", &command);
-    let screen = tmux.wait_for("the tunnel online", |s| public_url(s).is_some());
-    let url = public_url(&screen).unwrap();
 
     let slow_url = format!("{url}/webhooks/slow");
     let slow = runtime.spawn(async move { common::caller::post(&slow_url, "{}").await });
@@ -516,14 +524,10 @@ fn a_request_in_flight_and_a_locked_history_show_live() {
 /// and says there what the tunnel still waits for; ctrl-c cuts it short.
 #[test]
 fn quitting_with_a_request_in_flight_says_so_and_ctrl_c_cuts_it_short() {
-    let scratch = Scratch::new("quit-inflight");
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let handler = runtime.block_on(LocalHandler::slow(Duration::from_secs(30)));
-    let db = scratch.0.join("history.db");
-    let command = shell_line(&scratch.0, &db, "", &format!("http {}", handler.port()), "");
-    let tmux = Tmux::start("quit-inflight", &command);
-    let screen = tmux.wait_for("the tunnel online", |s| public_url(s).is_some());
-    let url = format!("{}/webhooks/stuck", public_url(&screen).unwrap());
+    let (_scratch, tmux, url) = live_http("quit-inflight", handler.port());
+    let url = format!("{url}/webhooks/stuck");
     let stuck = runtime.spawn(async move { common::caller::post(&url, "{}").await });
     tmux.wait_for("the request in flight", |s| {
         s.lines().any(|l| l.contains("/webhooks/stuck") && l.contains(" … "))

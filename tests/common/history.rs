@@ -59,6 +59,20 @@ impl History {
         portpreview_within(limit, &self.db(), &self.replay_args(&probed(handler, args)))
     }
 
+    /// How many replay attempts of the delivery the history holds.
+    pub fn replay_attempts(&self) -> usize {
+        Store::open(&self.db())
+            .unwrap()
+            .list(&portpreview::store::ListQuery {
+                include_replays: true,
+                ..Default::default()
+            })
+            .unwrap()
+            .into_iter()
+            .filter(|s| s.replay_of == Some(self.id))
+            .count()
+    }
+
     /// The `portpreview replay ID args…` command, to start and stop at will.
     pub fn replay_command(&self, args: &[&str]) -> Command {
         command(&self.db(), &self.replay_args(args))
