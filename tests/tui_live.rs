@@ -434,6 +434,46 @@ fn live_deliveries_during_http() {
     assert_eq!(handler.requests().len(), 3);
 }
 
+/// ctrl-z in the browser stops it as a shell job, with the shell's screen
+/// back; `fg` gives the TUI its screen again, keys working.
+#[cfg(unix)]
+#[test]
+fn ctrl_z_hands_the_shell_its_terminal_and_fg_takes_it_back() {
+    let scratch = Scratch::new("suspend");
+    let db = scratch.0.join("history.db");
+    fill_history(&db);
+    // An interactive shell: job control is what stops and continues a job.
+    let home = shell_quote(&scratch.0);
+    let shell = format!(
+        "cd {home} && env HOME={home} PORTPREVIEW_CONFIG=/dev/null TERM=xterm-256color bash --norc --noprofile -i"
+    );
+    let tmux = Tmux::start("suspend", &shell);
+    tmux.type_text(&format!(
+        "{} --db {} tui",
+        shell_quote(&portpreview_bin()),
+        shell_quote(&db)
+    ));
+    tmux.send(&["Enter"]);
+    tmux.wait_for("the TUI", |s| s.contains("Deliveries 1/151"));
+
+    tmux.send(&["C-z"]);
+    tmux.wait_for("the shell's notice", |s| s.contains("Stopped"));
+    assert_eq!(tmux.format("alternate_on"), "0", "the shell has its screen");
+
+    tmux.type_text("fg");
+    tmux.send(&["Enter"]);
+    tmux.wait_for("the TUI again", |s| s.contains("Deliveries 1/151"));
+    assert_eq!(tmux.format("alternate_on"), "1");
+    tmux.send(&["Enter"]);
+    tmux.wait_for("keys work: the newest delivery opens", |s| {
+        s.contains("\"id\": \"evt_0150\"")
+    });
+    tmux.send(&["q"]);
+    tmux.wait_for("the prompt", |s| {
+        s.lines().any(|l| l.trim_end().ends_with("tui")) && !s.contains("Deliveries 1/151")
+    });
+}
+
 /// `kill` (SIGTERM) on `tui` and a closed terminal (SIGHUP) on `http` stop
 /// PortPreview like `q` does: the shell gets its screen, cursor and line
 /// editing back.

@@ -93,6 +93,8 @@ pub enum Effect {
         /// Delivery to copy.
         delivery_id: i64,
     },
+    /// ctrl-z: hand the terminal back and stop until continued.
+    Suspend,
 }
 
 /// Everything the TUI shows.

@@ -61,6 +61,13 @@ impl Effects {
                 }
                 None
             }
+            Effect::Suspend => {
+                #[cfg(unix)]
+                if let Err(err) = terminal.suspend() {
+                    app.set_status(format!("cannot stop: {err}"), true);
+                }
+                None
+            }
             Effect::CopyCurl { delivery_id } => {
                 copy_curl(app, delivery_id, terminal);
                 None

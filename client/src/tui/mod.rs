@@ -140,6 +140,7 @@ impl EventLoop {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut dirty = true;
         let mut events_pending = false;
+        let mut continued = continued_signals();
         loop {
             if dirty {
                 terminal
@@ -187,6 +188,12 @@ impl EventLoop {
                     dirty |= events_pending || self.app.mode == Mode::Live;
                     events_pending = false;
                 }
+                // Stopped from outside (SIGSTOP) and continued: the shell
+                // took the terminal meanwhile.
+                Some(()) = next_continue(&mut continued) => {
+                    terminal.resume().context("cannot take the terminal back")?;
+                    dirty = true;
+                }
                 Some(text) = self.progress.recv() => {
                     self.app.on_replay_progress(text);
                     dirty = true;
@@ -215,6 +222,32 @@ impl EventLoop {
 }
 
 /// The next tunnel event; never resolves when there is no tunnel.
+/// SIGCONT, when it can be listened for.
+#[cfg(unix)]
+fn continued_signals() -> Option<tokio::signal::unix::Signal> {
+    use tokio::signal::unix::{signal, SignalKind};
+    signal(SignalKind::from_raw(rustix::process::Signal::CONT.as_raw())).ok()
+}
+
+#[cfg(not(unix))]
+fn continued_signals() -> Option<()> {
+    None
+}
+
+/// The next SIGCONT; never without a listener.
+#[cfg(unix)]
+async fn next_continue(signals: &mut Option<tokio::signal::unix::Signal>) -> Option<()> {
+    match signals {
+        Some(signals) => signals.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(not(unix))]
+async fn next_continue(_: &mut Option<()>) -> Option<()> {
+    std::future::pending().await
+}
+
 async fn next_event(events: &mut Option<mpsc::Receiver<TunnelEvent>>) -> Option<TunnelEvent> {
     match events {
         Some(events) => events.recv().await,

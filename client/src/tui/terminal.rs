@@ -31,6 +31,29 @@ impl TerminalGuard {
     }
 }
 
+#[cfg(unix)]
+impl TerminalGuard {
+    /// ctrl-z: gives the terminal back and stops the process as a shell's
+    /// job control expects; once continued (`fg`), takes the terminal again.
+    pub fn suspend(&mut self) -> io::Result<()> {
+        use rustix::process::{getpid, kill_process, Signal};
+        ratatui::restore();
+        // Raw mode kept the shell's ctrl-z from stopping us: stop ourselves.
+        // Execution goes on from here once the process is continued.
+        kill_process(getpid(), Signal::TSTP)?;
+        self.resume()
+    }
+
+    /// Takes the terminal again after the process was stopped and continued,
+    /// whatever the shell did to it meanwhile, and draws the screen afresh.
+    pub fn resume(&mut self) -> io::Result<()> {
+        crossterm::terminal::enable_raw_mode()?;
+        crossterm::execute!(io::stdout(), crossterm::terminal::EnterAlternateScreen)?;
+        self.terminal.hide_cursor()?;
+        self.terminal.clear()
+    }
+}
+
 /// ratatui's hook gives the terminal back on any panic, but the history
 /// writer catches its own and carries on: for those the screen stays, and
 /// the panic goes to the log instead of over the TUI.

@@ -16,6 +16,15 @@ impl App {
             self.quit = true;
             return None;
         }
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('z') {
+            // Stopped, the process would stop forwarding too: the relay
+            // would answer callers 502 and give the name up.
+            if self.mode == super::Mode::Live {
+                self.set_status("ctrl-z would stop the tunnel with the screen; q quits", true);
+                return None;
+            }
+            return Some(Effect::Suspend);
+        }
         if let Some(overlay) = self.overlay.take() {
             return self.overlay_key(overlay, key);
         }

@@ -321,6 +321,26 @@ fn an_open_detail_shows_the_answer_once_it_comes() {
     assert!(shown(&app).contains("Response 200"), "{}", shown(&app));
 }
 
+#[test]
+fn ctrl_z_stops_the_browser_but_not_a_live_tunnel() {
+    let ctrl_z = KeyEvent::new(KeyCode::Char('z'), KeyModifiers::CONTROL);
+    let mut live = app(3);
+    assert_eq!(live.handle_key(ctrl_z), None);
+    assert!(
+        live.status
+            .as_ref()
+            .is_some_and(|s| s.text.contains("would stop the tunnel")),
+        "says why not"
+    );
+    let mut browser = App::new(
+        Box::new(MemorySource::with_rows(3)),
+        Mode::Browser { db: "h.db".into() },
+        Rect::new(0, 0, 80, 24),
+    )
+    .unwrap();
+    assert_eq!(browser.handle_key(ctrl_z), Some(Effect::Suspend));
+}
+
 /// A history shared between the test and the app, so the test can add rows.
 struct SharedSource(std::rc::Rc<MemorySource>);
 
