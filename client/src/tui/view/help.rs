@@ -24,6 +24,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("e", "export json / har / curl"),
     ("y", "copy as curl"),
     ("?", "this help"),
+    ("ctrl-z", "stop as a shell job (tui; fg resumes)"),
 ];
 
 pub(super) fn render(area: Rect, buf: &mut Buffer) {
