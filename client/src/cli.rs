@@ -81,11 +81,11 @@ impl Command {
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // Read up front, so that a mistake in the file is found by every
     // command, not only by those that happen to need a value from it.
-    crate::config::Config::load()?;
+    let config = crate::config::Config::load()?;
     // `check` reads fixtures only: it must run where no history can live.
-    let db = || crate::config::db_path(cli.db.clone());
+    let db = || crate::config::db_path(cli.db.clone(), &config);
     match cli.command {
-        Command::Http(args) => commands::http::run(args, &db()?).await,
+        Command::Http(args) => commands::http::run(args, &db()?, config).await,
         Command::History(args) => commands::history::run(args, &db()?),
         Command::Show(args) => commands::show::run(args, &db()?),
         Command::Export(args) => commands::export::run(args, &db()?),

@@ -142,6 +142,38 @@ fn project_dirs() -> Option<directories::ProjectDirs> {
     directories::ProjectDirs::from("", "", "portpreview")
 }
 
+/// The environment variable holding a provider's signing secret, e.g. `PORTPREVIEW_SECRET_STRIPE`.
+pub fn secret_env(provider: Provider) -> String {
+    format!(
+        "PORTPREVIEW_SECRET_{}",
+        provider.name().to_ascii_uppercase().replace('-', "_")
+    )
+}
+
+/// The signing secret: `--secret`, else the suite's `secret_env`, else
+/// `PORTPREVIEW_SECRET_<PROVIDER>`, else the config file.
+pub fn resolve_secret(
+    flag: Option<Secret>,
+    provider: Option<Provider>,
+    suite_env: Option<&str>,
+) -> anyhow::Result<Option<Secret>> {
+    if flag.is_some() {
+        return Ok(flag);
+    }
+    if let Some(var) = suite_env {
+        let value = std::env::var(var).with_context(|| format!("secret_env {var} is not set"))?;
+        return Ok(Some(Secret::new(value)));
+    }
+    let Some(provider) = provider else {
+        return Ok(None);
+    };
+    // Empty, as CI leaves a secret that is not defined: not set.
+    if let Some(value) = std::env::var(secret_env(provider)).ok().filter(|v| !v.is_empty()) {
+        return Ok(Some(Secret::new(value)));
+    }
+    Ok(Config::load()?.secrets.get(provider.name()).cloned())
+}
+
 /// Where the config file lives (`PORTPREVIEW_CONFIG` overrides).
 pub fn config_path() -> Option<PathBuf> {
     named_path().or_else(|| Some(project_dirs()?.config_dir().join("config.toml")))
@@ -162,11 +194,11 @@ pub fn data_dir() -> Option<PathBuf> {
 
 /// The history database: `--db` / `PORTPREVIEW_DB`, else the config file's
 /// `db`, else `history.db` in the data directory.
-pub fn db_path(flag: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+pub fn db_path(flag: Option<PathBuf>, config: &Config) -> anyhow::Result<PathBuf> {
     if let Some(path) = flag {
         return Ok(path);
     }
-    if let Some(path) = Config::load()?.db {
+    if let Some(path) = config.db.clone() {
         return Ok(path);
     }
     data_dir()
@@ -177,6 +209,15 @@ pub fn db_path(flag: Option<PathBuf>) -> anyhow::Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secret_variables_are_named_after_the_provider() {
+        assert_eq!(secret_env(Provider::Stripe), "PORTPREVIEW_SECRET_STRIPE");
+        assert_eq!(
+            secret_env(Provider::StandardWebhooks),
+            "PORTPREVIEW_SECRET_STANDARD_WEBHOOKS"
+        );
+    }
 
     #[test]
     fn secrets_do_not_print() {

@@ -9,7 +9,7 @@ use anyhow::Context;
 use portpreview_shared::sanitize::escape_str;
 use serde_json::json;
 
-use super::run::{clear_progress, probe_spec, progress_printer, resolve_secret, RunArgs};
+use super::run::{clear_progress, probe_spec, progress_printer, RunArgs};
 use crate::config::Secret;
 use crate::fixture::Fixture;
 use crate::replay::junit::{self, CaseResult};
@@ -89,7 +89,8 @@ async fn check_one(job: &Job, flags: &RunArgs) -> anyhow::Result<Report> {
     let request = Fixture::load(&job.fixture)?.to_new_delivery();
     let (mut opts, secret_env) = options(flags, job.entry.as_ref())?;
     if opts.resign || opts.fresh {
-        opts.secret = resolve_secret(opts.secret.take(), replay::provider_of(&request), secret_env.as_deref())?;
+        opts.secret =
+            crate::config::resolve_secret(opts.secret.take(), replay::provider_of(&request), secret_env.as_deref())?;
     }
     Ok(replay::run(request, &opts, &progress_printer()).await?)
 }

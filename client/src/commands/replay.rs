@@ -11,7 +11,7 @@ use portpreview_shared::sanitize::escape_str;
 use crate::replay::{self, options::parse_header_arg, Report};
 use crate::store::{NewDelivery, Store};
 
-use super::run::{clear_progress, progress_printer, resolve_secret, RunArgs};
+use super::run::{clear_progress, progress_printer, RunArgs};
 
 /// Arguments of `portpreview replay`.
 #[derive(Debug, clap::Args)]
@@ -62,7 +62,7 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         opts.body = Some(std::fs::read(file).with_context(|| format!("cannot read --body-file {}", file.display()))?);
     }
     if opts.resign || opts.fresh {
-        opts.secret = resolve_secret(opts.secret.take(), replay::provider_of(&request), None)?;
+        opts.secret = crate::config::resolve_secret(opts.secret.take(), replay::provider_of(&request), None)?;
     }
     let started_at_ms = crate::time::now_ms();
     let result = replay::run_until(request, &opts, &progress_printer(), crate::signal::stop_requested()).await;

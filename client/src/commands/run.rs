@@ -1,15 +1,11 @@
-//! What `replay` and `check` share: the flags of a replay run, where a
-//! signing secret comes from, and the progress line.
+//! What `replay` and `check` share: the flags of a replay run and the
+//! progress line.
 
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use anyhow::Context;
-use portpreview_shared::provider::Provider;
-
-use crate::config::{Config, Secret};
+use crate::config::Secret;
 use crate::replay::{
-    self,
     options::{parse_positive_duration, parse_settle},
     Phase, ProbeSpec, Progress, ReplayOptions, MAX_CONCURRENCY, MAX_TIMES,
 };
@@ -79,33 +75,6 @@ pub fn probe_spec(cmd: Option<&str>, url: Option<&str>) -> Option<ProbeSpec> {
         (None, Some(url)) => Some(ProbeSpec::Url(url.to_string())),
         (None, None) => None,
     }
-}
-
-/// The signing secret: `--secret`, else the suite's `secret_env`, else
-/// `PORTPREVIEW_SECRET_<PROVIDER>`, else the config file.
-pub fn resolve_secret(
-    flag: Option<Secret>,
-    provider: Option<Provider>,
-    secret_env: Option<&str>,
-) -> anyhow::Result<Option<Secret>> {
-    if flag.is_some() {
-        return Ok(flag);
-    }
-    if let Some(var) = secret_env {
-        let value = std::env::var(var).with_context(|| format!("secret_env {var} is not set"))?;
-        return Ok(Some(Secret::new(value)));
-    }
-    let Some(provider) = provider else {
-        return Ok(None);
-    };
-    // Empty, as CI leaves a secret that is not defined: not set.
-    if let Some(value) = std::env::var(replay::secret_env(provider))
-        .ok()
-        .filter(|v| !v.is_empty())
-    {
-        return Ok(Some(Secret::new(value)));
-    }
-    Ok(Config::load()?.secrets.get(provider.name()).cloned())
 }
 
 /// A progress line on stderr, only when stderr is a terminal.

@@ -118,9 +118,7 @@ impl Encoded {
 /// A short note when a stored body is shorter than the one received.
 pub fn truncation_note(stored: usize, size: u64) -> Option<String> {
     let stored = stored as u64;
-    // One byte over what was kept: a chunked body cut off on its way, whose
-    // whole size never became known.
-    if size == stored + 1 {
+    if crate::store::size_unknown_past(stored, size) {
         return Some(format!("(body cut short after {stored} bytes; the rest never arrived)"));
     }
     (stored < size).then(|| format!("(stored body cut at {stored} of {size} bytes)"))

@@ -13,7 +13,6 @@ mod engine;
 mod history;
 pub mod junit;
 pub mod options;
-
 pub mod plan;
 pub mod probe;
 pub mod report;
@@ -113,14 +112,6 @@ pub enum ReplayError {
     Fresh(#[from] FreshError),
 }
 
-/// The environment variable holding a provider's signing secret, e.g. `PORTPREVIEW_SECRET_STRIPE`.
-pub fn secret_env(provider: Provider) -> String {
-    format!(
-        "PORTPREVIEW_SECRET_{}",
-        provider.name().to_ascii_uppercase().replace('-', "_")
-    )
-}
-
 /// Every place a provider's signing secret can come from, as advice:
 /// "pass --secret, set PORTPREVIEW_SECRET_STRIPE, or add stripe = "…" to the
 /// [secrets] table of ~/.config/portpreview/config.toml". The config file is
@@ -129,7 +120,7 @@ pub fn secret_sources(provider: Provider) -> String {
     let config = crate::config::config_path().map_or_else(|| "config.toml".to_string(), |p| p.display().to_string());
     format!(
         "pass --secret, set {}, or add {} = \"…\" to the [secrets] table of {config}",
-        secret_env(provider),
+        crate::config::secret_env(provider),
         provider.name()
     )
 }
@@ -191,14 +182,5 @@ mod tests {
         };
         let err = run(NewDelivery::default(), &opts, &progress).await.unwrap_err();
         assert!(matches!(err, ReplayError::Timeout), "{err}");
-    }
-
-    #[test]
-    fn secret_variables_are_named_after_the_provider() {
-        assert_eq!(secret_env(Provider::Stripe), "PORTPREVIEW_SECRET_STRIPE");
-        assert_eq!(
-            secret_env(Provider::StandardWebhooks),
-            "PORTPREVIEW_SECRET_STANDARD_WEBHOOKS"
-        );
     }
 }

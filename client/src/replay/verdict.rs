@@ -4,11 +4,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use portpreview_shared::sanitize::escape_str;
+use portpreview_shared::text::counted;
 
 use super::delta::{change, multiple, same_change};
 use super::probe::ProbeError;
-use portpreview_shared::text::counted;
-
 use super::report::{attempts_phrase, Attempt, Check, Role, StateTrace};
 
 /// Name of the check that every answer was 2xx.
@@ -165,13 +164,14 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
              let every copy through (a replay without --fresh tells which); record the event ID under a unique \
              constraint: INSERT ... ON CONFLICT DO NOTHING"
         ),
-        Some(k) => format!(
-            "{k} side effects for one event: a check-then-insert race; \
-             use a unique constraint / INSERT ... ON CONFLICT DO NOTHING"
+        _ => format!(
+            "{} for one event: a check-then-insert race; \
+             use a unique constraint / INSERT ... ON CONFLICT DO NOTHING",
+            times.map_or_else(
+                || "more than one side effect".to_string(),
+                |k| format!("{k} side effects")
+            )
         ),
-        None => "more than one side effect for one event: a check-then-insert race; \
-             use a unique constraint / INSERT ... ON CONFLICT DO NOTHING"
-            .to_string(),
     };
     let detail = if many.is_none() || single.is_none() {
         format!(

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode};
 
-pub use model::{Delivery, NewDelivery, Outcome, Pruned, ReplayRun, Summary};
+pub use model::{size_past_cut, size_unknown_past, Delivery, NewDelivery, Outcome, Pruned, ReplayRun, Summary};
 pub use recorder::{RecordError, Recorded, Recorder, RecorderHandle, Ticket, WriterNews, MAX_STORED_BODY};
 
 /// How long a statement waits for another process's lock before giving up.

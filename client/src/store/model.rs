@@ -48,6 +48,19 @@ impl NewDelivery {
     }
 }
 
+/// The size recorded for a body cut off on its way with no size declared:
+/// one byte more than `arrived`, so it reads as cut (replay and export
+/// refuse it) while its true size stays unknown.
+pub fn size_past_cut(arrived: u64) -> u64 {
+    arrived + 1
+}
+
+/// Whether `size` is [`size_past_cut`] of the `stored` bytes: a body cut
+/// off on its way rather than cut at the store's limit.
+pub fn size_unknown_past(stored: u64, size: u64) -> bool {
+    size == size_past_cut(stored)
+}
+
 /// The answer half of a delivery: the local response or the error.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Outcome {

@@ -6,13 +6,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 
+use portpreview_shared::provider::Provider;
 use portpreview_shared::sanitize::escape_str;
 use tokio::sync::mpsc;
 
-use crate::commands::run::resolve_secret;
+use crate::config::resolve_secret;
 use crate::replay::{Phase, ProbeSpec, Progress, ReplayOptions, Report};
 use crate::store::{Delivery, Store};
-use portpreview_shared::provider::Provider;
 
 use super::app::{App, Effect};
 use super::dialog::{ExportFormat, Probe, ReplayRequest};

@@ -221,7 +221,6 @@ impl EventLoop {
     }
 }
 
-/// The next tunnel event; never resolves when there is no tunnel.
 /// SIGCONT, when it can be listened for.
 #[cfg(unix)]
 fn continued_signals() -> Option<tokio::signal::unix::Signal> {
@@ -248,6 +247,7 @@ async fn next_continue(_: &mut Option<()>) -> Option<()> {
     std::future::pending().await
 }
 
+/// The next tunnel event; never resolves when there is no tunnel.
 async fn next_event(events: &mut Option<mpsc::Receiver<TunnelEvent>>) -> Option<TunnelEvent> {
     match events {
         Some(events) => events.recv().await,

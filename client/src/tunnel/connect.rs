@@ -298,12 +298,19 @@ fn upgrade_error(err: tungstenite::Error, options: &ConnectOptions) -> ConnectEr
         tungstenite::Error::Tls(e) => ConnectError::Tls(e.to_string()),
         // rustls's verdict on the relay's certificate arrives as an I/O
         // error; no retry can change it, and the fix is a flag.
-        tungstenite::Error::Io(e) if e.to_string().contains("invalid peer certificate") => ConnectError::Tls(format!(
+        tungstenite::Error::Io(e) if is_untrusted_certificate(&e) => ConnectError::Tls(format!(
             "{e}: the relay's certificate is not trusted; pass --ca-cert FILE with the certificate of the CA that \
              signed it"
         )),
         other => ConnectError::Unreachable(other.to_string()),
     }
+}
+
+/// Whether rustls refused the relay's certificate.
+fn is_untrusted_certificate(err: &std::io::Error) -> bool {
+    err.get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        .is_some_and(|tls| matches!(tls, rustls::Error::InvalidCertificate(_)))
 }
 
 /// The plain-text reason in a relay's refusal, escaped, on one line.

@@ -12,10 +12,11 @@ use tokio_util::sync::CancellationToken;
 use super::body::{Capture, Held, Inflow, Keep, StreamedBody, WholeBody};
 use super::outbox::Outbox;
 use super::respond::{answer_error, failure, relay_response};
+use super::Stop;
 use crate::events::{report_delivered, TunnelEvent};
 use crate::forward::{Forwarder, LocalBody};
-use crate::store::recorder::{Recorder, Ticket};
-use crate::store::{NewDelivery, Outcome, Summary, MAX_STORED_BODY};
+use crate::store::recorder::{RecordError, Recorder, Ticket};
+use crate::store::{size_past_cut, NewDelivery, Outcome, Summary, MAX_STORED_BODY};
 
 /// Request bodies up to this size are read whole and recorded before
 /// forwarding; larger ones stream, and are recorded as the handler read them.
@@ -52,9 +53,9 @@ pub struct Shared {
     pub local_timeout: Duration,
     /// Public URL of the tunnel, kept with each delivery.
     pub public_url: Mutex<String>,
-    /// Cancelled when the user stops the tunnel: an exchange abandoned
-    /// then says so in the history.
-    pub stopping: CancellationToken,
+    /// How the user stops the tunnel: an exchange abandoned once they
+    /// asked says so in the history.
+    pub stop: Stop,
 }
 
 impl Shared {
@@ -160,7 +161,7 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
         // hung up, or the relay gave up and answered the caller itself.
         Ok(reason) = &mut reset => failure(line.started, reason),
         () = abandoned.cancelled() => {
-            let why = if shared.stopping.is_cancelled() { STOPPED } else { ABANDONED };
+            let why = if shared.stop.asked.is_cancelled() { STOPPED } else { ABANDONED };
             failure(line.started, why.into())
         }
     };
@@ -293,7 +294,7 @@ fn body_into(request: &mut NewDelivery, capture: Capture, declared: u64) -> Held
     request.request_body_size = if complete {
         size
     } else {
-        size.max(declared).max(size + 1)
+        declared.max(size_past_cut(size))
     };
     request.request_body = bytes;
     room
@@ -307,24 +308,19 @@ async fn record_streaming(shared: &Shared, slot: &mut Option<Streaming>) -> Opti
     streaming.settle();
     let staged = recorder.stage(&streaming.request).await;
     let streaming = slot.take()?;
-    match staged.and_then(|staged| recorder.append_request(staged, streaming.request)) {
-        Ok(ticket) => Some(ticket),
-        Err(err) => {
-            tracing::warn!(%err, "delivery not recorded; forwarding goes on");
-            None
-        }
-    }
+    recorded(staged.and_then(|staged| recorder.append_request(staged, streaming.request)))
 }
 
 async fn record(shared: &Shared, request: NewDelivery) -> Option<Ticket> {
     let recorder = shared.recorder.as_ref()?;
-    match recorder.record_request(request).await {
-        Ok(ticket) => Some(ticket),
-        Err(err) => {
-            tracing::warn!(%err, "delivery not recorded; forwarding goes on");
-            None
-        }
-    }
+    recorded(recorder.record_request(request).await)
+}
+
+/// The ticket of a recorded request; a failure costs the history, never the forwarding.
+fn recorded(result: Result<Ticket, RecordError>) -> Option<Ticket> {
+    result
+        .inspect_err(|err| tracing::warn!(%err, "delivery not recorded; forwarding goes on"))
+        .ok()
 }
 
 /// The Content-Length a request head declares, if any.

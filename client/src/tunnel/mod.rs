@@ -67,7 +67,7 @@ pub async fn run(
         host_header: config.host_header,
         local_timeout: config.local_timeout,
         public_url: Default::default(),
-        stopping: stop.asked.clone(),
+        stop: stop.clone(),
     });
     let mut options = config.connect;
     let mut backoff = Backoff::default();
@@ -97,7 +97,7 @@ pub async fn run(
                         target: target.clone(),
                     },
                 );
-                match session::serve(socket, shared.clone(), stop.clone()).await {
+                match session::serve(socket, shared.clone()).await {
                     SessionEnd::Shutdown => return Ok(()),
                     SessionEnd::Refused(reason) => return Err(ConnectError::Refused(reason)),
                     SessionEnd::Lost(reason) => reason,

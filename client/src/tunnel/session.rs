@@ -21,7 +21,6 @@ use tokio_util::sync::CancellationToken;
 use super::body::{Backlog, Chunk, Inflow};
 use super::exchange::{self, Head, Shared, Steering};
 use super::outbox::Outbox;
-use super::Stop;
 use crate::events::{report, TunnelEvent};
 use crate::store::recorder::Recorder;
 
@@ -52,7 +51,7 @@ struct StreamEntry {
 }
 
 /// Serves one socket until it ends or the user stops the tunnel.
-pub async fn serve<S>(socket: S, shared: Arc<Shared>, stop: Stop) -> SessionEnd
+pub async fn serve<S>(socket: S, shared: Arc<Shared>) -> SessionEnd
 where
     S: Stream<Item = Result<Message, tungstenite::Error>> + Sink<Message, Error = tungstenite::Error> + Unpin,
 {
@@ -76,7 +75,7 @@ where
 
     let end = loop {
         tokio::select! {
-            () = stop.asked.cancelled(), if !draining => {
+            () = shared.stop.asked.cancelled(), if !draining => {
                 if exchanges.is_empty() {
                     break SessionEnd::Shutdown;
                 }
@@ -92,7 +91,7 @@ where
                 );
             }
             () = &mut drain_deadline, if draining => break SessionEnd::Shutdown,
-            () = stop.now.cancelled(), if draining => {
+            () = shared.stop.now.cancelled(), if draining => {
                 report(
                     &shared.events,
                     TunnelEvent::Stopping {
@@ -293,6 +292,7 @@ mod tests {
     use super::*;
     use crate::forward::Forwarder;
     use crate::target::Target;
+    use crate::tunnel::Stop;
 
     /// A session over an in-memory socket, and the relay's end of it.
     async fn session() -> (
@@ -310,9 +310,9 @@ mod tests {
             host_header: exchange::HostHeader::Rewrite,
             local_timeout: Duration::from_secs(1),
             public_url: Default::default(),
-            stopping: CancellationToken::new(),
+            stop: Stop::default(),
         });
-        (serve(socket, shared, Stop::default()), relay)
+        (serve(socket, shared), relay)
     }
 
     #[tokio::test(start_paused = true)]
