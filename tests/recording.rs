@@ -444,3 +444,42 @@ async fn a_delivery_whose_client_was_killed_before_the_answer_is_not_shown_waiti
         "no time is made up: {listed}"
     );
 }
+
+#[tokio::test]
+async fn a_large_body_retried_is_stored_once_and_every_delivery_reads_it_whole() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::start(|_| Answer::default()).await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let body: Vec<u8> = (0..2 * 1024 * 1024).map(|i: u32| (i % 251) as u8).collect();
+    let mut ids = Vec::new();
+    for attempt in 1..=5 {
+        let reply = caller::post(&tunnel.url("/hooks/export"), body.clone()).await;
+        assert_eq!(reply.status, 200);
+        let (summary, delivery_number) = tunnel.next_delivery().await;
+        assert_eq!(delivery_number, attempt, "each retry counts as the same event");
+        ids.push(summary.id);
+    }
+
+    let conn = rusqlite::Connection::open(&tunnel.db).expect("open the history file");
+    conn.busy_timeout(Duration::from_secs(5)).expect("busy timeout");
+    let busy: i64 = conn
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| row.get(0))
+        .expect("checkpoint");
+    assert_eq!(busy, 0, "the history's log was emptied into the file");
+    drop(conn);
+    let size = std::fs::metadata(&tunnel.db).expect("history file").len();
+    assert!(
+        size < body.len() as u64 * 3 / 2,
+        "five deliveries of a 2 MiB body left a {size}-byte history"
+    );
+
+    let store = portpreview::store::Store::open(&tunnel.db).expect("open the history");
+    for id in ids {
+        let stored = store.get(id).expect("read").expect("delivery in the history");
+        assert!(
+            stored.request.request_body == body,
+            "delivery #{id} reads its whole body"
+        );
+        assert_eq!(stored.request.request_body_size, body.len() as u64);
+    }
+}

@@ -22,10 +22,13 @@ impl Store {
     pub fn get(&self, id: i64) -> Result<Option<Delivery>, StoreError> {
         let sql = format!(
             "SELECT d.id, d.received_at_ms, d.tunnel_url, d.target, d.method, d.path, d.request_headers,
-                d.request_body, d.request_body_size, d.provider, d.event_key, d.event_key_source, d.replay_of,
-                o.status, o.response_headers, o.response_body, o.response_body_size, o.duration_ms, o.error,
-                o.completed_at_ms, {DELIVERY_COUNT}
-             FROM deliveries d {WITH_OUTCOME} WHERE d.id = ?1"
+                coalesce(rb.data, d.request_body), d.request_body_size, d.provider, d.event_key,
+                d.event_key_source, d.replay_of, o.status, o.response_headers, coalesce(ab.data, o.response_body),
+                o.response_body_size, o.duration_ms, o.error, o.completed_at_ms, {DELIVERY_COUNT}
+             FROM deliveries d {WITH_OUTCOME}
+                LEFT JOIN bodies rb ON rb.id = d.request_body_id
+                LEFT JOIN bodies ab ON ab.id = o.response_body_id
+             WHERE d.id = ?1"
         );
         let raw = self
             .conn
@@ -211,7 +214,8 @@ fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
                 terms.push(format!(
                     "(d.path LIKE ?{n} ESCAPE '\\' OR d.method LIKE ?{n} ESCAPE '\\'
                       OR d.provider LIKE ?{n} ESCAPE '\\' OR d.event_key LIKE ?{n} ESCAPE '\\'
-                      OR o.error LIKE ?{n} ESCAPE '\\' OR CAST(d.request_body AS TEXT) LIKE ?{n} ESCAPE '\\')"
+                      OR o.error LIKE ?{n} ESCAPE '\\' OR CAST(coalesce((SELECT data FROM bodies WHERE id = d.request_body_id), d.request_body) AS TEXT)
+                         LIKE ?{n} ESCAPE '\\')"
                 ));
                 values.push(Value::Text(format!("%{}%", escape_like(text))));
             }

@@ -160,6 +160,20 @@ const MIGRATIONS: &[&str] = &[
         delivery_id INTEGER PRIMARY KEY REFERENCES deliveries (id) ON DELETE CASCADE,
         inbox TEXT NOT NULL
     );",
+    // Version 8: large bodies stored once, by content. Providers retry with
+    // the same body and replays send it again; stored in every row, each
+    // copy of a large body went to the disk twice (the WAL, then the
+    // database), which held recording to the disk's speed. The row keeps
+    // an empty body and points here instead (see `store::write::SHARED_BODY`).
+    "CREATE TABLE bodies (
+        id INTEGER PRIMARY KEY,
+        blake3 BLOB NOT NULL UNIQUE,
+        data BLOB NOT NULL
+    );
+    ALTER TABLE deliveries ADD COLUMN request_body_id INTEGER REFERENCES bodies (id);
+    ALTER TABLE outcomes ADD COLUMN response_body_id INTEGER REFERENCES bodies (id);
+    CREATE INDEX deliveries_request_body ON deliveries (request_body_id) WHERE request_body_id IS NOT NULL;
+    CREATE INDEX outcomes_response_body ON outcomes (response_body_id) WHERE response_body_id IS NOT NULL;",
 ];
 
 /// Written into the header of every history (`PRAGMA application_id`, the

@@ -247,6 +247,75 @@ fn prune_removes_old_deliveries_and_their_runs() {
 }
 
 #[test]
+fn a_large_body_delivered_again_is_stored_once_and_read_back_whole() {
+    let store = Store::in_memory().unwrap();
+    let bodies = |store: &Store| -> i64 {
+        store
+            .conn
+            .query_row("SELECT count(*) FROM bodies", [], |r| r.get(0))
+            .unwrap()
+    };
+    let mut big = delivery("evt_big", "/");
+    big.request_body = format!(
+        "{{\"id\":\"evt_big\",\"pad\":\"{}needle\"}}",
+        "x".repeat(write::SHARED_BODY)
+    )
+    .into_bytes();
+    big.request_body_size = big.request_body.len() as u64;
+    let mut retry = big.clone();
+    retry.received_at_ms = 9_000;
+    let answer = Outcome {
+        response_body: vec![b'y'; write::SHARED_BODY + 1],
+        response_body_size: write::SHARED_BODY as u64 + 1,
+        ..ok_outcome()
+    };
+    big.received_at_ms = 1_000;
+    let first = store.insert_delivery(&big, &answer).unwrap();
+    let second = store.insert_delivery(&retry, &answer).unwrap();
+    let small = store
+        .insert_delivery(&delivery("evt_small", "/"), &ok_outcome())
+        .unwrap();
+    assert_eq!(
+        bodies(&store),
+        2,
+        "one request body and one answer body, each stored once"
+    );
+
+    for id in [first, second] {
+        let got = store.get(id).unwrap().unwrap();
+        assert!(
+            got.request.request_body == big.request_body,
+            "request body of #{id} intact"
+        );
+        assert!(
+            got.outcome.unwrap().response_body == answer.response_body,
+            "answer body of #{id} intact"
+        );
+    }
+    assert_eq!(
+        store.get(small).unwrap().unwrap().request.request_body,
+        b"{\"id\":\"evt_small\"}"
+    );
+    let found = store
+        .list(&ListQuery {
+            search: Some("needle".into()),
+            ..ListQuery::default()
+        })
+        .unwrap();
+    assert_eq!(
+        found.iter().map(|s| s.id).collect::<Vec<_>>(),
+        vec![second, first],
+        "search reads shared bodies"
+    );
+
+    assert_eq!(store.prune(5_000).unwrap().deliveries, 1);
+    assert_eq!(bodies(&store), 2, "still used by the retry");
+    assert!(store.get(second).unwrap().unwrap().request.request_body == big.request_body);
+    assert_eq!(store.prune(10_000).unwrap().deliveries, 1);
+    assert_eq!(bodies(&store), 0, "gone with the last delivery using them");
+}
+
+#[test]
 fn long_bodies_are_cut_with_their_size_kept() {
     let store = Store::in_memory().unwrap();
     let mut d = delivery("evt_big", "/");

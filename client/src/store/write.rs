@@ -7,6 +7,11 @@ use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
 
 use super::{header_blob, NewDelivery, Outcome, Pruned, Recorded, ReplayRun, Store, StoreError, MAX_STORED_BODY};
 
+/// Bodies at least this long are stored once however often they arrive,
+/// and their rows point to them; shorter ones stay in their rows, where
+/// hashing and a lookup would cost more than the bytes they save.
+pub(crate) const SHARED_BODY: usize = 64 * 1024;
+
 impl Store {
     /// Stores the request half of a delivery and returns its id.
     pub fn insert_request(&self, d: &NewDelivery) -> Result<i64, StoreError> {
@@ -50,6 +55,14 @@ impl Store {
                 .conn
                 .prepare_cached("DELETE FROM deliveries WHERE received_at_ms < ?1")?
                 .execute([older_than_ms])?;
+            // Bodies no delivery points to any more go with their last one.
+            store
+                .conn
+                .prepare_cached(
+                    "DELETE FROM bodies WHERE NOT EXISTS (SELECT 1 FROM deliveries WHERE request_body_id = bodies.id)
+                        AND NOT EXISTS (SELECT 1 FROM outcomes WHERE response_body_id = bodies.id)",
+                )?
+                .execute([])?;
             Ok(Pruned {
                 deliveries,
                 later_attempts,
@@ -206,14 +219,14 @@ impl Store {
     /// Inserts the request half with `replay_of` in place of `d.replay_of`,
     /// so a replay attempt need not be copied, body and all, to be stored.
     fn request_row(&self, d: &NewDelivery, replay_of: Option<i64>, event_scope: &str) -> rusqlite::Result<i64> {
-        let body = &d.request_body[..d.request_body.len().min(MAX_STORED_BODY)];
+        let (body, body_id) = self.body_row(&d.request_body[..d.request_body.len().min(MAX_STORED_BODY)])?;
         let size = d.request_body_size.max(d.request_body.len() as u64);
         self.conn
             .prepare_cached(
                 "INSERT INTO deliveries (received_at_ms, tunnel_url, target, method, path, request_headers,
                      request_body, request_body_size, provider, event_key, event_key_source, replay_of,
-                     event_scope)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                     event_scope, request_body_id)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             )?
             .execute(params![
                 d.received_at_ms,
@@ -228,14 +241,15 @@ impl Store {
                 d.event_key,
                 d.event_key_source,
                 replay_of,
-                event_scope
+                event_scope,
+                body_id
             ])?;
         Ok(self.conn.last_insert_rowid())
     }
 
     /// Stores the answer half of delivery `id`; the caller provides the transaction.
     pub(crate) fn outcome_row(&self, id: i64, o: &Outcome) -> rusqlite::Result<()> {
-        let body = &o.response_body[..o.response_body.len().min(MAX_STORED_BODY)];
+        let (body, body_id) = self.body_row(&o.response_body[..o.response_body.len().min(MAX_STORED_BODY)])?;
         let size = o.response_body_size.max(o.response_body.len() as u64);
         let completed_at_ms = crate::time::now_ms();
         self.conn
@@ -243,8 +257,8 @@ impl Store {
                 // An answer whose delivery was pruned meanwhile is dropped:
                 // failing the foreign key would fail the writer's whole batch.
                 "INSERT OR REPLACE INTO outcomes (delivery_id, status, response_headers, response_body,
-                     response_body_size, duration_ms, error, completed_at_ms)
-                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 WHERE EXISTS (SELECT 1 FROM deliveries WHERE id = ?1)",
+                     response_body_size, duration_ms, error, completed_at_ms, response_body_id)
+                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9 WHERE EXISTS (SELECT 1 FROM deliveries WHERE id = ?1)",
             )?
             .execute(params![
                 id,
@@ -254,8 +268,36 @@ impl Store {
                 i64::try_from(size).unwrap_or(i64::MAX),
                 o.duration_ms,
                 o.error,
-                completed_at_ms
+                completed_at_ms,
+                body_id
             ])?;
         Ok(())
+    }
+
+    /// Where a body is stored: the bytes for its row, and the shared body
+    /// the row points to instead when it is at least [`SHARED_BODY`] long
+    /// (stored now unless the history already holds the same bytes). The
+    /// caller provides the transaction.
+    fn body_row<'b>(&self, body: &'b [u8]) -> rusqlite::Result<(&'b [u8], Option<i64>)> {
+        if body.len() < SHARED_BODY {
+            return Ok((body, None));
+        }
+        let hash = blake3::hash(body);
+        let hash = hash.as_bytes().as_slice();
+        let found = self
+            .conn
+            .prepare_cached("SELECT id FROM bodies WHERE blake3 = ?1")?
+            .query_row([hash], |row| row.get(0))
+            .optional()?;
+        let id = match found {
+            Some(id) => id,
+            None => {
+                self.conn
+                    .prepare_cached("INSERT INTO bodies (blake3, data) VALUES (?1, ?2)")?
+                    .execute(params![hash, body])?;
+                self.conn.last_insert_rowid()
+            }
+        };
+        Ok((&[], Some(id)))
     }
 }
