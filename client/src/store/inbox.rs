@@ -22,7 +22,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{BufReader, IoSlice, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -71,15 +71,26 @@ enum EntryRef<'a> {
         key_fields: &'a [String],
     },
     Request(&'a NewDelivery),
+    /// Encoded up to its bytes, which follow from where they lie (see
+    /// [`Inbox::append_body_part`]).
     BodyPart {
         body: u64,
-        #[serde(with = "serde_bytes")]
-        bytes: &'a [u8],
+        len: PartLen,
     },
     PartedRequest {
         body: u64,
         request: &'a NewDelivery,
     },
+}
+
+/// A byte string's length, encoded as postcard encodes it ahead of the
+/// bytes, which the caller writes right after.
+struct PartLen(u64);
+
+impl Serialize for PartLen {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u64(self.0)
+    }
 }
 
 /// What keeps a stretch of the file from being dropped by a compaction.
@@ -186,11 +197,19 @@ impl Inbox {
         Ok(body)
     }
 
-    /// Writes the next part of large body `body`, with whatever is staged.
+    /// Writes the next part of large body `body`, with whatever is staged,
+    /// in one write. The part goes to the file from where it lies: staging
+    /// it would copy every large body once more on the tunnel's thread.
     pub fn append_body_part(&mut self, body: u64, bytes: &[u8]) -> std::io::Result<()> {
         self.check_open()?;
-        self.stage(0, &EntryRef::BodyPart { body, bytes })?;
-        self.flush()
+        let mut head = Vec::with_capacity(32);
+        let len = PartLen(bytes.len() as u64);
+        encode_head(&mut head, 0, &EntryRef::BodyPart { body, len }, bytes.len())?;
+        let size = (self.staged.len() + head.len() + bytes.len()) as u64;
+        let mut parts = [IoSlice::new(&self.staged), IoSlice::new(&head), IoSlice::new(bytes)];
+        let written = write_all_vectored(&mut self.file, &mut parts);
+        self.staged.clear();
+        self.settle(written, size)
     }
 
     /// Appends the request whose body went ahead as the parts of large body
@@ -394,12 +413,20 @@ fn swap_in(fresh: &Path, path: &Path) -> std::io::Result<()> {
 /// Appends one record to `out`; on failure `out` is left as it was, so the
 /// records before it stay whole.
 fn encode_record(out: &mut Vec<u8>, seq: u64, entry: &EntryRef<'_>) -> std::io::Result<()> {
+    encode_head(out, seq, entry, 0)
+}
+
+/// Appends one record to `out` but for its last `trailing` bytes, which
+/// the caller writes right after; on failure `out` is left as it was.
+fn encode_head(out: &mut Vec<u8>, seq: u64, entry: &EntryRef<'_>, trailing: usize) -> std::io::Result<()> {
     let start = out.len();
     // Room for a large body up front: growing would copy it again.
     out.reserve(4 + entry.size_hint());
     out.extend_from_slice(&[0; 4]);
     let encoded = match postcard::to_io(&(seq, entry), &mut *out) {
-        Ok(_) => u32::try_from(out.len() - start - 4).map_err(|_| std::io::Error::other("inbox record too large")),
+        Ok(_) => {
+            u32::try_from(out.len() - start - 4 + trailing).map_err(|_| std::io::Error::other("inbox record too large"))
+        }
         Err(err) => Err(std::io::Error::other(err.to_string())),
     };
     match encoded {
@@ -412,6 +439,19 @@ fn encode_record(out: &mut Vec<u8>, seq: u64, entry: &EntryRef<'_>) -> std::io::
             Err(err)
         }
     }
+}
+
+/// Writes every byte of `parts`, in as few writes as the system allows.
+fn write_all_vectored(file: &mut File, mut parts: &mut [IoSlice<'_>]) -> std::io::Result<()> {
+    while !parts.is_empty() {
+        match file.write_vectored(parts) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut parts, n),
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
 }
 
 /// Creates the file at `path`, readable and written only by its owner and
@@ -448,7 +488,7 @@ impl EntryRef<'_> {
                 let headers: usize = d.request_headers.iter().map(|h| h.name.len() + h.value.len() + 4).sum();
                 d.request_body.len() + headers + d.tunnel_url.len() + d.target.len() + d.path.len() + 128
             }
-            EntryRef::BodyPart { bytes, .. } => bytes.len() + 16,
+            EntryRef::BodyPart { .. } => 24,
         }
     }
 }
@@ -634,6 +674,33 @@ mod tests {
         orphans.pop().unwrap().remove().unwrap();
         assert!(super::orphans(&db).is_empty());
         live.discard();
+    }
+
+    #[test]
+    fn a_body_parts_head_and_bytes_read_back_as_the_part() {
+        for (body, len) in [(0, 0), (3, 1), (200, BODY_PART), (u64::MAX, 70_000)] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            let mut record = Vec::new();
+            let entry = EntryRef::BodyPart {
+                body,
+                len: PartLen(len as u64),
+            };
+            encode_head(&mut record, 0, &entry, len).unwrap();
+            record.extend_from_slice(&bytes);
+            let declared = u32::from_le_bytes(record[..4].try_into().unwrap()) as usize;
+            assert_eq!(
+                declared,
+                record.len() - 4,
+                "body {body}, {len} bytes: the length covers the bytes"
+            );
+            match postcard::from_bytes::<(u64, Entry)>(&record[4..]).unwrap() {
+                (0, Entry::BodyPart { body: read, bytes: got }) => {
+                    assert_eq!(read, body);
+                    assert!(got == bytes, "body {body}, {len} bytes read back");
+                }
+                other => panic!("read back as {other:?}"),
+            }
+        }
     }
 
     #[test]
