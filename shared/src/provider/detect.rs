@@ -135,6 +135,17 @@ fn by_body(json: &Value) -> Option<Provider> {
         Value::Array(events) if events.first().is_some_and(|e| e.get("sg_event_id").is_some()) => {
             Some(Provider::Sendgrid)
         }
+        // A Stripe event sent again by hand (a saved payload posted with
+        // curl, say) has no signature, but keeps its shape and `evt_` ID.
+        Value::Object(map)
+            if map.get("object").and_then(Value::as_str) == Some("event")
+                && map
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .is_some_and(|id| id.starts_with("evt_")) =>
+        {
+            Some(Provider::Stripe)
+        }
         _ => None,
     }
 }
@@ -145,6 +156,21 @@ mod tests {
 
     fn h(pairs: &[(&str, &str)]) -> Vec<Header> {
         pairs.iter().map(|(n, v)| Header::new(*n, v.as_bytes())).collect()
+    }
+
+    #[test]
+    fn an_unsigned_stripe_event_is_known_by_its_shape_and_nothing_else_is() {
+        let curl = h(&[("content-type", "application/json"), ("user-agent", "curl/8.5.0")]);
+        let event = br#"{"id":"evt_1NqPortPreview","object":"event","type":"charge.succeeded"}"#;
+        assert_eq!(detect(&curl, event), Some(Provider::Stripe));
+        for other in [
+            &br#"{"id":"evt_1","object":"charge"}"#[..],
+            br#"{"id":"ch_1","object":"event"}"#,
+            br#"{"id":1,"object":"event"}"#,
+            br#"[{"id":"evt_1","object":"event"}]"#,
+        ] {
+            assert_eq!(detect(&curl, other), None, "{}", String::from_utf8_lossy(other));
+        }
     }
 
     #[test]

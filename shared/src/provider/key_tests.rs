@@ -138,6 +138,22 @@ fn twilio_token_else_sid_and_status() {
 }
 
 #[test]
+fn a_stripe_event_posted_by_hand_keeps_its_event_id_as_key() {
+    let v = vector("stripe");
+    let body = v["body"].as_str().expect("the Stripe vector has a body");
+    let curl = [
+        Header::new("content-type", "application/json"),
+        Header::new("user-agent", "curl/8.5.0"),
+    ];
+    expect(
+        event_key(&curl, body.as_bytes(), &[]),
+        Provider::Stripe,
+        "evt_1PortPreviewTest",
+        "body:/id",
+    );
+}
+
+#[test]
 fn github_key_is_exactly_the_delivery_id() {
     let mut h = headers(&vector("github")["headers"]);
     h.push(Header::new("x-github-hook-id", "123"));
