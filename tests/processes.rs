@@ -65,10 +65,17 @@ async fn a_client_killed_mid_request_gets_its_caller_a_502_within_a_second() {
 }
 
 #[tokio::test]
-async fn a_delivery_cut_off_by_a_killed_relay_is_recorded_with_the_reason() {
+async fn a_handler_still_at_work_when_the_relay_dies_has_its_answer_recorded_as_never_delivered() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (relay, addr) = Running::relay(dir.path()).await;
-    let handler = LocalHandler::slow(Duration::from_secs(30)).await;
+    // Slow enough that the relay is dead before the handler answers.
+    let handler = LocalHandler::start(|_| Answer {
+        status: 201,
+        body: b"charged".to_vec(),
+        delay: Duration::from_secs(3),
+        ..Answer::default()
+    })
+    .await;
     let mut tunnel = common::tunnel::TestTunnel::start(&format!("http://{addr}"), &handler.url()).await;
     let mut caller = tokio::net::TcpStream::connect(&addr).await.expect("connect");
     let request = format!(
@@ -80,17 +87,19 @@ async fn a_delivery_cut_off_by_a_killed_relay_is_recorded_with_the_reason() {
     relay.signal("KILL");
 
     // The tunnel keeps reporting its reconnection attempts; the delivery
-    // must come among them.
+    // must come among them, once the handler has answered.
     let (summary, _) = tokio::time::timeout(Duration::from_secs(20), tunnel.next_delivery())
         .await
-        .expect("the cut-off delivery is reported");
-    let reason = "the connection to the relay ended before the answer";
+        .expect("the delivery is reported");
+    let reason = "the connection to the relay ended before the answer; \
+                  the handler then answered 201, which reached no caller";
     assert!(summary.id > 0, "{summary:?}");
     assert_eq!((summary.status, summary.error.as_deref()), (None, Some(reason)));
     let store = portpreview::store::Store::open(&tunnel.db).expect("open the history");
     let stored = store.get(summary.id).expect("read").expect("the delivery");
-    let outcome = stored.outcome.expect("the cut-off is stored as its outcome");
+    let outcome = stored.outcome.expect("the answer is stored");
     assert_eq!(outcome.error.as_deref(), Some(reason));
+    assert_eq!(outcome.response_body, b"charged", "what the handler said is kept");
 }
 
 #[tokio::test]

@@ -151,18 +151,23 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
         mut reset,
         abandoned,
     } = steering;
-    let exchanged = exchange(&shared, head, inflow, &line, &credit, &outbox, &mut kept);
-    let outcome = tokio::select! {
-        // The exchange goes first: when the relay drops a stream mid-body,
-        // the exchange records the cut request before the reset ends it.
-        biased;
-        outcome = exchanged => outcome,
-        // The relay says why in words meant for the history: the caller
-        // hung up, or the relay gave up and answered the caller itself.
-        Ok(reason) = &mut reset => failure(line.started, reason),
-        () = abandoned.cancelled() => {
-            let why = if shared.stop.asked.is_cancelled() { STOPPED } else { ABANDONED };
-            failure(line.started, why.into())
+    let outcome = {
+        let mut exchanged = std::pin::pin!(exchange(&shared, head, inflow, &line, &credit, &outbox, &mut kept));
+        tokio::select! {
+            // The exchange goes first: when the relay drops a stream mid-body,
+            // the exchange records the cut request before the reset ends it.
+            biased;
+            outcome = &mut exchanged => outcome,
+            // The relay says why in words meant for the history: the caller
+            // hung up, or the relay gave up and answered the caller itself.
+            Ok(reason) = &mut reset => failure(line.started, reason),
+            () = abandoned.cancelled() => {
+                if shared.stop.asked.is_cancelled() {
+                    failure(line.started, STOPPED.into())
+                } else {
+                    answer_after_loss(&shared, exchanged, &credit, line.started).await
+                }
+            }
         }
     };
     if kept.ticket.is_none() {
@@ -171,6 +176,40 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
     finish(&shared, line, outcome, kept.ticket).await;
     drop(kept.answer_room);
     stream
+}
+
+/// The connection to the relay ended with the handler still at work; the
+/// relay answered the caller 502. The handler may be acting on the request
+/// all the same (charging the card, sending the e-mail), and the provider
+/// will retry: its answer, if it comes within the local timeout and before
+/// the user stops, is recorded beside the note that no caller received it.
+async fn answer_after_loss(
+    shared: &Shared,
+    exchanged: std::pin::Pin<&mut impl std::future::Future<Output = Outcome>>,
+    credit: &Semaphore,
+    started: Instant,
+) -> Outcome {
+    // No credit comes from a relay that is gone: sends must not wait for it.
+    credit.close();
+    let answered = tokio::select! {
+        answered = tokio::time::timeout(shared.local_timeout, exchanged) => answered.ok(),
+        () = shared.stop.asked.cancelled() => None,
+    };
+    let Some(mut outcome) = answered else {
+        let why = if shared.stop.asked.is_cancelled() {
+            STOPPED
+        } else {
+            ABANDONED
+        };
+        return failure(started, why.into());
+    };
+    // Status stays empty, as for every answer that did not reach its caller.
+    outcome.error = Some(match (outcome.status.take(), outcome.error.take()) {
+        (Some(status), _) => format!("{ABANDONED}; the handler then answered {status}, which reached no caller"),
+        (None, Some(error)) => format!("{ABANDONED}; then {error}"),
+        (None, None) => ABANDONED.into(),
+    });
+    outcome
 }
 
 async fn exchange(

@@ -12,7 +12,9 @@ mod session;
 use std::sync::Arc;
 use std::time::Duration;
 
+use portpreview_shared::message::StreamId;
 use tokio::sync::mpsc;
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 pub use backoff::Backoff;
@@ -69,7 +71,49 @@ pub async fn run(
         public_url: Default::default(),
         stop: stop.clone(),
     });
-    let mut options = config.connect;
+    let mut unfinished = Unfinished::default();
+    let result = serve_until_stopped(config.connect, target, &shared, events, &stop, &mut unfinished).await;
+    unfinished.settle().await;
+    result
+}
+
+/// Exchanges whose relay connection was lost while their handlers worked.
+/// They go on while the tunnel reconnects, to record the handlers' answers.
+#[derive(Default)]
+struct Unfinished(Vec<JoinSet<StreamId>>);
+
+impl Unfinished {
+    /// Keeps the exchanges a lost session left, and lets go of finished ones.
+    fn keep(&mut self, left: JoinSet<StreamId>) {
+        self.0.retain_mut(|set| {
+            while set.try_join_next().is_some() {}
+            !set.is_empty()
+        });
+        if !left.is_empty() {
+            self.0.push(left);
+        }
+    }
+
+    /// Waits for them up to [`DRAIN_LIMIT`], as for any exchange at shutdown;
+    /// what is still running then is cut off.
+    async fn settle(self) {
+        let finished = async {
+            for mut set in self.0 {
+                while set.join_next().await.is_some() {}
+            }
+        };
+        let _ = tokio::time::timeout(DRAIN_LIMIT, finished).await;
+    }
+}
+
+async fn serve_until_stopped(
+    mut options: ConnectOptions,
+    target: String,
+    shared: &Arc<Shared>,
+    events: mpsc::Sender<TunnelEvent>,
+    stop: &Stop,
+    unfinished: &mut Unfinished,
+) -> Result<(), ConnectError> {
     let mut backoff = Backoff::default();
     let mut connected_once = false;
     let mut failed_tries = 0;
@@ -97,7 +141,9 @@ pub async fn run(
                         target: target.clone(),
                     },
                 );
-                match session::serve(socket, shared.clone()).await {
+                let (end, left) = session::serve(socket, shared.clone()).await;
+                unfinished.keep(left);
+                match end {
                     SessionEnd::Shutdown => return Ok(()),
                     SessionEnd::Refused(reason) => return Err(ConnectError::Refused(reason)),
                     SessionEnd::Lost(reason) => reason,

@@ -30,7 +30,7 @@ pub const RELAY_SILENCE_LIMIT: Duration = Duration::from_secs(15);
 /// On shutdown, how long exchanges in flight may take to finish.
 pub const DRAIN_LIMIT: Duration = Duration::from_secs(3);
 
-/// How long abandoned exchanges get to record why they ended.
+/// How long exchanges abandoned at shutdown get to record why they ended.
 const ABANDON_LIMIT: Duration = Duration::from_secs(1);
 
 /// Why a session ended.
@@ -50,8 +50,11 @@ struct StreamEntry {
     reset: oneshot::Sender<String>,
 }
 
-/// Serves one socket until it ends or the user stops the tunnel.
-pub async fn serve<S>(socket: S, shared: Arc<Shared>) -> SessionEnd
+/// Serves one socket until it ends or the user stops the tunnel. When the
+/// socket is lost, the exchanges still in flight are handed back rather
+/// than cut off: their handlers may yet answer, and the history should show
+/// what they said (see [`exchange::run`]).
+pub async fn serve<S>(socket: S, shared: Arc<Shared>) -> (SessionEnd, JoinSet<StreamId>)
 where
     S: Stream<Item = Result<Message, tungstenite::Error>> + Sink<Message, Error = tungstenite::Error> + Unpin,
 {
@@ -215,18 +218,21 @@ where
     }
     drop(outbox);
     // Exchanges still in flight are abandoned: the relay answers their callers
-    // 502 and never resends them, so each delivery happens at most once. Each
-    // gets a moment to record why it ended; what is still running is cut off.
+    // 502 and never resends them, so each delivery happens at most once.
     abandon.cancel();
-    let settled = async { while exchanges.join_next().await.is_some() {} };
-    if tokio::time::timeout(ABANDON_LIMIT, settled).await.is_err() {
-        exchanges.shutdown().await;
+    if end == SessionEnd::Shutdown {
+        // Each gets a moment to record why it ended; what is still running
+        // is cut off.
+        let settled = async { while exchanges.join_next().await.is_some() {} };
+        if tokio::time::timeout(ABANDON_LIMIT, settled).await.is_err() {
+            exchanges.shutdown().await;
+        }
     }
     // Let the writer send what is queued (the close frame among it), briefly.
     if !writer_done {
         let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
     }
-    end
+    (end, exchanges)
 }
 
 fn protocol_error(outbox: &Outbox, reason: &str) -> SessionEnd {
@@ -296,7 +302,7 @@ mod tests {
 
     /// A session over an in-memory socket, and the relay's end of it.
     async fn session() -> (
-        impl std::future::Future<Output = SessionEnd>,
+        impl std::future::Future<Output = (SessionEnd, JoinSet<StreamId>)>,
         WebSocketStream<tokio::io::DuplexStream>,
     ) {
         let (ours, theirs) = tokio::io::duplex(64 * 1024);
@@ -328,7 +334,7 @@ mod tests {
             while relay.next().await.is_some() {}
         };
         let end = tokio::select! {
-            end = serving => end,
+            (end, _) = serving => end,
             () = relay_side => panic!("the session closed the socket without ending"),
         };
         assert_eq!(end, SessionEnd::Lost("the relay was silent for 15s".into()));
