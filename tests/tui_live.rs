@@ -434,6 +434,32 @@ fn live_deliveries_during_http() {
     assert_eq!(handler.requests().len(), 3);
 }
 
+#[test]
+fn live_with_no_record_forwards_and_leaves_no_history_file() {
+    let scratch = Scratch::new("norec");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let handler = runtime.block_on(LocalHandler::echo());
+    let db = scratch.0.join("history.db");
+    let command = shell_line(&scratch.0, &db, "", &format!("http {} --no-record", handler.port()), "");
+    let tmux = Tmux::start("norec", &command);
+    let screen = tmux.wait_for("the tunnel online", |s| public_url(s).is_some());
+    let url = public_url(&screen).unwrap();
+    let reply = runtime.block_on(common::caller::post(&format!("{url}/hook"), "{}"));
+    assert_eq!((reply.status, reply.text()), (200, "{}".to_owned()));
+    tmux.wait_for("the delivery counted, not listed", |s| {
+        s.contains("1 delivery forwarded and not recorded")
+    });
+    tmux.send(&["q"]);
+    let screen = tmux.wait_for("the shell again", |s| s.contains("portpreview exited"));
+    assert!(screen.contains("portpreview exited 0"), "{screen}");
+    let left: Vec<_> = std::fs::read_dir(&scratch.0)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("history.db"))
+        .collect();
+    assert!(left.is_empty(), "--no-record made {left:?}");
+}
+
 /// ctrl-z in the browser stops it as a shell job, with the shell's screen
 /// back; `fg` gives the TUI its screen again, keys working.
 #[cfg(unix)]

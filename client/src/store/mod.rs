@@ -199,7 +199,8 @@ impl Store {
         Ok(store)
     }
 
-    /// A private database in memory, for tests.
+    /// A private database in memory: for tests, and for a live TUI with
+    /// no history to show.
     pub fn in_memory() -> Result<Store, StoreError> {
         let conn = Connection::open_in_memory()?;
         Self::setup(conn, PathBuf::from(":memory:"), Opening::Create)

@@ -96,11 +96,13 @@ async fn run(
     shutdown: CancellationToken,
 ) -> anyhow::Result<Option<mpsc::Receiver<TunnelEvent>>> {
     // Browsing opens the history as the reading commands do, never waiting
-    // on another process's lock; live, the history may not exist yet when
-    // `http` runs with --no-record.
+    // on another process's lock. Live, the recorder has made the history
+    // already; with --no-record there may be none, and none is made: an
+    // empty one in memory stands in.
     let opened = match mode {
         Mode::Browser { .. } => Store::open_existing(db),
-        Mode::Live => Store::open(db),
+        Mode::Live if db.exists() => Store::open(db),
+        Mode::Live => Store::in_memory(),
     };
     let store = opened.map_err(|err| err.for_command(db))?;
     let (width, height) = crossterm::terminal::size().context("cannot read the terminal size")?;
