@@ -174,7 +174,9 @@ where
                             reset: on_reset,
                             abandoned: abandon.clone(),
                         };
-                        exchanges.spawn(exchange::run(shared.clone(), head, inflow, steering, outbox.clone()));
+                        // Boxed: the exchange's state is about 6 KiB, which the
+                        // task would otherwise copy on spawn and again when it ends.
+                        exchanges.spawn(Box::pin(exchange::run(shared.clone(), head, inflow, steering, outbox.clone())));
                         streams.insert(stream, entry);
                     }
                     ServerMessage::RequestBody { stream, end } => {
