@@ -315,6 +315,23 @@ async fn the_relay_answers_for_itself_when_it_must() {
     );
     let answer = raw(relay.addr, huge_header.as_bytes()).await;
     assert!(answer.starts_with("HTTP/1.1 431"), "oversized headers: {answer}");
+    assert!(
+        answer.ends_with("\r\n\r\nrequest head over the relay's limit of 65536 bytes\n"),
+        "the relay says why: {answer}"
+    );
+
+    let many: String = (0..101).map(|n| format!("X-Header-{n}: {n}\r\n")).collect();
+    let many_headers = format!(
+        "GET /t/{}/x HTTP/1.1\r\nHost: {}\r\n{many}\r\n",
+        tunnel.name(),
+        relay.addr
+    );
+    let answer = raw(relay.addr, many_headers.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 431"), "too many headers: {answer}");
+    assert!(
+        answer.ends_with("\r\n\r\nmore request headers than the relay's limit of 100\n"),
+        "the relay says why: {answer}"
+    );
     assert!(handler.requests().is_empty(), "none of these reached the handler");
 }
 

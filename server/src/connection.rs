@@ -16,7 +16,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::error::RelayError;
-use crate::headscan::HeadScan;
+use crate::headscan::{HeadLimits, HeadScan};
 use crate::ingress::{self, ConnInfo, Relay};
 use crate::limits::{ConnectionLimits, Slot};
 
@@ -98,7 +98,11 @@ where
 {
     let config = &relay.config;
     let max_head = config.max_header_bytes;
-    let (io, verdicts) = HeadScan::new(io, max_head);
+    let limits = HeadLimits {
+        max_bytes: max_head,
+        max_headers: config.max_headers,
+    };
+    let (io, verdicts) = HeadScan::new(io, limits);
     let info = Arc::new(ConnInfo {
         peer,
         local,

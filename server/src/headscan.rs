@@ -1,13 +1,20 @@
-//! Spots requests that carry both `Content-Length` and `Transfer-Encoding`.
+//! Watches each request head on its way into hyper.
 //!
-//! hyper resolves that conflict safely on its own (it ignores the length and
-//! closes the connection after the request), but it hides the fact from the
-//! service, and the design answers such requests 400. This wrapper watches
-//! the raw bytes of each request head on their way into hyper and queues one
-//! verdict per head, which the service takes in the same order. It never
-//! changes a byte. When it cannot follow the framing (chunked bodies,
-//! upgrades, oversized heads), it stops watching and the service sees
-//! "no conflict" from then on, leaving hyper's own handling in place.
+//! Two things hyper does on its own and hides from the service:
+//! - It resolves a request carrying both `Content-Length` and
+//!   `Transfer-Encoding` safely (it ignores the length and closes the
+//!   connection after the request), but the design answers such requests
+//!   400. This wrapper queues one verdict per head, which the service takes
+//!   in the same order.
+//! - It refuses a head over the relay's limits (too many bytes, too many
+//!   headers) with a bare 431 before the service ever sees it. The relay's
+//!   own answers say why in plain text, so when the scan has seen such a
+//!   head, hyper's bodiless 431 is replaced on its way out by one that
+//!   names the limit.
+//!
+//! Apart from that one answer it never changes a byte. When it cannot follow
+//! the framing (chunked bodies, upgrades), it stops watching and the service
+//! sees "no conflict" from then on, leaving hyper's own handling in place.
 
 use std::collections::VecDeque;
 use std::io;
@@ -19,6 +26,46 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// Verdicts queued ahead of the service before the scan gives up.
 const MAX_QUEUED: usize = 64;
+
+/// The limits on a request head that hyper enforces.
+#[derive(Debug, Clone, Copy)]
+pub struct HeadLimits {
+    /// Bytes of request line and headers.
+    pub max_bytes: usize,
+    /// Header lines.
+    pub max_headers: usize,
+}
+
+/// Why hyper refuses the head the scan has just seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    TooLong,
+    TooMany,
+}
+
+impl Refusal {
+    /// The 431 the relay gives in place of hyper's bare one.
+    fn answer(self, limits: HeadLimits) -> Vec<u8> {
+        let why = match self {
+            Refusal::TooLong => format!("request head over the relay's limit of {} bytes", limits.max_bytes),
+            Refusal::TooMany => format!("more request headers than the relay's limit of {}", limits.max_headers),
+        };
+        format!(
+            "HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\n\
+             content-length: {}\r\nconnection: close\r\n\r\n{why}\n",
+            why.len() + 1
+        )
+        .into_bytes()
+    }
+}
+
+/// The relay's 431, part written, standing in for hyper's.
+struct Explaining {
+    answer: Vec<u8>,
+    written: usize,
+    /// Length of hyper's answer, reported written once ours is.
+    replaces: usize,
+}
 
 /// One verdict per request head, in arrival order.
 #[derive(Default)]
@@ -46,21 +93,33 @@ enum Phase {
 pub struct HeadScan<IO> {
     io: IO,
     phase: Phase,
-    max_head: usize,
+    limits: HeadLimits,
     verdicts: Arc<Verdicts>,
+    /// Set once a head over the limits has been read: hyper answers it 431
+    /// and closes the connection.
+    refusal: Option<Refusal>,
+    explaining: Option<Explaining>,
 }
 
 impl<IO> HeadScan<IO> {
-    /// Watches `io`; heads longer than `max_head` end the watch (hyper answers 431).
-    pub fn new(io: IO, max_head: usize) -> (Self, Arc<Verdicts>) {
+    /// Watches `io`, whose heads hyper holds to `limits`.
+    pub fn new(io: IO, limits: HeadLimits) -> (Self, Arc<Verdicts>) {
         let verdicts = Arc::new(Verdicts::default());
         let scan = Self {
             io,
             phase: Phase::Head(Vec::new()),
-            max_head,
+            limits,
             verdicts: Arc::clone(&verdicts),
+            refusal: None,
+            explaining: None,
         };
         (scan, verdicts)
+    }
+
+    /// Ends the watch on a head hyper will refuse.
+    fn refuse(&mut self, why: Refusal) {
+        self.refusal = Some(why);
+        self.phase = Phase::Off;
     }
 
     fn scan(&mut self, mut input: &[u8]) {
@@ -88,12 +147,21 @@ impl<IO> HeadScan<IO> {
                     buf.extend_from_slice(input);
                     let from = old_len.saturating_sub(3);
                     let Some(pos) = buf[from..].windows(4).position(|w| w == b"\r\n\r\n") else {
-                        if buf.len() > self.max_head {
-                            self.phase = Phase::Off;
+                        // hyper's checks: a partial head at the limit, a whole one over it.
+                        if buf.len() >= self.limits.max_bytes {
+                            self.refuse(Refusal::TooLong);
                         }
                         return;
                     };
                     let end = from + pos + 4;
+                    if end > self.limits.max_bytes {
+                        self.refuse(Refusal::TooLong);
+                        return;
+                    }
+                    if header_lines(&buf[..end]) > self.limits.max_headers {
+                        self.refuse(Refusal::TooMany);
+                        return;
+                    }
                     // end > old_len: a terminator wholly inside older bytes was found then.
                     input = input.get(end.saturating_sub(old_len)..).unwrap_or_default();
                     let framing = Framing::of(&buf[..end]);
@@ -121,6 +189,30 @@ impl<IO> HeadScan<IO> {
             _ => Phase::Head(Vec::new()),
         }
     }
+}
+
+/// Header lines in a whole head, as hyper counts them against its limit.
+fn header_lines(head: &[u8]) -> usize {
+    head.split(|b| *b == b'\n')
+        .skip(1)
+        .filter(|line| !matches!(line, [] | [b'\r']))
+        .count()
+}
+
+/// The length of hyper's own answer to a head it refused, when `out` starts
+/// with one: a 431 with no body. No answer the service gives looks like
+/// it: the relay's say why, and a tunnel's is only replaced after the scan
+/// saw a refused head, which ends the connection.
+fn bare_431(out: &[u8]) -> Option<usize> {
+    if !out.starts_with(b"HTTP/1.1 431 ") {
+        return None;
+    }
+    let end = out.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+    let empty = b"\r\ncontent-length: 0\r\n";
+    out[..end]
+        .windows(empty.len())
+        .any(|w| w.eq_ignore_ascii_case(empty))
+        .then_some(end)
 }
 
 struct Framing {
@@ -169,7 +261,31 @@ impl<IO: AsyncRead + Unpin> AsyncRead for HeadScan<IO> {
 
 impl<IO: AsyncWrite + Unpin> AsyncWrite for HeadScan<IO> {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
+        let this = &mut *self;
+        if let (Some(refusal), None) = (this.refusal, &this.explaining) {
+            if let Some(replaces) = bare_431(buf) {
+                this.explaining = Some(Explaining {
+                    answer: refusal.answer(this.limits),
+                    written: 0,
+                    replaces,
+                });
+            }
+        }
+        let Some(explaining) = &mut this.explaining else {
+            return Pin::new(&mut this.io).poll_write(cx, buf);
+        };
+        // hyper offers the same bytes again until they are reported written.
+        while explaining.written < explaining.answer.len() {
+            match Pin::new(&mut this.io).poll_write(cx, &explaining.answer[explaining.written..]) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => explaining.written += n,
+                other => return other,
+            }
+        }
+        let replaced = explaining.replaces;
+        this.explaining = None;
+        this.refusal = None;
+        Poll::Ready(Ok(replaced))
     }
 
     fn poll_write_vectored(
@@ -177,7 +293,12 @@ impl<IO: AsyncWrite + Unpin> AsyncWrite for HeadScan<IO> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+        if self.refusal.is_none() {
+            return Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        }
+        // hyper's answer comes whole in one slice; a short write is allowed.
+        let first = bufs.iter().find(|b| !b.is_empty()).map_or(&[][..], |b| &**b);
+        self.poll_write(cx, first)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -195,10 +316,74 @@ impl<IO: AsyncWrite + Unpin> AsyncWrite for HeadScan<IO> {
 
 #[cfg(test)]
 mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
     use super::*;
 
+    const LIMITS: HeadLimits = HeadLimits {
+        max_bytes: 1024,
+        max_headers: 8,
+    };
+
+    /// What hyper writes when it refuses a head.
+    const HYPERS_431: &[u8] =
+        b"HTTP/1.1 431 Request Header Fields Too Large\r\nconnection: close\r\ncontent-length: 0\r\ndate: Tue, 01 Dec 2026 22:23:16 GMT\r\n\r\n";
+
+    /// Sends `request` through a scan and writes `answer` back through it:
+    /// what the caller receives.
+    async fn answered(request: &[u8], answer: &[u8]) -> String {
+        let (caller, relay_side) = tokio::io::duplex(64 * 1024);
+        let (mut scan, _) = HeadScan::new(relay_side, LIMITS);
+        let (mut caller_read, mut caller_write) = tokio::io::split(caller);
+        caller_write.write_all(request).await.unwrap();
+        let mut seen = vec![0; request.len()];
+        scan.read_exact(&mut seen).await.unwrap();
+        scan.write_all(answer).await.unwrap();
+        scan.shutdown().await.unwrap();
+        let mut received = String::new();
+        caller_read.read_to_string(&mut received).await.unwrap();
+        received
+    }
+
+    #[tokio::test]
+    async fn hypers_bare_431_says_which_limit_the_head_went_over() {
+        let long = format!("GET / HTTP/1.1\r\nX-Big: {}\r\n\r\n", "a".repeat(2000));
+        let received = answered(long.as_bytes(), HYPERS_431).await;
+        assert!(received.starts_with("HTTP/1.1 431 "), "{received}");
+        assert!(
+            received.ends_with("\r\n\r\nrequest head over the relay's limit of 1024 bytes\n"),
+            "{received}"
+        );
+        assert!(received.contains("content-length: 50\r\n"), "{received}");
+
+        let many: String = (0..9).map(|n| format!("X-{n}: 1\r\n")).collect();
+        let received = answered(format!("GET / HTTP/1.1\r\n{many}\r\n").as_bytes(), HYPERS_431).await;
+        assert!(
+            received.ends_with("more request headers than the relay's limit of 8\n"),
+            "{received}"
+        );
+    }
+
+    #[tokio::test]
+    async fn answers_to_heads_within_the_limits_pass_untouched() {
+        let few: String = (0..8).map(|n| format!("X-{n}: 1\r\n")).collect();
+        let head = format!("GET / HTTP/1.1\r\n{few}\r\n");
+        // A tunnel's handler may answer 431 with no body: that is its answer.
+        let received = answered(head.as_bytes(), HYPERS_431).await;
+        assert_eq!(received.as_bytes(), HYPERS_431);
+    }
+
+    #[test]
+    fn counts_header_lines_as_hyper_does() {
+        assert_eq!(header_lines(b"GET / HTTP/1.1\r\n\r\n"), 0);
+        assert_eq!(header_lines(b"GET / HTTP/1.1\r\nA: 1\r\nB: 2\r\n\r\n"), 2);
+        assert_eq!(bare_431(HYPERS_431), Some(HYPERS_431.len()));
+        assert_eq!(bare_431(b"HTTP/1.1 431 X\r\ncontent-length: 5\r\n\r\nhello"), None);
+        assert_eq!(bare_431(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n"), None);
+    }
+
     fn verdicts_of(pieces: &[&[u8]]) -> Vec<bool> {
-        let (mut scan, verdicts) = HeadScan::new((), 1024);
+        let (mut scan, verdicts) = HeadScan::new((), LIMITS);
         for piece in pieces {
             scan.scan(piece);
         }
