@@ -2,8 +2,12 @@
 # Tunnel throughput, latency and relay memory: direct calls, PortPreview
 # (recording on and off) and bore, side by side in one run on loopback.
 #
-#   bench/tunnel.sh            # 10 s per measurement
-#   DURATION=5 bench/tunnel.sh
+#   bench/tunnel.sh            # 3 rounds of 5 s per measurement
+#   DURATION=10 ROUNDS=1 bench/tunnel.sh
+#
+# Every round measures each scenario against every target in turn, so a
+# disturbance on this shared machine hits one round of all of them rather
+# than all rounds of one; the table gives each target's median round.
 #
 # Needs wrk (installed with apt-get when missing) and bore (installed with
 # `cargo install bore-cli` into bench/.tools). Prints a table of requests/s
@@ -11,7 +15,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-duration=${DURATION:-10}
+duration=${DURATION:-5}
+rounds=${ROUNDS:-3}
 out=$root/bench/out
 tools=$root/bench/.tools
 mkdir -p "$out" "$tools"
@@ -88,12 +93,14 @@ measure() {
   printf '%s\t%s\t%s\t%s\t%s\n' "$2" "$1" "${rps:-0}" "${p50:-?}" "${p99:-?}" >>"$results"
 }
 
-for scenario in "1KiB-c1 1 1k" "1KiB-c50 50 1k" "1MiB-c4 4 1m"; do
-  set -- $scenario
-  measure direct "$1" "$2" "$3" "http://$handler/hook"
-  measure portpreview "$1" "$2" "$3" "$pp/hook"
-  measure portpreview-norec "$1" "$2" "$3" "$pp_off/hook"
-  measure bore "$1" "$2" "$3" "http://$bore/hook"
+for _ in $(seq "$rounds"); do
+  for scenario in "1KiB-c1 1 1k" "1KiB-c50 50 1k" "1MiB-c4 4 1m"; do
+    set -- $scenario
+    measure direct "$1" "$2" "$3" "http://$handler/hook"
+    measure portpreview "$1" "$2" "$3" "$pp/hook"
+    measure portpreview-norec "$1" "$2" "$3" "$pp_off/hook"
+    measure bore "$1" "$2" "$3" "http://$bore/hook"
+  done
 done
 relay_peak=$(hwm_kib $relay_pid)
 delivered=$(sqlite3 "$out/bench.db" 'select count(*) from deliveries' 2>/dev/null || echo '?')
@@ -115,20 +122,24 @@ after=$(rss_kib $idle_pid)
 exec 9>&-
 rm -f "$out/hold.$$"
 
-python3 - "$results" "$relay_peak" "$before" "$after" "$delivered" "$duration" <<'PY'
+python3 - "$results" "$relay_peak" "$before" "$after" "$delivered" "$duration" "$rounds" <<'PY'
 import sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
-peak, before, after, delivered, duration = sys.argv[2:7]
+peak, before, after, delivered, duration, rounds = sys.argv[2:8]
 def ms(text):
     if text in ("?", ""): return float("nan")
     for unit, f in (("us", 1e-3), ("ms", 1.0), ("s", 1000.0)):
         if text.endswith(unit) and (unit != "s" or not text.endswith(("us", "ms"))):
             return float(text[: -len(unit)]) * f
     return float(text)
-by = {(r[0], r[1]): (float(r[2]), ms(r[3]), ms(r[4])) for r in rows}
+runs = {}
+for r in rows:
+    runs.setdefault((r[0], r[1]), []).append((float(r[2]), ms(r[3]), ms(r[4])))
+# Each target's median round by requests/s, latencies from that same round.
+by = {k: sorted(v)[len(v) // 2] for k, v in runs.items()}
 scenarios = list(dict.fromkeys(r[0] for r in rows))
 names = ["direct", "portpreview", "portpreview-norec", "bore"]
-print(f"\nPortPreview tunnel benchmark ({duration} s per run, loopback, wrk)\n")
+print(f"\nPortPreview tunnel benchmark (median of {rounds} rounds of {duration} s per run, loopback, wrk)\n")
 print(f"{'scenario':<10} {'target':<18} {'req/s':>10} {'×direct':>8} {'×bore':>7} {'p50 ms':>8} {'p99 ms':>8} {'+p50 ms':>8}")
 for s in scenarios:
     d = by.get((s, "direct")); b = by.get((s, "bore"))
