@@ -33,16 +33,18 @@ pub enum RelayBody {
     Tunnel(Box<TunnelBody>),
 }
 
+/// The content type of every answer the relay gives itself.
+pub const PLAIN_TEXT: &str = "text/plain; charset=utf-8";
+
 /// A response with a short plain-text body saying why.
 pub fn answer(status: StatusCode, text: impl Into<String>) -> Response<RelayBody> {
     let mut text = text.into();
     text.push('\n');
     let mut response = Response::new(RelayBody::Full(Some(Bytes::from(text))));
     *response.status_mut() = status;
-    response.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
+    response
+        .headers_mut()
+        .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static(PLAIN_TEXT));
     response
 }
 

@@ -24,6 +24,8 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use crate::body::PLAIN_TEXT;
+
 /// Verdicts queued ahead of the service before the scan gives up.
 const MAX_QUEUED: usize = 64;
 
@@ -51,7 +53,7 @@ impl Refusal {
             Refusal::TooMany => format!("more request headers than the relay's limit of {}", limits.max_headers),
         };
         format!(
-            "HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\n\
+            "HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: {PLAIN_TEXT}\r\n\
              content-length: {}\r\nconnection: close\r\n\r\n{why}\n",
             why.len() + 1
         )
@@ -158,13 +160,13 @@ impl<IO> HeadScan<IO> {
                         self.refuse(Refusal::TooLong);
                         return;
                     }
-                    if header_lines(&buf[..end]) > self.limits.max_headers {
+                    let framing = Framing::of(&buf[..end]);
+                    if framing.headers > self.limits.max_headers {
                         self.refuse(Refusal::TooMany);
                         return;
                     }
                     // end > old_len: a terminator wholly inside older bytes was found then.
                     input = input.get(end.saturating_sub(old_len)..).unwrap_or_default();
-                    let framing = Framing::of(&buf[..end]);
                     self.phase = self.after(framing);
                 }
             }
@@ -191,14 +193,6 @@ impl<IO> HeadScan<IO> {
     }
 }
 
-/// Header lines in a whole head, as hyper counts them against its limit.
-fn header_lines(head: &[u8]) -> usize {
-    head.split(|b| *b == b'\n')
-        .skip(1)
-        .filter(|line| !matches!(line, [] | [b'\r']))
-        .count()
-}
-
 /// The length of hyper's own answer to a head it refused, when `out` starts
 /// with one: a 431 with no body. No answer the service gives looks like
 /// it: the relay's say why, and a tunnel's is only replaced after the scan
@@ -219,6 +213,8 @@ struct Framing {
     content_length: Option<u64>,
     chunked_or_te: bool,
     upgrade: bool,
+    /// Header lines, as hyper counts them against its limit.
+    headers: usize,
 }
 
 impl Framing {
@@ -227,11 +223,13 @@ impl Framing {
             content_length: None,
             chunked_or_te: false,
             upgrade: false,
+            headers: 0,
         };
         for line in head.split(|b| *b == b'\n').skip(1) {
             let Some(colon) = line.iter().position(|b| *b == b':') else {
                 continue;
             };
+            framing.headers += 1;
             let name = &line[..colon];
             let value = String::from_utf8_lossy(&line[colon + 1..]);
             let value = value.trim();
@@ -375,8 +373,8 @@ mod tests {
 
     #[test]
     fn counts_header_lines_as_hyper_does() {
-        assert_eq!(header_lines(b"GET / HTTP/1.1\r\n\r\n"), 0);
-        assert_eq!(header_lines(b"GET / HTTP/1.1\r\nA: 1\r\nB: 2\r\n\r\n"), 2);
+        assert_eq!(Framing::of(b"GET / HTTP/1.1\r\n\r\n").headers, 0);
+        assert_eq!(Framing::of(b"GET / HTTP/1.1\r\nA: 1\r\nB: 2\r\n\r\n").headers, 2);
         assert_eq!(bare_431(HYPERS_431), Some(HYPERS_431.len()));
         assert_eq!(bare_431(b"HTTP/1.1 431 X\r\ncontent-length: 5\r\n\r\nhello"), None);
         assert_eq!(bare_431(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n"), None);
