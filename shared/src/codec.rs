@@ -67,9 +67,18 @@ pub fn encode<M: Serialize + Framed>(msg: &M, body: &[u8]) -> Result<Vec<u8>, En
         return Err(EncodeError::BodyTooLarge(body.len()));
     }
     out[..4].copy_from_slice(&prefix.to_be_bytes());
-    out.extend_from_slice(body);
+    for piece in body.chunks(COPY_PIECE) {
+        out.extend_from_slice(piece);
+    }
     Ok(out)
 }
+
+/// Body bytes go into a frame this many at a time. glibc copies anything
+/// from about 2 KiB up with `rep movsb`, which on the AMD EPYC machines the
+/// benchmarks run on took the relay 40% of its time for 1 MiB bodies;
+/// pieces under that size take its vector loop, which moved the same bytes
+/// in a quarter of the time, and costs nothing where `rep movsb` is fast.
+const COPY_PIECE: usize = 2048;
 
 /// Decodes one frame into its message and body (a zero-copy slice of it).
 pub fn decode<M: DeserializeOwned + Framed>(frame: Bytes) -> Result<(M, Bytes), DecodeError> {
@@ -213,6 +222,10 @@ mod tests {
             ServerMessage::RequestBody { stream: 3, end: true },
             &vec![9u8; CHUNK_SIZE],
         );
+        // Bytes that differ everywhere, over a length no piece size divides:
+        // a body copied piece by piece must come back in order and whole.
+        let varied: Vec<u8> = (0..CHUNK_SIZE - 3).map(|i| (i % 251) as u8).collect();
+        round_trip(ClientMessage::ResponseBody { stream: 3, end: false }, &varied);
         round_trip(
             ServerMessage::Reset {
                 stream: 3,
