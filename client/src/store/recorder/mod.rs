@@ -166,6 +166,7 @@ impl Recorder {
         let inbox = Arc::new(Mutex::new(inbox));
         let (settled, done) = (Arc::clone(&inbox), Arc::clone(&applied));
         let thread = std::thread::Builder::new().name(WRITER_THREAD.into()).spawn(move || {
+            yield_to_forwarding();
             let complete = writer.run(&jobs);
             // The thread settles the inbox itself, so that a handle
             // dropped without waiting still leaves no file behind.
@@ -389,6 +390,25 @@ fn settle(inbox: &Mutex<Inbox>, applied: u64, complete: bool) {
 /// TUI stays up through them.
 pub const WRITER_THREAD: &str = "history-writer";
 
+/// How many nice steps the writer thread runs below the tunnel's.
+#[cfg(target_os = "linux")]
+const WRITER_NICENESS: i32 = 10;
+
+/// Lowers the calling thread's scheduling priority, so that when the
+/// machine is busy the tunnel's thread runs first and the history catches
+/// up in the gaps; the queue and the inbox hold what it has not written
+/// yet. Ten steps still leave it about a tenth of a core beside a program
+/// that keeps one busy. On Linux a thread's nice value is its own; elsewhere
+/// it is the whole process's, so there the writer keeps its priority.
+fn yield_to_forwarding() {
+    #[cfg(target_os = "linux")]
+    {
+        if let Err(err) = rustix::process::nice(WRITER_NICENESS) {
+            tracing::debug!(%err, "the history writer keeps the tunnel's priority");
+        }
+    }
+}
+
 #[cfg(test)]
 pub(super) mod tests {
     use std::time::Duration;
@@ -446,6 +466,42 @@ pub(super) mod tests {
         recorder.record_outcome(ticket, answered(200)).await.unwrap();
         next_report(reported).await
     }
+    /// The nice value of a thread, from its `/proc` stat line.
+    #[cfg(target_os = "linux")]
+    fn nice_of(stat_path: &Path) -> i32 {
+        let stat = std::fs::read_to_string(stat_path).unwrap();
+        // Fields after the command name, which ends at the last ')': state
+        // first, nice the seventeenth.
+        let fields = &stat[stat.rfind(')').unwrap() + 1..];
+        fields.split_whitespace().nth(16).unwrap().parse().unwrap()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn the_writer_thread_runs_below_the_tunnels_priority() {
+        let dir = ScratchDir::new("recorder-nice");
+        let (recorder, handle, mut reported) = start(&dir.0.join("history.db"));
+        // Once a delivery is reported, the writer has long set its priority.
+        recorded(&recorder, &mut reported, delivery("evt_nice", "/nice")).await;
+        let ours = nice_of(Path::new("/proc/thread-self/stat"));
+        let writers: Vec<i32> = std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .flatten()
+            .filter(|task| {
+                std::fs::read_to_string(task.path().join("comm")).is_ok_and(|comm| comm.trim() == WRITER_THREAD)
+            })
+            .map(|task| nice_of(&task.path().join("stat")))
+            .collect();
+        assert!(!writers.is_empty(), "a thread named {WRITER_THREAD}");
+        let expected = (ours + WRITER_NICENESS).min(19);
+        assert!(
+            writers.iter().all(|nice| *nice == expected),
+            "writers at {writers:?}, expected {expected}"
+        );
+        drop(recorder);
+        handle.shutdown();
+    }
+
     #[tokio::test]
     async fn a_request_is_on_disk_once_flushed_and_stored_with_its_answer_once_reported() {
         let dir = ScratchDir::new("recorder-commit");
