@@ -376,6 +376,71 @@ fn replay_export_and_copy_from_the_tui() {
     assert!(replays.iter().all(|row| row["status"] == 200), "{replays:#?}");
 }
 
+#[test]
+fn esc_stops_a_replay_waiting_on_a_slow_handler_and_keeps_its_run() {
+    let scratch = Scratch::new("replay-stop");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    // Slower than any wait below: only stopping the run ends it in time.
+    let handler = runtime.block_on(LocalHandler::slow(Duration::from_secs(600)));
+    let db = scratch.0.join("history.db");
+    let body = br#"{"id":"evt_slow","type":"invoice.paid"}"#.to_vec();
+    let request = NewDelivery {
+        received_at_ms: 1_764_470_700_000,
+        target: handler.url(),
+        method: "POST".into(),
+        path: "/webhooks/stripe".into(),
+        request_headers: vec![Header::new("content-type", "application/json")],
+        request_body_size: body.len() as u64,
+        request_body: body,
+        provider: Some("stripe".into()),
+        event_key: "evt_slow".into(),
+        event_key_source: "body:/id".into(),
+        ..NewDelivery::default()
+    };
+    let outcome = Outcome {
+        status: Some(200),
+        duration_ms: Some(2.0),
+        ..Outcome::default()
+    };
+    Store::open(&db).unwrap().insert_delivery(&request, &outcome).unwrap();
+    let command = shell_line(&scratch.0, &db, "", "tui", "");
+    let tmux = Tmux::start("replay-stop", &command);
+    tmux.wait_for("the delivery", |s| s.contains("/webhooks/stripe"));
+    tmux.send(&["Enter"]);
+    tmux.wait_for("the detail", |s| s.contains("Replay runs (0)"));
+
+    tmux.send(&["r"]);
+    tmux.wait_for("the footer saying how to stop", |s| s.contains("Esc stops"));
+    runtime.block_on(handler.wait_for_request());
+    tmux.send(&["Escape"]);
+    let screen = tmux.wait_for("the stopped run's line", |s| s.contains("replay of #1:"));
+    assert!(screen.contains("stopped after 0 of 1 attempts"), "{screen}");
+    // The first Esc left the detail open: the new run shows at its end.
+    tmux.wait_for("the run listed in the detail", |s| s.contains("Replay runs (1)"));
+    tmux.send(&["Escape"]);
+    tmux.wait_for("the detail closed by the second Esc", |s| !s.contains("┌ #1 "));
+
+    tmux.send(&["q"]);
+    let screen = tmux.wait_for("the shell again", |s| s.contains("portpreview exited"));
+    assert!(screen.contains("portpreview exited 0"), "{screen}");
+    let shown = Command::new(portpreview_bin())
+        .arg("--db")
+        .arg(&db)
+        .args(["show", "1", "--json"])
+        .env("PORTPREVIEW_CONFIG", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(shown.status.success(), "{}", String::from_utf8_lossy(&shown.stderr));
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let runs = shown["replay_runs"].as_array().expect("replay_runs in show --json");
+    assert_eq!(runs.len(), 1, "{shown:#}");
+    assert_eq!(
+        runs[0]["idempotent"],
+        serde_json::Value::Null,
+        "a stopped run has no verdict: {shown:#}"
+    );
+}
+
 /// The public URL the live header shows: `● online  <url> → <target>`.
 fn public_url(screen: &str) -> Option<String> {
     let line = screen.lines().find(|l| l.contains("● online"))?;

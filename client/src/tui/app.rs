@@ -74,6 +74,8 @@ pub struct ReplayProgress {
     pub delivery_id: i64,
     /// What the engine last reported.
     pub text: String,
+    /// Esc was pressed: the attempts in flight are being dropped.
+    pub stopping: bool,
 }
 
 /// Work the loop does for the state machine (it needs I/O or time).
@@ -95,6 +97,8 @@ pub enum Effect {
     },
     /// ctrl-z: hand the terminal back and stop until continued.
     Suspend,
+    /// Esc during a replay: stop it where it is.
+    StopReplay,
 }
 
 /// Everything the TUI shows.
@@ -232,7 +236,8 @@ impl App {
 
     /// Replay progress reported by the engine.
     pub fn on_replay_progress(&mut self, text: String) {
-        if let Some(replay) = &mut self.replay {
+        // Once stopping, the attempts still reporting are being dropped.
+        if let Some(replay) = self.replay.as_mut().filter(|r| !r.stopping) {
             replay.text = text;
         }
     }

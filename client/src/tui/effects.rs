@@ -9,6 +9,7 @@ use std::pin::Pin;
 use portpreview_shared::provider::Provider;
 use portpreview_shared::sanitize::escape_str;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::resolve_secret;
 use crate::replay::{Phase, ProbeSpec, Progress, ReplayOptions, Report};
@@ -19,8 +20,14 @@ use super::dialog::{ExportFormat, Probe, ReplayRequest};
 use super::export;
 use super::terminal::TerminalGuard;
 
-/// A replay being run; resolves once with its result.
-pub type ReplayTask = Pin<Box<dyn Future<Output = ReplayDone>>>;
+/// A replay being run: resolves once with its result.
+pub struct ReplayTask {
+    /// The run, to be polled by the loop.
+    pub done: Pin<Box<dyn Future<Output = ReplayDone>>>,
+    /// Cancelled, it drops the attempts in flight and ends the run with
+    /// what was answered, saved as `replay` saves a run ctrl-c stopped.
+    pub stop: CancellationToken,
+}
 
 /// How a replay ended.
 #[derive(Debug)]
@@ -72,6 +79,8 @@ impl Effects {
                 copy_curl(app, delivery_id, terminal);
                 None
             }
+            // The loop holds the running replay and stops it itself.
+            Effect::StopReplay => None,
         }
     }
 
@@ -106,12 +115,14 @@ impl Effects {
         };
         let sender = self.progress.clone();
         let db = self.db.clone();
-        Some(Box::pin(async move {
+        let stop = CancellationToken::new();
+        let stopped = stop.clone().cancelled_owned();
+        let done = Box::pin(async move {
             let started_at_ms = crate::time::now_ms();
             let progress = |p: Progress| {
                 let _ = sender.send(progress_line(id, p));
             };
-            let result = match crate::replay::run(delivery.request, &opts, &progress).await {
+            let result = match crate::replay::run_until(delivery.request, &opts, &progress, stopped).await {
                 Ok(report) => {
                     let _ = sender.send(format!("replaying #{id}: saving the run…"));
                     Ok(save(db, id, started_at_ms, report).await)
@@ -122,7 +133,8 @@ impl Effects {
                 delivery_id: id,
                 result,
             }
-        }))
+        });
+        Some(ReplayTask { done, stop })
     }
 }
 

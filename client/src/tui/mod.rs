@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use crate::events::TunnelEvent;
 use crate::store::Store;
 
-use app::{App, Mode};
+use app::{App, Effect, Mode};
 use effects::{Effects, ReplayDone, ReplayTask};
 use terminal::TerminalGuard;
 
@@ -168,10 +168,18 @@ impl EventLoop {
                 },
                 input = keys.next() => match input {
                     Some(Ok(Event::Key(key))) => {
-                        if let Some(effect) = self.app.handle_key(key) {
-                            if let Some(task) = self.effects.start(effect, &mut self.app, terminal) {
-                                self.replay = Some(task);
+                        match self.app.handle_key(key) {
+                            Some(Effect::StopReplay) => {
+                                if let Some(replay) = &self.replay {
+                                    replay.stop.cancel();
+                                }
                             }
+                            Some(effect) => {
+                                if let Some(task) = self.effects.start(effect, &mut self.app, terminal) {
+                                    self.replay = Some(task);
+                                }
+                            }
+                            None => {}
                         }
                         dirty = true;
                     }
@@ -260,7 +268,7 @@ async fn next_event(events: &mut Option<mpsc::Receiver<TunnelEvent>>) -> Option<
 /// The running replay's end; never resolves when none runs.
 async fn next_replay_done(replay: &mut Option<ReplayTask>) -> ReplayDone {
     match replay {
-        Some(task) => task.await,
+        Some(task) => (&mut task.done).await,
         None => std::future::pending().await,
     }
 }

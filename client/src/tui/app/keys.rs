@@ -36,6 +36,11 @@ impl App {
                 self.overlay = Some(Overlay::Filter(TextInput::new(self.pager.search().unwrap_or_default())));
             }
             KeyCode::Esc => {
+                if let Some(replay) = self.replay.as_mut().filter(|r| !r.stopping) {
+                    replay.stopping = true;
+                    replay.text = format!("stopping the replay of #{}…", replay.delivery_id);
+                    return Some(Effect::StopReplay);
+                }
                 if self.detail.is_some() {
                     self.detail = None;
                     self.focus = Focus::List;
@@ -176,6 +181,7 @@ impl App {
         self.replay = Some(ReplayProgress {
             delivery_id: request.delivery_id,
             text: format!("replaying #{} ×{}…", request.delivery_id, request.times),
+            stopping: false,
         });
         Some(Effect::Replay(request))
     }

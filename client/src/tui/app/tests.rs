@@ -146,6 +146,30 @@ fn replay_export_and_copy_ask_the_loop() {
 }
 
 #[test]
+fn esc_stops_a_running_replay_before_it_closes_anything() {
+    let mut app = app(5);
+    key(&mut app, KeyCode::Enter);
+    assert!(app.detail.is_some());
+    press(&mut app, "r");
+    app.on_replay_progress("replaying #5: 0/1 attempts answered…".into());
+    assert_eq!(key(&mut app, KeyCode::Esc), Some(Effect::StopReplay));
+    assert!(app.detail.is_some(), "the first Esc stops the replay only");
+    let replay = app.replay.as_ref().expect("still running until the engine stops");
+    assert_eq!(replay.text, "stopping the replay of #5…");
+    app.on_replay_progress("replaying #5: 1/1 attempts answered…".into());
+    assert_eq!(
+        app.replay.as_ref().unwrap().text,
+        "stopping the replay of #5…",
+        "late progress is not shown"
+    );
+    assert_eq!(key(&mut app, KeyCode::Esc), None, "asked once");
+    assert!(app.detail.is_none(), "a second Esc closes the detail");
+    app.on_replay_done(5, Ok("… stopped after 0 of 1 attempts".into()));
+    assert!(app.replay.is_none());
+    assert_eq!(key(&mut app, KeyCode::Esc), None);
+}
+
+#[test]
 fn help_opens_and_any_key_closes_it() {
     let mut app = app(3);
     press(&mut app, "?");

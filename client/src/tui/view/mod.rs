@@ -46,7 +46,11 @@ fn render_footer(app: &App, area: Rect, buf: &mut Buffer) {
         let color = if status.error { Color::Red } else { Color::Green };
         Line::from(Span::styled(status.text.clone(), Style::new().fg(color)))
     } else if let Some(replay) = &app.replay {
-        Line::from(Span::styled(replay.text.clone(), Style::new().fg(Color::Yellow)))
+        let mut spans = vec![Span::styled(replay.text.clone(), Style::new().fg(Color::Yellow))];
+        if !replay.stopping {
+            spans.push(Span::styled("  Esc stops", Style::new().fg(Color::DarkGray)));
+        }
+        Line::from(spans)
     } else {
         let hints: &[(&str, &str)] = &[
             ("q", "quit"),

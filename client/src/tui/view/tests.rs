@@ -175,7 +175,7 @@ fn help_overlay() {
             "│  │ Tab        switch list / detail                    │  │",
             "│  │ ← → h l    scroll detail sideways                  │  │",
             "│  │ /          filter: 404, 5xx, err, or any text      │  │",
-            "│  │ Esc        close detail, clear filter              │  │",
+            "│  │ Esc        stop replay, close detail, clear filter │  │",
             "│  │ r          replay once                             │  │",
             "│  │ R          replay N times, with verdict            │  │",
             "│  │ e          export json / har / curl                │  │",
