@@ -1,0 +1,151 @@
+//! Reading back the inbox of a recorder that died, to move what it holds
+//! into the database.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufReader, Read, Seek};
+use std::path::{Path, PathBuf};
+
+use super::prefix;
+use super::record::Entry;
+use crate::store::model::NewDelivery;
+
+/// Largest record a reader accepts: a request body at the store's limit and
+/// its headers, with room to spare.
+const MAX_RECORD: usize = crate::store::MAX_STORED_BODY + 1024 * 1024;
+
+/// An inbox left behind by a recorder that died, locked by its finder.
+#[derive(Debug)]
+pub struct Orphan {
+    file: File,
+    path: PathBuf,
+    /// The file name, which keys its progress in the database.
+    pub name: String,
+}
+
+impl Orphan {
+    /// Its requests, oldest first, read one record at a time: after a long
+    /// stall an inbox can hold far more than fits in memory.
+    pub fn requests(&self) -> std::io::Result<Requests<'_>> {
+        // Every reading starts at the top, wherever the last one stopped.
+        (&self.file).rewind()?;
+        Ok(Requests {
+            reader: BufReader::new(&self.file),
+            buf: Vec::new(),
+            key_fields: Vec::new(),
+            bodies: HashMap::new(),
+            ended: false,
+        })
+    }
+
+    /// Deletes the file once its requests are in the database.
+    pub fn remove(self) -> std::io::Result<()> {
+        std::fs::remove_file(&self.path)?;
+        drop(self.file);
+        Ok(())
+    }
+}
+
+/// The requests of an orphaned inbox with their sequence numbers, read
+/// from the file as they are asked for. A record cut short by a crash ends
+/// them; a failed read is an error, so the file is kept for another try.
+pub struct Requests<'a> {
+    reader: BufReader<&'a File>,
+    /// The record being decoded; reused from one record to the next.
+    buf: Vec<u8>,
+    key_fields: Vec<String>,
+    /// Large bodies read so far whose requests are still to come, by number.
+    bodies: HashMap<u64, Vec<u8>>,
+    ended: bool,
+}
+
+impl Requests<'_> {
+    /// How the inbox's recorder made event keys, known once the first
+    /// request has been read.
+    pub fn key_fields(&self) -> &[String] {
+        &self.key_fields
+    }
+
+    /// The next whole record, or `None` where the readable part ends.
+    fn record(&mut self) -> std::io::Result<Option<(u64, Entry)>> {
+        let mut len = [0u8; 4];
+        if !fill(&mut self.reader, &mut len)? {
+            return Ok(None);
+        }
+        let len = u32::from_le_bytes(len) as usize;
+        if len > MAX_RECORD {
+            return Ok(None);
+        }
+        self.buf.resize(len, 0);
+        if !fill(&mut self.reader, &mut self.buf)? {
+            return Ok(None);
+        }
+        Ok(postcard::from_bytes(&self.buf).ok())
+    }
+}
+
+impl Iterator for Requests<'_> {
+    type Item = std::io::Result<(u64, NewDelivery)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.ended {
+            match self.record() {
+                Ok(Some((_, Entry::Opened { key_fields }))) => self.key_fields = key_fields,
+                Ok(Some((seq, Entry::Request(delivery)))) => return Some(Ok((seq, *delivery))),
+                Ok(Some((_, Entry::BodyPart { body, bytes }))) => {
+                    let parts = self.bodies.entry(body).or_default();
+                    let room = crate::store::MAX_STORED_BODY.saturating_sub(parts.len());
+                    parts.extend_from_slice(&bytes[..bytes.len().min(room)]);
+                }
+                Ok(Some((seq, Entry::PartedRequest { body, mut request }))) => {
+                    request.request_body = self.bodies.remove(&body).unwrap_or_default();
+                    return Some(Ok((seq, *request)));
+                }
+                Ok(None) => self.ended = true,
+                Err(err) => {
+                    self.ended = true;
+                    return Some(Err(err));
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Fills `buf` from `reader`; false when the file ends first.
+fn fill(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<bool> {
+    match reader.read_exact(buf) {
+        Ok(()) => Ok(true),
+        Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(err) => Err(err),
+    }
+}
+
+/// Inboxes of the database at `db` whose recorders are gone, each locked
+/// so that no other process moves it at the same time.
+pub fn orphans(db: &Path) -> Vec<Orphan> {
+    let prefix = prefix(db);
+    let dir = match db.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        Some(dir) => dir.to_path_buf(),
+        None => PathBuf::from("."),
+    };
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with(&prefix) {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(file) = OpenOptions::new().read(true).write(true).open(&path) else {
+            continue;
+        };
+        // A held lock means its recorder is alive and moves its own requests.
+        if file.try_lock().is_ok() {
+            found.push(Orphan { file, path, name });
+        }
+    }
+    found
+}

@@ -1,0 +1,101 @@
+//! How the inbox lays out what it holds: one record per request, body
+//! part or opening note.
+//!
+//! Layout: `[u32 LE length][postcard (seq, Entry)]`. A record cut short by
+//! a crash ends the readable part of the file.
+
+use serde::{Deserialize, Serialize};
+
+use crate::store::model::NewDelivery;
+
+/// What one record holds, as read back.
+#[derive(Debug, Deserialize)]
+pub(super) enum Entry {
+    /// First in every inbox: how the recorder made event keys.
+    Opened { key_fields: Vec<String> },
+    /// A request, before it reached SQLite.
+    Request(Box<NewDelivery>),
+    /// The next part of large body number `body`, ahead of its request.
+    BodyPart {
+        body: u64,
+        #[serde(with = "serde_bytes")]
+        bytes: Vec<u8>,
+    },
+    /// A request whose body went ahead as the parts of body number `body`.
+    PartedRequest { body: u64, request: Box<NewDelivery> },
+}
+
+/// [`Entry`] as written, borrowing instead of copying; same variants in
+/// the same order, so the encodings are the same.
+#[derive(Serialize)]
+pub(super) enum EntryRef<'a> {
+    Opened {
+        key_fields: &'a [String],
+    },
+    Request(&'a NewDelivery),
+    /// Encoded up to its bytes, which follow from where they lie (see
+    /// [`Inbox::append_body_part`]).
+    BodyPart {
+        body: u64,
+        len: PartLen,
+    },
+    PartedRequest {
+        body: u64,
+        request: &'a NewDelivery,
+    },
+}
+
+/// A byte string's length, encoded as postcard encodes it ahead of the
+/// bytes, which the caller writes right after.
+pub(super) struct PartLen(pub(super) u64);
+
+impl Serialize for PartLen {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u64(self.0)
+    }
+}
+
+/// Appends one record to `out`; on failure `out` is left as it was, so the
+/// records before it stay whole.
+pub(super) fn encode_record(out: &mut Vec<u8>, seq: u64, entry: &EntryRef<'_>) -> std::io::Result<()> {
+    encode_head(out, seq, entry, 0)
+}
+
+/// Appends one record to `out` but for its last `trailing` bytes, which
+/// the caller writes right after; on failure `out` is left as it was.
+pub(super) fn encode_head(out: &mut Vec<u8>, seq: u64, entry: &EntryRef<'_>, trailing: usize) -> std::io::Result<()> {
+    let start = out.len();
+    // Room for a large body up front: growing would copy it again.
+    out.reserve(4 + entry.size_hint());
+    out.extend_from_slice(&[0; 4]);
+    let encoded = match postcard::to_io(&(seq, entry), &mut *out) {
+        Ok(_) => {
+            u32::try_from(out.len() - start - 4 + trailing).map_err(|_| std::io::Error::other("inbox record too large"))
+        }
+        Err(err) => Err(std::io::Error::other(err.to_string())),
+    };
+    match encoded {
+        Ok(len) => {
+            out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+            Ok(())
+        }
+        Err(err) => {
+            out.truncate(start);
+            Err(err)
+        }
+    }
+}
+
+impl EntryRef<'_> {
+    /// Roughly how long the encoded entry is.
+    fn size_hint(&self) -> usize {
+        match self {
+            EntryRef::Opened { key_fields } => key_fields.iter().map(|f| f.len() + 1).sum::<usize>() + 8,
+            EntryRef::Request(d) | EntryRef::PartedRequest { request: d, .. } => {
+                let headers: usize = d.request_headers.iter().map(|h| h.name.len() + h.value.len() + 4).sum();
+                d.request_body.len() + headers + d.tunnel_url.len() + d.target.len() + d.path.len() + 128
+            }
+            EntryRef::BodyPart { .. } => 24,
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! The inbox written, cut short, compacted and read back.
+
+use super::record::Entry;
+use super::*;
+use crate::store::tests::{delivery, ScratchDir};
+
+/// How `orphan`'s recorder made event keys, and every request it left.
+fn read_all(orphan: &Orphan) -> (Vec<String>, Vec<(u64, NewDelivery)>) {
+    let mut requests = orphan.requests().unwrap();
+    let read = requests.by_ref().collect::<std::io::Result<Vec<_>>>().unwrap();
+    (requests.key_fields().to_vec(), read)
+}
+
+/// Each request's sequence number and event key.
+fn keys(requests: &[(u64, NewDelivery)]) -> Vec<(u64, &str)> {
+    requests.iter().map(|(seq, d)| (*seq, d.event_key.as_str())).collect()
+}
+
+#[test]
+fn a_dead_recorders_requests_are_read_back_and_a_live_one_is_left_alone() {
+    let dir = ScratchDir::new("inbox-orphans");
+    let db = dir.0.join("history.db");
+    let mut live = Inbox::create(&db, &[]).unwrap();
+    live.append(&mut delivery("evt_live", "/")).unwrap();
+    {
+        let mut dead = Inbox::create(&db, &["/id".to_string()]).unwrap();
+        dead.append(&mut delivery("evt_1", "/a")).unwrap();
+        dead.append(&mut delivery("evt_2", "/b")).unwrap();
+        // Dropped without discard: its lock goes, its file stays.
+    }
+    let mut orphans = orphans(&db);
+    assert_eq!(orphans.len(), 1, "only the unlocked inbox is an orphan");
+    let (key_fields, requests) = read_all(&orphans[0]);
+    assert_eq!(key_fields, ["/id"]);
+    assert_eq!(keys(&requests), [(1, "evt_1"), (2, "evt_2")]);
+    orphans.pop().unwrap().remove().unwrap();
+    assert!(super::orphans(&db).is_empty());
+    live.discard();
+}
+
+#[test]
+fn a_body_parts_head_and_bytes_read_back_as_the_part() {
+    for (body, len) in [(0, 0), (3, 1), (200, BODY_PART), (u64::MAX, 70_000)] {
+        let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+        let mut record = Vec::new();
+        let entry = EntryRef::BodyPart {
+            body,
+            len: PartLen(len as u64),
+        };
+        encode_head(&mut record, 0, &entry, len).unwrap();
+        record.extend_from_slice(&bytes);
+        let declared = u32::from_le_bytes(record[..4].try_into().unwrap()) as usize;
+        assert_eq!(
+            declared,
+            record.len() - 4,
+            "body {body}, {len} bytes: the length covers the bytes"
+        );
+        match postcard::from_bytes::<(u64, Entry)>(&record[4..]).unwrap() {
+            (0, Entry::BodyPart { body: read, bytes: got }) => {
+                assert_eq!(read, body);
+                assert!(got == bytes, "body {body}, {len} bytes read back");
+            }
+            other => panic!("read back as {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn staged_and_large_records_read_back_whole_and_in_order() {
+    let dir = ScratchDir::new("inbox-large");
+    let db = dir.0.join("history.db");
+    let mut big = delivery("evt_big", "/big");
+    big.request_body = (0..BODY_PART * 4).map(|i| (i % 251) as u8).collect();
+    {
+        let mut inbox = Inbox::create(&db, &[]).unwrap();
+        inbox.append(&mut delivery("evt_1", "/a")).unwrap();
+        assert_eq!(inbox.append(&mut big).unwrap(), 2);
+        inbox.append(&mut delivery("evt_3", "/c")).unwrap();
+        // Dropped without discard, as by a recorder that died.
+    }
+    let (_, requests) = read_all(&orphans(&db).pop().unwrap());
+    assert_eq!(keys(&requests), [(1, "evt_1"), (2, "evt_big"), (3, "evt_3")]);
+    assert!(
+        requests[1].1.request_body == big.request_body,
+        "the large body is intact"
+    );
+}
+
+#[test]
+fn requests_appended_between_a_large_bodys_parts_read_back_and_an_abandoned_body_is_skipped() {
+    let dir = ScratchDir::new("inbox-parts");
+    let db = dir.0.join("history.db");
+    let mut big = delivery("evt_big", "/big");
+    big.request_body = (0..BODY_PART * 2 + 7).map(|i| (i % 251) as u8).collect();
+    {
+        let mut inbox = Inbox::create(&db, &[]).unwrap();
+        let body = inbox.begin_body().unwrap();
+        let lost = inbox.begin_body().unwrap();
+        let mut parts = big.request_body.chunks(BODY_PART);
+        inbox.append_body_part(body, parts.next().unwrap()).unwrap();
+        inbox.append_body_part(lost, b"never followed by its request").unwrap();
+        assert_eq!(inbox.append(&mut delivery("evt_small", "/a")).unwrap(), 1);
+        inbox.abandon_body(lost);
+        for part in parts {
+            inbox.append_body_part(body, part).unwrap();
+        }
+        let body_before = big.request_body.clone();
+        assert_eq!(inbox.append_parted(body, &mut big).unwrap(), 2);
+        assert!(big.request_body == body_before, "the delivery is left as it was");
+        // Dropped without discard, as by a recorder that died.
+    }
+    let (_, requests) = read_all(&orphans(&db).pop().unwrap());
+    assert_eq!(keys(&requests), [(1, "evt_small"), (2, "evt_big")]);
+    assert!(
+        requests[0].1.request_body.len() < 100,
+        "a small request keeps its own body"
+    );
+    assert!(
+        requests[1].1.request_body == big.request_body,
+        "the large body is put back together from its parts"
+    );
+}
+
+#[test]
+fn a_large_body_still_being_written_survives_compaction_until_abandoned() {
+    let dir = ScratchDir::new("inbox-parts-compact");
+    let db = dir.0.join("history.db");
+    let mut inbox = Inbox::create(&db, &[]).unwrap();
+    let body = inbox.begin_body().unwrap();
+    let part = vec![b'x'; BODY_PART];
+    for _ in 0..(RESTART_AT as usize / BODY_PART + 1) {
+        inbox.append_body_part(body, &part).unwrap();
+    }
+    let seq = inbox.append(&mut delivery("evt_small", "/a")).unwrap();
+    inbox.compact(seq).unwrap();
+    assert!(inbox.len > RESTART_AT, "the parts of a body in progress are kept");
+    inbox.abandon_body(body);
+    inbox.compact(seq).unwrap();
+    assert!(
+        inbox.len < 1024,
+        "abandoned parts are dropped: {} bytes left",
+        inbox.len
+    );
+    inbox.discard();
+}
+
+#[test]
+fn a_record_cut_short_ends_the_inbox_without_an_error() {
+    let dir = ScratchDir::new("inbox-torn");
+    let db = dir.0.join("history.db");
+    let path = {
+        let mut inbox = Inbox::create(&db, &[]).unwrap();
+        inbox.append(&mut delivery("evt_whole", "/")).unwrap();
+        inbox.path.clone()
+    };
+    let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+    file.write_all(&[200, 0, 0, 0, 1, 2, 3]).unwrap();
+    let (_, requests) = read_all(&orphans(&db).pop().unwrap());
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].1.event_key, "evt_whole");
+}
+
+#[test]
+fn an_inbox_starts_over_only_when_all_of_it_is_applied() {
+    let dir = ScratchDir::new("inbox-restart");
+    let db = dir.0.join("history.db");
+    let mut inbox = Inbox::create(&db, &[]).unwrap();
+    let mut big = delivery("evt_big", "/");
+    big.request_body = vec![b'x'; RESTART_AT as usize];
+    let seq = inbox.append(&mut big).unwrap();
+    inbox.compact(seq - 1).unwrap();
+    assert!(inbox.len > RESTART_AT, "a request not yet applied keeps the file");
+    let replaced = inbox.compact(seq).unwrap();
+    assert!(
+        replaced.is_some(),
+        "the old file is handed back, to be closed elsewhere"
+    );
+    assert!(inbox.len < 1024, "applied requests are dropped");
+    assert_eq!(inbox.append(&mut big).unwrap(), seq + 1, "sequence numbers go on");
+    inbox.discard();
+    assert!(!inbox.path.exists());
+}
+
+#[test]
+fn under_steady_load_the_inbox_keeps_only_what_sqlite_lacks() {
+    let dir = ScratchDir::new("inbox-compact");
+    let db = dir.0.join("history.db");
+    let mut inbox = Inbox::create(&db, &["/id".to_string()]).unwrap();
+    let mut big = delivery("evt_big", "/big");
+    big.request_body = (0..BODY_PART).map(|i| (i % 251) as u8).collect();
+    let mut largest = 0;
+    let mut applied = 0;
+    // A small request staged, then a large one written directly; the
+    // writer is always one step behind, as it is under load.
+    for n in 0..60 {
+        inbox.append(&mut delivery(&format!("evt_{n}"), "/small")).unwrap();
+        let newest = inbox.append(&mut big).unwrap();
+        applied = newest - 2;
+        inbox.compact(applied).unwrap();
+        largest = largest.max(inbox.len);
+    }
+    assert!(
+        largest < 2 * RESTART_AT,
+        "the file stays bounded though a request is always in flight: {largest} bytes"
+    );
+    let newest = inbox.next_seq - 1;
+    let path = inbox.path.clone();
+    drop(inbox);
+    let (key_fields, requests) = read_all(&orphans(&db).pop().unwrap());
+    assert_eq!(key_fields, ["/id"], "a compacted inbox still opens with its key fields");
+    let seqs: Vec<u64> = requests.iter().map(|(seq, _)| *seq).collect();
+    assert!(
+        seqs.windows(2).all(|w| w[1] == w[0] + 1),
+        "whole records, in order: {seqs:?}"
+    );
+    assert!(seqs[0] <= applied + 1 && seqs.last() == Some(&newest), "{seqs:?}");
+    let (_, last) = requests.last().unwrap();
+    assert!(last.request_body == big.request_body, "the large body is intact");
+    assert!(!path
+        .with_file_name(format!(".{}.new", path.file_name().unwrap().to_string_lossy()))
+        .exists());
+}
