@@ -281,23 +281,19 @@ fn tui_refuses_a_pipe() {
     assert!(stderr.contains("needs a terminal"), "{stderr}");
 }
 
-#[test]
-fn replay_export_and_copy_from_the_tui() {
-    let scratch = Scratch::new("replay");
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let handler = runtime.block_on(LocalHandler::echo());
-    let db = scratch.0.join("history.db");
-    let body = br#"{"id":"evt_replay_me","type":"invoice.paid"}"#.to_vec();
+/// Stores delivery #1: Stripe event `event`, sent to `target` and answered 200.
+fn store_stripe_delivery(db: &Path, target: &str, event: &str) {
+    let body = format!(r#"{{"id":"{event}","type":"invoice.paid"}}"#).into_bytes();
     let request = NewDelivery {
         received_at_ms: 1_764_470_700_000,
-        target: handler.url(),
+        target: target.into(),
         method: "POST".into(),
         path: "/webhooks/stripe".into(),
         request_headers: vec![Header::new("content-type", "application/json")],
         request_body_size: body.len() as u64,
         request_body: body,
         provider: Some("stripe".into()),
-        event_key: "evt_replay_me".into(),
+        event_key: event.into(),
         event_key_source: "body:/id".into(),
         ..NewDelivery::default()
     };
@@ -306,10 +302,37 @@ fn replay_export_and_copy_from_the_tui() {
         duration_ms: Some(2.0),
         ..Outcome::default()
     };
-    Store::open(&db).unwrap().insert_delivery(&request, &outcome).unwrap();
-    let command = shell_line(&scratch.0, &db, "", "tui", "");
-    let tmux = Tmux::start("replay", &command);
+    Store::open(db).unwrap().insert_delivery(&request, &outcome).unwrap();
+}
+
+/// What `portpreview --db DB ARGS` prints as JSON, once it succeeded.
+fn json_of(db: &Path, args: &[&str]) -> serde_json::Value {
+    let out = Command::new(portpreview_bin())
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env("PORTPREVIEW_CONFIG", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `portpreview tui` over `db`, once it lists the delivery.
+fn browse(label: &str, scratch: &Scratch, db: &Path) -> Tmux {
+    let tmux = Tmux::start(label, &shell_line(&scratch.0, db, "", "tui", ""));
     tmux.wait_for("the delivery", |s| s.contains("/webhooks/stripe"));
+    tmux
+}
+
+#[test]
+fn replay_export_and_copy_from_the_tui() {
+    let scratch = Scratch::new("replay");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let handler = runtime.block_on(LocalHandler::echo());
+    let db = scratch.0.join("history.db");
+    store_stripe_delivery(&db, &handler.url(), "evt_replay_me");
+    let tmux = browse("replay", &scratch, &db);
 
     tmux.send(&["Enter"]);
     tmux.wait_for("the detail", |s| s.contains("Replay runs (0)"));
@@ -362,15 +385,8 @@ fn replay_export_and_copy_from_the_tui() {
     assert!(screen.contains("portpreview exited 0"), "{screen}");
 
     // Every attempt is in the history as a replay of #1, as `replay` leaves them.
-    let listed = Command::new(portpreview_bin())
-        .arg("--db")
-        .arg(&db)
-        .args(["history", "--replays", "--json"])
-        .env("PORTPREVIEW_CONFIG", "/dev/null")
-        .output()
-        .unwrap();
-    assert!(listed.status.success(), "{}", String::from_utf8_lossy(&listed.stderr));
-    let rows: Vec<serde_json::Value> = serde_json::from_slice(&listed.stdout).unwrap();
+    let rows = json_of(&db, &["history", "--replays", "--json"]);
+    let rows = rows.as_array().unwrap();
     let replays: Vec<_> = rows.iter().filter(|row| row["replay_of"] == 1).collect();
     assert_eq!(replays.len(), 5, "{rows:#?}");
     assert!(replays.iter().all(|row| row["status"] == 200), "{replays:#?}");
@@ -383,29 +399,8 @@ fn esc_stops_a_replay_waiting_on_a_slow_handler_and_keeps_its_run() {
     // Slower than any wait below: only stopping the run ends it in time.
     let handler = runtime.block_on(LocalHandler::slow(Duration::from_secs(600)));
     let db = scratch.0.join("history.db");
-    let body = br#"{"id":"evt_slow","type":"invoice.paid"}"#.to_vec();
-    let request = NewDelivery {
-        received_at_ms: 1_764_470_700_000,
-        target: handler.url(),
-        method: "POST".into(),
-        path: "/webhooks/stripe".into(),
-        request_headers: vec![Header::new("content-type", "application/json")],
-        request_body_size: body.len() as u64,
-        request_body: body,
-        provider: Some("stripe".into()),
-        event_key: "evt_slow".into(),
-        event_key_source: "body:/id".into(),
-        ..NewDelivery::default()
-    };
-    let outcome = Outcome {
-        status: Some(200),
-        duration_ms: Some(2.0),
-        ..Outcome::default()
-    };
-    Store::open(&db).unwrap().insert_delivery(&request, &outcome).unwrap();
-    let command = shell_line(&scratch.0, &db, "", "tui", "");
-    let tmux = Tmux::start("replay-stop", &command);
-    tmux.wait_for("the delivery", |s| s.contains("/webhooks/stripe"));
+    store_stripe_delivery(&db, &handler.url(), "evt_slow");
+    let tmux = browse("replay-stop", &scratch, &db);
     tmux.send(&["Enter"]);
     tmux.wait_for("the detail", |s| s.contains("Replay runs (0)"));
 
@@ -423,15 +418,7 @@ fn esc_stops_a_replay_waiting_on_a_slow_handler_and_keeps_its_run() {
     tmux.send(&["q"]);
     let screen = tmux.wait_for("the shell again", |s| s.contains("portpreview exited"));
     assert!(screen.contains("portpreview exited 0"), "{screen}");
-    let shown = Command::new(portpreview_bin())
-        .arg("--db")
-        .arg(&db)
-        .args(["show", "1", "--json"])
-        .env("PORTPREVIEW_CONFIG", "/dev/null")
-        .output()
-        .unwrap();
-    assert!(shown.status.success(), "{}", String::from_utf8_lossy(&shown.stderr));
-    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let shown = json_of(&db, &["show", "1", "--json"]);
     let runs = shown["replay_runs"].as_array().expect("replay_runs in show --json");
     assert_eq!(runs.len(), 1, "{shown:#}");
     assert_eq!(
