@@ -466,6 +466,7 @@ pub(super) mod tests {
         recorder.record_outcome(ticket, answered(200)).await.unwrap();
         next_report(reported).await
     }
+
     /// The nice value of a thread, from its `/proc` stat line.
     #[cfg(target_os = "linux")]
     fn nice_of(stat_path: &Path) -> i32 {
