@@ -41,7 +41,7 @@ const DRAIN: Duration = Duration::from_secs(1);
 /// hold) blocks whoever writes to it; on the tunnel's thread that would
 /// stop every delivery. Behind such a stdout, events wait in their bounded
 /// channel and are then dropped, and the tunnel goes on. Once the tunnel has
-/// ended (`ended` fires), the lines still queued get [`DRAIN`] to go out, so
+/// ended (`ended` fires), the lines still queued get `DRAIN` to go out, so
 /// a stdout that nobody reads never keeps the process from exiting.
 pub async fn print_events(events: mpsc::Receiver<TunnelEvent>, format: LogFormat, ended: CancellationToken) {
     let (done, printed) = oneshot::channel::<()>();

@@ -43,7 +43,7 @@ pub struct RunArgs {
     /// Re-sign every attempt with the current time.
     #[arg(long)]
     pub resign: bool,
-    /// Signing secret (else PORTPREVIEW_SECRET_<PROVIDER> or the config file).
+    /// Signing secret (else `PORTPREVIEW_SECRET_<PROVIDER>` or the config file).
     #[arg(long, env = "PORTPREVIEW_SECRET", hide_env_values = true, value_name = "S")]
     pub secret: Option<String>,
 }

@@ -10,7 +10,7 @@ pub const INITIAL_DELAY: Duration = Duration::from_millis(100);
 /// Longest delay between attempts.
 pub const MAX_DELAY: Duration = Duration::from_secs(10);
 
-/// The delay sequence: doubles from [`INITIAL_DELAY`] up to [`MAX_DELAY`],
+/// The delay sequence: doubles from `INITIAL_DELAY` up to `MAX_DELAY`,
 /// each delay drawn from the upper half of its step ("equal jitter").
 #[derive(Debug, Default)]
 pub struct Backoff {
