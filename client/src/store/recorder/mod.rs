@@ -2,10 +2,11 @@
 //!
 //! A caller must not hear back before its request is in a file (where it
 //! survives the process dying; surviving a power cut would take an fsync
-//! per burst), and must not wait for SQLite either. So each request is appended to the recorder's
-//! inbox, written out by [`Recorder::flush`] before any answer leaves
-//! (one write for a whole burst), and handed to a dedicated thread that owns
-//! the database connection. The thread wakes when work arrives, lets a short
+//! per burst), and must not wait for SQLite either. So each request is
+//! appended to the recorder's inbox, written out by [`Recorder::flush`]
+//! before any answer leaves (one write for a whole burst), and handed to a
+//! dedicated thread that owns the database connection and runs below the
+//! tunnel's priority. The thread wakes when work arrives, lets a short
 //! window fill, and writes the whole window in one transaction: one commit
 //! serves every request of the window instead of one commit per caller.
 //!
