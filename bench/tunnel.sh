@@ -11,7 +11,9 @@
 #
 # Needs wrk (installed with apt-get when missing) and bore (installed with
 # `cargo install bore-cli` into bench/.tools). Prints a table of requests/s
-# and p50/p99 latency with ratios to direct and to bore.
+# and p50/p99 latency with ratios to direct and to bore, then the CPU time
+# the relay, the client and its history writer spend per request, which
+# says what recording costs even when the machine's speed drifts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -43,6 +45,18 @@ wait_for() {
   echo "timed out waiting for '$2' in $1" >&2; cat "$1" >&2; return 1
 }
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+# ticks PID [THREAD]: CPU time (user + system, in clock ticks) of process
+# PID's threads, or only of those named THREAD.
+ticks() {
+  local total=0 task stat fields
+  for task in /proc/"$1"/task/*; do
+    if [ -n "${2:-}" ] && [ "$(cat "$task/comm" 2>/dev/null)" != "$2" ]; then continue; fi
+    stat=$(cat "$task/stat" 2>/dev/null) || continue
+    fields=(${stat##*) })
+    total=$((total + fields[11] + fields[12]))
+  done
+  echo "$total"
+}
 hwm_kib() { awk '/^VmHWM/ {print $2}' "/proc/$1/status"; }
 
 "$bin/examples/bench_handler" 127.0.0.1:0 >"$out/handler.log" &
@@ -56,11 +70,13 @@ relay=$(wait_for "$out/relay.log" 'listening on' | grep -oE '127\.0\.0\.1:[0-9]+
 
 rm -f "$out"/bench*.db*
 "$bin/portpreview" http "$handler" --server "http://$relay" --no-tui --db "$out/bench.db" >"$out/client.log" 2>&1 &
-pids+=($!)
+client_pid=$!
+pids+=($client_pid)
 pp=$(wait_for "$out/client.log" '^Forwarding' | awk '{print $2}')
 "$bin/portpreview" http "$handler" --server "http://$relay" --no-tui --no-record --db "$out/bench-off.db" \
   >"$out/client-off.log" 2>&1 &
-pids+=($!)
+client_off_pid=$!
+pids+=($client_off_pid)
 pp_off=$(wait_for "$out/client-off.log" '^Forwarding' | awk '{print $2}')
 
 "$tools/bin/bore" server --min-port 20000 --max-port 30000 >"$out/bore-server.log" 2>&1 &
@@ -81,16 +97,27 @@ LUA
 done
 
 results=$out/results.tsv
+cpu=$out/cpu.tsv
 : >"$results"
+: >"$cpu"
 # measure NAME SCENARIO CONNECTIONS SIZE URL
 measure() {
-  local threads=$(( $3 < 2 ? 1 : 2 ))
+  local threads=$(( $3 < 2 ? 1 : 2 )) client=
+  case $1 in portpreview) client=$client_pid ;; portpreview-norec) client=$client_off_pid ;; esac
+  local cpu_before=()
+  [ -n "$client" ] && cpu_before=("$(ticks "$relay_pid")" "$(ticks "$client")" "$(ticks "$client" history-writer)")
   wrk -t"$threads" -c"$3" -d"${duration}s" --latency -s "$out/post-$4.lua" "$5" >"$out/wrk-$2-$1.txt" 2>&1 || true
   local rps p50 p99
   rps=$(awk '/^Requests\/sec/ {print $2}' "$out/wrk-$2-$1.txt")
   p50=$(awk '$1 == "50%" {print $2}' "$out/wrk-$2-$1.txt")
   p99=$(awk '$1 == "99%" {print $2}' "$out/wrk-$2-$1.txt")
   printf '%s\t%s\t%s\t%s\t%s\n' "$2" "$1" "${rps:-0}" "${p50:-?}" "${p99:-?}" >>"$results"
+  if [ -n "$client" ]; then
+    local requests
+    requests=$(awk '/requests in/ {print $1}' "$out/wrk-$2-$1.txt")
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$2" "$1" "${requests:-0}" "$(($(ticks "$relay_pid") - cpu_before[0]))" \
+      "$(($(ticks "$client") - cpu_before[1]))" "$(($(ticks "$client" history-writer) - cpu_before[2]))" >>"$cpu"
+  fi
 }
 
 for _ in $(seq "$rounds"); do
@@ -122,10 +149,12 @@ after=$(rss_kib $idle_pid)
 exec 9>&-
 rm -f "$out/hold.$$"
 
-python3 - "$results" "$relay_peak" "$before" "$after" "$delivered" "$duration" "$rounds" <<'PY'
+python3 - "$results" "$relay_peak" "$before" "$after" "$delivered" "$duration" "$rounds" "$cpu" "$(getconf CLK_TCK)" <<'PY'
 import sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 peak, before, after, delivered, duration, rounds = sys.argv[2:8]
+cpu_rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[8]) if l.strip()]
+tick_us = 1e6 / int(sys.argv[9])
 def ms(text):
     if text in ("?", ""): return float("nan")
     for unit, f in (("us", 1e-3), ("ms", 1.0), ("s", 1000.0)):
@@ -154,6 +183,26 @@ for s in scenarios:
     if on and off and off[0]:
         print(f"{'':<10} recording on / off: {on[0] / off[0]:.2f}")
     print()
+# CPU per request: each PortPreview run's process times over its request
+# count; the median round per column, as noise hits the columns apart.
+cpu = {}
+for scenario, target, requests, *ticks in cpu_rows:
+    if int(requests):
+        cpu.setdefault((scenario, target), []).append([int(t) * tick_us / int(requests) for t in ticks])
+def median(xs): return sorted(xs)[len(xs) // 2]
+print("CPU per request, µs (median round): relay, client (all its threads), the client's history writer")
+for s in scenarios:
+    for n in ("portpreview", "portpreview-norec"):
+        v = cpu.get((s, n))
+        if not v: continue
+        relay, client, writer = (median([r[i] for r in v]) for i in range(3))
+        print(f"{s:<10} {n:<18} relay {relay:>6.1f}   client {client:>6.1f}   writer {writer:>6.1f}")
+    on, off = cpu.get((s, "portpreview")), cpu.get((s, "portpreview-norec"))
+    if on and off:
+        writer = median([r[2] for r in on])
+        forwarding = median([r[1] - r[2] for r in on]) - median([r[1] for r in off])
+        print(f"{'':<10} recording adds {forwarding:.1f} µs to the client's forwarding and {writer:.1f} µs on its writer thread")
+print()
 print(f"relay peak RSS over the whole run: {int(peak) / 1024:.1f} MiB")
 per = (int(after) - int(before)) / 1000
 print(f"relay RSS per idle tunnel (1,000 tunnels): {per:.1f} KiB ({int(before)/1024:.1f} MiB -> {int(after)/1024:.1f} MiB)")
