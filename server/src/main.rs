@@ -50,14 +50,18 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("portpreview_server=info")),
         )
         .init();
-    let config = match config(&args) {
-        Ok(config) => config,
+    // Anything that keeps the relay from starting is the caller's to fix
+    // (a flag, a file, an address in use): exit 2, as for bad flags. Exit 1
+    // is left for a relay that fails while it serves.
+    let started = config(&args).and_then(|config| start(args.listen, config));
+    let relay = match started {
+        Ok(relay) => relay,
         Err(err) => {
             eprintln!("error: {err:#}");
             return ExitCode::from(2);
         }
     };
-    match serve(args.listen, config) {
+    match relay.serve() {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err:#}");
@@ -91,7 +95,15 @@ fn config(args: &Args) -> anyhow::Result<RelayConfig> {
     Ok(config)
 }
 
-fn serve(listen: SocketAddr, config: RelayConfig) -> anyhow::Result<()> {
+/// A relay bound to its address, ready to serve.
+struct Relay {
+    runtime: tokio::runtime::Runtime,
+    listener: tokio::net::TcpListener,
+    config: RelayConfig,
+}
+
+/// Checks the settings and binds the address; prints nothing yet.
+fn start(listen: SocketAddr, config: RelayConfig) -> anyhow::Result<Relay> {
     // One thread beat the multi-thread scheduler on 2 cores: no cross-thread wake-ups.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -99,28 +111,45 @@ fn serve(listen: SocketAddr, config: RelayConfig) -> anyhow::Result<()> {
         .context("cannot start the async runtime")?;
     // Refused before the listening line, so nobody is told it serves.
     config.validate().context("invalid relay settings")?;
-    runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(listen)
-            .await
-            .with_context(|| format!("cannot listen on {listen}"))?;
-        let addr = listener.local_addr().context("listener address")?;
-        println!("portpreview-server listening on {addr}");
-        let shutdown = CancellationToken::new();
-        let on_signal = shutdown.clone();
-        let signals = async move {
-            portpreview_server::signal::shutdown_signal().await;
-            tracing::info!("shutting down");
-            on_signal.cancel();
-        };
-        let serving = portpreview_server::run(listener, config, shutdown);
-        tokio::pin!(serving);
-        // A signal only asks the relay to stop; it then drains and returns.
-        tokio::select! {
-            result = &mut serving => return result.context("relay failed"),
-            () = signals => {}
-        }
-        serving.await.context("relay failed")
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind(listen))
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    Ok(Relay {
+        runtime,
+        listener,
+        config,
     })
+}
+
+impl Relay {
+    /// Says where it listens, then serves until ctrl-c or SIGTERM and the
+    /// requests in flight have drained.
+    fn serve(self) -> anyhow::Result<()> {
+        let Relay {
+            runtime,
+            listener,
+            config,
+        } = self;
+        runtime.block_on(async move {
+            let addr = listener.local_addr().context("listener address")?;
+            println!("portpreview-server listening on {addr}");
+            let shutdown = CancellationToken::new();
+            let on_signal = shutdown.clone();
+            let signals = async move {
+                portpreview_server::signal::shutdown_signal().await;
+                tracing::info!("shutting down");
+                on_signal.cancel();
+            };
+            let serving = portpreview_server::run(listener, config, shutdown);
+            tokio::pin!(serving);
+            // A signal only asks the relay to stop; it then drains and returns.
+            tokio::select! {
+                result = &mut serving => return result.context("relay failed"),
+                () = signals => {}
+            }
+            serving.await.context("relay failed")
+        })
+    }
 }
 
 /// An address to listen on, a host name (`localhost:8080`) resolved to its

@@ -56,6 +56,25 @@ fn bad_flags_and_files_exit_2_with_one_line() {
 }
 
 #[test]
+fn an_address_in_use_exits_2_with_one_line_and_never_says_it_listens() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = Command::new(BIN).args(["--listen", &addr]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a relay that cannot start is the caller's to fix"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(
+        stderr.starts_with(&format!("error: cannot listen on {addr}: ")),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
 fn it_prints_where_it_listens_serves_and_stops_on_sigterm() {
     // A host name is taken too, as it is written in most examples.
     let mut child = Command::new(BIN)
