@@ -302,6 +302,38 @@ async fn the_relay_logs_who_connected_by_token_label_and_neither_side_logs_the_t
 }
 
 #[tokio::test]
+async fn a_local_timeout_past_the_relays_wait_is_warned_about_only_when_the_relay_is_remote() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let port = handler.port().to_string();
+    let relay_url = relay.http_url();
+    let warning = "--local-timeout 45s is longer than a PortPreview relay waits for an answer (30s)";
+    for (name, server) in [("remote", Some(relay_url.as_str())), ("local", None)] {
+        let db = dir.path().join(format!("{name}.db"));
+        let log = dir.path().join(format!("{name}.log"));
+        let mut args = vec!["http", &port, "--no-tui", "--local-timeout", "45s"];
+        args.extend(["--db", db.to_str().expect("utf-8 path")]);
+        if let Some(server) = server {
+            args.extend(["--server", server]);
+        }
+        let mut client = Running::start_with_stderr(
+            &portpreview_bin(),
+            &args,
+            dir.path(),
+            std::fs::File::create(&log).expect("log file").into(),
+        );
+        let banner = client.line_containing("Forwarding").await;
+        let url = banner.split_whitespace().nth(1).expect("public URL");
+        let reply = caller::post(&format!("{url}/hook"), "{}").await;
+        assert_eq!(reply.status, 200, "{name}: {}", reply.text());
+        let logged = std::fs::read_to_string(&log).expect("client log");
+        // The in-process relay is told to wait longer instead.
+        assert_eq!(logged.contains(warning), server.is_some(), "{name}: {logged:?}");
+    }
+}
+
+#[tokio::test]
 async fn a_name_held_for_a_killed_client_says_so_and_when_it_is_free() {
     let dir = tempfile::tempdir().expect("temp dir");
     let relay = TestRelay::start().await;

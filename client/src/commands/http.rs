@@ -6,6 +6,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
+use portpreview_server::config::DEFAULT_REQUEST_TIMEOUT;
+use portpreview_server::RelayConfig;
+use portpreview_shared::duration::format_duration;
 use portpreview_shared::message::CONNECT_PATH;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -20,6 +23,11 @@ use crate::tunnel::{self, connect, ConnectOptions, HostHeader, TunnelConfig};
 
 /// Deliveries the display may fall behind by before events are dropped.
 const EVENT_QUEUE: usize = 4096;
+
+/// How much longer than the handler may take the in-process relay waits
+/// for an answer: the client's own 504, which says the handler was too
+/// slow, reaches the caller and the history first.
+const LOCAL_RELAY_MARGIN: Duration = Duration::from_secs(2);
 
 /// Arguments of `portpreview http`.
 #[derive(Debug, clap::Args)]
@@ -74,7 +82,17 @@ pub async fn run(args: Args, db: &Path, config: Config) -> anyhow::Result<ExitCo
     let target = Target::parse(&args.target)?;
     let use_tui = args.uses_tui();
     let (url, local_relay) = match args.server.clone().or(config.server) {
-        Some(server) => (connect::relay_url(&server)?, None),
+        Some(server) => {
+            if args.local_timeout > DEFAULT_REQUEST_TIMEOUT {
+                tracing::warn!(
+                    "--local-timeout {} is longer than a PortPreview relay waits for an answer ({}): \
+                     callers get the relay's 504 first",
+                    format_duration(args.local_timeout),
+                    format_duration(DEFAULT_REQUEST_TIMEOUT),
+                );
+            }
+            (connect::relay_url(&server)?, None)
+        }
         None => {
             let listener = TcpListener::bind(&args.local_listen)
                 .await
@@ -124,7 +142,7 @@ pub async fn run(args: Args, db: &Path, config: Config) -> anyhow::Result<ExitCo
     let relay = async {
         match local_relay {
             Some(listener) => {
-                let config = portpreview_server::RelayConfig::default();
+                let config = local_relay_config(args.local_timeout);
                 let result = portpreview_server::run(listener, config, relay_shutdown.clone()).await;
                 // Without its relay the tunnel could only retry forever.
                 if result.is_err() {
@@ -182,4 +200,27 @@ pub async fn run(args: Args, db: &Path, config: Config) -> anyhow::Result<ExitCo
     relay?;
     display?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The in-process relay's settings: it waits for answers a little longer
+/// than the handler may take, so a `--local-timeout` past the usual 30 s
+/// is honoured in local mode.
+fn local_relay_config(local_timeout: Duration) -> RelayConfig {
+    RelayConfig {
+        request_timeout: (local_timeout + LOCAL_RELAY_MARGIN).max(DEFAULT_REQUEST_TIMEOUT),
+        ..RelayConfig::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_local_relay_outwaits_the_handlers_timeout() {
+        let waits = |secs| local_relay_config(Duration::from_secs(secs)).request_timeout;
+        assert_eq!(waits(28), DEFAULT_REQUEST_TIMEOUT, "the default stays as every relay's");
+        assert_eq!(waits(5), DEFAULT_REQUEST_TIMEOUT);
+        assert_eq!(waits(90), Duration::from_secs(92));
+    }
 }
