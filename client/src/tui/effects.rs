@@ -53,10 +53,20 @@ impl Effects {
         (Self { db, progress }, receiver)
     }
 
-    /// Starts `effect`; a replay comes back as a task for the loop to poll.
-    pub fn start(&self, effect: Effect, app: &mut App, terminal: &mut TerminalGuard) -> Option<ReplayTask> {
+    /// Starts `effect`. A replay is put in `running`, for the loop to poll
+    /// until it is done; stopping one cancels what is there.
+    pub fn start(&self, effect: Effect, app: &mut App, terminal: &mut TerminalGuard, running: &mut Option<ReplayTask>) {
         match effect {
-            Effect::Replay(request) => self.replay(request, app),
+            Effect::Replay(request) => {
+                if let Some(task) = self.replay(request, app) {
+                    *running = Some(task);
+                }
+            }
+            Effect::StopReplay => {
+                if let Some(task) = running {
+                    task.stop.cancel();
+                }
+            }
             Effect::Export { delivery_id, format } => {
                 let written = load(app, delivery_id)
                     .map_err(anyhow::Error::msg)
@@ -66,21 +76,15 @@ impl Effects {
                     Ok(path) => app.set_status(format!("#{delivery_id} exported to {}", shown(&path)), false),
                     Err(err) => app.set_status(format!("export failed: {}", crate::error_line(&err)), true),
                 }
-                None
             }
-            Effect::Suspend => {
+            Effect::Suspend =>
+            {
                 #[cfg(unix)]
                 if let Err(err) = terminal.suspend() {
                     app.set_status(format!("cannot stop: {err}"), true);
                 }
-                None
             }
-            Effect::CopyCurl { delivery_id } => {
-                copy_curl(app, delivery_id, terminal);
-                None
-            }
-            // The loop holds the running replay and stops it itself.
-            Effect::StopReplay => None,
+            Effect::CopyCurl { delivery_id } => copy_curl(app, delivery_id, terminal),
         }
     }
 

@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use crate::events::TunnelEvent;
 use crate::store::Store;
 
-use app::{App, Effect, Mode};
+use app::{App, Mode};
 use effects::{Effects, ReplayDone, ReplayTask};
 use terminal::TerminalGuard;
 
@@ -168,18 +168,8 @@ impl EventLoop {
                 },
                 input = keys.next() => match input {
                     Some(Ok(Event::Key(key))) => {
-                        match self.app.handle_key(key) {
-                            Some(Effect::StopReplay) => {
-                                if let Some(replay) = &self.replay {
-                                    replay.stop.cancel();
-                                }
-                            }
-                            Some(effect) => {
-                                if let Some(task) = self.effects.start(effect, &mut self.app, terminal) {
-                                    self.replay = Some(task);
-                                }
-                            }
-                            None => {}
+                        if let Some(effect) = self.app.handle_key(key) {
+                            self.effects.start(effect, &mut self.app, terminal, &mut self.replay);
                         }
                         dirty = true;
                     }
