@@ -524,6 +524,26 @@ fn a_json_export_is_a_fixture_that_gives_back_the_request() {
     assert_eq!(fixture.to_new_delivery(), expected);
 }
 
+#[test]
+fn a_json_export_on_a_terminal_carries_no_raw_c1_or_bidi_control() {
+    let h = History::new("export-c1");
+    let mut d = stripe_event("evt_c1", 1_700_000_000_000);
+    d.path = "/p\u{9b}31m/\u{202e}".into();
+    d.request_body = "{\"msg\":\"hi \u{9b}31m\"}".as_bytes().to_vec();
+    let id = h.store().insert_delivery(&d, &answered(200)).unwrap();
+    let text = h.ok(&["export", &id.to_string()]);
+    assert!(!text.contains('\u{9b}') && !text.contains('\u{202e}'), "{text}");
+    assert!(
+        text.contains("\\u009b") && text.contains("\\u202e"),
+        "escaped, not dropped: {text}"
+    );
+    let fixture: Fixture = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        (fixture.to_new_delivery().path, fixture.to_new_delivery().request_body),
+        (d.path, d.request_body)
+    );
+}
+
 /// Accepts one HTTP/1.1 request and hands back its raw bytes.
 fn capture_one_request() -> (String, std::thread::JoinHandle<Vec<u8>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();

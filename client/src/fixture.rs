@@ -155,9 +155,9 @@ impl Fixture {
         self.event_key_source = key.source;
     }
 
-    /// Writes the fixture as pretty JSON.
+    /// Writes the fixture as pretty JSON, safe to print or `cat`.
     pub fn to_json(&self) -> String {
-        let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
+        let mut text = crate::render::json::to_terminal_text(self);
         text.push('\n');
         text
     }

@@ -215,7 +215,7 @@ pub fn json_line(event: &TunnelEvent) -> Option<String> {
             "error": summary.error,
         }),
     };
-    Some(value.to_string())
+    Some(crate::render::json::to_terminal_line(&value))
 }
 
 #[cfg(test)]
@@ -292,5 +292,14 @@ mod tests {
         let mut s = summary();
         s.path = "/\x1b[2Jboom".into();
         assert!(delivery_line(&s, 1).contains("/\\x1b[2Jboom"));
+    }
+
+    #[test]
+    fn json_lines_carry_no_raw_c1_or_bidi_control() {
+        let mut s = summary();
+        s.path = "/p\u{9b}31m/\u{202e}".into();
+        let line = json_line(&TunnelEvent::delivered(s)).unwrap();
+        assert!(line.contains(r"/p\u009b31m/\u202e"), "{line}");
+        assert!(!line.contains('\n'), "one line");
     }
 }

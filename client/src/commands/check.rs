@@ -12,6 +12,7 @@ use serde_json::json;
 use super::run::{clear_progress, probe_spec, progress_printer, RunArgs};
 use crate::config::Secret;
 use crate::fixture::Fixture;
+use crate::render;
 use crate::replay::junit::{self, CaseResult};
 use crate::replay::{self, ReplayOptions, Report};
 use crate::suite::{Suite, SuiteFixture};
@@ -217,7 +218,7 @@ fn print(results: &[(String, Result<Report, String>)], json: bool, code: u8) -> 
             },
             "fixtures": fixtures,
         });
-        writeln!(out, "{}", serde_json::to_string_pretty(&all)?)?;
+        writeln!(out, "{}", render::json::to_terminal_text(&all))?;
         return Ok(());
     }
     for (name, result) in results {

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use portpreview_shared::sanitize::escape_str;
 
+use crate::render;
 use crate::replay::{self, options::parse_header_arg, Report};
 use crate::store::{NewDelivery, Store};
 
@@ -154,7 +155,7 @@ pub fn print_report(report: &Report, json: bool, extend: impl FnOnce(&mut serde_
     if json {
         let mut value = report.to_json();
         extend(&mut value);
-        writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
+        writeln!(stdout, "{}", render::json::to_terminal_text(&value))?;
     } else {
         write!(stdout, "{}", report.render_text())?;
     }

@@ -1,5 +1,6 @@
 //! JSON shapes of `history --json` and `show --json`.
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::body::Encoded;
@@ -105,15 +106,28 @@ fn add_body(object: &mut Value, bytes: &[u8]) {
     }
 }
 
-/// Pretty JSON that is also safe on a terminal: serde_json leaves DEL, C1
-/// controls and bidi overrides raw inside strings; they become `\uXXXX`,
-/// which any JSON reader decodes back to the same text.
-pub fn to_terminal_text(value: &Value) -> String {
-    let text = serde_json::to_string_pretty(value).unwrap_or_default();
-    let mut out = String::with_capacity(text.len());
+/// Pretty JSON that is also safe on a terminal (see [`terminal_safe`]).
+pub fn to_terminal_text(value: &impl Serialize) -> String {
+    terminal_safe(serde_json::to_string_pretty(value).unwrap_or_default())
+}
+
+/// One-line JSON that is also safe on a terminal (see [`terminal_safe`]).
+pub fn to_terminal_line(value: &impl Serialize) -> String {
+    terminal_safe(serde_json::to_string(value).unwrap_or_default())
+}
+
+/// serde_json escapes C0 controls but leaves DEL, C1 controls (an 8-bit
+/// CSI among them) and bidi overrides raw inside strings; they become
+/// `\uXXXX`, which any JSON reader decodes back to the same text. Outside
+/// strings serde_json writes only ASCII, so the whole text can be scanned.
+fn terminal_safe(text: String) -> String {
+    let risky = |c: char| matches!(c, '\u{7f}'..='\u{9f}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !text.contains(risky) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 16);
     for c in text.chars() {
-        let risky = matches!(c, '\u{7f}'..='\u{9f}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-        if risky {
+        if risky(c) {
             out.push_str(&format!("\\u{:04x}", c as u32));
         } else {
             out.push(c);
@@ -132,6 +146,9 @@ mod tests {
         let text = to_terminal_text(&value);
         assert!(!text.contains('\u{9b}') && !text.contains('\u{202e}') && !text.contains('\u{1b}'));
         assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), value);
+        let line = to_terminal_line(&value);
+        assert!(!line.contains('\u{9b}') && !line.contains('\u{202e}') && !line.contains('\n'));
+        assert_eq!(serde_json::from_str::<Value>(&line).unwrap(), value);
     }
 
     #[test]

@@ -39,7 +39,7 @@ pub fn render(delivery: &Delivery, format: ExportFormat) -> anyhow::Result<Strin
         ExportFormat::Json => Ok(Fixture::from_delivery(delivery).to_json()),
         ExportFormat::Har => {
             let har = render::har::document(delivery, &url()?, false);
-            Ok(format!("{}\n", serde_json::to_string_pretty(&har)?))
+            Ok(format!("{}\n", crate::render::json::to_terminal_text(&har)))
         }
         ExportFormat::Curl => {
             anyhow::ensure!(
