@@ -525,6 +525,41 @@ fn a_json_export_is_a_fixture_that_gives_back_the_request() {
 }
 
 #[test]
+fn an_export_never_overwrites_the_history_or_another_database() {
+    let h = History::new("export-clobber");
+    let id = h
+        .store()
+        .insert_delivery(&stripe_event("evt_keep", 1_700_000_000_000), &answered(200))
+        .unwrap();
+    let other = h.dir.join("other.db");
+    Store::open(&other).unwrap();
+    let id = id.to_string();
+    // The history by another spelling, a file beside it, another database.
+    let spellings = [
+        h.dir.join(".").join("history.db"),
+        h.dir.join("history.db-wal"),
+        h.dir.join("history.db-inbox-1234"),
+        other.clone(),
+    ];
+    for target in &spellings {
+        for format in ["json", "har", "curl"] {
+            let out = h.run(&["export", &id, "--format", format, "-o", target.to_str().unwrap()]);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{target:?} {format}: {stderr}");
+            assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+            assert!(stderr.contains("database"), "{stderr}");
+        }
+    }
+    assert_eq!(
+        h.ok(&["history", "--json"]).matches("evt_keep").count(),
+        1,
+        "the history is intact"
+    );
+    assert!(Store::open(&other).is_ok(), "the other database is intact");
+    assert!(!h.dir.join("history.db-inbox-1234").exists(), "nothing was written");
+}
+
+#[test]
 fn a_json_export_on_a_terminal_carries_no_raw_c1_or_bidi_control() {
     let h = History::new("export-c1");
     let mut d = stripe_event("evt_c1", 1_700_000_000_000);
