@@ -203,6 +203,28 @@ fn latest_matches_provider_and_path_glob() {
 }
 
 #[test]
+fn an_id_pruning_removed_is_never_given_to_another_delivery() {
+    let store = Store::in_memory().unwrap();
+    let ids: Vec<i64> = (0..3)
+        .map(|n| store.insert_request(&delivery(&format!("evt_{n}"), "/")).unwrap())
+        .collect();
+    assert_eq!(store.prune(i64::MAX).unwrap().deliveries, 3);
+    // Pruning an empty history keeps the mark of what came before.
+    assert_eq!(store.prune(i64::MAX).unwrap().deliveries, 0);
+    let next = store.insert_request(&delivery("evt_after", "/")).unwrap();
+    assert_eq!(next, ids[2] + 1, "numbered past the pruned ids");
+    let replayed = store
+        .insert_delivery(&delivery("evt_again", "/"), &ok_outcome())
+        .unwrap();
+    assert_eq!(replayed, next + 1, "and on from there");
+    let marks: i64 = store
+        .conn
+        .query_row("SELECT count(*) FROM retired_ids", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(marks, 1);
+}
+
+#[test]
 fn prune_removes_old_deliveries_and_their_runs() {
     let store = Store::in_memory().unwrap();
     let mut old = delivery("evt_old", "/");

@@ -44,6 +44,17 @@ impl Store {
             .pragma_update(None, "secure_delete", true)
             .map_err(|e| self.classify(e))?;
         let pruned = self.write(|store| {
+            // Every id handed out so far stays retired, whatever is deleted.
+            let highest: i64 = store.conn.query_row(
+                "SELECT max(coalesce((SELECT max(id) FROM deliveries), 0), coalesce((SELECT max(highest) FROM retired_ids), 0))",
+                [],
+                |row| row.get(0),
+            )?;
+            store.conn.execute_batch("DELETE FROM retired_ids")?;
+            store
+                .conn
+                .prepare_cached("INSERT INTO retired_ids (highest) VALUES (?1)")?
+                .execute([highest])?;
             let later_attempts = store
                 .conn
                 .prepare_cached(
@@ -223,10 +234,13 @@ impl Store {
         let size = d.request_body_size.max(d.request_body.len() as u64);
         self.conn
             .prepare_cached(
-                "INSERT INTO deliveries (received_at_ms, tunnel_url, target, method, path, request_headers,
+                // Numbered past the ids pruning retired, never reusing one.
+                "INSERT INTO deliveries (id, received_at_ms, tunnel_url, target, method, path, request_headers,
                      request_body, request_body_size, provider, event_key, event_key_source, replay_of,
                      event_scope, request_body_id)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                 VALUES (
+                     max(coalesce((SELECT max(id) FROM deliveries), 0), coalesce((SELECT max(highest) FROM retired_ids), 0)) + 1,
+                     ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             )?
             .execute(params![
                 d.received_at_ms,
