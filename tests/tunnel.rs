@@ -566,6 +566,27 @@ async fn a_target_with_a_base_path_gets_it_exactly_for_the_bare_tunnel_url() {
 }
 
 #[tokio::test]
+async fn a_base_path_written_with_a_slash_keeps_it() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    // Django's APPEND_SLASH and Go's ServeMux redirect the slashless form,
+    // and providers do not follow redirects on a POST.
+    let target = format!("{}/webhook/", handler.url());
+    let tunnel = TestTunnel::start(&relay.http_url(), &target).await;
+    for (sent, arrived) in [
+        ("", "/webhook/"),
+        ("/", "/webhook/"),
+        ("/?a=1", "/webhook/?a=1"),
+        ("/v2", "/webhook/v2"),
+    ] {
+        let reply = caller::post(&format!("{}{sent}", tunnel.public_url), "{}").await;
+        assert_eq!(reply.status, 200, "{sent:?}");
+        let seen = handler.requests().pop().unwrap();
+        assert_eq!(seen.uri, arrived, "the tunnel URL + {sent:?}");
+    }
+}
+
+#[tokio::test]
 async fn a_streamed_body_cut_off_by_the_relay_is_recorded_with_the_reason() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     // Over the client's whole-body buffer, so the body streams to the handler.

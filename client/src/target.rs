@@ -28,7 +28,8 @@ pub struct Target {
     pub host: String,
     /// TCP port.
     pub port: u16,
-    /// Path prefix put before every forwarded path, without a trailing `/`.
+    /// Path prefix put before every forwarded path, a trailing `/` kept as
+    /// written (empty for none, or `/` alone).
     pub base_path: String,
 }
 
@@ -76,8 +77,24 @@ impl Target {
         Ok(Self {
             host: host.to_string(),
             port,
-            base_path: path.trim_end_matches('/').to_string(),
+            base_path: if path == "/" { String::new() } else { path.to_string() },
         })
+    }
+
+    /// Parses the target of `portpreview http`, which puts each caller's
+    /// path and query after the base path: a query or fragment in the base
+    /// would land in the middle of every forwarded path.
+    pub fn parse_for_tunnel(input: &str) -> Result<Self, TargetError> {
+        let target = Self::parse(input)?;
+        if target.base_path.contains(['?', '#']) {
+            return Err(TargetError {
+                what: "local target",
+                input: input.to_string(),
+                reason:
+                    "a base path cannot carry a query string or fragment; callers' queries are forwarded as they come",
+            });
+        }
+        Ok(target)
     }
 
     /// The `Host` header value for requests to this target.
@@ -86,20 +103,21 @@ impl Target {
     }
 
     /// Request target (path and query) to send for a caller's `path`.
-    /// The tunnel's bare URL reaches the base path itself, not the base
-    /// path and a slash: a handler at `/webhooks/stripe` may answer 404 or
-    /// redirect for `/webhooks/stripe/`, and a provider counts either as a
-    /// failed delivery.
+    /// The tunnel's bare URL reaches the base path exactly as written: a
+    /// handler at `/webhooks/stripe` may answer 404 or redirect for
+    /// `/webhooks/stripe/` (and one at `/webhook/` for `/webhook`), and a
+    /// provider counts either as a failed delivery.
     pub fn request_path(&self, path: &str) -> String {
         if self.base_path.is_empty() {
             return path.to_string();
         }
-        let rest = path
-            .strip_prefix('/')
-            .filter(|rest| rest.is_empty() || rest.starts_with('?'));
-        match rest {
-            Some(query) => format!("{}{query}", self.base_path),
-            None => format!("{}{}", self.base_path, path),
+        let rest = path.strip_prefix('/').unwrap_or(path);
+        if rest.is_empty() || rest.starts_with('?') {
+            return format!("{}{rest}", self.base_path);
+        }
+        match self.base_path.strip_suffix('/') {
+            Some(base) => format!("{base}/{rest}"),
+            None => format!("{}/{rest}", self.base_path),
         }
     }
 }
@@ -122,7 +140,7 @@ mod tests {
             Target::parse("127.0.0.1:8080").unwrap().to_string(),
             "http://127.0.0.1:8080"
         );
-        let url = Target::parse("http://localhost:4000/api/").unwrap();
+        let url = Target::parse("http://localhost:4000/api").unwrap();
         assert_eq!(url.request_path("/hook?a=1"), "/api/hook?a=1");
         assert_eq!(
             url.request_path("/"),
@@ -130,6 +148,15 @@ mod tests {
             "the bare tunnel URL is the base path, no slash added"
         );
         assert_eq!(url.request_path("/?a=1"), "/api?a=1");
+        let slashed = Target::parse("http://localhost:4000/api/").unwrap();
+        assert_eq!(slashed.to_string(), "http://localhost:4000/api/", "shown as written");
+        assert_eq!(slashed.request_path("/"), "/api/", "nor a slash taken away");
+        assert_eq!(slashed.request_path("/?a=1"), "/api/?a=1");
+        assert_eq!(slashed.request_path("/hook"), "/api/hook", "one slash between");
+        assert_eq!(
+            Target::parse("http://localhost:4000/").unwrap().request_path("/x"),
+            "/x"
+        );
         assert_eq!(Target::parse("http://[::1]:5000").unwrap().host, "[::1]");
         assert_eq!(Target::parse("http://example.test").unwrap().port, 80);
     }
@@ -148,6 +175,19 @@ mod tests {
         ] {
             assert!(Target::parse(bad).is_err(), "{bad} should be rejected");
         }
+    }
+
+    #[test]
+    fn a_tunnel_target_has_no_query_of_its_own() {
+        for bad in [
+            "http://localhost:3000/api?x=1",
+            "http://localhost:3000/api#top",
+            "localhost:3000/?x",
+        ] {
+            let err = Target::parse_for_tunnel(bad).unwrap_err().to_string();
+            assert!(err.contains("query string"), "{bad}: {err}");
+        }
+        assert!(Target::parse_for_tunnel("http://localhost:3000/api/").is_ok());
     }
 
     #[test]

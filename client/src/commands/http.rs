@@ -79,7 +79,7 @@ impl Args {
 
 /// Runs the tunnel until ctrl-c, SIGTERM or (in the TUI) `q`.
 pub async fn run(args: Args, db: &Path, config: Config) -> anyhow::Result<ExitCode> {
-    let target = Target::parse(&args.target)?;
+    let target = Target::parse_for_tunnel(&args.target)?;
     let use_tui = args.uses_tui();
     let (url, local_relay) = match args.server.clone().or(config.server) {
         Some(server) => {
