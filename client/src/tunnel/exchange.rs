@@ -303,6 +303,17 @@ async fn exchange(
             return answer_error(stream, outbox, started, 504, reason);
         }
     };
+    // hyper passes interim answers by, but gives back a 101 as final; the
+    // relay cannot hand a caller an upgraded connection, so it is a failure
+    // the caller and the history see alike.
+    if response.status().is_informational() {
+        let reason = format!(
+            "{} answered {}: the tunnel forwards no protocol switches",
+            shared.forwarder.target(),
+            response.status()
+        );
+        return answer_error(stream, outbox, started, 502, reason);
+    }
     relay_response(
         response,
         stream,
