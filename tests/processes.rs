@@ -333,6 +333,36 @@ async fn a_local_timeout_past_the_relays_wait_is_warned_about_only_when_the_rela
     }
 }
 
+#[test]
+fn a_name_the_relay_would_refuse_is_told_before_connecting() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "").expect("an empty config file");
+    // Local mode and a relay nobody listens on: the name is refused first either way.
+    for server in [None, Some("http://127.0.0.1:9")] {
+        let mut command = std::process::Command::new(portpreview_bin());
+        command
+            .args(["http", "3000", "--no-tui", "--name", "é", "--db"])
+            .arg(&db);
+        if let Some(server) = server {
+            command.args(["--server", server]);
+        }
+        let out = command
+            .env("PORTPREVIEW_CONFIG", &config)
+            .env_remove("PORTPREVIEW_SERVER")
+            .output()
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{server:?}: {stderr}");
+        assert!(
+            stderr.contains("lowercase letters, digits and '-'"),
+            "{server:?}: {stderr}"
+        );
+        assert!(!stderr.contains("relay"), "not a connection problem: {stderr}");
+    }
+}
+
 #[tokio::test]
 async fn a_name_held_for_a_killed_client_says_so_and_when_it_is_free() {
     let dir = tempfile::tempdir().expect("temp dir");

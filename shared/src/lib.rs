@@ -7,6 +7,7 @@ pub mod codec;
 pub mod duration;
 pub mod hop;
 pub mod message;
+pub mod name;
 pub mod provider;
 pub mod sanitize;
 pub mod text;

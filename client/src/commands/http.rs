@@ -38,8 +38,8 @@ pub struct Args {
     /// Relay to use (ws://, wss://, http:// or https://); none: run one in-process.
     #[arg(long, env = "PORTPREVIEW_SERVER")]
     pub server: Option<String>,
-    /// Tunnel name to ask for.
-    #[arg(long)]
+    /// Tunnel name to ask for (lowercase letters, digits and '-').
+    #[arg(long, value_parser = parse_name)]
     pub name: Option<String>,
     /// Token for the relay.
     #[arg(long, env = "PORTPREVIEW_TOKEN", hide_env_values = true)]
@@ -209,6 +209,15 @@ fn local_relay_config(local_timeout: Duration) -> RelayConfig {
     RelayConfig {
         request_timeout: (local_timeout + LOCAL_RELAY_MARGIN).max(DEFAULT_REQUEST_TIMEOUT),
         ..RelayConfig::default()
+    }
+}
+
+/// A `--name` the relay would refuse is told here, before any connection,
+/// in the relay's own words.
+fn parse_name(name: &str) -> Result<String, String> {
+    match portpreview_shared::name::invalid_reason(name) {
+        Some(why) => Err(why),
+        None => Ok(name.to_string()),
     }
 }
 
