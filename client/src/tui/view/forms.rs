@@ -13,6 +13,9 @@ use super::centered;
 
 const CURSOR: &str = "▏";
 
+/// Width of the replay dialog when nothing in it asks for more.
+const REPLAY_WIDTH: u16 = 58;
+
 fn key(text: &'static str) -> Span<'static> {
     Span::styled(text, Style::new().fg(Color::Cyan))
 }
@@ -84,8 +87,19 @@ pub(super) fn render_replay(form: &ReplayForm, area: Rect, buf: &mut Buffer) {
         ));
     }
     lines.push(Line::default());
+    // The dialog grows to hold the message on one line where the screen
+    // allows, and the message wraps inside it where it does not: a refusal
+    // cut short cannot be acted on.
+    let error_width = form.error.as_deref().map_or(0, |e| Line::raw(e).width());
+    let width = REPLAY_WIDTH
+        .max(u16::try_from(error_width + 2).unwrap_or(u16::MAX))
+        .min(area.width);
     match &form.error {
-        Some(error) => lines.push(Line::from(Span::styled(error.clone(), Style::new().fg(Color::Red)))),
+        Some(error) => lines.extend(
+            wrap(error, usize::from(width.saturating_sub(2)))
+                .into_iter()
+                .map(|line| Line::from(Span::styled(line, Style::new().fg(Color::Red)))),
+        ),
         None => lines.push(Line::from(vec![
             key("Tab"),
             Span::raw(" field  "),
@@ -98,7 +112,7 @@ pub(super) fn render_replay(form: &ReplayForm, area: Rect, buf: &mut Buffer) {
         ])),
     }
     let title = format!(" Replay #{} with a verdict ", form.delivery_id);
-    let popup = centered(area, 58, lines.len() as u16 + 2);
+    let popup = centered(area, width, u16::try_from(lines.len() + 2).unwrap_or(u16::MAX));
     Clear.render(popup, buf);
     Paragraph::new(lines)
         .block(
@@ -149,4 +163,50 @@ pub(super) fn render_export(form: &ExportForm, area: Rect, buf: &mut Buffer) {
                 .border_style(Style::new().fg(Color::Cyan)),
         )
         .render(popup, buf);
+}
+
+/// `text` cut into lines of at most `width` columns, at spaces where it can
+/// and inside a word only when the word alone is wider than a line.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let columns = |s: &str| Span::raw(s).width();
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let needed = if line.is_empty() { 0 } else { columns(&line) + 1 };
+        if !line.is_empty() && needed + columns(word) > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        for c in word.chars() {
+            let mut buf = [0; 4];
+            if !line.is_empty() && columns(&line) + columns(c.encode_utf8(&mut buf)) > width {
+                lines.push(std::mem::take(&mut line));
+            }
+            line.push(c);
+        }
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap;
+
+    #[test]
+    fn wrap_breaks_at_spaces_and_splits_only_words_wider_than_a_line() {
+        assert_eq!(
+            wrap("attempts: a number from 1", 12),
+            ["attempts: a", "number from", "1"]
+        );
+        assert_eq!(wrap("abcdefgh ij", 4), ["abcd", "efgh", "ij"]);
+        assert_eq!(wrap("fits", 10), ["fits"]);
+        assert_eq!(wrap("", 10), [""]);
+        assert_eq!(wrap("wide ✓✓✓", 0), ["w", "i", "d", "e", "✓", "✓", "✓"]);
+    }
 }

@@ -569,3 +569,60 @@ fn a_wide_list_shows_uuid_keys_and_provider_names_whole() {
     let narrow = format!("{:?}", plain(draw(&app(vec![github], Mode::Live, 120, 8))));
     assert!(narrow.contains("72d3162e-cc78-1…"), "{narrow}");
 }
+
+/// The rows of `buffer` as text.
+fn rows(buffer: &Buffer) -> Vec<String> {
+    let width = usize::from(buffer.area.width);
+    buffer
+        .content
+        .chunks(width)
+        .map(|row| row.iter().map(|cell| cell.symbol()).collect())
+        .collect()
+}
+
+/// A refused `R` form says why in full: on one line when the screen is wide
+/// enough, wrapped inside the dialog when it is not.
+#[test]
+fn replay_form_error_is_never_cut() {
+    let message = "attempts: a number from 1 to 100000, as replay --times takes";
+    for width in [120, 200] {
+        let mut app = live_app(3, width, 20);
+        press(&mut app, "R");
+        app.handle_key(KeyEvent::new(KeyCode::Backspace, KeyModifiers::NONE));
+        app.handle_key(KeyEvent::new(KeyCode::Backspace, KeyModifiers::NONE));
+        press(&mut app, "0");
+        enter(&mut app);
+        let screen = rows(&draw(&app));
+        assert!(
+            screen.iter().any(|row| row.contains(&format!("│{message}│"))),
+            "{width} columns:\n{}",
+            screen.join("\n")
+        );
+    }
+    let mut app = live_app(3, 60, 15);
+    press(&mut app, "R");
+    app.handle_key(KeyEvent::new(KeyCode::Backspace, KeyModifiers::NONE));
+    app.handle_key(KeyEvent::new(KeyCode::Backspace, KeyModifiers::NONE));
+    press(&mut app, "0");
+    enter(&mut app);
+    assert_eq!(
+        plain(draw(&app)),
+        Buffer::with_lines([
+            " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter →",
+            " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
+            "┌ Deliveries 1/3 ──────────────────────────────────────────┐",
+            "│Time UTC Method Path                       St  Took    #  │",
+            "┌ Replay #3 with a verdict ────────────────────────────────┐",
+            "│› attempts  0▏                                            │",
+            "│  probe     [none]  url   cmd                             │",
+            "│                                                          │",
+            "│attempts: a number from 1 to 100000, as replay --times    │",
+            "│takes                                                     │",
+            "└──────────────────────────────────────────────────────────┘",
+            "│                                                          │",
+            "│                                                          │",
+            "└──────────────────────────────────────────────────────────┘",
+            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e exp",
+        ])
+    );
+}
