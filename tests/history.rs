@@ -330,6 +330,56 @@ fn show_masks_secrets_and_escapes_what_the_sender_chose() {
     assert_eq!(json["response"]["status"], 200);
 }
 
+/// Runs `portpreview show ID` with its stdout on a terminal (a pty made by
+/// util-linux `script`) and returns what the terminal received.
+fn show_on_a_terminal(h: &History, id: i64) -> String {
+    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    let line = format!(
+        "{} --db {} show {id}",
+        quote(portpreview_bin().to_str().unwrap()),
+        quote(h.db.to_str().unwrap())
+    );
+    let out = Command::new("script")
+        .args(["-q", "-e", "-c", &line, "/dev/null"])
+        .env("PORTPREVIEW_CONFIG", h.dir.join("config.toml"))
+        .env_remove("PORTPREVIEW_DB")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("util-linux `script` gives show a terminal: apt-get install bsdutils");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    String::from_utf8(out.stdout).unwrap().replace("\r\n", "\n")
+}
+
+#[test]
+fn show_on_a_terminal_stops_a_large_body_early_and_a_pipe_gets_all_of_it() {
+    let h = History::new("show-large");
+    let mut upload = stripe_event("evt_large", 1_700_000_000_000);
+    upload.request_headers = vec![Header::new("content-type", "application/octet-stream")];
+    upload.request_body = (0..=255u8).cycle().take(1024 * 1024).collect();
+    upload.request_body_size = upload.request_body.len() as u64;
+    let id = h.store().insert_delivery(&upload, &answered(200)).unwrap();
+    let hex_rows = |text: &str| text.lines().filter(|l| l.starts_with("  000")).count();
+
+    let piped = h.ok(&["show", &id.to_string()]);
+    assert_eq!(hex_rows(&piped), 1024 * 1024 / 16, "a pipe gets the whole body");
+    assert!(!piped.contains("more bytes"), "{}", &piped[piped.len() - 300..]);
+
+    let screen = show_on_a_terminal(&h, id);
+    assert_eq!(hex_rows(&screen), 64 * 1024 / 16, "a terminal gets the first 64 KiB");
+    let note = format!(
+        "  … 983,040 more bytes; portpreview show {id} | less shows all of them, portpreview export {id} saves them\n"
+    );
+    assert!(
+        screen.contains(&note),
+        "{}",
+        &screen[screen.len().saturating_sub(600)..]
+    );
+    assert!(
+        screen.contains("Response\n  Status 200"),
+        "the rest of the delivery follows"
+    );
+}
+
 #[test]
 fn unknown_ids_and_broken_databases_exit_2_with_one_line() {
     let h = History::new("errors");

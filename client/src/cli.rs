@@ -51,6 +51,10 @@ pub enum Command {
     /// List recorded deliveries, newest first.
     History(commands::history::Args),
     /// Show one delivery whole: request, answer, timings, replay runs.
+    ///
+    /// On a terminal each body stops after its first 64 KiB, with a line
+    /// saying how many bytes are left; piped or redirected, and with
+    /// --json, every byte is printed.
     Show(commands::show::Args),
     /// Export a delivery as a fixture (json), HAR or curl command.
     Export(commands::export::Args),

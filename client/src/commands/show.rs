@@ -1,6 +1,6 @@
 //! `portpreview show <ID>`: one delivery whole.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -8,6 +8,11 @@ use anyhow::Context;
 
 use crate::render;
 use crate::store::{Delivery, Store};
+
+/// Bytes of each body `show` prints to a terminal: a screenful many times
+/// over, where a 25 MiB upload would be a million and a half lines of hex
+/// scrolling past. A pipe or a file gets every byte.
+pub const TERMINAL_BODY_LIMIT: usize = 64 * 1024;
 
 /// Arguments of `portpreview show`.
 #[derive(Debug, clap::Args)]
@@ -29,13 +34,19 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     let delivery = fetch(&store, args.id, db)?;
     let number = store.delivery_number(args.id).map_err(|e| e.for_command(db))?;
     let runs = store.replay_runs(args.id).map_err(|e| e.for_command(db))?;
+    let stdout = std::io::stdout();
     let text = if args.json {
         let value = render::json::delivery(&delivery, number, &runs, args.reveal);
         format!("{}\n", render::json::to_terminal_text(&value))
     } else {
-        render::show::delivery(&delivery, number, &runs, args.reveal)
+        let body_limit = if stdout.is_terminal() {
+            TERMINAL_BODY_LIMIT
+        } else {
+            usize::MAX
+        };
+        render::show::delivery(&delivery, number, &runs, args.reveal, body_limit)
     };
-    std::io::stdout()
+    stdout
         .lock()
         .write_all(text.as_bytes())
         .context("cannot write to stdout")?;

@@ -5,12 +5,37 @@ use portpreview_shared::sanitize::{escape_multiline, hex_dump};
 
 /// A body for a terminal: pretty JSON, escaped text or a hex dump.
 pub fn for_terminal(body: &[u8]) -> String {
-    if let Some(pretty) = pretty_json(body) {
-        return escape_multiline(&pretty).into_owned();
+    for_terminal_start(body, usize::MAX).0
+}
+
+/// [`for_terminal`] of at most the first `limit` bytes of `body` (the
+/// kind still judged on the whole body), and how many bytes that shows.
+/// The cut falls between characters, or between hex dump rows, and is made
+/// before escaping, so no character and no escape is ever shown in part.
+pub fn for_terminal_start(body: &[u8], limit: usize) -> (String, usize) {
+    if body.len() <= limit {
+        let text = match (pretty_json(body), as_text(body)) {
+            (Some(pretty), _) => escape_multiline(&pretty).into_owned(),
+            (None, Some(text)) => escape_multiline(text).into_owned(),
+            (None, None) => hex_dump(body),
+        };
+        return (text, body.len());
     }
-    match as_text(body) {
-        Some(text) => escape_multiline(text).into_owned(),
-        None => hex_dump(body),
+    let Some(text) = as_text(body) else {
+        // Whole rows, so the offsets of a later look at the rest line up.
+        let cut = limit - limit % 16;
+        return (hex_dump(&body[..cut]), cut);
+    };
+    let mut cut = limit;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    // The layout starts at the document's first token; whitespace before
+    // it is among the bytes shown.
+    let lead = body.len() - body.trim_ascii_start().len();
+    match pretty_json_start(body, cut.saturating_sub(lead)) {
+        Some(pretty) => (escape_multiline(&pretty).into_owned(), cut),
+        None => (escape_multiline(&text[..cut]).into_owned(), cut),
     }
 }
 
@@ -187,6 +212,35 @@ mod tests {
         assert_eq!(for_terminal(b"a=1&b=\x1b"), "a=1&b=\\x1b");
         assert!(for_terminal(&[0xff, 0x00]).starts_with("00000000  ff 00"));
         assert_eq!(for_terminal(b"{not json"), "{not json");
+    }
+
+    #[test]
+    fn a_cut_body_ends_on_a_whole_character_and_a_whole_escape() {
+        // `é` straddles the limit: it goes to the part not shown.
+        let (shown, count) = for_terminal_start("abcé!".as_bytes(), 4);
+        assert_eq!((shown.as_str(), count), ("abc", 3));
+        // An escape right at the limit is shown whole or not at all.
+        assert_eq!(for_terminal_start(b"abc\x1b[2J", 4), ("abc\\x1b".to_owned(), 4));
+        assert_eq!(for_terminal_start(b"abc\x1b[2J", 3), ("abc".to_owned(), 3));
+        // A C1 control is two bytes of UTF-8: never half of it, never half its escape.
+        let c1 = "abc\u{9b}31m";
+        assert_eq!(for_terminal_start(c1.as_bytes(), 4), ("abc".to_owned(), 3));
+        let whole = format!("abc{}", escape_multiline("\u{9b}"));
+        assert_eq!(for_terminal_start(c1.as_bytes(), 5), (whole, 5));
+    }
+
+    #[test]
+    fn the_start_of_a_large_body_keeps_its_kind() {
+        let json = br#"  {"id":"evt_1","items":[1,2,3]}"#;
+        let (shown, count) = for_terminal_start(json, 20);
+        assert_eq!(count, 20);
+        assert!(shown.starts_with("{\n  \"id\": \"evt_1\","), "{shown}");
+        let mut binary = vec![0xffu8];
+        binary.extend_from_slice(&[b'a'; 40]);
+        let (shown, count) = for_terminal_start(&binary, 20);
+        assert_eq!(count, 16, "whole hex dump rows");
+        assert_eq!(shown.lines().count(), 1, "{shown}");
+        assert_eq!(for_terminal_start(b"short", 20), ("short".to_owned(), 5));
     }
 
     #[test]

@@ -5,13 +5,15 @@ use std::fmt::Write;
 use portpreview_shared::sanitize::{escape_multiline, escape_str};
 use portpreview_shared::Header;
 
-use super::body::{for_terminal, truncation_note};
+use super::body::{for_terminal_start, truncation_note};
 use super::mask::{escape_value, shown_value};
 use crate::store::{Delivery, ReplayRun};
 use crate::time::{ordinal, rfc3339_ms};
+use crate::tui::format::thousands;
 
-/// The delivery as text; secrets masked unless `reveal`.
-pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: bool) -> String {
+/// The delivery as text; secrets masked unless `reveal`; each body shown as
+/// far as its first `body_limit` bytes (`usize::MAX` for all of it).
+pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: bool, body_limit: usize) -> String {
     let r = &d.request;
     let mut out = String::new();
     let _ = writeln!(out, "Delivery #{}", d.id);
@@ -46,7 +48,7 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
     let _ = writeln!(out, "\nRequest");
     let _ = writeln!(out, "  {} {}", escape_str(&r.method), escape_str(&r.path));
     headers(&mut out, &r.request_headers, reveal);
-    body(&mut out, &r.request_body, r.request_body_size);
+    body(&mut out, d.id, &r.request_body, r.request_body_size, body_limit);
 
     let _ = writeln!(out, "\nResponse");
     match &d.outcome {
@@ -66,7 +68,7 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
                 let _ = writeln!(out, "  Error: {}", escape_str(error));
             }
             headers(&mut out, &o.response_headers, reveal);
-            body(&mut out, &o.response_body, o.response_body_size);
+            body(&mut out, d.id, &o.response_body, o.response_body_size, body_limit);
         }
     }
 
@@ -101,13 +103,21 @@ fn headers(out: &mut String, list: &[Header], reveal: bool) {
     }
 }
 
-fn body(out: &mut String, bytes: &[u8], size: u64) {
+fn body(out: &mut String, id: i64, bytes: &[u8], size: u64, limit: usize) {
     if bytes.is_empty() && size == 0 {
         return;
     }
     out.push('\n');
-    for line in for_terminal(bytes).lines() {
+    let (text, shown) = for_terminal_start(bytes, limit);
+    for line in text.lines() {
         let _ = writeln!(out, "  {line}");
+    }
+    if shown < bytes.len() {
+        let _ = writeln!(
+            out,
+            "  … {} more bytes; portpreview show {id} | less shows all of them, portpreview export {id} saves them",
+            thousands((bytes.len() - shown) as u64)
+        );
     }
     if let Some(note) = truncation_note(bytes.len(), size) {
         let _ = writeln!(out, "  {}", escape_multiline(&note));
@@ -151,7 +161,7 @@ mod tests {
 
     #[test]
     fn everything_is_escaped_and_secrets_masked() {
-        let shown = delivery(&sample(), 2, &[], false);
+        let shown = delivery(&sample(), 2, &[], false, usize::MAX);
         assert!(!shown.chars().any(|c| c.is_control() && c != '\n'), "{shown}");
         assert!(!shown.contains("sk_live_secret"), "{shown}");
         assert!(shown.contains("Bearer ••••••"), "{shown}");
@@ -166,13 +176,37 @@ mod tests {
         health.request.event_key.clear();
         health.request.event_key_source = "none".into();
         health.delivery_count = 1;
-        let shown = delivery(&health, 1, &[], false);
+        let shown = delivery(&health, 1, &[], false, usize::MAX);
         assert!(shown.contains("none (nothing to group deliveries by)"), "{shown}");
         assert!(!shown.contains("delivery of"), "{shown}");
     }
 
     #[test]
     fn reveal_shows_secrets() {
-        assert!(delivery(&sample(), 2, &[], true).contains("Bearer sk_live_secret"));
+        assert!(delivery(&sample(), 2, &[], true, usize::MAX).contains("Bearer sk_live_secret"));
+    }
+
+    #[test]
+    fn a_body_past_the_limit_ends_with_how_much_more_there_is_and_where() {
+        let mut big = sample();
+        big.request.request_body = vec![b'x'; 100_000];
+        big.request.request_body_size = 100_000;
+        let shown = delivery(&big, 2, &[], false, 65_536);
+        assert!(
+            shown.contains(&format!("  {}\n", "x".repeat(65_536))),
+            "the first 64 KiB"
+        );
+        assert!(!shown.contains(&"x".repeat(65_537)), "and no more");
+        assert!(
+            shown.contains(
+                "  … 34,464 more bytes; portpreview show 7 | less shows all of them, portpreview export 7 saves them\n"
+            ),
+            "{}",
+            &shown[shown.len() - 400..]
+        );
+        let whole = delivery(&big, 2, &[], false, usize::MAX);
+        assert!(whole.contains(&"x".repeat(100_000)) && !whole.contains("more bytes"));
+        // The response (3 bytes) is under the limit: no note for it.
+        assert_eq!(shown.matches("more bytes").count(), 1);
     }
 }
