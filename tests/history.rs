@@ -739,6 +739,40 @@ fn a_curl_export_sends_the_same_bytes_again() {
 }
 
 #[test]
+fn a_curl_export_sends_a_path_curl_would_rewrite_as_it_was_recorded() {
+    let h = History::new("curl-path");
+    for path in [
+        // A C1 CSI and a right-to-left override, in the path and in the query.
+        "/p\u{9b}31m/\u{202e}?q=\u{9b}",
+        "/caf\u{e9}/\u{1F600}?name=J\u{f6}rg",
+        // Dot segments and characters a URL would read otherwise.
+        "/hooks/../admin/./x?a={1}|2&b=\"q\"#frag",
+    ] {
+        let mut d = stripe_event("evt_path", 1_700_000_000_000);
+        d.path = path.into();
+        let id = h.store().insert_delivery(&d, &answered(200)).unwrap();
+        let (url, captured) = capture_one_request();
+        let command = h.ok(&["export", &id.to_string(), "--format", "curl", "--target", &url]);
+        assert!(!command.chars().any(|c| c.is_control() && c != '\n'), "{command}");
+        let out = Command::new("sh").arg("-c").arg(&command).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{command}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let raw = captured.join().unwrap();
+        let line_end = raw.windows(2).position(|w| w == b"\r\n").unwrap();
+        let expected = format!("POST {path} HTTP/1.1");
+        assert_eq!(
+            &raw[..line_end],
+            expected.as_bytes(),
+            "sent {:?}, recorded {expected:?}:\n{command}",
+            String::from_utf8_lossy(&raw[..line_end])
+        );
+    }
+}
+
+#[test]
 fn curl_and_fixture_exports_go_where_a_replay_goes() {
     let h = History::new("aim");
     // Recorded at /webhooks/stripe?x=1.

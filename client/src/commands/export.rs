@@ -79,7 +79,8 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
                     r.request_body_size
                 );
             }
-            render::curl::command(r, &url()?)
+            let (endpoint, path) = resolve_target(&r.target, args.target.as_deref(), &r.path)?;
+            render::curl::command(r, &endpoint, &path)
         }
     };
     match args.output.as_deref().filter(|path| *path != Path::new("-")) {

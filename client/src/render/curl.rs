@@ -5,27 +5,38 @@
 //! `curl --data-binary @-`, so any bytes survive (NUL included) and nothing
 //! unsafe reaches the terminal that shows the command. It runs in any POSIX
 //! shell.
+//!
+//! curl rewrites some paths it is given in a URL: it percent-encodes bytes
+//! past ASCII, cuts at `#`, and refuses spaces and control characters. Such
+//! a path goes in `--request-target`, which curl sends as it is, with the
+//! URL giving only scheme, host and port.
 
 use std::fmt::Write;
 
 use portpreview_shared::Header;
 
+use crate::replay::attempt::Endpoint;
 use crate::store::NewDelivery;
 
 /// A recorded `Expect: 100-continue` would make curl wait for an interim
 /// answer the handler may never send; replay does not wait either.
 const NOT_COPIED: &[&str] = &["expect"];
 
-/// The shell command that sends `d` to `url` (aimed by
-/// [`crate::replay::plan::aimed_url`], as a replay would be).
-pub fn command(d: &NewDelivery, url: &str) -> String {
+/// The shell command that sends `d` to `path` at `endpoint` (aimed by
+/// [`crate::replay::plan::resolve_target`], as a replay would be).
+pub fn command(d: &NewDelivery, endpoint: &Endpoint, path: &str) -> String {
     let mut args: Vec<String> = vec!["curl -sS --globoff --path-as-is".into()];
     if d.method.eq_ignore_ascii_case("HEAD") {
         args.push("--head".into());
     } else {
         args.push(format!("-X {}", quote(d.method.as_bytes())));
     }
-    args.push(quote(url.as_bytes()));
+    if curl_keeps(path) {
+        args.push(quote(endpoint.url(path).as_bytes()));
+    } else {
+        args.push(format!("--request-target {}", quote(path.as_bytes())));
+        args.push(quote(endpoint.url("").as_bytes()));
+    }
     for h in copied_headers(&d.request_headers) {
         let mut line = h.name.as_bytes().to_vec();
         line.extend_from_slice(b": ");
@@ -97,6 +108,16 @@ pub fn printf_format(bytes: &[u8]) -> String {
     out
 }
 
+/// Whether curl sends `path` as given when it is part of the URL (with
+/// `--globoff --path-as-is`): a path of the characters RFC 3986 allows in
+/// a path and query, `[` and `]` included.
+fn curl_keeps(path: &str) -> bool {
+    path.starts_with('/')
+        && path
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/?%[]".contains(&b))
+}
+
 /// Characters never written raw: controls (they would act on the terminal
 /// showing the command) and bidi overrides (they would disguise it).
 fn risky(c: char) -> bool {
@@ -116,6 +137,13 @@ pub fn copied_headers(recorded: &[Header]) -> Vec<Header> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn endpoint() -> Endpoint {
+        Endpoint {
+            host: "127.0.0.1".into(),
+            port: 1,
+        }
+    }
 
     fn run_sh(script: &str) -> Vec<u8> {
         let out = std::process::Command::new("sh").arg("-c").arg(script).output().unwrap();
@@ -153,7 +181,7 @@ mod tests {
             request_body: b"{}".to_vec(),
             ..NewDelivery::default()
         };
-        let cmd = command(&d, "http://127.0.0.1:1/h");
+        let cmd = command(&d, &endpoint(), "/h");
         assert!(!cmd.to_ascii_lowercase().contains("x-trace"), "{cmd}");
         assert!(!cmd.to_ascii_lowercase().contains("keep-alive"), "{cmd}");
         assert!(cmd.contains("-H 'stripe-signature: t=1,v1=ab'"), "{cmd}");
@@ -169,12 +197,44 @@ mod tests {
             request_body: b"\x1b]0;title\x07".to_vec(),
             ..NewDelivery::default()
         };
-        let cmd = command(&d, "http://127.0.0.1:1/h");
+        let cmd = command(&d, &endpoint(), "/h");
         assert!(!cmd.chars().any(|c| c.is_control() && c != '\n'), "{cmd}");
         assert!(!cmd.contains("-H 'host"), "{cmd}");
         assert!(
             cmd.contains("-H 'Content-Type:'") && cmd.contains("--data-binary @-"),
             "{cmd}"
         );
+    }
+
+    #[test]
+    fn a_path_curl_would_rewrite_goes_in_request_target() {
+        let d = NewDelivery {
+            method: "POST".into(),
+            ..NewDelivery::default()
+        };
+        let plain = command(&d, &endpoint(), "/hooks/it's?a=[1]&b=$HOME%20");
+        assert!(
+            plain.contains("'http://127.0.0.1:1/hooks/it'\\''s?a=[1]&b=$HOME%20'"),
+            "{plain}"
+        );
+        assert!(!plain.contains("--request-target"), "{plain}");
+        for path in [
+            "/p\u{9b}31m/\u{202e}?q=\u{9b}",
+            "/caf\u{e9}",
+            "/a b",
+            "/a#b",
+            "/a\\b",
+            "/a{b}",
+            "*",
+        ] {
+            let cmd = command(&d, &endpoint(), path);
+            assert!(cmd.contains("'http://127.0.0.1:1' \\\n"), "{path:?}: {cmd}");
+            let target = cmd
+                .split("--request-target ")
+                .nth(1)
+                .and_then(|rest| rest.split(" \\\n").next())
+                .unwrap_or_else(|| panic!("{path:?}: {cmd}"));
+            assert_eq!(run_sh(&format!("printf '%s' {target}")), path.as_bytes(), "{cmd}");
+        }
     }
 }

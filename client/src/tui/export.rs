@@ -49,7 +49,8 @@ pub fn render(delivery: &Delivery, format: ExportFormat) -> anyhow::Result<Strin
                 r.request_body.len(),
                 r.request_body_size
             );
-            Ok(render::curl::command(r, &url()?))
+            let (endpoint, path) = crate::replay::plan::resolve_target(&r.target, None, &r.path)?;
+            Ok(render::curl::command(r, &endpoint, &path))
         }
     }
 }
