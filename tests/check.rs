@@ -349,3 +349,51 @@ fn a_handler_stuck_on_a_duplicate_still_gets_a_report_and_a_junit_file() {
         ran.stdout
     );
 }
+
+/// `--fresh` with one copy sends no duplicate: refused alike from the command
+/// line and from a suite, before the handler sees anything.
+#[test]
+fn a_fresh_burst_of_one_copy_cannot_run_from_flags_or_a_suite() {
+    let project = Project::new();
+    let bad = Handler::start(Behaviour::CreditsEveryDelivery);
+    let refused = "--fresh needs --times 2 or more: a burst of one copy sends no duplicate";
+    let junit = project.path("junit.xml");
+    let ran = project.check(
+        &[
+            "fixtures/stripe.json",
+            "--target",
+            &bad.url(),
+            "--check-url",
+            &bad.state_url(),
+            "--fresh",
+            "--junit",
+            junit.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(ran.stderr.contains(refused), "{}", ran.stderr);
+    let json: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(json["fixtures"][0]["verdict"], "error", "{json:#}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(xml.matches("<error ").count(), 1, "{xml}");
+
+    std::fs::write(
+        project.path("suite.toml"),
+        format!(
+            "[[fixture]]\npath = \"fixtures/stripe.json\"\ntarget = \"{}\"\ncheck_url = \"{}\"\nfresh = true\n",
+            bad.url(),
+            bad.state_url()
+        ),
+    )
+    .unwrap();
+    let ran = project.check(&["suite.toml"], &[]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(ran.stderr.contains(refused), "{}", ran.stderr);
+    assert_eq!(bad.balance(), 0, "nothing was sent");
+
+    let ran = project.check(&["suite.toml", "--times", "2"], &[]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert!(ran.stdout.contains("✗ fresh_burst_acts_once"), "{}", ran.stdout);
+}

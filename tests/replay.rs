@@ -560,20 +560,54 @@ fn one_attempt_is_counted_in_the_singular() {
         "the warning comes with or without a probe: {}",
         unprobed.stdout
     );
-    let fresh = history.replay_probed(&handler, &["--fresh"]);
-    assert_eq!(fresh.code, 0, "{}{}", fresh.stdout, fresh.stderr);
-    assert!(
-        fresh.stdout.contains("a burst of 1 copy of one new event"),
-        "{}",
-        fresh.stdout
-    );
-    for ran in [&unprobed, &probed, &fresh] {
+    for ran in [&unprobed, &probed] {
         assert!(
             !ran.stdout.contains(" 1 attempts") && !ran.stdout.contains(" 1 copies"),
             "{}",
             ran.stdout
         );
     }
+}
+
+/// A burst of one copy sends no duplicate, so a handler that acts on every
+/// delivery would pass it: `--fresh` asks for two copies or more instead.
+#[test]
+fn a_fresh_burst_of_one_copy_is_refused_before_anything_is_sent() {
+    let handler = Handler::start(Behaviour::CreditsEveryDelivery);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    for times in [&[][..], &["--times", "1"][..]] {
+        let mut args = vec!["--fresh"];
+        args.extend_from_slice(times);
+        let ran = history.replay_probed(&handler, &args);
+        assert_eq!(
+            (ran.code, ran.stderr.as_str()),
+            (
+                2,
+                "error: --fresh needs --times 2 or more: a burst of one copy sends no duplicate, \
+                 so it cannot show the handler acting twice\n"
+            ),
+            "{args:?}: {}",
+            ran.stdout
+        );
+        assert_eq!(ran.stdout, "", "{args:?}");
+    }
+    assert_eq!(handler.balance(), 0, "nothing was sent");
+
+    // Two copies are enough to catch it.
+    let ran = history.replay_probed(&handler, &["--fresh", "--times", "2", "--json"]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(ran.check("fresh_burst_acts_once")["passed"], false);
+
+    // A verdict of idempotent counts the burst, not the baseline beside it.
+    let good = Handler::start(Behaviour::DedupsInOneTransaction);
+    let ran = history.replay_probed(&good, &["--target", &good.url(), "--fresh", "--times", "2"]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stdout
+            .ends_with("✓ idempotent: a burst of 2 copies of one new event acted once\n"),
+        "{}",
+        ran.stdout
+    );
 }
 
 #[test]
@@ -606,7 +640,7 @@ fn an_error_names_its_cause_once() {
         event_key_source: "sha256:body".into(),
         ..stripe_delivery(&handler.url())
     };
-    let ran = History::with(&unknown).replay(&["--fresh"]);
+    let ran = History::with(&unknown).replay(&["--fresh", "--times", "2"]);
     assert_eq!(ran.code, 2, "{}", ran.stderr);
     assert_eq!(ran.stderr.lines().count(), 1, "{}", ran.stderr);
     assert_eq!(ran.stderr.matches("fresh identity").count(), 1, "{}", ran.stderr);

@@ -34,7 +34,7 @@ pub struct RunArgs {
     /// How long each attempt may wait for its answer before it counts as failed (default 30s).
     #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
     pub timeout: Option<Duration>,
-    /// Give the event new identities: one delivered once, another as a concurrent burst.
+    /// Give the event new identities: one delivered once, another as a concurrent burst of --times (2 or more) copies.
     #[arg(long)]
     pub fresh: bool,
     /// Where the identity lives when the provider is unknown (JSON pointer or header:Name).

@@ -82,6 +82,9 @@ pub async fn run(
     if !(1..=MAX_TIMES).contains(&opts.times) {
         return Err(ReplayError::Times(opts.times));
     }
+    if opts.fresh && opts.times < 2 {
+        return Err(ReplayError::FreshBurstOfOne);
+    }
     if !(1..=MAX_CONCURRENCY).contains(&opts.concurrency) {
         return Err(ReplayError::Concurrency(opts.concurrency));
     }

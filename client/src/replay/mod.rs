@@ -65,6 +65,10 @@ pub enum ReplayError {
     /// `--times` outside 1 to [`MAX_TIMES`].
     #[error("--times must be from 1 to {MAX_TIMES}, not {0}")]
     Times(u32),
+    /// `--fresh` with one copy: a burst of one holds no duplicate, so it
+    /// could only ever pass.
+    #[error("--fresh needs --times 2 or more: a burst of one copy sends no duplicate, so it cannot show the handler acting twice")]
+    FreshBurstOfOne,
     /// `--concurrency` outside 1 to [`MAX_CONCURRENCY`].
     #[error("--concurrency must be from 1 to {MAX_CONCURRENCY}, not {0}")]
     Concurrency(u32),
@@ -170,6 +174,13 @@ mod tests {
         };
         let err = run(NewDelivery::default(), &opts, &progress).await.unwrap_err();
         assert!(matches!(err, ReplayError::Times(u32::MAX)), "{err}");
+        // A burst of one copy holds no duplicate: it could only ever pass.
+        let opts = ReplayOptions {
+            fresh: true,
+            ..ReplayOptions::default()
+        };
+        let err = run(NewDelivery::default(), &opts, &progress).await.unwrap_err();
+        assert!(matches!(err, ReplayError::FreshBurstOfOne), "{err}");
         let opts = ReplayOptions {
             concurrency: MAX_CONCURRENCY + 1,
             ..ReplayOptions::default()

@@ -178,6 +178,12 @@ impl Report {
             (Some(true), _) if self.attempts.len() == 1 => {
                 "✓ 1 attempt answered 2xx, with nothing to compare it to: pass --times 2 or more".to_string()
             }
+            // The baseline is a different event, not an attempt at this one:
+            // counting it would claim a duplicate more than was sent.
+            (Some(true), _) if self.fresh => format!(
+                "✓ idempotent: a burst of {} of one new event acted once",
+                counted(self.times as usize, "copy", "copies")
+            ),
             (Some(true), _) => format!(
                 "✓ idempotent over {}",
                 counted(self.attempts.len(), "attempt", "attempts")
@@ -374,6 +380,23 @@ mod tests {
         assert_eq!(only_attempt_refused.summary_line(), "✗ failed: attempt 1 answered 302");
         assert_eq!(only_attempt_refused.to_json()["verdict"], "failed");
         assert_eq!(only_attempt_refused.exit_code(), 1);
+    }
+
+    #[test]
+    fn a_fresh_verdict_counts_the_burst_not_the_baseline_beside_it() {
+        let mut fresh = report("rows: 2");
+        fresh.fresh = true;
+        fresh.times = 2;
+        fresh.idempotent = Some(true);
+        fresh.checks.clear();
+        for attempt in &mut fresh.attempts {
+            attempt.answer.status = Some(200);
+        }
+        fresh.attempts.push(fresh.attempts[1].clone());
+        assert_eq!(
+            fresh.summary_line(),
+            "✓ idempotent: a burst of 2 copies of one new event acted once"
+        );
     }
 
     #[test]
