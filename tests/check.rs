@@ -70,6 +70,19 @@ struct Ran {
 }
 
 fn run(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
+    ran(command(cwd, args, env).output().unwrap())
+}
+
+fn ran(output: std::process::Output) -> Ran {
+    Ran {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// `portpreview args…` in `cwd`, with no config, secrets or history of the caller's.
+fn command(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut command = Command::new(portpreview_bin());
     command
         .current_dir(cwd)
@@ -82,12 +95,7 @@ fn run(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
     for (name, value) in env {
         command.env(name, value);
     }
-    let output = command.output().unwrap();
-    Ran {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    command
 }
 
 #[test]
@@ -396,4 +404,91 @@ fn a_fresh_burst_of_one_copy_cannot_run_from_flags_or_a_suite() {
     let ran = project.check(&["suite.toml", "--times", "2"], &[]);
     assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
     assert!(ran.stdout.contains("✗ fresh_burst_acts_once"), "{}", ran.stdout);
+}
+
+/// ctrl-c part way through, as for `replay`: the fixture in progress is
+/// reported with the attempts it got answered, the fixtures never started
+/// are listed as not run, the JUnit file is still written, and the exit
+/// code is 130.
+#[test]
+fn a_check_stopped_with_ctrl_c_reports_what_ran_and_what_did_not() {
+    let project = Project::new();
+    let stuck = Handler::start(Behaviour::HangsOnDuplicate);
+    let junit = project.path("junit.xml");
+    let mut check = command(
+        project.dir.path(),
+        &[
+            "check",
+            "fixtures/stripe.json",
+            "fixtures/slack/slack.json",
+            "--target",
+            &stuck.url(),
+            "--times",
+            "3",
+            "--timeout",
+            "60s",
+            "--junit",
+            junit.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let check = check
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Attempt 1 is handled; attempt 2, a duplicate, then hangs.
+    let started = std::time::Instant::now();
+    while stuck.balance() < 1 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "attempt 1 never arrived"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let status = Command::new("kill")
+        .args(["-INT", &check.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let ran = ran(check.wait_with_output().unwrap());
+    assert_eq!(ran.code, 130, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(ran.stderr, "");
+    let stripe = ran
+        .stdout
+        .split("━━ ")
+        .find(|part| part.starts_with("fixtures/stripe.json"));
+    let stripe = stripe.unwrap_or_else(|| panic!("no report of the stopped fixture: {}", ran.stdout));
+    assert!(
+        stripe.contains("? inconclusive: stopped after 1 of 3 attempts"),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout.contains("━━ fixtures/slack/slack.json\n– not run: "),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout.ends_with(
+            "2 fixtures: 0 idempotent, 0 not idempotent, 0 failed, 1 inconclusive, 0 could not run, 1 not run\n"
+        ),
+        "{}",
+        ran.stdout
+    );
+
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(xml.matches("<testcase ").count(), 2, "{xml}");
+    assert!(
+        xml.contains("tests=\"2\" failures=\"1\" errors=\"0\" skipped=\"1\""),
+        "{xml}"
+    );
+    let stripe_case = &xml[xml.find("stripe.json").unwrap()..xml.find("slack.json").unwrap()];
+    assert!(
+        stripe_case.contains("<failure message=\"inconclusive: run_completed: stopped after 1 of 3 attempts"),
+        "{xml}"
+    );
+    let slack_case = &xml[xml.find("slack.json").unwrap()..];
+    assert!(slack_case.contains("<skipped message=\"not run: "), "{xml}");
+    assert_eq!(stuck.balance(), 1, "the fixture not started sent nothing");
 }

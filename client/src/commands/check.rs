@@ -1,21 +1,21 @@
 //! `portpreview check [FIXTURE|DIR|SUITE.toml ...]`: a replay verdict per
 //! committed fixture, for CI. No relay and no history database needed.
 
-use std::io::Write;
+mod results;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
 use portpreview_shared::sanitize::escape_str;
-use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 use super::run::{clear_progress, probe_spec, progress_printer, RunArgs};
 use crate::config::Secret;
 use crate::fixture::Fixture;
-use crate::render;
-use crate::replay::junit::{self, CaseResult};
 use crate::replay::{self, ReplayOptions, Report};
 use crate::suite::{Suite, SuiteFixture};
+use results::Outcome;
 
 /// Arguments of `portpreview check`.
 #[derive(Debug, clap::Args)]
@@ -41,59 +41,83 @@ struct Job {
 }
 
 /// Checks every fixture; exits 0 when all are idempotent, 1 when any is not
-/// (or failed, or was inconclusive), 2 when one could not run.
+/// (or failed, or was inconclusive), 2 when one could not run, 130 when
+/// ctrl-c stopped the check part way.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let jobs = expand(&args.inputs)?;
     if jobs.is_empty() {
         anyhow::bail!("no fixtures found in {}", list(&args.inputs));
     }
-    let mut results: Vec<(String, Result<Report, String>)> = Vec::with_capacity(jobs.len());
-    for job in &jobs {
-        let name = job.fixture.display().to_string();
-        let result = check_one(job, &args.run).await.map_err(|err| crate::error_line(&err));
-        clear_progress();
-        if let Err(reason) = &result {
-            let name = escape_str(&name);
-            // Most reasons name the fixture already.
-            match reason.contains(name.as_ref()) {
-                true => crate::to_stderr(format_args!("error: {reason}\n")),
-                false => crate::to_stderr(format_args!("error: {name}: {reason}\n")),
-            }
+    // One stop for the whole check: ctrl-c ends the fixture in progress
+    // and leaves the rest unstarted, whenever it comes.
+    let stop = CancellationToken::new();
+    let finished = CancellationToken::new();
+    let checks = async {
+        let results = check_all(&jobs, &args.run, &stop).await;
+        finished.cancel();
+        results
+    };
+    let signals = async {
+        tokio::select! {
+            () = crate::signal::stop_requested() => stop.cancel(),
+            () = finished.cancelled() => {}
         }
-        results.push((name, result));
-    }
-    let code = exit_code(&results);
+    };
+    let (results, ()) = tokio::join!(checks, signals);
+    let code = results::exit_code(&results);
     // A reader that stopped early (`| head`) does not change the verdict.
-    if let Err(err) = print(&results, args.json, code) {
+    if let Err(err) = results::print(&results, args.json, code) {
         if !crate::is_broken_pipe(&err) {
             return Err(err);
         }
     }
     if let Some(path) = &args.junit {
-        let cases: Vec<(String, CaseResult<'_>)> = results
-            .iter()
-            .map(|(name, result)| {
-                let case = match result {
-                    Ok(report) => CaseResult::Verdict(report),
-                    Err(reason) => CaseResult::Error(reason.clone()),
-                };
-                (name.clone(), case)
-            })
-            .collect();
-        std::fs::write(path, junit::document("portpreview check", &cases))
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        std::fs::write(path, results::junit(&results)).with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(ExitCode::from(code))
 }
 
-async fn check_one(job: &Job, flags: &RunArgs) -> anyhow::Result<Report> {
+/// Checks the fixtures in order until `stop`; those after it are not run.
+async fn check_all(jobs: &[Job], flags: &RunArgs, stop: &CancellationToken) -> Vec<(String, Outcome)> {
+    let mut results = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        let name = job.fixture.display().to_string();
+        if stop.is_cancelled() {
+            results.push((name, Outcome::NotRun));
+            continue;
+        }
+        let result = check_one(job, flags, stop.cancelled()).await;
+        clear_progress();
+        let outcome = match result {
+            Ok(report) => Outcome::Ran(Box::new(report)),
+            Err(err) => {
+                let reason = crate::error_line(&err);
+                let shown = escape_str(&name);
+                // Most reasons name the fixture already.
+                match reason.contains(shown.as_ref()) {
+                    true => crate::to_stderr(format_args!("error: {reason}\n")),
+                    false => crate::to_stderr(format_args!("error: {shown}: {reason}\n")),
+                }
+                Outcome::Error(reason)
+            }
+        };
+        results.push((name, outcome));
+    }
+    results
+}
+
+async fn check_one(
+    job: &Job,
+    flags: &RunArgs,
+    interrupt: impl std::future::Future<Output = ()> + Send,
+) -> anyhow::Result<Report> {
     let request = Fixture::load(&job.fixture)?.to_new_delivery();
     let (mut opts, secret_env) = options(flags, job.entry.as_ref())?;
     if opts.resign || opts.fresh {
         opts.secret =
             crate::config::resolve_secret(opts.secret.take(), replay::provider_of(&request), secret_env.as_deref())?;
     }
-    Ok(replay::run(request, &opts, &progress_printer()).await?)
+    Ok(replay::run_until(request, &opts, &progress_printer(), interrupt).await?)
 }
 
 /// Options for one fixture: flags, else the suite entry, else the defaults.
@@ -168,78 +192,6 @@ fn fixtures_at(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
     }
     found.sort();
     Ok(found)
-}
-
-fn exit_code(results: &[(String, Result<Report, String>)]) -> u8 {
-    if results.iter().any(|(_, r)| r.is_err()) {
-        2
-    } else if results
-        .iter()
-        .any(|(_, r)| matches!(r, Ok(report) if report.exit_code() != 0))
-    {
-        1
-    } else {
-        0
-    }
-}
-
-fn print(results: &[(String, Result<Report, String>)], json: bool, code: u8) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    let count = |verdict: &str| {
-        results
-            .iter()
-            .filter(|(_, r)| match r {
-                Ok(report) => report.verdict() == verdict,
-                Err(_) => verdict == "error",
-            })
-            .count()
-    };
-    if json {
-        let fixtures: Vec<serde_json::Value> = results
-            .iter()
-            .map(|(name, result)| match result {
-                Ok(report) => {
-                    let mut value = report.to_json();
-                    value["fixture"] = name.clone().into();
-                    value
-                }
-                Err(reason) => json!({"fixture": name, "verdict": "error", "idempotent": false, "error": reason}),
-            })
-            .collect();
-        let all = json!({
-            "idempotent": code == 0,
-            "exit_code": code,
-            "counts": {
-                "idempotent": count("idempotent"),
-                "not_idempotent": count("not_idempotent"),
-                "failed": count("failed"),
-                "inconclusive": count("inconclusive"),
-                "error": count("error"),
-            },
-            "fixtures": fixtures,
-        });
-        writeln!(out, "{}", render::json::to_terminal_text(&all))?;
-        return Ok(());
-    }
-    for (name, result) in results {
-        writeln!(out, "━━ {}", escape_str(name))?;
-        match result {
-            Ok(report) => writeln!(out, "{}", report.render_text())?,
-            Err(reason) => writeln!(out, "✗ could not run: {}\n", escape_str(reason))?,
-        }
-    }
-    writeln!(
-        out,
-        "{} fixture{}: {} idempotent, {} not idempotent, {} failed, {} inconclusive, {} could not run",
-        results.len(),
-        if results.len() == 1 { "" } else { "s" },
-        count("idempotent"),
-        count("not_idempotent"),
-        count("failed"),
-        count("inconclusive"),
-        count("error"),
-    )?;
-    Ok(())
 }
 
 fn list(inputs: &[PathBuf]) -> String {

@@ -11,6 +11,8 @@ pub enum CaseResult<'a> {
     Verdict(&'a Report),
     /// The run could not happen (exit 2), with the reason.
     Error(String),
+    /// The run was never started (ctrl-c stopped what came before), with the reason.
+    Skipped(String),
 }
 
 /// A whole JUnit document for a list of named cases.
@@ -20,16 +22,25 @@ pub fn document(suite: &str, cases: &[(String, CaseResult<'_>)]) -> String {
         .filter(|(_, r)| matches!(r, CaseResult::Verdict(report) if report.idempotent != Some(true)))
         .count();
     let errors = cases.iter().filter(|(_, r)| matches!(r, CaseResult::Error(_))).count();
+    // Counted only when there are some, so a whole run's file is as before.
+    let skipped = match cases
+        .iter()
+        .filter(|(_, r)| matches!(r, CaseResult::Skipped(_)))
+        .count()
+    {
+        0 => String::new(),
+        n => format!(" skipped=\"{n}\""),
+    };
     let seconds: f64 = cases.iter().map(|(_, r)| case_seconds(r)).sum();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         out,
-        "<testsuites name=\"portpreview\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{seconds:.3}\">",
+        "<testsuites name=\"portpreview\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\"{skipped} time=\"{seconds:.3}\">",
         cases.len()
     );
     let _ = writeln!(
         out,
-        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{seconds:.3}\">",
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\"{skipped} time=\"{seconds:.3}\">",
         escape(suite),
         cases.len()
     );
@@ -66,6 +77,9 @@ pub fn document(suite: &str, cases: &[(String, CaseResult<'_>)]) -> String {
                     escape(reason)
                 );
             }
+            CaseResult::Skipped(reason) => {
+                let _ = writeln!(out, ">\n      <skipped message=\"{}\"/>", escape(reason));
+            }
         }
         out.push_str("    </testcase>\n");
     }
@@ -78,7 +92,7 @@ pub fn document(suite: &str, cases: &[(String, CaseResult<'_>)]) -> String {
 fn case_seconds(result: &CaseResult<'_>) -> f64 {
     match result {
         CaseResult::Verdict(report) => report.elapsed.as_secs_f64(),
-        CaseResult::Error(_) => 0.0,
+        CaseResult::Error(_) | CaseResult::Skipped(_) => 0.0,
     }
 }
 
@@ -125,5 +139,22 @@ mod tests {
         );
         assert!(xml.contains("errors=\"1\""), "{xml}");
         assert!(xml.contains("<error message=\"nothing answers\""), "{xml}");
+        assert!(!xml.contains("skipped="), "{xml}");
+    }
+
+    #[test]
+    fn a_case_never_started_is_skipped_and_counted_so() {
+        let xml = document(
+            "s",
+            &[
+                ("a.json".into(), CaseResult::Error("nothing answers".into())),
+                ("b.json".into(), CaseResult::Skipped("not run".into())),
+            ],
+        );
+        assert!(
+            xml.contains("tests=\"2\" failures=\"0\" errors=\"1\" skipped=\"1\""),
+            "{xml}"
+        );
+        assert!(xml.contains("<skipped message=\"not run\"/>"), "{xml}");
     }
 }
