@@ -5,8 +5,10 @@
 
 use std::io;
 use std::process::Stdio;
+use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::Child;
 
 use super::probe::ProbeError;
 
@@ -14,17 +16,69 @@ use super::probe::ProbeError;
 const KEPT_STDERR: usize = 4096;
 
 /// Runs `cmd` with `sh -c` and returns its stdout, or
-/// [`ProbeError::TooLarge`] once it prints more than `limit` bytes.
-pub(super) async fn read(cmd: &str, limit: usize) -> Result<String, ProbeError> {
-    let mut child = tokio::process::Command::new("sh")
+/// [`ProbeError::TooLarge`] once it prints more than `limit` bytes, or
+/// [`ProbeError::Timeout`] when it has not finished `within`.
+pub(super) async fn read(cmd: &str, limit: usize, within: Duration) -> Result<String, ProbeError> {
+    let mut command = tokio::process::Command::new("sh");
+    command
         .arg("-c")
         .arg(cmd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(ProbeError::Spawn)?;
+        .kill_on_drop(true);
+    // A group of its own, so that what the shell starts can be stopped with it.
+    #[cfg(unix)]
+    command.process_group(0);
+    let mut group = Group(command.spawn().map_err(ProbeError::Spawn)?);
+    match tokio::time::timeout(within, output(&mut group, limit)).await {
+        Ok(result) => result,
+        Err(_) => {
+            group.stop().await;
+            Err(ProbeError::Timeout)
+        }
+    }
+}
+
+/// The shell and everything it started. Killing only the shell would leave
+/// its children running, re-parented to init (`sleep 77; echo x` keeps its
+/// `sleep`), so a read that ends early (timed out, cut off, or dropped when
+/// the run is stopped) kills the whole group.
+struct Group(Child);
+
+impl Group {
+    /// Kills the group; the shell is reaped by [`Group::stop`] or, when
+    /// dropped, by tokio (`kill_on_drop`).
+    fn kill(&mut self) {
+        // Once the shell is reaped its id may belong to someone else.
+        let Some(pid) = self.0.id() else {
+            return;
+        };
+        #[cfg(unix)]
+        if let Some(group) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
+        #[cfg(not(unix))]
+        let _ = pid;
+        let _ = self.0.start_kill();
+    }
+
+    /// Kills the group and reaps the shell.
+    async fn stop(&mut self) {
+        self.kill();
+        let _ = self.0.wait().await;
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Waits for the command and returns what it printed on stdout.
+async fn output(group: &mut Group, limit: usize) -> Result<String, ProbeError> {
+    let child = &mut group.0;
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return Err(ProbeError::Spawn(io::Error::other("its output cannot be read")));
     };
@@ -42,8 +96,7 @@ pub(super) async fn read(cmd: &str, limit: usize) -> Result<String, ProbeError> 
     };
     let Some(printed) = printed.map_err(ProbeError::Spawn)? else {
         // The rest of its output will never be read, so it must not wait to write it.
-        let _ = child.start_kill();
-        let _ = child.wait().await;
+        group.stop().await;
         return Err(ProbeError::TooLarge {
             probe: "--check-cmd".into(),
             limit,
@@ -91,9 +144,11 @@ async fn keep_first(mut reader: impl AsyncRead + Unpin, keep: usize) -> Vec<u8> 
 mod tests {
     use super::*;
 
+    const WITHIN: Duration = Duration::from_secs(30);
+
     #[tokio::test]
     async fn output_up_to_the_limit_is_read_whole() {
-        let state = read("head -c 100000 /dev/zero | tr '\\0' x; echo end", 100_004)
+        let state = read("head -c 100000 /dev/zero | tr '\\0' x; echo end", 100_004, WITHIN)
             .await
             .unwrap();
         assert_eq!(state.len(), 100_004);
@@ -102,16 +157,70 @@ mod tests {
 
     #[tokio::test]
     async fn a_command_that_never_stops_printing_is_cut_off() {
-        let err = read("yes", 64 * 1024).await.unwrap_err();
+        let err = read("yes", 64 * 1024, WITHIN).await.unwrap_err();
         assert!(matches!(err, ProbeError::TooLarge { .. }), "{err}");
         assert!(err.to_string().starts_with("--check-cmd gave more than"), "{err}");
     }
 
+    /// The state of process `pid` from `/proc` (`S`, `Z`…), `None` once it is gone.
+    #[cfg(target_os = "linux")]
+    fn process_state(pid: &str) -> Option<char> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat.rsplit_once(") ")?.1.chars().next()
+    }
+
+    /// Waits up to 5 s for process `pid` to end (a zombie has ended).
+    #[cfg(target_os = "linux")]
+    async fn ended(pid: &str) -> bool {
+        for _ in 0..100 {
+            if process_state(pid).is_none_or(|state| state == 'Z') {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
+    }
+
+    /// A command whose shell runs `sleep`, with the sleep's pid in a file.
+    #[cfg(target_os = "linux")]
+    fn sleeper(name: &str) -> (String, std::path::PathBuf) {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let file = std::env::temp_dir().join(format!("portpreview-{name}-{}-{nanos}", std::process::id()));
+        (format!("sleep 77 & echo $! > '{}'; wait; echo x", file.display()), file)
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_command_that_takes_too_long_is_stopped_with_what_it_started() {
+        let (cmd, pid_file) = sleeper("timeout");
+        let err = read(&cmd, 1024, Duration::from_millis(500)).await.unwrap_err();
+        assert!(matches!(err, ProbeError::Timeout), "{err}");
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        let _ = std::fs::remove_file(&pid_file);
+        assert!(ended(pid.trim()).await, "sleep {} outlived the probe", pid.trim());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_run_stopped_mid_read_stops_what_the_command_started() {
+        let (cmd, pid_file) = sleeper("dropped");
+        let read = read(&cmd, 1024, Duration::from_secs(30));
+        assert!(tokio::time::timeout(Duration::from_millis(500), read).await.is_err());
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        let _ = std::fs::remove_file(&pid_file);
+        assert!(ended(pid.trim()).await, "sleep {} outlived the probe", pid.trim());
+    }
+
     #[tokio::test]
     async fn a_chatty_stderr_neither_blocks_the_command_nor_fills_the_memory() {
-        let state = read("head -c 1000000 /dev/zero >&2; echo 7", 1024).await.unwrap();
+        let state = read("head -c 1000000 /dev/zero >&2; echo 7", 1024, WITHIN)
+            .await
+            .unwrap();
         assert_eq!(state, "7\n");
-        let err = read("echo first >&2; head -c 1000000 /dev/zero >&2; exit 4", 1024)
+        let err = read("echo first >&2; head -c 1000000 /dev/zero >&2; exit 4", 1024, WITHIN)
             .await
             .unwrap_err();
         assert!(

@@ -133,15 +133,12 @@ impl Probe {
 
 impl StateSource for Probe {
     async fn read(&mut self) -> Result<String, ProbeError> {
-        let once = async {
-            match &mut self.kind {
-                Kind::Cmd(cmd) => super::check_cmd::read(cmd, STATE_LIMIT).await,
-                Kind::Url(url) => url.read().await,
-            }
-        };
-        match tokio::time::timeout(PROBE_TIMEOUT, once).await {
-            Ok(result) => result,
-            Err(_) => Err(ProbeError::Timeout),
+        match &mut self.kind {
+            // The command stops what it started itself when it runs out of time.
+            Kind::Cmd(cmd) => super::check_cmd::read(cmd, STATE_LIMIT, PROBE_TIMEOUT).await,
+            Kind::Url(url) => tokio::time::timeout(PROBE_TIMEOUT, url.read())
+                .await
+                .unwrap_or(Err(ProbeError::Timeout)),
         }
     }
 }
