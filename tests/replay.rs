@@ -204,6 +204,26 @@ fn a_check_then_insert_race_passes_in_sequence_and_fails_a_fresh_burst() {
     assert!(handler.balance() > 3, "balance {}", handler.balance());
 }
 
+/// `--concurrency 1` given with `--fresh` sends the burst one copy at a
+/// time, as asked: a check-then-insert handler then has no race to lose.
+#[test]
+fn an_explicit_concurrency_of_1_is_kept_for_a_fresh_burst() {
+    let handler = Handler::start(Behaviour::CheckThenInsert {
+        gap: std::time::Duration::from_millis(50),
+    });
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let ran = history.replay_probed(&handler, &["--fresh", "--times", "3", "--concurrency", "1", "--json"]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
+    assert_eq!(json["concurrency"], 1, "{json:#}");
+    assert_eq!(handler.balance(), 2, "one credit for the baseline, one for the burst");
+    assert!(json["warnings"].to_string().contains("one copy at a time"), "{json:#}");
+    // Left out, the burst goes out all at once.
+    let ran = history.replay_probed(&handler, &["--fresh", "--times", "3", "--json"]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(ran.json()["concurrency"], 3);
+}
+
 #[test]
 fn a_stale_signature_fails_and_resigning_passes() {
     let handler = Handler::start(Behaviour::VerifiesStripeSignature {

@@ -130,7 +130,7 @@ fn options(flags: &RunArgs, entry: Option<&SuiteFixture>) -> anyhow::Result<(Rep
         .or_else(|| probe_spec(entry.check_cmd.as_deref(), entry.check_url.as_deref()));
     let opts = ReplayOptions {
         times: flags.times.or(entry.times).unwrap_or(defaults.times),
-        concurrency: flags.concurrency.or(entry.concurrency).unwrap_or(defaults.concurrency),
+        concurrency: flags.concurrency.or(entry.concurrency),
         target: flags.target.clone().or_else(|| entry.target.clone()),
         probe,
         settle: flags.settle.or(entry.settle()?).unwrap_or(defaults.settle),

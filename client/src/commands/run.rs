@@ -16,7 +16,7 @@ pub struct RunArgs {
     /// Attempts to send (1 to 100000; default 1).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_TIMES)))]
     pub times: Option<u32>,
-    /// Attempts kept in flight at once (1 to 512; default 1).
+    /// Attempts kept in flight at once (1 to 512; default 1, or with --fresh the whole burst up to 512).
     #[arg(long, value_name = "C", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_CONCURRENCY)))]
     pub concurrency: Option<u32>,
     /// Send to this URL instead of the recorded target (`http://host:port` keeps the recorded path).
@@ -54,7 +54,7 @@ impl RunArgs {
         let defaults = ReplayOptions::default();
         ReplayOptions {
             times: self.times.unwrap_or(defaults.times),
-            concurrency: self.concurrency.unwrap_or(defaults.concurrency),
+            concurrency: self.concurrency,
             target: self.target.clone(),
             probe: probe_spec(self.check_cmd.as_deref(), self.check_url.as_deref()),
             settle: self.settle.unwrap_or(defaults.settle),

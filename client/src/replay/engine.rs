@@ -85,14 +85,14 @@ pub async fn run(
     if opts.fresh && opts.times < 2 {
         return Err(ReplayError::FreshBurstOfOne);
     }
-    if !(1..=MAX_CONCURRENCY).contains(&opts.concurrency) {
-        return Err(ReplayError::Concurrency(opts.concurrency));
+    if let Some(asked) = opts.concurrency.filter(|c| !(1..=MAX_CONCURRENCY).contains(c)) {
+        return Err(ReplayError::Concurrency(asked));
     }
     if opts.timeout.is_zero() {
         return Err(ReplayError::Timeout);
     }
     let plan = Plan::new(request, opts)?;
-    let one_at_a_time = !opts.fresh && opts.concurrency == 1;
+    let one_at_a_time = !opts.fresh && opts.width() == 1;
     let pool = Pool::open(&plan.endpoint, opts.timeout, opts.probe.is_none() && one_at_a_time).await?;
     let probe = opts.probe.as_ref().map(Probe::new).transpose()?;
     let mut run = Run {
@@ -149,7 +149,7 @@ impl Run<'_> {
             self.step(&plan.recorded, Role::Replay, 1, 1).await?;
             let mut left = opts.times - 1;
             while left > 0 {
-                let batch = left.min(opts.concurrency);
+                let batch = left.min(opts.width());
                 self.step(&plan.recorded, Role::Replay, batch, batch).await?;
                 left -= batch;
             }
@@ -295,7 +295,14 @@ impl Run<'_> {
             }
             (None, None) => warnings.push(super::NOT_PROBED.into()),
         }
-        if opts.concurrency > 1 && opts.times > 2 && !opts.fresh {
+        if opts.fresh && opts.times > 1 && opts.burst_width() == 1 {
+            warnings.push(
+                "--concurrency 1 sent the burst one copy at a time, so a check-then-insert race could not show; \
+                 leave --concurrency out to send the whole burst at once"
+                    .into(),
+            );
+        }
+        if opts.width() > 1 && opts.times > 2 && !opts.fresh {
             warnings.push(
                 "attempt 1 goes alone, so the concurrent attempts after it are duplicates of an event already \
                  handled; to see whether the first deliveries of a new event race, pass --fresh"
@@ -317,11 +324,7 @@ impl Run<'_> {
             retry_window: provider.map(|p| p.retry_window().to_string()),
             target: self.plan.url(),
             times: opts.times,
-            concurrency: if opts.fresh {
-                opts.burst_width()
-            } else {
-                opts.concurrency
-            },
+            concurrency: if opts.fresh { opts.burst_width() } else { opts.width() },
             fresh: opts.fresh,
             state,
             attempts: self.attempts,

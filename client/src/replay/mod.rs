@@ -182,7 +182,7 @@ mod tests {
         let err = run(NewDelivery::default(), &opts, &progress).await.unwrap_err();
         assert!(matches!(err, ReplayError::FreshBurstOfOne), "{err}");
         let opts = ReplayOptions {
-            concurrency: MAX_CONCURRENCY + 1,
+            concurrency: Some(MAX_CONCURRENCY + 1),
             ..ReplayOptions::default()
         };
         let err = run(NewDelivery::default(), &opts, &progress).await.unwrap_err();

@@ -27,8 +27,9 @@ pub const MAX_CONCURRENCY: u32 = 512;
 pub struct ReplayOptions {
     /// Attempts to send (1 to [`MAX_TIMES`]).
     pub times: u32,
-    /// Attempts kept in flight at once (1 to [`MAX_CONCURRENCY`]).
-    pub concurrency: u32,
+    /// Attempts kept in flight at once (1 to [`MAX_CONCURRENCY`]); `None`
+    /// when not asked for: one at a time, or the whole `--fresh` burst.
+    pub concurrency: Option<u32>,
     /// `--target`: `scheme://host:port` keeps the recorded path, one with a path replaces it.
     pub target: Option<String>,
     /// What reads the handler's state, if anything.
@@ -57,7 +58,7 @@ impl Default for ReplayOptions {
     fn default() -> Self {
         Self {
             times: 1,
-            concurrency: 1,
+            concurrency: None,
             target: None,
             probe: None,
             settle: DEFAULT_SETTLE,
@@ -74,15 +75,20 @@ impl Default for ReplayOptions {
 }
 
 impl ReplayOptions {
+    /// Attempts in flight at once after attempt 1 of a replay: as asked,
+    /// else one at a time.
+    pub fn width(&self) -> u32 {
+        self.concurrency.unwrap_or(1)
+    }
+
     /// Attempts in flight at once for the `--fresh` burst: all of them unless
-    /// `--concurrency` asked for fewer, and never more than [`MAX_CONCURRENCY`].
+    /// `--concurrency` asked for fewer (1 included), and never more than
+    /// [`MAX_CONCURRENCY`].
     pub fn burst_width(&self) -> u32 {
-        let asked = if self.concurrency > 1 {
-            self.concurrency
-        } else {
-            self.times
-        };
-        asked.min(self.times).min(MAX_CONCURRENCY)
+        self.concurrency
+            .unwrap_or(self.times)
+            .min(self.times)
+            .min(MAX_CONCURRENCY)
     }
 }
 
@@ -204,10 +210,16 @@ mod tests {
         assert_eq!(opts.burst_width(), 10);
         let opts = ReplayOptions {
             times: 10,
-            concurrency: 4,
+            concurrency: Some(4),
             ..ReplayOptions::default()
         };
         assert_eq!(opts.burst_width(), 4);
+        let opts = ReplayOptions {
+            times: 10,
+            concurrency: Some(1),
+            ..ReplayOptions::default()
+        };
+        assert_eq!(opts.burst_width(), 1, "one at a time, when asked for");
         let opts = ReplayOptions {
             times: MAX_TIMES,
             ..ReplayOptions::default()

@@ -18,7 +18,12 @@ impl Report {
     pub fn render_text(&self) -> String {
         let mut out = String::new();
         let provider = self.provider.as_deref().unwrap_or("unknown provider");
-        let mode = if self.fresh {
+        let mode = if self.fresh && self.concurrency < self.times {
+            format!(
+                "--fresh: 1 baseline + a burst of {}, {} at a time",
+                self.times, self.concurrency
+            )
+        } else if self.fresh {
             format!("--fresh: 1 baseline + a burst of {}", self.times)
         } else {
             format!(
