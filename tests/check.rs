@@ -492,3 +492,35 @@ fn a_check_stopped_with_ctrl_c_reports_what_ran_and_what_did_not() {
     assert!(slack_case.contains("<skipped message=\"not run: "), "{xml}");
     assert_eq!(stuck.balance(), 1, "the fixture not started sent nothing");
 }
+
+/// A method no request can carry makes a fixture that does not parse:
+/// exit 2 with the reason, as for any other broken fixture, not a verdict.
+#[test]
+fn a_fixture_with_a_method_http_cannot_send_is_refused_before_anything_is_sent() {
+    let project = Project::new();
+    let good = Handler::start(Behaviour::DedupsInOneTransaction);
+    let text = std::fs::read_to_string(project.path("fixtures/stripe.json")).unwrap();
+    let mut fixture: Value = serde_json::from_str(&text).unwrap();
+    fixture["method"] = "GE T".into();
+    std::fs::write(project.path("bad-method.json"), fixture.to_string()).unwrap();
+    let ran = project.check(&["bad-method.json", "--target", &good.url(), "--json"], &[]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(
+        ran.stderr.trim_end(),
+        "error: invalid fixture bad-method.json: method \"GE T\" is not an HTTP method"
+    );
+    let json: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(
+        (json["exit_code"].as_u64(), &json["fixtures"][0]["verdict"]),
+        (Some(2), &"error".into())
+    );
+
+    let ran = run(
+        project.dir.path(),
+        &["replay", "--from", "bad-method.json", "--target", &good.url()],
+        &[],
+    );
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(ran.stderr.contains("is not an HTTP method"), "{}", ran.stderr);
+    assert_eq!(good.balance(), 0, "nothing was sent");
+}

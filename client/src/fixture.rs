@@ -172,6 +172,11 @@ impl Fixture {
         if self.method.is_empty() || !self.path.starts_with('/') {
             bail!("a fixture needs a method and a path starting with /");
         }
+        // Caught here, a method no request can carry is a fixture that does
+        // not parse (exit 2), not an attempt that failed in a verdict.
+        if http::Method::from_bytes(self.method.as_bytes()).is_err() {
+            bail!("method {:?} is not an HTTP method", self.method);
+        }
         for h in &self.headers {
             h.bytes().map_err(anyhow::Error::msg)?;
         }
@@ -305,6 +310,7 @@ mod tests {
             r#"{"portpreview_fixture": 1, "method": "POST", "path": "/", "bdy": "typo"}"#,
             "not json",
             "[]",
+            r#"{"portpreview_fixture": 1, "method": "GE T", "path": "/"}"#,
         ];
         for (n, text) in cases.iter().enumerate() {
             let path = dir.0.join(format!("bad{n}.json"));
@@ -315,6 +321,28 @@ mod tests {
                 !err.contains("elements"),
                 "serde's view of a struct as a sequence stays inside: {err}"
             );
+        }
+    }
+
+    #[test]
+    fn a_method_must_be_one_http_can_send() {
+        let dir = crate::store::tests::ScratchDir::new("fixture-method");
+        let path = dir.0.join("method.json");
+        for (method, sendable) in [("POST", true), ("PROPFIND", true), ("GE T", false), ("GET\r\n", false)] {
+            let text = serde_json::json!({"portpreview_fixture": 1, "method": method, "path": "/"}).to_string();
+            std::fs::write(&path, text).unwrap();
+            match Fixture::load(&path) {
+                Ok(fixture) => assert!(sendable, "{method:?} was taken: {fixture:?}"),
+                Err(err) => {
+                    assert!(!sendable, "{method:?} was refused: {err:#}");
+                    let err = format!("{err:#}");
+                    assert!(err.starts_with("invalid fixture "), "{err}");
+                    assert!(
+                        err.ends_with(&format!("method {method:?} is not an HTTP method")),
+                        "{err}"
+                    );
+                }
+            }
         }
     }
 }
