@@ -288,9 +288,15 @@ pub fn shown_change(before: &str, after: &str) -> String {
 
 /// Two probe reads cut alike from just before where they first differ, so
 /// that a change past the first 60 characters shows instead of two
-/// identical beginnings: `…"nonidem": 6, …` and `…"nonidem": 7, …`.
+/// identical beginnings: `…"nonidem": 6, …` and `…"nonidem": 7, …`. Reads
+/// that do not differ are shown from their start.
 pub fn aligned(before: &str, after: &str) -> (String, String) {
     let (before, after) = (one_line(before), one_line(after));
+    // With no difference to point at, the start of a state says most about
+    // it; a window at its end would begin mid-line.
+    if before == after {
+        return (excerpt(&before, 0), excerpt(&after, 0));
+    }
     let same = before.chars().zip(after.chars()).take_while(|(a, b)| a == b).count();
     let longest = before.chars().count().max(after.chars().count());
     // Start a little before the difference, unless everything fits anyway.
@@ -400,6 +406,21 @@ mod tests {
             "`count 5` → `count 6`",
             "short reads whole"
         );
+    }
+
+    #[test]
+    fn an_unchanged_long_state_is_shown_from_its_start() {
+        let long = "1234567890123456789012345678901234567890abcdefghijklmnopqrstuvwxyz";
+        let (before, after) = aligned(long, long);
+        assert_eq!(before, format!("`{}…`", &long[..60]));
+        assert_eq!(after, before);
+        let dump = "orders: 12\nemails: 12\nrefunds: 0\nwebhooks_seen: 12\nqueue_depth: 0\nlast: evt_1\n";
+        let (before, _) = aligned(dump, dump);
+        assert!(before.starts_with("`orders: 12 ⏎ emails: 12 ⏎ "), "{before}");
+        assert!(before.ends_with("…`"), "{before}");
+        // A changed one still shows where it changed.
+        let (_, changed) = aligned(long, &long.replace('z', "Z"));
+        assert!(changed.starts_with("`…") && changed.ends_with("xyZ`"), "{changed}");
     }
 
     #[test]
