@@ -438,6 +438,26 @@ fn a_run_stopped_with_ctrl_c_reports_and_keeps_what_it_sent() {
     assert_eq!(replays, 1, "the attempt the handler saw is in the history");
 }
 
+/// Another process holds the history's write lock: the replay itself
+/// stands, and the run not kept is one plain line on stderr.
+#[test]
+fn a_replay_the_locked_history_cannot_keep_is_warned_about_on_one_line() {
+    let handler = Handler::start(Behaviour::DedupsInOneTransaction);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let locker = rusqlite::Connection::open(history.db()).unwrap();
+    locker.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let ran = history.replay(&[]);
+    locker.execute_batch("ROLLBACK").unwrap();
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(
+        ran.stderr,
+        "warning: the replay was not recorded in the history: the history database is locked by another process\n"
+    );
+    assert!(ran.stdout.contains("✓ 1 attempt answered 2xx"), "{}", ran.stdout);
+    assert_eq!(handler.balance(), 1);
+    assert_eq!(history.replay_attempts(), 0);
+}
+
 #[test]
 fn a_handler_stuck_on_a_duplicate_fails_the_run_instead_of_hanging_it() {
     let handler = Handler::start(Behaviour::HangsOnDuplicate);

@@ -74,8 +74,13 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         Origin::Fixture(path) => path.display().to_string(),
     };
     if let Origin::History { id, store } = &origin {
+        // The attempts were sent and are judged below: a history that cannot
+        // keep them is worth a line, not a failed command.
         if let Err(err) = replay::record(store, *id, started_at_ms, &report) {
-            tracing::warn!(%err, "the replay was not recorded in the history");
+            crate::to_stderr(format_args!(
+                "warning: the replay was not recorded in the history: {}\n",
+                crate::error_line(&err.into())
+            ));
         }
     }
     let printed = print_report(&report, args.json, |json| {
