@@ -629,6 +629,22 @@ fn a_json_export_on_a_terminal_carries_no_raw_c1_or_bidi_control() {
     );
 }
 
+/// Exports delivery `id` as a curl command aimed at a one-request listener
+/// and runs it in `sh`: the command, and the raw request it sent.
+fn send_curl_export(h: &History, id: i64) -> (String, Vec<u8>) {
+    let (url, captured) = capture_one_request();
+    let command = h.ok(&["export", &id.to_string(), "--format", "curl", "--target", &url]);
+    assert!(!command.chars().any(|c| c.is_control() && c != '\n'), "{command}");
+    let out = Command::new("sh").arg("-c").arg(&command).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{command}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, b"ok");
+    (command, captured.join().unwrap())
+}
+
 /// Accepts one HTTP/1.1 request and hands back its raw bytes.
 fn capture_one_request() -> (String, std::thread::JoinHandle<Vec<u8>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -707,18 +723,8 @@ fn a_curl_export_sends_the_same_bytes_again() {
     d.request_body = body.clone();
     let id = h.store().insert_delivery(&d, &answered(200)).unwrap();
 
-    let (url, captured) = capture_one_request();
-    let command = h.ok(&["export", &id.to_string(), "--format", "curl", "--target", &url]);
-    assert!(!command.chars().any(|c| c.is_control() && c != '\n'), "{command}");
-    let out = Command::new("sh").arg("-c").arg(&command).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{command}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(out.stdout, b"ok");
-
-    let (request_line, headers, sent_body) = split_request(&captured.join().unwrap());
+    let (_, raw) = send_curl_export(&h, id);
+    let (request_line, headers, sent_body) = split_request(&raw);
     assert_eq!(request_line, "POST /hooks/it's?a=[1]&b=$HOME HTTP/1.1");
     assert_eq!(sent_body, body, "body byte for byte");
     let own: Vec<RawHeader> = headers
@@ -751,16 +757,7 @@ fn a_curl_export_sends_a_path_curl_would_rewrite_as_it_was_recorded() {
         let mut d = stripe_event("evt_path", 1_700_000_000_000);
         d.path = path.into();
         let id = h.store().insert_delivery(&d, &answered(200)).unwrap();
-        let (url, captured) = capture_one_request();
-        let command = h.ok(&["export", &id.to_string(), "--format", "curl", "--target", &url]);
-        assert!(!command.chars().any(|c| c.is_control() && c != '\n'), "{command}");
-        let out = Command::new("sh").arg("-c").arg(&command).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{command}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let raw = captured.join().unwrap();
+        let (command, raw) = send_curl_export(&h, id);
         let line_end = raw.windows(2).position(|w| w == b"\r\n").unwrap();
         let expected = format!("POST {path} HTTP/1.1");
         assert_eq!(

@@ -106,12 +106,14 @@ fn add_body(object: &mut Value, bytes: &[u8]) {
     }
 }
 
-/// Pretty JSON that is also safe on a terminal (see [`terminal_safe`]).
+/// Pretty JSON that is also safe on a terminal: DEL, C1 controls and bidi
+/// overrides inside strings are written as `\uXXXX` escapes.
 pub fn to_terminal_text(value: &impl Serialize) -> String {
     terminal_safe(serde_json::to_string_pretty(value).unwrap_or_default())
 }
 
-/// One-line JSON that is also safe on a terminal (see [`terminal_safe`]).
+/// One-line JSON that is also safe on a terminal, escaped as
+/// [`to_terminal_text`] is.
 pub fn to_terminal_line(value: &impl Serialize) -> String {
     terminal_safe(serde_json::to_string(value).unwrap_or_default())
 }
