@@ -582,14 +582,24 @@ fn an_export_never_overwrites_the_history_or_another_database() {
         .insert_delivery(&stripe_event("evt_keep", 1_700_000_000_000), &answered(200))
         .unwrap();
     let other = h.dir.join("other.db");
-    Store::open(&other).unwrap();
+    let other_store = Store::open(&other).unwrap();
+    other_store
+        .insert_delivery(&stripe_event("evt_other", 1_700_000_000_000), &answered(200))
+        .unwrap();
+    let other_wal = h.dir.join("other.db-wal");
+    assert!(other_wal.exists(), "the other history is open, with its WAL");
+    let linked = h.dir.join("linked");
+    std::fs::hard_link(h.dir.join("history.db"), &linked).unwrap();
     let id = id.to_string();
-    // The history by another spelling, a file beside it, another database.
+    // The history by another spelling, by a hard link, a file beside it,
+    // another database and another database's WAL.
     let spellings = [
         h.dir.join(".").join("history.db"),
+        linked,
         h.dir.join("history.db-wal"),
         h.dir.join("history.db-inbox-1234"),
         other.clone(),
+        other_wal,
     ];
     for target in &spellings {
         for format in ["json", "har", "curl"] {
@@ -605,7 +615,13 @@ fn an_export_never_overwrites_the_history_or_another_database() {
         1,
         "the history is intact"
     );
-    assert!(Store::open(&other).is_ok(), "the other database is intact");
+    drop(other_store);
+    let reopened = Store::open(&other).expect("the other database is intact");
+    assert_eq!(
+        reopened.count(&Default::default()).unwrap(),
+        1,
+        "with what its WAL held"
+    );
     assert!(!h.dir.join("history.db-inbox-1234").exists(), "nothing was written");
 }
 

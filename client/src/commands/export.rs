@@ -13,6 +13,8 @@ use crate::render;
 use crate::replay::plan::{aimed_url, resolve_target};
 use crate::store::Store;
 
+mod guard;
+
 /// What `export` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
@@ -85,7 +87,7 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     };
     match args.output.as_deref().filter(|path| *path != Path::new("-")) {
         Some(path) => {
-            refuse_to_overwrite_a_database(path, db)?;
+            guard::refuse_to_overwrite_a_database(path, db)?;
             if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
                 std::fs::create_dir_all(folder).with_context(|| format!("cannot create {}", folder.display()))?;
             }
@@ -104,58 +106,4 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
             .context("cannot write to stdout")?,
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// An export never replaces a database: not the history it reads, nor a
-/// file SQLite keeps beside it (a mistyped or tab-completed `-o` would
-/// lose every delivery, and a tunnel recording into it would go on
-/// writing into a broken file), nor any other SQLite database.
-fn refuse_to_overwrite_a_database(output: &Path, db: &Path) -> anyhow::Result<()> {
-    if let (Some(output), Some(history)) = (resolved(output), resolved(db)) {
-        let beside = |suffix: &str| {
-            let mut name = history.clone().into_os_string();
-            name.push(suffix);
-            name
-        };
-        let inbox = beside("-inbox-");
-        let is_history_file = output == history
-            || ["-wal", "-shm", "-journal"]
-                .iter()
-                .any(|s| output.as_os_str() == beside(s))
-            || output
-                .as_os_str()
-                .as_encoded_bytes()
-                .starts_with(inbox.as_encoded_bytes());
-        if is_history_file {
-            anyhow::bail!(
-                "{} is the history database or one of its files; export to another file",
-                output.display()
-            );
-        }
-    }
-    let mut header = [0u8; 16];
-    let is_sqlite = std::fs::File::open(output)
-        .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut header))
-        .is_ok_and(|()| &header == b"SQLite format 3\0");
-    if is_sqlite {
-        anyhow::bail!(
-            "{} is an SQLite database; export does not overwrite one",
-            output.display()
-        );
-    }
-    Ok(())
-}
-
-/// `path` made absolute with links resolved, for a file that may not exist
-/// yet: its folder resolved, its name kept.
-fn resolved(path: &Path) -> Option<PathBuf> {
-    if let Ok(path) = path.canonicalize() {
-        return Some(path);
-    }
-    let name = path.file_name()?;
-    let folder = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        Some(folder) => folder.canonicalize().ok()?,
-        None => std::env::current_dir().ok()?,
-    };
-    Some(folder.join(name))
 }
