@@ -729,6 +729,7 @@ fn a_curl_export_sends_the_same_bytes_again() {
         Header::new("x-quote", "it's \"quoted\" $(not run) `nor this`"),
         Header::new("x-raw", vec![b'a', 0xff, 0xfe, b'z']),
         Header::new("x-dup", "second"),
+        Header::new("x-empty", ""),
         Header::new("content-length", "999"),
         // Declared hop-by-hop by the caller: a replay leaves both out, so must curl.
         Header::new("connection", "x-trace"),
@@ -748,7 +749,7 @@ fn a_curl_export_sends_the_same_bytes_again() {
         .filter(|(name, _)| !name.eq_ignore_ascii_case("host") && !name.eq_ignore_ascii_case("content-length"))
         .cloned()
         .collect();
-    let expected: Vec<RawHeader> = d.request_headers[1..6]
+    let expected: Vec<RawHeader> = d.request_headers[1..7]
         .iter()
         .map(|h| (h.name.clone(), h.value.clone()))
         .collect();

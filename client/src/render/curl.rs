@@ -39,8 +39,13 @@ pub fn command(d: &NewDelivery, endpoint: &Endpoint, path: &str) -> String {
     }
     for h in copied_headers(&d.request_headers) {
         let mut line = h.name.as_bytes().to_vec();
-        line.extend_from_slice(b": ");
-        line.extend_from_slice(&h.value);
+        if h.value.is_empty() {
+            // curl reads `name:` as "send no such header"; `name;` sends it empty.
+            line.push(b';');
+        } else {
+            line.extend_from_slice(b": ");
+            line.extend_from_slice(&h.value);
+        }
         args.push(format!("-H {}", quote(&line)));
     }
     let has = |name: &str| d.request_headers.iter().any(|h| h.name.eq_ignore_ascii_case(name));
