@@ -53,7 +53,8 @@ impl Target {
         } else {
             input
         };
-        let (authority, path) = match rest.find('/') {
+        // A query or fragment straight after the port ends the authority too.
+        let (authority, path) = match rest.find(['/', '?', '#']) {
             Some(at) => rest.split_at(at),
             None => (rest, ""),
         };
@@ -86,13 +87,22 @@ impl Target {
     /// would land in the middle of every forwarded path.
     pub fn parse_for_tunnel(input: &str) -> Result<Self, TargetError> {
         let target = Self::parse(input)?;
+        let fail = |reason| TargetError {
+            what: "local target",
+            input: input.to_string(),
+            reason,
+        };
         if target.base_path.contains(['?', '#']) {
-            return Err(TargetError {
-                what: "local target",
-                input: input.to_string(),
-                reason:
-                    "a base path cannot carry a query string or fragment; callers' queries are forwarded as they come",
-            });
+            return Err(fail(
+                "a base path cannot carry a query string or fragment; callers' queries are forwarded as they come",
+            ));
+        }
+        // Checked now, not on every request: a path no request line can
+        // carry would fail them all.
+        if !target.base_path.is_empty() && target.base_path.parse::<http::uri::PathAndQuery>().is_err() {
+            return Err(fail(
+                "a base path is written as in a URL: no spaces or control characters (a space is %20)",
+            ));
         }
         Ok(target)
     }
@@ -183,10 +193,17 @@ mod tests {
             "http://localhost:3000/api?x=1",
             "http://localhost:3000/api#top",
             "localhost:3000/?x",
+            "localhost:3000?x=1",
+            "http://localhost:3000?",
         ] {
             let err = Target::parse_for_tunnel(bad).unwrap_err().to_string();
             assert!(err.contains("query string"), "{bad}: {err}");
         }
+        for bad in ["http://localhost:3000/my hooks/", "http://localhost:3000/a\tb"] {
+            let err = Target::parse_for_tunnel(bad).unwrap_err().to_string();
+            assert!(err.contains("as in a URL"), "{bad:?}: {err}");
+        }
+        assert!(Target::parse_for_tunnel("http://localhost:3000/my%20hooks/").is_ok());
         assert!(Target::parse_for_tunnel("http://localhost:3000/api/").is_ok());
     }
 
