@@ -113,10 +113,12 @@ fn body(out: &mut String, id: i64, bytes: &[u8], size: u64, limit: usize) {
         let _ = writeln!(out, "  {line}");
     }
     if shown < bytes.len() {
+        let left = bytes.len() - shown;
         let _ = writeln!(
             out,
-            "  … {} more bytes; portpreview show {id} | less shows all of them, portpreview export {id} saves them",
-            thousands((bytes.len() - shown) as u64)
+            "  … {} more {}; portpreview show {id} | less shows all of them, portpreview export {id} saves them",
+            thousands(left as u64),
+            if left == 1 { "byte" } else { "bytes" }
         );
     }
     if let Some(note) = truncation_note(bytes.len(), size) {
