@@ -17,10 +17,23 @@ pub struct Backoff {
     attempt: u32,
 }
 
+/// How long a connection must have lasted to count as a good one, after
+/// which the delays start over. A relay that welcomes the client and drops
+/// it at once must not be reconnected to in a tight loop.
+pub const STEADY: Duration = Duration::from_secs(10);
+
 impl Backoff {
     /// Starts over after a good connection.
     pub fn reset(&mut self) {
         self.attempt = 0;
+    }
+
+    /// Notes a connection that ended after lasting `lasted`: the delays
+    /// start over only when it was a steady one.
+    pub fn connection_ended(&mut self, lasted: Duration) {
+        if lasted >= STEADY {
+            self.reset();
+        }
     }
 
     /// The next delay to wait.
@@ -46,5 +59,18 @@ mod tests {
         assert!(later.last().is_some_and(|d| *d >= MAX_DELAY / 2));
         backoff.reset();
         assert!(backoff.next_delay() <= INITIAL_DELAY);
+    }
+
+    #[test]
+    fn only_a_steady_connection_starts_the_delays_over() {
+        let mut backoff = Backoff::default();
+        for _ in 0..6 {
+            backoff.next_delay();
+            // Welcomed, then dropped at once, as a broken relay does.
+            backoff.connection_ended(Duration::from_millis(5));
+        }
+        assert!(backoff.next_delay() >= INITIAL_DELAY * 16, "still growing");
+        backoff.connection_ended(STEADY);
+        assert!(backoff.next_delay() <= INITIAL_DELAY, "a good connection starts over");
     }
 }

@@ -126,7 +126,7 @@ async fn serve_until_stopped(
             Ok((socket, welcome)) => {
                 connected_once = true;
                 failed_tries = 0;
-                backoff.reset();
+                let up_since = tokio::time::Instant::now();
                 // Ask for the same name next time, with the proof that it is
                 // ours, so the URL survives reconnects.
                 options.name = Some(welcome.name.clone());
@@ -142,6 +142,7 @@ async fn serve_until_stopped(
                     },
                 );
                 let (end, left) = session::serve(socket, shared.clone()).await;
+                backoff.connection_ended(up_since.elapsed());
                 unfinished.keep(left);
                 match end {
                     SessionEnd::Shutdown => return Ok(()),
