@@ -185,6 +185,31 @@ fn row(summary: &Summary, width: u16) -> Row<'static> {
     } else {
         Style::new()
     };
-    cells.push(Cell::from(Line::from(summary.delivery_count.to_string()).right_aligned()).style(count_style));
+    cells.push(Cell::from(Line::from(count_cell(summary.delivery_count)).right_aligned()).style(count_style));
     Row::new(cells)
+}
+
+/// A delivery count in the list's three columns: past 999 in thousands,
+/// past 99k only that it is more; the detail pane has the exact count.
+fn count_cell(count: i64) -> String {
+    match count {
+        ..=999 => count.to_string(),
+        1_000..=99_999 => format!("{}k", count / 1_000),
+        _ => "…".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::count_cell;
+
+    #[test]
+    fn a_count_never_loses_its_leading_digits_to_the_column() {
+        let shown: Vec<String> = [1, 999, 1_000, 1_001, 99_999, 100_000]
+            .into_iter()
+            .map(count_cell)
+            .collect();
+        assert_eq!(shown, ["1", "999", "1k", "1k", "99k", "…"]);
+        assert!(shown.iter().all(|cell| cell.chars().count() <= 3));
+    }
 }
