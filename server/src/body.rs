@@ -146,6 +146,7 @@ impl TunnelBody {
                 }
                 Some(Inbound::Head { .. }) => "the tunnel's client sent a second response head".into(),
                 Some(Inbound::Reset(reason)) => format!("the tunnel's client abandoned the response: {reason}"),
+                Some(Inbound::Ended(why)) => why,
                 None => "the tunnel's client went away".into(),
             };
         };

@@ -19,7 +19,7 @@ use tracing::Instrument;
 use crate::names;
 use crate::port::StreamPort;
 use crate::registry::{Lease, OpenError, Owner, Registry, Tunnel};
-use crate::stream::Streams;
+use crate::stream::{Streams, CLIENT_GONE};
 use crate::writer::{self, Outbox};
 
 /// How often a draining session checks whether its requests have finished.
@@ -132,8 +132,11 @@ where
             let end = run(&mut incoming, &outbox, &ctx, &streams, &dead)
                 .instrument(span.clone())
                 .await;
-            // Callers in flight learn at once that the client is gone.
-            streams.close_all();
+            // Callers in flight learn at once why no answer will come.
+            streams.close_all(match end {
+                End::Shutdown => "the relay shut down before the tunnel's client answered",
+                _ => CLIENT_GONE,
+            });
             let name_held = !matches!(end, End::Goodbye | End::Shutdown);
             tracing::info!(tunnel = %lease.name, why = end.describe(), name_held, "tunnel disconnected");
             // A client that said goodbye is not coming back for its name,

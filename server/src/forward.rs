@@ -18,7 +18,7 @@ use crate::body::{answer, RelayBody, TunnelBody};
 use crate::headers::{request_headers, response_headers, Hop, MAX_RESPONSE_HEADERS};
 use crate::port::{RequestSide, StreamPort};
 use crate::registry::{OpenError, Tunnel};
-use crate::stream::Inbound;
+use crate::stream::{Inbound, CLIENT_GONE};
 use crate::writer::{Outbox, SendError};
 
 /// The limits a forwarded request is held to.
@@ -138,6 +138,7 @@ pub async fn forward(
                     Some(Inbound::Body { .. }) => {
                         return bad_gateway("the tunnel's client sent a body before its response head")
                     }
+                    Some(Inbound::Ended(why)) => return bad_gateway(why),
                     Some(Inbound::Reset(reason)) => {
                         return bad_gateway(format!("the tunnel's client abandoned the request: {reason}"))
                     }
@@ -298,7 +299,7 @@ fn timed_out(port: &StreamPort, timeout: Duration) -> Response<RelayBody> {
 }
 
 fn client_gone() -> Response<RelayBody> {
-    bad_gateway("the tunnel's client went away while the request was in flight")
+    bad_gateway(CLIENT_GONE)
 }
 
 fn bad_gateway(text: impl Into<String>) -> Response<RelayBody> {

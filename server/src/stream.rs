@@ -41,7 +41,12 @@ pub enum Inbound {
     },
     /// The client abandoned the stream.
     Reset(String),
+    /// The relay ended the stream itself; why, in words for the caller.
+    Ended(String),
 }
+
+/// What a caller is told when the tunnel's client leaves with its request.
+pub const CLIENT_GONE: &str = "the tunnel's client went away while the request was in flight";
 
 /// A client broke the protocol in a way that ends the session.
 #[derive(Debug, thiserror::Error)]
@@ -138,11 +143,13 @@ impl Streams {
         self.table().draining = true;
     }
 
-    /// Ends every stream: their callers see the client go away.
-    pub fn close_all(&self) {
+    /// Ends every stream, telling each caller `why` (when its queue has
+    /// room; otherwise it sees the client go away).
+    pub fn close_all(&self, why: &str) {
         let mut table = self.table();
         table.closed = true;
         for (_, entry) in table.entries.drain() {
+            let _ = entry.events.try_send(Inbound::Ended(why.to_string()));
             entry.credit.close();
         }
     }
@@ -333,8 +340,12 @@ mod tests {
         assert!(matches!(streams.open(), Err(OpenError::Busy)));
         streams.refuse_new();
         assert!(matches!(streams.open(), Err(OpenError::ShuttingDown)));
-        streams.close_all();
-        assert!(first.inbound.recv().await.is_none(), "callers see the client go away");
+        streams.close_all("the relay shut down");
+        assert!(
+            matches!(first.inbound.recv().await, Some(Inbound::Ended(why)) if why == "the relay shut down"),
+            "callers are told why"
+        );
+        assert!(first.inbound.recv().await.is_none(), "and nothing follows");
         assert!(first.credit().is_closed(), "a pump waiting for credit wakes up");
         assert!(matches!(streams.open(), Err(OpenError::Gone)));
     }
