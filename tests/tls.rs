@@ -73,6 +73,61 @@ async fn a_webhook_travels_over_tls_end_to_end() {
     assert_eq!(seen.header("x-forwarded-proto").as_deref(), Some("https"));
 }
 
+/// A self-signed certificate marked as a CA, as `openssl req -x509` makes
+/// one, for `localhost`; its PEM and its key's.
+fn ca_marked_self_signed() -> (String, String) {
+    let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).expect("params");
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let key = rcgen::KeyPair::generate().expect("key");
+    let cert = params.self_signed(&key).expect("self-signed");
+    (cert.pem(), key.serialize_pem())
+}
+
+#[tokio::test]
+async fn a_self_signed_certificate_marked_as_a_ca_is_trusted_as_itself() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (cert, key) = ca_marked_self_signed();
+    let cert_path = dir.path().join("relay.pem");
+    let key_path = dir.path().join("relay.key");
+    std::fs::write(&cert_path, cert).expect("write cert");
+    std::fs::write(&key_path, key).expect("write key");
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        tls: Some(portpreview_server::load_tls(&cert_path, &key_path).expect("load TLS")),
+        ..Default::default()
+    })
+    .await;
+    let handler = LocalHandler::echo().await;
+    let relay_url = format!("https://localhost:{}", relay.addr.port());
+    let handler_url = handler.url();
+    let start = |tls| {
+        TestTunnel::start_with(
+            &relay_url,
+            &handler_url,
+            TunnelOptions {
+                tls: Some(tls),
+                ..TunnelOptions::default()
+            },
+        )
+    };
+
+    // Another certificate of the same kind is no stand-in for the relay's.
+    let other_path = dir.path().join("other.pem");
+    std::fs::write(&other_path, ca_marked_self_signed().0).expect("write other cert");
+    let other = portpreview::tunnel::connect::tls_config(Some(&other_path)).expect("load other");
+    assert!(
+        matches!(start(other).await, Err(portpreview::tunnel::ConnectError::Tls(_))),
+        "only the relay's own certificate is trusted as itself"
+    );
+
+    let tls = portpreview::tunnel::connect::tls_config(Some(&cert_path)).expect("trust the relay's certificate");
+    let tunnel = start(tls.clone())
+        .await
+        .expect("tunnel over wss with the relay's own certificate");
+    let path = format!("/t/{}/pinned", tunnel.name());
+    let answer = https_post(tls, relay.addr.port(), &path, b"{}").await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
 async fn https_post(tls: Arc<rustls::ClientConfig>, port: u16, path: &str, body: &[u8]) -> String {
     let connector = tokio_rustls::TlsConnector::from(tls);
     let tcp = TcpStream::connect(("127.0.0.1", port)).await.expect("connect");

@@ -18,6 +18,8 @@ use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
 
 use crate::config::Secret;
 
+mod pinned;
+
 /// The client's socket to the relay.
 pub type RelaySocket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
@@ -119,21 +121,22 @@ pub fn relay_url(input: &str) -> Result<String, ConnectError> {
     Ok(format!("{scheme}://{rest}{CONNECT_PATH}"))
 }
 
-/// TLS settings trusting the web's roots plus an optional extra CA (PEM).
+/// TLS settings trusting the web's roots plus the certificates of an
+/// optional PEM file: as CAs, and each also as itself (see [`pinned`]).
 pub fn tls_config(ca_cert: Option<&Path>) -> Result<Arc<rustls::ClientConfig>, ConnectError> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let mut trusted = Vec::new();
     if let Some(path) = ca_cert {
         let pem = std::fs::read(path).map_err(|e| ConnectError::Tls(format!("cannot read {}: {e}", path.display())))?;
-        let mut found = false;
         for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
             let cert = cert.map_err(|e| ConnectError::Tls(format!("{}: {e}", path.display())))?;
             roots
-                .add(cert)
+                .add(cert.clone())
                 .map_err(|e| ConnectError::Tls(format!("{}: {e}", path.display())))?;
-            found = true;
+            trusted.push(cert);
         }
-        if !found {
+        if trusted.is_empty() {
             return Err(ConnectError::Tls(format!(
                 "{} holds no PEM certificate",
                 path.display()
@@ -141,10 +144,14 @@ pub fn tls_config(ca_cert: Option<&Path>) -> Result<Arc<rustls::ClientConfig>, C
         }
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let web_pki = rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+        .build()
+        .map_err(|e| ConnectError::Tls(e.to_string()))?;
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| ConnectError::Tls(e.to_string()))?
-        .with_root_certificates(roots)
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(pinned::Verifier::new(web_pki, trusted)))
         .with_no_client_auth();
     Ok(Arc::new(config))
 }

@@ -1,0 +1,75 @@
+//! Trusting a relay's certificate given with `--ca-cert` as itself.
+//!
+//! `openssl req -x509` makes a self-signed certificate marked as a CA, and
+//! WebPKI refuses a CA certificate presented by a server
+//! (`CaUsedAsEndEntity`) even when it is the very one the user trusts. A
+//! certificate the relay presents that is, byte for byte, one of those in
+//! the `--ca-cert` file is therefore accepted as it is; anything else is
+//! checked the WebPKI way, against the web's roots and that file's CAs.
+//! Handshake signatures are checked the same way either way, so only the
+//! holder of that certificate's key can pass.
+
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+
+/// WebPKI verification, with the user's own certificates accepted as themselves.
+#[derive(Debug)]
+pub struct Verifier {
+    web_pki: Arc<WebPkiServerVerifier>,
+    trusted: Vec<CertificateDer<'static>>,
+}
+
+impl Verifier {
+    /// Checks with `web_pki`, accepting any of `trusted` as itself.
+    pub fn new(web_pki: Arc<WebPkiServerVerifier>, trusted: Vec<CertificateDer<'static>>) -> Self {
+        Self { web_pki, trusted }
+    }
+}
+
+impl ServerCertVerifier for Verifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self
+            .web_pki
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Ok(verified) => Ok(verified),
+            Err(_) if self.trusted.iter().any(|cert| cert.as_ref() == end_entity.as_ref()) => {
+                Ok(ServerCertVerified::assertion())
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.web_pki.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.web_pki.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.web_pki.supported_verify_schemes()
+    }
+}
