@@ -109,34 +109,7 @@ impl Config {
     }
 }
 
-/// Why a TOML file was refused, on one line: "line 4, column 1: unknown field `timez`, …".
-#[derive(Debug, thiserror::Error)]
-#[error("{}{message}", where_in_file(*.line_column))]
-pub struct TomlError {
-    /// 1-based line and column of the offending text, when known.
-    line_column: Option<(usize, usize)>,
-    /// What the parser said, without its source excerpt.
-    message: String,
-}
-
-fn where_in_file(line_column: Option<(usize, usize)>) -> String {
-    line_column.map_or_else(String::new, |(line, column)| format!("line {line}, column {column}: "))
-}
-
-/// Parses a TOML file's text. The `toml` crate's own message spans several
-/// lines with an excerpt of the file; ours is one line with the position.
-pub fn parse_toml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, TomlError> {
-    toml::from_str(text).map_err(|err: toml::de::Error| {
-        let line_column = err.span().map(|span| {
-            let before = &text[..span.start.min(text.len())];
-            let line = before.matches('\n').count() + 1;
-            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-            (line, column)
-        });
-        let message = err.message().split_whitespace().collect::<Vec<_>>().join(" ");
-        TomlError { line_column, message }
-    })
-}
+pub use portpreview_shared::toml_file::{parse_toml, TomlError};
 
 fn project_dirs() -> Option<directories::ProjectDirs> {
     directories::ProjectDirs::from("", "", "portpreview")
@@ -261,16 +234,5 @@ mod tests {
                 "{err}"
             );
         }
-    }
-
-    #[test]
-    fn a_toml_error_is_one_line_with_its_position() {
-        let err = parse_toml::<Config>("server = \"ws://x\"\n\nsever = \"typo\"\n").unwrap_err();
-        let text = err.to_string();
-        assert!(
-            text.starts_with("line 3, column 1: unknown field `sever`, expected one of"),
-            "{text}"
-        );
-        assert!(!text.contains('\n'), "{text}");
     }
 }

@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use portpreview_shared::toml_file::parse_toml;
 use serde::Deserialize;
 
 use crate::error::ConfigError;
@@ -62,7 +63,7 @@ impl Tokens {
 
     /// Parses and validates the text of a tokens file.
     pub fn from_toml(text: &str) -> Result<Tokens, ConfigError> {
-        let file: File = toml::from_str(text).map_err(|e| ConfigError::TokensSyntax(e.message().to_string()))?;
+        let file: File = parse_toml(text).map_err(|e| ConfigError::TokensSyntax(e.to_string()))?;
         if file.token.is_empty() {
             return Err(ConfigError::Tokens("no [[token]] entries: nobody could connect".into()));
         }

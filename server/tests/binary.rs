@@ -21,12 +21,21 @@ fn bad_flags_and_files_exit_2_with_one_line() {
     std::fs::create_dir_all(&dir).unwrap();
     let typo = dir.join("tokens.toml");
     std::fs::write(&typo, "[[token]]\ntoken = \"t\"\nnmaes = [\"x\"]\n").unwrap();
+    // The toml crate's own message for this spans lines.
+    let broken = dir.join("broken.toml");
+    std::fs::write(&broken, "[[token]\ntoken = \"abc\"\n").unwrap();
     let cases: Vec<Vec<String>> = vec![
         vec![
             "--listen".into(),
             "127.0.0.1:0".into(),
             "--tokens".into(),
             typo.display().to_string(),
+        ],
+        vec![
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--tokens".into(),
+            broken.display().to_string(),
         ],
         vec![
             "--listen".into(),

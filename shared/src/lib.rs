@@ -11,5 +11,6 @@ pub mod name;
 pub mod provider;
 pub mod sanitize;
 pub mod text;
+pub mod toml_file;
 
 pub use message::{ClientMessage, Header, ServerMessage, StreamId};
