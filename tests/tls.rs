@@ -16,16 +16,7 @@ use tokio::net::TcpStream;
 async fn a_webhook_travels_over_tls_end_to_end() {
     let dir = tempfile::tempdir().expect("temp dir");
     let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("self-signed certificate");
-    let cert_path = dir.path().join("relay.pem");
-    let key_path = dir.path().join("relay.key");
-    std::fs::write(&cert_path, cert.cert.pem()).expect("write cert");
-    std::fs::write(&key_path, cert.key_pair.serialize_pem()).expect("write key");
-
-    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
-        tls: Some(portpreview_server::load_tls(&cert_path, &key_path).expect("load TLS")),
-        ..Default::default()
-    })
-    .await;
+    let (relay, cert_path) = tls_relay(dir.path(), &cert.cert.pem(), &cert.key_pair.serialize_pem()).await;
     let handler = LocalHandler::echo().await;
     let relay_url = format!("https://localhost:{}", relay.addr.port());
 
@@ -73,6 +64,21 @@ async fn a_webhook_travels_over_tls_end_to_end() {
     assert_eq!(seen.header("x-forwarded-proto").as_deref(), Some("https"));
 }
 
+/// A relay serving TLS with `cert` and `key` (PEM), written into `dir`;
+/// the relay and its certificate's file.
+async fn tls_relay(dir: &std::path::Path, cert: &str, key: &str) -> (TestRelay, std::path::PathBuf) {
+    let cert_path = dir.join("relay.pem");
+    let key_path = dir.join("relay.key");
+    std::fs::write(&cert_path, cert).expect("write cert");
+    std::fs::write(&key_path, key).expect("write key");
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        tls: Some(portpreview_server::load_tls(&cert_path, &key_path).expect("load TLS")),
+        ..Default::default()
+    })
+    .await;
+    (relay, cert_path)
+}
+
 /// A self-signed certificate marked as a CA, as `openssl req -x509` makes
 /// one, for `localhost`; its PEM and its key's.
 fn ca_marked_self_signed() -> (String, String) {
@@ -87,15 +93,7 @@ fn ca_marked_self_signed() -> (String, String) {
 async fn a_self_signed_certificate_marked_as_a_ca_is_trusted_as_itself() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (cert, key) = ca_marked_self_signed();
-    let cert_path = dir.path().join("relay.pem");
-    let key_path = dir.path().join("relay.key");
-    std::fs::write(&cert_path, cert).expect("write cert");
-    std::fs::write(&key_path, key).expect("write key");
-    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
-        tls: Some(portpreview_server::load_tls(&cert_path, &key_path).expect("load TLS")),
-        ..Default::default()
-    })
-    .await;
+    let (relay, cert_path) = tls_relay(dir.path(), &cert, &key).await;
     let handler = LocalHandler::echo().await;
     let relay_url = format!("https://localhost:{}", relay.addr.port());
     let handler_url = handler.url();
