@@ -122,7 +122,8 @@ pub fn relay_url(input: &str) -> Result<String, ConnectError> {
 }
 
 /// TLS settings trusting the web's roots plus the certificates of an
-/// optional PEM file: as CAs, and each also as itself (see [`pinned`]).
+/// optional PEM file: as CAs, and each also as itself, so a self-signed
+/// relay certificate marked as a CA is trusted when it is the one given.
 pub fn tls_config(ca_cert: Option<&Path>) -> Result<Arc<rustls::ClientConfig>, ConnectError> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
