@@ -1,6 +1,6 @@
 //! Cutting text: to a byte budget, as reasons travel in frames and close
 //! messages of bounded size, and to a column width for display. A cut never
-//! splits a character.
+//! splits a character. Also counts written for people: `1 attempt`, `12,345`.
 
 /// `text` cut to at most `max` bytes, on a character boundary.
 pub fn truncate(text: &str, max: usize) -> &str {
@@ -31,6 +31,19 @@ pub fn counted(n: usize, one: &str, many: &str) -> String {
     }
 }
 
+/// `12,345`: thousands separated, for counts.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,5 +63,11 @@ mod tests {
         assert_eq!(shorten("evt_1", 8), "evt_1");
         assert_eq!(shorten("evt_1", 5), "evt_1");
         assert_eq!(shorten("evt_1", 0), "…");
+    }
+
+    #[test]
+    fn counts_are_grouped_by_thousands() {
+        assert_eq!(thousands(100_000), "100,000");
+        assert_eq!(thousands(999), "999");
     }
 }

@@ -3,13 +3,13 @@
 use std::fmt::Write;
 
 use portpreview_shared::sanitize::{escape_multiline, escape_str};
+use portpreview_shared::text::thousands;
 use portpreview_shared::Header;
 
 use super::body::{for_terminal_start, truncation_note};
 use super::mask::{escape_value, shown_value};
 use crate::store::{Delivery, ReplayRun};
 use crate::time::{ordinal, rfc3339_ms};
-use crate::tui::format::thousands;
 
 /// The delivery as text; secrets masked unless `reveal`; each body shown as
 /// far as its first `body_limit` bytes (`usize::MAX` for all of it).

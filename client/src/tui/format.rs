@@ -44,19 +44,6 @@ pub fn duration(ms: Option<f64>) -> String {
     }
 }
 
-/// `12,345`: thousands separated, for counts.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,7 +56,5 @@ mod tests {
         assert_eq!(duration(Some(3.25)), "3.2 ms");
         assert_eq!(duration(Some(14.4)), "14 ms");
         assert_eq!(duration(Some(1234.0)), "1.2 s");
-        assert_eq!(thousands(100_000), "100,000");
-        assert_eq!(thousands(999), "999");
     }
 }

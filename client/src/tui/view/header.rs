@@ -1,6 +1,7 @@
 //! The two header lines: tunnel and rate when live, the database when browsing.
 
 use portpreview_shared::sanitize::escape_str;
+use portpreview_shared::text::thousands;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
@@ -8,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Sparkline, Widget};
 
 use crate::tui::app::{App, Mode};
-use crate::tui::format::{duration, thousands};
+use crate::tui::format::duration;
 use crate::tui::stats::Connection;
 
 pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {

@@ -1,7 +1,7 @@
 //! The deliveries table, newest first.
 
 use portpreview_shared::sanitize::escape_str;
-use portpreview_shared::text::{counted, shorten};
+use portpreview_shared::text::{counted, shorten, thousands};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -10,7 +10,7 @@ use ratatui::widgets::{Block, Cell, Paragraph, Row, StatefulWidget, Table, Table
 
 use crate::store::Summary;
 use crate::tui::app::{App, Focus, Mode};
-use crate::tui::format::{duration, short_timestamp, status_style, thousands, timestamp};
+use crate::tui::format::{duration, short_timestamp, status_style, timestamp};
 
 use super::layout::list_rows;
 
