@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode};
 
+pub(crate) use inbox::INFIX as INBOX_INFIX;
 pub use model::{size_past_cut, size_unknown_past, Delivery, NewDelivery, Outcome, Pruned, ReplayRun, Summary};
 pub use recorder::{RecordError, Recorded, Recorder, RecorderHandle, Ticket, WriterNews, MAX_STORED_BODY};
 

@@ -10,6 +10,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::store::INBOX_INFIX;
+
 /// What an SQLite database file starts with.
 const DATABASE_HEADER: &[u8] = b"SQLite format 3\0";
 
@@ -17,10 +19,9 @@ const DATABASE_HEADER: &[u8] = b"SQLite format 3\0";
 /// which checksum order it uses).
 const WAL_MAGIC: [[u8; 4]; 2] = [[0x37, 0x7f, 0x06, 0x82], [0x37, 0x7f, 0x06, 0x83]];
 
-/// Suffixes of the files kept beside a database: SQLite's, and the
-/// PortPreview recorder's inboxes (`<db>-inbox-<id>`).
+/// Suffixes of the files SQLite keeps beside a database; the recorder's
+/// inboxes beside it are named `<db>` [`INBOX_INFIX`] `<id>`.
 const COMPANION_SUFFIXES: &[&str] = &["-wal", "-shm", "-journal"];
-const INBOX_INFIX: &str = "-inbox-";
 
 /// Fails when writing to `output` would overwrite the history at `db`, one
 /// of the files kept beside it, or any other database or such file.

@@ -402,11 +402,14 @@ impl Drop for Inbox {
     }
 }
 
+/// What an inbox's name puts between its database's name and its own id.
+pub(crate) const INFIX: &str = "-inbox-";
+
 /// The name every inbox of the database at `db` starts with.
 fn prefix(db: &Path) -> String {
     let file = db
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    format!("{file}-inbox-")
+    format!("{file}{INFIX}")
 }
