@@ -51,19 +51,15 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     // One stop for the whole check: ctrl-c ends the fixture in progress
     // and leaves the rest unstarted, whenever it comes.
     let stop = CancellationToken::new();
-    let finished = CancellationToken::new();
-    let checks = async {
-        let results = check_all(&jobs, &args.run, &stop).await;
-        finished.cancel();
-        results
-    };
-    let signals = async {
-        tokio::select! {
-            () = crate::signal::stop_requested() => stop.cancel(),
-            () = finished.cancelled() => {}
+    let checks = check_all(&jobs, &args.run, &stop);
+    tokio::pin!(checks);
+    let results = tokio::select! {
+        results = &mut checks => results,
+        () = crate::signal::stop_requested() => {
+            stop.cancel();
+            checks.await
         }
     };
-    let (results, ()) = tokio::join!(checks, signals);
     let code = results::exit_code(&results);
     // A reader that stopped early (`| head`) does not change the verdict.
     if let Err(err) = results::print(&results, args.json, code) {
