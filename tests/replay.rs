@@ -372,6 +372,48 @@ fn a_state_still_moving_after_the_run_is_inconclusive_until_settle_is_raised() {
 }
 
 #[test]
+fn a_queue_worker_slower_than_settle_is_not_convicted_by_its_own_late_effect() {
+    // The credit of attempt 1 lands after attempt 1 was judged settled and
+    // during attempt 2's window: one move, which a repeated side effect of
+    // attempt 2 would look exactly like.
+    let handler = Handler::start(Behaviour::Deferred {
+        delay: std::time::Duration::from_secs(2),
+    });
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let ran = history.replay(&[
+        "--target",
+        &handler.url(),
+        "--times",
+        "2",
+        "--check-url",
+        &handler.state_url(),
+        "--settle",
+        "1300ms",
+        "--json",
+    ]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
+    assert_eq!(json["verdict"], "inconclusive", "{json:#}");
+    let settled = ran.check("state_settled");
+    let detail = settled["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with(
+            "attempt 1 left the state unchanged within --settle, then it moved once, by the end of attempt 2"
+        ) && detail.contains("raise --settle (now 1300ms)"),
+        "{settled}"
+    );
+    assert!(
+        json["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["name"] != "duplicates_change_nothing"),
+        "a late effect convicts nothing: {json:#}"
+    );
+    assert_eq!(handler.balance(), 1, "the handler credited the event once");
+}
+
+#[test]
 fn a_slow_answer_is_a_warning_not_a_failure() {
     let handler = Handler::start(Behaviour::Slow {
         delay: std::time::Duration::from_millis(3200),

@@ -286,7 +286,7 @@ impl Run<'_> {
                 } else {
                     verdict::duplicates_change_nothing(&self.attempts, trace)
                 };
-                let settled = verdict::state_settled(trace, opts.settle);
+                let settled = verdict::state_settled(trace, opts.settle, &self.attempts);
                 // Reads taken while the state still moved can neither clear
                 // the handler nor convict it (a clock as the probe moves on
                 // every read), nor say whether it had seen the event before.
@@ -312,8 +312,8 @@ impl Run<'_> {
         if opts.times == 1 && !opts.fresh {
             warnings.push(super::ONE_ATTEMPT.into());
         }
-        if let Some((p, within)) = provider.and_then(|p| Some((p, p.answer_within()?))) {
-            warnings.extend(verdict::slow_answers(&self.attempts, p.name(), within));
+        if let Some(provider) = provider {
+            warnings.extend(verdict::slow_answers(&self.attempts, provider));
         }
         Report {
             idempotent: verdict::decide(&checks),

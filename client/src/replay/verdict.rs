@@ -3,10 +3,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use portpreview_shared::provider::Provider;
 use portpreview_shared::sanitize::escape_str;
 use portpreview_shared::text::counted;
 
-use super::delta::{change, multiple, same_change};
+use super::delta::{change, multiple, same_change, Change};
 use super::probe::ProbeError;
 use super::report::{attempts_phrase, Attempt, Check, Role, StateTrace};
 
@@ -96,9 +97,12 @@ pub fn duplicates_change_nothing(attempts: &[Attempt], trace: &StateTrace) -> Op
     // What attempt 1 says of the handler's past holds only when the
     // duplicates changed nothing: a handler that repeats every side effect
     // changes the state on attempt 1 whether it saw the event before or not.
+    // A failed attempt 1 changing nothing says nothing of the handler's past.
+    let first_answered = attempts.first().is_some_and(Attempt::succeeded);
     let news = match (first_changed, moved.is_empty()) {
         (true, true) => "attempt 1 changed it: the event was new to the handler",
-        (false, true) => "attempt 1 changed nothing: the handler had seen the event before",
+        (false, true) if first_answered => "attempt 1 changed nothing: the handler had seen the event before",
+        (false, true) => "attempt 1 changed nothing, and it was not answered 2xx",
         (true, false) => "attempt 1 changed it too",
         (false, false) => "attempt 1 changed nothing",
     };
@@ -175,11 +179,10 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
     };
     let detail = if many.is_none() || single.is_none() {
         format!(
-            "one new event changed the state by {}, a burst of {} of another by {}: \
-             the handler does not treat new events alike",
-            single.describe(),
+            "one new event {}, a burst of {} of another {}: the handler does not treat new events alike",
+            effect(&single),
             counted(burst, "copy", "copies"),
-            many.describe()
+            effect(&many)
         )
     } else {
         format!(
@@ -199,10 +202,26 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
     })
 }
 
+/// "changed the state by +1", or "left the state unchanged".
+fn effect(change: &Change) -> String {
+    if change.is_none() {
+        "left the state unchanged".into()
+    } else {
+        format!("changed the state by {}", change.describe())
+    }
+}
+
 /// The state held still when it was judged: inconclusive otherwise.
-pub fn state_settled(trace: &StateTrace, settle: Duration) -> Check {
+pub fn state_settled(trace: &StateTrace, settle: Duration, attempts: &[Attempt]) -> Check {
     let window = portpreview_shared::duration::format_duration(settle);
     let wait = portpreview_shared::duration::format_duration(settle * super::probe::FINAL_WAIT_FACTOR);
+    if let Some(detail) = late_first_effect(trace, attempts, &window) {
+        return Check {
+            name: STATE_SETTLED,
+            passed: false,
+            detail,
+        };
+    }
     let (passed, detail) = match (&trace.moved_to, trace.steady) {
         (Some(moved), _) => (
             false,
@@ -231,6 +250,46 @@ pub fn state_settled(trace: &StateTrace, settle: Duration) -> Check {
     }
 }
 
+/// A handler that works after it answers, for longer than `--settle`,
+/// leaves the state unchanged after the first step and moves it once
+/// during a later one. That single move reads the same whether it was the
+/// first step's own late side effect or a later step's repeated one, so it
+/// proves nothing either way. Two or more later moves would: one event
+/// acted more than once, whichever steps caused it.
+fn late_first_effect(trace: &StateTrace, attempts: &[Attempt], window: &str) -> Option<String> {
+    let first = trace.steps.first()?;
+    if first != &trace.before {
+        return None;
+    }
+    let mut moves = trace
+        .steps
+        .windows(2)
+        .enumerate()
+        .filter(|(_, pair)| pair[0] != pair[1]);
+    let (step, pair) = moves.next()?;
+    if moves.next().is_some() {
+        return None;
+    }
+    Some(format!(
+        "{} left the state unchanged within --settle, then it moved once, by the end of {} ({}): \
+         that may be the first one's own side effect, done after it answered; \
+         raise --settle (now {window}) past the time the handler takes",
+        step_phrase(attempts, 0),
+        step_phrase(attempts, step + 1),
+        shown_change(&pair[0], &pair[1]),
+    ))
+}
+
+/// The attempts of one step, as a report names them: "attempt 1", "the burst".
+fn step_phrase(attempts: &[Attempt], step: usize) -> String {
+    let at_step: Vec<&Attempt> = attempts.iter().filter(|a| a.step == step).collect();
+    match at_step.first().map(|a| a.role) {
+        Some(Role::Baseline) => "the single new event".into(),
+        Some(Role::Burst) => "the burst".into(),
+        _ => attempts_phrase(&at_step.iter().map(|a| a.n).collect::<Vec<_>>()),
+    }
+}
+
 /// The state could not be read whole, so duplicates were not judged: inconclusive.
 pub fn state_readable(reason: &ProbeError) -> Check {
     Check {
@@ -241,16 +300,18 @@ pub fn state_readable(reason: &ProbeError) -> Check {
 }
 
 /// Check 4: attempts slower than the provider waits (a warning, not a failure).
-pub fn slow_answers(attempts: &[Attempt], provider: &str, answer_within: Duration) -> Option<String> {
+pub fn slow_answers(attempts: &[Attempt], provider: Provider) -> Option<String> {
+    let answer_within = provider.answer_within()?;
     let slow: Vec<&Attempt> = attempts.iter().filter(|a| a.answer.duration > answer_within).collect();
     let slowest = slow.iter().map(|a| a.answer.duration).max()?;
     let numbers: Vec<u32> = slow.iter().map(|a| a.n).collect();
+    // Whether it then retries is the provider's own: the report names its retry window.
     Some(format!(
-        "{} took up to {:.2} s; {provider} waits {} s for an answer, then counts the delivery as failed and retries: \
+        "{} took up to {:.2} s; {provider} waits {} s for an answer, then counts the delivery as failed: \
          answer 2xx first and do the work from a queue",
         attempts_phrase(&numbers),
         slowest.as_secs_f64(),
-        answer_within.as_secs_f64()
+        answer_within.as_secs_f64(),
     ))
 }
 
@@ -388,6 +449,110 @@ mod tests {
             pays_every_time.detail.contains("attempt 1 changed it too") && !pays_every_time.detail.contains("new to"),
             "{}",
             pays_every_time.detail
+        );
+    }
+
+    fn attempts(roles: &[(Role, usize)]) -> Vec<Attempt> {
+        roles
+            .iter()
+            .enumerate()
+            .map(|(i, &(role, step))| Attempt {
+                n: i as u32 + 1,
+                role,
+                request: crate::store::NewDelivery::default(),
+                answer: crate::replay::attempt::Answer {
+                    status: Some(200),
+                    ..Default::default()
+                },
+                step,
+                state_changed: None,
+            })
+            .collect()
+    }
+
+    fn settled_trace(before: &str, steps: &[&str]) -> StateTrace {
+        StateTrace {
+            before: before.into(),
+            steps: steps.iter().map(|s| s.to_string()).collect(),
+            moved_to: None,
+            steady: true,
+        }
+    }
+
+    #[test]
+    fn one_move_after_a_first_step_that_changed_nothing_leaves_the_verdict_open() {
+        let settle = Duration::from_millis(600);
+        let three = attempts(&[(Role::Replay, 0), (Role::Replay, 1), (Role::Replay, 2)]);
+        // A queue worker slower than --settle: attempt 1's credit shows up late.
+        let late = state_settled(
+            &settled_trace("emails: 5", &["emails: 5", "emails: 5", "emails: 6"]),
+            settle,
+            &three,
+        );
+        assert!(!late.passed);
+        assert!(
+            late.detail.starts_with(
+                "attempt 1 left the state unchanged within --settle, then it moved once, by the end of attempt 3 \
+                 (`emails: 5` → `emails: 6`)"
+            ) && late
+                .detail
+                .ends_with("raise --settle (now 600ms) past the time the handler takes"),
+            "{}",
+            late.detail
+        );
+        assert_eq!(decide(&[check(ANSWERS_2XX, true), late]), None);
+
+        // Two moves are two side effects of one event, late or not.
+        let twice = settled_trace("emails: 5", &["emails: 5", "emails: 6", "emails: 7"]);
+        assert!(state_settled(&twice, settle, &three).passed);
+        assert!(!duplicates_change_nothing(&three, &twice).unwrap().passed);
+        // A first step that moved the state is no late effect.
+        let at_once = settled_trace("emails: 5", &["emails: 6", "emails: 6", "emails: 6"]);
+        assert!(state_settled(&at_once, settle, &three).passed);
+        // Nothing moved at all: a handler that had seen the event.
+        let seen = settled_trace("emails: 5", &["emails: 5"; 3]);
+        assert!(state_settled(&seen, settle, &three).passed);
+
+        let fresh = attempts(&[(Role::Baseline, 0), (Role::Burst, 1), (Role::Burst, 1)]);
+        let baseline_late = state_settled(&settled_trace("emails: 5", &["emails: 5", "emails: 7"]), settle, &fresh);
+        assert!(
+            baseline_late.detail.starts_with(
+                "the single new event left the state unchanged within --settle, then it moved once, by the end of the burst"
+            ),
+            "{}",
+            baseline_late.detail
+        );
+    }
+
+    #[test]
+    fn a_failed_first_attempt_is_not_said_to_have_seen_the_event() {
+        let mut two = attempts(&[(Role::Replay, 0), (Role::Replay, 1)]);
+        let trace = settled_trace("emails: 5", &["emails: 5", "emails: 5"]);
+        let answered = duplicates_change_nothing(&two, &trace).unwrap();
+        assert!(
+            answered.detail.contains("the handler had seen the event before"),
+            "{}",
+            answered.detail
+        );
+        two[0].answer.status = Some(500);
+        let failed = duplicates_change_nothing(&two, &trace).unwrap();
+        assert!(
+            failed
+                .detail
+                .ends_with("attempt 1 changed nothing, and it was not answered 2xx"),
+            "{}",
+            failed.detail
+        );
+    }
+
+    #[test]
+    fn a_burst_that_changed_nothing_is_said_to_leave_the_state_unchanged() {
+        let trace = settled_trace("count 5", &["count 6", "count 6"]);
+        let check = burst_acts_once(&trace, 4).unwrap();
+        assert_eq!(
+            check.detail,
+            "one new event changed the state by +1, a burst of 4 copies of another left the state unchanged: \
+             the handler does not treat new events alike"
         );
     }
 
