@@ -300,6 +300,16 @@ fn a_suite_resigns_with_the_secret_its_environment_names() {
     assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
     assert_eq!(verifier.balance(), 1);
 
+    // A secret CI left undefined is empty: no run, rather than a handler blamed for refusing it.
+    let ran = project.check(&["suite.toml"], &[("STRIPE_WEBHOOK_SECRET", "")]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        format!("{}{}", ran.stdout, ran.stderr).contains("secret_env STRIPE_WEBHOOK_SECRET is empty or not set"),
+        "{}{}",
+        ran.stdout,
+        ran.stderr
+    );
+
     // Without the re-signing the recorded 2023 signature is refused.
     let ran = project.check(&["fixtures/stripe.json", "--target", &verifier.url()], &[]);
     assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
