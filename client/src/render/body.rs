@@ -2,6 +2,7 @@
 
 use base64::Engine;
 use portpreview_shared::sanitize::{escape_multiline, hex_dump};
+use portpreview_shared::text::truncate;
 
 /// A body for a terminal: pretty JSON, escaped text or a hex dump.
 pub fn for_terminal(body: &[u8]) -> String {
@@ -26,10 +27,7 @@ pub fn for_terminal_start(body: &[u8], limit: usize) -> (String, usize) {
         let cut = limit - limit % 16;
         return (hex_dump(&body[..cut]), cut);
     };
-    let mut cut = limit;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
+    let cut = truncate(text, limit).len();
     // The layout starts at the document's first token; whitespace before
     // it is among the bytes shown.
     let lead = body.len() - body.trim_ascii_start().len();
@@ -64,11 +62,7 @@ pub fn pretty_json_start(body: &[u8], limit: usize) -> Option<String> {
     }
     serde_json::from_slice::<serde::de::IgnoredAny>(trimmed).ok()?;
     let text = std::str::from_utf8(trimmed).ok()?;
-    let mut cut = text.len().min(limit);
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    Some(reindent(&text[..cut]))
+    Some(reindent(truncate(text, limit)))
 }
 
 /// Lays out valid JSON two spaces per level, as `serde_json`'s pretty

@@ -2,7 +2,7 @@
 //! untrusted byte passed through the sanitiser.
 
 use portpreview_shared::sanitize::{escape_bytes, escape_multiline, escape_str};
-use portpreview_shared::text::counted;
+use portpreview_shared::text::{counted, truncate};
 use portpreview_shared::Header;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -235,13 +235,7 @@ pub fn body_text(body: &[u8]) -> String {
         return escape_multiline(&pretty).into_owned();
     }
     match as_text(body) {
-        Some(text) => {
-            let mut cut = text.len().min(MAX_SHOWN_TEXT);
-            while !text.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            escape_multiline(&text[..cut]).into_owned()
-        }
+        Some(text) => escape_multiline(truncate(text, MAX_SHOWN_TEXT)).into_owned(),
         None => escape_bytes(&body[..body.len().min(MAX_SHOWN_BINARY)]),
     }
 }
