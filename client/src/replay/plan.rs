@@ -246,7 +246,9 @@ fn signing(
 }
 
 /// Where attempts go and which path they ask for. A `--target` with a path
-/// replaces the recorded path (keeping the recorded query unless it has one).
+/// replaces the recorded path (keeping the recorded query unless it has one);
+/// one without keeps the path the handler was sent, the tunnel's base path
+/// (`portpreview http localhost:3000/api`) included.
 pub fn resolve_target(
     recorded: &str,
     flag: Option<&str>,
@@ -262,7 +264,10 @@ pub fn resolve_target(
                     let query = recorded_path.find('?').map_or("", |at| &recorded_path[at..]);
                     format!("{path}{query}")
                 }
-                None => recorded_path.to_string(),
+                None => match Target::parse(recorded) {
+                    Ok(recorded) => recorded.request_path(recorded_path),
+                    Err(_) => recorded_path.to_string(),
+                },
             };
             (target, path)
         }
@@ -329,6 +334,11 @@ mod tests {
             resolved("http://127.0.0.1:3000", Some("http://127.0.0.1:4000/"), "/a?x=1"),
             ("127.0.0.1:4000".into(), "/a?x=1".into()),
             "a trailing slash is no path"
+        );
+        assert_eq!(
+            resolved("http://127.0.0.1:3000/api/", Some("http://127.0.0.1:4000"), "/hook?x=1"),
+            ("127.0.0.1:4000".into(), "/api/hook?x=1".into()),
+            "the path the handler was sent, base path included"
         );
     }
 
