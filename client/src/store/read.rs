@@ -131,8 +131,12 @@ impl Store {
             .map_err(|e| self.classify(e))
     }
 
-    /// The newest delivery (not a replay) from `provider` whose path, query
-    /// left out, matches `path_glob` (`*` and `?` wildcards).
+    /// The newest delivery (not a replay) from `provider` whose path matches
+    /// `path_glob` (`*` and `?` wildcards) either whole, query included, as
+    /// `history` shows it, or without its query: `/hooks/stripe` and
+    /// `/hooks/stripe?live=*` both find `/hooks/stripe?live=1`. A `?` in the
+    /// glob is a wildcard that also stands for the query's own `?`, so a
+    /// path copied from `history` finds its delivery.
     pub fn latest(&self, provider: Option<&str>, path_glob: Option<&str>) -> Result<Option<i64>, StoreError> {
         let glob = path_glob.map(WildMatch::new);
         let run = || -> rusqlite::Result<Option<i64>> {
@@ -143,8 +147,11 @@ impl Store {
             let mut rows = stmt.query(params![provider])?;
             while let Some(row) = rows.next()? {
                 let path: String = row.get(1)?;
-                let bare = path.split('?').next().unwrap_or_default();
-                if glob.as_ref().is_none_or(|glob| glob.matches(bare)) {
+                let bare = path.split_once('?').map_or(path.as_str(), |(bare, _)| bare);
+                if glob
+                    .as_ref()
+                    .is_none_or(|glob| glob.matches(&path) || glob.matches(bare))
+                {
                     return row.get(0).map(Some);
                 }
             }

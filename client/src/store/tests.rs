@@ -203,6 +203,26 @@ fn latest_matches_provider_and_path_glob() {
 }
 
 #[test]
+fn latest_matches_a_path_glob_with_or_without_the_query() {
+    let store = Store::in_memory().unwrap();
+    let status = store
+        .insert_request(&delivery("tw1", "/twilio/status?foo=1&bar=2"))
+        .unwrap();
+    store.insert_request(&delivery("tw2", "/twilio/voice?foo=1")).unwrap();
+    // The path as `history` lists it, the path alone, and a query pattern.
+    for glob in [
+        "/twilio/status?foo=1&bar=2",
+        "/twilio/status",
+        "/twilio/status?foo=1*",
+        "/twilio/s*?foo=*",
+    ] {
+        assert_eq!(store.latest(None, Some(glob)).unwrap(), Some(status), "{glob}");
+    }
+    assert_eq!(store.latest(None, Some("/twilio/status?foo=2*")).unwrap(), None);
+    assert_eq!(store.latest(None, Some("/twilio/status?")).unwrap(), None);
+}
+
+#[test]
 fn an_id_pruning_removed_is_never_given_to_another_delivery() {
     let store = Store::in_memory().unwrap();
     let ids: Vec<i64> = (0..3)
