@@ -290,6 +290,30 @@ fn a_stale_signature_fails_and_resigning_passes() {
 }
 
 #[test]
+fn a_signature_header_edited_by_hand_is_warned_about_when_resigning() {
+    let handler = Handler::start(Behaviour::VerifiesStripeSignature {
+        secret: STRIPE_SECRET.into(),
+    });
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let resign = ["--resign", "--secret", STRIPE_SECRET];
+    let ran = history.replay(&[&["--header", "Stripe-Signature: t=1,v1=bad"][..], &resign].concat());
+    assert_eq!(ran.code, 0, "re-signed, so accepted: {}{}", ran.stdout, ran.stderr);
+    assert_eq!(
+        ran.stderr,
+        "warning: --resign replaces the stripe-signature header given with --header: each attempt is signed afresh\n"
+    );
+    let ran = history.replay(&[&["--drop-header", "Stripe-Signature"][..], &resign].concat());
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(
+        ran.stderr,
+        "warning: --resign puts back the Stripe-Signature header left out with --drop-header: each attempt is signed afresh\n"
+    );
+    // A header signing leaves alone is sent as given, without a word.
+    let ran = history.replay(&[&["--header", "X-Trace: 1"][..], &resign].concat());
+    assert_eq!((ran.code, ran.stderr.as_str()), (0, ""), "{}", ran.stdout);
+}
+
+#[test]
 fn a_state_still_moving_after_the_run_is_inconclusive_until_settle_is_raised() {
     let queued = || {
         Handler::start(Behaviour::Deferred {

@@ -65,6 +65,11 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     if opts.resign || opts.fresh {
         opts.secret = crate::config::resolve_secret(opts.secret.take(), replay::provider_of(&request), None)?;
     }
+    // Said before anything is sent: the user asked for a header the
+    // attempts will not carry.
+    for line in replay::overridden_by_signing(&request, &opts) {
+        crate::to_stderr(format_args!("warning: {}\n", escape_str(&line)));
+    }
     let started_at_ms = crate::time::now_ms();
     let result = replay::run_until(request, &opts, &progress_printer(), crate::signal::stop_requested()).await;
     clear_progress();

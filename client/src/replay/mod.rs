@@ -13,6 +13,7 @@ mod engine;
 mod history;
 pub mod junit;
 pub mod options;
+mod overridden;
 pub mod plan;
 pub mod probe;
 pub mod report;
@@ -24,6 +25,7 @@ use portpreview_shared::provider::{FreshError, Provider, SignError};
 
 pub use history::record;
 pub use options::{ReplayOptions, DEFAULT_SETTLE, DEFAULT_TIMEOUT, MAX_CONCURRENCY, MAX_TIMES};
+pub use overridden::overridden_by_signing;
 pub use plan::provider_of;
 pub use probe::{ProbeError, ProbeSpec};
 pub use report::{Attempt, Check, Report, Role, StateTrace};

@@ -1,0 +1,114 @@
+//! Header edits that re-signing overrides. Signing writes the provider's
+//! signature headers on every attempt, so a `--header` naming one of them
+//! is replaced and a `--drop-header` of one is sent after all. A user may
+//! pass a default header list, so this is a warning, not a refusal.
+
+use portpreview_shared::provider;
+
+use super::plan::Plan;
+use super::ReplayOptions;
+use crate::store::NewDelivery;
+
+/// One line per `--header` or `--drop-header` that signing overrides, naming
+/// the header; empty when nothing is signed or the run cannot start (the
+/// run itself says why).
+pub fn overridden_by_signing(request: &NewDelivery, opts: &ReplayOptions) -> Vec<String> {
+    if opts.add_headers.is_empty() && opts.drop_headers.is_empty() {
+        return Vec::new();
+    }
+    let Ok(plan) = Plan::new(request, opts) else {
+        return Vec::new();
+    };
+    // The headers as an attempt sends them: unsigned, they are the edited
+    // ones exactly, so nothing differs and nothing is reported.
+    let Ok(signed) = plan.outgoing(&plan.recorded) else {
+        return Vec::new();
+    };
+    let by = if opts.resign {
+        "--resign"
+    } else {
+        "signing the fresh events"
+    };
+    let mut lines = Vec::new();
+    for (name, value) in &opts.add_headers {
+        if provider::header(&signed.headers, name) != Some(value.as_bytes()) {
+            lines.push(format!(
+                "{by} replaces the {name} header given with --header: each attempt is signed afresh"
+            ));
+        }
+    }
+    for name in &opts.drop_headers {
+        let set_again = opts
+            .add_headers
+            .iter()
+            .any(|(added, _)| added.eq_ignore_ascii_case(name));
+        if !set_again && provider::header(&signed.headers, name).is_some() {
+            lines.push(format!(
+                "{by} puts back the {name} header left out with --drop-header: each attempt is signed afresh"
+            ));
+        }
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use portpreview_shared::Header;
+
+    use super::*;
+    use crate::config::Secret;
+
+    fn stripe() -> NewDelivery {
+        NewDelivery {
+            target: "http://127.0.0.1:3000".into(),
+            method: "POST".into(),
+            path: "/hook".into(),
+            request_headers: vec![
+                Header::new("x-keep", "1"),
+                Header::new("stripe-signature", "t=1,v1=old"),
+            ],
+            request_body: b"{}".to_vec(),
+            request_body_size: 2,
+            provider: Some("stripe".into()),
+            event_key: "evt_1".into(),
+            ..NewDelivery::default()
+        }
+    }
+
+    fn resigned(add: &[(&str, &str)], drop: &[&str]) -> ReplayOptions {
+        ReplayOptions {
+            resign: true,
+            secret: Some(Secret::new("whsec_test")),
+            add_headers: add.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
+            drop_headers: drop.iter().map(|n| n.to_string()).collect(),
+            ..ReplayOptions::default()
+        }
+    }
+
+    #[test]
+    fn a_signature_header_set_or_dropped_by_hand_is_named_once() {
+        let set = overridden_by_signing(&stripe(), &resigned(&[("stripe-signature", "t=1,v1=bad")], &[]));
+        assert_eq!(
+            set,
+            ["--resign replaces the stripe-signature header given with --header: each attempt is signed afresh"]
+        );
+        let dropped = overridden_by_signing(&stripe(), &resigned(&[], &["Stripe-Signature"]));
+        assert_eq!(
+            dropped,
+            ["--resign puts back the Stripe-Signature header left out with --drop-header: each attempt is signed afresh"]
+        );
+    }
+
+    #[test]
+    fn edits_signing_leaves_alone_are_not_mentioned() {
+        let others = resigned(&[("x-added", "2")], &["x-keep"]);
+        assert!(overridden_by_signing(&stripe(), &others).is_empty());
+        // Without signing the edited header is what goes out.
+        let unsigned = ReplayOptions {
+            resign: false,
+            secret: None,
+            ..resigned(&[("stripe-signature", "t=1,v1=bad")], &["stripe-signature"])
+        };
+        assert!(overridden_by_signing(&stripe(), &unsigned).is_empty());
+    }
+}
