@@ -9,6 +9,7 @@ use std::process::Command;
 use common::bin::{portpreview_bin, run_into_a_closed_pipe};
 use common::handlers::{slack_delivery, stripe_delivery, Behaviour, Handler, STRIPE_SECRET};
 use common::history::{portpreview, History};
+use portpreview::replay::junit::escape;
 use portpreview::store::{NewDelivery, Store};
 use serde_json::Value;
 
@@ -607,6 +608,58 @@ fn what_cannot_run_exits_2_with_one_line() {
     assert_eq!(ran.code, 2, "{}", ran.stderr);
     assert!(ran.stderr.contains("cut short"), "{}", ran.stderr);
     assert_eq!(ran.stderr.trim().lines().count(), 1, "{}", ran.stderr);
+    assert_eq!(handler.balance(), 0, "nothing was sent");
+}
+
+#[test]
+fn a_replay_that_cannot_start_still_writes_its_junit_file() {
+    let handler = Handler::start(Behaviour::DedupsInOneTransaction);
+    let down = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("j.xml");
+    let junit_arg = junit.to_str().unwrap();
+    // The CI job uploads the file whatever happened, so it says why, as
+    // `check` does for a fixture that cannot run.
+    let error_case = |ran: &common::history::Ran, name: &str| {
+        assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+        let reason = ran.stderr.trim_end().strip_prefix("error: ").unwrap();
+        let xml = std::fs::read_to_string(&junit).unwrap();
+        std::fs::remove_file(&junit).unwrap();
+        assert!(
+            xml.contains("<testsuite name=\"portpreview replay\" tests=\"1\" failures=\"0\" errors=\"1\""),
+            "{xml}"
+        );
+        assert!(
+            xml.contains(&format!(
+                "<testcase classname=\"portpreview.idempotency\" name=\"{name}\" time=\"0.000\">\n      \
+                 <error message=\"{}\" type=\"could_not_run\"/>",
+                escape(reason)
+            )),
+            "{xml}"
+        );
+    };
+    let ran = history.replay(&["--target", &down, "--junit", junit_arg]);
+    assert!(ran.stderr.contains("nothing answers at"), "{}", ran.stderr);
+    error_case(&ran, &format!("#{} evt_1PortPreviewTest", history.id));
+    let ran = portpreview(&history.db(), &["replay", "999", "--junit", junit_arg]);
+    assert!(ran.stderr.contains("no delivery #999"), "{}", ran.stderr);
+    error_case(&ran, "#999");
+    let ran = portpreview(
+        &history.db(),
+        &["replay", "--latest", "--path", "/nope/*", "--junit", junit_arg],
+    );
+    error_case(&ran, "--latest --path /nope/*");
+
+    // Flags that were never understood are no run to report.
+    for flags in [&["--times", "0"][..], &["--provider", "stripe"]] {
+        let ran = history.replay(&[flags, &["--junit", junit_arg]].concat());
+        assert_eq!(ran.code, 2, "{flags:?}: {}{}", ran.stdout, ran.stderr);
+        assert!(!junit.exists(), "{flags:?}");
+    }
     assert_eq!(handler.balance(), 0, "nothing was sent");
 }
 

@@ -55,28 +55,24 @@ pub struct Args {
 /// Replays, prints the report, records the attempts. Exit 0 idempotent, 1 not
 /// idempotent or inconclusive, 2 could not run.
 pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
-    let (request, origin) = load_request(&args, db)?;
-    let mut opts = args.run.options();
-    opts.add_headers = args.headers.clone();
-    opts.drop_headers = args.drop_headers.clone();
-    if let Some(file) = &args.body_file {
-        opts.body = Some(std::fs::read(file).with_context(|| format!("cannot read --body-file {}", file.display()))?);
+    // clap's `requires` takes --latest's default of false as given. A usage
+    // mistake like clap's own, so it writes no JUnit file either.
+    if !args.latest && (args.provider.is_some() || args.path.is_some()) {
+        anyhow::bail!("--provider and --path narrow --latest: with an ID or event key they would be ignored");
     }
-    if opts.resign || opts.fresh {
-        opts.secret = crate::config::resolve_secret(opts.secret.take(), replay::provider_of(&request), None)?;
-    }
-    // Said before anything is sent: the user asked for a header the
-    // attempts will not carry.
-    for line in replay::overridden_by_signing(&request, &opts) {
-        crate::to_stderr(format_args!("warning: {}\n", escape_str(&line)));
-    }
-    let started_at_ms = crate::time::now_ms();
-    let result = replay::run_until(request, &opts, &progress_printer(), crate::signal::stop_requested()).await;
-    clear_progress();
-    let report = result?;
-    let name = match &origin {
-        Origin::History { id, .. } => format!("#{id} {}", report.event_key),
-        Origin::Fixture(path) => path.display().to_string(),
+    let mut case = asked_for(&args);
+    let Ran {
+        report,
+        origin,
+        started_at_ms,
+    } = match start(&args, db, &mut case).await {
+        Ok(ran) => ran,
+        Err(err) => {
+            if let Some(path) = &args.junit {
+                write_error_case(path, &case, &err);
+            }
+            return Err(err);
+        }
     };
     if let Origin::History { id, store } = &origin {
         // The attempts were sent and are judged below: a history that cannot
@@ -100,9 +96,92 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         }
     }
     if let Some(path) = &args.junit {
+        let name = case_name(&origin, &report.event_key);
         std::fs::write(path, report.to_junit(&name)).with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(ExitCode::from(report.exit_code()))
+}
+
+/// A run that came to a report, and where its request came from.
+struct Ran {
+    report: Report,
+    origin: Origin,
+    started_at_ms: i64,
+}
+
+/// Finds the request and replays it. `case` becomes the JUnit test case's
+/// name once the delivery is known, so a run that cannot start is reported
+/// under the name its verdict would have had.
+async fn start(args: &Args, db: &Path, case: &mut String) -> anyhow::Result<Ran> {
+    let (request, origin) = load_request(args, db)?;
+    *case = case_name(&origin, &request.event_key);
+    let mut opts = args.run.options();
+    opts.add_headers = args.headers.clone();
+    opts.drop_headers = args.drop_headers.clone();
+    if let Some(file) = &args.body_file {
+        opts.body = Some(std::fs::read(file).with_context(|| format!("cannot read --body-file {}", file.display()))?);
+    }
+    if opts.resign || opts.fresh {
+        opts.secret = crate::config::resolve_secret(opts.secret.take(), replay::provider_of(&request), None)?;
+    }
+    // Said before anything is sent: the user asked for a header the
+    // attempts will not carry.
+    for line in replay::overridden_by_signing(&request, &opts) {
+        crate::to_stderr(format_args!("warning: {}\n", escape_str(&line)));
+    }
+    let started_at_ms = crate::time::now_ms();
+    let result = replay::run_until(request, &opts, &progress_printer(), crate::signal::stop_requested()).await;
+    clear_progress();
+    Ok(Ran {
+        report: result?,
+        origin,
+        started_at_ms,
+    })
+}
+
+/// Writes a JUnit file with the run as an error case, as `check` does for a
+/// fixture that cannot run: a CI job uploading it then shows why. The run's
+/// own error is what the command reports, so a failed write is one more line.
+fn write_error_case(path: &Path, case: &str, err: &anyhow::Error) {
+    let xml = replay::junit::replay_error(case, &crate::error_line(err));
+    if let Err(write) = std::fs::write(path, xml) {
+        crate::to_stderr(format_args!(
+            "error: cannot write {}: {write}\n",
+            escape_str(&path.display().to_string())
+        ));
+    }
+}
+
+/// The JUnit test case's name: the delivery's ID and event key, or the fixture.
+fn case_name(origin: &Origin, event_key: &str) -> String {
+    match origin {
+        Origin::History { id, .. } => format!("#{id} {event_key}"),
+        Origin::Fixture(path) => path.display().to_string(),
+    }
+}
+
+/// The test case's name before the delivery is found: what was asked for.
+fn asked_for(args: &Args) -> String {
+    if let Some(path) = &args.from {
+        return path.display().to_string();
+    }
+    if args.latest {
+        return latest_words(args);
+    }
+    let wanted = args.delivery.as_deref().unwrap_or_default();
+    match wanted.trim_start_matches('#').parse::<i64>() {
+        Ok(id) => format!("#{id}"),
+        Err(_) => wanted.to_string(),
+    }
+}
+
+/// `--latest --provider stripe --path /hooks/*`, as given.
+fn latest_words(args: &Args) -> String {
+    let narrowed = super::history::filter_words(&[
+        ("--provider", args.provider.as_deref()),
+        ("--path", args.path.as_deref()),
+    ]);
+    format!("--latest {narrowed}").trim_end().to_string()
 }
 
 /// Where the replayed request came from.
@@ -112,28 +191,20 @@ enum Origin {
 }
 
 fn load_request(args: &Args, db: &Path) -> anyhow::Result<(NewDelivery, Origin)> {
-    // clap's `requires` takes --latest's default of false as given.
-    if !args.latest && (args.provider.is_some() || args.path.is_some()) {
-        anyhow::bail!("--provider and --path narrow --latest: with an ID or event key they would be ignored");
-    }
     if let Some(path) = &args.from {
         let fixture = crate::fixture::Fixture::load(path)?;
         return Ok((fixture.to_new_delivery(), Origin::Fixture(path.clone())));
     }
     let store = Store::open_existing(db).map_err(|err| err.for_command(db))?;
     let id = if args.latest {
-        let narrowed = super::history::filter_words(&[
-            ("--provider", args.provider.as_deref()),
-            ("--path", args.path.as_deref()),
-        ]);
-        let wanted = format!("--latest {narrowed}");
+        let wanted = latest_words(args);
         let id = store
             .latest(args.provider.as_deref(), args.path.as_deref())
             .map_err(|err| err.for_command(db))?
-            .with_context(|| format!("no delivery in {} matches {}", db.display(), wanted.trim_end()))?;
+            .with_context(|| format!("no delivery in {} matches {wanted}", db.display()))?;
         crate::to_stderr(format_args!(
             "replaying #{id}, the newest match of {}\n",
-            escape_str(wanted.trim_end())
+            escape_str(&wanted)
         ));
         id
     } else {

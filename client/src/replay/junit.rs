@@ -96,11 +96,24 @@ fn case_seconds(result: &CaseResult<'_>) -> f64 {
     }
 }
 
+/// The suite name of a `replay`'s JUnit file.
+const REPLAY_SUITE: &str = "portpreview replay";
+
 impl Report {
     /// A JUnit document holding this one run as a test case named `name`.
     pub fn to_junit(&self, name: &str) -> String {
-        document("portpreview replay", &[(name.to_string(), CaseResult::Verdict(self))])
+        document(REPLAY_SUITE, &[(name.to_string(), CaseResult::Verdict(self))])
     }
+}
+
+/// A JUnit document holding one replay that could not run (exit 2) as an
+/// error case named `name`, as `check` writes a fixture that could not: a
+/// CI job that uploads the file then shows why instead of finding nothing.
+pub fn replay_error(name: &str, reason: &str) -> String {
+    document(
+        REPLAY_SUITE,
+        &[(name.to_string(), CaseResult::Error(reason.to_string()))],
+    )
 }
 
 /// Escapes text for XML attributes and content; drops characters XML 1.0 forbids.
