@@ -9,7 +9,10 @@ use std::process::Command;
 
 use common::bin::portpreview_bin;
 use common::handlers::{slack_delivery, stripe_delivery, Behaviour, Handler, STRIPE_SECRET};
-use portpreview::store::{Outcome, Store};
+use common::local::{Answer, LocalHandler};
+use portpreview::store::{NewDelivery, Outcome, Store};
+use portpreview_shared::provider::{resign, Provider};
+use portpreview_shared::Header;
 use serde_json::Value;
 
 /// A project directory with `fixtures/stripe.json` and `fixtures/slack/slack.json`,
@@ -533,4 +536,113 @@ fn a_fixture_with_a_method_http_cannot_send_is_refused_before_anything_is_sent()
     assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
     assert!(ran.stderr.contains("is not an HTTP method"), "{}", ran.stderr);
     assert_eq!(good.balance(), 0, "nothing was sent");
+}
+
+/// Twilio's status callback, recorded through the tunnel at
+/// `http://127.0.0.1:9/t/calm-otter`.
+fn twilio_delivery() -> NewDelivery {
+    let body = "AccountSid=AC1&MessageSid=SM0123456789abcdef&MessageStatus=delivered&From=%2B15550001111";
+    NewDelivery {
+        path: "/twilio/status?account=1".into(),
+        request_headers: vec![
+            Header::new("content-type", "application/x-www-form-urlencoded"),
+            Header::new("user-agent", "TwilioProxy/1.1"),
+            Header::new("i-twilio-idempotency-token", "0f3c7a52-9d1e-4c0b-8a3e-5b6d7e8f9a0b"),
+            Header::new("x-twilio-signature", "recorded/0000000000000000000="),
+        ],
+        request_body: body.as_bytes().to_vec(),
+        request_body_size: body.len() as u64,
+        provider: Some("twilio".into()),
+        event_key: "0f3c7a52-9d1e-4c0b-8a3e-5b6d7e8f9a0b".into(),
+        event_key_source: "header:I-Twilio-Idempotency-Token".into(),
+        ..stripe_delivery("http://127.0.0.1:1")
+    }
+}
+
+/// What Twilio's `RequestValidator` expects for `body` called at `url`.
+fn twilio_signature(url: &str, body: &[u8]) -> String {
+    let mut headers = Vec::new();
+    let now = std::time::SystemTime::now();
+    resign(
+        Provider::Twilio,
+        "12345",
+        &mut headers,
+        &mut body.to_vec(),
+        now,
+        Some(url),
+    )
+    .unwrap();
+    String::from_utf8(headers[0].value.clone()).unwrap()
+}
+
+/// Twilio signs the URL it called, not the handler's: a fixture keeps the
+/// tunnel's public URL, so `check` and `replay --from` re-sign over it
+/// wherever the attempts go, as a replay from the history does. A fixture
+/// without one says which URL its signature covers.
+#[tokio::test]
+async fn a_twilio_fixture_is_re_signed_over_the_public_url_it_came_in_on() {
+    let handler = LocalHandler::start(|_| Answer::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("history.db");
+    let recorded = twilio_delivery();
+    let ok = Outcome {
+        status: Some(200),
+        ..Outcome::default()
+    };
+    let id = Store::open(&db).unwrap().insert_delivery(&recorded, &ok).unwrap();
+    let fixture = dir.path().join("tw.json");
+    let exported = run(
+        dir.path(),
+        &["--db", db.to_str().unwrap(), "export", &id.to_string(), "-o", "tw.json"],
+        &[],
+    );
+    assert_eq!(exported.code, 0, "export: {}", exported.stderr);
+
+    let target = handler.url();
+    let resign = ["--target", target.as_str(), "--resign", "--secret", "12345"];
+    let check = [&["check", "tw.json"][..], &resign[..]].concat();
+    let replay = [&["replay", "--from", "tw.json"][..], &resign[..]].concat();
+    let public = "http://127.0.0.1:9/t/calm-otter/twilio/status?account=1";
+    for args in [&check, &replay] {
+        let ran = run_async(dir.path(), args).await;
+        assert_eq!(ran.code, 0, "{args:?}: {}{}", ran.stdout, ran.stderr);
+        assert!(!ran.stdout.contains("no public URL"), "{}", ran.stdout);
+        let seen = handler.requests().pop().unwrap();
+        assert_eq!(
+            seen.header("x-twilio-signature").unwrap(),
+            twilio_signature(public, &recorded.request_body),
+            "{args:?}: signed over the URL Twilio called"
+        );
+    }
+
+    // A fixture written before the public URL was kept still loads, and
+    // says which URL it was signed over instead.
+    let mut older: Value = serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    assert_eq!(older["tunnel_url"], "http://127.0.0.1:9/t/calm-otter");
+    older.as_object_mut().unwrap().remove("tunnel_url");
+    std::fs::write(&fixture, older.to_string()).unwrap();
+    let ran = run_async(dir.path(), &check).await;
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    let local = format!("{target}/twilio/status?account=1");
+    assert!(
+        ran.stdout.contains(&format!(
+            "no public URL was recorded, so the twilio signature is made over {local}, where the attempts go"
+        )),
+        "{}",
+        ran.stdout
+    );
+    let seen = handler.requests().pop().unwrap();
+    assert_eq!(
+        seen.header("x-twilio-signature").unwrap(),
+        twilio_signature(&local, &recorded.request_body)
+    );
+}
+
+/// `portpreview args…` in `cwd`, awaited, so a handler on this runtime can answer it.
+async fn run_async(cwd: &Path, args: &[&str]) -> Ran {
+    let output = tokio::process::Command::from(command(cwd, args, &[]))
+        .output()
+        .await
+        .unwrap();
+    ran(output)
 }

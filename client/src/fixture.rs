@@ -4,7 +4,7 @@
 //! Format version 1:
 //! ```json
 //! { "portpreview_fixture": 1, "method": "POST", "path": "/webhooks/stripe",
-//!   "target": "http://127.0.0.1:3000",
+//!   "target": "http://127.0.0.1:3000", "tunnel_url": "https://relay.example/t/calm-otter",
 //!   "headers": [{ "name": "content-type", "value": "application/json" }],
 //!   "body": "{\"id\":\"evt_1\"}", "provider": "stripe", "event_key": "evt_1",
 //!   "event_key_source": "body:/id", "received_at": "2026-01-01T00:00:00.000Z",
@@ -42,6 +42,11 @@ pub struct Fixture {
     /// Local target it was recorded against (`check --target` overrides it).
     #[serde(default)]
     pub target: String,
+    /// Public URL of the tunnel it came in on: the provider called this
+    /// followed by `path`, and Square and Twilio sign that URL. Absent from
+    /// fixtures written before it was kept, and from hand-written ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tunnel_url: Option<String>,
     /// Request headers in order.
     #[serde(default)]
     pub headers: Vec<FixtureHeader>,
@@ -110,6 +115,7 @@ impl Fixture {
             method: r.method.clone(),
             path: r.path.clone(),
             target: r.target.clone(),
+            tunnel_url: Some(r.tunnel_url.clone()).filter(|url| !url.is_empty()),
             headers: r.request_headers.iter().map(FixtureHeader::of).collect(),
             body: body.filter(|b| !b.is_empty()),
             body_base64,
@@ -177,6 +183,13 @@ impl Fixture {
         if http::Method::from_bytes(self.method.as_bytes()).is_err() {
             bail!("method {:?} is not an HTTP method", self.method);
         }
+        // A mistyped URL would be signed over without a word, and every
+        // Square or Twilio attempt refused for no reason the report shows.
+        if let Some(url) = &self.tunnel_url {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                bail!("tunnel_url {url:?} is not an http:// or https:// URL");
+            }
+        }
         for h in &self.headers {
             h.bytes().map_err(anyhow::Error::msg)?;
         }
@@ -199,7 +212,7 @@ impl Fixture {
         let body = self.body_bytes().unwrap_or_default();
         NewDelivery {
             received_at_ms: self.received_at.as_deref().and_then(parse_rfc3339_ms).unwrap_or(0),
-            tunnel_url: String::new(),
+            tunnel_url: self.tunnel_url.clone().unwrap_or_default(),
             target: self.target.clone(),
             method: self.method.clone(),
             path: self.path.clone(),
@@ -244,6 +257,7 @@ mod tests {
             id: 9,
             request: NewDelivery {
                 received_at_ms: 1_700_000_000_123,
+                tunnel_url: "http://127.0.0.1:39463/t/calm-otter".into(),
                 target: "http://127.0.0.1:3000".into(),
                 method: "POST".into(),
                 path: "/hook?x=1".into(),
@@ -276,6 +290,10 @@ mod tests {
         assert_eq!(json["headers"][1]["value_base64"], "/wE=");
         assert_eq!(json["body_base64"], "AP9h");
         assert_eq!(json["response_status"], 202);
+        assert_eq!(
+            json["tunnel_url"], "http://127.0.0.1:39463/t/calm-otter",
+            "Square and Twilio sign the public URL"
+        );
 
         let dir = crate::store::tests::ScratchDir::new("fixture");
         let path = dir.0.join("evt_1.json");
@@ -311,6 +329,7 @@ mod tests {
             "not json",
             "[]",
             r#"{"portpreview_fixture": 1, "method": "GE T", "path": "/"}"#,
+            r#"{"portpreview_fixture": 1, "method": "POST", "path": "/", "tunnel_url": "127.0.0.1:1/t/x"}"#,
         ];
         for (n, text) in cases.iter().enumerate() {
             let path = dir.0.join(format!("bad{n}.json"));

@@ -115,7 +115,18 @@ impl Plan {
             (request.event_key.clone(), request.event_key_source.clone())
         };
         let signed_url = match request.tunnel_url.trim_end_matches('/') {
-            "" => endpoint.url(&path),
+            "" => {
+                let url = endpoint.url(&path);
+                if let Some((p, _)) = signing.as_ref().filter(|(p, _)| p.signs_url()) {
+                    // The handler checks the URL the provider called; with
+                    // none recorded, say which one the signature is over.
+                    warnings.push(format!(
+                        "no public URL was recorded, so the {p} signature is made over {url}, where the attempts \
+                         go: a handler that checks it against another URL refuses them"
+                    ));
+                }
+                url
+            }
             public => format!("{public}{}", request.path),
         };
         let plan = Self {

@@ -46,6 +46,12 @@ impl Provider {
     pub fn resignable(self) -> bool {
         !matches!(self, Provider::Discord | Provider::Sendgrid)
     }
+
+    /// Whether the signature covers the URL the provider called (Square,
+    /// Twilio), which the request itself does not carry.
+    pub fn signs_url(self) -> bool {
+        matches!(self, Provider::Square | Provider::Twilio)
+    }
 }
 
 fn brand(provider: &Provider) -> &'static str {
