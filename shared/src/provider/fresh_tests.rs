@@ -141,6 +141,32 @@ fn body_keyed_providers_get_new_body_ids() {
 }
 
 #[test]
+fn a_fresh_identity_is_no_retry() {
+    let (mut slack, slack_body) = vector_request("slack");
+    slack.push(Header::new("X-Slack-Retry-Num", "1"));
+    slack.push(Header::new("X-Slack-Retry-Reason", "http_timeout"));
+    let (mut square, square_body) = vector_request("square");
+    square.push(Header::new("square-retry-number", "2"));
+    square.push(Header::new("square-retry-reason", "http_error"));
+    for (provider, h, body, field) in [
+        (Provider::Slack, &slack, &slack_body, None),
+        (Provider::Square, &square, &square_body, None),
+        // Named by hand, the identity is just as new.
+        (Provider::Slack, &slack, &slack_body, Some("/event_id")),
+    ] {
+        let (mut h, mut body) = (h.clone(), body.clone());
+        let kept = h.len() - 2;
+        fresh_identity(Some(provider), &mut h, &mut body, field).unwrap();
+        let names: Vec<&str> = h.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(names.len(), kept, "{provider} {field:?}: {names:?}");
+        assert!(
+            names.iter().all(|n| !n.to_ascii_lowercase().contains("retry")),
+            "{names:?}"
+        );
+    }
+}
+
+#[test]
 fn twilio_gets_new_sids_and_token() {
     let sig = headers(&vector("twilio")["headers"]);
     let (_, body) = assert_fresh(Provider::Twilio, sig.clone(), twilio_form());

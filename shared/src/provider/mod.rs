@@ -224,6 +224,17 @@ impl Provider {
     pub fn id_location(self) -> Option<&'static str> {
         Some(self.facts().id_location)
     }
+
+    /// Headers the provider adds only when it sends an event again (Slack's
+    /// `X-Slack-Retry-Num`, Square's `square-retry-number`). Slack advises
+    /// handlers to skip a delivery that carries them.
+    pub fn retry_headers(self) -> &'static [&'static str] {
+        match self {
+            Provider::Slack => &["x-slack-retry-num", "x-slack-retry-reason"],
+            Provider::Square => &["square-retry-number", "square-retry-reason"],
+            _ => &[],
+        }
+    }
 }
 
 impl fmt::Display for Provider {
