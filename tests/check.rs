@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::bin::portpreview_bin;
-use common::handlers::{slack_delivery, stripe_delivery, Behaviour, Handler, STRIPE_SECRET};
+use common::handlers::{slack_delivery, stripe_delivery, Behaviour, Handler, STRIPE_BODY, STRIPE_SECRET};
 use common::local::{Answer, LocalHandler};
 use portpreview::store::{NewDelivery, Outcome, Store};
 use portpreview_shared::provider::{resign, Provider};
@@ -536,6 +536,39 @@ fn a_fixture_with_a_method_http_cannot_send_is_refused_before_anything_is_sent()
     assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
     assert!(ran.stderr.contains("is not an HTTP method"), "{}", ran.stderr);
     assert_eq!(good.balance(), 0, "nothing was sent");
+}
+
+/// A fixture whose event ID was edited but whose `event_key` was not would
+/// be reported as the event it no longer is: refused on one line, exit 2.
+#[test]
+fn a_fixture_with_an_edited_event_id_under_its_old_key_is_refused() {
+    let project = Project::new();
+    let good = Handler::start(Behaviour::DedupsInOneTransaction);
+    let text = std::fs::read_to_string(project.path("fixtures/stripe.json")).unwrap();
+    let mut fixture: Value = serde_json::from_str(&text).unwrap();
+    fixture["body"] = STRIPE_BODY.replace("evt_1PortPreviewTest", "evt_EDITED").into();
+    std::fs::write(project.path("edited.json"), fixture.to_string()).unwrap();
+    let ran = project.check(&["edited.json", "--target", &good.url()], &[]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(
+        ran.stderr,
+        "error: invalid fixture edited.json: event_key \"evt_1PortPreviewTest\" disagrees with the request, \
+         which carries stripe event \"evt_EDITED\" (body:/id): set event_key to it, or remove event_key and \
+         event_key_source to have them worked out\n"
+    );
+    assert!(!ran.stdout.contains("Replay of"), "no report of a run: {}", ran.stdout);
+    assert_eq!(good.balance(), 0, "nothing was sent");
+
+    // Without the stale key, the edited event is what is named and sent.
+    let object = fixture.as_object_mut().unwrap();
+    object.remove("event_key");
+    object.remove("event_key_source");
+    std::fs::write(project.path("edited.json"), fixture.to_string()).unwrap();
+    let ran = project.check(&["edited.json", "--target", &good.url(), "--json"], &[]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    let json: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(json["fixtures"][0]["event_key"], "evt_EDITED", "{json:#}");
+    assert_eq!(good.balance(), 1);
 }
 
 /// Twilio's status callback, recorded through the tunnel at

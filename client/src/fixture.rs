@@ -194,6 +194,28 @@ impl Fixture {
             h.bytes().map_err(anyhow::Error::msg)?;
         }
         self.body_bytes().map_err(anyhow::Error::msg)?;
+        if !self.event_key_source.is_empty() {
+            self.check_event_key()?;
+        }
+        Ok(())
+    }
+
+    /// Refuses an `event_key` that is not the provider event ID the request
+    /// carries: after the ID in the body or a header is edited, the report
+    /// would name one event while the handler is sent another.
+    fn check_event_key(&self) -> anyhow::Result<()> {
+        let d = self.to_new_delivery();
+        let carried = event_key(&d.request_headers, &d.request_body, &[]);
+        if carried.is_provider_id() && carried.key != self.event_key {
+            bail!(
+                "event_key {:?} disagrees with the request, which carries {} event {:?} ({}): set event_key to it, \
+                 or remove event_key and event_key_source to have them worked out",
+                self.event_key,
+                carried.provider.map_or("", |p| p.name()),
+                carried.key,
+                carried.source
+            );
+        }
         Ok(())
     }
 
@@ -316,6 +338,35 @@ mod tests {
             (loaded.event_key.as_str(), loaded.event_key_source.as_str()),
             ("evt_bare", "body:/id")
         );
+    }
+
+    #[test]
+    fn an_edited_event_id_under_the_old_event_key_is_refused() {
+        let dir = crate::store::tests::ScratchDir::new("fixture-edited");
+        let path = dir.0.join("edited.json");
+        let fixture = |id: &str, key: &str, source: &str| {
+            serde_json::json!({"portpreview_fixture": 1, "method": "POST", "path": "/hook",
+                "headers": [{"name": "stripe-signature", "value": "t=1,v1=00"}],
+                "body": format!(r#"{{"id":"{id}"}}"#), "provider": "stripe",
+                "event_key": key, "event_key_source": source})
+            .to_string()
+        };
+        std::fs::write(&path, fixture("evt_EDITED", "evt_1", "body:/id")).unwrap();
+        let err = format!("{:#}", Fixture::load(&path).unwrap_err());
+        assert!(err.starts_with("invalid fixture "), "{err}");
+        assert!(
+            err.ends_with(
+                "edited.json: event_key \"evt_1\" disagrees with the request, which carries stripe event \
+                 \"evt_EDITED\" (body:/id): set event_key to it, or remove event_key and event_key_source \
+                 to have them worked out"
+            ),
+            "{err}"
+        );
+        // Agreeing, or left out to be worked out, it loads.
+        std::fs::write(&path, fixture("evt_EDITED", "evt_EDITED", "body:/id")).unwrap();
+        assert_eq!(Fixture::load(&path).unwrap().event_key, "evt_EDITED");
+        std::fs::write(&path, fixture("evt_EDITED", "", "")).unwrap();
+        assert_eq!(Fixture::load(&path).unwrap().event_key, "evt_EDITED");
     }
 
     #[test]

@@ -41,6 +41,14 @@ pub struct EventKey {
     pub source: String,
 }
 
+impl EventKey {
+    /// Whether the key is the provider's own event ID, as opposed to a
+    /// content hash or no key at all.
+    pub fn is_provider_id(&self) -> bool {
+        self.provider.is_some() && !self.source.starts_with("sha256:") && self.source != "none"
+    }
+}
+
 /// Works out the event key of one delivery.
 ///
 /// The provider's event ID when it has one; otherwise a SHA-256 over the
