@@ -93,10 +93,11 @@ impl Plan {
             sendable
         });
         let provider = provider_of(request);
-        let signing = signing(provider, opts, &mut warnings)?;
-        // A fresh identity is already flagged as unsigned; only a verbatim
-        // replay carries the recorded signature and its age.
-        if let (None, false, Some(p)) = (&signing, opts.fresh, provider) {
+        let voided = opts.fresh && fresh_voids_signature(provider, &headers, &body, opts.fresh_field.as_deref())?;
+        let signing = signing(provider, opts, voided, &mut warnings)?;
+        // A fresh identity that voids the signature is flagged as unsigned;
+        // otherwise the recorded signature goes out, and its age matters.
+        if let (None, false, Some(p)) = (&signing, voided, provider) {
             warnings.extend(stale_signature(p, &headers, &body, SystemTime::now()));
             if opts.body.is_some() {
                 warnings.push(if p.resignable() {
@@ -211,15 +212,33 @@ impl Plan {
     }
 }
 
+/// Whether giving the event a fresh identity changes what its provider
+/// signs, so the recorded signature no longer verifies (a Stripe body's
+/// `id`, unlike GitHub's unsigned `X-GitHub-Delivery`). Making one here also
+/// stops a `--fresh-field` that names nothing before anything is sent.
+fn fresh_voids_signature(
+    provider: Option<Provider>,
+    headers: &[Header],
+    body: &[u8],
+    field: Option<&str>,
+) -> Result<bool, ReplayError> {
+    let (mut fresh_headers, mut fresh_body) = (headers.to_vec(), body.to_vec());
+    provider::fresh_identity(provider, &mut fresh_headers, &mut fresh_body, field)?;
+    Ok(provider.is_some_and(|p| !provider::signs_alike(p, (headers, body), (&fresh_headers, &fresh_body))))
+}
+
+/// What signs the attempts, if anything; `voided` when a fresh identity
+/// leaves the recorded signature unable to verify.
 fn signing(
     provider: Option<Provider>,
     opts: &ReplayOptions,
+    voided: bool,
     warnings: &mut Vec<String>,
 ) -> Result<Option<(Provider, Secret)>, ReplayError> {
     let resignable = provider.is_none_or(Provider::resignable);
     let signs = opts.resign || (opts.fresh && opts.secret.is_some() && resignable);
     if !signs {
-        if opts.fresh {
+        if voided {
             match provider {
                 Some(p) if !p.resignable() => warnings.push(format!(
                     "the fresh events are not re-signed: {p} signs with its own private key, so a handler that checks \
@@ -482,6 +501,66 @@ mod tests {
         assert_eq!(
             err,
             "discord requests are signed with Discord's private key: only a byte-identical replay verifies"
+        );
+    }
+
+    #[test]
+    fn fresh_events_are_flagged_unsigned_only_when_the_provider_signs_their_id() {
+        let fresh = ReplayOptions {
+            fresh: true,
+            times: 2,
+            ..ReplayOptions::default()
+        };
+        let unsigned = |request: &NewDelivery| {
+            let plan = Plan::new(request, &fresh).unwrap();
+            plan.warnings
+                .iter()
+                .any(|w| w.starts_with("the fresh events are not re-signed"))
+        };
+        // GitHub signs the body alone; a fresh X-GitHub-Delivery leaves the
+        // recorded signature verifying.
+        let github = NewDelivery {
+            provider: Some("github".into()),
+            request_headers: vec![
+                Header::new("x-github-event", "push"),
+                Header::new("x-github-delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958"),
+                Header::new("x-hub-signature-256", "sha256=00"),
+            ],
+            ..recorded()
+        };
+        assert!(!unsigned(&github));
+        let stripe = NewDelivery {
+            provider: Some("stripe".into()),
+            request_headers: vec![Header::new("stripe-signature", "t=1,v1=00")],
+            request_body: b"{\"id\":\"evt_1\"}".to_vec(),
+            request_body_size: 14,
+            ..recorded()
+        };
+        assert!(unsigned(&stripe));
+        // Linear signs the body, not Linear-Delivery: the recorded signature
+        // goes out with the fresh events, so its age is worth a word.
+        let body = br#"{"type":"Issue","webhookTimestamp":1700000000000}"#.to_vec();
+        let linear = NewDelivery {
+            provider: Some("linear".into()),
+            request_headers: vec![
+                Header::new("linear-event", "Issue"),
+                Header::new("linear-delivery", "234d1a4e-b617-4388-90fe-adc3633d6b72"),
+                Header::new("linear-signature", "00"),
+            ],
+            request_body_size: body.len() as u64,
+            request_body: body,
+            ..recorded()
+        };
+        let warnings = Plan::new(&linear, &fresh).unwrap().warnings;
+        assert!(
+            !warnings
+                .iter()
+                .any(|w| w.starts_with("the fresh events are not re-signed")),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings.iter().any(|w| w.starts_with("the linear signature is ")),
+            "{warnings:?}"
         );
     }
 

@@ -324,3 +324,58 @@ fn resignable_names_exactly_the_providers_resign_does_not_refuse_for_their_key()
         assert_eq!(provider.resignable(), !refused, "{provider}");
     }
 }
+
+/// A request and the same event under a fresh identity.
+fn with_fresh_identity(provider: Provider, h: Vec<Header>, body: Vec<u8>) -> [(Vec<Header>, Vec<u8>); 2] {
+    let (mut fresh_h, mut fresh_body) = (h.clone(), body.clone());
+    crate::provider::fresh_identity(Some(provider), &mut fresh_h, &mut fresh_body, None).unwrap();
+    [(h, body), (fresh_h, fresh_body)]
+}
+
+fn alike(provider: Provider, [a, b]: &[(Vec<Header>, Vec<u8>); 2]) -> bool {
+    signs_alike(provider, (&a.0, &a.1), (&b.0, &b.1))
+}
+
+#[test]
+fn a_fresh_identity_signs_alike_only_where_the_id_is_not_signed() {
+    let cases = [
+        (Provider::Stripe, "stripe", false),
+        (Provider::Github, "github", true),
+        (Provider::Shopify, "shopify", true),
+        (Provider::Slack, "slack", false),
+        (Provider::StandardWebhooks, "standard_webhooks", false),
+        (Provider::Paddle, "paddle", false),
+        (Provider::Square, "square", false),
+        (Provider::Linear, "linear", true),
+        (Provider::Gitlab, "gitlab_signing_token", false),
+        (Provider::Discord, "discord_test_keypair", false),
+    ];
+    for (provider, name, expected) in cases {
+        let v = vector(name);
+        let body = v["body"].as_str().unwrap().as_bytes().to_vec();
+        let pair = with_fresh_identity(provider, headers(&v["headers"]), body);
+        assert_eq!(alike(provider, &pair), expected, "{name}");
+    }
+    // Twilio signs the form's SIDs, not its idempotency token.
+    let twilio = headers(&vector("twilio")["headers"]);
+    let pair = with_fresh_identity(Provider::Twilio, twilio.clone(), twilio_form());
+    assert!(!alike(Provider::Twilio, &pair), "new SIDs");
+    let pair = with_fresh_identity(Provider::Twilio, twilio, b"MessageStatus=sent".to_vec());
+    assert!(alike(Provider::Twilio, &pair), "only a new token");
+    // A GitLab secret token is sent as it is, and covers nothing.
+    let token = vec![
+        Header::new("X-Gitlab-Event", "Push Hook"),
+        Header::new("X-Gitlab-Token", "s3cret"),
+        Header::new("Idempotency-Key", "f0e1d2c3-0000-4000-8000-000000000000"),
+    ];
+    let pair = with_fresh_identity(Provider::Gitlab, token, b"{}".to_vec());
+    assert!(alike(Provider::Gitlab, &pair));
+    // Mailgun signs the token its fresh identity renews.
+    let body = mailgun_body(&vector("mailgun")["body_signature"]);
+    let pair = with_fresh_identity(Provider::Mailgun, Vec::new(), body);
+    assert!(!alike(Provider::Mailgun, &pair));
+    // What cannot be signed here is alike only to itself.
+    let v = vector("discord_test_keypair");
+    let same = (headers(&v["headers"]), v["body"].as_str().unwrap().as_bytes().to_vec());
+    assert!(alike(Provider::Discord, &[same.clone(), same]));
+}
