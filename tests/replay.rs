@@ -806,6 +806,28 @@ fn an_error_names_its_cause_once() {
     assert_eq!(handler.balance(), 0, "nothing was sent");
 }
 
+/// A `--fresh-field` that names nothing in the request would leave the
+/// recorded identity in place: refused alike for a header and a body
+/// field, on one line, before anything is sent.
+#[test]
+fn a_fresh_field_the_request_does_not_carry_is_refused() {
+    let handler = Handler::start(Behaviour::CreditsEveryDelivery);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    for (field, reason) in [
+        ("header:X-Event-Id", "the request has no such header"),
+        ("/nonexistent", "the body has no such field"),
+    ] {
+        let ran = history.replay_probed(&handler, &["--fresh", "--fresh-field", field, "--times", "3"]);
+        assert_eq!(
+            (ran.code, ran.stderr.as_str()),
+            (2, format!("error: --fresh-field {field}: {reason}\n").as_str()),
+            "{}",
+            ran.stdout
+        );
+    }
+    assert_eq!(handler.balance(), 0, "nothing was sent");
+}
+
 #[test]
 fn a_target_with_a_path_replaces_the_recorded_one_and_latest_finds_the_delivery() {
     let handler = Handler::start(Behaviour::DedupsInOneTransaction);

@@ -24,6 +24,9 @@ pub enum FreshError {
     /// `--fresh-field` points at nothing in the body.
     #[error("--fresh-field {0}: the body has no such field")]
     FieldMissing(String),
+    /// `--fresh-field header:Name` names a header the request does not carry.
+    #[error("--fresh-field {0}: the request has no such header")]
+    HeaderMissing(String),
     /// `--fresh-field` is a JSON pointer but the body is not JSON.
     #[error("--fresh-field {0}: the body is not JSON")]
     NotJson(String),
@@ -68,9 +71,11 @@ fn renew_field(field: &str, headers: &mut Vec<Header>, body: &mut Vec<u8>) -> Re
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
             return Err(FreshError::BadField(field.to_owned()));
         }
-        let old = header(headers, name)
-            .and_then(|v| std::str::from_utf8(v).ok())
-            .unwrap_or_default();
+        // A header the delivery never carried is not where its handler
+        // finds the event's identity: added, it would leave the recorded
+        // identity in place, and the burst would prove nothing.
+        let old = header(headers, name).ok_or_else(|| FreshError::HeaderMissing(field.to_owned()))?;
+        let old = std::str::from_utf8(old).unwrap_or_default();
         let new = if old.is_empty() {
             ids::uuid()
         } else {

@@ -218,6 +218,7 @@ fn errors_say_what_to_do() {
         ("/c", "no such field"),
         ("/a", "an object"),
         ("header:", "expected a JSON pointer"),
+        ("header:X-Event-Id", "the request has no such header"),
     ];
     for (field, expected) in cases {
         let err = fresh_identity(None, &mut Vec::new(), &mut body, Some(field)).unwrap_err();
