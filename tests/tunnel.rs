@@ -287,6 +287,46 @@ async fn a_local_answer_that_breaks_off_gets_502_and_is_recorded_as_broken() {
 }
 
 #[tokio::test]
+async fn a_streamed_local_answer_that_breaks_off_is_cut_off_for_the_caller_too() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // Starts a chunked answer and hangs up in the middle of it: the caller
+    // must not receive a well-formed answer that only looks whole.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let quitter = tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut request = [0u8; 4096];
+            let _ = socket.read(&mut request).await;
+            let _ = socket
+                .write_all(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n")
+                .await;
+        }
+    });
+    let relay = TestRelay::start().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &addr.to_string()).await;
+    let request = format!(
+        "POST /t/{}/hook HTTP/1.1\r\nHost: {}\r\nContent-Length: 2\r\n\r\n{{}}",
+        tunnel.name(),
+        relay.addr
+    );
+    let answer = raw(relay.addr, request.as_bytes()).await;
+    // The connection closes mid-answer: before the head when hyper had not
+    // flushed it yet, else after what the handler sent, never at a last chunk.
+    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 200"), "{answer:?}");
+    assert!(
+        !answer.ends_with("\r\n0\r\n\r\n"),
+        "the caller got a last chunk, as if the answer were whole: {answer:?}"
+    );
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!(summary.status, None, "no status on error");
+    assert!(
+        summary.error.as_deref().is_some_and(|e| e.contains("broke off")),
+        "{summary:?}"
+    );
+    quitter.abort();
+}
+
+#[tokio::test]
 async fn a_handler_switching_protocols_gets_502_and_is_recorded_as_a_failure() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");

@@ -56,6 +56,16 @@ impl Outbox {
         self.send_built_to_fit(&head, body.as_bytes());
     }
 
+    /// Abandons `stream` after its answer's head has gone: the relay cuts
+    /// the caller's response off instead of ending it.
+    pub fn reset(&self, stream: StreamId, reason: &str) {
+        let reset = ClientMessage::Reset {
+            stream,
+            reason: truncate(reason, MAX_REASON).to_owned(),
+        };
+        self.send_built_to_fit(&reset, &[]);
+    }
+
     /// Sends a frame whose size the client bounds itself (window grants,
     /// its own short answers, body chunks cut to the chunk size): one that
     /// does not fit is a bug in the client, logged rather than ending the

@@ -102,7 +102,18 @@ pub(super) async fn relay_response(
                 None => break,
             }
         }
-        send_chunk(stream, pending.unwrap_or_default(), true, credit, outbox).await;
+        match &error {
+            None => send_chunk(stream, pending.unwrap_or_default(), true, credit, outbox).await,
+            Some(reason) => {
+                // What the handler sent still reaches the caller, but never
+                // a last chunk: the reset makes the relay cut the caller's
+                // response, which would otherwise end as if it were whole.
+                if let Some(previous) = pending {
+                    send_chunk(stream, previous, false, credit, outbox).await;
+                }
+                outbox.reset(stream, reason);
+            }
+        }
     }
     let (response_body, response_body_size, room) = capture.into_parts();
     *held = room;
