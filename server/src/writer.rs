@@ -194,6 +194,9 @@ where
             Some(msg) = inbox.control.recv() => msg,
             Some(queued) = inbox.streams.recv() => inbox.take(queued),
             () = stop.cancelled() => return Ok(()),
+            // Reached only when both queues gave `None` above: every outbox
+            // is gone and everything it queued was written.
+            () = std::future::ready(()), if inbox.control.is_closed() && inbox.streams.is_closed() => return Ok(()),
         };
         let mut closing = matches!(first, Message::Close(_));
         sink.feed(first).await?;
@@ -324,6 +327,27 @@ mod tests {
             matches!((head_at, reset_at), (Some(h), Some(r)) if h < r),
             "head at {head_at:?}, reset at {reset_at:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn the_writer_ends_once_every_outbox_is_gone() {
+        let (outbox, inbox) = channel();
+        outbox.send(&head(1), b"").await.unwrap();
+        outbox.ping();
+        drop(outbox);
+        let (tx, mut rx) = mpsc::channel::<Message>(16);
+        let tx = tokio_util::sync::PollSender::new(tx);
+        let dead = CancellationToken::new();
+        let writer = run(tx, inbox, CancellationToken::new(), dead.clone());
+        tokio::time::timeout(std::time::Duration::from_secs(5), writer)
+            .await
+            .expect("the writer ends without being stopped");
+        assert!(dead.is_cancelled(), "the session hears that the writer is done");
+        let mut written = Vec::new();
+        while let Some(msg) = rx.recv().await {
+            written.push(msg);
+        }
+        assert_eq!(written.len(), 2, "what was queued is written first: {written:?}");
     }
 
     #[tokio::test]
