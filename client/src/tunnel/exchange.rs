@@ -225,19 +225,37 @@ async fn exchange(
     let started = line.started;
     let mut prefix = Vec::new();
     let mut seen = 0;
+    let mut stalled = false;
     while seen < BUFFERED_BODY {
-        match inflow.next().await {
-            Some(chunk) => {
+        // Each chunk within the local timeout, as the relay waits for the
+        // caller's: a stream whose body stops coming must not hold its
+        // exchange, and its place in the session, for good.
+        match tokio::time::timeout(shared.local_timeout, inflow.next()).await {
+            Ok(Some(chunk)) => {
                 seen += chunk.data.len();
                 prefix.push(chunk.data);
             }
-            None => break,
+            Ok(None) => break,
+            Err(_) => {
+                stalled = true;
+                break;
+            }
         }
     }
     let buffered = inflow.is_done();
     let declared = declared_length(&head.headers).unwrap_or(0);
     let mut capture = Capture::of(&prefix, declared, shared.keep());
     capture.complete = inflow.is_complete();
+    if stalled {
+        // Kept as cut short, as below: the handler never saw it.
+        let request = new_delivery(shared, head, line.received_at_ms);
+        kept.ticket = record_captured(shared, request, capture, declared).await;
+        let reason = format!(
+            "the request body stopped arriving: nothing came for {}; it was not forwarded",
+            portpreview_shared::duration::format_duration(shared.local_timeout)
+        );
+        return answer_error(stream, outbox, started, 408, reason);
+    }
     if buffered && !capture.complete {
         // The relay dropped the stream mid-body: its caller went away. The
         // handler never sees a cut body as if it were whole, and the history

@@ -294,6 +294,7 @@ where
 
 #[cfg(test)]
 mod tests {
+    use portpreview_shared::message::ClientMessage;
     use tokio_tungstenite::tungstenite::protocol::Role;
     use tokio_tungstenite::WebSocketStream;
 
@@ -344,6 +345,51 @@ mod tests {
         assert!(
             lasted >= Duration::from_secs(35) && lasted < Duration::from_secs(36),
             "ended {lasted:?} in, not 15 s after the last frame at 20 s"
+        );
+    }
+
+    /// Sends `message` as the relay, and reads the client's frames until
+    /// one answers a stream: its stream and status.
+    async fn answer_to(
+        relay: &mut WebSocketStream<tokio::io::DuplexStream>,
+        message: ServerMessage,
+    ) -> (StreamId, u16) {
+        let frame = codec::encode(&message, b"").expect("a frame");
+        relay.send(Message::Binary(frame.into())).await.expect("sent");
+        loop {
+            match relay.next().await {
+                Some(Ok(Message::Binary(frame))) => {
+                    let (message, _) = codec::decode::<ClientMessage>(frame).expect("a valid frame");
+                    if let ClientMessage::ResponseHead { stream, status, .. } = message {
+                        return (stream, status);
+                    }
+                }
+                Some(Ok(_)) => continue,
+                other => panic!("the session ended without answering: {other:?}"),
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_body_that_never_comes_is_answered_within_the_local_timeout() {
+        let (serving, mut relay) = session().await;
+        let started = Instant::now();
+        let head = ServerMessage::RequestHead {
+            stream: 1,
+            method: "POST".into(),
+            target: "/hook".into(),
+            headers: vec![],
+            end: false,
+        };
+        let answered = tokio::select! {
+            answered = answer_to(&mut relay, head) => answered,
+            (end, _) = serving => panic!("the session ended first: {end:?}"),
+        };
+        assert_eq!(answered, (1, 408));
+        let waited = started.elapsed();
+        assert!(
+            waited >= Duration::from_secs(1) && waited < Duration::from_secs(2),
+            "answered {waited:?} in, not after the local timeout of 1 s"
         );
     }
 }
