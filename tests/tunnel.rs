@@ -370,13 +370,20 @@ async fn the_relay_answers_for_itself_when_it_must() {
     let health = caller::send("GET", &format!("{}/healthz", relay.http_url()), &[], "").await;
     assert_eq!(health.status, 200);
 
-    let smuggled = format!(
-        "POST /t/{}/x HTTP/1.1\r\nHost: {}\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
-        tunnel.name(),
-        relay.addr
-    );
-    let answer = raw(relay.addr, smuggled.as_bytes()).await;
-    assert!(answer.starts_with("HTTP/1.1 400"), "CL+TE must be refused: {answer}");
+    // hyper takes bare line feeds as line ends too, and so must the check.
+    for eol in ["\r\n", "\n"] {
+        let smuggled = format!(
+            "POST /t/{}/x HTTP/1.1{eol}Host: {}{eol}Content-Length: 5{eol}Transfer-Encoding: chunked{eol}{eol}0{eol}{eol}",
+            tunnel.name(),
+            relay.addr
+        );
+        let answer = raw(relay.addr, smuggled.as_bytes()).await;
+        assert!(
+            answer.starts_with("HTTP/1.1 400")
+                && answer.ends_with("\r\n\r\na request may not carry both Content-Length and Transfer-Encoding\n"),
+            "CL+TE must be refused ({eol:?}): {answer}"
+        );
+    }
 
     // Heads over the limits hyper holds them to; the relay says which.
     let oversized = [

@@ -147,15 +147,15 @@ impl<IO> HeadScan<IO> {
                     }
                     let old_len = buf.len();
                     buf.extend_from_slice(input);
-                    let from = old_len.saturating_sub(3);
-                    let Some(pos) = buf[from..].windows(4).position(|w| w == b"\r\n\r\n") else {
+                    // The longest terminator, `\n\r\n`, may have begun in the
+                    // last two bytes already scanned.
+                    let Some(end) = head_end(buf, old_len.saturating_sub(2)) else {
                         // hyper's checks: a partial head at the limit, a whole one over it.
                         if buf.len() >= self.limits.max_bytes {
                             self.refuse(Refusal::TooLong);
                         }
                         return;
                     };
-                    let end = from + pos + 4;
                     if end > self.limits.max_bytes {
                         self.refuse(Refusal::TooLong);
                         return;
@@ -191,6 +191,26 @@ impl<IO> HeadScan<IO> {
             _ => Phase::Head(Vec::new()),
         }
     }
+}
+
+/// Where the head in `buf` ends (just past its blank line), looking for
+/// the blank line's start from `from` on. hyper's parser, httparse, ends
+/// each line at `\n` with or without a `\r` before it, so a head may end
+/// `\r\n\r\n`, `\n\n`, `\n\r\n` or `\r\n\n`: every one holds a `\n`
+/// followed by an optional `\r` and a `\n`.
+fn head_end(buf: &[u8], from: usize) -> Option<usize> {
+    let mut at = from;
+    while let Some(offset) = buf.get(at..)?.iter().position(|b| *b == b'\n') {
+        let newline = at + offset;
+        match (buf.get(newline + 1), buf.get(newline + 2)) {
+            (Some(b'\n'), _) => return Some(newline + 2),
+            (Some(b'\r'), Some(b'\n')) => return Some(newline + 3),
+            // Not a blank line, or not known yet: the next scan starts at
+            // most two bytes back, so it sees this `\n` again.
+            _ => at = newline + 1,
+        }
+    }
+    None
 }
 
 /// The length of hyper's own answer to a head it refused, when `out` starts
@@ -414,6 +434,47 @@ mod tests {
     }
 
     #[test]
+    fn finds_the_end_of_a_head_as_httparse_does() {
+        assert_eq!(head_end(b"GET / HTTP/1.1\r\nA: 1\r\n\r\nbody", 0), Some(24));
+        assert_eq!(head_end(b"GET / HTTP/1.1\nA: 1\n\nbody", 0), Some(21));
+        assert_eq!(head_end(b"GET / HTTP/1.1\nA: 1\n\r\nbody", 0), Some(22));
+        assert_eq!(head_end(b"GET / HTTP/1.1\r\nA: 1\r\n\nbody", 0), Some(23));
+        // A `\r` is no line end by itself.
+        assert_eq!(head_end(b"GET / HTTP/1.1\r\nA: 1\r\r\n", 0), None);
+        assert_eq!(head_end(b"GET / HTTP/1.1\nA: 1\n", 0), None);
+        assert_eq!(head_end(b"GET / HTTP/1.1\nA: 1\n\r", 0), None);
+    }
+
+    #[test]
+    fn judges_heads_with_bare_line_feeds() {
+        let smuggle = b"POST /b HTTP/1.1\nContent-Length: 4\nTransfer-Encoding: chunked\n\n0\r\n\r\n";
+        assert_eq!(verdicts_of(&[smuggle]), [true]);
+        let mixed = b"POST /b HTTP/1.1\r\nContent-Length: 4\nTransfer-Encoding: chunked\r\n\n0\r\n\r\n";
+        assert_eq!(verdicts_of(&[mixed]), [true]);
+        // Split at every byte, so a terminator straddles two reads.
+        let pieces: Vec<&[u8]> = smuggle.chunks(1).collect();
+        assert_eq!(verdicts_of(&pieces), [true]);
+        let pieces: Vec<&[u8]> = mixed.chunks(1).collect();
+        assert_eq!(verdicts_of(&pieces), [true]);
+    }
+
+    #[test]
+    fn skips_the_body_after_a_head_with_bare_line_feeds() {
+        // A body past the head's limit: a scan that missed the head's end
+        // would count it as head and call the head too long.
+        let body = vec![b'x'; 4 * LIMITS.max_bytes];
+        let mut bytes = format!("POST / HTTP/1.1\ncontent-length: {}\n\n", body.len()).into_bytes();
+        bytes.extend_from_slice(&body);
+        bytes.extend_from_slice(b"GET /next HTTP/1.1\nContent-Length: 1\nTransfer-Encoding: x\n\n");
+        let (mut scan, verdicts) = HeadScan::new((), LIMITS);
+        for piece in bytes.chunks(100) {
+            scan.scan(piece);
+        }
+        assert_eq!(scan.refusal, None, "no head went over the limit");
+        assert_eq!((verdicts.next_conflicted(), verdicts.next_conflicted()), (false, true));
+    }
+
+    #[test]
     fn stops_watching_after_chunked_bodies_and_huge_heads() {
         let chunked = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
         assert_eq!(verdicts_of(&[chunked, b"GET / HTTP/1.1\r\n\r\n"]), [false]);
@@ -425,24 +486,23 @@ mod tests {
         #[test]
         fn any_bytes_in_any_pieces_give_the_same_verdicts(
             heads in proptest::collection::vec(
-                (proptest::bool::ANY, proptest::bool::ANY, 0usize..40, "[ -~]{0,20}"),
+                (proptest::bool::ANY, proptest::bool::ANY, 0usize..40, "[ -~]{0,20}", proptest::bool::ANY),
                 1..6,
             ),
             noise in proptest::collection::vec(proptest::num::u8::ANY, 0..64),
             cuts in proptest::collection::vec(1usize..50, 1..20),
         ) {
             let mut bytes = Vec::new();
-            for (cl, te, body_len, extra) in &heads {
-                bytes.extend_from_slice(b"POST /x HTTP/1.1\r\nX-Extra: ");
-                bytes.extend_from_slice(extra.as_bytes());
-                bytes.extend_from_slice(b"\r\n");
+            for (cl, te, body_len, extra, bare_lf) in &heads {
+                let eol = if *bare_lf { "\n" } else { "\r\n" };
+                bytes.extend_from_slice(format!("POST /x HTTP/1.1{eol}X-Extra: {extra}{eol}").as_bytes());
                 if *cl {
-                    bytes.extend_from_slice(format!("Content-Length: {body_len}\r\n").as_bytes());
+                    bytes.extend_from_slice(format!("Content-Length: {body_len}{eol}").as_bytes());
                 }
                 if *te {
-                    bytes.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
+                    bytes.extend_from_slice(format!("Transfer-Encoding: chunked{eol}").as_bytes());
                 }
-                bytes.extend_from_slice(b"\r\n");
+                bytes.extend_from_slice(eol.as_bytes());
                 if *cl && !*te {
                     bytes.resize(bytes.len() + *body_len, b'\n');
                 }
@@ -463,7 +523,7 @@ mod tests {
             // Every head up to the first chunked one is judged, and judged right.
             let expected: Vec<bool> = heads
                 .iter()
-                .scan(false, |stopped, (cl, te, _, _)| {
+                .scan(false, |stopped, (cl, te, _, _, _)| {
                     if *stopped {
                         return None;
                     }
