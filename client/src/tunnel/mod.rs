@@ -5,6 +5,7 @@ mod backoff;
 mod body;
 pub mod connect;
 mod exchange;
+mod in_flight;
 mod outbox;
 mod respond;
 mod session;

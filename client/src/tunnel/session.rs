@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::body::{Backlog, Chunk, Inflow};
 use super::exchange::{self, Head, Shared, Steering};
+use super::in_flight::{InFlight, Joined};
 use super::outbox::Outbox;
 use crate::events::{report, TunnelEvent};
 use crate::store::recorder::Recorder;
@@ -63,7 +64,7 @@ where
     let writer = write_frames(sink, queue, shared.recorder.clone());
     tokio::pin!(writer);
     let mut streams: HashMap<StreamId, StreamEntry> = HashMap::new();
-    let mut exchanges: JoinSet<StreamId> = JoinSet::new();
+    let mut exchanges = InFlight::default();
     let abandon = CancellationToken::new();
     let mut writer_done = false;
     let drain_deadline = tokio::time::sleep(Duration::MAX);
@@ -112,8 +113,18 @@ where
                 });
             }
             Some(done) = exchanges.join_next() => {
-                if let Ok(stream) = done {
-                    streams.remove(&stream);
+                match done {
+                    Joined::Finished(stream) => {
+                        streams.remove(&stream);
+                    }
+                    Joined::Failed { stream, why } => {
+                        tracing::error!(stream, %why, "an exchange failed; the relay answers its caller");
+                        // Its caller would otherwise wait out the relay's
+                        // timeout for an answer nobody will send.
+                        if streams.remove(&stream).is_some() {
+                            outbox.reset(stream, "the exchange failed inside PortPreview");
+                        }
+                    }
                 }
                 if draining && exchanges.is_empty() {
                     break SessionEnd::Shutdown;
@@ -176,7 +187,7 @@ where
                         };
                         // Boxed: the exchange's state is about 6 KiB, which the
                         // task would otherwise copy on spawn and again when it ends.
-                        exchanges.spawn(Box::pin(exchange::run(shared.clone(), head, inflow, steering, outbox.clone())));
+                        exchanges.spawn(stream, Box::pin(exchange::run(shared.clone(), head, inflow, steering, outbox.clone())));
                         streams.insert(stream, entry);
                     }
                     ServerMessage::RequestBody { stream, end } => {
@@ -234,7 +245,7 @@ where
     if !writer_done {
         let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
     }
-    (end, exchanges)
+    (end, exchanges.into_tasks())
 }
 
 fn protocol_error(outbox: &Outbox, reason: &str) -> SessionEnd {

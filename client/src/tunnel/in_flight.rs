@@ -1,0 +1,125 @@
+//! The exchanges running on one session, each known by its stream: one
+//! that panics still names the stream it leaves unanswered.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::future::Future;
+
+use portpreview_shared::message::StreamId;
+use tokio::task::{self, JoinError, JoinSet};
+
+/// How an exchange ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Joined {
+    /// It ran to its end, having answered or reset its stream.
+    Finished(StreamId),
+    /// It panicked (or was cut off) without a word to the relay.
+    Failed {
+        /// The stream it leaves unanswered.
+        stream: StreamId,
+        /// What went wrong, for the log.
+        why: String,
+    },
+}
+
+/// Exchanges in flight, each on its own task.
+#[derive(Default)]
+pub struct InFlight {
+    tasks: JoinSet<StreamId>,
+    // A failed task is known only by its task id.
+    streams: HashMap<task::Id, StreamId>,
+}
+
+impl InFlight {
+    /// Runs `exchange`, which carries `stream` and yields it when done.
+    pub fn spawn<F>(&mut self, stream: StreamId, exchange: F)
+    where
+        F: Future<Output = StreamId> + Send + 'static,
+    {
+        let handle = self.tasks.spawn(exchange);
+        self.streams.insert(handle.id(), stream);
+    }
+
+    /// Exchanges still running.
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// True when none runs.
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    /// The next exchange to end, `None` once none runs. Cancel-safe: an
+    /// exchange that ends is reported by the next call if not by this one.
+    pub async fn join_next(&mut self) -> Option<Joined> {
+        loop {
+            match self.tasks.join_next_with_id().await? {
+                Ok((id, stream)) => {
+                    self.streams.remove(&id);
+                    return Some(Joined::Finished(stream));
+                }
+                Err(err) => {
+                    // Every task is in the map before anyone can join it.
+                    if let Some(stream) = self.streams.remove(&err.id()) {
+                        return Some(Joined::Failed {
+                            stream,
+                            why: describe(err),
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Cuts off every exchange still running and waits until they are gone.
+    pub async fn shutdown(&mut self) {
+        self.tasks.shutdown().await;
+        self.streams.clear();
+    }
+
+    /// The tasks themselves, once no relay waits to hear how they end.
+    pub fn into_tasks(self) -> JoinSet<StreamId> {
+        self.tasks
+    }
+}
+
+fn describe(err: JoinError) -> String {
+    if !err.is_panic() {
+        return "the exchange was cut off".into();
+    }
+    let payload: Box<dyn Any + Send> = err.into_panic();
+    let message = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic without a message");
+    format!("the exchange panicked: {message}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicked_exchange_names_its_stream() {
+        let mut in_flight = InFlight::default();
+        let (go, wait) = tokio::sync::oneshot::channel::<()>();
+        in_flight.spawn(3, async {
+            let _ = wait.await;
+            panic!("an exchange broken beyond repair")
+        });
+        in_flight.spawn(4, async { 4 });
+        assert_eq!(in_flight.join_next().await, Some(Joined::Finished(4)));
+        let _ = go.send(());
+        assert_eq!(
+            in_flight.join_next().await,
+            Some(Joined::Failed {
+                stream: 3,
+                why: "the exchange panicked: an exchange broken beyond repair".into(),
+            })
+        );
+        assert!(in_flight.is_empty());
+        assert!(in_flight.join_next().await.is_none());
+    }
+}
