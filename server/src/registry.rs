@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::port::StreamPort;
-use crate::tokens::{TokenId, Tokens};
+use crate::tokens::{constant_time_eq, TokenId, Tokens};
 
 /// Who is claiming a name: the token they connected with, if the relay has tokens.
 pub type Owner = Option<TokenId>;
@@ -149,7 +149,8 @@ impl LocalRegistry {
                 return Err(ClaimError::Reserved(name.to_string()));
             }
         }
-        let proves = |held: &str| resume.is_some_and(|presented| same_secret(presented, held));
+        let proves =
+            |held: &str| resume.is_some_and(|presented| constant_time_eq(presented.as_bytes(), held.as_bytes()));
         match slots.get(name) {
             None => Ok(()),
             // The owner is back before its old socket was noticed dead: the
@@ -248,16 +249,6 @@ impl Registry for LocalRegistry {
 /// 128 random bits, hex: unguessable, and plain text for a header.
 fn new_resume_secret() -> String {
     format!("{:032x}", rand::random::<u128>())
-}
-
-/// Compares secrets in time independent of where they differ.
-fn same_secret(presented: &str, held: &str) -> bool {
-    presented.len() == held.len()
-        && presented
-            .bytes()
-            .zip(held.bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
 }
 
 #[cfg(test)]

@@ -129,7 +129,9 @@ impl std::fmt::Debug for Tokens {
     }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+/// Compares secrets (tokens, resume secrets) in a time that does not tell
+/// where they first differ, only whether their lengths do.
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
