@@ -144,7 +144,10 @@ impl TestTunnel {
             let _ = task.await;
         }
         if let Some(handle) = self.recorder.take() {
-            handle.shutdown();
+            // It joins the writer's thread: off the runtime's own threads.
+            tokio::task::spawn_blocking(move || handle.shutdown())
+                .await
+                .expect("the history writer stops");
         }
     }
 }
