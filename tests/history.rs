@@ -290,6 +290,26 @@ fn durations_in_json_stop_at_the_microsecond() {
 }
 
 #[test]
+fn a_request_stored_cut_short_exports_as_har_but_never_as_something_that_resends_it() {
+    let h = History::new("cut");
+    let mut cut = stripe_event("evt_cut", 1_700_000_000_000);
+    cut.request_body_size = 40 * 1024 * 1024;
+    let id = h.store().insert_delivery(&cut, &answered(200)).unwrap().to_string();
+    let stored = cut.request_body.len();
+    for (format, resends) in [("json", "a replay of the fixture"), ("curl", "a curl command")] {
+        let out = h.run(&["export", &id, "--format", format]);
+        assert_eq!(out.status.code(), Some(2), "{format}");
+        assert_eq!(
+            stderr_line(&out),
+            format!("error: delivery #{id} was stored cut at {stored} of 41943040 bytes: {resends} would not send the same body")
+        );
+        assert!(out.stdout.is_empty(), "{format}");
+    }
+    let har: Value = serde_json::from_str(&h.ok(&["export", &id, "--format", "har"])).unwrap();
+    assert_eq!(har["log"]["entries"][0]["request"]["bodySize"], 41943040, "{har:#}");
+}
+
+#[test]
 fn show_masks_secrets_and_escapes_what_the_sender_chose() {
     let h = History::new("show");
     let store = h.store();

@@ -5,26 +5,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::ValueEnum;
 
 use crate::commands::show::{fetch, parse_id};
-use crate::fixture::Fixture;
 use crate::render;
-use crate::replay::plan::{aimed_url, resolve_target};
 use crate::store::Store;
 
 mod guard;
 
-/// What `export` writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// A fixture that `replay --from` and `check` read (secrets kept, so replays stay exact).
-    Json,
-    /// HAR 1.2, for browser devtools (secrets masked unless --reveal).
-    Har,
-    /// A self-contained shell command that sends the request again, byte for byte.
-    Curl,
-}
+pub use crate::render::export::Format;
 
 /// Arguments of `portpreview export`.
 #[derive(Debug, clap::Args)]
@@ -53,38 +41,7 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     }
     let store = Store::open_existing(db).map_err(|e| e.for_command(db))?;
     let delivery = fetch(&store, args.id, db)?;
-    let r = &delivery.request;
-    // Aimed as `replay --target` would aim it, so the export and a replay agree.
-    let url = || aimed_url(&r.target, args.target.as_deref(), &r.path);
-    let text = match args.format {
-        Format::Json => {
-            let mut fixture = Fixture::from_delivery(&delivery);
-            if let Some(flag) = args.target.as_deref() {
-                // A fixture's target is a base that `replay --from` puts
-                // before its path, so a flag's own path becomes the path.
-                let (endpoint, path) = resolve_target(&r.target, Some(flag), &r.path)?;
-                fixture.target = endpoint.url("");
-                fixture.path = path;
-            }
-            fixture.to_json()
-        }
-        Format::Har => {
-            let har = render::har::document(&delivery, &url()?, args.reveal);
-            format!("{}\n", render::json::to_terminal_text(&har))
-        }
-        Format::Curl => {
-            if r.request_truncated() {
-                anyhow::bail!(
-                    "delivery #{} was stored cut at {} of {} bytes: a curl command would not send the same body",
-                    delivery.id,
-                    r.request_body.len(),
-                    r.request_body_size
-                );
-            }
-            let (endpoint, path) = resolve_target(&r.target, args.target.as_deref(), &r.path)?;
-            render::curl::command(r, &endpoint, &path)
-        }
-    };
+    let text = render::export::export(&delivery, args.format, args.target.as_deref(), args.reveal)?;
     match args.output.as_deref().filter(|path| *path != Path::new("-")) {
         Some(path) => {
             guard::refuse_to_overwrite_a_database(path, db)?;

@@ -5,6 +5,7 @@
 
 pub mod body;
 pub mod curl;
+pub mod export;
 pub mod har;
 pub mod json;
 pub mod mask;

@@ -224,30 +224,8 @@ impl ReplayForm {
     }
 }
 
-/// Formats `e` can write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExportFormat {
-    /// The fixture `replay --from` and `check` read.
-    Json,
-    /// HAR 1.2 for browser devtools.
-    Har,
-    /// A curl command.
-    Curl,
-}
-
-impl ExportFormat {
-    /// All formats, in the order the form lists them.
-    pub const ALL: [ExportFormat; 3] = [ExportFormat::Json, ExportFormat::Har, ExportFormat::Curl];
-
-    /// File extension and name shown.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Json => "json",
-            Self::Har => "har",
-            Self::Curl => "curl",
-        }
-    }
-}
+/// Formats `e` can write: those `portpreview export` writes.
+pub use crate::render::export::Format as ExportFormat;
 
 /// The `e` form: pick a format.
 #[derive(Debug, Clone, PartialEq, Eq)]

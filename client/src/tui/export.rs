@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use base64::Engine;
 
-use crate::fixture::Fixture;
 use crate::render;
 use crate::store::Delivery;
 
@@ -33,26 +32,7 @@ const OSC52_TERMINALS: &[&str] = &[
 /// The text of `delivery` in `format`, as `portpreview export` writes it
 /// (secrets masked in HAR, as on screen).
 pub fn render(delivery: &Delivery, format: ExportFormat) -> anyhow::Result<String> {
-    let r = &delivery.request;
-    let url = || crate::replay::plan::aimed_url(&r.target, None, &r.path);
-    match format {
-        ExportFormat::Json => Ok(Fixture::from_delivery(delivery).to_json()),
-        ExportFormat::Har => {
-            let har = render::har::document(delivery, &url()?, false);
-            Ok(format!("{}\n", crate::render::json::to_terminal_text(&har)))
-        }
-        ExportFormat::Curl => {
-            anyhow::ensure!(
-                !r.request_truncated(),
-                "#{} was stored cut at {} of {} bytes: curl would not send the same body",
-                delivery.id,
-                r.request_body.len(),
-                r.request_body_size
-            );
-            let (endpoint, path) = crate::replay::plan::resolve_target(&r.target, None, &r.path)?;
-            Ok(render::curl::command(r, &endpoint, &path))
-        }
-    }
+    render::export::export(delivery, format, None, false)
 }
 
 /// File extension of each format.
