@@ -1,0 +1,230 @@
+use super::*;
+
+fn resolved(recorded: &str, flag: Option<&str>, path: &str) -> (String, String) {
+    let (endpoint, path) = resolve_target(recorded, flag, path).unwrap();
+    (endpoint.authority(), path)
+}
+
+#[test]
+fn a_target_without_a_path_keeps_the_recorded_path_and_query() {
+    assert_eq!(
+        resolved(
+            "http://127.0.0.1:3000",
+            Some("http://127.0.0.1:4000"),
+            "/hooks/stripe?x=1"
+        ),
+        ("127.0.0.1:4000".into(), "/hooks/stripe?x=1".into())
+    );
+    assert_eq!(
+        resolved("http://127.0.0.1:3000", None, "/a"),
+        ("127.0.0.1:3000".into(), "/a".into())
+    );
+    assert_eq!(
+        resolved("http://127.0.0.1:3000", Some("http://127.0.0.1:4000/"), "/a?x=1"),
+        ("127.0.0.1:4000".into(), "/a?x=1".into()),
+        "a trailing slash is no path"
+    );
+    assert_eq!(
+        resolved("http://127.0.0.1:3000/api/", Some("http://127.0.0.1:4000"), "/hook?x=1"),
+        ("127.0.0.1:4000".into(), "/api/hook?x=1".into()),
+        "the path the handler was sent, base path included"
+    );
+}
+
+#[test]
+fn a_target_with_a_path_replaces_the_recorded_path() {
+    assert_eq!(
+        resolved(
+            "http://127.0.0.1:3000",
+            Some("http://127.0.0.1:4000/v2/hook"),
+            "/hooks?x=1"
+        ),
+        ("127.0.0.1:4000".into(), "/v2/hook?x=1".into())
+    );
+    assert_eq!(
+        resolved("", Some("localhost:4000/new?y=2"), "/hooks?x=1"),
+        ("localhost:4000".into(), "/new?y=2".into())
+    );
+}
+
+#[test]
+fn the_aimed_url_is_where_the_attempts_go() {
+    let aimed = |recorded: &str, flag: Option<&str>, path: &str| aimed_url(recorded, flag, path).unwrap();
+    let t = "http://127.0.0.1:3000";
+    assert_eq!(aimed(t, None, "/hook?a=1"), "http://127.0.0.1:3000/hook?a=1");
+    assert_eq!(aimed(t, Some("http://h:9"), "/hook?a=1"), "http://h:9/hook?a=1");
+    assert_eq!(aimed(t, Some("http://h:9/other"), "/hook?a=1"), "http://h:9/other?a=1");
+    assert_eq!(aimed(t, Some("localhost:4000"), "/hook"), "http://localhost:4000/hook");
+    assert_eq!(aimed("3000", None, "/h"), "http://localhost:3000/h");
+    assert_eq!(
+        aimed("http://127.0.0.1:3000/api", None, "/h?q"),
+        "http://127.0.0.1:3000/api/h?q"
+    );
+    assert_eq!(aimed("http://[::1]:3000", None, "/h"), "http://[::1]:3000/h");
+    for (at, flag) in [(t, None), (t, Some("http://h:9")), (t, Some("http://h:9/v2/hook"))] {
+        let request = NewDelivery {
+            target: at.into(),
+            path: "/hook?a=1".into(),
+            ..recorded()
+        };
+        let opts = ReplayOptions {
+            target: flag.map(String::from),
+            ..ReplayOptions::default()
+        };
+        let plan = Plan::new(&request, &opts).unwrap();
+        assert_eq!(plan.url(), aimed(at, flag, "/hook?a=1"), "{flag:?}");
+    }
+    assert!(aimed_url("", None, "/h").is_err());
+}
+
+fn recorded() -> NewDelivery {
+    NewDelivery {
+        target: "http://127.0.0.1:3000".into(),
+        method: "POST".into(),
+        path: "/hook".into(),
+        request_headers: vec![
+            Header::new("host", "relay.example"),
+            Header::new("content-length", "2"),
+            Header::new("x-keep", "1"),
+            Header::new("x-drop", "1"),
+            Header::new("x-set", "old"),
+        ],
+        request_body: b"{}".to_vec(),
+        request_body_size: 2,
+        event_key: "k".into(),
+        ..NewDelivery::default()
+    }
+}
+
+#[test]
+fn headers_and_body_can_be_changed_before_replaying() {
+    let opts = ReplayOptions {
+        add_headers: vec![("x-set".into(), "new".into()), ("x-added".into(), "2".into())],
+        drop_headers: vec!["X-Drop".into()],
+        body: Some(b"{\"id\":1}".to_vec()),
+        ..ReplayOptions::default()
+    };
+    let plan = Plan::new(&recorded(), &opts).unwrap();
+    let out = plan.outgoing(&plan.recorded).unwrap();
+    let headers: Vec<(&str, &[u8])> = out
+        .headers
+        .iter()
+        .map(|h| (h.name.as_str(), h.value.as_slice()))
+        .collect();
+    assert_eq!(headers, [("x-keep", &b"1"[..]), ("x-set", b"new"), ("x-added", b"2")]);
+    assert_eq!(out.body, &b"{\"id\":1}"[..]);
+}
+
+#[test]
+fn unsigned_attempts_share_one_body_instead_of_copying_it() {
+    let plan = Plan::new(&recorded(), &ReplayOptions::default()).unwrap();
+    let first = plan.outgoing(&plan.recorded).unwrap();
+    let second = plan.outgoing(&plan.recorded).unwrap();
+    assert_eq!(first.body.as_ptr(), plan.recorded.body.as_ptr());
+    assert_eq!(second.body.as_ptr(), plan.recorded.body.as_ptr());
+}
+
+#[test]
+fn a_truncated_body_and_a_missing_secret_stop_the_run_before_it_starts() {
+    let mut cut = recorded();
+    cut.request_body_size = 10;
+    assert!(matches!(
+        Plan::new(&cut, &ReplayOptions::default()),
+        Err(ReplayError::Truncated { kept: 2, size: 10 })
+    ));
+    let mut stripe = recorded();
+    stripe.provider = Some("stripe".into());
+    let resign = ReplayOptions {
+        resign: true,
+        ..ReplayOptions::default()
+    };
+    let err = Plan::new(&stripe, &resign).unwrap_err().to_string();
+    assert!(
+        err.starts_with(
+            "no secret for stripe: pass --secret, set PORTPREVIEW_SECRET_STRIPE, \
+             or add stripe = \"…\" to the [secrets] table of "
+        ),
+        "{err}"
+    );
+    let mut discord = recorded();
+    discord.provider = Some("discord".into());
+    let with_secret = ReplayOptions {
+        resign: true,
+        secret: Some(Secret::new("x")),
+        ..ReplayOptions::default()
+    };
+    let err = Plan::new(&discord, &with_secret).unwrap_err().to_string();
+    assert!(err.contains("private key"), "{err}");
+    // Without a secret too: asking for one would only lead to the above.
+    let err = Plan::new(&discord, &resign).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "discord requests are signed with Discord's private key: only a byte-identical replay verifies"
+    );
+}
+
+#[test]
+fn fresh_events_are_flagged_unsigned_only_when_the_provider_signs_their_id() {
+    let fresh = ReplayOptions {
+        fresh: true,
+        times: 2,
+        ..ReplayOptions::default()
+    };
+    let unsigned = |request: &NewDelivery| {
+        let plan = Plan::new(request, &fresh).unwrap();
+        plan.warnings
+            .iter()
+            .any(|w| w.starts_with("the fresh events are not re-signed"))
+    };
+    // GitHub signs the body alone; a fresh X-GitHub-Delivery leaves the
+    // recorded signature verifying.
+    let github = NewDelivery {
+        provider: Some("github".into()),
+        request_headers: vec![
+            Header::new("x-github-event", "push"),
+            Header::new("x-github-delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958"),
+            Header::new("x-hub-signature-256", "sha256=00"),
+        ],
+        ..recorded()
+    };
+    assert!(!unsigned(&github));
+    let stripe = NewDelivery {
+        provider: Some("stripe".into()),
+        request_headers: vec![Header::new("stripe-signature", "t=1,v1=00")],
+        request_body: b"{\"id\":\"evt_1\"}".to_vec(),
+        request_body_size: 14,
+        ..recorded()
+    };
+    assert!(unsigned(&stripe));
+    // Linear signs the body, not Linear-Delivery: the recorded signature
+    // goes out with the fresh events, so its age is worth a word.
+    let body = br#"{"type":"Issue","webhookTimestamp":1700000000000}"#.to_vec();
+    let linear = NewDelivery {
+        provider: Some("linear".into()),
+        request_headers: vec![
+            Header::new("linear-event", "Issue"),
+            Header::new("linear-delivery", "234d1a4e-b617-4388-90fe-adc3633d6b72"),
+            Header::new("linear-signature", "00"),
+        ],
+        request_body_size: body.len() as u64,
+        request_body: body,
+        ..recorded()
+    };
+    let warnings = Plan::new(&linear, &fresh).unwrap().warnings;
+    assert!(
+        !warnings
+            .iter()
+            .any(|w| w.starts_with("the fresh events are not re-signed")),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings.iter().any(|w| w.starts_with("the linear signature is ")),
+        "{warnings:?}"
+    );
+}
+
+#[test]
+fn no_target_at_all_is_a_clear_error() {
+    assert!(resolve_target("", None, "/").is_err());
+    assert!(resolve_target("", Some("https://x:1"), "/").is_err());
+}

@@ -1,0 +1,240 @@
+use super::*;
+
+fn check(name: &'static str, passed: bool) -> Check {
+    Check {
+        name,
+        passed,
+        detail: String::new(),
+    }
+}
+
+#[test]
+fn a_moving_state_makes_the_verdict_inconclusive_but_a_bad_answer_is_final() {
+    assert_eq!(
+        decide(&[check(ANSWERS_2XX, true), check(STATE_SETTLED, true)]),
+        Some(true)
+    );
+    assert_eq!(
+        decide(&[
+            check(ANSWERS_2XX, true),
+            check(DUPLICATES_CHANGE_NOTHING, false),
+            check(STATE_SETTLED, false)
+        ]),
+        None
+    );
+    assert_eq!(
+        decide(&[check(ANSWERS_2XX, false), check(STATE_SETTLED, false)]),
+        Some(false)
+    );
+    assert_eq!(
+        decide(&[check(ANSWERS_2XX, true), check(BURST_ACTS_ONCE, false)]),
+        Some(false)
+    );
+    assert_eq!(decide(&[check(ANSWERS_2XX, true), check(STATE_READABLE, false)]), None);
+}
+
+#[test]
+fn attempt_1_speaks_of_the_handlers_past_only_when_the_duplicates_changed_nothing() {
+    let attempts: Vec<Attempt> = (1..=3)
+        .map(|n| Attempt {
+            n,
+            role: Role::Replay,
+            request: crate::store::NewDelivery::default(),
+            answer: crate::replay::attempt::Answer::default(),
+            step: n as usize - 1,
+            state_changed: None,
+        })
+        .collect();
+    let trace = |steps: [&str; 3]| StateTrace {
+        before: "balance 0".into(),
+        steps: steps.iter().map(|s| s.to_string()).collect(),
+        moved_to: None,
+        steady: true,
+    };
+    let dedups = duplicates_change_nothing(&attempts, &trace(["balance 10"; 3])).unwrap();
+    assert!(
+        dedups.passed && dedups.detail.contains("the event was new to the handler"),
+        "{}",
+        dedups.detail
+    );
+    let pays_every_time =
+        duplicates_change_nothing(&attempts, &trace(["balance 10", "balance 20", "balance 30"])).unwrap();
+    assert!(!pays_every_time.passed);
+    assert!(
+        pays_every_time.detail.contains("attempt 1 changed it too") && !pays_every_time.detail.contains("new to"),
+        "{}",
+        pays_every_time.detail
+    );
+}
+
+fn attempts(roles: &[(Role, usize)]) -> Vec<Attempt> {
+    roles
+        .iter()
+        .enumerate()
+        .map(|(i, &(role, step))| Attempt {
+            n: i as u32 + 1,
+            role,
+            request: crate::store::NewDelivery::default(),
+            answer: crate::replay::attempt::Answer {
+                status: Some(200),
+                ..Default::default()
+            },
+            step,
+            state_changed: None,
+        })
+        .collect()
+}
+
+fn settled_trace(before: &str, steps: &[&str]) -> StateTrace {
+    StateTrace {
+        before: before.into(),
+        steps: steps.iter().map(|s| s.to_string()).collect(),
+        moved_to: None,
+        steady: true,
+    }
+}
+
+#[test]
+fn one_move_after_a_first_step_that_changed_nothing_leaves_the_verdict_open() {
+    let settle = Duration::from_millis(600);
+    let three = attempts(&[(Role::Replay, 0), (Role::Replay, 1), (Role::Replay, 2)]);
+    // A queue worker slower than --settle: attempt 1's credit shows up late.
+    let late = state_settled(
+        &settled_trace("emails: 5", &["emails: 5", "emails: 5", "emails: 6"]),
+        settle,
+        &three,
+    );
+    assert!(!late.passed);
+    assert!(
+        late.detail.starts_with(
+            "attempt 1 left the state unchanged within --settle, then it moved once, by the end of attempt 3 \
+             (`emails: 5` → `emails: 6`)"
+        ) && late
+            .detail
+            .ends_with("raise --settle (now 600ms) past the time the handler takes"),
+        "{}",
+        late.detail
+    );
+    assert_eq!(decide(&[check(ANSWERS_2XX, true), late]), None);
+
+    // Two moves are two side effects of one event, late or not.
+    let twice = settled_trace("emails: 5", &["emails: 5", "emails: 6", "emails: 7"]);
+    assert!(state_settled(&twice, settle, &three).passed);
+    assert!(!duplicates_change_nothing(&three, &twice).unwrap().passed);
+    // A first step that moved the state is no late effect.
+    let at_once = settled_trace("emails: 5", &["emails: 6", "emails: 6", "emails: 6"]);
+    assert!(state_settled(&at_once, settle, &three).passed);
+    // Nothing moved at all: a handler that had seen the event.
+    let seen = settled_trace("emails: 5", &["emails: 5"; 3]);
+    assert!(state_settled(&seen, settle, &three).passed);
+
+    let fresh = attempts(&[(Role::Baseline, 0), (Role::Burst, 1), (Role::Burst, 1)]);
+    let baseline_late = state_settled(&settled_trace("emails: 5", &["emails: 5", "emails: 7"]), settle, &fresh);
+    assert!(
+        baseline_late.detail.starts_with(
+            "the single new event left the state unchanged within --settle, then it moved once, by the end of the burst"
+        ),
+        "{}",
+        baseline_late.detail
+    );
+}
+
+#[test]
+fn a_failed_first_attempt_is_not_said_to_have_seen_the_event() {
+    let mut two = attempts(&[(Role::Replay, 0), (Role::Replay, 1)]);
+    let trace = settled_trace("emails: 5", &["emails: 5", "emails: 5"]);
+    let answered = duplicates_change_nothing(&two, &trace).unwrap();
+    assert!(
+        answered.detail.contains("the handler had seen the event before"),
+        "{}",
+        answered.detail
+    );
+    two[0].answer.status = Some(500);
+    let failed = duplicates_change_nothing(&two, &trace).unwrap();
+    assert!(
+        failed
+            .detail
+            .ends_with("attempt 1 changed nothing, and it was not answered 2xx"),
+        "{}",
+        failed.detail
+    );
+}
+
+#[test]
+fn a_burst_that_changed_nothing_is_said_to_leave_the_state_unchanged() {
+    let trace = settled_trace("count 5", &["count 6", "count 6"]);
+    let check = burst_acts_once(&trace, 4).unwrap();
+    assert_eq!(
+        check.detail,
+        "one new event changed the state by +1, a burst of 4 copies of another left the state unchanged: \
+         the handler does not treat new events alike"
+    );
+}
+
+#[test]
+fn a_change_deep_in_a_long_state_is_shown_where_it_happens() {
+    let before = r#"{"idem_seen": 7, "idem_count": 7, "nonidem": 6, "racy_rows": 3, "queue": 0, "tail": "x"}"#;
+    let after = before.replace("\"nonidem\": 6", "\"nonidem\": 7");
+    let shown = shown_change(before, &after);
+    assert!(
+        shown.contains(r#""nonidem": 6"#) && shown.contains(r#""nonidem": 7"#),
+        "{shown}"
+    );
+    assert!(shown.starts_with("`…"), "cut before the change: {shown}");
+    assert_eq!(
+        shown_change("count 5", "count 6"),
+        "`count 5` → `count 6`",
+        "short reads whole"
+    );
+}
+
+#[test]
+fn an_unchanged_long_state_is_shown_from_its_start() {
+    let long = "1234567890123456789012345678901234567890abcdefghijklmnopqrstuvwxyz";
+    let (before, after) = aligned(long, long);
+    assert_eq!(before, format!("`{}…`", &long[..60]));
+    assert_eq!(after, before);
+    let dump = "orders: 12\nemails: 12\nrefunds: 0\nwebhooks_seen: 12\nqueue_depth: 0\nlast: evt_1\n";
+    let (before, _) = aligned(dump, dump);
+    assert!(before.starts_with("`orders: 12 ⏎ emails: 12 ⏎ "), "{before}");
+    assert!(before.ends_with("…`"), "{before}");
+    // A changed one still shows where it changed.
+    let (_, changed) = aligned(long, &long.replace('z', "Z"));
+    assert!(changed.starts_with("`…") && changed.ends_with("xyZ`"), "{changed}");
+}
+
+#[test]
+fn a_burst_is_told_apart_by_how_many_copies_acted() {
+    let trace = StateTrace {
+        before: "count 5".into(),
+        steps: vec!["count 6".into(), "count 16".into()],
+        moved_to: None,
+        steady: true,
+    };
+    let check = burst_acts_once(&trace, 10).unwrap();
+    assert!(!check.passed);
+    assert!(
+        check
+            .detail
+            .contains("every one of the 10 copies acted: the handler does not dedup at all, or"),
+        "{}",
+        check.detail
+    );
+    let some_slipped = StateTrace {
+        steps: vec!["count 6".into(), "count 10".into()],
+        ..trace.clone()
+    };
+    let check = burst_acts_once(&some_slipped, 10).unwrap();
+    assert!(
+        check
+            .detail
+            .contains("4 side effects for one event: a check-then-insert race"),
+        "{}",
+        check.detail
+    );
+    let fine = StateTrace {
+        steps: vec!["count 6".into(), "count 7".into()],
+        ..trace
+    };
+    assert!(burst_acts_once(&fine, 10).unwrap().passed);
+}
