@@ -36,6 +36,10 @@ pub enum RelayBody {
 /// The content type of every answer the relay gives itself.
 pub const PLAIN_TEXT: &str = "text/plain; charset=utf-8";
 
+/// Marks an answer the relay gave itself, in the response's extensions.
+#[derive(Debug, Clone, Copy)]
+pub struct OwnAnswer;
+
 /// A response with a short plain-text body saying why.
 pub fn answer(status: StatusCode, text: impl Into<String>) -> Response<RelayBody> {
     let mut text = text.into();
@@ -45,6 +49,7 @@ pub fn answer(status: StatusCode, text: impl Into<String>) -> Response<RelayBody
     response
         .headers_mut()
         .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static(PLAIN_TEXT));
+    response.extensions_mut().insert(OwnAnswer);
     response
 }
 

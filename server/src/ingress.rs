@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
-use hyper::body::Incoming;
+use hyper::body::{Body, Incoming};
 use portpreview_shared::message::CONNECT_PATH;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::body::{answer, RelayBody};
+use crate::body::{answer, OwnAnswer, RelayBody};
 use crate::forward::{forward, ForwardLimits};
 use crate::headers::Hop;
 use crate::headscan::Verdicts;
@@ -77,14 +77,25 @@ pub async fn handle(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, req: Request<Incom
             .insert(header::CONNECTION, HeaderValue::from_static("close"));
         return refused;
     }
-    match destination(relay.config.domain.as_deref(), &req) {
+    let has_body = !req.body().is_end_stream();
+    let mut response = match destination(relay.config.domain.as_deref(), &req) {
         Destination::Tunnel { name, target } => tunnel(relay, conn, req, &name, target).await,
         Destination::Connect => upgrade::accept(relay, conn, req),
         Destination::Health if matches!(*req.method(), Method::GET | Method::HEAD) => answer(StatusCode::OK, "ok"),
         Destination::Health => answer(StatusCode::METHOD_NOT_ALLOWED, "use GET"),
         Destination::NoSuchTunnel => answer(StatusCode::NOT_FOUND, NO_SUCH_TUNNEL),
         Destination::Nowhere => answer(StatusCode::NOT_FOUND, "not found: tunnels live under /t/<name>/"),
+    };
+    // The relay's own answers may leave the body unread, and hyper then
+    // closes the connection without saying so: a caller reusing it would
+    // write its next request into a closed socket. Saying so costs only
+    // a reconnect, on an error path.
+    if has_body && response.extensions().get::<OwnAnswer>().is_some() {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
+    response
 }
 
 async fn tunnel(

@@ -22,6 +22,28 @@ async fn the_relay_answers_health_checks_and_unknown_tunnels_itself() {
     assert_eq!(missing.text(), "no such tunnel\n");
     let root = call(relay.addr, request(relay.addr, "GET", "/", "")).await;
     assert_eq!(root.status, 404);
+    assert_eq!(
+        root.headers.get("connection"),
+        None,
+        "no body left unread: the connection stays open"
+    );
+}
+
+#[tokio::test]
+async fn an_answer_that_leaves_the_body_unread_says_the_connection_closes() {
+    let relay = Relay::start(RelayConfig::default()).await;
+    // The relay answers before the body has come: hyper cannot drain it and
+    // closes the connection, which the caller must hear about.
+    let answer = raw(
+        relay.addr,
+        b"POST /t/nobody-here/hook HTTP/1.1\r\nHost: x\r\nContent-Length: 300000\r\n\r\nxxxx",
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 404 "), "{answer}");
+    assert!(
+        answer.to_ascii_lowercase().contains("\r\nconnection: close\r\n"),
+        "{answer}"
+    );
 }
 
 #[tokio::test]
