@@ -503,6 +503,43 @@ fn a_run_stopped_with_ctrl_c_reports_and_keeps_what_it_sent() {
     assert_eq!(runs[0].idempotent, None);
     let replays = history.replay_attempts();
     assert_eq!(replays, 1, "the attempt the handler saw is in the history");
+
+    // Stopped while the probe is first read: no state was read, so none is
+    // reported, least of all one that held still.
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = scratch.path().join("probing");
+    let probe = format!("touch '{}'; sleep 30; echo 1", marker.display());
+    let replay = history
+        .replay_command(&["--times", "2", "--check-cmd", &probe, "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !marker.exists() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the probe never ran"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let status = Command::new("kill")
+        .args(["-INT", &replay.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let ran = common::history::Ran::of(replay.wait_with_output().unwrap());
+    assert_eq!(ran.code, 130, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
+    assert_eq!(
+        (&json["state"], &json["side_effects_checked"]),
+        (&Value::Null, &Value::Bool(false)),
+        "{json:#}"
+    );
+    assert_eq!(
+        ran.check("run_completed")["detail"],
+        "stopped after 0 of 2 attempts: a verdict needs the whole run"
+    );
 }
 
 /// Another process holds the history's write lock: the replay itself

@@ -66,6 +66,9 @@ struct Run<'a> {
     /// Why the state stopped being read: it grew too large to compare whole.
     unreadable: Option<ProbeError>,
     trace: StateTrace,
+    /// Whether the state before the first attempt was read: a run stopped
+    /// or cut short before that has no state to show.
+    read_before: bool,
     attempts: Vec<Attempt>,
     total: u32,
 }
@@ -106,6 +109,7 @@ pub async fn run(
             steady: true,
             ..StateTrace::default()
         },
+        read_before: false,
         attempts: Vec::new(),
         total: opts.times.saturating_add(u32::from(opts.fresh)),
     };
@@ -138,6 +142,7 @@ impl Run<'_> {
             if let Some(settled) = self.read_state().await? {
                 self.trace.before = settled.state;
                 self.trace.steady &= settled.steady;
+                self.read_before = true;
             }
         }
         if opts.fresh {
@@ -275,7 +280,7 @@ impl Run<'_> {
             checks.push(verdict::answers_2xx(&self.attempts));
         }
         let mut warnings = self.plan.warnings.clone();
-        let state = self.probe.is_some().then_some(self.trace);
+        let state = (self.probe.is_some() && self.read_before).then_some(self.trace);
         match (&self.unreadable, &state) {
             // Reads of part of a run judge nothing.
             _ if interrupted => checks.push(verdict::run_completed(self.attempts.len(), self.total)),
