@@ -313,6 +313,19 @@ fn a_suite_resigns_with_the_secret_its_environment_names() {
         ran.stderr
     );
 
+    // A suite left in the folder given as fixtures is not read, and says so.
+    std::fs::copy(project.path("suite.toml"), project.path("fixtures/suite.toml")).unwrap();
+    let ran = project.check(&["fixtures", "--target", &verifier.url()], &[]);
+    assert!(
+        ran.stderr.contains(
+            "warning: fixtures/suite.toml is not read when its folder is given; \
+             to use its settings: portpreview check fixtures/suite.toml\n"
+        ),
+        "{}",
+        ran.stderr
+    );
+    std::fs::remove_file(project.path("fixtures/suite.toml")).unwrap();
+
     // Without the re-signing the recorded 2023 signature is refused.
     let ran = project.check(&["fixtures/stripe.json", "--target", &verifier.url()], &[]);
     assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);

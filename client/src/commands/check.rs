@@ -154,6 +154,7 @@ fn expand(inputs: &[PathBuf]) -> anyhow::Result<Vec<Job>> {
                 }
             }
         } else {
+            warn_of_suites_in(input);
             jobs.extend(
                 fixtures_at(input)?
                     .into_iter()
@@ -162,6 +163,27 @@ fn expand(inputs: &[PathBuf]) -> anyhow::Result<Vec<Job>> {
         }
     }
     Ok(jobs)
+}
+
+/// A suite file in a folder given as fixtures is not read: its settings
+/// (a secret to re-sign with, a probe) would be dropped without a word.
+fn warn_of_suites_in(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut suites: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.is_file() && Suite::is_suite_path(path))
+        .collect();
+    suites.sort();
+    for suite in suites {
+        crate::to_stderr(format_args!(
+            "warning: {} is not read when its folder is given; to use its settings: portpreview check {}\n",
+            escape_str(&suite.display().to_string()),
+            escape_str(&suite.display().to_string()),
+        ));
+    }
 }
 
 /// The fixture at `path`, or every `*.json` under the directory `path`,
