@@ -461,24 +461,20 @@ fn a_slow_answer_is_a_warning_not_a_failure() {
     assert_eq!(json["side_effects_checked"], false);
 }
 
-/// ctrl-c in the middle of a run: the attempts already answered are
-/// reported and kept in the history, and the verdict is left open.
-#[test]
-fn a_run_stopped_with_ctrl_c_reports_and_keeps_what_it_sent() {
-    let handler = Handler::start(Behaviour::HangsOnDuplicate);
-    let history = History::with(&stripe_delivery(&handler.url()));
+/// Runs `replay` with `args`, sends it ctrl-c once `ready` holds (`what`
+/// names it for a failure), and returns what it printed.
+fn replay_interrupted(history: &History, args: &[&str], what: &str, ready: impl Fn() -> bool) -> common::history::Ran {
     let replay = history
-        .replay_command(&["--times", "5", "--timeout", "60s", "--json"])
+        .replay_command(args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Attempt 1 is handled; attempt 2, a duplicate, then hangs.
     let started = std::time::Instant::now();
-    while handler.balance() < 1 {
+    while !ready() {
         assert!(
             started.elapsed() < std::time::Duration::from_secs(20),
-            "attempt 1 never arrived"
+            "{what} never happened"
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
@@ -487,7 +483,18 @@ fn a_run_stopped_with_ctrl_c_reports_and_keeps_what_it_sent() {
         .status()
         .unwrap();
     assert!(status.success());
-    let ran = common::history::Ran::of(replay.wait_with_output().unwrap());
+    common::history::Ran::of(replay.wait_with_output().unwrap())
+}
+
+/// ctrl-c in the middle of a run: the attempts already answered are
+/// reported and kept in the history, and the verdict is left open.
+#[test]
+fn a_run_stopped_with_ctrl_c_reports_and_keeps_what_it_sent() {
+    let handler = Handler::start(Behaviour::HangsOnDuplicate);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    // Attempt 1 is handled; attempt 2, a duplicate, then hangs.
+    let args = ["--times", "5", "--timeout", "60s", "--json"];
+    let ran = replay_interrupted(&history, &args, "attempt 1", || handler.balance() >= 1);
     assert_eq!(ran.code, 130, "{}{}", ran.stdout, ran.stderr);
     let json = ran.json();
     assert_eq!(json["verdict"], "inconclusive");
@@ -509,26 +516,8 @@ fn a_run_stopped_with_ctrl_c_reports_and_keeps_what_it_sent() {
     let scratch = tempfile::tempdir().unwrap();
     let marker = scratch.path().join("probing");
     let probe = format!("touch '{}'; sleep 30; echo 1", marker.display());
-    let replay = history
-        .replay_command(&["--times", "2", "--check-cmd", &probe, "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = std::time::Instant::now();
-    while !marker.exists() {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(20),
-            "the probe never ran"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let status = Command::new("kill")
-        .args(["-INT", &replay.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let ran = common::history::Ran::of(replay.wait_with_output().unwrap());
+    let args = ["--times", "2", "--check-cmd", &probe, "--json"];
+    let ran = replay_interrupted(&history, &args, "the first probe read", || marker.exists());
     assert_eq!(ran.code, 130, "{}{}", ran.stdout, ran.stderr);
     let json = ran.json();
     assert_eq!(
