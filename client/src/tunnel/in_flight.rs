@@ -1,8 +1,7 @@
-//! The exchanges running on one session, each known by its stream: one
-//! that panics still names the stream it leaves unanswered.
+//! The exchanges running on one session: one that panics is still known,
+//! by its task id, so the stream it leaves unanswered can be found.
 
 use std::any::Any;
-use std::collections::HashMap;
 use std::future::Future;
 
 use portpreview_shared::message::StreamId;
@@ -15,8 +14,8 @@ pub enum Joined {
     Finished(StreamId),
     /// It panicked (or was cut off) without a word to the relay.
     Failed {
-        /// The stream it leaves unanswered.
-        stream: StreamId,
+        /// The task, as [`InFlight::spawn`] named it.
+        task: task::Id,
         /// What went wrong, for the log.
         why: String,
     },
@@ -26,18 +25,16 @@ pub enum Joined {
 #[derive(Default)]
 pub struct InFlight {
     tasks: JoinSet<StreamId>,
-    // A failed task is known only by its task id.
-    streams: HashMap<task::Id, StreamId>,
 }
 
 impl InFlight {
-    /// Runs `exchange`, which carries `stream` and yields it when done.
-    pub fn spawn<F>(&mut self, stream: StreamId, exchange: F)
+    /// Runs `exchange`, which yields its stream when done; the task's id
+    /// names it if it fails instead.
+    pub fn spawn<F>(&mut self, exchange: F) -> task::Id
     where
         F: Future<Output = StreamId> + Send + 'static,
     {
-        let handle = self.tasks.spawn(exchange);
-        self.streams.insert(handle.id(), stream);
+        self.tasks.spawn(exchange).id()
     }
 
     /// Exchanges still running.
@@ -53,29 +50,18 @@ impl InFlight {
     /// The next exchange to end, `None` once none runs. Cancel-safe: an
     /// exchange that ends is reported by the next call if not by this one.
     pub async fn join_next(&mut self) -> Option<Joined> {
-        loop {
-            match self.tasks.join_next_with_id().await? {
-                Ok((id, stream)) => {
-                    self.streams.remove(&id);
-                    return Some(Joined::Finished(stream));
-                }
-                Err(err) => {
-                    // Every task is in the map before anyone can join it.
-                    if let Some(stream) = self.streams.remove(&err.id()) {
-                        return Some(Joined::Failed {
-                            stream,
-                            why: describe(err),
-                        });
-                    }
-                }
-            }
-        }
+        Some(match self.tasks.join_next().await? {
+            Ok(stream) => Joined::Finished(stream),
+            Err(err) => Joined::Failed {
+                task: err.id(),
+                why: describe(err),
+            },
+        })
     }
 
     /// Cuts off every exchange still running and waits until they are gone.
     pub async fn shutdown(&mut self) {
         self.tasks.shutdown().await;
-        self.streams.clear();
     }
 
     /// The tasks themselves, once no relay waits to hear how they end.
@@ -102,20 +88,20 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn a_panicked_exchange_names_its_stream() {
+    async fn a_panicked_exchange_is_known_by_its_task() {
         let mut in_flight = InFlight::default();
         let (go, wait) = tokio::sync::oneshot::channel::<()>();
-        in_flight.spawn(3, async {
+        let panicking = in_flight.spawn(async {
             let _ = wait.await;
             panic!("an exchange broken beyond repair")
         });
-        in_flight.spawn(4, async { 4 });
+        in_flight.spawn(async { 4 });
         assert_eq!(in_flight.join_next().await, Some(Joined::Finished(4)));
         let _ = go.send(());
         assert_eq!(
             in_flight.join_next().await,
             Some(Joined::Failed {
-                stream: 3,
+                task: panicking,
                 why: "the exchange panicked: an exchange broken beyond repair".into(),
             })
         );

@@ -11,7 +11,7 @@ use portpreview_shared::codec;
 use portpreview_shared::message::{ServerMessage, StreamId, MAX_CREDIT, STREAM_WINDOW};
 use portpreview_shared::text::truncate;
 use tokio::sync::{mpsc, oneshot, Semaphore};
-use tokio::task::JoinSet;
+use tokio::task::{self, JoinSet};
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
@@ -49,6 +49,8 @@ struct StreamEntry {
     chunks: Option<(mpsc::UnboundedSender<Chunk>, Backlog)>,
     credit: Arc<Semaphore>,
     reset: oneshot::Sender<String>,
+    /// The exchange's task: one that fails is known only by it.
+    task: task::Id,
 }
 
 /// Serves one socket until it ends or the user stops the tunnel. When the
@@ -117,11 +119,15 @@ where
                     Joined::Finished(stream) => {
                         streams.remove(&stream);
                     }
-                    Joined::Failed { stream, why } => {
-                        tracing::error!(stream, %why, "an exchange failed; the relay answers its caller");
+                    Joined::Failed { task, why } => {
+                        // Rare enough to look for: every other exchange is
+                        // known by its stream, with no second map to keep.
+                        let failed = streams.iter().find(|(_, entry)| entry.task == task).map(|(stream, _)| *stream);
+                        tracing::error!(stream = ?failed, %why, "an exchange failed; the relay answers its caller");
                         // Its caller would otherwise wait out the relay's
                         // timeout for an answer nobody will send.
-                        if streams.remove(&stream).is_some() {
+                        if let Some(stream) = failed {
+                            streams.remove(&stream);
                             outbox.reset(stream, "the exchange failed inside PortPreview");
                         }
                     }
@@ -173,22 +179,18 @@ where
                             (Some((tx, backlog.clone())), Some((rx, backlog)))
                         };
                         let (reset, on_reset) = oneshot::channel();
-                        let entry = StreamEntry {
-                            chunks: tx,
-                            credit: Arc::new(Semaphore::new(STREAM_WINDOW as usize)),
-                            reset,
-                        };
+                        let credit = Arc::new(Semaphore::new(STREAM_WINDOW as usize));
                         let head = Head { stream, method, target, headers };
                         let inflow = Inflow::new(stream, body, end, rx, outbox.clone());
                         let steering = Steering {
-                            credit: entry.credit.clone(),
+                            credit: credit.clone(),
                             reset: on_reset,
                             abandoned: abandon.clone(),
                         };
                         // Boxed: the exchange's state is about 6 KiB, which the
                         // task would otherwise copy on spawn and again when it ends.
-                        exchanges.spawn(stream, Box::pin(exchange::run(shared.clone(), head, inflow, steering, outbox.clone())));
-                        streams.insert(stream, entry);
+                        let task = exchanges.spawn(Box::pin(exchange::run(shared.clone(), head, inflow, steering, outbox.clone())));
+                        streams.insert(stream, StreamEntry { chunks: tx, credit, reset, task });
                     }
                     ServerMessage::RequestBody { stream, end } => {
                         if let Some(entry) = streams.get_mut(&stream) {
