@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use portpreview_shared::provider::Provider;
+use portpreview_shared::toml_file::parse_toml;
 use serde::Deserialize;
 
 /// Environment variable naming another config file (tests, several setups).
@@ -108,8 +109,6 @@ impl Config {
         Ok(())
     }
 }
-
-pub use portpreview_shared::toml_file::{parse_toml, TomlError};
 
 fn project_dirs() -> Option<directories::ProjectDirs> {
     directories::ProjectDirs::from("", "", "portpreview")

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
+use portpreview_shared::toml_file::parse_toml;
 use serde::Deserialize;
 
 use crate::replay::options::parse_positive_duration;
@@ -97,7 +98,7 @@ impl Suite {
 
     /// Parses suite text and checks each entry.
     pub fn parse(text: &str) -> anyhow::Result<Self> {
-        let suite: Suite = crate::config::parse_toml(text)?;
+        let suite: Suite = parse_toml(text)?;
         for (i, fixture) in suite.fixture.iter().enumerate() {
             let which = || format!("fixture {} ({})", i + 1, fixture.path.display());
             if fixture.check_url.is_some() && fixture.check_cmd.is_some() {

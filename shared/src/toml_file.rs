@@ -18,8 +18,7 @@ fn where_in_file(line_column: Option<(usize, usize)>) -> String {
     line_column.map_or_else(String::new, |(line, column)| format!("line {line}, column {column}: "))
 }
 
-/// Parses a TOML file's text. The `toml` crate's own message spans several
-/// lines with an excerpt of the file; ours is one line with the position.
+/// Parses a TOML file's text, refusing it with a [`TomlError`].
 pub fn parse_toml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, TomlError> {
     toml::from_str(text).map_err(|err: toml::de::Error| {
         let line_column = err.span().map(|span| {
