@@ -178,10 +178,9 @@ fn warn_of_suites_in(dir: &Path) {
         .collect();
     suites.sort();
     for suite in suites {
+        let suite = escape_str(&suite.display().to_string()).into_owned();
         crate::to_stderr(format_args!(
-            "warning: {} is not read when its folder is given; to use its settings: portpreview check {}\n",
-            escape_str(&suite.display().to_string()),
-            escape_str(&suite.display().to_string()),
+            "warning: {suite} is not read when its folder is given; to use its settings: portpreview check {suite}\n"
         ));
     }
 }
