@@ -47,29 +47,20 @@ fn is_history_file(output: &Path, db: &Path) -> bool {
     let (Some(output), Some(history)) = (resolved(output), resolved(db)) else {
         return false;
     };
-    let beside = |suffix: &str| {
-        let mut name = history.clone().into_os_string();
-        name.push(suffix);
-        name
-    };
-    let inbox = beside(INBOX_INFIX);
+    let inbox = beside(&history, INBOX_INFIX);
     let by_path = output == history
-        || COMPANION_SUFFIXES.iter().any(|s| output.as_os_str() == beside(s))
+        || COMPANION_SUFFIXES.iter().any(|s| output == beside(&history, s))
         || output
             .as_os_str()
             .as_encoded_bytes()
-            .starts_with(inbox.as_encoded_bytes());
+            .starts_with(inbox.as_os_str().as_encoded_bytes());
     by_path || history_files(&history).iter().any(|file| same_file(file, &output))
 }
 
 /// The files of the history at `history` that exist now.
 fn history_files(history: &Path) -> Vec<PathBuf> {
     let mut files = vec![history.to_path_buf()];
-    for suffix in COMPANION_SUFFIXES {
-        let mut name = history.as_os_str().to_os_string();
-        name.push(suffix);
-        files.push(PathBuf::from(name));
-    }
+    files.extend(COMPANION_SUFFIXES.iter().map(|suffix| beside(history, suffix)));
     if let (Some(folder), Some(name)) = (history.parent(), history.file_name()) {
         let mut prefix = name.to_os_string();
         prefix.push(INBOX_INFIX);
@@ -83,6 +74,13 @@ fn history_files(history: &Path) -> Vec<PathBuf> {
         }
     }
     files
+}
+
+/// The path of the file named `suffix` after the history at `history`.
+fn beside(history: &Path, suffix: &str) -> PathBuf {
+    let mut name = history.as_os_str().to_os_string();
+    name.push(suffix);
+    PathBuf::from(name)
 }
 
 /// Whether `a` and `b` are one file (a hard link is another name for it).
