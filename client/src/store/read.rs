@@ -218,11 +218,13 @@ fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
             SearchTerm::Failed => terms.push("o.error IS NOT NULL".into()),
             SearchTerm::Text(text) => {
                 let n = values.len() + 1;
+                // Retries and replays share one stored copy of a large body:
+                // searched once in `bodies`, not once for every row using it.
                 terms.push(format!(
                     "(d.path LIKE ?{n} ESCAPE '\\' OR d.method LIKE ?{n} ESCAPE '\\'
                       OR d.provider LIKE ?{n} ESCAPE '\\' OR d.event_key LIKE ?{n} ESCAPE '\\'
-                      OR o.error LIKE ?{n} ESCAPE '\\' OR CAST(coalesce((SELECT data FROM bodies WHERE id = d.request_body_id), d.request_body) AS TEXT)
-                         LIKE ?{n} ESCAPE '\\')"
+                      OR o.error LIKE ?{n} ESCAPE '\\' OR CAST(d.request_body AS TEXT) LIKE ?{n} ESCAPE '\\'
+                      OR d.request_body_id IN (SELECT id FROM bodies WHERE CAST(data AS TEXT) LIKE ?{n} ESCAPE '\\'))"
                 ));
                 values.push(Value::Text(format!("%{}%", escape_like(text))));
             }
