@@ -270,6 +270,45 @@ fn a_fixture_that_cannot_run_exits_2_and_is_a_junit_error() {
 }
 
 #[test]
+fn a_junit_file_that_cannot_be_written_is_refused_before_anything_is_sent() {
+    let project = Project::new();
+    let handler = Handler::start(Behaviour::CreditsEveryDelivery);
+    let missing = project.path("no/such/folder/junit.xml");
+    let folder = project.path("fixtures");
+    for (junit, reason) in [
+        (
+            &missing,
+            format!("there is no directory {}", project.path("no/such/folder").display()),
+        ),
+        (&folder, format!("cannot write {}: Is a directory", folder.display())),
+    ] {
+        let ran = project.check(
+            &[
+                "fixtures/stripe.json",
+                "--target",
+                &handler.url(),
+                "--times",
+                "3",
+                "--junit",
+                junit.to_str().unwrap(),
+            ],
+            &[],
+        );
+        assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+        assert!(
+            ran.stderr.starts_with(&format!(
+                "error: invalid value '{}' for '--junit <FILE>': {reason}",
+                junit.display()
+            )),
+            "{}",
+            ran.stderr
+        );
+        assert_eq!(handler.balance(), 0, "nothing was sent");
+    }
+    assert!(folder.is_dir(), "the folder named is left alone");
+}
+
+#[test]
 fn a_suite_with_a_mistyped_key_is_refused_on_one_readable_line() {
     let project = Project::new();
     std::fs::write(

@@ -151,15 +151,26 @@ pub fn parse_header_arg(arg: &str) -> Result<(String, String), String> {
     Ok((name, value.to_string()))
 }
 
-/// Parses a report file path (`--junit`), refusing one whose directory does
-/// not exist before any attempt is sent, not after a run whose side effects
-/// happened.
+/// Parses a report file path (`--junit`), refusing one that cannot be
+/// written before any attempt is sent, not after a run whose side effects
+/// happened. A file already there is opened without being changed; a new
+/// one is made and removed again.
 pub fn parse_report_path(text: &str) -> Result<std::path::PathBuf, String> {
     let path = std::path::PathBuf::from(text);
-    match path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-        Some(dir) if !dir.is_dir() => Err(format!("there is no directory {}", dir.display())),
-        _ => Ok(path),
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty() && !dir.is_dir()) {
+        return Err(format!("there is no directory {}", dir.display()));
     }
+    let writable = if path.exists() {
+        std::fs::OpenOptions::new().write(true).open(&path).map(drop)
+    } else {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .and_then(|_| std::fs::remove_file(&path))
+    };
+    writable.map_err(|err| format!("cannot write {}: {err}", path.display()))?;
+    Ok(path)
 }
 
 #[cfg(test)]
