@@ -30,9 +30,14 @@ async fn a_webhook_travels_over_tls_end_to_end() {
     )
     .await;
     match untrusted {
-        Err(err @ portpreview::tunnel::ConnectError::Tls(_)) => {
+        Err(err @ portpreview::tunnel::ConnectError::Certificate(_)) => {
             let said = err.to_string();
-            assert!(said.contains("invalid peer certificate"), "{said}");
+            assert!(
+                said.starts_with(
+                    "the relay's certificate was refused: it is signed by a CA this machine does not trust"
+                ),
+                "{said}"
+            );
             assert!(said.contains("pass --ca-cert FILE"), "the way out is named: {said}");
         }
         Err(other) => panic!("expected a TLS error, got {other}"),
@@ -113,9 +118,23 @@ async fn a_self_signed_certificate_marked_as_a_ca_is_trusted_as_itself() {
     std::fs::write(&other_path, ca_marked_self_signed().0).expect("write other cert");
     let other = portpreview::tunnel::connect::tls_config(Some(&other_path)).expect("load other");
     assert!(
-        matches!(start(other).await, Err(portpreview::tunnel::ConnectError::Tls(_))),
+        matches!(
+            start(other).await,
+            Err(portpreview::tunnel::ConnectError::Certificate(_))
+        ),
         "only the relay's own certificate is trusted as itself"
     );
+    // Without it, the user is told what kind of certificate it is, in words.
+    let untrusted = start(portpreview::tunnel::connect::tls_config(None).expect("default roots")).await;
+    match untrusted {
+        Err(err @ portpreview::tunnel::ConnectError::Certificate(_)) => assert_eq!(
+            err.to_string(),
+            "the relay's certificate was refused: it is a CA certificate (as `openssl req -x509` makes), which \
+             servers may not present; pass it with --ca-cert FILE to trust it as it is"
+        ),
+        Err(other) => panic!("expected a certificate error, got {other}"),
+        Ok(_) => panic!("a CA certificate is refused without --ca-cert"),
+    }
 
     let tls = portpreview::tunnel::connect::tls_config(Some(&cert_path)).expect("trust the relay's certificate");
     let tunnel = start(tls.clone())
@@ -124,6 +143,52 @@ async fn a_self_signed_certificate_marked_as_a_ca_is_trusted_as_itself() {
     let path = format!("/t/{}/pinned", tunnel.name());
     let answer = https_post(tls, relay.addr.port(), &path, b"{}").await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
+#[tokio::test]
+async fn a_relay_reached_with_the_wrong_scheme_says_which_to_use() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("self-signed certificate");
+    let (tls_relay, cert_path) = tls_relay(dir.path(), &cert.cert.pem(), &cert.key_pair.serialize_pem()).await;
+    let plain_relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let tls = portpreview::tunnel::connect::tls_config(Some(&cert_path)).expect("trust the relay's certificate");
+    let refusal = |url: String| {
+        let options = TunnelOptions {
+            tls: Some(tls.clone()),
+            ..TunnelOptions::default()
+        };
+        let handler_url = handler.url();
+        async move {
+            match TestTunnel::start_with(&url, &handler_url, options).await {
+                Err(err @ portpreview::tunnel::ConnectError::WrongScheme { .. }) => {
+                    assert!(err.is_fatal(), "no retry can help: {err}");
+                    err.to_string()
+                }
+                Err(other) => panic!("expected the scheme to be named, got {other}"),
+                Ok(_) => panic!("{url} is reached with the wrong scheme"),
+            }
+        }
+    };
+
+    let said = refusal(format!("https://localhost:{}", plain_relay.addr.port())).await;
+    assert_eq!(
+        said,
+        format!(
+            "wss://localhost:{}/_portpreview/connect did not answer in TLS: if the relay serves plain HTTP, give \
+             --server as ws:// or http://",
+            plain_relay.addr.port()
+        )
+    );
+    let said = refusal(format!("http://localhost:{}", tls_relay.addr.port())).await;
+    assert_eq!(
+        said,
+        format!(
+            "ws://localhost:{}/_portpreview/connect did not answer in HTTP: if the relay serves TLS, give --server \
+             as wss:// or https://",
+            tls_relay.addr.port()
+        )
+    );
 }
 
 async fn https_post(tls: Arc<rustls::ClientConfig>, port: u16, path: &str, body: &[u8]) -> String {

@@ -66,6 +66,18 @@ pub enum ConnectError {
     /// A TLS setting could not be used.
     #[error("TLS setup failed: {0}")]
     Tls(String),
+    /// The relay's certificate was refused.
+    #[error("the relay's certificate was refused: {0}")]
+    Certificate(String),
+    /// The address says TLS and the relay speaks plain HTTP, or the other
+    /// way round.
+    #[error("{url} {why}")]
+    WrongScheme {
+        /// The address tried.
+        url: String,
+        /// What answered, and the scheme to use instead.
+        why: &'static str,
+    },
     /// The relay could not be reached or the socket broke; worth retrying.
     #[error("cannot reach the relay: {0}")]
     Unreachable(String),
@@ -304,21 +316,52 @@ fn upgrade_error(err: tungstenite::Error, options: &ConnectOptions) -> ConnectEr
         },
         tungstenite::Error::Url(e) => ConnectError::BadUrl(e.to_string()),
         tungstenite::Error::Tls(e) => ConnectError::Tls(e.to_string()),
-        // rustls's verdict on the relay's certificate arrives as an I/O
-        // error; no retry can change it, and the fix is a flag.
-        tungstenite::Error::Io(e) if is_untrusted_certificate(&e) => ConnectError::Tls(format!(
-            "{e}: the relay's certificate is not trusted; pass --ca-cert FILE with the certificate of the CA that \
-             signed it"
-        )),
+        // rustls's verdicts arrive as I/O errors; no retry can change them.
+        tungstenite::Error::Io(e) => match tls_error(&e) {
+            Some(rustls::Error::InvalidCertificate(problem)) => ConnectError::Certificate(certificate_problem(problem)),
+            Some(rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType)) => {
+                ConnectError::WrongScheme {
+                    url: options.url.clone(),
+                    why: "did not answer in TLS: if the relay serves plain HTTP, give --server as ws:// or http://",
+                }
+            }
+            _ => ConnectError::Unreachable(e.to_string()),
+        },
+        // What a TLS server sends to a plain HTTP request.
+        tungstenite::Error::Protocol(tungstenite::error::ProtocolError::HttparseError(_))
+            if options.url.starts_with("ws://") =>
+        {
+            ConnectError::WrongScheme {
+                url: options.url.clone(),
+                why: "did not answer in HTTP: if the relay serves TLS, give --server as wss:// or https://",
+            }
+        }
         other => ConnectError::Unreachable(other.to_string()),
     }
 }
 
-/// Whether rustls refused the relay's certificate.
-fn is_untrusted_certificate(err: &std::io::Error) -> bool {
-    err.get_ref()
-        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-        .is_some_and(|tls| matches!(tls, rustls::Error::InvalidCertificate(_)))
+/// The rustls error inside an I/O error, if any.
+fn tls_error(err: &std::io::Error) -> Option<&rustls::Error> {
+    err.get_ref()?.downcast_ref::<rustls::Error>()
+}
+
+/// What is wrong with the relay's certificate, and what to do about it.
+fn certificate_problem(problem: &rustls::CertificateError) -> String {
+    use rustls::CertificateError as Problem;
+    const PASS_CA: &str = "pass --ca-cert FILE with the certificate of the CA that signed it";
+    let web_pki = match problem {
+        Problem::Other(other) => other.0.downcast_ref::<webpki::Error>(),
+        _ => None,
+    };
+    match (problem, web_pki) {
+        (Problem::UnknownIssuer, _) => format!("it is signed by a CA this machine does not trust; {PASS_CA}"),
+        (_, Some(webpki::Error::CaUsedAsEndEntity)) => {
+            "it is a CA certificate (as `openssl req -x509` makes), which servers may not present; pass it with \
+             --ca-cert FILE to trust it as it is"
+                .into()
+        }
+        (other, _) => other.to_string(),
+    }
 }
 
 /// The plain-text reason in a relay's refusal, escaped, on one line.
