@@ -478,12 +478,29 @@ fn live_deliveries_during_http() {
     assert!(screen.contains("✓3"), "the counters moved: {screen}");
 
     tmux.send(&["Enter"]);
-    tmux.wait_for("the newest body", |s| s.contains("\"id\": \"evt_live_3\""));
+    let screen = tmux.wait_for("the newest body", |s| s.contains("\"id\": \"evt_live_3\""));
+    assert!(
+        screen.contains("evt_live_3 (body:/id), the only delivery of this event"),
+        "{screen}"
+    );
+
+    // The provider retries the first event: the detail says which one this is.
+    tmux.send(&["Escape"]);
+    let body = "{\"id\":\"evt_live_1\",\"object\":\"event\",\"type\":\"invoice.paid\"}".to_owned();
+    let reply = runtime.block_on(common::caller::post(&format!("{url}/webhooks/stripe/retry"), body));
+    assert_eq!(reply.status, 200);
+    tmux.wait_for("the retry's row", |s| {
+        s.contains("/webhooks/stripe/retry") && s.contains("Deliveries 1/4")
+    });
+    tmux.send(&["Enter"]);
+    tmux.wait_for("the retry named as such", |s| {
+        s.contains("evt_live_1 (body:/id), 2nd delivery of 2")
+    });
 
     tmux.send(&["q"]);
     let screen = tmux.wait_for("the shell again", |s| s.contains("portpreview exited"));
     assert!(screen.contains("portpreview exited 0"), "{screen}");
-    assert_eq!(handler.requests().len(), 3);
+    assert_eq!(handler.requests().len(), 4);
 }
 
 #[test]

@@ -1,11 +1,11 @@
 //! A delivery written out for another tool, as `portpreview export` and the
 //! TUI's `e` both write it: one function, so the two never drift apart.
 
-use anyhow::ensure;
+use anyhow::bail;
 
 use crate::fixture::Fixture;
 use crate::replay::plan::{aimed_url, resolve_target};
-use crate::store::Delivery;
+use crate::store::{size_unknown_past, Delivery};
 
 /// What an export writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -38,17 +38,20 @@ impl Format {
 /// body under the delivery's name. HAR shows what was stored, cut or not.
 pub fn export(delivery: &Delivery, format: Format, target: Option<&str>, reveal: bool) -> anyhow::Result<String> {
     let r = &delivery.request;
-    if format != Format::Har {
-        ensure!(
-            !r.request_truncated(),
-            "delivery #{} was stored cut at {} of {} bytes: {} would not send the same body",
-            delivery.id,
-            r.request_body.len(),
-            r.request_body_size,
-            match format {
-                Format::Json => "a replay of the fixture",
-                _ => "a curl command",
-            }
+    if format != Format::Har && r.request_truncated() {
+        let stored = r.request_body.len();
+        let cut = if size_unknown_past(stored as u64, r.request_body_size) {
+            format!("was cut short after {stored} bytes")
+        } else {
+            format!("was stored cut at {stored} of {} bytes", r.request_body_size)
+        };
+        let resends = match format {
+            Format::Json => "a replay of the fixture",
+            _ => "a curl command",
+        };
+        bail!(
+            "delivery #{} {cut}: {resends} would not send the same body",
+            delivery.id
         );
     }
     Ok(match format {
@@ -72,4 +75,23 @@ pub fn export(delivery: &Delivery, format: Format, target: Option<&str>, reveal:
             super::curl::command(r, &endpoint, &path)
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::size_past_cut;
+    use crate::tui::source::test_delivery;
+
+    #[test]
+    fn a_body_that_broke_off_is_never_exported_to_be_sent_again() {
+        let mut d = test_delivery(31);
+        d.request.request_body = b"{\"id\":".to_vec();
+        d.request.request_body_size = size_past_cut(6);
+        for format in [Format::Json, Format::Curl] {
+            let err = export(&d, format, None, false).unwrap_err().to_string();
+            assert!(err.starts_with("delivery #31 was cut short after 6 bytes: "), "{err}");
+        }
+        assert!(export(&d, Format::Har, None, false).is_ok());
+    }
 }

@@ -7,8 +7,9 @@ use portpreview_shared::Header;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use crate::render::body::{as_text, pretty_json_start};
-use crate::store::{Delivery, ReplayRun};
+use crate::render::body::{as_text, pretty_json_start, truncation_note};
+use crate::store::{size_unknown_past, Delivery, ReplayRun};
+use crate::time::ordinal;
 
 use super::format::{status_style, timestamp};
 
@@ -46,8 +47,8 @@ fn label_value(label: &str, value: String) -> Line<'static> {
 }
 
 impl DetailDoc {
-    /// Lays out `delivery` with its replay runs.
-    pub fn new(delivery: &Delivery, runs: &[ReplayRun]) -> Self {
+    /// Lays out `delivery`, the `number`th of its event, with its replay runs.
+    pub fn new(delivery: &Delivery, number: i64, runs: &[ReplayRun]) -> Self {
         let req = &delivery.request;
         let mut lines = vec![Line::from(vec![
             Span::styled(format!("#{} ", delivery.id), Style::new().fg(Color::DarkGray)),
@@ -68,18 +69,13 @@ impl DetailDoc {
             .as_deref()
             .map_or_else(|| "unknown".to_owned(), |p| escape_str(p).into_owned());
         lines.push(label_value("provider", provider));
-        let event = if req.event_key.is_empty() {
-            "none (nothing to group deliveries by)".to_owned()
-        } else {
-            format!(
-                "{} ({}), {} of this event",
-                escape_str(&req.event_key),
-                escape_str(&req.event_key_source),
-                match delivery.delivery_count {
-                    1 => "the only delivery".to_owned(),
-                    n => format!("{n} deliveries"),
-                }
-            )
+        let key = || format!("{} ({})", escape_str(&req.event_key), escape_str(&req.event_key_source));
+        let event = match (req.replay_of, delivery.delivery_count) {
+            // A replay is not a delivery of its event; it has no place in the count.
+            (Some(_), _) => key(),
+            (None, _) if req.event_key.is_empty() => "none (nothing to group deliveries by)".to_owned(),
+            (None, 1) => format!("{}, the only delivery of this event", key()),
+            (None, count) => format!("{}, {} delivery of {count}", key(), ordinal(number.max(1))),
         };
         lines.push(label_value("event   ", event));
         if let Some(original) = req.replay_of {
@@ -121,7 +117,9 @@ impl DetailDoc {
                         Style::new().fg(Color::Red),
                     )));
                 }
-                if outcome.status.is_some() {
+                // An answer that came too late for its caller is stored all
+                // the same: it is half of the duplicate a retry will make.
+                if outcome.status.is_some() || !outcome.response_headers.is_empty() {
                     lines.push(title(format!("Response headers ({})", outcome.response_headers.len())));
                     push_headers(&mut lines, &outcome.response_headers);
                     lines.push(Line::default());
@@ -213,7 +211,7 @@ fn push_headers(lines: &mut Vec<Line<'static>>, headers: &[Header]) {
 }
 
 fn body_title(what: &str, body: &[u8], size: u64) -> String {
-    let size = size.max(body.len() as u64);
+    let stored = body.len() as u64;
     if body.is_empty() && size == 0 {
         return format!("{what} (empty)");
     }
@@ -224,7 +222,13 @@ fn body_title(what: &str, body: &[u8], size: u64) -> String {
     } else {
         "binary"
     };
-    format!("{what} ({size} bytes, {kind})")
+    if size_unknown_past(stored, size) {
+        format!("{what} (cut short after {stored} bytes, {kind})")
+    } else if stored < size {
+        format!("{what} ({size} bytes, {stored} stored, {kind})")
+    } else {
+        format!("{what} ({stored} bytes, {kind})")
+    }
 }
 
 /// The body as display lines: pretty JSON, escaped text or a hex dump.
@@ -249,14 +253,17 @@ fn push_body(lines: &mut Vec<Line<'static>>, body: &[u8], size: u64) {
     } else {
         MAX_SHOWN_BINARY
     };
-    let cut_here = body.len() > shown_at_most;
-    let cut_in_store = (body.len() as u64) < size;
-    if cut_here || cut_in_store {
-        let note = format!(
-            "… ({} shown of {size} bytes; e exports the delivery whole)",
-            counted(shown, "line", "lines")
-        );
+    if body.len() > shown_at_most {
+        let shown = counted(shown, "line", "lines");
+        let note = if (body.len() as u64) < size {
+            format!("… ({shown} shown of the {} bytes stored)", body.len())
+        } else {
+            format!("… ({shown} shown of {size} bytes; e exports the delivery whole)")
+        };
         lines.push(Line::from(Span::styled(note, Style::new().fg(Color::DarkGray))));
+    }
+    if let Some(note) = truncation_note(body.len(), size) {
+        lines.push(Line::from(Span::styled(note, Style::new().fg(Color::Yellow))));
     }
 }
 
@@ -284,7 +291,7 @@ mod tests {
 
     #[test]
     fn json_is_pretty_and_secrets_masked() {
-        let doc = DetailDoc::new(&test_delivery(7), &[]);
+        let doc = DetailDoc::new(&test_delivery(7), 1, &[]);
         let shown = text(&doc);
         assert!(shown.contains("#7 POST /hook/7"), "{shown}");
         assert!(
@@ -301,12 +308,77 @@ mod tests {
         let mut health = test_delivery(3);
         health.request.event_key.clear();
         health.request.event_key_source = "none".into();
-        let shown = text(&DetailDoc::new(&health, &[]));
+        let shown = text(&DetailDoc::new(&health, 1, &[]));
         assert!(
             shown.contains("event    none (nothing to group deliveries by)"),
             "{shown}"
         );
         assert!(!shown.contains("of this event"), "{shown}");
+    }
+
+    #[test]
+    fn a_retry_says_which_delivery_of_its_event_it_is() {
+        let mut retry = test_delivery(9);
+        retry.delivery_count = 3;
+        let shown = text(&DetailDoc::new(&retry, 2, &[]));
+        assert!(
+            shown.contains("event    evt_9 (body:/id), 2nd delivery of 3"),
+            "{shown}"
+        );
+        retry.request.replay_of = Some(4);
+        let shown = text(&DetailDoc::new(&retry, 2, &[]));
+        assert!(
+            shown.contains("event    evt_9 (body:/id)\n"),
+            "a replay is no delivery: {shown}"
+        );
+    }
+
+    #[test]
+    fn an_answer_too_late_for_its_caller_is_shown_beside_the_error() {
+        let mut late = test_delivery(2);
+        let outcome = late.outcome.as_mut().unwrap();
+        outcome.status = None;
+        outcome.error =
+            Some("the connection to the relay ended before the answer; the handler then answered 200".into());
+        let shown = text(&DetailDoc::new(&late, 1, &[]));
+        assert!(shown.contains("Response none, failed after 12.0 ms"), "{shown}");
+        assert!(
+            shown.contains("Response headers (1)\ncontent-type: text/plain"),
+            "{shown}"
+        );
+        assert!(shown.contains("Response body (2 bytes, text)\nok"), "{shown}");
+    }
+
+    #[test]
+    fn a_body_stored_cut_short_says_so_and_offers_no_whole_export() {
+        let mut d = test_delivery(3);
+        d.request.request_body = vec![b'a'; 2 * MAX_SHOWN_TEXT];
+        d.request.request_body_size = 31_457_280;
+        let shown = text(&DetailDoc::new(&d, 1, &[]));
+        let stored = 2 * MAX_SHOWN_TEXT;
+        assert!(
+            shown.contains(&format!("Request body (31457280 bytes, {stored} stored, text)")),
+            "{shown}"
+        );
+        assert!(
+            shown.contains(&format!(
+                "shown of the {stored} bytes stored)\n(stored body cut at {stored} of 31457280 bytes)"
+            )),
+            "{shown}"
+        );
+        assert!(!shown.contains("exports the delivery whole"), "{shown}");
+
+        d.request.request_body = b"{\"partial\":".to_vec();
+        d.request.request_body_size = crate::store::size_past_cut(11);
+        let shown = text(&DetailDoc::new(&d, 1, &[]));
+        assert!(
+            shown.contains("Request body (cut short after 11 bytes, text)"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("(body cut short after 11 bytes; the rest never arrived)"),
+            "{shown}"
+        );
     }
 
     #[test]
@@ -320,7 +392,7 @@ mod tests {
         let outcome = d.outcome.as_mut().unwrap();
         outcome.response_body = vec![0xff, 0x1b, b'[', b'2', b'J'];
         outcome.error = Some("bad\x1b[0m".into());
-        let shown = text(&DetailDoc::new(&d, &[]));
+        let shown = text(&DetailDoc::new(&d, 1, &[]));
         assert!(!shown.chars().any(|c| c.is_control() && c != '\n'), "{shown:?}");
         assert!(shown.contains("line\\x1b[31m red\\r"), "{shown}");
         assert!(shown.contains("00000000  ff 1b 5b 32 4a"), "{shown}");
@@ -343,7 +415,7 @@ mod tests {
             summary: "✗ failed: attempt 1 answered 302".into(),
             ..run.clone()
         };
-        let shown = text(&DetailDoc::new(&test_delivery(1), &[run, failed]));
+        let shown = text(&DetailDoc::new(&test_delivery(1), 1, &[run, failed]));
         assert!(shown.contains("Replay runs (2)"), "{shown}");
         assert!(
             shown.contains("×10 ✗ not idempotent  state changed on attempts 2–10"),

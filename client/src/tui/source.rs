@@ -13,6 +13,8 @@ pub trait HistorySource {
     fn count(&self, query: &ListQuery) -> anyhow::Result<u64>;
     /// One delivery whole.
     fn get(&self, id: i64) -> anyhow::Result<Option<Delivery>>;
+    /// Its place among its event's deliveries: 2 for the first retry.
+    fn delivery_number(&self, id: i64) -> anyhow::Result<i64>;
     /// Replay runs of one delivery, with their verdicts.
     fn replay_runs(&self, delivery_id: i64) -> anyhow::Result<Vec<ReplayRun>>;
 }
@@ -28,6 +30,10 @@ impl HistorySource for Store {
 
     fn get(&self, id: i64) -> anyhow::Result<Option<Delivery>> {
         Ok(Store::get(self, id)?)
+    }
+
+    fn delivery_number(&self, id: i64) -> anyhow::Result<i64> {
+        Ok(Store::delivery_number(self, id)?)
     }
 
     fn replay_runs(&self, delivery_id: i64) -> anyhow::Result<Vec<ReplayRun>> {
@@ -91,6 +97,15 @@ impl HistorySource for MemorySource {
 
     fn get(&self, id: i64) -> anyhow::Result<Option<Delivery>> {
         Ok(self.deliveries.borrow().iter().find(|d| d.id == id).cloned())
+    }
+
+    fn delivery_number(&self, id: i64) -> anyhow::Result<i64> {
+        let deliveries = self.deliveries.borrow();
+        let Some(this) = deliveries.iter().find(|d| d.id == id) else {
+            return Ok(0);
+        };
+        let same_event = |d: &&Delivery| d.request.event_key == this.request.event_key && d.request.replay_of.is_none();
+        Ok(deliveries.iter().filter(same_event).filter(|d| d.id <= id).count() as i64)
     }
 
     fn replay_runs(&self, delivery_id: i64) -> anyhow::Result<Vec<ReplayRun>> {

@@ -8,16 +8,19 @@ use crate::tui::view::layout;
 
 impl App {
     pub(super) fn open_detail(&mut self, id: i64) {
-        let loaded = self.source.get(id).and_then(|d| Ok((d, self.source.replay_runs(id)?)));
+        let loaded = self.source.get(id).and_then(|d| {
+            let number = self.source.delivery_number(id)?;
+            Ok((d, number, self.source.replay_runs(id)?))
+        });
         match loaded {
-            Ok((Some(delivery), runs)) => {
+            Ok((Some(delivery), number, runs)) => {
                 self.detail = Some(DetailState {
-                    doc: DetailDoc::new(&delivery, &runs),
+                    doc: DetailDoc::new(&delivery, number, &runs),
                     scroll: 0,
                     hscroll: 0,
                 });
             }
-            Ok((None, _)) => self.set_status(format!("delivery #{id} is no longer in the history"), true),
+            Ok((None, ..)) => self.set_status(format!("delivery #{id} is no longer in the history"), true),
             Err(err) => self.set_status(format!("cannot read #{id}: {}", crate::error_line(&err)), true),
         }
     }

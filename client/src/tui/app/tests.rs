@@ -378,6 +378,9 @@ impl HistorySource for SharedSource {
     fn get(&self, id: i64) -> anyhow::Result<Option<crate::store::Delivery>> {
         self.0.get(id)
     }
+    fn delivery_number(&self, id: i64) -> anyhow::Result<i64> {
+        self.0.delivery_number(id)
+    }
     fn replay_runs(&self, id: i64) -> anyhow::Result<Vec<crate::store::ReplayRun>> {
         self.0.replay_runs(id)
     }
