@@ -326,6 +326,23 @@ fn browse(label: &str, scratch: &Scratch, db: &Path) -> Tmux {
 }
 
 #[test]
+fn browsing_shows_what_is_recorded_meanwhile() {
+    let scratch = Scratch::new("meanwhile");
+    let db = scratch.0.join("history.db");
+    store_stripe_delivery(&db, "http://127.0.0.1:9", "evt_first");
+    let tmux = browse("meanwhile", &scratch, &db);
+    tmux.wait_for("one row", |s| s.contains("evt_first") && s.contains("Deliveries 1/1 "));
+
+    // Another process (here, this test) records a delivery: no key pressed.
+    store_stripe_delivery(&db, "http://127.0.0.1:9", "evt_later");
+    let screen = tmux.wait_for("the new row", |s| s.contains("evt_later"));
+    assert!(screen.contains("Deliveries 1/2 "), "{screen}");
+    assert!(screen.contains("evt_first"), "{screen}");
+    tmux.send(&["q"]);
+    tmux.wait_for("the shell again", |s| s.contains("portpreview exited 0"));
+}
+
+#[test]
 fn replay_export_and_copy_from_the_tui() {
     let scratch = Scratch::new("replay");
     let runtime = tokio::runtime::Runtime::new().unwrap();

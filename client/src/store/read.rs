@@ -160,6 +160,15 @@ impl Store {
         run().map_err(|e| self.classify(e))
     }
 
+    /// A number that changes whenever another connection, in this process
+    /// or another, commits to the history: a cheap way to know whether
+    /// anything is new.
+    pub fn data_version(&self) -> Result<i64, StoreError> {
+        self.conn
+            .query_row("PRAGMA data_version", [], |row| row.get(0))
+            .map_err(|e| self.classify(e))
+    }
+
     /// The replay runs of delivery `delivery_id`, oldest first.
     pub fn replay_runs(&self, delivery_id: i64) -> Result<Vec<ReplayRun>, StoreError> {
         let run = || -> rusqlite::Result<Vec<ReplayRun>> {

@@ -130,6 +130,9 @@ pub struct App {
     pub quit: bool,
     /// A filtered live view has rows to fetch on the next tick.
     head_stale: bool,
+    /// The history's data version when last read; browsing, a change means
+    /// another process (a tunnel, a replay) wrote new rows.
+    seen_version: Option<i64>,
 }
 
 impl App {
@@ -137,6 +140,7 @@ impl App {
     pub fn new(source: Box<dyn HistorySource>, mode: Mode, size: Rect) -> anyhow::Result<Self> {
         let mut pager = Pager::new(None);
         pager.reload(source.as_ref())?;
+        let seen_version = source.data_version().ok();
         Ok(Self {
             source,
             mode,
@@ -152,6 +156,7 @@ impl App {
             size,
             quit: false,
             head_stale: false,
+            seen_version,
         })
     }
 
@@ -203,13 +208,20 @@ impl App {
         }
     }
 
-    /// Once per tick: moves the sparkline on and fetches what events announced.
-    pub fn on_tick(&mut self, second: u64) {
+    /// Once per tick: moves the sparkline on and fetches what events
+    /// announced, or what another process wrote while browsing. True when
+    /// the rows were read again.
+    pub fn on_tick(&mut self, second: u64) -> bool {
         self.stats.advance(second);
+        if matches!(self.mode, Mode::Browser { .. }) {
+            let version = self.source.data_version().ok();
+            self.head_stale |= version != self.seen_version;
+            self.seen_version = version;
+        }
         let following = self.follows_newest();
         let rebase = self.pager.search().is_none() && self.pager.head_is_full(!following);
         if !(self.head_stale || rebase) {
-            return;
+            return false;
         }
         self.head_stale = false;
         let anchor = self.selected_id();
@@ -232,6 +244,7 @@ impl App {
             },
             Err(err) => self.set_status(format!("cannot read the history: {}", crate::error_line(&err)), true),
         }
+        true
     }
 
     /// Replay progress reported by the engine.

@@ -183,9 +183,9 @@ impl EventLoop {
                 },
                 _ = tick.tick() => {
                     let second = self.started.elapsed().as_secs();
-                    self.app.on_tick(second);
+                    let reread = self.app.on_tick(second);
                     // Live: the rate moves every second; events are drawn at most once a tick.
-                    dirty |= events_pending || self.app.mode == Mode::Live;
+                    dirty |= reread || events_pending || self.app.mode == Mode::Live;
                     events_pending = false;
                 }
                 // Stopped from outside (SIGSTOP) and continued: the shell

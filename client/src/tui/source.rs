@@ -17,6 +17,8 @@ pub trait HistorySource {
     fn delivery_number(&self, id: i64) -> anyhow::Result<i64>;
     /// Replay runs of one delivery, with their verdicts.
     fn replay_runs(&self, delivery_id: i64) -> anyhow::Result<Vec<ReplayRun>>;
+    /// Changes whenever someone else writes to the history.
+    fn data_version(&self) -> anyhow::Result<i64>;
 }
 
 impl HistorySource for Store {
@@ -38,6 +40,10 @@ impl HistorySource for Store {
 
     fn replay_runs(&self, delivery_id: i64) -> anyhow::Result<Vec<ReplayRun>> {
         Ok(Store::replay_runs(self, delivery_id)?)
+    }
+
+    fn data_version(&self) -> anyhow::Result<i64> {
+        Ok(Store::data_version(self)?)
     }
 }
 
@@ -115,6 +121,10 @@ impl HistorySource for MemorySource {
             .filter(|r| r.delivery_id == delivery_id)
             .cloned()
             .collect())
+    }
+
+    fn data_version(&self) -> anyhow::Result<i64> {
+        Ok(self.deliveries.borrow().len() as i64)
     }
 }
 

@@ -384,4 +384,7 @@ impl HistorySource for SharedSource {
     fn replay_runs(&self, id: i64) -> anyhow::Result<Vec<crate::store::ReplayRun>> {
         self.0.replay_runs(id)
     }
+    fn data_version(&self) -> anyhow::Result<i64> {
+        self.0.data_version()
+    }
 }
