@@ -151,6 +151,21 @@ fn widths(width: u16) -> Vec<Constraint> {
     widths
 }
 
+/// What the path column gets: the table's inner width less the other
+/// columns and the spaces between them.
+fn path_width(width: u16) -> usize {
+    let columns = widths(width);
+    let fixed: u16 = columns
+        .iter()
+        .map(|c| match c {
+            Constraint::Length(n) => *n,
+            _ => 0,
+        })
+        .sum();
+    let spacing = columns.len().saturating_sub(1) as u16;
+    usize::from(width.saturating_sub(2 + fixed + spacing))
+}
+
 fn row(summary: &Summary, width: u16) -> Row<'static> {
     let time = if width >= WIDER {
         short_timestamp(summary.received_at_ms)
@@ -165,7 +180,8 @@ fn row(summary: &Summary, width: u16) -> Row<'static> {
     let mut cells = vec![
         Cell::from(time).style(Style::new().fg(Color::DarkGray)),
         Cell::from(shorten(&escape_str(&summary.method), 6)),
-        Cell::from(escape_str(&summary.path).into_owned()),
+        // Marked where it is cut: a cut path can look like another, whole one.
+        Cell::from(shorten(&escape_str(&summary.path), path_width(width))),
         Cell::from(status).style(status_style(summary.status)),
         Cell::from(Line::from(duration(summary.duration_ms)).right_aligned()),
     ];

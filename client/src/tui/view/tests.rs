@@ -570,6 +570,25 @@ fn a_wide_list_shows_uuid_keys_and_provider_names_whole() {
     assert!(narrow.contains("72d3162e-cc78-1…"), "{narrow}");
 }
 
+/// A path too long for its column ends in an ellipsis right at the column's edge.
+#[test]
+fn a_long_path_is_marked_where_it_is_cut() {
+    for width in [60, 100, 120, 160] {
+        let mut long = test_delivery(1);
+        long.request.path = format!("/webhooks/{}/end", "a".repeat(200));
+        let screen = rows(&plain(draw(&app(vec![long], Mode::Live, width, 8))));
+        let row = screen
+            .iter()
+            .find(|row| row.contains("/webhooks/"))
+            .unwrap_or_else(|| panic!("no row at {width}:\n{}", screen.join("\n")));
+        assert!(
+            row.contains("aaa… 200 "),
+            "cut right at the column edge, {width} columns: {row}"
+        );
+        assert!(!row.contains("/end"), "{width} columns: {row}");
+    }
+}
+
 /// The rows of `buffer` as text.
 fn rows(buffer: &Buffer) -> Vec<String> {
     let width = usize::from(buffer.area.width);
