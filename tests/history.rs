@@ -442,6 +442,77 @@ fn unknown_ids_and_broken_databases_exit_2_with_one_line() {
     }
 }
 
+/// `portpreview --db DB <args>` run by a user who may only read `h`'s
+/// files. Root may write anything, so as root the run is made as nobody,
+/// from a copy of the binary in `h`'s folder that nobody can reach.
+fn run_as_reader(h: &History, db: &std::path::Path, args: &[&str]) -> Output {
+    let as_root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| out.stdout == b"0\n");
+    let mut command = if as_root {
+        let bin = h.dir.join("portpreview");
+        if !bin.exists() {
+            std::fs::copy(portpreview_bin(), &bin).unwrap();
+        }
+        let mut command = Command::new("setpriv");
+        command
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(bin);
+        command
+    } else {
+        Command::new(portpreview_bin())
+    };
+    command
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env("PORTPREVIEW_CONFIG", h.dir.join("config.toml"))
+        .env_remove("PORTPREVIEW_DB")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_history_the_user_may_only_read_is_read_and_never_written() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = History::new("read-only");
+    h.store()
+        .insert_delivery(&stripe_event("evt_kept", 1_764_470_700_000), &answered(200))
+        .unwrap();
+    // A CI job's artifact, say: the file and its folder read-only, no WAL beside it.
+    let folder = h.dir.join("artifact");
+    std::fs::create_dir(&folder).unwrap();
+    let db = folder.join("history.db");
+    std::fs::copy(&h.db, &db).unwrap();
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o444)).unwrap();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o555)).unwrap();
+
+    let listed = run_as_reader(&h, &db, &["history", "--json"]);
+    assert!(listed.status.success(), "{}", String::from_utf8_lossy(&listed.stderr));
+    let rows: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(rows[0]["event_key"], "evt_kept", "{rows}");
+    let shown = run_as_reader(&h, &db, &["show", "1"]);
+    assert!(shown.status.success(), "{}", String::from_utf8_lossy(&shown.stderr));
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("evt_kept"));
+
+    let pruned = run_as_reader(&h, &db, &["prune", "--older-than", "1s"]);
+    assert_eq!(pruned.status.code(), Some(2));
+    assert_eq!(
+        stderr_line(&pruned),
+        format!(
+            "error: history database {}: attempt to write a readonly database",
+            db.display()
+        )
+    );
+    assert_eq!(
+        std::fs::read_dir(&folder).unwrap().count(),
+        1,
+        "nothing was made beside it"
+    );
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 #[test]
 fn a_mistyped_db_is_refused_and_never_created() {
     let h = History::new("missing");

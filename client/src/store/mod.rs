@@ -15,7 +15,7 @@ mod write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, ErrorCode};
+use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 pub(crate) use inbox::INFIX as INBOX_INFIX;
 pub use model::{size_past_cut, size_unknown_past, Delivery, NewDelivery, Outcome, Pruned, ReplayRun, Summary};
@@ -195,9 +195,31 @@ impl Store {
     pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
         require(path)?;
         refuse_directory(path)?;
-        let store = Self::connect(path, Opening::Existing)?;
+        let store = match Self::connect(path, Opening::Existing) {
+            // A history this user may only read (a CI job's artifact, a
+            // read-only mount): reading it needs no write, so it is opened
+            // read-only, and what would write says so then.
+            Err(StoreError::Sqlite(err)) if is_read_only(&err) => return Self::open_read_only(path),
+            opened => opened?,
+        };
         store.recover(Duration::ZERO)?;
         Ok(store)
+    }
+
+    /// Opens a history read-only: with its WAL when SQLite can share it,
+    /// and as a file nobody changes when the folder allows no `-shm` beside it.
+    fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+        let shared = Connection::open_with_flags(path, flags)
+            .and_then(|conn| conn.query_row("PRAGMA user_version", [], |_| Ok(())).map(|()| conn));
+        let conn = match shared {
+            Ok(conn) => conn,
+            Err(err) if is_read_only(&err) => {
+                Connection::open_with_flags(immutable_uri(path), flags).map_err(|e| classify(e, path))?
+            }
+            Err(err) => return Err(classify(err, path)),
+        };
+        Self::setup(conn, path.to_path_buf(), Opening::ReadOnly)
     }
 
     /// A private database in memory: for tests, and for a live TUI with
@@ -224,7 +246,7 @@ impl Store {
         match schema::contents(&conn).map_err(|e| classify(e, &path))? {
             schema::Contents::History => {}
             schema::Contents::Foreign => return Err(StoreError::Foreign { path }),
-            schema::Contents::Empty if opening == Opening::Existing => return Err(StoreError::Empty { path }),
+            schema::Contents::Empty if opening != Opening::Create => return Err(StoreError::Empty { path }),
             // An empty file given as the history becomes one: owner-only,
             // as a file PortPreview creates is.
             schema::Contents::Empty if path.is_file() => crate::private_file::restrict(&path)?,
@@ -233,6 +255,9 @@ impl Store {
         let configure = |conn: &Connection| -> rusqlite::Result<()> {
             conn.busy_timeout(BUSY_TIMEOUT)?;
             conn.set_prepared_statement_cache_capacity(64);
+            if opening == Opening::ReadOnly {
+                return Ok(());
+            }
             // journal_mode answers with a row, so it cannot go through execute.
             let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
             conn.pragma_update(None, "synchronous", "NORMAL")?;
@@ -281,6 +306,29 @@ enum Opening {
     Create,
     /// A command on a history that must already exist.
     Existing,
+    /// A history this user may not write.
+    ReadOnly,
+}
+
+/// Whether SQLite refused to write because the file or its folder is read-only.
+fn is_read_only(err: &rusqlite::Error) -> bool {
+    matches!(
+        err.sqlite_error_code(),
+        Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen)
+    )
+}
+
+/// An SQLite URI opening `path` as a file nobody changes while it is open.
+fn immutable_uri(path: &Path) -> String {
+    let mut uri = String::from("file:");
+    for byte in path.as_os_str().as_encoded_bytes() {
+        match byte {
+            b'%' | b'?' | b'#' | 0x80.. => uri.push_str(&format!("%{byte:02X}")),
+            _ => uri.push(char::from(*byte)),
+        }
+    }
+    uri.push_str("?immutable=1");
+    uri
 }
 
 /// Fails with [`StoreError::Missing`] unless something exists at `path`.

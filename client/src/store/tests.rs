@@ -613,3 +613,24 @@ fn search_words_match_statuses_as_statuses_and_failures_by_err() {
     assert_eq!(found("/a 502"), Vec::<i64>::new());
     assert_eq!(found("post"), vec![refused, broken, ok], "the method");
 }
+
+#[test]
+fn a_history_opened_as_an_unchanging_file_is_found_whatever_its_name() {
+    let dir = ScratchDir::new("odd-name");
+    let path = dir.0.join("ci #12 ?50% été.db");
+    Store::open(&path)
+        .unwrap()
+        .insert_delivery(&delivery("evt_odd", "/hook"), &ok_outcome())
+        .unwrap();
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
+    let conn = Connection::open_with_flags(immutable_uri(&path), flags).unwrap();
+    let store = Store::setup(conn, path.clone(), Opening::ReadOnly).unwrap();
+    let rows = store.list(&ListQuery::default()).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].event_key, "evt_odd");
+    assert!(
+        store.prune(0).is_err(),
+        "a read-only history refuses writes rather than pretend"
+    );
+    assert_eq!(std::fs::read_dir(&dir.0).unwrap().count(), 1, "no file made beside it");
+}
