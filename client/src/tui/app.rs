@@ -13,6 +13,9 @@ use super::source::HistorySource;
 use super::stats::LiveStats;
 use super::view::layout;
 
+/// Most lines a message in the footer may take.
+const MAX_FOOTER_LINES: usize = 3;
+
 /// Live during `http`, or browsing the stored history.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mode {
@@ -167,7 +170,21 @@ impl App {
 
     /// The parts of the screen as they are now.
     pub fn areas(&self) -> layout::Areas {
-        layout::areas(self.size, self.detail.is_some(), self.focus == Focus::Detail)
+        layout::areas(
+            self.size,
+            self.detail.is_some(),
+            self.focus == Focus::Detail,
+            self.footer_lines(self.size.width),
+        )
+    }
+
+    /// Lines the footer needs at `width`: a message wraps onto up to three,
+    /// so the part that says what to do is never cut off.
+    pub fn footer_lines(&self, width: u16) -> u16 {
+        self.status.as_ref().map_or(1, |status| {
+            let lines = super::format::wrap(&status.text, usize::from(width)).len();
+            lines.clamp(1, MAX_FOOTER_LINES) as u16
+        })
     }
 
     /// Id of the selected delivery.

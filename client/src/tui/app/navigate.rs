@@ -107,12 +107,17 @@ impl App {
     }
 
     pub(super) fn list_rows(&self) -> usize {
-        let areas = layout::areas(self.size, self.detail.is_some(), false);
+        let areas = layout::areas(
+            self.size,
+            self.detail.is_some(),
+            false,
+            self.footer_lines(self.size.width),
+        );
         areas.list.map_or(1, layout::list_rows)
     }
 
     pub(super) fn detail_rows(&self) -> usize {
-        let areas = layout::areas(self.size, true, true);
+        let areas = layout::areas(self.size, true, true, self.footer_lines(self.size.width));
         areas.detail.map_or(1, layout::detail_rows)
     }
 

@@ -8,6 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph, Widget};
 
 use crate::tui::dialog::{ExportForm, ExportFormat, ProbeKind, ReplayField, ReplayForm, TextInput};
+use crate::tui::format::wrap;
 
 use super::centered;
 
@@ -163,50 +164,4 @@ pub(super) fn render_export(form: &ExportForm, area: Rect, buf: &mut Buffer) {
                 .border_style(Style::new().fg(Color::Cyan)),
         )
         .render(popup, buf);
-}
-
-/// `text` cut into lines of at most `width` columns, at spaces where it can
-/// and inside a word only when the word alone is wider than a line.
-fn wrap(text: &str, width: usize) -> Vec<String> {
-    let width = width.max(1);
-    let columns = |s: &str| Span::raw(s).width();
-    let mut lines = Vec::new();
-    let mut line = String::new();
-    for word in text.split(' ').filter(|w| !w.is_empty()) {
-        let needed = if line.is_empty() { 0 } else { columns(&line) + 1 };
-        if !line.is_empty() && needed + columns(word) > width {
-            lines.push(std::mem::take(&mut line));
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        for c in word.chars() {
-            let mut buf = [0; 4];
-            if !line.is_empty() && columns(&line) + columns(c.encode_utf8(&mut buf)) > width {
-                lines.push(std::mem::take(&mut line));
-            }
-            line.push(c);
-        }
-    }
-    if !line.is_empty() || lines.is_empty() {
-        lines.push(line);
-    }
-    lines
-}
-
-#[cfg(test)]
-mod tests {
-    use super::wrap;
-
-    #[test]
-    fn wrap_breaks_at_spaces_and_splits_only_words_wider_than_a_line() {
-        assert_eq!(
-            wrap("attempts: a number from 1", 12),
-            ["attempts: a", "number from", "1"]
-        );
-        assert_eq!(wrap("abcdefgh ij", 4), ["abcd", "efgh", "ij"]);
-        assert_eq!(wrap("fits", 10), ["fits"]);
-        assert_eq!(wrap("", 10), [""]);
-        assert_eq!(wrap("wide ✓✓✓", 0), ["w", "i", "d", "e", "✓", "✓", "✓"]);
-    }
 }

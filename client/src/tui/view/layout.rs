@@ -20,14 +20,15 @@ pub struct Areas {
 }
 
 /// Lays out `area`; `detail_open` splits the body, `detail_focused` picks the
-/// pane that stays when there is no room for both.
-pub fn areas(area: Rect, detail_open: bool, detail_focused: bool) -> Areas {
+/// pane that stays when there is no room for both; the footer takes
+/// `footer_lines` (a long message wraps rather than lose its end).
+pub fn areas(area: Rect, detail_open: bool, detail_focused: bool, footer_lines: u16) -> Areas {
     let header_height = 2.min(area.height);
     let header = Rect {
         height: header_height,
         ..area
     };
-    let footer_y = area.bottom().saturating_sub(1).max(header.bottom());
+    let footer_y = area.bottom().saturating_sub(footer_lines.max(1)).max(header.bottom());
     let footer = Rect {
         y: footer_y,
         height: area.bottom() - footer_y,
@@ -81,12 +82,12 @@ mod tests {
 
     #[test]
     fn small_screens_show_one_pane() {
-        let a = areas(Rect::new(0, 0, 60, 15), true, true);
+        let a = areas(Rect::new(0, 0, 60, 15), true, true, 1);
         assert_eq!(a.header, Rect::new(0, 0, 60, 2));
         assert_eq!(a.list, None);
         assert_eq!(a.detail, Some(Rect::new(0, 2, 60, 12)));
         assert_eq!(a.footer, Rect::new(0, 14, 60, 1));
-        let a = areas(Rect::new(0, 0, 120, 40), true, false);
+        let a = areas(Rect::new(0, 0, 120, 40), true, false, 1);
         assert_eq!(a.list, Some(Rect::new(0, 2, 120, 14)));
         assert_eq!(a.detail, Some(Rect::new(0, 16, 120, 23)));
     }
@@ -94,8 +95,10 @@ mod tests {
     #[test]
     fn tiny_screens_do_not_underflow() {
         for h in 0..5 {
-            let a = areas(Rect::new(0, 0, 10, h), true, true);
-            assert!(a.footer.bottom() <= h.max(a.header.bottom()));
+            for footer_lines in 1..4 {
+                let a = areas(Rect::new(0, 0, 10, h), true, true, footer_lines);
+                assert!(a.footer.bottom() <= h.max(a.header.bottom()));
+            }
         }
     }
 }

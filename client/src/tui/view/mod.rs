@@ -16,10 +16,16 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 
 use super::app::{App, Focus, Overlay};
+use super::format::wrap;
 
 impl Widget for &App {
     fn render(self, area: Rect, buf: &mut Buffer) {
-        let areas = layout::areas(area, self.detail.is_some(), self.focus == Focus::Detail);
+        let areas = layout::areas(
+            area,
+            self.detail.is_some(),
+            self.focus == Focus::Detail,
+            self.footer_lines(area.width),
+        );
         header::render(self, areas.header, buf);
         if let Some(list) = areas.list {
             list::render(self, list, buf);
@@ -43,8 +49,11 @@ impl Widget for &App {
 /// Key hints, or the last message, or the replay under way.
 fn render_footer(app: &App, area: Rect, buf: &mut Buffer) {
     let line = if let Some(status) = &app.status {
-        let color = if status.error { Color::Red } else { Color::Green };
-        Line::from(Span::styled(status.text.clone(), Style::new().fg(color)))
+        let style = Style::new().fg(if status.error { Color::Red } else { Color::Green });
+        let lines = wrap(&status.text, usize::from(area.width));
+        let lines: Vec<Line> = lines.into_iter().map(|l| Line::styled(l, style)).collect();
+        Paragraph::new(lines).render(area, buf);
+        return;
     } else if let Some(replay) = &app.replay {
         let mut spans = vec![Span::styled(replay.text.clone(), Style::new().fg(Color::Yellow))];
         if !replay.stopping {

@@ -645,3 +645,28 @@ fn replay_form_error_is_never_cut() {
         ])
     );
 }
+
+/// A message longer than the screen is wide wraps above the bottom line,
+/// so the part that says what to do is never cut off.
+#[test]
+fn a_long_message_wraps_and_keeps_its_end() {
+    let mut app = live_app(5, 60, 15);
+    app.set_status(
+        "export failed: delivery #31 was cut short after 26209600 bytes: a replay of the fixture would not send \
+         the same body",
+        true,
+    );
+    let screen = rows(&plain(draw(&app)));
+    let shown = screen.join("\n");
+    assert_eq!(
+        screen[13].trim_end(),
+        "export failed: delivery #31 was cut short after 26209600",
+        "{shown}"
+    );
+    assert_eq!(
+        screen[14].trim_end(),
+        "bytes: a replay of the fixture would not send the same body",
+        "{shown}"
+    );
+    assert!(screen[12].starts_with('└'), "the list ends above it: {shown}");
+}
