@@ -174,17 +174,24 @@ impl App {
             self.size,
             self.detail.is_some(),
             self.focus == Focus::Detail,
-            self.footer_lines(self.size.width),
+            self.chrome(self.size.width),
         )
     }
 
-    /// Lines the footer needs at `width`: a message wraps onto up to three,
-    /// so the part that says what to do is never cut off.
-    pub fn footer_lines(&self, width: u16) -> u16 {
-        self.status.as_ref().map_or(1, |status| {
+    /// Lines the header and footer need at `width`: a line for a live
+    /// warning, so it never pushes the public URL off the screen, and a
+    /// message wrapped onto up to three, so the part that says what to do
+    /// is never cut off.
+    pub fn chrome(&self, width: u16) -> layout::Chrome {
+        let warned = self.mode == Mode::Live && !self.stats.warnings().is_empty();
+        let footer_lines = self.status.as_ref().map_or(1, |status| {
             let lines = super::format::wrap(&status.text, usize::from(width)).len();
             lines.clamp(1, MAX_FOOTER_LINES) as u16
-        })
+        });
+        layout::Chrome {
+            header_lines: if warned { 3 } else { 2 },
+            footer_lines,
+        }
     }
 
     /// Id of the selected delivery.

@@ -2,6 +2,8 @@
 
 use std::collections::VecDeque;
 
+use portpreview_shared::sanitize::escape_str;
+
 use crate::events::TunnelEvent;
 use crate::store::Summary;
 
@@ -24,6 +26,15 @@ pub enum Connection {
         /// Second (since the TUI started) of the next attempt.
         retry_at: u64,
     },
+}
+
+/// A warning the header gives a line of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Warning {
+    /// The relay cannot be reached: why.
+    Offline(String),
+    /// The history takes no writes: why.
+    HistoryRefusing(String),
 }
 
 /// Live counters of a running tunnel.
@@ -118,6 +129,22 @@ impl LiveStats {
             }
             self.durations.push_back(ms);
         }
+    }
+
+    /// What the user must know now: why the tunnel is offline, and why the
+    /// history takes no writes (escaped).
+    pub fn warnings(&self) -> Vec<Warning> {
+        let mut warnings = Vec::new();
+        if let Connection::Disconnected { reason, .. } = &self.connection {
+            warnings.push(Warning::Offline(escape_str(reason).into_owned()));
+        }
+        if let Some(reason) = &self.history_refusing {
+            warnings.push(Warning::HistoryRefusing(format!(
+                "history refuses writes, deliveries wait in memory: {}",
+                escape_str(reason)
+            )));
+        }
+        warnings
     }
 
     /// Seconds until the next attempt to reconnect, counted down each tick.

@@ -107,17 +107,12 @@ impl App {
     }
 
     pub(super) fn list_rows(&self) -> usize {
-        let areas = layout::areas(
-            self.size,
-            self.detail.is_some(),
-            false,
-            self.footer_lines(self.size.width),
-        );
+        let areas = layout::areas(self.size, self.detail.is_some(), false, self.chrome(self.size.width));
         areas.list.map_or(1, layout::list_rows)
     }
 
     pub(super) fn detail_rows(&self) -> usize {
-        let areas = layout::areas(self.size, true, true, self.footer_lines(self.size.width));
+        let areas = layout::areas(self.size, true, true, self.chrome(self.size.width));
         areas.detail.map_or(1, layout::detail_rows)
     }
 

@@ -10,7 +10,7 @@ use ratatui::widgets::{Paragraph, Sparkline, Widget};
 
 use crate::tui::app::{App, Mode};
 use crate::tui::format::duration;
-use crate::tui::stats::Connection;
+use crate::tui::stats::{Connection, Warning};
 
 pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let brand = Span::styled(
@@ -33,16 +33,6 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
                 (Connection::Disconnected { .. }, _) => Span::styled("✗ offline, retrying", offline),
             };
             let mut spans = vec![brand, Span::raw(" "), state];
-            // Before the URL, which the user already has: this is news.
-            if let Some(reason) = &stats.history_refusing {
-                spans.push(Span::styled(
-                    format!(
-                        "  ⚠ history refuses writes, deliveries wait in memory: {}",
-                        escape_str(reason)
-                    ),
-                    Style::new().fg(Color::Yellow),
-                ));
-            }
             if !stats.public_url.is_empty() {
                 spans.push(Span::raw("  "));
                 spans.push(Span::styled(
@@ -50,10 +40,6 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
                     Style::new().add_modifier(Modifier::BOLD),
                 ));
                 spans.push(Span::raw(format!(" → {}", escape_str(&stats.target))));
-            }
-            // Last: a long reason must not push the URL off the screen.
-            if let Connection::Disconnected { reason, .. } = &stats.connection {
-                spans.push(Span::styled(format!("  {}", escape_str(reason)), offline));
             }
             Line::from(spans)
         }
@@ -70,14 +56,28 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         },
         buf,
     );
-    if area.height < 2 {
-        return;
-    }
-    let second = Rect {
+    let mut second = Rect {
         y: area.y + 1,
         height: 1,
         ..area
     };
+    // A line of their own, under the URL they must never push off the screen.
+    let warnings = app.stats.warnings();
+    if app.mode == Mode::Live && !warnings.is_empty() && area.height >= 3 {
+        let spans = warnings.into_iter().enumerate().flat_map(|(i, warning)| {
+            let (text, color) = match warning {
+                Warning::Offline(reason) => (format!("✗ {reason}"), Color::Red),
+                Warning::HistoryRefusing(reason) => (format!("⚠ {reason}"), Color::Yellow),
+            };
+            let gap = if i == 0 { " " } else { "   " };
+            [Span::raw(gap), Span::styled(text, Style::new().fg(color))]
+        });
+        Paragraph::new(Line::from(spans.collect::<Vec<_>>())).render(second, buf);
+        second.y += 1;
+    }
+    if second.bottom() > area.bottom() {
+        return;
+    }
     match &app.mode {
         Mode::Live => render_rate(app, second, buf),
         Mode::Browser { .. } => {

@@ -24,7 +24,7 @@ impl Widget for &App {
             area,
             self.detail.is_some(),
             self.focus == Focus::Detail,
-            self.footer_lines(area.width),
+            self.chrome(area.width),
         );
         header::render(self, areas.header, buf);
         if let Some(list) = areas.list {

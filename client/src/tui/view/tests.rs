@@ -380,7 +380,7 @@ fn the_selected_row_is_highlighted() {
 }
 
 fn traffic_app() -> App {
-    let mut app = live_app(0, 72, 7);
+    let mut app = live_app(0, 72, 8);
     for (second, status, ms) in [
         (0, 200, 4.0),
         (1, 200, 12.0),
@@ -419,6 +419,7 @@ fn live_header_with_traffic() {
         plain(draw(&traffic_app())),
         Buffer::with_lines([
             " PortPreview  ✗ offline, retry in 2s  http://127.0.0.1:8080/t/calm-otter",
+            " ✗ relay went away                                                      ",
             " req/s                ▄█▄ 1/s  p50 12 ms  p90 80 ms  ✓3 4xx 1 5xx 1 ✗0  ",
             "┌ Deliveries 1/5 ──────────────────────────────────────────────────────┐",
             "│Time UTC Method Path                                   St  Took    #  │",
@@ -453,27 +454,58 @@ fn deliveries_not_recorded_are_explained_in_the_empty_list() {
     );
 }
 
-/// Offline: the URL stays in view before the reason, and the wait counts down.
+/// Offline: the URL stays in view, the reason has a line of its own
+/// under it, and the wait counts down.
 #[test]
-fn offline_the_retry_counts_down_and_the_reason_comes_last() {
+fn offline_the_retry_counts_down_and_the_reason_has_its_own_line() {
     let mut app = traffic_app();
-    app.resize(Rect::new(0, 0, 140, 7));
-    let top = |app: &App| -> String {
+    app.resize(Rect::new(0, 0, 100, 8));
+    let line = |app: &App, y: u16| -> String {
         let screen = plain(draw(app));
-        (0..140)
-            .map(|x| screen[(x, 0)].symbol().to_string())
+        (0..100)
+            .map(|x| screen[(x, y)].symbol().to_string())
             .collect::<String>()
+            .trim_end()
+            .to_owned()
     };
     assert!(
-        top(&app).contains("retry in 2s  http://127.0.0.1:8080/t/calm-otter → ")
-            && top(&app).trim_end().ends_with("relay went away"),
+        line(&app, 0).ends_with("retry in 2s  http://127.0.0.1:8080/t/calm-otter → http://127.0.0.1:3000"),
         "{}",
-        top(&app)
+        line(&app, 0)
     );
+    assert_eq!(line(&app, 1), " ✗ relay went away");
     app.on_tick(4);
-    assert!(top(&app).contains("retry in 1s"), "{}", top(&app));
+    assert!(line(&app, 0).contains("retry in 1s"), "{}", line(&app, 0));
     app.on_tick(5);
-    assert!(top(&app).contains("✗ offline, retrying"), "{}", top(&app));
+    assert!(line(&app, 0).contains("✗ offline, retrying"), "{}", line(&app, 0));
+
+    // Online again, with a history that takes no writes: both facts in view.
+    app.on_tunnel_event(
+        TunnelEvent::Connected {
+            public_url: "http://127.0.0.1:8080/t/calm-otter".into(),
+            target: "http://127.0.0.1:3000".into(),
+        },
+        6,
+    );
+    app.on_tunnel_event(
+        TunnelEvent::HistoryRefusing {
+            reason: Some("the history database is locked by another process".into()),
+        },
+        6,
+    );
+    assert!(
+        line(&app, 0).ends_with("● online  http://127.0.0.1:8080/t/calm-otter → http://127.0.0.1:3000"),
+        "{}",
+        line(&app, 0)
+    );
+    assert_eq!(
+        line(&app, 1),
+        " ⚠ history refuses writes, deliveries wait in memory: the history database is locked by another process"
+            .chars()
+            .take(100)
+            .collect::<String>()
+    );
+    assert!(line(&app, 2).starts_with(" req/s"), "{}", line(&app, 2));
 }
 
 #[test]
