@@ -22,9 +22,16 @@ fn key(text: &'static str) -> Span<'static> {
 }
 
 pub(super) fn render_filter(input: &TextInput, area: Rect, buf: &mut Buffer) {
+    // Typing happens at the end: on a narrow screen the end stays in view.
+    let room = usize::from(area.width).saturating_sub(2);
+    let typed = escape_str(&input.text);
+    let typed = match typed.chars().count().checked_sub(room) {
+        Some(excess) if excess > 0 => format!("…{}", typed.chars().skip(excess + 1).collect::<String>()),
+        _ => typed.into_owned(),
+    };
     let line = Line::from(vec![
         Span::styled("/", Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD)),
-        Span::raw(escape_str(&input.text).into_owned()),
+        Span::raw(typed),
         Span::raw(CURSOR),
         Span::styled("  Enter apply  Esc cancel", Style::new().fg(Color::DarkGray)),
     ]);

@@ -157,6 +157,16 @@ fn filter_prompt() {
     );
 }
 
+/// On a narrow screen the filter shows the end of what is typed, where
+/// the cursor is.
+#[test]
+fn a_long_filter_keeps_its_end_in_view() {
+    let mut app = live_app(3, 30, 8);
+    press(&mut app, "/abcdefghijklmnopqrstuvwxyz0123456789");
+    let screen = rows(&plain(draw(&app)));
+    assert_eq!(screen[7], "/…jklmnopqrstuvwxyz0123456789▏", "{}", screen.join("\n"));
+}
+
 /// Question mark shows every key.
 #[test]
 fn help_overlay() {
