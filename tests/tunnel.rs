@@ -96,6 +96,25 @@ async fn status_handler() -> LocalHandler {
 }
 
 #[tokio::test]
+async fn an_ipv4_caller_of_a_dual_stack_relay_is_forwarded_as_ipv4() {
+    // `--listen [::]:PORT`: IPv4 callers arrive as `::ffff:a.b.c.d`.
+    let listener = tokio::net::TcpListener::bind("[::]:0")
+        .await
+        .expect("a dual-stack listener");
+    let relay = TestRelay::on(listener, portpreview_server::RelayConfig::default());
+    let handler = LocalHandler::echo().await;
+    let relay_url = format!("http://127.0.0.1:{}", relay.addr.port());
+    let tunnel = TestTunnel::start(&relay_url, &handler.url()).await;
+    let reply = caller::send("POST", &tunnel.url("/hook"), &[], b"{}".to_vec()).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(
+        handler.requests()[0].header("x-forwarded-for").as_deref(),
+        Some("127.0.0.1"),
+        "the address a provider's allowlist names"
+    );
+}
+
+#[tokio::test]
 async fn every_method_and_body_shape_passes() {
     let relay = TestRelay::start().await;
     let handler = status_handler().await;

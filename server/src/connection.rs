@@ -49,7 +49,9 @@ pub async fn accept_loop(
             accepted = listener.accept() => accepted,
         };
         let (tcp, peer) = match accepted {
-            Ok(pair) => pair,
+            // On a dual-stack socket (`[::]:PORT`) an IPv4 caller arrives as
+            // `::ffff:a.b.c.d`; handlers match provider ranges on a.b.c.d.
+            Ok((tcp, peer)) => (tcp, SocketAddr::new(peer.ip().to_canonical(), peer.port())),
             Err(err) if is_transient(&err) => {
                 tracing::debug!(%err, "accept failed; retrying");
                 tokio::time::sleep(ACCEPT_BACKOFF).await;
