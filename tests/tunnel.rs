@@ -306,6 +306,23 @@ async fn a_local_answer_that_breaks_off_gets_502_and_is_recorded_as_broken() {
 }
 
 #[tokio::test]
+async fn a_local_answer_with_too_many_headers_gets_a_502_that_says_so() {
+    let handler = LocalHandler::start(|_| Answer {
+        headers: (0..101).map(|n| (format!("x-h{n}"), "v".to_owned())).collect(),
+        ..Answer::default()
+    })
+    .await;
+    let relay = TestRelay::start().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let reply = caller::post(&tunnel.url("/hook"), "{}").await;
+    assert_eq!(reply.status, 502);
+    let why = "its answer's head is too large: more than 100 header fields, or over 400 KiB";
+    assert!(reply.text().contains(why), "{}", reply.text());
+    let (summary, _) = tunnel.next_delivery().await;
+    assert!(summary.error.as_deref().is_some_and(|e| e.contains(why)), "{summary:?}");
+}
+
+#[tokio::test]
 async fn a_streamed_local_answer_that_breaks_off_is_cut_off_for_the_caller_too() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     // Starts a chunked answer and hangs up in the middle of it: the caller

@@ -40,13 +40,23 @@ pub enum ForwardError {
     #[error("could not reach {0}: connecting timed out")]
     ConnectTimeout(String),
     /// The handler broke the connection or sent something that is not HTTP.
-    #[error("{target} failed to answer: {error}")]
+    #[error("{target} failed to answer: {}", explain(error))]
     Http {
         /// Target tried.
         target: String,
         /// What hyper saw (kept out of `source()`: the message includes it).
         error: hyper::Error,
     },
+}
+
+/// What went wrong with a local answer, in words where hyper's would
+/// mislead: it calls 101 header fields of a few bytes each a head "too large".
+pub fn explain(error: &hyper::Error) -> String {
+    if error.is_parse_too_large() {
+        "its answer's head is too large: more than 100 header fields, or over 400 KiB".into()
+    } else {
+        error.to_string()
+    }
 }
 
 /// A client for one local target. Dropping it closes its connections.

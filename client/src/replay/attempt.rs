@@ -12,6 +12,8 @@ use portpreview_shared::Header;
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 
+use crate::forward::explain;
+
 use super::options::DEFAULT_TIMEOUT;
 
 /// Response bytes kept per attempt, to show and compare answers.
@@ -217,9 +219,9 @@ impl Connection {
                     sender
                         .send_request(request)
                         .await
-                        .map_err(|err| format!("{authority} did not answer: {err}"))?
+                        .map_err(|err| format!("{authority} did not answer: {}", explain(&err)))?
                 }
-                None => return Err(format!("{authority} did not answer: {}", err.error())),
+                None => return Err(format!("{authority} did not answer: {}", explain(err.error()))),
             },
         };
         let (parts, mut body) = response.into_parts();
