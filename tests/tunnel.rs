@@ -445,7 +445,45 @@ async fn the_relay_answers_for_itself_when_it_must() {
             "the relay says why: {answer}"
         );
     }
+
+    // Heads hyper lets through that cannot be forwarded as they are.
+    let path = format!("/t/{}/x", tunnel.name());
+    let unfit = [
+        (
+            format!("GET {path} HTTP/1.1\r\nHost: {0}\r\nHost: {0}\r\n\r\n", relay.addr),
+            "400",
+            "a request may carry only one Host header",
+        ),
+        (
+            format!("GET {path} HTTP/1.1\r\n\r\n"),
+            "400",
+            "an HTTP/1.1 request must carry a Host header",
+        ),
+        (
+            format!(
+                "POST {path} HTTP/1.1\r\nHost: {}\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n",
+                relay.addr
+            ),
+            "501",
+            "transfer coding \"gzip\" is not supported: send the body chunked, or with a Content-Length",
+        ),
+    ];
+    for (request, status, why) in unfit {
+        let answer = raw(relay.addr, request.as_bytes()).await;
+        assert!(answer.starts_with(&format!("HTTP/1.1 {status}")), "{why}: {answer}");
+        assert!(
+            answer.ends_with(&format!("\r\n\r\n{why}\n")),
+            "the relay says why: {answer}"
+        );
+    }
     assert!(handler.requests().is_empty(), "none of these reached the handler");
+
+    // HTTP/1.0 needs no Host.
+    let answer = raw(relay.addr, format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes()).await;
+    assert!(
+        answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.1 200"),
+        "{answer}"
+    );
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use http::header::{self, HeaderValue};
-use http::{Method, Request, Response, StatusCode};
+use http::{Method, Request, Response, StatusCode, Version};
 use hyper::body::{Body, Incoming};
 use portpreview_shared::message::CONNECT_PATH;
 use tokio_util::sync::CancellationToken;
@@ -78,6 +78,15 @@ pub async fn handle(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, req: Request<Incom
         return refused;
     }
     let has_body = !req.body().is_end_stream();
+    if let Some((status, why)) = unfit(&req) {
+        let mut refused = answer(status, why);
+        if has_body {
+            refused
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        return refused;
+    }
     let mut response = match destination(relay.config.domain.as_deref(), &req) {
         Destination::Tunnel { name, target } => tunnel(relay, conn, req, &name, target).await,
         Destination::Connect => upgrade::accept(relay, conn, req),
@@ -96,6 +105,38 @@ pub async fn handle(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, req: Request<Incom
             .insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
     response
+}
+
+/// Why a request hyper let through cannot be forwarded as it is (RFC 9112
+/// §3.2, §6.1), and the relay's answer: which Host to route by would be a
+/// guess, and a body in another coding would reach the handler undecoded
+/// under a Content-Length.
+fn unfit<B>(req: &Request<B>) -> Option<(StatusCode, String)> {
+    match req.headers().get_all(header::HOST).iter().count() {
+        0 if req.version() == Version::HTTP_11 => {
+            return Some((
+                StatusCode::BAD_REQUEST,
+                "an HTTP/1.1 request must carry a Host header".into(),
+            ))
+        }
+        2.. => {
+            return Some((
+                StatusCode::BAD_REQUEST,
+                "a request may carry only one Host header".into(),
+            ))
+        }
+        _ => {}
+    }
+    let codings = req.headers().get_all(header::TRANSFER_ENCODING).iter();
+    let other = codings
+        .flat_map(|value| value.as_bytes().split(|&b| b == b','))
+        .map(|coding| String::from_utf8_lossy(coding.trim_ascii()).to_ascii_lowercase())
+        .find(|coding| !coding.is_empty() && coding != "chunked")?;
+    let shown = portpreview_shared::sanitize::escape_str(&other).into_owned();
+    Some((
+        StatusCode::NOT_IMPLEMENTED,
+        format!("transfer coding \"{shown}\" is not supported: send the body chunked, or with a Content-Length"),
+    ))
 }
 
 async fn tunnel(
