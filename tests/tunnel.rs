@@ -487,6 +487,34 @@ async fn the_relay_answers_for_itself_when_it_must() {
 }
 
 #[tokio::test]
+async fn a_malformed_chunked_body_is_refused_and_recorded_as_such() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let request = format!(
+        "POST /t/{}/hook HTTP/1.1\r\nHost: {}\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n",
+        tunnel.name(),
+        relay.addr
+    );
+    let answer = raw(relay.addr, request.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(
+        answer.ends_with("\r\n\r\nthe request body's chunked coding was malformed\n"),
+        "{answer}"
+    );
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!(
+        summary.error.as_deref(),
+        Some(
+            "the request body's chunked coding was malformed; the relay answered the caller 400; it was not \
+             forwarded"
+        ),
+        "the history says what the caller was told, not that it went away"
+    );
+    assert!(handler.requests().is_empty(), "a cut body never reaches the handler");
+}
+
+#[tokio::test]
 async fn a_client_stopping_finishes_the_request_in_flight_first() {
     let relay = TestRelay::start().await;
     let handler = LocalHandler::start(|_| Answer {

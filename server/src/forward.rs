@@ -33,7 +33,12 @@ pub struct ForwardLimits {
 enum PumpEnd {
     Done,
     TooLarge,
-    CallerFailed,
+    /// The caller's body was not valid HTTP (a broken chunked coding).
+    Malformed,
+    /// The caller sent no more body within the timeout.
+    Stalled,
+    /// The caller hung up mid-body: nobody is left to answer.
+    CallerGone,
     TunnelGone,
 }
 
@@ -168,7 +173,15 @@ pub async fn forward(
                 match ended {
                     Ok(PumpEnd::Done) => {}
                     Ok(PumpEnd::TooLarge) => return too_large(limits.max_body),
-                    Ok(PumpEnd::CallerFailed) => return unreadable_body(),
+                    Ok(PumpEnd::Malformed) => return answer(StatusCode::BAD_REQUEST, MALFORMED_BODY),
+                    Ok(PumpEnd::Stalled) => {
+                        let waited = format_duration(limits.timeout);
+                        return answer(
+                            StatusCode::REQUEST_TIMEOUT,
+                            format!("the request body stopped arriving: nothing came for {waited}"),
+                        );
+                    }
+                    Ok(PumpEnd::CallerGone) => return unreadable_body(),
                     Ok(PumpEnd::TunnelGone) | Err(_) => return client_gone(),
                 }
             }
@@ -198,10 +211,27 @@ impl Pump {
     async fn run(self, mut body: Incoming) -> PumpEnd {
         let mut total: u64 = 0;
         loop {
+            // The client hears why, for the history: it only sees the body stop.
             let frame = match tokio::time::timeout(self.limits.timeout, body.frame()).await {
                 Ok(Some(Ok(frame))) => frame,
                 Ok(None) => break,
-                Ok(Some(Err(_))) | Err(_) => return PumpEnd::CallerFailed,
+                Ok(Some(Err(err))) if err.is_incomplete_message() => {
+                    self.side
+                        .abandon("the caller went away before its request body was complete");
+                    return PumpEnd::CallerGone;
+                }
+                Ok(Some(Err(_))) => {
+                    self.side
+                        .abandon(&format!("{MALFORMED_BODY}; the relay answered the caller 400"));
+                    return PumpEnd::Malformed;
+                }
+                Err(_) => {
+                    let waited = format_duration(self.limits.timeout);
+                    self.side.abandon(&format!(
+                        "the request body stopped arriving for {waited}; the relay answered the caller 408"
+                    ));
+                    return PumpEnd::Stalled;
+                }
             };
             // Trailers are hop-by-hop metadata of chunked coding; not relayed.
             let Ok(mut data) = frame.into_data() else { continue };
@@ -283,6 +313,9 @@ fn unframable(err: EncodeError) -> Response<RelayBody> {
         .insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
     refused
 }
+
+/// What the relay says of a request body that is not valid HTTP.
+const MALFORMED_BODY: &str = "the request body's chunked coding was malformed";
 
 fn unreadable_body() -> Response<RelayBody> {
     answer(StatusCode::BAD_REQUEST, "the request body could not be read")

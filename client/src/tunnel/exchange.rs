@@ -170,6 +170,14 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
             }
         }
     };
+    // A body that stopped short says only that; the relay's reset, when
+    // it sent one, says why (malformed, stalled, the caller gone).
+    let outcome = match reset.try_recv() {
+        Ok(reason) if outcome.error.as_deref() == Some(CUT_SHORT) => {
+            failure(line.started, format!("{reason}; it was not forwarded"))
+        }
+        _ => outcome,
+    };
     if kept.ticket.is_none() {
         kept.ticket = record_streaming(&shared, &mut kept.streaming).await;
     }
