@@ -133,9 +133,10 @@ pub struct App {
     pub quit: bool,
     /// A filtered live view has rows to fetch on the next tick.
     head_stale: bool,
-    /// The history's data version when last read; browsing, a change means
-    /// another process (a tunnel, a replay) wrote new rows.
-    seen_version: Option<i64>,
+    /// The history's data version when last read, and the second it was
+    /// read in; browsing, a change means another process (a tunnel, a
+    /// replay) wrote new rows.
+    seen_version: (Option<i64>, u64),
 }
 
 impl App {
@@ -143,7 +144,7 @@ impl App {
     pub fn new(source: Box<dyn HistorySource>, mode: Mode, size: Rect) -> anyhow::Result<Self> {
         let mut pager = Pager::new(None);
         pager.reload(source.as_ref())?;
-        let seen_version = source.data_version().ok();
+        let seen_version = (source.data_version().ok(), 0);
         Ok(Self {
             source,
             mode,
@@ -237,10 +238,12 @@ impl App {
     /// the rows were read again.
     pub fn on_tick(&mut self, second: u64) -> bool {
         self.stats.advance(second);
-        if matches!(self.mode, Mode::Browser { .. }) {
+        // Once a second: a filtered view reads the history again on each
+        // change, and a tunnel beside it commits many times a second.
+        if matches!(self.mode, Mode::Browser { .. }) && second != self.seen_version.1 {
             let version = self.source.data_version().ok();
-            self.head_stale |= version != self.seen_version;
-            self.seen_version = version;
+            self.head_stale |= version != self.seen_version.0;
+            self.seen_version = (version, second);
         }
         let following = self.follows_newest();
         let rebase = self.pager.search().is_none() && self.pager.head_is_full(!following);
