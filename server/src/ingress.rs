@@ -78,22 +78,16 @@ pub async fn handle(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, req: Request<Incom
         return refused;
     }
     let has_body = !req.body().is_end_stream();
-    if let Some((status, why)) = unfit(&req) {
-        let mut refused = answer(status, why);
-        if has_body {
-            refused
-                .headers_mut()
-                .insert(header::CONNECTION, HeaderValue::from_static("close"));
-        }
-        return refused;
-    }
-    let mut response = match destination(relay.config.domain.as_deref(), &req) {
-        Destination::Tunnel { name, target } => tunnel(relay, conn, req, &name, target).await,
-        Destination::Connect => upgrade::accept(relay, conn, req),
-        Destination::Health if matches!(*req.method(), Method::GET | Method::HEAD) => answer(StatusCode::OK, "ok"),
-        Destination::Health => answer(StatusCode::METHOD_NOT_ALLOWED, "use GET"),
-        Destination::NoSuchTunnel => answer(StatusCode::NOT_FOUND, NO_SUCH_TUNNEL),
-        Destination::Nowhere => answer(StatusCode::NOT_FOUND, "not found: tunnels live under /t/<name>/"),
+    let mut response = match unfit(&req) {
+        Some((status, why)) => answer(status, why),
+        None => match destination(relay.config.domain.as_deref(), &req) {
+            Destination::Tunnel { name, target } => tunnel(relay, conn, req, &name, target).await,
+            Destination::Connect => upgrade::accept(relay, conn, req),
+            Destination::Health if matches!(*req.method(), Method::GET | Method::HEAD) => answer(StatusCode::OK, "ok"),
+            Destination::Health => answer(StatusCode::METHOD_NOT_ALLOWED, "use GET"),
+            Destination::NoSuchTunnel => answer(StatusCode::NOT_FOUND, NO_SUCH_TUNNEL),
+            Destination::Nowhere => answer(StatusCode::NOT_FOUND, "not found: tunnels live under /t/<name>/"),
+        },
     };
     // The relay's own answers may leave the body unread, and hyper then
     // closes the connection without saying so: a caller reusing it would
