@@ -338,6 +338,16 @@ fn browsing_shows_what_is_recorded_meanwhile() {
     let screen = tmux.wait_for("the new row", |s| s.contains("evt_later"));
     assert!(screen.contains("Deliveries 1/2 "), "{screen}");
     assert!(screen.contains("evt_first"), "{screen}");
+
+    // The open delivery is read again too: here a retry of its event lands.
+    tmux.send(&["G", "Enter"]);
+    tmux.wait_for("the first delivery open", |s| {
+        s.contains("evt_first (body:/id), the only delivery of this event")
+    });
+    store_stripe_delivery(&db, "http://127.0.0.1:9", "evt_first");
+    tmux.wait_for("the count moved in the open detail", |s| {
+        s.contains("evt_first (body:/id), 1st delivery of 2")
+    });
     tmux.send(&["q"]);
     tmux.wait_for("the shell again", |s| s.contains("portpreview exited 0"));
 }

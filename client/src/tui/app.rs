@@ -242,8 +242,15 @@ impl App {
         // change, and a tunnel beside it commits many times a second.
         if matches!(self.mode, Mode::Browser { .. }) && second != self.seen_version.1 {
             let version = self.source.data_version().ok();
-            self.head_stale |= version != self.seen_version.0;
+            let changed = version != self.seen_version.0;
             self.seen_version = (version, second);
+            if changed {
+                self.head_stale = true;
+                // Its answer, or a retry of its event, may be what changed.
+                if let Some(id) = self.detail.as_ref().map(|d| d.doc.id) {
+                    self.refresh_detail(id);
+                }
+            }
         }
         let following = self.follows_newest();
         let rebase = self.pager.search().is_none() && self.pager.head_is_full(!following);
