@@ -467,6 +467,14 @@ async fn the_relay_answers_for_itself_when_it_must() {
             "501",
             "transfer coding \"gzip\" is not supported: send the body chunked, or with a Content-Length",
         ),
+        (
+            format!(
+                "POST {path} HTTP/1.1\r\nHost: {}\r\nTransfer-Encoding: chunked, chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n",
+                relay.addr
+            ),
+            "400",
+            "chunked may be applied to a body only once",
+        ),
     ];
     for (request, status, why) in unfit {
         let answer = raw(relay.addr, request.as_bytes()).await;

@@ -121,11 +121,21 @@ fn unfit<B>(req: &Request<B>) -> Option<(StatusCode, String)> {
         }
         _ => {}
     }
-    let codings = req.headers().get_all(header::TRANSFER_ENCODING).iter();
-    let other = codings
+    let codings: Vec<String> = req
+        .headers()
+        .get_all(header::TRANSFER_ENCODING)
+        .iter()
         .flat_map(|value| value.as_bytes().split(|&b| b == b','))
         .map(|coding| String::from_utf8_lossy(coding.trim_ascii()).to_ascii_lowercase())
-        .find(|coding| !coding.is_empty() && coding != "chunked")?;
+        .filter(|coding| !coding.is_empty())
+        .collect();
+    if codings.iter().filter(|coding| *coding == "chunked").count() > 1 {
+        return Some((
+            StatusCode::BAD_REQUEST,
+            "chunked may be applied to a body only once".into(),
+        ));
+    }
+    let other = codings.into_iter().find(|coding| coding != "chunked")?;
     let shown = portpreview_shared::sanitize::escape_str(&other).into_owned();
     Some((
         StatusCode::NOT_IMPLEMENTED,
