@@ -29,7 +29,7 @@ pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
         "headers": headers(&r.request_headers, reveal),
         "queryString": query_string(&r.path),
         "headersSize": -1,
-        "bodySize": r.request_body_size,
+        "bodySize": body_size(&r.request_body, r.request_body_size),
     });
     if !r.request_body.is_empty() {
         let mut post = json!({ "mimeType": mime_type(&r.request_headers) });
@@ -64,7 +64,7 @@ pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
                 "content": content,
                 "redirectURL": "",
                 "headersSize": -1,
-                "bodySize": o.response_body_size,
+                "bodySize": body_size(&o.response_body, o.response_body_size),
             });
             if let Some(error) = &o.error {
                 response["_error"] = Value::String(error.clone());
@@ -168,6 +168,16 @@ fn reason(status: u16) -> Option<&'static str> {
     http::StatusCode::from_u16(status).ok()?.canonical_reason()
 }
 
+/// A body's size as HAR 1.2 gives it: -1 when it is not known, as for a
+/// body that broke off on its way.
+fn body_size(stored: &[u8], size: u64) -> i64 {
+    if crate::store::size_unknown_past(stored.len() as u64, size) {
+        -1
+    } else {
+        i64::try_from(size).unwrap_or(i64::MAX)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,6 +218,13 @@ mod tests {
         assert_eq!(entry["response"]["statusText"], "OK");
         assert_eq!(entry["response"]["content"]["encoding"], "base64");
         assert_eq!(entry["timings"]["wait"], 4.0);
+        assert_eq!(entry["request"]["bodySize"], 2);
+
+        // A body that broke off on its way: its full size is not known.
+        let mut cut = d.clone();
+        cut.request.request_body_size = crate::store::size_past_cut(2);
+        let har = document(&cut, "http://127.0.0.1:3000/hook", false);
+        assert_eq!(har["log"]["entries"][0]["request"]["bodySize"], -1);
     }
 
     #[test]

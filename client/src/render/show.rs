@@ -114,9 +114,16 @@ fn body(out: &mut String, id: i64, bytes: &[u8], size: u64, limit: usize) {
     }
     if shown < bytes.len() {
         let left = bytes.len() - shown;
+        // A request stored cut short exports only as HAR: the other
+        // formats would send it again, and not as it came.
+        let format = if (bytes.len() as u64) < size {
+            " --format har"
+        } else {
+            ""
+        };
         let _ = writeln!(
             out,
-            "  … {} more {}; portpreview show {id} | less shows all of them, portpreview export {id} saves them",
+            "  … {} more {}; portpreview show {id} | less shows all of them, portpreview export {id}{format} saves them",
             thousands(left as u64),
             if left == 1 { "byte" } else { "bytes" }
         );
@@ -208,6 +215,13 @@ mod tests {
         );
         let whole = delivery(&big, 2, &[], false, usize::MAX);
         assert!(whole.contains(&"x".repeat(100_000)) && !whole.contains("more bytes"));
+        // Stored cut short, it exports only as HAR.
+        let mut cut = big.clone();
+        cut.request.request_body_size = 30_000_000;
+        assert!(
+            delivery(&cut, 2, &[], false, 65_536).contains("portpreview export 7 --format har saves them\n"),
+            "the hint names the export that works"
+        );
         // The response (3 bytes) is under the limit: no note for it.
         assert_eq!(shown.matches("more bytes").count(), 1);
     }

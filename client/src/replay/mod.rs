@@ -77,8 +77,16 @@ pub enum ReplayError {
     /// A zero `--timeout`: no attempt could ever be answered in time.
     #[error("--timeout must be longer than 0s")]
     Timeout,
-    /// The recorded body was cut at the store's limit.
-    #[error("the delivery's body was cut short when it was recorded ({kept} of {size} bytes kept): it cannot be replayed as sent")]
+    /// The recorded body was cut at the store's limit, or broke off on its
+    /// way (then `size` is one past `kept`: the full size is not known).
+    #[error(
+        "the delivery's body was cut short when it was recorded ({}): it cannot be replayed as sent",
+        if crate::store::size_unknown_past(*kept, *size) {
+            format!("after {kept} bytes")
+        } else {
+            format!("{kept} of {size} bytes kept")
+        }
+    )]
     Truncated {
         /// Bytes stored.
         kept: u64,

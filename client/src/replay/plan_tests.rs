@@ -132,6 +132,20 @@ fn a_truncated_body_and_a_missing_secret_stop_the_run_before_it_starts() {
         Plan::new(&cut, &ReplayOptions::default()),
         Err(ReplayError::Truncated { kept: 2, size: 10 })
     ));
+    let Err(err) = Plan::new(&cut, &ReplayOptions::default()) else {
+        unreachable!()
+    };
+    assert!(err.to_string().contains("(2 of 10 bytes kept)"), "{err}");
+    // Broken off on its way: how much more there was is not known.
+    cut.request_body_size = crate::store::size_past_cut(2);
+    let Err(err) = Plan::new(&cut, &ReplayOptions::default()) else {
+        unreachable!()
+    };
+    assert!(
+        err.to_string()
+            .contains("was cut short when it was recorded (after 2 bytes)"),
+        "{err}"
+    );
     let mut stripe = recorded();
     stripe.provider = Some("stripe".into());
     let resign = ReplayOptions {
