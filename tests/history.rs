@@ -511,6 +511,32 @@ fn a_history_the_user_may_only_read_is_read_and_never_written() {
         "nothing was made beside it"
     );
     std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    // Copied with its WAL but without the -shm that reading the WAL needs:
+    // what the WAL holds cannot be shown, and the reader is told so.
+    let with_wal = h.dir.join("with-wal");
+    std::fs::create_dir(&with_wal).unwrap();
+    let writer = rusqlite::Connection::open(&h.db).unwrap();
+    writer.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+    writer
+        .execute("UPDATE deliveries SET path = '/only-in-the-wal' WHERE id = 1", [])
+        .unwrap();
+    let copy = with_wal.join("history.db");
+    std::fs::copy(&h.db, &copy).unwrap();
+    std::fs::copy(h.dir.join("history.db-wal"), with_wal.join("history.db-wal")).unwrap();
+    drop(writer);
+    for file in [copy.clone(), with_wal.join("history.db-wal")] {
+        std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o444)).unwrap();
+    }
+    std::fs::set_permissions(&with_wal, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let listed = run_as_reader(&h, &copy, &["history"]);
+    assert!(listed.status.success(), "{}", String::from_utf8_lossy(&listed.stderr));
+    let stderr = String::from_utf8_lossy(&listed.stderr);
+    assert!(
+        stderr.contains(&format!("{}-wal is left out", copy.display())),
+        "{stderr}"
+    );
+    std::fs::set_permissions(&with_wal, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 #[test]

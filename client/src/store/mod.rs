@@ -215,6 +215,14 @@ impl Store {
         let conn = match shared {
             Ok(conn) => conn,
             Err(err) if is_read_only(&err) => {
+                let wal = companion(path, "-wal");
+                if std::fs::metadata(&wal).is_ok_and(|wal| wal.len() > 0) {
+                    tracing::warn!(
+                        "{} is left out: without a -shm file beside it, which its folder cannot take, SQLite cannot \
+                         read it, so the deliveries it holds are not shown",
+                        wal.display()
+                    );
+                }
                 Connection::open_with_flags(immutable_uri(path), flags).map_err(|e| classify(e, path))?
             }
             Err(err) => return Err(classify(err, path)),
@@ -316,6 +324,13 @@ fn is_read_only(err: &rusqlite::Error) -> bool {
         err.sqlite_error_code(),
         Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen)
     )
+}
+
+/// The file SQLite keeps beside `path` under `suffix` (`-wal`, `-shm`).
+fn companion(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
 }
 
 /// An SQLite URI opening `path` as a file nobody changes while it is open.
