@@ -165,6 +165,13 @@ fn a_long_filter_keeps_its_end_in_view() {
     press(&mut app, "/abcdefghijklmnopqrstuvwxyz0123456789");
     let screen = rows(&plain(draw(&app)));
     assert_eq!(screen[7], "/…jklmnopqrstuvwxyz0123456789▏", "{}", screen.join("\n"));
+
+    // Characters two columns wide: the end and the cursor still show.
+    let mut app = live_app(3, 30, 8);
+    press(&mut app, "/日本語のテキストをここに入力する終わり");
+    let screen = rows(&plain(draw(&app)));
+    let shown: String = screen[7].chars().filter(|c| *c != ' ').collect();
+    assert!(shown.starts_with("/…") && shown.ends_with("る終わり▏"), "{}", screen[7]);
 }
 
 /// Question mark shows every key.
