@@ -306,6 +306,34 @@ fn a_junit_file_that_cannot_be_written_is_refused_before_anything_is_sent() {
         assert_eq!(handler.balance(), 0, "nothing was sent");
     }
     assert!(folder.is_dir(), "the folder named is left alone");
+
+    // A report written over the fixture it checks would lose the fixture.
+    let fixture = project.path("fixtures/stripe.json");
+    let before = std::fs::read(&fixture).unwrap();
+    let ran = project.check(
+        &[
+            "fixtures/stripe.json",
+            "--target",
+            &handler.url(),
+            "--junit",
+            fixture.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(
+        ran.stderr.trim_end(),
+        format!(
+            "error: --junit {} is fixtures/stripe.json, which this run reads: write the report to another file",
+            fixture.display()
+        )
+    );
+    assert_eq!(
+        std::fs::read(&fixture).unwrap(),
+        before,
+        "the fixture is left as it was"
+    );
+    assert_eq!(handler.balance(), 0, "nothing was sent");
 }
 
 #[test]

@@ -10,7 +10,7 @@ use anyhow::Context;
 use portpreview_shared::sanitize::escape_str;
 use tokio_util::sync::CancellationToken;
 
-use super::run::{clear_progress, probe_spec, progress_printer, RunArgs};
+use super::run::{clear_progress, probe_spec, progress_printer, refuse_to_overwrite_an_input, RunArgs};
 use crate::config::Secret;
 use crate::fixture::Fixture;
 use crate::replay::{self, ReplayOptions, Report};
@@ -47,6 +47,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let jobs = expand(&args.inputs)?;
     if jobs.is_empty() {
         anyhow::bail!("no fixtures found in {}", list(&args.inputs));
+    }
+    if let Some(junit) = &args.junit {
+        let fixtures = jobs.iter().map(|job| job.fixture.as_path());
+        refuse_to_overwrite_an_input(junit, args.inputs.iter().map(PathBuf::as_path).chain(fixtures))?;
     }
     // One stop for the whole check: ctrl-c ends the fixture in progress
     // and leaves the rest unstarted, whenever it comes.

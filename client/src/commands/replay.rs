@@ -12,7 +12,7 @@ use crate::render;
 use crate::replay::{self, options::parse_header_arg, Report};
 use crate::store::{NewDelivery, Store};
 
-use super::run::{clear_progress, progress_printer, RunArgs};
+use super::run::{clear_progress, progress_printer, refuse_to_overwrite_an_input, RunArgs};
 
 /// Arguments of `portpreview replay`.
 #[derive(Debug, clap::Args)]
@@ -59,6 +59,9 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     // mistake like clap's own, so it writes no JUnit file either.
     if !args.latest && (args.provider.is_some() || args.path.is_some()) {
         anyhow::bail!("--provider and --path narrow --latest: with an ID or event key they would be ignored");
+    }
+    if let (Some(junit), Some(fixture)) = (&args.junit, &args.from) {
+        refuse_to_overwrite_an_input(junit, [fixture.as_path()])?;
     }
     let mut case = asked_for(&args);
     let Ran {

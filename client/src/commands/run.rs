@@ -2,6 +2,7 @@
 //! progress line.
 
 use std::io::IsTerminal;
+use std::path::Path;
 use std::time::Duration;
 
 use crate::config::Secret;
@@ -98,4 +99,28 @@ pub fn clear_progress() {
     if std::io::stderr().is_terminal() {
         crate::to_stderr(format_args!("\r\x1b[2K"));
     }
+}
+
+/// Fails when the JUnit report at `junit` would replace one of `inputs`,
+/// the fixtures and suites the run reads: a mistyped `--junit` must not
+/// cost a committed fixture.
+pub fn refuse_to_overwrite_an_input<'a>(
+    junit: &Path,
+    inputs: impl IntoIterator<Item = &'a Path>,
+) -> anyhow::Result<()> {
+    let Ok(report) = junit.canonicalize() else {
+        // Not there yet: it replaces nothing.
+        return Ok(());
+    };
+    if let Some(input) = inputs
+        .into_iter()
+        .find(|input| input.canonicalize().is_ok_and(|i| i == report))
+    {
+        anyhow::bail!(
+            "--junit {} is {}, which this run reads: write the report to another file",
+            junit.display(),
+            input.display()
+        );
+    }
+    Ok(())
 }
