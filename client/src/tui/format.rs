@@ -74,6 +74,26 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
+/// The end of `text` in at most `width` columns, led by "…" when the start
+/// had to go: where typing happens, or where a path names its file.
+/// Columns, not characters: CJK characters take two each.
+pub fn tail(text: &str, width: usize) -> String {
+    let columns = |s: &str| Span::raw(s).width();
+    if columns(text) <= width {
+        return text.to_owned();
+    }
+    let mut used = columns("…");
+    let kept: Vec<char> = text
+        .chars()
+        .rev()
+        .take_while(|c| {
+            used += columns(c.encode_utf8(&mut [0; 4]));
+            used <= width
+        })
+        .collect();
+    format!("…{}", kept.into_iter().rev().collect::<String>())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,5 +118,13 @@ mod tests {
         assert_eq!(wrap("fits", 10), ["fits"]);
         assert_eq!(wrap("", 10), [""]);
         assert_eq!(wrap("wide ✓✓✓", 0), ["w", "i", "d", "e", "✓", "✓", "✓"]);
+    }
+
+    #[test]
+    fn a_tail_keeps_the_end_in_columns() {
+        assert_eq!(tail("abcdef", 4), "…def");
+        assert_eq!(tail("abcd", 4), "abcd");
+        assert_eq!(tail("日本語です", 5), "…です");
+        assert_eq!(tail("abc", 0), "…");
     }
 }

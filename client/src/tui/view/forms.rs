@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph, Widget};
 
 use crate::tui::dialog::{ExportForm, ExportFormat, ProbeKind, ReplayField, ReplayForm, TextInput};
-use crate::tui::format::wrap;
+use crate::tui::format::{tail, wrap};
 
 use super::centered;
 
@@ -23,24 +23,7 @@ fn key(text: &'static str) -> Span<'static> {
 
 pub(super) fn render_filter(input: &TextInput, area: Rect, buf: &mut Buffer) {
     // Typing happens at the end: on a narrow screen the end stays in view.
-    let room = usize::from(area.width).saturating_sub(2);
-    let typed = escape_str(&input.text).into_owned();
-    let columns = |s: &str| Span::raw(s).width();
-    let typed = if columns(&typed) <= room {
-        typed
-    } else {
-        // Columns, not characters: CJK characters take two each.
-        let mut used = columns("…");
-        let tail: Vec<char> = typed
-            .chars()
-            .rev()
-            .take_while(|c| {
-                used += columns(c.encode_utf8(&mut [0; 4]));
-                used <= room
-            })
-            .collect();
-        format!("…{}", tail.into_iter().rev().collect::<String>())
-    };
+    let typed = tail(&escape_str(&input.text), usize::from(area.width).saturating_sub(2));
     let line = Line::from(vec![
         Span::styled("/", Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD)),
         Span::raw(typed),

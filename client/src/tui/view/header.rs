@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Sparkline, Widget};
 
 use crate::tui::app::{App, Mode};
-use crate::tui::format::duration;
+use crate::tui::format::{duration, tail};
 use crate::tui::stats::{Connection, Warning};
 
 pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
@@ -43,11 +43,15 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
             }
             Line::from(spans)
         }
-        Mode::Browser { db } => Line::from(vec![
-            brand,
-            Span::raw(" history "),
-            Span::styled(escape_str(db).into_owned(), Style::new().fg(Color::DarkGray)),
-        ]),
+        Mode::Browser { db } => {
+            // A long path keeps its end: the file's name tells histories apart.
+            let room = usize::from(area.width).saturating_sub(brand.width() + " history ".len());
+            Line::from(vec![
+                brand,
+                Span::raw(" history "),
+                Span::styled(tail(&escape_str(db), room), Style::new().fg(Color::DarkGray)),
+            ])
+        }
     };
     Paragraph::new(top).render(
         Rect {

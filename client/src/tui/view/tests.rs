@@ -719,3 +719,17 @@ fn a_long_message_wraps_and_keeps_its_end() {
     );
     assert!(screen[12].starts_with('└'), "the list ends above it: {shown}");
 }
+
+/// Browsing, a long history path keeps its end: the file's name.
+#[test]
+fn a_long_history_path_keeps_its_file_name() {
+    let db = format!("/tmp/{}history-staging.db", "deep/".repeat(20));
+    let app = app((1..=2).map(test_delivery).collect(), Mode::Browser { db }, 60, 8);
+    let screen = rows(&plain(draw(&app)));
+    let header = screen[0].trim_end();
+    assert!(
+        header.starts_with(" PortPreview  history …") && header.ends_with("/deep/history-staging.db"),
+        "{header}"
+    );
+    assert_eq!(header.chars().count(), 60, "to the screen's edge: {header}");
+}
