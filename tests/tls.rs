@@ -117,13 +117,17 @@ async fn a_self_signed_certificate_marked_as_a_ca_is_trusted_as_itself() {
     let other_path = dir.path().join("other.pem");
     std::fs::write(&other_path, ca_marked_self_signed().0).expect("write other cert");
     let other = portpreview::tunnel::connect::tls_config(Some(&other_path)).expect("load other");
-    assert!(
-        matches!(
-            start(other).await,
-            Err(portpreview::tunnel::ConnectError::Certificate(_))
+    match start(other).await {
+        Err(err @ portpreview::tunnel::ConnectError::Certificate(_)) => assert_eq!(
+            err.to_string(),
+            "the relay's certificate was refused: it is not the certificate given with --ca-cert, nor signed by \
+             it: check that the file holds the relay's current certificate, or the certificate of the CA that \
+             signed it",
+            "only the relay's own certificate is trusted as itself, and the user is told the file is the wrong one"
         ),
-        "only the relay's own certificate is trusted as itself"
-    );
+        Err(other) => panic!("expected a certificate error, got {other}"),
+        Ok(_) => panic!("another CA-marked certificate stood in for the relay's"),
+    }
     // Without it, the user is told what kind of certificate it is, in words.
     let untrusted = start(portpreview::tunnel::connect::tls_config(None).expect("default roots")).await;
     match untrusted {

@@ -349,11 +349,17 @@ fn tls_error(err: &std::io::Error) -> Option<&rustls::Error> {
 fn certificate_problem(problem: &rustls::CertificateError) -> String {
     use rustls::CertificateError as Problem;
     const PASS_CA: &str = "pass --ca-cert FILE with the certificate of the CA that signed it";
-    let web_pki = match problem {
-        Problem::Other(other) => other.0.downcast_ref::<webpki::Error>(),
+    // Errors from WebPKI and from the pinned verifier come wrapped.
+    let other = match problem {
+        Problem::Other(other) => Some(&other.0),
         _ => None,
     };
-    match (problem, web_pki) {
+    if other.is_some_and(|err| err.is::<pinned::NotTheGivenCertificate>()) {
+        return "it is not the certificate given with --ca-cert, nor signed by it: check that the file holds the \
+                relay's current certificate, or the certificate of the CA that signed it"
+            .into();
+    }
+    match (problem, other.and_then(|err| err.downcast_ref::<webpki::Error>())) {
         (Problem::UnknownIssuer, _) => format!("it is signed by a CA this machine does not trust; {PASS_CA}"),
         (_, Some(webpki::Error::CaUsedAsEndEntity)) => {
             "it is a CA certificate (as `openssl req -x509` makes), which servers may not present; pass it with \

@@ -14,7 +14,25 @@ use std::sync::Arc;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls::{CertificateError, DigitallySignedStruct, OtherError, SignatureScheme};
+
+/// The relay presented a certificate that is none of those given with
+/// `--ca-cert`, nor signed by one of them.
+#[derive(Debug, thiserror::Error)]
+#[error("the relay's certificate is not the one given with --ca-cert, nor signed by it")]
+pub struct NotTheGivenCertificate;
+
+/// Whether WebPKI refused `problem` for want of a trusted issuer.
+fn is_untrusted(problem: &CertificateError) -> bool {
+    match problem {
+        CertificateError::UnknownIssuer => true,
+        CertificateError::Other(other) => other
+            .0
+            .downcast_ref::<webpki::Error>()
+            .is_some_and(|err| matches!(err, webpki::Error::CaUsedAsEndEntity)),
+        _ => false,
+    }
+}
 
 /// WebPKI verification, with the user's own certificates accepted as themselves.
 #[derive(Debug)]
@@ -46,6 +64,13 @@ impl ServerCertVerifier for Verifier {
             Ok(verified) => Ok(verified),
             Err(_) if self.trusted.iter().any(|cert| cert.as_ref() == end_entity.as_ref()) => {
                 Ok(ServerCertVerified::assertion())
+            }
+            // Trust was the problem, and the user named what to trust:
+            // saying "pass --ca-cert" again would not help them.
+            Err(rustls::Error::InvalidCertificate(problem)) if !self.trusted.is_empty() && is_untrusted(&problem) => {
+                Err(rustls::Error::InvalidCertificate(CertificateError::Other(OtherError(
+                    Arc::new(NotTheGivenCertificate),
+                ))))
             }
             Err(err) => Err(err),
         }
