@@ -565,9 +565,12 @@ fn ctrl_z_hands_the_shell_its_terminal_and_fg_takes_it_back() {
     let db = scratch.0.join("history.db");
     fill_history(&db);
     // An interactive shell: job control is what stops and continues a job.
+    // Without history: a shell writing ~/.bash_history as the test tears
+    // the scratch folder down left the folder behind.
     let home = shell_quote(&scratch.0);
     let shell = format!(
-        "cd {home} && env HOME={home} PORTPREVIEW_CONFIG=/dev/null TERM=xterm-256color bash --norc --noprofile -i"
+        "cd {home} && env HOME={home} PORTPREVIEW_CONFIG=/dev/null TERM=xterm-256color bash --norc --noprofile \
+         +o history -i"
     );
     let tmux = Tmux::start("suspend", &shell);
     tmux.type_text(&format!(
