@@ -121,22 +121,25 @@ fn unfit<B>(req: &Request<B>) -> Option<(StatusCode, String)> {
         }
         _ => {}
     }
-    let codings: Vec<String> = req
-        .headers()
-        .get_all(header::TRANSFER_ENCODING)
-        .iter()
-        .flat_map(|value| value.as_bytes().split(|&b| b == b','))
-        .map(|coding| String::from_utf8_lossy(coding.trim_ascii()).to_ascii_lowercase())
-        .filter(|coding| !coding.is_empty())
-        .collect();
-    if codings.iter().filter(|coding| *coding == "chunked").count() > 1 {
+    // Looked at on every request: only a refusal allocates.
+    let codings = || {
+        req.headers()
+            .get_all(header::TRANSFER_ENCODING)
+            .iter()
+            .flat_map(|value| value.as_bytes().split(|&b| b == b','))
+            .map(<[u8]>::trim_ascii)
+            .filter(|coding| !coding.is_empty())
+    };
+    let chunked = |coding: &&[u8]| coding.eq_ignore_ascii_case(b"chunked");
+    if codings().filter(chunked).count() > 1 {
         return Some((
             StatusCode::BAD_REQUEST,
             "chunked may be applied to a body only once".into(),
         ));
     }
-    let other = codings.into_iter().find(|coding| coding != "chunked")?;
-    let shown = portpreview_shared::sanitize::escape_str(&other).into_owned();
+    let other = codings().find(|coding| !chunked(coding))?;
+    let shown =
+        portpreview_shared::sanitize::escape_str(&String::from_utf8_lossy(other).to_ascii_lowercase()).into_owned();
     Some((
         StatusCode::NOT_IMPLEMENTED,
         format!("transfer coding \"{shown}\" is not supported: send the body chunked, or with a Content-Length"),
