@@ -215,7 +215,7 @@ impl Store {
         let conn = match shared {
             Ok(conn) => conn,
             Err(err) if is_read_only(&err) => {
-                let wal = companion(path, "-wal");
+                let wal = beside(path, "-wal");
                 if std::fs::metadata(&wal).is_ok_and(|wal| wal.len() > 0) {
                     tracing::warn!(
                         "{} is left out: without a -shm file beside it, which its folder cannot take, SQLite cannot \
@@ -326,9 +326,10 @@ fn is_read_only(err: &rusqlite::Error) -> bool {
     )
 }
 
-/// The file SQLite keeps beside `path` under `suffix` (`-wal`, `-shm`).
-fn companion(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
+/// The file named `suffix` after the history at `history`: SQLite's
+/// `-wal` and `-shm`, the recorder's inboxes.
+pub(crate) fn beside(history: &Path, suffix: &str) -> PathBuf {
+    let mut name = history.as_os_str().to_owned();
     name.push(suffix);
     PathBuf::from(name)
 }

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::store::INBOX_INFIX;
+use crate::store::{beside, INBOX_INFIX};
 
 /// What an SQLite database file starts with.
 const DATABASE_HEADER: &[u8] = b"SQLite format 3\0";
@@ -74,13 +74,6 @@ fn history_files(history: &Path) -> Vec<PathBuf> {
         }
     }
     files
-}
-
-/// The path of the file named `suffix` after the history at `history`.
-fn beside(history: &Path, suffix: &str) -> PathBuf {
-    let mut name = history.as_os_str().to_os_string();
-    name.push(suffix);
-    PathBuf::from(name)
 }
 
 /// Whether `a` and `b` are one file (a hard link is another name for it).
