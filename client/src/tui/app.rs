@@ -133,10 +133,11 @@ pub struct App {
     pub quit: bool,
     /// A filtered live view has rows to fetch on the next tick.
     head_stale: bool,
-    /// The history's data version when last read, and the second it was
-    /// read in; browsing, a change means another process (a tunnel, a
-    /// replay) wrote new rows.
-    seen_version: (Option<i64>, u64),
+    /// The history's data version when last read; browsing, a change
+    /// means another process (a tunnel, a replay) wrote to it.
+    seen_version: Option<i64>,
+    /// The second it was last read in.
+    version_read_at: u64,
 }
 
 impl App {
@@ -144,7 +145,7 @@ impl App {
     pub fn new(source: Box<dyn HistorySource>, mode: Mode, size: Rect) -> anyhow::Result<Self> {
         let mut pager = Pager::new(None);
         pager.reload(source.as_ref())?;
-        let seen_version = (source.data_version().ok(), 0);
+        let seen_version = source.data_version().ok();
         Ok(Self {
             source,
             mode,
@@ -161,6 +162,7 @@ impl App {
             quit: false,
             head_stale: false,
             seen_version,
+            version_read_at: 0,
         })
     }
 
@@ -184,7 +186,7 @@ impl App {
     /// message wrapped onto up to three, so the part that says what to do
     /// is never cut off.
     pub fn chrome(&self, width: u16) -> layout::Chrome {
-        let warned = self.mode == Mode::Live && !self.stats.warnings().is_empty();
+        let warned = self.mode == Mode::Live && self.stats.warnings().next().is_some();
         let footer_lines = self.status.as_ref().map_or(1, |status| {
             let lines = super::format::wrap(&status.text, usize::from(width)).len();
             lines.clamp(1, MAX_FOOTER_LINES) as u16
@@ -240,11 +242,10 @@ impl App {
         self.stats.advance(second);
         // Once a second: a filtered view reads the history again on each
         // change, and a tunnel beside it commits many times a second.
-        if matches!(self.mode, Mode::Browser { .. }) && second != self.seen_version.1 {
+        if matches!(self.mode, Mode::Browser { .. }) && second != self.version_read_at {
+            self.version_read_at = second;
             let version = self.source.data_version().ok();
-            let changed = version != self.seen_version.0;
-            self.seen_version = (version, second);
-            if changed {
+            if std::mem::replace(&mut self.seen_version, version) != version {
                 self.head_stale = true;
                 // Its answer, or a retry of its event, may be what changed.
                 if let Some(id) = self.detail.as_ref().map(|d| d.doc.id) {

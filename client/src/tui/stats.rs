@@ -2,8 +2,6 @@
 
 use std::collections::VecDeque;
 
-use portpreview_shared::sanitize::escape_str;
-
 use crate::events::TunnelEvent;
 use crate::store::Summary;
 
@@ -28,13 +26,14 @@ pub enum Connection {
     },
 }
 
-/// A warning the header gives a line of its own.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Warning {
+/// A warning the header gives a line of its own, with its reason as the
+/// tunnel gave it (unescaped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Warning<'a> {
     /// The relay cannot be reached: why.
-    Offline(String),
+    Offline(&'a str),
     /// The history takes no writes: why.
-    HistoryRefusing(String),
+    HistoryRefusing(&'a str),
 }
 
 /// Live counters of a running tunnel.
@@ -132,19 +131,14 @@ impl LiveStats {
     }
 
     /// What the user must know now: why the tunnel is offline, and why the
-    /// history takes no writes (escaped).
-    pub fn warnings(&self) -> Vec<Warning> {
-        let mut warnings = Vec::new();
-        if let Connection::Disconnected { reason, .. } = &self.connection {
-            warnings.push(Warning::Offline(escape_str(reason).into_owned()));
-        }
-        if let Some(reason) = &self.history_refusing {
-            warnings.push(Warning::HistoryRefusing(format!(
-                "history refuses writes, deliveries wait in memory: {}",
-                escape_str(reason)
-            )));
-        }
-        warnings
+    /// history takes no writes.
+    pub fn warnings(&self) -> impl Iterator<Item = Warning<'_>> {
+        let offline = match &self.connection {
+            Connection::Disconnected { reason, .. } => Some(Warning::Offline(reason)),
+            _ => None,
+        };
+        let refusing = self.history_refusing.as_deref().map(Warning::HistoryRefusing);
+        offline.into_iter().chain(refusing)
     }
 
     /// Seconds until the next attempt to reconnect, counted down each tick.

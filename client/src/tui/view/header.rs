@@ -65,13 +65,19 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         height: 1,
         ..area
     };
-    // A line of their own, under the URL they must never push off the screen.
-    let warnings = app.stats.warnings();
-    if app.mode == Mode::Live && !warnings.is_empty() && area.height >= 3 {
-        let spans = warnings.into_iter().enumerate().flat_map(|(i, warning)| {
+    // A line of their own, under the URL they must never push off the
+    // screen: the layout gives the header a third line for them.
+    if area.height >= 3 {
+        let spans = app.stats.warnings().enumerate().flat_map(|(i, warning)| {
             let (text, color) = match warning {
-                Warning::Offline(reason) => (format!("✗ {reason}"), Color::Red),
-                Warning::HistoryRefusing(reason) => (format!("⚠ {reason}"), Color::Yellow),
+                Warning::Offline(reason) => (format!("✗ {}", escape_str(reason)), Color::Red),
+                Warning::HistoryRefusing(reason) => (
+                    format!(
+                        "⚠ history refuses writes, deliveries wait in memory: {}",
+                        escape_str(reason)
+                    ),
+                    Color::Yellow,
+                ),
             };
             let gap = if i == 0 { " " } else { "   " };
             [Span::raw(gap), Span::styled(text, Style::new().fg(color))]

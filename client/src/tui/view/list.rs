@@ -54,9 +54,10 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         return;
     }
     let rows = list_rows(area);
+    let path = path_width(area.width);
     let shown: Vec<Row> = (app.offset..app.offset + rows)
         .map_while(|i| app.pager.get(i))
-        .map(|summary| row(summary, area.width))
+        .map(|summary| row(summary, area.width, path))
         .collect();
     let mut state = TableState::default().with_selected(Some(app.selected.saturating_sub(app.offset)));
     let highlight = if focused {
@@ -166,7 +167,7 @@ fn path_width(width: u16) -> usize {
     usize::from(width.saturating_sub(2 + fixed + spacing))
 }
 
-fn row(summary: &Summary, width: u16) -> Row<'static> {
+fn row(summary: &Summary, width: u16, path_width: usize) -> Row<'static> {
     let time = if width >= WIDER {
         short_timestamp(summary.received_at_ms)
     } else {
@@ -181,7 +182,7 @@ fn row(summary: &Summary, width: u16) -> Row<'static> {
         Cell::from(time).style(Style::new().fg(Color::DarkGray)),
         Cell::from(shorten(&escape_str(&summary.method), 6)),
         // Marked where it is cut: a cut path can look like another, whole one.
-        Cell::from(shorten(&escape_str(&summary.path), path_width(width))),
+        Cell::from(shorten(&escape_str(&summary.path), path_width)),
         Cell::from(status).style(status_style(summary.status)),
         Cell::from(Line::from(duration(summary.duration_ms)).right_aligned()),
     ];

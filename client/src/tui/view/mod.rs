@@ -48,18 +48,17 @@ impl Widget for &App {
 
 /// Key hints, or the last message, or the replay under way.
 fn render_footer(app: &App, area: Rect, buf: &mut Buffer) {
-    let line = if let Some(status) = &app.status {
+    let lines = if let Some(status) = &app.status {
+        // Wrapped as `App::chrome` counted the footer's lines.
         let style = Style::new().fg(if status.error { Color::Red } else { Color::Green });
         let lines = wrap(&status.text, usize::from(area.width));
-        let lines: Vec<Line> = lines.into_iter().map(|l| Line::styled(l, style)).collect();
-        Paragraph::new(lines).render(area, buf);
-        return;
+        lines.into_iter().map(|l| Line::styled(l, style)).collect()
     } else if let Some(replay) = &app.replay {
         let mut spans = vec![Span::styled(replay.text.clone(), Style::new().fg(Color::Yellow))];
         if !replay.stopping {
             spans.push(Span::styled("  Esc stops", Style::new().fg(Color::DarkGray)));
         }
-        Line::from(spans)
+        vec![Line::from(spans)]
     } else {
         let hints: &[(&str, &str)] = &[
             ("q", "quit"),
@@ -78,9 +77,9 @@ fn render_footer(app: &App, area: Rect, buf: &mut Buffer) {
                 Span::raw(format!(" {what}  ")),
             ]
         });
-        Line::from(spans.collect::<Vec<_>>())
+        vec![Line::from(spans.collect::<Vec<_>>())]
     };
-    Paragraph::new(line).render(area, buf);
+    Paragraph::new(lines).render(area, buf);
 }
 
 /// A box of `width`×`height` centred in `area` (shrunk to fit).
