@@ -347,26 +347,20 @@ fn tls_error(err: &std::io::Error) -> Option<&rustls::Error> {
 
 /// What is wrong with the relay's certificate, and what to do about it.
 fn certificate_problem(problem: &rustls::CertificateError) -> String {
-    use rustls::CertificateError as Problem;
-    const PASS_CA: &str = "pass --ca-cert FILE with the certificate of the CA that signed it";
-    // Errors from WebPKI and from the pinned verifier come wrapped.
-    let other = match problem {
-        Problem::Other(other) => Some(&other.0),
-        _ => None,
-    };
-    if other.is_some_and(|err| err.is::<pinned::NotTheGivenCertificate>()) {
-        return "it is not the certificate given with --ca-cert, nor signed by it: check that the file holds the \
-                relay's current certificate, or the certificate of the CA that signed it"
-            .into();
-    }
-    match (problem, other.and_then(|err| err.downcast_ref::<webpki::Error>())) {
-        (Problem::UnknownIssuer, _) => format!("it is signed by a CA this machine does not trust; {PASS_CA}"),
-        (_, Some(webpki::Error::CaUsedAsEndEntity)) => {
-            "it is a CA certificate (as `openssl req -x509` makes), which servers may not present; pass it with \
-             --ca-cert FILE to trust it as it is"
-                .into()
-        }
-        (other, _) => other.to_string(),
+    if pinned::is_not_the_given_certificate(problem) {
+        "it is not the certificate given with --ca-cert, nor signed by it: check that the file holds the relay's \
+         current certificate, or the certificate of the CA that signed it"
+            .into()
+    } else if pinned::is_ca_used_as_end_entity(problem) {
+        "it is a CA certificate (as `openssl req -x509` makes), which servers may not present; pass it with \
+         --ca-cert FILE to trust it as it is"
+            .into()
+    } else if matches!(problem, rustls::CertificateError::UnknownIssuer) {
+        "it is signed by a CA this machine does not trust; pass --ca-cert FILE with the certificate of the CA \
+         that signed it"
+            .into()
+    } else {
+        problem.to_string()
     }
 }
 

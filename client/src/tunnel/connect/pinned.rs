@@ -24,14 +24,20 @@ pub struct NotTheGivenCertificate;
 
 /// Whether WebPKI refused `problem` for want of a trusted issuer.
 fn is_untrusted(problem: &CertificateError) -> bool {
-    match problem {
-        CertificateError::UnknownIssuer => true,
-        CertificateError::Other(other) => other
-            .0
-            .downcast_ref::<webpki::Error>()
-            .is_some_and(|err| matches!(err, webpki::Error::CaUsedAsEndEntity)),
-        _ => false,
-    }
+    matches!(problem, CertificateError::UnknownIssuer) || is_ca_used_as_end_entity(problem)
+}
+
+/// Whether WebPKI refused a CA certificate presented as the server's own,
+/// as `openssl req -x509` makes them; rustls passes that on wrapped.
+pub fn is_ca_used_as_end_entity(problem: &CertificateError) -> bool {
+    matches!(problem, CertificateError::Other(other)
+        if matches!(other.0.downcast_ref::<webpki::Error>(), Some(webpki::Error::CaUsedAsEndEntity)))
+}
+
+/// Whether the verifier below refused the relay for not being the
+/// certificate given with `--ca-cert`.
+pub fn is_not_the_given_certificate(problem: &CertificateError) -> bool {
+    matches!(problem, CertificateError::Other(other) if other.0.is::<NotTheGivenCertificate>())
 }
 
 /// WebPKI verification, with the user's own certificates accepted as themselves.
