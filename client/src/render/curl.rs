@@ -134,7 +134,7 @@ fn risky(c: char) -> bool {
 /// left to curl), so the two never disagree.
 pub fn copied_headers(recorded: &[Header]) -> Vec<Header> {
     let mut headers = recorded.to_vec();
-    crate::replay::attempt::strip_hop_by_hop(&mut headers);
+    crate::replay::attempt::strip_unreplayable(&mut headers);
     headers.retain(|h| !NOT_COPIED.iter().any(|n| h.name.eq_ignore_ascii_case(n)));
     headers
 }

@@ -82,7 +82,7 @@ pub struct Answer {
 
 /// Removes the headers that must not be replayed: hop-by-hop ones, those
 /// `Connection` names, and those the replay recomputes.
-pub fn strip_hop_by_hop(headers: &mut Vec<Header>) {
+pub fn strip_unreplayable(headers: &mut Vec<Header>) {
     portpreview_shared::hop::strip_hop_by_hop(headers);
     headers.retain(|h| !RECOMPUTED.iter().any(|r| r.eq_ignore_ascii_case(&h.name)));
 }
@@ -286,7 +286,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn hop_by_hop_and_connection_named_headers_are_dropped() {
+    fn hop_by_hop_connection_named_and_recomputed_headers_are_dropped() {
         let mut headers = vec![
             Header::new("connection", "close, x-trace"),
             Header::new("x-trace", "1"),
@@ -296,7 +296,7 @@ mod tests {
             Header::new("x-dup", "a"),
             Header::new("x-dup", "b"),
         ];
-        strip_hop_by_hop(&mut headers);
+        strip_unreplayable(&mut headers);
         let names: Vec<_> = headers.iter().map(|h| h.name.as_str()).collect();
         assert_eq!(names, ["stripe-signature", "x-dup", "x-dup"]);
     }

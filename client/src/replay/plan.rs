@@ -7,7 +7,7 @@ use bytes::Bytes;
 use portpreview_shared::provider::{self, Provider, SignError};
 use portpreview_shared::Header;
 
-use super::attempt::{strip_hop_by_hop, Endpoint, Outgoing};
+use super::attempt::{strip_unreplayable, Endpoint, Outgoing};
 use super::stale::stale_signature;
 use super::{secret_sources, ReplayError, ReplayOptions};
 use crate::config::Secret;
@@ -80,7 +80,7 @@ impl Plan {
                 .iter()
                 .map(|(n, v)| Header::new(n.as_str(), v.as_bytes())),
         );
-        strip_hop_by_hop(&mut headers);
+        strip_unreplayable(&mut headers);
         headers.retain(|h| {
             let sendable = http::HeaderName::from_bytes(h.name.as_bytes()).is_ok()
                 && http::HeaderValue::from_bytes(&h.value).is_ok();
