@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::bin::portpreview_bin;
+use common::bin::{portpreview_bin, server_bin};
 use common::caller;
 use common::local::{Answer, LocalHandler};
 use common::process::Running;
@@ -360,6 +360,28 @@ fn a_name_the_relay_would_refuse_is_told_before_connecting() {
             "{server:?}: {stderr}"
         );
         assert!(!stderr.contains("relay"), "not a connection problem: {stderr}");
+    }
+}
+
+#[test]
+fn a_refused_argument_is_quoted_with_its_control_characters_escaped() {
+    // C1 CSI (U+009B) starts an escape sequence on many terminals, as ESC [ does.
+    let hostile = "7\u{9b}2J\u{1b}]52;c;aGk=\u{7}";
+    let runs = [
+        (portpreview_bin(), vec!["show", hostile]),
+        (portpreview_bin(), vec!["history", "--limit", hostile]),
+        (server_bin(), vec!["--listen", hostile]),
+    ];
+    for (bin, args) in runs {
+        let out = std::process::Command::new(bin).args(&args).output().expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.starts_with("error: invalid value"), "{args:?}: {stderr}");
+        assert!(
+            !stderr.chars().any(|c| c.is_control() && c != '\n'),
+            "{args:?}: a control character reached the terminal: {stderr:?}"
+        );
+        assert!(stderr.contains("7\\u{9b}2J"), "{args:?}: shown escaped: {stderr}");
     }
 }
 

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use portpreview_shared::sanitize::escape_multiline;
 
 use crate::commands;
 
@@ -39,7 +40,17 @@ impl Cli {
                 std::env::remove_var(name);
             }
         }
-        Self::parse()
+        match Self::try_parse() {
+            Ok(cli) => cli,
+            // clap quotes the value it refused as given, and an id or a
+            // path pasted from a delivery may hold escape sequences: the
+            // message goes out as plain text with every control escaped.
+            Err(err) if err.use_stderr() => {
+                eprint!("{}", escape_multiline(&err.render().to_string()));
+                std::process::exit(err.exit_code());
+            }
+            Err(err) => err.exit(),
+        }
     }
 }
 

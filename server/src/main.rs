@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 use portpreview_server::{load_tls, RelayConfig, Tokens};
+use portpreview_shared::sanitize::escape_multiline;
 use tokio_util::sync::CancellationToken;
 
 /// The PortPreview relay: public URLs streamed over WebSocket to portpreview clients.
@@ -41,7 +42,15 @@ struct Args {
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = match Args::try_parse() {
+        Ok(args) => args,
+        // clap quotes the refused value as given: controls in it are escaped.
+        Err(err) if err.use_stderr() => {
+            eprint!("{}", escape_multiline(&err.render().to_string()));
+            return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2));
+        }
+        Err(err) => err.exit(),
+    };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
