@@ -72,7 +72,7 @@ impl Target {
         if port == 0 {
             return Err(fail("the port must be a number from 1 to 65535"));
         }
-        if host.contains(|c: char| c.is_whitespace() || c == '@' || c == '/') {
+        if !is_host(host) {
             return Err(fail("the host is not a host name or address"));
         }
         Ok(Self {
@@ -138,6 +138,25 @@ impl fmt::Display for Target {
     }
 }
 
+/// A DNS name or IPv4 address in ASCII, or an IPv6 address in brackets
+/// (with an optional zone, `[fe80::1%eth0]`): what a socket can connect
+/// to, and nothing that could end a URL or a shell word early.
+fn is_host(host: &str) -> bool {
+    match host.strip_prefix('[').and_then(|inner| inner.strip_suffix(']')) {
+        Some(inner) => {
+            let (address, zone) = inner.split_once('%').unwrap_or((inner, "x"));
+            address.parse::<std::net::Ipv6Addr>().is_ok()
+                && !zone.is_empty()
+                && zone
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        }
+        None => host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,6 +187,8 @@ mod tests {
             "/x"
         );
         assert_eq!(Target::parse("http://[::1]:5000").unwrap().host, "[::1]");
+        assert_eq!(Target::parse("[fe80::1%eth0]:5000").unwrap().port, 5000);
+        assert_eq!(Target::parse("http://my_box.local:5000").unwrap().host, "my_box.local");
         assert_eq!(Target::parse("http://example.test").unwrap().port, 80);
     }
 
@@ -182,6 +203,12 @@ mod tests {
             "a b:1",
             "notaurl",
             "localhost/api",
+            "http://ev\u{1b}[31m:1",
+            "http://user:pw@host:1",
+            "http://[::1:5000",
+            "http://[nothex]:5000",
+            "http://bücher.test:1",
+            "http://a;b:1",
         ] {
             assert!(Target::parse(bad).is_err(), "{bad} should be rejected");
         }
