@@ -306,7 +306,13 @@ fn a_request_stored_cut_short_exports_as_har_but_never_as_something_that_resends
         assert!(out.stdout.is_empty(), "{format}");
     }
     let har: Value = serde_json::from_str(&h.ok(&["export", &id, "--format", "har"])).unwrap();
-    assert_eq!(har["log"]["entries"][0]["request"]["bodySize"], 41943040, "{har:#}");
+    let request = &har["log"]["entries"][0]["request"];
+    assert_eq!(request["bodySize"], 41943040, "{har:#}");
+    assert_eq!(
+        request["postData"]["comment"],
+        format!("text holds the stored start only: stored body cut at {stored} of 41943040 bytes"),
+        "a devtools reader is told the text is not the whole body"
+    );
 }
 
 #[test]

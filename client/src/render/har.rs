@@ -40,6 +40,9 @@ pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
                 post["_encoding"] = Value::String("base64".into());
             }
         }
+        if let Some(note) = cut_note(&r.request_body, r.request_body_size) {
+            post["comment"] = Value::String(note);
+        }
         request["postData"] = post;
     }
     let response = match &d.outcome {
@@ -54,6 +57,9 @@ pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
                     content["text"] = Value::String(b64);
                     content["encoding"] = Value::String("base64".into());
                 }
+            }
+            if let Some(note) = cut_note(&o.response_body, o.response_body_size) {
+                content["comment"] = Value::String(note);
             }
             let mut response = json!({
                 "status": o.status.unwrap_or(0),
@@ -168,6 +174,15 @@ fn reason(status: u16) -> Option<&'static str> {
     http::StatusCode::from_u16(status).ok()?.canonical_reason()
 }
 
+/// Says that the text is only the stored start of the body, when it is.
+fn cut_note(stored: &[u8], size: u64) -> Option<String> {
+    let note = super::body::truncation_note(stored.len(), size)?;
+    Some(format!(
+        "text holds the stored start only: {}",
+        note.trim_matches(['(', ')'])
+    ))
+}
+
 /// A body's size as HAR 1.2 gives it: -1 when it is not known, as for a
 /// body that broke off on its way.
 fn body_size(stored: &[u8], size: u64) -> i64 {
@@ -224,7 +239,27 @@ mod tests {
         let mut cut = d.clone();
         cut.request.request_body_size = crate::store::size_past_cut(2);
         let har = document(&cut, "http://127.0.0.1:3000/hook", false);
-        assert_eq!(har["log"]["entries"][0]["request"]["bodySize"], -1);
+        let request = &har["log"]["entries"][0]["request"];
+        assert_eq!(request["bodySize"], -1);
+        assert_eq!(
+            request["postData"]["comment"],
+            "text holds the stored start only: body cut short after 2 bytes; the rest never arrived"
+        );
+        assert!(
+            entry["request"]["postData"].get("comment").is_none(),
+            "a whole body has no note"
+        );
+
+        // A body over the store's limit: its size is known, its text is not whole.
+        let mut over = d.clone();
+        over.outcome.as_mut().expect("answered").response_body_size = 9;
+        let har = document(&over, "http://127.0.0.1:3000/hook", false);
+        let response = &har["log"]["entries"][0]["response"];
+        assert_eq!(response["bodySize"], 9);
+        assert_eq!(
+            response["content"]["comment"],
+            "text holds the stored start only: stored body cut at 1 of 9 bytes"
+        );
     }
 
     #[test]

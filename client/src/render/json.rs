@@ -31,6 +31,12 @@ pub fn summary(s: &Summary, target: &str, delivery_number: Option<i64>) -> Value
     })
 }
 
+/// A body's full size, or null for one that broke off on its way: only
+/// where it stopped is known, and the stored bytes say that.
+fn known_size(stored: &[u8], size: u64) -> Option<u64> {
+    (!crate::store::size_unknown_past(stored.len() as u64, size)).then_some(size)
+}
+
 /// One delivery whole for `show --json`; secrets masked unless `reveal`.
 pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: bool) -> Value {
     let r = &d.request;
@@ -38,7 +44,7 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
         "method": r.method,
         "path": r.path,
         "headers": headers(&r.request_headers, reveal),
-        "body_size": r.request_body_size,
+        "body_size": known_size(&r.request_body, r.request_body_size),
         "body_truncated": r.request_truncated(),
     });
     add_body(&mut request, &r.request_body);
@@ -46,7 +52,8 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
         let mut response = json!({
             "status": o.status,
             "headers": headers(&o.response_headers, reveal),
-            "body_size": o.response_body_size,
+            "body_size": known_size(&o.response_body, o.response_body_size),
+            "body_truncated": (o.response_body.len() as u64) < o.response_body_size,
         });
         add_body(&mut response, &o.response_body);
         response
@@ -170,5 +177,30 @@ mod tests {
             ])
         );
         assert_eq!(headers(&list, true)[1]["value"], "Bearer secret");
+    }
+
+    #[test]
+    fn a_body_that_broke_off_has_no_size_and_one_over_the_limit_keeps_its_own() {
+        use crate::store::{size_past_cut, Delivery, NewDelivery, Outcome};
+        let d = Delivery {
+            id: 1,
+            request: NewDelivery {
+                request_body: b"part".to_vec(),
+                request_body_size: size_past_cut(4),
+                ..NewDelivery::default()
+            },
+            outcome: Some(Outcome {
+                status: Some(200),
+                response_body: b"start".to_vec(),
+                response_body_size: 90,
+                ..Outcome::default()
+            }),
+            delivery_count: 1,
+        };
+        let shown = delivery(&d, 1, &[], false);
+        assert_eq!(shown["request"]["body_size"], Value::Null, "never known: {shown}");
+        assert_eq!(shown["request"]["body_truncated"], true);
+        assert_eq!(shown["response"]["body_size"], 90);
+        assert_eq!(shown["response"]["body_truncated"], true);
     }
 }
