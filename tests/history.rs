@@ -673,6 +673,52 @@ fn a_har_export_opens_as_har_1_2() {
     );
 }
 
+/// `{"received":true,"balance":1}` as gzip writes it (mtime 0).
+const GZIP_ANSWER: [u8; 49] = [
+    31, 139, 8, 0, 0, 0, 0, 0, 2, 3, 171, 86, 42, 74, 77, 78, 205, 44, 75, 77, 81, 178, 42, 41, 42, 77, 213, 81, 74,
+    74, 204, 73, 204, 75, 78, 85, 178, 50, 172, 5, 0, 83, 94, 164, 79, 29, 0, 0, 0,
+];
+
+#[test]
+fn a_gzip_answer_is_shown_and_exported_decoded() {
+    let h = History::new("gzip");
+    let answer = Outcome {
+        response_headers: vec![
+            Header::new("content-type", "application/json"),
+            Header::new("content-encoding", "gzip"),
+        ],
+        response_body: GZIP_ANSWER.to_vec(),
+        response_body_size: GZIP_ANSWER.len() as u64,
+        ..answered(200)
+    };
+    let id = h
+        .store()
+        .insert_delivery(&stripe_event("evt_gzip", 1_700_000_000_000), &answer)
+        .unwrap()
+        .to_string();
+
+    let shown = h.ok(&["show", &id]);
+    assert!(
+        shown.contains("(49 bytes gzip, shown decoded: 29 bytes)") && shown.contains(r#""balance": 1"#),
+        "{shown}"
+    );
+    assert!(!shown.contains("1f 8b"), "no hex dump of the gzip stream: {shown}");
+
+    let har: Value = serde_json::from_str(&h.ok(&["export", &id, "--format", "har"])).unwrap();
+    let response = &har["log"]["entries"][0]["response"];
+    assert_eq!(response["bodySize"], 49, "the bytes sent");
+    assert_eq!(
+        response["content"],
+        serde_json::json!({
+            "size": 29,
+            "mimeType": "application/json",
+            "compression": -20,
+            "text": r#"{"received":true,"balance":1}"#,
+        }),
+        "HAR 1.2: content is the body decoded"
+    );
+}
+
 #[test]
 fn a_json_export_is_a_fixture_that_gives_back_the_request() {
     let h = History::new("fixture");

@@ -3,6 +3,7 @@
 use base64::Engine;
 use portpreview_shared::sanitize::{escape_multiline, hex_dump};
 use portpreview_shared::text::truncate;
+use portpreview_shared::Header;
 
 /// A body for a terminal: pretty JSON, escaped text or a hex dump.
 pub fn for_terminal(body: &[u8]) -> String {
@@ -134,6 +135,38 @@ impl Encoded {
     }
 }
 
+/// Most bytes a compressed body is inflated to for showing: past it the
+/// encoded bytes are shown, so a small bomb cannot fill the memory.
+const MAX_DECODED: u64 = 64 * 1024 * 1024;
+
+/// A body with its `Content-Encoding` undone, as the handler meant it to be
+/// read: the coding's name and the decoded bytes. `None` when there is no
+/// coding, or one this tool does not undo (br, zstd), or the stored bytes
+/// are not the whole body, or they do not decode.
+pub fn decoded(headers: &[Header], bytes: &[u8], size: u64) -> Option<(String, Vec<u8>)> {
+    use std::io::Read;
+    let coding = headers
+        .iter()
+        .rev()
+        .find(|h| h.name.eq_ignore_ascii_case("content-encoding"))
+        .and_then(|h| std::str::from_utf8(&h.value).ok())?
+        .trim()
+        .to_ascii_lowercase();
+    if bytes.is_empty() || (bytes.len() as u64) < size {
+        return None;
+    }
+    let reader: Box<dyn Read + '_> = match coding.as_str() {
+        "gzip" | "x-gzip" => Box::new(flate2::read::MultiGzDecoder::new(bytes)),
+        // RFC 9110's deflate is zlib-wrapped; some servers send it raw.
+        "deflate" if bytes.first().is_some_and(|b| b & 0x0f == 8) => Box::new(flate2::read::ZlibDecoder::new(bytes)),
+        "deflate" => Box::new(flate2::read::DeflateDecoder::new(bytes)),
+        _ => return None,
+    };
+    let mut out = Vec::new();
+    reader.take(MAX_DECODED + 1).read_to_end(&mut out).ok()?;
+    (out.len() as u64 <= MAX_DECODED).then_some((coding, out))
+}
+
 /// A short note when a stored body is shorter than the one received.
 pub fn truncation_note(stored: usize, size: u64) -> Option<String> {
     let stored = stored as u64;
@@ -146,6 +179,52 @@ pub fn truncation_note(stored: usize, size: u64) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn compressed(coding: &str, text: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let level = flate2::Compression::default();
+        match coding {
+            "gzip" => {
+                let mut e = flate2::write::GzEncoder::new(Vec::new(), level);
+                e.write_all(text).unwrap();
+                e.finish().unwrap()
+            }
+            "zlib" => {
+                let mut e = flate2::write::ZlibEncoder::new(Vec::new(), level);
+                e.write_all(text).unwrap();
+                e.finish().unwrap()
+            }
+            _ => {
+                let mut e = flate2::write::DeflateEncoder::new(Vec::new(), level);
+                e.write_all(text).unwrap();
+                e.finish().unwrap()
+            }
+        }
+    }
+
+    #[test]
+    fn gzip_and_deflate_answers_are_undone_and_others_left_alone() {
+        let text = br#"{"received":true}"#;
+        for (coding, header) in [
+            ("gzip", "gzip"),
+            ("gzip", "X-Gzip"),
+            ("zlib", "deflate"),
+            ("raw", "deflate"),
+        ] {
+            let body = compressed(coding, text);
+            let headers = [Header::new("Content-Encoding", header)];
+            let (name, plain) = decoded(&headers, &body, body.len() as u64).expect(header);
+            assert_eq!(
+                (name.as_str(), plain.as_slice()),
+                (header.to_ascii_lowercase().as_str(), &text[..])
+            );
+            // Stored cut: the start of a stream is not the body.
+            assert!(decoded(&headers, &body[..4], body.len() as u64).is_none(), "{header}");
+        }
+        assert!(decoded(&[Header::new("content-encoding", "br")], b"\x1b\x00", 2).is_none());
+        assert!(decoded(&[Header::new("content-encoding", "gzip")], b"not gzip", 8).is_none());
+        assert!(decoded(&[], text, text.len() as u64).is_none());
+    }
 
     #[test]
     fn a_body_of_nul_bytes_is_binary_though_it_is_utf8() {

@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use super::body::Encoded;
+use super::body::{decoded, Encoded};
 use super::mask::{shown_value, MASK};
 use crate::store::Delivery;
 use crate::time::rfc3339_ms;
@@ -51,7 +51,17 @@ pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
                 "size": o.response_body_size,
                 "mimeType": mime_type(&o.response_headers),
             });
-            match Encoded::of(&o.response_body) {
+            // HAR's content is the body decoded, with the bytes the coding saved.
+            let decoded = decoded(&o.response_headers, &o.response_body, o.response_body_size);
+            let text = match &decoded {
+                Some((_, plain)) => {
+                    content["size"] = json!(plain.len());
+                    content["compression"] = json!(plain.len() as i64 - o.response_body.len() as i64);
+                    plain.as_slice()
+                }
+                None => o.response_body.as_slice(),
+            };
+            match Encoded::of(text) {
                 Encoded::Text(text) => content["text"] = Value::String(text),
                 Encoded::Base64(b64) => {
                     content["text"] = Value::String(b64);

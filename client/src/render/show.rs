@@ -6,7 +6,7 @@ use portpreview_shared::sanitize::{escape_multiline, escape_str};
 use portpreview_shared::text::thousands;
 use portpreview_shared::Header;
 
-use super::body::{for_terminal_start, truncation_note};
+use super::body::{decoded, for_terminal_start, truncation_note};
 use super::mask::{escape_value, shown_value};
 use crate::store::{Delivery, ReplayRun};
 use crate::time::{ordinal, rfc3339_ms};
@@ -48,7 +48,14 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
     let _ = writeln!(out, "\nRequest");
     let _ = writeln!(out, "  {} {}", escape_str(&r.method), escape_str(&r.path));
     headers(&mut out, &r.request_headers, reveal);
-    body(&mut out, d.id, &r.request_body, r.request_body_size, body_limit);
+    body(
+        &mut out,
+        d.id,
+        &r.request_headers,
+        &r.request_body,
+        r.request_body_size,
+        body_limit,
+    );
 
     let _ = writeln!(out, "\nResponse");
     match &d.outcome {
@@ -68,7 +75,14 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
                 let _ = writeln!(out, "  Error: {}", escape_str(error));
             }
             headers(&mut out, &o.response_headers, reveal);
-            body(&mut out, d.id, &o.response_body, o.response_body_size, body_limit);
+            body(
+                &mut out,
+                d.id,
+                &o.response_headers,
+                &o.response_body,
+                o.response_body_size,
+                body_limit,
+            );
         }
     }
 
@@ -103,17 +117,32 @@ fn headers(out: &mut String, list: &[Header], reveal: bool) {
     }
 }
 
-fn body(out: &mut String, id: i64, bytes: &[u8], size: u64, limit: usize) {
+fn body(out: &mut String, id: i64, headers: &[Header], bytes: &[u8], size: u64, limit: usize) {
     if bytes.is_empty() && size == 0 {
         return;
     }
     out.push('\n');
-    let (text, shown) = for_terminal_start(bytes, limit);
+    // A gzip answer shown as sent is a hex dump nobody reads.
+    let decoded = decoded(headers, bytes, size);
+    let readable = match &decoded {
+        Some((coding, plain)) => {
+            let _ = writeln!(
+                out,
+                "  ({} bytes {}, shown decoded: {} bytes)",
+                thousands(bytes.len() as u64),
+                escape_str(coding),
+                thousands(plain.len() as u64)
+            );
+            plain.as_slice()
+        }
+        None => bytes,
+    };
+    let (text, shown) = for_terminal_start(readable, limit);
     for line in text.lines() {
         let _ = writeln!(out, "  {line}");
     }
-    if shown < bytes.len() {
-        let left = bytes.len() - shown;
+    if shown < readable.len() {
+        let left = readable.len() - shown;
         // A request stored cut short exports only as HAR: the other
         // formats would send it again, and not as it came.
         let format = if (bytes.len() as u64) < size {

@@ -85,12 +85,13 @@ impl DetailDoc {
         lines.push(title(format!("Request headers ({})", req.request_headers.len())));
         push_headers(&mut lines, &req.request_headers);
         lines.push(Line::default());
-        lines.push(title(body_title(
+        push_body_section(
+            &mut lines,
             "Request body",
+            &req.request_headers,
             &req.request_body,
             req.request_body_size,
-        )));
-        push_body(&mut lines, &req.request_body, req.request_body_size);
+        );
         lines.push(Line::default());
         match &delivery.outcome {
             None => lines.push(title("Response: none (in flight, or the client stopped first)")),
@@ -123,12 +124,13 @@ impl DetailDoc {
                     lines.push(title(format!("Response headers ({})", outcome.response_headers.len())));
                     push_headers(&mut lines, &outcome.response_headers);
                     lines.push(Line::default());
-                    lines.push(title(body_title(
+                    push_body_section(
+                        &mut lines,
                         "Response body",
+                        &outcome.response_headers,
                         &outcome.response_body,
                         outcome.response_body_size,
-                    )));
-                    push_body(&mut lines, &outcome.response_body, outcome.response_body_size);
+                    );
                 }
             }
         }
@@ -207,6 +209,22 @@ fn push_headers(lines: &mut Vec<Line<'static>>, headers: &[Header]) {
             Span::styled(format!("{name}: "), Style::new().fg(Color::Blue)),
             value,
         ]));
+    }
+}
+
+/// A body's title and lines; one sent gzip or deflate is shown decoded,
+/// as a hex dump of the stream would tell nobody anything.
+fn push_body_section(lines: &mut Vec<Line<'static>>, what: &str, headers: &[Header], body: &[u8], size: u64) {
+    match crate::render::body::decoded(headers, body, size) {
+        Some((coding, plain)) => {
+            let what = format!("{what}, decoded from {} bytes {}", body.len(), escape_str(&coding));
+            lines.push(title(body_title(&what, &plain, plain.len() as u64)));
+            push_body(lines, &plain, plain.len() as u64);
+        }
+        None => {
+            lines.push(title(body_title(what, body, size)));
+            push_body(lines, body, size);
+        }
     }
 }
 
@@ -301,6 +319,28 @@ mod tests {
         assert!(shown.contains("authorization: •••••• (masked, 21 bytes)"), "{shown}");
         assert!(!shown.contains("sk_live_secret"), "{shown}");
         assert!(shown.contains("Response 200 OK  in 12.0 ms"), "{shown}");
+    }
+
+    #[test]
+    fn a_gzip_answer_is_shown_decoded() {
+        use std::io::Write;
+        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gzip.write_all(br#"{"received":true}"#).unwrap();
+        let gzip = gzip.finish().unwrap();
+        let mut d = test_delivery(4);
+        let outcome = d.outcome.as_mut().unwrap();
+        outcome.response_headers = vec![Header::new("Content-Encoding", "gzip")];
+        outcome.response_body_size = gzip.len() as u64;
+        outcome.response_body = gzip;
+        let shown = text(&DetailDoc::new(&d, 1, &[]));
+        let size = d.outcome.as_ref().unwrap().response_body.len();
+        assert!(
+            shown.contains(&format!(
+                "Response body, decoded from {size} bytes gzip (17 bytes, JSON)"
+            )),
+            "{shown}"
+        );
+        assert!(shown.contains("\"received\": true"), "{shown}");
     }
 
     #[test]
