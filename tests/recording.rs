@@ -9,10 +9,12 @@ use std::time::Duration;
 
 use common::bin::portpreview_bin;
 use common::caller;
+use common::history::portpreview_async;
 use common::local::{Answer, LocalHandler};
 use common::process::Running;
 use common::relay::TestRelay;
-use common::tunnel::TestTunnel;
+use common::tunnel::{TestTunnel, TunnelOptions};
+use portpreview::tunnel::HostHeader;
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
@@ -482,4 +484,59 @@ async fn a_large_body_retried_is_stored_once_and_every_delivery_reads_it_whole()
         );
         assert_eq!(stored.request.request_body_size, body.len() as u64);
     }
+}
+
+#[tokio::test]
+async fn a_delivery_forwarded_with_the_callers_host_is_replayed_and_exported_with_it() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let options = TunnelOptions {
+        host_header: HostHeader::Preserve,
+        ..TunnelOptions::default()
+    };
+    let mut tunnel = TestTunnel::start_with(&relay.http_url(), &handler.url(), options)
+        .await
+        .expect("tunnel connects");
+    let reply = caller::post(&tunnel.url("/hook"), r#"{"id":"evt_host"}"#).await;
+    assert_eq!(reply.status, 200);
+    let (summary, _) = tunnel.next_delivery().await;
+    let callers_host = handler.requests()[0].header("host").expect("a Host header");
+    assert_ne!(
+        callers_host,
+        handler.addr.to_string(),
+        "the caller's Host reached the handler"
+    );
+    let id = summary.id.to_string();
+
+    let replayed = portpreview_async(&tunnel.db, &["replay", &id]).await;
+    assert_eq!(replayed.code, 0, "{}", replayed.stderr);
+    assert_eq!(
+        handler.requests()[1].header("host"),
+        Some(callers_host.clone()),
+        "a replay sends the Host the handler got"
+    );
+
+    let fixture: Value =
+        serde_json::from_str(&portpreview_async(&tunnel.db, &["export", &id]).await.stdout).expect("a JSON fixture");
+    assert_eq!(fixture["host_preserved"], true, "{fixture:#}");
+
+    let curl = portpreview_async(&tunnel.db, &["export", &id, "--format", "curl"])
+        .await
+        .stdout;
+    let sent = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(&curl)
+        .output()
+        .await
+        .expect("sh runs");
+    assert!(
+        sent.status.success(),
+        "{curl}\n{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    assert_eq!(
+        handler.requests()[2].header("host"),
+        Some(callers_host),
+        "the curl export sends it too: {curl}"
+    );
 }

@@ -190,6 +190,7 @@ fn fill_history(db: &Path) {
             event_key: format!("evt_{i:04}"),
             event_key_source: "body:/id".into(),
             replay_of: None,
+            host_preserved: false,
         };
         let outcome = Outcome {
             status: Some(if i % 10 == 0 { 500 } else { 200 }),

@@ -39,6 +39,7 @@ fn delivery(i: u64, start_ms: i64) -> (NewDelivery, Outcome) {
         event_key: format!("evt_{event:08}"),
         event_key_source: "body:/id".into(),
         replay_of: None,
+        host_preserved: false,
     };
     let status = match i % 50 {
         0 => 500,

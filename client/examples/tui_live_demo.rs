@@ -27,6 +27,7 @@ fn delivery(n: u64) -> (NewDelivery, Outcome) {
         event_key: format!("evt_demo_{event}"),
         event_key_source: "body:/id".into(),
         replay_of: None,
+        host_preserved: false,
     };
     let outcome = Outcome {
         status: Some(if n.is_multiple_of(7) { 500 } else { 200 }),

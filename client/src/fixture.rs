@@ -50,6 +50,10 @@ pub struct Fixture {
     /// Request headers in order.
     #[serde(default)]
     pub headers: Vec<FixtureHeader>,
+    /// The handler got the `Host` header in `headers`, not its own address
+    /// (`http --host-header preserve`): replays send that Host too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub host_preserved: bool,
     /// Body, when it is UTF-8.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
@@ -117,6 +121,7 @@ impl Fixture {
             target: r.target.clone(),
             tunnel_url: Some(r.tunnel_url.clone()).filter(|url| !url.is_empty()),
             headers: r.request_headers.iter().map(FixtureHeader::of).collect(),
+            host_preserved: r.host_preserved,
             body: body.filter(|b| !b.is_empty()),
             body_base64,
             provider: r.provider.clone(),
@@ -249,6 +254,7 @@ impl Fixture {
             event_key: self.event_key.clone(),
             event_key_source: self.event_key_source.clone(),
             replay_of: None,
+            host_preserved: self.host_preserved,
         }
     }
 }

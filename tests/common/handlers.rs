@@ -407,6 +407,7 @@ pub fn stripe_delivery(target: &str) -> portpreview::store::NewDelivery {
         event_key: "evt_1PortPreviewTest".into(),
         event_key_source: "body:/id".into(),
         replay_of: None,
+        host_preserved: false,
     }
 }
 

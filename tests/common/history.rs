@@ -158,6 +158,18 @@ pub fn portpreview_within<S: AsRef<str>>(limit: Duration, db: &Path, args: &[S])
     Ran::of(output)
 }
 
+/// Runs the real binary as [`portpreview`] does, from inside a test's
+/// runtime, which goes on serving the test's handlers meanwhile.
+pub async fn portpreview_async<S: AsRef<str>>(db: &Path, args: &[S]) -> Ran {
+    let mut command = tokio::process::Command::from(command(db, args));
+    command.kill_on_drop(true);
+    let output = tokio::time::timeout(Duration::from_secs(60), command.output())
+        .await
+        .expect("portpreview finished within 60 s")
+        .unwrap();
+    Ran::of(output)
+}
+
 fn command<S: AsRef<str>>(db: &Path, args: &[S]) -> Command {
     // The config beside the database, empty unless a test writes one:
     // PortPreview refuses a PORTPREVIEW_CONFIG that names no file.

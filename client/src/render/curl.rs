@@ -37,7 +37,7 @@ pub fn command(d: &NewDelivery, endpoint: &Endpoint, path: &str) -> String {
         args.push(format!("--request-target {}", quote(path.as_bytes())));
         args.push(quote(endpoint.url("").as_bytes()));
     }
-    for h in copied_headers(&d.request_headers) {
+    for h in copied_headers(&d.request_headers, d.host_preserved) {
         let mut line = h.name.as_bytes().to_vec();
         if h.value.is_empty() {
             // curl reads `name:` as "send no such header"; `name;` sends it empty.
@@ -130,11 +130,12 @@ fn risky(c: char) -> bool {
 }
 
 /// The headers the command sends: what a replay would send (hop-by-hop
-/// ones and those `Connection` names left out, `Host` and `Content-Length`
-/// left to curl), so the two never disagree.
-pub fn copied_headers(recorded: &[Header]) -> Vec<Header> {
+/// ones and those `Connection` names left out, `Content-Length` left to
+/// curl, and `Host` too unless the handler got the caller's), so the two
+/// never disagree.
+pub fn copied_headers(recorded: &[Header], host_preserved: bool) -> Vec<Header> {
     let mut headers = recorded.to_vec();
-    crate::replay::attempt::strip_unreplayable(&mut headers);
+    crate::replay::attempt::strip_unreplayable(&mut headers, host_preserved);
     headers.retain(|h| !NOT_COPIED.iter().any(|n| h.name.eq_ignore_ascii_case(n)));
     headers
 }

@@ -81,10 +81,14 @@ pub struct Answer {
 }
 
 /// Removes the headers that must not be replayed: hop-by-hop ones, those
-/// `Connection` names, and those the replay recomputes.
-pub fn strip_unreplayable(headers: &mut Vec<Header>) {
+/// `Connection` names, and those the replay recomputes. `Host` stays when
+/// the handler got the caller's own (`host_preserved`): it may route by it.
+pub fn strip_unreplayable(headers: &mut Vec<Header>, host_preserved: bool) {
     portpreview_shared::hop::strip_hop_by_hop(headers);
-    headers.retain(|h| !RECOMPUTED.iter().any(|r| r.eq_ignore_ascii_case(&h.name)));
+    headers.retain(|h| {
+        let recomputed = RECOMPUTED.iter().any(|r| r.eq_ignore_ascii_case(&h.name));
+        !recomputed || (host_preserved && h.name.eq_ignore_ascii_case("host"))
+    });
 }
 
 /// A kept-alive HTTP/1 connection to the replay target; reconnects when the
@@ -265,10 +269,11 @@ fn no_answer_within(timeout: Duration) -> String {
 fn build_request(out: &Outgoing, authority: &str) -> Result<http::Request<Full<Bytes>>, String> {
     let method =
         http::Method::from_bytes(out.method.as_bytes()).map_err(|_| format!("invalid method {:?}", out.method))?;
-    let mut builder = http::Request::builder()
-        .method(method)
-        .uri(out.path.as_str())
-        .header(http::header::HOST, authority);
+    let mut builder = http::Request::builder().method(method).uri(out.path.as_str());
+    // A Host left in the headers is the one the handler got when recorded.
+    if !out.headers.iter().any(|h| h.name.eq_ignore_ascii_case("host")) {
+        builder = builder.header(http::header::HOST, authority);
+    }
     for header in &out.headers {
         builder = builder.header(header.name.as_str(), header.value.as_slice());
     }
@@ -296,7 +301,7 @@ mod tests {
             Header::new("x-dup", "a"),
             Header::new("x-dup", "b"),
         ];
-        strip_unreplayable(&mut headers);
+        strip_unreplayable(&mut headers, false);
         let names: Vec<_> = headers.iter().map(|h| h.name.as_str()).collect();
         assert_eq!(names, ["stripe-signature", "x-dup", "x-dup"]);
     }

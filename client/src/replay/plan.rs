@@ -80,7 +80,7 @@ impl Plan {
                 .iter()
                 .map(|(n, v)| Header::new(n.as_str(), v.as_bytes())),
         );
-        strip_unreplayable(&mut headers);
+        strip_unreplayable(&mut headers, request.host_preserved);
         headers.retain(|h| {
             let sendable = http::HeaderName::from_bytes(h.name.as_bytes()).is_ok()
                 && http::HeaderValue::from_bytes(&h.value).is_ok();
@@ -208,6 +208,7 @@ impl Plan {
             event_key: variant.event_key.clone(),
             event_key_source: self.event_key_source.clone(),
             replay_of: None,
+            host_preserved: out.headers.iter().any(|h| h.name.eq_ignore_ascii_case("host")),
         }
     }
 }

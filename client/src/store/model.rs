@@ -32,6 +32,10 @@ pub struct NewDelivery {
     pub event_key_source: String,
     /// Delivery this one replays, when it was sent by `replay`.
     pub replay_of: Option<i64>,
+    /// The handler got the caller's `Host` header rather than its own
+    /// address (`http --host-header preserve`); replays send it too.
+    #[serde(default)]
+    pub host_preserved: bool,
 }
 
 impl NewDelivery {

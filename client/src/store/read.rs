@@ -24,7 +24,8 @@ impl Store {
             "SELECT d.id, d.received_at_ms, d.tunnel_url, d.target, d.method, d.path, d.request_headers,
                 coalesce(rb.data, d.request_body), d.request_body_size, d.provider, d.event_key,
                 d.event_key_source, d.replay_of, o.status, o.response_headers, coalesce(ab.data, o.response_body),
-                o.response_body_size, o.duration_ms, o.error, o.completed_at_ms, {DELIVERY_COUNT}
+                o.response_body_size, o.duration_ms, o.error, o.completed_at_ms, {DELIVERY_COUNT},
+                d.host_preserved
              FROM deliveries d {WITH_OUTCOME}
                 LEFT JOIN bodies rb ON rb.id = d.request_body_id
                 LEFT JOIN bodies ab ON ab.id = o.response_body_id
@@ -342,6 +343,7 @@ impl RawDelivery {
                 event_key: row.get(10)?,
                 event_key_source: row.get(11)?,
                 replay_of: row.get(12)?,
+                host_preserved: row.get(21)?,
             },
             request_headers: row.get(6)?,
             outcome,

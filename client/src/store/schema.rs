@@ -180,6 +180,10 @@ const MIGRATIONS: &[&str] = &[
     // a fixture, named another delivery. New deliveries are numbered past
     // this mark too (see `store::write::request_row`); one row at most.
     "CREATE TABLE retired_ids (highest INTEGER NOT NULL);",
+    // Version 10: whether the handler got the caller's Host header
+    // (`http --host-header preserve`) rather than its own address, so that
+    // a replay or a curl export sends what the handler routed by.
+    "ALTER TABLE deliveries ADD COLUMN host_preserved INTEGER NOT NULL DEFAULT 0;",
 ];
 
 /// Written into the header of every history (`PRAGMA application_id`, the

@@ -45,6 +45,7 @@ pub(crate) fn delivery(key: &str, path: &str) -> NewDelivery {
         event_key: key.into(),
         event_key_source: "body:/id".into(),
         replay_of: None,
+        host_preserved: false,
     }
 }
 

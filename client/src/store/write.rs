@@ -237,10 +237,10 @@ impl Store {
                 // Numbered past the ids pruning retired, never reusing one.
                 "INSERT INTO deliveries (id, received_at_ms, tunnel_url, target, method, path, request_headers,
                      request_body, request_body_size, provider, event_key, event_key_source, replay_of,
-                     event_scope, request_body_id)
+                     event_scope, request_body_id, host_preserved)
                  VALUES (
                      max(coalesce((SELECT max(id) FROM deliveries), 0), coalesce((SELECT max(highest) FROM retired_ids), 0)) + 1,
-                     ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                     ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
             )?
             .execute(params![
                 d.received_at_ms,
@@ -256,7 +256,8 @@ impl Store {
                 d.event_key_source,
                 replay_of,
                 event_scope,
-                body_id
+                body_id,
+                d.host_preserved
             ])?;
         Ok(self.conn.last_insert_rowid())
     }

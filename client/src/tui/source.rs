@@ -151,6 +151,7 @@ pub fn test_delivery(id: i64) -> Delivery {
             event_key: format!("evt_{id}"),
             event_key_source: "body:/id".into(),
             replay_of: None,
+            host_preserved: false,
         },
         outcome: Some(Outcome {
             status: Some(200),

@@ -406,8 +406,12 @@ fn declared_length(headers: &[Header]) -> Option<u64> {
 }
 
 fn new_delivery(shared: &Shared, head: Head, received_at_ms: i64) -> NewDelivery {
+    // As `build_request` decides: the caller's Host goes on when it has one.
+    let host_preserved =
+        shared.host_header == HostHeader::Preserve && head.headers.iter().any(|h| h.name.eq_ignore_ascii_case("host"));
     NewDelivery {
         received_at_ms,
+        host_preserved,
         tunnel_url: shared.public_url.lock().map(|url| url.clone()).unwrap_or_default(),
         target: shared.forwarder.target().to_string(),
         method: head.method,
