@@ -723,6 +723,42 @@ fn a_junit_file_that_cannot_be_written_is_refused_before_anything_is_sent() {
 }
 
 #[test]
+fn a_junit_report_never_replaces_the_history() {
+    let handler = Handler::start(Behaviour::CreditsEveryDelivery);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let db = history.db();
+    let wal = std::path::PathBuf::from(format!("{}-wal", db.display()));
+    for junit in [&db, &wal] {
+        let ran = history.replay(&["--junit", junit.to_str().unwrap()]);
+        assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+        assert_eq!(
+            ran.stderr,
+            format!(
+                "error: {} is the history database or one of its files; write the JUnit report to another file\n",
+                junit.display()
+            )
+        );
+    }
+    assert_eq!(handler.balance(), 0, "nothing was sent");
+
+    let fixture = db.with_file_name("stripe.json");
+    let id = history.id.to_string();
+    let exported = portpreview(&db, &["export", &id, "-o", fixture.to_str().unwrap()]);
+    assert_eq!(exported.code, 0, "{}", exported.stderr);
+    let ran = portpreview(
+        &db,
+        &["check", fixture.to_str().unwrap(), "--junit", db.to_str().unwrap()],
+    );
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(ran.stderr.contains("is the history database"), "{}", ran.stderr);
+    assert_eq!(handler.balance(), 0, "check sent nothing either");
+
+    let listed = portpreview(&db, &["history", "--json"]);
+    assert_eq!(listed.code, 0, "the history still opens: {}", listed.stderr);
+    assert_eq!(listed.json().as_array().map(Vec::len), Some(1));
+}
+
+#[test]
 fn a_reader_that_stops_early_keeps_the_verdict() {
     let handler = Handler::start(Behaviour::CreditsEveryDelivery);
     let history = History::with(&stripe_delivery(&handler.url()));

@@ -106,7 +106,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export(args) => commands::export::run(args, &db()?),
         Command::Prune(args) => commands::prune::run(args, &db()?),
         Command::Replay(args) => commands::replay::run(args, &db()?).await,
-        Command::Check(args) => commands::check::run(args).await,
+        // check reads no history, but its report must not replace one.
+        Command::Check(args) => commands::check::run(args, db().ok().as_deref()).await,
         Command::Tui(args) => commands::tui::run(args, &db()?).await,
     }
 }

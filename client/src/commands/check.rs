@@ -10,6 +10,7 @@ use anyhow::Context;
 use portpreview_shared::sanitize::escape_str;
 use tokio_util::sync::CancellationToken;
 
+use super::guard::refuse_to_overwrite_a_database;
 use super::run::{clear_progress, probe_spec, progress_printer, refuse_to_overwrite_an_input, RunArgs};
 use crate::config::Secret;
 use crate::fixture::Fixture;
@@ -43,7 +44,7 @@ struct Job {
 /// Checks every fixture; exits 0 when all are idempotent, 1 when any is not
 /// (or failed, or was inconclusive), 2 when one could not run, 130 when
 /// ctrl-c stopped the check part way.
-pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub async fn run(args: Args, history: Option<&Path>) -> anyhow::Result<ExitCode> {
     let jobs = expand(&args.inputs)?;
     if jobs.is_empty() {
         anyhow::bail!("no fixtures found in {}", list(&args.inputs));
@@ -51,6 +52,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(junit) = &args.junit {
         let fixtures = jobs.iter().map(|job| job.fixture.as_path());
         refuse_to_overwrite_an_input(junit, args.inputs.iter().map(PathBuf::as_path).chain(fixtures))?;
+        refuse_to_overwrite_a_database(junit, history, "the JUnit report")?;
     }
     // One stop for the whole check: ctrl-c ends the fixture in progress
     // and leaves the rest unstarted, whenever it comes.

@@ -6,11 +6,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
+use crate::commands::guard::refuse_to_overwrite_a_database;
 use crate::commands::show::{fetch, parse_id};
 use crate::render;
 use crate::store::Store;
-
-mod guard;
 
 pub use crate::render::export::Format;
 
@@ -44,7 +43,7 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     let text = render::export::export(&delivery, args.format, args.target.as_deref(), args.reveal)?;
     match args.output.as_deref().filter(|path| *path != Path::new("-")) {
         Some(path) => {
-            guard::refuse_to_overwrite_a_database(path, db)?;
+            refuse_to_overwrite_a_database(path, Some(db), "the export")?;
             if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
                 std::fs::create_dir_all(folder).with_context(|| format!("cannot create {}", folder.display()))?;
             }

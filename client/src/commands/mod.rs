@@ -3,6 +3,7 @@
 
 pub mod check;
 pub mod export;
+mod guard;
 pub mod history;
 pub mod http;
 pub mod prune;

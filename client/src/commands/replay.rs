@@ -12,6 +12,7 @@ use crate::render;
 use crate::replay::{self, options::parse_header_arg, Report};
 use crate::store::{NewDelivery, Store};
 
+use super::guard::refuse_to_overwrite_a_database;
 use super::run::{clear_progress, progress_printer, refuse_to_overwrite_an_input, RunArgs};
 
 /// Arguments of `portpreview replay`.
@@ -60,8 +61,10 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     if !args.latest && (args.provider.is_some() || args.path.is_some()) {
         anyhow::bail!("--provider and --path narrow --latest: with an ID or event key they would be ignored");
     }
-    if let (Some(junit), Some(fixture)) = (&args.junit, &args.from) {
-        refuse_to_overwrite_an_input(junit, [fixture.as_path()])?;
+    if let Some(junit) = &args.junit {
+        // The history is read, and written with the attempts, too.
+        refuse_to_overwrite_a_database(junit, Some(db), "the JUnit report")?;
+        refuse_to_overwrite_an_input(junit, args.from.as_deref())?;
     }
     let mut case = asked_for(&args);
     let Ran {

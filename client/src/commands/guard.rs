@@ -1,4 +1,5 @@
-//! Where an export must never be written: over a database.
+//! Where a file the user names for output (an export, a JUnit report) must
+//! never be written: over a database.
 //!
 //! A mistyped or tab-completed `-o` that replaced the history lost every
 //! delivery, and a tunnel recording into it went on writing into a broken
@@ -23,18 +24,19 @@ const WAL_MAGIC: [[u8; 4]; 2] = [[0x37, 0x7f, 0x06, 0x82], [0x37, 0x7f, 0x06, 0x
 /// inboxes beside it are named `<db>` [`INBOX_INFIX`] `<id>`.
 const COMPANION_SUFFIXES: &[&str] = &["-wal", "-shm", "-journal"];
 
-/// Fails when writing to `output` would overwrite the history at `db`, one
-/// of the files kept beside it, or any other database or such file.
-pub fn refuse_to_overwrite_a_database(output: &Path, db: &Path) -> anyhow::Result<()> {
-    if is_history_file(output, db) {
+/// Fails when writing `what` (`the export`, `the JUnit report`) to
+/// `output` would overwrite the history at `db` (when there is one), one of
+/// the files kept beside it, or any other database or such file.
+pub fn refuse_to_overwrite_a_database(output: &Path, db: Option<&Path>, what: &str) -> anyhow::Result<()> {
+    if db.is_some_and(|db| is_history_file(output, db)) {
         anyhow::bail!(
-            "{} is the history database or one of its files; export to another file",
+            "{} is the history database or one of its files; write {what} to another file",
             output.display()
         );
     }
     if output.is_file() && (holds_a_database(output) || named_as_a_companion(output)) {
         anyhow::bail!(
-            "{} is an SQLite database or one of the files kept beside one; export does not overwrite it",
+            "{} is an SQLite database or one of the files kept beside one; {what} does not overwrite it",
             output.display()
         );
     }
