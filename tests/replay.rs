@@ -205,6 +205,36 @@ fn a_check_then_insert_race_passes_in_sequence_and_fails_a_fresh_burst() {
     assert!(handler.balance() > 3, "balance {}", handler.balance());
 }
 
+/// A probe that prints, beside the balance, the last event credited and
+/// when (`SELECT balance, last_event, credited_at`): every delivery replaces
+/// the ID and moves the clock by its own amount, and only the balance
+/// counts side effects.
+#[test]
+fn a_fresh_burst_is_judged_by_the_count_beside_an_event_id_and_a_clock() {
+    let credits = Handler::naming_last_event(Behaviour::CreditsEveryDelivery);
+    let history = History::with(&stripe_delivery(&credits.url()));
+    let ran = history.replay_probed(&credits, &["--fresh", "--times", "4", "--json"]);
+    assert_eq!(ran.code, 1, "a handler that never dedups: {}{}", ran.stdout, ran.stderr);
+    let burst = ran.check("fresh_burst_acts_once");
+    assert_eq!(burst["passed"], false, "{burst}");
+    let detail = burst["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("by +1, 2 values replaced") && detail.contains("by +4, 2 values replaced"),
+        "{detail}"
+    );
+
+    let dedups = Handler::naming_last_event(Behaviour::DedupsInOneTransaction);
+    // The clock moves by another amount each run: every run must pass.
+    for _ in 0..3 {
+        let ran = history.replay_probed(
+            &dedups,
+            &["--target", &dedups.url(), "--fresh", "--times", "4", "--json"],
+        );
+        assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+        assert_eq!(ran.check("fresh_burst_acts_once")["passed"], true);
+    }
+}
+
 /// `--concurrency 1` given with `--fresh` sends the burst one copy at a
 /// time, as asked: a check-then-insert handler then has no race to lose.
 #[test]

@@ -80,6 +80,9 @@ struct Shared {
     state_file: PathBuf,
     /// Filler before the balance in the state text.
     state_padding: usize,
+    /// The state text also names the last event credited and when, as a
+    /// `SELECT balance, last_event, updated_at` probe would.
+    state_names_last_event: bool,
 }
 
 impl Handler {
@@ -92,24 +95,30 @@ impl Handler {
     /// filler, as a dump of a large table would: only a probe that reads
     /// that far sees the balance.
     pub fn with_padded_state(behaviour: Behaviour, padding: usize) -> Self {
-        Self::launch(behaviour, padding, Serving::Concurrently)
+        Self::launch(behaviour, padding, Serving::Concurrently, false)
+    }
+
+    /// Starts a handler whose state text names, after the balance, the
+    /// last event credited and the time in milliseconds it was credited at.
+    pub fn naming_last_event(behaviour: Behaviour) -> Self {
+        Self::launch(behaviour, 0, Serving::Concurrently, true)
     }
 
     /// Starts a handler that serves one connection at a time, keeping each
     /// alive until its client closes it, as Python's `http.server` and
     /// `php -S` do.
     pub fn one_connection_at_a_time(behaviour: Behaviour) -> Self {
-        Self::launch(behaviour, 0, Serving::OneConnectionAtATime)
+        Self::launch(behaviour, 0, Serving::OneConnectionAtATime, false)
     }
 
-    fn launch(behaviour: Behaviour, padding: usize, serving: Serving) -> Self {
+    fn launch(behaviour: Behaviour, padding: usize, serving: Serving, state_names_last_event: bool) -> Self {
         let dir = tempfile::tempdir().expect("handler temp dir");
         let db_path = dir.path().join("handler.db");
         let conn = Connection::open(&db_path).expect("open handler database");
         conn.execute_batch(
             "PRAGMA journal_mode = WAL;
-             CREATE TABLE account (balance INTEGER NOT NULL);
-             INSERT INTO account VALUES (0);
+             CREATE TABLE account (balance INTEGER NOT NULL, last_event TEXT NOT NULL, credited_at INTEGER NOT NULL);
+             INSERT INTO account VALUES (0, '-', 0);
              CREATE TABLE events (id TEXT PRIMARY KEY);
              CREATE TABLE events_unchecked (id TEXT NOT NULL);",
         )
@@ -119,6 +128,7 @@ impl Handler {
             db: Mutex::new(conn),
             state_file: dir.path().join("state.txt"),
             state_padding: padding,
+            state_names_last_event,
         });
         shared.write_state_file();
         let shutdown = CancellationToken::new();
@@ -197,24 +207,39 @@ pub fn balance_at(path: &Path) -> i64 {
         .expect("balance")
 }
 
+/// Credits the account for event `?1` at `?2` milliseconds.
+const CREDIT: &str = "UPDATE account SET balance = balance + 1, last_event = ?1, credited_at = ?2";
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
 impl Shared {
     fn state(&self) -> String {
         let db = self.db.lock().expect("db lock");
-        let balance: i64 = db
-            .query_row("SELECT balance FROM account", [], |row| row.get(0))
+        let (balance, last, at): (i64, String, i64) = db
+            .query_row("SELECT balance, last_event, credited_at FROM account", [], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+            })
             .expect("balance");
-        format!("{}balance: {balance}\n", ".".repeat(self.state_padding))
+        let mut text = format!("{}balance: {balance}\n", ".".repeat(self.state_padding));
+        if self.state_names_last_event {
+            text.push_str(&format!("last_event: {last}\ncredited_at: {at}\n"));
+        }
+        text
     }
 
     fn write_state_file(&self) {
         std::fs::write(&self.state_file, self.state()).expect("write state file");
     }
 
-    fn credit(&self) {
+    fn credit(&self, event_id: &str) {
         self.db
             .lock()
             .expect("db lock")
-            .execute("UPDATE account SET balance = balance + 1", [])
+            .execute(CREDIT, params![event_id, now_ms()])
             .expect("credit");
         self.write_state_file();
     }
@@ -229,8 +254,7 @@ impl Shared {
                 .expect("insert event")
                 == 1;
             if inserted {
-                tx.execute("UPDATE account SET balance = balance + 1", [])
-                    .expect("credit");
+                tx.execute(CREDIT, params![event_id, now_ms()]).expect("credit");
             }
             tx.commit().expect("commit");
             inserted
@@ -242,7 +266,7 @@ impl Shared {
     async fn handle(self: &Arc<Self>, event_id: &str, headers: &http::HeaderMap, body: &[u8]) -> (u16, String) {
         match &self.behaviour {
             Behaviour::CreditsEveryDelivery => {
-                self.credit();
+                self.credit(event_id);
                 (200, "credited".into())
             }
             Behaviour::DedupsInOneTransaction => {
@@ -277,7 +301,7 @@ impl Shared {
                     .expect("db lock")
                     .execute("INSERT INTO events_unchecked (id) VALUES (?1)", params![event_id])
                     .expect("insert event");
-                self.credit();
+                self.credit(event_id);
                 (200, "credited".into())
             }
             Behaviour::VerifiesStripeSignature { secret } => {
