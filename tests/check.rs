@@ -616,6 +616,19 @@ fn a_fixture_with_a_method_http_cannot_send_is_refused_before_anything_is_sent()
     assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
     assert!(ran.stderr.contains("is not an HTTP method"), "{}", ran.stderr);
     assert_eq!(good.balance(), 0, "nothing was sent");
+
+    // So is a path no request line can carry: not an attempt that failed.
+    let mut fixture: Value = serde_json::from_str(&text).unwrap();
+    fixture["path"] = "/webhooks/a b".into();
+    std::fs::write(project.path("bad-path.json"), fixture.to_string()).unwrap();
+    let ran = project.check(&["bad-path.json", "--target", &good.url()], &[]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(
+        ran.stderr.trim_end(),
+        "error: invalid fixture bad-path.json: path \"/webhooks/a b\" cannot be sent in a request: it is written \
+         as in a URL, with no spaces or control characters (a space is %20)"
+    );
+    assert_eq!(good.balance(), 0, "nothing was sent");
 }
 
 /// A fixture whose event ID was edited but whose `event_key` was not would
@@ -649,6 +662,53 @@ fn a_fixture_with_an_edited_event_id_under_its_old_key_is_refused() {
     let json: Value = serde_json::from_str(&ran.stdout).unwrap();
     assert_eq!(json["fixtures"][0]["event_key"], "evt_EDITED", "{json:#}");
     assert_eq!(good.balance(), 1);
+}
+
+/// A fixture whose body was removed, or whose provider was mistyped or
+/// changed, would be reported as the event or provider it names while the
+/// handler is sent something else: refused on one line, exit 2.
+#[test]
+fn a_fixture_that_contradicts_its_own_request_is_refused() {
+    let project = Project::new();
+    let good = Handler::start(Behaviour::DedupsInOneTransaction);
+    let text = std::fs::read_to_string(project.path("fixtures/stripe.json")).unwrap();
+    let recorded: Value = serde_json::from_str(&text).unwrap();
+    let cases: [(&str, Value, &str); 3] = [
+        (
+            "body",
+            Value::Null,
+            "event_key_source \"body:/id\" names an ID the request does not carry (its body holds 0 bytes): put it \
+             back, or remove event_key and event_key_source to have them worked out",
+        ),
+        (
+            "provider",
+            "strype".into(),
+            "provider \"strype\" is not one PortPreview knows (stripe, github,",
+        ),
+        (
+            "provider",
+            "github".into(),
+            "provider \"github\" disagrees with the request, which is a stripe delivery: set provider to it, or \
+             remove provider to have it worked out",
+        ),
+    ];
+    for (field, value, refusal) in cases {
+        let mut fixture = recorded.clone();
+        match value {
+            Value::Null => fixture.as_object_mut().unwrap().remove(field),
+            value => fixture.as_object_mut().unwrap().insert(field.into(), value),
+        };
+        std::fs::write(project.path("edited.json"), fixture.to_string()).unwrap();
+        let ran = project.check(&["edited.json", "--target", &good.url()], &[]);
+        assert_eq!(ran.code, 2, "{field}: {}{}", ran.stdout, ran.stderr);
+        assert!(
+            ran.stderr
+                .starts_with(&format!("error: invalid fixture edited.json: {refusal}")),
+            "{field}: {}",
+            ran.stderr
+        );
+    }
+    assert_eq!(good.balance(), 0, "nothing was sent");
 }
 
 /// Twilio's status callback, recorded through the tunnel at

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::render::body::Encoded;
 use crate::store::{Delivery, NewDelivery};
 use crate::time::{parse_rfc3339_ms, rfc3339_ms};
-use portpreview_shared::provider::event_key;
+use portpreview_shared::provider::{event_key, Provider};
 use portpreview_shared::Header;
 
 /// The fixture format version this build writes and reads.
@@ -183,6 +183,15 @@ impl Fixture {
         if self.method.is_empty() || !self.path.starts_with('/') {
             bail!("a fixture needs a method and a path starting with /");
         }
+        // As the method below: a path no request line can carry would be
+        // an attempt that fails, blamed on the handler.
+        if http::Uri::try_from(self.path.as_str()).is_err() {
+            bail!(
+                "path {:?} cannot be sent in a request: it is written as in a URL, with no spaces or control \
+                 characters (a space is %20)",
+                self.path
+            );
+        }
         // Caught here, a method no request can carry is a fixture that does
         // not parse (exit 2), not an attempt that failed in a verdict.
         if http::Method::from_bytes(self.method.as_bytes()).is_err() {
@@ -199,10 +208,33 @@ impl Fixture {
             h.bytes().map_err(anyhow::Error::msg)?;
         }
         self.body_bytes().map_err(anyhow::Error::msg)?;
+        self.check_provider()?;
         if !self.event_key_source.is_empty() {
             self.check_event_key()?;
         }
         Ok(())
+    }
+
+    /// Refuses a `provider` PortPreview does not know, or one the request
+    /// itself contradicts: it chooses how `--resign` and `--fresh` treat the
+    /// request, and a typo would pass for another provider without a word.
+    fn check_provider(&self) -> anyhow::Result<()> {
+        let Some(name) = &self.provider else {
+            return Ok(());
+        };
+        let Some(given) = Provider::from_name(name) else {
+            let known: Vec<&str> = Provider::ALL.iter().map(|p| p.name()).collect();
+            bail!("provider {name:?} is not one PortPreview knows ({})", known.join(", "));
+        };
+        let d = self.to_new_delivery();
+        match event_key(&d.request_headers, &d.request_body, &[]).provider {
+            Some(carried) if carried != given => bail!(
+                "provider {name:?} disagrees with the request, which is a {} delivery: set provider to it, \
+                 or remove provider to have it worked out",
+                carried.name()
+            ),
+            _ => Ok(()),
+        }
     }
 
     /// Refuses an `event_key` that is not the provider event ID the request
@@ -211,6 +243,17 @@ impl Fixture {
     fn check_event_key(&self) -> anyhow::Result<()> {
         let d = self.to_new_delivery();
         let carried = event_key(&d.request_headers, &d.request_body, &[]);
+        // A source that names an ID ("body:/id", "header:X-GitHub-Delivery")
+        // the request no longer carries: the body was emptied, say.
+        let names_an_id = !self.event_key_source.starts_with("sha256:") && self.event_key_source != "none";
+        if names_an_id && !carried.is_provider_id() {
+            bail!(
+                "event_key_source {:?} names an ID the request does not carry (its body holds {}): put it back, \
+                 or remove event_key and event_key_source to have them worked out",
+                self.event_key_source,
+                portpreview_shared::text::counted(d.request_body.len(), "byte", "bytes")
+            );
+        }
         if carried.is_provider_id() && carried.key != self.event_key {
             bail!(
                 "event_key {:?} disagrees with the request, which carries {} event {:?} ({}): set event_key to it, \
@@ -297,8 +340,9 @@ mod tests {
                 request_body: vec![0x00, 0xff, b'a'],
                 request_body_size: 3,
                 provider: Some("stripe".into()),
-                event_key: "evt_1".into(),
-                event_key_source: "body:/id".into(),
+                // A binary body carries no ID: the key is its hash.
+                event_key: "4b2d5e0e".into(),
+                event_key_source: "sha256:body".into(),
                 ..NewDelivery::default()
             },
             outcome: Some(Outcome {
@@ -386,6 +430,7 @@ mod tests {
             "not json",
             "[]",
             r#"{"portpreview_fixture": 1, "method": "GE T", "path": "/"}"#,
+            r#"{"portpreview_fixture": 1, "method": "POST", "path": "/a\u001b[2Jb"}"#,
             r#"{"portpreview_fixture": 1, "method": "POST", "path": "/", "tunnel_url": "127.0.0.1:1/t/x"}"#,
         ];
         for (n, text) in cases.iter().enumerate() {

@@ -106,12 +106,21 @@ pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
 /// Longest `--settle` taken: each attempt may wait ten of them.
 const MAX_SETTLE: Duration = Duration::from_secs(600);
 
+/// Shortest `--settle` taken: a probe read takes longer than less, so the
+/// state could never be seen holding still that long.
+const MIN_SETTLE: Duration = Duration::from_millis(1);
+
 /// Parses a `--settle` window. Zero is refused: the state would be read
 /// once, right after the answer, and a handler working from a queue would
 /// pass for idempotent before its work was done.
 pub fn parse_settle(text: &str) -> Result<Duration, String> {
     let duration = humantime::parse_duration(text)
         .map_err(|err| format!("{text:?} is not a duration like 300ms or 2s ({err})"))?;
+    if !duration.is_zero() && duration < MIN_SETTLE {
+        return Err(format!(
+            "{text:?} is shorter than 1ms, less than one read of the probe takes; give a duration like 300ms or 2s"
+        ));
+    }
     if duration.is_zero() {
         return Err(format!(
             "{text:?} is no time at all: work a handler does after answering would go unseen; give a duration like 300ms or 2s"
@@ -195,6 +204,8 @@ mod tests {
         assert_eq!(parse_settle("300ms"), Ok(DEFAULT_SETTLE));
         assert!(parse_settle("0s").unwrap_err().contains("no time at all"));
         assert!(parse_settle("1d").unwrap_err().contains("longer than 10m"));
+        assert!(parse_settle("500us").unwrap_err().contains("shorter than 1ms"));
+        assert_eq!(parse_settle("1ms"), Ok(Duration::from_millis(1)));
         assert_eq!(parse_settle("10m"), Ok(Duration::from_secs(600)));
     }
 
