@@ -235,6 +235,37 @@ fn a_fresh_burst_is_judged_by_the_count_beside_an_event_id_and_a_clock() {
     }
 }
 
+/// A probe that works for the first read and fails once the attempts have
+/// begun (its database went down) leaves the run inconclusive, with every
+/// attempt sent reported and recorded: not "could not run", which would
+/// hide that the handler was called.
+#[test]
+fn a_probe_that_fails_part_way_leaves_the_attempts_reported() {
+    let handler = Handler::start(Behaviour::CreditsEveryDelivery);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let state = handler.state_file();
+    let probe = format!(
+        "grep -q 'balance: 0' {0} && cat {0} || {{ echo 'db down' >&2; exit 1; }}",
+        state.display()
+    );
+    let ran = history.replay(&["--times", "3", "--check-cmd", &probe, "--settle", "50ms", "--json"]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
+    assert_eq!(json["verdict"], "inconclusive", "{json:#}");
+    assert_eq!(json["attempts"].as_array().map(Vec::len), Some(3), "{json:#}");
+    let readable = ran.check("state_readable");
+    assert_eq!(readable["passed"], false);
+    assert!(
+        readable["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("--check-cmd failed (exit status: 1): db down"),
+        "{readable}"
+    );
+    assert_eq!(handler.balance(), 3);
+    assert_eq!(history.replay_attempts(), 3, "the attempts are in the history");
+}
+
 /// `--concurrency 1` given with `--fresh` sends the burst one copy at a
 /// time, as asked: a check-then-insert handler then has no race to lose.
 #[test]

@@ -167,7 +167,7 @@ impl Run<'_> {
             });
             let last = self.trace.after().to_string();
             let read = read_final(probe, opts.settle, &last).await;
-            if let Some(moved_to) = self.unless_too_large(read)? {
+            if let Some(moved_to) = self.unless_unreadable(read)? {
                 self.trace.moved_to = moved_to;
             }
         }
@@ -213,16 +213,19 @@ impl Run<'_> {
             return Ok(None);
         };
         let read = read_settled(probe, self.opts.settle).await;
-        self.unless_too_large(read)
+        self.unless_unreadable(read)
     }
 
-    /// A state too large to compare ends the reading, not the run: the
-    /// attempts still go out and their answers are still judged, but the
-    /// verdict can no longer say "idempotent".
-    fn unless_too_large<T>(&mut self, read: Result<T, ProbeError>) -> Result<Option<T>, ReplayError> {
+    /// A state too large to compare, or a probe that fails once the first
+    /// read has been taken (attempts may have gone out by then), ends the
+    /// reading, not the run: the attempts still go out and their answers
+    /// are still judged and reported, but the verdict can no longer say
+    /// "idempotent". A probe that fails its first read stops the run before
+    /// anything is sent.
+    fn unless_unreadable<T>(&mut self, read: Result<T, ProbeError>) -> Result<Option<T>, ReplayError> {
         match read {
             Ok(value) => Ok(Some(value)),
-            Err(err @ ProbeError::TooLarge { .. }) => {
+            Err(err) if self.read_before || matches!(err, ProbeError::TooLarge { .. }) => {
                 self.probe = None;
                 self.unreadable = Some(err);
                 Ok(None)
