@@ -190,10 +190,19 @@ async fn deliveries_answered_while_another_process_holds_the_history_lock_are_ke
     assert_eq!(stored.len(), 3, "three deliveries, each stored: {stored:?}");
 }
 
+/// The handler is not cut off when its caller hangs up, as a server goes on
+/// after its client has gone: its answer is kept, the first half of the
+/// duplicate the provider's retry will make.
 #[tokio::test]
-async fn a_caller_that_hangs_up_is_recorded_with_the_reason() {
+async fn a_caller_that_hangs_up_is_recorded_with_the_reason_and_the_answer_it_missed() {
     let relay = TestRelay::start().await;
-    let handler = LocalHandler::slow(Duration::from_secs(3)).await;
+    let handler = LocalHandler::start(|_| Answer {
+        status: 200,
+        body: b"credited".to_vec(),
+        delay: Duration::from_secs(3),
+        ..Answer::default()
+    })
+    .await;
     let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
     let path = format!("/t/{}/slow", tunnel.name());
     let mut caller = tokio::net::TcpStream::connect(relay.addr).await.expect("connect");
@@ -203,14 +212,16 @@ async fn a_caller_that_hangs_up_is_recorded_with_the_reason() {
     drop(caller);
 
     let (summary, _) = tunnel.next_delivery().await;
-    let reason = "the caller went away before the answer";
+    let reason = "the caller went away before the answer; the handler then answered 200, which reached no caller";
     assert!(summary.id > 0, "{summary:?}");
     assert_eq!(summary.error.as_deref(), Some(reason));
+    assert_eq!(summary.status, None, "no caller got a status");
     let store = portpreview::store::Store::open(&tunnel.db).expect("open the history");
     let stored = store.get(summary.id).expect("read").expect("the delivery");
     assert_eq!(stored.request.request_body, br#"{"id":"evt_gone"}"#);
     let outcome = stored.outcome.expect("the hang-up is stored as its outcome");
     assert_eq!(outcome.error.as_deref(), Some(reason));
+    assert_eq!(outcome.response_body, b"credited", "the answer nobody received");
 }
 
 #[tokio::test]
@@ -258,7 +269,8 @@ async fn a_request_the_relay_gave_up_on_is_recorded_with_the_relays_reason() {
     assert_eq!(reply.status, 504, "{}", reply.text());
 
     let (summary, _) = tunnel.next_delivery().await;
-    let reason = "no answer within 300ms; the relay answered the caller 504";
+    let reason = "no answer within 300ms; the relay answered the caller 504; the handler then answered 200, which \
+                  reached no caller";
     assert!(summary.id > 0, "{summary:?}");
     assert_eq!(summary.error.as_deref(), Some(reason));
     let store = portpreview::store::Store::open(&tunnel.db).expect("open the history");

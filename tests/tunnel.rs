@@ -305,6 +305,71 @@ async fn a_local_answer_that_breaks_off_gets_502_and_is_recorded_as_broken() {
     liar.abort();
 }
 
+/// `--local-timeout` bounds the whole answer, not only its head: a handler
+/// that sends its status and then stalls in the body holds its caller no
+/// longer than one that never answers.
+#[tokio::test]
+async fn a_local_answer_that_stalls_in_its_body_is_given_up_on_at_the_local_timeout() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let staller = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut request = vec![0u8; 64 * 1024];
+            let n = socket.read(&mut request).await.unwrap_or(0);
+            // A small answer comes in one frame; a large one streams.
+            let (declared, sent) = if request[..n].starts_with(b"POST /large") {
+                (4_000_000, 300_000)
+            } else {
+                (100, 4)
+            };
+            let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {declared}\r\n\r\n");
+            let _ = socket.write_all(head.as_bytes()).await;
+            let _ = socket.write_all(&vec![b'x'; sent]).await;
+            held.push(socket);
+        }
+    });
+    let relay = TestRelay::start().await;
+    let options = TunnelOptions {
+        local_timeout: Duration::from_millis(500),
+        ..TunnelOptions::default()
+    };
+    let mut tunnel = TestTunnel::start_with(&relay.http_url(), &addr.to_string(), options)
+        .await
+        .expect("connects");
+
+    let reply = caller::post(&tunnel.url("/small"), "{}").await;
+    assert_eq!(reply.status, 504, "{}", reply.text());
+    let why = "the local answer's body stalled: it was not whole within 500ms";
+    assert!(reply.text().contains(why), "{}", reply.text());
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!((summary.status, summary.error.as_deref()), (None, Some(why)));
+
+    // Once the head has gone, the caller's answer is cut off instead.
+    let request = format!(
+        "POST /t/{}/large HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{{}}",
+        tunnel.name()
+    );
+    let answer = raw(relay.addr, request.as_bytes()).await;
+    assert!(
+        answer.starts_with("HTTP/1.1 200 OK"),
+        "{}",
+        &answer[..answer.len().min(200)]
+    );
+    assert!(
+        answer.len() < 4_000_000,
+        "the caller never takes the stub for the whole answer"
+    );
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!(
+        summary.error.as_deref(),
+        Some("the local answer's body stalled: nothing more came for 500ms"),
+        "{summary:?}"
+    );
+    staller.abort();
+}
+
 #[tokio::test]
 async fn a_local_answer_with_too_many_headers_gets_a_502_that_says_so() {
     let handler = LocalHandler::start(|_| Answer {

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::body::{Capture, Held, Inflow, Keep, StreamedBody, WholeBody};
 use super::outbox::Outbox;
-use super::respond::{answer_error, failure, relay_response};
+use super::respond::{answer_error, failure, relay_response, Timing};
 use super::Stop;
 use crate::events::{report_delivered, TunnelEvent};
 use crate::forward::{Forwarder, LocalBody};
@@ -160,12 +160,12 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
             outcome = &mut exchanged => outcome,
             // The relay says why in words meant for the history: the caller
             // hung up, or the relay gave up and answered the caller itself.
-            Ok(reason) = &mut reset => failure(line.started, reason),
+            Ok(reason) = &mut reset => answer_for_nobody(&shared, exchanged, &credit, line.started, &reason).await,
             () = abandoned.cancelled() => {
                 if shared.stop.asked.is_cancelled() {
                     failure(line.started, STOPPED.into())
                 } else {
-                    answer_after_loss(&shared, exchanged, &credit, line.started).await
+                    answer_for_nobody(&shared, exchanged, &credit, line.started, ABANDONED).await
                 }
             }
         }
@@ -186,36 +186,38 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
     stream
 }
 
-/// The connection to the relay ended with the handler still at work; the
-/// relay answered the caller 502. The handler may be acting on the request
-/// all the same (charging the card, sending the e-mail), and the provider
-/// will retry: its answer, if it comes within the local timeout and before
-/// the user stops, is recorded beside the note that no caller received it.
-async fn answer_after_loss(
+/// No caller will receive the handler's answer, for the reason `why`: the
+/// caller hung up, the relay gave up waiting and answered it, or the
+/// connection to the relay ended (and the relay answered 502). The handler
+/// may be acting on the request all the same (charging the card, sending
+/// the e-mail), as a server goes on after its client has gone, and the
+/// provider will retry: so the local request is not cut off, and its
+/// answer, if it comes within the local timeout and before the user stops,
+/// is recorded beside the note that no caller received it.
+async fn answer_for_nobody(
     shared: &Shared,
     exchanged: std::pin::Pin<&mut impl std::future::Future<Output = Outcome>>,
     credit: &Semaphore,
     started: Instant,
+    why: &str,
 ) -> Outcome {
-    // No credit comes from a relay that is gone: sends must not wait for it.
+    // No credit comes for a stream the relay has dropped: sends must not wait for it.
     credit.close();
     let answered = tokio::select! {
         answered = tokio::time::timeout(shared.local_timeout, exchanged) => answered.ok(),
         () = shared.stop.asked.cancelled() => None,
     };
     let Some(mut outcome) = answered else {
-        let why = if shared.stop.asked.is_cancelled() {
-            STOPPED
-        } else {
-            ABANDONED
-        };
+        let why = if shared.stop.asked.is_cancelled() { STOPPED } else { why };
         return failure(started, why.into());
     };
     // Status stays empty, as for every answer that did not reach its caller.
     outcome.error = Some(match (outcome.status.take(), outcome.error.take()) {
-        (Some(status), _) => format!("{ABANDONED}; the handler then answered {status}, which reached no caller"),
-        (None, Some(error)) => format!("{ABANDONED}; then {error}"),
-        (None, None) => ABANDONED.into(),
+        (Some(status), _) => format!("{why}; the handler then answered {status}, which reached no caller"),
+        // The request body never came whole: the handler never saw it.
+        (None, Some(error)) if error == CUT_SHORT => format!("{why}; it was not forwarded"),
+        (None, Some(error)) => format!("{why}; then {error}"),
+        (None, None) => why.into(),
     });
     outcome
 }
@@ -340,12 +342,16 @@ async fn exchange(
         );
         return answer_error(stream, outbox, started, 502, reason);
     }
+    let timing = Timing {
+        started,
+        patience: shared.local_timeout,
+    };
     relay_response(
         response,
         stream,
         credit,
         outbox,
-        started,
+        timing,
         shared.keep(),
         &mut kept.answer_room,
     )

@@ -2,7 +2,7 @@
 //! relay's credit with a copy kept for the history, or PortPreview's own
 //! answer when there is none to send.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body::Body as _;
@@ -15,18 +15,37 @@ use super::body::{Capture, Held, Keep};
 use super::outbox::Outbox;
 use crate::store::Outcome;
 
+/// When an exchange began, and how long its handler may take to answer.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Timing {
+    /// When the request reached the client.
+    pub started: Instant,
+    /// `--local-timeout`: for the whole of an answer sent in one frame, and
+    /// for each wait on a streamed one's body.
+    pub patience: Duration,
+}
+
 /// Streams the local answer to the relay within its credit, keeping a copy
 /// of up to `keep` bytes. An answer whose head cannot cross the tunnel gets
-/// the caller a 502 instead, and only that stream fails.
+/// the caller a 502 instead, and only that stream fails; one whose body
+/// stalls past the handler's patience gets a 504, or is cut off once its
+/// head has gone.
 pub(super) async fn relay_response(
     response: http::Response<hyper::body::Incoming>,
     stream: StreamId,
     credit: &Semaphore,
     outbox: &Outbox,
-    started: Instant,
+    timing: Timing,
     keep: Keep,
     held: &mut Held,
 ) -> Outcome {
+    let Timing { started, patience } = timing;
+    let stalled = || {
+        format!(
+            "the local answer's body stalled: nothing more came for {}",
+            portpreview_shared::duration::format_duration(patience)
+        )
+    };
     let status = response.status().as_u16();
     // Recorded exactly as the handler sent them; the relay, where the hop
     // ends, drops the hop-by-hop ones before the caller sees them.
@@ -42,7 +61,19 @@ pub(super) async fn relay_response(
     if body.is_end_stream() || small {
         // The whole answer fits in the head's frame: one frame, one flush.
         let mut whole = Vec::new();
-        while let Some(frame) = body.frame().await {
+        let deadline = tokio::time::Instant::from_std(started) + patience;
+        loop {
+            let Ok(frame) = tokio::time::timeout_at(deadline, body.frame()).await else {
+                let reason = format!(
+                    "the local answer's body stalled: it was not whole within {}",
+                    portpreview_shared::duration::format_duration(patience)
+                );
+                capture.add(&whole);
+                let (_, _, room) = capture.into_parts();
+                *held = room;
+                return answer_error(stream, outbox, started, 504, reason);
+            };
+            let Some(frame) = frame else { break };
             match frame {
                 Ok(frame) => {
                     if let Ok(data) = frame.into_data() {
@@ -83,7 +114,11 @@ pub(super) async fn relay_response(
         // Hold one chunk back so the last one carries `end`.
         let mut pending: Option<Bytes> = None;
         loop {
-            match body.frame().await {
+            let Ok(frame) = tokio::time::timeout(patience, body.frame()).await else {
+                error = Some(stalled());
+                break;
+            };
+            match frame {
                 Some(Ok(frame)) => {
                     let Ok(data) = frame.into_data() else { continue };
                     capture.add(&data);
