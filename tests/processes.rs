@@ -43,6 +43,33 @@ async fn portpreview_http_works_on_its_own_and_stops_cleanly_on_sigterm() {
     assert!(db.exists(), "the history was written");
 }
 
+/// A local relay listening on every address prints a URL a caller can
+/// use, not `http://0.0.0.0:…`.
+#[tokio::test]
+async fn a_local_relay_on_every_address_prints_a_url_that_answers() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let handler = LocalHandler::echo().await;
+    let port = handler.port().to_string();
+    let args = [
+        "http",
+        &port,
+        "--no-tui",
+        "--local-listen",
+        "0.0.0.0:0",
+        "--db",
+        db.to_str().expect("utf-8 path"),
+    ];
+    let mut client = Running::start(&portpreview_bin(), &args, dir.path());
+    let banner = client.line_containing("Forwarding").await;
+    let url = banner.split_whitespace().nth(1).expect("public URL").to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{banner}");
+    let reply = caller::post(&format!("{url}/hook"), "{}").await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    client.signal("TERM");
+    assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
+}
+
 #[tokio::test]
 async fn a_client_killed_mid_request_gets_its_caller_a_502_within_a_second() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -41,10 +41,12 @@ impl Target {
             input: input.to_string(),
             reason,
         };
-        let has_scheme = input.starts_with("http://");
-        let rest = if let Some(rest) = input.strip_prefix("http://") {
-            rest
-        } else if input.starts_with("https://") {
+        // Schemes are case-insensitive: HTTP://localhost:3000 is the same URL.
+        let scheme = |name: &str| input.get(..name.len()).is_some_and(|s| s.eq_ignore_ascii_case(name));
+        let has_scheme = scheme("http://");
+        let rest = if has_scheme {
+            &input["http://".len()..]
+        } else if scheme("https://") {
             return Err(fail(
                 "local HTTPS targets are not supported; forward to the plain HTTP port",
             ));
@@ -58,6 +60,9 @@ impl Target {
             Some(at) => rest.split_at(at),
             None => (rest, ""),
         };
+        if authority.is_empty() {
+            return Err(fail("no host or port: write it as http://localhost:3000"));
+        }
         let (host, port) = match authority.rsplit_once(':') {
             Some((host, port)) if !host.ends_with(']') || authority.starts_with('[') => (host, port),
             _ if authority.chars().all(|c| c.is_ascii_digit()) => ("localhost", authority),
@@ -169,6 +174,7 @@ mod tests {
             Target::parse("127.0.0.1:8080").unwrap().to_string(),
             "http://127.0.0.1:8080"
         );
+        assert_eq!(Target::parse("HTTP://localhost:4000").unwrap().port, 4000);
         let url = Target::parse("http://localhost:4000/api").unwrap();
         assert_eq!(url.request_path("/hook?a=1"), "/api/hook?a=1");
         assert_eq!(
@@ -209,6 +215,9 @@ mod tests {
             "http://[nothex]:5000",
             "http://bücher.test:1",
             "http://a;b:1",
+            "http://",
+            "http:///api",
+            "HTTPS://localhost:1",
         ] {
             assert!(Target::parse(bad).is_err(), "{bad} should be rejected");
         }

@@ -60,7 +60,7 @@ pub struct Args {
     #[arg(long)]
     pub no_record: bool,
     /// Body fields that identify an event without an ID (names or JSON pointers).
-    #[arg(long, value_delimiter = ',', value_name = "FIELDS")]
+    #[arg(long, value_delimiter = ',', value_name = "FIELDS", value_parser = parse_key_field)]
     pub key_fields: Vec<String>,
     /// How long the local handler may take before the caller gets 504.
     #[arg(long, value_parser = crate::replay::options::parse_positive_duration, default_value = "28s", value_name = "DURATION")]
@@ -97,7 +97,16 @@ pub async fn run(args: Args, db: &Path, config: Config) -> anyhow::Result<ExitCo
             let listener = TcpListener::bind(&args.local_listen)
                 .await
                 .with_context(|| format!("cannot listen on {} for the local relay", args.local_listen))?;
-            let address = listener.local_addr()?;
+            let mut address = listener.local_addr()?;
+            // Listening on every address (0.0.0.0) is no address to call:
+            // the tunnel, and the URL it prints, go through loopback.
+            if address.ip().is_unspecified() {
+                let loopback = match address {
+                    std::net::SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                    std::net::SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+                };
+                address.set_ip(loopback);
+            }
             (format!("ws://{address}{CONNECT_PATH}"), Some(listener))
         }
     };
@@ -221,6 +230,25 @@ fn parse_name(name: &str) -> Result<String, String> {
     }
 }
 
+/// One `--key-fields` entry: a member name, or a JSON pointer (`/data/id`)
+/// whose escapes are `~0` and `~1`. A typo would otherwise key every
+/// event on a field no body has, without a word.
+fn parse_key_field(text: &str) -> Result<String, String> {
+    let field = text.trim();
+    if field.is_empty() {
+        return Err("an empty field name: give names or JSON pointers, separated by commas".into());
+    }
+    if field.starts_with('/') {
+        let mut escapes = field.split('~').skip(1);
+        if escapes.any(|after| !(after.starts_with('0') || after.starts_with('1'))) {
+            return Err(format!(
+                "{field:?} is not a JSON pointer: '~' is written ~0 and '/' inside a name ~1"
+            ));
+        }
+    }
+    Ok(field.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,5 +259,14 @@ mod tests {
         assert_eq!(waits(28), DEFAULT_REQUEST_TIMEOUT, "the default stays as every relay's");
         assert_eq!(waits(5), DEFAULT_REQUEST_TIMEOUT);
         assert_eq!(waits(90), Duration::from_secs(92));
+    }
+
+    #[test]
+    fn key_fields_are_names_or_json_pointers() {
+        assert_eq!(parse_key_field(" type "), Ok("type".into()));
+        assert_eq!(parse_key_field("/data/a~1b~0c"), Ok("/data/a~1b~0c".into()));
+        assert!(parse_key_field("").unwrap_err().contains("an empty field name"));
+        assert!(parse_key_field("/bad~2").unwrap_err().contains("is not a JSON pointer"));
+        assert!(parse_key_field("/trailing~").is_err());
     }
 }
