@@ -24,14 +24,24 @@ pub struct AnswerGroup {
 }
 
 impl AnswerGroup {
-    /// The group as JSON, body as (lossy) text.
+    /// The group as JSON: the body as text, or (null, and) its start as
+    /// `body_base64` when it is binary.
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut value = json!({
             "attempts": self.attempts,
             "status": self.status,
             "body": shown_body(&self.body),
             "error": self.error,
-        })
+        });
+        // Text would turn binary bytes into U+FFFD: their start goes as base64.
+        // A body kept cut may end inside a character: that alone is still text.
+        if std::str::from_utf8(&self.body).is_err_and(|e| e.error_len().is_some()) {
+            use base64::Engine;
+            let start = &self.body[..self.body.len().min(SHOWN_BODY_CHARS)];
+            value["body"] = Value::Null;
+            value["body_base64"] = base64::engine::general_purpose::STANDARD.encode(start).into();
+        }
+        value
     }
 
     fn lines(&self) -> Vec<String> {
@@ -88,4 +98,30 @@ pub fn side_by_side(left: &AnswerGroup, right: &AnswerGroup, width: usize) -> St
         out.push_str(&format!("  {l:<width$} {marker} {r}\n"));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(body: &[u8]) -> AnswerGroup {
+        AnswerGroup {
+            attempts: vec![1],
+            status: Some(200),
+            body: body.to_vec(),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_binary_answer_is_given_in_base64_not_replacement_characters() {
+        let shown = group(&[0x00, 0xff, 0xfe]).to_json();
+        assert_eq!((&shown["body"], &shown["body_base64"]), (&Value::Null, &json!("AP/+")));
+        let text = group("caf\u{e9}".as_bytes()).to_json();
+        assert_eq!(text["body"], "caf\u{e9}");
+        assert!(text.get("body_base64").is_none());
+        // Cut inside its last character, a text body is still text.
+        let cut = group(&"café".as_bytes()[..4]).to_json();
+        assert_eq!(cut["body"], "caf\u{fffd}");
+    }
 }
