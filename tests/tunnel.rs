@@ -883,7 +883,10 @@ async fn a_streamed_body_cut_off_by_the_relay_is_recorded_with_the_reason() {
     assert_eq!(summary.status, None);
     assert_eq!(
         summary.error.as_deref(),
-        Some("the request body went over the relay's limit; the relay answered the caller 413")
+        Some(
+            "the request body went over the relay's limit; the relay answered the caller 413; the handler got only \
+             part of its body"
+        )
     );
     // Chunked, so no size was declared: still marked cut, and never replayed.
     let store = portpreview::store::Store::open_existing(&tunnel.db).expect("open the history");

@@ -24,6 +24,8 @@ const BUFFERED_BODY: usize = 1024 * 1024;
 
 /// Why an exchange whose request body never arrived whole failed.
 const CUT_SHORT: &str = "the caller went away before its request body was complete; it was not forwarded";
+/// Why an exchange whose request body stopped part way to the handler failed.
+const PART_FORWARDED: &str = "the request body stopped part way; the handler got only part of it";
 
 /// Why an exchange cut off by the end of its relay connection failed.
 const ABANDONED: &str = "the connection to the relay ended before the answer";
@@ -216,6 +218,7 @@ async fn answer_for_nobody(
         (Some(status), _) => format!("{why}; the handler then answered {status}, which reached no caller"),
         // The request body never came whole: the handler never saw it.
         (None, Some(error)) if error == CUT_SHORT => format!("{why}; it was not forwarded"),
+        (None, Some(error)) if error == PART_FORWARDED => format!("{why}; the handler got only part of its body"),
         (None, Some(error)) => format!("{why}; then {error}"),
         (None, None) => why.into(),
     });
@@ -308,13 +311,19 @@ async fn exchange(
         Some(capture) => {
             kept.streaming = Some(Streaming {
                 request,
-                capture: Some(capture),
+                capture: Some(capture.clone()),
                 declared,
                 room: Held::default(),
             });
             let response = send.await;
+            let whole = capture.lock().map_or(true, |c| c.complete);
             // What the handler read before answering is what it acted on.
             kept.ticket = record_streaming(shared, &mut kept.streaming).await;
+            // The relay ended the stream mid-body, and says why; the
+            // handler's failure to answer a body cut under it is no news.
+            if !whole && !matches!(response, Ok(Ok(_))) {
+                return failure(started, PART_FORWARDED.into());
+            }
             response
         }
     };
