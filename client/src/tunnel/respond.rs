@@ -40,12 +40,7 @@ pub(super) async fn relay_response(
     held: &mut Held,
 ) -> Outcome {
     let Timing { started, patience } = timing;
-    let stalled = || {
-        format!(
-            "the local answer's body stalled: nothing more came for {}",
-            portpreview_shared::duration::format_duration(patience)
-        )
-    };
+    let waited = || portpreview_shared::duration::format_duration(patience);
     let status = response.status().as_u16();
     // Recorded exactly as the handler sent them; the relay, where the hop
     // ends, drops the hop-by-hop ones before the caller sees them.
@@ -64,13 +59,7 @@ pub(super) async fn relay_response(
         let deadline = tokio::time::Instant::from_std(started) + patience;
         loop {
             let Ok(frame) = tokio::time::timeout_at(deadline, body.frame()).await else {
-                let reason = format!(
-                    "the local answer's body stalled: it was not whole within {}",
-                    portpreview_shared::duration::format_duration(patience)
-                );
-                capture.add(&whole);
-                let (_, _, room) = capture.into_parts();
-                *held = room;
+                let reason = format!("the local answer's body stalled: it was not whole within {}", waited());
                 return answer_error(stream, outbox, started, 504, reason);
             };
             let Some(frame) = frame else { break };
@@ -115,7 +104,10 @@ pub(super) async fn relay_response(
         let mut pending: Option<Bytes> = None;
         loop {
             let Ok(frame) = tokio::time::timeout(patience, body.frame()).await else {
-                error = Some(stalled());
+                error = Some(format!(
+                    "the local answer's body stalled: nothing more came for {}",
+                    waited()
+                ));
                 break;
             };
             match frame {
