@@ -14,71 +14,76 @@ use std::collections::BTreeMap;
 const OPAQUE_FROM: f64 = 1e9;
 
 /// The change between two probe reads.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Change {
-    /// The same tokens in the same places: how each one moved.
-    Tokens(Vec<Moved>),
-    /// Lines added and removed, counted (order ignored).
-    Lines {
-        /// Lines present after but not before.
-        added: usize,
-        /// Lines present before but not after.
-        removed: usize,
-    },
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Change {
+    /// How far each count moved, with its place before and after.
+    counts: Vec<Count>,
+    /// Values that are no count (a word, an ID, a clock) replaced, appeared
+    /// or gone within a line.
+    replaced: usize,
+    /// Lines added and removed (order ignored), when the number of lines
+    /// changed: rows of a dump.
+    added: usize,
+    /// See `added`.
+    removed: usize,
+    /// The lines that changed, when the number of lines did not.
+    changed_lines: Option<Vec<usize>>,
 }
 
-/// How one token of the output moved.
+/// One count (a number under [`OPAQUE_FROM`]) and how far it moved.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Moved {
-    /// A count or an amount moved by this much (0 when it held still).
-    By(f64),
-    /// A value that is no count (a word, an ID, a timestamp) was replaced.
-    Replaced,
+struct Count {
+    before: Place,
+    after: Place,
+    by: f64,
 }
 
-impl Moved {
-    fn is_still(self) -> bool {
-        self == Moved::By(0.0)
-    }
-}
+/// A token's place: its line, and its index among the line's tokens.
+type Place = (usize, usize);
 
 impl Change {
     /// True when nothing moved.
     pub fn is_none(&self) -> bool {
-        match self {
-            Change::Tokens(moved) => moved.iter().all(|m| m.is_still()),
-            Change::Lines { added, removed } => *added == 0 && *removed == 0,
-        }
+        self.replaced == 0 && self.added == 0 && self.removed == 0 && self.counts.iter().all(|c| c.by == 0.0)
     }
 
     /// A short description: "+1", "+1, −2", "+100, 1 value replaced", "1 line added".
     pub fn describe(&self) -> String {
-        match self {
-            Change::Tokens(moved) => {
-                let mut parts: Vec<String> = moved
-                    .iter()
-                    .filter_map(|m| match m {
-                        Moved::By(d) if *d != 0.0 => Some(signed(*d)),
-                        _ => None,
-                    })
-                    .collect();
-                let replaced = moved.iter().filter(|m| **m == Moved::Replaced).count();
-                if replaced > 0 {
-                    parts.push(format!("{replaced} value{} replaced", plural(replaced)));
-                }
-                if parts.is_empty() {
-                    "no change".into()
-                } else {
-                    parts.join(", ")
-                }
-            }
-            Change::Lines { added, removed } => match (added, removed) {
-                (0, 0) => "no change".into(),
-                (a, 0) => format!("{a} line{} added", plural(*a)),
-                (0, r) => format!("{r} line{} removed", plural(*r)),
-                (a, r) => format!("{a} line{} added, {r} removed", plural(*a)),
-            },
+        let mut parts: Vec<String> = self
+            .counts
+            .iter()
+            .filter(|c| c.by != 0.0)
+            .map(|c| signed(c.by))
+            .collect();
+        if self.replaced > 0 {
+            parts.push(format!("{} value{} replaced", self.replaced, plural(self.replaced)));
         }
+        match (self.added, self.removed) {
+            (0, 0) => {}
+            (a, 0) => parts.push(format!("{a} line{} added", plural(a))),
+            (0, r) => parts.push(format!("{r} line{} removed", plural(r))),
+            (a, r) => parts.push(format!("{a} line{} added, {r} removed", plural(a))),
+        }
+        if parts.is_empty() {
+            "no change".into()
+        } else {
+            parts.join(", ")
+        }
+    }
+
+    /// How `later` (a change from this one's after) moved the count at
+    /// this change's `count`'s place; `None` when it has no count there.
+    fn later_at(later: &Change, count: &Count) -> Option<f64> {
+        if let Some(found) = later.counts.iter().find(|c| c.before == count.after) {
+            return Some(found.by);
+        }
+        // A line `later` left as it was holds its counts still.
+        let (line, _) = count.after;
+        later
+            .changed_lines
+            .as_ref()
+            .filter(|lines| !lines.contains(&line))
+            .map(|_| 0.0)
     }
 }
 
@@ -110,28 +115,62 @@ fn trim(d: f64) -> String {
 /// whose columns widen as a number grows has the same tokens.
 #[derive(Debug, Clone, PartialEq)]
 enum Token<'a> {
-    /// A standalone number.
-    Number(f64),
+    /// A standalone number under [`OPAQUE_FROM`]: a count or an amount.
+    Count(f64),
+    /// A value that counts nothing: a date, a time of day, a UUID, a quoted
+    /// string, a number as large as a clock or a generated ID.
+    Opaque(&'a str),
     /// A word (letters, digits and `_`: digits inside identifiers such as
-    /// `evt_1Pq` and `v1` belong to it), a date-time, or one other character.
+    /// `evt_1Pq` and `v1` belong to it), or one other character.
     Text(&'a str),
 }
 
-/// Splits probe output into tokens.
-fn tokens(text: &str) -> Vec<Token<'_>> {
+impl Token<'_> {
+    /// Whether two tokens hold the same place in two reads: text as it is,
+    /// counts and opaque values whatever their value.
+    fn same_place(&self, other: &Token<'_>) -> bool {
+        match (self, other) {
+            (Token::Count(_), Token::Count(_)) | (Token::Opaque(_), Token::Opaque(_)) => true,
+            (Token::Text(a), Token::Text(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// Splits one line of probe output into tokens.
+fn tokens(line: &str) -> Vec<Token<'_>> {
     let word = |c: char| c.is_alphanumeric() || c == '_';
     let mut out = Vec::new();
-    let mut rest = text;
+    let mut rest = line;
     let mut previous: Option<char> = None;
     while let Some(c) = rest.chars().next() {
         let after_word = previous.is_some_and(|p| word(p) || p == '.');
+        let opaque = if after_word {
+            None
+        } else {
+            date_time(rest)
+                .or_else(|| time_of_day(rest))
+                .or_else(|| uuid(rest))
+                .or_else(|| quoted(rest))
+        };
         let taken = if c.is_whitespace() {
             c.len_utf8()
-        } else if let Some(len) = date_time(rest).filter(|_| !after_word) {
-            out.push(Token::Text(&rest[..len]));
+        } else if let Some(len) = opaque {
+            // A count written as a string (`"amount": "1050"`) is still a count.
+            let inner = rest[..len].trim_matches('"');
+            out.push(
+                match number(inner).filter(|(n, v)| *n == inner.len() && v.abs() < OPAQUE_FROM) {
+                    Some((_, value)) => Token::Count(value),
+                    None => Token::Opaque(&rest[..len]),
+                },
+            );
             len
         } else if let Some((len, value)) = number(rest).filter(|_| !after_word) {
-            out.push(Token::Number(value));
+            out.push(if value.abs() >= OPAQUE_FROM {
+                Token::Opaque(&rest[..len])
+            } else {
+                Token::Count(value)
+            });
             len
         } else if word(c) {
             let len = rest.find(|c: char| !word(c)).unwrap_or(rest.len());
@@ -168,112 +207,229 @@ fn number(text: &str) -> Option<(usize, f64)> {
     standalone.then(|| text[..len].parse().ok().map(|value| (len, value)))?
 }
 
+/// Whether `b` holds `n` ASCII digits from `at`.
+fn digits_at(b: &[u8], at: usize, n: usize) -> bool {
+    b.len() >= at + n && b[at..at + n].iter().all(u8::is_ascii_digit)
+}
+
 /// The length of an ISO 8601 date or date-time at the start of `text`
 /// (`2026-12-02`, `2026-12-02T14:00:05.123Z`, `2026-12-02 14:00:05+01:00`):
 /// one value, not a handful of small numbers that move at random.
 fn date_time(text: &str) -> Option<usize> {
     let b = text.as_bytes();
-    let digits_at = |at: usize, n: usize| b.len() >= at + n && b[at..at + n].iter().all(u8::is_ascii_digit);
-    if !(digits_at(0, 4) && b.get(4) == Some(&b'-') && digits_at(5, 2) && b.get(7) == Some(&b'-') && digits_at(8, 2)) {
+    if !(digits_at(b, 0, 4)
+        && b.get(4) == Some(&b'-')
+        && digits_at(b, 5, 2)
+        && b.get(7) == Some(&b'-')
+        && digits_at(b, 8, 2))
+    {
         return None;
     }
     let mut len = 10;
-    if matches!(b.get(10), Some(b'T' | b' ')) && digits_at(11, 2) && b.get(13) == Some(&b':') && digits_at(14, 2) {
-        len = 16;
-        if b.get(16) == Some(&b':') && digits_at(17, 2) {
-            len = 19;
-            if b.get(19) == Some(&b'.') {
-                len += 1 + b[20..].iter().take_while(|c| c.is_ascii_digit()).count();
-            }
-        }
-        match b.get(len) {
-            Some(b'Z') => len += 1,
-            Some(b'+' | b'-') if digits_at(len + 1, 2) => {
-                len += 3;
-                if b.get(len) == Some(&b':') && digits_at(len + 1, 2) {
+    if matches!(b.get(10), Some(b'T' | b' ')) {
+        if let Some(time) = time_of_day(&text[11..]) {
+            len = 11 + time;
+            match b.get(len) {
+                Some(b'Z') => len += 1,
+                Some(b'+' | b'-') if digits_at(b, len + 1, 2) => {
                     len += 3;
-                } else if digits_at(len, 2) {
-                    len += 2;
+                    if b.get(len) == Some(&b':') && digits_at(b, len + 1, 2) {
+                        len += 3;
+                    } else if digits_at(b, len, 2) {
+                        len += 2;
+                    }
                 }
+                _ => {}
             }
-            _ => {}
         }
     }
     Some(len)
 }
 
-/// How one token moved from `a` to `b`; `None` when they are of two kinds.
-fn moved(a: &Token<'_>, b: &Token<'_>) -> Option<Moved> {
-    Some(match (a, b) {
-        (Token::Number(x), Token::Number(y)) if x == y => Moved::By(0.0),
-        (Token::Number(x), Token::Number(y)) if x.abs().max(y.abs()) >= OPAQUE_FROM => Moved::Replaced,
-        (Token::Number(x), Token::Number(y)) => Moved::By(y - x),
-        (Token::Text(x), Token::Text(y)) if x == y => Moved::By(0.0),
-        (Token::Text(_), Token::Text(_)) => Moved::Replaced,
-        _ => return None,
-    })
-}
-
-/// The change from `before` to `after`: token by token when both have the
-/// same shape, lines added and removed otherwise.
-pub fn change(before: &str, after: &str) -> Change {
-    let (a, b) = (tokens(before), tokens(after));
-    if a.len() == b.len() {
-        if let Some(moved) = a.iter().zip(&b).map(|(x, y)| moved(x, y)).collect() {
-            return Change::Tokens(moved);
-        }
-    }
-    let mut counts: BTreeMap<&str, i64> = BTreeMap::new();
-    for line in before.lines() {
-        *counts.entry(line).or_default() -= 1;
-    }
-    for line in after.lines() {
-        *counts.entry(line).or_default() += 1;
-    }
-    let added = counts.values().filter(|c| **c > 0).map(|c| *c as usize).sum();
-    let removed = counts.values().filter(|c| **c < 0).map(|c| (-*c) as usize).sum();
-    Change::Lines { added, removed }
-}
-
-/// Whether two changes are the same: each count moved as far, each other
-/// value replaced in both or in neither.
-pub fn same_change(a: &Change, b: &Change) -> bool {
-    match (a, b) {
-        (Change::Tokens(x), Change::Tokens(y)) => {
-            x.len() == y.len()
-                && x.iter().zip(y).all(|pair| match pair {
-                    (Moved::By(p), Moved::By(q)) => (p - q).abs() <= 1e-9 * p.abs().max(q.abs()).max(1.0),
-                    (Moved::Replaced, Moved::Replaced) => true,
-                    _ => false,
-                })
-        }
-        (Change::Lines { added: a1, removed: r1 }, Change::Lines { added: a2, removed: r2 }) => a1 == a2 && r1 == r2,
-        _ => false,
-    }
-}
-
-/// How many times larger `b` is than `a` when both move one count the same way.
-pub fn multiple(a: &Change, b: &Change) -> Option<f64> {
-    let (Change::Tokens(x), Change::Tokens(y)) = (a, b) else {
-        let (Change::Lines { added: a1, removed: 0 }, Change::Lines { added: a2, removed: 0 }) = (a, b) else {
-            return None;
-        };
-        return (*a1 > 0).then(|| *a2 as f64 / *a1 as f64);
-    };
-    let (i, base) = x.iter().enumerate().find_map(|(i, m)| match m {
-        Moved::By(d) if *d != 0.0 => Some((i, *d)),
-        _ => None,
-    })?;
-    let Some(Moved::By(d)) = y.get(i) else {
+/// The length of a time of day at the start of `text` (`14:00`, `4:00:05`,
+/// `14:00:05.123`), as a log line or `date` prints it.
+fn time_of_day(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let hours = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    if !(1..=2).contains(&hours) || b.get(hours) != Some(&b':') || !digits_at(b, hours + 1, 2) {
         return None;
+    }
+    let mut len = hours + 3;
+    if b.get(len) == Some(&b':') && digits_at(b, len + 1, 2) {
+        len += 3;
+        if b.get(len) == Some(&b'.') && digits_at(b, len + 1, 1) {
+            len += 1 + b[len + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        }
+    }
+    Some(len)
+}
+
+/// The length of a UUID (`0f3c7a52-9d1e-4c0b-8a3e-5b6d7e8f9a0b`) at the
+/// start of `text`: one ID, though some of its groups are all digits.
+fn uuid(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut at = 0;
+    for (n, group) in [8, 4, 4, 4, 12].into_iter().enumerate() {
+        if n > 0 {
+            if b.get(at) != Some(&b'-') {
+                return None;
+            }
+            at += 1;
+        }
+        if b.len() < at + group || !b[at..at + group].iter().all(u8::is_ascii_hexdigit) {
+            return None;
+        }
+        at += group;
+    }
+    let ends = b.get(at).is_none_or(|c| !(c.is_ascii_alphanumeric() || *c == b'_'));
+    ends.then_some(at)
+}
+
+/// The length of a double-quoted string at the start of `text`, escapes
+/// kept inside: a JSON value (`"evt_1"`) or a name (`"balance"`) is one token.
+fn quoted(text: &str) -> Option<usize> {
+    let rest = text.strip_prefix('"')?;
+    let mut escaped = false;
+    for (i, c) in rest.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '"' => return Some(i + 2),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Most token pairs one line's alignment may weigh: past it (a one-line
+/// dump of megabytes) lines of different shapes count as replaced whole.
+const MAX_ALIGNED: usize = 4_000_000;
+
+/// The tokens of two reads of one line, paired: each pair's places, or
+/// `None` for a token with no counterpart.
+fn align(a: &[Token<'_>], b: &[Token<'_>]) -> Vec<(Option<usize>, Option<usize>)> {
+    if a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_place(y)) {
+        return (0..a.len()).map(|i| (Some(i), Some(i))).collect();
+    }
+    if a.len().saturating_mul(b.len()) > MAX_ALIGNED {
+        let mut pairs: Vec<_> = (0..a.len()).map(|i| (Some(i), None)).collect();
+        pairs.extend((0..b.len()).map(|j| (None, Some(j))));
+        return pairs;
+    }
+    // Longest common subsequence of places, walked back into pairs.
+    let (n, m) = (a.len(), b.len());
+    let mut best = vec![0u32; (n + 1) * (m + 1)];
+    let at = |i: usize, j: usize| i * (m + 1) + j;
+    for i in (0..n).rev() {
+        for j in (0..m).rev() {
+            best[at(i, j)] = if a[i].same_place(&b[j]) {
+                best[at(i + 1, j + 1)] + 1
+            } else {
+                best[at(i + 1, j)].max(best[at(i, j + 1)])
+            };
+        }
+    }
+    let (mut i, mut j, mut pairs) = (0, 0, Vec::new());
+    while i < n || j < m {
+        if i < n && j < m && a[i].same_place(&b[j]) {
+            pairs.push((Some(i), Some(j)));
+            (i, j) = (i + 1, j + 1);
+        } else if j == m || (i < n && best[at(i + 1, j)] >= best[at(i, j + 1)]) {
+            pairs.push((Some(i), None));
+            i += 1;
+        } else {
+            pairs.push((None, Some(j)));
+            j += 1;
+        }
+    }
+    pairs
+}
+
+/// The change from `before` to `after`. With as many lines in both, line
+/// by line: each count's move, and how many other values were replaced.
+/// Otherwise (a dump that grew) the lines added and removed.
+pub fn change(before: &str, after: &str) -> Change {
+    let (old, new): (Vec<&str>, Vec<&str>) = (before.lines().collect(), after.lines().collect());
+    let mut change = Change::default();
+    if old.len() != new.len() {
+        let mut counts: BTreeMap<&str, i64> = BTreeMap::new();
+        for line in &old {
+            *counts.entry(line).or_default() -= 1;
+        }
+        for line in &new {
+            *counts.entry(line).or_default() += 1;
+        }
+        change.added = counts.values().filter(|c| **c > 0).map(|c| *c as usize).sum();
+        change.removed = counts.values().filter(|c| **c < 0).map(|c| (-*c) as usize).sum();
+        return change;
+    }
+    let mut changed_lines = Vec::new();
+    for (line, (was, is)) in old.iter().zip(&new).enumerate() {
+        if was == is {
+            continue;
+        }
+        changed_lines.push(line);
+        let (a, b) = (tokens(was), tokens(is));
+        // A value replaced by one of another kind (`-` by `evt_1`, `0` by
+        // a clock) goes and comes: one replacement, not two.
+        let (mut gone, mut came) = (0, 0);
+        for pair in align(&a, &b) {
+            match pair {
+                (Some(i), Some(j)) => match (&a[i], &b[j]) {
+                    (Token::Count(x), Token::Count(y)) => change.counts.push(Count {
+                        before: (line, i),
+                        after: (line, j),
+                        by: y - x,
+                    }),
+                    (x, y) if x != y => change.replaced += 1,
+                    _ => {}
+                },
+                // A value that appeared or went within a line (the first
+                // row's max(id) where there was none): replaced.
+                (Some(_), None) => gone += 1,
+                (None, Some(_)) => came += 1,
+                (None, None) => {}
+            }
+        }
+        change.replaced += gone.max(came);
+    }
+    change.changed_lines = Some(changed_lines);
+    change
+}
+
+/// Whether `later`, the change from `first`'s after, is the same as
+/// `first`: each count both moved moved as far, and as many lines came and
+/// went. Values that count nothing (IDs, clocks, words) are not compared:
+/// they tell no second side effect from a first, and a clock may tick
+/// during one and not the other.
+pub fn same_change(first: &Change, later: &Change) -> bool {
+    let counts_agree = first.counts.iter().all(|count| {
+        Change::later_at(later, count)
+            .is_none_or(|by| (count.by - by).abs() <= 1e-9 * count.by.abs().max(by.abs()).max(1.0))
+    });
+    counts_agree && first.added == later.added && first.removed == later.removed
+}
+
+/// How many times larger `later` is than `first` when both move one count
+/// the same way, or add lines.
+pub fn multiple(first: &Change, later: &Change) -> Option<f64> {
+    let ratio = match first.counts.iter().find(|c| c.by != 0.0) {
+        Some(count) => Change::later_at(later, count)? / count.by,
+        None if first.removed == 0 && later.removed == 0 && first.added > 0 => later.added as f64 / first.added as f64,
+        None => return None,
     };
-    let ratio = d / base;
     (ratio > 0.0).then_some(ratio)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether a burst that took the state from `one` to `two` changed it
+    /// as the single delivery that took it from `zero` to `one` did.
+    fn acts_once(zero: &str, one: &str, two: &str) -> bool {
+        same_change(&change(zero, one), &change(one, two))
+    }
 
     #[test]
     fn numbers_inside_identifiers_belong_to_their_words() {
@@ -283,11 +439,29 @@ mod tests {
                 Token::Text("evt_1Pq"),
                 Token::Text("balance"),
                 Token::Text(":"),
-                Token::Number(5.5),
+                Token::Count(5.5),
                 Token::Text("rows"),
                 Token::Text("="),
-                Token::Number(-2.0),
+                Token::Count(-2.0),
                 Token::Text("v1"),
+            ]
+        );
+    }
+
+    #[test]
+    fn dates_times_uuids_quoted_strings_and_large_numbers_count_nothing() {
+        let line = r#"2026-12-02T14:00:05.123Z Dec  2 14:00:05 0f3c7a52-9d1e-4c0b-1234-5b6d7e8f9a0b "evt_1" 1764684000123 "42""#;
+        assert_eq!(
+            tokens(line),
+            vec![
+                Token::Opaque("2026-12-02T14:00:05.123Z"),
+                Token::Text("Dec"),
+                Token::Count(2.0),
+                Token::Opaque("14:00:05"),
+                Token::Opaque("0f3c7a52-9d1e-4c0b-1234-5b6d7e8f9a0b"),
+                Token::Opaque("\"evt_1\""),
+                Token::Opaque("1764684000123"),
+                Token::Count(42.0),
             ]
         );
     }
@@ -296,50 +470,69 @@ mod tests {
     fn a_counter_that_moved_ten_times_as_far_is_a_different_change() {
         let single = change("count 5\n", "count 6\n");
         let burst = change("count 6\n", "count 16\n");
-        assert_eq!(single, Change::Tokens(vec![Moved::By(0.0), Moved::By(1.0)]));
         assert!(!same_change(&single, &burst));
         assert_eq!(multiple(&single, &burst), Some(10.0));
         assert!(same_change(&single, &change("count 6", "count 7")));
+        assert_eq!(single.describe(), "+1");
     }
 
     #[test]
     fn a_count_beside_a_replaced_value_is_still_compared() {
-        // The balance grew four times as far though the last event's ID,
-        // replaced both times, makes the two outputs differ in more than numbers.
-        let single = change("balance: 0\nlast_event: -\n", "balance: 100\nlast_event: evt_A\n");
-        let burst = change("balance: 100\nlast_event: evt_A\n", "balance: 500\nlast_event: evt_B\n");
-        assert_eq!(single.describe(), "+100, 1 value replaced");
-        assert!(!same_change(&single, &burst));
-        assert_eq!(multiple(&single, &burst), Some(4.0));
-        let json = |balance, last| format!(r#"{{"balance": {balance}, "last_event": "{last}"}}"#);
-        let single = change(&json(0, "-"), &json(100, "evt_A"));
-        assert!(!same_change(&single, &change(&json(100, "evt_A"), &json(500, "evt_B"))));
-        assert!(same_change(&single, &change(&json(100, "evt_A"), &json(200, "evt_B"))));
+        let state = |balance, last: &str| format!("balance: {balance}\nlast_event: {last}\n");
+        assert!(!acts_once(&state(0, "-"), &state(100, "evt_A"), &state(500, "evt_B")));
+        assert!(acts_once(&state(0, "-"), &state(100, "evt_A"), &state(200, "evt_B")));
+        assert_eq!(
+            change(&state(0, "-"), &state(100, "evt_A")).describe(),
+            "+100, 1 value replaced"
+        );
+        let json = |balance, last: &str| format!(r#"{{"balance": {balance}, "last_event": {last}}}"#);
+        let (a, b) = (
+            r#""0f3c7a52-9d1e-4c0b-8a3e-5b6d7e8f9a0b""#,
+            r#""ab05c7a5-1234-4c0b-8a3e-5b6d7e8f9a0b""#,
+        );
+        assert!(
+            !acts_once(&json(0, "null"), &json(100, a), &json(500, b)),
+            "null, then a UUID"
+        );
+        assert!(acts_once(&json(0, "null"), &json(100, a), &json(200, b)));
     }
 
     #[test]
-    fn clocks_and_generated_ids_count_only_as_replaced() {
-        let single = change(
-            "orders: 3\nlast_order_at: 1764684000123\n",
-            "orders: 4\nlast_order_at: 1764684001175\n",
-        );
-        let burst = change(
-            "orders: 4\nlast_order_at: 1764684001175\n",
-            "orders: 5\nlast_order_at: 1764684001391\n",
-        );
-        assert!(same_change(&single, &burst), "{single:?} {burst:?}");
-        assert!(!same_change(
-            &single,
-            &change(
-                "orders: 4\nlast_order_at: 1764684001175\n",
-                "orders: 6\nlast_order_at: 1764684001391\n"
-            )
+    fn a_value_that_first_appears_with_the_first_row_is_no_second_effect() {
+        // `SELECT count(*), max(id)` from an empty table prints `0|`.
+        assert!(acts_once("0|\n", "1|1\n", "2|2\n"));
+        assert!(!acts_once("0|\n", "1|1\n", "5|5\n"));
+        assert!(acts_once("0 | \n", "1 | 1000000001\n", "2 | 1000000002\n"));
+    }
+
+    #[test]
+    fn clocks_count_nothing_whether_or_not_they_ticked() {
+        let at = |n, time: &str| format!("credits: {n}\nupdated_at: {time}\n");
+        assert!(acts_once(&at(0, "0"), &at(1, "1796224662"), &at(2, "1796224662")));
+        assert!(acts_once(
+            &at(3, "1764684000123"),
+            &at(4, "1764684001175"),
+            &at(5, "1764684001391")
         ));
-        let at = |n, time| format!("orders={n} at {time}");
-        let single = change(&at(1, "2026-12-02T14:00:00.120Z"), &at(2, "2026-12-02T14:00:01.050Z"));
-        let burst = change(&at(2, "2026-12-02T14:00:01.050Z"), &at(3, "2026-12-02 14:07:59+01:00"));
-        assert!(same_change(&single, &burst), "{single:?} {burst:?}");
-        assert_eq!(single.describe(), "+1, 1 value replaced");
+        assert!(!acts_once(
+            &at(3, "1764684000123"),
+            &at(4, "1764684001175"),
+            &at(6, "1764684001391")
+        ));
+        let log = |n, time: &str| format!("orders={n} at Dec  2 {time}");
+        assert!(acts_once(&log(1, "14:00:05"), &log(2, "14:00:59"), &log(3, "14:01:02")));
+        let iso = |n, time: &str| format!("orders={n} at {time}");
+        assert!(acts_once(
+            &iso(1, "2026-12-02T14:00:00.120Z"),
+            &iso(2, "2026-12-02T14:00:01.050Z"),
+            &iso(3, "2026-12-02 14:07:59+01:00")
+        ));
+    }
+
+    #[test]
+    fn counts_written_as_strings_are_counts() {
+        let json = |amount| format!(r#"{{"amount": "{amount}"}}"#);
+        assert!(!acts_once(&json(0), &json(1050), &json(4200)));
     }
 
     #[test]
@@ -352,10 +545,20 @@ mod tests {
     fn dumps_compare_by_lines_added() {
         let single = change("a\n", "a\nevt_x 100\n");
         let burst = change("a\nevt_x 100\n", "a\nevt_x 100\nevt_y 100\nevt_y 100\n");
-        assert_eq!(single, Change::Lines { added: 1, removed: 0 });
         assert!(!same_change(&single, &burst));
         assert_eq!(multiple(&single, &burst), Some(2.0));
         assert_eq!(burst.describe(), "2 lines added");
+        assert!(same_change(
+            &single,
+            &change("a\nevt_x 100\n", "a\nevt_x 100\nevt_y 100\n")
+        ));
+    }
+
+    #[test]
+    fn a_huge_line_of_another_shape_is_replaced_whole_without_aligning() {
+        let before = "x ".repeat(5_000);
+        let after = "y ".repeat(5_000);
+        assert_eq!(change(&before, &after).describe(), "5000 values replaced");
     }
 
     #[test]
