@@ -230,15 +230,31 @@ async fn a_body_cut_short_by_its_caller_never_reaches_the_handler_and_is_kept_ma
     let handler = LocalHandler::start(|_| Answer::default()).await;
     let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
     let path = format!("/t/{}/upload", tunnel.name());
-    let mut caller = tokio::net::TcpStream::connect(relay.addr).await.expect("connect");
-    // Over one chunk, so the relay streams it instead of reading it whole.
-    let head = format!("POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\n");
-    caller.write_all(head.as_bytes()).await.expect("send the head");
-    caller.write_all(&[b'x'; 100_000]).await.expect("send half the body");
-    caller.flush().await.expect("flush");
-    drop(caller);
-
-    let (summary, _) = tunnel.next_delivery().await;
+    // Closed (FIN), then reset (RST, as a process killed mid-upload does).
+    let mut summary = None;
+    for reset in [false, true] {
+        let mut caller = tokio::net::TcpStream::connect(relay.addr).await.expect("connect");
+        // Over one chunk, so the relay streams it instead of reading it whole.
+        let head = format!("POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\n");
+        caller.write_all(head.as_bytes()).await.expect("send the head");
+        caller.write_all(&[b'x'; 100_000]).await.expect("send half the body");
+        caller.flush().await.expect("flush");
+        if reset {
+            // Deprecated for the wait a lingering close makes; a zero linger
+            // makes none: the close resets at once.
+            #[allow(deprecated)]
+            caller.set_linger(Some(Duration::ZERO)).expect("linger 0");
+        }
+        drop(caller);
+        let (recorded, _) = tunnel.next_delivery().await;
+        assert_eq!(
+            recorded.error.as_deref(),
+            Some("the caller went away before its request body was complete; it was not forwarded"),
+            "reset: {reset}"
+        );
+        summary = Some(recorded);
+    }
+    let summary = summary.expect("recorded");
     assert!(summary.id > 0, "{summary:?}");
     assert!(summary.error.is_some(), "{summary:?}");
     assert!(handler.requests().is_empty(), "the handler got a cut body as if whole");

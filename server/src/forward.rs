@@ -215,7 +215,7 @@ impl Pump {
             let frame = match tokio::time::timeout(self.limits.timeout, body.frame()).await {
                 Ok(Some(Ok(frame))) => frame,
                 Ok(None) => break,
-                Ok(Some(Err(err))) if err.is_incomplete_message() => {
+                Ok(Some(Err(err))) if err.is_incomplete_message() || !is_malformed(&err) => {
                     self.side
                         .abandon("the caller went away before its request body was complete");
                     return PumpEnd::CallerGone;
@@ -316,6 +316,24 @@ fn unframable(err: EncodeError) -> Response<RelayBody> {
 
 /// What the relay says of a request body that is not valid HTTP.
 const MALFORMED_BODY: &str = "the request body's chunked coding was malformed";
+
+/// Whether reading a body failed on its bytes (hyper's chunked decoder
+/// reports bad framing as invalid data) rather than on the connection: a
+/// caller that hangs up mid-body, with unread bytes left, resets it.
+fn is_malformed(err: &hyper::Error) -> bool {
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                std::io::ErrorKind::InvalidData | std::io::ErrorKind::InvalidInput
+            );
+        }
+        source = cause.source();
+    }
+    // No I/O cause: a parse error of hyper's own.
+    true
+}
 
 fn unreadable_body() -> Response<RelayBody> {
     answer(StatusCode::BAD_REQUEST, "the request body could not be read")
