@@ -302,6 +302,21 @@ async fn a_local_answer_that_breaks_off_gets_502_and_is_recorded_as_broken() {
         summary.error.as_deref().is_some_and(|e| e.contains("broke off")),
         "{summary:?}"
     );
+    // Kept as far as it came, marked as cut off on its way: a HAR export or
+    // `show --json` never gives the stub as the whole answer.
+    let store = portpreview::store::Store::open_existing(&tunnel.db).expect("open the history");
+    let outcome = store
+        .get(summary.id)
+        .expect("read")
+        .expect("stored")
+        .outcome
+        .expect("an outcome");
+    assert_eq!(outcome.response_body, b"short");
+    assert!(
+        portpreview::store::size_unknown_past(5, outcome.response_body_size),
+        "size {}",
+        outcome.response_body_size
+    );
     liar.abort();
 }
 

@@ -142,8 +142,13 @@ pub(super) async fn relay_response(
             }
         }
     }
-    let (response_body, response_body_size, room) = capture.into_parts();
+    let (response_body, mut response_body_size, room) = capture.into_parts();
     *held = room;
+    if error.is_some() {
+        // Broken off: how long the whole body was is not known, and the
+        // history marks it so, as it does a request cut on its way.
+        response_body_size = crate::store::size_past_cut(response_body.len() as u64);
+    }
     Outcome {
         // An answer that broke off is recorded as the error it became.
         status: error.is_none().then_some(status),
