@@ -185,7 +185,7 @@ impl Fixture {
         }
         // As the method below: a path no request line can carry would be
         // an attempt that fails, blamed on the handler.
-        if http::Uri::try_from(self.path.as_str()).is_err() {
+        if self.path.chars().any(char::is_control) || http::Uri::try_from(self.path.as_str()).is_err() {
             bail!(
                 "path {:?} cannot be sent in a request: it is written as in a URL, with no spaces or control \
                  characters (a space is %20)",
@@ -252,6 +252,15 @@ impl Fixture {
                  or remove event_key and event_key_source to have them worked out",
                 self.event_key_source,
                 portpreview_shared::text::counted(d.request_body.len(), "byte", "bytes")
+            );
+        }
+        if carried.is_provider_id() && names_an_id && carried.source != self.event_key_source {
+            bail!(
+                "event_key_source {:?} disagrees with the request, which carries its {} event ID at {}: set \
+                 event_key_source to it, or remove event_key and event_key_source to have them worked out",
+                self.event_key_source,
+                carried.provider.map_or("", |p| p.name()),
+                carried.source
             );
         }
         if carried.is_provider_id() && carried.key != self.event_key {
@@ -431,6 +440,9 @@ mod tests {
             "[]",
             r#"{"portpreview_fixture": 1, "method": "GE T", "path": "/"}"#,
             r#"{"portpreview_fixture": 1, "method": "POST", "path": "/a\u001b[2Jb"}"#,
+            r#"{"portpreview_fixture": 1, "method": "POST", "path": "/a\u0085b"}"#,
+            r#"{"portpreview_fixture": 1, "method": "POST", "path": "/", "headers": [{"name": "stripe-signature", "value": "t=1,v1=0"}],
+                "body": "{\"id\":\"evt_1\"}", "event_key": "evt_1", "event_key_source": "header:X-GitHub-Delivery"}"#,
             r#"{"portpreview_fixture": 1, "method": "POST", "path": "/", "tunnel_url": "127.0.0.1:1/t/x"}"#,
         ];
         for (n, text) in cases.iter().enumerate() {
