@@ -137,7 +137,7 @@ impl Encoded {
 
 /// Most bytes a compressed body is inflated to for showing: past it the
 /// encoded bytes are shown, so a small bomb cannot fill the memory.
-const MAX_DECODED: u64 = 64 * 1024 * 1024;
+const MAX_DECODED: u64 = 16 * 1024 * 1024;
 
 /// A body with its `Content-Encoding` undone, as the handler meant it to be
 /// read: the coding's name and the decoded bytes. `None` when there is no

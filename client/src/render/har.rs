@@ -56,7 +56,10 @@ pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
             let text = match &decoded {
                 Some((_, plain)) => {
                     content["size"] = json!(plain.len());
-                    content["compression"] = json!(plain.len() as i64 - o.response_body.len() as i64);
+                    // Bytes saved; a tiny body that grew under gzip saved none.
+                    if let Some(saved) = plain.len().checked_sub(o.response_body.len()) {
+                        content["compression"] = json!(saved);
+                    }
                     plain.as_slice()
                 }
                 None => o.response_body.as_slice(),

@@ -289,6 +289,13 @@ pub fn resolve_target(
     let (text, path) = match flag {
         Some(flag) => {
             let target = Target::parse(flag).map_err(|err| ReplayError::Target(err.named("--target").to_string()))?;
+            // Dropped without a word, either would send another request than asked.
+            if target.base_path.starts_with('?') || target.base_path.contains('#') {
+                return Err(ReplayError::Target(format!(
+                    "--target {flag:?}: a fragment is never sent, and a query needs a path before it \
+                     (http://localhost:3000/webhooks?x=1)"
+                )));
+            }
             let path = match explicit_path(flag) {
                 Some(path) if path.contains('?') => path.to_string(),
                 Some(path) => {

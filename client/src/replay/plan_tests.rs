@@ -32,6 +32,24 @@ fn a_target_without_a_path_keeps_the_recorded_path_and_query() {
 }
 
 #[test]
+fn a_target_that_would_drop_its_query_or_fragment_is_refused() {
+    for flag in [
+        "http://127.0.0.1:4000?x=1",
+        "http://127.0.0.1:4000#top",
+        "http://127.0.0.1:4000/hook#top",
+    ] {
+        let err = resolve_target("http://127.0.0.1:3000", Some(flag), "/a")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("a fragment is never sent"), "{flag}: {err}");
+    }
+    assert_eq!(
+        resolved("http://127.0.0.1:3000", Some("http://127.0.0.1:4000/hook?x=1"), "/a"),
+        ("127.0.0.1:4000".into(), "/hook?x=1".into())
+    );
+}
+
+#[test]
 fn a_target_with_a_path_replaces_the_recorded_path() {
     assert_eq!(
         resolved(
