@@ -26,8 +26,9 @@ pub struct Change {
     added: usize,
     /// See `added`.
     removed: usize,
-    /// The lines that changed, when the number of lines did not.
-    changed_lines: Option<Vec<usize>>,
+    /// The lines that changed, when the number of lines did not (no line
+    /// was added or removed).
+    changed_lines: Vec<usize>,
 }
 
 /// One count (a number under [`OPAQUE_FROM`]) and how far it moved.
@@ -79,11 +80,8 @@ impl Change {
         }
         // A line `later` left as it was holds its counts still.
         let (line, _) = count.after;
-        later
-            .changed_lines
-            .as_ref()
-            .filter(|lines| !lines.contains(&line))
-            .map(|_| 0.0)
+        let lines_kept = later.added == 0 && later.removed == 0;
+        (lines_kept && !later.changed_lines.contains(&line)).then_some(0.0)
     }
 }
 
@@ -363,12 +361,11 @@ pub fn change(before: &str, after: &str) -> Change {
         change.removed = counts.values().filter(|c| **c < 0).map(|c| (-*c) as usize).sum();
         return change;
     }
-    let mut changed_lines = Vec::new();
     for (line, (was, is)) in old.iter().zip(&new).enumerate() {
         if was == is {
             continue;
         }
-        changed_lines.push(line);
+        change.changed_lines.push(line);
         let (a, b) = (tokens(was), tokens(is));
         // A value replaced by one of another kind (`-` by `evt_1`, `0` by
         // a clock) goes and comes: one replacement, not two.
@@ -393,7 +390,6 @@ pub fn change(before: &str, after: &str) -> Change {
         }
         change.replaced += gone.max(came);
     }
-    change.changed_lines = Some(changed_lines);
     change
 }
 
