@@ -8,6 +8,8 @@
 
 use std::collections::BTreeMap;
 
+use portpreview_shared::text::counted;
+
 /// Numbers this large are clocks or generated IDs (epoch seconds pass 1.7e9,
 /// milliseconds 1.7e12): how far one moved counts nothing, so it is only
 /// compared as replaced or not.
@@ -57,13 +59,13 @@ impl Change {
             .map(|c| signed(c.by))
             .collect();
         if self.replaced > 0 {
-            parts.push(format!("{} value{} replaced", self.replaced, plural(self.replaced)));
+            parts.push(format!("{} replaced", counted(self.replaced, "value", "values")));
         }
         match (self.added, self.removed) {
             (0, 0) => {}
-            (a, 0) => parts.push(format!("{a} line{} added", plural(a))),
-            (0, r) => parts.push(format!("{r} line{} removed", plural(r))),
-            (a, r) => parts.push(format!("{a} line{} added, {r} removed", plural(a))),
+            (a, 0) => parts.push(format!("{} added", counted(a, "line", "lines"))),
+            (0, r) => parts.push(format!("{} removed", counted(r, "line", "lines"))),
+            (a, r) => parts.push(format!("{} added, {r} removed", counted(a, "line", "lines"))),
         }
         if parts.is_empty() {
             "no change".into()
@@ -74,22 +76,16 @@ impl Change {
 
     /// How `later` (a change from this one's after) moved the count at
     /// this change's `count`'s place; `None` when it has no count there.
+    /// Counts and changed lines are kept in the order of their places, so
+    /// a probe of many thousand counts is compared in n log n.
     fn later_at(later: &Change, count: &Count) -> Option<f64> {
-        if let Some(found) = later.counts.iter().find(|c| c.before == count.after) {
-            return Some(found.by);
+        if let Ok(at) = later.counts.binary_search_by_key(&count.after, |c| c.before) {
+            return Some(later.counts[at].by);
         }
         // A line `later` left as it was holds its counts still.
         let (line, _) = count.after;
         let lines_kept = later.added == 0 && later.removed == 0;
-        (lines_kept && !later.changed_lines.contains(&line)).then_some(0.0)
-    }
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
+        (lines_kept && later.changed_lines.binary_search(&line).is_err()).then_some(0.0)
     }
 }
 
@@ -394,7 +390,7 @@ pub fn change(before: &str, after: &str) -> Change {
 }
 
 /// Whether `later`, the change from `first`'s after, is the same as
-/// `first`: each count both moved moved as far, and as many lines came and
+/// `first`: each count both moved as far, and as many lines came and
 /// went. Values that count nothing (IDs, clocks, words) are not compared:
 /// they tell no second side effect from a first, and a clock may tick
 /// during one and not the other.
