@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::render::body::Encoded;
 use crate::store::{Delivery, NewDelivery};
 use crate::time::{parse_rfc3339_ms, rfc3339_ms};
-use portpreview_shared::provider::{event_key, Provider};
+use portpreview_shared::provider::{event_key, EventKey, Provider};
 use portpreview_shared::Header;
 
 /// The fixture format version this build writes and reads.
@@ -144,11 +144,11 @@ impl Fixture {
             return Err(anyhow::anyhow!("a fixture is one JSON object")).with_context(not_a_fixture);
         }
         let mut fixture: Fixture = serde_json::from_value(value).with_context(not_a_fixture)?;
-        fixture
+        let carried = fixture
             .validate()
             .with_context(|| format!("invalid fixture {}", path.display()))?;
         if fixture.event_key_source.is_empty() {
-            fixture.identify();
+            fixture.identify(carried);
         }
         Ok(fixture)
     }
@@ -156,9 +156,7 @@ impl Fixture {
     /// Works out provider and event key as the history does, for a fixture
     /// written by hand or trimmed down without them: the report names the
     /// event, and `--fresh` and `--resign` know the provider.
-    fn identify(&mut self) {
-        let d = self.to_new_delivery();
-        let key = event_key(&d.request_headers, &d.request_body, &[]);
+    fn identify(&mut self, key: EventKey) {
         if self.provider.is_none() {
             self.provider = key.provider.map(|p| p.name().to_owned());
         }
@@ -173,7 +171,9 @@ impl Fixture {
         text
     }
 
-    fn validate(&self) -> anyhow::Result<()> {
+    /// Checks the fixture, and gives back the event key its request
+    /// carries, worked out once for every check that needs it.
+    fn validate(&self) -> anyhow::Result<EventKey> {
         if self.portpreview_fixture != FIXTURE_VERSION {
             bail!(
                 "fixture format {} is not supported (this portpreview reads format {FIXTURE_VERSION})",
@@ -208,17 +208,19 @@ impl Fixture {
             h.bytes().map_err(anyhow::Error::msg)?;
         }
         self.body_bytes().map_err(anyhow::Error::msg)?;
-        self.check_provider()?;
+        let d = self.to_new_delivery();
+        let carried = event_key(&d.request_headers, &d.request_body, &[]);
+        self.check_provider(&carried)?;
         if !self.event_key_source.is_empty() {
-            self.check_event_key()?;
+            self.check_event_key(&carried, d.request_body.len())?;
         }
-        Ok(())
+        Ok(carried)
     }
 
     /// Refuses a `provider` PortPreview does not know, or one the request
     /// itself contradicts: it chooses how `--resign` and `--fresh` treat the
     /// request, and a typo would pass for another provider without a word.
-    fn check_provider(&self) -> anyhow::Result<()> {
+    fn check_provider(&self, carried: &EventKey) -> anyhow::Result<()> {
         let Some(name) = &self.provider else {
             return Ok(());
         };
@@ -226,12 +228,11 @@ impl Fixture {
             let known: Vec<&str> = Provider::ALL.iter().map(|p| p.name()).collect();
             bail!("provider {name:?} is not one PortPreview knows ({})", known.join(", "));
         };
-        let d = self.to_new_delivery();
-        match event_key(&d.request_headers, &d.request_body, &[]).provider {
-            Some(carried) if carried != given => bail!(
+        match carried.provider {
+            Some(detected) if detected != given => bail!(
                 "provider {name:?} disagrees with the request, which is a {} delivery: set provider to it, \
                  or remove provider to have it worked out",
-                carried.name()
+                detected.name()
             ),
             _ => Ok(()),
         }
@@ -240,9 +241,7 @@ impl Fixture {
     /// Refuses an `event_key` that is not the provider event ID the request
     /// carries: after the ID in the body or a header is edited, the report
     /// would name one event while the handler is sent another.
-    fn check_event_key(&self) -> anyhow::Result<()> {
-        let d = self.to_new_delivery();
-        let carried = event_key(&d.request_headers, &d.request_body, &[]);
+    fn check_event_key(&self, carried: &EventKey, body_len: usize) -> anyhow::Result<()> {
         // A source that names an ID ("body:/id", "header:X-GitHub-Delivery")
         // the request no longer carries: the body was emptied, say.
         let names_an_id = !self.event_key_source.starts_with("sha256:") && self.event_key_source != "none";
@@ -251,7 +250,7 @@ impl Fixture {
                 "event_key_source {:?} names an ID the request does not carry (its body holds {}): put it back, \
                  or remove event_key and event_key_source to have them worked out",
                 self.event_key_source,
-                portpreview_shared::text::counted(d.request_body.len(), "byte", "bytes")
+                portpreview_shared::text::counted(body_len, "byte", "bytes")
             );
         }
         if carried.is_provider_id() && names_an_id && carried.source != self.event_key_source {
