@@ -61,6 +61,12 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// Whether a request with `headers` goes to the handler with the
+    /// caller's Host: the history records the same answer, for replays.
+    fn preserves_host(&self, headers: &[Header]) -> bool {
+        self.host_header == HostHeader::Preserve && headers.iter().any(|h| h.name.eq_ignore_ascii_case("host"))
+    }
+
     /// How much of each body the history keeps: nothing when nothing is recorded.
     fn keep(&self) -> Keep {
         match &self.recorder {
@@ -421,9 +427,7 @@ fn declared_length(headers: &[Header]) -> Option<u64> {
 }
 
 fn new_delivery(shared: &Shared, head: Head, received_at_ms: i64) -> NewDelivery {
-    // As `build_request` decides: the caller's Host goes on when it has one.
-    let host_preserved =
-        shared.host_header == HostHeader::Preserve && head.headers.iter().any(|h| h.name.eq_ignore_ascii_case("host"));
+    let host_preserved = shared.preserves_host(&head.headers);
     NewDelivery {
         received_at_ms,
         host_preserved,
@@ -448,6 +452,7 @@ fn build_request(shared: &Shared, head: &Head, body: LocalBody, buffered: bool) 
         .uri(target.request_path(&head.target))
         .body(body)
         .map_err(|e| format!("invalid request target: {e}"))?;
+    let preserve_host = shared.preserves_host(&head.headers);
     let headers = request.headers_mut();
     let mut declared_length = false;
     for header in &head.headers {
@@ -456,7 +461,7 @@ fn build_request(shared: &Shared, head: &Head, body: LocalBody, buffered: bool) 
             declared_length = true;
             continue;
         }
-        if shared.host_header == HostHeader::Rewrite && name.eq_ignore_ascii_case("host") {
+        if !preserve_host && name.eq_ignore_ascii_case("host") {
             continue;
         }
         match (
@@ -471,7 +476,8 @@ fn build_request(shared: &Shared, head: &Head, body: LocalBody, buffered: bool) 
             }
         }
     }
-    if shared.host_header == HostHeader::Rewrite || !headers.contains_key(http::header::HOST) {
+    // A Host that is not valid HTTP was dropped above: the target's stands in.
+    if !preserve_host || !headers.contains_key(http::header::HOST) {
         if let Ok(host) = HeaderValue::from_str(&target.authority()) {
             headers.insert(http::header::HOST, host);
         }
