@@ -159,7 +159,10 @@ pub async fn forward(
                     ));
                 };
                 let body = if end {
-                    RelayBody::Full((!first.is_empty()).then_some(first))
+                    match whole_body(&headers, first, &parts.method, status) {
+                        Ok(body) => RelayBody::Full(body),
+                        Err(why) => return bad_gateway(why),
+                    }
                 } else {
                     RelayBody::Tunnel(Box::new(TunnelBody::new(port, first, pump, limits.timeout)))
                 };
@@ -351,6 +354,37 @@ fn timed_out(port: &StreamPort, timeout: Duration) -> Response<RelayBody> {
 
 fn client_gone() -> Response<RelayBody> {
     bad_gateway(CLIENT_GONE)
+}
+
+/// The body of an answer that came whole in its head's frame, checked
+/// against the length its headers declare. hyper writes a body of known
+/// size under the handler's `Content-Length` and trusts the two to agree:
+/// a client that declared fewer bytes than it sent would have the rest
+/// read by the caller as the next response on its connection (perhaps the
+/// answer to a request for another tunnel), and one that declared more
+/// would leave the caller waiting for bytes that never come.
+fn whole_body(
+    headers: &http::HeaderMap,
+    body: Bytes,
+    method: &http::Method,
+    status: StatusCode,
+) -> Result<Option<Bytes>, String> {
+    // These answers carry no body: the length, if any, is that of the
+    // representation a GET would have got.
+    if method == http::Method::HEAD || matches!(status, StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED) {
+        return Ok(None);
+    }
+    for value in headers.get_all(http::header::CONTENT_LENGTH) {
+        let declared = value.to_str().ok().and_then(|v| v.trim().parse::<u64>().ok());
+        if declared != Some(body.len() as u64) {
+            let shown = portpreview_shared::sanitize::escape_bytes(value.as_bytes());
+            return Err(format!(
+                "the tunnel's client sent a body of {} bytes under Content-Length: {shown}",
+                body.len()
+            ));
+        }
+    }
+    Ok((!body.is_empty()).then_some(body))
 }
 
 fn bad_gateway(text: impl Into<String>) -> Response<RelayBody> {

@@ -146,6 +146,67 @@ async fn small_bodies_ride_in_the_head_frames_both_ways() {
 }
 
 #[tokio::test]
+async fn a_client_whose_length_disagrees_with_its_body_cannot_write_into_the_next_answer() {
+    let relay = Relay::start(RelayConfig::default()).await;
+    let (mut hostile, _, _) = FakeClient::connect(&relay, Some("hostile")).await;
+    let (mut victim, _, _) = FakeClient::connect(&relay, Some("victim")).await;
+    // Two requests on one connection, the second for another tunnel, as a
+    // proxy that reuses its connections to the relay would send them.
+    let caller = tokio::spawn({
+        let addr = relay.addr;
+        async move {
+            raw(
+                addr,
+                b"GET /t/hostile/a HTTP/1.1\r\nHost: x\r\n\r\nGET /t/victim/b HTTP/1.1\r\nHost: x\r\n\r\n",
+            )
+            .await
+        }
+    });
+    let asked = hostile.request().await;
+    let forged = b"01234HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged";
+    hostile
+        .respond_split(asked.stream, 200, &[("content-length", "5")], forged, &[])
+        .await;
+    let asked = tokio::time::timeout(HANG, victim.request())
+        .await
+        .expect("the second request reaches its tunnel");
+    victim
+        .respond_split(asked.stream, 200, &[("content-length", "6")], b"honest", &[])
+        .await;
+    let answers = caller.await.unwrap();
+    assert!(answers.starts_with("HTTP/1.1 502 "), "{answers}");
+    assert!(
+        answers.contains("the tunnel's client sent a body of 49 bytes under Content-Length: 5"),
+        "{answers}"
+    );
+    assert!(!answers.contains("forged"), "{answers}");
+    assert_eq!(answers.matches("HTTP/1.1 ").count(), 2, "{answers}");
+    assert!(answers.ends_with("\r\n\r\nhonest"), "{answers}");
+
+    // A length past the body would have left the caller waiting for the rest.
+    let caller = tokio::spawn(call(relay.addr, request(relay.addr, "GET", "/t/hostile/c", "")));
+    let asked = hostile.request().await;
+    hostile
+        .respond_split(asked.stream, 200, &[("content-length", "50")], b"ten bytes.", &[])
+        .await;
+    let reply = tokio::time::timeout(Duration::from_secs(2), caller)
+        .await
+        .expect("answered at once")
+        .unwrap();
+    assert_eq!(reply.status, 502, "{}", reply.text());
+
+    // A HEAD answer's length is that of the body a GET would get.
+    let caller = tokio::spawn(call(relay.addr, request(relay.addr, "HEAD", "/t/victim/d", "")));
+    let asked = victim.request().await;
+    victim
+        .respond_split(asked.stream, 200, &[("content-length", "1234")], b"", &[])
+        .await;
+    let reply = caller.await.unwrap();
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.headers.get("content-length").unwrap(), "1234");
+}
+
+#[tokio::test]
 async fn a_client_that_drops_mid_request_gets_its_caller_a_502_at_once() {
     let relay = Relay::start(RelayConfig::default()).await;
     let (mut client, _, _) = FakeClient::connect(&relay, Some("drop")).await;
