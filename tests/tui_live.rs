@@ -456,6 +456,41 @@ fn esc_stops_a_replay_waiting_on_a_slow_handler_and_keeps_its_run() {
     );
 }
 
+#[test]
+fn quitting_during_a_replay_keeps_the_attempts_already_answered() {
+    let scratch = Scratch::new("replay-quit");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    // Each attempt takes a second: the first is answered, the second is
+    // in flight when `q` comes.
+    let handler = runtime.block_on(LocalHandler::slow(Duration::from_secs(1)));
+    let db = scratch.0.join("history.db");
+    store_stripe_delivery(&db, &handler.url(), "evt_quit");
+    let tmux = browse("replay-quit", &scratch, &db);
+    tmux.send(&["R"]);
+    tmux.wait_for("the replay form", |s| s.contains("Replay #1"));
+    tmux.send(&["Enter"]);
+    tmux.wait_for("the first attempt answered", |s| s.contains("1/10 attempts answered"));
+
+    tmux.send(&["q"]);
+    let screen = tmux.wait_for("the shell again", |s| s.contains("portpreview exited"));
+    assert!(screen.contains("portpreview exited 0"), "{screen}");
+    assert!(
+        screen.contains("stopped after 1 of 10 attempts"),
+        "said on the way out: {screen}"
+    );
+    let shown = json_of(&db, &["show", "1", "--json"]);
+    let runs = shown["replay_runs"].as_array().expect("replay_runs in show --json");
+    assert_eq!(runs.len(), 1, "the run is saved: {shown:#}");
+    let attempts = json_of(&db, &["history", "--replays", "--json"]);
+    let answered = attempts
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["replay_of"] == 1 && d["status"] == 200)
+        .count();
+    assert!(answered >= 1, "the answered attempt is in the history: {attempts:#}");
+}
+
 /// The public URL the live header shows: `● online  <url> → <target>`.
 fn public_url(screen: &str) -> Option<String> {
     let line = screen.lines().find(|l| l.contains("● online"))?;

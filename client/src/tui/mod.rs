@@ -38,6 +38,8 @@ use terminal::TerminalGuard;
 pub const EXIT_AFTER_FIRST_FRAME_ENV: &str = "PORTPREVIEW_TUI_EXIT_AFTER_FIRST_FRAME";
 /// How often the header's rate and the live rows are brought up to date.
 const TICK: Duration = Duration::from_millis(200);
+/// Longest wait, when the TUI closes, for a stopped replay to save its run.
+const REPLAY_SAVE_WAIT: Duration = Duration::from_secs(10);
 /// Tunnel events taken in one go before the screen is considered again.
 const EVENT_BATCH: usize = 1024;
 
@@ -121,7 +123,11 @@ async fn run(
     };
     // The guard restores the terminal when it drops, whatever the result.
     let result = event_loop.run(&mut terminal, shutdown).await;
+    let replay = event_loop.stop_replay(&mut terminal).await;
     drop(terminal);
+    if let Some(line) = replay {
+        crate::to_stderr(format_args!("{line}\n"));
+    }
     result.map(|()| event_loop.events.take())
 }
 
@@ -205,6 +211,34 @@ impl EventLoop {
                 }
             }
         }
+    }
+
+    /// Stops a replay still running when the TUI closes, as Esc does, and
+    /// waits for it to save what was answered: the handler acted on those
+    /// attempts, so quitting must not lose them. Returns the line that
+    /// says how the run ended, for the terminal once it is given back.
+    async fn stop_replay(&mut self, terminal: &mut TerminalGuard) -> Option<String> {
+        let task = self.replay.take()?;
+        task.stop.cancel();
+        self.app
+            .set_status("stopping the replay and saving what was answered…", false);
+        // The screen may be gone (a closed terminal); the run is saved regardless.
+        let _ = terminal.draw(|frame| frame.render_widget(&self.app, frame.area()));
+        let line = match tokio::time::timeout(REPLAY_SAVE_WAIT, task.done).await {
+            Ok(ReplayDone {
+                delivery_id,
+                result: Ok(line),
+            }) => format!("replay of #{delivery_id}: {line}"),
+            Ok(ReplayDone {
+                delivery_id,
+                result: Err(err),
+            }) => format!("replay of #{delivery_id} failed: {err}"),
+            Err(_) => format!(
+                "the replay was not saved within {}; its attempts are not in the history",
+                portpreview_shared::duration::format_duration(REPLAY_SAVE_WAIT)
+            ),
+        };
+        Some(line)
     }
 
     /// Takes `first` and whatever else is already queued, up to a batch.
