@@ -620,6 +620,7 @@ fn ctrl_z_hands_the_shell_its_terminal_and_fg_takes_it_back() {
     tmux.send(&["C-z"]);
     tmux.wait_for("the shell's notice", |s| s.contains("Stopped"));
     assert_eq!(tmux.format("alternate_on"), "0", "the shell has its screen");
+    assert_eq!(tmux.format("cursor_flag"), "1", "and its cursor");
 
     tmux.type_text("fg");
     tmux.send(&["Enter"]);

@@ -37,6 +37,8 @@ impl TerminalGuard {
     /// job control expects; once continued (`fg`), takes the terminal again.
     pub fn suspend(&mut self) -> io::Result<()> {
         use rustix::process::{getpid, kill_process, Signal};
+        // The shell's prompt needs its cursor, as a quit leaves it.
+        self.terminal.show_cursor()?;
         ratatui::restore();
         // Raw mode kept the shell's ctrl-z from stopping us: stop ourselves.
         // Execution goes on from here once the process is continued.
