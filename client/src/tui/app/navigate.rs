@@ -116,10 +116,30 @@ impl App {
         areas.detail.map_or(1, layout::detail_rows)
     }
 
+    /// Columns of text the detail pane shows, inside its border.
+    fn detail_columns(&self) -> usize {
+        let areas = layout::areas(self.size, true, true, self.chrome(self.size.width));
+        areas
+            .detail
+            .map_or(1, |area| usize::from(area.width.saturating_sub(2)).max(1))
+    }
+
+    /// Keeps the detail's scroll within its text both ways: sideways, no
+    /// further than shows the end of its widest line.
     pub(super) fn clamp_detail_scroll(&mut self) {
         let rows = self.detail_rows();
+        let columns = self.detail_columns();
         if let Some(detail) = &mut self.detail {
             detail.scroll = detail.scroll.min(detail.doc.lines.len().saturating_sub(rows));
+            if detail.hscroll > 0 {
+                let widest = detail.doc.lines.iter().map(line_chars).max().unwrap_or(0);
+                detail.hscroll = detail.hscroll.min(widest.saturating_sub(columns));
+            }
         }
     }
+}
+
+/// A line's length in characters, as sideways scrolling counts them.
+fn line_chars(line: &ratatui::text::Line<'_>) -> usize {
+    line.spans.iter().map(|span| span.content.chars().count()).sum()
 }

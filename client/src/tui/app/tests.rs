@@ -261,7 +261,20 @@ fn detail_scroll_is_bounded() {
     press(&mut app, "jjj");
     assert_eq!(app.detail.as_ref().unwrap().scroll, detail_len(&app) - rows);
     press(&mut app, "lll");
+    assert_eq!(app.detail.as_ref().unwrap().hscroll, 0, "every line fits");
+    let wide = ratatui::text::Line::from("x".repeat(100));
+    app.detail.as_mut().unwrap().doc.lines.push(wide);
+    press(&mut app, "lll");
     assert_eq!(app.detail.as_ref().unwrap().hscroll, 24);
+    press(&mut app, &"l".repeat(50));
+    let columns = 60 - 2;
+    assert_eq!(
+        app.detail.as_ref().unwrap().hscroll,
+        100 - columns,
+        "stops where the widest line's end shows"
+    );
+    press(&mut app, "h");
+    assert_eq!(app.detail.as_ref().unwrap().hscroll, 100 - columns - 8, "one step back");
 }
 
 fn detail_len(app: &App) -> usize {
