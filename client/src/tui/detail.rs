@@ -1,13 +1,13 @@
 //! The detail pane's document: one delivery laid out as lines, every
 //! untrusted byte passed through the sanitiser.
 
-use portpreview_shared::sanitize::{escape_bytes, escape_multiline, escape_str};
-use portpreview_shared::text::{counted, truncate};
+use portpreview_shared::sanitize::escape_str;
+use portpreview_shared::text::counted;
 use portpreview_shared::Header;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use crate::render::body::{as_text, pretty_json_start, truncation_note};
+use crate::render::body::{as_text, for_terminal_start, truncation_note};
 use crate::store::{size_unknown_past, Delivery, ReplayRun};
 use crate::time::ordinal;
 
@@ -249,16 +249,17 @@ fn body_title(what: &str, body: &[u8], size: u64) -> String {
     }
 }
 
-/// The body as display lines: pretty JSON, escaped text or a hex dump.
-pub fn body_text(body: &[u8]) -> String {
-    // Checked whole (valid JSON nests at most 128 deep), laid out as far
-    // as a screen's worth of text goes.
-    if let Some(pretty) = pretty_json_start(body, MAX_SHOWN_TEXT) {
-        return escape_multiline(&pretty).into_owned();
-    }
+/// The body as display lines: pretty JSON, escaped text or a hex dump, as
+/// far as a screen's worth goes.
+fn body_text(body: &[u8]) -> String {
+    for_terminal_start(body, shown_at_most(body)).0
+}
+
+/// Bytes of `body` the pane lays out; the rest is left to `e` export.
+fn shown_at_most(body: &[u8]) -> usize {
     match as_text(body) {
-        Some(text) => escape_multiline(truncate(text, MAX_SHOWN_TEXT)).into_owned(),
-        None => escape_bytes(&body[..body.len().min(MAX_SHOWN_BINARY)]),
+        Some(_) => MAX_SHOWN_TEXT,
+        None => MAX_SHOWN_BINARY,
     }
 }
 
@@ -266,12 +267,7 @@ fn push_body(lines: &mut Vec<Line<'static>>, body: &[u8], size: u64) {
     let text = body_text(body);
     let shown = text.lines().count();
     lines.extend(text.lines().map(|l| Line::raw(l.to_owned())));
-    let shown_at_most = if as_text(body).is_some() {
-        MAX_SHOWN_TEXT
-    } else {
-        MAX_SHOWN_BINARY
-    };
-    if body.len() > shown_at_most {
+    if body.len() > shown_at_most(body) {
         let shown = counted(shown, "line", "lines");
         let note = if (body.len() as u64) < size {
             format!("… ({shown} shown of the {} bytes stored)", body.len())
@@ -305,6 +301,21 @@ mod tests {
         assert_eq!(lines[1].to_string(), "  \"items\": [");
         let last = lines.last().unwrap().to_string();
         assert!(last.contains("e exports the delivery whole"), "{last}");
+    }
+
+    #[test]
+    fn a_binary_body_is_a_hex_dump_as_far_as_it_is_shown() {
+        let zeros = vec![0u8; 100_000];
+        let mut lines = Vec::new();
+        push_body(&mut lines, &zeros, 26_000_000);
+        assert_eq!(
+            lines[0].to_string(),
+            "00000000  00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00  ................"
+        );
+        let rows = MAX_SHOWN_BINARY / 16;
+        assert_eq!(lines.len(), rows + 2, "rows, then where they stop and why");
+        let note = lines[rows].to_string();
+        assert!(note.contains("4096 lines shown of the 100000 bytes stored"), "{note}");
     }
 
     #[test]
