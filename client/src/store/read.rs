@@ -85,6 +85,27 @@ impl Store {
             .map_err(|e| self.classify(e))
     }
 
+    /// Where each full page of `page` rows matching `q` ends, newest first:
+    /// the ids of the `page`-th, `2·page`-th… rows (its `limit` is ignored).
+    /// One scan tells a pager where every page starts, so the oldest rows
+    /// can be read without reading every page above them.
+    pub fn page_ends(&self, q: &ListQuery, page: usize) -> Result<Vec<i64>, StoreError> {
+        let (filter, values) = where_clause(q);
+        // Without an order the ids come from whichever index covers the
+        // filter (the event-key index, unfiltered), never from the table's
+        // pages with their bodies: sorting them here is the cheaper part.
+        let sql = format!("SELECT d.id FROM deliveries d {WITH_OUTCOME} WHERE {filter}");
+        let run = || -> rusqlite::Result<Vec<i64>> {
+            let mut stmt = self.conn.prepare_cached(&sql)?;
+            let ids = stmt.query_map(rusqlite::params_from_iter(values), |row| row.get(0))?;
+            ids.collect()
+        };
+        let mut ids = run().map_err(|e| self.classify(e))?;
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        let page = page.max(1);
+        Ok(ids.into_iter().skip(page - 1).step_by(page).collect())
+    }
+
     /// Position of delivery `id` among the deliveries sharing its event key
     /// (1 = first); 0 for an unknown id. Replays are not counted.
     pub fn delivery_number(&self, id: i64) -> Result<i64, StoreError> {

@@ -189,6 +189,33 @@ fn listing_pages_and_filters() {
 }
 
 #[test]
+fn page_ends_are_where_keyset_pages_end() {
+    let store = Store::in_memory().unwrap();
+    for n in 0..23 {
+        let mut d = delivery(&format!("evt_{n}"), "/hook");
+        if n % 2 == 1 {
+            d.provider = Some("github".into());
+        }
+        store.insert_request(&d).unwrap();
+    }
+    // Paged by 5 from the newest: 23..=19, 18..=14, 13..=9, 8..=4, then 3..=1.
+    let every = ListQuery::default();
+    assert_eq!(store.page_ends(&every, 5).unwrap(), [19, 14, 9, 4]);
+    let below = ListQuery {
+        before_id: Some(14),
+        ..ListQuery::default()
+    };
+    assert_eq!(store.page_ends(&below, 5).unwrap(), [9, 4]);
+    let github = ListQuery {
+        provider: Some("github".into()),
+        ..ListQuery::default()
+    };
+    // Odd-numbered deliveries have even ids: 22, 20, … 2.
+    assert_eq!(store.page_ends(&github, 5).unwrap(), [14, 4]);
+    assert_eq!(store.page_ends(&github, 20).unwrap(), Vec::<i64>::new());
+}
+
+#[test]
 fn latest_matches_provider_and_path_glob() {
     let store = Store::in_memory().unwrap();
     let stripe = store

@@ -11,6 +11,9 @@ pub trait HistorySource {
     fn list(&self, query: &ListQuery) -> anyhow::Result<Vec<Summary>>;
     /// How many rows match `query` (its limit and cursor ignored).
     fn count(&self, query: &ListQuery) -> anyhow::Result<u64>;
+    /// Ids of the rows that end each full page of `page` rows matching
+    /// `query`, newest first (its limit ignored).
+    fn page_ends(&self, query: &ListQuery, page: usize) -> anyhow::Result<Vec<i64>>;
     /// One delivery whole.
     fn get(&self, id: i64) -> anyhow::Result<Option<Delivery>>;
     /// Its place among its event's deliveries: 2 for the first retry.
@@ -28,6 +31,10 @@ impl HistorySource for Store {
 
     fn count(&self, query: &ListQuery) -> anyhow::Result<u64> {
         Ok(Store::count(self, query)?)
+    }
+
+    fn page_ends(&self, query: &ListQuery, page: usize) -> anyhow::Result<Vec<i64>> {
+        Ok(Store::page_ends(self, query, page)?)
     }
 
     fn get(&self, id: i64) -> anyhow::Result<Option<Delivery>> {
@@ -95,6 +102,12 @@ impl HistorySource for MemorySource {
         let rows = self.matching(query).into_iter();
         let rows = rows.filter(|r| query.before_id.is_none_or(|b| r.id < b));
         Ok(rows.take(query.limit.unwrap_or(usize::MAX)).collect())
+    }
+
+    fn page_ends(&self, query: &ListQuery, page: usize) -> anyhow::Result<Vec<i64>> {
+        let rows = self.matching(query).into_iter();
+        let rows = rows.filter(|r| query.before_id.is_none_or(|b| r.id < b));
+        Ok(rows.skip(page - 1).step_by(page).map(|r| r.id).collect())
     }
 
     fn count(&self, query: &ListQuery) -> anyhow::Result<u64> {

@@ -3,7 +3,6 @@
 
 use super::{App, DetailState};
 use crate::tui::detail::DetailDoc;
-use crate::tui::pager::PAGE_SIZE;
 use crate::tui::view::layout;
 
 impl App {
@@ -96,12 +95,8 @@ impl App {
 
     /// Index of the oldest row, fetching pages up to it.
     pub(super) fn last_index(&mut self) -> usize {
-        while !self.pager.end_reached() {
-            let len = self.pager.len();
-            if let Err(err) = self.pager.ensure(len, len + PAGE_SIZE, self.source.as_ref()) {
-                self.set_status(format!("cannot read the history: {}", crate::error_line(&err)), true);
-                break;
-            }
+        if let Err(err) = self.pager.reach_end(self.source.as_ref()) {
+            self.set_status(format!("cannot read the history: {}", crate::error_line(&err)), true);
         }
         self.pager.len().saturating_sub(1)
     }

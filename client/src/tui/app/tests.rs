@@ -388,6 +388,9 @@ impl HistorySource for SharedSource {
     fn count(&self, q: &crate::store::ListQuery) -> anyhow::Result<u64> {
         self.0.count(q)
     }
+    fn page_ends(&self, q: &crate::store::ListQuery, page: usize) -> anyhow::Result<Vec<i64>> {
+        self.0.page_ends(q, page)
+    }
     fn get(&self, id: i64) -> anyhow::Result<Option<crate::store::Delivery>> {
         self.0.get(id)
     }
