@@ -32,9 +32,20 @@ pub fn server_config(cert_pem: &[u8], key_pem: &[u8]) -> Result<Arc<rustls::Serv
         .map_err(|e| ConfigError::Tls(e.to_string()))?
         .with_no_client_auth()
         .with_single_cert(chain, key)
-        .map_err(|e| ConfigError::Tls(e.to_string()))?;
+        .map_err(|e| ConfigError::Tls(pairing_error(&e)))?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
+}
+
+/// Why a certificate and a key could not be paired, in the user's words
+/// rather than rustls's (`keys may not be consistent: KeyMismatch`).
+fn pairing_error(err: &rustls::Error) -> String {
+    match err {
+        rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch) => {
+            "the private key does not match the certificate (the first one in the certificate file)".into()
+        }
+        other => other.to_string(),
+    }
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, ConfigError> {
@@ -53,6 +64,19 @@ mod tests {
         let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
         let config = server_config(cert.cert.pem().as_bytes(), cert.key_pair.serialize_pem().as_bytes());
         assert!(config.is_ok());
+    }
+
+    #[test]
+    fn a_key_of_another_certificate_is_named_as_such() {
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let other = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let err = server_config(cert.cert.pem().as_bytes(), other.key_pair.serialize_pem().as_bytes())
+            .expect_err("a mismatched pair is refused");
+        assert_eq!(
+            err.to_string(),
+            "invalid TLS configuration: the private key does not match the certificate \
+             (the first one in the certificate file)"
+        );
     }
 
     #[test]
