@@ -94,6 +94,8 @@ enum End {
     /// Refused and close frame already queued.
     Refused,
     Protocol(String),
+    /// A frame or message over the relay's size limit.
+    TooLarge(String),
     Dead,
     Shutdown,
 }
@@ -106,6 +108,7 @@ impl End {
             End::Goodbye => "the client stopped".into(),
             End::Refused => "refused".into(),
             End::Protocol(why) => format!("protocol error: {why}"),
+            End::TooLarge(why) => format!("frame over the limit: {why}"),
             End::Dead => "the client stopped answering pings".into(),
             End::Shutdown => "the relay is shutting down".into(),
         }
@@ -173,6 +176,10 @@ fn say_goodbye(outbox: &Outbox, end: End) -> bool {
         End::Protocol(why) => {
             tracing::debug!(why, "closing: protocol error");
             outbox.close(CloseCode::Protocol, &why);
+        }
+        End::TooLarge(why) => {
+            tracing::debug!(why, "closing: frame over the limit");
+            outbox.close(CloseCode::Size, &why);
         }
         End::Dead => {
             tracing::debug!("closing: client silent");
@@ -314,6 +321,12 @@ where
                     Some(Ok(Message::Close(Some(frame)))) if frame.code == CloseCode::Away => return End::Goodbye,
                     Some(Ok(Message::Close(_))) => return End::Gone("client closed the socket".into()),
                     Some(Ok(_)) => {}
+                    // Broken framing is the client's fault, and it hears why,
+                    // as it does for a malformed message.
+                    Some(Err(WsError::Capacity(err))) => return End::TooLarge(err.to_string()),
+                    Some(Err(WsError::Protocol(err))) => {
+                        return End::Protocol(format!("invalid WebSocket framing: {err}"))
+                    }
                     Some(Err(err)) => return End::Gone(err.to_string()),
                     None => return End::Gone("socket closed".into()),
                 }

@@ -177,6 +177,37 @@ async fn a_malformed_frame_closes_the_socket_with_a_reason_and_fails_callers() {
 }
 
 #[tokio::test]
+async fn broken_websocket_framing_closes_the_socket_with_a_reason() {
+    use portpreview_shared::message::MAX_FRAME_BYTES;
+    use tokio::io::AsyncWriteExt;
+    use tokio_tungstenite::MaybeTlsStream;
+
+    // Written raw: only the head of a frame announcing more than the
+    // limit, so that nothing the relay leaves unread resets the socket
+    // before its close frame is read.
+    async fn close_reason(relay: &Relay, name: &str, frame_head: &[u8]) -> String {
+        let (mut client, _, _) = FakeClient::connect(relay, Some(name)).await;
+        let MaybeTlsStream::Plain(tcp) = client.socket.get_mut() else {
+            panic!("plain TCP")
+        };
+        tcp.write_all(frame_head).await.unwrap();
+        match client.recv().await {
+            ServerFrame::Closed(reason) => reason,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    let relay = Relay::start(RelayConfig::default()).await;
+    let too_long = (MAX_FRAME_BYTES as u64 + 1).to_be_bytes();
+    let oversize = [&[0x82, 0xff][..], &too_long, &[1, 2, 3, 4]].concat();
+    let reason = close_reason(&relay, "oversize", &oversize).await;
+    assert!(reason.contains("too long"), "{reason}");
+    // A client's frames must be masked; this one is not.
+    let reason = close_reason(&relay, "unmasked", &[0x82, 0x02, b'h', b'i']).await;
+    assert!(reason.starts_with("invalid WebSocket framing"), "{reason}");
+}
+
+#[tokio::test]
 async fn a_silent_client_is_declared_dead_and_its_callers_get_502() {
     let config = RelayConfig {
         ping_interval: Duration::from_millis(50),
