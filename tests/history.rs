@@ -717,6 +717,25 @@ fn a_gzip_answer_is_shown_and_exported_decoded() {
         }),
         "HAR 1.2: content is the body decoded; gzip saved nothing on so small a body"
     );
+
+    // A handler that labels plain JSON gzip: its answer shows as sent, and why.
+    let mislabelled = Outcome {
+        response_headers: vec![Header::new("content-encoding", "gzip")],
+        response_body: br#"{"received": true}"#.to_vec(),
+        response_body_size: 18,
+        ..answered(200)
+    };
+    let id = h
+        .store()
+        .insert_delivery(&stripe_event("evt_plain", 1_700_000_000_001), &mislabelled)
+        .unwrap()
+        .to_string();
+    let shown = h.ok(&["show", &id]);
+    assert!(
+        shown.contains("(sent as gzip, but it does not decode: invalid gzip header; shown as sent)")
+            && shown.contains(r#""received": true"#),
+        "{shown}"
+    );
 }
 
 #[test]

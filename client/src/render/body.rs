@@ -1,7 +1,7 @@
 //! Bodies shown safely: JSON pretty-printed, text escaped, binary as hex.
 
 use base64::Engine;
-use portpreview_shared::sanitize::{escape_multiline, hex_dump};
+use portpreview_shared::sanitize::{escape_multiline, escape_str, hex_dump};
 use portpreview_shared::text::truncate;
 use portpreview_shared::Header;
 
@@ -144,27 +144,81 @@ const MAX_DECODED: u64 = 16 * 1024 * 1024;
 /// coding, or one this tool does not undo (br, zstd), or the stored bytes
 /// are not the whole body, or they do not decode.
 pub fn decoded(headers: &[Header], bytes: &[u8], size: u64) -> Option<(String, Vec<u8>)> {
+    match decode(headers, bytes, size) {
+        Decoding::Done { coding, plain } => Some((coding, plain)),
+        Decoding::Failed { .. } | Decoding::NotCoded => None,
+    }
+}
+
+/// What undoing a body's `Content-Encoding` came to.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Decoding {
+    /// No coding this tool undoes, or a body not stored whole.
+    NotCoded,
+    /// The body as the handler meant it.
+    Done {
+        /// The coding undone, lowercased.
+        coding: String,
+        /// The decoded bytes.
+        plain: Vec<u8>,
+    },
+    /// The body says it is coded and is not: shown as sent, with why.
+    Failed {
+        /// The coding it claims.
+        coding: String,
+        /// What stopped the decoder.
+        why: String,
+    },
+}
+
+impl Decoding {
+    /// The line shown above a body that claims a coding it does not have.
+    pub fn failure_note(&self) -> Option<String> {
+        match self {
+            Decoding::Failed { coding, why } => Some(format!(
+                "(sent as {}, but it does not decode: {}; shown as sent)",
+                escape_str(coding),
+                escape_str(why)
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// Undoes a body's `Content-Encoding` (gzip, deflate) when it is stored whole.
+pub fn decode(headers: &[Header], bytes: &[u8], size: u64) -> Decoding {
     use std::io::Read;
-    let coding = headers
+    let Some(coding) = headers
         .iter()
         .rev()
         .find(|h| h.name.eq_ignore_ascii_case("content-encoding"))
-        .and_then(|h| std::str::from_utf8(&h.value).ok())?
-        .trim()
-        .to_ascii_lowercase();
+        .and_then(|h| std::str::from_utf8(&h.value).ok())
+        .map(|v| v.trim().to_ascii_lowercase())
+    else {
+        return Decoding::NotCoded;
+    };
     if bytes.is_empty() || (bytes.len() as u64) < size {
-        return None;
+        return Decoding::NotCoded;
     }
     let reader: Box<dyn Read + '_> = match coding.as_str() {
         "gzip" | "x-gzip" => Box::new(flate2::read::MultiGzDecoder::new(bytes)),
         // RFC 9110's deflate is zlib-wrapped; some servers send it raw.
         "deflate" if bytes.first().is_some_and(|b| b & 0x0f == 8) => Box::new(flate2::read::ZlibDecoder::new(bytes)),
         "deflate" => Box::new(flate2::read::DeflateDecoder::new(bytes)),
-        _ => return None,
+        _ => return Decoding::NotCoded,
     };
-    let mut out = Vec::new();
-    reader.take(MAX_DECODED + 1).read_to_end(&mut out).ok()?;
-    (out.len() as u64 <= MAX_DECODED).then_some((coding, out))
+    let mut plain = Vec::new();
+    match reader.take(MAX_DECODED + 1).read_to_end(&mut plain) {
+        Err(err) => Decoding::Failed {
+            coding,
+            why: err.to_string(),
+        },
+        Ok(_) if plain.len() as u64 > MAX_DECODED => Decoding::Failed {
+            coding,
+            why: format!("it inflates past {} MiB", MAX_DECODED / (1024 * 1024)),
+        },
+        Ok(_) => Decoding::Done { coding, plain },
+    }
 }
 
 /// A short note when a stored body is shorter than the one received.
@@ -223,6 +277,13 @@ mod tests {
         }
         assert!(decoded(&[Header::new("content-encoding", "br")], b"\x1b\x00", 2).is_none());
         assert!(decoded(&[Header::new("content-encoding", "gzip")], b"not gzip", 8).is_none());
+        // A handler that labels plain JSON gzip: the user must learn why it shows raw.
+        let mislabelled = br#"{"plain": true}"#;
+        let note = decode(&[Header::new("content-encoding", "gzip")], mislabelled, 15).failure_note();
+        assert_eq!(
+            note.as_deref(),
+            Some("(sent as gzip, but it does not decode: invalid gzip header; shown as sent)")
+        );
         assert!(decoded(&[], text, text.len() as u64).is_none());
     }
 

@@ -6,7 +6,7 @@ use portpreview_shared::sanitize::{escape_multiline, escape_str};
 use portpreview_shared::text::thousands;
 use portpreview_shared::Header;
 
-use super::body::{decoded, for_terminal_start, truncation_note};
+use super::body::{decode, for_terminal_start, truncation_note, Decoding};
 use super::mask::{escape_value, shown_value};
 use crate::store::{Delivery, ReplayRun};
 use crate::time::{ordinal, rfc3339_ms};
@@ -123,9 +123,9 @@ fn body(out: &mut String, id: i64, headers: &[Header], bytes: &[u8], size: u64, 
     }
     out.push('\n');
     // A gzip answer shown as sent is a hex dump nobody reads.
-    let decoded = decoded(headers, bytes, size);
-    let readable = match &decoded {
-        Some((coding, plain)) => {
+    let decoding = decode(headers, bytes, size);
+    let readable = match &decoding {
+        Decoding::Done { coding, plain } => {
             let _ = writeln!(
                 out,
                 "  ({} bytes {}, shown decoded: {} bytes)",
@@ -135,7 +135,12 @@ fn body(out: &mut String, id: i64, headers: &[Header], bytes: &[u8], size: u64, 
             );
             plain.as_slice()
         }
-        None => bytes,
+        failed => {
+            if let Some(note) = failed.failure_note() {
+                let _ = writeln!(out, "  {note}");
+            }
+            bytes
+        }
     };
     let (text, shown) = for_terminal_start(readable, limit);
     for line in text.lines() {

@@ -7,7 +7,7 @@ use portpreview_shared::Header;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use crate::render::body::{as_text, for_terminal_start, truncation_note};
+use crate::render::body::{as_text, for_terminal_start, truncation_note, Decoding};
 use crate::store::{size_unknown_past, Delivery, ReplayRun};
 use crate::time::ordinal;
 
@@ -215,14 +215,17 @@ fn push_headers(lines: &mut Vec<Line<'static>>, headers: &[Header]) {
 /// A body's title and lines; one sent gzip or deflate is shown decoded,
 /// as a hex dump of the stream would tell nobody anything.
 fn push_body_section(lines: &mut Vec<Line<'static>>, what: &str, headers: &[Header], body: &[u8], size: u64) {
-    match crate::render::body::decoded(headers, body, size) {
-        Some((coding, plain)) => {
+    match crate::render::body::decode(headers, body, size) {
+        Decoding::Done { coding, plain } => {
             let what = format!("{what}, decoded from {} bytes {}", body.len(), escape_str(&coding));
             lines.push(title(body_title(&what, &plain, plain.len() as u64)));
             push_body(lines, &plain, plain.len() as u64);
         }
-        None => {
+        failed => {
             lines.push(title(body_title(what, body, size)));
+            if let Some(note) = failed.failure_note() {
+                lines.push(Line::from(Span::styled(note, Style::new().fg(Color::Yellow))));
+            }
             push_body(lines, body, size);
         }
     }
@@ -352,6 +355,16 @@ mod tests {
             "{shown}"
         );
         assert!(shown.contains("\"received\": true"), "{shown}");
+
+        let outcome = d.outcome.as_mut().unwrap();
+        outcome.response_body = br#"{"received":true}"#.to_vec();
+        outcome.response_body_size = 17;
+        let shown = text(&DetailDoc::new(&d, 1, &[]));
+        assert!(
+            shown
+                .contains("Response body (17 bytes, JSON)\n(sent as gzip, but it does not decode: invalid gzip header"),
+            "a mislabelled answer shows as sent, and why: {shown}"
+        );
     }
 
     #[test]
