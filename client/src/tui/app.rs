@@ -51,8 +51,11 @@ pub struct DetailState {
 /// What is drawn over the panes, taking the keys.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Overlay {
-    /// The key list.
-    Help,
+    /// The key list, from its `first` row on (a short screen scrolls it).
+    Help {
+        /// First key shown.
+        first: usize,
+    },
     /// `/`: the search being typed.
     Filter(TextInput),
     /// `R`: attempts and probe.

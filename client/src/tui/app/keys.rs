@@ -5,6 +5,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use super::{App, Effect, Focus, Overlay, ReplayProgress};
 use crate::tui::dialog::{ExportForm, ExportFormat, FormOutcome, ReplayForm, ReplayRequest, TextInput};
 use crate::tui::pager::Pager;
+use crate::tui::view::help;
 
 impl App {
     /// Applies one key press; returns work for the loop, if any.
@@ -31,7 +32,7 @@ impl App {
         self.status = None;
         match key.code {
             KeyCode::Char('q') => self.quit = true,
-            KeyCode::Char('?') => self.overlay = Some(Overlay::Help),
+            KeyCode::Char('?') => self.overlay = Some(Overlay::Help { first: 0 }),
             KeyCode::Char('/') => {
                 self.overlay = Some(Overlay::Filter(TextInput::new(self.pager.search().unwrap_or_default())));
             }
@@ -83,9 +84,22 @@ impl App {
 
     pub(super) fn overlay_key(&mut self, overlay: Overlay, key: KeyEvent) -> Option<Effect> {
         match overlay {
-            Overlay::Help => {
-                if key.code == KeyCode::Char('q') {
-                    self.quit = true;
+            // Any key closes the list, but j and k scroll one that is cut.
+            Overlay::Help { first } => {
+                let hidden = help::KEYS.len().saturating_sub(help::rows_shown(self.size));
+                match key.code {
+                    KeyCode::Down | KeyCode::Char('j') if hidden > 0 => {
+                        self.overlay = Some(Overlay::Help {
+                            first: (first + 1).min(hidden),
+                        });
+                    }
+                    KeyCode::Up | KeyCode::Char('k') if hidden > 0 => {
+                        self.overlay = Some(Overlay::Help {
+                            first: first.saturating_sub(1),
+                        });
+                    }
+                    KeyCode::Char('q') => self.quit = true,
+                    _ => {}
                 }
             }
             Overlay::Filter(mut input) => match input.handle(key) {

@@ -173,12 +173,30 @@ fn esc_stops_a_running_replay_before_it_closes_anything() {
 fn help_opens_and_any_key_closes_it() {
     let mut app = app(3);
     press(&mut app, "?");
-    assert_eq!(app.overlay, Some(Overlay::Help));
+    assert_eq!(app.overlay, Some(Overlay::Help { first: 0 }));
     press(&mut app, "j");
     assert_eq!(app.overlay, None);
     assert_eq!(app.selected, 0, "the closing key does nothing else");
     press(&mut app, "q");
     assert!(app.quit);
+}
+
+#[test]
+fn help_cut_by_a_short_screen_scrolls_to_its_last_key() {
+    let mut app = app_with(MemorySource::with_rows(3), Rect::new(0, 0, 40, 12));
+    press(&mut app, "?");
+    let shown = 12 - 2;
+    let hidden = crate::tui::view::help::KEYS.len() - shown;
+    press(&mut app, &"j".repeat(hidden + 3));
+    assert_eq!(
+        app.overlay,
+        Some(Overlay::Help { first: hidden }),
+        "stops at the last key"
+    );
+    press(&mut app, "k");
+    assert_eq!(app.overlay, Some(Overlay::Help { first: hidden - 1 }));
+    press(&mut app, "x");
+    assert_eq!(app.overlay, None, "any other key closes it");
 }
 
 #[test]

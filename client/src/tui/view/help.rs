@@ -8,7 +8,8 @@ use ratatui::widgets::{Block, Clear, Paragraph, Widget};
 
 use super::centered;
 
-/// Every key, as the help box lists it (most needed first: a short screen cuts the end).
+/// Every key, as the help box lists it (most needed first: a short screen
+/// shows the start, and j and k scroll to the rest).
 pub const KEYS: &[(&str, &str)] = &[
     ("q", "quit"),
     ("↑↓ j k", "move / scroll"),
@@ -27,11 +28,25 @@ pub const KEYS: &[(&str, &str)] = &[
     ("ctrl-z", "stop as a shell job (tui; fg resumes)"),
 ];
 
-pub(super) fn render(area: Rect, buf: &mut Buffer) {
-    let popup = centered(area, 54, KEYS.len() as u16 + 2);
+/// Width of the help box.
+const WIDTH: u16 = 54;
+
+/// Keys the help box shows at once on a screen of `area`.
+pub fn rows_shown(area: Rect) -> usize {
+    usize::from(popup(area).height.saturating_sub(2))
+}
+
+fn popup(area: Rect) -> Rect {
+    centered(area, WIDTH, KEYS.len() as u16 + 2)
+}
+
+/// Draws the key list from its `first` row on.
+pub(super) fn render(area: Rect, buf: &mut Buffer, first: usize) {
+    let popup = popup(area);
     Clear.render(popup, buf);
     let lines: Vec<Line> = KEYS
         .iter()
+        .skip(first)
         .map(|(key, what)| {
             Line::from(vec![
                 Span::styled(format!(" {key:<11}"), Style::new().fg(Color::Cyan)),
@@ -39,8 +54,12 @@ pub(super) fn render(area: Rect, buf: &mut Buffer) {
             ])
         })
         .collect();
+    let title = match rows_shown(area) < KEYS.len() {
+        true => " Keys (j k scroll, any other key closes) ",
+        false => " Keys (any key closes) ",
+    };
     let block = Block::bordered()
-        .title(" Keys (any key closes) ")
+        .title(title)
         .border_style(Style::new().fg(Color::Cyan));
     Paragraph::new(lines).block(block).render(popup, buf);
 }

@@ -5,7 +5,7 @@
 mod detail;
 mod forms;
 mod header;
-mod help;
+pub mod help;
 pub mod layout;
 mod list;
 
@@ -38,7 +38,7 @@ impl Widget for &App {
             _ => render_footer(self, areas.footer, buf),
         }
         match &self.overlay {
-            Some(Overlay::Help) => help::render(area, buf),
+            Some(Overlay::Help { first }) => help::render(area, buf, *first),
             Some(Overlay::Replay(form)) => forms::render_replay(form, area, buf),
             Some(Overlay::Export(form)) => forms::render_export(form, area, buf),
             Some(Overlay::Filter(_)) | None => {}
