@@ -152,14 +152,21 @@ pub async fn forward(
                 let Some(status) = StatusCode::from_u16(status).ok().filter(|s| s.as_u16() >= 200) else {
                     return bad_gateway(format!("the tunnel's client sent an invalid status {status}"));
                 };
-                let Some(headers) = response_headers(headers) else {
+                let Some(mut headers) = response_headers(headers) else {
                     port.abandon("the answer had too many headers; the relay answered the caller 502");
                     return bad_gateway(format!(
                         "the tunnel's client sent too many response headers (the limit is {MAX_RESPONSE_HEADERS})"
                     ));
                 };
+                let declared = match declared_length(&mut headers) {
+                    Ok(declared) => declared,
+                    Err(why) => {
+                        port.abandon("the answer's Content-Length was not one number; the relay answered the caller 502");
+                        return bad_gateway(why);
+                    }
+                };
                 let body = if end {
-                    match whole_body(&headers, first, &parts.method, status) {
+                    match whole_body(declared, first, &parts.method, status) {
                         Ok(body) => RelayBody::Full(body),
                         Err(why) => return bad_gateway(why),
                     }
@@ -356,6 +363,35 @@ fn client_gone() -> Response<RelayBody> {
     bad_gateway(CLIENT_GONE)
 }
 
+/// The one length an answer's `Content-Length` headers declare, written
+/// back in its plain form. hyper refuses to send an answer whose lengths
+/// disagree only once its head is being written, and then drops the
+/// caller's connection without a word; `+5` or ` 005` would reach the
+/// caller as sent, where strict parsers refuse them.
+fn declared_length(headers: &mut http::HeaderMap) -> Result<Option<u64>, String> {
+    let mut declared = None;
+    for value in headers.get_all(http::header::CONTENT_LENGTH) {
+        let text = value.to_str().unwrap_or_default().trim();
+        let length = (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| text.parse::<u64>().ok())
+            .flatten();
+        match (length, declared) {
+            (Some(length), None) => declared = Some(length),
+            (Some(length), Some(first)) if length == first => {}
+            _ => {
+                let shown = portpreview_shared::sanitize::escape_bytes(value.as_bytes());
+                return Err(format!(
+                    "the tunnel's client sent an answer whose Content-Length is not one number: {shown}"
+                ));
+            }
+        }
+    }
+    if let Some(length) = declared {
+        headers.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(length));
+    }
+    Ok(declared)
+}
+
 /// The body of an answer that came whole in its head's frame, checked
 /// against the length its headers declare. hyper writes a body of known
 /// size under the handler's `Content-Length` and trusts the two to agree:
@@ -364,7 +400,7 @@ fn client_gone() -> Response<RelayBody> {
 /// answer to a request for another tunnel), and one that declared more
 /// would leave the caller waiting for bytes that never come.
 fn whole_body(
-    headers: &http::HeaderMap,
+    declared: Option<u64>,
     body: Bytes,
     method: &http::Method,
     status: StatusCode,
@@ -374,17 +410,13 @@ fn whole_body(
     if method == http::Method::HEAD || matches!(status, StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED) {
         return Ok(None);
     }
-    for value in headers.get_all(http::header::CONTENT_LENGTH) {
-        let declared = value.to_str().ok().and_then(|v| v.trim().parse::<u64>().ok());
-        if declared != Some(body.len() as u64) {
-            let shown = portpreview_shared::sanitize::escape_bytes(value.as_bytes());
-            return Err(format!(
-                "the tunnel's client sent a body of {} bytes under Content-Length: {shown}",
-                body.len()
-            ));
-        }
+    match declared {
+        Some(length) if length != body.len() as u64 => Err(format!(
+            "the tunnel's client sent a body of {} bytes under Content-Length: {length}",
+            body.len()
+        )),
+        _ => Ok((!body.is_empty()).then_some(body)),
     }
-    Ok((!body.is_empty()).then_some(body))
 }
 
 fn bad_gateway(text: impl Into<String>) -> Response<RelayBody> {

@@ -204,6 +204,62 @@ async fn a_client_whose_length_disagrees_with_its_body_cannot_write_into_the_nex
     let reply = caller.await.unwrap();
     assert_eq!(reply.status, 200);
     assert_eq!(reply.headers.get("content-length").unwrap(), "1234");
+
+    // Lengths that disagree among themselves, on an answer with no body or
+    // a streamed one: a 502 that says so, and the connection goes on.
+    for (method, end) in [("HEAD", true), ("GET", false)] {
+        let caller = tokio::spawn({
+            let addr = relay.addr;
+            let requests =
+                format!("{method} /t/hostile/e HTTP/1.1\r\nHost: x\r\n\r\nGET /t/victim/f HTTP/1.1\r\nHost: x\r\n\r\n");
+            async move { raw(addr, requests.as_bytes()).await }
+        });
+        let asked = hostile.request().await;
+        let lengths = [("content-length", "100"), ("content-length", "7")];
+        match end {
+            true => hostile.respond_split(asked.stream, 200, &lengths, b"", &[]).await,
+            false => {
+                hostile
+                    .respond_split(asked.stream, 200, &lengths, b"", &[b"seven!!"])
+                    .await
+            }
+        }
+        let (reset, _) = hostile.message().await;
+        assert!(
+            matches!(reset, ServerMessage::Reset { .. }),
+            "the client hears why: {reset:?}"
+        );
+        let asked = tokio::time::timeout(HANG, victim.request())
+            .await
+            .expect("the request behind it reaches its tunnel");
+        victim
+            .respond_split(asked.stream, 200, &[("content-length", "6")], b"honest", &[])
+            .await;
+        let answers = caller.await.unwrap();
+        assert!(answers.starts_with("HTTP/1.1 502 "), "{method}: {answers}");
+        // A HEAD answer carries no body, the relay's reason included.
+        assert!(
+            method == "HEAD" || answers.contains("Content-Length is not one number: 7"),
+            "{method}: {answers}"
+        );
+        assert!(answers.ends_with("\r\n\r\nhonest"), "{method}: {answers}");
+    }
+
+    // A length in a form strict parsers refuse reaches the caller plain.
+    let caller = tokio::spawn(call(relay.addr, request(relay.addr, "GET", "/t/victim/g", "")));
+    let asked = victim.request().await;
+    victim
+        .respond_split(asked.stream, 200, &[("content-length", " 005")], b"", &[b"fine!"])
+        .await;
+    let reply = caller.await.unwrap();
+    assert_eq!((reply.status, reply.text().as_str()), (200, "fine!"));
+    assert_eq!(reply.headers.get("content-length").unwrap(), "5");
+    let caller = tokio::spawn(call(relay.addr, request(relay.addr, "GET", "/t/victim/h", "")));
+    let asked = victim.request().await;
+    victim
+        .respond_split(asked.stream, 200, &[("content-length", "+5")], b"fine!", &[])
+        .await;
+    assert_eq!(caller.await.unwrap().status, 502, "+5 is not a length");
 }
 
 #[tokio::test]
