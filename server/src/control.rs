@@ -327,6 +327,9 @@ where
                     Some(Err(WsError::Protocol(err))) => {
                         return End::Protocol(format!("invalid WebSocket framing: {err}"))
                     }
+                    Some(Err(WsError::Utf8(_))) => {
+                        return End::Protocol("text messages are not part of the protocol".into())
+                    }
                     Some(Err(err)) => return End::Gone(err.to_string()),
                     None => return End::Gone("socket closed".into()),
                 }

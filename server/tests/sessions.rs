@@ -205,6 +205,9 @@ async fn broken_websocket_framing_closes_the_socket_with_a_reason() {
     // A client's frames must be masked; this one is not.
     let reason = close_reason(&relay, "unmasked", &[0x82, 0x02, b'h', b'i']).await;
     assert!(reason.starts_with("invalid WebSocket framing"), "{reason}");
+    // A text frame that is not even UTF-8 (masked with zeros: sent as is).
+    let reason = close_reason(&relay, "not-utf8", &[0x81, 0x82, 0, 0, 0, 0, 0xff, 0xfe]).await;
+    assert_eq!(reason, "text messages are not part of the protocol");
 }
 
 #[tokio::test]
