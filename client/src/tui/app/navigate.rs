@@ -127,14 +127,27 @@ impl App {
         if let Some(detail) = &mut self.detail {
             detail.scroll = detail.scroll.min(detail.doc.lines.len().saturating_sub(rows));
             if detail.hscroll > 0 {
-                let widest = detail.doc.lines.iter().map(line_chars).max().unwrap_or(0);
-                detail.hscroll = detail.hscroll.min(widest.saturating_sub(columns));
+                let furthest = detail.doc.lines.iter().map(|l| end_in_view(l, columns)).max();
+                detail.hscroll = detail.hscroll.min(furthest.unwrap_or(0));
             }
         }
     }
 }
 
-/// A line's length in characters, as sideways scrolling counts them.
-fn line_chars(line: &ratatui::text::Line<'_>) -> usize {
-    line.spans.iter().map(|span| span.content.chars().count()).sum()
+/// The fewest characters cut from the left of `line` that bring its end
+/// into `columns` screen columns (sideways scrolling cuts characters; a
+/// wide one, as in CJK text, takes two columns).
+fn end_in_view(line: &ratatui::text::Line<'_>, columns: usize) -> usize {
+    use unicode_width::UnicodeWidthChar;
+    let chars: Vec<char> = line.spans.iter().flat_map(|span| span.content.chars()).collect();
+    let mut width = 0;
+    let kept = chars
+        .iter()
+        .rev()
+        .take_while(|c| {
+            width += c.width().unwrap_or(0);
+            width <= columns
+        })
+        .count();
+    chars.len() - kept
 }

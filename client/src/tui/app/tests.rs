@@ -293,6 +293,13 @@ fn detail_scroll_is_bounded() {
     );
     press(&mut app, "h");
     assert_eq!(app.detail.as_ref().unwrap().hscroll, 100 - columns - 8, "one step back");
+
+    // Wide characters take two columns: more are cut before the end shows.
+    let cjk = ratatui::text::Line::from(format!("{}END", "中".repeat(300)));
+    app.detail.as_mut().unwrap().doc.lines.push(cjk);
+    press(&mut app, &"l".repeat(60));
+    let kept = 3 + (columns - 3) / 2;
+    assert_eq!(app.detail.as_ref().unwrap().hscroll, 303 - kept, "to where END shows");
 }
 
 fn detail_len(app: &App) -> usize {
