@@ -630,6 +630,24 @@ fn ctrl_z_hands_the_shell_its_terminal_and_fg_takes_it_back() {
     tmux.wait_for("keys work: the newest delivery opens", |s| {
         s.contains("\"id\": \"evt_0150\"")
     });
+
+    // The same stop, sent as a signal rather than typed.
+    #[cfg(target_os = "linux")]
+    {
+        tmux.signal_program("TSTP");
+        tmux.wait_for("the shell's notice", |s| s.matches("Stopped").count() == 2);
+        assert_eq!(tmux.format("alternate_on"), "0", "the shell has its screen");
+        assert_eq!(tmux.format("cursor_flag"), "1", "and its cursor");
+        tmux.type_text("fg");
+        tmux.send(&["Enter"]);
+        tmux.wait_for("the TUI again", |s| s.contains("┌ #151 "));
+        tmux.send(&["Escape"]);
+        tmux.wait_for("keys work at once, without Enter: the detail closes", |s| {
+            !s.contains("┌ #151 ")
+        });
+        tmux.send(&["j"]);
+        tmux.wait_for("the next row selected", |s| s.contains("Deliveries 2/151"));
+    }
     tmux.send(&["q"]);
     tmux.wait_for("the prompt", |s| {
         s.lines().any(|l| l.trim_end().ends_with("tui")) && !s.contains("Deliveries 1/151")

@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use crate::events::TunnelEvent;
 use crate::store::Store;
 
-use app::{App, Mode};
+use app::{App, Effect, Mode};
 use effects::{Effects, ReplayDone, ReplayTask};
 use terminal::TerminalGuard;
 
@@ -148,7 +148,9 @@ impl EventLoop {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut dirty = true;
         let mut events_pending = false;
-        let mut continued = continued_signals();
+        let mut continued = signals(SIGCONT);
+        // Sent as a signal (`kill -TSTP`), not typed: raw mode makes ctrl-z a key.
+        let mut stop_asked = signals(SIGTSTP);
         loop {
             if dirty {
                 terminal
@@ -196,8 +198,12 @@ impl EventLoop {
                 }
                 // Stopped from outside (SIGSTOP) and continued: the shell
                 // took the terminal meanwhile.
-                Some(()) = next_continue(&mut continued) => {
+                Some(()) = next_signal(&mut continued) => {
                     terminal.resume().context("cannot take the terminal back")?;
+                    dirty = true;
+                }
+                Some(()) = next_signal(&mut stop_asked) => {
+                    self.effects.start(Effect::Suspend, &mut self.app, terminal, &mut self.replay);
                     dirty = true;
                 }
                 Some(text) = self.progress.recv() => {
@@ -255,21 +261,30 @@ impl EventLoop {
     }
 }
 
-/// SIGCONT, when it can be listened for.
 #[cfg(unix)]
-fn continued_signals() -> Option<tokio::signal::unix::Signal> {
+const SIGCONT: i32 = rustix::process::Signal::CONT.as_raw();
+#[cfg(unix)]
+const SIGTSTP: i32 = rustix::process::Signal::TSTP.as_raw();
+#[cfg(not(unix))]
+const SIGCONT: i32 = 0;
+#[cfg(not(unix))]
+const SIGTSTP: i32 = 0;
+
+/// Deliveries of signal `number`, when it can be listened for.
+#[cfg(unix)]
+fn signals(number: i32) -> Option<tokio::signal::unix::Signal> {
     use tokio::signal::unix::{signal, SignalKind};
-    signal(SignalKind::from_raw(rustix::process::Signal::CONT.as_raw())).ok()
+    signal(SignalKind::from_raw(number)).ok()
 }
 
 #[cfg(not(unix))]
-fn continued_signals() -> Option<()> {
+fn signals(_: i32) -> Option<()> {
     None
 }
 
-/// The next SIGCONT; never without a listener.
+/// The next delivery of a signal; never without a listener.
 #[cfg(unix)]
-async fn next_continue(signals: &mut Option<tokio::signal::unix::Signal>) -> Option<()> {
+async fn next_signal(signals: &mut Option<tokio::signal::unix::Signal>) -> Option<()> {
     match signals {
         Some(signals) => signals.recv().await,
         None => std::future::pending().await,
@@ -277,7 +292,7 @@ async fn next_continue(signals: &mut Option<tokio::signal::unix::Signal>) -> Opt
 }
 
 #[cfg(not(unix))]
-async fn next_continue(_: &mut Option<()>) -> Option<()> {
+async fn next_signal(_: &mut Option<()>) -> Option<()> {
     std::future::pending().await
 }
 

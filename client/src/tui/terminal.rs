@@ -40,15 +40,20 @@ impl TerminalGuard {
         // The shell's prompt needs its cursor, as a quit leaves it.
         self.terminal.show_cursor()?;
         ratatui::restore();
-        // Raw mode kept the shell's ctrl-z from stopping us: stop ourselves.
-        // Execution goes on from here once the process is continued.
-        kill_process(getpid(), Signal::TSTP)?;
+        // Raw mode kept the shell's ctrl-z from stopping us: stop ourselves,
+        // with the signal nothing catches (the TUI listens for SIGTSTP to
+        // get here). Execution goes on from here once the process is continued.
+        kill_process(getpid(), Signal::STOP)?;
         self.resume()
     }
 
     /// Takes the terminal again after the process was stopped and continued,
     /// whatever the shell did to it meanwhile, and draws the screen afresh.
     pub fn resume(&mut self) -> io::Result<()> {
+        // Stopped from outside, the shell put its own modes back while
+        // crossterm still counts raw mode as on, which makes enabling it a
+        // no-op: leaving it first has it set again.
+        crossterm::terminal::disable_raw_mode()?;
         crossterm::terminal::enable_raw_mode()?;
         crossterm::execute!(io::stdout(), crossterm::terminal::EnterAlternateScreen)?;
         self.terminal.hide_cursor()?;
