@@ -296,10 +296,7 @@ impl App {
     /// A replay ended with this one-line result.
     pub fn on_replay_done(&mut self, delivery_id: i64, result: Result<String, String>) {
         self.replay = None;
-        match result {
-            Ok(line) => self.set_status(format!("replay of #{delivery_id}: {line}"), false),
-            Err(err) => self.set_status(format!("replay of #{delivery_id} failed: {err}"), true),
-        }
+        self.set_status(replay_line(delivery_id, &result), result.is_err());
         if self.detail.as_ref().is_some_and(|d| d.doc.id == delivery_id) {
             self.open_detail(delivery_id);
             // The runs, the new one last, close the document: show them.
@@ -308,6 +305,14 @@ impl App {
             }
             self.clamp_detail_scroll();
         }
+    }
+}
+
+/// How a replay of `delivery_id` ended, in one line.
+pub fn replay_line(delivery_id: i64, result: &Result<String, String>) -> String {
+    match result {
+        Ok(line) => format!("replay of #{delivery_id}: {line}"),
+        Err(err) => format!("replay of #{delivery_id} failed: {err}"),
     }
 }
 

@@ -231,14 +231,7 @@ impl EventLoop {
         // The screen may be gone (a closed terminal); the run is saved regardless.
         let _ = terminal.draw(|frame| frame.render_widget(&self.app, frame.area()));
         let line = match tokio::time::timeout(REPLAY_SAVE_WAIT, task.done).await {
-            Ok(ReplayDone {
-                delivery_id,
-                result: Ok(line),
-            }) => format!("replay of #{delivery_id}: {line}"),
-            Ok(ReplayDone {
-                delivery_id,
-                result: Err(err),
-            }) => format!("replay of #{delivery_id} failed: {err}"),
+            Ok(ReplayDone { delivery_id, result }) => app::replay_line(delivery_id, &result),
             Err(_) => format!(
                 "the replay was not saved within {}; its attempts are not in the history",
                 portpreview_shared::duration::format_duration(REPLAY_SAVE_WAIT)
