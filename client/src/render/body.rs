@@ -139,17 +139,6 @@ impl Encoded {
 /// encoded bytes are shown, so a small bomb cannot fill the memory.
 const MAX_DECODED: u64 = 16 * 1024 * 1024;
 
-/// A body with its `Content-Encoding` undone, as the handler meant it to be
-/// read: the coding's name and the decoded bytes. `None` when there is no
-/// coding, or one this tool does not undo (br, zstd), or the stored bytes
-/// are not the whole body, or they do not decode.
-pub fn decoded(headers: &[Header], bytes: &[u8], size: u64) -> Option<(String, Vec<u8>)> {
-    match decode(headers, bytes, size) {
-        Decoding::Done { coding, plain } => Some((coding, plain)),
-        Decoding::Failed { .. } | Decoding::NotCoded => None,
-    }
-}
-
 /// What undoing a body's `Content-Encoding` came to.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Decoding {
@@ -185,7 +174,9 @@ impl Decoding {
     }
 }
 
-/// Undoes a body's `Content-Encoding` (gzip, deflate) when it is stored whole.
+/// Undoes a body's `Content-Encoding` (gzip, deflate) when it is stored
+/// whole, as the handler meant it to be read. Other codings (br, zstd) and
+/// bodies stored cut short are left as they are.
 pub fn decode(headers: &[Header], bytes: &[u8], size: u64) -> Decoding {
     use std::io::Read;
     let Some(coding) = headers
@@ -267,16 +258,29 @@ mod tests {
         ] {
             let body = compressed(coding, text);
             let headers = [Header::new("Content-Encoding", header)];
-            let (name, plain) = decoded(&headers, &body, body.len() as u64).expect(header);
             assert_eq!(
-                (name.as_str(), plain.as_slice()),
-                (header.to_ascii_lowercase().as_str(), &text[..])
+                decode(&headers, &body, body.len() as u64),
+                Decoding::Done {
+                    coding: header.to_ascii_lowercase(),
+                    plain: text.to_vec()
+                },
+                "{header}"
             );
             // Stored cut: the start of a stream is not the body.
-            assert!(decoded(&headers, &body[..4], body.len() as u64).is_none(), "{header}");
+            assert_eq!(
+                decode(&headers, &body[..4], body.len() as u64),
+                Decoding::NotCoded,
+                "{header}"
+            );
         }
-        assert!(decoded(&[Header::new("content-encoding", "br")], b"\x1b\x00", 2).is_none());
-        assert!(decoded(&[Header::new("content-encoding", "gzip")], b"not gzip", 8).is_none());
+        assert_eq!(
+            decode(&[Header::new("content-encoding", "br")], b"\x1b\x00", 2),
+            Decoding::NotCoded
+        );
+        assert!(matches!(
+            decode(&[Header::new("content-encoding", "gzip")], b"not gzip", 8),
+            Decoding::Failed { .. }
+        ));
         // A handler that labels plain JSON gzip: the user must learn why it shows raw.
         let mislabelled = br#"{"plain": true}"#;
         let note = decode(&[Header::new("content-encoding", "gzip")], mislabelled, 15).failure_note();
@@ -284,7 +288,7 @@ mod tests {
             note.as_deref(),
             Some("(sent as gzip, but it does not decode: invalid gzip header; shown as sent)")
         );
-        assert!(decoded(&[], text, text.len() as u64).is_none());
+        assert_eq!(decode(&[], text, text.len() as u64), Decoding::NotCoded);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use super::body::{decoded, Encoded};
+use super::body::{decode, Decoding, Encoded};
 use super::mask::{shown_value, MASK};
 use crate::store::Delivery;
 use crate::time::rfc3339_ms;
@@ -52,9 +52,9 @@ pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
                 "mimeType": mime_type(&o.response_headers),
             });
             // HAR's content is the body decoded, with the bytes the coding saved.
-            let decoded = decoded(&o.response_headers, &o.response_body, o.response_body_size);
-            let text = match &decoded {
-                Some((_, plain)) => {
+            let decoding = decode(&o.response_headers, &o.response_body, o.response_body_size);
+            let text = match &decoding {
+                Decoding::Done { plain, .. } => {
                     content["size"] = json!(plain.len());
                     // Bytes saved; a tiny body that grew under gzip saved none.
                     if let Some(saved) = plain.len().checked_sub(o.response_body.len()) {
@@ -62,7 +62,7 @@ pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
                     }
                     plain.as_slice()
                 }
-                None => o.response_body.as_slice(),
+                Decoding::NotCoded | Decoding::Failed { .. } => o.response_body.as_slice(),
             };
             match Encoded::of(text) {
                 Encoded::Text(text) => content["text"] = Value::String(text),

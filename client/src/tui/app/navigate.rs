@@ -106,16 +106,18 @@ impl App {
         areas.list.map_or(1, layout::list_rows)
     }
 
+    /// Where the detail pane is drawn, when the screen has room for it.
+    fn detail_area(&self) -> Option<ratatui::layout::Rect> {
+        layout::areas(self.size, true, true, self.chrome(self.size.width)).detail
+    }
+
     pub(super) fn detail_rows(&self) -> usize {
-        let areas = layout::areas(self.size, true, true, self.chrome(self.size.width));
-        areas.detail.map_or(1, layout::detail_rows)
+        self.detail_area().map_or(1, layout::detail_rows)
     }
 
     /// Columns of text the detail pane shows, inside its border.
     fn detail_columns(&self) -> usize {
-        let areas = layout::areas(self.size, true, true, self.chrome(self.size.width));
-        areas
-            .detail
+        self.detail_area()
             .map_or(1, |area| usize::from(area.width.saturating_sub(2)).max(1))
     }
 
