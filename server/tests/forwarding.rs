@@ -145,6 +145,17 @@ async fn small_bodies_ride_in_the_head_frames_both_ways() {
     assert_eq!((reply.status, reply.text().as_str()), (200, "first, then the rest"));
 }
 
+/// Answers the next request `client` gets (the one pipelined behind a
+/// hostile answer) with `honest`, failing if it never comes.
+async fn answer_honestly(client: &mut FakeClient) {
+    let asked = tokio::time::timeout(HANG, client.request())
+        .await
+        .expect("the request behind the hostile answer reaches its tunnel");
+    client
+        .respond_split(asked.stream, 200, &[("content-length", "6")], b"honest", &[])
+        .await;
+}
+
 #[tokio::test]
 async fn a_client_whose_length_disagrees_with_its_body_cannot_write_into_the_next_answer() {
     let relay = Relay::start(RelayConfig::default()).await;
@@ -167,12 +178,7 @@ async fn a_client_whose_length_disagrees_with_its_body_cannot_write_into_the_nex
     hostile
         .respond_split(asked.stream, 200, &[("content-length", "5")], forged, &[])
         .await;
-    let asked = tokio::time::timeout(HANG, victim.request())
-        .await
-        .expect("the second request reaches its tunnel");
-    victim
-        .respond_split(asked.stream, 200, &[("content-length", "6")], b"honest", &[])
-        .await;
+    answer_honestly(&mut victim).await;
     let answers = caller.await.unwrap();
     assert!(answers.starts_with("HTTP/1.1 502 "), "{answers}");
     assert!(
@@ -229,12 +235,7 @@ async fn a_client_whose_length_disagrees_with_its_body_cannot_write_into_the_nex
             matches!(reset, ServerMessage::Reset { .. }),
             "the client hears why: {reset:?}"
         );
-        let asked = tokio::time::timeout(HANG, victim.request())
-            .await
-            .expect("the request behind it reaches its tunnel");
-        victim
-            .respond_split(asked.stream, 200, &[("content-length", "6")], b"honest", &[])
-            .await;
+        answer_honestly(&mut victim).await;
         let answers = caller.await.unwrap();
         assert!(answers.starts_with("HTTP/1.1 502 "), "{method}: {answers}");
         // A HEAD answer carries no body, the relay's reason included.
