@@ -63,12 +63,18 @@ pub fn pretty_json_start(body: &[u8], limit: usize) -> Option<String> {
     }
     serde_json::from_slice::<serde::de::IgnoredAny>(trimmed).ok()?;
     let text = std::str::from_utf8(trimmed).ok()?;
-    Some(reindent(truncate(text, limit)))
+    reindent(truncate(text, limit))
 }
 
+/// Nesting deeper than this is shown as sent. Each level indents every
+/// line below it, so a document nested 200,000 deep, 400 KB sent, would
+/// lay out as tens of gigabytes; no webhook payload comes near.
+const MAX_LAID_OUT_DEPTH: usize = 64;
+
 /// Lays out valid JSON two spaces per level, as `serde_json`'s pretty
-/// printer does, copying strings, numbers and literals untouched.
-fn reindent(json: &str) -> String {
+/// printer does, copying strings, numbers and literals untouched; `None`
+/// past [`MAX_LAID_OUT_DEPTH`].
+fn reindent(json: &str) -> Option<String> {
     fn new_line(out: &mut String, depth: usize) {
         out.push('\n');
         out.extend(std::iter::repeat_n("  ", depth));
@@ -94,6 +100,8 @@ fn reindent(json: &str) -> String {
                 while chars.next_if(|c| c.is_ascii_whitespace()).is_some() {}
                 if let Some(close) = chars.next_if(|&c| c == '}' || c == ']') {
                     out.push(close);
+                } else if depth == MAX_LAID_OUT_DEPTH {
+                    return None;
                 } else {
                     depth += 1;
                     new_line(&mut out, depth);
@@ -113,7 +121,7 @@ fn reindent(json: &str) -> String {
             c => out.push(c),
         }
     }
-    out
+    Some(out)
 }
 
 /// Bytes for a JSON document: text when UTF-8, base64 otherwise.
@@ -343,6 +351,11 @@ mod tests {
 }"#;
         assert_eq!(pretty_json(body).as_deref(), Some(expected));
         assert_eq!(pretty_json(b"[1,2"), None, "not JSON: shown as text");
+        let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        assert!(pretty_json(nested(MAX_LAID_OUT_DEPTH).as_bytes()).is_some());
+        let deep = nested(200_000);
+        assert_eq!(pretty_json(deep.as_bytes()), None, "laid out, it would take gigabytes");
+        assert_eq!(for_terminal(deep.as_bytes()), deep, "shown as sent");
     }
 
     #[test]
