@@ -114,7 +114,7 @@ async fn output(group: &mut Group, limit: usize) -> Result<String, ProbeError> {
             stderr: errors.lines().next().unwrap_or("").to_string(),
         });
     }
-    Ok(String::from_utf8_lossy(&printed).into_owned())
+    Ok(super::probe::state_text(printed))
 }
 
 /// Reads to the end; `None` as soon as more than `limit` bytes came.

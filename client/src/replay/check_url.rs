@@ -62,7 +62,7 @@ impl UrlProbe {
                         limit: self.limit,
                     });
                 }
-                Ok(String::from_utf8_lossy(&answer.body).into_owned())
+                Ok(super::probe::state_text(answer.body))
             }
             (Some(status), _) => Err(ProbeError::Http {
                 url: self.url.clone(),

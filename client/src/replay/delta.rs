@@ -50,6 +50,13 @@ impl Change {
         self.replaced == 0 && self.added == 0 && self.removed == 0 && self.counts.iter().all(|c| c.by == 0.0)
     }
 
+    /// True when no count moved and no line came or went: at most values
+    /// that count nothing (an ID, a clock) were replaced, which says
+    /// nothing of how many side effects there were.
+    pub fn counts_nothing(&self) -> bool {
+        self.added == 0 && self.removed == 0 && self.counts.iter().all(|c| c.by == 0.0)
+    }
+
     /// A short description: "+1", "+1, −2", "+100, 1 value replaced", "1 line added".
     pub fn describe(&self) -> String {
         let mut parts: Vec<String> = self
@@ -180,8 +187,10 @@ fn tokens(line: &str) -> Vec<Token<'_>> {
     out
 }
 
-/// A standalone number at the start of `text` (`5`, `-2`, `5.5`), not the
-/// start of a word (`1Pq`): its length and value.
+/// A standalone number at the start of `text` (`5`, `-2`, `5.5`, `5,050`,
+/// `1,234.50`), not the start of a word (`1Pq`): its length and value.
+/// Thousands separators belong to the number: read apart, `5,050` going
+/// to `4,950` would be two counts moving by −1 and +900.
 fn number(text: &str) -> Option<(usize, f64)> {
     let bytes = text.as_bytes();
     let digits = |from: usize| bytes[from..].iter().take_while(|b| b.is_ascii_digit()).count();
@@ -191,6 +200,13 @@ fn number(text: &str) -> Option<(usize, f64)> {
         return None;
     }
     let mut len = sign + whole;
+    if whole <= 3 {
+        // Groups of exactly three digits after a comma; `1,2` and `1,2345`
+        // are two numbers.
+        while bytes.get(len) == Some(&b',') && digits(len + 1) == 3 {
+            len += 4;
+        }
+    }
     if bytes.get(len) == Some(&b'.') && bytes.get(len + 1).is_some_and(u8::is_ascii_digit) {
         len += 1 + digits(len + 1);
     }
@@ -198,7 +214,7 @@ fn number(text: &str) -> Option<(usize, f64)> {
         .chars()
         .next()
         .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
-    standalone.then(|| text[..len].parse().ok().map(|value| (len, value)))?
+    standalone.then(|| text[..len].replace(',', "").parse().ok().map(|value| (len, value)))?
 }
 
 /// Whether `b` holds `n` ASCII digits from `at`.
@@ -551,6 +567,21 @@ mod tests {
         let before = "x ".repeat(5_000);
         let after = "y ".repeat(5_000);
         assert_eq!(change(&before, &after).describe(), "5000 values replaced");
+    }
+
+    #[test]
+    fn amounts_written_with_thousands_separators_are_one_count() {
+        assert_eq!(
+            tokens("balance: 5,050"),
+            [Token::Text("balance"), Token::Text(":"), Token::Count(5050.0)]
+        );
+        assert_eq!(tokens("1,234,567.50 USD")[0], Token::Count(1_234_567.5));
+        assert_eq!(tokens("1,2")[0], Token::Count(1.0), "a list, not a grouped number");
+        assert_eq!(tokens("1,2345")[0], Token::Count(1.0));
+        assert_eq!(change("balance: 5,050", "balance: 4,950").describe(), "−100");
+        assert_eq!(change("balance: 1,050", "balance: 950").describe(), "−100");
+        assert!(acts_once("balance: 5,050", "balance: 4,950", "balance: 4,850"));
+        assert!(!acts_once("5,000.00 USD", "4,900.00 USD", "4,700.00 USD"));
     }
 
     #[test]

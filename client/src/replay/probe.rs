@@ -74,6 +74,27 @@ pub enum ProbeError {
     },
 }
 
+/// A probe's output as the state it stands for. Bytes that are not UTF-8
+/// are written as `\xNN`, one escape each: replaced by U+FFFD they would
+/// all read alike, and a count printed as one raw byte could move without
+/// the state changing.
+pub fn state_text(bytes: Vec<u8>) -> String {
+    match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(err) => {
+            let bytes = err.into_bytes();
+            let mut text = String::with_capacity(bytes.len() + 16);
+            for chunk in bytes.utf8_chunks() {
+                text.push_str(chunk.valid());
+                for b in chunk.invalid() {
+                    text.push_str(&format!("\\x{b:02x}"));
+                }
+            }
+            text
+        }
+    }
+}
+
 /// `16 MiB`, `64 KiB` or `100 bytes`.
 fn size_text(bytes: usize) -> String {
     const KIB: usize = 1024;
@@ -181,6 +202,15 @@ pub async fn read_final<S: StateSource>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn states_that_are_not_utf8_keep_every_byte_apart() {
+        assert_eq!(state_text(b"orders: 3\n".to_vec()), "orders: 3\n");
+        let (one, four) = (state_text(vec![0x81]), state_text(vec![0x84]));
+        assert_ne!(one, four, "two raw bytes are two states");
+        assert_eq!(four, "\\x84");
+        assert_eq!(state_text(b"caf\xc3\xa9 \xff".to_vec()), "caf\u{e9} \\xff");
+    }
 
     /// Plays back a list of states, repeating the last one.
     struct Script(Vec<&'static str>, usize);

@@ -136,14 +136,20 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
     };
     let single = change(&trace.before, after_baseline);
     let many = change(after_baseline, after_burst);
-    if single.is_none() && many.is_none() {
+    if single.counts_nothing() && many.counts_nothing() {
         // Without a side effect to count, a burst that acted twice looks
-        // just like one that acted once.
+        // just like one that acted once: a `last_seen` replaced once or
+        // three times reads alike.
+        let moved = if single.is_none() && many.is_none() {
+            "changed the state"
+        } else {
+            "moved a count or added a line"
+        };
         return Some(Check {
             name: PROBE_SHOWS_EFFECTS,
             passed: false,
             detail: format!(
-                "neither one new event nor a burst of {burst} changed the state, so the burst proved nothing: \
+                "neither one new event nor a burst of {burst} {moved}, so the burst proved nothing: \
                  point --check-url or --check-cmd at what the handler writes"
             ),
         });
@@ -177,7 +183,7 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
             )
         ),
     };
-    let detail = if many.is_none() || single.is_none() {
+    let detail = if many.counts_nothing() || single.counts_nothing() {
         format!(
             "one new event {}, a burst of {} of another {}: the handler does not treat new events alike",
             effect(&single),

@@ -172,6 +172,26 @@ fn a_burst_that_changed_nothing_is_said_to_leave_the_state_unchanged() {
 }
 
 #[test]
+fn a_burst_that_only_replaced_a_clock_is_no_race() {
+    let trace = settled_trace(
+        "orders: 0 last_seen: evt_a",
+        &["orders: 1 last_seen: evt_b", "orders: 1 last_seen: evt_c"],
+    );
+    let check = burst_acts_once(&trace, 3).unwrap();
+    assert!(!check.passed);
+    assert!(
+        check.detail.ends_with("the handler does not treat new events alike"),
+        "{}",
+        check.detail
+    );
+    // Replacing a value once or three times reads alike: nothing was counted.
+    let clock_only = settled_trace("last_seen: evt_a", &["last_seen: evt_b", "last_seen: evt_c"]);
+    let check = burst_acts_once(&clock_only, 3).unwrap();
+    assert_eq!((check.name, check.passed), (PROBE_SHOWS_EFFECTS, false));
+    assert!(check.detail.contains("proved nothing"), "{}", check.detail);
+}
+
+#[test]
 fn a_change_deep_in_a_long_state_is_shown_where_it_happens() {
     let before = r#"{"idem_seen": 7, "idem_count": 7, "nonidem": 6, "racy_rows": 3, "queue": 0, "tail": "x"}"#;
     let after = before.replace("\"nonidem\": 6", "\"nonidem\": 7");
