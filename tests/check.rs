@@ -819,3 +819,39 @@ async fn run_async(cwd: &Path, args: &[&str]) -> Ran {
         .unwrap();
     ran(output)
 }
+
+/// A burst of 300 copies needs 300 sockets at once. Started under a soft
+/// limit of 128 open files (macOS starts processes at 256), the binary
+/// raises it to the hard limit instead of failing attempts with "Too many
+/// open files" and blaming the handler.
+#[test]
+fn a_burst_wider_than_a_low_open_file_limit_is_sent_whole() {
+    let project = Project::new();
+    let good = Handler::start(Behaviour::DedupsInOneTransaction);
+    let mut limited = Command::new("sh");
+    limited
+        .current_dir(project.dir.path())
+        .args(["-c", "ulimit -Sn 128 && exec \"$0\" \"$@\""])
+        .arg(portpreview_bin())
+        .args([
+            "check",
+            "fixtures/stripe.json",
+            "--target",
+            &good.url(),
+            "--check-url",
+            &good.state_url(),
+            "--fresh",
+            "--times",
+            "300",
+            "--settle",
+            "100ms",
+            "--json",
+        ])
+        .env("PORTPREVIEW_CONFIG", "/dev/null")
+        .env("PORTPREVIEW_DB", project.path("untouched/history.db"));
+    let ran = ran(limited.output().unwrap());
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    let json: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(json["fixtures"][0]["verdict"], "idempotent", "{json:#}");
+    assert!(!ran.stdout.contains("Too many open files"), "{}", ran.stdout);
+}

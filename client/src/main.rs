@@ -10,6 +10,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     let cli = Cli::parse_args();
     portpreview::logging::init(&cli);
+    portpreview_shared::open_files::raise_limit();
     // One thread drives the tunnel: on small machines cross-thread wake-ups
     // cost more than they give. The store writer has its own thread.
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {

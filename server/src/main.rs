@@ -59,6 +59,8 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("portpreview_server=info")),
         )
         .init();
+    // Every tunnel and every caller holds a socket.
+    portpreview_shared::open_files::raise_limit();
     // Anything that keeps the relay from starting is the caller's to fix
     // (a flag, a file, an address in use): exit 2, as for bad flags. Exit 1
     // is left for a relay that fails while it serves.

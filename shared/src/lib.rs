@@ -8,6 +8,7 @@ pub mod duration;
 pub mod hop;
 pub mod message;
 pub mod name;
+pub mod open_files;
 pub mod provider;
 pub mod sanitize;
 pub mod text;
