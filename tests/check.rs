@@ -397,7 +397,7 @@ fn a_suite_resigns_with_the_secret_its_environment_names() {
     let ran = project.check(&["fixtures/stripe.json", "--target", &verifier.url()], &[]);
     assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
     assert!(
-        ran.stdout.contains("✗ failed: attempt 1 answered 400"),
+        ran.stdout.contains("✗ failed: attempts 1–2 answered 400"),
         "{}",
         ran.stdout
     );
@@ -445,7 +445,7 @@ fn a_handler_stuck_on_a_duplicate_still_gets_a_report_and_a_junit_file() {
     );
     assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
     assert!(
-        ran.stdout.contains("attempt 1 failed (no answer within 200ms)"),
+        ran.stdout.contains("attempts 1–2 failed (no answer within 200ms)"),
         "{}",
         ran.stdout
     );
@@ -467,6 +467,8 @@ fn a_fresh_burst_of_one_copy_cannot_run_from_flags_or_a_suite() {
             "--check-url",
             &bad.state_url(),
             "--fresh",
+            "--times",
+            "1",
             "--junit",
             junit.to_str().unwrap(),
             "--json",
@@ -483,7 +485,7 @@ fn a_fresh_burst_of_one_copy_cannot_run_from_flags_or_a_suite() {
     std::fs::write(
         project.path("suite.toml"),
         format!(
-            "[[fixture]]\npath = \"fixtures/stripe.json\"\ntarget = \"{}\"\ncheck_url = \"{}\"\nfresh = true\n",
+            "[[fixture]]\npath = \"fixtures/stripe.json\"\ntarget = \"{}\"\ncheck_url = \"{}\"\nfresh = true\ntimes = 1\n",
             bad.url(),
             bad.state_url()
         ),
@@ -854,4 +856,27 @@ fn a_burst_wider_than_a_low_open_file_limit_is_sent_whole() {
     let json: Value = serde_json::from_str(&ran.stdout).unwrap();
     assert_eq!(json["fixtures"][0]["verdict"], "idempotent", "{json:#}");
     assert!(!ran.stdout.contains("Too many open files"), "{}", ran.stdout);
+}
+
+/// Without `--times`, `check` sends each fixture twice: run with one
+/// attempt, a handler that pays every delivery passed the gate.
+#[test]
+fn check_sends_a_duplicate_unless_told_otherwise() {
+    let project = Project::new();
+    let bad = Handler::start(Behaviour::CreditsEveryDelivery);
+    let ran = project.check(
+        &[
+            "fixtures/stripe.json",
+            "--target",
+            &bad.url(),
+            "--check-url",
+            &bad.state_url(),
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    let json: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(json["fixtures"][0]["verdict"], "not_idempotent", "{json:#}");
+    assert_eq!(bad.balance(), 2, "the fixture went out twice");
 }

@@ -122,16 +122,25 @@ async fn check_one(
     Ok(replay::run_until(request, &opts, &progress_printer(), interrupt).await?)
 }
 
+/// Attempts per fixture unless `--times` or the suite says otherwise. One
+/// attempt holds no duplicate: a CI gate run without `--times` would pass
+/// any handler.
+const CHECK_TIMES: u32 = 2;
+
 /// Options for one fixture: flags, else the suite entry, else the defaults.
 fn options(flags: &RunArgs, entry: Option<&SuiteFixture>) -> anyhow::Result<(ReplayOptions, Option<String>)> {
     let defaults = ReplayOptions::default();
     let Some(entry) = entry else {
-        return Ok((flags.options(), None));
+        let opts = ReplayOptions {
+            times: flags.times.unwrap_or(CHECK_TIMES),
+            ..flags.options()
+        };
+        return Ok((opts, None));
     };
     let probe = probe_spec(flags.check_cmd.as_deref(), flags.check_url.as_deref())
         .or_else(|| probe_spec(entry.check_cmd.as_deref(), entry.check_url.as_deref()));
     let opts = ReplayOptions {
-        times: flags.times.or(entry.times).unwrap_or(defaults.times),
+        times: flags.times.or(entry.times).unwrap_or(CHECK_TIMES),
         concurrency: flags.concurrency.or(entry.concurrency),
         target: flags.target.clone().or_else(|| entry.target.clone()),
         probe,
