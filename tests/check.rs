@@ -478,7 +478,7 @@ fn a_fresh_burst_of_one_copy_cannot_run_from_flags_or_a_suite() {
     assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
     assert!(ran.stderr.contains(refused), "{}", ran.stderr);
     let json: Value = serde_json::from_str(&ran.stdout).unwrap();
-    assert_eq!(json["fixtures"][0]["verdict"], "error", "{json:#}");
+    assert_eq!(json["fixtures"][0]["verdict"], "could_not_run", "{json:#}");
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert_eq!(xml.matches("<error ").count(), 1, "{xml}");
 
@@ -607,7 +607,7 @@ fn a_fixture_with_a_method_http_cannot_send_is_refused_before_anything_is_sent()
     let json: Value = serde_json::from_str(&ran.stdout).unwrap();
     assert_eq!(
         (json["exit_code"].as_u64(), &json["fixtures"][0]["verdict"]),
-        (Some(2), &"error".into())
+        (Some(2), &"could_not_run".into())
     );
 
     let ran = run(

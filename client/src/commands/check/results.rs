@@ -24,11 +24,12 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// `idempotent`, `not_idempotent`, `failed`, `inconclusive`, `error` or `not_run`.
+    /// `idempotent`, `not_idempotent`, `failed`, `inconclusive`,
+    /// `could_not_run` (the JUnit file's error type too) or `not_run`.
     fn verdict(&self) -> &'static str {
         match self {
             Outcome::Ran(report) => report.verdict(),
-            Outcome::Error(_) => "error",
+            Outcome::Error(_) => "could_not_run",
             Outcome::NotRun => "not_run",
         }
     }
@@ -89,7 +90,7 @@ pub fn print(results: &Results, json: bool, code: u8) -> anyhow::Result<()> {
                     value
                 }
                 Outcome::Error(reason) => {
-                    json!({"fixture": name, "verdict": "error", "idempotent": false, "error": reason})
+                    json!({"fixture": name, "verdict": "could_not_run", "idempotent": false, "error": reason})
                 }
                 Outcome::NotRun => json!({"fixture": name, "verdict": "not_run", "idempotent": false}),
             })
@@ -102,7 +103,7 @@ pub fn print(results: &Results, json: bool, code: u8) -> anyhow::Result<()> {
                 "not_idempotent": count("not_idempotent"),
                 "failed": count("failed"),
                 "inconclusive": count("inconclusive"),
-                "error": count("error"),
+                "could_not_run": count("could_not_run"),
                 "not_run": count("not_run"),
             },
             "fixtures": fixtures,
@@ -133,7 +134,7 @@ pub fn print(results: &Results, json: bool, code: u8) -> anyhow::Result<()> {
         count("not_idempotent"),
         count("failed"),
         count("inconclusive"),
-        count("error"),
+        count("could_not_run"),
     )?;
     Ok(())
 }
