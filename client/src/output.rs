@@ -200,20 +200,27 @@ pub fn json_line(event: &TunnelEvent) -> Option<String> {
         TunnelEvent::Delivered {
             summary,
             delivery_number,
-        } => json!({
-            "event": "delivery",
-            "id": summary.id,
-            "received_at": crate::time::rfc3339_ms(summary.received_at_ms),
-            "method": summary.method,
-            "path": summary.path,
-            "status": summary.status,
-            "duration_ms": summary.duration_ms.map(crate::time::round_ms),
-            "provider": summary.provider,
-            "event_key": summary.event_key,
-            "event_key_source": summary.event_key_source,
-            "delivery_number": delivery_number,
-            "error": summary.error,
-        }),
+        } => {
+            // A delivery that is not in the history (`--no-record`, or its
+            // write failed) has no ID, and no event was worked out or
+            // counted for it: null, never an ID 0 a script could look up.
+            let recorded = summary.id > 0;
+            let known = |text: &str| recorded.then(|| text.to_owned());
+            json!({
+                "event": "delivery",
+                "id": recorded.then_some(summary.id),
+                "received_at": crate::time::rfc3339_ms(summary.received_at_ms),
+                "method": summary.method,
+                "path": summary.path,
+                "status": summary.status,
+                "duration_ms": summary.duration_ms.map(crate::time::round_ms),
+                "provider": summary.provider,
+                "event_key": known(&summary.event_key),
+                "event_key_source": known(&summary.event_key_source),
+                "delivery_number": recorded.then_some(delivery_number),
+                "error": summary.error,
+            })
+        }
     };
     Some(crate::render::json::to_terminal_line(&value))
 }
@@ -238,6 +245,29 @@ mod tests {
             error: None,
             replay_of: None,
         }
+    }
+
+    #[test]
+    fn a_delivery_outside_the_history_has_no_id_and_no_event_in_json() {
+        let unrecorded = Summary {
+            id: 0,
+            provider: None,
+            event_key: String::new(),
+            event_key_source: String::new(),
+            delivery_count: 1,
+            ..summary()
+        };
+        let line = json_line(&TunnelEvent::delivered(unrecorded)).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&line).unwrap();
+        for field in ["id", "event_key", "event_key_source", "delivery_number"] {
+            assert!(value[field].is_null(), "{field}: {line}");
+        }
+        let line = json_line(&TunnelEvent::delivered(summary())).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            (value["id"].as_i64(), value["event_key_source"].as_str()),
+            (Some(12), Some("body:/id"))
+        );
     }
 
     #[test]
