@@ -81,7 +81,7 @@ pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
                 "cookies": cookies(&o.response_headers, Cookies::Response, reveal),
                 "headers": headers(&o.response_headers, reveal),
                 "content": content,
-                "redirectURL": "",
+                "redirectURL": first_value(&o.response_headers, "location"),
                 "headersSize": -1,
                 "bodySize": body_size(&o.response_body, o.response_body_size),
             });
@@ -162,8 +162,14 @@ fn headers(list: &[Header], reveal: bool) -> Vec<Value> {
 }
 
 fn mime_type(list: &[Header]) -> String {
+    first_value(list, "content-type")
+}
+
+/// The first value of header `name`, or empty: HAR's `mimeType` and
+/// `redirectURL` are strings either way.
+fn first_value(list: &[Header], name: &str) -> String {
     list.iter()
-        .find(|h| h.name.eq_ignore_ascii_case("content-type"))
+        .find(|h| h.name.eq_ignore_ascii_case(name))
         .map(|h| String::from_utf8_lossy(&h.value).into_owned())
         .unwrap_or_default()
 }
@@ -247,6 +253,17 @@ mod tests {
         assert_eq!(entry["response"]["content"]["encoding"], "base64");
         assert_eq!(entry["timings"]["wait"], 4.0);
         assert_eq!(entry["request"]["bodySize"], 2);
+        assert_eq!(entry["response"]["redirectURL"], "");
+
+        let mut redirected = d.clone();
+        let answer = redirected.outcome.as_mut().expect("answered");
+        answer.status = Some(302);
+        answer.response_headers = vec![Header::new("Location", "https://example.com/next")];
+        let har = document(&redirected, "http://127.0.0.1:3000/hook", false);
+        assert_eq!(
+            har["log"]["entries"][0]["response"]["redirectURL"],
+            "https://example.com/next"
+        );
 
         // A body that broke off on its way: its full size is not known.
         let mut cut = d.clone();
