@@ -102,7 +102,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Http(args) => commands::http::run(args, &db()?, config).await,
         Command::History(args) => commands::history::run(args, &db()?),
-        Command::Show(args) => commands::show::run(args, &db()?),
+        Command::Show(args) => commands::show::run(args, &db()?, cli.db.is_some()),
         Command::Export(args) => commands::export::run(args, &db()?),
         Command::Prune(args) => commands::prune::run(args, &db()?),
         Command::Replay(args) => commands::replay::run(args, &db()?).await,

@@ -28,8 +28,9 @@ pub struct Args {
     pub reveal: bool,
 }
 
-/// Prints the delivery.
-pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
+/// Prints the delivery; `db_named` when `--db` (or `PORTPREVIEW_DB`) chose
+/// the history, so that a hint to run another command names it too.
+pub fn run(args: Args, db: &Path, db_named: bool) -> anyhow::Result<ExitCode> {
     let store = Store::open_existing(db).map_err(|e| e.for_command(db))?;
     let delivery = fetch(&store, args.id, db)?;
     let number = store.delivery_number(args.id).map_err(|e| e.for_command(db))?;
@@ -39,12 +40,22 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         let value = render::json::delivery(&delivery, number, &runs, args.reveal);
         format!("{}\n", render::json::to_terminal_text(&value))
     } else {
-        let body_limit = if stdout.is_terminal() {
-            TERMINAL_BODY_LIMIT
-        } else {
-            usize::MAX
+        let portpreview = match db_named {
+            // `--db=`: a path starting with `-` would read as a flag.
+            true => format!(
+                "portpreview --db={}",
+                render::curl::quote(db.as_os_str().as_encoded_bytes())
+            ),
+            false => "portpreview".to_owned(),
         };
-        render::show::delivery(&delivery, number, &runs, args.reveal, body_limit)
+        let cut = match stdout.is_terminal() {
+            true => render::show::BodyCut {
+                limit: TERMINAL_BODY_LIMIT,
+                portpreview: &portpreview,
+            },
+            false => render::show::BodyCut::WHOLE,
+        };
+        render::show::delivery(&delivery, number, &runs, args.reveal, cut)
     };
     stdout
         .lock()

@@ -11,9 +11,28 @@ use super::mask::{escape_value, shown_value};
 use crate::store::{Delivery, ReplayRun};
 use crate::time::{ordinal, rfc3339_ms};
 
+/// How far each body is shown, and how to ask for the rest.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyCut<'a> {
+    /// Bytes of each body shown (`usize::MAX` for all of them).
+    pub limit: usize,
+    /// The command line that reaches this history, `--db` included when
+    /// it was named: the hint after a cut body must show this delivery,
+    /// not the one with its number in the default history.
+    pub portpreview: &'a str,
+}
+
+impl BodyCut<'_> {
+    /// Every byte of every body.
+    pub const WHOLE: BodyCut<'static> = BodyCut {
+        limit: usize::MAX,
+        portpreview: "portpreview",
+    };
+}
+
 /// The delivery as text; secrets masked unless `reveal`; each body shown as
-/// far as its first `body_limit` bytes (`usize::MAX` for all of it).
-pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: bool, body_limit: usize) -> String {
+/// far as `cut` says.
+pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: bool, cut: BodyCut<'_>) -> String {
     let r = &d.request;
     let mut out = String::new();
     let _ = writeln!(out, "Delivery #{}", d.id);
@@ -54,7 +73,7 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
         &r.request_headers,
         &r.request_body,
         r.request_body_size,
-        body_limit,
+        cut,
     );
 
     let _ = writeln!(out, "\nResponse");
@@ -81,7 +100,7 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
                 &o.response_headers,
                 &o.response_body,
                 o.response_body_size,
-                body_limit,
+                cut,
             );
         }
     }
@@ -117,7 +136,7 @@ fn headers(out: &mut String, list: &[Header], reveal: bool) {
     }
 }
 
-fn body(out: &mut String, id: i64, headers: &[Header], bytes: &[u8], size: u64, limit: usize) {
+fn body(out: &mut String, id: i64, headers: &[Header], bytes: &[u8], size: u64, cut: BodyCut<'_>) {
     if bytes.is_empty() && size == 0 {
         return;
     }
@@ -142,7 +161,7 @@ fn body(out: &mut String, id: i64, headers: &[Header], bytes: &[u8], size: u64, 
             bytes
         }
     };
-    let (text, shown) = for_terminal_start(readable, limit);
+    let (text, shown) = for_terminal_start(readable, cut.limit);
     for line in text.lines() {
         let _ = writeln!(out, "  {line}");
     }
@@ -155,9 +174,10 @@ fn body(out: &mut String, id: i64, headers: &[Header], bytes: &[u8], size: u64, 
         } else {
             ""
         };
+        let again = escape_str(cut.portpreview);
         let _ = writeln!(
             out,
-            "  … {} more {}; portpreview show {id} | less shows all of them, portpreview export {id}{format} saves them",
+            "  … {} more {}; {again} show {id} | less shows all of them, {again} export {id}{format} saves them",
             thousands(left as u64),
             if left == 1 { "byte" } else { "bytes" }
         );
@@ -204,7 +224,7 @@ mod tests {
 
     #[test]
     fn everything_is_escaped_and_secrets_masked() {
-        let shown = delivery(&sample(), 2, &[], false, usize::MAX);
+        let shown = delivery(&sample(), 2, &[], false, BodyCut::WHOLE);
         assert!(!shown.chars().any(|c| c.is_control() && c != '\n'), "{shown}");
         assert!(!shown.contains("sk_live_secret"), "{shown}");
         assert!(shown.contains("Bearer ••••••"), "{shown}");
@@ -219,14 +239,14 @@ mod tests {
         health.request.event_key.clear();
         health.request.event_key_source = "none".into();
         health.delivery_count = 1;
-        let shown = delivery(&health, 1, &[], false, usize::MAX);
+        let shown = delivery(&health, 1, &[], false, BodyCut::WHOLE);
         assert!(shown.contains("none (nothing to group deliveries by)"), "{shown}");
         assert!(!shown.contains("delivery of"), "{shown}");
     }
 
     #[test]
     fn reveal_shows_secrets() {
-        assert!(delivery(&sample(), 2, &[], true, usize::MAX).contains("Bearer sk_live_secret"));
+        assert!(delivery(&sample(), 2, &[], true, BodyCut::WHOLE).contains("Bearer sk_live_secret"));
     }
 
     #[test]
@@ -234,7 +254,11 @@ mod tests {
         let mut big = sample();
         big.request.request_body = vec![b'x'; 100_000];
         big.request.request_body_size = 100_000;
-        let shown = delivery(&big, 2, &[], false, 65_536);
+        let at_64k = BodyCut {
+            limit: 65_536,
+            portpreview: "portpreview",
+        };
+        let shown = delivery(&big, 2, &[], false, at_64k);
         assert!(
             shown.contains(&format!("  {}\n", "x".repeat(65_536))),
             "the first 64 KiB"
@@ -247,15 +271,24 @@ mod tests {
             "{}",
             &shown[shown.len() - 400..]
         );
-        let whole = delivery(&big, 2, &[], false, usize::MAX);
+        let whole = delivery(&big, 2, &[], false, BodyCut::WHOLE);
         assert!(whole.contains(&"x".repeat(100_000)) && !whole.contains("more bytes"));
         // Stored cut short, it exports only as HAR.
         let mut cut = big.clone();
         cut.request.request_body_size = 30_000_000;
         assert!(
-            delivery(&cut, 2, &[], false, 65_536).contains("portpreview export 7 --format har saves them\n"),
+            delivery(&cut, 2, &[], false, at_64k).contains("portpreview export 7 --format har saves them\n"),
             "the hint names the export that works"
         );
+        // A history named by --db is named again.
+        let named = BodyCut {
+            limit: 65_536,
+            portpreview: "portpreview --db='my hooks.db'",
+        };
+        assert!(delivery(&big, 2, &[], false, named).contains(
+            "; portpreview --db='my hooks.db' show 7 | less shows all of them, \
+             portpreview --db='my hooks.db' export 7 saves them\n"
+        ));
         // The response (3 bytes) is under the limit: no note for it.
         assert_eq!(shown.matches("more bytes").count(), 1);
     }
