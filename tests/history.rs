@@ -433,7 +433,10 @@ fn unknown_ids_and_broken_databases_exit_2_with_one_line() {
     let mut bytes = b"SQLite format 3\0".to_vec();
     bytes.extend(std::iter::repeat_n(0xa5u8, 8192));
     std::fs::write(&corrupt, bytes).unwrap();
-    for bad in [&text_file, &corrupt, &h.dir] {
+    // SQLite would open a pipe or a device and write its journal beside it.
+    let pipe = h.dir.join("pipe");
+    assert!(Command::new("mkfifo").arg(&pipe).status().unwrap().success());
+    for bad in [&text_file, &corrupt, &h.dir, &pipe] {
         let out = Command::new(portpreview_bin())
             .args(["history", "--db"])
             .arg(bad)
@@ -448,6 +451,21 @@ fn unknown_ids_and_broken_databases_exit_2_with_one_line() {
         );
         assert_eq!(line.matches(&bad.display().to_string()).count(), 1, "{line}");
     }
+    assert!(!h.dir.join("pipe-journal").exists(), "nothing written beside the pipe");
+    let out = Command::new(portpreview_bin())
+        .args(["http", "9", "--no-tui", "--db"])
+        .arg(&pipe)
+        .env("PORTPREVIEW_CONFIG", h.dir.join("config.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr_line(&out),
+        format!(
+            "error: {} is not a regular file, so it cannot hold a history: pass --db a file path",
+            pipe.display()
+        )
+    );
 }
 
 /// `portpreview --db DB <args>` run by a user who may only read `h`'s

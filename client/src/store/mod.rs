@@ -83,6 +83,13 @@ pub enum StoreError {
         /// The directory.
         path: PathBuf,
     },
+    /// The path names a device, a pipe or a socket. SQLite would write its
+    /// journal beside it (`/dev/null-journal`).
+    #[error("{} is not a regular file, so it cannot hold a history: pass --db a file path", path.display())]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+    },
     /// Any other SQLite failure (disk full, I/O error…). The SQLite error is
     /// kept out of `source()`: the message already includes it.
     #[error("history database error: {0}")]
@@ -171,7 +178,7 @@ impl Store {
     /// that died left in their inboxes is moved in first, waiting for
     /// another process's lock as any write does.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        refuse_directory(path)?;
+        refuse_non_file(path)?;
         if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
@@ -194,7 +201,7 @@ impl Store {
     /// would then miss the last deliveries until `http` ran again.
     pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
         require(path)?;
-        refuse_directory(path)?;
+        refuse_non_file(path)?;
         let store = match Self::connect(path, Opening::Existing) {
             // A history this user may only read (a CI job's artifact, a
             // read-only mount): reading it needs no write, so it is opened
@@ -358,14 +365,14 @@ pub fn require(path: &Path) -> Result<(), StoreError> {
     }
 }
 
-/// Fails with [`StoreError::IsDirectory`] when `path` names a directory.
-fn refuse_directory(path: &Path) -> Result<(), StoreError> {
-    if path.is_dir() {
-        Err(StoreError::IsDirectory {
-            path: path.to_path_buf(),
-        })
-    } else {
-        Ok(())
+/// Fails unless `path` names a regular file (a link to one will do) or
+/// nothing yet.
+fn refuse_non_file(path: &Path) -> Result<(), StoreError> {
+    let path_buf = || path.to_path_buf();
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => Err(StoreError::IsDirectory { path: path_buf() }),
+        Ok(meta) if !meta.is_file() => Err(StoreError::NotAFile { path: path_buf() }),
+        _ => Ok(()),
     }
 }
 
