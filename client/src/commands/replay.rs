@@ -132,7 +132,7 @@ async fn start(args: &Args, db: &Path, case: &mut String) -> anyhow::Result<Ran>
     }
     // Said before anything is sent: the user asked for a header the
     // attempts will not carry.
-    for line in replay::overridden_by_signing(&request, &opts) {
+    for line in replay::edits_not_sent(&request, &opts) {
         crate::to_stderr(format_args!("warning: {}\n", escape_str(&line)));
     }
     let started_at_ms = crate::time::now_ms();

@@ -1,21 +1,24 @@
-//! Header edits that re-signing overrides. Signing writes the provider's
-//! signature headers on every attempt, so a `--header` naming one of them
-//! is replaced and a `--drop-header` of one is sent after all. A user may
-//! pass a default header list, so this is a warning, not a refusal.
+//! Header edits the attempts will not carry as given. Signing writes the
+//! provider's signature headers on every attempt, so a `--header` naming
+//! one of them is replaced and a `--drop-header` of one is sent after all;
+//! a hop-by-hop header describes one connection and is never replayed. A
+//! user may pass a default header list, so this is a warning, not a refusal.
 
+use portpreview_shared::hop::HopFilter;
 use portpreview_shared::provider;
 
 use super::plan::Plan;
 use super::ReplayOptions;
 use crate::store::NewDelivery;
 
-/// One line per `--header` or `--drop-header` that signing overrides, naming
-/// the header; empty when nothing is signed or the run cannot start (the
-/// run itself says why).
-pub fn overridden_by_signing(request: &NewDelivery, opts: &ReplayOptions) -> Vec<String> {
+/// One line per `--header` that is hop-by-hop or that signing overrides,
+/// and per `--drop-header` that signing puts back, naming the header;
+/// empty when the run cannot start (the run itself says why).
+pub fn edits_not_sent(request: &NewDelivery, opts: &ReplayOptions) -> Vec<String> {
     if opts.add_headers.is_empty() && opts.drop_headers.is_empty() {
         return Vec::new();
     }
+    let hop = HopFilter::from_headers(opts.add_headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())));
     let Ok(plan) = Plan::new(request, opts) else {
         return Vec::new();
     };
@@ -31,7 +34,12 @@ pub fn overridden_by_signing(request: &NewDelivery, opts: &ReplayOptions) -> Vec
     };
     let mut lines = Vec::new();
     for (name, value) in &opts.add_headers {
-        if provider::header(&signed.headers, name) != Some(value.as_bytes()) {
+        if hop.drops(name) {
+            lines.push(format!(
+                "the {name} header given with --header is not sent: a hop-by-hop header describes one \
+                 connection, and no attempt replays it"
+            ));
+        } else if provider::header(&signed.headers, name) != Some(value.as_bytes()) {
             lines.push(format!(
                 "{by} replaces the {name} header given with --header: each attempt is signed afresh"
             ));
@@ -87,12 +95,12 @@ mod tests {
 
     #[test]
     fn a_signature_header_set_or_dropped_by_hand_is_named_once() {
-        let set = overridden_by_signing(&stripe(), &resigned(&[("stripe-signature", "t=1,v1=bad")], &[]));
+        let set = edits_not_sent(&stripe(), &resigned(&[("stripe-signature", "t=1,v1=bad")], &[]));
         assert_eq!(
             set,
             ["--resign replaces the stripe-signature header given with --header: each attempt is signed afresh"]
         );
-        let dropped = overridden_by_signing(&stripe(), &resigned(&[], &["Stripe-Signature"]));
+        let dropped = edits_not_sent(&stripe(), &resigned(&[], &["Stripe-Signature"]));
         assert_eq!(
             dropped,
             ["--resign puts back the Stripe-Signature header left out with --drop-header: each attempt is signed afresh"]
@@ -102,13 +110,35 @@ mod tests {
     #[test]
     fn edits_signing_leaves_alone_are_not_mentioned() {
         let others = resigned(&[("x-added", "2")], &["x-keep"]);
-        assert!(overridden_by_signing(&stripe(), &others).is_empty());
+        assert!(edits_not_sent(&stripe(), &others).is_empty());
         // Without signing the edited header is what goes out.
         let unsigned = ReplayOptions {
             resign: false,
             secret: None,
             ..resigned(&[("stripe-signature", "t=1,v1=bad")], &["stripe-signature"])
         };
-        assert!(overridden_by_signing(&stripe(), &unsigned).is_empty());
+        assert!(edits_not_sent(&stripe(), &unsigned).is_empty());
+    }
+
+    #[test]
+    fn hop_by_hop_headers_are_said_to_stay_behind_not_to_be_signed_over() {
+        let unsigned = ReplayOptions {
+            resign: false,
+            secret: None,
+            ..resigned(
+                &[("Connection", "close, X-Trace"), ("TE", "trailers"), ("X-Trace", "1")],
+                &[],
+            )
+        };
+        let lines = edits_not_sent(&stripe(), &unsigned);
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert!(
+            lines.iter().all(|l| l.contains("is not sent: a hop-by-hop header")),
+            "{lines:?}"
+        );
+        assert!(
+            lines[2].starts_with("the X-Trace header"),
+            "named by Connection: {lines:?}"
+        );
     }
 }
