@@ -80,7 +80,8 @@ pub enum ReplayError {
     /// The recorded body was cut at the store's limit, or broke off on its
     /// way (then `size` is one past `kept`: the full size is not known).
     #[error(
-        "the delivery's body was cut short when it was recorded ({}): it cannot be replayed as sent",
+        "the delivery's body was cut short when it was recorded ({}): it cannot be replayed as sent \
+         (--body-file sends another)",
         if crate::store::size_unknown_past(*kept, *size) {
             format!("after {kept} bytes")
         } else {

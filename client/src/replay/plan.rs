@@ -61,7 +61,8 @@ pub fn provider_of(request: &NewDelivery) -> Option<Provider> {
 impl Plan {
     /// Checks and prepares a run; every "could not run" reason surfaces here.
     pub fn new(request: &NewDelivery, opts: &ReplayOptions) -> Result<Self, ReplayError> {
-        if request.request_truncated() {
+        // A body given with --body-file replaces the stored one whole.
+        if opts.body.is_none() && request.request_truncated() {
             return Err(ReplayError::Truncated {
                 kept: request.request_body.len() as u64,
                 size: request.request_body_size,

@@ -164,6 +164,13 @@ fn a_truncated_body_and_a_missing_secret_stop_the_run_before_it_starts() {
             .contains("was cut short when it was recorded (after 2 bytes)"),
         "{err}"
     );
+    // A body of the user's own replaces the stored one whole.
+    let own = ReplayOptions {
+        body: Some(b"{\"id\":\"evt_own\"}".to_vec()),
+        ..ReplayOptions::default()
+    };
+    let plan = Plan::new(&cut, &own).expect("--body-file needs none of the stored body");
+    assert_eq!(&plan.recorded.body[..], b"{\"id\":\"evt_own\"}");
     let mut stripe = recorded();
     stripe.provider = Some("stripe".into());
     let resign = ReplayOptions {
