@@ -137,13 +137,15 @@ impl Fixture {
     pub fn load(path: &Path) -> anyhow::Result<Fixture> {
         let text = std::fs::read(path).with_context(|| format!("cannot read fixture {}", path.display()))?;
         let not_a_fixture = || format!("{} is not a PortPreview fixture", path.display());
-        let value: serde_json::Value = serde_json::from_slice(&text).with_context(not_a_fixture)?;
-        if !value.is_object() {
+        if text.trim_ascii_start().first() != Some(&b'{') {
             // serde would read an array as the struct's fields in order and
             // complain about "13 elements".
+            serde_json::from_slice::<serde::de::IgnoredAny>(&text).with_context(not_a_fixture)?;
             return Err(anyhow::anyhow!("a fixture is one JSON object")).with_context(not_a_fixture);
         }
-        let mut fixture: Fixture = serde_json::from_value(value).with_context(not_a_fixture)?;
+        // Read straight into the struct, which refuses a field given twice;
+        // through a `Value` the last one would win without a word.
+        let mut fixture: Fixture = serde_json::from_slice(&text).with_context(not_a_fixture)?;
         let carried = fixture
             .validate()
             .with_context(|| format!("invalid fixture {}", path.display()))?;
@@ -196,6 +198,16 @@ impl Fixture {
         // not parse (exit 2), not an attempt that failed in a verdict.
         if http::Method::from_bytes(self.method.as_bytes()).is_err() {
             bail!("method {:?} is not an HTTP method", self.method);
+        }
+        // A target `check` cannot reach would fail every fixture alike,
+        // and the error would not say which file it came from. It is the
+        // target a tunnel forwarded to, so it is checked as `http` checks
+        // one: a query in it would land inside every replayed path.
+        if !self.target.is_empty() {
+            crate::target::Target::parse_for_tunnel(&self.target).map_err(|e| anyhow::anyhow!("target: {e}"))?;
+        }
+        if let Some(at) = self.received_at.as_deref().filter(|at| parse_rfc3339_ms(at).is_none()) {
+            bail!("received_at {at:?} is not an RFC 3339 UTC time such as \"2026-01-01T00:00:00.000Z\"");
         }
         // A mistyped URL would be signed over without a word, and every
         // Square or Twilio attempt refused for no reason the report shows.
@@ -443,6 +455,12 @@ mod tests {
             r#"{"portpreview_fixture": 1, "method": "POST", "path": "/", "headers": [{"name": "stripe-signature", "value": "t=1,v1=0"}],
                 "body": "{\"id\":\"evt_1\"}", "event_key": "evt_1", "event_key_source": "header:X-GitHub-Delivery"}"#,
             r#"{"portpreview_fixture": 1, "method": "POST", "path": "/", "tunnel_url": "127.0.0.1:1/t/x"}"#,
+            r#"{"portpreview_fixture": 1, "method": "POST", "path": "/", "method": "DELETE"}"#,
+            r#"{"portpreview_fixture": 1, "method": "POST", "path": "/", "received_at": "yesterday"}"#,
+            r#"{"portpreview_fixture": 1, "method": "POST", "path": "/", "target": "not a url"}"#,
+            r#"{"portpreview_fixture": 1, "method": "POST", "path": "/", "target": "ftp://127.0.0.1:1"}"#,
+            r#"{"portpreview_fixture": 1, "method": "POST", "path": "/", "target": "http://127.0.0.1:1?q=1"}"#,
+            r#"{"portpreview_fixture": 1, "method": "POST", "path": "/", "target": "http://127.0.0.1:1/base#x"}"#,
         ];
         for (n, text) in cases.iter().enumerate() {
             let path = dir.0.join(format!("bad{n}.json"));

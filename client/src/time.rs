@@ -16,9 +16,11 @@ pub fn rfc3339_ms(ms: i64) -> String {
     }
 }
 
-/// RFC 3339 text back to milliseconds since the epoch.
+/// RFC 3339 UTC text (`2026-01-01T00:00:00.000Z`, as [`rfc3339_ms`]
+/// writes it) back to milliseconds since the epoch. A time without its
+/// `Z` names no instant: it is refused, not taken as UTC.
 pub fn parse_rfc3339_ms(text: &str) -> Option<i64> {
-    let at = humantime::parse_rfc3339_weak(text).ok()?;
+    let at = humantime::parse_rfc3339(text).ok()?;
     let since = at.duration_since(UNIX_EPOCH).ok()?;
     i64::try_from(since.as_millis()).ok()
 }
@@ -97,6 +99,9 @@ mod tests {
         assert_eq!(text, "2023-11-14T22:13:20.123Z");
         assert_eq!(parse_rfc3339_ms(&text), Some(1_700_000_000_123));
         assert_eq!(parse_rfc3339_ms("yesterday"), None);
+        assert_eq!(parse_rfc3339_ms("2023-11-14T22:13:20Z"), Some(1_700_000_000_000));
+        assert_eq!(parse_rfc3339_ms("2023-11-14T22:13:20"), None, "no offset, no instant");
+        assert_eq!(parse_rfc3339_ms("2023-11-14 22:13:20Z"), None);
     }
 
     #[test]
