@@ -66,12 +66,17 @@ pub struct Recorded {
     pub event_scope: String,
 }
 
-/// Why a delivery was not recorded; the tunnel forwards it anyway.
+/// Why a delivery was not recorded, or not yet safely; the tunnel forwards it anyway.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
     /// The inbox file could not be written (disk full…).
     #[error("delivery not recorded: cannot write the history inbox: {0}")]
     Inbox(std::io::Error),
+    /// Requests already handed to the writer could not be written to the
+    /// inbox file: the history still gets them, unless the process dies
+    /// before the writer has stored them.
+    #[error("cannot write the history inbox ({0}): the requests since the last write are stored in the history all the same, unless this process dies first")]
+    Unsaved(std::io::Error),
     /// The writer has stopped.
     #[error("the history writer has stopped; delivery not recorded")]
     Closed,
@@ -283,7 +288,7 @@ impl Recorder {
     /// Writes every request recorded so far to the inbox file. The tunnel
     /// calls this before any answer leaves the process.
     pub fn flush(&self) -> Result<(), RecordError> {
-        lock(&self.shared.inbox).flush().map_err(RecordError::Inbox)
+        lock(&self.shared.inbox).flush().map_err(RecordError::Unsaved)
     }
 
     /// Records the answer half of the delivery `ticket` stands for. Waits
