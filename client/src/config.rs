@@ -81,6 +81,7 @@ impl Config {
             parse_toml(&text).with_context(|| format!("invalid config file {}", path.display()))?;
         config
             .check_secrets()
+            .and_then(|()| config.check_server())
             .with_context(|| format!("invalid config file {}", path.display()))?;
         // Paths in the file mean the same from any directory: relative
         // ones are taken from the file's own folder.
@@ -90,6 +91,15 @@ impl Config {
             }
         }
         Ok(config)
+    }
+
+    /// Refuses a `server` no tunnel could reach, naming the file: found
+    /// only when `http` dialled it, it read as a mistake on the command line.
+    fn check_server(&self) -> anyhow::Result<()> {
+        if let Some(server) = &self.server {
+            crate::tunnel::connect::relay_url(server).context("server")?;
+        }
+        Ok(())
     }
 
     /// Refuses a `[secrets]` entry under a name that is no provider's: a
@@ -220,6 +230,23 @@ mod tests {
     #[test]
     fn unknown_keys_are_refused() {
         assert!(toml::from_str::<Config>("sever = \"typo\"").is_err());
+    }
+
+    #[test]
+    fn a_server_no_tunnel_could_reach_is_refused_with_the_file_named() {
+        let dir = crate::store::tests::ScratchDir::new("config-server");
+        let path = dir.0.join("config.toml");
+        std::fs::write(&path, "server = \"https://relay.example\"\n").unwrap();
+        assert!(Config::load_from(&path).is_ok());
+        std::fs::write(&path, "server = \"junk\"\n").unwrap();
+        let err = format!("{:#}", Config::load_from(&path).unwrap_err());
+        assert!(
+            err.starts_with(&format!(
+                "invalid config file {}: server: invalid relay address \"junk\"",
+                path.display()
+            )),
+            "{err}"
+        );
     }
 
     #[test]
