@@ -452,18 +452,32 @@ fn unknown_ids_and_broken_databases_exit_2_with_one_line() {
         assert_eq!(line.matches(&bad.display().to_string()).count(), 1, "{line}");
     }
     assert!(!h.dir.join("pipe-journal").exists(), "nothing written beside the pipe");
-    let out = Command::new(portpreview_bin())
-        .args(["http", "9", "--no-tui", "--db"])
-        .arg(&pipe)
-        .env("PORTPREVIEW_CONFIG", h.dir.join("config.toml"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    // `http`, which creates its history, refuses the same in one line.
+    let tunnel_refuses = |db: &std::path::Path| {
+        let out = Command::new(portpreview_bin())
+            .args(["http", "9", "--no-tui", "--db"])
+            .arg(db)
+            .env("PORTPREVIEW_CONFIG", h.dir.join("config.toml"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", db.display());
+        stderr_line(&out)
+    };
     assert_eq!(
-        stderr_line(&out),
+        tunnel_refuses(&pipe),
         format!(
             "error: {} is not a regular file, so it cannot hold a history: pass --db a file path",
             pipe.display()
+        )
+    );
+    // A file where a folder of the path should be is named.
+    let under_a_file = text_file.join("history.db");
+    assert_eq!(
+        tunnel_refuses(&under_a_file),
+        format!(
+            "error: cannot create history database {}: {} is a file, not a folder",
+            under_a_file.display(),
+            text_file.display()
         )
     );
 }
