@@ -56,10 +56,27 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     // A bare number has no unit, `0` included (which humantime takes).
     let unitless = text.bytes().all(|b| b.is_ascii_digit());
-    humantime::parse_duration(text)
-        .ok()
-        .filter(|_| !unitless)
-        .ok_or_else(|| "expected a number and a unit, like 300ms, 1s, 2m or 7d".to_string())
+    match read_duration(text) {
+        Err(months) if months == NO_MONTHS => Err(months),
+        read => read
+            .ok()
+            .filter(|_| !unitless)
+            .ok_or_else(|| "expected a number and a unit, like 300ms, 1s, 2m or 7d".to_string()),
+    }
+}
+
+/// Why a duration in months is refused.
+const NO_MONTHS: &str = "M would be months, easily taken for m, minutes: write months as days, like 30d";
+
+/// humantime's reading of a duration, without months (`M`, `month`): `M`
+/// is months to humantime, a step from `m`, minutes. One slip of the
+/// shift key, and `prune --older-than 1M` would keep a month instead of a
+/// minute, or `--timeout 1M` wait a month.
+pub fn read_duration(text: &str) -> Result<Duration, String> {
+    if text.contains('M') || text.to_ascii_lowercase().contains("month") {
+        return Err(NO_MONTHS.to_string());
+    }
+    humantime::parse_duration(text).map_err(|err| err.to_string())
 }
 
 #[cfg(test)]
@@ -84,6 +101,9 @@ mod tests {
         assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(7 * 86_400)));
         assert_eq!(parse_duration("7days"), Ok(Duration::from_secs(7 * 86_400)));
         assert_eq!(parse_duration("300ms"), Ok(Duration::from_millis(300)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("1M").unwrap_err().contains("30d"));
+        assert!(parse_duration("2months").unwrap_err().contains("30d"));
         for bad in ["7", "0", "5x", "soon", ""] {
             assert_eq!(
                 parse_duration(bad),

@@ -8,6 +8,9 @@ use std::time::Duration;
 pub fn format_duration(duration: Duration) -> String {
     const UNITS: [(u128, &str); 4] = [(86_400_000, "d"), (3_600_000, "h"), (60_000, "m"), (1_000, "s")];
     let ms = duration.as_millis();
+    if duration.is_zero() {
+        return "0s".into();
+    }
     if !duration.as_nanos().is_multiple_of(1_000_000) {
         return format!("{}µs", duration.as_micros());
     }
@@ -36,6 +39,6 @@ mod tests {
         .into_iter()
         .map(format_duration)
         .collect();
-        assert_eq!(shown, ["300ms", "1s", "1500ms", "90s", "2m", "36h", "7d", "0ms"]);
+        assert_eq!(shown, ["300ms", "1s", "1500ms", "90s", "2m", "36h", "7d", "0s"]);
     }
 }

@@ -95,7 +95,7 @@ impl ReplayOptions {
 /// Parses a duration written `300ms`, `30s`, `2m`; zero is refused, since
 /// no answer arrives in no time.
 pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
-    let duration = humantime::parse_duration(text)
+    let duration = crate::time::read_duration(text)
         .map_err(|err| format!("{text:?} is not a duration like 300ms or 30s ({err})"))?;
     if duration.is_zero() {
         return Err(format!("{text:?} is no time at all: give a duration like 300ms or 30s"));
@@ -114,7 +114,7 @@ const MIN_SETTLE: Duration = Duration::from_millis(1);
 /// once, right after the answer, and a handler working from a queue would
 /// pass for idempotent before its work was done.
 pub fn parse_settle(text: &str) -> Result<Duration, String> {
-    let duration = humantime::parse_duration(text)
+    let duration = crate::time::read_duration(text)
         .map_err(|err| format!("{text:?} is not a duration like 300ms or 2s ({err})"))?;
     if !duration.is_zero() && duration < MIN_SETTLE {
         return Err(format!(
@@ -207,6 +207,7 @@ mod tests {
         assert!(parse_settle("500us").unwrap_err().contains("shorter than 1ms"));
         assert_eq!(parse_settle("1ms"), Ok(Duration::from_millis(1)));
         assert_eq!(parse_settle("10m"), Ok(Duration::from_secs(600)));
+        assert!(parse_settle("1M").unwrap_err().contains("write months as days"));
     }
 
     #[test]
@@ -221,6 +222,9 @@ mod tests {
         assert_eq!(parse_positive_duration("30s"), Ok(DEFAULT_TIMEOUT));
         assert!(parse_positive_duration("0s").is_err());
         assert!(parse_positive_duration("soon").is_err());
+        assert!(parse_positive_duration("1M")
+            .unwrap_err()
+            .contains("write months as days"));
     }
 
     #[test]
