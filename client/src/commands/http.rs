@@ -66,7 +66,7 @@ pub struct Args {
     #[arg(long, value_parser = crate::replay::options::parse_positive_duration, default_value = "28s", value_name = "DURATION")]
     pub local_timeout: Duration,
     /// Address of the in-process relay when no --server is given.
-    #[arg(long, default_value = "127.0.0.1:0", value_name = "ADDR")]
+    #[arg(long, default_value = DEFAULT_LOCAL_LISTEN, value_name = "ADDR")]
     pub local_listen: String,
 }
 
@@ -76,6 +76,9 @@ impl Args {
         !self.no_tui && self.log_format == LogFormat::Text && std::io::stdout().is_terminal()
     }
 }
+
+/// Where the in-process relay listens unless `--local-listen` says otherwise.
+const DEFAULT_LOCAL_LISTEN: &str = "127.0.0.1:0";
 
 /// Runs the tunnel until ctrl-c, SIGTERM or (in the TUI) `q`.
 pub async fn run(args: Args, db: &Path, config: Config) -> anyhow::Result<ExitCode> {
@@ -90,6 +93,9 @@ pub async fn run(args: Args, db: &Path, config: Config) -> anyhow::Result<ExitCo
                     format_duration(args.local_timeout),
                     format_duration(DEFAULT_REQUEST_TIMEOUT),
                 );
+            }
+            if args.local_listen != DEFAULT_LOCAL_LISTEN {
+                tracing::warn!("--local-listen is not used: it places the in-process relay, and --server names one");
             }
             (connect::relay_url(&server)?, None)
         }
@@ -114,7 +120,14 @@ pub async fn run(args: Args, db: &Path, config: Config) -> anyhow::Result<ExitCo
         true => Some(connect::tls_config(
             args.ca_cert.as_deref().or(config.ca_cert.as_deref()),
         )?),
-        false => None,
+        false => {
+            if args.ca_cert.is_some() {
+                tracing::warn!(
+                    "--ca-cert is not used: it is trusted for a wss:// relay, and this one is reached without TLS"
+                );
+            }
+            None
+        }
     };
     let tunnel_config = TunnelConfig {
         connect: ConnectOptions {
