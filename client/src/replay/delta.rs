@@ -15,6 +15,26 @@ use portpreview_shared::text::counted;
 /// compared as replaced or not.
 const OPAQUE_FROM: f64 = 1e9;
 
+/// How a comma between digits is read. `5,050` is one amount to a person
+/// and two numbers to a CSV row (`sqlite3 -csv`: count 5, sum 50) or a JSON
+/// array, and nothing in one read tells which. Read one way throughout,
+/// the probe's own meaning moves consistently; read the other, a value
+/// crossing a thousand (or a column crossing 100) changes the shape of the
+/// line, and equal moves look unequal. So a burst is compared both ways
+/// (see [`moves_alike`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Commas {
+    /// `5,050` and `1,234.50` are one number each.
+    Group,
+    /// A comma separates numbers.
+    Separate,
+}
+
+impl Commas {
+    /// Both readings, the grouping one first.
+    pub const BOTH: [Commas; 2] = [Commas::Group, Commas::Separate];
+}
+
 /// The change between two probe reads.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Change {
@@ -139,7 +159,7 @@ impl Token<'_> {
 }
 
 /// Splits one line of probe output into tokens.
-fn tokens(line: &str) -> Vec<Token<'_>> {
+fn tokens(line: &str, commas: Commas) -> Vec<Token<'_>> {
     let word = |c: char| c.is_alphanumeric() || c == '_';
     let mut out = Vec::new();
     let mut rest = line;
@@ -160,13 +180,13 @@ fn tokens(line: &str) -> Vec<Token<'_>> {
             // A count written as a string (`"amount": "1050"`) is still a count.
             let inner = rest[..len].trim_matches('"');
             out.push(
-                match number(inner).filter(|(n, v)| *n == inner.len() && v.abs() < OPAQUE_FROM) {
+                match number(inner, commas).filter(|(n, v)| *n == inner.len() && v.abs() < OPAQUE_FROM) {
                     Some((_, value)) => Token::Count(value),
                     None => Token::Opaque(&rest[..len]),
                 },
             );
             len
-        } else if let Some((len, value)) = number(rest).filter(|_| !after_word) {
+        } else if let Some((len, value)) = number(rest, commas).filter(|_| !after_word) {
             out.push(if value.abs() >= OPAQUE_FROM {
                 Token::Opaque(&rest[..len])
             } else {
@@ -187,11 +207,10 @@ fn tokens(line: &str) -> Vec<Token<'_>> {
     out
 }
 
-/// A standalone number at the start of `text` (`5`, `-2`, `5.5`, `5,050`,
-/// `1,234.50`), not the start of a word (`1Pq`): its length and value.
-/// Thousands separators belong to the number: read apart, `5,050` going
-/// to `4,950` would be two counts moving by −1 and +900.
-fn number(text: &str) -> Option<(usize, f64)> {
+/// A standalone number at the start of `text` (`5`, `-2`, `5.5`, and with
+/// [`Commas::Group`] `5,050` and `1,234.50`), not the start of a word
+/// (`1Pq`): its length and value.
+fn number(text: &str, commas: Commas) -> Option<(usize, f64)> {
     let bytes = text.as_bytes();
     let digits = |from: usize| bytes[from..].iter().take_while(|b| b.is_ascii_digit()).count();
     let sign = usize::from(bytes.first() == Some(&b'-'));
@@ -200,7 +219,7 @@ fn number(text: &str) -> Option<(usize, f64)> {
         return None;
     }
     let mut len = sign + whole;
-    if whole <= 3 {
+    if commas == Commas::Group && whole <= 3 {
         // Groups of exactly three digits after a comma; `1,2` and `1,2345`
         // are two numbers.
         while bytes.get(len) == Some(&b',') && digits(len + 1) == 3 {
@@ -358,7 +377,7 @@ fn align(a: &[Token<'_>], b: &[Token<'_>]) -> Vec<(Option<usize>, Option<usize>)
 /// The change from `before` to `after`. With as many lines in both, line
 /// by line: each count's move, and how many other values were replaced.
 /// Otherwise (a dump that grew) the lines added and removed.
-pub fn change(before: &str, after: &str) -> Change {
+pub fn change(before: &str, after: &str, commas: Commas) -> Change {
     let (old, new): (Vec<&str>, Vec<&str>) = (before.lines().collect(), after.lines().collect());
     let mut change = Change::default();
     if old.len() != new.len() {
@@ -378,7 +397,7 @@ pub fn change(before: &str, after: &str) -> Change {
             continue;
         }
         change.changed_lines.push(line);
-        let (a, b) = (tokens(was), tokens(is));
+        let (a, b) = (tokens(was, commas), tokens(is, commas));
         // A value replaced by one of another kind (`-` by `evt_1`, `0` by
         // a clock) goes and comes: one replacement, not two.
         let (mut gone, mut came) = (0, 0);
@@ -429,6 +448,59 @@ pub fn multiple(first: &Change, later: &Change) -> Option<f64> {
     (ratio > 0.0).then_some(ratio)
 }
 
+/// The changes between each read and the next, all under the reading of
+/// commas that leaves fewer values unpaired or replaced: the one whose
+/// lines keep their shape. The grouping one wins a tie.
+pub fn changes(reads: &[&str]) -> Vec<Change> {
+    let under = |commas| -> Vec<Change> { reads.windows(2).map(|w| change(w[0], w[1], commas)).collect() };
+    let replaced = |changes: &[Change]| changes.iter().map(|c| c.replaced).sum::<usize>();
+    let [grouped, separate] = Commas::BOTH.map(under);
+    if replaced(&separate) < replaced(&grouped) {
+        separate
+    } else {
+        grouped
+    }
+}
+
+/// Whether the change from `middle` to `last` (a burst) moved the state as
+/// the change from `before` to `middle` (one delivery) did. Line by line,
+/// as each line may need its own reading of commas (`balance: 1,050` and
+/// `row: 9,950` from a CSV): a line agrees when it moves alike under a
+/// reading that counts something on it. A burst that acted twice agrees
+/// under neither: read apart, equal moves of each part make equal wholes;
+/// read whole, three-digit parts cannot make up a thousand. A reading that
+/// counts nothing on a line (four CSV columns read whole are one number
+/// as long as an ID) is no evidence, and is skipped.
+pub fn moves_alike(before: &str, middle: &str, last: &str) -> bool {
+    let (a, b, c): (Vec<&str>, Vec<&str>, Vec<&str>) = (
+        before.lines().collect(),
+        middle.lines().collect(),
+        last.lines().collect(),
+    );
+    if a.len() != b.len() || b.len() != c.len() {
+        // Rows came or went: compared by lines added and removed.
+        let under = |x, y| change(x, y, Commas::Separate);
+        return same_change(&under(before, middle), &under(middle, last));
+    }
+    a.iter().zip(&b).zip(&c).all(|((x, y), z)| line_moves_alike(x, y, z))
+}
+
+/// [`moves_alike`] for one line.
+fn line_moves_alike(before: &str, middle: &str, last: &str) -> bool {
+    let mut counted = false;
+    for commas in Commas::BOTH {
+        let (first, later) = (change(before, middle, commas), change(middle, last, commas));
+        if first.counts_nothing() && later.counts_nothing() {
+            continue;
+        }
+        if same_change(&first, &later) {
+            return true;
+        }
+        counted = true;
+    }
+    !counted
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -436,13 +508,18 @@ mod tests {
     /// Whether a burst that took the state from `one` to `two` changed it
     /// as the single delivery that took it from `zero` to `one` did.
     fn acts_once(zero: &str, one: &str, two: &str) -> bool {
-        same_change(&change(zero, one), &change(one, two))
+        moves_alike(zero, one, two)
+    }
+
+    /// The change under the reading that keeps lines' shapes.
+    fn change2(before: &str, after: &str) -> Change {
+        changes(&[before, after]).remove(0)
     }
 
     #[test]
     fn numbers_inside_identifiers_belong_to_their_words() {
         assert_eq!(
-            tokens("evt_1Pq balance: 5.5 rows=-2 v1"),
+            tokens("evt_1Pq balance: 5.5 rows=-2 v1", Commas::Group),
             vec![
                 Token::Text("evt_1Pq"),
                 Token::Text("balance"),
@@ -460,7 +537,7 @@ mod tests {
     fn dates_times_uuids_quoted_strings_and_large_numbers_count_nothing() {
         let line = r#"2026-12-02T14:00:05.123Z Dec  2 14:00:05 0f3c7a52-9d1e-4c0b-1234-5b6d7e8f9a0b "evt_1" 1764684000123 "42""#;
         assert_eq!(
-            tokens(line),
+            tokens(line, Commas::Group),
             vec![
                 Token::Opaque("2026-12-02T14:00:05.123Z"),
                 Token::Text("Dec"),
@@ -476,11 +553,11 @@ mod tests {
 
     #[test]
     fn a_counter_that_moved_ten_times_as_far_is_a_different_change() {
-        let single = change("count 5\n", "count 6\n");
-        let burst = change("count 6\n", "count 16\n");
+        let single = change2("count 5\n", "count 6\n");
+        let burst = change2("count 6\n", "count 16\n");
         assert!(!same_change(&single, &burst));
         assert_eq!(multiple(&single, &burst), Some(10.0));
-        assert!(same_change(&single, &change("count 6", "count 7")));
+        assert!(same_change(&single, &change2("count 6", "count 7")));
         assert_eq!(single.describe(), "+1");
     }
 
@@ -490,7 +567,7 @@ mod tests {
         assert!(!acts_once(&state(0, "-"), &state(100, "evt_A"), &state(500, "evt_B")));
         assert!(acts_once(&state(0, "-"), &state(100, "evt_A"), &state(200, "evt_B")));
         assert_eq!(
-            change(&state(0, "-"), &state(100, "evt_A")).describe(),
+            change2(&state(0, "-"), &state(100, "evt_A")).describe(),
             "+100, 1 value replaced"
         );
         let json = |balance, last: &str| format!(r#"{{"balance": {balance}, "last_event": {last}}}"#);
@@ -545,20 +622,20 @@ mod tests {
 
     #[test]
     fn padding_that_widens_with_a_number_is_no_change_of_shape() {
-        let single = change(" balance \n---------\n       9\n", " balance \n---------\n      10\n");
+        let single = change2(" balance \n---------\n       9\n", " balance \n---------\n      10\n");
         assert_eq!(single.describe(), "+1");
     }
 
     #[test]
     fn dumps_compare_by_lines_added() {
-        let single = change("a\n", "a\nevt_x 100\n");
-        let burst = change("a\nevt_x 100\n", "a\nevt_x 100\nevt_y 100\nevt_y 100\n");
+        let single = change2("a\n", "a\nevt_x 100\n");
+        let burst = change2("a\nevt_x 100\n", "a\nevt_x 100\nevt_y 100\nevt_y 100\n");
         assert!(!same_change(&single, &burst));
         assert_eq!(multiple(&single, &burst), Some(2.0));
         assert_eq!(burst.describe(), "2 lines added");
         assert!(same_change(
             &single,
-            &change("a\nevt_x 100\n", "a\nevt_x 100\nevt_y 100\n")
+            &change2("a\nevt_x 100\n", "a\nevt_x 100\nevt_y 100\n")
         ));
     }
 
@@ -566,28 +643,64 @@ mod tests {
     fn a_huge_line_of_another_shape_is_replaced_whole_without_aligning() {
         let before = "x ".repeat(5_000);
         let after = "y ".repeat(5_000);
-        assert_eq!(change(&before, &after).describe(), "5000 values replaced");
+        assert_eq!(change2(&before, &after).describe(), "5000 values replaced");
     }
 
     #[test]
     fn amounts_written_with_thousands_separators_are_one_count() {
         assert_eq!(
-            tokens("balance: 5,050"),
+            tokens("balance: 5,050", Commas::Group),
             [Token::Text("balance"), Token::Text(":"), Token::Count(5050.0)]
         );
-        assert_eq!(tokens("1,234,567.50 USD")[0], Token::Count(1_234_567.5));
-        assert_eq!(tokens("1,2")[0], Token::Count(1.0), "a list, not a grouped number");
-        assert_eq!(tokens("1,2345")[0], Token::Count(1.0));
-        assert_eq!(change("balance: 5,050", "balance: 4,950").describe(), "−100");
-        assert_eq!(change("balance: 1,050", "balance: 950").describe(), "−100");
+        assert_eq!(tokens("1,234,567.50 USD", Commas::Group)[0], Token::Count(1_234_567.5));
+        assert_eq!(
+            tokens("1,2", Commas::Group)[0],
+            Token::Count(1.0),
+            "a list, not a grouped number"
+        );
+        assert_eq!(tokens("1,2345", Commas::Group)[0], Token::Count(1.0));
+        assert_eq!(change2("balance: 5,050", "balance: 4,950").describe(), "−100");
+        assert_eq!(change2("balance: 1,050", "balance: 950").describe(), "−100");
         assert!(acts_once("balance: 5,050", "balance: 4,950", "balance: 4,850"));
         assert!(!acts_once("5,000.00 USD", "4,900.00 USD", "4,700.00 USD"));
     }
 
     #[test]
+    fn commas_between_numbers_are_read_the_probes_way() {
+        // CSV rows (count, sum) and JSON arrays: read whole, `1,50` and
+        // `2,100` would be 1 and 50, then 2100.
+        assert!(acts_once("0,0", "1,50", "2,100"));
+        assert!(acts_once("[0,0]", "[500,100]", "[1000,200]"));
+        assert!(acts_once("1,100", "2,200", "3,300"));
+        // Races still show, whichever way the commas are read.
+        assert!(!acts_once("0,0", "1,50", "6,300"));
+        assert!(!acts_once("[0,0]", "[500,100]", "[3000,600]"));
+        assert!(!acts_once("balance: 5,050", "balance: 4,950", "balance: 4,450"));
+        assert!(!acts_once("balance: 1,050", "balance: 950", "balance: 450"));
+        // Four columns read whole are one number as long as an ID: no
+        // evidence either way, so the race shows under the other reading.
+        assert!(!acts_once("5,500,100,100", "6,600,100,100", "8,800,100,100"));
+        assert!(!acts_once(
+            "[500,250,999,123]",
+            "[501,250,999,123]",
+            "[503,250,999,123]"
+        ));
+        // Each line read its own way.
+        assert!(acts_once(
+            "balance: 950\nrow: 9,950",
+            "balance: 1,000\nrow: 10,1000",
+            "balance: 1,050\nrow: 11,1050"
+        ));
+        // Described the way that keeps the line's shape.
+        assert_eq!(change2("0,0", "1,50").describe(), "+1, +50");
+        assert_eq!(change2("1,50", "2,100").describe(), "+1, +50");
+        assert_eq!(change2("balance: 1,050", "balance: 950").describe(), "−100");
+    }
+
+    #[test]
     fn no_movement_is_none() {
-        assert!(change("x 1", "x 1").is_none());
-        assert_eq!(change("x 1", "x 1").describe(), "no change");
-        assert_eq!(change("x 1", "x 3").describe(), "+2");
+        assert!(change2("x 1", "x 1").is_none());
+        assert_eq!(change2("x 1", "x 1").describe(), "no change");
+        assert_eq!(change2("x 1", "x 3").describe(), "+2");
     }
 }

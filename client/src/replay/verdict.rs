@@ -7,7 +7,7 @@ use portpreview_shared::provider::Provider;
 use portpreview_shared::sanitize::escape_str;
 use portpreview_shared::text::counted;
 
-use super::delta::{change, multiple, same_change, Change};
+use super::delta::{changes, moves_alike, multiple, Change};
 use super::probe::ProbeError;
 use super::report::{attempts_phrase, Attempt, Check, Role, StateTrace};
 
@@ -124,7 +124,7 @@ pub fn duplicates_change_nothing(attempts: &[Attempt], trace: &StateTrace) -> Op
              record the event ID under a unique constraint and skip events already handled ({news})",
             attempts_phrase(&moved),
             shown_change(first, last),
-            change(first, last).describe(),
+            changes(&[first, last])[0].describe(),
         ),
     })
 }
@@ -134,8 +134,9 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
     let [after_baseline, after_burst, ..] = trace.steps.as_slice() else {
         return None;
     };
-    let single = change(&trace.before, after_baseline);
-    let many = change(after_baseline, after_burst);
+    // Three reads, two changes.
+    let moves = changes(&[&trace.before, after_baseline, after_burst]);
+    let (single, many) = (&moves[0], &moves[1]);
     if single.counts_nothing() && many.counts_nothing() {
         // Without a side effect to count, a burst that acted twice looks
         // just like one that acted once: a `last_seen` replaced once or
@@ -154,7 +155,24 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
             ),
         });
     }
-    if same_change(&single, &many) {
+    if many.counts_nothing() && !many.is_none() {
+        // The burst was acted on (a last_seen was replaced) but moved no
+        // count: one effect or several read alike. Its event may have
+        // passed for the baseline's, deduped on a field --fresh left alone.
+        return Some(Check {
+            name: PROBE_SHOWS_EFFECTS,
+            passed: false,
+            detail: format!(
+                "one new event changed the state by {}, but a burst of {} of another only replaced values ({}), \
+                 so it cannot show how many times it acted: if the handler dedups on a field --fresh did not \
+                 renew, name it with --fresh-field; otherwise have the probe print a count per event",
+                single.describe(),
+                counted(burst, "copy", "copies"),
+                shown_change(after_baseline, after_burst),
+            ),
+        });
+    }
+    if moves_alike(&trace.before, after_baseline, after_burst) {
         return Some(Check {
             name: BURST_ACTS_ONCE,
             passed: true,
@@ -165,7 +183,7 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
             ),
         });
     }
-    let times = multiple(&single, &many).filter(|k| k.fract() == 0.0 && *k > 1.0);
+    let times = multiple(single, many).filter(|k| k.fract() == 0.0 && *k > 1.0);
     // Every copy acting may be no race at all but a handler that does not
     // dedup; the burst alone cannot tell, duplicates in sequence can.
     let diagnosis = match times {
@@ -186,9 +204,9 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
     let detail = if many.counts_nothing() || single.counts_nothing() {
         format!(
             "one new event {}, a burst of {} of another {}: the handler does not treat new events alike",
-            effect(&single),
+            effect(single),
             counted(burst, "copy", "copies"),
-            effect(&many)
+            effect(many)
         )
     } else {
         format!(
