@@ -13,6 +13,11 @@ use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
 /// `OPEN_MAX`); tried when the hard limit itself is refused.
 const FALLBACK: u64 = 10_240;
 
+/// The limit on open files in force now (`None`: unlimited or unknown).
+pub fn limit() -> Option<u64> {
+    getrlimit(Resource::Nofile).current
+}
+
 /// Raises the soft limit on open files as far as the hard limit allows,
 /// and returns the limit now in force (`None`: unlimited or unknown).
 pub fn raise_limit() -> Option<u64> {

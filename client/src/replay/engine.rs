@@ -94,6 +94,7 @@ pub async fn run(
     if opts.timeout.is_zero() {
         return Err(ReplayError::Timeout);
     }
+    fits_open_files(opts, portpreview_shared::open_files::limit())?;
     let plan = Plan::new(request, opts)?;
     let one_at_a_time = !opts.fresh && opts.width() == 1;
     let pool = Pool::open(&plan.endpoint, opts.timeout, opts.probe.is_none() && one_at_a_time).await?;
@@ -338,5 +339,68 @@ impl Run<'_> {
             attempts: self.attempts,
             elapsed,
         }
+    }
+}
+
+/// Files a run holds open besides its attempts' sockets: the history, its
+/// WAL and inbox, the probe's connection or pipes, the terminal.
+const FILES_BESIDE_ATTEMPTS: u64 = 32;
+
+/// Refuses a width of attempts in flight that the open-file `limit` leaves
+/// no room for (both binaries raise it as far as they may at start): the
+/// attempts past it would fail, and the handler be blamed.
+fn fits_open_files(opts: &ReplayOptions, limit: Option<u64>) -> Result<(), ReplayError> {
+    let width = if opts.fresh { opts.burst_width() } else { opts.width() }.min(opts.times);
+    let Some(limit) = limit else {
+        return Ok(());
+    };
+    let fits = limit.saturating_sub(FILES_BESIDE_ATTEMPTS);
+    // One attempt at a time is as narrow as a run goes: nothing to advise.
+    if width <= 1 || u64::from(width) <= fits {
+        return Ok(());
+    }
+    Err(ReplayError::OpenFiles {
+        width,
+        limit,
+        fits: fits.max(1),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_burst_wider_than_the_open_file_limit_is_refused_before_it_is_sent() {
+        let burst = ReplayOptions {
+            times: 300,
+            fresh: true,
+            ..ReplayOptions::default()
+        };
+        assert!(fits_open_files(&burst, Some(20_000)).is_ok());
+        assert!(fits_open_files(&burst, None).is_ok(), "unlimited");
+        let err = fits_open_files(&burst, Some(64)).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "300 attempts at once need as many sockets, and this process may open 64 files: \
+             raise the limit (ulimit -n) or pass --concurrency 32"
+        );
+        let narrower = ReplayOptions {
+            concurrency: Some(32),
+            ..burst.clone()
+        };
+        assert!(fits_open_files(&narrower, Some(64)).is_ok());
+        // Only as many attempts as there are can be in flight.
+        let three = ReplayOptions {
+            times: 3,
+            fresh: false,
+            concurrency: Some(100),
+            ..burst
+        };
+        assert!(fits_open_files(&three, Some(64)).is_ok());
+        assert!(
+            fits_open_files(&ReplayOptions::default(), Some(24)).is_ok(),
+            "one at a time"
+        );
     }
 }

@@ -74,6 +74,20 @@ pub enum ReplayError {
     /// `--concurrency` outside 1 to [`MAX_CONCURRENCY`].
     #[error("--concurrency must be from 1 to {MAX_CONCURRENCY}, not {0}")]
     Concurrency(u32),
+    /// More attempts in flight than the process may open sockets for:
+    /// those past the limit would fail, and the handler be blamed.
+    #[error(
+        "{width} attempts at once need as many sockets, and this process may open {limit} files: \
+         raise the limit (ulimit -n) or pass --concurrency {fits}"
+    )]
+    OpenFiles {
+        /// Attempts in flight at once.
+        width: u32,
+        /// The open-file limit.
+        limit: u64,
+        /// The most attempts in flight the limit leaves room for.
+        fits: u64,
+    },
     /// A zero `--timeout`: no attempt could ever be answered in time.
     #[error("--timeout must be longer than 0s")]
     Timeout,
