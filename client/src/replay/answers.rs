@@ -1,7 +1,7 @@
 //! Answers that differ between attempts, grouped and shown side by side.
 
 use portpreview_shared::sanitize::escape_str;
-use portpreview_shared::text::shorten;
+use portpreview_shared::text::{shorten, thousands};
 use serde_json::{json, Value};
 
 use super::report::{attempts_phrase, Attempt};
@@ -19,6 +19,8 @@ pub struct AnswerGroup {
     pub status: Option<u16>,
     /// Response body (the kept part).
     pub body: Vec<u8>,
+    /// The whole body's size and digest, which the group shares.
+    whole: (u64, [u8; 32]),
     /// Error text when there was no answer.
     pub error: Option<String>,
 }
@@ -27,10 +29,13 @@ impl AnswerGroup {
     /// The group as JSON: the body as text, or (null, and) its start as
     /// `body_base64` when it is binary.
     pub fn to_json(&self) -> Value {
+        let (size, digest) = self.whole;
         let mut value = json!({
             "attempts": self.attempts,
             "status": self.status,
             "body": shown_body(&self.body),
+            "body_size": size,
+            "body_blake3": hex::encode(digest),
             "error": self.error,
         });
         // Text would turn binary bytes into U+FFFD: their start goes as base64.
@@ -45,8 +50,18 @@ impl AnswerGroup {
     }
 
     fn lines(&self) -> Vec<String> {
+        let (size, _) = self.whole;
+        // Kept cut, two answers may start alike and differ further on.
+        let cut = match size > self.body.len() as u64 {
+            true => format!(
+                " ({} bytes, the first {} kept)",
+                thousands(size),
+                thousands(self.body.len() as u64)
+            ),
+            false => String::new(),
+        };
         let head = match (self.status, &self.error) {
-            (Some(status), _) => format!("{}: {status}", attempts_phrase(&self.attempts)),
+            (Some(status), _) => format!("{}: {status}{cut}", attempts_phrase(&self.attempts)),
             (None, error) => format!(
                 "{}: {}",
                 attempts_phrase(&self.attempts),
@@ -70,15 +85,17 @@ pub fn distinct_answers(attempts: &[Attempt]) -> Vec<AnswerGroup> {
     let mut groups: Vec<AnswerGroup> = Vec::new();
     for attempt in attempts {
         let answer = &attempt.answer;
+        let whole = (answer.body_size, answer.body_digest);
         match groups
             .iter_mut()
-            .find(|g| g.status == answer.status && g.body == answer.body && g.error == answer.error)
+            .find(|g| g.status == answer.status && g.whole == whole && g.error == answer.error)
         {
             Some(group) => group.attempts.push(attempt.n),
             None => groups.push(AnswerGroup {
                 attempts: vec![attempt.n],
                 status: answer.status,
                 body: answer.body.clone(),
+                whole,
                 error: answer.error.clone(),
             }),
         }
@@ -109,8 +126,39 @@ mod tests {
             attempts: vec![1],
             status: Some(200),
             body: body.to_vec(),
+            whole: (body.len() as u64, *blake3::hash(body).as_bytes()),
             error: None,
         }
+    }
+
+    #[test]
+    fn answers_that_differ_past_their_kept_start_are_two_answers() {
+        let whole = |tail: &[u8]| [vec![b'x'; 70_000], tail.to_vec()].concat();
+        let attempt = |n: u32, body: &[u8]| Attempt {
+            n,
+            role: super::super::report::Role::Replay,
+            request: crate::store::NewDelivery::default(),
+            answer: crate::replay::attempt::Answer {
+                status: Some(200),
+                body: body[..65_536].to_vec(),
+                body_size: body.len() as u64,
+                body_digest: *blake3::hash(body).as_bytes(),
+                ..Default::default()
+            },
+            step: 0,
+            state_changed: None,
+        };
+        let groups = distinct_answers(&[
+            attempt(1, &whole(b"n=1")),
+            attempt(2, &whole(b"n=2")),
+            attempt(3, &whole(b"n=2")),
+        ]);
+        let attempts: Vec<_> = groups.iter().map(|g| g.attempts.clone()).collect();
+        assert_eq!(attempts, [vec![1], vec![2, 3]]);
+        assert_eq!(
+            groups[1].lines()[0],
+            "attempts 2–3: 200 (70,003 bytes, the first 65,536 kept)"
+        );
     }
 
     #[test]

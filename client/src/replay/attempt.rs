@@ -74,6 +74,9 @@ pub struct Answer {
     pub body: Vec<u8>,
     /// Size of the whole response body.
     pub body_size: u64,
+    /// BLAKE3 of the whole response body, kept or not: two answers that
+    /// differ only past the kept start are still told apart.
+    pub body_digest: [u8; 32],
     /// Time from the first byte sent to the last byte received.
     pub duration: Duration,
     /// Why there was no answer, e.g. "connection reset by 127.0.0.1:3000".
@@ -238,14 +241,17 @@ impl Connection {
                 .collect(),
             ..Answer::default()
         };
+        let mut digest = blake3::Hasher::new();
         while let Some(frame) = body.frame().await {
             let frame = frame.map_err(|err| format!("{authority} broke off its answer: {err}"))?;
             if let Ok(data) = frame.into_data() {
                 answer.body_size += data.len() as u64;
+                digest.update(&data);
                 let room = self.kept_body.saturating_sub(answer.body.len());
                 answer.body.extend_from_slice(&data[..data.len().min(room)]);
             }
         }
+        answer.body_digest = *digest.finalize().as_bytes();
         Ok(answer)
     }
 }
