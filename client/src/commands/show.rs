@@ -40,20 +40,22 @@ pub fn run(args: Args, db: &Path, db_named: bool) -> anyhow::Result<ExitCode> {
         let value = render::json::delivery(&delivery, number, &runs, args.reveal);
         format!("{}\n", render::json::to_terminal_text(&value))
     } else {
-        let portpreview = match db_named {
-            // `--db=`: a path starting with `-` would read as a flag.
-            true => format!(
+        // `--db=`: a path starting with `-` would read as a flag.
+        let portpreview = if db_named {
+            format!(
                 "portpreview --db={}",
                 render::curl::quote(db.as_os_str().as_encoded_bytes())
-            ),
-            false => "portpreview".to_owned(),
+            )
+        } else {
+            "portpreview".to_owned()
         };
-        let cut = match stdout.is_terminal() {
-            true => render::show::BodyCut {
+        let cut = if stdout.is_terminal() {
+            render::show::BodyCut {
                 limit: TERMINAL_BODY_LIMIT,
                 portpreview: &portpreview,
-            },
-            false => render::show::BodyCut::WHOLE,
+            }
+        } else {
+            render::show::BodyCut::WHOLE
         };
         render::show::delivery(&delivery, number, &runs, args.reveal, cut)
     };

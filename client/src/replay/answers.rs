@@ -52,13 +52,14 @@ impl AnswerGroup {
     fn lines(&self) -> Vec<String> {
         let (size, _) = self.whole;
         // Kept cut, two answers may start alike and differ further on.
-        let cut = match size > self.body.len() as u64 {
-            true => format!(
+        let cut = if size > self.body.len() as u64 {
+            format!(
                 " ({} bytes, the first {} kept)",
                 thousands(size),
                 thousands(self.body.len() as u64)
-            ),
-            false => String::new(),
+            )
+        } else {
+            String::new()
         };
         let head = match (self.status, &self.error) {
             (Some(status), _) => format!("{}: {status}{cut}", attempts_phrase(&self.attempts)),
