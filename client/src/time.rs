@@ -57,11 +57,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     // A bare number has no unit, `0` included (which humantime takes).
     let unitless = text.bytes().all(|b| b.is_ascii_digit());
     match read_duration(text) {
+        Ok(duration) if !unitless => Ok(duration),
         Err(months) if months == NO_MONTHS => Err(months),
-        read => read
-            .ok()
-            .filter(|_| !unitless)
-            .ok_or_else(|| "expected a number and a unit, like 300ms, 1s, 2m or 7d".to_string()),
+        _ => Err("expected a number and a unit, like 300ms, 1s, 2m or 7d".to_string()),
     }
 }
 

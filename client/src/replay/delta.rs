@@ -23,7 +23,7 @@ const OPAQUE_FROM: f64 = 1e9;
 /// line, and equal moves look unequal. So a burst is compared both ways
 /// (see [`moves_alike`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Commas {
+enum Commas {
     /// `5,050` and `1,234.50` are one number each.
     Group,
     /// A comma separates numbers.
@@ -32,7 +32,7 @@ pub enum Commas {
 
 impl Commas {
     /// Both readings, the grouping one first.
-    pub const BOTH: [Commas; 2] = [Commas::Group, Commas::Separate];
+    const BOTH: [Commas; 2] = [Commas::Group, Commas::Separate];
 }
 
 /// The change between two probe reads.
@@ -67,7 +67,7 @@ type Place = (usize, usize);
 impl Change {
     /// True when nothing moved.
     pub fn is_none(&self) -> bool {
-        self.replaced == 0 && self.added == 0 && self.removed == 0 && self.counts.iter().all(|c| c.by == 0.0)
+        self.replaced == 0 && self.counts_nothing()
     }
 
     /// True when no count moved and no line came or went: at most values
@@ -377,7 +377,7 @@ fn align(a: &[Token<'_>], b: &[Token<'_>]) -> Vec<(Option<usize>, Option<usize>)
 /// The change from `before` to `after`. With as many lines in both, line
 /// by line: each count's move, and how many other values were replaced.
 /// Otherwise (a dump that grew) the lines added and removed.
-pub fn change(before: &str, after: &str, commas: Commas) -> Change {
+fn change(before: &str, after: &str, commas: Commas) -> Change {
     let (old, new): (Vec<&str>, Vec<&str>) = (before.lines().collect(), after.lines().collect());
     let mut change = Change::default();
     if old.len() != new.len() {
@@ -429,7 +429,7 @@ pub fn change(before: &str, after: &str, commas: Commas) -> Change {
 /// went. Values that count nothing (IDs, clocks, words) are not compared:
 /// they tell no second side effect from a first, and a clock may tick
 /// during one and not the other.
-pub fn same_change(first: &Change, later: &Change) -> bool {
+fn same_change(first: &Change, later: &Change) -> bool {
     let counts_agree = first.counts.iter().all(|count| {
         Change::later_at(later, count)
             .is_none_or(|by| (count.by - by).abs() <= 1e-9 * count.by.abs().max(by.abs()).max(1.0))
