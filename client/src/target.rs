@@ -156,10 +156,34 @@ fn is_host(host: &str) -> bool {
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
         }
-        None => host
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')),
+        None if host.bytes().all(|b| b.is_ascii_digit() || b == b'.') => host.parse::<std::net::Ipv4Addr>().is_ok(),
+        None => is_dns_name(host),
     }
+}
+
+/// A DNS name as a resolver takes it: labels of 1 to 63 letters, digits,
+/// `-` or `_`, none starting or ending with `-`, with at most one dot at
+/// the end (`localhost.`). What fails here would only fail later, on every
+/// request, as a name that does not resolve.
+fn is_dns_name(host: &str) -> bool {
+    let name = host.strip_suffix('.').unwrap_or(host);
+    // A name ending in a number is an address written short (`127.1`,
+    // `0x7f.0.0.1`), which resolvers read differently: not taken.
+    let numeric_end = name
+        .rsplit('.')
+        .next()
+        .is_some_and(|last| last.bytes().all(|b| b.is_ascii_digit()));
+    !name.is_empty()
+        && !numeric_end
+        && name.len() <= 253
+        && name.split('.').all(|label| {
+            (1..=63).contains(&label.len())
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
+        })
 }
 
 #[cfg(test)]
@@ -196,6 +220,9 @@ mod tests {
         assert_eq!(Target::parse("[fe80::1%eth0]:5000").unwrap().port, 5000);
         assert_eq!(Target::parse("http://my_box.local:5000").unwrap().host, "my_box.local");
         assert_eq!(Target::parse("http://example.test").unwrap().port, 80);
+        assert_eq!(Target::parse("localhost.:5000").unwrap().host, "localhost.");
+        assert_eq!(Target::parse("10.0.0.255:5000").unwrap().host, "10.0.0.255");
+        assert_eq!(Target::parse("3com.example:5000").unwrap().host, "3com.example");
     }
 
     #[test]
@@ -213,6 +240,14 @@ mod tests {
             "http://user:pw@host:1",
             "http://[::1:5000",
             "http://[nothex]:5000",
+            "-a.example:1",
+            "a-.example:1",
+            "a..b:1",
+            ".a:1",
+            "256.1.1.1:1",
+            "1.2.3:1",
+            "127.1:1",
+            "0x7f.0.0.1:1",
             "http://bücher.test:1",
             "http://a;b:1",
             "http://",
