@@ -2,8 +2,9 @@
 //!
 //! Bodies, headers and paths come from the internet. Written raw, an escape
 //! sequence in a webhook body could move the cursor, retitle the window or
-//! fake output. Every control character (C0, DEL, C1) and every bidi
-//! override is shown as a visible escape instead.
+//! fake output. Every control character (C0, DEL, C1), every bidi
+//! override and every invisible formatting character is shown as a
+//! visible escape instead.
 
 use std::borrow::Cow;
 use std::fmt::Write;
@@ -57,7 +58,13 @@ fn is_unsafe(c: char, keep_newlines: bool) -> bool {
         '\n' => !keep_newlines,
         c if c.is_control() => true,
         // Bidi embeddings, overrides and isolates reorder what follows them.
-        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' => true,
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}' => true,
+        // Invisible: `evil\u{200b}.com` must not read as `evil.com`, and a
+        // terminal may drop them or, for U+2028 and U+2029, break the line.
+        '\u{00ad}' | '\u{180e}' | '\u{200b}'..='\u{200d}' | '\u{2028}' | '\u{2029}' => true,
+        '\u{2060}'..='\u{2065}' | '\u{206a}'..='\u{206f}' | '\u{feff}' | '\u{fff9}'..='\u{fffb}' => true,
+        // Tags: invisible letters that can smuggle a whole sentence.
+        '\u{e0000}'..='\u{e007f}' => true,
         _ => false,
     }
 }
@@ -103,6 +110,10 @@ mod tests {
         assert_eq!(escape_multiline("line\nnext"), "line\nnext");
         assert_eq!(escape_str("\u{9b}31m"), "\\u{9b}31m");
         assert_eq!(escape_str("abc\u{202e}cba"), "abc\\u{202e}cba");
+        assert_eq!(escape_str("evil\u{200b}.com"), "evil\\u{200b}.com");
+        assert_eq!(escape_multiline("a\u{2028}b\u{feff}"), "a\\u{2028}b\\u{feff}");
+        assert_eq!(escape_str("\u{e0041}"), "\\u{e0041}");
+        assert!(matches!(escape_str("中文 😀 é"), Cow::Borrowed(_)));
         assert!(matches!(escape_str("plain ✓ text"), Cow::Borrowed(_)));
     }
 
