@@ -23,17 +23,37 @@ pub enum FormOutcome {
 pub struct TextInput {
     /// What was typed.
     pub text: String,
+    /// True while `text` is a suggestion nobody has edited: the first
+    /// character typed replaces it, so typing `3` asks for 3, not 103.
+    pub suggested: bool,
 }
 
 impl TextInput {
-    /// A field holding `text`.
+    /// A field holding `text`, to be edited.
     pub fn new(text: impl Into<String>) -> Self {
-        Self { text: text.into() }
+        Self {
+            text: text.into(),
+            suggested: false,
+        }
+    }
+
+    /// A field suggesting `text`: typing replaces it, Enter takes it.
+    pub fn suggest(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            suggested: true,
+        }
     }
 
     /// Applies one key: characters, Backspace, ctrl-u (clear), ctrl-w (word).
     pub fn handle(&mut self, key: KeyEvent) -> FormOutcome {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if std::mem::take(&mut self.suggested) && matches!(key.code, KeyCode::Char(_) | KeyCode::Backspace) {
+            self.text.clear();
+            if key.code == KeyCode::Backspace {
+                return FormOutcome::Editing;
+            }
+        }
         match key.code {
             KeyCode::Enter => return FormOutcome::Submit,
             KeyCode::Esc => return FormOutcome::Cancel,
@@ -131,7 +151,7 @@ impl ReplayForm {
     pub fn new(delivery_id: i64) -> Self {
         Self {
             delivery_id,
-            times: TextInput::new("10"),
+            times: TextInput::suggest("10"),
             probe_kind: ProbeKind::None,
             probe: TextInput::default(),
             field: ReplayField::Times,
@@ -293,6 +313,26 @@ mod tests {
                 probe: Some(Probe::Url("http://127.0.0.1:3000/count".into()))
             })
         );
+    }
+
+    #[test]
+    fn a_suggested_count_is_replaced_by_what_is_typed_not_added_to() {
+        let mut form = ReplayForm::new(4);
+        typed(&mut form, "3");
+        assert_eq!(form.times.text, "3", "not 103");
+        typed(&mut form, "0");
+        assert_eq!(form.times.text, "30", "then typing goes on as usual");
+
+        let mut form = ReplayForm::new(4);
+        form.handle(key(KeyCode::Tab));
+        form.handle(key(KeyCode::BackTab));
+        typed(&mut form, "x");
+        assert_eq!(form.times.text, "10", "a key the field refuses leaves the suggestion");
+        assert_eq!(form.handle(key(KeyCode::Enter)).1.map(|r| r.times), Some(10));
+
+        let mut form = ReplayForm::new(4);
+        form.handle(key(KeyCode::Backspace));
+        assert_eq!(form.times.text, "", "Backspace clears the suggestion whole");
     }
 
     #[test]

@@ -67,7 +67,12 @@ pub(super) fn render_replay(form: &ReplayForm, area: Rect, buf: &mut Buffer) {
         field_line(
             "attempts",
             vec![
-                Span::raw(form.times.text.clone()),
+                // Shown selected: typing replaces it.
+                if form.times.suggested {
+                    Span::styled(form.times.text.clone(), Style::new().add_modifier(Modifier::REVERSED))
+                } else {
+                    Span::raw(form.times.text.clone())
+                },
                 Span::raw(cursor(ReplayField::Times)),
             ],
             form.field == ReplayField::Times,
