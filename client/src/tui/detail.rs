@@ -143,12 +143,16 @@ impl DetailDoc {
             )));
         }
         for run in runs {
+            let report = StoredReport::read(&run.report_json);
             // The stored verdict is a bool; the summary beside it, written by
             // the same run, tells a failed first delivery from a lack of idempotency.
             let failed = run.summary.starts_with("✗ failed");
             let (mark, style) = match run.idempotent {
-                // One attempt sends no duplicate: it cannot show idempotence.
-                Some(true) if run.times == 1 => ("✓ answered", Style::new().fg(Color::Green)),
+                // One attempt sends no duplicate, and a run without a probe
+                // saw only statuses: neither can show idempotence.
+                Some(true) if run.times == 1 || !report.side_effects_checked => {
+                    ("✓ answered", Style::new().fg(Color::Green))
+                }
                 Some(true) => ("✓ idempotent", Style::new().fg(Color::Green)),
                 Some(false) if failed => ("✗ failed", Style::new().fg(Color::Red)),
                 Some(false) => ("✗ not idempotent", Style::new().fg(Color::Red)),
@@ -159,7 +163,8 @@ impl DetailDoc {
                 Span::styled(mark, style),
                 Span::raw(format!("  {}", escape_str(&run.summary))),
             ]));
-            for warning in run_warnings(&run.report_json) {
+            let answers = (report.answers.len() > 1).then(|| report.answers_line());
+            for warning in answers.into_iter().chain(report.warnings) {
                 lines.push(Line::from(Span::styled(
                     format!("    ! {}", escape_str(&warning)),
                     Style::new().fg(Color::Yellow),
@@ -170,20 +175,82 @@ impl DetailDoc {
     }
 }
 
-/// The warnings a stored run report carries (a stale signature, slow
-/// answers), which the one-line summary leaves out. The two about what the
-/// run did not do are left out too: its line already shows both, and they
-/// name flags the TUI has no use for.
-fn run_warnings(report_json: &str) -> Vec<String> {
-    let report: serde_json::Value = serde_json::from_str(report_json).unwrap_or_default();
-    report["warnings"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|w| w.as_str())
-        .filter(|w| ![crate::replay::NOT_PROBED, crate::replay::ONE_ATTEMPT].contains(w))
-        .map(str::to_owned)
-        .collect()
+/// What a run's line shows of the report it stored, beyond its summary.
+struct StoredReport {
+    /// The warnings (a stale signature, slow answers). The two about what
+    /// the run did not do are left out: its line already shows both, and
+    /// they name flags the TUI has no use for.
+    warnings: Vec<String>,
+    /// Whether a probe read the handler's state.
+    side_effects_checked: bool,
+    /// The distinct answers: the attempts that got each, its status and
+    /// the start of its body.
+    answers: Vec<(Vec<u32>, Option<u64>, String)>,
+}
+
+impl StoredReport {
+    /// Most characters of each answer's body shown on the run's line.
+    const BODY_SHOWN: usize = 40;
+
+    fn read(report_json: &str) -> Self {
+        let report: serde_json::Value = serde_json::from_str(report_json).unwrap_or_default();
+        let warnings = report["warnings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|w| w.as_str())
+            .filter(|w| ![crate::replay::NOT_PROBED, crate::replay::ONE_ATTEMPT].contains(w))
+            .map(str::to_owned)
+            .collect();
+        let answers = report["answers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|group| {
+                let attempts = group["attempts"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|n| n.as_u64().and_then(|n| u32::try_from(n).ok()))
+                    .collect();
+                let body = match (&group["body"], &group["error"]) {
+                    (_, serde_json::Value::String(error)) => error.clone(),
+                    (serde_json::Value::String(body), _) => body.clone(),
+                    _ => "(binary)".to_owned(),
+                };
+                (attempts, group["status"].as_u64(), body)
+            })
+            .collect();
+        Self {
+            warnings,
+            // Reports stored before the field existed count as checked: their
+            // summary already says when they were not.
+            side_effects_checked: report["side_effects_checked"].as_bool().unwrap_or(true),
+            answers,
+        }
+    }
+
+    /// The distinct answers in one line: "answers differ: 1 → 200 {…}; 2–3 → 200 {…}".
+    fn answers_line(&self) -> String {
+        let shown: Vec<String> = self
+            .answers
+            .iter()
+            .take(3)
+            .map(|(attempts, status, body)| {
+                let status = status.map_or_else(|| "no answer".to_owned(), |s| s.to_string());
+                let body = body.split_whitespace().collect::<Vec<_>>().join(" ");
+                let body = portpreview_shared::text::shorten(&body, Self::BODY_SHOWN);
+                format!("{} → {status} {body}", crate::replay::report::attempt_ranges(attempts))
+            })
+            .collect();
+        let rest = self.answers.len().saturating_sub(shown.len());
+        let rest = if rest > 0 {
+            format!("; and {rest} more")
+        } else {
+            String::new()
+        };
+        format!("answers differ: {}{rest}", shown.join("; "))
+    }
 }
 
 fn status_text(code: u16) -> String {
@@ -479,8 +546,32 @@ mod tests {
             summary: "✗ failed: attempt 1 answered 302".into(),
             ..run.clone()
         };
-        let shown = text(&DetailDoc::new(&test_delivery(1), 1, &[run, failed]));
-        assert!(shown.contains("Replay runs (2)"), "{shown}");
+        let unprobed = ReplayRun {
+            times: 3,
+            idempotent: Some(true),
+            summary: "✓ every one of 3 attempts answered 2xx (side effects not checked)".into(),
+            report_json: serde_json::json!({
+                "side_effects_checked": false,
+                "warnings": [crate::replay::NOT_PROBED],
+                "answers": [
+                    {"attempts": [1], "status": 200, "body": "{\"balance\": 100}"},
+                    {"attempts": [2, 3], "status": 200, "body": "{\"balance\": 200}"},
+                ],
+            })
+            .to_string(),
+            ..run.clone()
+        };
+        let shown = text(&DetailDoc::new(&test_delivery(1), 1, &[run, failed, unprobed]));
+        assert!(shown.contains("Replay runs (3)"), "{shown}");
+        assert!(
+            shown.contains("×3 ✓ answered  ✓ every one of 3 attempts"),
+            "a run that read no state is not called idempotent: {shown}"
+        );
+        assert!(
+            shown.contains(r#"! answers differ: 1 → 200 {"balance": 100}; 2–3 → 200 {"balance": 200}"#),
+            "{shown}"
+        );
+        assert!(!shown.contains("side effects were not checked"), "{shown}");
         assert!(
             shown.contains("×10 ✗ not idempotent  state changed on attempts 2–10"),
             "{shown}"
