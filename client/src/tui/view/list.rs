@@ -120,36 +120,76 @@ fn empty_text(app: &App) -> Text<'static> {
     }
 }
 
-fn headers(width: u16) -> Vec<&'static str> {
-    // Times are shown in UTC, as everywhere in PortPreview.
-    let mut cells = vec!["Time UTC", "Method", "Path", "St", "Took"];
+/// Width below which the time column gives way to the path.
+const NARROW: u16 = 60;
+/// Width below which the duration column gives way too.
+const NARROWEST: u16 = 44;
+
+/// The list's columns, in order.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Column {
+    Time,
+    Method,
+    Path,
+    Status,
+    Took,
+    Provider,
+    Event,
+    Count,
+}
+
+/// The columns shown at `width`: on a narrow screen the path keeps its
+/// room, and the time, then the duration, give way.
+fn columns(width: u16) -> Vec<Column> {
+    let mut columns = Vec::with_capacity(8);
+    if width >= NARROW {
+        columns.push(Column::Time);
+    }
+    columns.extend([Column::Method, Column::Path, Column::Status]);
+    if width >= NARROWEST {
+        columns.push(Column::Took);
+    }
     if width >= WIDE {
-        cells.push("Provider");
+        columns.push(Column::Provider);
     }
     if width >= WIDER {
-        cells.push("Event");
+        columns.push(Column::Event);
     }
-    cells.push("#");
-    cells
+    columns.push(Column::Count);
+    columns
+}
+
+fn headers(width: u16) -> Vec<&'static str> {
+    columns(width)
+        .into_iter()
+        .map(|column| match column {
+            // Times are shown in UTC, as everywhere in PortPreview.
+            Column::Time => "Time UTC",
+            Column::Method => "Method",
+            Column::Path => "Path",
+            Column::Status => "St",
+            Column::Took => "Took",
+            Column::Provider => "Provider",
+            Column::Event => "Event",
+            Column::Count => "#",
+        })
+        .collect()
 }
 
 fn widths(width: u16) -> Vec<Constraint> {
-    let time = if width >= WIDER { 14 } else { 8 };
-    let mut widths = vec![
-        Constraint::Length(time),
-        Constraint::Length(6),
-        Constraint::Fill(1),
-        Constraint::Length(3),
-        Constraint::Length(7),
-    ];
-    if width >= WIDE {
-        widths.push(Constraint::Length(provider_width(width)));
-    }
-    if width >= WIDER {
-        widths.push(Constraint::Length(event_width(width)));
-    }
-    widths.push(Constraint::Length(3));
-    widths
+    columns(width)
+        .into_iter()
+        .map(|column| match column {
+            Column::Time if width >= WIDER => Constraint::Length(14),
+            Column::Time => Constraint::Length(8),
+            Column::Method => Constraint::Length(6),
+            Column::Path => Constraint::Fill(1),
+            Column::Status | Column::Count => Constraint::Length(3),
+            Column::Took => Constraint::Length(7),
+            Column::Provider => Constraint::Length(provider_width(width)),
+            Column::Event => Constraint::Length(event_width(width)),
+        })
+        .collect()
 }
 
 /// What the path column gets: the table's inner width less the other
@@ -168,42 +208,48 @@ fn path_width(width: u16) -> usize {
 }
 
 fn row(summary: &Summary, width: u16, path_width: usize) -> Row<'static> {
-    let time = if width >= WIDER {
-        short_timestamp(summary.received_at_ms)
-    } else {
-        timestamp(summary.received_at_ms, false)
-    };
-    let status = match summary.status {
-        Some(code) => code.to_string(),
-        None if summary.duration_ms.is_none() && summary.error.is_none() => "…".to_owned(),
-        None => "ERR".to_owned(),
-    };
-    let mut cells = vec![
-        Cell::from(time).style(Style::new().fg(Color::DarkGray)),
-        Cell::from(shorten(&escape_str(&summary.method), 6)),
+    let cells = columns(width).into_iter().map(|column| match column {
+        Column::Time => {
+            let time = if width >= WIDER {
+                short_timestamp(summary.received_at_ms)
+            } else {
+                timestamp(summary.received_at_ms, false)
+            };
+            Cell::from(time).style(Style::new().fg(Color::DarkGray))
+        }
+        Column::Method => Cell::from(shorten(&escape_str(&summary.method), 6)),
         // Marked where it is cut: a cut path can look like another, whole one.
-        Cell::from(shorten(&escape_str(&summary.path), path_width)),
-        Cell::from(status).style(status_style(summary.status)),
-        Cell::from(Line::from(duration(summary.duration_ms)).right_aligned()),
-    ];
-    if width >= WIDE {
-        let provider = summary.provider.as_deref().map_or_else(
-            || "–".to_owned(),
-            |p| shorten(&escape_str(p), provider_width(width).into()),
-        );
-        cells.push(Cell::from(provider).style(Style::new().fg(Color::Magenta)));
-    }
-    if width >= WIDER {
-        let event = shorten(&escape_str(&summary.event_key), event_width(width).into());
-        cells.push(Cell::from(event).style(Style::new().fg(Color::DarkGray)));
-    }
-    let count_style = if summary.delivery_count > 1 {
-        Style::new().fg(Color::Yellow)
-    } else {
-        Style::new()
-    };
-    cells.push(Cell::from(Line::from(count_cell(summary.delivery_count)).right_aligned()).style(count_style));
-    Row::new(cells)
+        Column::Path => Cell::from(shorten(&escape_str(&summary.path), path_width)),
+        Column::Status => {
+            let status = match summary.status {
+                Some(code) => code.to_string(),
+                None if summary.duration_ms.is_none() && summary.error.is_none() => "…".to_owned(),
+                None => "ERR".to_owned(),
+            };
+            Cell::from(status).style(status_style(summary.status))
+        }
+        Column::Took => Cell::from(Line::from(duration(summary.duration_ms)).right_aligned()),
+        Column::Provider => {
+            let provider = summary.provider.as_deref().map_or_else(
+                || "–".to_owned(),
+                |p| shorten(&escape_str(p), provider_width(width).into()),
+            );
+            Cell::from(provider).style(Style::new().fg(Color::Magenta))
+        }
+        Column::Event => {
+            let event = shorten(&escape_str(&summary.event_key), event_width(width).into());
+            Cell::from(event).style(Style::new().fg(Color::DarkGray))
+        }
+        Column::Count => {
+            let style = if summary.delivery_count > 1 {
+                Style::new().fg(Color::Yellow)
+            } else {
+                Style::new()
+            };
+            Cell::from(Line::from(count_cell(summary.delivery_count)).right_aligned()).style(style)
+        }
+    });
+    Row::new(cells.collect::<Vec<_>>())
 }
 
 /// A delivery count in the list's three columns: past 999 in thousands,

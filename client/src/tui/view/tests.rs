@@ -259,6 +259,18 @@ fn list_at_60x15() {
     );
 }
 
+/// Below 60 columns the path keeps its room: the time, then the duration,
+/// give way, and no cell is left with a unit and no number.
+#[test]
+fn a_narrow_list_keeps_the_path() {
+    let screen = rows(&plain(draw(&live_app(3, 50, 10))));
+    assert_eq!(screen[3], "│Method Path                      St  Took    #  │");
+    assert_eq!(screen[4], "│POST   /hook/3                   200   12 ms   1│");
+    let screen = rows(&plain(draw(&live_app(3, 30, 10))));
+    assert_eq!(screen[3], "│Method Path          St  #  │");
+    assert_eq!(screen[4], "│POST   /hook/3       200   1│");
+}
+
 /// On the smallest screen the detail takes the whole body.
 #[test]
 fn detail_at_60x15() {
