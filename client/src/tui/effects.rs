@@ -11,7 +11,7 @@ use portpreview_shared::sanitize::escape_str;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::resolve_secret;
+use crate::config::{resolve_secret, secret_env};
 use crate::replay::{Phase, ProbeSpec, Progress, ReplayOptions, Report};
 use crate::store::{Delivery, Store};
 
@@ -100,13 +100,13 @@ impl Effects {
         // `r` and `R` take no flags: with a secret configured for the
         // provider, attempts are re-signed as `replay --resign` would sign
         // them, so an event older than the provider's tolerance verifies.
-        let secret = delivery
+        let resignable = delivery
             .request
             .provider
             .as_deref()
             .and_then(Provider::from_name)
-            .filter(|provider| provider.resignable())
-            .and_then(|provider| resolve_secret(None, Some(provider), None).ok().flatten());
+            .filter(|provider| provider.resignable());
+        let secret = resignable.and_then(|provider| resolve_secret(None, Some(provider), None).ok().flatten());
         let opts = ReplayOptions {
             resign: secret.is_some(),
             secret,
@@ -127,7 +127,12 @@ impl Effects {
                 let _ = sender.send(progress_line(id, p));
             };
             let result = match crate::replay::run_until(delivery.request, &opts, &progress, stopped).await {
-                Ok(report) => {
+                Ok(mut report) => {
+                    if let Some(provider) = resignable {
+                        for warning in &mut report.warnings {
+                            *warning = advice_for_keys(warning, provider);
+                        }
+                    }
                     let _ = sender.send(format!("replaying #{id}: saving the run…"));
                     Ok(save(db, id, started_at_ms, report).await)
                 }
@@ -140,6 +145,19 @@ impl Effects {
         });
         Some(ReplayTask { done, stop })
     }
+}
+
+/// A warning that says to pass `--resign`, as `r` and `R` would take it:
+/// they take no flags, and re-sign once the provider's secret is set.
+fn advice_for_keys(warning: &str, provider: Provider) -> String {
+    warning.replace(
+        "pass --resign",
+        &format!(
+            "set {} (or {} in [secrets]) to have r and R re-sign",
+            secret_env(provider),
+            provider.name()
+        ),
+    )
 }
 
 /// `y`: the curl command on the clipboard when the terminal takes OSC 52,
@@ -214,5 +232,23 @@ async fn save(db: PathBuf, delivery_id: i64, started_at_ms: i64, report: Report)
             tracing::error!(%err, delivery_id, "saving the replay run failed");
             format!("{summary} (not saved: internal error)")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn advice_to_pass_resign_names_the_secret_the_keys_sign_with() {
+        let warning = "the stripe signature is 3 h old; stripe accepts 5 min: pass --resign, \
+                       or a handler that checks signatures refuses every attempt";
+        assert_eq!(
+            advice_for_keys(warning, Provider::Stripe),
+            "the stripe signature is 3 h old; stripe accepts 5 min: set PORTPREVIEW_SECRET_STRIPE \
+             (or stripe in [secrets]) to have r and R re-sign, or a handler that checks signatures \
+             refuses every attempt"
+        );
+        assert_eq!(advice_for_keys("slow answers", Provider::Stripe), "slow answers");
     }
 }
