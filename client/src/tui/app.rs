@@ -134,6 +134,8 @@ pub struct App {
     pub size: Rect,
     /// Set by `q`: the loop ends.
     pub quit: bool,
+    /// Set by `v`: credentials and signatures shown as received.
+    pub reveal: bool,
     /// A filtered live view has rows to fetch on the next tick.
     head_stale: bool,
     /// The history's data version when last read; browsing, a change
@@ -163,6 +165,7 @@ impl App {
             replay: None,
             size,
             quit: false,
+            reveal: false,
             head_stale: false,
             seen_version,
             version_read_at: 0,

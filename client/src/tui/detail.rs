@@ -47,8 +47,9 @@ fn label_value(label: &str, value: String) -> Line<'static> {
 }
 
 impl DetailDoc {
-    /// Lays out `delivery`, the `number`th of its event, with its replay runs.
-    pub fn new(delivery: &Delivery, number: i64, runs: &[ReplayRun]) -> Self {
+    /// Lays out `delivery`, the `number`th of its event, with its replay
+    /// runs; credentials and signatures masked unless `reveal`.
+    pub fn new(delivery: &Delivery, number: i64, runs: &[ReplayRun], reveal: bool) -> Self {
         let req = &delivery.request;
         let mut lines = vec![Line::from(vec![
             Span::styled(format!("#{} ", delivery.id), Style::new().fg(Color::DarkGray)),
@@ -83,7 +84,7 @@ impl DetailDoc {
         }
         lines.push(Line::default());
         lines.push(title(format!("Request headers ({})", req.request_headers.len())));
-        push_headers(&mut lines, &req.request_headers);
+        push_headers(&mut lines, &req.request_headers, reveal);
         lines.push(Line::default());
         push_body_section(
             &mut lines,
@@ -122,7 +123,7 @@ impl DetailDoc {
                 // the same: it is half of the duplicate a retry will make.
                 if outcome.status.is_some() || !outcome.response_headers.is_empty() {
                     lines.push(title(format!("Response headers ({})", outcome.response_headers.len())));
-                    push_headers(&mut lines, &outcome.response_headers);
+                    push_headers(&mut lines, &outcome.response_headers, reveal);
                     lines.push(Line::default());
                     push_body_section(
                         &mut lines,
@@ -261,10 +262,10 @@ fn status_text(code: u16) -> String {
     }
 }
 
-fn push_headers(lines: &mut Vec<Line<'static>>, headers: &[Header]) {
+fn push_headers(lines: &mut Vec<Line<'static>>, headers: &[Header], reveal: bool) {
     for header in headers {
         let name = escape_str(&header.name).into_owned();
-        let value = if is_sensitive(&header.name) {
+        let value = if !reveal && is_sensitive(&header.name) {
             Span::styled(
                 format!("•••••• (masked, {} bytes)", header.value.len()),
                 Style::new().fg(Color::DarkGray),
@@ -390,7 +391,7 @@ mod tests {
 
     #[test]
     fn json_is_pretty_and_secrets_masked() {
-        let doc = DetailDoc::new(&test_delivery(7), 1, &[]);
+        let doc = DetailDoc::new(&test_delivery(7), 1, &[], false);
         let shown = text(&doc);
         assert!(shown.contains("#7 POST /hook/7"), "{shown}");
         assert!(
@@ -413,7 +414,7 @@ mod tests {
         outcome.response_headers = vec![Header::new("Content-Encoding", "gzip")];
         outcome.response_body_size = gzip.len() as u64;
         outcome.response_body = gzip;
-        let shown = text(&DetailDoc::new(&d, 1, &[]));
+        let shown = text(&DetailDoc::new(&d, 1, &[], false));
         let size = d.outcome.as_ref().unwrap().response_body.len();
         assert!(
             shown.contains(&format!(
@@ -426,7 +427,7 @@ mod tests {
         let outcome = d.outcome.as_mut().unwrap();
         outcome.response_body = br#"{"received":true}"#.to_vec();
         outcome.response_body_size = 17;
-        let shown = text(&DetailDoc::new(&d, 1, &[]));
+        let shown = text(&DetailDoc::new(&d, 1, &[], false));
         assert!(
             shown
                 .contains("Response body (17 bytes, JSON)\n(sent as gzip, but it does not decode: invalid gzip header"),
@@ -439,7 +440,7 @@ mod tests {
         let mut health = test_delivery(3);
         health.request.event_key.clear();
         health.request.event_key_source = "none".into();
-        let shown = text(&DetailDoc::new(&health, 1, &[]));
+        let shown = text(&DetailDoc::new(&health, 1, &[], false));
         assert!(
             shown.contains("event    none (nothing to group deliveries by)"),
             "{shown}"
@@ -451,13 +452,13 @@ mod tests {
     fn a_retry_says_which_delivery_of_its_event_it_is() {
         let mut retry = test_delivery(9);
         retry.delivery_count = 3;
-        let shown = text(&DetailDoc::new(&retry, 2, &[]));
+        let shown = text(&DetailDoc::new(&retry, 2, &[], false));
         assert!(
             shown.contains("event    evt_9 (body:/id), 2nd delivery of 3"),
             "{shown}"
         );
         retry.request.replay_of = Some(4);
-        let shown = text(&DetailDoc::new(&retry, 2, &[]));
+        let shown = text(&DetailDoc::new(&retry, 2, &[], false));
         assert!(
             shown.contains("event    evt_9 (body:/id)\n"),
             "a replay is no delivery: {shown}"
@@ -471,7 +472,7 @@ mod tests {
         outcome.status = None;
         outcome.error =
             Some("the connection to the relay ended before the answer; the handler then answered 200".into());
-        let shown = text(&DetailDoc::new(&late, 1, &[]));
+        let shown = text(&DetailDoc::new(&late, 1, &[], false));
         assert!(shown.contains("Response none, failed after 12.0 ms"), "{shown}");
         assert!(
             shown.contains("Response headers (1)\ncontent-type: text/plain"),
@@ -485,7 +486,7 @@ mod tests {
         let mut d = test_delivery(3);
         d.request.request_body = vec![b'a'; 2 * MAX_SHOWN_TEXT];
         d.request.request_body_size = 31_457_280;
-        let shown = text(&DetailDoc::new(&d, 1, &[]));
+        let shown = text(&DetailDoc::new(&d, 1, &[], false));
         let stored = 2 * MAX_SHOWN_TEXT;
         assert!(
             shown.contains(&format!("Request body (31457280 bytes, {stored} stored, text)")),
@@ -501,7 +502,7 @@ mod tests {
 
         d.request.request_body = b"{\"partial\":".to_vec();
         d.request.request_body_size = crate::store::size_past_cut(11);
-        let shown = text(&DetailDoc::new(&d, 1, &[]));
+        let shown = text(&DetailDoc::new(&d, 1, &[], false));
         assert!(
             shown.contains("Request body (cut short after 11 bytes, text)"),
             "{shown}"
@@ -523,7 +524,7 @@ mod tests {
         let outcome = d.outcome.as_mut().unwrap();
         outcome.response_body = vec![0xff, 0x1b, b'[', b'2', b'J'];
         outcome.error = Some("bad\x1b[0m".into());
-        let shown = text(&DetailDoc::new(&d, 1, &[]));
+        let shown = text(&DetailDoc::new(&d, 1, &[], false));
         assert!(!shown.chars().any(|c| c.is_control() && c != '\n'), "{shown:?}");
         assert!(shown.contains("line\\x1b[31m red\\r"), "{shown}");
         assert!(shown.contains("00000000  ff 1b 5b 32 4a"), "{shown}");
@@ -561,7 +562,7 @@ mod tests {
             .to_string(),
             ..run.clone()
         };
-        let shown = text(&DetailDoc::new(&test_delivery(1), 1, &[run, failed, unprobed]));
+        let shown = text(&DetailDoc::new(&test_delivery(1), 1, &[run, failed, unprobed], false));
         assert!(shown.contains("Replay runs (3)"), "{shown}");
         assert!(
             shown.contains("×3 ✓ answered  ✓ every one of 3 attempts"),

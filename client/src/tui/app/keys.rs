@@ -74,6 +74,18 @@ impl App {
                 }
             }
             KeyCode::Char('y') => return self.action_target().map(|delivery_id| Effect::CopyCurl { delivery_id }),
+            KeyCode::Char('v') => {
+                self.reveal = !self.reveal;
+                if let Some(id) = self.detail.as_ref().map(|d| d.doc.id) {
+                    self.refresh_detail(id);
+                }
+                let shown = if self.reveal {
+                    "secrets shown as received; v masks them again"
+                } else {
+                    "secrets masked"
+                };
+                self.set_status(shown, false);
+            }
             _ => match self.focus {
                 Focus::List => self.list_key(key.code),
                 Focus::Detail => self.detail_key(key.code),

@@ -14,7 +14,7 @@ impl App {
         match loaded {
             Ok((Some(delivery), number, runs)) => {
                 self.detail = Some(DetailState {
-                    doc: DetailDoc::new(&delivery, number, &runs),
+                    doc: DetailDoc::new(&delivery, number, &runs, self.reveal),
                     scroll: 0,
                     hscroll: 0,
                 });

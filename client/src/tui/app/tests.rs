@@ -429,3 +429,32 @@ impl HistorySource for SharedSource {
         self.0.data_version()
     }
 }
+
+#[test]
+fn v_shows_the_secrets_of_the_open_delivery_and_masks_them_again() {
+    let mut app = app(3);
+    key(&mut app, KeyCode::Enter);
+    let detail = |app: &App| -> String {
+        let doc = &app.detail.as_ref().expect("a delivery is open").doc;
+        doc.lines.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+    };
+    assert!(
+        detail(&app).contains("authorization: •••••• (masked, 21 bytes)"),
+        "{}",
+        detail(&app)
+    );
+    press(&mut app, "jjj");
+    press(&mut app, "v");
+    assert!(
+        detail(&app).contains("authorization: Bearer sk_live_secret"),
+        "{}",
+        detail(&app)
+    );
+    assert_eq!(
+        app.detail.as_ref().map(|d| d.scroll),
+        Some(3),
+        "the open delivery keeps its place"
+    );
+    press(&mut app, "v");
+    assert!(!detail(&app).contains("sk_live_secret"), "{}", detail(&app));
+}

@@ -24,6 +24,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("R", "replay N times, with verdict"),
     ("e", "export json / har / curl"),
     ("y", "copy as curl"),
+    ("v", "show / mask secrets"),
     ("?", "this help"),
     ("ctrl-z", "stop as a shell job (tui; fg resumes)"),
 ];

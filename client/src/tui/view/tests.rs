@@ -177,7 +177,7 @@ fn a_long_filter_keeps_its_end_in_view() {
 /// Question mark shows every key.
 #[test]
 fn help_overlay() {
-    let mut app = live_app(3, 60, 20);
+    let mut app = live_app(3, 60, 21);
     press(&mut app, "?");
     assert_eq!(
         plain(draw(&app)),
@@ -197,6 +197,7 @@ fn help_overlay() {
             "│  │ R          replay N times, with verdict            │  │",
             "│  │ e          export json / har / curl                │  │",
             "│  │ y          copy as curl                            │  │",
+            "│  │ v          show / mask secrets                     │  │",
             "│  │ ?          this help                               │  │",
             "│  │ ctrl-z     stop as a shell job (tui; fg resumes)   │  │",
             "│  └────────────────────────────────────────────────────┘  │",
