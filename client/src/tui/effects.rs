@@ -73,7 +73,10 @@ impl Effects {
                     .and_then(|d| export::render(&d, format))
                     .and_then(|text| export::write_new_file(&export::export_dir(), delivery_id, format, &text));
                 match written {
-                    Ok(path) => app.set_status(format!("#{delivery_id} exported to {}", shown(&path)), false),
+                    Ok(path) => app.set_status(
+                        format!("#{delivery_id} exported to {}{}", shown(&path), secrets_note(format)),
+                        false,
+                    ),
                     Err(err) => app.set_status(format!("export failed: {}", crate::error_line(&err)), true),
                 }
             }
@@ -179,12 +182,28 @@ fn copy_curl(app: &mut App, id: i64, terminal: &mut TerminalGuard) {
             return app.set_status(format!("#{id} copied as curl to the clipboard"), false);
         }
     }
-    match export::write_new_file(&export::export_dir(), id, ExportFormat::Curl, &text) {
+    // Not the working directory, as `e` exports: nobody asked for a file
+    // there, and one holding credentials could be committed with the rest.
+    match export::write_new_file(&std::env::temp_dir(), id, ExportFormat::Curl, &text) {
         Ok(path) => app.set_status(
-            format!("no clipboard here: curl command of #{id} written to {}", shown(&path)),
+            format!(
+                "no clipboard here: curl command of #{id} written to {}{}",
+                shown(&path),
+                secrets_note(ExportFormat::Curl)
+            ),
             false,
         ),
         Err(err) => app.set_status(format!("cannot copy: {}", crate::error_line(&err)), true),
+    }
+}
+
+/// What a status line adds for a file that holds the request's
+/// credentials and signatures as received (a fixture and a curl command
+/// must, to be sent again); a HAR masks them.
+fn secrets_note(format: ExportFormat) -> &'static str {
+    match format {
+        ExportFormat::Json | ExportFormat::Curl => " (secrets as received, readable by you only)",
+        ExportFormat::Har => "",
     }
 }
 
