@@ -23,12 +23,33 @@ pub(super) fn render(detail: &DetailState, focused: bool, area: Rect, buf: &mut 
         total
     );
     let block = Block::bordered().border_style(Style::new().fg(border)).title(title);
+    let inner = block.inner(area);
     let lines: Vec<Line> = detail.doc.lines[detail.scroll.min(total)..last]
         .iter()
         .map(|line| cut_left(line, detail.hscroll))
         .collect();
+    // A line that goes on past the right edge ends in a mark: cut silently,
+    // `evt_1, 2nd delivery of 2` could read as the whole of it.
+    let cut: Vec<bool> = lines
+        .iter()
+        .map(|line| line.width() > usize::from(inner.width))
+        .collect();
     Paragraph::new(lines).block(block).render(area, buf);
+    if inner.width == 0 {
+        return;
+    }
+    for (row, _) in cut.iter().enumerate().filter(|(_, cut)| **cut) {
+        let y = inner.y + row as u16;
+        if y < inner.bottom() {
+            buf[(inner.right() - 1, y)]
+                .set_symbol(CUT)
+                .set_style(Style::new().fg(Color::DarkGray));
+        }
+    }
 }
+
+/// Marks a line that goes on past the right edge (`l` scrolls to the rest).
+const CUT: &str = "…";
 
 /// The line without its first `columns` characters (horizontal scroll).
 fn cut_left(line: &Line<'static>, columns: usize) -> Line<'static> {

@@ -287,7 +287,7 @@ fn detail_at_60x15() {
             "│received 2025-11-30 02:45:30.000 UTC                      │",
             "│target   http://127.0.0.1:3000                            │",
             "│provider stripe                                           │",
-            "│event    evt_30 (body:/id), the only delivery of this even│",
+            "│event    evt_30 (body:/id), the only delivery of this eve…│",
             "│                                                          │",
             "│Request headers (2)                                       │",
             "│content-type: application/json                            │",
