@@ -45,10 +45,21 @@ impl NewDelivery {
     }
 
     /// What, beside the event key, tells this delivery's event from another
-    /// with the same key (GitHub's hook ID); empty when nothing does.
+    /// with the same key: GitHub's hook ID, or for a key hashed from the
+    /// content, the method and path it was sent to; empty when nothing does.
     pub fn event_scope(&self) -> String {
         let provider = self.provider.as_deref().and_then(Provider::from_name);
-        provider::event_scope(provider, &self.request_headers).unwrap_or_default()
+        if let Some(scope) = provider::event_scope(provider, &self.request_headers) {
+            return scope;
+        }
+        // A hash names what was sent, not an event: the same body sent to
+        // two endpoints is two events, and only a resend to one is a retry.
+        // The query is left out, as some senders number their attempts there.
+        if self.event_key_source.starts_with("sha256:") {
+            let path = self.path.split_once('?').map_or(self.path.as_str(), |(path, _)| path);
+            return format!("{} {path}", self.method);
+        }
+        String::new()
     }
 }
 

@@ -102,6 +102,37 @@ fn failed_forwarding_keeps_its_error() {
 }
 
 #[test]
+fn a_hashed_key_counts_resends_to_one_endpoint_only() {
+    let store = Store::in_memory().unwrap();
+    let hashed = |method: &str, path: &str| NewDelivery {
+        method: method.into(),
+        provider: None,
+        event_key: "4e7d0c".into(),
+        event_key_source: "sha256:body".into(),
+        ..delivery("4e7d0c", path)
+    };
+    let orders = store.insert_request(&hashed("POST", "/orders")).unwrap();
+    let users = store.insert_request(&hashed("POST", "/users")).unwrap();
+    let put = store.insert_request(&hashed("PUT", "/orders")).unwrap();
+    let resent = store.insert_request(&hashed("POST", "/orders?attempt=2")).unwrap();
+    for (id, number) in [(orders, 1), (users, 1), (put, 1), (resent, 2)] {
+        assert_eq!(store.delivery_number(id).unwrap(), number, "#{id}");
+    }
+    assert_eq!(store.get(users).unwrap().unwrap().delivery_count, 1);
+    assert_eq!(store.get(orders).unwrap().unwrap().delivery_count, 2);
+    // A provider's own ID is one event wherever it is sent.
+    let first = store.insert_request(&delivery("evt_a", "/a")).unwrap();
+    let elsewhere = store.insert_request(&delivery("evt_a", "/b")).unwrap();
+    assert_eq!(
+        (
+            store.delivery_number(first).unwrap(),
+            store.delivery_number(elsewhere).unwrap()
+        ),
+        (1, 2)
+    );
+}
+
+#[test]
 fn retries_are_counted_and_numbered() {
     let store = Store::in_memory().unwrap();
     let first = store.insert_request(&delivery("evt_a", "/a")).unwrap();
