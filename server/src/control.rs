@@ -70,11 +70,32 @@ pub struct PublicUrl {
 }
 
 impl PublicUrl {
-    /// The URL that reaches tunnel `name`.
+    /// The URL that reaches tunnel `name`. Under `--domain` it keeps the
+    /// port the client reached the relay on, unless it is the scheme's own:
+    /// a relay on :8080 is not reached at `http://shop.relay.test`.
     pub fn for_name(&self, name: &str) -> String {
         match &self.domain {
-            Some(domain) => format!("{}://{name}.{domain}", self.scheme),
+            Some(domain) => match self.port().filter(|port| *port != self.default_port()) {
+                Some(port) => format!("{}://{name}.{domain}:{port}", self.scheme),
+                None => format!("{}://{name}.{domain}", self.scheme),
+            },
             None => format!("{}://{}/t/{name}", self.scheme, self.host),
+        }
+    }
+
+    /// The port named in the Host the client connected to, if any.
+    fn port(&self) -> Option<u16> {
+        let (before, port) = self.host.rsplit_once(':')?;
+        // `[::1]` alone has colons but no port.
+        let bracketed_or_plain = before.ends_with(']') || !before.contains(':');
+        bracketed_or_plain.then(|| port.parse().ok()).flatten()
+    }
+
+    fn default_port(&self) -> u16 {
+        if self.scheme == "https" {
+            443
+        } else {
+            80
         }
     }
 }
@@ -353,5 +374,35 @@ where
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PublicUrl;
+
+    #[test]
+    fn a_subdomain_url_keeps_the_port_the_relay_was_reached_on() {
+        let url = |scheme, host: &str| {
+            PublicUrl {
+                scheme,
+                domain: Some("relay.test".into()),
+                host: host.into(),
+            }
+            .for_name("shop")
+        };
+        assert_eq!(url("http", "127.0.0.1:18080"), "http://shop.relay.test:18080");
+        assert_eq!(url("https", "relay.test:8443"), "https://shop.relay.test:8443");
+        assert_eq!(url("https", "[::1]:8443"), "https://shop.relay.test:8443");
+        assert_eq!(url("http", "relay.test"), "http://shop.relay.test");
+        assert_eq!(url("http", "relay.test:80"), "http://shop.relay.test");
+        assert_eq!(url("https", "relay.test:443"), "https://shop.relay.test");
+        assert_eq!(url("http", "[::1]"), "http://shop.relay.test");
+        let path = PublicUrl {
+            scheme: "http",
+            domain: None,
+            host: "127.0.0.1:9".into(),
+        };
+        assert_eq!(path.for_name("shop"), "http://127.0.0.1:9/t/shop");
     }
 }

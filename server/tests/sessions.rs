@@ -31,7 +31,11 @@ async fn with_a_domain_names_are_subdomains_and_route_by_host() {
     };
     let relay = Relay::start(config).await;
     let (mut client, _, public_url) = FakeClient::connect(&relay, Some("shop")).await;
-    assert_eq!(public_url, "http://shop.relay.test");
+    assert_eq!(
+        public_url,
+        format!("http://shop.relay.test:{}", relay.addr.port()),
+        "with the port the client reached the relay on"
+    );
     let mut req = request(relay.addr, "POST", "/webhooks/shopify?x=1", "{}");
     req.headers_mut().insert("host", "shop.relay.test".parse().unwrap());
     let caller = tokio::spawn(call(relay.addr, req));
