@@ -442,35 +442,46 @@ async fn a_streamed_local_answer_that_breaks_off_is_cut_off_for_the_caller_too()
     quitter.abort();
 }
 
+/// Answers no caller can be given: a protocol switch, and a status past
+/// 599 that hyper reads as three digits like any other.
 #[tokio::test]
-async fn a_handler_switching_protocols_gets_502_and_is_recorded_as_a_failure() {
+async fn a_handler_switching_protocols_or_past_599_gets_502_and_is_recorded_as_a_failure() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let switcher = tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let mut request = [0u8; 4096];
-            let _ = socket.read(&mut request).await;
-            let _ = socket
-                .write_all(b"HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: websocket\r\n\r\n")
-                .await;
-        }
-    });
-    let relay = TestRelay::start().await;
-    let mut tunnel = TestTunnel::start(&relay.http_url(), &addr.to_string()).await;
-    let reply = caller::post(&tunnel.url("/hook"), "{}").await;
-    assert_eq!(reply.status, 502);
-    assert!(reply.text().contains("answered 101"), "{}", reply.text());
-    let (summary, _) = tunnel.next_delivery().await;
-    assert_eq!(
-        summary.status, None,
-        "the history shows what the caller got: {summary:?}"
-    );
-    assert!(
-        summary.error.as_deref().is_some_and(|e| e.contains("answered 101")),
-        "{summary:?}"
-    );
-    switcher.abort();
+    for (answer, said) in [
+        (
+            &b"HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: websocket\r\n\r\n"[..],
+            "answered 101",
+        ),
+        (
+            &b"HTTP/1.1 600 Beyond\r\ncontent-length: 0\r\n\r\n"[..],
+            "answered status 600",
+        ),
+    ] {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let odd = tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let mut request = [0u8; 4096];
+                let _ = socket.read(&mut request).await;
+                let _ = socket.write_all(answer).await;
+            }
+        });
+        let relay = TestRelay::start().await;
+        let mut tunnel = TestTunnel::start(&relay.http_url(), &addr.to_string()).await;
+        let reply = caller::post(&tunnel.url("/hook"), "{}").await;
+        assert_eq!(reply.status, 502, "{said}");
+        assert!(reply.text().contains(said), "{}", reply.text());
+        let (summary, _) = tunnel.next_delivery().await;
+        assert_eq!(
+            summary.status, None,
+            "the history shows what the caller got: {summary:?}"
+        );
+        assert!(
+            summary.error.as_deref().is_some_and(|e| e.contains(said)),
+            "{summary:?}"
+        );
+        odd.abort();
+    }
 }
 
 #[tokio::test]

@@ -357,6 +357,15 @@ async fn exchange(
         );
         return answer_error(stream, outbox, started, 502, reason);
     }
+    // hyper reads any three digits; past 599 no caller knows what it means.
+    if response.status().as_u16() > 599 {
+        let reason = format!(
+            "{} answered status {}, which HTTP does not define (100–599)",
+            shared.forwarder.target(),
+            response.status().as_u16()
+        );
+        return answer_error(stream, outbox, started, 502, reason);
+    }
     let timing = Timing {
         started,
         patience: shared.local_timeout,
