@@ -66,7 +66,7 @@ enum Destination {
 const NO_SUCH_TUNNEL: &str = "no such tunnel";
 
 /// Answers one request.
-pub async fn handle(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, req: Request<Incoming>) -> Response<RelayBody> {
+pub async fn handle(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, mut req: Request<Incoming>) -> Response<RelayBody> {
     if conn.verdicts.next_conflicted() {
         let mut refused = answer(
             StatusCode::BAD_REQUEST,
@@ -78,7 +78,11 @@ pub async fn handle(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, req: Request<Incom
         return refused;
     }
     let has_body = !req.body().is_end_stream();
-    let mut response = match unfit(&req) {
+    let unfit = unfit(&req);
+    if unfit.is_none() {
+        host_from_target(&mut req);
+    }
+    let mut response = match unfit {
         Some((status, why)) => answer(status, why),
         None => match destination(relay.config.domain.as_deref(), &req) {
             Destination::Tunnel { name, target } => tunnel(relay, conn, req, &name, target).await,
@@ -121,6 +125,21 @@ fn unfit<B>(req: &Request<B>) -> Option<(StatusCode, String)> {
         }
         _ => {}
     }
+    // Both name no resource a handler serves: CONNECT asks for a raw
+    // connection, `*` for the server as a whole. Forwarded, both became
+    // a request for `/`.
+    if req.method() == Method::CONNECT {
+        return Some((
+            StatusCode::NOT_IMPLEMENTED,
+            "CONNECT is not forwarded: the relay carries HTTP requests, not connections".into(),
+        ));
+    }
+    if req.uri() == "*" {
+        return Some((
+            StatusCode::NOT_IMPLEMENTED,
+            "a request for * (the server as a whole) is not forwarded: ask for a path, like /".into(),
+        ));
+    }
     // Looked at on every request: only a refusal allocates.
     let codings = || {
         req.headers()
@@ -144,6 +163,20 @@ fn unfit<B>(req: &Request<B>) -> Option<(StatusCode, String)> {
         StatusCode::NOT_IMPLEMENTED,
         format!("transfer coding \"{shown}\" is not supported: send the body chunked, or with a Content-Length"),
     ))
+}
+
+/// Makes the host an absolute-form target names (`POST http://shop.relay.test/x`)
+/// the request's Host, as RFC 9112 §3.2.2 has it win over the Host header:
+/// routing, `X-Forwarded-Host` and a preserved Host then all follow it.
+fn host_from_target<B>(req: &mut Request<B>) {
+    let Some(host) = req.uri().host() else { return };
+    let host = match req.uri().port_u16() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
+    };
+    if let Ok(value) = HeaderValue::from_str(&host) {
+        req.headers_mut().insert(header::HOST, value);
+    }
 }
 
 async fn tunnel(

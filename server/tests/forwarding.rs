@@ -29,6 +29,53 @@ async fn the_relay_answers_health_checks_and_unknown_tunnels_itself() {
     );
 }
 
+/// A relay serving `<name>.relay.test`, and a client holding `shop` there.
+async fn shop_under_a_domain() -> (Relay, FakeClient) {
+    let relay = Relay::start(RelayConfig {
+        domain: Some("relay.test".into()),
+        ..RelayConfig::default()
+    })
+    .await;
+    let (client, _, _) = FakeClient::connect(&relay, Some("shop")).await;
+    (relay, client)
+}
+
+/// CONNECT and `OPTIONS *` name nothing a handler serves: the relay
+/// answers them itself rather than forward a request for `/`.
+#[tokio::test]
+async fn connect_and_the_asterisk_form_are_answered_by_the_relay() {
+    let (relay, _client) = shop_under_a_domain().await;
+    for request in [
+        &b"CONNECT shop.relay.test:80 HTTP/1.1\r\nHost: shop.relay.test:80\r\n\r\n"[..],
+        b"OPTIONS * HTTP/1.1\r\nHost: shop.relay.test\r\nConnection: close\r\n\r\n",
+    ] {
+        let answer = raw(relay.addr, request).await;
+        assert!(answer.starts_with("HTTP/1.1 501 "), "{answer}");
+        assert!(answer.contains("is not forwarded"), "{answer}");
+    }
+}
+
+/// An absolute-form target names the host, and RFC 9112 has it win over
+/// the Host header: for routing and for what the handler is told.
+#[tokio::test]
+async fn an_absolute_form_target_routes_by_its_own_host() {
+    let (relay, mut client) = shop_under_a_domain().await;
+    let addr = relay.addr;
+    let caller = tokio::spawn(async move {
+        raw(
+            addr,
+            b"GET http://shop.relay.test:8080/abs?q=1 HTTP/1.1\r\nHost: elsewhere\r\nConnection: close\r\n\r\n",
+        )
+        .await
+    });
+    let got = client.request().await;
+    assert_eq!(got.target, "/abs?q=1");
+    assert_eq!(got.header("x-forwarded-host").as_deref(), Some("shop.relay.test:8080"));
+    assert_eq!(got.header("host").as_deref(), Some("shop.relay.test:8080"));
+    client.respond(got.stream, 200, &[], b"ok", 1).await;
+    assert!(caller.await.unwrap().starts_with("HTTP/1.1 200 "));
+}
+
 #[tokio::test]
 async fn an_answer_that_leaves_the_body_unread_says_the_connection_closes() {
     let relay = Relay::start(RelayConfig::default()).await;
