@@ -61,6 +61,12 @@ pub async fn accept_loop(
         };
         let Some(slot) = limits.admit(peer.ip()) else {
             tracing::debug!(%peer, "connection refused: over the connection cap");
+            // Said, not just closed, so a caller can tell a cap from a
+            // crash; no task, no wait, nothing held: a fresh socket takes
+            // the bytes at once or not at all. Under TLS they would be noise.
+            if relay.config.tls.is_none() {
+                let _ = tcp.try_write(OVER_THE_CAP);
+            }
             continue;
         };
         // Small frames must not wait for Nagle's algorithm: it costs 40 ms
@@ -73,6 +79,14 @@ pub async fn accept_loop(
     }
     Ok(())
 }
+
+/// The answer to a connection over the per-address or overall cap.
+const OVER_THE_CAP: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
+content-type: text/plain; charset=utf-8\r\n\
+content-length: 53\r\n\
+retry-after: 5\r\n\
+connection: close\r\n\r\n\
+too many connections to the relay: try again shortly\n";
 
 fn is_transient(err: &io::Error) -> bool {
     use io::ErrorKind::*;

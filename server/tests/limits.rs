@@ -87,6 +87,13 @@ async fn one_address_cannot_take_more_than_its_share_of_connections() {
     let mut buf = [0u8; 12];
     second.read_exact(&mut buf).await.unwrap();
     assert_eq!(&buf, b"HTTP/1.1 200");
+    // Over the cap: told so in a 503, and closed at once.
+    let answer = raw(relay.addr, b"").await;
+    assert!(answer.starts_with("HTTP/1.1 503 "), "{answer:?}");
+    assert!(
+        answer.ends_with("too many connections to the relay: try again shortly\n"),
+        "{answer:?}"
+    );
     let mut third = TcpStream::connect(relay.addr).await.unwrap();
     assert!(closed_by_peer(&mut third).await, "over the cap: closed at once");
     drop(second);
