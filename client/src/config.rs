@@ -107,16 +107,38 @@ impl Config {
     /// replay signed with no secret.
     fn check_secrets(&self) -> anyhow::Result<()> {
         for name in self.secrets.keys() {
-            if Provider::ALL.iter().all(|p| p.name() != name) {
+            if Provider::ALL
+                .iter()
+                .all(|p| p.name() != name && p.alias() != Some(name))
+            {
                 let known: Vec<&str> = Provider::ALL.iter().map(|p| p.name()).collect();
                 anyhow::bail!(
-                    "[secrets] has `{}`, which is no provider's name: expected one of {}",
+                    "[secrets] has `{}`, which is no provider's name: expected one of {} (svix means standard-webhooks)",
                     portpreview_shared::sanitize::escape_str(name),
                     known.join(", ")
                 );
             }
         }
+        // Two secrets for one provider: whichever won, the other was meant.
+        for provider in Provider::ALL {
+            if let Some(alias) = provider.alias() {
+                if self.secrets.contains_key(provider.name()) && self.secrets.contains_key(alias) {
+                    anyhow::bail!(
+                        "[secrets] has both `{}` and `{alias}`, one provider's names: keep one",
+                        provider.name()
+                    );
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// The `[secrets]` entry for a provider, under its name or its alias
+    /// (`svix` for standard-webhooks).
+    pub fn secret(&self, provider: Provider) -> Option<&Secret> {
+        self.secrets
+            .get(provider.name())
+            .or_else(|| self.secrets.get(provider.alias()?))
     }
 }
 
@@ -126,9 +148,22 @@ fn project_dirs() -> Option<directories::ProjectDirs> {
 
 /// The environment variable holding a provider's signing secret, e.g. `PORTPREVIEW_SECRET_STRIPE`.
 pub fn secret_env(provider: Provider) -> String {
+    env_name(provider.name())
+}
+
+/// Every variable that may hold a provider's secret, in the order they are
+/// read: its own name's, then its alias's (`PORTPREVIEW_SECRET_SVIX`).
+pub fn secret_envs(provider: Provider) -> Vec<String> {
+    std::iter::once(provider.name())
+        .chain(provider.alias())
+        .map(env_name)
+        .collect()
+}
+
+fn env_name(provider_name: &str) -> String {
     format!(
         "PORTPREVIEW_SECRET_{}",
-        provider.name().to_ascii_uppercase().replace('-', "_")
+        provider_name.to_ascii_uppercase().replace('-', "_")
     )
 }
 
@@ -154,11 +189,25 @@ pub fn resolve_secret(
     let Some(provider) = provider else {
         return Ok(None);
     };
+    provider_secret(provider, |var| std::env::var(var).ok(), Config::load)
+}
+
+/// A provider's secret from its environment variables, else the config
+/// file, which is loaded only then: a broken file does not stand in the
+/// way of a secret the environment gives.
+fn provider_secret(
+    provider: Provider,
+    env: impl Fn(&str) -> Option<String>,
+    load: impl FnOnce() -> anyhow::Result<Config>,
+) -> anyhow::Result<Option<Secret>> {
     // Empty, as CI leaves a secret that is not defined: not set.
-    if let Some(value) = std::env::var(secret_env(provider)).ok().filter(|v| !v.is_empty()) {
+    if let Some(value) = secret_envs(provider)
+        .iter()
+        .find_map(|var| env(var).filter(|v| !v.is_empty()))
+    {
         return Ok(Some(Secret::new(value)));
     }
-    Ok(Config::load()?.secrets.get(provider.name()).cloned())
+    Ok(load()?.secret(provider).cloned())
 }
 
 /// Where the config file lives (`PORTPREVIEW_CONFIG` overrides).
@@ -204,6 +253,50 @@ mod tests {
             secret_env(Provider::StandardWebhooks),
             "PORTPREVIEW_SECRET_STANDARD_WEBHOOKS"
         );
+    }
+
+    #[test]
+    fn svix_names_the_standard_webhooks_secret_too() {
+        assert_eq!(
+            secret_envs(Provider::StandardWebhooks),
+            ["PORTPREVIEW_SECRET_STANDARD_WEBHOOKS", "PORTPREVIEW_SECRET_SVIX"]
+        );
+        assert_eq!(secret_envs(Provider::Stripe), ["PORTPREVIEW_SECRET_STRIPE"]);
+        let no_config = || -> anyhow::Result<Config> { Ok(Config::default()) };
+        let env = |var: &str| (var == "PORTPREVIEW_SECRET_SVIX").then(|| "whsec_svix".to_string());
+        let found = provider_secret(Provider::StandardWebhooks, env, no_config).unwrap();
+        assert_eq!(found, Some(Secret::new("whsec_svix")));
+        // The provider's own name is read first.
+        let both = |var: &str| Some(var.to_string());
+        let found = provider_secret(Provider::StandardWebhooks, both, no_config).unwrap();
+        assert_eq!(found, Some(Secret::new("PORTPREVIEW_SECRET_STANDARD_WEBHOOKS")));
+
+        let dir = crate::store::tests::ScratchDir::new("config-svix");
+        let path = dir.0.join("config.toml");
+        std::fs::write(&path, "[secrets]\nsvix = \"whsec_file\"\n").unwrap();
+        let config = Config::load_from(&path).unwrap();
+        assert_eq!(
+            config.secret(Provider::StandardWebhooks),
+            Some(&Secret::new("whsec_file"))
+        );
+        let found = provider_secret(Provider::StandardWebhooks, |_| None, || Ok(config)).unwrap();
+        assert_eq!(found, Some(Secret::new("whsec_file")));
+
+        std::fs::write(&path, "[secrets]\nsvix = \"a\"\nstandard-webhooks = \"b\"\n").unwrap();
+        let err = format!("{:#}", Config::load_from(&path).unwrap_err());
+        assert!(
+            err.contains("[secrets] has both `standard-webhooks` and `svix`, one provider's names: keep one"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_secret_in_the_environment_needs_no_config_file() {
+        let env = |var: &str| (var == "PORTPREVIEW_SECRET_STRIPE").then(|| "whsec_env".to_string());
+        let broken = || -> anyhow::Result<Config> { anyhow::bail!("invalid config file") };
+        let found = provider_secret(Provider::Stripe, env, broken).unwrap();
+        assert_eq!(found, Some(Secret::new("whsec_env")));
+        assert!(provider_secret(Provider::Stripe, |_| Some(String::new()), broken).is_err());
     }
 
     #[test]

@@ -195,13 +195,21 @@ impl Provider {
         self.facts().name
     }
 
+    /// Another name people know the provider by: `svix` for Standard
+    /// Webhooks, the scheme Svix sends under its own header names.
+    pub fn alias(self) -> Option<&'static str> {
+        match self {
+            Provider::StandardWebhooks => Some("svix"),
+            _ => None,
+        }
+    }
+
     /// Parses a provider name; `svix` means Standard Webhooks.
     pub fn from_name(name: &str) -> Option<Provider> {
         let name = name.trim();
-        if name.eq_ignore_ascii_case("svix") {
-            return Some(Provider::StandardWebhooks);
-        }
-        Provider::ALL.into_iter().find(|p| p.name().eq_ignore_ascii_case(name))
+        Provider::ALL.into_iter().find(|p| {
+            p.name().eq_ignore_ascii_case(name) || p.alias().is_some_and(|alias| alias.eq_ignore_ascii_case(name))
+        })
     }
 
     /// How long the provider waits for an answer before it counts a failure.
