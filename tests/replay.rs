@@ -1063,7 +1063,12 @@ fn settings_that_cannot_work_are_refused_before_anything_is_sent() {
     let history = History::with(&stripe_delivery(&handler.url()));
     let ran = history.replay(&["--check-url", &handler.state_url(), "--settle", "0s"]);
     assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
-    assert!(ran.stderr.contains("\"0s\" is no time at all"), "{}", ran.stderr);
+    assert!(
+        ran.stderr
+            .contains("invalid value '0s' for '--settle <DURATION>': no time at all"),
+        "{}",
+        ran.stderr
+    );
     // Narrowing flags of --latest are refused beside an ID, not ignored.
     let ran = history.replay(&["--provider", "stripe"]);
     assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
@@ -1074,5 +1079,10 @@ fn settings_that_cannot_work_are_refused_before_anything_is_sent() {
     // Nor does the tunnel give the handler no time.
     let ran = portpreview(&history.db(), &["http", "3000", "--local-timeout", "0s"]);
     assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
-    assert!(ran.stderr.contains("\"0s\" is no time at all"), "{}", ran.stderr);
+    assert!(
+        ran.stderr
+            .contains("invalid value '0s' for '--local-timeout <DURATION>': no time at all"),
+        "{}",
+        ran.stderr
+    );
 }

@@ -65,7 +65,8 @@ impl SuiteFixture {
         self.settle
             .as_deref()
             .map(|text| {
-                crate::replay::options::parse_settle(text).map_err(|reason| anyhow::anyhow!("settle = {reason}"))
+                crate::replay::options::parse_settle(text)
+                    .map_err(|reason| anyhow::anyhow!("settle = {text:?}: {reason}"))
             })
             .transpose()
     }
@@ -74,7 +75,7 @@ impl SuiteFixture {
     pub fn timeout(&self) -> anyhow::Result<Option<Duration>> {
         self.timeout
             .as_deref()
-            .map(|text| parse_positive_duration(text).map_err(|err| anyhow::anyhow!("timeout = {err}")))
+            .map(|text| parse_positive_duration(text).map_err(|err| anyhow::anyhow!("timeout = {text:?}: {err}")))
             .transpose()
     }
 }
@@ -139,7 +140,11 @@ mod tests {
     fn unknown_keys_and_contradictions_are_refused() {
         assert!(Suite::parse("[[fixture]]\npath = \"a\"\ntimez = 3\n").is_err());
         assert!(Suite::parse("[[fixture]]\npath = \"a\"\ncheck_url = \"x\"\ncheck_cmd = \"y\"\n").is_err());
-        assert!(Suite::parse("[[fixture]]\npath = \"a\"\nsettle = \"soon\"\n").is_err());
+        let err = Suite::parse("[[fixture]]\npath = \"a\"\nsettle = \"soon\"\n").unwrap_err();
+        assert_eq!(
+            format!("{err:#}"),
+            "fixture 1 (a): settle = \"soon\": expected a number and a unit, like 300ms, 1s, 2m or 7d"
+        );
         assert!(Suite::parse("[[fixture]]\npath = \"a\"\ntimeout = \"0s\"\n").is_err());
         assert!(Suite::parse("[[fixture]]\npath = \"a\"\ntimes = 0\n").is_err());
         assert!(Suite::parse("[[fixture]]\npath = \"a\"\ntimes = 4294967295\n").is_err());

@@ -51,7 +51,10 @@ pub fn round_ms(ms: f64) -> f64 {
 }
 
 /// Parses a duration written as PortPreview writes them (`300ms`, `1s`,
-/// `2m`, `7d`); longer spellings such as `7days` are accepted too.
+/// `2m`, `7d`); longer spellings such as `7days` are accepted too. Every
+/// duration flag and suite key reads through here, so a bad one is
+/// refused in the same words everywhere, not in humantime's (whose unit
+/// list names months, which are refused).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     // A bare number has no unit, `0` included (which humantime takes).
@@ -70,7 +73,7 @@ const NO_MONTHS: &str = "M would be months, easily taken for m, minutes: write m
 /// is months to humantime, a step from `m`, minutes. One slip of the
 /// shift key, and `prune --older-than 1M` would keep a month instead of a
 /// minute, or `--timeout 1M` wait a month.
-pub fn read_duration(text: &str) -> Result<Duration, String> {
+fn read_duration(text: &str) -> Result<Duration, String> {
     if text.contains('M') || text.to_ascii_lowercase().contains("month") {
         return Err(NO_MONTHS.to_string());
     }

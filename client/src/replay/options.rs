@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::probe::ProbeSpec;
+use super::probe::{ProbeSpec, SETTLE_CAP_FACTOR};
 use crate::config::Secret;
 
 /// Default `--settle`: how long the state must hold still to count as read.
@@ -93,17 +93,17 @@ impl ReplayOptions {
 }
 
 /// Parses a duration written `300ms`, `30s`, `2m`; zero is refused, since
-/// no answer arrives in no time.
+/// no answer arrives in no time. Reasons leave the value out, as clap and
+/// the suite file name it beside them.
 pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
-    let duration = crate::time::read_duration(text)
-        .map_err(|err| format!("{text:?} is not a duration like 300ms or 30s ({err})"))?;
+    let duration = crate::time::parse_duration(text)?;
     if duration.is_zero() {
-        return Err(format!("{text:?} is no time at all: give a duration like 300ms or 30s"));
+        return Err("no time at all: give a duration like 300ms or 30s".to_string());
     }
     Ok(duration)
 }
 
-/// Longest `--settle` taken: each attempt may wait ten of them.
+/// Longest `--settle` taken: each read of the state may wait ten of them.
 const MAX_SETTLE: Duration = Duration::from_secs(600);
 
 /// Shortest `--settle` taken: a probe read takes longer than less, so the
@@ -114,21 +114,21 @@ const MIN_SETTLE: Duration = Duration::from_millis(1);
 /// once, right after the answer, and a handler working from a queue would
 /// pass for idempotent before its work was done.
 pub fn parse_settle(text: &str) -> Result<Duration, String> {
-    let duration = crate::time::read_duration(text)
-        .map_err(|err| format!("{text:?} is not a duration like 300ms or 2s ({err})"))?;
-    if !duration.is_zero() && duration < MIN_SETTLE {
-        return Err(format!(
-            "{text:?} is shorter than 1ms, less than one read of the probe takes; give a duration like 300ms or 2s"
-        ));
-    }
+    let duration = crate::time::parse_duration(text)?;
     if duration.is_zero() {
-        return Err(format!(
-            "{text:?} is no time at all: work a handler does after answering would go unseen; give a duration like 300ms or 2s"
-        ));
+        return Err(
+            "no time at all: work a handler does after answering would go unseen; give a duration like 300ms or 2s"
+                .to_string(),
+        );
+    }
+    if duration < MIN_SETTLE {
+        return Err(
+            "shorter than 1ms, less than one read of the probe takes; give a duration like 300ms or 2s".to_string(),
+        );
     }
     if duration > MAX_SETTLE {
         return Err(format!(
-            "{text:?} is longer than 10m: each attempt may wait ten settle windows"
+            "longer than 10m: each read of the state waits up to {SETTLE_CAP_FACTOR} settle windows for it to hold still"
         ));
     }
     Ok(duration)
@@ -208,6 +208,16 @@ mod tests {
         assert_eq!(parse_settle("1ms"), Ok(Duration::from_millis(1)));
         assert_eq!(parse_settle("10m"), Ok(Duration::from_secs(600)));
         assert!(parse_settle("1M").unwrap_err().contains("write months as days"));
+    }
+
+    #[test]
+    fn every_duration_flag_refuses_a_bad_one_in_the_same_words() {
+        let expected = Err("expected a number and a unit, like 300ms, 1s, 2m or 7d".to_string());
+        for bad in ["2x", "soon", "5"] {
+            assert_eq!(parse_settle(bad), expected, "{bad}");
+            assert_eq!(parse_positive_duration(bad), expected, "{bad}");
+            assert_eq!(crate::time::parse_duration(bad), expected, "{bad}");
+        }
     }
 
     #[test]
