@@ -324,7 +324,7 @@ fn a_junit_file_that_cannot_be_written_is_refused_before_anything_is_sent() {
     assert_eq!(
         ran.stderr.trim_end(),
         format!(
-            "error: --junit {} is fixtures/stripe.json, which this run reads: write the report to another file",
+            "error: --junit {} would overwrite fixtures/stripe.json, a fixture this run reads: write the report to another file",
             fixture.display()
         )
     );

@@ -116,11 +116,52 @@ pub fn refuse_to_overwrite_an_input<'a>(
         .into_iter()
         .find(|input| input.canonicalize().is_ok_and(|i| i == report))
     {
+        let what = match crate::suite::Suite::is_suite_path(input) {
+            true => "a suite",
+            false => "a fixture",
+        };
+        // The input is named only when it was written another way.
+        let overwritten = match input.as_os_str() == junit.as_os_str() {
+            true => format!("{what} this run reads"),
+            false => format!("{}, {what} this run reads", input.display()),
+        };
         anyhow::bail!(
-            "--junit {} is {}, which this run reads: write the report to another file",
-            junit.display(),
-            input.display()
+            "--junit {} would overwrite {overwritten}: write the report to another file",
+            junit.display()
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_over_an_input_is_refused_naming_what_it_would_overwrite() {
+        let dir = crate::store::tests::ScratchDir::new("junit-input");
+        let fixture = dir.0.join("j.json");
+        let suite = dir.0.join("suite.toml");
+        std::fs::write(&fixture, "{}").unwrap();
+        std::fs::write(&suite, "").unwrap();
+        let err = refuse_to_overwrite_an_input(&fixture, [fixture.as_path()]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "--junit {} would overwrite a fixture this run reads: write the report to another file",
+                fixture.display()
+            )
+        );
+        let other_spelling = dir.0.join(".").join("suite.toml");
+        let err = refuse_to_overwrite_an_input(&other_spelling, [suite.as_path()]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "--junit {} would overwrite {}, a suite this run reads: write the report to another file",
+                other_spelling.display(),
+                suite.display()
+            )
+        );
+        assert!(refuse_to_overwrite_an_input(&dir.0.join("report.xml"), [fixture.as_path()]).is_ok());
+    }
 }
