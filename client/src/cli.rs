@@ -111,3 +111,31 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tui(args) => commands::tui::run(args, &db()?).await,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    /// The help of one flag of one subcommand.
+    fn help(command: &str, flag: &str) -> String {
+        let cli = Cli::command();
+        let sub = cli.find_subcommand(command).unwrap();
+        let arg = sub.get_arguments().find(|a| a.get_id() == flag).unwrap();
+        arg.get_help().unwrap().to_string()
+    }
+
+    #[test]
+    fn the_arguments_are_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn each_command_names_its_own_default_attempt_count() {
+        let replay = help("replay", "times");
+        let check = help("check", "times");
+        assert!(replay.contains("default 1") && !replay.contains("check"), "{replay}");
+        assert!(check.contains("default 2") && !check.contains("replay"), "{check}");
+    }
+}

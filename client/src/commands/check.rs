@@ -20,6 +20,7 @@ use results::Outcome;
 
 /// Arguments of `portpreview check`.
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("times", |arg| arg.help("Attempts per fixture (1 to 100000; default 2, or the suite's times)")))]
 pub struct Args {
     /// Fixtures (`portpreview export --format json`), directories of them, or suite files (.toml).
     #[arg(value_name = "FIXTURE|DIR|SUITE.toml", required = true)]

@@ -32,7 +32,7 @@ const LOCAL_RELAY_MARGIN: Duration = Duration::from_secs(2);
 /// Arguments of `portpreview http`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Local port or URL to forward to (3000, localhost:3000, http://127.0.0.1:3000).
+    /// Local port or URL to forward to (3000, localhost:3000, http://127.0.0.1:3000, or with a base path put before every forwarded path: http://localhost:4000/api).
     #[arg(value_name = "PORT|URL")]
     pub target: String,
     /// Relay to use (ws://, wss://, http:// or https://); none: run one in-process.
@@ -59,7 +59,7 @@ pub struct Args {
     /// Forward without recording: nothing reaches the history.
     #[arg(long)]
     pub no_record: bool,
-    /// Body fields that identify an event without an ID (names or JSON pointers).
+    /// Body fields that identify an event without an ID, comma-separated (names or JSON pointers: type,/data/object/id).
     #[arg(long, value_delimiter = ',', value_name = "FIELDS", value_parser = parse_key_field)]
     pub key_fields: Vec<String>,
     /// How long the local handler may take before the caller gets 504.

@@ -14,7 +14,8 @@ use crate::replay::{
 /// The flags `replay` and `check` share: how to replay and how to judge.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
-    /// Attempts to send (1 to 100000; default 1 for replay, 2 for check).
+    // Each command's help names its own default: replay sends one, check two.
+    /// Attempts to send (1 to 100000).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_TIMES)))]
     pub times: Option<u32>,
     /// Attempts kept in flight at once (1 to 512; default 1, or with --fresh the whole burst up to 512).
