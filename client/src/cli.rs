@@ -12,7 +12,7 @@ use crate::commands;
 #[derive(Debug, Parser)]
 #[command(name = "portpreview", version, about, propagate_version = true)]
 pub struct Cli {
-    /// History database (default: portpreview/history.db in the user's data directory).
+    /// History database (default: portpreview/history.db in the user's data directory; check and replay --from need none).
     #[arg(long, global = true, env = "PORTPREVIEW_DB", value_name = "PATH")]
     pub db: Option<PathBuf>,
 
