@@ -79,7 +79,7 @@ fn history_files(history: &Path) -> Vec<PathBuf> {
 }
 
 /// Whether `a` and `b` are one file (a hard link is another name for it).
-fn same_file(a: &Path, b: &Path) -> bool {
+pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;

@@ -109,14 +109,12 @@ pub fn refuse_to_overwrite_an_input<'a>(
     junit: &Path,
     inputs: impl IntoIterator<Item = &'a Path>,
 ) -> anyhow::Result<()> {
-    let Ok(report) = junit.canonicalize() else {
+    if !junit.exists() {
         // Not there yet: it replaces nothing.
         return Ok(());
-    };
-    if let Some(input) = inputs
-        .into_iter()
-        .find(|input| input.canonicalize().is_ok_and(|i| i == report))
-    {
+    }
+    // One file however it is reached: another spelling, a symbolic or a hard link.
+    if let Some(input) = inputs.into_iter().find(|input| super::guard::same_file(input, junit)) {
         let what = match crate::suite::Suite::is_suite_path(input) {
             true => "a suite",
             false => "a fixture",
@@ -164,5 +162,13 @@ mod tests {
             )
         );
         assert!(refuse_to_overwrite_an_input(&dir.0.join("report.xml"), [fixture.as_path()]).is_ok());
+        let linked = dir.0.join("hard.xml");
+        std::fs::hard_link(&fixture, &linked).unwrap();
+        let err = refuse_to_overwrite_an_input(&linked, [fixture.as_path()]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(&format!("would overwrite {}, a fixture", fixture.display())),
+            "a hard link is the fixture under another name: {err}"
+        );
     }
 }
