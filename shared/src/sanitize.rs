@@ -53,9 +53,12 @@ pub fn hex_dump(bytes: &[u8]) -> String {
     out
 }
 
-fn is_unsafe(c: char, keep_newlines: bool) -> bool {
+/// Whether `c` is never written raw, wherever it stands: controls, bidi
+/// controls and invisible formatting characters. Newlines aside, which
+/// text shown whole keeps. (Inside an emoji, [`escape_str`] keeps the
+/// joiners and tags that build it.)
+pub fn is_hidden_or_control(c: char) -> bool {
     match c {
-        '\n' => !keep_newlines,
         c if c.is_control() => true,
         // Bidi embeddings, overrides and isolates reorder what follows them.
         '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}' => true,
@@ -69,13 +72,61 @@ fn is_unsafe(c: char, keep_newlines: bool) -> bool {
     }
 }
 
+fn is_unsafe(c: char, keep_newlines: bool) -> bool {
+    match c {
+        '\n' => !keep_newlines,
+        c => is_hidden_or_control(c),
+    }
+}
+
+/// A pictograph an emoji sequence joins (with U+200D) or modifies.
+fn is_pictograph(c: char) -> bool {
+    matches!(c,
+        '\u{1f000}'..='\u{1faff}' | '\u{2300}'..='\u{23ff}' | '\u{2600}'..='\u{27bf}'
+        | '\u{2b00}'..='\u{2bff}' | '\u{fe0f}')
+}
+
+/// The waving black flag that tag characters turn into a subdivision's
+/// flag (England, Scotland, Wales), closed by U+E007F.
+const FLAG_BASE: char = '\u{1f3f4}';
+const TAG_END: char = '\u{e007f}';
+
+/// How many bytes of `rest` (the text after a [`FLAG_BASE`]) are the tags
+/// of a subdivision flag, `TAG_END` included; 0 when they are not one.
+fn flag_tags(rest: &str) -> usize {
+    let mut len = 0;
+    for c in rest.chars() {
+        match c {
+            '\u{e0020}'..='\u{e007e}' => len += c.len_utf8(),
+            TAG_END if len > 0 => return len + c.len_utf8(),
+            _ => return 0,
+        }
+    }
+    0
+}
+
 fn escape(text: &str, keep_newlines: bool) -> Cow<'_, str> {
     if !text.chars().any(|c| is_unsafe(c, keep_newlines)) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if !is_unsafe(c, keep_newlines) {
+    let mut previous = None;
+    let mut chars = text.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        let next = chars.peek().map(|&(_, c)| c);
+        // Emoji are built of what is escaped alone: 👨‍👩‍👧 of joiners
+        // between pictographs, 🏴󠁧󠁢󠁳󠁣󠁴󠁿 of tags after a flag. Those are kept.
+        let joins_emoji = c == '\u{200d}' && previous.is_some_and(is_pictograph) && next.is_some_and(is_pictograph);
+        previous = Some(c);
+        if c == FLAG_BASE {
+            let tags = flag_tags(&text[at + c.len_utf8()..]);
+            out.push_str(&text[at..at + c.len_utf8() + tags]);
+            while chars.peek().is_some_and(|&(i, _)| i < at + c.len_utf8() + tags) {
+                chars.next();
+            }
+            continue;
+        }
+        if joins_emoji || !is_unsafe(c, keep_newlines) {
             out.push(c);
             continue;
         }
@@ -99,8 +150,16 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// Safe to print: no control character (newlines aside, when kept), and
+    /// every joiner or tag left is part of an emoji, so that escaping the
+    /// text again changes nothing.
     fn is_terminal_safe(s: &str, keep_newlines: bool) -> bool {
-        s.chars().all(|c| !is_unsafe(c, keep_newlines))
+        let again = if keep_newlines {
+            escape_multiline(s)
+        } else {
+            escape_str(s)
+        };
+        again == s && s.chars().all(|c| !c.is_control() || (keep_newlines && c == '\n'))
     }
 
     #[test]
@@ -115,6 +174,27 @@ mod tests {
         assert_eq!(escape_str("\u{e0041}"), "\\u{e0041}");
         assert!(matches!(escape_str("中文 😀 é"), Cow::Borrowed(_)));
         assert!(matches!(escape_str("plain ✓ text"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn emoji_keep_the_joiners_and_tags_that_build_them() {
+        for emoji in [
+            "👨\u{200d}👩\u{200d}👧",
+            "❤\u{fe0f}\u{200d}🔥",
+            "🏴\u{e0067}\u{e0062}\u{e0073}\u{e0063}\u{e0074}\u{e007f}",
+        ] {
+            assert_eq!(escape_str(&format!("a {emoji} b")), format!("a {emoji} b"));
+        }
+        assert_eq!(escape_str("a\u{200d}b"), "a\\u{200d}b");
+        assert_eq!(escape_str("👨\u{200d}x"), "👨\\u{200d}x");
+        assert_eq!(escape_str("\u{200d}👨"), "\\u{200d}👨");
+        assert_eq!(
+            escape_str("🏴\u{e0067}\u{e0062}"),
+            "🏴\\u{e0067}\\u{e0062}",
+            "a flag's tags end in U+E007F"
+        );
+        assert_eq!(escape_str("🏴\u{e007f}"), "🏴\\u{e007f}");
+        assert_eq!(escape_str("x\u{e0041}\u{e007f}"), "x\\u{e0041}\\u{e007f}");
     }
 
     #[test]
