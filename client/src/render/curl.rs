@@ -124,9 +124,10 @@ fn curl_keeps(path: &str) -> bool {
 }
 
 /// Characters never written raw: controls (they would act on the terminal
-/// showing the command) and bidi overrides (they would disguise it).
+/// showing the command), bidi controls and invisible characters (they
+/// would disguise it). `printf` rebuilds them, emoji joiners included.
 fn risky(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    portpreview_shared::sanitize::is_hidden_or_control(c)
 }
 
 /// The headers the command sends: what a replay would send (hop-by-hop
@@ -161,8 +162,15 @@ mod tests {
     fn printf_rebuilds_every_byte() {
         let all: Vec<u8> = (0..=255u8).chain(*b"-%s\\n'\"$(x)`\n").collect();
         assert_eq!(run_sh(&format!("printf '{}'", printf_format(&all))), all);
-        let text = "-{\"a\":\"b c\"}\nπ 100% \u{202e}".as_bytes();
+        let text = "-{\"a\":\"b c\"}\nπ 100% \u{202e} \u{200b}\u{feff}\u{e0041}".as_bytes();
         assert_eq!(run_sh(&format!("printf '{}'", printf_format(text))), text);
+        let format = printf_format(text);
+        assert!(
+            !format
+                .chars()
+                .any(|c| c != '\n' && portpreview_shared::sanitize::is_hidden_or_control(c)),
+            "invisible characters are written as escapes: {format:?}"
+        );
     }
 
     #[test]
