@@ -12,12 +12,25 @@ pub fn truncate(text: &str, max: usize) -> &str {
 }
 
 /// `text` cut to at most `width` characters, ending in `…` when cut, so a
-/// reader sees that there was more.
+/// reader sees that there was more. An escape the sanitiser wrote
+/// (`\u{200b}`, `\x1b`) is kept whole or left out, never cut to a bare `\`.
 pub fn shorten(text: &str, width: usize) -> String {
     if text.chars().count() <= width {
         return text.to_owned();
     }
     let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
+    if let Some(at) = out.rfind('\\') {
+        let escape = &out[at..];
+        let whole = match escape.as_bytes().get(1) {
+            Some(b'u') => escape.contains('}'),
+            Some(b'x') => escape.len() >= 4,
+            Some(_) => true,
+            None => false,
+        };
+        if !whole {
+            out.truncate(at);
+        }
+    }
     out.push('…');
     out
 }
@@ -62,6 +75,11 @@ mod tests {
         assert_eq!(shorten("évènement", 4), "évè…");
         assert_eq!(shorten("evt_1", 8), "evt_1");
         assert_eq!(shorten("evt_1", 5), "evt_1");
+        assert_eq!(shorten("evt_\\u{200b}x", 9), "evt_…", "an escape is never cut in half");
+        assert_eq!(shorten("evt_\\u{200b}xyz", 14), "evt_\\u{200b}x…");
+        assert_eq!(shorten("a\\x1b[2J", 4), "a…");
+        assert_eq!(shorten("a\\x1b[2J", 6), "a\\x1b…");
+        assert_eq!(shorten("a\\nb", 3), "a…", "nor a bare backslash left");
         assert_eq!(shorten("evt_1", 0), "…");
     }
 
