@@ -48,9 +48,11 @@ impl TextInput {
     /// Applies one key: characters, Backspace, ctrl-u (clear), ctrl-w (word).
     pub fn handle(&mut self, key: KeyEvent) -> FormOutcome {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        if std::mem::take(&mut self.suggested) && matches!(key.code, KeyCode::Char(_) | KeyCode::Backspace) {
+        // Only an edit ends the suggestion: moving about leaves it whole.
+        if self.suggested && matches!(key.code, KeyCode::Char(_) | KeyCode::Backspace | KeyCode::Delete) {
+            self.suggested = false;
             self.text.clear();
-            if key.code == KeyCode::Backspace {
+            if matches!(key.code, KeyCode::Backspace | KeyCode::Delete) {
                 return FormOutcome::Editing;
             }
         }
@@ -333,6 +335,18 @@ mod tests {
         let mut form = ReplayForm::new(4);
         form.handle(key(KeyCode::Backspace));
         assert_eq!(form.times.text, "", "Backspace clears the suggestion whole");
+
+        let mut form = ReplayForm::new(4);
+        form.handle(key(KeyCode::Left));
+        form.handle(key(KeyCode::End));
+        typed(&mut form, "3");
+        assert_eq!(
+            form.times.text, "3",
+            "moving about leaves the suggestion to be replaced"
+        );
+        let mut form = ReplayForm::new(4);
+        form.handle(key(KeyCode::Delete));
+        assert_eq!(form.times.text, "", "Delete clears it too");
     }
 
     #[test]
