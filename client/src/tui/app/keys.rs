@@ -74,18 +74,15 @@ impl App {
                 }
             }
             KeyCode::Char('y') => return self.action_target().map(|delivery_id| Effect::CopyCurl { delivery_id }),
-            KeyCode::Char('v') => {
-                self.reveal = !self.reveal;
-                if let Some(id) = self.detail.as_ref().map(|d| d.doc.id) {
+            // Only over an open delivery, so that secrets are never shown
+            // by a key pressed long before, with nothing on screen to say so.
+            KeyCode::Char('v') => match self.detail.as_ref().map(|d| d.doc.id) {
+                Some(id) => {
+                    self.reveal = !self.reveal;
                     self.refresh_detail(id);
                 }
-                let shown = if self.reveal {
-                    "secrets shown as received; v masks them again"
-                } else {
-                    "secrets masked"
-                };
-                self.set_status(shown, false);
-            }
+                None => self.set_status("open a delivery first: v shows its masked headers", true),
+            },
             _ => match self.focus {
                 Focus::List => self.list_key(key.code),
                 Focus::Detail => self.detail_key(key.code),

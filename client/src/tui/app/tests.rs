@@ -457,4 +457,16 @@ fn v_shows_the_secrets_of_the_open_delivery_and_masks_them_again() {
     );
     press(&mut app, "v");
     assert!(!detail(&app).contains("sk_live_secret"), "{}", detail(&app));
+
+    // With nothing open, v does nothing: secrets are never shown by a key
+    // pressed before the delivery they belong to was opened.
+    key(&mut app, KeyCode::Esc);
+    press(&mut app, "v");
+    assert!(!app.reveal);
+    assert!(app
+        .status
+        .as_ref()
+        .is_some_and(|s| s.text.contains("open a delivery first")));
+    key(&mut app, KeyCode::Enter);
+    assert!(!detail(&app).contains("sk_live_secret"), "{}", detail(&app));
 }

@@ -10,7 +10,7 @@ use crate::tui::app::DetailState;
 
 use super::layout::detail_rows;
 
-pub(super) fn render(detail: &DetailState, focused: bool, area: Rect, buf: &mut Buffer) {
+pub(super) fn render(detail: &DetailState, focused: bool, reveal: bool, area: Rect, buf: &mut Buffer) {
     let border = if focused { Color::Cyan } else { Color::DarkGray };
     let rows = detail_rows(area);
     let total = detail.doc.lines.len();
@@ -22,7 +22,10 @@ pub(super) fn render(detail: &DetailState, focused: bool, area: Rect, buf: &mut 
         last,
         total
     );
-    let block = Block::bordered().border_style(Style::new().fg(border)).title(title);
+    let mut block = Block::bordered().border_style(Style::new().fg(border)).title(title);
+    if reveal {
+        block = block.title(Line::styled(" secrets shown (v masks) ", Style::new().fg(Color::Yellow)).right_aligned());
+    }
     let inner = block.inner(area);
     let lines: Vec<Line> = detail.doc.lines[detail.scroll.min(total)..last]
         .iter()

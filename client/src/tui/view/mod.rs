@@ -31,7 +31,7 @@ impl Widget for &App {
             list::render(self, list, buf);
         }
         if let (Some(rect), Some(detail)) = (areas.detail, &self.detail) {
-            detail::render(detail, self.focus == Focus::Detail, rect, buf);
+            detail::render(detail, self.focus == Focus::Detail, self.reveal, rect, buf);
         }
         match &self.overlay {
             Some(Overlay::Filter(input)) => forms::render_filter(input, areas.footer, buf),

@@ -746,3 +746,23 @@ fn a_long_history_path_keeps_its_file_name() {
     );
     assert_eq!(header.chars().count(), 60, "to the screen's edge: {header}");
 }
+
+/// While `v` shows the masked headers, the detail pane says so in its frame.
+#[test]
+fn shown_secrets_are_announced_on_the_detail_pane() {
+    let mut app = live_app(3, 100, 30);
+    enter(&mut app);
+    press(&mut app, "v");
+    let screen = rows(&plain(draw(&app)));
+    let frame = screen
+        .iter()
+        .find(|row| row.contains(" #3  lines "))
+        .expect("the detail's frame");
+    assert!(frame.contains("secrets shown (v masks)"), "{frame}");
+    assert!(screen
+        .iter()
+        .any(|row| row.contains("authorization: Bearer sk_live_secret")));
+    press(&mut app, "v");
+    let screen = rows(&plain(draw(&app)));
+    assert!(!screen.iter().any(|row| row.contains("secrets shown")));
+}
