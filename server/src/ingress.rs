@@ -134,6 +134,16 @@ fn unfit<B>(req: &Request<B>) -> Option<(StatusCode, String)> {
             "CONNECT is not forwarded: the relay carries HTTP requests, not connections".into(),
         ));
     }
+    if req
+        .uri()
+        .scheme_str()
+        .is_some_and(|scheme| !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https"))
+    {
+        return Some((
+            StatusCode::BAD_REQUEST,
+            "a request target with a scheme must be an http or https URL".into(),
+        ));
+    }
     if req.uri() == "*" {
         return Some((
             StatusCode::NOT_IMPLEMENTED,

@@ -40,10 +40,10 @@ async fn shop_under_a_domain() -> (Relay, FakeClient) {
     (relay, client)
 }
 
-/// CONNECT and `OPTIONS *` name nothing a handler serves: the relay
-/// answers them itself rather than forward a request for `/`.
+/// CONNECT, `OPTIONS *` and an `ftp://` target name nothing a handler
+/// serves: the relay answers them itself rather than forward a request for `/`.
 #[tokio::test]
-async fn connect_and_the_asterisk_form_are_answered_by_the_relay() {
+async fn connect_the_asterisk_form_and_other_schemes_are_answered_by_the_relay() {
     let (relay, _client) = shop_under_a_domain().await;
     for request in [
         &b"CONNECT shop.relay.test:80 HTTP/1.1\r\nHost: shop.relay.test:80\r\n\r\n"[..],
@@ -53,6 +53,13 @@ async fn connect_and_the_asterisk_form_are_answered_by_the_relay() {
         assert!(answer.starts_with("HTTP/1.1 501 "), "{answer}");
         assert!(answer.contains("is not forwarded"), "{answer}");
     }
+    let answer = raw(
+        relay.addr,
+        b"GET ftp://shop.relay.test/x HTTP/1.1\r\nHost: shop.relay.test\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
+    assert!(answer.contains("must be an http or https URL"), "{answer}");
 }
 
 /// An absolute-form target names the host, and RFC 9112 has it win over
