@@ -201,10 +201,17 @@ fn provider_secret(
     load: impl FnOnce() -> anyhow::Result<Config>,
 ) -> anyhow::Result<Option<Secret>> {
     // Empty, as CI leaves a secret that is not defined: not set.
-    if let Some(value) = secret_envs(provider)
-        .iter()
-        .find_map(|var| env(var).filter(|v| !v.is_empty()))
-    {
+    let set: Vec<(String, String)> = secret_envs(provider)
+        .into_iter()
+        .filter_map(|var| env(&var).filter(|v| !v.is_empty()).map(|value| (var, value)))
+        .collect();
+    // Two names, two secrets: whichever won, the other was meant.
+    if let [(first, a), (second, b), ..] = set.as_slice() {
+        if a != b {
+            anyhow::bail!("{first} and {second} are both set, to different secrets: keep one");
+        }
+    }
+    if let Some((_, value)) = set.into_iter().next() {
         return Ok(Some(Secret::new(value)));
     }
     Ok(load()?.secret(provider).cloned())
@@ -266,10 +273,16 @@ mod tests {
         let env = |var: &str| (var == "PORTPREVIEW_SECRET_SVIX").then(|| "whsec_svix".to_string());
         let found = provider_secret(Provider::StandardWebhooks, env, no_config).unwrap();
         assert_eq!(found, Some(Secret::new("whsec_svix")));
-        // The provider's own name is read first.
+        // Both names set to one secret is that secret; to two, a mistake.
+        let same = |_: &str| Some("whsec_same".to_string());
+        let found = provider_secret(Provider::StandardWebhooks, same, no_config).unwrap();
+        assert_eq!(found, Some(Secret::new("whsec_same")));
         let both = |var: &str| Some(var.to_string());
-        let found = provider_secret(Provider::StandardWebhooks, both, no_config).unwrap();
-        assert_eq!(found, Some(Secret::new("PORTPREVIEW_SECRET_STANDARD_WEBHOOKS")));
+        let err = provider_secret(Provider::StandardWebhooks, both, no_config).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "PORTPREVIEW_SECRET_STANDARD_WEBHOOKS and PORTPREVIEW_SECRET_SVIX are both set, to different secrets: keep one"
+        );
 
         let dir = crate::store::tests::ScratchDir::new("config-svix");
         let path = dir.0.join("config.toml");
