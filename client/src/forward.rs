@@ -59,6 +59,17 @@ pub fn explain(error: &hyper::Error) -> String {
     }
 }
 
+/// Why an answer with `status` cannot be passed on, when HTTP does not
+/// define it: hyper reads any three digits as a status.
+pub fn undefined_status(who: impl std::fmt::Display, status: http::StatusCode) -> Option<String> {
+    (status.as_u16() > 599).then(|| {
+        format!(
+            "{who} answered status {}, which HTTP does not define (100–599)",
+            status.as_u16()
+        )
+    })
+}
+
 /// A client for one local target. Dropping it closes its connections.
 pub struct Forwarder {
     target: Target,

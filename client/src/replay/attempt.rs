@@ -12,7 +12,7 @@ use portpreview_shared::Header;
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 
-use crate::forward::explain;
+use crate::forward::{explain, undefined_status};
 
 use super::options::DEFAULT_TIMEOUT;
 
@@ -232,6 +232,10 @@ impl Connection {
             },
         };
         let (parts, mut body) = response.into_parts();
+        // Recorded as the tunnel records it: a failure, not a status.
+        if let Some(reason) = undefined_status(&authority, parts.status) {
+            return Err(reason);
+        }
         let mut answer = Answer {
             status: Some(parts.status.as_u16()),
             headers: parts
@@ -353,6 +357,41 @@ mod tests {
         assert_eq!(answer.status, None);
         assert_eq!(answer.error.as_deref(), Some("no answer within 50ms"));
         stuck.abort();
+    }
+
+    #[tokio::test]
+    async fn a_status_http_does_not_define_fails_the_attempt() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let odd = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = [0u8; 4096];
+            let _ = socket.read(&mut request).await;
+            let _ = socket
+                .write_all(b"HTTP/1.1 600 Beyond\r\ncontent-length: 0\r\n\r\n")
+                .await;
+        });
+        let endpoint = Endpoint {
+            host: "127.0.0.1".into(),
+            port,
+        };
+        let mut conn = Connection::open_within(endpoint, Duration::from_secs(5)).await.unwrap();
+        let out = Outgoing {
+            method: "POST".into(),
+            path: "/".into(),
+            headers: Vec::new(),
+            body: Bytes::from_static(b"{}"),
+        };
+        let answer = conn.send(&out).await;
+        assert_eq!(answer.status, None, "recorded as a failure, as the tunnel records it");
+        assert_eq!(
+            answer.error,
+            Some(format!(
+                "127.0.0.1:{port} answered status 600, which HTTP does not define (100–599)"
+            ))
+        );
+        odd.abort();
     }
 
     #[test]

@@ -14,7 +14,7 @@ use super::outbox::Outbox;
 use super::respond::{answer_error, failure, relay_response, Timing};
 use super::Stop;
 use crate::events::{report_delivered, TunnelEvent};
-use crate::forward::{Forwarder, LocalBody};
+use crate::forward::{undefined_status, Forwarder, LocalBody};
 use crate::store::recorder::{RecordError, Recorder, Ticket};
 use crate::store::{size_past_cut, NewDelivery, Outcome, Summary, MAX_STORED_BODY};
 
@@ -357,13 +357,7 @@ async fn exchange(
         );
         return answer_error(stream, outbox, started, 502, reason);
     }
-    // hyper reads any three digits; past 599 no caller knows what it means.
-    if response.status().as_u16() > 599 {
-        let reason = format!(
-            "{} answered status {}, which HTTP does not define (100–599)",
-            shared.forwarder.target(),
-            response.status().as_u16()
-        );
+    if let Some(reason) = undefined_status(shared.forwarder.target(), response.status()) {
         return answer_error(stream, outbox, started, 502, reason);
     }
     let timing = Timing {
