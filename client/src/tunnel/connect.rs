@@ -298,7 +298,16 @@ fn upgrade_error(err: tungstenite::Error, options: &ConnectOptions) -> ConnectEr
                 name: options.name.clone().unwrap_or_default(),
                 why: relay_reason(&response),
             },
-            status if status.is_server_error() => ConnectError::Unreachable(format!("the relay answered {status}")),
+            // The relay's reason when it gives one (its connection cap);
+            // a proxy's error page is cut short.
+            status if status.is_server_error() => {
+                let reason = portpreview_shared::text::shorten(&relay_reason(&response), 200);
+                ConnectError::Unreachable(if reason.is_empty() {
+                    format!("the relay answered {status}")
+                } else {
+                    format!("the relay answered {status}: {reason}")
+                })
+            }
             // A relay switches protocols or says no; anything else that
             // answers (a web server, the handler itself) is no relay, and
             // its page says nothing about the tunnel.
@@ -396,6 +405,41 @@ mod tests {
             err.to_string(),
             "ws://127.0.0.1:3000/_portpreview/connect is not a PortPreview relay: \
              it answered 200 OK where a relay opens a WebSocket; check --server"
+        );
+    }
+
+    #[test]
+    fn a_relay_turning_the_client_away_is_heard_out() {
+        let options = ConnectOptions {
+            url: "ws://127.0.0.1:3000/_portpreview/connect".into(),
+            token: None,
+            name: None,
+            resume: None,
+            tls: Default::default(),
+        };
+        let answer = |body: &[u8]| {
+            let page = tungstenite::http::Response::builder()
+                .status(503)
+                .body(Some(body.to_vec()))
+                .expect("response");
+            upgrade_error(tungstenite::Error::Http(Box::new(page)), &options).to_string()
+        };
+        let told = answer(b"too many connections to the relay: try again shortly\n");
+        assert!(
+            told.ends_with(
+                "the relay answered 503 Service Unavailable: too many connections to the relay: try again shortly"
+            ),
+            "{told}"
+        );
+        let silent = answer(b"");
+        assert!(
+            silent.ends_with("the relay answered 503 Service Unavailable"),
+            "{silent}"
+        );
+        let page = answer(&[b'x'; 5000]);
+        assert!(
+            page.len() < 400 && page.ends_with('…'),
+            "a proxy's page is cut short: {page}"
         );
     }
 
