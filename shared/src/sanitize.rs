@@ -94,11 +94,13 @@ const TAG_END: char = '\u{e007f}';
 /// How many bytes of `rest` (the text after a [`FLAG_BASE`]) are the tags
 /// of a subdivision flag, `TAG_END` included; 0 when they are not one.
 fn flag_tags(rest: &str) -> usize {
+    // A region's subdivision code: 3 to 6 lowercase letters or digits
+    // (`gbsct`, `usca`). Any other run of tags is hidden text, escaped.
     let mut len = 0;
-    for c in rest.chars() {
+    for (n, c) in rest.chars().enumerate() {
         match c {
-            '\u{e0020}'..='\u{e007e}' => len += c.len_utf8(),
-            TAG_END if len > 0 => return len + c.len_utf8(),
+            '\u{e0030}'..='\u{e0039}' | '\u{e0061}'..='\u{e007a}' if n < 6 => len += c.len_utf8(),
+            TAG_END if (3..=6).contains(&n) => return len + c.len_utf8(),
             _ => return 0,
         }
     }
@@ -195,6 +197,19 @@ mod tests {
         );
         assert_eq!(escape_str("🏴\u{e007f}"), "🏴\\u{e007f}");
         assert_eq!(escape_str("x\u{e0041}\u{e007f}"), "x\\u{e0041}\\u{e007f}");
+        let hidden: String = "🏴"
+            .chars()
+            .chain(
+                "Wire $1000"
+                    .chars()
+                    .map(|c| char::from_u32(0xe0000 + c as u32).unwrap()),
+            )
+            .chain(['\u{e007f}'])
+            .collect();
+        assert!(
+            escape_str(&hidden).starts_with("🏴\\u{e0057}"),
+            "a sentence in tags is no flag"
+        );
     }
 
     #[test]
