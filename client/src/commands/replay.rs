@@ -65,7 +65,7 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     if let Some(junit) = &args.junit {
         // The history is read, and written with the attempts, too.
         refuse_to_overwrite_a_database(junit, Some(db), "the JUnit report")?;
-        refuse_to_overwrite_an_input(junit, args.from.as_deref())?;
+        refuse_to_overwrite_an_input(junit, args.from.as_deref().into_iter().chain(args.body_file.as_deref()))?;
     }
     let mut case = asked_for(&args);
     let Ran {

@@ -115,9 +115,12 @@ pub fn refuse_to_overwrite_an_input<'a>(
     }
     // One file however it is reached: another spelling, a symbolic or a hard link.
     if let Some(input) = inputs.into_iter().find(|input| super::guard::same_file(input, junit)) {
-        let what = match crate::suite::Suite::is_suite_path(input) {
-            true => "a suite",
-            false => "a fixture",
+        let what = if crate::suite::Suite::is_suite_path(input) {
+            "a suite"
+        } else if input.extension().is_some_and(|e| e == "json") {
+            "a fixture"
+        } else {
+            "a file"
         };
         // The input is named only when it was written another way.
         let overwritten = match input.as_os_str() == junit.as_os_str() {
