@@ -330,6 +330,22 @@ mod tests {
         assert_eq!(request.uri(), "/hook?x=1");
     }
 
+    /// One `POST /` of `{}` to the handler on `port`, within `within`.
+    async fn post_once(port: u16, within: Duration) -> Answer {
+        let endpoint = Endpoint {
+            host: "127.0.0.1".into(),
+            port,
+        };
+        let mut conn = Connection::open_within(endpoint, within).await.unwrap();
+        let out = Outgoing {
+            method: "POST".into(),
+            path: "/".into(),
+            headers: Vec::new(),
+            body: Bytes::from_static(b"{}"),
+        };
+        conn.send(&out).await
+    }
+
     #[tokio::test]
     async fn a_handler_that_never_answers_fails_the_attempt_in_time() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -340,20 +356,7 @@ mod tests {
             let mut sink = Vec::new();
             let _ = tokio::io::AsyncReadExt::read_to_end(&mut socket, &mut sink).await;
         });
-        let endpoint = Endpoint {
-            host: "127.0.0.1".into(),
-            port,
-        };
-        let mut conn = Connection::open_within(endpoint, Duration::from_millis(50))
-            .await
-            .unwrap();
-        let out = Outgoing {
-            method: "POST".into(),
-            path: "/".into(),
-            headers: Vec::new(),
-            body: Bytes::from_static(b"{}"),
-        };
-        let answer = conn.send(&out).await;
+        let answer = post_once(port, Duration::from_millis(50)).await;
         assert_eq!(answer.status, None);
         assert_eq!(answer.error.as_deref(), Some("no answer within 50ms"));
         stuck.abort();
@@ -372,18 +375,7 @@ mod tests {
                 .write_all(b"HTTP/1.1 600 Beyond\r\ncontent-length: 0\r\n\r\n")
                 .await;
         });
-        let endpoint = Endpoint {
-            host: "127.0.0.1".into(),
-            port,
-        };
-        let mut conn = Connection::open_within(endpoint, Duration::from_secs(5)).await.unwrap();
-        let out = Outgoing {
-            method: "POST".into(),
-            path: "/".into(),
-            headers: Vec::new(),
-            body: Bytes::from_static(b"{}"),
-        };
-        let answer = conn.send(&out).await;
+        let answer = post_once(port, Duration::from_secs(5)).await;
         assert_eq!(answer.status, None, "recorded as a failure, as the tunnel records it");
         assert_eq!(
             answer.error,

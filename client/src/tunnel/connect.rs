@@ -387,15 +387,20 @@ fn relay_reason(response: &tungstenite::http::Response<Option<Vec<u8>>>) -> Stri
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_server_that_is_no_relay_is_named_as_such() {
-        let options = ConnectOptions {
+    /// Options for a relay on port 3000, with no token and no name.
+    fn local_options() -> ConnectOptions {
+        ConnectOptions {
             url: "ws://127.0.0.1:3000/_portpreview/connect".into(),
             token: None,
             name: None,
             resume: None,
             tls: Default::default(),
-        };
+        }
+    }
+
+    #[test]
+    fn a_server_that_is_no_relay_is_named_as_such() {
+        let options = local_options();
         let page = tungstenite::http::Response::builder()
             .status(200)
             .body(Some(br#"{"ok": true}"#.to_vec()))
@@ -410,13 +415,7 @@ mod tests {
 
     #[test]
     fn a_relay_turning_the_client_away_is_heard_out() {
-        let options = ConnectOptions {
-            url: "ws://127.0.0.1:3000/_portpreview/connect".into(),
-            token: None,
-            name: None,
-            resume: None,
-            tls: Default::default(),
-        };
+        let options = local_options();
         let answer = |body: &[u8]| {
             let page = tungstenite::http::Response::builder()
                 .status(503)
