@@ -134,8 +134,9 @@ pub struct App {
     pub size: Rect,
     /// Set by `q`: the loop ends.
     pub quit: bool,
-    /// Set by `v`: credentials and signatures shown as received.
-    pub reveal: bool,
+    /// Set by `v`: the delivery whose credentials and signatures are shown
+    /// as received. Only that one: any other delivery opens masked.
+    pub reveal: Option<i64>,
     /// A filtered live view has rows to fetch on the next tick.
     head_stale: bool,
     /// The history's data version when last read; browsing, a change
@@ -165,7 +166,7 @@ impl App {
             replay: None,
             size,
             quit: false,
-            reveal: false,
+            reveal: None,
             head_stale: false,
             seen_version,
             version_read_at: 0,
@@ -275,8 +276,7 @@ impl App {
             Ok(added) => match anchor.and_then(|id| self.pager.position(id)) {
                 Some(index) if !following => self.settle(index),
                 _ if added.is_none() && !following => {
-                    self.detail = None;
-                    self.focus = Focus::List;
+                    self.close_detail();
                     self.offset = 0;
                     self.settle(0);
                     self.set_status("too many new deliveries to keep your place: back at the newest", false);

@@ -43,8 +43,7 @@ impl App {
                     return Some(Effect::StopReplay);
                 }
                 if self.detail.is_some() {
-                    self.detail = None;
-                    self.focus = Focus::List;
+                    self.close_detail();
                     self.settle(self.selected);
                 } else if self.pager.search().is_some() {
                     self.apply_filter(None);
@@ -78,7 +77,7 @@ impl App {
             // by a key pressed long before, with nothing on screen to say so.
             KeyCode::Char('v') => match self.detail.as_ref().map(|d| d.doc.id) {
                 Some(id) => {
-                    self.reveal = !self.reveal;
+                    self.reveal = if self.reveal == Some(id) { None } else { Some(id) };
                     self.refresh_detail(id);
                 }
                 None => self.set_status("open a delivery first: v shows its masked headers", true),
@@ -211,8 +210,7 @@ impl App {
 
     pub(super) fn apply_filter(&mut self, search: Option<String>) {
         self.pager = Pager::new(search);
-        self.detail = None;
-        self.focus = Focus::List;
+        self.close_detail();
         self.head_stale = false;
         if let Err(err) = self.pager.reload(self.source.as_ref()) {
             self.set_status(format!("cannot read the history: {}", crate::error_line(&err)), true);

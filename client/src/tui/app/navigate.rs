@@ -1,7 +1,7 @@
 //! Moving through the rows and keeping the view, the cache and the open
 //! delivery in step.
 
-use super::{App, DetailState};
+use super::{App, DetailState, Focus};
 use crate::tui::detail::DetailDoc;
 use crate::tui::view::layout;
 
@@ -14,7 +14,7 @@ impl App {
         match loaded {
             Ok((Some(delivery), number, runs)) => {
                 self.detail = Some(DetailState {
-                    doc: DetailDoc::new(&delivery, number, &runs, self.reveal),
+                    doc: DetailDoc::new(&delivery, number, &runs, self.reveal == Some(id)),
                     scroll: 0,
                     hscroll: 0,
                 });
@@ -22,6 +22,13 @@ impl App {
             Ok((None, ..)) => self.set_status(format!("delivery #{id} is no longer in the history"), true),
             Err(err) => self.set_status(format!("cannot read #{id}: {}", crate::error_line(&err)), true),
         }
+    }
+
+    /// Closes the open delivery; secrets shown in it are masked again.
+    pub(super) fn close_detail(&mut self) {
+        self.detail = None;
+        self.reveal = None;
+        self.focus = Focus::List;
     }
 
     /// Reads the open delivery again (its answer came), keeping the place.

@@ -458,11 +458,20 @@ fn v_shows_the_secrets_of_the_open_delivery_and_masks_them_again() {
     press(&mut app, "v");
     assert!(!detail(&app).contains("sk_live_secret"), "{}", detail(&app));
 
+    // Shown secrets belong to the delivery they were shown on: closing it
+    // masks them, so the next one opened never shows its credentials
+    // unasked.
+    press(&mut app, "v");
+    assert!(detail(&app).contains("sk_live_secret"), "{}", detail(&app));
+    key(&mut app, KeyCode::Esc);
+    key(&mut app, KeyCode::Enter);
+    assert!(!detail(&app).contains("sk_live_secret"), "{}", detail(&app));
+
     // With nothing open, v does nothing: secrets are never shown by a key
     // pressed before the delivery they belong to was opened.
     key(&mut app, KeyCode::Esc);
     press(&mut app, "v");
-    assert!(!app.reveal);
+    assert_eq!(app.reveal, None);
     assert!(app
         .status
         .as_ref()

@@ -31,7 +31,13 @@ impl Widget for &App {
             list::render(self, list, buf);
         }
         if let (Some(rect), Some(detail)) = (areas.detail, &self.detail) {
-            detail::render(detail, self.focus == Focus::Detail, self.reveal, rect, buf);
+            detail::render(
+                detail,
+                self.focus == Focus::Detail,
+                self.reveal == Some(detail.doc.id),
+                rect,
+                buf,
+            );
         }
         match &self.overlay {
             Some(Overlay::Filter(input)) => forms::render_filter(input, areas.footer, buf),
