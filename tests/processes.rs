@@ -541,7 +541,11 @@ async fn asked_to_stop_twice_the_tunnel_cuts_off_what_is_in_flight() {
         cut_off.contains(r#""in_flight":1"#) && cut_off.contains(r#""within_ms":0"#),
         "the second ctrl-c cuts the request off: {cut_off}"
     );
-    assert_eq!(stuck.client.exit_code(Duration::from_secs(20)).await, Some(0));
+    assert_eq!(
+        stuck.client.exit_code(Duration::from_secs(20)).await,
+        Some(130),
+        "a stop cut short is not a clean exit"
+    );
     assert_eq!((&mut stuck.call).await.expect("caller task").status, 502);
     assert_eq!(
         stuck.recorded_error().as_deref(),

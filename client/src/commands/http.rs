@@ -221,6 +221,11 @@ pub async fn run(args: Args, db: &Path, config: Config) -> anyhow::Result<ExitCo
     tunnel?;
     relay?;
     display?;
+    // A stop is a normal end; a second ctrl-c dropped requests in flight,
+    // and a script waiting on the tunnel should know it was cut short.
+    if stop.now.is_cancelled() {
+        return Ok(ExitCode::from(130));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
