@@ -31,6 +31,12 @@ pub fn shorten(text: &str, width: usize) -> String {
             out.truncate(at);
         }
     }
+    // A cut inside an emoji sequence can leave a joiner or a flag's tags
+    // with nothing to join: the only raw invisible characters escaped text
+    // holds, so they go rather than end the text unseen.
+    while out.ends_with(crate::sanitize::is_hidden_or_control) {
+        out.pop();
+    }
     out.push('…');
     out
 }
@@ -81,6 +87,16 @@ mod tests {
         assert_eq!(shorten("a\\x1b[2J", 6), "a\\x1b…");
         assert_eq!(shorten("a\\nb", 3), "a…", "nor a bare backslash left");
         assert_eq!(shorten("evt_1", 0), "…");
+    }
+
+    #[test]
+    fn a_cut_emoji_sequence_leaves_nothing_invisible() {
+        let family = crate::sanitize::escape_str("👨\u{200d}👩\u{200d}👧!").into_owned();
+        assert_eq!(shorten(&family, 3), "👨…", "no joiner before the cut");
+        assert_eq!(shorten(&family, 4), "👨\u{200d}👩…");
+        let scotland =
+            crate::sanitize::escape_str("🏴\u{e0067}\u{e0062}\u{e0073}\u{e0063}\u{e0074}\u{e007f} x").into_owned();
+        assert_eq!(shorten(&scotland, 4), "🏴…", "no tags without their end");
     }
 
     #[test]
