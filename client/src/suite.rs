@@ -46,8 +46,10 @@ pub struct SuiteFixture {
     /// Shell command that prints the handler's state.
     pub check_cmd: Option<String>,
     /// Settle window, e.g. "300ms".
+    #[serde(default, deserialize_with = "duration_text")]
     pub settle: Option<String>,
     /// How long each attempt may wait for its answer, e.g. "10s".
+    #[serde(default, deserialize_with = "duration_text")]
     pub timeout: Option<String>,
     /// Send fresh identities (baseline + burst).
     pub fresh: Option<bool>,
@@ -57,6 +59,27 @@ pub struct SuiteFixture {
     pub resign: Option<bool>,
     /// Environment variable holding the signing secret.
     pub secret_env: Option<String>,
+}
+
+/// A duration field's text. A bare number (`settle = 5`) is refused with
+/// what to write instead, where TOML alone would only say a string was
+/// expected.
+fn duration_text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Field {
+        Text(String),
+        Number(f64),
+    }
+    match Field::deserialize(deserializer) {
+        Ok(Field::Text(text)) => Ok(Some(text)),
+        Ok(Field::Number(number)) => Err(serde::de::Error::custom(format_args!(
+            "{number} has no unit: write a duration in quotes, like \"300ms\", \"1s\" or \"2m\""
+        ))),
+        Err(_) => Err(serde::de::Error::custom(
+            "expected a duration in quotes, like \"300ms\", \"1s\" or \"2m\"",
+        )),
+    }
 }
 
 impl SuiteFixture {
@@ -146,6 +169,13 @@ mod tests {
             "fixture 1 (a): settle = \"soon\": expected a number and a unit, like 300ms, 1s, 2m or 7d"
         );
         assert!(Suite::parse("[[fixture]]\npath = \"a\"\ntimeout = \"0s\"\n").is_err());
+        let err = Suite::parse("[[fixture]]\npath = \"a\"\nsettle = 5\n").unwrap_err();
+        assert_eq!(
+            format!("{err:#}"),
+            "line 3, column 10: 5 has no unit: write a duration in quotes, like \"300ms\", \"1s\" or \"2m\""
+        );
+        let err = Suite::parse("[[fixture]]\npath = \"a\"\ntimeout = true\n").unwrap_err();
+        assert!(format!("{err:#}").contains("expected a duration in quotes"), "{err:#}");
         assert!(Suite::parse("[[fixture]]\npath = \"a\"\ntimes = 0\n").is_err());
         assert!(Suite::parse("[[fixture]]\npath = \"a\"\ntimes = 4294967295\n").is_err());
         assert!(Suite::parse("[[fixture]]\npath = \"a\"\nconcurrency = 100000\n").is_err());

@@ -67,7 +67,8 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// Why a duration in months is refused.
-const NO_MONTHS: &str = "M would be months, easily taken for m, minutes: write months as days, like 30d";
+const NO_MONTHS: &str =
+    "M would be months, easily taken for m (minutes) or ms: write minutes and milliseconds in lowercase, and months as days, like 30d";
 
 /// humantime's reading of a duration, without months (`M`, `month`): `M`
 /// is months to humantime, a step from `m`, minutes. One slip of the

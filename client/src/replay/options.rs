@@ -207,7 +207,9 @@ mod tests {
         assert!(parse_settle("500us").unwrap_err().contains("shorter than 1ms"));
         assert_eq!(parse_settle("1ms"), Ok(Duration::from_millis(1)));
         assert_eq!(parse_settle("10m"), Ok(Duration::from_secs(600)));
-        assert!(parse_settle("1M").unwrap_err().contains("write months as days"));
+        assert!(parse_settle("1M")
+            .unwrap_err()
+            .contains("ms: write minutes and milliseconds in lowercase"));
     }
 
     #[test]
@@ -234,7 +236,7 @@ mod tests {
         assert!(parse_positive_duration("soon").is_err());
         assert!(parse_positive_duration("1M")
             .unwrap_err()
-            .contains("write months as days"));
+            .contains("months as days, like 30d"));
     }
 
     #[test]
