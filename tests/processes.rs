@@ -244,6 +244,64 @@ async fn a_stdout_nobody_reads_never_stalls_the_tunnel() {
 }
 
 #[tokio::test]
+async fn the_config_files_token_goes_only_to_the_config_files_relay() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let tokens = dir.path().join("tokens.toml");
+    std::fs::write(&tokens, "[[token]]\ntoken = \"team-token\"\n").expect("tokens file");
+    let tokens_arg = tokens.to_str().expect("utf-8 path");
+    let mut relay = Running::start(
+        &common::bin::server_bin(),
+        &["--listen", "127.0.0.1:0", "--tokens", tokens_arg],
+        dir.path(),
+    );
+    let line = relay.line_containing("listening on").await;
+    let address = line.rsplit(' ').next().expect("address").to_string();
+    let handler = LocalHandler::echo().await;
+    let port = handler.port().to_string();
+    let db = dir.path().join("history.db");
+    let db = db.to_str().expect("utf-8 path");
+    let config = dir.path().join("config.toml");
+    let stderr = dir.path().join("client.log");
+    let tunnel = |server: &str| {
+        let log = std::fs::File::create(&stderr).expect("log file");
+        let args = ["http", &port, "--server", server, "--no-tui", "--db", db];
+        Running::start_with_stderr(&portpreview_bin(), &args, dir.path(), log.into())
+    };
+
+    // The token kept for the team's relay is not handed to another one.
+    std::fs::write(
+        &config,
+        "server = \"https://relay.team.example\"\ntoken = \"team-token\"\n",
+    )
+    .expect("config");
+    let mut elsewhere = tunnel(&format!("http://{address}"));
+    assert_eq!(elsewhere.exit_code(Duration::from_secs(20)).await, Some(2));
+    let said = std::fs::read_to_string(&stderr).expect("client log");
+    assert!(
+        said.contains(
+            "the config file's token is not sent: it is for https://relay.team.example, and this tunnel uses"
+        ),
+        "{said}"
+    );
+    assert!(said.contains("this relay requires a token"), "{said}");
+
+    // The same relay written another way is the config file's own.
+    std::fs::write(
+        &config,
+        format!("server = \"http://{address}\"\ntoken = \"team-token\"\n"),
+    )
+    .expect("config");
+    let mut own = tunnel(&format!("ws://{address}/"));
+    own.line_containing("Forwarding").await;
+    own.signal("TERM");
+    assert_eq!(own.exit_code(Duration::from_secs(10)).await, Some(0));
+    let said = std::fs::read_to_string(&stderr).expect("client log");
+    assert!(!said.contains("not sent"), "{said}");
+    relay.signal("TERM");
+    let _ = relay.exit_code(Duration::from_secs(10)).await;
+}
+
+#[tokio::test]
 async fn the_relay_logs_who_connected_by_token_label_and_neither_side_logs_the_token() {
     let dir = tempfile::tempdir().expect("temp dir");
     let tokens = dir.path().join("tokens.toml");

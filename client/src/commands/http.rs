@@ -10,6 +10,7 @@ use portpreview_server::config::DEFAULT_REQUEST_TIMEOUT;
 use portpreview_server::RelayConfig;
 use portpreview_shared::duration::format_duration;
 use portpreview_shared::message::CONNECT_PATH;
+use portpreview_shared::sanitize::escape_str;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -84,7 +85,7 @@ const DEFAULT_LOCAL_LISTEN: &str = "127.0.0.1:0";
 pub async fn run(args: Args, db: &Path, config: Config) -> anyhow::Result<ExitCode> {
     let target = Target::parse_for_tunnel(&args.target)?;
     let use_tui = args.uses_tui();
-    let (url, local_relay) = match args.server.clone().or(config.server) {
+    let (url, local_relay) = match args.server.clone().or_else(|| config.server.clone()) {
         Some(server) => {
             if args.local_timeout > DEFAULT_REQUEST_TIMEOUT {
                 tracing::warn!(
@@ -132,7 +133,10 @@ pub async fn run(args: Args, db: &Path, config: Config) -> anyhow::Result<ExitCo
     let tunnel_config = TunnelConfig {
         connect: ConnectOptions {
             url,
-            token: args.token.map(Secret::new).or(config.token),
+            token: args
+                .token
+                .map(Secret::new)
+                .or_else(|| config_token(&config, args.server.as_deref())),
             name: args.name.clone(),
             resume: None,
             tls,
@@ -227,6 +231,26 @@ pub async fn run(args: Args, db: &Path, config: Config) -> anyhow::Result<ExitCo
         return Ok(ExitCode::from(130));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The config file's token, for the config file's relay only: a token
+/// kept for a team's relay is not handed to another one named by
+/// `--server` or `PORTPREVIEW_SERVER`.
+fn config_token(config: &Config, server: Option<&str>) -> Option<Secret> {
+    let token = config.token.clone()?;
+    let (Some(chosen), Some(own)) = (server, config.server.as_deref()) else {
+        return Some(token);
+    };
+    let same = |a: &str, b: &str| matches!((connect::relay_url(a), connect::relay_url(b)), (Ok(a), Ok(b)) if a == b);
+    if same(chosen, own) {
+        return Some(token);
+    }
+    tracing::warn!(
+        "the config file's token is not sent: it is for {}, and this tunnel uses {} (--token or PORTPREVIEW_TOKEN sends one)",
+        escape_str(own),
+        escape_str(chosen),
+    );
+    None
 }
 
 /// The in-process relay's settings: it waits for answers a little longer
