@@ -366,9 +366,17 @@ fn a_suite_resigns_with_the_secret_its_environment_names() {
         verifier.url()
     );
     std::fs::write(project.path("suite.toml"), suite).unwrap();
-    let ran = project.check(&["suite.toml"], &[("STRIPE_WEBHOOK_SECRET", STRIPE_SECRET)]);
+    // A PORTPREVIEW_SECRET left set for any provider gives way to the
+    // secrets named for this fixture and for its provider.
+    let left_over = ("PORTPREVIEW_SECRET", "whsec_left_over_from_another_job");
+    let ran = project.check(&["suite.toml"], &[("STRIPE_WEBHOOK_SECRET", STRIPE_SECRET), left_over]);
     assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
     assert_eq!(verifier.balance(), 1);
+    let flags = ["fixtures/stripe.json", "--target", &verifier.url(), "--resign"];
+    let ran = project.check(&flags, &[("PORTPREVIEW_SECRET_STRIPE", STRIPE_SECRET), left_over]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    let ran = project.check(&flags, &[("PORTPREVIEW_SECRET", STRIPE_SECRET)]);
+    assert_eq!(ran.code, 0, "alone, it signs: {}{}", ran.stdout, ran.stderr);
 
     // A secret CI left undefined is empty: no run, rather than a handler blamed for refusing it.
     let ran = project.check(&["suite.toml"], &[("STRIPE_WEBHOOK_SECRET", "")]);

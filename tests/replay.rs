@@ -335,7 +335,7 @@ fn a_stale_signature_fails_and_resigning_passes() {
     assert_eq!(
         ran.stderr.trim(),
         format!(
-            "error: no secret for stripe: pass --secret (env PORTPREVIEW_SECRET), set PORTPREVIEW_SECRET_STRIPE, \
+            "error: no secret for stripe: pass --secret, set PORTPREVIEW_SECRET_STRIPE or PORTPREVIEW_SECRET, \
              or add stripe = \"…\" to the [secrets] table of {}",
             history.db().with_extension("config.toml").display()
         )

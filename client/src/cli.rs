@@ -24,12 +24,7 @@ pub struct Cli {
 /// Variables that stand in for flags. Set to an empty string, as CI leaves
 /// a secret that is not defined, each counts as not set: clap would take it
 /// for a flag given without its value.
-const FLAG_ENV: [&str; 4] = [
-    "PORTPREVIEW_DB",
-    "PORTPREVIEW_SERVER",
-    "PORTPREVIEW_TOKEN",
-    "PORTPREVIEW_SECRET",
-];
+const FLAG_ENV: [&str; 3] = ["PORTPREVIEW_DB", "PORTPREVIEW_SERVER", "PORTPREVIEW_TOKEN"];
 
 impl Cli {
     /// Parses the command line, reading flags' variables as set out above.

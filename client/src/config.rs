@@ -167,8 +167,14 @@ fn env_name(provider_name: &str) -> String {
     )
 }
 
-/// The signing secret: `--secret`, else the suite's `secret_env`, else
-/// `PORTPREVIEW_SECRET_<PROVIDER>`, else the config file.
+/// The variable holding one secret for whichever provider is replayed.
+pub const ANY_PROVIDER_SECRET_ENV: &str = "PORTPREVIEW_SECRET";
+
+/// The signing secret, the most particular first: `--secret`, else the
+/// suite's `secret_env`, else `PORTPREVIEW_SECRET_<PROVIDER>`, else
+/// `PORTPREVIEW_SECRET`, else the config file. A `PORTPREVIEW_SECRET` left
+/// set in CI must not sign every provider's fixtures with one provider's
+/// key while the right ones are set beside it.
 pub fn resolve_secret(
     flag: Option<Secret>,
     provider: Option<Provider>,
@@ -186,10 +192,16 @@ pub fn resolve_secret(
             .with_context(|| format!("secret_env {var} is empty or not set"))?;
         return Ok(Some(Secret::new(value)));
     }
+    let env = |var: &str| std::env::var(var).ok();
     let Some(provider) = provider else {
-        return Ok(None);
+        return Ok(non_empty(env(ANY_PROVIDER_SECRET_ENV)).map(Secret::new));
     };
-    provider_secret(provider, |var| std::env::var(var).ok(), Config::load)
+    provider_secret(provider, env, Config::load)
+}
+
+/// Empty, as CI leaves a secret that is not defined, is not set.
+fn non_empty(value: Option<String>) -> Option<String> {
+    value.filter(|v| !v.is_empty())
 }
 
 /// A provider's secret from its environment variables, else the config
@@ -200,10 +212,9 @@ fn provider_secret(
     env: impl Fn(&str) -> Option<String>,
     load: impl FnOnce() -> anyhow::Result<Config>,
 ) -> anyhow::Result<Option<Secret>> {
-    // Empty, as CI leaves a secret that is not defined: not set.
     let set: Vec<(String, String)> = secret_envs(provider)
         .into_iter()
-        .filter_map(|var| env(&var).filter(|v| !v.is_empty()).map(|value| (var, value)))
+        .filter_map(|var| non_empty(env(&var)).map(|value| (var, value)))
         .collect();
     // Two names, two secrets: whichever won, the other was meant.
     if let [(first, a), (second, b), ..] = set.as_slice() {
@@ -211,7 +222,12 @@ fn provider_secret(
             anyhow::bail!("{first} and {second} are both set, to different secrets: keep one");
         }
     }
-    if let Some((_, value)) = set.into_iter().next() {
+    if let Some(value) = set
+        .into_iter()
+        .next()
+        .map(|(_, value)| value)
+        .or_else(|| non_empty(env(ANY_PROVIDER_SECRET_ENV)))
+    {
         return Ok(Some(Secret::new(value)));
     }
     Ok(load()?.secret(provider).cloned())
@@ -310,6 +326,23 @@ mod tests {
         let found = provider_secret(Provider::Stripe, env, broken).unwrap();
         assert_eq!(found, Some(Secret::new("whsec_env")));
         assert!(provider_secret(Provider::Stripe, |_| Some(String::new()), broken).is_err());
+    }
+
+    #[test]
+    fn a_secret_named_for_the_provider_beats_the_one_for_any() {
+        let no_config = || -> anyhow::Result<Config> { Ok(Config::default()) };
+        let both = |var: &str| match var {
+            "PORTPREVIEW_SECRET_STRIPE" => Some("whsec_stripe".to_string()),
+            ANY_PROVIDER_SECRET_ENV => Some("whsec_any".to_string()),
+            _ => None,
+        };
+        let found = provider_secret(Provider::Stripe, both, no_config).unwrap();
+        assert_eq!(found, Some(Secret::new("whsec_stripe")));
+        let found = provider_secret(Provider::Github, both, no_config).unwrap();
+        assert_eq!(found, Some(Secret::new("whsec_any")), "the one for any provider, else");
+        let file = || Ok(toml::from_str::<Config>("[secrets]\ngithub = \"from_file\"\n")?);
+        let found = provider_secret(Provider::Github, both, file).unwrap();
+        assert_eq!(found, Some(Secret::new("whsec_any")), "the environment beats the file");
     }
 
     #[test]

@@ -45,8 +45,8 @@ pub struct RunArgs {
     /// Re-sign every attempt with the current time.
     #[arg(long)]
     pub resign: bool,
-    /// Signing secret (else `PORTPREVIEW_SECRET_<PROVIDER>` or the config file).
-    #[arg(long, env = "PORTPREVIEW_SECRET", hide_env_values = true, value_name = "S")]
+    /// Signing secret (else `PORTPREVIEW_SECRET_<PROVIDER>`, `PORTPREVIEW_SECRET` or the config file).
+    #[arg(long, value_name = "S")]
     pub secret: Option<String>,
 }
 

@@ -142,14 +142,14 @@ pub enum ReplayError {
 }
 
 /// Every place a provider's signing secret can come from, as advice:
-/// "pass --secret (env PORTPREVIEW_SECRET), set PORTPREVIEW_SECRET_STRIPE,
+/// "pass --secret, set PORTPREVIEW_SECRET_STRIPE or PORTPREVIEW_SECRET,
 /// or add stripe = "…" to the \[secrets\] table of
 /// ~/.config/portpreview/config.toml". The config file is named by its real
 /// path, since few people know where it lives.
 pub fn secret_sources(provider: Provider) -> String {
     let config = crate::config::config_path().map_or_else(|| "config.toml".to_string(), |p| p.display().to_string());
     format!(
-        "pass --secret (env PORTPREVIEW_SECRET), set {}, or add {} = \"…\" to the [secrets] table of {config}",
+        "pass --secret, set {} or PORTPREVIEW_SECRET, or add {} = \"…\" to the [secrets] table of {config}",
         crate::config::secret_env(provider),
         provider.name()
     )

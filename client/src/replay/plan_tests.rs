@@ -180,7 +180,7 @@ fn a_truncated_body_and_a_missing_secret_stop_the_run_before_it_starts() {
     let err = Plan::new(&stripe, &resign).unwrap_err().to_string();
     assert!(
         err.starts_with(
-            "no secret for stripe: pass --secret (env PORTPREVIEW_SECRET), set PORTPREVIEW_SECRET_STRIPE, \
+            "no secret for stripe: pass --secret, set PORTPREVIEW_SECRET_STRIPE or PORTPREVIEW_SECRET, \
              or add stripe = \"…\" to the [secrets] table of "
         ),
         "{err}"
