@@ -317,6 +317,25 @@ fn a_request_stored_cut_short_exports_as_har_but_never_as_something_that_resends
 }
 
 #[test]
+fn a_curl_export_of_an_expired_signature_says_a_handler_will_refuse_it() {
+    let h = History::new("stale-curl");
+    let old = stripe_event("evt_old", 1_700_000_000_000);
+    let id = h.store().insert_delivery(&old, &answered(200)).unwrap().to_string();
+    let out = h.run(&["export", &id, "--format", "curl"]);
+    assert_eq!(out.status.code(), Some(0));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.starts_with("warning: the stripe signature is ")
+            && said.contains("old; stripe accepts 5 min: a handler that checks signatures refuses")
+            && said.ends_with(&format!("`portpreview replay {id} --resign` sends it signed anew\n")),
+        "{said}"
+    );
+    // A fixture goes to replay or check, which warn (or re-sign) themselves.
+    let out = h.run(&["export", &id, "--format", "json"]);
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
 fn show_masks_secrets_and_escapes_what_the_sender_chose() {
     let h = History::new("show");
     let store = h.store();

@@ -3,13 +3,14 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::SystemTime;
 
 use anyhow::Context;
 
 use crate::commands::guard::refuse_to_overwrite_a_database;
 use crate::commands::show::{fetch, parse_id};
 use crate::render;
-use crate::store::Store;
+use crate::store::{NewDelivery, Store};
 
 pub use crate::render::export::Format;
 
@@ -61,5 +62,27 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
             .write_all(text.as_bytes())
             .context("cannot write to stdout")?,
     }
+    if args.format == Format::Curl {
+        warn_of_a_stale_signature(&delivery.request, args.id);
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The curl command carries the recorded signature: past what its provider
+/// accepts, the handler's refusal must not read as a bug in the handler.
+fn warn_of_a_stale_signature(request: &NewDelivery, id: i64) {
+    let too_old = crate::replay::provider_of(request).and_then(|provider| {
+        crate::replay::signature_too_old(
+            provider,
+            &request.request_headers,
+            &request.request_body,
+            SystemTime::now(),
+        )
+    });
+    if let Some(too_old) = too_old {
+        crate::to_stderr(format_args!(
+            "warning: {too_old}: a handler that checks signatures refuses this command's request; \
+             `portpreview replay {id} --resign` sends it signed anew\n"
+        ));
+    }
 }

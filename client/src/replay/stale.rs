@@ -10,6 +10,15 @@ use portpreview_shared::Header;
 /// "the stripe signature is 3 h old; stripe accepts 5 min: pass --resign …",
 /// or `None` when the signature is fresh enough or has no time in it.
 pub fn stale_signature(provider: Provider, headers: &[Header], body: &[u8], now: SystemTime) -> Option<String> {
+    let age = signature_too_old(provider, headers, body, now)?;
+    Some(format!(
+        "{age}: pass --resign, or a handler that checks signatures refuses every attempt"
+    ))
+}
+
+/// "the stripe signature is 3 h old; stripe accepts 5 min", or `None` when
+/// the signature is fresh enough or has no time in it.
+pub fn signature_too_old(provider: Provider, headers: &[Header], body: &[u8], now: SystemTime) -> Option<String> {
     let tolerance = signature_tolerance(provider)?;
     let age = now.duration_since(signed_at(provider, headers, body)?).ok()?;
     if age <= tolerance {
@@ -22,8 +31,7 @@ pub fn stale_signature(provider: Provider, headers: &[Header], body: &[u8], now:
         pair => pair,
     };
     Some(format!(
-        "the {provider} signature is {age} old; {provider} accepts {tolerance}: pass --resign, \
-         or a handler that checks signatures refuses every attempt"
+        "the {provider} signature is {age} old; {provider} accepts {tolerance}"
     ))
 }
 
