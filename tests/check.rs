@@ -821,6 +821,58 @@ async fn a_twilio_fixture_is_re_signed_over_the_public_url_it_came_in_on() {
     );
 }
 
+/// Discord signs with its private key, which no replay can make: under
+/// `--resign` its fixture goes out with the recorded signature, which a
+/// byte-identical replay keeps valid, instead of failing the whole check.
+#[tokio::test]
+async fn a_fixture_signed_with_a_private_key_is_sent_as_recorded_under_resign() {
+    let handler = LocalHandler::start(|_| Answer::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("history.db");
+    let body = r#"{"type":1,"id":"int_1","application_id":"app_1"}"#;
+    let recorded = NewDelivery {
+        path: "/interactions".into(),
+        request_headers: vec![
+            Header::new("content-type", "application/json"),
+            Header::new("x-signature-ed25519", "ab".repeat(64)),
+            Header::new("x-signature-timestamp", "1700000000"),
+        ],
+        request_body: body.as_bytes().to_vec(),
+        request_body_size: body.len() as u64,
+        provider: Some("discord".into()),
+        event_key: "int_1".into(),
+        event_key_source: "body:/id".into(),
+        ..stripe_delivery("http://127.0.0.1:1")
+    };
+    let ok = Outcome {
+        status: Some(200),
+        ..Outcome::default()
+    };
+    let id = Store::open(&db).unwrap().insert_delivery(&recorded, &ok).unwrap();
+    let exported = run(
+        dir.path(),
+        &["--db", db.to_str().unwrap(), "export", &id.to_string(), "-o", "dc.json"],
+        &[],
+    );
+    assert_eq!(exported.code, 0, "export: {}", exported.stderr);
+
+    let target = handler.url();
+    let ran = run_async(dir.path(), &["check", "dc.json", "--target", &target, "--resign"]).await;
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stdout.contains(
+            "discord requests are signed with Discord's private key: only a byte-identical replay verifies; \
+             --resign sends the recorded signature"
+        ),
+        "{}",
+        ran.stdout
+    );
+    let seen = handler.requests().pop().unwrap();
+    assert_eq!(seen.header("x-signature-ed25519").unwrap(), "ab".repeat(64));
+    assert_eq!(seen.header("x-signature-timestamp").unwrap(), "1700000000");
+    assert_eq!(seen.body, body.as_bytes());
+}
+
 /// `portpreview args…` in `cwd`, awaited, so a handler on this runtime can answer it.
 async fn run_async(cwd: &Path, args: &[&str]) -> Ran {
     let output = tokio::process::Command::from(command(cwd, args, &[]))

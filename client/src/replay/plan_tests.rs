@@ -192,13 +192,27 @@ fn a_truncated_body_and_a_missing_secret_stop_the_run_before_it_starts() {
         secret: Some(Secret::new("x")),
         ..ReplayOptions::default()
     };
-    let err = Plan::new(&discord, &with_secret).unwrap_err().to_string();
-    assert!(err.contains("private key"), "{err}");
-    // Without a secret too: asking for one would only lead to the above.
-    let err = Plan::new(&discord, &resign).unwrap_err().to_string();
-    assert_eq!(
-        err,
-        "discord requests are signed with Discord's private key: only a byte-identical replay verifies"
+    // No secret makes a private-key signature: the recorded one goes out,
+    // with a word, with a secret or without (asking for one would not help).
+    for opts in [&with_secret, &resign] {
+        let plan = Plan::new(&discord, opts).expect("sent as recorded");
+        assert_eq!(
+            plan.warnings,
+            [
+                "discord requests are signed with Discord's private key: only a byte-identical replay verifies; \
+              --resign sends the recorded signature"
+            ]
+        );
+    }
+    let changed = ReplayOptions {
+        body: Some(b"{}".to_vec()),
+        ..resign.clone()
+    };
+    let plan = Plan::new(&discord, &changed).expect("sent as recorded");
+    assert!(
+        plan.warnings[1].starts_with("the body was changed, and discord signs with its own private key"),
+        "{:?}",
+        plan.warnings
     );
 }
 
