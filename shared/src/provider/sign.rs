@@ -258,16 +258,19 @@ fn twilio_payload(url: &str, body: &[u8]) -> Vec<u8> {
 /// Mailgun signs `timestamp + token` inside the body's `signature` object.
 fn mailgun(key: &[u8], body: &mut Vec<u8>, secs: u64) -> Result<(), SignError> {
     let doc: Value = serde_json::from_slice(body).map_err(|_| SignError::Unsupported(Provider::Mailgun))?;
-    let token = doc
-        .pointer("/signature/token")
+    doc.pointer("/signature/token")
         .and_then(Value::as_str)
         .ok_or(SignError::MissingPart {
             provider: Provider::Mailgun,
             part: "signature.token in its body",
         })?;
+    // Each request Mailgun sends has a token of its own, and a handler that
+    // refuses replays remembers the ones it has seen: a re-signed attempt
+    // carrying the recorded token would be refused as a replay.
+    let token = super::ids::hex_digits(50);
     let timestamp = secs.to_string();
     let sig = hex::encode(hmac256(key, &[timestamp.as_bytes(), token.as_bytes()]));
-    for (field, value) in [("timestamp", timestamp), ("signature", sig)] {
+    for (field, value) in [("token", token), ("timestamp", timestamp), ("signature", sig)] {
         let path = ["signature".to_owned(), field.to_owned()];
         pointer::replace(body, &path, &Value::String(value)).map_err(|_| SignError::Unsupported(Provider::Mailgun))?;
     }
