@@ -116,6 +116,13 @@ impl Plan {
         } else {
             (request.event_key.clone(), request.event_key_source.clone())
         };
+        // Twilio signs a JSON body's hash into the URL: a changed body sent
+        // under the recorded hash would be refused by the handler's check.
+        let rehash = |url: String| match (&signing, opts.body.is_some()) {
+            (Some((Provider::Twilio, _)), true) => provider::with_twilio_body_hash(&url, &body).unwrap_or(url),
+            _ => url,
+        };
+        let path = rehash(path);
         let signed_url = match request.tunnel_url.trim_end_matches('/') {
             "" => {
                 let url = endpoint.url(&path);
@@ -131,6 +138,7 @@ impl Plan {
             }
             public => format!("{public}{}", request.path),
         };
+        let signed_url = rehash(signed_url);
         let plan = Self {
             signed_url,
             endpoint,

@@ -281,3 +281,42 @@ fn no_target_at_all_is_a_clear_error() {
     assert!(resolve_target("", None, "/").is_err());
     assert!(resolve_target("", Some("https://x:1"), "/").is_err());
 }
+
+#[test]
+fn a_twilio_json_body_changed_before_re_signing_gets_its_own_hash_in_the_url() {
+    let old = br#"{"event":"recorded"}"#;
+    let new = br#"{"event":"changed"}"#;
+    let hash = |body: &[u8]| hex::encode(<sha2::Sha256 as sha2::Digest>::digest(body));
+    let twilio = NewDelivery {
+        path: format!("/tw?bodySHA256={}", hash(old)),
+        provider: Some("twilio".into()),
+        tunnel_url: "https://relay.example/t/otter".into(),
+        request_body: old.to_vec(),
+        request_body_size: old.len() as u64,
+        ..recorded()
+    };
+    let resign = ReplayOptions {
+        resign: true,
+        secret: Some(Secret::new("12345")),
+        body: Some(new.to_vec()),
+        ..ReplayOptions::default()
+    };
+    let plan = Plan::new(&twilio, &resign).unwrap();
+    assert_eq!(plan.path, format!("/tw?bodySHA256={}", hash(new)));
+    assert_eq!(
+        plan.signed_url,
+        format!("https://relay.example/t/otter/tw?bodySHA256={}", hash(new)),
+        "the signature covers the URL with the new hash"
+    );
+    // The recorded body keeps the recorded URL, and so does a plain replay.
+    let same = ReplayOptions {
+        body: None,
+        ..resign.clone()
+    };
+    assert_eq!(Plan::new(&twilio, &same).unwrap().path, twilio.path);
+    let unsigned = ReplayOptions {
+        resign: false,
+        ..resign
+    };
+    assert_eq!(Plan::new(&twilio, &unsigned).unwrap().path, twilio.path);
+}

@@ -241,6 +241,27 @@ fn standard_webhooks(
     }
 }
 
+/// `url` (or a path) with its `bodySHA256` query parameter made for `body`,
+/// when it has one that no longer matches. Twilio puts a JSON body's hash
+/// in the URL it signs, and its validator checks the body against it: a
+/// replay with a changed body needs the hash of that body.
+pub fn with_twilio_body_hash(url: &str, body: &[u8]) -> Option<String> {
+    let (head, query) = url.split_once('?')?;
+    let hash = hex::encode(<Sha256 as sha2::Digest>::digest(body));
+    let mut changed = false;
+    let params: Vec<String> = query
+        .split('&')
+        .map(|param| match param.split_once('=') {
+            Some(("bodySHA256", old)) if old != hash => {
+                changed = true;
+                format!("bodySHA256={hash}")
+            }
+            _ => param.to_owned(),
+        })
+        .collect();
+    changed.then(|| format!("{head}?{}", params.join("&")))
+}
+
 /// Twilio signs the URL followed by every form parameter, sorted, as
 /// name then value; a non-form body (JSON) leaves just the URL.
 fn twilio_payload(url: &str, body: &[u8]) -> Vec<u8> {

@@ -108,6 +108,20 @@ fn twilio_signs_url_and_sorted_params() {
 }
 
 #[test]
+fn a_twilio_url_carries_the_hash_of_the_body_it_is_sent_with() {
+    let body = br#"{"event":"changed"}"#;
+    let hash = hex::encode(<Sha256 as sha2::Digest>::digest(body));
+    assert_eq!(
+        with_twilio_body_hash("/hook?a=1&bodySHA256=cf9f&b=2", body),
+        Some(format!("/hook?a=1&bodySHA256={hash}&b=2"))
+    );
+    let current = format!("https://x.example/hook?bodySHA256={hash}");
+    assert_eq!(with_twilio_body_hash(&current, body), None, "already right");
+    assert_eq!(with_twilio_body_hash("/hook?a=1", body), None);
+    assert_eq!(with_twilio_body_hash("/hook", body), None);
+}
+
+#[test]
 fn mailgun_rewrites_the_signature_object() {
     let v = vector("mailgun");
     let mut stale = v["body_signature"].clone();
