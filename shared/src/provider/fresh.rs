@@ -110,8 +110,19 @@ fn set_body(body: &mut Vec<u8>, tokens: &[String], new: &Value) -> Result<(), po
 /// Replaces the string at top-level or nested `path` when present.
 fn renew_body(provider: Provider, body: &mut Vec<u8>, path: &[&str], new: String) -> Result<String, FreshError> {
     let tokens: Vec<String> = path.iter().map(|s| (*s).to_owned()).collect();
+    let looks_like_json = body
+        .trim_ascii_start()
+        .first()
+        .is_some_and(|b| matches!(b, b'{' | b'['));
     match set_body(body, &tokens, &Value::String(new.clone())) {
         Ok(()) => Ok(new),
+        // The event key reads the ID from such a body all the same, so
+        // "no /id" would contradict what `history` shows.
+        Err(pointer::ReplaceError::NotJson) if looks_like_json => Err(FreshError::NoIdentity(format!(
+            "this {provider} request's body is not valid JSON (a raw control character in a string, or bytes \
+             that are not UTF-8), so its /{} cannot be renewed",
+            path.join("/")
+        ))),
         Err(_) => Err(FreshError::NoIdentity(format!(
             "this {provider} request has no /{} in its body",
             path.join("/")

@@ -212,6 +212,19 @@ fn errors_say_what_to_do() {
     )
     .unwrap_err();
     assert_eq!(err.to_string(), format!("cannot give this event a fresh identity: this slack request has no /event_id in its body; {FRESH_FIELD_HINT}"));
+    // A body the event key reads its ID from, but no strict parser takes.
+    let err = fresh_identity(
+        Some(Provider::Stripe),
+        &mut Vec::new(),
+        &mut b"{\"id\":\"evt_1\",\"note\":\"a\tb\"}".to_vec(),
+        None,
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("this stripe request's body is not valid JSON (a raw control character in a string"),
+        "{err}"
+    );
     let mut body = br#"{"a":{"b":1}}"#.to_vec();
     let cases = [
         ("a/b", "expected a JSON pointer"),
