@@ -48,8 +48,7 @@ pub struct Change {
     added: usize,
     /// See `added`.
     removed: usize,
-    /// The lines that changed, when the number of lines did not (no line
-    /// was added or removed).
+    /// The lines of the first read that did not stay as they were, in order.
     changed_lines: Vec<usize>,
 }
 
@@ -111,8 +110,7 @@ impl Change {
         }
         // A line `later` left as it was holds its counts still.
         let (line, _) = count.after;
-        let lines_kept = later.added == 0 && later.removed == 0;
-        (lines_kept && later.changed_lines.binary_search(&line).is_err()).then_some(0.0)
+        later.changed_lines.binary_search(&line).is_err().then_some(0.0)
     }
 }
 
@@ -340,18 +338,25 @@ fn align(a: &[Token<'_>], b: &[Token<'_>]) -> Vec<(Option<usize>, Option<usize>)
     if a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_place(y)) {
         return (0..a.len()).map(|i| (Some(i), Some(i))).collect();
     }
+    pair_in_order(a, b, Token::same_place)
+}
+
+/// The longest run of pairs, in order, of `a` and `b` items that `same`
+/// holds for; past [`MAX_ALIGNED`] weighings, none. Each item's place, or
+/// `None` for one with no counterpart.
+fn pair_in_order<T>(a: &[T], b: &[T], same: impl Fn(&T, &T) -> bool) -> Vec<(Option<usize>, Option<usize>)> {
     if a.len().saturating_mul(b.len()) > MAX_ALIGNED {
         let mut pairs: Vec<_> = (0..a.len()).map(|i| (Some(i), None)).collect();
         pairs.extend((0..b.len()).map(|j| (None, Some(j))));
         return pairs;
     }
-    // Longest common subsequence of places, walked back into pairs.
+    // Longest common subsequence, walked back into pairs.
     let (n, m) = (a.len(), b.len());
     let mut best = vec![0u32; (n + 1) * (m + 1)];
     let at = |i: usize, j: usize| i * (m + 1) + j;
     for i in (0..n).rev() {
         for j in (0..m).rev() {
-            best[at(i, j)] = if a[i].same_place(&b[j]) {
+            best[at(i, j)] = if same(&a[i], &b[j]) {
                 best[at(i + 1, j + 1)] + 1
             } else {
                 best[at(i + 1, j)].max(best[at(i, j + 1)])
@@ -360,7 +365,7 @@ fn align(a: &[Token<'_>], b: &[Token<'_>]) -> Vec<(Option<usize>, Option<usize>)
     }
     let (mut i, mut j, mut pairs) = (0, 0, Vec::new());
     while i < n || j < m {
-        if i < n && j < m && a[i].same_place(&b[j]) {
+        if i < n && j < m && same(&a[i], &b[j]) {
             pairs.push((Some(i), Some(j)));
             (i, j) = (i + 1, j + 1);
         } else if j == m || (i < n && best[at(i + 1, j)] >= best[at(i, j + 1)]) {
@@ -376,22 +381,13 @@ fn align(a: &[Token<'_>], b: &[Token<'_>]) -> Vec<(Option<usize>, Option<usize>)
 
 /// The change from `before` to `after`. With as many lines in both, line
 /// by line: each count's move, and how many other values were replaced.
-/// Otherwise (a dump that grew) the lines added and removed.
+/// Otherwise (a dump that grew) see [`change_of_shape`].
 fn change(before: &str, after: &str, commas: Commas) -> Change {
     let (old, new): (Vec<&str>, Vec<&str>) = (before.lines().collect(), after.lines().collect());
-    let mut change = Change::default();
     if old.len() != new.len() {
-        let mut counts: BTreeMap<&str, i64> = BTreeMap::new();
-        for line in &old {
-            *counts.entry(line).or_default() -= 1;
-        }
-        for line in &new {
-            *counts.entry(line).or_default() += 1;
-        }
-        change.added = counts.values().filter(|c| **c > 0).map(|c| *c as usize).sum();
-        change.removed = counts.values().filter(|c| **c < 0).map(|c| (-*c) as usize).sum();
-        return change;
+        return change_of_shape(&old, &new, commas);
     }
+    let mut change = Change::default();
     for (line, (was, is)) in old.iter().zip(&new).enumerate() {
         if was == is {
             continue;
@@ -421,6 +417,51 @@ fn change(before: &str, after: &str, commas: Commas) -> Change {
         }
         change.replaced += gone.max(came);
     }
+    change
+}
+
+/// [`change`] when lines came or went: a dump that grew, or a balance
+/// beside a list of the events handled. A line found in both reads stayed,
+/// wherever it moved (a dump in no set order). Of the others, lines of one
+/// shape, in order, are one line whose values moved (`balance: 100` →
+/// `balance: 700` while a row was added), so a count beside the rows is
+/// compared too; the rest were added or removed.
+fn change_of_shape(old: &[&str], new: &[&str], commas: Commas) -> Change {
+    let mut unmatched: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (j, line) in new.iter().enumerate().rev() {
+        unmatched.entry(line).or_default().push(j);
+    }
+    let gone: Vec<usize> = (0..old.len())
+        .filter(|&i| unmatched.get_mut(old[i]).and_then(Vec::pop).is_none())
+        .collect();
+    let mut came: Vec<usize> = unmatched.into_values().flatten().collect();
+    came.sort_unstable();
+    let was: Vec<Vec<Token<'_>>> = gone.iter().map(|&i| tokens(old[i], commas)).collect();
+    let is: Vec<Vec<Token<'_>>> = came.iter().map(|&j| tokens(new[j], commas)).collect();
+    let same_shape =
+        |a: &Vec<Token<'_>>, b: &Vec<Token<'_>>| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_place(y));
+    let mut change = Change::default();
+    for pair in pair_in_order(&was, &is, same_shape) {
+        match pair {
+            (Some(x), Some(y)) => {
+                for (k, (a, b)) in was[x].iter().zip(&is[y]).enumerate() {
+                    match (a, b) {
+                        (Token::Count(v), Token::Count(w)) => change.counts.push(Count {
+                            before: (gone[x], k),
+                            after: (came[y], k),
+                            by: w - v,
+                        }),
+                        (a, b) if a != b => change.replaced += 1,
+                        _ => {}
+                    }
+                }
+            }
+            (Some(_), None) => change.removed += 1,
+            (None, Some(_)) => change.added += 1,
+            (None, None) => {}
+        }
+    }
+    change.changed_lines = gone;
     change
 }
 
@@ -478,9 +519,11 @@ pub fn moves_alike(before: &str, middle: &str, last: &str) -> bool {
         last.lines().collect(),
     );
     if a.len() != b.len() || b.len() != c.len() {
-        // Rows came or went: compared by lines added and removed.
-        let under = |x, y| change(x, y, Commas::Separate);
-        return same_change(&under(before, middle), &under(middle, last));
+        // Rows came or went: compared by lines added and removed, and by
+        // how the counts on lines of one shape moved.
+        return Commas::BOTH
+            .into_iter()
+            .any(|commas| same_change(&change(before, middle, commas), &change(middle, last, commas)));
     }
     a.iter().zip(&b).zip(&c).all(|((x, y), z)| line_moves_alike(x, y, z))
 }
@@ -637,6 +680,26 @@ mod tests {
             &single,
             &change2("a\nevt_x 100\n", "a\nevt_x 100\nevt_y 100\n")
         ));
+    }
+
+    #[test]
+    fn a_count_beside_rows_added_is_compared_too() {
+        // One row per event, but every copy of the burst credited: a race.
+        let before = "balance: 0\n";
+        let one = "balance: 100\nprocessed evt_A\n";
+        let raced = "balance: 700\nprocessed evt_A\nprocessed evt_B\n";
+        assert!(!acts_once(before, one, raced));
+        let moves = changes(&[before, one, raced]);
+        assert_eq!(moves[1].describe(), "+600, 1 line added");
+        assert_eq!(multiple(&moves[0], &moves[1]), Some(6.0));
+        assert!(acts_once(
+            before,
+            one,
+            "balance: 200\nprocessed evt_A\nprocessed evt_B\n"
+        ));
+        // Rows in another order stayed; the one new row was added.
+        let reordered = change2("a 1\nb 2\n", "b 2\na 1\nc 3\n");
+        assert_eq!(reordered.describe(), "1 line added");
     }
 
     #[test]
