@@ -205,6 +205,40 @@ fn a_check_then_insert_race_passes_in_sequence_and_fails_a_fresh_burst() {
     assert!(handler.balance() > 3, "balance {}", handler.balance());
 }
 
+/// A probe that prints pretty JSON, the balance beside the list of events
+/// handled: each new event adds a line to the list and moves a comma, and
+/// a race that credits every copy while recording the event once shows
+/// only in the balance beside it.
+#[test]
+fn a_fresh_burst_is_judged_on_a_json_state_by_the_balance_beside_the_list() {
+    let racy = Handler::start(Behaviour::CheckThenInsert {
+        gap: std::time::Duration::from_millis(50),
+    });
+    let history = History::with(&stripe_delivery(&racy.url()));
+    let fresh = |handler: &Handler| {
+        let probe = handler.json_state_url();
+        let args = ["--target", &handler.url(), "--check-url", &probe, "--settle", "100ms"];
+        history.replay(&[&args[..], &["--fresh", "--times", "5", "--json"]].concat())
+    };
+    let ran = fresh(&racy);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    let detail = ran.check("fresh_burst_acts_once")["detail"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        detail.contains("changed the state by +1, +1, 1 line added") && detail.contains("check-then-insert race"),
+        "{detail}"
+    );
+
+    let dedups = Handler::start(Behaviour::DedupsInOneTransaction);
+    for _ in 0..3 {
+        let ran = fresh(&dedups);
+        assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+        assert_eq!(ran.check("fresh_burst_acts_once")["passed"], true);
+    }
+}
+
 /// A probe that prints, beside the balance, the last event credited and
 /// when (`SELECT balance, last_event, credited_at`): every delivery replaces
 /// the ID and moves the clock by its own amount, and only the balance

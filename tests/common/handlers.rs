@@ -175,6 +175,12 @@ impl Handler {
         format!("http://{}/state", self.addr)
     }
 
+    /// The state as a JSON document, pretty-printed as most web frameworks
+    /// print one: the balance and the IDs of the events handled.
+    pub fn json_state_url(&self) -> String {
+        format!("http://{}/state.json", self.addr)
+    }
+
     /// The file that holds the state, for `--check-cmd 'cat …'`.
     pub fn state_file(&self) -> PathBuf {
         self.dir.path().join("state.txt")
@@ -229,6 +235,22 @@ impl Shared {
             text.push_str(&format!("last_event: {last}\ncredited_at: {at}\n"));
         }
         text
+    }
+
+    fn json_state(&self) -> String {
+        let db = self.db.lock().expect("db lock");
+        let balance: i64 = db
+            .query_row("SELECT balance FROM account", [], |row| row.get(0))
+            .expect("balance");
+        let mut handled = db
+            .prepare("SELECT id FROM events UNION SELECT id FROM events_unchecked")
+            .expect("events query");
+        let events: Vec<String> = handled
+            .query_map([], |row| row.get(0))
+            .expect("events")
+            .collect::<Result<_, _>>()
+            .expect("event ids");
+        serde_json::to_string_pretty(&serde_json::json!({"balance": balance, "events": events})).expect("json")
     }
 
     fn write_state_file(&self) {
@@ -373,6 +395,8 @@ async fn respond(request: Request<Incoming>, shared: &Arc<Shared>) -> Response<F
     let body = body.collect().await.map(|b| b.to_bytes().to_vec()).unwrap_or_default();
     let (status, text) = if parts.method == hyper::Method::GET && parts.uri.path() == "/state" {
         (200, shared.state())
+    } else if parts.method == hyper::Method::GET && parts.uri.path() == "/state.json" {
+        (200, shared.json_state())
     } else {
         match event_id(&body) {
             Some(id) => shared.handle(&id, &parts.headers, &body).await,

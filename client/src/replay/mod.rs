@@ -11,6 +11,7 @@ pub(crate) mod check_url;
 pub mod delta;
 mod engine;
 mod history;
+mod json_state;
 pub mod junit;
 pub mod options;
 mod overridden;

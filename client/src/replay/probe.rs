@@ -77,8 +77,14 @@ pub enum ProbeError {
 /// A probe's output as the state it stands for. Bytes that are not UTF-8
 /// are written as `\xNN`, one escape each: replaced by U+FFFD they would
 /// all read alike, and a count printed as one raw byte could move without
-/// the state changing.
+/// the state changing. A JSON document is rewritten in lines that compare
+/// well (see [`super::json_state`]).
 pub fn state_text(bytes: Vec<u8>) -> String {
+    let text = utf8_text(bytes);
+    super::json_state::lines(&text).unwrap_or(text)
+}
+
+fn utf8_text(bytes: Vec<u8>) -> String {
     match String::from_utf8(bytes) {
         Ok(text) => text,
         Err(err) => {

@@ -278,3 +278,31 @@ fn a_burst_is_told_apart_by_how_many_copies_acted() {
     };
     assert!(burst_acts_once(&fine, 10).unwrap().passed);
 }
+
+#[test]
+fn a_json_state_is_judged_by_what_it_holds_not_by_how_it_was_printed() {
+    // As `json.dumps(state, indent=2)` prints it: a comma moves to the line
+    // before each event added, and the new event sorts anywhere.
+    let read = |balance: u32, ids: &[&str]| {
+        let state = serde_json::json!({"balance": balance, "processed": ids});
+        crate::replay::probe::state_text(serde_json::to_vec_pretty(&state).unwrap())
+    };
+    let before = read(0, &["evt_m"]);
+    let baseline = read(100, &["evt_m", "evt_z"]);
+    let judge = |burst: &str| burst_acts_once(&settled_trace(&before, &[&baseline, burst]), 5).unwrap();
+
+    let deduped = judge(&read(200, &["evt_a", "evt_m", "evt_z"]));
+    assert!(deduped.passed, "{}", deduped.detail);
+    // Every copy credited, the event recorded once: a check-then-insert race.
+    let raced = judge(&read(600, &["evt_a", "evt_m", "evt_z"]));
+    assert!(!raced.passed, "{}", raced.detail);
+    assert!(
+        raced.detail.contains("+100, +1, 1 line added") && raced.detail.contains("+500, +1, 1 line added"),
+        "{}",
+        raced.detail
+    );
+
+    // The same state with its keys in another order is no change at all.
+    let shuffled = crate::replay::probe::state_text(br#"{"processed": ["evt_z", "evt_m"], "balance": 100}"#.to_vec());
+    assert_eq!(shuffled, baseline);
+}

@@ -1,0 +1,135 @@
+//! A probe that prints JSON, as lines that compare well. Pretty-printed
+//! JSON moves a comma to the line before each element added, and a map
+//! printed in hash order reads differently each time with nothing done:
+//! either would pass for a side effect. So keys are sorted, a list of
+//! strings, objects or lists is taken as the set of what it holds (a
+//! duplicate shows as an element more, wherever it lands) while one
+//! holding numbers keeps its order (`[count, sum]`, a row of columns),
+//! every value is a line of its own under its key, and
+//! each list and object says how many entries it holds, a count that moves
+//! by one for each entry added.
+//!
+//! ```text
+//! {"processed": ["evt_2", "evt_1"], "balance": 200}
+//!
+//! balance: 200
+//! processed: [2]
+//!   - "evt_1"
+//!   - "evt_2"
+//! ```
+
+use serde_json::Value;
+
+/// `text` in that form when it is a JSON object or array; `None` otherwise.
+pub fn lines(text: &str) -> Option<String> {
+    if !text.trim_start().starts_with(['{', '[']) {
+        return None;
+    }
+    let value: Value = serde_json::from_str(text).ok()?;
+    let mut out = String::new();
+    match &value {
+        Value::Object(_) => entries(&value, 0, &mut out),
+        _ => write(None, &value, 0, &mut out),
+    }
+    Some(out)
+}
+
+/// One value under `label` (`None` for an element of a list) at `depth`.
+fn write(label: Option<&str>, value: &Value, depth: usize, out: &mut String) {
+    let indent = "  ".repeat(depth);
+    let label = match label {
+        Some(key) => format!("{key}:"),
+        None => "-".to_owned(),
+    };
+    match value {
+        Value::Array(items) => {
+            out.push_str(&format!("{indent}{label} [{}]\n", items.len()));
+            entries(value, depth + 1, out);
+        }
+        Value::Object(map) => {
+            out.push_str(&format!("{indent}{label} {{{}}}\n", map.len()));
+            entries(value, depth + 1, out);
+        }
+        scalar => out.push_str(&format!("{indent}{label} {scalar}\n")),
+    }
+}
+
+/// The entries of a list or an object, in an order that does not depend
+/// on the order they were printed in.
+fn entries(value: &Value, depth: usize, out: &mut String) {
+    let mut blocks: Vec<String> = match value {
+        Value::Array(items) => items
+            .iter()
+            .map(|item| {
+                let mut block = String::new();
+                write(None, item, depth, &mut block);
+                block
+            })
+            .collect(),
+        Value::Object(map) => map
+            .iter()
+            .map(|(key, item)| {
+                let mut block = String::new();
+                write(Some(&label(key)), item, depth, &mut block);
+                block
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let positional = matches!(value, Value::Array(items) if items.iter().any(|item| {
+        item.is_number() || item.is_boolean() || item.is_null()
+    }));
+    if !positional {
+        blocks.sort_unstable();
+    }
+    out.extend(blocks);
+}
+
+/// A key as it reads on its line: as it is, unless it could be taken for
+/// something else (a line break, a `:` of its own, nothing at all).
+fn label(key: &str) -> String {
+    let plain = !key.is_empty() && !key.contains([':', '"']) && !key.chars().any(char::is_whitespace);
+    match plain {
+        true => key.to_owned(),
+        false => Value::String(key.to_owned()).to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_sorted_and_lists_read_as_sets() {
+        let shuffled = lines(r#"{"processed": ["evt_2", "evt_1"], "balance": 200}"#).unwrap();
+        assert_eq!(shuffled, "balance: 200\nprocessed: [2]\n  - \"evt_1\"\n  - \"evt_2\"\n");
+        let pretty = "{\n  \"balance\": 200,\n  \"processed\": [\n    \"evt_1\",\n    \"evt_2\"\n  ]\n}\n";
+        assert_eq!(lines(pretty).unwrap(), shuffled, "however it was printed");
+    }
+
+    #[test]
+    fn a_list_of_numbers_keeps_its_columns_in_order() {
+        assert_eq!(lines("[500,100]").unwrap(), "- [2]\n  - 500\n  - 100\n");
+        assert_eq!(
+            lines(r#"{"rows": [[2, 100], [1, 300]]}"#).unwrap(),
+            "rows: [2]\n  - [2]\n    - 1\n    - 300\n  - [2]\n    - 2\n    - 100\n",
+            "rows in any order, each row's columns in theirs"
+        );
+    }
+
+    #[test]
+    fn nested_values_keep_their_place_under_their_keys() {
+        let nested = lines(r#"[{"id": 1, "tags": {}}, {"id": 2, "note": "a b", "odd key": null}]"#).unwrap();
+        assert_eq!(
+            nested,
+            "- [2]\n  - {2}\n    id: 1\n    tags: {0}\n  - {3}\n    \"odd key\": null\n    id: 2\n    note: \"a b\"\n"
+        );
+    }
+
+    #[test]
+    fn what_is_not_a_json_document_is_left_alone() {
+        assert_eq!(lines("balance: 200\n"), None);
+        assert_eq!(lines("42"), None, "a bare number reads as it is");
+        assert_eq!(lines("{not json"), None);
+    }
+}
