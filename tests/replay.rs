@@ -598,6 +598,10 @@ fn a_run_stopped_with_ctrl_c_reports_and_keeps_what_it_sent() {
         ran.check("run_completed")["detail"],
         "stopped after 1 of 5 attempts: a verdict needs the whole run"
     );
+    assert!(
+        json["warnings"].to_string().contains("side effects were not checked"),
+        "a run without a probe says so, stopped or not: {json:#}"
+    );
 
     let store = Store::open(&history.db()).unwrap();
     let runs = store.replay_runs(history.id).unwrap();

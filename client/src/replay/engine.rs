@@ -285,6 +285,9 @@ impl Run<'_> {
         }
         let mut warnings = self.plan.warnings.clone();
         let state = (self.probe.is_some() && self.read_before).then_some(self.trace);
+        if self.probe.is_none() {
+            warnings.push(super::NOT_PROBED.into());
+        }
         match (&self.unreadable, &state) {
             // Reads of part of a run judge nothing.
             _ if interrupted => checks.push(verdict::run_completed(self.attempts.len(), self.total)),
@@ -302,7 +305,7 @@ impl Run<'_> {
                 checks.extend(content.filter(|_| settled.passed));
                 checks.push(settled);
             }
-            (None, None) => warnings.push(super::NOT_PROBED.into()),
+            (None, None) => {}
         }
         if opts.fresh && opts.times > 1 && opts.burst_width() == 1 {
             warnings.push(
