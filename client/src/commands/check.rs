@@ -83,8 +83,7 @@ pub async fn run(args: Args, history: Option<&Path>) -> anyhow::Result<ExitCode>
 /// Checks the fixtures in order until `stop`; those after it are not run.
 async fn check_all(jobs: &[Job], flags: &RunArgs, stop: &CancellationToken) -> Vec<(String, Outcome)> {
     let mut results = Vec::with_capacity(jobs.len());
-    for job in jobs {
-        let name = job.fixture.display().to_string();
+    for (job, name) in jobs.iter().zip(names(jobs)) {
         if stop.is_cancelled() {
             results.push((name, Outcome::NotRun));
             continue;
@@ -107,6 +106,26 @@ async fn check_all(jobs: &[Job], flags: &RunArgs, stop: &CancellationToken) -> V
         results.push((name, outcome));
     }
     results
+}
+
+/// Each job's name in the reports: its fixture's path, and when a suite
+/// lists one fixture more than once (against two targets, say), which
+/// listing it is (`a.json #2`), so a JUnit test case or a JSON entry
+/// names the run that failed.
+fn names(jobs: &[Job]) -> Vec<String> {
+    let paths: Vec<String> = jobs.iter().map(|job| job.fixture.display().to_string()).collect();
+    paths
+        .iter()
+        .enumerate()
+        .map(|(i, path)| {
+            let listed = paths.iter().filter(|p| *p == path).count();
+            let nth = paths[..=i].iter().filter(|p| *p == path).count();
+            match listed {
+                1 => path.clone(),
+                _ => format!("{path} #{nth}"),
+            }
+        })
+        .collect()
 }
 
 async fn check_one(
