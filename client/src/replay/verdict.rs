@@ -116,15 +116,25 @@ pub fn duplicates_change_nothing(attempts: &[Attempt], trace: &StateTrace) -> Op
             detail: format!("{phrase} left the state as attempt 1 left it; {news}"),
         });
     }
+    let change = changes(&[first, last]).remove(0);
+    // Only values replaced (a `last_seen`, a status word): the handler may
+    // skip the event's work and still write down that it came again.
+    let advice = if change.counts_nothing() {
+        "no count moved and no line was added, only values were replaced: if the handler records when it \
+         last saw an event, leave that out of the probe's output; if it is the event's work, skip events \
+         already handled"
+    } else {
+        "every duplicate repeated the side effect; record the event ID under a unique constraint and skip \
+         events already handled"
+    };
     Some(Check {
         name: DUPLICATES_CHANGE_NOTHING,
         passed: false,
         detail: format!(
-            "{} changed the state again ({}, {}): every duplicate repeated the side effect; \
-             record the event ID under a unique constraint and skip events already handled ({news})",
+            "{} changed the state again ({}, {}): {advice} ({news})",
             attempts_phrase(&moved),
             shown_change(first, last),
-            changes(&[first, last])[0].describe(),
+            change.describe(),
         ),
     })
 }

@@ -306,3 +306,28 @@ fn a_json_state_is_judged_by_what_it_holds_not_by_how_it_was_printed() {
     let shuffled = crate::replay::probe::state_text(br#"{"processed": ["evt_z", "evt_m"], "balance": 100}"#.to_vec());
     assert_eq!(shuffled, baseline);
 }
+
+#[test]
+fn a_duplicate_that_only_replaced_a_value_is_told_what_that_may_be() {
+    let three = attempts(&[(Role::Replay, 0), (Role::Replay, 1), (Role::Replay, 2)]);
+    let stamped = |balance: u32, second: u32| format!("balance: {balance}\nlast_seen: 2026-12-03T04:00:{second:02}Z");
+    let steps = [stamped(1, 1), stamped(1, 2), stamped(1, 3)];
+    let steps: Vec<&str> = steps.iter().map(String::as_str).collect();
+    let check = duplicates_change_nothing(&three, &settled_trace("balance: 0\nlast_seen: -", &steps)).unwrap();
+    assert!(!check.passed, "the state changed: {}", check.detail);
+    assert!(
+        check
+            .detail
+            .contains("only values were replaced: if the handler records when it last saw an event"),
+        "{}",
+        check.detail
+    );
+    let steps = [stamped(1, 1), stamped(2, 2), stamped(3, 3)];
+    let steps: Vec<&str> = steps.iter().map(String::as_str).collect();
+    let check = duplicates_change_nothing(&three, &settled_trace("balance: 0\nlast_seen: -", &steps)).unwrap();
+    assert!(
+        check.detail.contains("every duplicate repeated the side effect"),
+        "{}",
+        check.detail
+    );
+}
