@@ -257,19 +257,21 @@ pub fn state_settled(trace: &StateTrace, settle: Duration, attempts: &[Attempt])
         };
     }
     let (passed, detail) = match (&trace.moved_to, trace.steady) {
-        (Some(moved), _) => (
+        // A read that never held still says more than the move after it.
+        (_, false) => (
+            false,
+            format!(
+                "the state never held still for {window} within {}: raise --settle, or, if the probe's output \
+                 changes with nothing sent (a clock, a request counter), print only what the handler writes",
+                portpreview_shared::duration::format_duration(settle * super::probe::SETTLE_CAP_FACTOR)
+            ),
+        ),
+        (Some(moved), true) => (
             false,
             format!(
                 "the state still moved {wait} after the last attempt ({}): the handler works after it answers; \
                  raise --settle (now {window})",
                 shown_change(trace.after(), moved)
-            ),
-        ),
-        (None, false) => (
-            false,
-            format!(
-                "the state never held still for {window} within {}: raise --settle",
-                portpreview_shared::duration::format_duration(settle * super::probe::SETTLE_CAP_FACTOR)
             ),
         ),
         (None, true) => (

@@ -331,3 +331,24 @@ fn a_duplicate_that_only_replaced_a_value_is_told_what_that_may_be() {
         check.detail
     );
 }
+
+#[test]
+fn a_state_that_never_held_still_is_called_so_even_when_it_moved_at_the_end() {
+    let ticking = StateTrace {
+        before: "ticks: 1".into(),
+        steps: vec!["ticks: 4".into(), "ticks: 9".into()],
+        moved_to: Some("ticks: 14".into()),
+        steady: false,
+    };
+    let two = attempts(&[(Role::Replay, 0), (Role::Replay, 1)]);
+    let check = state_settled(&ticking, Duration::from_millis(300), &two);
+    assert!(!check.passed);
+    assert!(
+        check
+            .detail
+            .starts_with("the state never held still for 300ms within 3s")
+            && check.detail.contains("print only what the handler writes"),
+        "{}",
+        check.detail
+    );
+}
