@@ -773,6 +773,20 @@ fn twilio_delivery() -> NewDelivery {
     }
 }
 
+/// `recorded`, answered 200, exported from a history in `dir` as the
+/// fixture `file` there, as `portpreview export -o` writes one.
+fn export_fixture(dir: &Path, recorded: &NewDelivery, file: &str) {
+    let db = dir.join("history.db");
+    let ok = Outcome {
+        status: Some(200),
+        ..Outcome::default()
+    };
+    let id = Store::open(&db).unwrap().insert_delivery(recorded, &ok).unwrap();
+    let db = db.to_str().unwrap();
+    let exported = run(dir, &["--db", db, "export", &id.to_string(), "-o", file], &[]);
+    assert_eq!(exported.code, 0, "export: {}", exported.stderr);
+}
+
 /// What Twilio's `RequestValidator` expects for `body` called at `url`.
 fn twilio_signature(url: &str, body: &[u8]) -> String {
     let mut headers = Vec::new();
@@ -797,20 +811,9 @@ fn twilio_signature(url: &str, body: &[u8]) -> String {
 async fn a_twilio_fixture_is_re_signed_over_the_public_url_it_came_in_on() {
     let handler = LocalHandler::start(|_| Answer::default()).await;
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("history.db");
     let recorded = twilio_delivery();
-    let ok = Outcome {
-        status: Some(200),
-        ..Outcome::default()
-    };
-    let id = Store::open(&db).unwrap().insert_delivery(&recorded, &ok).unwrap();
+    export_fixture(dir.path(), &recorded, "tw.json");
     let fixture = dir.path().join("tw.json");
-    let exported = run(
-        dir.path(),
-        &["--db", db.to_str().unwrap(), "export", &id.to_string(), "-o", "tw.json"],
-        &[],
-    );
-    assert_eq!(exported.code, 0, "export: {}", exported.stderr);
 
     let target = handler.url();
     let resign = ["--target", target.as_str(), "--resign", "--secret", "12345"];
@@ -859,7 +862,6 @@ async fn a_twilio_fixture_is_re_signed_over_the_public_url_it_came_in_on() {
 async fn a_fixture_signed_with_a_private_key_is_sent_as_recorded_under_resign() {
     let handler = LocalHandler::start(|_| Answer::default()).await;
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("history.db");
     let body = r#"{"type":1,"id":"int_1","application_id":"app_1"}"#;
     let recorded = NewDelivery {
         path: "/interactions".into(),
@@ -875,17 +877,7 @@ async fn a_fixture_signed_with_a_private_key_is_sent_as_recorded_under_resign() 
         event_key_source: "body:/id".into(),
         ..stripe_delivery("http://127.0.0.1:1")
     };
-    let ok = Outcome {
-        status: Some(200),
-        ..Outcome::default()
-    };
-    let id = Store::open(&db).unwrap().insert_delivery(&recorded, &ok).unwrap();
-    let exported = run(
-        dir.path(),
-        &["--db", db.to_str().unwrap(), "export", &id.to_string(), "-o", "dc.json"],
-        &[],
-    );
-    assert_eq!(exported.code, 0, "export: {}", exported.stderr);
+    export_fixture(dir.path(), &recorded, "dc.json");
 
     let target = handler.url();
     let ran = run_async(dir.path(), &["check", "dc.json", "--target", &target, "--resign"]).await;
