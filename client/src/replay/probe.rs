@@ -78,7 +78,7 @@ pub enum ProbeError {
 /// are written as `\xNN`, one escape each: replaced by U+FFFD they would
 /// all read alike, and a count printed as one raw byte could move without
 /// the state changing. A JSON document is rewritten in lines that compare
-/// well (see [`super::json_state`]).
+/// well (see the `json_state` module).
 pub fn state_text(bytes: Vec<u8>) -> String {
     let text = utf8_text(bytes);
     super::json_state::lines(&text).unwrap_or(text)
