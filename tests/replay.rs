@@ -239,6 +239,35 @@ fn a_fresh_burst_is_judged_on_a_json_state_by_the_balance_beside_the_list() {
     }
 }
 
+/// A probe that prints one row per event with what it was credited
+/// (`SELECT id, credits FROM event_credits`), and a handler that keeps the
+/// event's one row but credits it for every copy: the burst adds one line,
+/// as the single delivery did, holding the credit of every copy.
+#[test]
+fn a_fresh_burst_that_credits_the_events_one_row_per_copy_is_caught() {
+    let fresh = |handler: &Handler, history: &History| {
+        let rows = handler.rows_url();
+        let args = ["--target", &handler.url(), "--check-url", &rows, "--settle", "100ms"];
+        history.replay(&[&args[..], &["--fresh", "--times", "4", "--json"]].concat())
+    };
+    let credits = Handler::start(Behaviour::CreditsEveryDelivery);
+    let history = History::with(&stripe_delivery(&credits.url()));
+    let ran = fresh(&credits, &history);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    let burst = ran.check("fresh_burst_acts_once");
+    let detail = burst["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("a burst of 4 copies of one new event added `evt_") && detail.contains("|4`"),
+        "{detail}"
+    );
+    assert!(detail.contains("|1`: 4 times as much"), "{detail}");
+
+    let dedups = Handler::start(Behaviour::DedupsInOneTransaction);
+    let ran = fresh(&dedups, &history);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(ran.check("fresh_burst_acts_once")["passed"], true);
+}
+
 /// A probe that prints, beside the balance, the last event credited and
 /// when (`SELECT balance, last_event, credited_at`): every delivery replaces
 /// the ID and moves the clock by its own amount, and only the balance

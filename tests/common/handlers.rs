@@ -120,7 +120,8 @@ impl Handler {
              CREATE TABLE account (balance INTEGER NOT NULL, last_event TEXT NOT NULL, credited_at INTEGER NOT NULL);
              INSERT INTO account VALUES (0, '-', 0);
              CREATE TABLE events (id TEXT PRIMARY KEY);
-             CREATE TABLE events_unchecked (id TEXT NOT NULL);",
+             CREATE TABLE events_unchecked (id TEXT NOT NULL);
+             CREATE TABLE event_credits (id TEXT PRIMARY KEY, credits INTEGER NOT NULL);",
         )
         .expect("handler schema");
         let shared = Arc::new(Shared {
@@ -181,6 +182,12 @@ impl Handler {
         format!("http://{}/state.json", self.addr)
     }
 
+    /// The credits given each event, one `evt_…|credits` row per event as
+    /// `sqlite3` prints `SELECT id, credits FROM event_credits`.
+    pub fn rows_url(&self) -> String {
+        format!("http://{}/rows", self.addr)
+    }
+
     /// The file that holds the state, for `--check-cmd 'cat …'`.
     pub fn state_file(&self) -> PathBuf {
         self.dir.path().join("state.txt")
@@ -213,8 +220,19 @@ pub fn balance_at(path: &Path) -> i64 {
         .expect("balance")
 }
 
-/// Credits the account for event `?1` at `?2` milliseconds.
-const CREDIT: &str = "UPDATE account SET balance = balance + 1, last_event = ?1, credited_at = ?2";
+/// Credits the account for an event, and counts the credit against the event's row.
+fn credit_in(db: &Connection, event_id: &str) {
+    db.execute(
+        "UPDATE account SET balance = balance + 1, last_event = ?1, credited_at = ?2",
+        params![event_id, now_ms()],
+    )
+    .expect("credit");
+    db.execute(
+        "INSERT INTO event_credits VALUES (?1, 1) ON CONFLICT (id) DO UPDATE SET credits = credits + 1",
+        params![event_id],
+    )
+    .expect("count the credit");
+}
 
 fn now_ms() -> i64 {
     SystemTime::now()
@@ -253,16 +271,27 @@ impl Shared {
         serde_json::to_string_pretty(&serde_json::json!({"balance": balance, "events": events})).expect("json")
     }
 
+    fn rows(&self) -> String {
+        let db = self.db.lock().expect("db lock");
+        let mut rows = db
+            .prepare("SELECT id, credits FROM event_credits ORDER BY rowid")
+            .expect("rows query");
+        let rows: Vec<String> = rows
+            .query_map([], |row| {
+                Ok(format!("{}|{}\n", row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+            })
+            .expect("rows")
+            .collect::<Result<_, _>>()
+            .expect("row text");
+        rows.concat()
+    }
+
     fn write_state_file(&self) {
         std::fs::write(&self.state_file, self.state()).expect("write state file");
     }
 
     fn credit(&self, event_id: &str) {
-        self.db
-            .lock()
-            .expect("db lock")
-            .execute(CREDIT, params![event_id, now_ms()])
-            .expect("credit");
+        credit_in(&self.db.lock().expect("db lock"), event_id);
         self.write_state_file();
     }
 
@@ -276,7 +305,7 @@ impl Shared {
                 .expect("insert event")
                 == 1;
             if inserted {
-                tx.execute(CREDIT, params![event_id, now_ms()]).expect("credit");
+                credit_in(&tx, event_id);
             }
             tx.commit().expect("commit");
             inserted
@@ -397,6 +426,8 @@ async fn respond(request: Request<Incoming>, shared: &Arc<Shared>) -> Response<F
         (200, shared.state())
     } else if parts.method == hyper::Method::GET && parts.uri.path() == "/state.json" {
         (200, shared.json_state())
+    } else if parts.method == hyper::Method::GET && parts.uri.path() == "/rows" {
+        (200, shared.rows())
     } else {
         match event_id(&body) {
             Some(id) => shared.handle(&id, &parts.headers, &body).await,

@@ -50,6 +50,8 @@ pub struct Change {
     removed: usize,
     /// The lines of the first read that did not stay as they were, in order.
     changed_lines: Vec<usize>,
+    /// The lines of the second read that were added, in order.
+    added_lines: Vec<usize>,
 }
 
 /// One count (a number under [`OPAQUE_FROM`]) and how far it moved.
@@ -154,7 +156,21 @@ impl Token<'_> {
             _ => false,
         }
     }
+
+    /// Whether two tokens are of one kind: [`Token::same_place`], but any
+    /// word matches any word (`evt_A` and `evt_B`).
+    fn same_kind(&self, other: &Token<'_>) -> bool {
+        let is_word = |text: &str| text.starts_with(|c: char| c.is_alphanumeric() || c == '_');
+        match (self, other) {
+            (Token::Text(a), Token::Text(b)) => a == b || (is_word(a) && is_word(b)),
+            _ => self.same_place(other),
+        }
+    }
 }
+
+/// Characters a table draws its rules with (`psql`'s `-----+-----`,
+/// `sqlite3 -box`): a run of one is one token, however long.
+const RULES: [char; 5] = ['-', '=', '─', '━', '═'];
 
 /// Splits one line of probe output into tokens.
 fn tokens(line: &str, commas: Commas) -> Vec<Token<'_>> {
@@ -195,6 +211,10 @@ fn tokens(line: &str, commas: Commas) -> Vec<Token<'_>> {
             let len = rest.find(|c: char| !word(c)).unwrap_or(rest.len());
             out.push(Token::Text(&rest[..len]));
             len
+        } else if RULES.contains(&c) {
+            // The rule under a table's header widens with its columns.
+            out.push(Token::Text(&rest[..c.len_utf8()]));
+            rest.find(|d: char| d != c).unwrap_or(rest.len())
         } else {
             out.push(Token::Text(&rest[..c.len_utf8()]));
             c.len_utf8()
@@ -389,23 +409,30 @@ fn change(before: &str, after: &str, commas: Commas) -> Change {
     }
     let mut change = Change::default();
     for (line, (was, is)) in old.iter().zip(&new).enumerate() {
-        if was == is {
-            continue;
+        if was != is {
+            change.changed_lines.push(line);
+            change.line_moved((line, &tokens(was, commas)), (line, &tokens(is, commas)));
         }
-        change.changed_lines.push(line);
-        let (a, b) = (tokens(was, commas), tokens(is, commas));
+    }
+    change
+}
+
+impl Change {
+    /// Adds how one line moved, given its number and tokens in each read:
+    /// each count's move, and how many other values were replaced.
+    fn line_moved(&mut self, (old, a): (usize, &[Token<'_>]), (new, b): (usize, &[Token<'_>])) {
         // A value replaced by one of another kind (`-` by `evt_1`, `0` by
         // a clock) goes and comes: one replacement, not two.
         let (mut gone, mut came) = (0, 0);
-        for pair in align(&a, &b) {
+        for pair in align(a, b) {
             match pair {
                 (Some(i), Some(j)) => match (&a[i], &b[j]) {
-                    (Token::Count(x), Token::Count(y)) => change.counts.push(Count {
-                        before: (line, i),
-                        after: (line, j),
+                    (Token::Count(x), Token::Count(y)) => self.counts.push(Count {
+                        before: (old, i),
+                        after: (new, j),
                         by: y - x,
                     }),
-                    (x, y) if x != y => change.replaced += 1,
+                    (x, y) if x != y => self.replaced += 1,
                     _ => {}
                 },
                 // A value that appeared or went within a line (the first
@@ -415,17 +442,33 @@ fn change(before: &str, after: &str, commas: Commas) -> Change {
                 (None, None) => {}
             }
         }
-        change.replaced += gone.max(came);
+        self.replaced += gone.max(came);
     }
-    change
+}
+
+/// Words that stand for no value (`null`, or an empty column): a line where
+/// one became a value (`0|null` → `1|1764684000`) is the same line.
+const PLACEHOLDERS: [&str; 5] = ["null", "NULL", "None", "nil", "NaN"];
+
+/// Whether two lines are one line whose values moved: the same words and
+/// signs around them, a word's plural read as the word (`(1 row)` →
+/// `(2 rows)`), a value standing where there was none (`0|` → `1|1`).
+fn same_line(a: &[Token<'_>], b: &[Token<'_>]) -> bool {
+    fn words<'t>(tokens: &'t [Token<'_>]) -> impl Iterator<Item = &'t str> {
+        tokens.iter().filter_map(|token| match token {
+            Token::Text(text) if !PLACEHOLDERS.contains(text) => Some(text.strip_suffix('s').unwrap_or(text)),
+            _ => None,
+        })
+    }
+    !a.is_empty() && !b.is_empty() && words(a).eq(words(b))
 }
 
 /// [`change`] when lines came or went: a dump that grew, or a balance
 /// beside a list of the events handled. A line found in both reads stayed,
-/// wherever it moved (a dump in no set order). Of the others, lines of one
-/// shape, in order, are one line whose values moved (`balance: 100` →
-/// `balance: 700` while a row was added), so a count beside the rows is
-/// compared too; the rest were added or removed.
+/// wherever it moved (a dump in no set order). Of the others, lines with
+/// the same words, in order, are one line whose values moved (`balance:
+/// 100` → `balance: 700` while a row was added), so a count beside the
+/// rows is compared too; the rest were added or removed.
 fn change_of_shape(old: &[&str], new: &[&str], commas: Commas) -> Change {
     let mut unmatched: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (j, line) in new.iter().enumerate().rev() {
@@ -438,31 +481,64 @@ fn change_of_shape(old: &[&str], new: &[&str], commas: Commas) -> Change {
     came.sort_unstable();
     let was: Vec<Vec<Token<'_>>> = gone.iter().map(|&i| tokens(old[i], commas)).collect();
     let is: Vec<Vec<Token<'_>>> = came.iter().map(|&j| tokens(new[j], commas)).collect();
-    let same_shape =
-        |a: &Vec<Token<'_>>, b: &Vec<Token<'_>>| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_place(y));
     let mut change = Change::default();
-    for pair in pair_in_order(&was, &is, same_shape) {
+    for pair in pair_in_order(&was, &is, |a, b| same_line(a, b)) {
         match pair {
-            (Some(x), Some(y)) => {
-                for (k, (a, b)) in was[x].iter().zip(&is[y]).enumerate() {
-                    match (a, b) {
-                        (Token::Count(v), Token::Count(w)) => change.counts.push(Count {
-                            before: (gone[x], k),
-                            after: (came[y], k),
-                            by: w - v,
-                        }),
-                        (a, b) if a != b => change.replaced += 1,
-                        _ => {}
-                    }
-                }
-            }
+            (Some(x), Some(y)) => change.line_moved((gone[x], &was[x]), (came[y], &is[y])),
             (Some(_), None) => change.removed += 1,
-            (None, Some(_)) => change.added += 1,
+            (None, Some(y)) => {
+                change.added += 1;
+                change.added_lines.push(came[y]);
+            }
             (None, None) => {}
         }
     }
     change.changed_lines = gone;
     change
+}
+
+/// A count on a line a burst added that is the count on the line one
+/// delivery added, times the copies in the burst: `evt_B|1000` where the
+/// baseline added `evt_A|100`. Every copy acted on the event's one row
+/// (`amount = amount + 100` on each copy), which adds as many lines as one
+/// delivery does. Returns the two lines. A count one more than the
+/// baseline's (`1` → `2`) is taken for a row's ID, not a doubled amount.
+pub fn multiplied_row(before: &str, middle: &str, last: &str, copies: usize) -> Option<(String, String)> {
+    let (middle_lines, last_lines): (Vec<&str>, Vec<&str>) = (middle.lines().collect(), last.lines().collect());
+    let copies = copies as f64;
+    for commas in Commas::BOTH {
+        let (first, later) = (change(before, middle, commas), change(middle, last, commas));
+        let was: Vec<Vec<Token<'_>>> = first
+            .added_lines
+            .iter()
+            .map(|&j| tokens(middle_lines[j], commas))
+            .collect();
+        let is: Vec<Vec<Token<'_>>> = later
+            .added_lines
+            .iter()
+            .map(|&j| tokens(last_lines[j], commas))
+            .collect();
+        // The burst's event has its own ID: words may differ, not the kinds.
+        let alike =
+            |a: &Vec<Token<'_>>, b: &Vec<Token<'_>>| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_kind(y));
+        for pair in pair_in_order(&was, &is, alike) {
+            let (Some(x), Some(y)) = pair else { continue };
+            let multiplied = was[x].iter().zip(&is[y]).any(|pair| match pair {
+                (Token::Count(v), Token::Count(w)) => {
+                    *v != 0.0 && (w - v * copies).abs() <= 1e-9 * w.abs() && (w - v - 1.0).abs() > 1e-9
+                }
+                _ => false,
+            });
+            if multiplied {
+                let line = |lines: &[&str], added: &[usize], at: usize| lines[added[at]].to_owned();
+                return Some((
+                    line(&middle_lines, &first.added_lines, x),
+                    line(&last_lines, &later.added_lines, y),
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// Whether `later`, the change from `first`'s after, is the same as
@@ -700,6 +776,86 @@ mod tests {
         // Rows in another order stayed; the one new row was added.
         let reordered = change2("a 1\nb 2\n", "b 2\na 1\nc 3\n");
         assert_eq!(reordered.describe(), "1 line added");
+    }
+
+    #[test]
+    fn a_row_credited_once_per_copy_is_told_from_a_row_given_the_next_id() {
+        // `SELECT event, amount FROM credits`, one row per event.
+        let (before, one) = ("", "evt_A|100\n");
+        let every_copy = "evt_A|100\nevt_B|1000\n";
+        assert!(
+            acts_once(before, one, every_copy),
+            "as many lines, no count beside them"
+        );
+        assert_eq!(
+            multiplied_row(before, one, every_copy, 10),
+            Some(("evt_A|100".into(), "evt_B|1000".into()))
+        );
+        assert_eq!(multiplied_row(before, one, "evt_A|100\nevt_B|100\n", 10), None);
+        // A JSON map of amounts, and a list of objects.
+        let map = |rows: &str| json_lines(&format!("{{{rows}}}"));
+        let (one, all) = (map(r#""evt_A": 100"#), map(r#""evt_A": 100, "evt_B": 500"#));
+        assert!(multiplied_row(&map(""), &one, &all, 5).is_some());
+        let list = |rows: &str| json_lines(&format!("[{rows}]"));
+        let row = |event: &str, amount| format!(r#"{{"event": "{event}", "amount": {amount}}}"#);
+        let (one, all) = (
+            list(&row("evt_A", 3)),
+            list(&[row("evt_A", 3), row("evt_B", 12)].join(",")),
+        );
+        assert!(multiplied_row(&list(""), &one, &all, 4).is_some());
+        // A generated ID one past the baseline's is no doubled amount, even
+        // for a burst of two; other columns alike are no evidence.
+        assert_eq!(
+            multiplied_row("", "1|evt_A|100\n", "1|evt_A|100\n2|evt_B|100\n", 2),
+            None
+        );
+        assert_eq!(
+            multiplied_row("", "7|evt_A|100\n", "7|evt_A|100\n8|evt_B|100\n", 4),
+            None
+        );
+        assert_eq!(multiplied_row("x\n", "x\n", "x\n", 4), None);
+    }
+
+    fn json_lines(text: &str) -> String {
+        super::super::json_state::lines(text).unwrap()
+    }
+
+    #[test]
+    fn a_value_standing_where_there_was_none_keeps_its_line() {
+        // `SELECT count(*), max(id)` above the rows themselves.
+        let (zero, one, two) = ("0|\n", "1|1\nevt_A\n", "2|2\nevt_A\nevt_B\n");
+        assert!(acts_once(zero, one, two));
+        assert_eq!(change2(zero, one).describe(), "+1, 1 value replaced, 1 line added");
+        assert!(!acts_once(zero, one, "3|3\nevt_A\nevt_B\n"));
+        // A row whose null became a clock as the first delivery was handled.
+        let done = |n, at: &str| format!("done|{n}|{at}\n");
+        let rows = |events: &str| events.lines().map(|e| format!("{e}\n")).collect::<String>();
+        assert!(acts_once(
+            &done(0, "null"),
+            &(done(1, "1764684000") + &rows("evt_A")),
+            &(done(2, "1764684007") + &rows("evt_A\nevt_B"))
+        ));
+    }
+
+    #[test]
+    fn a_psql_table_that_widens_and_counts_its_rows_is_the_same_table() {
+        let table = |rows: &[(&str, u32)]| {
+            let width = rows.iter().map(|(e, _)| e.len()).max().unwrap_or(0).max(5);
+            let mut out = format!(" {:<width$} | amount\n{}+--------\n", "event", "-".repeat(width + 2));
+            for (event, amount) in rows {
+                out.push_str(&format!(" {event:<width$} | {amount:>6}\n"));
+            }
+            let n = rows.len();
+            out.push_str(&format!("({n} row{})\n", if n == 1 { "" } else { "s" }));
+            out
+        };
+        let (zero, one) = (table(&[]), table(&[("evt_A", 100)]));
+        assert!(acts_once(&zero, &one, &table(&[("evt_A", 100), ("evt_long_B", 100)])));
+        assert!(!acts_once(
+            &zero,
+            &one,
+            &table(&[("evt_A", 100), ("evt_long_B", 100), ("evt_long_B", 100)])
+        ));
     }
 
     #[test]

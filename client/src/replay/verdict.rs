@@ -7,7 +7,7 @@ use portpreview_shared::provider::Provider;
 use portpreview_shared::sanitize::escape_str;
 use portpreview_shared::text::counted;
 
-use super::delta::{changes, moves_alike, multiple, Change};
+use super::delta::{changes, moves_alike, multiple, multiplied_row, Change};
 use super::probe::ProbeError;
 use super::report::{attempts_phrase, Attempt, Check, Role, StateTrace};
 
@@ -179,6 +179,21 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
                 single.describe(),
                 counted(burst, "copy", "copies"),
                 shown_change(after_baseline, after_burst),
+            ),
+        });
+    }
+    if let Some((one, all)) = multiplied_row(&trace.before, after_baseline, after_burst, burst) {
+        return Some(Check {
+            name: BURST_ACTS_ONCE,
+            passed: false,
+            detail: format!(
+                "a burst of {} of one new event added {} where one delivery of another added {}: {burst} times \
+                 as much, once per copy, so every copy acted on the event's row; record the event ID under a \
+                 unique constraint and act only when that insert took (INSERT ... ON CONFLICT DO NOTHING). If that \
+                 number is a generated ID, leave it out of the probe's output",
+                counted(burst, "copy", "copies"),
+                excerpt(&all, 0),
+                excerpt(&one, 0),
             ),
         });
     }
