@@ -8,7 +8,7 @@ use futures_util::future::join_all;
 
 use super::attempt::{Connection, Endpoint};
 use super::plan::{Plan, Variant};
-use super::probe::{read_final, read_settled, Probe, ProbeError, Settled};
+use super::probe::{read_final, read_settled, same_state, Probe, ProbeError, Settled};
 use super::report::{Attempt, Report, Role, StateTrace};
 use super::{verdict, Phase, Progress, ReplayError, ReplayOptions, MAX_CONCURRENCY, MAX_TIMES};
 use crate::store::NewDelivery;
@@ -197,8 +197,9 @@ impl Run<'_> {
             return Ok(());
         };
         self.trace.steady &= settled.steady;
-        let changed = settled.state != previous;
-        self.trace.steps.push(settled.state);
+        // Rows in another order are the state the step before left.
+        let changed = !same_state(&settled.state, &previous);
+        self.trace.steps.push(if changed { settled.state } else { previous });
         let step = self.trace.steps.len() - 1;
         for attempt in &mut self.attempts[first_new..] {
             attempt.step = step;

@@ -170,8 +170,27 @@ impl StateSource for Probe {
     }
 }
 
+/// Whether two reads are one state: the same text, or the same lines in
+/// another order. A probe that prints rows in no set order (`SELECT`
+/// without `ORDER BY`, a set, a hash map) would otherwise never hold still.
+pub fn same_state(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    if a.len() != b.len() {
+        return false;
+    }
+    fn sorted(text: &str) -> Vec<&str> {
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines.sort_unstable();
+        lines
+    }
+    sorted(a) == sorted(b)
+}
+
 /// Reads until the state has not changed for `settle`, or until the cap of
-/// [`SETTLE_CAP_FACTOR`] windows runs out.
+/// [`SETTLE_CAP_FACTOR`] windows runs out. A read that only reorders the
+/// lines of the one before it keeps the earlier text.
 pub async fn read_settled<S: StateSource>(source: &mut S, settle: Duration) -> Result<Settled, ProbeError> {
     let started = Instant::now();
     let poll = (settle / 5).clamp(Duration::from_millis(5), Duration::from_millis(200));
@@ -186,7 +205,7 @@ pub async fn read_settled<S: StateSource>(source: &mut S, settle: Duration) -> R
         }
         tokio::time::sleep(poll).await;
         let next = source.read().await?;
-        if next != state {
+        if !same_state(&next, &state) {
             state = next;
             stable_since = Instant::now();
         }
@@ -202,7 +221,7 @@ pub async fn read_final<S: StateSource>(
 ) -> Result<Option<String>, ProbeError> {
     tokio::time::sleep(settle * FINAL_WAIT_FACTOR).await;
     let state = source.read().await?;
-    Ok((state != last).then_some(state))
+    Ok((!same_state(&state, last)).then_some(state))
 }
 
 #[cfg(test)]
@@ -240,6 +259,23 @@ mod tests {
                 steady: true
             }
         );
+    }
+
+    #[tokio::test]
+    async fn rows_read_in_another_order_are_the_same_state() {
+        let mut source = Script(vec!["a 1\nb 2\n", "b 2\na 1\n"], 0);
+        let settled = read_settled(&mut source, Duration::from_millis(30)).await.unwrap();
+        assert_eq!(settled.state, "a 1\nb 2\n", "the first order is kept");
+        assert!(settled.steady);
+        let mut source = Script(vec!["b 2\na 1\n"], 0);
+        assert_eq!(
+            read_final(&mut source, Duration::from_millis(10), "a 1\nb 2\n")
+                .await
+                .unwrap(),
+            None
+        );
+        assert!(!same_state("a 1\nb 2\n", "a 1\nb 3\n"));
+        assert!(!same_state("a\na\nb\n", "a\nb\nb\n"), "a row twice is another state");
     }
 
     #[tokio::test]
