@@ -22,6 +22,8 @@ use serde_json::Value;
 
 /// `text` in that form when it is a JSON object or array; `None` otherwise.
 pub fn lines(text: &str) -> Option<String> {
+    // A byte-order mark (PowerShell, some Windows tools) opens no document.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if !text.trim_start().starts_with(['{', '[']) {
         return None;
     }
@@ -124,6 +126,11 @@ mod tests {
             nested,
             "- [2]\n  - {2}\n    id: 1\n    tags: {0}\n  - {3}\n    \"odd key\": null\n    id: 2\n    note: \"a b\"\n"
         );
+    }
+
+    #[test]
+    fn a_byte_order_mark_before_the_document_is_no_part_of_it() {
+        assert_eq!(lines("\u{feff}{\"balance\": 5}\n").unwrap(), "balance: 5\n");
     }
 
     #[test]
