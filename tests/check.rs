@@ -243,27 +243,29 @@ fn a_suite_fails_the_bad_handler_in_junit_and_exits_1() {
     }
 }
 
-/// One fixture listed twice in a suite, against two handlers: each run
-/// keeps a name of its own, so the report says which one failed.
+/// One fixture listed twice in a suite, against two handlers, once as
+/// `./fixtures/…`: each run keeps a name of its own, so the report says
+/// which one failed.
 #[test]
 fn a_fixture_listed_twice_in_a_suite_is_named_apart() {
     let project = Project::new();
     let bad = Handler::start(Behaviour::CreditsEveryDelivery);
     let good = Handler::start(Behaviour::DedupsInOneTransaction);
-    let entry = |handler: &Handler| {
+    let entry = |path: &str, handler: &Handler| {
         format!(
-            "[[fixture]]\npath = \"fixtures/stripe.json\"\ntarget = \"{}\"\ncheck_url = \"{}\"\nsettle = \"50ms\"\n",
+            "[[fixture]]\npath = \"{path}\"\ntarget = \"{}\"\ncheck_url = \"{}\"\nsettle = \"50ms\"\n",
             handler.url(),
             handler.state_url()
         )
     };
-    std::fs::write(project.path("suite.toml"), entry(&good) + &entry(&bad)).unwrap();
+    let suite = entry("fixtures/stripe.json", &good) + &entry("./fixtures/stripe.json", &bad);
+    std::fs::write(project.path("suite.toml"), suite).unwrap();
     let junit = project.path("junit.xml");
     let ran = project.check(&["suite.toml", "--junit", junit.to_str().unwrap(), "--json"], &[]);
     assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
     let json: Value = serde_json::from_str(&ran.stdout).unwrap();
     assert_eq!(json["fixtures"][0]["fixture"], "fixtures/stripe.json #1");
-    assert_eq!(json["fixtures"][1]["fixture"], "fixtures/stripe.json #2");
+    assert_eq!(json["fixtures"][1]["fixture"], "./fixtures/stripe.json #2");
     assert_eq!(json["fixtures"][1]["verdict"], "not_idempotent");
     let xml = std::fs::read_to_string(&junit).unwrap();
     let second = &xml[xml.find("stripe.json #2").expect("named apart")..];

@@ -113,16 +113,23 @@ async fn check_all(jobs: &[Job], flags: &RunArgs, stop: &CancellationToken) -> V
 /// listing it is (`a.json #2`), so a JUnit test case or a JSON entry
 /// names the run that failed.
 fn names(jobs: &[Job]) -> Vec<String> {
-    let paths: Vec<String> = jobs.iter().map(|job| job.fixture.display().to_string()).collect();
-    paths
-        .iter()
+    // `./a.json` and `a.json` are one fixture listed twice.
+    let key = |job: &Job| -> std::path::PathBuf {
+        (job.fixture.components())
+            .filter(|part| *part != std::path::Component::CurDir)
+            .collect()
+    };
+    let keys: Vec<_> = jobs.iter().map(key).collect();
+    jobs.iter()
+        .zip(&keys)
         .enumerate()
-        .map(|(i, path)| {
-            let listed = paths.iter().filter(|p| *p == path).count();
-            let nth = paths[..=i].iter().filter(|p| *p == path).count();
+        .map(|(i, (job, path))| {
+            let shown = job.fixture.display();
+            let listed = keys.iter().filter(|p| *p == path).count();
+            let nth = keys[..=i].iter().filter(|p| *p == path).count();
             match listed {
-                1 => path.clone(),
-                _ => format!("{path} #{nth}"),
+                1 => shown.to_string(),
+                _ => format!("{shown} #{nth}"),
             }
         })
         .collect()
