@@ -11,7 +11,7 @@ use portpreview_shared::sanitize::escape_str;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{resolve_secret, secret_env};
+use crate::config::{resolve_secret, secret_env, ANY_PROVIDER_SECRET_ENV};
 use crate::replay::{Phase, ProbeSpec, Progress, ReplayOptions, Report};
 use crate::store::{Delivery, Store};
 
@@ -109,7 +109,17 @@ impl Effects {
             .as_deref()
             .and_then(Provider::from_name)
             .filter(|provider| provider.resignable());
-        let secret = resignable.and_then(|provider| resolve_secret(None, Some(provider), None).ok().flatten());
+        // A secret that cannot be told (two variables set to different
+        // ones) stops the run, as it stops `replay --resign`: sending the
+        // recorded signature instead would blame the handler.
+        let secret = match resignable.map(|provider| resolve_secret(None, Some(provider), None)) {
+            Some(Err(err)) => {
+                app.on_replay_done(id, Err(escape_str(&crate::error_line(&err)).into_owned()));
+                return None;
+            }
+            Some(Ok(secret)) => secret,
+            None => None,
+        };
         let opts = ReplayOptions {
             resign: secret.is_some(),
             secret,
@@ -156,7 +166,7 @@ fn advice_for_keys(warning: &str, provider: Provider) -> String {
     warning.replace(
         "pass --resign",
         &format!(
-            "set {} (or {} in [secrets]) to have r and R re-sign",
+            "set {} or {ANY_PROVIDER_SECRET_ENV} (or {} in [secrets]) to have r and R re-sign",
             secret_env(provider),
             provider.name()
         ),
@@ -265,7 +275,7 @@ mod tests {
         assert_eq!(
             advice_for_keys(warning, Provider::Stripe),
             "the stripe signature is 3 h old; stripe accepts 5 min: set PORTPREVIEW_SECRET_STRIPE \
-             (or stripe in [secrets]) to have r and R re-sign, or a handler that checks signatures \
+             or PORTPREVIEW_SECRET (or stripe in [secrets]) to have r and R re-sign, or a handler that checks signatures \
              refuses every attempt"
         );
         assert_eq!(advice_for_keys("slow answers", Provider::Stripe), "slow answers");
