@@ -241,8 +241,7 @@ fn config_token(config: &Config, server: Option<&str>) -> Option<Secret> {
     let (Some(chosen), Some(own)) = (server, config.server.as_deref()) else {
         return Some(token);
     };
-    let same = |a: &str, b: &str| matches!((connect::relay_url(a), connect::relay_url(b)), (Ok(a), Ok(b)) if a == b);
-    if same(chosen, own) {
+    if same_relay(chosen, own) {
         return Some(token);
     }
     tracing::warn!(
@@ -251,6 +250,18 @@ fn config_token(config: &Config, server: Option<&str>) -> Option<Secret> {
         escape_str(chosen),
     );
     None
+}
+
+/// Whether two relay addresses reach one relay: `https://Relay.example`
+/// and `wss://relay.example:443/` do.
+fn same_relay(a: &str, b: &str) -> bool {
+    let origin = |input: &str| {
+        let uri: http::Uri = connect::relay_url(input).ok()?.parse().ok()?;
+        let secure = uri.scheme_str() == Some("wss");
+        let port = uri.port_u16().unwrap_or(if secure { 443 } else { 80 });
+        Some((secure, uri.host()?.to_ascii_lowercase(), port, uri.path().to_owned()))
+    };
+    origin(a).is_some_and(|a| Some(a) == origin(b))
 }
 
 /// The in-process relay's settings: it waits for answers a little longer
@@ -294,6 +305,19 @@ fn parse_key_field(text: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_relay_is_the_same_however_its_address_is_written() {
+        assert!(same_relay("https://Relay.example", "wss://relay.example:443/"));
+        assert!(same_relay(
+            "http://relay.example/_portpreview/connect",
+            "ws://RELAY.example:80"
+        ));
+        assert!(!same_relay("https://relay.example", "http://relay.example"));
+        assert!(!same_relay("wss://relay.example", "wss://relay.example.evil"));
+        assert!(!same_relay("wss://relay.example:8443", "wss://relay.example"));
+        assert!(!same_relay("not a url", "not a url"));
+    }
 
     #[test]
     fn the_local_relay_outwaits_the_handlers_timeout() {
