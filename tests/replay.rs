@@ -809,7 +809,11 @@ fn a_replay_that_cannot_start_still_writes_its_junit_file() {
     error_case(&ran, "--latest --path /nope/*");
 
     // Flags that were never understood are no run to report.
-    for flags in [&["--times", "0"][..], &["--provider", "stripe"]] {
+    for flags in [
+        &["--times", "0"][..],
+        &["--provider", "stripe"],
+        &["--resign", "--secret", ""],
+    ] {
         let ran = history.replay(&[flags, &["--junit", junit_arg]].concat());
         assert_eq!(ran.code, 2, "{flags:?}: {}{}", ran.stdout, ran.stderr);
         assert!(!junit.exists(), "{flags:?}");

@@ -49,6 +49,15 @@ impl Cli {
     }
 }
 
+/// A secret or a token given on the command line: an empty one (`--token
+/// "$TOKEN"` with the variable unset) is a mistake, not a key.
+pub fn parse_secret_text(text: &str) -> Result<String, String> {
+    match text.is_empty() {
+        true => Err("is empty: leave the flag out, or give the value".into()),
+        false => Ok(text.to_owned()),
+    }
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -124,6 +133,15 @@ mod tests {
     #[test]
     fn the_arguments_are_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn an_empty_token_or_secret_is_refused_by_its_flag() {
+        for args in [&["http", "3000", "--token", ""][..], &["replay", "1", "--secret", ""]] {
+            let err = Cli::try_parse_from([&["portpreview"][..], args].concat()).unwrap_err();
+            let text = err.to_string();
+            assert!(text.contains("is empty: leave the flag out"), "{args:?}: {text}");
+        }
     }
 
     #[test]

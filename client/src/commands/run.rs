@@ -45,8 +45,8 @@ pub struct RunArgs {
     /// Re-sign every attempt with the current time.
     #[arg(long)]
     pub resign: bool,
-    /// Signing secret (else `PORTPREVIEW_SECRET_<PROVIDER>`, `PORTPREVIEW_SECRET` or the config file).
-    #[arg(long, value_name = "S")]
+    /// Signing secret (else a suite's `secret_env`, `PORTPREVIEW_SECRET_<PROVIDER>`, `PORTPREVIEW_SECRET` or the config file).
+    #[arg(long, value_name = "S", value_parser = crate::cli::parse_secret_text)]
     pub secret: Option<String>,
 }
 
