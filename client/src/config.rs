@@ -106,7 +106,13 @@ impl Config {
     /// misspelt name would otherwise be ignored without a word, and the
     /// replay signed with no secret.
     fn check_secrets(&self) -> anyhow::Result<()> {
-        for name in self.secrets.keys() {
+        for (name, secret) in &self.secrets {
+            if secret.expose().is_empty() {
+                anyhow::bail!(
+                    "[secrets] {} is empty: give the secret, or leave the line out",
+                    portpreview_shared::sanitize::escape_str(name)
+                );
+            }
             if Provider::ALL
                 .iter()
                 .all(|p| p.name() != name && p.alias() != Some(name))
@@ -122,11 +128,13 @@ impl Config {
         // Two secrets for one provider: whichever won, the other was meant.
         for provider in Provider::ALL {
             if let Some(alias) = provider.alias() {
-                if self.secrets.contains_key(provider.name()) && self.secrets.contains_key(alias) {
-                    anyhow::bail!(
-                        "[secrets] has both `{}` and `{alias}`, one provider's names: keep one",
-                        provider.name()
-                    );
+                if let (Some(a), Some(b)) = (self.secrets.get(provider.name()), self.secrets.get(alias)) {
+                    if a != b {
+                        anyhow::bail!(
+                            "[secrets] has both `{}` and `{alias}`, one provider's names, set to different secrets: keep one",
+                            provider.name()
+                        );
+                    }
                 }
             }
         }
@@ -314,7 +322,17 @@ mod tests {
         std::fs::write(&path, "[secrets]\nsvix = \"a\"\nstandard-webhooks = \"b\"\n").unwrap();
         let err = format!("{:#}", Config::load_from(&path).unwrap_err());
         assert!(
-            err.contains("[secrets] has both `standard-webhooks` and `svix`, one provider's names: keep one"),
+            err.contains(
+                "[secrets] has both `standard-webhooks` and `svix`, one provider's names, set to different secrets: keep one"
+            ),
+            "{err}"
+        );
+        std::fs::write(&path, "[secrets]\nsvix = \"a\"\nstandard-webhooks = \"a\"\n").unwrap();
+        assert!(Config::load_from(&path).is_ok(), "one secret under both names");
+        std::fs::write(&path, "[secrets]\nstripe = \"\"\n").unwrap();
+        let err = format!("{:#}", Config::load_from(&path).unwrap_err());
+        assert!(
+            err.contains("[secrets] stripe is empty: give the secret, or leave the line out"),
             "{err}"
         );
     }
