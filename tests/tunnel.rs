@@ -718,7 +718,7 @@ async fn only_a_valid_token_may_open_a_tunnel() {
     for (token, said) in [
         (
             None,
-            "this relay requires a token: pass --token, set PORTPREVIEW_TOKEN, or add token = \"…\" to the config file",
+            "this relay requires a token: pass --token, set PORTPREVIEW_TOKEN, or add token = \"…\" to the config file (it goes only to the file's own server)",
         ),
         (
             Some("wrong"),

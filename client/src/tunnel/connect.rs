@@ -37,7 +37,7 @@ pub enum ConnectError {
     BadUrl(String),
     /// The relay wants a token and none was sent (401).
     #[error(
-        "this relay requires a token: pass --token, set PORTPREVIEW_TOKEN, or add token = \"…\" to the config file"
+        "this relay requires a token: pass --token, set PORTPREVIEW_TOKEN, or add token = \"…\" to the config file (it goes only to the file's own server)"
     )]
     TokenRequired,
     /// The relay refused the token that was sent (401).
