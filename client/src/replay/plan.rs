@@ -71,6 +71,9 @@ impl Plan {
         let (endpoint, path) = resolve_target(&request.target, opts.target.as_deref(), &request.path)?;
         let mut warnings = Vec::new();
         let body = Bytes::from(opts.body.clone().unwrap_or_else(|| request.request_body.clone()));
+        // A --body-file holding the recorded body changes nothing: its
+        // signature and event key still hold.
+        let body_changed = opts.body.as_ref().is_some_and(|given| *given != request.request_body);
         let mut headers = request.request_headers.clone();
         headers.retain(|h| !opts.drop_headers.iter().any(|d| d.eq_ignore_ascii_case(&h.name)));
         for (name, _) in &opts.add_headers {
@@ -100,7 +103,7 @@ impl Plan {
         // otherwise the recorded signature goes out, and its age matters.
         if let (None, false, Some(p)) = (&signing, voided, provider) {
             warnings.extend(stale_signature(p, &headers, &body, SystemTime::now()));
-            if opts.body.is_some() {
+            if body_changed {
                 warnings.push(if p.resignable() {
                     format!("the body was changed but not re-signed: a handler that checks {p} signatures refuses it; pass --resign")
                 } else {
@@ -109,7 +112,7 @@ impl Plan {
             }
         }
         // An edited request is the event it now names, not the recorded one.
-        let edited = opts.body.is_some() || !opts.add_headers.is_empty() || !opts.drop_headers.is_empty();
+        let edited = body_changed || !opts.add_headers.is_empty() || !opts.drop_headers.is_empty();
         let (event_key, event_key_source) = if edited {
             let key = provider::event_key(&headers, &body, &[]);
             (key.key, key.source)
@@ -118,7 +121,7 @@ impl Plan {
         };
         // Twilio signs a JSON body's hash into the URL: a changed body sent
         // under the recorded hash would be refused by the handler's check.
-        let rehash = |url: String| match (&signing, opts.body.is_some()) {
+        let rehash = |url: String| match (&signing, body_changed) {
             (Some((Provider::Twilio, _)), true) => provider::with_twilio_body_hash(&url, &body).unwrap_or(url),
             _ => url,
         };

@@ -205,7 +205,7 @@ fn a_truncated_body_and_a_missing_secret_stop_the_run_before_it_starts() {
         );
     }
     let changed = ReplayOptions {
-        body: Some(b"{}".to_vec()),
+        body: Some(b"{\"type\":2}".to_vec()),
         ..resign.clone()
     };
     let plan = Plan::new(&discord, &changed).expect("sent as recorded");
@@ -214,6 +214,14 @@ fn a_truncated_body_and_a_missing_secret_stop_the_run_before_it_starts() {
         "{:?}",
         plan.warnings
     );
+    // The recorded body given back whole is no change.
+    let same = ReplayOptions {
+        body: Some(discord.request_body.clone()),
+        ..resign.clone()
+    };
+    let plan = Plan::new(&discord, &same).expect("sent as recorded");
+    assert_eq!(plan.warnings.len(), 1, "{:?}", plan.warnings);
+    assert_eq!(plan.recorded.event_key, discord.event_key);
 }
 
 #[test]
