@@ -173,6 +173,23 @@ fn advice_for_keys(warning: &str, provider: Provider) -> String {
     )
 }
 
+/// What a status line adds for a run's warnings (a stale signature, slow
+/// answers): their number, and where they are shown. The two about what
+/// the run did not do are left out, as the run's line leaves them out.
+fn warnings_note(warnings: &[String]) -> String {
+    let shown = warnings
+        .iter()
+        .filter(|w| ![crate::replay::NOT_PROBED, crate::replay::ONE_ATTEMPT].contains(&w.as_str()))
+        .count();
+    match shown {
+        0 => String::new(),
+        n => format!(
+            " · ⚠ {}: shown under the run in the delivery (Enter)",
+            portpreview_shared::text::counted(n, "warning", "warnings")
+        ),
+    }
+}
+
 /// `y`: the curl command on the clipboard when the terminal takes OSC 52,
 /// else in a file whose path is shown.
 fn copy_curl(app: &mut App, id: i64, terminal: &mut TerminalGuard) {
@@ -245,7 +262,7 @@ fn progress_line(id: i64, p: Progress) -> String {
 /// save runs off the TUI's thread on a connection of its own: waiting out
 /// another process's lock there would freeze the screen for seconds.
 async fn save(db: PathBuf, delivery_id: i64, started_at_ms: i64, report: Report) -> String {
-    let summary = report.summary_line();
+    let summary = report.summary_line() + &warnings_note(&report.warnings);
     let saved = tokio::task::spawn_blocking(move || {
         let store = Store::open_existing(&db)?;
         crate::replay::record(&store, delivery_id, started_at_ms, &report)
@@ -279,5 +296,19 @@ mod tests {
              refuses every attempt"
         );
         assert_eq!(advice_for_keys("slow answers", Provider::Stripe), "slow answers");
+    }
+
+    #[test]
+    fn a_runs_warnings_are_pointed_to_from_the_status_line() {
+        let slow = "slow answers".to_string();
+        assert_eq!(
+            warnings_note(&[slow.clone(), crate::replay::NOT_PROBED.into()]),
+            " · ⚠ 1 warning: shown under the run in the delivery (Enter)"
+        );
+        assert_eq!(warnings_note(&[crate::replay::ONE_ATTEMPT.into()]), "");
+        assert_eq!(
+            warnings_note(&[slow.clone(), slow]),
+            " · ⚠ 2 warnings: shown under the run in the delivery (Enter)"
+        );
     }
 }
