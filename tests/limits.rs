@@ -42,7 +42,10 @@ async fn deliveries_on_one_session(tunnel: &mut TestTunnel, count: usize) -> Vec
             TunnelEvent::Delivered { summary, .. } => delivered.push(summary),
             TunnelEvent::Disconnected { reason, .. } => panic!("the tunnel lost its session: {reason}"),
             TunnelEvent::Connected { .. } => panic!("the tunnel reconnected"),
-            TunnelEvent::Waiting { .. } | TunnelEvent::HistoryRefusing { .. } | TunnelEvent::Stopping { .. } => {}
+            TunnelEvent::Waiting { .. }
+            | TunnelEvent::HistoryRefusing { .. }
+            | TunnelEvent::Stopping { .. }
+            | TunnelEvent::Notice { .. } => {}
         }
     }
     delivered.sort_by(|a, b| a.path.cmp(&b.path));

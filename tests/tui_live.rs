@@ -582,9 +582,12 @@ fn live_with_no_record_forwards_and_leaves_no_history_file() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let handler = runtime.block_on(LocalHandler::echo());
     let db = scratch.0.join("history.db");
-    let command = shell_line(&scratch.0, &db, "", &format!("http {} --no-record", handler.port()), "");
+    // A flag with nothing to act on is said on the status line, not in a log.
+    let args = format!("http {} --no-record --ca-cert unused.pem", handler.port());
+    let command = shell_line(&scratch.0, &db, "", &args, "");
     let tmux = Tmux::start("norec", &command);
     let screen = tmux.wait_for("the tunnel online", |s| public_url(s).is_some());
+    assert!(screen.contains("--ca-cert is not used"), "{screen}");
     let url = public_url(&screen).unwrap();
     let reply = runtime.block_on(common::caller::post(&format!("{url}/hook"), "{}"));
     assert_eq!((reply.status, reply.text()), (200, "{}".to_owned()));

@@ -45,6 +45,14 @@ pub enum TunnelEvent {
         /// Why, in one line.
         reason: Option<String>,
     },
+    /// Something about how the tunnel was set up that works, but perhaps
+    /// not as meant: a config file's token withheld from another relay, a
+    /// flag with nothing to act on. Shown where the user looks, the TUI's
+    /// status line included, not only in a log.
+    Notice {
+        /// One line.
+        text: String,
+    },
     /// A delivery completed (answered or failed); `summary.id` is its
     /// history row, 0 when it was not recorded.
     Delivered {

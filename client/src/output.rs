@@ -121,6 +121,7 @@ pub fn text_line(event: &TunnelEvent) -> Option<Line> {
             escape_str(reason)
         )),
         TunnelEvent::HistoryRefusing { reason: None } => Line::Err("the history takes deliveries again".into()),
+        TunnelEvent::Notice { text } => Line::Err(format!("warning: {}", escape_str(text))),
         TunnelEvent::Disconnected {
             reason,
             failed_tries,
@@ -189,6 +190,7 @@ pub fn json_line(event: &TunnelEvent) -> Option<String> {
         TunnelEvent::HistoryRefusing { reason } => json!({
             "event": "history", "refusing_writes": reason.is_some(), "reason": reason,
         }),
+        TunnelEvent::Notice { text } => json!({ "event": "warning", "message": text }),
         TunnelEvent::Disconnected {
             reason,
             failed_tries,
@@ -268,6 +270,20 @@ mod tests {
             (value["id"].as_i64(), value["event_key_source"].as_str()),
             (Some(12), Some("body:/id"))
         );
+    }
+
+    #[test]
+    fn a_notice_is_a_warning_on_stderr_and_in_json() {
+        let notice = TunnelEvent::Notice {
+            text: "--ca-cert is not used\x1b[2J".into(),
+        };
+        assert_eq!(
+            text_line(&notice),
+            Some(Line::Err("warning: --ca-cert is not used\\x1b[2J".into()))
+        );
+        let value: serde_json::Value = serde_json::from_str(&json_line(&notice).unwrap()).unwrap();
+        assert_eq!(value["event"], "warning");
+        assert_eq!(value["message"], "--ca-cert is not used\x1b[2J");
     }
 
     #[test]

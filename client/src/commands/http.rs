@@ -10,13 +10,12 @@ use portpreview_server::config::DEFAULT_REQUEST_TIMEOUT;
 use portpreview_server::RelayConfig;
 use portpreview_shared::duration::format_duration;
 use portpreview_shared::message::CONNECT_PATH;
-use portpreview_shared::sanitize::escape_str;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, Secret};
-use crate::events::report;
+use crate::events::{report, TunnelEvent};
 use crate::output::{self, LogFormat};
 use crate::store::{Recorder, WriterNews};
 use crate::target::Target;
@@ -85,18 +84,22 @@ const DEFAULT_LOCAL_LISTEN: &str = "127.0.0.1:0";
 pub async fn run(args: Args, db: &Path, config: Config) -> anyhow::Result<ExitCode> {
     let target = Target::parse_for_tunnel(&args.target)?;
     let use_tui = args.uses_tui();
+    // Set-up warnings go out as events, so the TUI shows them too.
+    let mut notices = Vec::new();
     let (url, local_relay) = match args.server.clone().or_else(|| config.server.clone()) {
         Some(server) => {
             if args.local_timeout > DEFAULT_REQUEST_TIMEOUT {
-                tracing::warn!(
+                notices.push(format!(
                     "--local-timeout {} is longer than a PortPreview relay waits for an answer ({}): \
                      callers get the relay's 504 first",
                     format_duration(args.local_timeout),
                     format_duration(DEFAULT_REQUEST_TIMEOUT),
-                );
+                ));
             }
             if args.local_listen != DEFAULT_LOCAL_LISTEN {
-                tracing::warn!("--local-listen is not used: it places the in-process relay, and --server names one");
+                notices.push(
+                    "--local-listen is not used: it places the in-process relay, and --server names one".to_owned(),
+                );
             }
             (connect::relay_url(&server)?, None)
         }
@@ -123,8 +126,9 @@ pub async fn run(args: Args, db: &Path, config: Config) -> anyhow::Result<ExitCo
         )?),
         false => {
             if args.ca_cert.is_some() {
-                tracing::warn!(
+                notices.push(
                     "--ca-cert is not used: it is trusted for a wss:// relay, and this one is reached without TLS"
+                        .to_owned(),
                 );
             }
             None
@@ -136,7 +140,7 @@ pub async fn run(args: Args, db: &Path, config: Config) -> anyhow::Result<ExitCo
             token: args
                 .token
                 .map(Secret::new)
-                .or_else(|| config_token(&config, args.server.as_deref())),
+                .or_else(|| config_token(&config, args.server.as_deref(), &mut notices)),
             name: args.name.clone(),
             resume: None,
             tls,
@@ -149,6 +153,10 @@ pub async fn run(args: Args, db: &Path, config: Config) -> anyhow::Result<ExitCo
     // The history is opened once the setup above can no longer fail, so an
     // error there never leaves a writer to stop on the way out.
     let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
+    for text in notices {
+        // The channel is new and empty: these fit.
+        let _ = events_tx.try_send(TunnelEvent::Notice { text });
+    }
     let (recorder, recorder_handle) = match args.no_record {
         true => (None, None),
         false => {
@@ -236,7 +244,7 @@ pub async fn run(args: Args, db: &Path, config: Config) -> anyhow::Result<ExitCo
 /// The config file's token, for the config file's relay only: a token
 /// kept for a team's relay is not handed to another one named by
 /// `--server` or `PORTPREVIEW_SERVER`.
-fn config_token(config: &Config, server: Option<&str>) -> Option<Secret> {
+fn config_token(config: &Config, server: Option<&str>, notices: &mut Vec<String>) -> Option<Secret> {
     let token = config.token.clone()?;
     let (Some(chosen), Some(own)) = (server, config.server.as_deref()) else {
         return Some(token);
@@ -244,11 +252,10 @@ fn config_token(config: &Config, server: Option<&str>) -> Option<Secret> {
     if same_relay(chosen, own) {
         return Some(token);
     }
-    tracing::warn!(
-        "the config file's token is not sent: it is for {}, and this tunnel uses {} (--token or PORTPREVIEW_TOKEN sends one)",
-        escape_str(own),
-        escape_str(chosen),
-    );
+    notices.push(format!(
+        "the config file's token is not sent: it is for {own}, and this tunnel uses {chosen} \
+         (--token or PORTPREVIEW_TOKEN sends one)"
+    ));
     None
 }
 

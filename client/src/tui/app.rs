@@ -4,6 +4,8 @@
 
 use ratatui::layout::Rect;
 
+use portpreview_shared::sanitize::escape_str;
+
 use crate::events::TunnelEvent;
 
 use super::detail::DetailDoc;
@@ -226,6 +228,9 @@ impl App {
 
     /// Takes in one event from the tunnel (`second`: seconds since start).
     pub fn on_tunnel_event(&mut self, event: TunnelEvent, second: u64) {
+        if let TunnelEvent::Notice { text } = &event {
+            return self.set_status(escape_str(text).into_owned(), true);
+        }
         self.stats.record(&event, second);
         let (TunnelEvent::Delivered { summary, .. } | TunnelEvent::Waiting { summary }) = event else {
             return;

@@ -102,7 +102,7 @@ impl LiveStats {
                 };
             }
             TunnelEvent::HistoryRefusing { reason } => self.history_refusing.clone_from(reason),
-            TunnelEvent::Waiting { .. } | TunnelEvent::Stopping { .. } => {}
+            TunnelEvent::Waiting { .. } | TunnelEvent::Stopping { .. } | TunnelEvent::Notice { .. } => {}
             TunnelEvent::Delivered { summary, .. } => self.count(summary, second),
         }
     }
