@@ -62,6 +62,13 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     match read_duration(text) {
         Ok(duration) if !unitless => Ok(duration),
         Err(months) if months == NO_MONTHS => Err(months),
+        _ if unitless && !text.is_empty() => Err(format!(
+            "{text} has no unit: write {text}ms, {text}s, {text}m, {text}h or {text}d"
+        )),
+        // `1S`, `1mS`: humantime reads units in lowercase only.
+        _ if text.chars().any(char::is_uppercase) && read_duration(&text.to_lowercase()).is_ok() => {
+            Err(format!("units are written in lowercase: {}", text.to_lowercase()))
+        }
         _ => Err("expected a number and a unit, like 300ms, 1s, 2m or 7d".to_string()),
     }
 }
@@ -106,13 +113,29 @@ mod tests {
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert!(parse_duration("1M").unwrap_err().contains("30d"));
         assert!(parse_duration("2months").unwrap_err().contains("30d"));
-        for bad in ["7", "0", "5x", "soon", ""] {
+        for bad in ["5x", "soon", ""] {
             assert_eq!(
                 parse_duration(bad),
                 Err("expected a number and a unit, like 300ms, 1s, 2m or 7d".to_string()),
                 "{bad}"
             );
         }
+        assert_eq!(
+            parse_duration("7"),
+            Err("7 has no unit: write 7ms, 7s, 7m, 7h or 7d".to_string())
+        );
+        assert_eq!(
+            parse_duration("0").unwrap_err(),
+            "0 has no unit: write 0ms, 0s, 0m, 0h or 0d"
+        );
+        assert_eq!(
+            parse_duration("1mS"),
+            Err("units are written in lowercase: 1ms".to_string())
+        );
+        assert_eq!(
+            parse_duration("2S"),
+            Err("units are written in lowercase: 2s".to_string())
+        );
     }
 
     #[test]
