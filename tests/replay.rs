@@ -325,6 +325,11 @@ fn a_probe_that_fails_part_way_leaves_the_attempts_reported() {
             .starts_with("--check-cmd failed (exit status: 1): db down"),
         "{readable}"
     );
+    // The probe was given: no advice to pass one, and no claim about
+    // attempt 1 beside a state the report does not hold.
+    assert!(!json["warnings"].to_string().contains("pass --check-url"), "{json:#}");
+    assert_eq!(json["side_effects_checked"], false, "{json:#}");
+    assert!(json["first_attempt_changed_state"].is_null(), "{json:#}");
     assert_eq!(handler.balance(), 3);
     assert_eq!(history.replay_attempts(), 3, "the attempts are in the history");
 }

@@ -286,7 +286,8 @@ impl Run<'_> {
         }
         let mut warnings = self.plan.warnings.clone();
         let state = (self.probe.is_some() && self.read_before).then_some(self.trace);
-        if self.probe.is_none() {
+        // A probe that failed part way was given: its check says what went wrong.
+        if self.probe.is_none() && self.unreadable.is_none() {
             warnings.push(super::NOT_PROBED.into());
         }
         match (&self.unreadable, &state) {

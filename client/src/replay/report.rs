@@ -250,8 +250,10 @@ impl Report {
         })
     }
 
-    /// Whether attempt 1 changed the state (the event was new to the handler).
+    /// Whether attempt 1 changed the state (the event was new to the
+    /// handler); `None` when the state was not read through the run.
     pub fn first_attempt_changed_state(&self) -> Option<bool> {
+        self.state.as_ref()?;
         self.attempts.first().and_then(|a| a.state_changed)
     }
 }
