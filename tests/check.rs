@@ -265,7 +265,7 @@ fn a_fixture_listed_twice_in_a_suite_is_named_apart() {
     assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
     let json: Value = serde_json::from_str(&ran.stdout).unwrap();
     assert_eq!(json["fixtures"][0]["fixture"], "fixtures/stripe.json #1");
-    assert_eq!(json["fixtures"][1]["fixture"], "./fixtures/stripe.json #2");
+    assert_eq!(json["fixtures"][1]["fixture"], "fixtures/stripe.json #2");
     assert_eq!(json["fixtures"][1]["verdict"], "not_idempotent");
     let xml = std::fs::read_to_string(&junit).unwrap();
     let second = &xml[xml.find("stripe.json #2").expect("named apart")..];
@@ -432,6 +432,15 @@ fn a_suite_resigns_with_the_secret_its_environment_names() {
         "{}",
         ran.stderr
     );
+    // Named beside its folder, it is read, and nothing is said.
+    std::fs::write(
+        project.path("fixtures/suite.toml"),
+        "[[fixture]]\npath = \"stripe.json\"\n",
+    )
+    .unwrap();
+    let ran = project.check(&["fixtures", "fixtures/suite.toml", "--target", &verifier.url()], &[]);
+    assert!(ran.stdout.contains("fixtures/stripe.json #2"), "{}", ran.stdout);
+    assert!(!ran.stderr.contains("is not read"), "{}", ran.stderr);
     std::fs::remove_file(project.path("fixtures/suite.toml")).unwrap();
 
     // Without the re-signing the recorded 2023 signature is refused.

@@ -113,26 +113,41 @@ async fn check_all(jobs: &[Job], flags: &RunArgs, stop: &CancellationToken) -> V
 /// listing it is (`a.json #2`), so a JUnit test case or a JSON entry
 /// names the run that failed.
 fn names(jobs: &[Job]) -> Vec<String> {
-    // `./a.json` and `a.json` are one fixture listed twice.
-    let key = |job: &Job| -> std::path::PathBuf {
-        (job.fixture.components())
-            .filter(|part| *part != std::path::Component::CurDir)
-            .collect()
-    };
-    let keys: Vec<_> = jobs.iter().map(key).collect();
-    jobs.iter()
-        .zip(&keys)
+    let paths: Vec<PathBuf> = jobs.iter().map(|job| lexical(&job.fixture)).collect();
+    (paths.iter())
         .enumerate()
-        .map(|(i, (job, path))| {
-            let shown = job.fixture.display();
-            let listed = keys.iter().filter(|p| *p == path).count();
-            let nth = keys[..=i].iter().filter(|p| *p == path).count();
+        .map(|(i, path)| {
+            let listed = paths.iter().filter(|p| *p == path).count();
+            let nth = paths[..=i].iter().filter(|p| *p == path).count();
             match listed {
-                1 => shown.to_string(),
-                _ => format!("{shown} #{nth}"),
+                1 => path.display().to_string(),
+                _ => format!("{} #{nth}", path.display()),
             }
         })
         .collect()
+}
+
+/// `path` without its `.` and with each `dir/..` taken away, as the text
+/// reads: a fixture reached as `./a.json` or `suites/../a.json` from a
+/// suite is named `a.json`, as a JUnit test case must be from run to run.
+fn lexical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir if matches!(out.components().next_back(), Some(Component::Normal(_))) => {
+                out.pop();
+            }
+            // `/..` is `/`.
+            Component::ParentDir if out.has_root() => {}
+            other => out.push(other),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
 }
 
 async fn check_one(
@@ -184,6 +199,10 @@ fn options(flags: &RunArgs, entry: Option<&SuiteFixture>) -> anyhow::Result<(Rep
 
 /// Expands directories (their `*.json`, sorted) and suite files into jobs.
 fn expand(inputs: &[PathBuf]) -> anyhow::Result<Vec<Job>> {
+    let named_suites: Vec<PathBuf> = (inputs.iter())
+        .filter(|input| Suite::is_suite_path(input))
+        .filter_map(|input| input.canonicalize().ok())
+        .collect();
     let mut jobs = Vec::new();
     for input in inputs {
         if Suite::is_suite_path(input) {
@@ -196,7 +215,7 @@ fn expand(inputs: &[PathBuf]) -> anyhow::Result<Vec<Job>> {
                 }
             }
         } else {
-            warn_of_suites_in(input);
+            warn_of_suites_in(input, &named_suites);
             jobs.extend(
                 fixtures_at(input)?
                     .into_iter()
@@ -208,8 +227,9 @@ fn expand(inputs: &[PathBuf]) -> anyhow::Result<Vec<Job>> {
 }
 
 /// A suite file in a folder given as fixtures is not read: its settings
-/// (a secret to re-sign with, a probe) would be dropped without a word.
-fn warn_of_suites_in(dir: &Path) {
+/// (a secret to re-sign with, a probe) would be dropped without a word,
+/// unless the suite is named on the command line too.
+fn warn_of_suites_in(dir: &Path, named_suites: &[PathBuf]) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -217,6 +237,7 @@ fn warn_of_suites_in(dir: &Path) {
         .filter_map(Result::ok)
         .map(|entry| entry.path())
         .filter(|path| path.is_file() && Suite::is_suite_path(path))
+        .filter(|path| path.canonicalize().is_ok_and(|path| !named_suites.contains(&path)))
         .collect();
     suites.sort();
     for suite in suites {
@@ -259,4 +280,20 @@ fn list(inputs: &[PathBuf]) -> String {
         .map(|p| p.display().to_string())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fixture_is_named_by_its_path_as_it_reads() {
+        let named = |path: &str| lexical(Path::new(path)).display().to_string();
+        assert_eq!(named("./fixtures/a.json"), "fixtures/a.json");
+        assert_eq!(named("suites/../many/f1.json"), "many/f1.json");
+        assert_eq!(named("../repo/./a.json"), "../repo/a.json");
+        assert_eq!(named("a/b/../../../c.json"), "../c.json");
+        assert_eq!(named("/../a.json"), "/a.json");
+        assert_eq!(named("a/.."), ".");
+    }
 }
