@@ -321,10 +321,22 @@ fn late_first_effect(trace: &StateTrace, attempts: &[Attempt], window: &str) -> 
     if moves.next().is_some() {
         return None;
     }
+    // A first step that got no answer (it timed out, its connection
+    // dropped) may have done its work after the run gave up on it.
+    let answered = attempts
+        .iter()
+        .filter(|a| a.step == 0)
+        .all(|a| a.answer.status.is_some());
+    let (after, raise) = match answered {
+        true => ("after it answered", format!("raise --settle (now {window})")),
+        false => (
+            "though no answer came back in time",
+            format!("raise --timeout, or --settle (now {window}),"),
+        ),
+    };
     Some(format!(
         "{} left the state unchanged within --settle, then it moved once, by the end of {} ({}): \
-         that may be the first one's own side effect, done after it answered; \
-         raise --settle (now {window}) past the time the handler takes",
+         that may be the first one's own side effect, done {after}; {raise} past the time the handler takes",
         step_phrase(attempts, 0),
         step_phrase(attempts, step + 1),
         shown_change(&pair[0], &pair[1]),

@@ -116,6 +116,22 @@ fn one_move_after_a_first_step_that_changed_nothing_leaves_the_verdict_open() {
         late.detail
     );
     assert_eq!(decide(&[check(ANSWERS_2XX, true), late]), None);
+    // Attempt 1 timed out: no "after it answered", and --timeout is named.
+    let mut timed_out = three.clone();
+    timed_out[0].answer.status = None;
+    let late = state_settled(
+        &settled_trace("emails: 5", &["emails: 5", "emails: 5", "emails: 6"]),
+        settle,
+        &timed_out,
+    );
+    assert!(
+        late.detail.ends_with(
+            "done though no answer came back in time; raise --timeout, or --settle (now 600ms), past the time \
+             the handler takes"
+        ),
+        "{}",
+        late.detail
+    );
 
     // Two moves are two side effects of one event, late or not.
     let twice = settled_trace("emails: 5", &["emails: 5", "emails: 6", "emails: 7"]);
