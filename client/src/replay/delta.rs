@@ -153,6 +153,8 @@ impl Token<'_> {
         match (self, other) {
             (Token::Count(_), Token::Count(_)) | (Token::Opaque(_), Token::Opaque(_)) => true,
             (Token::Text(a), Token::Text(b)) => a == b,
+            // `total: null` became `total: 100`: the count was nothing.
+            (Token::Text(a), Token::Count(_)) | (Token::Count(_), Token::Text(a)) => PLACEHOLDERS.contains(a),
             _ => false,
         }
     }
@@ -417,10 +419,30 @@ fn change(before: &str, after: &str, commas: Commas) -> Change {
     change
 }
 
+/// [`change`] of one line, an empty one included (which holds no lines
+/// to [`str::lines`]).
+fn line_change(before: &str, after: &str, commas: Commas) -> Change {
+    let mut change = Change::default();
+    if before != after {
+        change.changed_lines.push(0);
+        change.line_moved((0, &tokens(before, commas)), (0, &tokens(after, commas)));
+    }
+    change
+}
+
 impl Change {
     /// Adds how one line moved, given its number and tokens in each read:
     /// each count's move, and how many other values were replaced.
     fn line_moved(&mut self, (old, a): (usize, &[Token<'_>]), (new, b): (usize, &[Token<'_>])) {
+        // An empty line that became a number: `SELECT sum(amount)` over no
+        // rows prints nothing, then the first amount.
+        if let ([], [Token::Count(y)]) = (a, b) {
+            return self.counts.push(Count {
+                before: (old, 0),
+                after: (new, 0),
+                by: *y,
+            });
+        }
         // A value replaced by one of another kind (`-` by `evt_1`, `0` by
         // a clock) goes and comes: one replacement, not two.
         let (mut gone, mut came) = (0, 0);
@@ -431,6 +453,16 @@ impl Change {
                         before: (old, i),
                         after: (new, j),
                         by: y - x,
+                    }),
+                    (Token::Text(_), Token::Count(y)) => self.counts.push(Count {
+                        before: (old, i),
+                        after: (new, j),
+                        by: *y,
+                    }),
+                    (Token::Count(x), Token::Text(_)) => self.counts.push(Count {
+                        before: (old, i),
+                        after: (new, j),
+                        by: -x,
                     }),
                     (x, y) if x != y => self.replaced += 1,
                     _ => {}
@@ -497,48 +529,100 @@ fn change_of_shape(old: &[&str], new: &[&str], commas: Commas) -> Change {
     change
 }
 
-/// A count on a line a burst added that is the count on the line one
-/// delivery added, times the copies in the burst: `evt_B|1000` where the
-/// baseline added `evt_A|100`. Every copy acted on the event's one row
-/// (`amount = amount + 100` on each copy), which adds as many lines as one
-/// delivery does. Returns the two lines. A count one more than the
-/// baseline's (`1` → `2`) is taken for a row's ID, not a doubled amount.
-pub fn multiplied_row(before: &str, middle: &str, last: &str, copies: usize) -> Option<(String, String)> {
+/// A row a burst added holding a multiple of what the row one delivery
+/// added held; see [`multiplied_row`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Multiplied {
+    /// The line the single delivery added.
+    pub one: String,
+    /// The line the burst added.
+    pub all: String,
+    /// How many times the single delivery's count the burst's is.
+    pub times: usize,
+    /// Whether the count stands where an ID may (first on its line, or
+    /// under a name such as `id`): the report says what to do if it is one.
+    pub id_like: bool,
+}
+
+/// A count on a line a burst added that is 2 to `copies` times the count
+/// on the line one delivery added: `evt_B|1000` where the baseline added
+/// `evt_A|100`. Copies acted on the event's one row (`amount = amount +
+/// 100` on each), which adds as many lines as one delivery does. A count
+/// one more than the baseline's (`1` → `2`) is taken for a row's next ID,
+/// not a doubled amount.
+pub fn multiplied_row(before: &str, middle: &str, last: &str, copies: usize) -> Option<Multiplied> {
     let (middle_lines, last_lines): (Vec<&str>, Vec<&str>) = (middle.lines().collect(), last.lines().collect());
-    let copies = copies as f64;
     for commas in Commas::BOTH {
         let (first, later) = (change(before, middle, commas), change(middle, last, commas));
-        let was: Vec<Vec<Token<'_>>> = first
-            .added_lines
-            .iter()
+        let was: Vec<Vec<Token<'_>>> = (first.added_lines.iter())
             .map(|&j| tokens(middle_lines[j], commas))
             .collect();
-        let is: Vec<Vec<Token<'_>>> = later
-            .added_lines
-            .iter()
+        let is: Vec<Vec<Token<'_>>> = (later.added_lines.iter())
             .map(|&j| tokens(last_lines[j], commas))
             .collect();
-        // The burst's event has its own ID: words may differ, not the kinds.
-        let alike =
-            |a: &Vec<Token<'_>>, b: &Vec<Token<'_>>| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_kind(y));
-        for pair in pair_in_order(&was, &is, alike) {
-            let (Some(x), Some(y)) = pair else { continue };
-            let multiplied = was[x].iter().zip(&is[y]).any(|pair| match pair {
-                (Token::Count(v), Token::Count(w)) => {
-                    *v != 0.0 && (w - v * copies).abs() <= 1e-9 * w.abs() && (w - v - 1.0).abs() > 1e-9
-                }
-                _ => false,
+        for (x, y) in pair_added(&was, &is) {
+            let Some((k, times)) = multiple_at(&was[x], &is[y], copies) else {
+                continue;
+            };
+            return Some(Multiplied {
+                one: middle_lines[first.added_lines[x]].to_owned(),
+                all: last_lines[later.added_lines[y]].to_owned(),
+                times,
+                id_like: k == 0 || id_named(&is[y][..k]),
             });
-            if multiplied {
-                let line = |lines: &[&str], added: &[usize], at: usize| lines[added[at]].to_owned();
-                return Some((
-                    line(&middle_lines, &first.added_lines, x),
-                    line(&last_lines, &later.added_lines, y),
-                ));
-            }
         }
     }
     None
+}
+
+/// Pairs the lines one delivery added with those a burst added, wherever
+/// they landed (a JSON list is read sorted, so a row's lines need not be
+/// next to each other): first lines of the same words (`amount: 100` and
+/// `amount: 400`), then lines of the same kinds of tokens, words aside
+/// (`evt_A|100` and `evt_B|400`: the burst's event has its own ID).
+fn pair_added(was: &[Vec<Token<'_>>], is: &[Vec<Token<'_>>]) -> Vec<(usize, usize)> {
+    let same = |a: &[Token<'_>], b: &[Token<'_>]| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_place(y));
+    let alike = |a: &[Token<'_>], b: &[Token<'_>]| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_kind(y));
+    let mut taken = vec![false; is.len()];
+    let mut pairs = Vec::new();
+    for matches in [&same as &dyn Fn(&[Token<'_>], &[Token<'_>]) -> bool, &alike] {
+        for (x, line) in was.iter().enumerate() {
+            if pairs.iter().any(|&(paired, _)| paired == x) {
+                continue;
+            }
+            if let Some(y) = (0..is.len()).find(|&y| !taken[y] && matches(line, &is[y])) {
+                taken[y] = true;
+                pairs.push((x, y));
+            }
+        }
+    }
+    pairs
+}
+
+/// The place of a count on `b` that is 2 to `copies` times the count in
+/// its place on `a` (not one more: an ID), and how many times.
+fn multiple_at(a: &[Token<'_>], b: &[Token<'_>], copies: usize) -> Option<(usize, usize)> {
+    a.iter().zip(b).enumerate().find_map(|(k, pair)| {
+        let (Token::Count(v), Token::Count(w)) = pair else {
+            return None;
+        };
+        let times = w / v;
+        let whole = v.abs() > 0.0 && (times - times.round()).abs() <= 1e-9 * times.abs();
+        let next_id = (w - v - 1.0).abs() <= 1e-9;
+        (whole && !next_id && (2.0..=copies as f64).contains(&times.round())).then(|| (k, times.round() as usize))
+    })
+}
+
+/// Whether the word nearest before a count names an ID (`id`, `row_id`).
+fn id_named(before: &[Token<'_>]) -> bool {
+    let word = before.iter().rev().find_map(|token| match token {
+        Token::Text(text) if text.starts_with(|c: char| c.is_alphanumeric()) => Some(*text),
+        _ => None,
+    });
+    word.is_some_and(|w| {
+        let w = w.to_ascii_lowercase();
+        w == "id" || w.ends_with("_id") || w == "rowid"
+    })
 }
 
 /// Whether `later`, the change from `first`'s after, is the same as
@@ -608,7 +692,7 @@ pub fn moves_alike(before: &str, middle: &str, last: &str) -> bool {
 fn line_moves_alike(before: &str, middle: &str, last: &str) -> bool {
     let mut counted = false;
     for commas in Commas::BOTH {
-        let (first, later) = (change(before, middle, commas), change(middle, last, commas));
+        let (first, later) = (line_change(before, middle, commas), line_change(middle, last, commas));
         if first.counts_nothing() && later.counts_nothing() {
             continue;
         }
@@ -789,7 +873,19 @@ mod tests {
         );
         assert_eq!(
             multiplied_row(before, one, every_copy, 10),
-            Some(("evt_A|100".into(), "evt_B|1000".into()))
+            Some(Multiplied {
+                one: "evt_A|100".into(),
+                all: "evt_B|1000".into(),
+                times: 10,
+                id_like: false
+            })
+        );
+        // Some copies acted: 3 of 4.
+        let three = multiplied_row(before, one, "evt_A|100\nevt_B|300\n", 4).unwrap();
+        assert_eq!(three.times, 3);
+        assert!(
+            multiplied_row(before, one, "evt_A|100\nevt_B|500\n", 4).is_none(),
+            "more than the copies"
         );
         assert_eq!(multiplied_row(before, one, "evt_A|100\nevt_B|100\n", 10), None);
         // A JSON map of amounts, and a list of objects.
@@ -803,6 +899,12 @@ mod tests {
             list(&[row("evt_A", 3), row("evt_B", 12)].join(",")),
         );
         assert!(multiplied_row(&list(""), &one, &all, 4).is_some());
+        // A row of that amount from an earlier run: the burst's row's lines
+        // land apart once the list is sorted, and are paired all the same.
+        let old = row("evt_0", 12);
+        let (zero, one) = (list(&old), list(&[old.clone(), row("evt_A", 3)].join(",")));
+        let all = list(&[old, row("evt_A", 3), row("evt_B", 12)].join(","));
+        assert_eq!(multiplied_row(&zero, &one, &all, 4).map(|m| m.times), Some(4));
         // A generated ID one past the baseline's is no doubled amount, even
         // for a burst of two; other columns alike are no evidence.
         assert_eq!(
@@ -835,6 +937,17 @@ mod tests {
             &(done(1, "1764684000") + &rows("evt_A")),
             &(done(2, "1764684007") + &rows("evt_A\nevt_B"))
         ));
+    }
+
+    #[test]
+    fn a_sum_over_no_rows_is_none_and_then_the_first_amount() {
+        // `SELECT sum(amount)` prints an empty line, JSON a null.
+        assert_eq!(change2("\n", "100\n").describe(), "+100");
+        assert!(acts_once("\n", "100\n", "200\n"));
+        assert!(!acts_once("\n", "100\n", "400\n"));
+        assert_eq!(multiple(&change2("\n", "100\n"), &change2("100\n", "400\n")), Some(3.0));
+        assert_eq!(change2("total: null", "total: 100").describe(), "+100");
+        assert!(!acts_once("total: null", "total: 100", "total: 400"));
     }
 
     #[test]

@@ -89,11 +89,11 @@ pub fn duplicates_change_nothing(attempts: &[Attempt], trace: &StateTrace) -> Op
         return None;
     }
     let first_changed = first != &trace.before;
-    let moved: Vec<u32> = attempts
-        .iter()
-        .filter(|a| a.step > 0 && trace.steps.get(a.step).is_some_and(|s| s != first))
-        .map(|a| a.n)
-        .collect();
+    // The duplicates that moved the state from where the step before
+    // left it: once it moved, a duplicate that left it there did nothing.
+    let moved_at = |step: usize| step > 0 && trace.steps.get(step) != trace.steps.get(step - 1);
+    let moved: Vec<u32> = attempts.iter().filter(|a| moved_at(a.step)).map(|a| a.n).collect();
+    let duplicates = attempts.iter().filter(|a| a.step > 0).count();
     // What attempt 1 says of the handler's past holds only when the
     // duplicates changed nothing: a handler that repeats every side effect
     // changes the state on attempt 1 whether it saw the event before or not.
@@ -123,9 +123,12 @@ pub fn duplicates_change_nothing(attempts: &[Attempt], trace: &StateTrace) -> Op
         "no count moved and no line was added, only values were replaced: if the handler records when it \
          last saw an event, leave that out of the probe's output; if it is the event's work, skip events \
          already handled"
-    } else {
+    } else if moved.len() == duplicates {
         "every duplicate repeated the side effect; record the event ID under a unique constraint and skip \
          events already handled"
+    } else {
+        "some duplicates repeated the side effect, not all: a check-then-insert race or a limit the handler \
+         checks; record the event ID under a unique constraint and skip events already handled"
     };
     Some(Check {
         name: DUPLICATES_CHANGE_NOTHING,
@@ -182,18 +185,26 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
             ),
         });
     }
-    if let Some((one, all)) = multiplied_row(&trace.before, after_baseline, after_burst, burst) {
+    if let Some(row) = multiplied_row(&trace.before, after_baseline, after_burst, burst) {
+        let acted = match row.times {
+            k if k == burst => "every copy acted on the event's row".to_owned(),
+            k => format!("{k} of the {burst} copies acted on the event's row, a check-then-insert race"),
+        };
+        let id_hint = match row.id_like {
+            true => " (if that number is a generated ID, leave it out of the probe's output)",
+            false => "",
+        };
         return Some(Check {
             name: BURST_ACTS_ONCE,
             passed: false,
             detail: format!(
-                "a burst of {} of one new event added {} where one delivery of another added {}: {burst} times \
-                 as much, once per copy, so every copy acted on the event's row; record the event ID under a \
-                 unique constraint and act only when that insert took (INSERT ... ON CONFLICT DO NOTHING). If that \
-                 number is a generated ID, leave it out of the probe's output",
+                "a burst of {} of one new event added {} where one delivery of another added {}: {} times as \
+                 much, so {acted}; record the event ID under a unique constraint and act only when that insert \
+                 took (INSERT ... ON CONFLICT DO NOTHING){id_hint}",
                 counted(burst, "copy", "copies"),
-                excerpt(&all, 0),
-                excerpt(&one, 0),
+                excerpt(&row.all, 0),
+                excerpt(&row.one, 0),
+                row.times,
             ),
         });
     }

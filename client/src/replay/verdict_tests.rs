@@ -368,3 +368,58 @@ fn a_state_that_never_held_still_is_called_so_even_when_it_moved_at_the_end() {
         check.detail
     );
 }
+
+#[test]
+fn duplicates_that_left_the_state_where_the_one_before_put_it_did_nothing() {
+    // Attempts 2 and 3 credited again, 4 and 5 found a limit reached.
+    let five = attempts(&[
+        (Role::Replay, 0),
+        (Role::Replay, 1),
+        (Role::Replay, 2),
+        (Role::Replay, 3),
+        (Role::Replay, 4),
+    ]);
+    let trace = settled_trace(
+        "evt_1|0",
+        &["evt_1|100", "evt_1|200", "evt_1|300", "evt_1|300", "evt_1|300"],
+    );
+    let check = duplicates_change_nothing(&five, &trace).unwrap();
+    assert!(!check.passed);
+    assert!(
+        check.detail.starts_with("attempts 2–3 changed the state again")
+            && check
+                .detail
+                .contains("some duplicates repeated the side effect, not all"),
+        "{}",
+        check.detail
+    );
+    let every = settled_trace("n 0", &["n 1", "n 2", "n 3", "n 4", "n 5"]);
+    let check = duplicates_change_nothing(&five, &every).unwrap();
+    assert!(check.detail.contains("every duplicate repeated"), "{}", check.detail);
+}
+
+#[test]
+fn a_burst_row_holding_what_some_copies_credited_is_a_race() {
+    let mut trace = settled_trace("", &["evt_A|100\n", "evt_A|100\nevt_B|300\n"]);
+    let check = burst_acts_once(&trace, 4).unwrap();
+    assert!(!check.passed);
+    assert!(
+        check
+            .detail
+            .contains("3 times as much, so 3 of the 4 copies acted on the event's row")
+            && !check.detail.contains("generated ID"),
+        "{}",
+        check.detail
+    );
+    trace.steps[1] = "evt_A|100\nevt_B|400\n".into();
+    let check = burst_acts_once(&trace, 4).unwrap();
+    assert!(check.detail.contains("so every copy acted"), "{}", check.detail);
+    // A count first on its line may be an ID: the report says so.
+    let ids = settled_trace("", &["1|evt_A\n", "1|evt_A\n3|evt_B\n"]);
+    let check = burst_acts_once(&ids, 4).unwrap();
+    assert!(
+        check.detail.contains("if that number is a generated ID"),
+        "{}",
+        check.detail
+    );
+}
