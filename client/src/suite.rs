@@ -136,6 +136,12 @@ impl Suite {
             }
             fixture.settle().with_context(which)?;
             fixture.timeout().with_context(which)?;
+            // Told here, in the suite's words, not later as a bad --target.
+            if let Some(target) = &fixture.target {
+                crate::target::Target::parse(target)
+                    .map_err(|err| anyhow::anyhow!(err.named("target =")))
+                    .with_context(which)?;
+            }
         }
         Ok(suite)
     }
@@ -177,6 +183,11 @@ mod tests {
         let err = Suite::parse("[[fixture]]\npath = \"a\"\ntimeout = true\n").unwrap_err();
         assert!(format!("{err:#}").contains("expected a duration in quotes"), "{err:#}");
         assert!(Suite::parse("[[fixture]]\npath = \"a\"\ntimes = 0\n").is_err());
+        let err = Suite::parse("[[fixture]]\npath = \"a\"\ntarget = \"not a url\"\n").unwrap_err();
+        assert!(
+            format!("{err:#}").starts_with("fixture 1 (a): invalid target = \"not a url\": expected http://"),
+            "{err:#}"
+        );
         assert!(Suite::parse("[[fixture]]\npath = \"a\"\ntimes = 4294967295\n").is_err());
         assert!(Suite::parse("[[fixture]]\npath = \"a\"\nconcurrency = 100000\n").is_err());
     }
