@@ -145,7 +145,9 @@ impl Fixture {
         }
         // Read straight into the struct, which refuses a field given twice;
         // through a `Value` the last one would win without a word.
-        let mut fixture: Fixture = serde_json::from_slice(&text).with_context(not_a_fixture)?;
+        let mut fixture: Fixture = serde_json::from_slice(&text)
+            .map_err(|err| anyhow::anyhow!(portpreview_shared::text::plain_types(&err.to_string())))
+            .with_context(not_a_fixture)?;
         let carried = fixture
             .validate()
             .with_context(|| format!("invalid fixture {}", path.display()))?;
@@ -393,6 +395,17 @@ mod tests {
         let loaded = Fixture::load(&path).unwrap();
         assert_eq!(loaded, fixture);
         assert_eq!(loaded.to_new_delivery(), d.request);
+
+        // A status written as text is refused in words, not type names.
+        std::fs::write(
+            &path,
+            fixture
+                .to_json()
+                .replace("\"response_status\": 202", "\"response_status\": \"202\""),
+        )
+        .unwrap();
+        let err = format!("{:#}", Fixture::load(&path).unwrap_err());
+        assert!(err.contains("expected a whole number") && !err.contains("u16"), "{err}");
     }
 
     #[test]

@@ -41,6 +41,17 @@ pub fn shorten(text: &str, width: usize) -> String {
     out
 }
 
+/// A parser's message in a user's words: serde names the integer types
+/// it expected (`expected u32`), which mean nothing to whoever wrote the
+/// file.
+pub fn plain_types(message: &str) -> String {
+    ["u8", "u16", "u32", "u64", "usize", "i32", "i64"]
+        .iter()
+        .fold(message.to_owned(), |text, name| {
+            text.replace(&format!("expected {name}"), "expected a whole number")
+        })
+}
+
 /// "1 attempt", "3 attempts": a count and its noun, singular or plural.
 pub fn counted(n: usize, one: &str, many: &str) -> String {
     if n == 1 {

@@ -27,7 +27,7 @@ pub fn parse_toml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, TomlE
             let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
             (line, column)
         });
-        let message = err.message().split_whitespace().collect::<Vec<_>>().join(" ");
+        let message = crate::text::plain_types(&err.message().split_whitespace().collect::<Vec<_>>().join(" "));
         TomlError { line_column, message }
     })
 }
@@ -53,5 +53,17 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains('\n'), "{text}");
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Counted {
+        times: u32,
+    }
+
+    #[test]
+    fn a_number_given_as_text_is_told_in_plain_words() {
+        let err = parse_toml::<Counted>("times = \"3\"\n").unwrap_err().to_string();
+        assert!(err.contains("expected a whole number") && !err.contains("u32"), "{err}");
     }
 }
