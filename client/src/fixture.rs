@@ -260,11 +260,18 @@ impl Fixture {
         // the request no longer carries: the body was emptied, say.
         let names_an_id = !self.event_key_source.starts_with("sha256:") && self.event_key_source != "none";
         if names_an_id && !carried.is_provider_id() {
+            // Where the ID was, so the user knows where to put it back.
+            let whereabouts = match self.event_key_source.strip_prefix("header:") {
+                Some(name) => format!("no {name} header"),
+                None => format!(
+                    "its body holds {}",
+                    portpreview_shared::text::counted(body_len, "byte", "bytes")
+                ),
+            };
             bail!(
-                "event_key_source {:?} names an ID the request does not carry (its body holds {}): put it back, \
+                "event_key_source {:?} names an ID the request does not carry ({whereabouts}): put it back, \
                  or remove event_key and event_key_source to have them worked out",
                 self.event_key_source,
-                portpreview_shared::text::counted(body_len, "byte", "bytes")
             );
         }
         if carried.is_provider_id() && names_an_id && carried.source != self.event_key_source {
@@ -395,6 +402,16 @@ mod tests {
         let loaded = Fixture::load(&path).unwrap();
         assert_eq!(loaded, fixture);
         assert_eq!(loaded.to_new_delivery(), d.request);
+
+        // An ID from a header that is gone is said to be missing there.
+        let no_header = Fixture {
+            event_key: "abc".into(),
+            event_key_source: "header:X-GitHub-Delivery".into(),
+            ..fixture.clone()
+        };
+        let carried = portpreview_shared::provider::event_key(&[], b"{}", &[]);
+        let err = no_header.check_event_key(&carried, 2).unwrap_err().to_string();
+        assert!(err.contains("(no X-GitHub-Delivery header)"), "{err}");
 
         // A status written as text is refused in words, not type names.
         std::fs::write(
