@@ -386,6 +386,33 @@ fn a_suite_with_a_mistyped_key_is_refused_on_one_readable_line() {
         "{line}"
     );
     assert!(!line.contains('\n') && !line.contains("\\n"), "{line}");
+
+    // CI keeps a report of it all the same, beside the fixtures that ran.
+    let junit = project.path("junit.xml");
+    let ran = project.check(
+        &[
+            "suite.toml",
+            "fixtures/stripe.json",
+            "--json",
+            "--junit",
+            junit.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    let json: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(json["fixtures"][0]["fixture"], "suite.toml");
+    assert_eq!(json["fixtures"][0]["verdict"], "could_not_run");
+    assert!(
+        json["fixtures"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown field `timez`"),
+        "{json:#}"
+    );
+    assert_eq!(json["fixtures"][1]["fixture"], "fixtures/stripe.json");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("type=\"could_not_run\""), "{xml}");
 }
 
 #[test]

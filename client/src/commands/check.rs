@@ -40,13 +40,27 @@ pub struct Args {
 struct Job {
     fixture: PathBuf,
     entry: Option<SuiteFixture>,
+    /// Why a suite named to be checked could not be read: reported as a
+    /// fixture that could not run, in the JSON and JUnit reports too, so
+    /// a typo in a suite leaves CI a report to show.
+    unreadable: Option<String>,
+}
+
+impl Job {
+    fn fixture(fixture: PathBuf, entry: Option<SuiteFixture>) -> Self {
+        Self {
+            fixture,
+            entry,
+            unreadable: None,
+        }
+    }
 }
 
 /// Checks every fixture; exits 0 when all are idempotent, 1 when any is not
 /// (or failed, or was inconclusive), 2 when one could not run, 130 when
 /// ctrl-c stopped the check part way.
 pub async fn run(args: Args, history: Option<&Path>) -> anyhow::Result<ExitCode> {
-    let jobs = expand(&args.inputs)?;
+    let jobs = expand(&args.inputs);
     if jobs.is_empty() {
         anyhow::bail!("no fixtures found in {}", list(&args.inputs));
     }
@@ -155,6 +169,9 @@ async fn check_one(
     flags: &RunArgs,
     interrupt: impl std::future::Future<Output = ()> + Send,
 ) -> anyhow::Result<Report> {
+    if let Some(reason) = &job.unreadable {
+        anyhow::bail!("{reason}");
+    }
     let request = Fixture::load(&job.fixture)?.to_new_delivery();
     let (mut opts, secret_env) = options(flags, job.entry.as_ref())?;
     if opts.resign || opts.fresh {
@@ -197,33 +214,42 @@ fn options(flags: &RunArgs, entry: Option<&SuiteFixture>) -> anyhow::Result<(Rep
     Ok((opts, entry.secret_env.clone()))
 }
 
-/// Expands directories (their `*.json`, sorted) and suite files into jobs.
-fn expand(inputs: &[PathBuf]) -> anyhow::Result<Vec<Job>> {
+/// Expands directories (their `*.json`, sorted) and suite files into
+/// jobs. What cannot be read (a suite, a directory) is a job that cannot run.
+fn expand(inputs: &[PathBuf]) -> Vec<Job> {
     let named_suites: Vec<PathBuf> = (inputs.iter())
         .filter(|input| Suite::is_suite_path(input))
         .filter_map(|input| input.canonicalize().ok())
         .collect();
+    let unreadable = |path: &Path, err: anyhow::Error| Job {
+        unreadable: Some(crate::error_line(&err)),
+        ..Job::fixture(path.to_path_buf(), None)
+    };
     let mut jobs = Vec::new();
     for input in inputs {
         if Suite::is_suite_path(input) {
-            for entry in Suite::load(input)?.fixture {
-                for fixture in fixtures_at(&entry.path)? {
-                    jobs.push(Job {
-                        fixture,
-                        entry: Some(entry.clone()),
-                    });
+            let suite = match Suite::load(input) {
+                Ok(suite) => suite,
+                Err(err) => {
+                    jobs.push(unreadable(input, err));
+                    continue;
+                }
+            };
+            for entry in suite.fixture {
+                match fixtures_at(&entry.path) {
+                    Ok(found) => jobs.extend(found.into_iter().map(|f| Job::fixture(f, Some(entry.clone())))),
+                    Err(err) => jobs.push(unreadable(&entry.path, err)),
                 }
             }
         } else {
             warn_of_suites_in(input, &named_suites);
-            jobs.extend(
-                fixtures_at(input)?
-                    .into_iter()
-                    .map(|fixture| Job { fixture, entry: None }),
-            );
+            match fixtures_at(input) {
+                Ok(found) => jobs.extend(found.into_iter().map(|f| Job::fixture(f, None))),
+                Err(err) => jobs.push(unreadable(input, err)),
+            }
         }
     }
-    Ok(jobs)
+    jobs
 }
 
 /// A suite file in a folder given as fixtures is not read: its settings
