@@ -219,6 +219,12 @@ fn tokens(line: &str, commas: Commas) -> Vec<Token<'_>> {
             rest.find(|d: char| d != c).unwrap_or(rest.len())
         } else {
             out.push(Token::Text(&rest[..c.len_utf8()]));
+            // An empty column (`0|` for `count(*), sum(amount)` over no
+            // rows): nothing stands there, and a number may come to.
+            let next = rest[c.len_utf8()..].trim_start_matches(' ');
+            if matches!(c, '|' | ',') && (next.is_empty() || next.starts_with(c)) {
+                out.push(Token::Text(""));
+            }
             c.len_utf8()
         };
         previous = rest[..taken].chars().last();
@@ -405,6 +411,7 @@ fn pair_in_order<T>(a: &[T], b: &[T], same: impl Fn(&T, &T) -> bool) -> Vec<(Opt
 /// by line: each count's move, and how many other values were replaced.
 /// Otherwise (a dump that grew) see [`change_of_shape`].
 fn change(before: &str, after: &str, commas: Commas) -> Change {
+    let before = nothing_as_empty_list(before, after);
     let (old, new): (Vec<&str>, Vec<&str>) = (before.lines().collect(), after.lines().collect());
     if old.len() != new.len() {
         return change_of_shape(&old, &new, commas);
@@ -417,6 +424,18 @@ fn change(before: &str, after: &str, commas: Commas) -> Change {
         }
     }
     change
+}
+
+/// `before` as the empty list it stands for when a probe printed nothing,
+/// or `null`, for no rows (`sqlite3 -json`, Postgres' `json_agg`) and then
+/// a JSON list: otherwise the first row would read as the list's every
+/// line added, and the next as one more element.
+fn nothing_as_empty_list<'a>(before: &'a str, after: &str) -> &'a str {
+    let nothing = matches!(before.trim(), "" | "null");
+    match nothing && after.starts_with(super::json_state::LIST_OPENING) {
+        true => super::json_state::EMPTY_LIST,
+        false => before,
+    }
 }
 
 /// [`change`] of one line, an empty one included (which holds no lines
@@ -478,9 +497,9 @@ impl Change {
     }
 }
 
-/// Words that stand for no value (`null`, or an empty column): a line where
+/// Words that stand for no value (`null`, an empty column): a line where
 /// one became a value (`0|null` → `1|1764684000`) is the same line.
-const PLACEHOLDERS: [&str; 5] = ["null", "NULL", "None", "nil", "NaN"];
+const PLACEHOLDERS: [&str; 6] = ["", "null", "NULL", "None", "nil", "NaN"];
 
 /// Whether two lines are one line whose values moved: the same words and
 /// signs around them, a word's plural read as the word (`(1 row)` →
@@ -539,17 +558,12 @@ pub struct Multiplied {
     pub all: String,
     /// How many times the single delivery's count the burst's is.
     pub times: usize,
-    /// Whether the count stands where an ID may (first on its line, or
-    /// under a name such as `id`): the report says what to do if it is one.
-    pub id_like: bool,
 }
 
 /// A count on a line a burst added that is 2 to `copies` times the count
 /// on the line one delivery added: `evt_B|1000` where the baseline added
 /// `evt_A|100`. Copies acted on the event's one row (`amount = amount +
-/// 100` on each), which adds as many lines as one delivery does. A count
-/// one more than the baseline's (`1` → `2`) is taken for a row's next ID,
-/// not a doubled amount.
+/// 100` on each), which adds as many lines as one delivery does.
 pub fn multiplied_row(before: &str, middle: &str, last: &str, copies: usize) -> Option<Multiplied> {
     let (middle_lines, last_lines): (Vec<&str>, Vec<&str>) = (middle.lines().collect(), last.lines().collect());
     for commas in Commas::BOTH {
@@ -561,14 +575,13 @@ pub fn multiplied_row(before: &str, middle: &str, last: &str, copies: usize) -> 
             .map(|&j| tokens(last_lines[j], commas))
             .collect();
         for (x, y) in pair_added(&was, &is) {
-            let Some((k, times)) = multiple_at(&was[x], &is[y], copies) else {
+            let Some(times) = multiple_at(&was[x], &is[y], copies) else {
                 continue;
             };
             return Some(Multiplied {
                 one: middle_lines[first.added_lines[x]].to_owned(),
                 all: last_lines[later.added_lines[y]].to_owned(),
                 times,
-                id_like: k == 0 || id_named(&is[y][..k]),
             });
         }
     }
@@ -599,17 +612,21 @@ fn pair_added(was: &[Vec<Token<'_>>], is: &[Vec<Token<'_>>]) -> Vec<(usize, usiz
     pairs
 }
 
-/// The place of a count on `b` that is 2 to `copies` times the count in
-/// its place on `a` (not one more: an ID), and how many times.
-fn multiple_at(a: &[Token<'_>], b: &[Token<'_>], copies: usize) -> Option<(usize, usize)> {
+/// How many times the count in its place on `a` a count on `b` is, when
+/// that is 2 to `copies`. A row's ID is no amount: one first on a line of
+/// several values, or under a name such as `id`, is not compared (a
+/// sequence may have handed the burst's row any number), nor is a lone
+/// count one more than the baseline's.
+fn multiple_at(a: &[Token<'_>], b: &[Token<'_>], copies: usize) -> Option<usize> {
     a.iter().zip(b).enumerate().find_map(|(k, pair)| {
         let (Token::Count(v), Token::Count(w)) = pair else {
             return None;
         };
+        let id_like = (k == 0 && b.len() > 1) || id_named(&b[..k]);
+        let next = b.len() == 1 && (w - v - 1.0).abs() <= 1e-9;
         let times = w / v;
         let whole = v.abs() > 0.0 && (times - times.round()).abs() <= 1e-9 * times.abs();
-        let next_id = (w - v - 1.0).abs() <= 1e-9;
-        (whole && !next_id && (2.0..=copies as f64).contains(&times.round())).then(|| (k, times.round() as usize))
+        (whole && !id_like && !next && (2.0..=copies as f64).contains(&times.round())).then(|| times.round() as usize)
     })
 }
 
@@ -877,7 +894,6 @@ mod tests {
                 one: "evt_A|100".into(),
                 all: "evt_B|1000".into(),
                 times: 10,
-                id_like: false
             })
         );
         // Some copies acted: 3 of 4.
@@ -905,16 +921,25 @@ mod tests {
         let (zero, one) = (list(&old), list(&[old.clone(), row("evt_A", 3)].join(",")));
         let all = list(&[old, row("evt_A", 3), row("evt_B", 12)].join(","));
         assert_eq!(multiplied_row(&zero, &one, &all, 4).map(|m| m.times), Some(4));
-        // A generated ID one past the baseline's is no doubled amount, even
-        // for a burst of two; other columns alike are no evidence.
+        // A generated ID is no amount: first on its line or named so, a
+        // sequence may have handed the burst's row any number.
         assert_eq!(
             multiplied_row("", "1|evt_A|100\n", "1|evt_A|100\n2|evt_B|100\n", 2),
             None
         );
         assert_eq!(
-            multiplied_row("", "7|evt_A|100\n", "7|evt_A|100\n8|evt_B|100\n", 4),
+            multiplied_row("", "1|evt_A|100\n", "1|evt_A|100\n4|evt_B|100\n", 4),
             None
         );
+        let (one, all) = (
+            list(r#"{"id": 4, "amount": 3}"#),
+            list(r#"{"id": 4, "amount": 3}, {"id": 8, "amount": 3}"#),
+        );
+        assert_eq!(multiplied_row(&list(""), &one, &all, 10), None);
+        // A lone count one more is an ID too; beside an event, a quantity.
+        assert_eq!(multiplied_row("", "1\n", "1\n2\n", 2), None);
+        assert!(multiplied_row("", "evt_A|1\n", "evt_A|1\nevt_B|2\n", 2).is_some());
+        assert!(multiplied_row("", "100\n", "100\n300\n", 4).is_some());
         assert_eq!(multiplied_row("x\n", "x\n", "x\n", 4), None);
     }
 
@@ -927,7 +952,8 @@ mod tests {
         // `SELECT count(*), max(id)` above the rows themselves.
         let (zero, one, two) = ("0|\n", "1|1\nevt_A\n", "2|2\nevt_A\nevt_B\n");
         assert!(acts_once(zero, one, two));
-        assert_eq!(change2(zero, one).describe(), "+1, 1 value replaced, 1 line added");
+        // The empty column counts from nothing: max(id) moves by one a row.
+        assert_eq!(change2(zero, one).describe(), "+1, +1, 1 line added");
         assert!(!acts_once(zero, one, "3|3\nevt_A\nevt_B\n"));
         // A row whose null became a clock as the first delivery was handled.
         let done = |n, at: &str| format!("done|{n}|{at}\n");
@@ -947,7 +973,21 @@ mod tests {
         assert!(!acts_once("\n", "100\n", "400\n"));
         assert_eq!(multiple(&change2("\n", "100\n"), &change2("100\n", "400\n")), Some(3.0));
         assert_eq!(change2("total: null", "total: 100").describe(), "+100");
+        // `count(*), sum(amount)` over no rows prints `0|`.
+        assert!(acts_once("0|\n", "1|100\n", "2|200\n"));
+        assert!(!acts_once("0|\n", "1|100\n", "2|500\n"));
+        assert!(acts_once("0,\n", "1,100\n", "2,200\n"));
         assert!(!acts_once("total: null", "total: 100", "total: 400"));
+    }
+
+    #[test]
+    fn nothing_or_null_before_a_json_list_is_an_empty_list() {
+        let list = |n: usize| json_lines(&format!("[{}]", vec![r#"{"id": 1}"#; n].join(",")));
+        for nothing in ["", "\n", "null\n"] {
+            assert!(acts_once(nothing, &list(1), &list(2)), "{nothing:?}");
+            assert!(!acts_once(nothing, &list(1), &list(3)), "{nothing:?}");
+            assert_eq!(change2(nothing, &list(1)).describe(), "+1, 2 lines added");
+        }
     }
 
     #[test]

@@ -20,6 +20,12 @@
 
 use serde_json::Value;
 
+/// How a JSON list opens in this form: `- [2]`, its size.
+pub const LIST_OPENING: &str = "- [";
+
+/// An empty JSON list in this form.
+pub const EMPTY_LIST: &str = "- [0]\n";
+
 /// `text` in that form when it is a JSON object or array; `None` otherwise.
 pub fn lines(text: &str) -> Option<String> {
     // A byte-order mark (PowerShell, some Windows tools) opens no document.
@@ -126,6 +132,12 @@ mod tests {
             nested,
             "- [2]\n  - {2}\n    id: 1\n    tags: {0}\n  - {3}\n    \"odd key\": null\n    id: 2\n    note: \"a b\"\n"
         );
+    }
+
+    #[test]
+    fn a_list_opens_with_its_size() {
+        assert_eq!(lines("[]").unwrap(), EMPTY_LIST);
+        assert!(lines("[1]").unwrap().starts_with(LIST_OPENING));
     }
 
     #[test]

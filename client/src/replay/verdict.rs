@@ -190,17 +190,13 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
             k if k == burst => "every copy acted on the event's row".to_owned(),
             k => format!("{k} of the {burst} copies acted on the event's row, a check-then-insert race"),
         };
-        let id_hint = match row.id_like {
-            true => " (if that number is a generated ID, leave it out of the probe's output)",
-            false => "",
-        };
         return Some(Check {
             name: BURST_ACTS_ONCE,
             passed: false,
             detail: format!(
                 "a burst of {} of one new event added {} where one delivery of another added {}: {} times as \
                  much, so {acted}; record the event ID under a unique constraint and act only when that insert \
-                 took (INSERT ... ON CONFLICT DO NOTHING){id_hint}",
+                 took (INSERT ... ON CONFLICT DO NOTHING)",
                 counted(burst, "copy", "copies"),
                 excerpt(&row.all, 0),
                 excerpt(&row.one, 0),
