@@ -11,7 +11,7 @@ use crate::replay::junit::{self, CaseResult};
 use crate::replay::Report;
 
 /// Why a fixture was never started.
-const NOT_RUN: &str = "not run: ctrl-c stopped the check before this fixture started";
+const NOT_RUN: &str = "not run: the check was stopped (ctrl-c or SIGTERM) before this fixture started";
 
 /// How one fixture ended.
 pub enum Outcome {
