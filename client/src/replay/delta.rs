@@ -536,6 +536,10 @@ fn change_of_shape(old: &[&str], new: &[&str], commas: Commas) -> Change {
     for pair in pair_in_order(&was, &is, |a, b| same_line(a, b)) {
         match pair {
             (Some(x), Some(y)) => change.line_moved((gone[x], &was[x]), (came[y], &is[y])),
+            // A blank line is no row: `sqlite3 -line` puts one between
+            // records, so the first record comes without it.
+            (Some(x), None) if was[x].is_empty() => {}
+            (None, Some(y)) if is[y].is_empty() => {}
             (Some(_), None) => change.removed += 1,
             (None, Some(y)) => {
                 change.added += 1;
@@ -546,6 +550,36 @@ fn change_of_shape(old: &[&str], new: &[&str], commas: Commas) -> Change {
     }
     change.changed_lines = gone;
     change
+}
+
+/// What a probe that prints nothing for an empty table would have printed
+/// with its header: `sqlite3 -header -column` or `-csv -header` print a
+/// header and a rule only with the first row, which would read as lines
+/// the first delivery added beside its row. When `before` is blank, the
+/// lines `middle` added that hold no value (only words and signs), that
+/// `last` still holds, and that no line `last` added resembles; `None`
+/// when there are none.
+pub fn framing(before: &str, middle: &str, last: &str) -> Option<String> {
+    if !before.trim().is_empty() {
+        return None;
+    }
+    let commas = Commas::Group;
+    let valueless = |line: &&str| {
+        let tokens = tokens(line, commas);
+        !tokens.is_empty() && tokens.iter().all(|t| matches!(t, Token::Text(_)))
+    };
+    let last_tokens: Vec<Vec<Token<'_>>> = last.lines().map(|line| tokens(line, commas)).collect();
+    let added = change(middle, last, commas).added_lines;
+    let resembles =
+        |a: &[Token<'_>], b: &[Token<'_>]| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_kind(y));
+    let framing: Vec<&str> = (middle.lines())
+        .filter(valueless)
+        .filter(|line| {
+            let tokens = tokens(line, commas);
+            last_tokens.contains(&tokens) && !added.iter().any(|&j| resembles(&tokens, &last_tokens[j]))
+        })
+        .collect();
+    (!framing.is_empty()).then(|| framing.iter().map(|line| format!("{line}\n")).collect())
 }
 
 /// A row a burst added holding a multiple of what the row one delivery
@@ -614,23 +648,40 @@ fn pair_added(was: &[Vec<Token<'_>>], is: &[Vec<Token<'_>>]) -> Vec<(usize, usiz
 
 /// How many times the count in its place on `a` a count on `b` is, when
 /// that is 2 to `copies`. A row's ID is no amount: one first on a line of
-/// several values, or under a name such as `id`, is not compared (a
-/// sequence may have handed the burst's row any number), nor is a lone
-/// count one more than the baseline's.
+/// several values (after a table's border, if any), or under a name such
+/// as `id`, is not compared (a sequence may have handed the burst's row
+/// any number), nor is a lone count one more than the baseline's. Nor is
+/// a running total, the baseline's value plus another count on the line
+/// (`evt_B|1250|2500` after `evt_A|1250|1250`).
 fn multiple_at(a: &[Token<'_>], b: &[Token<'_>], copies: usize) -> Option<usize> {
+    let is_word = |text: &str| text.starts_with(|c: char| c.is_alphanumeric() || c == '_');
+    let counts: Vec<f64> = b
+        .iter()
+        .filter_map(|t| match t {
+            Token::Count(n) => Some(*n),
+            _ => None,
+        })
+        .collect();
     a.iter().zip(b).enumerate().find_map(|(k, pair)| {
         let (Token::Count(v), Token::Count(w)) = pair else {
             return None;
         };
-        let id_like = (k == 0 && b.len() > 1) || id_named(&b[..k]);
+        let first = b[..k].iter().all(|t| matches!(t, Token::Text(s) if !is_word(s)));
+        let id_like = (first && b.len() > k + 1) || id_named(&b[..k]);
         let next = b.len() == 1 && (w - v - 1.0).abs() <= 1e-9;
+        let running = counts
+            .iter()
+            .filter(|n| (*n - w).abs() > 1e-9)
+            .any(|n| (v + n - w).abs() <= 1e-9);
         let times = w / v;
         let whole = v.abs() > 0.0 && (times - times.round()).abs() <= 1e-9 * times.abs();
-        (whole && !id_like && !next && (2.0..=copies as f64).contains(&times.round())).then(|| times.round() as usize)
+        let multiple = whole && (2.0..=copies as f64).contains(&times.round());
+        (multiple && !id_like && !next && !running).then(|| times.round() as usize)
     })
 }
 
-/// Whether the word nearest before a count names an ID (`id`, `row_id`).
+/// Whether the word nearest before a count names an ID (`id`, `rid`,
+/// `order_id`, `seq`).
 fn id_named(before: &[Token<'_>]) -> bool {
     let word = before.iter().rev().find_map(|token| match token {
         Token::Text(text) if text.starts_with(|c: char| c.is_alphanumeric()) => Some(*text),
@@ -638,7 +689,8 @@ fn id_named(before: &[Token<'_>]) -> bool {
     });
     word.is_some_and(|w| {
         let w = w.to_ascii_lowercase();
-        w == "id" || w.ends_with("_id") || w == "rowid"
+        let short_id = w.ends_with("id") && w.len() <= 5 && w != "paid";
+        short_id || w.ends_with("_id") || matches!(w.as_str(), "seq" | "pk" | "n" | "no" | "num" | "rownum")
     })
 }
 
@@ -936,6 +988,24 @@ mod tests {
             list(r#"{"id": 4, "amount": 3}, {"id": 8, "amount": 3}"#),
         );
         assert_eq!(multiplied_row(&list(""), &one, &all, 10), None);
+        // After a table's border, under another name for an ID, or a
+        // running total beside the amount: no multiple either.
+        let boxed = |rows: &[&str]| rows.iter().map(|r| format!("│ {r} │\n")).collect::<String>();
+        let (one, all) = (
+            boxed(&["1 │ evt_A │ 1250"]),
+            boxed(&["1 │ evt_A │ 1250", "2 │ evt_B │ 1250"]),
+        );
+        assert_eq!(multiplied_row("", &one, &all, 2), None);
+        let (one, all) = (
+            list(r#"{"rid": 1, "amount": 3}"#),
+            list(r#"{"rid": 1, "amount": 3}, {"rid": 2, "amount": 3}"#),
+        );
+        assert_eq!(multiplied_row(&list(""), &one, &all, 4), None);
+        assert_eq!(
+            multiplied_row("", "evt_A|1250|1250\n", "evt_A|1250|1250\nevt_B|1250|2500\n", 4),
+            None
+        );
+        assert!(multiplied_row("", "evt_A|1250|1250\n", "evt_A|1250|1250\nevt_B|5000|6250\n", 4).is_some());
         // A lone count one more is an ID too; beside an event, a quantity.
         assert_eq!(multiplied_row("", "1\n", "1\n2\n", 2), None);
         assert!(multiplied_row("", "evt_A|1\n", "evt_A|1\nevt_B|2\n", 2).is_some());
@@ -988,6 +1058,47 @@ mod tests {
             assert!(!acts_once(nothing, &list(1), &list(3)), "{nothing:?}");
             assert_eq!(change2(nothing, &list(1)).describe(), "+1, 2 lines added");
         }
+    }
+
+    #[test]
+    fn a_header_printed_with_the_first_row_is_no_side_effect() {
+        let column = |rows: &[&str]| {
+            let mut out = String::from("id  event  amount\n--  -----  ------\n");
+            rows.iter().for_each(|row| out.push_str(&format!("{row}\n")));
+            out
+        };
+        let (one, two) = (
+            column(&["1   evt_A  1250"]),
+            column(&["1   evt_A  1250", "2   evt_B  1250"]),
+        );
+        let before = framing("", &one, &two).unwrap();
+        assert_eq!(before, "id  event  amount\n--  -----  ------\n");
+        assert!(acts_once(&before, &one, &two));
+        let raced = column(&["1   evt_A  1250", "2   evt_B  1250", "3   evt_B  1250"]);
+        assert!(!acts_once(framing("", &one, &raced).as_deref().unwrap(), &one, &raced));
+        // A CSV header, and `sqlite3 -line` records with a blank line between.
+        let csv = |rows: &[&str]| {
+            format!(
+                "rid,id,amount\n{}",
+                rows.iter().map(|r| format!("{r}\n")).collect::<String>()
+            )
+        };
+        let (one, two) = (csv(&["1,evt_A,100"]), csv(&["1,evt_A,100", "2,evt_B,100"]));
+        assert!(acts_once(&framing("", &one, &two).unwrap(), &one, &two));
+        let (one, two) = (
+            "id = 1\namount = 100\n",
+            "id = 1\namount = 100\n\nid = 2\namount = 100\n",
+        );
+        assert_eq!(framing("", one, two), None);
+        assert!(acts_once("", one, two));
+        // Rows of words only are rows, not a header.
+        let (one, two) = ("processed evt_A\n", "processed evt_A\nprocessed evt_B\n");
+        assert_eq!(framing("", one, two), None);
+        assert_eq!(
+            framing("x\n", "x\nheader\n", "x\nheader\n"),
+            None,
+            "only before an empty read"
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use portpreview_shared::provider::Provider;
 use portpreview_shared::sanitize::escape_str;
 use portpreview_shared::text::counted;
 
-use super::delta::{changes, moves_alike, multiple, multiplied_row, Change};
+use super::delta::{changes, framing, moves_alike, multiple, multiplied_row, Change};
 use super::probe::ProbeError;
 use super::report::{attempts_phrase, Attempt, Check, Role, StateTrace};
 
@@ -148,7 +148,10 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
         return None;
     };
     // Three reads, two changes.
-    let moves = changes(&[&trace.before, after_baseline, after_burst]);
+    // A header that came with the first row is no part of its effect.
+    let framed = framing(&trace.before, after_baseline, after_burst);
+    let before = framed.as_deref().unwrap_or(&trace.before);
+    let moves = changes(&[before, after_baseline, after_burst]);
     let (single, many) = (&moves[0], &moves[1]);
     if single.counts_nothing() && many.counts_nothing() {
         // Without a side effect to count, a burst that acted twice looks
@@ -185,7 +188,7 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
             ),
         });
     }
-    if let Some(row) = multiplied_row(&trace.before, after_baseline, after_burst, burst) {
+    if let Some(row) = multiplied_row(before, after_baseline, after_burst, burst) {
         let acted = match row.times {
             k if k == burst => "every copy acted on the event's row".to_owned(),
             k => format!("{k} of the {burst} copies acted on the event's row, a check-then-insert race"),
@@ -204,7 +207,7 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
             ),
         });
     }
-    if moves_alike(&trace.before, after_baseline, after_burst) {
+    if moves_alike(before, after_baseline, after_burst) {
         return Some(Check {
             name: BURST_ACTS_ONCE,
             passed: true,
@@ -224,14 +227,15 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
              let every copy through (a replay without --fresh tells which); record the event ID under a unique \
              constraint: INSERT ... ON CONFLICT DO NOTHING"
         ),
-        _ => format!(
-            "{} for one event: a check-then-insert race; \
-             use a unique constraint / INSERT ... ON CONFLICT DO NOTHING",
-            times.map_or_else(
-                || "more than one side effect".to_string(),
-                |k| format!("{k} side effects")
-            )
+        Some(k) => format!(
+            "{k} side effects for one event: a check-then-insert race; \
+             use a unique constraint / INSERT ... ON CONFLICT DO NOTHING"
         ),
+        // Counts that moved unlike, with none a whole multiple: a race, or
+        // two new events the handler does not treat alike.
+        None => "more than one side effect for one event (a check-then-insert race: use a unique constraint / \
+                 INSERT ... ON CONFLICT DO NOTHING), unless the handler treats the two new events differently"
+            .to_string(),
     };
     let detail = if many.counts_nothing() || single.counts_nothing() {
         format!(

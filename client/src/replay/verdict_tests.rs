@@ -417,3 +417,24 @@ fn a_burst_row_holding_what_some_copies_credited_is_a_race() {
     let ids = settled_trace("", &["1|evt_A\n", "1|evt_A\n3|evt_B\n"]);
     assert!(burst_acts_once(&ids, 4).unwrap().passed);
 }
+
+#[test]
+fn a_header_that_came_with_the_first_row_is_not_the_baselines_effect() {
+    let column = |rows: &[&str]| {
+        format!(
+            "id  event\n--  -----\n{}",
+            rows.iter().map(|r| format!("{r}\n")).collect::<String>()
+        )
+    };
+    let trace = settled_trace("", &[&column(&["1   evt_A"]), &column(&["1   evt_A", "2   evt_B"])]);
+    let check = burst_acts_once(&trace, 4).unwrap();
+    assert!(check.passed, "{}", check.detail);
+    let trace = settled_trace(
+        "",
+        &[
+            &column(&["1   evt_A"]),
+            &column(&["1   evt_A", "2   evt_B", "3   evt_B"]),
+        ],
+    );
+    assert!(!burst_acts_once(&trace, 4).unwrap().passed);
+}
