@@ -236,6 +236,14 @@ fn expand(inputs: &[PathBuf]) -> Vec<Job> {
                 }
             };
             for entry in suite.fixture {
+                if Suite::is_suite_path(&entry.path) {
+                    let nested = anyhow::anyhow!(
+                        "{}: a suite's path names a fixture or a folder of them, not another suite",
+                        entry.path.display()
+                    );
+                    jobs.push(unreadable(&entry.path, nested));
+                    continue;
+                }
                 match fixtures_at(&entry.path) {
                     Ok(found) => jobs.extend(found.into_iter().map(|f| Job::fixture(f, Some(entry.clone())))),
                     Err(err) => jobs.push(unreadable(&entry.path, err)),
@@ -321,5 +329,25 @@ mod tests {
         assert_eq!(named("a/b/../../../c.json"), "../c.json");
         assert_eq!(named("/../a.json"), "/a.json");
         assert_eq!(named("a/.."), ".");
+    }
+
+    #[test]
+    fn a_suite_naming_another_suite_or_that_cannot_be_read_is_a_job_that_cannot_run() {
+        let dir = crate::store::tests::ScratchDir::new("check-expand");
+        let suite = dir.0.join("suite.toml");
+        std::fs::write(&suite, "[[fixture]]\npath = \"other.toml\"\n").unwrap();
+        let jobs = expand(std::slice::from_ref(&suite));
+        assert_eq!(jobs.len(), 1);
+        assert!(
+            jobs[0]
+                .unreadable
+                .as_deref()
+                .is_some_and(|why| why.ends_with("not another suite")),
+            "{:?}",
+            jobs[0].unreadable
+        );
+        std::fs::write(&suite, "timez = 1\n").unwrap();
+        let jobs = expand(&[suite]);
+        assert!(jobs[0].unreadable.as_deref().is_some_and(|why| why.contains("timez")));
     }
 }
