@@ -114,6 +114,11 @@ const MIN_SETTLE: Duration = Duration::from_millis(1);
 /// once, right after the answer, and a handler working from a queue would
 /// pass for idempotent before its work was done.
 pub fn parse_settle(text: &str) -> Result<Duration, String> {
+    let bare = text.trim();
+    if !bare.is_empty() && bare.bytes().all(|b| b.is_ascii_digit()) {
+        // A settle window is milliseconds or seconds, never days.
+        return Err(format!("{bare} has no unit: write {bare}ms or {bare}s"));
+    }
     let duration = crate::time::parse_duration(text)?;
     if duration.is_zero() {
         return Err(
@@ -203,6 +208,7 @@ mod tests {
     fn settle_windows_are_more_than_nothing_and_at_most_ten_minutes() {
         assert_eq!(parse_settle("300ms"), Ok(DEFAULT_SETTLE));
         assert!(parse_settle("0s").unwrap_err().contains("no time at all"));
+        assert_eq!(parse_settle("5"), Err("5 has no unit: write 5ms or 5s".to_string()));
         assert!(parse_settle("1d").unwrap_err().contains("longer than 10m"));
         assert!(parse_settle("500us").unwrap_err().contains("shorter than 1ms"));
         assert_eq!(parse_settle("1ms"), Ok(Duration::from_millis(1)));
