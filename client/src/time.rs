@@ -56,21 +56,32 @@ pub fn round_ms(ms: f64) -> f64 {
 /// refused in the same words everywhere, not in humantime's (whose unit
 /// list names months, which are refused).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
     // A bare number has no unit, `0` included (which humantime takes).
-    let unitless = text.bytes().all(|b| b.is_ascii_digit());
+    if let Some(why) = no_unit(text, &["ms", "s", "m", "h", "d"]) {
+        return Err(why);
+    }
+    let text = text.trim();
     match read_duration(text) {
-        Ok(duration) if !unitless => Ok(duration),
+        Ok(duration) => Ok(duration),
         Err(months) if months == NO_MONTHS => Err(months),
-        _ if unitless && !text.is_empty() => Err(format!(
-            "{text} has no unit: write {text}ms, {text}s, {text}m, {text}h or {text}d"
-        )),
         // `1S`, `1mS`: humantime reads units in lowercase only.
         _ if text.chars().any(char::is_uppercase) && read_duration(&text.to_lowercase()).is_ok() => {
             Err(format!("units are written in lowercase: {}", text.to_lowercase()))
         }
         _ => Err("expected a number and a unit, like 300ms, 1s, 2m or 7d".to_string()),
     }
+}
+
+/// Why a bare number (`5`) is no duration, naming the `units` it could
+/// take: `None` for anything else.
+pub fn no_unit(text: &str, units: &[&str]) -> Option<String> {
+    let number = text.trim();
+    if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let written: Vec<String> = units.iter().map(|unit| format!("{number}{unit}")).collect();
+    let (last, rest) = written.split_last()?;
+    Some(format!("{number} has no unit: write {} or {last}", rest.join(", ")))
 }
 
 /// Why a duration in months is refused.

@@ -162,12 +162,34 @@ impl Token<'_> {
     /// Whether two tokens are of one kind: [`Token::same_place`], but any
     /// word matches any word (`evt_A` and `evt_B`).
     fn same_kind(&self, other: &Token<'_>) -> bool {
-        let is_word = |text: &str| text.starts_with(|c: char| c.is_alphanumeric() || c == '_');
         match (self, other) {
             (Token::Text(a), Token::Text(b)) => a == b || (is_word(a) && is_word(b)),
             _ => self.same_place(other),
         }
     }
+
+    fn is_count(&self) -> bool {
+        matches!(self, Token::Count(_))
+    }
+
+    /// A count's value; zero for what [`Token::same_place`] pairs with one
+    /// (a placeholder, which stands for no value yet).
+    fn count_or_zero(&self) -> f64 {
+        match self {
+            Token::Count(n) => *n,
+            _ => 0.0,
+        }
+    }
+}
+
+/// Whether a text token is a word (`evt_A`, `id`), not a sign (`|`, `:`).
+fn is_word(text: &str) -> bool {
+    text.starts_with(|c: char| c.is_alphanumeric() || c == '_')
+}
+
+/// Whether two lines' tokens pair one to one, in order, by `matches`.
+fn pair_one_to_one<'t>(a: &[Token<'t>], b: &[Token<'t>], matches: impl Fn(&Token<'t>, &Token<'t>) -> bool) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| matches(x, y))
 }
 
 /// Characters a table draws its rules with (`psql`'s `-----+-----`,
@@ -363,7 +385,7 @@ const MAX_ALIGNED: usize = 4_000_000;
 /// The tokens of two reads of one line, paired: each pair's places, or
 /// `None` for a token with no counterpart.
 fn align(a: &[Token<'_>], b: &[Token<'_>]) -> Vec<(Option<usize>, Option<usize>)> {
-    if a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_place(y)) {
+    if pair_one_to_one(a, b, Token::same_place) {
         return (0..a.len()).map(|i| (Some(i), Some(i))).collect();
     }
     pair_in_order(a, b, Token::same_place)
@@ -467,21 +489,12 @@ impl Change {
         let (mut gone, mut came) = (0, 0);
         for pair in align(a, b) {
             match pair {
+                // A count, or a count that a placeholder stood for (zero).
                 (Some(i), Some(j)) => match (&a[i], &b[j]) {
-                    (Token::Count(x), Token::Count(y)) => self.counts.push(Count {
+                    (x, y) if x.is_count() || y.is_count() => self.counts.push(Count {
                         before: (old, i),
                         after: (new, j),
-                        by: y - x,
-                    }),
-                    (Token::Text(_), Token::Count(y)) => self.counts.push(Count {
-                        before: (old, i),
-                        after: (new, j),
-                        by: *y,
-                    }),
-                    (Token::Count(x), Token::Text(_)) => self.counts.push(Count {
-                        before: (old, i),
-                        after: (new, j),
-                        by: -x,
+                        by: y.count_or_zero() - x.count_or_zero(),
                     }),
                     (x, y) if x != y => self.replaced += 1,
                     _ => {}
@@ -570,13 +583,14 @@ pub fn framing(before: &str, middle: &str, last: &str) -> Option<String> {
     };
     let last_tokens: Vec<Vec<Token<'_>>> = last.lines().map(|line| tokens(line, commas)).collect();
     let added = change(middle, last, commas).added_lines;
-    let resembles =
-        |a: &[Token<'_>], b: &[Token<'_>]| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_kind(y));
     let framing: Vec<&str> = (middle.lines())
         .filter(valueless)
         .filter(|line| {
             let tokens = tokens(line, commas);
-            last_tokens.contains(&tokens) && !added.iter().any(|&j| resembles(&tokens, &last_tokens[j]))
+            last_tokens.contains(&tokens)
+                && !added
+                    .iter()
+                    .any(|&j| pair_one_to_one(&tokens, &last_tokens[j], Token::same_kind))
         })
         .collect();
     (!framing.is_empty()).then(|| framing.iter().map(|line| format!("{line}\n")).collect())
@@ -628,16 +642,15 @@ pub fn multiplied_row(before: &str, middle: &str, last: &str, copies: usize) -> 
 /// `amount: 400`), then lines of the same kinds of tokens, words aside
 /// (`evt_A|100` and `evt_B|400`: the burst's event has its own ID).
 fn pair_added(was: &[Vec<Token<'_>>], is: &[Vec<Token<'_>>]) -> Vec<(usize, usize)> {
-    let same = |a: &[Token<'_>], b: &[Token<'_>]| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_place(y));
-    let alike = |a: &[Token<'_>], b: &[Token<'_>]| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_kind(y));
     let mut taken = vec![false; is.len()];
     let mut pairs = Vec::new();
-    for matches in [&same as &dyn Fn(&[Token<'_>], &[Token<'_>]) -> bool, &alike] {
+    for loose in [false, true] {
+        let matches = |x: &Token<'_>, y: &Token<'_>| if loose { x.same_kind(y) } else { x.same_place(y) };
         for (x, line) in was.iter().enumerate() {
             if pairs.iter().any(|&(paired, _)| paired == x) {
                 continue;
             }
-            if let Some(y) = (0..is.len()).find(|&y| !taken[y] && matches(line, &is[y])) {
+            if let Some(y) = (0..is.len()).find(|&y| !taken[y] && pair_one_to_one(line, &is[y], matches)) {
                 taken[y] = true;
                 pairs.push((x, y));
             }
@@ -654,7 +667,6 @@ fn pair_added(was: &[Vec<Token<'_>>], is: &[Vec<Token<'_>>]) -> Vec<(usize, usiz
 /// a running total, the baseline's value plus another count on the line
 /// (`evt_B|1250|2500` after `evt_A|1250|1250`).
 fn multiple_at(a: &[Token<'_>], b: &[Token<'_>], copies: usize) -> Option<usize> {
-    let is_word = |text: &str| text.starts_with(|c: char| c.is_alphanumeric() || c == '_');
     let counts: Vec<f64> = b
         .iter()
         .filter_map(|t| match t {
@@ -684,7 +696,7 @@ fn multiple_at(a: &[Token<'_>], b: &[Token<'_>], copies: usize) -> Option<usize>
 /// `order_id`, `seq`).
 fn id_named(before: &[Token<'_>]) -> bool {
     let word = before.iter().rev().find_map(|token| match token {
-        Token::Text(text) if text.starts_with(|c: char| c.is_alphanumeric()) => Some(*text),
+        Token::Text(text) if is_word(text) => Some(*text),
         _ => None,
     });
     word.is_some_and(|w| {

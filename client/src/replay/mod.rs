@@ -41,6 +41,13 @@ pub const NOT_PROBED: &str =
 pub const ONE_ATTEMPT: &str =
     "one attempt only: nothing to compare it to; pass --times 2 or more to see what a duplicate does";
 
+/// Whether a warning says what the run did not do ([`NOT_PROBED`],
+/// [`ONE_ATTEMPT`]): the TUI shows that on the run's line, and its advice
+/// names flags the TUI has no use for.
+pub fn tells_what_was_not_done(warning: &str) -> bool {
+    [NOT_PROBED, ONE_ATTEMPT].contains(&warning)
+}
+
 /// Where a run is, for progress lines and the TUI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Progress {

@@ -114,10 +114,9 @@ const MIN_SETTLE: Duration = Duration::from_millis(1);
 /// once, right after the answer, and a handler working from a queue would
 /// pass for idempotent before its work was done.
 pub fn parse_settle(text: &str) -> Result<Duration, String> {
-    let bare = text.trim();
-    if !bare.is_empty() && bare.bytes().all(|b| b.is_ascii_digit()) {
-        // A settle window is milliseconds or seconds, never days.
-        return Err(format!("{bare} has no unit: write {bare}ms or {bare}s"));
+    // A settle window is milliseconds or seconds, never days.
+    if let Some(why) = crate::time::no_unit(text, &["ms", "s"]) {
+        return Err(why);
     }
     let duration = crate::time::parse_duration(text)?;
     if duration.is_zero() {

@@ -200,7 +200,7 @@ impl StoredReport {
             .into_iter()
             .flatten()
             .filter_map(|w| w.as_str())
-            .filter(|w| ![crate::replay::NOT_PROBED, crate::replay::ONE_ATTEMPT].contains(w))
+            .filter(|w| !crate::replay::tells_what_was_not_done(w))
             .map(str::to_owned)
             .collect();
         let answers = report["answers"]

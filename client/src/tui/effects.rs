@@ -179,7 +179,7 @@ fn advice_for_keys(warning: &str, provider: Provider) -> String {
 fn warnings_note(warnings: &[String]) -> String {
     let shown = warnings
         .iter()
-        .filter(|w| ![crate::replay::NOT_PROBED, crate::replay::ONE_ATTEMPT].contains(&w.as_str()))
+        .filter(|w| !crate::replay::tells_what_was_not_done(w))
         .count();
     match shown {
         0 => String::new(),
