@@ -302,6 +302,28 @@ fn a_fixture_that_cannot_run_exits_2_and_is_a_junit_error() {
     assert_eq!(xml.matches("<error ").count(), 2, "{xml}");
 }
 
+/// A suite's `check_cmd` that fails is named as the check command, not as
+/// a flag the user never passed.
+#[test]
+fn a_suites_failing_check_command_is_reported_in_the_suites_words() {
+    let project = Project::new();
+    let good = Handler::start(Behaviour::DedupsInOneTransaction);
+    let suite = format!(
+        "[[fixture]]\npath = \"fixtures/stripe.json\"\ntarget = \"{}\"\ncheck_cmd = \"echo db down >&2; exit 3\"\n",
+        good.url()
+    );
+    std::fs::write(project.path("suite.toml"), suite).unwrap();
+    let ran = project.check(&["suite.toml"], &[]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stderr
+            .contains("the check command failed (exit status: 3): db down"),
+        "{}",
+        ran.stderr
+    );
+    assert!(!ran.stderr.contains("--check-cmd"), "{}", ran.stderr);
+}
+
 #[test]
 fn a_junit_file_that_cannot_be_written_is_refused_before_anything_is_sent() {
     let project = Project::new();

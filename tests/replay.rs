@@ -128,7 +128,7 @@ fn a_state_too_large_to_compare_whole_leaves_the_run_inconclusive() {
     let detail = readable["detail"].as_str().unwrap();
     assert!(
         detail.starts_with(&format!(
-            "--check-url {} gave more than 16 MiB of state",
+            "the check URL {} gave more than 16 MiB of state",
             handler.state_url()
         )),
         "{detail}"
@@ -322,7 +322,7 @@ fn a_probe_that_fails_part_way_leaves_the_attempts_reported() {
         readable["detail"]
             .as_str()
             .unwrap()
-            .starts_with("--check-cmd failed (exit status: 1): db down"),
+            .starts_with("the check command failed (exit status: 1): db down"),
         "{readable}"
     );
     // The probe was given: no advice to pass one, and no claim about
@@ -1019,7 +1019,7 @@ fn an_error_names_its_cause_once() {
     let ran = history.replay(&["--check-cmd", "exit 3"]);
     assert_eq!(
         (ran.code, ran.stderr.trim_end()),
-        (2, "error: --check-cmd failed (exit status: 3)")
+        (2, "error: the check command failed (exit status: 3)")
     );
 
     let unknown = NewDelivery {

@@ -98,7 +98,7 @@ async fn output(group: &mut Group, limit: usize) -> Result<String, ProbeError> {
         // The rest of its output will never be read, so it must not wait to write it.
         group.stop().await;
         return Err(ProbeError::TooLarge {
-            probe: "--check-cmd".into(),
+            probe: "the check command".into(),
             limit,
         });
     };
@@ -159,7 +159,7 @@ mod tests {
     async fn a_command_that_never_stops_printing_is_cut_off() {
         let err = read("yes", 64 * 1024, WITHIN).await.unwrap_err();
         assert!(matches!(err, ProbeError::TooLarge { .. }), "{err}");
-        assert!(err.to_string().starts_with("--check-cmd gave more than"), "{err}");
+        assert!(err.to_string().starts_with("the check command gave more than"), "{err}");
     }
 
     /// The state of process `pid` from `/proc` (`S`, `Z`…), `None` once it is gone.

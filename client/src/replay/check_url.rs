@@ -58,7 +58,7 @@ impl UrlProbe {
             (Some(status), _) if (200..300).contains(&status) => {
                 if answer.body_size > answer.body.len() as u64 {
                     return Err(ProbeError::TooLarge {
-                        probe: format!("--check-url {}", self.url),
+                        probe: format!("the check URL {}", self.url),
                         limit: self.limit,
                     });
                 }
@@ -146,7 +146,7 @@ mod tests {
         assert!(matches!(err, ProbeError::TooLarge { .. }), "{err}");
         assert!(
             err.to_string()
-                .starts_with(&format!("--check-url {url} gave more than")),
+                .starts_with(&format!("the check URL {url} gave more than")),
             "{err}"
         );
         server.abort();

@@ -34,10 +34,10 @@ pub enum ProbeSpec {
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
     /// The command could not start.
-    #[error("cannot run --check-cmd: {0}")]
+    #[error("cannot run the check command: {0}")]
     Spawn(std::io::Error),
     /// The command exited with a failure.
-    #[error("--check-cmd failed ({status}){}", detail(.stderr))]
+    #[error("the check command failed ({status}){}", detail(.stderr))]
     Failed {
         /// Exit status as text.
         status: String,
@@ -45,10 +45,10 @@ pub enum ProbeError {
         stderr: String,
     },
     /// The URL is not an `http://host:port/path` URL.
-    #[error("--check-url {0:?} is not an http:// URL")]
+    #[error("the check URL {0:?} is not an http:// URL")]
     BadUrl(String),
     /// The URL did not answer 2xx.
-    #[error("--check-url {url} answered {detail}")]
+    #[error("the check URL {url} answered {detail}")]
     Http {
         /// The URL.
         url: String,
@@ -67,7 +67,7 @@ pub enum ProbeError {
         size_text(*limit)
     )]
     TooLarge {
-        /// `--check-cmd` or `--check-url URL`.
+        /// `the check command` or `the check URL <url>`.
         probe: String,
         /// The most bytes it may give.
         limit: usize,
@@ -324,7 +324,7 @@ mod tests {
         let err = probe.read().await.unwrap_err().to_string();
         assert_eq!(
             err,
-            "--check-cmd gave more than 16 MiB of state, too much to compare whole: \
+            "the check command gave more than 16 MiB of state, too much to compare whole: \
              have it print a summary instead (a row count, a checksum)"
         );
     }
