@@ -164,6 +164,59 @@ async fn requests_with_empty_bodies_and_no_id_are_never_counted_as_retries() {
     }
 }
 
+/// `--key-fields` keys provider-less events by the fields named, a dotted
+/// name reaching into the body; a body lacking one of them is keyed by its
+/// content, so events of one type are never counted as retries of another.
+#[tokio::test]
+async fn key_fields_group_resends_of_one_event_and_nothing_else() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::start(|_| Answer::default()).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let (mut client, url) = Running::tunnel_with(
+        &handler.url(),
+        &relay.http_url(),
+        &db,
+        dir.path(),
+        &["--key-fields", "type,data.object.id"],
+    )
+    .await;
+    let bodies = [
+        r#"{"type":"invoice.paid","data":{"object":{"id":"in_1"}},"sent":1}"#,
+        r#"{"type":"invoice.paid","data":{"object":{"id":"in_1"}},"sent":2}"#,
+        r#"{"type":"invoice.paid","invoice":"in_2"}"#,
+        r#"{"type":"invoice.paid","invoice":"in_3"}"#,
+    ];
+    for body in bodies {
+        assert_eq!(caller::post(&format!("{url}/hook"), body).await.status, 200);
+        client.line_containing("POST /hook").await;
+    }
+    let listed = portpreview_async(&db, &["history", "--json"]).await;
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let rows: Vec<Value> = serde_json::from_str(&listed.stdout).expect("a JSON array");
+    let oldest_first: Vec<(&str, i64)> = rows
+        .iter()
+        .rev()
+        .map(|r| {
+            (
+                r["event_key_source"].as_str().unwrap(),
+                r["delivery_number"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        oldest_first,
+        [
+            ("sha256:fields(type,data.object.id)", 1),
+            ("sha256:fields(type,data.object.id)", 2),
+            ("sha256:body", 1),
+            ("sha256:body", 1),
+        ],
+        "{}",
+        listed.stdout
+    );
+}
+
 #[tokio::test]
 async fn deliveries_answered_while_another_process_holds_the_history_lock_are_kept() {
     let relay = TestRelay::start().await;

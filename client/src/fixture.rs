@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::render::body::Encoded;
 use crate::store::{Delivery, NewDelivery};
 use crate::time::{parse_rfc3339_ms, rfc3339_ms};
-use portpreview_shared::provider::{event_key, EventKey, Provider};
+use portpreview_shared::provider::{event_key, key_fields_of, EventKey, Provider};
 use portpreview_shared::Header;
 
 /// The fixture format version this build writes and reads.
@@ -153,6 +153,17 @@ impl Fixture {
             .with_context(|| format!("invalid fixture {}", path.display()))?;
         if fixture.event_key_source.is_empty() {
             fixture.identify(carried);
+        } else if fixture.event_key_source.starts_with("sha256:") {
+            // A key hashed from the content is worked out again: after the
+            // body is edited, the recorded hash names an event not sent.
+            let rehashed = match key_fields_of(&fixture.event_key_source) {
+                Some(fields) => {
+                    let d = fixture.to_new_delivery();
+                    event_key(&d.request_headers, &d.request_body, &fields)
+                }
+                None => carried,
+            };
+            fixture.identify(rehashed);
         }
         Ok(fixture)
     }
@@ -370,7 +381,7 @@ mod tests {
                 request_body_size: 3,
                 provider: Some("stripe".into()),
                 // A binary body carries no ID: the key is its hash.
-                event_key: "4b2d5e0e".into(),
+                event_key: event_key(&[], &[0x00, 0xff, b'a'], &[]).key,
                 event_key_source: "sha256:body".into(),
                 ..NewDelivery::default()
             },
@@ -467,6 +478,25 @@ mod tests {
         assert_eq!(Fixture::load(&path).unwrap().event_key, "evt_EDITED");
         std::fs::write(&path, fixture("evt_EDITED", "", "")).unwrap();
         assert_eq!(Fixture::load(&path).unwrap().event_key, "evt_EDITED");
+    }
+
+    /// A key hashed from the content names what is sent: after the body is
+    /// edited, it is worked out again from the fields it was hashed from.
+    #[test]
+    fn a_hashed_key_is_worked_out_again_from_an_edited_body() {
+        let dir = crate::store::tests::ScratchDir::new("fixture-rehashed");
+        let path = dir.0.join("edited.json");
+        let fields = vec!["type".to_owned(), "/order/id".to_owned()];
+        let recorded = event_key(&[], br#"{"type":"paid","order":{"id":"o1"}}"#, &fields);
+        let edited = r#"{"type":"paid","order":{"id":"o9"}}"#;
+        let text = serde_json::json!({"portpreview_fixture": 1, "method": "POST", "path": "/hook",
+            "body": edited, "event_key": recorded.key, "event_key_source": recorded.source})
+        .to_string();
+        std::fs::write(&path, text).unwrap();
+        let loaded = Fixture::load(&path).unwrap();
+        assert_eq!(loaded.event_key_source, "sha256:fields(type,/order/id)");
+        assert_eq!(loaded.event_key, event_key(&[], edited.as_bytes(), &fields).key);
+        assert_ne!(loaded.event_key, recorded.key);
     }
 
     #[test]

@@ -62,8 +62,14 @@ impl Running {
     /// `portpreview http TARGET --server RELAY --no-tui --db DB`, with its
     /// config in `config_dir`, and the public URL it printed.
     pub async fn tunnel(target: &str, relay: &str, db: &Path, config_dir: &Path) -> (Self, String) {
+        Self::tunnel_with(target, relay, db, config_dir, &[]).await
+    }
+
+    /// [`Running::tunnel`] with more flags after the others.
+    pub async fn tunnel_with(target: &str, relay: &str, db: &Path, config_dir: &Path, more: &[&str]) -> (Self, String) {
         let db = db.to_str().expect("utf-8 path");
-        let args = ["http", target, "--server", relay, "--no-tui", "--db", db];
+        let mut args = vec!["http", target, "--server", relay, "--no-tui", "--db", db];
+        args.extend_from_slice(more);
         let mut client = Self::start(&super::bin::portpreview_bin(), &args, config_dir);
         let banner = client.line_containing("Forwarding").await;
         let url = banner.split_whitespace().nth(1).expect("public URL").to_string();

@@ -296,7 +296,10 @@ fn parse_name(name: &str) -> Result<String, String> {
 fn parse_key_field(text: &str) -> Result<String, String> {
     let field = text.trim();
     if field.is_empty() {
-        return Err("an empty field name: give names or JSON pointers, separated by commas".into());
+        return Err(
+            "an empty field name: give names or JSON pointers separated by single commas, with none at either end"
+                .into(),
+        );
     }
     if field.starts_with('/') {
         let mut escapes = field.split('~').skip(1);

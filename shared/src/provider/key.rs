@@ -161,34 +161,52 @@ fn twilio_sid(body: &Body<'_>) -> Option<(String, String)> {
     }
 }
 
-/// SHA-256 over the canonical JSON of the chosen fields; `None` when the
-/// body holds none of them.
+/// SHA-256 over the canonical JSON of the chosen fields; `None` unless the
+/// body holds every one of them. Hashing the fields a body does hold would
+/// make every event missing the others one event: `type` alone keys every
+/// `invoice.paid` as a retry of the first, the false duplicate the history
+/// exists to avoid. Such a body is keyed by its content instead.
 fn fields_key(body: &Body<'_>, key_fields: &[String]) -> Option<(String, String)> {
     let mut chosen = serde_json::Map::new();
-    let mut any = false;
     if let Some(json) = body.json() {
         for field in key_fields {
-            let value = pointer::get(json, &pointer::field_tokens(field)).cloned();
-            any |= value.is_some();
-            chosen.insert(field.clone(), value.unwrap_or(Value::Null));
+            chosen.insert(field.clone(), field_value(json, field)?.clone());
         }
     } else {
         let pairs = form::parse(body.raw())?;
         for field in key_fields {
-            let value = form::value(&pairs, field).map(|v| Value::String(v.to_owned()));
-            any |= value.is_some();
-            chosen.insert(field.clone(), value.unwrap_or(Value::Null));
+            chosen.insert(field.clone(), Value::String(form::value(&pairs, field)?.to_owned()));
         }
-    }
-    if !any {
-        return None;
     }
     let mut canonical = Vec::with_capacity(128);
     canonical::write(&Value::Object(chosen), &mut canonical);
     Some((
         hex::encode(Sha256::digest(&canonical)),
-        format!("sha256:fields({})", key_fields.join(",")),
+        format!("{FIELDS_SOURCE_PREFIX}{})", key_fields.join(",")),
     ))
+}
+
+/// How a key hashed from chosen fields names them: `sha256:fields(a,/b/c)`.
+const FIELDS_SOURCE_PREFIX: &str = "sha256:fields(";
+
+/// The fields a `sha256:fields(...)` key was hashed from, so the key can be
+/// worked out again from an edited body; `None` for any other source.
+pub fn key_fields_of(source: &str) -> Option<Vec<String>> {
+    let list = source.strip_prefix(FIELDS_SOURCE_PREFIX)?.strip_suffix(')')?;
+    Some(list.split(',').map(str::to_owned).collect())
+}
+
+/// What one `--key-fields` entry names: the value at a JSON pointer, or a
+/// top-level member, or failing that, for a name with dots, the member its
+/// path leads to (`data.object.id`, as providers' docs write paths).
+fn field_value<'a>(json: &'a Value, field: &str) -> Option<&'a Value> {
+    if let Some(tokens) = pointer::parse(field) {
+        return pointer::get(json, &tokens);
+    }
+    json.get(field).or_else(|| {
+        let tokens: Vec<String> = field.split('.').map(str::to_owned).collect();
+        (tokens.len() > 1).then(|| pointer::get(json, &tokens)).flatten()
+    })
 }
 
 /// SHA-256 over provider + canonical JSON without per-attempt fields, or

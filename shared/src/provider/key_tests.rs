@@ -269,6 +269,42 @@ fn key_fields_hash_the_chosen_values() {
     assert_eq!((stripe.key.as_str(), stripe.source.as_str()), ("evt_1", "body:/id"));
 }
 
+/// A body that lacks one of the chosen fields is keyed by its content:
+/// keyed by `type` alone, every `invoice.paid` would read as a retry.
+#[test]
+fn a_body_missing_a_chosen_field_is_keyed_by_its_content() {
+    let fields = vec!["type".to_owned(), "/data/object/id".to_owned()];
+    let a = event_key(&[], br#"{"type":"invoice.paid","invoice":"in_1"}"#, &fields);
+    let b = event_key(&[], br#"{"type":"invoice.paid","invoice":"in_2"}"#, &fields);
+    assert_eq!((a.source.as_str(), b.source.as_str()), ("sha256:body", "sha256:body"));
+    assert_ne!(a.key, b.key);
+    let form = vec!["user_id".to_owned(), "team_id".to_owned()];
+    assert_eq!(event_key(&[], b"user_id=U1", &form).source, "sha256:body");
+}
+
+/// `data.object.id`, as providers' docs write a path, reaches the nested
+/// member unless the body has a member by that very name.
+#[test]
+fn a_dotted_field_name_is_a_path_unless_a_member_has_that_name() {
+    let dotted = vec!["data.id".to_owned()];
+    let a = event_key(&[], br#"{"data":{"id":"d1"},"x":1}"#, &dotted);
+    let b = event_key(&[], br#"{"data":{"id":"d1"},"x":2}"#, &dotted);
+    assert_eq!(a.source, "sha256:fields(data.id)");
+    assert_eq!(a.key, b.key, "one event, sent twice");
+    let literal = event_key(&[], br#"{"data.id":"lit","data":{"id":"d1"}}"#, &dotted);
+    let expected = Sha256::digest(br#"{"data.id":"lit"}"#);
+    assert_eq!(literal.key, hex::encode(expected));
+}
+
+#[test]
+fn the_fields_a_key_was_hashed_from_are_read_back_from_its_source() {
+    let fields = vec!["type".to_owned(), "/data/object/id".to_owned()];
+    let k = event_key(&[], br#"{"type":"x","data":{"object":{"id":"o1"}}}"#, &fields);
+    assert_eq!(key_fields_of(&k.source), Some(fields));
+    assert_eq!(key_fields_of("sha256:body"), None);
+    assert_eq!(key_fields_of("body:/id"), None);
+}
+
 #[test]
 fn key_fields_read_form_bodies() {
     let fields = vec!["user_id".to_owned()];

@@ -19,11 +19,6 @@ pub(crate) fn parse(pointer: &str) -> Option<Vec<String>> {
     )
 }
 
-/// Tokens for a `--key-fields` entry: a JSON pointer, or a top-level name.
-pub(crate) fn field_tokens(field: &str) -> Vec<String> {
-    parse(field).unwrap_or_else(|| vec![field.to_owned()])
-}
-
 /// The value at `tokens`, if any.
 pub(crate) fn get<'a>(value: &'a Value, tokens: &[String]) -> Option<&'a Value> {
     tokens.iter().try_fold(value, |v, tok| match v {
@@ -213,7 +208,6 @@ mod tests {
         assert_eq!(toks("/a~1b/c~0d/0"), ["a/b", "c~d", "0"]);
         assert_eq!(toks(""), Vec::<String>::new());
         assert_eq!(parse("type"), None);
-        assert_eq!(field_tokens("type"), ["type"]);
     }
 
     #[test]
