@@ -1,8 +1,9 @@
 //! HAR 1.2 export: one delivery as a one-entry log that browser devtools open.
 //!
-//! Spec: <http://www.softwareishard.com/blog/har-12-spec/>. Bodies that are
-//! not UTF-8 are base64 (`content.encoding` for responses; requests have no
-//! such field in HAR, so `postData` carries a `_encoding` beside its text).
+//! Spec: <http://www.softwareishard.com/blog/har-12-spec/>. Bodies are
+//! shown decoded when sent gzip or deflate; bodies that are not UTF-8 are
+//! base64 (`content.encoding` for responses; requests have no such field
+//! in HAR, so `postData` carries a `_encoding` beside its text).
 
 use serde_json::{json, Value};
 
@@ -23,7 +24,7 @@ pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
         .map_or(0.0, crate::time::round_ms);
     let mut request = json!({
         "method": r.method,
-        "url": url,
+        "url": url_text(url),
         "httpVersion": "HTTP/1.1",
         "cookies": cookies(&r.request_headers, Cookies::Request, reveal),
         "headers": headers(&r.request_headers, reveal),
@@ -32,18 +33,7 @@ pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
         "bodySize": body_size(&r.request_body, r.request_body_size),
     });
     if !r.request_body.is_empty() {
-        let mut post = json!({ "mimeType": mime_type(&r.request_headers) });
-        match Encoded::of(&r.request_body) {
-            Encoded::Text(text) => post["text"] = Value::String(text),
-            Encoded::Base64(b64) => {
-                post["text"] = Value::String(b64);
-                post["_encoding"] = Value::String("base64".into());
-            }
-        }
-        if let Some(note) = cut_note(&r.request_body, r.request_body_size) {
-            post["comment"] = Value::String(note);
-        }
-        request["postData"] = post;
+        request["postData"] = post_data(r);
     }
     let response = match &d.outcome {
         Some(o) => {
@@ -118,6 +108,53 @@ pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
             }],
         }
     })
+}
+
+/// The request body as HAR's `postData`: decoded when it was sent gzip or
+/// deflate, as devtools show a body. HAR gives `postData` no encoding
+/// field, so a body that is not UTF-8 is base64 under `_encoding`, and the
+/// comment, which viewers do show, says so.
+fn post_data(r: &crate::store::NewDelivery) -> Value {
+    let mut post = json!({ "mimeType": mime_type(&r.request_headers) });
+    let mut notes = Vec::new();
+    let decoding = decode(&r.request_headers, &r.request_body, r.request_body_size);
+    let text = match &decoding {
+        Decoding::Done { coding, plain } => {
+            notes.push(format!("sent {coding} ({} bytes), shown decoded", r.request_body.len()));
+            plain.as_slice()
+        }
+        Decoding::NotCoded | Decoding::Failed { .. } => r.request_body.as_slice(),
+    };
+    match Encoded::of(text) {
+        Encoded::Text(text) => post["text"] = Value::String(text),
+        Encoded::Base64(b64) => {
+            post["text"] = Value::String(b64);
+            post["_encoding"] = Value::String("base64".into());
+            notes.push("text is base64: the body is not UTF-8 text".into());
+        }
+    }
+    notes.extend(cut_note(&r.request_body, r.request_body_size));
+    if !notes.is_empty() {
+        post["comment"] = Value::String(notes.join("; "));
+    }
+    post
+}
+
+/// The URL as a URL: bytes a URL cannot hold raw (spaces, controls,
+/// anything past ASCII) are percent-encoded, as a browser sends them.
+fn url_text(url: &str) -> String {
+    let mut out = String::with_capacity(url.len());
+    for c in url.chars() {
+        if c.is_ascii_graphic() {
+            out.push(c);
+        } else {
+            let mut bytes = [0; 4];
+            for b in c.encode_utf8(&mut bytes).bytes() {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        }
+    }
+    out
 }
 
 /// Which side's cookie header to read.
@@ -290,6 +327,49 @@ mod tests {
             response["content"]["comment"],
             "text holds the stored start only: stored body cut at 1 of 9 bytes"
         );
+    }
+
+    /// A request sent gzip is shown decoded, as devtools show bodies; one
+    /// that is not text is base64, and the comment, which viewers show,
+    /// says so, since HAR gives `postData` no encoding field.
+    #[test]
+    fn request_bodies_are_decoded_and_base64_is_said_in_the_comment() {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(br#"{"hello":"gzip world"}"#).unwrap();
+        let sent = gz.finish().unwrap();
+        let delivery = |headers: Vec<Header>, body: Vec<u8>| Delivery {
+            id: 1,
+            request: NewDelivery {
+                method: "POST".into(),
+                path: "/caf\u{e9}".into(),
+                request_headers: headers,
+                request_body_size: body.len() as u64,
+                request_body: body,
+                ..NewDelivery::default()
+            },
+            outcome: None,
+            delivery_count: 1,
+        };
+        let gzipped = delivery(vec![Header::new("Content-Encoding", "gzip")], sent.clone());
+        let har = document(&gzipped, "http://127.0.0.1:3000/caf\u{e9}?q=\u{9b}\u{202e} x", false);
+        let request = &har["log"]["entries"][0]["request"];
+        assert_eq!(request["postData"]["text"], r#"{"hello":"gzip world"}"#);
+        assert_eq!(
+            request["postData"]["comment"],
+            format!("sent gzip ({} bytes), shown decoded", sent.len())
+        );
+        assert_eq!(request["bodySize"], sent.len());
+        assert_eq!(request["url"], "http://127.0.0.1:3000/caf%C3%A9?q=%C2%9B%E2%80%AE%20x");
+
+        let binary = delivery(Vec::new(), vec![0xff, 0x00, 0x01]);
+        let har = document(&binary, "http://127.0.0.1:3000/b", false);
+        let post = &har["log"]["entries"][0]["request"]["postData"];
+        assert_eq!(
+            (post["text"].as_str(), post["_encoding"].as_str()),
+            (Some("/wAB"), Some("base64"))
+        );
+        assert_eq!(post["comment"], "text is base64: the body is not UTF-8 text");
     }
 
     #[test]
