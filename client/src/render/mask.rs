@@ -65,6 +65,14 @@ mod tests {
         assert_eq!(shown("cookie", "session=1", false), MASK);
         assert_eq!(shown("cookie", "session=1", true), "session=1");
         assert_eq!(shown("content-type", "text/plain", false), "text/plain");
+        assert_eq!(shown("X-Webhook-Secret", "s3cr3t", false), MASK);
+        // When a signature was made helps with one that expired; it is no secret.
+        assert_eq!(shown("x-signature-ed25519", "ab12", false), MASK);
+        assert_eq!(shown("x-signature-timestamp", "1700000000", false), "1700000000");
+        assert_eq!(
+            shown("X-Twilio-Email-Event-Webhook-Timestamp", "1700000000", false),
+            "1700000000"
+        );
     }
 
     #[test]
