@@ -44,6 +44,7 @@ async fn deliveries_on_one_session(tunnel: &mut TestTunnel, count: usize) -> Vec
             TunnelEvent::Connected { .. } => panic!("the tunnel reconnected"),
             TunnelEvent::Waiting { .. }
             | TunnelEvent::HistoryRefusing { .. }
+            | TunnelEvent::NotRecording { .. }
             | TunnelEvent::Stopping { .. }
             | TunnelEvent::Notice { .. } => {}
         }

@@ -45,6 +45,13 @@ pub enum TunnelEvent {
         /// Why, in one line.
         reason: Option<String>,
     },
+    /// Deliveries are not recorded (`Some`, why: the history's inbox cannot
+    /// be written, say on a full disk), or are again (`None`). Forwarding
+    /// goes on either way.
+    NotRecording {
+        /// Why, in one line.
+        reason: Option<String>,
+    },
     /// Something about how the tunnel was set up that works, but perhaps
     /// not as meant: a config file's token withheld from another relay, a
     /// flag with nothing to act on. Shown where the user looks, the TUI's

@@ -121,6 +121,11 @@ pub fn text_line(event: &TunnelEvent) -> Option<Line> {
             escape_str(reason)
         )),
         TunnelEvent::HistoryRefusing { reason: None } => Line::Err("the history takes deliveries again".into()),
+        TunnelEvent::NotRecording { reason: Some(reason) } => Line::Err(format!(
+            "deliveries are not recorded ({}); the tunnel keeps forwarding",
+            escape_str(reason)
+        )),
+        TunnelEvent::NotRecording { reason: None } => Line::Err("deliveries are recorded again".into()),
         TunnelEvent::Notice { text } => Line::Err(format!("warning: {}", escape_str(text))),
         TunnelEvent::Disconnected {
             reason,
@@ -189,6 +194,9 @@ pub fn json_line(event: &TunnelEvent) -> Option<String> {
         }),
         TunnelEvent::HistoryRefusing { reason } => json!({
             "event": "history", "refusing_writes": reason.is_some(), "reason": reason,
+        }),
+        TunnelEvent::NotRecording { reason } => json!({
+            "event": "recording", "recording": reason.is_none(), "reason": reason,
         }),
         TunnelEvent::Notice { text } => json!({ "event": "warning", "message": text }),
         TunnelEvent::Disconnected {
@@ -322,6 +330,27 @@ mod tests {
         };
         assert!(
             matches!(text_line(&refusing), Some(Line::Err(line)) if line.starts_with("the history refuses writes for now (locked)"))
+        );
+        let full = TunnelEvent::NotRecording {
+            reason: Some("cannot write the history inbox: No space left on device".into()),
+        };
+        assert_eq!(
+            text_line(&full),
+            Some(Line::Err(
+                "deliveries are not recorded (cannot write the history inbox: No space left on device); \
+                 the tunnel keeps forwarding"
+                    .into()
+            ))
+        );
+        assert_eq!(
+            json_line(&full).map(|line| serde_json::from_str::<serde_json::Value>(&line).unwrap()),
+            Some(serde_json::json!({"event": "recording", "recording": false,
+                "reason": "cannot write the history inbox: No space left on device"}))
+        );
+        let again = TunnelEvent::NotRecording { reason: None };
+        assert_eq!(
+            text_line(&again),
+            Some(Line::Err("deliveries are recorded again".into()))
         );
         let delivered = TunnelEvent::delivered(summary());
         assert!(matches!(text_line(&delivered), Some(Line::Out(line)) if line.starts_with("#12  POST")));

@@ -77,6 +77,15 @@ pub enum StoreError {
         /// The file.
         path: PathBuf,
     },
+    /// A process that records was given a history this user may only read.
+    #[error(
+        "history database {} is read-only for this user: pass --db a file you may write, or --no-record",
+        path.display()
+    )]
+    ReadOnly {
+        /// The file.
+        path: PathBuf,
+    },
     /// The path names a directory.
     #[error("{} is a directory, not a history database: pass --db a file path", path.display())]
     IsDirectory {
@@ -184,6 +193,13 @@ impl Store {
         }
         create_private(path)?;
         let store = Self::connect(path, Opening::Create)?;
+        // SQLite opens a file this user may not write read-only, without a
+        // word: every delivery after would be lost to a failed write.
+        if store.conn.is_readonly(rusqlite::DatabaseName::Main)? {
+            return Err(StoreError::ReadOnly {
+                path: path.to_path_buf(),
+            });
+        }
         store.recover(BUSY_TIMEOUT)?;
         Ok(store)
     }

@@ -34,6 +34,8 @@ pub enum Warning<'a> {
     Offline(&'a str),
     /// The history takes no writes: why.
     HistoryRefusing(&'a str),
+    /// Deliveries are not recorded at all: why.
+    NotRecording(&'a str),
 }
 
 /// Live counters of a running tunnel.
@@ -47,6 +49,8 @@ pub struct LiveStats {
     pub connection: Connection,
     /// Why the history refuses writes, while it does.
     pub history_refusing: Option<String>,
+    /// Why deliveries are not recorded, while they are not.
+    pub not_recording: Option<String>,
     /// Deliveries per second, oldest first; the last bucket is the current second.
     rate: VecDeque<u64>,
     /// Second (since the TUI started) the last bucket counts.
@@ -73,6 +77,7 @@ impl Default for LiveStats {
             target: String::new(),
             connection: Connection::Connecting,
             history_refusing: None,
+            not_recording: None,
             rate: std::iter::repeat_n(0, RATE_WINDOW).collect(),
             second: 0,
             durations: VecDeque::with_capacity(LATENCY_WINDOW),
@@ -102,6 +107,7 @@ impl LiveStats {
                 };
             }
             TunnelEvent::HistoryRefusing { reason } => self.history_refusing.clone_from(reason),
+            TunnelEvent::NotRecording { reason } => self.not_recording.clone_from(reason),
             TunnelEvent::Waiting { .. } | TunnelEvent::Stopping { .. } | TunnelEvent::Notice { .. } => {}
             TunnelEvent::Delivered { summary, .. } => self.count(summary, second),
         }
@@ -138,7 +144,8 @@ impl LiveStats {
             _ => None,
         };
         let refusing = self.history_refusing.as_deref().map(Warning::HistoryRefusing);
-        offline.into_iter().chain(refusing)
+        let not_recording = self.not_recording.as_deref().map(Warning::NotRecording);
+        offline.into_iter().chain(refusing).chain(not_recording)
     }
 
     /// Seconds until the next attempt to reconnect, counted down each tick.

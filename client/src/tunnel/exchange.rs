@@ -1,5 +1,6 @@
 //! One request's trip: relay → local handler → relay, recorded on the way.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -13,7 +14,7 @@ use super::body::{Capture, Held, Inflow, Keep, StreamedBody, WholeBody};
 use super::outbox::Outbox;
 use super::respond::{answer_error, failure, relay_response, Timing};
 use super::Stop;
-use crate::events::{report_delivered, TunnelEvent};
+use crate::events::{report, report_delivered, TunnelEvent};
 use crate::forward::{undefined_status, Forwarder, LocalBody};
 use crate::store::recorder::{RecordError, Recorder, Ticket};
 use crate::store::{size_past_cut, NewDelivery, Outcome, Summary, MAX_STORED_BODY};
@@ -58,6 +59,9 @@ pub struct Shared {
     /// How the user stops the tunnel: an exchange abandoned once they
     /// asked says so in the history.
     pub stop: Stop,
+    /// True while deliveries cannot be recorded (the inbox cannot be
+    /// written: a full disk), so that is told once, not per delivery.
+    pub not_recording: AtomicBool,
 }
 
 impl Shared {
@@ -65,6 +69,30 @@ impl Shared {
     /// caller's Host: the history records the same answer, for replays.
     fn preserves_host(&self, headers: &[Header]) -> bool {
         self.host_header == HostHeader::Preserve && headers.iter().any(|h| h.name.eq_ignore_ascii_case("host"))
+    }
+
+    /// Tells the display that deliveries are not recorded, once until
+    /// recording works again; the log keeps one note per change too.
+    fn recording_failed(&self, err: &RecordError) {
+        if self.not_recording.swap(true, Ordering::Relaxed) {
+            tracing::debug!(%err, "delivery not recorded");
+            return;
+        }
+        tracing::warn!(%err, "deliveries are not recorded; forwarding goes on");
+        report(
+            &self.events,
+            TunnelEvent::NotRecording {
+                reason: Some(err.to_string()),
+            },
+        );
+    }
+
+    /// Tells the display that deliveries are recorded again, if they were not.
+    fn recording_worked(&self) {
+        if self.not_recording.swap(false, Ordering::Relaxed) {
+            tracing::info!("deliveries are recorded again");
+            report(&self.events, TunnelEvent::NotRecording { reason: None });
+        }
     }
 
     /// How much of each body the history keeps: nothing when nothing is recorded.
@@ -408,19 +436,29 @@ async fn record_streaming(shared: &Shared, slot: &mut Option<Streaming>) -> Opti
     streaming.settle();
     let staged = recorder.stage(&streaming.request).await;
     let streaming = slot.take()?;
-    recorded(staged.and_then(|staged| recorder.append_request(staged, streaming.request)))
+    recorded(
+        shared,
+        staged.and_then(|staged| recorder.append_request(staged, streaming.request)),
+    )
 }
 
 async fn record(shared: &Shared, request: NewDelivery) -> Option<Ticket> {
     let recorder = shared.recorder.as_ref()?;
-    recorded(recorder.record_request(request).await)
+    recorded(shared, recorder.record_request(request).await)
 }
 
 /// The ticket of a recorded request; a failure costs the history, never the forwarding.
-fn recorded(result: Result<Ticket, RecordError>) -> Option<Ticket> {
-    result
-        .inspect_err(|err| tracing::warn!(%err, "delivery not recorded; forwarding goes on"))
-        .ok()
+fn recorded(shared: &Shared, result: Result<Ticket, RecordError>) -> Option<Ticket> {
+    match result {
+        Ok(ticket) => {
+            shared.recording_worked();
+            Some(ticket)
+        }
+        Err(err) => {
+            shared.recording_failed(&err);
+            None
+        }
+    }
 }
 
 /// The Content-Length a request head declares, if any.
@@ -512,8 +550,47 @@ async fn finish(shared: &Shared, line: Line, outcome: Outcome, ticket: Option<Ti
     if let (Some(recorder), Some(ticket)) = (&shared.recorder, ticket) {
         match recorder.record_outcome(ticket, outcome).await {
             Ok(()) => return,
-            Err(err) => tracing::warn!(%err, "delivery not recorded; forwarding goes on"),
+            Err(err) => shared.recording_failed(&err),
         }
     }
     report_delivered(&shared.events, unrecorded);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::target::Target;
+
+    /// A full disk fails every delivery's recording: the display is told
+    /// once, and once more when recording works again.
+    #[test]
+    fn recording_that_fails_is_told_once_per_change() {
+        let (events, mut shown) = mpsc::channel(16);
+        let shared = Shared {
+            forwarder: Forwarder::new(Target::parse("127.0.0.1:9").expect("target")),
+            recorder: None,
+            events,
+            host_header: HostHeader::Rewrite,
+            local_timeout: Duration::from_secs(1),
+            public_url: Default::default(),
+            stop: Stop::default(),
+            not_recording: Default::default(),
+        };
+        let full = || RecordError::Inbox(std::io::Error::from_raw_os_error(28));
+        for _ in 0..3 {
+            assert!(recorded(&shared, Err(full())).is_none());
+        }
+        shared.recording_worked();
+        shared.recording_worked();
+        let told: Vec<TunnelEvent> = std::iter::from_fn(|| shown.try_recv().ok()).collect();
+        assert_eq!(
+            told,
+            [
+                TunnelEvent::NotRecording {
+                    reason: Some("cannot write the history inbox: No space left on device (os error 28)".into())
+                },
+                TunnelEvent::NotRecording { reason: None },
+            ]
+        );
+    }
 }

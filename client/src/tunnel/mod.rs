@@ -70,6 +70,7 @@ pub async fn run(
         host_header: config.host_header,
         local_timeout: config.local_timeout,
         public_url: Default::default(),
+        not_recording: Default::default(),
         stop: stop.clone(),
     });
     let mut unfinished = Unfinished::default();

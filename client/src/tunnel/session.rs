@@ -332,6 +332,7 @@ mod tests {
             host_header: exchange::HostHeader::Rewrite,
             local_timeout: Duration::from_secs(1),
             public_url: Default::default(),
+            not_recording: Default::default(),
             stop: Stop::default(),
         });
         (serve(socket, shared), relay)

@@ -70,7 +70,7 @@ pub struct Recorded {
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
     /// The inbox file could not be written (disk full…).
-    #[error("delivery not recorded: cannot write the history inbox: {0}")]
+    #[error("cannot write the history inbox: {0}")]
     Inbox(std::io::Error),
     /// Requests already handed to the writer could not be written to the
     /// inbox file: the history still gets them, unless the process dies
@@ -78,10 +78,10 @@ pub enum RecordError {
     #[error("cannot write the history inbox ({0}): the requests since the last write are stored in the history all the same, unless this process dies first")]
     Unsaved(std::io::Error),
     /// The writer has stopped.
-    #[error("the history writer has stopped; delivery not recorded")]
+    #[error("the history writer has stopped")]
     Closed,
     /// The store has refused writes for a while and the queue is full.
-    #[error("delivery not recorded: the history is unavailable (locked by another process, or the disk is full) and its queue is full")]
+    #[error("the history is unavailable (locked by another process, or the disk is full) and its queue is full")]
     Unavailable,
 }
 

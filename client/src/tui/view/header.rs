@@ -78,6 +78,10 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
                     ),
                     Color::Yellow,
                 ),
+                Warning::NotRecording(reason) => (
+                    format!("⚠ deliveries not recorded: {}", escape_str(reason)),
+                    Color::Yellow,
+                ),
             };
             let gap = if i == 0 { " " } else { "   " };
             [Span::raw(gap), Span::styled(text, Style::new().fg(color))]
