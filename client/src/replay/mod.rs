@@ -30,7 +30,7 @@ pub use overridden::edits_not_sent;
 pub use plan::provider_of;
 pub use probe::{ProbeError, ProbeSpec};
 pub use report::{Attempt, Check, Report, Role, StateTrace};
-pub use stale::signature_too_old;
+pub use stale::{resign_advice, signature_too_old};
 
 use crate::store::NewDelivery;
 

@@ -8,7 +8,7 @@ use portpreview_shared::provider::{self, Provider, SignError};
 use portpreview_shared::Header;
 
 use super::attempt::{strip_unreplayable, Endpoint, Outgoing};
-use super::stale::stale_signature;
+use super::stale::{resign_advice, stale_signature};
 use super::{secret_sources, ReplayError, ReplayOptions};
 use crate::config::Secret;
 use crate::store::NewDelivery;
@@ -105,7 +105,10 @@ impl Plan {
             warnings.extend(stale_signature(p, &headers, &body, SystemTime::now()));
             if body_changed {
                 warnings.push(if p.resignable() {
-                    format!("the body was changed but not re-signed: a handler that checks {p} signatures refuses it; pass --resign")
+                    format!(
+                        "the body was changed but not re-signed: a handler that checks {p} signatures refuses it; {}",
+                        resign_advice(p)
+                    )
                 } else {
                     format!("the body was changed, and {p} signs with its own private key: a handler that checks signatures refuses it")
                 });

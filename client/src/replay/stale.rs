@@ -12,8 +12,18 @@ use portpreview_shared::Header;
 pub fn stale_signature(provider: Provider, headers: &[Header], body: &[u8], now: SystemTime) -> Option<String> {
     let age = signature_too_old(provider, headers, body, now)?;
     Some(format!(
-        "{age}: pass --resign, or a handler that checks signatures refuses every attempt"
+        "{age}: {}, or a handler that checks signatures refuses every attempt",
+        resign_advice(provider)
     ))
+}
+
+/// What to do about a signature a replay would send stale or void. The
+/// secret is named here, so following the advice needs no second try.
+pub fn resign_advice(provider: Provider) -> String {
+    format!(
+        "pass --resign (it signs with --secret or {})",
+        crate::config::secret_env(provider)
+    )
 }
 
 /// "the stripe signature is 3 h old; stripe accepts 5 min", or `None` when
@@ -62,8 +72,8 @@ mod tests {
         let warning = stale_signature(Provider::Stripe, &stripe_signed_at(1_700_000_000), b"{}", now).unwrap();
         assert_eq!(
             warning,
-            "the stripe signature is 3 h old; stripe accepts 5 min: pass --resign, \
-             or a handler that checks signatures refuses every attempt"
+            "the stripe signature is 3 h old; stripe accepts 5 min: pass --resign (it signs with --secret \
+             or PORTPREVIEW_SECRET_STRIPE), or a handler that checks signatures refuses every attempt"
         );
     }
 

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{resolve_secret, secret_env, ANY_PROVIDER_SECRET_ENV};
-use crate::replay::{Phase, ProbeSpec, Progress, ReplayOptions, Report};
+use crate::replay::{resign_advice, Phase, ProbeSpec, Progress, ReplayOptions, Report};
 use crate::store::{Delivery, Store};
 
 use super::app::{App, Effect};
@@ -164,7 +164,7 @@ impl Effects {
 /// they take no flags, and re-sign once the provider's secret is set.
 fn advice_for_keys(warning: &str, provider: Provider) -> String {
     warning.replace(
-        "pass --resign",
+        &resign_advice(provider),
         &format!(
             "set {} or {ANY_PROVIDER_SECRET_ENV} (or {} in [secrets]) to have r and R re-sign",
             secret_env(provider),
@@ -287,10 +287,13 @@ mod tests {
 
     #[test]
     fn advice_to_pass_resign_names_the_secret_the_keys_sign_with() {
-        let warning = "the stripe signature is 3 h old; stripe accepts 5 min: pass --resign, \
-                       or a handler that checks signatures refuses every attempt";
+        let warning = format!(
+            "the stripe signature is 3 h old; stripe accepts 5 min: {}, \
+             or a handler that checks signatures refuses every attempt",
+            resign_advice(Provider::Stripe)
+        );
         assert_eq!(
-            advice_for_keys(warning, Provider::Stripe),
+            advice_for_keys(&warning, Provider::Stripe),
             "the stripe signature is 3 h old; stripe accepts 5 min: set PORTPREVIEW_SECRET_STRIPE \
              or PORTPREVIEW_SECRET (or stripe in [secrets]) to have r and R re-sign, or a handler that checks signatures \
              refuses every attempt"
