@@ -129,6 +129,62 @@ async fn a_handler_still_at_work_when_the_relay_dies_has_its_answer_recorded_as_
     assert_eq!(outcome.response_body, b"charged", "what the handler said is kept");
 }
 
+/// Stopped while the relay is gone, the client still gives the handler at
+/// work the time any request in flight gets, and records its answer: the
+/// first half of the duplicate the provider will send.
+#[tokio::test]
+async fn stopped_while_the_relay_is_gone_a_handler_at_work_still_has_its_answer_recorded() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (relay, addr) = Running::relay(dir.path()).await;
+    let handler = LocalHandler::start(|_| Answer {
+        status: 201,
+        delay: Duration::from_secs(2),
+        ..Answer::default()
+    })
+    .await;
+    let db = dir.path().join("history.db");
+    let relay_url = format!("http://{addr}");
+    let args = [
+        "http",
+        &handler.url(),
+        "--server",
+        &relay_url,
+        "--db",
+        db.to_str().expect("utf-8 path"),
+        "--log-format",
+        "json",
+    ];
+    let mut client = Running::start(&portpreview_bin(), &args, dir.path());
+    let tunnel: serde_json::Value =
+        serde_json::from_str(&client.line_containing(r#""event":"tunnel""#).await).expect("JSON line");
+    let url = tunnel["public_url"].as_str().expect("public_url");
+    let path = url
+        .split_once("/t/")
+        .map(|(_, name)| format!("/t/{name}/slow"))
+        .expect("a /t/ URL");
+    let mut caller = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+    let request = format!("POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{{}}");
+    caller.write_all(request.as_bytes()).await.expect("send");
+    handler.wait_for_request().await;
+    relay.signal("KILL");
+    client.line_containing(r#""event":"disconnected""#).await;
+    client.signal("TERM");
+
+    let stopping: serde_json::Value =
+        serde_json::from_str(&client.line_containing(r#""event":"stopping""#).await).expect("JSON line");
+    assert_eq!(
+        (stopping["in_flight"].as_u64(), stopping["within_ms"].as_u64()),
+        (Some(1), Some(3000))
+    );
+    let delivery: serde_json::Value =
+        serde_json::from_str(&client.line_containing(r#""event":"delivery""#).await).expect("JSON line");
+    assert_eq!(
+        delivery["error"],
+        "the connection to the relay ended before the answer; the handler then answered 201, which reached no caller"
+    );
+    assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
+}
+
 #[tokio::test]
 async fn a_25_mib_upload_barely_moves_the_relays_memory() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -229,7 +229,8 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
 /// the e-mail), as a server goes on after its client has gone, and the
 /// provider will retry: so the local request is not cut off, and its
 /// answer, if it comes within the local timeout and before the user stops,
-/// is recorded beside the note that no caller received it.
+/// is recorded beside the note that no caller received it. Stopping gives
+/// it the time any request in flight gets.
 async fn answer_for_nobody(
     shared: &Shared,
     exchanged: std::pin::Pin<&mut impl std::future::Future<Output = Outcome>>,
@@ -241,11 +242,15 @@ async fn answer_for_nobody(
     credit.close();
     let answered = tokio::select! {
         answered = tokio::time::timeout(shared.local_timeout, exchanged) => answered.ok(),
-        () = shared.stop.asked.cancelled() => None,
+        () = shared.stop.drain_over() => None,
     };
     let Some(mut outcome) = answered else {
-        let why = if shared.stop.asked.is_cancelled() { STOPPED } else { why };
-        return failure(started, why.into());
+        let why = if shared.stop.asked.is_cancelled() {
+            format!("{why}; {STOPPED}")
+        } else {
+            why.to_owned()
+        };
+        return failure(started, why);
     };
     // Status stays empty, as for every answer that did not reach its caller.
     outcome.error = Some(match (outcome.status.take(), outcome.error.take()) {

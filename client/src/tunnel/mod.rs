@@ -29,6 +29,10 @@ use crate::forward::Forwarder;
 use crate::store::recorder::Recorder;
 use crate::target::Target;
 
+/// How long past [`DRAIN_LIMIT`] exchanges left by a lost session are
+/// waited for, to record that they were cut off.
+const SETTLE_MARGIN: Duration = Duration::from_millis(500);
+
 /// Default time the local handler has to answer before the caller gets 504.
 /// Under the relay's own 30 s so the caller hears the local reason.
 pub const DEFAULT_LOCAL_TIMEOUT: Duration = Duration::from_secs(28);
@@ -54,6 +58,18 @@ pub struct Stop {
     pub now: CancellationToken,
 }
 
+impl Stop {
+    /// Resolves when requests still in flight are cut off: [`DRAIN_LIMIT`]
+    /// after the user asked to stop, or at once when asked again.
+    pub async fn drain_over(&self) {
+        self.asked.cancelled().await;
+        tokio::select! {
+            () = tokio::time::sleep(DRAIN_LIMIT) => {}
+            () = self.now.cancelled() => {}
+        }
+    }
+}
+
 /// Runs the tunnel until `stop` is asked. Fails when the first connection cannot
 /// be made or the relay refuses the tunnel; later drops are retried.
 pub async fn run(
@@ -74,8 +90,8 @@ pub async fn run(
         stop: stop.clone(),
     });
     let mut unfinished = Unfinished::default();
-    let result = serve_until_stopped(config.connect, target, &shared, events, &stop, &mut unfinished).await;
-    unfinished.settle().await;
+    let result = serve_until_stopped(config.connect, target, &shared, events.clone(), &stop, &mut unfinished).await;
+    unfinished.settle(&events).await;
     result
 }
 
@@ -96,15 +112,30 @@ impl Unfinished {
         }
     }
 
-    /// Waits for them up to [`DRAIN_LIMIT`], as for any exchange at shutdown;
-    /// what is still running then is cut off.
-    async fn settle(self) {
+    /// Gives them up to [`DRAIN_LIMIT`], as any exchange gets at shutdown,
+    /// and says so, as a live session does: each records its handler's
+    /// answer, or that it was cut off ([`Stop::drain_over`]).
+    async fn settle(mut self, events: &mpsc::Sender<TunnelEvent>) {
+        self.keep(JoinSet::new());
+        let in_flight: usize = self.0.iter().map(JoinSet::len).sum();
+        if in_flight == 0 {
+            return;
+        }
+        report(
+            events,
+            TunnelEvent::Stopping {
+                in_flight,
+                within: DRAIN_LIMIT,
+            },
+        );
         let finished = async {
             for mut set in self.0 {
                 while set.join_next().await.is_some() {}
             }
         };
-        let _ = tokio::time::timeout(DRAIN_LIMIT, finished).await;
+        // The exchanges end themselves at the limit; the margin lets them
+        // record that before they are dropped.
+        let _ = tokio::time::timeout(DRAIN_LIMIT + SETTLE_MARGIN, finished).await;
     }
 }
 
