@@ -54,21 +54,52 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// Answers an upgrade request: an error, or 101 with the session spawned.
-pub fn accept(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, mut req: Request<Incoming>) -> Response<RelayBody> {
+/// A refused upgrade closes the connection: what tried to open a tunnel
+/// sends no other request on it.
+pub fn accept(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, req: Request<Incoming>) -> Response<RelayBody> {
+    let mut response = upgrade(relay, conn, req);
+    if response.status() != StatusCode::SWITCHING_PROTOCOLS {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
+
+/// The WebSocket version the relay speaks (RFC 6455).
+const WEBSOCKET_VERSION: &str = "13";
+
+fn upgrade(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, mut req: Request<Incoming>) -> Response<RelayBody> {
     let headers = req.headers();
     let key = headers
         .get(header::SEC_WEBSOCKET_KEY)
         .map(|k| derive_accept_key(k.as_bytes()));
+    // RFC 6455 §4.1: a GET, in HTTP/1.1 or later.
     let is_upgrade = req.method() == Method::GET
+        && req.version() >= http::Version::HTTP_11
         && has_token(headers, header::UPGRADE, "websocket")
-        && has_token(headers, header::CONNECTION, "upgrade")
-        && headers.get(header::SEC_WEBSOCKET_VERSION).is_some_and(|v| v == "13");
+        && has_token(headers, header::CONNECTION, "upgrade");
     let Some(accept_key) = key.filter(|_| is_upgrade) else {
         return answer(
             StatusCode::BAD_REQUEST,
             "expected a WebSocket upgrade (portpreview clients connect here)",
         );
     };
+    // RFC 6455 §4.4: another version is told the one this relay speaks.
+    if headers
+        .get(header::SEC_WEBSOCKET_VERSION)
+        .is_none_or(|v| v != WEBSOCKET_VERSION)
+    {
+        let mut refused = answer(
+            StatusCode::UPGRADE_REQUIRED,
+            format!("this relay speaks WebSocket version {WEBSOCKET_VERSION} only"),
+        );
+        refused.headers_mut().insert(
+            header::SEC_WEBSOCKET_VERSION,
+            HeaderValue::from_static(WEBSOCKET_VERSION),
+        );
+        return refused;
+    }
     if headers.contains_key(header::ORIGIN) {
         return answer(StatusCode::FORBIDDEN, "browsers may not open tunnels");
     }

@@ -11,6 +11,7 @@ use futures_util::SinkExt;
 use portpreview_server::{RelayConfig, Tokens};
 use portpreview_shared::message::{version_mismatch, PROTOCOL_VERSION};
 use portpreview_shared::ServerMessage;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::Message;
 
 #[tokio::test]
@@ -93,6 +94,38 @@ async fn an_upgrade_from_a_browser_origin_is_refused() {
         .err()
         .unwrap();
     assert_eq!(refused_status(&err), Some(403));
+}
+
+/// RFC 6455 §4.4: another WebSocket version is told the one spoken, and a
+/// refused upgrade closes its connection, as nothing else comes on it.
+#[tokio::test]
+async fn an_upgrade_in_another_websocket_version_or_http_1_0_is_refused_and_closed() {
+    let relay = Relay::start(RelayConfig::default()).await;
+    let upgrade = |version: &str, websocket: &str| {
+        format!(
+            "GET /_portpreview/connect {version}\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: {websocket}\r\n\r\n"
+        )
+    };
+    let mut caller = tokio::net::TcpStream::connect(relay.addr).await.unwrap();
+    caller.write_all(upgrade("HTTP/1.1", "8").as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    // The relay closes the connection: reading to its end returns.
+    tokio::time::timeout(Duration::from_secs(10), caller.read_to_end(&mut answer))
+        .await
+        .expect("the relay closes the connection")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 426 "), "{answer}");
+    let lower = answer.to_ascii_lowercase();
+    assert!(lower.contains("sec-websocket-version: 13\r\n"), "{answer}");
+    assert!(lower.contains("connection: close\r\n"), "{answer}");
+    assert!(
+        answer.ends_with("this relay speaks WebSocket version 13 only\n"),
+        "{answer}"
+    );
+    let answer = raw(relay.addr, upgrade("HTTP/1.0", "13").as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.0 400 "), "{answer}");
 }
 
 #[tokio::test]
