@@ -522,6 +522,11 @@ async fn the_relay_answers_for_itself_when_it_must() {
             (0..101).map(|n| format!("X-Header-{n}: {n}\r\n")).collect(),
             "more request headers than the relay's limit of 100",
         ),
+        // Refused by the parser before the head has ended.
+        (
+            (0..3000).map(|n| format!("X-{n}: v\r\n")).collect(),
+            "more request headers than the relay's limit of 100",
+        ),
     ];
     for (extra, why) in oversized {
         let head = format!(

@@ -153,6 +153,10 @@ impl<IO> HeadScan<IO> {
                         // hyper's checks: a partial head at the limit, a whole one over it.
                         if buf.len() >= self.limits.max_bytes {
                             self.refuse(Refusal::TooLong);
+                        } else if too_many_lines(buf, self.limits.max_headers) {
+                            // The parser stops at the header past its limit,
+                            // whether or not the head has ended.
+                            self.refuse(Refusal::TooMany);
                         }
                         return;
                     };
@@ -211,6 +215,16 @@ fn head_end(buf: &[u8], from: usize) -> Option<usize> {
         }
     }
     None
+}
+
+/// Whether the whole lines of a head still arriving hold more headers than
+/// `limit`.
+fn too_many_lines(partial: &[u8], limit: usize) -> bool {
+    let whole = partial
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(&[][..], |at| &partial[..at]);
+    Framing::of(whole).headers > limit
 }
 
 /// The length of hyper's own answer to a head it refused, when `out` starts
@@ -376,6 +390,13 @@ mod tests {
 
         let many: String = (0..9).map(|n| format!("X-{n}: 1\r\n")).collect();
         let received = answered(format!("GET / HTTP/1.1\r\n{many}\r\n").as_bytes(), HYPERS_431).await;
+        assert!(
+            received.ends_with("more request headers than the relay's limit of 8\n"),
+            "{received}"
+        );
+        // The parser refuses a head past the limit before it has ended, as
+        // when thousands of headers arrive over several reads.
+        let received = answered(format!("GET / HTTP/1.1\r\n{many}X-Ten").as_bytes(), HYPERS_431).await;
         assert!(
             received.ends_with("more request headers than the relay's limit of 8\n"),
             "{received}"
