@@ -167,7 +167,12 @@ async fn stopped_while_the_relay_is_gone_a_handler_at_work_still_has_its_answer_
     caller.write_all(request.as_bytes()).await.expect("send");
     handler.wait_for_request().await;
     relay.signal("KILL");
-    client.line_containing(r#""event":"disconnected""#).await;
+    let lost: serde_json::Value =
+        serde_json::from_str(&client.line_containing(r#""event":"disconnected""#).await).expect("JSON line");
+    assert_eq!(
+        lost["reason"], "the relay's connection was reset",
+        "not a framing error"
+    );
     client.signal("TERM");
 
     let stopping: serde_json::Value =

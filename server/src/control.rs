@@ -10,6 +10,7 @@ use portpreview_shared::message::{version_mismatch, PROTOCOL_VERSION};
 use portpreview_shared::text::truncate;
 use portpreview_shared::{ClientMessage, ServerMessage};
 use tokio::time::{interval, Instant, MissedTickBehavior};
+use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_util::sync::CancellationToken;
@@ -268,7 +269,7 @@ where
     let lease = match requested {
         Some(name) => {
             if let Some(why) = names::invalid_reason(&name) {
-                return Err(refuse(outbox, format!("name {name:?} is not valid: {why}")));
+                return Err(refuse(outbox, names::refusal(&name, &why)));
             }
             ctx.registry
                 .claim(&name, ctx.owner, ctx.resume.as_deref(), tunnel)
@@ -345,6 +346,10 @@ where
                     // Broken framing is the client's fault, and it hears why,
                     // as it does for a malformed message.
                     Some(Err(WsError::Capacity(err))) => return End::TooLarge(err.to_string()),
+                    // A client killed or cut off: no fault in its framing.
+                    Some(Err(WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake))) => {
+                        return End::Gone("the client's connection was reset".into())
+                    }
                     Some(Err(WsError::Protocol(err))) => {
                         return End::Protocol(format!("invalid WebSocket framing: {err}"))
                     }

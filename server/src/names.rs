@@ -25,9 +25,30 @@ pub fn random() -> String {
     format!("{adjective}-{animal}-{secret:016x}")
 }
 
+/// The refusal of an invalid name, quoting no more of it than a valid
+/// name could hold: the reason must fit a WebSocket close frame.
+pub fn refusal(name: &str, why: &str) -> String {
+    let quoted = portpreview_shared::text::shorten(name, portpreview_shared::name::MAX_NAME_LEN + 1);
+    format!("name {quoted:?} is not valid: {why}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_quotes_only_the_start_of_a_long_name() {
+        let long = "a".repeat(5000);
+        let why = invalid_reason(&long).unwrap();
+        assert_eq!(
+            refusal(&long, &why),
+            format!(
+                "name \"{}…\" is not valid: a tunnel name has 1 to 63 characters",
+                "a".repeat(63)
+            )
+        );
+        assert_eq!(refusal("Bad", "lowercase"), "name \"Bad\" is not valid: lowercase");
+    }
 
     #[test]
     fn random_names_are_valid_and_distinct() {

@@ -124,7 +124,7 @@ fn upgrade(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, mut req: Request<Incoming>)
     if let Some(wanted) = headers.get(NAME_HEADER) {
         let wanted = String::from_utf8_lossy(wanted.as_bytes());
         if let Some(why) = names::invalid_reason(&wanted) {
-            return answer(StatusCode::BAD_REQUEST, format!("name {wanted:?} is not valid: {why}"));
+            return answer(StatusCode::BAD_REQUEST, names::refusal(&wanted, &why));
         }
         match relay.registry.check(&wanted, owner, resume.as_deref()) {
             Ok(()) => {}

@@ -13,6 +13,7 @@ use portpreview_shared::text::truncate;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::task::{self, JoinSet};
 use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::{self, Message};
@@ -147,6 +148,9 @@ where
             next = frames.next() => {
                 let message = match next {
                     None => break SessionEnd::Lost("the relay closed the connection".into()),
+                    Some(Err(tungstenite::Error::Protocol(ProtocolError::ResetWithoutClosingHandshake))) => {
+                        break SessionEnd::Lost("the relay's connection was reset".into())
+                    }
                     Some(Err(err)) => break SessionEnd::Lost(err.to_string()),
                     Some(Ok(message)) => message,
                 };
