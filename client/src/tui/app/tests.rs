@@ -177,6 +177,9 @@ fn help_opens_and_any_key_closes_it() {
     press(&mut app, "j");
     assert_eq!(app.overlay, None);
     assert_eq!(app.selected, 0, "the closing key does nothing else");
+    press(&mut app, "?q");
+    assert_eq!(app.overlay, None, "q closes it like any other key");
+    assert!(!app.quit, "and quits nothing");
     press(&mut app, "q");
     assert!(app.quit);
 }
