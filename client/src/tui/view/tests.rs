@@ -590,6 +590,43 @@ fn replay_form() {
     );
 }
 
+/// A probe longer than its field shows its end and the cursor, the start
+/// marked as cut; each probe kind shows its own text.
+#[test]
+fn replay_form_probe_keeps_the_end_being_typed_in_view() {
+    let mut app = live_app(3, 60, 15);
+    press(&mut app, "R");
+    app.handle_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    press(&mut app, "u");
+    app.handle_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    press(&mut app, "http://127.0.0.1:3000/count");
+    app.handle_key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::NONE));
+    press(&mut app, "c");
+    app.handle_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    press(
+        &mut app,
+        "psql -d shop -c 'select count(*) from credits where order_id = 42'",
+    );
+    let screen = rows(&draw(&app));
+    assert!(
+        screen
+            .iter()
+            .any(|row| row == "││› check cmd …count(*) from credits where order_id = 42'▏││"),
+        "{}",
+        screen.join("\n")
+    );
+    app.handle_key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::NONE));
+    press(&mut app, "u");
+    let screen = rows(&draw(&app));
+    assert!(
+        screen
+            .iter()
+            .any(|row| row.starts_with("││  check url http://127.0.0.1:3000/count ")),
+        "{}",
+        screen.join("\n")
+    );
+}
+
 /// `e` offers the three formats.
 #[test]
 fn export_form() {
