@@ -18,7 +18,14 @@ pub fn shorten(text: &str, width: usize) -> String {
     if text.chars().count() <= width {
         return text.to_owned();
     }
-    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
+    mark_cut(text.chars().take(width.saturating_sub(1)).collect())
+}
+
+/// `kept`, the start of a longer text, ended in `…`, as [`shorten`] ends
+/// it: an escape cut in half, or a joiner left joining nothing, is left
+/// out. For callers that measure the start in their own units (a
+/// terminal's columns).
+pub fn mark_cut(mut out: String) -> String {
     if let Some(at) = out.rfind('\\') {
         let escape = &out[at..];
         let whole = match escape.as_bytes().get(1) {

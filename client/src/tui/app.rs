@@ -48,6 +48,23 @@ pub struct DetailState {
     pub scroll: usize,
     /// Columns cut from the left of every line.
     pub hscroll: usize,
+    /// Event key and scope it counts among; `None` for a replay or a
+    /// delivery with no key, whose text no retry changes.
+    pub event: Option<(String, String)>,
+}
+
+impl DetailState {
+    /// True when `row` is the open delivery or another delivery of its
+    /// event: either changes what the pane says (its answer, its count).
+    fn shown_changed_by(&self, row: &crate::store::Summary) -> bool {
+        let retry = row.replay_of.is_none() && row.delivery_count > 1;
+        row.id == self.doc.id
+            || retry
+                && self
+                    .event
+                    .as_ref()
+                    .is_some_and(|(key, scope)| *key == row.event_key && *scope == row.event_scope)
+    }
 }
 
 /// What is drawn over the panes, taking the keys.
@@ -235,8 +252,13 @@ impl App {
         let (TunnelEvent::Delivered { summary, .. } | TunnelEvent::Waiting { summary }) = event else {
             return;
         };
-        if self.detail.as_ref().is_some_and(|d| d.doc.id == summary.id) {
-            self.refresh_detail(summary.id);
+        if let Some(id) = self
+            .detail
+            .as_ref()
+            .filter(|d| d.shown_changed_by(&summary))
+            .map(|d| d.doc.id)
+        {
+            self.refresh_detail(id);
         }
         if self.pager.search().is_some() {
             self.head_stale = true;

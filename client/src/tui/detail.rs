@@ -11,7 +11,7 @@ use crate::render::body::{as_text, for_terminal_start, truncation_note, Decoding
 use crate::store::{size_unknown_past, Delivery, ReplayRun};
 use crate::time::ordinal;
 
-use super::format::{status_style, timestamp};
+use super::format::{elapsed, status_style, timestamp};
 
 /// Bytes of a body shown as text; the rest is left to `e` export.
 const MAX_SHOWN_TEXT: usize = 256 * 1024;
@@ -100,11 +100,11 @@ impl DetailDoc {
                 let (status, took) = match (outcome.status, outcome.duration_ms) {
                     (Some(code), ms) => (
                         Span::styled(status_text(code), status_style(Some(code))),
-                        ms.map_or_else(String::new, |ms| format!("  in {ms:.1} ms")),
+                        ms.map_or_else(String::new, |ms| format!("  in {}", elapsed(ms))),
                     ),
                     (None, Some(ms)) => (
                         Span::styled("none", status_style(None)),
-                        format!(", failed after {ms:.1} ms"),
+                        format!(", failed after {}", elapsed(ms)),
                     ),
                     (None, None) => (Span::styled("none", status_style(None)), String::new()),
                 };
@@ -160,7 +160,11 @@ impl DetailDoc {
                 None => ("? inconclusive", Style::new().fg(Color::Yellow)),
             };
             lines.push(Line::from(vec![
-                Span::raw(format!("{} ×{} ", timestamp(run.started_at_ms, true), run.times)),
+                Span::raw(format!(
+                    "{} ×{} ",
+                    timestamp(run.started_at_ms, true),
+                    report.times(run.times)
+                )),
                 Span::styled(mark, style),
                 Span::raw(format!("  {}", escape_str(&run.summary))),
             ]));
@@ -187,6 +191,9 @@ struct StoredReport {
     /// The distinct answers: the attempts that got each, its status and
     /// the start of its body.
     answers: Vec<(Vec<u32>, Option<u64>, String)>,
+    /// Attempts the run saved: fewer than it asked for when it was stopped
+    /// (Esc, ctrl-c). `None` when the report does not list them.
+    sent: Option<usize>,
 }
 
 impl StoredReport {
@@ -228,6 +235,16 @@ impl StoredReport {
             // summary already says when they were not.
             side_effects_checked: report["side_effects_checked"].as_bool().unwrap_or(true),
             answers,
+            sent: report["attempts"].as_array().map(Vec::len),
+        }
+    }
+
+    /// `50`, or `9/50` for a run of 50 stopped after 9: the count asked
+    /// for alone would claim attempts that were never sent.
+    fn times(&self, asked: u32) -> String {
+        match self.sent {
+            Some(sent) if sent < asked as usize => format!("{sent}/{asked}"),
+            _ => asked.to_string(),
         }
     }
 
@@ -474,6 +491,12 @@ mod tests {
             Some("the connection to the relay ended before the answer; the handler then answered 200".into());
         let shown = text(&DetailDoc::new(&late, 1, &[], false));
         assert!(shown.contains("Response none, failed after 12.0 ms"), "{shown}");
+        late.outcome.as_mut().unwrap().duration_ms = Some(3001.1);
+        let shown = text(&DetailDoc::new(&late, 1, &[], false));
+        assert!(
+            shown.contains("Response none, failed after 3.00 s"),
+            "seconds, not thousands of milliseconds: {shown}"
+        );
         assert!(
             shown.contains("Response headers (1)\ncontent-type: text/plain"),
             "{shown}"
@@ -580,6 +603,31 @@ mod tests {
         assert!(
             shown.contains("×1 ✗ failed  ✗ failed: attempt 1 answered 302"),
             "{shown}"
+        );
+    }
+
+    #[test]
+    fn a_stopped_run_shows_the_attempts_it_sent_of_those_asked() {
+        let attempts: Vec<_> = (1..=9).map(|n| serde_json::json!({"n": n, "status": 200})).collect();
+        let stopped = ReplayRun {
+            id: 1,
+            delivery_id: 1,
+            started_at_ms: 1_764_470_700_000,
+            times: 50,
+            concurrency: 1,
+            idempotent: None,
+            summary: "? stopped after 9 of 50 attempts".into(),
+            report_json: serde_json::json!({ "attempts": attempts }).to_string(),
+        };
+        let whole = ReplayRun {
+            times: 9,
+            ..stopped.clone()
+        };
+        let shown = text(&DetailDoc::new(&test_delivery(1), 1, &[stopped, whole], false));
+        assert!(shown.contains("×9/50 ? inconclusive"), "{shown}");
+        assert!(
+            shown.contains("×9 ? inconclusive"),
+            "a run that sent all it asked: {shown}"
         );
     }
 }

@@ -129,8 +129,11 @@ pub struct ReplayForm {
     pub times: TextInput,
     /// Probe kind.
     pub probe_kind: ProbeKind,
-    /// Probe URL or command, as typed.
-    pub probe: TextInput,
+    /// Probe URL, as typed.
+    pub probe_url: TextInput,
+    /// Probe command, as typed: apart from the URL, so that switching
+    /// kind never hands a URL typed earlier to the shell.
+    pub probe_cmd: TextInput,
     /// Field with the cursor.
     pub field: ReplayField,
     /// Why the last Enter was refused.
@@ -155,7 +158,8 @@ impl ReplayForm {
             delivery_id,
             times: TextInput::suggest("10"),
             probe_kind: ProbeKind::None,
-            probe: TextInput::default(),
+            probe_url: TextInput::default(),
+            probe_cmd: TextInput::default(),
             field: ReplayField::Times,
             error: None,
         }
@@ -192,12 +196,31 @@ impl ReplayForm {
                     _ => {}
                 },
                 ReplayField::Probe => {
-                    self.probe.handle(key);
+                    if let Some(probe) = self.probe_mut() {
+                        probe.handle(key);
+                    }
                 }
             },
         }
         self.error = None;
         (FormOutcome::Editing, None)
+    }
+
+    /// The text of the probe kind chosen; none without a probe.
+    pub fn probe(&self) -> Option<&TextInput> {
+        match self.probe_kind {
+            ProbeKind::None => None,
+            ProbeKind::Url => Some(&self.probe_url),
+            ProbeKind::Cmd => Some(&self.probe_cmd),
+        }
+    }
+
+    fn probe_mut(&mut self) -> Option<&mut TextInput> {
+        match self.probe_kind {
+            ProbeKind::None => None,
+            ProbeKind::Url => Some(&mut self.probe_url),
+            ProbeKind::Cmd => Some(&mut self.probe_cmd),
+        }
     }
 
     fn next_field(&self) -> ReplayField {
@@ -227,7 +250,7 @@ impl ReplayForm {
                 ))
             }
         };
-        let value = self.probe.text.trim().to_owned();
+        let value = self.probe().map_or("", |p| p.text.trim()).to_owned();
         let probe = match self.probe_kind {
             ProbeKind::None => None,
             _ if value.is_empty() => return Err("type the probe URL or command, or choose none".into()),
@@ -359,14 +382,41 @@ mod tests {
         form.probe_kind = ProbeKind::Cmd;
         assert_eq!(form.handle(key(KeyCode::Enter)).1, None);
         form.probe_kind = ProbeKind::Url;
-        form.probe = TextInput::new("not a url");
+        form.probe_url = TextInput::new("not a url");
         assert_eq!(
             form.handle(key(KeyCode::Enter)),
             (FormOutcome::Editing, None),
             "a bad URL keeps the form open"
         );
-        assert_eq!(form.probe.text, "not a url", "with what was typed");
+        assert_eq!(form.probe_url.text, "not a url", "with what was typed");
         assert_eq!(form.handle(key(KeyCode::Esc)).0, FormOutcome::Cancel);
+    }
+
+    #[test]
+    fn each_probe_kind_keeps_its_own_text() {
+        let mut form = ReplayForm::new(4);
+        form.handle(key(KeyCode::Tab));
+        form.handle(key(KeyCode::Char('u')));
+        form.handle(key(KeyCode::Tab));
+        typed(&mut form, "http://127.0.0.1:3000/count");
+        form.handle(key(KeyCode::BackTab));
+        form.handle(key(KeyCode::Char('c')));
+        form.handle(key(KeyCode::Tab));
+        assert_eq!(form.probe().map(|p| p.text.as_str()), Some(""), "cmd starts empty");
+        typed(&mut form, "sqlite3 app.db 'select 1'");
+        let (_, request) = form.handle(key(KeyCode::Enter));
+        assert_eq!(
+            request.and_then(|r| r.probe),
+            Some(Probe::Cmd("sqlite3 app.db 'select 1'".into())),
+            "the command alone, without the URL typed before"
+        );
+        form.handle(key(KeyCode::BackTab));
+        form.handle(key(KeyCode::Char('u')));
+        assert_eq!(
+            form.probe().map(|p| p.text.as_str()),
+            Some("http://127.0.0.1:3000/count"),
+            "back on url, its text is still there"
+        );
     }
 
     #[test]

@@ -212,16 +212,26 @@ fn copy_curl(app: &mut App, id: i64, terminal: &mut TerminalGuard) {
     // Not the working directory, as `e` exports: nobody asked for a file
     // there, and one holding credentials could be committed with the rest.
     match export::write_new_file(&std::env::temp_dir(), id, ExportFormat::Curl, &text) {
-        Ok(path) => app.set_status(
-            format!(
-                "no clipboard here: curl command of #{id} written to {}{}",
-                shown(&path),
-                secrets_note(ExportFormat::Curl)
-            ),
-            false,
-        ),
+        Ok(path) => app.set_status(copied_to_file(id, &path, export::file_asked_for()), false),
         Err(err) => app.set_status(format!("cannot copy: {}", crate::error_line(&err)), true),
     }
+}
+
+/// The status line of a curl command written to `path` instead of the
+/// clipboard. Unless a file was asked for, it names the setting that
+/// sends OSC 52 anyway: the guess leaves it off where the copy could be
+/// lost unseen (tmux, unknown terminals), and only the user knows better.
+fn copied_to_file(id: i64, path: &Path, asked_for: bool) -> String {
+    let hint = if asked_for {
+        String::new()
+    } else {
+        format!("; set {}=osc52 if your terminal takes OSC 52", export::CLIPBOARD_ENV)
+    };
+    format!(
+        "no clipboard here: curl command of #{id} written to {}{}{hint}",
+        shown(path),
+        secrets_note(ExportFormat::Curl)
+    )
 }
 
 /// What a status line adds for a file that holds the request's
@@ -299,6 +309,23 @@ mod tests {
              refuses every attempt"
         );
         assert_eq!(advice_for_keys("slow answers", Provider::Stripe), "slow answers");
+    }
+
+    #[test]
+    fn a_copy_written_to_a_file_names_the_setting_for_the_clipboard() {
+        let path = Path::new("/tmp/portpreview-3.sh");
+        let line = copied_to_file(3, path, false);
+        assert_eq!(
+            line,
+            "no clipboard here: curl command of #3 written to /tmp/portpreview-3.sh \
+             (secrets as received, readable by you only); set PORTPREVIEW_CLIPBOARD=osc52 \
+             if your terminal takes OSC 52"
+        );
+        assert!(!line.contains('\n'), "one line");
+        assert!(
+            !copied_to_file(3, path, true).contains("PORTPREVIEW_CLIPBOARD"),
+            "not to whoever asked for the file"
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::store::Delivery;
 use super::dialog::ExportFormat;
 
 /// `PORTPREVIEW_CLIPBOARD=osc52|file` overrides the guess of whether the
-/// terminal takes OSC 52 clipboard writes.
+/// terminal takes OSC 52 clipboard writes (documented with `y` in the README).
 pub const CLIPBOARD_ENV: &str = "PORTPREVIEW_CLIPBOARD";
 
 /// Terminals known to accept OSC 52 from applications (by `$TERM` or `$TERM_PROGRAM`).
@@ -76,6 +76,11 @@ pub fn export_dir() -> PathBuf {
     }
 }
 
+/// True when the user set `PORTPREVIEW_CLIPBOARD=file`.
+pub fn file_asked_for() -> bool {
+    std::env::var(CLIPBOARD_ENV).is_ok_and(|v| v == "file")
+}
+
 /// True when the terminal is known to take OSC 52 clipboard writes.
 pub fn clipboard_supported() -> bool {
     let var = |name| std::env::var(name).unwrap_or_default();
@@ -84,7 +89,10 @@ pub fn clipboard_supported() -> bool {
         "file" => return false,
         _ => {}
     }
-    // Inside tmux or screen the sequence is dropped unless configured.
+    // Inside tmux or screen the sequence is dropped unless configured
+    // (tmux's `set-clipboard on` or `external`), and nothing tells the
+    // sender: guessed on, a copy would be lost unseen. The file always
+    // arrives, and its status line names the setting that turns OSC 52 on.
     if !var("TMUX").is_empty() || var("TERM").starts_with("screen") {
         return false;
     }

@@ -2,8 +2,9 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
+use portpreview_shared::text::mark_cut;
 use ratatui::style::{Color, Style};
-use ratatui::text::Span;
+use ratatui::text::{Line, Span};
 
 /// `2026-11-30 02:45:00.123` (with the date) or `02:45:00`, in UTC.
 pub fn timestamp(ms: i64, with_date: bool) -> String {
@@ -42,6 +43,17 @@ pub fn duration(ms: Option<f64>) -> String {
         Some(ms) if ms < 10.0 => format!("{ms:.1} ms"),
         Some(ms) if ms < 1000.0 => format!("{ms:.0} ms"),
         Some(ms) => format!("{:.1} s", ms / 1000.0),
+    }
+}
+
+/// `12.0 ms`, or `3.00 s` from a second on: a delivery's time to its
+/// answer, to the tenth of a millisecond where that can matter and never
+/// as thousands of them.
+pub fn elapsed(ms: f64) -> String {
+    if ms < 1000.0 {
+        format!("{ms:.1} ms")
+    } else {
+        format!("{:.2} s", ms / 1000.0)
     }
 }
 
@@ -94,6 +106,57 @@ pub fn tail(text: &str, width: usize) -> String {
     format!("…{}", kept.into_iter().rev().collect::<String>())
 }
 
+/// `text` in at most `width` columns, ending in "…" when it had to be
+/// cut, so a reader sees there was more. Columns, not characters: a CJK
+/// character takes two, and counting it as one would cut it unmarked.
+/// Escapes the sanitiser wrote are kept whole or left out.
+pub fn fit(text: &str, width: usize) -> String {
+    if Span::raw(text).width() <= width {
+        return text.to_owned();
+    }
+    cut(text, width)
+}
+
+/// The start of `text` and "…" in at most `width` columns, whether or not
+/// the whole would fit: the caller knows more follows.
+fn cut(text: &str, width: usize) -> String {
+    if width == 0 {
+        return String::new();
+    }
+    use unicode_width::UnicodeWidthChar;
+    let mut used = 0;
+    let kept = text
+        .chars()
+        .take_while(|c| {
+            used += c.width().unwrap_or(0);
+            used < width
+        })
+        .collect();
+    mark_cut(kept)
+}
+
+/// `line` in at most `width` columns, cut as [`fit`] cuts, the "…" in the
+/// style of the span it ends: a line a paragraph clips shows no sign of it.
+pub fn fit_line(line: Line<'static>, width: usize) -> Line<'static> {
+    if line.width() <= width {
+        return line;
+    }
+    let mut room = width;
+    let mut spans = Vec::with_capacity(line.spans.len());
+    for span in line.spans {
+        let columns = span.width();
+        // Whole, it must leave a column for the "…" a later span ends in.
+        if columns < room {
+            room -= columns;
+            spans.push(span);
+            continue;
+        }
+        spans.push(Span::styled(cut(&span.content, room), span.style));
+        break;
+    }
+    Line { spans, ..line }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,6 +169,9 @@ mod tests {
         assert_eq!(duration(Some(3.25)), "3.2 ms");
         assert_eq!(duration(Some(14.4)), "14 ms");
         assert_eq!(duration(Some(1234.0)), "1.2 s");
+        assert_eq!(elapsed(12.0), "12.0 ms");
+        assert_eq!(elapsed(999.94), "999.9 ms");
+        assert_eq!(elapsed(3001.1), "3.00 s");
     }
 
     #[test]
@@ -118,6 +184,36 @@ mod tests {
         assert_eq!(wrap("fits", 10), ["fits"]);
         assert_eq!(wrap("", 10), [""]);
         assert_eq!(wrap("wide ✓✓✓", 0), ["w", "i", "d", "e", "✓", "✓", "✓"]);
+    }
+
+    #[test]
+    fn a_fit_measures_columns_and_marks_the_cut() {
+        assert_eq!(fit("evt_日本語日本語日本語日本語", 16), "evt_日本語日本…");
+        assert_eq!(fit("evt_日本語", 10), "evt_日本語");
+        assert_eq!(fit("evt_日本語", 9), "evt_日本…");
+        assert_eq!(fit("abcdef", 4), "abc…");
+        assert_eq!(fit("a\\x1b[2J", 5), "a…", "an escape is never cut in half");
+        assert_eq!(fit("abc", 0), "");
+        assert!(Span::raw(fit("日本語日本語", 6)).width() <= 6);
+    }
+
+    #[test]
+    fn a_fitted_line_ends_in_an_ellipsis_in_the_cut_spans_style() {
+        let red = Style::new().fg(Color::Red);
+        let line = Line::from(vec![
+            Span::raw("● online  "),
+            Span::styled("http://127.0.0.1:8080", red),
+        ]);
+        let fitted = fit_line(line.clone(), 20);
+        assert_eq!(fitted.to_string(), "● online  http://12…");
+        assert_eq!(fitted.spans.last().map(|s| s.style), Some(red));
+        assert_eq!(fit_line(line.clone(), 40), line, "a line that fits is left whole");
+        let exact = Line::from(vec![Span::raw("abcd"), Span::raw("efgh")]);
+        assert_eq!(
+            fit_line(exact, 4).to_string(),
+            "abc…",
+            "a span that just fits still leaves room for the mark"
+        );
     }
 
     #[test]

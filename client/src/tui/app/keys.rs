@@ -106,7 +106,8 @@ impl App {
                             first: first.saturating_sub(1),
                         });
                     }
-                    KeyCode::Char('q') => self.quit = true,
+                    // q too: the title promises any key closes, and a quit
+                    // on the way out of the help would drop the tunnel.
                     _ => {}
                 }
             }

@@ -13,10 +13,14 @@ impl App {
         });
         match loaded {
             Ok((Some(delivery), number, runs)) => {
+                let req = &delivery.request;
+                let counted = req.replay_of.is_none() && !req.event_key.is_empty();
+                let event = counted.then(|| (req.event_key.clone(), req.event_scope()));
                 self.detail = Some(DetailState {
                     doc: DetailDoc::new(&delivery, number, &runs, self.reveal == Some(id)),
                     scroll: 0,
                     hscroll: 0,
+                    event,
                 });
             }
             Ok((None, ..)) => self.set_status(format!("delivery #{id} is no longer in the history"), true),
@@ -31,7 +35,8 @@ impl App {
         self.focus = Focus::List;
     }
 
-    /// Reads the open delivery again (its answer came), keeping the place.
+    /// Reads the open delivery again (its answer or a retry of its event
+    /// came), keeping the place.
     pub(super) fn refresh_detail(&mut self, id: i64) {
         let place = self.detail.as_ref().map(|d| (d.scroll, d.hscroll));
         self.open_detail(id);

@@ -177,6 +177,9 @@ fn help_opens_and_any_key_closes_it() {
     press(&mut app, "j");
     assert_eq!(app.overlay, None);
     assert_eq!(app.selected, 0, "the closing key does nothing else");
+    press(&mut app, "?q");
+    assert_eq!(app.overlay, None, "q closes it like any other key");
+    assert!(!app.quit, "and quits nothing");
     press(&mut app, "q");
     assert!(app.quit);
 }
@@ -381,6 +384,51 @@ fn an_open_detail_shows_the_answer_once_it_comes() {
     );
     assert!(!shown(&app).contains("Response: none"), "{}", shown(&app));
     assert!(shown(&app).contains("Response 200"), "{}", shown(&app));
+}
+
+#[test]
+fn an_open_detail_counts_a_retry_of_its_event_as_it_comes() {
+    let shared = std::rc::Rc::new(MemorySource::with_rows(3));
+    let mut app = App::new(
+        Box::new(SharedSource(shared.clone())),
+        Mode::Live,
+        Rect::new(0, 0, 120, 40),
+    )
+    .unwrap();
+    key(&mut app, KeyCode::Enter);
+    let shown = |app: &App| -> String {
+        let doc = &app.detail.as_ref().expect("detail open").doc;
+        doc.lines.iter().map(|l| l.to_string() + "\n").collect()
+    };
+    assert!(
+        shown(&app).contains("the only delivery of this event"),
+        "{}",
+        shown(&app)
+    );
+
+    // The sender tries event evt_3 again: the history counts two.
+    let mut retry = test_delivery(4);
+    retry.request.event_key = "evt_3".into();
+    retry.delivery_count = 2;
+    shared.deliveries.borrow_mut().iter_mut().for_each(|d| {
+        if d.request.event_key == "evt_3" {
+            d.delivery_count = 2;
+        }
+    });
+    shared.push(retry.clone());
+    app.on_tunnel_event(
+        TunnelEvent::Delivered {
+            summary: summary_of(&retry),
+            delivery_number: 2,
+        },
+        0,
+    );
+    assert_eq!(
+        app.detail.as_ref().map(|d| d.doc.id),
+        Some(3),
+        "the open delivery stays open"
+    );
+    assert!(shown(&app).contains("1st delivery of 2"), "{}", shown(&app));
 }
 
 #[test]

@@ -16,6 +16,8 @@ const CURSOR: &str = "▏";
 
 /// Width of the replay dialog when nothing in it asks for more.
 const REPLAY_WIDTH: u16 = 58;
+/// Columns a form field's marker and label take before its value.
+const LABEL_WIDTH: usize = 12;
 
 fn key(text: &'static str) -> Span<'static> {
     Span::styled(text, Style::new().fg(Color::Cyan))
@@ -36,7 +38,7 @@ pub(super) fn render_filter(input: &TextInput, area: Rect, buf: &mut Buffer) {
 fn field_line(label: &str, value: Vec<Span<'static>>, active: bool) -> Line<'static> {
     let marker = if active { "›" } else { " " };
     let mut spans = vec![Span::styled(
-        format!("{marker} {label:<10}"),
+        format!("{marker} {label:<width$}", width = LABEL_WIDTH - 2),
         Style::new().fg(Color::DarkGray),
     )];
     spans.extend(value);
@@ -44,6 +46,13 @@ fn field_line(label: &str, value: Vec<Span<'static>>, active: bool) -> Line<'sta
 }
 
 pub(super) fn render_replay(form: &ReplayForm, area: Rect, buf: &mut Buffer) {
+    // The dialog grows to hold the message on one line where the screen
+    // allows, and the message wraps inside it where it does not: a refusal
+    // cut short cannot be acted on.
+    let error_width = form.error.as_deref().map_or(0, |e| Line::raw(e).width());
+    let width = REPLAY_WIDTH
+        .max(u16::try_from(error_width + 2).unwrap_or(u16::MAX))
+        .min(area.width);
     let cursor = |field| if form.field == field { CURSOR } else { "" };
     let kinds = [
         (ProbeKind::None, "none"),
@@ -84,24 +93,20 @@ pub(super) fn render_replay(form: &ReplayForm, area: Rect, buf: &mut Buffer) {
         ProbeKind::Url => Some("check url"),
         ProbeKind::Cmd => Some("check cmd"),
     };
-    if let Some(label) = probe_label {
+    if let (Some(label), Some(probe)) = (probe_label, form.probe()) {
+        // Typing happens at the end: the field keeps it and the cursor in
+        // view, the start given way to a "…" (a column kept for the cursor).
+        let room = usize::from(width.saturating_sub(2)).saturating_sub(LABEL_WIDTH + 1);
         lines.push(field_line(
             label,
             vec![
-                Span::raw(escape_str(&form.probe.text).into_owned()),
+                Span::raw(tail(&escape_str(&probe.text), room)),
                 Span::raw(cursor(ReplayField::Probe)),
             ],
             form.field == ReplayField::Probe,
         ));
     }
     lines.push(Line::default());
-    // The dialog grows to hold the message on one line where the screen
-    // allows, and the message wraps inside it where it does not: a refusal
-    // cut short cannot be acted on.
-    let error_width = form.error.as_deref().map_or(0, |e| Line::raw(e).width());
-    let width = REPLAY_WIDTH
-        .max(u16::try_from(error_width + 2).unwrap_or(u16::MAX))
-        .min(area.width);
     match &form.error {
         Some(error) => lines.extend(
             wrap(error, usize::from(width.saturating_sub(2)))

@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Sparkline, Widget};
 
 use crate::tui::app::{App, Mode};
-use crate::tui::format::{duration, tail};
+use crate::tui::format::{duration, fit_line, tail};
 use crate::tui::stats::{Connection, Warning};
 
 pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
@@ -53,7 +53,8 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
             ])
         }
     };
-    Paragraph::new(top).render(
+    // Cut with a mark: a URL cut short looks like another, whole one.
+    Paragraph::new(fit_line(top, usize::from(area.width))).render(
         Rect {
             height: 1.min(area.height),
             ..area
@@ -86,7 +87,8 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
             let gap = if i == 0 { " " } else { "   " };
             [Span::raw(gap), Span::styled(text, Style::new().fg(color))]
         });
-        Paragraph::new(Line::from(spans.collect::<Vec<_>>())).render(second, buf);
+        let line = Line::from(spans.collect::<Vec<_>>());
+        Paragraph::new(fit_line(line, usize::from(area.width))).render(second, buf);
         second.y += 1;
     }
     if second.bottom() > area.bottom() {

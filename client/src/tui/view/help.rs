@@ -7,6 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph, Widget};
 
 use super::centered;
+use crate::tui::format::fit_line;
 
 /// Every key, as the help box lists it (most needed first: a short screen
 /// shows the start, and j and k scroll to the rest).
@@ -45,20 +46,36 @@ fn popup(area: Rect) -> Rect {
 pub(super) fn render(area: Rect, buf: &mut Buffer, first: usize) {
     let popup = popup(area);
     Clear.render(popup, buf);
+    let inner = usize::from(popup.width.saturating_sub(2));
+    // Cut with a mark on a narrow screen: a cut description reads as a
+    // whole, wrong one.
     let lines: Vec<Line> = KEYS
         .iter()
         .skip(first)
         .map(|(key, what)| {
-            Line::from(vec![
+            let line = Line::from(vec![
                 Span::styled(format!(" {key:<11}"), Style::new().fg(Color::Cyan)),
                 Span::raw(*what),
-            ])
+            ]);
+            fit_line(line, inner)
         })
         .collect();
-    let title = match rows_shown(area) < KEYS.len() {
-        true => " Keys (j k scroll, any other key closes) ",
-        false => " Keys (any key closes) ",
+    // The shorter title where the long one would be cut: what it says
+    // (that any key closes the box) is what a user needs from it.
+    let titles: &[&str] = match rows_shown(area) < KEYS.len() {
+        true => &[
+            " Keys (j k scroll, any other key closes) ",
+            " Keys (j k scroll, other keys close) ",
+        ],
+        false => &[" Keys (any key closes) "],
     };
+    let title = titles
+        .iter()
+        .find(|title| Line::raw(**title).width() <= inner)
+        .or(titles.last())
+        .copied()
+        .unwrap_or_default();
+    let title = fit_line(Line::raw(title), inner);
     let block = Block::bordered()
         .title(title)
         .border_style(Style::new().fg(Color::Cyan));

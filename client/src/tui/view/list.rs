@@ -1,7 +1,7 @@
 //! The deliveries table, newest first.
 
 use portpreview_shared::sanitize::escape_str;
-use portpreview_shared::text::{counted, shorten, thousands};
+use portpreview_shared::text::{counted, thousands};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -10,7 +10,7 @@ use ratatui::widgets::{Block, Cell, Paragraph, Row, StatefulWidget, Table, Table
 
 use crate::store::Summary;
 use crate::tui::app::{App, Focus, Mode};
-use crate::tui::format::{duration, short_timestamp, status_style, timestamp};
+use crate::tui::format::{duration, fit, short_timestamp, status_style, timestamp};
 
 use super::layout::list_rows;
 
@@ -217,9 +217,9 @@ fn row(summary: &Summary, width: u16, path_width: usize) -> Row<'static> {
             };
             Cell::from(time).style(Style::new().fg(Color::DarkGray))
         }
-        Column::Method => Cell::from(shorten(&escape_str(&summary.method), 6)),
+        Column::Method => Cell::from(fit(&escape_str(&summary.method), 6)),
         // Marked where it is cut: a cut path can look like another, whole one.
-        Column::Path => Cell::from(shorten(&escape_str(&summary.path), path_width)),
+        Column::Path => Cell::from(fit(&escape_str(&summary.path), path_width)),
         Column::Status => {
             let status = match summary.status {
                 Some(code) => code.to_string(),
@@ -230,14 +230,14 @@ fn row(summary: &Summary, width: u16, path_width: usize) -> Row<'static> {
         }
         Column::Took => Cell::from(Line::from(duration(summary.duration_ms)).right_aligned()),
         Column::Provider => {
-            let provider = summary.provider.as_deref().map_or_else(
-                || "–".to_owned(),
-                |p| shorten(&escape_str(p), provider_width(width).into()),
-            );
+            let provider = summary
+                .provider
+                .as_deref()
+                .map_or_else(|| "–".to_owned(), |p| fit(&escape_str(p), provider_width(width).into()));
             Cell::from(provider).style(Style::new().fg(Color::Magenta))
         }
         Column::Event => {
-            let event = shorten(&escape_str(&summary.event_key), event_width(width).into());
+            let event = fit(&escape_str(&summary.event_key), event_width(width).into());
             Cell::from(event).style(Style::new().fg(Color::DarkGray))
         }
         Column::Count => {

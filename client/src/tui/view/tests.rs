@@ -145,7 +145,7 @@ fn filter_prompt() {
     assert_eq!(
         plain(draw(&app)),
         Buffer::with_lines([
-            " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter →",
+            " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter …",
             " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
             "┌ Deliveries 1/3 ──────────────────────────────────────────┐",
             "│Time UTC Method Path                       St  Took    #  │",
@@ -174,6 +174,44 @@ fn a_long_filter_keeps_its_end_in_view() {
     assert!(shown.starts_with("/…") && shown.ends_with("る終わり▏"), "{}", screen[7]);
 }
 
+/// Text cut to fit says so with "…", measured in columns: a CJK event key
+/// in the list, the header's URL and the help's lines on a narrow screen.
+#[test]
+fn cut_text_ends_in_an_ellipsis_even_when_its_characters_are_wide() {
+    let mut wide = test_delivery(1);
+    wide.request.event_key = "evt_日本語日本語日本語日本語".into();
+    let app = app(vec![wide], Mode::Live, 120, 10);
+    let screen = rows(&plain(draw(&app)));
+    assert!(
+        // A wide character's second cell is drawn as a space.
+        screen
+            .iter()
+            .any(|row| row.replace(' ', "").contains("evt_日本語日本…1")),
+        "{}",
+        screen.join("\n")
+    );
+
+    let mut app = live_app(3, 40, 12);
+    let screen = rows(&plain(draw(&app)));
+    assert_eq!(screen[0], " PortPreview  ● online  http://127.0.0.…");
+    press(&mut app, "?");
+    let screen = rows(&plain(draw(&app)));
+    assert!(
+        screen
+            .iter()
+            .any(|row| row == "│ /          filter: 404, 5xx, err, or…│"),
+        "{}",
+        screen.join("\n")
+    );
+    assert!(
+        screen
+            .iter()
+            .any(|row| row.starts_with("┌ Keys (j k scroll, other keys close) ")),
+        "a title the box can hold: {}",
+        screen.join("\n")
+    );
+}
+
 /// Question mark shows every key.
 #[test]
 fn help_overlay() {
@@ -182,7 +220,7 @@ fn help_overlay() {
     assert_eq!(
         plain(draw(&app)),
         Buffer::with_lines([
-            " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter →",
+            " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter …",
             " re┌ Keys (any key closes) ─────────────────────────────┐✗0 ",
             "┌ D│ q          quit                                    │──┐",
             "│Ti│ ↑↓ j k     move / scroll                           │  │",
@@ -241,7 +279,7 @@ fn list_at_60x15() {
     assert_eq!(
         plain(draw(&app)),
         Buffer::with_lines([
-            " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter →",
+            " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter …",
             " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
             "┌ Deliveries 3/30 ─────────────────────────────────────────┐",
             "│Time UTC Method Path                       St  Took    #  │",
@@ -280,7 +318,7 @@ fn detail_at_60x15() {
     assert_eq!(
         plain(draw(&app)),
         Buffer::with_lines([
-            " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter →",
+            " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter …",
             " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
             "┌ #30  lines 1–10 of 25 ───────────────────────────────────┐",
             "│#30 POST /hook/30                                         │",
@@ -448,7 +486,7 @@ fn live_header_with_traffic() {
     assert_eq!(
         plain(draw(&traffic_app())),
         Buffer::with_lines([
-            " PortPreview  ✗ offline, retry in 2s  http://127.0.0.1:8080/t/calm-otter",
+            " PortPreview  ✗ offline, retry in 2s  http://127.0.0.1:8080/t/calm-otte…",
             " ✗ relay went away                                                      ",
             " req/s                ▄█▄ 1/s  p50 12 ms  p90 80 ms  ✓3 4xx 1 5xx 1 ✗0  ",
             "┌ Deliveries 1/5 ──────────────────────────────────────────────────────┐",
@@ -528,12 +566,12 @@ fn offline_the_retry_counts_down_and_the_reason_has_its_own_line() {
         "{}",
         line(&app, 0)
     );
+    let warning =
+        " ⚠ history refuses writes, deliveries wait in memory: the history database is locked by another process";
     assert_eq!(
         line(&app, 1),
-        " ⚠ history refuses writes, deliveries wait in memory: the history database is locked by another process"
-            .chars()
-            .take(100)
-            .collect::<String>()
+        warning.chars().take(99).collect::<String>() + "…",
+        "cut where the screen ends, and marked"
     );
     assert!(line(&app, 2).starts_with(" req/s"), "{}", line(&app, 2));
 }
@@ -571,7 +609,7 @@ fn replay_form() {
     assert_eq!(
         plain(draw(&app)),
         Buffer::with_lines([
-            " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter →",
+            " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter …",
             " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
             "┌ Deliveries 1/3 ──────────────────────────────────────────┐",
             "│Time UTC Method Path                       St  Took    #  │",
@@ -590,6 +628,43 @@ fn replay_form() {
     );
 }
 
+/// A probe longer than its field shows its end and the cursor, the start
+/// marked as cut; each probe kind shows its own text.
+#[test]
+fn replay_form_probe_keeps_the_end_being_typed_in_view() {
+    let mut app = live_app(3, 60, 15);
+    press(&mut app, "R");
+    app.handle_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    press(&mut app, "u");
+    app.handle_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    press(&mut app, "http://127.0.0.1:3000/count");
+    app.handle_key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::NONE));
+    press(&mut app, "c");
+    app.handle_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    press(
+        &mut app,
+        "psql -d shop -c 'select count(*) from credits where order_id = 42'",
+    );
+    let screen = rows(&draw(&app));
+    assert!(
+        screen
+            .iter()
+            .any(|row| row == "││› check cmd …count(*) from credits where order_id = 42'▏││"),
+        "{}",
+        screen.join("\n")
+    );
+    app.handle_key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::NONE));
+    press(&mut app, "u");
+    let screen = rows(&draw(&app));
+    assert!(
+        screen
+            .iter()
+            .any(|row| row.starts_with("││  check url http://127.0.0.1:3000/count ")),
+        "{}",
+        screen.join("\n")
+    );
+}
+
 /// `e` offers the three formats.
 #[test]
 fn export_form() {
@@ -598,7 +673,7 @@ fn export_form() {
     assert_eq!(
         plain(draw(&app)),
         Buffer::with_lines([
-            " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter →",
+            " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter …",
             " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
             "┌ Deliveries 1/3 ──────────────────────────────────────────┐",
             "│Time UTC Method Path                       St  Took    #  │",
@@ -689,7 +764,7 @@ fn replay_form_error_is_never_cut() {
     assert_eq!(
         plain(draw(&app)),
         Buffer::with_lines([
-            " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter →",
+            " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter …",
             " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
             "┌ Deliveries 1/3 ──────────────────────────────────────────┐",
             "│Time UTC Method Path                       St  Took    #  │",
