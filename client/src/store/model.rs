@@ -148,7 +148,8 @@ pub struct ReplayRun {
     pub delivery_id: i64,
     /// When the run started, in milliseconds since the epoch.
     pub started_at_ms: i64,
-    /// Attempts sent.
+    /// Attempts asked for (`--times`); a run stopped early sent fewer,
+    /// as its report says.
     pub times: u32,
     /// Attempts kept in flight at once.
     pub concurrency: u32,
