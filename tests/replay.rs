@@ -1162,3 +1162,70 @@ fn settings_that_cannot_work_are_refused_before_anything_is_sent() {
         ran.stderr
     );
 }
+
+/// A large body is held once however many attempts send it, and every
+/// attempt still reaches the handler, and the history, whole.
+#[tokio::test]
+async fn attempts_send_and_record_one_shared_copy_of_a_large_body() {
+    use common::local::{Answer, LocalHandler};
+    use portpreview::replay::{Progress, ReplayOptions};
+    use portpreview::store::{ListQuery, Outcome};
+
+    let handler = LocalHandler::start(|_| Answer {
+        status: 200,
+        ..Answer::default()
+    })
+    .await;
+    let body: Vec<u8> = (0..1024 * 1024).map(|i| (i % 251) as u8).collect();
+    let request = NewDelivery {
+        target: handler.url(),
+        method: "POST".into(),
+        path: "/hook".into(),
+        request_body_size: body.len() as u64,
+        request_body: body.clone(),
+        ..NewDelivery::default()
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = Store::open(&dir.path().join("history.db")).expect("a history");
+    let answered = Outcome {
+        status: Some(200),
+        ..Outcome::default()
+    };
+    let id = store.insert_delivery(&request, &answered).expect("recorded");
+    let opts = ReplayOptions {
+        times: 20,
+        concurrency: Some(4),
+        ..ReplayOptions::default()
+    };
+    let report = portpreview::replay::run(request, &opts, &|_: Progress| {})
+        .await
+        .expect("the run");
+
+    assert_eq!(report.attempts.len(), 20);
+    let first = report.attempts[0].body.as_ptr();
+    assert!(
+        report.attempts.iter().all(|a| a.body.as_ptr() == first),
+        "every attempt holds the one copy of the body"
+    );
+    let seen = handler.requests();
+    assert_eq!(seen.len(), 20);
+    assert!(seen.iter().all(|s| s.body == body), "every attempt sent the body whole");
+
+    portpreview::replay::record(&store, id, 0, &report).expect("the run is kept");
+    let attempts = store
+        .list(&ListQuery {
+            include_replays: true,
+            ..ListQuery::default()
+        })
+        .expect("listed");
+    let replays: Vec<_> = attempts.iter().filter(|s| s.replay_of == Some(id)).collect();
+    assert_eq!(replays.len(), 20);
+    for summary in replays {
+        let stored = store.get(summary.id).expect("read").expect("the attempt");
+        assert_eq!(
+            stored.request.request_body, body,
+            "attempt #{} kept its body",
+            summary.id
+        );
+    }
+}

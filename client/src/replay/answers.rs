@@ -139,6 +139,7 @@ mod tests {
             n,
             role: super::super::report::Role::Replay,
             request: crate::store::NewDelivery::default(),
+            body: bytes::Bytes::new(),
             answer: crate::replay::attempt::Answer {
                 status: Some(200),
                 body: body[..65_536].to_vec(),

@@ -258,15 +258,16 @@ impl Run<'_> {
                     total,
                     phase: Phase::Sending,
                 });
-                Ok::<_, ReplayError>((plan.record(&out, variant, sent_at), answer))
+                Ok::<_, ReplayError>((plan.record(&out, variant, sent_at), out.body, answer))
             }
         });
         for result in join_all(sends).await {
-            let (request, answer) = result?;
+            let (request, body, answer) = result?;
             self.attempts.push(Attempt {
                 n: self.attempts.len() as u32 + 1,
                 role,
                 request,
+                body,
                 answer,
                 step: 0,
                 state_changed: None,

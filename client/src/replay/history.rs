@@ -27,7 +27,9 @@ pub fn record(store: &Store, delivery_id: i64, started_at_ms: i64, report: &Repo
             duration_ms: Some(attempt.duration_ms()),
             error: answer.error.clone(),
         };
-        (&attempt.request, outcome)
+        // Made one at a time as they are stored: a large body is copied
+        // for its row, never once for every attempt at the same time.
+        (attempt.request_as_sent(), outcome)
     });
     store.insert_replay(&run, attempts)
 }
@@ -60,7 +62,11 @@ mod tests {
             .map(|(&status, n)| Attempt {
                 n,
                 role: Role::Replay,
-                request: delivery(),
+                request: NewDelivery {
+                    request_body: Vec::new(),
+                    ..delivery()
+                },
+                body: delivery().request_body.into(),
                 answer: Answer {
                     status: Some(status),
                     body: b"ok".to_vec(),

@@ -207,7 +207,8 @@ impl Plan {
         })
     }
 
-    /// The attempt as a history record (`replay_of` left for the caller).
+    /// The attempt as a history record (`replay_of` left for the caller),
+    /// without its body: that stays shared in `out.body`.
     pub fn record(&self, out: &Outgoing, variant: &Variant, sent_at: SystemTime) -> NewDelivery {
         let received_at_ms = sent_at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
         NewDelivery {
@@ -217,7 +218,7 @@ impl Plan {
             method: out.method.clone(),
             path: out.path.clone(),
             request_headers: out.headers.clone(),
-            request_body: out.body.to_vec(),
+            request_body: Vec::new(),
             request_body_size: out.body.len() as u64,
             provider: self.provider.map(|p| p.name().to_string()),
             event_key: variant.event_key.clone(),

@@ -3,6 +3,8 @@
 use portpreview_shared::text::counted;
 use serde_json::{json, Value};
 
+use bytes::Bytes;
+
 use super::attempt::Answer;
 use crate::store::NewDelivery;
 
@@ -35,8 +37,12 @@ pub struct Attempt {
     pub n: u32,
     /// Why it was sent.
     pub role: Role,
-    /// The request exactly as sent, ready to be recorded (`replay_of` unset).
+    /// The request as sent (`replay_of` unset) but for its body, which is
+    /// [`Attempt::body`].
     pub request: NewDelivery,
+    /// The body as sent, shared with every attempt that sent the same
+    /// bytes: a run of a thousand attempts holds a 20 MiB body once.
+    pub body: Bytes,
     /// The answer or the error.
     pub answer: Answer,
     /// Index of the probe read taken after this attempt's step (attempt 1 or a batch).
@@ -46,6 +52,14 @@ pub struct Attempt {
 }
 
 impl Attempt {
+    /// The request exactly as sent, body included, ready to be recorded.
+    pub fn request_as_sent(&self) -> NewDelivery {
+        NewDelivery {
+            request_body: self.body.to_vec(),
+            ..self.request.clone()
+        }
+    }
+
     /// True when the handler answered 2xx.
     pub fn succeeded(&self) -> bool {
         matches!(self.answer.status, Some(200..=299))
@@ -295,6 +309,7 @@ mod tests {
             n,
             role: Role::Replay,
             request: NewDelivery::default(),
+            body: Bytes::new(),
             answer: Answer {
                 status: Some(status),
                 body: b"\x1b]0;pwned\x07".to_vec(),

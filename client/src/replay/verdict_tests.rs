@@ -40,6 +40,7 @@ fn attempt_1_speaks_of_the_handlers_past_only_when_the_duplicates_changed_nothin
             n,
             role: Role::Replay,
             request: crate::store::NewDelivery::default(),
+            body: bytes::Bytes::new(),
             answer: crate::replay::attempt::Answer::default(),
             step: n as usize - 1,
             state_changed: None,
@@ -75,6 +76,7 @@ fn attempts(roles: &[(Role, usize)]) -> Vec<Attempt> {
             n: i as u32 + 1,
             role,
             request: crate::store::NewDelivery::default(),
+            body: bytes::Bytes::new(),
             answer: crate::replay::attempt::Answer {
                 status: Some(200),
                 ..Default::default()

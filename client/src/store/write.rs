@@ -94,14 +94,14 @@ impl Store {
     /// that replays `run.delivery_id`, all in one transaction: the history
     /// never shows a run without its attempts, nor attempts without their
     /// run. Returns the run's id.
-    pub fn insert_replay<'a>(
+    pub fn insert_replay(
         &self,
         run: &ReplayRun,
-        attempts: impl IntoIterator<Item = (&'a NewDelivery, Outcome)>,
+        attempts: impl IntoIterator<Item = (NewDelivery, Outcome)>,
     ) -> Result<i64, StoreError> {
         self.write(|store| {
             for (request, outcome) in attempts {
-                let id = store.request_row(request, Some(run.delivery_id), &request.event_scope())?;
+                let id = store.request_row(&request, Some(run.delivery_id), &request.event_scope())?;
                 store.outcome_row(id, &outcome)?;
             }
             store.replay_run_row(run)
