@@ -39,7 +39,7 @@ pub fn edits_not_sent(request: &NewDelivery, opts: &ReplayOptions) -> Vec<String
                 "the {name} header given with --header is not sent: a hop-by-hop header describes one \
                  connection, and no attempt replays it"
             ));
-        } else if provider::header(&signed.headers, name) != Some(value.as_bytes()) {
+        } else if !sends(&signed.headers, name, value) {
             lines.push(format!(
                 "{by} replaces the {name} header given with --header: each attempt is signed afresh"
             ));
@@ -57,6 +57,14 @@ pub fn edits_not_sent(request: &NewDelivery, opts: &ReplayOptions) -> Vec<String
         }
     }
     lines
+}
+
+/// Whether `headers` carry `name: value`, among all the values of `name`:
+/// `--header` may give a name twice, and both go out.
+fn sends(headers: &[portpreview_shared::Header], name: &str, value: &str) -> bool {
+    headers
+        .iter()
+        .any(|h| h.name.eq_ignore_ascii_case(name) && h.value == value.as_bytes())
 }
 
 #[cfg(test)]
@@ -118,6 +126,14 @@ mod tests {
             ..resigned(&[("stripe-signature", "t=1,v1=bad")], &["stripe-signature"])
         };
         assert!(edits_not_sent(&stripe(), &unsigned).is_empty());
+        // A name given twice sends both values.
+        let twice = ReplayOptions {
+            resign: false,
+            secret: None,
+            ..resigned(&[("X-Foo", "a"), ("X-Foo", "b")], &[])
+        };
+        assert!(edits_not_sent(&stripe(), &twice).is_empty());
+        assert!(edits_not_sent(&stripe(), &resigned(&[("X-Foo", "a"), ("X-Foo", "b")], &[])).is_empty());
     }
 
     #[test]
