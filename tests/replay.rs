@@ -354,6 +354,41 @@ fn an_explicit_concurrency_of_1_is_kept_for_a_fresh_burst() {
     assert_eq!(ran.json()["concurrency"], 3);
 }
 
+/// An attempt 1 that got no 2xx leaves nothing for the others to
+/// duplicate: the run failed, and the attempt that first handled the event
+/// is not called a duplicate that acted again.
+#[test]
+fn a_first_attempt_that_failed_judges_no_duplicate() {
+    let handler = Handler::start(Behaviour::FailsFirstThenDedups {
+        failed: Default::default(),
+    });
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let ran = history.replay_probed(&handler, &["--times", "3", "--json"]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
+    assert_eq!(json["verdict"], "failed", "{json:#}");
+    assert!(
+        json["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("✗ failed: attempt 1 answered 500:"),
+        "{json:#}"
+    );
+    let names: Vec<&str> = json["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["answers_2xx", "state_settled"], "{json:#}");
+    assert_eq!(
+        ran.check("state_settled")["passed"],
+        true,
+        "the move was attempt 2's, not a late one"
+    );
+    assert_eq!(handler.balance(), 1, "attempt 2 handled the event, once");
+}
+
 #[test]
 fn a_stale_signature_fails_and_resigning_passes() {
     let handler = Handler::start(Behaviour::VerifiesStripeSignature {

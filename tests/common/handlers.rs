@@ -49,6 +49,12 @@ pub enum Behaviour {
     /// Handles a new event; never answers a duplicate, as a handler stuck
     /// on the row lock its first delivery left behind.
     HangsOnDuplicate,
+    /// Answers its first delivery 500 having done nothing (its database
+    /// was down), then dedups: correct, once the first failure is retried.
+    FailsFirstThenDedups {
+        /// Set once the first delivery has failed.
+        failed: Arc<std::sync::atomic::AtomicBool>,
+    },
     /// Dedups, but takes this long to answer.
     Slow {
         /// Delay before the answer.
@@ -321,6 +327,13 @@ impl Shared {
                 (200, "credited".into())
             }
             Behaviour::DedupsInOneTransaction => {
+                let new = self.dedup_and_credit(event_id);
+                (200, if new { "credited" } else { "already handled" }.into())
+            }
+            Behaviour::FailsFirstThenDedups { failed } => {
+                if !failed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                    return (500, "database unavailable".into());
+                }
                 let new = self.dedup_and_credit(event_id);
                 (200, if new { "credited" } else { "already handled" }.into())
             }

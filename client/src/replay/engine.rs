@@ -305,7 +305,11 @@ impl Run<'_> {
                 // Reads taken while the state still moved can neither clear
                 // the handler nor convict it (a clock as the probe moves on
                 // every read), nor say whether it had seen the event before.
-                checks.extend(content.filter(|_| settled.passed));
+                // An attempt 1 that got no 2xx leaves no delivery for the
+                // others to duplicate: the run failed, and no duplicate is
+                // judged (a handler that failed once may act on the next).
+                let first_failed = self.attempts.first().is_some_and(|a| !a.succeeded());
+                checks.extend(content.filter(|_| settled.passed && !first_failed));
                 checks.push(settled);
             }
             (None, None) => {}

@@ -332,6 +332,14 @@ fn late_first_effect(trace: &StateTrace, attempts: &[Attempt], window: &str) -> 
     if moves.next().is_some() {
         return None;
     }
+    // A first step the handler answered as failed (a 500) did not act:
+    // the move is the next attempt handling the event, as it should.
+    if attempts
+        .iter()
+        .any(|a| a.step == 0 && a.answer.status.is_some() && !a.succeeded())
+    {
+        return None;
+    }
     // A first step that got no answer (it timed out, its connection
     // dropped) may have done its work after the run gave up on it.
     let answered = attempts
