@@ -40,7 +40,16 @@ pub fn run_completed(sent: usize, total: u32) -> Check {
     Check {
         name: RUN_COMPLETED,
         passed: false,
-        detail: format!("stopped after {sent} of {total} attempts: a verdict needs the whole run"),
+        detail: if sent < total as usize {
+            format!("stopped after {sent} of {total} attempts: a verdict needs the whole run")
+        } else {
+            // Every attempt went out: what was cut short is the wait for
+            // the state to settle, which the verdict reads.
+            format!(
+                "stopped after all {total} attempts, while waiting for the state to settle: a verdict needs the \
+                 whole run"
+            )
+        },
     }
 }
 

@@ -440,3 +440,15 @@ fn a_header_that_came_with_the_first_row_is_not_the_baselines_effect() {
     );
     assert!(!burst_acts_once(&trace, 4).unwrap().passed);
 }
+
+#[test]
+fn a_run_stopped_after_its_last_attempt_says_it_was_stopped_while_settling() {
+    assert_eq!(
+        run_completed(1, 3).detail,
+        "stopped after 1 of 3 attempts: a verdict needs the whole run"
+    );
+    assert_eq!(
+        run_completed(3, 3).detail,
+        "stopped after all 3 attempts, while waiting for the state to settle: a verdict needs the whole run"
+    );
+}
