@@ -272,7 +272,14 @@ impl Report {
     }
 }
 
-/// Writes attempt numbers compactly: `[1, 2, 3, 5]` → "1–3, 5".
+/// Most ranges a list of attempts writes out: every other one of 1,000
+/// attempts would be a line of 2,500 characters in the summary, the
+/// terminal and a JUnit message.
+const SHOWN_RANGES: usize = 8;
+
+/// Writes attempt numbers compactly: `[1, 2, 3, 5]` → "1–3, 5"; past
+/// [`SHOWN_RANGES`] ranges, the first ones, the last and the count:
+/// "2, 4, 6, 8, 10, 12, …, 1000 (500 in all)".
 pub fn attempt_ranges(numbers: &[u32]) -> String {
     let mut parts = Vec::new();
     let mut iter = numbers.iter().copied().peekable();
@@ -287,6 +294,11 @@ pub fn attempt_ranges(numbers: &[u32]) -> String {
         } else {
             format!("{start}–{end}")
         });
+    }
+    if parts.len() > SHOWN_RANGES {
+        let last = parts.pop().unwrap_or_default();
+        parts.truncate(SHOWN_RANGES - 2);
+        return format!("{}, …, {last} ({} in all)", parts.join(", "), numbers.len());
     }
     parts.join(", ")
 }
@@ -303,6 +315,18 @@ pub fn attempts_phrase(numbers: &[u32]) -> String {
 mod tests {
     use super::*;
     use crate::replay::attempt::Answer;
+
+    #[test]
+    fn a_long_list_of_attempts_is_cut_to_its_first_ranges_its_last_and_a_count() {
+        assert_eq!(attempt_ranges(&[1, 2, 3, 5]), "1–3, 5");
+        let even: Vec<u32> = (1..=500).map(|n| n * 2).collect();
+        assert_eq!(
+            attempts_phrase(&even),
+            "attempts 2, 4, 6, 8, 10, 12, …, 1000 (500 in all)"
+        );
+        let eight: Vec<u32> = (1..=8).map(|n| n * 2).collect();
+        assert_eq!(attempt_ranges(&eight), "2, 4, 6, 8, 10, 12, 14, 16");
+    }
 
     fn report(state_after: &str) -> Report {
         let attempt = |n: u32, status: u16| Attempt {
