@@ -35,7 +35,8 @@ impl AnswerGroup {
             "status": self.status,
             "body": shown_body(&self.body),
             "body_size": size,
-            "body_blake3": hex::encode(digest),
+            // No answer has no body to digest; zeros would pass for one.
+            "body_blake3": self.status.map(|_| hex::encode(digest)),
             "error": self.error,
         });
         // Text would turn binary bytes into U+FFFD: their start goes as base64.
@@ -173,5 +174,17 @@ mod tests {
         // Cut inside its last character, a text body is still text.
         let cut = group(&"café".as_bytes()[..4]).to_json();
         assert_eq!(cut["body"], "caf\u{fffd}");
+        // No answer has no body, nor a digest of one.
+        let none = AnswerGroup {
+            status: None,
+            error: Some("connection refused".into()),
+            ..group(b"")
+        }
+        .to_json();
+        assert_eq!((&none["body_blake3"], &none["body"]), (&Value::Null, &json!("")));
+        assert_eq!(
+            group(b"").to_json()["body_blake3"],
+            hex::encode(blake3::hash(b"").as_bytes())
+        );
     }
 }
