@@ -425,6 +425,17 @@ fn a_stale_signature_fails_and_resigning_passes() {
     };
     assert!(stale(&json), "{json:#}");
 
+    // A secret without --resign signs nothing, and the user is told.
+    let ran = history.replay(&["--times", "2", "--secret", STRIPE_SECRET, "--json"]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stderr.contains(
+            "warning: --secret signs only with --resign or --fresh; the attempts carry the recorded signature"
+        ),
+        "{}",
+        ran.stderr
+    );
+
     let ran = history.replay_probed(
         &handler,
         &["--times", "2", "--resign", "--secret", STRIPE_SECRET, "--json"],
