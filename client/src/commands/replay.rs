@@ -18,6 +18,10 @@ use super::run::{clear_progress, progress_printer, refuse_to_overwrite_an_input,
 /// Arguments of `portpreview replay`.
 #[derive(Debug, clap::Args)]
 #[command(mut_arg("times", |arg| arg.help("Attempts to send (1 to 100000; default 1: a verdict on duplicates needs 2 or more)")))]
+// The delivery can be named three ways; clap's own usage names only the first.
+#[command(
+    override_usage = "portpreview replay <ID|EVENT_KEY> [OPTIONS]\n       portpreview replay --latest [OPTIONS]\n       portpreview replay --from <FIXTURE> [OPTIONS]"
+)]
 pub struct Args {
     /// Delivery to replay: its ID (12 or #12) or its event key (evt_…).
     #[arg(value_name = "ID|EVENT_KEY", required_unless_present_any = ["from", "latest"], conflicts_with_all = ["from", "latest"])]

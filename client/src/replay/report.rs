@@ -404,7 +404,12 @@ mod tests {
         assert!(text.contains("State after:  `rows: 1`"), "{text}");
         assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text:?}");
         assert!(text.contains("up to 3 days"), "{text}");
+        assert!(text.contains("status"), "the attempts table: {text}");
         assert_eq!(report("rows: 1").exit_code(), 1);
+        // Stopped before any answer: no table of no rows.
+        let mut none = report("rows: 1");
+        none.attempts.clear();
+        assert!(!none.render_text().contains("status"), "{}", none.render_text());
     }
 
     #[test]

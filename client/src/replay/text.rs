@@ -82,6 +82,10 @@ impl Report {
     }
 
     fn render_attempts(&self, out: &mut String) {
+        // A run stopped before any answer has no rows: no table either.
+        if self.attempts.is_empty() {
+            return;
+        }
         let (role_head, role_width) = if self.fresh { ("role", 8) } else { ("", 0) };
         let _ = writeln!(
             out,
