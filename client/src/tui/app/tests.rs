@@ -26,6 +26,22 @@ fn key(app: &mut App, code: KeyCode) -> Option<Effect> {
     app.handle_key(KeyEvent::new(code, KeyModifiers::NONE))
 }
 
+/// A live TUI over a history the test keeps adding to, 120×40.
+fn live_over(shared: &std::rc::Rc<MemorySource>) -> App {
+    App::new(
+        Box::new(SharedSource(shared.clone())),
+        Mode::Live,
+        Rect::new(0, 0, 120, 40),
+    )
+    .unwrap()
+}
+
+/// The open delivery's pane as text, a line each.
+fn detail_text(app: &App) -> String {
+    let doc = &app.detail.as_ref().expect("detail open").doc;
+    doc.lines.iter().map(|l| l.to_string() + "\n").collect()
+}
+
 #[test]
 fn moves_with_arrows_vi_keys_pages_and_ends() {
     let mut app = app(1000);
@@ -358,19 +374,10 @@ fn an_open_detail_shows_the_answer_once_it_comes() {
     let mut waiting = test_delivery(4);
     waiting.outcome = None;
     shared.push(waiting.clone());
-    let mut app = App::new(
-        Box::new(SharedSource(shared.clone())),
-        Mode::Live,
-        Rect::new(0, 0, 120, 40),
-    )
-    .unwrap();
+    let mut app = live_over(&shared);
     key(&mut app, KeyCode::Enter);
-    let shown = |app: &App| -> String {
-        let doc = &app.detail.as_ref().expect("detail open").doc;
-        doc.lines.iter().map(|l| l.to_string() + "\n").collect()
-    };
     assert_eq!(app.detail.as_ref().map(|d| d.doc.id), Some(4));
-    assert!(shown(&app).contains("Response: none"), "{}", shown(&app));
+    assert!(detail_text(&app).contains("Response: none"), "{}", detail_text(&app));
 
     let answered = test_delivery(4);
     shared.deliveries.borrow_mut().retain(|d| d.id != 4);
@@ -382,28 +389,19 @@ fn an_open_detail_shows_the_answer_once_it_comes() {
         },
         0,
     );
-    assert!(!shown(&app).contains("Response: none"), "{}", shown(&app));
-    assert!(shown(&app).contains("Response 200"), "{}", shown(&app));
+    assert!(!detail_text(&app).contains("Response: none"), "{}", detail_text(&app));
+    assert!(detail_text(&app).contains("Response 200"), "{}", detail_text(&app));
 }
 
 #[test]
 fn an_open_detail_counts_a_retry_of_its_event_as_it_comes() {
     let shared = std::rc::Rc::new(MemorySource::with_rows(3));
-    let mut app = App::new(
-        Box::new(SharedSource(shared.clone())),
-        Mode::Live,
-        Rect::new(0, 0, 120, 40),
-    )
-    .unwrap();
+    let mut app = live_over(&shared);
     key(&mut app, KeyCode::Enter);
-    let shown = |app: &App| -> String {
-        let doc = &app.detail.as_ref().expect("detail open").doc;
-        doc.lines.iter().map(|l| l.to_string() + "\n").collect()
-    };
     assert!(
-        shown(&app).contains("the only delivery of this event"),
+        detail_text(&app).contains("the only delivery of this event"),
         "{}",
-        shown(&app)
+        detail_text(&app)
     );
 
     // The sender tries event evt_3 again: the history counts two.
@@ -428,7 +426,7 @@ fn an_open_detail_counts_a_retry_of_its_event_as_it_comes() {
         Some(3),
         "the open delivery stays open"
     );
-    assert!(shown(&app).contains("1st delivery of 2"), "{}", shown(&app));
+    assert!(detail_text(&app).contains("1st delivery of 2"), "{}", detail_text(&app));
 }
 
 #[test]
