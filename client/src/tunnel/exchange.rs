@@ -89,7 +89,8 @@ impl Shared {
 
     /// Tells the display that deliveries are recorded again, if they were not.
     fn recording_worked(&self) {
-        if self.not_recording.swap(false, Ordering::Relaxed) {
+        // A read, not a write, on every delivery while all is well.
+        if self.not_recording.load(Ordering::Relaxed) && self.not_recording.swap(false, Ordering::Relaxed) {
             tracing::info!("deliveries are recorded again");
             report(&self.events, TunnelEvent::NotRecording { reason: None });
         }
