@@ -78,7 +78,8 @@ impl Shared {
             tracing::debug!(%err, "delivery not recorded");
             return;
         }
-        tracing::warn!(%err, "deliveries are not recorded; forwarding goes on");
+        // Shown by the display, in the TUI too; the log keeps a note.
+        tracing::info!(%err, "deliveries are not recorded; forwarding goes on");
         report(
             &self.events,
             TunnelEvent::NotRecording {

@@ -24,7 +24,7 @@ use super::exchange::{self, Head, Shared, Steering};
 use super::in_flight::{InFlight, Joined};
 use super::outbox::Outbox;
 use crate::events::{report, TunnelEvent};
-use crate::store::recorder::Recorder;
+use crate::store::recorder::{RecordError, Recorder};
 
 /// The relay pings every few seconds; this long without any frame means it is gone.
 pub const RELAY_SILENCE_LIMIT: Duration = Duration::from_secs(15);
@@ -64,7 +64,7 @@ where
 {
     let (sink, mut frames) = socket.split();
     let (outbox, queue) = Outbox::new();
-    let writer = write_frames(sink, queue, shared.recorder.clone());
+    let writer = write_frames(sink, queue, shared.recorder.clone(), shared.events.clone());
     tokio::pin!(writer);
     let mut streams: HashMap<StreamId, StreamEntry> = HashMap::new();
     let mut exchanges = InFlight::default();
@@ -247,8 +247,11 @@ where
             exchanges.shutdown().await;
         }
     }
-    // Let the writer send what is queued (the close frame among it), briefly.
-    if !writer_done {
+    // Let the writer send what is queued (the close frame among it),
+    // briefly. Over a connection already lost nothing more arrives, and
+    // exchanges left running keep its queue open: waiting would only keep
+    // the tunnel from hearing a ctrl-c for that second.
+    if !writer_done && !matches!(end, SessionEnd::Lost(_)) {
         let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
     }
     (end, exchanges.into_tasks())
@@ -272,10 +275,34 @@ fn close_reason(close: Option<CloseFrame>) -> String {
 
 /// Puts every request recorded so far on disk, so no caller hears back
 /// about a request the history could still lose. A failure costs the
-/// history, never the answer.
-fn persist_requests(recorder: Option<&Recorder>) {
-    if let Some(Err(err)) = recorder.map(Recorder::flush) {
-        tracing::warn!(%err, "requests not written to the history inbox; forwarding goes on");
+/// history, never the answer. A full disk fails every write: the display
+/// is told once (`failing` remembers), and once when writes work again.
+fn persist_requests(recorder: Option<&Recorder>, events: &mpsc::Sender<TunnelEvent>, failing: &mut bool) {
+    if let Some(text) = recorder.and_then(|recorder| inbox_news(recorder.flush(), failing)) {
+        report(events, TunnelEvent::Notice { text });
+    }
+}
+
+/// What to tell of one write of the inbox: the first that fails, and the
+/// first that works after failures; nothing of the others.
+fn inbox_news(written: Result<(), RecordError>, failing: &mut bool) -> Option<String> {
+    match written {
+        Ok(()) if *failing => {
+            *failing = false;
+            tracing::info!("requests are written to the history inbox again");
+            Some("the history inbox takes writes again".into())
+        }
+        Ok(()) => None,
+        Err(err) if *failing => {
+            tracing::debug!(%err, "requests not written to the history inbox");
+            None
+        }
+        Err(err) => {
+            *failing = true;
+            // Shown by the display, in the TUI too; the log keeps a note.
+            tracing::info!(%err, "requests not written to the history inbox; forwarding goes on");
+            Some(err.to_string())
+        }
     }
 }
 
@@ -286,18 +313,20 @@ async fn write_frames<S>(
     mut sink: SplitSink<S, Message>,
     mut queue: mpsc::UnboundedReceiver<Message>,
     recorder: Option<Recorder>,
+    events: mpsc::Sender<TunnelEvent>,
 ) -> Result<(), tungstenite::Error>
 where
     S: Sink<Message, Error = tungstenite::Error> + Unpin,
 {
+    let mut inbox_failing = false;
     while let Some(first) = queue.recv().await {
         let closing = matches!(first, Message::Close(_));
-        persist_requests(recorder.as_ref());
+        persist_requests(recorder.as_ref(), &events, &mut inbox_failing);
         sink.feed(first).await?;
         while let Ok(next) = queue.try_recv() {
             // Feeding may have waited for the socket, and other requests
             // may have been recorded meanwhile.
-            persist_requests(recorder.as_ref());
+            persist_requests(recorder.as_ref(), &events, &mut inbox_failing);
             sink.feed(next).await?;
         }
         sink.flush().await?;
@@ -340,6 +369,27 @@ mod tests {
             stop: Stop::default(),
         });
         (serve(socket, shared), relay)
+    }
+
+    /// A full disk fails every write of the inbox: told once, and once
+    /// more when writes work again.
+    #[test]
+    fn an_inbox_that_cannot_be_written_is_told_once_per_change() {
+        let full = || Err(RecordError::Unsaved(std::io::Error::from_raw_os_error(28)));
+        let mut failing = false;
+        let told: Vec<Option<String>> = [full(), full(), full(), Ok(()), Ok(())]
+            .into_iter()
+            .map(|written| inbox_news(written, &mut failing))
+            .collect();
+        assert!(
+            told[0]
+                .as_deref()
+                .is_some_and(|t| t.starts_with("cannot write the history inbox (No space left")),
+            "{told:?}"
+        );
+        assert_eq!(told[1..3], [None, None]);
+        assert_eq!(told[3].as_deref(), Some("the history inbox takes writes again"));
+        assert_eq!(told[4], None);
     }
 
     #[tokio::test(start_paused = true)]
