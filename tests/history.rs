@@ -569,19 +569,22 @@ fn a_history_the_user_may_only_read_is_read_and_never_written() {
         1,
         "nothing was made beside it"
     );
-    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
 
-    // A tunnel recording into it would lose every delivery to a failed write.
-    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let recording = run_as_reader(&h, &db, &["http", "1", "--no-tui"]);
-    assert_eq!(recording.status.code(), Some(2));
-    assert_eq!(
-        stderr_line(&recording),
-        format!(
-            "error: history database {} is read-only for this user: pass --db a file you may write, or --no-record",
-            db.display()
-        )
-    );
+    // A tunnel recording into it would lose every delivery to a failed
+    // write: refused, whether or not the folder takes new files.
+    for mode in [0o555, 0o777] {
+        std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(mode)).unwrap();
+        let recording = run_as_reader(&h, &db, &["http", "1", "--no-tui"]);
+        assert_eq!(recording.status.code(), Some(2));
+        assert_eq!(
+            stderr_line(&recording),
+            format!(
+                "error: history database {} is read-only for this user: pass --db a file you may write, or --no-record",
+                db.display()
+            ),
+            "folder mode {mode:o}"
+        );
+    }
     std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
 
     // Copied with its WAL but without the -shm that reading the WAL needs:

@@ -140,6 +140,11 @@ impl StoreError {
         let file = db.display();
         match self {
             Self::Busy => anyhow::anyhow!("history database {file} is locked by another process"),
+            // SQLite says "disk I/O error" of a disk with no room left, as
+            // of a failing one: the likelier cause is named.
+            Self::Sqlite(err) if err.sqlite_error_code() == Some(ErrorCode::SystemIoFailure) => {
+                anyhow::anyhow!("history database {file}: {err} (is the disk full?)")
+            }
             Self::Sqlite(err) => anyhow::anyhow!("history database {file}: {err}"),
             Self::Io(err) => anyhow::anyhow!("cannot create history database {file}: {err}"),
             named => anyhow::Error::new(named),
@@ -192,7 +197,14 @@ impl Store {
             std::fs::create_dir_all(dir).map_err(|err| name_file_in_the_way(dir, err))?;
         }
         create_private(path)?;
-        let store = Self::connect(path, Opening::Create)?;
+        let store = Self::connect(path, Opening::Create).map_err(|err| match err {
+            // Turning on WAL is the first write, refused in a folder this
+            // user may not write.
+            StoreError::Sqlite(err) if err.sqlite_error_code() == Some(ErrorCode::ReadOnly) => StoreError::ReadOnly {
+                path: path.to_path_buf(),
+            },
+            other => other,
+        })?;
         // SQLite opens a file this user may not write read-only, without a
         // word: every delivery after would be lost to a failed write.
         if store.conn.is_readonly(rusqlite::DatabaseName::Main)? {

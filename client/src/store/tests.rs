@@ -693,3 +693,16 @@ fn a_history_opened_as_an_unchanging_file_is_found_whatever_its_name() {
     );
     assert_eq!(std::fs::read_dir(&dir.0).unwrap().count(), 1, "no file made beside it");
 }
+
+#[test]
+fn a_disk_io_error_names_a_full_disk_as_its_likely_cause() {
+    // As SQLite reports them, with its own words.
+    let failure =
+        |code, words: &str| rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), Some(words.to_owned()));
+    let io = failure(rusqlite::ffi::SQLITE_IOERR, "disk I/O error");
+    let line = StoreError::Sqlite(io).for_command(Path::new("h.db")).to_string();
+    assert_eq!(line, "history database h.db: disk I/O error (is the disk full?)");
+    let full = failure(rusqlite::ffi::SQLITE_FULL, "database or disk is full");
+    let line = StoreError::Sqlite(full).for_command(Path::new("h.db")).to_string();
+    assert_eq!(line, "history database h.db: database or disk is full");
+}
