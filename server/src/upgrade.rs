@@ -74,9 +74,7 @@ fn upgrade(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, mut req: Request<Incoming>)
     let key = headers
         .get(header::SEC_WEBSOCKET_KEY)
         .map(|k| derive_accept_key(k.as_bytes()));
-    // RFC 6455 §4.1: a GET, in HTTP/1.1 or later.
     let is_upgrade = req.method() == Method::GET
-        && req.version() >= http::Version::HTTP_11
         && has_token(headers, header::UPGRADE, "websocket")
         && has_token(headers, header::CONNECTION, "upgrade");
     let Some(accept_key) = key.filter(|_| is_upgrade) else {
@@ -85,6 +83,10 @@ fn upgrade(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, mut req: Request<Incoming>)
             "expected a WebSocket upgrade (portpreview clients connect here)",
         );
     };
+    // RFC 6455 §4.1: in HTTP/1.1 or later.
+    if req.version() < http::Version::HTTP_11 {
+        return answer(StatusCode::BAD_REQUEST, "a WebSocket upgrade needs HTTP/1.1");
+    }
     // RFC 6455 §4.4: another version is told the one this relay speaks.
     if headers
         .get(header::SEC_WEBSOCKET_VERSION)

@@ -126,6 +126,7 @@ async fn an_upgrade_in_another_websocket_version_or_http_1_0_is_refused_and_clos
     );
     let answer = raw(relay.addr, upgrade("HTTP/1.0", "13").as_bytes()).await;
     assert!(answer.starts_with("HTTP/1.0 400 "), "{answer}");
+    assert!(answer.ends_with("a WebSocket upgrade needs HTTP/1.1\n"), "{answer}");
 }
 
 #[tokio::test]

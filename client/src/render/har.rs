@@ -123,7 +123,13 @@ fn post_data(r: &crate::store::NewDelivery) -> Value {
             notes.push(format!("sent {coding} ({} bytes), shown decoded", r.request_body.len()));
             plain.as_slice()
         }
-        Decoding::NotCoded | Decoding::Failed { .. } => r.request_body.as_slice(),
+        Decoding::Failed { coding, why } => {
+            notes.push(format!(
+                "sent as {coding}, but it does not decode ({why}): shown as sent"
+            ));
+            r.request_body.as_slice()
+        }
+        Decoding::NotCoded => r.request_body.as_slice(),
     };
     match Encoded::of(text) {
         Encoded::Text(text) => post["text"] = Value::String(text),
@@ -361,6 +367,17 @@ mod tests {
         );
         assert_eq!(request["bodySize"], sent.len());
         assert_eq!(request["url"], "http://127.0.0.1:3000/caf%C3%A9?q=%C2%9B%E2%80%AE%20x");
+
+        let labelled = delivery(vec![Header::new("Content-Encoding", "gzip")], b"notgzip".to_vec());
+        let har = document(&labelled, "http://127.0.0.1:3000/b", false);
+        let post = &har["log"]["entries"][0]["request"]["postData"];
+        assert_eq!(post["text"], "notgzip");
+        assert!(
+            post["comment"].as_str().is_some_and(
+                |c| c.starts_with("sent as gzip, but it does not decode (") && c.ends_with("): shown as sent")
+            ),
+            "{post}"
+        );
 
         let binary = delivery(Vec::new(), vec![0xff, 0x00, 0x01]);
         let har = document(&binary, "http://127.0.0.1:3000/b", false);

@@ -63,7 +63,9 @@ impl AnswerGroup {
             String::new()
         };
         let head = match (self.status, &self.error) {
-            (Some(status), _) => format!("{}: {status}{cut}", attempts_phrase(&self.attempts)),
+            // The status first: a column cuts a long list of attempts, and
+            // two columns that both read "attempts 1, 3, 5, …" look alike.
+            (Some(status), _) => format!("{status} for {}{cut}", attempts_phrase(&self.attempts)),
             (None, error) => format!(
                 "{}: {}",
                 attempts_phrase(&self.attempts),
@@ -160,7 +162,7 @@ mod tests {
         assert_eq!(attempts, [vec![1], vec![2, 3]]);
         assert_eq!(
             groups[1].lines()[0],
-            "attempts 2–3: 200 (70,003 bytes, the first 65,536 kept)"
+            "200 for attempts 2–3 (70,003 bytes, the first 65,536 kept)"
         );
     }
 
