@@ -960,3 +960,58 @@ async fn a_server_that_is_no_relay_is_named_as_such_and_not_retried() {
         Ok(_) => panic!("a tunnel opened on a plain HTTP server"),
     }
 }
+
+/// A caller that reads the answer's head and hangs up before its body
+/// had the status: the history keeps it, with why the body did not follow,
+/// rather than a delivery no caller got.
+#[tokio::test]
+async fn a_caller_gone_during_the_answers_body_is_recorded_with_the_status_it_had() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let relay = TestRelay::start().await;
+    // A handler that streams its answer: the head at once, the body later.
+    let handler = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let handler_url = format!("http://{}", handler.local_addr().expect("address"));
+    let serving = tokio::spawn(async move {
+        let (mut conn, _) = handler.accept().await.expect("accept");
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !seen.ends_with(b"\r\n\r\n{}") {
+            let n = conn.read(&mut buf).await.expect("read");
+            assert!(n > 0, "the request came whole");
+            seen.extend_from_slice(&buf[..n]);
+        }
+        conn.write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            .await
+            .expect("head");
+        for (wait, piece) in [(300, &b"5\r\nhello\r\n"[..]), (600, b"0\r\n\r\n")] {
+            tokio::time::sleep(Duration::from_millis(wait)).await;
+            let _ = conn.write_all(piece).await;
+        }
+    });
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler_url).await;
+
+    let mut caller = tokio::net::TcpStream::connect(relay.addr).await.expect("connect");
+    let request = format!(
+        "POST /t/{}/hook HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{{}}",
+        tunnel.name()
+    );
+    caller.write_all(request.as_bytes()).await.expect("send");
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        assert_eq!(caller.read(&mut byte).await.expect("read"), 1, "the head came");
+        head.push(byte[0]);
+    }
+    assert!(head.starts_with(b"HTTP/1.1 200 "), "{}", String::from_utf8_lossy(&head));
+    // Reset, as a client that stops reading leaves: nothing more is taken.
+    caller.set_zero_linger().expect("linger");
+    drop(caller);
+
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!(summary.status, Some(200), "{summary:?}");
+    assert_eq!(
+        summary.error.as_deref(),
+        Some("the caller went away during the answer: the caller had the status and headers, not the whole body")
+    );
+    serving.await.expect("the handler finished");
+}

@@ -53,11 +53,18 @@ pub const CLIENT_GONE: &str = "the tunnel's client went away while the request w
 #[error("{0}")]
 pub struct ProtocolError(pub String);
 
+/// Why a stream ends after its caller had the answer's head but not all
+/// of its body.
+const CALLER_GONE_DURING_ANSWER: &str = "the caller went away during the answer";
+
 struct Entry {
     events: mpsc::Sender<Inbound>,
     credit: Arc<Semaphore>,
     allowed: Arc<AtomicU64>,
     received: u64,
+    /// The answer's head has come: a caller gone from now on left during
+    /// the answer, having had its status.
+    head_received: bool,
     response_done: bool,
     request_done: bool,
     reset_sent: bool,
@@ -118,6 +125,7 @@ impl Streams {
                 credit: Arc::clone(&credit),
                 allowed: Arc::clone(&allowed),
                 received: 0,
+                head_received: false,
                 response_done: false,
                 request_done: false,
                 reset_sent: false,
@@ -194,6 +202,7 @@ impl Streams {
         if let Inbound::Head { end, .. } | Inbound::Body { end, .. } = &event {
             ends = *end;
         }
+        entry.head_received |= matches!(event, Inbound::Head { .. });
         if let Inbound::Head { body: data, .. } | Inbound::Body { data, .. } = &event {
             entry.received += data.len() as u64;
             if entry.received > entry.allowed.load(Ordering::Acquire) {
@@ -243,7 +252,12 @@ impl Streams {
         let entry = self.table().entries.remove(&stream);
         if let Some(entry) = entry {
             if !(entry.response_done && entry.request_done || entry.reset_sent) {
-                self.outbox.reset(stream, "the caller went away before the answer");
+                let reason = if entry.head_received {
+                    CALLER_GONE_DURING_ANSWER
+                } else {
+                    "the caller went away before the answer"
+                };
+                self.outbox.reset(stream, reason);
             }
         }
     }

@@ -1,6 +1,6 @@
 //! One request's trip: relay → local handler → relay, recorded on the way.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::body::{Capture, Held, Inflow, Keep, StreamedBody, WholeBody};
 use super::outbox::Outbox;
-use super::respond::{answer_error, failure, relay_response, Timing};
+use super::respond::{answer_error, failure, relay_response, AnswerSide, Timing};
 use super::Stop;
 use crate::events::{report, report_delivered, TunnelEvent};
 use crate::forward::{undefined_status, Forwarder, LocalBody};
@@ -190,7 +190,11 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
         abandoned,
     } = steering;
     let outcome = {
-        let mut exchanged = std::pin::pin!(exchange(&shared, head, inflow, &line, &credit, &outbox, &mut kept));
+        let answer = AnswerSide {
+            credit,
+            head_sent: AtomicU16::new(0),
+        };
+        let mut exchanged = std::pin::pin!(exchange(&shared, head, inflow, &line, &answer, &outbox, &mut kept));
         tokio::select! {
             // The exchange goes first: when the relay drops a stream mid-body,
             // the exchange records the cut request before the reset ends it.
@@ -198,12 +202,12 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
             outcome = &mut exchanged => outcome,
             // The relay says why in words meant for the history: the caller
             // hung up, or the relay gave up and answered the caller itself.
-            Ok(reason) = &mut reset => answer_for_nobody(&shared, exchanged, &credit, line.started, &reason).await,
+            Ok(reason) = &mut reset => answer_for_nobody(&shared, exchanged, &answer, line.started, &reason).await,
             () = abandoned.cancelled() => {
                 if shared.stop.asked.is_cancelled() {
                     failure(line.started, STOPPED.into())
                 } else {
-                    answer_for_nobody(&shared, exchanged, &credit, line.started, ABANDONED).await
+                    answer_for_nobody(&shared, exchanged, &answer, line.started, ABANDONED).await
                 }
             }
         }
@@ -236,12 +240,12 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
 async fn answer_for_nobody(
     shared: &Shared,
     exchanged: std::pin::Pin<&mut impl std::future::Future<Output = Outcome>>,
-    credit: &Semaphore,
+    answer: &AnswerSide,
     started: Instant,
     why: &str,
 ) -> Outcome {
     // No credit comes for a stream the relay has dropped: sends must not wait for it.
-    credit.close();
+    answer.credit.close();
     let answered = tokio::select! {
         answered = tokio::time::timeout(shared.local_timeout, exchanged) => answered.ok(),
         () = shared.stop.drain_over() => None,
@@ -254,6 +258,14 @@ async fn answer_for_nobody(
         };
         return failure(started, why);
     };
+    // The head went ahead of the body: the caller had the status, and the
+    // history says so, or the delivery would pass for one no caller got.
+    if answer.head_sent.load(Ordering::Relaxed) != 0 && outcome.status.is_some() {
+        outcome.error = Some(format!(
+            "{why}: the caller had the status and headers, not the whole body"
+        ));
+        return outcome;
+    }
     // Status stays empty, as for every answer that did not reach its caller.
     outcome.error = Some(match (outcome.status.take(), outcome.error.take()) {
         (Some(status), _) => format!("{why}; the handler then answered {status}, which reached no caller"),
@@ -271,7 +283,7 @@ async fn exchange(
     head: Head,
     mut inflow: Inflow,
     line: &Line,
-    credit: &Semaphore,
+    answer: &AnswerSide,
     outbox: &Outbox,
     kept: &mut Kept,
 ) -> Outcome {
@@ -402,7 +414,7 @@ async fn exchange(
     relay_response(
         response,
         stream,
-        credit,
+        answer,
         outbox,
         timing,
         shared.keep(),

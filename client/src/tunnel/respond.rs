@@ -2,6 +2,8 @@
 //! relay's credit with a copy kept for the history, or PortPreview's own
 //! answer when there is none to send.
 
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -14,6 +16,17 @@ use tokio::sync::Semaphore;
 use super::body::{Capture, Held, Keep};
 use super::outbox::Outbox;
 use crate::store::Outcome;
+
+/// The answer's side of a stream: the relay's credit for its body, and
+/// the status of a head sent ahead of its body (0 until then), which tells
+/// a caller gone during the answer, who had its status, from one gone
+/// before it.
+pub(super) struct AnswerSide {
+    /// Response-body credit granted by the relay.
+    pub credit: Arc<Semaphore>,
+    /// Status of the head sent ahead of a streamed body; 0 before.
+    pub head_sent: AtomicU16,
+}
 
 /// When an exchange began, and how long its handler may take to answer.
 #[derive(Debug, Clone, Copy)]
@@ -33,12 +46,13 @@ pub(super) struct Timing {
 pub(super) async fn relay_response(
     response: http::Response<hyper::body::Incoming>,
     stream: StreamId,
-    credit: &Semaphore,
+    answer: &AnswerSide,
     outbox: &Outbox,
     timing: Timing,
     keep: Keep,
     held: &mut Held,
 ) -> Outcome {
+    let credit = &*answer.credit;
     let Timing { started, patience } = timing;
     let waited = || portpreview_shared::duration::format_duration(patience);
     let status = response.status().as_u16();
@@ -100,6 +114,7 @@ pub(super) async fn relay_response(
         if let Err(err) = outbox.send(&head, &[]) {
             return unframable(stream, outbox, started, err);
         }
+        answer.head_sent.store(status, Ordering::Relaxed);
         // Hold one chunk back so the last one carries `end`.
         let mut pending: Option<Bytes> = None;
         loop {
