@@ -119,7 +119,7 @@ pub fn fit(text: &str, width: usize) -> String {
 
 /// The start of `text` and "…" in at most `width` columns, whether or not
 /// the whole would fit: the caller knows more follows.
-fn cut(text: &str, width: usize) -> String {
+pub fn cut(text: &str, width: usize) -> String {
     if width == 0 {
         return String::new();
     }

@@ -16,7 +16,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 
 use super::app::{App, Focus, Overlay};
-use super::format::wrap;
+use super::format::{cut, fit_line, wrap};
 
 impl Widget for &App {
     fn render(self, area: Rect, buf: &mut Buffer) {
@@ -57,7 +57,15 @@ fn render_footer(app: &App, area: Rect, buf: &mut Buffer) {
     let lines = if let Some(status) = &app.status {
         // Wrapped as `App::chrome` counted the footer's lines.
         let style = Style::new().fg(if status.error { Color::Red } else { Color::Green });
-        let lines = wrap(&status.text, usize::from(area.width));
+        let mut lines = wrap(&status.text, usize::from(area.width));
+        // More than the footer holds: its last row says the rest is cut.
+        let rows = usize::from(area.height);
+        if lines.len() > rows && rows > 0 {
+            lines.truncate(rows);
+            if let Some(last) = lines.last_mut() {
+                *last = cut(last, usize::from(area.width));
+            }
+        }
         lines.into_iter().map(|l| Line::styled(l, style)).collect()
     } else if let Some(replay) = &app.replay {
         let mut spans = vec![Span::styled(replay.text.clone(), Style::new().fg(Color::Yellow))];
@@ -77,13 +85,16 @@ fn render_footer(app: &App, area: Rect, buf: &mut Buffer) {
             ("y", "curl"),
             ("⇥", "pane"),
         ];
-        let spans = hints.iter().flat_map(|(key, what)| {
+        // Gaps go between hints, not after the last: a cut is marked only
+        // when a hint is lost.
+        let spans = hints.iter().enumerate().flat_map(|(i, (key, what))| {
             [
+                Span::raw(if i == 0 { "" } else { "  " }),
                 Span::styled(*key, Style::new().fg(Color::Cyan)),
-                Span::raw(format!(" {what}  ")),
+                Span::raw(format!(" {what}")),
             ]
         });
-        vec![Line::from(spans.collect::<Vec<_>>())]
+        vec![fit_line(Line::from(spans.collect::<Vec<_>>()), usize::from(area.width))]
     };
     Paragraph::new(lines).render(area, buf);
 }

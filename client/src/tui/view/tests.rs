@@ -240,7 +240,7 @@ fn help_overlay() {
             "│  │ ctrl-z     stop as a shell job (tui; fg resumes)   │  │",
             "│  └────────────────────────────────────────────────────┘  │",
             "└──────────────────────────────────────────────────────────┘",
-            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e exp",
+            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e ex…",
         ])
     );
 }
@@ -266,7 +266,7 @@ fn empty_history() {
             "│                                                          │",
             "│                                                          │",
             "└──────────────────────────────────────────────────────────┘",
-            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e exp",
+            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e ex…",
         ])
     );
 }
@@ -293,7 +293,7 @@ fn list_at_60x15() {
             "│02:45:23 POST   /hook/23                   200   12 ms   1│",
             "│02:45:22 POST   /hook/22                   200   12 ms   1│",
             "└──────────────────────────────────────────────────────────┘",
-            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e exp",
+            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e ex…",
         ])
     );
 }
@@ -332,7 +332,7 @@ fn detail_at_60x15() {
             "│authorization: •••••• (masked, 21 bytes)                  │",
             "│                                                          │",
             "└──────────────────────────────────────────────────────────┘",
-            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e exp",
+            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e ex…",
         ])
     );
 }
@@ -493,7 +493,7 @@ fn live_header_with_traffic() {
             "│Time UTC Method Path                                   St  Took    #  │",
             "│02:45:34 POST   /hook/34                               200  6.0 ms   1│",
             "└──────────────────────────────────────────────────────────────────────┘",
-            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e export  y curl ",
+            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e export  y curl…",
         ])
     );
 }
@@ -623,7 +623,7 @@ fn replay_form() {
             "│                                                          │",
             "│                                                          │",
             "└──────────────────────────────────────────────────────────┘",
-            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e exp",
+            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e ex…",
         ])
     );
 }
@@ -687,7 +687,7 @@ fn export_form() {
             "│                                                          │",
             "│                                                          │",
             "└──────────────────────────────────────────────────────────┘",
-            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e exp",
+            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e ex…",
         ])
     );
 }
@@ -778,7 +778,7 @@ fn replay_form_error_is_never_cut() {
             "│                                                          │",
             "│                                                          │",
             "└──────────────────────────────────────────────────────────┘",
-            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e exp",
+            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e ex…",
         ])
     );
 }
@@ -806,6 +806,24 @@ fn a_long_message_wraps_and_keeps_its_end() {
         "{shown}"
     );
     assert!(screen[12].starts_with('└'), "the list ends above it: {shown}");
+}
+
+/// A message longer than the footer's rows ends in "…" on its last row,
+/// so the cut is seen.
+#[test]
+fn a_message_longer_than_the_footer_says_it_was_cut() {
+    let mut app = live_app(5, 40, 20);
+    app.set_status(
+        "no clipboard here: curl command of #24 written to /tmp/qa/portpreview-24.sh (secrets as received, \
+         readable by you only); set PORTPREVIEW_CLIPBOARD=osc52 if your terminal takes OSC 52",
+        false,
+    );
+    let screen = rows(&plain(draw(&app)));
+    let last = screen[19].trim_end();
+    assert!(last.ends_with('…'), "{}", screen.join("\n"));
+    assert!(screen
+        .iter()
+        .all(|row| ratatui::text::Span::raw(row.as_str()).width() <= 40));
 }
 
 /// Browsing, a long history path keeps its end: the file's name.
