@@ -278,7 +278,7 @@ impl Report {
 const SHOWN_RANGES: usize = 8;
 
 /// Writes attempt numbers compactly: `[1, 2, 3, 5]` → "1–3, 5"; past
-/// [`SHOWN_RANGES`] ranges, the first ones, the last and the count:
+/// eight ranges, the first ones, the last and the count:
 /// "2, 4, 6, 8, 10, 12, …, 1000 (500 in all)".
 pub fn attempt_ranges(numbers: &[u32]) -> String {
     let mut parts = Vec::new();
