@@ -137,7 +137,19 @@ impl Tmux {
 
 impl Drop for Tmux {
     fn drop(&mut self) {
+        // The server leaves its socket file behind; asked first where it is,
+        // it goes too, and no run leaves a trail in the tmux folder.
+        let socket = self
+            .command()
+            .args(["display-message", "-p", "#{socket_path}"])
+            .output()
+            .ok()
+            .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+            .filter(|path| !path.is_empty());
         let _ = self.command().arg("kill-server").status();
+        if let Some(path) = socket {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
