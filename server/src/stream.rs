@@ -53,10 +53,6 @@ pub const CLIENT_GONE: &str = "the tunnel's client went away while the request w
 #[error("{0}")]
 pub struct ProtocolError(pub String);
 
-/// Why a stream ends after its caller had the answer's head but not all
-/// of its body.
-const CALLER_GONE_DURING_ANSWER: &str = "the caller went away during the answer";
-
 struct Entry {
     events: mpsc::Sender<Inbound>,
     credit: Arc<Semaphore>,
@@ -253,7 +249,7 @@ impl Streams {
         if let Some(entry) = entry {
             if !(entry.response_done && entry.request_done || entry.reset_sent) {
                 let reason = if entry.head_received {
-                    CALLER_GONE_DURING_ANSWER
+                    "the caller went away during the answer"
                 } else {
                     "the caller went away before the answer"
                 };

@@ -1,6 +1,6 @@
 //! One request's trip: relay → local handler → relay, recorded on the way.
 
-use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -11,6 +11,7 @@ use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::body::{Capture, Held, Inflow, Keep, StreamedBody, WholeBody};
+use super::outage::Outage;
 use super::outbox::Outbox;
 use super::respond::{answer_error, failure, relay_response, AnswerSide, Timing};
 use super::Stop;
@@ -59,9 +60,9 @@ pub struct Shared {
     /// How the user stops the tunnel: an exchange abandoned once they
     /// asked says so in the history.
     pub stop: Stop,
-    /// True while deliveries cannot be recorded (the inbox cannot be
-    /// written: a full disk), so that is told once, not per delivery.
-    pub not_recording: AtomicBool,
+    /// Deliveries cannot be recorded (the inbox cannot be written: a full
+    /// disk), told once, not per delivery.
+    pub not_recording: Outage,
 }
 
 impl Shared {
@@ -74,7 +75,7 @@ impl Shared {
     /// Tells the display that deliveries are not recorded, once until
     /// recording works again; the log keeps one note per change too.
     fn recording_failed(&self, err: &RecordError) {
-        if self.not_recording.swap(true, Ordering::Relaxed) {
+        if !self.not_recording.began() {
             tracing::debug!(%err, "delivery not recorded");
             return;
         }
@@ -90,8 +91,7 @@ impl Shared {
 
     /// Tells the display that deliveries are recorded again, if they were not.
     fn recording_worked(&self) {
-        // A read, not a write, on every delivery while all is well.
-        if self.not_recording.load(Ordering::Relaxed) && self.not_recording.swap(false, Ordering::Relaxed) {
+        if self.not_recording.ended() {
             tracing::info!("deliveries are recorded again");
             report(&self.events, TunnelEvent::NotRecording { reason: None });
         }
@@ -192,7 +192,7 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
     let outcome = {
         let answer = AnswerSide {
             credit,
-            head_sent: AtomicU16::new(0),
+            head_sent: AtomicBool::new(false),
         };
         let mut exchanged = std::pin::pin!(exchange(&shared, head, inflow, &line, &answer, &outbox, &mut kept));
         tokio::select! {
@@ -260,7 +260,7 @@ async fn answer_for_nobody(
     };
     // The head went ahead of the body: the caller had the status, and the
     // history says so, or the delivery would pass for one no caller got.
-    if answer.head_sent.load(Ordering::Relaxed) != 0 && outcome.status.is_some() {
+    if answer.head_sent.load(Ordering::Relaxed) && outcome.status.is_some() {
         outcome.error = Some(format!(
             "{why}: the caller had the status and headers, not the whole body"
         ));

@@ -6,6 +6,7 @@ mod body;
 pub mod connect;
 mod exchange;
 mod in_flight;
+mod outage;
 mod outbox;
 mod respond;
 mod session;
@@ -103,20 +104,25 @@ struct Unfinished(Vec<JoinSet<StreamId>>);
 impl Unfinished {
     /// Keeps the exchanges a lost session left, and lets go of finished ones.
     fn keep(&mut self, left: JoinSet<StreamId>) {
+        self.prune();
+        if !left.is_empty() {
+            self.0.push(left);
+        }
+    }
+
+    /// Lets go of the exchanges that have finished.
+    fn prune(&mut self) {
         self.0.retain_mut(|set| {
             while set.try_join_next().is_some() {}
             !set.is_empty()
         });
-        if !left.is_empty() {
-            self.0.push(left);
-        }
     }
 
     /// Gives them up to [`DRAIN_LIMIT`], as any exchange gets at shutdown,
     /// and says so, as a live session does: each records its handler's
     /// answer, or that it was cut off ([`Stop::drain_over`]).
     async fn settle(mut self, events: &mpsc::Sender<TunnelEvent>) {
-        self.keep(JoinSet::new());
+        self.prune();
         let in_flight: usize = self.0.iter().map(JoinSet::len).sum();
         if in_flight == 0 {
             return;

@@ -2,7 +2,7 @@
 //! relay's credit with a copy kept for the history, or PortPreview's own
 //! answer when there is none to send.
 
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,14 +18,13 @@ use super::outbox::Outbox;
 use crate::store::Outcome;
 
 /// The answer's side of a stream: the relay's credit for its body, and
-/// the status of a head sent ahead of its body (0 until then), which tells
-/// a caller gone during the answer, who had its status, from one gone
-/// before it.
+/// whether its head went ahead of its body, which tells a caller gone
+/// during the answer, who had its status, from one gone before it.
 pub(super) struct AnswerSide {
     /// Response-body credit granted by the relay.
     pub credit: Arc<Semaphore>,
-    /// Status of the head sent ahead of a streamed body; 0 before.
-    pub head_sent: AtomicU16,
+    /// The head went ahead of a streamed body.
+    pub head_sent: AtomicBool,
 }
 
 /// When an exchange began, and how long its handler may take to answer.
@@ -114,7 +113,7 @@ pub(super) async fn relay_response(
         if let Err(err) = outbox.send(&head, &[]) {
             return unframable(stream, outbox, started, err);
         }
-        answer.head_sent.store(status, Ordering::Relaxed);
+        answer.head_sent.store(true, Ordering::Relaxed);
         // Hold one chunk back so the last one carries `end`.
         let mut pending: Option<Bytes> = None;
         loop {

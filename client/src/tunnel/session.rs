@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::body::{Backlog, Chunk, Inflow};
 use super::exchange::{self, Head, Shared, Steering};
 use super::in_flight::{InFlight, Joined};
+use super::outage::Outage;
 use super::outbox::Outbox;
 use crate::events::{report, TunnelEvent};
 use crate::store::recorder::{RecordError, Recorder};
@@ -276,8 +277,8 @@ fn close_reason(close: Option<CloseFrame>) -> String {
 /// Puts every request recorded so far on disk, so no caller hears back
 /// about a request the history could still lose. A failure costs the
 /// history, never the answer. A full disk fails every write: the display
-/// is told once (`failing` remembers), and once when writes work again.
-fn persist_requests(recorder: Option<&Recorder>, events: &mpsc::Sender<TunnelEvent>, failing: &mut bool) {
+/// is told once, and once when writes work again.
+fn persist_requests(recorder: Option<&Recorder>, events: &mpsc::Sender<TunnelEvent>, failing: &Outage) {
     if let Some(text) = recorder.and_then(|recorder| inbox_news(recorder.flush(), failing)) {
         report(events, TunnelEvent::Notice { text });
     }
@@ -285,20 +286,18 @@ fn persist_requests(recorder: Option<&Recorder>, events: &mpsc::Sender<TunnelEve
 
 /// What to tell of one write of the inbox: the first that fails, and the
 /// first that works after failures; nothing of the others.
-fn inbox_news(written: Result<(), RecordError>, failing: &mut bool) -> Option<String> {
+fn inbox_news(written: Result<(), RecordError>, failing: &Outage) -> Option<String> {
     match written {
-        Ok(()) if *failing => {
-            *failing = false;
+        Ok(()) if failing.ended() => {
             tracing::info!("requests are written to the history inbox again");
             Some("the history inbox takes writes again".into())
         }
         Ok(()) => None,
-        Err(err) if *failing => {
+        Err(err) if !failing.began() => {
             tracing::debug!(%err, "requests not written to the history inbox");
             None
         }
         Err(err) => {
-            *failing = true;
             // Shown by the display, in the TUI too; the log keeps a note.
             tracing::info!(%err, "requests not written to the history inbox; forwarding goes on");
             Some(err.to_string())
@@ -318,15 +317,15 @@ async fn write_frames<S>(
 where
     S: Sink<Message, Error = tungstenite::Error> + Unpin,
 {
-    let mut inbox_failing = false;
+    let inbox_failing = Outage::default();
     while let Some(first) = queue.recv().await {
         let closing = matches!(first, Message::Close(_));
-        persist_requests(recorder.as_ref(), &events, &mut inbox_failing);
+        persist_requests(recorder.as_ref(), &events, &inbox_failing);
         sink.feed(first).await?;
         while let Ok(next) = queue.try_recv() {
             // Feeding may have waited for the socket, and other requests
             // may have been recorded meanwhile.
-            persist_requests(recorder.as_ref(), &events, &mut inbox_failing);
+            persist_requests(recorder.as_ref(), &events, &inbox_failing);
             sink.feed(next).await?;
         }
         sink.flush().await?;
@@ -376,10 +375,10 @@ mod tests {
     #[test]
     fn an_inbox_that_cannot_be_written_is_told_once_per_change() {
         let full = || Err(RecordError::Unsaved(std::io::Error::from_raw_os_error(28)));
-        let mut failing = false;
+        let failing = Outage::default();
         let told: Vec<Option<String>> = [full(), full(), full(), Ok(()), Ok(())]
             .into_iter()
-            .map(|written| inbox_news(written, &mut failing))
+            .map(|written| inbox_news(written, &failing))
             .collect();
         assert!(
             told[0]
