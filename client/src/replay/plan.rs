@@ -289,7 +289,18 @@ fn signing(
         return Ok(None);
     };
     match &opts.secret {
-        Some(secret) => Ok(Some((provider, secret.clone()))),
+        Some(secret) => {
+            // A secret pasted into a CI variable or read from a file often
+            // brings a newline along; signing with it fails every attempt
+            // for a reason the handler cannot tell.
+            if secret.expose().trim() != secret.expose() {
+                warnings.push(format!(
+                    "the {provider} secret begins or ends with whitespace (a newline?) and signs as given: \
+                     remove it unless the secret holds it"
+                ));
+            }
+            Ok(Some((provider, secret.clone())))
+        }
         None => Err(ReplayError::NoSecret {
             provider: provider.name(),
             sources: secret_sources(provider),

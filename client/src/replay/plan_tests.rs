@@ -328,3 +328,26 @@ fn a_twilio_json_body_changed_before_re_signing_gets_its_own_hash_in_the_url() {
     };
     assert_eq!(Plan::new(&twilio, &unsigned).unwrap().path, twilio.path);
 }
+
+#[test]
+fn a_secret_with_whitespace_around_it_is_pointed_out() {
+    let mut stripe = recorded();
+    stripe.provider = Some("stripe".into());
+    let signed_with = |secret: &str| {
+        let opts = ReplayOptions {
+            resign: true,
+            secret: Some(Secret::new(secret)),
+            ..ReplayOptions::default()
+        };
+        Plan::new(&stripe, &opts).expect("signed").warnings
+    };
+    assert_eq!(
+        signed_with("whsec_abc\n"),
+        [
+            "the stripe secret begins or ends with whitespace (a newline?) and signs as given: \
+          remove it unless the secret holds it"
+        ]
+    );
+    assert_eq!(signed_with(" whsec_abc").len(), 1);
+    assert!(signed_with("whsec_abc").is_empty());
+}
