@@ -212,20 +212,25 @@ fn copy_curl(app: &mut App, id: i64, terminal: &mut TerminalGuard) {
     // Not the working directory, as `e` exports: nobody asked for a file
     // there, and one holding credentials could be committed with the rest.
     match export::write_new_file(&std::env::temp_dir(), id, ExportFormat::Curl, &text) {
-        Ok(path) => app.set_status(copied_to_file(id, &path, export::file_asked_for()), false),
+        Ok(path) => app.set_status(copied_to_file(id, &path, export::clipboard_setting().as_deref()), false),
         Err(err) => app.set_status(format!("cannot copy: {}", crate::error_line(&err)), true),
     }
 }
 
 /// The status line of a curl command written to `path` instead of the
-/// clipboard. Unless a file was asked for, it names the setting that
-/// sends OSC 52 anyway: the guess leaves it off where the copy could be
-/// lost unseen (tmux, unknown terminals), and only the user knows better.
-fn copied_to_file(id: i64, path: &Path, asked_for: bool) -> String {
-    let hint = if asked_for {
-        String::new()
-    } else {
-        format!("; set {}=osc52 if your terminal takes OSC 52", export::CLIPBOARD_ENV)
+/// clipboard, `setting` being `PORTPREVIEW_CLIPBOARD`'s value. Unless a
+/// file was asked for, it names the setting that sends OSC 52 anyway: the
+/// guess leaves it off where the copy could be lost unseen (tmux, unknown
+/// terminals), and only the user knows better.
+fn copied_to_file(id: i64, path: &Path, setting: Option<&str>) -> String {
+    let hint = match setting {
+        Some("file") => String::new(),
+        Some(other) => format!(
+            "; {}={} means nothing: set osc52 or file",
+            export::CLIPBOARD_ENV,
+            escape_str(other)
+        ),
+        None => format!("; set {}=osc52 if your terminal takes OSC 52", export::CLIPBOARD_ENV),
     };
     format!(
         "no clipboard here: curl command of #{id} written to {}{}{hint}",
@@ -314,7 +319,7 @@ mod tests {
     #[test]
     fn a_copy_written_to_a_file_names_the_setting_for_the_clipboard() {
         let path = Path::new("/tmp/portpreview-3.sh");
-        let line = copied_to_file(3, path, false);
+        let line = copied_to_file(3, path, None);
         assert_eq!(
             line,
             "no clipboard here: curl command of #3 written to /tmp/portpreview-3.sh \
@@ -323,8 +328,13 @@ mod tests {
         );
         assert!(!line.contains('\n'), "one line");
         assert!(
-            !copied_to_file(3, path, true).contains("PORTPREVIEW_CLIPBOARD"),
+            !copied_to_file(3, path, Some("file")).contains("PORTPREVIEW_CLIPBOARD"),
             "not to whoever asked for the file"
+        );
+        assert!(
+            copied_to_file(3, path, Some("OSC52"))
+                .ends_with("; PORTPREVIEW_CLIPBOARD=OSC52 means nothing: set osc52 or file"),
+            "a misspelt setting is named"
         );
     }
 

@@ -76,17 +76,17 @@ pub fn export_dir() -> PathBuf {
     }
 }
 
-/// True when the user set `PORTPREVIEW_CLIPBOARD=file`.
-pub fn file_asked_for() -> bool {
-    std::env::var(CLIPBOARD_ENV).is_ok_and(|v| v == "file")
+/// What `PORTPREVIEW_CLIPBOARD` is set to, if anything.
+pub fn clipboard_setting() -> Option<String> {
+    std::env::var(CLIPBOARD_ENV).ok().filter(|v| !v.is_empty())
 }
 
 /// True when the terminal is known to take OSC 52 clipboard writes.
 pub fn clipboard_supported() -> bool {
     let var = |name| std::env::var(name).unwrap_or_default();
-    match var(CLIPBOARD_ENV).as_str() {
-        "osc52" => return true,
-        "file" => return false,
+    match clipboard_setting().as_deref() {
+        Some("osc52") => return true,
+        Some("file") => return false,
         _ => {}
     }
     // Inside tmux or screen the sequence is dropped unless configured
