@@ -147,5 +147,5 @@ fn render_rate(app: &App, area: Rect, buf: &mut Buffer) {
         width: area.right().saturating_sub(spark.right()),
         ..area
     };
-    Paragraph::new(Line::from(spans)).render(rest, buf);
+    Paragraph::new(fit_line(Line::from(spans), usize::from(rest.width))).render(rest, buf);
 }

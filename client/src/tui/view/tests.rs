@@ -498,6 +498,16 @@ fn live_header_with_traffic() {
     );
 }
 
+/// On a narrow screen the counters are cut with a mark, never silently:
+/// "5xx 1" cut to "5xx " would read as none.
+#[test]
+fn narrow_live_counters_end_in_an_ellipsis() {
+    let mut app = traffic_app();
+    app.resize(Rect::new(0, 0, 50, 8));
+    let screen = rows(&plain(draw(&app)));
+    assert_eq!(screen[2], " req/s          ▄█▄ 1/s  p50 12 ms  p90 80 ms  ✓3…");
+}
+
 /// With --no-record the counters move and the list stays empty: it says why.
 #[test]
 fn deliveries_not_recorded_are_explained_in_the_empty_list() {
