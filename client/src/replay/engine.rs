@@ -28,15 +28,21 @@ struct Pool {
     keep_alive: bool,
 }
 
+/// How long the check that the target is up waits for it to take a connection.
+const UP_CHECK: Duration = Duration::from_secs(5);
+
 impl Pool {
     /// Connects once now, so a target that is down stops the run before it starts.
     async fn open(endpoint: &Endpoint, timeout: Duration, keep_alive: bool) -> Result<Self, ReplayError> {
-        let mut first = Connection::open_within(endpoint.clone(), timeout)
+        // `--timeout` bounds answers: a short one must not make a handler
+        // that is up, behind a `localhost` tried as ::1 first, look down.
+        let mut first = Connection::open_within(endpoint.clone(), timeout.max(UP_CHECK))
             .await
             .map_err(|error| ReplayError::TargetDown {
                 target: endpoint.authority(),
                 error,
-            })?;
+            })?
+            .answering_within(timeout);
         if !keep_alive {
             first.close().await;
         }
@@ -379,6 +385,24 @@ fn fits_open_files(opts: &ReplayOptions, limit: Option<u64>) -> Result<(), Repla
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_timeout_shorter_than_a_connect_does_not_call_the_target_down() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        // A name is looked up on another thread: never within 1 ns.
+        let endpoint = Endpoint {
+            host: "localhost".into(),
+            port: listener.local_addr().unwrap().port(),
+        };
+        let pool = Pool::open(&endpoint, Duration::from_nanos(1), false).await;
+        assert!(pool.is_ok(), "{:?}", pool.err());
+        drop(listener);
+        let err = Pool::open(&endpoint, Duration::from_nanos(1), false).await.err();
+        assert!(
+            matches!(err, Some(ReplayError::TargetDown { .. })),
+            "a port nothing listens on is down: {err:?}"
+        );
+    }
 
     #[test]
     fn a_burst_wider_than_the_open_file_limit_is_refused_before_it_is_sent() {
