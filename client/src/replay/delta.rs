@@ -126,9 +126,14 @@ fn signed(d: f64) -> String {
 
 fn trim(d: f64) -> String {
     if d.fract() == 0.0 && d.abs() < 1e15 {
-        format!("{}", d as i64)
-    } else {
-        format!("{d}")
+        return format!("{}", d as i64);
+    }
+    // A difference of decimals carries binary noise (20.51 − 20.41 is
+    // 0.10000000000000142), which no probe printed.
+    let rounded = format!("{d:.9}");
+    match rounded.trim_end_matches('0').trim_end_matches('.') {
+        "0" => format!("{d}"),
+        kept => kept.to_owned(),
     }
 }
 
@@ -1045,6 +1050,13 @@ mod tests {
             &(done(1, "1764684000") + &rows("evt_A")),
             &(done(2, "1764684007") + &rows("evt_A\nevt_B"))
         ));
+    }
+
+    #[test]
+    fn a_change_of_decimals_reads_as_the_probe_printed_them() {
+        assert_eq!(change2("balance: 20.41", "balance: 20.51").describe(), "+0.1");
+        assert_eq!(change2("balance: 20.51", "balance: 20.41").describe(), "−0.1");
+        assert_eq!(change2("balance: 1.5", "balance: 3.25").describe(), "+1.75");
     }
 
     #[test]
