@@ -18,6 +18,11 @@ pub const STATE_LIMIT: usize = 16 * 1024 * 1024;
 /// The settle wait stops after this many settle windows even if the state keeps moving.
 pub const SETTLE_CAP_FACTOR: u32 = 10;
 
+/// ... or after this many reads, when they take longer: a probe slower
+/// than the windows must still get to read a state twice, and once more
+/// after the attempt's own change lands.
+pub const SETTLE_CAP_READS: u32 = 5;
+
 /// Windows waited after the last attempt before the final read.
 pub const FINAL_WAIT_FACTOR: u32 = 3;
 
@@ -189,22 +194,26 @@ pub fn same_state(a: &str, b: &str) -> bool {
 }
 
 /// Reads until the state has not changed for `settle`, or until the cap of
-/// [`SETTLE_CAP_FACTOR`] windows runs out. A read that only reorders the
-/// lines of the one before it keeps the earlier text.
+/// [`SETTLE_CAP_FACTOR`] windows, or [`SETTLE_CAP_READS`] of the slowest
+/// read, runs out. A read that only reorders the lines of the one before it
+/// keeps the earlier text.
 pub async fn read_settled<S: StateSource>(source: &mut S, settle: Duration) -> Result<Settled, ProbeError> {
     let started = Instant::now();
     let poll = (settle / 5).clamp(Duration::from_millis(5), Duration::from_millis(200));
     let mut state = source.read().await?;
+    let mut slowest = started.elapsed();
     let mut stable_since = Instant::now();
     loop {
         if stable_since.elapsed() >= settle {
             return Ok(Settled { state, steady: true });
         }
-        if started.elapsed() >= settle * SETTLE_CAP_FACTOR {
+        if started.elapsed() >= (settle * SETTLE_CAP_FACTOR).max(slowest * SETTLE_CAP_READS) {
             return Ok(Settled { state, steady: false });
         }
         tokio::time::sleep(poll).await;
+        let reading = Instant::now();
         let next = source.read().await?;
+        slowest = slowest.max(reading.elapsed());
         if !same_state(&next, &state) {
             state = next;
             stable_since = Instant::now();
@@ -290,6 +299,31 @@ mod tests {
         let mut source = Counter(0);
         let settled = read_settled(&mut source, Duration::from_millis(20)).await.unwrap();
         assert!(!settled.steady);
+    }
+
+    /// A probe slower than ten windows still reads the state twice, and
+    /// once more after the attempt's own change lands.
+    #[tokio::test]
+    async fn a_probe_slower_than_the_cap_still_sees_a_state_hold_still() {
+        struct Slow(Script);
+        impl StateSource for Slow {
+            async fn read(&mut self) -> Result<String, ProbeError> {
+                tokio::time::sleep(Duration::from_millis(60)).await;
+                self.0.read().await
+            }
+        }
+        for states in [vec!["orders: 12"], vec!["orders: 12", "orders: 13"]] {
+            let last = states[states.len() - 1];
+            let mut source = Slow(Script(states, 0));
+            let settled = read_settled(&mut source, Duration::from_millis(5)).await.unwrap();
+            assert_eq!(
+                settled,
+                Settled {
+                    state: last.into(),
+                    steady: true
+                }
+            );
+        }
     }
 
     #[tokio::test]
