@@ -448,7 +448,7 @@ async fn the_relay_logs_who_connected_by_token_label_and_neither_side_logs_the_t
 }
 
 #[tokio::test]
-async fn a_local_timeout_past_the_relays_wait_is_warned_about_only_when_the_relay_is_remote() {
+async fn a_local_timeout_past_the_relays_wait_and_a_token_are_warned_about_where_nothing_uses_them() {
     let dir = tempfile::tempdir().expect("temp dir");
     let relay = TestRelay::start().await;
     let handler = LocalHandler::echo().await;
@@ -458,7 +458,7 @@ async fn a_local_timeout_past_the_relays_wait_is_warned_about_only_when_the_rela
     for (name, server) in [("remote", Some(relay_url.as_str())), ("local", None)] {
         let db = dir.path().join(format!("{name}.db"));
         let log = dir.path().join(format!("{name}.log"));
-        let mut args = vec!["http", &port, "--no-tui", "--local-timeout", "45s"];
+        let mut args = vec!["http", &port, "--no-tui", "--local-timeout", "45s", "--token", "t0k3n"];
         args.extend(["--db", db.to_str().expect("utf-8 path")]);
         if let Some(server) = server {
             args.extend(["--server", server]);
@@ -476,6 +476,12 @@ async fn a_local_timeout_past_the_relays_wait_is_warned_about_only_when_the_rela
         let logged = std::fs::read_to_string(&log).expect("client log");
         // The in-process relay is told to wait longer instead.
         assert_eq!(logged.contains(warning), server.is_some(), "{name}: {logged:?}");
+        // Only a relay given by --server is sent the token.
+        assert_eq!(
+            logged.contains("--token (or PORTPREVIEW_TOKEN) is not used"),
+            server.is_none(),
+            "{name}: {logged:?}"
+        );
     }
 }
 

@@ -63,7 +63,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', value_name = "FIELDS", value_parser = parse_key_field)]
     pub key_fields: Vec<String>,
     /// How long the local handler may take before the caller gets 504.
-    #[arg(long, value_parser = crate::replay::options::parse_positive_duration, default_value = "28s", value_name = "DURATION")]
+    #[arg(long, value_parser = crate::replay::options::parse_positive_duration, default_value = "28s", value_name = "DURATION", allow_hyphen_values = true)]
     pub local_timeout: Duration,
     /// Address of the in-process relay when no --server is given.
     #[arg(long, default_value = DEFAULT_LOCAL_LISTEN, value_name = "ADDR")]
@@ -104,6 +104,13 @@ pub async fn run(args: Args, db: &Path, config: Config) -> anyhow::Result<ExitCo
             (connect::relay_url(&server)?, None)
         }
         None => {
+            if args.token.is_some() {
+                notices.push(
+                    "--token (or PORTPREVIEW_TOKEN) is not used: the in-process relay asks for none, and no --server \
+                     names a relay that would"
+                        .to_owned(),
+                );
+            }
             let listener = TcpListener::bind(&args.local_listen)
                 .await
                 .with_context(|| format!("cannot listen on {} for the local relay", args.local_listen))?;
