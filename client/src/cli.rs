@@ -144,6 +144,27 @@ mod tests {
         }
     }
 
+    /// `--limit -1` is a bad value, not an unknown flag `-1`.
+    #[test]
+    fn a_negative_number_is_refused_as_the_flags_value() {
+        for args in [
+            &["history", "--limit", "-1"][..],
+            &["prune", "--older-than", "-1d"],
+            &["replay", "1", "--times", "-1"],
+            &["check", "f.json", "--concurrency", "-2"],
+            &["replay", "1", "--settle", "-5ms"],
+            &["replay", "1", "--timeout", "-1s"],
+            &["http", "3000", "--local-timeout", "-1s"],
+        ] {
+            let err = Cli::try_parse_from([&["portpreview"][..], args].concat()).unwrap_err();
+            assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation, "{args:?}: {err}");
+            assert!(
+                err.to_string().starts_with("error: invalid value '-"),
+                "{args:?}: {err}"
+            );
+        }
+    }
+
     #[test]
     fn each_command_names_its_own_default_attempt_count() {
         let replay = help("replay", "times");

@@ -18,7 +18,7 @@ pub const DEFAULT_LIMIT: usize = 50;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Most deliveries to list; 0 lists them all.
-    #[arg(long, default_value_t = DEFAULT_LIMIT, value_name = "N")]
+    #[arg(long, default_value_t = DEFAULT_LIMIT, value_name = "N", allow_negative_numbers = true)]
     pub limit: usize,
     /// Only deliveries from this provider (stripe, github, …; svix for standard-webhooks).
     #[arg(long, value_name = "P", value_parser = parse_provider)]

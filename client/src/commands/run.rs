@@ -16,10 +16,10 @@ use crate::replay::{
 pub struct RunArgs {
     // Each command's help names its own default: replay sends one, check two.
     /// Attempts to send (1 to 100000).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_TIMES)))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_TIMES)))]
     pub times: Option<u32>,
     /// Attempts kept in flight at once (1 to 512; default 1, or with --fresh the whole burst up to 512).
-    #[arg(long, value_name = "C", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_CONCURRENCY)))]
+    #[arg(long, value_name = "C", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_CONCURRENCY)))]
     pub concurrency: Option<u32>,
     /// Send to this URL instead of the recorded target (`http://host:port` keeps the recorded path).
     #[arg(long, value_name = "URL")]
@@ -31,10 +31,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "URL")]
     pub check_url: Option<String>,
     /// How long the state must hold still to count as read (default 300ms, at most 10m).
-    #[arg(long, value_name = "DURATION", value_parser = parse_settle)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_settle)]
     pub settle: Option<Duration>,
     /// How long each attempt may wait for its answer before it counts as failed (default 30s).
-    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub timeout: Option<Duration>,
     /// Give the event new identities: one delivered once, another as a concurrent burst of --times (2 or more) copies.
     #[arg(long)]
