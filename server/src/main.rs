@@ -20,7 +20,7 @@ struct Args {
     #[arg(long, value_name = "ADDR", value_parser = listen_address)]
     listen: SocketAddr,
     /// Serve tunnels as <name>.<DOMAIN> too (needs wildcard DNS).
-    #[arg(long, value_name = "DOMAIN")]
+    #[arg(long, value_name = "DOMAIN", value_parser = domain_name)]
     domain: Option<String>,
     /// TOML file of accepted client tokens; without it the relay is open.
     #[arg(long, value_name = "FILE")]
@@ -32,7 +32,8 @@ struct Args {
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
     /// Open connections (callers and tunnels) allowed from one IP address.
-    #[arg(long, value_name = "N", default_value_t = portpreview_server::config::DEFAULT_MAX_CONNECTIONS_PER_IP)]
+    #[arg(long, value_name = "N", default_value_t = portpreview_server::config::DEFAULT_MAX_CONNECTIONS_PER_IP,
+          value_parser = at_least_one)]
     max_connections_per_ip: usize,
 }
 
@@ -81,22 +82,35 @@ fn main() -> ExitCode {
     }
 }
 
+/// A `--domain` as the relay matches Host headers against: lowercase,
+/// without a trailing dot.
+fn domain_name(text: &str) -> Result<String, String> {
+    let domain = text.trim().trim_end_matches('.').to_ascii_lowercase();
+    let valid = !domain.is_empty()
+        && domain
+            .split('.')
+            .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
+    match valid {
+        true => Ok(domain),
+        false => Err("not a domain name".into()),
+    }
+}
+
+/// A connection limit: zero would accept connections only to drop every one.
+fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("a limit of 0 would refuse every connection: give 1 or more".into()),
+        Ok(n) => Ok(n),
+        Err(err) => Err(err.to_string()),
+    }
+}
+
 fn config(args: &Args) -> anyhow::Result<RelayConfig> {
     let mut config = RelayConfig {
         max_connections_per_ip: args.max_connections_per_ip,
         ..RelayConfig::default()
     };
-    if let Some(domain) = &args.domain {
-        let domain = domain.trim().trim_end_matches('.').to_ascii_lowercase();
-        anyhow::ensure!(
-            !domain.is_empty()
-                && domain
-                    .split('.')
-                    .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')),
-            "--domain {domain:?} is not a domain name"
-        );
-        config.domain = Some(domain);
-    }
+    config.domain.clone_from(&args.domain);
     if let Some(path) = &args.tokens {
         config.tokens = Some(Tokens::load(path).with_context(|| format!("--tokens {}", path.display()))?);
     }

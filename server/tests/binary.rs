@@ -59,8 +59,22 @@ fn bad_flags_and_files_exit_2_with_one_line() {
         assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
         assert!(stderr.starts_with("error: "), "{stderr}");
     }
-    let out = Command::new(BIN).args(["--listen", "not-an-address"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    // A bad flag value names its flag and points to --help, as clap's own do.
+    for args in [
+        &["--listen", "not-an-address"][..],
+        &["--listen", "127.0.0.1:0", "--max-connections-per-ip", "0"],
+        &["--listen", "127.0.0.1:0", "--domain", "bad domain"],
+    ] {
+        let out = Command::new(BIN).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let flag = args[args.len() - 2];
+        assert!(
+            stderr.starts_with(&format!("error: invalid value '{}' for '{flag} ", args[args.len() - 1])),
+            "{stderr}"
+        );
+        assert!(stderr.contains("try '--help'"), "{stderr}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
