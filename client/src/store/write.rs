@@ -3,6 +3,8 @@
 //! Every write runs inside `BEGIN IMMEDIATE`, so a writer takes the lock up
 //! front instead of failing halfway when another process writes too.
 
+use std::time::Duration;
+
 use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
 
 use super::{header_blob, NewDelivery, Outcome, Pruned, Recorded, ReplayRun, Store, StoreError, MAX_STORED_BODY};
@@ -83,6 +85,29 @@ impl Store {
             tracing::debug!(%err, "the WAL was not emptied after pruning");
         }
         Ok(pruned)
+    }
+
+    /// Empties the WAL into the database and cuts its file to nothing, if
+    /// no other process is reading or writing just now; otherwise leaves it
+    /// for a later try, without waiting. Returns whether it was emptied.
+    ///
+    /// SQLite reuses a WAL from its start once a checkpoint has caught up,
+    /// but never shrinks it: with two tunnels writing one history, readers
+    /// and writers overlap for long enough that a WAL can grow to many times
+    /// the history, and it then keeps that size on disk.
+    pub(crate) fn empty_wal(&self) -> bool {
+        let busy_then = self.conn.busy_timeout(Duration::ZERO);
+        let emptied = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| row.get::<_, i64>(0))
+            .is_ok_and(|busy| busy == 0);
+        if busy_then
+            .and_then(|()| self.conn.busy_timeout(super::BUSY_TIMEOUT))
+            .is_err()
+        {
+            tracing::debug!("the history's busy timeout was not set back");
+        }
+        emptied
     }
 
     /// Stores one `replay` run and returns its id.

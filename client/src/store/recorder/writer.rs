@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,6 +29,10 @@ const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024;
 /// How long the writer lets work gather before a commit. Nobody waits on
 /// it but the live display and readers in other processes.
 const WINDOW: Duration = Duration::from_millis(10);
+
+/// How long the writer waits with nothing to write before it empties the
+/// WAL (see [`Store::empty_wal`]).
+const IDLE: Duration = Duration::from_secs(1);
 
 /// Pauses between tries while the store refuses a batch for now (another
 /// process holds the lock, the disk is full): the first, and the longest.
@@ -89,17 +93,26 @@ impl Writer {
         // Set while the store refuses batches for now: the batch is kept
         // and tried again after this pause, with whatever came meanwhile.
         let mut pause: Option<Duration> = None;
+        // Set by a write, cleared once the WAL it grew has been emptied.
+        let mut wal_grown = false;
         loop {
             match pause {
                 // Blocks only when idle; the first job opens a window for the rest.
-                None => match jobs.recv() {
+                None => match jobs.recv_timeout(IDLE) {
                     Ok(first) => {
                         if !matches!(first, Job::Shutdown) {
                             std::thread::sleep(WINDOW);
                         }
                         batch.push(first);
                     }
-                    Err(_) => return self.close_unanswered(),
+                    Err(RecvTimeoutError::Timeout) => {
+                        if wal_grown {
+                            // Another process at work keeps it for now: try again when next idle.
+                            wal_grown = !self.store.empty_wal();
+                        }
+                        continue;
+                    }
+                    Err(RecvTimeoutError::Disconnected) => return self.close_unanswered(),
                 },
                 Some(wait) => {
                     if let Ok(job) = jobs.recv_timeout(wait) {
@@ -124,6 +137,7 @@ impl Writer {
             }
             match self.write(&mut batch) {
                 Ok(()) => {
+                    wal_grown = true;
                     if pause.take().is_some() {
                         self.stalled.store(false, Ordering::Release);
                         tracing::info!("the history takes deliveries again");
@@ -346,6 +360,41 @@ mod tests {
         assert!(answered
             .iter()
             .all(|s| s.status == Some(204) && s.delivery_count == 100));
+    }
+
+    /// Once idle, the writer empties the WAL: SQLite never shrinks one, and
+    /// two tunnels sharing a history grew it to 7 times the history.
+    #[tokio::test]
+    async fn an_idle_writer_leaves_no_wal_behind_unless_another_process_reads() {
+        let dir = ScratchDir::new("recorder-wal");
+        let path = dir.0.join("history.db");
+        let wal = dir.0.join("history.db-wal");
+        let wal_len = || std::fs::metadata(&wal).map_or(0, |m| m.len());
+        let (recorder, _handle, mut reported) = start(&path);
+        // Another process reading holds the WAL as it was.
+        let reader = rusqlite::Connection::open(&path).unwrap();
+        reader.execute_batch("BEGIN").unwrap();
+        let _: i64 = reader
+            .query_row("SELECT count(*) FROM deliveries", [], |r| r.get(0))
+            .unwrap();
+        for n in 0..20 {
+            let ticket = recorder
+                .record_request(delivery(&format!("evt_{n}"), "/"))
+                .await
+                .unwrap();
+            recorder.record_outcome(ticket, answered(200)).await.unwrap();
+            next_report(&mut reported).await;
+        }
+        tokio::time::sleep(IDLE * 2).await;
+        assert!(wal_len() > 0, "kept while read");
+        reader.execute_batch("COMMIT").unwrap();
+        wait_until("the WAL is emptied", || wal_len() == 0).await;
+        let store = Store::open(&path).unwrap();
+        assert_eq!(
+            store.count(&ListQuery::default()).unwrap(),
+            20,
+            "everything in the history"
+        );
     }
 
     #[tokio::test]
