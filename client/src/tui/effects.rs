@@ -223,20 +223,24 @@ fn copy_curl(app: &mut App, id: i64, terminal: &mut TerminalGuard) {
 /// guess leaves it off where the copy could be lost unseen (tmux, unknown
 /// terminals), and only the user knows better.
 fn copied_to_file(id: i64, path: &Path, setting: Option<&str>) -> String {
-    let hint = match setting {
-        Some("file") => String::new(),
+    let written = format!(
+        "curl command of #{id} written to {}{}",
+        shown(path),
+        secrets_note(ExportFormat::Curl)
+    );
+    match setting {
+        Some("file") => written,
+        // First, where a narrow screen cannot cut it off: it is why.
         Some(other) => format!(
-            "; {}={} means nothing: set osc52 or file",
+            "{}={} means nothing (set osc52 or file): {written}",
             export::CLIPBOARD_ENV,
             escape_str(other)
         ),
-        None => format!("; set {}=osc52 if your terminal takes OSC 52", export::CLIPBOARD_ENV),
-    };
-    format!(
-        "no clipboard here: curl command of #{id} written to {}{}{hint}",
-        shown(path),
-        secrets_note(ExportFormat::Curl)
-    )
+        None => format!(
+            "no clipboard here: {written}; set {}=osc52 if your terminal takes OSC 52",
+            export::CLIPBOARD_ENV
+        ),
+    }
 }
 
 /// What a status line adds for a file that holds the request's
@@ -332,9 +336,10 @@ mod tests {
             "not to whoever asked for the file"
         );
         assert!(
-            copied_to_file(3, path, Some("OSC52"))
-                .ends_with("; PORTPREVIEW_CLIPBOARD=OSC52 means nothing: set osc52 or file"),
-            "a misspelt setting is named"
+            copied_to_file(3, path, Some("OSC52")).starts_with(
+                "PORTPREVIEW_CLIPBOARD=OSC52 means nothing (set osc52 or file): curl command of #3 written to"
+            ),
+            "a misspelt setting is named first, where a narrow screen does not cut it off"
         );
     }
 
