@@ -33,7 +33,7 @@ struct Args {
     tls_key: Option<PathBuf>,
     /// Open connections (callers and tunnels) allowed from one IP address.
     #[arg(long, value_name = "N", default_value_t = portpreview_server::config::DEFAULT_MAX_CONNECTIONS_PER_IP,
-          value_parser = at_least_one)]
+          allow_negative_numbers = true, value_parser = at_least_one)]
     max_connections_per_ip: usize,
 }
 

@@ -63,6 +63,7 @@ fn bad_flags_and_files_exit_2_with_one_line() {
     for args in [
         &["--listen", "not-an-address"][..],
         &["--listen", "127.0.0.1:0", "--max-connections-per-ip", "0"],
+        &["--listen", "127.0.0.1:0", "--max-connections-per-ip", "-1"],
         &["--listen", "127.0.0.1:0", "--domain", "bad domain"],
     ] {
         let out = Command::new(BIN).args(args).output().unwrap();
