@@ -129,8 +129,11 @@ fn trim(d: f64) -> String {
         return format!("{}", d as i64);
     }
     // A difference of decimals carries binary noise (20.51 − 20.41 is
-    // 0.10000000000000142), which no probe printed.
-    let rounded = format!("{d:.9}");
+    // 0.10000000000000142), which no probe printed: 12 significant digits
+    // and at most 9 decimals keep what it did.
+    let whole_digits = d.abs().log10().floor() as i32 + 1;
+    let decimals = (12 - whole_digits).clamp(0, 9) as usize;
+    let rounded = format!("{d:.decimals$}");
     match rounded.trim_end_matches('0').trim_end_matches('.') {
         "0" => format!("{d}"),
         kept => kept.to_owned(),
@@ -732,6 +735,12 @@ pub fn multiple(first: &Change, later: &Change) -> Option<f64> {
         None if first.removed == 0 && later.removed == 0 && first.added > 0 => later.added as f64 / first.added as f64,
         None => return None,
     };
+    // Decimals carry binary noise: +0.3 over +0.1 is 2.9999999999999996.
+    let whole = ratio.round();
+    let ratio = match (ratio - whole).abs() <= 1e-9 * whole.abs() {
+        true => whole,
+        false => ratio,
+    };
     (ratio > 0.0).then_some(ratio)
 }
 
@@ -1057,6 +1066,19 @@ mod tests {
         assert_eq!(change2("balance: 20.41", "balance: 20.51").describe(), "+0.1");
         assert_eq!(change2("balance: 20.51", "balance: 20.41").describe(), "−0.1");
         assert_eq!(change2("balance: 1.5", "balance: 3.25").describe(), "+1.75");
+        assert_eq!(
+            change2("balance: 10000000.01", "balance: 30000000.03").describe(),
+            "+20000000.02"
+        );
+        assert_eq!(change2("balance: 0.1", "balance: 0.101").describe(), "+0.001");
+        // A burst of three copies that each acted is three times one copy.
+        assert_eq!(
+            multiple(
+                &change2("balance: 0.1", "balance: 0.2"),
+                &change2("balance: 0.2", "balance: 0.5")
+            ),
+            Some(3.0)
+        );
     }
 
     #[test]
