@@ -96,11 +96,24 @@ impl ReplayOptions {
 /// no answer arrives in no time. Reasons leave the value out, as clap and
 /// the suite file name it beside them.
 pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
-    let duration = crate::time::parse_duration(text)?;
+    // `0` needs no unit to be refused: naming units for it would suggest `0ms`.
+    let duration = match is_zero(text) {
+        true => Duration::ZERO,
+        false => crate::time::parse_duration(text)?,
+    };
     if duration.is_zero() {
         return Err("no time at all: give a duration like 300ms or 30s".to_string());
     }
+    if duration < Duration::from_millis(1) {
+        return Err("shorter than 1ms: give a duration like 300ms or 30s".to_string());
+    }
     Ok(duration)
+}
+
+/// Whether `text` is a bare zero (`0`, `00`).
+fn is_zero(text: &str) -> bool {
+    let text = text.trim();
+    !text.is_empty() && text.bytes().all(|b| b == b'0')
 }
 
 /// Longest `--settle` taken: each read of the state may wait ten of them.
@@ -115,10 +128,13 @@ const MIN_SETTLE: Duration = Duration::from_millis(1);
 /// pass for idempotent before its work was done.
 pub fn parse_settle(text: &str) -> Result<Duration, String> {
     // A settle window is milliseconds or seconds, never days.
-    if let Some(why) = crate::time::no_unit(text, &["ms", "s"]) {
+    if let Some(why) = crate::time::no_unit(text, &["ms", "s"]).filter(|_| !is_zero(text)) {
         return Err(why);
     }
-    let duration = crate::time::parse_duration(text)?;
+    let duration = match is_zero(text) {
+        true => Duration::ZERO,
+        false => crate::time::parse_duration(text)?,
+    };
     if duration.is_zero() {
         return Err(
             "no time at all: work a handler does after answering would go unseen; give a duration like 300ms or 2s"
@@ -207,6 +223,7 @@ mod tests {
     fn settle_windows_are_more_than_nothing_and_at_most_ten_minutes() {
         assert_eq!(parse_settle("300ms"), Ok(DEFAULT_SETTLE));
         assert!(parse_settle("0s").unwrap_err().contains("no time at all"));
+        assert!(parse_settle("0").unwrap_err().contains("no time at all"));
         assert_eq!(parse_settle("5"), Err("5 has no unit: write 5ms or 5s".to_string()));
         assert!(parse_settle("1d").unwrap_err().contains("longer than 10m"));
         assert!(parse_settle("500us").unwrap_err().contains("shorter than 1ms"));
@@ -239,6 +256,15 @@ mod tests {
         assert_eq!(parse_positive_duration("30s"), Ok(DEFAULT_TIMEOUT));
         assert!(parse_positive_duration("0s").is_err());
         assert!(parse_positive_duration("soon").is_err());
+        // Not "write 0ms", which is refused in turn.
+        assert_eq!(
+            parse_positive_duration("0"),
+            Err("no time at all: give a duration like 300ms or 30s".to_string())
+        );
+        assert!(parse_positive_duration("1ns")
+            .unwrap_err()
+            .starts_with("shorter than 1ms"));
+        assert_eq!(parse_positive_duration("1ms"), Ok(Duration::from_millis(1)));
         assert!(parse_positive_duration("1M")
             .unwrap_err()
             .contains("months as days, like 30d"));
