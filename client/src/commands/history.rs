@@ -60,15 +60,18 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         })
         .collect::<Result<Vec<Option<i64>>, _>>()
         .map_err(|e| e.for_command(db))?;
-    let text = if args.json {
-        let array = serde_json::Value::Array(
-            rows.iter()
-                .zip(&numbers)
-                .map(|((s, target), number)| render::json::summary(s, target, *number))
-                .collect(),
-        );
-        format!("{}\n", render::json::to_terminal_text(&array))
-    } else if rows.is_empty() {
+    if args.json {
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        let items = rows
+            .iter()
+            .zip(&numbers)
+            .map(|((s, target), number)| render::json::summary(s, target, *number));
+        render::json::write_terminal_array(&mut out, items)
+            .and_then(|()| out.flush())
+            .context("cannot write to stdout")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let text = if rows.is_empty() {
         let file = db.display().to_string();
         let line = if filters.is_empty() {
             format!("No deliveries in {file}.")

@@ -119,6 +119,31 @@ pub fn to_terminal_text(value: &impl Serialize) -> String {
     terminal_safe(serde_json::to_string_pretty(value).unwrap_or_default())
 }
 
+/// Writes `items` as one pretty JSON array, as [`to_terminal_text`] would
+/// write them collected, one item at a time: a history of a million
+/// deliveries is never held as one document.
+pub fn write_terminal_array<T: Serialize>(
+    out: &mut impl std::io::Write,
+    items: impl IntoIterator<Item = T>,
+) -> std::io::Result<()> {
+    let mut items = items.into_iter().peekable();
+    if items.peek().is_none() {
+        return out.write_all(b"[]\n");
+    }
+    out.write_all(b"[\n")?;
+    while let Some(item) = items.next() {
+        for (n, line) in to_terminal_text(&item).lines().enumerate() {
+            if n > 0 {
+                out.write_all(b"\n")?;
+            }
+            out.write_all(b"  ")?;
+            out.write_all(line.as_bytes())?;
+        }
+        out.write_all(if items.peek().is_some() { b",\n" } else { b"\n" })?;
+    }
+    out.write_all(b"]\n")
+}
+
 /// One-line JSON that is also safe on a terminal, escaped as
 /// [`to_terminal_text`] is.
 pub fn to_terminal_line(value: &impl Serialize) -> String {
@@ -147,6 +172,17 @@ fn terminal_safe(text: String) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_array_written_item_by_item_reads_as_the_whole_one() {
+        let items = [json!({"id": 1, "path": "/a\u{9b}"}), json!({"id": 2, "tags": [1, 2]})];
+        for n in 0..=items.len() {
+            let mut out = Vec::new();
+            write_terminal_array(&mut out, &items[..n]).unwrap();
+            let whole = format!("{}\n", to_terminal_text(&items[..n].to_vec()));
+            assert_eq!(String::from_utf8(out).unwrap(), whole, "{n} items");
+        }
+    }
     use super::*;
 
     #[test]
