@@ -389,7 +389,7 @@ mod tests {
     #[tokio::test]
     async fn a_timeout_shorter_than_a_connect_does_not_call_the_target_down() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        // A name is looked up on another thread: never within 1 ns.
+        // A name is looked up on another thread, which 1 ns may not wait for.
         let endpoint = Endpoint {
             host: "localhost".into(),
             port: listener.local_addr().unwrap().port(),

@@ -18,9 +18,9 @@ pub const STATE_LIMIT: usize = 16 * 1024 * 1024;
 /// The settle wait stops after this many settle windows even if the state keeps moving.
 pub const SETTLE_CAP_FACTOR: u32 = 10;
 
-/// ... or after this many reads, when they take longer: a probe slower
-/// than the windows must still get to read a state twice, and once more
-/// after the attempt's own change lands.
+/// The settle wait also runs for this many of the slowest read, when that
+/// is longer than its windows: a probe slower than them must still get to
+/// read a state twice, and once more after the attempt's own change lands.
 pub const SETTLE_CAP_READS: u32 = 5;
 
 /// Windows waited after the last attempt before the final read.
