@@ -139,9 +139,6 @@ pub enum ReplayError {
         /// Every place the secret could come from ([`secret_sources`]).
         sources: String,
     },
-    /// Re-signing was asked for but the provider is unknown.
-    #[error("cannot re-sign: the delivery's provider is unknown")]
-    UnknownProvider,
     /// The provider's signature cannot be made here.
     #[error(transparent)]
     Sign(#[from] SignError),

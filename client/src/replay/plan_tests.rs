@@ -351,3 +351,21 @@ fn a_secret_with_whitespace_around_it_is_pointed_out() {
     assert_eq!(signed_with(" whsec_abc").len(), 1);
     assert!(signed_with("whsec_abc").is_empty());
 }
+
+/// An unsigned webhook from no known provider has nothing to re-sign: a
+/// folder checked with --resign still sends it, as recorded.
+#[test]
+fn resigning_a_request_from_no_known_provider_sends_it_as_recorded() {
+    let opts = ReplayOptions {
+        resign: true,
+        secret: Some(Secret::new("x")),
+        ..ReplayOptions::default()
+    };
+    let plan = Plan::new(&recorded(), &opts).expect("sent as recorded");
+    assert_eq!(
+        plan.warnings,
+        ["the provider is unknown, so --resign signs nothing: the request goes as recorded"]
+    );
+    let out = plan.outgoing(&plan.recorded).unwrap();
+    assert_eq!(out.body, recorded().request_body);
+}
