@@ -302,6 +302,40 @@ fn a_fixture_that_cannot_run_exits_2_and_is_a_junit_error() {
     assert_eq!(xml.matches("<error ").count(), 2, "{xml}");
 }
 
+/// A folder of fixtures that lost them, or a mistyped one, named beside
+/// fixtures that pass, cannot run: the gate must not pass without it.
+#[test]
+fn an_empty_fixture_folder_cannot_run_even_beside_fixtures_that_pass() {
+    let project = Project::new();
+    std::fs::create_dir_all(project.path("fixtures/github")).unwrap();
+    let good = Handler::start(Behaviour::DedupsInOneTransaction);
+    let junit = project.path("junit.xml");
+    let ran = project.check(
+        &[
+            "fixtures/github",
+            "fixtures/stripe.json",
+            "--target",
+            &good.url(),
+            "--json",
+            "--junit",
+            junit.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stderr
+            .contains("no fixtures (*.json) in fixtures/github or its subfolders"),
+        "{}",
+        ran.stderr
+    );
+    let json: serde_json::Value = serde_json::from_str(&ran.stdout).expect("one JSON report");
+    assert_eq!(json["fixtures"].as_array().map(Vec::len), Some(2), "{json}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(xml.matches("<testcase ").count(), 2, "{xml}");
+    assert_eq!(xml.matches("<error ").count(), 1, "{xml}");
+}
+
 /// A suite's `check_cmd` that fails is named as the check command, not as
 /// a flag the user never passed.
 #[test]

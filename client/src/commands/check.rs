@@ -284,7 +284,7 @@ fn warn_of_suites_in(dir: &Path, named_suites: &[PathBuf]) {
 
 /// The fixture at `path`, or every `*.json` under the directory `path`,
 /// subdirectories included (`fixtures/stripe/`, `fixtures/github/`), in
-/// path order. Symbolic links to directories are not followed, so a link
+/// path order; a directory holding none is an error. Symbolic links to directories are not followed, so a link
 /// loop cannot make the walk endless.
 fn fixtures_at(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
     if !path.is_dir() {
@@ -304,6 +304,13 @@ fn fixtures_at(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
             }
         }
     }
+    // A folder that lost its fixtures (or a mistyped one) must not pass CI
+    // beside others that ran: it is a fixture that could not run.
+    anyhow::ensure!(
+        !found.is_empty(),
+        "no fixtures (*.json) in {} or its subfolders",
+        path.display()
+    );
     found.sort();
     Ok(found)
 }
