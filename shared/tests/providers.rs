@@ -93,6 +93,9 @@ fn secrets_and_signatures_are_masked() {
         "x-auth-token",
         "X-Webhook-Secret",
         "x-acme-signature",
+        "X-Amz-Security-Token",
+        "x-private-key",
+        "cookie2",
     ] {
         assert!(is_sensitive_header(name), "{name}");
     }

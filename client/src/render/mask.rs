@@ -66,6 +66,19 @@ mod tests {
         assert_eq!(shown("cookie", "session=1", true), "session=1");
         assert_eq!(shown("content-type", "text/plain", false), "text/plain");
         assert_eq!(shown("X-Webhook-Secret", "s3cr3t", false), MASK);
+        for invented in [
+            "X-Api-Token",
+            "X-Session-Token",
+            "X-Amz-Security-Token",
+            "X-Goog-Channel-Token",
+            "X-Token",
+            "X-Private-Key",
+            "X-Session-Id",
+            "X-Client-Credentials",
+            "Cookie2",
+        ] {
+            assert_eq!(shown(invented, "tok-123", false), MASK, "{invented}");
+        }
         // When a signature was made helps with one that expired; it is no secret.
         assert_eq!(shown("x-signature-ed25519", "ab12", false), MASK);
         assert_eq!(shown("x-signature-timestamp", "1700000000", false), "1700000000");

@@ -277,15 +277,21 @@ pub fn is_sensitive_header(name: &str) -> bool {
         "x-twilio-email-event-webhook-signature",
     ];
     // Credentials a sender invents its own name for: `X-Api-Key`,
-    // `X-Auth-Token`, `X-Webhook-Secret`, `X-Foo-Signature`.
+    // `X-Auth-Token`, `X-Webhook-Secret`, `X-Foo-Signature`,
+    // `X-Amz-Security-Token`, `X-Private-Key`, `Cookie2`.
     const HINTS: &[&str] = &[
         "secret",
         "password",
         "api-key",
         "apikey",
         "api_key",
-        "auth-token",
-        "access-token",
+        "token",
+        "private-key",
+        "private_key",
+        "privatekey",
+        "session",
+        "credential",
+        "cookie",
         "signature",
     ];
     let name = name.trim();
@@ -294,8 +300,9 @@ pub fn is_sensitive_header(name: &str) -> bool {
     }
     let lower = name.to_ascii_lowercase();
     // `X-Signature-Timestamp` names when a signature was made, which is
-    // what to look at when one has expired, and gives nothing away.
-    HINTS.iter().any(|hint| lower.contains(hint)) && !lower.ends_with("timestamp")
+    // what to look at when one has expired, and gives nothing away; an
+    // idempotency token (`I-Twilio-Idempotency-Token`) is the event's ID.
+    HINTS.iter().any(|hint| lower.contains(hint)) && !lower.ends_with("timestamp") && !lower.contains("idempotency")
 }
 
 /// Value of the first header called `name`, compared case-insensitively.
