@@ -1,5 +1,7 @@
 //! JSON shapes of `history --json` and `show --json`.
 
+use std::fmt::Write;
+
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -151,18 +153,22 @@ pub fn to_terminal_line(value: &impl Serialize) -> String {
 }
 
 /// serde_json escapes C0 controls but leaves DEL, C1 controls (an 8-bit
-/// CSI among them) and bidi overrides raw inside strings; they become
-/// `\uXXXX`, which any JSON reader decodes back to the same text. Outside
-/// strings serde_json writes only ASCII, so the whole text can be scanned.
+/// CSI among them), bidi controls and invisible characters raw inside
+/// strings; every character the text views escape becomes `\uXXXX` (a
+/// surrogate pair past U+FFFF), which any JSON reader decodes back to the
+/// same text. Outside strings serde_json writes only ASCII, spaces and
+/// newlines, so the whole text can be scanned.
 fn terminal_safe(text: String) -> String {
-    let risky = |c: char| matches!(c, '\u{7f}'..='\u{9f}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    let risky = |c: char| c != '\n' && portpreview_shared::sanitize::is_hidden_or_control(c);
     if !text.contains(risky) {
         return text;
     }
     let mut out = String::with_capacity(text.len() + 16);
     for c in text.chars() {
         if risky(c) {
-            out.push_str(&format!("\\u{:04x}", c as u32));
+            for unit in c.encode_utf16(&mut [0; 2]) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
         } else {
             out.push(c);
         }
@@ -194,6 +200,24 @@ mod tests {
         let line = to_terminal_line(&value);
         assert!(!line.contains('\u{9b}') && !line.contains('\u{202e}') && !line.contains('\n'));
         assert_eq!(serde_json::from_str::<Value>(&line).unwrap(), value);
+    }
+
+    /// Every character the text views escape is escaped in JSON too: bidi
+    /// marks, invisible ones, line separators and tags past U+FFFF.
+    #[test]
+    fn terminal_json_escapes_what_the_text_views_escape() {
+        let hidden = "a\u{61c}b\u{feff}c\u{200b}d\u{2028}e\u{2029}f\u{e0041}g";
+        let value = json!({ "event_key": hidden });
+        for text in [to_terminal_text(&value), to_terminal_line(&value)] {
+            assert!(
+                !text
+                    .chars()
+                    .any(|c| c != '\n' && portpreview_shared::sanitize::is_hidden_or_control(c)),
+                "{text:?}"
+            );
+            assert!(text.contains("\\udb40\\udc41"), "a surrogate pair past U+FFFF: {text}");
+            assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), value);
+        }
     }
 
     #[test]
