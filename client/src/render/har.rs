@@ -195,11 +195,18 @@ fn cookies(list: &[Header], side: Cookies, reveal: bool) -> Vec<Value> {
         .collect()
 }
 
+/// HAR has no field for a header's raw bytes: one that is not UTF-8 is
+/// written with U+FFFD in place of the bytes, and its comment says so (the
+/// JSON fixture keeps them exact).
 fn headers(list: &[Header], reveal: bool) -> Vec<Value> {
     list.iter()
         .map(|h| {
             let value = shown_value(h, reveal);
-            json!({ "name": h.name, "value": String::from_utf8_lossy(&value) })
+            let mut header = json!({ "name": h.name, "value": String::from_utf8_lossy(&value) });
+            if std::str::from_utf8(&value).is_err() {
+                header["comment"] = "the value holds bytes that are not UTF-8, shown here as U+FFFD; export --format json keeps them exact".into();
+            }
+            header
         })
         .collect()
 }
@@ -271,6 +278,7 @@ mod tests {
                 request_headers: vec![
                     Header::new("content-type", "application/json"),
                     Header::new("stripe-signature", "t=1,v1=secret"),
+                    Header::new("x-raw", b"a\xffb".to_vec()),
                 ],
                 request_body: b"{}".to_vec(),
                 request_body_size: 2,
@@ -291,6 +299,14 @@ mod tests {
         assert_eq!(entry["request"]["postData"]["mimeType"], "application/json");
         assert_eq!(entry["request"]["postData"]["text"], "{}");
         assert_eq!(entry["request"]["headers"][1]["value"], "••••••");
+        // Bytes HAR cannot hold are said to be replaced, not changed unseen.
+        let raw = &entry["request"]["headers"][2];
+        assert_eq!(raw["value"], "a\u{fffd}b");
+        assert_eq!(
+            raw["comment"],
+            "the value holds bytes that are not UTF-8, shown here as U+FFFD; export --format json keeps them exact"
+        );
+        assert!(entry["request"]["headers"][0].get("comment").is_none());
         assert_eq!(entry["request"]["queryString"][1], json!({ "name": "b", "value": "" }));
         assert_eq!(entry["response"]["statusText"], "OK");
         assert_eq!(entry["response"]["content"]["encoding"], "base64");
