@@ -284,9 +284,9 @@ fn signing(
     // No provider, no signature to make: refusing would fail a whole
     // `check fixtures/ --resign` over one unsigned internal webhook.
     let Some(provider) = provider else {
-        warnings.push(match opts.resign {
-            true => "the provider is unknown, so --resign signs nothing: the request goes as recorded".into(),
-            false => "the fresh events are not re-signed: the provider is unknown".into(),
+        warnings.push(match opts.fresh {
+            true => "the fresh events are not re-signed: the provider is unknown".into(),
+            false => "the provider is unknown, so --resign signs nothing: the request goes as recorded".into(),
         });
         return Ok(None);
     };
