@@ -180,13 +180,16 @@ fn cookies(list: &[Header], side: Cookies, reveal: bool) -> Vec<Value> {
         Cookies::Request => "cookie",
         Cookies::Response => "set-cookie",
     };
-    let values = list
+    // A value with bytes that are not UTF-8 keeps its other cookies; its
+    // header's comment says what was replaced.
+    let values: Vec<_> = list
         .iter()
         .filter(|h| h.name.eq_ignore_ascii_case(name))
-        .filter_map(|h| std::str::from_utf8(&h.value).ok());
+        .map(|h| String::from_utf8_lossy(&h.value))
+        .collect();
     let pairs: Vec<&str> = match side {
-        Cookies::Request => values.flat_map(|v| v.split(';')).collect(),
-        Cookies::Response => values.filter_map(|v| v.split(';').next()).collect(),
+        Cookies::Request => values.iter().flat_map(|v| v.split(';')).collect(),
+        Cookies::Response => values.iter().filter_map(|v| v.split(';').next()).collect(),
     };
     pairs
         .into_iter()
@@ -410,7 +413,10 @@ mod tests {
         let d = Delivery {
             id: 1,
             request: NewDelivery {
-                request_headers: vec![Header::new("Cookie", "session=s3cret; theme=dark")],
+                request_headers: vec![
+                    Header::new("Cookie", "session=s3cret; theme=dark"),
+                    Header::new("Cookie", b"raw=\xff; lang=en".to_vec()),
+                ],
                 ..NewDelivery::default()
             },
             outcome: Some(Outcome {
@@ -427,9 +433,18 @@ mod tests {
         let shown = entry(false);
         assert_eq!(
             shown["request"]["cookies"],
-            json!([{ "name": "session", "value": MASK }, { "name": "theme", "value": MASK }])
+            json!([
+                { "name": "session", "value": MASK },
+                { "name": "theme", "value": MASK },
+                { "name": "raw", "value": MASK },
+                { "name": "lang", "value": MASK }
+            ])
         );
         let revealed = entry(true);
+        assert_eq!(
+            revealed["request"]["cookies"][3],
+            json!({ "name": "lang", "value": "en" })
+        );
         assert_eq!(
             revealed["response"]["cookies"],
             json!([{ "name": "session", "value": "n3w" }, { "name": "seen", "value": "1" }])
