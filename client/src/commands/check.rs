@@ -284,8 +284,9 @@ fn warn_of_suites_in(dir: &Path, named_suites: &[PathBuf]) {
 
 /// The fixture at `path`, or every `*.json` under the directory `path`,
 /// subdirectories included (`fixtures/stripe/`, `fixtures/github/`), in
-/// path order; a directory holding none is an error. Symbolic links to directories are not followed, so a link
-/// loop cannot make the walk endless.
+/// path order; a directory holding none is an error. Symbolic links to
+/// directories are not followed, so a link loop cannot make the walk
+/// endless.
 fn fixtures_at(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
     if !path.is_dir() {
         return Ok(vec![path.to_path_buf()]);
