@@ -5,6 +5,8 @@
 //! base64 (`content.encoding` for responses; requests have no such field
 //! in HAR, so `postData` carries a `_encoding` beside its text).
 
+use std::fmt::Write;
+
 use serde_json::{json, Value};
 
 use super::body::{decode, Decoding, Encoded};
@@ -156,7 +158,7 @@ fn url_text(url: &str) -> String {
         } else {
             let mut bytes = [0; 4];
             for b in c.encode_utf8(&mut bytes).bytes() {
-                out.push_str(&format!("%{b:02X}"));
+                let _ = write!(out, "%{b:02X}");
             }
         }
     }

@@ -96,11 +96,7 @@ impl ReplayOptions {
 /// no answer arrives in no time. Reasons leave the value out, as clap and
 /// the suite file name it beside them.
 pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
-    // `0` needs no unit to be refused: naming units for it would suggest `0ms`.
-    let duration = match is_zero(text) {
-        true => Duration::ZERO,
-        false => crate::time::parse_duration(text)?,
-    };
+    let duration = nonzero_reading(text)?;
     if duration.is_zero() {
         return Err("no time at all: give a duration like 300ms or 30s".to_string());
     }
@@ -108,6 +104,16 @@ pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
         return Err("shorter than 1ms: give a duration like 300ms or 30s".to_string());
     }
     Ok(duration)
+}
+
+/// `text` read as a duration for a flag that refuses zero: a bare `0`
+/// reads as zero, to be refused as no time at all, not told to take a
+/// unit, which would suggest `0ms`.
+fn nonzero_reading(text: &str) -> Result<Duration, String> {
+    match is_zero(text) {
+        true => Ok(Duration::ZERO),
+        false => crate::time::parse_duration(text),
+    }
 }
 
 /// Whether `text` is a bare zero (`0`, `00`).
@@ -131,10 +137,7 @@ pub fn parse_settle(text: &str) -> Result<Duration, String> {
     if let Some(why) = crate::time::no_unit(text, &["ms", "s"]).filter(|_| !is_zero(text)) {
         return Err(why);
     }
-    let duration = match is_zero(text) {
-        true => Duration::ZERO,
-        false => crate::time::parse_duration(text)?,
-    };
+    let duration = nonzero_reading(text)?;
     if duration.is_zero() {
         return Err(
             "no time at all: work a handler does after answering would go unseen; give a duration like 300ms or 2s"
