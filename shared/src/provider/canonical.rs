@@ -9,7 +9,7 @@ pub(crate) fn write(value: &Value, out: &mut Vec<u8>) {
     write_skipping(value, &[], out);
 }
 
-/// Like [`write`], leaving out the top-level members named in `skip`.
+/// Like [`write()`], leaving out the top-level members named in `skip`.
 fn write_skipping(value: &Value, skip: &[&str], out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {

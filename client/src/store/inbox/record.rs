@@ -34,7 +34,7 @@ pub(super) enum EntryRef<'a> {
     },
     Request(&'a NewDelivery),
     /// Encoded up to its bytes, which follow from where they lie (see
-    /// [`Inbox::append_body_part`]).
+    /// [`Inbox::append_body_part`](super::Inbox::append_body_part)).
     BodyPart {
         body: u64,
         len: PartLen,
