@@ -97,7 +97,8 @@ impl Plan {
             sendable
         });
         let provider = provider_of(request);
-        let voided = opts.fresh && fresh_voids_signature(provider, &headers, &body, opts.fresh_field.as_deref())?;
+        let voided =
+            opts.fresh && fresh_voids_signature(provider, &path, &headers, &body, opts.fresh_field.as_deref())?;
         let signing = signing(provider, opts, voided, &mut warnings)?;
         // A fresh identity that voids the signature is flagged as unsigned;
         // otherwise the recorded signature goes out, and its age matters.
@@ -125,7 +126,7 @@ impl Plan {
         // Twilio signs a JSON body's hash into the URL: a changed body sent
         // under the recorded hash would be refused by the handler's check.
         let rehash = |url: String| match (&signing, body_changed) {
-            (Some((Provider::Twilio, _)), true) => provider::with_twilio_body_hash(&url, &body).unwrap_or(url),
+            (Some((Provider::Twilio, _)), true) => twilio_rehashed(url, &body),
             _ => url,
         };
         let path = rehash(path);
@@ -182,10 +183,17 @@ impl Plan {
     /// The request for one attempt, signed with the current time when signing is on.
     pub fn outgoing(&self, variant: &Variant) -> Result<Outgoing, ReplayError> {
         let mut headers = variant.headers.clone();
+        let mut path = self.path.clone();
         let body = match &self.signing {
             // Some providers (Linear, Mailgun) sign a timestamp inside the
             // body, so a signed attempt needs a body of its own.
             Some((provider, secret)) => {
+                let mut signed_url = self.signed_url.clone();
+                if *provider == Provider::Twilio {
+                    // A fresh identity is a body the plan's hash is not of.
+                    path = twilio_rehashed(path, &variant.body);
+                    signed_url = twilio_rehashed(signed_url, &variant.body);
+                }
                 let mut body = variant.body.to_vec();
                 provider::resign(
                     *provider,
@@ -193,7 +201,7 @@ impl Plan {
                     &mut headers,
                     &mut body,
                     SystemTime::now(),
-                    Some(&self.signed_url),
+                    Some(&signed_url),
                 )?;
                 Bytes::from(body)
             }
@@ -201,7 +209,7 @@ impl Plan {
         };
         Ok(Outgoing {
             method: self.method.clone(),
-            path: self.path.clone(),
+            path,
             headers,
             body,
         })
@@ -235,13 +243,24 @@ impl Plan {
 /// stops a `--fresh-field` that names nothing before anything is sent.
 fn fresh_voids_signature(
     provider: Option<Provider>,
+    path: &str,
     headers: &[Header],
     body: &[u8],
     field: Option<&str>,
 ) -> Result<bool, ReplayError> {
     let (mut fresh_headers, mut fresh_body) = (headers.to_vec(), body.to_vec());
     provider::fresh_identity(provider, &mut fresh_headers, &mut fresh_body, field)?;
-    Ok(provider.is_some_and(|p| !provider::signs_alike(p, (headers, body), (&fresh_headers, &fresh_body))))
+    // Twilio signs a JSON body through its hash in the URL, not the body itself.
+    let hash_voided =
+        provider == Some(Provider::Twilio) && provider::with_twilio_body_hash(path, &fresh_body).is_some();
+    Ok(hash_voided
+        || provider.is_some_and(|p| !provider::signs_alike(p, (headers, body), (&fresh_headers, &fresh_body))))
+}
+
+/// `url` with its `bodySHA256` made for `body`. Twilio puts a JSON body's
+/// hash in the URL it signs, and its validator checks the body against it.
+fn twilio_rehashed(url: String, body: &[u8]) -> String {
+    provider::with_twilio_body_hash(&url, body).unwrap_or(url)
 }
 
 /// What signs the attempts, if anything; `voided` when a fresh identity

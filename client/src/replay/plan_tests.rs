@@ -329,6 +329,65 @@ fn a_twilio_json_body_changed_before_re_signing_gets_its_own_hash_in_the_url() {
     assert_eq!(Plan::new(&twilio, &unsigned).unwrap().path, twilio.path);
 }
 
+/// Twilio signs a JSON body through its hash in the URL: each fresh body
+/// goes to a URL holding its own hash, signed over that URL.
+#[test]
+fn a_fresh_twilio_json_body_gets_its_own_hash_in_the_url() {
+    let body = br#"{"CallSid":"CA1","x":1}"#;
+    let hash = |body: &[u8]| hex::encode(<sha2::Sha256 as sha2::Digest>::digest(body));
+    let twilio = NewDelivery {
+        path: format!("/tw?bodySHA256={}", hash(body)),
+        provider: Some("twilio".into()),
+        tunnel_url: "https://relay.example/t/otter".into(),
+        request_headers: vec![Header::new("x-twilio-signature", "recorded=")],
+        request_body: body.to_vec(),
+        request_body_size: body.len() as u64,
+        ..recorded()
+    };
+    let fresh = ReplayOptions {
+        fresh: true,
+        fresh_field: Some("/CallSid".into()),
+        resign: true,
+        secret: Some(Secret::new("12345")),
+        ..ReplayOptions::default()
+    };
+    let plan = Plan::new(&twilio, &fresh).unwrap();
+    let variant = plan.fresh(Some("/CallSid")).unwrap();
+    assert_ne!(variant.body, &body[..]);
+    let out = plan.outgoing(&variant).unwrap();
+    let path = format!("/tw?bodySHA256={}", hash(&variant.body));
+    assert_eq!(out.path, path);
+    let (mut expected, mut unchanged) = (twilio.request_headers.clone(), variant.body.to_vec());
+    let url = format!("https://relay.example/t/otter{path}");
+    provider::resign(
+        Provider::Twilio,
+        "12345",
+        &mut expected,
+        &mut unchanged,
+        UNIX_EPOCH,
+        Some(&url),
+    )
+    .unwrap();
+    assert_eq!(out.headers, expected, "signed over the URL with the fresh body's hash");
+    // The recorded identity keeps the recorded URL.
+    assert_eq!(plan.outgoing(&plan.recorded).unwrap().path, twilio.path);
+
+    // Unsigned, the recorded hash names another body: the handler refuses it.
+    let unsigned = ReplayOptions {
+        resign: false,
+        secret: None,
+        ..fresh
+    };
+    let plan = Plan::new(&twilio, &unsigned).unwrap();
+    assert!(
+        plan.warnings
+            .iter()
+            .any(|w| w.starts_with("the fresh events are not re-signed (no secret for twilio)")),
+        "{:?}",
+        plan.warnings
+    );
+}
+
 #[test]
 fn a_secret_with_whitespace_around_it_is_pointed_out() {
     let mut stripe = recorded();
