@@ -621,3 +621,50 @@ async fn a_delivery_forwarded_with_the_callers_host_is_replayed_and_exported_wit
         "the curl export sends it too: {curl}"
     );
 }
+
+/// A history deleted while the tunnel runs is started anew at its path:
+/// the deliveries after go where `history` looks, not into the file that
+/// was deleted, and the tunnel says so.
+#[tokio::test]
+async fn a_history_deleted_while_the_tunnel_runs_is_started_anew_where_it_was() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let log = dir.path().join("client.log");
+    let args = [
+        "http",
+        &handler.url(),
+        "--server",
+        &relay.http_url(),
+        "--no-tui",
+        "--db",
+        db.to_str().expect("utf-8 path"),
+    ];
+    let stderr = std::fs::File::create(&log).expect("log file");
+    let mut client = Running::start_with_stderr(&portpreview_bin(), &args, dir.path(), stderr.into());
+    let banner = client.line_containing("Forwarding").await;
+    let url = banner.split_whitespace().nth(1).expect("public URL").to_string();
+
+    assert_eq!(caller::post(&format!("{url}/before"), "1").await.status, 200);
+    client.line_containing("POST /before").await;
+    std::fs::remove_file(&db).expect("delete the history");
+    assert_eq!(caller::post(&format!("{url}/after"), "2").await.status, 200);
+    client.line_containing("POST /after").await;
+
+    let listed = portpreview_async(&db, &["history", "--json"]).await;
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let rows: Vec<Value> = serde_json::from_str(&listed.stdout).expect("a JSON array");
+    let paths: Vec<&str> = rows.iter().map(|r| r["path"].as_str().expect("path")).collect();
+    assert_eq!(paths, ["/after"], "only what came after the deletion");
+    client.signal("TERM");
+    assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
+    let said = std::fs::read_to_string(&log).expect("client log");
+    assert!(
+        said.contains(&format!(
+            "warning: the history {} was deleted: deliveries are recorded in a new one there",
+            db.display()
+        )),
+        "{said}"
+    );
+}

@@ -87,6 +87,7 @@ impl From<WriterNews> for TunnelEvent {
             WriterNews::Stored(summary) => TunnelEvent::delivered(summary),
             WriterNews::Refusing(reason) => TunnelEvent::HistoryRefusing { reason: Some(reason) },
             WriterNews::Resumed => TunnelEvent::HistoryRefusing { reason: None },
+            WriterNews::Notice(text) => TunnelEvent::Notice { text },
         }
     }
 }

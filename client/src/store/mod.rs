@@ -107,6 +107,15 @@ pub enum StoreError {
     /// `source()` too).
     #[error("cannot create the history database: {0}")]
     Io(std::io::Error),
+    /// The file the history was opened from was deleted or replaced, and
+    /// what is at its path now cannot be opened as a history.
+    #[error("{} was deleted or replaced, and cannot be opened again: {source}", path.display())]
+    Replaced {
+        /// The history's path.
+        path: PathBuf,
+        /// Why opening what is there failed.
+        source: Box<StoreError>,
+    },
 }
 
 impl From<rusqlite::Error> for StoreError {
@@ -126,7 +135,8 @@ impl StoreError {
     /// lock, or the disk is full or failing for now.
     pub fn is_transient(&self) -> bool {
         match self {
-            StoreError::Busy | StoreError::Io(_) => true,
+            // Retried, so a history put back at its path is taken up again.
+            StoreError::Busy | StoreError::Io(_) | StoreError::Replaced { .. } => true,
             StoreError::Sqlite(err) => matches!(
                 err.sqlite_error_code(),
                 Some(ErrorCode::DiskFull | ErrorCode::SystemIoFailure | ErrorCode::CannotOpen)
@@ -176,6 +186,34 @@ pub struct ListQuery {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// The file opened at `path`, to tell when the path comes to name another.
+    file: Option<FileId>,
+}
+
+/// A file's identity on its device, whatever name it goes by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileId {
+    dev: u64,
+    ino: u64,
+}
+
+impl FileId {
+    /// The file at `path` now; `None` when there is none.
+    #[cfg(unix)]
+    fn at(path: &Path) -> Option<FileId> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path).ok()?;
+        Some(FileId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        })
+    }
+
+    /// No identity to compare elsewhere: a history is never seen replaced.
+    #[cfg(not(unix))]
+    fn at(_path: &Path) -> Option<FileId> {
+        None
+    }
 }
 
 impl std::fmt::Debug for Store {
@@ -309,7 +347,11 @@ impl Store {
         };
         configure(&conn).map_err(|e| classify(e, &path))?;
         match schema::migrate(&mut conn).map_err(|e| classify(e, &path))? {
-            Ok(()) => Ok(Store { conn, path }),
+            Ok(()) => Ok(Store {
+                file: FileId::at(&path),
+                conn,
+                path,
+            }),
             Err(newer) => Err(StoreError::TooNew {
                 path,
                 found: newer.found,

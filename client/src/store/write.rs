@@ -5,9 +5,11 @@
 
 use std::time::Duration;
 
-use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 
-use super::{header_blob, NewDelivery, Outcome, Pruned, Recorded, ReplayRun, Store, StoreError, MAX_STORED_BODY};
+use super::{
+    header_blob, FileId, NewDelivery, Outcome, Pruned, Recorded, ReplayRun, Store, StoreError, MAX_STORED_BODY,
+};
 
 /// Bodies at least this long are stored once however often they arrive,
 /// and their rows point to them; shorter ones stay in their rows, where
@@ -108,6 +110,33 @@ impl Store {
             tracing::debug!("the history's busy timeout was not set back");
         }
         emptied
+    }
+
+    /// Whether the file at the history's path is no longer the one this
+    /// store opened: deleted, or another moved there. Commits would go on
+    /// to the file opened, where no one can read them again.
+    pub(crate) fn replaced(&self) -> bool {
+        FileId::at(&self.path) != self.file
+    }
+
+    /// Opens the history at this store's path again, once it was
+    /// [`replaced`](Store::replaced); a deleted one is started anew. Returns
+    /// whether a file stood there to open.
+    pub(crate) fn reopen(&mut self) -> Result<bool, StoreError> {
+        let existed = self.path.exists();
+        // The old connection closes first: it keeps its WAL and shared
+        // memory beside the path, where a new one would take them for its own.
+        let old = std::mem::replace(&mut self.conn, Connection::open_in_memory()?);
+        if let Err((_, err)) = old.close() {
+            tracing::debug!(%err, "the replaced history did not close cleanly");
+        }
+        // On failure the store stays replaced, so no write reaches the
+        // stand-in connection, and the next one tries again.
+        *self = Store::open(&self.path).map_err(|source| StoreError::Replaced {
+            path: self.path.clone(),
+            source: Box::new(source),
+        })?;
+        Ok(existed)
     }
 
     /// Stores one `replay` run and returns its id.

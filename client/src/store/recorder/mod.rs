@@ -99,6 +99,8 @@ pub enum WriterNews {
     Refusing(String),
     /// The history takes deliveries again.
     Resumed,
+    /// Something the user should know that changes nothing already shown.
+    Notice(String),
 }
 
 /// Told of what the writer does; see [`WriterNews`].

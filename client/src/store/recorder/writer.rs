@@ -186,6 +186,25 @@ impl Writer {
         }
     }
 
+    /// Takes up the history now at the store's path, its file having been
+    /// deleted or replaced while the tunnel ran, and says so.
+    fn reopen(&mut self) -> Result<(), StoreError> {
+        let existed = self.store.reopen()?;
+        // Their rows went with the file; an id in the new one is another delivery.
+        for waiting in self.awaited.values_mut() {
+            waiting.id = 0;
+        }
+        let path = self.store.path().display();
+        let notice = if existed {
+            format!("the history {path} was replaced: deliveries are recorded in the one there now")
+        } else {
+            format!("the history {path} was deleted: deliveries are recorded in a new one there")
+        };
+        tracing::info!("{notice}");
+        (self.on_news)(WriterNews::Notice(notice));
+        Ok(())
+    }
+
     /// Writes one batch in one transaction, then reports the deliveries
     /// whose answers it held, and empties the batch. When the store refuses
     /// it for now (see [`StoreError::is_transient`]), the batch is left as
@@ -196,6 +215,9 @@ impl Writer {
             // process's lock.
             batch.clear();
             return Ok(());
+        }
+        if self.store.replaced() {
+            self.reopen()?;
         }
         // Sequence numbers only grow: this batch's requests are those from
         // its oldest to its newest.
