@@ -162,6 +162,7 @@ where
                 End::Shutdown => "the relay shut down before the tunnel's client answered",
                 _ => CLIENT_GONE,
             });
+            outbox.refuse_streams();
             let name_held = !matches!(end, End::Goodbye | End::Shutdown);
             tracing::info!(tunnel = %lease.name, why = end.describe(), name_held, "tunnel disconnected");
             // A client that said goodbye is not coming back for its name,
@@ -180,7 +181,10 @@ where
         let _ = tokio::time::timeout(CLOSE_FLUSH, dead.cancelled()).await;
     }
     stop.cancel();
-    let _ = writer.await;
+    // A client that stopped reading holds the writer in a write for as
+    // long as TCP keeps trying; dropping the handle aborts it, and closes
+    // the socket.
+    let _ = tokio::time::timeout(CLOSE_FLUSH, writer).await;
 }
 
 /// Queues the close frame `end` calls for; true when there is one to send.

@@ -132,6 +132,13 @@ impl Outbox {
         });
     }
 
+    /// Refuses every head and body still to come: the session is over.
+    /// Senders waiting for room hear it now, not at their deadline, when
+    /// a client that stopped reading holds the writer in a write.
+    pub fn refuse_streams(&self) {
+        self.room.close();
+    }
+
     /// Queues a WebSocket ping.
     pub fn ping(&self) {
         let _ = self.control.send(Message::Ping(bytes::Bytes::new()));
@@ -247,6 +254,9 @@ impl Inbox {
 
 #[cfg(test)]
 mod tests {
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
     use super::*;
 
     #[tokio::test]
@@ -348,6 +358,56 @@ mod tests {
             written.push(msg);
         }
         assert_eq!(written.len(), 2, "what was queued is written first: {written:?}");
+    }
+
+    /// A socket whose client stopped reading: no write ever completes.
+    struct Stuck;
+
+    impl Sink<Message> for Stuck {
+        type Error = std::convert::Infallible;
+
+        fn poll_ready(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+            Poll::Pending
+        }
+
+        fn start_send(self: Pin<&mut Self>, _: Message) -> Result<(), Self::Error> {
+            Ok(())
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+            Poll::Pending
+        }
+
+        fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+            Poll::Pending
+        }
+    }
+
+    #[tokio::test]
+    async fn a_sender_waiting_for_room_hears_the_session_end_while_the_writer_is_stuck() {
+        let (outbox, inbox) = channel();
+        let (stop, dead) = (CancellationToken::new(), CancellationToken::new());
+        let writer = tokio::spawn(run(Stuck, inbox, stop, dead));
+        for stream in 1..=DATA_QUEUE as StreamId {
+            outbox.send(&head(stream), b"").await.unwrap();
+        }
+        let sender = outbox.clone();
+        let waiting = tokio::spawn(async move {
+            // The writer takes one frame, and is stuck writing it.
+            sender.send(&head(0), b"").await?;
+            sender.send(&head(0), b"").await
+        });
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!waiting.is_finished(), "no room: the sender waits");
+        outbox.refuse_streams();
+        let heard = tokio::time::timeout(std::time::Duration::from_secs(5), waiting)
+            .await
+            .expect("heard at once, not at its deadline");
+        assert!(matches!(heard.unwrap(), Err(SendError::Closed)));
+        assert!(!writer.is_finished(), "the writer is still stuck in its write");
+        writer.abort();
     }
 
     #[tokio::test]
