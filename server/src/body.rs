@@ -89,13 +89,23 @@ pub struct TunnelBody {
     idle: Duration,
     idle_timer: Pin<Box<Sleep>>,
     ungranted: u64,
+    /// Bytes the answer's Content-Length still allows, when it has one.
+    allowed: Option<u64>,
     done: bool,
 }
 
 impl TunnelBody {
     /// Streams `first`, then the rest of `port`'s response; `idle` bounds
-    /// the wait for each chunk.
-    pub fn new(port: StreamPort, first: Bytes, pump: Option<AbortOnDropHandle<()>>, idle: Duration) -> Self {
+    /// the wait for each chunk. A body running past `declared` (its
+    /// Content-Length) fails rather than reaching the caller cut short as
+    /// if whole.
+    pub fn new(
+        port: StreamPort,
+        first: Bytes,
+        pump: Option<AbortOnDropHandle<()>>,
+        idle: Duration,
+        declared: Option<u64>,
+    ) -> Self {
         Self {
             port,
             first: (!first.is_empty()).then_some(first),
@@ -103,7 +113,27 @@ impl TunnelBody {
             idle,
             idle_timer: Box::pin(tokio::time::sleep(idle)),
             ungranted: 0,
+            allowed: declared,
             done: false,
+        }
+    }
+
+    /// Counts `data` against the declared length; an error once past it.
+    fn within_declared(&mut self, data: &Bytes) -> Result<(), BodyError> {
+        let Some(allowed) = self.allowed else {
+            return Ok(());
+        };
+        match allowed.checked_sub(data.len() as u64) {
+            Some(left) => {
+                self.allowed = Some(left);
+                Ok(())
+            }
+            None => {
+                self.done = true;
+                Err(BodyError(
+                    "the tunnel's client sent a longer body than its Content-Length".into(),
+                ))
+            }
         }
     }
 
@@ -113,6 +143,9 @@ impl TunnelBody {
         }
         if let Some(first) = self.first.take() {
             self.ungranted += first.len() as u64;
+            if let Err(err) = self.within_declared(&first) {
+                return Poll::Ready(Some(Err(err)));
+            }
             return Poll::Ready(Some(Ok(Frame::data(first))));
         }
         let failure = loop {
@@ -147,6 +180,9 @@ impl TunnelBody {
                         }
                         continue;
                     }
+                    if let Err(err) = self.within_declared(&data) {
+                        return Poll::Ready(Some(Err(err)));
+                    }
                     return Poll::Ready(Some(Ok(Frame::data(data))));
                 }
                 Some(Inbound::Head { .. }) => "the tunnel's client sent a second response head".into(),
@@ -157,5 +193,44 @@ impl TunnelBody {
         };
         self.done = true;
         Poll::Ready(Some(Err(BodyError(failure))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::BodyExt;
+    use portpreview_shared::message::ClientMessage;
+
+    use super::*;
+    use crate::stream::Streams;
+    use crate::writer;
+
+    /// A streamed answer whose client sends more than the Content-Length
+    /// it declared: the caller must not get the first bytes as if whole.
+    #[tokio::test]
+    async fn a_streamed_body_longer_than_its_content_length_fails() {
+        let (outbox, _inbox) = writer::channel();
+        let streams = Streams::new(outbox, 8);
+        let port = streams.open().unwrap();
+        let stream = port.id;
+        let more = ClientMessage::ResponseBody { stream, end: true };
+        streams.deliver(more, Bytes::from(vec![b'y'; 100])).unwrap();
+        let body = TunnelBody::new(port, Bytes::from_static(b"xxx"), None, Duration::from_secs(5), Some(5));
+        let read = RelayBody::Tunnel(Box::new(body)).collect().await;
+        let err = read.expect_err("the body fails");
+        assert!(err.to_string().contains("longer body than its Content-Length"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_streamed_body_of_its_content_length_passes_whole() {
+        let (outbox, _inbox) = writer::channel();
+        let streams = Streams::new(outbox, 8);
+        let port = streams.open().unwrap();
+        let stream = port.id;
+        let rest = ClientMessage::ResponseBody { stream, end: true };
+        streams.deliver(rest, Bytes::from_static(b"yy")).unwrap();
+        let body = TunnelBody::new(port, Bytes::from_static(b"xxx"), None, Duration::from_secs(5), Some(5));
+        let read = RelayBody::Tunnel(Box::new(body)).collect().await.expect("whole");
+        assert_eq!(read.to_bytes(), Bytes::from_static(b"xxxyy"));
     }
 }

@@ -171,7 +171,13 @@ pub async fn forward(
                         Err(why) => return bad_gateway(why),
                     }
                 } else {
-                    RelayBody::Tunnel(Box::new(TunnelBody::new(port, first, pump, limits.timeout)))
+                    RelayBody::Tunnel(Box::new(TunnelBody::new(
+                        port,
+                        first,
+                        pump,
+                        limits.timeout,
+                        declared.filter(|_| carries_body(&parts.method, status)),
+                    )))
                 };
                 let mut response = Response::new(body);
                 *response.status_mut() = status;
@@ -405,9 +411,7 @@ fn whole_body(
     method: &http::Method,
     status: StatusCode,
 ) -> Result<Option<Bytes>, String> {
-    // These answers carry no body: the length, if any, is that of the
-    // representation a GET would have got.
-    if method == http::Method::HEAD || matches!(status, StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED) {
+    if !carries_body(method, status) {
         return Ok(None);
     }
     match declared {
@@ -417,6 +421,13 @@ fn whole_body(
         )),
         _ => Ok((!body.is_empty()).then_some(body)),
     }
+}
+
+/// Whether an answer carries a body its Content-Length measures. These do
+/// not: the length, if any, is that of the representation a GET would
+/// have got.
+fn carries_body(method: &http::Method, status: StatusCode) -> bool {
+    method != http::Method::HEAD && !matches!(status, StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED)
 }
 
 fn bad_gateway(text: impl Into<String>) -> Response<RelayBody> {
