@@ -357,8 +357,10 @@ where
                     Some(Err(WsError::Protocol(err))) => {
                         return End::Protocol(format!("invalid WebSocket framing: {err}"))
                     }
+                    // A text message or a close reason that is not UTF-8;
+                    // tungstenite tells the two apart no further.
                     Some(Err(WsError::Utf8(_))) => {
-                        return End::Protocol("text messages are not part of the protocol".into())
+                        return End::Protocol("a text message or close reason that is not UTF-8".into())
                     }
                     Some(Err(err)) => return End::Gone(err.to_string()),
                     None => return End::Gone("socket closed".into()),

@@ -245,7 +245,11 @@ async fn broken_websocket_framing_closes_the_socket_with_a_reason() {
     assert!(reason.starts_with("invalid WebSocket framing"), "{reason}");
     // A text frame that is not even UTF-8 (masked with zeros: sent as is).
     let reason = close_reason(&relay, "not-utf8", &[0x81, 0x82, 0, 0, 0, 0, 0xff, 0xfe]).await;
-    assert_eq!(reason, "text messages are not part of the protocol");
+    assert_eq!(reason, "a text message or close reason that is not UTF-8");
+    // A close frame (code 1000) whose reason is not UTF-8.
+    let bad_close = [0x88, 0x84, 0, 0, 0, 0, 0x03, 0xe8, 0xff, 0xfe];
+    let reason = close_reason(&relay, "bad-close", &bad_close).await;
+    assert_eq!(reason, "a text message or close reason that is not UTF-8");
 }
 
 #[tokio::test]
