@@ -2,10 +2,13 @@
 
 use std::path::PathBuf;
 
-use tracing::Level;
+use portpreview_shared::sanitize::escape_str;
+use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::filter::{FilterExt, Targets};
-use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, MakeWriter};
 use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
@@ -22,16 +25,21 @@ pub fn init(cli: &Cli) {
     if !cli.command.uses_tui() {
         // Colour codes only for a person's terminal, not in a captured log.
         let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-        install(std::io::stderr, ansi);
+        // Unasked for, a warning reads as the CLI's other lines do; a log
+        // asked for with PORTPREVIEW_LOG keeps its times and levels.
+        match std::env::var_os(LOG_ENV) {
+            None => install(std::io::stderr, ansi, Some(Plain)),
+            Some(_) => install(std::io::stderr, ansi, None),
+        }
         return;
     }
     match log_file() {
-        Some(file) => install(std::sync::Mutex::new(file), false),
-        None => install(std::io::sink, false),
+        Some(file) => install(std::sync::Mutex::new(file), false, None),
+        None => install(std::io::sink, false, None),
     }
 }
 
-fn install<W>(writer: W, ansi: bool)
+fn install<W>(writer: W, ansi: bool, plain: Option<Plain>)
 where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
@@ -43,16 +51,87 @@ where
         .with_default(Level::TRACE)
         .with_target("tungstenite", Level::DEBUG)
         .with_target("tokio_tungstenite", Level::DEBUG);
+    let filter = asked.and(no_tungstenite_traces);
     let layer = tracing_subscriber::fmt::layer()
         .with_target(false)
         .with_ansi(ansi)
-        .with_writer(writer)
-        .with_filter(asked.and(no_tungstenite_traces));
-    tracing_subscriber::registry().with(layer).init();
+        .with_writer(writer);
+    match plain {
+        Some(plain) => tracing_subscriber::registry()
+            .with(layer.event_format(plain).with_filter(filter))
+            .init(),
+        None => tracing_subscriber::registry().with(layer.with_filter(filter)).init(),
+    }
+}
+
+/// One line per event, as the CLI's own lines: `warning: what happened
+/// err=… path=…`, escaped, since fields carry paths and errors that quote
+/// what was sent.
+struct Plain;
+
+impl<S, N> FormatEvent<S, N> for Plain
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(&self, ctx: &FmtContext<'_, S, N>, mut writer: Writer<'_>, event: &Event<'_>) -> std::fmt::Result {
+        let level = match *event.metadata().level() {
+            Level::ERROR => "error",
+            Level::WARN => "warning",
+            Level::INFO => "info",
+            Level::DEBUG => "debug",
+            Level::TRACE => "trace",
+        };
+        let mut fields = String::new();
+        ctx.field_format().format_fields(Writer::new(&mut fields), event)?;
+        writeln!(writer, "{level}: {}", escape_str(&fields))
+    }
 }
 
 fn log_file() -> Option<std::fs::File> {
     let path: PathBuf = crate::config::data_dir()?.join("portpreview.log");
     std::fs::create_dir_all(path.parent()?).ok()?;
     std::fs::OpenOptions::new().create(true).append(true).open(path).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// Collects what the subscriber writes.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn an_unasked_for_warning_reads_as_one_escaped_line() {
+        let captured = Captured::default();
+        let sink = captured.clone();
+        let layer = tracing_subscriber::fmt::layer()
+            .with_ansi(false)
+            .with_writer(move || sink.clone())
+            .event_format(Plain);
+        let subscriber = tracing_subscriber::registry().with(layer);
+        tracing::subscriber::with_default(subscriber, || {
+            let err = std::io::Error::other("Read-only file system");
+            tracing::warn!(%err, path = %"h.db-inbox\u{1b}[2J", "cannot remove the history inbox");
+        });
+        let written = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(
+            written,
+            "warning: cannot remove the history inbox err=Read-only file system path=h.db-inbox\\x1b[2J\n"
+        );
+    }
 }

@@ -180,7 +180,7 @@ impl Writer {
                 true
             }
             Err(err) => {
-                tracing::warn!(%err, "cannot mark the requests left without an answer; the next open will");
+                tracing::warn!(%err, "cannot mark the requests left without an answer; the next open of the history will mark them");
                 false
             }
         }
