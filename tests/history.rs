@@ -489,6 +489,22 @@ fn unknown_ids_and_broken_databases_exit_2_with_one_line() {
             pipe.display()
         )
     );
+    // A history another program holds exclusively is no fault of the
+    // file: the error says the tunnel can go on without it.
+    let held = h.dir.join("held.db");
+    Store::open(&held).unwrap();
+    let holder = rusqlite::Connection::open(&held).unwrap();
+    holder
+        .execute_batch("PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; DELETE FROM deliveries;")
+        .unwrap();
+    assert_eq!(
+        tunnel_refuses(&held),
+        format!(
+            "error: history database {} is locked by another process: try again, or forward without recording with --no-record",
+            held.display()
+        )
+    );
+    drop(holder);
     // A file where a folder of the path should be is named.
     let under_a_file = text_file.join("history.db");
     assert_eq!(

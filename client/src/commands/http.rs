@@ -169,8 +169,16 @@ pub async fn run(args: Args, db: &Path, config: Config) -> anyhow::Result<ExitCo
         false => {
             let events = events_tx.clone();
             let report = move |news: WriterNews| report(&events, news.into());
-            let (recorder, handle) =
-                Recorder::start(db, args.key_fields.clone(), report).map_err(|err| err.for_command(db))?;
+            let (recorder, handle) = Recorder::start(db, args.key_fields.clone(), report).map_err(|err| {
+                // Locked or out of room now, it may not be in a minute;
+                // the tunnel itself needs none of it.
+                let passing = err.is_busy_or_full();
+                let err = err.for_command(db);
+                match passing {
+                    true => anyhow::anyhow!("{err}: try again, or forward without recording with --no-record"),
+                    false => err,
+                }
+            })?;
             (Some(recorder), Some(handle))
         }
     };

@@ -145,6 +145,19 @@ impl StoreError {
         }
     }
 
+    /// True when another process holds the history or the disk is full:
+    /// nothing is wrong with the file, and it may pass.
+    pub fn is_busy_or_full(&self) -> bool {
+        match self {
+            StoreError::Busy => true,
+            StoreError::Sqlite(err) => matches!(
+                err.sqlite_error_code(),
+                Some(ErrorCode::DiskFull | ErrorCode::SystemIoFailure)
+            ),
+            _ => false,
+        }
+    }
+
     /// Turns the error into one line for a command's stderr, naming `db` once.
     pub fn for_command(self, db: &Path) -> anyhow::Error {
         let file = db.display();
