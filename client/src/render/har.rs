@@ -45,6 +45,7 @@ pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
             });
             // HAR's content is the body decoded, with the bytes the coding saved.
             let decoding = decode(&o.response_headers, &o.response_body, o.response_body_size);
+            let mut notes = Vec::new();
             let text = match &decoding {
                 Decoding::Done { plain, .. } => {
                     content["size"] = json!(plain.len());
@@ -54,7 +55,11 @@ pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
                     }
                     plain.as_slice()
                 }
-                Decoding::NotCoded | Decoding::Failed { .. } => o.response_body.as_slice(),
+                Decoding::Failed { coding, why } => {
+                    notes.push(undecodable_note(coding, why));
+                    o.response_body.as_slice()
+                }
+                Decoding::NotCoded => o.response_body.as_slice(),
             };
             match Encoded::of(text) {
                 Encoded::Text(text) => content["text"] = Value::String(text),
@@ -63,8 +68,9 @@ pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
                     content["encoding"] = Value::String("base64".into());
                 }
             }
-            if let Some(note) = cut_note(&o.response_body, o.response_body_size) {
-                content["comment"] = Value::String(note);
+            notes.extend(cut_note(&o.response_body, o.response_body_size));
+            if !notes.is_empty() {
+                content["comment"] = Value::String(notes.join("; "));
             }
             let mut response = json!({
                 "status": o.status.unwrap_or(0),
@@ -126,9 +132,7 @@ fn post_data(r: &crate::store::NewDelivery) -> Value {
             plain.as_slice()
         }
         Decoding::Failed { coding, why } => {
-            notes.push(format!(
-                "sent as {coding}, but it does not decode ({why}): shown as sent"
-            ));
+            notes.push(undecodable_note(coding, why));
             r.request_body.as_slice()
         }
         Decoding::NotCoded => r.request_body.as_slice(),
@@ -146,6 +150,11 @@ fn post_data(r: &crate::store::NewDelivery) -> Value {
         post["comment"] = Value::String(notes.join("; "));
     }
     post
+}
+
+/// What a body labelled with a coding it does not decode under says of itself.
+fn undecodable_note(coding: &str, why: &str) -> String {
+    format!("sent as {coding}, but it does not decode ({why}): shown as sent")
 }
 
 /// The URL as a URL: bytes a URL cannot hold raw (spaces, controls,
@@ -353,6 +362,22 @@ mod tests {
         assert_eq!(
             response["content"]["comment"],
             "text holds the stored start only: stored body cut at 1 of 9 bytes"
+        );
+
+        // An answer labelled gzip that does not decode is shown as sent, and says so.
+        let mut labelled = d.clone();
+        let outcome = labelled.outcome.as_mut().expect("answered");
+        outcome.response_headers = vec![Header::new("Content-Encoding", "gzip")];
+        outcome.response_body = b"notgzip".to_vec();
+        outcome.response_body_size = 7;
+        let har = document(&labelled, "http://127.0.0.1:3000/hook", false);
+        let content = &har["log"]["entries"][0]["response"]["content"];
+        assert_eq!(content["text"], "notgzip");
+        assert!(
+            content["comment"].as_str().is_some_and(
+                |c| c.starts_with("sent as gzip, but it does not decode (") && c.ends_with("): shown as sent")
+            ),
+            "{content}"
         );
     }
 
