@@ -29,7 +29,7 @@ pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
         "url": url_text(url),
         "httpVersion": "HTTP/1.1",
         "cookies": cookies(&r.request_headers, Cookies::Request, reveal),
-        "headers": headers(&r.request_headers, reveal),
+        "headers": headers(&sent_headers(r, url), reveal),
         "queryString": query_string(&r.path),
         "headersSize": -1,
         "bodySize": body_size(&r.request_body, r.request_body_size),
@@ -212,6 +212,23 @@ fn cookies(list: &[Header], side: Cookies, reveal: bool) -> Vec<Value> {
 /// HAR has no field for a header's raw bytes: one that is not UTF-8 is
 /// written with U+FFFD in place of the bytes, and its comment says so (the
 /// JSON fixture keeps them exact).
+/// The request's headers as a request to `url` carries them: its Host is
+/// `url`'s, as the handler got it, unless the tunnel kept the caller's
+/// (`http --host-header preserve`). A replayer sending the recorded Host
+/// to `url` would send a request no hop ever sent.
+fn sent_headers(r: &crate::store::NewDelivery, url: &str) -> Vec<Header> {
+    let authority = url
+        .split_once("://")
+        .map(|(_, rest)| rest.split(['/', '?']).next().unwrap_or(rest));
+    let mut list = r.request_headers.clone();
+    if let Some(authority) = authority.filter(|_| !r.host_preserved) {
+        for h in list.iter_mut().filter(|h| h.name.eq_ignore_ascii_case("host")) {
+            h.value = authority.as_bytes().to_vec();
+        }
+    }
+    list
+}
+
 fn headers(list: &[Header], reveal: bool) -> Vec<Value> {
     list.iter()
         .map(|h| {
@@ -433,6 +450,30 @@ mod tests {
             (Some("/wAB"), Some("base64"))
         );
         assert_eq!(post["comment"], "text is base64: the body is not UTF-8 text");
+    }
+
+    /// The HAR's URL is the target's; so is its Host, as the handler got
+    /// it, unless the tunnel kept the caller's.
+    #[test]
+    fn the_host_header_is_the_urls_unless_the_callers_was_kept() {
+        let mut d = Delivery {
+            id: 1,
+            request: NewDelivery {
+                request_headers: vec![Header::new("host", "relay.example"), Header::new("x-other", "1")],
+                ..NewDelivery::default()
+            },
+            outcome: None,
+            delivery_count: 1,
+        };
+        let host = |d: &Delivery| {
+            document(d, "http://127.0.0.1:3000/hook?x=1", false)["log"]["entries"][0]["request"]["headers"].clone()
+        };
+        assert_eq!(
+            host(&d),
+            json!([{ "name": "host", "value": "127.0.0.1:3000" }, { "name": "x-other", "value": "1" }])
+        );
+        d.request.host_preserved = true;
+        assert_eq!(host(&d)[0], json!({ "name": "host", "value": "relay.example" }));
     }
 
     #[test]
