@@ -848,6 +848,20 @@ fn a_json_export_is_a_fixture_that_gives_back_the_request() {
     let mut expected = d.clone();
     expected.request_body_size = 4;
     assert_eq!(fixture.to_new_delivery(), expected);
+
+    // A file where a folder of the path should be is named, not taken
+    // for a refusal to overwrite.
+    let under_a_file = path.join("again.json");
+    let out = h.run(&["export", &id.to_string(), "-o", under_a_file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr_line(&out),
+        format!(
+            "error: cannot write {}: {} is a file, not a folder",
+            under_a_file.display(),
+            path.display()
+        )
+    );
 }
 
 #[test]

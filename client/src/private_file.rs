@@ -2,6 +2,7 @@
 //! database and exports.
 
 use std::fs::OpenOptions;
+use std::path::Path;
 
 /// Open options for a file only its owner may read: a file created through
 /// them is never readable by others, not even for a moment.
@@ -14,7 +15,7 @@ pub fn options() -> OpenOptions {
 
 /// Makes an existing file readable and writable by its owner only: for a
 /// file PortPreview adopts (an empty file given as the history).
-pub fn restrict(path: &std::path::Path) -> std::io::Result<()> {
+pub fn restrict(path: &Path) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -23,4 +24,19 @@ pub fn restrict(path: &std::path::Path) -> std::io::Result<()> {
     #[cfg(not(unix))]
     let _ = path;
     Ok(())
+}
+
+/// Creates `dir` and its missing parents. A file standing where a folder of
+/// the path should be is named: `create_dir_all` says only "File exists"
+/// or "Not a directory", which reads as a refusal to overwrite.
+pub fn create_folders(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir).map_err(|err| {
+        match dir
+            .ancestors()
+            .find(|a| !a.as_os_str().is_empty() && a.exists() && !a.is_dir())
+        {
+            Some(file) => std::io::Error::new(err.kind(), format!("{} is a file, not a folder", file.display())),
+            None => err,
+        }
+    })
 }

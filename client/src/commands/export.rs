@@ -46,7 +46,8 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         Some(path) => {
             refuse_to_overwrite_a_database(path, Some(db), "the export")?;
             if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                std::fs::create_dir_all(folder).with_context(|| format!("cannot create {}", folder.display()))?;
+                crate::private_file::create_folders(folder)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
             }
             // A fixture keeps secrets as received, so replay can send them.
             crate::private_file::options()

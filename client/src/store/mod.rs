@@ -245,7 +245,7 @@ impl Store {
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         refuse_non_file(path)?;
         if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|err| name_file_in_the_way(dir, err))?;
+            crate::private_file::create_folders(dir)?;
         }
         create_private(path)?;
         let store = Self::connect(path, Opening::Create).map_err(|err| match err {
@@ -456,18 +456,6 @@ fn refuse_non_file(path: &Path) -> Result<(), StoreError> {
         Ok(meta) if meta.is_dir() => Err(StoreError::IsDirectory { path: path_buf() }),
         Ok(meta) if !meta.is_file() => Err(StoreError::NotAFile { path: path_buf() }),
         _ => Ok(()),
-    }
-}
-
-/// Says which part of `dir` is a file when that kept it from being
-/// created: the system's "File exists" names neither.
-fn name_file_in_the_way(dir: &Path, err: std::io::Error) -> std::io::Error {
-    match dir
-        .ancestors()
-        .find(|a| !a.as_os_str().is_empty() && a.exists() && !a.is_dir())
-    {
-        Some(file) => std::io::Error::new(err.kind(), format!("{} is a file, not a folder", file.display())),
-        None => err,
     }
 }
 
