@@ -14,6 +14,7 @@ use common::local::{Answer, LocalHandler};
 use common::process::Running;
 use common::relay::TestRelay;
 use common::tunnel::{TestTunnel, TunnelOptions};
+use portpreview::store::{NewDelivery, Outcome, Store};
 use portpreview::tunnel::HostHeader;
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
@@ -622,11 +623,12 @@ async fn a_delivery_forwarded_with_the_callers_host_is_replayed_and_exported_wit
     );
 }
 
-/// A history deleted while the tunnel runs is started anew at its path:
-/// the deliveries after go where `history` looks, not into the file that
-/// was deleted, and the tunnel says so.
+/// A history deleted while the tunnel runs is started anew at its path,
+/// and one moved over it is taken up as it is: the deliveries after go
+/// where `history` looks, not into the file that was there, and the
+/// tunnel says so.
 #[tokio::test]
-async fn a_history_deleted_while_the_tunnel_runs_is_started_anew_where_it_was() {
+async fn a_history_deleted_or_replaced_while_the_tunnel_runs_is_taken_up_where_it_was() {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("history.db");
     let relay = TestRelay::start().await;
@@ -657,14 +659,37 @@ async fn a_history_deleted_while_the_tunnel_runs_is_started_anew_where_it_was() 
     let rows: Vec<Value> = serde_json::from_str(&listed.stdout).expect("a JSON array");
     let paths: Vec<&str> = rows.iter().map(|r| r["path"].as_str().expect("path")).collect();
     assert_eq!(paths, ["/after"], "only what came after the deletion");
+
+    // Another history moved over it, the tunnel's WAL still full: the one
+    // moved in keeps what it held, and takes what comes next.
+    let other = dir.path().join("other.db");
+    let moved_in = NewDelivery {
+        received_at_ms: 1_700_000_000_000,
+        target: handler.url(),
+        method: "POST".into(),
+        path: "/other".into(),
+        ..NewDelivery::default()
+    };
+    Store::open(&other)
+        .expect("another history")
+        .insert_delivery(&moved_in, &Outcome::default())
+        .expect("its delivery");
+    std::fs::rename(&other, &db).expect("move it over");
+    assert_eq!(caller::post(&format!("{url}/later"), "3").await.status, 200);
+    client.line_containing("POST /later").await;
+    let listed = portpreview_async(&db, &["history", "--json"]).await;
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let rows: Vec<Value> = serde_json::from_str(&listed.stdout).expect("a JSON array");
+    let paths: Vec<&str> = rows.iter().map(|r| r["path"].as_str().expect("path")).collect();
+    assert_eq!(paths, ["/later", "/other"], "the moved-in history, and what came after");
     client.signal("TERM");
     assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
     let said = std::fs::read_to_string(&log).expect("client log");
-    assert!(
-        said.contains(&format!(
-            "warning: the history {} was deleted: deliveries are recorded in a new one there",
+    for (how, where_) in [("deleted", "in a new one there"), ("replaced", "in the one there now")] {
+        let line = format!(
+            "warning: the history {} was {how}: deliveries are recorded {where_}",
             db.display()
-        )),
-        "{said}"
-    );
+        );
+        assert!(said.contains(&line), "{line} in {said}");
+    }
 }

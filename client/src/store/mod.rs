@@ -199,8 +199,28 @@ pub struct ListQuery {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
-    /// The file opened at `path`, to tell when the path comes to name another.
-    file: Option<FileId>,
+    /// The files opened at `path` and beside it, to tell when the path
+    /// comes to name another.
+    opened: Opened,
+}
+
+/// The history file a store opened, with its WAL and shared memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Opened {
+    history: Option<FileId>,
+    wal: Option<FileId>,
+    shm: Option<FileId>,
+}
+
+impl Opened {
+    /// The files at `path` and beside it now.
+    fn at(path: &Path) -> Opened {
+        Opened {
+            history: FileId::at(path),
+            wal: FileId::at(&beside(path, "-wal")),
+            shm: FileId::at(&beside(path, "-shm")),
+        }
+    }
 }
 
 /// A file's identity on its device, whatever name it goes by.
@@ -361,7 +381,7 @@ impl Store {
         configure(&conn).map_err(|e| classify(e, &path))?;
         match schema::migrate(&mut conn).map_err(|e| classify(e, &path))? {
             Ok(()) => Ok(Store {
-                file: FileId::at(&path),
+                opened: Opened::at(&path),
                 conn,
                 path,
             }),

@@ -116,7 +116,7 @@ impl Store {
     /// store opened: deleted, or another moved there. Commits would go on
     /// to the file opened, where no one can read them again.
     pub(crate) fn replaced(&self) -> bool {
-        FileId::at(&self.path) != self.file
+        FileId::at(&self.path) != self.opened.history
     }
 
     /// Opens the history at this store's path again, once it was
@@ -129,6 +129,18 @@ impl Store {
         let old = std::mem::replace(&mut self.conn, Connection::open_in_memory()?);
         if let Err((_, err)) = old.close() {
             tracing::debug!(%err, "the replaced history did not close cleanly");
+        }
+        // SQLite neither empties nor removes the WAL of a database that was
+        // moved or deleted. Left beside the path, it would be replayed into
+        // whatever history is opened there, over that history's own pages.
+        for (suffix, ours) in [("-wal", self.opened.wal), ("-shm", self.opened.shm)] {
+            let file = super::beside(&self.path, suffix);
+            if ours.is_some() && FileId::at(&file) == ours {
+                std::fs::remove_file(&file).map_err(|err| StoreError::Replaced {
+                    path: self.path.clone(),
+                    source: Box::new(StoreError::Io(err)),
+                })?;
+            }
         }
         // On failure the store stays replaced, so no write reaches the
         // stand-in connection, and the next one tries again.
