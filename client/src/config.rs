@@ -84,11 +84,34 @@ impl Config {
             .and_then(|()| config.check_server())
             .with_context(|| format!("invalid config file {}", path.display()))?;
         // Paths in the file mean the same from any directory: relative
-        // ones are taken from the file's own folder.
-        if let Some(folder) = path.parent() {
-            for relative in [&mut config.db, &mut config.ca_cert].into_iter().flatten() {
-                *relative = folder.join(&*relative);
+        // ones are taken from the file's own folder, and `~/` is the home
+        // folder, as a shell would read it (no shell reads this file).
+        let home = directories::BaseDirs::new().map(|dirs| dirs.home_dir().to_path_buf());
+        for given in [&mut config.db, &mut config.ca_cert].into_iter().flatten() {
+            match (given.strip_prefix("~"), &home) {
+                (Ok(rest), Some(home)) => *given = home.join(rest),
+                (Ok(_), None) => {
+                    return Err(anyhow::anyhow!(
+                        "invalid config file {}: {} starts with ~, and there is no home folder",
+                        path.display(),
+                        given.display()
+                    ))
+                }
+                (Err(_), _) => {
+                    if let Some(folder) = path.parent() {
+                        *given = folder.join(&*given);
+                    }
+                }
             }
+        }
+        // Read only for a wss:// relay; a mistyped path would wait unseen
+        // for the day the relay moves to TLS.
+        if let Some(ca_cert) = config.ca_cert.as_ref().filter(|ca| !ca.is_file()) {
+            return Err(anyhow::anyhow!(
+                "invalid config file {}: ca_cert: no file at {}",
+                path.display(),
+                ca_cert.display()
+            ));
         }
         Ok(config)
     }
@@ -371,16 +394,40 @@ mod tests {
     }
 
     #[test]
-    fn relative_paths_are_taken_from_the_files_folder() {
+    fn relative_paths_are_taken_from_the_files_folder_and_tilde_from_home() {
         let dir = crate::store::tests::ScratchDir::new("config");
         let path = dir.0.join("config.toml");
-        std::fs::write(&path, "db = \"history.db\"\nca_cert = \"/etc/relay-ca.pem\"\n").unwrap();
+        let ca = dir.0.join("relay-ca.pem");
+        std::fs::write(&ca, "").unwrap();
+        let text = format!("db = \"history.db\"\nca_cert = {:?}\n", ca.display().to_string());
+        std::fs::write(&path, text).unwrap();
         let config = Config::load_from(&path).unwrap();
         assert_eq!(config.db, Some(dir.0.join("history.db")));
+        assert_eq!(config.ca_cert, Some(ca), "absolute stays");
+
+        std::fs::write(&path, "db = \"~/hooks/history.db\"\n").unwrap();
+        let home = directories::BaseDirs::new().unwrap().home_dir().to_path_buf();
         assert_eq!(
-            config.ca_cert,
-            Some(PathBuf::from("/etc/relay-ca.pem")),
-            "absolute stays"
+            Config::load_from(&path).unwrap().db,
+            Some(home.join("hooks/history.db"))
+        );
+    }
+
+    /// A mistyped `ca_cert` is told when the file is read, not the day a
+    /// relay is first reached over TLS.
+    #[test]
+    fn a_ca_cert_naming_no_file_is_refused_with_the_file_named() {
+        let dir = crate::store::tests::ScratchDir::new("config-ca");
+        let path = dir.0.join("config.toml");
+        std::fs::write(&path, "ca_cert = \"missing-ca.pem\"\n").unwrap();
+        let err = Config::load_from(&path).unwrap_err();
+        assert_eq!(
+            format!("{err:#}"),
+            format!(
+                "invalid config file {}: ca_cert: no file at {}",
+                path.display(),
+                dir.0.join("missing-ca.pem").display()
+            )
         );
     }
 
