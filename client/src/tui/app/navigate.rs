@@ -22,6 +22,9 @@ impl App {
                     hscroll: 0,
                     event,
                 });
+                // The list shrinks beside the pane: the selected row must
+                // stay on it, or another row would look selected.
+                self.settle(self.selected);
             }
             Ok((None, ..)) => self.set_status(format!("delivery #{id} is no longer in the history"), true),
             Err(err) => self.set_status(format!("cannot read #{id}: {}", crate::error_line(&err)), true),

@@ -65,6 +65,26 @@ fn moves_with_arrows_vi_keys_pages_and_ends() {
     assert_eq!(app.selected_id(), Some(1000));
 }
 
+/// The list shrinks when the pane opens beside it: the row opened stays
+/// in view, the one highlighted, whichever it is.
+#[test]
+fn the_row_opened_stays_in_view_as_the_list_shrinks() {
+    let mut app = app(1000);
+    press(&mut app, &"j".repeat(30));
+    assert_eq!(app.offset, 0, "row 30 of 34 is in view");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.detail.as_ref().map(|d| d.doc.id), Some(970));
+    let rows = app.list_rows();
+    assert!(rows < 30, "the list is shorter beside the pane: {rows}");
+    assert!(
+        (app.offset..app.offset + rows).contains(&app.selected),
+        "row {} shown in {}..{}",
+        app.selected,
+        app.offset,
+        app.offset + rows
+    );
+}
+
 #[test]
 fn enter_opens_detail_tab_switches_esc_closes() {
     let mut app = app(10);
