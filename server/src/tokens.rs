@@ -78,6 +78,12 @@ impl Tokens {
             if entries.iter().any(|e: &Accepted| e.secret == entry.token.as_bytes()) {
                 return Err(ConfigError::Tokens(format!("{label}: the same token appears twice")));
             }
+            // The label stands for the token in the logs.
+            if entries.iter().any(|e| e.label == label) {
+                return Err(ConfigError::Tokens(format!(
+                    "label {label:?} names two tokens: the logs could not tell them apart"
+                )));
+            }
             for name in entry.names {
                 if let Some(why) = names::invalid_reason(&name) {
                     return Err(ConfigError::Tokens(format!("{label}: name {name:?}: {why}")));
@@ -183,6 +189,8 @@ mod tests {
             "[[token]]\ntoken = \"a\"\nnames = [\"Not Valid\"]\n",
             "[[token]]\ntoken = \"a\"\n[[token]]\ntoken = \"a\"\n",
             "[[token]]\ntoken = \"a\"\nnames = [\"x\"]\n[[token]]\ntoken = \"b\"\nnames = [\"x\"]\n",
+            "[[token]]\ntoken = \"a\"\nlabel = \"ci\"\n[[token]]\ntoken = \"b\"\nlabel = \"ci\"\n",
+            "[[token]]\ntoken = \"a\"\n[[token]]\ntoken = \"b\"\nlabel = \"token #1\"\n",
         ] {
             assert!(Tokens::from_toml(bad).is_err(), "accepted {bad:?}");
         }
