@@ -623,6 +623,16 @@ async fn a_delivery_forwarded_with_the_callers_host_is_replayed_and_exported_wit
     );
 }
 
+/// The paths of the deliveries `history --json` lists in `db`, newest first.
+async fn paths_in(db: &std::path::Path) -> Vec<String> {
+    let listed = portpreview_async(db, &["history", "--json"]).await;
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let rows: Vec<Value> = serde_json::from_str(&listed.stdout).expect("a JSON array");
+    rows.iter()
+        .map(|r| r["path"].as_str().expect("path").to_owned())
+        .collect()
+}
+
 /// A history deleted while the tunnel runs is started anew at its path,
 /// and one moved over it is taken up as it is: the deliveries after go
 /// where `history` looks, not into the file that was there, and the
@@ -654,11 +664,7 @@ async fn a_history_deleted_or_replaced_while_the_tunnel_runs_is_taken_up_where_i
     assert_eq!(caller::post(&format!("{url}/after"), "2").await.status, 200);
     client.line_containing("POST /after").await;
 
-    let listed = portpreview_async(&db, &["history", "--json"]).await;
-    assert_eq!(listed.code, 0, "{}", listed.stderr);
-    let rows: Vec<Value> = serde_json::from_str(&listed.stdout).expect("a JSON array");
-    let paths: Vec<&str> = rows.iter().map(|r| r["path"].as_str().expect("path")).collect();
-    assert_eq!(paths, ["/after"], "only what came after the deletion");
+    assert_eq!(paths_in(&db).await, ["/after"], "only what came after the deletion");
 
     // Another history moved over it, the tunnel's WAL still full: the one
     // moved in keeps what it held, and takes what comes next.
@@ -677,11 +683,11 @@ async fn a_history_deleted_or_replaced_while_the_tunnel_runs_is_taken_up_where_i
     std::fs::rename(&other, &db).expect("move it over");
     assert_eq!(caller::post(&format!("{url}/later"), "3").await.status, 200);
     client.line_containing("POST /later").await;
-    let listed = portpreview_async(&db, &["history", "--json"]).await;
-    assert_eq!(listed.code, 0, "{}", listed.stderr);
-    let rows: Vec<Value> = serde_json::from_str(&listed.stdout).expect("a JSON array");
-    let paths: Vec<&str> = rows.iter().map(|r| r["path"].as_str().expect("path")).collect();
-    assert_eq!(paths, ["/later", "/other"], "the moved-in history, and what came after");
+    assert_eq!(
+        paths_in(&db).await,
+        ["/later", "/other"],
+        "the moved-in history, and what came after"
+    );
     client.signal("TERM");
     assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
     let said = std::fs::read_to_string(&log).expect("client log");

@@ -205,32 +205,34 @@ mod tests {
     use crate::stream::Streams;
     use crate::writer;
 
-    /// A streamed answer whose client sends more than the Content-Length
-    /// it declared: the caller must not get the first bytes as if whole.
-    #[tokio::test]
-    async fn a_streamed_body_longer_than_its_content_length_fails() {
+    /// Reads the answer a client streamed as `first` in its head's frame,
+    /// then `rest`, under Content-Length: 5.
+    async fn streamed(first: &'static [u8], rest: Bytes) -> Result<Bytes, BodyError> {
         let (outbox, _inbox) = writer::channel();
         let streams = Streams::new(outbox, 8);
         let port = streams.open().unwrap();
         let stream = port.id;
-        let more = ClientMessage::ResponseBody { stream, end: true };
-        streams.deliver(more, Bytes::from(vec![b'y'; 100])).unwrap();
-        let body = TunnelBody::new(port, Bytes::from_static(b"xxx"), None, Duration::from_secs(5), Some(5));
-        let read = RelayBody::Tunnel(Box::new(body)).collect().await;
-        let err = read.expect_err("the body fails");
+        streams
+            .deliver(ClientMessage::ResponseBody { stream, end: true }, rest)
+            .unwrap();
+        let body = TunnelBody::new(port, Bytes::from_static(first), None, Duration::from_secs(5), Some(5));
+        let read = RelayBody::Tunnel(Box::new(body)).collect().await?;
+        Ok(read.to_bytes())
+    }
+
+    /// A streamed answer whose client sends more than the Content-Length
+    /// it declared: the caller must not get the first bytes as if whole.
+    #[tokio::test]
+    async fn a_streamed_body_longer_than_its_content_length_fails() {
+        let err = streamed(b"xxx", Bytes::from(vec![b'y'; 100]))
+            .await
+            .expect_err("the body fails");
         assert!(err.to_string().contains("longer body than its Content-Length"), "{err}");
     }
 
     #[tokio::test]
     async fn a_streamed_body_of_its_content_length_passes_whole() {
-        let (outbox, _inbox) = writer::channel();
-        let streams = Streams::new(outbox, 8);
-        let port = streams.open().unwrap();
-        let stream = port.id;
-        let rest = ClientMessage::ResponseBody { stream, end: true };
-        streams.deliver(rest, Bytes::from_static(b"yy")).unwrap();
-        let body = TunnelBody::new(port, Bytes::from_static(b"xxx"), None, Duration::from_secs(5), Some(5));
-        let read = RelayBody::Tunnel(Box::new(body)).collect().await.expect("whole");
-        assert_eq!(read.to_bytes(), Bytes::from_static(b"xxxyy"));
+        let read = streamed(b"xxx", Bytes::from_static(b"yy")).await.expect("whole");
+        assert_eq!(read, Bytes::from_static(b"xxxyy"));
     }
 }
