@@ -699,3 +699,42 @@ async fn a_history_deleted_or_replaced_while_the_tunnel_runs_is_taken_up_where_i
         assert!(said.contains(&line), "{line} in {said}");
     }
 }
+
+/// A history moved away while the tunnel writes keeps what the tunnel
+/// wrote to it; one moved over the tunnel's just before the tunnel stops
+/// keeps its own deliveries, with no write after to notice the move.
+#[tokio::test]
+async fn a_history_moved_away_or_over_just_before_a_stop_keeps_its_deliveries() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let (mut client, url) = Running::tunnel(&handler.url(), &relay.http_url(), &db, dir.path()).await;
+
+    assert_eq!(caller::post(&format!("{url}/kept"), "1").await.status, 200);
+    client.line_containing("POST /kept").await;
+    let elsewhere = dir.path().join("elsewhere.db");
+    std::fs::rename(&db, &elsewhere).expect("move it away");
+    assert_eq!(caller::post(&format!("{url}/next"), "2").await.status, 200);
+    client.line_containing("POST /next").await;
+    assert_eq!(paths_in(&elsewhere).await, ["/kept"], "the moved history whole");
+    assert_eq!(paths_in(&db).await, ["/next"]);
+
+    let other = dir.path().join("other.db");
+    let moved_in = NewDelivery {
+        received_at_ms: 1_700_000_000_000,
+        target: handler.url(),
+        method: "POST".into(),
+        path: "/other".into(),
+        ..NewDelivery::default()
+    };
+    Store::open(&other)
+        .expect("another history")
+        .insert_delivery(&moved_in, &Outcome::default())
+        .expect("its delivery");
+    std::fs::rename(&other, &db).expect("move it over");
+    client.signal("TERM");
+    assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
+    assert_eq!(paths_in(&db).await, ["/other"], "the moved-in history as it was");
+    assert_eq!(paths_in(&elsewhere).await, ["/kept"]);
+}

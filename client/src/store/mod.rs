@@ -249,6 +249,20 @@ impl FileId {
     }
 }
 
+impl Drop for Store {
+    /// A history moved or deleted under a store that writes it lets go of
+    /// its WAL before closing, as reopening it does: a tunnel stopped
+    /// before its next write would otherwise leave it beside the path.
+    fn drop(&mut self) {
+        let writes = !self.conn.is_readonly(rusqlite::DatabaseName::Main).unwrap_or(true);
+        if writes && self.replaced() {
+            if let Err(err) = self.let_go_of_sidecars() {
+                tracing::warn!(%err, "the moved history's WAL stays beside its old path");
+            }
+        }
+    }
+}
+
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")

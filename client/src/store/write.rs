@@ -124,31 +124,51 @@ impl Store {
     /// whether a file stood there to open.
     pub(crate) fn reopen(&mut self) -> Result<bool, StoreError> {
         let existed = self.path.exists();
-        // The old connection closes first: it keeps its WAL and shared
-        // memory beside the path, where a new one would take them for its own.
+        self.let_go_of_sidecars()?;
         let old = std::mem::replace(&mut self.conn, Connection::open_in_memory()?);
         if let Err((_, err)) = old.close() {
             tracing::debug!(%err, "the replaced history did not close cleanly");
         }
-        // SQLite neither empties nor removes the WAL of a database that was
-        // moved or deleted. Left beside the path, it would be replayed into
-        // whatever history is opened there, over that history's own pages.
-        for (suffix, ours) in [("-wal", self.opened.wal), ("-shm", self.opened.shm)] {
+        // On failure the store stays replaced, so no write reaches the
+        // stand-in connection, and the next one tries again.
+        *self = Store::open(&self.path).map_err(|source| self.replaced_because(source))?;
+        Ok(existed)
+    }
+
+    /// Lets go of the WAL and shared memory beside the path, the history
+    /// file having been moved or deleted. SQLite then neither empties nor
+    /// removes them, and left there they would be replayed into whatever
+    /// history is opened at the path, over its own pages. Their frames go
+    /// first into the file they belong to, wherever it now is. Fails, to be
+    /// tried again, while another process still reads them.
+    pub(super) fn let_go_of_sidecars(&mut self) -> Result<(), StoreError> {
+        let busy: i64 = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| row.get(0))
+            .map_err(|e| self.replaced_because(self.classify(e)))?;
+        if busy != 0 {
+            return Err(self.replaced_because(StoreError::Busy));
+        }
+        for (suffix, ours) in [("-wal", &mut self.opened.wal), ("-shm", &mut self.opened.shm)] {
             let file = super::beside(&self.path, suffix);
-            if ours.is_some() && FileId::at(&file) == ours {
+            if ours.is_some() && FileId::at(&file) == *ours {
                 std::fs::remove_file(&file).map_err(|err| StoreError::Replaced {
                     path: self.path.clone(),
                     source: Box::new(StoreError::Io(err)),
                 })?;
             }
+            // Let go: whatever stands there from now on is another's.
+            *ours = None;
         }
-        // On failure the store stays replaced, so no write reaches the
-        // stand-in connection, and the next one tries again.
-        *self = Store::open(&self.path).map_err(|source| StoreError::Replaced {
+        Ok(())
+    }
+
+    /// The error of a history whose path names another file now.
+    fn replaced_because(&self, source: StoreError) -> StoreError {
+        StoreError::Replaced {
             path: self.path.clone(),
             source: Box::new(source),
-        })?;
-        Ok(existed)
+        }
     }
 
     /// Stores one `replay` run and returns its id.
