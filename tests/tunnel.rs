@@ -3,13 +3,17 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::caller::{self, raw};
 use common::local::{Answer, LocalHandler};
 use common::relay::TestRelay;
 use common::tunnel::{TestTunnel, TunnelOptions};
+use portpreview::events::TunnelEvent;
 use sha2::{Digest, Sha256};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::Notify;
 
 /// Repeated keys, percent-encoded unicode, empty values and bare flags.
 const QUERY_PATH: &str = "/webhooks/stripe?a=1&a=2&name=%E2%9C%93&empty=&flag&plus=a+b";
@@ -671,6 +675,86 @@ async fn a_restarted_relay_gives_the_client_its_name_back() {
         }
     }
     assert_eq!(caller::post(&tunnel.url("/again"), "x").await.status, 200);
+}
+
+/// A TCP proxy to `to` whose connection number `swallow` (from 1) passes
+/// the relay's first answer (the upgrade's 101) and loses the rest, as a
+/// network that went bad would; the first connection is cut when `cut` is
+/// notified.
+async fn lossy_proxy(to: std::net::SocketAddr, swallow: usize) -> (std::net::SocketAddr, Arc<Notify>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
+    let addr = listener.local_addr().expect("proxy address");
+    let cut = Arc::new(Notify::new());
+    let cut_first = Arc::clone(&cut);
+    tokio::spawn(async move {
+        let mut count = 0;
+        while let Ok((client, _)) = listener.accept().await {
+            count += 1;
+            let Ok(relay) = tokio::net::TcpStream::connect(to).await else {
+                return;
+            };
+            let cut = Arc::clone(&cut_first);
+            tokio::spawn(async move {
+                let (mut client_reads, mut client_writes) = client.into_split();
+                let (mut relay_reads, mut relay_writes) = relay.into_split();
+                let up = tokio::io::copy(&mut client_reads, &mut relay_writes);
+                let down = async {
+                    if count == swallow {
+                        let mut first = vec![0; 64 * 1024];
+                        let read = relay_reads.read(&mut first).await?;
+                        client_writes.write_all(&first[..read]).await?;
+                        return tokio::io::copy(&mut relay_reads, &mut tokio::io::sink()).await;
+                    }
+                    tokio::io::copy(&mut relay_reads, &mut client_writes).await
+                };
+                let cut = async {
+                    match count {
+                        1 => cut.notified().await,
+                        _ => std::future::pending().await,
+                    }
+                };
+                // Whichever ends first ends the connection: both sockets close.
+                tokio::select! {
+                    _ = up => {}
+                    _ = down => {}
+                    () = cut => {}
+                }
+            });
+        }
+    });
+    (addr, cut)
+}
+
+/// A welcome lost on its way during a reconnect leaves the relay holding
+/// the name for a connection the client never saw, under a resume secret
+/// it never got. The client asks again until that hold runs out and gets
+/// its name back, rather than giving up on the 409.
+#[tokio::test]
+async fn a_welcome_lost_on_a_reconnect_does_not_cost_the_client_its_name() {
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        grace: Duration::from_secs(2),
+        ..Default::default()
+    })
+    .await;
+    let (proxy, cut) = lossy_proxy(relay.addr, 2).await;
+    let handler = LocalHandler::echo().await;
+    let mut tunnel = TestTunnel::start(&format!("http://{proxy}"), &handler.url()).await;
+    let name = tunnel.name().to_owned();
+    cut.notify_one();
+    let mut held = 0;
+    loop {
+        match tunnel.next_event().await {
+            TunnelEvent::Connected { public_url, .. } => {
+                assert!(public_url.ends_with(&format!("/t/{name}")), "{public_url}");
+                break;
+            }
+            TunnelEvent::Disconnected { reason, .. } => held += usize::from(reason.contains("(409)")),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(held > 0, "the name was held for the lost connection");
+    let again = format!("{}/t/{name}/again", relay.http_url());
+    assert_eq!(caller::post(&again, "x").await.status, 200);
 }
 
 #[tokio::test]

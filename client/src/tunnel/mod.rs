@@ -34,6 +34,13 @@ use crate::target::Target;
 /// waited for, to record that they were cut off.
 const SETTLE_MARGIN: Duration = Duration::from_millis(500);
 
+/// How long reconnecting keeps asking for a name the relay holds (409).
+/// A welcome lost on its way leaves the relay holding the name for a
+/// connection the client never saw, under a resume secret it never got:
+/// the name is free once that connection's grace period ends (a minute by
+/// default). Past this, another client has it, and waiting would not help.
+const NAME_HELD_PATIENCE: Duration = Duration::from_secs(300);
+
 /// Default time the local handler has to answer before the caller gets 504.
 /// Under the relay's own 30 s so the caller hears the local reason.
 pub const DEFAULT_LOCAL_TIMEOUT: Duration = Duration::from_secs(28);
@@ -156,6 +163,7 @@ async fn serve_until_stopped(
     let mut backoff = Backoff::default();
     let mut connected_once = false;
     let mut failed_tries = 0;
+    let mut name_held_since = None;
     loop {
         let attempt = tokio::select! {
             () = stop.asked.cancelled() => return Ok(()),
@@ -165,6 +173,7 @@ async fn serve_until_stopped(
             Ok((socket, welcome)) => {
                 connected_once = true;
                 failed_tries = 0;
+                name_held_since = None;
                 let up_since = tokio::time::Instant::now();
                 // Ask for the same name next time, with the proof that it is
                 // ours, so the URL survives reconnects.
@@ -188,6 +197,13 @@ async fn serve_until_stopped(
                     SessionEnd::Refused(reason) => return Err(ConnectError::Refused(reason)),
                     SessionEnd::Lost(reason) => reason,
                 }
+            }
+            Err(err @ ConnectError::NameTaken { .. })
+                if connected_once
+                    && name_held_since.get_or_insert_with(tokio::time::Instant::now).elapsed() < NAME_HELD_PATIENCE =>
+            {
+                failed_tries += 1;
+                err.to_string()
             }
             Err(err) if err.is_fatal() || !connected_once => return Err(err),
             Err(err) => {
