@@ -738,3 +738,40 @@ async fn a_history_moved_away_or_over_just_before_a_stop_keeps_its_deliveries() 
     assert_eq!(paths_in(&db).await, ["/other"], "the moved-in history as it was");
     assert_eq!(paths_in(&elsewhere).await, ["/kept"]);
 }
+
+/// A body still arriving when the relay gives up on the exchange: the
+/// history says the relay's reason, not that the body stopped, as well as
+/// that the handler got only part of it.
+#[tokio::test]
+async fn a_body_the_relay_gave_up_on_part_way_is_recorded_with_the_relays_reason() {
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        request_timeout: Duration::from_secs(1),
+        ..Default::default()
+    })
+    .await;
+    let handler = LocalHandler::start(|_| Answer::default()).await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let path = format!("/t/{}/upload", tunnel.name());
+    let mut caller = tokio::net::TcpStream::connect(relay.addr).await.expect("connect");
+    // Past what the client reads whole before forwarding: the handler
+    // gets the start of the body while the rest is on its way.
+    let head = format!("POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 4000000\r\n\r\n");
+    caller.write_all(head.as_bytes()).await.expect("send the head");
+    caller.write_all(&[b'x'; 2_000_000]).await.expect("send half the body");
+    // A slow link: the body keeps coming, too slowly to finish in time.
+    let trickle = async {
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if caller.write_all(b"x").await.is_err() {
+                break;
+            }
+        }
+    };
+    let recorded = tokio::select! {
+        () = trickle => tunnel.next_delivery().await.0,
+        (recorded, _) = tunnel.next_delivery() => recorded,
+    };
+    let error = recorded.error.unwrap_or_default();
+    assert!(error.starts_with("no answer within 1s"), "{error}");
+    assert!(error.ends_with("; the handler got only part of its body"), "{error}");
+}

@@ -214,10 +214,8 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
     };
     // A body that stopped short says only that; the relay's reset, when
     // it sent one, says why (malformed, stalled, the caller gone).
-    let outcome = match reset.try_recv() {
-        Ok(reason) if outcome.error.as_deref() == Some(CUT_SHORT) => {
-            failure(line.started, format!("{reason}; it was not forwarded"))
-        }
+    let outcome = match (reset.try_recv(), outcome.error.as_deref().and_then(cut_body)) {
+        (Ok(reason), Some(cut)) => failure(line.started, format!("{reason}; {cut}")),
         _ => outcome,
     };
     if kept.ticket.is_none() {
@@ -269,13 +267,24 @@ async fn answer_for_nobody(
     // Status stays empty, as for every answer that did not reach its caller.
     outcome.error = Some(match (outcome.status.take(), outcome.error.take()) {
         (Some(status), _) => format!("{why}; the handler then answered {status}, which reached no caller"),
-        // The request body never came whole: the handler never saw it.
-        (None, Some(error)) if error == CUT_SHORT => format!("{why}; it was not forwarded"),
-        (None, Some(error)) if error == PART_FORWARDED => format!("{why}; the handler got only part of its body"),
-        (None, Some(error)) => format!("{why}; then {error}"),
+        (None, Some(error)) => match cut_body(&error) {
+            Some(cut) => format!("{why}; {cut}"),
+            None => format!("{why}; then {error}"),
+        },
         (None, None) => why.into(),
     });
     outcome
+}
+
+/// What became of a request body that never came whole, when `error`
+/// says only that it stopped: beside the reason it stopped, this says
+/// whether the handler saw any of it.
+fn cut_body(error: &str) -> Option<&'static str> {
+    match error {
+        CUT_SHORT => Some("it was not forwarded"),
+        PART_FORWARDED => Some("the handler got only part of its body"),
+        _ => None,
+    }
 }
 
 async fn exchange(
@@ -579,6 +588,16 @@ async fn finish(shared: &Shared, line: Line, outcome: Outcome, ticket: Option<Ti
 mod tests {
     use super::*;
     use crate::target::Target;
+
+    /// A body that stopped says whether the handler saw any of it, beside
+    /// whatever reason the relay gives for the stop; other errors say
+    /// nothing of the body.
+    #[test]
+    fn a_cut_body_says_how_much_the_handler_saw() {
+        assert_eq!(cut_body(CUT_SHORT), Some("it was not forwarded"));
+        assert_eq!(cut_body(PART_FORWARDED), Some("the handler got only part of its body"));
+        assert_eq!(cut_body("connection refused"), None);
+    }
 
     /// A full disk fails every delivery's recording: the display is told
     /// once, and once more when recording works again.
