@@ -28,7 +28,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::events::TunnelEvent;
-use crate::store::Store;
+use crate::store::{Store, StoreError};
+use source::FollowedStore;
 
 use app::{App, Effect, Mode};
 use effects::{Effects, ReplayDone, ReplayTask};
@@ -101,14 +102,15 @@ async fn run(
     // on another process's lock. Live, the recorder has made the history
     // already; with --no-record there may be none, and none is made: an
     // empty one in memory stands in.
-    let opened = match mode {
-        Mode::Browser { .. } => Store::open_existing(db),
-        Mode::Live if db.exists() => Store::open(db),
-        Mode::Live => Store::in_memory(),
+    let open: fn(&Path) -> Result<Store, StoreError> = match mode {
+        Mode::Browser { .. } => Store::open_existing,
+        Mode::Live if db.exists() => Store::open,
+        Mode::Live => |_| Store::in_memory(),
     };
-    let store = opened.map_err(|err| err.for_command(db))?;
+    let store = open(db).map_err(|err| err.for_command(db))?;
+    let source = FollowedStore::new(store, open);
     let (width, height) = crossterm::terminal::size().context("cannot read the terminal size")?;
-    let app = App::new(Box::new(store), mode, Rect::new(0, 0, width, height))
+    let app = App::new(Box::new(source), mode, Rect::new(0, 0, width, height))
         .map_err(|err| err.context(format!("cannot read the history in {}", db.display())))?;
     let mut terminal = TerminalGuard::enter().context("cannot set up the terminal")?;
     let (effects, progress) = Effects::new(db.to_path_buf());

@@ -1,6 +1,9 @@
 //! Where the TUI reads history from: the store, or a fake in tests.
 
-use crate::store::{Delivery, ListQuery, ReplayRun, Store, Summary};
+use std::cell::{Cell, Ref, RefCell};
+use std::path::Path;
+
+use crate::store::{Delivery, ListQuery, ReplayRun, Store, StoreError, Summary};
 
 /// Read access to the history, as the browser needs it.
 ///
@@ -24,33 +27,72 @@ pub trait HistorySource {
     fn data_version(&self) -> anyhow::Result<i64>;
 }
 
-impl HistorySource for Store {
+/// The history at a path, opened again once the file there is another:
+/// deleted while a tunnel ran (which starts a new one there), or another
+/// history moved over it. The TUI then shows what `history` would list,
+/// not the file it first opened, whose ids now name other deliveries.
+pub struct FollowedStore {
+    store: RefCell<Store>,
+    /// How the history was opened, to open it again alike.
+    open: fn(&Path) -> Result<Store, StoreError>,
+    /// Counts the reopenings, so the data version changes with each.
+    reopened: Cell<i64>,
+}
+
+impl FollowedStore {
+    /// Follows `store`, opened with `open`.
+    pub fn new(store: Store, open: fn(&Path) -> Result<Store, StoreError>) -> Self {
+        Self {
+            store: RefCell::new(store),
+            open,
+            reopened: Cell::new(0),
+        }
+    }
+
+    /// The store for the file at the path now. While what is there cannot
+    /// be opened yet (a tunnel has not started the new one), the old one
+    /// stays.
+    fn current(&self) -> Ref<'_, Store> {
+        if self.store.borrow().replaced() {
+            let path = self.store.borrow().path().to_path_buf();
+            if let Ok(store) = (self.open)(&path) {
+                *self.store.borrow_mut() = store;
+                self.reopened.set(self.reopened.get() + 1);
+            }
+        }
+        self.store.borrow()
+    }
+}
+
+impl HistorySource for FollowedStore {
     fn list(&self, query: &ListQuery) -> anyhow::Result<Vec<Summary>> {
-        Ok(Store::list(self, query)?)
+        Ok(self.current().list(query)?)
     }
 
     fn count(&self, query: &ListQuery) -> anyhow::Result<u64> {
-        Ok(Store::count(self, query)?)
+        Ok(self.current().count(query)?)
     }
 
     fn page_ends(&self, query: &ListQuery, page: usize) -> anyhow::Result<Vec<i64>> {
-        Ok(Store::page_ends(self, query, page)?)
+        Ok(self.current().page_ends(query, page)?)
     }
 
     fn get(&self, id: i64) -> anyhow::Result<Option<Delivery>> {
-        Ok(Store::get(self, id)?)
+        Ok(self.current().get(id)?)
     }
 
     fn delivery_number(&self, id: i64) -> anyhow::Result<i64> {
-        Ok(Store::delivery_number(self, id)?)
+        Ok(self.current().delivery_number(id)?)
     }
 
     fn replay_runs(&self, delivery_id: i64) -> anyhow::Result<Vec<ReplayRun>> {
-        Ok(Store::replay_runs(self, delivery_id)?)
+        Ok(self.current().replay_runs(delivery_id)?)
     }
 
     fn data_version(&self) -> anyhow::Result<i64> {
-        Ok(Store::data_version(self)?)
+        let version = self.current().data_version()?;
+        // Another file's version may be the old one's by chance.
+        Ok(version.wrapping_add(self.reopened.get() << 32))
     }
 }
 
@@ -195,5 +237,46 @@ pub fn summary_of(d: &Delivery) -> Summary {
         delivery_count: d.delivery_count,
         error: d.outcome.as_ref().and_then(|o| o.error.clone()),
         replay_of: d.request.replay_of,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::tests::{delivery, ScratchDir};
+    use crate::store::Outcome;
+
+    /// A history of `paths` at `path`.
+    fn history(path: &Path, paths: &[&str]) {
+        let store = Store::open(path).unwrap();
+        for (n, p) in paths.iter().enumerate() {
+            store
+                .insert_delivery(&delivery(&format!("evt_{n}"), p), &Outcome::default())
+                .unwrap();
+        }
+    }
+
+    fn listed(source: &FollowedStore) -> Vec<String> {
+        let rows = source.list(&ListQuery::default()).unwrap();
+        rows.into_iter().map(|r| r.path).collect()
+    }
+
+    #[test]
+    fn a_history_moved_over_the_one_shown_is_shown_instead() {
+        let dir = ScratchDir::new("followed");
+        let path = dir.0.join("history.db");
+        history(&path, &["/first"]);
+        let source = FollowedStore::new(Store::open_existing(&path).unwrap(), Store::open_existing);
+        assert_eq!(listed(&source), ["/first"]);
+        let version = source.data_version().unwrap();
+
+        let other = dir.0.join("other.db");
+        history(&other, &["/a", "/b"]);
+        std::fs::rename(&other, &path).unwrap();
+        assert_ne!(source.data_version().unwrap(), version, "told as a change");
+        assert_eq!(listed(&source), ["/b", "/a"]);
+        // Deleted, with nothing there yet to open: the last one stays.
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(listed(&source), ["/b", "/a"]);
     }
 }
