@@ -78,7 +78,12 @@ impl Tokens {
             if entries.iter().any(|e: &Accepted| e.secret == entry.token.as_bytes()) {
                 return Err(ConfigError::Tokens(format!("{label}: the same token appears twice")));
             }
-            // The label stands for the token in the logs.
+            // The label stands for the token in the logs: one line, seen.
+            if label.trim() != label || label.is_empty() || label.chars().any(char::is_control) {
+                return Err(ConfigError::Tokens(format!(
+                    "label {label:?}: empty, or with spaces around it or control characters in it"
+                )));
+            }
             if entries.iter().any(|e| e.label == label) {
                 return Err(ConfigError::Tokens(format!(
                     "label {label:?} names two tokens: the logs could not tell them apart"
@@ -191,6 +196,9 @@ mod tests {
             "[[token]]\ntoken = \"a\"\nnames = [\"x\"]\n[[token]]\ntoken = \"b\"\nnames = [\"x\"]\n",
             "[[token]]\ntoken = \"a\"\nlabel = \"ci\"\n[[token]]\ntoken = \"b\"\nlabel = \"ci\"\n",
             "[[token]]\ntoken = \"a\"\n[[token]]\ntoken = \"b\"\nlabel = \"token #1\"\n",
+            "[[token]]\ntoken = \"a\"\nlabel = \"\"\n",
+            "[[token]]\ntoken = \"a\"\nlabel = \"alice \"\n",
+            "[[token]]\ntoken = \"a\"\nlabel = \"x\\n2026 INFO fake\"\n",
         ] {
             assert!(Tokens::from_toml(bad).is_err(), "accepted {bad:?}");
         }
