@@ -217,9 +217,16 @@ fn cookies(list: &[Header], side: Cookies, reveal: bool) -> Vec<Value> {
 /// (`http --host-header preserve`). A replayer sending the recorded Host
 /// to `url` would send a request no hop ever sent.
 fn sent_headers(r: &crate::store::NewDelivery, url: &str) -> Vec<Header> {
-    let authority = url
-        .split_once("://")
-        .map(|(_, rest)| rest.split(['/', '?']).next().unwrap_or(rest));
+    let authority = url.split_once("://").map(|(scheme, rest)| {
+        let authority = rest.split(['/', '?']).next().unwrap_or(rest);
+        // A client leaves the scheme's own port out of Host, as curl does.
+        let default_port = if scheme.eq_ignore_ascii_case("https") {
+            ":443"
+        } else {
+            ":80"
+        };
+        authority.strip_suffix(default_port).unwrap_or(authority)
+    });
     let mut list = r.request_headers.clone();
     if let Some(authority) = authority.filter(|_| !r.host_preserved) {
         for h in list.iter_mut().filter(|h| h.name.eq_ignore_ascii_case("host")) {
@@ -471,6 +478,12 @@ mod tests {
         assert_eq!(
             host(&d),
             json!([{ "name": "host", "value": "127.0.0.1:3000" }, { "name": "x-other", "value": "1" }])
+        );
+        let on_port_80 = document(&d, "http://localhost:80/hook", false);
+        assert_eq!(
+            on_port_80["log"]["entries"][0]["request"]["headers"][0],
+            json!({ "name": "host", "value": "localhost" }),
+            "the scheme's own port left out, as curl leaves it"
         );
         d.request.host_preserved = true;
         assert_eq!(host(&d)[0], json!({ "name": "host", "value": "relay.example" }));
