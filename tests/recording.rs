@@ -623,6 +623,22 @@ async fn a_delivery_forwarded_with_the_callers_host_is_replayed_and_exported_wit
     );
 }
 
+/// Moves another history, holding one delivery to `path`, over `db`.
+fn move_over(db: &std::path::Path, path: &str) {
+    let other = db.with_extension("other");
+    let moved_in = NewDelivery {
+        received_at_ms: 1_700_000_000_000,
+        method: "POST".into(),
+        path: path.into(),
+        ..NewDelivery::default()
+    };
+    Store::open(&other)
+        .expect("another history")
+        .insert_delivery(&moved_in, &Outcome::default())
+        .expect("its delivery");
+    std::fs::rename(&other, db).expect("move it over");
+}
+
 /// The paths of the deliveries `history --json` lists in `db`, newest first.
 async fn paths_in(db: &std::path::Path) -> Vec<String> {
     let listed = portpreview_async(db, &["history", "--json"]).await;
@@ -668,19 +684,7 @@ async fn a_history_deleted_or_replaced_while_the_tunnel_runs_is_taken_up_where_i
 
     // Another history moved over it, the tunnel's WAL still full: the one
     // moved in keeps what it held, and takes what comes next.
-    let other = dir.path().join("other.db");
-    let moved_in = NewDelivery {
-        received_at_ms: 1_700_000_000_000,
-        target: handler.url(),
-        method: "POST".into(),
-        path: "/other".into(),
-        ..NewDelivery::default()
-    };
-    Store::open(&other)
-        .expect("another history")
-        .insert_delivery(&moved_in, &Outcome::default())
-        .expect("its delivery");
-    std::fs::rename(&other, &db).expect("move it over");
+    move_over(&db, "/other");
     assert_eq!(caller::post(&format!("{url}/later"), "3").await.status, 200);
     client.line_containing("POST /later").await;
     assert_eq!(
@@ -720,19 +724,7 @@ async fn a_history_moved_away_or_over_just_before_a_stop_keeps_its_deliveries() 
     assert_eq!(paths_in(&elsewhere).await, ["/kept"], "the moved history whole");
     assert_eq!(paths_in(&db).await, ["/next"]);
 
-    let other = dir.path().join("other.db");
-    let moved_in = NewDelivery {
-        received_at_ms: 1_700_000_000_000,
-        target: handler.url(),
-        method: "POST".into(),
-        path: "/other".into(),
-        ..NewDelivery::default()
-    };
-    Store::open(&other)
-        .expect("another history")
-        .insert_delivery(&moved_in, &Outcome::default())
-        .expect("its delivery");
-    std::fs::rename(&other, &db).expect("move it over");
+    move_over(&db, "/other");
     client.signal("TERM");
     assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
     assert_eq!(paths_in(&db).await, ["/other"], "the moved-in history as it was");
