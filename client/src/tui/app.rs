@@ -163,6 +163,9 @@ pub struct App {
     seen_version: Option<i64>,
     /// The second it was last read in.
     version_read_at: u64,
+    /// The history's generation when last read: it changes when the file
+    /// at the history's path is another one.
+    generation: u64,
 }
 
 impl App {
@@ -171,6 +174,7 @@ impl App {
         let mut pager = Pager::new(None);
         pager.reload(source.as_ref())?;
         let seen_version = source.data_version().ok();
+        let generation = source.generation();
         Ok(Self {
             source,
             mode,
@@ -189,6 +193,7 @@ impl App {
             head_stale: false,
             seen_version,
             version_read_at: 0,
+            generation,
         })
     }
 
@@ -274,6 +279,12 @@ impl App {
     /// the rows were read again.
     pub fn on_tick(&mut self, second: u64) -> bool {
         self.stats.advance(second);
+        let generation = self.source.generation();
+        if generation != self.generation {
+            self.generation = generation;
+            self.history_replaced();
+            return true;
+        }
         // Once a second: a filtered view reads the history again on each
         // change, and a tunnel beside it commits many times a second.
         if matches!(self.mode, Mode::Browser { .. }) && second != self.version_read_at {
@@ -313,6 +324,21 @@ impl App {
             Err(err) => self.set_status(format!("cannot read the history: {}", crate::error_line(&err)), true),
         }
         true
+    }
+
+    /// The file at the history's path is another one now (deleted and
+    /// started anew, or another moved over it): nothing read from the old
+    /// one holds, its ids included, so the list is read again from the top.
+    fn history_replaced(&mut self) {
+        self.close_detail();
+        self.seen_version = self.source.data_version().ok();
+        if let Err(err) = self.pager.reload(self.source.as_ref()) {
+            self.set_status(format!("cannot read the history: {}", crate::error_line(&err)), true);
+            return;
+        }
+        self.offset = 0;
+        self.settle(0);
+        self.set_status("the history file was replaced: showing the one now at its path", false);
     }
 
     /// Replay progress reported by the engine.

@@ -25,6 +25,11 @@ pub trait HistorySource {
     fn replay_runs(&self, delivery_id: i64) -> anyhow::Result<Vec<ReplayRun>>;
     /// Changes whenever someone else writes to the history.
     fn data_version(&self) -> anyhow::Result<i64>;
+    /// Changes when the history is another file than before (see
+    /// [`FollowedStore`]): nothing read earlier holds, ids included.
+    fn generation(&self) -> u64 {
+        0
+    }
 }
 
 /// The history at a path, opened again once the file there is another:
@@ -35,8 +40,8 @@ pub struct FollowedStore {
     store: RefCell<Store>,
     /// How the history was opened, to open it again alike.
     open: fn(&Path) -> Result<Store, StoreError>,
-    /// Counts the reopenings, so the data version changes with each.
-    reopened: Cell<i64>,
+    /// Counts the reopenings: the source's generation.
+    reopened: Cell<u64>,
 }
 
 impl FollowedStore {
@@ -90,9 +95,12 @@ impl HistorySource for FollowedStore {
     }
 
     fn data_version(&self) -> anyhow::Result<i64> {
-        let version = self.current().data_version()?;
-        // Another file's version may be the old one's by chance.
-        Ok(version.wrapping_add(self.reopened.get() << 32))
+        Ok(self.current().data_version()?)
+    }
+
+    fn generation(&self) -> u64 {
+        drop(self.current());
+        self.reopened.get()
     }
 }
 
@@ -106,6 +114,8 @@ pub struct MemorySource {
     pub runs: Vec<ReplayRun>,
     /// How many `list` calls were made (to check paging stays lazy).
     pub list_calls: std::cell::Cell<usize>,
+    /// What [`HistorySource::generation`] says.
+    pub generation: std::cell::Cell<u64>,
 }
 
 #[cfg(test)]
@@ -180,6 +190,10 @@ impl HistorySource for MemorySource {
 
     fn data_version(&self) -> anyhow::Result<i64> {
         Ok(self.deliveries.borrow().len() as i64)
+    }
+
+    fn generation(&self) -> u64 {
+        self.generation.get()
     }
 }
 
@@ -268,12 +282,12 @@ mod tests {
         history(&path, &["/first"]);
         let source = FollowedStore::new(Store::open_existing(&path).unwrap(), Store::open_existing);
         assert_eq!(listed(&source), ["/first"]);
-        let version = source.data_version().unwrap();
+        assert_eq!(source.generation(), 0);
 
         let other = dir.0.join("other.db");
         history(&other, &["/a", "/b"]);
         std::fs::rename(&other, &path).unwrap();
-        assert_ne!(source.data_version().unwrap(), version, "told as a change");
+        assert_eq!(source.generation(), 1, "told as another file");
         assert_eq!(listed(&source), ["/b", "/a"]);
         // Deleted, with nothing there yet to open: the last one stays.
         std::fs::remove_file(&path).unwrap();

@@ -494,6 +494,9 @@ impl HistorySource for SharedSource {
     fn data_version(&self) -> anyhow::Result<i64> {
         self.0.data_version()
     }
+    fn generation(&self) -> u64 {
+        self.0.generation()
+    }
 }
 
 #[test]
@@ -544,4 +547,28 @@ fn v_shows_the_secrets_of_the_open_delivery_and_masks_them_again() {
         .is_some_and(|s| s.text.contains("open a delivery first")));
     key(&mut app, KeyCode::Enter);
     assert!(!detail(&app).contains("sk_live_secret"), "{}", detail(&app));
+}
+
+/// Another file at the history's path: the list is read again from the
+/// top, and the open delivery, whose id now names another, is closed.
+#[test]
+fn a_replaced_history_is_read_again_from_the_top() {
+    let shared = std::rc::Rc::new(MemorySource::with_rows(30));
+    let mut app = live_over(&shared);
+    press(&mut app, "jjj");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.detail.as_ref().map(|d| d.doc.id), Some(27));
+    let mut other = test_delivery(1);
+    other.request.path = "/other".into();
+    *shared.deliveries.borrow_mut() = vec![other];
+    shared.generation.set(1);
+    assert!(app.on_tick(1), "read again");
+    assert!(app.detail.is_none(), "no delivery of the old file stays open");
+    assert_eq!((app.selected, app.offset, app.pager.len()), (0, 0, 1));
+    assert_eq!(app.pager.get(0).map(|s| s.path.as_str()), Some("/other"));
+    let status = app.status.as_ref().map(|s| s.text.as_str());
+    assert_eq!(
+        status,
+        Some("the history file was replaced: showing the one now at its path")
+    );
 }
