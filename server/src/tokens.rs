@@ -72,17 +72,22 @@ impl Tokens {
         for (index, entry) in file.token.into_iter().enumerate() {
             let id = TokenId(index);
             let label = entry.label.unwrap_or_else(|| format!("token #{}", index + 1));
+            // The label stands for the token in the logs and in the errors
+            // below: one line, all of it seen.
+            if label.trim() != label
+                || label.is_empty()
+                || label.chars().any(portpreview_shared::sanitize::is_hidden_or_control)
+            {
+                return Err(ConfigError::Tokens(format!(
+                    "label \"{}\": empty, or with spaces around it or control or invisible characters in it",
+                    portpreview_shared::sanitize::escape_str(&label)
+                )));
+            }
             if entry.token.trim().is_empty() || entry.token.chars().any(char::is_whitespace) {
                 return Err(ConfigError::Tokens(format!("{label}: empty token or whitespace in it")));
             }
             if entries.iter().any(|e: &Accepted| e.secret == entry.token.as_bytes()) {
                 return Err(ConfigError::Tokens(format!("{label}: the same token appears twice")));
-            }
-            // The label stands for the token in the logs: one line, seen.
-            if label.trim() != label || label.is_empty() || label.chars().any(char::is_control) {
-                return Err(ConfigError::Tokens(format!(
-                    "label {label:?}: empty, or with spaces around it or control characters in it"
-                )));
             }
             if entries.iter().any(|e| e.label == label) {
                 return Err(ConfigError::Tokens(format!(
@@ -199,6 +204,9 @@ mod tests {
             "[[token]]\ntoken = \"a\"\nlabel = \"\"\n",
             "[[token]]\ntoken = \"a\"\nlabel = \"alice \"\n",
             "[[token]]\ntoken = \"a\"\nlabel = \"x\\n2026 INFO fake\"\n",
+            "[[token]]\ntoken = \"a\"\nlabel = \"\\u200balice\"\n",
+            "[[token]]\ntoken = \"a\"\nlabel = \"x\\u2028y\"\n",
+            "[[token]]\ntoken = \"\"\nlabel = \"evil\\nINFO fake\"\n",
         ] {
             assert!(Tokens::from_toml(bad).is_err(), "accepted {bad:?}");
         }
