@@ -63,12 +63,19 @@ impl Target {
         if authority.is_empty() {
             return Err(fail("no host or port: write it as http://localhost:3000"));
         }
-        let (host, port) = match authority.rsplit_once(':') {
-            Some((host, port)) if !host.ends_with(']') || authority.starts_with('[') => (host, port),
-            _ if authority.chars().all(|c| c.is_ascii_digit()) => ("localhost", authority),
+        let split = match authority.starts_with('[') {
+            // An IPv6 address holds colons of its own: a port follows the bracket.
+            true => authority
+                .rsplit_once("]:")
+                .map(|(host, port)| (&authority[..=host.len()], port)),
+            false => authority.rsplit_once(':'),
+        };
+        let (host, port) = match split {
+            Some(pair) => pair,
+            None if authority.chars().all(|c| c.is_ascii_digit()) => ("localhost", authority),
             // `notaurl` alone is more likely a mistake than a host on port 80.
-            _ if !has_scheme => return Err(fail(EXPECTED_FORM)),
-            _ => (authority, "80"),
+            None if !has_scheme => return Err(fail(EXPECTED_FORM)),
+            None => (authority, "80"),
         };
         let host = if host.is_empty() { "localhost" } else { host };
         let port: u16 = port
@@ -217,6 +224,13 @@ mod tests {
             "/x"
         );
         assert_eq!(Target::parse("http://[::1]:5000").unwrap().host, "[::1]");
+        let implied = Target::parse("http://[::1]/hook").unwrap();
+        assert_eq!(
+            (implied.host.as_str(), implied.port),
+            ("[::1]", 80),
+            "the scheme's port"
+        );
+        assert!(Target::parse("[::1]").is_err(), "no scheme, no port: a mistake");
         assert_eq!(Target::parse("[fe80::1%eth0]:5000").unwrap().port, 5000);
         assert_eq!(Target::parse("http://my_box.local:5000").unwrap().host, "my_box.local");
         assert_eq!(Target::parse("http://example.test").unwrap().port, 80);
