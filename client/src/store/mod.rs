@@ -134,15 +134,13 @@ impl StoreError {
     /// True when trying again later may succeed: another process holds the
     /// lock, or the disk is full or failing for now.
     pub fn is_transient(&self) -> bool {
-        match self {
-            // Retried, so a history put back at its path is taken up again.
-            StoreError::Busy | StoreError::Io(_) | StoreError::Replaced { .. } => true,
-            StoreError::Sqlite(err) => matches!(
-                err.sqlite_error_code(),
-                Some(ErrorCode::DiskFull | ErrorCode::SystemIoFailure | ErrorCode::CannotOpen)
-            ),
-            _ => false,
-        }
+        self.is_busy_or_full()
+            || match self {
+                // Retried, so a history put back at its path is taken up again.
+                StoreError::Io(_) | StoreError::Replaced { .. } => true,
+                StoreError::Sqlite(err) => err.sqlite_error_code() == Some(ErrorCode::CannotOpen),
+                _ => false,
+            }
     }
 
     /// True when another process holds the history or the disk is full:

@@ -125,6 +125,8 @@ impl Store {
     pub(crate) fn reopen(&mut self) -> Result<bool, StoreError> {
         let existed = self.path.exists();
         self.let_go_of_sidecars()?;
+        // The old connection closes before a new one opens: closing, SQLite
+        // may remove the WAL named beside the path, by then the new one's.
         let old = std::mem::replace(&mut self.conn, Connection::open_in_memory()?);
         if let Err((_, err)) = old.close() {
             tracing::debug!(%err, "the replaced history did not close cleanly");

@@ -198,15 +198,14 @@ async fn serve_until_stopped(
                     SessionEnd::Lost(reason) => reason,
                 }
             }
-            Err(err @ ConnectError::NameTaken { .. })
-                if connected_once
-                    && name_held_since.get_or_insert_with(tokio::time::Instant::now).elapsed() < NAME_HELD_PATIENCE =>
-            {
-                failed_tries += 1;
-                err.to_string()
-            }
-            Err(err) if err.is_fatal() || !connected_once => return Err(err),
             Err(err) => {
+                // A 409 for the name this client had: see NAME_HELD_PATIENCE.
+                let own_name_held = connected_once
+                    && matches!(err, ConnectError::NameTaken { .. })
+                    && name_held_since.get_or_insert_with(tokio::time::Instant::now).elapsed() < NAME_HELD_PATIENCE;
+                if !own_name_held && (err.is_fatal() || !connected_once) {
+                    return Err(err);
+                }
                 failed_tries += 1;
                 err.to_string()
             }
