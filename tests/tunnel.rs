@@ -265,6 +265,16 @@ async fn a_dead_local_port_gets_502_and_a_slow_one_504_each_saying_why() {
     let (summary, _) = tunnel.next_delivery().await;
     assert!(summary.error.as_deref().is_some_and(|e| e.contains("could not reach")));
     assert_eq!(summary.status, None, "the 502 was PortPreview's, not the handler's");
+    // A body past what the client reads whole before forwarding, still on
+    // its way when the port refuses: the caller hears so at once too.
+    let reply = caller::post(&tunnel.url("/upload"), vec![b'x'; 3 << 20]).await;
+    assert_eq!(reply.status, 502, "{}", reply.text());
+    assert!(reply.text().contains("could not reach"), "{}", reply.text());
+    let (summary, _) = tunnel.next_delivery().await;
+    assert!(
+        summary.error.as_deref().is_some_and(|e| e.contains("could not reach")),
+        "{summary:?}"
+    );
 
     let slow = LocalHandler::slow(Duration::from_secs(3)).await;
     let options = TunnelOptions {

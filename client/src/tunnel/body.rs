@@ -58,6 +58,8 @@ pub struct Capture {
     pub size: u64,
     /// True once the last chunk went by.
     pub complete: bool,
+    /// True once the relay ended the stream before its last chunk.
+    pub cut: bool,
     keep: Keep,
     held: Held,
     /// Bytes counted in the budget.
@@ -271,6 +273,7 @@ impl Body for StreamedBody {
                 let mut capture = this.capture.lock().unwrap_or_else(|p| p.into_inner());
                 if !capture.complete {
                     // The relay dropped the stream: tell the handler the body is cut.
+                    capture.cut = true;
                     return Poll::Ready(Some(Err(std::io::Error::new(
                         std::io::ErrorKind::UnexpectedEof,
                         "the caller's body was cut short",

@@ -378,12 +378,14 @@ async fn exchange(
                 room: Held::default(),
             });
             let response = send.await;
-            let whole = capture.lock().map_or(true, |c| c.complete);
+            let cut = capture.lock().is_ok_and(|c| c.cut);
             // What the handler read before answering is what it acted on.
             kept.ticket = record_streaming(shared, &mut kept.streaming).await;
             // The relay ended the stream mid-body, and says why; the
             // handler's failure to answer a body cut under it is no news.
-            if !whole && !matches!(response, Ok(Ok(_))) {
+            // A body still on its way is another matter: the handler could
+            // not be reached, or failed, and the caller hears so now.
+            if cut && !matches!(response, Ok(Ok(_))) {
                 return failure(started, PART_FORWARDED.into());
             }
             response
