@@ -677,3 +677,67 @@ async fn asked_to_stop_twice_the_tunnel_cuts_off_what_is_in_flight() {
         Some("PortPreview was stopped before the answer came")
     );
 }
+
+#[tokio::test]
+async fn a_relay_whose_log_cannot_be_written_still_hosts_tunnels_and_stops_cleanly() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let handler = LocalHandler::echo().await;
+    // A log on a full disk: every line the relay writes fails.
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let mut relay = Running::start_with_stderr(&server_bin(), &["--listen", "127.0.0.1:0"], dir.path(), full.into());
+    let line = relay.line_containing("listening on").await;
+    let addr = line.rsplit(' ').next().expect("address").to_string();
+    for round in 0..2 {
+        let (mut client, url) = Running::tunnel_with(
+            &handler.url(),
+            &format!("http://{addr}"),
+            &dir.path().join("history.db"),
+            dir.path(),
+            &["--name", "logless", "--no-record"],
+        )
+        .await;
+        let reply = caller::post(&format!("{url}/hook"), "{}").await;
+        assert_eq!(reply.status, 200, "round {round}: {}", reply.text());
+        client.signal("TERM");
+        assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
+    }
+    relay.signal("TERM");
+    assert_eq!(relay.exit_code(Duration::from_secs(20)).await, Some(0));
+}
+
+#[tokio::test]
+async fn asked_to_stop_twice_the_relay_stops_at_once_and_sighup_asks_as_ctrl_c_does() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let handler = LocalHandler::slow(Duration::from_secs(30)).await;
+    let (mut relay, addr) = Running::relay(dir.path()).await;
+    let (_client, url) = Running::tunnel_with(
+        &handler.url(),
+        &format!("http://{addr}"),
+        &dir.path().join("history.db"),
+        dir.path(),
+        &["--no-record"],
+    )
+    .await;
+    let call = tokio::spawn(async move { caller::post(&format!("{url}/slow"), "{}").await });
+    handler.wait_for_request().await;
+    relay.signal("HUP");
+    // The first signal drains: the relay is still there for the request in
+    // flight, well within its 10 s drain.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        relay.child.try_wait().expect("poll the relay").is_none(),
+        "SIGHUP drains first"
+    );
+    let asked = Instant::now();
+    relay.signal("INT");
+    assert_eq!(
+        relay.exit_code(Duration::from_secs(5)).await,
+        Some(130),
+        "a second signal stops the relay at once, and says the stop was cut short"
+    );
+    assert!(asked.elapsed() < Duration::from_secs(3), "{:?}", asked.elapsed());
+    call.abort();
+}

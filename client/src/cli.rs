@@ -41,7 +41,7 @@ impl Cli {
             // path pasted from a delivery may hold escape sequences: the
             // message goes out as plain text with every control escaped.
             Err(err) if err.use_stderr() => {
-                eprint!("{}", escape_multiline(&err.render().to_string()));
+                crate::to_stderr(format_args!("{}", escape_multiline(&err.render().to_string())));
                 std::process::exit(err.exit_code());
             }
             Err(err) => err.exit(),

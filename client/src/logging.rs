@@ -55,7 +55,10 @@ where
     let layer = tracing_subscriber::fmt::layer()
         .with_target(false)
         .with_ansi(ansi)
-        .with_writer(writer);
+        .with_writer(writer)
+        // A line that cannot be written (stderr on a full disk, a closed
+        // pipe) is dropped; tracing's own report of it would panic.
+        .log_internal_errors(false);
     match plain {
         Some(plain) => tracing_subscriber::registry()
             .with(layer.event_format(plain).with_filter(filter))

@@ -18,7 +18,7 @@ pub async fn stop_requested() {
             }
         };
         let hangup = async {
-            if hangup_ignored() {
+            if portpreview_shared::hangup::ignored() {
                 std::future::pending().await
             } else {
                 on(SignalKind::hangup()).await
@@ -34,22 +34,4 @@ pub async fn stop_requested() {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
-}
-
-/// Whether SIGHUP was ignored when first asked, which is before PortPreview
-/// installs a handler for it. Read from `/proc` on Linux; elsewhere taken as
-/// not ignored.
-#[cfg(unix)]
-fn hangup_ignored() -> bool {
-    static IGNORED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *IGNORED.get_or_init(|| {
-        std::fs::read_to_string("/proc/self/status")
-            .ok()
-            .and_then(|status| {
-                let mask = status.lines().find_map(|line| line.strip_prefix("SigIgn:"))?;
-                u64::from_str_radix(mask.trim(), 16).ok()
-            })
-            // Bit n-1 stands for signal n; SIGHUP is 1.
-            .is_some_and(|mask| mask & 1 != 0)
-    })
 }

@@ -1,7 +1,7 @@
 //! `portpreview-server`: the relay binary. Parses flags, sets up logging and
 //! runs the library's relay until ctrl-c or SIGTERM.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -47,13 +47,17 @@ fn main() -> ExitCode {
         Ok(args) => args,
         // clap quotes the refused value as given: controls in it are escaped.
         Err(err) if err.use_stderr() => {
-            eprint!("{}", escape_multiline(&err.render().to_string()));
+            // Nothing is left to tell when stderr itself cannot be written.
+            let _ = write!(std::io::stderr(), "{}", escape_multiline(&err.render().to_string()));
             return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2));
         }
         Err(err) => err.exit(),
     };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // A log line that cannot be written (stderr on a full disk or a
+        // closed pipe) is dropped; tracing's own report of it would panic.
+        .log_internal_errors(false)
         .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("PORTPREVIEW_LOG")
@@ -69,17 +73,26 @@ fn main() -> ExitCode {
     let relay = match started {
         Ok(relay) => relay,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            report(&err);
             return ExitCode::from(2);
         }
     };
     match relay.serve() {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(Stopped::Drained) => ExitCode::SUCCESS,
+        // As for a shell job stopped by ctrl-c: the requests cut off are
+        // not a clean exit.
+        Ok(Stopped::Cut) => ExitCode::from(130),
         Err(err) => {
-            eprintln!("error: {err:#}");
+            report(&err);
             ExitCode::FAILURE
         }
     }
+}
+
+/// The reason the relay could not start or went down, on stderr if it can
+/// still be written.
+fn report(err: &anyhow::Error) {
+    let _ = writeln!(std::io::stderr(), "error: {err:#}");
 }
 
 /// A `--domain` as the relay matches Host headers against: lowercase,
@@ -146,33 +159,51 @@ fn start(listen: SocketAddr, config: RelayConfig) -> anyhow::Result<Relay> {
     })
 }
 
+/// How serving ended, once asked to stop.
+enum Stopped {
+    /// The requests in flight finished, or the drain timeout ran out.
+    Drained,
+    /// A second signal stopped the relay before the drain was done.
+    Cut,
+}
+
 impl Relay {
-    /// Says where it listens, then serves until ctrl-c or SIGTERM and the
-    /// requests in flight have drained.
-    fn serve(self) -> anyhow::Result<()> {
+    /// Says where it listens, then serves until ctrl-c, SIGTERM or SIGHUP
+    /// and the requests in flight have drained, or a second signal.
+    fn serve(self) -> anyhow::Result<Stopped> {
         let Relay {
             runtime,
             listener,
             config,
         } = self;
+        let drain = config.drain_timeout;
         runtime.block_on(async move {
             let addr = listener.local_addr().context("listener address")?;
-            println!("portpreview-server listening on {addr}");
+            // Who started the relay may have stopped reading its output
+            // (`| head -1`, a full log disk): serving goes on regardless.
+            let _ = writeln!(std::io::stdout(), "portpreview-server listening on {addr}");
             let shutdown = CancellationToken::new();
-            let on_signal = shutdown.clone();
-            let signals = async move {
-                portpreview_server::signal::shutdown_signal().await;
-                tracing::info!("shutting down");
-                on_signal.cancel();
-            };
-            let serving = portpreview_server::run(listener, config, shutdown);
+            let serving = portpreview_server::run(listener, config, shutdown.clone());
             tokio::pin!(serving);
             // A signal only asks the relay to stop; it then drains and returns.
             tokio::select! {
-                result = &mut serving => return result.context("relay failed"),
-                () = signals => {}
+                result = &mut serving => return result.context("relay failed").map(|()| Stopped::Drained),
+                () = portpreview_server::signal::shutdown_signal() => {}
             }
-            serving.await.context("relay failed")
+            tracing::info!(
+                "shutting down: requests in flight get up to {}s; ctrl-c again stops at once",
+                drain.as_secs()
+            );
+            shutdown.cancel();
+            // A second signal is the operator's "now": what is still in
+            // flight is cut when the runtime is dropped.
+            tokio::select! {
+                result = &mut serving => result.context("relay failed").map(|()| Stopped::Drained),
+                () = portpreview_server::signal::shutdown_signal() => {
+                    tracing::warn!("stopped at once, with requests still in flight");
+                    Ok(Stopped::Cut)
+                }
+            }
         })
     }
 }

@@ -1,6 +1,10 @@
-//! Ctrl-C and SIGTERM as one future, for the binary's graceful shutdown.
+//! "The operator asked the relay to stop" as one future, for the binary's
+//! graceful shutdown: ctrl-c, SIGTERM, or SIGHUP when the terminal goes
+//! away.
 
-/// Resolves on the first ctrl-c (SIGINT) or, on Unix, SIGTERM.
+/// Resolves on ctrl-c (SIGINT) or, on Unix, SIGTERM or SIGHUP. SIGHUP is
+/// left alone when the relay started with it ignored (`nohup`). Awaited
+/// again, it resolves on the next signal.
 pub async fn shutdown_signal() {
     let ctrl_c = async {
         // If the handler cannot be installed, the process still dies on
@@ -10,18 +14,29 @@ pub async fn shutdown_signal() {
         }
     };
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
-                term.recv().await;
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let on = |kind| async move {
+            match signal(kind) {
+                Ok(mut stream) => {
+                    stream.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
+        };
+        let hangup = async {
+            if portpreview_shared::hangup::ignored() {
+                std::future::pending::<()>().await
+            } else {
+                on(SignalKind::hangup()).await
+            }
+        };
+        tokio::select! {
+            () = ctrl_c => {}
+            () = on(SignalKind::terminate()) => {}
+            () = hangup => {}
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
     }
+    #[cfg(not(unix))]
+    ctrl_c.await;
 }

@@ -5,6 +5,7 @@
 
 pub mod codec;
 pub mod duration;
+pub mod hangup;
 pub mod hop;
 pub mod message;
 pub mod name;
