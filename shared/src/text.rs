@@ -118,6 +118,16 @@ pub fn tail(text: &str, width: usize) -> String {
     format!("…{}", &text[start..])
 }
 
+/// Bytes at the start of `a` that `b` starts with too, in whole grapheme
+/// clusters: where two texts first differ, as a reader would point to it.
+pub fn common_start(a: &str, b: &str) -> usize {
+    a.grapheme_indices(true)
+        .zip(b.graphemes(true))
+        .take_while(|((_, x), y)| x == y)
+        .last()
+        .map_or(0, |((at, x), _)| at + x.len())
+}
+
 /// A parser's message in a user's words: serde names the integer types
 /// it expected (`expected u32`), which mean nothing to whoever wrote the
 /// file.
@@ -228,6 +238,19 @@ mod tests {
         }
         assert_eq!(pad("漢字", 3), "漢…");
         assert_eq!(pad("ab", 4), "ab  ");
+    }
+
+    #[test]
+    fn texts_differ_where_a_reader_would_point() {
+        assert_eq!(common_start("n=1", "n=2"), 2);
+        assert_eq!(common_start("same", "same"), 4);
+        assert_eq!(
+            common_start("e\u{301}x", "e\u{302}x"),
+            0,
+            "a letter differs by its marks"
+        );
+        assert_eq!(common_start("漢字", "漢子"), "漢".len());
+        assert_eq!(common_start("", "x"), 0);
     }
 
     #[test]
