@@ -4,10 +4,20 @@
 //! sequence in a webhook body could move the cursor, retitle the window or
 //! fake output. Every control character (C0, DEL, C1), every bidi
 //! override and every invisible formatting character is shown as a
-//! visible escape instead.
+//! visible escape instead. So is a pile of combining marks past the few a
+//! letter can carry: stacked on one base, they are drawn over the lines
+//! above and below.
 
 use std::borrow::Cow;
 use std::fmt::Write;
+
+use unicode_width::UnicodeWidthChar;
+
+/// Combining marks kept raw on one base; those after are escaped. Three
+/// cover real writing: Vietnamese decomposed takes two, a pointed Hebrew
+/// letter or a Tibetan stack three. Fifty on one letter is only a way to
+/// draw over the neighbouring lines.
+const MARKS_KEPT: usize = 3;
 
 /// Escapes every control character, newlines included: for one-line output.
 pub fn escape_str(text: &str) -> Cow<'_, str> {
@@ -107,12 +117,56 @@ fn flag_tags(rest: &str) -> usize {
     0
 }
 
+/// How a character kept raw counts toward a pile of marks on one base.
+#[derive(PartialEq)]
+enum Stacking {
+    /// Drawn on the base before it: a combining mark, a Hangul vowel.
+    Mark,
+    /// Draws nothing: a joiner or a variation selector in an emoji.
+    Invisible,
+    /// Takes columns of its own, and is a new base.
+    Base,
+}
+
+fn stacking(c: char) -> Stacking {
+    match c {
+        '\u{200d}' | '\u{fe00}'..='\u{fe0f}' | '\u{e0100}'..='\u{e01ef}' => Stacking::Invisible,
+        c if c.is_control() => Stacking::Base,
+        c if c.width() == Some(0) => Stacking::Mark,
+        _ => Stacking::Base,
+    }
+}
+
+/// The marks on the base last written, counted a character at a time.
+#[derive(Default)]
+struct Pile(usize);
+
+impl Pile {
+    /// Counts `c` in: the marks on its base, itself included.
+    fn push(&mut self, c: char) -> usize {
+        match stacking(c) {
+            Stacking::Mark => self.0 += 1,
+            Stacking::Invisible => {}
+            Stacking::Base => self.0 = 0,
+        }
+        self.0
+    }
+}
+
+/// Whether some base carries more than [`MARKS_KEPT`] marks.
+fn piles_marks(text: &str) -> bool {
+    let mut pile = Pile::default();
+    text.chars().any(|c| pile.push(c) > MARKS_KEPT)
+}
+
 fn escape(text: &str, keep_newlines: bool) -> Cow<'_, str> {
-    if !text.chars().any(|c| is_unsafe(c, keep_newlines)) {
+    if !text.chars().any(|c| is_unsafe(c, keep_newlines)) && !piles_marks(text) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
     let mut previous = None;
+    // An escape written is a new base.
+    let mut pile = Pile::default();
     let mut chars = text.char_indices().peekable();
     while let Some((at, c)) = chars.next() {
         let next = chars.peek().map(|&(_, c)| c);
@@ -126,11 +180,19 @@ fn escape(text: &str, keep_newlines: bool) -> Cow<'_, str> {
             while chars.peek().is_some_and(|&(i, _)| i < at + c.len_utf8() + tags) {
                 chars.next();
             }
+            pile = Pile::default();
             continue;
         }
         if joins_emoji || !is_unsafe(c, keep_newlines) {
-            out.push(c);
-            continue;
+            if pile.push(c) <= MARKS_KEPT {
+                out.push(c);
+                continue;
+            }
+            // Past the cap, the rest of the pile is escaped, not stacked
+            // again on the escape's last letter. (A mark is never a
+            // pictograph: no joiner beside it reads differently for it.)
+        } else {
+            pile = Pile::default();
         }
         match c {
             '\n' => out.push_str("\\n"),
@@ -213,13 +275,74 @@ mod tests {
     }
 
     #[test]
+    fn a_pile_of_marks_is_kept_to_a_few_and_the_rest_escaped() {
+        let pile = format!("e{}x", "\u{301}".repeat(50));
+        let shown = escape_str(&pile);
+        let kept = "\u{301}".repeat(MARKS_KEPT);
+        let escaped = "\\u{301}".repeat(50 - MARKS_KEPT);
+        assert_eq!(shown, format!("e{kept}{escaped}x"));
+        assert_eq!(
+            escape_multiline(&format!("{pile}\n{pile}")),
+            format!("{shown}\n{shown}")
+        );
+        // Real writing keeps its marks: Vietnamese decomposed, a Tibetan
+        // stack, Hangul jamo, a keycap, emoji with selectors and joiners.
+        for text in [
+            "Vie\u{323}\u{302}t",
+            "\u{f66}\u{f92}\u{fb2}\u{f74}\u{f56}",
+            "\u{1112}\u{1161}\u{11ab}",
+            "1\u{fe0f}\u{20e3}",
+            "\u{2764}\u{fe0f}\u{200d}\u{1f525} \u{1f441}\u{fe0f}\u{200d}\u{1f5e8}\u{fe0f}",
+        ] {
+            assert_eq!(escape_str(text), text);
+        }
+        // Selectors and joiners draw nothing: they neither count nor hide a pile.
+        let hidden = format!("e{}", "\u{301}\u{fe0f}".repeat(5));
+        assert_eq!(escape_str(&hidden).matches("\\u{301}").count(), 5 - MARKS_KEPT);
+        // An escape is a base of its own: marks after it are kept.
+        assert_eq!(escape_str("\x1b\u{301}"), "\\x1b\u{301}");
+    }
+
+    #[test]
     fn binary_is_hex() {
         let dump = escape_bytes(&[0xff, 0x1b, b'A']);
         assert!(dump.starts_with("00000000  ff 1b 41"));
         assert!(dump.ends_with("..A\n"));
     }
 
+    /// The most marks any base carries, as a terminal would stack them.
+    fn tallest_pile(s: &str) -> usize {
+        let mut pile = Pile::default();
+        s.chars().map(|c| pile.push(c)).max().unwrap_or(0)
+    }
+
+    /// Text rich in marks, which `any::<String>()` seldom piles up.
+    fn marked_text() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            Just("e".to_owned()),
+            Just("\u{301}".to_owned()),
+            Just("\u{20dd}".to_owned()),
+            Just("\u{fe0f}".to_owned()),
+            Just("\u{200d}".to_owned()),
+            Just("\u{1f468}".to_owned()),
+            Just("\u{1b}".to_owned()),
+            Just("\n".to_owned()),
+            any::<char>().prop_map(String::from),
+        ];
+        proptest::collection::vec(piece, 0..64).prop_map(|pieces| pieces.concat())
+    }
+
     proptest! {
+        #[test]
+        fn no_base_carries_more_than_a_few_marks(s in marked_text()) {
+            for (shown, keep_newlines) in [(escape_str(&s), false), (escape_multiline(&s), true)] {
+                prop_assert!(tallest_pile(&shown) <= MARKS_KEPT, "{shown:?}");
+                prop_assert!(is_terminal_safe(&shown, keep_newlines), "{shown:?}");
+                let letters = |t: &str| t.chars().filter(|&c| stacking(c) == Stacking::Base).count();
+                prop_assert!(letters(&shown) >= letters(&s), "nothing lost: {shown:?}");
+            }
+        }
+
         #[test]
         fn no_control_character_survives(s in any::<String>()) {
             prop_assert!(is_terminal_safe(&escape_str(&s), false));

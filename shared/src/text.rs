@@ -1,6 +1,11 @@
 //! Cutting text: to a byte budget, as reasons travel in frames and close
 //! messages of bounded size, and to a column width for display. A cut never
-//! splits a character. Also counts written for people: `1 attempt`, `12,345`.
+//! splits a character, and a cut to columns never splits what a terminal
+//! draws as one (a letter and its marks, an emoji sequence). Also counts
+//! written for people: `1 attempt`, `12,345`.
+
+use unicode_segmentation::UnicodeSegmentation;
+use unicode_width::UnicodeWidthStr;
 
 /// `text` cut to at most `max` bytes, on a character boundary.
 pub fn truncate(text: &str, max: usize) -> &str {
@@ -46,6 +51,81 @@ pub fn mark_cut(mut out: String) -> String {
     }
     out.push('…');
     out
+}
+
+/// Terminal columns `text` takes: two for a CJK character or an emoji,
+/// none for a combining mark.
+pub fn columns(text: &str) -> usize {
+    UnicodeWidthStr::width(text)
+}
+
+/// `text` in at most `width` columns, ending in `…` when it had to be cut,
+/// so a reader sees there was more. Columns, not characters: a CJK
+/// character takes two, and counting it as one would cut it unmarked.
+/// Escapes the sanitiser wrote are kept whole or left out.
+pub fn fit(text: &str, width: usize) -> String {
+    if columns(text) <= width {
+        return text.to_owned();
+    }
+    cut(text, width)
+}
+
+/// The start of `text` and `…` in at most `width` columns, whether or not
+/// the whole would fit: the caller knows more follows. A grapheme cluster
+/// is kept whole or left out: a wide character never straddles the edge,
+/// a letter keeps its marks, an emoji sequence is not broken in two.
+pub fn cut(text: &str, width: usize) -> String {
+    if width == 0 {
+        return String::new();
+    }
+    let mut used = 0;
+    let mut end = 0;
+    for (at, cluster) in text.grapheme_indices(true) {
+        used += columns(cluster);
+        if used >= width {
+            break;
+        }
+        end = at + cluster.len();
+    }
+    mark_cut(text[..end].to_owned())
+}
+
+/// `text` cut as [`fit`] cuts it, then filled with spaces to exactly
+/// `width` columns: a cell of a table, where a wide or a combining
+/// character counted as one column would shift every cell after it.
+pub fn pad(text: &str, width: usize) -> String {
+    let shown = fit(text, width);
+    let fill = width.saturating_sub(columns(&shown));
+    format!("{shown}{:fill$}", "")
+}
+
+/// The end of `text` in at most `width` columns, led by `…` when the start
+/// had to go: where typing happens, or where a path names its file. Cut
+/// between grapheme clusters, as [`cut`] cuts.
+pub fn tail(text: &str, width: usize) -> String {
+    if columns(text) <= width {
+        return text.to_owned();
+    }
+    let mut used = columns("…");
+    let mut start = text.len();
+    for (at, cluster) in text.grapheme_indices(true).rev() {
+        used += columns(cluster);
+        if used > width {
+            break;
+        }
+        start = at;
+    }
+    format!("…{}", &text[start..])
+}
+
+/// Bytes at the start of `a` that `b` starts with too, in whole grapheme
+/// clusters: where two texts first differ, as a reader would point to it.
+pub fn common_start(a: &str, b: &str) -> usize {
+    a.grapheme_indices(true)
+        .zip(b.graphemes(true))
+        .take_while(|((_, x), y)| x == y)
+        .last()
+        .map_or(0, |((at, x), _)| at + x.len())
 }
 
 /// A parser's message in a user's words: serde names the integer types
@@ -115,6 +195,62 @@ mod tests {
         let scotland =
             crate::sanitize::escape_str("🏴\u{e0067}\u{e0062}\u{e0073}\u{e0063}\u{e0074}\u{e007f} x").into_owned();
         assert_eq!(shorten(&scotland, 4), "🏴…", "no tags without their end");
+    }
+
+    #[test]
+    fn a_fit_measures_columns_and_cuts_between_clusters() {
+        assert_eq!(fit("/漢字漢字", 5), "/漢…", "a wide character never straddles the edge");
+        assert_eq!(fit("/漢字漢字", 9), "/漢字漢字");
+        let marks = format!("e{}x", "\u{301}".repeat(3));
+        assert_eq!(columns(&marks), 2);
+        assert_eq!(
+            fit(&format!("{marks}yz"), 2),
+            format!("e{}…", "\u{301}".repeat(3)),
+            "a letter keeps its marks"
+        );
+        let family = "👨\u{200d}👩\u{200d}👧";
+        assert_eq!(columns(family), 2);
+        assert_eq!(
+            fit(&format!("ab{family}cd"), 4),
+            "ab…",
+            "an emoji sequence is whole or gone"
+        );
+        assert_eq!(fit(&format!("ab{family}cd"), 5), format!("ab{family}…"));
+        assert_eq!(fit("a\\x1b[2J", 5), "a…", "an escape is never cut in half");
+        assert_eq!(fit("abc", 0), "");
+        assert_eq!(tail("日本語です", 5), "…です");
+        assert_eq!(tail(&format!("{family}x"), 3), format!("{family}x"));
+        assert_eq!(tail(&format!("{family}x"), 2), "…x");
+    }
+
+    #[test]
+    fn a_padded_cell_takes_its_width_in_columns() {
+        for text in [
+            "/漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字",
+            &format!("/e{}", "\u{301}".repeat(50)),
+            &"👨\u{200d}👩\u{200d}👧".repeat(9),
+            "/plain",
+            "",
+        ] {
+            for width in [0, 1, 2, 7, 8, 40] {
+                assert_eq!(columns(&pad(text, width)), width, "{text:?} in {width}");
+            }
+        }
+        assert_eq!(pad("漢字", 3), "漢…");
+        assert_eq!(pad("ab", 4), "ab  ");
+    }
+
+    #[test]
+    fn texts_differ_where_a_reader_would_point() {
+        assert_eq!(common_start("n=1", "n=2"), 2);
+        assert_eq!(common_start("same", "same"), 4);
+        assert_eq!(
+            common_start("e\u{301}x", "e\u{302}x"),
+            0,
+            "a letter differs by its marks"
+        );
+        assert_eq!(common_start("漢字", "漢子"), "漢".len());
+        assert_eq!(common_start("", "x"), 0);
     }
 
     #[test]

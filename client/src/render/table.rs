@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use portpreview_shared::sanitize::escape_str;
-use portpreview_shared::text::shorten;
+use portpreview_shared::text::pad;
 
 use crate::store::Summary;
 use crate::time::rfc3339_ms;
@@ -37,10 +37,10 @@ pub fn line(s: &Summary, number: Option<i64>) -> String {
     };
     let duration = s.duration_ms.map_or_else(|| "-".into(), |ms| format!("{ms:.0} ms"));
     let provider = s.provider.as_deref().unwrap_or("-");
-    let mut event = shorten(&escape_str(&s.event_key), KEY_WIDTH);
-    if let Some(original) = s.replay_of {
-        event = shorten(&format!("replay of #{original}"), KEY_WIDTH);
-    }
+    let event = match s.replay_of {
+        Some(original) => format!("replay of #{original}"),
+        None => escape_str(&s.event_key).into_owned(),
+    };
     // A replay attempt is no delivery of the provider's: it has no place
     // among them.
     let delivery = match (number, s.delivery_count) {
@@ -48,16 +48,19 @@ pub fn line(s: &Summary, number: Option<i64>) -> String {
         (Some(number), count) if count > 1 => format!("{number} of {count}"),
         (_, count) => count.to_string(),
     };
+    // Untrusted cells are cut and padded in columns, not characters: `{:<40}`
+    // counts a CJK character as one column and a combining mark as one,
+    // and would push or pull every later column out of line.
     format!(
-        "{:>7}  {:<24}  {:<7} {:<PATH_WIDTH$} {:>6} {:>10}  {:<17} {:<KEY_WIDTH$} {:>8}",
+        "{:>7}  {:<24}  {} {} {:>6} {:>10}  {} {} {:>8}",
         format!("#{}", s.id),
         rfc3339_ms(s.received_at_ms),
-        shorten(&escape_str(&s.method), 7),
-        shorten(&escape_str(&s.path), PATH_WIDTH),
+        pad(&escape_str(&s.method), 7),
+        pad(&escape_str(&s.path), PATH_WIDTH),
         status,
         duration,
-        shorten(&escape_str(provider), 17),
-        event,
+        pad(&escape_str(provider), 17),
+        pad(&event, KEY_WIDTH),
         delivery,
     )
 }
@@ -96,6 +99,43 @@ mod tests {
             "{shown}"
         );
         assert!(shown.contains("evt_1NqLong") && shown.contains('…'), "{shown}");
+    }
+
+    #[test]
+    fn wide_and_combining_text_keeps_the_columns_in_line() {
+        let header = history(&[]);
+        let status_at = header.find("STATUS").expect("a STATUS column") + "STATUS".len();
+        let delivery_at = header.find("DELIVERY").expect("a DELIVERY column") + "DELIVERY".len();
+        let family = "👨\u{200d}👩\u{200d}👧\u{200d}👦";
+        for (path, key) in [
+            ("/漢字漢字漢字漢字".to_owned(), "evt_漢字".to_owned()),
+            (
+                "/漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字".to_owned(),
+                "漢".repeat(30),
+            ),
+            (
+                format!("/e{}", "\u{301}".repeat(50)),
+                format!("evt_e{}", "\u{301}".repeat(50)),
+            ),
+            (format!("/{}", family.repeat(30)), family.repeat(30)),
+        ] {
+            let row = Summary {
+                path: path.clone(),
+                event_key: key,
+                ..summary()
+            };
+            let shown = line(&row, Some(1));
+            let columns_to = |needle: &str| {
+                let at = shown.find(needle).expect("the cell is shown");
+                portpreview_shared::text::columns(&shown[..at + needle.len()])
+            };
+            assert_eq!(columns_to(" 200"), status_at, "STATUS under its header: {shown}");
+            assert_eq!(columns_to("1 of 2"), delivery_at, "DELIVERY under its header: {shown}");
+            assert!(
+                !shown.replace(family, "").contains('\u{200d}'),
+                "no emoji cut in half: {shown}"
+            );
+        }
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Answers that differ between attempts, grouped and shown side by side.
 
 use portpreview_shared::sanitize::escape_str;
-use portpreview_shared::text::{shorten, thousands};
+use portpreview_shared::text::{columns, common_start, fit, pad, tail, thousands};
 use serde_json::{json, Value};
 
 use super::report::{attempts_phrase, Attempt};
@@ -107,18 +107,41 @@ pub fn distinct_answers(attempts: &[Attempt]) -> Vec<AnswerGroup> {
     groups
 }
 
-/// Two answers in two columns, each at most `width` characters wide.
+/// Two answers in two columns, each `width` terminal columns wide. A row
+/// that differs is shown, on both sides, where it first differs.
 pub fn side_by_side(left: &AnswerGroup, right: &AnswerGroup, width: usize) -> String {
     let (a, b) = (left.lines(), right.lines());
     let rows = a.len().max(b.len()).min(40);
     let mut out = String::new();
     for i in 0..rows {
-        let l = shorten(a.get(i).map_or("", String::as_str), width);
-        let r = shorten(b.get(i).map_or("", String::as_str), width);
+        let (l, r) = (a.get(i).map_or("", String::as_str), b.get(i).map_or("", String::as_str));
         let marker = if a.get(i) == b.get(i) { ' ' } else { '|' };
-        out.push_str(&format!("  {l:<width$} {marker} {r}\n"));
+        let (l, r) = around_difference(l, r, width);
+        // Padded in columns: a CJK body would widen the left column, a
+        // pile of combining marks narrow it.
+        out.push_str(&format!("  {} {marker} {r}\n", pad(&l, width)));
     }
     out
+}
+
+/// `a` and `b` in at most `width` columns each, cut alike so that where
+/// they first differ is in view: two answers that differ in their last
+/// bytes would otherwise show the same start and nothing else. The start
+/// goes (marked `…`) only when the difference lies past the columns
+/// shown; a few columns of what the two share are kept before it.
+fn around_difference(a: &str, b: &str, width: usize) -> (String, String) {
+    let same = common_start(a, b);
+    let shared = columns(&a[..same]);
+    let fits = |text: &str| columns(text) <= width;
+    // The difference, and a little of it, already shows from the start.
+    if same == a.len().max(b.len()) || (fits(a) && fits(b)) || shared + width / 4 < width {
+        return (fit(a, width), fit(b, width));
+    }
+    let before = tail(&a[..same], width / 3);
+    (
+        fit(&format!("{before}{}", &a[same..]), width),
+        fit(&format!("{before}{}", &b[same..]), width),
+    )
 }
 
 #[cfg(test)]
@@ -164,6 +187,73 @@ mod tests {
             groups[1].lines()[0],
             "200 for attempts 2–3 (70,003 bytes, the first 65,536 kept)"
         );
+    }
+
+    /// Where the `|` stands in each row of `side_by_side`, in columns.
+    fn marker_columns(shown: &str) -> Vec<usize> {
+        shown
+            .lines()
+            .map(|row| columns(&row[..row.find(" | ").unwrap_or(0)]))
+            .collect()
+    }
+
+    /// A second answer, to another attempt: every row differs.
+    fn second(body: &[u8]) -> AnswerGroup {
+        AnswerGroup {
+            attempts: vec![2],
+            ..group(body)
+        }
+    }
+
+    #[test]
+    fn answers_that_differ_at_their_end_are_shown_where_they_differ() {
+        let start = r#"{"status":"ok","processed":true,"message":"thank you for the event"}"#;
+        let shown = side_by_side(
+            &group(format!("{start} n=1").as_bytes()),
+            &group(format!("{start} n=2").as_bytes()),
+            38,
+        );
+        let body = shown.lines().nth(1).expect("a body row");
+        let (l, r) = body.split_once(" | ").expect("marked as differing");
+        assert!(
+            l.trim_start().starts_with('…') && l.trim_end().ends_with("n=1"),
+            "{shown}"
+        );
+        assert!(r.starts_with('…') && r.ends_with("n=2"), "{shown}");
+        assert_eq!(columns(l), 40, "{shown}");
+
+        // A difference near the start keeps the start; the cut end is marked.
+        let early = side_by_side(
+            &group(format!("A{start}").as_bytes()),
+            &group(format!("B{start}").as_bytes()),
+            38,
+        );
+        let (l, r) = early
+            .lines()
+            .nth(1)
+            .and_then(|row| row.split_once(" | "))
+            .expect("a body row");
+        assert!(l.trim().starts_with("A{") && l.trim_end().ends_with('…'), "{early}");
+        assert!(r.starts_with("B{") && r.ends_with('…'), "{early}");
+    }
+
+    #[test]
+    fn columns_line_up_whatever_the_width_of_the_characters() {
+        for body in [
+            "漢字".repeat(40),
+            format!("e{}", "\u{301}".repeat(46)),
+            format!("{}x", "👨\u{200d}👩\u{200d}👧".repeat(30)),
+            "short".to_owned(),
+        ] {
+            let shown = side_by_side(&group(body.as_bytes()), &second(b"other"), 38);
+            assert_eq!(marker_columns(&shown), [40, 40], "{shown}");
+            let shown = side_by_side(&group(body.as_bytes()), &second(format!("{body}!").as_bytes()), 38);
+            assert_eq!(marker_columns(&shown), [40, 40], "{shown}");
+            assert!(
+                shown.lines().all(|row| !row.contains("\u{200d}…")),
+                "no emoji cut in half: {shown}"
+            );
+        }
     }
 
     #[test]

@@ -2,7 +2,8 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use portpreview_shared::text::mark_cut;
+// Cells are cut as every view cuts text to columns.
+pub use portpreview_shared::text::{cut, fit, tail};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 
@@ -84,55 +85,6 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
         lines.push(line);
     }
     lines
-}
-
-/// The end of `text` in at most `width` columns, led by "…" when the start
-/// had to go: where typing happens, or where a path names its file.
-/// Columns, not characters: CJK characters take two each.
-pub fn tail(text: &str, width: usize) -> String {
-    let columns = |s: &str| Span::raw(s).width();
-    if columns(text) <= width {
-        return text.to_owned();
-    }
-    let mut used = columns("…");
-    let kept: Vec<char> = text
-        .chars()
-        .rev()
-        .take_while(|c| {
-            used += columns(c.encode_utf8(&mut [0; 4]));
-            used <= width
-        })
-        .collect();
-    format!("…{}", kept.into_iter().rev().collect::<String>())
-}
-
-/// `text` in at most `width` columns, ending in "…" when it had to be
-/// cut, so a reader sees there was more. Columns, not characters: a CJK
-/// character takes two, and counting it as one would cut it unmarked.
-/// Escapes the sanitiser wrote are kept whole or left out.
-pub fn fit(text: &str, width: usize) -> String {
-    if Span::raw(text).width() <= width {
-        return text.to_owned();
-    }
-    cut(text, width)
-}
-
-/// The start of `text` and "…" in at most `width` columns, whether or not
-/// the whole would fit: the caller knows more follows.
-pub fn cut(text: &str, width: usize) -> String {
-    if width == 0 {
-        return String::new();
-    }
-    use unicode_width::UnicodeWidthChar;
-    let mut used = 0;
-    let kept = text
-        .chars()
-        .take_while(|c| {
-            used += c.width().unwrap_or(0);
-            used < width
-        })
-        .collect();
-    mark_cut(kept)
 }
 
 /// `line` in at most `width` columns, cut as [`fit`] cuts, the "…" in the

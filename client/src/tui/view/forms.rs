@@ -5,12 +5,12 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Paragraph, Widget};
+use ratatui::widgets::{Block, Paragraph, Widget};
 
 use crate::tui::dialog::{ExportForm, ExportFormat, ProbeKind, ReplayField, ReplayForm, TextInput};
 use crate::tui::format::{tail, wrap};
 
-use super::centered;
+use super::{centered, clear_popup};
 
 const CURSOR: &str = "▏";
 
@@ -126,7 +126,7 @@ pub(super) fn render_replay(form: &ReplayForm, area: Rect, buf: &mut Buffer) {
     }
     let title = format!(" Replay #{} with a verdict ", form.delivery_id);
     let popup = centered(area, width, u16::try_from(lines.len() + 2).unwrap_or(u16::MAX));
-    Clear.render(popup, buf);
+    clear_popup(popup, buf);
     Paragraph::new(lines)
         .block(
             Block::bordered()
@@ -138,7 +138,7 @@ pub(super) fn render_replay(form: &ReplayForm, area: Rect, buf: &mut Buffer) {
 
 pub(super) fn render_export(form: &ExportForm, area: Rect, buf: &mut Buffer) {
     let popup = centered(area, 44, 7);
-    Clear.render(popup, buf);
+    clear_popup(popup, buf);
     let describe = |format: ExportFormat| match format {
         ExportFormat::Json => ("j", "json  fixture for replay --from, check"),
         ExportFormat::Har => ("h", "har   HAR 1.2 for browser devtools"),

@@ -4,9 +4,9 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Paragraph, Widget};
+use ratatui::widgets::{Block, Paragraph, Widget};
 
-use super::centered;
+use super::{centered, clear_popup};
 use crate::tui::format::fit_line;
 
 /// Every key, as the help box lists it (most needed first: a short screen
@@ -45,7 +45,7 @@ fn popup(area: Rect) -> Rect {
 /// Draws the key list from its `first` row on.
 pub(super) fn render(area: Rect, buf: &mut Buffer, first: usize) {
     let popup = popup(area);
-    Clear.render(popup, buf);
+    clear_popup(popup, buf);
     let inner = usize::from(popup.width.saturating_sub(2));
     // Cut with a mark on a narrow screen: a cut description reads as a
     // whole, wrong one.

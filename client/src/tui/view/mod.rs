@@ -9,11 +9,12 @@ pub mod help;
 pub mod layout;
 mod list;
 
+use portpreview_shared::text::columns;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Widget};
+use ratatui::widgets::{Clear, Paragraph, Widget};
 
 use super::app::{App, Focus, Overlay};
 use super::format::{cut, fit_line, wrap};
@@ -97,6 +98,40 @@ fn render_footer(app: &App, area: Rect, buf: &mut Buffer) {
         vec![fit_line(Line::from(spans.collect::<Vec<_>>()), usize::from(area.width))]
     };
     Paragraph::new(lines).render(area, buf);
+}
+
+/// Empties `popup` for a box drawn over the screen. A wide character
+/// whose second half lies under the box's left border must go too: a
+/// terminal draws the whole glyph from its first cell, and ratatui sends no
+/// cell a wide character covers, so the border there would never be drawn.
+/// Likewise the cells right of the box that a wide character on its last
+/// column covered are left blank, not half a glyph.
+fn clear_popup(popup: Rect, buf: &mut Buffer) {
+    // `cell` and `cell_mut` answer None off the screen, where indexing panics.
+    let width_at = |buf: &Buffer, x: u16, y: u16| buf.cell((x, y)).map_or(0, |cell| columns(cell.symbol()));
+    for y in popup.top()..popup.bottom() {
+        // Glyphs are at most three columns wide (U+17D8): two cells to check.
+        for k in 1..=2u16 {
+            let Some(x) = popup.x.checked_sub(k) else { break };
+            if width_at(buf, x, y) > usize::from(k) {
+                if let Some(cell) = buf.cell_mut((x, y)) {
+                    cell.set_symbol(" ");
+                }
+            }
+        }
+        for k in 1..=2u16 {
+            let Some(x) = popup.right().checked_sub(k).filter(|&x| x >= popup.x) else {
+                break;
+            };
+            let reach = usize::from(x) + width_at(buf, x, y);
+            for covered in usize::from(popup.right())..reach {
+                if let Some(cell) = u16::try_from(covered).ok().and_then(|c| buf.cell_mut((c, y))) {
+                    cell.set_symbol(" ");
+                }
+            }
+        }
+    }
+    Clear.render(popup, buf);
 }
 
 /// A box of `width`×`height` centred in `area` (shrunk to fit).

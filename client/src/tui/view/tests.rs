@@ -869,3 +869,34 @@ fn shown_secrets_are_announced_on_the_detail_pane() {
     let screen = rows(&plain(draw(&app)));
     assert!(!screen.iter().any(|row| row.contains("secrets shown")));
 }
+
+/// A box drawn over a list row full of wide characters keeps its left
+/// border at odd and even columns alike: a character whose second half lies
+/// under the border is blanked, or the terminal would draw it over the border.
+#[test]
+fn a_popup_over_wide_characters_keeps_its_left_border() {
+    let mut straddled = false;
+    for width in [100, 101, 102, 103] {
+        for (key, popup_width, popup_height) in [("?", 54, super::help::KEYS.len() as u16 + 2), ("e", 44, 7)] {
+            let mut wide = test_delivery(1);
+            wide.request.path = format!("/{}", "漢".repeat(80));
+            wide.request.event_key = "漢".repeat(40);
+            let mut app = app(vec![wide], Mode::Live, width, 12);
+            let popup = super::centered(app.size, popup_width, popup_height);
+            let under = draw(&app);
+            straddled |= (popup.top()..popup.bottom()).any(|y| under[(popup.x - 1, y)].symbol() == "漢");
+            press(&mut app, key);
+            let screen = draw(&app);
+            for y in popup.top()..popup.bottom() {
+                let (left, border) = (screen[(popup.x - 1, y)].symbol(), screen[(popup.x, y)].symbol());
+                assert!(
+                    ["┌", "│", "└"].contains(&border) && left != "漢",
+                    "{key} at x {}, row {y}: {left:?} {border:?}\n{}",
+                    popup.x,
+                    rows(&screen).join("\n")
+                );
+            }
+        }
+    }
+    assert!(straddled, "some box edge fell on the second half of a wide character");
+}
