@@ -69,7 +69,8 @@ impl AnswerGroup {
             (None, error) => format!(
                 "{}: {}",
                 attempts_phrase(&self.attempts),
-                error.as_deref().unwrap_or("no answer")
+                // An error may quote what the handler sent.
+                escape_str(error.as_deref().unwrap_or("no answer"))
             ),
         };
         let mut lines = vec![head];
