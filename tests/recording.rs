@@ -767,3 +767,32 @@ async fn a_body_the_relay_gave_up_on_part_way_is_recorded_with_the_relays_reason
     assert!(error.starts_with("no answer within 1s"), "{error}");
     assert!(error.ends_with("; the handler got only part of its body"), "{error}");
 }
+
+#[tokio::test]
+async fn an_idle_tunnel_cuts_its_inbox_back_once_the_history_holds_what_it_held() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let (_client, url) = Running::tunnel(&handler.url(), &relay.http_url(), &db, dir.path()).await;
+    let reply = caller::post(&format!("{url}/upload"), vec![b'x'; 6 * 1024 * 1024]).await;
+    assert_eq!(reply.status, 200);
+    let inbox_size = || {
+        std::fs::read_dir(dir.path())
+            .expect("read the history's folder")
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("history.db-inbox-"))
+            .map(|e| e.metadata().map_or(0, |m| m.len()))
+            .sum::<u64>()
+    };
+    // No request follows, which used to be what cut it back.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while inbox_size() > 1024 * 1024 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the inbox still holds {} bytes",
+            inbox_size()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

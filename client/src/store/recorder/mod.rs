@@ -162,16 +162,17 @@ impl Recorder {
         let (queue, jobs) = mpsc::channel();
         let applied = Arc::new(AtomicU64::new(0));
         let stalled = Arc::new(AtomicBool::new(false));
+        let inbox = Arc::new(Mutex::new(inbox));
         let writer = Writer {
             store,
             key_fields,
             inbox_name,
+            inbox: Arc::clone(&inbox),
             applied: Arc::clone(&applied),
             stalled: Arc::clone(&stalled),
             awaited: BTreeMap::new(),
             on_news: Box::new(on_news),
         };
-        let inbox = Arc::new(Mutex::new(inbox));
         let (settled, done) = (Arc::clone(&inbox), Arc::clone(&applied));
         let thread = std::thread::Builder::new().name(WRITER_THREAD.into()).spawn(move || {
             yield_to_forwarding();

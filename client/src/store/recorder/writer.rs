@@ -6,13 +6,14 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::recover::{identify, orphaned};
 use super::{OnNews, Recorded, WriterNews};
+use crate::store::inbox::Inbox;
 use crate::store::{NewDelivery, Outcome, Store, StoreError, Summary};
 
 /// Most stored requests the writer keeps waiting for their answers. An
@@ -77,6 +78,8 @@ pub(super) struct Writer {
     pub(super) store: Store,
     pub(super) key_fields: Vec<String>,
     pub(super) inbox_name: String,
+    /// The recorder's inbox, cut back here while the tunnel is idle.
+    pub(super) inbox: Arc<Mutex<Inbox>>,
     pub(super) applied: Arc<AtomicU64>,
     pub(super) stalled: Arc<AtomicBool>,
     /// Stored requests whose answers have not come yet, by ticket.
@@ -110,6 +113,7 @@ impl Writer {
                             // Another process at work keeps it for now: try again when next idle.
                             wal_grown = !self.store.empty_wal();
                         }
+                        self.cut_inbox();
                         continue;
                     }
                     Err(RecvTimeoutError::Disconnected) => return self.close_unanswered(),
@@ -183,6 +187,17 @@ impl Writer {
                 tracing::warn!(%err, "cannot mark the requests left without an answer; the next open of the history will mark them");
                 false
             }
+        }
+    }
+
+    /// Drops from the inbox the requests SQLite holds, while the tunnel is
+    /// idle: otherwise only the next request's append does, and the bodies
+    /// of a burst of uploads would sit on disk for as long as none comes.
+    /// The file replaced is closed here, off the tunnel's threads.
+    fn cut_inbox(&self) {
+        let cut = super::lock(&self.inbox).compact(self.applied.load(Ordering::Acquire));
+        if let Err(err) = cut {
+            tracing::warn!(%err, "cannot drop stored requests from the history inbox");
         }
     }
 
@@ -497,6 +512,7 @@ mod tests {
             store: Store::open(&path).unwrap(),
             key_fields: Vec::new(),
             inbox_name: "inbox".into(),
+            inbox: Arc::new(Mutex::new(Inbox::create(&path, &[]).unwrap())),
             applied: Arc::default(),
             stalled: Arc::default(),
             awaited: BTreeMap::new(),
