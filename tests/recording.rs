@@ -769,6 +769,30 @@ async fn a_body_the_relay_gave_up_on_part_way_is_recorded_with_the_relays_reason
 }
 
 #[tokio::test]
+async fn a_delivery_is_in_the_history_as_soon_as_its_caller_has_heard_back() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let (_client, url) = Running::tunnel(&handler.url(), &relay.http_url(), &db, dir.path()).await;
+    // `curl … && portpreview replay --latest`: each reader runs the moment
+    // its caller has the answer, within the writer's batching window.
+    for i in 0..15 {
+        let reply = caller::post(&format!("{url}/hooks/{i}"), format!(r#"{{"n":{i}}}"#)).await;
+        assert_eq!(reply.status, 200);
+        let newest = portpreview_async(&db, &["history", "--json", "--limit", "1"]).await;
+        assert_eq!(newest.code, 0, "{}", newest.stderr);
+        let rows: Value = serde_json::from_str(&newest.stdout).expect("history --json");
+        assert_eq!(
+            rows[0]["path"],
+            format!("/hooks/{i}"),
+            "delivery {i}: {}",
+            newest.stdout
+        );
+    }
+}
+
+#[tokio::test]
 async fn an_idle_tunnel_cuts_its_inbox_back_once_the_history_holds_what_it_held() {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("history.db");

@@ -4,6 +4,7 @@
 //! [`Recorder`], whose own thread owns a `Store`; commands and the TUI open
 //! their own `Store` to read. WAL lets readers and the writer run together.
 
+mod catch_up;
 mod header_blob;
 mod inbox;
 pub mod model;
@@ -310,6 +311,10 @@ impl Store {
     /// safe, as the inboxes stay for the next open. Not moving them in on
     /// these opens at all would be simpler, but after a crash `history`
     /// would then miss the last deliveries until `http` ran again.
+    ///
+    /// Then it waits, a second at most, for live tunnels' writers to store
+    /// the requests whose callers have heard back: those are on disk in
+    /// the tunnels' inboxes, and a reader run right after must see them.
     pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
         require(path)?;
         refuse_non_file(path)?;
@@ -321,6 +326,7 @@ impl Store {
             opened => opened?,
         };
         store.recover(Duration::ZERO)?;
+        store.catch_up_with_recorders();
         Ok(store)
     }
 

@@ -20,6 +20,7 @@
 //! The records' layout is in [`record`]; reading back a dead recorder's
 //! inbox, in [`orphan`].
 
+mod live;
 mod orphan;
 mod record;
 #[cfg(test)]
@@ -31,6 +32,7 @@ use std::io::{IoSlice, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::model::NewDelivery;
+pub use live::{appended_by_live_recorders, Appended};
 pub use orphan::{orphans, Orphan};
 use record::{encode_head, encode_record, EntryRef, PartLen};
 
@@ -404,6 +406,25 @@ impl Drop for Inbox {
 
 /// What an inbox's name puts between its database's name and its own id.
 pub(crate) const INFIX: &str = "-inbox-";
+
+/// Every inbox of the database at `db`, live or not, by name and path.
+fn inbox_files(db: &Path) -> Vec<(String, PathBuf)> {
+    let prefix = prefix(db);
+    let dir = match db.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        Some(dir) => dir.to_path_buf(),
+        None => PathBuf::from("."),
+    };
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            name.starts_with(&prefix).then(|| (name, entry.path()))
+        })
+        .collect()
+}
 
 /// The name every inbox of the database at `db` starts with.
 fn prefix(db: &Path) -> String {

@@ -6,13 +6,9 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read, Seek};
 use std::path::{Path, PathBuf};
 
-use super::prefix;
-use super::record::Entry;
+use super::inbox_files;
+use super::record::{Entry, MAX_RECORD};
 use crate::store::model::NewDelivery;
-
-/// Largest record a reader accepts: a request body at the store's limit and
-/// its headers, with room to spare.
-const MAX_RECORD: usize = crate::store::MAX_STORED_BODY + 1024 * 1024;
 
 /// An inbox left behind by a recorder that died, locked by its finder.
 #[derive(Debug)]
@@ -113,7 +109,7 @@ impl Iterator for Requests<'_> {
 }
 
 /// Fills `buf` from `reader`; false when the file ends first.
-fn fill(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<bool> {
+pub(super) fn fill(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<bool> {
     match reader.read_exact(buf) {
         Ok(()) => Ok(true),
         Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
@@ -124,21 +120,8 @@ fn fill(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<bool> {
 /// Inboxes of the database at `db` whose recorders are gone, each locked
 /// so that no other process moves it at the same time.
 pub fn orphans(db: &Path) -> Vec<Orphan> {
-    let prefix = prefix(db);
-    let dir = match db.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-        Some(dir) => dir.to_path_buf(),
-        None => PathBuf::from("."),
-    };
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
     let mut found = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.starts_with(&prefix) {
-            continue;
-        }
-        let path = entry.path();
+    for (name, path) in inbox_files(db) {
         let Ok(file) = OpenOptions::new().read(true).write(true).open(&path) else {
             continue;
         };

@@ -8,6 +8,25 @@ use serde::{Deserialize, Serialize};
 
 use crate::store::model::NewDelivery;
 
+/// Largest record a reader accepts: a request body at the store's limit and
+/// its headers, with room to spare.
+pub(super) const MAX_RECORD: usize = crate::store::MAX_STORED_BODY + 1024 * 1024;
+
+/// Enough of a record's start to hold its sequence number and its kind.
+pub(super) const HEAD: usize = 16;
+
+/// The sequence number of a request's record, read from the record's
+/// first [`HEAD`] bytes (fewer if it is shorter): `None` for any other
+/// kind of record. Spares a reader decoding the body that follows.
+pub(super) fn request_seq(head: &[u8]) -> Option<u64> {
+    // postcard writes the sequence number, then the entry's variant index,
+    // each as a varint; the indexes follow [`Entry`]'s order.
+    const REQUEST: u32 = 1;
+    const PARTED_REQUEST: u32 = 3;
+    let ((seq, variant), _) = postcard::take_from_bytes::<(u64, u32)>(head).ok()?;
+    matches!(variant, REQUEST | PARTED_REQUEST).then_some(seq)
+}
+
 /// What one record holds, as read back.
 #[derive(Debug, Deserialize)]
 pub(super) enum Entry {

@@ -220,3 +220,40 @@ fn under_steady_load_the_inbox_keeps_only_what_sqlite_lacks() {
         .with_file_name(format!(".{}.new", path.file_name().unwrap().to_string_lossy()))
         .exists());
 }
+
+#[test]
+fn a_live_recorders_newest_request_is_read_from_record_heads_alone() {
+    let dir = ScratchDir::new("inbox-live");
+    let db = dir.0.join("history.db");
+    let mut live = Inbox::create(&db, &[]).unwrap();
+    assert_eq!(appended_by_live_recorders(&db), [], "nothing appended yet");
+    live.append(&mut delivery("evt_1", "/a")).unwrap();
+    // A large body goes ahead of its request: its parts are no request.
+    let body = live.begin_body().unwrap();
+    live.append_body_part(body, &vec![7u8; BODY_PART]).unwrap();
+    live.flush().unwrap();
+    let name = live.name().to_owned();
+    assert_eq!(
+        appended_by_live_recorders(&db),
+        [Appended {
+            name: name.clone(),
+            newest: 1
+        }]
+    );
+    let mut parted = delivery("evt_2", "/b");
+    let seq = live.append_parted(body, &mut parted).unwrap();
+    live.append(&mut delivery("evt_3", "/c")).unwrap();
+    live.flush().unwrap();
+    assert_eq!(seq, 2);
+    assert_eq!(appended_by_live_recorders(&db), [Appended { name, newest: 3 }]);
+    {
+        let mut dead = Inbox::create(&db, &[]).unwrap();
+        dead.append(&mut delivery("evt_4", "/d")).unwrap();
+    }
+    assert_eq!(
+        appended_by_live_recorders(&db).len(),
+        1,
+        "a dead recorder's inbox is not waited for"
+    );
+    live.discard();
+}

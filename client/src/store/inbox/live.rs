@@ -1,0 +1,67 @@
+//! What the recorders still at work have appended, for a reader that must
+//! show every delivery whose caller has heard back.
+//!
+//! A caller hears back once its request is in the inbox; the writer moves
+//! it into SQLite a few milliseconds later. `curl … && portpreview replay
+//! --latest` falls in between, and would replay the delivery before.
+
+use std::fs::{File, TryLockError};
+use std::io::BufReader;
+use std::path::Path;
+
+use super::inbox_files;
+use super::orphan::fill;
+use super::record::{request_seq, HEAD, MAX_RECORD};
+
+/// The newest request a live recorder has appended to its inbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Appended {
+    /// The inbox's file name, which keys its progress in the database.
+    pub name: String,
+    /// Sequence number of its newest request.
+    pub newest: u64,
+}
+
+/// For each inbox of the database at `db` whose recorder is alive, the
+/// newest request in it. Inboxes that cannot be read are left out: a
+/// reader then shows what SQLite holds, as it would without this.
+pub fn appended_by_live_recorders(db: &Path) -> Vec<Appended> {
+    inbox_files(db)
+        .into_iter()
+        .filter_map(|(name, path)| {
+            let file = File::open(&path).ok()?;
+            // A recorder holds its inbox's lock for as long as it lives;
+            // a free one is an orphan, moved in by whoever writes next.
+            match file.try_lock_shared() {
+                Err(TryLockError::WouldBlock) => {}
+                Ok(()) | Err(TryLockError::Error(_)) => return None,
+            }
+            let newest = newest_request(&file).ok()??;
+            Some(Appended { name, newest })
+        })
+        .collect()
+}
+
+/// The sequence number of the last request in the inbox, reading each
+/// record's head only. A record still being written ends the reading.
+fn newest_request(file: &File) -> std::io::Result<Option<u64>> {
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let mut newest = None;
+    let mut head = [0u8; HEAD];
+    loop {
+        let mut len = [0u8; 4];
+        if !fill(&mut reader, &mut len)? {
+            return Ok(newest);
+        }
+        let len = u32::from_le_bytes(len) as usize;
+        let head_len = len.min(HEAD);
+        if len > MAX_RECORD || !fill(&mut reader, &mut head[..head_len])? {
+            return Ok(newest);
+        }
+        if let Some(seq) = request_seq(&head[..head_len]) {
+            newest = Some(seq);
+        }
+        let rest = i64::try_from(len - head_len).map_err(std::io::Error::other)?;
+        reader.seek_relative(rest)?;
+    }
+}
