@@ -839,3 +839,21 @@ fn a_stale_stripe_event_is_resigned_from_the_tui_when_its_secret_is_configured()
         tmux.wait_for("the shell again", |s| s.contains("portpreview exited 0"));
     }
 }
+
+#[test]
+fn a_dumb_terminal_gets_lines_from_http_and_a_reason_from_tui() {
+    let scratch = Scratch::new("dumb");
+    let db = scratch.0.join("history.db");
+    let dumb = |args: &str| shell_line(&scratch.0, &db, "", args, "").replace("TERM=xterm-256color", "TERM=dumb");
+    let tmux = Tmux::start("dumb-http", &dumb("http 9"));
+    let screen = tmux.wait_for("the tunnel's line", |s| s.contains("Forwarding http://"));
+    assert!(!screen.contains("● online"), "no full-screen UI on TERM=dumb: {screen}");
+    tmux.send(&["C-c"]);
+    let screen = tmux.wait_for("the shell again", |s| s.contains("portpreview exited"));
+    assert!(screen.contains("portpreview exited 0"), "{screen}");
+
+    let tmux = Tmux::start("dumb-tui", &dumb("tui"));
+    let screen = tmux.wait_for("the shell again", |s| s.contains("portpreview exited"));
+    assert!(screen.contains("cannot draw on a TERM=dumb terminal"), "{screen}");
+    assert!(screen.contains("portpreview exited 2"), "{screen}");
+}

@@ -1,6 +1,5 @@
 //! `portpreview http <PORT|URL>`: forward a public URL to a local port.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -73,7 +72,7 @@ pub struct Args {
 impl Args {
     /// True when deliveries will be shown in the TUI.
     pub fn uses_tui(&self) -> bool {
-        !self.no_tui && self.log_format == LogFormat::Text && std::io::stdout().is_terminal()
+        !self.no_tui && self.log_format == LogFormat::Text && crate::tui::terminal::can_draw()
     }
 }
 

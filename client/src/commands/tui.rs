@@ -14,6 +14,11 @@ pub async fn run(_args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         anyhow::bail!("portpreview tui needs a terminal: use `portpreview history` for plain output");
     }
+    if !crate::tui::terminal::can_draw() {
+        anyhow::bail!(
+            "portpreview tui cannot draw on a TERM=dumb terminal: use `portpreview history` for plain output"
+        );
+    }
     crate::tui::run_browser(db).await?;
     Ok(ExitCode::SUCCESS)
 }
