@@ -460,8 +460,9 @@ async fn a_local_timeout_past_the_relays_wait_and_a_token_are_warned_about_where
         let log = dir.path().join(format!("{name}.log"));
         let mut args = vec!["http", &port, "--no-tui", "--local-timeout", "45s", "--token", "t0k3n"];
         args.extend(["--db", db.to_str().expect("utf-8 path")]);
-        if let Some(server) = server {
-            args.extend(["--server", server]);
+        match server {
+            Some(server) => args.extend(["--server", server, "--key-fields", "type"]),
+            None => args.extend(["--no-record", "--key-fields", "type"]),
         }
         let mut client = Running::start_with_stderr(
             &portpreview_bin(),
@@ -479,6 +480,12 @@ async fn a_local_timeout_past_the_relays_wait_and_a_token_are_warned_about_where
         // Only a relay given by --server is sent the token.
         assert_eq!(
             logged.contains("--token (or PORTPREVIEW_TOKEN) is not used"),
+            server.is_none(),
+            "{name}: {logged:?}"
+        );
+        // Nothing makes event keys without a history.
+        assert_eq!(
+            logged.contains("--key-fields is not used"),
             server.is_none(),
             "{name}: {logged:?}"
         );

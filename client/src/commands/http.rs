@@ -85,6 +85,11 @@ pub async fn run(args: Args, db: &Path, config: Config) -> anyhow::Result<ExitCo
     let use_tui = args.uses_tui();
     // Set-up warnings go out as events, so the TUI shows them too.
     let mut notices = Vec::new();
+    if args.no_record && !args.key_fields.is_empty() {
+        notices.push(
+            "--key-fields is not used: they make event keys for the history, and --no-record keeps none".to_owned(),
+        );
+    }
     let (url, local_relay) = match args.server.clone().or_else(|| config.server.clone()) {
         Some(server) => {
             if args.local_timeout > DEFAULT_REQUEST_TIMEOUT {
