@@ -83,7 +83,7 @@ pub async fn run(args: Args, history: Option<&Path>) -> anyhow::Result<ExitCode>
     };
     let code = results::exit_code(&results);
     // A reader that stopped early (`| head`) does not change the verdict.
-    if let Err(err) = results::print(&results, args.json, code) {
+    if let Err(err) = results::print(&results, args.json, code).context("cannot write the report to stdout") {
         if !crate::is_broken_pipe(&err) {
             return Err(err);
         }

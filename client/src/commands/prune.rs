@@ -5,6 +5,8 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use anyhow::Context;
+
 use portpreview_shared::text::counted;
 
 use crate::store::Store;
@@ -37,6 +39,7 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         "Removed {} older than {}{attempts}.",
         counted(pruned.deliveries, "delivery", "deliveries"),
         portpreview_shared::duration::format_duration(args.older_than)
-    )?;
+    )
+    .context("cannot write to stdout")?;
     Ok(ExitCode::SUCCESS)
 }

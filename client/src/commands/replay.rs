@@ -249,12 +249,12 @@ fn load_request(args: &Args, db: &Path) -> anyhow::Result<(NewDelivery, Origin)>
 /// Prints a report as text or pretty JSON (after `extend` adds fields).
 pub fn print_report(report: &Report, json: bool, extend: impl FnOnce(&mut serde_json::Value)) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
-    if json {
+    let written = if json {
         let mut value = report.to_json();
         extend(&mut value);
-        writeln!(stdout, "{}", render::json::to_terminal_text(&value))?;
+        writeln!(stdout, "{}", render::json::to_terminal_text(&value))
     } else {
-        write!(stdout, "{}", report.render_text())?;
-    }
-    Ok(())
+        write!(stdout, "{}", report.render_text())
+    };
+    written.context("cannot write the report to stdout")
 }
