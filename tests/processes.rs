@@ -748,3 +748,33 @@ async fn asked_to_stop_twice_the_relay_stops_at_once_and_sighup_asks_as_ctrl_c_d
     assert!(asked.elapsed() < Duration::from_secs(3), "{:?}", asked.elapsed());
     call.abort();
 }
+
+#[test]
+fn a_tunnel_that_cannot_start_ends_its_json_stream_with_the_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // A port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("address");
+    let db = dir.path().join("history.db");
+    let out = std::process::Command::new(portpreview_bin())
+        .args(["http", "9", "--log-format", "json", "--server"])
+        .arg(format!("http://{closed}"))
+        .arg("--db")
+        .arg(&db)
+        .env("PORTPREVIEW_CONFIG", "/dev/null")
+        .output()
+        .expect("run portpreview");
+    assert_eq!(out.status.code(), Some(2));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last: serde_json::Value = serde_json::from_str(stdout.lines().last().expect("a line on stdout")).expect("JSON");
+    assert_eq!(last["event"], "error", "{stdout}");
+    let message = last["message"].as_str().expect("a message");
+    assert!(message.starts_with("cannot reach the relay"), "{message}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("error: {message}")),
+        "stderr keeps the line: {stderr}"
+    );
+}

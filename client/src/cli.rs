@@ -47,6 +47,12 @@ impl Cli {
             Err(err) => err.exit(),
         }
     }
+
+    /// True when the command's news goes out as JSON lines (`http
+    /// --log-format json`): an error that ends it is one more line.
+    pub fn reports_in_json(&self) -> bool {
+        matches!(&self.command, Command::Http(args) if args.log_format == crate::output::LogFormat::Json)
+    }
 }
 
 /// A secret or a token given on the command line: an empty one (`--token

@@ -25,6 +25,11 @@ pub mod tunnel;
 /// quote their cause; a cause whose text the line already holds (a foreign
 /// error that also exposes it as `source()`) is not repeated.
 pub fn error_line(err: &anyhow::Error) -> String {
+    portpreview_shared::sanitize::escape_str(&error_text(err)).into_owned()
+}
+
+/// [`error_line`] before escaping, for output that escapes in its own way.
+pub fn error_text(err: &anyhow::Error) -> String {
     let mut line = String::new();
     for cause in err.chain() {
         let text = cause.to_string();
@@ -36,7 +41,7 @@ pub fn error_line(err: &anyhow::Error) -> String {
         }
         line.push_str(&text);
     }
-    portpreview_shared::sanitize::escape_str(&line).into_owned()
+    line
 }
 
 /// Writes `text` to stderr. A closed stderr (`2>&1 | head`) is no reason to

@@ -1,3 +1,4 @@
+use std::io::Write;
 use std::process::ExitCode;
 
 use portpreview::cli::{self, Cli};
@@ -9,6 +10,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse_args();
+    let json = cli.reports_in_json();
     portpreview::logging::init(&cli);
     portpreview_shared::open_files::raise_limit();
     // One thread drives the tunnel: on small machines cross-thread wake-ups
@@ -26,6 +28,12 @@ fn main() -> ExitCode {
         Err(err) if portpreview::is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             portpreview::to_stderr(format_args!("error: {}\n", portpreview::error_line(&err)));
+            if json {
+                // Where a supervisor reads the tunnel's news; stderr keeps
+                // the line for the person at the terminal.
+                let line = portpreview::output::json_error_line(&portpreview::error_text(&err));
+                let _ = writeln!(std::io::stdout().lock(), "{line}");
+            }
             ExitCode::from(2)
         }
     }

@@ -235,6 +235,13 @@ pub fn json_line(event: &TunnelEvent) -> Option<String> {
     Some(crate::render::json::to_terminal_line(&value))
 }
 
+/// The JSON line that ends the stream when the tunnel cannot go on (the
+/// relay refused it, the target is no address): `message` as the text
+/// form's `error:` line has it, before escaping.
+pub fn json_error_line(message: &str) -> String {
+    crate::render::json::to_terminal_line(&json!({ "event": "error", "message": message }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
