@@ -150,6 +150,15 @@ mod tests {
         }
     }
 
+    /// Secrets and tokens are random text: one may start with a dash.
+    #[test]
+    fn a_token_or_secret_may_start_with_a_dash() {
+        let cli = Cli::try_parse_from(["portpreview", "http", "3000", "--token", "-t0k3n"]).unwrap();
+        assert!(matches!(cli.command, Command::Http(args) if args.token.as_deref() == Some("-t0k3n")));
+        let cli = Cli::try_parse_from(["portpreview", "replay", "1", "--secret", "-s3cr3t", "--times", "2"]).unwrap();
+        assert!(matches!(cli.command, Command::Replay(args) if args.run.secret.as_deref() == Some("-s3cr3t")));
+    }
+
     /// `--limit -1` is a bad value, not an unknown flag `-1`.
     #[test]
     fn a_negative_number_is_refused_as_the_flags_value() {

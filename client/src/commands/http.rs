@@ -41,7 +41,7 @@ pub struct Args {
     #[arg(long, value_parser = parse_name)]
     pub name: Option<String>,
     /// Token for the relay.
-    #[arg(long, env = "PORTPREVIEW_TOKEN", hide_env_values = true, value_parser = crate::cli::parse_secret_text)]
+    #[arg(long, env = "PORTPREVIEW_TOKEN", hide_env_values = true, value_parser = crate::cli::parse_secret_text, allow_hyphen_values = true)]
     pub token: Option<String>,
     /// Extra CA certificate (PEM) to trust for a wss:// relay.
     #[arg(long, value_name = "FILE")]

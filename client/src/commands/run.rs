@@ -46,7 +46,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub resign: bool,
     /// Signing secret (else a suite's `secret_env`, `PORTPREVIEW_SECRET_<PROVIDER>`, `PORTPREVIEW_SECRET` or the config file).
-    #[arg(long, value_name = "S", value_parser = crate::cli::parse_secret_text)]
+    #[arg(long, value_name = "S", value_parser = crate::cli::parse_secret_text, allow_hyphen_values = true)]
     pub secret: Option<String>,
 }
 
