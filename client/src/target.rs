@@ -63,6 +63,13 @@ impl Target {
         if authority.is_empty() {
             return Err(fail("no host or port: write it as http://localhost:3000"));
         }
+        // The handler's own credentials would be sent with every delivery
+        // and kept in the history; a handler hears what the caller sends.
+        if authority.contains('@') {
+            return Err(fail(
+                "a user or password in the target is not supported: the caller's Authorization header is forwarded as sent",
+            ));
+        }
         let split = match authority.starts_with('[') {
             // An IPv6 address holds colons of its own: a port follows the bracket.
             true => authority
@@ -290,6 +297,17 @@ mod tests {
         }
         assert!(Target::parse_for_tunnel("http://localhost:3000/my%20hooks/").is_ok());
         assert!(Target::parse_for_tunnel("http://localhost:3000/api/").is_ok());
+    }
+
+    #[test]
+    fn a_user_or_password_in_the_target_is_refused_as_such() {
+        for bad in ["http://u:p@localhost:3000", "u@localhost:3000/hooks"] {
+            let err = Target::parse(bad).unwrap_err().to_string();
+            assert!(
+                err.contains("a user or password in the target is not supported"),
+                "{bad}: {err}"
+            );
+        }
     }
 
     #[test]
