@@ -183,8 +183,9 @@ impl Decoding {
 }
 
 /// Undoes a body's `Content-Encoding` (gzip, deflate) when it is stored
-/// whole, as the handler meant it to be read. Other codings (br, zstd) and
-/// bodies stored cut short are left as they are.
+/// whole, as the handler meant it to be read. Bodies stored cut short are
+/// left as they are, and so are other codings: br, zstd and compress as
+/// [`Decoding::Failed`], so that views say why the body looks like noise.
 pub fn decode(headers: &[Header], bytes: &[u8], size: u64) -> Decoding {
     use std::io::Read;
     let Some(coding) = headers
@@ -204,6 +205,12 @@ pub fn decode(headers: &[Header], bytes: &[u8], size: u64) -> Decoding {
         // RFC 9110's deflate is zlib-wrapped; some servers send it raw.
         "deflate" if bytes.first().is_some_and(|b| b & 0x0f == 8) => Box::new(flate2::read::ZlibDecoder::new(bytes)),
         "deflate" => Box::new(flate2::read::DeflateDecoder::new(bytes)),
+        "br" | "zstd" | "compress" | "x-compress" => {
+            return Decoding::Failed {
+                coding,
+                why: "PortPreview decodes gzip and deflate only".into(),
+            }
+        }
         _ => return Decoding::NotCoded,
     };
     let mut plain = Vec::new();
@@ -233,6 +240,17 @@ pub fn truncation_note(stored: usize, size: u64) -> Option<String> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_coding_left_undecoded_says_so() {
+        let decoded = decode(&[Header::new("Content-Encoding", "br")], b"\x0b\x02\x80", 3);
+        assert_eq!(
+            decoded.failure_note().as_deref(),
+            Some("(sent as br, but it does not decode: PortPreview decodes gzip and deflate only; shown as sent)")
+        );
+        let identity = decode(&[Header::new("Content-Encoding", "identity")], b"{}", 2);
+        assert!(identity.failure_note().is_none());
+    }
+
     fn compressed(coding: &str, text: &[u8]) -> Vec<u8> {
         use std::io::Write;
         let level = flate2::Compression::default();
@@ -256,7 +274,7 @@ mod tests {
     }
 
     #[test]
-    fn gzip_and_deflate_answers_are_undone_and_others_left_alone() {
+    fn gzip_and_deflate_answers_are_undone_and_others_shown_as_sent() {
         let text = br#"{"received":true}"#;
         for (coding, header) in [
             ("gzip", "gzip"),
@@ -281,10 +299,10 @@ mod tests {
                 "{header}"
             );
         }
-        assert_eq!(
+        assert!(matches!(
             decode(&[Header::new("content-encoding", "br")], b"\x1b\x00", 2),
-            Decoding::NotCoded
-        );
+            Decoding::Failed { coding, .. } if coding == "br"
+        ));
         assert!(matches!(
             decode(&[Header::new("content-encoding", "gzip")], b"not gzip", 8),
             Decoding::Failed { .. }
