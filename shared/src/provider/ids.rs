@@ -59,7 +59,8 @@ fn pick(chars: &[u8], len: usize) -> String {
 }
 
 /// A new ID shaped like `old`: a UUID stays a UUID, digits stay digits,
-/// and a prefix such as `evt_` is kept in front of a random tail.
+/// and a prefix such as `evt_`, or Twilio's `CA` before hex digits, is kept
+/// in front of a random tail, hex digits where the old tail had them.
 pub(crate) fn like(old: &str) -> String {
     if is_uuid(old) {
         let new = uuid();
@@ -74,9 +75,15 @@ pub(crate) fn like(old: &str) -> String {
     }
     let (prefix, tail) = match old.rfind('_') {
         Some(i) => old.split_at(i + 1),
-        None => ("", old),
+        None => old.split_at(old.bytes().take_while(u8::is_ascii_uppercase).count()),
     };
-    format!("{prefix}{}", alnum(tail.len().max(16)))
+    let hex = |s: &str| s.len() >= 8 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    match hex(tail) {
+        true => format!("{prefix}{}", hex_digits(tail.len())),
+        // Letters alone before no hex digits are no prefix.
+        false if !old.contains('_') => alnum(old.len().max(16)),
+        false => format!("{prefix}{}", alnum(tail.len().max(16))),
+    }
 }
 
 fn is_uuid(s: &str) -> bool {
@@ -111,6 +118,15 @@ mod tests {
         assert!(evt.starts_with("evt_") && evt.len() == 20, "{evt}");
         assert_ne!(like("evt_1PortPreviewTest"), evt);
         assert_eq!(like("x").len(), 16);
+        let call = like("CA1234567890abcdef1234567890abcdef");
+        assert!(call.starts_with("CA") && call.len() == 34, "{call}");
+        assert!(
+            call[2..].bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')),
+            "{call}"
+        );
+        assert_ne!(call, like("CA1234567890abcdef1234567890abcdef"));
+        let word = like("ABCDEFGH");
+        assert_eq!(word.len(), 16, "letters alone are all tail: {word}");
         assert!(hex_digits(32).bytes().all(|b| b.is_ascii_hexdigit()));
         assert!(upper_alnum(10)
             .bytes()
