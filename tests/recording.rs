@@ -820,3 +820,35 @@ async fn an_idle_tunnel_cuts_its_inbox_back_once_the_history_holds_what_it_held(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// `mv history.db old.db` with a request still at the handler: its answer,
+/// which comes after the move, goes where its request is.
+#[tokio::test]
+async fn an_answer_that_comes_after_its_history_was_moved_away_is_stored_there() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::slow(Duration::from_millis(1500)).await;
+    let (mut client, url) = Running::tunnel(&handler.url(), &relay.http_url(), &db, dir.path()).await;
+    let call = format!("{url}/slow");
+    let slow = tokio::spawn(async move { caller::post(&call, "1").await });
+    // The request is in the history, its answer not yet.
+    while !paths_in(&db).await.contains(&"/slow".to_owned()) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let elsewhere = dir.path().join("elsewhere.db");
+    std::fs::rename(&db, &elsewhere).expect("move it away");
+    assert_eq!(slow.await.expect("caller task").status, 200);
+    client.line_containing("POST /slow").await;
+    assert_eq!(caller::post(&format!("{url}/next"), "2").await.status, 200);
+    client.line_containing("POST /next").await;
+
+    let listed = portpreview_async(&elsewhere, &["history", "--json"]).await;
+    let rows: Vec<Value> = serde_json::from_str(&listed.stdout).expect("a JSON array");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(
+        (rows[0]["path"].as_str(), rows[0]["status"].as_u64()),
+        (Some("/slow"), Some(200))
+    );
+    assert_eq!(paths_in(&db).await, ["/next"]);
+}

@@ -201,6 +201,37 @@ impl Writer {
         }
     }
 
+    /// Stores the answers in `batch` whose requests are in the history this
+    /// writer opened, before it takes up the one now at its path: a history
+    /// moved away (`mv history.db old.db`) keeps each delivery whole. The
+    /// open connection still writes to the moved file; to a deleted one it
+    /// writes nothing anyone reads, and a failure is no loss either.
+    fn answer_where_asked(&self, batch: &[Job]) {
+        let earlier: Vec<(i64, &Outcome)> = batch
+            .iter()
+            .filter_map(|job| match job {
+                Job::Outcome { seq, outcome, .. } => {
+                    let id = self.awaited.get(seq).map(|s| s.id).filter(|id| *id > 0)?;
+                    Some((id, &**outcome))
+                }
+                _ => None,
+            })
+            .collect();
+        if earlier.is_empty() {
+            return;
+        }
+        let written = self.store.write(|store| {
+            for (id, outcome) in &earlier {
+                store.outcome_row(*id, outcome)?;
+                store.forget_unanswered_row(*id)?;
+            }
+            Ok(())
+        });
+        if let Err(err) = written {
+            tracing::debug!(%err, "answers not stored in the history that was moved away");
+        }
+    }
+
     /// Takes up the history now at the store's path, its file having been
     /// deleted or replaced while the tunnel ran, and says so.
     fn reopen(&mut self) -> Result<(), StoreError> {
@@ -213,7 +244,7 @@ impl Writer {
         let notice = if existed {
             format!("the history {path} was replaced: deliveries are recorded in the one there now")
         } else {
-            format!("the history {path} was deleted: deliveries are recorded in a new one there")
+            format!("the history {path} was moved away or deleted: deliveries are recorded in a new one there")
         };
         tracing::info!("{notice}");
         (self.on_news)(WriterNews::Notice(notice));
@@ -232,6 +263,7 @@ impl Writer {
             return Ok(());
         }
         if self.store.replaced() {
+            self.answer_where_asked(batch);
             self.reopen()?;
         }
         // Sequence numbers only grow: this batch's requests are those from
