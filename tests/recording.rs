@@ -773,21 +773,29 @@ async fn a_delivery_is_in_the_history_as_soon_as_its_caller_has_heard_back() {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("history.db");
     let relay = TestRelay::start().await;
-    let handler = LocalHandler::echo().await;
+    // Slower than the writer's batching window: each request is stored
+    // before its answer comes.
+    let handler = LocalHandler::slow(Duration::from_millis(50)).await;
     let (_client, url) = Running::tunnel(&handler.url(), &relay.http_url(), &db, dir.path()).await;
-    // `curl … && portpreview replay --latest`: each reader runs the moment
-    // its caller has the answer, within the writer's batching window.
+    // `curl … && portpreview replay --latest`: each reader opens the
+    // history the moment its caller has the answer, as the commands do,
+    // within the writer's batching window.
     for i in 0..15 {
         let reply = caller::post(&format!("{url}/hooks/{i}"), format!(r#"{{"n":{i}}}"#)).await;
         assert_eq!(reply.status, 200);
-        let newest = portpreview_async(&db, &["history", "--json", "--limit", "1"]).await;
-        assert_eq!(newest.code, 0, "{}", newest.stderr);
-        let rows: Value = serde_json::from_str(&newest.stdout).expect("history --json");
+        let newest = Store::open_existing(&db)
+            .and_then(|store| {
+                store.list(&portpreview::store::ListQuery {
+                    limit: Some(1),
+                    ..Default::default()
+                })
+            })
+            .expect("read the history");
+        let newest = newest.first().map(|d| (d.path.as_str(), d.status));
         assert_eq!(
-            rows[0]["path"],
-            format!("/hooks/{i}"),
-            "delivery {i}: {}",
-            newest.stdout
+            newest,
+            Some((&*format!("/hooks/{i}"), Some(200))),
+            "delivery {i}, with its answer"
         );
     }
 }

@@ -11,17 +11,37 @@ use super::Store;
 /// keep `history` from showing what is there.
 const LIMIT: Duration = Duration::from_secs(1);
 
+/// Longest a reader waits, past the requests, for answers its callers may
+/// already have: those the tunnel stores just after. An answer a handler
+/// has not given yet costs every reader this much, so it is kept short.
+const ANSWERS_LIMIT: Duration = Duration::from_millis(300);
+
 /// Pause between looks at how far a writer has come.
 const POLL: Duration = Duration::from_millis(2);
 
 impl Store {
     /// Returns once every request that live tunnels have appended to their
-    /// inboxes is in the database, or after [`LIMIT`].
+    /// inboxes is in the database, or after [`LIMIT`]; then once the
+    /// requests of theirs stored without an answer have one, or after
+    /// [`ANSWERS_LIMIT`] more.
     pub(super) fn catch_up_with_recorders(&self) {
+        let appended = appended_by_live_recorders(&self.path);
+        if appended.is_empty() {
+            return;
+        }
         let deadline = Instant::now() + LIMIT;
-        for Appended { name, newest } in appended_by_live_recorders(&self.path) {
+        for Appended { name, newest } in &appended {
             // An error is left for the reading that follows to report.
-            while self.inbox_applied(&name).is_ok_and(|applied| applied < newest) && Instant::now() < deadline {
+            while self.inbox_applied(name).is_ok_and(|applied| applied < *newest) && Instant::now() < deadline {
+                std::thread::sleep(POLL);
+            }
+        }
+        let deadline = deadline.min(Instant::now() + ANSWERS_LIMIT);
+        for Appended { name, .. } in &appended {
+            let Ok(Some(newest)) = self.newest_unanswered(name) else {
+                continue;
+            };
+            while self.any_unanswered_up_to(name, newest).is_ok_and(|any| any) && Instant::now() < deadline {
                 std::thread::sleep(POLL);
             }
         }

@@ -299,6 +299,24 @@ impl Store {
         Ok(seq.and_then(|seq| u64::try_from(seq).ok()).unwrap_or(0))
     }
 
+    /// The newest delivery that the recorder owning inbox `inbox` stored
+    /// without its answer, if any still waits for one.
+    pub(crate) fn newest_unanswered(&self, inbox: &str) -> Result<Option<i64>, StoreError> {
+        self.conn
+            .prepare_cached("SELECT max(delivery_id) FROM unanswered WHERE inbox = ?1")
+            .and_then(|mut stmt| stmt.query_row([inbox], |row| row.get(0)))
+            .map_err(|e| self.classify(e))
+    }
+
+    /// Whether a delivery up to `id` that the recorder owning inbox `inbox`
+    /// stored still waits for its answer.
+    pub(crate) fn any_unanswered_up_to(&self, inbox: &str, id: i64) -> Result<bool, StoreError> {
+        self.conn
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM unanswered WHERE inbox = ?1 AND delivery_id <= ?2)")
+            .and_then(|mut stmt| stmt.query_row(params![inbox, id], |row| row.get(0)))
+            .map_err(|e| self.classify(e))
+    }
+
     /// Drops the progress mark of an inbox that no longer exists.
     pub(crate) fn forget_inbox(&self, name: &str) -> Result<(), StoreError> {
         self.write(|store| {
