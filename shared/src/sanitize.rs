@@ -139,9 +139,16 @@ fn stacking(c: char) -> Stacking {
 
 /// The marks on the base last written, counted a character at a time.
 #[derive(Default)]
-struct Pile(usize);
+pub struct Pile(usize);
 
 impl Pile {
+    /// Counts `c` in, and says whether it is a mark past the few a
+    /// terminal shows in place: one that output for a terminal writes
+    /// some other way, as an escape.
+    pub fn piles_up(&mut self, c: char) -> bool {
+        self.push(c) > MARKS_KEPT
+    }
+
     /// Counts `c` in: the marks on its base, itself included.
     fn push(&mut self, c: char) -> usize {
         match stacking(c) {

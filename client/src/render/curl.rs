@@ -81,15 +81,18 @@ pub fn quote(bytes: &[u8]) -> String {
 }
 
 /// A `printf` format that prints exactly `bytes`: `%` and `\` doubled, and
-/// every byte that is not safe text written as a three-digit octal escape.
+/// every byte that is not safe text (or is a combining mark past the few
+/// the sanitiser keeps on one letter) written as a three-digit octal escape.
 pub fn printf_format(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len() + 16);
     let emit_octal = |out: &mut String, byte: u8| {
         let _ = write!(out, "\\{byte:03o}");
     };
+    let mut pile = portpreview_shared::sanitize::Pile::default();
     for (i, chunk) in bytes.utf8_chunks().enumerate() {
         for (j, c) in chunk.valid().char_indices() {
             let first = i == 0 && j == 0;
+            let piled = pile.piles_up(c);
             match c {
                 '%' => out.push_str("%%"),
                 '\\' => out.push_str("\\\\"),
@@ -97,7 +100,8 @@ pub fn printf_format(bytes: &[u8]) -> String {
                 '\'' => emit_octal(&mut out, b'\''),
                 // A leading `-` would read as an option to printf.
                 '-' if first => emit_octal(&mut out, b'-'),
-                c if risky(c) => {
+                // A pile of marks would smear over the lines around it.
+                c if risky(c) || piled => {
                     let mut buf = [0; 4];
                     for &b in c.encode_utf8(&mut buf).as_bytes() {
                         emit_octal(&mut out, b);
@@ -200,6 +204,18 @@ mod tests {
         assert!(!cmd.to_ascii_lowercase().contains("keep-alive"), "{cmd}");
         assert!(cmd.contains("-H 'stripe-signature: t=1,v1=ab'"), "{cmd}");
         assert!(cmd.contains("-H 'Expect:'"), "curl is told not to wait: {cmd}");
+    }
+
+    #[test]
+    fn a_pile_of_marks_is_rebuilt_by_printf_not_printed() {
+        let text = format!("a{}b", "\u{301}".repeat(8));
+        let format = printf_format(text.as_bytes());
+        assert_eq!(
+            format.matches('\u{301}').count(),
+            3,
+            "as many as the sanitiser keeps: {format}"
+        );
+        assert_eq!(run_sh(&format!("printf '{format}'")), text.as_bytes());
     }
 
     #[test]
