@@ -159,6 +159,9 @@ fn start(listen: SocketAddr, config: RelayConfig) -> anyhow::Result<Relay> {
     })
 }
 
+/// How long after a stop signal another one is taken for the same.
+const SIGNAL_SETTLE: std::time::Duration = std::time::Duration::from_millis(300);
+
 /// How serving ended, once asked to stop.
 enum Stopped {
     /// The requests in flight finished, or the drain timeout ran out.
@@ -196,10 +199,16 @@ impl Relay {
             );
             shutdown.cancel();
             // A second signal is the operator's "now": what is still in
-            // flight is cut when the runtime is dropped.
+            // flight is cut when the runtime is dropped. One hang-up can
+            // arrive twice (from the kernel, and passed on by the shell),
+            // so a signal counts as a second only after a moment.
+            let second = async {
+                tokio::time::sleep(SIGNAL_SETTLE).await;
+                portpreview_server::signal::shutdown_signal().await;
+            };
             tokio::select! {
                 result = &mut serving => result.context("relay failed").map(|()| Stopped::Drained),
-                () = portpreview_server::signal::shutdown_signal() => {
+                () = second => {
                     tracing::warn!("stopped at once, with requests still in flight");
                     Ok(Stopped::Cut)
                 }
