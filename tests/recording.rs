@@ -695,7 +695,10 @@ async fn a_history_deleted_or_replaced_while_the_tunnel_runs_is_taken_up_where_i
     client.signal("TERM");
     assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
     let said = std::fs::read_to_string(&log).expect("client log");
-    for (how, where_) in [("deleted", "in a new one there"), ("replaced", "in the one there now")] {
+    for (how, where_) in [
+        ("moved away or deleted", "in a new one there"),
+        ("replaced", "in the one there now"),
+    ] {
         let line = format!(
             "warning: the history {} was {how}: deliveries are recorded {where_}",
             db.display()
