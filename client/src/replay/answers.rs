@@ -108,6 +108,18 @@ pub fn distinct_answers(attempts: &[Attempt]) -> Vec<AnswerGroup> {
     groups
 }
 
+/// The two answers to show side by side: the first, and the first that
+/// differs from it in status or error if one does (the 409 among answers
+/// that differ only in a counter), else the second.
+pub fn pair_to_show(groups: &[AnswerGroup]) -> Option<(&AnswerGroup, &AnswerGroup)> {
+    let (first, rest) = groups.split_first()?;
+    let other = rest
+        .iter()
+        .find(|g| g.status != first.status || g.error != first.error)
+        .or(rest.first())?;
+    Some((first, other))
+}
+
 /// Two answers in two columns, each `width` terminal columns wide. A row
 /// that differs is shown, on both sides, where it first differs.
 pub fn side_by_side(left: &AnswerGroup, right: &AnswerGroup, width: usize) -> String {
@@ -188,6 +200,21 @@ mod tests {
             groups[1].lines()[0],
             "200 for attempts 2–3 (70,003 bytes, the first 65,536 kept)"
         );
+    }
+
+    #[test]
+    fn a_status_that_differs_is_shown_before_bodies_that_do() {
+        let refused = AnswerGroup {
+            attempts: vec![3],
+            status: Some(409),
+            ..group(b"duplicate")
+        };
+        let groups = [group(b"n=1"), second(b"n=2"), refused];
+        let (left, right) = pair_to_show(&groups).unwrap();
+        assert_eq!((left.status, right.status), (Some(200), Some(409)));
+        let (_, right) = pair_to_show(&groups[..2]).unwrap();
+        assert_eq!(right.attempts, [2]);
+        assert!(pair_to_show(&groups[..1]).is_none());
     }
 
     /// Where the `|` stands in each row of `side_by_side`, in columns.

@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use portpreview_shared::sanitize::{escape_multiline, escape_str};
 
-use super::answers::{distinct_answers, side_by_side};
+use super::answers::{distinct_answers, pair_to_show, side_by_side};
 use super::report::Report;
 use super::verdict::{aligned, role_label};
 
@@ -55,9 +55,9 @@ impl Report {
             }
         }
         let groups = distinct_answers(&self.attempts);
-        if groups.len() > 1 {
+        if let Some((left, right)) = pair_to_show(&groups) {
             out.push_str("\nAnswers differ between attempts:\n");
-            out.push_str(&side_by_side(&groups[0], &groups[1], 38));
+            out.push_str(&side_by_side(left, right, 38));
             if groups.len() > 2 {
                 let more = groups.len() - 2;
                 let _ = writeln!(
