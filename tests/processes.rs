@@ -748,7 +748,9 @@ async fn asked_to_stop_twice_the_relay_stops_at_once_and_sighup_asks_as_ctrl_c_d
         "a second signal stops the relay at once, and says the stop was cut short"
     );
     assert!(asked.elapsed() < Duration::from_secs(3), "{:?}", asked.elapsed());
-    call.abort();
+    let reply = call.await.expect("caller task");
+    assert_eq!(reply.status, 502, "the request cut off is told why: {}", reply.text());
+    assert!(reply.text().contains("the relay shut down"), "{}", reply.text());
 }
 
 #[test]

@@ -57,6 +57,10 @@ pub struct SessionContext {
     pub drain_timeout: Duration,
     /// Fires when the relay shuts down.
     pub shutdown: CancellationToken,
+    /// Fires when the drain is cut short: the session ends at once, each
+    /// request in flight getting the relay's 502 and the client a close
+    /// frame with the reason.
+    pub cut_short: CancellationToken,
 }
 
 /// How public URLs are formed on this relay.
@@ -379,6 +383,7 @@ where
                 streams.refuse_new();
                 drain_deadline = Some(Instant::now() + ctx.drain_timeout);
             }
+            () = ctx.cut_short.cancelled(), if drain_deadline.is_some() => return End::Shutdown,
             _ = drain.tick(), if drain_deadline.is_some() => {
                 if streams.in_flight() == 0 || drain_deadline.is_some_and(|d| d <= Instant::now()) {
                     return End::Shutdown;

@@ -32,6 +32,8 @@ pub struct Relay {
     pub registry: Arc<dyn Registry>,
     /// Fires when the relay shuts down.
     pub shutdown: CancellationToken,
+    /// Fires when the operator cuts the shutdown's drain short.
+    pub cut_short: CancellationToken,
     /// Client sessions, waited for on shutdown.
     pub sessions: TaskTracker,
 }

@@ -49,6 +49,32 @@ use crate::registry::LocalRegistry;
 /// closes every client socket with a reason.
 /// Settings it cannot honour are refused before anything is served.
 pub async fn run(listener: TcpListener, config: RelayConfig, shutdown: CancellationToken) -> Result<(), RelayError> {
+    run_until(
+        listener,
+        config,
+        Stop {
+            drain: shutdown,
+            now: CancellationToken::new(),
+        },
+    )
+    .await
+}
+
+/// What stops a relay: `drain` asks it to stop as [`run`]'s `shutdown`
+/// does; `now`, fired after, cuts the drain short, as a second ctrl-c
+/// does: requests in flight get the relay's 502 at once, and clients a
+/// close frame with the reason.
+#[derive(Debug, Clone, Default)]
+pub struct Stop {
+    /// Stop accepting, and let requests in flight finish.
+    pub drain: CancellationToken,
+    /// Stop waiting for them.
+    pub now: CancellationToken,
+}
+
+/// [`run`], with the drain that can be cut short.
+pub async fn run_until(listener: TcpListener, config: RelayConfig, stop: Stop) -> Result<(), RelayError> {
+    let Stop { drain: shutdown, now } = stop;
     config.validate().map_err(RelayError::Config)?;
     let registry = Arc::new(LocalRegistry::new(config.grace, config.tokens.clone()));
     let drain = config.drain_timeout;
@@ -59,6 +85,7 @@ pub async fn run(listener: TcpListener, config: RelayConfig, shutdown: Cancellat
         config,
         registry,
         shutdown: stop.clone(),
+        cut_short: now,
         sessions: TaskTracker::new(),
     });
     let connections = TaskTracker::new();

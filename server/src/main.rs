@@ -10,7 +10,6 @@ use anyhow::Context;
 use clap::Parser;
 use portpreview_server::{load_tls, RelayConfig, Tokens};
 use portpreview_shared::sanitize::escape_multiline;
-use tokio_util::sync::CancellationToken;
 
 /// The PortPreview relay: public URLs streamed over WebSocket to portpreview clients.
 #[derive(Debug, Parser)]
@@ -162,6 +161,9 @@ fn start(listen: SocketAddr, config: RelayConfig) -> anyhow::Result<Relay> {
 /// How long after a stop signal another one is taken for the same.
 const SIGNAL_SETTLE: std::time::Duration = std::time::Duration::from_millis(300);
 
+/// How long a stop cut short waits for the 502s and close frames to go out.
+const CUT_SHORT_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// How serving ended, once asked to stop.
 enum Stopped {
     /// The requests in flight finished, or the drain timeout ran out.
@@ -185,8 +187,8 @@ impl Relay {
             // Who started the relay may have stopped reading its output
             // (`| head -1`, a full log disk): serving goes on regardless.
             let _ = writeln!(std::io::stdout(), "portpreview-server listening on {addr}");
-            let shutdown = CancellationToken::new();
-            let serving = portpreview_server::run(listener, config, shutdown.clone());
+            let stop = portpreview_server::Stop::default();
+            let serving = portpreview_server::run_until(listener, config, stop.clone());
             tokio::pin!(serving);
             // A signal only asks the relay to stop; it then drains and returns.
             tokio::select! {
@@ -197,7 +199,7 @@ impl Relay {
                 "shutting down: requests in flight get up to {}s; ctrl-c again stops at once",
                 drain.as_secs()
             );
-            shutdown.cancel();
+            stop.drain.cancel();
             // A second signal is the operator's "now": what is still in
             // flight is cut when the runtime is dropped. One hang-up can
             // arrive twice (from the kernel, and passed on by the shell),
@@ -209,7 +211,11 @@ impl Relay {
             tokio::select! {
                 result = &mut serving => result.context("relay failed").map(|()| Stopped::Drained),
                 () = second => {
-                    tracing::warn!("stopped at once, with requests still in flight");
+                    tracing::warn!("stopping at once: requests still in flight get 502");
+                    stop.now.cancel();
+                    // Their answers and the clients' close frames take
+                    // moments; a socket that takes none is not waited for.
+                    let _ = tokio::time::timeout(CUT_SHORT_LIMIT, serving).await;
                     Ok(Stopped::Cut)
                 }
             }

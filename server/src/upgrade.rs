@@ -158,6 +158,7 @@ fn upgrade(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, mut req: Request<Incoming>)
         max_in_flight: relay.config.max_in_flight,
         drain_timeout: relay.config.drain_timeout,
         shutdown: relay.shutdown.clone(),
+        cut_short: relay.cut_short.clone(),
     };
     let on_upgrade = hyper::upgrade::on(&mut req);
     let held = Arc::clone(conn);
