@@ -200,10 +200,10 @@ impl Relay {
                 drain.as_secs()
             );
             stop.drain.cancel();
-            // A second signal is the operator's "now": what is still in
-            // flight is cut when the runtime is dropped. One hang-up can
-            // arrive twice (from the kernel, and passed on by the shell),
-            // so a signal counts as a second only after a moment.
+            // A second signal is the operator's "now": the drain ends at
+            // once. One hang-up can arrive twice (from the kernel, and
+            // passed on by the shell), so a signal counts as a second only
+            // after a moment.
             let second = async {
                 tokio::time::sleep(SIGNAL_SETTLE).await;
                 portpreview_server::signal::shutdown_signal().await;
