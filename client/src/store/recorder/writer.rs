@@ -210,10 +210,7 @@ impl Writer {
         let earlier: Vec<(i64, &Outcome)> = batch
             .iter()
             .filter_map(|job| match job {
-                Job::Outcome { seq, outcome, .. } => {
-                    let id = self.awaited.get(seq).map(|s| s.id).filter(|id| *id > 0)?;
-                    Some((id, &**outcome))
-                }
+                Job::Outcome { seq, outcome, .. } => Some((stored_row(&self.awaited, *seq)?, &**outcome)),
                 _ => None,
             })
             .collect();
@@ -222,8 +219,7 @@ impl Writer {
         }
         let written = self.store.write(|store| {
             for (id, outcome) in &earlier {
-                store.outcome_row(*id, outcome)?;
-                store.forget_unanswered_row(*id)?;
+                answer_stored_row(store, *id, outcome)?;
             }
             Ok(())
         });
@@ -298,10 +294,8 @@ impl Writer {
                             store.outcome_row(row.id, outcome)?;
                         }
                         None => {
-                            let earlier = awaited.get(seq).map(|s| s.id).filter(|id| *id > 0);
-                            if let Some(id) = earlier {
-                                store.outcome_row(id, outcome)?;
-                                store.forget_unanswered_row(id)?;
+                            if let Some(id) = stored_row(awaited, *seq) {
+                                answer_stored_row(store, id, outcome)?;
                             }
                         }
                     },
@@ -363,6 +357,19 @@ impl Writer {
         }
         Ok(())
     }
+}
+
+/// The row of the request `seq` stands for, stored by an earlier batch
+/// (none when its write failed, or its history was replaced since).
+fn stored_row(awaited: &BTreeMap<u64, Summary>, seq: u64) -> Option<i64> {
+    awaited.get(&seq).map(|s| s.id).filter(|id| *id > 0)
+}
+
+/// Gives the request stored as row `id` its answer, which it no longer
+/// waits for; the caller provides the transaction.
+fn answer_stored_row(store: &Store, id: i64, outcome: &Outcome) -> rusqlite::Result<()> {
+    store.outcome_row(id, outcome)?;
+    store.forget_unanswered_row(id)
 }
 
 /// A stored request as a history row still waiting for its answer; id 0
