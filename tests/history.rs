@@ -1219,3 +1219,93 @@ fn an_error_to_a_closed_stderr_exits_2_without_a_panic() {
         .expect("run portpreview");
     assert_eq!(status.code(), Some(2), "a panic exits 101");
 }
+
+/// A history whose tunnel, run by PortPreview 0.1 before deliveries kept
+/// whether the caller's Host was preserved, was killed while the database
+/// was locked: its three requests, each answered 200, are still only in
+/// its inbox. Made with that version's binaries; see
+/// `tests/data/inbox-before-host-preserved`.
+#[test]
+fn requests_an_older_portpreview_left_in_its_inbox_are_moved_in_after_an_upgrade() {
+    let history = History::new("older-inbox");
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/inbox-before-host-preserved");
+    for name in ["history.db", "history.db-inbox-faa3ea38"] {
+        std::fs::copy(fixture.join(name), history.dir.join(name)).unwrap();
+    }
+
+    let listed: Value = serde_json::from_str(&history.ok(&["history", "--json"])).unwrap();
+    let rows: Vec<(&str, Option<&str>, &str)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["path"].as_str().unwrap(),
+                d["provider"].as_str(),
+                d["event_key"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (
+                "/plain?x=1",
+                None,
+                "90aa29738b78cfd6b4baaea7e40652fc79a95bf2f92a0981d444ebb8bc49de0f"
+            ),
+            ("/webhooks/github", Some("github"), "9d2c0c6e-legacy"),
+            ("/webhooks/stripe", Some("stripe"), "evt_legacy_1"),
+        ],
+        "every request the old tunnel's callers heard back for is in the history"
+    );
+    let shown: Value = serde_json::from_str(&history.ok(&["show", "1", "--json"])).unwrap();
+    assert_eq!(
+        shown["request"]["body"],
+        r#"{"id":"evt_legacy_1","object":"event","type":"invoice.paid"}"#
+    );
+    let left: Vec<String> = std::fs::read_dir(&history.dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains("inbox"))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "the inbox is gone once all of it is moved in: {left:?}"
+    );
+}
+
+#[test]
+fn an_inbox_record_no_version_can_read_is_kept_in_a_file_set_aside_with_a_warning() {
+    let history = History::new("unreadable-inbox");
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/inbox-before-host-preserved");
+    std::fs::copy(fixture.join("history.db"), &history.db).unwrap();
+    let mut inbox = std::fs::read(fixture.join("history.db-inbox-faa3ea38")).unwrap();
+    // The GitHub request's record, damaged inside: its length still holds.
+    let at = inbox.windows(8).position(|w| w == b"9d2c0c6e").unwrap();
+    inbox[at - 30..at - 26].copy_from_slice(&[0xff; 4]);
+    std::fs::write(history.dir.join("history.db-inbox-faa3ea38"), &inbox).unwrap();
+
+    let out = history.run(&["history", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let paths: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        ["/plain?x=1", "/webhooks/stripe"],
+        "the records around it are moved in"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("could not be read") && stderr.contains("history.db-unreadable-inbox-faa3ea38"),
+        "says what it kept and where: {stderr}"
+    );
+    let kept = std::fs::read(history.dir.join("history.db-unreadable-inbox-faa3ea38")).unwrap();
+    assert_eq!(kept, inbox, "the file is kept as it was");
+    assert!(!history.dir.join("history.db-inbox-faa3ea38").exists());
+}

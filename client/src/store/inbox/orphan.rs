@@ -6,8 +6,8 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read, Seek};
 use std::path::{Path, PathBuf};
 
-use super::inbox_files;
-use super::record::{Entry, MAX_RECORD};
+use super::record::{decode, Entry, MAX_RECORD};
+use super::{inbox_files, INFIX};
 use crate::store::model::NewDelivery;
 
 /// An inbox left behind by a recorder that died, locked by its finder.
@@ -31,6 +31,7 @@ impl Orphan {
             key_fields: Vec::new(),
             bodies: HashMap::new(),
             ended: false,
+            unreadable: 0,
         })
     }
 
@@ -40,11 +41,25 @@ impl Orphan {
         drop(self.file);
         Ok(())
     }
+
+    /// Renames the file to a name no recovery picks up, once what could be
+    /// read of it is in the database, and returns where it now is: records
+    /// it could not read are kept for whoever can.
+    pub fn set_aside(self) -> std::io::Result<PathBuf> {
+        let kept = self
+            .path
+            .with_file_name(self.name.replacen(INFIX, "-unreadable-inbox-", 1));
+        std::fs::rename(&self.path, &kept)?;
+        drop(self.file);
+        Ok(kept)
+    }
 }
 
 /// The requests of an orphaned inbox with their sequence numbers, read
 /// from the file as they are asked for. A record cut short by a crash ends
-/// them; a failed read is an error, so the file is kept for another try.
+/// them; a failed read is an error, so the file is kept for another try. A
+/// whole record that does not decode (written by a later PortPreview, or
+/// damaged) is skipped and counted.
 pub struct Requests<'a> {
     reader: BufReader<&'a File>,
     /// The record being decoded; reused from one record to the next.
@@ -53,6 +68,7 @@ pub struct Requests<'a> {
     /// Large bodies read so far whose requests are still to come, by number.
     bodies: HashMap<u64, Vec<u8>>,
     ended: bool,
+    unreadable: usize,
 }
 
 impl Requests<'_> {
@@ -62,21 +78,35 @@ impl Requests<'_> {
         &self.key_fields
     }
 
+    /// Records read but not understood; the file should be kept when
+    /// there are any.
+    pub fn unreadable(&self) -> usize {
+        self.unreadable
+    }
+
     /// The next whole record, or `None` where the readable part ends.
     fn record(&mut self) -> std::io::Result<Option<(u64, Entry)>> {
-        let mut len = [0u8; 4];
-        if !fill(&mut self.reader, &mut len)? {
-            return Ok(None);
+        loop {
+            let mut len = [0u8; 4];
+            if !fill(&mut self.reader, &mut len)? {
+                return Ok(None);
+            }
+            let len = u32::from_le_bytes(len) as usize;
+            // No record is empty or this long: past here nothing can be
+            // told apart.
+            if len == 0 || len > MAX_RECORD {
+                self.unreadable += 1;
+                return Ok(None);
+            }
+            self.buf.resize(len, 0);
+            if !fill(&mut self.reader, &mut self.buf)? {
+                return Ok(None);
+            }
+            match decode(&mut self.buf) {
+                Some(record) => return Ok(Some(record)),
+                None => self.unreadable += 1,
+            }
         }
-        let len = u32::from_le_bytes(len) as usize;
-        if len > MAX_RECORD {
-            return Ok(None);
-        }
-        self.buf.resize(len, 0);
-        if !fill(&mut self.reader, &mut self.buf)? {
-            return Ok(None);
-        }
-        Ok(postcard::from_bytes(&self.buf).ok())
     }
 }
 

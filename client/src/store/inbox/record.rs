@@ -27,6 +27,21 @@ pub(super) fn request_seq(head: &[u8]) -> Option<u64> {
     matches!(variant, REQUEST | PARTED_REQUEST).then_some(seq)
 }
 
+/// Decodes one record (without its length). Requests recorded before
+/// deliveries kept whether the caller's Host was preserved end one byte
+/// short: that flag, a bool, is the last thing postcard writes in both
+/// kinds of request record, so such a record reads as not preserved once
+/// a `false` is put back. `buf` is left as it was.
+pub(super) fn decode(buf: &mut Vec<u8>) -> Option<(u64, Entry)> {
+    if let Ok(entry) = postcard::from_bytes(buf) {
+        return Some(entry);
+    }
+    buf.push(0);
+    let before_host_preserved = postcard::from_bytes(buf).ok();
+    buf.pop();
+    before_host_preserved.filter(|(_, entry)| matches!(entry, Entry::Request(_) | Entry::PartedRequest { .. }))
+}
+
 /// What one record holds, as read back.
 #[derive(Debug, Deserialize)]
 pub(super) enum Entry {

@@ -257,3 +257,31 @@ fn a_live_recorders_newest_request_is_read_from_record_heads_alone() {
     );
     live.discard();
 }
+
+#[test]
+fn a_request_recorded_before_host_preserved_existed_reads_as_not_preserved() {
+    let mut preserved = delivery("evt_old", "/old");
+    preserved.host_preserved = true;
+    for entry in [
+        EntryRef::Request(&preserved),
+        EntryRef::PartedRequest {
+            body: 7,
+            request: &preserved,
+        },
+    ] {
+        let mut record = Vec::new();
+        encode_record(&mut record, 5, &entry).unwrap();
+        let mut body = record[4..].to_vec();
+        assert_eq!(body.pop(), Some(1), "the flag is the last byte written");
+        match super::record::decode(&mut body) {
+            Some((5, Entry::Request(d) | Entry::PartedRequest { request: d, .. })) => {
+                assert_eq!((d.event_key.as_str(), d.host_preserved), ("evt_old", false));
+            }
+            other => panic!("read back as {other:?}"),
+        }
+    }
+    assert!(
+        super::record::decode(&mut vec![0xff; 12]).is_none(),
+        "garbage stays unread"
+    );
+}

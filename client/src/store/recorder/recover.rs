@@ -45,21 +45,32 @@ pub(crate) fn recover(store: &Store) -> Result<usize, StoreError> {
 fn recover_in_batches(store: &Store, most: usize, most_bytes: usize) -> Result<usize, StoreError> {
     let mut moved = 0;
     for orphan in inbox::orphans(store.path()) {
-        moved += move_in(store, &orphan, most, most_bytes)?;
+        let (requests, unreadable) = move_in(store, &orphan, most, most_bytes)?;
+        moved += requests;
         // Requests it stored in SQLite itself whose answers died with it.
         store.close_unanswered(&orphan.name, &orphaned())?;
         let name = orphan.name.clone();
         // The mark outlives the file: should removing it fail, the next
         // open skips what was moved instead of moving it twice.
-        orphan.remove()?;
+        if unreadable == 0 {
+            orphan.remove()?;
+        } else {
+            let kept = orphan.set_aside()?;
+            tracing::warn!(
+                unreadable,
+                kept = %kept.display(),
+                "records in a history inbox could not be read (written by a later PortPreview?); the file is kept"
+            );
+        }
         store.forget_inbox(&name)?;
     }
     Ok(moved)
 }
 
 /// Moves the requests of `orphan` that the history lacks, one batch per
-/// transaction. Returns how many were moved.
-fn move_in(store: &Store, orphan: &Orphan, most: usize, most_bytes: usize) -> Result<usize, StoreError> {
+/// transaction. Returns how many were moved, and how many records could
+/// not be read.
+fn move_in(store: &Store, orphan: &Orphan, most: usize, most_bytes: usize) -> Result<(usize, usize), StoreError> {
     let applied = store.inbox_applied(&orphan.name)?;
     let mut requests = orphan.requests()?;
     let mut batch: Vec<(u64, NewDelivery)> = Vec::new();
@@ -88,7 +99,7 @@ fn move_in(store: &Store, orphan: &Orphan, most: usize, most_bytes: usize) -> Re
             bytes = 0;
         }
         if ended {
-            return Ok(moved);
+            return Ok((moved, requests.unreadable()));
         }
     }
 }
