@@ -184,6 +184,16 @@ const MIGRATIONS: &[&str] = &[
     // (`http --host-header preserve`) rather than its own address, so that
     // a replay or a curl export sends what the handler routed by.
     "ALTER TABLE deliveries ADD COLUMN host_preserved INTEGER NOT NULL DEFAULT 0;",
+    // Body-hash keys came to be counted per method and path after some
+    // histories had stored them unscoped: without this, a retry of one of
+    // those deliveries would count as a new event. The trigger on
+    // event_scope moves their counts along. (GitHub's scope comes from a
+    // header SQL cannot read; its keys are never body hashes anyway.)
+    "UPDATE deliveries
+        SET event_scope = method || ' ' || CASE WHEN instr(path, '?') > 0
+            THEN substr(path, 1, instr(path, '?') - 1) ELSE path END
+        WHERE event_scope = '' AND event_key_source LIKE 'sha256:%'
+            AND provider IS NOT 'github';",
 ];
 
 /// Written into the header of every history (`PRAGMA application_id`, the
@@ -421,6 +431,37 @@ mod tests {
         );
         assert_eq!(store.delivery_number(4).unwrap(), 1);
         assert_eq!(store.delivery_number(5).unwrap(), 2);
+    }
+
+    #[test]
+    fn body_hash_keys_stored_unscoped_count_with_their_retries_after_the_upgrade() {
+        use crate::store::tests::delivery;
+
+        let conn = Connection::open_in_memory().unwrap();
+        for sql in &MIGRATIONS[..10] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 10).unwrap();
+        for path in ["/plain?attempt=1", "/other"] {
+            conn.execute(
+                "INSERT INTO deliveries (received_at_ms, tunnel_url, target, method, path, request_headers,
+                     request_body, request_body_size, event_key, event_key_source)
+                 VALUES (5, '', '', 'POST', ?1, x'00', x'', 0, 'hash-1', 'sha256:body')",
+                [path],
+            )
+            .unwrap();
+        }
+        let store = opened(conn);
+        let mut retry = delivery("hash-1", "/plain?attempt=2");
+        retry.provider = None;
+        retry.event_key_source = "sha256:body".into();
+        let id = store.insert_request(&retry).unwrap();
+        assert_eq!(store.delivery_number(id).unwrap(), 2, "a retry of the stored delivery");
+        assert_eq!(
+            store.delivery_number(2).unwrap(),
+            1,
+            "the same body sent elsewhere is its own event"
+        );
     }
 
     #[test]
