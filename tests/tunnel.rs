@@ -390,11 +390,18 @@ async fn a_local_answer_that_stalls_in_its_body_is_given_up_on_at_the_local_time
         answer.len() < 4_000_000,
         "the caller never takes the stub for the whole answer"
     );
+    assert!(
+        answer.ends_with(&"x".repeat(1000)),
+        "what the handler sent reached the caller"
+    );
     let (summary, _) = tunnel.next_delivery().await;
     assert_eq!(
-        summary.error.as_deref(),
-        Some("the local answer's body stalled: nothing more came for 500ms"),
-        "{summary:?}"
+        (summary.status, summary.error.as_deref()),
+        (
+            Some(200),
+            Some("the local answer's body stalled: nothing more came for 500ms")
+        ),
+        "the caller had the handler's status: {summary:?}"
     );
     staller.abort();
 }
@@ -439,21 +446,79 @@ async fn a_streamed_local_answer_that_breaks_off_is_cut_off_for_the_caller_too()
         tunnel.name(),
         relay.addr
     );
-    let answer = raw(relay.addr, request.as_bytes()).await;
-    // The connection closes mid-answer: before the head when hyper had not
-    // flushed it yet, else after what the handler sent, never at a last chunk.
-    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 200"), "{answer:?}");
-    assert!(
-        !answer.ends_with("\r\n0\r\n\r\n"),
-        "the caller got a last chunk, as if the answer were whole: {answer:?}"
-    );
-    let (summary, _) = tunnel.next_delivery().await;
-    assert_eq!(summary.status, None, "no status on error");
-    assert!(
-        summary.error.as_deref().is_some_and(|e| e.contains("broke off")),
-        "{summary:?}"
-    );
+    for _ in 0..5 {
+        let answer = raw(relay.addr, request.as_bytes()).await;
+        // The connection closes mid-answer, after what the handler sent,
+        // never at a last chunk, and never before the head: an empty reply
+        // would tell the caller nothing of the handler's answer.
+        assert!(
+            answer.starts_with("HTTP/1.1 200") && answer.ends_with("\r\n\r\n5\r\nhello\r\n"),
+            "{answer:?}"
+        );
+        let (summary, _) = tunnel.next_delivery().await;
+        assert_eq!(summary.status, Some(200), "the caller had the handler's status");
+        assert!(
+            summary.error.as_deref().is_some_and(|e| e.contains("broke off")),
+            "{summary:?}"
+        );
+    }
     quitter.abort();
+}
+
+/// A handler that streams (server-sent events, progress lines) is heard
+/// as it writes: each piece reaches the caller before the next is written.
+#[tokio::test]
+async fn each_piece_of_a_streamed_local_answer_reaches_the_caller_as_it_is_written() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (go_on, mut told) = tokio::sync::mpsc::channel::<()>(1);
+    let streamer = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.expect("accept");
+        let mut request = [0u8; 4096];
+        let _ = socket.read(&mut request).await;
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+        socket.write_all(head.as_bytes()).await.expect("head");
+        for event in ["data: 1\n\n", "data: 2\n\n"] {
+            let chunk = format!("{:x}\r\n{event}\r\n", event.len());
+            socket.write_all(chunk.as_bytes()).await.expect("chunk");
+            told.recv().await;
+        }
+        socket.write_all(b"0\r\n\r\n").await.expect("end");
+    });
+    let relay = TestRelay::start().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &addr.to_string()).await;
+    let mut caller = tokio::net::TcpStream::connect(relay.addr).await.expect("connect");
+    let request = format!("GET /t/{}/events HTTP/1.1\r\nHost: x\r\n\r\n", tunnel.name());
+    caller.write_all(request.as_bytes()).await.expect("request");
+
+    let mut heard = Vec::new();
+    for event in ["data: 1", "data: 2"] {
+        let waited = tokio::time::timeout(Duration::from_secs(5), async {
+            while !String::from_utf8_lossy(&heard).contains(event) {
+                let mut buf = [0u8; 4096];
+                let n = caller.read(&mut buf).await.expect("read");
+                assert!(n > 0, "closed early: {:?}", String::from_utf8_lossy(&heard));
+                heard.extend_from_slice(&buf[..n]);
+            }
+        })
+        .await;
+        assert!(
+            waited.is_ok(),
+            "{event:?} not heard before the handler wrote more: {:?}",
+            String::from_utf8_lossy(&heard)
+        );
+        go_on.send(()).await.expect("handler waits");
+    }
+    let (summary, id) = tunnel.next_delivery().await;
+    assert_eq!((summary.status, summary.error), (Some(200), None));
+    let store = portpreview::store::Store::open_existing(&tunnel.db).expect("history");
+    let stored = store.get(id).expect("read").expect("stored");
+    assert_eq!(
+        stored.outcome.expect("answered").response_body,
+        b"data: 1\n\ndata: 2\n\n"
+    );
+    streamer.abort();
 }
 
 /// Answers no caller can be given: a protocol switch, and a status past

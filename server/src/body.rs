@@ -91,6 +91,8 @@ pub struct TunnelBody {
     ungranted: u64,
     /// Bytes the answer's Content-Length still allows, when it has one.
     allowed: Option<u64>,
+    /// Why the answer broke off, told hyper one turn after it is known.
+    failure: Option<BodyError>,
     done: bool,
 }
 
@@ -114,6 +116,7 @@ impl TunnelBody {
             idle_timer: Box::pin(tokio::time::sleep(idle)),
             ungranted: 0,
             allowed: declared,
+            failure: None,
             done: false,
         }
     }
@@ -138,6 +141,10 @@ impl TunnelBody {
     }
 
     fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        if let Some(failure) = self.failure.take() {
+            self.done = true;
+            return Poll::Ready(Some(Err(failure)));
+        }
         if self.done {
             return Poll::Ready(None);
         }
@@ -191,8 +198,13 @@ impl TunnelBody {
                 None => "the tunnel's client went away".into(),
             };
         };
-        self.done = true;
-        Poll::Ready(Some(Err(BodyError(failure))))
+        // hyper drops the connection on a body's error, with whatever it
+        // holds unwritten: the head and the bytes just handed over would
+        // never reach the caller, who would see an empty reply. Waiting a
+        // turn lets it write them first.
+        self.failure = Some(BodyError(failure));
+        cx.waker().wake_by_ref();
+        Poll::Pending
     }
 }
 

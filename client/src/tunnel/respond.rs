@@ -114,8 +114,11 @@ pub(super) async fn relay_response(
             return unframable(stream, outbox, started, err);
         }
         answer.head_sent.store(true, Ordering::Relaxed);
-        // Hold one chunk back so the last one carries `end`.
-        let mut pending: Option<Bytes> = None;
+        // Each piece leaves as soon as it comes, so that a handler's
+        // stream (server-sent events, progress) reaches the caller as it
+        // writes it. A body whose length says it is whole ends on its last
+        // piece; any other ends with an empty one.
+        let mut ended = false;
         loop {
             let Ok(frame) = tokio::time::timeout(patience, body.frame()).await else {
                 error = Some(format!(
@@ -131,9 +134,11 @@ pub(super) async fn relay_response(
                     let mut data = data;
                     while !data.is_empty() {
                         let piece = data.split_to(data.len().min(CHUNK_SIZE));
-                        if let Some(previous) = pending.replace(piece) {
-                            send_chunk(stream, previous, false, credit, outbox).await;
-                        }
+                        ended = data.is_empty() && body.is_end_stream();
+                        send_chunk(stream, piece, ended, credit, outbox).await;
+                    }
+                    if ended {
+                        break;
                     }
                 }
                 Some(Err(err)) => {
@@ -144,16 +149,12 @@ pub(super) async fn relay_response(
             }
         }
         match &error {
-            None => send_chunk(stream, pending.unwrap_or_default(), true, credit, outbox).await,
-            Some(reason) => {
-                // What the handler sent still reaches the caller, but never
-                // a last chunk: the reset makes the relay cut the caller's
-                // response, which would otherwise end as if it were whole.
-                if let Some(previous) = pending {
-                    send_chunk(stream, previous, false, credit, outbox).await;
-                }
-                outbox.reset(stream, reason);
-            }
+            None if !ended => send_chunk(stream, Bytes::new(), true, credit, outbox).await,
+            None => {}
+            // What the handler sent has reached the caller, but never a
+            // last chunk: the reset makes the relay cut the caller's
+            // response, which would otherwise end as if it were whole.
+            Some(reason) => outbox.reset(stream, reason),
         }
     }
     let (response_body, mut response_body_size, room) = capture.into_parts();
@@ -163,9 +164,11 @@ pub(super) async fn relay_response(
         // history marks it so, as it does a request cut on its way.
         response_body_size = crate::store::size_past_cut(response_body.len() as u64);
     }
+    let status_reached_caller = error.is_none() || answer.head_sent.load(Ordering::Relaxed);
     Outcome {
-        // An answer that broke off is recorded as the error it became.
-        status: error.is_none().then_some(status),
+        // An answer that broke off before its head left is recorded as the
+        // error it became; after, the caller had the handler's status.
+        status: status_reached_caller.then_some(status),
         response_headers: headers,
         response_body,
         response_body_size,
