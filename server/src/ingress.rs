@@ -211,6 +211,12 @@ async fn tunnel(
         }
         Route::Unknown => return answer(StatusCode::NOT_FOUND, NO_SUCH_TUNNEL),
     };
+    if websocket_handshake(&req) {
+        return answer(
+            StatusCode::NOT_IMPLEMENTED,
+            "a WebSocket upgrade is not forwarded: the tunnel carries HTTP requests and their answers",
+        );
+    }
     let hop = Hop {
         peer: conn.peer.ip(),
         tls: conn.tls,
@@ -220,6 +226,18 @@ async fn tunnel(
         timeout: relay.config.request_timeout,
     };
     forward(tunnel, name, req, target, &hop, limits).await
+}
+
+/// Whether a request asks to become a WebSocket. The tunnel carries
+/// requests and answers, not the connection a WebSocket takes over; with
+/// its hop-by-hop Upgrade dropped, the handshake would reach the handler as
+/// a plain GET, and the handler's refusal would blame the caller.
+fn websocket_handshake<B>(req: &Request<B>) -> bool {
+    req.headers()
+        .get_all(header::UPGRADE)
+        .iter()
+        .flat_map(|value| value.as_bytes().split(|&b| b == b','))
+        .any(|protocol| protocol.trim_ascii().to_ascii_lowercase().starts_with(b"websocket"))
 }
 
 fn destination<B>(domain: Option<&str>, req: &Request<B>) -> Destination {

@@ -41,13 +41,16 @@ async fn shop_under_a_domain() -> (Relay, FakeClient) {
 }
 
 /// CONNECT, `OPTIONS *` and an `ftp://` target name nothing a handler
-/// serves: the relay answers them itself rather than forward a request for `/`.
+/// serves: the relay answers them itself rather than forward a request for
+/// `/`; a WebSocket handshake, which the tunnel cannot carry through, too.
 #[tokio::test]
-async fn connect_the_asterisk_form_and_other_schemes_are_answered_by_the_relay() {
+async fn connect_the_asterisk_form_websockets_and_other_schemes_are_answered_by_the_relay() {
     let (relay, _client) = shop_under_a_domain().await;
     for request in [
         &b"CONNECT shop.relay.test:80 HTTP/1.1\r\nHost: shop.relay.test:80\r\n\r\n"[..],
         b"OPTIONS * HTTP/1.1\r\nHost: shop.relay.test\r\nConnection: close\r\n\r\n",
+        b"GET /ws HTTP/1.1\r\nHost: shop.relay.test\r\nConnection: Upgrade\r\nUpgrade: WebSocket\r\n\
+          Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
     ] {
         let answer = raw(relay.addr, request).await;
         assert!(answer.starts_with("HTTP/1.1 501 "), "{answer}");
