@@ -620,6 +620,15 @@ async fn the_relay_answers_for_itself_when_it_must() {
             "the relay says why: {answer}"
         );
     }
+    let long_target = format!(
+        "GET /t/{}/x?q={} HTTP/1.1\r\nHost: {}\r\n\r\n",
+        tunnel.name(),
+        "a".repeat(70_000),
+        relay.addr
+    );
+    let answer = raw(relay.addr, long_target.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 414 URI Too Long"), "{answer}");
+    assert!(answer.contains("request target (path and query) over"), "{answer}");
 
     // Heads hyper lets through that cannot be forwarded as they are.
     let path = format!("/t/{}/x", tunnel.name());

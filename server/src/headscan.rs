@@ -42,18 +42,44 @@ pub struct HeadLimits {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Refusal {
     TooLong,
+    /// Too long within its request line: the target is what is too long.
+    TargetTooLong,
     TooMany,
 }
 
 impl Refusal {
-    /// The 431 the relay gives in place of hyper's bare one.
+    /// A head over `limits.max_bytes` so far, `head`: too long in its
+    /// request line, or in its headers.
+    fn too_long(head: &[u8], limits: HeadLimits) -> Refusal {
+        let line_ends = head.iter().take(limits.max_bytes).any(|&b| b == b'\n');
+        if line_ends {
+            Refusal::TooLong
+        } else {
+            Refusal::TargetTooLong
+        }
+    }
+
+    /// The answer the relay gives in place of hyper's bare 431.
     fn answer(self, limits: HeadLimits) -> Vec<u8> {
-        let why = match self {
-            Refusal::TooLong => format!("request head over the relay's limit of {} bytes", limits.max_bytes),
-            Refusal::TooMany => format!("more request headers than the relay's limit of {}", limits.max_headers),
+        let (status, why) = match self {
+            Refusal::TooLong => (
+                "431 Request Header Fields Too Large",
+                format!("request head over the relay's limit of {} bytes", limits.max_bytes),
+            ),
+            Refusal::TargetTooLong => (
+                "414 URI Too Long",
+                format!(
+                    "request target (path and query) over the relay's limit of {} bytes for a request head",
+                    limits.max_bytes
+                ),
+            ),
+            Refusal::TooMany => (
+                "431 Request Header Fields Too Large",
+                format!("more request headers than the relay's limit of {}", limits.max_headers),
+            ),
         };
         format!(
-            "HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: {PLAIN_TEXT}\r\n\
+            "HTTP/1.1 {status}\r\ncontent-type: {PLAIN_TEXT}\r\n\
              content-length: {}\r\nconnection: close\r\n\r\n{why}\n",
             why.len() + 1
         )
@@ -152,7 +178,8 @@ impl<IO> HeadScan<IO> {
                     let Some(end) = head_end(buf, old_len.saturating_sub(2)) else {
                         // hyper's checks: a partial head at the limit, a whole one over it.
                         if buf.len() >= self.limits.max_bytes {
-                            self.refuse(Refusal::TooLong);
+                            let why = Refusal::too_long(buf, self.limits);
+                            self.refuse(why);
                         } else if too_many_lines(buf, self.limits.max_headers) {
                             // The parser stops at the header past its limit,
                             // whether or not the head has ended.
@@ -161,7 +188,8 @@ impl<IO> HeadScan<IO> {
                         return;
                     };
                     if end > self.limits.max_bytes {
-                        self.refuse(Refusal::TooLong);
+                        let why = Refusal::too_long(buf, self.limits);
+                        self.refuse(why);
                         return;
                     }
                     let framing = Framing::of(&buf[..end]);
@@ -387,6 +415,11 @@ mod tests {
             "{received}"
         );
         assert!(received.contains("content-length: 50\r\n"), "{received}");
+
+        let target = format!("GET /?q={} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(2000));
+        let received = answered(target.as_bytes(), HYPERS_431).await;
+        assert!(received.starts_with("HTTP/1.1 414 URI Too Long\r\n"), "{received}");
+        assert!(received.contains("request target (path and query) over"), "{received}");
 
         let many: String = (0..9).map(|n| format!("X-{n}: 1\r\n")).collect();
         let received = answered(format!("GET / HTTP/1.1\r\n{many}\r\n").as_bytes(), HYPERS_431).await;
