@@ -465,6 +465,34 @@ async fn a_streamed_local_answer_that_breaks_off_is_cut_off_for_the_caller_too()
     quitter.abort();
 }
 
+/// An HTTP/1.0 caller has no chunked coding, so an answer of unknown
+/// length ends when the connection closes: the caller must not be told it
+/// stays open, or it sends its next request into a closing socket.
+#[tokio::test]
+async fn an_http_1_0_caller_is_not_promised_keep_alive_for_an_answer_ended_by_closing() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let closer = tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut request = [0u8; 4096];
+            let _ = socket.read(&mut request).await;
+            let _ = socket.write_all(b"HTTP/1.1 200 OK\r\n\r\nuntil close").await;
+        }
+    });
+    let relay = TestRelay::start().await;
+    let tunnel = TestTunnel::start(&relay.http_url(), &addr.to_string()).await;
+    let request = format!(
+        "GET /t/{}/old HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+        tunnel.name()
+    );
+    let answer = raw(relay.addr, request.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.0 200 OK\r\n"), "{answer}");
+    assert!(answer.ends_with("\r\n\r\nuntil close"), "{answer}");
+    assert!(!answer.to_ascii_lowercase().contains("keep-alive"), "{answer}");
+    closer.abort();
+}
+
 /// A handler that streams (server-sent events, progress lines) is heard
 /// as it writes: each piece reaches the caller before the next is written.
 #[tokio::test]

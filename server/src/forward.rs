@@ -182,6 +182,13 @@ pub async fn forward(
                 let mut response = Response::new(body);
                 *response.status_mut() = status;
                 *response.headers_mut() = headers;
+                // HTTP/1.0 has no chunked coding: hyper ends a body of
+                // unknown length by closing the connection, yet tells a
+                // keep-alive caller it stays open unless the answer itself
+                // is HTTP/1.0 (hyper then leaves keep-alive off).
+                if parts.version == http::Version::HTTP_10 && !end && declared.is_none() {
+                    *response.version_mut() = http::Version::HTTP_10;
+                }
                 return response;
             }
             ended = pump_outcome(&mut pump_end) => {
