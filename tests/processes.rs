@@ -782,3 +782,40 @@ fn a_tunnel_that_cannot_start_ends_its_json_stream_with_the_error() {
         "stderr keeps the line: {stderr}"
     );
 }
+
+/// A tunnel left idle after a burst of large uploads hands their memory
+/// back: the allocator keeps freed pages for reuse, and an idle client sat
+/// on 150 MiB after eight 25 MiB uploads.
+#[tokio::test]
+async fn an_idle_tunnel_gives_back_the_memory_a_burst_of_uploads_took() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::start(|_| Answer::default()).await;
+    let db = dir.path().join("history.db");
+    let (client, url) = Running::tunnel(&handler.url(), &relay.http_url(), &db, dir.path()).await;
+    let body = bytes::Bytes::from(vec![b'x'; 8 * 1024 * 1024]);
+    let uploads: Vec<_> = (0..8)
+        .map(|_| {
+            let (url, body) = (format!("{url}/upload"), body.clone());
+            tokio::spawn(async move { caller::post(&url, body).await.status })
+        })
+        .collect();
+    for upload in uploads {
+        assert_eq!(upload.await.expect("caller"), 200);
+    }
+    let peak = client.memory_kib("VmHWM");
+    assert!(peak > 60 * 1024, "the burst took memory: {peak} KiB at peak");
+    // Handed back once the history writer has been idle for a second.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let held = client.memory_kib("VmRSS");
+        if held < 40 * 1024 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still holding {held} KiB after the burst (peak {peak} KiB)"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

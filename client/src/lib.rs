@@ -9,6 +9,7 @@ pub mod events;
 pub mod fixture;
 pub mod forward;
 pub mod logging;
+pub mod memory;
 pub mod output;
 pub mod private_file;
 pub mod render;

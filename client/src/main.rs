@@ -9,6 +9,9 @@ use portpreview::cli::{self, Cli};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // SAFETY: mi_collect only walks and trims mimalloc's own structures,
+    // which it allows from any thread at any time.
+    portpreview::memory::set_release(|| unsafe { libmimalloc_sys::mi_collect(true) });
     let cli = Cli::parse_args();
     let json = cli.reports_in_json();
     portpreview::logging::init(&cli);

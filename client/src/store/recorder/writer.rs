@@ -98,11 +98,14 @@ impl Writer {
         let mut pause: Option<Duration> = None;
         // Set by a write, cleared once the WAL it grew has been emptied.
         let mut wal_grown = false;
+        // Set by work, cleared once an idle spell has handed memory back.
+        let mut worked = false;
         loop {
             match pause {
                 // Blocks only when idle; the first job opens a window for the rest.
                 None => match jobs.recv_timeout(IDLE) {
                     Ok(first) => {
+                        worked = true;
                         if !matches!(first, Job::Shutdown) {
                             std::thread::sleep(WINDOW);
                         }
@@ -114,6 +117,11 @@ impl Writer {
                             wal_grown = !self.store.empty_wal();
                         }
                         self.cut_inbox();
+                        if std::mem::take(&mut worked) {
+                            // The bodies of a burst were freed here and on
+                            // the tunnel's thread; once, not every second.
+                            crate::memory::release();
+                        }
                         continue;
                     }
                     Err(RecvTimeoutError::Disconnected) => return self.close_unanswered(),
