@@ -187,13 +187,24 @@ const MIGRATIONS: &[&str] = &[
     // Body-hash keys came to be counted per method and path after some
     // histories had stored them unscoped: without this, a retry of one of
     // those deliveries would count as a new event. The trigger on
-    // event_scope moves their counts along. (GitHub's scope comes from a
-    // header SQL cannot read; its keys are never body hashes anyway.)
+    // event_scope moves their counts along; the new trigger scopes what a
+    // tunnel of an earlier version, still running, goes on inserting.
+    // (GitHub's scope comes from a header SQL cannot read; its keys are
+    // never body hashes anyway.)
     "UPDATE deliveries
         SET event_scope = method || ' ' || CASE WHEN instr(path, '?') > 0
             THEN substr(path, 1, instr(path, '?') - 1) ELSE path END
         WHERE event_scope = '' AND event_key_source LIKE 'sha256:%'
-            AND provider IS NOT 'github';",
+            AND provider IS NOT 'github';
+    CREATE TRIGGER deliveries_hash_scope AFTER INSERT ON deliveries
+        WHEN NEW.event_scope = '' AND NEW.event_key_source LIKE 'sha256:%'
+            AND NEW.provider IS NOT 'github'
+    BEGIN
+        UPDATE deliveries
+            SET event_scope = NEW.method || ' ' || CASE WHEN instr(NEW.path, '?') > 0
+                THEN substr(NEW.path, 1, instr(NEW.path, '?') - 1) ELSE NEW.path END
+            WHERE id = NEW.id;
+    END;",
 ];
 
 /// Written into the header of every history (`PRAGMA application_id`, the
@@ -452,11 +463,26 @@ mod tests {
             .unwrap();
         }
         let store = opened(conn);
+        // What a tunnel of the earlier version, still running, goes on writing.
+        store
+            .conn
+            .execute(
+                "INSERT INTO deliveries (received_at_ms, tunnel_url, target, method, path, request_headers,
+                     request_body, request_body_size, event_key, event_key_source)
+                 VALUES (6, '', '', 'POST', '/plain', x'00', x'', 0, 'hash-1', 'sha256:body')",
+                [],
+            )
+            .unwrap();
+        assert_eq!(store.delivery_number(3).unwrap(), 2, "counted with the stored delivery");
         let mut retry = delivery("hash-1", "/plain?attempt=2");
         retry.provider = None;
         retry.event_key_source = "sha256:body".into();
         let id = store.insert_request(&retry).unwrap();
-        assert_eq!(store.delivery_number(id).unwrap(), 2, "a retry of the stored delivery");
+        assert_eq!(
+            store.delivery_number(id).unwrap(),
+            3,
+            "a retry of the stored deliveries"
+        );
         assert_eq!(
             store.delivery_number(2).unwrap(),
             1,
