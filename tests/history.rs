@@ -1309,3 +1309,50 @@ fn an_inbox_record_no_version_can_read_is_kept_in_a_file_set_aside_with_a_warnin
     assert_eq!(kept, inbox, "the file is kept as it was");
     assert!(!history.dir.join("history.db-inbox-faa3ea38").exists());
 }
+
+/// A history in a folder this user may only read cannot be upgraded, nor
+/// take in what a stopped tunnel left beside it: each is said, rather than
+/// an SQLite error, or an empty history shown as if it were all there is.
+#[test]
+fn a_read_only_history_says_what_it_cannot_upgrade_or_move_in() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = History::new("read-only-left");
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/inbox-before-host-preserved");
+    let read_only = |folder: &std::path::Path, files: &[(PathBuf, &str)]| {
+        std::fs::create_dir(folder).unwrap();
+        for (from, name) in files {
+            let to = folder.join(name);
+            std::fs::copy(from, &to).unwrap();
+            std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o444)).unwrap();
+        }
+        std::fs::set_permissions(folder, std::fs::Permissions::from_mode(0o555)).unwrap();
+        folder.join("history.db")
+    };
+
+    let earlier = read_only(&h.dir.join("earlier"), &[(fixture.join("history.db"), "history.db")]);
+    let out = run_as_reader(&h, &earlier, &["history"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_line(&out).contains("was written by an earlier PortPreview (schema 9, this build reads")
+            && stderr_line(&out).contains("must be upgraded, which needs write access"),
+        "{}",
+        stderr_line(&out)
+    );
+
+    drop(h.store());
+    let current = read_only(
+        &h.dir.join("current"),
+        &[
+            (h.db.clone(), "history.db"),
+            (fixture.join("history.db-inbox-faa3ea38"), "history.db-inbox-faa3ea38"),
+        ],
+    );
+    let out = run_as_reader(&h, &current, &["history"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("1 inbox file(s) beside the history (history.db-inbox-faa3ea38…) hold deliveries")
+            && said.contains("not moved in and not shown"),
+        "{said}"
+    );
+}

@@ -58,6 +58,20 @@ pub enum StoreError {
         /// The newest schema this build knows.
         supported: i64,
     },
+    /// A history this user may only read was written by an earlier
+    /// PortPreview: reading it needs its schema brought up to date first.
+    #[error(
+        "history database {} was written by an earlier PortPreview (schema {found}, this build reads {supported}) and must be upgraded, which needs write access: run any portpreview command on it once as a user who may write it",
+        path.display()
+    )]
+    NeedsUpgrade {
+        /// The file.
+        path: PathBuf,
+        /// Its schema version.
+        found: i64,
+        /// The schema this build reads.
+        supported: i64,
+    },
     /// A reading command was pointed at a file that does not exist; only
     /// `portpreview http` creates the history.
     #[error("no history database at {} (start one with portpreview http)", path.display())]
@@ -351,6 +365,15 @@ impl Store {
             }
             Err(err) => return Err(classify(err, path)),
         };
+        let left = inbox::inbox_files(path);
+        if let Some((name, _)) = left.first() {
+            tracing::warn!(
+                "{} inbox file(s) beside the history ({name}…) hold deliveries of a tunnel that stopped; the history is \
+                 opened read-only, so they are not moved in and not shown: run a portpreview command on it once with \
+                 write access",
+                left.len()
+            );
+        }
         Self::setup(conn, path.to_path_buf(), Opening::ReadOnly)
     }
 
@@ -397,6 +420,18 @@ impl Store {
             Ok(())
         };
         configure(&conn).map_err(|e| classify(e, &path))?;
+        if opening == Opening::ReadOnly {
+            let found: i64 = conn
+                .query_row("PRAGMA user_version", [], |row| row.get(0))
+                .map_err(|e| classify(e, &path))?;
+            if found < schema::SCHEMA_VERSION {
+                return Err(StoreError::NeedsUpgrade {
+                    path,
+                    found,
+                    supported: schema::SCHEMA_VERSION,
+                });
+            }
+        }
         match schema::migrate(&mut conn).map_err(|e| classify(e, &path))? {
             Ok(()) => Ok(Store {
                 opened: Opened::at(&path),

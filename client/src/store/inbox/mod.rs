@@ -408,7 +408,7 @@ impl Drop for Inbox {
 pub(crate) const INFIX: &str = "-inbox-";
 
 /// Every inbox of the database at `db`, live or not, by name and path.
-fn inbox_files(db: &Path) -> Vec<(String, PathBuf)> {
+pub(crate) fn inbox_files(db: &Path) -> Vec<(String, PathBuf)> {
     let prefix = prefix(db);
     let dir = match db.parent().filter(|dir| !dir.as_os_str().is_empty()) {
         Some(dir) => dir.to_path_buf(),
