@@ -1302,12 +1302,43 @@ fn an_inbox_record_no_version_can_read_is_kept_in_a_file_set_aside_with_a_warnin
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("could not be read") && stderr.contains("history.db-unreadable-inbox-faa3ea38"),
+        stderr.contains("1 record(s) in history inbox history.db-inbox-faa3ea38 could not be read")
+            && stderr.contains("is kept as")
+            && stderr.contains("history.db-unreadable-inbox-faa3ea38"),
         "says what it kept and where: {stderr}"
     );
-    let kept = std::fs::read(history.dir.join("history.db-unreadable-inbox-faa3ea38")).unwrap();
-    assert_eq!(kept, inbox, "the file is kept as it was");
+    let kept = history.dir.join("history.db-unreadable-inbox-faa3ea38");
+    assert_eq!(std::fs::read(&kept).unwrap(), inbox, "the file is kept as it was");
     assert!(!history.dir.join("history.db-inbox-faa3ea38").exists());
+
+    // Put back, as by someone whose PortPreview can read it: what was
+    // moved in is not moved in twice.
+    std::fs::rename(&kept, history.dir.join("history.db-inbox-faa3ea38")).unwrap();
+    let listed: Value = serde_json::from_str(&history.ok(&["history", "--json"])).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 2, "{listed}");
+}
+
+#[test]
+fn zeros_after_an_inboxs_last_record_are_no_loss_and_no_warning() {
+    let history = History::new("zeroed-inbox");
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/inbox-before-host-preserved");
+    std::fs::copy(fixture.join("history.db"), &history.db).unwrap();
+    let mut inbox = std::fs::read(fixture.join("history.db-inbox-faa3ea38")).unwrap();
+    // What a power cut leaves of writes that never reached the disk.
+    inbox.extend_from_slice(&[0; 4096]);
+    std::fs::write(history.dir.join("history.db-inbox-faa3ea38"), &inbox).unwrap();
+
+    let out = history.run(&["history", "--json"]);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 3);
+    let left = std::fs::read_dir(&history.dir).unwrap().flatten();
+    assert!(
+        left.filter(|e| e.file_name().to_string_lossy().contains("inbox"))
+            .count()
+            == 0
+    );
 }
 
 /// A history in a folder this user may only read cannot be upgraded, nor

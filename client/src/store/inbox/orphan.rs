@@ -93,7 +93,11 @@ impl Requests<'_> {
             }
             let len = u32::from_le_bytes(len) as usize;
             // No record is empty or this long: past here nothing can be
-            // told apart.
+            // told apart. Zeros to the end are what a power cut leaves of
+            // writes that never reached the disk, and held nothing.
+            if len == 0 && zeros_to_the_end(&mut self.reader)? {
+                return Ok(None);
+            }
             if len == 0 || len > MAX_RECORD {
                 self.unreadable += 1;
                 return Ok(None);
@@ -135,6 +139,18 @@ impl Iterator for Requests<'_> {
             }
         }
         None
+    }
+}
+
+/// Whether nothing but zero bytes is left in `reader`.
+fn zeros_to_the_end(reader: &mut impl Read) -> std::io::Result<bool> {
+    let mut buf = [0u8; 8192];
+    loop {
+        match reader.read(&mut buf)? {
+            0 => return Ok(true),
+            n if buf[..n].iter().all(|&b| b == 0) => {}
+            _ => return Ok(false),
+        }
     }
 }
 

@@ -50,18 +50,20 @@ fn recover_in_batches(store: &Store, most: usize, most_bytes: usize) -> Result<u
         // Requests it stored in SQLite itself whose answers died with it.
         store.close_unanswered(&orphan.name, &orphaned())?;
         let name = orphan.name.clone();
-        // The mark outlives the file: should removing it fail, the next
-        // open skips what was moved instead of moving it twice.
-        if unreadable == 0 {
-            orphan.remove()?;
-        } else {
+        if unreadable > 0 {
+            // The mark stays with the file's name: put back under it, the
+            // file is moved in past what already was, never twice.
             let kept = orphan.set_aside()?;
             tracing::warn!(
-                unreadable,
-                kept = %kept.display(),
-                "records in a history inbox could not be read (written by a later PortPreview?); the file is kept"
+                "{unreadable} record(s) in history inbox {name} could not be read (damaged, or written by a later \
+                 PortPreview); every request in it that could be read is in the history, and the file is kept as {}",
+                kept.display()
             );
+            continue;
         }
+        // The mark outlives the file: should removing it fail, the next
+        // open skips what was moved instead of moving it twice.
+        orphan.remove()?;
         store.forget_inbox(&name)?;
     }
     Ok(moved)
