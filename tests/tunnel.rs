@@ -1211,3 +1211,62 @@ async fn a_caller_gone_during_the_answers_body_is_recorded_with_the_status_it_ha
     );
     serving.await.expect("the handler finished");
 }
+
+/// An answer of `text`, as the handlers below give.
+fn plain(text: &'static str) -> http::Response<http_body_util::Full<bytes::Bytes>> {
+    http::Response::new(http_body_util::Full::new(bytes::Bytes::from_static(text.as_bytes())))
+}
+
+/// A handler that serves one connection at a time (Python's `http.server`,
+/// `php -S`) is free for the developer's own calls soon after a delivery:
+/// the tunnel does not hold its kept-alive connection for good.
+#[tokio::test]
+async fn a_handler_serving_one_connection_at_a_time_is_free_again_after_a_delivery() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let stop = tokio_util::sync::CancellationToken::new();
+    let serving = tokio::spawn(common::local::serve_http_one_connection_at_a_time(
+        listener,
+        |_| async { plain("served") },
+        stop.clone(),
+    ));
+    let relay = TestRelay::start().await;
+    let tunnel = TestTunnel::start(&relay.http_url(), &addr.to_string()).await;
+    assert_eq!(caller::post(&tunnel.url("/hook"), "{}").await.status, 200);
+
+    let direct = tokio::time::timeout(
+        Duration::from_secs(10),
+        caller::post(&format!("http://{addr}/mine"), "{}"),
+    )
+    .await;
+    assert_eq!(
+        direct.map(|reply| reply.status).ok(),
+        Some(200),
+        "the developer's own call was shut out by the tunnel's idle connection"
+    );
+    stop.cancel();
+    serving.abort();
+}
+
+/// `localhost` (and a bare port) reaches a handler listening on `::1`
+/// alone, as Node does where the resolver names `::1` first, and as curl
+/// finds it.
+#[tokio::test]
+async fn a_bare_port_reaches_a_handler_listening_on_ipv6_loopback_alone() {
+    let listener = tokio::net::TcpListener::bind("[::1]:0").await.expect("bind ::1");
+    let port = listener.local_addr().expect("addr").port();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let serving = tokio::spawn(common::local::serve_http(
+        listener,
+        |_| async { plain("on ::1") },
+        stop.clone(),
+    ));
+    let relay = TestRelay::start().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &port.to_string()).await;
+    let reply = caller::post(&tunnel.url("/hook"), "{}").await;
+    assert_eq!((reply.status, reply.text()), (200, "on ::1".to_owned()));
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!((summary.status, summary.error), (Some(200), None));
+    stop.cancel();
+    serving.abort();
+}

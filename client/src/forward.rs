@@ -1,8 +1,9 @@
 //! Sending requests to the local target over a small pool of kept-alive
 //! HTTP/1 connections.
 
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
@@ -10,7 +11,6 @@ use hyper::body::Incoming;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -24,6 +24,12 @@ pub type LocalBody = BoxBody<Bytes, std::io::Error>;
 const MAX_IDLE: usize = 256;
 /// How long connecting to the local target may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// A kept connection unused this long is closed. Many small handlers
+/// (Python's `http.server`, `php -S`) serve one connection at a time: one
+/// held open for good would shut out the developer's own curl, and replay.
+const IDLE_CLOSE: Duration = Duration::from_secs(2);
+/// How often kept connections are looked over for idle ones.
+const IDLE_CHECK: Duration = Duration::from_millis(500);
 
 /// Why the local target did not answer.
 #[derive(Debug, thiserror::Error)]
@@ -73,9 +79,17 @@ pub fn undefined_status(who: impl std::fmt::Display, status: http::StatusCode) -
 /// A client for one local target. Dropping it closes its connections.
 pub struct Forwarder {
     target: Target,
-    idle: Mutex<Vec<SendRequest<LocalBody>>>,
+    idle: Arc<Mutex<Vec<Kept>>>,
+    /// Set once the task closing idle connections runs.
+    closing_idle: AtomicBool,
     connections: TaskTracker,
     cancel: CancellationToken,
+}
+
+/// A connection kept for reuse, and since when.
+struct Kept {
+    sender: SendRequest<LocalBody>,
+    since: Instant,
 }
 
 impl Forwarder {
@@ -83,7 +97,8 @@ impl Forwarder {
     pub fn new(target: Target) -> Self {
         Self {
             target,
-            idle: Mutex::new(Vec::new()),
+            idle: Arc::new(Mutex::new(Vec::new())),
+            closing_idle: AtomicBool::new(false),
             connections: TaskTracker::new(),
             cancel: CancellationToken::new(),
         }
@@ -123,27 +138,50 @@ impl Forwarder {
     }
 
     fn take_idle(&self) -> Option<SendRequest<LocalBody>> {
-        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        idle.retain(|sender| !sender.is_closed());
-        let ready = idle.iter().position(|sender| sender.is_ready())?;
-        Some(idle.swap_remove(ready))
+        let mut idle = lock(&self.idle);
+        idle.retain(|kept| !kept.sender.is_closed());
+        let ready = idle.iter().position(|kept| kept.sender.is_ready())?;
+        Some(idle.swap_remove(ready).sender)
     }
 
     /// A sender goes back at once: it turns ready again when its answer has
     /// been read, and `take_idle` only hands out ready ones.
     fn put_idle(&self, sender: SendRequest<LocalBody>) {
-        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let mut idle = lock(&self.idle);
         if idle.len() < MAX_IDLE {
-            idle.push(sender);
+            idle.push(Kept {
+                sender,
+                since: Instant::now(),
+            });
         }
     }
 
+    /// Closes kept connections left unused for [`IDLE_CLOSE`], from a task
+    /// that lives as long as the forwarder: a connection with nothing in
+    /// flight ends once its sender is dropped.
+    fn close_idle_ones(&self) {
+        if self.closing_idle.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let idle = Arc::downgrade(&self.idle);
+        let cancel = self.cancel.clone();
+        self.connections.spawn(async move {
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(IDLE_CHECK) => {}
+                    () = cancel.cancelled() => return,
+                }
+                let Some(idle) = idle.upgrade() else { return };
+                let unused = |kept: &Kept| kept.sender.is_ready() && kept.since.elapsed() >= IDLE_CLOSE;
+                lock(&idle).retain(|kept| !kept.sender.is_closed() && !unused(kept));
+            }
+        });
+    }
+
     async fn connect(&self) -> Result<SendRequest<LocalBody>, ForwardError> {
-        let address = (
-            self.target.host.trim_start_matches('[').trim_end_matches(']'),
-            self.target.port,
-        );
-        let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address))
+        self.close_idle_ones();
+        let connecting = crate::target::connect(&self.target.host, self.target.port);
+        let stream = tokio::time::timeout(CONNECT_TIMEOUT, connecting)
             .await
             .map_err(|_| ForwardError::ConnectTimeout(self.target.to_string()))?
             .map_err(|error| ForwardError::Connect {
@@ -172,6 +210,10 @@ impl Forwarder {
         });
         Ok(sender)
     }
+}
+
+fn lock(idle: &Mutex<Vec<Kept>>) -> std::sync::MutexGuard<'_, Vec<Kept>> {
+    idle.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Drop for Forwarder {

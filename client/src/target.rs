@@ -1,6 +1,29 @@
 //! The local target: where `portpreview http` forwards every request.
 
 use std::fmt;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use tokio::net::TcpStream;
+
+/// Opens a TCP connection to a local handler at `host` (brackets allowed)
+/// and `port`. `localhost` is loopback on both families (RFC 6761), but a
+/// resolver often gives only one, and a handler may listen on only one
+/// (Node binds `::1` where that comes first): like curl, both are tried,
+/// IPv4 first.
+pub async fn connect(host: &str, port: u16) -> std::io::Result<TcpStream> {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if !host.eq_ignore_ascii_case("localhost") {
+        return TcpStream::connect((host, port)).await;
+    }
+    match TcpStream::connect((Ipv4Addr::LOCALHOST, port)).await {
+        Err(refused) if refused.kind() == std::io::ErrorKind::ConnectionRefused => {
+            TcpStream::connect((Ipv6Addr::LOCALHOST, port))
+                .await
+                .map_err(|_| refused)
+        }
+        tried => tried,
+    }
+}
 
 /// Why a `PORT|URL` argument is not a usable local target.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

@@ -9,7 +9,6 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::{self, SendRequest};
 use portpreview_shared::Header;
-use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 
 use crate::forward::{explain, undefined_status};
@@ -160,7 +159,7 @@ impl Connection {
 
     async fn reconnect(&mut self) -> std::io::Result<()> {
         self.close().await;
-        let stream = TcpStream::connect((self.endpoint.host.as_str(), self.endpoint.port)).await?;
+        let stream = crate::target::connect(&self.endpoint.host, self.endpoint.port).await?;
         stream.set_nodelay(true)?;
         let io = hyper_util::rt::TokioIo::new(stream);
         let (sender, conn) = http1::handshake(io).await.map_err(std::io::Error::other)?;
