@@ -1220,6 +1220,12 @@ fn an_error_to_a_closed_stderr_exits_2_without_a_panic() {
     assert_eq!(status.code(), Some(2), "a panic exits 101");
 }
 
+/// A history and the inbox its tunnel, run by an earlier PortPreview, left
+/// (`tests/data/inbox-before-host-preserved`, whose README says how it was made).
+fn older_history() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/inbox-before-host-preserved")
+}
+
 /// A history whose tunnel, run by PortPreview 0.1 before deliveries kept
 /// whether the caller's Host was preserved, was killed while the database
 /// was locked: its three requests, each answered 200, are still only in
@@ -1228,7 +1234,7 @@ fn an_error_to_a_closed_stderr_exits_2_without_a_panic() {
 #[test]
 fn requests_an_older_portpreview_left_in_its_inbox_are_moved_in_after_an_upgrade() {
     let history = History::new("older-inbox");
-    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/inbox-before-host-preserved");
+    let fixture = older_history();
     for name in ["history.db", "history.db-inbox-faa3ea38"] {
         std::fs::copy(fixture.join(name), history.dir.join(name)).unwrap();
     }
@@ -1278,7 +1284,7 @@ fn requests_an_older_portpreview_left_in_its_inbox_are_moved_in_after_an_upgrade
 #[test]
 fn an_inbox_record_no_version_can_read_is_kept_in_a_file_set_aside_with_a_warning() {
     let history = History::new("unreadable-inbox");
-    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/inbox-before-host-preserved");
+    let fixture = older_history();
     std::fs::copy(fixture.join("history.db"), &history.db).unwrap();
     let mut inbox = std::fs::read(fixture.join("history.db-inbox-faa3ea38")).unwrap();
     // The GitHub request's record, damaged inside: its length still holds.
@@ -1321,7 +1327,7 @@ fn an_inbox_record_no_version_can_read_is_kept_in_a_file_set_aside_with_a_warnin
 #[test]
 fn zeros_after_an_inboxs_last_record_are_no_loss_and_no_warning() {
     let history = History::new("zeroed-inbox");
-    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/inbox-before-host-preserved");
+    let fixture = older_history();
     std::fs::copy(fixture.join("history.db"), &history.db).unwrap();
     let mut inbox = std::fs::read(fixture.join("history.db-inbox-faa3ea38")).unwrap();
     // What a power cut leaves of writes that never reached the disk.
@@ -1348,7 +1354,7 @@ fn zeros_after_an_inboxs_last_record_are_no_loss_and_no_warning() {
 fn a_read_only_history_says_what_it_cannot_upgrade_or_move_in() {
     use std::os::unix::fs::PermissionsExt;
     let h = History::new("read-only-left");
-    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/inbox-before-host-preserved");
+    let fixture = older_history();
     let read_only = |folder: &std::path::Path, files: &[(PathBuf, &str)]| {
         std::fs::create_dir(folder).unwrap();
         for (from, name) in files {
