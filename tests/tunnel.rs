@@ -1218,8 +1218,9 @@ fn plain(text: &'static str) -> http::Response<http_body_util::Full<bytes::Bytes
 }
 
 /// A handler that serves one connection at a time (Python's `http.server`,
-/// `php -S`) is free for the developer's own calls soon after a delivery:
-/// the tunnel does not hold its kept-alive connection for good.
+/// `php -S`) is free for the developer's own calls soon after a delivery,
+/// and takes a burst of deliveries one after the other: the tunnel does not
+/// hold a kept-alive connection while others wait behind it.
 #[tokio::test]
 async fn a_handler_serving_one_connection_at_a_time_is_free_again_after_a_delivery() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -1231,7 +1232,13 @@ async fn a_handler_serving_one_connection_at_a_time_is_free_again_after_a_delive
         stop.clone(),
     ));
     let relay = TestRelay::start().await;
-    let tunnel = TestTunnel::start(&relay.http_url(), &addr.to_string()).await;
+    let options = TunnelOptions {
+        local_timeout: Duration::from_secs(3),
+        ..TunnelOptions::default()
+    };
+    let tunnel = TestTunnel::start_with(&relay.http_url(), &addr.to_string(), options)
+        .await
+        .expect("connects");
     assert_eq!(caller::post(&tunnel.url("/hook"), "{}").await.status, 200);
 
     let direct = tokio::time::timeout(
@@ -1244,6 +1251,22 @@ async fn a_handler_serving_one_connection_at_a_time_is_free_again_after_a_delive
         Some(200),
         "the developer's own call was shut out by the tunnel's idle connection"
     );
+
+    // A provider's burst: each delivery on its own connection, which the
+    // handler takes only once the one before it is closed.
+    let burst: Vec<_> = (0..8)
+        .map(|n| {
+            let url = tunnel.url(&format!("/burst/{n}"));
+            tokio::spawn(async move { caller::post(&url, "{}").await.status })
+        })
+        .collect();
+    for delivery in burst {
+        assert_eq!(
+            delivery.await.expect("caller"),
+            200,
+            "answered within the 3 s local timeout"
+        );
+    }
     stop.cancel();
     serving.abort();
 }

@@ -1,7 +1,7 @@
 //! Sending requests to the local target over a small pool of kept-alive
 //! HTTP/1 connections.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -28,8 +28,11 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// (Python's `http.server`, `php -S`) serve one connection at a time: one
 /// held open for good would shut out the developer's own curl, and replay.
 const IDLE_CLOSE: Duration = Duration::from_secs(2);
-/// How often kept connections are looked over for idle ones.
-const IDLE_CHECK: Duration = Duration::from_millis(500);
+/// How often kept connections are looked over for idle ones. Unused ones
+/// are closed at once when requests have waited for their answers over two
+/// looks: such a handler may be serving an unused connection instead, and a
+/// burst of deliveries would otherwise be answered 2 s apart.
+const IDLE_CHECK: Duration = Duration::from_millis(100);
 
 /// Why the local target did not answer.
 #[derive(Debug, thiserror::Error)]
@@ -80,6 +83,8 @@ pub fn undefined_status(who: impl std::fmt::Display, status: http::StatusCode) -
 pub struct Forwarder {
     target: Target,
     idle: Arc<Mutex<Vec<Kept>>>,
+    /// Requests sent and waiting for their answers' heads.
+    waiting: Arc<AtomicUsize>,
     /// Set once the task closing idle connections runs.
     closing_idle: AtomicBool,
     connections: TaskTracker,
@@ -98,6 +103,7 @@ impl Forwarder {
         Self {
             target,
             idle: Arc::new(Mutex::new(Vec::new())),
+            waiting: Arc::new(AtomicUsize::new(0)),
             closing_idle: AtomicBool::new(false),
             connections: TaskTracker::new(),
             cancel: CancellationToken::new(),
@@ -111,6 +117,13 @@ impl Forwarder {
 
     /// Sends one request and returns the answer's head; its body streams.
     pub async fn send(&self, request: Request<LocalBody>) -> Result<Response<Incoming>, ForwardError> {
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        // Counted down however the wait ends, the exchange cancelled too.
+        let _answered = Answered(&self.waiting);
+        self.send_on_a_connection(request).await
+    }
+
+    async fn send_on_a_connection(&self, request: Request<LocalBody>) -> Result<Response<Incoming>, ForwardError> {
         let failed = |error| ForwardError::Http {
             target: self.target.to_string(),
             error,
@@ -156,7 +169,8 @@ impl Forwarder {
         }
     }
 
-    /// Closes kept connections left unused for [`IDLE_CLOSE`], from a task
+    /// Closes kept connections left unused for [`IDLE_CLOSE`], or at once
+    /// while requests wait on other connections (see [`IDLE_CHECK`]), from a task
     /// that lives as long as the forwarder: a connection with nothing in
     /// flight ends once its sender is dropped.
     fn close_idle_ones(&self) {
@@ -164,15 +178,19 @@ impl Forwarder {
             return;
         }
         let idle = Arc::downgrade(&self.idle);
+        let waiting = Arc::clone(&self.waiting);
         let cancel = self.cancel.clone();
         self.connections.spawn(async move {
+            let mut waited = false;
             loop {
                 tokio::select! {
                     () = tokio::time::sleep(IDLE_CHECK) => {}
                     () = cancel.cancelled() => return,
                 }
                 let Some(idle) = idle.upgrade() else { return };
-                let unused = |kept: &Kept| kept.sender.is_ready() && kept.since.elapsed() >= IDLE_CLOSE;
+                let waiting_now = waiting.load(Ordering::Relaxed) > 0;
+                let stuck = std::mem::replace(&mut waited, waiting_now) && waiting_now;
+                let unused = |kept: &Kept| kept.sender.is_ready() && (stuck || kept.since.elapsed() >= IDLE_CLOSE);
                 lock(&idle).retain(|kept| !kept.sender.is_closed() && !unused(kept));
             }
         });
@@ -209,6 +227,15 @@ impl Forwarder {
             }
         });
         Ok(sender)
+    }
+}
+
+/// Counts a waiting request down when dropped.
+struct Answered<'a>(&'a AtomicUsize);
+
+impl Drop for Answered<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
