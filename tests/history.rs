@@ -1226,6 +1226,17 @@ fn older_history() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/inbox-before-host-preserved")
 }
 
+/// A copy of [`older_history`] in `history`, its inbox changed by `edit`
+/// (a damage, say); returns the inbox's bytes as written.
+fn copy_older_history(history: &History, edit: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let fixture = older_history();
+    std::fs::copy(fixture.join("history.db"), &history.db).unwrap();
+    let mut inbox = std::fs::read(fixture.join("history.db-inbox-faa3ea38")).unwrap();
+    edit(&mut inbox);
+    std::fs::write(history.dir.join("history.db-inbox-faa3ea38"), &inbox).unwrap();
+    inbox
+}
+
 /// A history whose tunnel, run by PortPreview 0.1 before deliveries kept
 /// whether the caller's Host was preserved, was killed while the database
 /// was locked: its three requests, each answered 200, are still only in
@@ -1234,10 +1245,7 @@ fn older_history() -> PathBuf {
 #[test]
 fn requests_an_older_portpreview_left_in_its_inbox_are_moved_in_after_an_upgrade() {
     let history = History::new("older-inbox");
-    let fixture = older_history();
-    for name in ["history.db", "history.db-inbox-faa3ea38"] {
-        std::fs::copy(fixture.join(name), history.dir.join(name)).unwrap();
-    }
+    copy_older_history(&history, |_| {});
 
     let listed: Value = serde_json::from_str(&history.ok(&["history", "--json"])).unwrap();
     let rows: Vec<(&str, Option<&str>, &str)> = listed
@@ -1284,13 +1292,11 @@ fn requests_an_older_portpreview_left_in_its_inbox_are_moved_in_after_an_upgrade
 #[test]
 fn an_inbox_record_no_version_can_read_is_kept_in_a_file_set_aside_with_a_warning() {
     let history = History::new("unreadable-inbox");
-    let fixture = older_history();
-    std::fs::copy(fixture.join("history.db"), &history.db).unwrap();
-    let mut inbox = std::fs::read(fixture.join("history.db-inbox-faa3ea38")).unwrap();
-    // The GitHub request's record, damaged inside: its length still holds.
-    let at = inbox.windows(8).position(|w| w == b"9d2c0c6e").unwrap();
-    inbox[at - 30..at - 26].copy_from_slice(&[0xff; 4]);
-    std::fs::write(history.dir.join("history.db-inbox-faa3ea38"), &inbox).unwrap();
+    let inbox = copy_older_history(&history, |inbox| {
+        // The GitHub request's record, damaged inside: its length still holds.
+        let at = inbox.windows(8).position(|w| w == b"9d2c0c6e").unwrap();
+        inbox[at - 30..at - 26].copy_from_slice(&[0xff; 4]);
+    });
 
     let out = history.run(&["history", "--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -1327,12 +1333,8 @@ fn an_inbox_record_no_version_can_read_is_kept_in_a_file_set_aside_with_a_warnin
 #[test]
 fn zeros_after_an_inboxs_last_record_are_no_loss_and_no_warning() {
     let history = History::new("zeroed-inbox");
-    let fixture = older_history();
-    std::fs::copy(fixture.join("history.db"), &history.db).unwrap();
-    let mut inbox = std::fs::read(fixture.join("history.db-inbox-faa3ea38")).unwrap();
     // What a power cut leaves of writes that never reached the disk.
-    inbox.extend_from_slice(&[0; 4096]);
-    std::fs::write(history.dir.join("history.db-inbox-faa3ea38"), &inbox).unwrap();
+    copy_older_history(&history, |inbox| inbox.extend_from_slice(&[0; 4096]));
 
     let out = history.run(&["history", "--json"]);
     assert!(out.status.success());

@@ -237,7 +237,12 @@ fn websocket_handshake<B>(req: &Request<B>) -> bool {
         .get_all(header::UPGRADE)
         .iter()
         .flat_map(|value| value.as_bytes().split(|&b| b == b','))
-        .any(|protocol| protocol.trim_ascii().to_ascii_lowercase().starts_with(b"websocket"))
+        .any(|protocol| {
+            let protocol = protocol.trim_ascii();
+            protocol
+                .get(..9)
+                .is_some_and(|name| name.eq_ignore_ascii_case(b"websocket"))
+        })
 }
 
 fn destination<B>(domain: Option<&str>, req: &Request<B>) -> Destination {
