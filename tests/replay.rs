@@ -690,6 +690,29 @@ fn a_run_stopped_with_ctrl_c_reports_and_keeps_what_it_sent() {
     let replays = history.replay_attempts();
     assert_eq!(replays, 1, "the attempt the handler saw is in the history");
 
+    // Stopped in the middle of a concurrent burst: the attempt the handler
+    // answered is kept though the others never finished. `--fresh` sends
+    // its baseline alone, then the burst; one of the burst is credited and
+    // answered, the rest are duplicates and hang.
+    let handler = Handler::start(Behaviour::HangsOnDuplicate);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let args = ["--times", "4", "--fresh", "--timeout", "60s", "--json"];
+    let ran = replay_interrupted(&history, &args, "the burst's first attempt", || handler.balance() >= 2);
+    assert_eq!(ran.code, 130, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
+    let statuses: Vec<&Value> = json["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| &a["status"])
+        .collect();
+    assert_eq!(
+        statuses,
+        [200, 200],
+        "the baseline and the burst's answered attempt: {json:#}"
+    );
+    assert_eq!(history.replay_attempts(), 2, "both are kept");
+
     // Stopped while the probe is first read: no state was read, so none is
     // reported, least of all one that held still.
     let scratch = tempfile::tempdir().unwrap();

@@ -4,7 +4,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use futures_util::future::join_all;
+use futures_util::stream::{FuturesUnordered, StreamExt};
 
 use super::attempt::{Connection, Endpoint};
 use super::plan::{Plan, Variant};
@@ -267,7 +267,10 @@ impl Run<'_> {
                 Ok::<_, ReplayError>((plan.record(&out, variant, sent_at), out.body, answer))
             }
         });
-        for result in join_all(sends).await {
+        // Each attempt is kept as soon as it is answered: a run the user
+        // stops drops this batch, and the handler has acted on what it answered.
+        let mut sends: FuturesUnordered<_> = sends.collect();
+        while let Some(result) = sends.next().await {
             let (request, body, answer) = result?;
             self.attempts.push(Attempt {
                 n: self.attempts.len() as u32 + 1,
