@@ -96,6 +96,12 @@ fn secrets_and_signatures_are_masked() {
         "X-Amz-Security-Token",
         "x-private-key",
         "cookie2",
+        "X-Authorization",
+        "Authentication",
+        "x-auth-key",
+        "PayPal-Transmission-Sig",
+        "X-Hmac-Sha256",
+        "X-Trello-Webhook",
     ] {
         assert!(is_sensitive_header(name), "{name}");
     }
@@ -105,6 +111,9 @@ fn secrets_and_signatures_are_masked() {
         "webhook-id",
         "user-agent",
         "i-twilio-idempotency-token",
+        "x-signature-timestamp",
+        "paypal-transmission-id",
+        "x-author",
     ] {
         assert!(!is_sensitive_header(name), "{name}");
     }

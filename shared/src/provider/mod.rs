@@ -275,11 +275,19 @@ pub fn is_sensitive_header(name: &str) -> bool {
         "x-gitlab-token",
         "x-signature-ed25519",
         "x-twilio-email-event-webhook-signature",
+        // Trello signs in a header named for neither a secret nor a signature.
+        "x-trello-webhook",
     ];
     // Credentials a sender invents its own name for: `X-Api-Key`,
-    // `X-Auth-Token`, `X-Webhook-Secret`, `X-Foo-Signature`,
+    // `X-Auth-Key`, `X-Authorization`, `Authentication`, `X-Webhook-Secret`,
+    // `X-Foo-Signature`, PayPal's `Paypal-Transmission-Sig`, `X-Hmac-Sha256`,
     // `X-Amz-Security-Token`, `X-Private-Key`, `Cookie2`.
     const HINTS: &[&str] = &[
+        "authoriz",
+        "authentic",
+        "x-auth-",
+        "hmac",
+        "-sig",
         "secret",
         "password",
         "api-key",
