@@ -373,11 +373,12 @@ async fn the_relay_logs_who_connected_by_token_label_and_neither_side_logs_the_t
     .expect("tokens file");
     let log = dir.path().join("relay.log");
     let tokens_arg = tokens.to_str().expect("utf-8 path");
-    let mut relay = Running::start_with_stderr(
+    let mut relay = Running::start_with_env(
         &common::bin::server_bin(),
         &["--listen", "127.0.0.1:0", "--tokens", tokens_arg],
         dir.path(),
         std::fs::File::create(&log).expect("log file").into(),
+        &[("PORTPREVIEW_LOG", "trace")],
     );
     let line = relay.line_containing("listening on").await;
     let relay_url = format!("http://{}", line.rsplit(' ').next().expect("address"));
@@ -412,13 +413,28 @@ async fn the_relay_logs_who_connected_by_token_label_and_neither_side_logs_the_t
         std::fs::File::create(&client_log).expect("log file").into(),
         &[("PORTPREVIEW_LOG", "trace")],
     );
-    client.line_containing("Forwarding").await;
+    let banner = client.line_containing("Forwarding").await;
+    let url = banner.split_whitespace().nth(1).expect("public URL");
+    // What callers send the relay carries, and never logs.
+    let headers: &[(&str, &[u8])] = &[
+        ("authorization", b"Bearer caller-credential"),
+        ("stripe-signature", b"t=1,v1=caller-signature"),
+    ];
+    let reply = common::caller::send("POST", &format!("{url}/hook"), headers, "caller-body").await;
+    assert_eq!(reply.status, 200);
     client.signal("TERM");
     let _ = client.exit_code(Duration::from_secs(10)).await;
     relay.signal("TERM");
     let _ = relay.exit_code(Duration::from_secs(10)).await;
 
     let logged = std::fs::read_to_string(&log).expect("relay log");
+    assert!(logged.contains("TRACE"), "the relay logged at trace: {logged}");
+    for secret in ["caller-credential", "caller-signature", "caller-body"] {
+        assert!(
+            !logged.contains(secret),
+            "the relay's trace log shows {secret}: {logged}"
+        );
+    }
     assert!(
         logged
             .lines()

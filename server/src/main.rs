@@ -52,17 +52,7 @@ fn main() -> ExitCode {
         }
         Err(err) => err.exit(),
     };
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        // A log line that cannot be written (stderr on a full disk or a
-        // closed pipe) is dropped; tracing's own report of it would panic.
-        .log_internal_errors(false)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("PORTPREVIEW_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("portpreview_server=info")),
-        )
-        .init();
+    init_logging();
     // Every tunnel and every caller holds a socket.
     portpreview_shared::open_files::raise_limit();
     // Anything that keeps the relay from starting is the caller's to fix
@@ -90,6 +80,30 @@ fn main() -> ExitCode {
 
 /// The reason the relay could not start or went down, on stderr if it can
 /// still be written.
+/// Logs to stderr at the level `PORTPREVIEW_LOG` asks for.
+fn init_logging() {
+    use tracing_subscriber::filter::{EnvFilter, FilterExt, Targets};
+    use tracing_subscriber::prelude::*;
+    let asked =
+        EnvFilter::try_from_env("PORTPREVIEW_LOG").unwrap_or_else(|_| EnvFilter::new("portpreview_server=info"));
+    // tungstenite traces every frame whole: the requests the relay carries,
+    // their Authorization, Cookie and signature headers included. A cap, not
+    // a directive: `tungstenite=debug` would raise it from the default too.
+    let no_frame_traces = Targets::new()
+        .with_default(tracing::Level::TRACE)
+        .with_target("tungstenite", tracing::Level::DEBUG)
+        .with_target("tokio_tungstenite", tracing::Level::DEBUG);
+    let layer = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        // A log line that cannot be written (stderr on a full disk or a
+        // closed pipe) is dropped; tracing's own report of it would panic.
+        .log_internal_errors(false)
+        .with_ansi(std::io::stderr().is_terminal());
+    tracing_subscriber::registry()
+        .with(layer.with_filter(asked.and(no_frame_traces)))
+        .init();
+}
+
 fn report(err: &anyhow::Error) {
     let _ = writeln!(std::io::stderr(), "error: {err:#}");
 }
