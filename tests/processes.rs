@@ -538,6 +538,42 @@ fn a_name_the_relay_would_refuse_is_told_before_connecting() {
     }
 }
 
+/// A relay address pasted with a user and password is refused, by flag,
+/// environment or config file, and the password is shown nowhere.
+#[test]
+fn a_relay_address_with_credentials_is_refused_without_showing_them() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let empty = dir.path().join("empty.toml");
+    std::fs::write(&empty, "").expect("config file");
+    let with_server = dir.path().join("server.toml");
+    std::fs::write(&with_server, "server = \"https://me:hunter2@127.0.0.1:9\"\n").expect("config file");
+    let url = "https://me:hunter2@127.0.0.1:9";
+    type Run<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a std::path::Path);
+    let runs: [Run; 3] = [
+        (&["--server", url], &[], &empty),
+        (&[], &[("PORTPREVIEW_SERVER", url)], &empty),
+        (&[], &[], &with_server),
+    ];
+    for (args, env, config) in runs {
+        let out = std::process::Command::new(portpreview_bin())
+            .args(["http", "3000", "--no-tui", "--db"])
+            .arg(&db)
+            .args(args)
+            .env_remove("PORTPREVIEW_SERVER")
+            .envs(env.iter().copied())
+            .env("PORTPREVIEW_CONFIG", config)
+            .output()
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?} {env:?}: {stderr}");
+        assert!(stderr.contains("https://***@127.0.0.1:9"), "{stderr}");
+        assert!(stderr.contains("--token"), "says what to do instead: {stderr}");
+        assert!(!stderr.contains("hunter2"), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+}
+
 #[test]
 fn a_refused_argument_is_quoted_with_its_control_characters_escaped() {
     // C1 CSI (U+009B) starts an escape sequence on many terminals, as ESC [ does.

@@ -21,6 +21,7 @@ pub mod target;
 pub mod time;
 pub mod tui;
 pub mod tunnel;
+pub mod userinfo;
 
 /// Formats an error and its causes on one line, for stderr. Our messages
 /// quote their cause; a cause whose text the line already holds (a foreign

@@ -35,6 +35,12 @@ pub enum ConnectError {
     /// The relay address is not one the client understands.
     #[error("invalid relay address {0:?}: use ws://, wss://, http:// or https:// followed by host:port")]
     BadUrl(String),
+    /// The relay address carries a user or password, which is never sent.
+    #[error(
+        "the relay address {0:?} carries a user or password, which PortPreview does not send: \
+         give the relay's token with --token or PORTPREVIEW_TOKEN"
+    )]
+    Credentials(String),
     /// The relay wants a token and none was sent (401).
     #[error(
         "this relay requires a token: pass --token, set PORTPREVIEW_TOKEN, or add token = \"…\" to the config file (it goes only to the file's own server)"
@@ -118,7 +124,11 @@ pub struct ConnectOptions {
 
 /// Turns any accepted relay address into the WebSocket URL of its connect path.
 pub fn relay_url(input: &str) -> Result<String, ConnectError> {
-    let bad = || ConnectError::BadUrl(input.to_string());
+    let shown = crate::userinfo::hidden(input);
+    if crate::userinfo::present(input) {
+        return Err(ConnectError::Credentials(shown.into_owned()));
+    }
+    let bad = || ConnectError::BadUrl(shown.to_string());
     let (scheme, rest) = input.split_once("://").ok_or_else(bad)?;
     let scheme = match scheme.to_ascii_lowercase().as_str() {
         "ws" | "http" => "ws",
@@ -463,6 +473,11 @@ mod tests {
         for bad in ["relay.test", "ftp://x", "http://", "http://a b"] {
             assert!(relay_url(bad).is_err(), "{bad}");
         }
+        let refused = relay_url("https://me:hunter2@relay.test").unwrap_err().to_string();
+        assert!(
+            refused.contains("\"https://***@relay.test\" carries a user or password"),
+            "{refused}"
+        );
     }
 
     #[tokio::test]
