@@ -1,7 +1,8 @@
 //! Header edits the attempts will not carry as given. Signing writes the
 //! provider's signature headers on every attempt, so a `--header` naming
 //! one of them is replaced and a `--drop-header` of one is sent after all;
-//! a hop-by-hop header describes one connection and is never replayed. A
+//! `--fresh` does the same to the header holding the event's ID; a
+//! hop-by-hop header describes one connection and is never replayed. A
 //! user may pass a default header list, so this is a warning, not a refusal.
 
 use portpreview_shared::hop::HopFilter;
@@ -11,8 +12,8 @@ use super::plan::Plan;
 use super::ReplayOptions;
 use crate::store::NewDelivery;
 
-/// One line per `--header` that is hop-by-hop or that signing overrides,
-/// and per `--drop-header` that signing puts back, naming the header;
+/// One line per `--header` that is hop-by-hop or that signing or `--fresh`
+/// overrides, and per `--drop-header` that they put back, naming the header;
 /// empty when the run cannot start (the run itself says why).
 pub fn edits_not_sent(request: &NewDelivery, opts: &ReplayOptions) -> Vec<String> {
     if opts.add_headers.is_empty() && opts.drop_headers.is_empty() {
@@ -26,6 +27,21 @@ pub fn edits_not_sent(request: &NewDelivery, opts: &ReplayOptions) -> Vec<String
     // ones exactly, so nothing differs and nothing is reported.
     let Ok(signed) = plan.outgoing(&plan.recorded) else {
         return Vec::new();
+    };
+    // `--fresh` writes a new event ID on every attempt, where the provider
+    // keeps it: a header the user pinned or left out is replaced or put back.
+    let fresh = match opts.fresh {
+        true => plan
+            .fresh(opts.fresh_field.as_deref())
+            .and_then(|v| plan.outgoing(&v))
+            .ok(),
+        false => None,
+    };
+    let fresh_sends = |name: &str, value: &str| fresh.as_ref().is_none_or(|out| sends(&out.headers, name, value));
+    let fresh_carries = |name: &str| {
+        fresh
+            .as_ref()
+            .is_some_and(|out| provider::header(&out.headers, name).is_some())
     };
     let by = if opts.resign {
         "--resign"
@@ -43,6 +59,10 @@ pub fn edits_not_sent(request: &NewDelivery, opts: &ReplayOptions) -> Vec<String
             lines.push(format!(
                 "{by} replaces the {name} header given with --header: each attempt is signed afresh"
             ));
+        } else if !fresh_sends(name, value) {
+            lines.push(format!(
+                "--fresh replaces the {name} header given with --header: each fresh event gets a new ID there"
+            ));
         }
     }
     for name in &opts.drop_headers {
@@ -50,9 +70,16 @@ pub fn edits_not_sent(request: &NewDelivery, opts: &ReplayOptions) -> Vec<String
             .add_headers
             .iter()
             .any(|(added, _)| added.eq_ignore_ascii_case(name));
-        if !set_again && provider::header(&signed.headers, name).is_some() {
+        if set_again {
+            continue;
+        }
+        if provider::header(&signed.headers, name).is_some() {
             lines.push(format!(
                 "{by} puts back the {name} header left out with --drop-header: each attempt is signed afresh"
+            ));
+        } else if fresh_carries(name) {
+            lines.push(format!(
+                "--fresh puts back the {name} header left out with --drop-header: each fresh event carries a new ID there"
             ));
         }
     }
@@ -113,6 +140,34 @@ mod tests {
             dropped,
             ["--resign puts back the Stripe-Signature header left out with --drop-header: each attempt is signed afresh"]
         );
+    }
+
+    #[test]
+    fn an_event_id_header_pinned_or_dropped_under_fresh_is_named() {
+        let github = NewDelivery {
+            request_headers: vec![
+                Header::new("x-github-event", "ping"),
+                Header::new("x-github-delivery", "d-1"),
+            ],
+            provider: Some("github".into()),
+            event_key: "d-1".into(),
+            ..stripe()
+        };
+        let fresh = |add: &[(&str, &str)], drop: &[&str]| ReplayOptions {
+            fresh: true,
+            resign: false,
+            secret: None,
+            ..resigned(add, drop)
+        };
+        assert_eq!(
+            edits_not_sent(&github, &fresh(&[("X-GitHub-Delivery", "pinned")], &[])),
+            ["--fresh replaces the X-GitHub-Delivery header given with --header: each fresh event gets a new ID there"]
+        );
+        assert_eq!(
+            edits_not_sent(&github, &fresh(&[], &["X-GitHub-Delivery"])),
+            ["--fresh puts back the X-GitHub-Delivery header left out with --drop-header: each fresh event carries a new ID there"]
+        );
+        assert!(edits_not_sent(&github, &fresh(&[("X-Other", "1")], &["x-github-event"])).is_empty());
     }
 
     #[test]
