@@ -23,7 +23,7 @@ impl Store {
     /// Returns once every request that live tunnels have appended to their
     /// inboxes is in the database, or after [`LIMIT`]; then once the
     /// requests of theirs stored without an answer have one, or after
-    /// [`ANSWERS_LIMIT`] more.
+    /// [`ANSWERS_LIMIT`] more, within the same [`LIMIT`] in all.
     pub(super) fn catch_up_with_recorders(&self) {
         let appended = appended_by_live_recorders(&self.path);
         if appended.is_empty() {
