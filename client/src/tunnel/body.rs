@@ -71,16 +71,17 @@ pub struct Capture {
 impl Capture {
     /// An empty capture with room for `expected` bytes, up to the limit: a
     /// body that says its length is copied once, into a buffer that never
-    /// has to grow (and move) under it.
+    /// has to grow (and move) under it. The budget counts only the bytes
+    /// that come: a caller declaring 25 MiB and sending a trickle must not
+    /// hold the room every other delivery's body needs. (Capacity never
+    /// written to is address space, not memory.)
     pub fn expecting(expected: u64, keep: Keep) -> Self {
         let mut capture = Self {
             keep,
             ..Self::default()
         };
         let room = usize::try_from(expected).unwrap_or(usize::MAX).min(capture.keep.limit);
-        if capture.reserve(room) {
-            capture.bytes.reserve_exact(room);
-        }
+        capture.bytes.reserve_exact(room);
         capture
     }
 
@@ -355,6 +356,10 @@ mod tests {
         let keep = Keep::new(10 * ROOM_UNIT, Arc::clone(&budget));
         let mut first = Capture::expecting(2 * ROOM_UNIT as u64, keep.clone());
         first.add(&[b'a'; 2 * ROOM_UNIT]);
+        // A declared length takes none of it: only the bytes that come do.
+        let declared = Capture::expecting(ROOM_UNIT as u64, keep.clone());
+        assert_eq!(budget.available_permits(), 1);
+        drop(declared);
         let mut second = Capture::expecting(0, keep.clone());
         second.add(&[b'b'; ROOM_UNIT]);
         second.add(&[b'b'; ROOM_UNIT]);

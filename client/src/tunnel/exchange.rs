@@ -362,13 +362,15 @@ async fn exchange(
         }
     };
 
-    let send = tokio::time::timeout(shared.local_timeout, shared.forwarder.send(local));
+    // The handler's time starts when it is sent the request, not while
+    // recording waits for room.
+    let send = |local| tokio::time::timeout(shared.local_timeout, shared.forwarder.send(local));
     let response = match streamed {
         None => {
             // In the inbox before the handler even sees it; the session writes
             // the inbox out before any answer leaves.
             kept.ticket = record_captured(shared, request, capture, declared).await;
-            send.await
+            send(local).await
         }
         Some(capture) => {
             kept.streaming = Some(Streaming {
@@ -377,7 +379,7 @@ async fn exchange(
                 declared,
                 room: Held::default(),
             });
-            let response = send.await;
+            let response = send(local).await;
             let cut = capture.lock().is_ok_and(|c| c.cut);
             // What the handler read before answering is what it acted on.
             kept.ticket = record_streaming(shared, &mut kept.streaming).await;
