@@ -104,6 +104,37 @@ fn stderr_line(out: &Output) -> String {
     text.trim_end().to_owned()
 }
 
+/// A history longer than a page lists whole, in order, each delivery
+/// numbered among its event's though the two fall on different pages.
+#[test]
+fn a_long_history_lists_whole_and_in_order() {
+    let h = History::new("long");
+    let store = h.store();
+    let events = 601;
+    for n in 0..2 * events {
+        let at = 1_700_000_000_000 + n as i64;
+        store
+            .insert_delivery(&stripe_event(&format!("evt_{}", n % events), at), &answered(200))
+            .unwrap();
+    }
+    let all: Vec<Value> = serde_json::from_str(&h.ok(&["history", "--limit", "0", "--json"])).unwrap();
+    let ids: Vec<i64> = all.iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    let newest_first: Vec<i64> = (1..=2 * events as i64).rev().collect();
+    assert_eq!(ids, newest_first);
+    let numbers: Vec<i64> = all.iter().map(|r| r["delivery_number"].as_i64().unwrap()).collect();
+    assert_eq!(&numbers[..events], vec![2; events], "the later half are retries");
+    assert_eq!(&numbers[events..], vec![1; events]);
+
+    let table = h.ok(&["history", "--limit", "0"]);
+    assert_eq!(table.lines().count(), 1 + 2 * events, "a header and every delivery");
+    assert!(table.lines().last().unwrap().trim_start().starts_with("#1 "), "{table}");
+    let table = h.ok(&["history", "--limit", "700"]);
+    assert!(
+        table.ends_with("\n(700 of 1202 shown; --limit 0 lists all)\n"),
+        "{table}"
+    );
+}
+
 #[test]
 fn history_lists_newest_first_with_every_field() {
     let h = History::new("list");

@@ -9,7 +9,8 @@ use anyhow::Context;
 use portpreview_shared::provider::Provider;
 
 use crate::render;
-use crate::store::{ListQuery, Store};
+use crate::store::model::Summary;
+use crate::store::{ListQuery, Store, StoreError};
 
 /// Rows shown when `--limit` is not given.
 pub const DEFAULT_LIMIT: usize = 50;
@@ -48,58 +49,163 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         include_replays: args.replays,
         ..ListQuery::default()
     };
-    let rows = store.list_with_targets(&query).map_err(|e| e.for_command(db))?;
-    // Each row's place among its event's deliveries: a count per row, so
-    // only for events that came more than once. Replays have none.
-    let numbers = rows
-        .iter()
-        .map(|(s, _)| match (s.replay_of, s.delivery_count) {
-            (Some(_), _) => Ok(None),
-            (None, count) if count > 1 => store.delivery_number(s.id).map(Some),
-            (None, _) => Ok(Some(1)),
-        })
-        .collect::<Result<Vec<Option<i64>>, _>>()
-        .map_err(|e| e.for_command(db))?;
+    let mut listing = Listing::new(&store, query.clone());
     if args.json {
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-        let items = rows
-            .iter()
-            .zip(&numbers)
-            .map(|((s, target), number)| render::json::summary(s, target, *number));
+        let items = listing
+            .by_ref()
+            .map(|(s, target, number)| render::json::summary(&s, &target, number));
         render::json::write_terminal_array(&mut out, items)
             .and_then(|()| out.flush())
             .context("cannot write to stdout")?;
-        return Ok(ExitCode::SUCCESS);
+        return listing
+            .finish()
+            .map(|_| ExitCode::SUCCESS)
+            .map_err(|e| e.for_command(db));
     }
-    let text = if rows.is_empty() {
-        let file = db.display().to_string();
-        let line = if filters.is_empty() {
-            format!("No deliveries in {file}.")
-        } else {
-            format!("No deliveries match {filters} in {file}.")
-        };
-        format!("{}\n", portpreview_shared::sanitize::escape_str(&line))
-    } else {
-        let summaries: Vec<_> = rows.into_iter().map(|(summary, _)| summary).zip(numbers).collect();
-        let mut table = render::table::history(&summaries);
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut shown = 0;
+    for (summary, _, number) in listing.by_ref() {
+        if shown == 0 {
+            out.write_all(render::table::header().as_bytes())
+                .context("cannot write to stdout")?;
+        }
+        writeln!(out, "{}", render::table::line(&summary, number)).context("cannot write to stdout")?;
+        shown += 1;
+    }
+    let last = listing.finish().map_err(|e| e.for_command(db))?;
+    let text = match last {
+        None => {
+            let file = db.display().to_string();
+            let line = if filters.is_empty() {
+                format!("No deliveries in {file}.")
+            } else {
+                format!("No deliveries match {filters} in {file}.")
+            };
+            format!("{}\n", portpreview_shared::sanitize::escape_str(&line))
+        }
         // A full page may not be all: say so, on the table's own stream.
-        if query.limit == Some(summaries.len()) {
-            let all = ListQuery { limit: None, ..query };
-            let total = store.count(&all).map_err(|e| e.for_command(db))?;
-            if total > summaries.len() as u64 {
-                table.push_str(&format!(
-                    "({} of {total} shown; --limit 0 lists all)\n",
-                    summaries.len()
-                ));
+        // Counted only so far: a count of every match reads every row.
+        Some(last) if query.limit == Some(shown) => {
+            let more = ListQuery {
+                limit: Some(COUNTED_BEYOND),
+                before_id: Some(last),
+                ..query
+            };
+            match store.count(&more).map_err(|e| e.for_command(db))? {
+                0 => String::new(),
+                n if n < COUNTED_BEYOND as u64 => {
+                    format!("({shown} of {} shown; --limit 0 lists all)\n", shown as u64 + n)
+                }
+                _ => format!(
+                    "({shown} of more than {} shown; --limit 0 lists all)\n",
+                    shown + COUNTED_BEYOND - 1
+                ),
             }
         }
-        table
+        Some(_) => String::new(),
     };
-    std::io::stdout()
-        .lock()
-        .write_all(text.as_bytes())
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
         .context("cannot write to stdout")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Matches past a full page that the footer counts exactly.
+const COUNTED_BEYOND: usize = 10_000;
+
+/// Rows read from the history at a time: `--limit 0` over a million
+/// deliveries prints as it reads, in flat memory.
+const PAGE: usize = 500;
+
+/// The deliveries `query` matches, newest first, with each one's target and
+/// its place among its event's deliveries, read a page at a time. An error
+/// ends the rows; [`Listing::finish`] returns it.
+struct Listing<'a> {
+    store: &'a Store,
+    query: ListQuery,
+    page: std::vec::IntoIter<(Summary, String)>,
+    /// Rows still to give under `--limit`; `None` for all.
+    left: Option<usize>,
+    last_id: Option<i64>,
+    error: Option<StoreError>,
+    done: bool,
+}
+
+impl<'a> Listing<'a> {
+    fn new(store: &'a Store, query: ListQuery) -> Self {
+        Self {
+            store,
+            left: query.limit,
+            query,
+            page: Vec::new().into_iter(),
+            last_id: None,
+            error: None,
+            done: false,
+        }
+    }
+
+    /// The id of the last row given, or the error that ended the rows.
+    fn finish(self) -> Result<Option<i64>, StoreError> {
+        match self.error {
+            Some(err) => Err(err),
+            None => Ok(self.last_id),
+        }
+    }
+
+    fn next_page(&mut self) -> Result<(), StoreError> {
+        let size = self.left.map_or(PAGE, |left| left.min(PAGE));
+        let query = ListQuery {
+            limit: Some(size),
+            before_id: self.last_id,
+            ..self.query.clone()
+        };
+        let rows = self.store.list_with_targets(&query)?;
+        self.done = rows.len() < size;
+        self.page = rows.into_iter();
+        Ok(())
+    }
+
+    fn number(&self, s: &Summary) -> Result<Option<i64>, StoreError> {
+        // A count per row, so only for events that came more than once.
+        // Replays have none.
+        match (s.replay_of, s.delivery_count) {
+            (Some(_), _) => Ok(None),
+            (None, count) if count > 1 => self.store.delivery_number(s.id).map(Some),
+            (None, _) => Ok(Some(1)),
+        }
+    }
+}
+
+impl Iterator for Listing<'_> {
+    type Item = (Summary, String, Option<i64>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.error.is_some() || self.left == Some(0) {
+            return None;
+        }
+        let (summary, target) = match self.page.next() {
+            Some(row) => row,
+            None if self.done => return None,
+            None => {
+                if let Err(err) = self.next_page() {
+                    self.error = Some(err);
+                    return None;
+                }
+                self.page.next()?
+            }
+        };
+        let number = match self.number(&summary) {
+            Ok(number) => number,
+            Err(err) => {
+                self.error = Some(err);
+                return None;
+            }
+        };
+        self.last_id = Some(summary.id);
+        self.left = self.left.map(|left| left - 1);
+        Some((summary, target, number))
+    }
 }
 
 /// A provider name as the history stores it (`STRIPE` → `stripe`, `svix` →
