@@ -1153,6 +1153,54 @@ fn curl_and_fixture_exports_go_where_a_replay_goes() {
     }
 }
 
+/// Pruning most of a history gives its space back to the disk, in more
+/// than one batch, and leaves what stays whole.
+#[test]
+fn pruning_most_of_a_history_shrinks_its_file() {
+    let h = History::new("shrink");
+    let store = h.store();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let old = 6_000;
+    for n in 0..old {
+        let mut d = stripe_event(&format!("evt_{n}"), now - 30 * 86_400_000 + n);
+        d.request_headers
+            .push(Header::new("authorization", format!("Bearer SHRUNK_SECRET_{n}")));
+        d.request_body = format!("{{\"id\":\"evt_{n}\",\"pad\":\"{}\"}}", "x".repeat(1000)).into_bytes();
+        d.request_body_size = d.request_body.len() as u64;
+        store.insert_delivery(&d, &answered(200)).unwrap();
+    }
+    let kept = store
+        .insert_delivery(&stripe_event("evt_new", now - 1_000), &answered(200))
+        .unwrap();
+    drop(store);
+    let before = std::fs::metadata(&h.db).unwrap().len();
+
+    let said = h.ok(&["prune", "--older-than", "7d"]);
+    let lines: Vec<&str> = said.lines().collect();
+    assert_eq!(lines[0], "Removed 6000 deliveries older than 7d.", "{said}");
+    assert!(lines[1].starts_with("The history file shrank from "), "{said}");
+    let after = std::fs::metadata(&h.db).unwrap().len();
+    assert!(after * 10 < before, "{before} -> {after} bytes");
+    let file = std::fs::read(&h.db).unwrap();
+    assert!(
+        !file.windows(13).any(|w| w == b"SHRUNK_SECRET"),
+        "no pruned secret is left"
+    );
+    let store = h.store();
+    assert!(store.get(kept).unwrap().is_some());
+    let conn = rusqlite::Connection::open(&h.db).unwrap();
+    let check: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(check, "ok");
+    assert_eq!(
+        h.ok(&["prune", "--older-than", "7d"]),
+        "Removed 0 deliveries older than 7d.\n",
+        "a file with little free space is left as it is"
+    );
+}
+
 #[test]
 fn prune_removes_only_old_deliveries() {
     let h = History::new("prune");

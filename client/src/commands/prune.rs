@@ -41,5 +41,40 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         portpreview_shared::duration::format_duration(args.older_than)
     )
     .context("cannot write to stdout")?;
+    let before = file_size(db);
+    match store.shrink_if_mostly_free() {
+        Ok(true) => writeln!(
+            std::io::stdout().lock(),
+            "The history file shrank from {} to {}.",
+            size_text(before),
+            size_text(file_size(db))
+        )
+        .context("cannot write to stdout")?,
+        Ok(false) => {}
+        // Pruned all the same: the free space goes to later deliveries.
+        Err(err) => tracing::warn!(
+            "the history file keeps its size, its free space left for new deliveries: {}",
+            err.for_command(db)
+        ),
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+fn file_size(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
+}
+
+/// `1.7 GB`, `340 KB`: a file's size as people read it.
+fn size_text(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["bytes", "KB", "MB", "GB"];
+    let mut size = bytes as f64;
+    let mut unit = 0;
+    while size >= 1000.0 && unit + 1 < UNITS.len() {
+        size /= 1000.0;
+        unit += 1;
+    }
+    match unit {
+        0 => format!("{bytes} bytes"),
+        _ => format!("{size:.1} {}", UNITS[unit]),
+    }
 }

@@ -16,6 +16,9 @@ use super::{
 /// hashing and a lookup would cost more than the bytes they save.
 pub(crate) const SHARED_BODY: usize = 64 * 1024;
 
+/// Deliveries `prune` deletes per transaction.
+const PRUNE_BATCH: usize = 5_000;
+
 impl Store {
     /// Stores the request half of a delivery and returns its id.
     pub fn insert_request(&self, d: &NewDelivery) -> Result<i64, StoreError> {
@@ -42,12 +45,15 @@ impl Store {
     /// What is pruned leaves the file: deleted rows are overwritten rather
     /// than left in free pages, and the WAL, which still holds copies, is
     /// emptied into the database when no reader holds it back. Pruned
-    /// payloads carry tokens and cookies.
+    /// payloads carry tokens and cookies. Rows go in batches of
+    /// [`PRUNE_BATCH`], the WAL emptied after each: a running tunnel's
+    /// writer gets in between, and the WAL never grows toward the size of
+    /// what is pruned.
     pub fn prune(&self, older_than_ms: i64) -> Result<Pruned, StoreError> {
         self.conn
             .pragma_update(None, "secure_delete", true)
             .map_err(|e| self.classify(e))?;
-        let pruned = self.write(|store| {
+        self.write(|store| {
             // Every id handed out so far stays retired, whatever is deleted.
             let highest: i64 = store.conn.query_row(
                 "SELECT max(coalesce((SELECT max(id) FROM deliveries), 0), coalesce((SELECT max(highest) FROM retired_ids), 0))",
@@ -58,35 +64,73 @@ impl Store {
             store
                 .conn
                 .prepare_cached("INSERT INTO retired_ids (highest) VALUES (?1)")?
-                .execute([highest])?;
-            let later_attempts = store
-                .conn
-                .prepare_cached(
-                    "DELETE FROM deliveries WHERE received_at_ms >= ?1
-                        AND replay_of IN (SELECT id FROM deliveries WHERE received_at_ms < ?1)",
-                )?
-                .execute([older_than_ms])?;
-            let deliveries = store
-                .conn
-                .prepare_cached("DELETE FROM deliveries WHERE received_at_ms < ?1")?
-                .execute([older_than_ms])?;
-            // Bodies no delivery points to any more go with their last one.
+                .execute([highest])
+        })?;
+        // Attempts first: once their original is gone nothing finds them.
+        let later_attempts = self.delete_in_batches(
+            "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE received_at_ms >= ?1
+                AND replay_of IN (SELECT id FROM deliveries WHERE received_at_ms < ?1) LIMIT ?2)",
+            older_than_ms,
+        )?;
+        let deliveries = self.delete_in_batches(
+            "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE received_at_ms < ?1 LIMIT ?2)",
+            older_than_ms,
+        )?;
+        // Bodies no delivery points to any more go with their last one.
+        self.write(|store| {
             store
                 .conn
                 .prepare_cached(
                     "DELETE FROM bodies WHERE NOT EXISTS (SELECT 1 FROM deliveries WHERE request_body_id = bodies.id)
                         AND NOT EXISTS (SELECT 1 FROM outcomes WHERE response_body_id = bodies.id)",
                 )?
-                .execute([])?;
-            Ok(Pruned {
-                deliveries,
-                later_attempts,
-            })
+                .execute([])
         })?;
         if let Err(err) = self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())) {
             tracing::debug!(%err, "the WAL was not emptied after pruning");
         }
-        Ok(pruned)
+        Ok(Pruned {
+            deliveries,
+            later_attempts,
+        })
+    }
+
+    /// Runs `delete` (its `?1` the cut-off, `?2` the batch size) until it
+    /// deletes nothing, one transaction a batch; returns the rows deleted.
+    fn delete_in_batches(&self, delete: &str, older_than_ms: i64) -> Result<usize, StoreError> {
+        let mut total = 0;
+        loop {
+            let batch = self.write(|store| {
+                store
+                    .conn
+                    .prepare_cached(delete)?
+                    .execute(rusqlite::params![older_than_ms, PRUNE_BATCH as i64])
+            })?;
+            total += batch;
+            if batch < PRUNE_BATCH {
+                return Ok(total);
+            }
+            self.empty_wal();
+        }
+    }
+
+    /// Gives the file's free pages back to the file system when they are
+    /// most of it, as after pruning most of a history; SQLite otherwise
+    /// keeps them for later rows, and the file never shrinks. Returns
+    /// whether it did. The copy this makes is of what is left, no larger
+    /// than the space it frees.
+    pub fn shrink_if_mostly_free(&self) -> Result<bool, StoreError> {
+        let count = |pragma: &str| self.conn.query_row(pragma, [], |row| row.get::<_, i64>(0));
+        let pages = count("PRAGMA page_count").map_err(|e| self.classify(e))?;
+        let free = count("PRAGMA freelist_count").map_err(|e| self.classify(e))?;
+        if free * 2 < pages {
+            return Ok(false);
+        }
+        self.conn.execute_batch("VACUUM").map_err(|e| self.classify(e))?;
+        if let Err(err) = self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())) {
+            tracing::debug!(%err, "the WAL was not emptied after shrinking");
+        }
+        Ok(true)
     }
 
     /// Empties the WAL into the database and cuts its file to nothing, if
