@@ -73,6 +73,38 @@ fn a_handler_that_dedups_in_one_transaction_is_idempotent_and_the_run_is_recorde
     assert!(ran.stdout.contains("✓ idempotent over 5 attempts"), "{}", ran.stdout);
     assert_eq!(handler.balance(), 1);
 
+    // One GitHub delivery ID sent to two hooks is two events: the key
+    // picks the newest, and says how to pick the other.
+    let github = |hook: &str| NewDelivery {
+        provider: Some("github".into()),
+        event_key: "d7e1-shared".into(),
+        event_key_source: "header:X-GitHub-Delivery".into(),
+        request_headers: vec![
+            portpreview_shared::Header::new("x-github-event", "ping"),
+            portpreview_shared::Header::new("x-github-delivery", "d7e1-shared"),
+            portpreview_shared::Header::new("x-github-hook-id", hook),
+        ],
+        ..stripe_delivery(&handler.url())
+    };
+    let store = Store::open(&history.db()).unwrap();
+    let answered = portpreview::store::Outcome {
+        status: Some(200),
+        ..Default::default()
+    };
+    store.insert_delivery(&github("111"), &answered).unwrap();
+    let newest = store.insert_delivery(&github("222"), &answered).unwrap();
+    let ran = portpreview(&history.db(), &["replay", "d7e1-shared"]);
+    assert_eq!(
+        ran.stderr.lines().collect::<Vec<_>>(),
+        [
+            format!("replaying #{newest}, the newest delivery of event d7e1-shared").as_str(),
+            "note: 2 events share this key (two hooks, or two paths): \
+             `portpreview history --event d7e1-shared` lists them; replay another by its ID"
+        ],
+        "{}",
+        ran.stderr
+    );
+
     let store = Store::open(&history.db()).unwrap();
     let runs = store.replay_runs(history.id).unwrap();
     assert_eq!(runs.len(), 1);

@@ -238,6 +238,14 @@ fn load_request(args: &Args, db: &Path) -> anyhow::Result<(NewDelivery, Origin)>
                     "replaying #{id}, the newest delivery of event {}\n",
                     escape_str(wanted)
                 ));
+                let events = store.events_with_key(wanted).map_err(|err| err.for_command(db))?;
+                if events > 1 {
+                    crate::to_stderr(format_args!(
+                        "note: {events} events share this key (two hooks, or two paths): \
+                         `portpreview history --event {}` lists them; replay another by its ID\n",
+                        escape_str(wanted)
+                    ));
+                }
                 id
             }
         }

@@ -153,6 +153,18 @@ impl Store {
             .map_err(|e| self.classify(e))
     }
 
+    /// How many events share the event key `key`: more than one when two
+    /// GitHub hooks got one delivery ID, or one body went to two paths.
+    pub fn events_with_key(&self, key: &str) -> Result<usize, StoreError> {
+        self.conn
+            .prepare_cached(
+                "SELECT count(DISTINCT event_scope) FROM deliveries WHERE event_key = ?1 AND replay_of IS NULL",
+            )
+            .and_then(|mut stmt| stmt.query_row([key], |row| row.get::<_, i64>(0)))
+            .map(|n| usize::try_from(n).unwrap_or(0))
+            .map_err(|e| self.classify(e))
+    }
+
     /// The newest delivery (not a replay) from `provider` whose path matches
     /// `path_glob` (`*` and `?` wildcards) either whole, query included, as
     /// `history` shows it, or without its query: `/hooks/stripe` and
