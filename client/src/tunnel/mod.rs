@@ -195,7 +195,7 @@ async fn serve_until_stopped(
                 match end {
                     SessionEnd::Shutdown => return Ok(()),
                     SessionEnd::Refused(reason) => return Err(ConnectError::Refused(reason)),
-                    SessionEnd::Lost(reason) => reason,
+                    SessionEnd::Lost(reason) | SessionEnd::Malformed(reason) => reason,
                 }
             }
             Err(err) => {

@@ -45,6 +45,9 @@ pub enum SessionEnd {
     Refused(String),
     /// The socket closed or broke; a reconnect may help.
     Lost(String),
+    /// The relay sent what the protocol forbids; this side closed the
+    /// connection, saying why. A reconnect may help.
+    Malformed(String),
 }
 
 struct StreamEntry {
@@ -253,6 +256,7 @@ where
     // exchanges left running keep its queue open: waiting would only keep
     // the tunnel from hearing a ctrl-c for that second.
     if !writer_done && !matches!(end, SessionEnd::Lost(_)) {
+        // The close frame of a malformed session, among others, still goes.
         let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
     }
     (end, exchanges.into_tasks())
@@ -264,7 +268,7 @@ fn protocol_error(outbox: &Outbox, reason: &str) -> SessionEnd {
         code: CloseCode::Protocol,
         reason: truncate(&reason, 120).to_string().into(),
     })));
-    SessionEnd::Lost(reason)
+    SessionEnd::Malformed(reason)
 }
 
 fn close_reason(close: Option<CloseFrame>) -> String {
@@ -413,6 +417,28 @@ mod tests {
             lasted >= Duration::from_secs(35) && lasted < Duration::from_secs(36),
             "ended {lasted:?} in, not 15 s after the last frame at 20 s"
         );
+    }
+
+    /// A frame the protocol forbids closes the connection with a reason the
+    /// relay can log, not a bare reset.
+    #[tokio::test]
+    async fn a_malformed_frame_closes_the_socket_saying_why() {
+        let (serving, mut relay) = session().await;
+        let relay_side = async {
+            relay.send(Message::Text("hello".into())).await.expect("sent");
+            loop {
+                match relay.next().await {
+                    Some(Ok(Message::Close(frame))) => return frame,
+                    Some(Ok(_)) => {}
+                    _ => return None,
+                }
+            }
+        };
+        let ((end, _), close) = tokio::join!(serving, relay_side);
+        assert!(matches!(end, SessionEnd::Malformed(_)), "{end:?}");
+        let close = close.expect("a close frame");
+        assert_eq!(close.code, CloseCode::Protocol);
+        assert!(close.reason.starts_with("malformed frame from the relay"), "{close:?}");
     }
 
     /// Sends `message` as the relay, and reads the client's frames until
