@@ -849,7 +849,7 @@ fn what_cannot_run_exits_2_with_one_line() {
         (ran.code, ran.stderr.trim()),
         (
             2,
-            "error: invalid --target \"notaurl\": expected http://host:port[/path], host:port or a port number"
+            "error: invalid --target \"notaurl\": expected http://host:port[/path], https://host:port[/path], host:port or a port number"
         )
     );
     let ran = portpreview(&history.db(), &["replay", "999"]);

@@ -14,7 +14,8 @@ use hyper_util::rt::TokioIo;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::target::Target;
+use crate::local_tls::{FirstByte, OpenError, TlsError};
+use crate::target::{Scheme, Target};
 
 /// Body type of requests sent to the local target.
 pub type LocalBody = BoxBody<Bytes, std::io::Error>;
@@ -48,13 +49,23 @@ pub enum ForwardError {
     /// Connecting took too long.
     #[error("could not reach {0}: connecting timed out")]
     ConnectTimeout(String),
+    /// An `https://` target's TLS handshake failed.
+    #[error("{}", error.about(target))]
+    Tls {
+        /// Target tried.
+        target: String,
+        /// Why.
+        error: TlsError,
+    },
     /// The handler broke the connection or sent something that is not HTTP.
-    #[error("{target} failed to answer: {}", explain(error))]
+    #[error("{target} failed to answer: {}{}", explain(error), hint.as_deref().unwrap_or_default())]
     Http {
         /// Target tried.
         target: String,
         /// What hyper saw (kept out of `source()`: the message includes it).
         error: hyper::Error,
+        /// What to try instead, when the failure says the handler speaks TLS.
+        hint: Option<String>,
     },
 }
 
@@ -127,8 +138,9 @@ impl Forwarder {
         let failed = |error| ForwardError::Http {
             target: self.target.to_string(),
             error,
+            hint: None,
         };
-        let (mut sender, request) = match self.take_idle() {
+        let (mut fresh, request) = match self.take_idle() {
             Some(mut kept) => match kept.try_send_request(request).await {
                 Ok(response) => {
                     self.put_idle(kept);
@@ -145,9 +157,31 @@ impl Forwarder {
             },
             None => (self.connect().await?, request),
         };
-        let response = sender.send_request(request).await.map_err(failed)?;
-        self.put_idle(sender);
+        let response = fresh
+            .sender
+            .send_request(request)
+            .await
+            .map_err(|error| self.first_answer_failed(error, &fresh.first_byte))?;
+        self.put_idle(fresh.sender);
         Ok(response)
+    }
+
+    /// The error for a fresh connection's first request, with a hint when
+    /// a plain `http://` target's handler seems to speak TLS.
+    fn first_answer_failed(&self, error: hyper::Error, first_byte: &FirstByte) -> ForwardError {
+        let hint = (self.target.scheme == Scheme::Http && crate::local_tls::looks_like_tls(&error, first_byte.get()))
+            .then(|| {
+                let https = Target {
+                    scheme: Scheme::Https,
+                    ..self.target.clone()
+                };
+                format!(" (if it serves HTTPS, forward to {https})")
+            });
+        ForwardError::Http {
+            target: self.target.to_string(),
+            error,
+            hint,
+        }
     }
 
     fn take_idle(&self) -> Option<SendRequest<LocalBody>> {
@@ -196,24 +230,31 @@ impl Forwarder {
         });
     }
 
-    async fn connect(&self) -> Result<SendRequest<LocalBody>, ForwardError> {
+    async fn connect(&self) -> Result<Fresh, ForwardError> {
         self.close_idle_ones();
-        let connecting = crate::target::connect(&self.target.host, self.target.port);
+        let target = &self.target;
+        let connecting = crate::local_tls::open(target.scheme, &target.host, target.port);
         let stream = tokio::time::timeout(CONNECT_TIMEOUT, connecting)
             .await
-            .map_err(|_| ForwardError::ConnectTimeout(self.target.to_string()))?
-            .map_err(|error| ForwardError::Connect {
-                target: self.target.to_string(),
-                error,
+            .map_err(|_| ForwardError::ConnectTimeout(target.to_string()))?
+            .map_err(|error| match error {
+                OpenError::Connect(error) => ForwardError::Connect {
+                    target: target.to_string(),
+                    error,
+                },
+                OpenError::Tls(error) => ForwardError::Tls {
+                    target: target.to_string(),
+                    error,
+                },
             })?;
-        // Webhook bodies are small: waiting to coalesce them only adds latency.
-        let _ = stream.set_nodelay(true);
+        let first_byte = stream.first_byte();
         let (sender, connection) =
             http1::handshake(TokioIo::new(stream))
                 .await
                 .map_err(|error| ForwardError::Http {
-                    target: self.target.to_string(),
+                    target: target.to_string(),
                     error,
+                    hint: None,
                 })?;
         let cancel = self.cancel.clone();
         self.connections.spawn(async move {
@@ -226,8 +267,14 @@ impl Forwarder {
                 () = cancel.cancelled() => {}
             }
         });
-        Ok(sender)
+        Ok(Fresh { sender, first_byte })
     }
+}
+
+/// A connection just opened, before its first request.
+struct Fresh {
+    sender: SendRequest<LocalBody>,
+    first_byte: FirstByte,
 }
 
 /// Counts a waiting request down when dropped.

@@ -42,11 +42,47 @@ impl TargetError {
 }
 
 /// What a target written without a scheme must hold.
-const EXPECTED_FORM: &str = "expected http://host:port[/path], host:port or a port number";
+const EXPECTED_FORM: &str = "expected http://host:port[/path], https://host:port[/path], host:port or a port number";
 
-/// A local HTTP server: host, port and an optional base path.
+/// How a local handler is spoken to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scheme {
+    /// Plain HTTP/1, what a target without a scheme gets.
+    #[default]
+    Http,
+    /// HTTP/1 over TLS.
+    Https,
+}
+
+impl Scheme {
+    /// `http` or `https`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Http => "http",
+            Self::Https => "https",
+        }
+    }
+
+    /// The port a URL of this scheme means when it names none.
+    pub fn default_port(self) -> u16 {
+        match self {
+            Self::Http => 80,
+            Self::Https => 443,
+        }
+    }
+}
+
+impl fmt::Display for Scheme {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A local HTTP server: scheme, host, port and an optional base path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
+    /// Plain HTTP or HTTPS.
+    pub scheme: Scheme,
     /// Host to connect to (`localhost` when only a port was given).
     pub host: String,
     /// TCP port.
@@ -57,7 +93,8 @@ pub struct Target {
 }
 
 impl Target {
-    /// Parses `3000`, `localhost:3000`, `127.0.0.1:3000` or `http://host:port/base`.
+    /// Parses `3000`, `localhost:3000`, `127.0.0.1:3000`, `http://host:port/base`
+    /// or `https://host:port/base`.
     pub fn parse(input: &str) -> Result<Self, TargetError> {
         let fail = |reason| TargetError {
             what: "local target",
@@ -66,18 +103,16 @@ impl Target {
         };
         // Schemes are case-insensitive: HTTP://localhost:3000 is the same URL.
         let scheme = |name: &str| input.get(..name.len()).is_some_and(|s| s.eq_ignore_ascii_case(name));
-        let has_scheme = scheme("http://");
-        let rest = if has_scheme {
-            &input["http://".len()..]
-        } else if scheme("https://") {
-            return Err(fail(
-                "local HTTPS targets are not supported; forward to the plain HTTP port",
-            ));
-        } else if input.contains("://") {
-            return Err(fail("only http:// targets can be forwarded to"));
-        } else {
-            input
+        let written = [Scheme::Http, Scheme::Https]
+            .into_iter()
+            .find(|s| scheme(&format!("{s}://")));
+        let rest = match written {
+            Some(s) => &input[s.as_str().len() + "://".len()..],
+            None if input.contains("://") => return Err(fail("only http:// and https:// targets can be forwarded to")),
+            None => input,
         };
+        let has_scheme = written.is_some();
+        let scheme = written.unwrap_or_default();
         // A query or fragment straight after the port ends the authority too.
         let (authority, path) = match rest.find(['/', '?', '#']) {
             Some(at) => rest.split_at(at),
@@ -101,16 +136,19 @@ impl Target {
             false => authority.rsplit_once(':'),
         };
         let (host, port) = match split {
-            Some(pair) => pair,
-            None if authority.chars().all(|c| c.is_ascii_digit()) => ("localhost", authority),
+            Some((host, port)) => (host, Some(port)),
+            None if authority.chars().all(|c| c.is_ascii_digit()) => ("localhost", Some(authority)),
             // `notaurl` alone is more likely a mistake than a host on port 80.
             None if !has_scheme => return Err(fail(EXPECTED_FORM)),
-            None => (authority, "80"),
+            None => (authority, None),
         };
         let host = if host.is_empty() { "localhost" } else { host };
-        let port: u16 = port
-            .parse()
-            .map_err(|_| fail("the port must be a number from 1 to 65535"))?;
+        let port: u16 = match port {
+            None => scheme.default_port(),
+            Some(port) => port
+                .parse()
+                .map_err(|_| fail("the port must be a number from 1 to 65535"))?,
+        };
         if port == 0 {
             return Err(fail("the port must be a number from 1 to 65535"));
         }
@@ -118,6 +156,7 @@ impl Target {
             return Err(fail("the host is not a host name or address"));
         }
         Ok(Self {
+            scheme,
             host: host.to_string(),
             port,
             base_path: if path == "/" { String::new() } else { path.to_string() },
@@ -176,7 +215,7 @@ impl Target {
 
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "http://{}:{}{}", self.host, self.port, self.base_path)
+        write!(f, "{}://{}:{}{}", self.scheme, self.host, self.port, self.base_path)
     }
 }
 
@@ -274,8 +313,8 @@ mod tests {
         for bad in [
             "0",
             "70000",
-            "https://localhost:3000",
             "ftp://x:1",
+            "https://localhost:",
             "localhost:http",
             "a b:1",
             "notaurl",
@@ -296,10 +335,43 @@ mod tests {
             "http://a;b:1",
             "http://",
             "http:///api",
-            "HTTPS://localhost:1",
+            "wss://localhost:1",
         ] {
             assert!(Target::parse(bad).is_err(), "{bad} should be rejected");
         }
+    }
+
+    #[test]
+    fn https_targets_keep_their_scheme() {
+        let implied = Target::parse("https://localhost").unwrap();
+        assert_eq!(
+            (implied.scheme, implied.host.as_str(), implied.port),
+            (Scheme::Https, "localhost", 443),
+            "the scheme's port"
+        );
+        assert_eq!(implied.to_string(), "https://localhost:443");
+        let explicit = Target::parse("https://127.0.0.1:8443").unwrap();
+        assert_eq!((explicit.scheme, explicit.port), (Scheme::Https, 8443));
+        let based = Target::parse_for_tunnel("https://localhost:8443/api/").unwrap();
+        assert_eq!(based.base_path, "/api/");
+        assert_eq!(based.request_path("/hook"), "/api/hook");
+        let shouted = Target::parse("HTTPS://[::1]:5001/hooks").unwrap();
+        assert_eq!(shouted.scheme, Scheme::Https, "schemes are case-insensitive");
+        assert_eq!(shouted.to_string(), "https://[::1]:5001/hooks");
+        for written in [
+            "https://localhost:8443",
+            "https://[::1]:5001/hooks",
+            "http://localhost:3000/api/",
+        ] {
+            let target = Target::parse(written).unwrap();
+            assert_eq!(target.to_string(), written);
+            assert_eq!(Target::parse(&target.to_string()).unwrap(), target, "a round trip");
+        }
+        assert_eq!(
+            Target::parse("localhost:8443").unwrap().scheme,
+            Scheme::Http,
+            "no scheme: plain HTTP"
+        );
     }
 
     #[test]
@@ -338,7 +410,7 @@ mod tests {
         let err = Target::parse("notaurl").unwrap_err().named("--target");
         assert_eq!(
             err.to_string(),
-            "invalid --target \"notaurl\": expected http://host:port[/path], host:port or a port number"
+            "invalid --target \"notaurl\": expected http://host:port[/path], https://host:port[/path], host:port or a port number"
         );
     }
 }

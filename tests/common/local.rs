@@ -12,7 +12,9 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -73,16 +75,19 @@ pub struct LocalHandler {
 impl LocalHandler {
     /// Answers 200 with the request body and `x-seen-method`/`x-seen-uri` headers.
     pub async fn echo() -> Self {
-        Self::start(|seen| Answer {
-            status: 200,
-            headers: vec![
-                ("x-seen-method".into(), seen.method.clone()),
-                ("x-seen-uri".into(), seen.uri.clone()),
-            ],
-            body: seen.body.clone(),
-            delay: Duration::ZERO,
-        })
-        .await
+        Self::start(echo).await
+    }
+
+    /// Answers as [`Self::echo`] does, over HTTPS only, with a self-signed
+    /// certificate for `localhost`, as `dotnet dev-certs` or mkcert make.
+    pub async fn echo_https() -> Self {
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("self-signed certificate");
+        let config = portpreview_server::tls::server_config(
+            cert.cert.pem().as_bytes(),
+            cert.key_pair.serialize_pem().as_bytes(),
+        )
+        .expect("TLS settings");
+        Self::launch(echo, Some(TlsAcceptor::from(config))).await
     }
 
     /// Answers 200 to every request after `delay`: a handler still busy
@@ -98,6 +103,11 @@ impl LocalHandler {
 
     /// Answers every request with `reply(request)`.
     pub async fn start(reply: impl Fn(&Seen) -> Answer + Send + Sync + 'static) -> Self {
+        Self::launch(reply, None).await
+    }
+
+    /// Answers every request with `reply(request)`, in TLS with `tls`.
+    async fn launch(reply: impl Fn(&Seen) -> Answer + Send + Sync + 'static, tls: Option<TlsAcceptor>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind handler");
         let addr = listener.local_addr().expect("handler address");
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -111,7 +121,10 @@ impl LocalHandler {
                 async move { answer(request, &reply, &seen).await }
             }
         };
-        tokio::spawn(serve_http(listener, respond, shutdown.clone()));
+        match tls {
+            Some(tls) => tokio::spawn(serve_https(listener, tls, respond, shutdown.clone())),
+            None => tokio::spawn(serve_http(listener, respond, shutdown.clone())),
+        };
         Self { addr, seen, shutdown }
     }
 
@@ -123,6 +136,11 @@ impl LocalHandler {
     /// `http://127.0.0.1:PORT`
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// `https://localhost:PORT`, the name its certificate holds.
+    pub fn https_url(&self) -> String {
+        format!("https://localhost:{}", self.addr.port())
     }
 
     /// Every request seen so far.
@@ -163,6 +181,25 @@ where
     connections.close();
 }
 
+/// Serves HTTP/1 over TLS on `listener` as [`serve_http`] does. A
+/// connection whose handshake fails is dropped, as rustls leaves it.
+pub async fn serve_https<F, Fut>(listener: TcpListener, tls: TlsAcceptor, respond: F, shutdown: CancellationToken)
+where
+    F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Response<Full<Bytes>>> + Send + 'static,
+{
+    let connections = TaskTracker::new();
+    while let Some(socket) = accept(&listener, &shutdown).await {
+        let (tls, respond, shutdown) = (tls.clone(), respond.clone(), shutdown.clone());
+        connections.spawn(async move {
+            if let Ok(stream) = tls.accept(socket).await {
+                serve_connection(stream, respond, shutdown).await;
+            }
+        });
+    }
+    connections.close();
+}
+
 /// Serves HTTP/1 as [`serve_http`] does, but one connection at a time: each
 /// is served, kept alive for as long as its client wants, before the next is
 /// accepted. Python's `http.server.HTTPServer`, `php -S` and many small test
@@ -192,8 +229,9 @@ async fn accept(listener: &TcpListener, shutdown: &CancellationToken) -> Option<
 }
 
 /// Serves every request on `socket` until its client closes it or `shutdown`.
-async fn serve_connection<F, Fut>(socket: TcpStream, respond: F, shutdown: CancellationToken)
+async fn serve_connection<S, F, Fut>(socket: S, respond: F, shutdown: CancellationToken)
 where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     F: Fn(Request<Incoming>) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Response<Full<Bytes>>> + Send + 'static,
 {
@@ -205,6 +243,18 @@ where
     tokio::select! {
         _ = connection => {}
         () = shutdown.cancelled() => {}
+    }
+}
+
+fn echo(seen: &Seen) -> Answer {
+    Answer {
+        status: 200,
+        headers: vec![
+            ("x-seen-method".into(), seen.method.clone()),
+            ("x-seen-uri".into(), seen.uri.clone()),
+        ],
+        body: seen.body.clone(),
+        delay: Duration::ZERO,
     }
 }
 

@@ -31,7 +31,7 @@ const LOCAL_RELAY_MARGIN: Duration = Duration::from_secs(2);
 /// Arguments of `portpreview http`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Local port or URL to forward to (3000, localhost:3000, `[::1]:3000`, http://127.0.0.1:3000, or with a base path put before every forwarded path: http://localhost:4000/api). Plain HTTP only: forward to a handler's HTTP port, not its HTTPS one.
+    /// Local port or URL to forward to (3000, localhost:3000, `[::1]:3000`, http://127.0.0.1:3000, https://localhost:8443, or with a base path put before every forwarded path: http://localhost:4000/api). Without a scheme: plain HTTP. An https:// handler on a loopback address is not checked against its certificate (local ones are self-signed); one elsewhere is.
     #[arg(value_name = "PORT|URL")]
     pub target: String,
     /// Relay to use (ws://, wss://, http:// or https://); none: run one in-process.

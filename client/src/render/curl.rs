@@ -17,6 +17,7 @@ use portpreview_shared::Header;
 
 use crate::replay::attempt::Endpoint;
 use crate::store::NewDelivery;
+use crate::target::Scheme;
 
 /// A recorded `Expect: 100-continue` would make curl wait for an interim
 /// answer the handler may never send; replay does not wait either.
@@ -30,6 +31,11 @@ pub fn command(d: &NewDelivery, endpoint: &Endpoint, path: &str) -> String {
         args.push("--head".into());
     } else {
         args.push(format!("-X {}", quote(d.method.as_bytes())));
+    }
+    // PortPreview does not verify a loopback handler's certificate (local
+    // ones are self-signed), and the command must reach the same handler.
+    if endpoint.scheme == Scheme::Https && is_loopback(&endpoint.host) {
+        args.push("--insecure".into());
     }
     if curl_keeps(path) {
         args.push(quote(endpoint.url(path).as_bytes()));
@@ -127,6 +133,15 @@ fn curl_keeps(path: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/?%[]".contains(&b))
 }
 
+/// Whether `host` (without brackets) names this machine's loopback.
+fn is_loopback(host: &str) -> bool {
+    let name = host.strip_suffix('.').unwrap_or(host);
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.to_canonical().is_loopback())
+}
+
 /// Characters never written raw: controls (they would act on the terminal
 /// showing the command), bidi controls and invisible characters (they
 /// would disguise it). `printf` rebuilds them, emoji joiners included.
@@ -151,6 +166,7 @@ mod tests {
 
     fn endpoint() -> Endpoint {
         Endpoint {
+            scheme: crate::target::Scheme::Http,
             host: "127.0.0.1".into(),
             port: 1,
         }
@@ -234,6 +250,36 @@ mod tests {
             cmd.contains("-H 'Content-Type:'") && cmd.contains("--data-binary @-"),
             "{cmd}"
         );
+    }
+
+    #[test]
+    fn an_https_loopback_target_is_reached_without_checking_its_certificate() {
+        let d = NewDelivery {
+            method: "POST".into(),
+            ..NewDelivery::default()
+        };
+        for host in ["localhost", "127.0.0.1", "::1"] {
+            let local = Endpoint {
+                scheme: Scheme::Https,
+                host: host.into(),
+                port: 8443,
+            };
+            let cmd = command(&d, &local, "/hook");
+            assert!(cmd.contains("--insecure"), "{cmd}");
+            assert!(cmd.contains(&format!("'{}'", local.url("/hook"))), "{cmd}");
+            assert!(cmd.contains("'https://"), "{cmd}");
+        }
+        let remote = Endpoint {
+            scheme: Scheme::Https,
+            host: "hooks.example.test".into(),
+            port: 443,
+        };
+        let cmd = command(&d, &remote, "/hook");
+        assert!(
+            !cmd.contains("--insecure") && cmd.contains("'https://hooks.example.test:443/hook'"),
+            "{cmd}"
+        );
+        assert!(!command(&d, &endpoint(), "/hook").contains("--insecure"), "plain HTTP");
     }
 
     #[test]

@@ -12,6 +12,8 @@ use portpreview_shared::Header;
 use tokio::task::JoinHandle;
 
 use crate::forward::{explain, undefined_status};
+use crate::local_tls::{FirstByte, OpenError, TlsError};
+use crate::target::Scheme;
 
 use super::options::DEFAULT_TIMEOUT;
 
@@ -22,9 +24,11 @@ pub const KEPT_BODY_BYTES: usize = 64 * 1024;
 /// target it sends to.
 const RECOMPUTED: &[&str] = &["content-length", "host"];
 
-/// Where attempts go: a host and port, and the `Host` header to send.
+/// Where attempts go: a scheme, host and port, and the `Host` header to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
+    /// Plain HTTP or HTTPS.
+    pub scheme: Scheme,
     /// Host to connect to.
     pub host: String,
     /// TCP port.
@@ -43,7 +47,7 @@ impl Endpoint {
 
     /// The full URL of `path` (path and query) at this endpoint.
     pub fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.authority())
+        format!("{}://{}{path}", self.scheme, self.authority())
     }
 }
 
@@ -99,6 +103,11 @@ pub struct Connection {
     endpoint: Endpoint,
     sender: Option<SendRequest<Full<Bytes>>>,
     driver: Option<JoinHandle<()>>,
+    /// The first byte the current connection read, none before it has.
+    first_byte: FirstByte,
+    /// Whether the current connection has yet to answer: only then does
+    /// a failure say something about the handler's scheme.
+    fresh: bool,
     kept_body: usize,
     timeout: Duration,
 }
@@ -110,6 +119,8 @@ impl Connection {
             endpoint,
             sender: None,
             driver: None,
+            first_byte: FirstByte::default(),
+            fresh: true,
             kept_body: KEPT_BODY_BYTES,
             timeout: DEFAULT_TIMEOUT,
         }
@@ -159,8 +170,16 @@ impl Connection {
 
     async fn reconnect(&mut self) -> std::io::Result<()> {
         self.close().await;
-        let stream = crate::target::connect(&self.endpoint.host, self.endpoint.port).await?;
-        stream.set_nodelay(true)?;
+        let endpoint = &self.endpoint;
+        let stream = crate::local_tls::open(endpoint.scheme, &endpoint.host, endpoint.port)
+            .await
+            .map_err(|err| match err {
+                OpenError::Connect(err) => err,
+                // Kept whole, so a caller can tell a handshake from a refusal.
+                OpenError::Tls(err) => std::io::Error::other(err),
+            })?;
+        self.first_byte = stream.first_byte();
+        self.fresh = true;
         let io = hyper_util::rt::TokioIo::new(stream);
         let (sender, conn) = http1::handshake(io).await.map_err(std::io::Error::other)?;
         let driver = tokio::spawn(async move {
@@ -205,9 +224,10 @@ impl Connection {
             None => false,
         };
         if !usable {
-            self.reconnect()
-                .await
-                .map_err(|err| format!("cannot connect to {}: {err}", self.endpoint.authority()))?;
+            self.reconnect().await.map_err(|err| match TlsError::within(&err) {
+                Some(tls) => tls.about(&self.endpoint.url("")),
+                None => format!("cannot connect to {}: {err}", self.endpoint.authority()),
+            })?;
         }
         self.sender.as_mut().ok_or_else(|| "no connection".to_string())
     }
@@ -222,14 +242,13 @@ impl Connection {
                 // Never written: the kept-alive connection had closed. Safe to resend once.
                 Some(request) => {
                     let sender = self.ready_sender().await?;
-                    sender
-                        .send_request(request)
-                        .await
-                        .map_err(|err| format!("{authority} did not answer: {}", explain(&err)))?
+                    let sent = sender.send_request(request).await;
+                    sent.map_err(|err| self.no_answer(&err))?
                 }
-                None => return Err(format!("{authority} did not answer: {}", explain(err.error()))),
+                None => return Err(self.no_answer(err.error())),
             },
         };
+        self.fresh = false;
         let (parts, mut body) = response.into_parts();
         // Recorded as the tunnel records it: a failure, not a status.
         if let Some(reason) = undefined_status(&authority, parts.status) {
@@ -256,6 +275,31 @@ impl Connection {
         }
         answer.body_digest = *digest.finalize().as_bytes();
         Ok(answer)
+    }
+}
+
+impl Connection {
+    /// Why an attempt got no answer, with a hint when a plain `http://`
+    /// handler seems to speak TLS.
+    fn no_answer(&self, err: &hyper::Error) -> String {
+        let authority = self.endpoint.authority();
+        let hint = self.fresh
+            && self.endpoint.scheme == Scheme::Http
+            && crate::local_tls::looks_like_tls(err, self.first_byte.get());
+        match hint {
+            true => {
+                let https = Endpoint {
+                    scheme: Scheme::Https,
+                    ..self.endpoint.clone()
+                };
+                format!(
+                    "{authority} did not answer: {} (if it serves HTTPS, replay to {} with --target)",
+                    explain(err),
+                    https.url("")
+                )
+            }
+            false => format!("{authority} did not answer: {}", explain(err)),
+        }
     }
 }
 
@@ -332,6 +376,7 @@ mod tests {
     /// One `POST /` of `{}` to the handler on `port`, within `within`.
     async fn post_once(port: u16, within: Duration) -> Answer {
         let endpoint = Endpoint {
+            scheme: Scheme::Http,
             host: "127.0.0.1".into(),
             port,
         };

@@ -12,6 +12,7 @@ use portpreview_shared::Header;
 
 use super::attempt::{Connection, Endpoint, Outgoing};
 use super::probe::ProbeError;
+use crate::target::Scheme;
 
 /// A `--check-url` ready to read.
 pub(super) struct UrlProbe {
@@ -76,25 +77,27 @@ impl UrlProbe {
     }
 }
 
-/// Splits `http://host:port/path?query` into where to connect and what to ask.
+/// Splits `http[s]://host:port/path?query` into where to connect and what to ask.
 pub fn parse_url(url: &str) -> Result<(Endpoint, String), ProbeError> {
     let bad = || ProbeError::BadUrl(url.to_string());
     let uri: http::Uri = url.parse().map_err(|_| bad())?;
-    if uri.scheme_str() != Some("http") {
-        return Err(bad());
-    }
+    let scheme = match uri.scheme_str() {
+        Some(s) if s.eq_ignore_ascii_case("http") => Scheme::Http,
+        Some(s) if s.eq_ignore_ascii_case("https") => Scheme::Https,
+        _ => return Err(bad()),
+    };
     let host = uri
         .host()
         .ok_or_else(bad)?
         .trim_start_matches('[')
         .trim_end_matches(']')
         .to_string();
-    let port = uri.port_u16().unwrap_or(80);
+    let port = uri.port_u16().unwrap_or(scheme.default_port());
     let path = uri
         .path_and_query()
         .map(|pq| pq.as_str().to_string())
         .unwrap_or_else(|| "/".into());
-    Ok((Endpoint { host, port }, path))
+    Ok((Endpoint { scheme, host, port }, path))
 }
 
 #[cfg(test)]
@@ -184,7 +187,12 @@ mod tests {
             (endpoint.host.as_str(), endpoint.port, path.as_str()),
             ("127.0.0.1", 4000, "/state?x=1")
         );
-        assert!(parse_url("https://example.com/").is_err());
+        let (endpoint, path) = parse_url("https://localhost/state").unwrap();
+        assert_eq!(
+            (endpoint.scheme, endpoint.port, path.as_str()),
+            (Scheme::Https, 443, "/state")
+        );
+        assert!(parse_url("ftp://example.com/").is_err());
         assert!(parse_url("not a url").is_err());
     }
 }

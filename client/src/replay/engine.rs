@@ -38,9 +38,12 @@ impl Pool {
         // that is up, behind a `localhost` tried as ::1 first, look down.
         let mut first = Connection::open_within(endpoint.clone(), timeout.max(UP_CHECK))
             .await
-            .map_err(|error| ReplayError::TargetDown {
-                target: endpoint.authority(),
-                error,
+            .map_err(|error| match crate::local_tls::TlsError::within(&error) {
+                Some(tls) => ReplayError::TargetTls(tls.about(&endpoint.url(""))),
+                None => ReplayError::TargetDown {
+                    target: endpoint.authority(),
+                    error,
+                },
             })?
             .answering_within(timeout);
         if !keep_alive {
@@ -394,6 +397,7 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         // A name is looked up on another thread, which 1 ns may not wait for.
         let endpoint = Endpoint {
+            scheme: crate::target::Scheme::Http,
             host: "localhost".into(),
             port: listener.local_addr().unwrap().port(),
         };

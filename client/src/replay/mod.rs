@@ -128,6 +128,9 @@ pub enum ReplayError {
         /// The connect error (kept out of `source()`: the message includes it).
         error: std::io::Error,
     },
+    /// The handler answered, but the TLS handshake with it failed.
+    #[error("{0}")]
+    TargetTls(String),
     /// The state probe failed.
     #[error(transparent)]
     Probe(#[from] ProbeError),

@@ -222,7 +222,7 @@ impl Plan {
         NewDelivery {
             received_at_ms,
             tunnel_url: String::new(),
-            target: format!("http://{}", self.endpoint.authority()),
+            target: self.endpoint.url(""),
             method: out.method.clone(),
             path: out.path.clone(),
             request_headers: out.headers.clone(),
@@ -374,7 +374,12 @@ pub fn resolve_target(
         }
     };
     let host = text.host.trim_start_matches('[').trim_end_matches(']').to_string();
-    Ok((Endpoint { host, port: text.port }, path))
+    let endpoint = Endpoint {
+        scheme: text.scheme,
+        host,
+        port: text.port,
+    };
+    Ok((endpoint, path))
 }
 
 /// The URL a replay of a request recorded at `recorded` (with `recorded_path`)

@@ -287,7 +287,21 @@ fn fresh_events_are_flagged_unsigned_only_when_the_provider_signs_their_id() {
 #[test]
 fn no_target_at_all_is_a_clear_error() {
     assert!(resolve_target("", None, "/").is_err());
-    assert!(resolve_target("", Some("https://x:1"), "/").is_err());
+    assert!(resolve_target("", Some("ftp://x:1"), "/").is_err());
+}
+
+#[test]
+fn an_https_target_is_replayed_over_https() {
+    let (endpoint, path) = resolve_target("https://localhost:8443/api", None, "/hook").unwrap();
+    assert_eq!(endpoint.url(&path), "https://localhost:8443/api/hook");
+    let (endpoint, path) = resolve_target("http://localhost:3000", Some("HTTPS://[::1]:8443"), "/hook").unwrap();
+    assert_eq!(endpoint.url(&path), "https://[::1]:8443/hook", "--target's scheme");
+    let (endpoint, _) = resolve_target("https://localhost:8443", Some("localhost:3000"), "/").unwrap();
+    assert_eq!(
+        endpoint.scheme,
+        crate::target::Scheme::Http,
+        "a bare --target is plain HTTP"
+    );
 }
 
 #[test]

@@ -49,8 +49,8 @@ pub enum ProbeError {
         /// First line of its stderr (empty when it printed nothing).
         stderr: String,
     },
-    /// The URL is not an `http://host:port/path` URL.
-    #[error("the check URL {0:?} is not an http:// URL")]
+    /// The URL is not an `http[s]://host:port/path` URL.
+    #[error("the check URL {0:?} is not an http:// or https:// URL")]
     BadUrl(String),
     /// The URL did not answer 2xx.
     #[error("the check URL {url} answered {detail}")]

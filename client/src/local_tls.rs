@@ -1,0 +1,269 @@
+//! Opening a connection to a local handler: TCP, then TLS for an
+//! `https://` target; and reading a failed first exchange for a handler
+//! spoken to in the wrong scheme.
+
+mod config;
+
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use rustls::pki_types::ServerName;
+use rustls::InvalidMessage;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+
+use crate::target::Scheme;
+
+/// Why a connection to the handler could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// Nothing accepted the TCP connection.
+    #[error("{0}")]
+    Connect(io::Error),
+    /// TCP connected, TLS did not.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+}
+
+/// Why the TLS handshake with an `https://` handler failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum TlsError {
+    /// The handler answered the TLS hello with something that is not TLS:
+    /// it speaks plain HTTP.
+    #[error("the handler did not answer in TLS: is it an http:// handler?")]
+    NotTls,
+    /// The handshake failed, for rustls's reason.
+    #[error("the TLS handshake failed: {0}")]
+    Handshake(String),
+}
+
+impl TlsError {
+    /// The error as one line naming `target`.
+    pub fn about(&self, target: &str) -> String {
+        match self {
+            Self::NotTls => format!("{target} did not answer in TLS: is it an http:// handler?"),
+            Self::Handshake(reason) => format!("the TLS handshake with {target} failed: {reason}"),
+        }
+    }
+
+    /// The TLS error an I/O error carries, if it does.
+    pub fn within(error: &io::Error) -> Option<&Self> {
+        error.get_ref()?.downcast_ref()
+    }
+}
+
+/// A connection to a local handler, plain or TLS, that notes the first
+/// byte it reads.
+pub struct LocalStream {
+    inner: Inner,
+    first_byte: FirstByte,
+}
+
+enum Inner {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+/// The first byte a connection read, shared with whoever reads its errors.
+#[derive(Debug, Clone, Default)]
+pub struct FirstByte(Arc<AtomicU16>);
+
+impl FirstByte {
+    /// The byte, once one came.
+    pub fn get(&self) -> Option<u8> {
+        let seen = self.0.load(Ordering::Relaxed);
+        (seen != 0).then_some(seen as u8)
+    }
+
+    fn note(&self, byte: u8) {
+        let _ = self
+            .0
+            .compare_exchange(0, 0x100 | u16::from(byte), Ordering::Relaxed, Ordering::Relaxed);
+    }
+}
+
+impl LocalStream {
+    /// A handle on the first byte this connection reads.
+    pub fn first_byte(&self) -> FirstByte {
+        self.first_byte.clone()
+    }
+}
+
+/// Connects to `host` and `port` as [`crate::target::connect`] does, then,
+/// for [`Scheme::Https`], shakes hands in TLS.
+pub async fn open(scheme: Scheme, host: &str, port: u16) -> Result<LocalStream, OpenError> {
+    let tcp = crate::target::connect(host, port).await.map_err(OpenError::Connect)?;
+    // Webhook bodies are small: waiting to coalesce them only adds latency.
+    let _ = tcp.set_nodelay(true);
+    let inner = match scheme {
+        Scheme::Http => Inner::Plain(tcp),
+        Scheme::Https => Inner::Tls(Box::new(handshake(tcp, host).await?)),
+    };
+    Ok(LocalStream {
+        inner,
+        first_byte: FirstByte::default(),
+    })
+}
+
+async fn handshake(tcp: TcpStream, host: &str) -> Result<TlsStream<TcpStream>, TlsError> {
+    let name = server_name(host)?;
+    let peer = tcp.peer_addr().map_err(|err| TlsError::Handshake(err.to_string()))?;
+    // Which address answered, not which name was asked: `localhost` may
+    // resolve anywhere, but a loopback peer is on this machine.
+    let config = match peer.ip().to_canonical().is_loopback() {
+        true => config::loopback(),
+        false => config::web(),
+    }
+    .map_err(|err| TlsError::Handshake(err.to_string()))?;
+    tokio_rustls::TlsConnector::from(config)
+        .connect(name, tcp)
+        .await
+        .map_err(handshake_error)
+}
+
+/// The name sent as SNI: the host name, or an address as an address.
+fn server_name(host: &str) -> Result<ServerName<'static>, TlsError> {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    // A zone (`fe80::1%eth0`) names an interface, not the server.
+    let bare = bare.split_once('%').map_or(bare, |(address, _)| address);
+    let bare = bare.strip_suffix('.').unwrap_or(bare);
+    ServerName::try_from(bare.to_string())
+        .map_err(|_| TlsError::Handshake(format!("{host} is not a name a certificate can hold")))
+}
+
+fn handshake_error(error: io::Error) -> TlsError {
+    match error.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+        // What a plain HTTP answer ("HTTP/1.1 400") reads as in a TLS record header.
+        Some(rustls::Error::InvalidMessage(
+            InvalidMessage::InvalidContentType | InvalidMessage::UnknownProtocolVersion,
+        )) => TlsError::NotTls,
+        Some(reason) => TlsError::Handshake(reason.to_string()),
+        None if error.kind() == io::ErrorKind::UnexpectedEof => {
+            TlsError::Handshake("the handler closed the connection".into())
+        }
+        None => TlsError::Handshake(error.to_string()),
+    }
+}
+
+/// Whether the failed first request on a fresh plain connection looks like
+/// a handler that speaks TLS: its answer began with a TLS record (an alert,
+/// as rustls sends to a stranger), or it closed or reset the connection
+/// before sending a byte (as Node and Kestrel do). A connection that has
+/// answered before is never read this way: a kept-alive one closed between
+/// requests says nothing of its scheme.
+pub fn looks_like_tls(error: &hyper::Error, first_byte: Option<u8>) -> bool {
+    match first_byte {
+        // Change cipher spec, alert, handshake, application data.
+        Some(byte) => error.is_parse() && (0x14..=0x17).contains(&byte),
+        None => error.is_incomplete_message() || closed_abruptly(error),
+    }
+}
+
+fn closed_abruptly(error: &hyper::Error) -> bool {
+    let mut cause = std::error::Error::source(error);
+    while let Some(inner) = cause {
+        if let Some(io) = inner.downcast_ref::<io::Error>() {
+            return matches!(
+                io.kind(),
+                io::ErrorKind::ConnectionReset
+                    | io::ErrorKind::ConnectionAborted
+                    | io::ErrorKind::BrokenPipe
+                    | io::ErrorKind::UnexpectedEof
+            );
+        }
+        cause = inner.source();
+    }
+    false
+}
+
+impl AsyncRead for LocalStream {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let polled = match &mut this.inner {
+            Inner::Plain(tcp) => Pin::new(tcp).poll_read(cx, buf),
+            Inner::Tls(tls) => Pin::new(tls.as_mut()).poll_read(cx, buf),
+        };
+        if let Some(&byte) = buf.filled().get(before) {
+            this.first_byte.note(byte);
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for LocalStream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+        match &mut self.get_mut().inner {
+            Inner::Plain(tcp) => Pin::new(tcp).poll_write(cx, data),
+            Inner::Tls(tls) => Pin::new(tls.as_mut()).poll_write(cx, data),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match &mut self.get_mut().inner {
+            Inner::Plain(tcp) => Pin::new(tcp).poll_write_vectored(cx, data),
+            Inner::Tls(tls) => Pin::new(tls.as_mut()).poll_write_vectored(cx, data),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match &self.inner {
+            Inner::Plain(tcp) => tcp.is_write_vectored(),
+            Inner::Tls(tls) => tls.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().inner {
+            Inner::Plain(tcp) => Pin::new(tcp).poll_flush(cx),
+            Inner::Tls(tls) => Pin::new(tls.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().inner {
+            Inner::Plain(tcp) => Pin::new(tcp).poll_shutdown(cx),
+            Inner::Tls(tls) => Pin::new(tls.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sni_names_the_host_or_its_address() {
+        assert!(matches!(server_name("localhost"), Ok(ServerName::DnsName(_))));
+        assert!(matches!(server_name("localhost."), Ok(ServerName::DnsName(_))));
+        assert!(matches!(server_name("127.0.0.1"), Ok(ServerName::IpAddress(_))));
+        assert!(matches!(server_name("[::1]"), Ok(ServerName::IpAddress(_))));
+        assert!(matches!(server_name("[fe80::1%eth0]"), Ok(ServerName::IpAddress(_))));
+    }
+
+    #[test]
+    fn a_plain_http_answer_to_the_hello_is_named_as_such() {
+        let corrupt = io::Error::new(
+            io::ErrorKind::InvalidData,
+            rustls::Error::InvalidMessage(InvalidMessage::InvalidContentType),
+        );
+        assert!(matches!(handshake_error(corrupt), TlsError::NotTls));
+        let refused = io::Error::new(
+            io::ErrorKind::InvalidData,
+            rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer),
+        );
+        let said = handshake_error(refused).about("https://example.test:443");
+        assert!(
+            said.starts_with("the TLS handshake with https://example.test:443 failed: invalid peer certificate"),
+            "{said}"
+        );
+    }
+}

@@ -1,0 +1,85 @@
+//! A local handler that serves only HTTPS, with a self-signed certificate as
+//! development servers have: `portpreview http https://localhost:PORT`
+//! forwards to it, records it, and replays to it; a target written in the
+//! wrong scheme fails with a reason the developer can act on.
+
+mod common;
+
+use common::caller;
+use common::history::portpreview_async;
+use common::local::LocalHandler;
+use common::relay::TestRelay;
+use common::tunnel::TestTunnel;
+
+#[tokio::test]
+async fn a_webhook_reaches_an_https_handler_and_its_replay_does_too() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo_https().await;
+    let target = handler.https_url();
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &target).await;
+
+    let body = b"{\"id\":\"evt_tls\",\"bytes\":\"\x00\xff\"}".to_vec();
+    let reply = caller::post(&tunnel.url("/hook?x=1"), body.clone()).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(reply.body, body, "the handler's answer, byte for byte");
+    assert_eq!(reply.header("x-seen-uri").as_deref(), Some("/hook?x=1"));
+    assert_eq!(handler.requests().len(), 1);
+
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!((summary.status, summary.error.as_deref()), (Some(200), None));
+    let store = portpreview::store::Store::open_existing(&tunnel.db).expect("open the history");
+    let stored = store.get(summary.id).expect("read").expect("the delivery");
+    assert_eq!(stored.request.target, target, "recorded with its scheme");
+
+    let id = summary.id.to_string();
+    let state = format!("{target}/state");
+    let replayed = portpreview_async(&tunnel.db, &["replay", &id, "--check-url", &state, "--settle", "100ms"]).await;
+    assert_eq!(replayed.code, 0, "{}{}", replayed.stdout, replayed.stderr);
+    let seen = handler.requests();
+    let replays: Vec<_> = seen.iter().filter(|s| s.uri == "/hook?x=1").collect();
+    assert_eq!(replays.len(), 2, "the replay reached the HTTPS handler: {seen:?}");
+    assert_eq!(replays[1].body, body);
+
+    let curl = portpreview_async(&tunnel.db, &["export", &id, "--format", "curl"])
+        .await
+        .stdout;
+    assert!(curl.contains(&format!("'{target}/hook?x=1'")), "{curl}");
+    assert!(
+        curl.contains("--insecure"),
+        "a loopback certificate is not checked: {curl}"
+    );
+}
+
+#[tokio::test]
+async fn an_https_target_whose_handler_speaks_plain_http_is_told_so() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let target = format!("https://127.0.0.1:{}", handler.port());
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &target).await;
+
+    let reply = caller::post(&tunnel.url("/hook"), "{}").await;
+    let said = format!("{target} did not answer in TLS: is it an http:// handler?");
+    assert_eq!(reply.status, 502, "{}", reply.text());
+    assert!(reply.text().contains(&said), "{}", reply.text());
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!(summary.error.as_deref(), Some(said.as_str()));
+}
+
+#[tokio::test]
+async fn a_plain_target_whose_handler_serves_https_is_pointed_to_https() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo_https().await;
+    let target = format!("http://localhost:{}", handler.port());
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &target).await;
+
+    let reply = caller::post(&tunnel.url("/hook"), "{}").await;
+    let hint = format!("(if it serves HTTPS, forward to {})", handler.https_url());
+    assert_eq!(reply.status, 502, "{}", reply.text());
+    assert!(reply.text().contains(&hint), "{}", reply.text());
+    let (summary, _) = tunnel.next_delivery().await;
+    assert!(
+        summary.error.as_deref().is_some_and(|e| e.contains(&hint)),
+        "{summary:?}"
+    );
+    assert!(handler.requests().is_empty());
+}
