@@ -80,9 +80,10 @@ impl FirstByte {
     }
 
     fn note(&self, byte: u8) {
-        let _ = self
-            .0
-            .compare_exchange(0, 0x100 | u16::from(byte), Ordering::Relaxed, Ordering::Relaxed);
+        // Every read passes here: after the first, a load and nothing more.
+        if self.0.load(Ordering::Relaxed) == 0 {
+            self.0.store(0x100 | u16::from(byte), Ordering::Relaxed);
+        }
     }
 }
 

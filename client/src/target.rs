@@ -98,7 +98,8 @@ impl Target {
     pub fn parse(input: &str) -> Result<Self, TargetError> {
         let fail = |reason| TargetError {
             what: "local target",
-            input: input.to_string(),
+            // A password pasted into the URL is not repeated back.
+            input: crate::userinfo::hidden(input).into_owned(),
             reason,
         };
         // Schemes are case-insensitive: HTTP://localhost:3000 is the same URL.
@@ -170,7 +171,8 @@ impl Target {
         let target = Self::parse(input)?;
         let fail = |reason| TargetError {
             what: "local target",
-            input: input.to_string(),
+            // A password pasted into the URL is not repeated back.
+            input: crate::userinfo::hidden(input).into_owned(),
             reason,
         };
         if target.base_path.contains(['?', '#']) {
@@ -396,12 +398,13 @@ mod tests {
 
     #[test]
     fn a_user_or_password_in_the_target_is_refused_as_such() {
-        for bad in ["http://u:p@localhost:3000", "u@localhost:3000/hooks"] {
+        for bad in ["http://u:hunter2@localhost:3000", "u@localhost:3000/hooks"] {
             let err = Target::parse(bad).unwrap_err().to_string();
             assert!(
                 err.contains("a user or password in the target is not supported"),
                 "{bad}: {err}"
             );
+            assert!(err.contains("***@localhost:3000") && !err.contains("hunter2"), "{err}");
         }
     }
 

@@ -79,7 +79,11 @@ impl UrlProbe {
 
 /// Splits `http[s]://host:port/path?query` into where to connect and what to ask.
 pub fn parse_url(url: &str) -> Result<(Endpoint, String), ProbeError> {
-    let bad = || ProbeError::BadUrl(url.to_string());
+    let bad = || ProbeError::BadUrl(crate::userinfo::hidden(url).into_owned());
+    // Never sent, and it would be shown in every message naming the URL.
+    if crate::userinfo::present(url) {
+        return Err(ProbeError::Credentials(crate::userinfo::hidden(url).into_owned()));
+    }
     let uri: http::Uri = url.parse().map_err(|_| bad())?;
     let scheme = match uri.scheme_str() {
         Some(s) if s.eq_ignore_ascii_case("http") => Scheme::Http,
@@ -193,6 +197,13 @@ mod tests {
             (Scheme::Https, 443, "/state")
         );
         assert!(parse_url("ftp://example.com/").is_err());
+        let refused = parse_url("http://admin:hunter2@127.0.0.1:9/state")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("\"http://***@127.0.0.1:9/state\" carries a user or password"),
+            "{refused}"
+        );
         assert!(parse_url("not a url").is_err());
     }
 }

@@ -52,6 +52,9 @@ pub enum ProbeError {
     /// The URL is not an `http[s]://host:port/path` URL.
     #[error("the check URL {0:?} is not an http:// or https:// URL")]
     BadUrl(String),
+    /// The URL carries a user or password, which a probe does not send.
+    #[error("the check URL {0:?} carries a user or password, which is not sent: give the probe an address without")]
+    Credentials(String),
     /// The URL did not answer 2xx.
     #[error("the check URL {url} answered {detail}")]
     Http {
