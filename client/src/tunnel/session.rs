@@ -206,6 +206,12 @@ where
                                 if !backlog.arrived(body.len()) {
                                     break protocol_error(&outbox, "request body beyond the stream's window");
                                 }
+                                // Bytes are bounded by the window; an empty chunk
+                                // says nothing but the end, and a stream of them
+                                // would queue without bound.
+                                if body.is_empty() && !end {
+                                    break protocol_error(&outbox, "an empty request body chunk that does not end its stream");
+                                }
                                 let _ = chunks.send(Chunk { data: body, end });
                             }
                             if end {
@@ -423,9 +429,42 @@ mod tests {
     /// relay can log, not a bare reset.
     #[tokio::test]
     async fn a_malformed_frame_closes_the_socket_saying_why() {
-        let (serving, mut relay) = session().await;
+        let (serving, relay) = session().await;
+        let (end, close) = closed_after(serving, relay, vec![Message::Text("hello".into())]).await;
+        assert!(matches!(end, SessionEnd::Malformed(_)), "{end:?}");
+        assert!(close.reason.starts_with("malformed frame from the relay"), "{close:?}");
+    }
+
+    /// Empty body chunks that end nothing are no body: a flood of them would
+    /// queue without bound, as the window counts bytes.
+    #[tokio::test]
+    async fn an_empty_body_chunk_that_ends_nothing_is_refused() {
+        let (serving, relay) = session().await;
+        let frame = |message: &ServerMessage| Message::Binary(codec::encode(message, b"").expect("a frame").into());
+        let head = ServerMessage::RequestHead {
+            stream: 1,
+            method: "POST".into(),
+            target: "/hook".into(),
+            headers: vec![],
+            end: false,
+        };
+        let empty = ServerMessage::RequestBody { stream: 1, end: false };
+        let (end, close) = closed_after(serving, relay, vec![frame(&head), frame(&empty)]).await;
+        assert!(matches!(end, SessionEnd::Malformed(_)), "{end:?}");
+        assert!(close.reason.contains("an empty request body chunk"), "{close:?}");
+    }
+
+    /// Sends `messages` as the relay, and returns how the session ended and
+    /// the close frame it sent.
+    async fn closed_after(
+        serving: impl std::future::Future<Output = (SessionEnd, JoinSet<StreamId>)>,
+        mut relay: WebSocketStream<tokio::io::DuplexStream>,
+        messages: Vec<Message>,
+    ) -> (SessionEnd, CloseFrame) {
         let relay_side = async {
-            relay.send(Message::Text("hello".into())).await.expect("sent");
+            for message in messages {
+                relay.send(message).await.expect("sent");
+            }
             loop {
                 match relay.next().await {
                     Some(Ok(Message::Close(frame))) => return frame,
@@ -435,10 +474,9 @@ mod tests {
             }
         };
         let ((end, _), close) = tokio::join!(serving, relay_side);
-        assert!(matches!(end, SessionEnd::Malformed(_)), "{end:?}");
         let close = close.expect("a close frame");
         assert_eq!(close.code, CloseCode::Protocol);
-        assert!(close.reason.starts_with("malformed frame from the relay"), "{close:?}");
+        (end, close)
     }
 
     /// Sends `message` as the relay, and reads the client's frames until
