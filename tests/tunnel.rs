@@ -1293,3 +1293,59 @@ async fn a_bare_port_reaches_a_handler_listening_on_ipv6_loopback_alone() {
     stop.cancel();
     serving.abort();
 }
+
+/// An answer whose body takes longer than the idle close to stream keeps
+/// its connection for the next delivery: the connection was busy, not
+/// unused, all that time.
+#[tokio::test]
+async fn a_connection_busy_streaming_a_slow_answer_is_kept_for_the_next_delivery() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counting = accepted.clone();
+    // Answers each request's head at once and ends its chunked body 2.5 s
+    // later, more than the forwarder's 2 s idle close.
+    let serving = tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            counting.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            tokio::spawn(async move {
+                let mut read = Vec::new();
+                let mut buf = [0u8; 4096];
+                loop {
+                    while !read.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match socket.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => read.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    read.clear();
+                    let head = "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nfirst\r\n";
+                    if socket.write_all(head.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(2500)).await;
+                    if socket.write_all(b"4\r\nlast\r\n0\r\n\r\n").await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let relay = TestRelay::start().await;
+    let tunnel = TestTunnel::start(&relay.http_url(), &addr.to_string()).await;
+    let first = caller::send("GET", &tunnel.url("/slow/1"), &[], "").await;
+    assert_eq!((first.status, first.text()), (200, "firstlast".to_owned()));
+    // Well inside the idle close counted from the end of that answer.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let second = caller::send("GET", &tunnel.url("/slow/2"), &[], "").await;
+    assert_eq!((second.status, second.text()), (200, "firstlast".to_owned()));
+    assert_eq!(
+        accepted.load(std::sync::atomic::Ordering::Relaxed),
+        1,
+        "the second delivery went over the connection the first had kept"
+    );
+    serving.abort();
+}

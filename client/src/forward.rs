@@ -102,7 +102,7 @@ pub struct Forwarder {
     cancel: CancellationToken,
 }
 
-/// A connection kept for reuse, and since when.
+/// A connection kept for reuse, and since when it was last seen in use.
 struct Kept {
     sender: SendRequest<LocalBody>,
     since: Instant,
@@ -224,8 +224,17 @@ impl Forwarder {
                 let Some(idle) = idle.upgrade() else { return };
                 let waiting_now = waiting.load(Ordering::Relaxed) > 0;
                 let stuck = std::mem::replace(&mut waited, waiting_now) && waiting_now;
-                let unused = |kept: &Kept| kept.sender.is_ready() && (stuck || kept.since.elapsed() >= IDLE_CLOSE);
-                lock(&idle).retain(|kept| !kept.sender.is_closed() && !unused(kept));
+                lock(&idle).retain_mut(|kept| {
+                    if kept.sender.is_closed() {
+                        return false;
+                    }
+                    // Still reading its answer's body: busy, not unused.
+                    if !kept.sender.is_ready() {
+                        kept.since = Instant::now();
+                        return true;
+                    }
+                    !(stuck || kept.since.elapsed() >= IDLE_CLOSE)
+                });
             }
         });
     }
