@@ -441,17 +441,22 @@ mod tests {
     async fn an_empty_body_chunk_that_ends_nothing_is_refused() {
         let (serving, relay) = session().await;
         let frame = |message: &ServerMessage| Message::Binary(codec::encode(message, b"").expect("a frame").into());
-        let head = ServerMessage::RequestHead {
+        let head = post_without_its_body();
+        let empty = ServerMessage::RequestBody { stream: 1, end: false };
+        let (end, close) = closed_after(serving, relay, vec![frame(&head), frame(&empty)]).await;
+        assert!(matches!(end, SessionEnd::Malformed(_)), "{end:?}");
+        assert!(close.reason.contains("an empty request body chunk"), "{close:?}");
+    }
+
+    /// A POST whose body is still to come, on stream 1.
+    fn post_without_its_body() -> ServerMessage {
+        ServerMessage::RequestHead {
             stream: 1,
             method: "POST".into(),
             target: "/hook".into(),
             headers: vec![],
             end: false,
-        };
-        let empty = ServerMessage::RequestBody { stream: 1, end: false };
-        let (end, close) = closed_after(serving, relay, vec![frame(&head), frame(&empty)]).await;
-        assert!(matches!(end, SessionEnd::Malformed(_)), "{end:?}");
-        assert!(close.reason.contains("an empty request body chunk"), "{close:?}");
+        }
     }
 
     /// Sends `messages` as the relay, and returns how the session ended and
@@ -505,13 +510,7 @@ mod tests {
     async fn a_request_body_that_never_comes_is_answered_within_the_local_timeout() {
         let (serving, mut relay) = session().await;
         let started = Instant::now();
-        let head = ServerMessage::RequestHead {
-            stream: 1,
-            method: "POST".into(),
-            target: "/hook".into(),
-            headers: vec![],
-            end: false,
-        };
+        let head = post_without_its_body();
         let answered = tokio::select! {
             answered = answer_to(&mut relay, head) => answered,
             (end, _) = serving => panic!("the session ended first: {end:?}"),
