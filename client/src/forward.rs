@@ -74,6 +74,9 @@ pub enum ForwardError {
 pub fn explain(error: &hyper::Error) -> String {
     if error.is_parse_too_large() {
         "its answer's head is too large: more than 100 header fields, or over 400 KiB".into()
+    } else if let Some(tls) = crate::local_tls::tls_reason(error) {
+        // hyper says only "connection error" for what TLS said.
+        format!("{error}: {tls}")
     } else {
         error.to_string()
     }

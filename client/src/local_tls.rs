@@ -164,6 +164,28 @@ pub fn looks_like_tls(error: &hyper::Error, first_byte: Option<u8>) -> bool {
     }
 }
 
+/// What TLS said, when it ended an exchange with an `https://` handler:
+/// an alert it sent, or a record that failed. A handler asking for a
+/// client certificate (TLS 1.3 tells only after the handshake) is named.
+pub fn tls_reason(error: &hyper::Error) -> Option<String> {
+    let mut cause = std::error::Error::source(error);
+    while let Some(inner) = cause {
+        let tls = inner
+            .downcast_ref::<rustls::Error>()
+            .or_else(|| inner.downcast_ref::<io::Error>()?.get_ref()?.downcast_ref());
+        if let Some(tls) = tls {
+            return Some(match tls {
+                rustls::Error::AlertReceived(rustls::AlertDescription::CertificateRequired) => {
+                    "the handler asks for a client certificate, which PortPreview does not send".into()
+                }
+                other => format!("TLS: {other}"),
+            });
+        }
+        cause = inner.source();
+    }
+    None
+}
+
 fn closed_abruptly(error: &hyper::Error) -> bool {
     let mut cause = std::error::Error::source(error);
     while let Some(inner) = cause {

@@ -108,6 +108,8 @@ pub struct Connection {
     /// Whether the current connection has yet to answer: only then does
     /// a failure say something about the handler's scheme.
     fresh: bool,
+    /// The flag that aims this connection, named in hints.
+    aimed_by: &'static str,
     kept_body: usize,
     timeout: Duration,
 }
@@ -121,6 +123,7 @@ impl Connection {
             driver: None,
             first_byte: FirstByte::default(),
             fresh: true,
+            aimed_by: "--target",
             kept_body: KEPT_BODY_BYTES,
             timeout: DEFAULT_TIMEOUT,
         }
@@ -129,6 +132,12 @@ impl Connection {
     /// Gives each request `timeout` for its whole answer instead of [`DEFAULT_TIMEOUT`].
     pub fn answering_within(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// Names `flag` (`--check-url`) instead of `--target` as what aims the connection.
+    pub fn aimed_by(mut self, flag: &'static str) -> Self {
+        self.aimed_by = flag;
         self
     }
 
@@ -293,8 +302,9 @@ impl Connection {
                     ..self.endpoint.clone()
                 };
                 format!(
-                    "{authority} did not answer: {} (if it serves HTTPS, replay to {} with --target)",
+                    "{authority} did not answer: {} (if it serves HTTPS, give {} an https:// URL: {})",
                     explain(err),
+                    self.aimed_by,
                     https.url("")
                 )
             }

@@ -40,11 +40,12 @@ impl UrlProbe {
     pub(super) async fn read(&mut self) -> Result<String, ProbeError> {
         let mut conn = Connection::open(self.endpoint.clone())
             .await
-            .map_err(|err| ProbeError::Http {
+            .map_err(|err| ProbeError::NoAnswer {
                 url: self.url.clone(),
-                detail: format!("nothing: {err}"),
+                error: err.to_string(),
             })?
-            .keeping(self.limit);
+            .keeping(self.limit)
+            .aimed_by("--check-url");
         let request = Outgoing {
             method: "GET".into(),
             path: self.path.clone(),
@@ -69,9 +70,9 @@ impl UrlProbe {
                 url: self.url.clone(),
                 detail: status.to_string(),
             }),
-            (None, error) => Err(ProbeError::Http {
+            (None, error) => Err(ProbeError::NoAnswer {
                 url: self.url.clone(),
-                detail: error.unwrap_or_else(|| "nothing".into()),
+                error: error.unwrap_or_else(|| "no reason given".into()),
             }),
         }
     }

@@ -55,6 +55,14 @@ pub enum ProbeError {
     /// The URL carries a user or password, which a probe does not send.
     #[error("the check URL {0:?} carries a user or password, which is not sent: give the probe an address without")]
     Credentials(String),
+    /// The URL gave no answer at all.
+    #[error("the check URL {url} gave no answer: {error}")]
+    NoAnswer {
+        /// The URL.
+        url: String,
+        /// Why.
+        error: String,
+    },
     /// The URL did not answer 2xx.
     #[error("the check URL {url} answered {detail}")]
     Http {
