@@ -88,18 +88,18 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         // Counted only so far: a count of every match reads every row.
         Some(last) if query.limit == Some(shown) => {
             let more = ListQuery {
-                limit: Some(COUNTED_BEYOND),
+                limit: Some(COUNTED_BEYOND + 1),
                 before_id: Some(last),
                 ..query
             };
             match store.count(&more).map_err(|e| e.for_command(db))? {
                 0 => String::new(),
-                n if n < COUNTED_BEYOND as u64 => {
+                n if n <= COUNTED_BEYOND as u64 => {
                     format!("({shown} of {} shown; --limit 0 lists all)\n", shown as u64 + n)
                 }
                 _ => format!(
                     "({shown} of more than {} shown; --limit 0 lists all)\n",
-                    shown + COUNTED_BEYOND - 1
+                    shown + COUNTED_BEYOND
                 ),
             }
         }
