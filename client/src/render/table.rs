@@ -11,7 +11,7 @@ const PATH_WIDTH: usize = 40;
 /// Widest event key shown before it is cut with `…`: a UUID fits whole.
 const KEY_WIDTH: usize = 36;
 
-/// The table's header line, over lines of [`line`], newest first.
+/// The table's header line, over lines of [`line()`], newest first.
 pub fn header() -> String {
     format!(
         "{:>7}  {:<24}  {:<7} {:<PATH_WIDTH$} {:>6} {:>10}  {:<17} {:<KEY_WIDTH$} {:>8}\n",

@@ -48,8 +48,8 @@ impl Store {
     /// What is pruned leaves the file: deleted rows are overwritten rather
     /// than left in free pages, and the WAL, which still holds copies, is
     /// emptied into the database when no reader holds it back. Pruned
-    /// payloads carry tokens and cookies. Rows go in batches of
-    /// [`PRUNE_BATCH`], the WAL emptied after each: a running tunnel's
+    /// payloads carry tokens and cookies. Rows go in batches of a thousand
+    /// (`PRUNE_BATCH`), the WAL emptied after each: a running tunnel's
     /// writer gets in between, and the WAL never grows toward the size of
     /// what is pruned.
     pub fn prune(&self, older_than_ms: i64) -> Result<Pruned, StoreError> {
