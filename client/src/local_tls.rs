@@ -150,14 +150,17 @@ fn handshake_error(error: io::Error) -> TlsError {
     }
 }
 
-/// Whether the failed first request on a fresh plain connection looks like
-/// a handler that speaks TLS: its answer began with a TLS record (an alert,
-/// as rustls sends to a stranger), or it closed or reset the connection
-/// before sending a byte (as Node and Kestrel do). A connection that has
-/// answered before is never read this way: a kept-alive one closed between
-/// requests says nothing of its scheme.
-pub fn looks_like_tls(error: &hyper::Error, first_byte: Option<u8>) -> bool {
-    match first_byte {
+/// Whether the failed first request on a fresh connection to a plain
+/// `http://` target looks like a handler that speaks TLS: its answer began
+/// with a TLS record (an alert, as rustls sends to a stranger), or it
+/// closed or reset the connection before sending a byte (as Node and
+/// Kestrel do). A connection that has answered before is never read this
+/// way: a kept-alive one closed between requests says nothing of its scheme.
+pub fn looks_like_tls(scheme: Scheme, error: &hyper::Error, first_byte: &FirstByte) -> bool {
+    if scheme != Scheme::Http {
+        return false;
+    }
+    match first_byte.get() {
         // Change cipher spec, alert, handshake, application data.
         Some(byte) => error.is_parse() && (0x14..=0x17).contains(&byte),
         None => error.is_incomplete_message() || closed_abruptly(error),

@@ -292,9 +292,7 @@ impl Connection {
     /// handler seems to speak TLS.
     fn no_answer(&self, err: &hyper::Error) -> String {
         let authority = self.endpoint.authority();
-        let hint = self.fresh
-            && self.endpoint.scheme == Scheme::Http
-            && crate::local_tls::looks_like_tls(err, self.first_byte.get());
+        let hint = self.fresh && crate::local_tls::looks_like_tls(self.endpoint.scheme, err, &self.first_byte);
         match hint {
             true => {
                 let https = Endpoint {

@@ -89,9 +89,7 @@ impl Store {
                 )?
                 .execute([])
         })?;
-        if let Err(err) = self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())) {
-            tracing::debug!(%err, "the WAL was not emptied after pruning");
-        }
+        self.empty_wal_waiting();
         Ok(Pruned {
             deliveries,
             later_attempts,
@@ -130,10 +128,17 @@ impl Store {
             return Ok(false);
         }
         self.conn.execute_batch("VACUUM").map_err(|e| self.classify(e))?;
-        if let Err(err) = self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())) {
-            tracing::debug!(%err, "the WAL was not emptied after shrinking");
-        }
+        self.empty_wal_waiting();
         Ok(true)
+    }
+
+    /// Empties the WAL into the database and cuts its file to nothing,
+    /// waiting out the busy timeout for writers; after pruning, where its
+    /// frames hold copies of what was deleted.
+    fn empty_wal_waiting(&self) {
+        if let Err(err) = self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())) {
+            tracing::debug!(%err, "the WAL was not emptied");
+        }
     }
 
     /// Empties the WAL into the database and cuts its file to nothing, if
