@@ -574,6 +574,106 @@ fn a_relay_address_with_credentials_is_refused_without_showing_them() {
     }
 }
 
+/// A refusal about a relay address, a token or a history path that came
+/// from a variable or the config file names it: the user typed none of
+/// them this time, and may have forgotten setting them.
+#[tokio::test]
+async fn a_refusal_names_the_variable_or_config_file_its_value_came_from() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let empty = dir.path().join("empty.toml");
+    std::fs::write(&empty, "").expect("config file");
+    let nobody = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("address");
+    let dead = format!("http://{nobody}");
+    let with_server = dir.path().join("server.toml");
+    std::fs::write(&with_server, format!("server = \"{dead}\"\n")).expect("config file");
+    let tokens = portpreview_server::Tokens::from_toml("[[token]]\ntoken = \"right\"\n").expect("tokens");
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        tokens: Some(tokens),
+        ..Default::default()
+    })
+    .await;
+    let guarded = relay.http_url();
+    let missing = dir.path().join("none.db");
+    let missing = missing.to_str().expect("UTF-8 path");
+
+    type Run<'a> = (Vec<&'a str>, Vec<(&'a str, &'a str)>, &'a std::path::Path, String);
+    fn http<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+        [&["http", "3000", "--no-tui"][..], extra].concat()
+    }
+    let runs: Vec<Run> = vec![
+        (
+            http(&["--server", &dead]),
+            vec![],
+            &empty,
+            "cannot reach the relay".into(),
+        ),
+        (
+            http(&[]),
+            vec![("PORTPREVIEW_SERVER", &dead)],
+            &empty,
+            "; the relay address comes from PORTPREVIEW_SERVER".into(),
+        ),
+        (
+            http(&[]),
+            vec![],
+            &with_server,
+            format!(
+                "; the relay address comes from the config file {}",
+                with_server.display()
+            ),
+        ),
+        (
+            http(&["--server", &guarded, "--token", "wrong"]),
+            vec![],
+            &empty,
+            "the relay refused the token from --token (401)".into(),
+        ),
+        (
+            http(&["--server", &guarded]),
+            vec![("PORTPREVIEW_TOKEN", "wrong")],
+            &empty,
+            "the relay refused the token from PORTPREVIEW_TOKEN (401)".into(),
+        ),
+        (
+            vec!["history", "--db", missing],
+            vec![],
+            &empty,
+            "no history database at".into(),
+        ),
+        (
+            vec!["history"],
+            vec![("PORTPREVIEW_DB", missing)],
+            &empty,
+            "; the path comes from PORTPREVIEW_DB".into(),
+        ),
+    ];
+    for (args, env, config, said) in runs {
+        let mut command = tokio::process::Command::new(portpreview_bin());
+        command
+            .args(&args)
+            .env_remove("PORTPREVIEW_SERVER")
+            .env_remove("PORTPREVIEW_TOKEN")
+            .env_remove("PORTPREVIEW_DB")
+            .envs(env.iter().copied())
+            .env("PORTPREVIEW_CONFIG", config);
+        if args[0] == "http" {
+            command.arg("--db").arg(&db);
+        }
+        let out = command.output().await.expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?} {env:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(&said), "{args:?} {env:?}: {stderr}");
+        if env.is_empty() && config == empty {
+            assert!(!stderr.contains("comes from"), "typed, so nothing to explain: {stderr}");
+        }
+    }
+}
+
 #[test]
 fn a_refused_argument_is_quoted_with_its_control_characters_escaped() {
     // C1 CSI (U+009B) starts an escape sequence on many terminals, as ESC [ does.

@@ -3,10 +3,11 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use portpreview_shared::sanitize::escape_multiline;
 
 use crate::commands;
+use crate::origin::Origin;
 
 /// A webhook tunnel that records every delivery and checks handlers for idempotency.
 #[derive(Debug, Parser)]
@@ -19,6 +20,11 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+
+    /// The variables of `FLAG_ENV` that gave a flag its value, so that
+    /// an error can say where a value nobody typed came from.
+    #[arg(skip)]
+    pub from_env: Vec<&'static str>,
 }
 
 /// Variables that stand in for flags. Set to an empty string, as CI leaves
@@ -35,7 +41,7 @@ impl Cli {
                 std::env::remove_var(name);
             }
         }
-        match Self::try_parse() {
+        match Self::try_parse_with_origins() {
             Ok(cli) => cli,
             // clap quotes the value it refused as given, and an id or a
             // path pasted from a delivery may hold escape sequences: the
@@ -46,6 +52,17 @@ impl Cli {
             }
             Err(err) => err.exit(),
         }
+    }
+
+    fn try_parse_with_origins() -> Result<Self, clap::Error> {
+        let matches = Self::command().try_get_matches()?;
+        let mut cli = Self::from_arg_matches(&matches)?;
+        cli.from_env = crate::origin::from_env(&matches, &[("db", "PORTPREVIEW_DB")]);
+        if let Some(http) = matches.subcommand_matches("http") {
+            let names = [("server", "PORTPREVIEW_SERVER"), ("token", "PORTPREVIEW_TOKEN")];
+            cli.from_env.extend(crate::origin::from_env(http, &names));
+        }
+        Ok(cli)
     }
 
     /// True when the command's news goes out as JSON lines (`http
@@ -109,8 +126,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let config = crate::config::Config::load()?;
     // `check` reads fixtures only: it must run where no history can live.
     let db = || crate::config::db_path(cli.db.clone(), &config);
-    match cli.command {
-        Command::Http(args) => commands::http::run(args, &db()?, config).await,
+    let db_origin = Origin::of(
+        "--db",
+        "PORTPREVIEW_DB",
+        &cli.from_env,
+        cli.db.is_some(),
+        config.db.is_some(),
+    );
+    let named_db = db().ok();
+    let result = match cli.command {
+        Command::Http(args) => commands::http::run(args, &db()?, config, &cli.from_env).await,
         Command::History(args) => commands::history::run(args, &db()?),
         Command::Show(args) => commands::show::run(args, &db()?, cli.db.is_some()),
         Command::Export(args) => commands::export::run(args, &db()?),
@@ -119,6 +144,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         // check reads no history, but its report must not replace one.
         Command::Check(args) => commands::check::run(args, db().ok().as_deref()).await,
         Command::Tui(args) => commands::tui::run(args, &db()?).await,
+    };
+    match (result, named_db) {
+        (Err(err), Some(path)) if crate::origin::names_path(&err, &path) => Err(db_origin.explain(err, "the path")),
+        (result, _) => result,
     }
 }
 

@@ -11,6 +11,7 @@ pub mod forward;
 pub mod local_tls;
 pub mod logging;
 pub mod memory;
+pub mod origin;
 pub mod output;
 pub mod private_file;
 pub mod render;

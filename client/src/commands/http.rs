@@ -15,10 +15,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, Secret};
 use crate::events::{report, TunnelEvent};
+use crate::origin::Origin;
 use crate::output::{self, LogFormat};
 use crate::store::{Recorder, WriterNews};
 use crate::target::Target;
-use crate::tunnel::{self, connect, ConnectOptions, HostHeader, TunnelConfig};
+use crate::tunnel::{self, connect, ConnectError, ConnectOptions, HostHeader, TunnelConfig};
 
 /// Deliveries the display may fall behind by before events are dropped.
 const EVENT_QUEUE: usize = 4096;
@@ -80,8 +81,23 @@ impl Args {
 const DEFAULT_LOCAL_LISTEN: &str = "127.0.0.1:0";
 
 /// Runs the tunnel until ctrl-c, SIGTERM or (in the TUI) `q`.
-pub async fn run(args: Args, db: &Path, config: Config) -> anyhow::Result<ExitCode> {
+/// `from_env` names the variables that gave flags their values.
+pub async fn run(args: Args, db: &Path, config: Config, from_env: &[&str]) -> anyhow::Result<ExitCode> {
     let target = Target::parse_for_tunnel(&args.target)?;
+    let server_origin = Origin::of(
+        "--server",
+        "PORTPREVIEW_SERVER",
+        from_env,
+        args.server.is_some(),
+        config.server.is_some(),
+    );
+    let token_origin = Origin::of(
+        "--token",
+        "PORTPREVIEW_TOKEN",
+        from_env,
+        args.token.is_some(),
+        config.token.is_some(),
+    );
     let use_tui = args.uses_tui();
     // Set-up warnings go out as events, so the TUI shows them too.
     let mut notices = Vec::new();
@@ -105,7 +121,8 @@ pub async fn run(args: Args, db: &Path, config: Config) -> anyhow::Result<ExitCo
                     "--local-listen is not used: it places the in-process relay, and --server names one".to_owned(),
                 );
             }
-            (connect::relay_url(&server)?, None)
+            let url = connect::relay_url(&server).map_err(|err| server_origin.explain(err.into(), RELAY_ADDRESS))?;
+            (url, None)
         }
         None => {
             if args.token.is_some() {
@@ -249,7 +266,7 @@ pub async fn run(args: Args, db: &Path, config: Config) -> anyhow::Result<ExitCo
         }
     };
     let (relay, tunnel, display, ()) = tokio::join!(relay, tunnel, display, signals);
-    tunnel?;
+    tunnel.map_err(|err| explain_refusal(err, &server_origin, &token_origin))?;
     relay?;
     display?;
     // A stop is a normal end; a second ctrl-c dropped requests in flight,
@@ -259,6 +276,19 @@ pub async fn run(args: Args, db: &Path, config: Config) -> anyhow::Result<ExitCo
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// Names in a refusal what the user may not know they gave: the variable
+/// or the config file the relay address or the token came from.
+fn explain_refusal(err: ConnectError, server: &Origin, token: &Origin) -> anyhow::Error {
+    match err {
+        ConnectError::Unauthorized => anyhow::anyhow!("the relay refused the token from {token} (401)"),
+        ConnectError::TokenRequired | ConnectError::NameTaken { .. } | ConnectError::Tls(_) => err.into(),
+        _ => server.explain(err.into(), RELAY_ADDRESS),
+    }
+}
+
+/// What [`Origin::explain`] says came from elsewhere.
+const RELAY_ADDRESS: &str = "the relay address";
 
 /// The config file's token, for the config file's relay only: a token
 /// kept for a team's relay is not handed to another one named by
