@@ -574,6 +574,44 @@ fn a_relay_address_with_credentials_is_refused_without_showing_them() {
     }
 }
 
+/// A mistyped command or flag is refused in one line, with clap's tip and
+/// which `--help` to read, for each binary.
+#[test]
+fn a_mistyped_command_or_flag_is_refused_in_one_line() {
+    let runs = [
+        (
+            portpreview_bin(),
+            vec!["histroy"],
+            "(a similar subcommand exists: 'history'); see portpreview --help",
+        ),
+        (
+            portpreview_bin(),
+            vec!["history", "--bogus"],
+            "'--bogus' found; see portpreview history --help",
+        ),
+        (
+            portpreview_bin(),
+            vec!["http"],
+            "not provided: <PORT|URL>; see portpreview http --help",
+        ),
+        (
+            server_bin(),
+            vec!["--bogus"],
+            "'--bogus' found; see portpreview-server --help",
+        ),
+    ];
+    for (bin, args, said) in runs {
+        let out = std::process::Command::new(bin).args(&args).output().expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with("error: ") && stderr.trim_end().ends_with(said),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
 /// A refusal about a relay address, a token or a history path that came
 /// from a variable or the config file names it: the user typed none of
 /// them this time, and may have forgotten setting them.
@@ -688,6 +726,11 @@ fn a_refused_argument_is_quoted_with_its_control_characters_escaped() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.starts_with("error: invalid value"), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr.lines().count(),
+            1,
+            "{args:?}: one line, as every refusal: {stderr}"
+        );
         assert!(
             !stderr.chars().any(|c| c.is_control() && c != '\n'),
             "{args:?}: a control character reached the terminal: {stderr:?}"

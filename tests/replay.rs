@@ -843,6 +843,7 @@ fn what_cannot_run_exits_2_with_one_line() {
         let ran = history.replay(&args);
         assert_eq!(ran.code, 2, "{args:?}: {}{}", ran.stdout, ran.stderr);
         assert!(ran.stderr.contains(expected), "{args:?}: {}", ran.stderr);
+        assert_eq!(ran.stderr.trim().lines().count(), 1, "{args:?}: {}", ran.stderr);
     }
     let ran = history.replay(&["--target", "notaurl"]);
     assert_eq!(

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
-use portpreview_shared::sanitize::escape_multiline;
+use portpreview_shared::usage::one_line;
 
 use crate::commands;
 use crate::origin::Origin;
@@ -43,11 +43,11 @@ impl Cli {
         }
         match Self::try_parse_with_origins() {
             Ok(cli) => cli,
-            // clap quotes the value it refused as given, and an id or a
-            // path pasted from a delivery may hold escape sequences: the
-            // message goes out as plain text with every control escaped.
+            // One line, as every refusal: clap quotes the value it refused
+            // as given, and an id or a path pasted from a delivery may hold
+            // escape sequences, so every control in it is escaped.
             Err(err) if err.use_stderr() => {
-                crate::to_stderr(format_args!("{}", escape_multiline(&err.render().to_string())));
+                crate::to_stderr(format_args!("{}", one_line(&err.render().to_string())));
                 std::process::exit(err.exit_code());
             }
             Err(err) => err.exit(),

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 use portpreview_server::{load_tls, RelayConfig, Tokens};
-use portpreview_shared::sanitize::escape_multiline;
+use portpreview_shared::usage::one_line;
 
 /// The PortPreview relay: public URLs streamed over WebSocket to portpreview clients.
 #[derive(Debug, Parser)]
@@ -44,10 +44,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     let args = match Args::try_parse() {
         Ok(args) => args,
-        // clap quotes the refused value as given: controls in it are escaped.
+        // One line, with controls in the refused value escaped.
         Err(err) if err.use_stderr() => {
             // Nothing is left to tell when stderr itself cannot be written.
-            let _ = write!(std::io::stderr(), "{}", escape_multiline(&err.render().to_string()));
+            let _ = write!(std::io::stderr(), "{}", one_line(&err.render().to_string()));
             return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2));
         }
         Err(err) => err.exit(),

@@ -14,5 +14,6 @@ pub mod provider;
 pub mod sanitize;
 pub mod text;
 pub mod toml_file;
+pub mod usage;
 
 pub use message::{ClientMessage, Header, ServerMessage, StreamId};

@@ -1,0 +1,85 @@
+//! Command-line mistakes told in one line. clap explains a refused
+//! argument over several (the reason, a tip, the usage, a pointer to
+//! `--help`); both binaries promise one line per refusal, which a script
+//! can read and a person takes in at once.
+
+/// The line to print, newline included, for a parse error as clap
+/// rendered it: the reason, what it lists, its tips in parentheses, and
+/// which `--help` tells more. Control characters in quoted values are
+/// escaped, as everywhere untrusted text reaches the terminal.
+pub fn one_line(rendered: &str) -> String {
+    let mut lines = rendered.lines();
+    let mut line = lines.next().unwrap_or("error: invalid arguments").trim_end().to_owned();
+    let mut details = Vec::new();
+    let mut tips = Vec::new();
+    let mut command = None;
+    for text in lines.map(str::trim).filter(|text| !text.is_empty()) {
+        if let Some(usage) = text.strip_prefix("Usage:") {
+            // "portpreview http [OPTIONS] <PORT|URL>": the command is the
+            // words before the first placeholder.
+            let words: Vec<&str> = usage
+                .split_whitespace()
+                .take_while(|word| !word.starts_with(['[', '<']))
+                .collect();
+            command = Some(words.join(" "));
+        } else if text.starts_with("For more information") {
+            break;
+        } else if let Some(tip) = text.strip_prefix("tip:") {
+            tips.push(tip.trim());
+        } else {
+            details.push(text);
+        }
+    }
+    if !details.is_empty() {
+        line.push_str(if line.ends_with(':') { " " } else { ": " });
+        line.push_str(&details.join(", "));
+    }
+    for tip in tips {
+        line.push_str(&format!(" ({tip})"));
+    }
+    match command.filter(|command| !command.is_empty()) {
+        Some(command) => line.push_str(&format!("; see {command} --help")),
+        None => line.push_str("; see --help"),
+    }
+    let mut line = crate::sanitize::escape_str(&line).into_owned();
+    line.push('\n');
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn a_refused_value_is_one_line() {
+        let rendered = "error: invalid value '0' for '--times <N>': 0 is not in 1..=100000\n\n\
+                        For more information, try '--help'.\n";
+        assert_eq!(
+            one_line(rendered),
+            "error: invalid value '0' for '--times <N>': 0 is not in 1..=100000; see --help\n"
+        );
+    }
+
+    #[test]
+    fn tips_and_missing_arguments_join_the_line_and_the_usage_names_the_help() {
+        let rendered = "error: unrecognized subcommand 'histroy'\n\n  tip: a similar subcommand exists: 'history'\n\n\
+                        Usage: portpreview [OPTIONS] <COMMAND>\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            one_line(rendered),
+            "error: unrecognized subcommand 'histroy' (a similar subcommand exists: 'history'); see portpreview --help\n"
+        );
+        let rendered = "error: the following required arguments were not provided:\n  <PORT|URL>\n\n\
+                        Usage: portpreview http <PORT|URL>\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            one_line(rendered),
+            "error: the following required arguments were not provided: <PORT|URL>; see portpreview http --help\n"
+        );
+    }
+
+    #[test]
+    fn control_characters_in_a_quoted_value_are_escaped() {
+        let line = one_line("error: invalid value '\u{1b}[2J' for '--limit <N>'\n");
+        assert_eq!(line.matches('\n').count(), 1);
+        assert!(!line.contains('\u{1b}'), "{line:?}");
+    }
+}
