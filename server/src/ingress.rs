@@ -52,15 +52,23 @@ pub struct ConnInfo {
     pub slot: Slot,
 }
 
-enum Destination {
+/// Where a request goes, by its Host and path alone.
+#[derive(Debug)]
+pub enum Destination {
+    /// To the tunnel of this name, as this origin-form target.
     Tunnel {
+        /// The tunnel's name.
         name: String,
+        /// Path and query the client forwards.
         target: String,
     },
+    /// The client endpoint, where tunnels are opened.
     Connect,
+    /// `/healthz`.
     Health,
     /// Under `/t/`, but no tunnel could have the name (`/t/ALPHA/`).
     NoSuchTunnel,
+    /// None of the above: 404.
     Nowhere,
 }
 
@@ -245,7 +253,10 @@ fn websocket_handshake<B>(req: &Request<B>) -> bool {
         })
 }
 
-fn destination<B>(domain: Option<&str>, req: &Request<B>) -> Destination {
+/// Routes `req`: by a `<name>.<domain>` Host when the relay has a domain,
+/// else by path, `/t/<name>/…`. The Host and the path are the caller's, so
+/// any bytes must route to a valid name or nowhere.
+pub fn destination<B>(domain: Option<&str>, req: &Request<B>) -> Destination {
     let uri = req.uri();
     let path = uri.path();
     if let Some(name) = domain.and_then(|d| subdomain(d, req)) {
