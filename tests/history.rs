@@ -407,6 +407,36 @@ fn show_masks_secrets_and_escapes_what_the_sender_chose() {
     assert_eq!(json["response"]["status"], 200);
 }
 
+/// A secret carried in the URL (`?token=…`), as senders that cannot set a
+/// header do, is masked wherever the path is shown, as a credential header
+/// is; `--reveal` shows it, and exports that reproduce the request keep it.
+#[test]
+fn a_secret_in_the_query_string_is_masked_where_the_path_is_shown() {
+    let h = History::new("query-secret");
+    let mut delivery = stripe_event("evt_query", 1_700_000_000_000);
+    delivery.path = "/hooks?token=tok_live_42&shop=acme".into();
+    let id = h
+        .store()
+        .insert_delivery(&delivery, &answered(200))
+        .unwrap()
+        .to_string();
+    let shown = [
+        h.ok(&["history"]),
+        h.ok(&["show", &id]),
+        h.ok(&["show", &id, "--json"]),
+        h.ok(&["export", &id, "--format", "har"]),
+    ];
+    for text in shown {
+        assert!(!text.contains("tok_live_42"), "{text}");
+        assert!(text.contains("token=") && text.contains("shop=acme"), "{text}");
+    }
+    assert!(h
+        .ok(&["show", &id, "--reveal"])
+        .contains("/hooks?token=tok_live_42&shop=acme"));
+    assert!(h.ok(&["export", &id, "--format", "curl"]).contains("token=tok_live_42"));
+    assert!(h.ok(&["export", &id, "--format", "json"]).contains("token=tok_live_42"));
+}
+
 /// Runs `portpreview show ID` with its stdout on a terminal (a pty made by
 /// util-linux `script`) and returns what the terminal received.
 fn show_on_a_terminal(h: &History, id: i64) -> String {

@@ -11,6 +11,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::events::TunnelEvent;
+use crate::render::mask::shown_path;
 use crate::store::Summary;
 use crate::time::ordinal;
 
@@ -162,7 +163,7 @@ pub fn delivery_line(summary: &Summary, delivery_number: i64) -> String {
     let mut line = format!(
         "{id}  {} {}  {status}  {duration}",
         escape_str(&summary.method),
-        escape_str(&summary.path)
+        escape_str(&shown_path(&summary.path, false))
     );
     if let Some(provider) = &summary.provider {
         line.push_str(&format!("  {provider}"));
@@ -374,6 +375,14 @@ mod tests {
         let mut s = summary();
         s.path = "/\x1b[2Jboom".into();
         assert!(delivery_line(&s, 1).contains("/\\x1b[2Jboom"));
+    }
+
+    #[test]
+    fn a_secret_in_the_query_string_is_masked_on_the_line() {
+        let mut s = summary();
+        s.path = "/hooks?token=tok_live_42&shop=acme".into();
+        let line = delivery_line(&s, 1);
+        assert!(line.contains("/hooks?token=••••••&shop=acme"), "{line}");
     }
 
     #[test]

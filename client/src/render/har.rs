@@ -10,7 +10,7 @@ use std::fmt::Write;
 use serde_json::{json, Value};
 
 use super::body::{decode, Decoding, Encoded};
-use super::mask::{shown_value, MASK};
+use super::mask::{shown_path, shown_value, MASK};
 use crate::store::Delivery;
 use crate::time::rfc3339_ms;
 use portpreview_shared::Header;
@@ -26,11 +26,11 @@ pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
         .map_or(0.0, crate::time::round_ms);
     let mut request = json!({
         "method": r.method,
-        "url": url_text(url),
+        "url": url_text(&shown_path(url, reveal)),
         "httpVersion": "HTTP/1.1",
         "cookies": cookies(&r.request_headers, Cookies::Request, reveal),
         "headers": headers(&sent_headers(r, url), reveal),
-        "queryString": query_string(&r.path),
+        "queryString": query_string(&shown_path(&r.path, reveal)),
         "headersSize": -1,
         "bodySize": body_size(&r.request_body, r.request_body_size),
     });

@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::body::Encoded;
-use super::mask::shown_value;
+use super::mask::{shown_path, shown_value};
 use crate::store::{Delivery, ReplayRun, Summary};
 use crate::time::{rfc3339_ms, round_ms};
 use portpreview_shared::Header;
@@ -44,7 +44,7 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
     let r = &d.request;
     let mut request = json!({
         "method": r.method,
-        "path": r.path,
+        "path": shown_path(&r.path, reveal),
         "headers": headers(&r.request_headers, reveal),
         "body_size": known_size(&r.request_body, r.request_body_size),
         "body_truncated": r.request_truncated(),
@@ -66,7 +66,7 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
         "tunnel_url": r.tunnel_url,
         "target": r.target,
         "method": r.method,
-        "path": r.path,
+        "path": shown_path(&r.path, reveal),
         "status": d.outcome.as_ref().and_then(|o| o.status),
         "duration_ms": d.outcome.as_ref().and_then(|o| o.duration_ms).map(round_ms),
         "provider": r.provider,

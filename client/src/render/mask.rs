@@ -1,4 +1,5 @@
-//! Secrets in headers: masked on screen and in HAR unless `--reveal`.
+//! Secrets in headers, and in query strings: masked on screen and in HAR
+//! unless `--reveal`.
 //!
 //! The store keeps every header as received, so replays stay exact; only
 //! what is shown is masked.
@@ -36,6 +37,35 @@ pub fn shown_value(header: &Header, reveal: bool) -> Cow<'_, [u8]> {
     }
 }
 
+/// A path and query as shown: the values of query parameters named like
+/// credentials (`?token=…`, `api_key`, `sig`…) masked unless `reveal`.
+/// Senders that cannot set a header carry their secret in the URL, and a
+/// URL is on screen more often than any header.
+pub fn shown_path(path: &str, reveal: bool) -> Cow<'_, str> {
+    let Some((route, query)) = path.split_once('?') else {
+        return Cow::Borrowed(path);
+    };
+    if reveal || !query.split('&').any(|pair| masks(pair).is_some()) {
+        return Cow::Borrowed(path);
+    }
+    let pairs: Vec<Cow<'_, str>> = query
+        .split('&')
+        .map(|pair| match masks(pair) {
+            Some(name) => Cow::Owned(format!("{name}={MASK}")),
+            None => Cow::Borrowed(pair),
+        })
+        .collect();
+    Cow::Owned(format!("{route}?{}", pairs.join("&")))
+}
+
+/// The name of a query pair `name=value` whose value is a credential.
+fn masks(pair: &str) -> Option<&str> {
+    let (name, value) = pair.split_once('=')?;
+    let lower = name.to_ascii_lowercase();
+    let credential = is_sensitive(name) || matches!(lower.as_str(), "key" | "sig" | "auth" | "pass" | "pwd");
+    (credential && !value.is_empty()).then_some(name)
+}
+
 /// Header value bytes as one terminal-safe line: escaped text, with any
 /// byte that is not UTF-8 shown as `\xNN`.
 pub fn escape_value(bytes: &[u8]) -> String {
@@ -52,6 +82,22 @@ pub fn escape_value(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credentials_in_a_query_string_are_masked_and_the_rest_kept() {
+        assert_eq!(
+            shown_path("/hooks?token=s3cr3t&shop=a&api_key=k1&key=k2&sig=ab&x-token=", false),
+            format!("/hooks?token={MASK}&shop=a&api_key={MASK}&key={MASK}&sig={MASK}&x-token=")
+        );
+        assert_eq!(
+            shown_path("/hooks?Access_Token=t&page=2", false),
+            format!("/hooks?Access_Token={MASK}&page=2")
+        );
+        for kept in ["/hooks", "/hooks?page=2&sort=id", "/hooks?token", "/token/abc?monkey=1"] {
+            assert!(matches!(shown_path(kept, false), Cow::Borrowed(_)), "{kept}");
+        }
+        assert_eq!(shown_path("/hooks?token=s3cr3t", true), "/hooks?token=s3cr3t");
+    }
 
     fn shown(name: &str, value: &str, reveal: bool) -> String {
         String::from_utf8(shown_value(&Header::new(name, value), reveal).into_owned()).unwrap()

@@ -7,7 +7,7 @@ use portpreview_shared::text::thousands;
 use portpreview_shared::Header;
 
 use super::body::{decode, for_terminal_start, truncation_note, Decoding};
-use super::mask::{escape_value, shown_value};
+use super::mask::{escape_value, shown_path, shown_value};
 use crate::store::{Delivery, ReplayRun};
 use crate::time::{ordinal, rfc3339_ms};
 
@@ -65,7 +65,12 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
     }
 
     let _ = writeln!(out, "\nRequest");
-    let _ = writeln!(out, "  {} {}", escape_str(&r.method), escape_str(&r.path));
+    let _ = writeln!(
+        out,
+        "  {} {}",
+        escape_str(&r.method),
+        escape_str(&shown_path(&r.path, reveal))
+    );
     headers(&mut out, &r.request_headers, reveal);
     body(
         &mut out,

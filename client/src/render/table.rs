@@ -3,6 +3,7 @@
 use portpreview_shared::sanitize::escape_str;
 use portpreview_shared::text::pad;
 
+use super::mask::shown_path;
 use crate::store::Summary;
 use crate::time::rfc3339_ms;
 
@@ -49,7 +50,7 @@ pub fn line(s: &Summary, number: Option<i64>) -> String {
         format!("#{}", s.id),
         rfc3339_ms(s.received_at_ms),
         pad(&escape_str(&s.method), 7),
-        pad(&escape_str(&s.path), PATH_WIDTH),
+        pad(&escape_str(&shown_path(&s.path, false)), PATH_WIDTH),
         status,
         duration,
         pad(&escape_str(provider), 17),

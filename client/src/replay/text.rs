@@ -7,6 +7,7 @@ use portpreview_shared::sanitize::{escape_multiline, escape_str};
 use super::answers::{distinct_answers, pair_to_show, side_by_side};
 use super::report::Report;
 use super::verdict::{aligned, role_label};
+use crate::render::mask::shown_path;
 
 /// Rows of the attempts table shown before the middle is elided.
 const TABLE_HEAD: usize = 20;
@@ -37,7 +38,7 @@ impl Report {
             out,
             "Replay of {provider} event {} → {} ({mode})\n",
             escape_str(&self.event_key),
-            escape_str(&self.target)
+            escape_str(&shown_path(&self.target, false))
         );
         let width = self.checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
         for check in &self.checks {

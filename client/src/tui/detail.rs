@@ -8,6 +8,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use crate::render::body::{as_text, for_terminal_start, truncation_note, Decoding};
+use crate::render::mask::{escape_value, is_sensitive, shown_path};
 use crate::store::{size_unknown_past, Delivery, ReplayRun};
 use crate::time::ordinal;
 
@@ -25,11 +26,6 @@ pub struct DetailDoc {
     pub id: i64,
     /// The lines, already safe to draw.
     pub lines: Vec<Line<'static>>,
-}
-
-/// Headers shown masked unless revealed: the credentials and signatures.
-fn is_sensitive(name: &str) -> bool {
-    portpreview_shared::provider::is_sensitive_header(name)
 }
 
 fn title(text: impl Into<String>) -> Line<'static> {
@@ -58,7 +54,7 @@ impl DetailDoc {
                 Style::new().add_modifier(Modifier::BOLD),
             ),
             Span::raw(" "),
-            Span::raw(escape_str(&req.path).into_owned()),
+            Span::raw(escape_str(&shown_path(&req.path, reveal)).into_owned()),
         ])];
         lines.push(label_value(
             "received",
@@ -288,7 +284,7 @@ fn push_headers(lines: &mut Vec<Line<'static>>, headers: &[Header], reveal: bool
                 Style::new().fg(Color::DarkGray),
             )
         } else {
-            Span::raw(crate::render::mask::escape_value(&header.value))
+            Span::raw(escape_value(&header.value))
         };
         lines.push(Line::from(vec![
             Span::styled(format!("{name}: "), Style::new().fg(Color::Blue)),

@@ -8,6 +8,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span, Text};
 use ratatui::widgets::{Block, Cell, Paragraph, Row, StatefulWidget, Table, TableState, Widget, Wrap};
 
+use crate::render::mask::shown_path;
 use crate::store::Summary;
 use crate::tui::app::{App, Focus, Mode};
 use crate::tui::format::{duration, fit, short_timestamp, status_style, timestamp};
@@ -219,7 +220,7 @@ fn row(summary: &Summary, width: u16, path_width: usize) -> Row<'static> {
         }
         Column::Method => Cell::from(fit(&escape_str(&summary.method), 6)),
         // Marked where it is cut: a cut path can look like another, whole one.
-        Column::Path => Cell::from(fit(&escape_str(&summary.path), path_width)),
+        Column::Path => Cell::from(fit(&escape_str(&shown_path(&summary.path, false)), path_width)),
         Column::Status => {
             let status = match summary.status {
                 Some(code) => code.to_string(),

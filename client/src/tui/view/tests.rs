@@ -900,3 +900,22 @@ fn a_popup_over_wide_characters_keeps_its_left_border() {
     }
     assert!(straddled, "some box edge fell on the second half of a wide character");
 }
+
+/// A secret in the query string is masked in the list and the detail pane,
+/// as credential headers are; `v` shows it, as it shows them.
+#[test]
+fn a_secret_in_the_query_string_is_masked_until_revealed() {
+    let mut carried = test_delivery(1);
+    carried.request.path = "/hooks?token=tok_live_42&shop=acme".into();
+    let mut app = app(vec![carried], Mode::Live, 120, 30);
+    enter(&mut app);
+    let screen = rows(&plain(draw(&app))).join("\n");
+    assert!(!screen.contains("tok_live_42"), "{screen}");
+    assert!(
+        screen.matches("/hooks?token=••••••&shop=acme").count() >= 2,
+        "list and detail: {screen}"
+    );
+    press(&mut app, "v");
+    let screen = rows(&plain(draw(&app))).join("\n");
+    assert!(screen.contains("/hooks?token=tok_live_42&shop=acme"), "{screen}");
+}
