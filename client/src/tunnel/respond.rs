@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body::Body as _;
 use http_body_util::BodyExt;
+use hyper::body::Incoming;
 use portpreview_shared::codec::EncodeError;
+use portpreview_shared::duration::format_duration;
 use portpreview_shared::message::{ClientMessage, Header, StreamId, CHUNK_SIZE, MAX_HEADER_BYTES};
 use tokio::sync::Semaphore;
 
@@ -43,7 +45,7 @@ pub(super) struct Timing {
 /// stalls past the handler's patience gets a 504, or is cut off once its
 /// head has gone.
 pub(super) async fn relay_response(
-    response: http::Response<hyper::body::Incoming>,
+    response: http::Response<Incoming>,
     stream: StreamId,
     answer: &AnswerSide,
     outbox: &Outbox,
@@ -53,7 +55,6 @@ pub(super) async fn relay_response(
 ) -> Outcome {
     let credit = &*answer.credit;
     let Timing { started, patience } = timing;
-    let waited = || portpreview_shared::duration::format_duration(patience);
     let status = response.status().as_u16();
     // Recorded exactly as the handler sent them; the relay, where the hop
     // ends, drops the hop-by-hop ones before the caller sees them.
@@ -64,30 +65,13 @@ pub(super) async fn relay_response(
         .collect();
     let mut body = response.into_body();
     let mut capture = Capture::expecting(body.size_hint().lower(), keep);
-    let mut error = None;
     let small = body.size_hint().exact().is_some_and(|len| len <= CHUNK_SIZE as u64);
-    if body.is_end_stream() || small {
+    let error = if body.is_end_stream() || small {
         // The whole answer fits in the head's frame: one frame, one flush.
-        let mut whole = Vec::new();
-        let deadline = tokio::time::Instant::from_std(started) + patience;
-        loop {
-            let Ok(frame) = tokio::time::timeout_at(deadline, body.frame()).await else {
-                let reason = format!("the local answer's body stalled: it was not whole within {}", waited());
-                return answer_error(stream, outbox, started, 504, reason);
-            };
-            let Some(frame) = frame else { break };
-            match frame {
-                Ok(frame) => {
-                    if let Ok(data) = frame.into_data() {
-                        whole.extend_from_slice(&data);
-                    }
-                }
-                Err(err) => {
-                    error = Some(format!("the local answer's body broke off: {err}"));
-                    break;
-                }
-            }
-        }
+        let (whole, error) = match read_whole(&mut body, timing).await {
+            Ok(read) => read,
+            Err(reason) => return answer_error(stream, outbox, started, 504, reason),
+        };
         capture.add(&whole);
         if let Some(reason) = &error {
             outbox.answer(stream, 502, reason);
@@ -103,6 +87,7 @@ pub(super) async fn relay_response(
                 return unframable(stream, outbox, started, err);
             }
         }
+        error
     } else {
         let head = ClientMessage::ResponseHead {
             stream,
@@ -114,49 +99,8 @@ pub(super) async fn relay_response(
             return unframable(stream, outbox, started, err);
         }
         answer.head_sent.store(true, Ordering::Relaxed);
-        // Each piece leaves as soon as it comes, so that a handler's
-        // stream (server-sent events, progress) reaches the caller as it
-        // writes it. A body whose length says it is whole ends on its last
-        // piece; any other ends with an empty one.
-        let mut ended = false;
-        loop {
-            let Ok(frame) = tokio::time::timeout(patience, body.frame()).await else {
-                error = Some(format!(
-                    "the local answer's body stalled: nothing more came for {}",
-                    waited()
-                ));
-                break;
-            };
-            match frame {
-                Some(Ok(frame)) => {
-                    let Ok(data) = frame.into_data() else { continue };
-                    capture.add(&data);
-                    let mut data = data;
-                    while !data.is_empty() {
-                        let piece = data.split_to(data.len().min(CHUNK_SIZE));
-                        ended = data.is_empty() && body.is_end_stream();
-                        send_chunk(stream, piece, ended, credit, outbox).await;
-                    }
-                    if ended {
-                        break;
-                    }
-                }
-                Some(Err(err)) => {
-                    error = Some(format!("the local answer's body broke off: {err}"));
-                    break;
-                }
-                None => break,
-            }
-        }
-        match &error {
-            None if !ended => send_chunk(stream, Bytes::new(), true, credit, outbox).await,
-            None => {}
-            // What the handler sent has reached the caller, but never a
-            // last chunk: the reset makes the relay cut the caller's
-            // response, which would otherwise end as if it were whole.
-            Some(reason) => outbox.reset(stream, reason),
-        }
-    }
+        stream_body(&mut body, stream, patience, credit, outbox, &mut capture).await
+    };
     let (response_body, mut response_body_size, room) = capture.into_parts();
     *held = room;
     if error.is_some() {
@@ -175,6 +119,89 @@ pub(super) async fn relay_response(
         duration_ms: Some(elapsed_ms(started)),
         error,
     }
+}
+
+/// Reads a body small enough for one frame, whole, within the handler's
+/// patience from the exchange's start: its bytes, and why it broke off if
+/// it did. `Err` with the reason when it stalled.
+async fn read_whole(body: &mut Incoming, timing: Timing) -> Result<(Vec<u8>, Option<String>), String> {
+    let mut whole = Vec::new();
+    let deadline = tokio::time::Instant::from_std(timing.started) + timing.patience;
+    loop {
+        let Ok(frame) = tokio::time::timeout_at(deadline, body.frame()).await else {
+            return Err(format!(
+                "the local answer's body stalled: it was not whole within {}",
+                format_duration(timing.patience)
+            ));
+        };
+        let Some(frame) = frame else { break };
+        match frame {
+            Ok(frame) => {
+                if let Ok(data) = frame.into_data() {
+                    whole.extend_from_slice(&data);
+                }
+            }
+            Err(err) => return Ok((whole, Some(format!("the local answer's body broke off: {err}")))),
+        }
+    }
+    Ok((whole, None))
+}
+
+/// Streams the body of an answer whose head has gone, keeping a copy in
+/// `capture`, and ends the stream: with its last chunk, or with a reset
+/// when the body broke off or stalled, which it returns the reason for.
+async fn stream_body(
+    body: &mut Incoming,
+    stream: StreamId,
+    patience: Duration,
+    credit: &Semaphore,
+    outbox: &Outbox,
+    capture: &mut Capture,
+) -> Option<String> {
+    // Each piece leaves as soon as it comes, so that a handler's
+    // stream (server-sent events, progress) reaches the caller as it
+    // writes it. A body whose length says it is whole ends on its last
+    // piece; any other ends with an empty one.
+    let mut ended = false;
+    let mut error = None;
+    loop {
+        let Ok(frame) = tokio::time::timeout(patience, body.frame()).await else {
+            error = Some(format!(
+                "the local answer's body stalled: nothing more came for {}",
+                format_duration(patience)
+            ));
+            break;
+        };
+        match frame {
+            Some(Ok(frame)) => {
+                let Ok(data) = frame.into_data() else { continue };
+                capture.add(&data);
+                let mut data = data;
+                while !data.is_empty() {
+                    let piece = data.split_to(data.len().min(CHUNK_SIZE));
+                    ended = data.is_empty() && body.is_end_stream();
+                    send_chunk(stream, piece, ended, credit, outbox).await;
+                }
+                if ended {
+                    break;
+                }
+            }
+            Some(Err(err)) => {
+                error = Some(format!("the local answer's body broke off: {err}"));
+                break;
+            }
+            None => break,
+        }
+    }
+    match &error {
+        None if !ended => send_chunk(stream, Bytes::new(), true, credit, outbox).await,
+        None => {}
+        // What the handler sent has reached the caller, but never a
+        // last chunk: the reset makes the relay cut the caller's
+        // response, which would otherwise end as if it were whole.
+        Some(reason) => outbox.reset(stream, reason),
+    }
+    error
 }
 
 async fn send_chunk(stream: StreamId, data: Bytes, end: bool, credit: &Semaphore, outbox: &Outbox) {

@@ -2,9 +2,12 @@
 //! stream, and writes every ready frame with a single flush.
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures_util::stream::SplitSink;
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
 use portpreview_shared::codec;
@@ -12,7 +15,7 @@ use portpreview_shared::message::{ServerMessage, StreamId, MAX_CREDIT, STREAM_WI
 use portpreview_shared::text::truncate;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::task::{self, JoinSet};
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
@@ -58,6 +61,21 @@ struct StreamEntry {
     task: task::Id,
 }
 
+/// What a session keeps between the events it answers: the streams in
+/// flight and their exchanges, and whether it is stopping.
+struct Session {
+    shared: Arc<Shared>,
+    outbox: Outbox,
+    streams: HashMap<StreamId, StreamEntry>,
+    exchanges: InFlight,
+    /// Cancelled as the session ends, for the exchanges still in flight.
+    abandon: CancellationToken,
+    /// Finishing what is in flight, as the user asked to stop.
+    draining: bool,
+    /// When the relay last sent a frame: the silence limit counts from it.
+    last_heard: Instant,
+}
+
 /// Serves one socket until it ends or the user stops the tunnel. When the
 /// socket is lost, the exchanges still in flight are handed back rather
 /// than cut off: their handlers may yet answer, and the history should show
@@ -70,48 +88,33 @@ where
     let (outbox, queue) = Outbox::new();
     let writer = write_frames(sink, queue, shared.recorder.clone(), shared.events.clone());
     tokio::pin!(writer);
-    let mut streams: HashMap<StreamId, StreamEntry> = HashMap::new();
-    let mut exchanges = InFlight::default();
-    let abandon = CancellationToken::new();
     let mut writer_done = false;
     let drain_deadline = tokio::time::sleep(Duration::MAX);
     tokio::pin!(drain_deadline);
+    let mut session = Session {
+        shared,
+        outbox,
+        streams: HashMap::new(),
+        exchanges: InFlight::default(),
+        abandon: CancellationToken::new(),
+        draining: false,
+        last_heard: Instant::now(),
+    };
     // Counted from the last frame, so exchanges finishing meanwhile never
     // restart the count; the deadline moves only when it fires early, not
     // on every frame.
-    let mut last_heard = Instant::now();
     let silence = tokio::time::sleep(RELAY_SILENCE_LIMIT);
     tokio::pin!(silence);
-    let mut draining = false;
 
     let end = loop {
         tokio::select! {
-            () = shared.stop.asked.cancelled(), if !draining => {
-                if exchanges.is_empty() {
-                    break SessionEnd::Shutdown;
+            () = session.shared.stop.asked.cancelled(), if !session.draining => {
+                if let Some(end) = session.stop_asked(drain_deadline.as_mut()) {
+                    break end;
                 }
-                // Finish what is in flight, briefly; new requests get 503.
-                draining = true;
-                drain_deadline.as_mut().reset(tokio::time::Instant::now() + DRAIN_LIMIT);
-                report(
-                    &shared.events,
-                    TunnelEvent::Stopping {
-                        in_flight: exchanges.len(),
-                        within: DRAIN_LIMIT,
-                    },
-                );
             }
-            () = &mut drain_deadline, if draining => break SessionEnd::Shutdown,
-            () = shared.stop.now.cancelled(), if draining => {
-                report(
-                    &shared.events,
-                    TunnelEvent::Stopping {
-                        in_flight: exchanges.len(),
-                        within: Duration::ZERO,
-                    },
-                );
-                break SessionEnd::Shutdown;
-            }
+            () = &mut drain_deadline, if session.draining => break SessionEnd::Shutdown,
+            () = session.shared.stop.now.cancelled(), if session.draining => break session.stop_now(),
             result = &mut writer => {
                 writer_done = true;
                 break SessionEnd::Lost(match result {
@@ -119,30 +122,13 @@ where
                     Err(err) => format!("writing to the relay failed: {err}"),
                 });
             }
-            Some(done) = exchanges.join_next() => {
-                match done {
-                    Joined::Finished(stream) => {
-                        streams.remove(&stream);
-                    }
-                    Joined::Failed { task, why } => {
-                        // Rare enough to look for: every other exchange is
-                        // known by its stream, with no second map to keep.
-                        let failed = streams.iter().find(|(_, entry)| entry.task == task).map(|(stream, _)| *stream);
-                        tracing::error!(stream = ?failed, %why, "an exchange failed; the relay answers its caller");
-                        // Its caller would otherwise wait out the relay's
-                        // timeout for an answer nobody will send.
-                        if let Some(stream) = failed {
-                            streams.remove(&stream);
-                            outbox.reset(stream, "the exchange failed inside PortPreview");
-                        }
-                    }
-                }
-                if draining && exchanges.is_empty() {
-                    break SessionEnd::Shutdown;
+            Some(done) = session.exchanges.join_next() => {
+                if let Some(end) = session.exchange_ended(done) {
+                    break end;
                 }
             }
             () = &mut silence => {
-                let quiet_until = last_heard + RELAY_SILENCE_LIMIT;
+                let quiet_until = session.last_heard + RELAY_SILENCE_LIMIT;
                 if quiet_until > Instant::now() {
                     silence.as_mut().reset(quiet_until);
                     continue;
@@ -150,105 +136,23 @@ where
                 break SessionEnd::Lost(format!("the relay was silent for {}s", RELAY_SILENCE_LIMIT.as_secs()));
             }
             next = frames.next() => {
-                let message = match next {
-                    None => break SessionEnd::Lost("the relay closed the connection".into()),
-                    Some(Err(tungstenite::Error::Protocol(ProtocolError::ResetWithoutClosingHandshake))) => {
-                        break SessionEnd::Lost("the relay's connection was reset".into())
-                    }
-                    Some(Err(err)) => break SessionEnd::Lost(err.to_string()),
-                    Some(Ok(message)) => message,
-                };
-                last_heard = Instant::now();
-                let frame = match message {
-                    Message::Binary(frame) => frame,
-                    Message::Close(close) => break SessionEnd::Lost(close_reason(close)),
-                    Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => continue,
-                    Message::Text(_) => break protocol_error(&outbox, "text message on a binary protocol"),
-                };
-                let (message, body) = match codec::decode::<ServerMessage>(frame) {
-                    Ok(decoded) => decoded,
-                    Err(err) => break protocol_error(&outbox, &err.to_string()),
-                };
-                match message {
-                    ServerMessage::RequestHead { stream, method, target, headers, end } => {
-                        if streams.contains_key(&stream) {
-                            break protocol_error(&outbox, "stream id reused while in flight");
-                        }
-                        if draining {
-                            outbox.answer(stream, 503, "the tunnel's client is shutting down");
-                            continue;
-                        }
-                        // A body that came whole with its head needs no channel.
-                        let (tx, rx) = if end {
-                            (None, None)
-                        } else {
-                            let (tx, rx) = mpsc::unbounded_channel();
-                            let backlog = Backlog::default();
-                            (Some((tx, backlog.clone())), Some((rx, backlog)))
-                        };
-                        let (reset, on_reset) = oneshot::channel();
-                        let credit = Arc::new(Semaphore::new(STREAM_WINDOW as usize));
-                        let head = Head { stream, method, target, headers };
-                        let inflow = Inflow::new(stream, body, end, rx, outbox.clone());
-                        let steering = Steering {
-                            credit: credit.clone(),
-                            reset: on_reset,
-                            abandoned: abandon.clone(),
-                        };
-                        // Boxed: the exchange's state is about 6 KiB, which the
-                        // task would otherwise copy on spawn and again when it ends.
-                        let task = exchanges.spawn(Box::pin(exchange::run(shared.clone(), head, inflow, steering, outbox.clone())));
-                        streams.insert(stream, StreamEntry { chunks: tx, credit, reset, task });
-                    }
-                    ServerMessage::RequestBody { stream, end } => {
-                        if let Some(entry) = streams.get_mut(&stream) {
-                            if let Some((chunks, backlog)) = &entry.chunks {
-                                if !backlog.arrived(body.len()) {
-                                    break protocol_error(&outbox, "request body beyond the stream's window");
-                                }
-                                // Bytes are bounded by the window; an empty chunk
-                                // says nothing but the end, and a stream of them
-                                // would queue without bound.
-                                if body.is_empty() && !end {
-                                    break protocol_error(&outbox, "an empty request body chunk that does not end its stream");
-                                }
-                                let _ = chunks.send(Chunk { data: body, end });
-                            }
-                            if end {
-                                entry.chunks = None;
-                            }
-                        }
-                    }
-                    ServerMessage::Reset { stream, reason } => {
-                        tracing::debug!(stream, %reason, "relay reset a stream");
-                        if let Some(entry) = streams.remove(&stream) {
-                            // The reason goes into the history; a relay
-                            // gets a line of it, not a novel.
-                            let _ = entry.reset.send(truncate(&reason, 200).to_owned());
-                        }
-                    }
-                    ServerMessage::Window { stream, credit } => {
-                        if let Some(entry) = streams.get(&stream) {
-                            let room = MAX_CREDIT.saturating_sub(entry.credit.available_permits());
-                            entry.credit.add_permits((credit as usize).min(room));
-                        }
-                    }
-                    ServerMessage::Refused { reason } => break SessionEnd::Refused(reason),
-                    ServerMessage::Welcome { .. } => break protocol_error(&outbox, "a second welcome"),
+                if let ControlFlow::Break(end) = session.received(next) {
+                    break end;
                 }
             }
         }
     };
     if end == SessionEnd::Shutdown {
-        outbox.send_raw(Message::Close(Some(CloseFrame {
+        session.outbox.send_raw(Message::Close(Some(CloseFrame {
             code: CloseCode::Away,
             reason: "client shutting down".into(),
         })));
     }
-    drop(outbox);
+    drop(session.outbox);
     // Exchanges still in flight are abandoned: the relay answers their callers
     // 502 and never resends them, so each delivery happens at most once.
-    abandon.cancel();
+    session.abandon.cancel();
+    let mut exchanges = session.exchanges;
     if end == SessionEnd::Shutdown {
         // Each gets a moment to record why it ended; what is still running
         // is cut off.
@@ -266,6 +170,210 @@ where
         let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
     }
     (end, exchanges.into_tasks())
+}
+
+impl Session {
+    /// The user asked to stop: the session ends now if nothing is in
+    /// flight, or once what is has finished, within [`DRAIN_LIMIT`].
+    fn stop_asked(&mut self, drain_deadline: Pin<&mut Sleep>) -> Option<SessionEnd> {
+        if self.exchanges.is_empty() {
+            return Some(SessionEnd::Shutdown);
+        }
+        // Finish what is in flight, briefly; new requests get 503.
+        self.draining = true;
+        drain_deadline.reset(tokio::time::Instant::now() + DRAIN_LIMIT);
+        report(
+            &self.shared.events,
+            TunnelEvent::Stopping {
+                in_flight: self.exchanges.len(),
+                within: DRAIN_LIMIT,
+            },
+        );
+        None
+    }
+
+    /// The user asked to stop a second time: what is in flight is cut off.
+    fn stop_now(&self) -> SessionEnd {
+        report(
+            &self.shared.events,
+            TunnelEvent::Stopping {
+                in_flight: self.exchanges.len(),
+                within: Duration::ZERO,
+            },
+        );
+        SessionEnd::Shutdown
+    }
+
+    /// Forgets an exchange's stream once the exchange has ended; ends a
+    /// draining session with its last exchange.
+    fn exchange_ended(&mut self, done: Joined) -> Option<SessionEnd> {
+        match done {
+            Joined::Finished(stream) => {
+                self.streams.remove(&stream);
+            }
+            Joined::Failed { task, why } => {
+                // Rare enough to look for: every other exchange is
+                // known by its stream, with no second map to keep.
+                let failed = self
+                    .streams
+                    .iter()
+                    .find(|(_, entry)| entry.task == task)
+                    .map(|(stream, _)| *stream);
+                tracing::error!(stream = ?failed, %why, "an exchange failed; the relay answers its caller");
+                // Its caller would otherwise wait out the relay's
+                // timeout for an answer nobody will send.
+                if let Some(stream) = failed {
+                    self.streams.remove(&stream);
+                    self.outbox.reset(stream, "the exchange failed inside PortPreview");
+                }
+            }
+        }
+        if self.draining && self.exchanges.is_empty() {
+            return Some(SessionEnd::Shutdown);
+        }
+        None
+    }
+
+    /// Takes what the socket gave: a message, or how it ended.
+    fn received(&mut self, next: Option<Result<Message, tungstenite::Error>>) -> ControlFlow<SessionEnd> {
+        let message = match next {
+            None => return ControlFlow::Break(SessionEnd::Lost("the relay closed the connection".into())),
+            Some(Err(tungstenite::Error::Protocol(ProtocolError::ResetWithoutClosingHandshake))) => {
+                return ControlFlow::Break(SessionEnd::Lost("the relay's connection was reset".into()))
+            }
+            Some(Err(err)) => return ControlFlow::Break(SessionEnd::Lost(err.to_string())),
+            Some(Ok(message)) => message,
+        };
+        self.last_heard = Instant::now();
+        let frame = match message {
+            Message::Binary(frame) => frame,
+            Message::Close(close) => return ControlFlow::Break(SessionEnd::Lost(close_reason(close))),
+            Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => return ControlFlow::Continue(()),
+            Message::Text(_) => {
+                return ControlFlow::Break(protocol_error(&self.outbox, "text message on a binary protocol"))
+            }
+        };
+        let (message, body) = match codec::decode::<ServerMessage>(frame) {
+            Ok(decoded) => decoded,
+            Err(err) => return ControlFlow::Break(protocol_error(&self.outbox, &err.to_string())),
+        };
+        match message {
+            ServerMessage::RequestHead {
+                stream,
+                method,
+                target,
+                headers,
+                end,
+            } => self.open(
+                Head {
+                    stream,
+                    method,
+                    target,
+                    headers,
+                },
+                body,
+                end,
+            ),
+            ServerMessage::RequestBody { stream, end } => self.request_body(stream, body, end),
+            ServerMessage::Reset { stream, reason } => {
+                self.reset(stream, &reason);
+                ControlFlow::Continue(())
+            }
+            ServerMessage::Window { stream, credit } => {
+                self.window(stream, credit);
+                ControlFlow::Continue(())
+            }
+            ServerMessage::Refused { reason } => ControlFlow::Break(SessionEnd::Refused(reason)),
+            ServerMessage::Welcome { .. } => ControlFlow::Break(protocol_error(&self.outbox, "a second welcome")),
+        }
+    }
+
+    /// A new request: its exchange starts, and the session keeps the
+    /// handles that feed and steer it.
+    fn open(&mut self, head: Head, body: Bytes, end: bool) -> ControlFlow<SessionEnd> {
+        let stream = head.stream;
+        if self.streams.contains_key(&stream) {
+            return ControlFlow::Break(protocol_error(&self.outbox, "stream id reused while in flight"));
+        }
+        if self.draining {
+            self.outbox.answer(stream, 503, "the tunnel's client is shutting down");
+            return ControlFlow::Continue(());
+        }
+        // A body that came whole with its head needs no channel.
+        let (tx, rx) = if end {
+            (None, None)
+        } else {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let backlog = Backlog::default();
+            (Some((tx, backlog.clone())), Some((rx, backlog)))
+        };
+        let (reset, on_reset) = oneshot::channel();
+        let credit = Arc::new(Semaphore::new(STREAM_WINDOW as usize));
+        let inflow = Inflow::new(stream, body, end, rx, self.outbox.clone());
+        let steering = Steering {
+            credit: credit.clone(),
+            reset: on_reset,
+            abandoned: self.abandon.clone(),
+        };
+        // Boxed: the exchange's state is about 6 KiB, which the
+        // task would otherwise copy on spawn and again when it ends.
+        let exchange = exchange::run(self.shared.clone(), head, inflow, steering, self.outbox.clone());
+        let task = self.exchanges.spawn(Box::pin(exchange));
+        self.streams.insert(
+            stream,
+            StreamEntry {
+                chunks: tx,
+                credit,
+                reset,
+                task,
+            },
+        );
+        ControlFlow::Continue(())
+    }
+
+    /// More of a request's body, passed on to its exchange.
+    fn request_body(&mut self, stream: StreamId, body: Bytes, end: bool) -> ControlFlow<SessionEnd> {
+        let Some(entry) = self.streams.get_mut(&stream) else {
+            return ControlFlow::Continue(());
+        };
+        if let Some((chunks, backlog)) = &entry.chunks {
+            if !backlog.arrived(body.len()) {
+                return ControlFlow::Break(protocol_error(&self.outbox, "request body beyond the stream's window"));
+            }
+            // Bytes are bounded by the window; an empty chunk
+            // says nothing but the end, and a stream of them
+            // would queue without bound.
+            if body.is_empty() && !end {
+                return ControlFlow::Break(protocol_error(
+                    &self.outbox,
+                    "an empty request body chunk that does not end its stream",
+                ));
+            }
+            let _ = chunks.send(Chunk { data: body, end });
+        }
+        if end {
+            entry.chunks = None;
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// The relay reset a stream: its exchange is told why.
+    fn reset(&mut self, stream: StreamId, reason: &str) {
+        tracing::debug!(stream, %reason, "relay reset a stream");
+        if let Some(entry) = self.streams.remove(&stream) {
+            // The reason goes into the history; a relay
+            // gets a line of it, not a novel.
+            let _ = entry.reset.send(truncate(reason, 200).to_owned());
+        }
+    }
+
+    /// The relay granted a stream more response-body credit.
+    fn window(&self, stream: StreamId, credit: u32) {
+        if let Some(entry) = self.streams.get(&stream) {
+            let room = MAX_CREDIT.saturating_sub(entry.credit.available_permits());
+            entry.credit.add_permits((credit as usize).min(room));
+        }
+    }
 }
 
 fn protocol_error(outbox: &Outbox, reason: &str) -> SessionEnd {

@@ -1,0 +1,221 @@
+//! The trip to the local handler and back: the request body read, the
+//! request recorded and sent, the handler's answer relayed to the caller.
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use tokio::time::error::Elapsed;
+use tokio::time::Timeout;
+
+use super::record::{new_delivery, record, record_captured, record_streaming, Streaming};
+use super::request::{build_request, declared_length};
+use super::{Head, Kept, Line, Shared, CUT_SHORT, PART_FORWARDED};
+use crate::forward::{undefined_status, ForwardError, LocalBody};
+use crate::store::{NewDelivery, Outcome};
+use crate::tunnel::body::{Capture, Held, Inflow, StreamedBody, WholeBody};
+use crate::tunnel::outbox::Outbox;
+use crate::tunnel::respond::{answer_error, failure, relay_response, AnswerSide, Timing};
+
+/// Request bodies up to this size are read whole and recorded before
+/// forwarding; larger ones stream, and are recorded as the handler read them.
+const BUFFERED_BODY: usize = 1024 * 1024;
+
+/// What sending a request to the handler came to: its answer's head, its
+/// failure, or the local timeout.
+type Sent = Result<Result<Response<Incoming>, ForwardError>, Elapsed>;
+
+pub(super) async fn exchange(
+    shared: &Shared,
+    head: Head,
+    mut inflow: Inflow,
+    line: &Line,
+    answer: &AnswerSide,
+    outbox: &Outbox,
+    kept: &mut Kept,
+) -> Outcome {
+    let stream = head.stream;
+    let started = line.started;
+    let (prefix, stalled) = read_prefix(shared, &mut inflow).await;
+    let buffered = inflow.is_done();
+    let declared = declared_length(&head.headers).unwrap_or(0);
+    let mut capture = Capture::of(&prefix, declared, shared.keep());
+    capture.complete = inflow.is_complete();
+    if stalled {
+        // Kept as cut short, as below: the handler never saw it.
+        let request = new_delivery(shared, head, line.received_at_ms);
+        kept.ticket = record_captured(shared, request, capture, declared).await;
+        let reason = format!(
+            "the request body stopped arriving: nothing came for {}; it was not forwarded",
+            portpreview_shared::duration::format_duration(shared.local_timeout)
+        );
+        return answer_error(stream, outbox, started, 408, reason);
+    }
+    if buffered && !capture.complete {
+        // The relay dropped the stream mid-body: its caller went away. The
+        // handler never sees a cut body as if it were whole, and the history
+        // keeps it marked cut short, so replay refuses it.
+        let request = new_delivery(shared, head, line.received_at_ms);
+        kept.ticket = record_captured(shared, request, capture, declared).await;
+        return failure(started, CUT_SHORT.into());
+    }
+    let (body, streamed) = local_body(prefix, inflow, &mut capture, buffered);
+    let local = build_request(shared, &head, body, buffered);
+    let request = new_delivery(shared, head, line.received_at_ms);
+    let local = match local {
+        Ok(local) => local,
+        Err(reason) => {
+            kept.ticket = record(shared, request).await;
+            return answer_error(stream, outbox, started, 400, reason);
+        }
+    };
+
+    let response = match streamed {
+        None => {
+            // In the inbox before the handler even sees it; the session writes
+            // the inbox out before any answer leaves.
+            kept.ticket = record_captured(shared, request, capture, declared).await;
+            send(shared, local).await
+        }
+        Some(capture) => match send_streamed(shared, local, request, capture, declared, kept).await {
+            Some(response) => response,
+            None => return failure(started, PART_FORWARDED.into()),
+        },
+    };
+
+    let response = match relayable(shared, response) {
+        Ok(response) => response,
+        Err((status, reason)) => return answer_error(stream, outbox, started, status, reason),
+    };
+    let timing = Timing {
+        started,
+        patience: shared.local_timeout,
+    };
+    relay_response(
+        response,
+        stream,
+        answer,
+        outbox,
+        timing,
+        shared.keep(),
+        &mut kept.answer_room,
+    )
+    .await
+}
+
+/// Reads the request body until [`BUFFERED_BODY`] bytes have come, or all
+/// of it; says too whether it stalled on the way.
+async fn read_prefix(shared: &Shared, inflow: &mut Inflow) -> (Vec<Bytes>, bool) {
+    let mut prefix = Vec::new();
+    let mut seen = 0;
+    while seen < BUFFERED_BODY {
+        // Each chunk within the local timeout, as the relay waits for the
+        // caller's: a stream whose body stops coming must not hold its
+        // exchange, and its place in the session, for good.
+        match tokio::time::timeout(shared.local_timeout, inflow.next()).await {
+            Ok(Some(chunk)) => {
+                seen += chunk.data.len();
+                prefix.push(chunk.data);
+            }
+            Ok(None) => break,
+            Err(_) => return (prefix, true),
+        }
+    }
+    (prefix, false)
+}
+
+/// The body the handler reads: whole when it came whole; otherwise what
+/// came so far and then the rest as it comes, captured for the history
+/// through the returned handle as the handler reads it.
+fn local_body(
+    prefix: Vec<Bytes>,
+    inflow: Inflow,
+    capture: &mut Capture,
+    buffered: bool,
+) -> (LocalBody, Option<Arc<Mutex<Capture>>>) {
+    if buffered {
+        return (WholeBody::new(prefix).boxed(), None);
+    }
+    let shared_capture = Arc::new(Mutex::new(std::mem::take(capture)));
+    let streamed = Some(shared_capture.clone());
+    let body = StreamedBody {
+        prefix,
+        inflow,
+        capture: shared_capture,
+    }
+    .boxed();
+    (body, streamed)
+}
+
+/// Sends `local`, whose body streams to the handler, then records `request`
+/// with what the handler read before answering: what it acted on. `None`
+/// when the relay cut the body under the handler and it did not answer.
+async fn send_streamed(
+    shared: &Shared,
+    local: Request<LocalBody>,
+    request: NewDelivery,
+    capture: Arc<Mutex<Capture>>,
+    declared: u64,
+    kept: &mut Kept,
+) -> Option<Sent> {
+    kept.streaming = Some(Streaming {
+        request,
+        capture: Some(capture.clone()),
+        declared,
+        room: Held::default(),
+    });
+    let response = send(shared, local).await;
+    let cut = capture.lock().is_ok_and(|c| c.cut);
+    kept.ticket = record_streaming(shared, &mut kept.streaming).await;
+    // The relay ended the stream mid-body, and says why; the
+    // handler's failure to answer a body cut under it is no news.
+    // A body still on its way is another matter: the handler could
+    // not be reached, or failed, and the caller hears so now.
+    if cut && !matches!(response, Ok(Ok(_))) {
+        return None;
+    }
+    Some(response)
+}
+
+/// Sends `local` to the handler. The handler's time starts when it is sent
+/// the request, not while recording waits for room.
+fn send(
+    shared: &Shared,
+    local: Request<LocalBody>,
+) -> Timeout<impl std::future::Future<Output = Result<Response<Incoming>, ForwardError>> + '_> {
+    tokio::time::timeout(shared.local_timeout, shared.forwarder.send(local))
+}
+
+/// The handler's answer, if it is one the relay can pass to the caller;
+/// otherwise the status and reason the caller gets instead.
+fn relayable(shared: &Shared, sent: Sent) -> Result<Response<Incoming>, (u16, String)> {
+    let response = match sent {
+        Ok(Ok(response)) => response,
+        Ok(Err(err)) => return Err((502, err.to_string())),
+        Err(_) => {
+            let reason = format!(
+                "{} did not answer within {}",
+                shared.forwarder.target(),
+                portpreview_shared::duration::format_duration(shared.local_timeout)
+            );
+            return Err((504, reason));
+        }
+    };
+    // hyper passes interim answers by, but gives back a 101 as final; the
+    // relay cannot hand a caller an upgraded connection, so it is a failure
+    // the caller and the history see alike.
+    if response.status().is_informational() {
+        let reason = format!(
+            "{} answered {}: the tunnel forwards no protocol switches",
+            shared.forwarder.target(),
+            response.status()
+        );
+        return Err((502, reason));
+    }
+    if let Some(reason) = undefined_status(shared.forwarder.target(), response.status()) {
+        return Err((502, reason));
+    }
+    Ok(response)
+}

@@ -1,0 +1,209 @@
+//! One request's trip: relay → local handler → relay, recorded on the way.
+
+mod handler;
+mod record;
+mod request;
+mod shared;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use portpreview_shared::message::{Header, StreamId};
+use tokio::sync::{oneshot, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use super::body::{Held, Inflow};
+use super::outbox::Outbox;
+use super::respond::{failure, AnswerSide};
+use crate::store::recorder::Ticket;
+use crate::store::Outcome;
+use handler::exchange;
+use record::{finish, record_streaming, Streaming};
+pub use shared::{HostHeader, Shared};
+
+/// Why an exchange whose request body never arrived whole failed.
+const CUT_SHORT: &str = "the caller went away before its request body was complete; it was not forwarded";
+/// Why an exchange whose request body stopped part way to the handler failed.
+const PART_FORWARDED: &str = "the request body stopped part way; the handler got only part of it";
+
+/// Why an exchange cut off by the end of its relay connection failed.
+const ABANDONED: &str = "the connection to the relay ended before the answer";
+/// Why an exchange cut off by the user stopping PortPreview failed.
+const STOPPED: &str = "PortPreview was stopped before the answer came";
+
+/// A request head as the relay sent it.
+pub struct Head {
+    /// Stream id.
+    pub stream: StreamId,
+    /// HTTP method.
+    pub method: String,
+    /// Path and query.
+    pub target: String,
+    /// Headers in order.
+    pub headers: Vec<Header>,
+}
+
+/// The per-stream handles the session keeps to steer an exchange.
+pub struct Steering {
+    /// Response-body credit granted by the relay.
+    pub credit: Arc<Semaphore>,
+    /// Fires with the relay's reason when it resets the stream.
+    pub reset: oneshot::Receiver<String>,
+    /// Cancelled when the connection to the relay ends with the exchange
+    /// still in flight.
+    pub abandoned: CancellationToken,
+}
+
+/// What an exchange leaves outside itself, so that it outlives the exchange
+/// being cut off.
+#[derive(Default)]
+struct Kept {
+    /// The recorded request's ticket: a request recorded before its caller
+    /// went away still gets its answer, the failure.
+    ticket: Option<Ticket>,
+    /// The room the answer's body holds in the history's budget, until the
+    /// answer is handed to the recorder.
+    answer_room: Held,
+    /// A streamed request not yet recorded. It is recorded once the handler
+    /// answers or, should the relay end the stream first (the caller hung
+    /// up, the body went over the limit), with what the handler had read.
+    streaming: Option<Streaming>,
+}
+
+/// What the live display needs of a request, kept apart so the request
+/// itself can move into the recorder without a copy.
+struct Line {
+    received_at_ms: i64,
+    started: Instant,
+    method: String,
+    path: String,
+}
+
+/// Carries one request to the local target and its answer back.
+pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Steering, outbox: Outbox) -> StreamId {
+    let stream = head.stream;
+    let line = Line {
+        received_at_ms: crate::time::now_ms(),
+        started: Instant::now(),
+        method: head.method.clone(),
+        path: head.target.clone(),
+    };
+    let mut kept = Kept::default();
+    let Steering {
+        credit,
+        mut reset,
+        abandoned,
+    } = steering;
+    let outcome = {
+        let answer = AnswerSide {
+            credit,
+            head_sent: AtomicBool::new(false),
+        };
+        let mut exchanged = std::pin::pin!(exchange(&shared, head, inflow, &line, &answer, &outbox, &mut kept));
+        tokio::select! {
+            // The exchange goes first: when the relay drops a stream mid-body,
+            // the exchange records the cut request before the reset ends it.
+            biased;
+            outcome = &mut exchanged => outcome,
+            // The relay says why in words meant for the history: the caller
+            // hung up, or the relay gave up and answered the caller itself.
+            Ok(reason) = &mut reset => answer_for_nobody(&shared, exchanged, &answer, line.started, &reason).await,
+            () = abandoned.cancelled() => {
+                if shared.stop.asked.is_cancelled() {
+                    failure(line.started, STOPPED.into())
+                } else {
+                    answer_for_nobody(&shared, exchanged, &answer, line.started, ABANDONED).await
+                }
+            }
+        }
+    };
+    // A body that stopped short says only that; the relay's reset, when
+    // it sent one, says why (malformed, stalled, the caller gone).
+    let outcome = match (reset.try_recv(), outcome.error.as_deref().and_then(cut_body)) {
+        (Ok(reason), Some(cut)) => failure(line.started, format!("{reason}; {cut}")),
+        _ => outcome,
+    };
+    if kept.ticket.is_none() {
+        kept.ticket = record_streaming(&shared, &mut kept.streaming).await;
+    }
+    finish(&shared, line, outcome, kept.ticket).await;
+    drop(kept.answer_room);
+    stream
+}
+
+/// No caller will receive the handler's answer, for the reason `why`: the
+/// caller hung up, the relay gave up waiting and answered it, or the
+/// connection to the relay ended (and the relay answered 502). The handler
+/// may be acting on the request all the same (charging the card, sending
+/// the e-mail), as a server goes on after its client has gone, and the
+/// provider will retry: so the local request is not cut off, and its
+/// answer, if it comes within the local timeout and before the user stops,
+/// is recorded beside the note that no caller received it. Stopping gives
+/// it the time any request in flight gets.
+async fn answer_for_nobody(
+    shared: &Shared,
+    exchanged: std::pin::Pin<&mut impl std::future::Future<Output = Outcome>>,
+    answer: &AnswerSide,
+    started: Instant,
+    why: &str,
+) -> Outcome {
+    // No credit comes for a stream the relay has dropped: sends must not wait for it.
+    answer.credit.close();
+    let answered = tokio::select! {
+        answered = tokio::time::timeout(shared.local_timeout, exchanged) => answered.ok(),
+        () = shared.stop.drain_over() => None,
+    };
+    let Some(mut outcome) = answered else {
+        let why = if shared.stop.asked.is_cancelled() {
+            format!("{why}; {STOPPED}")
+        } else {
+            why.to_owned()
+        };
+        return failure(started, why);
+    };
+    // The head went ahead of the body: the caller had the status, and the
+    // history says so, or the delivery would pass for one no caller got.
+    if answer.head_sent.load(Ordering::Relaxed) && outcome.status.is_some() {
+        outcome.error = Some(format!(
+            "{why}: the caller had the status and headers, not the whole body"
+        ));
+        return outcome;
+    }
+    // Status stays empty, as for every answer that did not reach its caller.
+    outcome.error = Some(match (outcome.status.take(), outcome.error.take()) {
+        (Some(status), _) => format!("{why}; the handler then answered {status}, which reached no caller"),
+        (None, Some(error)) => match cut_body(&error) {
+            Some(cut) => format!("{why}; {cut}"),
+            None => format!("{why}; then {error}"),
+        },
+        (None, None) => why.into(),
+    });
+    outcome
+}
+
+/// What became of a request body that never came whole, when `error`
+/// says only that it stopped: beside the reason it stopped, this says
+/// whether the handler saw any of it.
+fn cut_body(error: &str) -> Option<&'static str> {
+    match error {
+        CUT_SHORT => Some("it was not forwarded"),
+        PART_FORWARDED => Some("the handler got only part of its body"),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A body that stopped says whether the handler saw any of it, beside
+    /// whatever reason the relay gives for the stop; other errors say
+    /// nothing of the body.
+    #[test]
+    fn a_cut_body_says_how_much_the_handler_saw() {
+        assert_eq!(cut_body(CUT_SHORT), Some("it was not forwarded"));
+        assert_eq!(cut_body(PART_FORWARDED), Some("the handler got only part of its body"));
+        assert_eq!(cut_body("connection refused"), None);
+    }
+}

@@ -1,0 +1,180 @@
+//! An exchange's way into the history: the request, recorded before the
+//! handler sees it or as the handler reads it, then its answer.
+
+use std::sync::{Arc, Mutex};
+
+use super::{Head, Line, Shared};
+use crate::events::report_delivered;
+use crate::store::recorder::{RecordError, Ticket};
+use crate::store::{size_past_cut, NewDelivery, Outcome, Summary};
+use crate::tunnel::body::{Capture, Held};
+
+/// A request whose body streams to the handler, kept whole until recorded.
+pub(super) struct Streaming {
+    pub(super) request: NewDelivery,
+    /// What the handler reads, until it is moved into `request`.
+    pub(super) capture: Option<Arc<Mutex<Capture>>>,
+    pub(super) declared: u64,
+    /// The room the moved body holds in the budget.
+    pub(super) room: Held,
+}
+
+impl Streaming {
+    /// Moves what the handler has read so far into the request, once.
+    fn settle(&mut self) {
+        if let Some(capture) = self.capture.take() {
+            let capture = std::mem::take(&mut *capture.lock().unwrap_or_else(|p| p.into_inner()));
+            self.room = body_into(&mut self.request, capture, self.declared);
+        }
+    }
+}
+
+/// Records `request` with the body `capture` kept, holding the capture's
+/// room in the budget until the recorder has the bytes.
+pub(super) async fn record_captured(
+    shared: &Shared,
+    mut request: NewDelivery,
+    capture: Capture,
+    declared: u64,
+) -> Option<Ticket> {
+    let _room = body_into(&mut request, capture, declared);
+    record(shared, request).await
+}
+
+/// Moves the body `capture` kept into `request`; a body that never went by
+/// whole keeps the size its caller `declared`, so the history shows it cut
+/// short. Without a declared size (chunked) it is recorded one byte longer
+/// than what came: its true size is unknown, but it was cut, and replay
+/// must refuse it. Returns the room the bytes hold in the budget.
+fn body_into(request: &mut NewDelivery, capture: Capture, declared: u64) -> Held {
+    let complete = capture.complete;
+    let (bytes, size, room) = capture.into_parts();
+    request.request_body_size = if complete {
+        size
+    } else {
+        declared.max(size_past_cut(size))
+    };
+    request.request_body = bytes;
+    room
+}
+
+/// Records the streamed request in `slot`. Cut off while it waits for room
+/// or writes the body, it leaves the request in `slot` for the next call.
+pub(super) async fn record_streaming(shared: &Shared, slot: &mut Option<Streaming>) -> Option<Ticket> {
+    let recorder = shared.recorder.as_ref()?;
+    let streaming = slot.as_mut()?;
+    streaming.settle();
+    let staged = recorder.stage(&streaming.request).await;
+    let streaming = slot.take()?;
+    recorded(
+        shared,
+        staged.and_then(|staged| recorder.append_request(staged, streaming.request)),
+    )
+}
+
+pub(super) async fn record(shared: &Shared, request: NewDelivery) -> Option<Ticket> {
+    let recorder = shared.recorder.as_ref()?;
+    recorded(shared, recorder.record_request(request).await)
+}
+
+/// The ticket of a recorded request; a failure costs the history, never the forwarding.
+fn recorded(shared: &Shared, result: Result<Ticket, RecordError>) -> Option<Ticket> {
+    match result {
+        Ok(ticket) => {
+            shared.recording_worked();
+            Some(ticket)
+        }
+        Err(err) => {
+            shared.recording_failed(&err);
+            None
+        }
+    }
+}
+
+pub(super) fn new_delivery(shared: &Shared, head: Head, received_at_ms: i64) -> NewDelivery {
+    let host_preserved = shared.preserves_host(&head.headers);
+    NewDelivery {
+        received_at_ms,
+        host_preserved,
+        tunnel_url: shared.public_url.lock().map(|url| url.clone()).unwrap_or_default(),
+        target: shared.forwarder.target().to_string(),
+        method: head.method,
+        path: head.target,
+        request_headers: head.headers,
+        ..NewDelivery::default()
+    }
+}
+
+/// Hands the answer to the history, whose writer reports the delivery once
+/// it is stored; a delivery the history will not report is reported here.
+pub(super) async fn finish(shared: &Shared, line: Line, outcome: Outcome, ticket: Option<Ticket>) {
+    let unrecorded = Summary {
+        id: 0,
+        received_at_ms: line.received_at_ms,
+        method: line.method,
+        path: line.path,
+        status: outcome.status,
+        duration_ms: outcome.duration_ms,
+        provider: None,
+        event_key: String::new(),
+        event_key_source: String::new(),
+        event_scope: String::new(),
+        delivery_count: 1,
+        error: outcome.error.clone(),
+        replay_of: None,
+    };
+    if let (Some(recorder), Some(ticket)) = (&shared.recorder, ticket) {
+        match recorder.record_outcome(ticket, outcome).await {
+            Ok(()) => return,
+            Err(err) => shared.recording_failed(&err),
+        }
+    }
+    report_delivered(&shared.events, unrecorded);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::sync::mpsc;
+
+    use super::*;
+    use crate::events::TunnelEvent;
+    use crate::forward::Forwarder;
+    use crate::target::Target;
+    use crate::tunnel::exchange::HostHeader;
+    use crate::tunnel::Stop;
+
+    /// A full disk fails every delivery's recording: the display is told
+    /// once, and once more when recording works again.
+    #[test]
+    fn recording_that_fails_is_told_once_per_change() {
+        let (events, mut shown) = mpsc::channel(16);
+        let shared = Shared {
+            forwarder: Forwarder::new(Target::parse("127.0.0.1:9").expect("target")),
+            recorder: None,
+            events,
+            host_header: HostHeader::Rewrite,
+            local_timeout: Duration::from_secs(1),
+            public_url: Default::default(),
+            stop: Stop::default(),
+            not_recording: Default::default(),
+        };
+        let full = || RecordError::Inbox(std::io::Error::from_raw_os_error(28));
+        for _ in 0..3 {
+            assert!(recorded(&shared, Err(full())).is_none());
+        }
+        shared.recording_worked();
+        shared.recording_worked();
+        let told: Vec<TunnelEvent> = std::iter::from_fn(|| shown.try_recv().ok()).collect();
+        assert_eq!(
+            told,
+            [
+                TunnelEvent::NotRecording {
+                    reason: Some("cannot write the history inbox: No space left on device (os error 28)".into())
+                },
+                TunnelEvent::NotRecording { reason: None },
+            ]
+        );
+    }
+}

@@ -1,0 +1,66 @@
+//! The request the local handler gets, built from the head the relay sent.
+
+use http::{HeaderName, HeaderValue, Method, Request};
+use portpreview_shared::message::Header;
+
+use super::{Head, Shared};
+use crate::forward::LocalBody;
+
+/// The Content-Length a request head declares, if any.
+pub(super) fn declared_length(headers: &[Header]) -> Option<u64> {
+    let header = headers.iter().find(|h| h.name.eq_ignore_ascii_case("content-length"))?;
+    std::str::from_utf8(&header.value).ok()?.trim().parse().ok()
+}
+
+pub(super) fn build_request(
+    shared: &Shared,
+    head: &Head,
+    body: LocalBody,
+    buffered: bool,
+) -> Result<Request<LocalBody>, String> {
+    let method = Method::from_bytes(head.method.as_bytes()).map_err(|_| format!("invalid method {:?}", head.method))?;
+    let target = shared.forwarder.target();
+    // A whole body's length is set from the bytes, not copied: the caller's
+    // header could disagree with them. Set even at 0, as the caller sent it:
+    // some servers answer a POST without a length with 411.
+    let length = buffered.then(|| http_body::Body::size_hint(&body).exact()).flatten();
+    let mut request = Request::builder()
+        .method(method)
+        .uri(target.request_path(&head.target))
+        .body(body)
+        .map_err(|e| format!("invalid request target: {e}"))?;
+    let preserve_host = shared.preserves_host(&head.headers);
+    let headers = request.headers_mut();
+    let mut declared_length = false;
+    for header in &head.headers {
+        let name = header.name.as_str();
+        if buffered && name.eq_ignore_ascii_case("content-length") {
+            declared_length = true;
+            continue;
+        }
+        if !preserve_host && name.eq_ignore_ascii_case("host") {
+            continue;
+        }
+        match (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_bytes(&header.value),
+        ) {
+            (Ok(name), Ok(value)) => {
+                headers.append(name, value);
+            }
+            _ => {
+                tracing::warn!(header = %portpreview_shared::sanitize::escape_str(name), "header dropped: not valid HTTP")
+            }
+        }
+    }
+    // A Host that is not valid HTTP was dropped above: the target's stands in.
+    if !preserve_host || !headers.contains_key(http::header::HOST) {
+        if let Ok(host) = HeaderValue::from_str(&target.authority()) {
+            headers.insert(http::header::HOST, host);
+        }
+    }
+    if let (true, Some(length)) = (declared_length, length) {
+        headers.insert(http::header::CONTENT_LENGTH, HeaderValue::from(length));
+    }
+    Ok(request)
+}
