@@ -695,8 +695,9 @@ fn a_history_the_user_may_only_read_is_read_and_never_written() {
 fn a_mistyped_db_is_refused_and_never_created() {
     let h = History::new("missing");
     let typo = h.dir.join("histroy.db");
+    // Given by a variable, a path nobody typed is said to come from it.
     let expected = format!(
-        "error: no history database at {} (start one with portpreview http)",
+        "error: no history database at {} (start one with portpreview http); the path comes from PORTPREVIEW_DB",
         typo.display()
     );
     let commands: [&[&str]; 6] = [

@@ -21,6 +21,11 @@ use crate::registry::{OpenError, Tunnel};
 use crate::stream::{Inbound, CLIENT_GONE};
 use crate::writer::{Outbox, SendError};
 
+/// How many times the answer timeout a caller may take to upload a body
+/// that keeps coming: a large body on a slow link is not the handler's
+/// delay, yet a body trickled a byte at a time must end some day.
+const UPLOAD_TIMEOUTS: u32 = 10;
+
 /// The limits a forwarded request is held to.
 #[derive(Debug, Clone, Copy)]
 pub struct ForwardLimits {
@@ -133,7 +138,14 @@ pub async fn forward(
         None => port.request_done(),
     }
 
-    let deadline = tokio::time::sleep_until(deadline);
+    // The wait for an answer is the handler's: while the caller's body is
+    // still coming it is held to the upload's limit only, and it starts
+    // over once the body has all gone to the client.
+    let upload_limit = limits.timeout * UPLOAD_TIMEOUTS;
+    let deadline = match pump_end {
+        Some(_) => tokio::time::sleep(upload_limit),
+        None => tokio::time::sleep_until(deadline),
+    };
     tokio::pin!(deadline);
     loop {
         tokio::select! {
@@ -194,7 +206,7 @@ pub async fn forward(
             ended = pump_outcome(&mut pump_end) => {
                 pump_end = None;
                 match ended {
-                    Ok(PumpEnd::Done) => {}
+                    Ok(PumpEnd::Done) => deadline.as_mut().reset(tokio::time::Instant::now() + limits.timeout),
                     Ok(PumpEnd::TooLarge) => return too_large(limits.max_body),
                     Ok(PumpEnd::Malformed) => return answer(StatusCode::BAD_REQUEST, MALFORMED_BODY),
                     Ok(PumpEnd::Stalled) => {
@@ -208,7 +220,19 @@ pub async fn forward(
                     Ok(PumpEnd::TunnelGone) | Err(_) => return client_gone(),
                 }
             }
-            () = &mut deadline => return timed_out(&port, limits.timeout),
+            () = &mut deadline => {
+                if pump_end.is_none() {
+                    return timed_out(&port, limits.timeout);
+                }
+                let waited = format_duration(upload_limit);
+                port.abandon(&format!(
+                    "the request body was still arriving after {waited}; the relay answered the caller 408"
+                ));
+                return answer(
+                    StatusCode::REQUEST_TIMEOUT,
+                    format!("the request body was still arriving after {waited}, the most an upload may take"),
+                );
+            }
         }
     }
 }

@@ -60,6 +60,9 @@ pub struct Capture {
     pub complete: bool,
     /// True once the relay ended the stream before its last chunk.
     pub cut: bool,
+    /// When a streamed body ended, whole or cut: from then on the
+    /// handler has had all it will get, and its time to answer runs.
+    pub ended_at: Option<std::time::Instant>,
     keep: Keep,
     held: Held,
     /// Bytes counted in the budget.
@@ -268,10 +271,14 @@ impl Body for StreamedBody {
                 let mut capture = this.capture.lock().unwrap_or_else(|p| p.into_inner());
                 capture.add(&chunk.data);
                 capture.complete = chunk.end;
+                if chunk.end {
+                    capture.ended_at = Some(std::time::Instant::now());
+                }
                 Poll::Ready(Some(Ok(Frame::data(chunk.data))))
             }
             Poll::Ready(None) => {
                 let mut capture = this.capture.lock().unwrap_or_else(|p| p.into_inner());
+                capture.ended_at.get_or_insert_with(std::time::Instant::now);
                 if !capture.complete {
                     // The relay dropped the stream: tell the handler the body is cut.
                     capture.cut = true;

@@ -166,7 +166,7 @@ async fn send_streamed(
         declared,
         room: Held::default(),
     });
-    let response = send(shared, local).await;
+    let response = send_as_uploaded(shared, local, &capture).await;
     let cut = capture.lock().is_ok_and(|c| c.cut);
     kept.ticket = record_streaming(shared, &mut kept.streaming).await;
     // The relay ended the stream mid-body, and says why; the
@@ -187,6 +187,29 @@ fn send(
 ) -> Timeout<impl std::future::Future<Output = Result<Response<Incoming>, ForwardError>> + '_> {
     tokio::time::timeout(shared.local_timeout, shared.forwarder.send(local))
 }
+
+/// Sends `local`, whose body streams to the handler as the caller uploads
+/// it. A large body on a slow link is not the handler's delay: the local
+/// timeout runs from when the body has all gone to the handler (or was
+/// cut), and the relay bounds the upload itself.
+async fn send_as_uploaded(shared: &Shared, local: Request<LocalBody>, capture: &Mutex<Capture>) -> Sent {
+    let answer = shared.forwarder.send(local);
+    tokio::pin!(answer);
+    let ended_at = loop {
+        let ended_at = capture.lock().unwrap_or_else(|p| p.into_inner()).ended_at;
+        if let Some(ended_at) = ended_at {
+            break ended_at;
+        }
+        if let Ok(answered) = tokio::time::timeout(UPLOAD_CHECK, &mut answer).await {
+            return Ok(answered);
+        }
+    };
+    let left = shared.local_timeout.saturating_sub(ended_at.elapsed());
+    tokio::time::timeout(left, answer).await
+}
+
+/// How often a streaming exchange looks whether its body has all gone.
+const UPLOAD_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// The handler's answer, if it is one the relay can pass to the caller;
 /// otherwise the status and reason the caller gets instead.
