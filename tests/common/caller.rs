@@ -80,15 +80,28 @@ pub async fn post(url: &str, body: impl Into<Bytes>) -> Reply {
     send("POST", url, &[], body).await
 }
 
+/// How long [`raw`] waits for the first byte of an answer: a loaded
+/// machine may take a while to forward a request, and silence before the
+/// answer has begun is no end of it.
+const FIRST_BYTE_WITHIN: Duration = Duration::from_secs(30);
+
+/// How long [`raw`] waits for more once an answer has begun.
+const QUIET_AFTER_DATA: Duration = Duration::from_secs(1);
+
 /// Writes raw bytes to `addr` and returns everything read until the peer
-/// closes or goes quiet for a second.
+/// closes, or goes quiet for a second once its answer has begun.
 pub async fn raw(addr: std::net::SocketAddr, bytes: &[u8]) -> String {
     let mut stream = TcpStream::connect(addr).await.expect("connect");
     stream.write_all(bytes).await.expect("write");
     let mut out = Vec::new();
     let mut buf = [0u8; 8192];
     loop {
-        match tokio::time::timeout(Duration::from_secs(1), stream.read(&mut buf)).await {
+        let wait = if out.is_empty() {
+            FIRST_BYTE_WITHIN
+        } else {
+            QUIET_AFTER_DATA
+        };
+        match tokio::time::timeout(wait, stream.read(&mut buf)).await {
             Ok(Ok(0)) | Ok(Err(_)) | Err(_) => break,
             Ok(Ok(n)) => out.extend_from_slice(&buf[..n]),
         }
