@@ -749,7 +749,7 @@ async fn a_client_stopping_finishes_the_request_in_flight_first() {
     let call = tokio::spawn(async move { caller::post(&url, "{}").await });
     handler.wait_for_request().await;
     let stopping = Instant::now();
-    tunnel.stop().await;
+    tunnel.stop().await.expect("the tunnel stops cleanly");
     let reply = call.await.expect("caller task");
     assert_eq!(
         (reply.status, reply.text().as_str()),
@@ -892,7 +892,7 @@ async fn a_second_client_cannot_take_a_name_in_use() {
 
     // A client that stops says goodbye, and its name is free at once, not
     // held through the grace period for a reconnect that will not come.
-    first.stop().await;
+    first.stop().await.expect("the first client stops cleanly");
     let deadline = Instant::now() + Duration::from_secs(5);
     let restarted = loop {
         match TestTunnel::start_with(&relay.http_url(), &handler.url(), named.clone()).await {
