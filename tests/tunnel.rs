@@ -195,6 +195,9 @@ fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// The upload stops after its first MiB until the test lets it go on: the
+/// small request must be answered while the upload is still on its way,
+/// not merely after it.
 #[tokio::test]
 async fn a_25_mib_upload_passes_intact_without_stalling_small_requests() {
     let relay = TestRelay::start().await;
@@ -207,12 +210,25 @@ async fn a_25_mib_upload_passes_intact_without_stalling_small_requests() {
     let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
     let big: Vec<u8> = (0..25 * 1024 * 1024).map(|i: u32| (i % 251) as u8).collect();
     let digest = sha256_hex(&big);
+    let mut big = bytes::Bytes::from(big);
+    let first = big.split_to(1024 * 1024);
     let big_url = tunnel.url("/upload");
-    let upload = tokio::spawn(async move { caller::post(&big_url, big).await });
+    let (paused_tx, paused) = tokio::sync::oneshot::channel();
+    let (release, released) = tokio::sync::oneshot::channel();
+    let upload = tokio::spawn(async move { caller::post_held(&big_url, first, big, paused_tx, released).await });
+    paused.await.expect("the upload sent its first MiB");
 
-    let small = caller::post(&tunnel.url("/small"), "tiny").await;
-    assert_eq!(small.text(), sha256_hex(b"tiny"));
+    let small = tokio::time::timeout(Duration::from_secs(20), caller::post(&tunnel.url("/small"), "tiny"))
+        .await
+        .expect("the small request is answered while the upload waits");
+    assert_eq!((small.status, small.text()), (200, sha256_hex(b"tiny")));
+    assert!(!upload.is_finished(), "the upload is still held back by the test");
+    assert!(
+        handler.requests().iter().all(|seen| seen.uri != "/upload"),
+        "the handler cannot have had the whole upload yet"
+    );
 
+    release.send(()).expect("the upload waits for the rest");
     let reply = upload.await.expect("upload task");
     assert_eq!(reply.status, 200);
     assert_eq!(reply.text(), digest, "the 25 MiB body arrived byte for byte");
