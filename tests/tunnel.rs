@@ -14,6 +14,7 @@ use portpreview::events::TunnelEvent;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 /// Repeated keys, percent-encoded unicode, empty values and bare flags.
 const QUERY_PATH: &str = "/webhooks/stripe?a=1&a=2&name=%E2%9C%93&empty=&flag&plus=a+b";
@@ -883,6 +884,62 @@ async fn a_welcome_lost_on_a_reconnect_does_not_cost_the_client_its_name() {
     assert!(held > 0, "the name was held for the lost connection");
     let again = format!("{}/t/{name}/again", relay.http_url());
     assert_eq!(caller::post(&again, "x").await.status, 200);
+}
+
+/// A request in flight when the connection to the relay drops gets its
+/// caller a 502 and is never resent to the client once it is back under
+/// its name: providers retry on their own, and a replay must be asked for.
+#[tokio::test]
+async fn a_request_in_flight_when_the_connection_drops_is_never_resent_after_the_reconnect() {
+    let relay = TestRelay::start().await;
+    // Passes everything; only the first connection is cut, when told.
+    let (proxy, cut) = lossy_proxy(relay.addr, 0).await;
+    let release = CancellationToken::new();
+    let held = release.clone();
+    let handler = LocalHandler::start(move |seen| Answer {
+        status: 200,
+        held_until: seen.uri.ends_with("/in-flight").then(|| held.clone()),
+        ..Answer::default()
+    })
+    .await;
+    let mut tunnel = TestTunnel::start(&format!("http://{proxy}"), &handler.url()).await;
+    let name = tunnel.name().to_owned();
+    let url = |path: &str| format!("{}/t/{name}{path}", relay.http_url());
+
+    let in_flight = url("/in-flight");
+    let call = tokio::spawn(async move { caller::post(&in_flight, r#"{"id":"evt_in_flight_once"}"#).await });
+    handler.wait_for_request().await;
+    cut.notify_one();
+    let reply = call.await.expect("caller task");
+    assert_eq!(reply.status, 502, "{}", reply.text());
+
+    // Past the request still with the handler, and the lost connection.
+    let back = loop {
+        if let TunnelEvent::Connected { public_url, .. } = tunnel.next_event().await {
+            break public_url;
+        }
+    };
+    assert!(back.ends_with(&format!("/t/{name}")), "{back}");
+    // A request sent after the reconnect and answered: whatever the relay
+    // would hand the new connection of its own accord came before it.
+    let after = caller::post(&url("/after"), r#"{"id":"evt_after_reconnect"}"#).await;
+    assert_eq!(after.status, 200, "{}", after.text());
+    release.cancel();
+    let (summary, _) = loop {
+        let delivered = tunnel.next_delivery().await;
+        if delivered.0.path == "/in-flight" {
+            break delivered;
+        }
+    };
+    assert_eq!(summary.status, None, "no caller had the handler's answer: {summary:?}");
+    let after_again = caller::post(&url("/after"), r#"{"id":"evt_after_release"}"#).await;
+    assert_eq!(after_again.status, 200, "{}", after_again.text());
+    assert_eq!(
+        handler.arrivals("evt_in_flight_once"),
+        1,
+        "the request in flight reached the handler once: {:?}",
+        handler.requests()
+    );
 }
 
 #[tokio::test]
