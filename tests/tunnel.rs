@@ -59,12 +59,19 @@ async fn a_webhook_arrives_exactly_as_sent_and_its_answer_comes_back() {
     assert_eq!(seen.header_values("x-dup"), vec![&b"first"[..], &b"second"[..]]);
     assert_eq!(seen.header_values("x-binary"), vec![&[0x80, 0xff, b'a'][..]]);
     assert_eq!(seen.header("content-type").as_deref(), Some("application/json"));
+    // Exactly the relay's view of each: the caller's spoofed address is
+    // neither kept beside it nor folded into one value with it.
     assert_eq!(
-        seen.header("x-forwarded-for").as_deref(),
-        Some("127.0.0.1"),
+        seen.header_values("x-forwarded-for"),
+        vec![&b"127.0.0.1"[..]],
         "relay sets X-Forwarded-For itself"
     );
-    assert_eq!(seen.header("x-forwarded-proto").as_deref(), Some("http"));
+    assert_eq!(seen.header_values("x-forwarded-proto"), vec![&b"http"[..]]);
+    assert_eq!(
+        seen.header_values("x-forwarded-host"),
+        vec![relay.addr.to_string().as_bytes()],
+        "the Host the caller sent, before it was rewritten"
+    );
     assert!(seen.header("x-real-ip").is_none(), "caller's X-Real-IP is not trusted");
     for hop in ["x-hop", "keep-alive", "connection", "transfer-encoding"] {
         assert!(seen.header(hop).is_none(), "{hop} must not reach the handler");
