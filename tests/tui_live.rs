@@ -245,7 +245,14 @@ fn browse_open_filter_and_quit() {
         s.contains("/webhooks/stripe/150") && s.contains("Deliveries 1/151")
     });
     assert!(screen.contains("/webhooks/stripe/149"), "{screen}");
-    assert!(screen.contains("500"), "statuses are shown: {screen}");
+    let row = screen
+        .lines()
+        .find(|line| line.split_whitespace().any(|word| word == "/webhooks/stripe/150"))
+        .unwrap_or_else(|| panic!("a row for #150: {screen}"));
+    assert!(
+        row.split_whitespace().any(|word| word == "500"),
+        "#150's status is shown in its row: {row}"
+    );
 
     tmux.send(&["Enter"]);
     let screen = tmux.wait_for("the body of #150", |s| s.contains("\"id\": \"evt_0150\""));

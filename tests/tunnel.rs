@@ -271,7 +271,11 @@ async fn a_body_over_the_limit_gets_413_from_the_relay() {
     let tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
     let reply = caller::post(&tunnel.url("/big"), vec![b'x'; 4096]).await;
     assert_eq!(reply.status, 413);
-    assert!(!reply.text().is_empty(), "the relay says why");
+    assert_eq!(
+        reply.text(),
+        "request body over the relay's limit of 1024 bytes\n",
+        "the relay says why"
+    );
     assert!(handler.requests().is_empty());
 }
 
@@ -623,7 +627,7 @@ async fn the_relay_answers_for_itself_when_it_must() {
 
     let missing = caller::post(&format!("{}/t/no-such-tunnel/x", relay.http_url()), "").await;
     assert_eq!(missing.status, 404);
-    assert!(!missing.text().is_empty());
+    assert_eq!(missing.text(), "no such tunnel\n", "the relay says why");
 
     let health = caller::send("GET", &format!("{}/healthz", relay.http_url()), &[], "").await;
     assert_eq!(health.status, 200);
