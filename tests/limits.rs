@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::caller::{self, raw};
 use common::local::{Answer, LocalHandler};
 use common::relay::TestRelay;
@@ -13,11 +11,12 @@ use common::tunnel::TestTunnel;
 use portpreview::events::TunnelEvent;
 use portpreview::store::Summary;
 use portpreview_shared::message::MAX_HEADER_BYTES;
+use tokio_util::sync::CancellationToken;
 
-/// Answers `/big` with one 150 KiB Set-Cookie, `/slow` after a pause, and
-/// anything else at once; every answer's body is "ok".
-async fn cookie_monster() -> LocalHandler {
-    LocalHandler::start(|seen| {
+/// Answers `/big` with one 150 KiB Set-Cookie, `/slow` once `slow_release`
+/// is cancelled, and anything else at once; every answer's body is "ok".
+async fn cookie_monster(slow_release: CancellationToken) -> LocalHandler {
+    LocalHandler::start(move |seen| {
         let mut answer = Answer {
             status: 200,
             body: b"ok".to_vec(),
@@ -25,7 +24,7 @@ async fn cookie_monster() -> LocalHandler {
         };
         match seen.uri.as_str() {
             "/big" => answer.headers = vec![("set-cookie".into(), format!("session={}", "c".repeat(150 * 1024)))],
-            "/slow" => answer.delay = Duration::from_millis(500),
+            "/slow" => answer.held_until = Some(slow_release.clone()),
             _ => {}
         }
         answer
@@ -56,15 +55,15 @@ async fn deliveries_on_one_session(tunnel: &mut TestTunnel, count: usize) -> Vec
 #[tokio::test]
 async fn an_answer_with_oversized_headers_fails_alone_and_the_tunnel_stays_up() {
     let relay = TestRelay::start().await;
-    let handler = cookie_monster().await;
+    let slow_release = CancellationToken::new();
+    let handler = cookie_monster(slow_release.clone()).await;
     let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
 
-    // A request in flight beside the oversized answer must not be cut off.
+    // A request in flight beside the oversized answer must not be cut off:
+    // `/slow` is held until `/big` has failed, so it is in flight throughout.
     let slow_url = tunnel.url("/slow");
     let slow = tokio::spawn(async move { caller::post(&slow_url, "{}").await });
-    while handler.requests().is_empty() {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    handler.wait_for_request().await;
 
     let big = caller::post(&tunnel.url("/big"), "{}").await;
     assert_eq!(big.status, 502);
@@ -77,6 +76,7 @@ async fn an_answer_with_oversized_headers_fails_alone_and_the_tunnel_stays_up() 
         big.header("set-cookie").is_none(),
         "nothing of the oversized head leaks"
     );
+    assert!(!slow.is_finished(), "/slow is still held by its handler");
 
     let after = caller::post(&tunnel.url("/after"), "{}").await;
     assert_eq!(
@@ -84,6 +84,7 @@ async fn an_answer_with_oversized_headers_fails_alone_and_the_tunnel_stays_up() 
         (200, "ok"),
         "the same session still serves"
     );
+    slow_release.cancel();
     let slow = slow.await.expect("slow caller");
     assert_eq!(
         (slow.status, slow.text().as_str()),
@@ -123,7 +124,7 @@ async fn a_request_head_too_large_to_frame_gets_431_and_the_tunnel_stays_up() {
         ..Default::default()
     })
     .await;
-    let handler = cookie_monster().await;
+    let handler = cookie_monster(CancellationToken::new()).await;
     let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
 
     let request = format!(

@@ -91,6 +91,66 @@ async fn a_client_killed_mid_request_gets_its_caller_a_502_within_a_second() {
     );
 }
 
+/// A request in flight when its client is killed gets its caller a 502,
+/// and a new client that takes the name over is never handed it: a
+/// provider retries on its own, and a replay must be asked for.
+#[tokio::test]
+async fn a_request_in_flight_when_its_client_is_killed_never_reaches_the_next_client_of_the_name() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // A short hold on a killed client's name, so the next one gets it soon.
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        grace: Duration::from_secs(1),
+        ..Default::default()
+    })
+    .await;
+    let release = tokio_util::sync::CancellationToken::new();
+    let held = release.clone();
+    let handler = LocalHandler::start(move |seen| Answer {
+        status: 200,
+        held_until: seen.uri.ends_with("/in-flight").then(|| held.clone()),
+        ..Answer::default()
+    })
+    .await;
+    let db = dir.path().join("history.db");
+    let named = ["--name", "killed-mid-request"];
+    let (client, url) = Running::tunnel_with(&handler.url(), &relay.http_url(), &db, dir.path(), &named).await;
+    let in_flight = format!("{url}/in-flight");
+    let call = tokio::spawn(async move { caller::post(&in_flight, r#"{"id":"evt_killed_once"}"#).await });
+    handler.wait_for_request().await;
+    client.signal("KILL");
+    let reply = call.await.expect("caller task");
+    assert_eq!(reply.status, 502, "{}", reply.text());
+
+    let options = common::tunnel::TunnelOptions {
+        name: Some("killed-mid-request".into()),
+        ..Default::default()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let next = loop {
+        match common::tunnel::TestTunnel::start_with(&relay.http_url(), &handler.url(), options.clone()).await {
+            Ok(tunnel) => break tunnel,
+            Err(portpreview::tunnel::ConnectError::NameTaken { .. }) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(err) => panic!("the next client did not get the name: {err}"),
+        }
+    };
+    assert_eq!(next.public_url, url, "the same name, the same URL");
+    // Answered through the new client: whatever the relay would hand it of
+    // its own accord came before.
+    let after = caller::post(&next.url("/after"), r#"{"id":"evt_after_takeover"}"#).await;
+    assert_eq!(after.status, 200, "{}", after.text());
+    release.cancel();
+    let again = caller::post(&next.url("/after"), r#"{"id":"evt_after_release"}"#).await;
+    assert_eq!(again.status, 200, "{}", again.text());
+    assert_eq!(
+        handler.arrivals("evt_killed_once"),
+        1,
+        "the request in flight reached a handler once: {:?}",
+        handler.requests()
+    );
+}
+
 #[tokio::test]
 async fn a_handler_still_at_work_when_the_relay_dies_has_its_answer_recorded_as_never_delivered() {
     let dir = tempfile::tempdir().expect("temp dir");

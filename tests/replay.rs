@@ -1331,3 +1331,124 @@ async fn attempts_send_and_record_one_shared_copy_of_a_large_body() {
         );
     }
 }
+
+/// `--header` and `--drop-header` change what the handler receives, not
+/// only what the report says: an added header arrives with its value, one
+/// given again replaces the recorded one, and a dropped one is not sent.
+#[tokio::test]
+async fn replay_header_flags_change_what_the_handler_receives() {
+    use common::history::portpreview_async;
+    use common::local::LocalHandler;
+    use portpreview_shared::Header;
+
+    let handler = LocalHandler::echo().await;
+    let mut delivery = stripe_delivery(&handler.url());
+    delivery
+        .request_headers
+        .push(Header::new("x-trace-id", "trace-recorded-42"));
+    let history = History::with(&delivery);
+    let id = history.id.to_string();
+    let ran = portpreview_async(
+        &history.db(),
+        &[
+            "replay",
+            &id,
+            "--header",
+            "X-Added: added-value",
+            "--header",
+            "User-Agent: replayed/1.0",
+            "--drop-header",
+            "X-Trace-Id",
+        ],
+    )
+    .await;
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+
+    let seen = handler.requests();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    let seen = &seen[0];
+    assert_eq!(seen.header_values("x-added"), [&b"added-value"[..]]);
+    assert_eq!(
+        seen.header_values("user-agent"),
+        [&b"replayed/1.0"[..]],
+        "the recorded User-Agent is replaced, not sent beside it"
+    );
+    assert!(
+        seen.header_values("x-trace-id").is_empty(),
+        "the dropped header was sent: {seen:?}"
+    );
+    assert_eq!(
+        seen.header("stripe-signature").as_deref(),
+        Some(common::handlers::STRIPE_STALE_SIGNATURE),
+        "headers no flag names pass as recorded"
+    );
+}
+
+/// A replay sends the request it was asked to, once: a handler answering
+/// 302 is reported as such, and the place it points to is never called.
+#[tokio::test]
+async fn replay_reports_a_redirect_and_does_not_follow_it() {
+    use common::history::portpreview_async;
+    use common::local::{Answer, LocalHandler};
+
+    let handler = LocalHandler::start(|seen| match seen.uri.as_str() {
+        "/webhooks/stripe" => Answer {
+            status: 302,
+            headers: vec![("location".into(), "/moved-here".into())],
+            ..Answer::default()
+        },
+        _ => Answer::default(),
+    })
+    .await;
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let id = history.id.to_string();
+    let ran = portpreview_async(&history.db(), &["replay", &id, "--json"]).await;
+    let json = ran.json();
+    let statuses: Vec<&Value> = json["attempts"]
+        .as_array()
+        .unwrap_or_else(|| panic!("attempts in {json:#}"))
+        .iter()
+        .map(|a| &a["status"])
+        .collect();
+    assert_eq!(statuses, [302], "{json:#}");
+    let paths: Vec<String> = handler.requests().into_iter().map(|seen| seen.uri).collect();
+    assert_eq!(paths, ["/webhooks/stripe"], "the redirect was not followed");
+}
+
+/// `http --host-header preserve` hands the handler the Host the caller
+/// sent, as the flag is given on the command line, and a replay of that
+/// delivery sends the same Host.
+#[tokio::test]
+async fn host_header_preserve_on_the_command_line_reaches_the_handler_and_its_replay() {
+    use common::caller;
+    use common::history::portpreview_async;
+    use common::local::LocalHandler;
+    use common::process::Running;
+    use common::relay::TestRelay;
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let preserve = ["--host-header", "preserve"];
+    let (mut client, url) = Running::tunnel_with(&handler.url(), &relay.http_url(), &db, dir.path(), &preserve).await;
+    let callers_host = relay.addr.to_string();
+    let reply = caller::post(&format!("{url}/hook"), r#"{"id":"evt_host_flag"}"#).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    client.line_containing("POST /hook").await;
+    assert_eq!(
+        handler.requests()[0].header("host"),
+        Some(callers_host.clone()),
+        "the caller's Host, not the handler's address"
+    );
+    client.signal("TERM");
+    assert_eq!(client.exit_code(std::time::Duration::from_secs(10)).await, Some(0));
+
+    let replayed = portpreview_async(&db, &["replay", "1"]).await;
+    assert_eq!(replayed.code, 0, "{}{}", replayed.stdout, replayed.stderr);
+    assert_eq!(
+        handler.requests()[1].header("host"),
+        Some(callers_host),
+        "the replay sends the Host the handler got"
+    );
+}

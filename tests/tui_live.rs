@@ -12,6 +12,7 @@ use portpreview::store::{NewDelivery, Outcome, Store};
 use portpreview_shared::Header;
 
 use common::bin::portpreview_bin;
+use common::handlers::{Behaviour, Handler};
 use common::local::LocalHandler;
 
 /// How long a screen may take to show what is expected (a hang, not a timing check).
@@ -245,7 +246,14 @@ fn browse_open_filter_and_quit() {
         s.contains("/webhooks/stripe/150") && s.contains("Deliveries 1/151")
     });
     assert!(screen.contains("/webhooks/stripe/149"), "{screen}");
-    assert!(screen.contains("500"), "statuses are shown: {screen}");
+    let row = screen
+        .lines()
+        .find(|line| line.split_whitespace().any(|word| word == "/webhooks/stripe/150"))
+        .unwrap_or_else(|| panic!("a row for #150: {screen}"));
+    assert!(
+        row.split_whitespace().any(|word| word == "500"),
+        "#150's status is shown in its row: {row}"
+    );
 
     tmux.send(&["Enter"]);
     let screen = tmux.wait_for("the body of #150", |s| s.contains("\"id\": \"evt_0150\""));
@@ -481,10 +489,10 @@ fn esc_stops_a_replay_waiting_on_a_slow_handler_and_keeps_its_run() {
 #[test]
 fn quitting_during_a_replay_keeps_the_attempts_already_answered() {
     let scratch = Scratch::new("replay-quit");
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    // Each attempt takes a second: the first is answered, the second is
-    // in flight when `q` comes.
-    let handler = runtime.block_on(LocalHandler::slow(Duration::from_secs(1)));
+    // The first attempt is handled and answered; the second, a duplicate,
+    // is never answered, so it is in flight when `q` comes however slow
+    // the machine.
+    let handler = Handler::start(Behaviour::HangsOnDuplicate);
     let db = scratch.0.join("history.db");
     store_stripe_delivery(&db, &handler.url(), "evt_quit");
     let tmux = browse("replay-quit", &scratch, &db);
@@ -510,7 +518,7 @@ fn quitting_during_a_replay_keeps_the_attempts_already_answered() {
         .iter()
         .filter(|d| d["replay_of"] == 1 && d["status"] == 200)
         .count();
-    assert!(answered >= 1, "the answered attempt is in the history: {attempts:#}");
+    assert_eq!(answered, 1, "the answered attempt is in the history: {attempts:#}");
 }
 
 /// The public URL the live header shows: `● online  <url> → <target>`.

@@ -14,6 +14,7 @@ use portpreview::events::TunnelEvent;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 /// Repeated keys, percent-encoded unicode, empty values and bare flags.
 const QUERY_PATH: &str = "/webhooks/stripe?a=1&a=2&name=%E2%9C%93&empty=&flag&plus=a+b";
@@ -58,12 +59,19 @@ async fn a_webhook_arrives_exactly_as_sent_and_its_answer_comes_back() {
     assert_eq!(seen.header_values("x-dup"), vec![&b"first"[..], &b"second"[..]]);
     assert_eq!(seen.header_values("x-binary"), vec![&[0x80, 0xff, b'a'][..]]);
     assert_eq!(seen.header("content-type").as_deref(), Some("application/json"));
+    // Exactly the relay's view of each: the caller's spoofed address is
+    // neither kept beside it nor folded into one value with it.
     assert_eq!(
-        seen.header("x-forwarded-for").as_deref(),
-        Some("127.0.0.1"),
+        seen.header_values("x-forwarded-for"),
+        vec![&b"127.0.0.1"[..]],
         "relay sets X-Forwarded-For itself"
     );
-    assert_eq!(seen.header("x-forwarded-proto").as_deref(), Some("http"));
+    assert_eq!(seen.header_values("x-forwarded-proto"), vec![&b"http"[..]]);
+    assert_eq!(
+        seen.header_values("x-forwarded-host"),
+        vec![relay.addr.to_string().as_bytes()],
+        "the Host the caller sent, before it was rewritten"
+    );
     assert!(seen.header("x-real-ip").is_none(), "caller's X-Real-IP is not trusted");
     for hop in ["x-hop", "keep-alive", "connection", "transfer-encoding"] {
         assert!(seen.header(hop).is_none(), "{hop} must not reach the handler");
@@ -195,6 +203,9 @@ fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// The upload stops after its first MiB until the test lets it go on: the
+/// small request must be answered while the upload is still on its way,
+/// not merely after it.
 #[tokio::test]
 async fn a_25_mib_upload_passes_intact_without_stalling_small_requests() {
     let relay = TestRelay::start().await;
@@ -207,12 +218,25 @@ async fn a_25_mib_upload_passes_intact_without_stalling_small_requests() {
     let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
     let big: Vec<u8> = (0..25 * 1024 * 1024).map(|i: u32| (i % 251) as u8).collect();
     let digest = sha256_hex(&big);
+    let mut big = bytes::Bytes::from(big);
+    let first = big.split_to(1024 * 1024);
     let big_url = tunnel.url("/upload");
-    let upload = tokio::spawn(async move { caller::post(&big_url, big).await });
+    let (paused_tx, paused) = tokio::sync::oneshot::channel();
+    let (release, released) = tokio::sync::oneshot::channel();
+    let upload = tokio::spawn(async move { caller::post_held(&big_url, first, big, paused_tx, released).await });
+    paused.await.expect("the upload sent its first MiB");
 
-    let small = caller::post(&tunnel.url("/small"), "tiny").await;
-    assert_eq!(small.text(), sha256_hex(b"tiny"));
+    let small = tokio::time::timeout(Duration::from_secs(20), caller::post(&tunnel.url("/small"), "tiny"))
+        .await
+        .expect("the small request is answered while the upload waits");
+    assert_eq!((small.status, small.text()), (200, sha256_hex(b"tiny")));
+    assert!(!upload.is_finished(), "the upload is still held back by the test");
+    assert!(
+        handler.requests().iter().all(|seen| seen.uri != "/upload"),
+        "the handler cannot have had the whole upload yet"
+    );
 
+    release.send(()).expect("the upload waits for the rest");
     let reply = upload.await.expect("upload task");
     assert_eq!(reply.status, 200);
     assert_eq!(reply.text(), digest, "the 25 MiB body arrived byte for byte");
@@ -247,7 +271,11 @@ async fn a_body_over_the_limit_gets_413_from_the_relay() {
     let tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
     let reply = caller::post(&tunnel.url("/big"), vec![b'x'; 4096]).await;
     assert_eq!(reply.status, 413);
-    assert!(!reply.text().is_empty(), "the relay says why");
+    assert_eq!(
+        reply.text(),
+        "request body over the relay's limit of 1024 bytes\n",
+        "the relay says why"
+    );
     assert!(handler.requests().is_empty());
 }
 
@@ -599,7 +627,7 @@ async fn the_relay_answers_for_itself_when_it_must() {
 
     let missing = caller::post(&format!("{}/t/no-such-tunnel/x", relay.http_url()), "").await;
     assert_eq!(missing.status, 404);
-    assert!(!missing.text().is_empty());
+    assert_eq!(missing.text(), "no such tunnel\n", "the relay says why");
 
     let health = caller::send("GET", &format!("{}/healthz", relay.http_url()), &[], "").await;
     assert_eq!(health.status, 200);
@@ -749,7 +777,7 @@ async fn a_client_stopping_finishes_the_request_in_flight_first() {
     let call = tokio::spawn(async move { caller::post(&url, "{}").await });
     handler.wait_for_request().await;
     let stopping = Instant::now();
-    tunnel.stop().await;
+    tunnel.stop().await.expect("the tunnel stops cleanly");
     let reply = call.await.expect("caller task");
     assert_eq!(
         (reply.status, reply.text().as_str()),
@@ -869,6 +897,62 @@ async fn a_welcome_lost_on_a_reconnect_does_not_cost_the_client_its_name() {
     assert_eq!(caller::post(&again, "x").await.status, 200);
 }
 
+/// A request in flight when the connection to the relay drops gets its
+/// caller a 502 and is never resent to the client once it is back under
+/// its name: providers retry on their own, and a replay must be asked for.
+#[tokio::test]
+async fn a_request_in_flight_when_the_connection_drops_is_never_resent_after_the_reconnect() {
+    let relay = TestRelay::start().await;
+    // Passes everything; only the first connection is cut, when told.
+    let (proxy, cut) = lossy_proxy(relay.addr, 0).await;
+    let release = CancellationToken::new();
+    let held = release.clone();
+    let handler = LocalHandler::start(move |seen| Answer {
+        status: 200,
+        held_until: seen.uri.ends_with("/in-flight").then(|| held.clone()),
+        ..Answer::default()
+    })
+    .await;
+    let mut tunnel = TestTunnel::start(&format!("http://{proxy}"), &handler.url()).await;
+    let name = tunnel.name().to_owned();
+    let url = |path: &str| format!("{}/t/{name}{path}", relay.http_url());
+
+    let in_flight = url("/in-flight");
+    let call = tokio::spawn(async move { caller::post(&in_flight, r#"{"id":"evt_in_flight_once"}"#).await });
+    handler.wait_for_request().await;
+    cut.notify_one();
+    let reply = call.await.expect("caller task");
+    assert_eq!(reply.status, 502, "{}", reply.text());
+
+    // Past the request still with the handler, and the lost connection.
+    let back = loop {
+        if let TunnelEvent::Connected { public_url, .. } = tunnel.next_event().await {
+            break public_url;
+        }
+    };
+    assert!(back.ends_with(&format!("/t/{name}")), "{back}");
+    // A request sent after the reconnect and answered: whatever the relay
+    // would hand the new connection of its own accord came before it.
+    let after = caller::post(&url("/after"), r#"{"id":"evt_after_reconnect"}"#).await;
+    assert_eq!(after.status, 200, "{}", after.text());
+    release.cancel();
+    let (summary, _) = loop {
+        let delivered = tunnel.next_delivery().await;
+        if delivered.0.path == "/in-flight" {
+            break delivered;
+        }
+    };
+    assert_eq!(summary.status, None, "no caller had the handler's answer: {summary:?}");
+    let after_again = caller::post(&url("/after"), r#"{"id":"evt_after_release"}"#).await;
+    assert_eq!(after_again.status, 200, "{}", after_again.text());
+    assert_eq!(
+        handler.arrivals("evt_in_flight_once"),
+        1,
+        "the request in flight reached the handler once: {:?}",
+        handler.requests()
+    );
+}
+
 #[tokio::test]
 async fn a_second_client_cannot_take_a_name_in_use() {
     let relay = TestRelay::start().await;
@@ -892,7 +976,7 @@ async fn a_second_client_cannot_take_a_name_in_use() {
 
     // A client that stops says goodbye, and its name is free at once, not
     // held through the grace period for a reconnect that will not come.
-    first.stop().await;
+    first.stop().await.expect("the first client stops cleanly");
     let deadline = Instant::now() + Duration::from_secs(5);
     let restarted = loop {
         match TestTunnel::start_with(&relay.http_url(), &handler.url(), named.clone()).await {

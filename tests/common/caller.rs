@@ -1,13 +1,17 @@
 //! The webhook provider's side: sends requests to a public URL.
 
+use std::convert::Infallible;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_util::stream::{self, StreamExt};
 use http::{Method, Request, Uri};
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::Frame;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::sync::oneshot;
 
 /// An answer as the caller received it.
 #[derive(Debug, Clone)]
@@ -37,6 +41,36 @@ impl Reply {
 
 /// Sends one request on a fresh connection and reads the whole answer.
 pub async fn send(method: &str, url: &str, headers: &[(&str, &[u8])], body: impl Into<Bytes>) -> Reply {
+    send_body(method, url, headers, Full::new(body.into())).await
+}
+
+/// POSTs `first`, then waits for `release` before it sends `rest`, all as
+/// one body whose whole length is declared up front: an upload caught in
+/// the middle. `paused` fires once `first` has been taken for sending.
+pub async fn post_held(
+    url: &str,
+    first: Bytes,
+    rest: Bytes,
+    paused: oneshot::Sender<()>,
+    release: oneshot::Receiver<()>,
+) -> Reply {
+    let length = (first.len() + rest.len()).to_string();
+    let held = async move {
+        let _ = paused.send(());
+        release.await.expect("the test releases the rest of the upload");
+        Ok::<_, Infallible>(Frame::data(rest))
+    };
+    let frames = stream::once(async move { Ok(Frame::data(first)) }).chain(stream::once(held));
+    let headers: [(&str, &[u8]); 1] = [("content-length", length.as_bytes())];
+    send_body("POST", url, &headers, StreamBody::new(frames)).await
+}
+
+async fn send_body<B>(method: &str, url: &str, headers: &[(&str, &[u8])], body: B) -> Reply
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let uri: Uri = url.parse().expect("valid url");
     let authority = uri.authority().expect("url with host").clone();
     let stream = TcpStream::connect(authority.as_str())
@@ -54,7 +88,7 @@ pub async fn send(method: &str, url: &str, headers: &[(&str, &[u8])], body: impl
     for (name, value) in headers {
         request = request.header(*name, *value);
     }
-    let request = request.body(Full::new(body.into())).expect("request");
+    let request = request.body(body).expect("request");
     let response = tokio::time::timeout(Duration::from_secs(60), sender.send_request(request))
         .await
         .expect("an answer within 60 s")
@@ -80,15 +114,28 @@ pub async fn post(url: &str, body: impl Into<Bytes>) -> Reply {
     send("POST", url, &[], body).await
 }
 
+/// How long [`raw`] waits for the first byte of an answer: a loaded
+/// machine may take a while to forward a request, and silence before the
+/// answer has begun is no end of it.
+const FIRST_BYTE_WITHIN: Duration = Duration::from_secs(30);
+
+/// How long [`raw`] waits for more once an answer has begun.
+const QUIET_AFTER_DATA: Duration = Duration::from_secs(1);
+
 /// Writes raw bytes to `addr` and returns everything read until the peer
-/// closes or goes quiet for a second.
+/// closes, or goes quiet for a second once its answer has begun.
 pub async fn raw(addr: std::net::SocketAddr, bytes: &[u8]) -> String {
     let mut stream = TcpStream::connect(addr).await.expect("connect");
     stream.write_all(bytes).await.expect("write");
     let mut out = Vec::new();
     let mut buf = [0u8; 8192];
     loop {
-        match tokio::time::timeout(Duration::from_secs(1), stream.read(&mut buf)).await {
+        let wait = if out.is_empty() {
+            FIRST_BYTE_WITHIN
+        } else {
+            QUIET_AFTER_DATA
+        };
+        match tokio::time::timeout(wait, stream.read(&mut buf)).await {
             Ok(Ok(0)) | Ok(Err(_)) | Err(_) => break,
             Ok(Ok(n)) => out.extend_from_slice(&buf[..n]),
         }

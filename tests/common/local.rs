@@ -60,6 +60,9 @@ pub struct Answer {
     pub body: Vec<u8>,
     /// Wait this long before answering.
     pub delay: Duration,
+    /// Answer only once this is cancelled: a handler kept at work until
+    /// the test has seen what it wants to see meanwhile.
+    pub held_until: Option<CancellationToken>,
 }
 
 type Reply = Arc<dyn Fn(&Seen) -> Answer + Send + Sync>;
@@ -146,6 +149,14 @@ impl LocalHandler {
     /// Every request seen so far.
     pub fn requests(&self) -> Vec<Seen> {
         self.seen.lock().expect("seen lock").clone()
+    }
+
+    /// How many requests whose body holds `marker` the handler has seen.
+    pub fn arrivals(&self, marker: &str) -> usize {
+        self.requests()
+            .iter()
+            .filter(|seen| seen.body.windows(marker.len()).any(|w| w == marker.as_bytes()))
+            .count()
     }
 
     /// Waits until the handler has seen a request; fails the test after 10 s.
@@ -254,7 +265,7 @@ fn echo(seen: &Seen) -> Answer {
             ("x-seen-uri".into(), seen.uri.clone()),
         ],
         body: seen.body.clone(),
-        delay: Duration::ZERO,
+        ..Answer::default()
     }
 }
 
@@ -275,6 +286,9 @@ async fn answer(request: Request<Incoming>, reply: &Reply, seen: &Mutex<Vec<Seen
     seen.lock().expect("seen lock").push(request);
     if !answer.delay.is_zero() {
         tokio::time::sleep(answer.delay).await;
+    }
+    if let Some(held) = &answer.held_until {
+        held.cancelled().await;
     }
     let mut response = Response::builder().status(if answer.status == 0 { 200 } else { answer.status });
     for (name, value) in &answer.headers {

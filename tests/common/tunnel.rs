@@ -137,18 +137,21 @@ impl TestTunnel {
         }
     }
 
-    /// Stops the tunnel, closing its socket with a reason, and flushes the history.
-    pub async fn stop(mut self) {
+    /// Stops the tunnel, closing its socket with a reason, flushes the
+    /// history, and gives what the tunnel ended with: `Ok` for a clean stop.
+    pub async fn stop(mut self) -> Result<(), ConnectError> {
         self.shutdown.cancel();
-        if let Some(task) = self.task.take() {
-            let _ = task.await;
-        }
+        let ended = match self.task.take() {
+            Some(task) => task.await.expect("the tunnel task ends without panicking"),
+            None => Ok(()),
+        };
         if let Some(handle) = self.recorder.take() {
             // It joins the writer's thread: off the runtime's own threads.
             tokio::task::spawn_blocking(move || handle.shutdown())
                 .await
                 .expect("the history writer stops");
         }
+        ended
     }
 }
 

@@ -338,15 +338,17 @@ pub fn request(addr: SocketAddr, method: &str, path: &str, body: impl Into<Bytes
         .unwrap()
 }
 
-/// Writes raw bytes and returns what comes back until the peer closes or
-/// stays quiet for a second.
+/// Writes raw bytes and returns what comes back until the peer closes, or
+/// stays quiet for a second once its answer has begun. Silence before the
+/// first byte is no end of the answer: a loaded machine gets 30 s for it.
 pub async fn raw(addr: SocketAddr, bytes: &[u8]) -> String {
     let mut stream = TcpStream::connect(addr).await.unwrap();
     stream.write_all(bytes).await.unwrap();
     let mut out = Vec::new();
     let mut buf = [0u8; 8192];
     loop {
-        match tokio::time::timeout(Duration::from_secs(1), stream.read(&mut buf)).await {
+        let wait = Duration::from_secs(if out.is_empty() { 30 } else { 1 });
+        match tokio::time::timeout(wait, stream.read(&mut buf)).await {
             Ok(Ok(0)) | Ok(Err(_)) | Err(_) => break,
             Ok(Ok(n)) => out.extend_from_slice(&buf[..n]),
         }
