@@ -314,6 +314,6 @@ async fn resigning_makes_an_old_delivery_verify_again_for_every_provider_that_si
             !String::from_utf8_lossy(&last.body).is_empty(),
             "{provider}: the body went with it"
         );
-        tunnel.stop().await;
+        tunnel.stop().await.expect("the tunnel stops cleanly");
     }
 }
