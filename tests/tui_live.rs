@@ -865,3 +865,74 @@ fn a_dumb_terminal_gets_lines_from_http_and_a_reason_from_tui() {
     assert!(screen.contains("cannot draw on a TERM=dumb terminal"), "{screen}");
     assert!(screen.contains("portpreview exited 2"), "{screen}");
 }
+
+/// One delivery through the store, then `copies` more made from it in SQL
+/// (with their own paths and event keys): a history too large to search in
+/// the blink of an eye, made in a few seconds.
+fn large_history(db: &Path, copies: u32) {
+    let store = Store::open(db).unwrap();
+    let body = b"{\"id\":\"evt_seed\",\"type\":\"charge.succeeded\"}".to_vec();
+    let request = NewDelivery {
+        received_at_ms: 1_764_470_700_000,
+        tunnel_url: "http://127.0.0.1:9/t/calm-otter".into(),
+        target: "http://127.0.0.1:3000".into(),
+        method: "POST".into(),
+        path: "/webhooks/stripe".into(),
+        request_headers: vec![Header::new("content-type", "application/json")],
+        request_body_size: body.len() as u64,
+        request_body: body,
+        provider: Some("stripe".into()),
+        event_key: "evt_seed".into(),
+        event_key_source: "body:/id".into(),
+        ..NewDelivery::default()
+    };
+    store.insert_delivery(&request, &Outcome::default()).unwrap();
+    drop(store);
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.execute(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
+         INSERT INTO deliveries (received_at_ms, tunnel_url, target, method, path, request_headers,
+             request_body, request_body_size, provider, event_key, event_key_source, event_scope)
+         SELECT d.received_at_ms + i, d.tunnel_url, d.target, d.method, d.path || '/' || i, d.request_headers,
+             d.request_body, d.request_body_size, d.provider, 'evt_' || i, d.event_key_source, d.event_scope
+         FROM deliveries d, n WHERE d.id = 1",
+        [copies],
+    )
+    .unwrap();
+}
+
+/// A filter over a large history is searched off the screen's thread: a
+/// key pressed right after it is acted on while the search still runs
+/// (the list says it is searching under the help), Esc stops the search,
+/// and quitting does not wait for one.
+#[test]
+fn a_slow_filter_leaves_the_keys_working() {
+    let scratch = Scratch::new("slow-filter");
+    let db = scratch.0.join("history.db");
+    large_history(&db, 300_000);
+    let tmux = Tmux::start("slow-filter", &shell_line(&scratch.0, &db, "", "tui", ""));
+    let whole = |s: &str| s.contains("Deliveries 1/300,001 ");
+    tmux.wait_for("the newest rows", whole);
+
+    // Nothing matches: the search reads every row and body.
+    tmux.send(&["/"]);
+    tmux.type_text("matches-nothing");
+    tmux.send(&["Enter", "?"]);
+    tmux.wait_for("the help over a search still running", |s| {
+        s.contains("Keys (") && s.contains("searching…")
+    });
+    tmux.send(&["Escape"]);
+    tmux.wait_for("the search again, help closed", |s| {
+        !s.contains("Keys (") && s.contains("Searching for “matches-nothing”")
+    });
+    tmux.send(&["Escape"]);
+    let screen = tmux.wait_for("the whole list, the search stopped", whole);
+    assert!(!screen.contains("matches-nothing"), "{screen}");
+
+    tmux.send(&["/"]);
+    tmux.type_text("matches-nothing");
+    tmux.send(&["Enter"]);
+    tmux.wait_for("a search running", |s| s.contains("searching…"));
+    tmux.send(&["q"]);
+    tmux.wait_for("the shell again", |s| s.contains("portpreview exited 0"));
+}

@@ -202,7 +202,8 @@ fn latest_words(args: &Args) -> String {
 
 /// Where the replayed request came from.
 enum Origin {
-    History { id: i64, store: Store },
+    // Boxed: a connection is large, a fixture's path is not.
+    History { id: i64, store: Box<Store> },
     Fixture(PathBuf),
 }
 
@@ -251,7 +252,13 @@ fn load_request(args: &Args, db: &Path) -> anyhow::Result<(NewDelivery, Origin)>
         }
     };
     let delivery = super::show::fetch(&store, id, db)?;
-    Ok((delivery.request, Origin::History { id, store }))
+    Ok((
+        delivery.request,
+        Origin::History {
+            id,
+            store: Box::new(store),
+        },
+    ))
 }
 
 /// Prints a report as text or pretty JSON (after `extend` adds fields).

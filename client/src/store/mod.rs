@@ -158,6 +158,12 @@ impl StoreError {
             }
     }
 
+    /// True when the statement was stopped by the check given to
+    /// [`Store::stop_when`]: nothing is wrong, the answer was no longer wanted.
+    pub fn is_stopped(&self) -> bool {
+        matches!(self, StoreError::Sqlite(err) if err.sqlite_error_code() == Some(ErrorCode::OperationInterrupted))
+    }
+
     /// True when another process holds the history or the disk is full:
     /// nothing is wrong with the file, and it may pass.
     pub fn is_busy_or_full(&self) -> bool {
@@ -189,12 +195,14 @@ impl StoreError {
 }
 
 /// Which deliveries `list` and `count` return.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ListQuery {
     /// Most rows to return; `None` returns all.
     pub limit: Option<usize>,
     /// Only rows with `id < before_id` (keyset paging: pass the last id seen).
     pub before_id: Option<i64>,
+    /// Only rows with `id > after_id`: what is newer than the rows held.
+    pub after_id: Option<i64>,
     /// Only this provider.
     pub provider: Option<String>,
     /// Only this event key.

@@ -17,6 +17,10 @@ const DELIVERY_COUNT: &str = "CASE WHEN d.event_key = '' THEN 1 ELSE
 /// answer column is used.
 const WITH_OUTCOME: &str = "LEFT JOIN outcomes o ON o.delivery_id = d.id";
 
+/// Virtual machine steps between two checks of [`Store::stop_when`]'s
+/// condition: a few microseconds of work, so a stop takes effect at once.
+const STOP_CHECK_STEPS: std::ffi::c_int = 4096;
+
 impl Store {
     /// One delivery whole, or `None` when there is no such id.
     pub fn get(&self, id: i64) -> Result<Option<Delivery>, StoreError> {
@@ -203,6 +207,16 @@ impl Store {
             .map_err(|e| self.classify(e))
     }
 
+    /// Has every statement from now on stop, failing with an error that
+    /// [`StoreError::is_stopped`] tells, as soon as `stop` says so: a
+    /// search nobody waits for any more must not scan on for seconds.
+    /// SQLite asks every few thousand steps, from the thread running the
+    /// statement, so no stop set just before a statement starts is missed
+    /// (as one sent by `sqlite3_interrupt` between two statements would be).
+    pub fn stop_when(&self, stop: impl Fn() -> bool + Send + 'static) {
+        self.conn.progress_handler(STOP_CHECK_STEPS, Some(stop));
+    }
+
     /// The replay runs of delivery `delivery_id`, oldest first.
     pub fn replay_runs(&self, delivery_id: i64) -> Result<Vec<ReplayRun>, StoreError> {
         let run = || -> rusqlite::Result<Vec<ReplayRun>> {
@@ -235,6 +249,10 @@ fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
     if let Some(before) = q.before_id {
         terms.push("d.id < ?".into());
         values.push(Value::Integer(before));
+    }
+    if let Some(after) = q.after_id {
+        terms.push("d.id > ?".into());
+        values.push(Value::Integer(after));
     }
     if let Some(provider) = &q.provider {
         terms.push("d.provider = ?".into());

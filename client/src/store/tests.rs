@@ -217,6 +217,38 @@ fn listing_pages_and_filters() {
     assert_eq!(search("/hooks/4"), vec![ids[4]]);
     assert_eq!(search("100%"), Vec::<i64>::new(), "LIKE wildcards match themselves");
     assert_eq!(store.count(&ListQuery::default()).unwrap(), 10);
+    let newer = ListQuery {
+        after_id: Some(ids[7]),
+        ..ListQuery::default()
+    };
+    let newer: Vec<i64> = store.list(&newer).unwrap().iter().map(|s| s.id).collect();
+    assert_eq!(newer, vec![ids[9], ids[8]]);
+}
+
+#[test]
+fn a_statement_stops_once_its_answer_is_not_wanted() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let store = Store::in_memory().unwrap();
+    for n in 0..2000 {
+        store
+            .insert_request(&delivery(&format!("evt_{n}"), &format!("/hooks/{n}")))
+            .unwrap();
+    }
+    let search = ListQuery {
+        search: Some("nowhere to be found".into()),
+        ..ListQuery::default()
+    };
+    let stopped = Arc::new(AtomicBool::new(false));
+    let check = stopped.clone();
+    store.stop_when(move || check.load(Ordering::Relaxed));
+    assert_eq!(store.count(&search).unwrap(), 0, "runs while wanted");
+    stopped.store(true, Ordering::Relaxed);
+    let err = store.count(&search).unwrap_err();
+    assert!(err.is_stopped(), "{err}");
+    assert!(store.list(&search).unwrap_err().is_stopped());
+    stopped.store(false, Ordering::Relaxed);
+    assert_eq!(store.list(&search).unwrap().len(), 0, "and runs again once wanted");
 }
 
 #[test]

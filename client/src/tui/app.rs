@@ -11,6 +11,7 @@ use crate::events::TunnelEvent;
 use super::detail::DetailDoc;
 use super::dialog::{ExportForm, ExportFormat, ReplayForm, ReplayRequest, TextInput};
 use super::pager::Pager;
+use super::search::Order;
 use super::source::HistorySource;
 use super::stats::LiveStats;
 use super::view::layout;
@@ -103,6 +104,18 @@ pub struct ReplayProgress {
     pub stopping: bool,
 }
 
+/// What the list waits for from a read running off the TUI's thread (see
+/// [`super::search`]); keys keep working meanwhile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waiting {
+    /// A filter's first matches: the list says it is searching.
+    Rows,
+    /// How many rows match the filter: the count says so until then.
+    Total,
+    /// The oldest rows, for `G`: the view moves there once they come.
+    End,
+}
+
 /// Work the loop does for the state machine (it needs I/O or time).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
@@ -166,6 +179,12 @@ pub struct App {
     /// The history's generation when last read: it changes when the file
     /// at the history's path is another one.
     generation: u64,
+    /// The last order's ticket.
+    tickets: u64,
+    /// What the order with this ticket is still to answer.
+    waiting: Option<(u64, Waiting)>,
+    /// An order for the search worker, not yet sent.
+    order: Option<Order>,
 }
 
 impl App {
@@ -194,6 +213,9 @@ impl App {
             seen_version,
             version_read_at: 0,
             generation,
+            tickets: 0,
+            waiting: None,
+            order: None,
         })
     }
 
@@ -300,7 +322,9 @@ impl App {
         }
         let following = self.follows_newest();
         let rebase = self.pager.search().is_none() && self.pager.head_is_full(!following);
-        if !(self.head_stale || rebase) {
+        // Until a search's first page comes, no row is held to refresh
+        // above: the search brings the newest matches.
+        if !(self.head_stale || rebase) || self.waiting() == Some(Waiting::Rows) {
             return false;
         }
         self.head_stale = false;
@@ -309,6 +333,18 @@ impl App {
             self.pager.reload(self.source.as_ref()).map(|()| None)
         } else {
             self.pager.refresh_head(self.source.as_ref())
+        };
+        let result = match result {
+            // Where the matches start again only a search can tell.
+            Ok(None) if self.pager.search().is_some() => {
+                self.read_from_top_or_say();
+                if !following {
+                    self.set_status("too many new deliveries to keep your place: back at the newest", false);
+                }
+                return true;
+            }
+            Ok(None) if !rebase => self.pager.reload(self.source.as_ref()).map(|()| None),
+            other => other,
         };
         match result {
             Ok(added) => match anchor.and_then(|id| self.pager.position(id)) {
@@ -330,15 +366,10 @@ impl App {
     /// started anew, or another moved over it): nothing read from the old
     /// one holds, its ids included, so the list is read again from the top.
     fn history_replaced(&mut self) {
-        self.close_detail();
         self.seen_version = self.source.data_version().ok();
-        if let Err(err) = self.pager.reload(self.source.as_ref()) {
-            self.set_status(format!("cannot read the history: {}", crate::error_line(&err)), true);
-            return;
+        if self.read_from_top_or_say() {
+            self.set_status("the history file was replaced: showing the one now at its path", false);
         }
-        self.offset = 0;
-        self.settle(0);
-        self.set_status("the history file was replaced: showing the one now at its path", false);
     }
 
     /// Replay progress reported by the engine.
@@ -374,6 +405,7 @@ pub fn replay_line(delivery_id: i64, result: &Result<String, String>) -> String 
 
 mod keys;
 mod navigate;
+mod searching;
 
 #[cfg(test)]
 mod tests;

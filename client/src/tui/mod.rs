@@ -2,8 +2,9 @@
 //! browser over the stored history (`portpreview tui`).
 //!
 //! `app` holds the state and the key handling, `view` draws it, and the
-//! loop below feeds one to the other: terminal keys, tunnel events, a tick
-//! and a running replay, in one `select!`.
+//! loop below feeds one to the other: terminal keys, tunnel events, a tick,
+//! a running replay and the answers of searches run off its thread (see
+//! [`search`]), in one `select!`.
 
 pub mod app;
 pub mod detail;
@@ -12,6 +13,7 @@ mod effects;
 pub mod export;
 pub mod format;
 pub mod pager;
+pub mod search;
 pub mod source;
 pub mod stats;
 pub mod terminal;
@@ -33,6 +35,7 @@ use source::FollowedStore;
 
 use app::{App, Effect, Mode};
 use effects::{Effects, ReplayDone, ReplayTask};
+use search::SearchWorker;
 use terminal::TerminalGuard;
 
 /// Set to `1` to quit right after the first frame (benchmarks time the open).
@@ -114,10 +117,13 @@ async fn run(
         .map_err(|err| err.context(format!("cannot read the history in {}", db.display())))?;
     let mut terminal = TerminalGuard::enter().context("cannot set up the terminal")?;
     let (effects, progress) = Effects::new(db.to_path_buf());
+    let (searches, found) = SearchWorker::start(db.to_path_buf(), open)?;
     let mut event_loop = EventLoop {
         app,
         effects,
         progress,
+        searches,
+        found,
         replay: None,
         events,
         started: Instant::now(),
@@ -137,6 +143,10 @@ struct EventLoop {
     app: App,
     effects: Effects,
     progress: mpsc::UnboundedReceiver<String>,
+    /// Runs filters and `G` off this thread; dropped with the loop, it
+    /// stops the one in flight and ends its thread.
+    searches: SearchWorker,
+    found: mpsc::UnboundedReceiver<search::Found>,
     replay: Option<ReplayTask>,
     events: Option<mpsc::Receiver<TunnelEvent>>,
     started: Instant,
@@ -165,6 +175,9 @@ impl EventLoop {
             }
             if self.app.quit {
                 return Ok(());
+            }
+            if let Some(order) = self.app.take_order() {
+                self.searches.send(order);
             }
             tokio::select! {
                 () = shutdown.cancelled() => return Ok(()),
@@ -207,6 +220,9 @@ impl EventLoop {
                 Some(()) = next_signal(&mut stop_asked) => {
                     self.effects.start(Effect::Suspend, &mut self.app, terminal, &mut self.replay);
                     dirty = true;
+                }
+                Some(found) = self.found.recv() => {
+                    dirty |= self.app.on_found(found);
                 }
                 Some(text) = self.progress.recv() => {
                     self.app.on_replay_progress(text);

@@ -61,7 +61,9 @@ impl Pager {
     pub fn reload(&mut self, source: &dyn HistorySource) -> anyhow::Result<()> {
         *self = Self::new(self.search.take());
         self.fetch_next(source)?;
-        self.total = Some(source.count(&self.query(None, None))?);
+        if self.total.is_none() {
+            self.set_total(source.count(&self.count_query())?);
+        }
         Ok(())
     }
 
@@ -117,24 +119,74 @@ impl Pager {
     /// the last one, so that the oldest rows show without every page above
     /// them being read one after another (1,000 queries for `G` on 100,000
     /// rows). The pages between are fetched when the view reaches them.
+    /// On a large history this takes a while: the TUI runs it off its
+    /// thread, as [`end_query`](Self::end_query) and [`take_end`](Self::take_end).
     pub fn reach_end(&mut self, source: &dyn HistorySource) -> anyhow::Result<()> {
         if self.end {
             return Ok(());
         }
-        let Some(mut before_id) = self.pages.last().and_then(|p| p.last_id) else {
+        let Some(query) = self.end_query() else {
             return self.fetch_next(source);
         };
-        for last_id in source.page_ends(&self.query(Some(before_id), None), PAGE_SIZE)? {
+        let ends = source.page_ends(&query, PAGE_SIZE)?;
+        let tail = source.list(&tail_query(&query, &ends))?;
+        self.take_end(&query, ends, tail);
+        Ok(())
+    }
+
+    /// What [`HistorySource::page_ends`] must be asked to reach the oldest
+    /// row; `None` when it is reached, or when no page was read yet.
+    pub fn end_query(&self) -> Option<ListQuery> {
+        if self.end {
+            return None;
+        }
+        let before_id = self.pages.last().and_then(|p| p.last_id)?;
+        Some(self.query(Some(before_id), None))
+    }
+
+    /// Takes in where the pages after `query`'s cursor end and the rows
+    /// after the last of them (see [`tail_query`]). False, and nothing
+    /// changed, when the pages moved on since `query` was made (read again
+    /// from the top): the answer is about pages no longer held.
+    pub fn take_end(&mut self, query: &ListQuery, ends: Vec<i64>, tail: Vec<Summary>) -> bool {
+        if self
+            .end_query()
+            .is_none_or(|now| now.before_id != query.before_id || now.search != query.search)
+        {
+            return false;
+        }
+        let mut before_id = query.before_id;
+        for last_id in ends {
             self.pages.push(Page {
-                before_id: Some(before_id),
+                before_id,
                 last_id: Some(last_id),
                 len: PAGE_SIZE,
                 rows: None,
             });
-            before_id = last_id;
+            before_id = Some(last_id);
         }
         // What is left is less than a page: it ends the history.
-        self.fetch_next(source)
+        self.push_page(before_id, tail);
+        true
+    }
+
+    /// Takes in the first page of rows, fetched elsewhere for a pager
+    /// made with [`new`](Self::new): the newest rows matching its search.
+    pub fn take_first_page(&mut self, rows: Vec<Summary>) {
+        *self = Self::new(self.search.take());
+        self.push_page(None, rows);
+    }
+
+    /// Sets how many rows match, counted elsewhere with
+    /// [`count_query`](Self::count_query).
+    pub fn set_total(&mut self, total: u64) {
+        // Rows that came live since were counted into the head already.
+        self.total = Some(total + self.head.len() as u64);
+    }
+
+    /// The query counting the rows the pages hold or will hold.
+    pub fn count_query(&self) -> ListQuery {
+        self.query(self.pages.first().and_then(|p| p.before_id), None)
     }
 
     /// Takes in a row reported live: updated where it is held, or inserted
@@ -178,24 +230,25 @@ impl Pager {
     }
 
     /// Fetches the newest matching rows (for filtered live views, where only
-    /// the store knows what matches). Returns how many rows were added, or
-    /// `None` when there were so many that paging started over.
+    /// the store knows what matches): only those above the pages, so the
+    /// query reads no further down than the rows the pages hold. Returns how
+    /// many rows were added, or `None` when there were so many that paging
+    /// must start over (from [`reload`](Self::reload) or a search).
     pub fn refresh_head(&mut self, source: &dyn HistorySource) -> anyhow::Result<Option<usize>> {
         let pin = self.pin();
-        let rows = source.list(&self.query(None, Some(PAGE_SIZE)))?;
+        let query = ListQuery {
+            after_id: Some(pin),
+            ..self.query(None, Some(PAGE_SIZE))
+        };
+        let rows = source.list(&query)?;
         let held = |id: i64| self.head.binary_search_by_key(&id, |r| r.id).is_ok();
         // A full page whose oldest row is new may hide more new rows behind it.
-        let gap = rows.len() == PAGE_SIZE && rows.last().is_some_and(|r| r.id > pin && !held(r.id));
-        let new = rows.iter().filter(|r| r.id > pin && !held(r.id)).count();
+        let gap = rows.len() == PAGE_SIZE && rows.last().is_some_and(|r| !held(r.id));
+        let new = rows.iter().filter(|r| !held(r.id)).count();
         if gap || self.head.len() + new > MAX_HEAD {
-            self.reload(source)?;
             return Ok(None);
         }
-        let added = rows
-            .into_iter()
-            .filter(|r| r.id > pin)
-            .filter_map(|r| self.upsert(r))
-            .count();
+        let added = rows.into_iter().filter_map(|r| self.upsert(r)).count();
         Ok(Some(added))
     }
 
@@ -222,11 +275,14 @@ impl Pager {
     }
 
     fn fetch_next(&mut self, source: &dyn HistorySource) -> anyhow::Result<()> {
-        let before_id = match self.pages.last() {
-            None => None,
-            Some(page) => page.last_id,
-        };
+        let before_id = self.pages.last().and_then(|page| page.last_id);
         let rows = source.list(&self.query(before_id, Some(PAGE_SIZE)))?;
+        self.push_page(before_id, rows);
+        Ok(())
+    }
+
+    /// Adds the page of `rows` read with the cursor `before_id`.
+    fn push_page(&mut self, before_id: Option<i64>, rows: Vec<Summary>) {
         self.end = rows.len() < PAGE_SIZE;
         // Pin the first page to what exists now, so fetching it again later
         // never pulls in live rows the head already holds.
@@ -241,7 +297,10 @@ impl Pager {
             len: rows.len(),
             rows: Some(rows),
         });
-        Ok(())
+        // Every row is held now: they need no counting.
+        if self.end && self.total.is_none() {
+            self.total = Some(self.len() as u64);
+        }
     }
 
     fn evict(&mut self, first: usize, last: usize) {
@@ -283,6 +342,16 @@ impl Pager {
             search: search.clone(),
             ..ListQuery::default()
         }
+    }
+}
+
+/// The rows after the last of the page `ends` found for `query`: the
+/// history's last page, shorter than a full one.
+pub fn tail_query(query: &ListQuery, ends: &[i64]) -> ListQuery {
+    ListQuery {
+        before_id: ends.last().copied().or(query.before_id),
+        limit: Some(PAGE_SIZE),
+        ..query.clone()
     }
 }
 

@@ -32,6 +32,38 @@ pub trait HistorySource {
     }
 }
 
+/// A history as opened: a file that is another one later goes unnoticed
+/// (see [`FollowedStore`]).
+impl HistorySource for Store {
+    fn list(&self, query: &ListQuery) -> anyhow::Result<Vec<Summary>> {
+        Ok(Store::list(self, query)?)
+    }
+
+    fn count(&self, query: &ListQuery) -> anyhow::Result<u64> {
+        Ok(Store::count(self, query)?)
+    }
+
+    fn page_ends(&self, query: &ListQuery, page: usize) -> anyhow::Result<Vec<i64>> {
+        Ok(Store::page_ends(self, query, page)?)
+    }
+
+    fn get(&self, id: i64) -> anyhow::Result<Option<Delivery>> {
+        Ok(Store::get(self, id)?)
+    }
+
+    fn delivery_number(&self, id: i64) -> anyhow::Result<i64> {
+        Ok(Store::delivery_number(self, id)?)
+    }
+
+    fn replay_runs(&self, delivery_id: i64) -> anyhow::Result<Vec<ReplayRun>> {
+        Ok(Store::replay_runs(self, delivery_id)?)
+    }
+
+    fn data_version(&self) -> anyhow::Result<i64> {
+        Ok(Store::data_version(self)?)
+    }
+}
+
 /// The history at a path, opened again once the file there is another:
 /// deleted while a tunnel ran (which starts a new one there), or another
 /// history moved over it. The TUI then shows what `history` would list,

@@ -4,7 +4,6 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::{App, Effect, Focus, Overlay, ReplayProgress};
 use crate::tui::dialog::{ExportForm, ExportFormat, FormOutcome, ReplayForm, ReplayRequest, TextInput};
-use crate::tui::pager::Pager;
 use crate::tui::view::help;
 
 impl App {
@@ -47,6 +46,9 @@ impl App {
                     self.settle(self.selected);
                 } else if self.pager.search().is_some() {
                     self.apply_filter(None);
+                } else {
+                    // A `G` still finding the oldest row.
+                    self.stop_waiting();
                 }
             }
             KeyCode::Tab | KeyCode::BackTab => match (&self.detail, self.focus) {
@@ -146,7 +148,10 @@ impl App {
             KeyCode::PageUp => self.selected.saturating_sub(page),
             KeyCode::PageDown => self.selected + page,
             KeyCode::Home | KeyCode::Char('g') => 0,
-            KeyCode::End | KeyCode::Char('G') => self.last_index(),
+            KeyCode::End | KeyCode::Char('G') => match self.last_index() {
+                Some(last) => last,
+                None => return,
+            },
             _ => return,
         };
         let before = self.selected_id();
@@ -207,18 +212,6 @@ impl App {
             stopping: false,
         });
         Some(Effect::Replay(request))
-    }
-
-    pub(super) fn apply_filter(&mut self, search: Option<String>) {
-        self.pager = Pager::new(search);
-        self.close_detail();
-        self.head_stale = false;
-        if let Err(err) = self.pager.reload(self.source.as_ref()) {
-            self.set_status(format!("cannot read the history: {}", crate::error_line(&err)), true);
-        }
-        self.selected = 0;
-        self.offset = 0;
-        self.settle(0);
     }
 
     pub(super) fn open_selected(&mut self) {

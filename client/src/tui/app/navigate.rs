@@ -103,17 +103,14 @@ impl App {
     }
 
     pub(super) fn fetch(&mut self, start: usize, end: usize) {
+        // A search's first page is on its way: reading it here would scan
+        // on this thread, as the search does on its own.
+        if self.waiting() == Some(super::Waiting::Rows) {
+            return;
+        }
         if let Err(err) = self.pager.ensure(start, end, self.source.as_ref()) {
             self.set_status(format!("cannot read the history: {}", crate::error_line(&err)), true);
         }
-    }
-
-    /// Index of the oldest row, fetching pages up to it.
-    pub(super) fn last_index(&mut self) -> usize {
-        if let Err(err) = self.pager.reach_end(self.source.as_ref()) {
-            self.set_status(format!("cannot read the history: {}", crate::error_line(&err)), true);
-        }
-        self.pager.len().saturating_sub(1)
     }
 
     pub(super) fn list_rows(&self) -> usize {

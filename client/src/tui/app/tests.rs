@@ -6,6 +6,7 @@ use ratatui::layout::Rect;
 use super::*;
 use crate::tui::dialog::ExportFormat;
 use crate::tui::pager::PAGE_SIZE;
+use crate::tui::search::{self, Answer, Found, Job, Order};
 use crate::tui::source::{summary_of, test_delivery, MemorySource};
 
 fn app_with(source: MemorySource, size: Rect) -> App {
@@ -24,6 +25,39 @@ fn press(app: &mut App, keys: &str) -> Vec<Effect> {
 
 fn key(app: &mut App, code: KeyCode) -> Option<Effect> {
     app.handle_key(KeyEvent::new(code, KeyModifiers::NONE))
+}
+
+/// Carries out the orders the app gave, as the search worker does, over
+/// the app's own source.
+fn serve(app: &mut App) {
+    while let Some(order) = app.take_order() {
+        for found in answers(app, order) {
+            app.on_found(found);
+        }
+    }
+}
+
+/// What the worker would answer to `order`.
+fn answers(app: &App, order: Order) -> Vec<Found> {
+    let mut found = Vec::new();
+    if let Some(job) = order.job {
+        search::run(job, app.source(), |answer| {
+            found.push(Found {
+                ticket: order.ticket,
+                answer,
+            });
+        })
+        .unwrap();
+    }
+    found
+}
+
+/// Types `text` as the filter, in place of the one shown, and enters it.
+fn filter(app: &mut App, text: &str) {
+    press(app, "/");
+    app.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+    press(app, text);
+    key(app, KeyCode::Enter);
 }
 
 /// A live TUI over a history the test keeps adding to, 120×40.
@@ -56,6 +90,7 @@ fn moves_with_arrows_vi_keys_pages_and_ends() {
     assert_eq!(app.selected, 36);
     assert_eq!(app.offset, 3);
     press(&mut app, "G");
+    serve(&mut app);
     assert_eq!(app.selected_id(), Some(1));
     assert_eq!(app.selected, 999);
     press(&mut app, "j");
@@ -122,6 +157,7 @@ fn slash_filters_and_esc_clears() {
     key(&mut app, KeyCode::Enter);
     assert!(app.overlay.is_none());
     assert_eq!(app.pager.search(), Some("hook/2"));
+    serve(&mut app);
     let ids: Vec<i64> = (0..app.pager.len()).map(|i| app.pager.get(i).unwrap().id).collect();
     assert_eq!(ids, vec![29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 2]);
     key(&mut app, KeyCode::Esc);
@@ -289,6 +325,7 @@ fn filtered_live_view_fetches_matches_on_tick() {
     press(&mut app, "/");
     press(&mut app, "hook/2");
     key(&mut app, KeyCode::Enter);
+    serve(&mut app);
     assert_eq!(app.pager.len(), 2);
     for id in [21, 30, 25] {
         shared.push(test_delivery(id));
@@ -571,4 +608,130 @@ fn a_replaced_history_is_read_again_from_the_top() {
         status,
         Some("the history file was replaced: showing the one now at its path")
     );
+}
+
+#[test]
+fn a_filter_searches_off_the_thread_and_keys_work_meanwhile() {
+    let mut app = app(1000);
+    filter(&mut app, "hook/1");
+    assert_eq!(app.waiting(), Some(Waiting::Rows), "searching");
+    assert!(app.pager.is_empty(), "no rows of the old list under the new filter");
+    let order = app.take_order().expect("a search for the worker");
+    assert_eq!(
+        order.job,
+        Some(Job::Search {
+            search: "hook/1".into()
+        })
+    );
+    // Keys are taken while the search runs.
+    press(&mut app, "?");
+    assert_eq!(app.overlay, Some(Overlay::Help { first: 0 }));
+    press(&mut app, "x");
+    press(&mut app, "jG");
+    assert_eq!(app.take_order(), None, "nothing to move through yet");
+    // 1, 10…19, 100…199 and 1000 match: the first page comes, then the count.
+    let mut found = answers(&app, order).into_iter();
+    assert!(app.on_found(found.next().unwrap()));
+    assert_eq!(app.pager.len(), PAGE_SIZE);
+    assert_eq!(app.selected_id(), Some(1000));
+    assert_eq!(app.pager.total(), None);
+    assert_eq!(app.waiting(), Some(Waiting::Total));
+    assert!(app.on_found(found.next().unwrap()));
+    assert_eq!(app.pager.total(), Some(112));
+    assert_eq!(app.waiting(), None);
+}
+
+#[test]
+fn a_superseded_search_is_ignored_when_it_answers_late() {
+    let mut app = app(30);
+    filter(&mut app, "hook/2");
+    let first = app.take_order().unwrap();
+    filter(&mut app, "hook/3");
+    let second = app.take_order().unwrap();
+    assert!(second.ticket > first.ticket);
+    let late = answers(&app, first);
+    for found in late.clone() {
+        assert!(!app.on_found(found), "the first filter's answer is stale");
+    }
+    assert!(app.pager.is_empty());
+    assert_eq!(app.waiting(), Some(Waiting::Rows));
+    for found in answers(&app, second) {
+        app.on_found(found);
+    }
+    let ids: Vec<i64> = (0..app.pager.len()).map(|i| app.pager.get(i).unwrap().id).collect();
+    assert_eq!(ids, vec![30, 3]);
+    for found in late {
+        assert!(!app.on_found(found), "still stale once the newer one answered");
+    }
+    assert_eq!(app.pager.len(), 2);
+}
+
+#[test]
+fn esc_stops_the_search_in_flight() {
+    let mut app = app(30);
+    filter(&mut app, "hook/2");
+    let search = app.take_order().unwrap();
+    key(&mut app, KeyCode::Esc);
+    let stop = app.take_order().expect("the worker is told to stop");
+    assert_eq!(stop.job, None);
+    assert!(stop.ticket > search.ticket);
+    assert_eq!(app.waiting(), None);
+    assert_eq!(app.pager.search(), None);
+    assert_eq!(app.pager.len(), 30, "the whole list at once");
+    for found in answers(&app, search) {
+        assert!(!app.on_found(found));
+    }
+    assert_eq!((app.pager.search(), app.pager.len()), (None, 30));
+}
+
+#[test]
+fn g_waits_for_the_oldest_rows_without_holding_keys() {
+    let mut app = app(1000);
+    press(&mut app, "G");
+    assert_eq!(app.waiting(), Some(Waiting::End));
+    assert_eq!(app.selected, 0, "not there yet");
+    let order = app.take_order().unwrap();
+    press(&mut app, "j");
+    assert_eq!(app.selected, 1, "keys work meanwhile");
+    app.on_tunnel_event(
+        TunnelEvent::Delivered {
+            summary: summary_of(&test_delivery(1001)),
+            delivery_number: 1,
+        },
+        0,
+    );
+    assert_eq!(app.pager.get(0).map(|r| r.id), Some(1001), "and live rows come in");
+    for found in answers(&app, order) {
+        assert!(app.on_found(found));
+    }
+    assert_eq!(app.selected_id(), Some(1));
+    assert_eq!(app.waiting(), None);
+    // Known now: no second trip.
+    press(&mut app, "gG");
+    assert_eq!(app.take_order(), None);
+    assert_eq!(app.selected_id(), Some(1));
+
+    let mut app = self::app(1000);
+    press(&mut app, "G");
+    let order = app.take_order().unwrap();
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.take_order().map(|o| o.job), Some(None), "Esc stops it");
+    for found in answers(&app, order) {
+        assert!(!app.on_found(found));
+    }
+    assert_eq!(app.selected, 0);
+}
+
+#[test]
+fn a_failed_search_says_why() {
+    let mut app = app(30);
+    filter(&mut app, "hook/2");
+    let order = app.take_order().unwrap();
+    app.on_found(Found {
+        ticket: order.ticket,
+        answer: Answer::Failed("the history database is locked by another process".into()),
+    });
+    assert_eq!(app.waiting(), None);
+    let status = app.status.clone().unwrap();
+    assert!(status.error && status.text.contains("locked"), "{status:?}");
 }

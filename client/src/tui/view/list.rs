@@ -10,7 +10,7 @@ use ratatui::widgets::{Block, Cell, Paragraph, Row, StatefulWidget, Table, Table
 
 use crate::render::mask::shown_path;
 use crate::store::Summary;
-use crate::tui::app::{App, Focus, Mode};
+use crate::tui::app::{App, Focus, Mode, Waiting};
 use crate::tui::format::{duration, fit, short_timestamp, status_style, timestamp};
 
 use super::layout::list_rows;
@@ -78,6 +78,8 @@ fn title(app: &App) -> Line<'static> {
     let position = if app.pager.is_empty() { 0 } else { app.selected + 1 };
     let of = match app.pager.total() {
         Some(total) => thousands(total),
+        None if app.waiting() == Some(Waiting::Rows) => "searching…".to_owned(),
+        None if app.waiting().is_some() => "counting…".to_owned(),
         None => "?".to_owned(),
     };
     let mut spans = vec![Span::raw(format!(" Deliveries {}/{} ", thousands(position as u64), of))];
@@ -93,6 +95,10 @@ fn title(app: &App) -> Line<'static> {
 fn empty_text(app: &App) -> Text<'static> {
     let dim = Style::new().fg(Color::DarkGray);
     match (app.pager.search(), &app.mode) {
+        (Some(search), _) if app.waiting() == Some(Waiting::Rows) => Text::styled(
+            format!("Searching for “{}”… Esc cancels.", escape_str(search)),
+            Style::new().fg(Color::Yellow),
+        ),
         (Some(search), _) => Text::styled(
             format!("Nothing matches “{}”. Esc clears the filter.", escape_str(search)),
             dim,

@@ -16,7 +16,7 @@ use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Widget};
 
-use super::app::{App, Focus, Overlay};
+use super::app::{App, Focus, Overlay, Waiting};
 use super::format::{cut, fit_line, wrap};
 
 impl Widget for &App {
@@ -74,6 +74,11 @@ fn render_footer(app: &App, area: Rect, buf: &mut Buffer) {
             spans.push(Span::styled("  Esc stops", Style::new().fg(Color::DarkGray)));
         }
         vec![Line::from(spans)]
+    } else if app.waiting() == Some(Waiting::End) {
+        vec![Line::from(vec![
+            Span::styled("finding the oldest delivery…", Style::new().fg(Color::Yellow)),
+            Span::styled("  Esc stops", Style::new().fg(Color::DarkGray)),
+        ])]
     } else {
         let hints: &[(&str, &str)] = &[
             ("q", "quit"),

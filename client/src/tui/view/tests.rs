@@ -157,6 +157,48 @@ fn filter_prompt() {
     );
 }
 
+/// While a filter's search runs off the thread the list says so, and the
+/// count waits for its own answer.
+#[test]
+fn a_search_in_flight_shows_as_searching_then_counting() {
+    let mut app = live_app(300, 60, 8);
+    press(&mut app, "/hook/1");
+    enter(&mut app);
+    assert_eq!(
+        plain(draw(&app)),
+        Buffer::with_lines([
+            " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter …",
+            " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
+            "┌ Deliveries 0/searching… /hook/1/ ────────────────────────┐",
+            "│Searching for “hook/1”… Esc cancels.                      │",
+            "│                                                          │",
+            "│                                                          │",
+            "└──────────────────────────────────────────────────────────┘",
+            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e ex…",
+        ])
+    );
+    let order = app.take_order().unwrap();
+    let mut answers = Vec::new();
+    crate::tui::search::run(order.job.unwrap(), app.source(), |answer| answers.push(answer)).unwrap();
+    let mut answers = answers.into_iter().map(|answer| crate::tui::search::Found {
+        ticket: order.ticket,
+        answer,
+    });
+    app.on_found(answers.next().unwrap());
+    let screen = rows(&plain(draw(&app)));
+    assert_eq!(
+        screen[2],
+        "┌ Deliveries 1/counting… /hook/1/ ─────────────────────────┐"
+    );
+    assert!(screen[4].contains("/hook/199"), "{}", screen.join("\n"));
+    app.on_found(answers.next().unwrap());
+    let screen = rows(&plain(draw(&app)));
+    assert_eq!(
+        screen[2],
+        "┌ Deliveries 1/111 /hook/1/ ───────────────────────────────┐"
+    );
+}
+
 /// On a narrow screen the filter shows the end of what is typed, where
 /// the cursor is.
 #[test]
