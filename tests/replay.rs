@@ -670,7 +670,12 @@ fn a_slow_answer_is_a_warning_not_a_failure() {
 
 /// Runs `replay` with `args`, sends it ctrl-c once `ready` holds (`what`
 /// names it for a failure), and returns what it printed.
-fn replay_interrupted(history: &History, args: &[&str], what: &str, ready: impl Fn() -> bool) -> common::history::Ran {
+fn replay_interrupted(
+    history: &History,
+    args: &[&str],
+    what: &str,
+    ready: impl Fn(u32) -> bool,
+) -> common::history::Ran {
     let replay = history
         .replay_command(args)
         .stdout(std::process::Stdio::piped())
@@ -678,7 +683,7 @@ fn replay_interrupted(history: &History, args: &[&str], what: &str, ready: impl 
         .spawn()
         .unwrap();
     let started = std::time::Instant::now();
-    while !ready() {
+    while !ready(replay.id()) {
         assert!(
             started.elapsed() < std::time::Duration::from_secs(20),
             "{what} never happened"
@@ -693,15 +698,43 @@ fn replay_interrupted(history: &History, args: &[&str], what: &str, ready: impl 
     common::history::Ran::of(replay.wait_with_output().unwrap())
 }
 
+/// True once no TCP socket of process `pid` holds bytes it has not read:
+/// an answer the handler wrote has reached the replay itself.
+fn answers_read(pid: u32) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    let inodes: Vec<String> = fds
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|link| {
+            let link = link.to_string_lossy().into_owned();
+            Some(link.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+        })
+        .collect();
+    ["tcp", "tcp6"].iter().all(|table| {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).unwrap_or_default();
+        text.lines().skip(1).all(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // fields[4] is "tx_queue:rx_queue" in hex; fields[9] the inode.
+            let unread = fields
+                .get(4)
+                .and_then(|q| q.split_once(':'))
+                .map(|(_, rx)| rx != "00000000");
+            !(inodes.iter().any(|inode| Some(&inode.as_str()) == fields.get(9)) && unread == Some(true))
+        })
+    })
+}
+
 /// ctrl-c in the middle of a run: the attempts already answered are
 /// reported and kept in the history, and the verdict is left open.
 #[test]
 fn a_run_stopped_with_ctrl_c_reports_and_keeps_what_it_sent() {
     let handler = Handler::start(Behaviour::HangsOnDuplicate);
     let history = History::with(&stripe_delivery(&handler.url()));
-    // Attempt 1 is handled; attempt 2, a duplicate, then hangs.
+    // Attempt 1 is handled; attempt 2, a duplicate, then hangs. Attempt 2
+    // is sent only once attempt 1's answer is read: its arrival is the cue.
     let args = ["--times", "5", "--timeout", "60s", "--json"];
-    let ran = replay_interrupted(&history, &args, "attempt 1", || handler.balance() >= 1);
+    let ran = replay_interrupted(&history, &args, "attempt 2", |_| handler.arrived() >= 2);
     assert_eq!(ran.code, 130, "{}{}", ran.stdout, ran.stderr);
     let json = ran.json();
     assert_eq!(json["verdict"], "inconclusive");
@@ -725,11 +758,18 @@ fn a_run_stopped_with_ctrl_c_reports_and_keeps_what_it_sent() {
     // Stopped in the middle of a concurrent burst: the attempt the handler
     // answered is kept though the others never finished. `--fresh` sends
     // its baseline alone, then the burst; one of the burst is credited and
-    // answered, the rest are duplicates and hang.
+    // answered, the rest are duplicates and hang. The cue is the credit,
+    // then the replay's sockets found empty of unread bytes for 100 ms on
+    // end: the answer, written just after the credit, has been read.
     let handler = Handler::start(Behaviour::HangsOnDuplicate);
     let history = History::with(&stripe_delivery(&handler.url()));
     let args = ["--times", "4", "--fresh", "--timeout", "60s", "--json"];
-    let ran = replay_interrupted(&history, &args, "the burst's first attempt", || handler.balance() >= 2);
+    let settled = std::cell::Cell::new(0);
+    let ran = replay_interrupted(&history, &args, "the burst's answer read", |pid| {
+        let read = handler.balance() >= 2 && answers_read(pid);
+        settled.set(if read { settled.get() + 1 } else { 0 });
+        settled.get() >= 5
+    });
     assert_eq!(ran.code, 130, "{}{}", ran.stdout, ran.stderr);
     let json = ran.json();
     let statuses: Vec<&Value> = json["attempts"]
@@ -751,7 +791,7 @@ fn a_run_stopped_with_ctrl_c_reports_and_keeps_what_it_sent() {
     let marker = scratch.path().join("probing");
     let probe = format!("touch '{}'; sleep 30; echo 1", marker.display());
     let args = ["--times", "2", "--check-cmd", &probe, "--json"];
-    let ran = replay_interrupted(&history, &args, "the first probe read", || marker.exists());
+    let ran = replay_interrupted(&history, &args, "the first probe read", |_| marker.exists());
     assert_eq!(ran.code, 130, "{}{}", ran.stdout, ran.stderr);
     let json = ran.json();
     assert_eq!(

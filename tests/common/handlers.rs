@@ -78,6 +78,7 @@ pub struct Handler {
     dir: tempfile::TempDir,
     shutdown: CancellationToken,
     thread: Option<std::thread::JoinHandle<()>>,
+    shared: Arc<Shared>,
 }
 
 struct Shared {
@@ -89,6 +90,8 @@ struct Shared {
     /// The state text also names the last event credited and when, as a
     /// `SELECT balance, last_event, updated_at` probe would.
     state_names_last_event: bool,
+    /// Deliveries that have arrived (state reads aside), answered or not.
+    arrived: std::sync::atomic::AtomicUsize,
 }
 
 impl Handler {
@@ -136,8 +139,10 @@ impl Handler {
             state_file: dir.path().join("state.txt"),
             state_padding: padding,
             state_names_last_event,
+            arrived: Default::default(),
         });
         shared.write_state_file();
+        let shared_view = shared.clone();
         let shutdown = CancellationToken::new();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let stop = shutdown.clone();
@@ -169,7 +174,15 @@ impl Handler {
             dir,
             shutdown,
             thread: Some(thread),
+            shared: shared_view,
         }
+    }
+
+    /// Deliveries that have arrived so far, answered or still hanging. A
+    /// sequential replay sends its next attempt only once it has read the
+    /// answer to the last: an arrival proves the answers before it came.
+    pub fn arrived(&self) -> usize {
+        self.shared.arrived.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// `http://127.0.0.1:PORT`
@@ -442,6 +455,7 @@ async fn respond(request: Request<Incoming>, shared: &Arc<Shared>) -> Response<F
     } else if parts.method == hyper::Method::GET && parts.uri.path() == "/rows" {
         (200, shared.rows())
     } else {
+        shared.arrived.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         match event_id(&body) {
             Some(id) => shared.handle(&id, &parts.headers, &body).await,
             None => (400, "no event id in the body".into()),
