@@ -104,13 +104,7 @@ async fn a_request_in_flight_when_its_client_is_killed_never_reaches_the_next_cl
     })
     .await;
     let release = tokio_util::sync::CancellationToken::new();
-    let held = release.clone();
-    let handler = LocalHandler::start(move |seen| Answer {
-        status: 200,
-        held_until: seen.uri.ends_with("/in-flight").then(|| held.clone()),
-        ..Answer::default()
-    })
-    .await;
+    let handler = LocalHandler::holding("/in-flight", release.clone()).await;
     let db = dir.path().join("history.db");
     let named = ["--name", "killed-mid-request"];
     let (client, url) = Running::tunnel_with(&handler.url(), &relay.http_url(), &db, dir.path(), &named).await;

@@ -906,13 +906,7 @@ async fn a_request_in_flight_when_the_connection_drops_is_never_resent_after_the
     // Passes everything; only the first connection is cut, when told.
     let (proxy, cut) = lossy_proxy(relay.addr, 0).await;
     let release = CancellationToken::new();
-    let held = release.clone();
-    let handler = LocalHandler::start(move |seen| Answer {
-        status: 200,
-        held_until: seen.uri.ends_with("/in-flight").then(|| held.clone()),
-        ..Answer::default()
-    })
-    .await;
+    let handler = LocalHandler::holding("/in-flight", release.clone()).await;
     let mut tunnel = TestTunnel::start(&format!("http://{proxy}"), &handler.url()).await;
     let name = tunnel.name().to_owned();
     let url = |path: &str| format!("{}/t/{name}{path}", relay.http_url());

@@ -104,6 +104,18 @@ impl LocalHandler {
         .await
     }
 
+    /// Answers 200 at once, except a request whose path ends in `held`,
+    /// which it answers only once `release` is cancelled: a request kept
+    /// in flight for as long as the test needs.
+    pub async fn holding(held: &'static str, release: CancellationToken) -> Self {
+        Self::start(move |seen| Answer {
+            status: 200,
+            held_until: seen.uri.ends_with(held).then(|| release.clone()),
+            ..Answer::default()
+        })
+        .await
+    }
+
     /// Answers every request with `reply(request)`.
     pub async fn start(reply: impl Fn(&Seen) -> Answer + Send + Sync + 'static) -> Self {
         Self::launch(reply, None).await
