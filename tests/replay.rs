@@ -198,6 +198,19 @@ fn answering_409_to_a_duplicate_fails_even_though_the_state_is_right() {
         "differing answers are listed"
     );
     assert_eq!(handler.balance(), 1);
+
+    // On the terminal the two answers stand side by side, row by row.
+    let handler = Handler::start(Behaviour::ConflictOnDuplicate);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let ran = history.replay_probed(&handler, &["--times", "3"]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stdout
+            .lines()
+            .any(|row| row.contains("credited") && row.contains(" | ") && row.contains("duplicate event")),
+        "{}",
+        ran.stdout
+    );
 }
 
 #[test]
