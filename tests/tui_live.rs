@@ -936,3 +936,57 @@ fn a_slow_filter_leaves_the_keys_working() {
     tmux.send(&["q"]);
     tmux.wait_for("the shell again", |s| s.contains("portpreview exited 0"));
 }
+
+/// Tab moves the keys between the list and the open delivery, and the
+/// screen is drawn again whole when the terminal is resized, however small.
+#[test]
+fn tab_moves_between_panes_and_a_resize_redraws_the_screen() {
+    let scratch = Scratch::new("panes");
+    let db = scratch.0.join("history.db");
+    fill_history(&db);
+    let command = shell_line(&scratch.0, &db, "", "tui", "");
+    let tmux = Tmux::start("panes", &command);
+    tmux.wait_for("the newest rows", |s| s.contains("/webhooks/stripe/150"));
+
+    // Enter opens #150 with the keys on it: j scrolls it, #150 stays open.
+    tmux.send(&["Enter"]);
+    tmux.wait_for("the body of #150", |s| s.contains("\"id\": \"evt_0150\""));
+    tmux.send(&["j"]);
+    // Tab gives the keys to the list: j selects #149, whose body opens.
+    tmux.send(&["Tab", "j"]);
+    let screen = tmux.wait_for("the body of #149", |s| s.contains("\"id\": \"evt_0149\""));
+    assert!(!screen.contains("\"id\": \"evt_0150\""), "{screen}");
+
+    for (width, height) in [(70, 18), (40, 10), (120, 40)] {
+        let status = tmux
+            .command()
+            .args([
+                "resize-window",
+                "-t",
+                "tui",
+                "-x",
+                &width.to_string(),
+                "-y",
+                &height.to_string(),
+            ])
+            .status()
+            .unwrap();
+        assert!(status.success(), "tmux resize-window failed");
+        // Drawn again for the new size: the list's frame spans the width.
+        let screen = tmux.wait_for(&format!("the screen redrawn at {width}x{height}"), |s| {
+            s.lines()
+                .any(|line| line.starts_with("┌ Deliveries") && line.trim_end().chars().count() == width)
+        });
+        assert!(screen.contains("PortPreview"), "{screen}");
+        assert!(
+            screen.contains("/webhooks/stripe/149"),
+            "the selected row stays in view: {screen}"
+        );
+    }
+    // Back at full size the open delivery is shown again beside the list.
+    let screen = tmux.wait_for("#149 open again", |s| s.contains("\"id\": \"evt_0149\""));
+    assert!(screen.contains("/webhooks/stripe/150"), "{screen}");
+    tmux.send(&["q"]);
+    let screen = tmux.wait_for("the shell again", |s| s.contains("portpreview exited"));
+    assert!(screen.contains("portpreview exited 0"), "{screen}");
+}
