@@ -1427,3 +1427,46 @@ async fn a_connection_busy_streaming_a_slow_answer_is_kept_for_the_next_delivery
     );
     serving.abort();
 }
+
+/// A relay with a domain gives the real client a `<name>.<domain>` URL,
+/// and a webhook sent to that host reaches its handler with the whole
+/// path, as a provider posting to the URL would.
+#[tokio::test]
+async fn with_a_domain_a_webhook_reaches_the_client_by_its_subdomain() {
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        domain: Some("relay.test".into()),
+        ..Default::default()
+    })
+    .await;
+    let handler = LocalHandler::echo().await;
+    let options = TunnelOptions {
+        name: Some("shop".into()),
+        ..TunnelOptions::default()
+    };
+    let mut tunnel = TestTunnel::start_with(&relay.http_url(), &handler.url(), options)
+        .await
+        .expect("tunnel");
+    assert_eq!(
+        tunnel.public_url,
+        format!("http://shop.relay.test:{}", relay.addr.port())
+    );
+    let request = "POST /webhooks/shopify?x=1 HTTP/1.1\r\nHost: shop.relay.test\r\n\
+                   Content-Length: 2\r\nConnection: close\r\n\r\n{}";
+    let answer = caller::raw(relay.addr, request.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let seen = handler.requests();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        (seen[0].uri.as_str(), seen[0].body.as_slice()),
+        ("/webhooks/shopify?x=1", &b"{}"[..])
+    );
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!(
+        (summary.path.as_str(), summary.status),
+        ("/webhooks/shopify?x=1", Some(200))
+    );
+    // Another subdomain is no tunnel's.
+    let request = "POST /x HTTP/1.1\r\nHost: other.relay.test\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    let answer = caller::raw(relay.addr, request.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+}
