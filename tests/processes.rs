@@ -813,9 +813,26 @@ async fn a_name_held_for_a_killed_client_says_so_and_when_it_is_free() {
         db,
     ];
     let mut first = Running::start(&portpreview_bin(), &args, dir.path());
-    first.line_containing("Forwarding").await;
+    let banner = first.line_containing("Forwarding").await;
+    let url = banner.split_whitespace().nth(1).expect("public URL").to_owned();
     first.signal("KILL");
     let _ = first.exit_code(Duration::from_secs(10)).await;
+    // While the name is held, its callers hear that it is coming back,
+    // never another client's content.
+    // (Until the relay has read the dead socket's end, a caller may still
+    // get the 502 of a client gone mid-request.)
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let reply = loop {
+        let reply = caller::post(&format!("{url}/hook"), "x").await;
+        if reply.status != 502 || std::time::Instant::now() > deadline {
+            break reply;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(
+        (reply.status, reply.text().trim_end()),
+        (503, "tunnel held-hooks is reconnecting")
+    );
 
     let log = dir.path().join("second.log");
     let mut second = Running::start_with_stderr(
