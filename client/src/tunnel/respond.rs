@@ -13,7 +13,7 @@ use hyper::body::Incoming;
 use portpreview_shared::codec::EncodeError;
 use portpreview_shared::duration::format_duration;
 use portpreview_shared::message::{ClientMessage, Header, StreamId, CHUNK_SIZE, MAX_HEADER_BYTES};
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, Semaphore};
 
 use super::body::{Capture, Held, Keep};
 use super::outbox::Outbox;
@@ -27,6 +27,27 @@ pub(super) struct AnswerSide {
     pub credit: Arc<Semaphore>,
     /// The head went ahead of a streamed body.
     pub head_sent: AtomicBool,
+    /// Told when no caller is left to receive the answer: a streamed body
+    /// stops being read then, rather than at the handler's pace.
+    pub gone: Notify,
+}
+
+impl AnswerSide {
+    /// The side of a stream whose answer has not begun, within `credit`.
+    pub fn new(credit: Arc<Semaphore>) -> Self {
+        Self {
+            credit,
+            head_sent: AtomicBool::new(false),
+            gone: Notify::new(),
+        }
+    }
+
+    /// No caller will receive the answer: sends stop waiting for credit,
+    /// and a body being streamed stops being read.
+    pub fn nobody_left(&self) {
+        self.credit.close();
+        self.gone.notify_waiters();
+    }
 }
 
 /// When an exchange began, and how long its handler may take to answer.
@@ -34,6 +55,9 @@ pub(super) struct AnswerSide {
 pub(super) struct Timing {
     /// When the request reached the client.
     pub started: Instant,
+    /// When the handler had all of the request, from which its patience
+    /// runs: a body the caller took long to upload is not the handler's delay.
+    pub handler_since: Instant,
     /// `--local-timeout`: for the whole of an answer sent in one frame, and
     /// for each wait on a streamed one's body.
     pub patience: Duration,
@@ -54,7 +78,7 @@ pub(super) async fn relay_response(
     held: &mut Held,
 ) -> Outcome {
     let credit = &*answer.credit;
-    let Timing { started, patience } = timing;
+    let Timing { started, patience, .. } = timing;
     let status = response.status().as_u16();
     // Recorded exactly as the handler sent them; the relay, where the hop
     // ends, drops the hop-by-hop ones before the caller sees them.
@@ -99,7 +123,7 @@ pub(super) async fn relay_response(
             return unframable(stream, outbox, started, err);
         }
         answer.head_sent.store(true, Ordering::Relaxed);
-        stream_body(&mut body, stream, patience, credit, outbox, &mut capture).await
+        stream_body(&mut body, stream, patience, answer, outbox, &mut capture).await
     };
     let (response_body, mut response_body_size, room) = capture.into_parts();
     *held = room;
@@ -126,7 +150,7 @@ pub(super) async fn relay_response(
 /// it did. `Err` with the reason when it stalled.
 async fn read_whole(body: &mut Incoming, timing: Timing) -> Result<(Vec<u8>, Option<String>), String> {
     let mut whole = Vec::new();
-    let deadline = tokio::time::Instant::from_std(timing.started) + timing.patience;
+    let deadline = tokio::time::Instant::from_std(timing.handler_since) + timing.patience;
     loop {
         let Ok(frame) = tokio::time::timeout_at(deadline, body.frame()).await else {
             return Err(format!(
@@ -154,10 +178,11 @@ async fn stream_body(
     body: &mut Incoming,
     stream: StreamId,
     patience: Duration,
-    credit: &Semaphore,
+    answer: &AnswerSide,
     outbox: &Outbox,
     capture: &mut Capture,
 ) -> Option<String> {
+    let credit = &*answer.credit;
     // Each piece leaves as soon as it comes, so that a handler's
     // stream (server-sent events, progress) reaches the caller as it
     // writes it. A body whose length says it is whole ends on its last
@@ -165,7 +190,17 @@ async fn stream_body(
     let mut ended = false;
     let mut error = None;
     loop {
-        let Ok(frame) = tokio::time::timeout(patience, body.frame()).await else {
+        let gone = answer.gone.notified();
+        let mut gone = std::pin::pin!(gone);
+        gone.as_mut().enable();
+        if credit.is_closed() {
+            return Some(CALLER_GONE.into());
+        }
+        let frame = tokio::select! {
+            frame = tokio::time::timeout(patience, body.frame()) => frame,
+            () = gone => return Some(CALLER_GONE.into()),
+        };
+        let Ok(frame) = frame else {
             error = Some(format!(
                 "the local answer's body stalled: nothing more came for {}",
                 format_duration(patience)
@@ -203,6 +238,10 @@ async fn stream_body(
     }
     error
 }
+
+/// Why a streamed answer stopped being read; the exchange, told why the
+/// caller went, records that instead.
+const CALLER_GONE: &str = "no caller was left to receive the rest of the answer";
 
 async fn send_chunk(stream: StreamId, data: Bytes, end: bool, credit: &Semaphore, outbox: &Outbox) {
     take_credit(&data, credit).await;

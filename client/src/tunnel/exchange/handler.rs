@@ -2,6 +2,7 @@
 //! request recorded and sent, the handler's answer relayed to the caller.
 
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use bytes::Bytes;
 use http::{Request, Response};
@@ -72,15 +73,16 @@ pub(super) async fn exchange(
         }
     };
 
-    let response = match streamed {
+    let (response, handler_since) = match streamed {
         None => {
             // In the inbox before the handler even sees it; the session writes
             // the inbox out before any answer leaves.
             kept.ticket = record_captured(shared, request, capture, declared).await;
-            send(shared, local).await
+            let since = Instant::now();
+            (send(shared, local).await, since)
         }
         Some(capture) => match send_streamed(shared, local, request, capture, declared, kept).await {
-            Some(response) => response,
+            Some(sent) => sent,
             None => return failure(started, PART_FORWARDED.into()),
         },
     };
@@ -91,6 +93,7 @@ pub(super) async fn exchange(
     };
     let timing = Timing {
         started,
+        handler_since,
         patience: shared.local_timeout,
     };
     relay_response(
@@ -151,7 +154,8 @@ fn local_body(
 
 /// Sends `local`, whose body streams to the handler, then records `request`
 /// with what the handler read before answering: what it acted on. `None`
-/// when the relay cut the body under the handler and it did not answer.
+/// when the relay cut the body under the handler and it did not answer;
+/// otherwise the answer, and when the handler's time to give it began.
 async fn send_streamed(
     shared: &Shared,
     local: Request<LocalBody>,
@@ -159,14 +163,14 @@ async fn send_streamed(
     capture: Arc<Mutex<Capture>>,
     declared: u64,
     kept: &mut Kept,
-) -> Option<Sent> {
+) -> Option<(Sent, Instant)> {
     kept.streaming = Some(Streaming {
         request,
         capture: Some(capture.clone()),
         declared,
         room: Held::default(),
     });
-    let response = send_as_uploaded(shared, local, &capture).await;
+    let (response, since) = send_as_uploaded(shared, local, &capture).await;
     let cut = capture.lock().is_ok_and(|c| c.cut);
     kept.ticket = record_streaming(shared, &mut kept.streaming).await;
     // The relay ended the stream mid-body, and says why; the
@@ -176,7 +180,7 @@ async fn send_streamed(
     if cut && !matches!(response, Ok(Ok(_))) {
         return None;
     }
-    Some(response)
+    Some((response, since))
 }
 
 /// Sends `local` to the handler. The handler's time starts when it is sent
@@ -191,8 +195,9 @@ fn send(
 /// Sends `local`, whose body streams to the handler as the caller uploads
 /// it. A large body on a slow link is not the handler's delay: the local
 /// timeout runs from when the body has all gone to the handler (or was
-/// cut), and the relay bounds the upload itself.
-async fn send_as_uploaded(shared: &Shared, local: Request<LocalBody>, capture: &Mutex<Capture>) -> Sent {
+/// cut), and the relay bounds the upload itself. Also says from when the
+/// handler's time ran: the body's end, or its answer if that came first.
+async fn send_as_uploaded(shared: &Shared, local: Request<LocalBody>, capture: &Mutex<Capture>) -> (Sent, Instant) {
     let answer = shared.forwarder.send(local);
     tokio::pin!(answer);
     let ended_at = loop {
@@ -201,11 +206,11 @@ async fn send_as_uploaded(shared: &Shared, local: Request<LocalBody>, capture: &
             break ended_at;
         }
         if let Ok(answered) = tokio::time::timeout(UPLOAD_CHECK, &mut answer).await {
-            return Ok(answered);
+            return (Ok(answered), Instant::now());
         }
     };
     let left = shared.local_timeout.saturating_sub(ended_at.elapsed());
-    tokio::time::timeout(left, answer).await
+    (tokio::time::timeout(left, answer).await, ended_at)
 }
 
 /// How often a streaming exchange looks whether its body has all gone.

@@ -5,7 +5,7 @@ mod record;
 mod request;
 mod shared;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -96,10 +96,7 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
         abandoned,
     } = steering;
     let outcome = {
-        let answer = AnswerSide {
-            credit,
-            head_sent: AtomicBool::new(false),
-        };
+        let answer = AnswerSide::new(credit);
         let mut exchanged = std::pin::pin!(exchange(&shared, head, inflow, &line, &answer, &outbox, &mut kept));
         tokio::select! {
             // The exchange goes first: when the relay drops a stream mid-body,
@@ -148,8 +145,9 @@ async fn answer_for_nobody(
     started: Instant,
     why: &str,
 ) -> Outcome {
-    // No credit comes for a stream the relay has dropped: sends must not wait for it.
-    answer.credit.close();
+    // No credit comes for a stream the relay has dropped: sends must not
+    // wait for it, nor the handler's pace be waited on for the rest.
+    answer.nobody_left();
     let answered = tokio::select! {
         answered = tokio::time::timeout(shared.local_timeout, exchanged) => answered.ok(),
         () = shared.stop.drain_over() => None,

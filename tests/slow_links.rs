@@ -1,0 +1,228 @@
+//! Callers and handlers on slow links.
+//!
+//! A body that takes longer to upload than the handler is given to answer
+//! reaches the handler whole, and its answer reaches the caller: the
+//! upload is not the handler's delay, for the relay nor for the client. A
+//! body still trickling in after the relay's upload limit (ten times its
+//! answer timeout) is refused 408, so no upload holds a stream for good.
+//! A caller that hangs up while a handler streams its answer slowly is
+//! recorded at once, with the status it had.
+
+mod common;
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::Request;
+use http_body::Frame;
+use http_body_util::{BodyExt, StreamBody};
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use common::local::{Answer, LocalHandler};
+use common::relay::TestRelay;
+use common::tunnel::{TestTunnel, TunnelOptions};
+
+/// POSTs `pieces` pieces of `piece` bytes to `url`, one every `every`,
+/// with the whole length declared up front as curl does; the status and
+/// body of the answer.
+async fn post_slowly(url: &str, pieces: usize, piece: usize, every: Duration) -> (u16, String) {
+    let uri: http::Uri = url.parse().expect("valid url");
+    let authority = uri.authority().expect("url with host").clone();
+    let stream = TcpStream::connect(authority.as_str()).await.expect("connect");
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .expect("http handshake");
+    let connection = tokio::spawn(connection);
+    let frames = futures_util::stream::unfold(0, move |sent| async move {
+        if sent == pieces {
+            return None;
+        }
+        tokio::time::sleep(every).await;
+        let frame = Frame::data(Bytes::from(vec![b'x'; piece]));
+        Some((Ok::<_, Infallible>(frame), sent + 1))
+    });
+    let request = Request::post(uri.path())
+        .header("host", authority.as_str())
+        .header("content-length", (pieces * piece).to_string())
+        .body(StreamBody::new(frames))
+        .expect("request");
+    let response = tokio::time::timeout(Duration::from_secs(60), sender.send_request(request))
+        .await
+        .expect("an answer within 60 s")
+        .expect("an HTTP answer");
+    let status = response.status().as_u16();
+    let body = response.into_body().collect().await.expect("whole body").to_bytes();
+    connection.abort();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+/// A handler written as many small servers are: it reads the whole
+/// request, then writes its answer's head and, a moment later, its body
+/// (Python's `http.server` writes them apart). With `endless`, the body is
+/// chunked and never ends: a piece every 100 ms until the client hangs up.
+/// The address it listens on.
+async fn raw_handler(endless: bool) -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = vec![0; 64 * 1024];
+                let whole = loop {
+                    let Ok(n) = socket.read(&mut buf).await else { return };
+                    if n == 0 {
+                        return;
+                    }
+                    request.extend_from_slice(&buf[..n]);
+                    let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") else {
+                        continue;
+                    };
+                    let head = String::from_utf8_lossy(&request[..end]).to_ascii_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|line| line.strip_prefix("content-length:"))
+                        .map_or(0, |n| n.trim().parse().unwrap_or(0));
+                    if request.len() >= end + 4 + length {
+                        break request.len() - end - 4;
+                    }
+                };
+                let body = format!("{whole} bytes");
+                let head = match endless {
+                    false => format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()),
+                    true => "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_owned(),
+                };
+                if socket.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                loop {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    let piece = match endless {
+                        false => body.clone(),
+                        true => format!("{:x}\r\n{body}\r\n", body.len()),
+                    };
+                    if socket.write_all(piece.as_bytes()).await.is_err() || !endless {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// A relay and a client that both give the handler one second to answer.
+async fn impatient() -> (TestRelay, LocalHandler, TestTunnel) {
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        request_timeout: Duration::from_secs(1),
+        ..Default::default()
+    })
+    .await;
+    let handler = LocalHandler::start(|seen| Answer {
+        status: 200,
+        body: format!("{} bytes", seen.body.len()).into_bytes(),
+        ..Answer::default()
+    })
+    .await;
+    let options = TunnelOptions {
+        local_timeout: Duration::from_secs(1),
+        ..TunnelOptions::default()
+    };
+    let tunnel = TestTunnel::start_with(&relay.http_url(), &handler.url(), options)
+        .await
+        .expect("tunnel");
+    (relay, handler, tunnel)
+}
+
+#[tokio::test]
+async fn an_upload_slower_than_the_answer_timeout_is_answered_by_the_handler() {
+    let (_relay, handler, mut tunnel) = impatient().await;
+    // 3 MiB over about three seconds: past the 1 MiB read whole, the rest
+    // streams to the handler as it comes.
+    let (status, said) = post_slowly(&tunnel.url("/upload"), 12, 256 * 1024, Duration::from_millis(250)).await;
+    assert_eq!((status, said.as_str()), (200, "3145728 bytes"), "{said}");
+    assert_eq!(handler.requests().len(), 1);
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!((summary.status, summary.error), (Some(200), None));
+}
+
+#[tokio::test]
+async fn an_upload_still_trickling_after_the_relays_limit_is_refused_408() {
+    let (_relay, handler, tunnel) = impatient().await;
+    // 30 pieces, one every 500 ms: each within the relay's one-second
+    // wait for the next, the whole past its ten-second upload limit.
+    let (status, said) = post_slowly(&tunnel.url("/upload"), 30, 8 * 1024, Duration::from_millis(500)).await;
+    assert_eq!(status, 408, "{said}");
+    assert_eq!(
+        said.trim_end(),
+        "the request body was still arriving after 10s, the most an upload may take"
+    );
+    assert!(handler.requests().is_empty(), "the handler never had it whole");
+}
+
+#[tokio::test]
+async fn an_answer_written_in_two_parts_after_a_slow_upload_reaches_the_caller() {
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        request_timeout: Duration::from_secs(1),
+        ..Default::default()
+    })
+    .await;
+    let handler = raw_handler(false).await;
+    let options = TunnelOptions {
+        local_timeout: Duration::from_secs(1),
+        ..TunnelOptions::default()
+    };
+    let mut tunnel = TestTunnel::start_with(&relay.http_url(), &format!("http://{handler}"), options)
+        .await
+        .expect("tunnel");
+    // Streamed by the relay, read whole by the client (under 1 MiB), over
+    // about two seconds; the answer's body comes 100 ms after its head.
+    let (status, said) = post_slowly(&tunnel.url("/upload"), 8, 64 * 1024, Duration::from_millis(250)).await;
+    assert_eq!((status, said.as_str()), (200, "524288 bytes"), "{said}");
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!((summary.status, summary.error), (Some(200), None));
+}
+
+#[tokio::test]
+async fn a_caller_gone_during_a_slow_streamed_answer_is_recorded_with_its_status() {
+    let relay = TestRelay::start().await;
+    let handler = raw_handler(true).await;
+    let options = TunnelOptions {
+        local_timeout: Duration::from_secs(2),
+        ..TunnelOptions::default()
+    };
+    let mut tunnel = TestTunnel::start_with(&relay.http_url(), &format!("http://{handler}"), options)
+        .await
+        .expect("tunnel");
+    let mut caller = TcpStream::connect(relay.addr).await.expect("connect");
+    let request = format!(
+        "POST /t/{}/events HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{{}}",
+        tunnel.name()
+    );
+    caller.write_all(request.as_bytes()).await.expect("send");
+    let mut answer = Vec::new();
+    let mut buf = [0; 4096];
+    while !String::from_utf8_lossy(&answer).contains("2 bytes") {
+        let n = caller.read(&mut buf).await.expect("read");
+        assert!(n > 0, "the answer ended: {}", String::from_utf8_lossy(&answer));
+        answer.extend_from_slice(&buf[..n]);
+    }
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+    drop(caller);
+    // The handler never ends its answer: the delivery is recorded because
+    // the caller left, not because the answer ended or timed out.
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!(summary.status, Some(200), "{:?}", summary.error);
+    let error = summary.error.unwrap_or_default();
+    assert!(
+        error.ends_with(": the caller had the status and headers, not the whole body"),
+        "{error}"
+    );
+}
