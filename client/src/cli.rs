@@ -47,7 +47,10 @@ impl Cli {
             // as given, and an id or a path pasted from a delivery may hold
             // escape sequences, so every control in it is escaped.
             Err(err) if err.use_stderr() => {
-                crate::to_stderr(format_args!("{}", one_line(&err.render().to_string())));
+                crate::to_stderr(format_args!(
+                    "{}",
+                    one_line(&err.render().to_string(), &command_given())
+                ));
                 std::process::exit(err.exit_code());
             }
             Err(err) => err.exit(),
@@ -69,6 +72,19 @@ impl Cli {
     /// --log-format json`): an error that ends it is one more line.
     pub fn reports_in_json(&self) -> bool {
         matches!(&self.command, Command::Http(args) if args.log_format == crate::output::LogFormat::Json)
+    }
+}
+
+/// `portpreview` and the subcommand the command line names, if any: the
+/// `--help` a refusal points to when clap's own usage names none.
+fn command_given() -> String {
+    let command = Cli::command();
+    let named = std::env::args()
+        .skip(1)
+        .find(|arg| command.get_subcommands().any(|sub| sub.get_name() == arg));
+    match named {
+        Some(sub) => format!("portpreview {sub}"),
+        None => "portpreview".to_owned(),
     }
 }
 

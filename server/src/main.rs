@@ -47,7 +47,11 @@ fn main() -> ExitCode {
         // One line, with controls in the refused value escaped.
         Err(err) if err.use_stderr() => {
             // Nothing is left to tell when stderr itself cannot be written.
-            let _ = write!(std::io::stderr(), "{}", one_line(&err.render().to_string()));
+            let _ = write!(
+                std::io::stderr(),
+                "{}",
+                one_line(&err.render().to_string(), "portpreview-server")
+            );
             return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2));
         }
         Err(err) => err.exit(),

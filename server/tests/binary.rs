@@ -74,7 +74,10 @@ fn bad_flags_and_files_exit_2_with_one_line() {
             stderr.starts_with(&format!("error: invalid value '{}' for '{flag} ", args[args.len() - 1])),
             "{stderr}"
         );
-        assert!(stderr.trim_end().ends_with("; see --help"), "{stderr}");
+        assert!(
+            stderr.trim_end().ends_with("; see portpreview-server --help"),
+            "{stderr}"
+        );
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
     }
     std::fs::remove_dir_all(&dir).unwrap();

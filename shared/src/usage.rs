@@ -5,23 +5,26 @@
 
 /// The line to print, newline included, for a parse error as clap
 /// rendered it: the reason, what it lists, its tips in parentheses, and
-/// which `--help` tells more. Control characters in quoted values are
-/// escaped, as everywhere untrusted text reaches the terminal.
-pub fn one_line(rendered: &str) -> String {
+/// which `--help` tells more: the command clap's usage names, else
+/// `command` (the binary, and the subcommand given if any). Control
+/// characters in quoted values are escaped, as everywhere untrusted text
+/// reaches the terminal.
+pub fn one_line(rendered: &str, command: &str) -> String {
     let mut lines = rendered.lines();
     let mut line = lines.next().unwrap_or("error: invalid arguments").trim_end().to_owned();
     let mut details = Vec::new();
     let mut tips = Vec::new();
-    let mut command = None;
+    let mut usage_names = None;
     for text in lines.map(str::trim).filter(|text| !text.is_empty()) {
         if let Some(usage) = text.strip_prefix("Usage:") {
-            // "portpreview http [OPTIONS] <PORT|URL>": the command is the
-            // words before the first placeholder.
+            // "portpreview http [OPTIONS] <PORT|URL>", or "portpreview-server
+            // --listen <ADDR>": the command is the words before the first
+            // placeholder or flag.
             let words: Vec<&str> = usage
                 .split_whitespace()
-                .take_while(|word| !word.starts_with(['[', '<']))
+                .take_while(|word| !word.starts_with(['[', '<', '-']))
                 .collect();
-            command = Some(words.join(" "));
+            usage_names = Some(words.join(" "));
         } else if text.starts_with("For more information") {
             break;
         } else if let Some(tip) = text.strip_prefix("tip:") {
@@ -37,10 +40,8 @@ pub fn one_line(rendered: &str) -> String {
     for tip in tips {
         line.push_str(&format!(" ({tip})"));
     }
-    match command.filter(|command| !command.is_empty()) {
-        Some(command) => line.push_str(&format!("; see {command} --help")),
-        None => line.push_str("; see --help"),
-    }
+    let named = usage_names.filter(|named| !named.is_empty());
+    line.push_str(&format!("; see {} --help", named.as_deref().unwrap_or(command)));
     let mut line = crate::sanitize::escape_str(&line).into_owned();
     line.push('\n');
     line
@@ -55,8 +56,8 @@ mod tests {
         let rendered = "error: invalid value '0' for '--times <N>': 0 is not in 1..=100000\n\n\
                         For more information, try '--help'.\n";
         assert_eq!(
-            one_line(rendered),
-            "error: invalid value '0' for '--times <N>': 0 is not in 1..=100000; see --help\n"
+            one_line(rendered, "portpreview replay"),
+            "error: invalid value '0' for '--times <N>': 0 is not in 1..=100000; see portpreview replay --help\n"
         );
     }
 
@@ -65,20 +66,30 @@ mod tests {
         let rendered = "error: unrecognized subcommand 'histroy'\n\n  tip: a similar subcommand exists: 'history'\n\n\
                         Usage: portpreview [OPTIONS] <COMMAND>\n\nFor more information, try '--help'.\n";
         assert_eq!(
-            one_line(rendered),
+            one_line(rendered, "portpreview replay"),
             "error: unrecognized subcommand 'histroy' (a similar subcommand exists: 'history'); see portpreview --help\n"
         );
         let rendered = "error: the following required arguments were not provided:\n  <PORT|URL>\n\n\
                         Usage: portpreview http <PORT|URL>\n\nFor more information, try '--help'.\n";
         assert_eq!(
-            one_line(rendered),
+            one_line(rendered, "portpreview replay"),
             "error: the following required arguments were not provided: <PORT|URL>; see portpreview http --help\n"
         );
     }
 
     #[test]
+    fn the_help_named_is_the_commands_not_a_flags() {
+        let rendered = "error: the following required arguments were not provided:\n  --listen <ADDR>\n\n\
+                        Usage: portpreview-server --listen <ADDR>\n\nFor more information, try '--help'.\n";
+        assert!(one_line(rendered, "portpreview-server").ends_with("; see portpreview-server --help\n"));
+        let rendered = "error: unexpected argument '--bogus' found\n\n\
+                        Usage: portpreview history --db <PATH> [OPTIONS]\n";
+        assert!(one_line(rendered, "portpreview").ends_with("; see portpreview history --help\n"));
+    }
+
+    #[test]
     fn control_characters_in_a_quoted_value_are_escaped() {
-        let line = one_line("error: invalid value '\u{1b}[2J' for '--limit <N>'\n");
+        let line = one_line("error: invalid value '\u{1b}[2J' for '--limit <N>'\n", "portpreview");
         assert_eq!(line.matches('\n').count(), 1);
         assert!(!line.contains('\u{1b}'), "{line:?}");
     }

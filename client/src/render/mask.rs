@@ -45,25 +45,58 @@ pub fn shown_path(path: &str, reveal: bool) -> Cow<'_, str> {
     let Some((route, query)) = path.split_once('?') else {
         return Cow::Borrowed(path);
     };
-    if reveal || !query.split('&').any(|pair| masks(pair).is_some()) {
+    // Pairs end at `&`, or at `;` as some frameworks read them too.
+    let pairs = || query.split_inclusive(['&', ';']);
+    if reveal || !pairs().any(|pair| masks(pair).is_some()) {
         return Cow::Borrowed(path);
     }
-    let pairs: Vec<Cow<'_, str>> = query
-        .split('&')
-        .map(|pair| match masks(pair) {
-            Some(name) => Cow::Owned(format!("{name}={MASK}")),
-            None => Cow::Borrowed(pair),
-        })
-        .collect();
-    Cow::Owned(format!("{route}?{}", pairs.join("&")))
+    let mut shown = format!("{route}?");
+    for pair in pairs() {
+        match masks(pair) {
+            Some(name) => {
+                let separator = pair.strip_suffix(['&', ';']).map_or("", |rest| &pair[rest.len()..]);
+                shown.push_str(&format!("{name}={MASK}{separator}"));
+            }
+            None => shown.push_str(pair),
+        }
+    }
+    Cow::Owned(shown)
 }
 
-/// The name of a query pair `name=value` whose value is a credential.
+/// The name of a query pair `name=value` (its separator may follow) whose
+/// value is a credential. A name is read as the handler will read it,
+/// percent-decoded: `%74oken` is `token`.
 fn masks(pair: &str) -> Option<&str> {
     let (name, value) = pair.split_once('=')?;
-    let lower = name.to_ascii_lowercase();
-    let credential = is_sensitive(name) || matches!(lower.as_str(), "key" | "sig" | "auth" | "pass" | "pwd");
+    let value = value.trim_end_matches(['&', ';']);
+    let decoded = percent_decoded(name).to_ascii_lowercase();
+    let credential = is_sensitive(&decoded) || matches!(decoded.as_str(), "key" | "sig" | "auth" | "pass" | "pwd");
     (credential && !value.is_empty()).then_some(name)
+}
+
+/// `text` with each `%XX` escape decoded; bytes that are not UTF-8 once
+/// decoded are replaced, as they match no name anyway.
+fn percent_decoded(text: &str) -> Cow<'_, str> {
+    if !text.contains('%') {
+        return Cow::Borrowed(text);
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    Cow::Owned(String::from_utf8_lossy(&out).into_owned())
 }
 
 /// Header value bytes as one terminal-safe line: escaped text, with any
@@ -93,7 +126,26 @@ mod tests {
             shown_path("/hooks?Access_Token=t&page=2", false),
             format!("/hooks?Access_Token={MASK}&page=2")
         );
-        for kept in ["/hooks", "/hooks?page=2&sort=id", "/hooks?token", "/token/abc?monkey=1"] {
+        // As a handler reads them: names percent-decoded, `;` a separator too.
+        assert_eq!(
+            shown_path("/h?%74oken=t&api%5Fkey=k&k%65y=x&page=1", false),
+            format!("/h?%74oken={MASK}&api%5Fkey={MASK}&k%65y={MASK}&page=1")
+        );
+        assert_eq!(
+            shown_path("/h?token=a;key=b;page=3", false),
+            format!("/h?token={MASK};key={MASK};page=3")
+        );
+        assert_eq!(
+            shown_path("/h?%zz=1&%=2&key=3", false),
+            format!("/h?%zz=1&%=2&key={MASK}")
+        );
+        for kept in [
+            "/hooks",
+            "/hooks?page=2&sort=id",
+            "/hooks?token",
+            "/token/abc?monkey=1",
+            "/h?token=&page=1",
+        ] {
             assert!(matches!(shown_path(kept, false), Cow::Borrowed(_)), "{kept}");
         }
         assert_eq!(shown_path("/hooks?token=s3cr3t", true), "/hooks?token=s3cr3t");

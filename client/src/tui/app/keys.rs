@@ -2,7 +2,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use super::{App, Effect, Focus, Overlay, ReplayProgress};
+use super::{App, Effect, Focus, Overlay, ReplayProgress, Waiting};
 use crate::tui::dialog::{ExportForm, ExportFormat, FormOutcome, ReplayForm, ReplayRequest, TextInput};
 use crate::tui::view::help;
 
@@ -44,10 +44,13 @@ impl App {
                 if self.detail.is_some() {
                     self.close_detail();
                     self.settle(self.selected);
+                } else if self.waiting() == Some(Waiting::End) {
+                    // A `G` still finding the oldest row: stopped, the
+                    // filter it runs under kept.
+                    self.stop_waiting();
                 } else if self.pager.search().is_some() {
                     self.apply_filter(None);
                 } else {
-                    // A `G` still finding the oldest row.
                     self.stop_waiting();
                 }
             }

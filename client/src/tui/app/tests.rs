@@ -722,6 +722,29 @@ fn g_waits_for_the_oldest_rows_without_holding_keys() {
     assert_eq!(app.selected, 0);
 }
 
+/// Esc during a `G` under a filter stops the `G` only: the filter stays,
+/// and a second Esc clears it.
+#[test]
+fn esc_during_g_under_a_filter_keeps_the_filter() {
+    let mut app = app(1000);
+    filter(&mut app, "hook/");
+    let search = app.take_order().unwrap();
+    for found in answers(&app, search) {
+        app.on_found(found);
+    }
+    assert_eq!(app.waiting(), None);
+    press(&mut app, "G");
+    if app.waiting() != Some(Waiting::End) {
+        return assert!(app.pager.end_reached(), "G either waits or is there");
+    }
+    app.take_order().expect("G's order");
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.take_order().map(|o| o.job), Some(None), "Esc stops G");
+    assert_eq!(app.pager.search(), Some("hook/"), "the filter stays");
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.pager.search(), None, "a second Esc clears it");
+}
+
 #[test]
 fn a_failed_search_says_why() {
     let mut app = app(30);
