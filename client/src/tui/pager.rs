@@ -57,14 +57,20 @@ impl Pager {
         self.search.as_deref()
     }
 
-    /// Drops every row and fetches the first page again.
+    /// Drops every row and fetches the first page again, and counts them.
     pub fn reload(&mut self, source: &dyn HistorySource) -> anyhow::Result<()> {
-        *self = Self::new(self.search.take());
-        self.fetch_next(source)?;
+        self.reload_page(source)?;
         if self.total.is_none() {
             self.set_total(source.count(&self.count_query())?);
         }
         Ok(())
+    }
+
+    /// Drops every row and fetches the first page again; how many rows
+    /// there are is known only when that page is all of them.
+    pub fn reload_page(&mut self, source: &dyn HistorySource) -> anyhow::Result<()> {
+        *self = Self::new(self.search.take());
+        self.fetch_next(source)
     }
 
     /// Rows known so far (all of them once the end was reached).

@@ -41,6 +41,12 @@ pub enum Job {
         /// The filter's words.
         search: String,
     },
+    /// How many rows `query` matches: on a big history, unfiltered, a
+    /// count reads every row.
+    Count {
+        /// From [`super::pager::Pager::count_query`].
+        query: ListQuery,
+    },
     /// The oldest rows: where every page after `query`'s cursor ends (see
     /// [`HistorySource::page_ends`]), then the last, short page.
     End {
@@ -101,6 +107,7 @@ pub fn run(job: Job, source: &dyn HistorySource, mut answer: impl FnMut(Answer))
                 answer(Answer::Total(source.count(&count)?));
             }
         }
+        Job::Count { query } => answer(Answer::Total(source.count(&query)?)),
         Job::End { query } => {
             let ends = source.page_ends(&query, PAGE_SIZE)?;
             let tail = source.list(&tail_query(&query, &ends))?;

@@ -87,9 +87,16 @@ impl App {
             return true;
         }
         self.stop_waiting();
-        let read = self.pager.reload(self.source.as_ref());
-        if let Err(err) = &read {
-            self.set_status(format!("cannot read the history: {}", crate::error_line(err)), true);
+        let read = self.pager.reload_page(self.source.as_ref());
+        match &read {
+            // Counting every row of a big history takes seconds: the
+            // first page shows now, the count when it comes.
+            Ok(()) if self.pager.total().is_none() => {
+                let query = self.pager.count_query();
+                self.send(Some(Job::Count { query }), Some(Waiting::Total));
+            }
+            Ok(()) => {}
+            Err(err) => self.set_status(format!("cannot read the history: {}", crate::error_line(err)), true),
         }
         self.settle(0);
         read.is_ok()

@@ -758,3 +758,26 @@ fn a_failed_search_says_why() {
     let status = app.status.clone().unwrap();
     assert!(status.error && status.text.contains("locked"), "{status:?}");
 }
+
+/// Clearing a filter shows the newest page at once and counts the whole
+/// history off the thread: on a million rows a count takes seconds.
+#[test]
+fn clearing_a_filter_counts_the_history_off_the_thread() {
+    let mut app = app(1000);
+    filter(&mut app, "hook/");
+    let search = app.take_order().unwrap();
+    for found in answers(&app, search) {
+        app.on_found(found);
+    }
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.pager.search(), None);
+    assert!(!app.pager.is_empty(), "the newest page at once");
+    assert_eq!(app.waiting(), Some(Waiting::Total));
+    let count = app.take_order().expect("the count is asked of the worker");
+    assert!(matches!(count.job, Some(Job::Count { .. })), "{count:?}");
+    assert_eq!(app.pager.total(), None);
+    for found in answers(&app, count) {
+        assert!(app.on_found(found));
+    }
+    assert_eq!((app.pager.total(), app.waiting()), (Some(1000), None));
+}
