@@ -422,6 +422,7 @@ fn a_secret_in_the_query_string_is_masked_where_the_path_is_shown() {
         .to_string();
     let shown = [
         h.ok(&["history"]),
+        h.ok(&["history", "--json"]),
         h.ok(&["show", &id]),
         h.ok(&["show", &id, "--json"]),
         h.ok(&["export", &id, "--format", "har"]),
@@ -430,9 +431,13 @@ fn a_secret_in_the_query_string_is_masked_where_the_path_is_shown() {
         assert!(!text.contains("tok_live_42"), "{text}");
         assert!(text.contains("token=") && text.contains("shop=acme"), "{text}");
     }
-    assert!(h
-        .ok(&["show", &id, "--reveal"])
-        .contains("/hooks?token=tok_live_42&shop=acme"));
+    for revealed in [
+        h.ok(&["show", &id, "--reveal"]),
+        h.ok(&["history", "--reveal"]),
+        h.ok(&["history", "--json", "--reveal"]),
+    ] {
+        assert!(revealed.contains("/hooks?token=tok_live_42&shop=acme"), "{revealed}");
+    }
     assert!(h.ok(&["export", &id, "--format", "curl"]).contains("token=tok_live_42"));
     assert!(h.ok(&["export", &id, "--format", "json"]).contains("token=tok_live_42"));
 }

@@ -33,6 +33,9 @@ pub struct Args {
     /// Print a JSON array instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Show credentials in query strings (`?token=…`) instead of masking them.
+    #[arg(long)]
+    pub reveal: bool,
 }
 
 /// Prints the listing.
@@ -54,7 +57,7 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
         let items = listing
             .by_ref()
-            .map(|(s, target, number)| render::json::summary(&s, &target, number));
+            .map(|(s, target, number)| render::json::summary(&s, &target, number, args.reveal));
         render::json::write_terminal_array(&mut out, items)
             .and_then(|()| out.flush())
             .context("cannot write to stdout")?;
@@ -70,7 +73,7 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
             out.write_all(render::table::header().as_bytes())
                 .context("cannot write to stdout")?;
         }
-        writeln!(out, "{}", render::table::line(&summary, number)).context("cannot write to stdout")?;
+        writeln!(out, "{}", render::table::line(&summary, number, args.reveal)).context("cannot write to stdout")?;
         shown += 1;
     }
     let last = listing.finish().map_err(|e| e.for_command(db))?;

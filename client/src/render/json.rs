@@ -13,13 +13,14 @@ use portpreview_shared::Header;
 
 /// One `history --json` row; `target` is the local target it went to,
 /// `delivery_number` its place among its event's deliveries (2 for the
-/// first retry; none for a replay attempt).
-pub fn summary(s: &Summary, target: &str, delivery_number: Option<i64>) -> Value {
+/// first retry; none for a replay attempt). Credentials in the path's query
+/// are masked unless `reveal`.
+pub fn summary(s: &Summary, target: &str, delivery_number: Option<i64>, reveal: bool) -> Value {
     json!({
         "id": s.id,
         "received_at": rfc3339_ms(s.received_at_ms),
         "method": s.method,
-        "path": s.path,
+        "path": shown_path(&s.path, reveal),
         "status": s.status,
         "duration_ms": s.duration_ms.map(round_ms),
         "provider": s.provider,

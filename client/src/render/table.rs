@@ -22,7 +22,8 @@ pub fn header() -> String {
 
 /// One delivery as a table line; `number` is its place among its event's
 /// deliveries, shown as `2 of 3` when the event came more than once.
-pub fn line(s: &Summary, number: Option<i64>) -> String {
+/// Credentials in the path's query are masked unless `reveal`.
+pub fn line(s: &Summary, number: Option<i64>, reveal: bool) -> String {
     let status = match (s.status, &s.error, s.duration_ms) {
         (Some(status), _, _) => status.to_string(),
         (None, Some(_), _) => "error".into(),
@@ -50,7 +51,7 @@ pub fn line(s: &Summary, number: Option<i64>) -> String {
         format!("#{}", s.id),
         rfc3339_ms(s.received_at_ms),
         pad(&escape_str(&s.method), 7),
-        pad(&escape_str(&shown_path(&s.path, false)), PATH_WIDTH),
+        pad(&escape_str(&shown_path(&s.path, reveal)), PATH_WIDTH),
         status,
         duration,
         pad(&escape_str(provider), 17),
@@ -83,7 +84,7 @@ mod tests {
 
     #[test]
     fn a_line_is_safe_and_cut() {
-        let shown = line(&summary(), Some(1));
+        let shown = line(&summary(), Some(1), false);
         assert!(
             shown.contains("#12") && shown.contains(" 200 ") && shown.contains("14 ms"),
             "{shown}"
@@ -118,7 +119,7 @@ mod tests {
                 event_key: key,
                 ..summary()
             };
-            let shown = line(&row, Some(1));
+            let shown = line(&row, Some(1), false);
             let columns_to = |needle: &str| {
                 let at = shown.find(needle).expect("the cell is shown");
                 portpreview_shared::text::columns(&shown[..at + needle.len()])
@@ -139,7 +140,7 @@ mod tests {
             error: Some("refused".into()),
             ..summary()
         };
-        assert!(line(&failed, Some(1)).contains("error"));
+        assert!(line(&failed, Some(1), false).contains("error"));
     }
 
     #[test]
@@ -148,9 +149,9 @@ mod tests {
             replay_of: Some(3),
             ..summary()
         };
-        let shown = line(&attempt, None);
+        let shown = line(&attempt, None, false);
         assert!(shown.contains("replay of #3"), "{shown}");
         assert!(shown.trim_end().ends_with(" -"), "{shown}");
-        assert!(line(&summary(), Some(2)).trim_end().ends_with("2 of 2"));
+        assert!(line(&summary(), Some(2), false).trim_end().ends_with("2 of 2"));
     }
 }
