@@ -188,13 +188,15 @@ pub struct App {
 }
 
 impl App {
-    /// Opens the history and fetches its first page.
+    /// Opens the history and fetches its first page; a history longer than
+    /// that page is counted off the screen's thread (a million rows take
+    /// seconds), and the count shows once it comes.
     pub fn new(source: Box<dyn HistorySource>, mode: Mode, size: Rect) -> anyhow::Result<Self> {
         let mut pager = Pager::new(None);
-        pager.reload(source.as_ref())?;
+        pager.reload_page(source.as_ref())?;
         let seen_version = source.data_version().ok();
         let generation = source.generation();
-        Ok(Self {
+        let mut app = Self {
             source,
             mode,
             stats: LiveStats::default(),
@@ -216,7 +218,17 @@ impl App {
             tickets: 0,
             waiting: None,
             order: None,
-        })
+        };
+        app.count_when_unknown();
+        Ok(app)
+    }
+
+    /// Drops every row and reads the first page again, leaving the count
+    /// to the worker.
+    fn reload_and_count(&mut self) -> anyhow::Result<()> {
+        self.pager.reload_page(self.source.as_ref())?;
+        self.count_when_unknown();
+        Ok(())
     }
 
     /// The history the app reads.
@@ -330,7 +342,7 @@ impl App {
         self.head_stale = false;
         let anchor = self.selected_id();
         let result = if rebase {
-            self.pager.reload(self.source.as_ref()).map(|()| None)
+            self.reload_and_count().map(|()| None)
         } else {
             self.pager.refresh_head(self.source.as_ref())
         };
@@ -343,7 +355,7 @@ impl App {
                 }
                 return true;
             }
-            Ok(None) if !rebase => self.pager.reload(self.source.as_ref()).map(|()| None),
+            Ok(None) if !rebase => self.reload_and_count().map(|()| None),
             other => other,
         };
         match result {

@@ -57,7 +57,9 @@ impl Pager {
         self.search.as_deref()
     }
 
-    /// Drops every row and fetches the first page again, and counts them.
+    /// Drops every row and fetches the first page again, and counts them
+    /// on this thread, as the app leaves to its worker.
+    #[cfg(test)]
     pub fn reload(&mut self, source: &dyn HistorySource) -> anyhow::Result<()> {
         self.reload_page(source)?;
         if self.total.is_none() {

@@ -59,6 +59,16 @@ impl App {
         self.waiting = waiting.map(|waiting| (self.tickets, waiting));
     }
 
+    /// Has the worker count the rows when the first page was not all of
+    /// them: counting every row of a big history takes seconds, so the
+    /// first page shows now and the count when it comes.
+    pub(super) fn count_when_unknown(&mut self) {
+        if self.pager.total().is_none() {
+            let query = self.pager.count_query();
+            self.send(Some(Job::Count { query }), Some(Waiting::Total));
+        }
+    }
+
     /// Stops the read in flight, if any.
     pub(super) fn stop_waiting(&mut self) {
         if self.waiting.is_some() {
@@ -89,13 +99,7 @@ impl App {
         self.stop_waiting();
         let read = self.pager.reload_page(self.source.as_ref());
         match &read {
-            // Counting every row of a big history takes seconds: the
-            // first page shows now, the count when it comes.
-            Ok(()) if self.pager.total().is_none() => {
-                let query = self.pager.count_query();
-                self.send(Some(Job::Count { query }), Some(Waiting::Total));
-            }
-            Ok(()) => {}
+            Ok(()) => self.count_when_unknown(),
             Err(err) => self.set_status(format!("cannot read the history: {}", crate::error_line(err)), true),
         }
         self.settle(0);

@@ -9,8 +9,12 @@ use crate::tui::pager::PAGE_SIZE;
 use crate::tui::search::{self, Answer, Found, Job, Order};
 use crate::tui::source::{summary_of, test_delivery, MemorySource};
 
+/// An app over `source` as the loop has it once the worker has answered
+/// what opening it asked (the count of a history longer than a page).
 fn app_with(source: MemorySource, size: Rect) -> App {
-    App::new(Box::new(source), Mode::Live, size).unwrap()
+    let mut app = App::new(Box::new(source), Mode::Live, size).unwrap();
+    serve(&mut app);
+    app
 }
 
 fn app(rows: i64) -> App {
@@ -280,6 +284,42 @@ fn ctrl_c_quits_even_from_a_form() {
     press(&mut app, "/");
     app.handle_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
     assert!(app.quit);
+}
+
+/// Opening a history longer than a page shows its first page at once and
+/// leaves the count to the worker: a million rows take seconds to count.
+#[test]
+fn opening_a_long_history_counts_it_off_the_screens_thread() {
+    let rows = PAGE_SIZE as i64 * 3;
+    let mut app = App::new(
+        Box::new(MemorySource::with_rows(rows)),
+        Mode::Live,
+        Rect::new(0, 0, 120, 40),
+    )
+    .unwrap();
+    assert_eq!(app.selected_id(), Some(rows), "the newest row shows at once");
+    assert_eq!(app.pager.total(), None);
+    assert_eq!(app.waiting(), Some(Waiting::Total));
+    let order = app.take_order().expect("a count for the worker");
+    assert!(matches!(order.job, Some(Job::Count { .. })), "{order:?}");
+    for found in answers(&app, order) {
+        app.on_found(found);
+    }
+    assert_eq!(app.pager.total(), Some(rows as u64));
+    assert_eq!(app.waiting(), None);
+
+    let short = App::new(
+        Box::new(MemorySource::with_rows(3)),
+        Mode::Live,
+        Rect::new(0, 0, 120, 40),
+    )
+    .unwrap();
+    assert_eq!(
+        short.pager.total(),
+        Some(3),
+        "a first page that is all of it needs no count"
+    );
+    assert_eq!(short.waiting(), None);
 }
 
 #[test]
