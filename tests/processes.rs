@@ -649,6 +649,11 @@ fn a_mistyped_command_or_flag_is_refused_in_one_line() {
             "not provided: <PORT|URL>; see portpreview http --help",
         ),
         (
+            portpreview_bin(),
+            vec!["replay", "2", "--fresh-field", "/id"],
+            "not provided: --fresh; see portpreview replay --help",
+        ),
+        (
             server_bin(),
             vec!["--bogus"],
             "'--bogus' found; see portpreview-server --help",
@@ -662,6 +667,22 @@ fn a_mistyped_command_or_flag_is_refused_in_one_line() {
         assert!(
             stderr.starts_with("error: ") && stderr.trim_end().ends_with(said),
             "{args:?}: {stderr}"
+        );
+    }
+}
+
+/// `portpreview` with no command is asked for help, not mistaken: it gets
+/// the help whole, on stderr, as a shell script's `$?` still sees 2.
+#[test]
+fn no_command_prints_the_help() {
+    let out = std::process::Command::new(portpreview_bin()).output().expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("Usage: portpreview [OPTIONS] <COMMAND>"), "{stderr}");
+    for command in ["http", "history", "replay", "check", "tui"] {
+        assert!(
+            stderr.lines().any(|l| l.trim_start().starts_with(command)),
+            "{command}: {stderr}"
         );
     }
 }

@@ -46,6 +46,9 @@ impl Cli {
             // One line, as every refusal: clap quotes the value it refused
             // as given, and an id or a path pasted from a delivery may hold
             // escape sequences, so every control in it is escaped.
+            // `portpreview` alone is no mistake to put in a line: the
+            // help is the answer, whole (on stderr, exit 2).
+            Err(err) if err.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => err.exit(),
             Err(err) if err.use_stderr() => {
                 crate::to_stderr(format_args!(
                     "{}",

@@ -15,8 +15,19 @@ pub fn one_line(rendered: &str, command: &str) -> String {
     let mut details = Vec::new();
     let mut tips = Vec::new();
     let mut usage_names = None;
-    for text in lines.map(str::trim).filter(|text| !text.is_empty()) {
+    // A command with several forms lists each on a line of its own under
+    // the first, up to a blank line: they are usage, not what was missing.
+    let mut in_usage = false;
+    for text in lines.map(str::trim) {
+        if text.is_empty() {
+            in_usage = false;
+            continue;
+        }
+        if in_usage {
+            continue;
+        }
         if let Some(usage) = text.strip_prefix("Usage:") {
+            in_usage = true;
             // "portpreview http [OPTIONS] <PORT|URL>", or "portpreview-server
             // --listen <ADDR>": the command is the words before the first
             // placeholder or flag.
@@ -58,6 +69,21 @@ mod tests {
         assert_eq!(
             one_line(rendered, "portpreview replay"),
             "error: invalid value '0' for '--times <N>': 0 is not in 1..=100000; see portpreview replay --help\n"
+        );
+    }
+
+    /// `replay` has three forms, each a usage line: none of them is what
+    /// was missing.
+    #[test]
+    fn a_usage_of_several_forms_stays_out_of_the_line() {
+        let rendered = "error: the following required arguments were not provided:\n  <ID|EVENT_KEY>\n\n\
+                        Usage: portpreview replay [OPTIONS] <ID|EVENT_KEY>\n       \
+                        portpreview replay --latest [OPTIONS]\n       \
+                        portpreview replay --from <FIXTURE> [OPTIONS]\n\n\
+                        For more information, try '--help'.\n";
+        assert_eq!(
+            one_line(rendered, "portpreview"),
+            "error: the following required arguments were not provided: <ID|EVENT_KEY>; see portpreview replay --help\n"
         );
     }
 
