@@ -55,18 +55,24 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         return;
     }
     let rows = list_rows(area);
-    let path = path_width(area.width);
-    let shown: Vec<Row> = (app.offset..app.offset + rows)
+    let summaries: Vec<&Summary> = (app.offset..app.offset + rows)
         .map_while(|i| app.pager.get(i))
-        .map(|summary| row(summary, area.width, path))
         .collect();
+    // Ids are what `show` and `replay` take: never cut, so the column is
+    // as wide as the longest on screen.
+    let shape = Shape {
+        width: area.width,
+        id: id_width(summaries.iter().map(|s| s.id).max().unwrap_or(0)),
+    };
+    let path = path_width(shape);
+    let shown: Vec<Row> = summaries.into_iter().map(|summary| row(summary, shape, path)).collect();
     let mut state = TableState::default().with_selected(Some(app.selected.saturating_sub(app.offset)));
     let highlight = if focused {
         Style::new().add_modifier(Modifier::REVERSED)
     } else {
         Style::new().bg(Color::DarkGray)
     };
-    let table = Table::new(shown, widths(area.width))
+    let table = Table::new(shown, widths(shape))
         .header(Row::new(headers(area.width)).style(Style::new().add_modifier(Modifier::BOLD)))
         .block(block)
         .column_spacing(1)
@@ -135,6 +141,7 @@ const NARROWEST: u16 = 44;
 /// The list's columns, in order.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Column {
+    Id,
     Time,
     Method,
     Path,
@@ -148,7 +155,8 @@ enum Column {
 /// The columns shown at `width`: on a narrow screen the path keeps its
 /// room, and the time, then the duration, give way.
 fn columns(width: u16) -> Vec<Column> {
-    let mut columns = Vec::with_capacity(8);
+    let mut columns = Vec::with_capacity(9);
+    columns.push(Column::Id);
     if width >= NARROW {
         columns.push(Column::Time);
     }
@@ -170,6 +178,7 @@ fn headers(width: u16) -> Vec<&'static str> {
     columns(width)
         .into_iter()
         .map(|column| match column {
+            Column::Id => "ID",
             // Times are shown in UTC, as everywhere in PortPreview.
             Column::Time => "Time UTC",
             Column::Method => "Method",
@@ -178,20 +187,37 @@ fn headers(width: u16) -> Vec<&'static str> {
             Column::Took => "Took",
             Column::Provider => "Provider",
             Column::Event => "Event",
-            Column::Count => "#",
+            // How many deliveries its event has had so far.
+            Column::Count => "Seen",
         })
         .collect()
 }
 
-fn widths(width: u16) -> Vec<Constraint> {
+/// What the columns' widths depend on: the table's width, and the widest
+/// id shown.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    width: u16,
+    id: u16,
+}
+
+/// Columns an id takes with its `#`.
+fn id_width(id: i64) -> u16 {
+    (id.max(1).ilog10() + 2) as u16
+}
+
+fn widths(shape: Shape) -> Vec<Constraint> {
+    let width = shape.width;
     columns(width)
         .into_iter()
         .map(|column| match column {
+            Column::Id => Constraint::Length(shape.id),
             Column::Time if width >= WIDER => Constraint::Length(14),
             Column::Time => Constraint::Length(8),
             Column::Method => Constraint::Length(6),
             Column::Path => Constraint::Fill(1),
-            Column::Status | Column::Count => Constraint::Length(3),
+            Column::Status => Constraint::Length(3),
+            Column::Count => Constraint::Length(4),
             Column::Took => Constraint::Length(7),
             Column::Provider => Constraint::Length(provider_width(width)),
             Column::Event => Constraint::Length(event_width(width)),
@@ -201,8 +227,8 @@ fn widths(width: u16) -> Vec<Constraint> {
 
 /// What the path column gets: the table's inner width less the other
 /// columns and the spaces between them.
-fn path_width(width: u16) -> usize {
-    let columns = widths(width);
+fn path_width(shape: Shape) -> usize {
+    let columns = widths(shape);
     let fixed: u16 = columns
         .iter()
         .map(|c| match c {
@@ -211,11 +237,15 @@ fn path_width(width: u16) -> usize {
         })
         .sum();
     let spacing = columns.len().saturating_sub(1) as u16;
-    usize::from(width.saturating_sub(2 + fixed + spacing))
+    usize::from(shape.width.saturating_sub(2 + fixed + spacing))
 }
 
-fn row(summary: &Summary, width: u16, path_width: usize) -> Row<'static> {
+fn row(summary: &Summary, shape: Shape, path_width: usize) -> Row<'static> {
+    let width = shape.width;
     let cells = columns(width).into_iter().map(|column| match column {
+        Column::Id => {
+            Cell::from(Line::from(format!("#{}", summary.id)).right_aligned()).style(Style::new().fg(Color::DarkGray))
+        }
         Column::Time => {
             let time = if width >= WIDER {
                 short_timestamp(summary.received_at_ms)

@@ -83,10 +83,10 @@ fn live_list() {
             " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter → http://127.0.0.1:3000                  ",
             " req/s                           0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0                               ",
             "┌ Deliveries 1/3 ──────────────────────────────────────────────────────────────────────────────────┐",
-            "│Time UTC Method Path                                                    St  Took    Provider   #  │",
-            "│02:45:03 POST   /hook/3                                                 200   12 ms stripe       1│",
-            "│02:45:02 POST   /hook/2                                                 200   12 ms stripe       1│",
-            "│02:45:01 POST   /hook/1                                                 200   12 ms stripe       1│",
+            "│ID Time UTC Method Path                                                St  Took    Provider   Seen│",
+            "│#3 02:45:03 POST   /hook/3                                             200   12 ms stripe        1│",
+            "│#2 02:45:02 POST   /hook/2                                             200   12 ms stripe        1│",
+            "│#1 02:45:01 POST   /hook/1                                             200   12 ms stripe        1│",
             "│                                                                                                  │",
             "└──────────────────────────────────────────────────────────────────────────────────────────────────┘",
             "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e export  y curl  ⇥ pane                     ",
@@ -106,10 +106,10 @@ fn detail_under_list() {
             " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter → http://127.0.0.1:3000                  ",
             " req/s                           0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0                               ",
             "┌ Deliveries 2/3 ──────────────────────────────────────────────────────────────────────────────────┐",
-            "│Time UTC Method Path                                                    St  Took    Provider   #  │",
-            "│02:45:03 POST   /hook/3                                                 200   12 ms stripe       1│",
-            "│02:45:02 POST   /hook/2                                                 200   12 ms stripe       1│",
-            "│02:45:01 POST   /hook/1                                                 200   12 ms stripe       1│",
+            "│ID Time UTC Method Path                                                St  Took    Provider   Seen│",
+            "│#3 02:45:03 POST   /hook/3                                             200   12 ms stripe        1│",
+            "│#2 02:45:02 POST   /hook/2                                             200   12 ms stripe        1│",
+            "│#1 02:45:01 POST   /hook/1                                             200   12 ms stripe        1│",
             "│                                                                                                  │",
             "│                                                                                                  │",
             "│                                                                                                  │",
@@ -148,9 +148,9 @@ fn filter_prompt() {
             " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter …",
             " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
             "┌ Deliveries 1/3 ──────────────────────────────────────────┐",
-            "│Time UTC Method Path                       St  Took    #  │",
-            "│02:45:03 POST   /hook/3                    200   12 ms   1│",
-            "│02:45:02 POST   /hook/2                    200   12 ms   1│",
+            "│ID Time UTC Method Path                   St  Took    Seen│",
+            "│#3 02:45:03 POST   /hook/3                200   12 ms    1│",
+            "│#2 02:45:02 POST   /hook/2                200   12 ms    1│",
             "└──────────────────────────────────────────────────────────┘",
             "/stripe▏  Enter apply  Esc cancel                           ",
         ])
@@ -265,10 +265,10 @@ fn help_overlay() {
             " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter …",
             " re┌ Keys (any key closes) ─────────────────────────────┐✗0 ",
             "┌ D│ q          quit                                    │──┐",
-            "│Ti│ ↑↓ j k     move / scroll                           │  │",
-            "│02│ PgUp PgDn  a page                                  │ 1│",
-            "│02│ g G        newest / oldest                         │ 1│",
-            "│02│ Enter      open the delivery                       │ 1│",
+            "│ID│ ↑↓ j k     move / scroll                           │en│",
+            "│#3│ PgUp PgDn  a page                                  │ 1│",
+            "│#2│ g G        newest / oldest                         │ 1│",
+            "│#1│ Enter      open the delivery                       │ 1│",
             "│  │ Tab        switch list / detail                    │  │",
             "│  │ ← → h l    scroll detail sideways                  │  │",
             "│  │ /          filter: 404, 5xx, err, or any text      │  │",
@@ -324,16 +324,16 @@ fn list_at_60x15() {
             " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter …",
             " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
             "┌ Deliveries 3/30 ─────────────────────────────────────────┐",
-            "│Time UTC Method Path                       St  Took    #  │",
-            "│02:45:30 POST   /hook/30                   200   12 ms   1│",
-            "│02:45:29 POST   /hook/29                   200   12 ms   1│",
-            "│02:45:28 POST   /hook/28                   200   12 ms   1│",
-            "│02:45:27 POST   /hook/27                   200   12 ms   1│",
-            "│02:45:26 POST   /hook/26                   200   12 ms   1│",
-            "│02:45:25 POST   /hook/25                   200   12 ms   1│",
-            "│02:45:24 POST   /hook/24                   200   12 ms   1│",
-            "│02:45:23 POST   /hook/23                   200   12 ms   1│",
-            "│02:45:22 POST   /hook/22                   200   12 ms   1│",
+            "│ID  Time UTC Method Path                  St  Took    Seen│",
+            "│#30 02:45:30 POST   /hook/30              200   12 ms    1│",
+            "│#29 02:45:29 POST   /hook/29              200   12 ms    1│",
+            "│#28 02:45:28 POST   /hook/28              200   12 ms    1│",
+            "│#27 02:45:27 POST   /hook/27              200   12 ms    1│",
+            "│#26 02:45:26 POST   /hook/26              200   12 ms    1│",
+            "│#25 02:45:25 POST   /hook/25              200   12 ms    1│",
+            "│#24 02:45:24 POST   /hook/24              200   12 ms    1│",
+            "│#23 02:45:23 POST   /hook/23              200   12 ms    1│",
+            "│#22 02:45:22 POST   /hook/22              200   12 ms    1│",
             "└──────────────────────────────────────────────────────────┘",
             "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e ex…",
         ])
@@ -345,11 +345,11 @@ fn list_at_60x15() {
 #[test]
 fn a_narrow_list_keeps_the_path() {
     let screen = rows(&plain(draw(&live_app(3, 50, 10))));
-    assert_eq!(screen[3], "│Method Path                      St  Took    #  │");
-    assert_eq!(screen[4], "│POST   /hook/3                   200   12 ms   1│");
+    assert_eq!(screen[3], "│ID Method Path                  St  Took    Seen│");
+    assert_eq!(screen[4], "│#3 POST   /hook/3               200   12 ms    1│");
     let screen = rows(&plain(draw(&live_app(3, 30, 10))));
-    assert_eq!(screen[3], "│Method Path          St  #  │");
-    assert_eq!(screen[4], "│POST   /hook/3       200   1│");
+    assert_eq!(screen[3], "│ID Method Path      St  Seen│");
+    assert_eq!(screen[4], "│#3 POST   /hook/3   200    1│");
 }
 
 /// On the smallest screen the detail takes the whole body.
@@ -398,8 +398,8 @@ fn escape_sequences_are_drawn_as_text() {
             " PortPreview  history /tmp/h.db\\x1b[2J                                          ",
             " 1 delivery                                                                     ",
             "┌ Deliveries 1/1 ──────────────────────────────────────────────────────────────┐",
-            "│Time UTC Method Path                                St  Took    Provider   #  │",
-            "│02:45:01 POST   /x\\x1b]0;title\\x07                  200   12 ms stripe       1│",
+            "│ID Time UTC Method Path                            St  Took    Provider   Seen│",
+            "│#1 02:45:01 POST   /x\\x1b]0;title\\x07              200   12 ms stripe        1│",
             "│                                                                              │",
             "│                                                                              │",
             "│                                                                              │",
@@ -471,9 +471,9 @@ fn statuses_are_coloured_by_class() {
     missing.outcome.as_mut().unwrap().status = Some(404);
     let app = app(vec![test_delivery(1), failed, missing], Mode::Live, 60, 10);
     let screen = draw(&app);
-    // Rows start at y=4; the status column starts at x=44 on a 60-column screen.
-    let colour = |y: u16| screen[(44, y)].fg;
-    assert_eq!(screen[(44, 4)].symbol(), "4");
+    // Rows start at y=4; the status column starts at x=43 on a 60-column screen.
+    let colour = |y: u16| screen[(43, y)].fg;
+    assert_eq!(screen[(43, 4)].symbol(), "4");
     assert_eq!(
         (colour(4), colour(5), colour(6)),
         (Color::Yellow, Color::Red, Color::Green)
@@ -532,8 +532,8 @@ fn live_header_with_traffic() {
             " ✗ relay went away                                                      ",
             " req/s                ▄█▄ 1/s  p50 12 ms  p90 80 ms  ✓3 4xx 1 5xx 1 ✗0  ",
             "┌ Deliveries 1/5 ──────────────────────────────────────────────────────┐",
-            "│Time UTC Method Path                                   St  Took    #  │",
-            "│02:45:34 POST   /hook/34                               200  6.0 ms   1│",
+            "│ID  Time UTC Method Path                              St  Took    Seen│",
+            "│#34 02:45:34 POST   /hook/34                          200  6.0 ms    1│",
             "└──────────────────────────────────────────────────────────────────────┘",
             "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e export  y curl…",
         ])
@@ -664,7 +664,7 @@ fn replay_form() {
             " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter …",
             " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
             "┌ Deliveries 1/3 ──────────────────────────────────────────┐",
-            "│Time UTC Method Path                       St  Took    #  │",
+            "│ID Time UTC Method Path                   St  Took    Seen│",
             "│┌ Replay #3 with a verdict ──────────────────────────────┐│",
             "││  attempts  10                                          ││",
             "││  probe      none   url  [cmd]                          ││",
@@ -728,10 +728,10 @@ fn export_form() {
             " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter …",
             " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
             "┌ Deliveries 1/3 ──────────────────────────────────────────┐",
-            "│Time UTC Method Path                       St  Took    #  │",
-            "│02:45:0┌ Export #3 ───────────────────────────────┐ ms   1│",
-            "│02:45:0│ j json  fixture for replay --from, check │ ms   1│",
-            "│02:45:0│ h har   HAR 1.2 for browser devtools     │ ms   1│",
+            "│ID Time UTC Method Path                   St  Took    Seen│",
+            "│#3 02:4┌ Export #3 ───────────────────────────────┐ms    1│",
+            "│#2 02:4│ j json  fixture for replay --from, check │ms    1│",
+            "│#1 02:4│ h har   HAR 1.2 for browser devtools     │ms    1│",
             "│       │ c curl  shell command                    │       │",
             "│       │                                          │       │",
             "│       │ Enter write  Esc cancel                  │       │",
@@ -819,7 +819,7 @@ fn replay_form_error_is_never_cut() {
             " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter …",
             " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
             "┌ Deliveries 1/3 ──────────────────────────────────────────┐",
-            "│Time UTC Method Path                       St  Took    #  │",
+            "│ID Time UTC Method Path                   St  Took    Seen│",
             "┌ Replay #3 with a verdict ────────────────────────────────┐",
             "│› attempts  0▏                                            │",
             "│  probe     [none]  url   cmd                             │",
