@@ -1465,6 +1465,19 @@ async fn with_a_domain_a_webhook_reaches_the_client_by_its_subdomain() {
         (summary.path.as_str(), summary.status),
         ("/webhooks/shopify?x=1", Some(200))
     );
+    // `/t/<name>` reaches it too, and each delivery records the URL its
+    // caller called: Twilio and Square sign that URL, and a replay
+    // re-signs with it.
+    let request = "POST /t/shop/webhooks/twilio HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+                   Content-Length: 2\r\nConnection: close\r\n\r\n{}";
+    let answer = caller::raw(relay.addr, request.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert_eq!(handler.requests()[1].uri, "/webhooks/twilio");
+    let (by_path, _) = tunnel.next_delivery().await;
+    let store = portpreview::store::Store::open(&tunnel.db).expect("open the history");
+    let called = |id| store.get(id).expect("read").expect("the delivery").request.tunnel_url;
+    assert_eq!(called(summary.id), tunnel.public_url);
+    assert_eq!(called(by_path.id), "http://127.0.0.1/t/shop");
     // Another subdomain is no tunnel's.
     let request = "POST /x HTTP/1.1\r\nHost: other.relay.test\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
     let answer = caller::raw(relay.addr, request.as_bytes()).await;

@@ -74,7 +74,7 @@ fuzz_target!(|input: Input| {
         return;
     };
     for domain in [None, Some("relay.example.com")] {
-        if let Destination::Tunnel { name, target } = destination(domain, &request) {
+        if let Destination::Tunnel { name, target, .. } = destination(domain, &request) {
             assert!(is_valid(&name), "routed to an invalid name {name:?}");
             assert!(target.starts_with('/'), "a target not in origin form: {target:?}");
         }

@@ -23,10 +23,15 @@ pub struct Hop {
     pub peer: IpAddr,
     /// True when the caller spoke TLS to the relay.
     pub tls: bool,
+    /// The path prefix that routed the request (`/t/<name>`), which the
+    /// handler does not see: none when the Host did.
+    pub prefix: Option<String>,
 }
 
 /// The request headers sent to the client: hop-by-hop and caller-supplied
-/// forwarding headers dropped, the relay's `X-Forwarded-*` appended.
+/// forwarding headers dropped, the relay's `X-Forwarded-*` appended. With
+/// `X-Forwarded-Prefix`, proto, host and prefix give the URL the caller
+/// called, before the path the handler sees: what Twilio and Square sign.
 pub fn request_headers(headers: &HeaderMap, hop: &Hop) -> Vec<Header> {
     // The map finds the Connection headers by hash: no scan of every
     // header on each request.
@@ -44,6 +49,9 @@ pub fn request_headers(headers: &HeaderMap, hop: &Hop) -> Vec<Header> {
     out.push(Header::new("x-forwarded-proto", if hop.tls { "https" } else { "http" }));
     if let Some(host) = headers.get(http::header::HOST) {
         out.push(Header::new("x-forwarded-host", host.as_bytes()));
+    }
+    if let Some(prefix) = &hop.prefix {
+        out.push(Header::new("x-forwarded-prefix", prefix.as_bytes()));
     }
     out
 }
@@ -97,6 +105,7 @@ mod tests {
             ("te", b"trailers"),
             ("proxy-authorization", b"Basic x"),
             ("x-forwarded-for", b"6.6.6.6"),
+            ("x-forwarded-prefix", b"/evil"),
             ("forwarded", b"for=6.6.6.6"),
             ("x-real-ip", b"6.6.6.6"),
             ("stripe-signature", b"t=1,v1=abc"),
@@ -107,6 +116,7 @@ mod tests {
         let hop = Hop {
             peer: "203.0.113.7".parse().unwrap(),
             tls: true,
+            prefix: Some("/t/shop".into()),
         };
         let out = request_headers(&headers, &hop);
         let names: Vec<&str> = out.iter().map(|h| h.name.as_str()).collect();
@@ -120,7 +130,8 @@ mod tests {
                 "x-raw",
                 "x-forwarded-for",
                 "x-forwarded-proto",
-                "x-forwarded-host"
+                "x-forwarded-host",
+                "x-forwarded-prefix"
             ]
         );
         assert_eq!(out[3].value, b"2");
@@ -128,6 +139,7 @@ mod tests {
         assert_eq!(out[5].value, b"203.0.113.7");
         assert_eq!(out[6].value, b"https");
         assert_eq!(out[7].value, b"hooks.example");
+        assert_eq!(out[8].value, b"/t/shop");
     }
 
     #[test]

@@ -61,6 +61,9 @@ pub enum Destination {
         name: String,
         /// Path and query the client forwards.
         target: String,
+        /// What the relay took off the caller's path to route it
+        /// (`/t/<name>`); none when the Host named the tunnel.
+        prefix: Option<String>,
     },
     /// The client endpoint, where tunnels are opened.
     Connect,
@@ -95,7 +98,7 @@ pub async fn handle(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, mut req: Request<I
     let mut response = match unfit {
         Some((status, why)) => answer(status, why),
         None => match destination(relay.config.domain.as_deref(), &req) {
-            Destination::Tunnel { name, target } => tunnel(relay, conn, req, &name, target).await,
+            Destination::Tunnel { name, target, prefix } => tunnel(relay, conn, req, &name, target, prefix).await,
             Destination::Connect => upgrade::accept(relay, conn, req),
             Destination::Health if matches!(*req.method(), Method::GET | Method::HEAD) => answer(StatusCode::OK, "ok"),
             Destination::Health => answer(StatusCode::METHOD_NOT_ALLOWED, "use GET"),
@@ -205,6 +208,7 @@ async fn tunnel(
     req: Request<Incoming>,
     name: &str,
     target: String,
+    prefix: Option<String>,
 ) -> Response<RelayBody> {
     let tunnel = match relay.registry.route(name) {
         Route::Live(tunnel) => tunnel,
@@ -228,6 +232,7 @@ async fn tunnel(
     let hop = Hop {
         peer: conn.peer.ip(),
         tls: conn.tls,
+        prefix,
     };
     let limits = ForwardLimits {
         max_body: relay.config.max_body,
@@ -270,7 +275,11 @@ pub fn destination<B>(domain: Option<&str>, req: &Request<B>) -> Destination {
         } else {
             format!("/{}", target.trim_start_matches('*'))
         };
-        return Destination::Tunnel { name, target };
+        return Destination::Tunnel {
+            name,
+            target,
+            prefix: None,
+        };
     }
     if path == CONNECT_PATH {
         return Destination::Connect;
@@ -293,6 +302,7 @@ pub fn destination<B>(domain: Option<&str>, req: &Request<B>) -> Destination {
     Destination::Tunnel {
         name: name.to_string(),
         target,
+        prefix: Some(format!("{TUNNEL_PREFIX}{name}")),
     }
 }
 
@@ -324,9 +334,27 @@ mod tests {
 
     fn tunnel_of(d: Destination) -> Option<(String, String)> {
         match d {
-            Destination::Tunnel { name, target } => Some((name, target)),
+            Destination::Tunnel { name, target, .. } => Some((name, target)),
             _ => None,
         }
+    }
+
+    /// The prefix taken off the path goes to the client, which records
+    /// the URL the caller called; a Host that named the tunnel took none.
+    #[test]
+    fn the_routing_prefix_is_kept_only_when_the_path_routed() {
+        let prefix = |d: Destination| match d {
+            Destination::Tunnel { prefix, .. } => prefix,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            prefix(dest(Some("relay.test"), "relay.test", "/t/shop/hook?a=1")),
+            Some("/t/shop".into())
+        );
+        assert_eq!(
+            prefix(dest(Some("relay.test"), "shop.relay.test", "/t/other/hook")),
+            None
+        );
     }
 
     #[test]
@@ -370,7 +398,7 @@ mod tests {
         fn any_host_routes_to_a_valid_name_or_nowhere(host in "[ -~]{0,80}", path in "(/[a-z0-9%._-]{0,12}){0,4}") {
             let path = if path.is_empty() { "/".to_string() } else { path };
             let req = Request::builder().uri(path.as_str()).header("host", host.as_str()).body(()).unwrap();
-            if let Destination::Tunnel { name, target } = destination(Some("relay.example.com"), &req) {
+            if let Destination::Tunnel { name, target, .. } = destination(Some("relay.example.com"), &req) {
                 proptest::prop_assert!(names::is_valid(&name));
                 proptest::prop_assert!(target.starts_with('/'));
             }

@@ -93,16 +93,38 @@ fn recorded(shared: &Shared, result: Result<Ticket, RecordError>) -> Option<Tick
 
 pub(super) fn new_delivery(shared: &Shared, head: Head, received_at_ms: i64) -> NewDelivery {
     let host_preserved = shared.preserves_host(&head.headers);
+    let tunnel_url = called_url(&head.headers)
+        .unwrap_or_else(|| shared.public_url.lock().map(|url| url.clone()).unwrap_or_default());
     NewDelivery {
         received_at_ms,
         host_preserved,
-        tunnel_url: shared.public_url.lock().map(|url| url.clone()).unwrap_or_default(),
+        tunnel_url,
         target: shared.forwarder.target().to_string(),
         method: head.method,
         path: head.target,
         request_headers: head.headers,
         ..NewDelivery::default()
     }
+}
+
+/// The URL the caller called, before the path the handler got, from the
+/// relay's forwarding headers: Twilio and Square sign it, and a relay
+/// reached under another name (`localhost`, its IP), or by `/t/<name>`
+/// beside `--domain`, is not at the tunnel's announced URL. None when the
+/// relay did not say it routed by path (the Host named the tunnel, and the
+/// announced URL is that one) or sent a Host that is no URL's.
+fn called_url(headers: &[portpreview_shared::Header]) -> Option<String> {
+    use portpreview_shared::provider::header;
+    let text = |name| header(headers, name).and_then(|v| std::str::from_utf8(v).ok());
+    let prefix = text("x-forwarded-prefix")?;
+    let proto = text("x-forwarded-proto").filter(|p| matches!(*p, "http" | "https"))?;
+    let host = text("x-forwarded-host").filter(|host| {
+        !host.is_empty()
+            && host
+                .bytes()
+                .all(|b| b.is_ascii_graphic() && !matches!(b, b'/' | b'?' | b'#' | b'@' | b'\\'))
+    })?;
+    Some(format!("{proto}://{host}{prefix}"))
 }
 
 /// Hands the answer to the history, whose writer reports the delivery once
@@ -144,6 +166,33 @@ mod tests {
     use crate::target::Target;
     use crate::tunnel::exchange::HostHeader;
     use crate::tunnel::Stop;
+
+    /// The URL recorded is the one the caller called: the relay's host as
+    /// the caller named it, and the prefix that routed it.
+    #[test]
+    fn the_called_url_comes_from_the_relays_forwarding_headers() {
+        let headers = |pairs: &[(&str, &str)]| -> Vec<portpreview_shared::Header> {
+            pairs
+                .iter()
+                .map(|(n, v)| portpreview_shared::Header::new(*n, v.as_bytes()))
+                .collect()
+        };
+        let routed = [
+            ("x-forwarded-proto", "https"),
+            ("x-forwarded-host", "relay.example:8443"),
+            ("x-forwarded-prefix", "/t/shop"),
+        ];
+        assert_eq!(
+            called_url(&headers(&routed)).as_deref(),
+            Some("https://relay.example:8443/t/shop")
+        );
+        // The Host named the tunnel: the announced URL is the one.
+        assert_eq!(called_url(&headers(&routed[..2])), None);
+        for host in ["", "evil.example/x", "a b", "user@relay"] {
+            let odd = [routed[0], ("x-forwarded-host", host), routed[2]];
+            assert_eq!(called_url(&headers(&odd)), None, "{host:?}");
+        }
+    }
 
     /// A full disk fails every delivery's recording: the display is told
     /// once, and once more when recording works again.
