@@ -596,6 +596,45 @@ fn live_deliveries_during_http() {
     assert_eq!(handler.requests().len(), 4);
 }
 
+/// The history deleted under a running tunnel: the writer starts a new
+/// one at the path, and the live list follows it, each delivery listed
+/// once, with no error on the way.
+#[test]
+fn the_live_list_follows_a_history_deleted_under_it() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let handler = runtime.block_on(LocalHandler::echo());
+    let (scratch, tmux, url) = live_http("live-deleted", handler.port());
+    let db = scratch.0.join("history.db");
+    let post = |path: &str| {
+        let reply = runtime.block_on(common::caller::post(&format!("{url}{path}"), "{}".to_owned()));
+        assert_eq!(reply.status, 200);
+    };
+    post("/before/1");
+    post("/before/2");
+    tmux.wait_for("two rows", |s| s.contains("/before/2") && s.contains("Deliveries 1/2"));
+    std::fs::remove_file(&db).unwrap();
+    // The next webhook comes a while later, as it would: the screen has
+    // looked at the history's path a few times meanwhile (every tick).
+    std::thread::sleep(Duration::from_millis(1500));
+    post("/after/1");
+    let screen = tmux.wait_for("the new history's row alone", |s| {
+        s.contains("/after/1") && s.contains("Deliveries 1/1") && !s.contains("/before/")
+    });
+    assert!(!screen.contains("cannot read"), "{screen}");
+    post("/after/2");
+    let screen = tmux.wait_for("the next row", |s| {
+        s.contains("/after/2") && s.contains("Deliveries 1/2")
+    });
+    tmux.send(&["j", "j", "j"]);
+    let screen_after = tmux.wait_for("the last row selected", |s| s.contains("Deliveries 2/2"));
+    for text in [&screen, &screen_after] {
+        assert_eq!(text.matches("/after/1").count(), 1, "{text}");
+        assert!(!text.contains("cannot read"), "{text}");
+    }
+    tmux.send(&["q"]);
+    tmux.wait_for("the shell again", |s| s.contains("portpreview exited 0"));
+}
+
 #[test]
 fn live_with_no_record_forwards_and_leaves_no_history_file() {
     let scratch = Scratch::new("norec");

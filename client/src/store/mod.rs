@@ -352,6 +352,16 @@ impl Store {
         Ok(store)
     }
 
+    /// Opens the history a tunnel's writer has made at `path`, for a reader
+    /// in the same process (the live TUI): never creating one, refusing a
+    /// file the writer has not finished making, and not waiting on the
+    /// writer, which reports what it stores to that reader anyway.
+    pub fn open_made(path: &Path) -> Result<Store, StoreError> {
+        require(path)?;
+        refuse_non_file(path)?;
+        Self::connect(path, Opening::Existing)
+    }
+
     /// Opens a history read-only: with its WAL when SQLite can share it,
     /// and as a file nobody changes when the folder allows no `-shm` beside it.
     fn open_read_only(path: &Path) -> Result<Store, StoreError> {

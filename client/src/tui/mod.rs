@@ -111,13 +111,20 @@ async fn run(
         Mode::Live => |_| Store::in_memory(),
     };
     let store = open(db).map_err(|err| err.for_command(db))?;
-    let source = FollowedStore::new(store, open);
+    // A history replaced while the tunnel runs is made again by its
+    // writer alone: opened from here, it would be created beside the
+    // writer's own start of it.
+    let follow: fn(&Path) -> Result<Store, StoreError> = match mode {
+        Mode::Live if db.exists() => Store::open_made,
+        _ => open,
+    };
+    let source = FollowedStore::new(store, follow);
     let (width, height) = crossterm::terminal::size().context("cannot read the terminal size")?;
     let app = App::new(Box::new(source), mode, Rect::new(0, 0, width, height))
         .map_err(|err| err.context(format!("cannot read the history in {}", db.display())))?;
     let mut terminal = TerminalGuard::enter().context("cannot set up the terminal")?;
     let (effects, progress) = Effects::new(db.to_path_buf());
-    let (searches, found) = SearchWorker::start(db.to_path_buf(), open)?;
+    let (searches, found) = SearchWorker::start(db.to_path_buf(), follow)?;
     let mut event_loop = EventLoop {
         app,
         effects,

@@ -283,7 +283,13 @@ impl Pager {
     }
 
     fn fetch_next(&mut self, source: &dyn HistorySource) -> anyhow::Result<()> {
-        let before_id = self.pages.last().and_then(|page| page.last_id);
+        // With no page yet, rows that came live since (a first read that
+        // failed, the history being replaced) are the head's: the pages
+        // start below them, or the list would hold them twice.
+        let before_id = match self.pages.last() {
+            Some(page) => page.last_id,
+            None => self.head.first().map(|oldest| oldest.id),
+        };
         let rows = source.list(&self.query(before_id, Some(PAGE_SIZE)))?;
         self.push_page(before_id, rows);
         Ok(())
@@ -448,6 +454,19 @@ mod tests {
         pager.ensure(0, 10, &source).unwrap();
         assert_eq!(pager.get(1).unwrap().id, 150);
         assert_eq!(pager.len(), 101);
+    }
+
+    /// A row that comes live before any page was read (the first read
+    /// failed, or the history was just replaced) is not read again with
+    /// the first page: the list holds it once.
+    #[test]
+    fn a_live_row_before_the_first_page_is_listed_once() {
+        let source = MemorySource::with_rows(3);
+        let mut pager = Pager::new(None);
+        assert_eq!(pager.upsert(summary_of(&test_delivery(3))), Some(0));
+        pager.ensure(0, 10, &source).unwrap();
+        let ids: Vec<i64> = (0..pager.len()).filter_map(|i| pager.get(i)).map(|r| r.id).collect();
+        assert_eq!(ids, [3, 2, 1]);
     }
 
     #[test]
