@@ -279,15 +279,22 @@ fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
             SearchTerm::Failed => terms.push("o.error IS NOT NULL".into()),
             SearchTerm::Text(text) => {
                 let n = values.len() + 1;
+                let b = n + 1;
                 // Retries and replays share one stored copy of a large body:
                 // searched once in `bodies`, not once for every row using it.
+                // LIKE reads a body as text, which ends at its first NUL byte:
+                // past one, as in a binary body, the bytes are searched as
+                // they are (`instr`), in the case typed.
                 terms.push(format!(
                     "(d.path LIKE ?{n} ESCAPE '\\' OR d.method LIKE ?{n} ESCAPE '\\'
                       OR d.provider LIKE ?{n} ESCAPE '\\' OR d.event_key LIKE ?{n} ESCAPE '\\'
                       OR o.error LIKE ?{n} ESCAPE '\\' OR CAST(d.request_body AS TEXT) LIKE ?{n} ESCAPE '\\'
-                      OR d.request_body_id IN (SELECT id FROM bodies WHERE CAST(data AS TEXT) LIKE ?{n} ESCAPE '\\'))"
+                      OR instr(d.request_body, ?{b}) > 0
+                      OR d.request_body_id IN (SELECT id FROM bodies WHERE CAST(data AS TEXT) LIKE ?{n} ESCAPE '\\'
+                          OR instr(data, ?{b}) > 0))"
                 ));
                 values.push(Value::Text(format!("%{}%", escape_like(text))));
+                values.push(Value::Blob(text.as_bytes().to_vec()));
             }
         }
     }
