@@ -298,7 +298,11 @@ fn push_headers(lines: &mut Vec<Line<'static>>, headers: &[Header], reveal: bool
 fn push_body_section(lines: &mut Vec<Line<'static>>, what: &str, headers: &[Header], body: &[u8], size: u64) {
     match crate::render::body::decode(headers, body, size) {
         Decoding::Done { coding, plain } => {
-            let what = format!("{what}, decoded from {} bytes {}", body.len(), escape_str(&coding));
+            let what = format!(
+                "{what}, decoded from {} {}",
+                counted(body.len(), "byte", "bytes"),
+                escape_str(&coding)
+            );
             lines.push(title(body_title(&what, &plain, plain.len() as u64)));
             push_body(lines, &plain, plain.len() as u64);
         }
@@ -324,12 +328,13 @@ fn body_title(what: &str, body: &[u8], size: u64) -> String {
     } else {
         "binary"
     };
+    let bytes = |n: u64| counted(n as usize, "byte", "bytes");
     if size_unknown_past(stored, size) {
-        format!("{what} (cut short after {stored} bytes, {kind})")
+        format!("{what} (cut short after {}, {kind})", bytes(stored))
     } else if stored < size {
-        format!("{what} ({size} bytes, {stored} stored, {kind})")
+        format!("{what} ({}, {stored} stored, {kind})", bytes(size))
     } else {
-        format!("{what} ({stored} bytes, {kind})")
+        format!("{what} ({}, {kind})", bytes(stored))
     }
 }
 

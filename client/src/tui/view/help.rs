@@ -15,7 +15,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("q", "quit"),
     ("↑↓ j k", "move / scroll"),
     ("PgUp PgDn", "a page"),
-    ("g G", "newest / oldest"),
+    ("g G", "newest / oldest (Home End too)"),
     ("Enter", "open the delivery"),
     ("Tab", "switch list / detail"),
     ("← → h l", "scroll detail sideways"),

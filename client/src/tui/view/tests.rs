@@ -267,7 +267,7 @@ fn help_overlay() {
             "┌ D│ q          quit                                    │──┐",
             "│ID│ ↑↓ j k     move / scroll                           │en│",
             "│#3│ PgUp PgDn  a page                                  │ 1│",
-            "│#2│ g G        newest / oldest                         │ 1│",
+            "│#2│ g G        newest / oldest (Home End too)          │ 1│",
             "│#1│ Enter      open the delivery                       │ 1│",
             "│  │ Tab        switch list / detail                    │  │",
             "│  │ ← → h l    scroll detail sideways                  │  │",
