@@ -909,7 +909,13 @@ fn a_json_export_is_a_fixture_that_gives_back_the_request() {
     let id = h.store().insert_delivery(&d, &answered(201)).unwrap();
     // Into a folder not made yet, as README's tour writes fixtures/….
     let path = h.dir.join("fixtures/stripe/fixture.json");
-    h.ok(&["export", &id.to_string(), "-o", path.to_str().unwrap()]);
+    let out = h.run(&["export", &id.to_string(), "-o", path.to_str().unwrap()]);
+    assert!(out.status.success() && out.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("Wrote delivery #{id} as a fixture to {}\n", path.display()),
+        "the file written is named"
+    );
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

@@ -868,7 +868,7 @@ async fn a_name_held_for_a_killed_client_says_so_and_when_it_is_free() {
         said.starts_with(
             "error: tunnel name \"held-hooks\" is taken (409): name held-hooks is held for the client that last had it, \
              which went away without saying goodbye; it is free in "
-        ) && said.trim_end().ends_with(" s"),
+        ) && said.trim_end().ends_with(" s; ask for another with --name"),
         "{said}"
     );
 }

@@ -289,7 +289,11 @@ async fn a_dead_local_port_gets_502_and_a_slow_one_504_each_saying_why() {
     let mut tunnel = TestTunnel::start(&relay.http_url(), &format!("127.0.0.1:{dead_port}")).await;
     let reply = caller::post(&tunnel.url("/hook"), "{}").await;
     assert_eq!(reply.status, 502);
-    assert!(reply.text().contains("could not reach"), "{}", reply.text());
+    assert!(
+        reply.text().contains("could not reach") && reply.text().contains("(is the handler running?)"),
+        "{}",
+        reply.text()
+    );
     let (summary, _) = tunnel.next_delivery().await;
     assert!(summary.error.as_deref().is_some_and(|e| e.contains("could not reach")));
     assert_eq!(summary.status, None, "the 502 was PortPreview's, not the handler's");

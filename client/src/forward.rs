@@ -39,7 +39,7 @@ const IDLE_CHECK: Duration = Duration::from_millis(100);
 #[derive(Debug, thiserror::Error)]
 pub enum ForwardError {
     /// Nothing accepted the connection.
-    #[error("could not reach {target}: {error}")]
+    #[error("could not reach {target}: {error}{}", not_listening(error))]
     Connect {
         /// Target tried.
         target: String,
@@ -67,6 +67,15 @@ pub enum ForwardError {
         /// What to try instead, when the failure says the handler speaks TLS.
         hint: Option<String>,
     },
+}
+
+/// The likely cause of a refused connection, which the error alone does
+/// not say to someone who forgot to start the handler.
+fn not_listening(error: &std::io::Error) -> &'static str {
+    match error.kind() {
+        std::io::ErrorKind::ConnectionRefused => " (is the handler running?)",
+        _ => "",
+    }
 }
 
 /// What went wrong with a local answer, in words where hyper's would

@@ -57,6 +57,17 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
                 .open(path)
                 .and_then(|mut file| file.write_all(text.as_bytes()))
                 .with_context(|| format!("cannot write {}", path.display()))?;
+            // Said on stderr, as every note: stdout stays empty, as asked.
+            let what = match args.format {
+                Format::Json => "a fixture",
+                Format::Har => "a HAR file",
+                Format::Curl => "a curl command",
+            };
+            crate::to_stderr(format_args!(
+                "Wrote delivery #{} as {what} to {}\n",
+                args.id,
+                portpreview_shared::sanitize::escape_str(&path.display().to_string())
+            ));
         }
         None => std::io::stdout()
             .lock()

@@ -38,7 +38,7 @@ pub struct Args {
     /// Relay to use (ws://, wss://, http:// or https://); none: run one in-process.
     #[arg(long, env = "PORTPREVIEW_SERVER")]
     pub server: Option<String>,
-    /// Tunnel name to ask for (lowercase letters, digits and '-').
+    /// Tunnel name to ask for: 1 to 63 lowercase letters, digits and '-', not starting or ending with '-'.
     #[arg(long, value_parser = parse_name)]
     pub name: Option<String>,
     /// Token for the relay.
@@ -53,7 +53,7 @@ pub struct Args {
     /// Print one line per delivery instead of the TUI.
     #[arg(long)]
     pub no_tui: bool,
-    /// Format of the lines printed without a TUI.
+    /// Lines instead of the TUI: text, or json (one object a line, for scripts; turns the TUI off).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
     /// Forward without recording: nothing reaches the history.

@@ -97,8 +97,11 @@ impl Plan {
             sendable
         });
         let provider = provider_of(request);
-        let voided =
-            opts.fresh && fresh_voids_signature(provider, &path, &headers, &body, opts.fresh_field.as_deref())?;
+        // A request sent without its provider's signature (by curl, by a
+        // test) has none for a fresh identity to void.
+        let voided = opts.fresh
+            && fresh_voids_signature(provider, &path, &headers, &body, opts.fresh_field.as_deref())?
+            && provider.is_some_and(|p| provider::carries_signature(p, &headers, &body));
         let signing = signing(provider, opts, voided, &mut warnings)?;
         // A fresh identity that voids the signature is flagged as unsigned;
         // otherwise the recorded signature goes out, and its age matters.

@@ -257,6 +257,12 @@ fn fresh_events_are_flagged_unsigned_only_when_the_provider_signs_their_id() {
         ..recorded()
     };
     assert!(unsigned(&stripe));
+    // Sent by hand, with no signature: a fresh one voids nothing.
+    let by_hand = NewDelivery {
+        request_headers: vec![Header::new("content-type", "application/json")],
+        ..stripe.clone()
+    };
+    assert!(!unsigned(&by_hand));
     // Linear signs the body, not Linear-Delivery: the recorded signature
     // goes out with the fresh events, so its age is worth a word.
     let body = br#"{"type":"Issue","webhookTimestamp":1700000000000}"#.to_vec();

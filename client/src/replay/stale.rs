@@ -21,8 +21,9 @@ pub fn stale_signature(provider: Provider, headers: &[Header], body: &[u8], now:
 /// secret is named here, so following the advice needs no second try.
 pub fn resign_advice(provider: Provider) -> String {
     format!(
-        "pass --resign (it signs with --secret or {})",
-        crate::config::secret_env(provider)
+        "pass --resign (it signs with --secret, {} or {} in the config file's [secrets])",
+        crate::config::secret_env(provider),
+        provider.name()
     )
 }
 
@@ -72,8 +73,8 @@ mod tests {
         let warning = stale_signature(Provider::Stripe, &stripe_signed_at(1_700_000_000), b"{}", now).unwrap();
         assert_eq!(
             warning,
-            "the stripe signature is 3 h old; stripe accepts 5 min: pass --resign (it signs with --secret \
-             or PORTPREVIEW_SECRET_STRIPE), or a handler that checks signatures refuses every attempt"
+            "the stripe signature is 3 h old; stripe accepts 5 min: pass --resign (it signs with --secret, \
+             PORTPREVIEW_SECRET_STRIPE or stripe in the config file's [secrets]), or a handler that checks signatures refuses every attempt"
         );
     }
 

@@ -50,7 +50,7 @@ pub enum ConnectError {
     #[error("the relay refused the token (401): check --token, PORTPREVIEW_TOKEN or the config file's token")]
     Unauthorized,
     /// The name is held by another client, or for one that went away (409).
-    #[error("tunnel name {name:?} is taken (409): {why}")]
+    #[error("tunnel name {name:?} is taken (409): {why}; ask for another with --name")]
     NameTaken {
         /// The name asked for.
         name: String,
