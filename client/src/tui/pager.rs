@@ -241,7 +241,7 @@ impl Pager {
     /// the store knows what matches): only those above the pages, so the
     /// query reads no further down than the rows the pages hold. Returns how
     /// many rows were added, or `None` when there were so many that paging
-    /// must start over (from [`reload`](Self::reload) or a search).
+    /// must start over (from [`reload_page`](Self::reload_page) or a search).
     pub fn refresh_head(&mut self, source: &dyn HistorySource) -> anyhow::Result<Option<usize>> {
         let pin = self.pin();
         let query = ListQuery {
