@@ -206,6 +206,12 @@ fn history_lists_newest_first_with_every_field() {
     assert_eq!(by_event.len(), 2);
     let by_provider: Vec<Value> = serde_json::from_str(&h.ok(&["history", "--provider", "stripe", "--json"])).unwrap();
     assert_eq!(by_provider.len(), 2);
+    let unknown: Vec<Value> = serde_json::from_str(&h.ok(&["history", "--provider", "unknown", "--json"])).unwrap();
+    assert_eq!(
+        unknown.iter().map(|r| r["id"].clone()).collect::<Vec<_>>(),
+        [e["id"].clone()],
+        "--provider unknown: the delivery no provider was recognised in"
+    );
     let everything: Vec<Value> = serde_json::from_str(&h.ok(&["history", "--limit", "0", "--json"])).unwrap();
     assert_eq!(everything.len(), 3);
 

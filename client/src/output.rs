@@ -174,7 +174,13 @@ pub fn delivery_line(summary: &Summary, delivery_number: i64) -> String {
             line.push_str(&format!(" ({} delivery)", ordinal(delivery_number)));
         }
     } else if delivery_number > 1 {
-        line.push_str(&format!("  ({} delivery)", ordinal(delivery_number)));
+        // No provider, no event ID: say what made it the same event.
+        let same = if summary.event_key_source.starts_with("sha256:fields") {
+            "same key fields"
+        } else {
+            "same body"
+        };
+        line.push_str(&format!("  ({} delivery, {same})", ordinal(delivery_number)));
     }
     if let Some(error) = &summary.error {
         line.push_str(&format!("  error: {}", escape_str(error)));
@@ -308,6 +314,21 @@ mod tests {
             delivery_line(&summary(), 2),
             "#12  POST /webhooks/stripe  200  14 ms  stripe evt_1NqPortPreviewTestE… (2nd delivery)"
         );
+        let unknown = Summary {
+            provider: None,
+            event_key: "0d4725013a4ffc0".into(),
+            event_key_source: "sha256:body".into(),
+            ..summary()
+        };
+        assert_eq!(
+            delivery_line(&unknown, 3),
+            "#12  POST /webhooks/stripe  200  14 ms  (3rd delivery, same body)"
+        );
+        let by_fields = Summary {
+            event_key_source: "sha256:fields(type,/order/id)".into(),
+            ..unknown
+        };
+        assert!(delivery_line(&by_fields, 2).ends_with("  (2nd delivery, same key fields)"));
     }
 
     #[test]

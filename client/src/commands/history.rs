@@ -10,7 +10,7 @@ use portpreview_shared::provider::Provider;
 
 use crate::render;
 use crate::store::model::Summary;
-use crate::store::{ListQuery, Store, StoreError};
+use crate::store::{ListQuery, Store, StoreError, UNKNOWN_PROVIDER};
 
 /// Rows shown when `--limit` is not given.
 pub const DEFAULT_LIMIT: usize = 50;
@@ -21,7 +21,7 @@ pub struct Args {
     /// Most deliveries to list; 0 lists them all.
     #[arg(long, default_value_t = DEFAULT_LIMIT, value_name = "N", allow_negative_numbers = true)]
     pub limit: usize,
-    /// Only deliveries from this provider (stripe, github, …; svix for standard-webhooks).
+    /// Only deliveries from this provider (stripe, github, …; svix for standard-webhooks; unknown for none recognised).
     #[arg(long, value_name = "P", value_parser = parse_provider)]
     pub provider: Option<String>,
     /// Only deliveries of this event key.
@@ -216,10 +216,11 @@ impl Iterator for Listing<'_> {
 pub fn parse_provider(text: &str) -> Result<String, String> {
     match Provider::from_name(text) {
         Some(provider) => Ok(provider.name().to_string()),
+        None if text == UNKNOWN_PROVIDER => Ok(UNKNOWN_PROVIDER.to_owned()),
         None => {
             let names: Vec<&str> = Provider::ALL.iter().map(|p| p.name()).collect();
             Err(format!(
-                "unknown provider; expected one of {} (svix means standard-webhooks)",
+                "unknown provider; expected one of {}, or {UNKNOWN_PROVIDER} for none recognised (svix means standard-webhooks)",
                 names.join(", ")
             ))
         }

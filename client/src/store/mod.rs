@@ -194,6 +194,10 @@ impl StoreError {
     }
 }
 
+/// The provider filter that lists deliveries no provider was recognised
+/// in: the word `show` prints for them.
+pub const UNKNOWN_PROVIDER: &str = "unknown";
+
 /// Which deliveries `list` and `count` return.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ListQuery {
@@ -203,7 +207,8 @@ pub struct ListQuery {
     pub before_id: Option<i64>,
     /// Only rows with `id > after_id`: what is newer than the rows held.
     pub after_id: Option<i64>,
-    /// Only this provider.
+    /// Only this provider; [`UNKNOWN_PROVIDER`] for deliveries no
+    /// provider was recognised in.
     pub provider: Option<String>,
     /// Only this event key.
     pub event_key: Option<String>,

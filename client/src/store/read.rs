@@ -254,9 +254,13 @@ fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
         terms.push("d.id > ?".into());
         values.push(Value::Integer(after));
     }
-    if let Some(provider) = &q.provider {
-        terms.push("d.provider = ?".into());
-        values.push(Value::Text(provider.clone()));
+    match q.provider.as_deref() {
+        Some(super::UNKNOWN_PROVIDER) => terms.push("d.provider IS NULL".into()),
+        Some(provider) => {
+            terms.push("d.provider = ?".into());
+            values.push(Value::Text(provider.to_owned()));
+        }
+        None => {}
     }
     if let Some(key) = &q.event_key {
         terms.push("d.event_key = ?".into());
