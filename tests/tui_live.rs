@@ -373,6 +373,26 @@ fn browsing_shows_what_is_recorded_meanwhile() {
     tmux.wait_for("the shell again", |s| s.contains("portpreview exited 0"));
 }
 
+/// The history deleted while browsing it: the rows stay, the screen says
+/// why nothing new will come, and a history made at the path is taken up.
+#[test]
+fn browsing_a_deleted_history_says_so_and_takes_up_the_next() {
+    let scratch = Scratch::new("deleted");
+    let db = scratch.0.join("history.db");
+    store_stripe_delivery(&db, "http://127.0.0.1:9", "evt_gone");
+    let tmux = browse("deleted", &scratch, &db);
+    for sidecar in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{sidecar}", db.display()));
+    }
+    let screen = tmux.wait_for("the notice", |s| s.contains("the history file was deleted or moved"));
+    assert!(screen.contains("evt_gone"), "what it held stays: {screen}");
+    store_stripe_delivery(&db, "http://127.0.0.1:9", "evt_new");
+    let screen = tmux.wait_for("the new history", |s| s.contains("evt_new"));
+    assert!(!screen.contains("evt_gone"), "{screen}");
+    tmux.send(&["q"]);
+    tmux.wait_for("the shell again", |s| s.contains("portpreview exited 0"));
+}
+
 #[test]
 fn replay_export_and_copy_from_the_tui() {
     let scratch = Scratch::new("replay");

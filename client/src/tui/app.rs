@@ -179,6 +179,8 @@ pub struct App {
     /// The history's generation when last read: it changes when the file
     /// at the history's path is another one.
     generation: u64,
+    /// The history file read from left its path, and the user was told.
+    orphaned: bool,
     /// The last order's ticket.
     tickets: u64,
     /// What the order with this ticket is still to answer.
@@ -215,6 +217,7 @@ impl App {
             seen_version,
             version_read_at: 0,
             generation,
+            orphaned: false,
             tickets: 0,
             waiting: None,
             order: None,
@@ -310,13 +313,24 @@ impl App {
 
     /// Once per tick: moves the sparkline on and fetches what events
     /// announced, or what another process wrote while browsing. True when
-    /// the rows were read again.
+    /// the screen changed: the rows were read again, or a notice was set.
     pub fn on_tick(&mut self, second: u64) -> bool {
         self.stats.advance(second);
         let generation = self.source.generation();
         if generation != self.generation {
             self.generation = generation;
+            self.orphaned = false;
             self.history_replaced();
+            return true;
+        }
+        // Said once: the rows stay, as a file deleted while open still
+        // holds them, but nothing new will come to them.
+        if matches!(self.mode, Mode::Browser { .. }) && !self.orphaned && self.source.orphaned() {
+            self.orphaned = true;
+            self.set_status(
+                "the history file was deleted or moved: showing what it held until a history is at its path again",
+                true,
+            );
             return true;
         }
         // Once a second: a filtered view reads the history again on each

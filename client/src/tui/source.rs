@@ -30,6 +30,11 @@ pub trait HistorySource {
     fn generation(&self) -> u64 {
         0
     }
+    /// True while the file read from is no longer at the history's path
+    /// and none has taken its place: what is shown is what it held.
+    fn orphaned(&self) -> bool {
+        false
+    }
 }
 
 /// A history as opened: a file that is another one later goes unnoticed
@@ -133,6 +138,10 @@ impl HistorySource for FollowedStore {
     fn generation(&self) -> u64 {
         drop(self.current());
         self.reopened.get()
+    }
+
+    fn orphaned(&self) -> bool {
+        self.current().replaced()
     }
 }
 
