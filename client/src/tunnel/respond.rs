@@ -145,11 +145,25 @@ pub(super) async fn relay_response(
     }
 }
 
+/// Why an answer's body stopped short, in words: how far it came, and
+/// hyper's cause beneath its own "error reading a body from connection",
+/// which alone reads as PortPreview's fault ("end of file before message
+/// length reached" is the handler closing its connection).
+fn broke_off(err: &hyper::Error, received: u64, declared: Option<u64>) -> String {
+    let cause = std::error::Error::source(err).map_or_else(|| err.to_string(), ToString::to_string);
+    let how_far = match declared {
+        Some(declared) => format!("{received} of {declared} bytes"),
+        None => format!("{received} bytes"),
+    };
+    format!("the local answer's body broke off after {how_far}: {cause}")
+}
+
 /// Reads a body small enough for one frame, whole, within the handler's
 /// patience from the exchange's start: its bytes, and why it broke off if
 /// it did. `Err` with the reason when it stalled.
 async fn read_whole(body: &mut Incoming, timing: Timing) -> Result<(Vec<u8>, Option<String>), String> {
     let mut whole = Vec::new();
+    let declared = body.size_hint().exact();
     let deadline = tokio::time::Instant::from_std(timing.handler_since) + timing.patience;
     loop {
         let Ok(frame) = tokio::time::timeout_at(deadline, body.frame()).await else {
@@ -165,7 +179,10 @@ async fn read_whole(body: &mut Incoming, timing: Timing) -> Result<(Vec<u8>, Opt
                     whole.extend_from_slice(&data);
                 }
             }
-            Err(err) => return Ok((whole, Some(format!("the local answer's body broke off: {err}")))),
+            Err(err) => {
+                let why = broke_off(&err, whole.len() as u64, declared);
+                return Ok((whole, Some(why)));
+            }
         }
     }
     Ok((whole, None))
@@ -183,6 +200,7 @@ async fn stream_body(
     capture: &mut Capture,
 ) -> Option<String> {
     let credit = &*answer.credit;
+    let declared = body.size_hint().exact();
     // Each piece leaves as soon as it comes, so that a handler's
     // stream (server-sent events, progress) reaches the caller as it
     // writes it. A body whose length says it is whole ends on its last
@@ -222,7 +240,7 @@ async fn stream_body(
                 }
             }
             Some(Err(err)) => {
-                error = Some(format!("the local answer's body broke off: {err}"));
+                error = Some(broke_off(&err, capture.size, declared));
                 break;
             }
             None => break,
