@@ -78,6 +78,19 @@ fn not_listening(error: &std::io::Error) -> &'static str {
     }
 }
 
+/// Why an answer's body stopped short, in words: how far it came, and
+/// hyper's cause beneath its own "error reading a body from connection",
+/// which alone reads as PortPreview's fault ("end of file before message
+/// length reached" is the handler closing its connection).
+pub fn broke_off(err: &hyper::Error, received: u64, declared: Option<u64>) -> String {
+    let cause = std::error::Error::source(err).map_or_else(|| err.to_string(), ToString::to_string);
+    let how_far = match declared {
+        Some(declared) => format!("{received} of {declared} bytes"),
+        None => format!("{received} bytes"),
+    };
+    format!("the local answer's body broke off after {how_far}: {cause}")
+}
+
 /// What went wrong with a local answer, in words where hyper's would
 /// mislead: it calls 101 header fields of a few bytes each a head "too large".
 pub fn explain(error: &hyper::Error) -> String {

@@ -273,8 +273,12 @@ impl Connection {
             ..Answer::default()
         };
         let mut digest = blake3::Hasher::new();
+        let declared = http_body::Body::size_hint(&body).exact();
         while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|err| format!("{authority} broke off its answer: {err}"))?;
+            let frame = frame.map_err(|err| {
+                let why = crate::forward::broke_off(&err, answer.body_size, declared);
+                format!("{authority}: {why}")
+            })?;
             if let Ok(data) = frame.into_data() {
                 answer.body_size += data.len() as u64;
                 digest.update(&data);

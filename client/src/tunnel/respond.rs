@@ -145,19 +145,6 @@ pub(super) async fn relay_response(
     }
 }
 
-/// Why an answer's body stopped short, in words: how far it came, and
-/// hyper's cause beneath its own "error reading a body from connection",
-/// which alone reads as PortPreview's fault ("end of file before message
-/// length reached" is the handler closing its connection).
-fn broke_off(err: &hyper::Error, received: u64, declared: Option<u64>) -> String {
-    let cause = std::error::Error::source(err).map_or_else(|| err.to_string(), ToString::to_string);
-    let how_far = match declared {
-        Some(declared) => format!("{received} of {declared} bytes"),
-        None => format!("{received} bytes"),
-    };
-    format!("the local answer's body broke off after {how_far}: {cause}")
-}
-
 /// Reads a body small enough for one frame, whole, within the handler's
 /// patience from the exchange's start: its bytes, and why it broke off if
 /// it did. `Err` with the reason when it stalled.
@@ -180,7 +167,7 @@ async fn read_whole(body: &mut Incoming, timing: Timing) -> Result<(Vec<u8>, Opt
                 }
             }
             Err(err) => {
-                let why = broke_off(&err, whole.len() as u64, declared);
+                let why = crate::forward::broke_off(&err, whole.len() as u64, declared);
                 return Ok((whole, Some(why)));
             }
         }
@@ -240,7 +227,7 @@ async fn stream_body(
                 }
             }
             Some(Err(err)) => {
-                error = Some(broke_off(&err, capture.size, declared));
+                error = Some(crate::forward::broke_off(&err, capture.size, declared));
                 break;
             }
             None => break,
