@@ -1457,6 +1457,11 @@ async fn with_a_domain_a_webhook_reaches_the_client_by_its_subdomain() {
         tunnel.public_url,
         format!("http://shop.relay.test:{}", relay.addr.port())
     );
+    // Beside it, the URL that needs no wildcard DNS.
+    assert_eq!(
+        tunnel.also_url,
+        Some(format!("http://127.0.0.1:{}/t/shop", relay.addr.port()))
+    );
     let request = "POST /webhooks/shopify?x=1 HTTP/1.1\r\nHost: shop.relay.test\r\n\
                    Content-Length: 2\r\nConnection: close\r\n\r\n{}";
     let answer = caller::raw(relay.addr, request.as_bytes()).await;

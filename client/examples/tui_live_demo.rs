@@ -53,6 +53,7 @@ fn main() -> anyhow::Result<()> {
             let _ = events
                 .send(TunnelEvent::Connected {
                     public_url: "http://127.0.0.1:8080/t/demo-otter".into(),
+                    also_url: None,
                     target: "http://127.0.0.1:3000".into(),
                 })
                 .await;

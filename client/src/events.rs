@@ -13,6 +13,10 @@ pub enum TunnelEvent {
     Connected {
         /// Public URL callers use.
         public_url: String,
+        /// The same tunnel by path on the address the client reached the
+        /// relay at (`/t/<name>`), when `public_url` is a `<name>.<domain>`
+        /// one: that needs wildcard DNS, this works wherever the relay does.
+        also_url: Option<String>,
         /// Local target requests go to.
         target: String,
     },

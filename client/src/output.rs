@@ -104,7 +104,14 @@ pub enum Line {
 /// The text form of an event; none for a request still in flight.
 pub fn text_line(event: &TunnelEvent) -> Option<Line> {
     let line = match event {
-        TunnelEvent::Connected { public_url, target } => Line::Out(format!("Forwarding {public_url} -> {target}")),
+        TunnelEvent::Connected {
+            public_url,
+            also_url,
+            target,
+        } => Line::Out(match also_url {
+            Some(also) => format!("Forwarding {public_url} (also {also}) -> {target}"),
+            None => format!("Forwarding {public_url} -> {target}"),
+        }),
         TunnelEvent::Waiting { .. } => return None,
         TunnelEvent::Stopping { in_flight, within } if within.is_zero() => Line::Err(format!(
             "stopping now: {} in flight {} cut off",
@@ -192,8 +199,12 @@ pub fn delivery_line(summary: &Summary, delivery_number: i64) -> String {
 /// still in flight.
 pub fn json_line(event: &TunnelEvent) -> Option<String> {
     let value = match event {
-        TunnelEvent::Connected { public_url, target } => json!({
-            "event": "tunnel", "public_url": public_url, "target": target,
+        TunnelEvent::Connected {
+            public_url,
+            also_url,
+            target,
+        } => json!({
+            "event": "tunnel", "public_url": public_url, "also_url": also_url, "target": target,
         }),
         TunnelEvent::Waiting { .. } => return None,
         TunnelEvent::Stopping { in_flight, within } => json!({

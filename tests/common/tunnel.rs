@@ -45,6 +45,8 @@ impl Default for TunnelOptions {
 pub struct TestTunnel {
     /// Public URL the relay gave.
     pub public_url: String,
+    /// The `/t/<name>` URL printed beside a `<name>.<domain>` one.
+    pub also_url: Option<String>,
     /// History database file.
     pub db: PathBuf,
     events: mpsc::Receiver<TunnelEvent>,
@@ -85,9 +87,9 @@ impl TestTunnel {
         let stop = tunnel::Stop::default();
         let shutdown = stop.asked.clone();
         let mut task = tokio::spawn(tunnel::run(config, Some(recorder), events_tx, stop));
-        let public_url = tokio::select! {
+        let (public_url, also_url) = tokio::select! {
             event = events.recv() => match event {
-                Some(TunnelEvent::Connected { public_url, .. }) => public_url,
+                Some(TunnelEvent::Connected { public_url, also_url, .. }) => (public_url, also_url),
                 other => panic!("expected Connected, got {other:?}"),
             },
             // The tunnel ended without connecting: its result says why.
@@ -97,6 +99,7 @@ impl TestTunnel {
         };
         Ok(Self {
             public_url,
+            also_url,
             db,
             events,
             shutdown,

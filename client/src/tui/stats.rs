@@ -95,7 +95,7 @@ impl LiveStats {
     /// Takes in one tunnel event (deliveries are counted at `second`).
     pub fn record(&mut self, event: &TunnelEvent, second: u64) {
         match event {
-            TunnelEvent::Connected { public_url, target } => {
+            TunnelEvent::Connected { public_url, target, .. } => {
                 self.public_url.clone_from(public_url);
                 self.target.clone_from(target);
                 self.connection = Connection::Connected;
@@ -231,6 +231,7 @@ mod tests {
         stats.record(
             &TunnelEvent::Connected {
                 public_url: "http://x/t/a".into(),
+                also_url: None,
                 target: "http://127.0.0.1:3000".into(),
             },
             0,

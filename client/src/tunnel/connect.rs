@@ -143,6 +143,20 @@ pub fn relay_url(input: &str) -> Result<String, ConnectError> {
     Ok(format!("{scheme}://{rest}{CONNECT_PATH}"))
 }
 
+/// The tunnel `name` by path on the relay at `connect_url` (as
+/// [`relay_url`] makes it): `ws://relay:8080/_portpreview/connect` gives
+/// `http://relay:8080/t/<name>`.
+pub fn path_url(connect_url: &str, name: &str) -> Option<String> {
+    let (scheme, rest) = connect_url.split_once("://")?;
+    let scheme = match scheme {
+        "ws" => "http",
+        "wss" => "https",
+        _ => return None,
+    };
+    let base = rest.strip_suffix(CONNECT_PATH)?;
+    Some(format!("{scheme}://{base}/t/{name}"))
+}
+
 /// TLS settings trusting the web's roots plus the certificates of an
 /// optional PEM file: as CAs, and each also as itself, so a self-signed
 /// relay certificate marked as a CA is trusted when it is the one given.
@@ -449,6 +463,25 @@ mod tests {
         assert!(
             page.len() < 400 && page.ends_with('…'),
             "a proxy's page is cut short: {page}"
+        );
+    }
+
+    /// The path form of a tunnel's URL is on the address the client
+    /// reached, behind a proxy's base path too.
+    #[test]
+    fn the_path_url_is_on_the_relays_own_address() {
+        let by_path = |relay: &str| path_url(&relay_url(relay).unwrap(), "shop");
+        assert_eq!(
+            by_path("http://127.0.0.1:8080").as_deref(),
+            Some("http://127.0.0.1:8080/t/shop")
+        );
+        assert_eq!(
+            by_path("wss://relay.test").as_deref(),
+            Some("https://relay.test/t/shop")
+        );
+        assert_eq!(
+            by_path("https://proxy.test/relay/").as_deref(),
+            Some("https://proxy.test/relay/t/shop")
         );
     }
 

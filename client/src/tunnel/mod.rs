@@ -182,10 +182,13 @@ async fn serve_until_stopped(
                 if let Ok(mut url) = shared.public_url.lock() {
                     url.clone_from(&welcome.public_url);
                 }
+                let also_url = connect::path_url(&options.url, &welcome.name)
+                    .filter(|by_path| !welcome.public_url.contains("/t/") && *by_path != welcome.public_url);
                 report(
                     &events,
                     TunnelEvent::Connected {
                         public_url: welcome.public_url,
+                        also_url,
                         target: target.clone(),
                     },
                 );

@@ -26,6 +26,7 @@ fn live_app(rows: i64, width: u16, height: u16) -> App {
     app.on_tunnel_event(
         TunnelEvent::Connected {
             public_url: "http://127.0.0.1:8080/t/calm-otter".into(),
+            also_url: None,
             target: "http://127.0.0.1:3000".into(),
         },
         0,
@@ -603,6 +604,7 @@ fn offline_the_retry_counts_down_and_the_reason_has_its_own_line() {
     app.on_tunnel_event(
         TunnelEvent::Connected {
             public_url: "http://127.0.0.1:8080/t/calm-otter".into(),
+            also_url: None,
             target: "http://127.0.0.1:3000".into(),
         },
         6,
