@@ -93,8 +93,8 @@ fn recorded(shared: &Shared, result: Result<Ticket, RecordError>) -> Option<Tick
 
 pub(super) fn new_delivery(shared: &Shared, head: Head, received_at_ms: i64) -> NewDelivery {
     let host_preserved = shared.preserves_host(&head.headers);
-    let tunnel_url = called_url(&head.headers)
-        .unwrap_or_else(|| shared.public_url.lock().map(|url| url.clone()).unwrap_or_default());
+    let announced = shared.public_url.lock().map(|url| url.clone()).unwrap_or_default();
+    let tunnel_url = called_url(&head.headers, &announced).unwrap_or(announced);
     NewDelivery {
         received_at_ms,
         host_preserved,
@@ -109,14 +109,14 @@ pub(super) fn new_delivery(shared: &Shared, head: Head, received_at_ms: i64) -> 
 
 /// The URL the caller called, before the path the handler got, from the
 /// relay's forwarding headers: Twilio and Square sign it, and a relay
-/// reached under another name (`localhost`, its IP), or by `/t/<name>`
-/// beside `--domain`, is not at the tunnel's announced URL. None when the
-/// relay did not say it routed by path (the Host named the tunnel, and the
-/// announced URL is that one) or sent a Host that is no URL's.
-fn called_url(headers: &[portpreview_shared::Header]) -> Option<String> {
+/// reached under another name (`localhost`, its IP, a port a proxy maps),
+/// or by `/t/<name>` beside `--domain`, is not at the tunnel's `announced`
+/// URL. The relay names the prefix that routed by path; a Host that
+/// routed names the tunnel's own host, as announced. None when neither
+/// can be told (a relay that sends no prefix), or the Host is no URL's.
+fn called_url(headers: &[portpreview_shared::Header], announced: &str) -> Option<String> {
     use portpreview_shared::provider::header;
     let text = |name| header(headers, name).and_then(|v| std::str::from_utf8(v).ok());
-    let prefix = text("x-forwarded-prefix")?;
     let proto = text("x-forwarded-proto").filter(|p| matches!(*p, "http" | "https"))?;
     let host = text("x-forwarded-host").filter(|host| {
         !host.is_empty()
@@ -124,7 +124,24 @@ fn called_url(headers: &[portpreview_shared::Header]) -> Option<String> {
                 .bytes()
                 .all(|b| b.is_ascii_graphic() && !matches!(b, b'/' | b'?' | b'#' | b'@' | b'\\'))
     })?;
-    Some(format!("{proto}://{host}{prefix}"))
+    if let Some(prefix) = text("x-forwarded-prefix") {
+        return Some(format!("{proto}://{host}{prefix}"));
+    }
+    let announced_host = announced.split_once("://")?.1;
+    let routed_by_host = !announced_host.contains('/')
+        && host_name(host).eq_ignore_ascii_case(host_name(announced_host))
+        && !host_name(host).is_empty();
+    routed_by_host.then(|| format!("{proto}://{host}"))
+}
+
+/// `shop.relay.test` of `shop.relay.test:8080` (a name, not an IPv6
+/// literal: a tunnel's host is a DNS name).
+fn host_name(authority: &str) -> &str {
+    authority
+        .rsplit_once(':')
+        .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
+        .map_or(authority, |(name, _)| name)
+        .trim_end_matches('.')
 }
 
 /// Hands the answer to the history, whose writer reports the delivery once
@@ -182,15 +199,25 @@ mod tests {
             ("x-forwarded-host", "relay.example:8443"),
             ("x-forwarded-prefix", "/t/shop"),
         ];
+        let announced = "https://shop.relay.example:8443";
         assert_eq!(
-            called_url(&headers(&routed)).as_deref(),
+            called_url(&headers(&routed), announced).as_deref(),
             Some("https://relay.example:8443/t/shop")
         );
-        // The Host named the tunnel: the announced URL is the one.
-        assert_eq!(called_url(&headers(&routed[..2])), None);
+        // The Host named the tunnel: the URL is as the caller wrote it,
+        // its port included (a proxy in front maps 443 to the relay's).
+        let by_host = [routed[0], ("x-forwarded-host", "Shop.Relay.Example")];
+        assert_eq!(
+            called_url(&headers(&by_host), announced).as_deref(),
+            Some("https://Shop.Relay.Example")
+        );
+        // A relay that says nothing of a prefix, reached at another host:
+        // nothing to go by but the announced URL.
+        assert_eq!(called_url(&headers(&routed[..2]), announced), None);
+        assert_eq!(called_url(&headers(&routed[..2]), "http://127.0.0.1:9/t/shop"), None);
         for host in ["", "evil.example/x", "a b", "user@relay"] {
             let odd = [routed[0], ("x-forwarded-host", host), routed[2]];
-            assert_eq!(called_url(&headers(&odd)), None, "{host:?}");
+            assert_eq!(called_url(&headers(&odd), announced), None, "{host:?}");
         }
     }
 
