@@ -675,15 +675,27 @@ fn a_mistyped_command_or_flag_is_refused_in_one_line() {
 /// the help whole, on stderr, as a shell script's `$?` still sees 2.
 #[test]
 fn no_command_prints_the_help() {
-    let out = std::process::Command::new(portpreview_bin()).output().expect("runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("Usage: portpreview [OPTIONS] <COMMAND>"), "{stderr}");
-    for command in ["http", "history", "replay", "check", "tui"] {
-        assert!(
-            stderr.lines().any(|l| l.trim_start().starts_with(command)),
-            "{command}: {stderr}"
-        );
+    // Also with PORTPREVIEW_DB set in the shell, or only --db given.
+    let bare = std::process::Command::new(portpreview_bin())
+        .env_remove("PORTPREVIEW_DB")
+        .output();
+    let with_env = std::process::Command::new(portpreview_bin())
+        .env("PORTPREVIEW_DB", "/tmp/x.db")
+        .output();
+    let with_flag = std::process::Command::new(portpreview_bin())
+        .args(["--db", "/tmp/x.db"])
+        .output();
+    for out in [bare, with_env, with_flag] {
+        let out = out.expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("Usage: portpreview [OPTIONS] <COMMAND>"), "{stderr}");
+        for command in ["http", "history", "replay", "check", "tui"] {
+            assert!(
+                stderr.lines().any(|l| l.trim_start().starts_with(command)),
+                "{command}: {stderr}"
+            );
+        }
     }
 }
 

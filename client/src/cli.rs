@@ -47,8 +47,14 @@ impl Cli {
             // as given, and an id or a path pasted from a delivery may hold
             // escape sequences, so every control in it is escaped.
             // `portpreview` alone is no mistake to put in a line: the
-            // help is the answer, whole (on stderr, exit 2).
+            // help is the answer, whole (on stderr, exit 2). So with only
+            // `--db` given, or PORTPREVIEW_DB set, which clap then counts
+            // as an argument and calls a missing subcommand.
             Err(err) if err.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => err.exit(),
+            Err(err) if err.kind() == clap::error::ErrorKind::MissingSubcommand => {
+                crate::to_stderr(format_args!("{}", Self::command().render_help()));
+                std::process::exit(err.exit_code());
+            }
             Err(err) if err.use_stderr() => {
                 crate::to_stderr(format_args!(
                     "{}",

@@ -73,7 +73,7 @@ pub enum ForwardError {
 /// not say to someone who forgot to start the handler.
 fn not_listening(error: &std::io::Error) -> &'static str {
     match error.kind() {
-        std::io::ErrorKind::ConnectionRefused => " (is the handler running?)",
+        std::io::ErrorKind::ConnectionRefused => "; is the handler running?",
         _ => "",
     }
 }

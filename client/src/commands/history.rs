@@ -216,7 +216,7 @@ impl Iterator for Listing<'_> {
 pub fn parse_provider(text: &str) -> Result<String, String> {
     match Provider::from_name(text) {
         Some(provider) => Ok(provider.name().to_string()),
-        None if text == UNKNOWN_PROVIDER => Ok(UNKNOWN_PROVIDER.to_owned()),
+        None if text.eq_ignore_ascii_case(UNKNOWN_PROVIDER) => Ok(UNKNOWN_PROVIDER.to_owned()),
         None => {
             let names: Vec<&str> = Provider::ALL.iter().map(|p| p.name()).collect();
             Err(format!(

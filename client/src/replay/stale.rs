@@ -21,7 +21,7 @@ pub fn stale_signature(provider: Provider, headers: &[Header], body: &[u8], now:
 /// secret is named here, so following the advice needs no second try.
 pub fn resign_advice(provider: Provider) -> String {
     format!(
-        "pass --resign (it signs with --secret, {} or {} in the config file's [secrets])",
+        "pass --resign (it signs with --secret, {}, PORTPREVIEW_SECRET or {} in the config file's [secrets])",
         crate::config::secret_env(provider),
         provider.name()
     )
@@ -74,7 +74,7 @@ mod tests {
         assert_eq!(
             warning,
             "the stripe signature is 3 h old; stripe accepts 5 min: pass --resign (it signs with --secret, \
-             PORTPREVIEW_SECRET_STRIPE or stripe in the config file's [secrets]), or a handler that checks signatures refuses every attempt"
+             PORTPREVIEW_SECRET_STRIPE, PORTPREVIEW_SECRET or stripe in the config file's [secrets]), or a handler that checks signatures refuses every attempt"
         );
     }
 

@@ -169,7 +169,8 @@ impl Store {
             .map_err(|e| self.classify(e))
     }
 
-    /// The newest delivery (not a replay) from `provider` whose path matches
+    /// The newest delivery (not a replay) from `provider` ([`super::UNKNOWN_PROVIDER`]:
+    /// none recognised) whose path matches
     /// `path_glob` (`*` and `?` wildcards) either whole, query included, as
     /// `history` shows it, or without its query: `/hooks/stripe` and
     /// `/hooks/stripe?live=*` both find `/hooks/stripe?live=1`. A `?` in the
@@ -180,9 +181,10 @@ impl Store {
         let run = || -> rusqlite::Result<Option<i64>> {
             let mut stmt = self.conn.prepare_cached(
                 "SELECT id, path FROM deliveries
-                 WHERE replay_of IS NULL AND (?1 IS NULL OR provider = ?1) ORDER BY id DESC",
+                 WHERE replay_of IS NULL AND (?1 IS NULL OR provider = ?1 OR (?1 = ?2 AND provider IS NULL))
+                 ORDER BY id DESC",
             )?;
-            let mut rows = stmt.query(params![provider])?;
+            let mut rows = stmt.query(params![provider, super::UNKNOWN_PROVIDER])?;
             while let Some(row) = rows.next()? {
                 let path: String = row.get(1)?;
                 let bare = path.split_once('?').map_or(path.as_str(), |(bare, _)| bare);

@@ -316,6 +316,16 @@ fn latest_matches_provider_and_path_glob() {
     assert_eq!(store.latest(Some("stripe"), None).unwrap(), Some(stripe));
     assert_eq!(store.latest(None, Some("/webhooks/str*")).unwrap(), Some(stripe));
     assert_eq!(store.latest(None, Some("/nope/*")).unwrap(), None);
+    assert_eq!(store.latest(Some(super::UNKNOWN_PROVIDER), None).unwrap(), None);
+    let mut plain = delivery("", "/internal");
+    plain.provider = None;
+    let plain = store.insert_request(&plain).unwrap();
+    store.insert_request(&gh).unwrap();
+    assert_eq!(
+        store.latest(Some(super::UNKNOWN_PROVIDER), None).unwrap(),
+        Some(plain),
+        "the newest with no provider recognised"
+    );
 }
 
 #[test]
