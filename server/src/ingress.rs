@@ -313,11 +313,7 @@ fn subdomain<B>(domain: &str, req: &Request<B>) -> Option<String> {
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .or_else(|| req.uri().host())?;
-    let host = host
-        .rsplit_once(':')
-        .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
-        .map_or(host, |(h, _)| h);
-    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    let host = names::host_name(host).to_ascii_lowercase();
     let domain = domain.trim_end_matches('.').to_ascii_lowercase();
     let label = host.strip_suffix(&domain)?.strip_suffix('.')?;
     names::is_valid(label).then(|| label.to_string())

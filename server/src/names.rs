@@ -1,8 +1,8 @@
-//! Tunnel names: how random ones are made, and the rule every name follows.
+//! Tunnel names: how random ones are made, the rule every name follows, and how a Host names one.
 
 use rand::Rng;
 
-pub use portpreview_shared::name::{invalid_reason, is_valid};
+pub use portpreview_shared::name::{host_name, invalid_reason, is_valid};
 
 const ADJECTIVES: &[&str] = &[
     "amber", "bold", "brave", "brisk", "calm", "clever", "cosy", "crisp", "eager", "fair", "fond", "gentle", "glad",

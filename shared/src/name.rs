@@ -1,5 +1,7 @@
-//! What a tunnel name may look like: the relay enforces it, and the client
-//! checks a requested name before it connects, so a mistake is told as one.
+//! What a tunnel name may look like, and how a Host names one: the relay
+//! enforces the rule and routes by the Host, and the client checks a
+//! requested name before it connects, so a mistake is told as one, and
+//! reads the Host alike to record the URL a webhook was called at.
 
 /// Longest tunnel name (one DNS label).
 pub const MAX_NAME_LEN: usize = 63;
@@ -20,6 +22,18 @@ pub fn invalid_reason(name: &str) -> Option<String> {
     None
 }
 
+/// The host name of an `authority` as a caller's Host gives it:
+/// `shop.relay.test` of `shop.relay.test.:8080`. Both sides of a tunnel
+/// route and record by it, so they must read a Host alike. A DNS name, not
+/// an IPv6 literal: a tunnel's host is `<name>.<domain>`.
+pub fn host_name(authority: &str) -> &str {
+    authority
+        .rsplit_once(':')
+        .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
+        .map_or(authority, |(name, _)| name)
+        .trim_end_matches('.')
+}
+
 /// True when `name` may name a tunnel.
 pub fn is_valid(name: &str) -> bool {
     invalid_reason(name).is_none()
@@ -28,6 +42,14 @@ pub fn is_valid(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_host_name_loses_its_port_and_trailing_dot() {
+        assert_eq!(host_name("shop.relay.test:8080"), "shop.relay.test");
+        assert_eq!(host_name("shop.relay.test."), "shop.relay.test");
+        assert_eq!(host_name("shop.relay.test.:80"), "shop.relay.test");
+        assert_eq!(host_name("relay.test:x"), "relay.test:x", "not a port");
+    }
 
     #[test]
     fn validation_rejects_what_dns_and_paths_cannot_carry() {

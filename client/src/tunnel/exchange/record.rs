@@ -115,6 +115,7 @@ pub(super) fn new_delivery(shared: &Shared, head: Head, received_at_ms: i64) -> 
 /// routed names the tunnel's own host, as announced. None when neither
 /// can be told (a relay that sends no prefix), or the Host is no URL's.
 fn called_url(headers: &[portpreview_shared::Header], announced: &str) -> Option<String> {
+    use portpreview_shared::name::host_name;
     use portpreview_shared::provider::header;
     let text = |name| header(headers, name).and_then(|v| std::str::from_utf8(v).ok());
     let proto = text("x-forwarded-proto").filter(|p| matches!(*p, "http" | "https"))?;
@@ -132,16 +133,6 @@ fn called_url(headers: &[portpreview_shared::Header], announced: &str) -> Option
         && host_name(host).eq_ignore_ascii_case(host_name(announced_host))
         && !host_name(host).is_empty();
     routed_by_host.then(|| format!("{proto}://{host}"))
-}
-
-/// `shop.relay.test` of `shop.relay.test:8080` (a name, not an IPv6
-/// literal: a tunnel's host is a DNS name).
-fn host_name(authority: &str) -> &str {
-    authority
-        .rsplit_once(':')
-        .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
-        .map_or(authority, |(name, _)| name)
-        .trim_end_matches('.')
 }
 
 /// Hands the answer to the history, whose writer reports the delivery once
