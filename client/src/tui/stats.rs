@@ -43,6 +43,9 @@ pub enum Warning<'a> {
 pub struct LiveStats {
     /// Public URL callers use (empty until connected).
     pub public_url: String,
+    /// The `/t/<name>` form of the URL, beside a subdomain one that needs
+    /// wildcard DNS.
+    pub also_url: Option<String>,
     /// Local target.
     pub target: String,
     /// Connection state.
@@ -74,6 +77,7 @@ impl Default for LiveStats {
     fn default() -> Self {
         Self {
             public_url: String::new(),
+            also_url: None,
             target: String::new(),
             connection: Connection::Connecting,
             history_refusing: None,
@@ -95,8 +99,13 @@ impl LiveStats {
     /// Takes in one tunnel event (deliveries are counted at `second`).
     pub fn record(&mut self, event: &TunnelEvent, second: u64) {
         match event {
-            TunnelEvent::Connected { public_url, target, .. } => {
+            TunnelEvent::Connected {
+                public_url,
+                also_url,
+                target,
+            } => {
                 self.public_url.clone_from(public_url);
+                self.also_url.clone_from(also_url);
                 self.target.clone_from(target);
                 self.connection = Connection::Connected;
             }

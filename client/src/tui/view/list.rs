@@ -118,13 +118,18 @@ fn empty_text(app: &App) -> Text<'static> {
             ),
             dim,
         ),
-        (None, Mode::Live) if !app.stats.public_url.is_empty() => Text::styled(
-            format!(
-                "No deliveries yet. Send a webhook to {}",
-                escape_str(&app.stats.public_url)
-            ),
-            dim,
-        ),
+        (None, Mode::Live) if !app.stats.public_url.is_empty() => {
+            let also = app.stats.also_url.as_deref().map_or_else(String::new, |url| {
+                format!(" (or {}, which needs no DNS)", escape_str(url))
+            });
+            Text::styled(
+                format!(
+                    "No deliveries yet. Send a webhook to {}{also}",
+                    escape_str(&app.stats.public_url)
+                ),
+                dim,
+            )
+        }
         (None, Mode::Live) => Text::styled("No deliveries yet.", dim),
         (None, Mode::Browser { .. }) => Text::styled(
             "No deliveries in this history yet. Run portpreview http to record some.",

@@ -551,6 +551,28 @@ fn narrow_live_counters_end_in_an_ellipsis() {
     assert_eq!(screen[2], " req/s          ▄█▄ 1/s  p50 12 ms  p90 80 ms  ✓3…");
 }
 
+/// A subdomain URL needs wildcard DNS: the empty list names the path form
+/// beside it, which works without.
+#[test]
+fn an_empty_live_list_names_both_urls_of_a_subdomain_tunnel() {
+    let mut app = app(vec![], Mode::Live, 140, 8);
+    app.on_tunnel_event(
+        TunnelEvent::Connected {
+            public_url: "http://shop.relay.test:8080".into(),
+            also_url: Some("http://127.0.0.1:8080/t/shop".into()),
+            target: "http://127.0.0.1:3000".into(),
+        },
+        0,
+    );
+    let text: String = rows(&plain(draw(&app))).concat();
+    assert!(
+        text.contains(
+            "Send a webhook to http://shop.relay.test:8080 (or http://127.0.0.1:8080/t/shop, which needs no DNS)"
+        ),
+        "{text}"
+    );
+}
+
 /// With --no-record the counters move and the list stays empty: it says why.
 #[test]
 fn deliveries_not_recorded_are_explained_in_the_empty_list() {
