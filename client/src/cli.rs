@@ -235,6 +235,18 @@ mod tests {
     }
 
     #[test]
+    fn a_limit_that_is_no_count_says_what_a_limit_is() {
+        for bad in ["-1", "x", "1.5"] {
+            let err = Cli::try_parse_from(["portpreview", "history", "--limit", bad]).unwrap_err();
+            assert!(
+                err.to_string()
+                    .contains("expected a whole number of deliveries, or 0 for all"),
+                "{bad}: {err}"
+            );
+        }
+    }
+
+    #[test]
     fn each_command_names_its_own_default_attempt_count() {
         let replay = help("replay", "times");
         let check = help("check", "times");

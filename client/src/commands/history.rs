@@ -19,7 +19,7 @@ pub const DEFAULT_LIMIT: usize = 50;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Most deliveries to list; 0 lists them all.
-    #[arg(long, default_value_t = DEFAULT_LIMIT, value_name = "N", allow_negative_numbers = true)]
+    #[arg(long, default_value_t = DEFAULT_LIMIT, value_name = "N", allow_negative_numbers = true, value_parser = parse_limit)]
     pub limit: usize,
     /// Only deliveries from this provider (stripe, github, …; svix for standard-webhooks; unknown for none recognised).
     #[arg(long, value_name = "P", value_parser = parse_provider)]
@@ -209,6 +209,14 @@ impl Iterator for Listing<'_> {
         self.left = self.left.map(|left| left - 1);
         Some((summary, target, number))
     }
+}
+
+/// `--limit`: a count of rows, which Rust's own refusal (`invalid digit
+/// found in string`) does not say.
+fn parse_limit(text: &str) -> Result<usize, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| "expected a whole number of deliveries, or 0 for all".to_string())
 }
 
 /// A provider name as the history stores it (`STRIPE` → `stripe`, `svix` →
