@@ -658,6 +658,16 @@ fn a_mistyped_command_or_flag_is_refused_in_one_line() {
             vec!["--bogus"],
             "'--bogus' found; see portpreview-server --help",
         ),
+        (
+            server_bin(),
+            vec!["--listen", "127.0.0.1:0", "--max-connections-per-ip", "many"],
+            "expected a whole number of connections, 1 or more; see portpreview-server --help",
+        ),
+        (
+            portpreview_bin(),
+            vec!["history", "--limit", "all"],
+            "expected a whole number of deliveries, or 0 for all; see portpreview history --help",
+        ),
     ];
     for (bin, args, said) in runs {
         let out = std::process::Command::new(bin).args(&args).output().expect("runs");

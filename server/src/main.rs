@@ -131,7 +131,7 @@ fn at_least_one(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(0) => Err("a limit of 0 would refuse every connection: give 1 or more".into()),
         Ok(n) => Ok(n),
-        Err(err) => Err(err.to_string()),
+        Err(_) => Err("expected a whole number of connections, 1 or more".into()),
     }
 }
 
