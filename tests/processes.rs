@@ -665,6 +665,11 @@ fn a_mistyped_command_or_flag_is_refused_in_one_line() {
         ),
         (
             portpreview_bin(),
+            vec!["http", "3000", "--local-timeout", "30000000000000d"],
+            "longer than a day: give a duration like 30s or 5m; see portpreview http --help",
+        ),
+        (
+            portpreview_bin(),
             vec!["history", "--limit", "all"],
             "expected a whole number of deliveries, or 0 for all; see portpreview history --help",
         ),

@@ -34,6 +34,10 @@ pub const DEFAULT_MAX_HEADERS: usize = 100;
 pub const DEFAULT_MAX_HEADER_BYTES: usize = 64 * 1024;
 /// How long shutdown waits for requests in flight before closing anyway.
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest wait any setting may name. The relay adds its waits to the
+/// clock and multiplies the answer timeout for uploads; a day is past any
+/// webhook sender's patience and far from overflowing either.
+pub const MAX_WAIT: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Everything [`crate::run`] needs to know besides its listener.
 #[derive(Clone)]
@@ -104,6 +108,32 @@ impl RelayConfig {
                 "connection limits must allow at least one connection".into(),
             ));
         }
+        let waits = [
+            ("request_timeout", self.request_timeout),
+            ("header_read_timeout", self.header_read_timeout),
+            ("ping_interval", self.ping_interval),
+            ("dead_after", self.dead_after),
+            ("grace", self.grace),
+            ("drain_timeout", self.drain_timeout),
+        ];
+        if let Some((name, wait)) = waits.iter().find(|(_, wait)| *wait > MAX_WAIT) {
+            return Err(ConfigError::Limit(format!(
+                "{name} of {wait:?} is over the longest wait the relay takes, a day"
+            )));
+        }
+        if self.request_timeout.is_zero() || self.header_read_timeout.is_zero() || self.ping_interval.is_zero() {
+            return Err(ConfigError::Limit(
+                "request_timeout, header_read_timeout and ping_interval must be above zero".into(),
+            ));
+        }
+        // A client is heard from at most once a ping: a shorter silence
+        // allowed would declare every client dead at its first ping.
+        if self.dead_after <= self.ping_interval {
+            return Err(ConfigError::Limit(format!(
+                "dead_after ({:?}) must be longer than ping_interval ({:?})",
+                self.dead_after, self.ping_interval
+            )));
+        }
         if self.max_header_bytes > MAX_HEADER_BYTES {
             return Err(ConfigError::Limit(format!(
                 "max_header_bytes of {} is over the {MAX_HEADER_BYTES} bytes a frame header carries to a client",
@@ -156,5 +186,33 @@ mod tests {
             ..RelayConfig::default()
         };
         assert!(closed.validate().is_err(), "a relay that drops everyone");
+    }
+
+    /// Waits the relay's clock arithmetic cannot take, or that would end
+    /// every session at once, are refused before the relay starts.
+    #[test]
+    fn waits_out_of_range_are_refused() {
+        let refused = |config: RelayConfig| config.validate().expect_err("refused").to_string();
+        let long = refused(RelayConfig {
+            request_timeout: Duration::from_secs(u64::MAX / 4),
+            ..RelayConfig::default()
+        });
+        assert!(long.contains("request_timeout") && long.contains("a day"), "{long}");
+        let zero = refused(RelayConfig {
+            ping_interval: Duration::ZERO,
+            ..RelayConfig::default()
+        });
+        assert!(zero.contains("above zero"), "{zero}");
+        let deaf = refused(RelayConfig {
+            ping_interval: Duration::from_secs(15),
+            ..RelayConfig::default()
+        });
+        assert!(deaf.contains("dead_after"), "{deaf}");
+        assert!(RelayConfig {
+            request_timeout: MAX_WAIT,
+            ..RelayConfig::default()
+        }
+        .validate()
+        .is_ok());
     }
 }

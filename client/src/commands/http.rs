@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use portpreview_server::config::DEFAULT_REQUEST_TIMEOUT;
+use portpreview_server::config::{DEFAULT_REQUEST_TIMEOUT, MAX_WAIT};
 use portpreview_server::RelayConfig;
 use portpreview_shared::duration::format_duration;
 use portpreview_shared::message::CONNECT_PATH;
@@ -325,7 +325,7 @@ fn same_relay(a: &str, b: &str) -> bool {
 /// is honoured in local mode.
 fn local_relay_config(local_timeout: Duration) -> RelayConfig {
     RelayConfig {
-        request_timeout: (local_timeout + LOCAL_RELAY_MARGIN).max(DEFAULT_REQUEST_TIMEOUT),
+        request_timeout: (local_timeout + LOCAL_RELAY_MARGIN).clamp(DEFAULT_REQUEST_TIMEOUT, MAX_WAIT),
         ..RelayConfig::default()
     }
 }

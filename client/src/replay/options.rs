@@ -93,8 +93,10 @@ impl ReplayOptions {
 }
 
 /// Parses a duration written `300ms`, `30s`, `2m`; zero is refused, since
-/// no answer arrives in no time. Reasons leave the value out, as clap and
-/// the suite file name it beside them.
+/// no answer arrives in no time, and so is more than a day, the longest
+/// wait the in-process relay takes (`http --local-timeout` sets its own).
+/// Reasons leave the value out, as clap and the suite file name it beside
+/// them.
 pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
     let duration = nonzero_reading(text)?;
     if duration.is_zero() {
@@ -102,6 +104,9 @@ pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
     }
     if duration < Duration::from_millis(1) {
         return Err("shorter than 1ms: give a duration like 300ms or 30s".to_string());
+    }
+    if duration > portpreview_server::config::MAX_WAIT {
+        return Err("longer than a day: give a duration like 30s or 5m".to_string());
     }
     Ok(duration)
 }
@@ -271,6 +276,11 @@ mod tests {
         assert!(parse_positive_duration("1M")
             .unwrap_err()
             .contains("months as days, like 30d"));
+        assert_eq!(parse_positive_duration("1d"), Ok(Duration::from_secs(86_400)));
+        assert_eq!(
+            parse_positive_duration("30000000000000d"),
+            Err("longer than a day: give a duration like 30s or 5m".to_string())
+        );
     }
 
     #[test]
