@@ -308,7 +308,14 @@ where
     };
     // The URL repeats the Host the client upgraded with, which may be long.
     if let Err(err) = outbox.control(&welcome) {
-        ctx.registry.release(&lease);
+        // A client that resumed its name knows the secret to come back
+        // for it; one given a new secret never heard it, so holding the
+        // name would only keep it from everyone.
+        if ctx.resume.as_deref() == Some(lease.resume.as_str()) {
+            ctx.registry.release(&lease);
+        } else {
+            ctx.registry.forget(&lease);
+        }
         return Err(refuse(
             outbox,
             format!("the tunnel's URL does not fit in a frame: {err}"),
