@@ -90,10 +90,12 @@ too many connections to the relay: try again shortly\n";
 
 fn is_transient(err: &io::Error) -> bool {
     use io::ErrorKind::*;
+    use rustix::io::Errno;
     matches!(err.kind(), ConnectionAborted | ConnectionReset | ConnectionRefused | Interrupted | WouldBlock | TimedOut)
-        // EMFILE, ENFILE, ENOBUFS, ENOMEM: the process or system is out of
-        // something that finishing connections gives back.
-        || matches!(err.raw_os_error(), Some(23 | 24 | 105 | 12))
+        // The process or system is out of something that finishing
+        // connections gives back.
+        || rustix::io::Errno::from_io_error(err)
+            .is_some_and(|errno| [Errno::MFILE, Errno::NFILE, Errno::NOBUFS, Errno::NOMEM].contains(&errno))
 }
 
 async fn serve(relay: Arc<Relay>, tcp: TcpStream, peer: SocketAddr, local: SocketAddr, slot: Slot) {
@@ -155,5 +157,26 @@ where
     };
     if let Err(err) = result {
         tracing::trace!(%peer, %err, "connection ended with an error");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rustix::io::Errno;
+
+    use super::*;
+
+    /// Running out of descriptors or memory passes as connections close;
+    /// only other failures end the accept loop.
+    #[test]
+    fn exhaustion_is_waited_out_and_other_failures_are_not() {
+        for errno in [Errno::MFILE, Errno::NFILE, Errno::NOBUFS, Errno::NOMEM] {
+            assert!(
+                is_transient(&io::Error::from_raw_os_error(errno.raw_os_error())),
+                "{errno}"
+            );
+        }
+        assert!(is_transient(&io::Error::from(io::ErrorKind::ConnectionReset)));
+        assert!(!is_transient(&io::Error::from_raw_os_error(Errno::BADF.raw_os_error())));
     }
 }

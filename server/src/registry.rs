@@ -132,8 +132,9 @@ impl LocalRegistry {
     }
 
     fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<String, Slot>> {
-        // A panic while holding this lock cannot leave the map half-updated
-        // (every update is a single insert), so a poisoned lock is still usable.
+        // A panic while holding this lock cannot leave an entry half-made
+        // (each step of an update inserts, removes or drops whole entries),
+        // so a poisoned lock is still usable.
         self.slots.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 

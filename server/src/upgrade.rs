@@ -152,6 +152,9 @@ fn upgrade(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, mut req: Request<Incoming>)
             domain: relay.config.domain.clone(),
             host,
         },
+        // The Hello is the upgraded socket's first request head: the same
+        // time allowed as a caller's head, so one setting bounds how long
+        // any connection may sit silent before saying what it wants.
         hello_timeout: relay.config.header_read_timeout,
         ping_interval: relay.config.ping_interval,
         dead_after: relay.config.dead_after,
