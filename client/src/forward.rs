@@ -1,6 +1,7 @@
 //! Sending requests to the local target over a small pool of kept-alive
 //! HTTP/1 connections.
 
+use portpreview_shared::sync::lock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -317,10 +318,6 @@ impl Drop for Answered<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
     }
-}
-
-fn lock(idle: &Mutex<Vec<Kept>>) -> std::sync::MutexGuard<'_, Vec<Kept>> {
-    idle.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Drop for Forwarder {

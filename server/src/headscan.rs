@@ -107,7 +107,7 @@ impl Verdicts {
 
     fn queue(&self) -> std::sync::MutexGuard<'_, VecDeque<bool>> {
         // Only push and pop happen under this lock; poisoning is harmless.
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        portpreview_shared::sync::lock(&self.0)
     }
 }
 

@@ -36,7 +36,7 @@ impl ConnectionLimits {
 
     fn open(&self) -> std::sync::MutexGuard<'_, Open> {
         // Counter updates cannot be left half done, so poisoning is harmless.
-        self.open.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        portpreview_shared::sync::lock(&self.open)
     }
 
     /// Takes a place for a connection from `ip`, or `None` when over a cap.

@@ -135,7 +135,7 @@ impl LocalRegistry {
         // A panic while holding this lock cannot leave an entry half-made
         // (each step of an update inserts, removes or drops whole entries),
         // so a poisoned lock is still usable.
-        self.slots.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        portpreview_shared::sync::lock(&self.slots)
     }
 
     fn check_locked(

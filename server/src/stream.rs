@@ -95,7 +95,7 @@ impl Streams {
     fn table(&self) -> MutexGuard<'_, Table> {
         // Every critical section is a few map operations that cannot leave
         // the table inconsistent, so a poisoned lock is still usable.
-        self.table.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        portpreview_shared::sync::lock(&self.table)
     }
 
     /// Opens a stream for one request.

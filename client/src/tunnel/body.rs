@@ -1,6 +1,7 @@
 //! Request bodies arriving from the relay: chunks in, credit back out, and a
 //! copy kept for the history.
 
+use portpreview_shared::sync::lock;
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -268,7 +269,7 @@ impl Body for StreamedBody {
         }
         match this.inflow.poll_next(cx) {
             Poll::Ready(Some(chunk)) => {
-                let mut capture = this.capture.lock().unwrap_or_else(|p| p.into_inner());
+                let mut capture = lock(&this.capture);
                 capture.add(&chunk.data);
                 capture.complete = chunk.end;
                 if chunk.end {
@@ -277,7 +278,7 @@ impl Body for StreamedBody {
                 Poll::Ready(Some(Ok(Frame::data(chunk.data))))
             }
             Poll::Ready(None) => {
-                let mut capture = this.capture.lock().unwrap_or_else(|p| p.into_inner());
+                let mut capture = lock(&this.capture);
                 capture.ended_at.get_or_insert_with(std::time::Instant::now);
                 if !capture.complete {
                     // The relay dropped the stream: tell the handler the body is cut.

@@ -11,6 +11,7 @@ mod outbox;
 mod respond;
 mod session;
 
+use portpreview_shared::sync::lock;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -179,9 +180,7 @@ async fn serve_until_stopped(
                 // ours, so the URL survives reconnects.
                 options.name = Some(welcome.name.clone());
                 options.resume = Some(welcome.resume.clone());
-                if let Ok(mut url) = shared.public_url.lock() {
-                    url.clone_from(&welcome.public_url);
-                }
+                lock(&shared.public_url).clone_from(&welcome.public_url);
                 let also_url = connect::path_url(&options.url, &welcome.name)
                     .filter(|by_path| !welcome.public_url.contains("/t/") && *by_path != welcome.public_url);
                 report(

@@ -26,11 +26,12 @@
 mod recover;
 mod writer;
 
+use portpreview_shared::sync::lock;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Sender};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -306,12 +307,6 @@ impl Recorder {
         };
         self.shared.queue.send(job).map_err(|_| RecordError::Closed)
     }
-}
-
-/// The inbox, locked. A lock poisoned by a panic is taken as it is: the
-/// history must never be what stops the tunnel.
-fn lock(inbox: &Mutex<Inbox>) -> MutexGuard<'_, Inbox> {
-    inbox.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// What [`Recorder::stage`] set aside for one request.

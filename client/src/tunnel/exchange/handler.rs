@@ -1,6 +1,7 @@
 //! The trip to the local handler and back: the request body read, the
 //! request recorded and sent, the handler's answer relayed to the caller.
 
+use portpreview_shared::sync::lock;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -171,7 +172,7 @@ async fn send_streamed(
         room: Held::default(),
     });
     let (response, since) = send_as_uploaded(shared, local, &capture).await;
-    let cut = capture.lock().is_ok_and(|c| c.cut);
+    let cut = lock(&capture).cut;
     kept.ticket = record_streaming(shared, &mut kept.streaming).await;
     // The relay ended the stream mid-body, and says why; the
     // handler's failure to answer a body cut under it is no news.
@@ -201,7 +202,7 @@ async fn send_as_uploaded(shared: &Shared, local: Request<LocalBody>, capture: &
     let answer = shared.forwarder.send(local);
     tokio::pin!(answer);
     let ended_at = loop {
-        let ended_at = capture.lock().unwrap_or_else(|p| p.into_inner()).ended_at;
+        let ended_at = lock(capture).ended_at;
         if let Some(ended_at) = ended_at {
             break ended_at;
         }

@@ -1,6 +1,7 @@
 //! An exchange's way into the history: the request, recorded before the
 //! handler sees it or as the handler reads it, then its answer.
 
+use portpreview_shared::sync::lock;
 use std::sync::{Arc, Mutex};
 
 use super::{Head, Line, Shared};
@@ -23,7 +24,7 @@ impl Streaming {
     /// Moves what the handler has read so far into the request, once.
     fn settle(&mut self) {
         if let Some(capture) = self.capture.take() {
-            let capture = std::mem::take(&mut *capture.lock().unwrap_or_else(|p| p.into_inner()));
+            let capture = std::mem::take(&mut *lock(&capture));
             self.room = body_into(&mut self.request, capture, self.declared);
         }
     }
@@ -93,7 +94,7 @@ fn recorded(shared: &Shared, result: Result<Ticket, RecordError>) -> Option<Tick
 
 pub(super) fn new_delivery(shared: &Shared, head: Head, received_at_ms: i64) -> NewDelivery {
     let host_preserved = shared.preserves_host(&head.headers);
-    let announced = shared.public_url.lock().map(|url| url.clone()).unwrap_or_default();
+    let announced = lock(&shared.public_url).clone();
     let tunnel_url = called_url(&head.headers, &announced).unwrap_or(announced);
     NewDelivery {
         received_at_ms,
