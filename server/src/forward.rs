@@ -66,38 +66,20 @@ pub async fn forward(
         return too_large(limits.max_body);
     }
     let deadline = tokio::time::Instant::now() + limits.timeout;
-    // A small body of known length is read whole before anything is sent:
-    // head and body then leave as one frame, and no pump task is needed.
-    let mut small_body = None;
-    let mut body = Some(body);
-    if declared.is_some_and(|len| len > 0 && len <= CHUNK_SIZE as u64) {
-        let Some(incoming) = body.take() else {
-            return client_gone();
-        };
-        match tokio::time::timeout_at(deadline, incoming.collect()).await {
-            Ok(Ok(collected)) => small_body = Some(collected.to_bytes()),
-            Ok(Err(_)) => return unreadable_body(),
-            Err(_) => return answer(StatusCode::REQUEST_TIMEOUT, "the request body did not arrive in time"),
-        }
-    }
+    let body = match read_small_body(body, declared, deadline).await {
+        Ok(body) => body,
+        Err(Unread::Broken) => return unreadable_body(),
+        Err(Unread::Late) => return answer(StatusCode::REQUEST_TIMEOUT, "the request body did not arrive in time"),
+    };
     let mut port = match tunnel.open() {
         Ok(port) => port,
-        Err(OpenError::Busy) => {
-            return answer(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("too many requests in flight for tunnel {name}"),
-            )
-        }
-        Err(OpenError::Gone) => return client_gone(),
-        Err(OpenError::ShuttingDown) => return answer(StatusCode::SERVICE_UNAVAILABLE, "the relay is shutting down"),
+        Err(err) => return not_opened(err, name),
     };
-    let has_body = match (&small_body, &body) {
-        (Some(bytes), _) => !bytes.is_empty(),
-        (None, Some(incoming)) => !incoming.is_end_stream(),
-        (None, None) => false,
+    let streams_body = matches!(&body, CallerBody::Streamed(incoming) if !incoming.is_end_stream());
+    let inline = match &body {
+        CallerBody::Small(bytes) => bytes.clone(),
+        CallerBody::Streamed(_) => Bytes::new(),
     };
-    let streams_body = has_body && small_body.is_none();
-    let inline = small_body.unwrap_or_default();
     let head = ServerMessage::RequestHead {
         stream: port.id,
         method: parts.method.as_str().to_string(),
@@ -118,95 +100,48 @@ pub async fn forward(
         Ok(Err(SendError::Closed)) => return client_gone(),
         Err(_) => return timed_out(&port, limits.timeout),
     }
-    let mut pump = None;
-    let mut pump_end = None;
-    match body.filter(|_| streams_body) {
-        Some(incoming) => {
-            let (tx, rx) = oneshot::channel();
-            let job = Pump {
-                stream: port.id,
-                outbox: port.outbox().clone(),
-                credit: port.credit(),
-                side: port.request_side(),
-                limits,
-            };
-            pump = Some(AbortOnDropHandle::new(tokio::spawn(async move {
-                let _ = tx.send(job.run(incoming).await);
-            })));
-            pump_end = Some(rx);
+    let (pump, mut pump_end) = match body {
+        CallerBody::Streamed(incoming) if streams_body => {
+            let (pump, end) = Pump::start(&port, incoming, limits);
+            (Some(pump), Some(end))
         }
-        None => port.request_done(),
-    }
+        _ => {
+            port.request_done();
+            (None, None)
+        }
+    };
 
     // The wait for an answer is the handler's: while the caller's body is
     // still coming it is held to the upload's limit only, and it starts
     // over once the body has all gone to the client.
     let upload_limit = limits.timeout * UPLOAD_TIMEOUTS;
-    let deadline = match pump_end {
+    let answer_wait = match pump_end {
         Some(_) => tokio::time::sleep(upload_limit),
         None => tokio::time::sleep_until(deadline),
     };
-    tokio::pin!(deadline);
+    tokio::pin!(answer_wait);
     loop {
         tokio::select! {
             event = port.inbound.recv() => {
-                let (status, headers, first, end) = match event {
-                    Some(Inbound::Head { status, headers, body, end }) => (status, headers, body, end),
+                return match event {
+                    Some(Inbound::Head { status, headers, body, end }) => {
+                        let head = AnswerHead { status, headers, first: body, end };
+                        response(port, head, &parts, pump, limits)
+                    }
                     Some(Inbound::Body { .. }) => {
-                        return bad_gateway("the tunnel's client sent a body before its response head")
+                        bad_gateway("the tunnel's client sent a body before its response head")
                     }
-                    Some(Inbound::Ended(why)) => return bad_gateway(why),
+                    Some(Inbound::Ended(why)) => bad_gateway(why),
                     Some(Inbound::Reset(reason)) => {
-                        return bad_gateway(format!("the tunnel's client abandoned the request: {reason}"))
+                        bad_gateway(format!("the tunnel's client abandoned the request: {reason}"))
                     }
-                    None => return client_gone(),
+                    None => client_gone(),
                 };
-                let Some(status) = StatusCode::from_u16(status).ok().filter(|s| s.as_u16() >= 200) else {
-                    return bad_gateway(format!("the tunnel's client sent an invalid status {status}"));
-                };
-                let Some(mut headers) = response_headers(headers) else {
-                    port.abandon("the answer had too many headers; the relay answered the caller 502");
-                    return bad_gateway(format!(
-                        "the tunnel's client sent too many response headers (the limit is {MAX_RESPONSE_HEADERS})"
-                    ));
-                };
-                let declared = match declared_length(&mut headers) {
-                    Ok(declared) => declared,
-                    Err(why) => {
-                        port.abandon("the answer's Content-Length was not one number; the relay answered the caller 502");
-                        return bad_gateway(why);
-                    }
-                };
-                let body = if end {
-                    match whole_body(declared, first, &parts.method, status) {
-                        Ok(body) => RelayBody::Full(body),
-                        Err(why) => return bad_gateway(why),
-                    }
-                } else {
-                    RelayBody::Tunnel(Box::new(TunnelBody::new(
-                        port,
-                        first,
-                        pump,
-                        limits.timeout,
-                        declared.filter(|_| carries_body(&parts.method, status)),
-                    )))
-                };
-                let mut response = Response::new(body);
-                *response.status_mut() = status;
-                *response.headers_mut() = headers;
-                // HTTP/1.0 has no chunked coding: hyper ends a body of
-                // unknown length by closing the connection, yet tells a
-                // keep-alive caller it stays open unless the answer itself
-                // is HTTP/1.0 (hyper then leaves keep-alive off).
-                if parts.version == http::Version::HTTP_10 && !end && declared.is_none() {
-                    *response.version_mut() = http::Version::HTTP_10;
-                }
-                return response;
             }
             ended = pump_outcome(&mut pump_end) => {
                 pump_end = None;
                 match ended {
-                    Ok(PumpEnd::Done) => deadline.as_mut().reset(tokio::time::Instant::now() + limits.timeout),
+                    Ok(PumpEnd::Done) => answer_wait.as_mut().reset(tokio::time::Instant::now() + limits.timeout),
                     Ok(PumpEnd::TooLarge) => return too_large(limits.max_body),
                     Ok(PumpEnd::Malformed) => return answer(StatusCode::BAD_REQUEST, MALFORMED_BODY),
                     Ok(PumpEnd::Stalled) => {
@@ -220,7 +155,7 @@ pub async fn forward(
                     Ok(PumpEnd::TunnelGone) | Err(_) => return client_gone(),
                 }
             }
-            () = &mut deadline => {
+            () = &mut answer_wait => {
                 if pump_end.is_none() {
                     return timed_out(&port, limits.timeout);
                 }
@@ -235,6 +170,112 @@ pub async fn forward(
             }
         }
     }
+}
+
+/// The caller's body as it leaves for the client.
+enum CallerBody {
+    /// Read whole in advance: it rides in the head's frame.
+    Small(Bytes),
+    /// Still on the caller's connection, to be pumped in chunks (or empty).
+    Streamed(Incoming),
+}
+
+/// Why a small body read in advance was not read.
+enum Unread {
+    /// The caller's connection failed mid-body.
+    Broken,
+    /// It did not all come before the deadline.
+    Late,
+}
+
+/// Reads a small body of known length whole before anything is sent: head
+/// and body then leave as one frame, and no pump task is needed.
+async fn read_small_body(
+    body: Incoming,
+    declared: Option<u64>,
+    deadline: tokio::time::Instant,
+) -> Result<CallerBody, Unread> {
+    if !declared.is_some_and(|len| len > 0 && len <= CHUNK_SIZE as u64) {
+        return Ok(CallerBody::Streamed(body));
+    }
+    match tokio::time::timeout_at(deadline, body.collect()).await {
+        Ok(Ok(collected)) => Ok(CallerBody::Small(collected.to_bytes())),
+        Ok(Err(_)) => Err(Unread::Broken),
+        Err(_) => Err(Unread::Late),
+    }
+}
+
+/// The answer to a request no stream could be opened for on tunnel `name`.
+fn not_opened(err: OpenError, name: &str) -> Response<RelayBody> {
+    match err {
+        OpenError::Busy => answer(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("too many requests in flight for tunnel {name}"),
+        ),
+        OpenError::Gone => client_gone(),
+        OpenError::ShuttingDown => answer(StatusCode::SERVICE_UNAVAILABLE, "the relay is shutting down"),
+    }
+}
+
+/// The head of the client's answer, as it came.
+struct AnswerHead {
+    status: u16,
+    headers: Vec<portpreview_shared::Header>,
+    /// Body bytes that rode in the head's frame.
+    first: Bytes,
+    end: bool,
+}
+
+/// The caller's answer from the client's head: checked, its length made
+/// plain, its body whole or streamed from the tunnel.
+fn response(
+    port: StreamPort,
+    head: AnswerHead,
+    request: &http::request::Parts,
+    pump: Option<AbortOnDropHandle<()>>,
+    limits: ForwardLimits,
+) -> Response<RelayBody> {
+    let Some(status) = StatusCode::from_u16(head.status).ok().filter(|s| s.as_u16() >= 200) else {
+        return bad_gateway(format!("the tunnel's client sent an invalid status {}", head.status));
+    };
+    let Some(mut headers) = response_headers(head.headers) else {
+        port.abandon("the answer had too many headers; the relay answered the caller 502");
+        return bad_gateway(format!(
+            "the tunnel's client sent too many response headers (the limit is {MAX_RESPONSE_HEADERS})"
+        ));
+    };
+    let declared = match declared_length(&mut headers) {
+        Ok(declared) => declared,
+        Err(why) => {
+            port.abandon("the answer's Content-Length was not one number; the relay answered the caller 502");
+            return bad_gateway(why);
+        }
+    };
+    let body = if head.end {
+        match whole_body(declared, head.first, &request.method, status) {
+            Ok(body) => RelayBody::Full(body),
+            Err(why) => return bad_gateway(why),
+        }
+    } else {
+        RelayBody::Tunnel(Box::new(TunnelBody::new(
+            port,
+            head.first,
+            pump,
+            limits.timeout,
+            declared.filter(|_| carries_body(&request.method, status)),
+        )))
+    };
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    // HTTP/1.0 has no chunked coding: hyper ends a body of unknown length
+    // by closing the connection, yet tells a keep-alive caller it stays
+    // open unless the answer itself is HTTP/1.0 (hyper then leaves
+    // keep-alive off).
+    if request.version == http::Version::HTTP_10 && !head.end && declared.is_none() {
+        *response.version_mut() = http::Version::HTTP_10;
+    }
+    response
 }
 
 async fn pump_outcome(rx: &mut Option<oneshot::Receiver<PumpEnd>>) -> Result<PumpEnd, oneshot::error::RecvError> {
@@ -253,6 +294,27 @@ struct Pump {
 }
 
 impl Pump {
+    /// Starts streaming `body` on `port`'s stream; the task ends with the
+    /// handle, and the receiver hears how the body ended.
+    fn start(
+        port: &StreamPort,
+        body: Incoming,
+        limits: ForwardLimits,
+    ) -> (AbortOnDropHandle<()>, oneshot::Receiver<PumpEnd>) {
+        let (tx, rx) = oneshot::channel();
+        let job = Pump {
+            stream: port.id,
+            outbox: port.outbox().clone(),
+            credit: port.credit(),
+            side: port.request_side(),
+            limits,
+        };
+        let task = tokio::spawn(async move {
+            let _ = tx.send(job.run(body).await);
+        });
+        (AbortOnDropHandle::new(task), rx)
+    }
+
     /// Streams the caller's body to the client in chunks, within the credit
     /// the client grants, and never more than the body limit.
     async fn run(self, mut body: Incoming) -> PumpEnd {
