@@ -17,7 +17,7 @@ use crate::config::{Config, Secret};
 use crate::events::{report, TunnelEvent};
 use crate::origin::Origin;
 use crate::output::{self, LogFormat};
-use crate::store::{Recorder, WriterNews};
+use crate::store::{Recorder, RecorderHandle, WriterNews};
 use crate::target::Target;
 use crate::tunnel::{self, connect, ConnectError, ConnectOptions, HostHeader, TunnelConfig};
 
@@ -83,7 +83,6 @@ const DEFAULT_LOCAL_LISTEN: &str = "127.0.0.1:0";
 /// Runs the tunnel until ctrl-c, SIGTERM or (in the TUI) `q`.
 /// `from_env` names the variables that gave flags their values.
 pub async fn run(args: Args, db: &Path, config: Config, from_env: &[&str]) -> anyhow::Result<ExitCode> {
-    let target = Target::parse_for_tunnel(&args.target)?;
     let server_origin = Origin::of(
         "--server",
         "PORTPREVIEW_SERVER",
@@ -98,8 +97,45 @@ pub async fn run(args: Args, db: &Path, config: Config, from_env: &[&str]) -> an
         args.token.is_some(),
         config.token.is_some(),
     );
-    let use_tui = args.uses_tui();
-    // Set-up warnings go out as events, so the TUI shows them too.
+    let setup = set_up(&args, config, &server_origin).await?;
+
+    // The history is opened once the setup above can no longer fail, so an
+    // error there never leaves a writer to stop on the way out.
+    let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
+    for text in setup.notices {
+        // The channel is new and empty: these fit.
+        let _ = events_tx.try_send(TunnelEvent::Notice { text });
+    }
+    let (recorder, recorder_handle) = match args.no_record {
+        true => (None, None),
+        false => {
+            let (recorder, handle) = start_recorder(db, &args.key_fields, &events_tx)?;
+            (Some(recorder), Some(handle))
+        }
+    };
+    let running = Running {
+        tunnel_config: setup.tunnel_config,
+        local_relay: setup.local_relay,
+        recorder,
+        recorder_handle,
+        events: (events_tx, events_rx),
+    };
+    running
+        .serve(&args, db, |err| explain_refusal(err, &server_origin, &token_origin))
+        .await
+}
+
+/// What the flags and the config file make of a tunnel, before anything runs.
+struct Setup {
+    tunnel_config: TunnelConfig,
+    /// The in-process relay's listener, when no relay is named.
+    local_relay: Option<TcpListener>,
+    /// Flags given that this run does not use, said once it starts.
+    notices: Vec<String>,
+}
+
+async fn set_up(args: &Args, config: Config, server_origin: &Origin) -> anyhow::Result<Setup> {
+    let target = Target::parse_for_tunnel(&args.target)?;
     let mut notices = Vec::new();
     if args.no_record && !args.key_fields.is_empty() {
         notices.push(
@@ -108,19 +144,7 @@ pub async fn run(args: Args, db: &Path, config: Config, from_env: &[&str]) -> an
     }
     let (url, local_relay) = match args.server.clone().or_else(|| config.server.clone()) {
         Some(server) => {
-            if args.local_timeout > DEFAULT_REQUEST_TIMEOUT {
-                notices.push(format!(
-                    "--local-timeout {} is longer than a PortPreview relay waits for an answer ({}): \
-                     callers get the relay's 504 first",
-                    format_duration(args.local_timeout),
-                    format_duration(DEFAULT_REQUEST_TIMEOUT),
-                ));
-            }
-            if args.local_listen != DEFAULT_LOCAL_LISTEN {
-                notices.push(
-                    "--local-listen is not used: it places the in-process relay, and --server names one".to_owned(),
-                );
-            }
+            notices.extend(unused_with_a_relay(args));
             let url = connect::relay_url(&server).map_err(|err| server_origin.explain(err.into(), RELAY_ADDRESS))?;
             (url, None)
         }
@@ -132,20 +156,8 @@ pub async fn run(args: Args, db: &Path, config: Config, from_env: &[&str]) -> an
                         .to_owned(),
                 );
             }
-            let listener = TcpListener::bind(&args.local_listen)
-                .await
-                .with_context(|| format!("cannot listen on {} for the local relay", args.local_listen))?;
-            let mut address = listener.local_addr()?;
-            // Listening on every address (0.0.0.0) is no address to call:
-            // the tunnel, and the URL it prints, go through loopback.
-            if address.ip().is_unspecified() {
-                let loopback = match address {
-                    std::net::SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
-                    std::net::SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
-                };
-                address.set_ip(loopback);
-            }
-            (format!("ws://{address}{CONNECT_PATH}"), Some(listener))
+            let (url, listener) = bind_local_relay(&args.local_listen).await?;
+            (url, Some(listener))
         }
     };
     let tls = match url.starts_with("wss://") {
@@ -162,13 +174,15 @@ pub async fn run(args: Args, db: &Path, config: Config, from_env: &[&str]) -> an
             None
         }
     };
+    let token = args
+        .token
+        .clone()
+        .map(Secret::new)
+        .or_else(|| config_token(&config, args.server.as_deref(), &mut notices));
     let tunnel_config = TunnelConfig {
         connect: ConnectOptions {
             url,
-            token: args
-                .token
-                .map(Secret::new)
-                .or_else(|| config_token(&config, args.server.as_deref(), &mut notices)),
+            token,
             name: args.name.clone(),
             resume: None,
             tls,
@@ -177,104 +191,172 @@ pub async fn run(args: Args, db: &Path, config: Config, from_env: &[&str]) -> an
         host_header: args.host_header,
         local_timeout: args.local_timeout,
     };
+    Ok(Setup {
+        tunnel_config,
+        local_relay,
+        notices,
+    })
+}
 
-    // The history is opened once the setup above can no longer fail, so an
-    // error there never leaves a writer to stop on the way out.
-    let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
-    for text in notices {
-        // The channel is new and empty: these fit.
-        let _ = events_tx.try_send(TunnelEvent::Notice { text });
+/// What flags for the in-process relay say when a relay is named.
+fn unused_with_a_relay(args: &Args) -> Vec<String> {
+    let mut notices = Vec::new();
+    if args.local_timeout > DEFAULT_REQUEST_TIMEOUT {
+        notices.push(format!(
+            "--local-timeout {} is longer than a PortPreview relay waits for an answer ({}): \
+             callers get the relay's 504 first",
+            format_duration(args.local_timeout),
+            format_duration(DEFAULT_REQUEST_TIMEOUT),
+        ));
     }
-    let (recorder, recorder_handle) = match args.no_record {
-        true => (None, None),
-        false => {
-            let events = events_tx.clone();
-            let report = move |news: WriterNews| report(&events, news.into());
-            let (recorder, handle) = Recorder::start(db, args.key_fields.clone(), report).map_err(|err| {
-                // Locked or out of room now, it may not be in a minute;
-                // the tunnel itself needs none of it.
-                let passing = err.is_busy_or_full();
-                let err = err.for_command(db);
-                match passing {
-                    true => anyhow::anyhow!("{err}: try again, or forward without recording with --no-record"),
-                    false => err,
-                }
-            })?;
-            (Some(recorder), Some(handle))
-        }
-    };
-
-    let stop = tunnel::Stop::default();
-    let shutdown = stop.asked.clone();
-    let relay_shutdown = CancellationToken::new();
-    let tunnel_ended = CancellationToken::new();
-
-    let relay = async {
-        match local_relay {
-            Some(listener) => {
-                let config = local_relay_config(args.local_timeout);
-                let result = portpreview_server::run(listener, config, relay_shutdown.clone()).await;
-                // Without its relay the tunnel could only retry forever.
-                if result.is_err() {
-                    shutdown.cancel();
-                }
-                result.context("the local relay failed")
-            }
-            None => Ok(()),
-        }
-    };
-    let tunnel = async {
-        let result = tunnel::run(tunnel_config, recorder, events_tx, stop.clone()).await;
-        shutdown.cancel();
-        if let Some(handle) = recorder_handle {
-            // The last deliveries are stored and reported, and the writer's
-            // hold on the display's channel ends, before the display stops.
-            if tokio::task::spawn_blocking(move || handle.shutdown()).await.is_err() {
-                tracing::warn!("the history writer did not stop cleanly");
-            }
-        }
-        tunnel_ended.cancel();
-        // The local relay outlives the tunnel so the tunnel's goodbye is heard.
-        relay_shutdown.cancel();
-        result
-    };
-    let display = async {
-        if !use_tui {
-            output::print_events(events_rx, args.log_format, tunnel_ended.clone()).await;
-            return anyhow::Ok(());
-        }
-        let result = crate::tui::run_live(db, events_rx, shutdown.clone()).await;
-        // Quitting the TUI ends the tunnel. What it says while it stops (a
-        // wait for requests in flight, how they ended) goes to the terminal
-        // the TUI gave back.
-        shutdown.cancel();
-        let rest = result?;
-        if let Some(rest) = rest {
-            output::print_events(rest, args.log_format, tunnel_ended.clone()).await;
-        }
-        Ok(())
-    };
-    let signals = async {
-        tokio::select! {
-            () = crate::signal::stop_requested() => shutdown.cancel(),
-            () = shutdown.cancelled() => {}
-        }
-        // Asked again while requests in flight finish: stop without them.
-        tokio::select! {
-            () = crate::signal::stop_requested() => stop.now.cancel(),
-            () = tunnel_ended.cancelled() => {}
-        }
-    };
-    let (relay, tunnel, display, ()) = tokio::join!(relay, tunnel, display, signals);
-    tunnel.map_err(|err| explain_refusal(err, &server_origin, &token_origin))?;
-    relay?;
-    display?;
-    // A stop is a normal end; a second ctrl-c dropped requests in flight,
-    // and a script waiting on the tunnel should know it was cut short.
-    if stop.now.is_cancelled() {
-        return Ok(ExitCode::from(130));
+    if args.local_listen != DEFAULT_LOCAL_LISTEN {
+        notices.push("--local-listen is not used: it places the in-process relay, and --server names one".to_owned());
     }
-    Ok(ExitCode::SUCCESS)
+    notices
+}
+
+/// Listens for the in-process relay on `listen`; returns the URL the
+/// tunnel connects to.
+async fn bind_local_relay(listen: &str) -> anyhow::Result<(String, TcpListener)> {
+    let listener = TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen} for the local relay"))?;
+    let mut address = listener.local_addr()?;
+    // Listening on every address (0.0.0.0) is no address to call: the
+    // tunnel, and the URL it prints, go through loopback.
+    if address.ip().is_unspecified() {
+        let loopback = match address {
+            std::net::SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            std::net::SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        };
+        address.set_ip(loopback);
+    }
+    Ok((format!("ws://{address}{CONNECT_PATH}"), listener))
+}
+
+/// Opens the history at `db` for recording, its writer reporting to `events`.
+fn start_recorder(
+    db: &Path,
+    key_fields: &[String],
+    events: &mpsc::Sender<TunnelEvent>,
+) -> anyhow::Result<(Recorder, RecorderHandle)> {
+    let events = events.clone();
+    let report = move |news: WriterNews| report(&events, news.into());
+    Recorder::start(db, key_fields.to_vec(), report).map_err(|err| {
+        // Locked or out of room now, it may not be in a minute; the tunnel
+        // itself needs none of it.
+        let passing = err.is_busy_or_full();
+        let err = err.for_command(db);
+        match passing {
+            true => anyhow::anyhow!("{err}: try again, or forward without recording with --no-record"),
+            false => err,
+        }
+    })
+}
+
+/// A tunnel ready to run, with what runs beside it.
+struct Running {
+    tunnel_config: TunnelConfig,
+    local_relay: Option<TcpListener>,
+    recorder: Option<Recorder>,
+    recorder_handle: Option<RecorderHandle>,
+    events: (mpsc::Sender<TunnelEvent>, mpsc::Receiver<TunnelEvent>),
+}
+
+impl Running {
+    /// Runs the in-process relay (if any), the tunnel, the display and the
+    /// signal watch together, and stops them in the order each needs: the
+    /// history's last rows reach the display, the tunnel's goodbye reaches
+    /// the relay. A tunnel that could not connect is told by `refused`.
+    async fn serve(
+        self,
+        args: &Args,
+        db: &Path,
+        refused: impl FnOnce(ConnectError) -> anyhow::Error,
+    ) -> anyhow::Result<ExitCode> {
+        let Running {
+            tunnel_config,
+            local_relay,
+            recorder,
+            recorder_handle,
+            events: (events_tx, events_rx),
+        } = self;
+        let use_tui = args.uses_tui();
+        let stop = tunnel::Stop::default();
+        let shutdown = stop.asked.clone();
+        let relay_shutdown = CancellationToken::new();
+        let tunnel_ended = CancellationToken::new();
+
+        let relay = async {
+            match local_relay {
+                Some(listener) => {
+                    let config = local_relay_config(args.local_timeout);
+                    let result = portpreview_server::run(listener, config, relay_shutdown.clone()).await;
+                    // Without its relay the tunnel could only retry forever.
+                    if result.is_err() {
+                        shutdown.cancel();
+                    }
+                    result.context("the local relay failed")
+                }
+                None => Ok(()),
+            }
+        };
+        let tunnel = async {
+            let result = tunnel::run(tunnel_config, recorder, events_tx, stop.clone()).await;
+            shutdown.cancel();
+            if let Some(handle) = recorder_handle {
+                // The last deliveries are stored and reported, and the
+                // writer's hold on the display's channel ends, before the
+                // display stops.
+                if tokio::task::spawn_blocking(move || handle.shutdown()).await.is_err() {
+                    tracing::warn!("the history writer did not stop cleanly");
+                }
+            }
+            tunnel_ended.cancel();
+            // The local relay outlives the tunnel so the tunnel's goodbye is heard.
+            relay_shutdown.cancel();
+            result
+        };
+        let display = async {
+            if !use_tui {
+                output::print_events(events_rx, args.log_format, tunnel_ended.clone()).await;
+                return anyhow::Ok(());
+            }
+            let result = crate::tui::run_live(db, events_rx, shutdown.clone()).await;
+            // Quitting the TUI ends the tunnel. What it says while it stops
+            // (a wait for requests in flight, how they ended) goes to the
+            // terminal the TUI gave back.
+            shutdown.cancel();
+            let rest = result?;
+            if let Some(rest) = rest {
+                output::print_events(rest, args.log_format, tunnel_ended.clone()).await;
+            }
+            Ok(())
+        };
+        let signals = async {
+            tokio::select! {
+                () = crate::signal::stop_requested() => shutdown.cancel(),
+                () = shutdown.cancelled() => {}
+            }
+            // Asked again while requests in flight finish: stop without them.
+            tokio::select! {
+                () = crate::signal::stop_requested() => stop.now.cancel(),
+                () = tunnel_ended.cancelled() => {}
+            }
+        };
+        let (relay, tunnel, display, ()) = tokio::join!(relay, tunnel, display, signals);
+        // The tunnel's refusal comes first: it is what the user must act on.
+        tunnel.map_err(refused)?;
+        relay?;
+        display?;
+        // A stop is a normal end; a second ctrl-c dropped requests in
+        // flight, and a script waiting on the tunnel should know it was
+        // cut short.
+        if stop.now.is_cancelled() {
+            return Ok(ExitCode::from(130));
+        }
+        Ok(ExitCode::SUCCESS)
+    }
 }
 
 /// Names in a refusal what the user may not know they gave: the variable
