@@ -1,7 +1,6 @@
 //! Sending requests to the local target over a small pool of kept-alive
 //! HTTP/1 connections.
 
-use portpreview_shared::sync::lock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -12,6 +11,7 @@ use hyper::body::Incoming;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
+use portpreview_shared::sync::lock;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 

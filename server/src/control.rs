@@ -7,6 +7,7 @@ use std::time::Duration;
 use futures_util::{Sink, Stream, StreamExt};
 use portpreview_shared::codec;
 use portpreview_shared::message::{version_mismatch, PROTOCOL_VERSION};
+use portpreview_shared::stall::overslept;
 use portpreview_shared::text::truncate;
 use portpreview_shared::{ClientMessage, ServerMessage};
 use tokio::time::{interval, Instant, MissedTickBehavior};
@@ -377,7 +378,13 @@ where
                     None => return End::Gone("socket closed".into()),
                 }
             }
-            _ = pings.tick() => {
+            due = pings.tick() => {
+                // The relay itself was not running (stopped, or its machine
+                // asleep): the client's frames from that time are still
+                // unread, and its silence is counted from now.
+                if overslept(due.into_std(), Instant::now().into_std()) {
+                    last_heard = Instant::now();
+                }
                 // Checked once per ping: declaring death when the next check
                 // would come too late keeps detection within `dead_after`.
                 if last_heard.elapsed() + ctx.ping_interval > ctx.dead_after {
@@ -402,7 +409,58 @@ where
 
 #[cfg(test)]
 mod tests {
-    use super::PublicUrl;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+    use tokio_util::sync::CancellationToken;
+
+    use super::{run, End, PublicUrl, SessionContext};
+    use crate::registry::LocalRegistry;
+    use crate::stream::Streams;
+    use crate::writer;
+
+    /// The relay stopped for 20 s (a `kill -STOP`, its machine asleep) did
+    /// not hear the client for its own reason: the silence is counted
+    /// from when it runs again, and a client silent since is dead only
+    /// `dead_after` later.
+    #[tokio::test(start_paused = true)]
+    async fn a_pause_of_the_relays_own_is_not_the_clients_silence() {
+        let (outbox, _written) = writer::channel();
+        let streams = Streams::new(outbox.clone(), 8);
+        let ctx = SessionContext {
+            registry: Arc::new(LocalRegistry::new(Duration::from_secs(60), None)),
+            owner: None,
+            token_label: None,
+            resume: None,
+            public_url: PublicUrl {
+                scheme: "http",
+                domain: None,
+                host: "127.0.0.1:9".into(),
+            },
+            hello_timeout: Duration::from_secs(10),
+            ping_interval: Duration::from_secs(5),
+            dead_after: Duration::from_secs(15),
+            max_in_flight: 8,
+            drain_timeout: Duration::from_secs(10),
+            shutdown: CancellationToken::new(),
+            cut_short: CancellationToken::new(),
+        };
+        let dead = CancellationToken::new();
+        let mut silent = futures_util::stream::pending::<Result<Message, WsError>>();
+        let started = tokio::time::Instant::now();
+        let session = run(&mut silent, &outbox, &ctx, &streams, &dead);
+        tokio::pin!(session);
+        assert!(futures_util::poll!(session.as_mut()).is_pending());
+        // The clock moves with nothing run: the process was stopped.
+        tokio::time::advance(Duration::from_secs(20)).await;
+        assert!(matches!(session.await, End::Dead));
+        let lasted = started.elapsed();
+        assert!(
+            lasted >= Duration::from_secs(30),
+            "declared dead {lasted:?} in, not after 15 s of the relay running again at 20 s"
+        );
+    }
 
     #[test]
     fn a_subdomain_url_keeps_the_port_the_relay_was_reached_on() {

@@ -12,6 +12,7 @@ pub mod name;
 pub mod open_files;
 pub mod provider;
 pub mod sanitize;
+pub mod stall;
 pub mod sync;
 pub mod text;
 pub mod toml_file;

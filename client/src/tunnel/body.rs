@@ -1,7 +1,6 @@
 //! Request bodies arriving from the relay: chunks in, credit back out, and a
 //! copy kept for the history.
 
-use portpreview_shared::sync::lock;
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,6 +10,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use portpreview_shared::message::{StreamId, STREAM_WINDOW};
+use portpreview_shared::sync::lock;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use super::outbox::Outbox;

@@ -1,6 +1,7 @@
 //! The tunnel: connect to the relay, serve the session, reconnect with
 //! backoff when the relay goes away, and get the same name back.
 
+mod awake;
 mod backoff;
 mod body;
 pub mod connect;
@@ -11,11 +12,11 @@ mod outbox;
 mod respond;
 mod session;
 
-use portpreview_shared::sync::lock;
 use std::sync::Arc;
 use std::time::Duration;
 
 use portpreview_shared::message::StreamId;
+use portpreview_shared::sync::lock;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;

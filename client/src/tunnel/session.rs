@@ -12,6 +12,7 @@ use futures_util::stream::SplitSink;
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
 use portpreview_shared::codec;
 use portpreview_shared::message::{ServerMessage, StreamId, MAX_CREDIT, STREAM_WINDOW};
+use portpreview_shared::stall::overslept;
 use portpreview_shared::text::truncate;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::task::{self, JoinSet};
@@ -128,6 +129,12 @@ where
                 }
             }
             () = &mut silence => {
+                // The tunnel itself was not running (stopped, or the laptop
+                // asleep): what the relay sent meanwhile is still unread,
+                // and its silence is counted from now.
+                if overslept(silence.deadline().into_std(), Instant::now().into_std()) {
+                    session.last_heard = Instant::now();
+                }
                 let quiet_until = session.last_heard + RELAY_SILENCE_LIMIT;
                 if quiet_until > Instant::now() {
                     silence.as_mut().reset(quiet_until);
@@ -530,6 +537,28 @@ mod tests {
         assert!(
             lasted >= Duration::from_secs(35) && lasted < Duration::from_secs(36),
             "ended {lasted:?} in, not 15 s after the last frame at 20 s"
+        );
+    }
+
+    /// The tunnel stopped for 20 s (a laptop asleep) did not hear the relay
+    /// for its own reason: the silence is counted from when it runs again.
+    #[tokio::test(start_paused = true)]
+    async fn a_pause_of_the_tunnels_own_is_not_the_relays_silence() {
+        let (serving, mut relay) = session().await;
+        tokio::pin!(serving);
+        let started = Instant::now();
+        assert!(futures_util::poll!(serving.as_mut()).is_pending());
+        // The clock moves with nothing run: the process was stopped.
+        tokio::time::advance(Duration::from_secs(20)).await;
+        let end = tokio::select! {
+            (end, _) = serving => end,
+            () = async { while relay.next().await.is_some() {} } => panic!("the session closed the socket without ending"),
+        };
+        assert_eq!(end, SessionEnd::Lost("the relay was silent for 15s".into()));
+        let lasted = started.elapsed();
+        assert!(
+            lasted >= Duration::from_secs(35),
+            "ended {lasted:?} in, not 15 s after the tunnel ran again at 20 s"
         );
     }
 

@@ -26,7 +26,6 @@
 mod recover;
 mod writer;
 
-use portpreview_shared::sync::lock;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -34,6 +33,7 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+use portpreview_shared::sync::lock;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::inbox::{Inbox, BODY_PART};

@@ -1,7 +1,6 @@
 //! The trip to the local handler and back: the request body read, the
 //! request recorded and sent, the handler's answer relayed to the caller.
 
-use portpreview_shared::sync::lock;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -9,14 +8,14 @@ use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use tokio::time::error::Elapsed;
-use tokio::time::Timeout;
+use portpreview_shared::sync::lock;
 
 use super::record::{new_delivery, record, record_captured, record_streaming, Streaming};
 use super::request::{build_request, declared_length};
 use super::{Head, Kept, Line, Shared, CUT_SHORT, PART_FORWARDED};
 use crate::forward::{undefined_status, ForwardError, LocalBody};
 use crate::store::{NewDelivery, Outcome};
+use crate::tunnel::awake::within;
 use crate::tunnel::body::{Capture, Held, Inflow, StreamedBody, WholeBody};
 use crate::tunnel::outbox::Outbox;
 use crate::tunnel::respond::{answer_error, failure, relay_response, AnswerSide, Timing};
@@ -27,7 +26,8 @@ const BUFFERED_BODY: usize = 1024 * 1024;
 
 /// What sending a request to the handler came to: its answer's head, its
 /// failure, or the local timeout.
-type Sent = Result<Result<Response<Incoming>, ForwardError>, Elapsed>;
+/// The handler's answer, or why none came; `None` past the local timeout.
+type Sent = Option<Result<Response<Incoming>, ForwardError>>;
 
 pub(super) async fn exchange(
     shared: &Shared,
@@ -118,13 +118,13 @@ async fn read_prefix(shared: &Shared, inflow: &mut Inflow) -> (Vec<Bytes>, bool)
         // Each chunk within the local timeout, as the relay waits for the
         // caller's: a stream whose body stops coming must not hold its
         // exchange, and its place in the session, for good.
-        match tokio::time::timeout(shared.local_timeout, inflow.next()).await {
-            Ok(Some(chunk)) => {
+        match within(shared.local_timeout, inflow.next()).await {
+            Some(Some(chunk)) => {
                 seen += chunk.data.len();
                 prefix.push(chunk.data);
             }
-            Ok(None) => break,
-            Err(_) => return (prefix, true),
+            Some(None) => break,
+            None => return (prefix, true),
         }
     }
     (prefix, false)
@@ -178,7 +178,7 @@ async fn send_streamed(
     // handler's failure to answer a body cut under it is no news.
     // A body still on its way is another matter: the handler could
     // not be reached, or failed, and the caller hears so now.
-    if cut && !matches!(response, Ok(Ok(_))) {
+    if cut && !matches!(response, Some(Ok(_))) {
         return None;
     }
     Some((response, since))
@@ -186,11 +186,8 @@ async fn send_streamed(
 
 /// Sends `local` to the handler. The handler's time starts when it is sent
 /// the request, not while recording waits for room.
-fn send(
-    shared: &Shared,
-    local: Request<LocalBody>,
-) -> Timeout<impl std::future::Future<Output = Result<Response<Incoming>, ForwardError>> + '_> {
-    tokio::time::timeout(shared.local_timeout, shared.forwarder.send(local))
+async fn send(shared: &Shared, local: Request<LocalBody>) -> Sent {
+    within(shared.local_timeout, shared.forwarder.send(local)).await
 }
 
 /// Sends `local`, whose body streams to the handler as the caller uploads
@@ -207,11 +204,11 @@ async fn send_as_uploaded(shared: &Shared, local: Request<LocalBody>, capture: &
             break ended_at;
         }
         if let Ok(answered) = tokio::time::timeout(UPLOAD_CHECK, &mut answer).await {
-            return (Ok(answered), Instant::now());
+            return (Some(answered), Instant::now());
         }
     };
     let left = shared.local_timeout.saturating_sub(ended_at.elapsed());
-    (tokio::time::timeout(left, answer).await, ended_at)
+    (within(left, answer).await, ended_at)
 }
 
 /// How often a streaming exchange looks whether its body has all gone.
@@ -221,9 +218,9 @@ const UPLOAD_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
 /// otherwise the status and reason the caller gets instead.
 fn relayable(shared: &Shared, sent: Sent) -> Result<Response<Incoming>, (u16, String)> {
     let response = match sent {
-        Ok(Ok(response)) => response,
-        Ok(Err(err)) => return Err((502, err.to_string())),
-        Err(_) => {
+        Some(Ok(response)) => response,
+        Some(Err(err)) => return Err((502, err.to_string())),
+        None => {
             let reason = format!(
                 "{} did not answer within {}",
                 shared.forwarder.target(),

@@ -13,6 +13,7 @@ use portpreview_shared::message::{Header, StreamId};
 use tokio::sync::{oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
 
+use super::awake::within;
 use super::body::{Held, Inflow};
 use super::outbox::Outbox;
 use super::respond::{failure, AnswerSide};
@@ -149,7 +150,7 @@ async fn answer_for_nobody(
     // wait for it, nor the handler's pace be waited on for the rest.
     answer.nobody_left();
     let answered = tokio::select! {
-        answered = tokio::time::timeout(shared.local_timeout, exchanged) => answered.ok(),
+        answered = within(shared.local_timeout, exchanged) => answered,
         () = shared.stop.drain_over() => None,
     };
     let Some(mut outcome) = answered else {

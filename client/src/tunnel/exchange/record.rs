@@ -1,8 +1,9 @@
 //! An exchange's way into the history: the request, recorded before the
 //! handler sees it or as the handler reads it, then its answer.
 
-use portpreview_shared::sync::lock;
 use std::sync::{Arc, Mutex};
+
+use portpreview_shared::sync::lock;
 
 use super::{Head, Line, Shared};
 use crate::events::report_delivered;

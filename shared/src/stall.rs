@@ -1,0 +1,36 @@
+//! Telling a peer's silence from this process's own pause.
+//!
+//! A process stopped (`kill -STOP`, a debugger) or a laptop asleep runs
+//! no timers; when it runs again, every deadline that passed meanwhile
+//! fires at once, before the frames and answers that arrived in the
+//! meantime have been read. Judged by those timers alone, a peer would be
+//! declared silent, and a handler slow, for time this process itself was
+//! not running.
+
+use std::time::{Duration, Instant};
+
+/// How late a timer may fire and still be taken as running on time. Far
+/// past what a busy scheduler delays a timer by, far below any pause
+/// worth the name.
+pub const OVERSLEPT: Duration = Duration::from_secs(1);
+
+/// Whether a timer due at `due` that fired at `now` fired so late that
+/// this process was not running in between.
+pub fn overslept(due: Instant, now: Instant) -> bool {
+    now.saturating_duration_since(due) > OVERSLEPT
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_timer_far_past_its_time_counts_as_a_pause() {
+        let due = Instant::now();
+        assert!(!overslept(due, due));
+        assert!(!overslept(due, due + Duration::from_millis(200)));
+        assert!(overslept(due, due + Duration::from_secs(20)));
+        // Fired early (a reset deadline): no pause.
+        assert!(!overslept(due + Duration::from_secs(5), due));
+    }
+}
