@@ -1,17 +1,19 @@
 //! How times, statuses, durations and keys are written in cells.
 
-use std::time::{Duration, UNIX_EPOCH};
-
 // Cells are cut as every view cuts text to columns.
 pub use portpreview_shared::text::{cut, fit, tail};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 
 /// `2026-11-30 02:45:00.123` (with the date) or `02:45:00`, in UTC.
+/// A time past what RFC 3339 writes (a damaged or hand-edited row) is
+/// shown as its number.
 pub fn timestamp(ms: i64, with_date: bool) -> String {
-    let time = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
-    let text = humantime::format_rfc3339_millis(time).to_string();
     // "2026-11-30T02:45:00.123Z"
+    let text = crate::time::rfc3339_ms(ms);
+    if !text.ends_with('Z') {
+        return text;
+    }
     if with_date {
         text.trim_end_matches('Z').replacen('T', " ", 1)
     } else {
@@ -22,7 +24,7 @@ pub fn timestamp(ms: i64, with_date: bool) -> String {
 /// `11-30 02:45:00`: month, day and time, in UTC.
 pub fn short_timestamp(ms: i64) -> String {
     let full = timestamp(ms, true);
-    full.get(5..19).unwrap_or_default().to_owned()
+    full.get(5..19).map_or(full.clone(), str::to_owned)
 }
 
 /// Colour of a status by class; red for a delivery that got no answer.
@@ -118,6 +120,11 @@ mod tests {
         assert_eq!(timestamp(1_764_470_701_234, true), "2025-11-30 02:45:01.234");
         assert_eq!(timestamp(1_764_470_701_234, false), "02:45:01");
         assert_eq!(short_timestamp(1_764_470_701_234), "11-30 02:45:01");
+        // Past year 9999, as a hand-edited row may be: its number, no panic.
+        let far = 300_000_000_000_000;
+        assert_eq!(timestamp(far, true), far.to_string());
+        assert_eq!(timestamp(far, false), far.to_string());
+        assert_eq!(short_timestamp(far), far.to_string());
         assert_eq!(duration(Some(3.25)), "3.2 ms");
         assert_eq!(duration(Some(14.4)), "14 ms");
         assert_eq!(duration(Some(1234.0)), "1.2 s");
