@@ -41,6 +41,32 @@ fn a_handler_that_credits_every_delivery_is_not_idempotent() {
     assert_eq!(handler.balance(), 3);
 }
 
+/// A Discord event's key is a number (a snowflake): replayed by it, it is
+/// taken as the key it is, not as an ID no delivery has; `#1` stays an ID.
+#[test]
+fn a_numeric_event_key_is_replayed_by_its_key() {
+    let handler = Handler::start(Behaviour::DedupsInOneTransaction);
+    let mut discord = stripe_delivery(&handler.url());
+    discord.provider = Some("discord".into());
+    discord.event_key = "1234567890123456789".into();
+    let history = History::with(&discord);
+    let ran = portpreview(&history.db(), &["replay", "1234567890123456789"]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(
+        ran.stderr,
+        "replaying #1, the newest delivery of event 1234567890123456789\n"
+    );
+    let ran = portpreview(&history.db(), &["replay", "#1"]);
+    assert_eq!((ran.code, ran.stderr.as_str()), (0, ""), "{}", ran.stdout);
+    let ran = portpreview(&history.db(), &["replay", "#1234567890123456789"]);
+    assert_eq!(ran.code, 2, "{}", ran.stdout);
+    assert!(
+        ran.stderr.contains("no delivery #1234567890123456789 in"),
+        "{}",
+        ran.stderr
+    );
+}
+
 #[test]
 fn a_handler_that_dedups_in_one_transaction_is_idempotent_and_the_run_is_recorded() {
     let handler = Handler::start(Behaviour::DedupsInOneTransaction);
@@ -911,7 +937,11 @@ fn what_cannot_run_exits_2_with_one_line() {
         (ran.code, ran.stderr.trim()),
         (
             2,
-            format!("error: no delivery #999 in {}", history.db().display()).as_str()
+            format!(
+                "error: no delivery #999, nor one with event key \"999\", in {}",
+                history.db().display()
+            )
+            .as_str()
         )
     );
 

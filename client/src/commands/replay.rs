@@ -200,6 +200,44 @@ fn latest_words(args: &Args) -> String {
     format!("--latest {narrowed}").trim_end().to_string()
 }
 
+/// The delivery `wanted` names: `#12` is an ID; a bare number is one when
+/// such a delivery exists, else an event key, as a Discord event's
+/// snowflake is a number; anything else is an event key, whose newest
+/// delivery is taken.
+fn chosen(store: &Store, wanted: &str, db: &Path) -> anyhow::Result<i64> {
+    let id = super::show::parse_id(wanted).ok();
+    if let Some(id) = id {
+        let exists = store.get(id).map_err(|err| err.for_command(db))?.is_some();
+        if exists || wanted.trim_start().starts_with('#') {
+            return Ok(id);
+        }
+    }
+    let wanted = wanted.trim();
+    let Some(newest) = store.newest_with_event_key(wanted).map_err(|err| err.for_command(db))? else {
+        return Err(match id {
+            Some(id) => anyhow::anyhow!(
+                "no delivery #{id}, nor one with event key {wanted:?}, in {}",
+                db.display()
+            ),
+            None => anyhow::anyhow!("no delivery with event key {wanted:?} in {}", db.display()),
+        });
+    };
+    // Several deliveries may share a key (retries, two hooks).
+    crate::to_stderr(format_args!(
+        "replaying #{newest}, the newest delivery of event {}\n",
+        escape_str(wanted)
+    ));
+    let events = store.events_with_key(wanted).map_err(|err| err.for_command(db))?;
+    if events > 1 {
+        crate::to_stderr(format_args!(
+            "note: {events} events share this key (two hooks, or two paths): \
+             `portpreview history --event {}` lists them; replay another by its ID\n",
+            escape_str(wanted)
+        ));
+    }
+    Ok(newest)
+}
+
 /// Where the replayed request came from.
 enum Origin {
     // Boxed: a connection is large, a fixture's path is not.
@@ -225,31 +263,7 @@ fn load_request(args: &Args, db: &Path) -> anyhow::Result<(NewDelivery, Origin)>
         ));
         id
     } else {
-        let wanted = args.delivery.as_deref().unwrap_or_default();
-        let numeric = wanted.trim_start_matches('#');
-        match numeric.parse::<i64>() {
-            Ok(id) => id,
-            Err(_) => {
-                let id = store
-                    .newest_with_event_key(wanted)
-                    .map_err(|err| err.for_command(db))?
-                    .with_context(|| format!("no delivery with event key {wanted:?} in {}", db.display()))?;
-                // Several deliveries may share a key (retries, two hooks).
-                crate::to_stderr(format_args!(
-                    "replaying #{id}, the newest delivery of event {}\n",
-                    escape_str(wanted)
-                ));
-                let events = store.events_with_key(wanted).map_err(|err| err.for_command(db))?;
-                if events > 1 {
-                    crate::to_stderr(format_args!(
-                        "note: {events} events share this key (two hooks, or two paths): \
-                         `portpreview history --event {}` lists them; replay another by its ID\n",
-                        escape_str(wanted)
-                    ));
-                }
-                id
-            }
-        }
+        chosen(&store, args.delivery.as_deref().unwrap_or_default(), db)?
     };
     let delivery = super::show::fetch(&store, id, db)?;
     Ok((
