@@ -408,9 +408,9 @@ pub fn slow_answers(attempts: &[Attempt], provider: Provider) -> Option<String> 
     ))
 }
 
-/// The verdict: a failed answer check is final; a moving state, or one too
-/// large to compare, makes the rest inconclusive; any other failure is "not
-/// idempotent".
+/// The verdict: a failed answer check is final; a failed check that could
+/// not judge the handler (see [`makes_inconclusive`]) makes the rest
+/// inconclusive; any other failure is "not idempotent".
 pub fn decide(checks: &[Check]) -> Option<bool> {
     let failed = |name: &str| checks.iter().any(|c| c.name == name && !c.passed);
     if failed(ANSWERS_2XX) {
@@ -422,7 +422,7 @@ pub fn decide(checks: &[Check]) -> Option<bool> {
     Some(checks.iter().all(|c| c.passed))
 }
 
-/// The roles in order, for the report's table.
+/// `role`'s label in the report's table of attempts.
 pub fn role_label(role: Role) -> &'static str {
     match role {
         Role::Replay => "",
