@@ -68,14 +68,19 @@ impl TerminalGuard {
     }
 }
 
-/// ratatui's hook gives the terminal back on any panic, but the history
-/// writer catches its own and carries on: for those the screen stays, and
-/// the panic goes to the log instead of over the TUI.
+/// ratatui's hook gives the terminal back on any panic, but some panics
+/// are caught and the TUI carries on: the history writer's own, and a
+/// tokio task's (an exchange, a save to a file), which its owner gets as
+/// an error. For those the screen stays, and the panic goes to the log
+/// instead of over the TUI; a panic that ends the TUI still gives the
+/// terminal back as it unwinds, through [`TerminalGuard`]'s drop.
 fn spare_caught_panics() {
     let restore_and_report = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         if std::thread::current().name() == Some(WRITER_THREAD) {
             tracing::error!(%info, "internal error in the history writer");
+        } else if let Some(task) = tokio::task::try_id() {
+            tracing::error!(%info, %task, "internal error in a task");
         } else {
             restore_and_report(info);
         }
