@@ -154,19 +154,25 @@ pub fn to_terminal_line(value: &impl Serialize) -> String {
 }
 
 /// serde_json escapes C0 controls but leaves DEL, C1 controls (an 8-bit
-/// CSI among them), bidi controls and invisible characters raw inside
+/// CSI among them), bidi controls, invisible characters and piles of
+/// combining marks (which draw over the lines around them) raw inside
 /// strings; every character the text views escape becomes `\uXXXX` (a
 /// surrogate pair past U+FFFF), which any JSON reader decodes back to the
 /// same text. Outside strings serde_json writes only ASCII, spaces and
 /// newlines, so the whole text can be scanned.
 fn terminal_safe(text: String) -> String {
-    let risky = |c: char| c != '\n' && portpreview_shared::sanitize::is_hidden_or_control(c);
-    if !text.contains(risky) {
+    // A fresh count of marks for each pass over the text.
+    let risky = || {
+        let mut pile = portpreview_shared::sanitize::Pile::default();
+        move |c: char| pile.piles_up(c) || (c != '\n' && portpreview_shared::sanitize::is_hidden_or_control(c))
+    };
+    if !text.chars().any(risky()) {
         return text;
     }
     let mut out = String::with_capacity(text.len() + 16);
+    let mut escaped = risky();
     for c in text.chars() {
-        if risky(c) {
+        if escaped(c) {
             for unit in c.encode_utf16(&mut [0; 2]) {
                 let _ = write!(out, "\\u{unit:04x}");
             }
@@ -198,6 +204,13 @@ mod tests {
         let text = to_terminal_text(&value);
         assert!(!text.contains('\u{9b}') && !text.contains('\u{202e}') && !text.contains('\u{1b}'));
         assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), value);
+        // Marks piled on one letter draw over the lines around it: past the
+        // few a terminal shows in place, they are escaped as the text views
+        // escape them.
+        let piled = json!({ "body": format!("a{}", "\u{301}".repeat(50)) });
+        let text = to_terminal_text(&piled);
+        assert!(text.matches('\u{301}').count() <= 3, "{text}");
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), piled);
         let line = to_terminal_line(&value);
         assert!(!line.contains('\u{9b}') && !line.contains('\u{202e}') && !line.contains('\n'));
         assert_eq!(serde_json::from_str::<Value>(&line).unwrap(), value);
