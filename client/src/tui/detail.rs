@@ -141,9 +141,10 @@ impl DetailDoc {
         }
         for run in runs {
             let report = StoredReport::read(&run.report_json);
-            // The stored verdict is a bool; the summary beside it, written by
-            // the same run, tells a failed first delivery from a lack of idempotency.
-            let failed = run.summary.starts_with("✗ failed");
+            // The stored verdict is a bool; the report's own word tells a
+            // failed first delivery from a lack of idempotency. Reports
+            // stored before it had the word say so in their summary.
+            let failed = report.failed.unwrap_or_else(|| run.summary.starts_with("✗ failed"));
             let (mark, style) = match run.idempotent {
                 // One attempt sends no duplicate, and a run without a probe
                 // saw only statuses: neither can show idempotence.
@@ -184,6 +185,9 @@ struct StoredReport {
     warnings: Vec<String>,
     /// Whether a probe read the handler's state.
     side_effects_checked: bool,
+    /// Whether the verdict was "failed" (the first attempt got no 2xx)
+    /// rather than "not idempotent"; `None` for a report without the word.
+    failed: Option<bool>,
     /// The distinct answers: the attempts that got each, its status and
     /// the start of its body.
     answers: Vec<(Vec<u32>, Option<u64>, String)>,
@@ -230,6 +234,7 @@ impl StoredReport {
             // Reports stored before the field existed count as checked: their
             // summary already says when they were not.
             side_effects_checked: report["side_effects_checked"].as_bool().unwrap_or(true),
+            failed: report["verdict"].as_str().map(|verdict| verdict == "failed"),
             answers,
             sent: report["attempts"].as_array().map(Vec::len),
         }
@@ -586,8 +591,21 @@ mod tests {
             .to_string(),
             ..run.clone()
         };
-        let shown = text(&DetailDoc::new(&test_delivery(1), 1, &[run, failed, unprobed], false));
-        assert!(shown.contains("Replay runs (3)"), "{shown}");
+        // Told by the report's verdict, whatever its summary's words.
+        let refused = ReplayRun {
+            times: 2,
+            summary: "attempt 1 answered 500".into(),
+            report_json: serde_json::json!({"verdict": "failed"}).to_string(),
+            ..run.clone()
+        };
+        let shown = text(&DetailDoc::new(
+            &test_delivery(1),
+            1,
+            &[run, failed, unprobed, refused],
+            false,
+        ));
+        assert!(shown.contains("×2 ✗ failed  attempt 1 answered 500"), "{shown}");
+        assert!(shown.contains("Replay runs (4)"), "{shown}");
         assert!(
             shown.contains("×3 ✓ answered  ✓ every one of 3 attempts"),
             "a run that read no state is not called idempotent: {shown}"
