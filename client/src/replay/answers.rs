@@ -120,19 +120,44 @@ pub fn pair_to_show(groups: &[AnswerGroup]) -> Option<(&AnswerGroup, &AnswerGrou
     Some((first, other))
 }
 
+/// Most rows of two answers shown side by side.
+const ROWS_SHOWN: usize = 40;
+
+/// Rows shown before the first that differs, when the window cannot start
+/// at the top: enough to see where in the answer it is.
+const ROWS_BEFORE: usize = 3;
+
 /// Two answers in two columns, each `width` terminal columns wide. A row
-/// that differs is shown, on both sides, where it first differs.
+/// that differs is shown, on both sides, where it first differs; a long
+/// answer is shown from a little before its first differing row, and the
+/// rows left out are counted.
 pub fn side_by_side(left: &AnswerGroup, right: &AnswerGroup, width: usize) -> String {
     let (a, b) = (left.lines(), right.lines());
-    let rows = a.len().max(b.len()).min(40);
+    let total = a.len().max(b.len());
+    // Row 0 heads each answer (its status and attempts) and always shows;
+    // the window over the body follows the first row that differs.
+    let first_differing = (1..total).find(|&i| a.get(i) != b.get(i)).unwrap_or(1);
+    let start = if first_differing < ROWS_SHOWN {
+        1
+    } else {
+        first_differing - ROWS_BEFORE
+    };
+    let end = total.min(start + ROWS_SHOWN - 1);
+    let rows = std::iter::once(0).chain(start..end);
     let mut out = String::new();
-    for i in 0..rows {
+    for i in rows {
+        if i == start && start > 1 {
+            out.push_str(&format!("  … {} lines alike\n", start - 1));
+        }
         let (l, r) = (a.get(i).map_or("", String::as_str), b.get(i).map_or("", String::as_str));
         let marker = if a.get(i) == b.get(i) { ' ' } else { '|' };
         let (l, r) = around_difference(l, r, width);
         // Padded in columns: a CJK body would widen the left column, a
         // pile of combining marks narrow it.
         out.push_str(&format!("  {} {marker} {r}\n", pad(&l, width)));
+    }
+    if end < total {
+        out.push_str(&format!("  … {} more lines\n", total - end));
     }
     out
 }
@@ -263,6 +288,30 @@ mod tests {
             .expect("a body row");
         assert!(l.trim().starts_with("A{") && l.trim_end().ends_with('…'), "{early}");
         assert!(r.starts_with("B{") && r.ends_with('…'), "{early}");
+    }
+
+    /// Two long answers that differ far down are shown where they differ,
+    /// under their heads, with the rows left out counted.
+    #[test]
+    fn long_answers_are_shown_from_where_they_differ() {
+        let body = |n: u32| {
+            (1..=100)
+                .map(|i| format!("line {i} {}", if i == 50 { n } else { 0 }))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let shown = side_by_side(&group(body(1).as_bytes()), &second(body(2).as_bytes()), 38);
+        let rows: Vec<&str> = shown.lines().collect();
+        assert!(rows[0].contains("200 for attempt 1"), "{shown}");
+        assert_eq!(rows[1].trim(), "… 46 lines alike", "{shown}");
+        assert!(rows[2].trim_start().starts_with("line 47 0"), "{shown}");
+        assert!(
+            rows.iter()
+                .any(|row| row.contains("line 50 1") && row.contains(" | line 50 2")),
+            "{shown}"
+        );
+        // 39 body rows shown from line 47: lines 86 to 100 are left out.
+        assert_eq!(rows.last().map(|row| row.trim()), Some("… 15 more lines"), "{shown}");
     }
 
     #[test]
