@@ -526,6 +526,19 @@ fn a_suite_resigns_with_the_secret_its_environment_names() {
     assert!(!ran.stderr.contains("is not read"), "{}", ran.stderr);
     std::fs::remove_file(project.path("fixtures/suite.toml")).unwrap();
 
+    // A secret given with no re-signing asked for: said, as replay says it;
+    // with a suite that re-signs, it is used and nothing is said.
+    let secret = ["--secret", STRIPE_SECRET];
+    let ran = project.check(&[&flags[..3], &secret[..]].concat(), &[]);
+    assert!(
+        ran.stderr
+            .contains("warning: --secret signs only with --resign or --fresh"),
+        "{}",
+        ran.stderr
+    );
+    let ran = project.check(&["suite.toml", "--secret", STRIPE_SECRET], &[]);
+    assert!(!ran.stderr.contains("signs only"), "{}", ran.stderr);
+
     // Without the re-signing the recorded 2023 signature is refused.
     let ran = project.check(&["fixtures/stripe.json", "--target", &verifier.url()], &[]);
     assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);

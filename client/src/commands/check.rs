@@ -69,6 +69,15 @@ pub async fn run(args: Args, history: Option<&Path>) -> anyhow::Result<ExitCode>
         refuse_to_overwrite_an_input(junit, args.inputs.iter().map(PathBuf::as_path).chain(fixtures))?;
         refuse_to_overwrite_a_database(junit, history, "the JUnit report")?;
     }
+    let signs = |job: &Job| {
+        let entry = job.entry.as_ref();
+        args.run.resign
+            || args.run.fresh
+            || entry.is_some_and(|e| e.resign.unwrap_or(false) || e.fresh.unwrap_or(false))
+    };
+    if args.run.secret.is_some() && !jobs.iter().any(signs) {
+        crate::to_stderr(format_args!("{}", super::run::SECRET_UNUSED));
+    }
     // One stop for the whole check: ctrl-c ends the fixture in progress
     // and leaves the rest unstarted, whenever it comes.
     let stop = CancellationToken::new();

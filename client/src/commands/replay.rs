@@ -135,10 +135,7 @@ async fn start(args: &Args, db: &Path, case: &mut String) -> anyhow::Result<Ran>
     if opts.resign || opts.fresh {
         opts.secret = crate::config::resolve_secret(opts.secret.take(), replay::provider_of(&request), None)?;
     } else if opts.secret.is_some() {
-        // A secret given for nothing: the user likely meant it to sign.
-        crate::to_stderr(format_args!(
-            "warning: --secret signs only with --resign or --fresh; the attempts carry the recorded signature\n"
-        ));
+        crate::to_stderr(format_args!("{}", super::run::SECRET_UNUSED));
     }
     // Said before anything is sent: the user asked for a header the
     // attempts will not carry.

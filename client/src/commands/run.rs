@@ -70,6 +70,11 @@ impl RunArgs {
     }
 }
 
+/// Said when `--secret` is given and nothing signs: the user likely meant
+/// it to sign.
+pub const SECRET_UNUSED: &str =
+    "warning: --secret signs only with --resign or --fresh; the attempts carry the recorded signature\n";
+
 /// The probe a pair of `--check-cmd` / `--check-url` values asks for.
 pub fn probe_spec(cmd: Option<&str>, url: Option<&str>) -> Option<ProbeSpec> {
     match (cmd, url) {
