@@ -94,7 +94,7 @@ fn is_transient(err: &io::Error) -> bool {
     matches!(err.kind(), ConnectionAborted | ConnectionReset | ConnectionRefused | Interrupted | WouldBlock | TimedOut)
         // The process or system is out of something that finishing
         // connections gives back.
-        || rustix::io::Errno::from_io_error(err)
+        || Errno::from_io_error(err)
             .is_some_and(|errno| [Errno::MFILE, Errno::NFILE, Errno::NOBUFS, Errno::NOMEM].contains(&errno))
 }
 

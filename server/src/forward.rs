@@ -66,8 +66,8 @@ pub async fn forward(
         return too_large(limits.max_body);
     }
     let deadline = tokio::time::Instant::now() + limits.timeout;
-    let body = match read_small_body(body, declared, deadline).await {
-        Ok(body) => body,
+    let (inline, to_pump) = match split_body(body, declared, deadline).await {
+        Ok(split) => split,
         Err(Unread::Broken) => return unreadable_body(),
         Err(Unread::Late) => return answer(StatusCode::REQUEST_TIMEOUT, "the request body did not arrive in time"),
     };
@@ -75,17 +75,12 @@ pub async fn forward(
         Ok(port) => port,
         Err(err) => return not_opened(err, name),
     };
-    let streams_body = matches!(&body, CallerBody::Streamed(incoming) if !incoming.is_end_stream());
-    let inline = match &body {
-        CallerBody::Small(bytes) => bytes.clone(),
-        CallerBody::Streamed(_) => Bytes::new(),
-    };
     let head = ServerMessage::RequestHead {
         stream: port.id,
         method: parts.method.as_str().to_string(),
         target,
         headers: request_headers(&parts.headers, hop),
-        end: !streams_body,
+        end: to_pump.is_none(),
     };
     // A client that stops reading its socket fills the writer's queue; the
     // caller's wait is bounded by the same timeout either way. A small body
@@ -100,12 +95,12 @@ pub async fn forward(
         Ok(Err(SendError::Closed)) => return client_gone(),
         Err(_) => return timed_out(&port, limits.timeout),
     }
-    let (pump, mut pump_end) = match body {
-        CallerBody::Streamed(incoming) if streams_body => {
+    let (pump, mut pump_end) = match to_pump {
+        Some(incoming) => {
             let (pump, end) = Pump::start(&port, incoming, limits);
             (Some(pump), Some(end))
         }
-        _ => {
+        None => {
             port.request_done();
             (None, None)
         }
@@ -172,14 +167,6 @@ pub async fn forward(
     }
 }
 
-/// The caller's body as it leaves for the client.
-enum CallerBody {
-    /// Read whole in advance: it rides in the head's frame.
-    Small(Bytes),
-    /// Still on the caller's connection, to be pumped in chunks (or empty).
-    Streamed(Incoming),
-}
-
 /// Why a small body read in advance was not read.
 enum Unread {
     /// The caller's connection failed mid-body.
@@ -188,18 +175,22 @@ enum Unread {
     Late,
 }
 
-/// Reads a small body of known length whole before anything is sent: head
-/// and body then leave as one frame, and no pump task is needed.
-async fn read_small_body(
+/// The caller's body as it leaves for the client: the bytes that ride in
+/// the head's frame, and what is left to pump in chunks. A small body of
+/// known length is read whole before anything is sent, so head and body
+/// leave as one frame and no pump task is needed; an empty one leaves
+/// nothing to pump.
+async fn split_body(
     body: Incoming,
     declared: Option<u64>,
     deadline: tokio::time::Instant,
-) -> Result<CallerBody, Unread> {
+) -> Result<(Bytes, Option<Incoming>), Unread> {
     if !declared.is_some_and(|len| len > 0 && len <= CHUNK_SIZE as u64) {
-        return Ok(CallerBody::Streamed(body));
+        let rest = (!body.is_end_stream()).then_some(body);
+        return Ok((Bytes::new(), rest));
     }
     match tokio::time::timeout_at(deadline, body.collect()).await {
-        Ok(Ok(collected)) => Ok(CallerBody::Small(collected.to_bytes())),
+        Ok(Ok(collected)) => Ok((collected.to_bytes(), None)),
         Ok(Err(_)) => Err(Unread::Broken),
         Err(_) => Err(Unread::Late),
     }

@@ -106,13 +106,10 @@ pub async fn run(args: Args, db: &Path, config: Config, from_env: &[&str]) -> an
         // The channel is new and empty: these fit.
         let _ = events_tx.try_send(TunnelEvent::Notice { text });
     }
-    let (recorder, recorder_handle) = match args.no_record {
-        true => (None, None),
-        false => {
-            let (recorder, handle) = start_recorder(db, &args.key_fields, &events_tx)?;
-            (Some(recorder), Some(handle))
-        }
-    };
+    let (recorder, recorder_handle) = (!args.no_record)
+        .then(|| start_recorder(db, &args.key_fields, &events_tx))
+        .transpose()?
+        .unzip();
     let running = Running {
         tunnel_config: setup.tunnel_config,
         local_relay: setup.local_relay,

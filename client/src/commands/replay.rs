@@ -204,8 +204,7 @@ fn latest_words(args: &Args) -> String {
 fn chosen(store: &Store, wanted: &str, db: &Path) -> anyhow::Result<i64> {
     let id = super::show::parse_id(wanted).ok();
     if let Some(id) = id {
-        let exists = store.get(id).map_err(|err| err.for_command(db))?.is_some();
-        if exists || wanted.trim_start().starts_with('#') {
+        if wanted.trim_start().starts_with('#') || store.get(id).map_err(|err| err.for_command(db))?.is_some() {
             return Ok(id);
         }
     }

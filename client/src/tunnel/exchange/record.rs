@@ -95,8 +95,10 @@ fn recorded(shared: &Shared, result: Result<Ticket, RecordError>) -> Option<Tick
 
 pub(super) fn new_delivery(shared: &Shared, head: Head, received_at_ms: i64) -> NewDelivery {
     let host_preserved = shared.preserves_host(&head.headers);
-    let announced = lock(&shared.public_url).clone();
-    let tunnel_url = called_url(&head.headers, &announced).unwrap_or(announced);
+    let tunnel_url = {
+        let announced = lock(&shared.public_url);
+        called_url(&head.headers, &announced).unwrap_or_else(|| announced.clone())
+    };
     NewDelivery {
         received_at_ms,
         host_preserved,
