@@ -724,12 +724,17 @@ fn a_mistyped_db_is_refused_and_never_created() {
             .args(args)
             .env("PORTPREVIEW_DB", &typo)
             .env("PORTPREVIEW_CONFIG", h.dir.join("config.toml"))
+            .env("HOME", &h.dir)
+            .env_remove("XDG_DATA_HOME")
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert_eq!(stderr_line(&out), expected, "{args:?}");
         assert!(out.stdout.is_empty(), "{args:?}");
         assert!(!typo.exists(), "{args:?} created {}", typo.display());
+        // Nor a log file: `tui` logs to one, and had nothing to log.
+        let data = h.dir.join(".local/share/portpreview");
+        assert!(!data.exists(), "{args:?} created {}", data.display());
     }
 }
 

@@ -33,9 +33,23 @@ pub fn init(cli: &Cli) {
         }
         return;
     }
-    match log_file() {
-        Some(file) => install(std::sync::Mutex::new(file), false, None),
-        None => install(std::io::sink, false, None),
+    install(LazyLog::default(), false, None);
+}
+
+/// `portpreview.log`, opened on its first line: a run that logs nothing
+/// (a `tui` refused for a mistyped `--db`, most runs) leaves no file, nor
+/// folder, in the user's data directory.
+#[derive(Default)]
+struct LazyLog(std::sync::OnceLock<Option<std::sync::Mutex<std::fs::File>>>);
+
+impl<'w> MakeWriter<'w> for LazyLog {
+    type Writer = Box<dyn std::io::Write + 'w>;
+
+    fn make_writer(&'w self) -> Self::Writer {
+        match self.0.get_or_init(|| log_file().map(std::sync::Mutex::new)) {
+            Some(file) => Box::new(file.make_writer()),
+            None => Box::new(std::io::sink()),
+        }
     }
 }
 
