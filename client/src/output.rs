@@ -27,6 +27,12 @@ pub enum LogFormat {
 /// Longest event key shown whole on a line.
 const KEY_WIDTH: usize = 24;
 
+/// Failed reconnect tries each get a line up to this many; after that,
+/// one in this many does. At the backoff's cap that is about a line a
+/// minute, so a tunnel left running against a relay that is down for the
+/// night does not fill the terminal with thousands of the same line.
+const EVERY_TRY_UNTIL: u32 = 8;
+
 /// How long the output thread lets events gather after writing a burst.
 /// Waking it costs the tunnel a cross-thread wake-up; a person reading the
 /// lines does not notice a few milliseconds.
@@ -145,9 +151,19 @@ pub fn text_line(event: &TunnelEvent) -> Option<Line> {
                 u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX),
             ));
             let reason = escape_str(reason);
-            Line::Err(match failed_tries {
+            Line::Err(match *failed_tries {
                 0 => format!("relay connection lost ({reason}); reconnecting in {retry_in}"),
-                n => format!("still reconnecting: try {n} failed ({reason}); next in {retry_in}"),
+                n if n < EVERY_TRY_UNTIL => {
+                    format!("still reconnecting: try {n} failed ({reason}); next in {retry_in}")
+                }
+                n if n == EVERY_TRY_UNTIL => format!(
+                    "still reconnecting: try {n} failed ({reason}); next in {retry_in}, \
+                     and from now on a line every {EVERY_TRY_UNTIL} tries"
+                ),
+                n if n % EVERY_TRY_UNTIL == 0 => {
+                    format!("still reconnecting: try {n} failed ({reason}); next in {retry_in}")
+                }
+                _ => return None,
             })
         }
         TunnelEvent::Delivered {
@@ -364,6 +380,21 @@ mod tests {
                 "still reconnecting: try 3 failed (refused); next in 4s".into()
             )),
             "one 'lost' line, then the tries"
+        );
+        let tries: Vec<u32> = (1..=40)
+            .filter(|&failed_tries| {
+                let next = TunnelEvent::Disconnected {
+                    reason: "refused".into(),
+                    failed_tries,
+                    retry_in: Duration::from_secs(10),
+                };
+                text_line(&next).is_some()
+            })
+            .collect();
+        assert_eq!(
+            tries,
+            [1, 2, 3, 4, 5, 6, 7, 8, 16, 24, 32, 40],
+            "a relay down for long gets a line about once a minute"
         );
         let refusing = TunnelEvent::HistoryRefusing {
             reason: Some("locked".into()),
