@@ -90,10 +90,13 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
             );
         }
         Some(o) => {
-            let status = o.status.map_or_else(|| "none".into(), |s| s.to_string());
-            let _ = match o.duration_ms {
-                Some(ms) => writeln!(out, "  Status {status} after {ms:.1} ms"),
-                None => writeln!(out, "  Status {status}"),
+            let _ = match (o.status, o.duration_ms) {
+                (Some(status), Some(ms)) => writeln!(out, "  Status {status} after {ms:.1} ms"),
+                (Some(status), None) => writeln!(out, "  Status {status}"),
+                // The handler was down, too slow, or broke off before its
+                // status line: the error below says which.
+                (None, Some(ms)) => writeln!(out, "  No answer after {ms:.1} ms"),
+                (None, None) => writeln!(out, "  No answer"),
             };
             if let Some(error) = &o.error {
                 let _ = writeln!(out, "  Error: {}", escape_str(error));
@@ -247,6 +250,21 @@ mod tests {
         let shown = delivery(&health, 1, &[], false, BodyCut::WHOLE);
         assert!(shown.contains("none (nothing to group deliveries by)"), "{shown}");
         assert!(!shown.contains("delivery of"), "{shown}");
+    }
+
+    #[test]
+    fn a_handler_that_never_answered_reads_as_no_answer_and_why() {
+        let mut down = sample();
+        down.outcome = Some(Outcome {
+            duration_ms: Some(2001.0),
+            error: Some("did not answer within 2s".into()),
+            ..Outcome::default()
+        });
+        let shown = delivery(&down, 2, &[], false, BodyCut::WHOLE);
+        assert!(
+            shown.contains("Response\n  No answer after 2001.0 ms\n  Error: did not answer within 2s\n"),
+            "{shown}"
+        );
     }
 
     #[test]
