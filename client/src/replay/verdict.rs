@@ -7,7 +7,7 @@ use portpreview_shared::provider::Provider;
 use portpreview_shared::sanitize::escape_str;
 use portpreview_shared::text::counted;
 
-use super::delta::{changes, framing, moves_alike, multiple, multiplied_row, Change};
+use super::delta::{changes, framing, moves_alike, multiple, multiplied_row, Change, Multiplied};
 use super::probe::ProbeError;
 use super::report::{attempts_phrase, Attempt, Check, Role, StateTrace};
 
@@ -162,6 +162,53 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
     let before = framed.as_deref().unwrap_or(&trace.before);
     let moves = changes(&[before, after_baseline, after_burst]);
     let (single, many) = (&moves[0], &moves[1]);
+    let copies = counted(burst, "copy", "copies");
+    let failed = |name, detail| {
+        Some(Check {
+            name,
+            passed: false,
+            detail,
+        })
+    };
+    if let Some(detail) = burst_unreadable(single, many, &copies, (after_baseline, after_burst)) {
+        return failed(PROBE_SHOWS_EFFECTS, detail);
+    }
+    if let Some(row) = multiplied_row(before, after_baseline, after_burst, burst) {
+        return failed(BURST_ACTS_ONCE, multiplied_detail(&row, burst, &copies));
+    }
+    if moves_alike(before, after_baseline, after_burst) {
+        return Some(Check {
+            name: BURST_ACTS_ONCE,
+            passed: true,
+            detail: format!(
+                "a burst of {copies} of one new event changed the state as one delivery did ({})",
+                single.describe()
+            ),
+        });
+    }
+    let detail = if many.counts_nothing() || single.counts_nothing() {
+        format!(
+            "one new event {}, a burst of {copies} of another {}: the handler does not treat new events alike",
+            effect(single),
+            effect(many)
+        )
+    } else {
+        format!(
+            "one new event changed the state by {} ({}); a burst of {copies} of another changed it by {} \
+             ({}): {}",
+            single.describe(),
+            shown_change(&trace.before, after_baseline),
+            many.describe(),
+            shown_change(after_baseline, after_burst),
+            burst_diagnosis(single, many, burst),
+        )
+    };
+    failed(BURST_ACTS_ONCE, detail)
+}
+
+/// Why the burst cannot show how many times it acted, when it cannot:
+/// the probe saw no count move, in the single delivery or in the burst.
+fn burst_unreadable(single: &Change, many: &Change, copies: &str, burst_reads: (&str, &str)) -> Option<String> {
     if single.counts_nothing() && many.counts_nothing() {
         // Without a side effect to count, a burst that acted twice looks
         // just like one that acted once: a `last_seen` replaced once or
@@ -171,66 +218,50 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
         } else {
             "moved a count or added a line"
         };
-        return Some(Check {
-            name: PROBE_SHOWS_EFFECTS,
-            passed: false,
-            detail: format!(
-                "neither one new event nor a burst of {burst} {moved}, so the burst proved nothing: \
-                 point --check-url or --check-cmd at what the handler writes"
-            ),
-        });
+        return Some(format!(
+            "neither one new event nor a burst of {copies} {moved}, so the burst proved nothing: \
+             point --check-url or --check-cmd at what the handler writes"
+        ));
     }
     if many.counts_nothing() && !many.is_none() {
         // The burst was acted on (a last_seen was replaced) but moved no
         // count: one effect or several read alike. Its event may have
         // passed for the baseline's, deduped on a field --fresh left alone.
-        return Some(Check {
-            name: PROBE_SHOWS_EFFECTS,
-            passed: false,
-            detail: format!(
-                "one new event changed the state by {}, but a burst of {} of another only replaced values ({}), \
-                 so it cannot show how many times it acted: if the handler dedups on a field --fresh did not \
-                 renew, name it with --fresh-field; otherwise have the probe print a count per event",
-                single.describe(),
-                counted(burst, "copy", "copies"),
-                shown_change(after_baseline, after_burst),
-            ),
-        });
+        return Some(format!(
+            "one new event changed the state by {}, but a burst of {copies} of another only replaced values ({}), \
+             so it cannot show how many times it acted: if the handler dedups on a field --fresh did not \
+             renew, name it with --fresh-field; otherwise have the probe print a count per event",
+            single.describe(),
+            shown_change(burst_reads.0, burst_reads.1),
+        ));
     }
-    if let Some(row) = multiplied_row(before, after_baseline, after_burst, burst) {
-        let acted = match row.times {
-            k if k == burst => "every copy acted on the event's row".to_owned(),
-            k => format!("{k} of the {burst} copies acted on the event's row, a check-then-insert race"),
-        };
-        return Some(Check {
-            name: BURST_ACTS_ONCE,
-            passed: false,
-            detail: format!(
-                "a burst of {} of one new event added {} where one delivery of another added {}: {} times as \
-                 much, so {acted}; record the event ID under a unique constraint and act only when that insert \
-                 took (INSERT ... ON CONFLICT DO NOTHING)",
-                counted(burst, "copy", "copies"),
-                excerpt(&row.all, 0),
-                excerpt(&row.one, 0),
-                row.times,
-            ),
-        });
-    }
-    if moves_alike(before, after_baseline, after_burst) {
-        return Some(Check {
-            name: BURST_ACTS_ONCE,
-            passed: true,
-            detail: format!(
-                "a burst of {} of one new event changed the state as one delivery did ({})",
-                counted(burst, "copy", "copies"),
-                single.describe()
-            ),
-        });
-    }
+    None
+}
+
+/// The event's own row, written once by one delivery and `row.times`
+/// over by the burst.
+fn multiplied_detail(row: &Multiplied, burst: usize, copies: &str) -> String {
+    let acted = match row.times {
+        k if k == burst => "every copy acted on the event's row".to_owned(),
+        k => format!("{k} of the {burst} copies acted on the event's row, a check-then-insert race"),
+    };
+    format!(
+        "a burst of {copies} of one new event added {} where one delivery of another added {}: {} times as \
+         much, so {acted}; record the event ID under a unique constraint and act only when that insert \
+         took (INSERT ... ON CONFLICT DO NOTHING)",
+        excerpt(&row.all, 0),
+        excerpt(&row.one, 0),
+        row.times,
+    )
+}
+
+/// What a burst that moved the counts more than one delivery did says
+/// about the handler.
+fn burst_diagnosis(single: &Change, many: &Change, burst: usize) -> String {
     let times = multiple(single, many).filter(|k| k.fract() == 0.0 && *k > 1.0);
     // Every copy acting may be no race at all but a handler that does not
     // dedup; the burst alone cannot tell, duplicates in sequence can.
-    let diagnosis = match times {
+    match times {
         Some(k) if k == burst as f64 => format!(
             "every one of the {burst} copies acted: the handler does not dedup at all, or a check-then-insert race \
              let every copy through (a replay without --fresh tells which); record the event ID under a unique \
@@ -245,30 +276,7 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
         None => "more than one side effect for one event (a check-then-insert race: use a unique constraint / \
                  INSERT ... ON CONFLICT DO NOTHING), unless the handler treats the two new events differently"
             .to_string(),
-    };
-    let detail = if many.counts_nothing() || single.counts_nothing() {
-        format!(
-            "one new event {}, a burst of {} of another {}: the handler does not treat new events alike",
-            effect(single),
-            counted(burst, "copy", "copies"),
-            effect(many)
-        )
-    } else {
-        format!(
-            "one new event changed the state by {} ({}); a burst of {} of another changed it by {} \
-             ({}): {diagnosis}",
-            single.describe(),
-            shown_change(&trace.before, after_baseline),
-            counted(burst, "copy", "copies"),
-            many.describe(),
-            shown_change(after_baseline, after_burst),
-        )
-    };
-    Some(Check {
-        name: BURST_ACTS_ONCE,
-        passed: false,
-        detail,
-    })
+    }
 }
 
 /// "changed the state by +1", or "left the state unchanged".
