@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 
 use crate::render::body::{as_text, for_terminal_start, truncation_note, Decoding};
 use crate::render::mask::{escape_value, is_sensitive, shown_path};
-use crate::store::{size_unknown_past, Delivery, ReplayRun};
+use crate::store::{size_unknown_past, Delivery, Outcome, ReplayRun};
 use crate::time::ordinal;
 
 use super::format::{elapsed, status_style, timestamp};
@@ -47,37 +47,7 @@ impl DetailDoc {
     /// runs; credentials and signatures masked unless `reveal`.
     pub fn new(delivery: &Delivery, number: i64, runs: &[ReplayRun], reveal: bool) -> Self {
         let req = &delivery.request;
-        let mut lines = vec![Line::from(vec![
-            Span::styled(format!("#{} ", delivery.id), Style::new().fg(Color::DarkGray)),
-            Span::styled(
-                escape_str(&req.method).into_owned(),
-                Style::new().add_modifier(Modifier::BOLD),
-            ),
-            Span::raw(" "),
-            Span::raw(escape_str(&shown_path(&req.path, reveal)).into_owned()),
-        ])];
-        lines.push(label_value(
-            "received",
-            format!("{} UTC", timestamp(req.received_at_ms, true)),
-        ));
-        lines.push(label_value("target  ", escape_str(&req.target).into_owned()));
-        let provider = req
-            .provider
-            .as_deref()
-            .map_or_else(|| "unknown".to_owned(), |p| escape_str(p).into_owned());
-        lines.push(label_value("provider", provider));
-        let key = || format!("{} ({})", escape_str(&req.event_key), escape_str(&req.event_key_source));
-        let event = match (req.replay_of, delivery.delivery_count) {
-            // A replay is not a delivery of its event; it has no place in the count.
-            (Some(_), _) => key(),
-            (None, _) if req.event_key.is_empty() => "none (nothing to group deliveries by)".to_owned(),
-            (None, 1) => format!("{}, the only delivery of this event", key()),
-            (None, count) => format!("{}, {} delivery of {count}", key(), ordinal(number.max(1))),
-        };
-        lines.push(label_value("event   ", event));
-        if let Some(original) = req.replay_of {
-            lines.push(label_value("replay of", format!("#{original}")));
-        }
+        let mut lines = about(delivery, number, reveal);
         lines.push(Line::default());
         lines.push(title(format!("Request headers ({})", req.request_headers.len())));
         push_headers(&mut lines, &req.request_headers, reveal);
@@ -92,88 +62,136 @@ impl DetailDoc {
         lines.push(Line::default());
         match &delivery.outcome {
             None => lines.push(title("Response: none (in flight, or the client stopped first)")),
-            Some(outcome) => {
-                let (status, took) = match (outcome.status, outcome.duration_ms) {
-                    (Some(code), ms) => (
-                        Span::styled(status_text(code), status_style(Some(code))),
-                        ms.map_or_else(String::new, |ms| format!("  in {}", elapsed(ms))),
-                    ),
-                    (None, Some(ms)) => (
-                        Span::styled("none", status_style(None)),
-                        format!(", failed after {}", elapsed(ms)),
-                    ),
-                    (None, None) => (Span::styled("none", status_style(None)), String::new()),
-                };
-                lines.push(Line::from(vec![
-                    Span::styled("Response ", Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)),
-                    status,
-                    Span::raw(took),
-                ]));
-                if let Some(error) = &outcome.error {
-                    lines.push(Line::from(Span::styled(
-                        format!("error: {}", escape_str(error)),
-                        Style::new().fg(Color::Red),
-                    )));
-                }
-                // An answer that came too late for its caller is stored all
-                // the same: it is half of the duplicate a retry will make.
-                if outcome.status.is_some() || !outcome.response_headers.is_empty() {
-                    lines.push(title(format!("Response headers ({})", outcome.response_headers.len())));
-                    push_headers(&mut lines, &outcome.response_headers, reveal);
-                    lines.push(Line::default());
-                    push_body_section(
-                        &mut lines,
-                        "Response body",
-                        &outcome.response_headers,
-                        &outcome.response_body,
-                        outcome.response_body_size,
-                    );
-                }
-            }
+            Some(outcome) => push_response(&mut lines, outcome, reveal),
         }
         lines.push(Line::default());
-        lines.push(title(format!("Replay runs ({})", runs.len())));
-        if runs.is_empty() {
+        push_runs(&mut lines, runs);
+        Self { id: delivery.id, lines }
+    }
+}
+
+/// The request line, then what the delivery is: when, where to, from
+/// which provider, which event.
+fn about(delivery: &Delivery, number: i64, reveal: bool) -> Vec<Line<'static>> {
+    let req = &delivery.request;
+    let mut lines = vec![Line::from(vec![
+        Span::styled(format!("#{} ", delivery.id), Style::new().fg(Color::DarkGray)),
+        Span::styled(
+            escape_str(&req.method).into_owned(),
+            Style::new().add_modifier(Modifier::BOLD),
+        ),
+        Span::raw(" "),
+        Span::raw(escape_str(&shown_path(&req.path, reveal)).into_owned()),
+    ])];
+    lines.push(label_value(
+        "received",
+        format!("{} UTC", timestamp(req.received_at_ms, true)),
+    ));
+    lines.push(label_value("target  ", escape_str(&req.target).into_owned()));
+    let provider = req
+        .provider
+        .as_deref()
+        .map_or_else(|| "unknown".to_owned(), |p| escape_str(p).into_owned());
+    lines.push(label_value("provider", provider));
+    let key = || format!("{} ({})", escape_str(&req.event_key), escape_str(&req.event_key_source));
+    let event = match (req.replay_of, delivery.delivery_count) {
+        // A replay is not a delivery of its event; it has no place in the count.
+        (Some(_), _) => key(),
+        (None, _) if req.event_key.is_empty() => "none (nothing to group deliveries by)".to_owned(),
+        (None, 1) => format!("{}, the only delivery of this event", key()),
+        (None, count) => format!("{}, {} delivery of {count}", key(), ordinal(number.max(1))),
+    };
+    lines.push(label_value("event   ", event));
+    if let Some(original) = req.replay_of {
+        lines.push(label_value("replay of", format!("#{original}")));
+    }
+    lines
+}
+
+fn push_response(lines: &mut Vec<Line<'static>>, outcome: &Outcome, reveal: bool) {
+    let (status, took) = match (outcome.status, outcome.duration_ms) {
+        (Some(code), ms) => (
+            Span::styled(status_text(code), status_style(Some(code))),
+            ms.map_or_else(String::new, |ms| format!("  in {}", elapsed(ms))),
+        ),
+        // The handler was down, too slow, or broke off before its status
+        // line: the error below says which.
+        (None, Some(ms)) => (
+            Span::styled("no answer", status_style(None)),
+            format!(" after {}", elapsed(ms)),
+        ),
+        (None, None) => (Span::styled("no answer", status_style(None)), String::new()),
+    };
+    lines.push(Line::from(vec![
+        Span::styled("Response ", Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)),
+        status,
+        Span::raw(took),
+    ]));
+    if let Some(error) = &outcome.error {
+        lines.push(Line::from(Span::styled(
+            format!("error: {}", escape_str(error)),
+            Style::new().fg(Color::Red),
+        )));
+    }
+    // An answer that came too late for its caller is stored all
+    // the same: it is half of the duplicate a retry will make.
+    if outcome.status.is_some() || !outcome.response_headers.is_empty() {
+        lines.push(title(format!("Response headers ({})", outcome.response_headers.len())));
+        push_headers(lines, &outcome.response_headers, reveal);
+        lines.push(Line::default());
+        push_body_section(
+            lines,
+            "Response body",
+            &outcome.response_headers,
+            &outcome.response_body,
+            outcome.response_body_size,
+        );
+    }
+}
+
+/// Each replay run of the delivery: when, its verdict, its summary, and
+/// what it warned of.
+fn push_runs(lines: &mut Vec<Line<'static>>, runs: &[ReplayRun]) {
+    lines.push(title(format!("Replay runs ({})", runs.len())));
+    if runs.is_empty() {
+        lines.push(Line::from(Span::styled(
+            "none yet: r replays once, R runs a verdict",
+            Style::new().fg(Color::DarkGray),
+        )));
+    }
+    for run in runs {
+        let report = StoredReport::read(&run.report_json);
+        // The stored verdict is a bool; the report's own word tells a
+        // failed first delivery from a lack of idempotency. Reports
+        // stored before it had the word say so in their summary.
+        let failed = report.failed.unwrap_or_else(|| run.summary.starts_with("✗ failed"));
+        let (mark, style) = match run.idempotent {
+            // One attempt sends no duplicate, and a run without a probe
+            // saw only statuses: neither can show idempotence.
+            Some(true) if run.times == 1 || !report.side_effects_checked => {
+                ("✓ answered", Style::new().fg(Color::Green))
+            }
+            Some(true) => ("✓ idempotent", Style::new().fg(Color::Green)),
+            Some(false) if failed => ("✗ failed", Style::new().fg(Color::Red)),
+            Some(false) => ("✗ not idempotent", Style::new().fg(Color::Red)),
+            None => ("? inconclusive", Style::new().fg(Color::Yellow)),
+        };
+        lines.push(Line::from(vec![
+            Span::raw(format!(
+                "{} ×{} ",
+                timestamp(run.started_at_ms, true),
+                report.times(run.times)
+            )),
+            Span::styled(mark, style),
+            Span::raw(format!("  {}", escape_str(&run.summary))),
+        ]));
+        let answers = (report.answers.len() > 1).then(|| report.answers_line());
+        for warning in answers.into_iter().chain(report.warnings) {
             lines.push(Line::from(Span::styled(
-                "none yet: r replays once, R runs a verdict",
-                Style::new().fg(Color::DarkGray),
+                format!("    ! {}", escape_str(&warning)),
+                Style::new().fg(Color::Yellow),
             )));
         }
-        for run in runs {
-            let report = StoredReport::read(&run.report_json);
-            // The stored verdict is a bool; the report's own word tells a
-            // failed first delivery from a lack of idempotency. Reports
-            // stored before it had the word say so in their summary.
-            let failed = report.failed.unwrap_or_else(|| run.summary.starts_with("✗ failed"));
-            let (mark, style) = match run.idempotent {
-                // One attempt sends no duplicate, and a run without a probe
-                // saw only statuses: neither can show idempotence.
-                Some(true) if run.times == 1 || !report.side_effects_checked => {
-                    ("✓ answered", Style::new().fg(Color::Green))
-                }
-                Some(true) => ("✓ idempotent", Style::new().fg(Color::Green)),
-                Some(false) if failed => ("✗ failed", Style::new().fg(Color::Red)),
-                Some(false) => ("✗ not idempotent", Style::new().fg(Color::Red)),
-                None => ("? inconclusive", Style::new().fg(Color::Yellow)),
-            };
-            lines.push(Line::from(vec![
-                Span::raw(format!(
-                    "{} ×{} ",
-                    timestamp(run.started_at_ms, true),
-                    report.times(run.times)
-                )),
-                Span::styled(mark, style),
-                Span::raw(format!("  {}", escape_str(&run.summary))),
-            ]));
-            let answers = (report.answers.len() > 1).then(|| report.answers_line());
-            for warning in answers.into_iter().chain(report.warnings) {
-                lines.push(Line::from(Span::styled(
-                    format!("    ! {}", escape_str(&warning)),
-                    Style::new().fg(Color::Yellow),
-                )));
-            }
-        }
-        Self { id: delivery.id, lines }
     }
 }
 
@@ -496,11 +514,11 @@ mod tests {
         outcome.error =
             Some("the connection to the relay ended before the answer; the handler then answered 200".into());
         let shown = text(&DetailDoc::new(&late, 1, &[], false));
-        assert!(shown.contains("Response none, failed after 12.0 ms"), "{shown}");
+        assert!(shown.contains("Response no answer after 12.0 ms"), "{shown}");
         late.outcome.as_mut().unwrap().duration_ms = Some(3001.1);
         let shown = text(&DetailDoc::new(&late, 1, &[], false));
         assert!(
-            shown.contains("Response none, failed after 3.00 s"),
+            shown.contains("Response no answer after 3.00 s"),
             "seconds, not thousands of milliseconds: {shown}"
         );
         assert!(
