@@ -57,7 +57,7 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// A refused upgrade closes the connection: what tried to open a tunnel
 /// sends no other request on it.
 pub fn accept(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, req: Request<Incoming>) -> Response<RelayBody> {
-    let mut response = upgrade(relay, conn, req);
+    let mut response = upgrade(relay, conn, req).unwrap_or_else(|refused| *refused);
     if response.status() != StatusCode::SWITCHING_PROTOCOLS {
         response
             .headers_mut()
@@ -69,100 +69,30 @@ pub fn accept(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, req: Request<Incoming>) 
 /// The WebSocket version the relay speaks (RFC 6455).
 const WEBSOCKET_VERSION: &str = "13";
 
-fn upgrade(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, mut req: Request<Incoming>) -> Response<RelayBody> {
+/// What the relay answers in place of a 101 (boxed: the refusal is the
+/// rare path, and a `Response` is large to move through every `?`).
+type Refused = Box<Response<RelayBody>>;
+
+fn refuse(status: StatusCode, text: impl Into<String>) -> Refused {
+    Box::new(answer(status, text))
+}
+
+fn upgrade(
+    relay: &Arc<Relay>,
+    conn: &Arc<ConnInfo>,
+    mut req: Request<Incoming>,
+) -> Result<Response<RelayBody>, Refused> {
+    let accept_key = handshake(&req)?;
     let headers = req.headers();
-    let key = headers
-        .get(header::SEC_WEBSOCKET_KEY)
-        .map(|k| derive_accept_key(k.as_bytes()));
-    let is_upgrade = req.method() == Method::GET
-        && has_token(headers, header::UPGRADE, "websocket")
-        && has_token(headers, header::CONNECTION, "upgrade");
-    let Some(accept_key) = key.filter(|_| is_upgrade) else {
-        return answer(
-            StatusCode::BAD_REQUEST,
-            "expected a WebSocket upgrade (portpreview clients connect here)",
-        );
-    };
-    // RFC 6455 §4.1: in HTTP/1.1 or later.
-    if req.version() < http::Version::HTTP_11 {
-        return answer(StatusCode::BAD_REQUEST, "a WebSocket upgrade needs HTTP/1.1");
-    }
-    // RFC 6455 §4.4: another version is told the one this relay speaks.
-    if headers
-        .get(header::SEC_WEBSOCKET_VERSION)
-        .is_none_or(|v| v != WEBSOCKET_VERSION)
-    {
-        let mut refused = answer(
-            StatusCode::UPGRADE_REQUIRED,
-            format!("this relay speaks WebSocket version {WEBSOCKET_VERSION} only"),
-        );
-        refused.headers_mut().insert(
-            header::SEC_WEBSOCKET_VERSION,
-            HeaderValue::from_static(WEBSOCKET_VERSION),
-        );
-        return refused;
-    }
-    if headers.contains_key(header::ORIGIN) {
-        return answer(StatusCode::FORBIDDEN, "browsers may not open tunnels");
-    }
-    let owner: Owner = match &relay.config.tokens {
-        None => None,
-        Some(tokens) => match bearer(headers).and_then(|t| tokens.check(t)) {
-            Some(id) => Some(id),
-            None => {
-                tracing::info!(peer = %conn.peer, "client refused: missing or invalid token");
-                let mut denied = answer(StatusCode::UNAUTHORIZED, "missing or invalid token");
-                denied
-                    .headers_mut()
-                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-                return denied;
-            }
-        },
-    };
+    let owner = owner(relay, conn, headers)?;
     let resume = headers
         .get(RESUME_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     if let Some(wanted) = headers.get(NAME_HEADER) {
-        let wanted = String::from_utf8_lossy(wanted.as_bytes());
-        if let Some(why) = names::invalid_reason(&wanted) {
-            return answer(StatusCode::BAD_REQUEST, names::refusal(&wanted, &why));
-        }
-        match relay.registry.check(&wanted, owner, resume.as_deref()) {
-            Ok(()) => {}
-            Err(err @ (ClaimError::InUse(_) | ClaimError::Held { .. })) => {
-                return answer(StatusCode::CONFLICT, err.to_string())
-            }
-            Err(err @ ClaimError::Reserved(_)) => return answer(StatusCode::FORBIDDEN, err.to_string()),
-        }
+        claimable(relay, wanted, owner, resume.as_deref())?;
     }
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_graphic() && b != b'/'))
-        .map_or_else(|| conn.local.to_string(), str::to_string);
-    let token_label = owner.and_then(|id| Some(relay.config.tokens.as_ref()?.label(id).to_string()));
-    let ctx = SessionContext {
-        registry: Arc::clone(&relay.registry),
-        owner,
-        token_label,
-        resume,
-        public_url: PublicUrl {
-            scheme: if conn.tls { "https" } else { "http" },
-            domain: relay.config.domain.clone(),
-            host,
-        },
-        // The Hello is the upgraded socket's first request head: the same
-        // time allowed as a caller's head, so one setting bounds how long
-        // any connection may sit silent before saying what it wants.
-        hello_timeout: relay.config.header_read_timeout,
-        ping_interval: relay.config.ping_interval,
-        dead_after: relay.config.dead_after,
-        max_in_flight: relay.config.max_in_flight,
-        drain_timeout: relay.config.drain_timeout,
-        shutdown: relay.shutdown.clone(),
-        cut_short: relay.cut_short.clone(),
-    };
+    let ctx = session_context(relay, conn, headers, owner, resume);
     let on_upgrade = hyper::upgrade::on(&mut req);
     let held = Arc::clone(conn);
     relay.sessions.spawn(async move {
@@ -187,7 +117,118 @@ fn upgrade(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, mut req: Request<Incoming>)
     if let Ok(value) = HeaderValue::from_str(&accept_key) {
         h.insert(header::SEC_WEBSOCKET_ACCEPT, value);
     }
-    switching
+    Ok(switching)
+}
+
+/// The WebSocket handshake's own checks (RFC 6455 §4): the accept key when
+/// the request is a WebSocket upgrade this relay can take.
+fn handshake(req: &Request<Incoming>) -> Result<String, Refused> {
+    let headers = req.headers();
+    let key = headers
+        .get(header::SEC_WEBSOCKET_KEY)
+        .map(|k| derive_accept_key(k.as_bytes()));
+    let is_upgrade = req.method() == Method::GET
+        && has_token(headers, header::UPGRADE, "websocket")
+        && has_token(headers, header::CONNECTION, "upgrade");
+    let Some(accept_key) = key.filter(|_| is_upgrade) else {
+        return Err(refuse(
+            StatusCode::BAD_REQUEST,
+            "expected a WebSocket upgrade (portpreview clients connect here)",
+        ));
+    };
+    // RFC 6455 §4.1: in HTTP/1.1 or later.
+    if req.version() < http::Version::HTTP_11 {
+        return Err(refuse(StatusCode::BAD_REQUEST, "a WebSocket upgrade needs HTTP/1.1"));
+    }
+    // RFC 6455 §4.4: another version is told the one this relay speaks.
+    if headers
+        .get(header::SEC_WEBSOCKET_VERSION)
+        .is_none_or(|v| v != WEBSOCKET_VERSION)
+    {
+        let mut refused = answer(
+            StatusCode::UPGRADE_REQUIRED,
+            format!("this relay speaks WebSocket version {WEBSOCKET_VERSION} only"),
+        );
+        refused.headers_mut().insert(
+            header::SEC_WEBSOCKET_VERSION,
+            HeaderValue::from_static(WEBSOCKET_VERSION),
+        );
+        return Err(Box::new(refused));
+    }
+    if headers.contains_key(header::ORIGIN) {
+        return Err(refuse(StatusCode::FORBIDDEN, "browsers may not open tunnels"));
+    }
+    Ok(accept_key)
+}
+
+/// Whose tunnel this is: the token's, when the relay asks for one.
+fn owner(relay: &Relay, conn: &ConnInfo, headers: &HeaderMap) -> Result<Owner, Refused> {
+    let Some(tokens) = &relay.config.tokens else {
+        return Ok(None);
+    };
+    match bearer(headers).and_then(|t| tokens.check(t)) {
+        Some(id) => Ok(Some(id)),
+        None => {
+            tracing::info!(peer = %conn.peer, "client refused: missing or invalid token");
+            let mut denied = answer(StatusCode::UNAUTHORIZED, "missing or invalid token");
+            denied
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            Err(Box::new(denied))
+        }
+    }
+}
+
+/// Refuses a name that is malformed, or not this client's to take, before
+/// the upgrade: the client hears why in an HTTP status it can act on.
+fn claimable(relay: &Relay, wanted: &HeaderValue, owner: Owner, resume: Option<&str>) -> Result<(), Refused> {
+    let wanted = String::from_utf8_lossy(wanted.as_bytes());
+    if let Some(why) = names::invalid_reason(&wanted) {
+        return Err(refuse(StatusCode::BAD_REQUEST, names::refusal(&wanted, &why)));
+    }
+    match relay.registry.check(&wanted, owner, resume) {
+        Ok(()) => Ok(()),
+        Err(err @ (ClaimError::InUse(_) | ClaimError::Held { .. })) => {
+            Err(refuse(StatusCode::CONFLICT, err.to_string()))
+        }
+        Err(err @ ClaimError::Reserved(_)) => Err(refuse(StatusCode::FORBIDDEN, err.to_string())),
+    }
+}
+
+fn session_context(
+    relay: &Relay,
+    conn: &ConnInfo,
+    headers: &HeaderMap,
+    owner: Owner,
+    resume: Option<String>,
+) -> SessionContext {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_graphic() && b != b'/'))
+        .map_or_else(|| conn.local.to_string(), str::to_string);
+    let token_label = owner.and_then(|id| Some(relay.config.tokens.as_ref()?.label(id).to_string()));
+    SessionContext {
+        registry: Arc::clone(&relay.registry),
+        owner,
+        token_label,
+        resume,
+        public_url: PublicUrl {
+            scheme: if conn.tls { "https" } else { "http" },
+            domain: relay.config.domain.clone(),
+            host,
+        },
+        // The Hello is the upgraded socket's first request head: the same
+        // time allowed as a caller's head, so one setting bounds how long
+        // any connection may sit silent before saying what it wants.
+        hello_timeout: relay.config.header_read_timeout,
+        ping_interval: relay.config.ping_interval,
+        dead_after: relay.config.dead_after,
+        max_in_flight: relay.config.max_in_flight,
+        drain_timeout: relay.config.drain_timeout,
+        shutdown: relay.shutdown.clone(),
+        cut_short: relay.cut_short.clone(),
+    }
 }
 
 #[cfg(test)]
