@@ -71,7 +71,7 @@ pub async fn forward(
         Err(Unread::Broken) => return unreadable_body(),
         Err(Unread::Late) => return answer(StatusCode::REQUEST_TIMEOUT, "the request body did not arrive in time"),
     };
-    let mut port = match tunnel.open() {
+    let port = match tunnel.open() {
         Ok(port) => port,
         Err(err) => return not_opened(err, name),
     };
@@ -95,7 +95,7 @@ pub async fn forward(
         Ok(Err(SendError::Closed)) => return client_gone(),
         Err(_) => return timed_out(&port, limits.timeout),
     }
-    let (pump, mut pump_end) = match to_pump {
+    let (pump, pump_end) = match to_pump {
         Some(incoming) => {
             let (pump, end) = Pump::start(&port, incoming, limits);
             (Some(pump), Some(end))
@@ -105,7 +105,19 @@ pub async fn forward(
             (None, None)
         }
     };
+    await_answer(port, &parts, (pump, pump_end), deadline, limits).await
+}
 
+/// Waits for the client's answer on `port` while the caller's body, if any
+/// is left, is pumped after the head; the caller's answer is the client's,
+/// or the relay's own when the body or the answer fails.
+async fn await_answer(
+    mut port: StreamPort,
+    parts: &http::request::Parts,
+    (pump, mut pump_end): (Option<AbortOnDropHandle<()>>, Option<oneshot::Receiver<PumpEnd>>),
+    deadline: tokio::time::Instant,
+    limits: ForwardLimits,
+) -> Response<RelayBody> {
     // The wait for an answer is the handler's: while the caller's body is
     // still coming it is held to the upload's limit only, and it starts
     // over once the body has all gone to the client.
@@ -121,7 +133,7 @@ pub async fn forward(
                 return match event {
                     Some(Inbound::Head { status, headers, body, end }) => {
                         let head = AnswerHead { status, headers, first: body, end };
-                        response(port, head, &parts, pump, limits)
+                        response(port, head, parts, pump, limits)
                     }
                     Some(Inbound::Body { .. }) => {
                         bad_gateway("the tunnel's client sent a body before its response head")
