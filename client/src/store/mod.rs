@@ -251,17 +251,25 @@ impl Opened {
 
 /// A file's identity on its device, whatever name it goes by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FileId {
+pub(crate) struct FileId {
     dev: u64,
     ino: u64,
 }
 
 impl FileId {
     /// The file at `path` now; `None` when there is none.
+    pub(crate) fn at(path: &Path) -> Option<FileId> {
+        Self::from_meta(&std::fs::metadata(path).ok()?)
+    }
+
+    /// The file `file` is open on, whether or not a path still names it.
+    pub(crate) fn of(file: &std::fs::File) -> Option<FileId> {
+        Self::from_meta(&file.metadata().ok()?)
+    }
+
     #[cfg(unix)]
-    fn at(path: &Path) -> Option<FileId> {
+    fn from_meta(meta: &std::fs::Metadata) -> Option<FileId> {
         use std::os::unix::fs::MetadataExt;
-        let meta = std::fs::metadata(path).ok()?;
         Some(FileId {
             dev: meta.dev(),
             ino: meta.ino(),
@@ -270,7 +278,7 @@ impl FileId {
 
     /// No identity to compare elsewhere: a history is never seen replaced.
     #[cfg(not(unix))]
-    fn at(_path: &Path) -> Option<FileId> {
+    fn from_meta(_meta: &std::fs::Metadata) -> Option<FileId> {
         None
     }
 }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use super::record::{decode, Entry, MAX_RECORD};
 use super::{inbox_files, INFIX};
 use crate::store::model::NewDelivery;
+use crate::store::FileId;
 
 /// An inbox left behind by a recorder that died, locked by its finder.
 #[derive(Debug)]
@@ -172,9 +173,22 @@ pub fn orphans(db: &Path) -> Vec<Orphan> {
             continue;
         };
         // A held lock means its recorder is alive and moves its own requests.
-        if file.try_lock().is_ok() {
+        if file.try_lock().is_err() {
+            continue;
+        }
+        // The lock is the file's, not the name's: between the open and the
+        // lock, another recovery may have moved this file in and deleted it,
+        // or its recorder put a compacted file in its place and closed this
+        // one. Either way what the lock was taken on is no orphan, and
+        // reading it would store its requests a second time.
+        if still_named(&file, &path) {
             found.push(Orphan { file, path, name });
         }
     }
     found
+}
+
+/// Whether `path` still names the file `file` is open on.
+pub(super) fn still_named(file: &File, path: &Path) -> bool {
+    FileId::of(file) == FileId::at(path)
 }

@@ -39,6 +39,22 @@ fn a_dead_recorders_requests_are_read_back_and_a_live_one_is_left_alone() {
 }
 
 #[test]
+fn a_lock_taken_on_a_file_its_name_no_longer_names_is_no_orphan() {
+    let dir = ScratchDir::new("inbox-stale-lock");
+    let path = dir.0.join("history.db-inbox-0");
+    std::fs::write(&path, b"moved in and deleted by another recovery").unwrap();
+    let opened_first = std::fs::File::open(&path).unwrap();
+    assert!(orphan::still_named(&opened_first, &path));
+    // Another recovery moved it in and deleted it; or its recorder put a
+    // compacted file in its place.
+    std::fs::remove_file(&path).unwrap();
+    assert!(!orphan::still_named(&opened_first, &path));
+    std::fs::write(dir.0.join("compacted"), b"").unwrap();
+    std::fs::rename(dir.0.join("compacted"), &path).unwrap();
+    assert!(!orphan::still_named(&opened_first, &path));
+}
+
+#[test]
 fn a_body_parts_head_and_bytes_read_back_as_the_part() {
     for (body, len) in [(0, 0), (3, 1), (200, BODY_PART), (u64::MAX, 70_000)] {
         let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
