@@ -78,6 +78,10 @@ pub struct Inbox {
     pending: VecDeque<(Holder, u64)>,
     /// Number of the next large body begun.
     next_body: u64,
+    /// Why records of requests already handed on were dropped by a failed
+    /// write: the next [`Inbox::flush`] reports it, so that their callers
+    /// do not hear back as if they were in the file.
+    unsaved: Option<std::io::Error>,
 }
 
 impl Inbox {
@@ -101,6 +105,7 @@ impl Inbox {
             staged: Vec::new(),
             pending: VecDeque::new(),
             next_body: 1,
+            unsaved: None,
         };
         inbox.open_entry()?;
         inbox.flush()?;
@@ -162,10 +167,12 @@ impl Inbox {
         let len = PartLen(bytes.len() as u64);
         encode_head(&mut head, 0, &EntryRef::BodyPart { body, len }, bytes.len())?;
         let size = (self.staged.len() + head.len() + bytes.len()) as u64;
+        let earlier = !self.staged.is_empty();
         let mut parts = [IoSlice::new(&self.staged), IoSlice::new(&head), IoSlice::new(bytes)];
         let written = write_all_vectored(&mut self.file, &mut parts);
         self.staged.clear();
         self.settle(written, size)
+            .inspect_err(|err| self.dropped_earlier(earlier, err))
     }
 
     /// Appends the request whose body went ahead as the parts of large body
@@ -203,10 +210,16 @@ impl Inbox {
             Some(parts) => parts.0 = Holder::Request(seq),
             None => self.pending.push_back((Holder::Request(seq), here)),
         }
-        if self.staged.len() >= STAGE_LIMIT {
-            self.flush()?;
-        }
+        // Taken whether or not the write below goes through: a number is
+        // never given to two requests.
         self.next_seq += 1;
+        if self.staged.len() >= STAGE_LIMIT {
+            // This request hears of a failed write here; any staged before
+            // it, from the next flush.
+            let earlier = here > self.len;
+            self.write_staged()
+                .inspect_err(|err| self.dropped_earlier(earlier, err))?;
+        }
         Ok(seq)
     }
 
@@ -217,8 +230,25 @@ impl Inbox {
         Ok(())
     }
 
-    /// Writes every staged record, in one write.
+    /// Writes every staged record, in one write. An error also reports an
+    /// earlier failed write that dropped staged records (a large body's
+    /// part, a compaction): their requests are not in the file either.
     pub fn flush(&mut self) -> std::io::Result<()> {
+        let written = self.write_staged();
+        let dropped = self.unsaved.take();
+        written?;
+        dropped.map_or(Ok(()), Err)
+    }
+
+    /// Notes that a failed write, `err`, dropped records staged by earlier
+    /// appends, when it did: see [`Inbox::flush`].
+    fn dropped_earlier(&mut self, earlier: bool, err: &std::io::Error) {
+        if earlier && self.unsaved.is_none() {
+            self.unsaved = Some(std::io::Error::new(err.kind(), err.to_string()));
+        }
+    }
+
+    fn write_staged(&mut self) -> std::io::Result<()> {
         if self.staged.is_empty() {
             return Ok(());
         }
@@ -276,7 +306,7 @@ impl Inbox {
                 self.len
             }
         };
-        self.flush()?;
+        self.write_staged().inspect_err(|err| self.dropped_earlier(true, err))?;
         self.keep_from(start.min(self.len)).map(Some)
     }
 

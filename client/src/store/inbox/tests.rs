@@ -55,6 +55,47 @@ fn a_lock_taken_on_a_file_its_name_no_longer_names_is_no_orphan() {
 }
 
 #[test]
+fn requests_a_failed_write_dropped_are_reported_by_the_next_flush() {
+    let dir = ScratchDir::new("inbox-dropped");
+    let db = dir.0.join("history.db");
+    let mut inbox = Inbox::create(&db, &[]).unwrap();
+    inbox.append(&mut delivery("evt_staged", "/")).unwrap();
+    // The disk refuses the next write, a large body's first part, which
+    // carries the staged request with it.
+    let writable = std::mem::replace(&mut inbox.file, File::open(&inbox.path).unwrap());
+    let mut large = delivery("evt_large", "/");
+    large.request_body = vec![b'x'; BODY_PART];
+    assert!(
+        inbox.append(&mut large).is_err(),
+        "the large request hears of it at once"
+    );
+    inbox.file = writable;
+    assert!(
+        inbox.flush().is_err(),
+        "the staged request is not in the file: its caller must not hear back as if it were"
+    );
+    inbox.flush().unwrap();
+    let next = inbox.append(&mut delivery("evt_next", "/")).unwrap();
+    assert_eq!(next, 2);
+    inbox.flush().unwrap();
+    inbox.discard();
+}
+
+#[test]
+fn a_failed_write_of_a_request_alone_is_told_to_it_only() {
+    let dir = ScratchDir::new("inbox-failed-alone");
+    let db = dir.0.join("history.db");
+    let mut inbox = Inbox::create(&db, &[]).unwrap();
+    let writable = std::mem::replace(&mut inbox.file, File::open(&inbox.path).unwrap());
+    let mut large = delivery("evt_large", "/");
+    large.request_body = vec![b'x'; BODY_PART];
+    assert!(inbox.append(&mut large).is_err());
+    inbox.file = writable;
+    inbox.flush().unwrap();
+    inbox.discard();
+}
+
+#[test]
 fn a_body_parts_head_and_bytes_read_back_as_the_part() {
     for (body, len) in [(0, 0), (3, 1), (200, BODY_PART), (u64::MAX, 70_000)] {
         let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
