@@ -387,6 +387,24 @@ mod tests {
     }
 
     #[test]
+    fn a_dedup_store_is_sized_only_for_a_provider_that_retries() {
+        let stripe = report("rows: 1").render_text();
+        assert!(
+            stripe.contains("stripe retries: up to 3 days. A dedup store must keep event keys longer than that."),
+            "{stripe}"
+        );
+        let mut gitlab = report("rows: 1");
+        gitlab.provider = Some("gitlab".into());
+        gitlab.retry_window = Some(portpreview_shared::provider::Provider::Gitlab.retry_window().into());
+        let text = gitlab.render_text();
+        assert!(
+            text.contains("gitlab retries: no scheduled retries; the hook is disabled after 4 failures.\n"),
+            "{text}"
+        );
+        assert!(!text.contains("dedup store"), "{text}");
+    }
+
+    #[test]
     fn a_batch_read_once_shows_its_state_once() {
         let mut burst = report("rows: 2");
         burst.attempts[1].step = 0;

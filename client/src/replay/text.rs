@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use portpreview_shared::provider::Provider;
 use portpreview_shared::sanitize::{escape_multiline, escape_str};
 
 use super::answers::{distinct_answers, pair_to_show, side_by_side};
@@ -72,11 +73,18 @@ impl Report {
             let _ = writeln!(out, "\n! {}", escape_multiline(warning));
         }
         if let Some(window) = &self.retry_window {
-            let _ = writeln!(
-                out,
-                "\n{provider} retries: {}. A dedup store must keep event keys longer than that.",
-                escape_str(window)
-            );
+            // A provider that sends nothing again on a schedule (GitLab,
+            // Discord) sets no time a dedup store must cover.
+            let retried = (self.provider.as_deref())
+                .and_then(Provider::from_name)
+                .and_then(Provider::retry_window_duration)
+                .is_some();
+            let keep = if retried {
+                " A dedup store must keep event keys longer than that."
+            } else {
+                ""
+            };
+            let _ = writeln!(out, "\n{provider} retries: {}.{keep}", escape_str(window));
         }
         let _ = writeln!(out, "\n{}", self.summary_line());
         out
