@@ -84,6 +84,9 @@ pub struct Answer {
     pub duration: Duration,
     /// Why there was no answer, e.g. "connection reset by 127.0.0.1:3000".
     pub error: Option<String>,
+    /// True when no connection to the handler could be made: the request
+    /// never left, so the handler neither saw it nor failed it.
+    pub unreached: bool,
 }
 
 /// Removes the headers that must not be replayed: hop-by-hop ones, those
@@ -112,6 +115,8 @@ pub struct Connection {
     aimed_by: &'static str,
     kept_body: usize,
     timeout: Duration,
+    /// Whether the last request failed before any connection was made.
+    unreached: bool,
 }
 
 impl Connection {
@@ -126,6 +131,7 @@ impl Connection {
             aimed_by: "--target",
             kept_body: KEPT_BODY_BYTES,
             timeout: DEFAULT_TIMEOUT,
+            unreached: false,
         }
     }
 
@@ -205,6 +211,7 @@ impl Connection {
     /// the handler may have seen.
     pub async fn send(&mut self, out: &Outgoing) -> Answer {
         let started = Instant::now();
+        self.unreached = false;
         match tokio::time::timeout(self.timeout, self.exchange(out)).await {
             Ok(Ok(mut answer)) => {
                 answer.duration = started.elapsed();
@@ -213,6 +220,7 @@ impl Connection {
             Ok(Err(error)) => Answer {
                 duration: started.elapsed(),
                 error: Some(error),
+                unreached: self.unreached,
                 ..Answer::default()
             },
             Err(_) => {
@@ -233,10 +241,13 @@ impl Connection {
             None => false,
         };
         if !usable {
-            self.reconnect().await.map_err(|err| match TlsError::within(&err) {
-                Some(tls) => tls.about(&self.endpoint.url("")),
-                None => format!("cannot connect to {}: {err}", self.endpoint.authority()),
-            })?;
+            if let Err(err) = self.reconnect().await {
+                self.unreached = true;
+                return Err(match TlsError::within(&err) {
+                    Some(tls) => tls.about(&self.endpoint.url("")),
+                    None => format!("cannot connect to {}: {err}", self.endpoint.authority()),
+                });
+            }
         }
         self.sender.as_mut().ok_or_else(|| "no connection".to_string())
     }

@@ -149,11 +149,12 @@ impl Report {
         self.checks.iter().any(|c| c.name == super::verdict::RUN_COMPLETED)
     }
 
-    /// True when the first attempt itself got no 2xx: the handler failed the
-    /// delivery before any duplicate was sent, so the run says nothing about
-    /// idempotency and must not be worded as if it did.
+    /// True when the first attempt itself got no 2xx (the handler failed the
+    /// delivery before any duplicate was sent), or when the attempts that
+    /// failed never reached the handler (it went away during the run): the
+    /// run says nothing about idempotency and must not be worded as if it did.
     pub fn failed(&self) -> bool {
-        self.attempts.first().is_some_and(|first| !first.succeeded())
+        self.attempts.first().is_some_and(|first| !first.succeeded()) || super::verdict::went_away(&self.attempts)
     }
 
     /// `idempotent`, `not_idempotent`, `failed` or `inconclusive`.
@@ -384,6 +385,47 @@ mod tests {
         assert_eq!(json["retry_window"], "up to 3 days");
         assert_eq!(json["first_attempt_changed_state"], true);
         assert_eq!(json["state"]["after"], "rows: 1");
+    }
+
+    #[test]
+    fn a_handler_gone_during_the_run_failed_it_and_one_a_duplicate_crashed_did_not_stay_idempotent() {
+        let refused = Answer {
+            error: Some("cannot connect to 127.0.0.1:3000: Connection refused".into()),
+            unreached: true,
+            ..Answer::default()
+        };
+        let mut gone = report("rows: 1");
+        gone.attempts[1].answer = refused.clone();
+        let third = Attempt {
+            n: 3,
+            ..gone.attempts[1].clone()
+        };
+        gone.attempts.push(third);
+        gone.checks = vec![crate::replay::verdict::answers_2xx(&gone.attempts)];
+        assert_eq!(gone.verdict(), "failed");
+        assert!(
+            gone.summary_line()
+                .starts_with("✗ failed: attempts 2–3 failed (cannot connect")
+                && gone
+                    .summary_line()
+                    .contains("the handler stopped taking connections during the run"),
+            "{}",
+            gone.summary_line()
+        );
+        // The duplicate reached it and got no answer: what came after
+        // is the duplicate's doing.
+        let mut crashed = gone.clone();
+        crashed.attempts[1].answer = Answer {
+            error: Some("connection reset by 127.0.0.1:3000".into()),
+            ..Answer::default()
+        };
+        crashed.checks = vec![crate::replay::verdict::answers_2xx(&crashed.attempts)];
+        assert_eq!(crashed.verdict(), "not_idempotent");
+        assert!(
+            crashed.summary_line().contains("the provider reads anything but a 2xx"),
+            "{}",
+            crashed.summary_line()
+        );
     }
 
     #[test]

@@ -80,14 +80,24 @@ pub fn answers_2xx(attempts: &[Attempt]) -> Check {
         .collect();
     parts.sort();
     let list: Vec<String> = parts.into_iter().map(|(_, p)| p).collect();
+    let why = if went_away(attempts) {
+        "the handler stopped taking connections during the run: if a duplicate crashed it, that is the bug \
+         (its log says); if it was stopped, start it and run again"
+    } else {
+        "the provider reads anything but a 2xx answer as a failed delivery and retries it"
+    };
     Check {
         name: ANSWERS_2XX,
         passed: false,
-        detail: format!(
-            "{}: the provider reads anything but a 2xx answer as a failed delivery and retries it",
-            list.join("; ")
-        ),
+        detail: format!("{}: {why}", list.join("; ")),
     }
+}
+
+/// True when every attempt that got no 2xx never reached the handler:
+/// it went away during the run, and no answer of its own failed.
+pub fn went_away(attempts: &[Attempt]) -> bool {
+    let mut failed = attempts.iter().filter(|a| !a.succeeded()).peekable();
+    failed.peek().is_some() && failed.all(|a| a.answer.unreached)
 }
 
 /// Check 2: attempts 2..N left the state exactly as attempt 1 left it.
