@@ -427,6 +427,9 @@ impl Store {
     }
 
     fn setup(mut conn: Connection, path: PathBuf, opening: Opening) -> Result<Store, StoreError> {
+        // Set first: a tunnel started beside this one may be making the
+        // history, and its lock must be waited for, even to read the kind.
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| classify(e, &path))?;
         // Told apart before anything is written: even turning on WAL would
         // change another program's file.
         match schema::contents(&conn).map_err(|e| classify(e, &path))? {
@@ -439,13 +442,11 @@ impl Store {
             schema::Contents::Empty => {}
         }
         let configure = |conn: &Connection| -> rusqlite::Result<()> {
-            conn.busy_timeout(BUSY_TIMEOUT)?;
             conn.set_prepared_statement_cache_capacity(64);
             if opening == Opening::ReadOnly {
                 return Ok(());
             }
-            // journal_mode answers with a row, so it cannot go through execute.
-            let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+            turn_on_wal(conn)?;
             conn.pragma_update(None, "synchronous", "NORMAL")?;
             conn.pragma_update(None, "foreign_keys", true)?;
             Ok(())
@@ -574,6 +575,26 @@ fn create_private(path: &Path) -> std::io::Result<()> {
 }
 
 /// Sorts an SQLite failure into the variants callers act on.
+/// Puts the history in WAL mode. Switching takes the whole file: while
+/// another tunnel started beside this one reads it or makes it, SQLite
+/// answers busy at once, without waiting as `busy_timeout` asks, so this
+/// waits itself. A history already in WAL mode is not switched again.
+fn turn_on_wal(conn: &Connection) -> rusqlite::Result<()> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        // journal_mode answers with a row, so it cannot go through execute.
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get::<_, String>(0)) {
+            Ok(_) => return Ok(()),
+            Err(err)
+                if err.sqlite_error_code() == Some(ErrorCode::DatabaseBusy) && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(err) => return Err(err),
+        }
+    }
+}
+
 fn classify(err: rusqlite::Error, path: &Path) -> StoreError {
     match err.sqlite_error_code() {
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Busy,

@@ -227,17 +227,22 @@ pub enum Contents {
 /// the application ID was set are known by their schema version and their
 /// tables.
 pub fn contents(conn: &Connection) -> rusqlite::Result<Contents> {
-    let id: i32 = conn.query_row("PRAGMA application_id", [], |row| row.get(0))?;
-    if id == APPLICATION_ID {
-        return Ok(Contents::History);
-    }
-    let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
-    let (objects, ours): (i64, i64) = conn.query_row(
+    // One read transaction: another process making the history commits its
+    // header and tables together, and reads taken on either side of that
+    // commit would show tables with no version, another program's file.
+    let snapshot = conn.unchecked_transaction()?;
+    let id: i32 = snapshot.query_row("PRAGMA application_id", [], |row| row.get(0))?;
+    let version: i64 = snapshot.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    let (objects, ours): (i64, i64) = snapshot.query_row(
         "SELECT count(*), count(*) FILTER (WHERE type = 'table' AND name IN ('deliveries', 'replay_runs'))
          FROM sqlite_schema",
         [],
         |row| Ok((row.get(0)?, row.get(1)?)),
     )?;
+    snapshot.commit()?;
+    if id == APPLICATION_ID {
+        return Ok(Contents::History);
+    }
     Ok(match (id, version, objects) {
         (0, 0, 0) => Contents::Empty,
         (0, version, _) if version > 0 && ours == 2 => Contents::History,

@@ -773,3 +773,29 @@ fn a_disk_io_error_names_a_full_disk_as_its_likely_cause() {
     let line = StoreError::Sqlite(full).for_command(Path::new("h.db")).to_string();
     assert_eq!(line, "history database h.db: database or disk is full");
 }
+
+#[test]
+fn tunnels_started_together_on_a_new_history_all_open_it() {
+    // Each open reads the file's kind, then sets it up: another's first
+    // set-up must not show half-done (and so as another program's file),
+    // nor its lock refuse the open.
+    let dir = ScratchDir::new("open-together");
+    for round in 0..15 {
+        let path = dir.0.join(format!("h{round}.db"));
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(12));
+        let opens: Vec<_> = (0..12)
+            .map(|_| {
+                let (path, barrier) = (path.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    Store::open(&path).map(drop)
+                })
+            })
+            .collect();
+        for open in opens {
+            if let Err(err) = open.join().unwrap() {
+                panic!("round {round}: {err}");
+            }
+        }
+    }
+}
