@@ -476,6 +476,24 @@ async fn the_relay_logs_who_connected_by_token_label_and_neither_side_logs_the_t
     ];
     let reply = common::caller::send("POST", &format!("{url}/hook"), headers, "caller-body").await;
     assert_eq!(reply.status, 200);
+    let name = url.rsplit('/').next().expect("tunnel name");
+    let mut taken = Running::start(
+        &portpreview_bin(),
+        &[
+            "http",
+            &port,
+            "--server",
+            &relay_url,
+            "--token",
+            "s3cret-token-value",
+            "--name",
+            name,
+            "--no-tui",
+            "--no-record",
+        ],
+        dir.path(),
+    );
+    assert_eq!(taken.exit_code(Duration::from_secs(20)).await, Some(2));
     client.signal("TERM");
     let _ = client.exit_code(Duration::from_secs(10)).await;
     relay.signal("TERM");
@@ -495,7 +513,20 @@ async fn the_relay_logs_who_connected_by_token_label_and_neither_side_logs_the_t
             .any(|l| l.contains("tunnel connected") && l.contains("token=alice")),
         "{logged}"
     );
-    assert!(logged.contains("client refused: missing or invalid token"), "{logged}");
+    // Each client turned away is a line with who and why.
+    assert!(
+        logged.lines().any(|l| l.contains("client refused")
+            && l.contains("peer=127.0.0.1:")
+            && l.contains("status=401")
+            && l.contains("missing or invalid token")),
+        "{logged}"
+    );
+    assert!(
+        logged.lines().any(|l| l.contains("client refused")
+            && l.contains("status=409")
+            && l.contains(&format!("name {name} is in use"))),
+        "{logged}"
+    );
     assert!(
         logged.lines().any(|l| l.contains("tunnel disconnected")
             && l.contains("the client stopped")

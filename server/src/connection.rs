@@ -42,6 +42,7 @@ pub async fn accept_loop(
 ) -> Result<(), RelayError> {
     let limits = ConnectionLimits::new(relay.config.max_connections_per_ip, relay.config.max_connections);
     let local = listener.local_addr().map_err(RelayError::Accept)?;
+    let mut over_the_cap = CapLog::default();
     loop {
         let accepted = tokio::select! {
             biased;
@@ -60,7 +61,7 @@ pub async fn accept_loop(
             Err(err) => return Err(RelayError::Accept(err)),
         };
         let Some(slot) = limits.admit(peer.ip()) else {
-            tracing::debug!(%peer, "connection refused: over the connection cap");
+            over_the_cap.refused(peer);
             // Said, not just closed, so a caller can tell a cap from a
             // crash; no task, no wait, nothing held: a fresh socket takes
             // the bytes at once or not at all. Under TLS they would be noise.
@@ -78,6 +79,37 @@ pub async fn accept_loop(
         connections.spawn(serve(Arc::clone(&relay), tcp, peer, local, slot).instrument(span));
     }
     Ok(())
+}
+
+/// The connections refused at the cap, told to the log at most once a
+/// minute: an operator learns that the cap bites (set too low behind a
+/// proxy that sends every caller from one address), and a flood of
+/// connections does not become a flood of lines.
+#[derive(Default)]
+struct CapLog {
+    last_told: Option<tokio::time::Instant>,
+    untold: u64,
+}
+
+impl CapLog {
+    const EVERY: Duration = Duration::from_secs(60);
+
+    fn refused(&mut self, peer: SocketAddr) {
+        tracing::debug!(%peer, "connection refused: over the connection cap");
+        self.untold += 1;
+        let now = tokio::time::Instant::now();
+        if self.last_told.is_some_and(|told| now < told + Self::EVERY) {
+            return;
+        }
+        tracing::warn!(
+            last_from = %peer,
+            refused = self.untold,
+            "connections refused over the connection cap (--max-connections-per-ip, or the relay's overall \
+             cap), counted since the last such line; one a minute at most"
+        );
+        self.last_told = Some(now);
+        self.untold = 0;
+    }
 }
 
 /// The answer to a connection over the per-address or overall cap.

@@ -35,6 +35,8 @@ const RANDOM_NAME_ATTEMPTS: usize = 8;
 /// What a session needs besides its socket.
 #[derive(Clone)]
 pub struct SessionContext {
+    /// The client's address, for the relay's log.
+    pub peer: std::net::SocketAddr,
     /// Where names are claimed.
     pub registry: Arc<dyn Registry>,
     /// The token the client connected with.
@@ -118,8 +120,8 @@ enum End {
     Gone(String),
     /// The client closed the socket on purpose: it is shutting down.
     Goodbye,
-    /// Refused and close frame already queued.
-    Refused,
+    /// Refused, for the reason given, and close frame already queued.
+    Refused(String),
     Protocol(String),
     /// A frame or message over the relay's size limit.
     TooLarge(String),
@@ -133,7 +135,7 @@ impl End {
         match self {
             End::Gone(why) => format!("the client went away: {why}"),
             End::Goodbye => "the client stopped".into(),
-            End::Refused => "refused".into(),
+            End::Refused(reason) => format!("refused: {reason}"),
             End::Protocol(why) => format!("protocol error: {why}"),
             End::TooLarge(why) => format!("frame over the limit: {why}"),
             End::Dead => "the client stopped answering pings".into(),
@@ -178,7 +180,12 @@ where
             }
             span.in_scope(|| say_goodbye(&outbox, end))
         }
-        Err(end) => say_goodbye(&outbox, end),
+        Err(end) => {
+            // Who never got a tunnel, and why: a client older or newer than
+            // the relay, a name taken, something that is not a client.
+            tracing::info!(peer = %ctx.peer, why = end.describe(), "no tunnel opened");
+            say_goodbye(&outbox, end)
+        }
     };
     drop(outbox);
     if closing {
@@ -203,7 +210,7 @@ fn say_goodbye(outbox: &Outbox, end: End) -> bool {
             tracing::debug!("client said goodbye");
             return false;
         }
-        End::Refused => {}
+        End::Refused(_) => {}
         End::Protocol(why) => {
             tracing::debug!(why, "closing: protocol error");
             outbox.close(CloseCode::Protocol, &why);
@@ -228,12 +235,11 @@ const MAX_REFUSAL: usize = 512;
 
 fn refuse(outbox: &Outbox, reason: String) -> End {
     let reason = truncate(&reason, MAX_REFUSAL).to_string();
-    tracing::debug!(reason, "refusing client");
     if let Err(err) = outbox.control(&ServerMessage::Refused { reason: reason.clone() }) {
         tracing::error!(%err, "a refusal with a short reason did not fit a frame");
     }
     outbox.close(CloseCode::Policy, &reason);
-    End::Refused
+    End::Refused(reason)
 }
 
 async fn hello<R>(incoming: &mut R, outbox: &Outbox, ctx: &SessionContext, streams: &Arc<Streams>) -> Result<Lease, End>
@@ -300,7 +306,7 @@ where
     };
     let public_url = ctx.public_url.for_name(&lease.name);
     let token = ctx.token_label.as_deref().map(tracing::field::display);
-    tracing::info!(tunnel = %lease.name, token, %public_url, "tunnel connected");
+    tracing::info!(tunnel = %lease.name, token, peer = %ctx.peer, %public_url, "tunnel connected");
     let welcome = ServerMessage::Welcome {
         protocol: PROTOCOL_VERSION,
         name: lease.name.clone(),
@@ -429,6 +435,7 @@ mod tests {
         let (outbox, _written) = writer::channel();
         let streams = Streams::new(outbox.clone(), 8);
         let ctx = SessionContext {
+            peer: ([127, 0, 0, 1], 9).into(),
             registry: Arc::new(LocalRegistry::new(Duration::from_secs(60), None)),
             owner: None,
             token_label: None,

@@ -213,8 +213,9 @@ impl Relay {
                 result = &mut serving => return result.context("relay failed").map(|()| Stopped::Drained),
                 () = portpreview_server::signal::shutdown_signal() => {}
             }
+            // Under systemd or Docker the signal is a SIGTERM, not a ctrl-c.
             tracing::info!(
-                "shutting down: requests in flight get up to {}s; ctrl-c again stops at once",
+                "shutting down: requests in flight get up to {}s; a second signal (ctrl-c, SIGTERM) stops at once",
                 drain.as_secs()
             );
             stop.drain.cancel();
@@ -227,7 +228,10 @@ impl Relay {
                 portpreview_server::signal::shutdown_signal().await;
             };
             tokio::select! {
-                result = &mut serving => result.context("relay failed").map(|()| Stopped::Drained),
+                result = &mut serving => {
+                    tracing::info!("stopped");
+                    result.context("relay failed").map(|()| Stopped::Drained)
+                }
                 () = second => {
                     tracing::warn!("stopping at once: requests still in flight get 502");
                     stop.now.cancel();

@@ -57,34 +57,58 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// A refused upgrade closes the connection: what tried to open a tunnel
 /// sends no other request on it.
 pub fn accept(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, req: Request<Incoming>) -> Response<RelayBody> {
-    let mut response = upgrade(relay, conn, req).unwrap_or_else(|refused| *refused);
-    if response.status() != StatusCode::SWITCHING_PROTOCOLS {
-        response
-            .headers_mut()
-            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    match upgrade(relay, conn, req) {
+        Ok(switching) => switching,
+        Err(refusal) => {
+            // An operator's first question when a teammate's tunnel will
+            // not open: who was turned away, and why.
+            tracing::info!(peer = %conn.peer, status = refusal.status.as_u16(), reason = %refusal.reason, "client refused");
+            refusal.into_response()
+        }
     }
-    response
 }
 
 /// The WebSocket version the relay speaks (RFC 6455).
 const WEBSOCKET_VERSION: &str = "13";
 
-/// What the relay answers in place of a 101 (boxed: the refusal is the
-/// rare path, and a `Response` is large to move through every `?`).
-type Refused = Box<Response<RelayBody>>;
+/// What the relay answers in place of a 101.
+struct Refusal {
+    status: StatusCode,
+    reason: String,
+    /// A header the status calls for (the version spoken, the auth scheme).
+    header: Option<(header::HeaderName, &'static str)>,
+}
 
-fn refuse(status: StatusCode, text: impl Into<String>) -> Refused {
-    Box::new(answer(status, text))
+impl Refusal {
+    /// The answer, closing the connection: what tried to open a tunnel
+    /// sends no other request on it.
+    fn into_response(self) -> Response<RelayBody> {
+        let mut response = answer(self.status, self.reason);
+        let headers = response.headers_mut();
+        if let Some((name, value)) = self.header {
+            headers.insert(name, HeaderValue::from_static(value));
+        }
+        headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+        response
+    }
+}
+
+fn refuse(status: StatusCode, reason: impl Into<String>) -> Refusal {
+    Refusal {
+        status,
+        reason: reason.into(),
+        header: None,
+    }
 }
 
 fn upgrade(
     relay: &Arc<Relay>,
     conn: &Arc<ConnInfo>,
     mut req: Request<Incoming>,
-) -> Result<Response<RelayBody>, Refused> {
+) -> Result<Response<RelayBody>, Refusal> {
     let accept_key = handshake(&req)?;
     let headers = req.headers();
-    let owner = owner(relay, conn, headers)?;
+    let owner = owner(relay, headers)?;
     let resume = headers
         .get(RESUME_HEADER)
         .and_then(|v| v.to_str().ok())
@@ -122,7 +146,7 @@ fn upgrade(
 
 /// The WebSocket handshake's own checks (RFC 6455 §4): the accept key when
 /// the request is a WebSocket upgrade this relay can take.
-fn handshake(req: &Request<Incoming>) -> Result<String, Refused> {
+fn handshake(req: &Request<Incoming>) -> Result<String, Refusal> {
     let headers = req.headers();
     let key = headers
         .get(header::SEC_WEBSOCKET_KEY)
@@ -145,15 +169,13 @@ fn handshake(req: &Request<Incoming>) -> Result<String, Refused> {
         .get(header::SEC_WEBSOCKET_VERSION)
         .is_none_or(|v| v != WEBSOCKET_VERSION)
     {
-        let mut refused = answer(
-            StatusCode::UPGRADE_REQUIRED,
-            format!("this relay speaks WebSocket version {WEBSOCKET_VERSION} only"),
-        );
-        refused.headers_mut().insert(
-            header::SEC_WEBSOCKET_VERSION,
-            HeaderValue::from_static(WEBSOCKET_VERSION),
-        );
-        return Err(Box::new(refused));
+        return Err(Refusal {
+            header: Some((header::SEC_WEBSOCKET_VERSION, WEBSOCKET_VERSION)),
+            ..refuse(
+                StatusCode::UPGRADE_REQUIRED,
+                format!("this relay speaks WebSocket version {WEBSOCKET_VERSION} only"),
+            )
+        });
     }
     if headers.contains_key(header::ORIGIN) {
         return Err(refuse(StatusCode::FORBIDDEN, "browsers may not open tunnels"));
@@ -162,26 +184,22 @@ fn handshake(req: &Request<Incoming>) -> Result<String, Refused> {
 }
 
 /// Whose tunnel this is: the token's, when the relay asks for one.
-fn owner(relay: &Relay, conn: &ConnInfo, headers: &HeaderMap) -> Result<Owner, Refused> {
+fn owner(relay: &Relay, headers: &HeaderMap) -> Result<Owner, Refusal> {
     let Some(tokens) = &relay.config.tokens else {
         return Ok(None);
     };
     match bearer(headers).and_then(|t| tokens.check(t)) {
         Some(id) => Ok(Some(id)),
-        None => {
-            tracing::info!(peer = %conn.peer, "client refused: missing or invalid token");
-            let mut denied = answer(StatusCode::UNAUTHORIZED, "missing or invalid token");
-            denied
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            Err(Box::new(denied))
-        }
+        None => Err(Refusal {
+            header: Some((header::WWW_AUTHENTICATE, "Bearer")),
+            ..refuse(StatusCode::UNAUTHORIZED, "missing or invalid token")
+        }),
     }
 }
 
 /// Refuses a name that is malformed, or not this client's to take, before
 /// the upgrade: the client hears why in an HTTP status it can act on.
-fn claimable(relay: &Relay, wanted: &HeaderValue, owner: Owner, resume: Option<&str>) -> Result<(), Refused> {
+fn claimable(relay: &Relay, wanted: &HeaderValue, owner: Owner, resume: Option<&str>) -> Result<(), Refusal> {
     let wanted = String::from_utf8_lossy(wanted.as_bytes());
     if let Some(why) = names::invalid_reason(&wanted) {
         return Err(refuse(StatusCode::BAD_REQUEST, names::refusal(&wanted, &why)));
@@ -209,6 +227,7 @@ fn session_context(
         .map_or_else(|| conn.local.to_string(), str::to_string);
     let token_label = owner.and_then(|id| Some(relay.config.tokens.as_ref()?.label(id).to_string()));
     SessionContext {
+        peer: conn.peer,
         registry: Arc::clone(&relay.registry),
         owner,
         token_label,
