@@ -14,7 +14,10 @@ pub enum ConfigError {
         error: std::io::Error,
     },
     /// The tokens file is not valid TOML of the expected shape.
-    #[error("invalid tokens file: {0}")]
+    #[error(
+        "invalid tokens file: {0}; it is TOML with one entry per token: \
+         [[token]] then token = \"...\" (and label = \"...\", names = [\"...\"] if wanted)"
+    )]
     TokensSyntax(String),
     /// The tokens file parsed but says something impossible.
     #[error("invalid tokens file: {0}")]

@@ -25,7 +25,16 @@ pub fn server_config(cert_pem: &[u8], key_pem: &[u8]) -> Result<Arc<rustls::Serv
     }
     let key: PrivateKeyDer<'static> = rustls_pemfile::private_key(&mut &key_pem[..])
         .map_err(|e| ConfigError::Tls(format!("private key: {e}")))?
-        .ok_or_else(|| ConfigError::Tls("no private key found in the key file".into()))?;
+        .ok_or_else(|| {
+            // rustls reads no encrypted key, and skips one as if absent.
+            let why = if key_pem.windows(9).any(|w| w == b"ENCRYPTED") {
+                "the private key is encrypted, which the relay cannot read: decrypt it once \
+                 (openssl pkey -in KEY -out KEY.plain) and pass that file, readable only by the relay's user"
+            } else {
+                "no private key found in the key file"
+            };
+            ConfigError::Tls(why.into())
+        })?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -77,6 +86,16 @@ mod tests {
             "invalid TLS configuration: the private key does not match the certificate \
              (the first one in the certificate file)"
         );
+    }
+
+    #[test]
+    fn an_encrypted_key_is_named_as_such_with_how_to_decrypt_it() {
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        // The PEM label is what tells it: rustls skips such a block.
+        let encrypted = b"-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIFHDBOBgkqhkiG9w0BBQ0wQTApBgkqhkiG9w0BBQwwHAQI\n-----END ENCRYPTED PRIVATE KEY-----\n";
+        let err = server_config(cert.cert.pem().as_bytes(), encrypted).expect_err("an encrypted key is refused");
+        assert!(err.to_string().contains("the private key is encrypted"), "{err}");
+        assert!(err.to_string().contains("openssl pkey"), "{err}");
     }
 
     #[test]

@@ -189,6 +189,15 @@ mod tests {
     }
 
     #[test]
+    fn a_list_of_bare_tokens_is_told_the_files_shape() {
+        let err = Tokens::from_toml("pp_alice_secret\npp_bob_secret\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("invalid tokens file: line 1"), "{err}");
+        assert!(err.contains("[[token]] then token = \"...\""), "{err}");
+    }
+
+    #[test]
     fn unknown_keys_and_bad_entries_are_refused() {
         for bad in [
             "[[token]]\ntoken = \"a\"\nnmaes = [\"x\"]\n",
