@@ -19,10 +19,6 @@ use crate::replay::attempt::Endpoint;
 use crate::store::NewDelivery;
 use crate::target::Scheme;
 
-/// A recorded `Expect: 100-continue` would make curl wait for an interim
-/// answer the handler may never send; replay does not wait either.
-const NOT_COPIED: &[&str] = &["expect"];
-
 /// The shell command that sends `d` to `path` at `endpoint` (aimed by
 /// [`crate::replay::plan::resolve_target`], as a replay would be).
 pub fn command(d: &NewDelivery, endpoint: &Endpoint, path: &str) -> String {
@@ -67,7 +63,15 @@ pub fn command(d: &NewDelivery, endpoint: &Endpoint, path: &str) -> String {
         if !has("content-type") {
             args.push("-H 'Content-Type:'".into());
         }
-        args.push("-H 'Expect:'".into());
+        // A recorded `Expect: 100-continue` is sent, as the tunnel and a
+        // replay send it, but not waited on: curl would wait a second for
+        // an interim answer the handler may never give. Without one, curl
+        // must not add its own (it does past 1 MiB).
+        if has("expect") {
+            args.push("--expect100-timeout 0.001".into());
+        } else {
+            args.push("-H 'Expect:'".into());
+        }
         args.push("--data-binary @-".into());
     }
     let curl = args.join(" \\\n  ");
@@ -156,7 +160,6 @@ fn risky(c: char) -> bool {
 pub fn copied_headers(recorded: &[Header], host_preserved: bool) -> Vec<Header> {
     let mut headers = recorded.to_vec();
     crate::replay::attempt::strip_unreplayable(&mut headers, host_preserved);
-    headers.retain(|h| !NOT_COPIED.iter().any(|n| h.name.eq_ignore_ascii_case(n)));
     headers
 }
 
@@ -219,7 +222,18 @@ mod tests {
         assert!(!cmd.to_ascii_lowercase().contains("x-trace"), "{cmd}");
         assert!(!cmd.to_ascii_lowercase().contains("keep-alive"), "{cmd}");
         assert!(cmd.contains("-H 'stripe-signature: t=1,v1=ab'"), "{cmd}");
-        assert!(cmd.contains("-H 'Expect:'"), "curl is told not to wait: {cmd}");
+        assert!(
+            cmd.contains("-H 'expect: 100-continue'") && cmd.contains("--expect100-timeout 0.001"),
+            "the recorded Expect is sent, and curl is told not to wait for a 100: {cmd}"
+        );
+        let without = NewDelivery {
+            request_headers: vec![Header::new("content-type", "application/json")],
+            ..d
+        };
+        assert!(
+            command(&without, &endpoint(), "/h").contains("-H 'Expect:'"),
+            "curl adds none of its own"
+        );
     }
 
     #[test]
