@@ -68,6 +68,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         _ if text.chars().any(char::is_uppercase) && read_duration(&text.to_lowercase()).is_ok() => {
             Err(format!("units are written in lowercase: {}", text.to_lowercase()))
         }
+        _ if matches!(humantime::parse_duration(text), Err(humantime::DurationError::NumberOverflow)) => {
+            Err(format!("{text} is longer than any duration PortPreview can count"))
+        }
         _ => Err("expected a number and a unit, like 300ms, 1s, 2m or 7d".to_string()),
     }
 }
@@ -122,6 +125,10 @@ mod tests {
         assert_eq!(parse_duration("7days"), Ok(Duration::from_secs(7 * 86_400)));
         assert_eq!(parse_duration("300ms"), Ok(Duration::from_millis(300)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(
+            parse_duration("18446744073709551615ms"),
+            Err("18446744073709551615ms is longer than any duration PortPreview can count".into())
+        );
         assert!(parse_duration("1M").unwrap_err().contains("30d"));
         assert!(parse_duration("2months").unwrap_err().contains("30d"));
         for bad in ["5x", "soon", ""] {
