@@ -68,7 +68,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         _ if text.chars().any(char::is_uppercase) && read_duration(&text.to_lowercase()).is_ok() => {
             Err(format!("units are written in lowercase: {}", text.to_lowercase()))
         }
-        _ if matches!(humantime::parse_duration(text), Err(humantime::DurationError::NumberOverflow)) => {
+        _ if matches!(
+            humantime::parse_duration(text),
+            Err(humantime::DurationError::NumberOverflow)
+        ) =>
+        {
             Err(format!("{text} is longer than any duration PortPreview can count"))
         }
         _ => Err("expected a number and a unit, like 300ms, 1s, 2m or 7d".to_string()),

@@ -39,8 +39,8 @@ pub struct RunArgs {
     /// Give the event new identities: one delivered once, another as a concurrent burst of --times (2 or more) copies.
     #[arg(long)]
     pub fresh: bool,
-    /// Where the identity lives when the provider is unknown (JSON pointer or header:Name).
-    #[arg(long, value_name = "POINTER", requires = "fresh")]
+    /// Where the identity lives when the provider keeps none: a JSON pointer, form:name or header:Name.
+    #[arg(long, value_name = "FIELD", requires = "fresh")]
     pub fresh_field: Option<String>,
     /// Re-sign every attempt with the current time.
     #[arg(long)]

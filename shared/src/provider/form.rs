@@ -52,6 +52,21 @@ fn decode(part: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Percent-encodes a form value: every byte but the unreserved ones
+/// (letters, digits, `-._~`) as `%XX`.
+pub(crate) fn encode(value: &str) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
 /// Replaces the value of every `name=` pair whose value is `old` with `new`
 /// (an unreserved string), leaving the other bytes untouched.
 pub(crate) fn replace_value(body: &[u8], name: &str, old: &str, new: &str) -> Option<Vec<u8>> {

@@ -9,8 +9,8 @@ use super::key::provider_id;
 use super::{form, has_header, header, ids, pointer, set_header, Provider};
 use crate::message::Header;
 
-const FRESH_FIELD_HINT: &str =
-    "name the field that holds its ID with --fresh-field /json/pointer or --fresh-field header:Name";
+const FRESH_FIELD_HINT: &str = "name the field that holds its ID with --fresh-field /json/pointer, \
+     --fresh-field form:name (a form-encoded body) or --fresh-field header:Name";
 
 /// Why an event could not be given a fresh identity.
 #[derive(Debug, thiserror::Error)]
@@ -18,8 +18,8 @@ pub enum FreshError {
     /// Nothing in the request is known to hold the event's ID.
     #[error("cannot give this event a fresh identity: {0}; {FRESH_FIELD_HINT}")]
     NoIdentity(String),
-    /// `--fresh-field` is neither a JSON pointer nor `header:Name`.
-    #[error("--fresh-field {0}: expected a JSON pointer such as /data/id, or header:Name")]
+    /// `--fresh-field` is neither a JSON pointer nor `form:name` nor `header:Name`.
+    #[error("--fresh-field {0}: expected a JSON pointer such as /data/id, form:name or header:Name")]
     BadField(String),
     /// `--fresh-field` points at nothing in the body.
     #[error("--fresh-field {0}: the body has no such field")]
@@ -28,8 +28,11 @@ pub enum FreshError {
     #[error("--fresh-field {0}: the request has no such header")]
     HeaderMissing(String),
     /// `--fresh-field` is a JSON pointer but the body is not JSON.
-    #[error("--fresh-field {0}: the body is not JSON")]
+    #[error("--fresh-field {0}: the body is not JSON (a form-encoded body's field is named form:name)")]
     NotJson(String),
+    /// `--fresh-field form:name` but the body is not form-encoded.
+    #[error("--fresh-field {0}: the body is not form-encoded")]
+    NotForm(String),
     /// `--fresh-field` points at an object, array, boolean or null.
     #[error("--fresh-field {0}: that field holds {1}, not an ID")]
     NotAnId(String, &'static str),
@@ -84,6 +87,9 @@ fn renew_field(field: &str, headers: &mut Vec<Header>, body: &mut Vec<u8>) -> Re
         set_header(headers, name, new.clone());
         return Ok(new);
     }
+    if let Some(name) = field.strip_prefix("form:") {
+        return renew_form_field(field, name, body);
+    }
     let tokens = pointer::parse(field)
         .filter(|t| !t.is_empty())
         .ok_or_else(|| FreshError::BadField(field.to_owned()))?;
@@ -101,6 +107,17 @@ fn renew_field(field: &str, headers: &mut Vec<Header>, body: &mut Vec<u8>) -> Re
         Value::String(s) => s,
         other => other.to_string(),
     })
+}
+
+/// Renews the value of form field `name` (`field` is the flag as given):
+/// a Slack slash command, a Twilio callback, any form-encoded post.
+fn renew_form_field(field: &str, name: &str, body: &mut Vec<u8>) -> Result<String, FreshError> {
+    let pairs = form::parse(body).ok_or_else(|| FreshError::NotForm(field.to_owned()))?;
+    let old = form::value(&pairs, name).ok_or_else(|| FreshError::FieldMissing(field.to_owned()))?;
+    let new = if old.is_empty() { ids::uuid() } else { ids::like(old) };
+    *body = form::replace_value(body, name, old, &form::encode(&new))
+        .ok_or_else(|| FreshError::FieldMissing(field.to_owned()))?;
+    Ok(new)
 }
 
 fn set_body(body: &mut Vec<u8>, tokens: &[String], new: &Value) -> Result<(), pointer::ReplaceError> {

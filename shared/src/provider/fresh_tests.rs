@@ -201,6 +201,33 @@ fn fresh_field_overrides_the_provider() {
 }
 
 #[test]
+fn a_form_field_is_renewed_in_place() {
+    // A Slack slash command: no event ID, but a trigger_id per invocation.
+    let mut body =
+        b"token=gIkuvaNz&command=%2Fweather&text=94070&trigger_id=13345224609.738474920.8088930838d88f008e0".to_vec();
+    let new = fresh_identity(
+        Some(Provider::Slack),
+        &mut Vec::new(),
+        &mut body,
+        Some("form:trigger_id"),
+    )
+    .unwrap();
+    assert_ne!(new, "13345224609.738474920.8088930838d88f008e0");
+    let text = String::from_utf8(body).unwrap();
+    assert_eq!(
+        text,
+        format!(
+            "token=gIkuvaNz&command=%2Fweather&text=94070&trigger_id={}",
+            super::form::encode(&new)
+        )
+    );
+    let err = fresh_identity(None, &mut Vec::new(), &mut b"{\"a\":1}".to_vec(), Some("form:a")).unwrap_err();
+    assert!(err.to_string().ends_with("the body is not form-encoded"), "{err}");
+    let err = fresh_identity(None, &mut Vec::new(), &mut b"a=1".to_vec(), Some("form:b")).unwrap_err();
+    assert!(err.to_string().ends_with("the body has no such field"), "{err}");
+}
+
+#[test]
 fn errors_say_what_to_do() {
     let err = fresh_identity(None, &mut Vec::new(), &mut b"{}".to_vec(), None).unwrap_err();
     assert!(err.to_string().contains("--fresh-field"), "{err}");
