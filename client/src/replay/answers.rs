@@ -162,6 +162,21 @@ pub fn side_by_side(left: &AnswerGroup, right: &AnswerGroup, width: usize) -> St
     out
 }
 
+/// One answer alone, its head and at most [`ROWS_SHOWN`] rows of its body,
+/// each in at most `width` columns: what every attempt got, when that was
+/// a refusal whose body says why (a bad signature, a missing field).
+pub fn alone(group: &AnswerGroup, width: usize) -> String {
+    let lines = group.lines();
+    let mut out = String::new();
+    for line in lines.iter().take(ROWS_SHOWN) {
+        out.push_str(&format!("  {}\n", fit(line, width)));
+    }
+    if lines.len() > ROWS_SHOWN {
+        out.push_str(&format!("  … {} more lines\n", lines.len() - ROWS_SHOWN));
+    }
+    out
+}
+
 /// `a` and `b` in at most `width` columns each, cut alike so that where
 /// they first differ is in view: two answers that differ in their last
 /// bytes would otherwise show the same start and nothing else. The start

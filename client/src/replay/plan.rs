@@ -49,6 +49,13 @@ pub struct Plan {
     pub warnings: Vec<String>,
 }
 
+impl Plan {
+    /// The provider whose signature every attempt is given, if any.
+    pub fn signs_for(&self) -> Option<Provider> {
+        self.signing.as_ref().map(|(provider, _)| *provider)
+    }
+}
+
 /// The provider of a recorded delivery: as recorded, else detected.
 pub fn provider_of(request: &NewDelivery) -> Option<Provider> {
     request

@@ -429,6 +429,31 @@ mod tests {
     }
 
     #[test]
+    fn a_refusal_every_attempt_got_is_shown_with_its_body() {
+        let mut refused = report("rows: 1");
+        for attempt in &mut refused.attempts {
+            attempt.answer.status = Some(401);
+            attempt.answer.body = b"stripe: bad signature".to_vec();
+            attempt.answer.body_size = 21;
+        }
+        let text = refused.render_text();
+        assert!(
+            text.contains("\nEvery attempt got this answer:\n  401 for attempts 1–2\n  stripe: bad signature\n"),
+            "{text}"
+        );
+        let warning = crate::replay::verdict::refused_signature(
+            &refused.attempts,
+            Some(portpreview_shared::provider::Provider::Stripe),
+        )
+        .unwrap();
+        assert!(
+            warning.starts_with("attempts 1–2 signed with the stripe secret PortPreview was given, and answered 401"),
+            "{warning}"
+        );
+        assert_eq!(crate::replay::verdict::refused_signature(&refused.attempts, None), None);
+    }
+
+    #[test]
     fn a_dedup_store_is_sized_only_for_a_provider_that_retries() {
         let stripe = report("rows: 1").render_text();
         assert!(

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use portpreview_shared::provider::Provider;
 use portpreview_shared::sanitize::{escape_multiline, escape_str};
 
-use super::answers::{distinct_answers, pair_to_show, side_by_side};
+use super::answers::{alone, distinct_answers, pair_to_show, side_by_side};
 use super::report::Report;
 use super::verdict::{aligned, role_label};
 use crate::render::mask::shown_path;
@@ -57,6 +57,13 @@ impl Report {
             }
         }
         let groups = distinct_answers(&self.attempts);
+        // A refusal every attempt got says why only in its body.
+        if let [only] = groups.as_slice() {
+            if only.status.is_some_and(|s| !(200..300).contains(&s)) && !only.body.is_empty() {
+                out.push_str("\nEvery attempt got this answer:\n");
+                out.push_str(&alone(only, 78));
+            }
+        }
         if let Some((left, right)) = pair_to_show(&groups) {
             out.push_str("\nAnswers differ between attempts:\n");
             out.push_str(&side_by_side(left, right, 38));

@@ -93,6 +93,26 @@ pub fn answers_2xx(attempts: &[Attempt]) -> Check {
     }
 }
 
+/// When attempts PortPreview signed were refused as unauthorised, that the
+/// secret it signed with may not be the handler's: the answer alone
+/// reads like a handler bug.
+pub fn refused_signature(attempts: &[Attempt], signed_for: Option<Provider>) -> Option<String> {
+    let provider = signed_for?;
+    let refused: Vec<u32> = (attempts.iter())
+        .filter(|a| matches!(a.answer.status, Some(401 | 403)))
+        .map(|a| a.n)
+        .collect();
+    let status = attempts
+        .iter()
+        .find_map(|a| a.answer.status.filter(|s| matches!(s, 401 | 403)))?;
+    Some(format!(
+        "{} signed with the {provider} secret PortPreview was given, and answered {status}: if the handler checks \
+         {provider} signatures, it holds another secret than that one (--secret, {}, or the config file's [secrets])",
+        attempts_phrase(&refused),
+        crate::config::secret_env(provider),
+    ))
+}
+
 /// True when every attempt that got no 2xx never reached the handler:
 /// it went away during the run, and no answer of its own failed.
 pub fn went_away(attempts: &[Attempt]) -> bool {
