@@ -101,6 +101,17 @@ pub enum StoreError {
         /// The file.
         path: PathBuf,
     },
+    /// A command that changes the history (prune, a replay's record) was
+    /// run on one this user may only read.
+    #[error(
+        "history database {} is read-only for this user, and this would change it: run it as a user who may write \
+         the file, or on a copy",
+        path.display()
+    )]
+    WriteRefused {
+        /// The file.
+        path: PathBuf,
+    },
     /// The path names a directory.
     #[error("{} is a directory, not a history database: pass --db a file path", path.display())]
     IsDirectory {
@@ -319,7 +330,7 @@ impl Store {
         let store = Self::connect(path, Opening::Create).map_err(|err| match err {
             // Turning on WAL is the first write, refused in a folder this
             // user may not write.
-            StoreError::Sqlite(err) if err.sqlite_error_code() == Some(ErrorCode::ReadOnly) => StoreError::ReadOnly {
+            StoreError::WriteRefused { .. } => StoreError::ReadOnly {
                 path: path.to_path_buf(),
             },
             other => other,
@@ -357,6 +368,7 @@ impl Store {
             // A history this user may only read (a CI job's artifact, a
             // read-only mount): reading it needs no write, so it is opened
             // read-only, and what would write says so then.
+            Err(StoreError::WriteRefused { .. }) => return Self::open_read_only(path),
             Err(StoreError::Sqlite(err)) if is_read_only(&err) => return Self::open_read_only(path),
             opened => opened?,
         };
@@ -598,6 +610,9 @@ fn turn_on_wal(conn: &Connection) -> rusqlite::Result<()> {
 fn classify(err: rusqlite::Error, path: &Path) -> StoreError {
     match err.sqlite_error_code() {
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Busy,
+        Some(ErrorCode::ReadOnly) => StoreError::WriteRefused {
+            path: path.to_path_buf(),
+        },
         Some(ErrorCode::NotADatabase) => StoreError::NotADatabase {
             path: path.to_path_buf(),
         },

@@ -799,3 +799,21 @@ fn tunnels_started_together_on_a_new_history_all_open_it() {
         }
     }
 }
+
+#[test]
+fn a_change_to_a_history_opened_read_only_says_so_in_words() {
+    let dir = ScratchDir::new("store-read-only-write");
+    let path = dir.0.join("history.db");
+    Store::open(&path)
+        .unwrap()
+        .insert_request(&delivery("evt_1", "/"))
+        .unwrap();
+    let read_only = Store::open_read_only(&path).unwrap();
+    let err = read_only.insert_request(&delivery("evt_2", "/")).unwrap_err();
+    assert!(matches!(err, StoreError::WriteRefused { .. }), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains("is read-only for this user, and this would change it"),
+        "{err}"
+    );
+}
