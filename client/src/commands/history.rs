@@ -24,7 +24,7 @@ pub struct Args {
     /// Only deliveries from this provider (stripe, github, …; svix for standard-webhooks; unknown for none recognised).
     #[arg(long, value_name = "P", value_parser = parse_provider)]
     pub provider: Option<String>,
-    /// Only deliveries of this event key.
+    /// Only deliveries of this event key; one the table shows cut (ending in …) matches the keys it begins.
     #[arg(long, value_name = "KEY")]
     pub event: Option<String>,
     /// Also list the deliveries sent by `replay`.
@@ -85,7 +85,11 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
             } else {
                 format!("No deliveries match {filters} in {file}.")
             };
-            format!("{}\n", portpreview_shared::sanitize::escape_str(&line))
+            let mut text = format!("{}\n", portpreview_shared::sanitize::escape_str(&line));
+            if let Some(hint) = cut_key_hint(&store, &query) {
+                text.push_str(&hint);
+            }
+            text
         }
         // A full page may not be all: say so, on the table's own stream.
         // Counted only so far: a count of every match reads every row.
@@ -233,6 +237,25 @@ pub fn parse_provider(text: &str) -> Result<String, String> {
             ))
         }
     }
+}
+
+/// When `--event` matched nothing but is the start of some key (copied
+/// from the table, which cuts long keys), how to match those.
+fn cut_key_hint(store: &Store, query: &ListQuery) -> Option<String> {
+    let key = query
+        .event_key
+        .as_deref()
+        .filter(|key| !key.is_empty() && !key.ends_with('…'))?;
+    let by_start = ListQuery {
+        event_key: Some(format!("{key}…")),
+        limit: Some(1),
+        ..query.clone()
+    };
+    store.list(&by_start).ok()?.first()?;
+    Some(format!(
+        "Some event keys begin with it: the table shows long keys cut, and --event '{}…' matches them.\n",
+        portpreview_shared::sanitize::escape_str(key)
+    ))
 }
 
 /// `--provider stripe --event evt_1` for the filters that were given.

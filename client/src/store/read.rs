@@ -264,9 +264,19 @@ fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
         }
         None => {}
     }
-    if let Some(key) = &q.event_key {
-        terms.push("d.event_key = ?".into());
-        values.push(Value::Text(key.clone()));
+    // A key as the table shows it, cut and ending in `…`, matches the keys
+    // it is the start of.
+    match q.event_key.as_deref().map(|key| (key, key.strip_suffix('…'))) {
+        Some((_, Some(start))) if !start.is_empty() => {
+            terms.push("substr(d.event_key, 1, ?) = ?".into());
+            values.push(Value::Integer(start.chars().count() as i64));
+            values.push(Value::Text(start.to_owned()));
+        }
+        Some((key, _)) => {
+            terms.push("d.event_key = ?".into());
+            values.push(Value::Text(key.to_owned()));
+        }
+        None => {}
     }
     if !q.include_replays {
         terms.push("d.replay_of IS NULL".into());

@@ -817,3 +817,21 @@ fn a_change_to_a_history_opened_read_only_says_so_in_words() {
         "{err}"
     );
 }
+
+#[test]
+fn an_event_key_cut_as_the_table_shows_it_matches_the_keys_it_begins() {
+    let store = Store::in_memory().unwrap();
+    for key in ["evt_1abc", "evt_1abd", "evt_2abc"] {
+        store.insert_request(&delivery(key, "/")).unwrap();
+    }
+    let keys = |event: &str| -> Vec<String> {
+        let q = ListQuery {
+            event_key: Some(event.into()),
+            ..ListQuery::default()
+        };
+        store.list(&q).unwrap().into_iter().map(|s| s.event_key).collect()
+    };
+    assert_eq!(keys("evt_1ab…"), ["evt_1abd", "evt_1abc"]);
+    assert!(keys("evt_1ab").is_empty(), "without the mark, the whole key");
+    assert_eq!(keys("evt_2abc"), ["evt_2abc"]);
+}
