@@ -27,6 +27,10 @@ pub enum LogFormat {
 /// Longest event key shown whole on a line.
 const KEY_WIDTH: usize = 24;
 
+/// Longest path shown whole on a line: a 60 KB query would otherwise
+/// be one line of 60,000 characters. `show` has it whole.
+const PATH_WIDTH: usize = 200;
+
 /// Failed reconnect tries each get a line up to this many; after that,
 /// one in this many does. At the backoff's cap that is about a line a
 /// minute, so a tunnel left running against a relay that is down for the
@@ -186,7 +190,7 @@ pub fn delivery_line(summary: &Summary, delivery_number: i64) -> String {
     let mut line = format!(
         "{id}  {} {}  {status}  {duration}",
         escape_str(&summary.method),
-        escape_str(&shown_path(&summary.path, false))
+        shorten(&escape_str(&shown_path(&summary.path, false)), PATH_WIDTH)
     );
     if let Some(provider) = &summary.provider {
         line.push_str(&format!("  {provider}"));
@@ -356,6 +360,21 @@ mod tests {
             ..unknown
         };
         assert!(delivery_line(&by_fields, 2).ends_with("  (2nd delivery, same key fields)"));
+    }
+
+    #[test]
+    fn a_very_long_path_is_cut_on_its_line() {
+        let long = Summary {
+            method: "GET".into(),
+            path: format!("/p?q={}", "a".repeat(60_000)),
+            ..summary()
+        };
+        let line = delivery_line(&long, 1);
+        assert!(line.chars().count() < 400, "{}", line.len());
+        assert!(
+            line.starts_with("#12  GET /p?q=aaa") && line.contains("a…  200"),
+            "{line}"
+        );
     }
 
     #[test]
