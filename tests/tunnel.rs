@@ -638,6 +638,10 @@ async fn the_relay_answers_for_itself_when_it_must() {
 
     let health = caller::send("GET", &format!("{}/healthz", relay.http_url()), &[], "").await;
     assert_eq!(health.status, 200);
+    let posted = caller::send("POST", &format!("{}/healthz", relay.http_url()), &[], "").await;
+    assert_eq!(posted.status, 405);
+    let allow = posted.headers.iter().find(|(name, _)| name == "allow");
+    assert_eq!(allow.map(|(_, value)| value.as_slice()), Some(&b"GET, HEAD"[..]));
 
     // hyper takes bare line feeds as line ends too, and so must the check.
     for eol in ["\r\n", "\n"] {

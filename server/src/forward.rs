@@ -395,7 +395,16 @@ impl Pump {
 fn too_large(limit: u64) -> Response<RelayBody> {
     let mut refused = answer(
         StatusCode::PAYLOAD_TOO_LARGE,
-        format!("request body over the relay's limit of {limit} bytes"),
+        match limit {
+            // The default, 25 MiB, reads better so than as 26214400 bytes.
+            mib if mib > 0 && mib % (1024 * 1024) == 0 => {
+                format!(
+                    "request body over the relay's limit of {} MiB ({limit} bytes)",
+                    mib / (1024 * 1024)
+                )
+            }
+            _ => format!("request body over the relay's limit of {limit} bytes"),
+        },
     );
     // The rest of the body is not worth reading just to keep the connection.
     refused

@@ -101,7 +101,14 @@ pub async fn handle(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, mut req: Request<I
             Destination::Tunnel { name, target, prefix } => tunnel(relay, conn, req, &name, target, prefix).await,
             Destination::Connect => upgrade::accept(relay, conn, req),
             Destination::Health if matches!(*req.method(), Method::GET | Method::HEAD) => answer(StatusCode::OK, "ok"),
-            Destination::Health => answer(StatusCode::METHOD_NOT_ALLOWED, "use GET"),
+            Destination::Health => {
+                let mut refused = answer(StatusCode::METHOD_NOT_ALLOWED, "use GET");
+                // RFC 9110 §15.5.6: a 405 lists the methods the resource takes.
+                refused
+                    .headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+                refused
+            }
             Destination::NoSuchTunnel => answer(StatusCode::NOT_FOUND, NO_SUCH_TUNNEL),
             Destination::Nowhere => answer(StatusCode::NOT_FOUND, "not found: tunnels live under /t/<name>/"),
         },
