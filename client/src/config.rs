@@ -285,20 +285,45 @@ pub fn data_dir() -> Option<PathBuf> {
 /// The history database: `--db` / `PORTPREVIEW_DB`, else the config file's
 /// `db`, else `history.db` in the data directory.
 pub fn db_path(flag: Option<PathBuf>, config: &Config) -> anyhow::Result<PathBuf> {
-    if let Some(path) = flag {
-        return Ok(path);
-    }
-    if let Some(path) = config.db.clone() {
-        return Ok(path);
+    if let Some(path) = flag.or_else(|| config.db.clone()) {
+        return Ok(through_link(path));
     }
     data_dir()
         .map(|dir| dir.join("history.db"))
         .context("no home directory to keep the history in: pass --db PATH")
 }
 
+/// A history named through a symlink is used at the file it names. SQLite
+/// keeps the WAL beside that file, and the tunnel's inbox must sit beside
+/// it too: one left beside the link is found, after a crash, only by a
+/// command given the link.
+fn through_link(path: PathBuf) -> PathBuf {
+    match std::fs::symlink_metadata(&path) {
+        Ok(meta) if meta.file_type().is_symlink() => std::fs::canonicalize(&path).unwrap_or(path),
+        _ => path,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_history_named_through_a_symlink_is_used_where_it_lies() {
+        let dir = std::env::temp_dir().join(format!("portpreview-db-link-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("real")).unwrap();
+        let target = dir.join("real/history.db");
+        std::fs::write(&target, b"").unwrap();
+        let link = dir.join("link.db");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let used = db_path(Some(link.clone()), &Config::default()).unwrap();
+        assert_eq!(used, target.canonicalize().unwrap());
+        let plain = dir.join("plain.db");
+        assert_eq!(db_path(Some(plain.clone()), &Config::default()).unwrap(), plain);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn secret_variables_are_named_after_the_provider() {
