@@ -11,6 +11,15 @@ use super::{
     header_blob, FileId, NewDelivery, Outcome, Pruned, Recorded, ReplayRun, Store, StoreError, MAX_STORED_BODY,
 };
 
+/// The highest id a delivery was ever given, pruned or not: a new one is
+/// numbered past it, and pruning retires it. One expression for both, so
+/// the two can never disagree.
+macro_rules! highest_id_ever {
+    () => {
+        "max(coalesce((SELECT max(id) FROM deliveries), 0), coalesce((SELECT max(highest) FROM retired_ids), 0))"
+    };
+}
+
 /// Bodies at least this long are stored once however often they arrive,
 /// and their rows point to them; shorter ones stay in their rows, where
 /// hashing and a lookup would cost more than the bytes they save.
@@ -56,19 +65,6 @@ impl Store {
         self.conn
             .pragma_update(None, "secure_delete", true)
             .map_err(|e| self.classify(e))?;
-        self.write(|store| {
-            // Every id handed out so far stays retired, whatever is deleted.
-            let highest: i64 = store.conn.query_row(
-                "SELECT max(coalesce((SELECT max(id) FROM deliveries), 0), coalesce((SELECT max(highest) FROM retired_ids), 0))",
-                [],
-                |row| row.get(0),
-            )?;
-            store.conn.execute_batch("DELETE FROM retired_ids")?;
-            store
-                .conn
-                .prepare_cached("INSERT INTO retired_ids (highest) VALUES (?1)")?
-                .execute([highest])
-        })?;
         // Attempts first: once their original is gone nothing finds them.
         let later_attempts = self.delete_in_batches(
             "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE received_at_ms >= ?1
@@ -102,6 +98,7 @@ impl Store {
         let mut total = 0;
         loop {
             let batch = self.write(|store| {
+                store.retire_ids()?;
                 store
                     .conn
                     .prepare_cached(delete)?
@@ -113,6 +110,21 @@ impl Store {
             }
             self.empty_wal();
         }
+    }
+
+    /// Marks every id handed out so far as retired, whatever is deleted
+    /// next. Done in each batch's own transaction: a tunnel's writer
+    /// commits between batches, and a delivery it stored just before the
+    /// cut-off may be in the next batch.
+    fn retire_ids(&self) -> rusqlite::Result<()> {
+        let highest: i64 = self
+            .conn
+            .query_row(concat!("SELECT ", highest_id_ever!()), [], |row| row.get(0))?;
+        self.conn.execute_batch("DELETE FROM retired_ids")?;
+        self.conn
+            .prepare_cached("INSERT INTO retired_ids (highest) VALUES (?1)")?
+            .execute([highest])?;
+        Ok(())
     }
 
     /// Gives the file's free pages back to the file system when they are
@@ -393,12 +405,14 @@ impl Store {
         self.conn
             .prepare_cached(
                 // Numbered past the ids pruning retired, never reusing one.
-                "INSERT INTO deliveries (id, received_at_ms, tunnel_url, target, method, path, request_headers,
-                     request_body, request_body_size, provider, event_key, event_key_source, replay_of,
-                     event_scope, request_body_id, host_preserved)
-                 VALUES (
-                     max(coalesce((SELECT max(id) FROM deliveries), 0), coalesce((SELECT max(highest) FROM retired_ids), 0)) + 1,
-                     ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                concat!(
+                    "INSERT INTO deliveries (id, received_at_ms, tunnel_url, target, method, path, request_headers,
+                         request_body, request_body_size, provider, event_key, event_key_source, replay_of,
+                         event_scope, request_body_id, host_preserved)
+                     VALUES (",
+                    highest_id_ever!(),
+                    " + 1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
+                ),
             )?
             .execute(params![
                 d.received_at_ms,
