@@ -162,7 +162,7 @@ pub fn side_by_side(left: &AnswerGroup, right: &AnswerGroup, width: usize) -> St
     out
 }
 
-/// One answer alone, its head and at most [`ROWS_SHOWN`] rows of its body,
+/// One answer alone, its head and at most 40 rows of its body,
 /// each in at most `width` columns: what every attempt got, when that was
 /// a refusal whose body says why (a bad signature, a missing field).
 pub fn alone(group: &AnswerGroup, width: usize) -> String {

@@ -103,7 +103,8 @@ pub struct Delivery {
     pub request: NewDelivery,
     /// The answer half; `None` while still in flight or if the client died first.
     pub outcome: Option<Outcome>,
-    /// How many deliveries share this event key.
+    /// How many deliveries share this event key and scope (see
+    /// [`NewDelivery::event_scope`]).
     pub delivery_count: i64,
 }
 

@@ -6,8 +6,8 @@ use wildmatch::WildMatch;
 
 use super::{header_blob, Delivery, ListQuery, NewDelivery, Outcome, ReplayRun, Store, StoreError, Summary};
 
-/// Deliveries sharing the row's event key, replays not counted. A delivery
-/// without a key is alone in its group.
+/// Deliveries sharing the row's event key and scope, replays not counted.
+/// A delivery without a key is alone in its group.
 const DELIVERY_COUNT: &str = "CASE WHEN d.event_key = '' THEN 1 ELSE
     coalesce((SELECT c.n FROM event_counts c
               WHERE c.event_key = d.event_key AND c.event_scope = d.event_scope), 0) END";
@@ -111,7 +111,7 @@ impl Store {
     }
 
     /// Position of delivery `id` among the deliveries sharing its event key
-    /// (1 = first); 0 for an unknown id. Replays are not counted.
+    /// and scope (1 = first); 0 for an unknown id. Replays are not counted.
     pub fn delivery_number(&self, id: i64) -> Result<i64, StoreError> {
         self.delivery_number_row(id).map_err(|e| self.classify(e))
     }
