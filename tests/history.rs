@@ -648,7 +648,8 @@ fn a_history_the_user_may_only_read_is_read_and_never_written() {
     assert_eq!(
         stderr_line(&pruned),
         format!(
-            "error: history database {}: attempt to write a readonly database",
+            "error: history database {} is read-only for this user, and this would change it: run it as a user \
+             who may write the file, or on a copy",
             db.display()
         )
     );
