@@ -280,48 +280,9 @@ impl Writer {
                 newest = Some(*seq);
             }
         }
-        let Writer {
-            store,
-            inbox_name,
-            awaited,
-            ..
-        } = &*self;
-        let result = store.write(|store| {
-            // Where this batch's requests landed, by ticket; their answers,
-            // often in the same batch, find their rows here.
-            let mut rows = HashMap::new();
-            let mut answered = HashSet::new();
-            for job in batch.iter() {
-                match job {
-                    Job::Request { seq, delivery, .. } => {
-                        rows.insert(*seq, store.insert_recorded_row(delivery)?);
-                    }
-                    Job::Outcome { seq, outcome, .. } => match rows.get(seq) {
-                        Some(row) => {
-                            answered.insert(*seq);
-                            store.outcome_row(row.id, outcome)?;
-                        }
-                        None => {
-                            if let Some(id) = stored_row(awaited, *seq) {
-                                answer_stored_row(store, id, outcome)?;
-                            }
-                        }
-                    },
-                    Job::Close { .. } | Job::Shutdown => {}
-                }
-            }
-            // A request committed without its answer is noted, so that
-            // should this process die, the next open gives it an outcome.
-            for (seq, row) in &rows {
-                if !answered.contains(seq) {
-                    store.note_unanswered_row(row.id, inbox_name)?;
-                }
-            }
-            if let Some(seq) = newest {
-                store.mark_inbox_applied(inbox_name, seq)?;
-            }
-            Ok(rows)
-        });
+        let result = self
+            .store
+            .write(|store| store_batch(store, batch, &self.inbox_name, &self.awaited, newest));
         let mut rows = match result {
             Ok(rows) => rows,
             Err(err) if err.is_transient() => return Err(err),
@@ -365,6 +326,51 @@ impl Writer {
         }
         Ok(())
     }
+}
+
+/// Stores a batch's requests and answers in the caller's transaction, and
+/// returns where each request landed, by ticket. `newest` is the batch's
+/// newest request, the inbox's progress once the transaction commits.
+fn store_batch(
+    store: &Store,
+    batch: &[Job],
+    inbox_name: &str,
+    awaited: &BTreeMap<u64, Summary>,
+    newest: Option<u64>,
+) -> rusqlite::Result<HashMap<u64, Recorded>> {
+    // Their answers, often in the same batch, find their rows here.
+    let mut rows = HashMap::new();
+    let mut answered = HashSet::new();
+    for job in batch {
+        match job {
+            Job::Request { seq, delivery, .. } => {
+                rows.insert(*seq, store.insert_recorded_row(delivery)?);
+            }
+            Job::Outcome { seq, outcome, .. } => match rows.get(seq) {
+                Some(row) => {
+                    answered.insert(*seq);
+                    store.outcome_row(row.id, outcome)?;
+                }
+                None => {
+                    if let Some(id) = stored_row(awaited, *seq) {
+                        answer_stored_row(store, id, outcome)?;
+                    }
+                }
+            },
+            Job::Close { .. } | Job::Shutdown => {}
+        }
+    }
+    // A request committed without its answer is noted, so that should
+    // this process die, the next open gives it an outcome.
+    for (seq, row) in &rows {
+        if !answered.contains(seq) {
+            store.note_unanswered_row(row.id, inbox_name)?;
+        }
+    }
+    if let Some(seq) = newest {
+        store.mark_inbox_applied(inbox_name, seq)?;
+    }
+    Ok(rows)
 }
 
 /// The row of the request `seq` stands for, stored by an earlier batch
