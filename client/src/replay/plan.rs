@@ -56,6 +56,35 @@ impl Plan {
     }
 }
 
+/// The recorded headers as attempts send them: `--drop-header` and
+/// `--header` applied, those a replay recomputes or must not send left
+/// out, and any HTTP/1 cannot carry left out with a warning.
+fn replayed_headers(request: &NewDelivery, opts: &ReplayOptions, warnings: &mut Vec<String>) -> Vec<Header> {
+    let mut headers = request.request_headers.clone();
+    headers.retain(|h| !opts.drop_headers.iter().any(|d| d.eq_ignore_ascii_case(&h.name)));
+    for (name, _) in &opts.add_headers {
+        headers.retain(|h| !h.name.eq_ignore_ascii_case(name));
+    }
+    headers.extend(
+        opts.add_headers
+            .iter()
+            .map(|(n, v)| Header::new(n.as_str(), v.as_bytes())),
+    );
+    strip_unreplayable(&mut headers, request.host_preserved);
+    headers.retain(|h| {
+        let sendable =
+            http::HeaderName::from_bytes(h.name.as_bytes()).is_ok() && http::HeaderValue::from_bytes(&h.value).is_ok();
+        if !sendable {
+            warnings.push(format!(
+                "header {:?} cannot be sent over HTTP/1 and was left out",
+                h.name
+            ));
+        }
+        sendable
+    });
+    headers
+}
+
 /// The provider of a recorded delivery: as recorded, else detected.
 pub fn provider_of(request: &NewDelivery) -> Option<Provider> {
     request
@@ -81,28 +110,7 @@ impl Plan {
         // A --body-file holding the recorded body changes nothing: its
         // signature and event key still hold.
         let body_changed = opts.body.as_ref().is_some_and(|given| *given != request.request_body);
-        let mut headers = request.request_headers.clone();
-        headers.retain(|h| !opts.drop_headers.iter().any(|d| d.eq_ignore_ascii_case(&h.name)));
-        for (name, _) in &opts.add_headers {
-            headers.retain(|h| !h.name.eq_ignore_ascii_case(name));
-        }
-        headers.extend(
-            opts.add_headers
-                .iter()
-                .map(|(n, v)| Header::new(n.as_str(), v.as_bytes())),
-        );
-        strip_unreplayable(&mut headers, request.host_preserved);
-        headers.retain(|h| {
-            let sendable = http::HeaderName::from_bytes(h.name.as_bytes()).is_ok()
-                && http::HeaderValue::from_bytes(&h.value).is_ok();
-            if !sendable {
-                warnings.push(format!(
-                    "header {:?} cannot be sent over HTTP/1 and was left out",
-                    h.name
-                ));
-            }
-            sendable
-        });
+        let headers = replayed_headers(request, opts, &mut warnings);
         let provider = provider_of(request);
         // A request sent without its provider's signature (by curl, by a
         // test) has none for a fresh identity to void.
