@@ -441,28 +441,21 @@ async fn the_relay_logs_who_connected_by_token_label_and_neither_side_logs_the_t
     let db = dir.path().join("history.db");
     let db = db.to_str().expect("utf-8 path");
 
+    // A tunnel to this relay with `token`, then `more` flags.
+    let tunnel_args = |token: &str, more: &[&str]| -> Vec<String> {
+        let common = ["http", &port, "--server", &relay_url, "--token", token, "--no-tui"];
+        common.iter().chain(more).map(|s| s.to_string()).collect()
+    };
     let mut refused = Running::start(
         &portpreview_bin(),
-        &[
-            "http", &port, "--server", &relay_url, "--token", "not-it", "--no-tui", "--db", db,
-        ],
+        &as_strs(&tunnel_args("not-it", &["--no-record"])),
         dir.path(),
     );
     assert_eq!(refused.exit_code(Duration::from_secs(20)).await, Some(2));
     let client_log = dir.path().join("client.log");
     let mut client = Running::start_with_env(
         &portpreview_bin(),
-        &[
-            "http",
-            &port,
-            "--server",
-            &relay_url,
-            "--token",
-            "s3cret-token-value",
-            "--no-tui",
-            "--db",
-            db,
-        ],
+        &as_strs(&tunnel_args("s3cret-token-value", &["--db", db])),
         dir.path(),
         std::fs::File::create(&client_log).expect("log file").into(),
         &[("PORTPREVIEW_LOG", "trace")],
@@ -477,22 +470,9 @@ async fn the_relay_logs_who_connected_by_token_label_and_neither_side_logs_the_t
     let reply = common::caller::send("POST", &format!("{url}/hook"), headers, "caller-body").await;
     assert_eq!(reply.status, 200);
     let name = url.rsplit('/').next().expect("tunnel name");
-    let mut taken = Running::start(
-        &portpreview_bin(),
-        &[
-            "http",
-            &port,
-            "--server",
-            &relay_url,
-            "--token",
-            "s3cret-token-value",
-            "--name",
-            name,
-            "--no-tui",
-            "--no-record",
-        ],
-        dir.path(),
-    );
+    let mut taken_args = tunnel_args("s3cret-token-value", &["--no-record", "--name"]);
+    taken_args.push(name.to_owned());
+    let mut taken = Running::start(&portpreview_bin(), &as_strs(&taken_args), dir.path());
     assert_eq!(taken.exit_code(Duration::from_secs(20)).await, Some(2));
     client.signal("TERM");
     let _ = client.exit_code(Duration::from_secs(10)).await;
@@ -1163,4 +1143,8 @@ async fn an_idle_tunnel_gives_back_the_memory_a_burst_of_uploads_took() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+fn as_strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
 }
