@@ -151,10 +151,21 @@ impl Report {
 
     /// True when the first attempt itself got no 2xx (the handler failed the
     /// delivery before any duplicate was sent), or when the attempts that
-    /// failed never reached the handler (it went away during the run): the
-    /// run says nothing about idempotency and must not be worded as if it did.
+    /// failed never reached the handler (it went away during the run) and
+    /// nothing else convicts it: the run says nothing about idempotency and
+    /// must not be worded as if it did.
     pub fn failed(&self) -> bool {
-        self.attempts.first().is_some_and(|first| !first.succeeded()) || super::verdict::went_away(&self.attempts)
+        self.attempts.first().is_some_and(|first| !first.succeeded())
+            || (super::verdict::went_away(&self.attempts) && self.convicting().next().is_none())
+    }
+
+    /// The failed checks that show the handler is not idempotent, beside
+    /// the answers: a duplicate that repeated its side effect, a burst that
+    /// acted twice.
+    fn convicting(&self) -> impl Iterator<Item = &Check> {
+        use super::verdict::{makes_inconclusive, ANSWERS_2XX};
+        self.failed_checks()
+            .filter(|c| c.name != ANSWERS_2XX && !makes_inconclusive(c.name))
     }
 
     /// `idempotent`, `not_idempotent`, `failed` or `inconclusive`.
@@ -179,6 +190,11 @@ impl Report {
             None => self
                 .failed_checks()
                 .find(|c| super::verdict::makes_inconclusive(c.name)),
+            // A handler that went away after a duplicate repeated its side
+            // effect: the side effect is what to name.
+            Some(false) if super::verdict::went_away(&self.attempts) => {
+                self.convicting().next().or_else(|| self.failed_checks().next())
+            }
             _ => self.failed_checks().next(),
         }
         .map(|c| c.detail.as_str());
@@ -412,6 +428,29 @@ mod tests {
             "{}",
             gone.summary_line()
         );
+        // It went away after a duplicate repeated the side effect: that
+        // convicts it, and is what the summary names.
+        let mut repeated = gone.clone();
+        repeated.checks.push(Check {
+            name: crate::replay::verdict::DUPLICATES_CHANGE_NOTHING,
+            passed: false,
+            detail: "attempt 2 changed the state again".into(),
+        });
+        repeated.idempotent = crate::replay::verdict::decide(&repeated.checks);
+        assert_eq!(repeated.verdict(), "not_idempotent");
+        assert_eq!(
+            repeated.summary_line(),
+            "✗ not idempotent: attempt 2 changed the state again"
+        );
+        // Its probe, on the same handler, went with it: that leaves the
+        // state unread, and convicts nothing.
+        let mut unread = gone.clone();
+        unread.checks.push(Check {
+            name: crate::replay::verdict::STATE_READABLE,
+            passed: false,
+            detail: "the check URL gave no answer".into(),
+        });
+        assert_eq!(unread.verdict(), "failed");
         // The duplicate reached it and got no answer: what came after
         // is the duplicate's doing.
         let mut crashed = gone.clone();
@@ -447,10 +486,20 @@ mod tests {
         )
         .unwrap();
         assert!(
-            warning.starts_with("attempts 1–2 signed with the stripe secret PortPreview was given, and answered 401"),
+            warning.starts_with("attempt 1, signed with the stripe secret PortPreview was given, was answered 401"),
             "{warning}"
         );
         assert_eq!(crate::replay::verdict::refused_signature(&refused.attempts, None), None);
+        // Attempt 1 was taken with the same secret: a duplicate refused
+        // after it is the handler refusing the duplicate.
+        refused.attempts[0].answer.status = Some(200);
+        assert_eq!(
+            crate::replay::verdict::refused_signature(
+                &refused.attempts,
+                Some(portpreview_shared::provider::Provider::Stripe)
+            ),
+            None
+        );
     }
 
     #[test]

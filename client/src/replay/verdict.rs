@@ -96,20 +96,16 @@ pub fn answers_2xx(attempts: &[Attempt]) -> Check {
 /// When attempts PortPreview signed were refused as unauthorised, that the
 /// secret it signed with may not be the handler's: the answer alone
 /// reads like a handler bug.
+///
+/// Only attempt 1 tells: signed with the same secret, a later attempt
+/// refused after it was taken is the handler refusing the duplicate.
 pub fn refused_signature(attempts: &[Attempt], signed_for: Option<Provider>) -> Option<String> {
     let provider = signed_for?;
-    let refused: Vec<u32> = (attempts.iter())
-        .filter(|a| matches!(a.answer.status, Some(401 | 403)))
-        .map(|a| a.n)
-        .collect();
-    let status = attempts
-        .iter()
-        .find_map(|a| a.answer.status.filter(|s| matches!(s, 401 | 403)))?;
+    let status = attempts.first()?.answer.status.filter(|s| matches!(s, 401 | 403))?;
     Some(format!(
-        "{} signed with the {provider} secret PortPreview was given, and answered {status}: if the handler checks \
-         {provider} signatures, it holds another secret than that one (--secret, {}, or the config file's [secrets])",
-        attempts_phrase(&refused),
-        crate::config::secret_env(provider),
+        "attempt 1, signed with the {provider} secret PortPreview was given, was answered {status}: if the handler \
+         checks {provider} signatures, it holds another secret; to sign with the handler's, {}",
+        super::secret_sources(provider),
     ))
 }
 
@@ -131,8 +127,13 @@ pub fn duplicates_change_nothing(attempts: &[Attempt], trace: &StateTrace) -> Op
     // The duplicates that moved the state from where the step before
     // left it: once it moved, a duplicate that left it there did nothing.
     let moved_at = |step: usize| step > 0 && trace.steps.get(step) != trace.steps.get(step - 1);
-    let moved: Vec<u32> = attempts.iter().filter(|a| moved_at(a.step)).map(|a| a.n).collect();
-    let duplicates = attempts.iter().filter(|a| a.step > 0).count();
+    // An attempt that never reached the handler is no duplicate it handled.
+    let reached = attempts.iter().filter(|a| !a.answer.unreached);
+    let moved: Vec<u32> = reached.clone().filter(|a| moved_at(a.step)).map(|a| a.n).collect();
+    let duplicates = reached.filter(|a| a.step > 0).count();
+    if duplicates == 0 {
+        return None;
+    }
     // What attempt 1 says of the handler's past holds only when the
     // duplicates changed nothing: a handler that repeats every side effect
     // changes the state on attempt 1 whether it saw the event before or not.
@@ -147,8 +148,12 @@ pub fn duplicates_change_nothing(attempts: &[Attempt], trace: &StateTrace) -> Op
     };
     let last = trace.after();
     if moved.is_empty() {
-        let rest = attempts.len().saturating_sub(1) as u32;
-        let phrase = attempts_phrase(&(2..=rest + 1).collect::<Vec<_>>());
+        let rest: Vec<u32> = attempts
+            .iter()
+            .filter(|a| a.n > 1 && !a.answer.unreached)
+            .map(|a| a.n)
+            .collect();
+        let phrase = attempts_phrase(&rest);
         return Some(Check {
             name: DUPLICATES_CHANGE_NOTHING,
             passed: true,
@@ -200,7 +205,7 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
             detail,
         })
     };
-    if let Some(detail) = burst_unreadable(single, many, &copies, (after_baseline, after_burst)) {
+    if let Some(detail) = burst_unreadable(single, many, burst, (after_baseline, after_burst)) {
         return failed(PROBE_SHOWS_EFFECTS, detail);
     }
     if let Some(row) = multiplied_row(before, after_baseline, after_burst, burst) {
@@ -238,7 +243,7 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
 
 /// Why the burst cannot show how many times it acted, when it cannot:
 /// the probe saw no count move, in the single delivery or in the burst.
-fn burst_unreadable(single: &Change, many: &Change, copies: &str, burst_reads: (&str, &str)) -> Option<String> {
+fn burst_unreadable(single: &Change, many: &Change, burst: usize, burst_reads: (&str, &str)) -> Option<String> {
     if single.counts_nothing() && many.counts_nothing() {
         // Without a side effect to count, a burst that acted twice looks
         // just like one that acted once: a `last_seen` replaced once or
@@ -249,7 +254,7 @@ fn burst_unreadable(single: &Change, many: &Change, copies: &str, burst_reads: (
             "moved a count or added a line"
         };
         return Some(format!(
-            "neither one new event nor a burst of {copies} {moved}, so the burst proved nothing: \
+            "neither one new event nor a burst of {burst} {moved}, so the burst proved nothing: \
              point --check-url or --check-cmd at what the handler writes"
         ));
     }
@@ -258,10 +263,11 @@ fn burst_unreadable(single: &Change, many: &Change, copies: &str, burst_reads: (
         // count: one effect or several read alike. Its event may have
         // passed for the baseline's, deduped on a field --fresh left alone.
         return Some(format!(
-            "one new event changed the state by {}, but a burst of {copies} of another only replaced values ({}), \
+            "one new event changed the state by {}, but a burst of {} of another only replaced values ({}), \
              so it cannot show how many times it acted: if the handler dedups on a field --fresh did not \
              renew, name it with --fresh-field; otherwise have the probe print a count per event",
             single.describe(),
+            counted(burst, "copy", "copies"),
             shown_change(burst_reads.0, burst_reads.1),
         ));
     }

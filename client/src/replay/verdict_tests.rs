@@ -452,3 +452,28 @@ fn a_run_stopped_after_its_last_attempt_says_it_was_stopped_while_settling() {
         "stopped after all 3 attempts, while waiting for the state to settle: a verdict needs the whole run"
     );
 }
+
+#[test]
+fn an_attempt_that_never_reached_the_handler_is_no_duplicate_it_handled() {
+    let mut attempts = attempts(&[(Role::Replay, 0), (Role::Replay, 1), (Role::Replay, 2)]);
+    // The handler went away after attempt 2, which repeated the side effect.
+    attempts[2].answer = crate::replay::attempt::Answer {
+        error: Some("cannot connect to 127.0.0.1:3000: Connection refused".into()),
+        unreached: true,
+        ..Default::default()
+    };
+    let trace = settled_trace("rows 0", &["rows 1", "rows 2", "rows 2"]);
+    let repeated = duplicates_change_nothing(&attempts, &trace).unwrap();
+    assert!(!repeated.passed);
+    assert!(
+        repeated.detail.contains("every duplicate repeated the side effect"),
+        "attempt 3 did not leave the state alone, it never came: {}",
+        repeated.detail
+    );
+    // Nothing reached it after attempt 1: no duplicate to judge.
+    attempts[1].answer = attempts[2].answer.clone();
+    assert_eq!(
+        duplicates_change_nothing(&attempts, &settled_trace("rows 0", &["rows 1", "rows 1", "rows 1"])),
+        None
+    );
+}

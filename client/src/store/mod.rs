@@ -586,7 +586,6 @@ fn create_private(path: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Sorts an SQLite failure into the variants callers act on.
 /// Puts the history in WAL mode. Switching takes the whole file: while
 /// another tunnel started beside this one reads it or makes it, SQLite
 /// answers busy at once, without waiting as `busy_timeout` asks, so this
@@ -607,6 +606,7 @@ fn turn_on_wal(conn: &Connection) -> rusqlite::Result<()> {
     }
 }
 
+/// Sorts an SQLite failure into the variants callers act on.
 fn classify(err: rusqlite::Error, path: &Path) -> StoreError {
     match err.sqlite_error_code() {
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Busy,

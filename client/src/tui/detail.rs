@@ -203,8 +203,9 @@ struct StoredReport {
     warnings: Vec<String>,
     /// Whether a probe read the handler's state.
     side_effects_checked: bool,
-    /// Whether the verdict was "failed" (the first attempt got no 2xx)
-    /// rather than "not idempotent"; `None` for a report without the word.
+    /// Whether the verdict was "failed" (the first attempt got no 2xx, or
+    /// the handler went away during the run) rather than "not idempotent";
+    /// `None` for a report without the word.
     failed: Option<bool>,
     /// The distinct answers: the attempts that got each, its status and
     /// the start of its body.
