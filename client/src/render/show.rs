@@ -90,13 +90,17 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
             );
         }
         Some(o) => {
-            let _ = match (o.status, o.duration_ms) {
-                (Some(status), Some(ms)) => writeln!(out, "  Status {status} after {ms:.1} ms"),
-                (Some(status), None) => writeln!(out, "  Status {status}"),
-                // The handler was down, too slow, or broke off before its
-                // status line: the error below says which.
-                (None, Some(ms)) => writeln!(out, "  No answer after {ms:.1} ms"),
-                (None, None) => writeln!(out, "  No answer"),
+            // No status with headers is an answer no caller received (the
+            // error below says why); none with neither, no answer at all
+            // (the handler down, too slow, or broken off before its status).
+            let what = match (o.status, o.response_headers.is_empty()) {
+                (Some(status), _) => format!("Status {status}"),
+                (None, false) => "Answered, but no caller received it,".to_string(),
+                (None, true) => "No answer".to_string(),
+            };
+            let _ = match o.duration_ms {
+                Some(ms) => writeln!(out, "  {what} after {ms:.1} ms"),
+                None => writeln!(out, "  {what}"),
             };
             if let Some(error) = &o.error {
                 let _ = writeln!(out, "  Error: {}", escape_str(error));
@@ -263,6 +267,24 @@ mod tests {
         let shown = delivery(&down, 2, &[], false, BodyCut::WHOLE);
         assert!(
             shown.contains("Response\n  No answer after 2001.0 ms\n  Error: did not answer within 2s\n"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn an_answer_no_caller_received_is_told_from_no_answer() {
+        let mut late = sample();
+        late.outcome = Some(Outcome {
+            response_headers: vec![Header::new("content-type", "text/plain")],
+            response_body: b"ok".to_vec(),
+            response_body_size: 2,
+            duration_ms: Some(31_000.0),
+            error: Some("the relay answered the caller 504 first; the handler then answered 200".into()),
+            ..Outcome::default()
+        });
+        let shown = delivery(&late, 2, &[], false, BodyCut::WHOLE);
+        assert!(
+            shown.contains("Response\n  Answered, but no caller received it, after 31000.0 ms\n  Error: "),
             "{shown}"
         );
     }

@@ -114,13 +114,20 @@ fn push_response(lines: &mut Vec<Line<'static>>, outcome: &Outcome, reveal: bool
             Span::styled(status_text(code), status_style(Some(code))),
             ms.map_or_else(String::new, |ms| format!("  in {}", elapsed(ms))),
         ),
-        // The handler was down, too slow, or broke off before its status
-        // line: the error below says which.
-        (None, Some(ms)) => (
-            Span::styled("no answer", status_style(None)),
-            format!(" after {}", elapsed(ms)),
+        // Headers without a status: an answer no caller received. Neither:
+        // the handler was down, too slow, or broke off before its status
+        // line. The error below says which.
+        (None, ms) => (
+            Span::styled(
+                if outcome.response_headers.is_empty() {
+                    "no answer"
+                } else {
+                    "answered, but no caller received it,"
+                },
+                status_style(None),
+            ),
+            ms.map_or_else(String::new, |ms| format!(" after {}", elapsed(ms))),
         ),
-        (None, None) => (Span::styled("no answer", status_style(None)), String::new()),
     };
     lines.push(Line::from(vec![
         Span::styled("Response ", Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)),
@@ -515,11 +522,14 @@ mod tests {
         outcome.error =
             Some("the connection to the relay ended before the answer; the handler then answered 200".into());
         let shown = text(&DetailDoc::new(&late, 1, &[], false));
-        assert!(shown.contains("Response no answer after 12.0 ms"), "{shown}");
+        assert!(
+            shown.contains("Response answered, but no caller received it, after 12.0 ms"),
+            "{shown}"
+        );
         late.outcome.as_mut().unwrap().duration_ms = Some(3001.1);
         let shown = text(&DetailDoc::new(&late, 1, &[], false));
         assert!(
-            shown.contains("Response no answer after 3.00 s"),
+            shown.contains("Response answered, but no caller received it, after 3.00 s"),
             "seconds, not thousands of milliseconds: {shown}"
         );
         assert!(
@@ -527,6 +537,10 @@ mod tests {
             "{shown}"
         );
         assert!(shown.contains("Response body (2 bytes, text)\nok"), "{shown}");
+        // No headers either: the handler never answered.
+        late.outcome.as_mut().unwrap().response_headers.clear();
+        let shown = text(&DetailDoc::new(&late, 1, &[], false));
+        assert!(shown.contains("Response no answer after 3.00 s"), "{shown}");
     }
 
     #[test]
