@@ -210,17 +210,34 @@ impl Inbox {
             Some(parts) => parts.0 = Holder::Request(seq),
             None => self.pending.push_back((Holder::Request(seq), here)),
         }
-        // Taken whether or not the write below goes through: a number is
-        // never given to two requests.
-        self.next_seq += 1;
         if self.staged.len() >= STAGE_LIMIT {
-            // This request hears of a failed write here; any staged before
-            // it, from the next flush.
             let earlier = here > self.len;
-            self.write_staged()
-                .inspect_err(|err| self.dropped_earlier(earlier, err))?;
+            if let Err(err) = self.write_staged() {
+                // This request hears of it here, any staged before it from
+                // the next flush. It is neither in the file nor handed on:
+                // its number and its hold on the file go back.
+                self.dropped_earlier(earlier, &err);
+                self.let_go(seq, body);
+                return Err(err);
+            }
         }
+        self.next_seq += 1;
         Ok(seq)
+    }
+
+    /// Undoes the hold request `seq` took on the file: a large body's
+    /// parts, when `body` went ahead, are held for it again until it is
+    /// finished or abandoned.
+    fn let_go(&mut self, seq: u64, body: Option<u64>) {
+        let held = self
+            .pending
+            .iter()
+            .position(|(holder, _)| *holder == Holder::Request(seq));
+        match (held, body) {
+            (Some(at), Some(body)) => self.pending[at].0 = Holder::Body(body),
+            (Some(at), None) => drop(self.pending.remove(at)),
+            (None, _) => {}
+        }
     }
 
     fn check_open(&self) -> std::io::Result<()> {

@@ -82,6 +82,31 @@ fn requests_a_failed_write_dropped_are_reported_by_the_next_flush() {
 }
 
 #[test]
+fn a_request_whose_write_failed_gives_its_number_back() {
+    let dir = ScratchDir::new("inbox-number-back");
+    let db = dir.0.join("history.db");
+    let mut inbox = Inbox::create(&db, &[]).unwrap();
+    let big = |key: &str| {
+        let mut d = delivery(key, "/");
+        d.request_body = vec![b'x'; STAGE_LIMIT / 2 + 1];
+        d
+    };
+    assert_eq!(inbox.append(&mut big("evt_1")).unwrap(), 1);
+    // The second fills the stage, and its write fails.
+    let writable = std::mem::replace(&mut inbox.file, File::open(&inbox.path).unwrap());
+    assert!(inbox.append(&mut big("evt_2")).is_err());
+    inbox.file = writable;
+    assert!(inbox.flush().is_err(), "request 1 went with the failed write");
+    assert!(
+        inbox.all_applied(1),
+        "with request 1 stored, nothing is left for the inbox to keep"
+    );
+    assert_eq!(inbox.append(&mut delivery("evt_3", "/")).unwrap(), 2);
+    inbox.flush().unwrap();
+    inbox.discard();
+}
+
+#[test]
 fn a_failed_write_of_a_request_alone_is_told_to_it_only() {
     let dir = ScratchDir::new("inbox-failed-alone");
     let db = dir.0.join("history.db");
