@@ -229,6 +229,7 @@ impl Connection {
                 Answer {
                     duration: started.elapsed(),
                     error: Some(no_answer_within(self.timeout)),
+                    unreached: self.unreached,
                     ..Answer::default()
                 }
             }
@@ -241,13 +242,16 @@ impl Connection {
             None => false,
         };
         if !usable {
+            // Set until connected: an attempt whose time runs out while
+            // connecting never reached the handler either.
+            self.unreached = true;
             if let Err(err) = self.reconnect().await {
-                self.unreached = true;
                 return Err(match TlsError::within(&err) {
                     Some(tls) => tls.about(&self.endpoint.url("")),
                     None => format!("cannot connect to {}: {err}", self.endpoint.authority()),
                 });
             }
+            self.unreached = false;
         }
         self.sender.as_mut().ok_or_else(|| "no connection".to_string())
     }
@@ -426,7 +430,38 @@ mod tests {
         let answer = post_once(port, Duration::from_millis(50)).await;
         assert_eq!(answer.status, None);
         assert_eq!(answer.error.as_deref(), Some("no answer within 50ms"));
+        assert!(!answer.unreached, "the handler had the request");
         stuck.abort();
+    }
+
+    #[tokio::test]
+    async fn an_attempt_that_cannot_connect_never_reached_the_handler() {
+        // A port just let go: nothing listens on it.
+        let port = {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        let endpoint = Endpoint {
+            scheme: Scheme::Http,
+            host: "127.0.0.1".into(),
+            port,
+        };
+        let mut conn = Connection::lazy(endpoint).answering_within(Duration::from_secs(5));
+        let out = Outgoing {
+            method: "POST".into(),
+            path: "/".into(),
+            headers: Vec::new(),
+            body: Bytes::from_static(b"{}"),
+        };
+        let answer = conn.send(&out).await;
+        assert!(answer.unreached, "{answer:?}");
+        assert!(
+            answer
+                .error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("cannot connect to 127.0.0.1:")),
+            "{answer:?}"
+        );
     }
 
     #[tokio::test]
