@@ -59,9 +59,14 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 pub fn accept(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, req: Request<Incoming>) -> Response<RelayBody> {
     match upgrade(relay, conn, req) {
         Ok(switching) => switching,
+        // An operator's first question when a teammate's tunnel will not
+        // open: who was turned away, and why. What is no WebSocket client
+        // at all (a scanner, a browser) is not worth a line each.
+        Err(refusal) if refusal.not_a_client => {
+            tracing::debug!(peer = %conn.peer, reason = %refusal.reason, "not a WebSocket upgrade");
+            refusal.into_response()
+        }
         Err(refusal) => {
-            // An operator's first question when a teammate's tunnel will
-            // not open: who was turned away, and why.
             tracing::info!(peer = %conn.peer, status = refusal.status.as_u16(), reason = %refusal.reason, "client refused");
             refusal.into_response()
         }
@@ -77,6 +82,8 @@ struct Refusal {
     reason: String,
     /// A header the status calls for (the version spoken, the auth scheme).
     header: Option<(header::HeaderName, &'static str)>,
+    /// Whether what was refused was no WebSocket upgrade at all.
+    not_a_client: bool,
 }
 
 impl Refusal {
@@ -98,6 +105,7 @@ fn refuse(status: StatusCode, reason: impl Into<String>) -> Refusal {
         status,
         reason: reason.into(),
         header: None,
+        not_a_client: false,
     }
 }
 
@@ -155,10 +163,13 @@ fn handshake(req: &Request<Incoming>) -> Result<String, Refusal> {
         && has_token(headers, header::UPGRADE, "websocket")
         && has_token(headers, header::CONNECTION, "upgrade");
     let Some(accept_key) = key.filter(|_| is_upgrade) else {
-        return Err(refuse(
-            StatusCode::BAD_REQUEST,
-            "expected a WebSocket upgrade (portpreview clients connect here)",
-        ));
+        return Err(Refusal {
+            not_a_client: true,
+            ..refuse(
+                StatusCode::BAD_REQUEST,
+                "expected a WebSocket upgrade (portpreview clients connect here)",
+            )
+        });
     };
     // RFC 6455 §4.1: in HTTP/1.1 or later.
     if req.version() < http::Version::HTTP_11 {

@@ -333,6 +333,9 @@ impl Store {
             StoreError::WriteRefused { .. } => StoreError::ReadOnly {
                 path: path.to_path_buf(),
             },
+            StoreError::Sqlite(err) if err.sqlite_error_code() == Some(ErrorCode::ReadOnly) => StoreError::ReadOnly {
+                path: path.to_path_buf(),
+            },
             other => other,
         })?;
         // SQLite opens a file this user may not write read-only, without a
@@ -606,13 +609,25 @@ fn turn_on_wal(conn: &Connection) -> rusqlite::Result<()> {
     }
 }
 
+fn extended_code(err: &rusqlite::Error) -> Option<std::ffi::c_int> {
+    match err {
+        rusqlite::Error::SqliteFailure(failure, _) => Some(failure.extended_code),
+        _ => None,
+    }
+}
+
 /// Sorts an SQLite failure into the variants callers act on.
 fn classify(err: rusqlite::Error, path: &Path) -> StoreError {
     match err.sqlite_error_code() {
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Busy,
-        Some(ErrorCode::ReadOnly) => StoreError::WriteRefused {
-            path: path.to_path_buf(),
-        },
+        // Plain SQLITE_READONLY is this user's lack of the right to write;
+        // its extended codes (the file moved, a journal to roll back) are
+        // other troubles, which the right would not mend.
+        Some(ErrorCode::ReadOnly) if extended_code(&err) == Some(rusqlite::ffi::SQLITE_READONLY) => {
+            StoreError::WriteRefused {
+                path: path.to_path_buf(),
+            }
+        }
         Some(ErrorCode::NotADatabase) => StoreError::NotADatabase {
             path: path.to_path_buf(),
         },

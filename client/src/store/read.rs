@@ -267,10 +267,12 @@ fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
     // A key as the table shows it, cut and ending in `…`, matches the keys
     // it is the start of.
     match q.event_key.as_deref().map(|key| (key, key.strip_suffix('…'))) {
+        // A range the event key index can walk; the last character there
+        // is, U+10FFFF, ends it.
         Some((_, Some(start))) if !start.is_empty() => {
-            terms.push("substr(d.event_key, 1, ?) = ?".into());
-            values.push(Value::Integer(start.chars().count() as i64));
+            terms.push("d.event_key >= ? AND d.event_key < ?".into());
             values.push(Value::Text(start.to_owned()));
+            values.push(Value::Text(format!("{start}\u{10FFFF}")));
         }
         Some((key, _)) => {
             terms.push("d.event_key = ?".into());
