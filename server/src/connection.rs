@@ -198,6 +198,21 @@ mod tests {
 
     use super::*;
 
+    #[tokio::test(start_paused = true)]
+    async fn refusals_at_the_cap_are_told_once_a_minute_with_their_count() {
+        let mut log = CapLog::default();
+        let peer: SocketAddr = ([127, 0, 0, 1], 9).into();
+        log.refused(peer);
+        assert_eq!(log.untold, 0, "the first is told at once");
+        for _ in 0..5 {
+            log.refused(peer);
+        }
+        assert_eq!(log.untold, 5, "counted, not told");
+        tokio::time::advance(CapLog::EVERY).await;
+        log.refused(peer);
+        assert_eq!(log.untold, 0, "a minute on, told with the count");
+    }
+
     /// Running out of descriptors or memory passes as connections close;
     /// only other failures end the accept loop.
     #[test]
