@@ -290,6 +290,21 @@ impl Run<'_> {
 
     /// The report on the attempts sent; `interrupted` when the user stopped
     /// the run before its end, which leaves the verdict open.
+    /// What the reads taken before the probe failed show (its handler may
+    /// have gone with it): a duplicate that repeated the side effect
+    /// convicts the handler whatever came after; one that did not proves
+    /// nothing, as the rest went unread.
+    fn convicted_before_the_probe_failed(&self) -> Option<super::report::Check> {
+        if self.opts.fresh || !self.read_before {
+            return None;
+        }
+        let read: Vec<Attempt> = (self.attempts.iter())
+            .filter(|a| a.state_changed.is_some())
+            .cloned()
+            .collect();
+        verdict::duplicates_change_nothing(&read, &self.trace).filter(|check| !check.passed)
+    }
+
     fn into_report(self, elapsed: Duration, interrupted: bool) -> Report {
         let opts = self.opts;
         let provider = self.plan.provider;
@@ -298,6 +313,7 @@ impl Run<'_> {
             checks.push(verdict::answers_2xx(&self.attempts));
         }
         let mut warnings = self.plan.warnings.clone();
+        let convicted_early = self.convicted_before_the_probe_failed();
         let state = (self.probe.is_some() && self.read_before).then_some(self.trace);
         // A probe that failed part way was given: its check says what went wrong.
         if self.probe.is_none() && self.unreadable.is_none() {
@@ -306,7 +322,10 @@ impl Run<'_> {
         match (&self.unreadable, &state) {
             // Reads of part of a run judge nothing.
             _ if interrupted => checks.push(verdict::run_completed(self.attempts.len(), self.total)),
-            (Some(reason), _) => checks.push(verdict::state_readable(reason)),
+            (Some(reason), _) => {
+                checks.push(verdict::state_readable(reason));
+                checks.extend(convicted_early);
+            }
             (None, Some(trace)) => {
                 let content = if opts.fresh {
                     verdict::burst_acts_once(trace, opts.times as usize)
