@@ -117,6 +117,9 @@ pub struct Connection {
     timeout: Duration,
     /// Whether the last request failed before any connection was made.
     unreached: bool,
+    /// Whether the handler has answered over this scheme: then a failure
+    /// is no sign that it speaks another.
+    answered_once: bool,
 }
 
 impl Connection {
@@ -132,6 +135,7 @@ impl Connection {
             kept_body: KEPT_BODY_BYTES,
             timeout: DEFAULT_TIMEOUT,
             unreached: false,
+            answered_once: false,
         }
     }
 
@@ -273,6 +277,7 @@ impl Connection {
             },
         };
         self.fresh = false;
+        self.answered_once = true;
         let (parts, mut body) = response.into_parts();
         // Recorded as the tunnel records it: a failure, not a status.
         if let Some(reason) = undefined_status(&authority, parts.status) {
@@ -311,7 +316,9 @@ impl Connection {
     /// handler seems to speak TLS.
     fn no_answer(&self, err: &hyper::Error) -> String {
         let authority = self.endpoint.authority();
-        let hint = self.fresh && crate::local_tls::looks_like_tls(self.endpoint.scheme, err, &self.first_byte);
+        let hint = self.fresh
+            && !self.answered_once
+            && crate::local_tls::looks_like_tls(self.endpoint.scheme, err, &self.first_byte);
         match hint {
             true => {
                 let https = Endpoint {

@@ -93,7 +93,8 @@ pub fn answers_2xx(attempts: &[Attempt]) -> Check {
     }
 }
 
-/// When attempts PortPreview signed were refused as unauthorised, that the
+/// When attempts PortPreview signed were refused as unauthorised (or as a
+/// bad request, as some signature libraries answer), that the
 /// secret it signed with may not be the handler's: the answer alone
 /// reads like a handler bug.
 ///
@@ -101,7 +102,12 @@ pub fn answers_2xx(attempts: &[Attempt]) -> Check {
 /// refused after it was taken is the handler refusing the duplicate.
 pub fn refused_signature(attempts: &[Attempt], signed_for: Option<Provider>) -> Option<String> {
     let provider = signed_for?;
-    let status = attempts.first()?.answer.status.filter(|s| matches!(s, 401 | 403))?;
+    // Stripe's and Svix's libraries answer a bad signature 400.
+    let status = attempts
+        .first()?
+        .answer
+        .status
+        .filter(|s| matches!(s, 400 | 401 | 403))?;
     Some(format!(
         "attempt 1, signed with the {provider} secret PortPreview was given, was answered {status}: if the handler \
          checks {provider} signatures, it holds another secret; to sign with the handler's, {}",

@@ -112,9 +112,22 @@ fn renew_field(field: &str, headers: &mut Vec<Header>, body: &mut Vec<u8>) -> Re
 /// Renews the value of form field `name` (`field` is the flag as given):
 /// a Slack slash command, a Twilio callback, any form-encoded post.
 fn renew_form_field(field: &str, name: &str, body: &mut Vec<u8>) -> Result<String, FreshError> {
+    if name.is_empty() {
+        return Err(FreshError::BadField(field.to_owned()));
+    }
     let pairs = form::parse(body).ok_or_else(|| FreshError::NotForm(field.to_owned()))?;
     let old = form::value(&pairs, name).ok_or_else(|| FreshError::FieldMissing(field.to_owned()))?;
-    let new = if old.is_empty() { ids::uuid() } else { ids::like(old) };
+    // A form field holding a JSON document (Slack's interactive `payload`)
+    // keeps its ID inside, where a form field name cannot point.
+    if old.trim_start().starts_with(['{', '[']) {
+        return Err(FreshError::NotAnId(field.to_owned(), "a JSON document"));
+    }
+    let new = match old {
+        "" => ids::uuid(),
+        // As for a number in JSON: a short one would come round again.
+        digits if digits.bytes().all(|b| b.is_ascii_digit()) => ids::digits(digits.len().clamp(6, 18)),
+        other => ids::like(other),
+    };
     *body = form::replace_value(body, name, old, &form::encode(&new))
         .ok_or_else(|| FreshError::FieldMissing(field.to_owned()))?;
     Ok(new)

@@ -225,6 +225,18 @@ fn a_form_field_is_renewed_in_place() {
     assert!(err.to_string().ends_with("the body is not form-encoded"), "{err}");
     let err = fresh_identity(None, &mut Vec::new(), &mut b"a=1".to_vec(), Some("form:b")).unwrap_err();
     assert!(err.to_string().ends_with("the body has no such field"), "{err}");
+    let err = fresh_identity(None, &mut Vec::new(), &mut b"a=1".to_vec(), Some("form:")).unwrap_err();
+    assert!(err.to_string().contains("expected a JSON pointer"), "{err}");
+    let mut slack_action = b"payload=%7B%22type%22%3A%22block_actions%22%7D".to_vec();
+    let err = fresh_identity(None, &mut Vec::new(), &mut slack_action, Some("form:payload")).unwrap_err();
+    assert!(
+        err.to_string().ends_with("that field holds a JSON document, not an ID"),
+        "{err}"
+    );
+    // A one-digit ID renewed as one digit would come round again.
+    let mut short = b"a=1".to_vec();
+    let new = fresh_identity(None, &mut Vec::new(), &mut short, Some("form:a")).unwrap();
+    assert_eq!(new.len(), 6, "{new}");
 }
 
 #[test]
