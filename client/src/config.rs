@@ -299,7 +299,18 @@ pub fn db_path(flag: Option<PathBuf>, config: &Config) -> anyhow::Result<PathBuf
 /// command given the link.
 fn through_link(path: PathBuf) -> PathBuf {
     match std::fs::symlink_metadata(&path) {
-        Ok(meta) if meta.file_type().is_symlink() => std::fs::canonicalize(&path).unwrap_or(path),
+        Ok(meta) if meta.file_type().is_symlink() => match std::fs::canonicalize(&path) {
+            Ok(target) => target,
+            // A link to a history not made yet: SQLite makes it where the
+            // link points, and so must the tunnel its inbox.
+            Err(_) => match std::fs::read_link(&path) {
+                Ok(target) => match path.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                },
+                Err(_) => path,
+            },
+        },
         _ => path,
     }
 }
@@ -320,6 +331,14 @@ mod tests {
         std::os::unix::fs::symlink(&target, &link).unwrap();
         let used = db_path(Some(link.clone()), &Config::default()).unwrap();
         assert_eq!(used, target.canonicalize().unwrap());
+        let ahead = dir.join("ahead.db");
+        let _ = std::fs::remove_file(&ahead);
+        std::os::unix::fs::symlink("real/not-made-yet.db", &ahead).unwrap();
+        assert_eq!(
+            db_path(Some(ahead), &Config::default()).unwrap(),
+            dir.join("real/not-made-yet.db"),
+            "a link to a history not made yet is followed too"
+        );
         let plain = dir.join("plain.db");
         assert_eq!(db_path(Some(plain.clone()), &Config::default()).unwrap(), plain);
         std::fs::remove_dir_all(&dir).unwrap();
