@@ -648,8 +648,8 @@ fn a_history_the_user_may_only_read_is_read_and_never_written() {
     assert_eq!(
         stderr_line(&pruned),
         format!(
-            "error: history database {} is read-only for this user, and this would change it: run it as a user \
-             who may write the file, or on a copy",
+            "error: history database {} (or its folder, where SQLite keeps its journal) is read-only for this \
+             user, and this would change it: run it as a user who may write both, or on a copy",
             db.display()
         )
     );
@@ -668,13 +668,27 @@ fn a_history_the_user_may_only_read_is_read_and_never_written() {
         assert_eq!(
             stderr_line(&recording),
             format!(
-                "error: history database {} is read-only for this user: pass --db a file you may write, or --no-record",
+                "error: history database {} (or its folder, where SQLite keeps its journal) is read-only for this \
+                 user: pass --db a file you may write, or --no-record",
                 db.display()
             ),
             "folder mode {mode:o}"
         );
     }
     std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    // Not even readable: said in words, not as SQLite's "unable to open".
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let unreadable = run_as_reader(&h, &db, &["history"]);
+    assert_eq!(unreadable.status.code(), Some(2));
+    assert_eq!(
+        stderr_line(&unreadable),
+        format!(
+            "error: history database {} cannot be read by this user: pass --db a history you may read",
+            db.display()
+        )
+    );
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o444)).unwrap();
 
     // Copied with its WAL but without the -shm that reading the WAL needs:
     // what the WAL holds cannot be shown, and the reader is told so.

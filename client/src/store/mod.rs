@@ -94,7 +94,8 @@ pub enum StoreError {
     },
     /// A process that records was given a history this user may only read.
     #[error(
-        "history database {} is read-only for this user: pass --db a file you may write, or --no-record",
+        "history database {} (or its folder, where SQLite keeps its journal) is read-only for this user: pass --db \
+         a file you may write, or --no-record",
         path.display()
     )]
     ReadOnly {
@@ -104,11 +105,17 @@ pub enum StoreError {
     /// A command that changes the history (prune, a replay's record) was
     /// run on one this user may only read.
     #[error(
-        "history database {} is read-only for this user, and this would change it: run it as a user who may write \
-         the file, or on a copy",
+        "history database {} (or its folder, where SQLite keeps its journal) is read-only for this user, and this \
+         would change it: run it as a user who may write both, or on a copy",
         path.display()
     )]
     WriteRefused {
+        /// The file.
+        path: PathBuf,
+    },
+    /// This user may not read the file.
+    #[error("history database {} cannot be read by this user: pass --db a history you may read", path.display())]
+    Unreadable {
         /// The file.
         path: PathBuf,
     },
@@ -568,14 +575,21 @@ pub fn require(path: &Path) -> Result<(), StoreError> {
     }
 }
 
-/// Fails unless `path` names a regular file (a link to one will do) or
-/// nothing yet.
+/// Fails unless `path` names a regular file (a link to one will do) this
+/// user may read, or nothing yet. SQLite would say only that it is
+/// "unable to open database file".
 fn refuse_non_file(path: &Path) -> Result<(), StoreError> {
     let path_buf = || path.to_path_buf();
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_dir() => Err(StoreError::IsDirectory { path: path_buf() }),
         Ok(meta) if !meta.is_file() => Err(StoreError::NotAFile { path: path_buf() }),
-        _ => Ok(()),
+        Ok(_) => match std::fs::File::open(path) {
+            Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied => {
+                Err(StoreError::Unreadable { path: path_buf() })
+            }
+            _ => Ok(()),
+        },
+        Err(_) => Ok(()),
     }
 }
 
