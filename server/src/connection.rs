@@ -78,6 +78,7 @@ pub async fn accept_loop(
         let span = tracing::debug_span!("connection", %peer);
         connections.spawn(serve(Arc::clone(&relay), tcp, peer, local, slot).instrument(span));
     }
+    over_the_cap.tell_the_rest();
     Ok(())
 }
 
@@ -89,6 +90,7 @@ pub async fn accept_loop(
 struct CapLog {
     last_told: Option<tokio::time::Instant>,
     untold: u64,
+    last_from: Option<SocketAddr>,
 }
 
 impl CapLog {
@@ -97,17 +99,29 @@ impl CapLog {
     fn refused(&mut self, peer: SocketAddr) {
         tracing::debug!(%peer, "connection refused: over the connection cap");
         self.untold += 1;
+        self.last_from = Some(peer);
         let now = tokio::time::Instant::now();
         if self.last_told.is_some_and(|told| now < told + Self::EVERY) {
             return;
         }
+        self.tell();
+        self.last_told = Some(now);
+    }
+
+    /// At the end, the refusals not yet told.
+    fn tell_the_rest(&mut self) {
+        if self.untold > 0 {
+            self.tell();
+        }
+    }
+
+    fn tell(&mut self) {
         tracing::warn!(
-            last_from = %peer,
             refused = self.untold,
+            last_from = self.last_from.map(tracing::field::display),
             "connections refused over the connection cap (--max-connections-per-ip, or the relay's overall \
              cap), counted since the last such line; one a minute at most"
         );
-        self.last_told = Some(now);
         self.untold = 0;
     }
 }
@@ -211,6 +225,9 @@ mod tests {
         tokio::time::advance(CapLog::EVERY).await;
         log.refused(peer);
         assert_eq!(log.untold, 0, "a minute on, told with the count");
+        log.refused(peer);
+        log.tell_the_rest();
+        assert_eq!(log.untold, 0, "what is left is told as the relay stops");
     }
 
     /// Running out of descriptors or memory passes as connections close;
