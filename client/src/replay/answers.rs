@@ -1,7 +1,7 @@
 //! Answers that differ between attempts, grouped and shown side by side.
 
 use portpreview_shared::sanitize::escape_str;
-use portpreview_shared::text::{columns, common_start, fit, pad, tail, thousands};
+use portpreview_shared::text::{columns, common_start, counted, fit, pad, tail, thousands};
 use serde_json::{json, Value};
 
 use super::report::{attempts_phrase, Attempt};
@@ -40,8 +40,7 @@ impl AnswerGroup {
             "error": self.error,
         });
         // Text would turn binary bytes into U+FFFD: their start goes as base64.
-        // A body kept cut may end inside a character: that alone is still text.
-        if std::str::from_utf8(&self.body).is_err_and(|e| e.error_len().is_some()) {
+        if is_binary(&self.body) {
             use base64::Engine;
             let start = &self.body[..self.body.len().min(SHOWN_BODY_CHARS)];
             value["body"] = Value::Null;
@@ -79,6 +78,12 @@ impl AnswerGroup {
         lines.extend(pretty.lines().map(|l| escape_str(l).into_owned()));
         lines
     }
+}
+
+/// Whether `body` is no UTF-8 text. A body kept cut may end inside a
+/// character: that alone is still text.
+fn is_binary(body: &[u8]) -> bool {
+    std::str::from_utf8(body).is_err_and(|e| e.error_len().is_some())
 }
 
 fn shown_body(body: &[u8]) -> String {
@@ -166,6 +171,15 @@ pub fn side_by_side(left: &AnswerGroup, right: &AnswerGroup, width: usize) -> St
 /// each in at most `width` columns: what every attempt got, when that was
 /// a refusal whose body says why (a bad signature, a missing field).
 pub fn alone(group: &AnswerGroup, width: usize) -> String {
+    if is_binary(&group.body) {
+        let (size, _) = group.whole;
+        let head = group.lines().swap_remove(0);
+        let size = counted(usize::try_from(size).unwrap_or(usize::MAX), "byte", "bytes");
+        return format!(
+            "  {}\n  (a binary body of {size}; --json has its start)\n",
+            fit(&head, width)
+        );
+    }
     let lines = group.lines();
     let mut out = String::new();
     for line in lines.iter().take(ROWS_SHOWN) {

@@ -480,6 +480,17 @@ mod tests {
             text.contains("\nEvery attempt got this answer:\n  401 for attempts 1–2\n  stripe: bad signature\n"),
             "{text}"
         );
+        // A binary refusal is no text to print.
+        let mut binary = refused.clone();
+        for attempt in &mut binary.attempts {
+            attempt.answer.body = vec![0xff, 0xfe, 0x00, 0x1b];
+            attempt.answer.body_size = 4;
+        }
+        let text = binary.render_text();
+        assert!(
+            text.contains("\nEvery attempt got this answer:\n  401 for attempts 1–2\n  (a binary body of 4 bytes; --json has its start)\n"),
+            "{text}"
+        );
         let warning = crate::replay::verdict::refused_signature(
             &refused.attempts,
             Some(portpreview_shared::provider::Provider::Stripe),
