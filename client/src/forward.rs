@@ -124,6 +124,9 @@ pub struct Forwarder {
     waiting: Arc<AtomicUsize>,
     /// Set once the task closing idle connections runs.
     closing_idle: AtomicBool,
+    /// Set once the handler has answered: then it speaks the target's
+    /// scheme, and a connection it drops later is no hint that it does not.
+    answered_once: AtomicBool,
     connections: TaskTracker,
     cancel: CancellationToken,
 }
@@ -142,6 +145,7 @@ impl Forwarder {
             idle: Arc::new(Mutex::new(Vec::new())),
             waiting: Arc::new(AtomicUsize::new(0)),
             closing_idle: AtomicBool::new(false),
+            answered_once: AtomicBool::new(false),
             connections: TaskTracker::new(),
             cancel: CancellationToken::new(),
         }
@@ -188,6 +192,7 @@ impl Forwarder {
             .send_request(request)
             .await
             .map_err(|error| self.first_answer_failed(error, &fresh.first_byte))?;
+        self.answered_once.store(true, Ordering::Relaxed);
         self.put_idle(fresh.sender);
         Ok(response)
     }
@@ -195,7 +200,9 @@ impl Forwarder {
     /// The error for a fresh connection's first request, with a hint when
     /// a plain `http://` target's handler seems to speak TLS.
     fn first_answer_failed(&self, error: hyper::Error, first_byte: &FirstByte) -> ForwardError {
-        let hint = crate::local_tls::looks_like_tls(self.target.scheme, &error, first_byte).then(|| {
+        let hint = (!self.answered_once.load(Ordering::Relaxed)
+            && crate::local_tls::looks_like_tls(self.target.scheme, &error, first_byte))
+        .then(|| {
             let https = Target {
                 scheme: Scheme::Https,
                 ..self.target.clone()
