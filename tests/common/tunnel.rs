@@ -161,5 +161,12 @@ impl TestTunnel {
 impl Drop for TestTunnel {
     fn drop(&mut self) {
         self.shutdown.cancel();
+        // The history writer stops before the temp folder goes: left to
+        // write the last deliveries after it, it would make the history
+        // again (as for a history deleted under a tunnel) in a folder
+        // nobody removes.
+        if let Some(handle) = self.recorder.take() {
+            handle.shutdown();
+        }
     }
 }
