@@ -157,15 +157,13 @@ pub fn text_line(event: &TunnelEvent) -> Option<Line> {
             let reason = escape_str(reason);
             Line::Err(match *failed_tries {
                 0 => format!("relay connection lost ({reason}); reconnecting in {retry_in}"),
-                n if n < EVERY_TRY_UNTIL => {
-                    format!("still reconnecting: try {n} failed ({reason}); next in {retry_in}")
-                }
-                n if n == EVERY_TRY_UNTIL => format!(
-                    "still reconnecting: try {n} failed ({reason}); next in {retry_in}, \
-                     and from now on a line every {EVERY_TRY_UNTIL} tries"
-                ),
-                n if n % EVERY_TRY_UNTIL == 0 => {
-                    format!("still reconnecting: try {n} failed ({reason}); next in {retry_in}")
+                n if n < EVERY_TRY_UNTIL || n % EVERY_TRY_UNTIL == 0 => {
+                    let from_now = if n == EVERY_TRY_UNTIL {
+                        format!(", and from now on a line every {EVERY_TRY_UNTIL} tries")
+                    } else {
+                        String::new()
+                    };
+                    format!("still reconnecting: try {n} failed ({reason}); next in {retry_in}{from_now}")
                 }
                 _ => return None,
             })

@@ -24,9 +24,8 @@ use crate::tunnel::respond::{answer_error, failure, relay_response, AnswerSide, 
 /// forwarding; larger ones stream, and are recorded as the handler read them.
 const BUFFERED_BODY: usize = 1024 * 1024;
 
-/// What sending a request to the handler came to: its answer's head, its
-/// failure, or the local timeout.
-/// The handler's answer, or why none came; `None` past the local timeout.
+/// What sending a request to the handler came to: its answer's head or its
+/// failure; `None` past the local timeout.
 type Sent = Option<Result<Response<Incoming>, ForwardError>>;
 
 pub(super) async fn exchange(
