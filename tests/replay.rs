@@ -67,6 +67,48 @@ fn a_numeric_event_key_is_replayed_by_its_key() {
     );
 }
 
+/// `history` shows a long event key cut, `evt_1PortPreview…`: copied from
+/// there, it replays the one event it begins; when it begins several, the
+/// error names them and how to pick one, and nothing is sent.
+#[test]
+fn an_event_key_cut_as_the_history_shows_it_replays_the_event_it_begins() {
+    let handler = Handler::start(Behaviour::DedupsInOneTransaction);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let ran = portpreview(&history.db(), &["replay", "evt_1PortPreview…"]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(
+        ran.stderr,
+        "replaying #1, the newest delivery of event evt_1PortPreviewTest\n"
+    );
+    assert_eq!(handler.balance(), 1);
+
+    let store = Store::open(&history.db()).unwrap();
+    let other = NewDelivery {
+        event_key: "evt_1PortPreviewOther".into(),
+        ..stripe_delivery(&handler.url())
+    };
+    store
+        .insert_delivery(&other, &portpreview::store::Outcome::default())
+        .unwrap();
+    let ran = portpreview(&history.db(), &["replay", "evt_1PortPreview…"]);
+    assert_eq!(ran.code, 2, "{}", ran.stdout);
+    assert_eq!(
+        ran.stderr,
+        "error: several event keys begin with \"evt_1PortPreview\" (\"evt_1PortPreviewOther\", \
+         \"evt_1PortPreviewTest\"): give one whole, or a delivery's ID from \
+         `portpreview history --event 'evt_1PortPreview…'`\n"
+    );
+    assert_eq!(history.replay_attempts(), 1, "the ambiguous key sent nothing");
+    let ran = portpreview(&history.db(), &["replay", "evt_2…"]);
+    assert_eq!(ran.code, 2, "{}", ran.stdout);
+    assert!(
+        ran.stderr
+            .starts_with("error: no delivery with event key \"evt_2…\" in "),
+        "{}",
+        ran.stderr
+    );
+}
+
 #[test]
 fn a_handler_that_dedups_in_one_transaction_is_idempotent_and_the_run_is_recorded() {
     let handler = Handler::start(Behaviour::DedupsInOneTransaction);

@@ -253,8 +253,8 @@ fn cut_key_hint(store: &Store, query: &ListQuery) -> Option<String> {
     };
     store.list(&by_start).ok()?.first()?;
     Some(format!(
-        "Some event keys begin with it: the table shows long keys cut, and --event '{}…' matches them.\n",
-        portpreview_shared::sanitize::escape_str(key)
+        "Some event keys begin with it: the table shows long keys cut, and --event {} matches them.\n",
+        crate::render::curl::quote(format!("{key}…").as_bytes())
     ))
 }
 

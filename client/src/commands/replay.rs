@@ -208,7 +208,8 @@ fn chosen(store: &Store, wanted: &str, db: &Path) -> anyhow::Result<i64> {
             return Ok(id);
         }
     }
-    let wanted = wanted.trim();
+    let wanted = whole_key(store, wanted.trim(), db)?;
+    let wanted = wanted.as_str();
     let Some(newest) = store.newest_with_event_key(wanted).map_err(|err| err.for_command(db))? else {
         return Err(match id {
             Some(id) => anyhow::anyhow!(
@@ -232,6 +233,43 @@ fn chosen(store: &Store, wanted: &str, db: &Path) -> anyhow::Result<i64> {
         ));
     }
     Ok(newest)
+}
+
+/// The event key `wanted` stands for: itself, or, when it is a key as the
+/// history table shows it, cut and ending in `…`, the one key that begins
+/// so. Several keys beginning so is an error that names them.
+fn whole_key(store: &Store, wanted: &str, db: &Path) -> anyhow::Result<String> {
+    /// Keys named when a cut one is not enough to tell them apart.
+    const NAMED: usize = 5;
+    let start = match wanted.strip_suffix('…') {
+        Some(start) if !start.is_empty() => start,
+        _ => return Ok(wanted.to_owned()),
+    };
+    if store
+        .newest_with_event_key(wanted)
+        .map_err(|err| err.for_command(db))?
+        .is_some()
+    {
+        return Ok(wanted.to_owned());
+    }
+    let keys = store
+        .event_keys_starting_with(start, NAMED + 1)
+        .map_err(|err| err.for_command(db))?;
+    match keys.as_slice() {
+        [] => Ok(wanted.to_owned()),
+        [key] => Ok(key.clone()),
+        several => {
+            let mut named: Vec<String> = several.iter().take(NAMED).map(|key| format!("{key:?}")).collect();
+            if several.len() > NAMED {
+                named.push("more".into());
+            }
+            anyhow::bail!(
+                "several event keys begin with {start:?} ({}): give one whole, or a delivery's ID from `portpreview history --event {}`",
+                named.join(", "),
+                render::curl::quote(wanted.as_bytes())
+            )
+        }
+    }
 }
 
 /// Where the replayed request came from.

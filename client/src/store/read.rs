@@ -157,6 +157,26 @@ impl Store {
             .map_err(|e| self.classify(e))
     }
 
+    /// Up to `most` distinct event keys (of deliveries, not replays) that
+    /// begin with `start`: what a key cut short in the table, `evt_1Nq…`,
+    /// may stand for.
+    pub fn event_keys_starting_with(&self, start: &str, most: usize) -> Result<Vec<String>, StoreError> {
+        let (low, high) = key_range(start);
+        self.conn
+            .prepare_cached(
+                "SELECT DISTINCT event_key FROM deliveries \
+                 WHERE event_key >= ?1 AND event_key < ?2 AND replay_of IS NULL ORDER BY event_key LIMIT ?3",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map(
+                    rusqlite::params![low, high, i64::try_from(most).unwrap_or(i64::MAX)],
+                    |row| row.get(0),
+                )?
+                .collect()
+            })
+            .map_err(|e| self.classify(e))
+    }
+
     /// How many events share the event key `key`: more than one when two
     /// GitHub hooks got one delivery ID, or one body went to two paths.
     pub fn events_with_key(&self, key: &str) -> Result<usize, StoreError> {
@@ -267,12 +287,11 @@ fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
     // A key as the table shows it, cut and ending in `…`, matches the keys
     // it is the start of.
     match q.event_key.as_deref().map(|key| (key, key.strip_suffix('…'))) {
-        // A range the event key index can walk; the last character there
-        // is, U+10FFFF, ends it.
         Some((_, Some(start))) if !start.is_empty() => {
+            let (low, high) = key_range(start);
             terms.push("d.event_key >= ? AND d.event_key < ?".into());
-            values.push(Value::Text(start.to_owned()));
-            values.push(Value::Text(format!("{start}\u{10FFFF}")));
+            values.push(Value::Text(low));
+            values.push(Value::Text(high));
         }
         Some((key, _)) => {
             terms.push("d.event_key = ?".into());
@@ -345,6 +364,12 @@ impl<'a> SearchTerm<'a> {
             _ => Self::Text(word),
         }
     }
+}
+
+/// The bounds of the event keys that begin with `start`, as a range the
+/// event key index can walk: the last character there is, U+10FFFF, ends it.
+fn key_range(start: &str) -> (String, String) {
+    (start.to_owned(), format!("{start}\u{10FFFF}"))
 }
 
 /// Makes `%`, `_` and `\` match themselves in a LIKE pattern.
