@@ -678,12 +678,14 @@ fn a_check_stopped_with_ctrl_c_reports_what_ran_and_what_did_not() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Attempt 1 is handled; attempt 2, a duplicate, then hangs.
+    // Attempt 1 is handled; attempt 2, a duplicate, then hangs. Attempt 2
+    // is sent only once attempt 1's answer is read: its arrival is the cue
+    // (the balance moves before attempt 1 is answered).
     let started = std::time::Instant::now();
-    while stuck.balance() < 1 {
+    while stuck.arrived() < 2 {
         assert!(
             started.elapsed() < std::time::Duration::from_secs(20),
-            "attempt 1 never arrived"
+            "attempt 2 never arrived"
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }

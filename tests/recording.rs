@@ -85,6 +85,65 @@ async fn each_providers_signed_delivery_is_recorded_with_its_provider_and_event_
         assert_eq!(summary.event_key_source, source, "{vector}");
     }
 
+    // Twilio posts a form: keyed by its idempotency token when it sends one,
+    // else by the call's SID and status; Mailgun by its event-data ID.
+    let twilio = &vectors["twilio"];
+    let form: Vec<String> = twilio["params"]
+        .as_object()
+        .expect("vector params")
+        .iter()
+        .map(|(name, value)| format!("{name}={}", value.as_str().expect("param").replace('+', "%2B")))
+        .collect();
+    let signature = twilio["headers"]["X-Twilio-Signature"].as_str().expect("signature");
+    let mailgun = serde_json::json!({
+        "signature": vectors["mailgun"]["body_signature"],
+        "event-data": {"id": "CPgfbmQMTCKtHW6uIWtuVe", "event": "delivered"},
+    });
+    type Sent<'a> = (&'a str, &'a [u8]);
+    let form_type: &[u8] = b"application/x-www-form-urlencoded";
+    let json_type: &[u8] = b"application/json";
+    let posts: [(&[Sent], String, &str, &str); 3] = [
+        (
+            &[
+                ("Content-Type", form_type),
+                ("X-Twilio-Signature", signature.as_bytes()),
+                ("I-Twilio-Idempotency-Token", b"4a4f2a2a-token"),
+            ],
+            form.join("&"),
+            "4a4f2a2a-token",
+            "header:I-Twilio-Idempotency-Token",
+        ),
+        (
+            &[
+                ("Content-Type", form_type),
+                ("X-Twilio-Signature", signature.as_bytes()),
+            ],
+            form.join("&"),
+            "CA1234567890ABCDE",
+            "form:CallSid",
+        ),
+        (
+            &[("Content-Type", json_type)],
+            mailgun.to_string(),
+            "CPgfbmQMTCKtHW6uIWtuVe",
+            "body:/event-data/id",
+        ),
+    ];
+    for (headers, body, key, source) in posts {
+        let reply = caller::send("POST", &tunnel.url("/hooks/form"), headers, body).await;
+        assert_eq!(reply.status, 200, "{source}");
+        let (summary, _) = tunnel.next_delivery().await;
+        let provider = if source.ends_with("/id") { "mailgun" } else { "twilio" };
+        assert_eq!(
+            (
+                summary.provider.as_deref(),
+                summary.event_key.as_str(),
+                summary.event_key_source.as_str()
+            ),
+            (Some(provider), key, source)
+        );
+    }
+
     // What the live line said is what the history holds, headers byte for byte.
     let store = portpreview::store::Store::open(&tunnel.db).expect("open the history");
     let first = store.get(1).expect("read").expect("delivery #1");
@@ -949,4 +1008,146 @@ async fn a_cookie_sent_through_the_tunnel_is_masked_in_show_and_har_unless_revea
         assert_eq!(ran.code, 0, "{args:?}: {}", ran.stderr);
         assert!(ran.stdout.contains(cookie), "{args:?} reveals it: {}", ran.stdout);
     }
+}
+
+/// A delivery carried by the tunnel, read back the three ways a user takes
+/// it out of the history: `history --json` (fields, order, the retry
+/// counted), a HAR file parsed back, and the curl export, which, run as it
+/// is printed, sends the handler the request the tunnel sent it.
+#[tokio::test]
+async fn a_tunnelled_delivery_reads_back_as_history_json_har_and_a_curl_command() {
+    let vectors: Value = serde_json::from_str(VECTORS).expect("vectors parse");
+    let stripe = &vectors["stripe"];
+    let body = stripe["body"].as_str().expect("vector body").to_string();
+    let signature = stripe["headers"]["Stripe-Signature"].as_str().expect("signature");
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let path = "/hooks/stripe?b=2&a=1&a=%E2%9C%93&raw=%00";
+    let headers: [(&str, &[u8]); 5] = [
+        ("Content-Type", b"application/json; charset=utf-8"),
+        ("X-Dup", b"one"),
+        ("Stripe-Signature", signature.as_bytes()),
+        ("X-Dup", b"two"),
+        ("User-Agent", b"Stripe/1.0 (+https://stripe.com/docs/webhooks)"),
+    ];
+    // The event, then Stripe's retry of it.
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let reply = caller::send("POST", &tunnel.url(path), &headers, body.clone()).await;
+        assert_eq!(reply.status, 200);
+        ids.push(tunnel.next_delivery().await.0.id);
+    }
+
+    let listed = portpreview_async(&tunnel.db, &["history", "--json"]).await;
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let rows: Vec<Value> = serde_json::from_str(&listed.stdout).expect("a JSON array");
+    let listed_ids: Vec<i64> = rows.iter().map(|r| r["id"].as_i64().expect("id")).collect();
+    assert_eq!(listed_ids, [ids[1], ids[0]], "newest first");
+    let row = &rows[0];
+    let received_at = row["received_at"].as_str().expect("received_at");
+    let shape: String = received_at
+        .chars()
+        .map(|c| if c.is_ascii_digit() { '9' } else { c })
+        .collect();
+    assert_eq!(shape, "9999-99-99T99:99:99.999Z", "RFC 3339: {received_at}");
+    assert_eq!(
+        (row["method"].as_str(), row["path"].as_str()),
+        (Some("POST"), Some(path))
+    );
+    assert_eq!((row["status"].as_u64(), row["error"].as_null()), (Some(200), Some(())));
+    assert!(row["duration_ms"].as_f64().is_some_and(|ms| ms >= 0.0), "{row}");
+    assert_eq!(
+        (
+            row["provider"].as_str(),
+            row["event_key"].as_str(),
+            row["event_key_source"].as_str()
+        ),
+        (Some("stripe"), Some("evt_1PortPreviewTest"), Some("body:/id"))
+    );
+    assert_eq!(
+        (row["delivery_count"].as_i64(), rows[1]["delivery_count"].as_i64()),
+        (Some(2), Some(2)),
+        "the retry and the first delivery share their event's count"
+    );
+
+    let id = ids[1].to_string();
+    let har = portpreview_async(&tunnel.db, &["export", &id, "--format", "har"]).await;
+    assert_eq!(har.code, 0, "{}", har.stderr);
+    let har: Value = serde_json::from_str(&har.stdout).expect("HAR is JSON");
+    assert_eq!(har["log"]["version"], "1.2");
+    let entry = &har["log"]["entries"][0];
+    let request = &entry["request"];
+    assert_eq!(request["method"], "POST");
+    assert!(
+        request["url"].as_str().expect("url").ends_with(path),
+        "{}",
+        request["url"]
+    );
+    let dups: Vec<&str> = request["headers"]
+        .as_array()
+        .expect("headers")
+        .iter()
+        .filter(|h| h["name"].as_str().is_some_and(|n| n.eq_ignore_ascii_case("x-dup")))
+        .map(|h| h["value"].as_str().expect("value"))
+        .collect();
+    assert_eq!(dups, ["one", "two"], "repeated headers in order");
+    let query: Vec<(&str, &str)> = request["queryString"]
+        .as_array()
+        .expect("queryString")
+        .iter()
+        .map(|q| (q["name"].as_str().expect("name"), q["value"].as_str().expect("value")))
+        .collect();
+    assert_eq!(
+        query,
+        [("b", "2"), ("a", "1"), ("a", "%E2%9C%93"), ("raw", "%00")],
+        "in order and as written"
+    );
+    assert_eq!(request["postData"]["text"].as_str(), Some(body.as_str()));
+    assert_eq!(entry["response"]["status"], 200);
+    assert!(
+        !har.to_string().contains(signature),
+        "the signature is masked in a HAR file by default"
+    );
+
+    let curl = portpreview_async(&tunnel.db, &["export", &id, "--format", "curl"]).await;
+    assert_eq!(curl.code, 0, "{}", curl.stderr);
+    let sent = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(&curl.stdout)
+        .output()
+        .await
+        .expect("sh runs");
+    assert!(
+        sent.status.success(),
+        "{}\n{}",
+        curl.stdout,
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    let seen = handler.requests();
+    assert_eq!(seen.len(), 3, "two through the tunnel, one from curl");
+    let (tunnelled, curled) = (&seen[1], &seen[2]);
+    // curl writes its Content-Length last; the tunnel keeps the caller's
+    // where the caller put it. The same length, and the rest in order.
+    let lengthless = |seen: &common::local::Seen| -> Vec<(String, Vec<u8>)> {
+        let length = seen.headers.iter().filter(|(name, _)| name == "content-length");
+        assert_eq!(length.count(), 1, "{:?}", seen.headers);
+        seen.headers
+            .iter()
+            .filter(|(name, _)| name != "content-length")
+            .cloned()
+            .collect()
+    };
+    assert_eq!(
+        (&curled.method, &curled.uri, lengthless(curled), &curled.body),
+        (
+            &tunnelled.method,
+            &tunnelled.uri,
+            lengthless(tunnelled),
+            &tunnelled.body
+        ),
+        "the curl export sends what the tunnel sent: {}",
+        curl.stdout
+    );
+    assert_eq!(curled.header("content-length"), tunnelled.header("content-length"));
 }

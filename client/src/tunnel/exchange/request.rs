@@ -30,15 +30,30 @@ pub(super) fn build_request(
         .body(body)
         .map_err(|e| format!("invalid request target: {e}"))?;
     let preserve_host = shared.preserves_host(&head.headers);
+    // Set where the caller's were, so the handler sees the headers in the
+    // order the provider sent them, and a curl export (whose Host comes
+    // first) sends them so too.
+    let target_host = (!preserve_host)
+        .then(|| HeaderValue::from_str(&target.authority()).ok())
+        .flatten();
     let headers = request.headers_mut();
-    let mut declared_length = false;
+    let mut length_set = false;
     for header in &head.headers {
         let name = header.name.as_str();
         if buffered && name.eq_ignore_ascii_case("content-length") {
-            declared_length = true;
+            if let (false, Some(length)) = (length_set, length) {
+                headers.append(http::header::CONTENT_LENGTH, HeaderValue::from(length));
+            }
+            length_set = true;
             continue;
         }
         if !preserve_host && name.eq_ignore_ascii_case("host") {
+            if let Some(host) = target_host
+                .clone()
+                .filter(|_| !headers.contains_key(http::header::HOST))
+            {
+                headers.append(http::header::HOST, host);
+            }
             continue;
         }
         match (
@@ -53,14 +68,12 @@ pub(super) fn build_request(
             }
         }
     }
-    // A Host that is not valid HTTP was dropped above: the target's stands in.
-    if !preserve_host || !headers.contains_key(http::header::HOST) {
+    // No Host came, or one that is not valid HTTP was dropped above: the
+    // target's stands in.
+    if !headers.contains_key(http::header::HOST) {
         if let Ok(host) = HeaderValue::from_str(&target.authority()) {
             headers.insert(http::header::HOST, host);
         }
-    }
-    if let (true, Some(length)) = (declared_length, length) {
-        headers.insert(http::header::CONTENT_LENGTH, HeaderValue::from(length));
     }
     Ok(request)
 }
