@@ -1288,6 +1288,13 @@ fn prune_removes_only_old_deliveries() {
         .request_headers
         .push(Header::new("x-api-key", "sk_live_PRUNED_SECRET"));
     let old = store.insert_delivery(&secret, &answered(200)).unwrap();
+    // One attempt replayed the week it came, one replayed just now: both
+    // are the old delivery's, and neither is counted as a delivery.
+    let early_attempt = NewDelivery {
+        replay_of: Some(old),
+        ..stripe_event("evt_old", now - 9 * 86_400_000)
+    };
+    let early_attempt = store.insert_delivery(&early_attempt, &answered(200)).unwrap();
     let attempt = NewDelivery {
         replay_of: Some(old),
         ..stripe_event("evt_old", now - 2_000)
@@ -1299,9 +1306,10 @@ fn prune_removes_only_old_deliveries() {
     let said = h.ok(&["prune", "--older-than", "7d"]);
     assert_eq!(
         said,
-        "Removed 1 delivery older than 7d, and 1 later replay attempt of them.\n"
+        "Removed 1 delivery older than 7d, and 2 replay attempts of them.\n"
     );
     assert!(store.get(old).unwrap().is_none());
+    assert!(store.get(early_attempt).unwrap().is_none());
     assert!(
         store.get(attempt).unwrap().is_none(),
         "no attempt is left pointing at nothing"

@@ -1314,6 +1314,28 @@ fn a_target_with_a_path_replaces_the_recorded_one_and_latest_finds_the_delivery(
     assert_eq!(handler.balance(), 1);
 }
 
+/// `history` masks a secret in the query; the path copied from its table,
+/// mask and all, still finds the delivery for `--latest --path`.
+#[test]
+fn latest_finds_a_path_copied_from_history_with_its_secret_masked() {
+    let handler = Handler::start(Behaviour::DedupsInOneTransaction);
+    let history = History::with(&NewDelivery {
+        path: "/hooks?token=abc123&shop=acme".into(),
+        ..stripe_delivery(&handler.url())
+    });
+    let shown = "/hooks?token=••••••&shop=acme";
+    let table = portpreview(&history.db(), &["history"]);
+    assert!(table.stdout.contains(shown), "{}", table.stdout);
+    let ran = portpreview(&history.db(), &["replay", "--latest", "--path", shown]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(handler.balance(), 1);
+    let ran = portpreview(
+        &history.db(),
+        &["replay", "--latest", "--path", "/hooks?token=••••••&shop=other"],
+    );
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+}
+
 #[test]
 fn the_fresh_burst_never_cries_wolf_at_a_correct_handler() {
     let handler = Handler::start(Behaviour::DedupsInOneTransaction);
@@ -1377,7 +1399,18 @@ fn settings_that_cannot_work_are_refused_before_anything_is_sent() {
     assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
     assert_eq!(
         ran.stderr.trim(),
-        "error: --provider and --path narrow --latest: with an ID or event key they would be ignored"
+        "error: --provider and --path narrow --latest: with an ID, an event key or --from they would be ignored"
+    );
+    // Without an ID they are taken for what they are: --latest left out.
+    let ran = portpreview(&history.db(), &["replay", "--path", "/webhooks/*"]);
+    assert_eq!(
+        (ran.code, ran.stderr.as_str()),
+        (
+            2,
+            "error: --provider and --path narrow --latest: add --latest to replay the newest delivery they match\n"
+        ),
+        "{}",
+        ran.stdout
     );
     // Nor does the tunnel give the handler no time.
     let ran = portpreview(&history.db(), &["http", "3000", "--local-timeout", "0s"]);

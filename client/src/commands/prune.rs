@@ -27,12 +27,10 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     let pruned = store
         .prune(now_ms().saturating_sub(age))
         .map_err(|e| e.for_command(db))?;
-    let attempts = match pruned.later_attempts {
+    // `history` leaves replay attempts out, so they are not counted as deliveries here either.
+    let attempts = match pruned.replay_attempts {
         0 => String::new(),
-        n => format!(
-            ", and {} of them",
-            counted(n, "later replay attempt", "later replay attempts")
-        ),
+        n => format!(", and {} of them", counted(n, "replay attempt", "replay attempts")),
     };
     writeln!(
         std::io::stdout().lock(),

@@ -24,7 +24,9 @@ use super::run::{clear_progress, progress_printer, refuse_to_overwrite_an_input,
 )]
 pub struct Args {
     /// Delivery to replay: its ID (12 or #12) or its event key (evt_…).
-    #[arg(value_name = "ID|EVENT_KEY", required_unless_present_any = ["from", "latest"], conflicts_with_all = ["from", "latest"])]
+    // --provider and --path without --latest are refused in `run`, in
+    // words clap has not: its own list reads as if both were wanted.
+    #[arg(value_name = "ID|EVENT_KEY", required_unless_present_any = ["from", "latest", "provider", "path"], conflicts_with_all = ["from", "latest"])]
     pub delivery: Option<String>,
     /// Replay a fixture written by `portpreview export --format json` instead.
     #[arg(long, value_name = "FIXTURE", conflicts_with = "latest")]
@@ -33,10 +35,10 @@ pub struct Args {
     #[arg(long)]
     pub latest: bool,
     /// With --latest: only deliveries from this provider (svix for standard-webhooks).
-    #[arg(long, requires = "latest", value_name = "P", value_parser = super::history::parse_provider)]
+    #[arg(long, value_name = "P", value_parser = super::history::parse_provider)]
     pub provider: Option<String>,
     /// With --latest: only deliveries whose path, with its query as history lists it or without, matches this glob (`*` any text, `?` any one character).
-    #[arg(long, requires = "latest", value_name = "GLOB")]
+    #[arg(long, value_name = "GLOB")]
     pub path: Option<String>,
     /// How to replay and judge.
     #[command(flatten)]
@@ -61,10 +63,14 @@ pub struct Args {
 /// Replays, prints the report, records the attempts. Exit 0 idempotent, 1 not
 /// idempotent or inconclusive, 2 could not run.
 pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
-    // clap's `requires` takes --latest's default of false as given. A usage
-    // mistake like clap's own, so it writes no JUnit file either.
+    // A usage mistake like clap's own, so it writes no JUnit file either.
     if !args.latest && (args.provider.is_some() || args.path.is_some()) {
-        anyhow::bail!("--provider and --path narrow --latest: with an ID or event key they would be ignored");
+        if args.delivery.is_some() || args.from.is_some() {
+            anyhow::bail!(
+                "--provider and --path narrow --latest: with an ID, an event key or --from they would be ignored"
+            );
+        }
+        anyhow::bail!("--provider and --path narrow --latest: add --latest to replay the newest delivery they match");
     }
     if let Some(junit) = &args.junit {
         // The history is read, and written with the attempts, too.
@@ -287,8 +293,11 @@ fn load_request(args: &Args, db: &Path) -> anyhow::Result<(NewDelivery, Origin)>
     let store = Store::open_existing(db).map_err(|err| err.for_command(db))?;
     let id = if args.latest {
         let wanted = latest_words(args);
+        // `history` shows a secret in the query masked: copied from there,
+        // the mask stands for whatever value was recorded.
+        let glob = args.path.as_deref().map(|glob| glob.replace(render::mask::MASK, "*"));
         let id = store
-            .latest(args.provider.as_deref(), args.path.as_deref())
+            .latest(args.provider.as_deref(), glob.as_deref())
             .map_err(|err| err.for_command(db))?
             .with_context(|| format!("no delivery in {} matches {wanted}", db.display()))?;
         crate::to_stderr(format_args!(

@@ -147,7 +147,11 @@ pub fn duplicates_change_nothing(attempts: &[Attempt], trace: &StateTrace) -> Op
     let first_answered = attempts.first().is_some_and(Attempt::succeeded);
     let news = match (first_changed, moved.is_empty()) {
         (true, true) => "attempt 1 changed it: the event was new to the handler",
-        (false, true) if first_answered => "attempt 1 changed nothing: the handler had seen the event before",
+        // Or the work is queued for later than the settle windows waited.
+        (false, true) if first_answered => {
+            "attempt 1 changed nothing: the handler had seen the event before \
+             (or does its work later than --settle waits)"
+        }
         (false, true) => "attempt 1 changed nothing, and it was not answered 2xx",
         (true, false) => "attempt 1 changed it too",
         (false, false) => "attempt 1 changed nothing",

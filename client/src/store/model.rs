@@ -165,9 +165,9 @@ pub struct ReplayRun {
 /// What `prune` removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Pruned {
-    /// Deliveries received before the cut-off, replay attempts among them.
+    /// Deliveries received before the cut-off, not counting replay attempts.
     pub deliveries: usize,
-    /// Later attempts `replay` sent of those deliveries: without their
-    /// original they would point at nothing.
-    pub later_attempts: usize,
+    /// The attempts `replay` sent of those deliveries, before the cut-off
+    /// or after it: without their original they would point at nothing.
+    pub replay_attempts: usize,
 }

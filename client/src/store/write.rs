@@ -66,9 +66,11 @@ impl Store {
             .pragma_update(None, "secure_delete", true)
             .map_err(|e| self.classify(e))?;
         // Attempts first: once their original is gone nothing finds them.
-        let later_attempts = self.delete_in_batches(
-            "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE received_at_ms >= ?1
-                AND replay_of IN (SELECT id FROM deliveries WHERE received_at_ms < ?1) LIMIT ?2)",
+        // An attempt comes after its original, so every attempt before the
+        // cut-off is among them, and what is left before it are originals.
+        let replay_attempts = self.delete_in_batches(
+            "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries
+                WHERE replay_of IN (SELECT id FROM deliveries WHERE received_at_ms < ?1) LIMIT ?2)",
             older_than_ms,
         )?;
         let deliveries = self.delete_in_batches(
@@ -88,7 +90,7 @@ impl Store {
         self.empty_wal_waiting();
         Ok(Pruned {
             deliveries,
-            later_attempts,
+            replay_attempts,
         })
     }
 
