@@ -73,7 +73,7 @@ struct Ran {
 }
 
 fn run(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
-    ran(command(cwd, args, env).output().unwrap())
+    ran(common::process::output_of(&mut command(cwd, args, env)))
 }
 
 fn ran(output: std::process::Output) -> Ran {

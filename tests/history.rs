@@ -545,12 +545,12 @@ fn unknown_ids_and_broken_databases_exit_2_with_one_line() {
     assert!(!h.dir.join("pipe-journal").exists(), "nothing written beside the pipe");
     // `http`, which creates its history, refuses the same in one line.
     let tunnel_refuses = |db: &std::path::Path| {
-        let out = Command::new(portpreview_bin())
-            .args(["http", "9", "--no-tui", "--db"])
-            .arg(db)
-            .env("PORTPREVIEW_CONFIG", h.dir.join("config.toml"))
-            .output()
-            .unwrap();
+        let out = common::process::output_of(
+            Command::new(portpreview_bin())
+                .args(["http", "9", "--no-tui", "--db"])
+                .arg(db)
+                .env("PORTPREVIEW_CONFIG", h.dir.join("config.toml")),
+        );
         assert_eq!(out.status.code(), Some(2), "{}", db.display());
         stderr_line(&out)
     };
@@ -610,14 +610,14 @@ fn run_as_reader(h: &History, db: &std::path::Path, args: &[&str]) -> Output {
     } else {
         Command::new(portpreview_bin())
     };
-    command
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .env("PORTPREVIEW_CONFIG", h.dir.join("config.toml"))
-        .env_remove("PORTPREVIEW_DB")
-        .output()
-        .unwrap()
+    common::process::output_of(
+        command
+            .arg("--db")
+            .arg(db)
+            .args(args)
+            .env("PORTPREVIEW_CONFIG", h.dir.join("config.toml"))
+            .env_remove("PORTPREVIEW_DB"),
+    )
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use common::bin::{portpreview_bin, server_bin};
 use common::caller;
 use common::local::{Answer, LocalHandler};
-use common::process::Running;
+use common::process::{output_of, Running};
 use common::relay::TestRelay;
 use tokio::io::AsyncWriteExt;
 
@@ -40,7 +40,17 @@ async fn portpreview_http_works_on_its_own_and_stops_cleanly_on_sigterm() {
 
     client.signal("TERM");
     assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
-    assert!(db.exists(), "the history was written");
+    let listed = common::history::portpreview_async(&db, &["history", "--json"]).await;
+    let rows: serde_json::Value = serde_json::from_str(&listed.stdout).expect("a JSON array");
+    assert_eq!(
+        (
+            rows[0]["path"].as_str(),
+            rows[0]["status"].as_u64(),
+            rows.as_array().map(Vec::len)
+        ),
+        (Some("/webhooks/test"), Some(200), Some(1)),
+        "the delivery is in the history once the tunnel has stopped: {rows}"
+    );
 }
 
 /// A local relay listening on every address prints a URL a caller can
@@ -588,11 +598,11 @@ fn a_name_the_relay_would_refuse_is_told_before_connecting() {
         if let Some(server) = server {
             command.args(["--server", server]);
         }
-        let out = command
-            .env("PORTPREVIEW_CONFIG", &config)
-            .env_remove("PORTPREVIEW_SERVER")
-            .output()
-            .expect("runs");
+        let out = output_of(
+            command
+                .env("PORTPREVIEW_CONFIG", &config)
+                .env_remove("PORTPREVIEW_SERVER"),
+        );
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{server:?}: {stderr}");
         assert!(
@@ -621,15 +631,15 @@ fn a_relay_address_with_credentials_is_refused_without_showing_them() {
         (&[], &[], &with_server),
     ];
     for (args, env, config) in runs {
-        let out = std::process::Command::new(portpreview_bin())
-            .args(["http", "3000", "--no-tui", "--db"])
-            .arg(&db)
-            .args(args)
-            .env_remove("PORTPREVIEW_SERVER")
-            .envs(env.iter().copied())
-            .env("PORTPREVIEW_CONFIG", config)
-            .output()
-            .expect("runs");
+        let out = output_of(
+            std::process::Command::new(portpreview_bin())
+                .args(["http", "3000", "--no-tui", "--db"])
+                .arg(&db)
+                .args(args)
+                .env_remove("PORTPREVIEW_SERVER")
+                .envs(env.iter().copied())
+                .env("PORTPREVIEW_CONFIG", config),
+        );
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?} {env:?}: {stderr}");
         assert!(stderr.contains("https://***@127.0.0.1:9"), "{stderr}");
@@ -1087,14 +1097,14 @@ fn a_tunnel_that_cannot_start_ends_its_json_stream_with_the_error() {
         .local_addr()
         .expect("address");
     let db = dir.path().join("history.db");
-    let out = std::process::Command::new(portpreview_bin())
-        .args(["http", "9", "--log-format", "json", "--server"])
-        .arg(format!("http://{closed}"))
-        .arg("--db")
-        .arg(&db)
-        .env("PORTPREVIEW_CONFIG", "/dev/null")
-        .output()
-        .expect("run portpreview");
+    let out = output_of(
+        std::process::Command::new(portpreview_bin())
+            .args(["http", "9", "--log-format", "json", "--server"])
+            .arg(format!("http://{closed}"))
+            .arg("--db")
+            .arg(&db)
+            .env("PORTPREVIEW_CONFIG", "/dev/null"),
+    );
     assert_eq!(out.status.code(), Some(2));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let last: serde_json::Value = serde_json::from_str(stdout.lines().last().expect("a line on stdout")).expect("JSON");

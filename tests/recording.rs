@@ -14,6 +14,7 @@ use common::local::{Answer, LocalHandler};
 use common::process::Running;
 use common::relay::TestRelay;
 use common::tunnel::{TestTunnel, TunnelOptions};
+use portpreview::events::TunnelEvent;
 use portpreview::store::{NewDelivery, Outcome, Store};
 use portpreview::tunnel::HostHeader;
 use serde_json::Value;
@@ -247,10 +248,16 @@ async fn key_fields_group_resends_of_one_event_and_nothing_else() {
         r#"{"type":"invoice.paid","invoice":"in_2"}"#,
         r#"{"type":"invoice.paid","invoice":"in_3"}"#,
     ];
+    let mut lines = Vec::new();
     for body in bodies {
         assert_eq!(caller::post(&format!("{url}/hook"), body).await.status, 200);
-        client.line_containing("POST /hook").await;
+        lines.push(client.line_containing("POST /hook").await);
     }
+    let retried: Vec<bool> = lines
+        .iter()
+        .map(|line| line.ends_with("(2nd delivery, same key fields)"))
+        .collect();
+    assert_eq!(retried, [false, true, false, false], "the live lines: {lines:#?}");
     let listed = portpreview_async(&db, &["history", "--json"]).await;
     assert_eq!(listed.code, 0, "{}", listed.stderr);
     let rows: Vec<Value> = serde_json::from_str(&listed.stdout).expect("a JSON array");
@@ -288,15 +295,29 @@ async fn deliveries_answered_while_another_process_holds_the_history_lock_are_ke
         let reply = caller::post(&tunnel.url("/hook"), format!(r#"{{"id":"evt_locked_{n}"}}"#)).await;
         assert_eq!(reply.status, 200, "forwarding goes on while the history is locked");
     }
-    // Longer than the store's busy timeout, so the writer's first try fails.
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    // The writer's first try outwaits the store's busy timeout, then the
+    // user is told, in the line the TUI shows and `--no-tui` prints.
+    let reason = loop {
+        match tunnel.next_event().await {
+            TunnelEvent::HistoryRefusing { reason: Some(reason) } => break reason,
+            TunnelEvent::Delivered { summary, .. } => panic!("stored under another's lock: {summary:?}"),
+            _ => {}
+        }
+    };
+    assert!(reason.contains("locked by another process"), "{reason}");
     blocker.execute_batch("ROLLBACK").expect("let go of the lock");
 
     let mut stored = Vec::new();
-    for _ in 0..3 {
-        let (summary, _) = tunnel.next_delivery().await;
-        assert!(summary.id > 0, "{summary:?}");
-        stored.push(summary.event_key);
+    let mut resumed = false;
+    while stored.len() < 3 || !resumed {
+        match tunnel.next_event().await {
+            TunnelEvent::Delivered { summary, .. } => {
+                assert!(summary.id > 0, "{summary:?}");
+                stored.push(summary.event_key);
+            }
+            TunnelEvent::HistoryRefusing { reason: None } => resumed = true,
+            _ => {}
+        }
     }
     stored.sort();
     stored.dedup();

@@ -152,9 +152,9 @@ async fn an_upload_slower_than_the_answer_timeout_is_answered_by_the_handler() {
 #[tokio::test]
 async fn an_upload_still_trickling_after_the_relays_limit_is_refused_408() {
     let (_relay, handler, tunnel) = impatient().await;
-    // 30 pieces, one every 500 ms: each within the relay's one-second
+    // 40 pieces, one every 300 ms: each well within the relay's one-second
     // wait for the next, the whole past its ten-second upload limit.
-    let (status, said) = post_slowly(&tunnel.url("/upload"), 30, 8 * 1024, Duration::from_millis(500)).await;
+    let (status, said) = post_slowly(&tunnel.url("/upload"), 40, 8 * 1024, Duration::from_millis(300)).await;
     assert_eq!(status, 408, "{said}");
     assert_eq!(
         said.trim_end(),

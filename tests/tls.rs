@@ -210,3 +210,61 @@ async fn https_post(tls: Arc<rustls::ClientConfig>, port: u16, path: &str, body:
     let _ = stream.read_to_end(&mut answer).await;
     String::from_utf8_lossy(&answer).into_owned()
 }
+
+/// The binaries as a user runs them: `portpreview-server --tls-cert
+/// --tls-key`, and `portpreview http --server https://… --ca-cert FILE`.
+/// Without the flag the client says how to trust the relay; with it the
+/// tunnel opens over wss and a caller's HTTPS request reaches the handler.
+#[tokio::test]
+async fn the_relay_and_client_binaries_serve_and_trust_tls_by_their_flags() {
+    use common::process::Running;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("self-signed certificate");
+    let cert_path = dir.path().join("relay.pem");
+    let key_path = dir.path().join("relay.key");
+    std::fs::write(&cert_path, cert.cert.pem()).expect("write cert");
+    std::fs::write(&key_path, cert.key_pair.serialize_pem()).expect("write key");
+    let (cert_arg, key_arg) = (cert_path.to_str().expect("utf-8"), key_path.to_str().expect("utf-8"));
+    let mut relay = Running::start(
+        &common::bin::server_bin(),
+        &["--listen", "127.0.0.1:0", "--tls-cert", cert_arg, "--tls-key", key_arg],
+        dir.path(),
+    );
+    let line = relay.line_containing("listening on").await;
+    let port: u16 = line
+        .rsplit(':')
+        .next()
+        .and_then(|port| port.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {line:?}"));
+    let server = format!("https://localhost:{port}");
+    let handler = LocalHandler::echo().await;
+    let db = dir.path().join("history.db");
+    let db_arg = db.to_str().expect("utf-8");
+
+    let refused = tokio::process::Command::new(common::bin::portpreview_bin())
+        .args(["http", &handler.url(), "--server", &server, "--no-tui", "--db", db_arg])
+        .env("PORTPREVIEW_CONFIG", dir.path().join("config.toml"))
+        .env_remove("PORTPREVIEW_SERVER")
+        .env_remove("PORTPREVIEW_TOKEN")
+        .kill_on_drop(true)
+        .output();
+    let refused = tokio::time::timeout(std::time::Duration::from_secs(20), refused)
+        .await
+        .expect("an untrusted relay is given up on at once")
+        .expect("run portpreview");
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert!(said.contains("pass --ca-cert FILE"), "{said}");
+
+    let (_client, url) = Running::tunnel_with(&handler.url(), &server, &db, dir.path(), &["--ca-cert", cert_arg]).await;
+    assert!(url.starts_with(&format!("https://localhost:{port}/t/")), "{url}");
+    let tls = portpreview::tunnel::connect::tls_config(Some(&cert_path)).expect("trust the relay's certificate");
+    let path = url.trim_start_matches(&server).to_string();
+    let answer = https_post(tls, port, &format!("{path}/hook"), b"{\"through\":\"binaries\"}").await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.ends_with("{\"through\":\"binaries\"}"), "{answer}");
+    assert_eq!(
+        handler.requests()[0].header("x-forwarded-proto").as_deref(),
+        Some("https")
+    );
+}

@@ -160,6 +160,34 @@ async fn every_method_and_body_shape_passes() {
         assert_eq!(reply.status, status);
         assert!(reply.body.is_empty());
     }
+
+    // The bodiless answers as bytes, one after another on one connection:
+    // a stray byte or a length the caller would wait on breaks the next.
+    let path = |p: &str| format!("/t/{}{p}", tunnel.name());
+    let requests = [
+        format!("HEAD {} HTTP/1.1\r\nHost: x\r\n\r\n", path("/m")),
+        format!(
+            "POST {} HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx",
+            path("/status/204")
+        ),
+        format!(
+            "POST {} HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx",
+            path("/status/304")
+        ),
+        format!(
+            "POST {} HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nConnection: close\r\n\r\nlast",
+            path("/m")
+        ),
+    ];
+    let answers = caller::raw_until_closed(relay.addr, requests.concat().as_bytes()).await;
+    let answers: Vec<&str> = answers.split("HTTP/1.1 ").skip(1).collect();
+    let statuses: Vec<&str> = answers.iter().map(|a| &a[..3]).collect();
+    assert_eq!(statuses, ["200", "204", "304", "200"], "{answers:?}");
+    for answer in &answers[..3] {
+        assert!(answer.ends_with("\r\n\r\n"), "a head and nothing after it: {answer:?}");
+    }
+    assert!(answers[1].find("content-length").is_none(), "204: {:?}", answers[1]);
+    assert!(answers[3].ends_with("\r\n\r\nlast"), "{:?}", answers[3]);
 }
 
 #[tokio::test]
@@ -257,6 +285,90 @@ async fn a_25_mib_upload_passes_intact_without_stalling_small_requests() {
         sha256_hex(&stored.request.request_body),
         digest,
         "the streamed body was recorded whole"
+    );
+}
+
+/// A handler that reads `/upload` bodies only once `release` is notified
+/// (telling `arrived` when an upload's head has come) and answers every
+/// request with the SHA-256 of its body. Its listener's address.
+async fn slow_reading_handler(arrived: Arc<Notify>, release: Arc<Notify>) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            let (arrived, release) = (arrived.clone(), release.clone());
+            tokio::spawn(async move {
+                let mut socket = tokio::io::BufReader::new(socket);
+                let mut head = Vec::new();
+                while !head.ends_with(b"\r\n\r\n") {
+                    let mut byte = [0u8; 1];
+                    if socket.read_exact(&mut byte).await.is_err() {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+                let length: usize = head
+                    .lines()
+                    .find_map(|line| line.strip_prefix("content-length:"))
+                    .and_then(|value| value.trim().parse().ok())
+                    .unwrap_or(0);
+                if head.starts_with("post /upload") {
+                    arrived.notify_one();
+                    release.notified().await;
+                }
+                let mut body = vec![0u8; length];
+                if socket.read_exact(&mut body).await.is_err() {
+                    return;
+                }
+                let digest = sha256_hex(&body);
+                let answer = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{digest}", digest.len());
+                let _ = socket.get_mut().write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    addr
+}
+
+/// The upload is inside the tunnel this time: the handler has its head and
+/// does not read its body, so the rest of the 25 MiB fills every buffer on
+/// the way, the relay's and the client's included. A small request beside
+/// it on the same WebSocket is answered all the same.
+#[tokio::test]
+async fn a_small_request_passes_beside_an_upload_the_handler_does_not_read() {
+    let relay = TestRelay::start().await;
+    let (arrived, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let handler = slow_reading_handler(arrived.clone(), release.clone()).await;
+    let tunnel = TestTunnel::start(&relay.http_url(), &handler.to_string()).await;
+    let big: Vec<u8> = (0..25 * 1024 * 1024).map(|i: u32| (i % 251) as u8).collect();
+    let digest = sha256_hex(&big);
+    let big_url = tunnel.url("/upload");
+    let upload = tokio::spawn(async move { caller::post(&big_url, big).await });
+    tokio::time::timeout(Duration::from_secs(20), arrived.notified())
+        .await
+        .expect("the upload reaches the handler");
+
+    for n in 0..3 {
+        let body = format!("tiny {n}");
+        let small = tokio::time::timeout(
+            Duration::from_secs(20),
+            caller::post(&tunnel.url("/small"), body.clone()),
+        )
+        .await
+        .expect("a small request is answered while the upload is stuck in the tunnel");
+        assert_eq!((small.status, small.text()), (200, sha256_hex(body.as_bytes())));
+    }
+    assert!(!upload.is_finished(), "the handler has not read the upload yet");
+
+    release.notify_one();
+    let reply = tokio::time::timeout(Duration::from_secs(60), upload)
+        .await
+        .expect("the upload finishes once read")
+        .expect("upload task");
+    assert_eq!(
+        (reply.status, reply.text()),
+        (200, digest),
+        "the 25 MiB arrived byte for byte"
     );
 }
 
@@ -396,7 +508,7 @@ async fn a_local_answer_that_stalls_in_its_body_is_given_up_on_at_the_local_time
     });
     let relay = TestRelay::start().await;
     let options = TunnelOptions {
-        local_timeout: Duration::from_millis(500),
+        local_timeout: Duration::from_secs(1),
         ..TunnelOptions::default()
     };
     let mut tunnel = TestTunnel::start_with(&relay.http_url(), &addr.to_string(), options)
@@ -405,7 +517,7 @@ async fn a_local_answer_that_stalls_in_its_body_is_given_up_on_at_the_local_time
 
     let reply = caller::post(&tunnel.url("/small"), "{}").await;
     assert_eq!(reply.status, 504, "{}", reply.text());
-    let why = "the local answer's body stalled: it was not whole within 500ms";
+    let why = "the local answer's body stalled: it was not whole within 1s";
     assert!(reply.text().contains(why), "{}", reply.text());
     let (summary, _) = tunnel.next_delivery().await;
     assert_eq!((summary.status, summary.error.as_deref()), (None, Some(why)));
@@ -415,7 +527,7 @@ async fn a_local_answer_that_stalls_in_its_body_is_given_up_on_at_the_local_time
         "POST /t/{}/large HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{{}}",
         tunnel.name()
     );
-    let answer = raw(relay.addr, request.as_bytes()).await;
+    let answer = caller::raw_until_closed(relay.addr, request.as_bytes()).await;
     assert!(
         answer.starts_with("HTTP/1.1 200 OK"),
         "{}",
@@ -434,7 +546,7 @@ async fn a_local_answer_that_stalls_in_its_body_is_given_up_on_at_the_local_time
         (summary.status, summary.error.as_deref()),
         (
             Some(200),
-            Some("the local answer's body stalled: nothing more came for 500ms")
+            Some("the local answer's body stalled: nothing more came for 1s")
         ),
         "the caller had the handler's status: {summary:?}"
     );
@@ -482,7 +594,7 @@ async fn a_streamed_local_answer_that_breaks_off_is_cut_off_for_the_caller_too()
         relay.addr
     );
     for _ in 0..5 {
-        let answer = raw(relay.addr, request.as_bytes()).await;
+        let answer = caller::raw_until_closed(relay.addr, request.as_bytes()).await;
         // The connection closes mid-answer, after what the handler sent,
         // never at a last chunk, and never before the head: an empty reply
         // would tell the caller nothing of the handler's answer.

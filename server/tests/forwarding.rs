@@ -20,6 +20,11 @@ async fn the_relay_answers_health_checks_and_unknown_tunnels_itself() {
     let missing = call(relay.addr, request(relay.addr, "POST", "/t/nobody-here/hook", "x")).await;
     assert_eq!(missing.status, 404);
     assert_eq!(missing.text(), "no such tunnel\n");
+    assert_eq!(
+        missing.headers.get("content-type").and_then(|v| v.to_str().ok()),
+        Some("text/plain; charset=utf-8"),
+        "the relay's own answers are plain text"
+    );
     let root = call(relay.addr, request(relay.addr, "GET", "/", "")).await;
     assert_eq!(root.status, 404);
     assert_eq!(
@@ -122,6 +127,8 @@ async fn a_request_reaches_the_client_rebuilt_and_the_answer_streams_back() {
         .header("x-forwarded-for", "6.6.6.6")
         .header("x-real-ip", "6.6.6.6")
         .header("forwarded", "for=6.6.6.6")
+        .header("x-forwarded-proto", "https")
+        .header("x-forwarded-host", "bank.example")
         .header("x-dup", "first")
         .header("x-dup", "second")
         .header("stripe-signature", "t=1,v1=abc")

@@ -142,3 +142,32 @@ pub async fn raw(addr: std::net::SocketAddr, bytes: &[u8]) -> String {
     }
     String::from_utf8_lossy(&out).into_owned()
 }
+
+/// How long [`raw_until_closed`] waits for the peer to close.
+const CLOSED_WITHIN: Duration = Duration::from_secs(20);
+
+/// Writes raw bytes to `addr` and returns everything read until the peer
+/// closes the connection (or resets it). Panics if it is still open after
+/// [`CLOSED_WITHIN`]: a caller left hanging is what such a test catches.
+pub async fn raw_until_closed(addr: std::net::SocketAddr, bytes: &[u8]) -> String {
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(bytes).await.expect("write");
+    let mut out = Vec::new();
+    let read_all = async {
+        let mut buf = [0u8; 8192];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    let closed = tokio::time::timeout(CLOSED_WITHIN, read_all).await.is_ok();
+    let answer = String::from_utf8_lossy(&out).into_owned();
+    assert!(
+        closed,
+        "the connection was still open after {CLOSED_WITHIN:?}, the caller left hanging: {:?}",
+        &answer[..answer.len().min(300)]
+    );
+    answer
+}

@@ -138,7 +138,7 @@ impl Ran {
 
 /// Runs the real binary with a private config and no secrets from the environment.
 pub fn portpreview<S: AsRef<str>>(db: &Path, args: &[S]) -> Ran {
-    Ran::of(command(db, args).output().unwrap())
+    Ran::of(super::process::output_of(&mut command(db, args)))
 }
 
 /// Runs the real binary as [`portpreview`] does, killing it and failing the

@@ -1,8 +1,9 @@
 //! Running the real binaries and reading what they print.
 
+use std::io::Read;
 use std::path::Path;
 use std::process::Stdio;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
@@ -141,5 +142,48 @@ impl Running {
                     .ok()
             })
             .expect("memory field")
+    }
+}
+
+/// How long a command the tests run to its end may take.
+pub const FINISHED_WITHIN: Duration = Duration::from_secs(120);
+
+/// Runs `command` to its end as `Command::output` does (stdin empty, stdout
+/// and stderr captured), but kills it and fails the test if it is still
+/// running after [`FINISHED_WITHIN`]: a refusal that broke (`http` taking
+/// a history it should refuse) then fails its test instead of holding up
+/// the whole suite.
+pub fn output_of(command: &mut std::process::Command) -> std::process::Output {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the command");
+    let read_all = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = read_all(Box::new(child.stdout.take().expect("piped stdout")));
+    let stderr = read_all(Box::new(child.stderr.take().expect("piped stderr")));
+    let deadline = Instant::now() + FINISHED_WITHIN;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the command") {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running after {FINISHED_WITHIN:?}: {command:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    std::process::Output {
+        status,
+        stdout: stdout.join().expect("stdout read"),
+        stderr: stderr.join().expect("stderr read"),
     }
 }

@@ -52,11 +52,19 @@ mod tests {
     #[test]
     fn grows_then_caps_with_jitter() {
         let mut backoff = Backoff::default();
-        let first = backoff.next_delay();
-        assert!(first >= INITIAL_DELAY / 2 && first <= INITIAL_DELAY);
-        let later: Vec<Duration> = (0..30).map(|_| backoff.next_delay()).collect();
-        assert!(later.iter().all(|d| *d <= MAX_DELAY));
-        assert!(later.last().is_some_and(|d| *d >= MAX_DELAY / 2));
+        // Each step's delay lies in the upper half of a step that doubles
+        // until it reaches the cap.
+        for n in 0..12u32 {
+            let step = INITIAL_DELAY.saturating_mul(1 << n).min(MAX_DELAY);
+            let delay = backoff.next_delay();
+            assert!(
+                delay >= step / 2 && delay <= step,
+                "try {n}: {delay:?} outside {step:?}'s upper half"
+            );
+        }
+        // Jitter: clients started together do not keep in step.
+        let at_the_cap: std::collections::HashSet<Duration> = (0..20).map(|_| backoff.next_delay()).collect();
+        assert!(at_the_cap.len() > 1, "every delay the same: {at_the_cap:?}");
         backoff.reset();
         assert!(backoff.next_delay() <= INITIAL_DELAY);
     }

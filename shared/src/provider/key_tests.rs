@@ -354,6 +354,28 @@ proptest! {
         }
     }
 
+    /// `--key-fields` naming fields the body holds: the key is made of
+    /// them, the same however the body is laid out, and another value in
+    /// one of them is another key.
+    #[test]
+    fn a_key_over_fields_the_body_holds_follows_their_values_only(
+        members in prop::collection::vec(("[a-z_]{1,6}", json_value()), 1..6),
+        picks in prop::collection::vec(any::<prop::sample::Index>(), 1..3),
+    ) {
+        let value = Value::Object(members.into_iter().collect());
+        let names: Vec<&String> = value.as_object().unwrap().keys().collect();
+        let mut fields: Vec<String> = picks.iter().map(|i| names[i.index(names.len())].clone()).collect();
+        fields.dedup();
+        let compact = serde_json::to_vec(&value).unwrap();
+        let pretty = serde_json::to_vec_pretty(&reorder(&value)).unwrap();
+        let key = event_key(&[], &compact, &fields);
+        prop_assert_eq!(&key.source, &format!("sha256:fields({})", fields.join(",")));
+        prop_assert_eq!(&key, &event_key(&[], &pretty, &fields));
+        let mut changed = value.clone();
+        changed[&fields[0]] = Value::String(format!("{}+changed", value[&fields[0]]));
+        prop_assert_ne!(key.key, event_key(&[], &serde_json::to_vec(&changed).unwrap(), &fields).key);
+    }
+
     #[test]
     fn body_ids_read_from_the_bytes_match_the_parsed_body(value in json_value()) {
         let k = event_key(&[Header::new("stripe-signature", "x")], &serde_json::to_vec_pretty(&value).unwrap(), &[]);
