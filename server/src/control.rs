@@ -273,7 +273,10 @@ where
             Ok((ClientMessage::Hello { client_version, .. }, _)) => client_version.as_str(),
             _ => "unknown",
         };
-        return Err(refuse(outbox, version_mismatch(client_version, protocol)));
+        return Err(refuse(
+            outbox,
+            version_mismatch(client_version, protocol, PROTOCOL_VERSION),
+        ));
     }
     let requested = match decoded {
         Ok((ClientMessage::Hello { name, .. }, _)) => name,

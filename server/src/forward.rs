@@ -139,9 +139,10 @@ async fn await_answer(
                         bad_gateway("the tunnel's client sent a body before its response head")
                     }
                     Some(Inbound::Ended(why)) => bad_gateway(why),
-                    Some(Inbound::Reset(reason)) => {
-                        bad_gateway(format!("the tunnel's client abandoned the request: {reason}"))
-                    }
+                    Some(Inbound::Reset(reason)) => bad_gateway(format!(
+                        "the tunnel's client abandoned the request: {}",
+                        clients_reason(&reason)
+                    )),
                     None => client_gone(),
                 };
             }
@@ -238,7 +239,11 @@ fn response(
     pump: Option<AbortOnDropHandle<()>>,
     limits: ForwardLimits,
 ) -> Response<RelayBody> {
-    let Some(status) = StatusCode::from_u16(head.status).ok().filter(|s| s.as_u16() >= 200) else {
+    // A final status, as RFC 9110 numbers them: `from_u16` takes up to 999.
+    let Some(status) = StatusCode::from_u16(head.status)
+        .ok()
+        .filter(|s| (200..600).contains(&s.as_u16()))
+    else {
         return bad_gateway(format!("the tunnel's client sent an invalid status {}", head.status));
     };
     let Some(mut headers) = response_headers(head.headers) else {
@@ -533,6 +538,15 @@ fn whole_body(
 /// have got.
 fn carries_body(method: &http::Method, status: StatusCode) -> bool {
     method != http::Method::HEAD && !matches!(status, StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED)
+}
+
+/// A reason the tunnel's client gave, as the caller reads it: on one line,
+/// its control characters escaped (whoever runs the client chose them, and
+/// the caller may be reading in a terminal), and of a sensible length.
+fn clients_reason(reason: &str) -> String {
+    /// Longer than any reason PortPreview's client gives.
+    const LONGEST: usize = 500;
+    portpreview_shared::text::shorten(&portpreview_shared::sanitize::escape_str(reason), LONGEST)
 }
 
 fn bad_gateway(text: impl Into<String>) -> Response<RelayBody> {

@@ -190,15 +190,22 @@ impl Streams {
             ClientMessage::Reset { stream, reason } => (stream, Inbound::Reset(reason)),
         };
         // Messages for streams already finished or reset cross in flight;
-        // they are expected and dropped.
-        let Some(entry) = table.entries.get_mut(&stream) else {
+        // they are expected and dropped, as is anything a client sends
+        // after its answer's end: only the window's bytes and one head may
+        // wait in a stream's queue, whatever a client sends.
+        let Some(entry) = table.entries.get_mut(&stream).filter(|entry| !entry.response_done) else {
             return Ok(());
         };
         let mut ends = matches!(event, Inbound::Reset(_));
         if let Inbound::Head { end, .. } | Inbound::Body { end, .. } = &event {
             ends = *end;
         }
-        entry.head_received |= matches!(event, Inbound::Head { .. });
+        if matches!(event, Inbound::Head { .. }) {
+            if entry.head_received {
+                return self.reset_locked(&mut table, stream, "a second response head");
+            }
+            entry.head_received = true;
+        }
         if let Inbound::Head { body: data, .. } | Inbound::Body { data, .. } = &event {
             entry.received += data.len() as u64;
             if entry.received > entry.allowed.load(Ordering::Acquire) {
@@ -311,6 +318,45 @@ mod tests {
             polite.inbound.recv().await,
             Some(Inbound::Body { end: true, .. })
         ));
+    }
+
+    /// Heads are not counted against the window, so only one may wait per
+    /// stream; and nothing waits after the answer's end, however many
+    /// heads, resets or empty chunks a client sends there.
+    #[tokio::test]
+    async fn only_the_window_and_one_head_wait_in_a_streams_queue() {
+        let (streams, _inbox) = streams(8);
+        let head = |stream, end| ClientMessage::ResponseHead {
+            stream,
+            status: 200,
+            headers: vec![Header::new("x-pad", vec![b'p'; 1000])],
+            end,
+        };
+        let mut twice = streams.open().unwrap();
+        streams.deliver(head(twice.id, false), Bytes::new()).unwrap();
+        streams.deliver(head(twice.id, false), Bytes::new()).unwrap();
+        assert!(matches!(twice.inbound.recv().await, Some(Inbound::Head { .. })));
+        assert!(
+            matches!(twice.inbound.recv().await, Some(Inbound::Reset(ref why)) if why == "a second response head"),
+            "the stream is reset"
+        );
+
+        let mut ended = streams.open().unwrap();
+        streams.deliver(head(ended.id, true), Bytes::new()).unwrap();
+        for _ in 0..INBOUND_QUEUE * 2 {
+            streams.deliver(head(ended.id, true), Bytes::new()).unwrap();
+            let reset = ClientMessage::Reset {
+                stream: ended.id,
+                reason: "x".repeat(1000),
+            };
+            streams.deliver(reset, Bytes::new()).unwrap();
+            streams.deliver(body(ended.id, false), Bytes::new()).unwrap();
+        }
+        assert!(matches!(
+            ended.inbound.recv().await,
+            Some(Inbound::Head { end: true, .. })
+        ));
+        assert!(ended.inbound.try_recv().is_err(), "nothing after the end is queued");
     }
 
     #[tokio::test]

@@ -533,3 +533,41 @@ async fn five_mib_each_way_arrive_intact_within_the_windows() {
     assert_eq!(reply.status, 200);
     assert!(reply.body == upload, "download arrived byte for byte");
 }
+
+/// What a broken or hostile client answers never reaches the caller as it
+/// is: a status no HTTP answer has gets a 502, and a reason it gives for
+/// dropping a request is shown escaped, on one line.
+#[tokio::test]
+async fn a_clients_impossible_status_or_raw_reason_never_reaches_the_caller() {
+    let relay = Relay::start(RelayConfig::default()).await;
+    let (mut client, _, _) = FakeClient::connect(&relay, Some("odd")).await;
+    for status in [999u16, 600, 101] {
+        let caller = tokio::spawn(call(relay.addr, request(relay.addr, "POST", "/t/odd/hook", "x")));
+        let got = client.request().await;
+        client.respond(got.stream, status, &[], b"body", 1).await;
+        let reply = caller.await.unwrap();
+        assert_eq!(
+            (reply.status, reply.text()),
+            (502, format!("the tunnel's client sent an invalid status {status}\n"))
+        );
+    }
+
+    let caller = tokio::spawn(call(relay.addr, request(relay.addr, "POST", "/t/odd/hook", "x")));
+    let got = client.request().await;
+    let reason = "boom \x1b[31mred\r\nX-Injected: 1";
+    client
+        .send(
+            &ClientMessage::Reset {
+                stream: got.stream,
+                reason: reason.into(),
+            },
+            b"",
+        )
+        .await;
+    let reply = caller.await.unwrap();
+    assert_eq!(reply.status, 502);
+    assert_eq!(
+        reply.text(),
+        "the tunnel's client abandoned the request: boom \\x1b[31mred\\r\\nX-Injected: 1\n"
+    );
+}

@@ -156,7 +156,10 @@ async fn a_client_speaking_another_protocol_is_told_which_side_to_upgrade() {
     let relay = Relay::start(RelayConfig::default()).await;
     let mut client = FakeClient::new(upgrade(&relay.ws_url(), &[], None).await.unwrap());
     match client.hello(PROTOCOL_VERSION + 1, None).await {
-        Greeting::Refused(reason) => assert_eq!(reason, version_mismatch("9.9.9", PROTOCOL_VERSION + 1)),
+        Greeting::Refused(reason) => assert_eq!(
+            reason,
+            version_mismatch("9.9.9", PROTOCOL_VERSION + 1, PROTOCOL_VERSION)
+        ),
         Greeting::Welcome { .. } => panic!("version mismatch accepted"),
     }
     assert!(matches!(client.recv().await, ServerFrame::Closed(_)));

@@ -83,7 +83,12 @@ const COPY_PIECE: usize = 2048;
 /// Decodes one frame into its message and body (a zero-copy slice of it).
 pub fn decode<M: DeserializeOwned + Framed>(frame: Bytes) -> Result<(M, Bytes), DecodeError> {
     let (header, body) = split(&frame)?;
-    let msg: M = postcard::from_bytes(header).map_err(|e| DecodeError::Header(e.to_string()))?;
+    let (msg, rest): (M, _) = postcard::take_from_bytes(header).map_err(|e| DecodeError::Header(e.to_string()))?;
+    // Bytes after the message would be kept in memory with the body, which
+    // is a slice of the frame, without counting against any window.
+    if !rest.is_empty() {
+        return Err(DecodeError::Header(format!("{} bytes after the message", rest.len())));
+    }
     if !msg.carries_body() && !body.is_empty() {
         return Err(DecodeError::UnexpectedBody(body.len()));
     }
@@ -309,6 +314,18 @@ mod tests {
         assert_eq!(
             decode::<ClientMessage>(Bytes::from(big_head)),
             Err(DecodeError::BodyTooLarge(CHUNK_SIZE + 1))
+        );
+        // A header padded past its message: the padding would ride along
+        // with a one-byte body, in memory, counted against nothing.
+        let header = postcard::to_allocvec(&ClientMessage::ResponseBody { stream: 1, end: false }).unwrap();
+        let padded_len = header.len() + 1000;
+        let mut padded = (padded_len as u32).to_be_bytes().to_vec();
+        padded.extend_from_slice(&header);
+        padded.extend_from_slice(&[0; 1000]);
+        padded.push(b'x');
+        assert_eq!(
+            decode::<ClientMessage>(Bytes::from(padded)),
+            Err(DecodeError::Header("1000 bytes after the message".into()))
         );
     }
 

@@ -201,12 +201,13 @@ impl Framed for ServerMessage {
     }
 }
 
-/// The line a user sees when client and relay speak different versions.
-pub fn version_mismatch(client_version: &str, client_protocol: u32) -> String {
-    let side = if client_protocol < PROTOCOL_VERSION {
+/// The line a user sees when client and relay speak different versions,
+/// on either side.
+pub fn version_mismatch(client_version: &str, client_protocol: u32, relay_protocol: u32) -> String {
+    let side = if client_protocol < relay_protocol {
         "upgrade the client"
     } else {
         "upgrade the relay"
     };
-    format!("client {client_version} speaks protocol {client_protocol}, relay speaks {PROTOCOL_VERSION}: {side}")
+    format!("client {client_version} speaks protocol {client_protocol}, relay speaks {relay_protocol}: {side}")
 }

@@ -8,7 +8,8 @@ use futures_util::{SinkExt, StreamExt};
 use http::{HeaderValue, StatusCode};
 use portpreview_shared::codec;
 use portpreview_shared::message::{
-    ClientMessage, ServerMessage, CONNECT_PATH, MAX_FRAME_BYTES, NAME_HEADER, PROTOCOL_VERSION, RESUME_HEADER,
+    version_mismatch, ClientMessage, ServerMessage, CONNECT_PATH, MAX_FRAME_BYTES, NAME_HEADER, PROTOCOL_VERSION,
+    RESUME_HEADER,
 };
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -291,6 +292,19 @@ async fn read_welcome(socket: &mut RelaySocket) -> Result<Welcome, ConnectError>
                     portpreview_shared::sanitize::escape_str(&public_url)
                 )))
             }
+            // As must a name that is not one: it is printed too, and sent
+            // back in the next hello.
+            ServerMessage::Welcome { name, .. } if !portpreview_shared::name::is_valid(&name) => {
+                Err(ConnectError::Refused(format!(
+                    "the relay sent a tunnel name that is not one: {}",
+                    portpreview_shared::sanitize::escape_str(&name)
+                )))
+            }
+            // The relay refuses a client of another protocol; one that
+            // welcomes it anyway would misread every frame after.
+            ServerMessage::Welcome { protocol, .. } if protocol != PROTOCOL_VERSION => Err(ConnectError::Refused(
+                version_mismatch(env!("CARGO_PKG_VERSION"), PROTOCOL_VERSION, protocol),
+            )),
             ServerMessage::Welcome {
                 name,
                 public_url,
@@ -538,5 +552,55 @@ mod tests {
         let err = attempt.expect_err("no tunnel from a closing relay");
         assert!(!err.is_fatal(), "{err:?}");
         assert!(err.to_string().contains("relay shutting down"), "{err}");
+    }
+
+    /// A relay's welcome is printed and partly sent back: one whose name
+    /// is no tunnel name, or that speaks another protocol, is refused in
+    /// words, its bytes escaped.
+    #[tokio::test]
+    async fn a_welcome_with_a_false_name_or_another_protocol_is_refused() {
+        let welcomes = [
+            (
+                ServerMessage::Welcome {
+                    protocol: PROTOCOL_VERSION,
+                    name: "ab\x1b]0;PWNED\x07".into(),
+                    public_url: "http://fake.example".into(),
+                    resume: "r".into(),
+                },
+                "the relay sent a tunnel name that is not one: ab\\x1b]0;PWNED\\x07".to_owned(),
+            ),
+            (
+                ServerMessage::Welcome {
+                    protocol: PROTOCOL_VERSION + 1,
+                    name: "calm-otter".into(),
+                    public_url: "http://fake.example/t/calm-otter".into(),
+                    resume: "r".into(),
+                },
+                version_mismatch(env!("CARGO_PKG_VERSION"), PROTOCOL_VERSION, PROTOCOL_VERSION + 1),
+            ),
+        ];
+        for (welcome, said) in welcomes {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let address = listener.local_addr().expect("address");
+            let relay = async {
+                let (tcp, _) = listener.accept().await.expect("accept");
+                let mut socket = tokio_tungstenite::accept_async(tcp).await.expect("upgrade");
+                let _hello = socket.next().await;
+                let frame = codec::encode(&welcome, b"").expect("encodes");
+                let _ = socket.send(Message::Binary(frame.into())).await;
+                socket
+            };
+            let options = ConnectOptions {
+                url: format!("ws://{address}{CONNECT_PATH}"),
+                token: None,
+                name: None,
+                resume: None,
+                tls: None,
+            };
+            let (_socket, attempt) = tokio::join!(relay, connect(&options));
+            let err = attempt.expect_err("refused");
+            assert!(err.is_fatal(), "{err:?}");
+            assert!(err.to_string().ends_with(&said), "{err}");
+        }
     }
 }
