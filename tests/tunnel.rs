@@ -1613,3 +1613,49 @@ async fn with_a_domain_a_webhook_reaches_the_client_by_its_subdomain() {
     let answer = caller::raw(relay.addr, request.as_bytes()).await;
     assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
 }
+
+/// A relay that sends a request's head, then a frame no relay may send
+/// (the same stream opened again), and drops the connection: the delivery
+/// is recorded as ended with the connection, not as a caller gone.
+#[tokio::test]
+async fn a_request_cut_by_a_relay_that_broke_the_protocol_is_not_blamed_on_its_caller() {
+    use futures_util::{SinkExt, StreamExt};
+    use portpreview_shared::message::{ServerMessage, PROTOCOL_VERSION};
+    use portpreview_shared::{codec, Header};
+    use tokio_tungstenite::tungstenite::Message;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let fake_relay = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.expect("accept");
+        let mut socket = tokio_tungstenite::accept_async(tcp).await.expect("upgrade");
+        let _hello = socket.next().await;
+        let send = |message: ServerMessage| Message::Binary(codec::encode(&message, b"").expect("encodes").into());
+        let welcome = ServerMessage::Welcome {
+            protocol: PROTOCOL_VERSION,
+            name: "fake".into(),
+            public_url: format!("http://{addr}/t/fake"),
+            resume: "r".into(),
+        };
+        let head = ServerMessage::RequestHead {
+            stream: 1,
+            method: "POST".into(),
+            target: "/upload".into(),
+            headers: vec![Header::new("content-length", "3")],
+            end: false,
+        };
+        for message in [welcome, head.clone(), head] {
+            socket.send(send(message)).await.expect("send");
+        }
+        // Read until the client closes over the frame it could not take.
+        while let Some(Ok(_)) = socket.next().await {}
+    });
+    let handler = LocalHandler::echo().await;
+    let mut tunnel = TestTunnel::start(&format!("http://{addr}"), &handler.url()).await;
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!(
+        summary.error.as_deref(),
+        Some("the connection to the relay ended before the answer; it was not forwarded")
+    );
+    assert!(handler.requests().is_empty());
+    fake_relay.abort();
+}

@@ -117,9 +117,14 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
         }
     };
     // A body that stopped short says only that; the relay's reset, when
-    // it sent one, says why (malformed, stalled, the caller gone).
+    // it sent one, says why (malformed, stalled, the caller gone), and a
+    // connection to the relay that ended (lost, or closed over a frame it
+    // could not read) is no caller gone.
     let outcome = match (reset.try_recv(), outcome.error.as_deref().and_then(cut_body)) {
         (Ok(reason), Some(cut)) => failure(line.started, format!("{reason}; {cut}")),
+        (Err(_), Some(cut)) if abandoned.is_cancelled() && !shared.stop.asked.is_cancelled() => {
+            failure(line.started, format!("{ABANDONED}; {cut}"))
+        }
         _ => outcome,
     };
     if kept.ticket.is_none() {
