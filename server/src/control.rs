@@ -228,6 +228,25 @@ fn say_goodbye(outbox: &Outbox, end: End) -> bool {
     true
 }
 
+/// Why a session ends over an error reading the client's socket, before
+/// its Hello or after.
+fn read_failed(err: WsError) -> End {
+    match err {
+        // Broken framing is the client's fault, and it hears why, as it
+        // does for a malformed message.
+        WsError::Capacity(err) => End::TooLarge(err.to_string()),
+        // A client killed or cut off: no fault in its framing.
+        WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake) => {
+            End::Gone("the client's connection was reset".into())
+        }
+        WsError::Protocol(err) => End::Protocol(format!("invalid WebSocket framing: {err}")),
+        // A text message or a close reason that is not UTF-8; tungstenite
+        // tells the two apart no further.
+        WsError::Utf8(_) => End::Protocol("a text message or close reason that is not UTF-8".into()),
+        err => End::Gone(err.to_string()),
+    }
+}
+
 /// Longest refusal sent: a line for the user, which may quote what the
 /// client sent (its version, the name it asked for), and a frame that
 /// always fits.
@@ -256,7 +275,7 @@ where
                 Some(Ok(Message::Binary(data))) => return Ok(data),
                 Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
                 Some(Ok(_)) => return Err(End::Protocol("the first message must be a binary Hello".into())),
-                Some(Err(err)) => return Err(End::Gone(err.to_string())),
+                Some(Err(err)) => return Err(read_failed(err)),
                 None => return Err(End::Gone("closed before Hello".into())),
             }
         }
@@ -368,22 +387,7 @@ where
                     Some(Ok(Message::Close(Some(frame)))) if frame.code == CloseCode::Away => return End::Goodbye,
                     Some(Ok(Message::Close(_))) => return End::Gone("client closed the socket".into()),
                     Some(Ok(_)) => {}
-                    // Broken framing is the client's fault, and it hears why,
-                    // as it does for a malformed message.
-                    Some(Err(WsError::Capacity(err))) => return End::TooLarge(err.to_string()),
-                    // A client killed or cut off: no fault in its framing.
-                    Some(Err(WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake))) => {
-                        return End::Gone("the client's connection was reset".into())
-                    }
-                    Some(Err(WsError::Protocol(err))) => {
-                        return End::Protocol(format!("invalid WebSocket framing: {err}"))
-                    }
-                    // A text message or a close reason that is not UTF-8;
-                    // tungstenite tells the two apart no further.
-                    Some(Err(WsError::Utf8(_))) => {
-                        return End::Protocol("a text message or close reason that is not UTF-8".into())
-                    }
-                    Some(Err(err)) => return End::Gone(err.to_string()),
+                    Some(Err(err)) => return read_failed(err),
                     None => return End::Gone("socket closed".into()),
                 }
             }

@@ -253,6 +253,17 @@ async fn broken_websocket_framing_closes_the_socket_with_a_reason() {
     let bad_close = [0x88, 0x84, 0, 0, 0, 0, 0x03, 0xe8, 0xff, 0xfe];
     let reason = close_reason(&relay, "bad-close", &bad_close).await;
     assert_eq!(reason, "a text message or close reason that is not UTF-8");
+
+    // The same before the Hello: the client is told, not just dropped.
+    let mut client = FakeClient::new(upgrade(&relay.ws_url(), &[], None).await.unwrap());
+    let MaybeTlsStream::Plain(tcp) = client.socket.get_mut() else {
+        panic!("plain TCP")
+    };
+    tcp.write_all(&[0x82, 0x02, b'h', b'i']).await.unwrap();
+    match client.recv().await {
+        ServerFrame::Closed(reason) => assert!(reason.starts_with("invalid WebSocket framing"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[tokio::test]
