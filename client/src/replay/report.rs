@@ -542,6 +542,19 @@ mod tests {
         assert!(rows[1].ends_with("changed"), "{text}");
     }
 
+    /// The probe failed after attempt 1 was read: attempt 1's state is
+    /// shown, the attempts read by no step are left blank.
+    #[test]
+    fn a_state_read_before_the_probe_failed_is_shown_on_its_attempt() {
+        let mut partly = report("rows: 1");
+        partly.attempts[1].step = 0;
+        partly.attempts[1].state_changed = None;
+        let text = partly.render_text();
+        let rows: Vec<&str> = text.lines().filter(|l| l.contains("ms")).take(2).collect();
+        assert!(rows[0].ends_with("  changed"), "{text}");
+        assert!(rows[1].trim_end().ends_with("ms"), "{text}");
+    }
+
     #[test]
     fn the_text_report_marks_checks_and_escapes_what_the_handler_sent() {
         let text = report("rows: 1").render_text();

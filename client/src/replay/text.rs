@@ -121,8 +121,10 @@ impl Report {
                 .status
                 .map_or_else(|| "error".to_string(), |s| s.to_string());
             // The state is read once per step (attempt 1, a batch, the
-            // burst), so it is shown once, on the step's last attempt.
-            let ends_step = self.attempts.get(i + 1).is_none_or(|next| next.step != attempt.step);
+            // burst), so it is shown once, on the step's last attempt. An
+            // attempt after the probe failed was read in no step at all.
+            let ends_step =
+                (self.attempts.get(i + 1)).is_none_or(|next| next.step != attempt.step || next.state_changed.is_none());
             let state = match attempt.state_changed {
                 Some(true) if ends_step => "changed",
                 Some(false) if ends_step => "unchanged",
