@@ -527,27 +527,38 @@ mod tests {
         );
     }
 
+    /// Options for a tunnel to a plain relay at `address`, with no name asked.
+    fn plain(address: std::net::SocketAddr) -> ConnectOptions {
+        ConnectOptions {
+            url: format!("ws://{address}{CONNECT_PATH}"),
+            token: None,
+            name: None,
+            resume: None,
+            tls: None,
+        }
+    }
+
+    /// A fake relay's side: the next client upgraded, its hello read.
+    async fn hello_read(listener: &tokio::net::TcpListener) -> tokio_tungstenite::WebSocketStream<TcpStream> {
+        let (tcp, _) = listener.accept().await.expect("accept");
+        let mut socket = tokio_tungstenite::accept_async(tcp).await.expect("upgrade");
+        let _hello = socket.next().await;
+        socket
+    }
+
     #[tokio::test]
     async fn a_relay_closing_during_the_hello_is_worth_another_try() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let address = listener.local_addr().expect("address");
         let relay = async {
-            let (tcp, _) = listener.accept().await.expect("accept");
-            let mut socket = tokio_tungstenite::accept_async(tcp).await.expect("upgrade");
-            let _hello = socket.next().await;
+            let mut socket = hello_read(&listener).await;
             let close = tungstenite::protocol::CloseFrame {
                 code: tungstenite::protocol::frame::coding::CloseCode::Away,
                 reason: "relay shutting down".into(),
             };
             let _ = socket.close(Some(close)).await;
         };
-        let options = ConnectOptions {
-            url: format!("ws://{address}{CONNECT_PATH}"),
-            token: None,
-            name: None,
-            resume: None,
-            tls: None,
-        };
+        let options = plain(address);
         let (_, attempt) = tokio::join!(relay, connect(&options));
         let err = attempt.expect_err("no tunnel from a closing relay");
         assert!(!err.is_fatal(), "{err:?}");
@@ -583,20 +594,12 @@ mod tests {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
             let address = listener.local_addr().expect("address");
             let relay = async {
-                let (tcp, _) = listener.accept().await.expect("accept");
-                let mut socket = tokio_tungstenite::accept_async(tcp).await.expect("upgrade");
-                let _hello = socket.next().await;
+                let mut socket = hello_read(&listener).await;
                 let frame = codec::encode(&welcome, b"").expect("encodes");
                 let _ = socket.send(Message::Binary(frame.into())).await;
                 socket
             };
-            let options = ConnectOptions {
-                url: format!("ws://{address}{CONNECT_PATH}"),
-                token: None,
-                name: None,
-                resume: None,
-                tls: None,
-            };
+            let options = plain(address);
             let (_socket, attempt) = tokio::join!(relay, connect(&options));
             let err = attempt.expect_err("refused");
             assert!(err.is_fatal(), "{err:?}");
