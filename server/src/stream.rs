@@ -18,6 +18,10 @@ use crate::writer::Outbox;
 /// are bounded by the window; this bounds the count of tiny chunks.
 const INBOUND_QUEUE: usize = 1024;
 
+/// Bodies shorter than this are copied out of the read buffer even when
+/// taken at once: cheap to copy, and all the more memory they would keep.
+const OWN_COPY_BELOW: usize = 8 * 1024;
+
 /// What the client said about one stream, in order.
 #[derive(Debug)]
 pub enum Inbound {
@@ -206,10 +210,20 @@ impl Streams {
             }
             entry.head_received = true;
         }
-        if let Inbound::Head { body: data, .. } | Inbound::Body { data, .. } = &event {
+        let mut event = event;
+        if let Inbound::Head { body: data, .. } | Inbound::Body { data, .. } = &mut event {
             entry.received += data.len() as u64;
             if entry.received > entry.allowed.load(Ordering::Acquire) {
                 return self.reset_locked(&mut table, stream, "response body over its window");
+            }
+            // A body is a slice of the socket's read buffer, which held the
+            // frames around it too: kept waiting behind a caller slow to
+            // read, a small slice would keep a large buffer alive, counted
+            // against no window. What waits, and what is small, gets its
+            // own copy; a body taken at once stays where it was read.
+            let waits = entry.events.capacity() < INBOUND_QUEUE;
+            if waits || data.len() < OWN_COPY_BELOW {
+                *data = Bytes::copy_from_slice(data);
             }
         }
         if entry.events.try_send(event).is_err() {
@@ -357,6 +371,40 @@ mod tests {
             Some(Inbound::Head { end: true, .. })
         ));
         assert!(ended.inbound.try_recv().is_err(), "nothing after the end is queued");
+    }
+
+    /// A body that waits, or a small one, does not keep the frame (and
+    /// whatever else the read buffer held) it was cut from.
+    #[tokio::test]
+    async fn a_waiting_or_small_body_keeps_no_part_of_the_read_buffer() {
+        let (streams, _inbox) = streams(8);
+        let mut port = streams.open().unwrap();
+        let read_buffer = Bytes::from(vec![7u8; 256 * 1024]);
+        let inside = |data: &Bytes| read_buffer.as_ptr_range().contains(&data.as_ptr());
+        let head = ClientMessage::ResponseHead {
+            stream: port.id,
+            status: 200,
+            headers: vec![],
+            end: false,
+        };
+        streams.deliver(head, read_buffer.slice(0..16 * 1024)).unwrap();
+        streams
+            .deliver(body(port.id, false), read_buffer.slice(100_000..100_001))
+            .unwrap();
+        streams
+            .deliver(body(port.id, true), read_buffer.slice(120_000..150_000))
+            .unwrap();
+        let Some(Inbound::Head { body: first, .. }) = port.inbound.recv().await else {
+            panic!("a head")
+        };
+        assert!(inside(&first), "taken at once, a large body is not copied");
+        for _ in 0..2 {
+            let Some(Inbound::Body { data, .. }) = port.inbound.recv().await else {
+                panic!("a body")
+            };
+            assert!(!inside(&data), "a body that waited is its own copy");
+            assert!(data.iter().all(|b| *b == 7));
+        }
     }
 
     #[tokio::test]
