@@ -94,8 +94,8 @@ fn an_event_key_cut_as_the_history_shows_it_replays_the_event_it_begins() {
     assert_eq!(ran.code, 2, "{}", ran.stdout);
     assert_eq!(
         ran.stderr,
-        "error: several event keys begin with \"evt_1PortPreview\" (\"evt_1PortPreviewOther\", \
-         \"evt_1PortPreviewTest\"): give one whole, or a delivery's ID from \
+        "error: several event keys begin with 'evt_1PortPreview' ('evt_1PortPreviewOther', \
+         'evt_1PortPreviewTest'): give one whole, or a delivery's ID from \
          `portpreview history --event 'evt_1PortPreview…'`\n"
     );
     assert_eq!(history.replay_attempts(), 1, "the ambiguous key sent nothing");
@@ -1336,6 +1336,22 @@ fn latest_finds_a_path_copied_from_history_with_its_secret_masked() {
         &["replay", "--latest", "--path", "/hooks?token=••••••&shop=other"],
     );
     assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    // A later delivery whose query goes on past the secret is not the one copied.
+    let later = NewDelivery {
+        path: "/hooks?token=abc123&shop=acme&admin=1".into(),
+        ..stripe_delivery(&handler.url())
+    };
+    Store::open(&history.db()).unwrap().insert_request(&later).unwrap();
+    let ran = portpreview(&history.db(), &["replay", "--latest", "--path", shown]);
+    assert_eq!(
+        (ran.code, ran.stderr.as_str()),
+        (
+            0,
+            "replaying #1, the newest match of --latest --path /hooks?token=••••••&shop=acme\n"
+        ),
+        "{}",
+        ran.stdout
+    );
 }
 
 #[test]

@@ -265,12 +265,16 @@ fn whole_key(store: &Store, wanted: &str, db: &Path) -> anyhow::Result<String> {
         [] => Ok(wanted.to_owned()),
         [key] => Ok(key.clone()),
         several => {
-            let mut named: Vec<String> = several.iter().take(NAMED).map(|key| format!("{key:?}")).collect();
+            // Shell words, as the senders chose these keys.
+            let mut named: Vec<String> = (several.iter().take(NAMED))
+                .map(|key| render::curl::quote(key.as_bytes()))
+                .collect();
             if several.len() > NAMED {
                 named.push("more".into());
             }
             anyhow::bail!(
-                "several event keys begin with {start:?} ({}): give one whole, or a delivery's ID from `portpreview history --event {}`",
+                "several event keys begin with {} ({}): give one whole, or a delivery's ID from `portpreview history --event {}`",
+                render::curl::quote(start.as_bytes()),
                 named.join(", "),
                 render::curl::quote(wanted.as_bytes())
             )
@@ -293,11 +297,11 @@ fn load_request(args: &Args, db: &Path) -> anyhow::Result<(NewDelivery, Origin)>
     let store = Store::open_existing(db).map_err(|err| err.for_command(db))?;
     let id = if args.latest {
         let wanted = latest_words(args);
-        // `history` shows a secret in the query masked: copied from there,
-        // the mask stands for whatever value was recorded.
-        let glob = args.path.as_deref().map(|glob| glob.replace(render::mask::MASK, "*"));
+        let glob = args.path.as_deref().map(super::path_glob::PathGlob::new);
         let id = store
-            .latest(args.provider.as_deref(), glob.as_deref())
+            .latest(args.provider.as_deref(), |path| {
+                glob.as_ref().is_none_or(|glob| glob.matches(path))
+            })
             .map_err(|err| err.for_command(db))?
             .with_context(|| format!("no delivery in {} matches {wanted}", db.display()))?;
         crate::to_stderr(format_args!(

@@ -2,7 +2,6 @@
 
 use rusqlite::types::Value;
 use rusqlite::{params, OptionalExtension, Row};
-use wildmatch::WildMatch;
 
 use super::{header_blob, Delivery, ListQuery, NewDelivery, Outcome, ReplayRun, Store, StoreError, Summary};
 
@@ -190,14 +189,12 @@ impl Store {
     }
 
     /// The newest delivery (not a replay) from `provider` ([`super::UNKNOWN_PROVIDER`]:
-    /// none recognised) whose path matches
-    /// `path_glob` (`*` and `?` wildcards) either whole, query included, as
-    /// `history` shows it, or without its query: `/hooks/stripe` and
-    /// `/hooks/stripe?live=*` both find `/hooks/stripe?live=1`. A `?` in the
-    /// glob is a wildcard that also stands for the query's own `?`, so a
-    /// path copied from `history` finds its delivery.
-    pub fn latest(&self, provider: Option<&str>, path_glob: Option<&str>) -> Result<Option<i64>, StoreError> {
-        let glob = path_glob.map(WildMatch::new);
+    /// none recognised) whose path, as recorded, `path_matches`.
+    pub fn latest(
+        &self,
+        provider: Option<&str>,
+        path_matches: impl Fn(&str) -> bool,
+    ) -> Result<Option<i64>, StoreError> {
         let run = || -> rusqlite::Result<Option<i64>> {
             let mut stmt = self.conn.prepare_cached(
                 "SELECT id, path FROM deliveries
@@ -207,11 +204,7 @@ impl Store {
             let mut rows = stmt.query(params![provider, super::UNKNOWN_PROVIDER])?;
             while let Some(row) = rows.next()? {
                 let path: String = row.get(1)?;
-                let bare = path.split_once('?').map_or(path.as_str(), |(bare, _)| bare);
-                if glob
-                    .as_ref()
-                    .is_none_or(|glob| glob.matches(&path) || glob.matches(bare))
-                {
+                if path_matches(&path) {
                     return row.get(0).map(Some);
                 }
             }
