@@ -70,6 +70,13 @@ pub enum ConnectError {
     /// The relay refused the tunnel after the hello (version, name…).
     #[error("the relay refused the tunnel: {0}")]
     Refused(String),
+    /// The relay's answer to the hello is not one this client can use: a
+    /// broken or hostile relay, or another program.
+    #[error("the relay's answer to the hello cannot be used: {0}")]
+    BadWelcome(String),
+    /// The relay speaks another protocol version; which side to upgrade.
+    #[error("{0}")]
+    Incompatible(String),
     /// A TLS setting could not be used.
     #[error("TLS setup failed: {0}")]
     Tls(String),
@@ -279,30 +286,26 @@ async fn read_welcome(socket: &mut RelaySocket) -> Result<Welcome, ConnectError>
             }
             _ => continue,
         };
-        let (message, _) = codec::decode::<ServerMessage>(frame)
-            .map_err(|e| ConnectError::Refused(format!("unreadable answer to the hello: {e}")))?;
+        let (message, _) =
+            codec::decode::<ServerMessage>(frame).map_err(|e| ConnectError::BadWelcome(e.to_string()))?;
         return match message {
             // The URL is printed and drawn as it came: a relay must not
             // get to write to the user's terminal.
             ServerMessage::Welcome { public_url, .. }
                 if public_url.chars().any(|c| c.is_control() || c.is_whitespace()) =>
             {
-                Err(ConnectError::Refused(format!(
-                    "the relay sent a public URL that is not one: {}",
-                    portpreview_shared::sanitize::escape_str(&public_url)
+                Err(ConnectError::BadWelcome(format!(
+                    "a public URL that is not one, {public_url:?}"
                 )))
             }
             // As must a name that is not one: it is printed too, and sent
             // back in the next hello.
-            ServerMessage::Welcome { name, .. } if !portpreview_shared::name::is_valid(&name) => {
-                Err(ConnectError::Refused(format!(
-                    "the relay sent a tunnel name that is not one: {}",
-                    portpreview_shared::sanitize::escape_str(&name)
-                )))
-            }
+            ServerMessage::Welcome { name, .. } if !portpreview_shared::name::is_valid(&name) => Err(
+                ConnectError::BadWelcome(format!("a tunnel name that is not one, {name:?}")),
+            ),
             // The relay refuses a client of another protocol; one that
             // welcomes it anyway would misread every frame after.
-            ServerMessage::Welcome { protocol, .. } if protocol != PROTOCOL_VERSION => Err(ConnectError::Refused(
+            ServerMessage::Welcome { protocol, .. } if protocol != PROTOCOL_VERSION => Err(ConnectError::Incompatible(
                 version_mismatch(env!("CARGO_PKG_VERSION"), PROTOCOL_VERSION, protocol),
             )),
             ServerMessage::Welcome {
@@ -578,7 +581,8 @@ mod tests {
                     public_url: "http://fake.example".into(),
                     resume: "r".into(),
                 },
-                "the relay sent a tunnel name that is not one: ab\\x1b]0;PWNED\\x07".to_owned(),
+                "the relay's answer to the hello cannot be used: a tunnel name that is not one, \"ab\\u{1b}]0;PWNED\\u{7}\""
+                    .to_owned(),
             ),
             (
                 ServerMessage::Welcome {
