@@ -499,6 +499,31 @@ fn show_on_a_terminal_stops_a_large_body_early_and_a_pipe_gets_all_of_it() {
     );
 }
 
+/// A history damaged in the middle (its header whole) opens, and reading
+/// it fails: `history --json` prints no array, so a script reading stdout
+/// cannot take it for an empty history.
+#[test]
+fn a_history_damaged_in_the_middle_lists_no_empty_array() {
+    let h = History::new("damaged");
+    let store = h.store();
+    for n in 0..400 {
+        let mut d = stripe_event(&format!("evt_{n}"), 1_700_000_000_000 + n);
+        d.request_body = vec![b'a' + (n % 26) as u8; 3000];
+        store.insert_delivery(&d, &answered(200)).unwrap();
+    }
+    drop(store);
+    let mut bytes = std::fs::read(&h.db).unwrap();
+    let (from, to) = (bytes.len() / 4, bytes.len() * 3 / 4);
+    for (i, byte) in bytes[from..to].iter_mut().enumerate() {
+        *byte = (i * 131 % 251) as u8;
+    }
+    std::fs::write(&h.db, &bytes).unwrap();
+    let out = h.run(&["history", "--json", "--limit", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(stderr_line(&out).contains("corrupt"), "{}", stderr_line(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "", "no array on stdout");
+}
+
 #[test]
 fn unknown_ids_and_broken_databases_exit_2_with_one_line() {
     let h = History::new("errors");

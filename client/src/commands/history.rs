@@ -55,16 +55,26 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     let mut listing = Listing::new(&store, query.clone());
     if args.json {
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-        let items = listing
-            .by_ref()
-            .map(|(s, target, number)| render::json::summary(&s, &target, number, args.reveal));
-        render::json::write_terminal_array(&mut out, items)
+        let mut items = (listing.by_ref())
+            .map(|(s, target, number)| render::json::summary(&s, &target, number, args.reveal))
+            .peekable();
+        if items.peek().is_some() {
+            render::json::write_terminal_array(&mut out, items)
+                .and_then(|()| out.flush())
+                .context("cannot write to stdout")?;
+            return listing
+                .finish()
+                .map(|_| ExitCode::SUCCESS)
+                .map_err(|e| e.for_command(db));
+        }
+        drop(items);
+        // No rows because none could be read prints no array: a script
+        // reading stdout must not take a damaged history for an empty one.
+        listing.finish().map_err(|e| e.for_command(db))?;
+        render::json::write_terminal_array(&mut out, std::iter::empty::<serde_json::Value>())
             .and_then(|()| out.flush())
             .context("cannot write to stdout")?;
-        return listing
-            .finish()
-            .map(|_| ExitCode::SUCCESS)
-            .map_err(|e| e.for_command(db));
+        return Ok(ExitCode::SUCCESS);
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut shown = 0;

@@ -164,18 +164,6 @@ impl From<std::io::Error> for StoreError {
 }
 
 impl StoreError {
-    /// True when trying again later may succeed: another process holds the
-    /// lock, or the disk is full or failing for now.
-    pub fn is_transient(&self) -> bool {
-        self.is_busy_or_full()
-            || match self {
-                // Retried, so a history put back at its path is taken up again.
-                StoreError::Io(_) | StoreError::Replaced { .. } => true,
-                StoreError::Sqlite(err) => err.sqlite_error_code() == Some(ErrorCode::CannotOpen),
-                _ => false,
-            }
-    }
-
     /// True when the statement was stopped by the check given to
     /// [`Store::stop_when`]: nothing is wrong, the answer was no longer wanted.
     pub fn is_stopped(&self) -> bool {

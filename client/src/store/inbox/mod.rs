@@ -26,7 +26,7 @@ mod record;
 #[cfg(test)]
 mod tests;
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{IoSlice, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -82,6 +82,12 @@ pub struct Inbox {
     /// write: the next [`Inbox::flush`] reports it, so that their callers
     /// do not hear back as if they were in the file.
     unsaved: Option<std::io::Error>,
+    /// Requests handed on whose records a failed write dropped (a full
+    /// disk): in neither the file nor, until the writer stores them,
+    /// SQLite. Dropped once SQLite holds them.
+    unwritten: BTreeSet<u64>,
+    /// The last compaction failed: the next failure is no news.
+    cutting_fails: bool,
 }
 
 impl Inbox {
@@ -106,6 +112,8 @@ impl Inbox {
             pending: VecDeque::new(),
             next_body: 1,
             unsaved: None,
+            unwritten: BTreeSet::new(),
+            cutting_fails: false,
         };
         inbox.open_entry()?;
         inbox.flush()?;
@@ -218,6 +226,8 @@ impl Inbox {
                 // its number and its hold on the file go back.
                 self.dropped_earlier(earlier, &err);
                 self.let_go(seq, body);
+                // Its number goes to the next request; it was never handed on.
+                self.unwritten.remove(&seq);
                 return Err(err);
             }
         }
@@ -287,6 +297,12 @@ impl Inbox {
             }
             Err(err) => {
                 let _ = self.file.set_len(self.len);
+                let from = self.len;
+                self.unwritten
+                    .extend(self.pending.iter().filter_map(|(holder, at)| match holder {
+                        Holder::Request(seq) if *at >= from => Some(*seq),
+                        _ => None,
+                    }));
                 Err(err)
             }
         }
@@ -296,6 +312,32 @@ impl Inbox {
     /// sequence number in SQLite.
     pub fn all_applied(&self, applied: u64) -> bool {
         applied + 1 >= self.next_seq
+    }
+
+    /// How many requests handed on are neither in SQLite (above `applied`)
+    /// nor in the file: a write of their records failed.
+    pub fn unwritten_after(&self, applied: u64) -> usize {
+        self.unwritten.range(applied + 1..).count()
+    }
+
+    /// [`Inbox::compact`], telling a failure once, when failures begin (a
+    /// full disk or a folder made read-only fails every try), and when
+    /// they end.
+    pub fn cut_back(&mut self, applied: u64) -> Option<File> {
+        match self.compact(applied) {
+            Ok(replaced) => {
+                if std::mem::take(&mut self.cutting_fails) {
+                    tracing::info!("stored requests are dropped from the history inbox again");
+                }
+                replaced
+            }
+            Err(err) => {
+                if !std::mem::replace(&mut self.cutting_fails, true) {
+                    tracing::warn!(%err, "cannot drop stored requests from the history inbox; it keeps growing");
+                }
+                None
+            }
+        }
     }
 
     /// Once the file has grown past [`RESTART_AT`], drops the requests that
@@ -309,6 +351,9 @@ impl Inbox {
     pub fn compact(&mut self, applied: u64) -> std::io::Result<Option<File>> {
         while matches!(self.pending.front(), Some((Holder::Request(seq), _)) if *seq <= applied) {
             self.pending.pop_front();
+        }
+        while self.unwritten.first().is_some_and(|seq| *seq <= applied) {
+            self.unwritten.pop_first();
         }
         let size = self.len + self.staged.len() as u64;
         if self.closed || size < RESTART_AT {

@@ -75,9 +75,22 @@ fn requests_a_failed_write_dropped_are_reported_by_the_next_flush() {
         "the staged request is not in the file: its caller must not hear back as if it were"
     );
     inbox.flush().unwrap();
+    assert_eq!(
+        inbox.unwritten_after(0),
+        1,
+        "request 1 is in no file: a stop before SQLite has it loses it"
+    );
     let next = inbox.append(&mut delivery("evt_next", "/")).unwrap();
     assert_eq!(next, 2);
     inbox.flush().unwrap();
+    assert_eq!(inbox.unwritten_after(0), 1, "request 2 is written");
+    assert_eq!(
+        inbox.unwritten_after(1),
+        0,
+        "once SQLite has request 1, nothing is lost"
+    );
+    inbox.compact(1).unwrap();
+    assert_eq!(inbox.unwritten_after(0), 0, "forgotten once stored");
     inbox.discard();
 }
 
@@ -103,6 +116,11 @@ fn a_request_whose_write_failed_gives_its_number_back() {
     );
     assert_eq!(inbox.append(&mut delivery("evt_3", "/")).unwrap(), 2);
     inbox.flush().unwrap();
+    assert_eq!(
+        inbox.unwritten_after(0),
+        1,
+        "request 1 was handed on and dropped; request 2's number, given back, is no loss"
+    );
     inbox.discard();
 }
 
@@ -117,6 +135,7 @@ fn a_failed_write_of_a_request_alone_is_told_to_it_only() {
     assert!(inbox.append(&mut large).is_err());
     inbox.file = writable;
     inbox.flush().unwrap();
+    assert_eq!(inbox.unwritten_after(0), 0, "the failed request was never handed on");
     inbox.discard();
 }
 

@@ -227,11 +227,9 @@ impl Recorder {
         if inbox.is_closed() {
             return Err(RecordError::Closed);
         }
-        match inbox.compact(self.shared.applied.load(Ordering::Acquire)) {
+        if let Some(replaced) = inbox.cut_back(self.shared.applied.load(Ordering::Acquire)) {
             // Closed by the writer; should it be gone, here.
-            Ok(Some(replaced)) => drop(self.shared.queue.send(Job::Close { _file: replaced })),
-            Ok(None) => {}
-            Err(err) => tracing::warn!(%err, "cannot drop stored requests from the history inbox; it keeps growing"),
+            drop(self.shared.queue.send(Job::Close { _file: replaced }));
         }
         let appended = match body {
             Some(body) => inbox.append_parted(body.finish(), &mut d),
@@ -382,11 +380,18 @@ fn settle(inbox: &Mutex<Inbox>, applied: u64, complete: bool) {
     let mut inbox = lock(inbox);
     if complete && inbox.all_applied(applied) {
         inbox.discard();
-    } else {
-        if let Err(err) = inbox.flush() {
-            tracing::warn!(%err, "cannot write the history inbox");
-        }
-        tracing::warn!("some deliveries did not reach the history; they are kept in its inbox");
+        return;
+    }
+    let written = inbox.flush();
+    // Said as it is: a full disk refuses the inbox as well as the history.
+    match (inbox.unwritten_after(applied), written) {
+        (0, Ok(())) => tracing::warn!("some deliveries did not reach the history; they are kept in its inbox"),
+        (0, Err(err)) => tracing::warn!(%err, "some deliveries did not reach the history, nor all of them its inbox"),
+        (lost, written) => tracing::warn!(
+            lost,
+            err = written.err().map(tracing::field::display),
+            "deliveries reached neither the history nor its inbox, which refused writes too (a full disk?): they are lost; the rest are kept in the inbox"
+        ),
     }
 }
 

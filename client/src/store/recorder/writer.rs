@@ -172,7 +172,7 @@ impl Writer {
                     continue;
                 }
                 Err(err) => {
-                    tracing::warn!(%err, "the history refused the last deliveries; they stay in its inbox");
+                    tracing::warn!(%err, "the history refused the last deliveries");
                     return false;
                 }
             }
@@ -203,10 +203,8 @@ impl Writer {
     /// of a burst of uploads would sit on disk for as long as none comes.
     /// The file replaced is closed here, off the tunnel's threads.
     fn cut_inbox(&self) {
-        let cut = super::lock(&self.inbox).compact(self.applied.load(Ordering::Acquire));
-        if let Err(err) = cut {
-            tracing::warn!(%err, "cannot drop stored requests from the history inbox");
-        }
+        let replaced = super::lock(&self.inbox).cut_back(self.applied.load(Ordering::Acquire));
+        drop(replaced);
     }
 
     /// Stores the answers in `batch` whose requests are in the history this
@@ -257,8 +255,8 @@ impl Writer {
 
     /// Writes one batch in one transaction, then reports the deliveries
     /// whose answers it held, and empties the batch. When the store refuses
-    /// it for now (see [`StoreError::is_transient`]), the batch is left as
-    /// it is, to be tried again: nothing is reported or marked applied.
+    /// it, the batch is left as it is, to be tried again: nothing is
+    /// reported or marked applied.
     fn write(&mut self, batch: &mut Vec<Job>) -> Result<(), StoreError> {
         if batch.iter().all(|job| matches!(job, Job::Close { .. } | Job::Shutdown)) {
             // Nothing to store: no transaction, so no wait on another
@@ -283,18 +281,12 @@ impl Writer {
         let result = self
             .store
             .write(|store| store_batch(store, batch, &self.inbox_name, &self.awaited, newest));
-        let mut rows = match result {
-            Ok(rows) => rows,
-            Err(err) if err.is_transient() => return Err(err),
-            Err(err) => {
-                let jobs = batch.len();
-                tracing::warn!(%err, jobs, "history write failed; tunnel keeps forwarding");
-                HashMap::new()
-            }
-        };
+        // Any failure keeps the batch, to be tried again: a history that
+        // is locked or on a full disk takes it later, and one that is
+        // damaged never drops it, as its requests stay in the inbox, for
+        // the next open once the file is mended.
+        let mut rows = result?;
         if let Some(seq) = newest {
-            // Failed requests count as done too: they were reported lost,
-            // and must not keep the inbox from starting over.
             self.applied.store(seq, Ordering::Release);
         }
         for job in batch.drain(..) {
@@ -629,5 +621,42 @@ mod tests {
         }
         let after = recorded(&recorder, &mut reported, delivery("evt_after", "/")).await;
         assert!(after.id > 0);
+    }
+
+    /// A write that fails for no passing reason (a damaged file, here a
+    /// table gone) loses nothing: the batch waits, in memory and in the
+    /// inbox, and is stored once the history is mended.
+    #[tokio::test]
+    async fn a_batch_the_history_cannot_take_is_kept_until_it_can() {
+        let dir = ScratchDir::new("recorder-broken");
+        let path = dir.0.join("history.db");
+        let (recorder, handle, mut reported) = start(&path);
+        let before = recorded(&recorder, &mut reported, delivery("evt_before", "/")).await;
+        assert!(before.id > 0);
+        let breaker = rusqlite::Connection::open(&path).unwrap();
+        breaker
+            .execute_batch("ALTER TABLE outcomes RENAME TO outcomes_away")
+            .unwrap();
+        let keys = ["evt_broken_1", "evt_broken_2"];
+        for key in keys {
+            let ticket = recorder.record_request(delivery(key, "/")).await.unwrap();
+            recorder.record_outcome(ticket, answered(200)).await.unwrap();
+        }
+        let early = tokio::time::timeout(std::time::Duration::from_millis(600), reported.recv()).await;
+        assert!(
+            early.is_err(),
+            "reported while the history could not take it: {early:?}"
+        );
+        breaker
+            .execute_batch("ALTER TABLE outcomes_away RENAME TO outcomes")
+            .unwrap();
+        for key in keys {
+            let stored = next_report(&mut reported).await;
+            assert!(stored.id > 0, "{stored:?}");
+            assert_eq!((stored.event_key.as_str(), stored.status), (key, Some(200)));
+        }
+        handle.shutdown();
+        let store = crate::store::Store::open(&path).unwrap();
+        assert_eq!(store.list(&ListQuery::default()).unwrap().len(), 3);
     }
 }
