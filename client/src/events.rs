@@ -43,7 +43,7 @@ pub enum TunnelEvent {
         /// The request as a history row, without its answer.
         summary: Summary,
     },
-    /// The history refuses writes for now (`Some`, why), or takes them
+    /// The history refuses writes (`Some`, why), or takes them
     /// again (`None`). Forwarding goes on either way.
     HistoryRefusing {
         /// Why, in one line.

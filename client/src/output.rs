@@ -135,7 +135,7 @@ pub fn text_line(event: &TunnelEvent) -> Option<Line> {
             format_duration(*within)
         )),
         TunnelEvent::HistoryRefusing { reason: Some(reason) } => Line::Err(format!(
-            "the history refuses writes for now ({}); deliveries wait in memory and the tunnel keeps forwarding",
+            "the history refuses writes ({}); deliveries wait in memory and in its inbox, and the tunnel keeps forwarding",
             escape_str(reason)
         )),
         TunnelEvent::HistoryRefusing { reason: None } => Line::Err("the history takes deliveries again".into()),
@@ -417,7 +417,7 @@ mod tests {
             reason: Some("locked".into()),
         };
         assert!(
-            matches!(text_line(&refusing), Some(Line::Err(line)) if line.starts_with("the history refuses writes for now (locked)"))
+            matches!(text_line(&refusing), Some(Line::Err(line)) if line.starts_with("the history refuses writes (locked)"))
         );
         let full = TunnelEvent::NotRecording {
             reason: Some("cannot write the history inbox: No space left on device".into()),

@@ -55,26 +55,18 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     let mut listing = Listing::new(&store, query.clone());
     if args.json {
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-        let mut items = (listing.by_ref())
-            .map(|(s, target, number)| render::json::summary(&s, &target, number, args.reveal))
-            .peekable();
-        if items.peek().is_some() {
-            render::json::write_terminal_array(&mut out, items)
-                .and_then(|()| out.flush())
-                .context("cannot write to stdout")?;
-            return listing
-                .finish()
-                .map(|_| ExitCode::SUCCESS)
-                .map_err(|e| e.for_command(db));
+        let items =
+            (listing.by_ref()).map(|(s, target, number)| render::json::summary(&s, &target, number, args.reveal));
+        let opened = render::json::write_terminal_items(&mut out, items).context("cannot write to stdout")?;
+        // A listing cut short by an error (a damaged history) is left
+        // unclosed: a script reading stdout must not take it, or an empty
+        // array, for the whole history.
+        let finished = listing.finish().map_err(|e| e.for_command(db));
+        if finished.is_ok() {
+            render::json::close_terminal_array(&mut out, opened).context("cannot write to stdout")?;
         }
-        drop(items);
-        // No rows because none could be read prints no array: a script
-        // reading stdout must not take a damaged history for an empty one.
-        listing.finish().map_err(|e| e.for_command(db))?;
-        render::json::write_terminal_array(&mut out, std::iter::empty::<serde_json::Value>())
-            .and_then(|()| out.flush())
-            .context("cannot write to stdout")?;
-        return Ok(ExitCode::SUCCESS);
+        out.flush().context("cannot write to stdout")?;
+        return finished.map(|_| ExitCode::SUCCESS);
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut shown = 0;

@@ -129,9 +129,22 @@ pub fn write_terminal_array<T: Serialize>(
     out: &mut impl std::io::Write,
     items: impl IntoIterator<Item = T>,
 ) -> std::io::Result<()> {
+    let opened = write_terminal_items(out, items)?;
+    close_terminal_array(out, opened)
+}
+
+/// The start of [`write_terminal_array`]: the items, after an opening `[`
+/// when there are any (returns whether there were). A caller whose items
+/// may end on an error closes the array only when they did not, with
+/// [`close_terminal_array`]: a cut listing is then no valid JSON, and
+/// never taken for a whole one.
+pub fn write_terminal_items<T: Serialize>(
+    out: &mut impl std::io::Write,
+    items: impl IntoIterator<Item = T>,
+) -> std::io::Result<bool> {
     let mut items = items.into_iter().peekable();
     if items.peek().is_none() {
-        return out.write_all(b"[]\n");
+        return Ok(false);
     }
     out.write_all(b"[\n")?;
     while let Some(item) = items.next() {
@@ -144,7 +157,13 @@ pub fn write_terminal_array<T: Serialize>(
         }
         out.write_all(if items.peek().is_some() { b",\n" } else { b"\n" })?;
     }
-    out.write_all(b"]\n")
+    Ok(true)
+}
+
+/// Ends an array [`write_terminal_items`] began (`opened`), or writes an
+/// empty one.
+pub fn close_terminal_array(out: &mut impl std::io::Write, opened: bool) -> std::io::Result<()> {
+    out.write_all(if opened { b"]\n" } else { b"[]\n" })
 }
 
 /// One-line JSON that is also safe on a terminal, escaped as

@@ -11,6 +11,7 @@ use portpreview_shared::message::{
     version_mismatch, ClientMessage, ServerMessage, CONNECT_PATH, MAX_FRAME_BYTES, NAME_HEADER, PROTOCOL_VERSION,
     RESUME_HEADER,
 };
+use portpreview_shared::sanitize::{escape_str, is_hidden_or_control};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
@@ -77,6 +78,10 @@ pub enum ConnectError {
     /// The relay speaks another protocol version; which side to upgrade.
     #[error("{0}")]
     Incompatible(String),
+    /// What the client would send cannot be sent (a token a header cannot
+    /// carry): no relay was asked.
+    #[error("cannot open the tunnel: {0}")]
+    Unsendable(String),
     /// A TLS setting could not be used.
     #[error("TLS setup failed: {0}")]
     Tls(String),
@@ -220,7 +225,7 @@ pub async fn connect(options: &ConnectOptions) -> Result<(RelaySocket, Welcome),
         .map_err(|_| ConnectError::BadUrl(options.url.clone()))?;
     if let Some(token) = &options.token {
         let value = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
-            .map_err(|_| ConnectError::Refused("the token holds characters a header cannot carry".into()))?;
+            .map_err(|_| ConnectError::Unsendable("the token holds characters a header cannot carry".into()))?;
         request.headers_mut().insert(http::header::AUTHORIZATION, value);
     }
     if let Some(name) = &options.name {
@@ -258,7 +263,7 @@ pub async fn connect(options: &ConnectOptions) -> Result<(RelaySocket, Welcome),
     };
     // Only a name far over any the relay accepts makes the hello too large.
     let hello =
-        codec::encode(&hello, &[]).map_err(|e| ConnectError::Refused(format!("the hello cannot be sent: {e}")))?;
+        codec::encode(&hello, &[]).map_err(|e| ConnectError::Unsendable(format!("the hello cannot be sent: {e}")))?;
     socket
         .send(Message::Binary(hello.into()))
         .await
@@ -288,26 +293,30 @@ async fn read_welcome(socket: &mut RelaySocket) -> Result<Welcome, ConnectError>
         };
         let (message, _) =
             codec::decode::<ServerMessage>(frame).map_err(|e| ConnectError::BadWelcome(e.to_string()))?;
+        let quoted = |text: &str| format!("\"{}\"", escape_str(text));
         return match message {
+            // The relay refuses a client of another protocol; one that
+            // welcomes it anyway would misread every frame after (its
+            // names and URLs included).
+            ServerMessage::Welcome { protocol, .. } if protocol != PROTOCOL_VERSION => Err(ConnectError::Incompatible(
+                version_mismatch(env!("CARGO_PKG_VERSION"), PROTOCOL_VERSION, protocol),
+            )),
             // The URL is printed and drawn as it came: a relay must not
-            // get to write to the user's terminal.
+            // get to write to the user's terminal, nor hide a character in
+            // the address the user copies.
             ServerMessage::Welcome { public_url, .. }
-                if public_url.chars().any(|c| c.is_control() || c.is_whitespace()) =>
+                if public_url.chars().any(|c| c.is_whitespace() || is_hidden_or_control(c)) =>
             {
                 Err(ConnectError::BadWelcome(format!(
-                    "a public URL that is not one, {public_url:?}"
+                    "a public URL that is not one, {}",
+                    quoted(&public_url)
                 )))
             }
             // As must a name that is not one: it is printed too, and sent
             // back in the next hello.
             ServerMessage::Welcome { name, .. } if !portpreview_shared::name::is_valid(&name) => Err(
-                ConnectError::BadWelcome(format!("a tunnel name that is not one, {name:?}")),
+                ConnectError::BadWelcome(format!("a tunnel name that is not one, {}", quoted(&name))),
             ),
-            // The relay refuses a client of another protocol; one that
-            // welcomes it anyway would misread every frame after.
-            ServerMessage::Welcome { protocol, .. } if protocol != PROTOCOL_VERSION => Err(ConnectError::Incompatible(
-                version_mismatch(env!("CARGO_PKG_VERSION"), PROTOCOL_VERSION, protocol),
-            )),
             ServerMessage::Welcome {
                 name,
                 public_url,
@@ -319,9 +328,7 @@ async fn read_welcome(socket: &mut RelaySocket) -> Result<Welcome, ConnectError>
                 resume: Secret::new(resume),
             }),
             ServerMessage::Refused { reason } => Err(ConnectError::Refused(reason)),
-            other => Err(ConnectError::Refused(format!(
-                "unexpected answer to the hello: {other:?}"
-            ))),
+            other => Err(ConnectError::BadWelcome(format!("{other:?} instead of a welcome"))),
         };
     }
     Err(ConnectError::Unreachable(
@@ -581,7 +588,7 @@ mod tests {
                     public_url: "http://fake.example".into(),
                     resume: "r".into(),
                 },
-                "the relay's answer to the hello cannot be used: a tunnel name that is not one, \"ab\\u{1b}]0;PWNED\\u{7}\""
+                "the relay's answer to the hello cannot be used: a tunnel name that is not one, \"ab\\x1b]0;PWNED\\x07\""
                     .to_owned(),
             ),
             (

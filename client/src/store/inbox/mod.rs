@@ -86,6 +86,8 @@ pub struct Inbox {
     /// disk): in neither the file nor, until the writer stores them,
     /// SQLite. Dropped once SQLite holds them.
     unwritten: BTreeSet<u64>,
+    /// The requests whose records are staged, not yet written.
+    staged_requests: Vec<u64>,
     /// The last compaction failed: the next failure is no news.
     cutting_fails: bool,
 }
@@ -113,6 +115,7 @@ impl Inbox {
             next_body: 1,
             unsaved: None,
             unwritten: BTreeSet::new(),
+            staged_requests: Vec::new(),
             cutting_fails: false,
         };
         inbox.open_entry()?;
@@ -213,6 +216,7 @@ impl Inbox {
         let seq = self.next_seq;
         let here = self.len + self.staged.len() as u64;
         self.stage(seq, entry)?;
+        self.staged_requests.push(seq);
         let parts = body.and_then(|body| self.pending.iter_mut().find(|(held, _)| *held == Holder::Body(body)));
         match parts {
             Some(parts) => parts.0 = Holder::Request(seq),
@@ -293,16 +297,12 @@ impl Inbox {
         match written {
             Ok(()) => {
                 self.len += size;
+                self.staged_requests.clear();
                 Ok(())
             }
             Err(err) => {
                 let _ = self.file.set_len(self.len);
-                let from = self.len;
-                self.unwritten
-                    .extend(self.pending.iter().filter_map(|(holder, at)| match holder {
-                        Holder::Request(seq) if *at >= from => Some(*seq),
-                        _ => None,
-                    }));
+                self.unwritten.extend(self.staged_requests.drain(..));
                 Err(err)
             }
         }
@@ -325,12 +325,15 @@ impl Inbox {
     /// they end.
     pub fn cut_back(&mut self, applied: u64) -> Option<File> {
         match self.compact(applied) {
-            Ok(replaced) => {
+            // Only a compaction done says it works again: most calls find
+            // nothing to do.
+            Ok(Some(replaced)) => {
                 if std::mem::take(&mut self.cutting_fails) {
                     tracing::info!("stored requests are dropped from the history inbox again");
                 }
-                replaced
+                Some(replaced)
             }
+            Ok(None) => None,
             Err(err) => {
                 if !std::mem::replace(&mut self.cutting_fails, true) {
                     tracing::warn!(%err, "cannot drop stored requests from the history inbox; it keeps growing");
@@ -365,6 +368,7 @@ impl Inbox {
             None => {
                 // What is staged is in SQLite already.
                 self.staged.clear();
+                self.staged_requests.clear();
                 self.len
             }
         };

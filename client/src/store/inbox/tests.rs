@@ -94,6 +94,31 @@ fn requests_a_failed_write_dropped_are_reported_by_the_next_flush() {
     inbox.discard();
 }
 
+/// A request whose body went ahead in parts is counted lost when its own
+/// record, staged after the parts, goes with a failed write.
+#[test]
+fn a_large_request_whose_record_a_failed_write_dropped_is_counted() {
+    let dir = ScratchDir::new("inbox-parted-dropped");
+    let db = dir.0.join("history.db");
+    let mut inbox = Inbox::create(&db, &[]).unwrap();
+    let body = inbox.begin_body().unwrap();
+    inbox.append_body_part(body, &vec![b'x'; BODY_PART]).unwrap();
+    let mut big = delivery("evt_big", "/");
+    assert_eq!(inbox.append_parted(body, &mut big).unwrap(), 1);
+    // The disk refuses the next write, which carries the staged record.
+    let writable = std::mem::replace(&mut inbox.file, File::open(&inbox.path).unwrap());
+    let next = inbox.begin_body().unwrap();
+    assert!(inbox.append_body_part(next, b"part").is_err());
+    inbox.file = writable;
+    assert!(inbox.flush().is_err());
+    assert_eq!(
+        inbox.unwritten_after(0),
+        1,
+        "its parts are in the file, its record is not"
+    );
+    inbox.discard();
+}
+
 #[test]
 fn a_request_whose_write_failed_gives_its_number_back() {
     let dir = ScratchDir::new("inbox-number-back");

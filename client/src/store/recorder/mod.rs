@@ -92,11 +92,12 @@ pub enum WriterNews {
     /// A request is stored and its answer had not come by the commit: a
     /// slow handler's request shows while it is in flight.
     Waiting(Summary),
-    /// The writer is done with both halves of a delivery: stored, or (with
-    /// id 0) lost to a failed write.
+    /// The writer is done with both halves of a delivery: stored (with id
+    /// 0 when its request's row went with a history replaced since).
     Stored(Summary),
-    /// The history refuses writes for now (another process holds its lock,
-    /// the disk is full); deliveries wait in memory.
+    /// The history refuses writes (another process holds its lock, the
+    /// disk is full, the file is damaged); deliveries wait in memory and in
+    /// the inbox.
     Refusing(String),
     /// The history takes deliveries again.
     Resumed,
@@ -130,6 +131,9 @@ struct Shared {
     /// True while the store refuses the writer's batches: recording then
     /// never waits for room, so forwarding goes on.
     stalled: Arc<AtomicBool>,
+    /// Set once the writer is asked to stop: a pause between failed tries
+    /// ends, and a last failed try is the last.
+    stopping: Arc<AtomicBool>,
     /// Room for the bodies exchanges hold until they are recorded, in
     /// [`ROOM_UNIT`]s.
     held: Arc<Semaphore>,
@@ -163,6 +167,7 @@ impl Recorder {
         let (queue, jobs) = mpsc::channel();
         let applied = Arc::new(AtomicU64::new(0));
         let stalled = Arc::new(AtomicBool::new(false));
+        let stopping = Arc::new(AtomicBool::new(false));
         let inbox = Arc::new(Mutex::new(inbox));
         let writer = Writer {
             store,
@@ -171,6 +176,7 @@ impl Recorder {
             inbox: Arc::clone(&inbox),
             applied: Arc::clone(&applied),
             stalled: Arc::clone(&stalled),
+            stopping: Arc::clone(&stopping),
             awaited: BTreeMap::new(),
             on_news: Box::new(on_news),
         };
@@ -188,6 +194,7 @@ impl Recorder {
             room: Arc::new(Semaphore::new(QUEUE_BYTES / ROOM_UNIT)),
             applied,
             stalled,
+            stopping,
             held: Arc::new(Semaphore::new(HELD_BYTES / ROOM_UNIT)),
         });
         let handle = RecorderHandle {
@@ -356,6 +363,7 @@ impl RecorderHandle {
     /// the first time.
     fn stop(&mut self) -> Option<JoinHandle<()>> {
         let thread = self.thread.take()?;
+        self.shared.stopping.store(true, Ordering::Release);
         // The channel has no bound of its own (room is counted apart), so
         // this never waits. If the writer has died, it fails, and there is
         // nothing left to ask.

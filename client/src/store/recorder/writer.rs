@@ -1,6 +1,6 @@
 //! The writer thread: it owns the database connection, gathers the jobs
 //! that arrive within a short window into one transaction, keeps a batch
-//! the store refuses for now and tries it again, and reports each delivery
+//! the store refuses and tries it again, and reports each delivery
 //! once both its halves are stored.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -35,8 +35,9 @@ const WINDOW: Duration = Duration::from_millis(10);
 /// WAL (see [`Store::empty_wal`]).
 const IDLE: Duration = Duration::from_secs(1);
 
-/// Pauses between tries while the store refuses a batch for now (another
-/// process holds the lock, the disk is full): the first, and the longest.
+/// Pauses between tries while the store refuses a batch (another process
+/// holds the lock, the disk is full, the file is damaged): the first, and
+/// the longest.
 const RETRY_FIRST: Duration = Duration::from_millis(200);
 const RETRY_MOST: Duration = Duration::from_secs(2);
 
@@ -82,6 +83,7 @@ pub(super) struct Writer {
     pub(super) inbox: Arc<Mutex<Inbox>>,
     pub(super) applied: Arc<AtomicU64>,
     pub(super) stalled: Arc<AtomicBool>,
+    pub(super) stopping: Arc<AtomicBool>,
     /// Stored requests whose answers have not come yet, by ticket.
     pub(super) awaited: BTreeMap<u64, Summary>,
     pub(super) on_news: OnNews,
@@ -93,7 +95,7 @@ impl Writer {
     /// never came included; false when the inbox must stay for the next open.
     pub(super) fn run(mut self, jobs: &Receiver<Job>) -> bool {
         let mut batch = Vec::with_capacity(64);
-        // Set while the store refuses batches for now: the batch is kept
+        // Set while the store refuses batches: the batch is kept
         // and tried again after this pause, with whatever came meanwhile.
         let mut pause: Option<Duration> = None;
         // Set by a write, cleared once the WAL it grew has been emptied.
@@ -126,11 +128,10 @@ impl Writer {
                     }
                     Err(RecvTimeoutError::Disconnected) => return self.close_unanswered(),
                 },
-                Some(wait) => {
-                    if let Ok(job) = jobs.recv_timeout(wait) {
-                        batch.push(job);
-                    }
-                }
+                // The whole pause, whatever comes meanwhile: a write that
+                // fails late (a damaged file) must not be tried again for
+                // every job that arrives.
+                Some(wait) => self.pause(wait),
             }
             let mut bytes: usize = batch.iter().map(Job::body_len).sum();
             while batch.len() < MAX_BATCH && bytes < MAX_BATCH_BYTES {
@@ -161,11 +162,11 @@ impl Writer {
                 }
                 // At shutdown the requests stay in the inbox, which the next
                 // open moves into the history.
-                Err(err) if !stop => {
+                Err(err) if !stop && !self.stopping.load(Ordering::Acquire) => {
                     if pause.is_none() {
                         self.stalled.store(true, Ordering::Release);
                         // Shown by the display, in the TUI too; the log keeps a note.
-                        tracing::info!(%err, "the history refuses writes for now");
+                        tracing::info!(%err, "the history refuses writes");
                         (self.on_news)(WriterNews::Refusing(err.to_string()));
                     }
                     pause = Some(pause.map_or(RETRY_FIRST, |p| (p * 2).min(RETRY_MOST)));
@@ -176,6 +177,19 @@ impl Writer {
                     return false;
                 }
             }
+        }
+    }
+
+    /// Waits `wait` between failed tries, or less once asked to stop.
+    fn pause(&self, wait: Duration) {
+        const STEP: Duration = Duration::from_millis(50);
+        let until = std::time::Instant::now() + wait;
+        while !self.stopping.load(Ordering::Acquire) {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            std::thread::sleep(left.min(STEP));
         }
     }
 
@@ -366,7 +380,7 @@ fn store_batch(
 }
 
 /// The row of the request `seq` stands for, stored by an earlier batch
-/// (none when its write failed, or its history was replaced since).
+/// (none when its history was replaced since).
 fn stored_row(awaited: &BTreeMap<u64, Summary>, seq: u64) -> Option<i64> {
     awaited.get(&seq).map(|s| s.id).filter(|id| *id > 0)
 }
@@ -379,7 +393,7 @@ fn answer_stored_row(store: &Store, id: i64, outcome: &Outcome) -> rusqlite::Res
 }
 
 /// A stored request as a history row still waiting for its answer; id 0
-/// when its write failed.
+/// without a row.
 fn summary(delivery: NewDelivery, recorded: Option<Recorded>) -> Summary {
     let (id, delivery_number, event_scope) =
         recorded.map_or((0, 1, String::new()), |r| (r.id, r.delivery_number, r.event_scope));
@@ -560,6 +574,7 @@ mod tests {
             inbox: Arc::new(Mutex::new(Inbox::create(&path, &[]).unwrap())),
             applied: Arc::default(),
             stalled: Arc::default(),
+            stopping: Arc::default(),
             awaited: BTreeMap::new(),
             on_news: Box::new(|_| {}),
         };
@@ -658,5 +673,44 @@ mod tests {
         handle.shutdown();
         let store = crate::store::Store::open(&path).unwrap();
         assert_eq!(store.list(&ListQuery::default()).unwrap().len(), 3);
+    }
+
+    /// Asked to stop while the history cannot take a batch, the writer
+    /// stops at once, and the requests stay in the inbox for the next open.
+    #[tokio::test]
+    async fn a_stop_while_the_history_cannot_take_a_batch_keeps_it_in_the_inbox() {
+        let dir = ScratchDir::new("recorder-broken-stop");
+        let path = dir.0.join("history.db");
+        let (recorder, handle, mut reported) = start(&path);
+        recorded(&recorder, &mut reported, delivery("evt_before", "/")).await;
+        let breaker = rusqlite::Connection::open(&path).unwrap();
+        breaker
+            .execute_batch("ALTER TABLE outcomes RENAME TO outcomes_away")
+            .unwrap();
+        for n in 0..50 {
+            let ticket = recorder
+                .record_request(delivery(&format!("evt_kept_{n}"), "/"))
+                .await
+                .unwrap();
+            recorder.record_outcome(ticket, answered(200)).await.unwrap();
+        }
+        recorder.flush().unwrap();
+        let asked = std::time::Instant::now();
+        tokio::task::spawn_blocking(move || handle.shutdown()).await.unwrap();
+        assert!(
+            asked.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            asked.elapsed()
+        );
+        // The inbox is locked for as long as its recorder lives: the process's.
+        drop(recorder);
+        breaker
+            .execute_batch("ALTER TABLE outcomes_away RENAME TO outcomes")
+            .unwrap();
+        drop(breaker);
+        // The next open moves them in.
+        let store = crate::store::Store::open(&path).unwrap();
+        let listed = store.list(&ListQuery::default()).unwrap();
+        assert_eq!(listed.len(), 51, "{listed:?}");
     }
 }
