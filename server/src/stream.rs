@@ -238,7 +238,9 @@ impl Streams {
     fn reset_locked(&self, table: &mut Table, stream: StreamId, reason: &str) -> Result<(), ProtocolError> {
         tracing::debug!(stream, reason, "resetting stream");
         if let Some(entry) = table.entries.remove(&stream) {
-            let _ = entry.events.try_send(Inbound::Reset(reason.to_string()));
+            // The relay's doing, for the client's fault: no reset of the client's.
+            let why = format!("the relay dropped the answer of the tunnel's client: {reason}");
+            let _ = entry.events.try_send(Inbound::Ended(why));
             entry.credit.close();
         }
         self.outbox.reset(stream, reason);
@@ -319,7 +321,7 @@ mod tests {
             last = Some(event);
         }
         assert!(
-            matches!(last, Some(Inbound::Reset(ref why)) if why.contains("window")),
+            matches!(last, Some(Inbound::Ended(ref why)) if why.ends_with("response body over its window")),
             "{last:?}"
         );
         assert_eq!(
@@ -351,7 +353,7 @@ mod tests {
         streams.deliver(head(twice.id, false), Bytes::new()).unwrap();
         assert!(matches!(twice.inbound.recv().await, Some(Inbound::Head { .. })));
         assert!(
-            matches!(twice.inbound.recv().await, Some(Inbound::Reset(ref why)) if why == "a second response head"),
+            matches!(twice.inbound.recv().await, Some(Inbound::Ended(ref why)) if why.ends_with(": a second response head")),
             "the stream is reset"
         );
 

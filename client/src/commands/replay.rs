@@ -37,7 +37,7 @@ pub struct Args {
     /// With --latest: only deliveries from this provider (svix for standard-webhooks).
     #[arg(long, value_name = "P", value_parser = super::history::parse_provider)]
     pub provider: Option<String>,
-    /// With --latest: only deliveries whose path, with its query as history lists it or without, matches this glob (`*` any text, `?` any one character).
+    /// With --latest: only deliveries whose path, with its query as history lists it or without, matches this glob (`*` any text, `?` any one character; a path copied from history may keep its masked secrets and its `…`).
     #[arg(long, value_name = "GLOB")]
     pub path: Option<String>,
     /// How to replay and judge.

@@ -85,7 +85,7 @@ pub fn command(d: &NewDelivery, endpoint: &Endpoint, path: &str) -> String {
 /// `printf` substitution that rebuilds every byte.
 pub fn quote(bytes: &[u8]) -> String {
     match std::str::from_utf8(bytes) {
-        Ok(text) if !text.chars().any(risky) && !text.is_empty() => format!("'{}'", text.replace('\'', r"'\''")),
+        Ok(text) if !text.is_empty() && !risky_text(text) => format!("'{}'", text.replace('\'', r"'\''")),
         _ => format!("\"$(printf '{}')\"", printf_format(bytes)),
     }
 }
@@ -153,6 +153,13 @@ fn risky(c: char) -> bool {
     portpreview_shared::sanitize::is_hidden_or_control(c)
 }
 
+/// True when `text` holds a risky character, or marks piled on one letter
+/// past what a terminal draws in place.
+fn risky_text(text: &str) -> bool {
+    let mut pile = portpreview_shared::sanitize::Pile::default();
+    text.chars().any(|c| pile.piles_up(c) || risky(c))
+}
+
 /// The headers the command sends: what a replay would send (hop-by-hop
 /// ones and those `Connection` names left out, `Content-Length` left to
 /// curl, and `Host` too unless the handler got the caller's), so the two
@@ -198,9 +205,16 @@ mod tests {
 
     #[test]
     fn words_are_quoted_for_the_shell() {
-        for word in [&b"it's $HOME `x`"[..], b"x-raw: \xff\x01", b"-n"] {
+        let piled = "evt_a\u{301}\u{301}\u{301}\u{301}\u{301}\u{301}\u{301}\u{301}";
+        for word in [&b"it's $HOME `x`"[..], b"x-raw: \xff\x01", b"-n", piled.as_bytes()] {
             assert_eq!(run_sh(&format!("printf '%s' {}", quote(word))), word);
         }
+        // Marks piled on one letter are rebuilt by printf, not drawn.
+        assert!(
+            quote(piled.as_bytes()).starts_with("\"$(printf"),
+            "{}",
+            quote(piled.as_bytes())
+        );
     }
 
     #[test]
