@@ -34,6 +34,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use portpreview_shared::sync::lock;
+use portpreview_shared::text::counted;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::inbox::{Inbox, BODY_PART};
@@ -396,9 +397,9 @@ fn settle(inbox: &Mutex<Inbox>, applied: u64, complete: bool) {
         // A failed last write that dropped no request lost none.
         (0, _) => tracing::warn!("some deliveries did not reach the history; they are kept in its inbox"),
         (lost, written) => tracing::warn!(
-            lost,
             err = written.err().map(tracing::field::display),
-            "deliveries reached neither the history nor its inbox, which refused writes too (a full disk?): they are lost; the rest are kept in the inbox"
+            "{}: the history and its inbox both refused writes (a full disk?); the rest are kept in the inbox",
+            counted(lost, "delivery is lost", "deliveries are lost")
         ),
     }
 }
