@@ -411,13 +411,14 @@ fn persist_requests(recorder: Option<&Recorder>, events: &mpsc::Sender<TunnelEve
 
 /// What to tell of one write of the inbox: the first that fails, and the
 /// first that works after failures; nothing of the others.
-fn inbox_news(written: Result<(), RecordError>, failing: &Outage) -> Option<String> {
+fn inbox_news(written: Result<bool, RecordError>, failing: &Outage) -> Option<String> {
     match written {
-        Ok(()) if failing.ended() => {
+        // Nothing to write shows nothing of the disk.
+        Ok(true) if failing.ended() => {
             tracing::info!("requests are written to the history inbox again");
             Some("the history inbox takes writes again".into())
         }
-        Ok(()) => None,
+        Ok(_) => None,
         Err(err) if !failing.began() => {
             tracing::debug!(%err, "requests not written to the history inbox");
             None
@@ -496,12 +497,13 @@ mod tests {
     }
 
     /// A full disk fails every write of the inbox: told once, and once
-    /// more when writes work again.
+    /// more when writes work again; a flush with nothing to write (it
+    /// succeeds whatever the disk) says nothing of it.
     #[test]
     fn an_inbox_that_cannot_be_written_is_told_once_per_change() {
         let full = || Err(RecordError::Unsaved(std::io::Error::from_raw_os_error(28)));
         let failing = Outage::default();
-        let told: Vec<Option<String>> = [full(), full(), full(), Ok(()), Ok(())]
+        let told: Vec<Option<String>> = [full(), full(), Ok(false), full(), Ok(true), Ok(true)]
             .into_iter()
             .map(|written| inbox_news(written, &failing))
             .collect();
@@ -511,9 +513,9 @@ mod tests {
                 .is_some_and(|t| t.starts_with("cannot write the history inbox (No space left")),
             "{told:?}"
         );
-        assert_eq!(told[1..3], [None, None]);
-        assert_eq!(told[3].as_deref(), Some("the history inbox takes writes again"));
-        assert_eq!(told[4], None);
+        assert_eq!(told[1..4], [None, None, None]);
+        assert_eq!(told[4].as_deref(), Some("the history inbox takes writes again"));
+        assert_eq!(told[5], None);
     }
 
     #[tokio::test(start_paused = true)]

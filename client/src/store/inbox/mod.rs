@@ -261,14 +261,16 @@ impl Inbox {
         Ok(())
     }
 
-    /// Writes every staged record, in one write. An error also reports an
-    /// earlier failed write that dropped staged records (a large body's
-    /// part, a compaction): their requests are not in the file either.
-    pub fn flush(&mut self) -> std::io::Result<()> {
+    /// Writes every staged record, in one write, and says whether there
+    /// were any (nothing written tells nothing of the disk). An error also
+    /// reports an earlier failed write that dropped staged records (a large
+    /// body's part, a compaction): their requests are not in the file either.
+    pub fn flush(&mut self) -> std::io::Result<bool> {
+        let any = !self.staged.is_empty();
         let written = self.write_staged();
         let dropped = self.unsaved.take();
         written?;
-        dropped.map_or(Ok(()), Err)
+        dropped.map_or(Ok(any), Err)
     }
 
     /// Notes that a failed write, `err`, dropped records staged by earlier

@@ -83,7 +83,7 @@ pub enum RecordError {
     #[error("the history writer has stopped")]
     Closed,
     /// The store has refused writes for a while and the queue is full.
-    #[error("the history is unavailable (locked by another process, or the disk is full) and its queue is full")]
+    #[error("the history refuses writes (locked by another process, a full disk, a damaged file) and its queue is full")]
     Unavailable,
 }
 
@@ -295,9 +295,10 @@ impl Recorder {
         room.acquire_many_owned(units).await.map_err(|_| RecordError::Closed)
     }
 
-    /// Writes every request recorded so far to the inbox file. The tunnel
-    /// calls this before any answer leaves the process.
-    pub fn flush(&self) -> Result<(), RecordError> {
+    /// Writes every request recorded so far to the inbox file, and says
+    /// whether there were any. The tunnel calls this before any answer
+    /// leaves the process.
+    pub fn flush(&self) -> Result<bool, RecordError> {
         lock(&self.shared.inbox).flush().map_err(RecordError::Unsaved)
     }
 
