@@ -77,13 +77,14 @@ pub fn size_unknown_past(stored: u64, size: u64) -> bool {
 }
 
 /// The answer half of a delivery: the local response or the error.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {
     /// Status the caller got; `None` when forwarding failed before a response.
     pub status: Option<u16>,
     /// Response headers in order.
     pub response_headers: Vec<Header>,
     /// Response body (at most the store's body limit).
+    #[serde(with = "serde_bytes")]
     pub response_body: Vec<u8>,
     /// Size of the whole response body.
     pub response_body_size: u64,

@@ -31,7 +31,7 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{IoSlice, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use super::model::NewDelivery;
+use super::model::{NewDelivery, Outcome};
 pub use live::{appended_by_live_recorders, Appended};
 pub use orphan::{orphans, Orphan};
 use record::{encode_head, encode_record, EntryRef, PartLen};
@@ -200,6 +200,15 @@ impl Inbox {
         );
         delivery.request_body = bytes;
         appended
+    }
+
+    /// Keeps the answer to request `seq` in the file, for the next open to
+    /// store beside its request: written by a recorder that stops while the
+    /// history refuses writes, so that the history shows the answer each
+    /// caller got. Staged; [`Inbox::flush`] writes it.
+    pub fn keep_answer(&mut self, seq: u64, outcome: &Outcome) -> std::io::Result<()> {
+        self.check_open()?;
+        self.stage(seq, &EntryRef::Answer(outcome))
     }
 
     /// Gives up large body `body`: its parts stay in the file, unread, until

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::record::{decode, Entry, MAX_RECORD};
 use super::{inbox_files, INFIX};
-use crate::store::model::NewDelivery;
+use crate::store::model::{NewDelivery, Outcome};
 use crate::store::FileId;
 
 /// An inbox left behind by a recorder that died, locked by its finder.
@@ -34,6 +34,19 @@ impl Orphan {
             ended: false,
             unreadable: 0,
         })
+    }
+
+    /// The answers its recorder kept in the file as it stopped (the history
+    /// refusing writes then), by their requests' sequence numbers.
+    pub fn answers(&self) -> std::io::Result<HashMap<u64, Outcome>> {
+        let mut records = self.requests()?;
+        let mut answers = HashMap::new();
+        while let Some((seq, entry)) = records.record()? {
+            if let Entry::Answer(outcome) = entry {
+                answers.insert(seq, *outcome);
+            }
+        }
+        Ok(answers)
     }
 
     /// Deletes the file once its requests are in the database.
@@ -132,6 +145,8 @@ impl Iterator for Requests<'_> {
                     request.request_body = self.bodies.remove(&body).unwrap_or_default();
                     return Some(Ok((seq, *request)));
                 }
+                // Read apart, by [`Orphan::answers`].
+                Ok(Some((_, Entry::Answer(_)))) => {}
                 Ok(None) => self.ended = true,
                 Err(err) => {
                     self.ended = true;

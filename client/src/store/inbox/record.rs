@@ -1,12 +1,12 @@
 //! How the inbox lays out what it holds: one record per request, body
-//! part or opening note.
+//! part, opening note or kept answer.
 //!
 //! Layout: `[u32 LE length][postcard (seq, Entry)]`. A record cut short by
 //! a crash ends the readable part of the file.
 
 use serde::{Deserialize, Serialize};
 
-use crate::store::model::NewDelivery;
+use crate::store::model::{NewDelivery, Outcome};
 
 /// Largest record a reader accepts: a request body at the store's limit and
 /// its headers, with room to spare.
@@ -57,6 +57,9 @@ pub(super) enum Entry {
     },
     /// A request whose body went ahead as the parts of body number `body`.
     PartedRequest { body: u64, request: Box<NewDelivery> },
+    /// The answer to the request of the record's sequence number, written
+    /// when the recorder stopped while the history refused it.
+    Answer(Box<Outcome>),
 }
 
 /// [`Entry`] as written, borrowing instead of copying; same variants in
@@ -77,6 +80,7 @@ pub(super) enum EntryRef<'a> {
         body: u64,
         request: &'a NewDelivery,
     },
+    Answer(&'a Outcome),
 }
 
 /// A byte string's length, encoded as postcard encodes it ahead of the
@@ -130,6 +134,14 @@ impl EntryRef<'_> {
                 d.request_body.len() + headers + d.tunnel_url.len() + d.target.len() + d.path.len() + 128
             }
             EntryRef::BodyPart { .. } => 24,
+            EntryRef::Answer(o) => {
+                let headers: usize = o
+                    .response_headers
+                    .iter()
+                    .map(|h| h.name.len() + h.value.len() + 4)
+                    .sum();
+                o.response_body.len() + headers + 64
+            }
         }
     }
 }

@@ -83,7 +83,9 @@ pub enum RecordError {
     #[error("the history writer has stopped")]
     Closed,
     /// The store has refused writes for a while and the queue is full.
-    #[error("the history refuses writes (locked by another process, a full disk, a damaged file) and its queue is full")]
+    #[error(
+        "the history refuses writes (locked by another process, a full disk, a damaged file) and its queue is full"
+    )]
     Unavailable,
 }
 

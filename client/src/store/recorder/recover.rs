@@ -74,6 +74,8 @@ fn recover_in_batches(store: &Store, most: usize, most_bytes: usize) -> Result<u
 /// not be read.
 fn move_in(store: &Store, orphan: &Orphan, most: usize, most_bytes: usize) -> Result<(usize, usize), StoreError> {
     let applied = store.inbox_applied(&orphan.name)?;
+    // Kept by a recorder that stopped while the history refused writes.
+    let mut answers = orphan.answers()?;
     let mut requests = orphan.requests()?;
     let mut batch: Vec<(u64, NewDelivery)> = Vec::new();
     let mut bytes = 0;
@@ -90,12 +92,15 @@ fn move_in(store: &Store, orphan: &Orphan, most: usize, most_bytes: usize) -> Re
         if let Some(newest) = batch.last().map(|(seq, _)| *seq).filter(|_| full || ended) {
             let orphaned = orphaned();
             store.write(|store| {
-                for (_, delivery) in &batch {
+                for (seq, delivery) in &batch {
                     let row = store.insert_recorded_row(delivery)?;
-                    store.outcome_row(row.id, &orphaned)?;
+                    store.outcome_row(row.id, answers.get(seq).unwrap_or(&orphaned))?;
                 }
                 store.mark_inbox_applied(&orphan.name, newest)
             })?;
+            for (seq, _) in &batch {
+                answers.remove(seq);
+            }
             moved += batch.len();
             batch.clear();
             bytes = 0;

@@ -174,7 +174,25 @@ impl Writer {
                 }
                 Err(err) => {
                     tracing::warn!(%err, "the history refused the last deliveries");
+                    self.keep_answers(batch.drain(..).chain(jobs.try_iter()));
                     return false;
+                }
+            }
+        }
+    }
+
+    /// Keeps in the inbox the answers among `jobs` whose requests are there
+    /// too, not in SQLite: the next open stores each beside its request,
+    /// so the history shows the answer its caller got rather than none.
+    fn keep_answers(&mut self, jobs: impl Iterator<Item = Job>) {
+        let mut inbox = super::lock(&self.inbox);
+        for job in jobs {
+            if let Job::Outcome { seq, outcome, .. } = job {
+                if stored_row(&self.awaited, seq).is_some() {
+                    continue;
+                }
+                if let Err(err) = inbox.keep_answer(seq, &outcome) {
+                    tracing::debug!(%err, "an answer could not be kept in the history inbox");
                 }
             }
         }
@@ -676,7 +694,8 @@ mod tests {
     }
 
     /// Asked to stop while the history cannot take a batch, the writer
-    /// stops at once, and the requests stay in the inbox for the next open.
+    /// stops at once, and the requests stay in the inbox with the answers
+    /// their callers got, for the next open.
     #[tokio::test]
     async fn a_stop_while_the_history_cannot_take_a_batch_keeps_it_in_the_inbox() {
         let dir = ScratchDir::new("recorder-broken-stop");
@@ -712,5 +731,9 @@ mod tests {
         let store = crate::store::Store::open(&path).unwrap();
         let listed = store.list(&ListQuery::default()).unwrap();
         assert_eq!(listed.len(), 51, "{listed:?}");
+        assert!(
+            listed.iter().all(|s| s.status == Some(200) && s.error.is_none()),
+            "each with the answer its caller got: {listed:?}"
+        );
     }
 }
