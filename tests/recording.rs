@@ -1172,3 +1172,39 @@ async fn a_tunnelled_delivery_reads_back_as_history_json_har_and_a_curl_command(
     );
     assert_eq!(curled.header("content-length"), tunnelled.header("content-length"));
 }
+
+/// Stopped (SIGTERM) while another process holds the history's lock, the
+/// tunnel cannot store what it carried: the next open does, each delivery
+/// with the answer its caller got, not as one whose answer was lost.
+#[tokio::test]
+async fn a_tunnel_stopped_while_the_history_is_locked_keeps_the_answers_its_callers_got() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::start(|_| Answer {
+        status: 201,
+        body: b"credited".to_vec(),
+        ..Answer::default()
+    })
+    .await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let (mut client, url) = Running::tunnel(&handler.url(), &relay.http_url(), &db, dir.path()).await;
+    let blocker = rusqlite::Connection::open(&db).expect("open the history");
+    blocker.execute_batch("BEGIN IMMEDIATE").expect("take the write lock");
+    for n in 0..3 {
+        let reply = caller::post(&format!("{url}/hook"), format!(r#"{{"id":"evt_stop_{n}"}}"#)).await;
+        assert_eq!(reply.status, 201);
+    }
+    client.signal("TERM");
+    assert_eq!(client.exit_code(Duration::from_secs(30)).await, Some(0));
+    blocker.execute_batch("ROLLBACK").expect("let go of the lock");
+    drop(blocker);
+
+    let listed = portpreview_async(&db, &["history", "--json"]).await;
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let rows: Vec<Value> = serde_json::from_str(&listed.stdout).expect("a JSON array");
+    let got: Vec<(Option<u64>, bool)> = rows
+        .iter()
+        .map(|r| (r["status"].as_u64(), r["error"].is_null()))
+        .collect();
+    assert_eq!(got, [(Some(201), true); 3], "{}", listed.stdout);
+}
