@@ -135,7 +135,7 @@ pub fn text_line(event: &TunnelEvent) -> Option<Line> {
             format_duration(*within)
         )),
         TunnelEvent::HistoryRefusing { reason: Some(reason) } => Line::Err(format!(
-            "the history refuses writes ({}); deliveries wait in memory and in its inbox, and the tunnel keeps forwarding",
+            "the history refuses writes ({}); deliveries wait in memory and in its inbox, and are shown once stored; the tunnel keeps forwarding",
             escape_str(reason)
         )),
         TunnelEvent::HistoryRefusing { reason: None } => Line::Err("the history takes deliveries again".into()),

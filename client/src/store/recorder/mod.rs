@@ -181,6 +181,7 @@ impl Recorder {
             stalled: Arc::clone(&stalled),
             stopping: Arc::clone(&stopping),
             awaited: BTreeMap::new(),
+            gave_up_waiting: false,
             on_news: Box::new(on_news),
         };
         let (settled, done) = (Arc::clone(&inbox), Arc::clone(&applied));

@@ -86,6 +86,9 @@ pub(super) struct Writer {
     pub(super) stopping: Arc<AtomicBool>,
     /// Stored requests whose answers have not come yet, by ticket.
     pub(super) awaited: BTreeMap<u64, Summary>,
+    /// Some stored requests were given up waiting for (past
+    /// [`AWAITED_LIMIT`]): their rows may still lack an answer.
+    pub(super) gave_up_waiting: bool,
     pub(super) on_news: OnNews,
 }
 
@@ -215,7 +218,13 @@ impl Writer {
     /// will come, the outcome that says so. Returns false when that failed:
     /// the inbox then stays for the next open to do it.
     fn close_unanswered(&mut self) -> bool {
+        let waiting = self.awaited.values().any(|s| s.id > 0) || self.gave_up_waiting;
         self.awaited.clear();
+        // Nothing to mark is no write: a stop while another process holds
+        // the lock would otherwise wait for it, and call the inbox unsettled.
+        if !waiting {
+            return true;
+        }
         match self.store.close_unanswered(&self.inbox_name, &orphaned()) {
             Ok(closed) => {
                 if closed > 0 {
@@ -346,6 +355,7 @@ impl Writer {
             }
         }
         while self.awaited.len() > AWAITED_LIMIT {
+            self.gave_up_waiting = true;
             self.awaited.pop_first();
         }
         Ok(())
@@ -594,6 +604,7 @@ mod tests {
             stalled: Arc::default(),
             stopping: Arc::default(),
             awaited: BTreeMap::new(),
+            gave_up_waiting: false,
             on_news: Box::new(|_| {}),
         };
         // Another process holds the lock, as `replay` does while it stores a run.
@@ -735,5 +746,25 @@ mod tests {
             listed.iter().all(|s| s.status == Some(200) && s.error.is_none()),
             "each with the answer its caller got: {listed:?}"
         );
+    }
+
+    /// An idle tunnel stopped while another process holds the lock has
+    /// nothing to write: it stops at once and leaves no inbox behind.
+    #[tokio::test]
+    async fn an_idle_stop_under_another_process_lock_writes_nothing() {
+        let dir = ScratchDir::new("recorder-idle-locked-stop");
+        let path = dir.0.join("history.db");
+        let (recorder, handle, _reported) = start(&path);
+        let blocker = rusqlite::Connection::open(&path).unwrap();
+        blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let asked = std::time::Instant::now();
+        tokio::task::spawn_blocking(move || handle.shutdown()).await.unwrap();
+        assert!(
+            asked.elapsed() < std::time::Duration::from_secs(3),
+            "{:?}",
+            asked.elapsed()
+        );
+        drop(recorder);
+        assert!(crate::store::inbox::orphans(&path).is_empty(), "no inbox left");
     }
 }
