@@ -165,7 +165,7 @@ impl Streams {
     /// Routes one client message to its stream.
     pub fn deliver(&self, msg: ClientMessage, body: Bytes) -> Result<(), ProtocolError> {
         let mut table = self.table();
-        let (stream, event) = match msg {
+        let (stream, mut event) = match msg {
             ClientMessage::Hello { .. } => {
                 return Err(ProtocolError("Hello sent twice".into()));
             }
@@ -210,7 +210,6 @@ impl Streams {
             }
             entry.head_received = true;
         }
-        let mut event = event;
         if let Inbound::Head { body: data, .. } | Inbound::Body { data, .. } = &mut event {
             entry.received += data.len() as u64;
             if entry.received > entry.allowed.load(Ordering::Acquire) {

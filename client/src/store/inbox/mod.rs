@@ -236,10 +236,10 @@ impl Inbox {
             if let Err(err) = self.write_staged() {
                 // This request hears of it here, any staged before it from
                 // the next flush. It is neither in the file nor handed on:
-                // its number and its hold on the file go back.
+                // its number and its hold on the file go back, and it is
+                // no loss to count.
                 self.dropped_earlier(earlier, &err);
                 self.let_go(seq, body);
-                // Its number goes to the next request; it was never handed on.
                 self.unwritten.remove(&seq);
                 return Err(err);
             }

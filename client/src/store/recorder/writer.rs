@@ -245,6 +245,7 @@ impl Writer {
     /// The file replaced is closed here, off the tunnel's threads.
     fn cut_inbox(&self) {
         let replaced = super::lock(&self.inbox).cut_back(self.applied.load(Ordering::Acquire));
+        // Closed once the lock is let go: the tunnel's thread appends under it.
         drop(replaced);
     }
 

@@ -23,35 +23,29 @@ pub(super) fn build_request(
     // A whole body's length is set from the bytes, not copied: the caller's
     // header could disagree with them. Set even at 0, as the caller sent it:
     // some servers answer a POST without a length with 411.
-    let length = buffered.then(|| http_body::Body::size_hint(&body).exact()).flatten();
+    let mut length = buffered.then(|| http_body::Body::size_hint(&body).exact()).flatten();
     let mut request = Request::builder()
         .method(method)
         .uri(target.request_path(&head.target))
         .body(body)
         .map_err(|e| format!("invalid request target: {e}"))?;
     let preserve_host = shared.preserves_host(&head.headers);
-    // Set where the caller's were, so the handler sees the headers in the
-    // order the provider sent them, and a curl export (whose Host comes
-    // first) sends them so too.
-    let target_host = (!preserve_host)
-        .then(|| HeaderValue::from_str(&target.authority()).ok())
-        .flatten();
+    let target_host = || HeaderValue::from_str(&target.authority()).ok();
+    // Each set once, where the caller's first was, so the handler sees the
+    // headers in the order the provider sent them, and a curl export
+    // (whose Host comes first) sends them so too.
+    let mut rewritten_host = (!preserve_host).then(target_host).flatten();
     let headers = request.headers_mut();
-    let mut length_set = false;
     for header in &head.headers {
         let name = header.name.as_str();
         if buffered && name.eq_ignore_ascii_case("content-length") {
-            if let (false, Some(length)) = (length_set, length) {
+            if let Some(length) = length.take() {
                 headers.append(http::header::CONTENT_LENGTH, HeaderValue::from(length));
             }
-            length_set = true;
             continue;
         }
         if !preserve_host && name.eq_ignore_ascii_case("host") {
-            if let Some(host) = target_host
-                .clone()
-                .filter(|_| !headers.contains_key(http::header::HOST))
-            {
+            if let Some(host) = rewritten_host.take() {
                 headers.append(http::header::HOST, host);
             }
             continue;
@@ -71,7 +65,7 @@ pub(super) fn build_request(
     // No Host came, or one that is not valid HTTP was dropped above: the
     // target's stands in.
     if !headers.contains_key(http::header::HOST) {
-        if let Ok(host) = HeaderValue::from_str(&target.authority()) {
+        if let Some(host) = rewritten_host.or_else(target_host) {
             headers.insert(http::header::HOST, host);
         }
     }
