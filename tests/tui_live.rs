@@ -655,6 +655,54 @@ fn the_live_list_follows_a_history_deleted_under_it() {
     tmux.wait_for("the shell again", |s| s.contains("portpreview exited 0"));
 }
 
+/// The live TUI reads the history its own tunnel writes. Other commands
+/// opening and closing it meanwhile (`history`, `show`) must find the
+/// tunnel still a user of it: its WAL stays, and what the tunnel records
+/// after is read back whole.
+#[test]
+fn commands_beside_the_live_tui_leave_the_tunnels_history_whole() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let handler = runtime.block_on(LocalHandler::echo());
+    let (scratch, tmux, url) = live_http("live-beside", handler.port());
+    let db = scratch.0.join("history.db");
+    let post = |path: String| {
+        let reply = runtime.block_on(common::caller::post(&format!("{url}{path}"), "{}".to_owned()));
+        assert_eq!(reply.status, 200);
+    };
+    for n in 1..=3 {
+        post(format!("/before/{n}"));
+    }
+    tmux.wait_for("three rows", |s| {
+        s.contains("/before/3") && s.contains("Deliveries 1/3")
+    });
+    let wal = scratch.0.join("history.db-wal");
+    assert!(
+        wal.exists(),
+        "a history in WAL mode has its WAL while the tunnel writes"
+    );
+    for _ in 0..2 {
+        let listed = json_of(&db, &["history", "--json", "--limit", "0"]);
+        assert_eq!(listed.as_array().map(Vec::len), Some(3), "{listed}");
+        json_of(&db, &["show", "1", "--json"]);
+        assert!(wal.exists(), "a command beside the tunnel deleted the WAL it writes");
+    }
+    for n in 1..=20 {
+        post(format!("/after/{n}"));
+    }
+    tmux.wait_for("every row", |s| {
+        s.contains("/after/20") && s.contains("Deliveries 1/23")
+    });
+    let listed = json_of(&db, &["history", "--json", "--limit", "0"]);
+    assert_eq!(listed.as_array().map(Vec::len), Some(23), "{listed}");
+    let screen = tmux.screen();
+    assert!(
+        !screen.contains("history refuses writes") && !screen.contains("cannot read"),
+        "{screen}"
+    );
+    tmux.send(&["q"]);
+    tmux.wait_for("the shell again", |s| s.contains("portpreview exited 0"));
+}
+
 #[test]
 fn live_with_no_record_forwards_and_leaves_no_history_file() {
     let scratch = Scratch::new("norec");

@@ -566,15 +566,20 @@ pub fn require(path: &Path) -> Result<(), StoreError> {
 /// Fails unless `path` names a regular file (a link to one will do) this
 /// user may read, or nothing yet. SQLite would say only that it is
 /// "unable to open database file".
+///
+/// It asks with `access`, never by opening the file: closing any
+/// descriptor of a file drops every POSIX lock this process holds on it,
+/// SQLite's own included. The live TUI opens the history its own tunnel
+/// writes; an open and close here let the next command that closed the
+/// history beside it take itself for the last user and delete the WAL
+/// the tunnel was writing.
 fn refuse_non_file(path: &Path) -> Result<(), StoreError> {
     let path_buf = || path.to_path_buf();
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_dir() => Err(StoreError::IsDirectory { path: path_buf() }),
         Ok(meta) if !meta.is_file() => Err(StoreError::NotAFile { path: path_buf() }),
-        Ok(_) => match std::fs::File::open(path) {
-            Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied => {
-                Err(StoreError::Unreadable { path: path_buf() })
-            }
+        Ok(_) => match rustix::fs::access(path, rustix::fs::Access::READ_OK) {
+            Err(rustix::io::Errno::ACCESS) => Err(StoreError::Unreadable { path: path_buf() }),
             _ => Ok(()),
         },
         Err(_) => Ok(()),
