@@ -22,6 +22,9 @@ pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(5);
 pub const DEFAULT_DEAD_AFTER: Duration = Duration::from_secs(15);
 /// Time a caller has to send a whole request head; also the keep-alive idle limit.
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a caller (or client) may leave the relay's writes unread before
+/// its connection is dropped: long past any reader that is merely slow.
+pub const DEFAULT_WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// Open connections allowed from one IP address.
 pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 512;
 /// Open connections allowed in total.
@@ -62,6 +65,9 @@ pub struct RelayConfig {
     pub dead_after: Duration,
     /// Time allowed to read a request head (and to sit idle between requests).
     pub header_read_timeout: Duration,
+    /// Time a write may wait without a byte taken before the connection is
+    /// dropped, so a peer that never reads frees what its answer holds.
+    pub write_stall_timeout: Duration,
     /// Open connections allowed from one IP address.
     pub max_connections_per_ip: usize,
     /// Open connections allowed in total.
@@ -90,6 +96,7 @@ impl Default for RelayConfig {
             ping_interval: DEFAULT_PING_INTERVAL,
             dead_after: DEFAULT_DEAD_AFTER,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            write_stall_timeout: DEFAULT_WRITE_STALL_TIMEOUT,
             max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_headers: DEFAULT_MAX_HEADERS,
@@ -108,9 +115,19 @@ impl RelayConfig {
                 "connection limits must allow at least one connection".into(),
             ));
         }
+        // Each of these at zero would refuse every request it governs.
+        let counts = [
+            ("max_in_flight", self.max_in_flight),
+            ("max_headers", self.max_headers),
+            ("max_header_bytes", self.max_header_bytes),
+        ];
+        if let Some((name, _)) = counts.iter().find(|(_, count)| *count == 0) {
+            return Err(ConfigError::Limit(format!("{name} must be above zero")));
+        }
         let waits = [
             ("request_timeout", self.request_timeout),
             ("header_read_timeout", self.header_read_timeout),
+            ("write_stall_timeout", self.write_stall_timeout),
             ("ping_interval", self.ping_interval),
             ("dead_after", self.dead_after),
             ("grace", self.grace),
@@ -121,9 +138,13 @@ impl RelayConfig {
                 "{name} of {wait:?} is over the longest wait the relay takes, a day"
             )));
         }
-        if self.request_timeout.is_zero() || self.header_read_timeout.is_zero() || self.ping_interval.is_zero() {
+        if self.request_timeout.is_zero()
+            || self.header_read_timeout.is_zero()
+            || self.write_stall_timeout.is_zero()
+            || self.ping_interval.is_zero()
+        {
             return Err(ConfigError::Limit(
-                "request_timeout, header_read_timeout and ping_interval must be above zero".into(),
+                "request_timeout, header_read_timeout, write_stall_timeout and ping_interval must be above zero".into(),
             ));
         }
         // A client is heard from at most once a ping: a shorter silence
@@ -158,6 +179,7 @@ impl std::fmt::Debug for RelayConfig {
             .field("ping_interval", &self.ping_interval)
             .field("dead_after", &self.dead_after)
             .field("header_read_timeout", &self.header_read_timeout)
+            .field("write_stall_timeout", &self.write_stall_timeout)
             .field("max_connections_per_ip", &self.max_connections_per_ip)
             .finish_non_exhaustive()
     }
@@ -186,6 +208,23 @@ mod tests {
             ..RelayConfig::default()
         };
         assert!(closed.validate().is_err(), "a relay that drops everyone");
+        for zeroed in [
+            RelayConfig {
+                max_in_flight: 0,
+                ..RelayConfig::default()
+            },
+            RelayConfig {
+                max_headers: 0,
+                ..RelayConfig::default()
+            },
+            RelayConfig {
+                max_header_bytes: 0,
+                ..RelayConfig::default()
+            },
+        ] {
+            let err = zeroed.validate().expect_err("a relay that refuses every request");
+            assert!(err.to_string().contains("must be above zero"), "{err}");
+        }
     }
 
     /// Waits the relay's clock arithmetic cannot take, or that would end
@@ -203,6 +242,11 @@ mod tests {
             ..RelayConfig::default()
         });
         assert!(zero.contains("above zero"), "{zero}");
+        let never_waits = refused(RelayConfig {
+            write_stall_timeout: Duration::ZERO,
+            ..RelayConfig::default()
+        });
+        assert!(never_waits.contains("write_stall_timeout"), "{never_waits}");
         let deaf = refused(RelayConfig {
             ping_interval: Duration::from_secs(15),
             ..RelayConfig::default()

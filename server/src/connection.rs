@@ -19,6 +19,7 @@ use crate::error::RelayError;
 use crate::headscan::{HeadLimits, HeadScan};
 use crate::ingress::{self, ConnInfo, Relay};
 use crate::limits::{ConnectionLimits, Slot};
+use crate::write_stall::WriteStall;
 
 /// Pause after an accept error that more connections will not cure at once
 /// (out of file descriptors), so the loop does not spin.
@@ -166,7 +167,7 @@ where
         max_bytes: max_head,
         max_headers: config.max_headers,
     };
-    let (io, verdicts) = HeadScan::new(io, limits);
+    let (io, verdicts) = HeadScan::new(WriteStall::new(io, config.write_stall_timeout), limits);
     let info = Arc::new(ConnInfo {
         peer,
         local,

@@ -28,6 +28,7 @@ pub mod stream;
 pub mod tls;
 pub mod tokens;
 pub mod upgrade;
+pub mod write_stall;
 pub mod writer;
 
 use std::sync::Arc;

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use common::*;
 use portpreview_server::{RelayConfig, RelayError};
-use portpreview_shared::message::MAX_HEADER_BYTES;
+use portpreview_shared::message::{CHUNK_SIZE, MAX_HEADER_BYTES, STREAM_WINDOW};
 use portpreview_shared::{ClientMessage, Header, ServerMessage};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 
 /// Reads until the peer closes; true when it did within [`HANG`].
 async fn closed_by_peer(stream: &mut TcpStream) -> bool {
@@ -66,6 +66,92 @@ async fn a_head_that_trickles_in_too_slowly_loses_its_connection() {
         closed_by_peer(&mut slow).await,
         "a slow head must not hold its connection"
     );
+    let health = call(relay.addr, request(relay.addr, "GET", "/healthz", "")).await;
+    assert_eq!(health.status, 200);
+}
+
+/// A caller that never reads its answer loses its connection once the
+/// relay's writes have waited `write_stall_timeout`, and the tunnel's
+/// request slot comes back: with one slot, the next caller is served.
+#[tokio::test]
+async fn a_caller_that_never_reads_its_answer_frees_the_tunnels_slot() {
+    let config = RelayConfig {
+        max_in_flight: 1,
+        write_stall_timeout: Duration::from_secs(1),
+        ..RelayConfig::default()
+    };
+    let relay = Relay::start(config).await;
+    let (mut client, _, _) = FakeClient::connect(&relay, Some("stuck")).await;
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut deaf = socket.connect(relay.addr).await.unwrap();
+    let ask = format!("GET /t/stuck/big HTTP/1.1\r\nHost: {}\r\n\r\n", relay.addr);
+    deaf.write_all(ask.as_bytes()).await.unwrap();
+    let asked = client.request().await;
+    let head = ClientMessage::ResponseHead {
+        stream: asked.stream,
+        status: 200,
+        headers: vec![],
+        end: false,
+    };
+    client.send(&head, b"").await;
+    // An endless answer, sent as fast as the relay grants credit, until the
+    // relay gives the stream up.
+    let chunk = vec![b'x'; CHUNK_SIZE];
+    let mut credit = STREAM_WINDOW as usize;
+    let answer_forever = async {
+        loop {
+            while credit >= CHUNK_SIZE {
+                let body = ClientMessage::ResponseBody {
+                    stream: asked.stream,
+                    end: false,
+                };
+                client.send(&body, &chunk).await;
+                credit -= CHUNK_SIZE;
+            }
+            match client.message().await {
+                (ServerMessage::Window { stream, credit: more }, _) if stream == asked.stream => {
+                    credit += more as usize
+                }
+                (ServerMessage::Reset { stream, .. }, _) if stream == asked.stream => return,
+                other => panic!("the relay kept the stream of a caller that reads nothing: {other:?}"),
+            }
+        }
+    };
+    assert!(
+        tokio::time::timeout(HANG, answer_forever).await.is_ok(),
+        "the relay kept the stream of a caller that reads nothing"
+    );
+    let next = tokio::spawn(call(relay.addr, request(relay.addr, "POST", "/t/stuck/next", "hi")));
+    let asked = client.request().await;
+    assert_eq!(asked.target, "/next");
+    client.respond(asked.stream, 200, &[], b"served", 1).await;
+    let reply = next.await.unwrap();
+    assert_eq!((reply.status, reply.text().as_str()), (200, "served"));
+    drop(deaf);
+}
+
+/// Requests pipelined behind answers never read: once the relay's writes
+/// wait `write_stall_timeout`, it drops the connection instead of holding
+/// it for good.
+#[tokio::test]
+async fn a_caller_pipelining_requests_it_never_reads_loses_its_connection() {
+    let config = RelayConfig {
+        write_stall_timeout: Duration::from_secs(1),
+        ..RelayConfig::default()
+    };
+    let relay = Relay::start(config).await;
+    let mut flood = TcpStream::connect(relay.addr).await.unwrap();
+    let batch = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".repeat(1000);
+    let dropped = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            if flood.write_all(&batch).await.is_err() {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(dropped.is_ok(), "the relay still holds a connection that reads nothing");
     let health = call(relay.addr, request(relay.addr, "GET", "/healthz", "")).await;
     assert_eq!(health.status, 200);
 }
