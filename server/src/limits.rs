@@ -2,7 +2,7 @@
 //! connections from one place cannot starve everybody else.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 use std::sync::{Arc, Mutex};
 
 /// Counts open connections; a [`Slot`] is held for each.
@@ -41,6 +41,7 @@ impl ConnectionLimits {
 
     /// Takes a place for a connection from `ip`, or `None` when over a cap.
     pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<Slot> {
+        let ip = place_of(ip);
         let mut open = self.open();
         if open.total >= self.total {
             return None;
@@ -55,6 +56,16 @@ impl ConnectionLimits {
             limits: Arc::clone(self),
             ip,
         })
+    }
+}
+
+/// The place a connection is counted for: its IPv4 address, or its IPv6
+/// /64 network. Providers and ISPs hand out a /64 per host, so counting each
+/// IPv6 address alone would give one host 2^64 caps.
+fn place_of(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from_bits(v6.to_bits() & !u128::from(u64::MAX))),
     }
 }
 
@@ -88,5 +99,21 @@ mod tests {
         drop(a1);
         assert!(limits.admit(a).is_some());
         assert!(limits.open().by_ip.len() <= 2);
+    }
+
+    #[test]
+    fn ipv6_addresses_of_one_network_share_its_cap() {
+        let limits = ConnectionLimits::new(1, 10);
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let _first = limits.admit(ip("2001:db8:1:2::1")).unwrap();
+        assert!(
+            limits.admit(ip("2001:db8:1:2:ffff:ffff:ffff:ffff")).is_none(),
+            "another address of the same /64"
+        );
+        assert!(
+            limits.admit(ip("2001:db8:1:3::1")).is_some(),
+            "the next /64 is another place"
+        );
+        assert!(limits.admit(ip("10.0.0.1")).is_some());
     }
 }
