@@ -794,6 +794,48 @@ fn ctrl_z_hands_the_shell_its_terminal_and_fg_takes_it_back() {
     });
 }
 
+/// `portpreview http` runs more threads than the browser (the tunnel, the
+/// history writer), and a stop sent to the process may land on any of
+/// them: every stop must still leave the shell its screen and cursor
+/// before the process stops, and `fg` bring the live TUI back.
+#[cfg(target_os = "linux")]
+#[test]
+fn every_stop_of_the_live_tui_leaves_the_shell_its_screen() {
+    let scratch = Scratch::new("live-suspend");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let handler = runtime.block_on(LocalHandler::echo());
+    let home = shell_quote(&scratch.0);
+    let shell = format!(
+        "cd {home} && env HOME={home} PORTPREVIEW_CONFIG=/dev/null TERM=xterm-256color bash --norc --noprofile \
+         +o history -i"
+    );
+    let tmux = Tmux::start("live-suspend", &shell);
+    tmux.type_text(&format!(
+        "{} --db {} http {}",
+        shell_quote(&portpreview_bin()),
+        shell_quote(&scratch.0.join("history.db")),
+        handler.port()
+    ));
+    tmux.send(&["Enter"]);
+    tmux.wait_for("the tunnel online", |s| public_url(s).is_some());
+    for round in 1..=5 {
+        tmux.signal_program("TSTP");
+        tmux.wait_for("the shell's notice", |s| s.matches("Stopped").count() == round);
+        assert_eq!(
+            tmux.format("alternate_on"),
+            "0",
+            "stop {round}: the shell has its screen"
+        );
+        assert_eq!(tmux.format("cursor_flag"), "1", "stop {round}: and its cursor");
+        tmux.type_text("fg");
+        tmux.send(&["Enter"]);
+        tmux.wait_for("the live TUI again", |s| public_url(s).is_some());
+        assert_eq!(tmux.format("alternate_on"), "1", "continued {round}");
+    }
+    tmux.send(&["q"]);
+    tmux.wait_for("the prompt", |s| public_url(s).is_none() && s.contains("http"));
+}
+
 /// `kill` (SIGTERM) on `tui` and a closed terminal (SIGHUP) on `http` stop
 /// PortPreview like `q` does: the shell gets its screen, cursor and line
 /// editing back.

@@ -171,7 +171,11 @@ impl EventLoop {
         // Sent as a signal (`kill -TSTP`), not typed: raw mode makes ctrl-z a key.
         let mut stop_asked = signals(SIGTSTP);
         loop {
-            if dirty {
+            // Without SIGCONT to wait for, a stop can only be taken as over.
+            if terminal.is_given_back() && continued.is_none() {
+                terminal.resume().context("cannot take the terminal back")?;
+            }
+            if dirty && !terminal.is_given_back() {
                 terminal
                     .draw(|frame| frame.render_widget(&self.app, frame.area()))
                     .context("cannot draw")?;

@@ -19,6 +19,8 @@ pub fn can_draw() -> bool {
 /// panic hook (installed by `ratatui::try_init`) covers panics.
 pub struct TerminalGuard {
     terminal: DefaultTerminal,
+    /// Given back to the shell by a stop, until [`TerminalGuard::resume`].
+    given_back: bool,
 }
 
 impl TerminalGuard {
@@ -27,7 +29,10 @@ impl TerminalGuard {
         match ratatui::try_init() {
             Ok(terminal) => {
                 spare_caught_panics();
-                Ok(Self { terminal })
+                Ok(Self {
+                    terminal,
+                    given_back: false,
+                })
             }
             Err(err) => {
                 // Raw mode may already be on when the alternate screen failed.
@@ -41,22 +46,34 @@ impl TerminalGuard {
 #[cfg(unix)]
 impl TerminalGuard {
     /// ctrl-z: gives the terminal back and stops the process as a shell's
-    /// job control expects; once continued (`fg`), takes the terminal again.
+    /// job control expects. It is taken again by [`TerminalGuard::resume`]
+    /// once the process is continued (`fg` sends SIGCONT), not here: the
+    /// stop is the whole process's, another thread may be the one to take
+    /// it, and this one went on to take the screen back before the process
+    /// had stopped, leaving the shell's prompt on the TUI's screen.
     pub fn suspend(&mut self) -> io::Result<()> {
         use rustix::process::{getpid, kill_process, Signal};
         // The shell's prompt needs its cursor, as a quit leaves it.
         self.terminal.show_cursor()?;
         ratatui::restore();
+        self.given_back = true;
         // Raw mode kept the shell's ctrl-z from stopping us: stop ourselves,
         // with the signal nothing catches (the TUI listens for SIGTSTP to
-        // get here). Execution goes on from here once the process is continued.
+        // get here).
         kill_process(getpid(), Signal::STOP)?;
-        self.resume()
+        Ok(())
+    }
+
+    /// Whether a stop gave the terminal to the shell and it has not been
+    /// taken back: nothing may be drawn meanwhile.
+    pub fn is_given_back(&self) -> bool {
+        self.given_back
     }
 
     /// Takes the terminal again after the process was stopped and continued,
     /// whatever the shell did to it meanwhile, and draws the screen afresh.
     pub fn resume(&mut self) -> io::Result<()> {
+        self.given_back = false;
         // Stopped from outside, the shell put its own modes back while
         // crossterm still counts raw mode as on, which makes enabling it a
         // no-op: leaving it first has it set again.
