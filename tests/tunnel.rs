@@ -1659,3 +1659,144 @@ async fn a_request_cut_by_a_relay_that_broke_the_protocol_is_not_blamed_on_its_c
     assert!(handler.requests().is_empty());
     fake_relay.abort();
 }
+
+/// A relay that sends more requests at once than a relay may keep in
+/// flight (twice [`MAX_IN_FLIGHT`], all waiting for their bodies): the
+/// client takes those and answers the next 503 itself, rather than hold an
+/// exchange and a body buffer for every stream a relay opens.
+#[tokio::test]
+async fn a_relay_opening_more_streams_than_a_tunnel_carries_gets_503_for_the_rest() {
+    use futures_util::{SinkExt, StreamExt};
+    use portpreview_shared::codec;
+    use portpreview_shared::message::{ClientMessage, ServerMessage, MAX_IN_FLIGHT, PROTOCOL_VERSION};
+    use tokio_tungstenite::tungstenite::Message;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let taken = 2 * MAX_IN_FLIGHT as u64;
+    let fake_relay = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.expect("accept");
+        let mut socket = tokio_tungstenite::accept_async(tcp).await.expect("upgrade");
+        let _hello = socket.next().await;
+        let send = |message: ServerMessage| Message::Binary(codec::encode(&message, b"").expect("encodes").into());
+        let welcome = ServerMessage::Welcome {
+            protocol: PROTOCOL_VERSION,
+            name: "crowd".into(),
+            public_url: format!("http://{addr}/t/crowd"),
+            resume: "r".into(),
+        };
+        socket.feed(send(welcome)).await.expect("send");
+        for stream in 1..=taken + 1 {
+            let head = ServerMessage::RequestHead {
+                stream,
+                method: "POST".into(),
+                target: format!("/crowd/{stream}"),
+                headers: vec![],
+                end: false,
+            };
+            socket.feed(send(head)).await.expect("send");
+        }
+        socket.flush().await.expect("flush");
+        // The first answer from the client: the one past the cap.
+        loop {
+            match socket.next().await {
+                Some(Ok(Message::Binary(frame))) => {
+                    if let Ok((ClientMessage::ResponseHead { stream, status, .. }, body)) =
+                        codec::decode::<ClientMessage>(frame)
+                    {
+                        return (stream, status, String::from_utf8_lossy(&body).into_owned());
+                    }
+                }
+                Some(Ok(_)) => continue,
+                other => panic!("the client closed the socket: {other:?}"),
+            }
+        }
+    });
+    let handler = LocalHandler::echo().await;
+    let _tunnel = TestTunnel::start(&format!("http://{addr}"), &handler.url()).await;
+    let (stream, status, body) = tokio::time::timeout(Duration::from_secs(60), fake_relay)
+        .await
+        .expect("the client answered none of the streams")
+        .expect("the fake relay");
+    assert_eq!((stream, status), (taken + 1, 503), "{body}");
+    assert!(body.contains("requests in flight already"), "{body}");
+    assert!(
+        handler.requests().is_empty(),
+        "no body came, so nothing was forwarded yet"
+    );
+}
+
+/// A relay that grants no room for an answer past its first window (its
+/// caller reads nothing, or the relay never says it did): the client gives
+/// the stream up after `--local-timeout` and records why, rather than hold
+/// the exchange, its copy of the answer and the handler's connection.
+#[tokio::test]
+async fn an_answer_the_relay_grants_no_room_for_is_given_up_after_the_local_timeout() {
+    use futures_util::{SinkExt, StreamExt};
+    use portpreview_shared::codec;
+    use portpreview_shared::message::{ClientMessage, ServerMessage, CHUNK_SIZE, PROTOCOL_VERSION, STREAM_WINDOW};
+    use tokio_tungstenite::tungstenite::Message;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let fake_relay = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.expect("accept");
+        let mut socket = tokio_tungstenite::accept_async(tcp).await.expect("upgrade");
+        let _hello = socket.next().await;
+        let send = |message: ServerMessage| Message::Binary(codec::encode(&message, b"").expect("encodes").into());
+        let welcome = ServerMessage::Welcome {
+            protocol: PROTOCOL_VERSION,
+            name: "mute".into(),
+            public_url: format!("http://{addr}/t/mute"),
+            resume: "r".into(),
+        };
+        let head = ServerMessage::RequestHead {
+            stream: 1,
+            method: "GET".into(),
+            target: "/export.csv".into(),
+            headers: vec![],
+            end: true,
+        };
+        for message in [welcome, head] {
+            socket.send(send(message)).await.expect("send");
+        }
+        // Takes the answer's frames and never grants a byte more.
+        let mut received = 0;
+        loop {
+            match socket.next().await {
+                Some(Ok(Message::Binary(frame))) => match codec::decode::<ClientMessage>(frame) {
+                    Ok((ClientMessage::Reset { stream: 1, reason }, _)) => return (received, reason),
+                    Ok((_, body)) => received += body.len(),
+                    Err(err) => panic!("a frame the client should not send: {err}"),
+                },
+                Some(Ok(_)) => continue,
+                other => panic!("the client closed the socket: {other:?}"),
+            }
+        }
+    });
+    let handler = LocalHandler::start(|_| Answer {
+        body: vec![b'x'; 3 * STREAM_WINDOW as usize],
+        ..Answer::default()
+    })
+    .await;
+    let options = TunnelOptions {
+        local_timeout: Duration::from_secs(1),
+        ..TunnelOptions::default()
+    };
+    let mut tunnel = TestTunnel::start_with(&format!("http://{addr}"), &handler.url(), options)
+        .await
+        .expect("connects");
+    let (received, reason) = tokio::time::timeout(Duration::from_secs(30), fake_relay)
+        .await
+        .expect("the client held the stream of an answer nobody reads")
+        .expect("the fake relay");
+    let window = STREAM_WINDOW as usize;
+    assert!(
+        (window - CHUNK_SIZE..=window).contains(&received),
+        "most of the first window, and not a byte past it: {received}"
+    );
+    assert_eq!(reason, "the caller read none of the answer for 1s");
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!(
+        (summary.status, summary.error.as_deref()),
+        (Some(200), Some("the caller read none of the answer for 1s"))
+    );
+}

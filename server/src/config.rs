@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use portpreview_shared::message::MAX_HEADER_BYTES;
+use portpreview_shared::message::{MAX_HEADER_BYTES, MAX_IN_FLIGHT};
 
 use crate::error::ConfigError;
 use crate::tokens::Tokens;
@@ -155,6 +155,12 @@ impl RelayConfig {
                 self.dead_after, self.ping_interval
             )));
         }
+        if self.max_in_flight > MAX_IN_FLIGHT {
+            return Err(ConfigError::Limit(format!(
+                "max_in_flight of {} is over the {MAX_IN_FLIGHT} requests a client takes at once",
+                self.max_in_flight
+            )));
+        }
         if self.max_header_bytes > MAX_HEADER_BYTES {
             return Err(ConfigError::Limit(format!(
                 "max_header_bytes of {} is over the {MAX_HEADER_BYTES} bytes a frame header carries to a client",
@@ -208,6 +214,12 @@ mod tests {
             ..RelayConfig::default()
         };
         assert!(closed.validate().is_err(), "a relay that drops everyone");
+        let crowded = RelayConfig {
+            max_in_flight: MAX_IN_FLIGHT + 1,
+            ..RelayConfig::default()
+        };
+        let err = crowded.validate().expect_err("more than a client takes");
+        assert!(err.to_string().contains("max_in_flight"), "{err}");
         for zeroed in [
             RelayConfig {
                 max_in_flight: 0,

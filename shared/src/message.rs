@@ -36,6 +36,12 @@ pub const STREAM_WINDOW: u32 = 1024 * 1024;
 /// ignored, so a hostile peer cannot overflow the counter.
 pub const MAX_CREDIT: usize = 16 * STREAM_WINDOW as usize;
 
+/// Requests a relay keeps in flight on one tunnel at most (its own cap,
+/// `max_in_flight`, may be lower). A client answers 503 itself past twice
+/// this, so a relay that does not keep count cannot make it hold an
+/// exchange, and a request body's buffer, for each of thousands of streams.
+pub const MAX_IN_FLIGHT: usize = 1024;
+
 /// Largest encoded frame header (request line plus headers).
 pub const MAX_HEADER_BYTES: usize = 128 * 1024;
 

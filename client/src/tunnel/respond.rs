@@ -100,7 +100,10 @@ pub(super) async fn relay_response(
         if let Some(reason) = &error {
             outbox.answer(stream, 502, reason);
         } else {
-            take_credit(&whole, credit).await;
+            // A stream's first window holds any answer sent in one frame:
+            // this takes its share without waiting, and a stream the relay
+            // has closed meanwhile drops the frame when it arrives.
+            let _first_window = take_credit(&whole, credit, patience).await;
             let head = ClientMessage::ResponseHead {
                 stream,
                 status,
@@ -217,13 +220,23 @@ async fn stream_body(
                 let Ok(data) = frame.into_data() else { continue };
                 capture.add(&data);
                 let mut data = data;
+                let mut unsent = None;
                 while !data.is_empty() {
                     let piece = data.split_to(data.len().min(CHUNK_SIZE));
                     ended = data.is_empty() && body.is_end_stream();
-                    send_chunk(stream, piece, ended, credit, outbox).await;
+                    if let Err(why) = send_chunk(stream, piece, ended, credit, patience, outbox).await {
+                        unsent = Some(why);
+                        break;
+                    }
                 }
-                if ended {
-                    break;
+                match unsent {
+                    Some(Unsent::CallerGone) => return Some(CALLER_GONE.into()),
+                    Some(Unsent::NotRead(reason)) => {
+                        error = Some(reason);
+                        break;
+                    }
+                    None if ended => break,
+                    None => {}
                 }
             }
             Some(Err(err)) => {
@@ -234,7 +247,8 @@ async fn stream_body(
         }
     }
     match &error {
-        None if !ended => send_chunk(stream, Bytes::new(), true, credit, outbox).await,
+        // No bytes: no credit to wait for.
+        None if !ended => outbox.send_built_to_fit(&ClientMessage::ResponseBody { stream, end: true }, &[]),
         None => {}
         // What the handler sent has reached the caller, but never a
         // last chunk: the reset makes the relay cut the caller's
@@ -248,20 +262,47 @@ async fn stream_body(
 /// caller went, records that instead.
 const CALLER_GONE: &str = "no caller was left to receive the rest of the answer";
 
-async fn send_chunk(stream: StreamId, data: Bytes, end: bool, credit: &Semaphore, outbox: &Outbox) {
-    take_credit(&data, credit).await;
-    // Cut to the chunk size by the caller: always fits.
-    outbox.send_built_to_fit(&ClientMessage::ResponseBody { stream, end }, &data);
+/// Why a piece of the answer was not sent.
+enum Unsent {
+    /// The relay closed the stream.
+    CallerGone,
+    /// The relay granted no room for it within the patience, the reason.
+    NotRead(String),
 }
 
-/// Waits until the relay has room for `data`: a slow caller slows this stream only.
-async fn take_credit(data: &[u8], credit: &Semaphore) {
-    if data.is_empty() {
-        return;
-    }
+async fn send_chunk(
+    stream: StreamId,
+    data: Bytes,
+    end: bool,
+    credit: &Semaphore,
+    patience: Duration,
+    outbox: &Outbox,
+) -> Result<(), Unsent> {
+    take_credit(&data, credit, patience).await?;
+    // Cut to the chunk size by the caller: always fits.
+    outbox.send_built_to_fit(&ClientMessage::ResponseBody { stream, end }, &data);
+    Ok(())
+}
+
+/// Waits until the relay has room for `data`: a slow caller slows this
+/// stream only. A caller that reads nothing for the whole patience (or a
+/// relay that grants nothing) must not hold the exchange, its capture and
+/// the handler's connection for good.
+async fn take_credit(data: &[u8], credit: &Semaphore, patience: Duration) -> Result<(), Unsent> {
     let needed = u32::try_from(data.len()).unwrap_or(u32::MAX);
-    if let Ok(permit) = credit.acquire_many(needed).await {
-        permit.forget();
+    if needed == 0 {
+        return Ok(());
+    }
+    match tokio::time::timeout(patience, credit.acquire_many(needed)).await {
+        Ok(Ok(permit)) => {
+            permit.forget();
+            Ok(())
+        }
+        Ok(Err(_closed)) => Err(Unsent::CallerGone),
+        Err(_) => Err(Unsent::NotRead(format!(
+            "the caller read none of the answer for {}",
+            format_duration(patience)
+        ))),
     }
 }
 

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use futures_util::stream::SplitSink;
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
 use portpreview_shared::codec;
-use portpreview_shared::message::{ServerMessage, StreamId, MAX_CREDIT, STREAM_WINDOW};
+use portpreview_shared::message::{ServerMessage, StreamId, MAX_CREDIT, MAX_IN_FLIGHT, STREAM_WINDOW};
 use portpreview_shared::stall::overslept;
 use portpreview_shared::text::truncate;
 use tokio::sync::{mpsc, oneshot, Semaphore};
@@ -39,6 +39,12 @@ pub const DRAIN_LIMIT: Duration = Duration::from_secs(3);
 
 /// How long exchanges abandoned at shutdown get to record why they ended.
 const ABANDON_LIMIT: Duration = Duration::from_secs(1);
+
+/// Streams open at once past which a new one is answered 503 here. Twice
+/// what a relay may keep in flight: an exchange that has sent its answer's
+/// end is still counted until its task is reaped, while the relay has
+/// freed its place already.
+const MAX_STREAMS: usize = 2 * MAX_IN_FLIGHT;
 
 /// Why a session ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -304,6 +310,18 @@ impl Session {
         }
         if self.draining {
             self.outbox.answer(stream, 503, "the tunnel's client is shutting down");
+            return ControlFlow::Continue(());
+        }
+        if self.streams.len() >= MAX_STREAMS {
+            tracing::debug!(
+                stream,
+                "the relay sent more requests at once than a tunnel carries; answered 503"
+            );
+            self.outbox.answer(
+                stream,
+                503,
+                &format!("the tunnel's client has {MAX_STREAMS} requests in flight already"),
+            );
             return ControlFlow::Continue(());
         }
         // A body that came whole with its head needs no channel.
