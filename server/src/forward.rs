@@ -8,6 +8,7 @@ use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::{Body as _, Incoming};
 use portpreview_shared::codec::EncodeError;
+use portpreview_shared::content_length;
 use portpreview_shared::duration::format_duration;
 use portpreview_shared::message::{CHUNK_SIZE, MAX_HEADER_BYTES};
 use portpreview_shared::{ServerMessage, StreamId};
@@ -485,23 +486,12 @@ fn client_gone() -> Response<RelayBody> {
 /// caller's connection without a word; `+5` or ` 005` would reach the
 /// caller as sent, where strict parsers refuse them.
 fn declared_length(headers: &mut http::HeaderMap) -> Result<Option<u64>, String> {
-    let mut declared = None;
-    for value in headers.get_all(http::header::CONTENT_LENGTH) {
-        let text = value.to_str().unwrap_or_default().trim();
-        let length = (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| text.parse::<u64>().ok())
-            .flatten();
-        match (length, declared) {
-            (Some(length), None) => declared = Some(length),
-            (Some(length), Some(first)) if length == first => {}
-            _ => {
-                let shown = portpreview_shared::sanitize::escape_bytes(value.as_bytes());
-                return Err(format!(
-                    "the tunnel's client sent an answer whose Content-Length is not one number: {shown}"
-                ));
-            }
-        }
-    }
+    let values = headers.get_all(http::header::CONTENT_LENGTH);
+    let declared = content_length::declared(values.iter().map(http::HeaderValue::as_bytes)).map_err(|_| {
+        let sent: Vec<&[u8]> = values.iter().map(http::HeaderValue::as_bytes).collect();
+        let shown = portpreview_shared::sanitize::escape_bytes(&sent.join(&b", "[..]));
+        format!("the tunnel's client sent an answer whose Content-Length is not one number: {shown}")
+    })?;
     if let Some(length) = declared {
         headers.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(length));
     }

@@ -22,6 +22,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
+use portpreview_shared::content_length::{self, NotOneLength};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::body::PLAIN_TEXT;
@@ -210,14 +211,20 @@ impl<IO> HeadScan<IO> {
         if queue.len() >= MAX_QUEUED {
             return Phase::Off;
         }
-        queue.push_back(framing.content_length.is_some() && framing.chunked_or_te);
+        queue.push_back(framing.has_content_length && framing.chunked_or_te);
         match framing {
-            Framing { upgrade: true, .. }
+            // hyper refuses a length it cannot read and closes the
+            // connection; the scan has nothing more to follow.
+            Framing {
+                content_length: Err(NotOneLength),
+                ..
+            }
+            | Framing { upgrade: true, .. }
             | Framing {
                 chunked_or_te: true, ..
             } => Phase::Off,
             Framing {
-                content_length: Some(n),
+                content_length: Ok(Some(n)),
                 ..
             } if n > 0 => Phase::Body(n),
             _ => Phase::Head(Vec::new()),
@@ -272,7 +279,10 @@ fn bare_431(out: &[u8]) -> Option<usize> {
 }
 
 struct Framing {
-    content_length: Option<u64>,
+    /// Whether the head has a `Content-Length` line, whatever its value.
+    has_content_length: bool,
+    /// The length it declares, as hyper reads it.
+    content_length: Result<Option<u64>, NotOneLength>,
     chunked_or_te: bool,
     upgrade: bool,
     /// Header lines, as hyper counts them against its limit.
@@ -281,27 +291,35 @@ struct Framing {
 
 impl Framing {
     fn of(head: &[u8]) -> Framing {
+        let lines = || {
+            head.split(|b| *b == b'\n').skip(1).filter_map(|line| {
+                let colon = line.iter().position(|b| *b == b':')?;
+                Some((&line[..colon], &line[colon + 1..]))
+            })
+        };
         let mut framing = Framing {
-            content_length: None,
+            has_content_length: false,
+            content_length: Ok(None),
             chunked_or_te: false,
             upgrade: false,
             headers: 0,
         };
-        for line in head.split(|b| *b == b'\n').skip(1) {
-            let Some(colon) = line.iter().position(|b| *b == b':') else {
-                continue;
-            };
+        for (name, _) in lines() {
             framing.headers += 1;
-            let name = &line[..colon];
-            let value = String::from_utf8_lossy(&line[colon + 1..]);
-            let value = value.trim();
             if name.eq_ignore_ascii_case(b"content-length") {
-                framing.content_length = framing.content_length.or(value.parse().ok()).or(Some(0));
+                framing.has_content_length = true;
             } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
                 framing.chunked_or_te = true;
             } else if name.eq_ignore_ascii_case(b"upgrade") {
                 framing.upgrade = true;
             }
+        }
+        if framing.has_content_length {
+            framing.content_length = content_length::declared(
+                lines()
+                    .filter(|(name, _)| name.eq_ignore_ascii_case(b"content-length"))
+                    .map(|(_, value)| value),
+            );
         }
         framing
     }

@@ -4,6 +4,7 @@
 #![warn(missing_docs)]
 
 pub mod codec;
+pub mod content_length;
 pub mod duration;
 pub mod hangup;
 pub mod hop;

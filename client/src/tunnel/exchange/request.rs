@@ -1,15 +1,20 @@
 //! The request the local handler gets, built from the head the relay sent.
 
 use http::{HeaderName, HeaderValue, Method, Request};
+use portpreview_shared::content_length;
 use portpreview_shared::message::Header;
 
 use super::{Head, Shared};
 use crate::forward::LocalBody;
 
-/// The Content-Length a request head declares, if any.
+/// The Content-Length a request head declares, if any (the relay's
+/// parser has refused any it could not read).
 pub(super) fn declared_length(headers: &[Header]) -> Option<u64> {
-    let header = headers.iter().find(|h| h.name.eq_ignore_ascii_case("content-length"))?;
-    std::str::from_utf8(&header.value).ok()?.trim().parse().ok()
+    let values = headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("content-length"))
+        .map(|h| h.value.as_slice());
+    content_length::declared(values).ok().flatten()
 }
 
 pub(super) fn build_request(
