@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
-use portpreview_shared::message::{MAX_CREDIT, STREAM_WINDOW};
+use portpreview_shared::message::{grantable, STREAM_WINDOW};
 use portpreview_shared::{ClientMessage, Header, StreamId};
 use tokio::sync::{mpsc, Semaphore};
 
@@ -171,8 +171,9 @@ impl Streams {
             }
             ClientMessage::Window { stream, credit } => {
                 if let Some(entry) = table.entries.get(&stream) {
-                    let room = MAX_CREDIT.saturating_sub(entry.credit.available_permits());
-                    entry.credit.add_permits((credit as usize).min(room));
+                    entry
+                        .credit
+                        .add_permits(grantable(entry.credit.available_permits(), credit));
                 }
                 return Ok(());
             }
@@ -435,7 +436,7 @@ mod tests {
                 )
                 .unwrap();
         }
-        assert_eq!(credit.available_permits(), MAX_CREDIT);
+        assert_eq!(credit.available_permits(), portpreview_shared::message::MAX_CREDIT);
     }
 
     #[tokio::test]

@@ -36,6 +36,12 @@ pub const STREAM_WINDOW: u32 = 1024 * 1024;
 /// ignored, so a hostile peer cannot overflow the counter.
 pub const MAX_CREDIT: usize = 16 * STREAM_WINDOW as usize;
 
+/// How much of a `Window` grant of `credit` to take on a stream that holds
+/// `held` credit already: the part that keeps it within [`MAX_CREDIT`].
+pub fn grantable(held: usize, credit: u32) -> usize {
+    (credit as usize).min(MAX_CREDIT.saturating_sub(held))
+}
+
 /// Requests a relay keeps in flight on one tunnel at most (its own cap,
 /// `max_in_flight`, may be lower). A client answers 503 itself past twice
 /// this, so a relay that does not keep count cannot make it hold an

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use futures_util::stream::SplitSink;
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
 use portpreview_shared::codec;
-use portpreview_shared::message::{ServerMessage, StreamId, MAX_CREDIT, MAX_IN_FLIGHT, STREAM_WINDOW};
+use portpreview_shared::message::{grantable, ServerMessage, StreamId, MAX_IN_FLIGHT, STREAM_WINDOW};
 use portpreview_shared::stall::overslept;
 use portpreview_shared::text::truncate;
 use tokio::sync::{mpsc, oneshot, Semaphore};
@@ -395,8 +395,9 @@ impl Session {
     /// The relay granted a stream more response-body credit.
     fn window(&self, stream: StreamId, credit: u32) {
         if let Some(entry) = self.streams.get(&stream) {
-            let room = MAX_CREDIT.saturating_sub(entry.credit.available_permits());
-            entry.credit.add_permits((credit as usize).min(room));
+            entry
+                .credit
+                .add_permits(grantable(entry.credit.available_permits(), credit));
         }
     }
 }
