@@ -15,6 +15,9 @@ use super::probe::ProbeError;
 /// Stderr bytes kept, enough for the line that explains a failure.
 const KEPT_STDERR: usize = 4096;
 
+/// How long stderr is read once the command has exited.
+const STDERR_AFTER_EXIT: Duration = Duration::from_millis(200);
+
 /// Runs `cmd` with `sh -c` and returns its stdout, or
 /// [`ProbeError::TooLarge`] once it prints more than `limit` bytes, or
 /// [`ProbeError::Timeout`] when it has not finished `within`.
@@ -84,29 +87,35 @@ async fn output(group: &mut Group, limit: usize) -> Result<String, ProbeError> {
     };
     // Both pipes are read at once: a command that fills one while nobody
     // reads it would wait forever.
-    let stdout = read_capped(stdout, limit);
-    let stderr = keep_first(stderr, KEPT_STDERR);
-    tokio::pin!(stdout, stderr);
-    let mut errors = None;
-    let printed = loop {
-        tokio::select! {
-            printed = &mut stdout => break printed,
-            text = &mut stderr, if errors.is_none() => errors = Some(text),
+    let mut errors = Vec::new();
+    let (printed, status) = {
+        let stdout = read_capped(stdout, limit);
+        let stderr = keep_first(stderr, KEPT_STDERR, &mut errors);
+        tokio::pin!(stdout, stderr);
+        let mut stderr_ended = false;
+        let printed = loop {
+            tokio::select! {
+                printed = &mut stdout => break printed,
+                () = &mut stderr, if !stderr_ended => stderr_ended = true,
+            }
+        };
+        let Some(printed) = printed.map_err(ProbeError::Spawn)? else {
+            // The rest of its output will never be read, so it must not wait to write it.
+            group.stop().await;
+            return Err(ProbeError::TooLarge {
+                probe: "the check command".into(),
+                limit,
+            });
+        };
+        let status = child.wait().await.map_err(ProbeError::Spawn)?;
+        if !stderr_ended {
+            // The shell has exited; a process it left running in the
+            // background may hold stderr open for good, and what the
+            // shell itself wrote is there to read at once.
+            let _still_open = tokio::time::timeout(STDERR_AFTER_EXIT, &mut stderr).await;
         }
+        (printed, status)
     };
-    let Some(printed) = printed.map_err(ProbeError::Spawn)? else {
-        // The rest of its output will never be read, so it must not wait to write it.
-        group.stop().await;
-        return Err(ProbeError::TooLarge {
-            probe: "the check command".into(),
-            limit,
-        });
-    };
-    let errors = match errors {
-        Some(text) => text,
-        None => stderr.await,
-    };
-    let status = child.wait().await.map_err(ProbeError::Spawn)?;
     if !status.success() {
         let errors = String::from_utf8_lossy(&errors);
         return Err(ProbeError::Failed {
@@ -125,13 +134,13 @@ async fn read_capped(reader: impl AsyncRead + Unpin, limit: usize) -> io::Result
     Ok((bytes.len() <= limit).then_some(bytes))
 }
 
-/// Reads to the end and keeps the first `keep` bytes.
-async fn keep_first(mut reader: impl AsyncRead + Unpin, keep: usize) -> Vec<u8> {
-    let mut kept = Vec::new();
+/// Reads to the end and keeps the first `keep` bytes in `kept`, which
+/// holds what came so far if the read is given up.
+async fn keep_first(mut reader: impl AsyncRead + Unpin, keep: usize, kept: &mut Vec<u8>) {
     let mut chunk = vec![0; 8192];
     loop {
         match reader.read(&mut chunk).await {
-            Ok(0) | Err(_) => return kept,
+            Ok(0) | Err(_) => return,
             Ok(n) => {
                 let room = keep.saturating_sub(kept.len());
                 kept.extend_from_slice(&chunk[..n.min(room)]);
@@ -212,6 +221,34 @@ mod tests {
         let pid = std::fs::read_to_string(&pid_file).unwrap();
         let _ = std::fs::remove_file(&pid_file);
         assert!(ended(pid.trim()).await, "sleep {} outlived the probe", pid.trim());
+    }
+
+    /// A command that starts a process in the background, its stdout sent
+    /// elsewhere: its stderr stays open, but the command's answer is in.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_background_process_holding_stderr_does_not_hold_the_probe() {
+        let (cmd, pid_file) = sleeper("stderr");
+        let cmd = cmd
+            .replace("& echo $!", ">/dev/null & echo $!")
+            .replace("; wait; echo x", "; echo ready");
+        let state = read(&cmd, 1024, Duration::from_secs(10)).await;
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        let _ = std::fs::remove_file(&pid_file);
+        // Left running, as anything a command that succeeded started.
+        let _ = std::process::Command::new("kill").arg(pid.trim()).status();
+        assert_eq!(state.unwrap(), "ready\n");
+        let err = read(
+            "sleep 7 >/dev/null & echo broken >&2; exit 3",
+            1024,
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            matches!(&err, ProbeError::Failed { stderr, .. } if stderr == "broken"),
+            "{err}"
+        );
     }
 
     #[tokio::test]
