@@ -385,7 +385,9 @@ pub fn state_settled(trace: &StateTrace, settle: Duration, attempts: &[Attempt])
 /// acted more than once, whichever steps caused it.
 fn late_first_effect(trace: &StateTrace, attempts: &[Attempt], window: &str) -> Option<String> {
     let first = trace.steps.first()?;
-    if first != &trace.before {
+    // A state that moved again after the last attempt moved more than
+    // once; that it did not hold still is the finding.
+    if first != &trace.before || trace.moved_to.is_some() {
         return None;
     }
     let mut moves = trace

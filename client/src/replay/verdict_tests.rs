@@ -135,6 +135,20 @@ fn one_move_after_a_first_step_that_changed_nothing_leaves_the_verdict_open() {
         late.detail
     );
 
+    // It moved once between steps and again after the last: not "once",
+    // and the state never held still to be judged.
+    let mut still_moving = settled_trace("effects: 14", &["effects: 14", "effects: 15", "effects: 15"]);
+    still_moving.moved_to = Some("effects: 17".into());
+    let moving = state_settled(&still_moving, settle, &three);
+    assert!(!moving.passed);
+    assert!(
+        moving
+            .detail
+            .starts_with("the state still moved 1800ms after the last attempt (`effects: 15` → `effects: 17`)"),
+        "{}",
+        moving.detail
+    );
+
     // Two moves are two side effects of one event, late or not.
     let twice = settled_trace("emails: 5", &["emails: 5", "emails: 6", "emails: 7"]);
     assert!(state_settled(&twice, settle, &three).passed);
