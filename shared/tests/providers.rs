@@ -63,10 +63,14 @@ fn timeouts_and_retry_windows_follow_providers_md() {
         (Some(15), Some(15))
     );
     assert!(Provider::Github.retry_window().starts_with("never retries by itself"));
-    assert!(Provider::Stripe.retry_window().contains("3 days"));
+    assert!(Provider::Stripe.retry_window().contains("3 days") && Provider::Stripe.retry_window().contains("30 (CLI)"));
     assert!(Provider::Shopify.retry_window().contains("4 hours"));
     let day = Duration::from_secs(86_400);
-    assert_eq!(Provider::Stripe.retry_window_duration(), Some(3 * day));
+    assert_eq!(
+        Provider::Stripe.retry_window_duration(),
+        Some(30 * day),
+        "a CLI resend, 30 days on"
+    );
     assert!(Provider::StandardWebhooks
         .retry_window_duration()
         .is_some_and(|d| d > day && d < 2 * day));

@@ -98,12 +98,15 @@ impl Provider {
             id_location,
         };
         match self {
-            // Stripe publishes no timeout; about 30 s is what it does in practice.
+            // Stripe publishes no timeout; about 30 s is what it does in
+            // practice. A manual resend sends the same event ID again, so a
+            // dedup key must outlive the longest of them (the CLI's).
             Provider::Stripe => f(
                 "stripe",
                 Some(30),
-                "up to 3 days (live mode); 3 times over a few hours in sandbox",
-                Some(3 * DAY),
+                "up to 3 days (live mode), 3 times over a few hours in sandbox; a manual resend of the same event \
+                 up to 15 days later (dashboard), 30 (CLI)",
+                Some(30 * DAY),
                 "body /id",
             ),
             // A manual redelivery reuses the delivery ID, so a dedup key must outlive it.
