@@ -1033,6 +1033,16 @@ fn a_replay_that_cannot_start_still_writes_its_junit_file() {
     let ran = history.replay(&["--target", &down, "--junit", junit_arg]);
     assert!(ran.stderr.contains("nothing answers at"), "{}", ran.stderr);
     error_case(&ran, &format!("#{} evt_1PortPreviewTest", history.id));
+    // With --json, stdout holds one object that says so, as `check --json`
+    // shows a fixture that cannot run.
+    let ran = history.replay(&["--target", &down, "--json", "--junit", junit_arg]);
+    error_case(&ran, &format!("#{} evt_1PortPreviewTest", history.id));
+    let json: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    let reason = ran.stderr.trim_end().strip_prefix("error: ").unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({"verdict": "could_not_run", "idempotent": false, "error": reason})
+    );
     let ran = portpreview(&history.db(), &["replay", "999", "--junit", junit_arg]);
     assert!(ran.stderr.contains("no delivery #999"), "{}", ran.stderr);
     error_case(&ran, "#999");

@@ -88,6 +88,9 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
             if let Some(path) = &args.junit {
                 write_error_case(path, &case, &err);
             }
+            if args.json {
+                print_could_not_run(&err);
+            }
             return Err(err);
         }
     };
@@ -169,6 +172,19 @@ fn write_error_case(path: &Path, case: &str, err: &anyhow::Error) {
             escape_str(&path.display().to_string())
         ));
     }
+}
+
+/// `--json`: a run that cannot start is still one object on stdout, as
+/// `check --json` shows such a fixture, so a script reading the output
+/// gets JSON it can branch on. The reason goes to stderr as well, as the
+/// command's error; a stdout that cannot take this line changes nothing.
+fn print_could_not_run(err: &anyhow::Error) {
+    let value = serde_json::json!({
+        "verdict": "could_not_run",
+        "idempotent": false,
+        "error": crate::error_line(err),
+    });
+    let _unwritable = writeln!(std::io::stdout().lock(), "{}", render::json::to_terminal_text(&value));
 }
 
 /// The JUnit test case's name: the delivery's ID and event key, or the fixture.
