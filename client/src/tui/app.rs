@@ -162,6 +162,9 @@ pub struct App {
     pub status: Option<Status>,
     /// Replay under way.
     pub replay: Option<ReplayProgress>,
+    /// The last `R` form sent: the next one opens with its attempts and
+    /// probe, as a run is mostly repeated after a change to the handler.
+    pub last_replay_form: Option<ReplayForm>,
     /// Screen size last drawn on.
     pub size: Rect,
     /// Set by `q`: the loop ends.
@@ -210,6 +213,7 @@ impl App {
             overlay: None,
             status: None,
             replay: None,
+            last_replay_form: None,
             size,
             quit: false,
             reveal: None,

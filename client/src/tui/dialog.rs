@@ -165,6 +165,18 @@ impl ReplayForm {
         }
     }
 
+    /// The form for `delivery_id` with this one's attempts and probe, the
+    /// attempts suggested (typing replaces them).
+    pub fn again(&self, delivery_id: i64) -> Self {
+        Self {
+            delivery_id,
+            times: TextInput::suggest(self.times.text.clone()),
+            field: ReplayField::Times,
+            error: None,
+            ..self.clone()
+        }
+    }
+
     /// Applies one key; on Enter, returns the request once it is valid.
     pub fn handle(&mut self, key: KeyEvent) -> (FormOutcome, Option<ReplayRequest>) {
         match key.code {

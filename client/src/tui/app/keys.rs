@@ -66,7 +66,11 @@ impl App {
             KeyCode::Char('r') => return self.replay_once(),
             KeyCode::Char('R') => {
                 if let Some(id) = self.action_target() {
-                    self.overlay = Some(Overlay::Replay(ReplayForm::new(id)));
+                    let form = match &self.last_replay_form {
+                        Some(last) => last.again(id),
+                        None => ReplayForm::new(id),
+                    };
+                    self.overlay = Some(Overlay::Replay(form));
                 }
             }
             KeyCode::Char('e') => {
@@ -125,7 +129,10 @@ impl App {
                 }
             },
             Overlay::Replay(mut form) => match form.handle(key) {
-                (FormOutcome::Submit, Some(request)) => return self.start_replay(request),
+                (FormOutcome::Submit, Some(request)) => {
+                    self.last_replay_form = Some(form);
+                    return self.start_replay(request);
+                }
                 (FormOutcome::Cancel, _) => {}
                 _ => self.overlay = Some(Overlay::Replay(form)),
             },

@@ -219,6 +219,24 @@ fn replay_export_and_copy_ask_the_loop() {
         }]
     );
     assert_eq!(press(&mut app, "y"), vec![Effect::CopyCurl { delivery_id: 4 }]);
+
+    // The next `R` opens as the last was sent, for the row now selected,
+    // the attempts suggested: typing replaces them.
+    press(&mut app, "jR");
+    let Some(Overlay::Replay(form)) = &app.overlay else {
+        panic!("the replay form: {:?}", app.overlay)
+    };
+    assert_eq!((form.delivery_id, form.times.text.as_str()), (3, "3"));
+    assert!(form.times.suggested);
+    press(&mut app, "5");
+    assert_eq!(
+        key(&mut app, KeyCode::Enter),
+        Some(Effect::Replay(ReplayRequest {
+            delivery_id: 3,
+            times: 5,
+            probe: None
+        }))
+    );
 }
 
 #[test]

@@ -161,7 +161,9 @@ pub(super) fn render_export(form: &ExportForm, area: Rect, buf: &mut Buffer) {
         .chain([
             Line::default(),
             Line::from(vec![
-                key(" Enter"),
+                key(" j h c"),
+                Span::raw(" or "),
+                key("Enter"),
                 Span::raw(" write  "),
                 key("Esc"),
                 Span::raw(" cancel"),
