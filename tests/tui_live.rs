@@ -732,6 +732,26 @@ fn live_with_no_record_forwards_and_leaves_no_history_file() {
     assert!(left.is_empty(), "--no-record made {left:?}");
 }
 
+/// `portpreview --db DB ARGS` typed into an interactive shell, as a job of
+/// its own: job control is what stops and continues a job. Without
+/// history: a shell writing ~/.bash_history as the test tears the scratch
+/// folder down left the folder behind.
+fn job_in_a_shell(label: &str, scratch: &Scratch, db: &Path, args: &str) -> Tmux {
+    let home = shell_quote(&scratch.0);
+    let shell = format!(
+        "cd {home} && env HOME={home} PORTPREVIEW_CONFIG=/dev/null TERM=xterm-256color bash --norc --noprofile \
+         +o history -i"
+    );
+    let tmux = Tmux::start(label, &shell);
+    tmux.type_text(&format!(
+        "{} --db {} {args}",
+        shell_quote(&portpreview_bin()),
+        shell_quote(db)
+    ));
+    tmux.send(&["Enter"]);
+    tmux
+}
+
 /// ctrl-z in the browser stops it as a shell job, with the shell's screen
 /// back; `fg` gives the TUI its screen again, keys working.
 #[cfg(unix)]
@@ -740,21 +760,7 @@ fn ctrl_z_hands_the_shell_its_terminal_and_fg_takes_it_back() {
     let scratch = Scratch::new("suspend");
     let db = scratch.0.join("history.db");
     fill_history(&db);
-    // An interactive shell: job control is what stops and continues a job.
-    // Without history: a shell writing ~/.bash_history as the test tears
-    // the scratch folder down left the folder behind.
-    let home = shell_quote(&scratch.0);
-    let shell = format!(
-        "cd {home} && env HOME={home} PORTPREVIEW_CONFIG=/dev/null TERM=xterm-256color bash --norc --noprofile \
-         +o history -i"
-    );
-    let tmux = Tmux::start("suspend", &shell);
-    tmux.type_text(&format!(
-        "{} --db {} tui",
-        shell_quote(&portpreview_bin()),
-        shell_quote(&db)
-    ));
-    tmux.send(&["Enter"]);
+    let tmux = job_in_a_shell("suspend", &scratch, &db, "tui");
     tmux.wait_for("the TUI", |s| s.contains("Deliveries 1/151"));
 
     tmux.send(&["C-z"]);
@@ -804,19 +810,8 @@ fn every_stop_of_the_live_tui_leaves_the_shell_its_screen() {
     let scratch = Scratch::new("live-suspend");
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let handler = runtime.block_on(LocalHandler::echo());
-    let home = shell_quote(&scratch.0);
-    let shell = format!(
-        "cd {home} && env HOME={home} PORTPREVIEW_CONFIG=/dev/null TERM=xterm-256color bash --norc --noprofile \
-         +o history -i"
-    );
-    let tmux = Tmux::start("live-suspend", &shell);
-    tmux.type_text(&format!(
-        "{} --db {} http {}",
-        shell_quote(&portpreview_bin()),
-        shell_quote(&scratch.0.join("history.db")),
-        handler.port()
-    ));
-    tmux.send(&["Enter"]);
+    let db = scratch.0.join("history.db");
+    let tmux = job_in_a_shell("live-suspend", &scratch, &db, &format!("http {}", handler.port()));
     tmux.wait_for("the tunnel online", |s| public_url(s).is_some());
     for round in 1..=5 {
         tmux.signal_program("TSTP");

@@ -10,10 +10,16 @@ use common::caller::{self, raw};
 use common::local::{Answer, LocalHandler};
 use common::relay::TestRelay;
 use common::tunnel::{TestTunnel, TunnelOptions};
+use futures_util::{SinkExt, StreamExt};
 use portpreview::events::TunnelEvent;
+use portpreview_shared::codec;
+use portpreview_shared::message::{ClientMessage, ServerMessage, PROTOCOL_VERSION};
+use portpreview_shared::Header;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Notify;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::WebSocketStream;
 use tokio_util::sync::CancellationToken;
 
 /// Repeated keys, percent-encoded unicode, empty values and bare flags.
@@ -1614,28 +1620,44 @@ async fn with_a_domain_a_webhook_reaches_the_client_by_its_subdomain() {
     assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
 }
 
+/// A relay of the test's own, speaking the protocol frame by frame: it
+/// accepts one client, takes its hello and welcomes it as `name`; `then`
+/// plays the rest on the socket. Its URL, and the task playing it.
+async fn fake_relay<F, Fut>(name: &'static str, then: F) -> (String, tokio::task::JoinHandle<Fut::Output>)
+where
+    F: FnOnce(WebSocketStream<tokio::net::TcpStream>) -> Fut + Send + 'static,
+    Fut: std::future::Future + Send,
+    Fut::Output: Send + 'static,
+{
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let task = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.expect("accept");
+        let mut socket = tokio_tungstenite::accept_async(tcp).await.expect("upgrade");
+        let _hello = socket.next().await;
+        let welcome = ServerMessage::Welcome {
+            protocol: PROTOCOL_VERSION,
+            name: name.into(),
+            public_url: format!("http://{addr}/t/{name}"),
+            resume: "r".into(),
+        };
+        socket.send(frame_of(welcome)).await.expect("send");
+        then(socket).await
+    });
+    (format!("http://{addr}"), task)
+}
+
+/// A relay's message as the WebSocket message that carries it.
+fn frame_of(message: ServerMessage) -> Message {
+    Message::Binary(codec::encode(&message, b"").expect("encodes").into())
+}
+
 /// A relay that sends a request's head, then a frame no relay may send
 /// (the same stream opened again), and drops the connection: the delivery
 /// is recorded as ended with the connection, not as a caller gone.
 #[tokio::test]
 async fn a_request_cut_by_a_relay_that_broke_the_protocol_is_not_blamed_on_its_caller() {
-    use futures_util::{SinkExt, StreamExt};
-    use portpreview_shared::message::{ServerMessage, PROTOCOL_VERSION};
-    use portpreview_shared::{codec, Header};
-    use tokio_tungstenite::tungstenite::Message;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("address");
-    let fake_relay = tokio::spawn(async move {
-        let (tcp, _) = listener.accept().await.expect("accept");
-        let mut socket = tokio_tungstenite::accept_async(tcp).await.expect("upgrade");
-        let _hello = socket.next().await;
-        let send = |message: ServerMessage| Message::Binary(codec::encode(&message, b"").expect("encodes").into());
-        let welcome = ServerMessage::Welcome {
-            protocol: PROTOCOL_VERSION,
-            name: "fake".into(),
-            public_url: format!("http://{addr}/t/fake"),
-            resume: "r".into(),
-        };
+    let (relay_url, fake_relay) = fake_relay("fake", |mut socket| async move {
         let head = ServerMessage::RequestHead {
             stream: 1,
             method: "POST".into(),
@@ -1643,14 +1665,15 @@ async fn a_request_cut_by_a_relay_that_broke_the_protocol_is_not_blamed_on_its_c
             headers: vec![Header::new("content-length", "3")],
             end: false,
         };
-        for message in [welcome, head.clone(), head] {
-            socket.send(send(message)).await.expect("send");
+        for message in [head.clone(), head] {
+            socket.send(frame_of(message)).await.expect("send");
         }
         // Read until the client closes over the frame it could not take.
         while let Some(Ok(_)) = socket.next().await {}
-    });
+    })
+    .await;
     let handler = LocalHandler::echo().await;
-    let mut tunnel = TestTunnel::start(&format!("http://{addr}"), &handler.url()).await;
+    let mut tunnel = TestTunnel::start(&relay_url, &handler.url()).await;
     let (summary, _) = tunnel.next_delivery().await;
     assert_eq!(
         summary.error.as_deref(),
@@ -1666,25 +1689,9 @@ async fn a_request_cut_by_a_relay_that_broke_the_protocol_is_not_blamed_on_its_c
 /// exchange and a body buffer for every stream a relay opens.
 #[tokio::test]
 async fn a_relay_opening_more_streams_than_a_tunnel_carries_gets_503_for_the_rest() {
-    use futures_util::{SinkExt, StreamExt};
-    use portpreview_shared::codec;
-    use portpreview_shared::message::{ClientMessage, ServerMessage, MAX_IN_FLIGHT, PROTOCOL_VERSION};
-    use tokio_tungstenite::tungstenite::Message;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("address");
+    use portpreview_shared::message::MAX_IN_FLIGHT;
     let taken = 2 * MAX_IN_FLIGHT as u64;
-    let fake_relay = tokio::spawn(async move {
-        let (tcp, _) = listener.accept().await.expect("accept");
-        let mut socket = tokio_tungstenite::accept_async(tcp).await.expect("upgrade");
-        let _hello = socket.next().await;
-        let send = |message: ServerMessage| Message::Binary(codec::encode(&message, b"").expect("encodes").into());
-        let welcome = ServerMessage::Welcome {
-            protocol: PROTOCOL_VERSION,
-            name: "crowd".into(),
-            public_url: format!("http://{addr}/t/crowd"),
-            resume: "r".into(),
-        };
-        socket.feed(send(welcome)).await.expect("send");
+    let (relay_url, fake_relay) = fake_relay("crowd", move |mut socket| async move {
         for stream in 1..=taken + 1 {
             let head = ServerMessage::RequestHead {
                 stream,
@@ -1693,7 +1700,7 @@ async fn a_relay_opening_more_streams_than_a_tunnel_carries_gets_503_for_the_res
                 headers: vec![],
                 end: false,
             };
-            socket.feed(send(head)).await.expect("send");
+            socket.feed(frame_of(head)).await.expect("send");
         }
         socket.flush().await.expect("flush");
         // The first answer from the client: the one past the cap.
@@ -1710,9 +1717,10 @@ async fn a_relay_opening_more_streams_than_a_tunnel_carries_gets_503_for_the_res
                 other => panic!("the client closed the socket: {other:?}"),
             }
         }
-    });
+    })
+    .await;
     let handler = LocalHandler::echo().await;
-    let _tunnel = TestTunnel::start(&format!("http://{addr}"), &handler.url()).await;
+    let _tunnel = TestTunnel::start(&relay_url, &handler.url()).await;
     let (stream, status, body) = tokio::time::timeout(Duration::from_secs(60), fake_relay)
         .await
         .expect("the client answered none of the streams")
@@ -1731,23 +1739,8 @@ async fn a_relay_opening_more_streams_than_a_tunnel_carries_gets_503_for_the_res
 /// the exchange, its copy of the answer and the handler's connection.
 #[tokio::test]
 async fn an_answer_the_relay_grants_no_room_for_is_given_up_after_the_local_timeout() {
-    use futures_util::{SinkExt, StreamExt};
-    use portpreview_shared::codec;
-    use portpreview_shared::message::{ClientMessage, ServerMessage, CHUNK_SIZE, PROTOCOL_VERSION, STREAM_WINDOW};
-    use tokio_tungstenite::tungstenite::Message;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("address");
-    let fake_relay = tokio::spawn(async move {
-        let (tcp, _) = listener.accept().await.expect("accept");
-        let mut socket = tokio_tungstenite::accept_async(tcp).await.expect("upgrade");
-        let _hello = socket.next().await;
-        let send = |message: ServerMessage| Message::Binary(codec::encode(&message, b"").expect("encodes").into());
-        let welcome = ServerMessage::Welcome {
-            protocol: PROTOCOL_VERSION,
-            name: "mute".into(),
-            public_url: format!("http://{addr}/t/mute"),
-            resume: "r".into(),
-        };
+    use portpreview_shared::message::{CHUNK_SIZE, STREAM_WINDOW};
+    let (relay_url, fake_relay) = fake_relay("mute", |mut socket| async move {
         let head = ServerMessage::RequestHead {
             stream: 1,
             method: "GET".into(),
@@ -1755,9 +1748,7 @@ async fn an_answer_the_relay_grants_no_room_for_is_given_up_after_the_local_time
             headers: vec![],
             end: true,
         };
-        for message in [welcome, head] {
-            socket.send(send(message)).await.expect("send");
-        }
+        socket.send(frame_of(head)).await.expect("send");
         // Takes the answer's frames and never grants a byte more.
         let mut received = 0;
         loop {
@@ -1771,7 +1762,8 @@ async fn an_answer_the_relay_grants_no_room_for_is_given_up_after_the_local_time
                 other => panic!("the client closed the socket: {other:?}"),
             }
         }
-    });
+    })
+    .await;
     let handler = LocalHandler::start(|_| Answer {
         body: vec![b'x'; 3 * STREAM_WINDOW as usize],
         ..Answer::default()
@@ -1781,7 +1773,7 @@ async fn an_answer_the_relay_grants_no_room_for_is_given_up_after_the_local_time
         local_timeout: Duration::from_secs(1),
         ..TunnelOptions::default()
     };
-    let mut tunnel = TestTunnel::start_with(&format!("http://{addr}"), &handler.url(), options)
+    let mut tunnel = TestTunnel::start_with(&relay_url, &handler.url(), options)
         .await
         .expect("connects");
     let (received, reason) = tokio::time::timeout(Duration::from_secs(30), fake_relay)
