@@ -169,6 +169,7 @@ where
     let (io, verdicts) = HeadScan::new(io, limits);
     let info = Arc::new(ConnInfo {
         peer,
+        peer_ip: peer.ip().to_string(),
         local,
         tls,
         verdicts,

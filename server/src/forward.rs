@@ -53,7 +53,7 @@ pub async fn forward(
     name: &str,
     req: Request<Incoming>,
     target: String,
-    hop: &Hop,
+    hop: &Hop<'_>,
     limits: ForwardLimits,
 ) -> Response<RelayBody> {
     let (parts, body) = req.into_parts();

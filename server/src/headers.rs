@@ -1,8 +1,6 @@
 //! Which headers cross the relay: hop-by-hop ones stop here, forwarding
 //! headers are the relay's own view, everything else passes in order.
 
-use std::net::IpAddr;
-
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use portpreview_shared::hop::HopFilter;
 use portpreview_shared::Header;
@@ -18,9 +16,9 @@ pub const MAX_RESPONSE_HEADERS: usize = 1000;
 
 /// What the relay knows about the hop it received a request on.
 #[derive(Debug, Clone)]
-pub struct Hop {
-    /// The caller's address.
-    pub peer: IpAddr,
+pub struct Hop<'a> {
+    /// The caller's address, as text.
+    pub peer: &'a str,
     /// True when the caller spoke TLS to the relay.
     pub tls: bool,
     /// The path prefix that routed the request (`/t/<name>`), which the
@@ -37,7 +35,8 @@ pub fn request_headers(headers: &HeaderMap, hop: &Hop) -> Vec<Header> {
     // header on each request.
     let connection = headers.get_all(http::header::CONNECTION).iter();
     let hop_by_hop = HopFilter::from_connection(connection.map(HeaderValue::as_bytes));
-    let mut out = Vec::with_capacity(headers.len() + 3);
+    // Room for the four the relay adds.
+    let mut out = Vec::with_capacity(headers.len() + 4);
     for (name, value) in headers {
         let name = name.as_str();
         if hop_by_hop.drops(name) || FORWARDING.contains(&name) || name.starts_with("x-forwarded-") {
@@ -45,7 +44,7 @@ pub fn request_headers(headers: &HeaderMap, hop: &Hop) -> Vec<Header> {
         }
         out.push(Header::new(name, value.as_bytes()));
     }
-    out.push(Header::new("x-forwarded-for", hop.peer.to_string()));
+    out.push(Header::new("x-forwarded-for", hop.peer));
     out.push(Header::new("x-forwarded-proto", if hop.tls { "https" } else { "http" }));
     if let Some(host) = headers.get(http::header::HOST) {
         out.push(Header::new("x-forwarded-host", host.as_bytes()));
@@ -114,7 +113,7 @@ mod tests {
             ("x-raw", &[0x80, b'a']),
         ]);
         let hop = Hop {
-            peer: "203.0.113.7".parse().unwrap(),
+            peer: "203.0.113.7",
             tls: true,
             prefix: Some("/t/shop".into()),
         };

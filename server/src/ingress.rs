@@ -42,6 +42,9 @@ pub struct Relay {
 pub struct ConnInfo {
     /// The caller's address.
     pub peer: SocketAddr,
+    /// The caller's IP address as text, for `X-Forwarded-For`: written
+    /// once per connection rather than for each of its requests.
+    pub peer_ip: String,
     /// The relay's address this connection reached.
     pub local: SocketAddr,
     /// True when the connection is TLS.
@@ -237,7 +240,7 @@ async fn tunnel(
         );
     }
     let hop = Hop {
-        peer: conn.peer.ip(),
+        peer: &conn.peer_ip,
         tls: conn.tls,
         prefix,
     };
