@@ -71,7 +71,8 @@ pub fn response_headers(headers: Vec<Header>) -> Option<HeaderMap> {
         if hop_by_hop.drops(name.as_str()) {
             continue;
         }
-        let Ok(value) = HeaderValue::from_bytes(&header.value) else {
+        // The decoded bytes become the value as they are: checked, not copied.
+        let Ok(value) = HeaderValue::from_maybe_shared(bytes::Bytes::from(header.value)) else {
             continue;
         };
         out.append(name, value);
