@@ -486,14 +486,19 @@ fn client_gone() -> Response<RelayBody> {
 /// caller as sent, where strict parsers refuse them.
 fn declared_length(headers: &mut http::HeaderMap) -> Result<Option<u64>, String> {
     let mut declared = None;
+    // One value, written as the number is: nothing to write back.
+    let mut plain = true;
     for value in headers.get_all(http::header::CONTENT_LENGTH) {
         let text = value.to_str().unwrap_or_default().trim();
         let length = (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
             .then(|| text.parse::<u64>().ok())
             .flatten();
         match (length, declared) {
-            (Some(length), None) => declared = Some(length),
-            (Some(length), Some(first)) if length == first => {}
+            (Some(length), None) => {
+                declared = Some(length);
+                plain = value.len() == text.len() && (text.len() == 1 || !text.starts_with('0'));
+            }
+            (Some(length), Some(first)) if length == first => plain = false,
             _ => {
                 let shown = portpreview_shared::sanitize::escape_bytes(value.as_bytes());
                 return Err(format!(
@@ -502,7 +507,7 @@ fn declared_length(headers: &mut http::HeaderMap) -> Result<Option<u64>, String>
             }
         }
     }
-    if let Some(length) = declared {
+    if let Some(length) = declared.filter(|_| !plain) {
         headers.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(length));
     }
     Ok(declared)
@@ -551,4 +556,39 @@ fn clients_reason(reason: &str) -> String {
 
 fn bad_gateway(text: impl Into<String>) -> Response<RelayBody> {
     answer(StatusCode::BAD_GATEWAY, text)
+}
+
+#[cfg(test)]
+mod tests {
+    use http::header::CONTENT_LENGTH;
+    use http::{HeaderMap, HeaderValue};
+
+    use super::declared_length;
+
+    fn lengths(values: &[&str]) -> (Result<Option<u64>, String>, Vec<String>) {
+        let mut headers = HeaderMap::new();
+        for value in values {
+            headers.append(CONTENT_LENGTH, HeaderValue::from_str(value).unwrap());
+        }
+        let declared = declared_length(&mut headers);
+        let written = headers
+            .get_all(CONTENT_LENGTH)
+            .iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .collect();
+        (declared, written)
+    }
+
+    /// Whatever form the lengths came in, one plain number goes on.
+    #[test]
+    fn a_content_length_goes_on_as_one_plain_number() {
+        assert_eq!(lengths(&["5"]), (Ok(Some(5)), vec!["5".to_owned()]));
+        assert_eq!(lengths(&["0"]), (Ok(Some(0)), vec!["0".to_owned()]));
+        assert_eq!(lengths(&[" 5 "]), (Ok(Some(5)), vec!["5".to_owned()]));
+        assert_eq!(lengths(&["005"]), (Ok(Some(5)), vec!["5".to_owned()]));
+        assert_eq!(lengths(&["5", "5"]), (Ok(Some(5)), vec!["5".to_owned()]));
+        assert_eq!(lengths(&[]), (Ok(None), vec![]));
+        assert!(lengths(&["+5"]).0.is_err());
+        assert!(lengths(&["5", "6"]).0.is_err());
+    }
 }
