@@ -170,6 +170,16 @@ impl<IO> HeadScan<IO> {
                         if input.is_empty() {
                             return;
                         }
+                        // A head that came whole in one read, as most do, is
+                        // looked at where it lies: only a head split across
+                        // reads is gathered.
+                        if let Some(end) = head_end(input, 0) {
+                            if !self.head_ended(&input[..end]) {
+                                return;
+                            }
+                            input = &input[end..];
+                            continue;
+                        }
                     }
                     let old_len = buf.len();
                     buf.extend_from_slice(input);
@@ -187,22 +197,32 @@ impl<IO> HeadScan<IO> {
                         }
                         return;
                     };
-                    if end > self.limits.max_bytes {
-                        let why = Refusal::too_long(buf, self.limits);
-                        self.refuse(why);
-                        return;
-                    }
-                    let framing = Framing::of(&buf[..end]);
-                    if framing.headers > self.limits.max_headers {
-                        self.refuse(Refusal::TooMany);
+                    let head = std::mem::take(buf);
+                    if !self.head_ended(&head[..end]) {
                         return;
                     }
                     // end > old_len: a terminator wholly inside older bytes was found then.
                     input = input.get(end.saturating_sub(old_len)..).unwrap_or_default();
-                    self.phase = self.after(framing);
                 }
             }
         }
+    }
+
+    /// Takes the whole head `head`: queues its verdict and follows its
+    /// body, or notes the refusal hyper will give it. False when refused.
+    fn head_ended(&mut self, head: &[u8]) -> bool {
+        if head.len() > self.limits.max_bytes {
+            let why = Refusal::too_long(head, self.limits);
+            self.refuse(why);
+            return false;
+        }
+        let framing = Framing::of(head);
+        if framing.headers > self.limits.max_headers {
+            self.refuse(Refusal::TooMany);
+            return false;
+        }
+        self.phase = self.after(framing);
+        true
     }
 
     fn after(&self, framing: Framing) -> Phase {
@@ -293,10 +313,9 @@ impl Framing {
             };
             framing.headers += 1;
             let name = &line[..colon];
-            let value = String::from_utf8_lossy(&line[colon + 1..]);
-            let value = value.trim();
             if name.eq_ignore_ascii_case(b"content-length") {
-                framing.content_length = framing.content_length.or(value.parse().ok()).or(Some(0));
+                let value = String::from_utf8_lossy(&line[colon + 1..]);
+                framing.content_length = framing.content_length.or(value.trim().parse().ok()).or(Some(0));
             } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
                 framing.chunked_or_te = true;
             } else if name.eq_ignore_ascii_case(b"upgrade") {
