@@ -195,12 +195,15 @@ async fn write_loop<S>(sink: &mut S, inbox: &mut Inbox, stop: &CancellationToken
 where
     S: Sink<Message> + Unpin,
 {
+    // Made once: each one made registers with the token under its lock.
+    let stopped = stop.cancelled();
+    tokio::pin!(stopped);
     loop {
         let first = tokio::select! {
             biased;
             Some(msg) = inbox.control.recv() => msg,
             Some(queued) = inbox.streams.recv() => inbox.take(queued),
-            () = stop.cancelled() => return Ok(()),
+            () = &mut stopped => return Ok(()),
             // Reached only when both queues gave `None` above: every outbox
             // is gone and everything it queued was written.
             () = std::future::ready(()), if inbox.control.is_closed() && inbox.streams.is_closed() => return Ok(()),
