@@ -122,6 +122,8 @@ pub fn undefined_status(who: impl std::fmt::Display, status: http::StatusCode) -
 /// A client for one local target. Dropping it closes its connections.
 pub struct Forwarder {
     target: Target,
+    /// The target's `host:port` as a Host header, written once.
+    host: Option<http::HeaderValue>,
     idle: Arc<Mutex<Vec<Kept>>>,
     /// Requests sent and waiting for their answers' heads.
     waiting: Arc<AtomicUsize>,
@@ -146,6 +148,7 @@ impl Forwarder {
     /// A forwarder with no connections yet.
     pub fn new(target: Target) -> Self {
         Self {
+            host: http::HeaderValue::from_str(&target.authority()).ok(),
             target,
             idle: Arc::new(Mutex::new(Vec::new())),
             waiting: Arc::new(AtomicUsize::new(0)),
@@ -160,6 +163,12 @@ impl Forwarder {
     /// The local target.
     pub fn target(&self) -> &Target {
         &self.target
+    }
+
+    /// The Host header that names the local target; none when its
+    /// `host:port` is no header value.
+    pub fn host_header(&self) -> Option<http::HeaderValue> {
+        self.host.clone()
     }
 
     /// Sends one request and returns the answer's head; its body streams.
