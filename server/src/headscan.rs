@@ -251,15 +251,15 @@ impl<IO> HeadScan<IO> {
 /// `\r\n\r\n`, `\n\n`, `\n\r\n` or `\r\n\n`: every one holds a `\n`
 /// followed by an optional `\r` and a `\n`.
 fn head_end(buf: &[u8], from: usize) -> Option<usize> {
-    let mut at = from;
-    while let Some(offset) = buf.get(at..)?.iter().position(|b| *b == b'\n') {
-        let newline = at + offset;
+    // memchr, not a loop over bytes: every request's head is searched.
+    for offset in memchr::memchr_iter(b'\n', buf.get(from..)?) {
+        let newline = from + offset;
         match (buf.get(newline + 1), buf.get(newline + 2)) {
             (Some(b'\n'), _) => return Some(newline + 2),
             (Some(b'\r'), Some(b'\n')) => return Some(newline + 3),
             // Not a blank line, or not known yet: the next scan starts at
             // most two bytes back, so it sees this `\n` again.
-            _ => at = newline + 1,
+            _ => {}
         }
     }
     None
@@ -307,8 +307,8 @@ impl Framing {
             upgrade: false,
             headers: 0,
         };
-        for line in head.split(|b| *b == b'\n').skip(1) {
-            let Some(colon) = line.iter().position(|b| *b == b':') else {
+        for line in header_lines(head) {
+            let Some(colon) = memchr::memchr(b':', line) else {
                 continue;
             };
             framing.headers += 1;
@@ -324,6 +324,19 @@ impl Framing {
         }
         framing
     }
+}
+
+/// The lines of `head` after its request line, split at each `\n` as
+/// `split` would (the part after the last one included), found by memchr.
+fn header_lines(head: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut ends = memchr::memchr_iter(b'\n', head).chain(std::iter::once(head.len()));
+    let mut start = ends.next().map(|request_line_end| request_line_end + 1);
+    std::iter::from_fn(move || {
+        let from = start?;
+        let end = ends.next()?;
+        start = Some(end + 1);
+        Some(&head[from..end])
+    })
 }
 
 impl<IO: AsyncRead + Unpin> AsyncRead for HeadScan<IO> {
@@ -403,6 +416,19 @@ mod tests {
         max_bytes: 1024,
         max_headers: 8,
     };
+
+    proptest::proptest! {
+        /// The header lines are the ones `split` gives after the request
+        /// line, whatever the bytes.
+        #[test]
+        fn header_lines_are_split_at_each_newline(head in proptest::collection::vec(
+            proptest::sample::select(vec![b'\n', b'\r', b':', b'a']), 0..40)
+        ) {
+            let split: Vec<&[u8]> = head.split(|b| *b == b'\n').skip(1).collect();
+            let found: Vec<&[u8]> = header_lines(&head).collect();
+            proptest::prop_assert_eq!(found, split);
+        }
+    }
 
     /// What hyper writes when it refuses a head.
     const HYPERS_431: &[u8] =
