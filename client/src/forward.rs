@@ -199,11 +199,15 @@ impl Forwarder {
                 // handler never saw it, so one resend on a new connection
                 // keeps delivery at most once.
                 Err(mut err) => match err.take_message() {
-                    Some(unsent) => (self.connect().await?, unsent),
+                    Some(unsent) => (Box::pin(self.connect()).await?, unsent),
                     None => return Err(failed(err.into_error())),
                 },
             },
-            None => (self.connect().await?, request),
+            // Boxed: connecting (a TLS handshake perhaps) needs far more
+            // state than a request on a kept connection, and every request's
+            // future, copied whole when its exchange is spawned, was as
+            // large as that.
+            None => (Box::pin(self.connect()).await?, request),
         };
         let response = fresh
             .sender
