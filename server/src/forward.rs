@@ -10,6 +10,7 @@ use hyper::body::{Body as _, Incoming};
 use portpreview_shared::codec::EncodeError;
 use portpreview_shared::duration::format_duration;
 use portpreview_shared::message::{CHUNK_SIZE, MAX_HEADER_BYTES};
+use portpreview_shared::request_ref::RequestHeadRef;
 use portpreview_shared::{ServerMessage, StreamId};
 use tokio::sync::{oneshot, Semaphore};
 use tokio_util::task::AbortOnDropHandle;
@@ -75,11 +76,12 @@ pub async fn forward(
         Ok(port) => port,
         Err(err) => return not_opened(err, name),
     };
-    let head = ServerMessage::RequestHead {
+    let headers = request_headers(&parts.headers, hop);
+    let head = RequestHeadRef {
         stream: port.id,
-        method: parts.method.as_str().to_string(),
-        target,
-        headers: request_headers(&parts.headers, hop),
+        method: parts.method.as_str(),
+        target: &target,
+        headers: &headers,
         end: to_pump.is_none(),
     };
     // A client that stops reading its socket fills the writer's queue; the

@@ -3,6 +3,7 @@
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use portpreview_shared::hop::HopFilter;
+use portpreview_shared::request_ref::HeaderRef;
 use portpreview_shared::Header;
 
 /// Forwarding headers a caller could forge; the relay sets its own.
@@ -30,7 +31,8 @@ pub struct Hop<'a> {
 /// forwarding headers dropped, the relay's `X-Forwarded-*` appended. With
 /// `X-Forwarded-Prefix`, proto, host and prefix give the URL the caller
 /// called, before the path the handler sees: what Twilio and Square sign.
-pub fn request_headers(headers: &HeaderMap, hop: &Hop) -> Vec<Header> {
+/// Borrowed where they lie, as they are only encoded.
+pub fn request_headers<'a>(headers: &'a HeaderMap, hop: &'a Hop<'a>) -> Vec<HeaderRef<'a>> {
     // The map finds the Connection headers by hash: no scan of every
     // header on each request.
     let connection = headers.get_all(http::header::CONNECTION).iter();
@@ -42,15 +44,16 @@ pub fn request_headers(headers: &HeaderMap, hop: &Hop) -> Vec<Header> {
         if hop_by_hop.drops(name) || FORWARDING.contains(&name) || name.starts_with("x-forwarded-") {
             continue;
         }
-        out.push(Header::new(name, value.as_bytes()));
+        out.push(HeaderRef::new(name, value.as_bytes()));
     }
-    out.push(Header::new("x-forwarded-for", hop.peer));
-    out.push(Header::new("x-forwarded-proto", if hop.tls { "https" } else { "http" }));
+    out.push(HeaderRef::new("x-forwarded-for", hop.peer.as_bytes()));
+    let proto: &[u8] = if hop.tls { b"https" } else { b"http" };
+    out.push(HeaderRef::new("x-forwarded-proto", proto));
     if let Some(host) = headers.get(http::header::HOST) {
-        out.push(Header::new("x-forwarded-host", host.as_bytes()));
+        out.push(HeaderRef::new("x-forwarded-host", host.as_bytes()));
     }
     if let Some(prefix) = &hop.prefix {
-        out.push(Header::new("x-forwarded-prefix", prefix.as_bytes()));
+        out.push(HeaderRef::new("x-forwarded-prefix", prefix.as_bytes()));
     }
     out
 }
@@ -119,7 +122,7 @@ mod tests {
             prefix: Some("/t/shop".into()),
         };
         let out = request_headers(&headers, &hop);
-        let names: Vec<&str> = out.iter().map(|h| h.name.as_str()).collect();
+        let names: Vec<&str> = out.iter().map(|h| h.name).collect();
         assert_eq!(
             names,
             [

@@ -192,11 +192,16 @@ pub trait Framed {
 
 /// Room for a message without headers or long text: a variant, a stream
 /// id, a status or a few flags, each a few bytes at most.
-const SMALL_MESSAGE: usize = 32;
+pub(crate) const SMALL_MESSAGE: usize = 32;
 
 /// Room for the headers' own bytes and for each one's two length prefixes.
-fn headers_hint(headers: &[Header]) -> usize {
-    headers.iter().map(|h| h.name.len() + h.value.len() + 4).sum()
+pub(crate) fn headers_hint<'a>(headers: impl Iterator<Item = (&'a str, &'a [u8])>) -> usize {
+    headers.map(|(name, value)| name.len() + value.len() + 4).sum()
+}
+
+/// [`headers_hint`] of owned headers.
+fn owned_headers_hint(headers: &[Header]) -> usize {
+    headers_hint(headers.iter().map(|h| (h.name.as_str(), h.value.as_slice())))
 }
 
 impl Framed for ClientMessage {
@@ -209,7 +214,7 @@ impl Framed for ClientMessage {
 
     fn encoded_hint(&self) -> usize {
         match self {
-            ClientMessage::ResponseHead { headers, .. } => SMALL_MESSAGE + headers_hint(headers),
+            ClientMessage::ResponseHead { headers, .. } => SMALL_MESSAGE + owned_headers_hint(headers),
             ClientMessage::Reset { reason, .. } => SMALL_MESSAGE + reason.len(),
             _ => SMALL_MESSAGE,
         }
@@ -231,7 +236,7 @@ impl Framed for ServerMessage {
                 target,
                 headers,
                 ..
-            } => SMALL_MESSAGE + method.len() + target.len() + headers_hint(headers),
+            } => SMALL_MESSAGE + method.len() + target.len() + owned_headers_hint(headers),
             ServerMessage::Reset { reason, .. } => SMALL_MESSAGE + reason.len(),
             _ => SMALL_MESSAGE,
         }
