@@ -31,9 +31,12 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// held open for good would shut out the developer's own curl, and replay.
 const IDLE_CLOSE: Duration = Duration::from_secs(2);
 /// How often kept connections are looked over for idle ones. Unused ones
-/// are closed at once when requests have waited for their answers over two
-/// looks: such a handler may be serving an unused connection instead, and a
-/// burst of deliveries would otherwise be answered 2 s apart.
+/// are closed at once when a request has waited for its answer from one
+/// look to the next: such a handler may be serving an unused connection
+/// instead, and a burst of deliveries would otherwise be answered 2 s
+/// apart. Requests sent since the last look do not count: under a steady
+/// load some always wait, each for a moment, and closing the unused
+/// connections then only had the next requests open new ones.
 const IDLE_CHECK: Duration = Duration::from_millis(100);
 
 /// Why the local target did not answer.
@@ -119,9 +122,13 @@ pub fn undefined_status(who: impl std::fmt::Display, status: http::StatusCode) -
 /// A client for one local target. Dropping it closes its connections.
 pub struct Forwarder {
     target: Target,
+    /// The target's `host:port` as a Host header, written once.
+    host: Option<http::HeaderValue>,
     idle: Arc<Mutex<Vec<Kept>>>,
     /// Requests sent and waiting for their answers' heads.
     waiting: Arc<AtomicUsize>,
+    /// Requests sent so far.
+    sent: Arc<AtomicUsize>,
     /// Set once the task closing idle connections runs.
     closing_idle: AtomicBool,
     /// Set once the handler has answered: then it speaks the target's
@@ -141,9 +148,11 @@ impl Forwarder {
     /// A forwarder with no connections yet.
     pub fn new(target: Target) -> Self {
         Self {
+            host: http::HeaderValue::from_str(&target.authority()).ok(),
             target,
             idle: Arc::new(Mutex::new(Vec::new())),
             waiting: Arc::new(AtomicUsize::new(0)),
+            sent: Arc::new(AtomicUsize::new(0)),
             closing_idle: AtomicBool::new(false),
             answered_once: AtomicBool::new(false),
             connections: TaskTracker::new(),
@@ -156,8 +165,17 @@ impl Forwarder {
         &self.target
     }
 
+    /// The Host header that names the local target; none when its
+    /// `host:port` is no header value.
+    pub fn host_header(&self) -> Option<http::HeaderValue> {
+        self.host.clone()
+    }
+
     /// Sends one request and returns the answer's head; its body streams.
     pub async fn send(&self, request: Request<LocalBody>) -> Result<Response<Incoming>, ForwardError> {
+        // Counted sent before waiting, and read the other way round, so a
+        // request the look counts as waiting is counted as sent too.
+        self.sent.fetch_add(1, Ordering::Relaxed);
         self.waiting.fetch_add(1, Ordering::Relaxed);
         // Counted down however the wait ends, the exchange cancelled too.
         let _answered = Answered(&self.waiting);
@@ -181,11 +199,15 @@ impl Forwarder {
                 // handler never saw it, so one resend on a new connection
                 // keeps delivery at most once.
                 Err(mut err) => match err.take_message() {
-                    Some(unsent) => (self.connect().await?, unsent),
+                    Some(unsent) => (Box::pin(self.connect()).await?, unsent),
                     None => return Err(failed(err.into_error())),
                 },
             },
-            None => (self.connect().await?, request),
+            // Boxed: connecting (a TLS handshake perhaps) needs far more
+            // state than a request on a kept connection, and every request's
+            // future, copied whole when its exchange is spawned, was as
+            // large as that.
+            None => (Box::pin(self.connect()).await?, request),
         };
         let response = fresh
             .sender
@@ -218,7 +240,9 @@ impl Forwarder {
 
     fn take_idle(&self) -> Option<SendRequest<LocalBody>> {
         let mut idle = lock(&self.idle);
-        idle.retain(|kept| !kept.sender.is_closed());
+        // A closed connection is never ready, and the look every
+        // IDLE_CHECK lets it go: sweeping the pool here as well cost a
+        // pass over every kept connection on every request.
         let ready = idle.iter().position(|kept| kept.sender.is_ready())?;
         Some(idle.swap_remove(ready).sender)
     }
@@ -245,17 +269,22 @@ impl Forwarder {
         }
         let idle = Arc::downgrade(&self.idle);
         let waiting = Arc::clone(&self.waiting);
+        let sent = Arc::clone(&self.sent);
         let cancel = self.cancel.clone();
         self.connections.spawn(async move {
-            let mut waited = false;
+            let mut sent_by_last_look = sent.load(Ordering::Relaxed);
             loop {
                 tokio::select! {
                     () = tokio::time::sleep(IDLE_CHECK) => {}
                     () = cancel.cancelled() => return,
                 }
                 let Some(idle) = idle.upgrade() else { return };
-                let waiting_now = waiting.load(Ordering::Relaxed) > 0;
-                let stuck = std::mem::replace(&mut waited, waiting_now) && waiting_now;
+                let waiting_now = waiting.load(Ordering::Relaxed);
+                let sent_now = sent.load(Ordering::Relaxed);
+                // More wait than were sent since the last look: one of
+                // them has waited since before it.
+                let stuck = waiting_now > sent_now.wrapping_sub(sent_by_last_look);
+                sent_by_last_look = sent_now;
                 lock(&idle).retain_mut(|kept| {
                     if kept.sender.is_closed() {
                         return false;

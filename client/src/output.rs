@@ -178,25 +178,35 @@ pub fn text_line(event: &TunnelEvent) -> Option<Line> {
 
 /// `#12  POST /webhooks/stripe  200  14 ms  stripe evt_1Nq… (2nd delivery)`
 pub fn delivery_line(summary: &Summary, delivery_number: i64) -> String {
-    let id = if summary.id > 0 {
-        format!("#{}", summary.id)
-    } else {
-        "#-".into()
-    };
-    let status = summary.status.map_or_else(|| "---".to_string(), |s| s.to_string());
-    let duration = summary.duration_ms.map_or_else(String::new, |ms| format!("{ms:.0} ms"));
-    let mut line = format!(
-        "{id}  {} {}  {status}  {duration}",
-        escape_str(&summary.method),
-        shorten(&escape_str(&shown_path(&summary.path, false)), PATH_WIDTH)
-    );
+    use std::fmt::Write as _;
+    // Written into one string as it goes, not put together from a string
+    // for each part: a line is written for every delivery. Writing to a
+    // String cannot fail.
+    let mut line = String::with_capacity(96);
+    match summary.id {
+        id if id > 0 => _ = write!(line, "#{id}"),
+        _ => line.push_str("#-"),
+    }
+    line.push_str("  ");
+    line.push_str(&escape_str(&summary.method));
+    line.push(' ');
+    line.push_str(&shorten(&escape_str(&shown_path(&summary.path, false)), PATH_WIDTH));
+    line.push_str("  ");
+    match summary.status {
+        Some(status) => _ = write!(line, "{status}"),
+        None => line.push_str("---"),
+    }
+    line.push_str("  ");
+    if let Some(ms) = summary.duration_ms {
+        _ = write!(line, "{ms:.0} ms");
+    }
     if let Some(provider) = &summary.provider {
-        line.push_str(&format!("  {provider}"));
+        _ = write!(line, "  {provider}");
         if !summary.event_key.is_empty() {
-            line.push_str(&format!(" {}", shorten(&escape_str(&summary.event_key), KEY_WIDTH)));
+            _ = write!(line, " {}", shorten(&escape_str(&summary.event_key), KEY_WIDTH));
         }
         if delivery_number > 1 {
-            line.push_str(&format!(" ({} delivery)", ordinal(delivery_number)));
+            _ = write!(line, " ({} delivery)", ordinal(delivery_number));
         }
     } else if delivery_number > 1 {
         // No provider, no event ID: say what made it the same event.
@@ -205,10 +215,10 @@ pub fn delivery_line(summary: &Summary, delivery_number: i64) -> String {
         } else {
             "same body"
         };
-        line.push_str(&format!("  ({} delivery, {same})", ordinal(delivery_number)));
+        _ = write!(line, "  ({} delivery, {same})", ordinal(delivery_number));
     }
     if let Some(error) = &summary.error {
-        line.push_str(&format!("  error: {}", escape_str(error)));
+        _ = write!(line, "  error: {}", escape_str(error));
     }
     line
 }

@@ -170,6 +170,7 @@ where
     let (io, verdicts) = HeadScan::new(WriteStall::new(io, config.write_stall_timeout), limits);
     let info = Arc::new(ConnInfo {
         peer,
+        peer_ip: peer.ip().to_string(),
         local,
         tls,
         verdicts,

@@ -368,6 +368,12 @@ where
     let mut drain = interval(DRAIN_POLL);
     let mut drain_deadline: Option<Instant> = None;
     let mut last_heard = Instant::now();
+    // Made once, not on every turn of the loop: each one made registers
+    // with its token, under a lock, and unregisters when dropped.
+    let socket_dead = dead.cancelled();
+    let shutting_down = ctx.shutdown.cancelled();
+    let cut_short = ctx.cut_short.cancelled();
+    tokio::pin!(socket_dead, shutting_down, cut_short);
     loop {
         tokio::select! {
             msg = incoming.next() => {
@@ -405,12 +411,12 @@ where
                 }
                 outbox.ping();
             }
-            () = dead.cancelled() => return End::Gone("socket write failed".into()),
-            () = ctx.shutdown.cancelled(), if drain_deadline.is_none() => {
+            () = &mut socket_dead => return End::Gone("socket write failed".into()),
+            () = &mut shutting_down, if drain_deadline.is_none() => {
                 streams.refuse_new();
                 drain_deadline = Some(Instant::now() + ctx.drain_timeout);
             }
-            () = ctx.cut_short.cancelled(), if drain_deadline.is_some() => return End::Shutdown,
+            () = &mut cut_short, if drain_deadline.is_some() => return End::Shutdown,
             _ = drain.tick(), if drain_deadline.is_some() => {
                 if streams.in_flight() == 0 || drain_deadline.is_some_and(|d| d <= Instant::now()) {
                     return End::Shutdown;

@@ -11,6 +11,7 @@ use portpreview_shared::codec::EncodeError;
 use portpreview_shared::content_length;
 use portpreview_shared::duration::format_duration;
 use portpreview_shared::message::{CHUNK_SIZE, MAX_HEADER_BYTES};
+use portpreview_shared::request_ref::RequestHeadRef;
 use portpreview_shared::{ServerMessage, StreamId};
 use tokio::sync::{oneshot, Semaphore};
 use tokio_util::task::AbortOnDropHandle;
@@ -54,7 +55,7 @@ pub async fn forward(
     name: &str,
     req: Request<Incoming>,
     target: String,
-    hop: &Hop,
+    hop: &Hop<'_>,
     limits: ForwardLimits,
 ) -> Response<RelayBody> {
     let (parts, body) = req.into_parts();
@@ -76,11 +77,12 @@ pub async fn forward(
         Ok(port) => port,
         Err(err) => return not_opened(err, name),
     };
-    let head = ServerMessage::RequestHead {
+    let headers = request_headers(&parts.headers, hop);
+    let head = RequestHeadRef {
         stream: port.id,
-        method: parts.method.as_str().to_string(),
-        target,
-        headers: request_headers(&parts.headers, hop),
+        method: parts.method.as_str(),
+        target: &target,
+        headers: &headers,
         end: to_pump.is_none(),
     };
     // A client that stops reading its socket fills the writer's queue; the
@@ -203,11 +205,32 @@ async fn split_body(
         let rest = (!body.is_end_stream()).then_some(body);
         return Ok((Bytes::new(), rest));
     }
-    match tokio::time::timeout_at(deadline, body.collect()).await {
-        Ok(Ok(collected)) => Ok((collected.to_bytes(), None)),
+    match tokio::time::timeout_at(deadline, read_whole(body)).await {
+        Ok(Ok(whole)) => Ok((whole, None)),
         Ok(Err(_)) => Err(Unread::Broken),
         Err(_) => Err(Unread::Late),
     }
+}
+
+/// Every data byte of `body`, which is small. A body that comes in one
+/// piece, as most small ones do, is taken as it is: no list of pieces, no
+/// copy.
+async fn read_whole(mut body: Incoming) -> Result<Bytes, hyper::Error> {
+    let mut first = Bytes::new();
+    let mut more = Vec::new();
+    while let Some(frame) = body.frame().await {
+        // Trailers are hop-by-hop metadata of chunked coding; not relayed.
+        let Ok(data) = frame?.into_data() else { continue };
+        if first.is_empty() {
+            first = data;
+        } else {
+            if more.is_empty() {
+                more.extend_from_slice(&first);
+            }
+            more.extend_from_slice(&data);
+        }
+    }
+    Ok(if more.is_empty() { first } else { Bytes::from(more) })
 }
 
 /// The answer to a request no stream could be opened for on tunnel `name`.
@@ -492,7 +515,16 @@ fn declared_length(headers: &mut http::HeaderMap) -> Result<Option<u64>, String>
         let shown = portpreview_shared::sanitize::escape_bytes(&sent.join(&b", "[..]));
         format!("the tunnel's client sent an answer whose Content-Length is not one number: {shown}")
     })?;
-    if let Some(length) = declared {
+    // One value, written as the number is: nothing to write back.
+    let mut each = values.iter();
+    let plain = match (each.next(), each.next()) {
+        (Some(only), None) => {
+            let text = only.as_bytes();
+            text.iter().all(u8::is_ascii_digit) && (text.len() == 1 || text.first() != Some(&b'0'))
+        }
+        _ => false,
+    };
+    if let Some(length) = declared.filter(|_| !plain) {
         headers.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(length));
     }
     Ok(declared)
@@ -541,4 +573,39 @@ fn clients_reason(reason: &str) -> String {
 
 fn bad_gateway(text: impl Into<String>) -> Response<RelayBody> {
     answer(StatusCode::BAD_GATEWAY, text)
+}
+
+#[cfg(test)]
+mod tests {
+    use http::header::CONTENT_LENGTH;
+    use http::{HeaderMap, HeaderValue};
+
+    use super::declared_length;
+
+    fn lengths(values: &[&str]) -> (Result<Option<u64>, String>, Vec<String>) {
+        let mut headers = HeaderMap::new();
+        for value in values {
+            headers.append(CONTENT_LENGTH, HeaderValue::from_str(value).unwrap());
+        }
+        let declared = declared_length(&mut headers);
+        let written = headers
+            .get_all(CONTENT_LENGTH)
+            .iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .collect();
+        (declared, written)
+    }
+
+    /// Whatever form the lengths came in, one plain number goes on.
+    #[test]
+    fn a_content_length_goes_on_as_one_plain_number() {
+        assert_eq!(lengths(&["5"]), (Ok(Some(5)), vec!["5".to_owned()]));
+        assert_eq!(lengths(&["0"]), (Ok(Some(0)), vec!["0".to_owned()]));
+        assert_eq!(lengths(&[" 5 "]), (Ok(Some(5)), vec!["5".to_owned()]));
+        assert_eq!(lengths(&["005"]), (Ok(Some(5)), vec!["5".to_owned()]));
+        assert_eq!(lengths(&["5", "5"]), (Ok(Some(5)), vec!["5".to_owned()]));
+        assert_eq!(lengths(&[]), (Ok(None), vec![]));
+        assert!(lengths(&["+5"]).0.is_err());
+        assert!(lengths(&["5", "6"]).0.is_err());
+    }
 }

@@ -1,10 +1,9 @@
 //! Which headers cross the relay: hop-by-hop ones stop here, forwarding
 //! headers are the relay's own view, everything else passes in order.
 
-use std::net::IpAddr;
-
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use portpreview_shared::hop::HopFilter;
+use portpreview_shared::request_ref::HeaderRef;
 use portpreview_shared::Header;
 
 /// Forwarding headers a caller could forge; the relay sets its own.
@@ -18,9 +17,9 @@ pub const MAX_RESPONSE_HEADERS: usize = 1000;
 
 /// What the relay knows about the hop it received a request on.
 #[derive(Debug, Clone)]
-pub struct Hop {
-    /// The caller's address.
-    pub peer: IpAddr,
+pub struct Hop<'a> {
+    /// The caller's address, as text.
+    pub peer: &'a str,
     /// True when the caller spoke TLS to the relay.
     pub tls: bool,
     /// The path prefix that routed the request (`/t/<name>`), which the
@@ -32,26 +31,29 @@ pub struct Hop {
 /// forwarding headers dropped, the relay's `X-Forwarded-*` appended. With
 /// `X-Forwarded-Prefix`, proto, host and prefix give the URL the caller
 /// called, before the path the handler sees: what Twilio and Square sign.
-pub fn request_headers(headers: &HeaderMap, hop: &Hop) -> Vec<Header> {
+/// Borrowed where they lie, as they are only encoded.
+pub fn request_headers<'a>(headers: &'a HeaderMap, hop: &'a Hop<'a>) -> Vec<HeaderRef<'a>> {
     // The map finds the Connection headers by hash: no scan of every
     // header on each request.
     let connection = headers.get_all(http::header::CONNECTION).iter();
     let hop_by_hop = HopFilter::from_connection(connection.map(HeaderValue::as_bytes));
-    let mut out = Vec::with_capacity(headers.len() + 3);
+    // Room for the four the relay adds.
+    let mut out = Vec::with_capacity(headers.len() + 4);
     for (name, value) in headers {
         let name = name.as_str();
         if hop_by_hop.drops(name) || FORWARDING.contains(&name) || name.starts_with("x-forwarded-") {
             continue;
         }
-        out.push(Header::new(name, value.as_bytes()));
+        out.push(HeaderRef::new(name, value.as_bytes()));
     }
-    out.push(Header::new("x-forwarded-for", hop.peer.to_string()));
-    out.push(Header::new("x-forwarded-proto", if hop.tls { "https" } else { "http" }));
+    out.push(HeaderRef::new("x-forwarded-for", hop.peer.as_bytes()));
+    let proto: &[u8] = if hop.tls { b"https" } else { b"http" };
+    out.push(HeaderRef::new("x-forwarded-proto", proto));
     if let Some(host) = headers.get(http::header::HOST) {
-        out.push(Header::new("x-forwarded-host", host.as_bytes()));
+        out.push(HeaderRef::new("x-forwarded-host", host.as_bytes()));
     }
     if let Some(prefix) = &hop.prefix {
-        out.push(Header::new("x-forwarded-prefix", prefix.as_bytes()));
+        out.push(HeaderRef::new("x-forwarded-prefix", prefix.as_bytes()));
     }
     out
 }
@@ -72,7 +74,8 @@ pub fn response_headers(headers: Vec<Header>) -> Option<HeaderMap> {
         if hop_by_hop.drops(name.as_str()) {
             continue;
         }
-        let Ok(value) = HeaderValue::from_bytes(&header.value) else {
+        // The decoded bytes become the value as they are: checked, not copied.
+        let Ok(value) = HeaderValue::from_maybe_shared(bytes::Bytes::from(header.value)) else {
             continue;
         };
         out.append(name, value);
@@ -114,12 +117,12 @@ mod tests {
             ("x-raw", &[0x80, b'a']),
         ]);
         let hop = Hop {
-            peer: "203.0.113.7".parse().unwrap(),
+            peer: "203.0.113.7",
             tls: true,
             prefix: Some("/t/shop".into()),
         };
         let out = request_headers(&headers, &hop);
-        let names: Vec<&str> = out.iter().map(|h| h.name.as_str()).collect();
+        let names: Vec<&str> = out.iter().map(|h| h.name).collect();
         assert_eq!(
             names,
             [

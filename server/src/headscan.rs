@@ -171,6 +171,16 @@ impl<IO> HeadScan<IO> {
                         if input.is_empty() {
                             return;
                         }
+                        // A head that came whole in one read, as most do, is
+                        // looked at where it lies: only a head split across
+                        // reads is gathered.
+                        if let Some(end) = head_end(input, 0) {
+                            if !self.head_ended(&input[..end]) {
+                                return;
+                            }
+                            input = &input[end..];
+                            continue;
+                        }
                     }
                     let old_len = buf.len();
                     buf.extend_from_slice(input);
@@ -188,22 +198,32 @@ impl<IO> HeadScan<IO> {
                         }
                         return;
                     };
-                    if end > self.limits.max_bytes {
-                        let why = Refusal::too_long(buf, self.limits);
-                        self.refuse(why);
-                        return;
-                    }
-                    let framing = Framing::of(&buf[..end]);
-                    if framing.headers > self.limits.max_headers {
-                        self.refuse(Refusal::TooMany);
+                    let head = std::mem::take(buf);
+                    if !self.head_ended(&head[..end]) {
                         return;
                     }
                     // end > old_len: a terminator wholly inside older bytes was found then.
                     input = input.get(end.saturating_sub(old_len)..).unwrap_or_default();
-                    self.phase = self.after(framing);
                 }
             }
         }
+    }
+
+    /// Takes the whole head `head`: queues its verdict and follows its
+    /// body, or notes the refusal hyper will give it. False when refused.
+    fn head_ended(&mut self, head: &[u8]) -> bool {
+        if head.len() > self.limits.max_bytes {
+            let why = Refusal::too_long(head, self.limits);
+            self.refuse(why);
+            return false;
+        }
+        let framing = Framing::of(head);
+        if framing.headers > self.limits.max_headers {
+            self.refuse(Refusal::TooMany);
+            return false;
+        }
+        self.phase = self.after(framing);
+        true
     }
 
     fn after(&self, framing: Framing) -> Phase {
@@ -238,15 +258,15 @@ impl<IO> HeadScan<IO> {
 /// `\r\n\r\n`, `\n\n`, `\n\r\n` or `\r\n\n`: every one holds a `\n`
 /// followed by an optional `\r` and a `\n`.
 fn head_end(buf: &[u8], from: usize) -> Option<usize> {
-    let mut at = from;
-    while let Some(offset) = buf.get(at..)?.iter().position(|b| *b == b'\n') {
-        let newline = at + offset;
+    // memchr, not a loop over bytes: every request's head is searched.
+    for offset in memchr::memchr_iter(b'\n', buf.get(from..)?) {
+        let newline = from + offset;
         match (buf.get(newline + 1), buf.get(newline + 2)) {
             (Some(b'\n'), _) => return Some(newline + 2),
             (Some(b'\r'), Some(b'\n')) => return Some(newline + 3),
             // Not a blank line, or not known yet: the next scan starts at
             // most two bytes back, so it sees this `\n` again.
-            _ => at = newline + 1,
+            _ => {}
         }
     }
     None
@@ -292,8 +312,8 @@ struct Framing {
 impl Framing {
     fn of(head: &[u8]) -> Framing {
         let lines = || {
-            head.split(|b| *b == b'\n').skip(1).filter_map(|line| {
-                let colon = line.iter().position(|b| *b == b':')?;
+            header_lines(head).filter_map(|line| {
+                let colon = memchr::memchr(b':', line)?;
                 Some((&line[..colon], &line[colon + 1..]))
             })
         };
@@ -323,6 +343,19 @@ impl Framing {
         }
         framing
     }
+}
+
+/// The lines of `head` after its request line, split at each `\n` as
+/// `split` would (the part after the last one included), found by memchr.
+fn header_lines(head: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut ends = memchr::memchr_iter(b'\n', head).chain(std::iter::once(head.len()));
+    let mut start = ends.next().map(|request_line_end| request_line_end + 1);
+    std::iter::from_fn(move || {
+        let from = start?;
+        let end = ends.next()?;
+        start = Some(end + 1);
+        Some(&head[from..end])
+    })
 }
 
 impl<IO: AsyncRead + Unpin> AsyncRead for HeadScan<IO> {
@@ -402,6 +435,19 @@ mod tests {
         max_bytes: 1024,
         max_headers: 8,
     };
+
+    proptest::proptest! {
+        /// The header lines are the ones `split` gives after the request
+        /// line, whatever the bytes.
+        #[test]
+        fn header_lines_are_split_at_each_newline(head in proptest::collection::vec(
+            proptest::sample::select(vec![b'\n', b'\r', b':', b'a']), 0..40)
+        ) {
+            let split: Vec<&[u8]> = head.split(|b| *b == b'\n').skip(1).collect();
+            let found: Vec<&[u8]> = header_lines(&head).collect();
+            proptest::prop_assert_eq!(found, split);
+        }
+    }
 
     /// What hyper writes when it refuses a head.
     const HYPERS_431: &[u8] =

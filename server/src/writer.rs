@@ -15,8 +15,10 @@ use std::sync::Arc;
 
 use futures_util::{Sink, SinkExt};
 use portpreview_shared::codec::{self, EncodeError};
+use portpreview_shared::message::Framed;
 use portpreview_shared::text::truncate;
 use portpreview_shared::{ServerMessage, StreamId};
+use serde::Serialize;
 use tokio::sync::{mpsc, Semaphore};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
@@ -89,7 +91,7 @@ pub fn channel() -> (Outbox, Inbox) {
 
 impl Outbox {
     /// Queues a frame that may be large (heads and bodies), waiting for room.
-    pub async fn send(&self, msg: &ServerMessage, body: &[u8]) -> Result<(), SendError> {
+    pub async fn send<M: Serialize + Framed>(&self, msg: &M, body: &[u8]) -> Result<(), SendError> {
         let frame = Message::Binary(codec::encode(msg, body)?.into());
         // Closed along with the writer's end: nobody will make room again.
         let permit = self.room.acquire().await.map_err(|_| SendError::Closed)?;
@@ -195,12 +197,15 @@ async fn write_loop<S>(sink: &mut S, inbox: &mut Inbox, stop: &CancellationToken
 where
     S: Sink<Message> + Unpin,
 {
+    // Made once: each one made registers with the token under its lock.
+    let stopped = stop.cancelled();
+    tokio::pin!(stopped);
     loop {
         let first = tokio::select! {
             biased;
             Some(msg) = inbox.control.recv() => msg,
             Some(queued) = inbox.streams.recv() => inbox.take(queued),
-            () = stop.cancelled() => return Ok(()),
+            () = &mut stopped => return Ok(()),
             // Reached only when both queues gave `None` above: every outbox
             // is gone and everything it queued was written.
             () = std::future::ready(()), if inbox.control.is_closed() && inbox.streams.is_closed() => return Ok(()),

@@ -49,7 +49,7 @@ pub enum EncodeError {
 /// Encodes `msg` and `body` into one frame, or says which limit of
 /// [`decode`] the frame would break.
 pub fn encode<M: Serialize + Framed>(msg: &M, body: &[u8]) -> Result<Vec<u8>, EncodeError> {
-    let mut out = Vec::with_capacity(4 + 32 + body.len());
+    let mut out = Vec::with_capacity(4 + msg.encoded_hint() + body.len());
     out.extend_from_slice(&[0; 4]);
     // Serialising our own enums into a Vec cannot fail: no maps with
     // non-string keys, no unsized sequences.
@@ -239,6 +239,38 @@ mod tests {
             b"",
         );
         round_trip(ServerMessage::Window { stream: 3, credit: 1 }, b"");
+    }
+
+    /// A head's frame is written into the room made for it at first: its
+    /// body is never moved to a larger buffer half way.
+    #[test]
+    fn the_room_made_for_a_head_holds_it() {
+        let headers = vec![
+            Header::new("host", "relay.example:8080"),
+            Header::new("content-type", "application/json"),
+            Header::new("stripe-signature", vec![b's'; 300]),
+            Header::new("x-forwarded-for", "203.0.113.7"),
+        ];
+        let request = ServerMessage::RequestHead {
+            stream: u64::MAX,
+            method: "POST".into(),
+            target: "/hooks/stripe?a=1".into(),
+            headers: headers.clone(),
+            end: true,
+        };
+        let answer = ClientMessage::ResponseHead {
+            stream: u64::MAX,
+            status: 200,
+            headers,
+            end: true,
+        };
+        assert!(postcard::to_allocvec(&request).unwrap().len() <= request.encoded_hint());
+        assert!(postcard::to_allocvec(&answer).unwrap().len() <= answer.encoded_hint());
+        let reset = ClientMessage::Reset {
+            stream: u64::MAX,
+            reason: "x".repeat(100),
+        };
+        assert!(postcard::to_allocvec(&reset).unwrap().len() <= reset.encoded_hint());
     }
 
     #[test]

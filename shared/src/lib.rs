@@ -12,6 +12,7 @@ pub mod message;
 pub mod name;
 pub mod open_files;
 pub mod provider;
+pub mod request_ref;
 pub mod sanitize;
 pub mod stall;
 pub mod sync;

@@ -193,6 +193,27 @@ pub enum ServerMessage {
 pub trait Framed {
     /// True when this message's frame carries body bytes.
     fn carries_body(&self) -> bool;
+
+    /// About how many bytes the encoded message takes, at least as many as
+    /// it does in most frames: room made for it at once, so that encoding
+    /// a head and its body never moves what is already written.
+    fn encoded_hint(&self) -> usize {
+        SMALL_MESSAGE
+    }
+}
+
+/// Room for a message without headers or long text: a variant, a stream
+/// id, a status or a few flags, each a few bytes at most.
+pub(crate) const SMALL_MESSAGE: usize = 32;
+
+/// Room for the headers' own bytes and for each one's two length prefixes.
+pub(crate) fn headers_hint<'a>(headers: impl Iterator<Item = (&'a str, &'a [u8])>) -> usize {
+    headers.map(|(name, value)| name.len() + value.len() + 4).sum()
+}
+
+/// [`headers_hint`] of owned headers.
+fn owned_headers_hint(headers: &[Header]) -> usize {
+    headers_hint(headers.iter().map(|h| (h.name.as_str(), h.value.as_slice())))
 }
 
 impl Framed for ClientMessage {
@@ -202,6 +223,14 @@ impl Framed for ClientMessage {
             ClientMessage::ResponseHead { .. } | ClientMessage::ResponseBody { .. }
         )
     }
+
+    fn encoded_hint(&self) -> usize {
+        match self {
+            ClientMessage::ResponseHead { headers, .. } => SMALL_MESSAGE + owned_headers_hint(headers),
+            ClientMessage::Reset { reason, .. } => SMALL_MESSAGE + reason.len(),
+            _ => SMALL_MESSAGE,
+        }
+    }
 }
 
 impl Framed for ServerMessage {
@@ -210,6 +239,19 @@ impl Framed for ServerMessage {
             self,
             ServerMessage::RequestHead { .. } | ServerMessage::RequestBody { .. }
         )
+    }
+
+    fn encoded_hint(&self) -> usize {
+        match self {
+            ServerMessage::RequestHead {
+                method,
+                target,
+                headers,
+                ..
+            } => SMALL_MESSAGE + method.len() + target.len() + owned_headers_hint(headers),
+            ServerMessage::Reset { reason, .. } => SMALL_MESSAGE + reason.len(),
+            _ => SMALL_MESSAGE,
+        }
     }
 }
 

@@ -16,8 +16,12 @@ const WAKE_GRACE: Duration = Duration::from_millis(500);
 /// `future`'s output if it comes within `limit`, as `tokio::time::timeout`;
 /// but a limit that passed while this process was not running gives it
 /// [`WAKE_GRACE`] more, once. `None` when it did not come.
-pub async fn within<F: Future>(limit: Duration, future: F) -> Option<F::Output> {
-    tokio::pin!(future);
+///
+/// `future` comes pinned (`std::pin::pin!`) where its caller keeps it:
+/// pinned in here, it would take a second place in this future's state
+/// beside the one it was passed in, and a request to the handler is 3 KiB
+/// of state, copied whole when an exchange is spawned.
+pub async fn within<F: Future + Unpin>(limit: Duration, mut future: F) -> Option<F::Output> {
     let mut deadline = Instant::now() + limit;
     let mut woke = false;
     loop {

@@ -206,12 +206,20 @@ pub fn tls_config(ca_cert: Option<&Path>) -> Result<Arc<rustls::ClientConfig>, C
     Ok(Arc::new(config))
 }
 
+/// Bytes tungstenite reads at a time. It zeroes that much of its buffer
+/// before every read, whatever comes: at its default of 128 KiB, for a
+/// webhook of 1 KiB, that zeroing was 4.7% of the client's time at 1
+/// concurrent. 32 KiB leaves it at 1.2%, and a 64 KiB chunk takes three
+/// reads instead of one (1 MiB bodies at 4 concurrent cost the same).
+const READ_BUFFER: usize = 32 * 1024;
+
 /// WebSocket limits: nothing the relay sends can make a frame bigger than
 /// the protocol allows.
 pub fn websocket_config() -> WebSocketConfig {
     WebSocketConfig::default()
         .max_message_size(Some(MAX_FRAME_BYTES))
         .max_frame_size(Some(MAX_FRAME_BYTES))
+        .read_buffer_size(READ_BUFFER)
         .write_buffer_size(128 * 1024)
         .max_write_buffer_size(4 * MAX_FRAME_BYTES)
 }

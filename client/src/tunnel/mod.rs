@@ -20,6 +20,7 @@ use portpreview_shared::sync::lock;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 pub use backoff::Backoff;
 pub use connect::{ConnectError, ConnectOptions, Welcome};
@@ -154,6 +155,22 @@ impl Unfinished {
     }
 }
 
+/// Serves one session on a task of its own. Every frame and every answer
+/// wakes the session; on the task that runs the tunnel, each wake-up would
+/// also poll what is joined beside it (the signal watch, the display),
+/// registering each of their waits again. A panic in the session is the
+/// tunnel's, as it was when the session ran on the tunnel's own task, and
+/// dropping the tunnel ends the session.
+async fn serve_session(socket: connect::RelaySocket, shared: Arc<Shared>) -> (SessionEnd, JoinSet<StreamId>) {
+    let session = AbortOnDropHandle::new(tokio::spawn(session::serve(socket, shared)));
+    match session.await {
+        Ok(ended) => ended,
+        Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+        // Only the runtime shutting down cancels it, and takes this task too.
+        Err(_) => (SessionEnd::Lost("the session was cut off".into()), JoinSet::new()),
+    }
+}
+
 async fn serve_until_stopped(
     mut options: ConnectOptions,
     target: String,
@@ -192,7 +209,7 @@ async fn serve_until_stopped(
                         target: target.clone(),
                     },
                 );
-                let (end, left) = session::serve(socket, shared.clone()).await;
+                let (end, left) = serve_session(socket, shared.clone()).await;
                 backoff.connection_ended(up_since.elapsed());
                 unfinished.keep(left);
                 match end {

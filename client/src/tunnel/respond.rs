@@ -82,7 +82,7 @@ pub(super) async fn relay_response(
     let status = response.status().as_u16();
     // Recorded exactly as the handler sent them; the relay, where the hop
     // ends, drops the hop-by-hop ones before the caller sees them.
-    let headers: Vec<Header> = response
+    let mut headers: Vec<Header> = response
         .headers()
         .iter()
         .map(|(name, value)| Header::new(name.as_str(), value.as_bytes()))
@@ -104,25 +104,17 @@ pub(super) async fn relay_response(
             // this takes its share without waiting, and a stream the relay
             // has closed meanwhile drops the frame when it arrives.
             let _first_window = take_credit(&whole, credit, patience).await;
-            let head = ClientMessage::ResponseHead {
-                stream,
-                status,
-                headers: headers.clone(),
-                end: true,
-            };
-            if let Err(err) = outbox.send(&head, &whole) {
+            let sent;
+            (headers, sent) = send_head(outbox, stream, status, headers, true, &whole);
+            if let Err(err) = sent {
                 return unframable(stream, outbox, started, err);
             }
         }
         error
     } else {
-        let head = ClientMessage::ResponseHead {
-            stream,
-            status,
-            headers: headers.clone(),
-            end: false,
-        };
-        if let Err(err) = outbox.send(&head, &[]) {
+        let sent;
+        (headers, sent) = send_head(outbox, stream, status, headers, false, &[]);
+        if let Err(err) = sent {
             return unframable(stream, outbox, started, err);
         }
         answer.head_sent.store(true, Ordering::Relaxed);
@@ -146,6 +138,29 @@ pub(super) async fn relay_response(
         duration_ms: Some(elapsed_ms(started)),
         error,
     }
+}
+
+/// Sends an answer's head, and gives its headers back for the history:
+/// moved into the frame's message and out again rather than copied.
+fn send_head(
+    outbox: &Outbox,
+    stream: StreamId,
+    status: u16,
+    headers: Vec<Header>,
+    end: bool,
+    body: &[u8],
+) -> (Vec<Header>, Result<(), EncodeError>) {
+    let head = ClientMessage::ResponseHead {
+        stream,
+        status,
+        headers,
+        end,
+    };
+    let sent = outbox.send(&head, body);
+    let ClientMessage::ResponseHead { headers, .. } = head else {
+        unreachable!("built as a response head above")
+    };
+    (headers, sent)
 }
 
 /// Reads a body small enough for one frame, whole, within the handler's

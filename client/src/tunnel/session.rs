@@ -112,16 +112,23 @@ where
     // on every frame.
     let silence = tokio::time::sleep(RELAY_SILENCE_LIMIT);
     tokio::pin!(silence);
+    // Made once, not on every turn of the loop: each one made registers
+    // with its token, under a lock, and unregisters when dropped, which a
+    // turn per frame and per finished exchange paid twice over.
+    let stop = session.shared.stop.clone();
+    let stop_asked = stop.asked.cancelled();
+    let stop_now = stop.now.cancelled();
+    tokio::pin!(stop_asked, stop_now);
 
     let end = loop {
         tokio::select! {
-            () = session.shared.stop.asked.cancelled(), if !session.draining => {
+            () = &mut stop_asked, if !session.draining => {
                 if let Some(end) = session.stop_asked(drain_deadline.as_mut()) {
                     break end;
                 }
             }
             () = &mut drain_deadline, if session.draining => break SessionEnd::Shutdown,
-            () = session.shared.stop.now.cancelled(), if session.draining => break session.stop_now(),
+            () = &mut stop_now, if session.draining => break session.stop_now(),
             result = &mut writer => {
                 writer_done = true;
                 break SessionEnd::Lost(match result {

@@ -117,7 +117,7 @@ async fn read_prefix(shared: &Shared, inflow: &mut Inflow) -> (Vec<Bytes>, bool)
         // Each chunk within the local timeout, as the relay waits for the
         // caller's: a stream whose body stops coming must not hold its
         // exchange, and its place in the session, for good.
-        match within(shared.local_timeout, inflow.next()).await {
+        match within(shared.local_timeout, std::pin::pin!(inflow.next())).await {
             Some(Some(chunk)) => {
                 seen += chunk.data.len();
                 prefix.push(chunk.data);
@@ -186,7 +186,7 @@ async fn send_streamed(
 /// Sends `local` to the handler. The handler's time starts when it is sent
 /// the request, not while recording waits for room.
 async fn send(shared: &Shared, local: Request<LocalBody>) -> Sent {
-    within(shared.local_timeout, shared.forwarder.send(local)).await
+    within(shared.local_timeout, std::pin::pin!(shared.forwarder.send(local))).await
 }
 
 /// Sends `local`, whose body streams to the handler as the caller uploads

@@ -94,6 +94,17 @@ fn recorded(shared: &Shared, result: Result<Ticket, RecordError>) -> Option<Tick
 }
 
 pub(super) fn new_delivery(shared: &Shared, head: Head, received_at_ms: i64) -> NewDelivery {
+    if shared.recorder.is_none() {
+        // Nothing will store it: the URL called and the target, worked out
+        // and formatted for every request, would only be dropped.
+        return NewDelivery {
+            received_at_ms,
+            method: head.method,
+            path: head.target,
+            request_headers: head.headers,
+            ..NewDelivery::default()
+        };
+    }
     let host_preserved = shared.preserves_host(&head.headers);
     let tunnel_url = {
         let announced = lock(&shared.public_url);

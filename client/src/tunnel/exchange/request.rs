@@ -35,12 +35,14 @@ pub(super) fn build_request(
         .body(body)
         .map_err(|e| format!("invalid request target: {e}"))?;
     let preserve_host = shared.preserves_host(&head.headers);
-    let target_host = || HeaderValue::from_str(&target.authority()).ok();
+    let target_host = || shared.forwarder.host_header();
     // Each set once, where the caller's first was, so the handler sees the
     // headers in the order the provider sent them, and a curl export
     // (whose Host comes first) sends them so too.
     let mut rewritten_host = (!preserve_host).then(target_host).flatten();
     let headers = request.headers_mut();
+    // Room for them all at once, not grown (and rehashed) on the way.
+    headers.reserve(head.headers.len());
     for header in &head.headers {
         let name = header.name.as_str();
         if buffered && name.eq_ignore_ascii_case("content-length") {
