@@ -1733,12 +1733,72 @@ async fn a_relay_opening_more_streams_than_a_tunnel_carries_gets_503_for_the_res
     );
 }
 
-/// A relay that grants no room for an answer past its first window (its
-/// caller reads nothing, or the relay never says it did): the client gives
-/// the stream up after `--local-timeout` and records why, rather than hold
-/// the exchange, its copy of the answer and the handler's connection.
+/// The same cap for a relay that resets each stream as soon as it has
+/// opened it: each exchange still runs (the handler's answer goes to the
+/// history), so the streams are counted by their exchanges, not by the
+/// streams the relay keeps open.
 #[tokio::test]
-async fn an_answer_the_relay_grants_no_room_for_is_given_up_after_the_local_timeout() {
+async fn a_relay_resetting_each_stream_it_opens_still_meets_the_cap() {
+    use portpreview_shared::message::MAX_IN_FLIGHT;
+    let taken = 2 * MAX_IN_FLIGHT as u64;
+    // Each exchange holds a connection to the handler, and the handler
+    // its end of it.
+    let limit = portpreview_shared::open_files::raise_limit().unwrap_or(u64::MAX);
+    assert!(
+        limit > 3 * taken,
+        "this test needs {} open files; the limit is {limit}",
+        3 * taken
+    );
+    let (relay_url, fake_relay) = fake_relay("resets", move |mut socket| async move {
+        for stream in 1..=taken + 1 {
+            let head = ServerMessage::RequestHead {
+                stream,
+                method: "POST".into(),
+                target: format!("/resets/{stream}"),
+                headers: vec![],
+                end: true,
+            };
+            socket.feed(frame_of(head)).await.expect("send");
+            if stream <= taken {
+                let reset = ServerMessage::Reset {
+                    stream,
+                    reason: "the caller went away".into(),
+                };
+                socket.feed(frame_of(reset)).await.expect("send");
+            }
+        }
+        socket.flush().await.expect("flush");
+        loop {
+            match socket.next().await {
+                Some(Ok(Message::Binary(frame))) => {
+                    if let Ok((ClientMessage::ResponseHead { stream, status, .. }, _)) =
+                        codec::decode::<ClientMessage>(frame)
+                    {
+                        return (stream, status);
+                    }
+                }
+                Some(Ok(_)) => continue,
+                other => panic!("the client closed the socket: {other:?}"),
+            }
+        }
+    })
+    .await;
+    let handler = LocalHandler::slow(Duration::from_secs(120)).await;
+    let _tunnel = TestTunnel::start(&relay_url, &handler.url()).await;
+    let answered = tokio::time::timeout(Duration::from_secs(60), fake_relay)
+        .await
+        .expect("the client answered none of the streams")
+        .expect("the fake relay");
+    assert_eq!(answered, (taken + 1, 503));
+}
+
+/// A relay that grants no room for an answer past its first window (and
+/// never resets the stream, as a relay does for a caller that stops
+/// reading): the client gives the stream up after ten times
+/// `--local-timeout` and records why, rather than hold the exchange, its
+/// copy of the answer and the handler's connection.
+#[tokio::test]
+async fn an_answer_the_relay_grants_no_room_for_is_given_up_in_the_end() {
     use portpreview_shared::message::{CHUNK_SIZE, STREAM_WINDOW};
     let (relay_url, fake_relay) = fake_relay("mute", |mut socket| async move {
         let head = ServerMessage::RequestHead {
@@ -1785,10 +1845,13 @@ async fn an_answer_the_relay_grants_no_room_for_is_given_up_after_the_local_time
         (window - CHUNK_SIZE..=window).contains(&received),
         "most of the first window, and not a byte past it: {received}"
     );
-    assert_eq!(reason, "the caller read none of the answer for 1s");
+    assert_eq!(reason, "the relay granted no room for more of the answer for 10s");
     let (summary, _) = tunnel.next_delivery().await;
     assert_eq!(
         (summary.status, summary.error.as_deref()),
-        (Some(200), Some("the caller read none of the answer for 1s"))
+        (
+            Some(200),
+            Some("the relay granted no room for more of the answer for 10s")
+        )
     );
 }

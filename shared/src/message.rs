@@ -43,9 +43,10 @@ pub fn grantable(held: usize, credit: u32) -> usize {
 }
 
 /// Requests a relay keeps in flight on one tunnel at most (its own cap,
-/// `max_in_flight`, may be lower). A client answers 503 itself past twice
-/// this, so a relay that does not keep count cannot make it hold an
-/// exchange, and a request body's buffer, for each of thousands of streams.
+/// `max_in_flight`, may be lower). A client answers 503 itself while twice
+/// this many exchanges run, so a relay that does not keep count (or resets
+/// each stream it opens) cannot make it run one, with its request body,
+/// for each of thousands of streams.
 pub const MAX_IN_FLIGHT: usize = 1024;
 
 /// Largest encoded frame header (request line plus headers).

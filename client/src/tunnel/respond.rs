@@ -15,6 +15,7 @@ use portpreview_shared::duration::format_duration;
 use portpreview_shared::message::{ClientMessage, Header, StreamId, CHUNK_SIZE, MAX_HEADER_BYTES};
 use tokio::sync::{Notify, Semaphore};
 
+use super::awake::within;
 use super::body::{Capture, Held, Keep};
 use super::outbox::Outbox;
 use crate::store::Outcome;
@@ -100,10 +101,7 @@ pub(super) async fn relay_response(
         if let Some(reason) = &error {
             outbox.answer(stream, 502, reason);
         } else {
-            // A stream's first window holds any answer sent in one frame:
-            // this takes its share without waiting, and a stream the relay
-            // has closed meanwhile drops the frame when it arrives.
-            let _first_window = take_credit(&whole, credit, patience).await;
+            take_first_window(&whole, credit);
             let sent;
             (headers, sent) = send_head(outbox, stream, status, headers, true, &whole);
             if let Err(err) = sent {
@@ -281,7 +279,7 @@ const CALLER_GONE: &str = "no caller was left to receive the rest of the answer"
 enum Unsent {
     /// The relay closed the stream.
     CallerGone,
-    /// The relay granted no room for it within the patience, the reason.
+    /// The relay granted no room for it in time, the reason.
     NotRead(String),
 }
 
@@ -299,24 +297,41 @@ async fn send_chunk(
     Ok(())
 }
 
+/// How many times the handler's patience the relay may take to grant room
+/// for more of an answer. The relay grants it as its caller reads, in
+/// steps of a quarter of the window, and drops a caller that reads nothing
+/// for 30 s itself: this is for a relay that never grants or resets, far
+/// past any caller that reads at all.
+const CREDIT_PATIENCE_FACTOR: u32 = 10;
+
+/// Takes the share of an answer sent in one frame from the stream's first
+/// window, which always holds it: it never waits, and a stream the relay
+/// has closed meanwhile drops the frame when it arrives.
+fn take_first_window(data: &[u8], credit: &Semaphore) {
+    let needed = u32::try_from(data.len()).unwrap_or(u32::MAX);
+    if let Ok(permit) = credit.try_acquire_many(needed) {
+        permit.forget();
+    }
+}
+
 /// Waits until the relay has room for `data`: a slow caller slows this
-/// stream only. A caller that reads nothing for the whole patience (or a
-/// relay that grants nothing) must not hold the exchange, its capture and
-/// the handler's connection for good.
+/// stream only. A relay that grants nothing must not hold the exchange,
+/// its capture and the handler's connection for good.
 async fn take_credit(data: &[u8], credit: &Semaphore, patience: Duration) -> Result<(), Unsent> {
     let needed = u32::try_from(data.len()).unwrap_or(u32::MAX);
     if needed == 0 {
         return Ok(());
     }
-    match tokio::time::timeout(patience, credit.acquire_many(needed)).await {
-        Ok(Ok(permit)) => {
+    let limit = patience.saturating_mul(CREDIT_PATIENCE_FACTOR);
+    match within(limit, std::pin::pin!(credit.acquire_many(needed))).await {
+        Some(Ok(permit)) => {
             permit.forget();
             Ok(())
         }
-        Ok(Err(_closed)) => Err(Unsent::CallerGone),
-        Err(_) => Err(Unsent::NotRead(format!(
-            "the caller read none of the answer for {}",
-            format_duration(patience)
+        Some(Err(_closed)) => Err(Unsent::CallerGone),
+        None => Err(Unsent::NotRead(format!(
+            "the relay granted no room for more of the answer for {}",
+            format_duration(limit)
         ))),
     }
 }

@@ -40,10 +40,10 @@ pub const DRAIN_LIMIT: Duration = Duration::from_secs(3);
 /// How long exchanges abandoned at shutdown get to record why they ended.
 const ABANDON_LIMIT: Duration = Duration::from_secs(1);
 
-/// Streams open at once past which a new one is answered 503 here. Twice
-/// what a relay may keep in flight: an exchange that has sent its answer's
-/// end is still counted until its task is reaped, while the relay has
-/// freed its place already.
+/// Exchanges running at once past which a new stream is answered 503
+/// here. Twice what a relay may keep in flight: an exchange that has sent
+/// its answer's end, or whose stream the relay reset, is still running
+/// while the relay has freed its place already.
 const MAX_STREAMS: usize = 2 * MAX_IN_FLIGHT;
 
 /// Why a session ended.
@@ -319,7 +319,9 @@ impl Session {
             self.outbox.answer(stream, 503, "the tunnel's client is shutting down");
             return ControlFlow::Continue(());
         }
-        if self.streams.len() >= MAX_STREAMS {
+        // Counted by the exchanges that run: one whose stream the relay has
+        // reset goes on to give the handler's answer to the history.
+        if self.exchanges.len() >= MAX_STREAMS {
             tracing::debug!(
                 stream,
                 "the relay sent more requests at once than a tunnel carries; answered 503"
