@@ -146,6 +146,9 @@ fn is_transient(err: &io::Error) -> bool {
 }
 
 async fn serve(relay: Arc<Relay>, tcp: TcpStream, peer: SocketAddr, local: SocketAddr, slot: Slot) {
+    // Under TLS, on the socket itself: a TLS stream's flush waits for its
+    // whole buffer to drain, and would hide progress a slow reader makes.
+    let tcp = WriteStall::new(tcp, relay.config.write_stall_timeout);
     let Some(tls) = relay.config.tls.clone() else {
         return serve_http(relay, tcp, peer, local, false, slot).await;
     };
@@ -167,7 +170,7 @@ where
         max_bytes: max_head,
         max_headers: config.max_headers,
     };
-    let (io, verdicts) = HeadScan::new(WriteStall::new(io, config.write_stall_timeout), limits);
+    let (io, verdicts) = HeadScan::new(io, limits);
     let info = Arc::new(ConnInfo {
         peer,
         peer_ip: peer.ip().to_string(),

@@ -60,11 +60,13 @@ impl ConnectionLimits {
 }
 
 /// The place a connection is counted for: its IPv4 address, or its IPv6
-/// /64 network. Providers and ISPs hand out a /64 per host, so counting each
-/// IPv6 address alone would give one host 2^64 caps.
+/// /64 network. A host holds a whole /64 as often as one address (clouds
+/// and ISPs hand one out per machine or per network), so counting each
+/// IPv6 address alone would give it 2^64 caps; the callers of one IPv6
+/// network share its cap, as those behind one IPv4 address do.
 fn place_of(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V4(_) => ip,
+    match ip.to_canonical() {
+        v4 @ IpAddr::V4(_) => v4,
         IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from_bits(v6.to_bits() & !u128::from(u64::MAX))),
     }
 }
@@ -115,5 +117,9 @@ mod tests {
             "the next /64 is another place"
         );
         assert!(limits.admit(ip("10.0.0.1")).is_some());
+        assert!(
+            limits.admit(ip("::ffff:10.0.0.2")).is_some(),
+            "an IPv4 caller on a dual-stack socket is its IPv4 address"
+        );
     }
 }

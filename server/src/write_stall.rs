@@ -6,7 +6,8 @@
 //! window its kernel keeps alive) would hold its connection, and the
 //! tunnel's request slot the answer belongs to, for good; a few hundred such
 //! callers would take every slot of a tunnel, and pipelined requests left
-//! unread would take the relay's connections. This wrapper fails a write,
+//! unread would take the relay's connections. This wrapper, on the socket
+//! itself (under TLS, whose flush hides partial progress), fails a write,
 //! flush or shutdown that has waited, without a byte accepted, for longer
 //! than its limit; the connection then ends as for any broken socket.
 
