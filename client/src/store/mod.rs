@@ -578,12 +578,23 @@ fn refuse_non_file(path: &Path) -> Result<(), StoreError> {
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_dir() => Err(StoreError::IsDirectory { path: path_buf() }),
         Ok(meta) if !meta.is_file() => Err(StoreError::NotAFile { path: path_buf() }),
-        Ok(_) => match rustix::fs::access(path, rustix::fs::Access::READ_OK) {
-            Err(rustix::io::Errno::ACCESS) => Err(StoreError::Unreadable { path: path_buf() }),
-            _ => Ok(()),
-        },
-        Err(_) => Ok(()),
+        Ok(_) if !readable(path) => Err(StoreError::Unreadable { path: path_buf() }),
+        Ok(_) | Err(_) => Ok(()),
     }
+}
+
+/// Whether this user may read the file at `path`, asked without opening it.
+#[cfg(target_os = "linux")]
+fn readable(path: &Path) -> bool {
+    rustix::fs::access(path, rustix::fs::Access::READ_OK) != Err(rustix::io::Errno::ACCESS)
+}
+
+/// Whether this user may read the file at `path`. Opened and closed here,
+/// where no access(2) binding is at hand: a process holding the history
+/// open loses its locks on it (see [`refuse_non_file`]).
+#[cfg(not(target_os = "linux"))]
+fn readable(path: &Path) -> bool {
+    !matches!(std::fs::File::open(path), Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied)
 }
 
 /// Creates the file with owner-only permissions before SQLite opens it, so

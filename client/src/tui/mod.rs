@@ -257,8 +257,11 @@ impl EventLoop {
         task.stop.cancel();
         self.app
             .set_status("stopping the replay and saving what was answered…", false);
-        // The screen may be gone (a closed terminal); the run is saved regardless.
-        let _ = terminal.draw(|frame| frame.render_widget(&self.app, frame.area()));
+        // The screen may be gone (a closed terminal), or the shell's (a
+        // stopped job); the run is saved regardless.
+        if !terminal.is_given_back() {
+            let _ = terminal.draw(|frame| frame.render_widget(&self.app, frame.area()));
+        }
         let line = match tokio::time::timeout(REPLAY_SAVE_WAIT, task.done).await {
             Ok(ReplayDone { delivery_id, result }) => app::replay_line(delivery_id, &result),
             Err(_) => format!(

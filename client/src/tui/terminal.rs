@@ -59,8 +59,11 @@ impl TerminalGuard {
         self.given_back = true;
         // Raw mode kept the shell's ctrl-z from stopping us: stop ourselves,
         // with the signal nothing catches (the TUI listens for SIGTSTP to
-        // get here).
-        kill_process(getpid(), Signal::STOP)?;
+        // get here). Not stopped, no SIGCONT will come to take it back.
+        if let Err(err) = kill_process(getpid(), Signal::STOP) {
+            self.resume()?;
+            return Err(err.into());
+        }
         Ok(())
     }
 
