@@ -107,7 +107,14 @@ async fn output(group: &mut Group, limit: usize) -> Result<String, ProbeError> {
                 limit,
             });
         };
-        let status = child.wait().await.map_err(ProbeError::Spawn)?;
+        // stderr is still read while the shell finishes: one that fills
+        // the pipe would otherwise wait for a reader.
+        let status = loop {
+            tokio::select! {
+                status = child.wait() => break status.map_err(ProbeError::Spawn)?,
+                () = &mut stderr, if !stderr_ended => stderr_ended = true,
+            }
+        };
         if !stderr_ended {
             // The shell has exited; a process it left running in the
             // background may hold stderr open for good, and what the
@@ -239,7 +246,7 @@ mod tests {
         let _ = std::process::Command::new("kill").arg(pid.trim()).status();
         assert_eq!(state.unwrap(), "ready\n");
         let err = read(
-            "sleep 7 >/dev/null & echo broken >&2; exit 3",
+            "sleep 7 >/dev/null & exec >&-; echo broken >&2; head -c 200000 /dev/zero >&2; exit 3",
             1024,
             Duration::from_secs(10),
         )
