@@ -59,11 +59,11 @@ pub async fn forward(
     limits: ForwardLimits,
 ) -> Response<RelayBody> {
     let (parts, body) = req.into_parts();
-    let declared = parts
-        .headers
-        .get(http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
+    // hyper has refused a request whose lengths it could not read.
+    let lengths = parts.headers.get_all(http::header::CONTENT_LENGTH);
+    let declared = content_length::declared(lengths.iter().map(http::HeaderValue::as_bytes))
+        .ok()
+        .flatten();
     if declared.is_some_and(|len| len > limits.max_body) {
         return too_large(limits.max_body);
     }
@@ -513,7 +513,10 @@ fn declared_length(headers: &mut http::HeaderMap) -> Result<Option<u64>, String>
     let declared = content_length::declared(values.iter().map(http::HeaderValue::as_bytes)).map_err(|_| {
         let sent: Vec<&[u8]> = values.iter().map(http::HeaderValue::as_bytes).collect();
         let shown = portpreview_shared::sanitize::escape_bytes(&sent.join(&b", "[..]));
-        format!("the tunnel's client sent an answer whose Content-Length is not one number: {shown}")
+        format!(
+            "the tunnel's client sent an answer whose Content-Length is not one number: {}",
+            portpreview_shared::text::truncate(&shown, 200)
+        )
     })?;
     // One value, written as the number is: nothing to write back.
     let mut each = values.iter();

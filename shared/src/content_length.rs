@@ -11,8 +11,8 @@ pub struct NotOneLength;
 /// The one length `values` (each `Content-Length` line's value) declare,
 /// or `None` when there is no line: each must be digits alone, whitespace
 /// around them aside, and all equal. `+5`, `0x5`, `5, 5` (a list RFC 9110
-/// lets a recipient refuse, as hyper does) or two lines `5` and `6`
-/// declare nothing.
+/// lets a recipient refuse, as hyper's server does; its client takes it)
+/// or two lines `5` and `6` declare nothing.
 pub fn declared<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> Result<Option<u64>, NotOneLength> {
     let mut declared = None;
     for value in values {
