@@ -22,9 +22,13 @@ pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(5);
 pub const DEFAULT_DEAD_AFTER: Duration = Duration::from_secs(15);
 /// Time a caller has to send a whole request head; also the keep-alive idle limit.
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a caller (or client) may leave the relay's writes unread before
-/// its connection is dropped: long past any reader that is merely slow.
-pub const DEFAULT_WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a write to a caller (or client) may wait before its connection
+/// is dropped, as nginx's `send_timeout`. The kernel takes more bytes once
+/// a third of the socket's send buffer is free, so a reader that drains a
+/// large answer slowly sees long waits between writes too: a minute lets
+/// one taking a few KB a second through, and still ends a caller that
+/// reads nothing.
+pub const DEFAULT_WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(60);
 /// Open connections allowed from one IP address.
 pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 512;
 /// Open connections allowed in total.
