@@ -1855,3 +1855,53 @@ async fn an_answer_the_relay_grants_no_room_for_is_given_up_in_the_end() {
         )
     );
 }
+
+/// A handler that answers with raw bytes, one connection at a time, and
+/// its address as a target.
+async fn raw_handler(answer: &'static [u8]) -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    let task = tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && socket.read(&mut byte).await.is_ok_and(|n| n == 1) {
+                head.push(byte[0]);
+            }
+            let _ = socket.write_all(answer).await;
+        }
+    });
+    (url, task)
+}
+
+/// Answers whose lengths hyper's client takes but the relay cannot pass
+/// on as they are: `5, 5` gets the caller a 502 that says why, and the
+/// history records that, not a 200; a length beside `Transfer-Encoding`
+/// is dropped with the encoding, and the caller gets the decoded body.
+#[tokio::test]
+async fn answers_with_lengths_the_relay_cannot_pass_on_are_told_and_recorded_as_such() {
+    let relay = TestRelay::start().await;
+    let (listed, _listed_task) =
+        raw_handler(b"HTTP/1.1 200 OK\r\nContent-Length: 5, 5\r\nConnection: close\r\n\r\nabcde").await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &listed).await;
+    let reply = caller::post(&tunnel.url("/listed"), "{}").await;
+    let said = String::from_utf8_lossy(&reply.body).into_owned();
+    assert_eq!(reply.status, 502, "{said}");
+    assert!(said.contains("Content-Length is not one number: 5, 5"), "{said}");
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!(summary.status, None);
+    assert_eq!(
+        summary.error.as_deref(),
+        Some("the local answer's Content-Length is not one number: 5, 5")
+    );
+
+    let (encoded, _encoded_task) = raw_handler(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    )
+    .await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &encoded).await;
+    let reply = caller::post(&tunnel.url("/encoded"), "{}").await;
+    assert_eq!((reply.status, reply.body.as_slice()), (200, &b"hello"[..]));
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!((summary.status, summary.error.as_deref()), (Some(200), None));
+}

@@ -61,17 +61,23 @@ pub fn request_headers<'a>(headers: &'a HeaderMap, hop: &'a Hop<'a>) -> Vec<Head
 /// The response headers given to the caller: hop-by-hop ones and any the
 /// client sent that are not valid HTTP are dropped. `None` when the client
 /// sent more than [`MAX_RESPONSE_HEADERS`].
+///
+/// A handler's answer framed by `Transfer-Encoding` loses its
+/// `Content-Length` too (RFC 9112 § 6.3: the encoding wins, and a proxy
+/// removes the length): the encoding is hop-by-hop and goes, and the body
+/// the client decoded would overrun a length kept beside it.
 pub fn response_headers(headers: Vec<Header>) -> Option<HeaderMap> {
     if headers.len() > MAX_RESPONSE_HEADERS {
         return None;
     }
     let hop_by_hop = HopFilter::from_headers(headers.iter().map(|h| (h.name.as_str(), h.value.as_slice())));
+    let encoded = headers.iter().any(|h| h.name.eq_ignore_ascii_case("transfer-encoding"));
     let mut out = HeaderMap::with_capacity(headers.len());
     for header in headers {
         let Ok(name) = HeaderName::from_bytes(header.name.as_bytes()) else {
             continue;
         };
-        if hop_by_hop.drops(name.as_str()) {
+        if hop_by_hop.drops(name.as_str()) || encoded && name == http::header::CONTENT_LENGTH {
             continue;
         }
         // The decoded bytes become the value as they are: checked, not copied.
@@ -86,6 +92,20 @@ pub fn response_headers(headers: Vec<Header>) -> Option<HeaderMap> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_framed_by_transfer_encoding_loses_its_length_too() {
+        let answer = vec![
+            Header::new("content-length", "3"),
+            Header::new("transfer-encoding", "chunked"),
+            Header::new("x-kept", "1"),
+        ];
+        let out = response_headers(answer).expect("few headers");
+        assert!(out.get("content-length").is_none() && out.get("transfer-encoding").is_none());
+        assert_eq!(out.get("x-kept").map(|v| v.as_bytes()), Some(&b"1"[..]));
+        let plain = response_headers(vec![Header::new("content-length", "3")]).expect("few headers");
+        assert_eq!(plain.get("content-length").map(|v| v.as_bytes()), Some(&b"3"[..]));
+    }
 
     fn map(pairs: &[(&str, &[u8])]) -> HeaderMap {
         let mut m = HeaderMap::new();

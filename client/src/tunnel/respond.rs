@@ -11,6 +11,7 @@ use http_body::Body as _;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use portpreview_shared::codec::EncodeError;
+use portpreview_shared::content_length;
 use portpreview_shared::duration::format_duration;
 use portpreview_shared::message::{ClientMessage, Header, StreamId, CHUNK_SIZE, MAX_HEADER_BYTES};
 use tokio::sync::{Notify, Semaphore};
@@ -88,6 +89,9 @@ pub(super) async fn relay_response(
         .iter()
         .map(|(name, value)| Header::new(name.as_str(), value.as_bytes()))
         .collect();
+    if let Some(reason) = unreadable_length(&headers) {
+        return answer_error(stream, outbox, started, 502, reason);
+    }
     let mut body = response.into_body();
     let mut capture = Capture::expecting(body.size_hint().lower(), keep);
     let small = body.size_hint().exact().is_some_and(|len| len <= CHUNK_SIZE as u64);
@@ -299,8 +303,8 @@ async fn send_chunk(
 
 /// How many times the handler's patience the relay may take to grant room
 /// for more of an answer. The relay grants it as its caller reads, in
-/// steps of a quarter of the window, and drops a caller that reads nothing
-/// for 30 s itself: this is for a relay that never grants or resets, far
+/// steps of a quarter of the window, and drops a caller it cannot write to
+/// for a minute itself: this is for a relay that never grants or resets, far
 /// past any caller that reads at all.
 const CREDIT_PATIENCE_FACTOR: u32 = 10;
 
@@ -347,6 +351,28 @@ pub(super) fn answer_error(
 ) -> Outcome {
     outbox.answer(stream, status, &reason);
     failure(started, reason)
+}
+
+/// Why the relay would refuse an answer with these headers for its
+/// lengths (hyper's client takes `5, 5`, hyper's server side does not):
+/// answered here, the history says what the caller got, not 200. An answer
+/// framed by `Transfer-Encoding` loses its length at the relay anyway.
+fn unreadable_length(headers: &[Header]) -> Option<String> {
+    if headers.iter().any(|h| h.name == "transfer-encoding") {
+        return None;
+    }
+    let lengths = || {
+        headers
+            .iter()
+            .filter(|h| h.name == "content-length")
+            .map(|h| h.value.as_slice())
+    };
+    content_length::declared(lengths()).err()?;
+    let sent = portpreview_shared::sanitize::escape_bytes(&lengths().collect::<Vec<_>>().join(&b", "[..]));
+    Some(format!(
+        "the local answer's Content-Length is not one number: {}",
+        portpreview_shared::text::truncate(&sent, 200)
+    ))
 }
 
 /// Answers 502 for a local answer the relay would refuse as a frame: sent
