@@ -37,10 +37,26 @@ pub(super) async fn read(cmd: &str, limit: usize, within: Duration) -> Result<St
     match tokio::time::timeout(within, output(&mut group, limit)).await {
         Ok(result) => result,
         Err(_) => {
+            // The shell has exited: what it started holds the output open.
+            let exited = group.0.id().is_some_and(has_exited);
             group.stop().await;
-            Err(ProbeError::Timeout)
+            Err(if exited {
+                ProbeError::OutputHeldOpen
+            } else {
+                ProbeError::Timeout
+            })
         }
     }
+}
+
+/// Whether process `pid` has exited and waits to be reaped, read from
+/// `/proc` so that it stays unreaped (its id still names the group to
+/// kill). Elsewhere, not known: false.
+fn has_exited(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| stat.rsplit_once(") ").map(|(_, rest)| rest.starts_with('Z')))
+        .unwrap_or(false)
 }
 
 /// The shell and everything it started. Killing only the shell would leave
@@ -227,6 +243,22 @@ mod tests {
         assert!(tokio::time::timeout(Duration::from_millis(500), read).await.is_err());
         let pid = std::fs::read_to_string(&pid_file).unwrap();
         let _ = std::fs::remove_file(&pid_file);
+        assert!(ended(pid.trim()).await, "sleep {} outlived the probe", pid.trim());
+    }
+
+    /// A command whose background process keeps its stdout open: it is
+    /// told as such, not as a command that took too long, and the process
+    /// is stopped with it.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn output_held_open_by_a_background_process_is_told_as_such() {
+        let (cmd, pid_file) = sleeper("held");
+        let cmd = cmd.replace("; wait; echo x", "; echo state");
+        let err = read(&cmd, 1024, Duration::from_millis(500)).await.unwrap_err();
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        let _ = std::fs::remove_file(&pid_file);
+        assert!(matches!(err, ProbeError::OutputHeldOpen), "{err}");
+        assert!(err.to_string().contains(">/dev/null 2>&1 &"), "{err}");
         assert!(ended(pid.trim()).await, "sleep {} outlived the probe", pid.trim());
     }
 

@@ -77,6 +77,14 @@ pub enum ProbeError {
         portpreview_shared::duration::format_duration(PROBE_TIMEOUT)
     )]
     Timeout,
+    /// The command exited, but a process it started kept its stdout open
+    /// past [`PROBE_TIMEOUT`], so its output never ended.
+    #[error(
+        "the check command exited, but a process it started in the background kept its output open for {}: \
+         send that process's output elsewhere (`server >/dev/null 2>&1 &`)",
+        portpreview_shared::duration::format_duration(PROBE_TIMEOUT)
+    )]
+    OutputHeldOpen,
     /// The state is longer than the probe reads; the run cannot be judged.
     #[error(
         "{probe} gave more than {} of state, too much to compare whole: have it print a summary instead (a row count, a checksum)",
