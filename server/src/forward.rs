@@ -511,11 +511,9 @@ fn client_gone() -> Response<RelayBody> {
 fn declared_length(headers: &mut http::HeaderMap) -> Result<Option<u64>, String> {
     let values = headers.get_all(http::header::CONTENT_LENGTH);
     let declared = content_length::declared(values.iter().map(http::HeaderValue::as_bytes)).map_err(|_| {
-        let sent: Vec<&[u8]> = values.iter().map(http::HeaderValue::as_bytes).collect();
-        let shown = portpreview_shared::sanitize::escape_bytes(&sent.join(&b", "[..]));
         format!(
             "the tunnel's client sent an answer whose Content-Length is not one number: {}",
-            portpreview_shared::text::truncate(&shown, 200)
+            content_length::shown(values.iter().map(http::HeaderValue::as_bytes))
         )
     })?;
     // One value, written as the number is: nothing to write back.

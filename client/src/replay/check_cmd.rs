@@ -53,10 +53,14 @@ pub(super) async fn read(cmd: &str, limit: usize, within: Duration) -> Result<St
 /// `/proc` so that it stays unreaped (its id still names the group to
 /// kill). Elsewhere, not known: false.
 fn has_exited(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| stat.rsplit_once(") ").map(|(_, rest)| rest.starts_with('Z')))
-        .unwrap_or(false)
+    process_state(pid) == Some('Z')
+}
+
+/// The state of process `pid` from `/proc` (`S`, `Z`…), `None` once it is
+/// gone or where there is no `/proc`.
+fn process_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(") ")?.1.chars().next()
 }
 
 /// The shell and everything it started. Killing only the shell would leave
@@ -194,16 +198,10 @@ mod tests {
         assert!(err.to_string().starts_with("the check command gave more than"), "{err}");
     }
 
-    /// The state of process `pid` from `/proc` (`S`, `Z`…), `None` once it is gone.
-    #[cfg(target_os = "linux")]
-    fn process_state(pid: &str) -> Option<char> {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        stat.rsplit_once(") ")?.1.chars().next()
-    }
-
     /// Waits up to 5 s for process `pid` to end (a zombie has ended).
     #[cfg(target_os = "linux")]
     async fn ended(pid: &str) -> bool {
+        let pid = pid.parse().expect("a process id");
         for _ in 0..100 {
             if process_state(pid).is_none_or(|state| state == 'Z') {
                 return true;

@@ -368,10 +368,9 @@ fn unreadable_length(headers: &[Header]) -> Option<String> {
             .map(|h| h.value.as_slice())
     };
     content_length::declared(lengths()).err()?;
-    let sent = portpreview_shared::sanitize::escape_bytes(&lengths().collect::<Vec<_>>().join(&b", "[..]));
     Some(format!(
         "the local answer's Content-Length is not one number: {}",
-        portpreview_shared::text::truncate(&sent, 200)
+        content_length::shown(lengths())
     ))
 }
 
