@@ -37,7 +37,7 @@ pub fn declared<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> Result<Option
 const SHOWN: usize = 200;
 
 /// `values` as an error message shows them: escaped, joined with `, `, cut
-/// to [`SHOWN`] bytes (a hostile peer's lengths may be long).
+/// to 200 bytes (a hostile peer's lengths may be long).
 pub fn shown<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> String {
     let joined = values.into_iter().collect::<Vec<_>>().join(&b", "[..]);
     crate::text::truncate(&crate::sanitize::escape_bytes(&joined), SHOWN).to_owned()
