@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures_util::{Sink, Stream, StreamExt};
 use portpreview_shared::codec;
 use portpreview_shared::message::{version_mismatch, PROTOCOL_VERSION};
@@ -261,11 +262,26 @@ fn refuse(outbox: &Outbox, reason: String) -> End {
     End::Refused(reason)
 }
 
+/// The session's opening: the client's Hello, its name claimed, and the
+/// Welcome that tells it so; or why the session ends there, the client
+/// told when it can be (a name taken, a version to upgrade).
 async fn hello<R>(incoming: &mut R, outbox: &Outbox, ctx: &SessionContext, streams: &Arc<Streams>) -> Result<Lease, End>
 where
     R: Stream<Item = Result<Message, WsError>> + Unpin,
 {
-    let first = tokio::time::timeout(ctx.hello_timeout, async {
+    let first = first_message(incoming, ctx).await?;
+    let requested = requested_name(first, outbox)?;
+    let lease = claim(requested, outbox, ctx, streams)?;
+    welcome(lease, outbox, ctx)
+}
+
+/// The client's first binary message, waited for no longer than the
+/// Hello may take.
+async fn first_message<R>(incoming: &mut R, ctx: &SessionContext) -> Result<Bytes, End>
+where
+    R: Stream<Item = Result<Message, WsError>> + Unpin,
+{
+    tokio::time::timeout(ctx.hello_timeout, async {
         loop {
             let next = tokio::select! {
                 next = incoming.next() => next,
@@ -281,8 +297,12 @@ where
         }
     })
     .await
-    .map_err(|_| End::Protocol("no Hello in time".into()))??;
+    .map_err(|_| End::Protocol("no Hello in time".into()))?
+}
 
+/// The name the Hello in `first` asks for, once its protocol version is
+/// this relay's; a client of another version is told which side to upgrade.
+fn requested_name(first: Bytes, outbox: &Outbox) -> Result<Option<String>, End> {
     let Some(protocol) = codec::hello_version(&first) else {
         return Err(End::Protocol("the first message must be Hello".into()));
     };
@@ -297,35 +317,46 @@ where
             version_mismatch(client_version, protocol, PROTOCOL_VERSION),
         ));
     }
-    let requested = match decoded {
-        Ok((ClientMessage::Hello { name, .. }, _)) => name,
-        Ok(_) => return Err(End::Protocol("the first message must be Hello".into())),
-        Err(err) => return Err(End::Protocol(err.to_string())),
-    };
+    match decoded {
+        Ok((ClientMessage::Hello { name, .. }, _)) => Ok(name),
+        Ok(_) => Err(End::Protocol("the first message must be Hello".into())),
+        Err(err) => Err(End::Protocol(err.to_string())),
+    }
+}
+
+/// Claims the name asked for, or a random one when none was.
+fn claim(
+    requested: Option<String>,
+    outbox: &Outbox,
+    ctx: &SessionContext,
+    streams: &Arc<Streams>,
+) -> Result<Lease, End> {
     let tunnel: Arc<dyn Tunnel> = Arc::new(SessionTunnel(Arc::clone(streams)));
-    let lease = match requested {
-        Some(name) => {
-            if let Some(why) = names::invalid_reason(&name) {
-                return Err(refuse(outbox, names::refusal(&name, &why)));
-            }
-            ctx.registry
-                .claim(&name, ctx.owner, ctx.resume.as_deref(), tunnel)
-                .map_err(|err| refuse(outbox, err.to_string()))?
+    if let Some(name) = requested {
+        if let Some(why) = names::invalid_reason(&name) {
+            return Err(refuse(outbox, names::refusal(&name, &why)));
         }
-        None => {
-            let mut attempts = 0;
-            loop {
-                match ctx
-                    .registry
-                    .claim(&names::random(), ctx.owner, None, Arc::clone(&tunnel))
-                {
-                    Ok(lease) => break lease,
-                    Err(err) if attempts + 1 >= RANDOM_NAME_ATTEMPTS => return Err(refuse(outbox, err.to_string())),
-                    Err(_) => attempts += 1,
-                }
-            }
+        return ctx
+            .registry
+            .claim(&name, ctx.owner, ctx.resume.as_deref(), tunnel)
+            .map_err(|err| refuse(outbox, err.to_string()));
+    }
+    let mut attempts = 0;
+    loop {
+        match ctx
+            .registry
+            .claim(&names::random(), ctx.owner, None, Arc::clone(&tunnel))
+        {
+            Ok(lease) => return Ok(lease),
+            Err(err) if attempts + 1 >= RANDOM_NAME_ATTEMPTS => return Err(refuse(outbox, err.to_string())),
+            Err(_) => attempts += 1,
         }
-    };
+    }
+}
+
+/// Tells the client its tunnel is live, under which name and URL; a
+/// Welcome that cannot be sent gives the name back.
+fn welcome(lease: Lease, outbox: &Outbox, ctx: &SessionContext) -> Result<Lease, End> {
     let public_url = ctx.public_url.for_name(&lease.name);
     let token = ctx.token_label.as_deref().map(tracing::field::display);
     tracing::info!(tunnel = %lease.name, token, peer = %ctx.peer, %public_url, "tunnel connected");
