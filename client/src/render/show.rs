@@ -33,19 +33,24 @@ impl BodyCut<'_> {
 /// The delivery as text; secrets masked unless `reveal`; each body shown as
 /// far as `cut` says.
 pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: bool, cut: BodyCut<'_>) -> String {
-    let r = &d.request;
     let mut out = String::new();
     let _ = writeln!(out, "Delivery #{}", d.id);
-    field(&mut out, "Received", &rfc3339_ms(r.received_at_ms));
+    overview(&mut out, d, delivery_number);
+    request(&mut out, d, reveal, cut);
+    response(&mut out, d, reveal, cut);
+    replay_runs(&mut out, runs);
+    out
+}
+
+/// Where and when the delivery came, and which event it is.
+fn overview(out: &mut String, d: &Delivery, delivery_number: i64) {
+    let r = &d.request;
+    field(out, "Received", &rfc3339_ms(r.received_at_ms));
     if !r.tunnel_url.is_empty() {
-        field(&mut out, "Tunnel", &escape_str(&r.tunnel_url));
+        field(out, "Tunnel", &escape_str(&r.tunnel_url));
     }
-    field(&mut out, "Target", &escape_str(&r.target));
-    field(
-        &mut out,
-        "Provider",
-        &escape_str(r.provider.as_deref().unwrap_or("unknown")),
-    );
+    field(out, "Target", &escape_str(&r.target));
+    field(out, "Provider", &escape_str(r.provider.as_deref().unwrap_or("unknown")));
     let event = match r.replay_of {
         // A replay is not a delivery of its event; it has no place in the count.
         Some(_) => format!("{} ({})", escape_str(&r.event_key), escape_str(&r.event_key_source)),
@@ -59,11 +64,14 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
             d.delivery_count
         ),
     };
-    field(&mut out, "Event", &event);
+    field(out, "Event", &event);
     if let Some(original) = r.replay_of {
-        field(&mut out, "Replay of", &format!("#{original}"));
+        field(out, "Replay of", &format!("#{original}"));
     }
+}
 
+fn request(out: &mut String, d: &Delivery, reveal: bool, cut: BodyCut<'_>) {
+    let r = &d.request;
     let _ = writeln!(out, "\nRequest");
     let _ = writeln!(
         out,
@@ -71,66 +79,60 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
         escape_str(&r.method),
         escape_str(&shown_path(&r.path, reveal))
     );
-    headers(&mut out, &r.request_headers, reveal);
+    headers(out, &r.request_headers, reveal);
+    body(out, d.id, &r.request_headers, &r.request_body, r.request_body_size, cut);
+}
+
+fn response(out: &mut String, d: &Delivery, reveal: bool, cut: BodyCut<'_>) {
+    let _ = writeln!(out, "\nResponse");
+    let Some(o) = &d.outcome else {
+        let _ = writeln!(
+            out,
+            "  (no answer recorded: still in flight, or the client stopped first)"
+        );
+        return;
+    };
+    // No status with headers is an answer no caller received (the
+    // error below says why); none with neither, no answer at all
+    // (the handler down, too slow, or broken off before its status).
+    let what = match (o.status, o.response_headers.is_empty()) {
+        (Some(status), _) => format!("Status {status}"),
+        (None, false) => "Answered, but no caller received it,".to_string(),
+        (None, true) => "No answer".to_string(),
+    };
+    let _ = match o.duration_ms {
+        Some(ms) => writeln!(out, "  {what} after {ms:.1} ms"),
+        None => writeln!(out, "  {what}"),
+    };
+    if let Some(error) = &o.error {
+        let _ = writeln!(out, "  Error: {}", escape_str(error));
+    }
+    headers(out, &o.response_headers, reveal);
     body(
-        &mut out,
+        out,
         d.id,
-        &r.request_headers,
-        &r.request_body,
-        r.request_body_size,
+        &o.response_headers,
+        &o.response_body,
+        o.response_body_size,
         cut,
     );
+}
 
-    let _ = writeln!(out, "\nResponse");
-    match &d.outcome {
-        None => {
-            let _ = writeln!(
-                out,
-                "  (no answer recorded: still in flight, or the client stopped first)"
-            );
-        }
-        Some(o) => {
-            // No status with headers is an answer no caller received (the
-            // error below says why); none with neither, no answer at all
-            // (the handler down, too slow, or broken off before its status).
-            let what = match (o.status, o.response_headers.is_empty()) {
-                (Some(status), _) => format!("Status {status}"),
-                (None, false) => "Answered, but no caller received it,".to_string(),
-                (None, true) => "No answer".to_string(),
-            };
-            let _ = match o.duration_ms {
-                Some(ms) => writeln!(out, "  {what} after {ms:.1} ms"),
-                None => writeln!(out, "  {what}"),
-            };
-            if let Some(error) = &o.error {
-                let _ = writeln!(out, "  Error: {}", escape_str(error));
-            }
-            headers(&mut out, &o.response_headers, reveal);
-            body(
-                &mut out,
-                d.id,
-                &o.response_headers,
-                &o.response_body,
-                o.response_body_size,
-                cut,
-            );
-        }
+fn replay_runs(out: &mut String, runs: &[ReplayRun]) {
+    if runs.is_empty() {
+        return;
     }
-
-    if !runs.is_empty() {
-        let _ = writeln!(out, "\nReplay runs");
-        for run in runs {
-            let _ = writeln!(
-                out,
-                "  {}  {}×, {} at once  {}",
-                rfc3339_ms(run.started_at_ms),
-                run.times,
-                run.concurrency,
-                escape_str(&run.summary)
-            );
-        }
+    let _ = writeln!(out, "\nReplay runs");
+    for run in runs {
+        let _ = writeln!(
+            out,
+            "  {}  {}×, {} at once  {}",
+            rfc3339_ms(run.started_at_ms),
+            run.times,
+            run.concurrency,
+            escape_str(&run.summary)
+        );
     }
-    out
 }
 
 fn field(out: &mut String, label: &str, value: &str) {
