@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::body::{decode, Decoding, Encoded};
 use super::mask::{shown_path, shown_value, MASK};
-use crate::store::Delivery;
+use crate::store::{Delivery, NewDelivery, Outcome};
 use crate::time::rfc3339_ms;
 use portpreview_shared::Header;
 
@@ -24,70 +24,8 @@ pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
         .as_ref()
         .and_then(|o| o.duration_ms)
         .map_or(0.0, crate::time::round_ms);
-    let mut request = json!({
-        "method": r.method,
-        "url": url_text(&shown_path(url, reveal)),
-        "httpVersion": "HTTP/1.1",
-        "cookies": cookies(&r.request_headers, Cookies::Request, reveal),
-        "headers": headers(&sent_headers(r, url), reveal),
-        "queryString": query_string(&shown_path(&r.path, reveal)),
-        "headersSize": -1,
-        "bodySize": body_size(&r.request_body, r.request_body_size),
-    });
-    if !r.request_body.is_empty() {
-        request["postData"] = post_data(r);
-    }
     let response = match &d.outcome {
-        Some(o) => {
-            let mut content = json!({
-                "size": o.response_body_size,
-                "mimeType": mime_type(&o.response_headers),
-            });
-            // HAR's content is the body decoded, with the bytes the coding saved.
-            let decoding = decode(&o.response_headers, &o.response_body, o.response_body_size);
-            let mut notes = Vec::new();
-            let text = match &decoding {
-                Decoding::Done { plain, .. } => {
-                    content["size"] = json!(plain.len());
-                    // Bytes saved; a tiny body that grew under gzip saved none.
-                    if let Some(saved) = plain.len().checked_sub(o.response_body.len()) {
-                        content["compression"] = json!(saved);
-                    }
-                    plain.as_slice()
-                }
-                Decoding::Failed { coding, why } => {
-                    notes.push(undecodable_note(coding, why));
-                    o.response_body.as_slice()
-                }
-                Decoding::NotCoded => o.response_body.as_slice(),
-            };
-            match Encoded::of(text) {
-                Encoded::Text(text) => content["text"] = Value::String(text),
-                Encoded::Base64(b64) => {
-                    content["text"] = Value::String(b64);
-                    content["encoding"] = Value::String("base64".into());
-                }
-            }
-            notes.extend(cut_note(&o.response_body, o.response_body_size));
-            if !notes.is_empty() {
-                content["comment"] = Value::String(notes.join("; "));
-            }
-            let mut response = json!({
-                "status": o.status.unwrap_or(0),
-                "statusText": o.status.and_then(reason).unwrap_or(""),
-                "httpVersion": "HTTP/1.1",
-                "cookies": cookies(&o.response_headers, Cookies::Response, reveal),
-                "headers": headers(&o.response_headers, reveal),
-                "content": content,
-                "redirectURL": first_value(&o.response_headers, "location"),
-                "headersSize": -1,
-                "bodySize": body_size(&o.response_body, o.response_body_size),
-            });
-            if let Some(error) = &o.error {
-                response["_error"] = Value::String(error.clone());
-            }
-            response
-        }
+        Some(o) => response(o, reveal),
         None => json!({
             "status": 0, "statusText": "", "httpVersion": "HTTP/1.1", "cookies": [], "headers": [],
             "content": { "size": 0, "mimeType": "" }, "redirectURL": "", "headersSize": -1, "bodySize": -1,
@@ -101,7 +39,7 @@ pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
             "entries": [{
                 "startedDateTime": rfc3339_ms(r.received_at_ms),
                 "time": duration,
-                "request": request,
+                "request": request(r, url, reveal),
                 "response": response,
                 "cache": {},
                 "timings": { "send": 0, "wait": duration, "receive": 0 },
@@ -118,11 +56,86 @@ pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
     })
 }
 
+/// The entry's `request`, as the caller sent it to `url`.
+fn request(r: &NewDelivery, url: &str, reveal: bool) -> Value {
+    let mut request = json!({
+        "method": r.method,
+        "url": url_text(&shown_path(url, reveal)),
+        "httpVersion": "HTTP/1.1",
+        "cookies": cookies(&r.request_headers, Cookies::Request, reveal),
+        "headers": headers(&sent_headers(r, url), reveal),
+        "queryString": query_string(&shown_path(&r.path, reveal)),
+        "headersSize": -1,
+        "bodySize": body_size(&r.request_body, r.request_body_size),
+    });
+    if !r.request_body.is_empty() {
+        request["postData"] = post_data(r);
+    }
+    request
+}
+
+/// The entry's `response`, from the answer recorded.
+fn response(o: &Outcome, reveal: bool) -> Value {
+    let mut response = json!({
+        "status": o.status.unwrap_or(0),
+        "statusText": o.status.and_then(reason).unwrap_or(""),
+        "httpVersion": "HTTP/1.1",
+        "cookies": cookies(&o.response_headers, Cookies::Response, reveal),
+        "headers": headers(&o.response_headers, reveal),
+        "content": content(o),
+        "redirectURL": first_value(&o.response_headers, "location"),
+        "headersSize": -1,
+        "bodySize": body_size(&o.response_body, o.response_body_size),
+    });
+    if let Some(error) = &o.error {
+        response["_error"] = Value::String(error.clone());
+    }
+    response
+}
+
+/// The response's `content`: HAR's is the body decoded, with the bytes
+/// the coding saved.
+fn content(o: &Outcome) -> Value {
+    let mut content = json!({
+        "size": o.response_body_size,
+        "mimeType": mime_type(&o.response_headers),
+    });
+    let decoding = decode(&o.response_headers, &o.response_body, o.response_body_size);
+    let mut notes = Vec::new();
+    let text = match &decoding {
+        Decoding::Done { plain, .. } => {
+            content["size"] = json!(plain.len());
+            // Bytes saved; a tiny body that grew under gzip saved none.
+            if let Some(saved) = plain.len().checked_sub(o.response_body.len()) {
+                content["compression"] = json!(saved);
+            }
+            plain.as_slice()
+        }
+        Decoding::Failed { coding, why } => {
+            notes.push(undecodable_note(coding, why));
+            o.response_body.as_slice()
+        }
+        Decoding::NotCoded => o.response_body.as_slice(),
+    };
+    match Encoded::of(text) {
+        Encoded::Text(text) => content["text"] = Value::String(text),
+        Encoded::Base64(b64) => {
+            content["text"] = Value::String(b64);
+            content["encoding"] = Value::String("base64".into());
+        }
+    }
+    notes.extend(cut_note(&o.response_body, o.response_body_size));
+    if !notes.is_empty() {
+        content["comment"] = Value::String(notes.join("; "));
+    }
+    content
+}
+
 /// The request body as HAR's `postData`: decoded when it was sent gzip or
 /// deflate, as devtools show a body. HAR gives `postData` no encoding
 /// field, so a body that is not UTF-8 is base64 under `_encoding`, and the
 /// comment, which viewers do show, says so.
-fn post_data(r: &crate::store::NewDelivery) -> Value {
+fn post_data(r: &NewDelivery) -> Value {
     let mut post = json!({ "mimeType": mime_type(&r.request_headers) });
     let mut notes = Vec::new();
     let decoding = decode(&r.request_headers, &r.request_body, r.request_body_size);
@@ -216,7 +229,7 @@ fn cookies(list: &[Header], side: Cookies, reveal: bool) -> Vec<Value> {
 /// `url`'s, as the handler got it, unless the tunnel kept the caller's
 /// (`http --host-header preserve`). A replayer sending the recorded Host
 /// to `url` would send a request no hop ever sent.
-fn sent_headers(r: &crate::store::NewDelivery, url: &str) -> Vec<Header> {
+fn sent_headers(r: &NewDelivery, url: &str) -> Vec<Header> {
     let authority = url.split_once("://").map(|(scheme, rest)| {
         let authority = rest.split(['/', '?']).next().unwrap_or(rest);
         // A client leaves the scheme's own port out of Host, as curl does.
