@@ -13,6 +13,44 @@ use crate::tui::format::{duration, fit_line, tail};
 use crate::tui::stats::{Connection, Warning};
 
 pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
+    // Cut with a mark: a URL cut short looks like another, whole one.
+    Paragraph::new(fit_line(top_line(app, area.width), usize::from(area.width))).render(
+        Rect {
+            height: 1.min(area.height),
+            ..area
+        },
+        buf,
+    );
+    let mut second = Rect {
+        y: area.y + 1,
+        height: 1,
+        ..area
+    };
+    // A line of their own, under the URL they must never push off the
+    // screen: the layout gives the header a third line for them.
+    if area.height >= 3 {
+        Paragraph::new(fit_line(warnings_line(app), usize::from(area.width))).render(second, buf);
+        second.y += 1;
+    }
+    if second.bottom() > area.bottom() {
+        return;
+    }
+    match &app.mode {
+        Mode::Live => render_rate(app, second, buf),
+        Mode::Browser { .. } => {
+            let total = app.pager.total().map_or_else(|| "?".to_owned(), thousands);
+            let noun = match (app.pager.search(), app.pager.total()) {
+                (Some(_), _) => "matching",
+                (None, Some(1)) => "delivery",
+                (None, _) => "deliveries",
+            };
+            Paragraph::new(Line::from(format!(" {total} {noun}"))).render(second, buf);
+        }
+    }
+}
+
+/// The brand, then the tunnel's state and URL, or the history browsed.
+fn top_line(app: &App, width: u16) -> Line<'static> {
     let brand = Span::styled(
         " PortPreview ",
         Style::new()
@@ -20,7 +58,7 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
             .bg(Color::Cyan)
             .add_modifier(Modifier::BOLD),
     );
-    let top = match &app.mode {
+    match &app.mode {
         Mode::Live => {
             let stats = &app.stats;
             let offline = Style::new().fg(Color::Red);
@@ -45,67 +83,37 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         }
         Mode::Browser { db } => {
             // A long path keeps its end: the file's name tells histories apart.
-            let room = usize::from(area.width).saturating_sub(brand.width() + " history ".len());
+            let room = usize::from(width).saturating_sub(brand.width() + " history ".len());
             Line::from(vec![
                 brand,
                 Span::raw(" history "),
                 Span::styled(tail(&escape_str(db), room), Style::new().fg(Color::DarkGray)),
             ])
         }
-    };
-    // Cut with a mark: a URL cut short looks like another, whole one.
-    Paragraph::new(fit_line(top, usize::from(area.width))).render(
-        Rect {
-            height: 1.min(area.height),
-            ..area
-        },
-        buf,
-    );
-    let mut second = Rect {
-        y: area.y + 1,
-        height: 1,
-        ..area
-    };
-    // A line of their own, under the URL they must never push off the
-    // screen: the layout gives the header a third line for them.
-    if area.height >= 3 {
-        let spans = app.stats.warnings().enumerate().flat_map(|(i, warning)| {
-            let (text, color) = match warning {
-                Warning::Offline(reason) => (format!("✗ {}", escape_str(reason)), Color::Red),
-                Warning::HistoryRefusing(reason) => (
-                    format!(
-                        "⚠ history refuses writes, deliveries wait in memory: {}",
-                        escape_str(reason)
-                    ),
-                    Color::Yellow,
+    }
+}
+
+/// Every warning standing, side by side.
+fn warnings_line(app: &App) -> Line<'static> {
+    let spans = app.stats.warnings().enumerate().flat_map(|(i, warning)| {
+        let (text, color) = match warning {
+            Warning::Offline(reason) => (format!("✗ {}", escape_str(reason)), Color::Red),
+            Warning::HistoryRefusing(reason) => (
+                format!(
+                    "⚠ history refuses writes, deliveries wait in memory: {}",
+                    escape_str(reason)
                 ),
-                Warning::NotRecording(reason) => (
-                    format!("⚠ deliveries not recorded: {}", escape_str(reason)),
-                    Color::Yellow,
-                ),
-            };
-            let gap = if i == 0 { " " } else { "   " };
-            [Span::raw(gap), Span::styled(text, Style::new().fg(color))]
-        });
-        let line = Line::from(spans.collect::<Vec<_>>());
-        Paragraph::new(fit_line(line, usize::from(area.width))).render(second, buf);
-        second.y += 1;
-    }
-    if second.bottom() > area.bottom() {
-        return;
-    }
-    match &app.mode {
-        Mode::Live => render_rate(app, second, buf),
-        Mode::Browser { .. } => {
-            let total = app.pager.total().map_or_else(|| "?".to_owned(), thousands);
-            let noun = match (app.pager.search(), app.pager.total()) {
-                (Some(_), _) => "matching",
-                (None, Some(1)) => "delivery",
-                (None, _) => "deliveries",
-            };
-            Paragraph::new(Line::from(format!(" {total} {noun}"))).render(second, buf);
-        }
-    }
+                Color::Yellow,
+            ),
+            Warning::NotRecording(reason) => (
+                format!("⚠ deliveries not recorded: {}", escape_str(reason)),
+                Color::Yellow,
+            ),
+        };
+        let gap = if i == 0 { " " } else { "   " };
+        [Span::raw(gap), Span::styled(text, Style::new().fg(color))]
+    });
+    Line::from(spans.collect::<Vec<_>>())
 }
 
 fn render_rate(app: &App, area: Rect, buf: &mut Buffer) {
