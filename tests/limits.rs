@@ -146,10 +146,19 @@ async fn a_request_head_too_large_to_frame_gets_431_and_the_tunnel_stays_up() {
         (200, "ok"),
         "the same session still serves"
     );
-    let delivered = deliveries_on_one_session(&mut tunnel, 1).await;
-    assert_eq!(
-        delivered[0].path, "/after",
-        "the refused request never reached the client"
+    let delivered = deliveries_on_one_session(&mut tunnel, 2).await;
+    assert_eq!(delivered[0].path, "/after");
+    // The refused request is in the history, without the headers that
+    // could not cross the tunnel, and with what its caller was told.
+    assert_eq!(delivered[1].path, "/huge");
+    let error = delivered[1].error.as_deref().unwrap_or_default();
+    assert!(
+        error.starts_with("the relay answered the caller 431: request headers too large to cross the tunnel"),
+        "{error}"
     );
-    assert_eq!(handler.requests().len(), 1);
+    assert_eq!(
+        handler.requests().len(),
+        1,
+        "the refused request never reached the handler"
+    );
 }

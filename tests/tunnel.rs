@@ -378,23 +378,92 @@ async fn a_small_request_passes_beside_an_upload_the_handler_does_not_read() {
     );
 }
 
+/// A body declared over the limit is answered 413 by the relay without
+/// reaching the handler, and the tunnel's history still has the delivery,
+/// with what its caller was told: a provider's dashboard says 413, and so
+/// must PortPreview.
 #[tokio::test]
-async fn a_body_over_the_limit_gets_413_from_the_relay() {
+async fn a_body_over_the_limit_gets_413_from_the_relay_and_is_recorded() {
     let relay = TestRelay::with_config(portpreview_server::RelayConfig {
         max_body: 1024,
         ..Default::default()
     })
     .await;
     let handler = LocalHandler::echo().await;
-    let tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
-    let reply = caller::post(&tunnel.url("/big"), vec![b'x'; 4096]).await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let reply = caller::post(&tunnel.url("/big?order=7"), vec![b'x'; 4096]).await;
     assert_eq!(reply.status, 413);
     assert_eq!(
         reply.text(),
         "request body over the relay's limit of 1024 bytes\n",
         "the relay says why"
     );
-    assert!(handler.requests().is_empty());
+    let (summary, _) = tunnel.next_delivery().await;
+    assert!(handler.requests().is_empty(), "the handler never saw it");
+    assert_eq!(
+        (summary.method.as_str(), summary.path.as_str()),
+        ("POST", "/big?order=7")
+    );
+    assert_eq!(summary.status, None, "no local answer");
+    assert_eq!(
+        summary.error.as_deref(),
+        Some("the relay answered the caller 413: request body over the relay's limit of 1024 bytes")
+    );
+    let store = portpreview::store::Store::open_existing(&tunnel.db).expect("open the history");
+    let stored = store.get(summary.id).expect("read").expect("stored");
+    assert!(
+        stored.request.request_body.is_empty(),
+        "the body never crossed the tunnel"
+    );
+    assert_eq!(stored.request.request_body_size, 4096, "the size its caller declared");
+    assert!(
+        stored
+            .request
+            .request_headers
+            .iter()
+            .any(|h| h.name == "x-forwarded-for"),
+        "the headers the handler would have had: {:?}",
+        stored.request.request_headers
+    );
+}
+
+/// Past the tunnel's requests in flight the relay answers 503 itself; each
+/// request it turned away is in the history all the same.
+#[tokio::test]
+async fn requests_the_relay_turns_away_for_too_many_in_flight_are_recorded() {
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        max_in_flight: 1,
+        ..Default::default()
+    })
+    .await;
+    let release = CancellationToken::new();
+    let handler = LocalHandler::holding("/held", release.clone()).await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let held_url = tunnel.url("/held");
+    let held = tokio::spawn(async move { caller::post(&held_url, "{}").await });
+    handler.wait_for_request().await;
+    let reply = caller::send("GET", &tunnel.url("/second"), &[], "").await;
+    assert_eq!(reply.status, 503, "{}", reply.text());
+    release.cancel();
+    assert_eq!(held.await.expect("held caller").status, 200);
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let (summary, _) = tunnel.next_delivery().await;
+        seen.push((summary.path, summary.status, summary.error));
+    }
+    seen.sort();
+    let message = format!("too many requests in flight for tunnel {}", tunnel.name());
+    assert_eq!(
+        seen,
+        [
+            ("/held".to_owned(), Some(200), None),
+            (
+                "/second".to_owned(),
+                None,
+                Some(format!("the relay answered the caller 503: {message}"))
+            ),
+        ]
+    );
 }
 
 #[tokio::test]

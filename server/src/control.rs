@@ -115,6 +115,10 @@ impl Tunnel for SessionTunnel {
     fn open(&self) -> Result<StreamPort, OpenError> {
         self.0.open()
     }
+
+    fn tell_turned_away(&self, news: &ServerMessage) {
+        self.0.tell(news);
+    }
 }
 
 enum End {

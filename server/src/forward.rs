@@ -64,18 +64,35 @@ pub async fn forward(
     let declared = content_length::declared(lengths.iter().map(http::HeaderValue::as_bytes))
         .ok()
         .flatten();
+    let turning = TurnAway {
+        tunnel: &*tunnel,
+        parts: &parts,
+        target: &target,
+        hop,
+        body_size: declared.or_else(|| body.is_end_stream().then_some(0)),
+    };
     if declared.is_some_and(|len| len > limits.max_body) {
-        return too_large(limits.max_body);
+        return closing(turning.answer(StatusCode::PAYLOAD_TOO_LARGE, over_limit(limits.max_body)));
     }
     let deadline = tokio::time::Instant::now() + limits.timeout;
     let (inline, to_pump) = match split_body(body, declared, deadline).await {
         Ok(split) => split,
-        Err(Unread::Broken) => return unreadable_body(),
-        Err(Unread::Late) => return answer(StatusCode::REQUEST_TIMEOUT, "the request body did not arrive in time"),
+        Err(Unread::Broken) => {
+            return turning.answer(
+                StatusCode::BAD_REQUEST,
+                "the request body could not be read: the caller's connection failed".into(),
+            )
+        }
+        Err(Unread::Late) => {
+            return turning.answer(
+                StatusCode::REQUEST_TIMEOUT,
+                "the request body did not arrive in time".into(),
+            )
+        }
     };
     let port = match tunnel.open() {
         Ok(port) => port,
-        Err(err) => return not_opened(err, name),
+        Err(err) => return not_opened(err, name, &turning),
     };
     let headers = request_headers(&parts.headers, hop);
     let head = RequestHeadRef {
@@ -93,7 +110,7 @@ pub async fn forward(
         Ok(Ok(())) => {}
         Ok(Err(SendError::Unframable(err))) => {
             port.discard();
-            return unframable(err);
+            return unframable(err, &turning);
         }
         Ok(Err(SendError::Closed)) => return client_gone(),
         Err(_) => return timed_out(&port, limits.timeout),
@@ -234,14 +251,50 @@ async fn read_whole(mut body: Incoming) -> Result<Bytes, hyper::Error> {
 }
 
 /// The answer to a request no stream could be opened for on tunnel `name`.
-fn not_opened(err: OpenError, name: &str) -> Response<RelayBody> {
+fn not_opened(err: OpenError, name: &str, turning: &TurnAway<'_>) -> Response<RelayBody> {
     match err {
-        OpenError::Busy => answer(
+        OpenError::Busy => turning.answer(
             StatusCode::SERVICE_UNAVAILABLE,
             format!("too many requests in flight for tunnel {name}"),
         ),
+        // Nobody is left to tell.
         OpenError::Gone => client_gone(),
-        OpenError::ShuttingDown => answer(StatusCode::SERVICE_UNAVAILABLE, "the relay is shutting down"),
+        OpenError::ShuttingDown => turning.answer(StatusCode::SERVICE_UNAVAILABLE, "the relay is shutting down".into()),
+    }
+}
+
+/// A request the relay may answer itself, before any stream is opened for
+/// it or instead of one.
+struct TurnAway<'a> {
+    tunnel: &'a dyn Tunnel,
+    parts: &'a http::request::Parts,
+    target: &'a str,
+    hop: &'a Hop<'a>,
+    /// As [`ServerMessage::TurnedAway`] has it.
+    body_size: Option<u64>,
+}
+
+impl TurnAway<'_> {
+    /// Answers the caller `status` with `reason`, and tells the client: its
+    /// history would otherwise never hear of the delivery.
+    fn answer(&self, status: StatusCode, reason: String) -> Response<RelayBody> {
+        let headers = request_headers(&self.parts.headers, self.hop)
+            .into_iter()
+            .map(|h| portpreview_shared::Header::new(h.name, h.value))
+            .collect();
+        self.tell(status, &reason, headers);
+        answer(status, reason)
+    }
+
+    fn tell(&self, status: StatusCode, reason: &str, headers: Vec<portpreview_shared::Header>) {
+        self.tunnel.tell_turned_away(&ServerMessage::TurnedAway {
+            method: self.parts.method.as_str().to_owned(),
+            target: self.target.to_owned(),
+            headers,
+            body_size: self.body_size,
+            status: status.as_u16(),
+            reason: reason.to_owned(),
+        });
     }
 }
 
@@ -422,20 +475,26 @@ impl Pump {
 }
 
 fn too_large(limit: u64) -> Response<RelayBody> {
-    let mut refused = answer(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        match limit {
-            // The default, 25 MiB, reads better so than as 26214400 bytes.
-            mib if mib > 0 && mib % (1024 * 1024) == 0 => {
-                format!(
-                    "request body over the relay's limit of {} MiB ({limit} bytes)",
-                    mib / (1024 * 1024)
-                )
-            }
-            _ => format!("request body over the relay's limit of {limit} bytes"),
-        },
-    );
-    // The rest of the body is not worth reading just to keep the connection.
+    closing(answer(StatusCode::PAYLOAD_TOO_LARGE, over_limit(limit)))
+}
+
+/// What the caller of a body over `limit` is told.
+fn over_limit(limit: u64) -> String {
+    match limit {
+        // The default, 25 MiB, reads better so than as 26214400 bytes.
+        mib if mib > 0 && mib % (1024 * 1024) == 0 => {
+            format!(
+                "request body over the relay's limit of {} MiB ({limit} bytes)",
+                mib / (1024 * 1024)
+            )
+        }
+        _ => format!("request body over the relay's limit of {limit} bytes"),
+    }
+}
+
+/// `refused` with the connection closed after it: the rest of the body is
+/// not worth reading just to keep the connection.
+fn closing(mut refused: Response<RelayBody>) -> Response<RelayBody> {
     refused
         .headers_mut()
         .insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
@@ -443,25 +502,23 @@ fn too_large(limit: u64) -> Response<RelayBody> {
 }
 
 /// Answers a request whose head does not fit in a frame the client would
-/// accept: sent anyway, it would cost the whole tunnel its session.
-fn unframable(err: EncodeError) -> Response<RelayBody> {
-    let mut refused = match err {
-        EncodeError::HeaderTooLarge(size) => answer(
+/// accept: sent anyway, it would cost the whole tunnel its session. The
+/// client hears of it without the headers that did not fit.
+fn unframable(err: EncodeError, turning: &TurnAway<'_>) -> Response<RelayBody> {
+    let (status, reason) = match err {
+        EncodeError::HeaderTooLarge(size) => (
             StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             format!(
                 "request headers too large to cross the tunnel: {size} bytes framed, the limit is {MAX_HEADER_BYTES}"
             ),
         ),
-        other => answer(
+        other => (
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("the request could not be framed for the tunnel: {other}"),
         ),
     };
-    // A body still unread is not worth reading just to keep the connection.
-    refused
-        .headers_mut()
-        .insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
-    refused
+    turning.tell(status, &reason, Vec::new());
+    closing(answer(status, reason))
 }
 
 /// What the relay says of a request body that is not valid HTTP.

@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use portpreview_shared::ServerMessage;
+
 use crate::port::StreamPort;
 use crate::tokens::{constant_time_eq, TokenId, Tokens};
 
@@ -19,6 +21,11 @@ pub type Owner = Option<TokenId>;
 pub trait Tunnel: Send + Sync {
     /// Opens a new stream for one request.
     fn open(&self) -> Result<StreamPort, OpenError>;
+
+    /// Tells the client of a request the relay answered itself
+    /// ([`ServerMessage::TurnedAway`]), if it can take the news now: a
+    /// caller's answer never waits on a slow client for it.
+    fn tell_turned_away(&self, news: &ServerMessage);
 }
 
 /// Why a stream could not be opened on a tunnel.
@@ -261,6 +268,7 @@ mod tests {
         fn open(&self) -> Result<StreamPort, OpenError> {
             Err(OpenError::Gone)
         }
+        fn tell_turned_away(&self, _: &ServerMessage) {}
     }
 
     fn tunnel() -> Arc<dyn Tunnel> {

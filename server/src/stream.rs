@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
 use portpreview_shared::message::{grantable, STREAM_WINDOW};
-use portpreview_shared::{ClientMessage, Header, StreamId};
+use portpreview_shared::{ClientMessage, Header, ServerMessage, StreamId};
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::port::StreamPort;
@@ -126,6 +126,15 @@ impl Streams {
         // Every critical section is a few map operations that cannot leave
         // the table inconsistent, so a poisoned lock is still usable.
         portpreview_shared::sync::lock(&self.table)
+    }
+
+    /// Sends the client news it need not answer, if its queue has room.
+    pub fn tell(&self, news: &ServerMessage) {
+        match self.outbox.try_send(news) {
+            Ok(true) => {}
+            Ok(false) => tracing::debug!("the client's queue is full; news of a request turned away was dropped"),
+            Err(err) => tracing::debug!(%err, "news of a request turned away was not sent"),
+        }
     }
 
     /// Opens a stream for one request.

@@ -105,6 +105,24 @@ impl Outbox {
         Ok(())
     }
 
+    /// Queues a message that may be large on the stream queue if it has
+    /// room now; returns whether it did. For what is worth telling but not
+    /// worth waiting for: a client too slow to take it loses only news.
+    pub fn try_send<M: Serialize + Framed>(&self, msg: &M) -> Result<bool, SendError> {
+        let Ok(permit) = self.room.try_acquire() else {
+            return Ok(false);
+        };
+        let frame = Message::Binary(codec::encode(msg, b"")?.into());
+        self.streams
+            .send(Queued {
+                frame,
+                holds_room: true,
+            })
+            .map_err(|_| SendError::Closed)?;
+        permit.forget();
+        Ok(true)
+    }
+
     /// Queues a small control frame without waiting. A closed writer means
     /// the session is over, with nothing left to tell; only a message too
     /// large for a frame is an error.

@@ -408,8 +408,19 @@ async fn bodies_over_the_limit_get_413_declared_or_streamed() {
         .header("host", relay.addr.to_string())
         .body(StreamBody::new(futures_util::stream::iter(chunks)))
         .unwrap();
+    // The declared one never reached the client, which only hears of it.
+    let (news, _) = client.message().await;
+    let ServerMessage::TurnedAway {
+        target,
+        body_size,
+        status,
+        ..
+    } = news
+    else {
+        panic!("{news:?}")
+    };
+    assert_eq!((target.as_str(), body_size, status), ("/x", Some(1001), 413));
     let caller = tokio::spawn(call(relay.addr, streamed));
-    // The declared one never reached the client: the first head it sees is /y.
     let (head, _) = client.message().await;
     let ServerMessage::RequestHead { stream, target, .. } = head else {
         panic!("{head:?}")
@@ -445,6 +456,24 @@ async fn too_many_requests_in_flight_on_one_tunnel_get_503() {
         "{}",
         second.text()
     );
+    let (news, _) = client.message().await;
+    let ServerMessage::TurnedAway {
+        method,
+        target,
+        body_size,
+        status,
+        reason,
+        ..
+    } = news
+    else {
+        panic!("{news:?}")
+    };
+    assert_eq!(
+        (method.as_str(), target.as_str(), body_size, status),
+        ("GET", "/2", Some(0), 503),
+        "a request without a body, turned away"
+    );
+    assert_eq!(reason, "too many requests in flight for tunnel busy");
     client.respond(got.stream, 200, &[], b"", 1).await;
     assert_eq!(first.await.unwrap().status, 200);
 }

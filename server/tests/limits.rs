@@ -256,6 +256,28 @@ async fn a_request_head_that_does_not_fit_a_frame_gets_431_and_never_reaches_the
         &answer[..answer.len().min(200)]
     );
     assert!(answer.contains("too large to cross the tunnel"), "{answer}");
+    // The client hears of it, for its history, without what did not fit.
+    match client.message().await {
+        (
+            ServerMessage::TurnedAway {
+                method,
+                target,
+                headers,
+                status,
+                reason,
+                ..
+            },
+            _,
+        ) => {
+            assert_eq!((method.as_str(), target.as_str(), status), ("GET", "/x", 431));
+            assert!(headers.is_empty(), "{headers:?}");
+            assert!(
+                reason.starts_with("request headers too large to cross the tunnel"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected news of the request turned away, got {other:?}"),
+    }
 
     let caller = tokio::spawn(call(relay.addr, request(relay.addr, "GET", "/t/roomy/next", "")));
     let got = client.request().await;

@@ -239,6 +239,17 @@ mod tests {
             b"",
         );
         round_trip(ServerMessage::Window { stream: 3, credit: 1 }, b"");
+        round_trip(
+            ServerMessage::TurnedAway {
+                method: "POST".into(),
+                target: "/hooks/stripe".into(),
+                headers: vec![Header::new("stripe-signature", "t=1,v1=ab")],
+                body_size: Some(26_214_401),
+                status: 413,
+                reason: "request body over the relay's limit of 25 MiB (26214400 bytes)".into(),
+            },
+            b"",
+        );
     }
 
     /// A head's frame is written into the room made for it at first: its
@@ -477,6 +488,16 @@ mod tests {
             (any::<u64>(), any::<bool>()).prop_map(|(stream, end)| ServerMessage::RequestBody { stream, end }),
             (any::<u64>(), text()).prop_map(|(stream, reason)| ServerMessage::Reset { stream, reason }),
             (any::<u64>(), any::<u32>()).prop_map(|(stream, credit)| ServerMessage::Window { stream, credit }),
+            (text(), text(), headers(), any::<Option<u64>>(), any::<u16>(), text()).prop_map(
+                |(method, target, headers, body_size, status, reason)| ServerMessage::TurnedAway {
+                    method,
+                    target,
+                    headers,
+                    body_size,
+                    status,
+                    reason,
+                }
+            ),
         ]
     }
 

@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Version of the wire protocol. Bump it on any change to these enums.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Path on the relay where clients upgrade to the WebSocket.
 pub const CONNECT_PATH: &str = "/_portpreview/connect";
@@ -188,6 +188,25 @@ pub enum ServerMessage {
         /// Bytes granted.
         credit: u32,
     },
+    /// A request the relay answered itself without sending it on (its body
+    /// over the limit, too many in flight, a body that never came), so the
+    /// client's history has every delivery its tunnel was sent. No stream
+    /// is opened; the client answers nothing.
+    TurnedAway {
+        /// HTTP method.
+        method: String,
+        /// Path and query as the caller sent them, tunnel prefix removed.
+        target: String,
+        /// Request headers in order, hop-by-hop ones already dropped.
+        headers: Vec<Header>,
+        /// The body's length as the caller declared it, 0 for none; `None`
+        /// for a body of a length it did not declare (chunked).
+        body_size: Option<u64>,
+        /// The status the relay answered the caller.
+        status: u16,
+        /// Why, as the caller was told.
+        reason: String,
+    },
 }
 
 /// Messages whose frame may carry body bytes.
@@ -251,6 +270,13 @@ impl Framed for ServerMessage {
                 ..
             } => SMALL_MESSAGE + method.len() + target.len() + owned_headers_hint(headers),
             ServerMessage::Reset { reason, .. } => SMALL_MESSAGE + reason.len(),
+            ServerMessage::TurnedAway {
+                method,
+                target,
+                headers,
+                reason,
+                ..
+            } => SMALL_MESSAGE + method.len() + target.len() + owned_headers_hint(headers) + reason.len(),
             _ => SMALL_MESSAGE,
         }
     }

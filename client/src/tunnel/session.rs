@@ -24,7 +24,7 @@ use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_util::sync::CancellationToken;
 
 use super::body::{Backlog, Chunk, Inflow};
-use super::exchange::{self, Head, Shared, Steering};
+use super::exchange::{self, Head, Shared, Steering, NO_STREAM};
 use super::in_flight::{InFlight, Joined};
 use super::outage::Outage;
 use super::outbox::Outbox;
@@ -303,6 +303,23 @@ impl Session {
                 self.window(stream, credit);
                 ControlFlow::Continue(())
             }
+            ServerMessage::TurnedAway {
+                method,
+                target,
+                headers,
+                body_size,
+                status,
+                reason,
+            } => {
+                let head = Head {
+                    stream: NO_STREAM,
+                    method,
+                    target,
+                    headers,
+                };
+                self.turned_away(head, body_size, status, &reason);
+                ControlFlow::Continue(())
+            }
             ServerMessage::Refused { reason } => ControlFlow::Break(SessionEnd::Refused(reason)),
             ServerMessage::Welcome { .. } => ControlFlow::Break(protocol_error(&self.outbox, "a second welcome")),
         }
@@ -363,6 +380,19 @@ impl Session {
             },
         );
         ControlFlow::Continue(())
+    }
+
+    /// A request the relay answered itself: recorded beside the exchanges,
+    /// as the history's writer may make it wait for room.
+    fn turned_away(&mut self, head: Head, body_size: Option<u64>, status: u16, reason: &str) {
+        if self.exchanges.len() >= MAX_STREAMS {
+            tracing::debug!("a request the relay turned away was not recorded: too many in flight");
+            return;
+        }
+        // The relay's reason is for its caller; the history gets a line of it.
+        let why = format!("the relay answered the caller {status}: {}", truncate(reason, 200));
+        let record = exchange::turned_away(self.shared.clone(), head, body_size, why);
+        self.exchanges.spawn(record);
     }
 
     /// More of a request's body, passed on to its exchange.

@@ -18,7 +18,7 @@ use super::body::{Held, Inflow};
 use super::outbox::Outbox;
 use super::respond::{failure, AnswerSide};
 use crate::store::recorder::Ticket;
-use crate::store::Outcome;
+use crate::store::{size_past_cut, Outcome};
 use handler::exchange;
 use record::{finish, record_streaming, Streaming};
 pub use shared::{HostHeader, Shared};
@@ -133,6 +133,33 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
     finish(&shared, line, outcome, kept.ticket).await;
     drop(kept.answer_room);
     stream
+}
+
+/// The stream of a request the relay answered itself, which has none: 0,
+/// an id the relay never gives.
+pub const NO_STREAM: StreamId = 0;
+
+/// Records a request the relay answered itself without sending it on (its
+/// body over the limit, too many in flight), with `why`: the history shows
+/// the delivery and what its caller was told. Its body never came: it is
+/// recorded cut short, `body_size` long, so replay refuses it.
+pub async fn turned_away(shared: Arc<Shared>, head: Head, body_size: Option<u64>, why: String) -> StreamId {
+    let line = Line {
+        received_at_ms: crate::time::now_ms(),
+        started: Instant::now(),
+        method: head.method.clone(),
+        path: head.target.clone(),
+    };
+    let mut request = record::new_delivery(&shared, head, line.received_at_ms);
+    request.request_body_size = body_size.unwrap_or(size_past_cut(0));
+    let ticket = record::record(&shared, request).await;
+    let outcome = Outcome {
+        duration_ms: Some(0.0),
+        error: Some(why),
+        ..Outcome::default()
+    };
+    finish(&shared, line, outcome, ticket).await;
+    NO_STREAM
 }
 
 /// No caller will receive the handler's answer, for the reason `why`: the
