@@ -94,6 +94,45 @@ fn ca_marked_self_signed() -> (String, String) {
     (cert.pem(), key.serialize_pem())
 }
 
+/// A self-signed certificate for `localhost` that is no CA, as a relay's
+/// own is; its PEM and its key's. Every one has the same subject.
+fn plain_self_signed() -> (String, String) {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("self-signed");
+    (cert.cert.pem(), cert.key_pair.serialize_pem())
+}
+
+/// A relay whose self-signed certificate was made again, the client given
+/// the old copy: the issuer's name matches, its key does not. The user is
+/// told the file is the wrong one, not rustls's "BadSignature".
+#[tokio::test]
+async fn an_old_copy_of_a_remade_self_signed_certificate_is_named_as_the_wrong_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (cert, key) = plain_self_signed();
+    let (relay, _) = tls_relay(dir.path(), &cert, &key).await;
+    let handler = LocalHandler::echo().await;
+    let old_path = dir.path().join("old.pem");
+    std::fs::write(&old_path, plain_self_signed().0).expect("write the old copy");
+    let old = portpreview::tunnel::connect::tls_config(Some(&old_path)).expect("load the old copy");
+    let started = TestTunnel::start_with(
+        &format!("https://localhost:{}", relay.addr.port()),
+        &handler.url(),
+        TunnelOptions {
+            tls: Some(old),
+            ..TunnelOptions::default()
+        },
+    )
+    .await;
+    match started {
+        Err(err @ portpreview::tunnel::ConnectError::Certificate(_)) => assert!(
+            err.to_string()
+                .starts_with("the relay's certificate was refused: it is not the certificate given with --ca-cert"),
+            "{err}"
+        ),
+        Err(other) => panic!("expected a certificate error, got {other}"),
+        Ok(_) => panic!("an old copy of the certificate stood in for the relay's"),
+    }
+}
+
 #[tokio::test]
 async fn a_self_signed_certificate_marked_as_a_ca_is_trusted_as_itself() {
     let dir = tempfile::tempdir().expect("temp dir");

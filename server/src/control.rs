@@ -244,6 +244,10 @@ fn read_failed(err: WsError) -> End {
         WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake) => {
             End::Gone("the client's connection was reset".into())
         }
+        // The same under TLS, which rustls words as a missing close_notify.
+        WsError::Io(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => {
+            End::Gone("the client's connection was reset".into())
+        }
         WsError::Protocol(err) => End::Protocol(format!("invalid WebSocket framing: {err}")),
         // A text message or a close reason that is not UTF-8; tungstenite
         // tells the two apart no further.
@@ -469,10 +473,28 @@ mod tests {
     use tokio_tungstenite::tungstenite::{Error as WsError, Message};
     use tokio_util::sync::CancellationToken;
 
-    use super::{run, End, PublicUrl, SessionContext};
+    use super::{read_failed, run, End, PublicUrl, SessionContext};
     use crate::registry::LocalRegistry;
     use crate::stream::Streams;
     use crate::writer;
+
+    /// A client cut off is logged the same way over TLS as over TCP, not
+    /// in rustls's words about close_notify.
+    #[test]
+    fn a_client_cut_off_reads_the_same_with_and_without_tls() {
+        use tokio_tungstenite::tungstenite::error::ProtocolError;
+        let tcp = WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake);
+        let tls = WsError::Io(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "peer closed connection without sending TLS close_notify",
+        ));
+        for err in [tcp, tls] {
+            assert_eq!(
+                read_failed(err).describe(),
+                "the client went away: the client's connection was reset"
+            );
+        }
+    }
 
     /// The relay stopped for 20 s (a `kill -STOP`, its machine asleep) did
     /// not hear the client for its own reason: the silence is counted

@@ -421,8 +421,8 @@ fn certificate_problem(problem: &rustls::CertificateError) -> String {
          --ca-cert FILE to trust it as it is"
             .into()
     } else if matches!(problem, rustls::CertificateError::UnknownIssuer) {
-        "it is signed by a CA this machine does not trust; pass --ca-cert FILE with the certificate of the CA \
-         that signed it"
+        "it is signed by a CA this machine does not trust; pass --ca-cert FILE with the relay's certificate \
+         or that of the CA that signed it"
             .into()
     } else {
         problem.to_string()

@@ -258,10 +258,7 @@ impl Session {
     fn received(&mut self, next: Option<Result<Message, tungstenite::Error>>) -> ControlFlow<SessionEnd> {
         let message = match next {
             None => return ControlFlow::Break(SessionEnd::Lost("the relay closed the connection".into())),
-            Some(Err(tungstenite::Error::Protocol(ProtocolError::ResetWithoutClosingHandshake))) => {
-                return ControlFlow::Break(SessionEnd::Lost("the relay's connection was reset".into()))
-            }
-            Some(Err(err)) => return ControlFlow::Break(SessionEnd::Lost(err.to_string())),
+            Some(Err(err)) => return ControlFlow::Break(SessionEnd::Lost(read_failed(err))),
             Some(Ok(message)) => message,
         };
         self.last_heard = Instant::now();
@@ -441,6 +438,20 @@ impl Session {
     }
 }
 
+/// Why reading from the relay failed, in words for the user.
+fn read_failed(err: tungstenite::Error) -> String {
+    match err {
+        tungstenite::Error::Protocol(ProtocolError::ResetWithoutClosingHandshake) => {
+            "the relay's connection was reset".into()
+        }
+        // The same under TLS, which rustls words as a missing close_notify.
+        tungstenite::Error::Io(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => {
+            "the relay's connection was reset".into()
+        }
+        err => err.to_string(),
+    }
+}
+
 fn protocol_error(outbox: &Outbox, reason: &str) -> SessionEnd {
     let reason = format!("malformed frame from the relay: {reason}");
     outbox.send_raw(Message::Close(Some(CloseFrame {
@@ -531,6 +542,19 @@ mod tests {
     use crate::forward::Forwarder;
     use crate::target::Target;
     use crate::tunnel::Stop;
+
+    /// A relay cut off says so the same way over TLS as over TCP, not in
+    /// rustls's words about close_notify.
+    #[test]
+    fn a_relay_cut_off_reads_the_same_with_and_without_tls() {
+        let tcp = tungstenite::Error::Protocol(ProtocolError::ResetWithoutClosingHandshake);
+        let tls = tungstenite::Error::Io(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "peer closed connection without sending TLS close_notify",
+        ));
+        assert_eq!(read_failed(tcp), "the relay's connection was reset");
+        assert_eq!(read_failed(tls), "the relay's connection was reset");
+    }
 
     /// A session over an in-memory socket, and the relay's end of it.
     async fn session() -> (

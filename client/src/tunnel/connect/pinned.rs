@@ -22,9 +22,15 @@ use rustls::{CertificateError, DigitallySignedStruct, OtherError, SignatureSchem
 #[error("the relay's certificate is not the one given with --ca-cert, nor signed by it")]
 pub struct NotTheGivenCertificate;
 
-/// Whether WebPKI refused `problem` for want of a trusted issuer.
+/// Whether WebPKI refused `problem` for want of a trusted issuer. A bad
+/// signature is one: an issuer of the same name as one given, whose key
+/// did not sign it, as when the file holds an old copy of a self-signed
+/// certificate since made again.
 fn is_untrusted(problem: &CertificateError) -> bool {
-    matches!(problem, CertificateError::UnknownIssuer) || is_ca_used_as_end_entity(problem)
+    matches!(
+        problem,
+        CertificateError::UnknownIssuer | CertificateError::BadSignature
+    ) || is_ca_used_as_end_entity(problem)
 }
 
 /// Whether WebPKI refused a CA certificate presented as the server's own,
