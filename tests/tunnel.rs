@@ -96,6 +96,32 @@ async fn a_webhook_arrives_exactly_as_sent_and_its_answer_comes_back() {
     assert!(summary.id > 0, "the delivery is in the history");
 }
 
+/// A relay behind a proxy that takes HTTPS and speaks plain HTTP to it
+/// gives https URLs, and tells the handler the caller used https: a
+/// provider must be given an https endpoint, and a handler that checks a
+/// signature over the URL (Twilio) must rebuild the one the caller called.
+#[tokio::test]
+async fn a_relay_behind_an_https_proxy_says_https() {
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        behind_https: true,
+        ..Default::default()
+    })
+    .await;
+    let handler = LocalHandler::echo().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let expected = format!("https://{}/t/{}", relay.addr, tunnel.name());
+    assert_eq!(tunnel.public_url, expected, "the URL given is the proxy's https one");
+    // What the proxy passes on, in plain HTTP.
+    let reply = caller::post(&format!("{}/t/{}/sms", relay.http_url(), tunnel.name()), "{}").await;
+    assert_eq!(reply.status, 200);
+    let seen = &handler.requests()[0];
+    assert_eq!(seen.header_values("x-forwarded-proto"), vec![&b"https"[..]]);
+    let (summary, _) = tunnel.next_delivery().await;
+    let store = portpreview::store::Store::open_existing(&tunnel.db).expect("open the history");
+    let stored = store.get(summary.id).expect("read").expect("stored");
+    assert_eq!(stored.request.tunnel_url, expected, "the URL the caller called");
+}
+
 /// Answers by path: `/status/N` with status N and no body, anything else echoed.
 async fn status_handler() -> LocalHandler {
     LocalHandler::start(|seen| match seen.uri.strip_prefix("/status/") {

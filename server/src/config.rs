@@ -55,6 +55,10 @@ pub struct RelayConfig {
     pub tokens: Option<Tokens>,
     /// Serves https/wss when set.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Callers and clients reach the relay over HTTPS at a proxy in front
+    /// of it, which hands it plain HTTP: the URLs it gives and the
+    /// `X-Forwarded-Proto` it sets say https, as they do under `tls`.
+    pub behind_https: bool,
     /// The client did not answer within this: 504.
     pub request_timeout: Duration,
     /// Request bodies over this many bytes: 413.
@@ -93,6 +97,7 @@ impl Default for RelayConfig {
             domain: None,
             tokens: None,
             tls: None,
+            behind_https: false,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             max_body: DEFAULT_MAX_BODY,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
@@ -182,6 +187,7 @@ impl std::fmt::Debug for RelayConfig {
             .field("domain", &self.domain)
             .field("tokens", &self.tokens)
             .field("tls", &self.tls.is_some())
+            .field("behind_https", &self.behind_https)
             .field("request_timeout", &self.request_timeout)
             .field("max_body", &self.max_body)
             .field("max_in_flight", &self.max_in_flight)

@@ -175,7 +175,7 @@ where
         peer,
         peer_ip: peer.ip().to_string(),
         local,
-        tls,
+        https: tls || config.behind_https,
         verdicts,
         slot,
     });

@@ -20,8 +20,8 @@ pub const MAX_RESPONSE_HEADERS: usize = 1000;
 pub struct Hop<'a> {
     /// The caller's address, as text.
     pub peer: &'a str,
-    /// True when the caller spoke TLS to the relay.
-    pub tls: bool,
+    /// True when the caller reached the relay over HTTPS.
+    pub https: bool,
     /// The path prefix that routed the request (`/t/<name>`), which the
     /// handler does not see: none when the Host did.
     pub prefix: Option<String>,
@@ -47,7 +47,7 @@ pub fn request_headers<'a>(headers: &'a HeaderMap, hop: &'a Hop<'a>) -> Vec<Head
         out.push(HeaderRef::new(name, value.as_bytes()));
     }
     out.push(HeaderRef::new("x-forwarded-for", hop.peer.as_bytes()));
-    let proto: &[u8] = if hop.tls { b"https" } else { b"http" };
+    let proto: &[u8] = if hop.https { b"https" } else { b"http" };
     out.push(HeaderRef::new("x-forwarded-proto", proto));
     if let Some(host) = headers.get(http::header::HOST) {
         out.push(HeaderRef::new("x-forwarded-host", host.as_bytes()));
@@ -138,7 +138,7 @@ mod tests {
         ]);
         let hop = Hop {
             peer: "203.0.113.7",
-            tls: true,
+            https: true,
             prefix: Some("/t/shop".into()),
         };
         let out = request_headers(&headers, &hop);

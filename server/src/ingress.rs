@@ -47,8 +47,9 @@ pub struct ConnInfo {
     pub peer_ip: String,
     /// The relay's address this connection reached.
     pub local: SocketAddr,
-    /// True when the connection is TLS.
-    pub tls: bool,
+    /// True when the caller reached the relay over HTTPS: TLS here, or
+    /// at a proxy in front ([`crate::RelayConfig::behind_https`]).
+    pub https: bool,
     /// Framing verdicts of this connection's request heads.
     pub verdicts: Arc<Verdicts>,
     /// This connection's place under the connection caps.
@@ -241,7 +242,7 @@ async fn tunnel(
     }
     let hop = Hop {
         peer: &conn.peer_ip,
-        tls: conn.tls,
+        https: conn.https,
         prefix,
     };
     let limits = ForwardLimits {

@@ -30,6 +30,11 @@ struct Args {
     /// PEM private key for --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// Callers reach this relay over HTTPS at a proxy in front of it that
+    /// speaks plain HTTP to it: the tunnels' URLs and X-Forwarded-Proto
+    /// say https.
+    #[arg(long, conflicts_with = "tls_cert")]
+    behind_https_proxy: bool,
     /// Open connections (callers and tunnels) allowed from one IP address.
     #[arg(long, value_name = "N", default_value_t = portpreview_server::config::DEFAULT_MAX_CONNECTIONS_PER_IP,
           allow_negative_numbers = true, value_parser = at_least_one)]
@@ -137,6 +142,7 @@ fn at_least_one(text: &str) -> Result<usize, String> {
 
 fn config(args: &Args) -> anyhow::Result<RelayConfig> {
     let mut config = RelayConfig {
+        behind_https: args.behind_https_proxy,
         max_connections_per_ip: args.max_connections_per_ip,
         ..RelayConfig::default()
     };

@@ -244,7 +244,7 @@ fn session_context(
         token_label,
         resume,
         public_url: PublicUrl {
-            scheme: if conn.tls { "https" } else { "http" },
+            scheme: if conn.https { "https" } else { "http" },
             domain: relay.config.domain.clone(),
             host,
         },
