@@ -1316,7 +1316,16 @@ fn prune_removes_only_old_deliveries() {
     secret
         .request_headers
         .push(Header::new("x-api-key", "sk_live_PRUNED_SECRET"));
+    secret.request_headers.push(Header::new("x-pad", " ".repeat(2048)));
     let old = store.insert_delivery(&secret, &answered(200)).unwrap();
+    // Enough deliveries after it that the table's pages split: SQLite then
+    // moves the secret's row and leaves its old bytes behind, unless every
+    // write, not only the prune's, overwrites what it frees.
+    for n in 0..100 {
+        let mut filler = stripe_event(&format!("evt_filler_{n}"), now - 1_000);
+        filler.request_headers.push(Header::new("x-pad", " ".repeat(1024)));
+        store.insert_delivery(&filler, &answered(200)).unwrap();
+    }
     // One attempt replayed the week it came, one replayed just now: both
     // are the old delivery's, and neither is counted as a delivery.
     let early_attempt = NewDelivery {

@@ -459,6 +459,10 @@ impl Store {
             turn_on_wal(conn)?;
             conn.pragma_update(None, "synchronous", "NORMAL")?;
             conn.pragma_update(None, "foreign_keys", true)?;
+            // Every write, not only prune's: a page that splits as the
+            // history grows leaves copies of the rows it moved in its free
+            // space, and a prune later finds them in no row to overwrite.
+            conn.pragma_update(None, "secure_delete", true)?;
             Ok(())
         };
         configure(&conn).map_err(|e| classify(e, &path))?;

@@ -62,9 +62,6 @@ impl Store {
     /// writer gets in between, and the WAL never grows toward the size of
     /// what is pruned.
     pub fn prune(&self, older_than_ms: i64) -> Result<Pruned, StoreError> {
-        self.conn
-            .pragma_update(None, "secure_delete", true)
-            .map_err(|e| self.classify(e))?;
         // Attempts first: once their original is gone nothing finds them.
         // An attempt comes after its original, so every attempt before the
         // cut-off is among them, and what is left before it are originals.
