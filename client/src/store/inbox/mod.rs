@@ -90,6 +90,8 @@ pub struct Inbox {
     staged_requests: Vec<u64>,
     /// The last compaction failed: the next failure is no news.
     cutting_fails: bool,
+    /// Length of the opening record, all a file holds once started over.
+    opening_len: u64,
 }
 
 impl Inbox {
@@ -117,9 +119,11 @@ impl Inbox {
             unwritten: BTreeSet::new(),
             staged_requests: Vec::new(),
             cutting_fails: false,
+            opening_len: 0,
         };
         inbox.open_entry()?;
         inbox.flush()?;
+        inbox.opening_len = inbox.len;
         Ok(inbox)
     }
 
@@ -335,7 +339,20 @@ impl Inbox {
     /// full disk or a folder made read-only fails every try), and when
     /// they end.
     pub fn cut_back(&mut self, applied: u64) -> Option<File> {
-        match self.compact(applied) {
+        self.cut_back_past(applied, RESTART_AT)
+    }
+
+    /// As [`Inbox::cut_back`], for a tunnel gone idle: the requests SQLite
+    /// holds are dropped however small the file, so that their payloads,
+    /// tokens and cookies among them, do not stay in it beside a history
+    /// that may since have pruned them. A file holding nothing more than
+    /// its opening is left as it is.
+    pub fn cut_back_idle(&mut self, applied: u64) -> Option<File> {
+        self.cut_back_past(applied, self.opening_len + 1)
+    }
+
+    fn cut_back_past(&mut self, applied: u64, restart_at: u64) -> Option<File> {
+        match self.compact(applied, restart_at) {
             // Only a compaction done says it works again: most calls find
             // nothing to do.
             Ok(Some(replaced)) => {
@@ -354,15 +371,15 @@ impl Inbox {
         }
     }
 
-    /// Once the file has grown past [`RESTART_AT`], drops the requests that
-    /// SQLite holds (`applied` is the newest sequence number there): starts
+    /// Once the file has grown to `restart_at` ([`RESTART_AT`] under load),
+    /// drops the requests that SQLite holds (`applied` is the newest sequence number there): starts
     /// the file over when nothing else is left, and otherwise moves the
     /// requests still missing into a fresh file once they are at most a
     /// quarter of it. Under steady load some request is always in flight,
     /// so waiting for an empty moment would let the file grow with every
     /// request for as long as the load lasts. Returns the file a fresh one
     /// replaced, for the caller to close where that may take long.
-    pub fn compact(&mut self, applied: u64) -> std::io::Result<Option<File>> {
+    pub fn compact(&mut self, applied: u64, restart_at: u64) -> std::io::Result<Option<File>> {
         while matches!(self.pending.front(), Some((Holder::Request(seq), _)) if *seq <= applied) {
             self.pending.pop_front();
         }
@@ -370,7 +387,7 @@ impl Inbox {
             self.unwritten.pop_first();
         }
         let size = self.len + self.staged.len() as u64;
-        if self.closed || size < RESTART_AT {
+        if self.closed || size < restart_at {
             return Ok(None);
         }
         let start = match self.pending.front() {

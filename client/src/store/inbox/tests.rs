@@ -89,7 +89,7 @@ fn requests_a_failed_write_dropped_are_reported_by_the_next_flush() {
         0,
         "once SQLite has request 1, nothing is lost"
     );
-    inbox.compact(1).unwrap();
+    inbox.compact(1, RESTART_AT).unwrap();
     assert_eq!(inbox.unwritten_after(0), 0, "forgotten once stored");
     inbox.discard();
 }
@@ -258,10 +258,10 @@ fn a_large_body_still_being_written_survives_compaction_until_abandoned() {
         inbox.append_body_part(body, &part).unwrap();
     }
     let seq = inbox.append(&mut delivery("evt_small", "/a")).unwrap();
-    inbox.compact(seq).unwrap();
+    inbox.compact(seq, RESTART_AT).unwrap();
     assert!(inbox.len > RESTART_AT, "the parts of a body in progress are kept");
     inbox.abandon_body(body);
-    inbox.compact(seq).unwrap();
+    inbox.compact(seq, RESTART_AT).unwrap();
     assert!(
         inbox.len < 1024,
         "abandoned parts are dropped: {} bytes left",
@@ -294,9 +294,9 @@ fn an_inbox_starts_over_only_when_all_of_it_is_applied() {
     let mut big = delivery("evt_big", "/");
     big.request_body = vec![b'x'; RESTART_AT as usize];
     let seq = inbox.append(&mut big).unwrap();
-    inbox.compact(seq - 1).unwrap();
+    inbox.compact(seq - 1, RESTART_AT).unwrap();
     assert!(inbox.len > RESTART_AT, "a request not yet applied keeps the file");
-    let replaced = inbox.compact(seq).unwrap();
+    let replaced = inbox.compact(seq, RESTART_AT).unwrap();
     assert!(
         replaced.is_some(),
         "the old file is handed back, to be closed elsewhere"
@@ -322,7 +322,7 @@ fn under_steady_load_the_inbox_keeps_only_what_sqlite_lacks() {
         inbox.append(&mut delivery(&format!("evt_{n}"), "/small")).unwrap();
         let newest = inbox.append(&mut big).unwrap();
         applied = newest - 2;
-        inbox.compact(applied).unwrap();
+        inbox.compact(applied, RESTART_AT).unwrap();
         largest = largest.max(inbox.len);
     }
     assert!(

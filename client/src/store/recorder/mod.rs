@@ -557,6 +557,37 @@ pub(super) mod tests {
         }
     }
 
+    /// Once the tunnel is idle, the inbox keeps nothing SQLite holds,
+    /// however small it is: a token in a request the history has since
+    /// pruned must not stay on disk beside it.
+    #[tokio::test]
+    async fn an_idle_tunnels_inbox_keeps_nothing_the_history_holds() {
+        let dir = ScratchDir::new("recorder-idle-cut");
+        let path = dir.0.join("history.db");
+        let (recorder, _handle, mut reported) = start(&path);
+        let inbox = inbox_file(&dir);
+        let mut secret = delivery("evt_secret", "/s");
+        secret
+            .request_headers
+            .push(portpreview_shared::Header::new("authorization", "Bearer IDLE-SECRET"));
+        let holds_it = || std::fs::read(&inbox).unwrap().windows(11).any(|w| w == b"IDLE-SECRET");
+        let ticket = recorder.record_request(secret).await.unwrap();
+        recorder.flush().unwrap();
+        assert!(holds_it(), "in the inbox before its caller hears back");
+        recorder.record_outcome(ticket, answered(200)).await.unwrap();
+        next_report(&mut reported).await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while holds_it() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the inbox still holds a stored request after 20 s idle"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // And the inbox still takes what comes next.
+        recorded(&recorder, &mut reported, delivery("evt_after", "/a")).await;
+    }
+
     #[tokio::test]
     async fn a_large_body_given_up_midway_does_not_keep_the_inbox_from_shrinking() {
         let dir = ScratchDir::new("recorder-body-dropped");

@@ -244,7 +244,7 @@ impl Writer {
     /// of a burst of uploads would sit on disk for as long as none comes.
     /// The file replaced is closed here, off the tunnel's threads.
     fn cut_inbox(&self) {
-        let replaced = super::lock(&self.inbox).cut_back(self.applied.load(Ordering::Acquire));
+        let replaced = super::lock(&self.inbox).cut_back_idle(self.applied.load(Ordering::Acquire));
         // Closed once the lock is let go: the tunnel's thread appends under it.
         drop(replaced);
     }
