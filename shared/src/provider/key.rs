@@ -64,7 +64,7 @@ pub fn event_key(headers: &[Header], body: &[u8], key_fields: &[String]) -> Even
         .and_then(|p| provider_id(p, headers, &body))
         .or_else(|| {
             (!key_fields.is_empty())
-                .then(|| fields_key(&body, key_fields))
+                .then(|| fields_key(provider, &body, key_fields))
                 .flatten()
         })
         .unwrap_or_else(|| content_key(provider, &body));
@@ -166,7 +166,7 @@ fn twilio_sid(body: &Body<'_>) -> Option<(String, String)> {
 /// make every event missing the others one event: `type` alone keys every
 /// `invoice.paid` as a retry of the first, the false duplicate the history
 /// exists to avoid. Such a body is keyed by its content instead.
-fn fields_key(body: &Body<'_>, key_fields: &[String]) -> Option<(String, String)> {
+fn fields_key(provider: Option<Provider>, body: &Body<'_>, key_fields: &[String]) -> Option<(String, String)> {
     let mut chosen = serde_json::Map::new();
     if let Some(json) = body.json() {
         for field in key_fields {
@@ -180,8 +180,13 @@ fn fields_key(body: &Body<'_>, key_fields: &[String]) -> Option<(String, String)
     }
     let mut canonical = Vec::with_capacity(128);
     canonical::write(&Value::Object(chosen), &mut canonical);
+    // The same fields from two providers are two events, as for a key
+    // hashed over the whole body.
+    let mut hasher = Sha256::new();
+    hasher.update(provider_tag(provider));
+    hasher.update(&canonical);
     Some((
-        hex::encode(Sha256::digest(&canonical)),
+        hex::encode(hasher.finalize()),
         format!("{FIELDS_SOURCE_PREFIX}{})", key_fields.join(",")),
     ))
 }
@@ -220,14 +225,18 @@ fn content_key(provider: Option<Provider>, body: &Body<'_>) -> (String, String) 
     let digest = match body.json() {
         Some(json) => {
             let mut hasher = Sha256::new();
-            hasher.update(provider.map_or("unknown", Provider::name));
-            hasher.update(b"\n");
+            hasher.update(provider_tag(provider));
             hasher.update(canonical::to_vec_without(json, PER_ATTEMPT_FIELDS));
             hasher.finalize()
         }
         None => Sha256::digest(body.raw()),
     };
     (hex::encode(digest), "sha256:body".to_owned())
+}
+
+/// What a content hash starts with: the provider's name and a newline.
+fn provider_tag(provider: Option<Provider>) -> String {
+    format!("{}\n", provider.map_or("unknown", Provider::name))
 }
 
 #[cfg(test)]

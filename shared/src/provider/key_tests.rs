@@ -257,8 +257,17 @@ fn key_fields_hash_the_chosen_values() {
     let b = event_key(&[], br#"{"data":{"object":{"id":"o1"}},"n":2,"type":"x"}"#, &fields);
     assert_eq!(a, b);
     assert_eq!(a.source, "sha256:fields(type,/data/object/id)");
-    let expected = Sha256::digest(br#"{"/data/object/id":"o1","type":"x"}"#);
+    let expected = Sha256::digest(b"unknown\n{\"/data/object/id\":\"o1\",\"type\":\"x\"}");
     assert_eq!(a.key, hex::encode(expected));
+    // The same fields from another provider are another event.
+    let shopify = event_key(
+        &[Header::new("x-shopify-topic", "orders/create")],
+        br#"{"type":"x","data":{"object":{"id":"o1"}}}"#,
+        &fields,
+    );
+    assert_eq!(shopify.provider, Some(Provider::Shopify));
+    assert_eq!(shopify.source, a.source);
+    assert_ne!(shopify.key, a.key, "providers are keyed apart");
     // The provider's own ID wins: chosen fields stand in only where there is none.
     let stripe = event_key(
         &[Header::new("stripe-signature", "t=1")],
@@ -292,7 +301,7 @@ fn a_dotted_field_name_is_a_path_unless_a_member_has_that_name() {
     assert_eq!(a.source, "sha256:fields(data.id)");
     assert_eq!(a.key, b.key, "one event, sent twice");
     let literal = event_key(&[], br#"{"data.id":"lit","data":{"id":"d1"}}"#, &dotted);
-    let expected = Sha256::digest(br#"{"data.id":"lit"}"#);
+    let expected = Sha256::digest(b"unknown\n{\"data.id\":\"lit\"}");
     assert_eq!(literal.key, hex::encode(expected));
 }
 
