@@ -81,17 +81,58 @@ where
     }
 }
 
-/// One line per event, as the CLI's own lines: `warning: what happened
-/// err=… path=…`, escaped, since fields carry paths and errors that quote
-/// what was sent.
+/// One line per event, as the CLI's own lines: `warning: what happened:
+/// the error (path=…)`, escaped, since fields carry paths and errors that
+/// quote what was sent.
 struct Plain;
+
+/// An event's fields as [`Plain`] writes them.
+#[derive(Default)]
+struct PlainLine {
+    message: String,
+    err: Option<String>,
+    rest: Vec<String>,
+}
+
+impl PlainLine {
+    fn record(&mut self, field: &tracing::field::Field, value: String) {
+        match field.name() {
+            "message" => self.message = value,
+            "err" => self.err = Some(value),
+            name => self.rest.push(format!("{name}={value}")),
+        }
+    }
+}
+
+impl tracing::field::Visit for PlainLine {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.record(field, value.to_owned());
+    }
+
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.record(field, format!("{value:?}"));
+    }
+}
+
+impl std::fmt::Display for PlainLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)?;
+        if let Some(err) = &self.err {
+            write!(f, ": {err}")?;
+        }
+        if !self.rest.is_empty() {
+            write!(f, " ({})", self.rest.join(", "))?;
+        }
+        Ok(())
+    }
+}
 
 impl<S, N> FormatEvent<S, N> for Plain
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
     N: for<'a> FormatFields<'a> + 'static,
 {
-    fn format_event(&self, ctx: &FmtContext<'_, S, N>, mut writer: Writer<'_>, event: &Event<'_>) -> std::fmt::Result {
+    fn format_event(&self, _: &FmtContext<'_, S, N>, mut writer: Writer<'_>, event: &Event<'_>) -> std::fmt::Result {
         let level = match *event.metadata().level() {
             Level::ERROR => "error",
             Level::WARN => "warning",
@@ -99,9 +140,9 @@ where
             Level::DEBUG => "debug",
             Level::TRACE => "trace",
         };
-        let mut fields = String::new();
-        ctx.field_format().format_fields(Writer::new(&mut fields), event)?;
-        writeln!(writer, "{level}: {}", escape_str(&fields))
+        let mut line = PlainLine::default();
+        event.record(&mut line);
+        writeln!(writer, "{level}: {}", escape_str(&line.to_string()))
     }
 }
 
@@ -148,7 +189,7 @@ mod tests {
         let written = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
         assert_eq!(
             written,
-            "warning: cannot remove the history inbox err=Read-only file system path=h.db-inbox\\x1b[2J\n"
+            "warning: cannot remove the history inbox: Read-only file system (path=h.db-inbox\\x1b[2J)\n"
         );
     }
 }
