@@ -104,6 +104,8 @@ fn command(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
 #[test]
 fn a_directory_of_fixtures_passes_against_a_handler_that_dedups() {
     let project = Project::new();
+    // Other JSON beside the fixtures, as a project keeps: skipped, said so.
+    std::fs::write(project.path("fixtures/package.json"), br#"{"name":"hooks"}"#).unwrap();
     let good = Handler::start(Behaviour::DedupsInOneTransaction);
     let ran = project.check(
         &[
@@ -131,6 +133,12 @@ fn a_directory_of_fixtures_passes_against_a_handler_that_dedups() {
         ran.stdout
     );
     assert_eq!(good.balance(), 2, "one credit per event");
+    assert!(
+        ran.stderr
+            .contains("note: fixtures/package.json is skipped: JSON without a portpreview_fixture field"),
+        "{}",
+        ran.stderr
+    );
     assert!(!project.path("untouched").exists(), "check opened no history database");
 
     // The same fixture through `replay --from`, with a body edited by hand.

@@ -133,6 +133,21 @@ impl Fixture {
         }
     }
 
+    /// Whether `path` holds a JSON object that is no fixture at all: one
+    /// without a `portpreview_fixture` field. A file that cannot be read
+    /// or is not JSON is not said to be other JSON: it may be a fixture,
+    /// broken, whose error the user must see.
+    pub fn is_other_json(path: &Path) -> bool {
+        #[derive(Deserialize)]
+        struct Marker {
+            portpreview_fixture: Option<serde::de::IgnoredAny>,
+        }
+        std::fs::read(path)
+            .ok()
+            .and_then(|text| serde_json::from_slice::<Marker>(&text).ok())
+            .is_some_and(|marker| marker.portpreview_fixture.is_none())
+    }
+
     /// Reads and checks a fixture file.
     pub fn load(path: &Path) -> anyhow::Result<Fixture> {
         let text = std::fs::read(path).with_context(|| format!("cannot read fixture {}", path.display()))?;

@@ -293,7 +293,9 @@ fn warn_of_suites_in(dir: &Path, named_suites: &[PathBuf]) {
 
 /// The fixture at `path`, or every `*.json` under the directory `path`,
 /// subdirectories included (`fixtures/stripe/`, `fixtures/github/`), in
-/// path order; a directory holding none is an error. Symbolic links to
+/// path order; a directory holding none is an error. JSON that is plainly
+/// something else (a `package.json` beside the fixtures) is skipped with a
+/// note; a file that may be a broken fixture is kept, to fail as one. Symbolic links to
 /// directories are not followed, so a link loop cannot make the walk
 /// endless.
 fn fixtures_at(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
@@ -310,7 +312,14 @@ fn fixtures_at(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
             if entry.file_type().with_context(cannot_read)?.is_dir() {
                 dirs.push(file);
             } else if file.is_file() && file.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("json")) {
-                found.push(file);
+                if crate::fixture::Fixture::is_other_json(&file) {
+                    let shown = escape_str(&file.display().to_string()).into_owned();
+                    crate::to_stderr(format_args!(
+                        "note: {shown} is skipped: JSON without a portpreview_fixture field\n"
+                    ));
+                } else {
+                    found.push(file);
+                }
             }
         }
     }
