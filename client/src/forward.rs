@@ -122,6 +122,8 @@ pub fn undefined_status(who: impl std::fmt::Display, status: http::StatusCode) -
 /// A client for one local target. Dropping it closes its connections.
 pub struct Forwarder {
     target: Target,
+    /// The target as a URL, written once: every recorded delivery names it.
+    url: String,
     /// The target's `host:port` as a Host header, written once.
     host: Option<http::HeaderValue>,
     idle: Arc<Mutex<Vec<Kept>>>,
@@ -149,6 +151,7 @@ impl Forwarder {
     pub fn new(target: Target) -> Self {
         Self {
             host: http::HeaderValue::from_str(&target.authority()).ok(),
+            url: target.to_string(),
             target,
             idle: Arc::new(Mutex::new(Vec::new())),
             waiting: Arc::new(AtomicUsize::new(0)),
@@ -163,6 +166,11 @@ impl Forwarder {
     /// The local target.
     pub fn target(&self) -> &Target {
         &self.target
+    }
+
+    /// The local target as a URL, as it is displayed.
+    pub fn target_url(&self) -> &str {
+        &self.url
     }
 
     /// The Host header that names the local target; none when its
