@@ -95,14 +95,7 @@ impl Outbox {
         let frame = Message::Binary(codec::encode(msg, body)?.into());
         // Closed along with the writer's end: nobody will make room again.
         let permit = self.room.acquire().await.map_err(|_| SendError::Closed)?;
-        self.streams
-            .send(Queued {
-                frame,
-                holds_room: true,
-            })
-            .map_err(|_| SendError::Closed)?;
-        permit.forget();
-        Ok(())
+        self.queue_holding(frame, permit)
     }
 
     /// Queues a message that may be large on the stream queue if it has
@@ -113,6 +106,12 @@ impl Outbox {
             return Ok(false);
         };
         let frame = Message::Binary(codec::encode(msg, b"")?.into());
+        self.queue_holding(frame, permit).map(|()| true)
+    }
+
+    /// Queues `frame` on the stream queue in the room `permit` holds, which
+    /// the writer gives back once it takes the frame.
+    fn queue_holding(&self, frame: Message, permit: tokio::sync::SemaphorePermit<'_>) -> Result<(), SendError> {
         self.streams
             .send(Queued {
                 frame,
@@ -120,7 +119,7 @@ impl Outbox {
             })
             .map_err(|_| SendError::Closed)?;
         permit.forget();
-        Ok(true)
+        Ok(())
     }
 
     /// Queues a small control frame without waiting. A closed writer means
