@@ -148,13 +148,21 @@ async fn a_request_head_too_large_to_frame_gets_431_and_the_tunnel_stays_up() {
     );
     let delivered = deliveries_on_one_session(&mut tunnel, 2).await;
     assert_eq!(delivered[0].path, "/after");
-    // The refused request is in the history, without the headers that
-    // could not cross the tunnel, and with what its caller was told.
+    // The refused request is in the history, with the caller's headers
+    // and what its caller was told; replayed, it is sent as it came.
     assert_eq!(delivered[1].path, "/huge");
     let error = delivered[1].error.as_deref().unwrap_or_default();
     assert!(
         error.starts_with("the relay answered the caller 431: request headers too large to cross the tunnel"),
         "{error}"
+    );
+    let store = portpreview::store::Store::open_existing(&tunnel.db).expect("open the history");
+    let stored = store.get(delivered[1].id).expect("read").expect("stored");
+    let host = stored.request.request_headers.iter().find(|h| h.name == "host");
+    assert_eq!(host.map(|h| h.value.len()), Some(80 * 1024), "the caller's Host, whole");
+    assert!(
+        !stored.request.request_truncated(),
+        "nothing of it is missing: it can be replayed"
     );
     assert_eq!(
         handler.requests().len(),

@@ -453,6 +453,44 @@ async fn a_body_over_the_limit_gets_413_from_the_relay_and_is_recorded() {
     );
 }
 
+/// A small body that never comes is answered 408 by the relay once its
+/// answer timeout passes; the history dates the delivery from when it
+/// came, not from the 408, and says how long the caller waited.
+#[tokio::test]
+async fn a_body_the_relay_gave_up_waiting_for_is_dated_from_its_arrival() {
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        request_timeout: Duration::from_millis(600),
+        ..Default::default()
+    })
+    .await;
+    let handler = LocalHandler::echo().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let sent_at = portpreview::time::now_ms();
+    let request = format!(
+        "POST /t/{}/slow HTTP/1.1\r\nHost: {}\r\nContent-Length: 100\r\n\r\n0123456789",
+        tunnel.name(),
+        relay.addr
+    );
+    let answer = raw(relay.addr, request.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!(
+        summary.error.as_deref(),
+        Some("the relay answered the caller 408: the request body did not arrive in time")
+    );
+    assert!(
+        summary.received_at_ms < sent_at + 300,
+        "dated from its arrival: {} ms after it was sent",
+        summary.received_at_ms - sent_at
+    );
+    assert!(
+        summary.duration_ms.is_some_and(|ms| ms >= 500.0),
+        "the caller waited the relay's timeout: {:?}",
+        summary.duration_ms
+    );
+    assert!(handler.requests().is_empty());
+}
+
 /// Past the tunnel's requests in flight the relay answers 503 itself; each
 /// request it turned away is in the history all the same.
 #[tokio::test]

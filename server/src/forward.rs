@@ -7,7 +7,7 @@ use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::{Body as _, Incoming};
-use portpreview_shared::codec::EncodeError;
+use portpreview_shared::codec::{self, EncodeError};
 use portpreview_shared::content_length;
 use portpreview_shared::duration::format_duration;
 use portpreview_shared::message::{CHUNK_SIZE, MAX_HEADER_BYTES};
@@ -70,6 +70,7 @@ pub async fn forward(
         target: &target,
         hop,
         body_size: declared.or_else(|| body.is_end_stream().then_some(0)),
+        arrived: tokio::time::Instant::now(),
     };
     if declared.is_some_and(|len| len > limits.max_body) {
         return closing(turning.answer(StatusCode::PAYLOAD_TOO_LARGE, over_limit(limits.max_body)));
@@ -272,6 +273,8 @@ struct TurnAway<'a> {
     hop: &'a Hop<'a>,
     /// As [`ServerMessage::TurnedAway`] has it.
     body_size: Option<u64>,
+    /// When the request came.
+    arrived: tokio::time::Instant,
 }
 
 impl TurnAway<'_> {
@@ -286,15 +289,47 @@ impl TurnAway<'_> {
         answer(status, reason)
     }
 
+    /// Tells the client of a request whose head did not fit in a frame:
+    /// with the caller's headers, leaving out the relay's X-Forwarded-Host,
+    /// which repeats the Host and is what overflows a head within the
+    /// relay's limit; failing that, with none and its body marked unknown,
+    /// so that the history's copy is never replayed as the request sent.
+    fn tell_what_fits(&self, status: StatusCode, reason: &str) {
+        let headers = request_headers(&self.parts.headers, self.hop)
+            .into_iter()
+            .filter(|h| h.name != "x-forwarded-host")
+            .map(|h| portpreview_shared::Header::new(h.name, h.value))
+            .collect();
+        let news = self.news(status, reason, headers, self.body_size);
+        if codec::encode(&news, b"").is_ok() {
+            self.tunnel.tell_turned_away(&news);
+        } else {
+            self.tunnel
+                .tell_turned_away(&self.news(status, reason, Vec::new(), None));
+        }
+    }
+
     fn tell(&self, status: StatusCode, reason: &str, headers: Vec<portpreview_shared::Header>) {
-        self.tunnel.tell_turned_away(&ServerMessage::TurnedAway {
+        self.tunnel
+            .tell_turned_away(&self.news(status, reason, headers, self.body_size));
+    }
+
+    fn news(
+        &self,
+        status: StatusCode,
+        reason: &str,
+        headers: Vec<portpreview_shared::Header>,
+        body_size: Option<u64>,
+    ) -> ServerMessage {
+        ServerMessage::TurnedAway {
             method: self.parts.method.as_str().to_owned(),
             target: self.target.to_owned(),
             headers,
-            body_size: self.body_size,
+            body_size,
             status: status.as_u16(),
             reason: reason.to_owned(),
-        });
+            waited_ms: u64::try_from(self.arrived.elapsed().as_millis()).unwrap_or(u64::MAX),
+        }
     }
 }
 
@@ -503,7 +538,7 @@ fn closing(mut refused: Response<RelayBody>) -> Response<RelayBody> {
 
 /// Answers a request whose head does not fit in a frame the client would
 /// accept: sent anyway, it would cost the whole tunnel its session. The
-/// client hears of it without the headers that did not fit.
+/// client hears of it with what fits.
 fn unframable(err: EncodeError, turning: &TurnAway<'_>) -> Response<RelayBody> {
     let (status, reason) = match err {
         EncodeError::HeaderTooLarge(size) => (
@@ -517,7 +552,7 @@ fn unframable(err: EncodeError, turning: &TurnAway<'_>) -> Response<RelayBody> {
             format!("the request could not be framed for the tunnel: {other}"),
         ),
     };
-    turning.tell(status, &reason, Vec::new());
+    turning.tell_what_fits(status, &reason);
     closing(answer(status, reason))
 }
 

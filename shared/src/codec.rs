@@ -247,6 +247,7 @@ mod tests {
                 body_size: Some(26_214_401),
                 status: 413,
                 reason: "request body over the relay's limit of 25 MiB (26214400 bytes)".into(),
+                waited_ms: 3,
             },
             b"",
         );
@@ -488,16 +489,26 @@ mod tests {
             (any::<u64>(), any::<bool>()).prop_map(|(stream, end)| ServerMessage::RequestBody { stream, end }),
             (any::<u64>(), text()).prop_map(|(stream, reason)| ServerMessage::Reset { stream, reason }),
             (any::<u64>(), any::<u32>()).prop_map(|(stream, credit)| ServerMessage::Window { stream, credit }),
-            (text(), text(), headers(), any::<Option<u64>>(), any::<u16>(), text()).prop_map(
-                |(method, target, headers, body_size, status, reason)| ServerMessage::TurnedAway {
-                    method,
-                    target,
-                    headers,
-                    body_size,
-                    status,
-                    reason,
-                }
-            ),
+            (
+                text(),
+                text(),
+                headers(),
+                any::<Option<u64>>(),
+                any::<u16>(),
+                text(),
+                any::<u64>()
+            )
+                .prop_map(|(method, target, headers, body_size, status, reason, waited_ms)| {
+                    ServerMessage::TurnedAway {
+                        method,
+                        target,
+                        headers,
+                        body_size,
+                        status,
+                        reason,
+                        waited_ms,
+                    }
+                }),
         ]
     }
 

@@ -206,6 +206,9 @@ pub enum ServerMessage {
         status: u16,
         /// Why, as the caller was told.
         reason: String,
+        /// Milliseconds from the request's arrival to the relay's answer:
+        /// the client dates the delivery from its arrival.
+        waited_ms: u64,
     },
 }
 

@@ -307,6 +307,7 @@ impl Session {
                 body_size,
                 status,
                 reason,
+                waited_ms,
             } => {
                 let head = Head {
                     stream: NO_STREAM,
@@ -314,7 +315,13 @@ impl Session {
                     target,
                     headers,
                 };
-                self.turned_away(head, body_size, status, &reason);
+                let waited = Duration::from_millis(waited_ms);
+                self.turned_away(
+                    head,
+                    body_size,
+                    waited,
+                    format!("the relay answered the caller {status}: {}", truncate(&reason, 200)),
+                );
                 ControlFlow::Continue(())
             }
             ServerMessage::Refused { reason } => ControlFlow::Break(SessionEnd::Refused(reason)),
@@ -381,14 +388,14 @@ impl Session {
 
     /// A request the relay answered itself: recorded beside the exchanges,
     /// as the history's writer may make it wait for room.
-    fn turned_away(&mut self, head: Head, body_size: Option<u64>, status: u16, reason: &str) {
+    /// `why` is the relay's reason, cut to a line: it was written for the
+    /// caller, and the history keeps a line of it.
+    fn turned_away(&mut self, head: Head, body_size: Option<u64>, waited: Duration, why: String) {
         if self.exchanges.len() >= MAX_STREAMS {
             tracing::debug!("a request the relay turned away was not recorded: too many in flight");
             return;
         }
-        // The relay's reason is for its caller; the history gets a line of it.
-        let why = format!("the relay answered the caller {status}: {}", truncate(reason, 200));
-        let record = exchange::turned_away(self.shared.clone(), head, body_size, why);
+        let record = exchange::turned_away(self.shared.clone(), head, body_size, waited, why);
         self.exchanges.spawn(record);
     }
 

@@ -142,22 +142,26 @@ pub const NO_STREAM: StreamId = 0;
 /// Records a request the relay answered itself without sending it on (its
 /// body over the limit, too many in flight), with `why`: the history shows
 /// the delivery and what its caller was told. Its body never came: it is
-/// recorded cut short, `body_size` long, so replay refuses it.
-pub async fn turned_away(shared: Arc<Shared>, head: Head, body_size: Option<u64>, why: String) -> StreamId {
+/// recorded cut short, `body_size` long, so replay refuses it. It came
+/// `waited` before the relay answered, which is when it is dated.
+pub async fn turned_away(
+    shared: Arc<Shared>,
+    head: Head,
+    body_size: Option<u64>,
+    waited: std::time::Duration,
+    why: String,
+) -> StreamId {
+    let waited_ms = i64::try_from(waited.as_millis()).unwrap_or(i64::MAX);
     let line = Line {
-        received_at_ms: crate::time::now_ms(),
-        started: Instant::now(),
+        received_at_ms: crate::time::now_ms().saturating_sub(waited_ms),
+        started: Instant::now().checked_sub(waited).unwrap_or_else(Instant::now),
         method: head.method.clone(),
         path: head.target.clone(),
     };
     let mut request = record::new_delivery(&shared, head, line.received_at_ms);
     request.request_body_size = body_size.unwrap_or(size_past_cut(0));
     let ticket = record::record(&shared, request).await;
-    let outcome = Outcome {
-        duration_ms: Some(0.0),
-        error: Some(why),
-        ..Outcome::default()
-    };
+    let outcome = failure(line.started, why);
     finish(&shared, line, outcome, ticket).await;
     NO_STREAM
 }
