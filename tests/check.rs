@@ -106,6 +106,7 @@ fn a_directory_of_fixtures_passes_against_a_handler_that_dedups() {
     let project = Project::new();
     // Other JSON beside the fixtures, as a project keeps: skipped, said so.
     std::fs::write(project.path("fixtures/package.json"), br#"{"name":"hooks"}"#).unwrap();
+    std::fs::write(project.path("fixtures/slack/ids.json"), b"[1, 2, 3]").unwrap();
     let good = Handler::start(Behaviour::DedupsInOneTransaction);
     let ran = project.check(
         &[
@@ -137,6 +138,11 @@ fn a_directory_of_fixtures_passes_against_a_handler_that_dedups() {
         ran.stderr
             .contains("note: fixtures/package.json is skipped: JSON without a portpreview_fixture field"),
         "{}",
+        ran.stderr
+    );
+    assert!(
+        ran.stderr.contains("note: fixtures/slack/ids.json is skipped"),
+        "an array is no fixture either: {}",
         ran.stderr
     );
     assert!(!project.path("untouched").exists(), "check opened no history database");

@@ -124,8 +124,11 @@ async fn an_old_copy_of_a_remade_self_signed_certificate_is_named_as_the_wrong_f
     .await;
     match started {
         Err(err @ portpreview::tunnel::ConnectError::Certificate(_)) => assert!(
-            err.to_string()
-                .starts_with("the relay's certificate was refused: it is not the certificate given with --ca-cert"),
+            err.to_string().starts_with(&format!(
+                "the relay's certificate was refused: it is not the certificate given with --ca-cert {}, nor \
+                 signed by it",
+                old_path.display()
+            )),
             "{err}"
         ),
         Err(other) => panic!("expected a certificate error, got {other}"),
@@ -159,9 +162,12 @@ async fn a_self_signed_certificate_marked_as_a_ca_is_trusted_as_itself() {
     match start(other).await {
         Err(err @ portpreview::tunnel::ConnectError::Certificate(_)) => assert_eq!(
             err.to_string(),
-            "the relay's certificate was refused: it is not the certificate given with --ca-cert, nor signed by \
-             it: check that the file holds the relay's current certificate, or the certificate of the CA that \
-             signed it",
+            format!(
+                "the relay's certificate was refused: it is not the certificate given with --ca-cert {}, nor \
+                 signed by it: check that the file holds the relay's current certificate, or the certificate of \
+                 the CA that signed it",
+                other_path.display()
+            ),
             "only the relay's own certificate is trusted as itself, and the user is told the file is the wrong one"
         ),
         Err(other) => panic!("expected a certificate error, got {other}"),

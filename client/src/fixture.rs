@@ -133,19 +133,19 @@ impl Fixture {
         }
     }
 
-    /// Whether `path` holds a JSON object that is no fixture at all: one
-    /// without a `portpreview_fixture` field. A file that cannot be read
-    /// or is not JSON is not said to be other JSON: it may be a fixture,
-    /// broken, whose error the user must see.
+    /// Whether `path` holds JSON that is no fixture at all: an array, a
+    /// number, an object without a `portpreview_fixture` field. A file
+    /// that cannot be read or is not JSON is not said to be other JSON: it
+    /// may be a fixture, broken, whose error the user must see.
     pub fn is_other_json(path: &Path) -> bool {
-        #[derive(Deserialize)]
-        struct Marker {
-            portpreview_fixture: Option<serde::de::IgnoredAny>,
+        let Ok(text) = std::fs::read(path) else {
+            return false;
+        };
+        match serde_json::from_slice::<serde_json::Value>(&text) {
+            Ok(serde_json::Value::Object(members)) => !members.contains_key("portpreview_fixture"),
+            Ok(_) => true,
+            Err(_) => false,
         }
-        std::fs::read(path)
-            .ok()
-            .and_then(|text| serde_json::from_slice::<Marker>(&text).ok())
-            .is_some_and(|marker| marker.portpreview_fixture.is_none())
     }
 
     /// Reads and checks a fixture file.

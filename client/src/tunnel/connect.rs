@@ -201,7 +201,7 @@ pub fn tls_config(ca_cert: Option<&Path>) -> Result<Arc<rustls::ClientConfig>, C
         .with_safe_default_protocol_versions()
         .map_err(|e| ConnectError::Tls(e.to_string()))?
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(pinned::Verifier::new(web_pki, trusted)))
+        .with_custom_certificate_verifier(Arc::new(pinned::Verifier::new(web_pki, trusted, ca_cert)))
         .with_no_client_auth();
     Ok(Arc::new(config))
 }
@@ -412,10 +412,12 @@ fn tls_error(err: &std::io::Error) -> Option<&rustls::Error> {
 
 /// What is wrong with the relay's certificate, and what to do about it.
 fn certificate_problem(problem: &rustls::CertificateError) -> String {
-    if pinned::is_not_the_given_certificate(problem) {
-        "it is not the certificate given with --ca-cert, nor signed by it: check that the file holds the relay's \
-         current certificate, or the certificate of the CA that signed it"
-            .into()
+    if let Some(file) = pinned::not_the_given_certificate(problem) {
+        let file = portpreview_shared::sanitize::escape_str(&file.display().to_string()).into_owned();
+        format!(
+            "it is not the certificate given with --ca-cert {file}, nor signed by it: check that the file holds \
+             the relay's current certificate, or the certificate of the CA that signed it"
+        )
     } else if pinned::is_ca_used_as_end_entity(problem) {
         "it is a CA certificate (as `openssl req -x509` makes), which servers may not present; pass it with \
          --ca-cert FILE to trust it as it is"

@@ -16,11 +16,11 @@ use rustls::client::WebPkiServerVerifier;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, OtherError, SignatureScheme};
 
-/// The relay presented a certificate that is none of those given with
-/// `--ca-cert`, nor signed by one of them.
+/// The relay presented a certificate that is none of those in the file
+/// given with `--ca-cert`, nor signed by one of them.
 #[derive(Debug, thiserror::Error)]
-#[error("the relay's certificate is not the one given with --ca-cert, nor signed by it")]
-pub struct NotTheGivenCertificate;
+#[error("the relay's certificate is not the one given with --ca-cert {}, nor signed by it", .0.display())]
+pub struct NotTheGivenCertificate(pub Arc<std::path::Path>);
 
 /// Whether WebPKI refused `problem` for want of a trusted issuer. A bad
 /// signature is one: an issuer of the same name as one given, whose key
@@ -40,10 +40,13 @@ pub fn is_ca_used_as_end_entity(problem: &CertificateError) -> bool {
         if matches!(other.0.downcast_ref::<webpki::Error>(), Some(webpki::Error::CaUsedAsEndEntity)))
 }
 
-/// Whether the verifier below refused the relay for not being the
-/// certificate given with `--ca-cert`.
-pub fn is_not_the_given_certificate(problem: &CertificateError) -> bool {
-    matches!(problem, CertificateError::Other(other) if other.0.is::<NotTheGivenCertificate>())
+/// The file given with `--ca-cert`, when the verifier below refused the
+/// relay for being none of its certificates.
+pub fn not_the_given_certificate(problem: &CertificateError) -> Option<&std::path::Path> {
+    match problem {
+        CertificateError::Other(other) => other.0.downcast_ref::<NotTheGivenCertificate>().map(|not| &*not.0),
+        _ => None,
+    }
 }
 
 /// WebPKI verification, with the user's own certificates accepted as themselves.
@@ -51,12 +54,23 @@ pub fn is_not_the_given_certificate(problem: &CertificateError) -> bool {
 pub struct Verifier {
     web_pki: Arc<WebPkiServerVerifier>,
     trusted: Vec<CertificateDer<'static>>,
+    /// The file `trusted` came from, named when the relay is none of them.
+    trusted_from: Option<Arc<std::path::Path>>,
 }
 
 impl Verifier {
-    /// Checks with `web_pki`, accepting any of `trusted` as itself.
-    pub fn new(web_pki: Arc<WebPkiServerVerifier>, trusted: Vec<CertificateDer<'static>>) -> Self {
-        Self { web_pki, trusted }
+    /// Checks with `web_pki`, accepting any of `trusted`, read from the
+    /// file `trusted_from`, as itself.
+    pub fn new(
+        web_pki: Arc<WebPkiServerVerifier>,
+        trusted: Vec<CertificateDer<'static>>,
+        trusted_from: Option<&std::path::Path>,
+    ) -> Self {
+        Self {
+            web_pki,
+            trusted,
+            trusted_from: trusted_from.map(Arc::from),
+        }
     }
 }
 
@@ -79,11 +93,12 @@ impl ServerCertVerifier for Verifier {
             }
             // Trust was the problem, and the user named what to trust:
             // saying "pass --ca-cert" again would not help them.
-            Err(rustls::Error::InvalidCertificate(problem)) if !self.trusted.is_empty() && is_untrusted(&problem) => {
-                Err(rustls::Error::InvalidCertificate(CertificateError::Other(OtherError(
-                    Arc::new(NotTheGivenCertificate),
-                ))))
-            }
+            Err(rustls::Error::InvalidCertificate(problem)) if is_untrusted(&problem) => match &self.trusted_from {
+                Some(file) => Err(rustls::Error::InvalidCertificate(CertificateError::Other(OtherError(
+                    Arc::new(NotTheGivenCertificate(Arc::clone(file))),
+                )))),
+                None => Err(rustls::Error::InvalidCertificate(problem)),
+            },
             Err(err) => Err(err),
         }
     }
