@@ -33,7 +33,7 @@ struct Args {
     /// Callers reach this relay over HTTPS at a proxy in front of it that
     /// speaks plain HTTP to it: the tunnels' URLs and X-Forwarded-Proto
     /// say https.
-    #[arg(long, conflicts_with = "tls_cert")]
+    #[arg(long, conflicts_with_all = ["tls_cert", "tls_key"])]
     behind_https_proxy: bool,
     /// Open connections (callers and tunnels) allowed from one IP address.
     #[arg(long, value_name = "N", default_value_t = portpreview_server::config::DEFAULT_MAX_CONNECTIONS_PER_IP,
@@ -265,4 +265,26 @@ fn listen_address(text: &str) -> Result<SocketAddr, String> {
         .into_iter()
         .next()
         .ok_or_else(|| format!("{text} resolves to no address"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A relay behind an HTTPS proxy serves no TLS itself: half a TLS
+    /// setting beside the flag is refused, not ignored.
+    #[test]
+    fn behind_an_https_proxy_takes_no_tls_files() {
+        let parse =
+            |extra: &[&str]| Args::try_parse_from([&["portpreview-server", "--listen", "127.0.0.1:0"], extra].concat());
+        let args = parse(&["--behind-https-proxy"]).expect("the flag alone");
+        assert!(config(&args).expect("config").behind_https);
+        for tls in [
+            &["--tls-key", "k.pem"][..],
+            &["--tls-cert", "c.pem", "--tls-key", "k.pem"],
+        ] {
+            let refused = parse(&[&["--behind-https-proxy"][..], tls].concat()).expect_err("refused");
+            assert_eq!(refused.kind(), clap::error::ErrorKind::ArgumentConflict, "{tls:?}");
+        }
+    }
 }
