@@ -27,8 +27,7 @@ async fn a_webhook_reaches_an_https_handler_and_its_replay_does_too() {
 
     let (summary, _) = tunnel.next_delivery().await;
     assert_eq!((summary.status, summary.error.as_deref()), (Some(200), None));
-    let store = portpreview::store::Store::open_existing(&tunnel.db).expect("open the history");
-    let stored = store.get(summary.id).expect("read").expect("the delivery");
+    let stored = tunnel.stored(summary.id);
     assert_eq!(stored.request.target, target, "recorded with its scheme");
 
     let id = summary.id.to_string();

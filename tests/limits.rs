@@ -156,8 +156,7 @@ async fn a_request_head_too_large_to_frame_gets_431_and_the_tunnel_stays_up() {
         error.starts_with("the relay answered the caller 431: request headers too large to cross the tunnel"),
         "{error}"
     );
-    let store = portpreview::store::Store::open_existing(&tunnel.db).expect("open the history");
-    let stored = store.get(delivered[1].id).expect("read").expect("stored");
+    let stored = tunnel.stored(delivered[1].id);
     let host = stored.request.request_headers.iter().find(|h| h.name == "host");
     assert_eq!(host.map(|h| h.value.len()), Some(80 * 1024), "the caller's Host, whole");
     assert!(

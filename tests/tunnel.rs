@@ -117,8 +117,7 @@ async fn a_relay_behind_an_https_proxy_says_https() {
     let seen = &handler.requests()[0];
     assert_eq!(seen.header_values("x-forwarded-proto"), vec![&b"https"[..]]);
     let (summary, _) = tunnel.next_delivery().await;
-    let store = portpreview::store::Store::open_existing(&tunnel.db).expect("open the history");
-    let stored = store.get(summary.id).expect("read").expect("stored");
+    let stored = tunnel.stored(summary.id);
     assert_eq!(stored.request.tunnel_url, expected, "the URL the caller called");
 }
 
@@ -435,8 +434,7 @@ async fn a_body_over_the_limit_gets_413_from_the_relay_and_is_recorded() {
         summary.error.as_deref(),
         Some("the relay answered the caller 413: request body over the relay's limit of 1024 bytes")
     );
-    let store = portpreview::store::Store::open_existing(&tunnel.db).expect("open the history");
-    let stored = store.get(summary.id).expect("read").expect("stored");
+    let stored = tunnel.stored(summary.id);
     assert!(
         stored.request.request_body.is_empty(),
         "the body never crossed the tunnel"
@@ -604,13 +602,7 @@ async fn a_local_answer_that_breaks_off_gets_502_and_is_recorded_as_broken() {
     );
     // Kept as far as it came, marked as cut off on its way: a HAR export or
     // `show --json` never gives the stub as the whole answer.
-    let store = portpreview::store::Store::open_existing(&tunnel.db).expect("open the history");
-    let outcome = store
-        .get(summary.id)
-        .expect("read")
-        .expect("stored")
-        .outcome
-        .expect("an outcome");
+    let outcome = tunnel.stored(summary.id).outcome.expect("an outcome");
     assert_eq!(outcome.response_body, b"short");
     assert!(
         portpreview::store::size_unknown_past(5, outcome.response_body_size),
@@ -826,8 +818,7 @@ async fn each_piece_of_a_streamed_local_answer_reaches_the_caller_as_it_is_writt
     }
     let (summary, id) = tunnel.next_delivery().await;
     assert_eq!((summary.status, summary.error), (Some(200), None));
-    let store = portpreview::store::Store::open_existing(&tunnel.db).expect("history");
-    let stored = store.get(id).expect("read").expect("stored");
+    let stored = tunnel.stored(id);
     assert_eq!(
         stored.outcome.expect("answered").response_body,
         b"data: 1\n\ndata: 2\n\n"
@@ -1456,8 +1447,7 @@ async fn a_streamed_body_cut_off_by_the_relay_is_recorded_with_the_reason() {
         )
     );
     // Chunked, so no size was declared: still marked cut, and never replayed.
-    let store = portpreview::store::Store::open_existing(&tunnel.db).expect("open the history");
-    let stored = store.get(summary.id).expect("read").expect("the delivery");
+    let stored = tunnel.stored(summary.id);
     assert!(
         stored.request.request_truncated(),
         "{} bytes kept",

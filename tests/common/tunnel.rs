@@ -119,6 +119,15 @@ impl TestTunnel {
         self.public_url.rsplit('/').next().unwrap_or_default()
     }
 
+    /// Delivery `id` as the tunnel's history file holds it.
+    pub fn stored(&self, id: i64) -> portpreview::store::Delivery {
+        portpreview::store::Store::open_existing(&self.db)
+            .expect("open the history")
+            .get(id)
+            .expect("read the history")
+            .expect("the delivery is in the history")
+    }
+
     /// The next event, failing the test after 20 s.
     pub async fn next_event(&mut self) -> TunnelEvent {
         tokio::time::timeout(Duration::from_secs(20), self.events.recv())
