@@ -315,13 +315,7 @@ impl Session {
                     target,
                     headers,
                 };
-                let waited = Duration::from_millis(waited_ms);
-                self.turned_away(
-                    head,
-                    body_size,
-                    waited,
-                    format!("the relay answered the caller {status}: {}", truncate(&reason, 200)),
-                );
+                self.turned_away(head, body_size, status, &reason, Duration::from_millis(waited_ms));
                 ControlFlow::Continue(())
             }
             ServerMessage::Refused { reason } => ControlFlow::Break(SessionEnd::Refused(reason)),
@@ -386,15 +380,16 @@ impl Session {
         ControlFlow::Continue(())
     }
 
-    /// A request the relay answered itself: recorded beside the exchanges,
-    /// as the history's writer may make it wait for room.
-    /// `why` is the relay's reason, cut to a line: it was written for the
-    /// caller, and the history keeps a line of it.
-    fn turned_away(&mut self, head: Head, body_size: Option<u64>, waited: Duration, why: String) {
+    /// A request the relay answered `status` itself for `reason`, `waited`
+    /// after it came: recorded beside the exchanges, as the history's
+    /// writer may make it wait for room.
+    fn turned_away(&mut self, head: Head, body_size: Option<u64>, status: u16, reason: &str, waited: Duration) {
         if self.exchanges.len() >= MAX_STREAMS {
             tracing::debug!("a request the relay turned away was not recorded: too many in flight");
             return;
         }
+        // The reason was written for the caller; the history keeps a line of it.
+        let why = format!("the relay answered the caller {status}: {}", truncate(reason, 200));
         let record = exchange::turned_away(self.shared.clone(), head, body_size, waited, why);
         self.exchanges.spawn(record);
     }

@@ -141,9 +141,10 @@ pub const NO_STREAM: StreamId = 0;
 
 /// Records a request the relay answered itself without sending it on (its
 /// body over the limit, too many in flight), with `why`: the history shows
-/// the delivery and what its caller was told. Its body never came: it is
-/// recorded cut short, `body_size` long, so replay refuses it. It came
-/// `waited` before the relay answered, which is when it is dated.
+/// the delivery and what its caller was told. Its body never came here: it
+/// is recorded with no bytes but `body_size` long (past nothing, when
+/// unknown), so replay refuses one that had a body. It came `waited`
+/// before the relay answered, which is when it is dated.
 pub async fn turned_away(
     shared: Arc<Shared>,
     head: Head,
