@@ -64,18 +64,19 @@ pub async fn forward(
     let declared = content_length::declared(lengths.iter().map(http::HeaderValue::as_bytes))
         .ok()
         .flatten();
+    let arrived = tokio::time::Instant::now();
     let turning = TurnAway {
         tunnel: &*tunnel,
         parts: &parts,
         target: &target,
         hop,
         body_size: declared.or_else(|| body.is_end_stream().then_some(0)),
-        arrived: tokio::time::Instant::now(),
+        arrived,
     };
     if declared.is_some_and(|len| len > limits.max_body) {
         return closing(turning.answer(StatusCode::PAYLOAD_TOO_LARGE, over_limit(limits.max_body)));
     }
-    let deadline = tokio::time::Instant::now() + limits.timeout;
+    let deadline = arrived + limits.timeout;
     let (inline, to_pump) = match split_body(body, declared, deadline).await {
         Ok(split) => split,
         Err(Unread::Broken) => {
