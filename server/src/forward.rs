@@ -7,7 +7,7 @@ use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::{Body as _, Incoming};
-use portpreview_shared::codec::{self, EncodeError};
+use portpreview_shared::codec::EncodeError;
 use portpreview_shared::content_length;
 use portpreview_shared::duration::format_duration;
 use portpreview_shared::message::{CHUNK_SIZE, MAX_HEADER_BYTES};
@@ -79,12 +79,7 @@ pub async fn forward(
     let deadline = arrived + limits.timeout;
     let (inline, to_pump) = match split_body(body, declared, deadline).await {
         Ok(split) => split,
-        Err(Unread::Broken) => {
-            return turning.answer(
-                StatusCode::BAD_REQUEST,
-                "the request body could not be read: the caller's connection failed".into(),
-            )
-        }
+        Err(Unread::Broken) => return turning.answer(StatusCode::BAD_REQUEST, UNREADABLE_BODY.into()),
         Err(Unread::Late) => {
             return turning.answer(
                 StatusCode::REQUEST_TIMEOUT,
@@ -282,37 +277,34 @@ impl TurnAway<'_> {
     /// Answers the caller `status` with `reason`, and tells the client: its
     /// history would otherwise never hear of the delivery.
     fn answer(&self, status: StatusCode, reason: String) -> Response<RelayBody> {
-        let headers = request_headers(&self.parts.headers, self.hop)
-            .into_iter()
-            .map(|h| portpreview_shared::Header::new(h.name, h.value))
-            .collect();
-        self.tell(status, &reason, headers);
+        self.tell(status, &reason);
         answer(status, reason)
     }
 
-    /// Tells the client of a request whose head did not fit in a frame:
-    /// with the caller's headers, leaving out the relay's X-Forwarded-Host,
-    /// which repeats the Host and is what overflows a head within the
-    /// relay's limit; failing that, with none and its body marked unknown,
-    /// so that the history's copy is never replayed as the request sent.
-    fn tell_what_fits(&self, status: StatusCode, reason: &str) {
-        let headers = request_headers(&self.parts.headers, self.hop)
-            .into_iter()
-            .filter(|h| h.name != "x-forwarded-host")
-            .map(|h| portpreview_shared::Header::new(h.name, h.value))
-            .collect();
-        let news = self.news(status, reason, headers, self.body_size);
-        if codec::encode(&news, b"").is_ok() {
-            self.tunnel.tell_turned_away(&news);
-        } else {
-            self.tunnel
-                .tell_turned_away(&self.news(status, reason, Vec::new(), None));
+    /// Tells the client with the caller's headers as the handler would have
+    /// had them. A head within the relay's limit may not fit in a frame
+    /// once the relay's X-Forwarded-Host repeats its Host: then that is
+    /// left out; failing that, every header, and the body is marked
+    /// unknown, so that the history's copy is never replayed as the
+    /// request sent.
+    fn tell(&self, status: StatusCode, reason: &str) {
+        let headers = || request_headers(&self.parts.headers, self.hop).into_iter();
+        let owned =
+            |h: portpreview_shared::request_ref::HeaderRef<'_>| portpreview_shared::Header::new(h.name, h.value);
+        let whole = self.news(status, reason, headers().map(owned).collect(), self.body_size);
+        if self.tunnel.tell_turned_away(&whole).is_ok() {
+            return;
         }
-    }
-
-    fn tell(&self, status: StatusCode, reason: &str, headers: Vec<portpreview_shared::Header>) {
-        self.tunnel
-            .tell_turned_away(&self.news(status, reason, headers, self.body_size));
+        let repeated = |h: &portpreview_shared::request_ref::HeaderRef<'_>| h.name == "x-forwarded-host";
+        let unrepeated = headers().filter(|h| !repeated(h)).map(owned).collect();
+        let fewer = self.news(status, reason, unrepeated, self.body_size);
+        if self.tunnel.tell_turned_away(&fewer).is_ok() {
+            return;
+        }
+        let bare = self.news(status, reason, Vec::new(), None);
+        if let Err(err) = self.tunnel.tell_turned_away(&bare) {
+            tracing::debug!(%err, "news of a request turned away does not fit a frame");
+        }
     }
 
     fn news(
@@ -553,7 +545,7 @@ fn unframable(err: EncodeError, turning: &TurnAway<'_>) -> Response<RelayBody> {
             format!("the request could not be framed for the tunnel: {other}"),
         ),
     };
-    turning.tell_what_fits(status, &reason);
+    turning.tell(status, &reason);
     closing(answer(status, reason))
 }
 
@@ -578,8 +570,11 @@ fn is_malformed(err: &hyper::Error) -> bool {
     true
 }
 
+/// What the relay says of a request body its caller's connection broke off.
+const UNREADABLE_BODY: &str = "the request body could not be read";
+
 fn unreadable_body() -> Response<RelayBody> {
-    answer(StatusCode::BAD_REQUEST, "the request body could not be read")
+    answer(StatusCode::BAD_REQUEST, UNREADABLE_BODY)
 }
 
 /// Answers the caller 504 and tells the client why its exchange ends.

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use portpreview_shared::codec::EncodeError;
 use portpreview_shared::ServerMessage;
 
 use crate::port::StreamPort;
@@ -24,8 +25,9 @@ pub trait Tunnel: Send + Sync {
 
     /// Tells the client of a request the relay answered itself
     /// ([`ServerMessage::TurnedAway`]), if it can take the news now: a
-    /// caller's answer never waits on a slow client for it.
-    fn tell_turned_away(&self, news: &ServerMessage);
+    /// caller's answer never waits on a slow client for it. Fails only when
+    /// the news does not fit in a frame.
+    fn tell_turned_away(&self, news: &ServerMessage) -> Result<(), EncodeError>;
 }
 
 /// Why a stream could not be opened on a tunnel.
@@ -268,7 +270,9 @@ mod tests {
         fn open(&self) -> Result<StreamPort, OpenError> {
             Err(OpenError::Gone)
         }
-        fn tell_turned_away(&self, _: &ServerMessage) {}
+        fn tell_turned_away(&self, _: &ServerMessage) -> Result<(), EncodeError> {
+            Ok(())
+        }
     }
 
     fn tunnel() -> Arc<dyn Tunnel> {

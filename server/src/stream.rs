@@ -7,13 +7,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
+use portpreview_shared::codec::EncodeError;
 use portpreview_shared::message::{grantable, STREAM_WINDOW};
 use portpreview_shared::{ClientMessage, Header, ServerMessage, StreamId};
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::port::StreamPort;
 use crate::registry::OpenError;
-use crate::writer::Outbox;
+use crate::writer::{Outbox, SendError};
 
 /// Client messages queued for one caller before the stream is reset. Bytes
 /// are bounded by the window; this bounds the count of tiny chunks.
@@ -129,12 +130,16 @@ impl Streams {
     }
 
     /// Sends the client news it need not answer, if its queue has room.
-    pub fn tell(&self, news: &ServerMessage) {
+    /// Fails only when the news does not fit in a frame: a client too
+    /// busy to take it, or gone, loses only news.
+    pub fn tell(&self, news: &ServerMessage) -> Result<(), EncodeError> {
         match self.outbox.try_send(news) {
             Ok(true) => {}
             Ok(false) => tracing::debug!("the client's queue is full; news of a request turned away was dropped"),
-            Err(err) => tracing::debug!(%err, "news of a request turned away was not sent"),
+            Err(SendError::Closed) => {}
+            Err(SendError::Unframable(err)) => return Err(err),
         }
+        Ok(())
     }
 
     /// Opens a stream for one request.
