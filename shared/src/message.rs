@@ -55,7 +55,8 @@ pub const MAX_HEADER_BYTES: usize = 128 * 1024;
 /// Largest frame either side accepts: length prefix, header and one chunk.
 pub const MAX_FRAME_BYTES: usize = 4 + MAX_HEADER_BYTES + CHUNK_SIZE;
 
-/// Identifies one request/response exchange multiplexed on the socket.
+/// Identifies one request/response exchange multiplexed on the socket. The
+/// relay numbers them from 1: 0 is no stream.
 pub type StreamId = u64;
 
 /// One HTTP header exactly as received: name and raw value bytes.
@@ -189,9 +190,9 @@ pub enum ServerMessage {
         credit: u32,
     },
     /// A request the relay answered itself without sending it on (its body
-    /// over the limit, too many in flight, a body that never came), so the
-    /// client's history has every delivery its tunnel was sent. No stream
-    /// is opened; the client answers nothing.
+    /// over the limit, too many in flight, a body that never came, a head
+    /// too large for a frame), so the client's history has every delivery
+    /// its tunnel was sent. No stream is opened; the client answers nothing.
     TurnedAway {
         /// HTTP method.
         method: String,

@@ -327,6 +327,12 @@ impl Session {
     /// handles that feed and steer it.
     fn open(&mut self, head: Head, body: Bytes, end: bool) -> ControlFlow<SessionEnd> {
         let stream = head.stream;
+        if stream == NO_STREAM {
+            return ControlFlow::Break(protocol_error(
+                &self.outbox,
+                "a request on stream 0, which is no stream",
+            ));
+        }
         if self.streams.contains_key(&stream) {
             return ControlFlow::Break(protocol_error(&self.outbox, "stream id reused while in flight"));
         }
@@ -669,6 +675,24 @@ mod tests {
         let (end, close) = closed_after(serving, relay, vec![frame(&head), frame(&empty)]).await;
         assert!(matches!(end, SessionEnd::Malformed(_)), "{end:?}");
         assert!(close.reason.contains("an empty request body chunk"), "{close:?}");
+    }
+
+    /// Stream 0 is no stream: a request on it would share the number of
+    /// the requests the relay turned away.
+    #[tokio::test]
+    async fn a_request_on_stream_0_is_refused() {
+        let (serving, relay) = session().await;
+        let head = ServerMessage::RequestHead {
+            stream: 0,
+            method: "GET".into(),
+            target: "/".into(),
+            headers: vec![],
+            end: true,
+        };
+        let frame = Message::Binary(codec::encode(&head, b"").expect("a frame").into());
+        let (end, close) = closed_after(serving, relay, vec![frame]).await;
+        assert!(matches!(end, SessionEnd::Malformed(_)), "{end:?}");
+        assert!(close.reason.contains("stream 0"), "{close:?}");
     }
 
     /// A POST whose body is still to come, on stream 1.

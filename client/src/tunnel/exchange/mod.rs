@@ -136,11 +136,12 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
 }
 
 /// The stream of a request the relay answered itself, which has none: 0,
-/// an id the relay never gives.
+/// which is no stream ([`StreamId`]).
 pub const NO_STREAM: StreamId = 0;
 
 /// Records a request the relay answered itself without sending it on (its
-/// body over the limit, too many in flight), with `why`: the history shows
+/// body over the limit, too many in flight, a head too large for a frame),
+/// with `why`: the history shows
 /// the delivery and what its caller was told. Its body never came here: it
 /// is recorded with no bytes but `body_size` long (past nothing, when
 /// unknown), so replay refuses one that had a body. It came `waited`
