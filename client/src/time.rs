@@ -75,7 +75,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         {
             Err(format!("{text} is longer than any duration PortPreview can count"))
         }
-        _ => Err("expected a number and a unit, like 300ms, 1s, 2m or 12h".to_string()),
+        _ => Err("expected a number and a unit, like 300ms, 1s or 2m".to_string()),
     }
 }
 
@@ -138,7 +138,7 @@ mod tests {
         for bad in ["5x", "soon", ""] {
             assert_eq!(
                 parse_duration(bad),
-                Err("expected a number and a unit, like 300ms, 1s, 2m or 12h".to_string()),
+                Err("expected a number and a unit, like 300ms, 1s or 2m".to_string()),
                 "{bad}"
             );
         }
