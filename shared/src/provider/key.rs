@@ -182,8 +182,7 @@ fn fields_key(provider: Option<Provider>, body: &Body<'_>, key_fields: &[String]
     canonical::write(&Value::Object(chosen), &mut canonical);
     // The same fields from two providers are two events, as for a key
     // hashed over the whole body.
-    let mut hasher = Sha256::new();
-    hasher.update(provider_tag(provider));
+    let mut hasher = hasher_for(provider);
     hasher.update(&canonical);
     Some((
         hex::encode(hasher.finalize()),
@@ -224,8 +223,7 @@ fn content_key(provider: Option<Provider>, body: &Body<'_>) -> (String, String) 
     }
     let digest = match body.json() {
         Some(json) => {
-            let mut hasher = Sha256::new();
-            hasher.update(provider_tag(provider));
+            let mut hasher = hasher_for(provider);
             hasher.update(canonical::to_vec_without(json, PER_ATTEMPT_FIELDS));
             hasher.finalize()
         }
@@ -234,9 +232,13 @@ fn content_key(provider: Option<Provider>, body: &Body<'_>) -> (String, String) 
     (hex::encode(digest), "sha256:body".to_owned())
 }
 
-/// What a content hash starts with: the provider's name and a newline.
-fn provider_tag(provider: Option<Provider>) -> String {
-    format!("{}\n", provider.map_or("unknown", Provider::name))
+/// Starts a content hash with what it always begins with: the provider's
+/// name and a newline.
+fn hasher_for(provider: Option<Provider>) -> Sha256 {
+    let mut hasher = Sha256::new();
+    hasher.update(provider.map_or("unknown", Provider::name));
+    hasher.update(b"\n");
+    hasher
 }
 
 #[cfg(test)]
