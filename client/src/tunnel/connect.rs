@@ -176,22 +176,27 @@ pub fn path_url(connect_url: &str, name: &str) -> Option<String> {
 pub fn tls_config(ca_cert: Option<&Path>) -> Result<Arc<rustls::ClientConfig>, ConnectError> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    let mut trusted = Vec::new();
+    let mut trusted = None;
     if let Some(path) = ca_cert {
+        let mut certs = Vec::new();
         let pem = std::fs::read(path).map_err(|e| ConnectError::Tls(format!("cannot read {}: {e}", path.display())))?;
         for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
             let cert = cert.map_err(|e| ConnectError::Tls(format!("{}: {e}", path.display())))?;
             roots
                 .add(cert.clone())
                 .map_err(|e| ConnectError::Tls(format!("{}: {e}", path.display())))?;
-            trusted.push(cert);
+            certs.push(cert);
         }
-        if trusted.is_empty() {
+        if certs.is_empty() {
             return Err(ConnectError::Tls(format!(
                 "{} holds no PEM certificate",
                 path.display()
             )));
         }
+        trusted = Some(pinned::Trusted {
+            file: Arc::from(path),
+            certs,
+        });
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let web_pki = rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
@@ -201,7 +206,7 @@ pub fn tls_config(ca_cert: Option<&Path>) -> Result<Arc<rustls::ClientConfig>, C
         .with_safe_default_protocol_versions()
         .map_err(|e| ConnectError::Tls(e.to_string()))?
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(pinned::Verifier::new(web_pki, trusted, ca_cert)))
+        .with_custom_certificate_verifier(Arc::new(pinned::Verifier::new(web_pki, trusted)))
         .with_no_client_auth();
     Ok(Arc::new(config))
 }

@@ -53,24 +53,24 @@ pub fn not_the_given_certificate(problem: &CertificateError) -> Option<&std::pat
 #[derive(Debug)]
 pub struct Verifier {
     web_pki: Arc<WebPkiServerVerifier>,
-    trusted: Vec<CertificateDer<'static>>,
-    /// The file `trusted` came from, named when the relay is none of them.
-    trusted_from: Option<Arc<std::path::Path>>,
+    trusted: Option<Trusted>,
+}
+
+/// The certificates given with `--ca-cert`, and the file they came from,
+/// named when the relay is none of them.
+#[derive(Debug)]
+pub struct Trusted {
+    /// The `--ca-cert` file.
+    pub file: Arc<std::path::Path>,
+    /// Its certificates.
+    pub certs: Vec<CertificateDer<'static>>,
 }
 
 impl Verifier {
-    /// Checks with `web_pki`, accepting any of `trusted`, read from the
-    /// file `trusted_from`, as itself.
-    pub fn new(
-        web_pki: Arc<WebPkiServerVerifier>,
-        trusted: Vec<CertificateDer<'static>>,
-        trusted_from: Option<&std::path::Path>,
-    ) -> Self {
-        Self {
-            web_pki,
-            trusted,
-            trusted_from: trusted_from.map(Arc::from),
-        }
+    /// Checks with `web_pki`, accepting any of the `trusted` certificates
+    /// as itself.
+    pub fn new(web_pki: Arc<WebPkiServerVerifier>, trusted: Option<Trusted>) -> Self {
+        Self { web_pki, trusted }
     }
 }
 
@@ -88,14 +88,20 @@ impl ServerCertVerifier for Verifier {
             .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
         {
             Ok(verified) => Ok(verified),
-            Err(_) if self.trusted.iter().any(|cert| cert.as_ref() == end_entity.as_ref()) => {
+            Err(_)
+                if self
+                    .trusted
+                    .iter()
+                    .flat_map(|trusted| &trusted.certs)
+                    .any(|cert| cert.as_ref() == end_entity.as_ref()) =>
+            {
                 Ok(ServerCertVerified::assertion())
             }
             // Trust was the problem, and the user named what to trust:
             // saying "pass --ca-cert" again would not help them.
-            Err(rustls::Error::InvalidCertificate(problem)) if is_untrusted(&problem) => match &self.trusted_from {
-                Some(file) => Err(rustls::Error::InvalidCertificate(CertificateError::Other(OtherError(
-                    Arc::new(NotTheGivenCertificate(Arc::clone(file))),
+            Err(rustls::Error::InvalidCertificate(problem)) if is_untrusted(&problem) => match &self.trusted {
+                Some(trusted) => Err(rustls::Error::InvalidCertificate(CertificateError::Other(OtherError(
+                    Arc::new(NotTheGivenCertificate(Arc::clone(&trusted.file))),
                 )))),
                 None => Err(rustls::Error::InvalidCertificate(problem)),
             },
