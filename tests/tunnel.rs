@@ -504,13 +504,17 @@ async fn requests_the_relay_turns_away_for_too_many_in_flight_are_recorded() {
     let held_url = tunnel.url("/held");
     let held = tokio::spawn(async move { caller::post(&held_url, "{}").await });
     handler.wait_for_request().await;
-    let reply = caller::send("GET", &tunnel.url("/second"), &[], "").await;
+    let reply = caller::post(&tunnel.url("/second"), r#"{"id":"evt_busy"}"#).await;
     assert_eq!(reply.status, 503, "{}", reply.text());
     release.cancel();
     assert_eq!(held.await.expect("held caller").status, 200);
     let mut seen = Vec::new();
+    let mut turned_away = None;
     for _ in 0..2 {
         let (summary, _) = tunnel.next_delivery().await;
+        if summary.path == "/second" {
+            turned_away = Some(summary.id);
+        }
         seen.push((summary.path, summary.status, summary.error));
     }
     seen.sort();
@@ -526,6 +530,11 @@ async fn requests_the_relay_turns_away_for_too_many_in_flight_are_recorded() {
             ),
         ]
     );
+    // The relay had read the small body whole: the history keeps it, and
+    // the delivery can be replayed once the tunnel has room again.
+    let stored = tunnel.stored(turned_away.expect("the turned-away delivery"));
+    assert_eq!(stored.request.request_body, br#"{"id":"evt_busy"}"#);
+    assert!(!stored.request.request_truncated());
 }
 
 #[tokio::test]

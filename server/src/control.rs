@@ -116,8 +116,8 @@ impl Tunnel for SessionTunnel {
         self.0.open()
     }
 
-    fn tell_turned_away(&self, news: &ServerMessage) -> Result<(), codec::EncodeError> {
-        self.0.tell(news)
+    fn tell_turned_away(&self, news: &ServerMessage, body: &[u8]) -> Result<(), codec::EncodeError> {
+        self.0.tell(news, body)
     }
 }
 

@@ -89,7 +89,7 @@ pub async fn forward(
     };
     let port = match tunnel.open() {
         Ok(port) => port,
-        Err(err) => return not_opened(err, name, &turning),
+        Err(err) => return not_opened(err, name, &turning, &inline),
     };
     let headers = request_headers(&parts.headers, hop);
     let head = RequestHeadRef {
@@ -248,15 +248,21 @@ async fn read_whole(mut body: Incoming) -> Result<Bytes, hyper::Error> {
 }
 
 /// The answer to a request no stream could be opened for on tunnel `name`.
-fn not_opened(err: OpenError, name: &str, turning: &TurnAway<'_>) -> Response<RelayBody> {
+/// `inline` is the body, when it was small enough to be read whole.
+fn not_opened(err: OpenError, name: &str, turning: &TurnAway<'_>, inline: &[u8]) -> Response<RelayBody> {
     match err {
-        OpenError::Busy => turning.answer(
+        OpenError::Busy => turning.answer_with(
             StatusCode::SERVICE_UNAVAILABLE,
             format!("too many requests in flight for tunnel {name}"),
+            inline,
         ),
         // Nobody is left to tell.
         OpenError::Gone => client_gone(),
-        OpenError::ShuttingDown => turning.answer(StatusCode::SERVICE_UNAVAILABLE, "the relay is shutting down".into()),
+        OpenError::ShuttingDown => turning.answer_with(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the relay is shutting down".into(),
+            inline,
+        ),
     }
 }
 
@@ -277,7 +283,13 @@ impl TurnAway<'_> {
     /// Answers the caller `status` with `reason`, and tells the client: its
     /// history would otherwise never hear of the delivery.
     fn answer(&self, status: StatusCode, reason: String) -> Response<RelayBody> {
-        self.tell(status, &reason);
+        self.answer_with(status, reason, &[])
+    }
+
+    /// As [`TurnAway::answer`], for a request whose `body` the relay had
+    /// read whole: the history keeps it, and it can be replayed.
+    fn answer_with(&self, status: StatusCode, reason: String, body: &[u8]) -> Response<RelayBody> {
+        self.tell(status, &reason, body);
         answer(status, reason)
     }
 
@@ -287,22 +299,22 @@ impl TurnAway<'_> {
     /// left out; failing that, every header, and the body is marked
     /// unknown, so that the history's copy is never replayed as the
     /// request sent.
-    fn tell(&self, status: StatusCode, reason: &str) {
+    fn tell(&self, status: StatusCode, reason: &str, body: &[u8]) {
         let headers = || request_headers(&self.parts.headers, self.hop).into_iter();
         let owned =
             |h: portpreview_shared::request_ref::HeaderRef<'_>| portpreview_shared::Header::new(h.name, h.value);
         let whole = self.news(status, reason, headers().map(owned).collect(), self.body_size);
-        if self.tunnel.tell_turned_away(&whole).is_ok() {
+        if self.tunnel.tell_turned_away(&whole, body).is_ok() {
             return;
         }
         let repeated = |h: &portpreview_shared::request_ref::HeaderRef<'_>| h.name == "x-forwarded-host";
         let unrepeated = headers().filter(|h| !repeated(h)).map(owned).collect();
         let fewer = self.news(status, reason, unrepeated, self.body_size);
-        if self.tunnel.tell_turned_away(&fewer).is_ok() {
+        if self.tunnel.tell_turned_away(&fewer, body).is_ok() {
             return;
         }
         let bare = self.news(status, reason, Vec::new(), None);
-        if let Err(err) = self.tunnel.tell_turned_away(&bare) {
+        if let Err(err) = self.tunnel.tell_turned_away(&bare, &[]) {
             tracing::debug!(%err, "news of a request turned away does not fit a frame");
         }
     }
@@ -545,7 +557,7 @@ fn unframable(err: EncodeError, turning: &TurnAway<'_>) -> Response<RelayBody> {
             format!("the request could not be framed for the tunnel: {other}"),
         ),
     };
-    turning.tell(status, &reason);
+    turning.tell(status, &reason, &[]);
     closing(answer(status, reason))
 }
 

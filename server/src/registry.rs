@@ -26,8 +26,9 @@ pub trait Tunnel: Send + Sync {
     /// Tells the client of a request the relay answered itself
     /// ([`ServerMessage::TurnedAway`]), if it can take the news now: a
     /// caller's answer never waits on a slow client for it. Fails only when
-    /// the news does not fit in a frame.
-    fn tell_turned_away(&self, news: &ServerMessage) -> Result<(), EncodeError>;
+    /// the news does not fit in a frame. `body` is the request's, when the
+    /// relay read it whole.
+    fn tell_turned_away(&self, news: &ServerMessage, body: &[u8]) -> Result<(), EncodeError>;
 }
 
 /// Why a stream could not be opened on a tunnel.
@@ -270,7 +271,7 @@ mod tests {
         fn open(&self) -> Result<StreamPort, OpenError> {
             Err(OpenError::Gone)
         }
-        fn tell_turned_away(&self, _: &ServerMessage) -> Result<(), EncodeError> {
+        fn tell_turned_away(&self, _: &ServerMessage, _: &[u8]) -> Result<(), EncodeError> {
             Ok(())
         }
     }

@@ -132,8 +132,8 @@ impl Streams {
     /// Sends the client news it need not answer, if its queue has room.
     /// Fails only when the news does not fit in a frame: a client too
     /// busy to take it, or gone, loses only news.
-    pub fn tell(&self, news: &ServerMessage) -> Result<(), EncodeError> {
-        match self.outbox.try_send(news) {
+    pub fn tell(&self, news: &ServerMessage, body: &[u8]) -> Result<(), EncodeError> {
+        match self.outbox.try_send(news, body) {
             Ok(true) => {}
             Ok(false) => tracing::debug!("the client's queue is full; news of a request turned away was dropped"),
             Err(SendError::Closed) => {}

@@ -101,14 +101,14 @@ impl Outbox {
     /// Queues a message that may be large on the stream queue if it has
     /// room now; returns whether it did. For what is worth telling but not
     /// worth waiting for: a client too slow to take it loses only news.
-    pub fn try_send<M: Serialize + Framed>(&self, msg: &M) -> Result<bool, SendError> {
+    pub fn try_send<M: Serialize + Framed>(&self, msg: &M, body: &[u8]) -> Result<bool, SendError> {
         let permit = match self.room.try_acquire() {
             Ok(permit) => permit,
             Err(tokio::sync::TryAcquireError::NoPermits) => return Ok(false),
             // Closed along with the writer's end.
             Err(tokio::sync::TryAcquireError::Closed) => return Err(SendError::Closed),
         };
-        let frame = Message::Binary(codec::encode(msg, b"")?.into());
+        let frame = Message::Binary(codec::encode(msg, body)?.into());
         self.queue_holding(frame, permit).map(|()| true)
     }
 

@@ -193,6 +193,8 @@ pub enum ServerMessage {
     /// over the limit, too many in flight, a body that never came, a head
     /// too large for a frame), so the client's history has every delivery
     /// its tunnel was sent. No stream is opened; the client answers nothing.
+    /// The frame's body bytes are the request's body when the relay had
+    /// read it whole (a small one, turned away for too many in flight).
     TurnedAway {
         /// HTTP method.
         method: String,
@@ -261,7 +263,7 @@ impl Framed for ServerMessage {
     fn carries_body(&self) -> bool {
         matches!(
             self,
-            ServerMessage::RequestHead { .. } | ServerMessage::RequestBody { .. }
+            ServerMessage::RequestHead { .. } | ServerMessage::RequestBody { .. } | ServerMessage::TurnedAway { .. }
         )
     }
 

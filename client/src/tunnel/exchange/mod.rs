@@ -141,15 +141,15 @@ pub const NO_STREAM: StreamId = 0;
 
 /// Records a request the relay answered itself without sending it on (its
 /// body over the limit, too many in flight, a head too large for a frame),
-/// with `why`: the history shows
-/// the delivery and what its caller was told. Its body never came here: it
-/// is recorded with no bytes but `body_size` long (past nothing, when
-/// unknown), so replay refuses one that had a body. It came `waited`
+/// with `why`: the history shows the delivery and what its caller was told.
+/// Its body is what the relay sent of it, a small one whole, or nothing:
+/// recorded `body_size` long (past what came, when unknown), a body that
+/// did not come is cut short, and replay refuses it. It came `waited`
 /// before the relay answered, which is when it is dated.
 pub async fn turned_away(
     shared: Arc<Shared>,
     head: Head,
-    body_size: Option<u64>,
+    (body, body_size): (bytes::Bytes, Option<u64>),
     waited: std::time::Duration,
     why: String,
 ) -> StreamId {
@@ -161,7 +161,9 @@ pub async fn turned_away(
         path: head.target.clone(),
     };
     let mut request = record::new_delivery(&shared, head, line.received_at_ms);
-    request.request_body_size = body_size.unwrap_or(size_past_cut(0));
+    let came = body.len() as u64;
+    request.request_body_size = body_size.unwrap_or(size_past_cut(came)).max(came);
+    request.request_body = body.into();
     let ticket = record::record(&shared, request).await;
     let outcome = failure(line.started, why);
     finish(&shared, line, outcome, ticket).await;
