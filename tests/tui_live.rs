@@ -112,6 +112,21 @@ impl Tmux {
         }
     }
 
+    /// Waits until the job the shell ran has exited, the shell in the
+    /// foreground again: a program still shutting down would write its log
+    /// into the scratch folder as the test removes it.
+    fn wait_for_the_shell(&self) {
+        let deadline = Instant::now() + SCREEN_DEADLINE;
+        loop {
+            let running = self.format("pane_current_command");
+            if running == "bash" {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the job still runs: {running}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// A `#{…}` format of the window, such as `alternate_on`.
     fn format(&self, name: &str) -> String {
         let out = self
@@ -798,6 +813,7 @@ fn ctrl_z_hands_the_shell_its_terminal_and_fg_takes_it_back() {
     tmux.wait_for("the prompt", |s| {
         s.lines().any(|l| l.trim_end().ends_with("tui")) && !s.contains("Deliveries 1/151")
     });
+    tmux.wait_for_the_shell();
 }
 
 /// `portpreview http` runs more threads than the browser (the tunnel, the
@@ -829,6 +845,7 @@ fn every_stop_of_the_live_tui_leaves_the_shell_its_screen() {
     }
     tmux.send(&["q"]);
     tmux.wait_for("the prompt", |s| public_url(s).is_none() && s.contains("http"));
+    tmux.wait_for_the_shell();
 }
 
 /// `kill` (SIGTERM) on `tui` and a closed terminal (SIGHUP) on `http` stop
