@@ -119,7 +119,7 @@ pub enum Command {
     /// saying how many bytes are left; piped or redirected, and with
     /// --json, every byte is printed.
     Show(commands::show::Args),
-    /// Export a delivery as a fixture (json), HAR or curl command.
+    /// Export deliveries as fixtures (json), one HAR file or curl commands.
     Export(commands::export::Args),
     /// Remove deliveries older than a given age.
     Prune(commands::prune::Args),

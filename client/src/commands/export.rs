@@ -1,4 +1,4 @@
-//! `portpreview export <ID>`: a delivery as a fixture, a HAR file or a curl command.
+//! `portpreview export <ID>…`: deliveries as fixtures, a HAR file or curl commands.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -9,21 +9,21 @@ use anyhow::Context;
 
 use crate::commands::guard::refuse_to_overwrite_a_database;
 use crate::commands::show::{fetch, parse_id};
-use crate::render;
-use crate::store::{NewDelivery, Store};
+use crate::render::export::{export, export_together};
+use crate::store::{Delivery, NewDelivery, Store};
 
 pub use crate::render::export::Format;
 
 /// Arguments of `portpreview export`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Delivery id, as `history` lists it.
-    #[arg(value_name = "ID", value_parser = parse_id)]
-    pub id: i64,
+    /// Delivery ids, as `history` lists them: several make one HAR file or one curl script, or one file each with -o FOLDER/.
+    #[arg(value_name = "ID", required = true, num_args = 1.., value_parser = parse_id)]
+    pub ids: Vec<i64>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Json)]
     pub format: Format,
-    /// Write to this file instead of stdout (`-`: stdout).
+    /// Write to this file instead of stdout (`-`: stdout); to a folder (one that exists, or ending in `/`), one file each, named portpreview-ID.json, .har or .sh.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Aim the HAR URL or curl command here instead of the recorded target, as `replay --target` would.
@@ -40,44 +40,91 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         crate::target::Target::parse(flag).map_err(|err| err.named("--target"))?;
     }
     let store = Store::open_existing(db).map_err(|e| e.for_command(db))?;
-    let delivery = fetch(&store, args.id, db)?;
-    let text = render::export::export(&delivery, args.format, args.target.as_deref(), args.reveal)?;
+    // All read before anything is written: a mistyped id leaves no export half done.
+    let deliveries = args
+        .ids
+        .iter()
+        .map(|id| fetch(&store, *id, db))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let (format, target) = (args.format, args.target.as_deref());
     match args.output.as_deref().filter(|path| *path != Path::new("-")) {
-        Some(path) => {
-            refuse_to_overwrite_a_database(path, Some(db), "the export")?;
-            if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                crate::private_file::create_folders(folder)
-                    .with_context(|| format!("cannot write {}", path.display()))?;
+        Some(folder) if is_a_folder(folder) => {
+            // Rendered first, for the same reason.
+            let files = deliveries
+                .iter()
+                .map(|d| {
+                    Ok((
+                        folder.join(format.file_name(d.id)),
+                        export(d, format, target, args.reveal)?,
+                    ))
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            for ((path, text), delivery) in files.iter().zip(&deliveries) {
+                write_file(path, text, db)?;
+                wrote(&format!("delivery #{}", delivery.id), format.what(), path);
             }
-            // A fixture keeps secrets as received, so replay can send them.
-            crate::private_file::options()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(path)
-                .and_then(|mut file| file.write_all(text.as_bytes()))
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            // Said on stderr, as every note: stdout stays empty, as asked.
-            let what = match args.format {
-                Format::Json => "a fixture",
-                Format::Har => "a HAR file",
-                Format::Curl => "a curl command",
+        }
+        Some(path) => {
+            let text = export_together(&deliveries, format, target, args.reveal)?;
+            write_file(path, &text, db)?;
+            let what = match format {
+                Format::Curl if deliveries.len() > 1 => "curl commands",
+                _ => format.what(),
             };
-            crate::to_stderr(format_args!(
-                "Wrote delivery #{} as {what} to {}\n",
-                args.id,
-                portpreview_shared::sanitize::escape_str(&path.display().to_string())
-            ));
+            wrote(&which(&deliveries), what, path);
         }
         None => std::io::stdout()
             .lock()
-            .write_all(text.as_bytes())
+            .write_all(export_together(&deliveries, format, target, args.reveal)?.as_bytes())
             .context("cannot write to stdout")?,
     }
-    if args.format == Format::Curl {
-        warn_of_a_stale_signature(&delivery.request, args.id);
+    if format == Format::Curl {
+        for delivery in &deliveries {
+            warn_of_a_stale_signature(&delivery.request, delivery.id);
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// True when `-o` names a folder: one that exists, or a path ending in
+/// `/`, which says so before the folder is made.
+fn is_a_folder(path: &Path) -> bool {
+    path.is_dir() || path.as_os_str().as_encoded_bytes().ends_with(b"/")
+}
+
+/// Writes `text` to `path`, its folders made as needed, never over a database.
+fn write_file(path: &Path, text: &str, db: &Path) -> anyhow::Result<()> {
+    refuse_to_overwrite_a_database(path, Some(db), "the export")?;
+    if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        crate::private_file::create_folders(folder).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    // A fixture keeps secrets as received, so replay can send them.
+    crate::private_file::options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .and_then(|mut file| file.write_all(text.as_bytes()))
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Says on stderr, as every note, what went to `path`: stdout stays
+/// empty, as asked.
+fn wrote(which: &str, what: &str, path: &Path) {
+    crate::to_stderr(format_args!(
+        "Wrote {which} as {what} to {}\n",
+        portpreview_shared::sanitize::escape_str(&path.display().to_string())
+    ));
+}
+
+/// `delivery #12`, `deliveries #12 and #15`, `deliveries #12, #15 and #18`.
+fn which(deliveries: &[Delivery]) -> String {
+    let ids: Vec<String> = deliveries.iter().map(|d| format!("#{}", d.id)).collect();
+    match ids.as_slice() {
+        [one] => format!("delivery {one}"),
+        [rest @ .., last] => format!("deliveries {} and {last}", rest.join(", ")),
+        [] => "no delivery".into(),
+    }
 }
 
 /// The curl command carries the recorded signature: past what its provider

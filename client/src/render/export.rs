@@ -30,30 +30,35 @@ impl Format {
             Self::Curl => "curl",
         }
     }
+
+    /// The extension of a file of this format: a curl command is a shell script.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Self::Curl => "sh",
+            format => format.name(),
+        }
+    }
+
+    /// The name an export of delivery `id` is given in a folder.
+    pub fn file_name(self, id: i64) -> String {
+        format!("portpreview-{id}.{}", self.extension())
+    }
+
+    /// What a file of this format is, in words.
+    pub fn what(self) -> &'static str {
+        match self {
+            Self::Json => "a fixture",
+            Self::Har => "a HAR file",
+            Self::Curl => "a curl command",
+        }
+    }
 }
 
 /// The text of `delivery` in `format`, aimed where `replay --target`
-/// would send it. A fixture or curl command sends the request again, so a
-/// request stored cut short is refused in both: either would send another
-/// body under the delivery's name. HAR shows what was stored, cut or not.
+/// would send it.
 pub fn export(delivery: &Delivery, format: Format, target: Option<&str>, reveal: bool) -> anyhow::Result<String> {
+    refuse_a_cut_body(delivery, format)?;
     let r = &delivery.request;
-    if format != Format::Har && r.request_truncated() {
-        let stored = r.request_body.len();
-        let cut = if size_unknown_past(stored as u64, r.request_body_size) {
-            format!("was cut short after {stored} bytes")
-        } else {
-            format!("was stored cut at {stored} of {} bytes", r.request_body_size)
-        };
-        let resends = match format {
-            Format::Json => "a replay of the fixture",
-            _ => "a curl command",
-        };
-        bail!(
-            "delivery #{} {cut}: {resends} would not send the same body",
-            delivery.id
-        );
-    }
     Ok(match format {
         Format::Json => {
             let mut fixture = Fixture::from_delivery(delivery);
@@ -66,15 +71,86 @@ pub fn export(delivery: &Delivery, format: Format, target: Option<&str>, reveal:
             }
             fixture.to_json()
         }
-        Format::Har => {
-            let har = super::har::document(delivery, &aimed_url(&r.target, target, &r.path)?, reveal);
-            format!("{}\n", super::json::to_terminal_text(&har))
-        }
-        Format::Curl => {
-            let (endpoint, path) = resolve_target(&r.target, target, &r.path)?;
-            super::curl::command(r, &endpoint, &path)
-        }
+        Format::Har => har_file(std::slice::from_ref(delivery), target, reveal)?,
+        Format::Curl => curl_command(delivery, target)?,
     })
+}
+
+/// Deliveries in one file: one as [`export`] writes it; several as a HAR
+/// log with an entry each, in the order given, or a shell script of their
+/// curl commands, which sends them one after another. A fixture holds one
+/// delivery, so several have no JSON file.
+pub fn export_together(
+    deliveries: &[Delivery],
+    format: Format,
+    target: Option<&str>,
+    reveal: bool,
+) -> anyhow::Result<String> {
+    if let [delivery] = deliveries {
+        return export(delivery, format, target, reveal);
+    }
+    match format {
+        Format::Json => bail!("a fixture holds one delivery; export several to a folder, one fixture each"),
+        Format::Har => har_file(deliveries, target, reveal),
+        Format::Curl => {
+            let mut script = String::new();
+            for delivery in deliveries {
+                refuse_a_cut_body(delivery, format)?;
+                if !script.is_empty() {
+                    script.push('\n');
+                }
+                // Only the id: a path or event key is the caller's text,
+                // and a newline in it would end the comment.
+                script.push_str(&format!("# PortPreview delivery #{}\n", delivery.id));
+                script.push_str(&curl_command(delivery, target)?);
+            }
+            Ok(script)
+        }
+    }
+}
+
+/// A fixture or curl command sends the request again, so a request stored
+/// cut short is refused in both: either would send another body under the
+/// delivery's name. HAR shows what was stored, cut or not.
+fn refuse_a_cut_body(delivery: &Delivery, format: Format) -> anyhow::Result<()> {
+    let r = &delivery.request;
+    if format == Format::Har || !r.request_truncated() {
+        return Ok(());
+    }
+    let stored = r.request_body.len();
+    let cut = if size_unknown_past(stored as u64, r.request_body_size) {
+        format!("was cut short after {stored} bytes")
+    } else {
+        format!("was stored cut at {stored} of {} bytes", r.request_body_size)
+    };
+    let resends = match format {
+        Format::Json => "a replay of the fixture",
+        _ => "a curl command",
+    };
+    bail!(
+        "delivery #{} {cut}: {resends} would not send the same body",
+        delivery.id
+    )
+}
+
+fn har_file(deliveries: &[Delivery], target: Option<&str>, reveal: bool) -> anyhow::Result<String> {
+    let entries = deliveries
+        .iter()
+        .map(|d| {
+            let r = &d.request;
+            Ok(super::har::entry(d, &aimed_url(&r.target, target, &r.path)?, reveal))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(format!(
+        "{}\n",
+        super::json::to_terminal_text(&super::har::document(entries))
+    ))
+}
+
+fn curl_command(delivery: &Delivery, target: Option<&str>) -> anyhow::Result<String> {
+    let r = &delivery.request;
+    let (endpoint, path) = resolve_target(&r.target, target, &r.path)?;
+    Ok(super::curl::command(r, &endpoint, &path))
 }
 
 #[cfg(test)]

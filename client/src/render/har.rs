@@ -1,4 +1,5 @@
-//! HAR 1.2 export: one delivery as a one-entry log that browser devtools open.
+//! HAR 1.2 export: deliveries as a log that browser devtools open, one
+//! entry each.
 //!
 //! Spec: <http://www.softwareishard.com/blog/har-12-spec/>. Bodies are
 //! shown decoded when sent gzip or deflate; bodies that are not UTF-8 are
@@ -15,9 +16,20 @@ use crate::store::{Delivery, NewDelivery, Outcome};
 use crate::time::rfc3339_ms;
 use portpreview_shared::Header;
 
-/// The HAR document for `d`, aimed at `url` (target plus path); secrets
+/// The HAR document holding `entries`, as [`entry`] makes them.
+pub fn document(entries: Vec<Value>) -> Value {
+    json!({
+        "log": {
+            "version": "1.2",
+            "creator": { "name": "portpreview", "version": env!("CARGO_PKG_VERSION") },
+            "entries": entries,
+        }
+    })
+}
+
+/// The log entry for `d`, aimed at `url` (target plus path); secrets
 /// masked unless `reveal`.
-pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
+pub fn entry(d: &Delivery, url: &str, reveal: bool) -> Value {
     let r = &d.request;
     let duration = d
         .outcome
@@ -33,26 +45,20 @@ pub fn document(d: &Delivery, url: &str, reveal: bool) -> Value {
         }),
     };
     json!({
-        "log": {
-            "version": "1.2",
-            "creator": { "name": "portpreview", "version": env!("CARGO_PKG_VERSION") },
-            "entries": [{
-                "startedDateTime": rfc3339_ms(r.received_at_ms),
-                "time": duration,
-                "request": request(r, url, reveal),
-                "response": response,
-                "cache": {},
-                "timings": { "send": 0, "wait": duration, "receive": 0 },
-                "comment": format!("PortPreview delivery #{}", d.id),
-                "_portpreview": {
-                    "id": d.id,
-                    "provider": r.provider,
-                    "event_key": r.event_key,
-                    "event_key_source": r.event_key_source,
-                    "replay_of": r.replay_of,
-                },
-            }],
-        }
+        "startedDateTime": rfc3339_ms(r.received_at_ms),
+        "time": duration,
+        "request": request(r, url, reveal),
+        "response": response,
+        "cache": {},
+        "timings": { "send": 0, "wait": duration, "receive": 0 },
+        "comment": format!("PortPreview delivery #{}", d.id),
+        "_portpreview": {
+            "id": d.id,
+            "provider": r.provider,
+            "event_key": r.event_key,
+            "event_key_source": r.event_key_source,
+            "replay_of": r.replay_of,
+        },
     })
 }
 
@@ -318,6 +324,11 @@ mod tests {
     use super::*;
     use crate::store::{NewDelivery, Outcome};
 
+    /// The HAR file `export` writes for `d` alone.
+    fn one_entry(d: &Delivery, url: &str, reveal: bool) -> Value {
+        document(vec![entry(d, url, reveal)])
+    }
+
     #[test]
     fn a_har_has_the_required_parts() {
         let d = Delivery {
@@ -344,7 +355,7 @@ mod tests {
             }),
             delivery_count: 1,
         };
-        let har = document(&d, "http://127.0.0.1:3000/hook?a=1&b", false);
+        let har = one_entry(&d, "http://127.0.0.1:3000/hook?a=1&b", false);
         let entry = &har["log"]["entries"][0];
         assert_eq!(har["log"]["version"], "1.2");
         assert_eq!(entry["request"]["postData"]["mimeType"], "application/json");
@@ -369,7 +380,7 @@ mod tests {
         let answer = redirected.outcome.as_mut().expect("answered");
         answer.status = Some(302);
         answer.response_headers = vec![Header::new("Location", "https://example.com/next")];
-        let har = document(&redirected, "http://127.0.0.1:3000/hook", false);
+        let har = one_entry(&redirected, "http://127.0.0.1:3000/hook", false);
         assert_eq!(
             har["log"]["entries"][0]["response"]["redirectURL"],
             "https://example.com/next"
@@ -378,7 +389,7 @@ mod tests {
         // A body that broke off on its way: its full size is not known.
         let mut cut = d.clone();
         cut.request.request_body_size = crate::store::size_past_cut(2);
-        let har = document(&cut, "http://127.0.0.1:3000/hook", false);
+        let har = one_entry(&cut, "http://127.0.0.1:3000/hook", false);
         let request = &har["log"]["entries"][0]["request"];
         assert_eq!(request["bodySize"], -1);
         assert_eq!(
@@ -393,7 +404,7 @@ mod tests {
         // A body over the store's limit: its size is known, its text is not whole.
         let mut over = d.clone();
         over.outcome.as_mut().expect("answered").response_body_size = 9;
-        let har = document(&over, "http://127.0.0.1:3000/hook", false);
+        let har = one_entry(&over, "http://127.0.0.1:3000/hook", false);
         let response = &har["log"]["entries"][0]["response"];
         assert_eq!(response["bodySize"], 9);
         assert_eq!(
@@ -407,7 +418,7 @@ mod tests {
         outcome.response_headers = vec![Header::new("Content-Encoding", "gzip")];
         outcome.response_body = b"notgzip".to_vec();
         outcome.response_body_size = 7;
-        let har = document(&labelled, "http://127.0.0.1:3000/hook", false);
+        let har = one_entry(&labelled, "http://127.0.0.1:3000/hook", false);
         let content = &har["log"]["entries"][0]["response"]["content"];
         assert_eq!(content["text"], "notgzip");
         assert!(
@@ -441,7 +452,7 @@ mod tests {
             delivery_count: 1,
         };
         let gzipped = delivery(vec![Header::new("Content-Encoding", "gzip")], sent.clone());
-        let har = document(&gzipped, "http://127.0.0.1:3000/caf\u{e9}?q=\u{9b}\u{202e} x", false);
+        let har = one_entry(&gzipped, "http://127.0.0.1:3000/caf\u{e9}?q=\u{9b}\u{202e} x", false);
         let request = &har["log"]["entries"][0]["request"];
         assert_eq!(request["postData"]["text"], r#"{"hello":"gzip world"}"#);
         assert_eq!(
@@ -452,7 +463,7 @@ mod tests {
         assert_eq!(request["url"], "http://127.0.0.1:3000/caf%C3%A9?q=%C2%9B%E2%80%AE%20x");
 
         let labelled = delivery(vec![Header::new("Content-Encoding", "gzip")], b"notgzip".to_vec());
-        let har = document(&labelled, "http://127.0.0.1:3000/b", false);
+        let har = one_entry(&labelled, "http://127.0.0.1:3000/b", false);
         let post = &har["log"]["entries"][0]["request"]["postData"];
         assert_eq!(post["text"], "notgzip");
         assert!(
@@ -463,7 +474,7 @@ mod tests {
         );
 
         let binary = delivery(Vec::new(), vec![0xff, 0x00, 0x01]);
-        let har = document(&binary, "http://127.0.0.1:3000/b", false);
+        let har = one_entry(&binary, "http://127.0.0.1:3000/b", false);
         let post = &har["log"]["entries"][0]["request"]["postData"];
         assert_eq!(
             (post["text"].as_str(), post["_encoding"].as_str()),
@@ -486,13 +497,13 @@ mod tests {
             delivery_count: 1,
         };
         let host = |d: &Delivery| {
-            document(d, "http://127.0.0.1:3000/hook?x=1", false)["log"]["entries"][0]["request"]["headers"].clone()
+            one_entry(d, "http://127.0.0.1:3000/hook?x=1", false)["log"]["entries"][0]["request"]["headers"].clone()
         };
         assert_eq!(
             host(&d),
             json!([{ "name": "host", "value": "127.0.0.1:3000" }, { "name": "x-other", "value": "1" }])
         );
-        let on_port_80 = document(&d, "http://localhost:80/hook", false);
+        let on_port_80 = one_entry(&d, "http://localhost:80/hook", false);
         assert_eq!(
             on_port_80["log"]["entries"][0]["request"]["headers"][0],
             json!({ "name": "host", "value": "localhost" }),
@@ -523,7 +534,7 @@ mod tests {
             }),
             delivery_count: 1,
         };
-        let entry = |reveal| document(&d, "http://127.0.0.1:3000/", reveal)["log"]["entries"][0].clone();
+        let entry = |reveal| one_entry(&d, "http://127.0.0.1:3000/", reveal)["log"]["entries"][0].clone();
         let shown = entry(false);
         assert_eq!(
             shown["request"]["cookies"],

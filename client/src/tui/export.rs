@@ -35,22 +35,13 @@ pub fn render(delivery: &Delivery, format: ExportFormat) -> anyhow::Result<Strin
     render::export::export(delivery, format, None, false)
 }
 
-/// File extension of each format.
-fn extension(format: ExportFormat) -> &'static str {
-    match format {
-        ExportFormat::Json => "json",
-        ExportFormat::Har => "har",
-        ExportFormat::Curl => "sh",
-    }
-}
-
 /// Writes `text` to a new file `portpreview-<id>.<ext>` in `dir` (numbered
 /// when the name is taken, never overwriting), and returns its path.
 pub fn write_new_file(dir: &Path, id: i64, format: ExportFormat, text: &str) -> anyhow::Result<PathBuf> {
     for n in 1..1000 {
         let name = match n {
-            1 => format!("portpreview-{id}.{}", extension(format)),
-            n => format!("portpreview-{id}-{n}.{}", extension(format)),
+            1 => format.file_name(id),
+            n => format!("portpreview-{id}-{n}.{}", format.extension()),
         };
         let path = dir.join(name);
         // A fixture keeps secrets as received, so replay can send them.
