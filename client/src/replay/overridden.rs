@@ -2,8 +2,9 @@
 //! provider's signature headers on every attempt, so a `--header` naming
 //! one of them is replaced and a `--drop-header` of one is sent after all;
 //! `--fresh` does the same to the header holding the event's ID; a
-//! hop-by-hop header describes one connection and is never replayed. A
-//! user may pass a default header list, so this is a warning, not a refusal.
+//! hop-by-hop header describes one connection and is never replayed; a
+//! `--drop-header` the request does not carry leaves nothing out. A user
+//! may pass a default header list, so this is a warning, not a refusal.
 
 use portpreview_shared::hop::HopFilter;
 use portpreview_shared::provider;
@@ -73,7 +74,12 @@ pub fn edits_not_sent(request: &NewDelivery, opts: &ReplayOptions) -> Vec<String
         if set_again {
             continue;
         }
-        if provider::header(&signed.headers, name).is_some() {
+        // A misspelt name would leave the header it meant in every attempt.
+        if provider::header(&request.request_headers, name).is_none() {
+            lines.push(format!(
+                "the request carries no {name} header, so --drop-header left nothing out: is the name misspelt?"
+            ));
+        } else if provider::header(&signed.headers, name).is_some() {
             lines.push(format!(
                 "{by} puts back the {name} header left out with --drop-header: each attempt is signed afresh"
             ));
@@ -168,6 +174,26 @@ mod tests {
             ["--fresh puts back the X-GitHub-Delivery header left out with --drop-header: each fresh event carries a new ID there"]
         );
         assert!(edits_not_sent(&github, &fresh(&[("X-Other", "1")], &["x-github-event"])).is_empty());
+    }
+
+    #[test]
+    fn a_header_to_drop_that_the_request_does_not_carry_is_named() {
+        let unsigned = |drop: &[&str]| ReplayOptions {
+            resign: false,
+            secret: None,
+            ..resigned(&[], drop)
+        };
+        assert_eq!(
+            edits_not_sent(&stripe(), &unsigned(&["Stripe-Signatur", "X-KEEP"])),
+            ["the request carries no Stripe-Signatur header, so --drop-header left nothing out: is the name misspelt?"]
+        );
+        // Dropped and set again: the header given is what goes out.
+        let replaced = ReplayOptions {
+            resign: false,
+            secret: None,
+            ..resigned(&[("x-new", "1")], &["x-new"])
+        };
+        assert!(edits_not_sent(&stripe(), &replaced).is_empty());
     }
 
     #[test]
