@@ -134,6 +134,46 @@ fn headers_and_body_can_be_changed_before_replaying() {
 }
 
 #[test]
+fn an_edited_request_is_keyed_by_its_recorded_provider() {
+    let stripe = NewDelivery {
+        request_headers: vec![Header::new("stripe-signature", "t=1,v1=old")],
+        request_body: br#"{"id":"evt_recorded"}"#.to_vec(),
+        request_body_size: 21,
+        provider: Some("stripe".into()),
+        event_key: "evt_recorded".into(),
+        event_key_source: "body:/id".into(),
+        ..recorded()
+    };
+    // Without its signature header the request no longer shows it is
+    // Stripe's, but the edited event is still a Stripe event.
+    let opts = ReplayOptions {
+        drop_headers: vec!["Stripe-Signature".into()],
+        body: Some(br#"{"id":"evt_edited","x":1}"#.to_vec()),
+        ..ReplayOptions::default()
+    };
+    let plan = Plan::new(&stripe, &opts).unwrap();
+    assert_eq!(plan.recorded.event_key, "evt_edited");
+    assert_eq!(plan.provider, Some(Provider::Stripe));
+
+    // A key made from chosen fields is made from them again.
+    let fields = NewDelivery {
+        request_body: br#"{"order":1,"at":"a"}"#.to_vec(),
+        request_body_size: 20,
+        event_key_source: "sha256:fields(order)".into(),
+        ..recorded()
+    };
+    let edited = |body: &[u8]| {
+        let opts = ReplayOptions {
+            body: Some(body.to_vec()),
+            ..ReplayOptions::default()
+        };
+        Plan::new(&fields, &opts).unwrap().recorded.event_key
+    };
+    assert_eq!(edited(br#"{"order":2,"at":"a"}"#), edited(br#"{"order":2,"at":"b"}"#));
+    assert_ne!(edited(br#"{"order":2,"at":"a"}"#), edited(br#"{"order":3,"at":"a"}"#));
+}
+
+#[test]
 fn unsigned_attempts_share_one_body_instead_of_copying_it() {
     let plan = Plan::new(&recorded(), &ReplayOptions::default()).unwrap();
     let first = plan.outgoing(&plan.recorded).unwrap();

@@ -57,17 +57,27 @@ impl EventKey {
 /// (or its raw bytes).
 pub fn event_key(headers: &[Header], body: &[u8], key_fields: &[String]) -> EventKey {
     let body = Body::new(body);
-    let provider = detect_in(headers, &body);
+    key_from(detect_in(headers, &body), headers, &body, key_fields)
+}
+
+/// Works out the event key as [`event_key`] does, for a delivery known to
+/// come from `provider` whether or not it still shows it: an edited
+/// replay whose signature header was dropped is still that provider's event.
+pub fn event_key_as(provider: Option<Provider>, headers: &[Header], body: &[u8], key_fields: &[String]) -> EventKey {
+    key_from(provider, headers, &Body::new(body), key_fields)
+}
+
+fn key_from(provider: Option<Provider>, headers: &[Header], body: &Body<'_>, key_fields: &[String]) -> EventKey {
     // A provider's own event ID is the truth about identity; chosen fields
     // only stand in for events that carry none.
     let found = provider
-        .and_then(|p| provider_id(p, headers, &body))
+        .and_then(|p| provider_id(p, headers, body))
         .or_else(|| {
             (!key_fields.is_empty())
-                .then(|| fields_key(provider, &body, key_fields))
+                .then(|| fields_key(provider, body, key_fields))
                 .flatten()
         })
-        .unwrap_or_else(|| content_key(provider, &body));
+        .unwrap_or_else(|| content_key(provider, body));
     EventKey {
         provider,
         key: found.0,
