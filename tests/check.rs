@@ -1086,3 +1086,38 @@ fn check_sends_a_duplicate_unless_told_otherwise() {
     assert_eq!(json["fixtures"][0]["verdict"], "not_idempotent", "{json:#}");
     assert_eq!(bad.balance(), 2, "the fixture went out twice");
 }
+
+#[test]
+fn a_queue_worker_slower_than_every_read_is_not_passed_in_silence() {
+    // It answers at once and credits 2 s later, every delivery, duplicates
+    // too: past every read a run with --settle 100ms takes.
+    let project = Project::new();
+    let late = Handler::start(Behaviour::Deferred {
+        delay: std::time::Duration::from_secs(2),
+    });
+    let ran = project.check(
+        &[
+            "fixtures/stripe.json",
+            "--target",
+            &late.url(),
+            "--times",
+            "2",
+            "--check-url",
+            &late.state_url(),
+            "--settle",
+            "100ms",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(ran.code, 0, "no read could see it: {}{}", ran.stdout, ran.stderr);
+    let json: Value = serde_json::from_str(&ran.stdout).unwrap();
+    let warnings = json["fixtures"][0]["warnings"].to_string();
+    assert!(
+        warnings.contains(
+            "no read saw the state move, not even after attempt 1, and the handler is not known to have had this \
+             event before"
+        ) && warnings.contains("later than the reads waited (--settle 100ms)"),
+        "{json:#}"
+    );
+}

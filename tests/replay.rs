@@ -1638,3 +1638,46 @@ async fn host_header_preserve_on_the_command_line_reaches_the_handler_and_its_re
         "the replay sends the Host the handler got"
     );
 }
+
+#[test]
+fn a_recorded_delivery_its_handler_already_had_changes_nothing_without_a_warning() {
+    let handler = Handler::start(Behaviour::DedupsInOneTransaction);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    // The handler has the event, as it would once the delivery came.
+    let ran = history.replay_probed(&handler, &[]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(handler.balance(), 1);
+
+    // The delivery was answered 200 where the replay goes: attempt 1
+    // changing nothing is an idempotent handler's doing.
+    let ran = history.replay_probed(&handler, &["--times", "3", "--json"]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
+    assert_eq!(json["first_attempt_changed_state"], false, "{json:#}");
+    assert!(
+        !json["warnings"].to_string().contains("no read saw the state move"),
+        "{json:#}"
+    );
+
+    // Sent to another handler that has the event too, nothing says it had:
+    // the run says what it could not see.
+    let other = Handler::start(Behaviour::DedupsInOneTransaction);
+    let aimed = [
+        "--target",
+        &other.url(),
+        "--check-url",
+        &other.state_url(),
+        "--settle",
+        "100ms",
+    ];
+    assert_eq!(history.replay(&aimed).code, 0);
+    let ran = history.replay(&[&aimed[..], &["--times", "2", "--json"]].concat());
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.json()["warnings"]
+            .to_string()
+            .contains("no read saw the state move"),
+        "{}",
+        ran.stdout
+    );
+}

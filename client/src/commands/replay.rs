@@ -94,7 +94,7 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
             return Err(err);
         }
     };
-    if let Origin::History { id, store } = &origin {
+    if let Origin::History { id, store, .. } = &origin {
         // The attempts were sent and are judged below: a history that cannot
         // keep them is worth a line, not a failed command.
         if let Err(err) = replay::record(store, *id, started_at_ms, &report) {
@@ -136,6 +136,7 @@ async fn start(args: &Args, db: &Path, case: &mut String) -> anyhow::Result<Ran>
     let (request, origin) = load_request(args, db)?;
     *case = case_name(&origin, &request.event_key);
     let mut opts = args.run.options();
+    opts.answered_when_recorded = matches!(origin, Origin::History { answered: true, .. });
     opts.add_headers = args.headers.clone();
     opts.drop_headers = args.drop_headers.clone();
     if let Some(file) = &args.body_file {
@@ -301,7 +302,12 @@ fn whole_key(store: &Store, wanted: &str, db: &Path) -> anyhow::Result<String> {
 /// Where the replayed request came from.
 enum Origin {
     // Boxed: a connection is large, a fixture's path is not.
-    History { id: i64, store: Box<Store> },
+    History {
+        id: i64,
+        store: Box<Store>,
+        /// The handler answered the delivery 2xx when it came.
+        answered: bool,
+    },
     Fixture(PathBuf),
 }
 
@@ -334,6 +340,7 @@ fn load_request(args: &Args, db: &Path) -> anyhow::Result<(NewDelivery, Origin)>
         Origin::History {
             id,
             store: Box::new(store),
+            answered: delivery.outcome.is_some_and(|o| o.succeeded()),
         },
     ))
 }

@@ -340,6 +340,10 @@ impl Run<'_> {
                 // others to duplicate: the run failed, and no duplicate is
                 // judged (a handler that failed once may act on the next).
                 let first_failed = self.attempts.first().is_some_and(|a| !a.succeeded());
+                let handled_before = opts.answered_when_recorded && self.plan.as_recorded;
+                if settled.passed && !opts.fresh && !handled_before {
+                    warnings.extend(verdict::nothing_seen_to_act(trace, opts.settle, &self.attempts));
+                }
                 checks.extend(content.filter(|_| settled.passed && !first_failed));
                 checks.push(settled);
             }

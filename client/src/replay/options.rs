@@ -52,6 +52,11 @@ pub struct ReplayOptions {
     pub drop_headers: Vec<String>,
     /// A body to send instead of the recorded one.
     pub body: Option<Vec<u8>>,
+    /// The delivery replayed was answered 2xx when it came: replayed
+    /// unedited to where it went, attempt 1 changing nothing is then what
+    /// an idempotent handler does, not a sign that the reads came before
+    /// its work.
+    pub answered_when_recorded: bool,
 }
 
 impl Default for ReplayOptions {
@@ -70,6 +75,7 @@ impl Default for ReplayOptions {
             add_headers: Vec::new(),
             drop_headers: Vec::new(),
             body: None,
+            answered_when_recorded: false,
         }
     }
 }

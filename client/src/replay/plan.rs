@@ -45,6 +45,10 @@ pub struct Plan {
     signed_url: String,
     /// How the event key was made (kept for the records).
     event_key_source: String,
+    /// The attempts are the recorded request, unedited by `--header`,
+    /// `--drop-header` or `--body-file`, sent to the target it was
+    /// recorded with: to the handler that had the event before.
+    pub as_recorded: bool,
     /// Things the report should mention.
     pub warnings: Vec<String>,
 }
@@ -105,6 +109,8 @@ impl Plan {
             });
         }
         let (endpoint, path) = resolve_target(&request.target, opts.target.as_deref(), &request.path)?;
+        let to_recorded =
+            resolve_target(&request.target, None, &request.path).is_ok_and(|(recorded, _)| recorded == endpoint);
         let mut warnings = Vec::new();
         let body = Bytes::from(opts.body.clone().unwrap_or_else(|| request.request_body.clone()));
         // A --body-file holding the recorded body changes nothing: its
@@ -180,6 +186,7 @@ impl Plan {
             provider,
             signing,
             event_key_source,
+            as_recorded: !edited && to_recorded,
             warnings,
         };
         // Sign once now so a provider that cannot be re-signed stops the run before anything is sent.

@@ -334,6 +334,25 @@ fn effect(change: &Change) -> String {
     }
 }
 
+/// When no read saw the state move, attempt 1's included, and nothing
+/// says the handler had the event before: a handler that does its work
+/// later than the reads waited passes unseen, duplicates and all, and so
+/// does one whose probe shows nothing of that work. `None` otherwise.
+pub fn nothing_seen_to_act(trace: &StateTrace, settle: Duration, attempts: &[Attempt]) -> Option<String> {
+    let answered = attempts.first().is_some_and(Attempt::succeeded);
+    let duplicated = attempts.iter().any(|a| a.n > 1 && !a.answer.unreached);
+    let still = trace.moved_to.is_none() && trace.steps.iter().all(|step| *step == trace.before);
+    (answered && duplicated && still).then(|| {
+        format!(
+            "no read saw the state move, not even after attempt 1, and the handler is not known to have had \
+             this event before: either it does nothing the probe shows for this event, or it does its work \
+             later than the reads waited (--settle {}) and no duplicate could be seen repeating it; a longer \
+             --settle, or --fresh, which must see a new event act, tells the two apart",
+            portpreview_shared::duration::format_duration(settle)
+        )
+    })
+}
+
 /// The state held still when it was judged: inconclusive otherwise.
 pub fn state_settled(trace: &StateTrace, settle: Duration, attempts: &[Attempt]) -> Check {
     let window = portpreview_shared::duration::format_duration(settle);

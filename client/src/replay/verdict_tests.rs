@@ -491,3 +491,54 @@ fn an_attempt_that_never_reached_the_handler_is_no_duplicate_it_handled() {
         None
     );
 }
+
+#[test]
+fn a_run_in_which_nothing_was_seen_to_act_says_so() {
+    let attempts = |first_status: u16| -> Vec<Attempt> {
+        (1..=3)
+            .map(|n| Attempt {
+                n,
+                role: Role::Replay,
+                request: crate::store::NewDelivery::default(),
+                body: bytes::Bytes::new(),
+                answer: crate::replay::attempt::Answer {
+                    status: Some(if n == 1 { first_status } else { 200 }),
+                    ..crate::replay::attempt::Answer::default()
+                },
+                step: n as usize - 1,
+                state_changed: None,
+            })
+            .collect()
+    };
+    let trace = |steps: [&str; 3]| StateTrace {
+        before: "balance 0".into(),
+        steps: steps.iter().map(|s| s.to_string()).collect(),
+        moved_to: None,
+        steady: true,
+    };
+    let settle = Duration::from_millis(300);
+    let still = nothing_seen_to_act(&trace(["balance 0"; 3]), settle, &attempts(200)).unwrap();
+    assert!(
+        still.starts_with("no read saw the state move, not even after attempt 1") && still.contains("(--settle 300ms)"),
+        "{still}"
+    );
+    // Attempt 1 acted, as a new event does: the reads were in time.
+    assert_eq!(
+        nothing_seen_to_act(&trace(["balance 10"; 3]), settle, &attempts(200)),
+        None
+    );
+    // A duplicate acted: the run convicts, it does not need the warning.
+    assert_eq!(
+        nothing_seen_to_act(
+            &trace(["balance 0", "balance 10", "balance 10"]),
+            settle,
+            &attempts(200)
+        ),
+        None
+    );
+    // An attempt 1 refused is what the run reports.
+    assert_eq!(
+        nothing_seen_to_act(&trace(["balance 0"; 3]), settle, &attempts(500)),
+        None
+    );
+}

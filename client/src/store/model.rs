@@ -95,6 +95,13 @@ pub struct Outcome {
     pub error: Option<String>,
 }
 
+impl Outcome {
+    /// The handler answered 2xx: the caller took the delivery as done.
+    pub fn succeeded(&self) -> bool {
+        matches!(self.status, Some(200..=299))
+    }
+}
+
 /// One stored delivery, whole.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Delivery {

@@ -128,6 +128,7 @@ impl Effects {
                 Probe::Url(url) => ProbeSpec::Url(url),
                 Probe::Cmd(cmd) => ProbeSpec::Cmd(cmd),
             }),
+            answered_when_recorded: delivery.outcome.as_ref().is_some_and(|o| o.succeeded()),
             ..ReplayOptions::default()
         };
         let sender = self.progress.clone();
