@@ -11,6 +11,7 @@ pub mod model;
 mod read;
 pub mod recorder;
 pub mod schema;
+mod status_word;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -21,6 +22,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 pub(crate) use inbox::INFIX as INBOX_INFIX;
 pub use model::{size_past_cut, size_unknown_past, Delivery, NewDelivery, Outcome, Pruned, ReplayRun, Summary};
 pub use recorder::{RecordError, Recorded, Recorder, RecorderHandle, Ticket, WriterNews, MAX_STORED_BODY};
+pub use status_word::StatusWord;
 
 /// How long a statement waits for another process's lock before giving up.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);

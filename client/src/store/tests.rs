@@ -705,6 +705,13 @@ fn search_words_match_statuses_as_statuses_and_failures_by_err() {
         ..ok_outcome()
     };
     let refused = store.insert_delivery(&delivery("evt_3", "/c"), &down).unwrap();
+    // Answered, though the caller left before the body's end: the table
+    // shows its 200, and `err` does not take it for a failure.
+    let left = Outcome {
+        error: Some("the caller went away during the answer".into()),
+        ..ok_outcome()
+    };
+    let answered_late = store.insert_delivery(&delivery("evt_4", "/d"), &left).unwrap();
     let found = |search: &str| -> Vec<i64> {
         let query = ListQuery {
             search: Some(search.into()),
@@ -714,13 +721,14 @@ fn search_words_match_statuses_as_statuses_and_failures_by_err() {
     };
     assert_eq!(found("502"), vec![broken], "a status, not a hash holding 502");
     assert_eq!(found("5xx"), vec![broken]);
-    assert_eq!(found("2XX"), vec![ok]);
+    assert_eq!(found("2XX"), vec![answered_late, ok]);
     assert_eq!(found("err"), vec![refused]);
+    assert_eq!(found("went away"), vec![answered_late], "the error's text");
     assert_eq!(found("refused"), vec![refused], "the error's text");
     assert_eq!(found("evt_502"), vec![ok], "the event key, as text");
     assert_eq!(found("/b 502"), vec![broken], "every word must match");
     assert_eq!(found("/a 502"), Vec::<i64>::new());
-    assert_eq!(found("post"), vec![refused, broken, ok], "the method");
+    assert_eq!(found("post"), vec![answered_late, refused, broken, ok], "the method");
 }
 
 #[test]
