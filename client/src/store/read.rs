@@ -294,8 +294,28 @@ fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
         }
         None => {}
     }
+    if !q.status.is_empty() {
+        let mut any = Vec::new();
+        for word in &q.status {
+            let (condition, params) = word.condition();
+            any.push(condition);
+            values.extend(params);
+        }
+        terms.push(format!("({})", any.join(" OR ")));
+    }
+    if let Some(since) = q.received_since_ms {
+        // No index: a walk down the ids reads the time beside each, as a
+        // provider filter does, and never a body.
+        terms.push("d.received_at_ms >= ?".into());
+        values.push(Value::Integer(since));
+    }
     if !q.include_replays {
         terms.push("d.replay_of IS NULL".into());
+    }
+    // After the cheaper tests, so the glob sees only the rows they leave.
+    if let Some(glob) = &q.path {
+        terms.push(format!("{}(?, d.path)", super::functions::PATH_GLOB));
+        values.push(Value::Text(glob.clone()));
     }
     for word in q.search.as_deref().unwrap_or_default().split_whitespace() {
         match SearchTerm::parse(word) {
