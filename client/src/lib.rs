@@ -13,6 +13,7 @@ pub mod logging;
 pub mod memory;
 pub mod origin;
 pub mod output;
+pub mod path_glob;
 pub mod private_file;
 pub mod render;
 pub mod replay;

@@ -121,9 +121,23 @@ impl LocalHandler {
         Self::launch(reply, None).await
     }
 
+    /// Answers every request on `listener` with `reply(request)`: a
+    /// handler started late, on the port a tunnel already forwards to.
+    pub fn start_on(listener: TcpListener, reply: impl Fn(&Seen) -> Answer + Send + Sync + 'static) -> Self {
+        Self::serve(listener, reply, None)
+    }
+
     /// Answers every request with `reply(request)`, in TLS with `tls`.
     async fn launch(reply: impl Fn(&Seen) -> Answer + Send + Sync + 'static, tls: Option<TlsAcceptor>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind handler");
+        Self::serve(listener, reply, tls)
+    }
+
+    fn serve(
+        listener: TcpListener,
+        reply: impl Fn(&Seen) -> Answer + Send + Sync + 'static,
+        tls: Option<TlsAcceptor>,
+    ) -> Self {
         let addr = listener.local_addr().expect("handler address");
         let seen = Arc::new(Mutex::new(Vec::new()));
         let shutdown = CancellationToken::new();

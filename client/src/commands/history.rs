@@ -10,7 +10,11 @@ use portpreview_shared::provider::Provider;
 
 use crate::render;
 use crate::store::model::Summary;
-use crate::store::{ListQuery, Store, StoreError, UNKNOWN_PROVIDER};
+use crate::store::{ListQuery, StatusWord, Store, StoreError, UNKNOWN_PROVIDER};
+
+mod filters;
+
+pub use filters::Since;
 
 /// Rows shown when `--limit` is not given.
 pub const DEFAULT_LIMIT: usize = 50;
@@ -27,6 +31,15 @@ pub struct Args {
     /// Only deliveries of this event key; one the table shows cut (ending in …) matches the keys it begins.
     #[arg(long, value_name = "KEY")]
     pub event: Option<String>,
+    /// Only deliveries answered so: a status (404), a class (5xx), or error for no answer (refused, timed out); repeated or a comma list for any of them.
+    #[arg(long, value_name = "S", value_delimiter = ',', value_parser = filters::parse_status)]
+    pub status: Vec<StatusWord>,
+    /// Only deliveries whose path, with its query as the table lists it or without, matches this glob (`*` any text, `?` any one character; a path copied from the table may keep its masked secrets and its `…`).
+    #[arg(long, value_name = "GLOB")]
+    pub path: Option<String>,
+    /// Only deliveries received within this span (30m, 2h, 7d), or since this UTC time (2026-01-01T09:30:00Z, as --json writes received_at).
+    #[arg(long, value_name = "DURATION|TIME", allow_hyphen_values = true, value_parser = filters::parse_since)]
+    pub since: Option<Since>,
     /// Also list the deliveries sent by `replay`.
     #[arg(long)]
     pub replays: bool,
@@ -41,14 +54,27 @@ pub struct Args {
 /// Prints the listing.
 pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     let store = Store::open_existing(db).map_err(|e| e.for_command(db))?;
+    let statuses = args
+        .status
+        .iter()
+        .map(StatusWord::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let since = args.since.map(|since| since.to_string());
     let filters = filter_words(&[
         ("--provider", args.provider.as_deref()),
         ("--event", args.event.as_deref()),
+        ("--status", Some(statuses.as_str()).filter(|words| !words.is_empty())),
+        ("--path", args.path.as_deref()),
+        ("--since", since.as_deref()),
     ]);
     let query = ListQuery {
         limit: (args.limit > 0).then_some(args.limit),
         provider: args.provider,
         event_key: args.event,
+        status: args.status,
+        path: args.path,
+        received_since_ms: args.since.map(|since| since.start_ms(crate::time::now_ms())),
         include_replays: args.replays,
         ..ListQuery::default()
     };

@@ -6,7 +6,6 @@ pub mod export;
 mod guard;
 pub mod history;
 pub mod http;
-mod path_glob;
 pub mod prune;
 pub mod replay;
 pub mod run;

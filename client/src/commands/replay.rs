@@ -319,7 +319,7 @@ fn load_request(args: &Args, db: &Path) -> anyhow::Result<(NewDelivery, Origin)>
     let store = Store::open_existing(db).map_err(|err| err.for_command(db))?;
     let id = if args.latest {
         let wanted = latest_words(args);
-        let glob = args.path.as_deref().map(super::path_glob::PathGlob::new);
+        let glob = args.path.as_deref().map(crate::path_glob::PathGlob::new);
         let id = store
             .latest(args.provider.as_deref(), |path| {
                 glob.as_ref().is_none_or(|glob| glob.matches(path))

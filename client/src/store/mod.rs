@@ -5,12 +5,14 @@
 //! their own `Store` to read. WAL lets readers and the writer run together.
 
 mod catch_up;
+mod functions;
 mod header_blob;
 mod inbox;
 pub mod model;
 mod read;
 pub mod recorder;
 pub mod schema;
+mod status_word;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -21,6 +23,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 pub(crate) use inbox::INFIX as INBOX_INFIX;
 pub use model::{size_past_cut, size_unknown_past, Delivery, NewDelivery, Outcome, Pruned, ReplayRun, Summary};
 pub use recorder::{RecordError, Recorded, Recorder, RecorderHandle, Ticket, WriterNews, MAX_STORED_BODY};
+pub use status_word::StatusWord;
 
 /// How long a statement waits for another process's lock before giving up.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -218,6 +221,14 @@ pub struct ListQuery {
     pub provider: Option<String>,
     /// Only this event key.
     pub event_key: Option<String>,
+    /// Only deliveries answered as one of these words says; all when empty.
+    pub status: Vec<StatusWord>,
+    /// Only deliveries whose path this glob names, as
+    /// [`PathGlob`](crate::path_glob::PathGlob) reads it.
+    pub path: Option<String>,
+    /// Only deliveries received at this time (milliseconds since the epoch)
+    /// or later.
+    pub received_since_ms: Option<i64>,
     /// Words that must all match: `404` a status, `5xx` a class of status,
     /// `err` a delivery with no answer, anything else a case-insensitive
     /// substring of the path, method, provider, event key, error or
@@ -466,6 +477,7 @@ impl Store {
             Ok(())
         };
         configure(&conn).map_err(|e| classify(e, &path))?;
+        functions::register(&conn).map_err(|e| classify(e, &path))?;
         if opening == Opening::ReadOnly {
             let found: i64 = conn
                 .query_row("PRAGMA user_version", [], |row| row.get(0))

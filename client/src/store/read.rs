@@ -3,7 +3,9 @@
 use rusqlite::types::Value;
 use rusqlite::{params, OptionalExtension, Row};
 
-use super::{header_blob, Delivery, ListQuery, NewDelivery, Outcome, ReplayRun, Store, StoreError, Summary};
+use super::{
+    header_blob, Delivery, ListQuery, NewDelivery, Outcome, ReplayRun, StatusWord, Store, StoreError, Summary,
+};
 
 /// Deliveries sharing the row's event key and scope, replays not counted.
 /// A delivery without a key is alone in its group.
@@ -292,21 +294,36 @@ fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
         }
         None => {}
     }
+    if !q.status.is_empty() {
+        let mut any = Vec::new();
+        for word in &q.status {
+            let (condition, params) = word.condition();
+            any.push(condition);
+            values.extend(params);
+        }
+        terms.push(format!("({})", any.join(" OR ")));
+    }
+    if let Some(since) = q.received_since_ms {
+        // No index: a walk down the ids reads the time beside each, as a
+        // provider filter does, and never a body.
+        terms.push("d.received_at_ms >= ?".into());
+        values.push(Value::Integer(since));
+    }
     if !q.include_replays {
         terms.push("d.replay_of IS NULL".into());
     }
+    // After the cheaper tests, so the glob sees only the rows they leave.
+    if let Some(glob) = &q.path {
+        terms.push(format!("{}(?, d.path)", super::functions::PATH_GLOB));
+        values.push(Value::Text(glob.clone()));
+    }
     for word in q.search.as_deref().unwrap_or_default().split_whitespace() {
         match SearchTerm::parse(word) {
-            SearchTerm::Status(status) => {
-                terms.push("o.status = ?".into());
-                values.push(Value::Integer(status.into()));
+            SearchTerm::Status(word) => {
+                let (condition, params) = word.condition();
+                terms.push(condition.into());
+                values.extend(params);
             }
-            SearchTerm::StatusClass(first) => {
-                terms.push("o.status BETWEEN ? AND ?".into());
-                values.push(Value::Integer(i64::from(first) * 100));
-                values.push(Value::Integer(i64::from(first) * 100 + 99));
-            }
-            SearchTerm::Failed => terms.push("o.error IS NOT NULL".into()),
             SearchTerm::Text(text) => {
                 let n = values.len() + 1;
                 let b = n + 1;
@@ -336,12 +353,8 @@ fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
 /// bury the one delivery that failed.
 #[derive(Debug, PartialEq)]
 enum SearchTerm<'a> {
-    /// `404`: answered with exactly this status.
-    Status(u16),
-    /// `5xx`: answered with a status of this class.
-    StatusClass(u8),
-    /// `err`, `error`: no answer (refused, timed out, cut off).
-    Failed,
+    /// `404`, `5xx`, `err`: how the delivery was answered.
+    Status(StatusWord),
     /// Anything else, in the path, method, provider, event key, error or
     /// request body.
     Text(&'a str),
@@ -349,13 +362,7 @@ enum SearchTerm<'a> {
 
 impl<'a> SearchTerm<'a> {
     fn parse(word: &'a str) -> Self {
-        let bytes = word.as_bytes();
-        match bytes {
-            [first @ b'1'..=b'5', rest @ ..] if rest.eq_ignore_ascii_case(b"xx") => Self::StatusClass(first - b'0'),
-            [b'1'..=b'5', b'0'..=b'9', b'0'..=b'9'] => word.parse().map_or(Self::Text(word), Self::Status),
-            _ if word.eq_ignore_ascii_case("err") || word.eq_ignore_ascii_case("error") => Self::Failed,
-            _ => Self::Text(word),
-        }
+        StatusWord::parse(word).map_or(Self::Text(word), Self::Status)
     }
 }
 

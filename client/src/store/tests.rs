@@ -705,6 +705,13 @@ fn search_words_match_statuses_as_statuses_and_failures_by_err() {
         ..ok_outcome()
     };
     let refused = store.insert_delivery(&delivery("evt_3", "/c"), &down).unwrap();
+    // Answered, though the caller left before the body's end: the table
+    // shows its 200, and `err` does not take it for a failure.
+    let left = Outcome {
+        error: Some("the caller went away during the answer".into()),
+        ..ok_outcome()
+    };
+    let answered_late = store.insert_delivery(&delivery("evt_4", "/d"), &left).unwrap();
     let found = |search: &str| -> Vec<i64> {
         let query = ListQuery {
             search: Some(search.into()),
@@ -714,13 +721,85 @@ fn search_words_match_statuses_as_statuses_and_failures_by_err() {
     };
     assert_eq!(found("502"), vec![broken], "a status, not a hash holding 502");
     assert_eq!(found("5xx"), vec![broken]);
-    assert_eq!(found("2XX"), vec![ok]);
+    assert_eq!(found("2XX"), vec![answered_late, ok]);
     assert_eq!(found("err"), vec![refused]);
+    assert_eq!(found("went away"), vec![answered_late], "the error's text");
     assert_eq!(found("refused"), vec![refused], "the error's text");
     assert_eq!(found("evt_502"), vec![ok], "the event key, as text");
     assert_eq!(found("/b 502"), vec![broken], "every word must match");
     assert_eq!(found("/a 502"), Vec::<i64>::new());
-    assert_eq!(found("post"), vec![refused, broken, ok], "the method");
+    assert_eq!(found("post"), vec![answered_late, refused, broken, ok], "the method");
+}
+
+/// Statuses (any of them), a path glob and a start time narrow a listing
+/// in SQL, so its limit, its pages and its count are of the matches.
+#[test]
+fn status_path_and_time_filters_combine_and_count_in_sql() {
+    let store = Store::in_memory().unwrap();
+    let answered = |status: Option<u16>| Outcome {
+        status,
+        error: status.is_none().then(|| "could not reach 127.0.0.1:3000".to_string()),
+        ..ok_outcome()
+    };
+    let mut ids = Vec::new();
+    for (n, status) in [Some(200), Some(404), Some(500), None, Some(502), Some(503)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut d = delivery(&format!("evt_{n}"), &format!("/webhooks/{n}?token=s{n}"));
+        d.received_at_ms = 1_700_000_000_000 + n as i64 * 1000;
+        if n == 5 {
+            d.path = "/other/5".into();
+        }
+        ids.push(store.insert_delivery(&d, &answered(status)).unwrap());
+    }
+    let listed = |q: ListQuery| store.list(&q).unwrap().iter().map(|s| s.id).collect::<Vec<_>>();
+    let failures = ListQuery {
+        status: vec![StatusWord::Class(5), StatusWord::Failed],
+        ..ListQuery::default()
+    };
+    assert_eq!(listed(failures.clone()), [ids[5], ids[4], ids[3], ids[2]]);
+    let newest_two = ListQuery {
+        limit: Some(2),
+        ..failures.clone()
+    };
+    assert_eq!(
+        listed(newest_two),
+        [ids[5], ids[4]],
+        "the newest failures, not failures among the newest"
+    );
+    let under_webhooks = ListQuery {
+        path: Some("/webhooks/*".into()),
+        ..failures.clone()
+    };
+    assert_eq!(listed(under_webhooks.clone()), [ids[4], ids[3], ids[2]]);
+    assert_eq!(store.count(&under_webhooks).unwrap(), 3);
+    let recent = ListQuery {
+        received_since_ms: Some(1_700_000_003_000),
+        ..under_webhooks.clone()
+    };
+    assert_eq!(listed(recent), [ids[4], ids[3]], "received at the start time or later");
+    let paged = ListQuery {
+        before_id: Some(ids[4]),
+        limit: Some(1),
+        ..under_webhooks
+    };
+    assert_eq!(listed(paged), [ids[3]]);
+    let masked = ListQuery {
+        path: Some("/webhooks/1?token=••••••".into()),
+        ..ListQuery::default()
+    };
+    assert_eq!(
+        listed(masked),
+        [ids[1]],
+        "a path copied from the table, its secret masked"
+    );
+    let exact = ListQuery {
+        status: vec![StatusWord::Exact(404)],
+        path: Some("/webhooks/1".into()),
+        ..ListQuery::default()
+    };
+    assert_eq!(listed(exact), [ids[1]], "the path without its query");
 }
 
 #[test]

@@ -73,8 +73,9 @@ pub enum Answer {
     Total(u64),
     /// The oldest rows, for [`super::pager::Pager::take_end`].
     End {
-        /// The query the job was given.
-        query: ListQuery,
+        /// The query the job was given; boxed, as it is far larger than
+        /// the other answers.
+        query: Box<ListQuery>,
         /// Where every full page ends.
         ends: Vec<i64>,
         /// The rows after the last of them.
@@ -111,7 +112,11 @@ pub fn run(job: Job, source: &dyn HistorySource, mut answer: impl FnMut(Answer))
         Job::End { query } => {
             let ends = source.page_ends(&query, PAGE_SIZE)?;
             let tail = source.list(&tail_query(&query, &ends))?;
-            answer(Answer::End { query, ends, tail });
+            answer(Answer::End {
+                query: Box::new(query),
+                ends,
+                tail,
+            });
         }
     }
     Ok(())

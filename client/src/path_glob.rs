@@ -1,4 +1,5 @@
-//! `replay --latest --path GLOB`: which recorded paths a glob names.
+//! `--path GLOB` (`replay --latest`, `history`): which recorded paths a
+//! glob names.
 
 use wildmatch::WildMatch;
 

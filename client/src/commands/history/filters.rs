@@ -1,0 +1,112 @@
+//! The values of `history --status` and `--since`.
+
+use std::time::Duration;
+
+use portpreview_shared::duration::format_duration;
+
+use crate::store::StatusWord;
+use crate::time::{parse_duration, parse_rfc3339_ms, rfc3339_ms};
+
+/// One `--status` value: the TUI filter's status words, refused when it
+/// is none, which the filter would take for text to search.
+pub fn parse_status(text: &str) -> Result<StatusWord, String> {
+    StatusWord::parse(text.trim())
+        .ok_or_else(|| "expected a status (404), a class of statuses (5xx), or error for no answer".to_string())
+}
+
+/// Where `--since` starts the listing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Since {
+    /// This long before the command ran: `30m`, `2h`, `7d`.
+    Ago(Duration),
+    /// This time, in milliseconds since the epoch: a `received_at` copied
+    /// from `history --json`.
+    At(i64),
+}
+
+impl Since {
+    /// The earliest time listed, in milliseconds since the epoch, when it
+    /// is `now_ms`.
+    pub fn start_ms(self, now_ms: i64) -> i64 {
+        match self {
+            Self::Ago(span) => now_ms.saturating_sub(i64::try_from(span.as_millis()).unwrap_or(i64::MAX)),
+            Self::At(ms) => ms,
+        }
+    }
+}
+
+impl std::fmt::Display for Since {
+    /// As given, written the short way: `2h`, `2026-01-01T09:30:00.000Z`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Ago(span) => f.write_str(&format_duration(*span)),
+            Self::At(ms) => f.write_str(&rfc3339_ms(*ms)),
+        }
+    }
+}
+
+/// A `--since` value: a time when it begins as a date does (`2026-`), a
+/// duration otherwise, each refused in its own words.
+pub fn parse_since(text: &str) -> Result<Since, String> {
+    let text = text.trim();
+    let dated = text.len() > 4 && text.as_bytes()[..4].iter().all(u8::is_ascii_digit) && text.as_bytes()[4] == b'-';
+    if !dated {
+        return parse_duration(text).map(Since::Ago);
+    }
+    parse_rfc3339_ms(text).map(Since::At).ok_or_else(|| {
+        "expected a time in UTC as history --json writes received_at, like 2026-01-01T09:30:00Z, or a duration like 2h"
+            .to_string()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_values_are_the_filters_words_and_nothing_else() {
+        assert_eq!(parse_status(" 5XX"), Ok(StatusWord::Class(5)));
+        assert_eq!(parse_status("err"), Ok(StatusWord::Failed));
+        for bad in ["", "600", "ok", "4x"] {
+            let why = parse_status(bad).unwrap_err();
+            assert!(why.contains("a class of statuses (5xx)"), "{bad:?}: {why}");
+        }
+    }
+
+    #[test]
+    fn since_takes_a_duration_or_a_time_as_json_writes_it() {
+        assert_eq!(parse_since("2h"), Ok(Since::Ago(Duration::from_secs(7200))));
+        assert_eq!(parse_since("7days"), Ok(Since::Ago(Duration::from_secs(7 * 86_400))));
+        let at = parse_since("2023-11-14T22:14:20.000Z").unwrap();
+        assert_eq!(at, Since::At(1_700_000_060_000));
+        assert_eq!(at.to_string(), "2023-11-14T22:14:20.000Z");
+        assert_eq!(
+            parse_since("120m").unwrap().to_string(),
+            "2h",
+            "written back the short way"
+        );
+    }
+
+    #[test]
+    fn a_bad_since_is_refused_in_the_words_of_what_it_looks_like() {
+        assert_eq!(
+            parse_since("5").unwrap_err(),
+            "5 has no unit: write 5ms, 5s, 5m, 5h or 5d"
+        );
+        for time in ["2026-01-01", "2026-01-01T09:30:00", "2026-13-01T00:00:00Z"] {
+            let why = parse_since(time).unwrap_err();
+            assert!(why.contains("like 2026-01-01T09:30:00Z"), "{time}: {why}");
+        }
+    }
+
+    #[test]
+    fn since_starts_that_long_before_now_or_at_its_time() {
+        let now = 1_700_000_000_000;
+        assert_eq!(Since::Ago(Duration::from_secs(60)).start_ms(now), now - 60_000);
+        assert_eq!(Since::At(5).start_ms(now), 5);
+        assert!(
+            Since::Ago(Duration::MAX).start_ms(now) < 0,
+            "longer than any history: all of it"
+        );
+    }
+}
