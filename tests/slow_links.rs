@@ -6,7 +6,8 @@
 //! body still trickling in after the relay's upload limit (ten times its
 //! answer timeout) is refused 408, so no upload holds a stream for good.
 //! A caller that hangs up while a handler streams its answer slowly is
-//! recorded at once, with the status it had.
+//! recorded at once, with the status it had. Callers trickling large
+//! bodies cannot take every place on a tunnel: webhooks still get through.
 
 mod common;
 
@@ -225,4 +226,114 @@ async fn a_caller_gone_during_a_slow_streamed_answer_is_recorded_with_its_status
         error.ends_with(": the caller had the status and headers, not the whole body"),
         "{error}"
     );
+}
+
+/// A handler that says which path each request it gets has, answers a
+/// webhook "ok" as its head arrives, and reads an upload on without
+/// answering it: the upload goes on holding its place at the relay.
+async fn heads_handler() -> (std::net::SocketAddr, tokio::sync::mpsc::UnboundedReceiver<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let (heard, heads) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let heard = heard.clone();
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = vec![0; 64 * 1024];
+                let head = loop {
+                    let Ok(n) = socket.read(&mut buf).await else { return };
+                    if n == 0 {
+                        return;
+                    }
+                    request.extend_from_slice(&buf[..n]);
+                    if let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break String::from_utf8_lossy(&request[..end]).into_owned();
+                    }
+                };
+                let path = head.split(' ').nth(1).unwrap_or_default().to_owned();
+                let upload = path.starts_with("/upload");
+                let _ = heard.send(path);
+                if !upload {
+                    let _ = socket
+                        .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+                        .await;
+                }
+                while matches!(socket.read(&mut buf).await, Ok(n) if n > 0) {}
+            });
+        }
+    });
+    (addr, heads)
+}
+
+#[tokio::test]
+async fn callers_trickling_large_bodies_leave_room_for_webhooks() {
+    // Four places: three may go to bodies still arriving.
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        max_in_flight: 4,
+        ..Default::default()
+    })
+    .await;
+    let (handler, mut heads) = heads_handler().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &format!("http://{handler}")).await;
+    let upload = |n: usize| {
+        format!(
+            "POST /t/{}/upload-{n} HTTP/1.1\r\nHost: x\r\nContent-Length: 3000000\r\n\r\n",
+            tunnel.name()
+        )
+    };
+    // Past what the client reads whole before forwarding (1 MiB), so the
+    // handler hears each head while the rest of its body never comes.
+    let start = vec![b'x'; 1_100_000];
+    let mut trickling = Vec::new();
+    for n in 1..=3 {
+        let mut caller = TcpStream::connect(relay.addr).await.expect("connect");
+        caller.write_all(upload(n).as_bytes()).await.expect("send the head");
+        caller.write_all(&start).await.expect("send the start");
+        let path = tokio::time::timeout(Duration::from_secs(20), heads.recv()).await;
+        assert_eq!(
+            path.expect("the handler hears the upload"),
+            Some(format!("/upload-{n}"))
+        );
+        trickling.push(caller);
+    }
+
+    // A fourth upload finds the places for bodies still arriving taken.
+    let mut fourth = TcpStream::connect(relay.addr).await.expect("connect");
+    fourth.write_all(upload(4).as_bytes()).await.expect("send the head");
+    fourth.write_all(&start[..100_000]).await.expect("send the start");
+    let mut answer = vec![0; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(20), fourth.read(&mut answer))
+        .await
+        .expect("an answer within 20 s")
+        .expect("read the answer");
+    let answer = String::from_utf8_lossy(&answer[..n]).into_owned();
+    let refusal = format!(
+        "too many request bodies still arriving for tunnel {}; try again shortly",
+        tunnel.name()
+    );
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains(&refusal), "{answer}");
+
+    // A webhook, its body whole, gets through all the same.
+    let reply = common::caller::post(&tunnel.url("/hook"), r#"{"id":"evt_1"}"#).await;
+    assert_eq!((reply.status, reply.text()), (200, "ok".to_owned()));
+    let mut recorded = Vec::new();
+    while recorded.len() < 2 {
+        let (summary, _) = tunnel.next_delivery().await;
+        recorded.push((summary.path, summary.status, summary.error));
+    }
+    recorded.sort();
+    assert_eq!(
+        recorded,
+        [
+            ("/hook".to_owned(), Some(200), None),
+            (
+                "/upload-4".to_owned(),
+                None,
+                Some(format!("the relay answered the caller 503: {refusal}"))
+            ),
+        ]
+    );
+    drop(trickling);
 }

@@ -222,7 +222,7 @@ mod tests {
     async fn streamed(first: &'static [u8], rest: Bytes) -> Result<Bytes, BodyError> {
         let (outbox, _inbox) = writer::channel();
         let streams = Streams::new(outbox, 8);
-        let port = streams.open().unwrap();
+        let port = streams.open(crate::registry::BodyAtOpen::Whole).unwrap();
         let stream = port.id;
         streams
             .deliver(ClientMessage::ResponseBody { stream, end: true }, rest)

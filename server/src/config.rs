@@ -63,7 +63,8 @@ pub struct RelayConfig {
     pub request_timeout: Duration,
     /// Request bodies over this many bytes: 413.
     pub max_body: u64,
-    /// Requests in flight per tunnel over this: 503.
+    /// Requests in flight per tunnel over this: 503. Three quarters of it
+    /// at most may be requests whose bodies are still arriving.
     pub max_in_flight: usize,
     /// How long a name is held after its client disconnects.
     pub grace: Duration,

@@ -21,7 +21,7 @@ use tracing::Instrument;
 
 use crate::names;
 use crate::port::StreamPort;
-use crate::registry::{Lease, OpenError, Owner, Registry, Tunnel};
+use crate::registry::{BodyAtOpen, Lease, OpenError, Owner, Registry, Tunnel};
 use crate::stream::{Streams, CLIENT_GONE};
 use crate::writer::{self, Outbox};
 
@@ -112,8 +112,8 @@ impl PublicUrl {
 struct SessionTunnel(Arc<Streams>);
 
 impl Tunnel for SessionTunnel {
-    fn open(&self) -> Result<StreamPort, OpenError> {
-        self.0.open()
+    fn open(&self, body: BodyAtOpen) -> Result<StreamPort, OpenError> {
+        self.0.open(body)
     }
 
     fn tell_turned_away(&self, news: &ServerMessage, body: &[u8]) -> Result<(), codec::EncodeError> {

@@ -19,7 +19,7 @@ use tokio_util::task::AbortOnDropHandle;
 use crate::body::{answer, RelayBody, TunnelBody};
 use crate::headers::{request_headers, response_headers, Hop, MAX_RESPONSE_HEADERS};
 use crate::port::{RequestSide, StreamPort};
-use crate::registry::{OpenError, Tunnel};
+use crate::registry::{BodyAtOpen, OpenError, Tunnel};
 use crate::stream::{Inbound, CLIENT_GONE};
 use crate::writer::{Outbox, SendError};
 
@@ -87,7 +87,11 @@ pub async fn forward(
             )
         }
     };
-    let port = match tunnel.open() {
+    let body_at_open = match to_pump {
+        Some(_) => BodyAtOpen::Arriving,
+        None => BodyAtOpen::Whole,
+    };
+    let port = match tunnel.open(body_at_open) {
         Ok(port) => port,
         Err(err) => return not_opened(err, name, &turning, &inline),
     };
@@ -255,6 +259,11 @@ fn not_opened(err: OpenError, name: &str, turning: &TurnAway<'_>, inline: &[u8])
             StatusCode::SERVICE_UNAVAILABLE,
             format!("too many requests in flight for tunnel {name}"),
             inline,
+        ),
+        // Its body, still arriving, was not read: nothing to keep of it.
+        OpenError::Uploading => turning.answer(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("too many request bodies still arriving for tunnel {name}; try again shortly"),
         ),
         // Nobody is left to tell.
         OpenError::Gone => client_gone(),

@@ -20,8 +20,8 @@ pub type Owner = Option<TokenId>;
 
 /// A tunnel that requests can be sent to: the "send this request there" step.
 pub trait Tunnel: Send + Sync {
-    /// Opens a new stream for one request.
-    fn open(&self) -> Result<StreamPort, OpenError>;
+    /// Opens a new stream for one request whose body the relay holds as `body` says.
+    fn open(&self, body: BodyAtOpen) -> Result<StreamPort, OpenError>;
 
     /// Tells the client of a request the relay answered itself
     /// ([`ServerMessage::TurnedAway`]), if it can take the news now: a
@@ -31,12 +31,26 @@ pub trait Tunnel: Send + Sync {
     fn tell_turned_away(&self, news: &ServerMessage, body: &[u8]) -> Result<(), EncodeError>;
 }
 
+/// How much of a request's body has come when its stream opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyAtOpen {
+    /// All of it (or there is none): the stream's request side is done
+    /// once its head is sent.
+    Whole,
+    /// The rest is still arriving from the caller, to be sent as it comes.
+    Arriving,
+}
+
 /// Why a stream could not be opened on a tunnel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum OpenError {
     /// Too many requests already in flight on this tunnel.
     #[error("too many requests in flight")]
     Busy,
+    /// Too many requests on this tunnel whose bodies are still arriving:
+    /// the rest of its places are kept for requests that came whole.
+    #[error("too many request bodies still arriving")]
+    Uploading,
     /// The tunnel's client went away.
     #[error("tunnel closed")]
     Gone,
@@ -268,7 +282,7 @@ mod tests {
 
     struct Nowhere;
     impl Tunnel for Nowhere {
-        fn open(&self) -> Result<StreamPort, OpenError> {
+        fn open(&self, _: BodyAtOpen) -> Result<StreamPort, OpenError> {
             Err(OpenError::Gone)
         }
         fn tell_turned_away(&self, _: &ServerMessage, _: &[u8]) -> Result<(), EncodeError> {

@@ -13,7 +13,7 @@ use portpreview_shared::{ClientMessage, Header, ServerMessage, StreamId};
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::port::StreamPort;
-use crate::registry::OpenError;
+use crate::registry::{BodyAtOpen, OpenError};
 use crate::writer::{Outbox, SendError};
 
 /// Client messages queued for one caller before the stream is reset. Bytes
@@ -69,6 +69,9 @@ struct Entry {
     head_received: bool,
     response_done: bool,
     request_done: bool,
+    /// Its request body was still arriving when it opened, and has not
+    /// all been sent.
+    arriving: bool,
     reset_sent: bool,
 }
 
@@ -102,6 +105,15 @@ struct Table {
     entries: HashMap<StreamId, Entry, BuildHasherDefault<IdHasher>>,
     closed: bool,
     draining: bool,
+}
+
+impl Table {
+    /// Streams whose request bodies are still arriving. Counted when asked,
+    /// which is only when the table is mostly full: no count to keep right
+    /// on the many ways a stream ends.
+    fn arriving(&self) -> usize {
+        self.entries.values().filter(|entry| entry.arriving).count()
+    }
 }
 
 /// The streams in flight on one session.
@@ -142,8 +154,8 @@ impl Streams {
         Ok(())
     }
 
-    /// Opens a stream for one request.
-    pub fn open(self: &Arc<Self>) -> Result<StreamPort, OpenError> {
+    /// Opens a stream for one request whose body the relay holds as `body` says.
+    pub fn open(self: &Arc<Self>, body: BodyAtOpen) -> Result<StreamPort, OpenError> {
         let mut table = self.table();
         if table.closed {
             return Err(OpenError::Gone);
@@ -153,6 +165,10 @@ impl Streams {
         }
         if table.entries.len() >= self.max_in_flight {
             return Err(OpenError::Busy);
+        }
+        let arriving = body == BodyAtOpen::Arriving;
+        if arriving && table.entries.len() >= self.most_arriving() && table.arriving() >= self.most_arriving() {
+            return Err(OpenError::Uploading);
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (events, inbound) = mpsc::channel(INBOUND_QUEUE);
@@ -168,6 +184,7 @@ impl Streams {
                 head_received: false,
                 response_done: false,
                 request_done: false,
+                arriving,
                 reset_sent: false,
             },
         );
@@ -179,6 +196,15 @@ impl Streams {
             self.outbox.clone(),
             Arc::clone(self),
         ))
+    }
+
+    /// Most requests whose bodies are still arriving: a crowd of callers
+    /// trickling large bodies would otherwise hold every place, and
+    /// webhooks, whose small bodies come whole before a stream opens,
+    /// would be refused until the crowd gave up (up to the upload limit,
+    /// 5 minutes by default). A quarter of the places is kept for them.
+    fn most_arriving(&self) -> usize {
+        (self.max_in_flight - self.max_in_flight / 4).max(1)
     }
 
     /// Requests in flight.
@@ -290,6 +316,7 @@ impl Streams {
     pub(crate) fn mark_request_done(&self, stream: StreamId) {
         if let Some(entry) = self.table().entries.get_mut(&stream) {
             entry.request_done = true;
+            entry.arriving = false;
         }
     }
 
@@ -339,8 +366,8 @@ mod tests {
     #[tokio::test]
     async fn response_bytes_beyond_the_window_reset_only_that_stream() {
         let (streams, _inbox) = streams(8);
-        let mut greedy = streams.open().unwrap();
-        let mut polite = streams.open().unwrap();
+        let mut greedy = streams.open(BodyAtOpen::Whole).unwrap();
+        let mut polite = streams.open(BodyAtOpen::Whole).unwrap();
         let chunk = Bytes::from(vec![0u8; 64 * 1024]);
         let head = |stream| ClientMessage::ResponseHead {
             stream,
@@ -388,7 +415,7 @@ mod tests {
             headers: vec![Header::new("x-pad", vec![b'p'; 1000])],
             end,
         };
-        let mut twice = streams.open().unwrap();
+        let mut twice = streams.open(BodyAtOpen::Whole).unwrap();
         streams.deliver(head(twice.id, false), Bytes::new()).unwrap();
         streams.deliver(head(twice.id, false), Bytes::new()).unwrap();
         assert!(matches!(twice.inbound.recv().await, Some(Inbound::Head { .. })));
@@ -397,7 +424,7 @@ mod tests {
             "the stream is reset"
         );
 
-        let mut ended = streams.open().unwrap();
+        let mut ended = streams.open(BodyAtOpen::Whole).unwrap();
         streams.deliver(head(ended.id, true), Bytes::new()).unwrap();
         for _ in 0..INBOUND_QUEUE * 2 {
             streams.deliver(head(ended.id, true), Bytes::new()).unwrap();
@@ -420,7 +447,7 @@ mod tests {
     #[tokio::test]
     async fn a_waiting_or_small_body_keeps_no_part_of_the_read_buffer() {
         let (streams, _inbox) = streams(8);
-        let mut port = streams.open().unwrap();
+        let mut port = streams.open(BodyAtOpen::Whole).unwrap();
         let read_buffer = Bytes::from(vec![7u8; 256 * 1024]);
         let inside = |data: &Bytes| read_buffer.as_ptr_range().contains(&data.as_ptr());
         let head = ClientMessage::ResponseHead {
@@ -452,7 +479,7 @@ mod tests {
     #[tokio::test]
     async fn window_grants_add_credit_up_to_a_cap() {
         let (streams, _inbox) = streams(8);
-        let port = streams.open().unwrap();
+        let port = streams.open(BodyAtOpen::Whole).unwrap();
         let credit = port.credit();
         assert_eq!(credit.available_permits(), STREAM_WINDOW as usize);
         streams
@@ -482,10 +509,10 @@ mod tests {
     #[tokio::test]
     async fn the_in_flight_cap_and_closing_are_enforced() {
         let (streams, _inbox) = streams(1);
-        let mut first = streams.open().unwrap();
-        assert!(matches!(streams.open(), Err(OpenError::Busy)));
+        let mut first = streams.open(BodyAtOpen::Whole).unwrap();
+        assert!(matches!(streams.open(BodyAtOpen::Whole), Err(OpenError::Busy)));
         streams.refuse_new();
-        assert!(matches!(streams.open(), Err(OpenError::ShuttingDown)));
+        assert!(matches!(streams.open(BodyAtOpen::Whole), Err(OpenError::ShuttingDown)));
         streams.close_all("the relay shut down");
         assert!(
             matches!(first.inbound.recv().await, Some(Inbound::Ended(why)) if why == "the relay shut down"),
@@ -493,7 +520,22 @@ mod tests {
         );
         assert!(first.inbound.recv().await.is_none(), "and nothing follows");
         assert!(first.credit().is_closed(), "a pump waiting for credit wakes up");
-        assert!(matches!(streams.open(), Err(OpenError::Gone)));
+        assert!(matches!(streams.open(BodyAtOpen::Whole), Err(OpenError::Gone)));
+    }
+
+    #[tokio::test]
+    async fn bodies_still_arriving_leave_a_quarter_of_the_places_to_requests_that_came_whole() {
+        let (streams, _inbox) = streams(8);
+        let uploads: Vec<StreamPort> = (0..6).map(|_| streams.open(BodyAtOpen::Arriving).unwrap()).collect();
+        assert!(matches!(streams.open(BodyAtOpen::Arriving), Err(OpenError::Uploading)));
+        let whole = streams.open(BodyAtOpen::Whole).unwrap();
+        let _also_whole = streams.open(BodyAtOpen::Whole).unwrap();
+        assert!(matches!(streams.open(BodyAtOpen::Whole), Err(OpenError::Busy)));
+        // A body sent whole no longer counts, and a place let go is free
+        // for an upload again.
+        uploads[0].request_done();
+        drop(whole);
+        assert!(streams.open(BodyAtOpen::Arriving).is_ok());
     }
 
     #[tokio::test]
@@ -511,8 +553,8 @@ mod tests {
     #[tokio::test]
     async fn an_unfinished_stream_is_reset_once_when_dropped() {
         let (streams, mut inbox) = streams(8);
-        let done = streams.open().unwrap();
-        let cut = streams.open().unwrap();
+        let done = streams.open(BodyAtOpen::Whole).unwrap();
+        let cut = streams.open(BodyAtOpen::Whole).unwrap();
         let (done_id, cut_id) = (done.id, cut.id);
         done.request_done();
         let end = ClientMessage::ResponseHead {
