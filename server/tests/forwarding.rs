@@ -70,6 +70,26 @@ async fn connect_the_asterisk_form_websockets_and_other_schemes_are_answered_by_
     assert!(answer.contains("must be an http or https URL"), "{answer}");
 }
 
+/// A Host that is no host name would reach the handler as the relay's own
+/// X-Forwarded-Host, which handlers build URLs from: RFC 9112 has it
+/// answered 400.
+#[tokio::test]
+async fn a_host_header_that_is_no_host_is_answered_400() {
+    let (relay, _client) = shop_under_a_domain().await;
+    for host in [
+        &b"evil.com/\"><script>"[..],
+        b"x\xe2\x80\xae\xc2\x9b31m:99",
+        b"shop.relay.test:80x",
+    ] {
+        let mut request = b"POST /t/shop/hook HTTP/1.1\r\nHost: ".to_vec();
+        request.extend_from_slice(host);
+        request.extend_from_slice(b"\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}");
+        let answer = raw(relay.addr, &request).await;
+        assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
+        assert!(answer.contains("the Host header is not a host name"), "{answer}");
+    }
+}
+
 /// An absolute-form target names the host, and RFC 9112 has it win over
 /// the Host header: for routing and for what the handler is told.
 #[tokio::test]
