@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
+use portpreview_server::tokens::GUESSABLE_BELOW;
 use portpreview_server::{load_tls, RelayConfig, Tokens};
 use portpreview_shared::usage::one_line;
 
@@ -148,7 +149,15 @@ fn config(args: &Args) -> anyhow::Result<RelayConfig> {
     };
     config.domain.clone_from(&args.domain);
     if let Some(path) = &args.tokens {
-        config.tokens = Some(Tokens::load(path).with_context(|| format!("--tokens {}", path.display()))?);
+        let tokens = Tokens::load(path).with_context(|| format!("--tokens {}", path.display()))?;
+        for label in tokens.guessable() {
+            tracing::warn!(
+                token = label,
+                "a token shorter than {GUESSABLE_BELOW} characters can be guessed, and whoever guesses it connects \
+                 as its owner: make one with `openssl rand -hex 16`"
+            );
+        }
+        config.tokens = Some(tokens);
     }
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
         config.tls = Some(load_tls(cert, key).context("--tls-cert/--tls-key")?);

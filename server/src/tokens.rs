@@ -18,6 +18,11 @@ use serde::Deserialize;
 use crate::error::ConfigError;
 use crate::names;
 
+/// Tokens shorter than this many bytes can be guessed by a caller who
+/// tries many: the relay warns of each when it starts. Sixteen random hex
+/// digits (`openssl rand -hex 8`) are 64 bits, as a tunnel's random name.
+pub const GUESSABLE_BELOW: usize = 16;
+
 /// Identifies a token without revealing it (its position in the file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TokenId(usize);
@@ -59,6 +64,14 @@ impl Tokens {
             error,
         })?;
         Self::from_toml(&text)
+    }
+
+    /// The labels of the tokens shorter than [`GUESSABLE_BELOW`].
+    pub fn guessable(&self) -> impl Iterator<Item = &str> {
+        self.entries
+            .iter()
+            .filter(|entry| entry.secret.len() < GUESSABLE_BELOW)
+            .map(|entry| entry.label.as_str())
     }
 
     /// Parses and validates the text of a tokens file.
@@ -180,6 +193,16 @@ mod tests {
         assert_eq!(tokens.reserved_for("bob"), None);
         assert_eq!(tokens.label(alice), "alice");
         assert_eq!(tokens.label(beta), "token #2");
+    }
+
+    #[test]
+    fn short_tokens_are_named_by_their_labels() {
+        let tokens = Tokens::from_toml(
+            "[[token]]\ntoken = \"a\"\nlabel = \"alice\"\n\
+             [[token]]\ntoken = \"pp_3f9a2c1b7e5d4a10\"\nlabel = \"bob\"\n",
+        )
+        .unwrap();
+        assert_eq!(tokens.guessable().collect::<Vec<_>>(), ["alice"]);
     }
 
     #[test]

@@ -146,3 +146,35 @@ fn it_prints_where_it_listens_serves_and_stops_on_sigterm() {
     std::mem::forget(guard);
     assert!(status.success(), "{status:?}");
 }
+
+#[test]
+fn a_token_short_enough_to_guess_is_warned_of_by_its_label() {
+    let dir = std::env::temp_dir().join(format!("pp-server-short-token-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tokens = dir.join("tokens.toml");
+    std::fs::write(&tokens, "[[token]]\ntoken = \"a\"\nlabel = \"alice\"\n").unwrap();
+    let mut child = Command::new(BIN)
+        .args(["--listen", "127.0.0.1:0", "--tokens"])
+        .arg(&tokens)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let guard = KillOnDrop(child.id());
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(
+        line.contains("a token shorter than 16 characters can be guessed") && line.contains("token=\"alice\""),
+        "{line}"
+    );
+    assert!(
+        !line.contains("token=\"a\""),
+        "the token itself is never logged: {line}"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    std::mem::forget(guard);
+    let _ = std::fs::remove_dir_all(&dir);
+}
