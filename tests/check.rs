@@ -1089,11 +1089,11 @@ fn check_sends_a_duplicate_unless_told_otherwise() {
 
 #[test]
 fn a_queue_worker_slower_than_every_read_is_not_passed_in_silence() {
-    // It answers at once and credits 2 s later, every delivery, duplicates
+    // It answers at once and credits 5 s later, every delivery, duplicates
     // too: past every read a run with --settle 100ms takes.
     let project = Project::new();
     let late = Handler::start(Behaviour::Deferred {
-        delay: std::time::Duration::from_secs(2),
+        delay: std::time::Duration::from_secs(5),
     });
     let ran = project.check(
         &[

@@ -302,10 +302,17 @@ impl Run<'_> {
             .filter(|a| a.state_changed.is_some())
             .cloned()
             .collect();
-        verdict::duplicates_change_nothing(&read, &self.trace).filter(|check| !check.passed)
+        verdict::duplicates_change_nothing(&read, &self.trace, self.had_the_event()).filter(|check| !check.passed)
+    }
+
+    /// The history shows the handler answering this event 2xx before: the
+    /// delivery replayed, unedited, to where it went.
+    fn had_the_event(&self) -> bool {
+        self.opts.answered_when_recorded && self.plan.as_recorded
     }
 
     fn into_report(self, elapsed: Duration, interrupted: bool) -> Report {
+        let had_the_event = self.had_the_event();
         let opts = self.opts;
         let provider = self.plan.provider;
         let mut checks = Vec::new();
@@ -330,7 +337,7 @@ impl Run<'_> {
                 let content = if opts.fresh {
                     verdict::burst_acts_once(trace, opts.times as usize)
                 } else {
-                    verdict::duplicates_change_nothing(&self.attempts, trace)
+                    verdict::duplicates_change_nothing(&self.attempts, trace, had_the_event)
                 };
                 let settled = verdict::state_settled(trace, opts.settle, &self.attempts);
                 // Reads taken while the state still moved can neither clear
@@ -340,8 +347,7 @@ impl Run<'_> {
                 // others to duplicate: the run failed, and no duplicate is
                 // judged (a handler that failed once may act on the next).
                 let first_failed = self.attempts.first().is_some_and(|a| !a.succeeded());
-                let handled_before = opts.answered_when_recorded && self.plan.as_recorded;
-                if settled.passed && !opts.fresh && !handled_before {
+                if settled.passed && !opts.fresh && !had_the_event {
                     warnings.extend(verdict::nothing_seen_to_act(trace, opts.settle, &self.attempts));
                 }
                 checks.extend(content.filter(|_| settled.passed && !first_failed));

@@ -174,6 +174,26 @@ fn an_edited_request_is_keyed_by_its_recorded_provider() {
 }
 
 #[test]
+fn only_the_recorded_request_sent_where_it_went_is_as_recorded() {
+    let as_recorded = |opts: ReplayOptions| Plan::new(&recorded(), &opts).unwrap().as_recorded;
+    assert!(as_recorded(ReplayOptions::default()));
+    let aimed = |target: &str| ReplayOptions {
+        target: Some(target.into()),
+        ..ReplayOptions::default()
+    };
+    assert!(
+        as_recorded(aimed("http://127.0.0.1:3000")),
+        "the recorded target, named"
+    );
+    assert!(!as_recorded(aimed("http://127.0.0.1:3001")), "another port");
+    assert!(!as_recorded(aimed("http://127.0.0.1:3000/v2/hook")), "another path");
+    assert!(!as_recorded(ReplayOptions {
+        body: Some(b"{\"id\":2}".to_vec()),
+        ..ReplayOptions::default()
+    }));
+}
+
+#[test]
 fn unsigned_attempts_share_one_body_instead_of_copying_it() {
     let plan = Plan::new(&recorded(), &ReplayOptions::default()).unwrap();
     let first = plan.outgoing(&plan.recorded).unwrap();

@@ -123,8 +123,9 @@ pub fn went_away(attempts: &[Attempt]) -> bool {
 }
 
 /// Check 2: attempts 2..N left the state exactly as attempt 1 left it.
-/// `None` when there is nothing to compare (one attempt).
-pub fn duplicates_change_nothing(attempts: &[Attempt], trace: &StateTrace) -> Option<Check> {
+/// `None` when there is nothing to compare (one attempt). `had_the_event`:
+/// the history shows the handler answering this event 2xx before.
+pub fn duplicates_change_nothing(attempts: &[Attempt], trace: &StateTrace, had_the_event: bool) -> Option<Check> {
     let first = trace.steps.first()?;
     if trace.steps.len() < 2 {
         return None;
@@ -148,10 +149,12 @@ pub fn duplicates_change_nothing(attempts: &[Attempt], trace: &StateTrace) -> Op
     let news = match (first_changed, moved.is_empty()) {
         (true, true) => "attempt 1 changed it: the event was new to the handler",
         // Or the work is queued for later than the settle windows waited.
-        (false, true) if first_answered => {
-            "attempt 1 changed nothing: the handler had seen the event before \
+        (false, true) if first_answered && had_the_event => {
+            "attempt 1 changed nothing: the handler had seen the event before, its delivery answered 2xx \
              (or does its work later than --settle waits)"
         }
+        // Why that may be is the run's warning (`nothing_seen_to_act`).
+        (false, true) if first_answered => "attempt 1 changed nothing",
         (false, true) => "attempt 1 changed nothing, and it was not answered 2xx",
         (true, false) => "attempt 1 changed it too",
         (false, false) => "attempt 1 changed nothing",

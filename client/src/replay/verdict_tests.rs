@@ -52,14 +52,14 @@ fn attempt_1_speaks_of_the_handlers_past_only_when_the_duplicates_changed_nothin
         moved_to: None,
         steady: true,
     };
-    let dedups = duplicates_change_nothing(&attempts, &trace(["balance 10"; 3])).unwrap();
+    let dedups = duplicates_change_nothing(&attempts, &trace(["balance 10"; 3]), true).unwrap();
     assert!(
         dedups.passed && dedups.detail.contains("the event was new to the handler"),
         "{}",
         dedups.detail
     );
     let pays_every_time =
-        duplicates_change_nothing(&attempts, &trace(["balance 10", "balance 20", "balance 30"])).unwrap();
+        duplicates_change_nothing(&attempts, &trace(["balance 10", "balance 20", "balance 30"]), true).unwrap();
     assert!(!pays_every_time.passed);
     assert!(
         pays_every_time.detail.contains("attempt 1 changed it too") && !pays_every_time.detail.contains("new to"),
@@ -152,7 +152,7 @@ fn one_move_after_a_first_step_that_changed_nothing_leaves_the_verdict_open() {
     // Two moves are two side effects of one event, late or not.
     let twice = settled_trace("emails: 5", &["emails: 5", "emails: 6", "emails: 7"]);
     assert!(state_settled(&twice, settle, &three).passed);
-    assert!(!duplicates_change_nothing(&three, &twice).unwrap().passed);
+    assert!(!duplicates_change_nothing(&three, &twice, true).unwrap().passed);
     // A first step that moved the state is no late effect.
     let at_once = settled_trace("emails: 5", &["emails: 6", "emails: 6", "emails: 6"]);
     assert!(state_settled(&at_once, settle, &three).passed);
@@ -175,14 +175,14 @@ fn one_move_after_a_first_step_that_changed_nothing_leaves_the_verdict_open() {
 fn a_failed_first_attempt_is_not_said_to_have_seen_the_event() {
     let mut two = attempts(&[(Role::Replay, 0), (Role::Replay, 1)]);
     let trace = settled_trace("emails: 5", &["emails: 5", "emails: 5"]);
-    let answered = duplicates_change_nothing(&two, &trace).unwrap();
+    let answered = duplicates_change_nothing(&two, &trace, true).unwrap();
     assert!(
         answered.detail.contains("the handler had seen the event before"),
         "{}",
         answered.detail
     );
     two[0].answer.status = Some(500);
-    let failed = duplicates_change_nothing(&two, &trace).unwrap();
+    let failed = duplicates_change_nothing(&two, &trace, true).unwrap();
     assert!(
         failed
             .detail
@@ -345,7 +345,7 @@ fn a_duplicate_that_only_replaced_a_value_is_told_what_that_may_be() {
     let stamped = |balance: u32, second: u32| format!("balance: {balance}\nlast_seen: 2026-12-03T04:00:{second:02}Z");
     let steps = [stamped(1, 1), stamped(1, 2), stamped(1, 3)];
     let steps: Vec<&str> = steps.iter().map(String::as_str).collect();
-    let check = duplicates_change_nothing(&three, &settled_trace("balance: 0\nlast_seen: -", &steps)).unwrap();
+    let check = duplicates_change_nothing(&three, &settled_trace("balance: 0\nlast_seen: -", &steps), true).unwrap();
     assert!(!check.passed, "the state changed: {}", check.detail);
     assert!(
         check
@@ -356,7 +356,7 @@ fn a_duplicate_that_only_replaced_a_value_is_told_what_that_may_be() {
     );
     let steps = [stamped(1, 1), stamped(2, 2), stamped(3, 3)];
     let steps: Vec<&str> = steps.iter().map(String::as_str).collect();
-    let check = duplicates_change_nothing(&three, &settled_trace("balance: 0\nlast_seen: -", &steps)).unwrap();
+    let check = duplicates_change_nothing(&three, &settled_trace("balance: 0\nlast_seen: -", &steps), true).unwrap();
     assert!(
         check.detail.contains("every duplicate repeated the side effect"),
         "{}",
@@ -399,7 +399,7 @@ fn duplicates_that_left_the_state_where_the_one_before_put_it_did_nothing() {
         "evt_1|0",
         &["evt_1|100", "evt_1|200", "evt_1|300", "evt_1|300", "evt_1|300"],
     );
-    let check = duplicates_change_nothing(&five, &trace).unwrap();
+    let check = duplicates_change_nothing(&five, &trace, true).unwrap();
     assert!(!check.passed);
     assert!(
         check.detail.starts_with("attempts 2–3 changed the state again")
@@ -410,7 +410,7 @@ fn duplicates_that_left_the_state_where_the_one_before_put_it_did_nothing() {
         check.detail
     );
     let every = settled_trace("n 0", &["n 1", "n 2", "n 3", "n 4", "n 5"]);
-    let check = duplicates_change_nothing(&five, &every).unwrap();
+    let check = duplicates_change_nothing(&five, &every, true).unwrap();
     assert!(check.detail.contains("every duplicate repeated"), "{}", check.detail);
 }
 
@@ -477,7 +477,7 @@ fn an_attempt_that_never_reached_the_handler_is_no_duplicate_it_handled() {
         ..Default::default()
     };
     let trace = settled_trace("rows 0", &["rows 1", "rows 2", "rows 2"]);
-    let repeated = duplicates_change_nothing(&attempts, &trace).unwrap();
+    let repeated = duplicates_change_nothing(&attempts, &trace, true).unwrap();
     assert!(!repeated.passed);
     assert!(
         repeated.detail.contains("every duplicate repeated the side effect"),
@@ -487,7 +487,11 @@ fn an_attempt_that_never_reached_the_handler_is_no_duplicate_it_handled() {
     // Nothing reached it after attempt 1: no duplicate to judge.
     attempts[1].answer = attempts[2].answer.clone();
     assert_eq!(
-        duplicates_change_nothing(&attempts, &settled_trace("rows 0", &["rows 1", "rows 1", "rows 1"])),
+        duplicates_change_nothing(
+            &attempts,
+            &settled_trace("rows 0", &["rows 1", "rows 1", "rows 1"]),
+            true
+        ),
         None
     );
 }
