@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::render::body::Encoded;
 use crate::store::{Delivery, NewDelivery};
 use crate::time::{parse_rfc3339_ms, rfc3339_ms};
-use portpreview_shared::provider::{event_key, key_fields_of, EventKey, Provider};
+use portpreview_shared::provider::{event_key, event_key_again, EventKey, Provider};
 use portpreview_shared::Header;
 
 /// The fixture format version this build writes and reads.
@@ -171,13 +171,13 @@ impl Fixture {
         } else if fixture.event_key_source.starts_with("sha256:") {
             // A key hashed from the content is worked out again: after the
             // body is edited, the recorded hash names an event not sent.
-            let rehashed = match key_fields_of(&fixture.event_key_source) {
-                Some(fields) => {
-                    let d = fixture.to_new_delivery();
-                    event_key(&d.request_headers, &d.request_body, &fields)
-                }
-                None => carried,
-            };
+            let d = fixture.to_new_delivery();
+            let rehashed = event_key_again(
+                carried.provider,
+                &d.request_headers,
+                &d.request_body,
+                &fixture.event_key_source,
+            );
             fixture.identify(rehashed);
         }
         Ok(fixture)
@@ -250,8 +250,16 @@ impl Fixture {
         }
         self.body_bytes().map_err(anyhow::Error::msg)?;
         let d = self.to_new_delivery();
-        let carried = event_key(&d.request_headers, &d.request_body, &[]);
-        self.check_provider(&carried)?;
+        let detected = event_key(&d.request_headers, &d.request_body, &[]);
+        self.check_provider(&detected)?;
+        // Keyed by the provider it names, as the history keyed it, where the
+        // request no longer shows it (its signature header trimmed away).
+        let carried = match self.provider.as_deref().and_then(Provider::from_name) {
+            Some(named) if detected.provider != Some(named) => {
+                event_key_again(Some(named), &d.request_headers, &d.request_body, "")
+            }
+            _ => detected,
+        };
         if !self.event_key_source.is_empty() {
             self.check_event_key(&carried, d.request_body.len())?;
         }
@@ -465,6 +473,36 @@ mod tests {
             (loaded.event_key.as_str(), loaded.event_key_source.as_str()),
             ("evt_bare", "body:/id")
         );
+    }
+
+    #[test]
+    fn a_fixture_whose_signature_was_trimmed_keeps_its_providers_key() {
+        let dir = crate::store::tests::ScratchDir::new("fixture-trimmed");
+        let path = dir.0.join("trimmed.json");
+        // As exported, less the Stripe-Signature header: the request alone
+        // no longer shows it is Stripe's, the fixture says so.
+        let body = r#"{"id":"evt_trimmed","type":"invoice.paid"}"#;
+        let text = format!(
+            r#"{{"portpreview_fixture": 1, "method": "POST", "path": "/hook", "headers": [],
+                "body": {body:?}, "provider": "stripe", "event_key": "evt_trimmed", "event_key_source": "body:/id"}}"#
+        );
+        std::fs::write(&path, text).unwrap();
+        let loaded = Fixture::load(&path).unwrap();
+        assert_eq!(
+            (loaded.event_key.as_str(), loaded.event_key_source.as_str()),
+            ("evt_trimmed", "body:/id")
+        );
+
+        // A key hashed from the content is hashed as the history hashed it.
+        let unsigned = br#"{"order":7}"#;
+        let as_recorded = portpreview_shared::provider::event_key_again(Some(Provider::Stripe), &[], unsigned, "");
+        let text = format!(
+            r#"{{"portpreview_fixture": 1, "method": "POST", "path": "/hook", "headers": [],
+                "body": "{{\"order\":7}}", "provider": "stripe", "event_key": "{}", "event_key_source": "sha256:body"}}"#,
+            as_recorded.key
+        );
+        std::fs::write(&path, text).unwrap();
+        assert_eq!(Fixture::load(&path).unwrap().event_key, as_recorded.key);
     }
 
     #[test]

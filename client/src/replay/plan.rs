@@ -143,10 +143,7 @@ impl Plan {
         // An edited request is the event it now names, not the recorded one.
         let edited = body_changed || !opts.add_headers.is_empty() || !opts.drop_headers.is_empty();
         let (event_key, event_key_source) = if edited {
-            // Made as the recorded key was: by its provider, whose headers
-            // the edit may have dropped, and from the same chosen fields.
-            let key_fields = provider::key_fields_of(&request.event_key_source).unwrap_or_default();
-            let key = provider::event_key_as(provider, &headers, &body, &key_fields);
+            let key = provider::event_key_again(provider, &headers, &body, &request.event_key_source);
             (key.key, key.source)
         } else {
             (request.event_key.clone(), request.event_key_source.clone())

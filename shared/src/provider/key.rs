@@ -60,11 +60,14 @@ pub fn event_key(headers: &[Header], body: &[u8], key_fields: &[String]) -> Even
     key_from(detect_in(headers, &body), headers, &body, key_fields)
 }
 
-/// Works out the event key as [`event_key`] does, for a delivery known to
-/// come from `provider` whether or not it still shows it: an edited
-/// replay whose signature header was dropped is still that provider's event.
-pub fn event_key_as(provider: Option<Provider>, headers: &[Header], body: &[u8], key_fields: &[String]) -> EventKey {
-    key_from(provider, headers, &Body::new(body), key_fields)
+/// Works out again the key of a delivery recorded from `provider` with a
+/// key made as `source` says, after its request was edited: by that
+/// provider whether or not the request still shows it (a replay that
+/// dropped the signature header sends that provider's event all the
+/// same), and from the same chosen fields when `source` names them.
+pub fn event_key_again(provider: Option<Provider>, headers: &[Header], body: &[u8], source: &str) -> EventKey {
+    let key_fields = key_fields_of(source).unwrap_or_default();
+    key_from(provider, headers, &Body::new(body), &key_fields)
 }
 
 fn key_from(provider: Option<Provider>, headers: &[Header], body: &Body<'_>, key_fields: &[String]) -> EventKey {
