@@ -169,6 +169,20 @@ async fn several_deliveries_export_to_a_folder_as_one_fixture_each() {
     let files = std::fs::read_dir(&folder).unwrap().count();
     assert_eq!(files, 2, "nothing else in the folder");
 
+    // A fixture there may have been edited since: it is never overwritten.
+    let edited = folder.join(format!("portpreview-{third}.json"));
+    std::fs::write(&edited, "edited by hand").unwrap();
+    let ran = portpreview_async(&tunnel.db, &["export", &third, "-o", &named]).await;
+    assert_eq!(ran.code, 2);
+    assert_eq!(
+        ran.stderr,
+        format!(
+            "error: {} exists: remove it, or export to another folder\n",
+            edited.display()
+        )
+    );
+    assert_eq!(std::fs::read_to_string(&edited).unwrap(), "edited by hand");
+
     // One id unknown: nothing is written at all.
     let ran = portpreview_async(&tunnel.db, &["export", &first, "999", "-o", &named, "--format", "har"]).await;
     assert_eq!(ran.code, 2);

@@ -49,7 +49,20 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     let (format, target) = (args.format, args.target.as_deref());
     match args.output.as_deref().filter(|path| *path != Path::new("-")) {
         Some(folder) if is_a_folder(folder) => {
-            // Rendered first, for the same reason.
+            // The names are PortPreview's, not the user's: a file there may
+            // be a fixture edited by hand since an earlier export.
+            if let Some(taken) = deliveries
+                .iter()
+                .map(|d| folder.join(format.file_name(d.id)))
+                .find(|path| path.exists())
+            {
+                anyhow::bail!(
+                    "{} exists: remove it, or export to another folder",
+                    portpreview_shared::sanitize::escape_str(&taken.display().to_string())
+                );
+            }
+            // All rendered before any is written: one that cannot be (a body
+            // stored cut short) leaves no export half done.
             let files = deliveries
                 .iter()
                 .map(|d| {

@@ -22,7 +22,7 @@ impl Format {
     /// All formats, in the order the TUI's form lists them.
     pub const ALL: [Format; 3] = [Format::Json, Format::Har, Format::Curl];
 
-    /// File extension and name shown.
+    /// The `--format` value, as it is shown.
     pub fn name(self) -> &'static str {
         match self {
             Self::Json => "json",
