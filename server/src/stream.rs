@@ -202,9 +202,10 @@ impl Streams {
     /// trickling large bodies would otherwise hold every place, and
     /// webhooks, whose small bodies come whole before a stream opens,
     /// would be refused until the crowd gave up (up to the upload limit,
-    /// 5 minutes by default). A quarter of the places is kept for them.
+    /// 5 minutes by default). A quarter of the places, rounded up, is kept
+    /// for them; a tunnel of one place keeps none.
     fn most_arriving(&self) -> usize {
-        (self.max_in_flight - self.max_in_flight / 4).max(1)
+        (self.max_in_flight - self.max_in_flight.div_ceil(4)).max(1)
     }
 
     /// Requests in flight.
