@@ -154,7 +154,7 @@ impl Target {
         if port == 0 {
             return Err(fail("the port must be a number from 1 to 65535"));
         }
-        if !is_host(host) {
+        if !portpreview_shared::host::is_host(host) {
             return Err(fail("the host is not a host name or address"));
         }
         Ok(Self {
@@ -220,49 +220,6 @@ impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}://{}:{}{}", self.scheme, self.host, self.port, self.base_path)
     }
-}
-
-/// A DNS name or IPv4 address in ASCII, or an IPv6 address in brackets
-/// (with an optional zone, `[fe80::1%eth0]`): what a socket can connect
-/// to, and nothing that could end a URL or a shell word early.
-fn is_host(host: &str) -> bool {
-    match host.strip_prefix('[').and_then(|inner| inner.strip_suffix(']')) {
-        Some(inner) => {
-            let (address, zone) = inner.split_once('%').unwrap_or((inner, "x"));
-            address.parse::<std::net::Ipv6Addr>().is_ok()
-                && !zone.is_empty()
-                && zone
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        }
-        None if host.bytes().all(|b| b.is_ascii_digit() || b == b'.') => host.parse::<std::net::Ipv4Addr>().is_ok(),
-        None => is_dns_name(host),
-    }
-}
-
-/// A DNS name as a resolver takes it: labels of 1 to 63 letters, digits,
-/// `-` or `_`, none starting or ending with `-`, with at most one dot at
-/// the end (`localhost.`). What fails here would only fail later, on every
-/// request, as a name that does not resolve.
-fn is_dns_name(host: &str) -> bool {
-    let name = host.strip_suffix('.').unwrap_or(host);
-    // A name ending in a number is an address written short (`127.1`,
-    // `0x7f.0.0.1`), which resolvers read differently: not taken.
-    let numeric_end = name
-        .rsplit('.')
-        .next()
-        .is_some_and(|last| last.bytes().all(|b| b.is_ascii_digit()));
-    !name.is_empty()
-        && !numeric_end
-        && name.len() <= 253
-        && name.split('.').all(|label| {
-            (1..=63).contains(&label.len())
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
-        })
 }
 
 #[cfg(test)]

@@ -152,7 +152,7 @@ fn config(args: &Args) -> anyhow::Result<RelayConfig> {
         let tokens = Tokens::load(path).with_context(|| format!("--tokens {}", path.display()))?;
         for label in tokens.guessable() {
             tracing::warn!(
-                token = label,
+                label,
                 "a token shorter than {GUESSABLE_BELOW} characters can be guessed, and whoever guesses it connects \
                  as its owner: make one with `openssl rand -hex 16`"
             );

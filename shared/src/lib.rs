@@ -8,6 +8,7 @@ pub mod content_length;
 pub mod duration;
 pub mod hangup;
 pub mod hop;
+pub mod host;
 pub mod message;
 pub mod name;
 pub mod open_files;
