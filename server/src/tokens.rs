@@ -18,7 +18,7 @@ use serde::Deserialize;
 use crate::error::ConfigError;
 use crate::names;
 
-/// Tokens shorter than this many bytes can be guessed by a caller who
+/// Tokens shorter than this many characters can be guessed by a caller who
 /// tries many: the relay warns of each when it starts. Sixteen random hex
 /// digits (`openssl rand -hex 8`) are 64 bits, as a tunnel's random name.
 pub const GUESSABLE_BELOW: usize = 16;
@@ -70,7 +70,8 @@ impl Tokens {
     pub fn guessable(&self) -> impl Iterator<Item = &str> {
         self.entries
             .iter()
-            .filter(|entry| entry.secret.len() < GUESSABLE_BELOW)
+            // Characters, as the warning says: é is one, written in two bytes.
+            .filter(|entry| String::from_utf8_lossy(&entry.secret).chars().count() < GUESSABLE_BELOW)
             .map(|entry| entry.label.as_str())
     }
 
@@ -199,10 +200,11 @@ mod tests {
     fn short_tokens_are_named_by_their_labels() {
         let tokens = Tokens::from_toml(
             "[[token]]\ntoken = \"a\"\nlabel = \"alice\"\n\
-             [[token]]\ntoken = \"pp_3f9a2c1b7e5d4a10\"\nlabel = \"bob\"\n",
+             [[token]]\ntoken = \"pp_3f9a2c1b7e5d4a10\"\nlabel = \"bob\"\n\
+             [[token]]\ntoken = \"ééééééééé\"\nlabel = \"carol\"\n",
         )
         .unwrap();
-        assert_eq!(tokens.guessable().collect::<Vec<_>>(), ["alice"]);
+        assert_eq!(tokens.guessable().collect::<Vec<_>>(), ["alice", "carol"]);
     }
 
     #[test]
