@@ -51,15 +51,14 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         Some(folder) if is_a_folder(folder) => {
             // The names are PortPreview's, not the user's: a file there may
             // be a fixture edited by hand since an earlier export.
-            if let Some(taken) = deliveries
-                .iter()
-                .map(|d| folder.join(format.file_name(d.id)))
-                .find(|path| path.exists())
-            {
-                anyhow::bail!(
-                    "{} exists: remove it, or export to another folder",
-                    portpreview_shared::sanitize::escape_str(&taken.display().to_string())
-                );
+            for path in deliveries.iter().map(|d| folder.join(format.file_name(d.id))) {
+                refuse_to_overwrite_a_database(&path, Some(db), "the export")?;
+                if path.symlink_metadata().is_ok() {
+                    anyhow::bail!(
+                        "{} exists: remove it, or export to another folder",
+                        portpreview_shared::sanitize::escape_str(&path.display().to_string())
+                    );
+                }
             }
             // All rendered before any is written: one that cannot be (a body
             // stored cut short) leaves no export half done.
