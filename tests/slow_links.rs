@@ -313,6 +313,10 @@ async fn callers_trickling_large_bodies_leave_room_for_webhooks() {
         tunnel.name()
     );
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(
+        answer.to_ascii_lowercase().contains("\r\nretry-after: 5\r\n"),
+        "{answer}"
+    );
     assert!(answer.contains(&refusal), "{answer}");
 
     // A webhook, its body whole, gets through all the same.

@@ -261,10 +261,15 @@ fn not_opened(err: OpenError, name: &str, turning: &TurnAway<'_>, inline: &[u8])
             inline,
         ),
         // Its body, still arriving, was not read: nothing to keep of it.
-        OpenError::Uploading => turning.answer(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("too many request bodies still arriving for tunnel {name}; try again shortly"),
-        ),
+        OpenError::Uploading => {
+            let mut busy = turning.answer(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("too many request bodies still arriving for tunnel {name}; try again shortly"),
+            );
+            busy.headers_mut()
+                .insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("5"));
+            busy
+        }
         // Nobody is left to tell.
         OpenError::Gone => client_gone(),
         OpenError::ShuttingDown => turning.answer_with(
