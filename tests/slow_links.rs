@@ -73,24 +73,21 @@ async fn raw_handler(endless: bool) -> std::net::SocketAddr {
             tokio::spawn(async move {
                 let mut request = Vec::new();
                 let mut buf = vec![0; 64 * 1024];
-                let whole = loop {
-                    let Ok(n) = socket.read(&mut buf).await else { return };
-                    if n == 0 {
-                        return;
-                    }
-                    request.extend_from_slice(&buf[..n]);
-                    let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") else {
-                        continue;
-                    };
-                    let head = String::from_utf8_lossy(&request[..end]).to_ascii_lowercase();
-                    let length: usize = head
-                        .lines()
-                        .find_map(|line| line.strip_prefix("content-length:"))
-                        .map_or(0, |n| n.trim().parse().unwrap_or(0));
-                    if request.len() >= end + 4 + length {
-                        break request.len() - end - 4;
-                    }
+                let Some(end) = read_head(&mut socket, &mut request, &mut buf).await else {
+                    return;
                 };
+                let head = String::from_utf8_lossy(&request[..end]).to_ascii_lowercase();
+                let length: usize = head
+                    .lines()
+                    .find_map(|line| line.strip_prefix("content-length:"))
+                    .map_or(0, |n| n.trim().parse().unwrap_or(0));
+                while request.len() < end + 4 + length {
+                    match socket.read(&mut buf).await {
+                        Ok(n) if n > 0 => request.extend_from_slice(&buf[..n]),
+                        _ => return,
+                    }
+                }
+                let whole = request.len() - end - 4;
                 let body = format!("{whole} bytes");
                 let head = match endless {
                     false => format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()),
@@ -228,6 +225,20 @@ async fn a_caller_gone_during_a_slow_streamed_answer_is_recorded_with_its_status
     );
 }
 
+/// Reads from `socket` into `request` until it holds a whole head; where
+/// the head ends, or `None` when the connection ends first.
+async fn read_head(socket: &mut TcpStream, request: &mut Vec<u8>, buf: &mut [u8]) -> Option<usize> {
+    loop {
+        if let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") {
+            return Some(end);
+        }
+        match socket.read(buf).await {
+            Ok(n) if n > 0 => request.extend_from_slice(&buf[..n]),
+            _ => return None,
+        }
+    }
+}
+
 /// A handler that says which path each request it gets has, answers a
 /// webhook "ok" as its head arrives, and reads an upload on without
 /// answering it: the upload goes on holding its place at the relay.
@@ -241,16 +252,10 @@ async fn heads_handler() -> (std::net::SocketAddr, tokio::sync::mpsc::UnboundedR
             tokio::spawn(async move {
                 let mut request = Vec::new();
                 let mut buf = vec![0; 64 * 1024];
-                let head = loop {
-                    let Ok(n) = socket.read(&mut buf).await else { return };
-                    if n == 0 {
-                        return;
-                    }
-                    request.extend_from_slice(&buf[..n]);
-                    if let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") {
-                        break String::from_utf8_lossy(&request[..end]).into_owned();
-                    }
+                let Some(end) = read_head(&mut socket, &mut request, &mut buf).await else {
+                    return;
                 };
+                let head = String::from_utf8_lossy(&request[..end]).into_owned();
                 let path = head.split(' ').nth(1).unwrap_or_default().to_owned();
                 let upload = path.starts_with("/upload");
                 let _ = heard.send(path);
