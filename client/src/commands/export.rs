@@ -49,36 +49,29 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     let (format, target) = (args.format, args.target.as_deref());
     match args.output.as_deref().filter(|path| *path != Path::new("-")) {
         Some(folder) if is_a_folder(folder) => {
+            let paths: Vec<PathBuf> = deliveries.iter().map(|d| folder.join(format.file_name(d.id))).collect();
             // The names are PortPreview's, not the user's: a file there may
             // be a fixture edited by hand since an earlier export.
-            for path in deliveries.iter().map(|d| folder.join(format.file_name(d.id))) {
-                refuse_to_overwrite_a_database(&path, Some(db), "the export")?;
+            for path in &paths {
+                refuse_to_overwrite_a_database(path, Some(db), "the export")?;
                 if path.symlink_metadata().is_ok() {
-                    anyhow::bail!(
-                        "{} exists: remove it, or export to another folder",
-                        portpreview_shared::sanitize::escape_str(&path.display().to_string())
-                    );
+                    anyhow::bail!("{} exists: remove it, or export to another folder", shown(path));
                 }
             }
             // All rendered before any is written: one that cannot be (a body
             // stored cut short) leaves no export half done.
-            let files = deliveries
+            let texts = deliveries
                 .iter()
-                .map(|d| {
-                    Ok((
-                        folder.join(format.file_name(d.id)),
-                        export(d, format, target, args.reveal)?,
-                    ))
-                })
+                .map(|d| export(d, format, target, args.reveal))
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            for ((path, text), delivery) in files.iter().zip(&deliveries) {
-                write_file(path, text, db)?;
-                wrote(&format!("delivery #{}", delivery.id), format.what(), path);
+            for ((path, text), delivery) in paths.iter().zip(&texts).zip(&deliveries) {
+                write_file(path, text, db, Existing::Refuse)?;
+                wrote(&which(std::slice::from_ref(delivery)), format.what(), path);
             }
         }
         Some(path) => {
             let text = export_together(&deliveries, format, target, args.reveal)?;
-            write_file(path, &text, db)?;
+            write_file(path, &text, db, Existing::Replace)?;
             let what = match format {
                 Format::Curl if deliveries.len() > 1 => "curl commands",
                 _ => format.what(),
@@ -104,29 +97,42 @@ fn is_a_folder(path: &Path) -> bool {
     path.is_dir() || path.as_os_str().as_encoded_bytes().ends_with(b"/")
 }
 
+/// What becomes of a file already at the path an export is written to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Existing {
+    /// The user named the file: it is replaced.
+    Replace,
+    /// PortPreview named it: it is kept, and the export fails.
+    Refuse,
+}
+
 /// Writes `text` to `path`, its folders made as needed, never over a database.
-fn write_file(path: &Path, text: &str, db: &Path) -> anyhow::Result<()> {
+fn write_file(path: &Path, text: &str, db: &Path, existing: Existing) -> anyhow::Result<()> {
     refuse_to_overwrite_a_database(path, Some(db), "the export")?;
     if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        crate::private_file::create_folders(folder).with_context(|| format!("cannot write {}", path.display()))?;
+        crate::private_file::create_folders(folder).with_context(|| format!("cannot write {}", shown(path)))?;
     }
     // A fixture keeps secrets as received, so replay can send them.
-    crate::private_file::options()
-        .write(true)
-        .create(true)
-        .truncate(true)
+    let mut options = crate::private_file::options();
+    match existing {
+        Existing::Replace => options.write(true).create(true).truncate(true),
+        Existing::Refuse => options.write(true).create_new(true),
+    };
+    options
         .open(path)
         .and_then(|mut file| file.write_all(text.as_bytes()))
-        .with_context(|| format!("cannot write {}", path.display()))
+        .with_context(|| format!("cannot write {}", shown(path)))
 }
 
 /// Says on stderr, as every note, what went to `path`: stdout stays
 /// empty, as asked.
 fn wrote(which: &str, what: &str, path: &Path) {
-    crate::to_stderr(format_args!(
-        "Wrote {which} as {what} to {}\n",
-        portpreview_shared::sanitize::escape_str(&path.display().to_string())
-    ));
+    crate::to_stderr(format_args!("Wrote {which} as {what} to {}\n", shown(path)));
+}
+
+/// A path as it may be shown on a terminal.
+fn shown(path: &Path) -> String {
+    portpreview_shared::sanitize::escape_str(&path.display().to_string()).into_owned()
 }
 
 /// `delivery #12`, `deliveries #12 and #15`, `deliveries #12, #15 and #18`.
