@@ -20,7 +20,8 @@ use crate::names;
 
 /// Tokens shorter than this many characters can be guessed by a caller who
 /// tries many: the relay warns of each when it starts. Sixteen random hex
-/// digits (`openssl rand -hex 8`) are 64 bits, as a tunnel's random name.
+/// digits are 64 bits, as a tunnel's random name; the warning suggests
+/// twice that (`openssl rand -hex 16`).
 pub const GUESSABLE_BELOW: usize = 16;
 
 /// Identifies a token without revealing it (its position in the file).

@@ -50,13 +50,8 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     match args.output.as_deref().filter(|path| *path != Path::new("-")) {
         Some(folder) if is_a_folder(folder) => {
             let paths: Vec<PathBuf> = deliveries.iter().map(|d| folder.join(format.file_name(d.id))).collect();
-            // The names are PortPreview's, not the user's: a file there may
-            // be a fixture edited by hand since an earlier export.
             for path in &paths {
-                refuse_to_overwrite_a_database(path, Some(db), "the export")?;
-                if path.symlink_metadata().is_ok() {
-                    anyhow::bail!("{} exists: remove it, or export to another folder", shown(path));
-                }
+                may_write(path, db, Existing::Refuse)?;
             }
             // All rendered before any is written: one that cannot be (a body
             // stored cut short) leaves no export half done.
@@ -65,13 +60,14 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
                 .map(|d| export(d, format, target, args.reveal))
                 .collect::<anyhow::Result<Vec<_>>>()?;
             for ((path, text), delivery) in paths.iter().zip(&texts).zip(&deliveries) {
-                write_file(path, text, db, Existing::Refuse)?;
+                write_file(path, text, Existing::Refuse)?;
                 wrote(&which(std::slice::from_ref(delivery)), format.what(), path);
             }
         }
         Some(path) => {
             let text = export_together(&deliveries, format, target, args.reveal)?;
-            write_file(path, &text, db, Existing::Replace)?;
+            may_write(path, db, Existing::Replace)?;
+            write_file(path, &text, Existing::Replace)?;
             let what = match format {
                 Format::Curl if deliveries.len() > 1 => "curl commands",
                 _ => format.what(),
@@ -106,9 +102,20 @@ enum Existing {
     Refuse,
 }
 
-/// Writes `text` to `path`, its folders made as needed, never over a database.
-fn write_file(path: &Path, text: &str, db: &Path, existing: Existing) -> anyhow::Result<()> {
+/// Fails when the export must not go to `path`: over a database, or, when
+/// PortPreview named the file, over one already there (a fixture edited by
+/// hand since an earlier export, say).
+fn may_write(path: &Path, db: &Path, existing: Existing) -> anyhow::Result<()> {
     refuse_to_overwrite_a_database(path, Some(db), "the export")?;
+    if existing == Existing::Refuse && path.symlink_metadata().is_ok() {
+        anyhow::bail!("{} exists: remove it, or export to another folder", shown(path));
+    }
+    Ok(())
+}
+
+/// Writes `text` to `path`, which [`may_write`] allowed, its folders made
+/// as needed.
+fn write_file(path: &Path, text: &str, existing: Existing) -> anyhow::Result<()> {
     if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         crate::private_file::create_folders(folder).with_context(|| format!("cannot write {}", shown(path)))?;
     }
