@@ -597,6 +597,14 @@ fn a_signature_header_edited_by_hand_is_warned_about_when_resigning() {
         ran.stderr,
         "warning: --resign puts back the Stripe-Signature header left out with --drop-header: each attempt is signed afresh\n"
     );
+    // A JSON reader finds the same lines among the report's warnings.
+    let ran = history.replay(&[&["--drop-header", "Stripe-Signatur", "--json"][..], &resign].concat());
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    let report: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(
+        report["warnings"][0],
+        "the request carries no Stripe-Signatur header, so --drop-header left nothing out: is the name misspelt?"
+    );
     // A header signing leaves alone is sent as given, without a word.
     let ran = history.replay(&[&["--header", "X-Trace: 1"][..], &resign].concat());
     assert_eq!((ran.code, ran.stderr.as_str()), (0, ""), "{}", ran.stdout);

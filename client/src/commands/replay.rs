@@ -149,14 +149,21 @@ async fn start(args: &Args, db: &Path, case: &mut String) -> anyhow::Result<Ran>
     }
     // Said before anything is sent: the user asked for a header the
     // attempts will not carry.
-    for line in replay::edits_not_sent(&request, &opts) {
-        crate::to_stderr(format_args!("warning: {}\n", escape_str(&line)));
+    let edits_not_sent = replay::edits_not_sent(&request, &opts);
+    for line in &edits_not_sent {
+        crate::to_stderr(format_args!("warning: {}\n", escape_str(line)));
     }
     let started_at_ms = crate::time::now_ms();
     let result = replay::run_until(request, &opts, &progress_printer(), crate::signal::stop_requested()).await;
     clear_progress();
+    let mut report = result?;
+    // The text report was preceded by these lines; a JSON reader sees only
+    // the report, so they are its first warnings.
+    if args.json {
+        report.warnings.splice(0..0, edits_not_sent);
+    }
     Ok(Ran {
-        report: result?,
+        report,
         origin,
         started_at_ms,
     })
