@@ -303,6 +303,8 @@ impl TurnAway<'_> {
     /// As [`TurnAway::answer`], for a request whose `body` the relay had
     /// read whole: the history keeps it, and it can be replayed.
     fn answer_with(&self, status: StatusCode, reason: String, body: &[u8]) -> Response<RelayBody> {
+        // Debug, not info: a crowd turned away would otherwise flood the log.
+        tracing::debug!(method = %self.parts.method, status = status.as_u16(), %reason, "request turned away");
         self.tell(status, &reason, body);
         answer(status, reason)
     }
