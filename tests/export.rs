@@ -115,6 +115,11 @@ async fn several_deliveries_export_as_one_curl_script_that_sends_them_again() {
         String::from_utf8_lossy(&sent.stderr)
     );
 
+    assert_eq!(
+        String::from_utf8_lossy(&sent.stdout),
+        "{\"id\":\"evt_export_2\",\"type\":\"invoice.paid\"}\n{\"id\":\"evt_export_1\",\"type\":\"invoice.paid\"}\n",
+        "each answer is printed on a line of its own"
+    );
     let again: Vec<(String, String)> = handler.requests()[before..]
         .iter()
         .map(|seen| (seen.uri.clone(), String::from_utf8_lossy(&seen.body).into_owned()))

@@ -103,6 +103,9 @@ pub fn export_together(
                 // and a newline in it would end the comment.
                 script.push_str(&format!("# PortPreview delivery #{}\n", delivery.id));
                 script.push_str(&curl_command(delivery, target)?);
+                // An answer seldom ends its line: without this, the next
+                // one would be printed on the same line.
+                script.push_str("echo\n");
             }
             Ok(script)
         }
