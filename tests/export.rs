@@ -152,9 +152,10 @@ async fn several_deliveries_export_to_a_folder_as_one_fixture_each() {
         "error: a fixture holds one delivery; export several to a folder, one fixture each\n"
     );
 
-    // A folder not made yet is named by its ending slash.
+    // A folder not made yet is named by its ending slash; an id given
+    // twice, as `{1..3} 3` in a shell may, is one file.
     let named = format!("{}/", folder.display());
-    let ran = portpreview_async(&tunnel.db, &["export", &first, &third, "-o", &named]).await;
+    let ran = portpreview_async(&tunnel.db, &["export", &first, &third, &first, "-o", &named]).await;
     assert_eq!(ran.code, 0, "{}", ran.stderr);
     for (id, n) in [(&first, 1), (&third, 3)] {
         let file = folder.join(format!("portpreview-{id}.json"));

@@ -35,7 +35,12 @@ pub struct Args {
 }
 
 /// Writes the export.
-pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
+pub fn run(mut args: Args, db: &Path) -> anyhow::Result<ExitCode> {
+    // A delivery named twice (`export {12..18} 15`) is exported once, in the
+    // first place it was named: in a folder, a second copy could not be
+    // written beside the first.
+    let mut named = std::collections::HashSet::new();
+    args.ids.retain(|id| named.insert(*id));
     if let Some(flag) = args.target.as_deref().filter(|flag| !flag.contains("://")) {
         crate::target::Target::parse(flag).map_err(|err| err.named("--target"))?;
     }
