@@ -377,6 +377,7 @@ fn response(
         .ok()
         .filter(|s| (200..600).contains(&s.as_u16()))
     else {
+        port.abandon("the answer's status was not one HTTP defines; the relay answered the caller 502");
         return bad_gateway(format!("the tunnel's client sent an invalid status {}", head.status));
     };
     let Some(mut headers) = response_headers(head.headers) else {
@@ -395,7 +396,10 @@ fn response(
     let body = if head.end {
         match whole_body(declared, head.first, &request.method, status) {
             Ok(body) => RelayBody::Full(body),
-            Err(why) => return bad_gateway(why),
+            Err(why) => {
+                port.abandon("the answer's body did not match its Content-Length; the relay answered the caller 502");
+                return bad_gateway(why);
+            }
         }
     } else {
         RelayBody::Tunnel(Box::new(TunnelBody::new(

@@ -599,6 +599,13 @@ async fn a_clients_impossible_status_or_raw_reason_never_reaches_the_caller() {
             (reply.status, reply.text()),
             (502, format!("the tunnel's client sent an invalid status {status}\n"))
         );
+        // The client is told, so its history does not show the answer as given.
+        let (reset, _) = client.message().await;
+        assert!(
+            matches!(&reset, ServerMessage::Reset { stream, reason } if *stream == got.stream
+                && reason == "the answer's status was not one HTTP defines; the relay answered the caller 502"),
+            "{reset:?}"
+        );
     }
 
     let caller = tokio::spawn(call(relay.addr, request(relay.addr, "POST", "/t/odd/hook", "x")));
