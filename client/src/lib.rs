@@ -17,7 +17,6 @@ pub mod path_glob;
 pub mod private_file;
 pub mod render;
 pub mod replay;
-pub mod signal;
 pub mod store;
 pub mod suite;
 pub mod target;

@@ -1,10 +1,11 @@
-//! "The operator asked the relay to stop" as one future, for the binary's
-//! graceful shutdown: ctrl-c, SIGTERM, or SIGHUP when the terminal goes
-//! away.
+//! "Stop" as one future: ctrl-c, SIGTERM, or SIGHUP when the terminal goes
+//! away. The relay's binary shuts down on it; the client, which embeds
+//! the relay, stops its tunnel, replay or check on it too.
 
 /// Resolves on ctrl-c (SIGINT) or, on Unix, SIGTERM or SIGHUP. SIGHUP is
-/// left alone when the relay started with it ignored (`nohup`). Awaited
-/// again, it resolves on the next signal.
+/// left alone when the process started with it ignored (`nohup`), so that
+/// closing the terminal keeps it running as asked. Awaited again, it
+/// resolves on the next signal.
 pub async fn shutdown_signal() {
     let ctrl_c = async {
         // If the handler cannot be installed, the process still dies on

@@ -85,7 +85,7 @@ pub async fn run(args: Args, history: Option<&Path>) -> anyhow::Result<ExitCode>
     tokio::pin!(checks);
     let results = tokio::select! {
         results = &mut checks => results,
-        () = crate::signal::stop_requested() => {
+        () = portpreview_server::signal::shutdown_signal() => {
             stop.cancel();
             checks.await
         }

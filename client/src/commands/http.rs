@@ -332,12 +332,12 @@ impl Running {
         };
         let signals = async {
             tokio::select! {
-                () = crate::signal::stop_requested() => shutdown.cancel(),
+                () = portpreview_server::signal::shutdown_signal() => shutdown.cancel(),
                 () = shutdown.cancelled() => {}
             }
             // Asked again while requests in flight finish: stop without them.
             tokio::select! {
-                () = crate::signal::stop_requested() => stop.now.cancel(),
+                () = portpreview_server::signal::shutdown_signal() => stop.now.cancel(),
                 () = tunnel_ended.cancelled() => {}
             }
         };

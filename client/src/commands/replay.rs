@@ -154,7 +154,13 @@ async fn start(args: &Args, db: &Path, case: &mut String) -> anyhow::Result<Ran>
         crate::to_stderr(format_args!("warning: {}\n", escape_str(line)));
     }
     let started_at_ms = crate::time::now_ms();
-    let result = replay::run_until(request, &opts, &progress_printer(), crate::signal::stop_requested()).await;
+    let result = replay::run_until(
+        request,
+        &opts,
+        &progress_printer(),
+        portpreview_server::signal::shutdown_signal(),
+    )
+    .await;
     clear_progress();
     let mut report = result?;
     // The text report was preceded by these lines; a JSON reader sees only

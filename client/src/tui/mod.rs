@@ -88,7 +88,7 @@ pub async fn run_browser(db: &Path) -> anyhow::Result<()> {
     tokio::pin!(browse);
     tokio::select! {
         result = &mut browse => result.map(drop),
-        () = crate::signal::stop_requested() => {
+        () = portpreview_server::signal::shutdown_signal() => {
             shutdown.cancel();
             browse.await.map(drop)
         }
