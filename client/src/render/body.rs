@@ -5,13 +5,9 @@ use portpreview_shared::sanitize::{escape_multiline, escape_str, hex_dump};
 use portpreview_shared::text::truncate;
 use portpreview_shared::Header;
 
-/// A body for a terminal: pretty JSON, escaped text or a hex dump.
-pub fn for_terminal(body: &[u8]) -> String {
-    for_terminal_start(body, usize::MAX).0
-}
-
-/// [`for_terminal`] of at most the first `limit` bytes of `body` (the
-/// kind still judged on the whole body), and how many bytes that shows.
+/// A body for a terminal, pretty JSON, escaped text or a hex dump, of at
+/// most the first `limit` bytes of `body` (the kind still judged on the
+/// whole body), and how many bytes that shows.
 /// The cut falls between characters, or between hex dump rows, and is made
 /// before escaping, so no character and no escape is ever shown in part.
 pub fn for_terminal_start(body: &[u8], limit: usize) -> (String, usize) {
@@ -239,6 +235,10 @@ pub fn truncation_note(stored: usize, size: u64) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn for_terminal(body: &[u8]) -> String {
+        for_terminal_start(body, usize::MAX).0
+    }
 
     #[test]
     fn a_coding_left_undecoded_says_so() {

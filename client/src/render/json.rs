@@ -122,22 +122,13 @@ pub fn to_terminal_text(value: &impl Serialize) -> String {
     terminal_safe(serde_json::to_string_pretty(value).unwrap_or_default())
 }
 
-/// Writes `items` as one pretty JSON array, as [`to_terminal_text`] would
-/// write them collected, one item at a time: a history of a million
-/// deliveries is never held as one document.
-pub fn write_terminal_array<T: Serialize>(
-    out: &mut impl std::io::Write,
-    items: impl IntoIterator<Item = T>,
-) -> std::io::Result<()> {
-    let opened = write_terminal_items(out, items)?;
-    close_terminal_array(out, opened)
-}
-
-/// The start of [`write_terminal_array`]: the items, after an opening `[`
-/// when there are any (returns whether there were). A caller whose items
-/// may end on an error closes the array only when they did not, with
-/// [`close_terminal_array`]: a cut listing is then no valid JSON, and
-/// never taken for a whole one.
+/// Writes `items` as the items of one pretty JSON array, as
+/// [`to_terminal_text`] would write them collected, one item at a time (a
+/// history of a million deliveries is never held as one document), after
+/// an opening `[` when there are any (returns whether there were). A
+/// caller whose items may end on an error closes the array only when they
+/// did not, with [`close_terminal_array`]: a cut listing is then no valid
+/// JSON, and never taken for a whole one.
 pub fn write_terminal_items<T: Serialize>(
     out: &mut impl std::io::Write,
     items: impl IntoIterator<Item = T>,
@@ -204,6 +195,15 @@ fn terminal_safe(text: String) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    fn write_terminal_array<T: Serialize>(
+        out: &mut impl std::io::Write,
+        items: impl IntoIterator<Item = T>,
+    ) -> std::io::Result<()> {
+        let opened = write_terminal_items(out, items)?;
+        close_terminal_array(out, opened)
+    }
 
     #[test]
     fn an_array_written_item_by_item_reads_as_the_whole_one() {
@@ -215,7 +215,6 @@ mod tests {
             assert_eq!(String::from_utf8(out).unwrap(), whole, "{n} items");
         }
     }
-    use super::*;
 
     #[test]
     fn terminal_json_stays_json() {
