@@ -325,6 +325,9 @@ fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
                 values.extend(params);
             }
             SearchTerm::Text(text) => {
+                // Numbered as their places in `values`, as every bare `?`
+                // is: SQLite numbers a bare `?` one past the largest number
+                // given so far, so the terms after these still bind in order.
                 let n = values.len() + 1;
                 let b = n + 1;
                 // Retries and replays share one stored copy of a large body:
