@@ -6,9 +6,11 @@ mod backoff;
 mod body;
 pub mod connect;
 mod exchange;
+mod frame_writer;
 mod in_flight;
 mod outage;
 mod outbox;
+mod persist;
 mod respond;
 mod session;
 

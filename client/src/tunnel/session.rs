@@ -8,8 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::stream::SplitSink;
-use futures_util::{Sink, SinkExt, Stream, StreamExt};
+use futures_util::{Sink, Stream, StreamExt};
 use portpreview_shared::codec;
 use portpreview_shared::message::{grantable, ServerMessage, StreamId, MAX_IN_FLIGHT, STREAM_WINDOW};
 use portpreview_shared::stall::overslept;
@@ -26,10 +25,9 @@ use tokio_util::sync::CancellationToken;
 use super::body::{Backlog, Chunk, Inflow};
 use super::exchange::{self, Head, Shared, Steering, NO_STREAM};
 use super::in_flight::{InFlight, Joined};
-use super::outage::Outage;
 use super::outbox::Outbox;
+use super::{frame_writer, persist};
 use crate::events::{report, TunnelEvent};
-use crate::store::recorder::{RecordError, Recorder};
 
 /// The relay pings every few seconds; this long without any frame means it is gone.
 pub const RELAY_SILENCE_LIMIT: Duration = Duration::from_secs(15);
@@ -93,7 +91,8 @@ where
 {
     let (sink, mut frames) = socket.split();
     let (outbox, queue) = Outbox::new();
-    let writer = write_frames(sink, queue, shared.recorder.clone(), shared.events.clone());
+    let before_send = persist::Persist::new(shared.recorder.clone(), shared.events.clone());
+    let writer = frame_writer::write_frames(sink, queue, before_send);
     tokio::pin!(writer);
     let mut writer_done = false;
     let drain_deadline = tokio::time::sleep(Duration::MAX);
@@ -478,72 +477,9 @@ fn close_reason(close: Option<CloseFrame>) -> String {
     }
 }
 
-/// Puts every request recorded so far on disk, so no caller hears back
-/// about a request the history could still lose. A failure costs the
-/// history, never the answer. A full disk fails every write: the display
-/// is told once, and once when writes work again.
-fn persist_requests(recorder: Option<&Recorder>, events: &mpsc::Sender<TunnelEvent>, failing: &Outage) {
-    if let Some(text) = recorder.and_then(|recorder| inbox_news(recorder.flush(), failing)) {
-        report(events, TunnelEvent::Notice { text });
-    }
-}
-
-/// What to tell of one write of the inbox: the first that fails, and the
-/// first that works after failures; nothing of the others.
-fn inbox_news(written: Result<bool, RecordError>, failing: &Outage) -> Option<String> {
-    match written {
-        // Nothing to write shows nothing of the disk.
-        Ok(true) if failing.ended() => {
-            tracing::info!("requests are written to the history inbox again");
-            Some("the history inbox takes writes again".into())
-        }
-        Ok(_) => None,
-        Err(err) if !failing.began() => {
-            tracing::debug!(%err, "requests not written to the history inbox");
-            None
-        }
-        Err(err) => {
-            // Shown by the display, in the TUI too; the log keeps a note.
-            tracing::info!(%err, "requests not written to the history inbox; forwarding goes on");
-            Some(err.to_string())
-        }
-    }
-}
-
-/// Writes every frame that is ready, then flushes once: per-frame flushes
-/// cost a syscall each and were the main cost under load. Every frame may
-/// carry an answer, so the history's inbox is written out before it.
-async fn write_frames<S>(
-    mut sink: SplitSink<S, Message>,
-    mut queue: mpsc::UnboundedReceiver<Message>,
-    recorder: Option<Recorder>,
-    events: mpsc::Sender<TunnelEvent>,
-) -> Result<(), tungstenite::Error>
-where
-    S: Sink<Message, Error = tungstenite::Error> + Unpin,
-{
-    let inbox_failing = Outage::default();
-    while let Some(first) = queue.recv().await {
-        let closing = matches!(first, Message::Close(_));
-        persist_requests(recorder.as_ref(), &events, &inbox_failing);
-        sink.feed(first).await?;
-        while let Ok(next) = queue.try_recv() {
-            // Feeding may have waited for the socket, and other requests
-            // may have been recorded meanwhile.
-            persist_requests(recorder.as_ref(), &events, &inbox_failing);
-            sink.feed(next).await?;
-        }
-        sink.flush().await?;
-        if closing {
-            break;
-        }
-    }
-    let _ = sink.close().await;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
+    use futures_util::SinkExt;
     use portpreview_shared::message::ClientMessage;
     use tokio_tungstenite::tungstenite::protocol::Role;
     use tokio_tungstenite::WebSocketStream;
@@ -586,28 +522,6 @@ mod tests {
             stop: Stop::default(),
         });
         (serve(socket, shared), relay)
-    }
-
-    /// A full disk fails every write of the inbox: told once, and once
-    /// more when writes work again; a flush with nothing to write (it
-    /// succeeds whatever the disk) says nothing of it.
-    #[test]
-    fn an_inbox_that_cannot_be_written_is_told_once_per_change() {
-        let full = || Err(RecordError::Unsaved(std::io::Error::from_raw_os_error(28)));
-        let failing = Outage::default();
-        let told: Vec<Option<String>> = [full(), full(), Ok(false), full(), Ok(true), Ok(true)]
-            .into_iter()
-            .map(|written| inbox_news(written, &failing))
-            .collect();
-        assert!(
-            told[0]
-                .as_deref()
-                .is_some_and(|t| t.starts_with("cannot write the history inbox (No space left")),
-            "{told:?}"
-        );
-        assert_eq!(told[1..4], [None, None, None]);
-        assert_eq!(told[4].as_deref(), Some("the history inbox takes writes again"));
-        assert_eq!(told[5], None);
     }
 
     #[tokio::test(start_paused = true)]
