@@ -75,27 +75,30 @@ pub struct Stop {
 
 /// [`run`], with the drain that can be cut short.
 pub async fn run_until(listener: TcpListener, config: RelayConfig, stop: Stop) -> Result<(), RelayError> {
-    let Stop { drain: shutdown, now } = stop;
+    let Stop {
+        drain: drain_asked,
+        now: cut_short,
+    } = stop;
     config.validate().map_err(RelayError::Config)?;
     let registry = Arc::new(LocalRegistry::new(config.grace, config.tokens.clone()));
-    let drain = config.drain_timeout;
+    let drain_timeout = config.drain_timeout;
     // A child token: the relay may stop itself (listener failure) without
     // cancelling whatever else the caller's token governs.
-    let stop = shutdown.child_token();
+    let shutdown = drain_asked.child_token();
     let relay = Arc::new(Relay {
         config,
         registry,
-        shutdown: stop.clone(),
-        cut_short: now,
+        shutdown: shutdown.clone(),
+        cut_short,
         sessions: TaskTracker::new(),
     });
     let connections = TaskTracker::new();
     let result = connection::accept_loop(listener, Arc::clone(&relay), &connections).await;
     // Whatever ended the loop, nothing new is served from here on.
-    stop.cancel();
+    shutdown.cancel();
     connections.close();
     relay.sessions.close();
-    let drained = tokio::time::timeout(drain + DRAIN_SLACK, async {
+    let drained = tokio::time::timeout(drain_timeout + DRAIN_SLACK, async {
         connections.wait().await;
         relay.sessions.wait().await;
     })
