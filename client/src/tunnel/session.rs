@@ -161,37 +161,49 @@ where
             }
         }
     };
-    if end == SessionEnd::Shutdown {
-        session.outbox.send_raw(Message::Close(Some(CloseFrame {
-            code: CloseCode::Away,
-            reason: "client shutting down".into(),
-        })));
-    }
-    drop(session.outbox);
-    // Exchanges still in flight are abandoned: the relay answers their callers
-    // 502 and never resends them, so each delivery happens at most once.
-    session.abandon.cancel();
-    let mut exchanges = session.exchanges;
-    if end == SessionEnd::Shutdown {
-        // Each gets a moment to record why it ended; what is still running
-        // is cut off.
-        let settled = async { while exchanges.join_next().await.is_some() {} };
-        if tokio::time::timeout(ABANDON_LIMIT, settled).await.is_err() {
-            exchanges.shutdown().await;
-        }
-    }
-    // Let the writer send what is queued (the close frame among it),
-    // briefly. Over a connection already lost nothing more arrives, and
-    // exchanges left running keep its queue open: waiting would only keep
-    // the tunnel from hearing a ctrl-c for that second.
-    if !writer_done && !matches!(end, SessionEnd::Lost(_)) {
-        // The close frame of a malformed session, among others, still goes.
-        let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
-    }
-    (end, exchanges.into_tasks())
+    let writer = (!writer_done).then_some(writer);
+    session.finish(end, writer).await
 }
 
 impl Session {
+    /// Ends the session for `end`: a shutdown says goodbye and gives its
+    /// exchanges a moment; the exchanges still running are handed back,
+    /// with `end`, once the writer, if still running, has sent what it can.
+    async fn finish(
+        self,
+        end: SessionEnd,
+        writer: Option<Pin<&mut impl std::future::Future<Output = Result<(), tungstenite::Error>>>>,
+    ) -> (SessionEnd, JoinSet<StreamId>) {
+        if end == SessionEnd::Shutdown {
+            self.outbox.send_raw(Message::Close(Some(CloseFrame {
+                code: CloseCode::Away,
+                reason: "client shutting down".into(),
+            })));
+        }
+        drop(self.outbox);
+        // Exchanges still in flight are abandoned: the relay answers their callers
+        // 502 and never resends them, so each delivery happens at most once.
+        self.abandon.cancel();
+        let mut exchanges = self.exchanges;
+        if end == SessionEnd::Shutdown {
+            // Each gets a moment to record why it ended; what is still running
+            // is cut off.
+            let settled = async { while exchanges.join_next().await.is_some() {} };
+            if tokio::time::timeout(ABANDON_LIMIT, settled).await.is_err() {
+                exchanges.shutdown().await;
+            }
+        }
+        // Let the writer send what is queued (the close frame among it),
+        // briefly. Over a connection already lost nothing more arrives, and
+        // exchanges left running keep its queue open: waiting would only keep
+        // the tunnel from hearing a ctrl-c for that second.
+        if let Some(writer) = writer.filter(|_| !matches!(end, SessionEnd::Lost(_))) {
+            // The close frame of a malformed session, among others, still goes.
+            let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
+        }
+        (end, exchanges.into_tasks())
+    }
+
     /// The user asked to stop: the session ends now if nothing is in
     /// flight, or once what is has finished, within [`DRAIN_LIMIT`].
     fn stop_asked(&mut self, drain_deadline: Pin<&mut Sleep>) -> Option<SessionEnd> {
