@@ -1,0 +1,211 @@
+//! Why the store could not do what was asked, sorted from SQLite's codes
+//! into what callers act on, each said in one line.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::ErrorCode;
+
+/// Why the store could not do what was asked. Each message is one line.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Another process held the database lock for longer than [`BUSY_TIMEOUT`](super::BUSY_TIMEOUT).
+    #[error("the history database is locked by another process")]
+    Busy,
+    /// The file exists but is not an SQLite database.
+    #[error("{} is not a PortPreview history database (not SQLite, or its header is damaged)", path.display())]
+    NotADatabase {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file is SQLite but damaged.
+    #[error("history database {} is corrupt: {detail}", path.display())]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What SQLite or the decoder reported.
+        detail: String,
+    },
+    /// The database was written by a newer PortPreview; it is never downgraded.
+    #[error(
+        "history database {} was written by a newer PortPreview (schema {found}, this build knows {supported}): upgrade portpreview or use another --db",
+        path.display()
+    )]
+    TooNew {
+        /// The file.
+        path: PathBuf,
+        /// Its schema version.
+        found: i64,
+        /// The newest schema this build knows.
+        supported: i64,
+    },
+    /// A history this user may only read was written by an earlier
+    /// PortPreview: reading it needs its schema brought up to date first.
+    #[error(
+        "history database {} was written by an earlier PortPreview (schema {found}, this build reads {supported}) and must be upgraded, which needs write access: run any portpreview command on it once as a user who may write it",
+        path.display()
+    )]
+    NeedsUpgrade {
+        /// The file.
+        path: PathBuf,
+        /// Its schema version.
+        found: i64,
+        /// The schema this build reads.
+        supported: i64,
+    },
+    /// A reading command was pointed at a file that does not exist; only
+    /// `portpreview http` creates the history.
+    #[error("no history database at {} (start one with portpreview http)", path.display())]
+    Missing {
+        /// The path that was given.
+        path: PathBuf,
+    },
+    /// The file is another program's SQLite database: it is never written to.
+    #[error("{} is another program's SQLite database, not a PortPreview history: pass --db another file", path.display())]
+    Foreign {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A reading command was pointed at an empty file: only `portpreview
+    /// http` starts a history in it.
+    #[error("{} holds no history yet (start one with portpreview http)", path.display())]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A process that records was given a history this user may only read.
+    #[error(
+        "history database {} (or its folder, where SQLite keeps its journal) is read-only for this user: pass --db \
+         a file you may write, or --no-record",
+        path.display()
+    )]
+    ReadOnly {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A command that changes the history (prune, a replay's record) was
+    /// run on one this user may only read.
+    #[error(
+        "history database {} (or its folder, where SQLite keeps its journal) is read-only for this user, and this \
+         would change it: run it as a user who may write both, or on a copy",
+        path.display()
+    )]
+    WriteRefused {
+        /// The file.
+        path: PathBuf,
+    },
+    /// This user may not read the file.
+    #[error("history database {} cannot be read by this user: pass --db a history you may read", path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The path names a directory.
+    #[error("{} is a directory, not a history database: pass --db a file path", path.display())]
+    IsDirectory {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// The path names a device, a pipe or a socket. SQLite would write its
+    /// journal beside it (`/dev/null-journal`).
+    #[error("{} is not a regular file, so it cannot hold a history: pass --db a file path", path.display())]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+    },
+    /// Any other SQLite failure (disk full, I/O error…). The SQLite error is
+    /// kept out of `source()`: the message already includes it.
+    #[error("history database error: {0}")]
+    Sqlite(rusqlite::Error),
+    /// Creating the database's directory or file failed (kept out of
+    /// `source()` too).
+    #[error("cannot create the history database: {0}")]
+    Io(std::io::Error),
+    /// The file the history was opened from was deleted or replaced, and
+    /// what is at its path now cannot be opened as a history.
+    #[error("{} was deleted or replaced, and cannot be opened again: {source}", path.display())]
+    Replaced {
+        /// The history's path.
+        path: PathBuf,
+        /// Why opening what is there failed.
+        source: Box<StoreError>,
+    },
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(err: rusqlite::Error) -> Self {
+        Self::Sqlite(err)
+    }
+}
+
+impl From<std::io::Error> for StoreError {
+    fn from(err: std::io::Error) -> Self {
+        Self::Io(err)
+    }
+}
+
+impl StoreError {
+    /// True when the statement was stopped by the check given to
+    /// [`Store::stop_when`](super::Store::stop_when): nothing is wrong, the answer was no longer wanted.
+    pub fn is_stopped(&self) -> bool {
+        matches!(self, StoreError::Sqlite(err) if err.sqlite_error_code() == Some(ErrorCode::OperationInterrupted))
+    }
+
+    /// True when another process holds the history or the disk is full:
+    /// nothing is wrong with the file, and it may pass.
+    pub fn is_busy_or_full(&self) -> bool {
+        match self {
+            StoreError::Busy => true,
+            StoreError::Sqlite(err) => matches!(
+                err.sqlite_error_code(),
+                Some(ErrorCode::DiskFull | ErrorCode::SystemIoFailure)
+            ),
+            _ => false,
+        }
+    }
+
+    /// Turns the error into one line for a command's stderr, naming `db` once.
+    pub fn for_command(self, db: &Path) -> anyhow::Error {
+        let file = db.display();
+        match self {
+            Self::Busy => anyhow::anyhow!("history database {file} is locked by another process"),
+            // SQLite says "disk I/O error" of a disk with no room left, as
+            // of a failing one: the likelier cause is named.
+            Self::Sqlite(err) if err.sqlite_error_code() == Some(ErrorCode::SystemIoFailure) => {
+                anyhow::anyhow!("history database {file}: {err} (is the disk full?)")
+            }
+            Self::Sqlite(err) => anyhow::anyhow!("history database {file}: {err}"),
+            Self::Io(err) => anyhow::anyhow!("cannot create history database {file}: {err}"),
+            named => anyhow::Error::new(named),
+        }
+    }
+}
+
+fn extended_code(err: &rusqlite::Error) -> Option<std::ffi::c_int> {
+    match err {
+        rusqlite::Error::SqliteFailure(failure, _) => Some(failure.extended_code),
+        _ => None,
+    }
+}
+
+/// Sorts an SQLite failure into the variants callers act on.
+pub(super) fn classify(err: rusqlite::Error, path: &Path) -> StoreError {
+    match err.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Busy,
+        // Plain SQLITE_READONLY is this user's lack of the right to write;
+        // its extended codes (the file moved, a journal to roll back) are
+        // other troubles, which the right would not mend.
+        Some(ErrorCode::ReadOnly) if extended_code(&err) == Some(rusqlite::ffi::SQLITE_READONLY) => {
+            StoreError::WriteRefused {
+                path: path.to_path_buf(),
+            }
+        }
+        Some(ErrorCode::NotADatabase) => StoreError::NotADatabase {
+            path: path.to_path_buf(),
+        },
+        Some(ErrorCode::DatabaseCorrupt) => StoreError::Corrupt {
+            path: path.to_path_buf(),
+            detail: err.to_string(),
+        },
+        _ => StoreError::Sqlite(err),
+    }
+}
