@@ -1,5 +1,9 @@
 //! What relay and client both need: the wire protocol, provider detection,
-//! event keys, signatures and terminal sanitising.
+//! event keys, signatures and terminal sanitising; and, so that both
+//! binaries behave alike, the small things a process does (durations as
+//! written, open-file limits, SIGHUP left ignored, a TOML file read, a
+//! usage error in one line, a pause told from a silent peer, locks, text
+//! cut to a budget).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
