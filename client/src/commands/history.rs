@@ -80,19 +80,7 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     };
     let mut listing = Listing::new(&store, query.clone());
     if args.json {
-        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-        let items =
-            (listing.by_ref()).map(|(s, target, number)| render::json::summary(&s, &target, number, args.reveal));
-        let opened = render::json::write_terminal_items(&mut out, items).context("cannot write to stdout")?;
-        // A listing cut short by an error (a damaged history) is left
-        // unclosed: a script reading stdout must not take it, or an empty
-        // array, for the whole history.
-        let finished = listing.finish().map_err(|e| e.for_command(db));
-        if finished.is_ok() {
-            render::json::close_terminal_array(&mut out, opened).context("cannot write to stdout")?;
-        }
-        out.flush().context("cannot write to stdout")?;
-        return finished.map(|_| ExitCode::SUCCESS);
+        return print_json(listing, args.reveal, db);
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut shown = 0;
@@ -105,7 +93,40 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         shown += 1;
     }
     let last = listing.finish().map_err(|e| e.for_command(db))?;
-    let text = match last {
+    let text = footer(&store, query, last, shown, &filters, db)?;
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("cannot write to stdout")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The listing as one JSON array, written as it is read.
+fn print_json(mut listing: Listing<'_>, reveal: bool, db: &Path) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let items = (listing.by_ref()).map(|(s, target, number)| render::json::summary(&s, &target, number, reveal));
+    let opened = render::json::write_terminal_items(&mut out, items).context("cannot write to stdout")?;
+    // A listing cut short by an error (a damaged history) is left
+    // unclosed: a script reading stdout must not take it, or an empty
+    // array, for the whole history.
+    let finished = listing.finish().map_err(|e| e.for_command(db));
+    if finished.is_ok() {
+        render::json::close_terminal_array(&mut out, opened).context("cannot write to stdout")?;
+    }
+    out.flush().context("cannot write to stdout")?;
+    finished.map(|_| ExitCode::SUCCESS)
+}
+
+/// What follows the table: that nothing matched (`last` is `None`), that
+/// a full page of `shown` may not be all, or nothing.
+fn footer(
+    store: &Store,
+    query: ListQuery,
+    last: Option<i64>,
+    shown: usize,
+    filters: &str,
+    db: &Path,
+) -> anyhow::Result<String> {
+    Ok(match last {
         None => {
             let file = db.display().to_string();
             let line = if filters.is_empty() {
@@ -114,7 +135,7 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
                 format!("No deliveries match {filters} in {file}.")
             };
             let mut text = format!("{}\n", portpreview_shared::sanitize::escape_str(&line));
-            if let Some(hint) = cut_key_hint(&store, &query) {
+            if let Some(hint) = cut_key_hint(store, &query) {
                 text.push_str(&hint);
             }
             text
@@ -139,11 +160,7 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
             }
         }
         Some(_) => String::new(),
-    };
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .context("cannot write to stdout")?;
-    Ok(ExitCode::SUCCESS)
+    })
 }
 
 /// Matches past a full page that the footer counts exactly.
