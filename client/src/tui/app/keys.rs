@@ -35,25 +35,7 @@ impl App {
             KeyCode::Char('/') => {
                 self.overlay = Some(Overlay::Filter(TextInput::new(self.pager.search().unwrap_or_default())));
             }
-            KeyCode::Esc => {
-                if let Some(replay) = self.replay.as_mut().filter(|r| !r.stopping) {
-                    replay.stopping = true;
-                    replay.text = format!("stopping the replay of #{}…", replay.delivery_id);
-                    return Some(Effect::StopReplay);
-                }
-                if self.detail.is_some() {
-                    self.close_detail();
-                    self.settle(self.selected);
-                } else if self.waiting() == Some(Waiting::End) {
-                    // A `G` still finding the oldest row: stopped, the
-                    // filter it runs under kept.
-                    self.stop_waiting();
-                } else if self.pager.search().is_some() {
-                    self.apply_filter(None);
-                } else {
-                    self.stop_waiting();
-                }
-            }
+            KeyCode::Esc => return self.escape(),
             KeyCode::Tab | KeyCode::BackTab => match (&self.detail, self.focus) {
                 (None, _) => self.open_selected(),
                 (Some(_), Focus::List) => self.focus = Focus::Detail,
@@ -64,23 +46,8 @@ impl App {
             },
             KeyCode::Enter if self.focus == Focus::List => self.open_selected(),
             KeyCode::Char('r') => return self.replay_once(),
-            KeyCode::Char('R') => {
-                if let Some(id) = self.action_target() {
-                    let form = match &self.last_replay_form {
-                        Some(last) => last.again(id),
-                        None => ReplayForm::new(id),
-                    };
-                    self.overlay = Some(Overlay::Replay(form));
-                }
-            }
-            KeyCode::Char('e') => {
-                if let Some(id) = self.action_target() {
-                    self.overlay = Some(Overlay::Export(ExportForm {
-                        delivery_id: id,
-                        format: ExportFormat::Json,
-                    }));
-                }
-            }
+            KeyCode::Char('R') => self.open_replay_form(),
+            KeyCode::Char('e') => self.open_export_form(),
             KeyCode::Char('y') => return self.action_target().map(|delivery_id| Effect::CopyCurl { delivery_id }),
             // Only over an open delivery, so that secrets are never shown
             // by a key pressed long before, with nothing on screen to say so.
@@ -97,6 +64,50 @@ impl App {
             },
         }
         None
+    }
+
+    /// Esc steps back one thing: a replay running, an open delivery, a
+    /// `G` still looking, a filter, in that order.
+    fn escape(&mut self) -> Option<Effect> {
+        if let Some(replay) = self.replay.as_mut().filter(|r| !r.stopping) {
+            replay.stopping = true;
+            replay.text = format!("stopping the replay of #{}…", replay.delivery_id);
+            return Some(Effect::StopReplay);
+        }
+        if self.detail.is_some() {
+            self.close_detail();
+            self.settle(self.selected);
+        } else if self.waiting() == Some(Waiting::End) {
+            // A `G` still finding the oldest row: stopped, the
+            // filter it runs under kept.
+            self.stop_waiting();
+        } else if self.pager.search().is_some() {
+            self.apply_filter(None);
+        } else {
+            self.stop_waiting();
+        }
+        None
+    }
+
+    /// `R`: the replay form for the delivery at hand, filled as last sent.
+    fn open_replay_form(&mut self) {
+        if let Some(id) = self.action_target() {
+            let form = match &self.last_replay_form {
+                Some(last) => last.again(id),
+                None => ReplayForm::new(id),
+            };
+            self.overlay = Some(Overlay::Replay(form));
+        }
+    }
+
+    /// `e`: the export form for the delivery at hand.
+    fn open_export_form(&mut self) {
+        if let Some(id) = self.action_target() {
+            self.overlay = Some(Overlay::Export(ExportForm {
+                delivery_id: id,
+                format: ExportFormat::Json,
+            }));
+        }
     }
 
     pub(super) fn overlay_key(&mut self, overlay: Overlay, key: KeyEvent) -> Option<Effect> {
