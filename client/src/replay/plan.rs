@@ -128,17 +128,7 @@ impl Plan {
         // A fresh identity that voids the signature is flagged as unsigned;
         // otherwise the recorded signature goes out, and its age matters.
         if let (None, false, Some(p)) = (&signing, voided, provider) {
-            warnings.extend(stale_signature(p, &headers, &body, SystemTime::now()));
-            if body_changed {
-                warnings.push(if p.resignable() {
-                    format!(
-                        "the body was changed but not re-signed: a handler that checks {p} signatures refuses it; {}",
-                        resign_advice(p)
-                    )
-                } else {
-                    format!("the body was changed, and {p} signs with its own private key: a handler that checks signatures refuses it")
-                });
-            }
+            warnings.extend(recorded_signature_warnings(p, &headers, &body, body_changed));
         }
         // An edited request is the event it now names, not the recorded one.
         let edited = body_changed || !opts.add_headers.is_empty() || !opts.drop_headers.is_empty();
@@ -155,22 +145,7 @@ impl Plan {
             _ => url,
         };
         let path = rehash(path);
-        let signed_url = match request.tunnel_url.trim_end_matches('/') {
-            "" => {
-                let url = endpoint.url(&path);
-                if let Some((p, _)) = signing.as_ref().filter(|(p, _)| p.signs_url()) {
-                    // The handler checks the URL the provider called; with
-                    // none recorded, say which one the signature is over.
-                    warnings.push(format!(
-                        "no public URL was recorded, so the {p} signature is made over {url}, where the attempts \
-                         go: a handler that checks it against another URL refuses them"
-                    ));
-                }
-                url
-            }
-            public => format!("{public}{}", request.path),
-        };
-        let signed_url = rehash(signed_url);
+        let signed_url = rehash(signed_url(request, &endpoint, &path, signing.as_ref(), &mut warnings));
         let plan = Self {
             signed_url,
             endpoint,
@@ -285,6 +260,52 @@ fn fresh_voids_signature(
 
 /// `url` with its `bodySHA256` made for `body`. Twilio puts a JSON body's
 /// hash in the URL it signs, and its validator checks the body against it.
+/// What to know of a recorded signature sent as it is: that it is too
+/// old for its provider, and that it no longer covers a changed body.
+fn recorded_signature_warnings(p: Provider, headers: &[Header], body: &[u8], body_changed: bool) -> Vec<String> {
+    let mut warnings: Vec<String> = stale_signature(p, headers, body, SystemTime::now())
+        .into_iter()
+        .collect();
+    if body_changed {
+        warnings.push(if p.resignable() {
+            format!(
+                "the body was changed but not re-signed: a handler that checks {p} signatures refuses it; {}",
+                resign_advice(p)
+            )
+        } else {
+            format!("the body was changed, and {p} signs with its own private key: a handler that checks signatures refuses it")
+        });
+    }
+    warnings
+}
+
+/// The URL a signature over the URL is made for: the public one the
+/// provider called, or, with none recorded, where the attempts go, with a
+/// warning when `signing` signs URLs.
+fn signed_url(
+    request: &NewDelivery,
+    endpoint: &Endpoint,
+    path: &str,
+    signing: Option<&(Provider, Secret)>,
+    warnings: &mut Vec<String>,
+) -> String {
+    match request.tunnel_url.trim_end_matches('/') {
+        "" => {
+            let url = endpoint.url(path);
+            if let Some((p, _)) = signing.filter(|(p, _)| p.signs_url()) {
+                // The handler checks the URL the provider called; with
+                // none recorded, say which one the signature is over.
+                warnings.push(format!(
+                    "no public URL was recorded, so the {p} signature is made over {url}, where the attempts \
+                     go: a handler that checks it against another URL refuses them"
+                ));
+            }
+            url
+        }
+        public => format!("{public}{}", request.path),
+    }
+}
+
 fn twilio_rehashed(url: String, body: &[u8]) -> String {
     provider::with_twilio_body_hash(&url, body).unwrap_or(url)
 }
