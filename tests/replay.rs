@@ -318,6 +318,38 @@ fn a_check_then_insert_race_passes_in_sequence_and_fails_a_fresh_burst() {
     assert!(handler.balance() > 3, "balance {}", handler.balance());
 }
 
+/// A probe that prints a blank line for no events yet, then an event's ID
+/// a line (Python's `print("\\n".join(ids))`): the first new event adds a
+/// line, as a burst of another adds one, and a correct handler passes.
+#[test]
+fn a_fresh_burst_is_judged_on_a_list_that_said_nothing_yet_with_a_blank_line() {
+    let dedups = Handler::start(Behaviour::DedupsInOneTransaction);
+    let history = History::with(&stripe_delivery(&dedups.url()));
+    let probe = ["--check-url", &dedups.ids_url(), "--fresh", "--times", "5", "--json"];
+    let ran = history.replay(&probe);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(ran.check("fresh_burst_acts_once")["passed"], true);
+
+    let racy = Handler::start(Behaviour::CheckThenInsert {
+        gap: std::time::Duration::from_millis(150),
+    });
+    let probe = [
+        "--target",
+        &racy.url(),
+        "--check-url",
+        &racy.ids_url(),
+        "--fresh",
+        "--concurrency",
+        "10",
+        "--times",
+        "10",
+        "--json",
+    ];
+    let ran = history.replay(&probe);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(ran.check("fresh_burst_acts_once")["passed"], false);
+}
+
 /// A probe that prints pretty JSON, the balance beside the list of events
 /// handled: each new event adds a line to the list and moves a comma, and
 /// a race that credits every copy while recording the event once shows

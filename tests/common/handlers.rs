@@ -207,6 +207,13 @@ impl Handler {
         format!("http://{}/rows", self.addr)
     }
 
+    /// The IDs of the events acted on, one a line, once each time: a blank
+    /// line when there are none yet, as Python's `print("\\n".join(ids))`
+    /// prints.
+    pub fn ids_url(&self) -> String {
+        format!("http://{}/ids", self.addr)
+    }
+
     /// The file that holds the state, for `--check-cmd 'cat …'`.
     pub fn state_file(&self) -> PathBuf {
         self.dir.path().join("state.txt")
@@ -303,6 +310,19 @@ impl Shared {
             .collect::<Result<_, _>>()
             .expect("row text");
         rows.concat()
+    }
+
+    fn ids(&self) -> String {
+        let db = self.db.lock().expect("db lock");
+        let mut ids = db
+            .prepare("SELECT id FROM events UNION ALL SELECT id FROM events_unchecked")
+            .expect("ids query");
+        let ids: Vec<String> = ids
+            .query_map([], |row| row.get(0))
+            .expect("ids")
+            .collect::<Result<_, _>>()
+            .expect("id text");
+        format!("{}\n", ids.join("\n"))
     }
 
     fn write_state_file(&self) {
@@ -454,6 +474,8 @@ async fn respond(request: Request<Incoming>, shared: &Arc<Shared>) -> Response<F
         (200, shared.json_state())
     } else if parts.method == hyper::Method::GET && parts.uri.path() == "/rows" {
         (200, shared.rows())
+    } else if parts.method == hyper::Method::GET && parts.uri.path() == "/ids" {
+        (200, shared.ids())
     } else {
         shared.arrived.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         match event_id(&body) {

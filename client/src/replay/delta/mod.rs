@@ -174,7 +174,7 @@ fn pair_in_order<T>(a: &[T], b: &[T], same: impl Fn(&T, &T) -> bool) -> Vec<(Opt
 /// by line: each count's move, and how many other values were replaced.
 /// Otherwise (a dump that grew) see [`change_of_shape`].
 fn change(before: &str, after: &str, commas: Commas) -> Change {
-    let before = nothing_as_empty_list(before, after);
+    let before = no_rows_yet(before, after, commas);
     let (old, new): (Vec<&str>, Vec<&str>) = (before.lines().collect(), after.lines().collect());
     if old.len() != new.len() {
         return change_of_shape(&old, &new, commas);
@@ -189,16 +189,41 @@ fn change(before: &str, after: &str, commas: Commas) -> Change {
     change
 }
 
-/// `before` as the empty list it stands for when a probe printed nothing,
-/// or `null`, for no rows (`sqlite3 -json`, Postgres' `json_agg`) and then
-/// a JSON list: otherwise the first row would read as the list's every
-/// line added, and the next as one more element.
-fn nothing_as_empty_list<'a>(before: &'a str, after: &str) -> &'a str {
-    let nothing = matches!(before.trim(), "" | "null");
-    match nothing && after.starts_with(super::json_state::LIST_OPENING) {
-        true => super::json_state::EMPTY_LIST,
-        false => before,
+/// `before` as what it stands for when a probe said there was nothing
+/// yet (a blank line, `null`, `(none)`, `-`): the empty list, when the
+/// next read is a JSON list (`sqlite3 -json`, Postgres' `json_agg` print
+/// nothing or `null` for no rows), or no lines at all, so that the first
+/// row reads as a line added, as the next one will. Otherwise the first
+/// row would read as the list's every line added, or as the placeholder
+/// replaced, and a burst adding one more row as another kind of change.
+/// A lone count after it is left to be read as a count moved from zero
+/// (`SELECT sum(amount)` over no rows prints a blank line).
+fn no_rows_yet<'a>(before: &'a str, after: &str, commas: Commas) -> &'a str {
+    if !says_nothing(before) {
+        return before;
     }
+    if after.starts_with(super::json_state::LIST_OPENING) {
+        return super::json_state::EMPTY_LIST;
+    }
+    match tokens(after.trim(), commas).as_slice() {
+        [Token::Count(_)] => before,
+        _ => "",
+    }
+}
+
+/// Whether a whole read says there is nothing: blank, or one placeholder
+/// word, bracketed or not (`null`, `None`, `(none)`, `-`, `<empty>`).
+fn says_nothing(read: &str) -> bool {
+    let word = read.trim();
+    let word = ["()", "[]", "<>"]
+        .iter()
+        .find_map(|pair| word.strip_prefix(&pair[..1])?.strip_suffix(&pair[1..]))
+        .unwrap_or(word)
+        .trim();
+    PLACEHOLDERS.contains(&word)
+        || ["-", "none", "empty", "nothing", "n/a"]
+            .iter()
+            .any(|nothing| word.eq_ignore_ascii_case(nothing))
 }
 
 /// [`change`] of one line, an empty one included (which holds no lines

@@ -304,6 +304,23 @@ fn nothing_or_null_before_a_json_list_is_an_empty_list() {
     }
 }
 
+/// A probe that prints a line of its own for "nothing yet" (Python's
+/// `"\n".join([])` printed, `null`, `(none)`) then one line per event:
+/// the first event adds a line, as each one after it does.
+#[test]
+fn a_line_saying_nothing_yet_is_no_line_before_the_first_row() {
+    for nothing in ["\n", "null\n", "(none)\n", "-\n", "None\n", "<empty>\n"] {
+        assert!(acts_once(nothing, "evt_A\n", "evt_A\nevt_B\n"), "{nothing:?}");
+        assert!(!acts_once(nothing, "evt_A\n", "evt_A\nevt_B\nevt_B\n"), "{nothing:?}");
+        assert_eq!(change2(nothing, "evt_A\n").describe(), "1 line added", "{nothing:?}");
+    }
+    // A sum over no rows prints a blank line, then a count: it moved.
+    assert_eq!(change2("\n", "100\n").describe(), "+100");
+    assert!(acts_once("\n", "100\n", "200\n"));
+    // A word that is a value is not nothing: it was replaced.
+    assert_eq!(change2("pending\n", "paid\n").describe(), "1 value replaced");
+}
+
 #[test]
 fn a_header_printed_with_the_first_row_is_no_side_effect() {
     let column = |rows: &[&str]| {
