@@ -27,6 +27,7 @@ pub mod signal;
 pub mod stream;
 pub mod tls;
 pub mod tokens;
+pub mod turned_away;
 pub mod upgrade;
 pub mod write_stall;
 pub mod writer;
