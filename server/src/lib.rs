@@ -18,6 +18,7 @@ pub mod error;
 pub mod forward;
 pub mod headers;
 pub mod headscan;
+pub mod held_news;
 pub mod ingress;
 pub mod limits;
 pub mod names;
