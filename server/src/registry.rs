@@ -65,7 +65,8 @@ pub enum OpenError {
 pub enum Route {
     /// A live tunnel.
     Live(Arc<dyn Tunnel>),
-    /// The owner disconnected and the name is held for it.
+    /// The owner disconnected and the name is held for it: callers get
+    /// 503, and news of them is kept for its return ([`Registry::hold_news`]).
     Reconnecting,
     /// Nobody holds the name.
     Unknown,
