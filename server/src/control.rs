@@ -19,9 +19,10 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
+use crate::held_news::HeldNews;
 use crate::names;
 use crate::port::StreamPort;
-use crate::registry::{BodyAtOpen, Lease, OpenError, Owner, Registry, Tunnel};
+use crate::registry::{BodyAtOpen, Claimed, Lease, OpenError, Owner, Registry, Tunnel};
 use crate::stream::{Streams, CLIENT_GONE};
 use crate::writer::{self, Outbox};
 
@@ -270,8 +271,9 @@ fn refuse(outbox: &Outbox, reason: String) -> End {
     End::Refused(reason)
 }
 
-/// The session's opening: the client's Hello, its name claimed, and the
-/// Welcome that tells it so; or why the session ends there, the client
+/// The session's opening: the client's Hello, its name claimed, the
+/// Welcome that tells it so, and news of the requests turned away while
+/// the name was held for it; or why the session ends there, the client
 /// told when it can be (a name taken, a version to upgrade).
 async fn hello<R>(incoming: &mut R, outbox: &Outbox, ctx: &SessionContext, streams: &Arc<Streams>) -> Result<Lease, End>
 where
@@ -279,8 +281,28 @@ where
 {
     let first = first_message(incoming, ctx).await?;
     let requested = requested_name(first, outbox)?;
-    let lease = claim(requested, outbox, ctx, streams)?;
-    welcome(lease, outbox, ctx)
+    let Claimed { lease, missed } = claim(requested, outbox, ctx, streams)?;
+    let lease = welcome(lease, outbox, ctx)?;
+    tell_missed(missed, streams);
+    Ok(lease)
+}
+
+/// Tells the client of the requests turned away while its name was held,
+/// in the order they came, the way news of any request turned away goes:
+/// behind the Welcome, which takes the control queue.
+fn tell_missed(missed: Vec<HeldNews>, streams: &Streams) {
+    if missed.is_empty() {
+        return;
+    }
+    tracing::debug!(
+        count = missed.len(),
+        "telling of requests turned away while the name was held"
+    );
+    for news in missed {
+        if let Err(err) = streams.tell(&news.into_message(), &[]) {
+            tracing::debug!(%err, "news of a request turned away while the name was held does not fit a frame");
+        }
+    }
 }
 
 /// The client's first binary message, waited for no longer than the
@@ -338,7 +360,7 @@ fn claim(
     outbox: &Outbox,
     ctx: &SessionContext,
     streams: &Arc<Streams>,
-) -> Result<Lease, End> {
+) -> Result<Claimed, End> {
     let tunnel: Arc<dyn Tunnel> = Arc::new(SessionTunnel(Arc::clone(streams)));
     if let Some(name) = requested {
         if let Some(why) = names::invalid_reason(&name) {
@@ -355,7 +377,7 @@ fn claim(
             .registry
             .claim(&names::random(), ctx.owner, None, Arc::clone(&tunnel))
         {
-            Ok(lease) => return Ok(lease),
+            Ok(claimed) => return Ok(claimed),
             Err(err) if attempts + 1 >= RANDOM_NAME_ATTEMPTS => return Err(refuse(outbox, err.to_string())),
             Err(_) => attempts += 1,
         }

@@ -21,6 +21,7 @@ use crate::headers::{request_headers, response_headers, Hop, MAX_RESPONSE_HEADER
 use crate::port::{RequestSide, StreamPort};
 use crate::registry::{BodyAtOpen, OpenError, Tunnel};
 use crate::stream::{Inbound, CLIENT_GONE};
+use crate::turned_away::{declared_body_size, TurnedAway};
 use crate::writer::{Outbox, SendError};
 
 /// How many times the answer timeout a caller may take to upload a body
@@ -59,19 +60,17 @@ pub async fn forward(
     limits: ForwardLimits,
 ) -> Response<RelayBody> {
     let (parts, body) = req.into_parts();
-    // hyper has refused a request whose lengths it could not read.
-    let lengths = parts.headers.get_all(http::header::CONTENT_LENGTH);
-    let declared = content_length::declared(lengths.iter().map(http::HeaderValue::as_bytes))
-        .ok()
-        .flatten();
+    let declared = declared_body_size(&parts.headers);
     let arrived = tokio::time::Instant::now();
     let turning = TurnAway {
         tunnel: &*tunnel,
-        parts: &parts,
-        target: &target,
-        hop,
-        body_size: declared.or_else(|| body.is_end_stream().then_some(0)),
-        arrived,
+        request: TurnedAway {
+            parts: &parts,
+            target: &target,
+            hop,
+            body_size: declared.or_else(|| body.is_end_stream().then_some(0)),
+            arrived,
+        },
     };
     if declared.is_some_and(|len| len > limits.max_body) {
         return closing(turning.answer(StatusCode::PAYLOAD_TOO_LARGE, over_limit(limits.max_body)));
@@ -280,17 +279,10 @@ fn not_opened(err: OpenError, name: &str, turning: &TurnAway<'_>, inline: &[u8])
     }
 }
 
-/// A request the relay may answer itself, before any stream is opened for
-/// it or instead of one.
+/// A request the relay may answer itself, and the tunnel told of it.
 struct TurnAway<'a> {
     tunnel: &'a dyn Tunnel,
-    parts: &'a http::request::Parts,
-    target: &'a str,
-    hop: &'a Hop<'a>,
-    /// As [`ServerMessage::TurnedAway`] has it.
-    body_size: Option<u64>,
-    /// When the request came.
-    arrived: tokio::time::Instant,
+    request: TurnedAway<'a>,
 }
 
 impl TurnAway<'_> {
@@ -303,54 +295,15 @@ impl TurnAway<'_> {
     /// As [`TurnAway::answer`], for a request whose `body` the relay had
     /// read whole: the history keeps it, and it can be replayed.
     fn answer_with(&self, status: StatusCode, reason: String, body: &[u8]) -> Response<RelayBody> {
-        // Debug, not info: a crowd turned away would otherwise flood the log.
-        tracing::debug!(method = %self.parts.method, status = status.as_u16(), %reason, "request turned away");
         self.tell(status, &reason, body);
         answer(status, reason)
     }
 
-    /// Tells the client with the caller's headers as the handler would have
-    /// had them. A head within the relay's limit may not fit in a frame
-    /// once the relay's X-Forwarded-Host repeats its Host: then that is
-    /// left out; failing that, every header, and the body is marked
-    /// unknown, so that the history's copy is never replayed as the
-    /// request sent.
+    /// Tells the client now, if it can take the news.
     fn tell(&self, status: StatusCode, reason: &str, body: &[u8]) {
-        let headers = || request_headers(&self.parts.headers, self.hop).into_iter();
-        let owned =
-            |h: portpreview_shared::request_ref::HeaderRef<'_>| portpreview_shared::Header::new(h.name, h.value);
-        let whole = self.news(status, reason, headers().map(owned).collect(), self.body_size);
-        if self.tunnel.tell_turned_away(&whole, body).is_ok() {
-            return;
-        }
-        let repeated = |h: &portpreview_shared::request_ref::HeaderRef<'_>| h.name == "x-forwarded-host";
-        let unrepeated = headers().filter(|h| !repeated(h)).map(owned).collect();
-        let fewer = self.news(status, reason, unrepeated, self.body_size);
-        if self.tunnel.tell_turned_away(&fewer, body).is_ok() {
-            return;
-        }
-        let bare = self.news(status, reason, Vec::new(), None);
-        if let Err(err) = self.tunnel.tell_turned_away(&bare, &[]) {
-            tracing::debug!(%err, "news of a request turned away does not fit a frame");
-        }
-    }
-
-    fn news(
-        &self,
-        status: StatusCode,
-        reason: &str,
-        headers: Vec<portpreview_shared::Header>,
-        body_size: Option<u64>,
-    ) -> ServerMessage {
-        ServerMessage::TurnedAway {
-            method: self.parts.method.as_str().to_owned(),
-            target: self.target.to_owned(),
-            headers,
-            body_size,
-            status: status.as_u16(),
-            reason: reason.to_owned(),
-            waited_ms: u64::try_from(self.arrived.elapsed().as_millis()).unwrap_or(u64::MAX),
-        }
+        self.request.tell(status, reason, body, |news, body| {
+            self.tunnel.tell_turned_away(news, body)
+        });
     }
 }
 

@@ -15,9 +15,11 @@ use crate::body::{answer, OwnAnswer, RelayBody};
 use crate::forward::{forward, ForwardLimits};
 use crate::headers::Hop;
 use crate::headscan::Verdicts;
+use crate::held_news::HeldNews;
 use crate::limits::Slot;
 use crate::names;
 use crate::registry::{Registry, Route};
+use crate::turned_away::{declared_body_size, TurnedAway};
 use crate::upgrade;
 use crate::RelayConfig;
 
@@ -230,17 +232,14 @@ async fn tunnel(
     target: String,
     prefix: Option<String>,
 ) -> Response<RelayBody> {
+    let hop = Hop {
+        peer: &conn.peer_ip,
+        https: conn.https,
+        prefix,
+    };
     let tunnel = match relay.registry.route(name) {
         Route::Live(tunnel) => tunnel,
-        Route::Reconnecting => {
-            let mut busy = answer(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("tunnel {name} is reconnecting"),
-            );
-            busy.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-            return busy;
-        }
+        Route::Reconnecting => return reconnecting(relay, req, name, &target, &hop),
         Route::Unknown => return answer(StatusCode::NOT_FOUND, NO_SUCH_TUNNEL),
     };
     if websocket_handshake(&req) {
@@ -249,16 +248,35 @@ async fn tunnel(
             "a WebSocket upgrade is not forwarded: the tunnel carries HTTP requests and their answers",
         );
     }
-    let hop = Hop {
-        peer: &conn.peer_ip,
-        https: conn.https,
-        prefix,
-    };
     let limits = ForwardLimits {
         max_body: relay.config.max_body,
         timeout: relay.config.request_timeout,
     };
     forward(tunnel, name, req, target, &hop, limits).await
+}
+
+/// Answers a request for `name`, held while its client reconnects, at
+/// once and without reading its body; news of it is kept for the client,
+/// whose history would otherwise never hear of the delivery.
+fn reconnecting(relay: &Relay, req: Request<Incoming>, name: &str, target: &str, hop: &Hop<'_>) -> Response<RelayBody> {
+    let arrived = tokio::time::Instant::now();
+    let (parts, body) = req.into_parts();
+    let request = TurnedAway {
+        parts: &parts,
+        target,
+        hop,
+        body_size: declared_body_size(&parts.headers).or_else(|| body.is_end_stream().then_some(0)),
+        arrived,
+    };
+    let reason = format!("tunnel {name} is reconnecting");
+    request.tell(StatusCode::SERVICE_UNAVAILABLE, &reason, &[], |news, _| {
+        relay.registry.hold_news(name, HeldNews::new(news.clone())?);
+        Ok(())
+    });
+    let mut busy = answer(StatusCode::SERVICE_UNAVAILABLE, reason);
+    busy.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    busy
 }
 
 /// Whether a request asks to become a WebSocket. The tunnel carries

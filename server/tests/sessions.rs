@@ -193,6 +193,26 @@ async fn a_name_is_held_during_grace_then_given_back_to_its_client() {
     }
     let (mut again, _, url_again) = FakeClient::reconnect(&relay, "comeback", &resume).await;
     assert_eq!(url_again, url);
+    // The caller turned away meanwhile is news for the client, right
+    // after its Welcome, with the headers its handler would have had.
+    let (news, _) = again.message().await;
+    let ServerMessage::TurnedAway {
+        method,
+        target,
+        headers,
+        body_size,
+        status,
+        reason,
+        ..
+    } = news
+    else {
+        panic!("expected news of the request turned away, got {news:?}")
+    };
+    assert_eq!(
+        (method.as_str(), target.as_str(), body_size, status, reason.as_str()),
+        ("GET", "/", Some(0), 503, "tunnel comeback is reconnecting")
+    );
+    assert!(headers.iter().any(|h| h.name == "x-forwarded-for"), "{headers:?}");
     let caller = tokio::spawn(call(relay.addr, request(relay.addr, "GET", "/t/comeback/x", "")));
     let got = again.request().await;
     again.respond(got.stream, 200, &[], b"back", 1).await;

@@ -248,6 +248,20 @@ mod tests {
                 status: 413,
                 reason: "request body over the relay's limit of 25 MiB (26214400 bytes)".into(),
                 waited_ms: 3,
+                told_after_ms: 0,
+            },
+            b"",
+        );
+        round_trip(
+            ServerMessage::TurnedAway {
+                method: "POST".into(),
+                target: "/hooks/stripe".into(),
+                headers: vec![Header::new("stripe-signature", "t=1,v1=ab")],
+                body_size: Some(120),
+                status: 503,
+                reason: "tunnel shop is reconnecting".into(),
+                waited_ms: 0,
+                told_after_ms: 41_250,
             },
             b"",
         );
@@ -496,19 +510,23 @@ mod tests {
                 any::<Option<u64>>(),
                 any::<u16>(),
                 text(),
+                any::<u64>(),
                 any::<u64>()
             )
-                .prop_map(|(method, target, headers, body_size, status, reason, waited_ms)| {
-                    ServerMessage::TurnedAway {
-                        method,
-                        target,
-                        headers,
-                        body_size,
-                        status,
-                        reason,
-                        waited_ms,
+                .prop_map(
+                    |(method, target, headers, body_size, status, reason, waited_ms, told_after_ms)| {
+                        ServerMessage::TurnedAway {
+                            method,
+                            target,
+                            headers,
+                            body_size,
+                            status,
+                            reason,
+                            waited_ms,
+                            told_after_ms,
+                        }
                     }
-                }),
+                ),
         ]
     }
 

@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Version of the wire protocol. Bump it on any change to these enums.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Path on the relay where clients upgrade to the WebSocket.
 pub const CONNECT_PATH: &str = "/_portpreview/connect";
@@ -191,8 +191,9 @@ pub enum ServerMessage {
     },
     /// A request the relay answered itself without sending it on (its body
     /// over the limit, too many in flight, a body that never came, a head
-    /// too large for a frame), so the client's history has every delivery
-    /// its tunnel was sent. No stream is opened; the client answers nothing.
+    /// too large for a frame, or the tunnel reconnecting, told right after
+    /// the `Welcome` of the client that reclaims its name), so the client's
+    /// history has every delivery its tunnel was sent. No stream is opened; the client answers nothing.
     /// The frame's body bytes are the request's body when the relay had
     /// read it whole (a small one, turned away for too many in flight).
     TurnedAway {
@@ -212,6 +213,12 @@ pub enum ServerMessage {
         /// Milliseconds from the request's arrival to the relay's answer:
         /// the client dates the delivery from its arrival.
         waited_ms: u64,
+        /// Milliseconds from the relay's answer to this news being sent: 0
+        /// for news sent at once, more for a request turned away while the
+        /// tunnel's name was held for its client, told once it is back.
+        /// The delivery is dated that much earlier again; its duration is
+        /// the caller's wait alone.
+        told_after_ms: u64,
     },
 }
 

@@ -319,6 +319,7 @@ impl Session {
                 status,
                 reason,
                 waited_ms,
+                told_after_ms,
             } => {
                 let head = Head {
                     stream: NO_STREAM,
@@ -326,8 +327,8 @@ impl Session {
                     target,
                     headers,
                 };
-                let waited = Duration::from_millis(waited_ms);
-                self.turned_away(head, (body, body_size), status, &reason, waited);
+                let when = (Duration::from_millis(waited_ms), Duration::from_millis(told_after_ms));
+                self.turned_away(head, (body, body_size), status, &reason, when);
                 ControlFlow::Continue(())
             }
             ServerMessage::Refused { reason } => ControlFlow::Break(SessionEnd::Refused(reason)),
@@ -399,17 +400,25 @@ impl Session {
     }
 
     /// A request the relay answered `status` itself for `reason`, `waited`
-    /// after it came, with its body as far as the relay sent it and the
-    /// size its caller declared: recorded beside the exchanges, as the
-    /// history's writer may make it wait for room.
-    fn turned_away(&mut self, head: Head, body: (Bytes, Option<u64>), status: u16, reason: &str, waited: Duration) {
+    /// after it came and told of `told_after` its answer (`when`), with its
+    /// body as far as the relay sent it and the size its caller declared:
+    /// recorded beside the exchanges, as the history's writer may make it
+    /// wait for room.
+    fn turned_away(
+        &mut self,
+        head: Head,
+        body: (Bytes, Option<u64>),
+        status: u16,
+        reason: &str,
+        when: (Duration, Duration),
+    ) {
         if self.exchanges.len() >= MAX_STREAMS {
             tracing::debug!("a request the relay turned away was not recorded: too many in flight");
             return;
         }
         // The reason was written for the caller; the history keeps a line of it.
         let why = format!("the relay answered the caller {status}: {}", truncate(reason, 200));
-        let record = exchange::turned_away(self.shared.clone(), head, body, waited, why);
+        let record = exchange::turned_away(self.shared.clone(), head, body, when, why);
         self.exchanges.spawn(record);
     }
 

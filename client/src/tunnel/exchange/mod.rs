@@ -145,17 +145,20 @@ pub const NO_STREAM: StreamId = 0;
 /// Its body is what the relay sent of it, a small one whole, or nothing:
 /// recorded `body_size` long (past what came, when unknown), a body that
 /// did not come is cut short, and replay refuses it. It came `waited`
-/// before the relay answered, which is when it is dated.
+/// before the relay answered, which was `told_after` before the relay told
+/// of it (a tunnel reconnecting hears later): it is dated from its arrival,
+/// and lasted as long as its caller waited.
 pub async fn turned_away(
     shared: Arc<Shared>,
     head: Head,
     (body, body_size): (bytes::Bytes, Option<u64>),
-    waited: std::time::Duration,
+    (waited, told_after): (std::time::Duration, std::time::Duration),
     why: String,
 ) -> StreamId {
-    let waited_ms = i64::try_from(waited.as_millis()).unwrap_or(i64::MAX);
+    let ago = waited.saturating_add(told_after);
+    let ago_ms = i64::try_from(ago.as_millis()).unwrap_or(i64::MAX);
     let line = Line {
-        received_at_ms: crate::time::now_ms().saturating_sub(waited_ms),
+        received_at_ms: crate::time::now_ms().saturating_sub(ago_ms),
         started: Instant::now().checked_sub(waited).unwrap_or_else(Instant::now),
         method: head.method.clone(),
         path: head.target.clone(),
