@@ -234,7 +234,16 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
             ),
         });
     }
-    let detail = if many.counts_nothing() || single.counts_nothing() {
+    let detail = if many.is_none() {
+        // The likeliest cause is no race: the burst's event passed for
+        // the first one's, by a field --fresh did not renew.
+        format!(
+            "one new event {}, a burst of {copies} of another left the state unchanged: the handler does not \
+             treat new events alike, or it dedups on a field --fresh did not renew (an order's or a payment's \
+             ID), which --fresh-field names",
+            effect(single),
+        )
+    } else if many.counts_nothing() || single.counts_nothing() {
         format!(
             "one new event {}, a burst of {copies} of another {}: the handler does not treat new events alike",
             effect(single),
@@ -268,7 +277,8 @@ fn burst_unreadable(single: &Change, many: &Change, burst: usize, burst_reads: (
         };
         return Some(format!(
             "neither one new event nor a burst of {burst} {moved}, so the burst proved nothing: \
-             point --check-url or --check-cmd at what the handler writes"
+             point --check-url or --check-cmd at what the handler writes, or, if the handler dedups on a \
+             field --fresh did not renew and has seen it before, name that field with --fresh-field"
         ));
     }
     if many.counts_nothing() && !many.is_none() {

@@ -199,7 +199,8 @@ fn a_burst_that_changed_nothing_is_said_to_leave_the_state_unchanged() {
     assert_eq!(
         check.detail,
         "one new event changed the state by +1, a burst of 4 copies of another left the state unchanged: \
-         the handler does not treat new events alike"
+         the handler does not treat new events alike, or it dedups on a field --fresh did not renew (an \
+         order's or a payment's ID), which --fresh-field names"
     );
 }
 
