@@ -50,13 +50,20 @@ impl std::fmt::Display for Since {
 pub fn parse_since(text: &str) -> Result<Since, String> {
     let text = text.trim();
     let dated = text.len() > 4 && text.as_bytes()[..4].iter().all(u8::is_ascii_digit) && text.as_bytes()[4] == b'-';
-    if !dated {
-        return parse_duration(text).map(Since::Ago);
-    }
-    parse_rfc3339_ms(text).map(Since::At).ok_or_else(|| {
-        "expected a time in UTC as history --json writes received_at, like 2026-01-01T09:30:00Z, or a duration like 2h"
+    let neither = || {
+        "expected a duration like 2h, or a time in UTC as history --json writes received_at, like \
+         2026-01-01T09:30:00Z"
             .to_string()
-    })
+    };
+    if !dated {
+        // A word (`yesterday`) is neither; a number with a bad unit is
+        // told in the duration's own words.
+        return match text.starts_with(|c: char| c.is_ascii_digit()) {
+            true => parse_duration(text).map(Since::Ago),
+            false => Err(neither()),
+        };
+    }
+    parse_rfc3339_ms(text).map(Since::At).ok_or_else(neither)
 }
 
 #[cfg(test)]
@@ -93,7 +100,7 @@ mod tests {
             parse_since("5").unwrap_err(),
             "5 has no unit: write 5ms, 5s, 5m, 5h or 5d"
         );
-        for time in ["2026-01-01", "2026-01-01T09:30:00", "2026-13-01T00:00:00Z"] {
+        for time in ["2026-01-01", "2026-01-01T09:30:00", "2026-13-01T00:00:00Z", "yesterday"] {
             let why = parse_since(time).unwrap_err();
             assert!(why.contains("like 2026-01-01T09:30:00Z"), "{time}: {why}");
         }
