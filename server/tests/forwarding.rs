@@ -281,6 +281,14 @@ async fn a_client_whose_length_disagrees_with_its_body_cannot_write_into_the_nex
     assert!(!answers.contains("forged"), "{answers}");
     assert_eq!(answers.matches("HTTP/1.1 ").count(), 2, "{answers}");
     assert!(answers.ends_with("\r\n\r\nhonest"), "{answers}");
+    // The client is told its answer was refused, so its history does not
+    // show it as given.
+    let (reset, _) = hostile.message().await;
+    assert!(
+        matches!(&reset, ServerMessage::Reset { stream, reason } if *stream == asked.stream
+            && reason.starts_with("the answer's body did not match its Content-Length")),
+        "{reset:?}"
+    );
 
     // A length past the body would have left the caller waiting for the rest.
     let caller = tokio::spawn(call(relay.addr, request(relay.addr, "GET", "/t/hostile/c", "")));
@@ -293,6 +301,11 @@ async fn a_client_whose_length_disagrees_with_its_body_cannot_write_into_the_nex
         .expect("answered at once")
         .unwrap();
     assert_eq!(reply.status, 502, "{}", reply.text());
+    let (reset, _) = hostile.message().await;
+    assert!(
+        matches!(&reset, ServerMessage::Reset { stream, .. } if *stream == asked.stream),
+        "the client hears why: {reset:?}"
+    );
 
     // A HEAD answer's length is that of the body a GET would get.
     let caller = tokio::spawn(call(relay.addr, request(relay.addr, "HEAD", "/t/victim/d", "")));
