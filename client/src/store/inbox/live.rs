@@ -6,12 +6,16 @@
 //! --latest` falls in between, and would replay the delivery before.
 
 use std::fs::{File, TryLockError};
-use std::io::BufReader;
+use std::io::{BufReader, Seek};
 use std::path::Path;
 
 use super::inbox_files;
 use super::orphan::fill;
 use super::record::{request_seq, HEAD, MAX_RECORD};
+
+/// Readings of an inbox begun again when its recorder punched out records
+/// under the reader, before it is left out.
+const TRIES: usize = 3;
 
 /// The newest request a live recorder has appended to its inbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,27 +40,44 @@ pub fn appended_by_live_recorders(db: &Path) -> Vec<Appended> {
                 Err(TryLockError::WouldBlock) => {}
                 Ok(()) | Err(TryLockError::Error(_)) => return None,
             }
-            let newest = newest_request(&file).ok()??;
+            let newest = (0..TRIES).find_map(|_| match newest_request(&file) {
+                Ok(Reading::Newest(newest)) => Some(newest),
+                Ok(Reading::Punched) => None,
+                Err(_) => Some(None),
+            })??;
             Some(Appended { name, newest })
         })
         .collect()
 }
 
-/// The sequence number of the last request in the inbox, reading each
-/// record's head only. A record still being written ends the reading.
-fn newest_request(file: &File) -> std::io::Result<Option<u64>> {
+/// What one reading of an inbox found.
+enum Reading {
+    /// The sequence number of its last request, if any.
+    Newest(Option<u64>),
+    /// A zero length, which no record has: its recorder punched out records
+    /// from under the reader, and what it read after them may be anything.
+    Punched,
+}
+
+/// Reads the inbox from the top, each record's head only. A record still
+/// being written ends the reading.
+fn newest_request(file: &File) -> std::io::Result<Reading> {
     let mut reader = BufReader::with_capacity(64 * 1024, file);
+    reader.rewind()?;
     let mut newest = None;
     let mut head = [0u8; HEAD];
     loop {
         let mut len = [0u8; 4];
         if !fill(&mut reader, &mut len)? {
-            return Ok(newest);
+            return Ok(Reading::Newest(newest));
         }
         let len = u32::from_le_bytes(len) as usize;
+        if len == 0 {
+            return Ok(Reading::Punched);
+        }
         let head_len = len.min(HEAD);
         if len > MAX_RECORD || !fill(&mut reader, &mut head[..head_len])? {
-            return Ok(newest);
+            return Ok(Reading::Newest(newest));
         }
         if let Some(seq) = request_seq(&head[..head_len]) {
             newest = Some(seq);

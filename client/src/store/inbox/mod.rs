@@ -17,11 +17,13 @@
 //! written one at a time, so that the tunnel serves everything else in
 //! between: one write of a 25 MiB body held it for 60 ms.
 //!
-//! The records' layout is in [`record`]; reading back a dead recorder's
+//! The records' layout is in [`record`]; dropping stored requests from a
+//! file that never empties, in [`punch`]; reading back a dead recorder's
 //! inbox, in [`orphan`].
 
 mod live;
 mod orphan;
+mod punch;
 mod record;
 #[cfg(test)]
 mod tests;
@@ -34,12 +36,19 @@ use std::path::{Path, PathBuf};
 use super::model::{NewDelivery, Outcome};
 pub use live::{appended_by_live_recorders, Appended};
 pub use orphan::{orphans, Orphan};
+use punch::{punch_hole, Punch};
 use record::{encode_head, encode_record, EntryRef, PartLen};
 
 /// An inbox this large drops the requests SQLite already holds: all of it
-/// once everything is there, and otherwise as soon as what is still missing
-/// is at most a quarter of it (see [`Inbox::compact`]).
+/// once everything is there, and otherwise once they add up to this much
+/// (see [`Inbox::compact`]).
 const RESTART_AT: u64 = 4 * 1024 * 1024;
+
+/// Past this size an inbox whose stored requests are punched out copies
+/// the rest into a fresh file instead, so that its offsets start over:
+/// under every file system's limit on a file's size, and rare enough that
+/// the copy costs nothing much (once per 8 GiB recorded without a pause).
+const SPARSE_LIMIT: u64 = 8 * 1024 * 1024 * 1024;
 
 /// Staged records are written at once when they reach this size, so the
 /// buffer kept between bursts stays small.
@@ -56,6 +65,15 @@ enum Holder {
     Request(u64),
     /// The parts of a large body whose request is still to come.
     Body(u64),
+}
+
+/// What a compaction did.
+#[derive(Debug)]
+pub enum Compacted {
+    /// Requests SQLite holds were punched out of the file.
+    Punched,
+    /// A fresh file replaced this one, to be closed where that may take long.
+    Replaced(File),
 }
 
 /// A recorder's own inbox, locked for as long as it lives.
@@ -92,6 +110,15 @@ pub struct Inbox {
     cutting_fails: bool,
     /// Length of the opening record, all a file holds once started over.
     opening_len: u64,
+    /// Where the next filler starts: before it, but for the opening, the
+    /// file holds only fillers over punched out requests.
+    hole_end: u64,
+    /// Where the records of requests SQLite holds start, past `hole_end`,
+    /// in file order: where fillers may end.
+    applied_starts: VecDeque<u64>,
+    /// How stored requests are punched out; `None` once that failed, and
+    /// a compaction copies what is still missing into a fresh file instead.
+    punch: Option<Punch>,
 }
 
 impl Inbox {
@@ -120,10 +147,14 @@ impl Inbox {
             staged_requests: Vec::new(),
             cutting_fails: false,
             opening_len: 0,
+            hole_end: 0,
+            applied_starts: VecDeque::new(),
+            punch: Some(punch_hole),
         };
         inbox.open_entry()?;
         inbox.flush()?;
         inbox.opening_len = inbox.len;
+        inbox.hole_end = inbox.len;
         Ok(inbox)
     }
 
@@ -355,11 +386,14 @@ impl Inbox {
         match self.compact(applied, restart_at) {
             // Only a compaction done says it works again: most calls find
             // nothing to do.
-            Ok(Some(replaced)) => {
+            Ok(Some(compacted)) => {
                 if std::mem::take(&mut self.cutting_fails) {
                     tracing::info!("stored requests are dropped from the history inbox again");
                 }
-                Some(replaced)
+                match compacted {
+                    Compacted::Punched => None,
+                    Compacted::Replaced(replaced) => Some(replaced),
+                }
             }
             Ok(None) => None,
             Err(err) => {
@@ -372,16 +406,24 @@ impl Inbox {
     }
 
     /// Once the file has grown to `restart_at` ([`RESTART_AT`] under load),
-    /// drops the requests that SQLite holds (`applied` is the newest sequence number there): starts
-    /// the file over when nothing else is left, and otherwise moves the
-    /// requests still missing into a fresh file once they are at most a
-    /// quarter of it. Under steady load some request is always in flight,
-    /// so waiting for an empty moment would let the file grow with every
-    /// request for as long as the load lasts. Returns the file a fresh one
-    /// replaced, for the caller to close where that may take long.
-    pub fn compact(&mut self, applied: u64, restart_at: u64) -> std::io::Result<Option<File>> {
-        while matches!(self.pending.front(), Some((Holder::Request(seq), _)) if *seq <= applied) {
+    /// drops the requests that SQLite holds (`applied` is the newest
+    /// sequence number there): starts the file over when nothing else is
+    /// left, and otherwise punches them out once they add up to
+    /// `restart_at`, less the opening. Under steady load some request is
+    /// always in flight, so waiting for an empty moment would let the file
+    /// grow with every request for as long as the load lasts. Where
+    /// punching fails, or past [`SPARSE_LIMIT`], the requests still missing
+    /// are moved into a fresh file instead, once they are at most a quarter
+    /// of it.
+    pub fn compact(&mut self, applied: u64, restart_at: u64) -> std::io::Result<Option<Compacted>> {
+        while let Some(&(Holder::Request(seq), start)) = self.pending.front() {
+            if seq > applied {
+                break;
+            }
             self.pending.pop_front();
+            if start > self.hole_end {
+                self.applied_starts.push_back(start);
+            }
         }
         while self.unwritten.first().is_some_and(|seq| *seq <= applied) {
             self.unwritten.pop_first();
@@ -391,17 +433,37 @@ impl Inbox {
             return Ok(None);
         }
         let start = match self.pending.front() {
-            Some(&(_, start)) if size.saturating_sub(start) * 4 > size => return Ok(None),
             Some(&(_, start)) => start,
             None => {
                 // What is staged is in SQLite already.
                 self.staged.clear();
                 self.staged_requests.clear();
-                self.len
+                return self.keep_from(self.len).map(|old| Some(Compacted::Replaced(old)));
             }
         };
+        // Written records only: a staged one's start is no record yet.
+        let to = start.min(self.len);
+        if let Some(punch) = self.punch.filter(|_| size < SPARSE_LIMIT) {
+            if self.opening_len + to.saturating_sub(self.hole_end) < restart_at {
+                return Ok(None);
+            }
+            match self.punch_up_to(to, punch) {
+                Ok(true) => return Ok(Some(Compacted::Punched)),
+                // No record starts within a filler's reach (a large body
+                // abandoned): the copy below, in time.
+                Ok(false) => {}
+                Err(err) => {
+                    tracing::info!(%err, "cannot punch stored requests out of the history inbox; copying the rest instead");
+                    self.punch = None;
+                }
+            }
+        }
+        if size.saturating_sub(start) * 4 > size {
+            return Ok(None);
+        }
         self.write_staged().inspect_err(|err| self.dropped_earlier(true, err))?;
-        self.keep_from(start.min(self.len)).map(Some)
+        self.keep_from(start.min(self.len))
+            .map(|old| Some(Compacted::Replaced(old)))
     }
 
     /// Replaces the file with one holding the opening record and every
@@ -434,6 +496,8 @@ impl Inbox {
                 for (_, offset) in &mut self.pending {
                     *offset = *offset - start + opening;
                 }
+                self.hole_end = opening;
+                self.applied_starts.clear();
                 Ok(std::mem::replace(&mut self.file, file))
             }
             Err(err) => {

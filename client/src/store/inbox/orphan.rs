@@ -6,7 +6,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read, Seek};
 use std::path::{Path, PathBuf};
 
-use super::record::{decode, Entry, MAX_RECORD};
+use super::record::{decode, is_filler, Entry, HEAD, MAX_RECORD};
 use super::{inbox_files, INFIX};
 use crate::store::model::{NewDelivery, Outcome};
 use crate::store::FileId;
@@ -117,7 +117,18 @@ impl Requests<'_> {
                 return Ok(None);
             }
             self.buf.resize(len, 0);
-            if !fill(&mut self.reader, &mut self.buf)? {
+            let (head, rest) = self.buf.split_at_mut(len.min(HEAD));
+            if !fill(&mut self.reader, head)? {
+                return Ok(None);
+            }
+            // Mostly zeros over punched out requests, up to 16 MiB each:
+            // not worth reading.
+            if is_filler(head) {
+                let rest = i64::try_from(rest.len()).map_err(std::io::Error::other)?;
+                self.reader.seek_relative(rest)?;
+                continue;
+            }
+            if !fill(&mut self.reader, rest)? {
                 return Ok(None);
             }
             match decode(&mut self.buf) {

@@ -3,6 +3,11 @@
 //!
 //! Layout: `[u32 LE length][postcard (seq, Entry)]`. A record cut short by
 //! a crash ends the readable part of the file.
+//!
+//! Requests SQLite holds are punched out of the file where they lie (see
+//! [`super::punch`]), each stretch under a filler record as long as the
+//! stretch: a part of large body 0, which no request claims, so that any
+//! reader, an older PortPreview's too, steps over it by its length.
 
 use serde::{Deserialize, Serialize};
 
@@ -15,16 +20,52 @@ pub(super) const MAX_RECORD: usize = crate::store::MAX_STORED_BODY + 1024 * 1024
 /// Enough of a record's start to hold its sequence number and its kind.
 pub(super) const HEAD: usize = 16;
 
+/// Longest stretch one filler covers: well within [`MAX_RECORD`], which an
+/// older PortPreview may have had smaller.
+pub(super) const FILLER_SPAN: u64 = 16 * 1024 * 1024;
+
+/// Large bodies are numbered from 1: parts of body 0 are fillers.
+const FILLER_BODY: u64 = 0;
+
+/// Entry variant indexes, in [`Entry`]'s order, as postcard writes them.
+const REQUEST: u32 = 1;
+const BODY_PART: u32 = 2;
+const PARTED_REQUEST: u32 = 3;
+
 /// The sequence number of a request's record, read from the record's
 /// first [`HEAD`] bytes (fewer if it is shorter): `None` for any other
 /// kind of record. Spares a reader decoding the body that follows.
 pub(super) fn request_seq(head: &[u8]) -> Option<u64> {
     // postcard writes the sequence number, then the entry's variant index,
-    // each as a varint; the indexes follow [`Entry`]'s order.
-    const REQUEST: u32 = 1;
-    const PARTED_REQUEST: u32 = 3;
+    // each as a varint.
     let ((seq, variant), _) = postcard::take_from_bytes::<(u64, u32)>(head).ok()?;
     matches!(variant, REQUEST | PARTED_REQUEST).then_some(seq)
+}
+
+/// Whether the record whose first [`HEAD`] bytes (fewer if it is shorter)
+/// are `head` is a filler, to be stepped over unread.
+pub(super) fn is_filler(head: &[u8]) -> bool {
+    matches!(
+        postcard::take_from_bytes::<(u64, u32, u64)>(head),
+        Ok(((_, BODY_PART, FILLER_BODY), _))
+    )
+}
+
+/// The start of a filler record `span` bytes long, length included, up to
+/// its zero bytes; `None` for the few spans no filler fits (a varint one
+/// byte longer where its value crosses a power of 128).
+pub(super) fn filler_head(span: u64) -> Option<Vec<u8>> {
+    (1..=10).find_map(|varint| {
+        let zeros = span.checked_sub(4 + 3 + varint)?;
+        let zeros_len = usize::try_from(zeros).ok()?;
+        let mut head = Vec::with_capacity(16);
+        let entry = EntryRef::BodyPart {
+            body: FILLER_BODY,
+            len: PartLen(zeros),
+        };
+        encode_head(&mut head, 0, &entry, zeros_len).ok()?;
+        (head.len() as u64 + zeros == span).then_some(head)
+    })
 }
 
 /// Decodes one record (without its length). Requests recorded before

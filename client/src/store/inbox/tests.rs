@@ -1,6 +1,6 @@
 //! The inbox written, cut short, compacted and read back.
 
-use super::record::Entry;
+use super::record::{Entry, FILLER_SPAN};
 use super::*;
 use crate::store::tests::{delivery, ScratchDir};
 
@@ -323,11 +323,11 @@ fn under_steady_load_the_inbox_keeps_only_what_sqlite_lacks() {
         let newest = inbox.append(&mut big).unwrap();
         applied = newest - 2;
         inbox.compact(applied, RESTART_AT).unwrap();
-        largest = largest.max(inbox.len);
+        largest = largest.max(allocated(&inbox.path));
     }
     assert!(
         largest < 2 * RESTART_AT,
-        "the file stays bounded though a request is always in flight: {largest} bytes"
+        "the file's blocks stay bounded though a request is always in flight: {largest} bytes"
     );
     let newest = inbox.next_seq - 1;
     let path = inbox.path.clone();
@@ -410,4 +410,185 @@ fn a_request_recorded_before_host_preserved_existed_reads_as_not_preserved() {
         super::record::decode(&mut vec![0xff; 12]).is_none(),
         "garbage stays unread"
     );
+}
+
+/// A request whose payload a reader of the raw file can look for.
+fn secret_request(key: &str, len: usize) -> NewDelivery {
+    let mut d = delivery(key, "/upload");
+    d.request_body = b"tok_SECRET".iter().copied().cycle().take(len).collect();
+    d
+}
+
+/// Bytes of the file the system holds for it.
+fn allocated(path: &Path) -> u64 {
+    std::os::unix::fs::MetadataExt::blocks(&std::fs::metadata(path).unwrap()) * 512
+}
+
+fn holds_secret(bytes: &[u8]) -> bool {
+    bytes.windows(10).any(|w| w == b"tok_SECRET")
+}
+
+/// Appends large and small requests until the file holds `bytes` more;
+/// returns the newest sequence number.
+fn fill_with_secrets(inbox: &mut Inbox, bytes: u64) -> u64 {
+    let until = inbox.len + bytes;
+    let mut newest = 0;
+    while inbox.len < until {
+        inbox.append(&mut secret_request("evt_large", BODY_PART * 4)).unwrap();
+        newest = inbox.append(&mut secret_request("evt_small", 2000)).unwrap();
+        inbox.flush().unwrap();
+    }
+    newest
+}
+
+#[test]
+fn stored_requests_are_punched_out_while_the_pending_ones_stay_where_they_are() {
+    let dir = ScratchDir::new("inbox-punch");
+    let db = dir.0.join("history.db");
+    let mut inbox = Inbox::create(&db, &["/id".to_string()]).unwrap();
+    let stored = fill_with_secrets(&mut inbox, RESTART_AT);
+    let pending_large = inbox
+        .append(&mut secret_request("evt_pending", BODY_PART * 3 + 5))
+        .unwrap();
+    let pending_small = inbox.append(&mut delivery("evt_last", "/")).unwrap();
+    inbox.flush().unwrap();
+    let (len, before) = (inbox.len, allocated(&inbox.path));
+
+    match inbox.compact(stored, RESTART_AT).unwrap() {
+        Some(Compacted::Punched) => {}
+        other => panic!("expected a punch, got {other:?}"),
+    }
+    assert_eq!(inbox.len, len, "nothing moves: the file keeps its size");
+    let after = allocated(&inbox.path);
+    assert!(
+        after + RESTART_AT <= before,
+        "the stored requests' blocks are freed: {before} bytes held before, {after} after"
+    );
+    let raw = std::fs::read(&inbox.path).unwrap();
+    assert!(
+        !holds_secret(&raw[..inbox.hole_end as usize]),
+        "their payloads are gone"
+    );
+    assert!(
+        holds_secret(&raw[inbox.hole_end as usize..]),
+        "the pending ones' are not"
+    );
+    assert_eq!(
+        inbox.compact(stored, RESTART_AT).unwrap().map(|_| ()),
+        None,
+        "nothing more to drop"
+    );
+
+    drop(inbox);
+    let (key_fields, requests) = read_all(&orphans(&db).pop().unwrap());
+    assert_eq!(key_fields, ["/id"]);
+    assert_eq!(
+        keys(&requests),
+        [(pending_large, "evt_pending"), (pending_small, "evt_last")],
+        "exactly the requests SQLite lacks"
+    );
+    assert!(requests[0].1.request_body == secret_request("", BODY_PART * 3 + 5).request_body);
+}
+
+#[test]
+fn an_inbox_punched_again_and_again_reads_back_whole() {
+    let dir = ScratchDir::new("inbox-punch-again");
+    let db = dir.0.join("history.db");
+    let mut inbox = Inbox::create(&db, &[]).unwrap();
+    let mut pending = 0;
+    let mut ends = Vec::new();
+    // The third time the writer catches up on more than one filler spans.
+    for grown in [RESTART_AT, RESTART_AT * 2, FILLER_SPAN * 2 + RESTART_AT] {
+        let stored = fill_with_secrets(&mut inbox, grown);
+        pending = inbox.append(&mut delivery("evt_pending", "/")).unwrap();
+        inbox.flush().unwrap();
+        assert!(matches!(
+            inbox.compact(stored, RESTART_AT).unwrap(),
+            Some(Compacted::Punched)
+        ));
+        ends.push(inbox.hole_end);
+        let raw = std::fs::read(&inbox.path).unwrap();
+        assert!(!holds_secret(&raw[..inbox.hole_end as usize]));
+    }
+    assert!(
+        ends.windows(2).all(|w| w[0] < w[1]),
+        "each punch goes further: {ends:?}"
+    );
+    assert!(
+        allocated(&inbox.path) < RESTART_AT,
+        "{} bytes held for a file of {}",
+        allocated(&inbox.path),
+        inbox.len
+    );
+    let name = inbox.name().to_owned();
+    drop(inbox);
+    let (_, requests) = read_all(&orphans(&db).pop().unwrap());
+    assert_eq!(keys(&requests), [(pending, "evt_pending")], "in {name}");
+}
+
+#[test]
+fn a_live_reader_finds_the_newest_request_past_punched_out_ones() {
+    let dir = ScratchDir::new("inbox-punch-live");
+    let db = dir.0.join("history.db");
+    let mut live = Inbox::create(&db, &[]).unwrap();
+    let stored = fill_with_secrets(&mut live, RESTART_AT);
+    live.append(&mut delivery("evt_pending", "/")).unwrap();
+    let newest = live.append(&mut delivery("evt_newest", "/")).unwrap();
+    live.flush().unwrap();
+    assert!(matches!(
+        live.compact(stored, RESTART_AT).unwrap(),
+        Some(Compacted::Punched)
+    ));
+    let name = live.name().to_owned();
+    assert_eq!(appended_by_live_recorders(&db), [Appended { name, newest }]);
+    live.discard();
+}
+
+#[test]
+fn where_punching_is_refused_the_pending_requests_are_copied_into_a_fresh_file() {
+    let dir = ScratchDir::new("inbox-punch-refused");
+    let db = dir.0.join("history.db");
+    let mut inbox = Inbox::create(&db, &[]).unwrap();
+    let unsupported: Punch = |_, _, _| Err(std::io::Error::from(std::io::ErrorKind::Unsupported));
+    inbox.punch = Some(unsupported);
+    let stored = fill_with_secrets(&mut inbox, RESTART_AT);
+    let pending = inbox.append(&mut secret_request("evt_pending", BODY_PART + 1)).unwrap();
+    inbox.flush().unwrap();
+    assert!(matches!(
+        inbox.compact(stored, RESTART_AT).unwrap(),
+        Some(Compacted::Replaced(_))
+    ));
+    assert!(inbox.punch.is_none(), "not tried again");
+    assert!(inbox.len < BODY_PART as u64 * 2, "only the pending request is left");
+    assert!(!holds_secret(
+        &std::fs::read(&inbox.path).unwrap()[..inbox.opening_len as usize]
+    ));
+    drop(inbox);
+    let (_, requests) = read_all(&orphans(&db).pop().unwrap());
+    assert_eq!(keys(&requests), [(pending, "evt_pending")]);
+}
+
+#[test]
+fn a_filler_of_any_span_reads_as_a_part_of_body_zero_that_readers_step_over() {
+    let gaps = [136, 16_393, 2_097_162];
+    let spans = (8..400)
+        .chain(16_380..16_400)
+        .chain(2_097_158..2_097_166)
+        .chain([FILLER_SPAN]);
+    for span in spans {
+        let Some(head) = super::record::filler_head(span) else {
+            assert!(gaps.contains(&span), "no filler for {span} bytes");
+            continue;
+        };
+        let mut record = head.clone();
+        record.resize(span as usize, 0);
+        let len = u32::from_le_bytes(record[..4].try_into().unwrap()) as u64;
+        assert_eq!(len + 4, span, "the length covers the span");
+        assert!(super::record::is_filler(&record[4..]));
+        match postcard::from_bytes::<(u64, Entry)>(&record[4..]).unwrap() {
+            (0, Entry::BodyPart { body: 0, bytes }) => assert_eq!(bytes.len() as u64, span - head.len() as u64),
+            other => panic!("read back as {other:?}"),
+        }
+    }
+    assert!(super::record::filler_head(7).is_none(), "no record is that short");
 }
