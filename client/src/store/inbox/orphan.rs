@@ -116,19 +116,20 @@ impl Requests<'_> {
                 self.unreadable += 1;
                 return Ok(None);
             }
-            self.buf.resize(len, 0);
-            let (head, rest) = self.buf.split_at_mut(len.min(HEAD));
-            if !fill(&mut self.reader, head)? {
+            let head_len = len.min(HEAD);
+            self.buf.resize(head_len, 0);
+            if !fill(&mut self.reader, &mut self.buf)? {
                 return Ok(None);
             }
             // Mostly zeros over punched out requests, up to 16 MiB each:
-            // not worth reading.
-            if is_filler(head) {
-                let rest = i64::try_from(rest.len()).map_err(std::io::Error::other)?;
+            // not worth reading, nor room made for.
+            if is_filler(&self.buf) {
+                let rest = i64::try_from(len - head_len).map_err(std::io::Error::other)?;
                 self.reader.seek_relative(rest)?;
                 continue;
             }
-            if !fill(&mut self.reader, rest)? {
+            self.buf.resize(len, 0);
+            if !fill(&mut self.reader, &mut self.buf[head_len..])? {
                 return Ok(None);
             }
             match decode(&mut self.buf) {
