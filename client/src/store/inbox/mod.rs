@@ -449,8 +449,8 @@ impl Inbox {
             }
             match self.punch_up_to(to, punch) {
                 Ok(true) => return Ok(Some(Compacted::Punched)),
-                // No record starts within a filler's reach (a large body
-                // abandoned): the copy below, in time.
+                // No filler fits before the first request still needed:
+                // the copy below, in time.
                 Ok(false) => {}
                 Err(err) => {
                     tracing::info!(%err, "cannot punch stored requests out of the history inbox; copying the rest instead");

@@ -50,18 +50,14 @@ impl Inbox {
     /// no record starts within a filler's reach.
     pub(super) fn punch_up_to(&mut self, to: u64, punch: Punch) -> std::io::Result<bool> {
         // The inbox's own handle appends wherever it is told to write.
-        let mut at_offset: Option<File> = None;
+        let file = OpenOptions::new().read(true).write(true).open(&self.path)?;
         let mut dropped = false;
-        while let Some((end, head)) = self.next_filler(to) {
-            let file = match &mut at_offset {
-                Some(file) => file,
-                None => at_offset.insert(OpenOptions::new().write(true).open(&self.path)?),
-            };
+        while let Some((end, head)) = self.next_filler(to, &file)? {
             let start = self.hole_end;
             file.write_all_at(&head, start)?;
             let freed = start + head.len() as u64;
             if end > freed {
-                punch(file, freed, end - freed)?;
+                punch(&file, freed, end - freed)?;
             }
             self.hole_end = end;
             while self.applied_starts.front().is_some_and(|&at| at <= end) {
@@ -74,15 +70,43 @@ impl Inbox {
 
     /// Where the next filler ends, the farthest start of a record within
     /// reach, and its head.
-    fn next_filler(&self, to: u64) -> Option<(u64, Vec<u8>)> {
+    fn next_filler(&self, to: u64, file: &File) -> std::io::Result<Option<(u64, Vec<u8>)>> {
         let from = self.hole_end;
         let reach = from.saturating_add(FILLER_SPAN).min(to);
+        let filler = |end: u64| Some((end, filler_head(end - from)?));
         let within = self.applied_starts.partition_point(|&at| at <= reach);
         let starts = self.applied_starts.range(..within).rev();
-        std::iter::once(to)
+        let known = std::iter::once(to)
             .filter(|&to| to <= reach)
             .chain(starts.copied())
             .take_while(|&end| end > from)
-            .find_map(|end| Some((end, filler_head(end - from)?)))
+            .find_map(filler);
+        if known.is_some() {
+            return Ok(known);
+        }
+        // A stored request's body longer than a filler reaches (a 20 MiB
+        // upload) starts no request within it: its parts' records do.
+        let walked = record_starts(file, from, reach)?;
+        Ok(walked.into_iter().rev().find_map(filler))
+    }
+}
+
+/// The starts of the records that follow the one at `from`, as far as
+/// `reach`, each found from the length before the one ahead of it. Only
+/// written records lie before `reach`, and none is longer than a large
+/// body's part or a request with a small body.
+fn record_starts(file: &File, from: u64, reach: u64) -> std::io::Result<Vec<u64>> {
+    let mut starts = Vec::new();
+    let mut at = from;
+    loop {
+        let mut len = [0u8; 4];
+        file.read_exact_at(&mut len, at)?;
+        let len = u32::from_le_bytes(len);
+        let next = at + 4 + u64::from(len);
+        if len == 0 || next > reach {
+            return Ok(starts);
+        }
+        starts.push(next);
+        at = next;
     }
 }

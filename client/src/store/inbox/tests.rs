@@ -490,6 +490,35 @@ fn stored_requests_are_punched_out_while_the_pending_ones_stay_where_they_are() 
     assert!(requests[0].1.request_body == secret_request("", BODY_PART * 3 + 5).request_body);
 }
 
+/// A stored upload longer than one filler spans starts no request within
+/// its reach: the fillers end where its parts' records start instead, and
+/// nothing is copied.
+#[test]
+fn a_stored_upload_longer_than_a_filler_is_punched_out_part_by_part() {
+    let dir = ScratchDir::new("inbox-punch-large");
+    let db = dir.0.join("history.db");
+    let mut inbox = Inbox::create(&db, &[]).unwrap();
+    let large = FILLER_SPAN as usize + 4 * BODY_PART;
+    let stored = inbox.append(&mut secret_request("evt_large", large)).unwrap();
+    let pending = inbox.append(&mut delivery("evt_pending", "/")).unwrap();
+    inbox.flush().unwrap();
+    let (len, before) = (inbox.len, allocated(&inbox.path));
+
+    match inbox.compact(stored, RESTART_AT).unwrap() {
+        Some(Compacted::Punched) => {}
+        other => panic!("expected a punch, got {other:?}"),
+    }
+    assert_eq!(inbox.len, len, "nothing moves");
+    let after = allocated(&inbox.path);
+    assert!(
+        after + large as u64 - 2 * BODY_PART as u64 <= before,
+        "the upload's blocks are freed: {before} bytes held before, {after} after"
+    );
+    drop(inbox);
+    let (_, requests) = read_all(&orphans(&db).pop().unwrap());
+    assert_eq!(keys(&requests), [(pending, "evt_pending")]);
+}
+
 #[test]
 fn an_inbox_punched_again_and_again_reads_back_whole() {
     let dir = ScratchDir::new("inbox-punch-again");
