@@ -192,6 +192,16 @@ fn a_failed_first_attempt_is_not_said_to_have_seen_the_event() {
     );
 }
 
+/// A probe that says "nothing" on every read saw no side effect at all:
+/// the burst proved nothing, whatever word it says it with.
+#[test]
+fn a_probe_that_always_says_nothing_proves_nothing() {
+    let trace = settled_trace("(none)", &["(none)", "(none)"]);
+    let check = burst_acts_once(&trace, 4).unwrap();
+    assert!(!check.passed, "{}", check.detail);
+    assert!(check.detail.contains("proved nothing"), "{}", check.detail);
+}
+
 #[test]
 fn a_burst_that_changed_nothing_is_said_to_leave_the_state_unchanged() {
     let trace = settled_trace("count 5", &["count 6", "count 6"]);

@@ -199,7 +199,8 @@ fn change(before: &str, after: &str, commas: Commas) -> Change {
 /// A lone count after it is left to be read as a count moved from zero
 /// (`SELECT sum(amount)` over no rows prints a blank line).
 fn no_rows_yet<'a>(before: &'a str, after: &str, commas: Commas) -> &'a str {
-    if !says_nothing(before) {
+    // Nothing still: no row came, and nothing moved.
+    if !says_nothing(before) || says_nothing(after) {
         return before;
     }
     if after.starts_with(super::json_state::LIST_OPENING) {

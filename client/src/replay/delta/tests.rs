@@ -314,6 +314,11 @@ fn a_line_saying_nothing_yet_is_no_line_before_the_first_row() {
         assert!(!acts_once(nothing, "evt_A\n", "evt_A\nevt_B\nevt_B\n"), "{nothing:?}");
         assert_eq!(change2(nothing, "evt_A\n").describe(), "1 line added", "{nothing:?}");
     }
+    // Nothing, and nothing still: no change, nor one row of "nothing".
+    for nothing in ["\n", "(none)\n", "null\n"] {
+        assert!(change2(nothing, nothing).is_none(), "{nothing:?}");
+        assert!(change2(nothing, "None\n").counts_nothing(), "{nothing:?}");
+    }
     // A sum over no rows prints a blank line, then a count: it moved.
     assert_eq!(change2("\n", "100\n").describe(), "+100");
     assert!(acts_once("\n", "100\n", "200\n"));
