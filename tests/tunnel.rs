@@ -1689,29 +1689,6 @@ async fn a_connection_busy_streaming_a_slow_answer_is_kept_for_the_next_delivery
     serving.abort();
 }
 
-/// A relay behind an HTTPS proxy, reached by the client over plain HTTP
-/// (from inside the proxy's network), gives both URLs as https.
-#[tokio::test]
-async fn behind_an_https_proxy_both_urls_of_a_domain_tunnel_say_https() {
-    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
-        domain: Some("relay.test".into()),
-        behind_https: true,
-        ..Default::default()
-    })
-    .await;
-    let handler = LocalHandler::echo().await;
-    let options = TunnelOptions {
-        name: Some("shop".into()),
-        ..TunnelOptions::default()
-    };
-    let tunnel = TestTunnel::start_with(&relay.http_url(), &handler.url(), options)
-        .await
-        .expect("tunnel");
-    let port = relay.addr.port();
-    assert_eq!(tunnel.public_url, format!("https://shop.relay.test:{port}"));
-    assert_eq!(tunnel.also_url, Some(format!("https://127.0.0.1:{port}/t/shop")));
-}
-
 /// A relay with a domain gives the real client a `<name>.<domain>` URL,
 /// and a webhook sent to that host reaches its handler with the whole
 /// path, as a provider posting to the URL would.

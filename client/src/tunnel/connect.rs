@@ -158,13 +158,10 @@ pub fn relay_url(input: &str) -> Result<String, ConnectError> {
 
 /// The tunnel `name` by path on the relay at `connect_url` (as
 /// [`relay_url`] makes it): `ws://relay:8080/_portpreview/connect` gives
-/// `http://relay:8080/t/<name>`. A relay behind an HTTPS proxy gives
-/// `https` URLs whichever way the client reached it: the scheme of its
-/// `public_url` is kept.
-pub fn path_url(connect_url: &str, name: &str, public_url: &str) -> Option<String> {
+/// `http://relay:8080/t/<name>`.
+pub fn path_url(connect_url: &str, name: &str) -> Option<String> {
     let (scheme, rest) = connect_url.split_once("://")?;
     let scheme = match scheme {
-        _ if public_url.starts_with("https://") => "https",
         "ws" => "http",
         "wss" => "https",
         _ => return None,
@@ -512,7 +509,7 @@ mod tests {
     /// reached, behind a proxy's base path too.
     #[test]
     fn the_path_url_is_on_the_relays_own_address() {
-        let by_path = |relay: &str| path_url(&relay_url(relay).unwrap(), "shop", "http://shop.relay.test");
+        let by_path = |relay: &str| path_url(&relay_url(relay).unwrap(), "shop");
         assert_eq!(
             by_path("http://127.0.0.1:8080").as_deref(),
             Some("http://127.0.0.1:8080/t/shop")
@@ -524,16 +521,6 @@ mod tests {
         assert_eq!(
             by_path("https://proxy.test/relay/").as_deref(),
             Some("https://proxy.test/relay/t/shop")
-        );
-        // Reached over plain HTTP, a relay behind an HTTPS proxy says https.
-        assert_eq!(
-            path_url(
-                &relay_url("http://10.0.0.5:8080").unwrap(),
-                "shop",
-                "https://shop.relay.test"
-            )
-            .as_deref(),
-            Some("https://10.0.0.5:8080/t/shop")
         );
     }
 

@@ -201,7 +201,7 @@ async fn serve_until_stopped(
                 options.name = Some(welcome.name.clone());
                 options.resume = Some(welcome.resume.clone());
                 lock(&shared.public_url).clone_from(&welcome.public_url);
-                let also_url = connect::path_url(&options.url, &welcome.name, &welcome.public_url)
+                let also_url = connect::path_url(&options.url, &welcome.name)
                     .filter(|by_path| !welcome.public_url.contains("/t/") && *by_path != welcome.public_url);
                 report(
                     &events,
