@@ -270,8 +270,14 @@ fn reconnecting(relay: &Relay, req: Request<Incoming>, name: &str, target: &str,
     };
     let reason = format!("tunnel {name} is reconnecting");
     request.tell(StatusCode::SERVICE_UNAVAILABLE, &reason, &[], |news, _| {
-        relay.registry.hold_news(name, HeldNews::new(news.clone())?);
-        Ok(())
+        if relay.registry.hold_news(name, HeldNews::new(news.clone())?) {
+            return Ok(());
+        }
+        // Its client may have taken the name back since it was routed.
+        match relay.registry.route(name) {
+            Route::Live(tunnel) => tunnel.tell_turned_away(news, &[]),
+            _ => Ok(()),
+        }
     });
     let mut busy = answer(StatusCode::SERVICE_UNAVAILABLE, reason);
     busy.headers_mut()

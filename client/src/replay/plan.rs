@@ -258,8 +258,6 @@ fn fresh_voids_signature(
         || provider.is_some_and(|p| !provider::signs_alike(p, (headers, body), (&fresh_headers, &fresh_body))))
 }
 
-/// `url` with its `bodySHA256` made for `body`. Twilio puts a JSON body's
-/// hash in the URL it signs, and its validator checks the body against it.
 /// What to know of a recorded signature sent as it is: that it is too
 /// old for its provider, and that it no longer covers a changed body.
 fn recorded_signature_warnings(p: Provider, headers: &[Header], body: &[u8], body_changed: bool) -> Vec<String> {
@@ -306,6 +304,8 @@ fn signed_url(
     }
 }
 
+/// `url` with its `bodySHA256` made for `body`. Twilio puts a JSON body's
+/// hash in the URL it signs, and its validator checks the body against it.
 fn twilio_rehashed(url: String, body: &[u8]) -> String {
     provider::with_twilio_body_hash(&url, body).unwrap_or(url)
 }
