@@ -32,6 +32,18 @@ use crate::events::{report, TunnelEvent};
 /// The relay pings every few seconds; this long without any frame means it is gone.
 pub const RELAY_SILENCE_LIMIT: Duration = Duration::from_secs(15);
 
+/// How long a relay with the default settings waits for a silent client
+/// before it gives up on it and answers its callers 502: its pings come
+/// every 5 s, and it gives up once an answer to the next could no longer
+/// come within 15 s of the last. A request the client reads after a pause
+/// this long (ctrl-z, a debugger) is one whose caller has had its answer.
+const RELAY_GIVES_UP: Duration =
+    portpreview_server::config::DEFAULT_DEAD_AFTER.saturating_sub(portpreview_server::config::DEFAULT_PING_INTERVAL);
+
+/// How long after such a pause the requests read are taken as ones sent
+/// during it: what waited in the socket is read at once.
+const WAKING: Duration = Duration::from_millis(500);
+
 /// On shutdown, how long exchanges in flight may take to finish.
 pub const DRAIN_LIMIT: Duration = Duration::from_secs(3);
 
@@ -79,6 +91,9 @@ struct Session {
     draining: bool,
     /// When the relay last sent a frame: the silence limit counts from it.
     last_heard: Instant,
+    /// Until when requests read are ones the relay sent while this process
+    /// was paused past [`RELAY_GIVES_UP`], and how long it was.
+    woke: Option<(Instant, Duration)>,
 }
 
 /// Serves one socket until it ends or the user stops the tunnel. When the
@@ -105,6 +120,7 @@ where
         abandon: CancellationToken::new(),
         draining: false,
         last_heard: Instant::now(),
+        woke: None,
     };
     // Counted from the last frame, so exchanges finishing meanwhile never
     // restart the count; the deadline moves only when it fires early, not
@@ -145,7 +161,7 @@ where
                 // asleep): what the relay sent meanwhile is still unread,
                 // and its silence is counted from now.
                 if overslept(silence.deadline().into_std(), Instant::now().into_std()) {
-                    session.last_heard = Instant::now();
+                    session.heard_from_relay();
                 }
                 let quiet_until = session.last_heard + RELAY_SILENCE_LIMIT;
                 if quiet_until > Instant::now() {
@@ -265,6 +281,19 @@ impl Session {
         None
     }
 
+    /// Notes that the relay was heard from now, or that this process ran
+    /// again after a pause, which the silence limit then counts from. A
+    /// pause long enough for the relay to have given up on this client
+    /// marks what is read right after it.
+    fn heard_from_relay(&mut self) {
+        let now = Instant::now();
+        let quiet = now.saturating_duration_since(self.last_heard);
+        if quiet > RELAY_GIVES_UP {
+            self.woke = Some((now + WAKING, quiet));
+        }
+        self.last_heard = now;
+    }
+
     /// Takes what the socket gave: a message, or how it ended.
     fn received(&mut self, next: Option<Result<Message, tungstenite::Error>>) -> ControlFlow<SessionEnd> {
         let message = match next {
@@ -272,7 +301,7 @@ impl Session {
             Some(Err(err)) => return ControlFlow::Break(SessionEnd::Lost(read_failed(err))),
             Some(Ok(message)) => message,
         };
-        self.last_heard = Instant::now();
+        self.heard_from_relay();
         let frame = match message {
             Message::Binary(frame) => frame,
             Message::Close(close) => return ControlFlow::Break(SessionEnd::Lost(close_reason(close))),
@@ -353,6 +382,21 @@ impl Session {
             self.outbox.answer(stream, 503, "the tunnel's client is shutting down");
             return ControlFlow::Continue(());
         }
+        if let Some((_, paused)) = self.woke.filter(|(until, _)| Instant::now() < *until) {
+            // Sent late, it would make a duplicate of the tunnel's own: the
+            // provider retries a delivery whose caller saw it fail.
+            self.outbox
+                .reset(stream, "the tunnel's client was paused; not forwarded");
+            let why = format!(
+                "not forwarded: read after PortPreview was paused for {}s, past the {}s a relay waits for a \
+                 silent client before it answers its callers 502",
+                paused.as_secs(),
+                RELAY_GIVES_UP.as_secs()
+            );
+            let declared = end.then_some(body.len() as u64);
+            self.record_unforwarded(head, (body, declared), (Duration::ZERO, Duration::ZERO), why);
+            return ControlFlow::Continue(());
+        }
         // Counted by the exchanges that run: one whose stream the relay has
         // reset goes on to give the handler's answer to the history.
         if self.exchanges.len() >= MAX_STREAMS {
@@ -412,12 +456,18 @@ impl Session {
         reason: &str,
         when: (Duration, Duration),
     ) {
-        if self.exchanges.len() >= MAX_STREAMS {
-            tracing::debug!("a request the relay turned away was not recorded: too many in flight");
-            return;
-        }
         // The reason was written for the caller; the history keeps a line of it.
         let why = format!("the relay answered the caller {status}: {}", truncate(reason, 200));
+        self.record_unforwarded(head, body, when, why);
+    }
+
+    /// Records a request that is not forwarded, for `why`, beside the
+    /// exchanges, as the history's writer may make it wait for room.
+    fn record_unforwarded(&mut self, head: Head, body: (Bytes, Option<u64>), when: (Duration, Duration), why: String) {
+        if self.exchanges.len() >= MAX_STREAMS {
+            tracing::debug!("a request not forwarded was not recorded: too many in flight");
+            return;
+        }
         let record = exchange::turned_away(self.shared.clone(), head, body, when, why);
         self.exchanges.spawn(record);
     }
@@ -705,5 +755,51 @@ mod tests {
             waited >= Duration::from_secs(1) && waited < Duration::from_secs(2),
             "answered {waited:?} in, not after the local timeout of 1 s"
         );
+    }
+    /// What the client reads right after a pause past the time a relay
+    /// waits for a silent client was sent while it was paused: the relay
+    /// has answered its caller, so it is not forwarded (its duplicate
+    /// would be the tunnel's own), and the relay is told. What comes once
+    /// it runs again goes on as ever.
+    #[tokio::test(start_paused = true)]
+    async fn a_request_read_after_a_pause_the_relay_gave_up_in_is_not_forwarded() {
+        let (serving, mut relay) = session().await;
+        tokio::pin!(serving);
+        assert!(futures_util::poll!(serving.as_mut()).is_pending());
+        // Past the 10 s a relay waits, within the 15 s of silence the
+        // client waits: the process was stopped.
+        tokio::time::advance(Duration::from_secs(12)).await;
+        let get = |stream| ServerMessage::RequestHead {
+            stream,
+            method: "GET".into(),
+            target: "/hook".into(),
+            headers: vec![],
+            end: true,
+        };
+        let relay_side = async {
+            let frame = codec::encode(&get(1), b"").expect("a frame");
+            relay.send(Message::Binary(frame.into())).await.expect("sent");
+            let told = loop {
+                match relay.next().await {
+                    Some(Ok(Message::Binary(frame))) => {
+                        break codec::decode::<ClientMessage>(frame).expect("a valid frame").0;
+                    }
+                    Some(Ok(_)) => continue,
+                    other => panic!("the session ended: {other:?}"),
+                }
+            };
+            tokio::time::sleep(WAKING).await;
+            // Forwarded to a port nothing listens on: the client's own 502.
+            (told, answer_to(&mut relay, get(3)).await)
+        };
+        let (told, answered) = tokio::select! {
+            told = relay_side => told,
+            (end, _) = serving => panic!("the session ended first: {end:?}"),
+        };
+        assert!(
+            matches!(&told, ClientMessage::Reset { stream: 1, reason } if reason.contains("paused")),
+            "{told:?}"
+        );
+        assert_eq!(answered, (3, 502));
     }
 }

@@ -141,7 +141,8 @@ pub const NO_STREAM: StreamId = 0;
 
 /// Records a request the relay answered itself without sending it on (its
 /// body over the limit, too many in flight, a head too large for a frame),
-/// with `why`: the history shows the delivery and what its caller was told.
+/// or that the client did not send on, with `why`: the history shows the
+/// delivery and what its caller was told.
 /// Its body is what the relay sent of it, a small one whole, or nothing:
 /// recorded `body_size` long (past what came, when unknown), a body that
 /// did not come is cut short, and replay refuses it. It came `waited`
