@@ -1158,3 +1158,50 @@ async fn an_idle_tunnel_gives_back_the_memory_a_burst_of_uploads_took() {
 fn as_strs(args: &[String]) -> Vec<&str> {
     args.iter().map(String::as_str).collect()
 }
+
+/// A tunnel stopped (`ctrl-z`) longer than the relay waits for a silent
+/// client: the relay answers the webhook sent meanwhile 502, and the
+/// tunnel, running again, does not send it to the handler after all (the
+/// provider's retry would be a duplicate of the tunnel's own making), but
+/// keeps it in the history with why.
+#[tokio::test]
+async fn a_webhook_sent_while_the_tunnel_was_stopped_is_not_forwarded_when_it_runs_again() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let port = handler.port().to_string();
+    let db = dir.path().join("history.db");
+    let db = db.to_str().expect("utf-8 path");
+    let args = ["http", &port, "--server", &relay.http_url(), "--no-tui", "--db", db];
+    let mut client = Running::start(&portpreview_bin(), &args, dir.path());
+    let banner = client.line_containing("Forwarding").await;
+    let url = banner.split_whitespace().nth(1).expect("public URL").to_owned();
+
+    client.signal("STOP");
+    let started = Instant::now();
+    let reply = caller::post(&format!("{url}/webhooks/stopped"), "{}").await;
+    assert_eq!(reply.status, 502, "{}", reply.text());
+    assert!(
+        started.elapsed() >= Duration::from_secs(9),
+        "the relay waited for its pings first"
+    );
+    client.signal("CONT");
+
+    let line = client.line_containing("/webhooks/stopped").await;
+    assert!(
+        line.contains("not forwarded: read after PortPreview was paused for "),
+        "{line}"
+    );
+    assert!(handler.requests().is_empty(), "the handler never had it");
+    client.signal("TERM");
+    assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
+    let listed = common::history::portpreview_async(db.as_ref(), &["history", "--json"]).await;
+    let rows: serde_json::Value = serde_json::from_str(&listed.stdout).expect("a JSON array");
+    assert_eq!(rows[0]["path"], "/webhooks/stopped", "{rows}");
+    assert!(
+        rows[0]["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("not forwarded: read after PortPreview was paused")),
+        "{rows}"
+    );
+}
