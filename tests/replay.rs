@@ -1721,3 +1721,39 @@ fn a_recorded_delivery_its_handler_already_had_changes_nothing_without_a_warning
         ran.stdout
     );
 }
+
+/// A provider's retry that reached the relay while the tunnel reconnected
+/// is recorded without its body (the relay never read it), and is the
+/// newest delivery of its event: replay by event key and `--latest` take
+/// the newest one stored whole instead, and say which they passed over.
+#[test]
+fn replay_by_event_key_passes_over_a_newer_delivery_whose_body_was_not_kept() {
+    let handler = Handler::start(Behaviour::CreditsEveryDelivery);
+    let whole = stripe_delivery(&handler.url());
+    let history = History::with(&whole);
+    let mut turned_away = whole.clone();
+    turned_away.request_body = Vec::new();
+    turned_away.request_body_size = whole.request_body.len() as u64;
+    let outcome = portpreview::store::Outcome {
+        error: Some("the relay answered the caller 503: tunnel calm-otter is reconnecting".into()),
+        ..Default::default()
+    };
+    let cut = Store::open(&history.db())
+        .unwrap()
+        .insert_delivery(&turned_away, &outcome)
+        .unwrap();
+    let kept = history.id;
+    for args in [&["replay", "evt_1PortPreviewTest"][..], &["replay", "--latest"]] {
+        let ran = portpreview(&history.db(), args);
+        assert_ne!(ran.code, 2, "replayed, not refused: {}{}", ran.stdout, ran.stderr);
+        assert!(
+            ran.stderr.starts_with(&format!("replaying #{kept}, the newest "))
+                && ran
+                    .stderr
+                    .contains(&format!(" whose body was recorded whole (#{cut}'s was not)\n")),
+            "{}",
+            ran.stderr
+        );
+    }
+    assert_eq!(handler.arrived(), 2, "both runs sent the event");
+}

@@ -10,7 +10,7 @@ use portpreview_shared::sanitize::escape_str;
 
 use crate::render;
 use crate::replay::{self, options::parse_header_arg, Report};
-use crate::store::{NewDelivery, Store};
+use crate::store::{NewDelivery, Pick, Store};
 
 use super::guard::refuse_to_overwrite_a_database;
 use super::run::{clear_progress, progress_printer, refuse_to_overwrite_an_input, RunArgs};
@@ -246,7 +246,7 @@ fn chosen(store: &Store, wanted: &str, db: &Path) -> anyhow::Result<i64> {
     }
     let wanted = whole_key(store, wanted.trim(), db)?;
     let wanted = wanted.as_str();
-    let Some(newest) = store.newest_with_event_key(wanted).map_err(|err| err.for_command(db))? else {
+    let Some(pick) = store.newest_with_event_key(wanted).map_err(|err| err.for_command(db))? else {
         return Err(match id {
             Some(id) => anyhow::anyhow!(
                 "no delivery #{id}, nor one with event key {wanted:?}, in {}",
@@ -257,8 +257,10 @@ fn chosen(store: &Store, wanted: &str, db: &Path) -> anyhow::Result<i64> {
     };
     // Several deliveries may share a key (retries, two hooks).
     crate::to_stderr(format_args!(
-        "replaying #{newest}, the newest delivery of event {}\n",
-        escape_str(wanted)
+        "replaying #{}, the newest delivery of event {}{}\n",
+        pick.id,
+        escape_str(wanted),
+        passed_over(&pick)
     ));
     let events = store.events_with_key(wanted).map_err(|err| err.for_command(db))?;
     if events > 1 {
@@ -268,7 +270,15 @@ fn chosen(store: &Store, wanted: &str, db: &Path) -> anyhow::Result<i64> {
             escape_str(wanted)
         ));
     }
-    Ok(newest)
+    Ok(pick.id)
+}
+
+/// What a [`Pick`] passed over, for the line that says what is replayed.
+fn passed_over(pick: &Pick) -> String {
+    match pick.newer_cut {
+        Some(newer) => format!(" whose body was recorded whole (#{newer}'s was not)"),
+        None => String::new(),
+    }
 }
 
 /// The event key `wanted` stands for: itself, or, when it is a key as the
@@ -333,17 +343,19 @@ fn load_request(args: &Args, db: &Path) -> anyhow::Result<(NewDelivery, Origin)>
     let id = if args.latest {
         let wanted = latest_words(args);
         let glob = args.path.as_deref().map(crate::path_glob::PathGlob::new);
-        let id = store
+        let pick = store
             .latest(args.provider.as_deref(), |path| {
                 glob.as_ref().is_none_or(|glob| glob.matches(path))
             })
             .map_err(|err| err.for_command(db))?
             .with_context(|| format!("no delivery in {} matches {wanted}", db.display()))?;
         crate::to_stderr(format_args!(
-            "replaying #{id}, the newest match of {}\n",
-            escape_str(&wanted)
+            "replaying #{}, the newest match of {}{}\n",
+            pick.id,
+            escape_str(&wanted),
+            passed_over(&pick)
         ));
-        id
+        pick.id
     } else {
         chosen(&store, args.delivery.as_deref().unwrap_or_default(), db)?
     };

@@ -25,6 +25,7 @@ use error::classify;
 pub use error::StoreError;
 pub(crate) use inbox::INFIX as INBOX_INFIX;
 pub use model::{size_past_cut, size_unknown_past, Delivery, NewDelivery, Outcome, Pruned, ReplayRun, Summary};
+pub use read::Pick;
 pub use recorder::{RecordError, Recorded, Recorder, RecorderHandle, Ticket, WriterNews, MAX_STORED_BODY};
 pub use status_word::StatusWord;
 

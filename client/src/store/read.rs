@@ -148,14 +148,24 @@ impl Store {
             .query_row([d.event_key.as_str(), event_scope], |row| row.get(0))
     }
 
-    /// The newest delivery (not a replay) carrying event key `key`.
-    pub fn newest_with_event_key(&self, key: &str) -> Result<Option<i64>, StoreError> {
-        self.conn
-            .prepare_cached(
-                "SELECT id FROM deliveries WHERE event_key = ?1 AND replay_of IS NULL ORDER BY id DESC LIMIT 1",
-            )
-            .and_then(|mut stmt| stmt.query_row([key], |row| row.get(0)).optional())
-            .map_err(|e| self.classify(e))
+    /// The newest delivery (not a replay) carrying event key `key`, as
+    /// [`Pick`] chooses among them.
+    pub fn newest_with_event_key(&self, key: &str) -> Result<Option<Pick>, StoreError> {
+        let run = || -> rusqlite::Result<Option<Pick>> {
+            let mut stmt = self.conn.prepare_cached(&format!(
+                "SELECT d.id, {WHOLE} FROM deliveries d LEFT JOIN bodies b ON b.id = d.request_body_id
+                 WHERE d.event_key = ?1 AND d.replay_of IS NULL ORDER BY d.id DESC"
+            ))?;
+            let mut rows = stmt.query([key])?;
+            let mut pick = Picking::default();
+            while let Some(row) = rows.next()? {
+                if pick.offer(row.get(0)?, row.get(1)?) {
+                    break;
+                }
+            }
+            Ok(pick.chosen())
+        };
+        run().map_err(|e| self.classify(e))
     }
 
     /// Up to `most` distinct event keys (of deliveries, not replays) that
@@ -191,26 +201,28 @@ impl Store {
     }
 
     /// The newest delivery (not a replay) from `provider` ([`super::UNKNOWN_PROVIDER`]:
-    /// none recognised) whose path, as recorded, `path_matches`.
+    /// none recognised) whose path, as recorded, `path_matches`, as
+    /// [`Pick`] chooses among them.
     pub fn latest(
         &self,
         provider: Option<&str>,
         path_matches: impl Fn(&str) -> bool,
-    ) -> Result<Option<i64>, StoreError> {
-        let run = || -> rusqlite::Result<Option<i64>> {
-            let mut stmt = self.conn.prepare_cached(
-                "SELECT id, path FROM deliveries
-                 WHERE replay_of IS NULL AND (?1 IS NULL OR provider = ?1 OR (?1 = ?2 AND provider IS NULL))
-                 ORDER BY id DESC",
-            )?;
+    ) -> Result<Option<Pick>, StoreError> {
+        let run = || -> rusqlite::Result<Option<Pick>> {
+            let mut stmt = self.conn.prepare_cached(&format!(
+                "SELECT d.id, {WHOLE}, d.path FROM deliveries d LEFT JOIN bodies b ON b.id = d.request_body_id
+                 WHERE d.replay_of IS NULL AND (?1 IS NULL OR d.provider = ?1 OR (?1 = ?2 AND d.provider IS NULL))
+                 ORDER BY d.id DESC"
+            ))?;
             let mut rows = stmt.query(params![provider, super::UNKNOWN_PROVIDER])?;
+            let mut pick = Picking::default();
             while let Some(row) = rows.next()? {
-                let path: String = row.get(1)?;
-                if path_matches(&path) {
-                    return row.get(0).map(Some);
+                let path: String = row.get(2)?;
+                if path_matches(&path) && pick.offer(row.get(0)?, row.get(1)?) {
+                    break;
                 }
             }
-            Ok(None)
+            Ok(pick.chosen())
         };
         run().map_err(|e| self.classify(e))
     }
@@ -256,6 +268,57 @@ impl Store {
             rows.collect()
         };
         run().map_err(|e| self.classify(e))
+    }
+}
+
+/// Whether a delivery's request body was stored whole, as a column of a
+/// query over `deliveries d` joined with the `bodies b` it may keep it in.
+const WHOLE: &str = "COALESCE(length(b.data), length(d.request_body), 0) >= d.request_body_size";
+
+/// The delivery to replay among those that match, newest first: the
+/// newest whose body was stored whole, and the newer one passed over, if
+/// any. A request the relay turned away (the relay did not read its body)
+/// is often the newest delivery of its event, and cannot be sent again as
+/// it was; one stored whole before it can. With none whole, the newest,
+/// whose replay says why it cannot run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pick {
+    /// The delivery chosen.
+    pub id: i64,
+    /// The newest match, when it was passed over for a body cut short.
+    pub newer_cut: Option<i64>,
+}
+
+/// The matches offered so far, newest first.
+#[derive(Default)]
+struct Picking {
+    newest: Option<i64>,
+    whole: Option<i64>,
+}
+
+impl Picking {
+    /// Offers the next match; true once one is chosen.
+    fn offer(&mut self, id: i64, whole: bool) -> bool {
+        self.newest.get_or_insert(id);
+        if whole {
+            self.whole = Some(id);
+        }
+        whole
+    }
+
+    /// The choice once every match was offered, or one was taken.
+    fn chosen(self) -> Option<Pick> {
+        let newest = self.newest?;
+        Some(match self.whole {
+            Some(id) => Pick {
+                id,
+                newer_cut: (id != newest).then_some(newest),
+            },
+            None => Pick {
+                id: newest,
+                newer_cut: None,
+            },
+        })
     }
 }
 
