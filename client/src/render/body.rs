@@ -227,7 +227,9 @@ pub fn decode(headers: &[Header], bytes: &[u8], size: u64) -> Decoding {
 pub fn truncation_note(stored: usize, size: u64) -> Option<String> {
     let stored = stored as u64;
     if crate::store::size_unknown_past(stored, size) {
-        return Some(format!("(body cut short after {stored} bytes; the rest never arrived)"));
+        return Some(format!(
+            "(body cut short after {stored} bytes; the rest did not reach PortPreview)"
+        ));
     }
     (stored < size).then(|| format!("(stored body cut at {stored} of {size} bytes)"))
 }
@@ -337,7 +339,7 @@ mod tests {
         );
         assert_eq!(
             truncation_note(10, 11).as_deref(),
-            Some("(body cut short after 10 bytes; the rest never arrived)")
+            Some("(body cut short after 10 bytes; the rest did not reach PortPreview)")
         );
     }
 

@@ -394,7 +394,7 @@ mod tests {
         assert_eq!(request["bodySize"], -1);
         assert_eq!(
             request["postData"]["comment"],
-            "text holds the stored start only: body cut short after 2 bytes; the rest never arrived"
+            "text holds the stored start only: body cut short after 2 bytes; the rest did not reach PortPreview"
         );
         assert!(
             entry["request"]["postData"].get("comment").is_none(),

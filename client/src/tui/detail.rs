@@ -570,7 +570,7 @@ mod tests {
             "{shown}"
         );
         assert!(
-            shown.contains("(body cut short after 11 bytes; the rest never arrived)"),
+            shown.contains("(body cut short after 11 bytes; the rest did not reach PortPreview)"),
             "{shown}"
         );
     }
