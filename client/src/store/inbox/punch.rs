@@ -72,6 +72,9 @@ impl Inbox {
     /// reach, and its head.
     fn next_filler(&self, to: u64, file: &File) -> std::io::Result<Option<(u64, Vec<u8>)>> {
         let from = self.hole_end;
+        if from >= to {
+            return Ok(None);
+        }
         let reach = from.saturating_add(FILLER_SPAN).min(to);
         let filler = |end: u64| Some((end, filler_head(end - from)?));
         let within = self.applied_starts.partition_point(|&at| at <= reach);
@@ -98,15 +101,17 @@ impl Inbox {
 fn record_starts(file: &File, from: u64, reach: u64) -> std::io::Result<Vec<u64>> {
     let mut starts = Vec::new();
     let mut at = from;
-    loop {
+    // Past `reach` may lie what is only staged, not yet in the file.
+    while at < reach {
         let mut len = [0u8; 4];
         file.read_exact_at(&mut len, at)?;
         let len = u32::from_le_bytes(len);
         let next = at + 4 + u64::from(len);
         if len == 0 || next > reach {
-            return Ok(starts);
+            break;
         }
         starts.push(next);
         at = next;
     }
+    Ok(starts)
 }

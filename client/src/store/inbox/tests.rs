@@ -490,6 +490,35 @@ fn stored_requests_are_punched_out_while_the_pending_ones_stay_where_they_are() 
     assert!(requests[0].1.request_body == secret_request("", BODY_PART * 3 + 5).request_body);
 }
 
+/// Under load the request still missing is often only staged when the
+/// stored ones are punched out: the fillers reach the file's end, and
+/// punching goes on working for the next time.
+#[test]
+fn stored_requests_are_punched_out_up_to_a_request_still_only_staged() {
+    let dir = ScratchDir::new("inbox-punch-staged");
+    let db = dir.0.join("history.db");
+    let mut inbox = Inbox::create(&db, &[]).unwrap();
+    let mut staged = 0;
+    for round in 0..2 {
+        let stored = fill_with_secrets(&mut inbox, RESTART_AT);
+        staged = inbox.append(&mut delivery("evt_staged", "/")).unwrap();
+        let before = allocated(&inbox.path);
+        match inbox.compact(stored, RESTART_AT).unwrap() {
+            Some(Compacted::Punched) => {}
+            other => panic!("round {round}: expected a punch, got {other:?}"),
+        }
+        assert!(inbox.punch.is_some(), "round {round}: punching still works");
+        assert!(allocated(&inbox.path) + RESTART_AT / 2 <= before, "round {round}");
+        inbox.flush().unwrap();
+    }
+    let last = inbox.append(&mut delivery("evt_last", "/")).unwrap();
+    inbox.flush().unwrap();
+    drop(inbox);
+    // The first round's staged request was stored by the second's.
+    let (_, requests) = read_all(&orphans(&db).pop().unwrap());
+    assert_eq!(keys(&requests), [(staged, "evt_staged"), (last, "evt_last")]);
+}
+
 /// A stored upload longer than one filler spans starts no request within
 /// its reach: the fillers end where its parts' records start instead, and
 /// nothing is copied.
