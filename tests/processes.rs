@@ -470,8 +470,7 @@ async fn the_relay_logs_who_connected_by_token_label_and_neither_side_logs_the_t
         std::fs::File::create(&client_log).expect("log file").into(),
         &[("PORTPREVIEW_LOG", "trace")],
     );
-    let banner = client.line_containing("Forwarding").await;
-    let url = banner.split_whitespace().nth(1).expect("public URL");
+    let url = client.public_url().await;
     // What callers send the relay carries, and never logs.
     let headers: &[(&str, &[u8])] = &[
         ("authorization", b"Bearer caller-credential"),
@@ -561,8 +560,7 @@ async fn a_local_timeout_past_the_relays_wait_and_a_token_are_warned_about_where
             dir.path(),
             std::fs::File::create(&log).expect("log file").into(),
         );
-        let banner = client.line_containing("Forwarding").await;
-        let url = banner.split_whitespace().nth(1).expect("public URL");
+        let url = client.public_url().await;
         let reply = caller::post(&format!("{url}/hook"), "{}").await;
         assert_eq!(reply.status, 200, "{name}: {}", reply.text());
         let logged = std::fs::read_to_string(&log).expect("client log");
@@ -882,8 +880,7 @@ async fn a_name_held_for_a_killed_client_says_so_and_when_it_is_free() {
         db,
     ];
     let mut first = Running::start(&portpreview_bin(), &args, dir.path());
-    let banner = first.line_containing("Forwarding").await;
-    let url = banner.split_whitespace().nth(1).expect("public URL").to_owned();
+    let url = first.public_url().await;
     first.signal("KILL");
     let _ = first.exit_code(Duration::from_secs(10)).await;
     // While the name is held, its callers hear that it is coming back,
@@ -1174,8 +1171,7 @@ async fn a_webhook_sent_while_the_tunnel_was_stopped_is_not_forwarded_when_it_ru
     let db = db.to_str().expect("utf-8 path");
     let args = ["http", &port, "--server", &relay.http_url(), "--no-tui", "--db", db];
     let mut client = Running::start(&portpreview_bin(), &args, dir.path());
-    let banner = client.line_containing("Forwarding").await;
-    let url = banner.split_whitespace().nth(1).expect("public URL").to_owned();
+    let url = client.public_url().await;
 
     client.signal("STOP");
     let started = Instant::now();

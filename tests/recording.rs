@@ -762,8 +762,7 @@ async fn a_history_deleted_or_replaced_while_the_tunnel_runs_is_taken_up_where_i
     ];
     let stderr = std::fs::File::create(&log).expect("log file");
     let mut client = Running::start_with_stderr(&portpreview_bin(), &args, dir.path(), stderr.into());
-    let banner = client.line_containing("Forwarding").await;
-    let url = banner.split_whitespace().nth(1).expect("public URL").to_string();
+    let url = client.public_url().await;
 
     assert_eq!(caller::post(&format!("{url}/before"), "1").await.status, 200);
     client.line_containing("POST /before").await;

@@ -61,17 +61,11 @@ pub async fn forward(
 ) -> Response<RelayBody> {
     let (parts, body) = req.into_parts();
     let declared = declared_body_size(&parts.headers);
-    let arrived = tokio::time::Instant::now();
     let turning = TurnAway {
         tunnel: &*tunnel,
-        request: TurnedAway {
-            parts: &parts,
-            target: &target,
-            hop,
-            body_size: declared.or_else(|| body.is_end_stream().then_some(0)),
-            arrived,
-        },
+        request: TurnedAway::arriving(&parts, &body, declared, &target, hop),
     };
+    let arrived = turning.request.arrived;
     if declared.is_some_and(|len| len > limits.max_body) {
         return closing(turning.answer(StatusCode::PAYLOAD_TOO_LARGE, over_limit(limits.max_body)));
     }

@@ -259,15 +259,8 @@ async fn tunnel(
 /// once and without reading its body; news of it is kept for the client,
 /// whose history would otherwise never hear of the delivery.
 fn reconnecting(relay: &Relay, req: Request<Incoming>, name: &str, target: &str, hop: &Hop<'_>) -> Response<RelayBody> {
-    let arrived = tokio::time::Instant::now();
     let (parts, body) = req.into_parts();
-    let request = TurnedAway {
-        parts: &parts,
-        target,
-        hop,
-        body_size: declared_body_size(&parts.headers).or_else(|| body.is_end_stream().then_some(0)),
-        arrived,
-    };
+    let request = TurnedAway::arriving(&parts, &body, declared_body_size(&parts.headers), target, hop);
     let reason = format!("tunnel {name} is reconnecting");
     request.tell(StatusCode::SERVICE_UNAVAILABLE, &reason, &[], |news, _| {
         if relay.registry.hold_news(name, HeldNews::new(news.clone())?) {

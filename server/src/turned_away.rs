@@ -3,6 +3,7 @@
 //! name held for it.
 
 use http::StatusCode;
+use hyper::body::{Body, Incoming};
 use portpreview_shared::codec::EncodeError;
 use portpreview_shared::content_length;
 use portpreview_shared::request_ref::HeaderRef;
@@ -25,7 +26,25 @@ pub struct TurnedAway<'a> {
     pub arrived: tokio::time::Instant,
 }
 
-impl TurnedAway<'_> {
+impl<'a> TurnedAway<'a> {
+    /// A request arriving now, whose body its Content-Length `declared`
+    /// (none, when its body is chunked or it has none: `body` tells which).
+    pub fn arriving(
+        parts: &'a http::request::Parts,
+        body: &Incoming,
+        declared: Option<u64>,
+        target: &'a str,
+        hop: &'a Hop<'a>,
+    ) -> Self {
+        Self {
+            parts,
+            target,
+            hop,
+            body_size: declared.or_else(|| body.is_end_stream().then_some(0)),
+            arrived: tokio::time::Instant::now(),
+        }
+    }
+
     /// Hands `tell` the news of this request, answered `status` for
     /// `reason`, with the caller's headers as the handler would have had
     /// them. A head within the relay's limit may not fit in a frame once

@@ -105,6 +105,13 @@ impl Running {
         }
     }
 
+    /// Reads lines until `portpreview http`'s `Forwarding URL -> …` line,
+    /// returning its public URL.
+    pub async fn public_url(&mut self) -> String {
+        let banner = self.line_containing("Forwarding").await;
+        banner.split_whitespace().nth(1).expect("public URL").to_owned()
+    }
+
     /// The process id.
     pub fn pid(&self) -> u32 {
         self.child.id().expect("running process")
