@@ -1,0 +1,94 @@
+//! The answers the relay gives a forwarded request itself.
+
+use std::time::Duration;
+
+use http::{Response, StatusCode};
+use portpreview_shared::codec::EncodeError;
+use portpreview_shared::duration::format_duration;
+use portpreview_shared::message::MAX_HEADER_BYTES;
+
+use super::TurnAway;
+use crate::body::{answer, RelayBody};
+use crate::port::StreamPort;
+use crate::stream::CLIENT_GONE;
+
+pub(super) fn too_large(limit: u64) -> Response<RelayBody> {
+    closing(answer(StatusCode::PAYLOAD_TOO_LARGE, over_limit(limit)))
+}
+
+/// What the caller of a body over `limit` is told.
+pub(super) fn over_limit(limit: u64) -> String {
+    match limit {
+        // The default, 25 MiB, reads better so than as 26214400 bytes.
+        mib if mib > 0 && mib % (1024 * 1024) == 0 => {
+            format!(
+                "request body over the relay's limit of {} MiB ({limit} bytes)",
+                mib / (1024 * 1024)
+            )
+        }
+        _ => format!("request body over the relay's limit of {limit} bytes"),
+    }
+}
+
+/// `refused` with the connection closed after it: the rest of the body is
+/// not worth reading just to keep the connection.
+pub(super) fn closing(mut refused: Response<RelayBody>) -> Response<RelayBody> {
+    refused
+        .headers_mut()
+        .insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
+    refused
+}
+
+/// Answers a request whose head does not fit in a frame the client would
+/// accept: sent anyway, it would cost the whole tunnel its session. The
+/// client hears of it with what fits.
+pub(super) fn unframable(err: EncodeError, turning: &TurnAway<'_>) -> Response<RelayBody> {
+    let (status, reason) = match err {
+        EncodeError::HeaderTooLarge(size) => (
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            format!(
+                "request headers too large to cross the tunnel: {size} bytes framed, the limit is {MAX_HEADER_BYTES}"
+            ),
+        ),
+        other => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the request could not be framed for the tunnel: {other}"),
+        ),
+    };
+    turning.tell(status, &reason, &[]);
+    closing(answer(status, reason))
+}
+
+/// What the relay says of a request body its caller's connection broke off.
+pub(super) const UNREADABLE_BODY: &str = "the request body could not be read";
+
+pub(super) fn unreadable_body() -> Response<RelayBody> {
+    answer(StatusCode::BAD_REQUEST, UNREADABLE_BODY)
+}
+
+/// Answers the caller 504 and tells the client why its exchange ends.
+pub(super) fn timed_out(port: &StreamPort, timeout: Duration) -> Response<RelayBody> {
+    let waited = format_duration(timeout);
+    port.abandon(&format!("no answer within {waited}; the relay answered the caller 504"));
+    answer(
+        StatusCode::GATEWAY_TIMEOUT,
+        format!("the tunnel's client did not answer within {waited}"),
+    )
+}
+
+pub(super) fn client_gone() -> Response<RelayBody> {
+    bad_gateway(CLIENT_GONE)
+}
+
+/// A reason the tunnel's client gave, as the caller reads it: on one line,
+/// its control characters escaped (whoever runs the client chose them, and
+/// the caller may be reading in a terminal), and of a sensible length.
+pub(super) fn clients_reason(reason: &str) -> String {
+    /// Longer than any reason PortPreview's client gives.
+    const LONGEST: usize = 500;
+    portpreview_shared::text::shorten(&portpreview_shared::sanitize::escape_str(reason), LONGEST)
+}
+
+pub(super) fn bad_gateway(text: impl Into<String>) -> Response<RelayBody> {
+    answer(StatusCode::BAD_GATEWAY, text)
+}
