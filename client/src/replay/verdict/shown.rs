@@ -1,0 +1,47 @@
+//! How probe reads are shown in a report line: on one line, cut alike
+//! around where they differ, escaped.
+
+use portpreview_shared::sanitize::escape_str;
+
+/// Characters of a probe read shown in a report line.
+const SHOWN: usize = 60;
+
+/// Two probe reads as `before` → `after`; see [`aligned`].
+pub fn shown_change(before: &str, after: &str) -> String {
+    let (before, after) = aligned(before, after);
+    format!("{before} → {after}")
+}
+
+/// Two probe reads cut alike from just before where they first differ, so
+/// that a change past the first 60 characters shows instead of two
+/// identical beginnings: `…"nonidem": 6, …` and `…"nonidem": 7, …`. Reads
+/// that do not differ are shown from their start.
+pub fn aligned(before: &str, after: &str) -> (String, String) {
+    let (before, after) = (one_line(before), one_line(after));
+    // With no difference to point at, the start of a state says most about
+    // it; a window at its end would begin mid-line.
+    if before == after {
+        return (excerpt(&before, 0), excerpt(&after, 0));
+    }
+    let same = before.chars().zip(after.chars()).take_while(|(a, b)| a == b).count();
+    let longest = before.chars().count().max(after.chars().count());
+    // Start a little before the difference, unless everything fits anyway.
+    let from = if longest <= SHOWN {
+        0
+    } else {
+        same.saturating_sub(SHOWN / 4)
+    };
+    (excerpt(&before, from), excerpt(&after, from))
+}
+
+fn one_line(state: &str) -> String {
+    state.trim().replace('\n', " ⏎ ")
+}
+
+/// `SHOWN` characters of `line` from character `from`, with `…` where cut.
+pub(super) fn excerpt(line: &str, from: usize) -> String {
+    let clipped: String = line.chars().skip(from).take(SHOWN).collect();
+    let head = if from > 0 { "…" } else { "" };
+    let tail = if line.chars().count() > from + SHOWN { "…" } else { "" };
+    format!("`{head}{}{tail}`", escape_str(&clipped))
+}
