@@ -3,9 +3,8 @@
 use rusqlite::types::Value;
 use rusqlite::{params, OptionalExtension, Row};
 
-use super::{
-    header_blob, Delivery, ListQuery, NewDelivery, Outcome, ReplayRun, StatusWord, Store, StoreError, Summary,
-};
+use super::filter::{key_range, where_clause};
+use super::{header_blob, Delivery, ListQuery, NewDelivery, Outcome, ReplayRun, Store, StoreError, Summary};
 
 /// Deliveries sharing the row's event key and scope, replays not counted.
 /// A delivery without a key is alone in its group.
@@ -320,134 +319,6 @@ impl Picking {
             },
         })
     }
-}
-
-/// The SQL condition and its parameters for a listing.
-fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
-    let mut terms = vec!["1".to_owned()];
-    let mut values = Vec::new();
-    if let Some(before) = q.before_id {
-        terms.push("d.id < ?".into());
-        values.push(Value::Integer(before));
-    }
-    if let Some(after) = q.after_id {
-        terms.push("d.id > ?".into());
-        values.push(Value::Integer(after));
-    }
-    match q.provider.as_deref() {
-        Some(super::UNKNOWN_PROVIDER) => terms.push("d.provider IS NULL".into()),
-        Some(provider) => {
-            terms.push("d.provider = ?".into());
-            values.push(Value::Text(provider.to_owned()));
-        }
-        None => {}
-    }
-    // A key as the table shows it, cut and ending in `…`, matches the keys
-    // it is the start of.
-    match q.event_key.as_deref().map(|key| (key, key.strip_suffix('…'))) {
-        Some((_, Some(start))) if !start.is_empty() => {
-            let (low, high) = key_range(start);
-            terms.push("d.event_key >= ? AND d.event_key < ?".into());
-            values.push(Value::Text(low));
-            values.push(Value::Text(high));
-        }
-        Some((key, _)) => {
-            terms.push("d.event_key = ?".into());
-            values.push(Value::Text(key.to_owned()));
-        }
-        None => {}
-    }
-    if !q.status.is_empty() {
-        let mut any = Vec::new();
-        for word in &q.status {
-            let (condition, params) = word.condition();
-            any.push(condition);
-            values.extend(params);
-        }
-        terms.push(format!("({})", any.join(" OR ")));
-    }
-    if let Some(since) = q.received_since_ms {
-        // No index: a walk down the ids reads the time beside each, as a
-        // provider filter does, and never a body.
-        terms.push("d.received_at_ms >= ?".into());
-        values.push(Value::Integer(since));
-    }
-    if !q.include_replays {
-        terms.push("d.replay_of IS NULL".into());
-    }
-    // After the cheaper tests, so the glob sees only the rows they leave.
-    if let Some(glob) = &q.path {
-        terms.push(format!("{}(?, d.path)", super::functions::PATH_GLOB));
-        values.push(Value::Text(glob.clone()));
-    }
-    for word in q.search.as_deref().unwrap_or_default().split_whitespace() {
-        match SearchTerm::parse(word) {
-            SearchTerm::Status(word) => {
-                let (condition, params) = word.condition();
-                terms.push(condition.into());
-                values.extend(params);
-            }
-            SearchTerm::Text(text) => {
-                // Numbered as their places in `values`, as every bare `?`
-                // is: SQLite numbers a bare `?` one past the largest number
-                // given so far, so the terms after these still bind in order.
-                let n = values.len() + 1;
-                let b = n + 1;
-                // Retries and replays share one stored copy of a large body:
-                // searched once in `bodies`, not once for every row using it.
-                // LIKE reads a body as text, which ends at its first NUL byte:
-                // past one, as in a binary body, the bytes are searched as
-                // they are (`instr`), in the case typed.
-                terms.push(format!(
-                    "(d.path LIKE ?{n} ESCAPE '\\' OR d.method LIKE ?{n} ESCAPE '\\'
-                      OR d.provider LIKE ?{n} ESCAPE '\\' OR d.event_key LIKE ?{n} ESCAPE '\\'
-                      OR o.error LIKE ?{n} ESCAPE '\\' OR CAST(d.request_body AS TEXT) LIKE ?{n} ESCAPE '\\'
-                      OR instr(d.request_body, ?{b}) > 0
-                      OR d.request_body_id IN (SELECT id FROM bodies WHERE CAST(data AS TEXT) LIKE ?{n} ESCAPE '\\'
-                          OR instr(data, ?{b}) > 0))"
-                ));
-                values.push(Value::Text(format!("%{}%", escape_like(text))));
-                values.push(Value::Blob(text.as_bytes().to_vec()));
-            }
-        }
-    }
-    (terms.join(" AND "), values)
-}
-
-/// One word of a search; all words must match. A status is matched as a
-/// status only: `502` finding every event key with 502 in its hash would
-/// bury the one delivery that failed.
-#[derive(Debug, PartialEq)]
-enum SearchTerm<'a> {
-    /// `404`, `5xx`, `err`: how the delivery was answered.
-    Status(StatusWord),
-    /// Anything else, in the path, method, provider, event key, error or
-    /// request body.
-    Text(&'a str),
-}
-
-impl<'a> SearchTerm<'a> {
-    fn parse(word: &'a str) -> Self {
-        StatusWord::parse(word).map_or(Self::Text(word), Self::Status)
-    }
-}
-
-/// The bounds of the event keys that begin with `start`, as a range the
-/// event key index can walk: the last character there is, U+10FFFF, ends it.
-fn key_range(start: &str) -> (String, String) {
-    (start.to_owned(), format!("{start}\u{10FFFF}"))
-}
-
-/// Makes `%`, `_` and `\` match themselves in a LIKE pattern.
-fn escape_like(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if matches!(c, '%' | '_' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<Summary> {
