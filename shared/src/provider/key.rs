@@ -227,22 +227,20 @@ fn field_value<'a>(json: &'a Value, field: &str) -> Option<&'a Value> {
 }
 
 /// SHA-256 over provider + canonical JSON without per-attempt fields, or
-/// over the raw bytes when the body is not JSON. An empty body has no
+/// over provider + the raw bytes when the body is not JSON: the same bytes
+/// from two senders are two events either way. An empty body has no
 /// content to tell events apart: it gets no key, so health checks and
 /// browser hits are never shown as retries of one another.
 fn content_key(provider: Option<Provider>, body: &Body<'_>) -> (String, String) {
     if body.raw().is_empty() {
         return (String::new(), "none".to_owned());
     }
-    let digest = match body.json() {
-        Some(json) => {
-            let mut hasher = hasher_for(provider);
-            hasher.update(canonical::to_vec_without(json, PER_ATTEMPT_FIELDS));
-            hasher.finalize()
-        }
-        None => Sha256::digest(body.raw()),
-    };
-    (hex::encode(digest), "sha256:body".to_owned())
+    let mut hasher = hasher_for(provider);
+    match body.json() {
+        Some(json) => hasher.update(canonical::to_vec_without(json, PER_ATTEMPT_FIELDS)),
+        None => hasher.update(body.raw()),
+    }
+    (hex::encode(hasher.finalize()), "sha256:body".to_owned())
 }
 
 /// Starts a content hash with what it always begins with: the provider's

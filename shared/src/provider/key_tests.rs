@@ -230,8 +230,29 @@ fn mailgun_without_id_ignores_its_signature_object() {
 fn non_json_body_hashes_raw_bytes() {
     let body = b"\x00\xffnot json";
     let k = event_key(&[], body, &[]);
-    assert_eq!(k.key, hex::encode(Sha256::digest(body)));
+    assert_eq!(k.key, hex::encode(Sha256::digest(b"unknown\n\x00\xffnot json")));
     assert_eq!(k.source, "sha256:body");
+}
+
+/// Slack's retry of a form post is one event; the same bytes from GitHub,
+/// or from a sender nobody recognised, are others.
+#[test]
+fn the_same_raw_bytes_from_two_senders_are_two_events() {
+    let slack = [
+        Header::new("x-slack-signature", "v0=aa"),
+        Header::new("x-slack-request-timestamp", "1"),
+    ];
+    let github = [Header::new("x-github-event", "ping")];
+    let body = b"\x00raw bytes";
+    let keys = [&slack[..], &github[..], &[]].map(|h| {
+        let k = event_key(h, body, &[]);
+        assert_eq!(k.source, "sha256:body");
+        k.key
+    });
+    assert_ne!(keys[0], keys[1]);
+    assert_ne!(keys[0], keys[2]);
+    assert_ne!(keys[1], keys[2]);
+    assert_eq!(event_key(&slack, body, &[]).key, keys[0]);
 }
 
 #[test]
