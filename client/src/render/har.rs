@@ -74,7 +74,10 @@ fn request(r: &NewDelivery, url: &str, reveal: bool) -> Value {
         "headersSize": -1,
         "bodySize": body_size(&r.request_body, r.request_body_size),
     });
-    if !r.request_body.is_empty() {
+    // A body none of which was kept (the relay refused it unread) still
+    // gets its note: without one, an entry whose bodySize is 27 MB and
+    // that has no text reads as an export that lost it.
+    if !r.request_body.is_empty() || r.request_truncated() {
         request["postData"] = post_data(r);
     }
     request
@@ -399,6 +402,19 @@ mod tests {
         assert!(
             entry["request"]["postData"].get("comment").is_none(),
             "a whole body has no note"
+        );
+
+        // A body the relay refused unread: none of it was kept.
+        let mut refused = d.clone();
+        refused.request.request_body = Vec::new();
+        refused.request.request_body_size = 27_000_000;
+        let har = one_entry(&refused, "http://127.0.0.1:3000/hook", false);
+        let request = &har["log"]["entries"][0]["request"];
+        assert_eq!(request["bodySize"], 27_000_000);
+        assert_eq!(request["postData"]["text"], "");
+        assert_eq!(
+            request["postData"]["comment"],
+            "text holds the stored start only: stored body cut at 0 of 27000000 bytes"
         );
 
         // A body over the store's limit: its size is known, its text is not whole.
