@@ -1419,6 +1419,25 @@ fn the_fresh_burst_never_cries_wolf_at_a_correct_handler() {
     );
 }
 
+/// The report's own advice, `--fresh-field /data/object/id`, renews the
+/// payment's ID beside the event's: a handler deduping on the event ID
+/// still sees a new event, and passes.
+#[test]
+fn a_fresh_field_renews_its_field_beside_the_events_own_id() {
+    let handler = Handler::start(Behaviour::DedupsInOneTransaction);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let args = ["--fresh", "--fresh-field", "/data/object/id", "--times", "4", "--json"];
+    let ran = history.replay_probed(&handler, &args);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
+    let attempts = json["attempts"].as_array().unwrap();
+    let (baseline, burst) = (&attempts[0]["event_key"], &attempts[1]["event_key"]);
+    assert!(baseline.as_str().unwrap().starts_with("evt_"), "{json}");
+    assert_ne!(baseline, "evt_1PortPreviewTest");
+    assert_ne!(baseline, burst);
+    assert_eq!(handler.balance(), 2, "one baseline event and one burst event");
+}
+
 #[test]
 fn a_probe_that_shows_no_side_effect_leaves_a_fresh_burst_unjudged() {
     let handler = Handler::start(Behaviour::CreditsEveryDelivery);

@@ -39,7 +39,7 @@ pub struct RunArgs {
     /// Give the event new identities: one delivered once, another as a concurrent burst of --times (2 or more) copies.
     #[arg(long)]
     pub fresh: bool,
-    /// Where the identity lives when the provider keeps none: a JSON pointer, form:name or header:Name.
+    /// Another field to renew beside the provider's own ID, or the identity where it keeps none: a JSON pointer, form:name or header:Name.
     #[arg(long, value_name = "FIELD", requires = "fresh")]
     pub fresh_field: Option<String>,
     /// Re-sign every attempt with the current time.

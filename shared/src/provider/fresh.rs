@@ -38,22 +38,29 @@ pub enum FreshError {
     NotAnId(String, &'static str),
 }
 
-/// Gives the event a new ID where its provider keeps one, or in
-/// `fresh_field` (a JSON pointer into the body, or `header:Name`) when set.
-/// The provider's retry markers go too: a never-seen event is no retry.
-/// Returns the new event key (with `fresh_field`, the new value written).
+/// Gives the event a new ID where its provider keeps one, and in
+/// `fresh_field` (a JSON pointer into the body, `form:name` or
+/// `header:Name`) when set: a handler that dedups on the event's ID and on
+/// the payment's sees a new event only when both are new. The provider's
+/// retry markers go too: a never-seen event is no retry. Returns the new
+/// event key: the provider's new ID, or the new value written in
+/// `fresh_field` where the provider keeps none.
 pub fn fresh_identity(
     provider: Option<Provider>,
     headers: &mut Vec<Header>,
     body: &mut Vec<u8>,
     fresh_field: Option<&str>,
 ) -> Result<String, FreshError> {
-    let key = match (fresh_field, provider) {
-        (Some(field), _) => renew_field(field, headers, body)?,
-        (None, Some(provider)) => {
-            let new_id = renew(provider, headers, body)?;
-            provider_id(provider, headers, &Body::new(body)).map_or(new_id, |(key, _)| key)
-        }
+    let field_value = fresh_field.map(|field| renew_field(field, headers, body)).transpose()?;
+    let renewed = provider.map(|provider| {
+        renew(provider, headers, body)
+            .map(|new_id| provider_id(provider, headers, &Body::new(body)).map_or(new_id, |(key, _)| key))
+    });
+    let key = match (renewed, field_value) {
+        (Some(Ok(key)), _) => key,
+        // A Slack slash command keeps no event ID; the field is its identity.
+        (Some(Err(_)) | None, Some(value)) => value,
+        (Some(Err(err)), None) => return Err(err),
         (None, None) => {
             return Err(FreshError::NoIdentity(
                 "no provider was recognised, so which field holds its ID is unknown".into(),

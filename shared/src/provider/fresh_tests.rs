@@ -181,14 +181,27 @@ fn twilio_gets_new_sids_and_token() {
     assert_ne!(header(&h, "i-twilio-idempotency-token"), Some(b"tok-1".as_slice()));
 }
 
+/// A handler deduping on the event's ID and on the payment's sees a new
+/// event only when both are new; the key is still the event's.
 #[test]
-fn fresh_field_overrides_the_provider() {
+fn fresh_field_is_renewed_beside_the_providers_own_id() {
     let (mut h, mut body) = vector_request("stripe");
+    let old: Value = serde_json::from_slice(&body).unwrap();
     let new = fresh_identity(Some(Provider::Stripe), &mut h, &mut body, Some("/data/object/id")).unwrap();
-    assert!(new.starts_with("pi_"), "{new}");
     let doc: Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(doc["data"]["object"]["id"], new.as_str());
-    assert_eq!(doc["id"], "evt_1PortPreviewTest");
+    assert_eq!(doc["id"], new.as_str());
+    assert!(new.starts_with("evt_") && new != "evt_1PortPreviewTest", "{new}");
+    let payment = doc["data"]["object"]["id"].as_str().unwrap();
+    assert!(
+        payment.starts_with("pi_") && payment != old["data"]["object"]["id"],
+        "{payment}"
+    );
+
+    // Where the provider keeps no ID, the field is the identity.
+    let mut slash = vec![Header::new("x-slack-signature", "v0=aa")];
+    let mut form = b"command=%2Fpay&trigger_id=13345224609.738474920.8088930838d88f008e0".to_vec();
+    let new = fresh_identity(Some(Provider::Slack), &mut slash, &mut form, Some("form:trigger_id")).unwrap();
+    assert!(String::from_utf8(form).unwrap().ends_with(&format!("trigger_id={new}")));
 
     let mut h = vec![Header::new("x-request-id", "72d3162e-cc78-11e3-81ab-4c9367dc0958")];
     let new = fresh_identity(None, &mut h, &mut body, Some("header:X-Request-Id")).unwrap();
