@@ -372,6 +372,25 @@ fn a_suites_failing_check_command_is_reported_in_the_suites_words() {
     assert!(!ran.stderr.contains("--check-cmd"), "{}", ran.stderr);
 }
 
+/// `--check-cmd "$PROBE"` with the variable unset in CI would read an
+/// empty state each time and pass a handler that credits every copy.
+#[test]
+fn an_empty_check_command_is_refused_rather_than_passing_everything() {
+    let project = Project::new();
+    let bad = Handler::start(Behaviour::CreditsEveryDelivery);
+    for probe in ["", "   "] {
+        let args = ["fixtures/stripe.json", "--target", &bad.url(), "--check-cmd", probe];
+        let ran = project.check(&args, &[]);
+        assert_eq!(ran.code, 2, "{probe:?}: {}{}", ran.stdout, ran.stderr);
+        assert!(
+            ran.stderr.contains("the check command is empty"),
+            "{probe:?}: {}",
+            ran.stderr
+        );
+    }
+    assert_eq!(bad.balance(), 0, "nothing was sent");
+}
+
 #[test]
 fn a_junit_file_that_cannot_be_written_is_refused_before_anything_is_sent() {
     let project = Project::new();

@@ -49,6 +49,10 @@ pub enum ProbeError {
         /// First line of its stderr (empty when it printed nothing).
         stderr: String,
     },
+    /// The command is empty or blank: it would read an empty state every
+    /// time, and any handler would pass (an unset variable in CI, say).
+    #[error("the check command is empty: give it one that prints what the handler writes")]
+    EmptyCommand,
     /// The URL is not an `http[s]://host:port/path` URL.
     #[error("the check URL {0:?} is not an http:// or https:// URL")]
     BadUrl(String),
@@ -172,9 +176,11 @@ enum Kind {
 }
 
 impl Probe {
-    /// Prepares a probe; a URL that is not `http://` fails here.
+    /// Prepares a probe; a blank command or a URL that is not `http://`
+    /// fails here.
     pub fn new(spec: &ProbeSpec) -> Result<Self, ProbeError> {
         let kind = match spec {
+            ProbeSpec::Cmd(cmd) if cmd.trim().is_empty() => return Err(ProbeError::EmptyCommand),
             ProbeSpec::Cmd(cmd) => Kind::Cmd(cmd.clone()),
             ProbeSpec::Url(url) => Kind::Url(UrlProbe::new(url, STATE_LIMIT)?),
         };
