@@ -647,6 +647,37 @@ fn a_relay_address_with_credentials_is_refused_without_showing_them() {
     }
 }
 
+/// A relay port out of range was dropped on the way to the socket, so the
+/// client tried port 80 or 443, token and all; it is refused as typed.
+#[test]
+fn a_relay_address_with_a_port_out_of_range_is_refused_as_typed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let empty = dir.path().join("empty.toml");
+    std::fs::write(&empty, "").expect("config file");
+    for server in [
+        "http://127.0.0.1:90136",
+        "wss://127.0.0.1:70000",
+        "http://127.0.0.1:abc",
+    ] {
+        let out = output_of(
+            std::process::Command::new(portpreview_bin())
+                .args(["http", "3000", "--no-tui", "--server", server, "--db"])
+                .arg(&db)
+                .env_remove("PORTPREVIEW_SERVER")
+                .env("PORTPREVIEW_CONFIG", &empty),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{server}: {stderr}");
+        assert_eq!(
+            stderr.trim_end(),
+            format!(
+                "error: invalid relay address \"{server}\": use ws://, wss://, http:// or https:// followed by host:port"
+            ),
+        );
+    }
+}
+
 /// A mistyped command or flag is refused in one line, with clap's tip and
 /// which `--help` to read, for each binary.
 #[test]

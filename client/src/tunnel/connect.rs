@@ -150,10 +150,33 @@ pub fn relay_url(input: &str) -> Result<String, ConnectError> {
     };
     let rest = rest.trim_end_matches('/');
     let rest = rest.strip_suffix(CONNECT_PATH).unwrap_or(rest);
-    if rest.is_empty() || rest.contains(['?', '#', ' ']) {
+    let authority = rest.split('/').next().unwrap_or_default();
+    if rest.contains(['?', '#', ' ']) || !valid_authority(authority) {
         return Err(bad());
     }
     Ok(format!("{scheme}://{rest}{CONNECT_PATH}"))
+}
+
+/// Whether `authority` is a host with, if any, a port from 1 to 65535. A
+/// port past it would otherwise be dropped on the way to the socket, and
+/// the client would knock, token and all, on port 80 or 443.
+fn valid_authority(authority: &str) -> bool {
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(bracketed) => match bracketed.split_once(']') {
+            Some((v6, "")) => (v6, None),
+            Some((v6, rest)) => match rest.strip_prefix(':') {
+                Some(port) => (v6, Some(port)),
+                None => return false,
+            },
+            None => return false,
+        },
+        None => match authority.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        },
+    };
+    let port_ok = port.is_none_or(|p| p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok_and(|n| n > 0));
+    !host.is_empty() && port_ok
 }
 
 /// The tunnel `name` by path on the relay at `connect_url` (as
@@ -542,7 +565,26 @@ mod tests {
             relay_url("wss://r.test/_portpreview/connect").unwrap(),
             "wss://r.test/_portpreview/connect"
         );
-        for bad in ["relay.test", "ftp://x", "http://", "http://a b"] {
+        assert_eq!(
+            relay_url("http://[::1]:8080/").unwrap(),
+            "ws://[::1]:8080/_portpreview/connect"
+        );
+        let bad_ports = [
+            "http://127.0.0.1:90136",
+            "wss://127.0.0.1:70000",
+            "http://relay.test:65536",
+            "http://relay.test:abc",
+            "http://relay.test:",
+            "http://relay.test:0",
+            "http://relay.test:+80",
+            "http://[::1",
+            "http://[::1]x",
+            "http://:8080",
+        ];
+        for bad in ["relay.test", "ftp://x", "http://", "http://a b"]
+            .into_iter()
+            .chain(bad_ports)
+        {
             assert!(relay_url(bad).is_err(), "{bad}");
         }
         let refused = relay_url("https://me:hunter2@relay.test").unwrap_err().to_string();
