@@ -36,6 +36,12 @@ pub enum Warning<'a> {
     HistoryRefusing(&'a str),
     /// Deliveries are not recorded at all: why.
     NotRecording(&'a str),
+    /// This many deliveries were forwarded and kept out of the history
+    /// (`--no-record`): counted above, never listed.
+    Unlisted(u64),
+    /// The newest delivery got no answer from the handler: why (a dead
+    /// port, a timeout). Gone once one does.
+    LastFailed(&'a str),
 }
 
 /// Live counters of a running tunnel.
@@ -71,6 +77,8 @@ pub struct LiveStats {
     pub failed: u64,
     /// Forwarded but kept out of the history (`--no-record`), so never listed.
     pub not_recorded: u64,
+    /// Why the newest delivery got no answer, while it is the newest.
+    last_failure: Option<String>,
 }
 
 impl Default for LiveStats {
@@ -91,6 +99,7 @@ impl Default for LiveStats {
             server_errors: 0,
             failed: 0,
             not_recorded: 0,
+            last_failure: None,
         }
     }
 }
@@ -137,7 +146,14 @@ impl LiveStats {
             Some(status) if status >= 400 => self.client_errors += 1,
             Some(_) => self.ok += 1,
         }
-        if let Some(ms) = summary.duration_ms {
+        self.last_failure = match summary.status {
+            None => Some(summary.error.clone().unwrap_or_else(|| "no answer".into())),
+            Some(_) => None,
+        };
+        // The handler's latency: a delivery it never answered (its port
+        // dead, the request never forwarded, the body cut off on its way)
+        // took no time of the handler's, or all of a timeout.
+        if let Some(ms) = summary.duration_ms.filter(|_| summary.status.is_some()) {
             if self.durations.len() == LATENCY_WINDOW {
                 self.durations.pop_front();
             }
@@ -145,8 +161,9 @@ impl LiveStats {
         }
     }
 
-    /// What the user must know now: why the tunnel is offline, and why the
-    /// history takes no writes.
+    /// What the user must know now: why the tunnel is offline, why the
+    /// history takes no writes or leaves deliveries out, and why the
+    /// newest delivery failed.
     pub fn warnings(&self) -> impl Iterator<Item = Warning<'_>> {
         let offline = match &self.connection {
             Connection::Disconnected { reason, .. } => Some(Warning::Offline(reason)),
@@ -154,7 +171,16 @@ impl LiveStats {
         };
         let refusing = self.history_refusing.as_deref().map(Warning::HistoryRefusing);
         let not_recording = self.not_recording.as_deref().map(Warning::NotRecording);
-        offline.into_iter().chain(refusing).chain(not_recording)
+        // Not recording at all says it already.
+        let unlisted =
+            (self.not_recorded > 0 && self.not_recording.is_none()).then_some(Warning::Unlisted(self.not_recorded));
+        let failed = self.last_failure.as_deref().map(Warning::LastFailed);
+        offline
+            .into_iter()
+            .chain(refusing)
+            .chain(not_recording)
+            .chain(unlisted)
+            .chain(failed)
     }
 
     /// Seconds until the next attempt to reconnect, counted down each tick.
@@ -226,11 +252,52 @@ mod tests {
             ),
             (13, 10, 1, 1, 1)
         );
-        assert_eq!(stats.percentile(50.0), Some(7.0));
-        assert_eq!(stats.percentile(90.0), Some(60.0));
+        // The delivery nobody answered took none of the handler's time.
+        assert_eq!(stats.percentile(50.0), Some(6.0));
+        assert_eq!(stats.percentile(90.0), Some(50.0));
+        assert_eq!(stats.percentile(100.0), Some(60.0));
         let rate = stats.rate();
         assert_eq!(rate.len(), RATE_WINDOW);
         assert_eq!(&rate[RATE_WINDOW - 4..], &[10, 2, 0, 1]);
+    }
+
+    /// A dead local port is named in the header while the newest delivery
+    /// failed, and deliveries kept out of the history are counted there.
+    #[test]
+    fn the_newest_failure_and_the_unlisted_deliveries_are_warnings() {
+        let mut stats = LiveStats::default();
+        let mut failed = summary_of(&test_delivery(1));
+        (failed.status, failed.error) = (None, Some("could not reach http://localhost:9: refused".into()));
+        stats.record(
+            &TunnelEvent::Delivered {
+                summary: failed,
+                delivery_number: 1,
+            },
+            0,
+        );
+        let warnings: Vec<_> = stats.warnings().collect();
+        assert_eq!(
+            warnings,
+            [Warning::LastFailed("could not reach http://localhost:9: refused")]
+        );
+
+        let mut unlisted = summary_of(&test_delivery(2));
+        (unlisted.id, unlisted.status) = (0, Some(200));
+        for _ in 0..2 {
+            stats.record(
+                &TunnelEvent::Delivered {
+                    summary: unlisted.clone(),
+                    delivery_number: 1,
+                },
+                0,
+            );
+        }
+        assert_eq!(stats.warnings().collect::<Vec<_>>(), [Warning::Unlisted(2)]);
+        stats.not_recording = Some("the history could not be opened".into());
+        assert_eq!(
+            stats.warnings().collect::<Vec<_>>(),
+            [Warning::NotRecording("the history could not be opened")]
+        );
     }
 
     #[test]

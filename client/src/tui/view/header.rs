@@ -1,7 +1,7 @@
 //! The two header lines: tunnel and rate when live, the database when browsing.
 
 use portpreview_shared::sanitize::escape_str;
-use portpreview_shared::text::thousands;
+use portpreview_shared::text::{counted, thousands};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
@@ -77,6 +77,11 @@ fn top_line(app: &App, width: u16) -> Line<'static> {
                     escape_str(&stats.public_url).into_owned(),
                     Style::new().add_modifier(Modifier::BOLD),
                 ));
+                // As the line output gives it: without wildcard DNS, the
+                // path form is the URL that works.
+                if let Some(also) = &stats.also_url {
+                    spans.push(Span::raw(format!(" (also {})", escape_str(also))));
+                }
                 spans.push(Span::raw(format!(" → {}", escape_str(&stats.target))));
             }
             Line::from(spans)
@@ -109,6 +114,14 @@ fn warnings_line(app: &App) -> Line<'static> {
                 format!("⚠ deliveries not recorded: {}", escape_str(reason)),
                 Color::Yellow,
             ),
+            Warning::Unlisted(n) => (
+                format!(
+                    "⚠ {} forwarded and not recorded (--no-record), so not listed",
+                    counted(n as usize, "delivery", "deliveries")
+                ),
+                Color::Yellow,
+            ),
+            Warning::LastFailed(reason) => (format!("✗ last delivery: {}", escape_str(reason)), Color::Red),
         };
         let gap = if i == 0 { " " } else { "   " };
         [Span::raw(gap), Span::styled(text, Style::new().fg(color))]

@@ -571,6 +571,12 @@ fn an_empty_live_list_names_both_urls_of_a_subdomain_tunnel() {
         ),
         "{text}"
     );
+    // And in the header, once deliveries fill the list.
+    assert!(
+        rows(&plain(draw(&app)))[0]
+            .contains("http://shop.relay.test:8080 (also http://127.0.0.1:8080/t/shop) → http://127.0.0.1:3000"),
+        "{text}"
+    );
 }
 
 /// With --no-record the counters move and the list stays empty: it says why.
@@ -594,6 +600,12 @@ fn deliveries_not_recorded_are_explained_in_the_empty_list() {
     assert!(
         text.contains("2 deliveries forwarded and not recorded (--no-record)"),
         "{text}"
+    );
+    // The header says it too: with older deliveries listed, the list alone
+    // would stand still and say nothing.
+    assert_eq!(
+        rows(&screen)[1].trim_end(),
+        " ⚠ 2 deliveries forwarded and not recorded (--no-record), so not listed"
     );
 }
 
