@@ -126,9 +126,16 @@ fn domain_name(text: &str) -> Result<String, String> {
         && domain
             .split('.')
             .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
-    match valid {
-        true => Ok(domain),
-        false => Err("not a domain name".into()),
+    // No top-level domain is all digits: this is an IPv4 address, and
+    // `<name>.127.0.0.1` would be a URL no resolver answers.
+    let numeric = domain
+        .rsplit('.')
+        .next()
+        .is_some_and(|tld| tld.bytes().all(|b| b.is_ascii_digit()));
+    match (valid, numeric) {
+        (true, false) => Ok(domain),
+        (true, true) => Err("an IP address, not a domain name: <name>.DOMAIN URLs need a name with wildcard DNS (/t/<name> URLs work without --domain)".into()),
+        (false, _) => Err("not a domain name".into()),
     }
 }
 

@@ -65,6 +65,7 @@ fn bad_flags_and_files_exit_2_with_one_line() {
         &["--listen", "127.0.0.1:0", "--max-connections-per-ip", "0"],
         &["--listen", "127.0.0.1:0", "--max-connections-per-ip", "-1"],
         &["--listen", "127.0.0.1:0", "--domain", "bad domain"],
+        &["--listen", "127.0.0.1:0", "--domain", "127.0.0.1"],
     ] {
         let out = Command::new(BIN).args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
