@@ -429,6 +429,11 @@ fn upgrade_error(err: tungstenite::Error, options: &ConnectOptions) -> ConnectEr
                 why: "did not answer in HTTP: if the relay serves TLS, give --server as wss:// or https://",
             }
         }
+        // Every relay speaks HTTP/1.1; an older server is something else.
+        tungstenite::Error::Protocol(tungstenite::error::ProtocolError::WrongHttpVersion) => ConnectError::NotARelay {
+            url: options.url.clone(),
+            status: "in HTTP/1.0".into(),
+        },
         other => ConnectError::Unreachable(other.to_string()),
     }
 }
@@ -496,6 +501,18 @@ mod tests {
             err.to_string(),
             "ws://127.0.0.1:3000/_portpreview/connect is not a PortPreview relay: \
              it answered 200 OK where a relay opens a WebSocket; check --server"
+        );
+    }
+
+    /// `python3 -m http.server` answers in HTTP/1.0: it was reached, and it
+    /// is no relay.
+    #[test]
+    fn a_server_answering_in_http_1_0_is_no_relay() {
+        let wrong = tungstenite::Error::Protocol(tungstenite::error::ProtocolError::WrongHttpVersion);
+        assert_eq!(
+            upgrade_error(wrong, &local_options()).to_string(),
+            "ws://127.0.0.1:3000/_portpreview/connect is not a PortPreview relay: \
+             it answered in HTTP/1.0 where a relay opens a WebSocket; check --server"
         );
     }
 
