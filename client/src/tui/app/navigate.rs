@@ -57,7 +57,7 @@ impl App {
             self.settle(0);
             return;
         }
-        if index <= self.offset {
+        if index <= self.offset && !self.stays_at_top(1) {
             self.offset += 1;
         }
         let target = if index <= self.selected {
@@ -75,9 +75,19 @@ impl App {
         if self.follows_newest() {
             self.settle(0);
         } else {
-            self.offset += added;
+            if !self.stays_at_top(added) {
+                self.offset += added;
+            }
             self.settle(self.selected + added);
         }
+    }
+
+    /// Whether a view at the top of the list stays there as `added` rows
+    /// come in above the selected one: while that row stays in sight, the
+    /// new ones show, as they would on a list that still had room. Scrolled
+    /// down, the rows in view stay put instead.
+    fn stays_at_top(&self, added: usize) -> bool {
+        self.offset == 0 && self.selected + added < self.list_rows()
     }
 
     pub(super) fn follows_newest(&self) -> bool {

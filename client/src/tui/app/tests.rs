@@ -371,6 +371,44 @@ fn live_rows_follow_at_the_top_and_stay_put_below() {
     assert_eq!(app.pager.total(), Some(205));
 }
 
+/// With the newest delivery open on a full list, one more shows above it:
+/// the view was at the top, and the open row stays in sight.
+#[test]
+fn a_new_delivery_shows_above_an_open_one_at_the_top() {
+    let mut app = app(200);
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.detail.as_ref().map(|d| d.doc.id), Some(200));
+    app.on_tunnel_event(
+        TunnelEvent::Delivered {
+            summary: summary_of(&test_delivery(201)),
+            delivery_number: 1,
+        },
+        0,
+    );
+    assert_eq!(app.selected_id(), Some(200), "the open row stays selected");
+    assert_eq!(
+        (app.selected, app.offset),
+        (1, 0),
+        "and the new row is in view above it"
+    );
+    assert_eq!(app.detail.as_ref().map(|d| d.doc.id), Some(200));
+
+    // Scrolled down, the rows in view stay put.
+    key(&mut app, KeyCode::Esc);
+    press(&mut app, "jjjjjjjjjjjjjjjjjjjjjjjjjjjjjj");
+    key(&mut app, KeyCode::Enter);
+    let (selected, offset) = (app.selected, app.offset);
+    assert!(offset > 0, "scrolled: {offset}");
+    app.on_tunnel_event(
+        TunnelEvent::Delivered {
+            summary: summary_of(&test_delivery(202)),
+            delivery_number: 1,
+        },
+        0,
+    );
+    assert_eq!((app.selected, app.offset), (selected + 1, offset + 1));
+}
+
 #[test]
 fn filtered_live_view_fetches_matches_on_tick() {
     let shared = std::rc::Rc::new(MemorySource::with_rows(20));
