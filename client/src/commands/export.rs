@@ -10,7 +10,7 @@ use anyhow::Context;
 use crate::commands::guard::refuse_to_overwrite_a_database;
 use crate::commands::show::{fetch, parse_id};
 use crate::render::export::{export, export_together};
-use crate::store::{Delivery, NewDelivery, Store};
+use crate::store::{Delivery, NewDelivery};
 
 pub use crate::render::export::Format;
 
@@ -44,7 +44,7 @@ pub fn run(mut args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     if let Some(flag) = args.target.as_deref().filter(|flag| !flag.contains("://")) {
         crate::target::Target::parse(flag).map_err(|err| err.named("--target"))?;
     }
-    let store = Store::open_existing(db).map_err(|e| e.for_command(db))?;
+    let store = super::open_history(db)?;
     // All read before anything is written: a mistyped id leaves no export half done.
     let deliveries = args
         .ids

@@ -53,7 +53,7 @@ pub struct Args {
 
 /// Prints the listing.
 pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
-    let store = Store::open_existing(db).map_err(|e| e.for_command(db))?;
+    let store = super::open_history(db)?;
     let statuses = args
         .status
         .iter()

@@ -11,3 +11,25 @@ pub mod replay;
 pub mod run;
 pub mod show;
 pub mod tui;
+
+use std::path::Path;
+
+use crate::store::Store;
+
+/// Opens the history at `db` for a command that reads it, saying on stderr
+/// when running tunnels have forwarded deliveries it does not hold yet:
+/// a listing that leaves them out would otherwise pass for complete.
+pub(crate) fn open_history(db: &Path) -> anyhow::Result<Store> {
+    let store = Store::open_existing(db).map_err(|err| err.for_command(db))?;
+    let unstored = store.unstored_at_open();
+    if unstored > 0 {
+        crate::to_stderr(format_args!(
+            "note: {} a running tunnel forwarded {} not in the history yet: its writer is held up (another \
+             process holding the history's write lock, or a full disk), and stores {} once it can\n",
+            portpreview_shared::text::counted(unstored as usize, "delivery", "deliveries"),
+            if unstored == 1 { "is" } else { "are" },
+            if unstored == 1 { "it" } else { "them" },
+        ));
+    }
+    Ok(store)
+}

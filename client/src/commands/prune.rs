@@ -9,7 +9,6 @@ use anyhow::Context;
 
 use portpreview_shared::text::counted;
 
-use crate::store::Store;
 use crate::time::now_ms;
 
 /// Arguments of `portpreview prune`.
@@ -22,7 +21,7 @@ pub struct Args {
 
 /// Deletes the old deliveries and says how many went.
 pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
-    let store = Store::open_existing(db).map_err(|e| e.for_command(db))?;
+    let store = super::open_history(db)?;
     let age = i64::try_from(args.older_than.as_millis()).unwrap_or(i64::MAX);
     let pruned = store
         .prune(now_ms().saturating_sub(age))

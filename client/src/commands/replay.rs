@@ -339,7 +339,7 @@ fn load_request(args: &Args, db: &Path) -> anyhow::Result<(NewDelivery, Origin)>
         let fixture = crate::fixture::Fixture::load(path)?;
         return Ok((fixture.to_new_delivery(), Origin::Fixture(path.clone())));
     }
-    let store = Store::open_existing(db).map_err(|err| err.for_command(db))?;
+    let store = super::open_history(db)?;
     let id = if args.latest {
         let wanted = latest_words(args);
         let glob = args.path.as_deref().map(crate::path_glob::PathGlob::new);

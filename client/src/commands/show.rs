@@ -31,7 +31,7 @@ pub struct Args {
 /// Prints the delivery; `db_named` when `--db` (or `PORTPREVIEW_DB`) chose
 /// the history, so that a hint to run another command names it too.
 pub fn run(args: Args, db: &Path, db_named: bool) -> anyhow::Result<ExitCode> {
-    let store = Store::open_existing(db).map_err(|e| e.for_command(db))?;
+    let store = super::open_history(db)?;
     let delivery = fetch(&store, args.id, db)?;
     let number = store.delivery_number(args.id).map_err(|e| e.for_command(db))?;
     let runs = store.replay_runs(args.id).map_err(|e| e.for_command(db))?;

@@ -23,11 +23,12 @@ impl Store {
     /// Returns once every request that live tunnels have appended to their
     /// inboxes is in the database, or after [`LIMIT`]; then once the
     /// requests of theirs stored without an answer have one, or after
-    /// [`ANSWERS_LIMIT`] more, within the same [`LIMIT`] in all.
-    pub(super) fn catch_up_with_recorders(&self) {
+    /// [`ANSWERS_LIMIT`] more, within the same [`LIMIT`] in all. Returns
+    /// how many requests were still not stored when the wait ended.
+    pub(super) fn catch_up_with_recorders(&self) -> u64 {
         let appended = appended_by_live_recorders(&self.path);
         if appended.is_empty() {
-            return;
+            return 0;
         }
         let deadline = Instant::now() + LIMIT;
         for Appended { name, newest } in &appended {
@@ -45,5 +46,12 @@ impl Store {
                 std::thread::sleep(POLL);
             }
         }
+        // Requests are numbered one after another in each inbox.
+        (appended.iter())
+            .map(|Appended { name, newest }| {
+                self.inbox_applied(name)
+                    .map_or(0, |applied| newest.saturating_sub(applied))
+            })
+            .sum()
     }
 }

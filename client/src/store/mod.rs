@@ -75,6 +75,9 @@ pub struct Store {
     /// The files opened at `path` and beside it, to tell when the path
     /// comes to name another.
     opened: Opened,
+    /// Requests live tunnels had forwarded and not yet stored when this
+    /// store was opened for reading (see [`Store::unstored_at_open`]).
+    unstored_at_open: u64,
 }
 
 /// The history file a store opened, with its WAL and shared memory.
@@ -203,7 +206,7 @@ impl Store {
     pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
         require(path)?;
         refuse_non_file(path)?;
-        let store = match Self::connect(path, Opening::Existing) {
+        let mut store = match Self::connect(path, Opening::Existing) {
             // A history this user may only read (a CI job's artifact, a
             // read-only mount): reading it needs no write, so it is opened
             // read-only, and what would write says so then.
@@ -212,8 +215,16 @@ impl Store {
             opened => opened?,
         };
         store.recover(Duration::ZERO)?;
-        store.catch_up_with_recorders();
+        store.unstored_at_open = store.catch_up_with_recorders();
         Ok(store)
+    }
+
+    /// How many requests running tunnels had forwarded and still not
+    /// stored once [`Store::open_existing`] had waited for them: a writer
+    /// held up (another process holding the write lock, a full disk). A
+    /// listing read now leaves them out.
+    pub fn unstored_at_open(&self) -> u64 {
+        self.unstored_at_open
     }
 
     /// Opens the history a tunnel's writer has made at `path`, for a reader
@@ -325,6 +336,7 @@ impl Store {
                 opened: Opened::at(&path),
                 conn,
                 path,
+                unstored_at_open: 0,
             }),
             Err(newer) => Err(StoreError::TooNew {
                 path,
