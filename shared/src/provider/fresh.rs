@@ -51,14 +51,20 @@ pub fn fresh_identity(
     body: &mut Vec<u8>,
     fresh_field: Option<&str>,
 ) -> Result<String, FreshError> {
+    // Beside a field, the provider's ID is renewed where the request
+    // carries one: a Slack slash command or a Twilio JSON post has none,
+    // and one added would be no identity its handler reads.
+    let own_id = match fresh_field {
+        None => provider,
+        Some(_) => provider.filter(|&p| provider_id(p, headers, &Body::new(body)).is_some()),
+    };
     let field_value = fresh_field.map(|field| renew_field(field, headers, body)).transpose()?;
-    let renewed = provider.map(|provider| {
+    let renewed = own_id.map(|provider| {
         renew(provider, headers, body)
             .map(|new_id| provider_id(provider, headers, &Body::new(body)).map_or(new_id, |(key, _)| key))
     });
     let key = match (renewed, field_value) {
         (Some(Ok(key)), _) => key,
-        // A Slack slash command keeps no event ID; the field is its identity.
         (Some(Err(_)) | None, Some(value)) => value,
         (Some(Err(err)), None) => return Err(err),
         (None, None) => {
