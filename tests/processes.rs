@@ -1206,29 +1206,52 @@ async fn a_webhook_sent_while_the_tunnel_was_stopped_is_not_forwarded_when_it_ru
 
     client.signal("STOP");
     let started = Instant::now();
-    let reply = caller::post(&format!("{url}/webhooks/stopped"), "{}").await;
-    assert_eq!(reply.status, 502, "{}", reply.text());
+    // Spread over the pause, before the relay gives up: every one waits in
+    // the socket, and the first few read on waking end the connection.
+    let mut sent = tokio::task::JoinSet::new();
+    for n in 0..8 {
+        let url = format!("{url}/webhooks/stopped/{n}");
+        sent.spawn(async move {
+            tokio::time::sleep(Duration::from_millis(900 * n)).await;
+            caller::post(&url, "{}").await.status
+        });
+    }
+    while let Some(status) = sent.join_next().await {
+        assert_eq!(status.expect("a caller"), 502);
+    }
     assert!(
         started.elapsed() >= Duration::from_secs(9),
         "the relay waited for its pings first"
     );
     client.signal("CONT");
 
-    let line = client.line_containing("/webhooks/stopped").await;
-    assert!(
-        line.contains("not forwarded: read after PortPreview was paused for "),
-        "{line}"
-    );
-    assert!(handler.requests().is_empty(), "the handler never had it");
+    for n in 0..8 {
+        let line = client.line_containing(&format!("/webhooks/stopped/{n}")).await;
+        assert!(
+            line.contains("not forwarded: read after PortPreview was paused for "),
+            "{line}"
+        );
+    }
+    assert!(handler.requests().is_empty(), "the handler never had them");
     client.signal("TERM");
     assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
     let listed = common::history::portpreview_async(db.as_ref(), &["history", "--json"]).await;
     let rows: serde_json::Value = serde_json::from_str(&listed.stdout).expect("a JSON array");
-    assert_eq!(rows[0]["path"], "/webhooks/stopped", "{rows}");
-    assert!(
-        rows[0]["error"]
-            .as_str()
-            .is_some_and(|e| e.starts_with("not forwarded: read after PortPreview was paused")),
-        "{rows}"
-    );
+    let mut paths: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["path"].as_str())
+        .collect();
+    paths.sort_unstable();
+    let sent: Vec<String> = (0..8).map(|n| format!("/webhooks/stopped/{n}")).collect();
+    assert_eq!(paths, sent, "{rows}");
+    for row in rows.as_array().unwrap() {
+        assert!(
+            row["error"]
+                .as_str()
+                .is_some_and(|e| e.starts_with("not forwarded: read after PortPreview was paused")),
+            "{rows}"
+        );
+    }
 }

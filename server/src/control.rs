@@ -56,6 +56,8 @@ pub struct SessionContext {
     pub ping_interval: Duration,
     /// Silence after which the client is dead.
     pub dead_after: Duration,
+    /// How long a name is held for a client that went away.
+    pub name_grace: Duration,
     /// Requests in flight allowed on the tunnel.
     pub max_in_flight: usize,
     /// Time given to requests in flight when the relay shuts down.
@@ -164,6 +166,7 @@ where
     let writer = AbortOnDropHandle::new(tokio::spawn(writer::run(sink, inbox, stop.clone(), dead.clone())));
 
     let streams = Streams::new(outbox.clone(), ctx.max_in_flight);
+    let mut silent = false;
     let closing = match hello(&mut incoming, &outbox, &ctx, &streams).await {
         Ok(lease) => {
             let span = tracing::debug_span!("tunnel", tunnel = %lease.name);
@@ -184,6 +187,7 @@ where
                 End::Goodbye => ctx.registry.forget(&lease),
                 _ => ctx.registry.release(&lease),
             }
+            silent = matches!(end, End::Dead);
             span.in_scope(|| say_goodbye(&outbox, end))
         }
         Err(end) => {
@@ -203,6 +207,34 @@ where
     // long as TCP keeps trying; dropping the handle aborts it, and closes
     // the socket.
     let _ = tokio::time::timeout(CLOSE_FLUSH, writer).await;
+    if silent {
+        await_close_reply(&mut incoming, ctx.name_grace, &ctx.shutdown).await;
+    }
+}
+
+/// Keeps reading a client given up on as silent, discarding what it sends,
+/// until it answers the close frame, for as long as its name is held. A
+/// client that was paused (ctrl-z, a debugger) finds on waking the requests
+/// sent to it meanwhile, which the relay has answered 502, and records
+/// them as not forwarded; it reads them only while its writes (the pongs
+/// its WebSocket owes) still land. A socket closed at once answers the
+/// first of those writes with a reset, and the client loses what it had not
+/// read yet.
+async fn await_close_reply<R>(incoming: &mut R, limit: Duration, shutdown: &CancellationToken)
+where
+    R: Stream<Item = Result<Message, WsError>> + Unpin,
+{
+    let replied = async {
+        while let Some(Ok(message)) = incoming.next().await {
+            if matches!(message, Message::Close(_)) {
+                return;
+            }
+        }
+    };
+    tokio::select! {
+        _ = tokio::time::timeout(limit, replied) => {}
+        () = shutdown.cancelled() => {}
+    }
 }
 
 /// Queues the close frame `end` calls for; true when there is one to send.
@@ -544,6 +576,7 @@ mod tests {
             drain_timeout: Duration::from_secs(10),
             shutdown: CancellationToken::new(),
             cut_short: CancellationToken::new(),
+            name_grace: Duration::from_secs(60),
         };
         let dead = CancellationToken::new();
         let mut silent = futures_util::stream::pending::<Result<Message, WsError>>();

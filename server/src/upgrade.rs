@@ -254,6 +254,7 @@ fn session_context(
         hello_timeout: relay.config.header_read_timeout,
         ping_interval: relay.config.ping_interval,
         dead_after: relay.config.dead_after,
+        name_grace: relay.config.grace,
         max_in_flight: relay.config.max_in_flight,
         drain_timeout: relay.config.drain_timeout,
         shutdown: relay.shutdown.clone(),

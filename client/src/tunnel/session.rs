@@ -137,6 +137,10 @@ where
 
     let end = loop {
         tokio::select! {
+            // In this order: frames before the silence limit, so a process
+            // woken from a pause reads what the relay sent during it
+            // before it judges the relay silent.
+            biased;
             () = &mut stop_asked, if !session.draining => {
                 if let Some(end) = session.stop_asked(drain_deadline.as_mut()) {
                     break end;
@@ -156,6 +160,11 @@ where
                     break end;
                 }
             }
+            next = frames.next() => {
+                if let ControlFlow::Break(end) = session.received(next) {
+                    break end;
+                }
+            }
             () = &mut silence => {
                 // The tunnel itself was not running (stopped, or the laptop
                 // asleep): what the relay sent meanwhile is still unread,
@@ -169,11 +178,6 @@ where
                     continue;
                 }
                 break SessionEnd::Lost(format!("the relay was silent for {}s", RELAY_SILENCE_LIMIT.as_secs()));
-            }
-            next = frames.next() => {
-                if let ControlFlow::Break(end) = session.received(next) {
-                    break end;
-                }
             }
         }
     };
@@ -340,24 +344,8 @@ impl Session {
                 self.window(stream, credit);
                 ControlFlow::Continue(())
             }
-            ServerMessage::TurnedAway {
-                method,
-                target,
-                headers,
-                body_size,
-                status,
-                reason,
-                waited_ms,
-                told_after_ms,
-            } => {
-                let head = Head {
-                    stream: NO_STREAM,
-                    method,
-                    target,
-                    headers,
-                };
-                let when = (Duration::from_millis(waited_ms), Duration::from_millis(told_after_ms));
-                self.turned_away(head, (body, body_size), status, &reason, when);
+            news @ ServerMessage::TurnedAway { .. } => {
+                self.turned_away(news, body);
                 ControlFlow::Continue(())
             }
             ServerMessage::Refused { reason } => ControlFlow::Break(SessionEnd::Refused(reason)),
@@ -387,12 +375,7 @@ impl Session {
             // provider retries a delivery whose caller saw it fail.
             self.outbox
                 .reset(stream, "the tunnel's client was paused; not forwarded");
-            let why = format!(
-                "not forwarded: read after PortPreview was paused for {}s, past the {}s a relay waits for a \
-                 silent client before it answers its callers 502",
-                paused.as_secs(),
-                RELAY_GIVES_UP.as_secs()
-            );
+            let why = paused_reason(paused);
             let declared = end.then_some(body.len() as u64);
             self.record_unforwarded(head, (body, declared), (Duration::ZERO, Duration::ZERO), why);
             return ControlFlow::Continue(());
@@ -443,22 +426,33 @@ impl Session {
         ControlFlow::Continue(())
     }
 
-    /// A request the relay answered `status` itself for `reason`, `waited`
-    /// after it came and told of `told_after` its answer (`when`), with its
-    /// body as far as the relay sent it and the size its caller declared:
-    /// recorded beside the exchanges, as the history's writer may make it
-    /// wait for room.
-    fn turned_away(
-        &mut self,
-        head: Head,
-        body: (Bytes, Option<u64>),
-        status: u16,
-        reason: &str,
-        when: (Duration, Duration),
-    ) {
+    /// News of a request the relay answered itself, with its `body` as far
+    /// as the relay sent it: recorded beside the exchanges, as the
+    /// history's writer may make it wait for room.
+    fn turned_away(&mut self, news: ServerMessage, body: Bytes) {
+        let ServerMessage::TurnedAway {
+            method,
+            target,
+            headers,
+            body_size,
+            status,
+            reason,
+            waited_ms,
+            told_after_ms,
+        } = news
+        else {
+            return;
+        };
+        let head = Head {
+            stream: NO_STREAM,
+            method,
+            target,
+            headers,
+        };
+        let when = (Duration::from_millis(waited_ms), Duration::from_millis(told_after_ms));
         // The reason was written for the caller; the history keeps a line of it.
-        let why = format!("the relay answered the caller {status}: {}", truncate(reason, 200));
-        self.record_unforwarded(head, body, when, why);
+        let why = format!("the relay answered the caller {status}: {}", truncate(&reason, 200));
+        self.record_unforwarded(head, (body, body_size), when, why);
     }
 
     /// Records a request that is not forwarded, for `why`, beside the
@@ -519,6 +513,16 @@ impl Session {
 }
 
 /// Why reading from the relay failed, in words for the user.
+/// Why a request read right after a pause of `paused` was not forwarded.
+fn paused_reason(paused: Duration) -> String {
+    format!(
+        "not forwarded: read after PortPreview was paused for {}s, past the {}s a relay waits for a silent client \
+         before it answers its callers 502",
+        paused.as_secs(),
+        RELAY_GIVES_UP.as_secs()
+    )
+}
+
 fn read_failed(err: tungstenite::Error) -> String {
     match err {
         tungstenite::Error::Protocol(ProtocolError::ResetWithoutClosingHandshake) => {
