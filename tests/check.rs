@@ -372,6 +372,31 @@ fn a_suites_failing_check_command_is_reported_in_the_suites_words() {
     assert!(!ran.stderr.contains("--check-cmd"), "{}", ran.stderr);
 }
 
+/// A fixture that is a device or a pipe would be read for good (all of
+/// memory for `/dev/zero`, forever for a pipe nobody writes to): refused
+/// in one line, before anything is sent.
+#[test]
+fn a_fixture_that_is_a_device_or_a_pipe_is_refused() {
+    let project = Project::new();
+    let handler = Handler::start(Behaviour::CreditsEveryDelivery);
+    std::os::unix::fs::symlink("/dev/zero", project.path("fixtures/zero.json")).unwrap();
+    let fifo = project.path("fixtures/pipe.json");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    for fixture in ["fixtures/zero.json", "fixtures/pipe.json"] {
+        let ran = project.check(&[fixture, "--target", &handler.url()], &[]);
+        assert_eq!(ran.code, 2, "{fixture}: {}{}", ran.stdout, ran.stderr);
+        assert_eq!(
+            ran.stderr.trim_end(),
+            format!("error: cannot read fixture {fixture}: it is not a regular file")
+        );
+    }
+    assert_eq!(handler.balance(), 0, "nothing was sent");
+}
+
 /// `--check-cmd "$PROBE"` with the variable unset in CI would read an
 /// empty state each time and pass a handler that credits every copy.
 #[test]

@@ -1319,6 +1319,20 @@ fn an_error_names_its_cause_once() {
 /// A `--fresh-field` that names nothing in the request would leave the
 /// recorded identity in place: refused alike for a header and a body
 /// field, on one line, before anything is sent.
+/// `--body-file /dev/zero` is read no further than a body can be.
+#[test]
+fn a_body_file_longer_than_any_body_is_refused() {
+    let handler = Handler::start(Behaviour::CreditsEveryDelivery);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let ran = history.replay(&["--body-file", "/dev/zero"]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(
+        ran.stderr,
+        "error: cannot read --body-file /dev/zero: it is over 64 MiB, the most PortPreview reads from such a file\n"
+    );
+    assert_eq!(handler.balance(), 0, "nothing was sent");
+}
+
 #[test]
 fn a_fresh_field_the_request_does_not_carry_is_refused() {
     let handler = Handler::start(Behaviour::CreditsEveryDelivery);

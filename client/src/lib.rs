@@ -8,6 +8,7 @@ pub mod config;
 pub mod events;
 pub mod fixture;
 pub mod forward;
+pub mod input_file;
 pub mod local_tls;
 pub mod logging;
 pub mod memory;

@@ -111,7 +111,9 @@ impl Suite {
 
     /// Reads a suite file; fixture paths come back relative to the current directory.
     pub fn load(path: &Path) -> anyhow::Result<Self> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read suite {}", path.display()))?;
+        let text = crate::input_file::read_file(path, crate::input_file::MAX_SETTINGS_FILE)
+            .and_then(crate::input_file::into_text)
+            .with_context(|| format!("cannot read suite {}", path.display()))?;
         let mut suite = Self::parse(&text).with_context(|| format!("invalid suite {}", path.display()))?;
         let base = path.parent().unwrap_or(Path::new(""));
         for fixture in &mut suite.fixture {

@@ -140,7 +140,8 @@ async fn start(args: &Args, db: &Path, case: &mut String) -> anyhow::Result<Ran>
     opts.add_headers = args.headers.clone();
     opts.drop_headers = args.drop_headers.clone();
     if let Some(file) = &args.body_file {
-        opts.body = Some(std::fs::read(file).with_context(|| format!("cannot read --body-file {}", file.display()))?);
+        let body = crate::input_file::read_stream(file, crate::input_file::MAX_REQUEST_FILE);
+        opts.body = Some(body.with_context(|| format!("cannot read --body-file {}", file.display()))?);
     }
     if opts.resign || opts.fresh {
         opts.secret = crate::config::resolve_secret(opts.secret.take(), replay::provider_of(&request), None)?;
