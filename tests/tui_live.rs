@@ -816,6 +816,48 @@ fn ctrl_z_hands_the_shell_its_terminal_and_fg_takes_it_back() {
     tmux.wait_for_the_shell();
 }
 
+/// A browser stopped with ctrl-z whose terminal is then closed is
+/// continued by the shell's hangup with no terminal left: it ends, where
+/// it used to spin reading the closed terminal, deaf to SIGTERM.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_stopped_browser_whose_terminal_closes_ends() {
+    let scratch = Scratch::new("suspend-hangup");
+    let db = scratch.0.join("history.db");
+    fill_history(&db);
+    let tmux = job_in_a_shell("suspend-hangup", &scratch, &db, "tui");
+    tmux.wait_for("the TUI", |s| s.contains("Deliveries 1/151"));
+    tmux.send(&["C-z"]);
+    tmux.wait_for("the shell's notice", |s| s.contains("Stopped"));
+    let shell = tmux.format("pane_pid");
+    let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
+    let program = children
+        .split_whitespace()
+        .next()
+        .expect("the shell runs portpreview")
+        .to_owned();
+    drop(tmux);
+    let running = || {
+        std::fs::read_to_string(format!("/proc/{program}/stat")).is_ok_and(|stat| {
+            stat.rsplit(')')
+                .next()
+                .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while running() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let still = running();
+    if still {
+        let _ = Command::new("kill").args(["-KILL", &program]).status();
+    }
+    assert!(
+        !still,
+        "portpreview tui was still running 10 s after its terminal closed"
+    );
+}
+
 /// `portpreview http` runs more threads than the browser (the tunnel, the
 /// history writer), and a stop sent to the process may land on any of
 /// them: every stop must still leave the shell its screen and cursor

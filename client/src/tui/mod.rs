@@ -200,7 +200,11 @@ impl EventLoop {
                     // The tunnel is gone; what was recorded can still be browsed.
                     None => self.events = None,
                 },
-                input = keys.next() => match input {
+                // Not while the shell has the terminal: a terminal closed
+                // meanwhile reads as an end of file that crossterm reads
+                // again and again without returning, and the process,
+                // continued by the shell's hangup, would spin for good.
+                input = keys.next(), if !terminal.is_given_back() => match input {
                     Some(Ok(Event::Key(key))) => {
                         if let Some(effect) = self.app.handle_key(key) {
                             self.effects.start(effect, &mut self.app, terminal, &mut self.replay);
