@@ -906,6 +906,57 @@ async fn a_delivery_is_in_the_history_as_soon_as_its_caller_has_heard_back() {
     }
 }
 
+/// A body too large to set aside before the handler sees it streams to
+/// the handler. Once it has all gone there, the request is in the history
+/// while the handler works on it, as a small one is: a tunnel killed then
+/// leaves it recorded, body and all, and not lost.
+#[tokio::test]
+async fn a_large_request_is_in_the_history_while_the_handler_works_on_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let relay = TestRelay::start().await;
+    let release = tokio_util::sync::CancellationToken::new();
+    let handler = LocalHandler::holding("/large", release.clone()).await;
+    let (client, url) = Running::tunnel(&handler.url(), &relay.http_url(), &db, dir.path()).await;
+    let body = vec![b'x'; 3 * 1024 * 1024];
+    let large = format!("{url}/large");
+    let caller = tokio::spawn(async move { caller::post(&large, body).await });
+    handler.wait_for_request().await;
+
+    let newest = || -> Option<(String, Option<u16>)> {
+        let store = Store::open_existing(&db).ok()?;
+        let rows = store
+            .list(&portpreview::store::ListQuery {
+                limit: Some(1),
+                ..Default::default()
+            })
+            .ok()?;
+        rows.first().map(|row| (row.path.clone(), row.status))
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while newest().is_none() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the request was not in the history while the handler held it"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(newest(), Some(("/large".to_owned(), None)), "waiting for its answer");
+
+    client.signal("KILL");
+    release.cancel();
+    let _ = caller.await;
+    let shown = portpreview_async(&db, &["show", "1", "--json"]).await;
+    let shown: Value = serde_json::from_str(&shown.stdout).expect("show --json");
+    assert_eq!(shown["request"]["body_size"], 3 * 1024 * 1024, "{shown}");
+    assert!(
+        shown["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("stopped before it recorded the answer")),
+        "{shown}"
+    );
+}
+
 #[tokio::test]
 async fn an_idle_tunnel_cuts_its_inbox_back_once_the_history_holds_what_it_held() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -152,10 +152,13 @@ fn local_body(
     (body, streamed)
 }
 
-/// Sends `local`, whose body streams to the handler, then records `request`
-/// with what the handler read before answering: what it acted on. `None`
-/// when the relay cut the body under the handler and it did not answer;
-/// otherwise the answer, and when the handler's time to give it began.
+/// Sends `local`, whose body streams to the handler, and records `request`
+/// with what the handler read: once the body has all gone to it, while it
+/// works on the answer (so a tunnel killed meanwhile leaves the request in
+/// its inbox, as it does a small one), or when it answers before reading
+/// it all. `None` when the relay cut the body under the handler and it did
+/// not answer; otherwise the answer, and when the handler's time to give
+/// it began.
 async fn send_streamed(
     shared: &Shared,
     local: Request<LocalBody>,
@@ -170,9 +173,23 @@ async fn send_streamed(
         declared,
         room: Held::default(),
     });
-    let (response, since) = send_as_uploaded(shared, local, &capture).await;
+    let answer = shared.forwarder.send(local);
+    tokio::pin!(answer);
+    let (response, since) = match until_uploaded(&mut answer, &capture).await {
+        Uploaded::Answered(answered) => (Some(answered), Instant::now()),
+        Uploaded::At(ended_at) => {
+            // The handler's time runs from the body's end, recording or not.
+            let left = shared.local_timeout.saturating_sub(ended_at.elapsed());
+            let (ticket, answered) =
+                tokio::join!(record_streaming(shared, &mut kept.streaming), within(left, &mut answer));
+            kept.ticket = ticket;
+            (answered, ended_at)
+        }
+    };
     let cut = lock(&capture).cut;
-    kept.ticket = record_streaming(shared, &mut kept.streaming).await;
+    if kept.ticket.is_none() {
+        kept.ticket = record_streaming(shared, &mut kept.streaming).await;
+    }
     // The relay ended the stream mid-body, and says why; the
     // handler's failure to answer a body cut under it is no news.
     // A body still on its way is another matter: the handler could
@@ -189,25 +206,31 @@ async fn send(shared: &Shared, local: Request<LocalBody>) -> Sent {
     within(shared.local_timeout, std::pin::pin!(shared.forwarder.send(local))).await
 }
 
-/// Sends `local`, whose body streams to the handler as the caller uploads
-/// it. A large body on a slow link is not the handler's delay: the local
-/// timeout runs from when the body has all gone to the handler (or was
-/// cut), and the relay bounds the upload itself. Also says from when the
-/// handler's time ran: the body's end, or its answer if that came first.
-async fn send_as_uploaded(shared: &Shared, local: Request<LocalBody>, capture: &Mutex<Capture>) -> (Sent, Instant) {
-    let answer = shared.forwarder.send(local);
-    tokio::pin!(answer);
-    let ended_at = loop {
+/// How far a request whose body streams to the handler had come.
+enum Uploaded<T> {
+    /// The handler answered before the body had all gone to it.
+    Answered(T),
+    /// The body had all gone to it (or was cut) at this time.
+    At(Instant),
+}
+
+/// Waits for the body to have all gone to the handler as the caller
+/// uploads it, or for the handler to answer first. A large body on a slow
+/// link is not the handler's delay: the local timeout runs from the body's
+/// end (or its cut), and the relay bounds the upload itself.
+async fn until_uploaded<F: std::future::Future + Unpin>(
+    answer: &mut F,
+    capture: &Mutex<Capture>,
+) -> Uploaded<F::Output> {
+    loop {
         let ended_at = lock(capture).ended_at;
         if let Some(ended_at) = ended_at {
-            break ended_at;
+            return Uploaded::At(ended_at);
         }
-        if let Ok(answered) = tokio::time::timeout(UPLOAD_CHECK, &mut answer).await {
-            return (Some(answered), Instant::now());
+        if let Ok(answered) = tokio::time::timeout(UPLOAD_CHECK, &mut *answer).await {
+            return Uploaded::Answered(answered);
         }
-    };
-    let left = shared.local_timeout.saturating_sub(ended_at.elapsed());
-    (within(left, answer).await, ended_at)
+    }
 }
 
 /// How often a streaming exchange looks whether its body has all gone.
