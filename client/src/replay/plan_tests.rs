@@ -49,6 +49,19 @@ fn a_target_that_would_drop_its_query_or_fragment_is_refused() {
     );
 }
 
+/// A path no request line can carry would fail every attempt, reading as
+/// the handler's failure: refused as a bad flag, escapes shown escaped.
+#[test]
+fn a_target_whose_path_no_request_can_carry_is_refused() {
+    for flag in ["http://127.0.0.1:4000/\x1b[2J", "http://127.0.0.1:4000/a b"] {
+        let err = resolve_target("http://127.0.0.1:3000", Some(flag), "/a")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("a path is written as in a URL"), "{flag}: {err}");
+        assert!(!err.contains('\x1b'), "{err}");
+    }
+}
+
 #[test]
 fn a_target_with_a_path_replaces_the_recorded_path() {
     assert_eq!(
