@@ -53,7 +53,7 @@ pub struct Args {
     /// Print one line per delivery instead of the TUI.
     #[arg(long)]
     pub no_tui: bool,
-    /// Lines instead of the TUI: text, or json (one object a line, for scripts; turns the TUI off).
+    /// How --no-tui lines are written: text, or json (one object a line, for scripts; turns the TUI off).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
     /// Forward without recording: nothing reaches the history.
