@@ -672,7 +672,8 @@ fn a_relay_address_with_a_port_out_of_range_is_refused_as_typed() {
         assert_eq!(
             stderr.trim_end(),
             format!(
-                "error: invalid relay address \"{server}\": use ws://, wss://, http:// or https:// followed by host:port"
+                "error: invalid relay address \"{server}\": use ws://, wss://, http:// or https:// followed by host:port \
+                 (a port from 1 to 65535)"
             ),
         );
     }

@@ -1316,9 +1316,6 @@ fn an_error_names_its_cause_once() {
     assert_eq!(handler.balance(), 0, "nothing was sent");
 }
 
-/// A `--fresh-field` that names nothing in the request would leave the
-/// recorded identity in place: refused alike for a header and a body
-/// field, on one line, before anything is sent.
 /// `--body-file /dev/zero` is read no further than a body can be.
 #[test]
 fn a_body_file_longer_than_any_body_is_refused() {
@@ -1333,6 +1330,9 @@ fn a_body_file_longer_than_any_body_is_refused() {
     assert_eq!(handler.balance(), 0, "nothing was sent");
 }
 
+/// A `--fresh-field` that names nothing in the request would leave the
+/// recorded identity in place: refused alike for a header and a body
+/// field, on one line, before anything is sent.
 #[test]
 fn a_fresh_field_the_request_does_not_carry_is_refused() {
     let handler = Handler::start(Behaviour::CreditsEveryDelivery);

@@ -10,7 +10,8 @@ use std::path::Path;
 /// fixture, with its headers, and room to spare.
 pub const MAX_REQUEST_FILE: u64 = 64 * 1024 * 1024;
 
-/// Largest suite or config file: text a person writes.
+/// Largest suite, config or certificate file: text a person writes or
+/// pastes.
 pub const MAX_SETTINGS_FILE: u64 = 1024 * 1024;
 
 /// Why a file was not read.

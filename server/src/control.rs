@@ -208,12 +208,17 @@ where
     // the socket.
     let _ = tokio::time::timeout(CLOSE_FLUSH, writer).await;
     if silent {
-        await_close_reply(&mut incoming, ctx.name_grace, &ctx.shutdown).await;
+        await_close_reply(&mut incoming, ctx.name_grace.min(CLOSE_REPLY_MOST), &ctx.shutdown).await;
     }
 }
 
+/// Longest the relay waits for a silent client's close reply: as long as a
+/// name is held by default, and no longer, whatever `--grace` says, since
+/// the socket holds one of its address's connections meanwhile.
+const CLOSE_REPLY_MOST: Duration = Duration::from_secs(60);
+
 /// Keeps reading a client given up on as silent, discarding what it sends,
-/// until it answers the close frame, for as long as its name is held. A
+/// until it answers the close frame, or at most `limit`. A
 /// client that was paused (ctrl-z, a debugger) finds on waking the requests
 /// sent to it meanwhile, which the relay has answered 502, and records
 /// them as not forwarded; it reads them only while its writes (the pongs
@@ -527,10 +532,38 @@ mod tests {
     use tokio_tungstenite::tungstenite::{Error as WsError, Message};
     use tokio_util::sync::CancellationToken;
 
-    use super::{read_failed, run, End, PublicUrl, SessionContext};
+    use super::{await_close_reply, read_failed, run, End, PublicUrl, SessionContext};
     use crate::registry::LocalRegistry;
     use crate::stream::Streams;
     use crate::writer;
+
+    /// A client given up on as silent is read until it answers the close
+    /// frame, until the wait's limit, or until the relay stops; never longer.
+    #[tokio::test(start_paused = true)]
+    async fn a_silent_client_is_read_until_its_close_reply_and_no_longer() {
+        use futures_util::StreamExt;
+        let never = CancellationToken::new();
+        let limit = Duration::from_secs(60);
+        let replied = futures_util::stream::iter([
+            Ok(Message::Pong(Default::default())),
+            Ok(Message::Close(None)),
+            Ok(Message::binary(b"after the close".to_vec())),
+        ]);
+        let mut replied = Box::pin(replied);
+        let started = tokio::time::Instant::now();
+        await_close_reply(&mut replied, limit, &never).await;
+        assert_eq!(started.elapsed(), Duration::ZERO, "ended on the close reply");
+        assert!(replied.next().await.is_some(), "and read nothing past it");
+
+        let mut silent = futures_util::stream::pending::<Result<Message, WsError>>();
+        await_close_reply(&mut silent, limit, &never).await;
+        assert_eq!(started.elapsed(), limit, "ended at the limit");
+
+        let stopping = CancellationToken::new();
+        stopping.cancel();
+        await_close_reply(&mut silent, limit, &stopping).await;
+        assert_eq!(started.elapsed(), limit, "ended at once as the relay stops");
+    }
 
     /// A client cut off is logged the same way over TLS as over TCP, not
     /// in rustls's words about close_notify.

@@ -37,7 +37,8 @@ pub enum Warning<'a> {
     /// Deliveries are not recorded at all: why.
     NotRecording(&'a str),
     /// This many deliveries were forwarded and kept out of the history
-    /// (`--no-record`): counted above, never listed.
+    /// (`--no-record`, or a history that could not take them): counted
+    /// above, never listed.
     Unlisted(u64),
     /// The newest delivery got no answer from the handler: why (a dead
     /// port, a timeout). Gone once one does.

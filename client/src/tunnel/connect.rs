@@ -35,7 +35,7 @@ const UPGRADE_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
     /// The relay address is not one the client understands.
-    #[error("invalid relay address {0:?}: use ws://, wss://, http:// or https:// followed by host:port")]
+    #[error("invalid relay address {0:?}: use ws://, wss://, http:// or https:// followed by host:port (a port from 1 to 65535)")]
     BadUrl(String),
     /// The relay address carries a user or password, which is never sent.
     #[error(
@@ -202,7 +202,8 @@ pub fn tls_config(ca_cert: Option<&Path>) -> Result<Arc<rustls::ClientConfig>, C
     let mut trusted = None;
     if let Some(path) = ca_cert {
         let mut certs = Vec::new();
-        let pem = std::fs::read(path).map_err(|e| ConnectError::Tls(format!("cannot read {}: {e}", path.display())))?;
+        let pem = crate::input_file::read_file(path, crate::input_file::MAX_SETTINGS_FILE)
+            .map_err(|e| ConnectError::Tls(format!("cannot read {}: {e}", path.display())))?;
         for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
             let cert = cert.map_err(|e| ConnectError::Tls(format!("{}: {e}", path.display())))?;
             roots

@@ -344,8 +344,24 @@ impl Session {
                 self.window(stream, credit);
                 ControlFlow::Continue(())
             }
-            news @ ServerMessage::TurnedAway { .. } => {
-                self.turned_away(news, body);
+            ServerMessage::TurnedAway {
+                method,
+                target,
+                headers,
+                body_size,
+                status,
+                reason,
+                waited_ms,
+                told_after_ms,
+            } => {
+                let head = Head {
+                    stream: NO_STREAM,
+                    method,
+                    target,
+                    headers,
+                };
+                let when = (Duration::from_millis(waited_ms), Duration::from_millis(told_after_ms));
+                self.turned_away(head, (body, body_size), status, &reason, when);
                 ControlFlow::Continue(())
             }
             ServerMessage::Refused { reason } => ControlFlow::Break(SessionEnd::Refused(reason)),
@@ -375,7 +391,12 @@ impl Session {
             // provider retries a delivery whose caller saw it fail.
             self.outbox
                 .reset(stream, "the tunnel's client was paused; not forwarded");
-            let why = paused_reason(paused);
+            let why = format!(
+                "not forwarded: read after PortPreview was paused for {}s, past the {}s a relay waits for a \
+                 silent client before it answers its callers 502",
+                paused.as_secs(),
+                RELAY_GIVES_UP.as_secs()
+            );
             let declared = end.then_some(body.len() as u64);
             self.record_unforwarded(head, (body, declared), (Duration::ZERO, Duration::ZERO), why);
             return ControlFlow::Continue(());
@@ -426,33 +447,22 @@ impl Session {
         ControlFlow::Continue(())
     }
 
-    /// News of a request the relay answered itself, with its `body` as far
-    /// as the relay sent it: recorded beside the exchanges, as the
-    /// history's writer may make it wait for room.
-    fn turned_away(&mut self, news: ServerMessage, body: Bytes) {
-        let ServerMessage::TurnedAway {
-            method,
-            target,
-            headers,
-            body_size,
-            status,
-            reason,
-            waited_ms,
-            told_after_ms,
-        } = news
-        else {
-            return;
-        };
-        let head = Head {
-            stream: NO_STREAM,
-            method,
-            target,
-            headers,
-        };
-        let when = (Duration::from_millis(waited_ms), Duration::from_millis(told_after_ms));
+    /// A request the relay answered `status` itself for `reason`, `waited`
+    /// after it came and told of `told_after` its answer (`when`), with its
+    /// body as far as the relay sent it and the size its caller declared:
+    /// recorded beside the exchanges, as the history's writer may make it
+    /// wait for room.
+    fn turned_away(
+        &mut self,
+        head: Head,
+        body: (Bytes, Option<u64>),
+        status: u16,
+        reason: &str,
+        when: (Duration, Duration),
+    ) {
         // The reason was written for the caller; the history keeps a line of it.
-        let why = format!("the relay answered the caller {status}: {}", truncate(&reason, 200));
-        self.record_unforwarded(head, (body, body_size), when, why);
+        let why = format!("the relay answered the caller {status}: {}", truncate(reason, 200));
+        self.record_unforwarded(head, body, when, why);
     }
 
     /// Records a request that is not forwarded, for `why`, beside the
@@ -513,16 +523,6 @@ impl Session {
 }
 
 /// Why reading from the relay failed, in words for the user.
-/// Why a request read right after a pause of `paused` was not forwarded.
-fn paused_reason(paused: Duration) -> String {
-    format!(
-        "not forwarded: read after PortPreview was paused for {}s, past the {}s a relay waits for a silent client \
-         before it answers its callers 502",
-        paused.as_secs(),
-        RELAY_GIVES_UP.as_secs()
-    )
-}
-
 fn read_failed(err: tungstenite::Error) -> String {
     match err {
         tungstenite::Error::Protocol(ProtocolError::ResetWithoutClosingHandshake) => {

@@ -65,8 +65,10 @@ pub fn fresh_identity(
     });
     let key = match (renewed, field_value) {
         (Some(Ok(key)), _) => key,
-        (Some(Err(_)) | None, Some(value)) => value,
-        (Some(Err(err)), None) => return Err(err),
+        // The request carries the ID and it cannot be renewed: the burst
+        // would go out under the recorded one.
+        (Some(Err(err)), _) => return Err(err),
+        (None, Some(value)) => value,
         (None, None) => {
             return Err(FreshError::NoIdentity(
                 "no provider was recognised, so which field holds its ID is unknown".into(),

@@ -227,7 +227,7 @@ fn mailgun_without_id_ignores_its_signature_object() {
 }
 
 #[test]
-fn non_json_body_hashes_raw_bytes() {
+fn non_json_body_hashes_its_senders_name_and_raw_bytes() {
     let body = b"\x00\xffnot json";
     let k = event_key(&[], body, &[]);
     assert_eq!(k.key, hex::encode(Sha256::digest(b"unknown\n\x00\xffnot json")));

@@ -116,7 +116,7 @@ fn warnings_line(app: &App) -> Line<'static> {
             ),
             Warning::Unlisted(n) => (
                 format!(
-                    "⚠ {} forwarded and not recorded (--no-record), so not listed",
+                    "⚠ {} forwarded and not recorded, so not listed",
                     counted(n as usize, "delivery", "deliveries")
                 ),
                 Color::Yellow,

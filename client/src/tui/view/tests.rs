@@ -605,7 +605,7 @@ fn deliveries_not_recorded_are_explained_in_the_empty_list() {
     // would stand still and say nothing.
     assert_eq!(
         rows(&screen)[1].trim_end(),
-        " ⚠ 2 deliveries forwarded and not recorded (--no-record), so not listed"
+        " ⚠ 2 deliveries forwarded and not recorded, so not listed"
     );
 }
 

@@ -175,18 +175,21 @@ async fn send_streamed(
     });
     let answer = shared.forwarder.send(local);
     tokio::pin!(answer);
-    let (response, since) = match until_uploaded(&mut answer, &capture).await {
-        Uploaded::Answered(answered) => (Some(answered), Instant::now()),
+    // Whether the body was cut is read before recording, which takes the
+    // capture's bytes and leaves an empty one behind.
+    let (response, since, cut) = match until_uploaded(&mut answer, &capture).await {
+        Uploaded::Answered(answered) => (Some(answered), Instant::now(), lock(&capture).cut),
         Uploaded::At(ended_at) => {
+            // Fixed once the body has ended.
+            let cut = lock(&capture).cut;
             // The handler's time runs from the body's end, recording or not.
             let left = shared.local_timeout.saturating_sub(ended_at.elapsed());
             let (ticket, answered) =
                 tokio::join!(record_streaming(shared, &mut kept.streaming), within(left, &mut answer));
             kept.ticket = ticket;
-            (answered, ended_at)
+            (answered, ended_at, cut)
         }
     };
-    let cut = lock(&capture).cut;
     if kept.ticket.is_none() {
         kept.ticket = record_streaming(shared, &mut kept.streaming).await;
     }

@@ -66,9 +66,10 @@ struct Kept {
     /// The room the answer's body holds in the history's budget, until the
     /// answer is handed to the recorder.
     answer_room: Held,
-    /// A streamed request not yet recorded. It is recorded once the handler
-    /// answers or, should the relay end the stream first (the caller hung
-    /// up, the body went over the limit), with what the handler had read.
+    /// A streamed request not yet recorded. It is recorded once its body
+    /// has all gone to the handler, or the handler answers first, or,
+    /// should the relay end the stream first (the caller hung up, the body
+    /// went over the limit), with what the handler had read.
     streaming: Option<Streaming>,
 }
 
