@@ -24,12 +24,18 @@ impl Store {
     /// inboxes is in the database, or after [`LIMIT`]; then once the
     /// requests of theirs stored without an answer have one, or after
     /// [`ANSWERS_LIMIT`] more, within the same [`LIMIT`] in all. Returns
-    /// how many requests were still not stored when the wait ended.
+    /// how many requests were still not stored when the wait ended in the
+    /// inboxes whose writers stored none during it: held up (another
+    /// process holding the write lock, a full disk), not merely behind, as
+    /// a writer under a burst of requests is.
     pub(super) fn catch_up_with_recorders(&self) -> u64 {
         let appended = appended_by_live_recorders(&self.path);
         if appended.is_empty() {
             return 0;
         }
+        let applied_before: Vec<Option<u64>> = (appended.iter())
+            .map(|Appended { name, .. }| self.inbox_applied(name).ok())
+            .collect();
         let deadline = Instant::now() + LIMIT;
         for Appended { name, newest } in &appended {
             // An error is left for the reading that follows to report.
@@ -47,10 +53,10 @@ impl Store {
             }
         }
         // Requests are numbered one after another in each inbox.
-        (appended.iter())
-            .map(|Appended { name, newest }| {
-                self.inbox_applied(name)
-                    .map_or(0, |applied| newest.saturating_sub(applied))
+        (appended.iter().zip(applied_before))
+            .map(|(Appended { name, newest }, before)| match self.inbox_applied(name) {
+                Ok(applied) if Some(applied) == before => newest.saturating_sub(applied),
+                _ => 0,
             })
             .sum()
     }

@@ -220,9 +220,10 @@ impl Store {
     }
 
     /// How many requests running tunnels had forwarded and still not
-    /// stored once [`Store::open_existing`] had waited for them: a writer
-    /// held up (another process holding the write lock, a full disk). A
-    /// listing read now leaves them out.
+    /// stored once [`Store::open_existing`] had waited for them, counted
+    /// only for a writer that stored none meanwhile: held up (another
+    /// process holding the write lock, a full disk). A listing read now
+    /// leaves them out.
     pub fn unstored_at_open(&self) -> u64 {
         self.unstored_at_open
     }
