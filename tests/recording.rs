@@ -957,6 +957,51 @@ async fn a_large_request_is_in_the_history_while_the_handler_works_on_it() {
     );
 }
 
+/// Stopped while the handler works on a large request, the tunnel keeps
+/// it as stopped, as it does a small one: not as a crash, and its line
+/// names it by its ID.
+#[tokio::test]
+async fn a_large_request_in_flight_when_the_tunnel_stops_is_kept_as_stopped() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let relay = TestRelay::start().await;
+    let release = tokio_util::sync::CancellationToken::new();
+    let handler = LocalHandler::holding("/large", release.clone()).await;
+    let (mut client, url) = Running::tunnel(&handler.url(), &relay.http_url(), &db, dir.path()).await;
+    let large = format!("{url}/large");
+    let caller = tokio::spawn(async move { caller::post(&large, vec![b'x'; 3 * 1024 * 1024]).await });
+    handler.wait_for_request().await;
+    // Once the body has all gone to the handler, the request is recorded.
+    let recorded = || {
+        Store::open_existing(&db)
+            .and_then(|store| store.get(1))
+            .ok()
+            .flatten()
+            .is_some()
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !recorded() {
+        assert!(tokio::time::Instant::now() < deadline, "never recorded");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    client.signal("TERM");
+    let line = client.line_containing("/large").await;
+    assert!(
+        line.starts_with("#1 ") && line.contains("PortPreview was stopped before the answer came"),
+        "{line}"
+    );
+    assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
+    release.cancel();
+    let _ = caller.await;
+    let shown = portpreview_async(&db, &["show", "1", "--json"]).await;
+    let shown: Value = serde_json::from_str(&shown.stdout).expect("show --json");
+    assert_eq!(
+        shown["error"], "PortPreview was stopped before the answer came",
+        "{shown}"
+    );
+}
+
 #[tokio::test]
 async fn an_idle_tunnel_cuts_its_inbox_back_once_the_history_holds_what_it_held() {
     let dir = tempfile::tempdir().expect("temp dir");

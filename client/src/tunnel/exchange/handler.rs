@@ -182,12 +182,16 @@ async fn send_streamed(
         Uploaded::At(ended_at) => {
             // Fixed once the body has ended.
             let cut = lock(&capture).cut;
-            // The handler's time runs from the body's end, recording or not.
-            let left = shared.local_timeout.saturating_sub(ended_at.elapsed());
-            let (ticket, answered) =
-                tokio::join!(record_streaming(shared, &mut kept.streaming), within(left, &mut answer));
-            kept.ticket = ticket;
-            (answered, ended_at, cut)
+            // Recorded before the answer is awaited, so the ticket is kept
+            // should the exchange be cut off while the handler works (a
+            // stop): its answer then is the stop. The answer waits unread
+            // meanwhile, and the handler's time runs from the body's end,
+            // the recording's aside.
+            let recording = Instant::now();
+            kept.ticket = record_streaming(shared, &mut kept.streaming).await;
+            let spent = ended_at.elapsed().saturating_sub(recording.elapsed());
+            let left = shared.local_timeout.saturating_sub(spent);
+            (within(left, &mut answer).await, ended_at, cut)
         }
     };
     if kept.ticket.is_none() {
