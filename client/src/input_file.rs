@@ -32,7 +32,23 @@ pub enum InputError {
 /// a pipe is refused before it is opened: opening a pipe nobody writes to
 /// would wait for good.
 pub fn read_file(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
-    if !std::fs::metadata(path)?.is_file() {
+    let metadata = std::fs::metadata(path)?;
+    if !metadata.is_file() {
+        return Err(InputError::NotAFile);
+    }
+    if metadata.len() > limit {
+        return Err(InputError::TooLarge(limit));
+    }
+    read_stream(path, limit)
+}
+
+/// Reads a settings file: a regular file, or a device (`/dev/null` for no
+/// settings), up to `limit` bytes; not a pipe, which would wait for a
+/// writer before the command could even start, nor a folder.
+pub fn read_settings(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = std::fs::metadata(path)?.file_type();
+    if kind.is_fifo() || kind.is_dir() || kind.is_socket() {
         return Err(InputError::NotAFile);
     }
     read_stream(path, limit)
@@ -76,6 +92,20 @@ mod tests {
             read_stream(Path::new("/dev/zero"), 1024),
             Err(InputError::TooLarge(1024))
         ));
+        // Settings may come from a device, never from a pipe.
+        assert_eq!(read_settings(Path::new("/dev/null"), 5).unwrap(), b"");
+        assert!(matches!(
+            read_settings(Path::new("/dev/zero"), 5),
+            Err(InputError::TooLarge(5))
+        ));
+        let fifo = dir.0.join("pipe");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        assert!(matches!(read_settings(&fifo, 5), Err(InputError::NotAFile)));
+        assert!(matches!(read_settings(&dir.0, 5), Err(InputError::NotAFile)));
         assert_eq!(
             read_file(&dir.0.join("missing"), 5).unwrap_err().to_string(),
             "No such file or directory (os error 2)"
