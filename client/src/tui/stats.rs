@@ -180,8 +180,8 @@ impl LiveStats {
             .into_iter()
             .chain(refusing)
             .chain(not_recording)
-            .chain(unlisted)
             .chain(failed)
+            .chain(unlisted)
     }
 
     /// Seconds until the next attempt to reconnect, counted down each tick.
