@@ -1226,12 +1226,18 @@ async fn a_webhook_sent_while_the_tunnel_was_stopped_is_not_forwarded_when_it_ru
     );
     client.signal("CONT");
 
-    for n in 0..8 {
-        let line = client.line_containing(&format!("/webhooks/stopped/{n}")).await;
+    // Each is recorded beside the others: their lines come in any order.
+    let mut unseen: std::collections::BTreeSet<String> = (0..8).map(|n| format!("/webhooks/stopped/{n}")).collect();
+    while !unseen.is_empty() {
+        let line = client.line_containing("/webhooks/stopped/").await;
         assert!(
             line.contains("not forwarded: read after PortPreview was paused for "),
             "{line}"
         );
+        let path = line
+            .split_whitespace()
+            .find(|word| word.starts_with("/webhooks/stopped/"));
+        assert!(path.is_some_and(|path| unseen.remove(path)), "once each: {line}");
     }
     assert!(handler.requests().is_empty(), "the handler never had them");
     client.signal("TERM");
