@@ -25,9 +25,9 @@ impl Store {
     /// requests of theirs stored without an answer have one, or after
     /// [`ANSWERS_LIMIT`] more, within the same [`LIMIT`] in all. Returns
     /// how many requests were still not stored when the wait ended in the
-    /// inboxes whose writers stored none during it: held up (another
-    /// process holding the write lock, a full disk), not merely behind, as
-    /// a writer under a burst of requests is.
+    /// inboxes whose writers, still alive, stored none during it: held up
+    /// (another process holding the write lock, a full disk), not merely
+    /// behind, as a writer under a burst of requests is.
     pub(super) fn catch_up_with_recorders(&self) -> u64 {
         let appended = appended_by_live_recorders(&self.path);
         if appended.is_empty() {
@@ -52,8 +52,14 @@ impl Store {
                 std::thread::sleep(POLL);
             }
         }
+        // A recorder that died meanwhile (killed) is no writer held up:
+        // what its inbox holds is moved in by whoever writes next.
+        let alive: Vec<String> = (appended_by_live_recorders(&self.path).into_iter())
+            .map(|Appended { name, .. }| name)
+            .collect();
         // Requests are numbered one after another in each inbox.
         (appended.iter().zip(applied_before))
+            .filter(|(Appended { name, .. }, _)| alive.contains(name))
             .map(|(Appended { name, newest }, before)| match self.inbox_applied(name) {
                 Ok(applied) if Some(applied) == before => newest.saturating_sub(applied),
                 _ => 0,
