@@ -52,18 +52,22 @@ impl Store {
                 std::thread::sleep(POLL);
             }
         }
+        // Requests are numbered one after another in each inbox.
+        let stuck: Vec<(&str, u64)> = (appended.iter().zip(applied_before))
+            .filter_map(|(Appended { name, newest }, before)| match self.inbox_applied(name) {
+                Ok(applied) if Some(applied) == before && applied < *newest => Some((name.as_str(), newest - applied)),
+                _ => None,
+            })
+            .collect();
+        if stuck.is_empty() {
+            return 0;
+        }
         // A recorder that died meanwhile (killed) is no writer held up:
         // what its inbox holds is moved in by whoever writes next.
-        let alive: Vec<String> = (appended_by_live_recorders(&self.path).into_iter())
-            .map(|Appended { name, .. }| name)
-            .collect();
-        // Requests are numbered one after another in each inbox.
-        (appended.iter().zip(applied_before))
-            .filter(|(Appended { name, .. }, _)| alive.contains(name))
-            .map(|(Appended { name, newest }, before)| match self.inbox_applied(name) {
-                Ok(applied) if Some(applied) == before => newest.saturating_sub(applied),
-                _ => 0,
-            })
+        let alive = appended_by_live_recorders(&self.path);
+        (stuck.into_iter())
+            .filter(|(name, _)| alive.iter().any(|live| live.name == *name))
+            .map(|(_, waiting)| waiting)
             .sum()
     }
 }
