@@ -157,6 +157,13 @@ impl Target {
         if !portpreview_shared::host::is_host(host) {
             return Err(fail("the host is not a host name or address"));
         }
+        // Checked now, not on every request: a path no request line can
+        // carry would fail each one, and read as the handler's failure.
+        if !path.is_empty() && path.parse::<http::uri::PathAndQuery>().is_err() {
+            return Err(fail(
+                "a path is written as in a URL: no spaces or control characters (a space is %20)",
+            ));
+        }
         Ok(Self {
             scheme,
             host: host.to_string(),
@@ -179,13 +186,6 @@ impl Target {
         if target.base_path.contains(['?', '#']) {
             return Err(fail(
                 "a base path cannot carry a query string or fragment; callers' queries are forwarded as they come",
-            ));
-        }
-        // Checked now, not on every request: a path no request line can
-        // carry would fail them all.
-        if !target.base_path.is_empty() && target.base_path.parse::<http::uri::PathAndQuery>().is_err() {
-            return Err(fail(
-                "a base path is written as in a URL: no spaces or control characters (a space is %20)",
             ));
         }
         Ok(target)

@@ -396,14 +396,6 @@ pub fn resolve_target(
                      (http://localhost:3000/webhooks?x=1)"
                 )));
             }
-            // Refused now, as a bad flag: sent, it would fail every attempt
-            // and read as the handler's failure.
-            if explicit_path(flag).is_some_and(|path| path.parse::<http::uri::PathAndQuery>().is_err()) {
-                return Err(ReplayError::Target(format!(
-                    "--target {flag:?}: a path is written as in a URL, with no spaces or control characters \
-                     (a space is %20)"
-                )));
-            }
             let path = match explicit_path(flag) {
                 Some(path) if path.contains('?') => path.to_string(),
                 Some(path) => {
