@@ -1198,12 +1198,8 @@ async fn a_webhook_sent_while_the_tunnel_was_stopped_is_not_forwarded_when_it_ru
     let dir = tempfile::tempdir().expect("temp dir");
     let relay = TestRelay::start().await;
     let handler = LocalHandler::echo().await;
-    let port = handler.port().to_string();
     let db = dir.path().join("history.db");
-    let db = db.to_str().expect("utf-8 path");
-    let args = ["http", &port, "--server", &relay.http_url(), "--no-tui", "--db", db];
-    let mut client = Running::start(&portpreview_bin(), &args, dir.path());
-    let url = client.public_url().await;
+    let (mut client, url) = Running::tunnel(&handler.url(), &relay.http_url(), &db, dir.path()).await;
 
     client.signal("STOP");
     let started = Instant::now();
@@ -1242,7 +1238,7 @@ async fn a_webhook_sent_while_the_tunnel_was_stopped_is_not_forwarded_when_it_ru
     assert!(handler.requests().is_empty(), "the handler never had them");
     client.signal("TERM");
     assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
-    let listed = common::history::portpreview_async(db.as_ref(), &["history", "--json"]).await;
+    let listed = common::history::portpreview_async(&db, &["history", "--json"]).await;
     let rows: serde_json::Value = serde_json::from_str(&listed.stdout).expect("a JSON array");
     let mut paths: Vec<&str> = rows
         .as_array()

@@ -906,48 +906,86 @@ async fn a_delivery_is_in_the_history_as_soon_as_its_caller_has_heard_back() {
     }
 }
 
-/// A body too large to set aside before the handler sees it streams to
-/// the handler. Once it has all gone there, the request is in the history
-/// while the handler works on it, as a small one is: a tunnel killed then
-/// leaves it recorded, body and all, and not lost.
+/// A tunnel whose handler holds its answer to a 3 MiB request until
+/// `release`, once that request is in the history: a body too large to set
+/// aside before the handler sees it streams to the handler, and is recorded
+/// once it has all gone there.
+struct LargeRequestHeld {
+    dir: tempfile::TempDir,
+    client: Running,
+    release: tokio_util::sync::CancellationToken,
+    caller: tokio::task::JoinHandle<caller::Reply>,
+    _relay: TestRelay,
+    _handler: LocalHandler,
+}
+
+impl LargeRequestHeld {
+    async fn start() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let relay = TestRelay::start().await;
+        let release = tokio_util::sync::CancellationToken::new();
+        let handler = LocalHandler::holding("/large", release.clone()).await;
+        let db = dir.path().join("history.db");
+        let (client, url) = Running::tunnel(&handler.url(), &relay.http_url(), &db, dir.path()).await;
+        let large = format!("{url}/large");
+        let caller = tokio::spawn(async move { caller::post(&large, vec![b'x'; 3 * 1024 * 1024]).await });
+        handler.wait_for_request().await;
+        let held = Self {
+            dir,
+            client,
+            release,
+            caller,
+            _relay: relay,
+            _handler: handler,
+        };
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while held.stored().is_none() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the request was not in the history while the handler held it"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        held
+    }
+
+    fn db(&self) -> std::path::PathBuf {
+        self.dir.path().join("history.db")
+    }
+
+    /// The large request as the history holds it, if it does.
+    fn stored(&self) -> Option<portpreview::store::Delivery> {
+        Store::open_existing(&self.db())
+            .and_then(|store| store.get(1))
+            .ok()
+            .flatten()
+    }
+
+    /// Lets the handler answer, and `show 1 --json` once the caller is done.
+    async fn release_and_show(self) -> Value {
+        let db = self.db();
+        self.release.cancel();
+        let _ = self.caller.await;
+        let shown = portpreview_async(&db, &["show", "1", "--json"]).await;
+        serde_json::from_str(&shown.stdout).expect("show --json")
+    }
+}
+
+/// Once its body has all gone to the handler, a large request is in the
+/// history while the handler works on it, as a small one is: a tunnel
+/// killed then leaves it recorded, body and all, and not lost.
 #[tokio::test]
 async fn a_large_request_is_in_the_history_while_the_handler_works_on_it() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let db = dir.path().join("history.db");
-    let relay = TestRelay::start().await;
-    let release = tokio_util::sync::CancellationToken::new();
-    let handler = LocalHandler::holding("/large", release.clone()).await;
-    let (client, url) = Running::tunnel(&handler.url(), &relay.http_url(), &db, dir.path()).await;
-    let body = vec![b'x'; 3 * 1024 * 1024];
-    let large = format!("{url}/large");
-    let caller = tokio::spawn(async move { caller::post(&large, body).await });
-    handler.wait_for_request().await;
+    let held = LargeRequestHeld::start().await;
+    let stored = held.stored().expect("recorded");
+    assert_eq!(
+        (stored.request.path.as_str(), stored.outcome.is_none()),
+        ("/large", true),
+        "waiting for its answer"
+    );
 
-    let newest = || -> Option<(String, Option<u16>)> {
-        let store = Store::open_existing(&db).ok()?;
-        let rows = store
-            .list(&portpreview::store::ListQuery {
-                limit: Some(1),
-                ..Default::default()
-            })
-            .ok()?;
-        rows.first().map(|row| (row.path.clone(), row.status))
-    };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while newest().is_none() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the request was not in the history while the handler held it"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(newest(), Some(("/large".to_owned(), None)), "waiting for its answer");
-
-    client.signal("KILL");
-    release.cancel();
-    let _ = caller.await;
-    let shown = portpreview_async(&db, &["show", "1", "--json"]).await;
-    let shown: Value = serde_json::from_str(&shown.stdout).expect("show --json");
+    held.client.signal("KILL");
+    let shown = held.release_and_show().await;
     assert_eq!(shown["request"]["body_size"], 3 * 1024 * 1024, "{shown}");
     assert!(
         shown["error"]
@@ -962,40 +1000,15 @@ async fn a_large_request_is_in_the_history_while_the_handler_works_on_it() {
 /// names it by its ID.
 #[tokio::test]
 async fn a_large_request_in_flight_when_the_tunnel_stops_is_kept_as_stopped() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let db = dir.path().join("history.db");
-    let relay = TestRelay::start().await;
-    let release = tokio_util::sync::CancellationToken::new();
-    let handler = LocalHandler::holding("/large", release.clone()).await;
-    let (mut client, url) = Running::tunnel(&handler.url(), &relay.http_url(), &db, dir.path()).await;
-    let large = format!("{url}/large");
-    let caller = tokio::spawn(async move { caller::post(&large, vec![b'x'; 3 * 1024 * 1024]).await });
-    handler.wait_for_request().await;
-    // Once the body has all gone to the handler, the request is recorded.
-    let recorded = || {
-        Store::open_existing(&db)
-            .and_then(|store| store.get(1))
-            .ok()
-            .flatten()
-            .is_some()
-    };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !recorded() {
-        assert!(tokio::time::Instant::now() < deadline, "never recorded");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-
-    client.signal("TERM");
-    let line = client.line_containing("/large").await;
+    let mut held = LargeRequestHeld::start().await;
+    held.client.signal("TERM");
+    let line = held.client.line_containing("/large").await;
     assert!(
         line.starts_with("#1 ") && line.contains("PortPreview was stopped before the answer came"),
         "{line}"
     );
-    assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
-    release.cancel();
-    let _ = caller.await;
-    let shown = portpreview_async(&db, &["show", "1", "--json"]).await;
-    let shown: Value = serde_json::from_str(&shown.stdout).expect("show --json");
+    assert_eq!(held.client.exit_code(Duration::from_secs(10)).await, Some(0));
+    let shown = held.release_and_show().await;
     assert_eq!(
         shown["error"], "PortPreview was stopped before the answer came",
         "{shown}"

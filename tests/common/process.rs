@@ -72,8 +72,7 @@ impl Running {
         let mut args = vec!["http", target, "--server", relay, "--no-tui", "--db", db];
         args.extend_from_slice(more);
         let mut client = Self::start(&super::bin::portpreview_bin(), &args, config_dir);
-        let banner = client.line_containing("Forwarding").await;
-        let url = banner.split_whitespace().nth(1).expect("public URL").to_string();
+        let url = client.public_url().await;
         (client, url)
     }
 
