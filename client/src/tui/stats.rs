@@ -76,7 +76,8 @@ pub struct LiveStats {
     pub server_errors: u64,
     /// Not answered (target refused, timed out…).
     pub failed: u64,
-    /// Forwarded but kept out of the history (`--no-record`), so never listed.
+    /// Forwarded but kept out of the history (`--no-record`, or a history
+    /// that could not take them), so never listed.
     pub not_recorded: u64,
     /// Why the newest delivery got no answer, while it is the newest.
     last_failure: Option<String>,
