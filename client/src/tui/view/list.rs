@@ -113,7 +113,7 @@ fn empty_text(app: &App) -> Text<'static> {
         // while the counters above move.
         (None, Mode::Live) if app.stats.not_recorded > 0 => Text::styled(
             format!(
-                "{} forwarded and not recorded (--no-record): the counters above show them, this list only what the history keeps.",
+                "{} forwarded and not recorded: the counters above show them, this list only what the history keeps.",
                 counted(app.stats.not_recorded as usize, "delivery", "deliveries")
             ),
             dim,
