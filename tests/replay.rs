@@ -1433,6 +1433,62 @@ fn the_fresh_burst_never_cries_wolf_at_a_correct_handler() {
     );
 }
 
+/// The same rows printed amount first (`SELECT amount, event_id`): the
+/// burst's row holds four times the baseline's, further off than a
+/// sequence would have numbered it, so it is read as the amount it is.
+#[test]
+fn a_fresh_burst_crediting_one_row_per_copy_is_caught_with_the_amount_printed_first() {
+    let fresh = |handler: &Handler, history: &History| {
+        let amounts = handler.amounts_url();
+        let args = ["--target", &handler.url(), "--check-url", &amounts, "--settle", "100ms"];
+        history.replay(&[&args[..], &["--fresh", "--times", "4", "--json"]].concat())
+    };
+    let credits = Handler::start(Behaviour::CreditsEveryDelivery);
+    let history = History::with(&stripe_delivery(&credits.url()));
+    let ran = fresh(&credits, &history);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(ran.json()["verdict"], "not_idempotent");
+    let detail = ran.check("fresh_burst_acts_once")["detail"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        detail.contains("added `400|evt_") && detail.contains("added `100|evt_") && detail.contains("4 times as much"),
+        "{detail}"
+    );
+
+    let dedups = Handler::start(Behaviour::DedupsInOneTransaction);
+    let ran = fresh(&dedups, &history);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(ran.check("fresh_burst_acts_once")["passed"], true);
+}
+
+/// A handler deduping on the payment's ID, which `--fresh` alone leaves
+/// as recorded: the baseline's event credits the payment, the burst's
+/// passes for it and changes nothing. No copy acted twice, so the run
+/// proves nothing, and names `--fresh-field`; with it, the handler passes.
+#[test]
+fn a_fresh_burst_that_a_field_fresh_left_alone_deduped_is_inconclusive() {
+    let handler = Handler::start(Behaviour::DedupsOnPayment);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let ran = history.replay_probed(&handler, &["--fresh", "--times", "4", "--json"]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(ran.json()["verdict"], "inconclusive", "{}", ran.stdout);
+    let check = ran.check("probe_shows_side_effects");
+    assert_eq!(check["passed"], false, "{check}");
+    let detail = check["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("a burst of 4 copies of another left the state unchanged") && detail.contains("--fresh-field"),
+        "{detail}"
+    );
+    assert_eq!(handler.balance(), 1, "one payment, credited once");
+
+    let renewed = ["--fresh", "--fresh-field", "/data/object/id", "--times", "4", "--json"];
+    let ran = history.replay_probed(&handler, &renewed);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(handler.balance(), 3, "two new payments, each credited once");
+}
+
 /// The report's own advice, `--fresh-field /data/object/id`, renews the
 /// payment's ID beside the event's: a handler deduping on the event ID
 /// still sees a new event, and passes.

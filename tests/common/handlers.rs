@@ -31,6 +31,10 @@ pub enum Behaviour {
     DedupsInOneTransaction,
     /// Dedups, but answers 409 to a duplicate (the provider retries it).
     ConflictOnDuplicate,
+    /// `INSERT OR IGNORE` on the payment's ID (`data.object.id`), not the
+    /// event's, and credits only when inserted: one credit a payment,
+    /// however many events name it.
+    DedupsOnPayment,
     /// Checks for the event ID, waits, then inserts and credits: a race under concurrency.
     CheckThenInsert {
         /// Time between the check and the insert.
@@ -207,6 +211,12 @@ impl Handler {
         format!("http://{}/rows", self.addr)
     }
 
+    /// The same rows with the amount credited, in cents, before the event
+    /// ID, as `SELECT amount, event_id FROM credits` prints them.
+    pub fn amounts_url(&self) -> String {
+        format!("http://{}/amounts", self.addr)
+    }
+
     /// The IDs of the events acted on, one a line, once each time: a blank
     /// line when there are none yet, as Python's `print("\\n".join(ids))`
     /// prints.
@@ -298,13 +308,21 @@ impl Shared {
     }
 
     fn rows(&self) -> String {
+        self.query_rows("SELECT id, credits FROM event_credits ORDER BY rowid")
+    }
+
+    fn amounts(&self) -> String {
+        self.query_rows("SELECT credits * 100, id FROM event_credits ORDER BY rowid")
+    }
+
+    /// `sqlite3`'s default output of a query of two columns.
+    fn query_rows(&self, query: &str) -> String {
         let db = self.db.lock().expect("db lock");
-        let mut rows = db
-            .prepare("SELECT id, credits FROM event_credits ORDER BY rowid")
-            .expect("rows query");
+        let mut rows = db.prepare(query).expect("rows query");
         let rows: Vec<String> = rows
             .query_map([], |row| {
-                Ok(format!("{}|{}\n", row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+                let column = |n| row.get::<_, rusqlite::types::Value>(n);
+                Ok(format!("{}|{}\n", shown(column(0)?), shown(column(1)?)))
             })
             .expect("rows")
             .collect::<Result<_, _>>()
@@ -362,6 +380,11 @@ impl Shared {
             Behaviour::DedupsInOneTransaction => {
                 let new = self.dedup_and_credit(event_id);
                 (200, if new { "credited" } else { "already handled" }.into())
+            }
+            Behaviour::DedupsOnPayment => {
+                let payment = payment_id(body).unwrap_or_else(|| event_id.to_owned());
+                let new = self.dedup_and_credit(&payment);
+                (200, if new { "credited" } else { "payment already handled" }.into())
             }
             Behaviour::FailsFirstThenDedups { failed } => {
                 if !failed.swap(true, std::sync::atomic::Ordering::SeqCst) {
@@ -474,6 +497,8 @@ async fn respond(request: Request<Incoming>, shared: &Arc<Shared>) -> Response<F
         (200, shared.json_state())
     } else if parts.method == hyper::Method::GET && parts.uri.path() == "/rows" {
         (200, shared.rows())
+    } else if parts.method == hyper::Method::GET && parts.uri.path() == "/amounts" {
+        (200, shared.amounts())
     } else if parts.method == hyper::Method::GET && parts.uri.path() == "/ids" {
         (200, shared.ids())
     } else {
@@ -498,6 +523,21 @@ fn event_id(body: &[u8]) -> Option<String> {
         .or_else(|| value.get("event_id"))
         .and_then(|v| v.as_str())
         .map(str::to_string)
+}
+
+/// The ID of what a Stripe event is about (`data.object.id`: a payment).
+fn payment_id(body: &[u8]) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    value.pointer("/data/object/id")?.as_str().map(str::to_string)
+}
+
+/// A column's value as `sqlite3` prints it.
+fn shown(value: rusqlite::types::Value) -> String {
+    match value {
+        rusqlite::types::Value::Integer(n) => n.to_string(),
+        rusqlite::types::Value::Text(text) => text,
+        other => format!("{other:?}"),
+    }
 }
 
 /// The Stripe secret of `provider_vectors.json`.

@@ -161,7 +161,12 @@ pub fn duplicates_change_nothing(attempts: &[Attempt], trace: &StateTrace, had_t
         (false, true) if first_answered => "attempt 1 changed nothing",
         (false, true) => "attempt 1 changed nothing, and it was not answered 2xx",
         (true, false) => "attempt 1 changed it too",
-        (false, false) => "attempt 1 changed nothing",
+        // Or each read saw the work of the attempt before it, done after
+        // answering and later than the reads waited.
+        (false, false) => {
+            "attempt 1 changed nothing while later attempts did: if the handler works after answering, a \
+             longer --settle shows which attempt did what"
+        }
     };
     let last = trace.after();
     if moved.is_empty() {

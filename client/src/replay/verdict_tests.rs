@@ -171,6 +171,25 @@ fn one_move_after_a_first_step_that_changed_nothing_leaves_the_verdict_open() {
     );
 }
 
+/// Attempt 1 changing nothing while later ones did is what work done
+/// after answering looks like when each read comes before it: the
+/// report says a longer --settle tells, beside the race it may be.
+#[test]
+fn later_attempts_moving_after_a_still_first_one_point_to_settle() {
+    let three = attempts(&[(Role::Replay, 0), (Role::Replay, 1), (Role::Replay, 2)]);
+    let trace = settled_trace("emails: 5", &["emails: 5", "emails: 6", "emails: 7"]);
+    let check = duplicates_change_nothing(&three, &trace, true).unwrap();
+    assert!(!check.passed);
+    assert!(
+        check.detail.ends_with(
+            "(attempt 1 changed nothing while later attempts did: if the handler works after answering, a \
+             longer --settle shows which attempt did what)"
+        ),
+        "{}",
+        check.detail
+    );
+}
+
 #[test]
 fn a_failed_first_attempt_is_not_said_to_have_seen_the_event() {
     let mut two = attempts(&[(Role::Replay, 0), (Role::Replay, 1)]);
@@ -202,15 +221,18 @@ fn a_probe_that_always_says_nothing_proves_nothing() {
     assert!(check.detail.contains("proved nothing"), "{}", check.detail);
 }
 
+/// A burst that acted not at all shows no copy acting twice: its event
+/// likely passed for the baseline's, and the run proves nothing.
 #[test]
-fn a_burst_that_changed_nothing_is_said_to_leave_the_state_unchanged() {
+fn a_burst_that_changed_nothing_proves_nothing() {
     let trace = settled_trace("count 5", &["count 6", "count 6"]);
     let check = burst_acts_once(&trace, 4).unwrap();
+    assert_eq!((check.name, check.passed), (PROBE_SHOWS_EFFECTS, false));
     assert_eq!(
         check.detail,
-        "one new event changed the state by +1, a burst of 4 copies of another left the state unchanged: \
-         the handler does not treat new events alike, or it dedups on a field --fresh did not renew (an \
-         order's or a payment's ID), which --fresh-field names"
+        "one new event changed the state by +1, but a burst of 4 copies of another left the state unchanged, \
+         so it cannot show how many times it acted: the handler dedups on a field --fresh did not renew (an \
+         order's or a payment's ID), which --fresh-field names, or it does not treat new events alike"
     );
 }
 

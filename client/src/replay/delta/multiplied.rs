@@ -68,12 +68,14 @@ fn pair_added(was: &[Vec<Token<'_>>], is: &[Vec<Token<'_>>]) -> Vec<(usize, usiz
 }
 
 /// How many times the count in its place on `a` a count on `b` is, when
-/// that is 2 to `copies`. A row's ID is no amount: one first on a line of
-/// several values (after a table's border, if any), or under a name such
-/// as `id`, is not compared (a sequence may have handed the burst's row
-/// any number), nor is a lone count one more than the baseline's. Nor is
-/// a running total, the baseline's value plus another count on the line
-/// (`evt_B|1250|2500` after `evt_A|1250|1250`).
+/// that is 2 to `copies`. A row's ID is no amount: one under a name such
+/// as `id` is not compared, nor one first on a line of several values
+/// (after a table's border, if any) that is at most `copies` above the
+/// baseline's, as a sequence hands out numbers (each copy's insert may
+/// take one, kept or not), nor a lone count one more than the baseline's.
+/// Further off, the first value is an amount (`500|evt_B` after
+/// `100|evt_A`). Nor is a running total, the baseline's value plus another
+/// count on the line (`evt_B|1250|2500` after `evt_A|1250|1250`).
 fn multiple_at(a: &[Token<'_>], b: &[Token<'_>], copies: usize) -> Option<usize> {
     let counts: Vec<f64> = b
         .iter()
@@ -87,7 +89,8 @@ fn multiple_at(a: &[Token<'_>], b: &[Token<'_>], copies: usize) -> Option<usize>
             return None;
         };
         let first = b[..k].iter().all(|t| matches!(t, Token::Text(s) if !is_word(s)));
-        let id_like = (first && b.len() > k + 1) || id_named(&b[..k]);
+        let handed_out = w > v && w - v <= copies as f64;
+        let id_like = (first && b.len() > k + 1 && handed_out) || id_named(&b[..k]);
         let next = b.len() == 1 && (w - v - 1.0).abs() <= 1e-9;
         let running = counts
             .iter()

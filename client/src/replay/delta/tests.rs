@@ -207,6 +207,11 @@ fn a_row_credited_once_per_copy_is_told_from_a_row_given_the_next_id() {
         multiplied_row("", "1|evt_A|100\n", "1|evt_A|100\n4|evt_B|100\n", 4),
         None
     );
+    // First on its line but further off than a sequence hands out, it is
+    // the amount every copy added to (`SELECT amount, event_id`).
+    let amount_first = multiplied_row("", "100|evt_A\n", "100|evt_A\n500|evt_B\n", 5);
+    assert_eq!(amount_first.map(|m| m.times), Some(5));
+    assert_eq!(multiplied_row("", "1|evt_A\n", "1|evt_A\n2|evt_B\n", 5), None);
     let (one, all) = (
         list(r#"{"id": 4, "amount": 3}"#),
         list(r#"{"id": 4, "amount": 3}, {"id": 8, "amount": 3}"#),

@@ -42,16 +42,7 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
             ),
         });
     }
-    let detail = if many.is_none() {
-        // The likeliest cause is no race: the burst's event passed for
-        // the first one's, by a field --fresh did not renew.
-        format!(
-            "one new event {}, a burst of {copies} of another left the state unchanged: the handler does not \
-             treat new events alike, or it dedups on a field --fresh did not renew (an order's or a payment's \
-             ID), which --fresh-field names",
-            effect(single),
-        )
-    } else if many.counts_nothing() || single.counts_nothing() {
+    let detail = if many.counts_nothing() || single.counts_nothing() {
         format!(
             "one new event {}, a burst of {copies} of another {}: the handler does not treat new events alike",
             effect(single),
@@ -72,7 +63,8 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
 }
 
 /// Why the burst cannot show how many times it acted, when it cannot:
-/// the probe saw no count move, in the single delivery or in the burst.
+/// the probe saw no count move in the single delivery nor in the burst,
+/// or the burst changed nothing, or only replaced values.
 fn burst_unreadable(single: &Change, many: &Change, burst: usize, burst_reads: (&str, &str)) -> Option<String> {
     if single.counts_nothing() && many.counts_nothing() {
         // Without a side effect to count, a burst that acted twice looks
@@ -89,7 +81,19 @@ fn burst_unreadable(single: &Change, many: &Change, burst: usize, burst_reads: (
              field --fresh did not renew and has seen it before, name that field with --fresh-field"
         ));
     }
-    if many.counts_nothing() && !many.is_none() {
+    if many.is_none() {
+        // A burst that acted not at all shows no copy acting twice. The
+        // likeliest cause is no race: the burst's event passed for the
+        // baseline's, by a field --fresh did not renew.
+        return Some(format!(
+            "one new event {}, but a burst of {} of another left the state unchanged, so it cannot show how \
+             many times it acted: the handler dedups on a field --fresh did not renew (an order's or a \
+             payment's ID), which --fresh-field names, or it does not treat new events alike",
+            effect(single),
+            counted(burst, "copy", "copies"),
+        ));
+    }
+    if many.counts_nothing() {
         // The burst was acted on (a last_seen was replaced) but moved no
         // count: one effect or several read alike. Its event may have
         // passed for the baseline's, deduped on a field --fresh left alone.
