@@ -1487,6 +1487,14 @@ fn a_fresh_burst_that_a_field_fresh_left_alone_deduped_is_inconclusive() {
     let ran = history.replay_probed(&handler, &renewed);
     assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
     assert_eq!(handler.balance(), 3, "two new payments, each credited once");
+    // Each run sent a baseline before its burst, and `show` counts it.
+    let shown = portpreview(&history.db(), &["show", "1"]);
+    let runs: Vec<&str> = shown.stdout.lines().filter(|line| line.contains("at once")).collect();
+    assert_eq!(runs.len(), 2, "{}", shown.stdout);
+    assert!(
+        runs.iter().all(|run| run.contains("a baseline, then 4×, 4 at once")),
+        "{runs:?}"
+    );
 }
 
 /// The report's own advice, `--fresh-field /data/object/id`, renews the

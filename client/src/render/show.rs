@@ -124,9 +124,14 @@ fn replay_runs(out: &mut String, runs: &[ReplayRun]) {
     }
     let _ = writeln!(out, "\nReplay runs");
     for run in runs {
+        let baseline = if crate::replay::sent_a_baseline(run) {
+            "a baseline, then "
+        } else {
+            ""
+        };
         let _ = writeln!(
             out,
-            "  {}  {}×, {} at once  {}",
+            "  {}  {baseline}{}×, {} at once  {}",
             rfc3339_ms(run.started_at_ms),
             run.times,
             run.concurrency,

@@ -34,6 +34,12 @@ pub fn record(store: &Store, delivery_id: i64, started_at_ms: i64, report: &Repo
     store.insert_replay(&run, attempts)
 }
 
+/// Whether a run [`record`] stored was a `--fresh` one, which sent a
+/// baseline delivery before its burst of `times`.
+pub fn sent_a_baseline(run: &ReplayRun) -> bool {
+    serde_json::from_str::<serde_json::Value>(&run.report_json).is_ok_and(|report| report["fresh"] == true)
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;

@@ -220,6 +220,8 @@ struct StoredReport {
     /// Attempts the run saved: fewer than it asked for when it was stopped
     /// (Esc, ctrl-c). `None` when the report does not list them.
     sent: Option<usize>,
+    /// A `--fresh` run: a baseline delivery went before the attempts asked for.
+    fresh: bool,
 }
 
 impl StoredReport {
@@ -263,15 +265,21 @@ impl StoredReport {
             failed: report["verdict"].as_str().map(|verdict| verdict == "failed"),
             answers,
             sent: report["attempts"].as_array().map(Vec::len),
+            fresh: report["fresh"] == true,
         }
     }
 
     /// `50`, or `9/50` for a run of 50 stopped after 9: the count asked
-    /// for alone would claim attempts that were never sent.
+    /// for alone would claim attempts that were never sent. A `--fresh`
+    /// run counts its baseline too: `1+4`.
     fn times(&self, asked: u32) -> String {
+        let shown = match self.fresh {
+            true => format!("1+{asked}"),
+            false => asked.to_string(),
+        };
         match self.sent {
-            Some(sent) if sent < asked as usize => format!("{sent}/{asked}"),
-            _ => asked.to_string(),
+            Some(sent) if sent < asked as usize + usize::from(self.fresh) => format!("{sent}/{shown}"),
+            _ => shown,
         }
     }
 
@@ -681,5 +689,27 @@ mod tests {
             shown.contains("×9 ? inconclusive"),
             "a run that sent all it asked: {shown}"
         );
+    }
+
+    #[test]
+    fn a_fresh_run_counts_its_baseline() {
+        let attempts: Vec<_> = (1..=5).map(|n| serde_json::json!({"n": n, "status": 200})).collect();
+        let fresh = ReplayRun {
+            id: 1,
+            delivery_id: 1,
+            started_at_ms: 1_764_470_700_000,
+            times: 4,
+            concurrency: 4,
+            idempotent: Some(true),
+            summary: "✓ idempotent: a burst of 4 copies of one new event acted once".into(),
+            report_json: serde_json::json!({ "attempts": attempts, "fresh": true }).to_string(),
+        };
+        let stopped = ReplayRun {
+            report_json: serde_json::json!({ "attempts": attempts[..3], "fresh": true }).to_string(),
+            ..fresh.clone()
+        };
+        let shown = text(&DetailDoc::new(&test_delivery(1), 1, &[fresh, stopped], false));
+        assert!(shown.contains("×1+4 ✓ idempotent"), "{shown}");
+        assert!(shown.contains("×3/1+4 ✓ idempotent"), "{shown}");
     }
 }
