@@ -149,7 +149,7 @@ async fn several_deliveries_export_to_a_folder_as_one_fixture_each() {
     assert_eq!(ran.stdout, "");
     assert_eq!(
         ran.stderr,
-        "error: a fixture holds one delivery; export several to a folder, one fixture each\n"
+        "error: a fixture holds one delivery; export several to a folder, one fixture each: -o a folder there already, or a path ending in /\n"
     );
 
     // A folder not made yet is named by its ending slash; an id given

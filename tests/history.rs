@@ -486,8 +486,9 @@ fn show_on_a_terminal_stops_a_large_body_early_and_a_pipe_gets_all_of_it() {
     assert_eq!(hex_rows(&screen), 64 * 1024 / 16, "a terminal gets the first 64 KiB");
     // The history was named with --db, and the hint names it again.
     let again = format!("portpreview --db='{}'", h.db.display());
-    let note =
-        format!("  … 983,040 more bytes; {again} show {id} | less shows all of them, {again} export {id} saves them\n");
+    let note = format!(
+        "  … 983,040 more bytes; {again} show {id} | less shows all of them, {again} export {id} -o FILE saves them\n"
+    );
     assert!(
         screen.contains(&note),
         "{}",

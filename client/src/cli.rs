@@ -56,11 +56,9 @@ impl Cli {
                 std::process::exit(err.exit_code());
             }
             Err(err) if err.use_stderr() => {
-                crate::to_stderr(format_args!(
-                    "{}",
-                    one_line(&err.render().to_string(), &command_given())
-                ));
-                std::process::exit(err.exit_code());
+                let code = err.exit_code();
+                crate::to_stderr(format_args!("{}", one_line(&rendered_whole(err), &command_given())));
+                std::process::exit(code);
             }
             Err(err) => err.exit(),
         }
@@ -81,6 +79,20 @@ impl Cli {
     /// --log-format json`): an error that ends it is one more line.
     pub fn reports_in_json(&self) -> bool {
         matches!(&self.command, Command::Http(args) if args.log_format == crate::output::LogFormat::Json)
+    }
+}
+
+/// A parse error as clap renders it, every byte of the values it quotes
+/// kept. clap's plain rendering strips escape sequences, the user's among
+/// them, and would quote another value than the one given. Its styles are
+/// written into an error as it is made, so the arguments are parsed again
+/// in plain styles: then every escape in the rendering is the user's, and
+/// [`one_line`] shows each one escaped.
+fn rendered_whole(err: clap::Error) -> String {
+    let plain = Cli::command().styles(clap::builder::Styles::plain());
+    match plain.try_get_matches() {
+        Err(again) if again.kind() == err.kind() => again.render().ansi().to_string(),
+        _ => err.render().to_string(),
     }
 }
 

@@ -105,7 +105,8 @@ impl FixtureHeader {
     }
 
     fn bytes(&self) -> Result<Vec<u8>, String> {
-        decode(self.value.as_deref(), self.value_base64.as_deref()).map_err(|e| format!("header {:?}: {e}", self.name))
+        decode(self.value.as_deref(), self.value_base64.as_deref())
+            .map_err(|e| format!("header \"{}\": {e}", self.name))
     }
 }
 
@@ -227,7 +228,7 @@ impl Fixture {
         // Caught here, a method no request can carry is a fixture that does
         // not parse (exit 2), not an attempt that failed in a verdict.
         if http::Method::from_bytes(self.method.as_bytes()).is_err() {
-            bail!("method {:?} is not an HTTP method", self.method);
+            bail!("method \"{}\" is not an HTTP method", self.method);
         }
         // A target `check` cannot reach would fail every fixture alike,
         // and the error would not say which file it came from. It is the
@@ -237,13 +238,13 @@ impl Fixture {
             crate::target::Target::parse_for_tunnel(&self.target).map_err(|e| anyhow::anyhow!("target: {e}"))?;
         }
         if let Some(at) = self.received_at.as_deref().filter(|at| parse_rfc3339_ms(at).is_none()) {
-            bail!("received_at {at:?} is not an RFC 3339 UTC time such as \"2026-01-01T00:00:00.000Z\"");
+            bail!("received_at \"{at}\" is not an RFC 3339 UTC time such as \"2026-01-01T00:00:00.000Z\"");
         }
         // A mistyped URL would be signed over without a word, and every
         // Square or Twilio attempt refused for no reason the report shows.
         if let Some(url) = &self.tunnel_url {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
-                bail!("tunnel_url {url:?} is not an http:// or https:// URL");
+                bail!("tunnel_url \"{url}\" is not an http:// or https:// URL");
             }
         }
         for h in &self.headers {
@@ -276,7 +277,10 @@ impl Fixture {
         };
         let Some(given) = Provider::from_name(name) else {
             let known: Vec<&str> = Provider::ALL.iter().map(|p| p.name()).collect();
-            bail!("provider {name:?} is not one PortPreview knows ({})", known.join(", "));
+            bail!(
+                "provider \"{name}\" is not one PortPreview knows ({})",
+                known.join(", ")
+            );
         };
         match carried.provider {
             Some(detected) if detected != given => bail!(
@@ -616,7 +620,7 @@ mod tests {
                     let err = format!("{err:#}");
                     assert!(err.starts_with("invalid fixture "), "{err}");
                     assert!(
-                        err.ends_with(&format!("method {method:?} is not an HTTP method")),
+                        err.ends_with(&format!("method \"{method}\" is not an HTTP method")),
                         "{err}"
                     );
                 }

@@ -89,7 +89,7 @@ impl SuiteFixture {
             .as_deref()
             .map(|text| {
                 crate::replay::options::parse_settle(text)
-                    .map_err(|reason| anyhow::anyhow!("settle = {text:?}: {reason}"))
+                    .map_err(|reason| anyhow::anyhow!("settle = \"{text}\": {reason}"))
             })
             .transpose()
     }
@@ -98,7 +98,7 @@ impl SuiteFixture {
     pub fn timeout(&self) -> anyhow::Result<Option<Duration>> {
         self.timeout
             .as_deref()
-            .map(|text| parse_positive_duration(text).map_err(|err| anyhow::anyhow!("timeout = {text:?}: {err}")))
+            .map(|text| parse_positive_duration(text).map_err(|err| anyhow::anyhow!("timeout = \"{text}\": {err}")))
             .transpose()
     }
 }

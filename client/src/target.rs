@@ -27,7 +27,7 @@ pub async fn connect(host: &str, port: u16) -> std::io::Result<TcpStream> {
 
 /// Why a `PORT|URL` argument is not a usable local target.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("invalid {what} {input:?}: {reason}")]
+#[error("invalid {what} \"{input}\": {reason}")]
 pub struct TargetError {
     what: &'static str,
     input: String,
@@ -38,6 +38,11 @@ impl TargetError {
     /// The same error, naming the flag or setting the text came from.
     pub fn named(self, what: &'static str) -> Self {
         Self { what, ..self }
+    }
+
+    /// Why the text is no target, without the text.
+    pub fn reason(&self) -> &'static str {
+        self.reason
     }
 }
 

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use portpreview_server::tokens::GUESSABLE_BELOW;
 use portpreview_server::{load_tls, RelayConfig, Tokens};
 use portpreview_shared::usage::one_line;
@@ -50,15 +50,20 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     let args = match Args::try_parse() {
         Ok(args) => args,
-        // One line, with controls in the refused value escaped.
+        // One line, with controls in the refused value escaped. clap's
+        // plain rendering would strip escape sequences from the value it
+        // quotes, and its styles are written into an error as it is made:
+        // parsed again in plain styles, every escape in it is the user's.
         Err(err) if err.use_stderr() => {
+            let code = ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2));
+            let plain = Args::command().styles(clap::builder::Styles::plain());
+            let rendered = match plain.try_get_matches() {
+                Err(again) if again.kind() == err.kind() => again.render().ansi().to_string(),
+                _ => err.render().to_string(),
+            };
             // Nothing is left to tell when stderr itself cannot be written.
-            let _ = write!(
-                std::io::stderr(),
-                "{}",
-                one_line(&err.render().to_string(), "portpreview-server")
-            );
-            return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2));
+            let _ = write!(std::io::stderr(), "{}", one_line(&rendered, "portpreview-server"));
+            return code;
         }
         Err(err) => err.exit(),
     };

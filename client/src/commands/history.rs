@@ -29,7 +29,7 @@ pub struct Args {
     #[arg(long, value_name = "P", value_parser = parse_provider)]
     pub provider: Option<String>,
     /// Only deliveries of this event key; one the table shows cut (ending in …) matches the keys it begins.
-    #[arg(long, value_name = "KEY")]
+    #[arg(long, value_name = "KEY", value_parser = parse_event_key)]
     pub event: Option<String>,
     /// Only deliveries answered so: a status (404), a class (5xx), or error for no answer (refused, timed out); repeated or a comma list for any of them.
     #[arg(long, value_name = "S", value_delimiter = ',', value_parser = filters::parse_status)]
@@ -262,6 +262,15 @@ impl Iterator for Listing<'_> {
 
 /// `--limit`: a count of rows, which Rust's own refusal (`invalid digit
 /// found in string`) does not say.
+/// An event key to list, refused when blank: an unset variable (`--event
+/// "$KEY"`) would otherwise list every delivery without a key.
+fn parse_event_key(text: &str) -> Result<String, String> {
+    match text.trim().is_empty() {
+        true => Err("is empty: give an event key as history lists it".to_owned()),
+        false => Ok(text.to_owned()),
+    }
+}
+
 fn parse_limit(text: &str) -> Result<usize, String> {
     text.trim()
         .parse()

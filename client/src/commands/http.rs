@@ -36,7 +36,7 @@ pub struct Args {
     #[arg(value_name = "PORT|URL")]
     pub target: String,
     /// Relay to use (ws://, wss://, http:// or https://); none: run one in-process.
-    #[arg(long, env = "PORTPREVIEW_SERVER")]
+    #[arg(long, env = "PORTPREVIEW_SERVER", hide_env_values = true)]
     pub server: Option<String>,
     /// Tunnel name to ask for: 1 to 63 lowercase letters, digits and '-', not starting or ending with '-'.
     #[arg(long, value_parser = parse_name)]
@@ -132,7 +132,10 @@ struct Setup {
 }
 
 async fn set_up(args: &Args, config: Config, server_origin: &Origin) -> anyhow::Result<Setup> {
-    let target = Target::parse_for_tunnel(&args.target)?;
+    // Checked here, not by clap: its refusal would repeat a password
+    // given in the URL, which this one hides.
+    let target =
+        Target::parse_for_tunnel(&args.target).map_err(|err| anyhow::anyhow!("{err}; see portpreview http --help"))?;
     let mut notices = Vec::new();
     if args.no_record && !args.key_fields.is_empty() {
         notices.push(
@@ -141,7 +144,7 @@ async fn set_up(args: &Args, config: Config, server_origin: &Origin) -> anyhow::
     }
     let (url, local_relay) = match args.server.clone().or_else(|| config.server.clone()) {
         Some(server) => {
-            notices.extend(unused_with_a_relay(args));
+            notices.extend(unused_with_a_relay(args, server_origin));
             let url = connect::relay_url(&server).map_err(|err| server_origin.explain(err.into(), RELAY_ADDRESS))?;
             (url, None)
         }
@@ -195,8 +198,9 @@ async fn set_up(args: &Args, config: Config, server_origin: &Origin) -> anyhow::
     })
 }
 
-/// What flags for the in-process relay say when a relay is named.
-fn unused_with_a_relay(args: &Args) -> Vec<String> {
+/// What flags for the in-process relay say when a relay is named, by
+/// `origin`: a flag, a variable or the config file.
+fn unused_with_a_relay(args: &Args, origin: &Origin) -> Vec<String> {
     let mut notices = Vec::new();
     if args.local_timeout > DEFAULT_REQUEST_TIMEOUT {
         notices.push(format!(
@@ -207,7 +211,9 @@ fn unused_with_a_relay(args: &Args) -> Vec<String> {
         ));
     }
     if args.local_listen != DEFAULT_LOCAL_LISTEN {
-        notices.push("--local-listen is not used: it places the in-process relay, and --server names one".to_owned());
+        notices.push(format!(
+            "--local-listen is not used: it places the in-process relay, and {origin} names a relay"
+        ));
     }
     notices
 }

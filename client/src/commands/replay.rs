@@ -9,7 +9,11 @@ use anyhow::Context;
 use portpreview_shared::sanitize::escape_str;
 
 use crate::render;
-use crate::replay::{self, options::parse_header_arg, Report};
+use crate::replay::{
+    self,
+    options::{parse_header_arg, parse_header_name},
+    Report,
+};
 use crate::store::{NewDelivery, Pick, Store};
 
 use super::guard::refuse_to_overwrite_a_database;
@@ -26,7 +30,7 @@ pub struct Args {
     /// Delivery to replay: its ID (12 or #12) or its event key (evt_…).
     // --provider and --path without --latest are refused in `run`, in
     // words clap has not: its own list reads as if both were wanted.
-    #[arg(value_name = "ID|EVENT_KEY", required_unless_present_any = ["from", "latest", "provider", "path"], conflicts_with_all = ["from", "latest"])]
+    #[arg(value_name = "ID|EVENT_KEY", required_unless_present_any = ["from", "latest", "provider", "path"], conflicts_with_all = ["from", "latest"], value_parser = parse_wanted)]
     pub delivery: Option<String>,
     /// Replay a fixture written by `portpreview export --format json` instead.
     #[arg(long, value_name = "FIXTURE", conflicts_with = "latest")]
@@ -47,7 +51,7 @@ pub struct Args {
     #[arg(long = "header", value_name = "NAME: VALUE", value_parser = parse_header_arg)]
     pub headers: Vec<(String, String)>,
     /// Leave a recorded header out (repeatable).
-    #[arg(long = "drop-header", value_name = "NAME")]
+    #[arg(long = "drop-header", value_name = "NAME", value_parser = parse_header_name)]
     pub drop_headers: Vec<String>,
     /// Send this file's bytes as the body.
     #[arg(long, value_name = "FILE")]
@@ -60,17 +64,38 @@ pub struct Args {
     pub junit: Option<PathBuf>,
 }
 
+/// The delivery asked for, refused when blank: an unset variable
+/// (`replay "$EVENT"`) would otherwise name every delivery without a key.
+fn parse_wanted(text: &str) -> Result<String, String> {
+    match text.trim().is_empty() {
+        true => Err("is empty: give a delivery's ID (12) or its event key (evt_…), or --latest".to_owned()),
+        false => Ok(text.to_owned()),
+    }
+}
+
+/// Flags that do not go together in ways clap cannot say.
+fn usage_mistake(args: &Args) -> Option<String> {
+    if !args.latest && (args.provider.is_some() || args.path.is_some()) {
+        return Some(
+            match args.delivery.is_some() || args.from.is_some() {
+                true => {
+                    "--provider and --path narrow --latest: with an ID, an event key or --from they would be ignored"
+                }
+                false => "--provider and --path narrow --latest: add --latest to replay the newest delivery they match",
+            }
+            .to_owned(),
+        );
+    }
+    (args.run.fresh && args.run.times.unwrap_or(1) < 2).then(|| replay::ReplayError::FreshBurstOfOne.to_string())
+}
+
 /// Replays, prints the report, records the attempts. Exit 0 idempotent, 1 not
 /// idempotent or inconclusive, 2 could not run.
 pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
-    // A usage mistake like clap's own, so it writes no JUnit file either.
-    if !args.latest && (args.provider.is_some() || args.path.is_some()) {
-        if args.delivery.is_some() || args.from.is_some() {
-            anyhow::bail!(
-                "--provider and --path narrow --latest: with an ID, an event key or --from they would be ignored"
-            );
-        }
-        anyhow::bail!("--provider and --path narrow --latest: add --latest to replay the newest delivery they match");
+    // Usage mistakes like clap's own, told as it tells them, so they
+    // write no JUnit file either.
+    if let Some(mistake) = usage_mistake(&args) {
+        anyhow::bail!("{mistake}; see portpreview replay --help");
     }
     if let Some(junit) = &args.junit {
         // The history is read, and written with the attempts, too.
@@ -250,10 +275,10 @@ fn chosen(store: &Store, wanted: &str, db: &Path) -> anyhow::Result<i64> {
     let Some(pick) = store.newest_with_event_key(wanted).map_err(|err| err.for_command(db))? else {
         return Err(match id {
             Some(id) => anyhow::anyhow!(
-                "no delivery #{id}, nor one with event key {wanted:?}, in {}",
+                "no delivery #{id}, nor one with event key \"{wanted}\", in {}",
                 db.display()
             ),
-            None => anyhow::anyhow!("no delivery with event key {wanted:?} in {}", db.display()),
+            None => anyhow::anyhow!("no delivery with event key \"{wanted}\" in {}", db.display()),
         });
     };
     // Several deliveries may share a key (retries, two hooks).

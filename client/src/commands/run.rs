@@ -16,19 +16,19 @@ use crate::replay::{
 pub struct RunArgs {
     // Each command's help names its own default: replay sends one, check two.
     /// Attempts to send (1 to 100000).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_TIMES)))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = |text: &str| count_in(text, MAX_TIMES))]
     pub times: Option<u32>,
     /// Attempts kept in flight at once (1 to 512; default 1, or with --fresh the whole burst up to 512).
-    #[arg(long, value_name = "C", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_CONCURRENCY)))]
+    #[arg(long, value_name = "C", allow_negative_numbers = true, value_parser = |text: &str| count_in(text, MAX_CONCURRENCY))]
     pub concurrency: Option<u32>,
     /// Send to this URL instead of the recorded target (`http://host:port` keeps the recorded path).
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", value_parser = parse_target)]
     pub target: Option<String>,
     /// Shell command that prints the handler's state (a row count, a balance, a dump).
-    #[arg(long, value_name = "CMD", conflicts_with = "check_url")]
+    #[arg(long, value_name = "CMD", conflicts_with = "check_url", value_parser = |text: &str| parse_probe(ProbeSpec::Cmd(text.to_owned())))]
     pub check_cmd: Option<String>,
     /// URL whose GET answer is the handler's state.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", value_parser = |text: &str| parse_probe(ProbeSpec::Url(text.to_owned())))]
     pub check_url: Option<String>,
     /// How long the state must hold still to count as read (default 300ms, at most 10m).
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_settle)]
@@ -40,7 +40,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub fresh: bool,
     /// Another field to renew beside the provider's own ID, or the identity where it keeps none: a JSON pointer, form:name or header:Name.
-    #[arg(long, value_name = "FIELD", requires = "fresh")]
+    #[arg(long, value_name = "FIELD", requires = "fresh", value_parser = parse_fresh_field)]
     pub fresh_field: Option<String>,
     /// Re-sign every attempt with the current time.
     #[arg(long)]
@@ -67,6 +67,40 @@ impl RunArgs {
             secret: self.secret.clone().map(Secret::new),
             ..defaults
         }
+    }
+}
+
+/// A whole number from 1 to `most`. clap's own reasons for a number it
+/// cannot read are Rust's ("invalid digit found in string").
+fn count_in(text: &str, most: u32) -> Result<u32, String> {
+    match text.trim().parse::<i64>() {
+        Ok(n) if (1..=i64::from(most)).contains(&n) => Ok(n as u32),
+        Ok(n) => Err(format!("{n} is not in 1..={most}")),
+        Err(_) => Err(format!("expected a whole number from 1 to {most}")),
+    }
+}
+
+/// `--target`, checked before anything is read or sent.
+fn parse_target(text: &str) -> Result<String, String> {
+    crate::replay::plan::parse_target_flag(text)
+        .map(|_| text.to_owned())
+        .map_err(str::to_owned)
+}
+
+/// `--check-cmd` or `--check-url`, refused as a bad flag when no probe
+/// could be made of it (a blank command, a URL that is not http).
+fn parse_probe(spec: ProbeSpec) -> Result<String, String> {
+    crate::replay::probe::Probe::new(&spec).map_err(|err| err.to_string())?;
+    Ok(match spec {
+        ProbeSpec::Cmd(text) | ProbeSpec::Url(text) => text,
+    })
+}
+
+/// `--fresh-field` as written: a JSON pointer, `form:name` or `header:Name`.
+fn parse_fresh_field(text: &str) -> Result<String, String> {
+    match portpreview_shared::provider::fresh::check_field(text) {
+        Ok(()) => Ok(text.to_owned()),
+        Err(_) => Err("expected a JSON pointer such as /data/id, form:name or header:Name".to_owned()),
     }
 }
 

@@ -81,5 +81,5 @@ pub fn parse_id(text: &str) -> Result<i64, String> {
         .parse::<i64>()
         .ok()
         .filter(|id| *id > 0)
-        .ok_or_else(|| format!("{text:?} is not a delivery id (a number as `history` lists it)"))
+        .ok_or_else(|| format!("\"{text}\" is not a delivery id (a number as `history` lists it)"))
 }

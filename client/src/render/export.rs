@@ -90,7 +90,9 @@ pub fn export_together(
         return export(delivery, format, target, reveal);
     }
     match format {
-        Format::Json => bail!("a fixture holds one delivery; export several to a folder, one fixture each"),
+        Format::Json => bail!(
+            "a fixture holds one delivery; export several to a folder, one fixture each: -o a folder there already, or a path ending in /"
+        ),
         Format::Har => har_file(deliveries, target, reveal),
         Format::Curl => {
             let mut script = String::new();

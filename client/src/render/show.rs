@@ -196,7 +196,7 @@ fn body(out: &mut String, id: i64, headers: &[Header], bytes: &[u8], size: u64, 
         let again = escape_str(cut.portpreview);
         let _ = writeln!(
             out,
-            "  … {} more {}; {again} show {id} | less shows all of them, {again} export {id}{format} saves them",
+            "  … {} more {}; {again} show {id} | less shows all of them, {again} export {id}{format} -o FILE saves them",
             thousands(left as u64),
             if left == 1 { "byte" } else { "bytes" }
         );
@@ -318,7 +318,7 @@ mod tests {
         assert!(!shown.contains(&"x".repeat(65_537)), "and no more");
         assert!(
             shown.contains(
-                "  … 34,464 more bytes; portpreview show 7 | less shows all of them, portpreview export 7 saves them\n"
+                "  … 34,464 more bytes; portpreview show 7 | less shows all of them, portpreview export 7 -o FILE saves them\n"
             ),
             "{}",
             &shown[shown.len() - 400..]
@@ -329,7 +329,7 @@ mod tests {
         let mut cut = big.clone();
         cut.request.request_body_size = 30_000_000;
         assert!(
-            delivery(&cut, 2, &[], false, at_64k).contains("portpreview export 7 --format har saves them\n"),
+            delivery(&cut, 2, &[], false, at_64k).contains("portpreview export 7 --format har -o FILE saves them\n"),
             "the hint names the export that works"
         );
         // A history named by --db is named again.
@@ -339,7 +339,7 @@ mod tests {
         };
         assert!(delivery(&big, 2, &[], false, named).contains(
             "; portpreview --db='my hooks.db' show 7 | less shows all of them, \
-             portpreview --db='my hooks.db' export 7 saves them\n"
+             portpreview --db='my hooks.db' export 7 -o FILE saves them\n"
         ));
         // The response (3 bytes) is under the limit: no note for it.
         assert_eq!(shown.matches("more bytes").count(), 1);

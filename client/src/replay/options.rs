@@ -172,11 +172,8 @@ pub fn parse_settle(text: &str) -> Result<Duration, String> {
 pub fn parse_header_arg(arg: &str) -> Result<(String, String), String> {
     let (name, value) = arg
         .split_once(':')
-        .ok_or_else(|| format!("{arg:?} is not 'Name: value'"))?;
-    let name = name.trim();
-    if name.is_empty() || http::HeaderName::from_bytes(name.as_bytes()).is_err() {
-        return Err(format!("{name:?} is not a header name"));
-    }
+        .ok_or_else(|| format!("\"{arg}\" is not 'Name: value'"))?;
+    let name = parse_header_name(name)?;
     let value = value.trim();
     if http::HeaderValue::from_str(value).is_err() {
         return Err(format!("the value of {name} holds characters a header cannot carry"));
@@ -192,6 +189,15 @@ pub fn parse_header_arg(arg: &str) -> Result<(String, String), String> {
         _ => {}
     }
     Ok((name, value.to_string()))
+}
+
+/// A header name (`--drop-header`, the name of a `--header`), trimmed.
+pub fn parse_header_name(text: &str) -> Result<String, String> {
+    let name = text.trim();
+    match http::HeaderName::from_bytes(name.as_bytes()) {
+        Ok(_) => Ok(name.to_owned()),
+        Err(_) => Err(format!("\"{name}\" is not a header name")),
+    }
 }
 
 /// Parses a report file path (`--junit`), refusing one that cannot be

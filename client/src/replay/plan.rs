@@ -388,14 +388,8 @@ pub fn resolve_target(
     let recorded_path = if recorded_path.is_empty() { "/" } else { recorded_path };
     let (text, path) = match flag {
         Some(flag) => {
-            let target = Target::parse(flag).map_err(|err| ReplayError::Target(err.named("--target").to_string()))?;
-            // Dropped without a word, either would send another request than asked.
-            if target.base_path.starts_with('?') || target.base_path.contains('#') {
-                return Err(ReplayError::Target(format!(
-                    "--target {flag:?}: a fragment is never sent, and a query needs a path before it \
-                     (http://localhost:3000/webhooks?x=1)"
-                )));
-            }
+            let target = parse_target_flag(flag)
+                .map_err(|reason| ReplayError::Target(format!("invalid --target \"{flag}\": {reason}")))?;
             let path = match explicit_path(flag) {
                 Some(path) if path.contains('?') => path.to_string(),
                 Some(path) => {
@@ -440,6 +434,18 @@ pub fn aimed_url(recorded: &str, flag: Option<&str>, recorded_path: &str) -> Res
 /// The path part of a `--target` written as a URL, if it has one. A bare
 /// `/` is none: `http://localhost:3000/` is how a base URL is often
 /// pasted, and sending every replay to `/` would be a surprise.
+/// A `--target` as given, or why it cannot be one.
+pub fn parse_target_flag(flag: &str) -> Result<Target, &'static str> {
+    let target = Target::parse(flag).map_err(|err| err.reason())?;
+    // Dropped without a word, either would send another request than asked.
+    if target.base_path.starts_with('?') || target.base_path.contains('#') {
+        return Err(
+            "a fragment is never sent, and a query needs a path before it (http://localhost:3000/webhooks?x=1)",
+        );
+    }
+    Ok(target)
+}
+
 fn explicit_path(flag: &str) -> Option<&str> {
     let rest = flag.split_once("://").map_or(flag, |(_, rest)| rest);
     let at = rest.find(['/', '?'])?;

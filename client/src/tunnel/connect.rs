@@ -35,7 +35,7 @@ const UPGRADE_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
     /// The relay address is not one the client understands.
-    #[error("invalid relay address {0:?}: use ws://, wss://, http:// or https:// followed by host:port (a port from 1 to 65535)")]
+    #[error("invalid relay address \"{0}\": use ws://, wss://, http:// or https:// followed by host:port (a port from 1 to 65535)")]
     BadUrl(String),
     /// The relay address carries a user or password, which is never sent.
     #[error(

@@ -83,31 +83,48 @@ pub fn fresh_identity(
     Ok(key)
 }
 
-fn renew_field(field: &str, headers: &mut Vec<Header>, body: &mut Vec<u8>) -> Result<String, FreshError> {
+/// Where a `--fresh-field` points.
+enum Field<'a> {
+    /// `header:Name`.
+    Header(&'a str),
+    /// `form:name`.
+    Form(&'a str),
+    /// A JSON pointer, as tokens.
+    Pointer(Vec<String>),
+}
+
+/// Reads a `--fresh-field` as written: a JSON pointer such as `/data/id`,
+/// `form:name` or `header:Name`.
+fn parse_field(field: &str) -> Result<Field<'_>, FreshError> {
+    let bad = || FreshError::BadField(field.to_owned());
     if let Some(name) = field.strip_prefix("header:") {
         let name = name.trim();
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
-            return Err(FreshError::BadField(field.to_owned()));
+            return Err(bad());
         }
-        // A header the delivery never carried is not where its handler
-        // finds the event's identity: added, it would leave the recorded
-        // identity in place, and the burst would prove nothing.
-        let old = header(headers, name).ok_or_else(|| FreshError::HeaderMissing(field.to_owned()))?;
-        let old = std::str::from_utf8(old).unwrap_or_default();
-        let new = if old.is_empty() {
-            ids::uuid()
-        } else {
-            ids::like(old.trim())
-        };
-        set_header(headers, name, new.clone());
-        return Ok(new);
+        return Ok(Field::Header(name));
     }
     if let Some(name) = field.strip_prefix("form:") {
-        return renew_form_field(field, name, body);
+        return match name.is_empty() {
+            true => Err(bad()),
+            false => Ok(Field::Form(name)),
+        };
     }
-    let tokens = pointer::parse(field)
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| FreshError::BadField(field.to_owned()))?;
+    let tokens = pointer::parse(field).filter(|t| !t.is_empty()).ok_or_else(bad)?;
+    Ok(Field::Pointer(tokens))
+}
+
+/// Checks a `--fresh-field` as written, before any request is at hand.
+pub fn check_field(field: &str) -> Result<(), FreshError> {
+    parse_field(field).map(drop)
+}
+
+fn renew_field(field: &str, headers: &mut Vec<Header>, body: &mut Vec<u8>) -> Result<String, FreshError> {
+    let tokens = match parse_field(field)? {
+        Field::Header(name) => return renew_header_field(field, name, headers),
+        Field::Form(name) => return renew_form_field(field, name, body),
+        Field::Pointer(tokens) => tokens,
+    };
     let doc: Value = serde_json::from_slice(body).map_err(|_| FreshError::NotJson(field.to_owned()))?;
     let old = pointer::get(&doc, &tokens).ok_or_else(|| FreshError::FieldMissing(field.to_owned()))?;
     let new = match old {
@@ -124,12 +141,25 @@ fn renew_field(field: &str, headers: &mut Vec<Header>, body: &mut Vec<u8>) -> Re
     })
 }
 
+/// Renews the value of header `name` (`field` is the flag as given).
+fn renew_header_field(field: &str, name: &str, headers: &mut Vec<Header>) -> Result<String, FreshError> {
+    // A header the delivery never carried is not where its handler
+    // finds the event's identity: added, it would leave the recorded
+    // identity in place, and the burst would prove nothing.
+    let old = header(headers, name).ok_or_else(|| FreshError::HeaderMissing(field.to_owned()))?;
+    let old = std::str::from_utf8(old).unwrap_or_default();
+    let new = if old.is_empty() {
+        ids::uuid()
+    } else {
+        ids::like(old.trim())
+    };
+    set_header(headers, name, new.clone());
+    Ok(new)
+}
+
 /// Renews the value of form field `name` (`field` is the flag as given):
 /// a Slack slash command, a Twilio callback, any form-encoded post.
 fn renew_form_field(field: &str, name: &str, body: &mut Vec<u8>) -> Result<String, FreshError> {
-    if name.is_empty() {
-        return Err(FreshError::BadField(field.to_owned()));
-    }
     let pairs = form::parse(body).ok_or_else(|| FreshError::NotForm(field.to_owned()))?;
     let old = form::value(&pairs, name).ok_or_else(|| FreshError::FieldMissing(field.to_owned()))?;
     // A form field holding a JSON document (Slack's interactive `payload`)
