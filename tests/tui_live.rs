@@ -858,6 +858,46 @@ fn a_stopped_browser_whose_terminal_closes_ends() {
     );
 }
 
+/// A window closed under the live TUI stops the tunnel as a hangup does:
+/// it says goodbye, and the relay frees its name at once, so the same
+/// command run again gets it. Giving back a closed terminal used to panic
+/// and abort the process before the goodbye, and the relay then held the
+/// name for a minute (a race, lost about one time in three: hence the
+/// rounds).
+#[cfg(target_os = "linux")]
+#[test]
+fn closing_the_live_tuis_window_frees_its_name_at_once() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let relay = runtime.block_on(common::relay::TestRelay::start());
+    let handler = runtime.block_on(LocalHandler::echo());
+    for round in 1..=6 {
+        let label = format!("close-{round}");
+        let scratch = Scratch::new(&label);
+        let db = scratch.0.join("history.db");
+        let name = format!("closed-window-{round}");
+        let args = format!("http {} --server {} --name {name}", handler.port(), relay.http_url());
+        let tmux = Tmux::start(&label, &shell_line(&scratch.0, &db, "", &args, ""));
+        let screen = tmux.wait_for("the tunnel online", |s| public_url(s).is_some());
+        let url = public_url(&screen).unwrap();
+        drop(tmux);
+        // Until the relay hears of the end, the tunnel may still answer.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let reply = loop {
+            let reply = runtime.block_on(common::caller::post(&format!("{url}/after"), "{}".to_owned()));
+            if !matches!(reply.status, 200 | 502) || Instant::now() > deadline {
+                break reply;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(
+            reply.status,
+            404,
+            "round {round}: the name is free, not held for a client gone without a word: {}",
+            reply.text()
+        );
+    }
+}
+
 /// `portpreview http` runs more threads than the browser (the tunnel, the
 /// history writer), and a stop sent to the process may land on any of
 /// them: every stop must still leave the shell its screen and cursor

@@ -146,6 +146,16 @@ async fn run(
     result.map(|()| event_loop.events.take())
 }
 
+/// The end of the TUI an error with the terminal brings: none for a
+/// terminal that is gone, which ends it as a quit does (and the hangup
+/// that usually comes with it), else the error, saying what failed.
+fn unless_gone(err: std::io::Error, what: &'static str) -> anyhow::Result<()> {
+    match terminal::is_gone(&err) {
+        true => Ok(()),
+        false => Err(anyhow::Error::new(err).context(what)),
+    }
+}
+
 struct EventLoop {
     app: App,
     effects: Effects,
@@ -173,12 +183,14 @@ impl EventLoop {
         loop {
             // Without SIGCONT to wait for, a stop can only be taken as over.
             if terminal.is_given_back() && continued.is_none() {
-                terminal.resume().context("cannot take the terminal back")?;
+                if let Err(err) = terminal.resume() {
+                    return unless_gone(err, "cannot take the terminal back");
+                }
             }
             if dirty && !terminal.is_given_back() {
-                terminal
-                    .draw(|frame| frame.render_widget(&self.app, frame.area()))
-                    .context("cannot draw")?;
+                if let Err(err) = terminal.draw(|frame| frame.render_widget(&self.app, frame.area())) {
+                    return unless_gone(err, "cannot draw");
+                }
                 dirty = false;
                 if self.exit_after_first_frame {
                     return Ok(());
@@ -216,7 +228,7 @@ impl EventLoop {
                         dirty = true;
                     }
                     Some(Ok(_)) => {}
-                    Some(Err(err)) => return Err(err).context("cannot read the terminal"),
+                    Some(Err(err)) => return unless_gone(err, "cannot read the terminal"),
                     None => return Ok(()),
                 },
                 _ = tick.tick() => {
@@ -229,7 +241,9 @@ impl EventLoop {
                 // Stopped from outside (SIGSTOP) and continued: the shell
                 // took the terminal meanwhile.
                 Some(()) = next_signal(&mut continued) => {
-                    terminal.resume().context("cannot take the terminal back")?;
+                    if let Err(err) = terminal.resume() {
+                        return unless_gone(err, "cannot take the terminal back");
+                    }
                     dirty = true;
                 }
                 Some(()) = next_signal(&mut stop_asked) => {

@@ -16,7 +16,7 @@ pub fn can_draw() -> bool {
 
 /// The terminal in raw mode on the alternate screen. Dropping it restores
 /// the terminal, so an error return gives it back like a quit does; a
-/// panic hook (installed by `ratatui::try_init`) covers panics.
+/// panic hook installed by [`TerminalGuard::enter`] covers panics.
 pub struct TerminalGuard {
     terminal: DefaultTerminal,
     /// Given back to the shell by a stop, until [`TerminalGuard::resume`].
@@ -24,9 +24,15 @@ pub struct TerminalGuard {
 }
 
 impl TerminalGuard {
-    /// Enters raw mode and the alternate screen.
+    /// Enters raw mode and the alternate screen, as `ratatui::try_init`
+    /// does, but with a panic hook that gives the terminal back in silence
+    /// (see [`give_back`]).
     pub fn enter() -> io::Result<Self> {
-        match ratatui::try_init() {
+        give_back_on_panic();
+        let taken = crossterm::terminal::enable_raw_mode()
+            .and_then(|()| crossterm::execute!(io::stdout(), crossterm::terminal::EnterAlternateScreen))
+            .and_then(|()| DefaultTerminal::new(ratatui::backend::CrosstermBackend::new(io::stdout())));
+        match taken {
             Ok(terminal) => {
                 spare_caught_panics();
                 Ok(Self {
@@ -36,7 +42,7 @@ impl TerminalGuard {
             }
             Err(err) => {
                 // Raw mode may already be on when the alternate screen failed.
-                ratatui::restore();
+                give_back();
                 Err(err)
             }
         }
@@ -55,7 +61,7 @@ impl TerminalGuard {
         use rustix::process::{getpid, kill_process, Signal};
         // The shell's prompt needs its cursor, as a quit leaves it.
         self.terminal.show_cursor()?;
-        ratatui::restore();
+        give_back();
         self.given_back = true;
         // Raw mode kept the shell's ctrl-z from stopping us: stop ourselves,
         // with the signal nothing catches (the TUI listens for SIGTSTP to
@@ -88,7 +94,16 @@ impl TerminalGuard {
     }
 }
 
-/// ratatui's hook gives the terminal back on any panic, but some panics
+/// A panic gives the terminal back before it is reported.
+fn give_back_on_panic() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        give_back();
+        report(info);
+    }));
+}
+
+/// The hook above gives the terminal back on any panic, but some panics
 /// are caught and the TUI carries on: the history writer's own, and a
 /// tokio task's (an exchange, a save to a file), which its owner gets as
 /// an error. For those the screen stays, and the panic goes to the log
@@ -124,6 +139,33 @@ impl DerefMut for TerminalGuard {
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
         let _ = self.terminal.show_cursor();
-        ratatui::restore();
+        give_back();
     }
+}
+
+/// Leaves raw mode and the alternate screen. A terminal closed under the
+/// TUI cannot take that, nor any word of why, so nothing is said:
+/// `ratatui::restore` would say it with `eprintln!`, which panics on a
+/// closed terminal, and that panic, in a drop or a panic hook, aborts
+/// the process before the tunnel says goodbye to the relay.
+pub fn give_back() {
+    let _ = ratatui::try_restore();
+}
+
+/// Whether an error reading, drawing on or taking back the terminal says
+/// it is gone (its window closed, its session ended): the user's way of
+/// ending the TUI, as the hangup that usually comes with it is, not a
+/// failure.
+#[cfg(target_os = "linux")]
+pub fn is_gone(err: &io::Error) -> bool {
+    use rustix::io::Errno;
+    [Errno::IO, Errno::NXIO, Errno::PIPE]
+        .iter()
+        .any(|errno| err.raw_os_error() == Some(errno.raw_os_error()))
+}
+
+/// See the Linux one.
+#[cfg(not(target_os = "linux"))]
+pub fn is_gone(err: &io::Error) -> bool {
+    err.kind() == io::ErrorKind::BrokenPipe
 }
