@@ -6,7 +6,8 @@
 //! body still trickling in after the relay's upload limit (ten times its
 //! answer timeout) is refused 408, so no upload holds a stream for good.
 //! A caller that hangs up while a handler streams its answer slowly is
-//! recorded at once, with the status it had. Callers trickling large
+//! recorded at once, with the status it had, and so is one whose tunnel
+//! is stopped meanwhile. Callers trickling large
 //! bodies cannot take every place on a tunnel: webhooks still get through.
 
 mod common;
@@ -23,6 +24,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use common::local::{Answer, LocalHandler};
+use common::process::Running;
 use common::relay::TestRelay;
 use common::tunnel::{TestTunnel, TunnelOptions};
 
@@ -195,11 +197,24 @@ async fn a_caller_gone_during_a_slow_streamed_answer_is_recorded_with_its_status
     let mut tunnel = TestTunnel::start_with(&relay.http_url(), &format!("http://{handler}"), options)
         .await
         .expect("tunnel");
-    let mut caller = TcpStream::connect(relay.addr).await.expect("connect");
-    let request = format!(
-        "POST /t/{}/events HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{{}}",
-        tunnel.name()
+    let caller = caller_in_a_streamed_answer(relay.addr, tunnel.name()).await;
+    drop(caller);
+    // The handler never ends its answer: the delivery is recorded because
+    // the caller left, not because the answer ended or timed out.
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!(summary.status, Some(200), "{:?}", summary.error);
+    let error = summary.error.unwrap_or_default();
+    assert!(
+        error.ends_with(": the caller had the status and headers, not the whole body"),
+        "{error}"
     );
+}
+
+/// A caller of tunnel `name` that has the status and the first piece of
+/// the endless [`raw_handler`]'s answer, and reads no more.
+async fn caller_in_a_streamed_answer(relay: std::net::SocketAddr, name: &str) -> TcpStream {
+    let mut caller = TcpStream::connect(relay).await.expect("connect");
+    let request = format!("POST /t/{name}/events HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{{}}");
     caller.write_all(request.as_bytes()).await.expect("send");
     let mut answer = Vec::new();
     let mut buf = [0; 4096];
@@ -213,15 +228,33 @@ async fn a_caller_gone_during_a_slow_streamed_answer_is_recorded_with_its_status
         "{}",
         String::from_utf8_lossy(&answer)
     );
-    drop(caller);
-    // The handler never ends its answer: the delivery is recorded because
-    // the caller left, not because the answer ended or timed out.
-    let (summary, _) = tunnel.next_delivery().await;
-    assert_eq!(summary.status, Some(200), "{:?}", summary.error);
-    let error = summary.error.unwrap_or_default();
-    assert!(
-        error.ends_with(": the caller had the status and headers, not the whole body"),
-        "{error}"
+    caller
+}
+
+/// Stopped in the middle of a streamed answer, the tunnel keeps in the
+/// history the status its caller had, as for a caller gone meanwhile.
+#[tokio::test]
+async fn a_tunnel_stopped_during_a_streamed_answer_records_the_status_its_caller_had() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let relay = TestRelay::start().await;
+    let handler = raw_handler(true).await;
+    let db = dir.path().join("history.db");
+    let (mut client, url) = Running::tunnel(&format!("http://{handler}"), &relay.http_url(), &db, dir.path()).await;
+    let name = url.rsplit('/').next().expect("tunnel name");
+    let _caller = caller_in_a_streamed_answer(relay.addr, name).await;
+    client.signal("TERM");
+    assert_eq!(client.exit_code(Duration::from_secs(20)).await, Some(0));
+    let store = portpreview::store::Store::open_existing(&db).expect("open the history");
+    let listed = store.list(&portpreview::store::ListQuery::default()).expect("read");
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(
+        (listed[0].status, listed[0].error.as_deref()),
+        (
+            Some(200),
+            Some(
+                "PortPreview was stopped during the answer: the caller had the status and headers, not the whole body"
+            )
+        )
     );
 }
 

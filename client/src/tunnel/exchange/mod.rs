@@ -32,6 +32,9 @@ const PART_FORWARDED: &str = "the request body stopped part way; the handler got
 const ABANDONED: &str = "the connection to the relay ended before the answer";
 /// Why an exchange cut off by the user stopping PortPreview failed.
 const STOPPED: &str = "PortPreview was stopped before the answer came";
+/// Why an answer whose body PortPreview was stopped in the middle of
+/// broke off: its caller had the status.
+const STOPPED_MID_ANSWER: &str = "PortPreview was stopped during the answer";
 
 /// A request head as the relay sent it.
 pub struct Head {
@@ -109,10 +112,13 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
             // hung up, or the relay gave up and answered the caller itself.
             Ok(reason) = &mut reset => answer_for_nobody(&shared, exchanged, &answer, line.started, &reason).await,
             () = abandoned.cancelled() => {
-                if shared.stop.asked.is_cancelled() {
+                let stopped = shared.stop.asked.is_cancelled();
+                if stopped && !answer.head_sent.load(Ordering::Relaxed) {
                     failure(line.started, STOPPED.into())
                 } else {
-                    answer_for_nobody(&shared, exchanged, &answer, line.started, ABANDONED).await
+                    // A caller that had the status keeps it in the history.
+                    let why = if stopped { STOPPED_MID_ANSWER } else { ABANDONED };
+                    answer_for_nobody(&shared, exchanged, &answer, line.started, why).await
                 }
             }
         }
@@ -195,6 +201,9 @@ async fn answer_for_nobody(
     // wait for it, nor the handler's pace be waited on for the rest.
     answer.nobody_left();
     let answered = tokio::select! {
+        // An answer that broke off as soon as no caller was left is here
+        // at once, whether or not the drain is already over.
+        biased;
         answered = within(shared.local_timeout, exchanged) => answered,
         () = shared.stop.drain_over() => None,
     };
