@@ -198,6 +198,45 @@ fn a_handler_that_dedups_in_one_transaction_is_idempotent_and_the_run_is_recorde
         .contains("had seen the event before"));
 }
 
+/// A probe that fails after its reads caught a duplicate acting: the
+/// conviction stands, and the report holds the reads it rests on rather
+/// than saying side effects went unchecked.
+#[test]
+fn a_probe_that_fails_after_catching_a_duplicate_keeps_the_reads_that_convict() {
+    let handler = Handler::start(Behaviour::CreditsEveryDelivery);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let probe = format!(
+        "grep -qE 'balance: [012]$' {0} && cat {0} || {{ echo 'db down' >&2; exit 1; }}",
+        handler.state_file().display()
+    );
+    let ran = history.replay(&["--times", "4", "--check-cmd", &probe, "--settle", "50ms", "--json"]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
+    assert_eq!(json["verdict"], "not_idempotent", "{json:#}");
+    assert!(
+        json["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("✗ not idempotent: attempt 2 changed the state again"),
+        "{json:#}"
+    );
+    assert_eq!(ran.check("duplicates_change_nothing")["passed"], false, "{json:#}");
+    let readable = ran.check("state_readable");
+    assert!(
+        readable["detail"]
+            .as_str()
+            .unwrap()
+            .ends_with("db down; what the attempts after its last read did to the state was not judged"),
+        "{readable}"
+    );
+    assert_eq!(json["side_effects_checked"], true, "{json:#}");
+    assert_eq!(json["first_attempt_changed_state"], true, "{json:#}");
+    assert!(
+        json["state"]["before"].as_str().unwrap().contains("balance: 0"),
+        "{json:#}"
+    );
+}
+
 #[test]
 fn a_change_far_into_a_long_state_is_still_seen() {
     // The balance comes after 100 KiB of other state: a probe that compared

@@ -321,7 +321,9 @@ impl Run<'_> {
         }
         let mut warnings = self.plan.warnings.clone();
         let convicted_early = self.convicted_before_the_probe_failed();
-        let state = (self.probe.is_some() && self.read_before).then_some(self.trace);
+        // A probe that failed part way leaves no state to judge by, unless
+        // what it read before convicts: then the report holds those reads.
+        let state = (self.read_before && (self.probe.is_some() || convicted_early.is_some())).then_some(self.trace);
         // A probe that failed part way was given: its check says what went wrong.
         if self.probe.is_none() && self.unreadable.is_none() {
             warnings.push(super::NOT_PROBED.into());
@@ -330,7 +332,7 @@ impl Run<'_> {
             // Reads of part of a run judge nothing.
             _ if interrupted => checks.push(verdict::run_completed(self.attempts.len(), self.total)),
             (Some(reason), _) => {
-                checks.push(verdict::state_readable(reason));
+                checks.push(verdict::state_readable(reason, convicted_early.is_some()));
                 checks.extend(convicted_early);
             }
             (None, Some(trace)) => {

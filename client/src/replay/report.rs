@@ -195,7 +195,12 @@ impl Report {
             Some(false) if super::verdict::went_away(&self.attempts) => {
                 self.convicting().next().or_else(|| self.failed_checks().next())
             }
-            _ => self.failed_checks().next(),
+            // A verdict reached names what reached it, not a read that
+            // failed beside it.
+            _ => (self
+                .failed_checks()
+                .find(|c| !super::verdict::makes_inconclusive(c.name)))
+            .or_else(|| self.failed_checks().next()),
         }
         .map(|c| c.detail.as_str());
         let line = match (self.idempotent, first_failure) {

@@ -333,11 +333,16 @@ fn step_phrase(attempts: &[Attempt], step: usize) -> String {
 }
 
 /// The state could not be read whole, so duplicates were not judged: inconclusive.
-pub fn state_readable(reason: &ProbeError) -> Check {
+/// `judged`: the reads taken before the probe failed convicted the handler.
+pub fn state_readable(reason: &ProbeError, judged: bool) -> Check {
+    let unjudged = match judged {
+        true => "what the attempts after its last read did to the state was not judged",
+        false => "what the attempts did to the state was not judged",
+    };
     Check {
         name: STATE_READABLE,
         passed: false,
-        detail: format!("{reason}; what the attempts did to the state was not judged"),
+        detail: format!("{reason}; {unjudged}"),
     }
 }
 
@@ -362,7 +367,11 @@ pub fn slow_answers(attempts: &[Attempt], provider: Provider) -> Option<String> 
 /// inconclusive; any other failure is "not idempotent".
 pub fn decide(checks: &[Check]) -> Option<bool> {
     let failed = |name: &str| checks.iter().any(|c| c.name == name && !c.passed);
-    if failed(ANSWERS_2XX) {
+    // A duplicate seen repeating its side effect in reads that held still
+    // convicts, though the probe failed after them; a state still moving
+    // leaves every read open.
+    let convicted = failed(DUPLICATES_CHANGE_NOTHING) || failed(BURST_ACTS_ONCE);
+    if failed(ANSWERS_2XX) || (convicted && !failed(STATE_SETTLED)) {
         return Some(false);
     }
     if checks.iter().any(|c| !c.passed && makes_inconclusive(c.name)) {

@@ -31,6 +31,15 @@ fn a_moving_state_makes_the_verdict_inconclusive_but_a_bad_answer_is_final() {
         Some(false)
     );
     assert_eq!(decide(&[check(ANSWERS_2XX, true), check(STATE_READABLE, false)]), None);
+    // Reads that caught a duplicate acting before the probe failed convict.
+    assert_eq!(
+        decide(&[
+            check(ANSWERS_2XX, true),
+            check(STATE_READABLE, false),
+            check(DUPLICATES_CHANGE_NOTHING, false)
+        ]),
+        Some(false)
+    );
 }
 
 #[test]
