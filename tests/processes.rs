@@ -1078,6 +1078,8 @@ async fn asked_to_stop_twice_the_tunnel_cuts_off_what_is_in_flight() {
     stuck.client.signal("INT");
     let draining = stuck.client.line_containing(r#""event":"stopping""#).await;
     assert!(draining.contains(r#""within_ms":3000"#), "{draining}");
+    // A moment later: at once, it would be taken for the same ctrl-c.
+    tokio::time::sleep(portpreview_server::signal::SIGNAL_SETTLE * 2).await;
     stuck.client.signal("INT");
     let cut_off = stuck.client.line_containing(r#""event":"stopping""#).await;
     assert!(
@@ -1090,6 +1092,28 @@ async fn asked_to_stop_twice_the_tunnel_cuts_off_what_is_in_flight() {
         "a stop cut short is not a clean exit"
     );
     assert_eq!((&mut stuck.call).await.expect("caller task").status, 502);
+    assert_eq!(
+        stuck.recorded_error().as_deref(),
+        Some("PortPreview was stopped before the answer came")
+    );
+}
+
+/// One ctrl-c can come twice at once: from the terminal, and passed on by
+/// a wrapper such as npm to its child. Taken for two, it would cut off
+/// every request in flight on every ctrl-c under such a wrapper.
+#[tokio::test]
+async fn two_signals_at_once_are_one_stop_that_waits_for_what_is_in_flight() {
+    let mut stuck = StuckRequest::start(&["--log-format", "json"]).await;
+    stuck.client.signal("INT");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    stuck.client.signal("INT");
+    let draining = stuck.client.line_containing(r#""event":"stopping""#).await;
+    assert!(draining.contains(r#""within_ms":3000"#), "{draining}");
+    assert_eq!(
+        stuck.client.exit_code(Duration::from_secs(20)).await,
+        Some(0),
+        "the stop waited its 3 s, as for one ctrl-c"
+    );
     assert_eq!(
         stuck.recorded_error().as_deref(),
         Some("PortPreview was stopped before the answer came")

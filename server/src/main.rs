@@ -203,9 +203,6 @@ fn start(listen: SocketAddr, config: RelayConfig) -> anyhow::Result<Relay> {
     })
 }
 
-/// How long after a stop signal another one is taken for the same.
-const SIGNAL_SETTLE: std::time::Duration = std::time::Duration::from_millis(300);
-
 /// How long a stop cut short waits for the 502s and close frames to go out.
 const CUT_SHORT_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -246,14 +243,8 @@ impl Relay {
                 drain.as_secs()
             );
             stop.drain.cancel();
-            // A second signal is the operator's "now": the drain ends at
-            // once. One hang-up can arrive twice (from the kernel, and
-            // passed on by the shell), so a signal counts as a second only
-            // after a moment.
-            let second = async {
-                tokio::time::sleep(SIGNAL_SETTLE).await;
-                portpreview_server::signal::shutdown_signal().await;
-            };
+            // A second signal is the operator's "now": the drain ends at once.
+            let second = portpreview_server::signal::second_shutdown_signal();
             tokio::select! {
                 result = &mut serving => {
                     tracing::info!("stopped");

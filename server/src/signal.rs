@@ -41,3 +41,16 @@ pub async fn shutdown_signal() {
     #[cfg(not(unix))]
     ctrl_c.await;
 }
+
+/// How long after a stop signal another one is taken for the same: one
+/// hang-up can arrive twice (from the kernel, and passed on by the
+/// shell), and one ctrl-c too (from the terminal, and passed on by a
+/// wrapper such as npm, which forwards it to its child).
+pub const SIGNAL_SETTLE: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// The second stop signal: the first that comes [`SIGNAL_SETTLE`] or more
+/// after this is awaited, as the user's "now".
+pub async fn second_shutdown_signal() {
+    tokio::time::sleep(SIGNAL_SETTLE).await;
+    shutdown_signal().await;
+}

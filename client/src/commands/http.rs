@@ -343,7 +343,7 @@ impl Running {
             }
             // Asked again while requests in flight finish: stop without them.
             tokio::select! {
-                () = portpreview_server::signal::shutdown_signal() => stop.now.cancel(),
+                () = portpreview_server::signal::second_shutdown_signal() => stop.now.cancel(),
                 () = tunnel_ended.cancelled() => {}
             }
         };
