@@ -1052,7 +1052,8 @@ fn what_cannot_run_exits_2_with_one_line() {
         (ran.code, ran.stderr.trim()),
         (
             2,
-            "error: invalid --target \"notaurl\": expected http://host:port[/path], https://host:port[/path], host:port or a port number"
+            "error: invalid value 'notaurl' for '--target <URL>': expected http://host:port[/path], \
+             https://host:port[/path], host:port or a port number; see portpreview replay --help"
         )
     );
     let ran = portpreview(&history.db(), &["replay", "999"]);
@@ -1293,7 +1294,7 @@ fn a_fresh_burst_of_one_copy_is_refused_before_anything_is_sent() {
             (
                 2,
                 "error: --fresh needs --times 2 or more: a burst of one copy sends no duplicate, \
-                 so it cannot show the handler acting twice\n"
+                 so it cannot show the handler acting twice; see portpreview replay --help\n"
             ),
             "{args:?}: {}",
             ran.stdout
@@ -1603,7 +1604,8 @@ fn settings_that_cannot_work_are_refused_before_anything_is_sent() {
     assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
     assert_eq!(
         ran.stderr.trim(),
-        "error: --provider and --path narrow --latest: with an ID, an event key or --from they would be ignored"
+        "error: --provider and --path narrow --latest: with an ID, an event key or --from they would be ignored; \
+         see portpreview replay --help"
     );
     // Without an ID they are taken for what they are: --latest left out.
     let ran = portpreview(&history.db(), &["replay", "--path", "/webhooks/*"]);
@@ -1611,7 +1613,8 @@ fn settings_that_cannot_work_are_refused_before_anything_is_sent() {
         (ran.code, ran.stderr.as_str()),
         (
             2,
-            "error: --provider and --path narrow --latest: add --latest to replay the newest delivery they match\n"
+            "error: --provider and --path narrow --latest: add --latest to replay the newest delivery they match; \
+             see portpreview replay --help\n"
         ),
         "{}",
         ran.stdout

@@ -337,13 +337,24 @@ impl Running {
             Ok(())
         };
         let signals = async {
+            let signalled = tokio::select! {
+                () = portpreview_server::signal::shutdown_signal() => {
+                    shutdown.cancel();
+                    true
+                }
+                () = shutdown.cancelled() => false,
+            };
+            // Asked again while requests in flight finish: stop without
+            // them. Right after a signal, another is the same one passed
+            // on twice; after a quit from the TUI, any signal is the user's.
+            let again = async {
+                match signalled {
+                    true => portpreview_server::signal::second_shutdown_signal().await,
+                    false => portpreview_server::signal::shutdown_signal().await,
+                }
+            };
             tokio::select! {
-                () = portpreview_server::signal::shutdown_signal() => shutdown.cancel(),
-                () = shutdown.cancelled() => {}
-            }
-            // Asked again while requests in flight finish: stop without them.
-            tokio::select! {
-                () = portpreview_server::signal::second_shutdown_signal() => stop.now.cancel(),
+                () = again => stop.now.cancel(),
                 () = tunnel_ended.cancelled() => {}
             }
         };
