@@ -673,7 +673,7 @@ fn a_relay_address_with_a_port_out_of_range_is_refused_as_typed() {
             stderr.trim_end(),
             format!(
                 "error: invalid relay address \"{server}\": use ws://, wss://, http:// or https:// followed by host:port \
-                 (a port from 1 to 65535)"
+                 (a port from 1 to 65535); see portpreview http --help"
             ),
         );
     }

@@ -145,7 +145,11 @@ async fn set_up(args: &Args, config: Config, server_origin: &Origin) -> anyhow::
     let (url, local_relay) = match args.server.clone().or_else(|| config.server.clone()) {
         Some(server) => {
             notices.extend(unused_with_a_relay(args, server_origin));
-            let url = connect::relay_url(&server).map_err(|err| server_origin.explain(err.into(), RELAY_ADDRESS))?;
+            let url = connect::relay_url(&server).map_err(|err| match server_origin {
+                // Typed just now: a bad flag, told as clap tells its own.
+                Origin::Flag(_) => anyhow::anyhow!("{err}; see portpreview http --help"),
+                _ => server_origin.explain(err.into(), RELAY_ADDRESS),
+            })?;
             (url, None)
         }
         None => {
@@ -223,7 +227,7 @@ fn unused_with_a_relay(args: &Args, origin: &Origin) -> Vec<String> {
 async fn bind_local_relay(listen: &str) -> anyhow::Result<(String, TcpListener)> {
     let listener = TcpListener::bind(listen)
         .await
-        .with_context(|| format!("cannot listen on {listen} for the local relay"))?;
+        .with_context(|| format!("cannot listen on \"{listen}\" for the local relay"))?;
     let mut address = listener.local_addr()?;
     // Listening on every address (0.0.0.0) is no address to call: the
     // tunnel, and the URL it prints, go through loopback.
