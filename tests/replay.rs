@@ -1535,6 +1535,17 @@ fn a_fresh_burst_that_a_field_fresh_left_alone_deduped_is_inconclusive() {
         runs.iter().all(|run| run.contains("a baseline, then 4×, 4 at once")),
         "{runs:?}"
     );
+    // An attempt is no delivery of its event, and came in on no public URL.
+    let attempt = portpreview(&history.db(), &["show", "2", "--json"]).json();
+    assert_eq!(
+        (
+            &attempt["replay_of"],
+            &attempt["delivery_number"],
+            &attempt["tunnel_url"]
+        ),
+        (&Value::from(1), &Value::Null, &Value::Null),
+        "{attempt:#}"
+    );
 }
 
 /// The report's own advice, `--fresh-field /data/object/id`, renews the

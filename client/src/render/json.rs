@@ -41,6 +41,8 @@ fn known_size(stored: &[u8], size: u64) -> Option<u64> {
 }
 
 /// One delivery whole for `show --json`; secrets masked unless `reveal`.
+/// A replay attempt has no place among its event's deliveries, and came
+/// in on no public URL: both are null, as in `history --json`.
 pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: bool) -> Value {
     let r = &d.request;
     let mut request = json!({
@@ -64,7 +66,7 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
     json!({
         "id": d.id,
         "received_at": rfc3339_ms(r.received_at_ms),
-        "tunnel_url": r.tunnel_url,
+        "tunnel_url": (!r.tunnel_url.is_empty()).then_some(&r.tunnel_url),
         "target": r.target,
         "method": r.method,
         "path": shown_path(&r.path, reveal),
@@ -74,7 +76,7 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
         "event_key": r.event_key,
         "event_key_source": r.event_key_source,
         "delivery_count": d.delivery_count,
-        "delivery_number": delivery_number,
+        "delivery_number": r.replay_of.is_none().then_some(delivery_number),
         "error": d.outcome.as_ref().and_then(|o| o.error.clone()),
         "replay_of": r.replay_of,
         "request": request,
