@@ -237,6 +237,38 @@ fn a_probe_that_fails_after_catching_a_duplicate_keeps_the_reads_that_convict() 
     );
 }
 
+/// The same with `--fresh`: a burst read to credit every copy convicts,
+/// though the read three settle windows later fails. The probe fails once
+/// the burst's state has held still for 1.3 s: after its reads (500 ms of
+/// stillness), before that last read (1.5 s after them).
+#[test]
+fn a_probe_that_fails_after_catching_a_burst_acting_keeps_the_reads_that_convict() {
+    let handler = Handler::start(Behaviour::CreditsEveryDelivery);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let probe = format!(
+        "python3 -c 'import os, sys, time; f = sys.argv[1]; s = open(f).read(); \
+         sys.exit(\"db down\") if \"balance: 4\" in s and time.time() - os.path.getmtime(f) > 1.3 else print(s, end=\"\")' {}",
+        handler.state_file().display()
+    );
+    let ran = history.replay(&[
+        "--fresh",
+        "--times",
+        "3",
+        "--check-cmd",
+        &probe,
+        "--settle",
+        "500ms",
+        "--json",
+    ]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
+    assert_eq!(json["verdict"], "not_idempotent", "{json:#}");
+    assert_eq!(ran.check("fresh_burst_acts_once")["passed"], false, "{json:#}");
+    assert_eq!(ran.check("state_readable")["passed"], false, "{json:#}");
+    assert_eq!(json["side_effects_checked"], true, "{json:#}");
+    assert_eq!(handler.balance(), 4, "one baseline credit and three for the burst");
+}
+
 #[test]
 fn a_change_far_into_a_long_state_is_still_seen() {
     // The balance comes after 100 KiB of other state: a probe that compared

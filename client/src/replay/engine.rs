@@ -288,21 +288,24 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// The report on the attempts sent; `interrupted` when the user stopped
-    /// the run before its end, which leaves the verdict open.
     /// What the reads taken before the probe failed show (its handler may
-    /// have gone with it): a duplicate that repeated the side effect
-    /// convicts the handler whatever came after; one that did not proves
-    /// nothing, as the rest went unread.
+    /// have gone with it): a duplicate, or a `--fresh` burst, that repeated
+    /// the side effect convicts the handler whatever came after; one that
+    /// did not proves nothing, as the rest went unread.
     fn convicted_before_the_probe_failed(&self) -> Option<super::report::Check> {
-        if self.opts.fresh || !self.read_before {
+        if !self.read_before {
             return None;
         }
-        let read: Vec<Attempt> = (self.attempts.iter())
-            .filter(|a| a.state_changed.is_some())
-            .cloned()
-            .collect();
-        verdict::duplicates_change_nothing(&read, &self.trace, self.had_the_event()).filter(|check| !check.passed)
+        let check = if self.opts.fresh {
+            verdict::burst_acts_once(&self.trace, self.opts.times as usize)
+        } else {
+            let read: Vec<Attempt> = (self.attempts.iter())
+                .filter(|a| a.state_changed.is_some())
+                .cloned()
+                .collect();
+            verdict::duplicates_change_nothing(&read, &self.trace, self.had_the_event())
+        };
+        check.filter(|check| !check.passed && !verdict::makes_inconclusive(check.name))
     }
 
     /// The history shows the handler answering this event 2xx before: the
@@ -311,6 +314,8 @@ impl Run<'_> {
         self.opts.answered_when_recorded && self.plan.as_recorded
     }
 
+    /// The report on the attempts sent; `interrupted` when the user stopped
+    /// the run before its end, which leaves the verdict open.
     fn into_report(self, elapsed: Duration, interrupted: bool) -> Report {
         let had_the_event = self.had_the_event();
         let opts = self.opts;
