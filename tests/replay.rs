@@ -1567,6 +1567,8 @@ fn a_fresh_burst_that_a_field_fresh_left_alone_deduped_is_inconclusive() {
         runs.iter().all(|run| run.contains("a baseline, then 4×, 4 at once")),
         "{runs:?}"
     );
+    let runs = portpreview(&history.db(), &["show", "1", "--json"]).json()["replay_runs"].clone();
+    assert_eq!(runs[0]["fresh"], true, "{runs:#}");
     // An attempt is no delivery of its event, and came in on no public URL.
     let attempt = portpreview(&history.db(), &["show", "2", "--json"]).json();
     assert_eq!(

@@ -42,7 +42,8 @@ pub fn run(mut args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     let mut named = std::collections::HashSet::new();
     args.ids.retain(|id| named.insert(*id));
     if let Some(flag) = args.target.as_deref().filter(|flag| !flag.contains("://")) {
-        crate::target::Target::parse(flag).map_err(|err| err.named("--target"))?;
+        crate::target::Target::parse(flag)
+            .map_err(|err| anyhow::anyhow!("{}; see portpreview export --help", err.named("--target")))?;
     }
     let store = super::open_history(db)?;
     // All read before anything is written: a mistyped id leaves no export half done.

@@ -91,6 +91,7 @@ fn replay_run(run: &ReplayRun) -> Value {
         "started_at": rfc3339_ms(run.started_at_ms),
         "times": run.times,
         "concurrency": run.concurrency,
+        "fresh": crate::replay::sent_a_baseline(run),
         "idempotent": run.idempotent,
         "summary": run.summary,
     })
