@@ -836,6 +836,34 @@ fn a_fixture_with_a_method_http_cannot_send_is_refused_before_anything_is_sent()
         "error: invalid fixture bad-path.json: path \"/webhooks/a b\" cannot be sent in a request: it is written \
          as in a URL, with no spaces or control characters (a space is %20)"
     );
+    // And a header: left out of every attempt, the run could pass without it.
+    for (name, value, said) in [
+        (
+            "x-sig nature",
+            "v1",
+            "header name \"x-sig nature\" cannot be sent in a request",
+        ),
+        (
+            "x-inject",
+            "a\r\nx-evil: 1",
+            "the value of header \"x-inject\" cannot be sent in a request",
+        ),
+    ] {
+        let mut fixture: Value = serde_json::from_str(&text).unwrap();
+        fixture["headers"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({"name": name, "value": value}));
+        std::fs::write(project.path("bad-header.json"), fixture.to_string()).unwrap();
+        let ran = project.check(&["bad-header.json", "--target", &good.url()], &[]);
+        assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+        assert!(
+            ran.stderr
+                .starts_with(&format!("error: invalid fixture bad-header.json: {said}")),
+            "{}",
+            ran.stderr
+        );
+    }
     assert_eq!(good.balance(), 0, "nothing was sent");
 }
 
