@@ -319,9 +319,14 @@ fn tui_refuses_a_pipe() {
 
 /// Stores delivery #1: Stripe event `event`, sent to `target` and answered 200.
 fn store_stripe_delivery(db: &Path, target: &str, event: &str) {
+    store_stripe_delivery_at(db, target, event, 1_764_470_700_000);
+}
+
+/// [`store_stripe_delivery`], received at `received_at_ms`.
+fn store_stripe_delivery_at(db: &Path, target: &str, event: &str, received_at_ms: i64) {
     let body = format!(r#"{{"id":"{event}","type":"invoice.paid"}}"#).into_bytes();
     let request = NewDelivery {
-        received_at_ms: 1_764_470_700_000,
+        received_at_ms,
         target: target.into(),
         method: "POST".into(),
         path: "/webhooks/stripe".into(),
@@ -386,6 +391,38 @@ fn browsing_shows_what_is_recorded_meanwhile() {
     });
     tmux.send(&["q"]);
     tmux.wait_for("the shell again", |s| s.contains("portpreview exited 0"));
+}
+
+/// Another process prunes the oldest deliveries while browsing: the count
+/// and the list follow, as they follow deliveries recorded meanwhile.
+#[test]
+fn browsing_follows_a_prune_beside_it() {
+    let scratch = Scratch::new("pruned");
+    let db = scratch.0.join("history.db");
+    store_stripe_delivery(&db, "http://127.0.0.1:9", "evt_old_one");
+    store_stripe_delivery(&db, "http://127.0.0.1:9", "evt_old_two");
+    let now_ms = i64::try_from(std::time::SystemTime::UNIX_EPOCH.elapsed().unwrap().as_millis()).unwrap();
+    store_stripe_delivery_at(&db, "http://127.0.0.1:9", "evt_recent", now_ms);
+    let tmux = browse("pruned", &scratch, &db);
+    tmux.wait_for("three rows", |s| {
+        s.contains("evt_old_one") && s.contains("Deliveries 1/3 ")
+    });
+    let pruned = Command::new(portpreview_bin())
+        .arg("--db")
+        .arg(&db)
+        .args(["prune", "--older-than", "30d"])
+        .env("PORTPREVIEW_CONFIG", "/dev/null")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&pruned.stdout);
+    assert!(
+        said.starts_with("Removed 2 deliveries"),
+        "{said}{}",
+        String::from_utf8_lossy(&pruned.stderr)
+    );
+    let screen = tmux.wait_for("the pruned rows gone", |s| s.contains("Deliveries 1/1 "));
+    assert!(screen.contains("evt_recent") && !screen.contains("evt_old"), "{screen}");
+    assert!(screen.contains("older deliveries were pruned"), "{screen}");
 }
 
 /// The history deleted while browsing it: the rows stay, the screen says

@@ -73,6 +73,15 @@ impl Store {
         run().map_err(|e| self.classify(e))
     }
 
+    /// The smallest delivery id held, `None` when there is none: it moves
+    /// on when `prune` removes the oldest deliveries, which a reader that
+    /// counted them must know of.
+    pub fn oldest_id(&self) -> Result<Option<i64>, StoreError> {
+        self.conn
+            .query_row("SELECT min(id) FROM deliveries", [], |row| row.get(0))
+            .map_err(|e| self.classify(e))
+    }
+
     /// How many deliveries match `q` (its `limit` and `before_id` apply too).
     pub fn count(&self, q: &ListQuery) -> Result<u64, StoreError> {
         let (filter, mut values) = where_clause(q);

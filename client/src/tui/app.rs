@@ -179,6 +179,9 @@ pub struct App {
     seen_version: Option<i64>,
     /// The second it was last read in.
     version_read_at: u64,
+    /// The smallest delivery id the history held when last read: moved
+    /// on, another process pruned the oldest deliveries.
+    oldest: Option<i64>,
     /// The history's generation when last read: it changes when the file
     /// at the history's path is another one.
     generation: u64,
@@ -200,6 +203,7 @@ impl App {
         let mut pager = Pager::new(None);
         pager.reload_page(source.as_ref())?;
         let seen_version = source.data_version().ok();
+        let oldest = source.oldest_id().ok().flatten();
         let generation = source.generation();
         let mut app = Self {
             source,
@@ -220,6 +224,7 @@ impl App {
             head_stale: false,
             seen_version,
             version_read_at: 0,
+            oldest,
             generation,
             orphaned: false,
             tickets: 0,
@@ -339,10 +344,14 @@ impl App {
         }
         // Once a second: a filtered view reads the history again on each
         // change, and a tunnel beside it commits many times a second.
-        if matches!(self.mode, Mode::Browser { .. }) && second != self.version_read_at {
+        if second != self.version_read_at {
             self.version_read_at = second;
+            if self.follow_prune() {
+                return true;
+            }
             let version = self.source.data_version().ok();
-            if std::mem::replace(&mut self.seen_version, version) != version {
+            let changed = std::mem::replace(&mut self.seen_version, version) != version;
+            if changed && matches!(self.mode, Mode::Browser { .. }) {
                 self.head_stale = true;
                 // Its answer, or a retry of its event, may be what changed.
                 if let Some(id) = self.detail.as_ref().map(|d| d.doc.id) {
@@ -389,6 +398,48 @@ impl App {
             },
             Err(err) => self.set_status(format!("cannot read the history: {}", crate::error_line(&err)), true),
         }
+        true
+    }
+
+    /// Reads the list again when another process pruned the oldest
+    /// deliveries (`portpreview prune`): the count and the pages read
+    /// still hold them. The open delivery stays where it is still listed
+    /// on the first page; else the list goes back to the newest. True when
+    /// the screen changed.
+    fn follow_prune(&mut self) -> bool {
+        let Ok(oldest) = self.source.oldest_id() else {
+            return false;
+        };
+        let pruned = match (self.oldest, oldest) {
+            (Some(before), Some(now)) => now > before,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        self.oldest = oldest;
+        if !pruned {
+            return false;
+        }
+        if self.pager.search().is_some() {
+            self.read_from_top_or_say();
+        } else {
+            let anchor = self.selected_id();
+            if let Err(err) = self.reload_and_count() {
+                self.set_status(format!("cannot read the history: {}", crate::error_line(&err)), true);
+                return true;
+            }
+            match anchor.and_then(|id| self.pager.position(id)) {
+                Some(index) => self.settle(index),
+                None => {
+                    self.close_detail();
+                    self.offset = 0;
+                    self.settle(0);
+                }
+            }
+        }
+        self.set_status(
+            "older deliveries were pruned from the history: the list is read again",
+            false,
+        );
         true
     }
 

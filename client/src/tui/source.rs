@@ -25,6 +25,9 @@ pub trait HistorySource {
     fn replay_runs(&self, delivery_id: i64) -> anyhow::Result<Vec<ReplayRun>>;
     /// Changes whenever someone else writes to the history.
     fn data_version(&self) -> anyhow::Result<i64>;
+    /// The smallest delivery id held, `None` when empty: it moves on when
+    /// another process prunes the oldest deliveries.
+    fn oldest_id(&self) -> anyhow::Result<Option<i64>>;
     /// Changes when the history is another file than before (see
     /// [`FollowedStore`]): nothing read earlier holds, ids included.
     fn generation(&self) -> u64 {
@@ -66,6 +69,10 @@ impl HistorySource for Store {
 
     fn data_version(&self) -> anyhow::Result<i64> {
         Ok(Store::data_version(self)?)
+    }
+
+    fn oldest_id(&self) -> anyhow::Result<Option<i64>> {
+        Ok(Store::oldest_id(self)?)
     }
 }
 
@@ -133,6 +140,10 @@ impl HistorySource for FollowedStore {
 
     fn data_version(&self) -> anyhow::Result<i64> {
         Ok(self.current().data_version()?)
+    }
+
+    fn oldest_id(&self) -> anyhow::Result<Option<i64>> {
+        Ok(self.current().oldest_id()?)
     }
 
     fn generation(&self) -> u64 {
@@ -231,6 +242,10 @@ impl HistorySource for MemorySource {
 
     fn data_version(&self) -> anyhow::Result<i64> {
         Ok(self.deliveries.borrow().len() as i64)
+    }
+
+    fn oldest_id(&self) -> anyhow::Result<Option<i64>> {
+        Ok(self.deliveries.borrow().iter().map(|d| d.id).min())
     }
 
     fn generation(&self) -> u64 {

@@ -627,6 +627,9 @@ impl HistorySource for SharedSource {
     fn data_version(&self) -> anyhow::Result<i64> {
         self.0.data_version()
     }
+    fn oldest_id(&self) -> anyhow::Result<Option<i64>> {
+        self.0.oldest_id()
+    }
     fn generation(&self) -> u64 {
         self.0.generation()
     }
@@ -876,4 +879,39 @@ fn clearing_a_filter_counts_the_history_off_the_thread() {
         assert!(app.on_found(found));
     }
     assert_eq!((app.pager.total(), app.waiting()), (Some(1000), None));
+}
+
+/// Another process prunes the oldest deliveries while the list is open
+/// (`portpreview prune`): the count and the pages read still held them,
+/// and `G` went to rows no longer there. The list is read again, and the
+/// delivery open stays open where it still is.
+#[test]
+fn a_prune_beside_the_list_is_followed() {
+    for mode in [Mode::Browser { db: "h.db".into() }, Mode::Live] {
+        let shared = std::rc::Rc::new(MemorySource::with_rows(50));
+        let mut app = App::new(
+            Box::new(SharedSource(shared.clone())),
+            mode.clone(),
+            Rect::new(0, 0, 120, 40),
+        )
+        .unwrap();
+        serve(&mut app);
+        assert_eq!(app.pager.total(), Some(50));
+        press(&mut app, "jj");
+        key(&mut app, KeyCode::Enter);
+        assert_eq!(app.selected_id(), Some(48));
+        assert!(!app.on_tick(1), "nothing changed");
+        shared.deliveries.borrow_mut().retain(|d| d.id > 40);
+        assert!(app.on_tick(2), "{mode:?}: the prune is seen");
+        let status = app.status.as_ref().map(|s| s.text.clone()).unwrap_or_default();
+        assert!(status.contains("pruned"), "{mode:?}: {status}");
+        serve(&mut app);
+        assert_eq!(app.pager.total(), Some(10), "{mode:?}");
+        assert_eq!(app.selected_id(), Some(48), "{mode:?}: the open delivery stays");
+        assert!(app.detail.is_some(), "{mode:?}");
+        key(&mut app, KeyCode::Esc);
+        press(&mut app, "G");
+        serve(&mut app);
+        assert_eq!(app.selected_id(), Some(41), "{mode:?}: the oldest row left");
+    }
 }
