@@ -244,17 +244,28 @@ impl Pager {
     /// must start over (from [`reload_page`](Self::reload_page) or a search).
     pub fn refresh_head(&mut self, source: &dyn HistorySource) -> anyhow::Result<Option<usize>> {
         let pin = self.pin();
-        let query = ListQuery {
-            after_id: Some(pin),
-            ..self.query(None, Some(PAGE_SIZE))
-        };
-        let rows = source.list(&query)?;
         let held = |id: i64| self.head.binary_search_by_key(&id, |r| r.id).is_ok();
-        // A full page whose oldest row is new may hide more new rows behind it.
-        let gap = rows.len() == PAGE_SIZE && rows.last().is_some_and(|r| !held(r.id));
-        let new = rows.iter().filter(|r| !held(r.id)).count();
-        if gap || self.head.len() + new > MAX_HEAD {
-            return Ok(None);
+        let mut rows = Vec::new();
+        let mut new = 0;
+        // A page at a time, down to the rows already held: a burst of more
+        // than a page (a provider's, a load test) keeps the reader's place
+        // as a few rows do, up to the head's limit.
+        loop {
+            let query = ListQuery {
+                after_id: Some(pin),
+                ..self.query(rows.last().map(|r: &Summary| r.id), Some(PAGE_SIZE))
+            };
+            let page = source.list(&query)?;
+            // A full page whose oldest row is new may hide more new rows behind it.
+            let more = page.len() == PAGE_SIZE && page.last().is_some_and(|r| !held(r.id));
+            new += page.iter().filter(|r| !held(r.id)).count();
+            rows.extend(page);
+            if self.head.len() + new > MAX_HEAD {
+                return Ok(None);
+            }
+            if !more {
+                break;
+            }
         }
         let added = rows.into_iter().filter_map(|r| self.upsert(r)).count();
         Ok(Some(added))

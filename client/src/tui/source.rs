@@ -205,6 +205,7 @@ impl HistorySource for MemorySource {
         self.list_calls.set(self.list_calls.get() + 1);
         let rows = self.matching(query).into_iter();
         let rows = rows.filter(|r| query.before_id.is_none_or(|b| r.id < b));
+        let rows = rows.filter(|r| query.after_id.is_none_or(|a| r.id > a));
         Ok(rows.take(query.limit.unwrap_or(usize::MAX)).collect())
     }
 

@@ -915,3 +915,32 @@ fn a_prune_beside_the_list_is_followed() {
         assert_eq!(app.selected_id(), Some(41), "{mode:?}: the oldest row left");
     }
 }
+
+/// Browsing beside a tunnel, a burst of more new deliveries than a page
+/// (a provider's, a load test) keeps the reader's place and the open
+/// delivery, as a few do: it used to close it and go back to the newest.
+#[test]
+fn a_burst_beside_the_browser_keeps_the_open_delivery() {
+    let shared = std::rc::Rc::new(MemorySource::with_rows(300));
+    let mut app = App::new(
+        Box::new(SharedSource(shared.clone())),
+        Mode::Browser { db: "h.db".into() },
+        Rect::new(0, 0, 120, 40),
+    )
+    .unwrap();
+    serve(&mut app);
+    press(&mut app, "jjj");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.selected_id(), Some(297));
+    for id in 301..=550 {
+        shared.push(test_delivery(id));
+    }
+    assert!(app.on_tick(1));
+    serve(&mut app);
+    assert_eq!(app.selected_id(), Some(297), "the place is kept");
+    assert!(app.detail.is_some(), "the delivery stays open");
+    assert_eq!(app.pager.total(), Some(550));
+    key(&mut app, KeyCode::Esc);
+    press(&mut app, "g");
+    assert_eq!(app.selected_id(), Some(550), "the burst is listed above");
+}
