@@ -445,6 +445,41 @@ fn browsing_a_deleted_history_says_so_and_takes_up_the_next() {
     tmux.wait_for("the shell again", |s| s.contains("portpreview exited 0"));
 }
 
+/// A curl command too long for a terminal's clipboard goes to a file,
+/// and the screen says so: an OSC 52 write that large is dropped unseen,
+/// and the copy would have been said to be made.
+#[test]
+fn a_copy_too_long_for_the_clipboard_goes_to_a_file() {
+    let scratch = Scratch::new("long-copy");
+    let db = scratch.0.join("history.db");
+    let body = format!(r#"{{"id":"evt_long","pad":"{}"}}"#, "x".repeat(200 * 1024)).into_bytes();
+    let request = NewDelivery {
+        received_at_ms: 1_764_470_700_000,
+        target: "http://127.0.0.1:9".into(),
+        method: "POST".into(),
+        path: "/webhooks/stripe".into(),
+        request_headers: vec![Header::new("content-type", "application/json")],
+        request_body_size: body.len() as u64,
+        request_body: body,
+        ..NewDelivery::default()
+    };
+    Store::open(&db)
+        .unwrap()
+        .insert_delivery(&request, &Outcome::default())
+        .unwrap();
+    let temp = scratch.0.join("tmp");
+    std::fs::create_dir(&temp).unwrap();
+    let env = format!("TMPDIR={} PORTPREVIEW_CLIPBOARD=osc52", shell_quote(&temp));
+    let tmux = Tmux::start("long-copy", &shell_line(&scratch.0, &db, &env, "tui", ""));
+    tmux.wait_for("the delivery", |s| s.contains("/webhooks/stripe"));
+    tmux.send(&["y"]);
+    tmux.wait_for("the file named", |s| {
+        s.contains("#1's curl command is 200 KiB, too long for a terminal's clipboard: written to")
+    });
+    let curl = std::fs::read_to_string(temp.join("portpreview-1.sh")).unwrap();
+    assert!(curl.contains("evt_long"), "{}", &curl[..200]);
+}
+
 #[test]
 fn replay_export_and_copy_from_the_tui() {
     let scratch = Scratch::new("replay");

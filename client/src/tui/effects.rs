@@ -191,8 +191,13 @@ fn warnings_note(warnings: &[String]) -> String {
     }
 }
 
-/// `y`: the curl command on the clipboard when the terminal takes OSC 52,
-/// else in a file whose path is shown.
+/// The longest curl command `y` puts on the clipboard. Terminals and tmux
+/// drop an OSC 52 write past some size without a word (tmux took 150 KB
+/// and lost 1.5 MB), and the status would say it was copied.
+const CLIPBOARD_MOST: usize = 100 * 1024;
+
+/// `y`: the curl command on the clipboard when the terminal takes OSC 52
+/// and it is not too long for one, else in a file whose path is shown.
 fn copy_curl(app: &mut App, id: i64, terminal: &mut TerminalGuard) {
     let text = match load(app, id)
         .map_err(anyhow::Error::msg)
@@ -201,7 +206,8 @@ fn copy_curl(app: &mut App, id: i64, terminal: &mut TerminalGuard) {
         Ok(text) => text,
         Err(err) => return app.set_status(format!("cannot copy: {}", crate::error_line(&err)), true),
     };
-    if export::clipboard_supported() {
+    let too_long = text.len() > CLIPBOARD_MOST;
+    if export::clipboard_supported() && !too_long {
         let backend = terminal.backend_mut();
         let sent = backend
             .write_all(export::osc52(&text).as_bytes())
@@ -213,6 +219,15 @@ fn copy_curl(app: &mut App, id: i64, terminal: &mut TerminalGuard) {
     // Not the working directory, as `e` exports: nobody asked for a file
     // there, and one holding credentials could be committed with the rest.
     match export::write_new_file(&std::env::temp_dir(), id, ExportFormat::Curl, &text) {
+        Ok(path) if too_long && export::clipboard_supported() => app.set_status(
+            format!(
+                "#{id}'s curl command is {} KiB, too long for a terminal's clipboard: written to {}{}",
+                text.len() / 1024,
+                shown(&path),
+                secrets_note(ExportFormat::Curl)
+            ),
+            false,
+        ),
         Ok(path) => app.set_status(copied_to_file(id, &path, export::clipboard_setting().as_deref()), false),
         Err(err) => app.set_status(format!("cannot copy: {}", crate::error_line(&err)), true),
     }
