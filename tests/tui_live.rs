@@ -441,6 +441,15 @@ fn browsing_a_deleted_history_says_so_and_takes_up_the_next() {
     store_stripe_delivery(&db, "http://127.0.0.1:9", "evt_new");
     let screen = tmux.wait_for("the new history", |s| s.contains("evt_new"));
     assert!(!screen.contains("evt_gone"), "{screen}");
+    // Another kind of file put at the path is said to be no history.
+    for sidecar in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{sidecar}", db.display()));
+    }
+    let junk = scratch.0.join("junk");
+    std::fs::write(&junk, "not a database").unwrap();
+    std::fs::rename(&junk, &db).unwrap();
+    let screen = tmux.wait_for("the notice", |s| s.contains("is no history"));
+    assert!(screen.contains("evt_new"), "what it held stays: {screen}");
     tmux.send(&["q"]);
     tmux.wait_for("the shell again", |s| s.contains("portpreview exited 0"));
 }

@@ -334,13 +334,21 @@ impl App {
         }
         // Said once: the rows stay, as a file deleted while open still
         // holds them, but nothing new will come to them.
-        if matches!(self.mode, Mode::Browser { .. }) && !self.orphaned && self.source.orphaned() {
-            self.orphaned = true;
-            self.set_status(
-                "the history file was deleted or moved: showing what it held until a history is at its path again",
-                true,
-            );
-            return true;
+        if let Mode::Browser { db } = &self.mode {
+            if !self.orphaned && self.source.orphaned() {
+                self.orphaned = true;
+                // A file there that could not be opened as a history is
+                // another kind of file, not one gone.
+                let gone = match std::path::Path::new(db).exists() {
+                    true => "the file at the history's path is no history (not SQLite, or another program's)",
+                    false => "the history file was deleted or moved",
+                };
+                self.set_status(
+                    format!("{gone}: showing what it held until a history is at its path again"),
+                    true,
+                );
+                return true;
+            }
         }
         // Once a second: a filtered view reads the history again on each
         // change, and a tunnel beside it commits many times a second.
