@@ -294,11 +294,12 @@ pub struct ExportForm {
 }
 
 impl ExportForm {
-    /// Applies one key: j/h/c pick at once, arrows move, Enter takes.
+    /// Applies one key: j/h/c pick at once, arrows move, Enter takes; Esc
+    /// or `q`, as everywhere else that is not a text field, closes it.
     pub fn handle(&mut self, key: KeyEvent) -> (FormOutcome, Option<ExportFormat>) {
         let index = ExportFormat::ALL.iter().position(|f| *f == self.format).unwrap_or(0);
         match key.code {
-            KeyCode::Esc => (FormOutcome::Cancel, None),
+            KeyCode::Esc | KeyCode::Char('q') => (FormOutcome::Cancel, None),
             KeyCode::Enter => (FormOutcome::Submit, Some(self.format)),
             KeyCode::Char('j') => (FormOutcome::Submit, Some(ExportFormat::Json)),
             KeyCode::Char('h') => (FormOutcome::Submit, Some(ExportFormat::Har)),
@@ -446,6 +447,9 @@ mod tests {
             form.handle(key(KeyCode::Enter)),
             (FormOutcome::Submit, Some(ExportFormat::Curl))
         );
+        for close in [KeyCode::Esc, KeyCode::Char('q')] {
+            assert_eq!(form.handle(key(close)), (FormOutcome::Cancel, None));
+        }
     }
 
     #[test]

@@ -166,6 +166,8 @@ pub(super) fn render_export(form: &ExportForm, area: Rect, buf: &mut Buffer) {
                 key("Enter"),
                 Span::raw(" write  "),
                 key("Esc"),
+                Span::raw("/"),
+                key("q"),
                 Span::raw(" cancel"),
             ]),
         ])

@@ -770,7 +770,7 @@ fn export_form() {
             "│#1 02:4│ h har   HAR 1.2 for browser devtools     │ms    1│",
             "│       │ c curl  shell command                    │       │",
             "│       │                                          │       │",
-            "│       │ j h c or Enter write  Esc cancel         │       │",
+            "│       │ j h c or Enter write  Esc/q cancel       │       │",
             "│       └──────────────────────────────────────────┘       │",
             "│                                                          │",
             "│                                                          │",
