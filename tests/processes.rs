@@ -753,7 +753,8 @@ fn a_mistyped_command_or_flag_is_refused_in_one_line() {
         (
             portpreview_bin(),
             vec!["check", "a.json", "--check-url", "localhost:3000/state"],
-            "is not an http:// or https:// URL; see portpreview check --help",
+            "is not one a request can go to: http:// or https://, host and port, then a path with no spaces or \
+             control characters; see portpreview check --help",
         ),
         // Refused after clap, told as it tells its own.
         (

@@ -54,7 +54,10 @@ pub enum ProbeError {
     #[error("the check command is empty: give it one that prints what the handler writes")]
     EmptyCommand,
     /// The URL is not an `http[s]://host:port/path` URL.
-    #[error("the check URL \"{0}\" is not an http:// or https:// URL")]
+    #[error(
+        "the check URL \"{0}\" is not one a request can go to: http:// or https://, host and port, then a path \
+         with no spaces or control characters"
+    )]
     BadUrl(String),
     /// The URL carries a user or password, which a probe does not send.
     #[error("the check URL \"{0}\" carries a user or password, which is not sent: give the probe an address without")]
