@@ -1582,6 +1582,30 @@ fn a_fresh_burst_that_a_field_fresh_left_alone_deduped_is_inconclusive() {
     );
 }
 
+/// A sender nobody recognised, its key a hash of the body: the fresh
+/// attempts are keyed by the field renewed, and say so in the history.
+#[test]
+fn fresh_attempts_of_an_unknown_sender_are_keyed_by_the_field_renewed() {
+    let handler = Handler::start(Behaviour::DedupsInOneTransaction);
+    let mut delivery = stripe_delivery(&handler.url());
+    delivery
+        .request_headers
+        .retain(|h| h.name == "content-type" || h.name == "content-length");
+    delivery.request_body = br#"{"id":"ord_1","amount":100}"#.to_vec();
+    delivery.request_body_size = delivery.request_body.len() as u64;
+    delivery.provider = None;
+    let key = portpreview_shared::provider::event_key(&delivery.request_headers, &delivery.request_body, &[]);
+    (delivery.event_key, delivery.event_key_source) = (key.key, key.source);
+    assert_eq!(delivery.event_key_source, "sha256:body");
+    let history = History::with(&delivery);
+    let ran = history.replay_probed(&handler, &["--fresh", "--fresh-field", "/id", "--times", "2"]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    let attempt = portpreview(&history.db(), &["show", "2", "--json"]).json();
+    assert_eq!(attempt["event_key_source"], "body:/id", "{attempt:#}");
+    let body: Value = serde_json::from_str(attempt["request"]["body"].as_str().unwrap()).unwrap();
+    assert_eq!(attempt["event_key"], body["id"], "{attempt:#}");
+}
+
 /// The report's own advice, `--fresh-field /data/object/id`, renews the
 /// payment's ID beside the event's: a handler deduping on the event ID
 /// still sees a new event, and passes.

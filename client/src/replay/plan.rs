@@ -23,6 +23,8 @@ pub struct Variant {
     pub body: Bytes,
     /// Event key of this identity.
     pub event_key: String,
+    /// How that key was made (`body:/id`, `sha256:body`…).
+    pub event_key_source: String,
 }
 
 /// Everything fixed for the whole run.
@@ -43,8 +45,6 @@ pub struct Plan {
     /// The URL the provider called, for providers that sign it (Square, Twilio):
     /// the recorded public URL when there is one, else the replay target.
     signed_url: String,
-    /// How the event key was made (kept for the records).
-    event_key_source: String,
     /// The attempts are the recorded request, unedited by `--header`,
     /// `--drop-header` or `--body-file`, sent to the target it was
     /// recorded with: to the handler that had the event before.
@@ -155,10 +155,10 @@ impl Plan {
                 headers,
                 body,
                 event_key,
+                event_key_source,
             },
             provider,
             signing,
-            event_key_source,
             as_recorded: !edited && to_recorded,
             warnings,
         };
@@ -177,6 +177,9 @@ impl Plan {
         let mut variant = self.recorded.clone();
         let mut body = variant.body.to_vec();
         variant.event_key = provider::fresh_identity(self.provider, &mut variant.headers, &mut body, field)?;
+        if let Some(source) = provider::fresh_key_source(self.provider, &variant.headers, &body, field) {
+            variant.event_key_source = source;
+        }
         variant.body = Bytes::from(body);
         Ok(variant)
     }
@@ -231,7 +234,7 @@ impl Plan {
             request_body_size: out.body.len() as u64,
             provider: self.provider.map(|p| p.name().to_string()),
             event_key: variant.event_key.clone(),
-            event_key_source: self.event_key_source.clone(),
+            event_key_source: variant.event_key_source.clone(),
             replay_of: None,
             host_preserved: out.headers.iter().any(|h| h.name.eq_ignore_ascii_case("host")),
         }

@@ -83,6 +83,26 @@ pub fn fresh_identity(
     Ok(key)
 }
 
+/// How the key [`fresh_identity`] returned was made, in the request it
+/// renewed: the provider's own ID where the request carries one, else the
+/// field renewed (`body:/id`, `header:Name`, `form:name`).
+pub fn fresh_key_source(
+    provider: Option<Provider>,
+    headers: &[Header],
+    body: &[u8],
+    fresh_field: Option<&str>,
+) -> Option<String> {
+    if let Some((_, source)) = provider.and_then(|p| provider_id(p, headers, &Body::new(body))) {
+        return Some(source);
+    }
+    let field = fresh_field?;
+    Some(match parse_field(field).ok()? {
+        Field::Pointer(_) => format!("body:{field}"),
+        Field::Header(name) => format!("header:{name}"),
+        Field::Form(_) => field.to_owned(),
+    })
+}
+
 /// Where a `--fresh-field` points.
 enum Field<'a> {
     /// `header:Name`.

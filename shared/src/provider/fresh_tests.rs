@@ -293,3 +293,33 @@ fn errors_say_what_to_do() {
     assert!(matches!(err, FreshError::NotJson(_)));
     assert_eq!(body, br#"{"a":{"b":1}}"#);
 }
+
+/// The key a fresh identity gets is named for where it came from: the
+/// provider's own ID, else the field renewed, never the recorded source
+/// (a `sha256:body` key of a sender nobody recognised).
+#[test]
+fn a_fresh_key_names_where_it_came_from() {
+    let (stripe_headers, stripe_body) = vector_request("stripe");
+    assert_eq!(
+        fresh_key_source(
+            Some(Provider::Stripe),
+            &stripe_headers,
+            &stripe_body,
+            Some("/data/object/id")
+        ),
+        Some("body:/id".to_owned())
+    );
+    let body = br#"{"id":"ord_1","amount":100}"#;
+    let custom = [Header::new("x-delivery", "d_1")];
+    for (field, source) in [
+        ("/id", "body:/id"),
+        ("header:X-Delivery", "header:X-Delivery"),
+        ("form:trigger_id", "form:trigger_id"),
+    ] {
+        assert_eq!(
+            fresh_key_source(None, &custom, body, Some(field)).as_deref(),
+            Some(source)
+        );
+    }
+    assert_eq!(fresh_key_source(None, &custom, body, None), None);
+}

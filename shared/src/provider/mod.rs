@@ -22,7 +22,7 @@ pub mod signature_age;
 mod test_vectors;
 
 pub use detect::detect;
-pub use fresh::{fresh_identity, FreshError};
+pub use fresh::{fresh_identity, fresh_key_source, FreshError};
 pub use key::{event_key, event_key_again, event_scope, key_fields_of, EventKey};
 pub use sign::{carries_signature, resign, signs_alike, with_twilio_body_hash, SignError};
 pub use signature_age::{signature_tolerance, signed_at};
