@@ -1257,6 +1257,33 @@ fn curl_and_fixture_exports_go_where_a_replay_goes() {
     }
 }
 
+/// A POST that came with no body and no Content-Length: the curl command
+/// sends the headers a replay sends, `Content-Length: 0` among them.
+#[test]
+fn a_curl_export_of_an_empty_post_sends_what_a_replay_sends() {
+    let h = History::new("empty-post");
+    let mut d = stripe_event("evt_empty", 1_700_000_000_000);
+    d.request_headers
+        .retain(|h| !h.name.eq_ignore_ascii_case("content-length"));
+    d.request_body = Vec::new();
+    d.request_body_size = 0;
+    let id = h.store().insert_delivery(&d, &answered(200)).unwrap();
+    let (_, raw) = send_curl_export(&h, id);
+    let (_, curl_headers, _) = split_request(&raw);
+    let (url, captured) = capture_one_request();
+    let out = h.run(&["replay", &id.to_string(), "--target", &url]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let (_, replay_headers, _) = split_request(&captured.join().unwrap());
+    let length = |headers: &[RawHeader]| {
+        headers
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case("content-length"))
+            .map(|(_, value)| value.clone())
+    };
+    assert_eq!(length(&replay_headers), Some(b"0".to_vec()));
+    assert_eq!(length(&curl_headers), length(&replay_headers));
+}
+
 /// Pruning most of a history gives its space back to the disk, in more
 /// than one batch, and leaves what stays whole.
 #[test]

@@ -58,7 +58,7 @@ pub fn command(d: &NewDelivery, endpoint: &Endpoint, path: &str) -> String {
             args.push(format!("-H '{curl_default}'"));
         }
     }
-    let sends_body = !d.request_body.is_empty() || has("content-length");
+    let sends_body = crate::replay::attempt::carries_body(&d.method, &d.request_body);
     if sends_body {
         if !has("content-type") {
             args.push("-H 'Content-Type:'".into());

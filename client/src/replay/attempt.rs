@@ -353,6 +353,14 @@ fn no_answer_within(timeout: Duration) -> String {
     )
 }
 
+/// Whether a request sends a body, and so a `Content-Length` (0 for an
+/// empty one): any method but those that take none, or a body held. The
+/// curl export goes by the same rule, so that its command sends the
+/// headers a replay sends.
+pub fn carries_body(method: &str, body: &[u8]) -> bool {
+    !body.is_empty() || !matches!(method, "GET" | "HEAD" | "OPTIONS" | "DELETE")
+}
+
 fn build_request(out: &Outgoing, authority: &str) -> Result<http::Request<Full<Bytes>>, String> {
     let method =
         http::Method::from_bytes(out.method.as_bytes()).map_err(|_| format!("invalid method {:?}", out.method))?;
@@ -364,8 +372,7 @@ fn build_request(out: &Outgoing, authority: &str) -> Result<http::Request<Full<B
     for header in &out.headers {
         builder = builder.header(header.name.as_str(), header.value.as_slice());
     }
-    let carries_body = !out.body.is_empty() || !matches!(out.method.as_str(), "GET" | "HEAD" | "OPTIONS" | "DELETE");
-    if carries_body {
+    if carries_body(&out.method, &out.body) {
         builder = builder.header(http::header::CONTENT_LENGTH, out.body.len());
     }
     builder
