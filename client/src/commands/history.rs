@@ -260,8 +260,6 @@ impl Iterator for Listing<'_> {
     }
 }
 
-/// `--limit`: a count of rows, which Rust's own refusal (`invalid digit
-/// found in string`) does not say.
 /// An event key to list, refused when blank: an unset variable (`--event
 /// "$KEY"`) would otherwise list every delivery without a key.
 fn parse_event_key(text: &str) -> Result<String, String> {
@@ -271,6 +269,8 @@ fn parse_event_key(text: &str) -> Result<String, String> {
     }
 }
 
+/// `--limit`: a count of rows, which Rust's own refusal (`invalid digit
+/// found in string`) does not say.
 fn parse_limit(text: &str) -> Result<usize, String> {
     text.trim()
         .parse()
