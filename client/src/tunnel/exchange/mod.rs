@@ -208,7 +208,7 @@ async fn answer_for_nobody(
         () = shared.stop.drain_over() => None,
     };
     let Some(mut outcome) = answered else {
-        let why = if shared.stop.asked.is_cancelled() {
+        let why = if shared.stop.asked.is_cancelled() && why != STOPPED_MID_ANSWER {
             format!("{why}; {STOPPED}")
         } else {
             why.to_owned()
