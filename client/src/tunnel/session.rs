@@ -40,6 +40,12 @@ pub const RELAY_SILENCE_LIMIT: Duration = Duration::from_secs(15);
 const RELAY_GIVES_UP: Duration =
     portpreview_server::config::DEFAULT_DEAD_AFTER.saturating_sub(portpreview_server::config::DEFAULT_PING_INTERVAL);
 
+/// How long the silence limit, once reached, waits for one more turn of the
+/// reactor before it ends the session. A process continued just before
+/// the limit (ctrl-z, then `fg`) has its timer fire before it has learnt
+/// what its socket holds; the frames of the pause come a moment later.
+const LAST_CHANCE: Duration = Duration::from_secs(1);
+
 /// How long after such a pause the requests read are taken as ones sent
 /// during it: what waited in the socket is read at once.
 const WAKING: Duration = Duration::from_millis(500);
@@ -127,6 +133,7 @@ where
     // on every frame.
     let silence = tokio::time::sleep(RELAY_SILENCE_LIMIT);
     tokio::pin!(silence);
+    let mut last_chance = false;
     // Made once, not on every turn of the loop: each one made registers
     // with its token, under a lock, and unregisters when dropped, which a
     // turn per frame and per finished exchange paid twice over.
@@ -174,7 +181,12 @@ where
                 }
                 let quiet_until = session.last_heard + RELAY_SILENCE_LIMIT;
                 if quiet_until > Instant::now() {
+                    last_chance = false;
                     silence.as_mut().reset(quiet_until);
+                    continue;
+                }
+                if !std::mem::replace(&mut last_chance, true) {
+                    silence.as_mut().reset(Instant::now() + LAST_CHANCE);
                     continue;
                 }
                 break SessionEnd::Lost(format!("the relay was silent for {}s", RELAY_SILENCE_LIMIT.as_secs()));
@@ -616,10 +628,12 @@ mod tests {
             () = relay_side => panic!("the session closed the socket without ending"),
         };
         assert_eq!(end, SessionEnd::Lost("the relay was silent for 15s".into()));
+        // 15 s after the last frame at 20 s, and a last chance.
         let lasted = started.elapsed();
+        let due = Duration::from_secs(35) + LAST_CHANCE;
         assert!(
-            lasted >= Duration::from_secs(35) && lasted < Duration::from_secs(36),
-            "ended {lasted:?} in, not 15 s after the last frame at 20 s"
+            lasted >= due && lasted < due + Duration::from_secs(1),
+            "ended {lasted:?} in, not 15 s (and its last chance) after the last frame at 20 s"
         );
     }
 
