@@ -756,6 +756,13 @@ fn a_mistyped_command_or_flag_is_refused_in_one_line() {
             "is not one a request can go to: http:// or https://, host and port, then a path with no spaces or \
              control characters; see portpreview check --help",
         ),
+        // A password in a URL flag is not repeated back.
+        (
+            portpreview_bin(),
+            vec!["replay", "2", "--check-url", "http://admin:s3cret@localhost:1/state"],
+            "'http://***@localhost:1/state' for '--check-url <URL>': the check URL \"http://***@localhost:1/state\" \
+             carries a user or password, which is not sent: give the probe an address without; see portpreview replay --help",
+        ),
         // Refused after clap, told as it tells its own.
         (
             portpreview_bin(),
@@ -777,6 +784,7 @@ fn a_mistyped_command_or_flag_is_refused_in_one_line() {
             stderr.starts_with("error: ") && stderr.trim_end().ends_with(said),
             "{args:?}: {stderr}"
         );
+        assert!(!stderr.contains("s3cret"), "{args:?}: {stderr}");
     }
 }
 

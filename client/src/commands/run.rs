@@ -22,13 +22,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "C", allow_negative_numbers = true, value_parser = |text: &str| count_in(text, MAX_CONCURRENCY))]
     pub concurrency: Option<u32>,
     /// Send to this URL instead of the recorded target (`http://host:port` keeps the recorded path).
-    #[arg(long, value_name = "URL", value_parser = parse_target)]
+    #[arg(long, value_name = "URL", value_parser = UrlFlag(parse_target))]
     pub target: Option<String>,
     /// Shell command that prints the handler's state (a row count, a balance, a dump).
     #[arg(long, value_name = "CMD", conflicts_with = "check_url", value_parser = |text: &str| parse_probe(ProbeSpec::Cmd(text.to_owned())))]
     pub check_cmd: Option<String>,
     /// URL whose GET answer is the handler's state.
-    #[arg(long, value_name = "URL", value_parser = |text: &str| parse_probe(ProbeSpec::Url(text.to_owned())))]
+    #[arg(long, value_name = "URL", value_parser = UrlFlag(|text| parse_probe(ProbeSpec::Url(text.to_owned()))))]
     pub check_url: Option<String>,
     /// How long the state must hold still to count as read (default 300ms, at most 10m).
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_settle)]
@@ -77,6 +77,40 @@ fn count_in(text: &str, most: u32) -> Result<u32, String> {
         Ok(n) if (1..=i64::from(most)).contains(&n) => Ok(n as u32),
         Ok(n) => Err(format!("{n} is not in 1..={most}")),
         Err(_) => Err(format!("expected a whole number from 1 to {most}")),
+    }
+}
+
+/// The parser of a flag that takes a URL, `check`ed by the function it
+/// holds. Its refusal quotes the value with any user and password hidden:
+/// clap's own would repeat a password given in the URL, to the terminal
+/// and to CI's log.
+#[derive(Clone)]
+struct UrlFlag(fn(&str) -> Result<String, String>);
+
+impl clap::builder::TypedValueParser for UrlFlag {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        let refused = |text: &str, reason: &str| {
+            // Named as clap names it: `'--target <URL>'`.
+            let flag = arg.and_then(clap::Arg::get_long).unwrap_or_default();
+            let placeholder = arg
+                .and_then(clap::Arg::get_value_names)
+                .and_then(<[clap::builder::Str]>::first)
+                .map_or_else(String::new, |name| format!(" <{name}>"));
+            let shown = crate::userinfo::hidden(text);
+            let message = format!("invalid value '{shown}' for '--{flag}{placeholder}': {reason}\n");
+            clap::Error::raw(clap::error::ErrorKind::ValueValidation, message).with_cmd(cmd)
+        };
+        let Some(text) = value.to_str() else {
+            return Err(refused(&value.to_string_lossy(), "not UTF-8"));
+        };
+        (self.0)(text).map_err(|reason| refused(text, &reason))
     }
 }
 
