@@ -2,7 +2,7 @@
 //! relay's credit with a copy kept for the history, or PortPreview's own
 //! answer when there is none to send.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,8 +27,9 @@ use crate::store::Outcome;
 pub(super) struct AnswerSide {
     /// Response-body credit granted by the relay.
     pub credit: Arc<Semaphore>,
-    /// The head went ahead of a streamed body.
-    pub head_sent: AtomicBool,
+    /// The status of a head that went ahead of a streamed body; 0 until
+    /// then. See [`AnswerSide::head_sent`].
+    status_sent: AtomicU16,
     /// Told when no caller is left to receive the answer: a streamed body
     /// stops being read then, rather than at the handler's pace.
     pub gone: Notify,
@@ -39,9 +40,15 @@ impl AnswerSide {
     pub fn new(credit: Arc<Semaphore>) -> Self {
         Self {
             credit,
-            head_sent: AtomicBool::new(false),
+            status_sent: AtomicU16::new(0),
             gone: Notify::new(),
         }
+    }
+
+    /// The status the caller had, when the head went ahead of a streamed
+    /// body: a caller gone during the answer had it.
+    pub fn head_sent(&self) -> Option<u16> {
+        Some(self.status_sent.load(Ordering::Relaxed)).filter(|&status| status != 0)
     }
 
     /// No caller will receive the answer: sends stop waiting for credit,
@@ -119,7 +126,7 @@ pub(super) async fn relay_response(
         if let Err(err) = sent {
             return unframable(stream, outbox, started, err);
         }
-        answer.head_sent.store(true, Ordering::Relaxed);
+        answer.status_sent.store(status, Ordering::Relaxed);
         stream_body(&mut body, stream, patience, answer, outbox, &mut capture).await
     };
     let (response_body, mut response_body_size, room) = capture.into_parts();
@@ -129,7 +136,7 @@ pub(super) async fn relay_response(
         // history marks it so, as it does a request cut on its way.
         response_body_size = crate::store::size_past_cut(response_body.len() as u64);
     }
-    let status_reached_caller = error.is_none() || answer.head_sent.load(Ordering::Relaxed);
+    let status_reached_caller = error.is_none() || answer.head_sent().is_some();
     Outcome {
         // An answer that broke off before its head left is recorded as the
         // error it became; after, the caller had the handler's status.

@@ -5,7 +5,6 @@ mod record;
 mod request;
 mod shared;
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -35,6 +34,8 @@ const STOPPED: &str = "PortPreview was stopped before the answer came";
 /// Why an answer whose body PortPreview was stopped in the middle of
 /// broke off: its caller had the status.
 const STOPPED_MID_ANSWER: &str = "PortPreview was stopped during the answer";
+/// What a caller gone during a streamed answer had of it.
+const HAD_THE_STATUS: &str = "the caller had the status and headers, not the whole body";
 
 /// A request head as the relay sent it.
 pub struct Head {
@@ -113,7 +114,7 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
             Ok(reason) = &mut reset => answer_for_nobody(&shared, exchanged, &answer, line.started, &reason).await,
             () = abandoned.cancelled() => {
                 let stopped = shared.stop.asked.is_cancelled();
-                if stopped && !answer.head_sent.load(Ordering::Relaxed) {
+                if stopped && answer.head_sent().is_none() {
                     failure(line.started, STOPPED.into())
                 } else {
                     // A caller that had the status keeps it in the history.
@@ -208,7 +209,13 @@ async fn answer_for_nobody(
         () = shared.stop.drain_over() => None,
     };
     let Some(mut outcome) = answered else {
-        let why = if shared.stop.asked.is_cancelled() && why != STOPPED_MID_ANSWER {
+        // Its head sent, the caller had the status however the rest ended.
+        if let Some(status) = answer.head_sent() {
+            let mut outcome = failure(started, format!("{why}: {HAD_THE_STATUS}"));
+            outcome.status = Some(status);
+            return outcome;
+        }
+        let why = if shared.stop.asked.is_cancelled() {
             format!("{why}; {STOPPED}")
         } else {
             why.to_owned()
@@ -217,10 +224,8 @@ async fn answer_for_nobody(
     };
     // The head went ahead of the body: the caller had the status, and the
     // history says so, or the delivery would pass for one no caller got.
-    if answer.head_sent.load(Ordering::Relaxed) && outcome.status.is_some() {
-        outcome.error = Some(format!(
-            "{why}: the caller had the status and headers, not the whole body"
-        ));
+    if answer.head_sent().is_some() && outcome.status.is_some() {
+        outcome.error = Some(format!("{why}: {HAD_THE_STATUS}"));
         return outcome;
     }
     // Status stays empty, as for every answer that did not reach its caller.
