@@ -296,13 +296,19 @@ impl Run<'_> {
         if !self.read_before {
             return None;
         }
+        let read: Vec<Attempt> = (self.attempts.iter())
+            .filter(|a| a.state_changed.is_some())
+            .cloned()
+            .collect();
+        // As a whole run's reads: only a state that held still, after an
+        // attempt 1 that was answered, and no late first effect, can convict.
+        let first_failed = self.attempts.first().is_some_and(|a| !a.succeeded());
+        if first_failed || !verdict::state_settled(&self.trace, self.opts.settle, &read).passed {
+            return None;
+        }
         let check = if self.opts.fresh {
             verdict::burst_acts_once(&self.trace, self.opts.times as usize)
         } else {
-            let read: Vec<Attempt> = (self.attempts.iter())
-                .filter(|a| a.state_changed.is_some())
-                .cloned()
-                .collect();
             verdict::duplicates_change_nothing(&read, &self.trace, self.had_the_event())
         };
         check.filter(|check| !check.passed && !verdict::makes_inconclusive(check.name))

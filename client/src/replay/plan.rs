@@ -434,9 +434,6 @@ pub fn aimed_url(recorded: &str, flag: Option<&str>, recorded_path: &str) -> Res
     Ok(endpoint.url(&path))
 }
 
-/// The path part of a `--target` written as a URL, if it has one. A bare
-/// `/` is none: `http://localhost:3000/` is how a base URL is often
-/// pasted, and sending every replay to `/` would be a surprise.
 /// A `--target` as given, or why it cannot be one.
 pub fn parse_target_flag(flag: &str) -> Result<Target, &'static str> {
     let target = Target::parse(flag).map_err(|err| err.reason())?;
@@ -449,6 +446,9 @@ pub fn parse_target_flag(flag: &str) -> Result<Target, &'static str> {
     Ok(target)
 }
 
+/// The path part of a `--target` written as a URL, if it has one. A bare
+/// `/` is none: `http://localhost:3000/` is how a base URL is often
+/// pasted, and sending every replay to `/` would be a surprise.
 fn explicit_path(flag: &str) -> Option<&str> {
     let rest = flag.split_once("://").map_or(flag, |(_, rest)| rest);
     let at = rest.find(['/', '?'])?;

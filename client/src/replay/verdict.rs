@@ -362,9 +362,11 @@ pub fn slow_answers(attempts: &[Attempt], provider: Provider) -> Option<String> 
     ))
 }
 
-/// The verdict: a failed answer check is final; a failed check that could
-/// not judge the handler (see [`makes_inconclusive`]) makes the rest
-/// inconclusive; any other failure is "not idempotent".
+/// The verdict: a failed answer check is final, and so is a duplicate or
+/// a burst read acting again (such a check is only ever made of reads
+/// that held still), unless the state was still moving; otherwise a failed
+/// check that could not judge the handler (see [`makes_inconclusive`])
+/// makes the rest inconclusive; any other failure is "not idempotent".
 pub fn decide(checks: &[Check]) -> Option<bool> {
     let failed = |name: &str| checks.iter().any(|c| c.name == name && !c.passed);
     // A duplicate seen repeating its side effect in reads that held still

@@ -456,6 +456,7 @@ impl App {
     /// one holds, its ids included, so the list is read again from the top.
     fn history_replaced(&mut self) {
         self.seen_version = self.source.data_version().ok();
+        self.oldest = self.source.oldest_id().ok().flatten();
         if self.read_from_top_or_say() {
             self.set_status("the history file was replaced: showing the one now at its path", false);
         }
