@@ -7,6 +7,18 @@
 /// closing the terminal keeps it running as asked. Awaited again, it
 /// resolves on the next signal.
 pub async fn shutdown_signal() {
+    stop_signal(true).await;
+}
+
+/// [`shutdown_signal`] but for SIGHUP: ctrl-c or SIGTERM, what a user or a
+/// supervisor sends. After a terminal-bound stop has begun, its terminal
+/// closing says nothing more.
+pub async fn interrupt_or_terminate() {
+    stop_signal(false).await;
+}
+
+/// Ctrl-c, SIGTERM, and with `hangup` SIGHUP.
+async fn stop_signal(hangup: bool) {
     let ctrl_c = async {
         // If the handler cannot be installed, the process still dies on
         // SIGINT by default; waiting forever here is the right fallback.
@@ -26,7 +38,7 @@ pub async fn shutdown_signal() {
             }
         };
         let hangup = async {
-            if portpreview_shared::hangup::ignored() {
+            if !hangup || portpreview_shared::hangup::ignored() {
                 std::future::pending::<()>().await
             } else {
                 on(SignalKind::hangup()).await
@@ -39,7 +51,11 @@ pub async fn shutdown_signal() {
         }
     }
     #[cfg(not(unix))]
-    ctrl_c.await;
+    {
+        // No hangup signal to leave out.
+        let _ = hangup;
+        ctrl_c.await;
+    }
 }
 
 /// How long after a stop signal another one is taken for the same: one

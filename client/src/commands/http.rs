@@ -350,11 +350,13 @@ impl Running {
             };
             // Asked again while requests in flight finish: stop without
             // them. Right after a signal, another is the same one passed
-            // on twice; after a quit from the TUI, any signal is the user's.
+            // on twice. After the TUI ended (a quit, or its terminal
+            // closed), ctrl-c is the user's; a hangup is only that
+            // terminal closing, which ended the TUI or came after it.
             let again = async {
                 match signalled {
                     true => portpreview_server::signal::second_shutdown_signal().await,
-                    false => portpreview_server::signal::shutdown_signal().await,
+                    false => portpreview_server::signal::interrupt_or_terminate().await,
                 }
             };
             tokio::select! {
