@@ -23,6 +23,7 @@ pub struct Multiplied {
 pub fn multiplied_row(before: &str, middle: &str, last: &str, copies: usize) -> Option<Multiplied> {
     let (middle_lines, last_lines): (Vec<&str>, Vec<&str>) = (middle.lines().collect(), last.lines().collect());
     for commas in Commas::BOTH {
+        let numbered_to = highest_first(before, commas);
         let (first, later) = (change(before, middle, commas), change(middle, last, commas));
         let was: Vec<Vec<Token<'_>>> = (first.added_lines.iter())
             .map(|&j| tokens(middle_lines[j], commas))
@@ -31,7 +32,7 @@ pub fn multiplied_row(before: &str, middle: &str, last: &str, copies: usize) -> 
             .map(|&j| tokens(last_lines[j], commas))
             .collect();
         for (x, y) in pair_added(&was, &is) {
-            let Some(times) = multiple_at(&was[x], &is[y], copies) else {
+            let Some(times) = multiple_at(&was[x], &is[y], copies, numbered_to) else {
                 continue;
             };
             return Some(Multiplied {
@@ -70,13 +71,14 @@ fn pair_added(was: &[Vec<Token<'_>>], is: &[Vec<Token<'_>>]) -> Vec<(usize, usiz
 /// How many times the count in its place on `a` a count on `b` is, when
 /// that is 2 to `copies`. A row's ID is no amount: one under a name such
 /// as `id` is not compared, nor one first on a line of several values
-/// (after a table's border, if any) that is at most `copies` above the
-/// baseline's, as a sequence hands out numbers (each copy's insert may
-/// take one, kept or not), nor a lone count one more than the baseline's.
-/// Further off, the first value is an amount (`500|evt_B` after
+/// (after a table's border, if any) as a sequence numbers rows: at most
+/// `copies` above the baseline's (each copy's insert may take a number,
+/// kept or not), or a baseline's that came next after `numbered_to`, the
+/// highest such number before it. Nor is a lone count one more than the
+/// baseline's. Otherwise the first value is an amount (`500|evt_B` after
 /// `100|evt_A`). Nor is a running total, the baseline's value plus another
 /// count on the line (`evt_B|1250|2500` after `evt_A|1250|1250`).
-fn multiple_at(a: &[Token<'_>], b: &[Token<'_>], copies: usize) -> Option<usize> {
+fn multiple_at(a: &[Token<'_>], b: &[Token<'_>], copies: usize, numbered_to: f64) -> Option<usize> {
     let counts: Vec<f64> = b
         .iter()
         .filter_map(|t| match t {
@@ -90,7 +92,8 @@ fn multiple_at(a: &[Token<'_>], b: &[Token<'_>], copies: usize) -> Option<usize>
         };
         let first = b[..k].iter().all(|t| matches!(t, Token::Text(s) if !is_word(s)));
         let handed_out = w > v && w - v <= copies as f64;
-        let id_like = (first && b.len() > k + 1 && handed_out) || id_named(&b[..k]);
+        let came_next = *v > numbered_to && v - numbered_to <= copies as f64 + 1.0;
+        let id_like = (first && b.len() > k + 1 && (handed_out || came_next)) || id_named(&b[..k]);
         let next = b.len() == 1 && (w - v - 1.0).abs() <= 1e-9;
         let running = counts
             .iter()
@@ -101,6 +104,23 @@ fn multiple_at(a: &[Token<'_>], b: &[Token<'_>], copies: usize) -> Option<usize>
         let multiple = whole && (2.0..=copies as f64).contains(&times.round());
         (multiple && !id_like && !next && !running).then(|| times.round() as usize)
     })
+}
+
+/// The highest count first on a line of `text` (after a table's border,
+/// if any), 0 for none: how far a sequence numbering its rows had got.
+fn highest_first(text: &str, commas: Commas) -> f64 {
+    text.lines()
+        .filter_map(|line| {
+            let tokens = tokens(line, commas);
+            let at = tokens
+                .iter()
+                .position(|t| !matches!(t, Token::Text(s) if !is_word(s)))?;
+            match tokens[at] {
+                Token::Count(n) if tokens.len() > at + 1 => Some(n),
+                _ => None,
+            }
+        })
+        .fold(0.0, f64::max)
 }
 
 /// Whether the word nearest before a count names an ID (`id`, `rid`,

@@ -212,6 +212,15 @@ fn a_row_credited_once_per_copy_is_told_from_a_row_given_the_next_id() {
     let amount_first = multiplied_row("", "100|evt_A\n", "100|evt_A\n500|evt_B\n", 5);
     assert_eq!(amount_first.map(|m| m.times), Some(5));
     assert_eq!(multiplied_row("", "1|evt_A\n", "1|evt_A\n2|evt_B\n", 5), None);
+    // Amounts beside earlier events' amounts are still amounts.
+    let amounts_before = "100|evt_0\n";
+    let (one, all) = ("100|evt_0\n100|evt_A\n", "100|evt_0\n100|evt_A\n500|evt_B\n");
+    assert_eq!(multiplied_row(amounts_before, one, all, 5).map(|m| m.times), Some(5));
+    // A baseline row numbered next after the rows before it is a sequence's,
+    // however far on the burst's row was numbered (other inserts between).
+    let ids_before = "1|evt_0\n2|evt_1\n";
+    let (one, all) = ("1|evt_0\n2|evt_1\n3|evt_A\n", "1|evt_0\n2|evt_1\n3|evt_A\n9|evt_B\n");
+    assert_eq!(multiplied_row(ids_before, one, all, 4), None);
     let (one, all) = (
         list(r#"{"id": 4, "amount": 3}"#),
         list(r#"{"id": 4, "amount": 3}, {"id": 8, "amount": 3}"#),
