@@ -976,6 +976,23 @@ fn closing_the_live_tuis_window_frees_its_name_at_once() {
             "round {round}: the name is free, not held for a client gone without a word: {}",
             reply.text()
         );
+        // Its last log lines would make the scratch folder again.
+        wait_for_no_process_naming(&db);
+    }
+}
+
+/// Waits, up to 10 s, until no process has `path` in its command line.
+fn wait_for_no_process_naming(path: &Path) {
+    let needle = path.to_string_lossy().into_owned();
+    let running = || {
+        std::fs::read_dir("/proc").into_iter().flatten().flatten().any(|entry| {
+            std::fs::read(entry.path().join("cmdline"))
+                .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(&needle))
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while running() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
