@@ -331,7 +331,12 @@ impl Run<'_> {
             checks.push(verdict::answers_2xx(&self.attempts));
         }
         let mut warnings = self.plan.warnings.clone();
-        let convicted_early = self.convicted_before_the_probe_failed();
+        // Judged only of a probe that failed part way: otherwise the
+        // whole run's reads are, below.
+        let convicted_early = self
+            .unreadable
+            .as_ref()
+            .and_then(|_| self.convicted_before_the_probe_failed());
         // A probe that failed part way leaves no state to judge by, unless
         // what it read before convicts: then the report holds those reads.
         let state = (self.read_before && (self.probe.is_some() || convicted_early.is_some())).then_some(self.trace);

@@ -357,14 +357,9 @@ impl App {
             if self.follow_prune() {
                 return true;
             }
-            let version = self.source.data_version().ok();
-            let changed = std::mem::replace(&mut self.seen_version, version) != version;
-            if changed && matches!(self.mode, Mode::Browser { .. }) {
-                self.head_stale = true;
-                // Its answer, or a retry of its event, may be what changed.
-                if let Some(id) = self.detail.as_ref().map(|d| d.doc.id) {
-                    self.refresh_detail(id);
-                }
+            // Live, the tunnel's events say what is new.
+            if matches!(self.mode, Mode::Browser { .. }) {
+                self.note_another_writer();
             }
         }
         let following = self.follows_newest();
@@ -397,9 +392,7 @@ impl App {
             Ok(added) => match anchor.and_then(|id| self.pager.position(id)) {
                 Some(index) if !following => self.settle(index),
                 _ if added.is_none() && !following => {
-                    self.close_detail();
-                    self.offset = 0;
-                    self.settle(0);
+                    self.back_to_newest();
                     self.set_status("too many new deliveries to keep your place: back at the newest", false);
                 }
                 _ => self.rows_added_on_top(added.unwrap_or(0)),
@@ -407,6 +400,28 @@ impl App {
             Err(err) => self.set_status(format!("cannot read the history: {}", crate::error_line(&err)), true),
         }
         true
+    }
+
+    /// Closes the open delivery and selects the newest row: where the
+    /// reader's place is no longer among the rows read.
+    fn back_to_newest(&mut self) {
+        self.close_detail();
+        self.offset = 0;
+        self.settle(0);
+    }
+
+    /// Browsing: when another process (a tunnel, a replay) wrote to the
+    /// history since the last look, the rows above and the open delivery
+    /// are read again.
+    fn note_another_writer(&mut self) {
+        let version = self.source.data_version().ok();
+        if std::mem::replace(&mut self.seen_version, version) != version {
+            self.head_stale = true;
+            // Its answer, or a retry of its event, may be what changed.
+            if let Some(id) = self.detail.as_ref().map(|d| d.doc.id) {
+                self.refresh_detail(id);
+            }
+        }
     }
 
     /// Reads the list again when another process pruned the oldest
@@ -437,11 +452,7 @@ impl App {
             }
             match anchor.and_then(|id| self.pager.position(id)) {
                 Some(index) => self.settle(index),
-                None => {
-                    self.close_detail();
-                    self.offset = 0;
-                    self.settle(0);
-                }
+                None => self.back_to_newest(),
             }
         }
         self.set_status(

@@ -90,7 +90,7 @@ fn multiple_at(a: &[Token<'_>], b: &[Token<'_>], copies: usize, numbered_to: f64
         let (Token::Count(v), Token::Count(w)) = pair else {
             return None;
         };
-        let first = b[..k].iter().all(|t| matches!(t, Token::Text(s) if !is_word(s)));
+        let first = first_value(b) == Some(k);
         let handed_out = w > v && w - v <= copies as f64;
         let came_next = *v > numbered_to && v - numbered_to <= copies as f64 + 1.0;
         let id_like = (first && b.len() > k + 1 && (handed_out || came_next)) || id_named(&b[..k]);
@@ -112,15 +112,18 @@ fn highest_first(text: &str, commas: Commas) -> f64 {
     text.lines()
         .filter_map(|line| {
             let tokens = tokens(line, commas);
-            let at = tokens
-                .iter()
-                .position(|t| !matches!(t, Token::Text(s) if !is_word(s)))?;
+            let at = first_value(&tokens)?;
             match tokens[at] {
                 Token::Count(n) if tokens.len() > at + 1 => Some(n),
                 _ => None,
             }
         })
         .fold(0.0, f64::max)
+}
+
+/// Where a line's first value stands: past a table's border, if any.
+fn first_value(tokens: &[Token<'_>]) -> Option<usize> {
+    tokens.iter().position(|t| !matches!(t, Token::Text(s) if !is_word(s)))
 }
 
 /// Whether the word nearest before a count names an ID (`id`, `rid`,
