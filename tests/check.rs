@@ -350,6 +350,78 @@ fn an_empty_fixture_folder_cannot_run_even_beside_fixtures_that_pass() {
     assert_eq!(xml.matches("<error ").count(), 1, "{xml}");
 }
 
+/// Fixtures shared between repositories are linked in: a linked folder is
+/// walked, once however the links loop, and a link to a fixture that is
+/// gone cannot run rather than being passed over.
+#[test]
+fn linked_fixture_folders_are_walked_and_a_broken_link_cannot_run() {
+    let project = Project::new();
+    std::fs::rename(project.path("fixtures/slack"), project.path("shared-slack")).unwrap();
+    std::os::unix::fs::symlink(project.path("shared-slack"), project.path("fixtures/slack")).unwrap();
+    std::os::unix::fs::symlink("..", project.path("fixtures/slack-up")).unwrap();
+    std::os::unix::fs::symlink(".", project.path("fixtures/again")).unwrap();
+    let good = Handler::start(Behaviour::DedupsInOneTransaction);
+    let ran = project.check(&["fixtures", "--target", &good.url()], &[]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert!(ran.stdout.contains("━━ fixtures/slack/slack.json"), "{}", ran.stdout);
+    assert!(
+        ran.stdout
+            .contains("2 fixtures: 2 idempotent, 0 not idempotent, 0 failed, 0 inconclusive"),
+        "{}",
+        ran.stdout
+    );
+
+    std::os::unix::fs::symlink(project.path("deleted.json"), project.path("fixtures/gone.json")).unwrap();
+    let ran = project.check(&["fixtures", "--target", &good.url()], &[]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(ran.stderr.contains("fixtures/gone.json"), "{}", ran.stderr);
+}
+
+/// A file given where it does not belong is named for what it is: a suite
+/// given as a fixture, a fixture that is no JSON, a suite beside fixtures
+/// that a suite's folder entry would pass over.
+#[test]
+fn a_file_in_the_wrong_place_is_named_for_what_it_is() {
+    let project = Project::new();
+    let down = "http://127.0.0.1:1";
+    std::fs::write(
+        project.path("suite.toml"),
+        "[[fixture]]\npath = \"fixtures/stripe.json\"\n",
+    )
+    .unwrap();
+    let ran = run(project.dir.path(), &["replay", "--from", "suite.toml"], &[]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(
+        ran.stderr,
+        "error: suite.toml is a suite, not a fixture: run it with portpreview check suite.toml\n"
+    );
+
+    std::fs::write(project.path("fixtures/notes.json"), "not json {").unwrap();
+    let ran = project.check(&["fixtures/notes.json", "--target", down], &[]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stderr.contains(
+            "fixtures/notes.json is not a PortPreview fixture: it is not JSON (expected ident at line 1 column 2)"
+        ),
+        "{}",
+        ran.stderr
+    );
+
+    std::fs::write(
+        project.path("fixtures/suite.toml"),
+        "[[fixture]]\npath = \"stripe.json\"\n",
+    )
+    .unwrap();
+    std::fs::write(project.path("all.toml"), "[[fixture]]\npath = \"fixtures\"\n").unwrap();
+    let ran = project.check(&["all.toml", "--target", down], &[]);
+    assert!(
+        ran.stderr
+            .contains("warning: fixtures/suite.toml is not read when its folder is given"),
+        "{}",
+        ran.stderr
+    );
+}
+
 /// A suite's `check_cmd` that fails is named as the check command, not as
 /// a flag the user never passed.
 #[test]

@@ -155,9 +155,18 @@ impl Fixture {
             .with_context(|| format!("cannot read fixture {}", path.display()))?;
         let not_a_fixture = || format!("{} is not a PortPreview fixture", path.display());
         if text.trim_ascii_start().first() != Some(&b'{') {
+            if crate::suite::Suite::is_suite_path(path) {
+                anyhow::bail!(
+                    "{} is a suite, not a fixture: run it with portpreview check {}",
+                    path.display(),
+                    path.display()
+                );
+            }
             // serde would read an array as the struct's fields in order and
             // complain about "13 elements".
-            serde_json::from_slice::<serde::de::IgnoredAny>(&text).with_context(not_a_fixture)?;
+            serde_json::from_slice::<serde::de::IgnoredAny>(&text)
+                .map_err(|err| anyhow::anyhow!("it is not JSON ({err})"))
+                .with_context(not_a_fixture)?;
             return Err(anyhow::anyhow!("a fixture is one JSON object")).with_context(not_a_fixture);
         }
         // Read straight into the struct, which refuses a field given twice;

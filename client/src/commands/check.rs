@@ -253,6 +253,7 @@ fn expand(inputs: &[PathBuf]) -> Vec<Job> {
                     jobs.push(unreadable(&entry.path, nested));
                     continue;
                 }
+                warn_of_suites_in(&entry.path, &named_suites);
                 match fixtures_at(&entry.path) {
                     Ok(found) => jobs.extend(found.into_iter().map(|f| Job::fixture(f, Some(entry.clone())))),
                     Err(err) => jobs.push(unreadable(&entry.path, err)),
@@ -295,23 +296,36 @@ fn warn_of_suites_in(dir: &Path, named_suites: &[PathBuf]) {
 /// subdirectories included (`fixtures/stripe/`, `fixtures/github/`), in
 /// path order; a directory holding none is an error. JSON that is plainly
 /// something else (a `package.json` beside the fixtures) is skipped with a
-/// note; a file that may be a broken fixture is kept, to fail as one. Symbolic links to
-/// directories are not followed, so a link loop cannot make the walk
-/// endless.
+/// note; a file that may be a broken fixture is kept, to fail as one, and
+/// so is a link to a `*.json` that is gone. Links to folders are followed
+/// (fixtures shared between repositories are linked in), each folder once,
+/// so a link back up cannot make the walk endless.
 fn fixtures_at(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
     if !path.is_dir() {
         return Ok(vec![path.to_path_buf()]);
     }
     let mut found = Vec::new();
-    let mut dirs = vec![path.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
+    let mut walked = std::collections::HashSet::new();
+    // Breadth first, in name order: a folder reached by two paths is named
+    // by the shorter, the same on every machine.
+    let mut dirs = std::collections::VecDeque::from([path.to_path_buf()]);
+    while let Some(dir) = dirs.pop_front() {
         let cannot_read = || format!("cannot read directory {}", dir.display());
-        for entry in std::fs::read_dir(&dir).with_context(cannot_read)? {
-            let entry = entry.with_context(cannot_read)?;
+        if !walked.insert(dir.canonicalize().with_context(cannot_read)?) {
+            continue;
+        }
+        let mut entries = std::fs::read_dir(&dir)
+            .with_context(cannot_read)?
+            .collect::<Result<Vec<_>, _>>()
+            .with_context(cannot_read)?;
+        entries.sort_by_key(std::fs::DirEntry::file_name);
+        for entry in entries {
             let file = entry.path();
-            if entry.file_type().with_context(cannot_read)?.is_dir() {
-                dirs.push(file);
-            } else if file.is_file() && file.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("json")) {
+            let is_link = entry.file_type().with_context(cannot_read)?.is_symlink();
+            let is_json = file.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("json"));
+            if file.is_dir() {
+                dirs.push_back(file);
+            } else if is_json && (file.is_file() || is_link) {
                 if crate::fixture::Fixture::is_other_json(&file) {
                     let shown = escape_str(&file.display().to_string()).into_owned();
                     crate::to_stderr(format_args!(
