@@ -422,6 +422,25 @@ fn a_file_in_the_wrong_place_is_named_for_what_it_is() {
     );
 }
 
+/// With the config file set aside (`PORTPREVIEW_CONFIG=/dev/null`, as the
+/// README suggests, and as these tests run), a missing secret is not to be
+/// added to /dev/null.
+#[test]
+fn a_missing_secret_with_the_config_set_aside_names_the_flag_and_the_environment() {
+    let project = Project::new();
+    let ran = project.check(
+        &["fixtures/stripe.json", "--target", "http://127.0.0.1:1", "--resign"],
+        &[],
+    );
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stderr
+            .contains("no secret for stripe: pass --secret, or set PORTPREVIEW_SECRET_STRIPE or PORTPREVIEW_SECRET\n"),
+        "{}",
+        ran.stderr
+    );
+}
+
 /// A suite's `check_cmd` that fails is named as the check command, not as
 /// a flag the user never passed.
 #[test]

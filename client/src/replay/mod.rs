@@ -154,14 +154,20 @@ pub enum ReplayError {
 /// "pass --secret, set PORTPREVIEW_SECRET_STRIPE or PORTPREVIEW_SECRET,
 /// or add stripe = "…" to the \[secrets\] table of
 /// ~/.config/portpreview/config.toml". The config file is named by its real
-/// path, since few people know where it lives.
+/// path, since few people know where it lives; one set aside
+/// (`PORTPREVIEW_CONFIG=/dev/null`) is no place for a secret.
 pub fn secret_sources(provider: Provider) -> String {
-    let config = crate::config::config_path().map_or_else(|| "config.toml".to_string(), |p| p.display().to_string());
-    format!(
-        "pass --secret, set {} or PORTPREVIEW_SECRET, or add {} = \"…\" to the [secrets] table of {config}",
-        crate::config::secret_env(provider),
-        provider.name()
-    )
+    let env = crate::config::secret_env(provider);
+    match crate::config::config_path() {
+        Some(path) if path.exists() && !path.is_file() => format!("pass --secret, or set {env} or PORTPREVIEW_SECRET"),
+        path => {
+            let config = path.map_or_else(|| "config.toml".to_string(), |p| p.display().to_string());
+            format!(
+                "pass --secret, set {env} or PORTPREVIEW_SECRET, or add {} = \"…\" to the [secrets] table of {config}",
+                provider.name()
+            )
+        }
+    }
 }
 
 /// Replays `request` as `opts` says and judges the handler.
