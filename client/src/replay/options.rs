@@ -82,9 +82,10 @@ impl Default for ReplayOptions {
 
 impl ReplayOptions {
     /// Attempts in flight at once after attempt 1 of a replay: as asked,
-    /// else one at a time.
+    /// else one at a time, and never more than the attempts after the first
+    /// (so the report does not claim load that was never sent).
     pub fn width(&self) -> u32 {
-        self.concurrency.unwrap_or(1)
+        self.concurrency.unwrap_or(1).min(self.times.saturating_sub(1)).max(1)
     }
 
     /// Attempts in flight at once for the `--fresh` burst: all of them unless
@@ -293,6 +294,23 @@ mod tests {
             parse_positive_duration("30000000000000d"),
             Err("longer than a day: give a duration like 30s or 5m".to_string())
         );
+    }
+
+    #[test]
+    fn attempts_after_the_first_are_as_wide_as_asked_and_as_there_are() {
+        let width = |times, concurrency| {
+            ReplayOptions {
+                times,
+                concurrency,
+                ..ReplayOptions::default()
+            }
+            .width()
+        };
+        assert_eq!(width(10, None), 1);
+        assert_eq!(width(10, Some(4)), 4);
+        assert_eq!(width(5, Some(10)), 4, "attempt 1 goes alone");
+        assert_eq!(width(2, Some(10)), 1);
+        assert_eq!(width(1, Some(10)), 1);
     }
 
     #[test]
