@@ -1307,7 +1307,7 @@ async fn a_webhook_sent_while_the_tunnel_was_stopped_is_not_forwarded_when_it_ru
     while !unseen.is_empty() {
         let line = client.line_containing("/webhooks/stopped/").await;
         assert!(
-            line.contains("not forwarded: read after PortPreview was paused for "),
+            line.contains("not forwarded: read after PortPreview was paused (nothing from the relay for "),
             "{line}"
         );
         let path = line
@@ -1331,10 +1331,39 @@ async fn a_webhook_sent_while_the_tunnel_was_stopped_is_not_forwarded_when_it_ru
     assert_eq!(paths, sent, "{rows}");
     for row in rows.as_array().unwrap() {
         assert!(
-            row["error"]
-                .as_str()
-                .is_some_and(|e| e.starts_with("not forwarded: read after PortPreview was paused")),
+            row["error"].as_str().is_some_and(
+                |e| e.starts_with("not forwarded: read after PortPreview was paused (nothing from the relay for ")
+            ),
             "{rows}"
         );
     }
+}
+
+/// A tunnel stopped for less than its relay waits for a silent client (here
+/// a relay that waits 30 s, past the 10 s after which a relay with the
+/// default settings may give up): running again, it forwards what was
+/// sent meanwhile, whose callers the relay still holds.
+#[tokio::test]
+async fn a_webhook_sent_while_the_tunnel_was_stopped_briefly_is_forwarded_when_it_runs_again() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        dead_after: Duration::from_secs(30),
+        ..Default::default()
+    })
+    .await;
+    let handler = LocalHandler::echo().await;
+    let db = dir.path().join("history.db");
+    let (mut client, url) = Running::tunnel(&handler.url(), &relay.http_url(), &db, dir.path()).await;
+
+    client.signal("STOP");
+    let held = format!("{url}/webhooks/held");
+    let sent = tokio::spawn(async move { caller::post(&held, "{}").await });
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    client.signal("CONT");
+    assert_eq!(sent.await.expect("the caller").status, 200);
+    assert_eq!(handler.requests().len(), 1, "forwarded once");
+    let line = client.line_containing("/webhooks/held").await;
+    assert!(!line.contains("not forwarded"), "{line}");
+    client.signal("TERM");
+    assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
 }

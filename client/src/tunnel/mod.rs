@@ -10,6 +10,7 @@ mod frame_writer;
 mod in_flight;
 mod outage;
 mod outbox;
+mod pause;
 mod persist;
 mod respond;
 mod session;

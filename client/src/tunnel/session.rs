@@ -1,7 +1,7 @@
 //! One connected session: reads the relay's frames, runs an exchange per
 //! stream, and writes every ready frame with a single flush.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ops::ControlFlow;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -26,29 +26,18 @@ use super::body::{Backlog, Chunk, Inflow};
 use super::exchange::{self, Head, Shared, Steering, NO_STREAM};
 use super::in_flight::{InFlight, Joined};
 use super::outbox::Outbox;
+use super::pause::{self, Pause};
 use super::{frame_writer, persist};
 use crate::events::{report, TunnelEvent};
 
 /// The relay pings every few seconds; this long without any frame means it is gone.
 pub const RELAY_SILENCE_LIMIT: Duration = Duration::from_secs(15);
 
-/// How long a relay with the default settings waits for a silent client
-/// before it gives up on it and answers its callers 502: its pings come
-/// every 5 s, and it gives up once an answer to the next could no longer
-/// come within 15 s of the last. A request the client reads after a pause
-/// this long (ctrl-z, a debugger) is one whose caller has had its answer.
-const RELAY_GIVES_UP: Duration =
-    portpreview_server::config::DEFAULT_DEAD_AFTER.saturating_sub(portpreview_server::config::DEFAULT_PING_INTERVAL);
-
 /// How long the silence limit, once reached, waits for one more turn of the
 /// reactor before it ends the session. A process continued just before
 /// the limit (ctrl-z, then `fg`) has its timer fire before it has learnt
 /// what its socket holds; the frames of the pause come a moment later.
 const LAST_CHANCE: Duration = Duration::from_secs(1);
-
-/// How long after such a pause the requests read are taken as ones sent
-/// during it: what waited in the socket is read at once.
-const WAKING: Duration = Duration::from_millis(500);
 
 /// On shutdown, how long exchanges in flight may take to finish.
 pub const DRAIN_LIMIT: Duration = Duration::from_secs(3);
@@ -97,9 +86,9 @@ struct Session {
     draining: bool,
     /// When the relay last sent a frame: the silence limit counts from it.
     last_heard: Instant,
-    /// Until when requests read are ones the relay sent while this process
-    /// was paused past [`RELAY_GIVES_UP`], and how long it was.
-    woke: Option<(Instant, Duration)>,
+    /// The last pause of this process long enough for the relay to have
+    /// given up on it.
+    pause: Option<Pause>,
 }
 
 /// Serves one socket until it ends or the user stops the tunnel. When the
@@ -126,7 +115,7 @@ where
         abandon: CancellationToken::new(),
         draining: false,
         last_heard: Instant::now(),
-        woke: None,
+        pause: None,
     };
     // Counted from the last frame, so exchanges finishing meanwhile never
     // restart the count; the deadline moves only when it fires early, not
@@ -168,7 +157,7 @@ where
                 }
             }
             next = frames.next() => {
-                if let ControlFlow::Break(end) = session.received(next) {
+                if let ControlFlow::Break(end) = session.took(next, &mut frames) {
                     break end;
                 }
             }
@@ -303,21 +292,36 @@ impl Session {
     /// marks what is read right after it.
     fn heard_from_relay(&mut self) {
         let now = Instant::now();
-        let quiet = now.saturating_duration_since(self.last_heard);
-        if quiet > RELAY_GIVES_UP {
-            self.woke = Some((now + WAKING, quiet));
+        if let Some(pause) = Pause::noticed(now.saturating_duration_since(self.last_heard)) {
+            self.pause = Some(pause);
         }
         self.last_heard = now;
     }
 
-    /// Takes what the socket gave: a message, or how it ended.
-    fn received(&mut self, next: Option<Result<Message, tungstenite::Error>>) -> ControlFlow<SessionEnd> {
+    /// Takes what the socket gave; on waking from a pause, together with
+    /// what the socket holds behind it, which shows whether the relay gave
+    /// up on this client meanwhile.
+    fn took<S>(&mut self, next: pause::Read, frames: &mut S) -> ControlFlow<SessionEnd>
+    where
+        S: Stream<Item = Result<Message, tungstenite::Error>> + Unpin,
+    {
+        self.heard_from_relay();
+        let Some(pause) = self.pause.as_mut().filter(|pause| pause.unjudged()) else {
+            return self.received(next);
+        };
+        let mut read = VecDeque::from([next]);
+        pause::read_ahead(frames, &mut read);
+        pause.judge(&read);
+        read.into_iter().try_for_each(|next| self.received(next))
+    }
+
+    /// Takes one read of the socket: a message, or how it ended.
+    fn received(&mut self, next: pause::Read) -> ControlFlow<SessionEnd> {
         let message = match next {
             None => return ControlFlow::Break(SessionEnd::Lost("the relay closed the connection".into())),
             Some(Err(err)) => return ControlFlow::Break(SessionEnd::Lost(read_failed(err))),
             Some(Ok(message)) => message,
         };
-        self.heard_from_relay();
         let frame = match message {
             Message::Binary(frame) => frame,
             Message::Close(close) => return ControlFlow::Break(SessionEnd::Lost(close_reason(close))),
@@ -398,16 +402,15 @@ impl Session {
             self.outbox.answer(stream, 503, "the tunnel's client is shutting down");
             return ControlFlow::Continue(());
         }
-        if let Some((_, paused)) = self.woke.filter(|(until, _)| Instant::now() < *until) {
+        if let Some(quiet) = self.pause.and_then(|pause| pause.answered_by_the_relay()) {
             // Sent late, it would make a duplicate of the tunnel's own: the
             // provider retries a delivery whose caller saw it fail.
             self.outbox
                 .reset(stream, "the tunnel's client was paused; not forwarded");
             let why = format!(
-                "not forwarded: read after PortPreview was paused for {}s, past the {}s a relay waits for a \
-                 silent client before it answers its callers 502",
-                paused.as_secs(),
-                RELAY_GIVES_UP.as_secs()
+                "not forwarded: read after PortPreview was paused (nothing from the relay for {}s), \
+                 in which the relay took it for gone and answered the caller 502",
+                quiet.as_secs()
             );
             let declared = end.then_some(body.len() as u64);
             self.record_unforwarded(head, (body, declared), (Duration::ZERO, Duration::ZERO), why);
@@ -774,50 +777,30 @@ mod tests {
             "answered {waited:?} in, not after the local timeout of 1 s"
         );
     }
-    /// What the client reads right after a pause past the time a relay
-    /// waits for a silent client was sent while it was paused: the relay
-    /// has answered its caller, so it is not forwarded (its duplicate
-    /// would be the tunnel's own), and the relay is told. What comes once
-    /// it runs again goes on as ever.
+    /// What the client reads right after a pause in which the relay may
+    /// have given up on it, but did not (no close frame behind it), is
+    /// forwarded: the relay still holds its caller.
     #[tokio::test(start_paused = true)]
-    async fn a_request_read_after_a_pause_the_relay_gave_up_in_is_not_forwarded() {
+    async fn a_request_read_after_a_pause_the_relay_did_not_give_up_in_is_forwarded() {
         let (serving, mut relay) = session().await;
         tokio::pin!(serving);
         assert!(futures_util::poll!(serving.as_mut()).is_pending());
-        // Past the 10 s a relay waits, within the 15 s of silence the
+        // Past the 10 s a relay may wait, within the 15 s of silence the
         // client waits: the process was stopped.
         tokio::time::advance(Duration::from_secs(12)).await;
-        let get = |stream| ServerMessage::RequestHead {
-            stream,
+        let get = ServerMessage::RequestHead {
+            stream: 1,
             method: "GET".into(),
             target: "/hook".into(),
             headers: vec![],
             end: true,
         };
-        let relay_side = async {
-            let frame = codec::encode(&get(1), b"").expect("a frame");
-            relay.send(Message::Binary(frame.into())).await.expect("sent");
-            let told = loop {
-                match relay.next().await {
-                    Some(Ok(Message::Binary(frame))) => {
-                        break codec::decode::<ClientMessage>(frame).expect("a valid frame").0;
-                    }
-                    Some(Ok(_)) => continue,
-                    other => panic!("the session ended: {other:?}"),
-                }
-            };
-            tokio::time::sleep(WAKING).await;
-            // Forwarded to a port nothing listens on: the client's own 502.
-            (told, answer_to(&mut relay, get(3)).await)
-        };
-        let (told, answered) = tokio::select! {
-            told = relay_side => told,
+        let answered = tokio::select! {
+            answered = answer_to(&mut relay, get) => answered,
             (end, _) = serving => panic!("the session ended first: {end:?}"),
         };
-        assert!(
-            matches!(&told, ClientMessage::Reset { stream: 1, reason } if reason.contains("paused")),
-            "{told:?}"
-        );
-        assert_eq!(answered, (3, 502));
+        // Forwarded to a port nothing listens on: the client's own 502,
+        // not a reset saying it was paused.
+        assert_eq!(answered, (1, 502));
     }
 }
