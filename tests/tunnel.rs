@@ -121,6 +121,27 @@ async fn a_relay_behind_an_https_proxy_says_https() {
     assert_eq!(stored.request.tunnel_url, expected, "the URL the caller called");
 }
 
+/// A client inside the network of a relay behind an HTTPS proxy, on the
+/// relay's own plain port, is given the domain URL callers reach at the
+/// proxy: on https's port, not on the plain one it came in by.
+#[tokio::test]
+async fn a_relay_behind_an_https_proxy_gives_its_domain_url_without_its_own_port() {
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        behind_https: true,
+        domain: Some("relay.test".into()),
+        ..Default::default()
+    })
+    .await;
+    let handler = LocalHandler::echo().await;
+    let tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let host = tunnel.public_url.strip_prefix("https://").expect("an https URL");
+    assert!(
+        host.ends_with(".relay.test") && !host.contains(':'),
+        "{}",
+        tunnel.public_url
+    );
+}
+
 /// Answers by path: `/status/N` with status N and no body, anything else echoed.
 async fn status_handler() -> LocalHandler {
     LocalHandler::start(|seen| match seen.uri.strip_prefix("/status/") {

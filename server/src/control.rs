@@ -79,6 +79,12 @@ pub struct PublicUrl {
     pub domain: Option<String>,
     /// Otherwise: the Host the client connected to; URLs are `<host>/t/<name>`.
     pub host: String,
+    /// Behind an HTTPS proxy (`--behind-https-proxy`), the relay's own
+    /// plain port. A client inside the relay's network that reached it
+    /// there names that port in its Host, but callers reach `<domain>` at
+    /// the proxy, on https's own port: a domain URL never names it. (A
+    /// path URL names the address the client reached, port and all.)
+    pub proxied_port: Option<u16>,
 }
 
 impl PublicUrl {
@@ -87,12 +93,18 @@ impl PublicUrl {
     /// a relay on :8080 is not reached at `http://shop.relay.test`.
     pub fn for_name(&self, name: &str) -> String {
         match &self.domain {
-            Some(domain) => match self.port().filter(|port| *port != self.default_port()) {
+            Some(domain) => match self.port().filter(|port| !self.unnamed(*port)) {
                 Some(port) => format!("{}://{name}.{domain}:{port}", self.scheme),
                 None => format!("{}://{name}.{domain}", self.scheme),
             },
             None => format!("{}://{}/t/{name}", self.scheme, self.host),
         }
+    }
+
+    /// Whether a URL leaves `port` out: the scheme's own, or the relay's
+    /// plain port behind its proxy.
+    fn unnamed(&self, port: u16) -> bool {
+        port == self.default_port() || Some(port) == self.proxied_port
     }
 
     /// The port named in the Host the client connected to, if any.
@@ -601,6 +613,7 @@ mod tests {
                 scheme: "http",
                 domain: None,
                 host: "127.0.0.1:9".into(),
+                proxied_port: None,
             },
             hello_timeout: Duration::from_secs(10),
             ping_interval: Duration::from_secs(5),
@@ -634,6 +647,7 @@ mod tests {
                 scheme,
                 domain: Some("relay.test".into()),
                 host: host.into(),
+                proxied_port: None,
             }
             .for_name("shop")
         };
@@ -648,7 +662,27 @@ mod tests {
             scheme: "http",
             domain: None,
             host: "127.0.0.1:9".into(),
+            proxied_port: None,
         };
         assert_eq!(path.for_name("shop"), "http://127.0.0.1:9/t/shop");
+    }
+
+    #[test]
+    fn behind_an_https_proxy_a_domain_url_never_names_the_relays_own_plain_port() {
+        let url = |domain: Option<&str>, host: &str| {
+            PublicUrl {
+                scheme: "https",
+                domain: domain.map(str::to_string),
+                host: host.into(),
+                proxied_port: Some(8080),
+            }
+            .for_name("shop")
+        };
+        assert_eq!(url(Some("relay.test"), "10.0.0.5:8080"), "https://shop.relay.test");
+        assert_eq!(
+            url(Some("relay.test"), "relay.test:8443"),
+            "https://shop.relay.test:8443"
+        );
+        assert_eq!(url(None, "10.0.0.5:8080"), "https://10.0.0.5:8080/t/shop");
     }
 }

@@ -247,6 +247,7 @@ fn session_context(
             scheme: if conn.https { "https" } else { "http" },
             domain: relay.config.domain.clone(),
             host,
+            proxied_port: relay.config.behind_https.then_some(conn.local.port()),
         },
         // The Hello is the upgraded socket's first request head: the same
         // time allowed as a caller's head, so one setting bounds how long
