@@ -70,7 +70,13 @@ pub fn is_host_header(value: &[u8]) -> bool {
     };
     let port_ok = match port {
         [] => true,
-        [b':', digits @ ..] => digits.iter().all(u8::is_ascii_digit),
+        // A port URL parsers take: a number up to 65535 (`host:`, empty,
+        // is one RFC 3986 allows).
+        [b':'] => true,
+        [b':', digits @ ..] => {
+            digits.iter().all(u8::is_ascii_digit)
+                && std::str::from_utf8(digits).is_ok_and(|port| port.parse::<u16>().is_ok())
+        }
         _ => false,
     };
     host_ok && port_ok
@@ -91,6 +97,7 @@ mod tests {
             "[::1]",
             "[::1]:80",
             "[fe80::1%eth0]:80",
+            "host:65535",
             "my_host.local",
             "xn--bcher-kva.example",
             "",
@@ -112,6 +119,9 @@ mod tests {
             "host/path",
             "host?q",
             ":80",
+            "host:65536",
+            "host:99999999999999999999",
+            "host:+80",
         ] {
             assert!(!is_host_header(host.as_bytes()), "{host:?}");
         }
