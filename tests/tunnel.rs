@@ -424,6 +424,34 @@ async fn a_small_request_passes_beside_an_upload_the_handler_does_not_read() {
     );
 }
 
+/// A WebSocket client pointed at the tunnel is answered 501 by the relay,
+/// which the tunnel does not carry, and the history says so: the developer
+/// sees that the client got this far, and why it went no further.
+#[tokio::test]
+async fn a_websocket_upgrade_is_refused_by_the_relay_and_recorded() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let upgrade: [(&str, &[u8]); 4] = [
+        ("upgrade", b"websocket"),
+        ("connection", b"Upgrade"),
+        ("sec-websocket-version", b"13"),
+        ("sec-websocket-key", b"dGhlIHNhbXBsZSBub25jZQ=="),
+    ];
+    let reply = caller::send("GET", &tunnel.url("/live"), &upgrade, Vec::new()).await;
+    assert_eq!(reply.status, 501);
+    let (summary, _) = tunnel.next_delivery().await;
+    assert!(handler.requests().is_empty(), "the handler never saw it");
+    assert_eq!((summary.method.as_str(), summary.path.as_str()), ("GET", "/live"));
+    assert_eq!(
+        summary.error.as_deref(),
+        Some(
+            "the relay answered the caller 501: a WebSocket upgrade is not forwarded: \
+             the tunnel carries HTTP requests and their answers"
+        )
+    );
+}
+
 /// A body declared over the limit is answered 413 by the relay without
 /// reaching the handler, and the tunnel's history still has the delivery,
 /// with what its caller was told: a provider's dashboard says 413, and so

@@ -243,10 +243,18 @@ async fn tunnel(
         Route::Unknown => return answer(StatusCode::NOT_FOUND, NO_SUCH_TUNNEL),
     };
     if websocket_handshake(&req) {
-        return answer(
+        // Told to the client too: a developer whose WebSocket client got
+        // this far sees in the tunnel's lines and history why it went no further.
+        const NOT_FORWARDED: &str =
+            "a WebSocket upgrade is not forwarded: the tunnel carries HTTP requests and their answers";
+        let (parts, body) = req.into_parts();
+        TurnedAway::arriving(&parts, &body, declared_body_size(&parts.headers), &target, &hop).tell(
             StatusCode::NOT_IMPLEMENTED,
-            "a WebSocket upgrade is not forwarded: the tunnel carries HTTP requests and their answers",
+            NOT_FORWARDED,
+            &[],
+            |news, _| tunnel.tell_turned_away(news, &[]),
         );
+        return answer(StatusCode::NOT_IMPLEMENTED, NOT_FORWARDED);
     }
     let limits = ForwardLimits {
         max_body: relay.config.max_body,
