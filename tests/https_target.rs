@@ -82,3 +82,31 @@ async fn a_plain_target_whose_handler_serves_https_is_pointed_to_https() {
     );
     assert!(handler.requests().is_empty());
 }
+
+/// A port that takes the connection and never answers the TLS handshake
+/// (a stuck handler) is not said to be unreachable: the reason names the
+/// handshake as what may not have come.
+#[tokio::test]
+async fn an_https_target_silent_after_the_connection_is_told_apart_from_no_connection() {
+    let relay = TestRelay::start().await;
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let target = format!("https://127.0.0.1:{}", silent.local_addr().expect("its address").port());
+    let holding = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            held.push(socket);
+        }
+    });
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &target).await;
+
+    let reply = caller::post(&tunnel.url("/hook"), "{}").await;
+    let said = format!(
+        "could not reach {target}: no TLS connection within 5s: the port took no connection, \
+         or never answered the TLS handshake"
+    );
+    assert_eq!(reply.status, 502, "{}", reply.text());
+    assert!(reply.text().contains(&said), "{}", reply.text());
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!(summary.error.as_deref(), Some(said.as_str()));
+    holding.abort();
+}
