@@ -1564,12 +1564,17 @@ fn a_fresh_burst_that_a_field_fresh_left_alone_deduped_is_inconclusive() {
     let shown = portpreview(&history.db(), &["show", "1"]);
     let runs: Vec<&str> = shown.stdout.lines().filter(|line| line.contains("at once")).collect();
     assert_eq!(runs.len(), 2, "{}", shown.stdout);
-    assert!(
-        runs.iter().all(|run| run.contains("a baseline, then 4×, 4 at once")),
-        "{runs:?}"
-    );
+    // Each names the handler it judged: runs against another --target sit beside these.
+    let judged = format!("a baseline, then 4×, 4 at once → {}/", handler.url());
+    assert!(runs.iter().all(|run| run.contains(&judged)), "{runs:?}");
     let runs = portpreview(&history.db(), &["show", "1", "--json"]).json()["replay_runs"].clone();
     assert_eq!(runs[0]["fresh"], true, "{runs:#}");
+    assert!(
+        runs[0]["target"]
+            .as_str()
+            .is_some_and(|target| target.starts_with(&handler.url())),
+        "{runs:#}"
+    );
     // An attempt is no delivery of its event, and came in on no public URL.
     let attempt = portpreview(&history.db(), &["show", "2", "--json"]).json();
     assert_eq!(

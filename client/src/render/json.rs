@@ -81,17 +81,20 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
         "replay_of": r.replay_of,
         "request": request,
         "response": response,
-        "replay_runs": runs.iter().map(replay_run).collect::<Vec<_>>(),
+        "replay_runs": runs.iter().map(|run| replay_run(run, reveal)).collect::<Vec<_>>(),
     })
 }
 
-fn replay_run(run: &ReplayRun) -> Value {
+fn replay_run(run: &ReplayRun, reveal: bool) -> Value {
+    let facts = crate::replay::RunFacts::of(run);
+    let target = facts.target.map(|target| shown_path(&target, reveal).into_owned());
     json!({
         "id": run.id,
         "started_at": rfc3339_ms(run.started_at_ms),
+        "target": target,
         "times": run.times,
         "concurrency": run.concurrency,
-        "fresh": crate::replay::sent_a_baseline(run),
+        "fresh": facts.fresh,
         "idempotent": run.idempotent,
         "summary": run.summary,
     })

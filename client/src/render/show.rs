@@ -38,7 +38,7 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
     overview(&mut out, d, delivery_number);
     request(&mut out, d, reveal, cut);
     response(&mut out, d, reveal, cut);
-    replay_runs(&mut out, runs);
+    replay_runs(&mut out, runs, reveal);
     out
 }
 
@@ -118,20 +118,23 @@ fn response(out: &mut String, d: &Delivery, reveal: bool, cut: BodyCut<'_>) {
     );
 }
 
-fn replay_runs(out: &mut String, runs: &[ReplayRun]) {
+fn replay_runs(out: &mut String, runs: &[ReplayRun], reveal: bool) {
     if runs.is_empty() {
         return;
     }
     let _ = writeln!(out, "\nReplay runs");
     for run in runs {
-        let baseline = if crate::replay::sent_a_baseline(run) {
-            "a baseline, then "
-        } else {
-            ""
-        };
+        let facts = crate::replay::RunFacts::of(run);
+        let baseline = if facts.fresh { "a baseline, then " } else { "" };
+        // Runs against another `--target` sit beside the others: which
+        // handler each judged tells apart verdicts that seem to disagree.
+        let target = facts
+            .target
+            .map(|target| format!(" → {}", escape_str(&shown_path(&target, reveal))))
+            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "  {}  {baseline}{}×, {} at once  {}",
+            "  {}  {baseline}{}×, {} at once{target}  {}",
             rfc3339_ms(run.started_at_ms),
             run.times,
             run.concurrency,

@@ -24,7 +24,7 @@ pub mod verdict;
 
 use portpreview_shared::provider::{FreshError, Provider, SignError};
 
-pub use history::{record, sent_a_baseline};
+pub use history::{record, RunFacts};
 pub use options::{ReplayOptions, DEFAULT_SETTLE, DEFAULT_TIMEOUT, MAX_CONCURRENCY, MAX_TIMES};
 pub use overridden::edits_not_sent;
 pub use plan::provider_of;
