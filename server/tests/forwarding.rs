@@ -89,6 +89,15 @@ async fn a_host_header_that_is_no_host_is_answered_400() {
         assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
         assert!(answer.contains("the Host header is not a host name"), "{answer}");
     }
+    // An absolute-form target names the host instead, and is held to the same.
+    let request = b"POST http://shop.relay.test:99999999/hook HTTP/1.1\r\nHost: shop.relay.test\r\n\
+                    Content-Length: 2\r\nConnection: close\r\n\r\n{}";
+    let answer = raw(relay.addr, request).await;
+    assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
+    assert!(
+        answer.contains("the request target's host is not a host name"),
+        "{answer}"
+    );
 }
 
 /// An absolute-form target names the host, and RFC 9112 has it win over
