@@ -110,3 +110,40 @@ async fn an_https_target_silent_after_the_connection_is_told_apart_from_no_conne
     assert_eq!(summary.error.as_deref(), Some(said.as_str()));
     holding.abort();
 }
+
+/// The same port, replayed to: the run cannot start, and says why in the
+/// same words, not that nothing answers there.
+#[tokio::test]
+async fn a_replay_to_an_https_target_silent_after_the_connection_says_so() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let target = format!("https://127.0.0.1:{}", silent.local_addr().expect("its address").port());
+    let holding = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            held.push(socket);
+        }
+    });
+    let fixture = dir.path().join("hook.json");
+    let written = serde_json::json!({
+        "portpreview_fixture": 1,
+        "method": "POST",
+        "path": "/hook",
+        "headers": [{"name": "content-type", "value": "application/json"}],
+        "body": "{}",
+    });
+    std::fs::write(&fixture, written.to_string()).expect("a fixture");
+    let db = dir.path().join("history.db");
+    let fixture = fixture.to_str().expect("a UTF-8 path");
+    let args = ["replay", "--from", fixture, "--target", &target, "--timeout", "1s"];
+    let ran = portpreview_async(&db, &args).await;
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(
+        ran.stderr.trim_end(),
+        format!(
+            "error: could not reach {target}: no TLS connection within 5s: the port took no connection, \
+             or never answered the TLS handshake"
+        )
+    );
+    holding.abort();
+}

@@ -50,15 +50,9 @@ pub enum ForwardError {
         /// The socket error (kept out of `source()`: the message includes it).
         error: std::io::Error,
     },
-    /// Connecting took too long; for an `https://` target, the TLS
-    /// handshake may be what never came.
-    #[error("could not reach {target}: {}", timed_out(*tls))]
-    ConnectTimeout {
-        /// Target tried.
-        target: String,
-        /// Whether a TLS handshake was part of connecting.
-        tls: bool,
-    },
+    /// Connecting took too long.
+    #[error("could not reach {0}: connecting timed out")]
+    ConnectTimeout(String),
     /// An `https://` target's TLS handshake failed.
     #[error("{}", error.about(target))]
     Tls {
@@ -81,18 +75,6 @@ pub enum ForwardError {
 
 /// The likely cause of a refused connection, which the error alone does
 /// not say to someone who forgot to start the handler.
-/// Why connecting timed out: a port that takes a connection and then
-/// says nothing (a stuck handler, a plain one waiting for a request) looks
-/// the same as one that never took it, once a handshake is part of it.
-fn timed_out(tls: bool) -> String {
-    let limit = CONNECT_TIMEOUT.as_secs();
-    if tls {
-        format!("no TLS connection within {limit}s: the port took no connection, or never answered the TLS handshake")
-    } else {
-        format!("connecting timed out after {limit}s")
-    }
-}
-
 fn not_listening(error: &std::io::Error) -> &'static str {
     match error.kind() {
         std::io::ErrorKind::ConnectionRefused => "; is the handler running?",
@@ -332,9 +314,12 @@ impl Forwarder {
         let connecting = crate::local_tls::open(target.scheme, &target.host, target.port);
         let stream = tokio::time::timeout(CONNECT_TIMEOUT, connecting)
             .await
-            .map_err(|_| ForwardError::ConnectTimeout {
-                target: target.to_string(),
-                tls: target.scheme == crate::target::Scheme::Https,
+            .map_err(|_| match target.scheme {
+                Scheme::Https => ForwardError::Tls {
+                    target: target.to_string(),
+                    error: TlsError::Unanswered(CONNECT_TIMEOUT),
+                },
+                Scheme::Http => ForwardError::ConnectTimeout(target.to_string()),
             })?
             .map_err(|error| match error {
                 OpenError::Connect(error) => ForwardError::Connect {

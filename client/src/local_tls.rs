@@ -39,6 +39,11 @@ pub enum TlsError {
     /// The handshake failed, for rustls's reason.
     #[error("the TLS handshake failed: {0}")]
     Handshake(String),
+    /// No TLS connection within the time given. Once a handshake is part of
+    /// connecting, a port that takes the connection and then says nothing
+    /// (a stuck handler) looks the same as one that never took it.
+    #[error("no TLS connection within {}s", .0.as_secs())]
+    Unanswered(std::time::Duration),
 }
 
 impl TlsError {
@@ -47,6 +52,11 @@ impl TlsError {
         match self {
             Self::NotTls => format!("{target} did not answer in TLS: is it an http:// handler?"),
             Self::Handshake(reason) => format!("the TLS handshake with {target} failed: {reason}"),
+            Self::Unanswered(limit) => format!(
+                "could not reach {target}: no TLS connection within {}s: the port took no connection, \
+                 or never answered the TLS handshake",
+                limit.as_secs()
+            ),
         }
     }
 

@@ -168,10 +168,17 @@ impl Connection {
     /// swallows connection attempts fails the run instead of holding it for
     /// the system's connect timeout.
     pub async fn open_within(endpoint: Endpoint, timeout: Duration) -> std::io::Result<Self> {
+        let tls = endpoint.scheme == Scheme::Https;
         let mut conn = Self::lazy(endpoint).answering_within(timeout);
-        tokio::time::timeout(timeout, conn.reconnect())
-            .await
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, no_answer_within(timeout)))??;
+        tokio::time::timeout(timeout, conn.reconnect()).await.map_err(|_| {
+            if tls {
+                // Kept whole, as a failed handshake is: the port may have
+                // taken the connection, so "nothing answers" would mislead.
+                std::io::Error::other(crate::local_tls::TlsError::Unanswered(timeout))
+            } else {
+                std::io::Error::new(std::io::ErrorKind::TimedOut, no_answer_within(timeout))
+            }
+        })??;
         Ok(conn)
     }
 
