@@ -351,30 +351,52 @@ fn an_empty_fixture_folder_cannot_run_even_beside_fixtures_that_pass() {
 }
 
 /// Fixtures shared between repositories are linked in: a linked folder is
-/// walked, once however the links loop, and a link to a fixture that is
-/// gone cannot run rather than being passed over.
+/// walked, once however the links loop, a fixture reached twice runs once
+/// under its real path, and a link to a fixture that is gone, or a `*.json`
+/// that is no file, cannot run rather than being passed over.
 #[test]
 fn linked_fixture_folders_are_walked_and_a_broken_link_cannot_run() {
     let project = Project::new();
-    std::fs::rename(project.path("fixtures/slack"), project.path("shared-slack")).unwrap();
-    std::os::unix::fs::symlink(project.path("shared-slack"), project.path("fixtures/slack")).unwrap();
-    std::os::unix::fs::symlink("..", project.path("fixtures/slack-up")).unwrap();
-    std::os::unix::fs::symlink(".", project.path("fixtures/again")).unwrap();
+    let link = |to: &str, at: &str| std::os::unix::fs::symlink(to, project.path(at)).unwrap();
+    std::fs::create_dir_all(project.path("outside")).unwrap();
+    std::fs::copy(
+        project.path("fixtures/stripe.json"),
+        project.path("outside/stripe.json"),
+    )
+    .unwrap();
+    link("../outside", "fixtures/outside");
+    link("slack", "fixtures/0-linked");
+    link("stripe.json", "fixtures/a-copy.json");
+    link(".", "fixtures/again");
     let good = Handler::start(Behaviour::DedupsInOneTransaction);
     let ran = project.check(&["fixtures", "--target", &good.url()], &[]);
     assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
-    assert!(ran.stdout.contains("━━ fixtures/slack/slack.json"), "{}", ran.stdout);
+    for named in [
+        "fixtures/outside/stripe.json",
+        "fixtures/slack/slack.json",
+        "fixtures/stripe.json",
+    ] {
+        assert!(ran.stdout.contains(&format!("━━ {named}\n")), "{named}: {}", ran.stdout);
+    }
     assert!(
         ran.stdout
-            .contains("2 fixtures: 2 idempotent, 0 not idempotent, 0 failed, 0 inconclusive"),
+            .contains("3 fixtures: 3 idempotent, 0 not idempotent, 0 failed, 0 inconclusive"),
         "{}",
         ran.stdout
     );
 
-    std::os::unix::fs::symlink(project.path("deleted.json"), project.path("fixtures/gone.json")).unwrap();
+    link("../deleted.json", "fixtures/gone.json");
+    let made = Command::new("mkfifo").arg(project.path("fixtures/pipe.json")).status();
+    assert!(made.is_ok_and(|status| status.success()), "mkfifo");
     let ran = project.check(&["fixtures", "--target", &good.url()], &[]);
     assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
     assert!(ran.stderr.contains("fixtures/gone.json"), "{}", ran.stderr);
+    assert!(ran.stderr.contains("fixtures/pipe.json"), "{}", ran.stderr);
+    assert!(
+        ran.stdout.contains("3 idempotent"),
+        "the others still ran: {}",
+        ran.stdout
+    );
 }
 
 /// A file given where it does not belong is named for what it is: a suite
@@ -407,19 +429,21 @@ fn a_file_in_the_wrong_place_is_named_for_what_it_is() {
         ran.stderr
     );
 
-    std::fs::write(
-        project.path("fixtures/suite.toml"),
-        "[[fixture]]\npath = \"stripe.json\"\n",
-    )
-    .unwrap();
-    std::fs::write(project.path("all.toml"), "[[fixture]]\npath = \"fixtures\"\n").unwrap();
-    let ran = project.check(&["all.toml", "--target", down], &[]);
-    assert!(
+    std::fs::remove_file(project.path("fixtures/notes.json")).unwrap();
+    let suite = "[[fixture]]\npath = \"slack.json\"\n";
+    std::fs::write(project.path("fixtures/slack/suite.toml"), suite).unwrap();
+    std::fs::write(project.path("fixtures/Cargo.toml"), "[package]\nname = \"handler\"\n").unwrap();
+    std::fs::write(project.path("all.toml"), "[[fixture]]\npath = \"./fixtures\"\n").unwrap();
+    let ran = project.check(&["all.toml", "fixtures", "--target", down], &[]);
+    assert_eq!(
         ran.stderr
-            .contains("warning: fixtures/suite.toml is not read when its folder is given"),
-        "{}",
+            .matches("warning: fixtures/slack/suite.toml is not read when its folder is given")
+            .count(),
+        1,
+        "a suite in a subfolder, warned of once, its path as it reads: {}",
         ran.stderr
     );
+    assert!(!ran.stderr.contains("Cargo.toml"), "no suite: {}", ran.stderr);
 }
 
 /// With the config file set aside (`PORTPREVIEW_CONFIG=/dev/null`, as the

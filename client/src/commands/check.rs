@@ -2,6 +2,7 @@
 //! committed fixture, for CI. No relay and no history database needed.
 
 mod results;
+mod walk;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -230,122 +231,46 @@ fn expand(inputs: &[PathBuf]) -> Vec<Job> {
         .filter(|input| Suite::is_suite_path(input))
         .filter_map(|input| input.canonicalize().ok())
         .collect();
+    let mut suites = walk::Suites {
+        named: &named_suites,
+        warned: std::collections::HashSet::new(),
+    };
     let unreadable = |path: &Path, err: anyhow::Error| Job {
         unreadable: Some(crate::error_line(&err)),
         ..Job::fixture(path.to_path_buf(), None)
     };
+    let found = |path: &Path, entry: Option<&SuiteFixture>, suites: &mut walk::Suites<'_>| {
+        let found = walk::fixtures_at(path, suites);
+        let fixtures = found.fixtures.into_iter().map(|f| Job::fixture(f, entry.cloned()));
+        let unread = found.unreadable.into_iter().map(|(path, err)| unreadable(&path, err));
+        fixtures.chain(unread).collect::<Vec<_>>()
+    };
     let mut jobs = Vec::new();
     for input in inputs {
-        if Suite::is_suite_path(input) {
-            let suite = match Suite::load(input) {
-                Ok(suite) => suite,
-                Err(err) => {
-                    jobs.push(unreadable(input, err));
-                    continue;
-                }
-            };
-            for entry in suite.fixture {
-                if Suite::is_suite_path(&entry.path) {
-                    let nested = anyhow::anyhow!(
-                        "{}: a suite's path names a fixture or a folder of them, not another suite",
-                        entry.path.display()
-                    );
-                    jobs.push(unreadable(&entry.path, nested));
-                    continue;
-                }
-                warn_of_suites_in(&entry.path, &named_suites);
-                match fixtures_at(&entry.path) {
-                    Ok(found) => jobs.extend(found.into_iter().map(|f| Job::fixture(f, Some(entry.clone())))),
-                    Err(err) => jobs.push(unreadable(&entry.path, err)),
-                }
+        if !Suite::is_suite_path(input) {
+            jobs.extend(found(input, None, &mut suites));
+            continue;
+        }
+        let suite = match Suite::load(input) {
+            Ok(suite) => suite,
+            Err(err) => {
+                jobs.push(unreadable(input, err));
+                continue;
             }
-        } else {
-            warn_of_suites_in(input, &named_suites);
-            match fixtures_at(input) {
-                Ok(found) => jobs.extend(found.into_iter().map(|f| Job::fixture(f, None))),
-                Err(err) => jobs.push(unreadable(input, err)),
+        };
+        for entry in suite.fixture {
+            if Suite::is_suite_path(&entry.path) {
+                let nested = anyhow::anyhow!(
+                    "{}: a suite's path names a fixture or a folder of them, not another suite",
+                    entry.path.display()
+                );
+                jobs.push(unreadable(&entry.path, nested));
+                continue;
             }
+            jobs.extend(found(&entry.path, Some(&entry), &mut suites));
         }
     }
     jobs
-}
-
-/// A suite file in a folder given as fixtures is not read: its settings
-/// (a secret to re-sign with, a probe) would be dropped without a word,
-/// unless the suite is named on the command line too.
-fn warn_of_suites_in(dir: &Path, named_suites: &[PathBuf]) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut suites: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| path.is_file() && Suite::is_suite_path(path))
-        .filter(|path| path.canonicalize().is_ok_and(|path| !named_suites.contains(&path)))
-        .collect();
-    suites.sort();
-    for suite in suites {
-        let suite = escape_str(&suite.display().to_string()).into_owned();
-        crate::to_stderr(format_args!(
-            "warning: {suite} is not read when its folder is given; to use its settings: portpreview check {suite}\n"
-        ));
-    }
-}
-
-/// The fixture at `path`, or every `*.json` under the directory `path`,
-/// subdirectories included (`fixtures/stripe/`, `fixtures/github/`), in
-/// path order; a directory holding none is an error. JSON that is plainly
-/// something else (a `package.json` beside the fixtures) is skipped with a
-/// note; a file that may be a broken fixture is kept, to fail as one, and
-/// so is a link to a `*.json` that is gone. Links to folders are followed
-/// (fixtures shared between repositories are linked in), each folder once,
-/// so a link back up cannot make the walk endless.
-fn fixtures_at(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    if !path.is_dir() {
-        return Ok(vec![path.to_path_buf()]);
-    }
-    let mut found = Vec::new();
-    let mut walked = std::collections::HashSet::new();
-    // Breadth first, in name order: a folder reached by two paths is named
-    // by the shorter, the same on every machine.
-    let mut dirs = std::collections::VecDeque::from([path.to_path_buf()]);
-    while let Some(dir) = dirs.pop_front() {
-        let cannot_read = || format!("cannot read directory {}", dir.display());
-        if !walked.insert(dir.canonicalize().with_context(cannot_read)?) {
-            continue;
-        }
-        let mut entries = std::fs::read_dir(&dir)
-            .with_context(cannot_read)?
-            .collect::<Result<Vec<_>, _>>()
-            .with_context(cannot_read)?;
-        entries.sort_by_key(std::fs::DirEntry::file_name);
-        for entry in entries {
-            let file = entry.path();
-            let is_link = entry.file_type().with_context(cannot_read)?.is_symlink();
-            let is_json = file.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("json"));
-            if file.is_dir() {
-                dirs.push_back(file);
-            } else if is_json && (file.is_file() || is_link) {
-                if crate::fixture::Fixture::is_other_json(&file) {
-                    let shown = escape_str(&file.display().to_string()).into_owned();
-                    crate::to_stderr(format_args!(
-                        "note: {shown} is skipped: JSON without a portpreview_fixture field\n"
-                    ));
-                } else {
-                    found.push(file);
-                }
-            }
-        }
-    }
-    // A folder that lost its fixtures (or a mistyped one) must not pass CI
-    // beside others that ran: it is a fixture that could not run.
-    anyhow::ensure!(
-        !found.is_empty(),
-        "no fixtures (*.json) in {} or its subfolders",
-        path.display()
-    );
-    found.sort();
-    Ok(found)
 }
 
 fn list(inputs: &[PathBuf]) -> String {

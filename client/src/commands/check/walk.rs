@@ -1,0 +1,142 @@
+//! The fixtures under a folder given to `check`: every `*.json`, in its
+//! subfolders too, links followed, each file once; and the suites found
+//! on the way, which a folder does not read.
+
+use std::collections::{HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use portpreview_shared::sanitize::escape_str;
+
+use crate::fixture::Fixture;
+use crate::suite::Suite;
+
+/// What a walk found.
+#[derive(Debug, Default)]
+pub struct Found {
+    /// Fixtures, in path order.
+    pub fixtures: Vec<PathBuf>,
+    /// Folders that could not be read, and why: each a fixture that could
+    /// not run, beside the fixtures that can.
+    pub unreadable: Vec<(PathBuf, anyhow::Error)>,
+}
+
+/// Suites already warned of, and those named on the command line, which
+/// are read and need no warning.
+pub struct Suites<'a> {
+    /// Suites named on the command line, as canonical paths.
+    pub named: &'a [PathBuf],
+    /// Suites warned of, so a folder given twice warns once.
+    pub warned: HashSet<PathBuf>,
+}
+
+/// The fixture at `path`, or every `*.json` under the folder `path`,
+/// subfolders included (`fixtures/stripe/`, `fixtures/github/`); a folder
+/// holding none could not run.
+///
+/// - JSON that is plainly something else (a `package.json` beside the
+///   fixtures) is skipped with a note; anything else named `*.json`, a
+///   broken fixture, a pipe, a link to a file that is gone, is kept, to
+///   fail as a fixture that could not run.
+/// - Links are followed (fixtures shared between repositories are linked
+///   in), each folder and file once, so a link back up cannot make the
+///   walk endless. Real folders are walked before linked ones, breadth
+///   first in name order, so a fixture is named by its real path where it
+///   has one, and by the same path on every machine.
+/// - A suite in a folder walked is not read; unless it was named too, the
+///   user is warned, since its settings (a secret, a probe) would be
+///   dropped without a word.
+pub fn fixtures_at(path: &Path, suites: &mut Suites<'_>) -> Found {
+    if !path.is_dir() {
+        return Found {
+            fixtures: vec![path.to_path_buf()],
+            ..Found::default()
+        };
+    }
+    let mut found = Found::default();
+    // Each file kept: its path, the path it names (none for a link to
+    // nothing), and whether a link led to it.
+    let mut files: Vec<(PathBuf, Option<PathBuf>, bool)> = Vec::new();
+    let mut walked = HashSet::new();
+    let mut real = VecDeque::from([path.to_path_buf()]);
+    let mut linked = VecDeque::new();
+    while let Some((dir, through_link)) =
+        (real.pop_front().map(|d| (d, false))).or_else(|| linked.pop_front().map(|d| (d, true)))
+    {
+        let entries = match read_folder(&dir, &mut walked) {
+            Ok(Some(entries)) => entries,
+            Ok(None) => continue,
+            Err(err) => {
+                found.unreadable.push((dir, err));
+                continue;
+            }
+        };
+        for entry in entries {
+            let file = entry.path();
+            let is_link = entry.file_type().is_ok_and(|kind| kind.is_symlink());
+            if file.is_dir() {
+                match (is_link, through_link) {
+                    (false, false) => real.push_back(file),
+                    _ => linked.push_back(file),
+                }
+                continue;
+            }
+            let extension = |ext: &str| file.extension().is_some_and(|e| e.eq_ignore_ascii_case(ext));
+            if extension("toml") {
+                warn_of_a_suite(&file, suites);
+            } else if extension("json") {
+                if Fixture::is_other_json(&file) {
+                    let shown = escape_str(&file.display().to_string()).into_owned();
+                    crate::to_stderr(format_args!(
+                        "note: {shown} is skipped: JSON without a portpreview_fixture field\n"
+                    ));
+                } else {
+                    let canonical = file.canonicalize().ok();
+                    files.push((file, canonical, is_link || through_link));
+                }
+            }
+        }
+    }
+    // A file reached twice runs once, under its real path where it has one.
+    files.sort_by(|a, b| (&a.1, a.2, &a.0).cmp(&(&b.1, b.2, &b.0)));
+    files.dedup_by(|later, first| later.1.is_some() && later.1 == first.1);
+    found.fixtures = files.into_iter().map(|(file, _, _)| file).collect();
+    found.fixtures.sort();
+    // A folder that lost its fixtures (or a mistyped one) must not pass CI
+    // beside others that ran: it is a fixture that could not run.
+    if found.fixtures.is_empty() && found.unreadable.is_empty() {
+        let none = anyhow::anyhow!("no fixtures (*.json) in {} or its subfolders", path.display());
+        found.unreadable.push((path.to_path_buf(), none));
+    }
+    found
+}
+
+/// The entries of `dir` in name order, or `None` when the folder it names
+/// was walked already.
+fn read_folder(dir: &Path, walked: &mut HashSet<PathBuf>) -> anyhow::Result<Option<Vec<std::fs::DirEntry>>> {
+    let cannot_read = || format!("cannot read directory {}", dir.display());
+    if !walked.insert(dir.canonicalize().with_context(cannot_read)?) {
+        return Ok(None);
+    }
+    let mut entries = std::fs::read_dir(dir)
+        .with_context(cannot_read)?
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(cannot_read)?;
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    Ok(Some(entries))
+}
+
+/// Warns that the suite at `file`, in a folder walked, is not read, unless
+/// it was named on the command line, was warned of already, or is some
+/// other TOML (a `Cargo.toml`), which no advice to run it would help.
+pub fn warn_of_a_suite(file: &Path, suites: &mut Suites<'_>) {
+    let Ok(canonical) = file.canonicalize() else { return };
+    if suites.named.contains(&canonical) || suites.warned.contains(&canonical) || Suite::load(file).is_err() {
+        return;
+    }
+    suites.warned.insert(canonical);
+    let suite = escape_str(&super::lexical(file).display().to_string()).into_owned();
+    crate::to_stderr(format_args!(
+        "warning: {suite} is not read when its folder is given; to use its settings: portpreview check {suite}\n"
+    ));
+}
