@@ -417,6 +417,14 @@ fn a_file_in_the_wrong_place_is_named_for_what_it_is() {
         ran.stderr,
         "error: suite.toml is a suite, not a fixture: run it with portpreview check suite.toml\n"
     );
+    std::fs::write(project.path("Cargo.toml"), "[package]\nname = \"handler\"\n").unwrap();
+    let ran = run(project.dir.path(), &["replay", "--from", "Cargo.toml"], &[]);
+    assert!(
+        ran.stderr
+            .starts_with("error: Cargo.toml is not a PortPreview fixture: it is not JSON"),
+        "some other TOML is no suite: {}",
+        ran.stderr
+    );
 
     std::fs::write(project.path("fixtures/notes.json"), "not json {").unwrap();
     let ran = project.check(&["fixtures/notes.json", "--target", down], &[]);
