@@ -83,12 +83,9 @@ async fn a_plain_target_whose_handler_serves_https_is_pointed_to_https() {
     assert!(handler.requests().is_empty());
 }
 
-/// A port that takes the connection and never answers the TLS handshake
-/// (a stuck handler) is not said to be unreachable: the reason names the
-/// handshake as what may not have come.
-#[tokio::test]
-async fn an_https_target_silent_after_the_connection_is_told_apart_from_no_connection() {
-    let relay = TestRelay::start().await;
+/// An `https://` target on a port that takes every connection and never
+/// says a word (a stuck handler), until the handle is dropped.
+async fn silent_port() -> (String, tokio_util::task::AbortOnDropHandle<()>) {
     let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
     let target = format!("https://127.0.0.1:{}", silent.local_addr().expect("its address").port());
     let holding = tokio::spawn(async move {
@@ -97,6 +94,16 @@ async fn an_https_target_silent_after_the_connection_is_told_apart_from_no_conne
             held.push(socket);
         }
     });
+    (target, tokio_util::task::AbortOnDropHandle::new(holding))
+}
+
+/// A port that takes the connection and never answers the TLS handshake
+/// (a stuck handler) is not said to be unreachable: the reason names the
+/// handshake as what may not have come.
+#[tokio::test]
+async fn an_https_target_silent_after_the_connection_is_told_apart_from_no_connection() {
+    let relay = TestRelay::start().await;
+    let (target, _holding) = silent_port().await;
     let mut tunnel = TestTunnel::start(&relay.http_url(), &target).await;
 
     let reply = caller::post(&tunnel.url("/hook"), "{}").await;
@@ -108,22 +115,14 @@ async fn an_https_target_silent_after_the_connection_is_told_apart_from_no_conne
     assert!(reply.text().contains(&said), "{}", reply.text());
     let (summary, _) = tunnel.next_delivery().await;
     assert_eq!(summary.error.as_deref(), Some(said.as_str()));
-    holding.abort();
 }
 
-/// The same port, replayed to: the run cannot start, and says why in the
+/// Such a port, replayed to: the run cannot start, and says why in the
 /// same words, not that nothing answers there.
 #[tokio::test]
 async fn a_replay_to_an_https_target_silent_after_the_connection_says_so() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
-    let target = format!("https://127.0.0.1:{}", silent.local_addr().expect("its address").port());
-    let holding = tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((socket, _)) = silent.accept().await {
-            held.push(socket);
-        }
-    });
+    let (target, _holding) = silent_port().await;
     let fixture = dir.path().join("hook.json");
     let written = serde_json::json!({
         "portpreview_fixture": 1,
@@ -145,5 +144,4 @@ async fn a_replay_to_an_https_target_silent_after_the_connection_says_so() {
              or never answered the TLS handshake"
         )
     );
-    holding.abort();
 }
