@@ -89,13 +89,16 @@ struct Session {
     /// The last pause of this process long enough for the relay to have
     /// given up on it.
     pause: Option<Pause>,
+    /// Whether the relay is on this machine, where what the socket holds
+    /// shows at once whether it gave up on this client (see [`pause`]).
+    relay_on_loopback: bool,
 }
 
 /// Serves one socket until it ends or the user stops the tunnel. When the
 /// socket is lost, the exchanges still in flight are handed back rather
 /// than cut off: their handlers may yet answer, and the history should show
 /// what they said (see [`exchange::run`]).
-pub async fn serve<S>(socket: S, shared: Arc<Shared>) -> (SessionEnd, JoinSet<StreamId>)
+pub async fn serve<S>(socket: S, shared: Arc<Shared>, relay_on_loopback: bool) -> (SessionEnd, JoinSet<StreamId>)
 where
     S: Stream<Item = Result<Message, tungstenite::Error>> + Sink<Message, Error = tungstenite::Error> + Unpin,
 {
@@ -116,6 +119,7 @@ where
         draining: false,
         last_heard: Instant::now(),
         pause: None,
+        relay_on_loopback,
     };
     // Counted from the last frame, so exchanges finishing meanwhile never
     // restart the count; the deadline moves only when it fires early, not
@@ -310,8 +314,8 @@ impl Session {
             return self.received(next);
         };
         let mut read = VecDeque::from([next]);
-        pause::read_ahead(frames, &mut read);
-        pause.judge(&read);
+        let whole = pause::read_ahead(frames, &mut read);
+        pause.judge(&read, whole, self.relay_on_loopback);
         read.into_iter().try_for_each(|next| self.received(next))
     }
 
@@ -611,7 +615,7 @@ mod tests {
             not_recording: Default::default(),
             stop: Stop::default(),
         });
-        (serve(socket, shared), relay)
+        (serve(socket, shared, true), relay)
     }
 
     #[tokio::test(start_paused = true)]
