@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use portpreview_shared::duration::format_duration;
 use rustls::pki_types::ServerName;
 use rustls::InvalidMessage;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -42,7 +43,7 @@ pub enum TlsError {
     /// No TLS connection within the time given. Once a handshake is part of
     /// connecting, a port that takes the connection and then says nothing
     /// (a stuck handler) looks the same as one that never took it.
-    #[error("no TLS connection within {}s", .0.as_secs())]
+    #[error("no TLS connection within {}", format_duration(*.0))]
     Unanswered(std::time::Duration),
 }
 
@@ -53,9 +54,9 @@ impl TlsError {
             Self::NotTls => format!("{target} did not answer in TLS: is it an http:// handler?"),
             Self::Handshake(reason) => format!("the TLS handshake with {target} failed: {reason}"),
             Self::Unanswered(limit) => format!(
-                "could not reach {target}: no TLS connection within {}s: the port took no connection, \
+                "could not reach {target}: no TLS connection within {}: the port took no connection, \
                  or never answered the TLS handshake",
-                limit.as_secs()
+                format_duration(*limit)
             ),
         }
     }

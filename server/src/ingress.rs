@@ -160,20 +160,6 @@ fn unfit<B>(req: &Request<B>) -> Option<(StatusCode, String)> {
         }
         _ => {}
     }
-    // An absolute-form target's host wins over the Host header
-    // ([`host_from_target`]), and is held to the same.
-    if let Some(authority) = req.uri().authority() {
-        let host = authority
-            .as_str()
-            .rsplit_once('@')
-            .map_or(authority.as_str(), |(_, host)| host);
-        if !portpreview_shared::host::is_host_header(host.as_bytes()) {
-            return Some((
-                StatusCode::BAD_REQUEST,
-                "the request target's host is not a host name, an IP address or either with a port".into(),
-            ));
-        }
-    }
     // Both name no resource a handler serves: CONNECT asks for a raw
     // connection, `*` for the server as a whole. Forwarded, both became
     // a request for `/`.
@@ -198,6 +184,20 @@ fn unfit<B>(req: &Request<B>) -> Option<(StatusCode, String)> {
             StatusCode::NOT_IMPLEMENTED,
             "a request for * (the server as a whole) is not forwarded: ask for a path, like /".into(),
         ));
+    }
+    // An absolute-form target's host wins over the Host header
+    // ([`host_from_target`]), and is held to the same.
+    if let Some(authority) = req.uri().authority() {
+        let host = authority
+            .as_str()
+            .rsplit_once('@')
+            .map_or(authority.as_str(), |(_, host)| host);
+        if !portpreview_shared::host::is_host_header(host.as_bytes()) {
+            return Some((
+                StatusCode::BAD_REQUEST,
+                "the request target's host is not a host name, an IP address or either with a port".into(),
+            ));
+        }
     }
     // Looked at on every request: only a refusal allocates.
     let codings = || {

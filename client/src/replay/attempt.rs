@@ -174,7 +174,7 @@ impl Connection {
             if tls {
                 // Kept whole, as a failed handshake is: the port may have
                 // taken the connection, so "nothing answers" would mislead.
-                std::io::Error::other(crate::local_tls::TlsError::Unanswered(timeout))
+                std::io::Error::other(TlsError::Unanswered(timeout))
             } else {
                 std::io::Error::new(std::io::ErrorKind::TimedOut, no_answer_within(timeout))
             }

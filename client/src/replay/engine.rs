@@ -380,7 +380,7 @@ impl Run<'_> {
                     .into(),
             );
         }
-        if opts.width() > 1 && opts.times > 2 && !opts.fresh {
+        if opts.width() > 1 && !opts.fresh {
             warnings.push(
                 "attempt 1 goes alone, so the concurrent attempts after it are duplicates of an event already \
                  handled; to see whether the first deliveries of a new event race, pass --fresh"

@@ -81,10 +81,9 @@ pub fn fixtures_at(path: &Path, suites: &mut Suites<'_>) -> Found {
                 }
                 continue;
             }
-            let extension = |ext: &str| file.extension().is_some_and(|e| e.eq_ignore_ascii_case(ext));
-            if extension("toml") {
+            if Suite::is_suite_path(&file) {
                 warn_of_a_suite(&file, suites);
-            } else if extension("json") {
+            } else if file.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("json")) {
                 if Fixture::is_other_json(&file) {
                     let shown = escape_str(&file.display().to_string()).into_owned();
                     crate::to_stderr(format_args!(
@@ -127,11 +126,19 @@ fn read_folder(dir: &Path, walked: &mut HashSet<PathBuf>) -> anyhow::Result<Opti
 }
 
 /// Warns that the suite at `file`, in a folder walked, is not read, unless
-/// it was named on the command line, was warned of already, or is some
-/// other TOML (a `Cargo.toml`), which no advice to run it would help.
-pub fn warn_of_a_suite(file: &Path, suites: &mut Suites<'_>) {
+/// it was named on the command line or warned of already. Some other TOML
+/// (a `Cargo.toml`) is no suite, and no advice to run it would help; a
+/// suite with a mistake in it is one, which running it will point out.
+fn warn_of_a_suite(file: &Path, suites: &mut Suites<'_>) {
     let Ok(canonical) = file.canonicalize() else { return };
-    if suites.named.contains(&canonical) || suites.warned.contains(&canonical) || Suite::load(file).is_err() {
+    if suites.named.contains(&canonical) || suites.warned.contains(&canonical) {
+        return;
+    }
+    let lists_fixtures = crate::input_file::read_file(file, crate::input_file::MAX_SETTINGS_FILE).is_ok_and(|text| {
+        text.split(|&b| b == b'\n')
+            .any(|line| line.trim_ascii() == b"[[fixture]]")
+    });
+    if !lists_fixtures {
         return;
     }
     suites.warned.insert(canonical);
