@@ -175,13 +175,15 @@ fn advice_for_keys(warning: &str, provider: Provider) -> String {
 }
 
 /// What a status line adds for a run's warnings (a stale signature, slow
-/// answers): their number, and where they are shown. The two about what
-/// the run did not do are left out, as the run's line leaves them out.
-fn warnings_note(warnings: &[String]) -> String {
+/// answers, and answers that differ, which the run's lines show as one
+/// too): their number, and where they are shown. The two about what the
+/// run did not do are left out, as the run's line leaves them out.
+fn warnings_note(warnings: &[String], answers_differ: bool) -> String {
     let shown = warnings
         .iter()
         .filter(|w| !crate::replay::tells_what_was_not_done(w))
-        .count();
+        .count()
+        + usize::from(answers_differ);
     match shown {
         0 => String::new(),
         n => format!(
@@ -297,7 +299,8 @@ fn progress_line(id: i64, p: Progress) -> String {
 /// save runs off the TUI's thread on a connection of its own: waiting out
 /// another process's lock there would freeze the screen for seconds.
 async fn save(db: PathBuf, delivery_id: i64, started_at_ms: i64, report: Report) -> String {
-    let summary = report.summary_line() + &warnings_note(&report.warnings);
+    let answers_differ = crate::replay::answers::distinct_answers(&report.attempts).len() > 1;
+    let summary = report.summary_line() + &warnings_note(&report.warnings, answers_differ);
     let saved = tokio::task::spawn_blocking(move || {
         let store = Store::open_existing(&db)?;
         crate::replay::record(&store, delivery_id, started_at_ms, &report)
@@ -363,13 +366,18 @@ mod tests {
     fn a_runs_warnings_are_pointed_to_from_the_status_line() {
         let slow = "slow answers".to_string();
         assert_eq!(
-            warnings_note(&[slow.clone(), crate::replay::NOT_PROBED.into()]),
+            warnings_note(&[slow.clone(), crate::replay::NOT_PROBED.into()], false),
             " · ⚠ 1 warning: shown under the run in the delivery (Enter)"
         );
-        assert_eq!(warnings_note(&[crate::replay::ONE_ATTEMPT.into()]), "");
+        assert_eq!(warnings_note(&[crate::replay::ONE_ATTEMPT.into()], false), "");
         assert_eq!(
-            warnings_note(&[slow.clone(), slow]),
+            warnings_note(&[slow.clone(), slow.clone()], false),
             " · ⚠ 2 warnings: shown under the run in the delivery (Enter)"
+        );
+        assert_eq!(
+            warnings_note(&[slow], true),
+            " · ⚠ 2 warnings: shown under the run in the delivery (Enter)",
+            "answers that differ are shown as one"
         );
     }
 }
