@@ -425,8 +425,9 @@ async fn a_small_request_passes_beside_an_upload_the_handler_does_not_read() {
 }
 
 /// A WebSocket client pointed at the tunnel is answered 501 by the relay,
-/// which the tunnel does not carry, and the history says so: the developer
-/// sees that the client got this far, and why it went no further.
+/// which the tunnel does not carry, and the history says so, once a minute:
+/// the developer sees that the client got this far, and why it went no
+/// further, without a row for each of its retries.
 #[tokio::test]
 async fn a_websocket_upgrade_is_refused_by_the_relay_and_recorded() {
     let relay = TestRelay::start().await;
@@ -450,6 +451,13 @@ async fn a_websocket_upgrade_is_refused_by_the_relay_and_recorded() {
              the tunnel carries HTTP requests and their answers"
         )
     );
+    // Such clients retry every second or so: one a minute is news enough.
+    let again = caller::send("GET", &tunnel.url("/live"), &upgrade, Vec::new()).await;
+    assert_eq!(again.status, 501);
+    let reply = caller::post(&tunnel.url("/after"), "{}").await;
+    assert_eq!(reply.status, 200);
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!(summary.path, "/after", "the retry is not recorded");
 }
 
 /// A body declared over the limit is answered 413 by the relay without

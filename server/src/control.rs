@@ -124,15 +124,32 @@ impl PublicUrl {
     }
 }
 
-struct SessionTunnel(Arc<Streams>);
+struct SessionTunnel {
+    streams: Arc<Streams>,
+    /// When a refused WebSocket handshake was last told.
+    upgrade_told: std::sync::Mutex<Option<Instant>>,
+}
+
+/// How often a refused WebSocket handshake is told to the client at most.
+const UPGRADE_NEWS_EVERY: Duration = Duration::from_secs(60);
 
 impl Tunnel for SessionTunnel {
     fn open(&self, body: BodyAtOpen) -> Result<StreamPort, OpenError> {
-        self.0.open(body)
+        self.streams.open(body)
     }
 
     fn tell_turned_away(&self, news: &ServerMessage, body: &[u8]) -> Result<(), codec::EncodeError> {
-        self.0.tell(news, body)
+        self.streams.tell(news, body)
+    }
+
+    fn upgrade_is_news(&self) -> bool {
+        let mut told = portpreview_shared::sync::lock(&self.upgrade_told);
+        let now = Instant::now();
+        let news = told.is_none_or(|at| now.duration_since(at) >= UPGRADE_NEWS_EVERY);
+        if news {
+            *told = Some(now);
+        }
+        news
     }
 }
 
@@ -410,7 +427,10 @@ fn claim(
     ctx: &SessionContext,
     streams: &Arc<Streams>,
 ) -> Result<Claimed, End> {
-    let tunnel: Arc<dyn Tunnel> = Arc::new(SessionTunnel(Arc::clone(streams)));
+    let tunnel: Arc<dyn Tunnel> = Arc::new(SessionTunnel {
+        streams: Arc::clone(streams),
+        upgrade_told: std::sync::Mutex::new(None),
+    });
     if let Some(name) = requested {
         if let Some(why) = names::invalid_reason(&name) {
             return Err(refuse(outbox, names::refusal(&name, &why)));

@@ -258,16 +258,19 @@ async fn tunnel(
     };
     if websocket_handshake(&req) {
         // Told to the client too: a developer whose WebSocket client got
-        // this far sees in the tunnel's lines and history why it went no further.
+        // this far sees in the tunnel's lines and history why it went no
+        // further (once a minute: such clients retry).
         const NOT_FORWARDED: &str =
             "a WebSocket upgrade is not forwarded: the tunnel carries HTTP requests and their answers";
-        let (parts, body) = req.into_parts();
-        TurnedAway::arriving(&parts, &body, declared_body_size(&parts.headers), &target, &hop).tell(
-            StatusCode::NOT_IMPLEMENTED,
-            NOT_FORWARDED,
-            &[],
-            |news, _| tunnel.tell_turned_away(news, &[]),
-        );
+        if tunnel.upgrade_is_news() {
+            let (parts, body) = req.into_parts();
+            TurnedAway::arriving(&parts, &body, declared_body_size(&parts.headers), &target, &hop).tell(
+                StatusCode::NOT_IMPLEMENTED,
+                NOT_FORWARDED,
+                &[],
+                |news, _| tunnel.tell_turned_away(news, &[]),
+            );
+        }
         return answer(StatusCode::NOT_IMPLEMENTED, NOT_FORWARDED);
     }
     let limits = ForwardLimits {

@@ -30,6 +30,13 @@ pub trait Tunnel: Send + Sync {
     /// the news does not fit in a frame. `body` is the request's, when the
     /// relay read it whole.
     fn tell_turned_away(&self, news: &ServerMessage, body: &[u8]) -> Result<(), EncodeError>;
+
+    /// Whether a refused WebSocket handshake is news to tell now. A client
+    /// that retries its socket every second (a dev server's live reload)
+    /// would fill the history with the same refusal: one a minute says it.
+    fn upgrade_is_news(&self) -> bool {
+        true
+    }
 }
 
 /// How much of a request's body has come when its stream opens.
