@@ -25,15 +25,6 @@ mod pinned;
 /// The client's socket to the relay.
 pub type RelaySocket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
-/// The relay's address, as the socket to it knows it.
-pub fn peer(socket: &RelaySocket) -> Option<std::net::SocketAddr> {
-    match socket.get_ref() {
-        MaybeTlsStream::Plain(tcp) => tcp.peer_addr().ok(),
-        MaybeTlsStream::Rustls(tls) => tls.get_ref().0.peer_addr().ok(),
-        _ => None,
-    }
-}
-
 /// How long the relay may take to answer the hello.
 const WELCOME_TIMEOUT: Duration = Duration::from_secs(10);
 

@@ -165,8 +165,7 @@ impl Unfinished {
 /// tunnel's, as it was when the session ran on the tunnel's own task, and
 /// dropping the tunnel ends the session.
 async fn serve_session(socket: connect::RelaySocket, shared: Arc<Shared>) -> (SessionEnd, JoinSet<StreamId>) {
-    let on_loopback = connect::peer(&socket).is_some_and(|peer| peer.ip().to_canonical().is_loopback());
-    let session = AbortOnDropHandle::new(tokio::spawn(session::serve(socket, shared, on_loopback)));
+    let session = AbortOnDropHandle::new(tokio::spawn(session::serve(socket, shared)));
     match session.await {
         Ok(ended) => ended,
         Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),

@@ -1,7 +1,7 @@
 //! One connected session: reads the relay's frames, runs an exchange per
 //! stream, and writes every ready frame with a single flush.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -26,7 +26,7 @@ use super::body::{Backlog, Chunk, Inflow};
 use super::exchange::{self, Head, Shared, Steering, NO_STREAM};
 use super::in_flight::{InFlight, Joined};
 use super::outbox::Outbox;
-use super::pause::{self, Pause};
+use super::pause::Pause;
 use super::{frame_writer, persist};
 use crate::events::{report, TunnelEvent};
 
@@ -86,19 +86,17 @@ struct Session {
     draining: bool,
     /// When the relay last sent a frame: the silence limit counts from it.
     last_heard: Instant,
-    /// The last pause of this process long enough for the relay to have
-    /// given up on it.
+    /// A pause of this process long enough for the relay to have given up
+    /// on it, until the relay answers the ping sent after it: the requests
+    /// read meanwhile are not forwarded (see [`super::pause`]).
     pause: Option<Pause>,
-    /// Whether the relay is on this machine, where what the socket holds
-    /// shows at once whether it gave up on this client (see [`pause`]).
-    relay_on_loopback: bool,
 }
 
 /// Serves one socket until it ends or the user stops the tunnel. When the
 /// socket is lost, the exchanges still in flight are handed back rather
 /// than cut off: their handlers may yet answer, and the history should show
 /// what they said (see [`exchange::run`]).
-pub async fn serve<S>(socket: S, shared: Arc<Shared>, relay_on_loopback: bool) -> (SessionEnd, JoinSet<StreamId>)
+pub async fn serve<S>(socket: S, shared: Arc<Shared>) -> (SessionEnd, JoinSet<StreamId>)
 where
     S: Stream<Item = Result<Message, tungstenite::Error>> + Sink<Message, Error = tungstenite::Error> + Unpin,
 {
@@ -119,7 +117,6 @@ where
         draining: false,
         last_heard: Instant::now(),
         pause: None,
-        relay_on_loopback,
     };
     // Counted from the last frame, so exchanges finishing meanwhile never
     // restart the count; the deadline moves only when it fires early, not
@@ -161,7 +158,7 @@ where
                 }
             }
             next = frames.next() => {
-                if let ControlFlow::Break(end) = session.took(next, &mut frames) {
+                if let ControlFlow::Break(end) = session.received(next) {
                     break end;
                 }
             }
@@ -291,44 +288,33 @@ impl Session {
     }
 
     /// Notes that the relay was heard from now, or that this process ran
-    /// again after a pause, which the silence limit then counts from. A
-    /// pause long enough for the relay to have given up on this client
-    /// marks what is read right after it.
+    /// again after a pause, which the silence limit then counts from. After
+    /// a pause long enough for the relay to have given up on this client,
+    /// it is asked whether it did.
     fn heard_from_relay(&mut self) {
         let now = Instant::now();
-        if let Some(pause) = Pause::noticed(now.saturating_duration_since(self.last_heard)) {
+        if let Some((pause, ping)) = Pause::noticed(now.saturating_duration_since(self.last_heard)) {
             self.pause = Some(pause);
+            self.outbox.send_raw(Message::Ping(ping));
         }
         self.last_heard = now;
     }
 
-    /// Takes what the socket gave; on waking from a pause, together with
-    /// what the socket holds behind it, which shows whether the relay gave
-    /// up on this client meanwhile.
-    fn took<S>(&mut self, next: pause::Read, frames: &mut S) -> ControlFlow<SessionEnd>
-    where
-        S: Stream<Item = Result<Message, tungstenite::Error>> + Unpin,
-    {
-        self.heard_from_relay();
-        let Some(pause) = self.pause.as_mut().filter(|pause| pause.unjudged()) else {
-            return self.received(next);
-        };
-        let mut read = VecDeque::from([next]);
-        let whole = pause::read_ahead(frames, &mut read);
-        pause.judge(&read, whole, self.relay_on_loopback);
-        read.into_iter().try_for_each(|next| self.received(next))
-    }
-
     /// Takes one read of the socket: a message, or how it ended.
-    fn received(&mut self, next: pause::Read) -> ControlFlow<SessionEnd> {
+    fn received(&mut self, next: Option<Result<Message, tungstenite::Error>>) -> ControlFlow<SessionEnd> {
         let message = match next {
             None => return ControlFlow::Break(SessionEnd::Lost("the relay closed the connection".into())),
             Some(Err(err)) => return ControlFlow::Break(SessionEnd::Lost(read_failed(err))),
             Some(Ok(message)) => message,
         };
+        self.heard_from_relay();
         let frame = match message {
             Message::Binary(frame) => frame,
             Message::Close(close) => return ControlFlow::Break(SessionEnd::Lost(close_reason(close))),
+            Message::Pong(pong) if Pause::answered_by(&pong) => {
+                self.pause = None;
+                return ControlFlow::Continue(());
+            }
             Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => return ControlFlow::Continue(()),
             Message::Text(_) => {
                 return ControlFlow::Break(protocol_error(&self.outbox, "text message on a binary protocol"))
@@ -406,14 +392,14 @@ impl Session {
             self.outbox.answer(stream, 503, "the tunnel's client is shutting down");
             return ControlFlow::Continue(());
         }
-        if let Some(quiet) = self.pause.and_then(|pause| pause.answered_by_the_relay()) {
+        if let Some(Pause { quiet }) = self.pause {
             // Sent late, it would make a duplicate of the tunnel's own: the
             // provider retries a delivery whose caller saw it fail.
             self.outbox
                 .reset(stream, "the tunnel's client was paused; not forwarded");
             let why = format!(
                 "not forwarded: read after PortPreview was paused (nothing from the relay for {}s), \
-                 in which the relay took it for gone and answered the caller 502",
+                 long enough for the relay to have taken it for gone and answered the caller 502",
                 quiet.as_secs()
             );
             let declared = end.then_some(body.len() as u64);
@@ -615,7 +601,7 @@ mod tests {
             not_recording: Default::default(),
             stop: Stop::default(),
         });
-        (serve(socket, shared, true), relay)
+        (serve(socket, shared), relay)
     }
 
     #[tokio::test(start_paused = true)]
@@ -781,30 +767,51 @@ mod tests {
             "answered {waited:?} in, not after the local timeout of 1 s"
         );
     }
-    /// What the client reads right after a pause in which the relay may
-    /// have given up on it, but did not (no close frame behind it), is
-    /// forwarded: the relay still holds its caller.
+    /// What the client reads after a pause in which the relay may have
+    /// given up on it is not forwarded, until the relay answers the ping the
+    /// client sends on waking: the relay may have answered its caller 502.
+    /// What comes after the answer goes on as ever.
     #[tokio::test(start_paused = true)]
-    async fn a_request_read_after_a_pause_the_relay_did_not_give_up_in_is_forwarded() {
+    async fn a_request_read_after_a_pause_is_not_forwarded_until_the_relay_answers() {
         let (serving, mut relay) = session().await;
         tokio::pin!(serving);
         assert!(futures_util::poll!(serving.as_mut()).is_pending());
         // Past the 10 s a relay may wait, within the 15 s of silence the
         // client waits: the process was stopped.
         tokio::time::advance(Duration::from_secs(12)).await;
-        let get = ServerMessage::RequestHead {
-            stream: 1,
+        let get = |stream| ServerMessage::RequestHead {
+            stream,
             method: "GET".into(),
             target: "/hook".into(),
             headers: vec![],
             end: true,
         };
-        let answered = tokio::select! {
-            answered = answer_to(&mut relay, get) => answered,
+        let relay_side = async {
+            let frame = codec::encode(&get(1), b"").expect("a frame");
+            relay.send(Message::Binary(frame.into())).await.expect("sent");
+            let (mut pinged, mut told) = (false, None);
+            while !pinged || told.is_none() {
+                match relay.next().await {
+                    // Answered by the relay's WebSocket as it next writes.
+                    Some(Ok(Message::Ping(_))) => pinged = true,
+                    Some(Ok(Message::Binary(frame))) => {
+                        told = Some(codec::decode::<ClientMessage>(frame).expect("a valid frame").0);
+                    }
+                    Some(Ok(_)) => continue,
+                    other => panic!("the session ended: {other:?}"),
+                }
+            }
+            // Forwarded to a port nothing listens on: the client's own 502.
+            (told, answer_to(&mut relay, get(3)).await)
+        };
+        let (told, answered) = tokio::select! {
+            told = relay_side => told,
             (end, _) = serving => panic!("the session ended first: {end:?}"),
         };
-        // Forwarded to a port nothing listens on: the client's own 502,
-        // not a reset saying it was paused.
-        assert_eq!(answered, (1, 502));
+        assert!(
+            matches!(&told, Some(ClientMessage::Reset { stream: 1, reason }) if reason.contains("paused")),
+            "{told:?}"
+        );
+        assert_eq!(answered, (3, 502));
     }
 }
