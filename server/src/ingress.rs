@@ -284,9 +284,14 @@ async fn tunnel(
 /// once and without reading its body; news of it is kept for the client,
 /// whose history would otherwise never hear of the delivery.
 fn reconnecting(relay: &Relay, req: Request<Incoming>, name: &str, target: &str, hop: &Hop<'_>) -> Response<RelayBody> {
+    let reason = format!("tunnel {name} is reconnecting");
+    // A WebSocket client retries every second or so: its handshakes would
+    // fill the news kept for the name and crowd out the webhooks'.
+    if websocket_handshake(&req) {
+        return answer(StatusCode::SERVICE_UNAVAILABLE, reason);
+    }
     let (parts, body) = req.into_parts();
     let request = TurnedAway::arriving(&parts, &body, declared_body_size(&parts.headers), target, hop);
-    let reason = format!("tunnel {name} is reconnecting");
     request.tell(StatusCode::SERVICE_UNAVAILABLE, &reason, &[], |news, _| {
         if relay.registry.hold_news(name, HeldNews::new(news.clone())?) {
             return Ok(());

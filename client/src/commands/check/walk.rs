@@ -134,11 +134,11 @@ fn warn_of_a_suite(file: &Path, suites: &mut Suites<'_>) {
     if suites.named.contains(&canonical) || suites.warned.contains(&canonical) {
         return;
     }
-    let lists_fixtures = crate::input_file::read_file(file, crate::input_file::MAX_SETTINGS_FILE).is_ok_and(|text| {
-        text.split(|&b| b == b'\n')
-            .any(|line| line.trim_ascii() == b"[[fixture]]")
-    });
-    if !lists_fixtures {
+    let is_suite = crate::input_file::read_file(file, crate::input_file::MAX_SETTINGS_FILE)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .is_some_and(|text| lists_fixtures(&text));
+    if !is_suite {
         return;
     }
     suites.warned.insert(canonical);
@@ -146,4 +146,35 @@ fn warn_of_a_suite(file: &Path, suites: &mut Suites<'_>) {
     crate::to_stderr(format_args!(
         "warning: {suite} is not read when its folder is given; to use its settings: portpreview check {suite}\n"
     ));
+}
+
+/// Whether a TOML text is a suite: it has a `fixture` list, however it is
+/// written. One that does not parse is taken for a suite when a line
+/// opens a `[[fixture]]` table, so a suite with a mistake is warned of too.
+fn lists_fixtures(text: &str) -> bool {
+    match toml::from_str::<toml::Table>(text) {
+        Ok(table) => table.contains_key("fixture"),
+        Err(_) => text.lines().any(|line| {
+            let code = line.split('#').next().unwrap_or_default();
+            code.replace(char::is_whitespace, "") == "[[fixture]]"
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lists_fixtures;
+
+    #[test]
+    fn a_suite_is_known_by_its_fixture_list_however_written() {
+        assert!(lists_fixtures("[[fixture]]\npath = \"a.json\"\n"));
+        assert!(lists_fixtures("[[ fixture ]] # stripe\npath = \"a.json\"\n"));
+        assert!(lists_fixtures("fixture = [{ path = \"a.json\" }]\n"));
+        assert!(
+            lists_fixtures("[[fixture]]\npath = \"a.json\nbroken\n"),
+            "a suite with a mistake"
+        );
+        assert!(!lists_fixtures("[package]\nname = \"handler\"\n"));
+        assert!(!lists_fixtures("not toml at all ["));
+    }
 }
