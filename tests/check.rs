@@ -417,6 +417,16 @@ fn a_file_in_the_wrong_place_is_named_for_what_it_is() {
         ran.stderr,
         "error: suite.toml is a suite, not a fixture: run it with portpreview check suite.toml\n"
     );
+    std::fs::write(
+        project.path("typo.toml"),
+        "[[fixture]]\npaht = \"fixtures/stripe.json\"\n",
+    )
+    .unwrap();
+    let ran = run(project.dir.path(), &["replay", "--from", "typo.toml"], &[]);
+    assert_eq!(
+        ran.stderr, "error: typo.toml is a suite, not a fixture: run it with portpreview check typo.toml\n",
+        "a suite with a mistake is a suite too"
+    );
     std::fs::write(project.path("Cargo.toml"), "[package]\nname = \"handler\"\n").unwrap();
     let ran = run(project.dir.path(), &["replay", "--from", "Cargo.toml"], &[]);
     assert!(

@@ -109,6 +109,20 @@ impl Suite {
         path.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("toml"))
     }
 
+    /// Whether a TOML text is a suite: it has a `fixture` list, however it
+    /// is written. One that does not parse is taken for a suite when a line
+    /// opens a `[[fixture]]` table, so a suite with a mistake is told apart
+    /// from some other TOML (a `Cargo.toml`) too.
+    pub fn lists_fixtures(text: &str) -> bool {
+        match toml::from_str::<toml::Table>(text) {
+            Ok(table) => table.contains_key("fixture"),
+            Err(_) => text.lines().any(|line| {
+                let code = line.split('#').next().unwrap_or_default();
+                code.replace(char::is_whitespace, "") == "[[fixture]]"
+            }),
+        }
+    }
+
     /// Reads a suite file; fixture paths come back relative to the current directory.
     pub fn load(path: &Path) -> anyhow::Result<Self> {
         let text = crate::input_file::read_file(path, crate::input_file::MAX_SETTINGS_FILE)
@@ -152,6 +166,19 @@ impl Suite {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_suite_is_known_by_its_fixture_list_however_written() {
+        assert!(Suite::lists_fixtures("[[fixture]]\npath = \"a.json\"\n"));
+        assert!(Suite::lists_fixtures("[[ fixture ]] # stripe\npath = \"a.json\"\n"));
+        assert!(Suite::lists_fixtures("fixture = [{ path = \"a.json\" }]\n"));
+        assert!(
+            Suite::lists_fixtures("[[fixture]]\npath = \"a.json\nbroken\n"),
+            "a suite with a mistake"
+        );
+        assert!(!Suite::lists_fixtures("[package]\nname = \"handler\"\n"));
+        assert!(!Suite::lists_fixtures("not toml at all ["));
+    }
 
     #[test]
     fn a_suite_lists_fixtures_with_their_settings() {

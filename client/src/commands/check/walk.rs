@@ -137,7 +137,7 @@ fn warn_of_a_suite(file: &Path, suites: &mut Suites<'_>) {
     let is_suite = crate::input_file::read_file(file, crate::input_file::MAX_SETTINGS_FILE)
         .ok()
         .and_then(|bytes| String::from_utf8(bytes).ok())
-        .is_some_and(|text| lists_fixtures(&text));
+        .is_some_and(|text| Suite::lists_fixtures(&text));
     if !is_suite {
         return;
     }
@@ -146,35 +146,4 @@ fn warn_of_a_suite(file: &Path, suites: &mut Suites<'_>) {
     crate::to_stderr(format_args!(
         "warning: {suite} is not read when its folder is given; to use its settings: portpreview check {suite}\n"
     ));
-}
-
-/// Whether a TOML text is a suite: it has a `fixture` list, however it is
-/// written. One that does not parse is taken for a suite when a line
-/// opens a `[[fixture]]` table, so a suite with a mistake is warned of too.
-fn lists_fixtures(text: &str) -> bool {
-    match toml::from_str::<toml::Table>(text) {
-        Ok(table) => table.contains_key("fixture"),
-        Err(_) => text.lines().any(|line| {
-            let code = line.split('#').next().unwrap_or_default();
-            code.replace(char::is_whitespace, "") == "[[fixture]]"
-        }),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::lists_fixtures;
-
-    #[test]
-    fn a_suite_is_known_by_its_fixture_list_however_written() {
-        assert!(lists_fixtures("[[fixture]]\npath = \"a.json\"\n"));
-        assert!(lists_fixtures("[[ fixture ]] # stripe\npath = \"a.json\"\n"));
-        assert!(lists_fixtures("fixture = [{ path = \"a.json\" }]\n"));
-        assert!(
-            lists_fixtures("[[fixture]]\npath = \"a.json\nbroken\n"),
-            "a suite with a mistake"
-        );
-        assert!(!lists_fixtures("[package]\nname = \"handler\"\n"));
-        assert!(!lists_fixtures("not toml at all ["));
-    }
 }
