@@ -9,45 +9,98 @@
 //! told from the requests: its close may still be on its way, or held back
 //! by a socket the pause filled. So after a pause long enough for it, the
 //! client pings the relay, and no request read before the answer is
-//! forwarded. The relay answers only while its session is alive, and
-//! whatever it sent before answering was sent during the pause. A request
-//! not forwarded is retried by its provider; one forwarded twice acts twice.
+//! forwarded. Whatever a relay that gave up sent before giving up comes
+//! before any answer of its: it answers a ping only while its socket is
+//! open, after everything it had handed the socket, and sends nothing
+//! after. A request not forwarded is retried by its provider; one
+//! forwarded twice acts twice.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use portpreview_server::config::{DEFAULT_DEAD_AFTER, DEFAULT_PING_INTERVAL};
+use portpreview_server::config::DEFAULT_PING_INTERVAL;
+use tokio::time::Instant;
 
-/// The soonest a relay with the default settings gives up on a silent
-/// client: it checks at each ping, every 5 s, and gives up on a client that
-/// has not answered the ping of 10 s before. A second less, for the frames
-/// on their way between the two; a shorter pause needs no second look.
-const RELAY_MAY_GIVE_UP: Duration = DEFAULT_DEAD_AFTER
-    .saturating_sub(DEFAULT_PING_INTERVAL)
-    .saturating_sub(Duration::from_secs(1));
+/// The shortest pause a relay with the default settings may give up on
+/// this client in. It checks at each ping, every 5 s, and gives up on a
+/// client whose last frame is more than 10 s old; the client has then
+/// heard nothing for at least a ping's interval, less what delays the
+/// frames between the two. Two seconds are left for those: a pause taken
+/// for one costs only a round trip of requests not forwarded.
+const RELAY_MAY_GIVE_UP: Duration = DEFAULT_PING_INTERVAL.saturating_add(Duration::from_secs(2));
 
-/// What the client's ping after a pause carries, to know its answer.
-const ASKED: &[u8] = b"portpreview: back from a pause";
+/// How long the relay has to answer the ping after a pause. One that
+/// does not (a proxy that drops pings) would leave every request refused:
+/// the session is given up instead, and a new one starts clean.
+pub const ANSWER_LIMIT: Duration = DEFAULT_PING_INTERVAL.saturating_mul(2);
+
+/// When the relay was last heard from, on two clocks: the monotonic one,
+/// and the wall clock, which runs on while a laptop sleeps.
+#[derive(Debug, Clone, Copy)]
+pub struct Heard {
+    at: Instant,
+    wall: SystemTime,
+}
+
+impl Heard {
+    /// Now.
+    pub fn now() -> Self {
+        Self {
+            at: Instant::now(),
+            wall: SystemTime::now(),
+        }
+    }
+
+    /// The monotonic instant, which the silence limit counts from.
+    pub fn at(&self) -> Instant {
+        self.at
+    }
+
+    /// How long ago, on whichever clock says longer.
+    fn quiet(&self) -> Duration {
+        let wall = SystemTime::now().duration_since(self.wall).unwrap_or_default();
+        self.at.elapsed().max(wall)
+    }
+}
 
 /// A pause long enough for the relay to have given up on this client,
 /// until the relay answers the ping sent after it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pause {
     /// How long nothing came from the relay.
     pub quiet: Duration,
+    /// The ping sent after it, whose answer ends it: numbered, so that an
+    /// answer to the ping after an earlier pause does not end this one.
+    asked: Bytes,
+    /// When it was sent.
+    asked_at: Instant,
 }
 
 impl Pause {
-    /// The pause that ends now after `quiet` without a frame, if the relay
-    /// may have given up on this client in it, and the ping to send the
-    /// relay: what it sent before its answer was sent during the pause.
-    pub fn noticed(quiet: Duration) -> Option<(Pause, Bytes)> {
-        (quiet > RELAY_MAY_GIVE_UP).then(|| (Pause { quiet }, Bytes::from_static(ASKED)))
+    /// The pause that ends now, the `nth` of the session, if the relay was
+    /// last `heard` long enough ago to have given up on this client; and the
+    /// ping to send the relay.
+    pub fn noticed(heard: &Heard, nth: u64) -> Option<(Pause, Bytes)> {
+        let quiet = heard.quiet();
+        (quiet > RELAY_MAY_GIVE_UP).then(|| {
+            let asked = Bytes::from(format!("portpreview: back from pause {nth}"));
+            let pause = Pause {
+                quiet,
+                asked: asked.clone(),
+                asked_at: Instant::now(),
+            };
+            (pause, asked)
+        })
     }
 
-    /// Whether a pong the relay sent answers the ping sent after a pause.
-    pub fn answered_by(pong: &[u8]) -> bool {
-        pong == ASKED
+    /// Whether `pong` answers the ping sent after this pause.
+    pub fn answered_by(&self, pong: &[u8]) -> bool {
+        pong == self.asked
+    }
+
+    /// Whether the relay has taken longer than [`ANSWER_LIMIT`] to answer.
+    pub fn unanswered(&self) -> bool {
+        self.asked_at.elapsed() > ANSWER_LIMIT
     }
 }
 
@@ -55,17 +108,20 @@ impl Pause {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_pause_that_a_relay_may_have_given_up_in_asks_whether_it_did() {
-        assert_eq!(Pause::noticed(Duration::from_secs(5)), None, "a ping's interval");
-        assert_eq!(
-            Pause::noticed(Duration::from_secs(9)),
-            None,
-            "too short for any relay to give up"
-        );
-        let (pause, ping) = Pause::noticed(Duration::from_millis(9_500)).expect("long enough");
-        assert_eq!(pause.quiet, Duration::from_millis(9_500));
-        assert!(Pause::answered_by(&ping));
-        assert!(!Pause::answered_by(b""), "a pong of the relay's own");
+    #[tokio::test(start_paused = true)]
+    async fn a_pause_that_a_relay_may_have_given_up_in_asks_whether_it_did() {
+        let heard = Heard::now();
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert_eq!(Pause::noticed(&heard, 1), None, "a ping's interval");
+        tokio::time::advance(Duration::from_millis(2_500)).await;
+        let (pause, ping) = Pause::noticed(&heard, 1).expect("long enough");
+        assert_eq!(pause.quiet, Duration::from_millis(7_500));
+        assert!(pause.answered_by(&ping));
+        assert!(!pause.answered_by(b""), "a pong of the relay's own");
+        let (_, earlier) = Pause::noticed(&heard, 0).expect("long enough");
+        assert!(!pause.answered_by(&earlier), "the answer to an earlier pause's ping");
+        assert!(!pause.unanswered());
+        tokio::time::advance(ANSWER_LIMIT + Duration::from_millis(1)).await;
+        assert!(pause.unanswered());
     }
 }

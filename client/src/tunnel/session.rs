@@ -26,7 +26,7 @@ use super::body::{Backlog, Chunk, Inflow};
 use super::exchange::{self, Head, Shared, Steering, NO_STREAM};
 use super::in_flight::{InFlight, Joined};
 use super::outbox::Outbox;
-use super::pause::Pause;
+use super::pause::{Heard, Pause};
 use super::{frame_writer, persist};
 use crate::events::{report, TunnelEvent};
 
@@ -85,11 +85,17 @@ struct Session {
     /// Finishing what is in flight, as the user asked to stop.
     draining: bool,
     /// When the relay last sent a frame: the silence limit counts from it.
-    last_heard: Instant,
+    last_heard: Heard,
     /// A pause of this process long enough for the relay to have given up
     /// on it, until the relay answers the ping sent after it: the requests
     /// read meanwhile are not forwarded (see [`super::pause`]).
     pause: Option<Pause>,
+    /// Pauses so far, which number the pings sent after them.
+    pauses: u64,
+    /// Body chunks read during a pause for requests forwarded before it,
+    /// held until the relay answers: if it gave up, their callers have
+    /// their 502, and a body that ends would have the handler act on it.
+    held_bodies: Vec<(StreamId, Bytes, bool)>,
 }
 
 /// Serves one socket until it ends or the user stops the tunnel. When the
@@ -115,8 +121,10 @@ where
         exchanges: InFlight::default(),
         abandon: CancellationToken::new(),
         draining: false,
-        last_heard: Instant::now(),
+        last_heard: Heard::now(),
         pause: None,
+        pauses: 0,
+        held_bodies: Vec::new(),
     };
     // Counted from the last frame, so exchanges finishing meanwhile never
     // restart the count; the deadline moves only when it fires early, not
@@ -169,7 +177,7 @@ where
                 if overslept(silence.deadline().into_std(), Instant::now().into_std()) {
                     session.heard_from_relay();
                 }
-                let quiet_until = session.last_heard + RELAY_SILENCE_LIMIT;
+                let quiet_until = session.last_heard.at() + RELAY_SILENCE_LIMIT;
                 if quiet_until > Instant::now() {
                     last_chance = false;
                     silence.as_mut().reset(quiet_until);
@@ -292,12 +300,12 @@ impl Session {
     /// a pause long enough for the relay to have given up on this client,
     /// it is asked whether it did.
     fn heard_from_relay(&mut self) {
-        let now = Instant::now();
-        if let Some((pause, ping)) = Pause::noticed(now.saturating_duration_since(self.last_heard)) {
+        if let Some((pause, ping)) = Pause::noticed(&self.last_heard, self.pauses) {
+            self.pauses += 1;
             self.pause = Some(pause);
             self.outbox.send_raw(Message::Ping(ping));
         }
-        self.last_heard = now;
+        self.last_heard = Heard::now();
     }
 
     /// Takes one read of the socket: a message, or how it ended.
@@ -308,12 +316,20 @@ impl Session {
             Some(Ok(message)) => message,
         };
         self.heard_from_relay();
+        if self.pause.as_ref().is_some_and(Pause::unanswered) {
+            return ControlFlow::Break(SessionEnd::Lost(
+                "the relay did not answer the ping sent after a pause".into(),
+            ));
+        }
         let frame = match message {
             Message::Binary(frame) => frame,
             Message::Close(close) => return ControlFlow::Break(SessionEnd::Lost(close_reason(close))),
-            Message::Pong(pong) if Pause::answered_by(&pong) => {
+            Message::Pong(pong) if self.pause.as_ref().is_some_and(|pause| pause.answered_by(&pong)) => {
                 self.pause = None;
-                return ControlFlow::Continue(());
+                let held = std::mem::take(&mut self.held_bodies);
+                return held
+                    .into_iter()
+                    .try_for_each(|(stream, body, end)| self.request_body(stream, body, end));
             }
             Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => return ControlFlow::Continue(()),
             Message::Text(_) => {
@@ -392,7 +408,7 @@ impl Session {
             self.outbox.answer(stream, 503, "the tunnel's client is shutting down");
             return ControlFlow::Continue(());
         }
-        if let Some(Pause { quiet }) = self.pause {
+        if let Some(quiet) = self.pause.as_ref().map(|pause| pause.quiet) {
             // Sent late, it would make a duplicate of the tunnel's own: the
             // provider retries a delivery whose caller saw it fail.
             self.outbox
@@ -481,8 +497,14 @@ impl Session {
         self.exchanges.spawn(record);
     }
 
-    /// More of a request's body, passed on to its exchange.
+    /// More of a request's body, passed on to its exchange; during a pause,
+    /// held until the relay answers (see [`Session::held_bodies`]). The
+    /// stream's window bounds what is held.
     fn request_body(&mut self, stream: StreamId, body: Bytes, end: bool) -> ControlFlow<SessionEnd> {
+        if self.pause.is_some() && self.streams.contains_key(&stream) {
+            self.held_bodies.push((stream, body, end));
+            return ControlFlow::Continue(());
+        }
         let Some(entry) = self.streams.get_mut(&stream) else {
             return ControlFlow::Continue(());
         };
@@ -767,6 +789,52 @@ mod tests {
             "answered {waited:?} in, not after the local timeout of 1 s"
         );
     }
+    /// The answer to the ping after one pause, read after a second pause,
+    /// does not end the second: what the relay sent during it may have
+    /// been answered 502 by then.
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_to_an_earlier_pause_does_not_end_the_next() {
+        let (serving, mut relay) = session().await;
+        tokio::pin!(serving);
+        assert!(futures_util::poll!(serving.as_mut()).is_pending());
+        tokio::time::advance(Duration::from_secs(12)).await;
+        relay.send(Message::Ping(Default::default())).await.expect("a ping");
+        let asked = tokio::select! {
+            next = relay.next() => next,
+            (end, _) = serving.as_mut() => panic!("the session ended first: {end:?}"),
+        };
+        assert!(matches!(asked, Some(Ok(Message::Ping(_)))), "{asked:?}");
+        // The second pause: its answer comes after it, ahead of a request.
+        tokio::time::advance(Duration::from_secs(12)).await;
+        relay.flush().await.expect("the answer sent");
+        let get = ServerMessage::RequestHead {
+            stream: 1,
+            method: "GET".into(),
+            target: "/hook".into(),
+            headers: vec![],
+            end: true,
+        };
+        let frame = codec::encode(&get, b"").expect("a frame");
+        relay.send(Message::Binary(frame.into())).await.expect("sent");
+        let told = loop {
+            let next = tokio::select! {
+                next = relay.next() => next,
+                (end, _) = serving.as_mut() => panic!("the session ended first: {end:?}"),
+            };
+            match next {
+                Some(Ok(Message::Binary(frame))) => {
+                    break codec::decode::<ClientMessage>(frame).expect("a valid frame").0;
+                }
+                Some(Ok(_)) => continue,
+                other => panic!("the session ended: {other:?}"),
+            }
+        };
+        assert!(
+            matches!(&told, ClientMessage::Reset { stream: 1, reason } if reason.contains("paused")),
+            "{told:?}"
+        );
+    }
+
     /// What the client reads after a pause in which the relay may have
     /// given up on it is not forwarded, until the relay answers the ping the
     /// client sends on waking: the relay may have answered its caller 502.
@@ -792,7 +860,7 @@ mod tests {
             let (mut pinged, mut told) = (false, None);
             while !pinged || told.is_none() {
                 match relay.next().await {
-                    // Answered by the relay's WebSocket as it next writes.
+                    // Answered by the relay's WebSocket on its next read or write.
                     Some(Ok(Message::Ping(_))) => pinged = true,
                     Some(Ok(Message::Binary(frame))) => {
                         told = Some(codec::decode::<ClientMessage>(frame).expect("a valid frame").0);
