@@ -1339,6 +1339,39 @@ async fn a_webhook_sent_while_the_tunnel_was_stopped_is_not_forwarded_when_it_ru
     }
 }
 
+/// The in-process relay is stopped with the tunnel, and gives up on
+/// nothing: what a caller sent while both were stopped is forwarded once
+/// they run again.
+#[tokio::test]
+async fn a_webhook_sent_while_a_local_tunnel_was_stopped_is_forwarded_when_it_runs_again() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let handler = LocalHandler::echo().await;
+    let port = handler.port().to_string();
+    let args = [
+        "http",
+        &port,
+        "--no-tui",
+        "--local-listen",
+        "127.0.0.1:0",
+        "--db",
+        db.to_str().expect("utf-8 path"),
+    ];
+    let mut client = Running::start(&portpreview_bin(), &args, dir.path());
+    let url = client.public_url().await;
+    client.signal("STOP");
+    let held = format!("{url}/webhooks/held");
+    let sent = tokio::spawn(async move { caller::post(&held, "{}").await });
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    client.signal("CONT");
+    let reply = sent.await.expect("the caller");
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let seen: Vec<String> = handler.requests().iter().map(|r| r.uri.clone()).collect();
+    assert_eq!(seen, ["/webhooks/held"], "forwarded once");
+    client.signal("TERM");
+    assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
+}
+
 /// A tunnel stopped long enough for its relay to have given up on it, and
 /// here one that waits 30 s and has not: the request sent meanwhile is not
 /// forwarded on waking, since it cannot be told from one the relay has

@@ -83,6 +83,7 @@ impl TestTunnel {
             target: Target::parse(target).expect("valid target"),
             host_header: options.host_header,
             local_timeout: options.local_timeout,
+            relay_in_process: false,
         };
         let stop = tunnel::Stop::default();
         let shutdown = stop.asked.clone();

@@ -194,6 +194,7 @@ async fn set_up(args: &Args, config: Config, server_origin: &Origin) -> anyhow::
         target,
         host_header: args.host_header,
         local_timeout: args.local_timeout,
+        relay_in_process: local_relay.is_some(),
     };
     Ok(Setup {
         tunnel_config,

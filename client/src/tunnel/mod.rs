@@ -61,6 +61,9 @@ pub struct TunnelConfig {
     pub host_header: HostHeader,
     /// How long the local handler may take.
     pub local_timeout: Duration,
+    /// The relay runs in this process: stopped with it, it never gives up
+    /// on the tunnel for a pause of the process (see `pause`).
+    pub relay_in_process: bool,
 }
 
 /// How the user stops a tunnel.
@@ -102,6 +105,7 @@ pub async fn run(
         public_url: Default::default(),
         not_recording: Default::default(),
         stop: stop.clone(),
+        relay_in_process: config.relay_in_process,
     });
     let mut unfinished = Unfinished::default();
     let result = serve_until_stopped(config.connect, target, &shared, events.clone(), &stop, &mut unfinished).await;

@@ -300,7 +300,9 @@ impl Session {
     /// a pause long enough for the relay to have given up on this client,
     /// it is asked whether it did.
     fn heard_from_relay(&mut self) {
-        if let Some((pause, ping)) = Pause::noticed(&self.last_heard, self.pauses) {
+        // A relay in this process was paused with it, and gave up on nothing.
+        let paused_apart = !self.shared.relay_in_process;
+        if let Some((pause, ping)) = Pause::noticed(&self.last_heard, self.pauses).filter(|_| paused_apart) {
             self.pauses += 1;
             self.pause = Some(pause);
             self.outbox.send_raw(Message::Ping(ping));
@@ -622,6 +624,7 @@ mod tests {
             public_url: Default::default(),
             not_recording: Default::default(),
             stop: Stop::default(),
+            relay_in_process: false,
         });
         (serve(socket, shared), relay)
     }

@@ -243,6 +243,7 @@ mod tests {
             public_url: Default::default(),
             stop: Stop::default(),
             not_recording: Default::default(),
+            relay_in_process: false,
         };
         let full = || RecordError::Inbox(std::io::Error::from_raw_os_error(28));
         for _ in 0..3 {

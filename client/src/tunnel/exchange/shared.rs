@@ -44,6 +44,8 @@ pub struct Shared {
     /// Deliveries cannot be recorded (the inbox cannot be written: a full
     /// disk), told once, not per delivery.
     pub not_recording: Outage,
+    /// The relay runs in this process, and pauses with it.
+    pub relay_in_process: bool,
 }
 
 impl Shared {
