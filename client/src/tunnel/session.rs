@@ -413,11 +413,16 @@ impl Session {
         if let Some(quiet) = self.pause.as_ref().map(|pause| pause.quiet) {
             // Sent late, it would make a duplicate of the tunnel's own: the
             // provider retries a delivery whose caller saw it fail.
-            self.outbox
-                .reset(stream, "the tunnel's client was paused; not forwarded");
+            // Which of the two went quiet cannot be told: a process stopped
+            // and a relay or network stalled look the same from here.
+            self.outbox.reset(
+                stream,
+                "the tunnel's client heard nothing from the relay for a while; not forwarded",
+            );
             let why = format!(
-                "not forwarded: read after PortPreview was paused (nothing from the relay for {}s), \
-                 long enough for the relay to have taken it for gone and answered the caller 502",
+                "not forwarded: read after {}s without a word from the relay (PortPreview paused, or the \
+                 relay or the network stalled), long enough for the relay to have taken the tunnel for gone \
+                 and answered the caller 502",
                 quiet.as_secs()
             );
             let declared = end.then_some(body.len() as u64);
@@ -833,7 +838,7 @@ mod tests {
             }
         };
         assert!(
-            matches!(&told, ClientMessage::Reset { stream: 1, reason } if reason.contains("paused")),
+            matches!(&told, ClientMessage::Reset { stream: 1, reason } if reason.contains("heard nothing from the relay")),
             "{told:?}"
         );
     }
@@ -880,7 +885,7 @@ mod tests {
             (end, _) = serving => panic!("the session ended first: {end:?}"),
         };
         assert!(
-            matches!(&told, Some(ClientMessage::Reset { stream: 1, reason }) if reason.contains("paused")),
+            matches!(&told, Some(ClientMessage::Reset { stream: 1, reason }) if reason.contains("heard nothing from the relay")),
             "{told:?}"
         );
         assert_eq!(answered, (3, 502));
