@@ -60,20 +60,8 @@ async fn a_local_relay_on_every_address_prints_a_url_that_answers() {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("history.db");
     let handler = LocalHandler::echo().await;
-    let port = handler.port().to_string();
-    let args = [
-        "http",
-        &port,
-        "--no-tui",
-        "--local-listen",
-        "0.0.0.0:0",
-        "--db",
-        db.to_str().expect("utf-8 path"),
-    ];
-    let mut client = Running::start(&portpreview_bin(), &args, dir.path());
-    let banner = client.line_containing("Forwarding").await;
-    let url = banner.split_whitespace().nth(1).expect("public URL").to_string();
-    assert!(url.starts_with("http://127.0.0.1:"), "{banner}");
+    let (mut client, url) = Running::local_tunnel(handler.port(), "0.0.0.0:0", &db, dir.path()).await;
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
     let reply = caller::post(&format!("{url}/hook"), "{}").await;
     assert_eq!(reply.status, 200, "{}", reply.text());
     client.signal("TERM");
@@ -1349,18 +1337,7 @@ async fn a_webhook_sent_while_a_local_tunnel_was_stopped_is_forwarded_when_it_ru
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("history.db");
     let handler = LocalHandler::echo().await;
-    let port = handler.port().to_string();
-    let args = [
-        "http",
-        &port,
-        "--no-tui",
-        "--local-listen",
-        "127.0.0.1:0",
-        "--db",
-        db.to_str().expect("utf-8 path"),
-    ];
-    let mut client = Running::start(&portpreview_bin(), &args, dir.path());
-    let url = client.public_url().await;
+    let (mut client, url) = Running::local_tunnel(handler.port(), "127.0.0.1:0", &db, dir.path()).await;
     client.signal("STOP");
     let held = format!("{url}/webhooks/held");
     let sent = tokio::spawn(async move { caller::post(&held, "{}").await });

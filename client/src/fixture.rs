@@ -155,8 +155,8 @@ impl Fixture {
             .with_context(|| format!("cannot read fixture {}", path.display()))?;
         let not_a_fixture = || format!("{} is not a PortPreview fixture", path.display());
         if text.trim_ascii_start().first() != Some(&b'{') {
-            let suite = std::str::from_utf8(&text).is_ok_and(crate::suite::Suite::lists_fixtures);
-            if crate::suite::Suite::is_suite_path(path) && suite {
+            let is_suite = || std::str::from_utf8(&text).is_ok_and(crate::suite::Suite::lists_fixtures);
+            if crate::suite::Suite::is_suite_path(path) && is_suite() {
                 anyhow::bail!(
                     "{} is a suite, not a fixture: run it with portpreview check {}",
                     path.display(),

@@ -76,6 +76,17 @@ impl Running {
         (client, url)
     }
 
+    /// `portpreview http PORT --no-tui` with its relay in-process on
+    /// `listen`, and the URL it prints.
+    pub async fn local_tunnel(port: u16, listen: &str, db: &Path, config_dir: &Path) -> (Self, String) {
+        let port = port.to_string();
+        let db = db.to_str().expect("utf-8 path");
+        let args = ["http", &port, "--no-tui", "--local-listen", listen, "--db", db];
+        let mut client = Self::start(&super::bin::portpreview_bin(), &args, config_dir);
+        let url = client.public_url().await;
+        (client, url)
+    }
+
     /// `portpreview-server --listen 127.0.0.1:0`, with its config in
     /// `config_dir`, and the address it listens on.
     pub async fn relay(config_dir: &Path) -> (Self, String) {

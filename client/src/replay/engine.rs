@@ -403,7 +403,7 @@ impl Run<'_> {
             retry_window: provider.map(|p| p.retry_window().to_string()),
             target: self.plan.url(),
             times: opts.times,
-            concurrency: if opts.fresh { opts.burst_width() } else { opts.width() },
+            concurrency: opts.most_at_once(),
             fresh: opts.fresh,
             state,
             attempts: self.attempts,
@@ -420,7 +420,7 @@ const FILES_BESIDE_ATTEMPTS: u64 = 32;
 /// no room for (both binaries raise it as far as they may at start): the
 /// attempts past it would fail, and the handler be blamed.
 fn fits_open_files(opts: &ReplayOptions, limit: Option<u64>) -> Result<(), ReplayError> {
-    let width = if opts.fresh { opts.burst_width() } else { opts.width() }.min(opts.times);
+    let width = opts.most_at_once();
     let Some(limit) = limit else {
         return Ok(());
     };

@@ -97,6 +97,16 @@ impl ReplayOptions {
             .min(self.times)
             .min(MAX_CONCURRENCY)
     }
+
+    /// Attempts in flight at once at most: the burst's for `--fresh`, else
+    /// those after attempt 1.
+    pub fn most_at_once(&self) -> u32 {
+        if self.fresh {
+            self.burst_width()
+        } else {
+            self.width()
+        }
+    }
 }
 
 /// Parses a duration written `300ms`, `30s`, `2m`; zero is refused, since

@@ -56,10 +56,10 @@ impl Heard {
         self.at
     }
 
-    /// How long ago, on whichever clock says longer.
-    fn quiet(&self) -> Duration {
-        let wall = SystemTime::now().duration_since(self.wall).unwrap_or_default();
-        self.at.elapsed().max(wall)
+    /// How long before `now` this was, on whichever clock says longer.
+    fn before(&self, now: &Heard) -> Duration {
+        let wall = now.wall.duration_since(self.wall).unwrap_or_default();
+        now.at.saturating_duration_since(self.at).max(wall)
     }
 }
 
@@ -77,17 +77,17 @@ pub struct Pause {
 }
 
 impl Pause {
-    /// The pause that ends now, the `nth` of the session, if the relay was
-    /// last `heard` long enough ago to have given up on this client; and the
-    /// ping to send the relay.
-    pub fn noticed(heard: &Heard, nth: u64) -> Option<(Pause, Bytes)> {
-        let quiet = heard.quiet();
+    /// The pause that ends `now`, the `nth` of the session, if the relay was
+    /// last `heard` long enough before to have given up on this client; and
+    /// the ping to send the relay.
+    pub fn noticed(heard: &Heard, now: &Heard, nth: u64) -> Option<(Pause, Bytes)> {
+        let quiet = heard.before(now);
         (quiet > RELAY_MAY_GIVE_UP).then(|| {
             let asked = Bytes::from(format!("portpreview: back from pause {nth}"));
             let pause = Pause {
                 quiet,
                 asked: asked.clone(),
-                asked_at: Instant::now(),
+                asked_at: now.at,
             };
             (pause, asked)
         })
@@ -112,13 +112,14 @@ mod tests {
     async fn a_pause_that_a_relay_may_have_given_up_in_asks_whether_it_did() {
         let heard = Heard::now();
         tokio::time::advance(Duration::from_secs(5)).await;
-        assert_eq!(Pause::noticed(&heard, 1), None, "a ping's interval");
+        assert_eq!(Pause::noticed(&heard, &Heard::now(), 1), None, "a ping's interval");
         tokio::time::advance(Duration::from_millis(2_500)).await;
-        let (pause, ping) = Pause::noticed(&heard, 1).expect("long enough");
+        let now = Heard::now();
+        let (pause, ping) = Pause::noticed(&heard, &now, 1).expect("long enough");
         assert_eq!(pause.quiet, Duration::from_millis(7_500));
         assert!(pause.answered_by(&ping));
         assert!(!pause.answered_by(b""), "a pong of the relay's own");
-        let (_, earlier) = Pause::noticed(&heard, 0).expect("long enough");
+        let (_, earlier) = Pause::noticed(&heard, &now, 0).expect("long enough");
         assert!(!pause.answered_by(&earlier), "the answer to an earlier pause's ping");
         assert!(!pause.unanswered());
         tokio::time::advance(ANSWER_LIMIT + Duration::from_millis(1)).await;

@@ -300,14 +300,19 @@ impl Session {
     /// a pause long enough for the relay to have given up on this client,
     /// it is asked whether it did.
     fn heard_from_relay(&mut self) {
+        let now = Heard::now();
         // A relay in this process was paused with it, and gave up on nothing.
-        let paused_apart = !self.shared.relay_in_process;
-        if let Some((pause, ping)) = Pause::noticed(&self.last_heard, self.pauses).filter(|_| paused_apart) {
+        let noticed = if self.shared.relay_in_process {
+            None
+        } else {
+            Pause::noticed(&self.last_heard, &now, self.pauses)
+        };
+        if let Some((pause, ping)) = noticed {
             self.pauses += 1;
             self.pause = Some(pause);
             self.outbox.send_raw(Message::Ping(ping));
         }
-        self.last_heard = Heard::now();
+        self.last_heard = now;
     }
 
     /// Takes one read of the socket: a message, or how it ended.
