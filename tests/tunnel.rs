@@ -1045,6 +1045,33 @@ async fn the_relay_answers_for_itself_when_it_must() {
     }
     assert!(handler.requests().is_empty(), "none of these reached the handler");
 
+    // The relay does not follow a chunked body to the head after it, so it
+    // closes the connection once it has answered: a smuggled head behind
+    // the body is never read, let alone forwarded.
+    let chunked_then_smuggled = format!(
+        "POST /t/{name}/chunked HTTP/1.1\r\nHost: {addr}\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n\
+         POST /t/{name}/smuggled HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        name = tunnel.name(),
+        addr = relay.addr
+    );
+    let answers = caller::raw_until_closed(relay.addr, chunked_then_smuggled.as_bytes()).await;
+    assert_eq!(
+        answers.matches("HTTP/1.1 ").count(),
+        1,
+        "one answer, then the close: {answers}"
+    );
+    assert!(answers.starts_with("HTTP/1.1 200"), "{answers}");
+    assert!(
+        answers.to_ascii_lowercase().contains("\r\nconnection: close\r\n"),
+        "{answers}"
+    );
+    let smuggled = handler
+        .requests()
+        .into_iter()
+        .filter(|seen| seen.uri.contains("smuggled"))
+        .count();
+    assert_eq!(smuggled, 0, "the head behind a chunked body never reached the handler");
+
     // HTTP/1.0 needs no Host.
     let answer = raw(relay.addr, format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes()).await;
     assert!(

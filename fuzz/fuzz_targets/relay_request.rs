@@ -63,7 +63,7 @@ fuzz_target!(|input: Input| {
         }
     }
     for _ in 0..bytes.len() {
-        verdicts.next_conflicted();
+        verdicts.pop();
     }
 
     let Ok(request) = http::Request::builder()

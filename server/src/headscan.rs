@@ -13,8 +13,10 @@
 //!   names the limit.
 //!
 //! Apart from that one answer it never changes a byte. When it cannot follow
-//! the framing (chunked bodies, upgrades), it stops watching and the service
-//! sees "no conflict" from then on, leaving hyper's own handling in place.
+//! the framing (chunked bodies, upgrades), it stops watching, and the
+//! verdict of the last head it saw says so: the service closes the
+//! connection after answering that request, so no later head on it goes
+//! unjudged.
 
 use std::collections::VecDeque;
 use std::io;
@@ -96,17 +98,36 @@ struct Explaining {
     replaces: usize,
 }
 
+/// What the scan saw of one request head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verdict {
+    /// The head had both `Content-Length` and `Transfer-Encoding`.
+    pub conflicted: bool,
+    /// The scan stopped watching after this head (a chunked body, an
+    /// upgrade, too many heads queued): its answer must close the
+    /// connection, or the next head would pass unjudged.
+    pub last_watched: bool,
+}
+
+impl Verdict {
+    /// For a request the scan never saw.
+    const UNWATCHED: Verdict = Verdict {
+        conflicted: false,
+        last_watched: true,
+    };
+}
+
 /// One verdict per request head, in arrival order.
 #[derive(Default)]
-pub struct Verdicts(Mutex<VecDeque<bool>>);
+pub struct Verdicts(Mutex<VecDeque<Verdict>>);
 
 impl Verdicts {
-    /// Whether the next request (in order) had both framing headers.
-    pub fn next_conflicted(&self) -> bool {
-        self.queue().pop_front().unwrap_or(false)
+    /// The verdict on the next request, in order.
+    pub fn pop(&self) -> Verdict {
+        self.queue().pop_front().unwrap_or(Verdict::UNWATCHED)
     }
 
-    fn queue(&self) -> std::sync::MutexGuard<'_, VecDeque<bool>> {
+    fn queue(&self) -> std::sync::MutexGuard<'_, VecDeque<Verdict>> {
         // Only push and pop happen under this lock; poisoning is harmless.
         portpreview_shared::sync::lock(&self.0)
     }
@@ -229,10 +250,13 @@ impl<IO> HeadScan<IO> {
     fn after(&self, framing: Framing) -> Phase {
         let mut queue = self.verdicts.queue();
         if queue.len() >= MAX_QUEUED {
+            if let Some(last) = queue.back_mut() {
+                last.last_watched = true;
+            }
             return Phase::Off;
         }
-        queue.push_back(framing.has_content_length && framing.chunked_or_te);
-        match framing {
+        let conflicted = framing.has_content_length && framing.chunked_or_te;
+        let next = match framing {
             // hyper refuses a length it cannot read and closes the
             // connection; the scan has nothing more to follow.
             Framing {
@@ -248,7 +272,12 @@ impl<IO> HeadScan<IO> {
                 ..
             } if n > 0 => Phase::Body(n),
             _ => Phase::Head(Vec::new()),
-        }
+        };
+        queue.push_back(Verdict {
+            conflicted,
+            last_watched: matches!(next, Phase::Off),
+        });
+        next
     }
 }
 
@@ -524,7 +553,7 @@ mod tests {
             scan.scan(piece);
         }
         let queued = verdicts.queue().len();
-        (0..queued).map(|_| verdicts.next_conflicted()).collect()
+        (0..queued).map(|_| verdicts.pop().conflicted).collect()
     }
 
     #[test]
@@ -589,13 +618,20 @@ mod tests {
             scan.scan(piece);
         }
         assert_eq!(scan.refusal, None, "no head went over the limit");
-        assert_eq!((verdicts.next_conflicted(), verdicts.next_conflicted()), (false, true));
+        assert_eq!((verdicts.pop().conflicted, verdicts.pop().conflicted), (false, true));
     }
 
     #[test]
     fn stops_watching_after_chunked_bodies_and_huge_heads() {
         let chunked = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
         assert_eq!(verdicts_of(&[chunked, b"GET / HTTP/1.1\r\n\r\n"]), [false]);
+        let (mut scan, verdicts) = HeadScan::new((), LIMITS);
+        scan.scan(b"GET / HTTP/1.1\r\n\r\n");
+        scan.scan(chunked);
+        let seen = (verdicts.pop(), verdicts.pop(), verdicts.pop());
+        assert!(!seen.0.last_watched, "a plain head leaves the scan watching");
+        assert!(seen.1.last_watched, "the chunked head is the last one judged");
+        assert_eq!(seen.2, Verdict::UNWATCHED);
         let huge = vec![b'a'; 2000];
         assert!(verdicts_of(&[&huge, b"\r\n\r\n"]).is_empty());
     }

@@ -86,7 +86,8 @@ const NO_SUCH_TUNNEL: &str = "no such tunnel";
 
 /// Answers one request.
 pub async fn handle(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, mut req: Request<Incoming>) -> Response<RelayBody> {
-    if conn.verdicts.next_conflicted() {
+    let verdict = conn.verdicts.pop();
+    if verdict.conflicted {
         let mut refused = answer(
             StatusCode::BAD_REQUEST,
             "a request may not carry both Content-Length and Transfer-Encoding",
@@ -123,7 +124,12 @@ pub async fn handle(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, mut req: Request<I
     // closes the connection without saying so: a caller reusing it would
     // write its next request into a closed socket. Saying so costs only
     // a reconnect, on an error path.
-    if has_body && response.extensions().get::<OwnAnswer>().is_some() {
+    let unread_body = has_body && response.extensions().get::<OwnAnswer>().is_some();
+    // Past a head the scan could not follow, a request carrying both
+    // framing headers would go unrefused: the caller gets a fresh
+    // connection for the next one instead. A 101 has left HTTP behind.
+    let unwatched_next = verdict.last_watched && response.status() != StatusCode::SWITCHING_PROTOCOLS;
+    if unread_body || unwatched_next {
         response
             .headers_mut()
             .insert(header::CONNECTION, HeaderValue::from_static("close"));
