@@ -100,6 +100,10 @@ pub enum ConnectError {
     /// The relay could not be reached or the socket broke; worth retrying.
     #[error("cannot reach the relay: {0}")]
     Unreachable(String),
+    /// The tunnel's session panicked: a bug in PortPreview, not something
+    /// the user can change.
+    #[error("internal error in the tunnel, which stopped: {0}")]
+    Internal(String),
 }
 
 impl ConnectError {

@@ -165,16 +165,28 @@ impl Unfinished {
 /// Serves one session on a task of its own. Every frame and every answer
 /// wakes the session; on the task that runs the tunnel, each wake-up would
 /// also poll what is joined beside it (the signal watch, the display),
-/// registering each of their waits again. A panic in the session is the
-/// tunnel's, as it was when the session ran on the tunnel's own task, and
-/// dropping the tunnel ends the session.
-async fn serve_session(socket: connect::RelaySocket, shared: Arc<Shared>) -> (SessionEnd, JoinSet<StreamId>) {
-    let session = AbortOnDropHandle::new(tokio::spawn(session::serve(socket, shared)));
-    match session.await {
-        Ok(ended) => ended,
-        Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+/// registering each of their waits again. A panic in the session ends the
+/// tunnel with an error rather than unwinding through it: the live TUI,
+/// on a thread of its own, then gives the terminal back and the reason is
+/// printed. Dropping the tunnel ends the session.
+async fn serve_session(
+    socket: connect::RelaySocket,
+    shared: Arc<Shared>,
+) -> Result<(SessionEnd, JoinSet<StreamId>), ConnectError> {
+    session_outcome(tokio::spawn(session::serve(socket, shared))).await
+}
+
+async fn session_outcome(
+    session: tokio::task::JoinHandle<(SessionEnd, JoinSet<StreamId>)>,
+) -> Result<(SessionEnd, JoinSet<StreamId>), ConnectError> {
+    match AbortOnDropHandle::new(session).await {
+        Ok(ended) => Ok(ended),
+        Err(err) if err.is_panic() => {
+            let payload = err.into_panic();
+            Err(ConnectError::Internal(in_flight::panic_message(&*payload).to_owned()))
+        }
         // Only the runtime shutting down cancels it, and takes this task too.
-        Err(_) => (SessionEnd::Lost("the session was cut off".into()), JoinSet::new()),
+        Err(_) => Ok((SessionEnd::Lost("the session was cut off".into()), JoinSet::new())),
     }
 }
 
@@ -216,7 +228,7 @@ async fn serve_until_stopped(
                         target: target.clone(),
                     },
                 );
-                let (end, left) = serve_session(socket, shared.clone()).await;
+                let (end, left) = serve_session(socket, shared.clone()).await?;
                 backoff.connection_ended(up_since.elapsed());
                 unfinished.keep(left);
                 match end {
@@ -251,5 +263,25 @@ async fn serve_until_stopped(
             () = stop.asked.cancelled() => return Ok(()),
             () = tokio::time::sleep(retry_in) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panic_in_the_session_ends_the_tunnel_with_an_error() {
+        let session = tokio::spawn(async {
+            if true {
+                panic!("a broken invariant");
+            }
+            (SessionEnd::Shutdown, JoinSet::new())
+        });
+        let err = session_outcome(session).await.err().map(|err| err.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some("internal error in the tunnel, which stopped: a broken invariant")
+        );
     }
 }
