@@ -149,7 +149,8 @@ where
 fn log_file() -> Option<std::fs::File> {
     let path: PathBuf = crate::config::data_dir()?.join("portpreview.log");
     std::fs::create_dir_all(path.parent()?).ok()?;
-    std::fs::OpenOptions::new().create(true).append(true).open(path).ok()
+    // Like the history, the log may name what the deliveries carried.
+    crate::private_file::options().create(true).append(true).open(path).ok()
 }
 
 #[cfg(test)]

@@ -122,7 +122,9 @@ pub(super) fn identify(delivery: &mut NewDelivery, key_fields: &[String]) {
     // delivery goes without a key rather than the writer thread dying.
     let detect = || event_key(&delivery.request_headers, &delivery.request_body, key_fields);
     let Ok(key) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(detect)) else {
-        tracing::warn!(path = ?delivery.path, "event key detection failed; delivery stored without a key");
+        // The query may hold a token: it is masked as on screen.
+        let path = crate::render::mask::shown_path(&delivery.path, false);
+        tracing::warn!(%path, "event key detection failed; delivery stored without a key");
         return;
     };
     if delivery.provider.is_none() {
