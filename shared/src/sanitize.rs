@@ -3,8 +3,8 @@
 //! Bodies, headers and paths come from the internet. Written raw, an escape
 //! sequence in a webhook body could move the cursor, retitle the window or
 //! fake output. Every control character (C0, DEL, C1), every bidi
-//! override and every invisible formatting character is shown as a
-//! visible escape instead. So is a pile of combining marks past the few a
+//! override, every invisible formatting character and every variation
+//! selector that selects nothing is shown as a visible escape instead. So is a pile of combining marks past the few a
 //! letter can carry: stacked on one base, they are drawn over the lines
 //! above and below.
 
@@ -78,7 +78,42 @@ pub fn is_hidden_or_control(c: char) -> bool {
         '\u{2060}'..='\u{2065}' | '\u{206a}'..='\u{206f}' | '\u{feff}' | '\u{fff9}'..='\u{fffb}' => true,
         // Tags: invisible letters that can smuggle a whole sentence.
         '\u{e0000}'..='\u{e007f}' => true,
+        // Blank or drawing nothing, yet no space: the Hangul fillers, the
+        // combining grapheme joiner, the Khmer inherent vowels, the
+        // shorthand format controls.
+        '\u{115f}' | '\u{1160}' | '\u{3164}' | '\u{ffa0}' | '\u{034f}' | '\u{17b4}' | '\u{17b5}' => true,
+        '\u{1bca0}'..='\u{1bca3}' => true,
+        // Variation selectors: one after a character that takes it picks
+        // how it is drawn (❤️, a Han variant) and is kept there by
+        // [`escape_str`]; anywhere else, or one after another, they only
+        // hide data (`id` and `id\u{fe0f}` would read alike).
+        c if is_selector(c) => true,
         _ => false,
+    }
+}
+
+fn is_selector(c: char) -> bool {
+    matches!(c, '\u{fe00}'..='\u{fe0f}' | '\u{e0100}'..='\u{e01ef}' | '\u{180b}'..='\u{180d}' | '\u{180f}')
+}
+
+/// Whether variation selector `selector` right after `base` picks how
+/// `base` is drawn, as Unicode's variation sequences use them: text or
+/// emoji presentation after an emoji or a keycap's digit, a variant after
+/// a Han ideograph or a Mongolian letter, the standardized sequences
+/// (math symbols, CJK compatibility) after a character beyond ASCII.
+fn takes_selector(base: char, selector: char) -> bool {
+    let han = matches!(base,
+        '\u{3400}'..='\u{4dbf}' | '\u{4e00}'..='\u{9fff}' | '\u{f900}'..='\u{faff}' | '\u{20000}'..='\u{3ffff}');
+    match selector {
+        '\u{fe0e}' | '\u{fe0f}' => {
+            base != '\u{fe0f}' && is_pictograph(base)
+                || matches!(base, '#' | '*' | '0'..='9' | '\u{a9}' | '\u{ae}' | '\u{203c}' | '\u{2049}'
+                    | '\u{2122}' | '\u{2139}' | '\u{2194}'..='\u{21aa}' | '\u{24c2}' | '\u{25aa}'..='\u{25fe}'
+                    | '\u{2934}' | '\u{2935}' | '\u{3030}' | '\u{303d}' | '\u{3297}' | '\u{3299}')
+        }
+        '\u{e0100}'..='\u{e01ef}' => han,
+        '\u{180b}'..='\u{180d}' | '\u{180f}' => matches!(base, '\u{1820}'..='\u{18aa}'),
+        _ => !base.is_ascii() && !is_selector(base) && stacking(base) == Stacking::Base,
     }
 }
 
@@ -171,6 +206,8 @@ fn escape(text: &str, keep_newlines: bool) -> Cow<'_, str> {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
+    // The last character written raw, which a joiner or a selector may
+    // belong to; none after an escape.
     let mut previous = None;
     // An escape written is a new base.
     let mut pile = Pile::default();
@@ -179,7 +216,10 @@ fn escape(text: &str, keep_newlines: bool) -> Cow<'_, str> {
         let next = chars.peek().map(|&(_, c)| c);
         // Emoji are built of what is escaped alone: 👨‍👩‍👧 of joiners
         // between pictographs, 🏴󠁧󠁢󠁳󠁣󠁴󠁿 of tags after a flag. Those are kept.
-        let joins_emoji = c == '\u{200d}' && previous.is_some_and(is_pictograph) && next.is_some_and(is_pictograph);
+        let joins_emoji = c == '\u{200d}'
+            && previous.is_some_and(is_pictograph)
+            && next.is_some_and(|next| next != '\u{fe0f}' && is_pictograph(next));
+        let selects = is_selector(c) && previous.is_some_and(|base| takes_selector(base, c));
         previous = Some(c);
         if c == FLAG_BASE {
             let tags = flag_tags(&text[at + c.len_utf8()..]);
@@ -190,7 +230,7 @@ fn escape(text: &str, keep_newlines: bool) -> Cow<'_, str> {
             pile = Pile::default();
             continue;
         }
-        if joins_emoji || !is_unsafe(c, keep_newlines) {
+        if joins_emoji || selects || !is_unsafe(c, keep_newlines) {
             if pile.push(c) <= MARKS_KEPT {
                 out.push(c);
                 continue;
@@ -201,6 +241,7 @@ fn escape(text: &str, keep_newlines: bool) -> Cow<'_, str> {
         } else {
             pile = Pile::default();
         }
+        previous = None;
         match c {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
@@ -303,11 +344,43 @@ mod tests {
         ] {
             assert_eq!(escape_str(text), text);
         }
-        // Selectors and joiners draw nothing: they neither count nor hide a pile.
+        // A selector after a mark selects nothing: escaped, it hides no pile.
         let hidden = format!("e{}", "\u{301}\u{fe0f}".repeat(5));
-        assert_eq!(escape_str(&hidden).matches("\\u{301}").count(), 5 - MARKS_KEPT);
+        assert_eq!(escape_str(&hidden), format!("e{}", "\u{301}\\u{fe0f}".repeat(5)));
         // An escape is a base of its own: marks after it are kept.
         assert_eq!(escape_str("\x1b\u{301}"), "\\x1b\u{301}");
+    }
+
+    #[test]
+    fn a_variation_selector_is_kept_only_where_it_picks_a_glyph() {
+        for text in [
+            "❤\u{fe0f}",
+            "☺\u{fe0e}",
+            "#\u{fe0f}\u{20e3}",
+            "葛\u{e0100}",
+            "≩\u{fe00}",
+            "\u{1820}\u{180b}",
+        ] {
+            assert_eq!(escape_str(text), text);
+        }
+        assert_eq!(escape_str("same-id\u{fe0f}"), "same-id\\u{fe0f}");
+        assert_eq!(
+            escape_str("❤\u{fe0f}\u{fe0f}"),
+            "❤\u{fe0f}\\u{fe0f}",
+            "one selector a base"
+        );
+        assert_eq!(escape_str("id\u{e0168}\u{e0169}"), "id\\u{e0168}\\u{e0169}");
+        assert_eq!(escape_str("a\u{fe00}"), "a\\u{fe00}");
+        assert_eq!(escape_str("\x1b\u{fe0f}"), "\\x1b\\u{fe0f}");
+    }
+
+    #[test]
+    fn blank_fillers_are_escaped() {
+        assert_eq!(escape_str("id\u{3164}"), "id\\u{3164}");
+        assert_eq!(
+            escape_str("a\u{115f}\u{1160}b\u{ffa0}\u{34f}"),
+            "a\\u{115f}\\u{1160}b\\u{ffa0}\\u{34f}"
+        );
     }
 
     #[test]
