@@ -776,6 +776,32 @@ fn a_mistyped_command_or_flag_is_refused_in_one_line() {
     }
 }
 
+/// An argument that is not UTF-8 (a mangled file name, say) is refused
+/// as any mistyped one is, wherever it stands.
+#[test]
+fn an_argument_that_is_not_utf8_is_refused_in_one_line() {
+    use std::os::unix::ffi::OsStrExt;
+    let odd = std::ffi::OsStr::from_bytes(b"\xff");
+    let runs: [&[&std::ffi::OsStr]; 3] = [
+        &[odd],
+        &[odd, "history".as_ref()],
+        &["-x".as_ref(), odd, "replay".as_ref(), "4".as_ref()],
+    ];
+    for args in runs {
+        let out = std::process::Command::new(portpreview_bin())
+            .args(args)
+            .output()
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with("error: ") && stderr.trim_end().ends_with("see portpreview --help"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
 /// `portpreview` with no command is asked for help, not mistaken: it gets
 /// the help whole, on stderr, as a shell script's `$?` still sees 2.
 #[test]

@@ -100,9 +100,14 @@ fn rendered_whole(err: clap::Error) -> String {
 /// `--help` a refusal points to when clap's own usage names none.
 fn command_given() -> String {
     let command = Cli::command();
-    let named = std::env::args()
-        .skip(1)
-        .find(|arg| command.get_subcommands().any(|sub| sub.get_name() == arg));
+    // `args_os`: an argument that is not UTF-8 is what clap refused, and
+    // `args` would panic on it.
+    let named = std::env::args_os().skip(1).find_map(|arg| {
+        command
+            .get_subcommands()
+            .find(|sub| arg == sub.get_name())
+            .map(|sub| sub.get_name().to_owned())
+    });
     match named {
         Some(sub) => format!("portpreview {sub}"),
         None => "portpreview".to_owned(),
