@@ -333,10 +333,10 @@ impl Session {
             Message::Close(close) => return ControlFlow::Break(SessionEnd::Lost(close_reason(close))),
             Message::Pong(pong) if self.pause.as_ref().is_some_and(|pause| pause.answered_by(&pong)) => {
                 self.pause = None;
-                let held = std::mem::take(&mut self.held_bodies);
-                return held
-                    .into_iter()
-                    .try_for_each(|(stream, body, end)| self.request_body(stream, body, end));
+                for (stream, body, end) in std::mem::take(&mut self.held_bodies) {
+                    self.pass_on_body(stream, body, end);
+                }
+                return ControlFlow::Continue(());
             }
             Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => return ControlFlow::Continue(()),
             Message::Text(_) => {
@@ -510,17 +510,13 @@ impl Session {
     }
 
     /// More of a request's body, passed on to its exchange; during a pause,
-    /// held until the relay answers (see [`Session::held_bodies`]). The
-    /// stream's window bounds what is held.
+    /// held until the relay answers (see [`Session::held_bodies`]). Checked
+    /// as it arrives, so that the stream's window bounds what is held.
     fn request_body(&mut self, stream: StreamId, body: Bytes, end: bool) -> ControlFlow<SessionEnd> {
-        if self.pause.is_some() && self.streams.contains_key(&stream) {
-            self.held_bodies.push((stream, body, end));
-            return ControlFlow::Continue(());
-        }
-        let Some(entry) = self.streams.get_mut(&stream) else {
+        let Some(entry) = self.streams.get(&stream) else {
             return ControlFlow::Continue(());
         };
-        if let Some((chunks, backlog)) = &entry.chunks {
+        if let Some((_, backlog)) = &entry.chunks {
             if !backlog.arrived(body.len()) {
                 return ControlFlow::Break(protocol_error(&self.outbox, "request body beyond the stream's window"));
             }
@@ -533,12 +529,26 @@ impl Session {
                     "an empty request body chunk that does not end its stream",
                 ));
             }
+        }
+        if self.pause.is_some() {
+            self.held_bodies.push((stream, body, end));
+        } else {
+            self.pass_on_body(stream, body, end);
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Hands a checked chunk of a request's body to its exchange.
+    fn pass_on_body(&mut self, stream: StreamId, body: Bytes, end: bool) {
+        let Some(entry) = self.streams.get_mut(&stream) else {
+            return;
+        };
+        if let Some((chunks, _)) = &entry.chunks {
             let _ = chunks.send(Chunk { data: body, end });
         }
         if end {
             entry.chunks = None;
         }
-        ControlFlow::Continue(())
     }
 
     /// The relay reset a stream: its exchange is told why.
@@ -621,6 +631,16 @@ mod tests {
         impl std::future::Future<Output = (SessionEnd, JoinSet<StreamId>)>,
         WebSocketStream<tokio::io::DuplexStream>,
     ) {
+        session_timing_out_after(Duration::from_secs(1)).await
+    }
+
+    /// A session whose exchanges wait `local_timeout` for the handler.
+    async fn session_timing_out_after(
+        local_timeout: Duration,
+    ) -> (
+        impl std::future::Future<Output = (SessionEnd, JoinSet<StreamId>)>,
+        WebSocketStream<tokio::io::DuplexStream>,
+    ) {
         let (ours, theirs) = tokio::io::duplex(64 * 1024);
         let socket = WebSocketStream::from_raw_socket(ours, Role::Client, None).await;
         let relay = WebSocketStream::from_raw_socket(theirs, Role::Server, None).await;
@@ -630,7 +650,7 @@ mod tests {
             recorder: None,
             events,
             host_header: exchange::HostHeader::Rewrite,
-            local_timeout: Duration::from_secs(1),
+            local_timeout,
             public_url: Default::default(),
             not_recording: Default::default(),
             stop: Stop::default(),
@@ -708,6 +728,27 @@ mod tests {
         let (end, close) = closed_after(serving, relay, vec![frame(&head), frame(&empty)]).await;
         assert!(matches!(end, SessionEnd::Malformed(_)), "{end:?}");
         assert!(close.reason.contains("an empty request body chunk"), "{close:?}");
+    }
+
+    /// A body chunk read during a pause is checked as it comes, not when
+    /// the relay answers the ping: one that never answers could otherwise
+    /// queue what the protocol forbids for as long as the client waits.
+    #[tokio::test(start_paused = true)]
+    async fn a_body_chunk_read_during_a_pause_is_checked_as_it_comes() {
+        let (serving, mut relay) = session_timing_out_after(Duration::from_secs(60)).await;
+        tokio::pin!(serving);
+        let frame = |message: &ServerMessage| Message::Binary(codec::encode(message, b"").expect("a frame").into());
+        relay.send(frame(&post_without_its_body())).await.expect("sent");
+        assert!(futures_util::poll!(serving.as_mut()).is_pending());
+        tokio::time::advance(Duration::from_secs(12)).await;
+        let empty = ServerMessage::RequestBody { stream: 1, end: false };
+        relay.send(frame(&empty)).await.expect("sent");
+        // The relay reads nothing more, so the client's ping goes unanswered.
+        let (end, _) = serving.await;
+        assert!(
+            matches!(&end, SessionEnd::Malformed(why) if why.contains("an empty request body chunk")),
+            "{end:?}"
+        );
     }
 
     /// Stream 0 is no stream: a request on it would share the number of
