@@ -25,10 +25,37 @@ pub struct Hop<'a> {
     /// The path prefix that routed the request (`/t/<name>`), which the
     /// handler does not see: none when the Host did.
     pub prefix: Option<String>,
+    /// The relay's view as a `Forwarded` element, standing in for the one
+    /// the caller sent; none when it sent none ([`forwarded_element`]).
+    pub forwarded: Option<String>,
+}
+
+/// The relay's view of a request as an RFC 7239 `Forwarded` element:
+/// `for=203.0.113.7;proto=https;host="hooks.example"`.
+pub fn forwarded_element(peer: &str, https: bool, host: Option<&[u8]>) -> String {
+    // An IPv6 address is quoted and bracketed (RFC 7239 §6).
+    let mut element = match peer.contains(':') {
+        true => format!("for=\"[{peer}]\""),
+        false => format!("for={peer}"),
+    };
+    element.push_str(if https { ";proto=https" } else { ";proto=http" });
+    if let Some(host) = host {
+        // A host with a port is no token: quoted, as a quoted-string escapes.
+        element.push_str(";host=\"");
+        for &byte in host {
+            if matches!(byte, b'"' | b'\\') {
+                element.push('\\');
+            }
+            element.push(char::from(byte));
+        }
+        element.push('"');
+    }
+    element
 }
 
 /// The request headers sent to the client: hop-by-hop and caller-supplied
-/// forwarding headers dropped, the relay's `X-Forwarded-*` appended. With
+/// forwarding headers dropped, the relay's `X-Forwarded-*` appended, and
+/// its own `X-Real-IP` and `Forwarded` in place of the caller's. With
 /// `X-Forwarded-Prefix`, proto, host and prefix give the URL the caller
 /// called, before the path the handler sees: what Twilio and Square sign.
 /// Borrowed where they lie, as they are only encoded.
@@ -39,9 +66,14 @@ pub fn request_headers<'a>(headers: &'a HeaderMap, hop: &'a Hop<'a>) -> Vec<Head
     let hop_by_hop = HopFilter::from_connection(connection.map(HeaderValue::as_bytes));
     // Room for the four the relay adds.
     let mut out = Vec::with_capacity(headers.len() + 4);
+    let mut real_ip = false;
     for (name, value) in headers {
         let name = name.as_str();
-        if hop_by_hop.drops(name) || FORWARDING.contains(&name) || name.starts_with("x-forwarded-") {
+        if FORWARDING.contains(&name) {
+            real_ip |= name == "x-real-ip";
+            continue;
+        }
+        if hop_by_hop.drops(name) || name.starts_with("x-forwarded-") {
             continue;
         }
         out.push(HeaderRef::new(name, value.as_bytes()));
@@ -54,6 +86,14 @@ pub fn request_headers<'a>(headers: &'a HeaderMap, hop: &'a Hop<'a>) -> Vec<Head
     }
     if let Some(prefix) = &hop.prefix {
         out.push(HeaderRef::new("x-forwarded-prefix", prefix.as_bytes()));
+    }
+    // A handler that reads these reads the relay's view, as in the
+    // `X-Forwarded-*`; they come only where the caller sent its own.
+    if real_ip {
+        out.push(HeaderRef::new("x-real-ip", hop.peer.as_bytes()));
+    }
+    if let Some(forwarded) = &hop.forwarded {
+        out.push(HeaderRef::new("forwarded", forwarded.as_bytes()));
     }
     out
 }
@@ -140,6 +180,7 @@ mod tests {
             peer: "203.0.113.7",
             https: true,
             prefix: Some("/t/shop".into()),
+            forwarded: Some(forwarded_element("203.0.113.7", true, Some(b"hooks.example"))),
         };
         let out = request_headers(&headers, &hop);
         let names: Vec<&str> = out.iter().map(|h| h.name).collect();
@@ -154,7 +195,9 @@ mod tests {
                 "x-forwarded-for",
                 "x-forwarded-proto",
                 "x-forwarded-host",
-                "x-forwarded-prefix"
+                "x-forwarded-prefix",
+                "x-real-ip",
+                "forwarded"
             ]
         );
         assert_eq!(out[3].value, b"2");
@@ -163,6 +206,21 @@ mod tests {
         assert_eq!(out[6].value, b"https");
         assert_eq!(out[7].value, b"hooks.example");
         assert_eq!(out[8].value, b"/t/shop");
+        assert_eq!(out[9].value, b"203.0.113.7");
+        assert_eq!(out[10].value, br#"for=203.0.113.7;proto=https;host="hooks.example""#);
+    }
+
+    #[test]
+    fn a_forwarded_element_quotes_what_is_no_token() {
+        assert_eq!(
+            forwarded_element("2001:db8::1", false, Some(b"h:8080")),
+            r#"for="[2001:db8::1]";proto=http;host="h:8080""#
+        );
+        assert_eq!(forwarded_element("10.0.0.1", false, None), "for=10.0.0.1;proto=http");
+        assert_eq!(
+            forwarded_element("10.0.0.1", true, Some(br#"a"\b"#)),
+            r#"for=10.0.0.1;proto=https;host="a\"\\b""#
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::body::{answer, OwnAnswer, RelayBody};
 use crate::forward::{forward, ForwardLimits};
-use crate::headers::Hop;
+use crate::headers::{forwarded_element, Hop};
 use crate::headscan::Verdicts;
 use crate::held_news::HeldNews;
 use crate::limits::Slot;
@@ -252,10 +252,15 @@ async fn tunnel(
     target: String,
     prefix: Option<String>,
 ) -> Response<RelayBody> {
+    let forwarded = req.headers().contains_key(header::FORWARDED).then(|| {
+        let host = req.headers().get(header::HOST).map(HeaderValue::as_bytes);
+        forwarded_element(&conn.peer_ip, conn.https, host)
+    });
     let hop = Hop {
         peer: &conn.peer_ip,
         https: conn.https,
         prefix,
+        forwarded,
     };
     let tunnel = match relay.registry.route(name) {
         Route::Live(tunnel) => tunnel,
