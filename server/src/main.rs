@@ -93,8 +93,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// The reason the relay could not start or went down, on stderr if it can
-/// still be written.
 /// Logs to stderr at the level `PORTPREVIEW_LOG` asks for.
 fn init_logging() {
     use tracing_subscriber::filter::{EnvFilter, FilterExt, Targets};
@@ -119,6 +117,8 @@ fn init_logging() {
         .init();
 }
 
+/// The reason the relay could not start or went down, on stderr if it can
+/// still be written.
 fn report(err: &anyhow::Error) {
     let _ = writeln!(std::io::stderr(), "error: {err:#}");
 }

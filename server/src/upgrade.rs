@@ -11,6 +11,7 @@ use portpreview_shared::message::{MAX_FRAME_BYTES, NAME_HEADER, RESUME_HEADER};
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::WebSocketStream;
+use tracing::Instrument;
 
 use crate::body::{answer, RelayBody};
 use crate::control::{self, PublicUrl, SessionContext};
@@ -127,20 +128,27 @@ fn upgrade(
     let ctx = session_context(relay, conn, headers, owner, resume);
     let on_upgrade = hyper::upgrade::on(&mut req);
     let held = Arc::clone(conn);
-    relay.sessions.spawn(async move {
-        match on_upgrade.await {
-            Ok(upgraded) => {
-                let socket =
-                    WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(websocket_config()))
-                        .await;
-                control::serve(socket, ctx).await;
+    relay.sessions.spawn(
+        async move {
+            match on_upgrade.await {
+                Ok(upgraded) => {
+                    let socket = WebSocketStream::from_raw_socket(
+                        TokioIo::new(upgraded),
+                        Role::Server,
+                        Some(websocket_config()),
+                    )
+                    .await;
+                    control::serve(socket, ctx).await;
+                }
+                Err(err) => tracing::debug!(%err, "upgrade failed"),
             }
-            Err(err) => tracing::debug!(%err, "upgrade failed"),
+            // The connection keeps its place under the connection caps while the
+            // session lives.
+            drop(held);
         }
-        // The connection keeps its place under the connection caps while the
-        // session lives.
-        drop(held);
-    });
+        // The session's lines name the peer, as the connection's did.
+        .instrument(tracing::Span::current()),
+    );
     let mut switching = Response::new(RelayBody::Full(None));
     *switching.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
     let h = switching.headers_mut();
