@@ -19,6 +19,7 @@ pub mod plan;
 pub mod probe;
 pub mod report;
 mod stale;
+pub mod stored;
 mod text;
 pub mod verdict;
 

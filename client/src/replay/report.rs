@@ -408,6 +408,29 @@ mod tests {
         assert_eq!(json["state"]["after"], "rows: 1");
     }
 
+    /// The TUI reads stored reports back through `StoredReport`: each field
+    /// it shows must come back as written.
+    #[test]
+    fn a_stored_report_reads_back_what_was_written() {
+        let mut report = report("rows: 2");
+        report.fresh = true;
+        let stored = crate::replay::stored::StoredReport::read(&report.to_json().to_string());
+        assert_eq!(stored.warnings, ["slow"]);
+        assert_eq!(stored.side_effects_checked, Some(true));
+        assert_eq!(stored.verdict.as_deref(), Some("not_idempotent"));
+        assert_eq!(stored.attempts.map(|sent| sent.len()), Some(2));
+        assert!(stored.fresh);
+        let answers: Vec<_> = stored
+            .answers
+            .iter()
+            .map(|a| (a.attempts.clone(), a.status, a.body.is_some(), a.error.clone()))
+            .collect();
+        assert_eq!(
+            answers,
+            [(vec![1], Some(200), true, None), (vec![2], Some(409), true, None)]
+        );
+    }
+
     #[test]
     fn a_handler_gone_during_the_run_failed_it_and_one_a_duplicate_crashed_did_not_stay_idempotent() {
         let refused = Answer {

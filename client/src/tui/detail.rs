@@ -9,6 +9,7 @@ use ratatui::text::{Line, Span};
 
 use crate::render::body::{as_text, for_terminal_start, truncation_note, Decoding};
 use crate::render::mask::{escape_value, is_sensitive, shown_path};
+use crate::replay::stored::StoredReport;
 use crate::store::{size_unknown_past, Delivery, Outcome, ReplayRun};
 use crate::time::ordinal;
 
@@ -167,7 +168,7 @@ fn push_runs(lines: &mut Vec<Line<'static>>, runs: &[ReplayRun]) {
         )));
     }
     for run in runs {
-        let report = StoredReport::read(&run.report_json);
+        let report = RunReport::read(&run.report_json);
         // The stored verdict is a bool; the report's own word tells a
         // failed first delivery from a lack of idempotency. Reports
         // stored before it had the word say so in their summary.
@@ -203,7 +204,7 @@ fn push_runs(lines: &mut Vec<Line<'static>>, runs: &[ReplayRun]) {
 }
 
 /// What a run's line shows of the report it stored, beyond its summary.
-struct StoredReport {
+struct RunReport {
     /// The warnings (a stale signature, slow answers). The two about what
     /// the run did not do are left out: its line already shows both, and
     /// they name flags the TUI has no use for.
@@ -216,7 +217,7 @@ struct StoredReport {
     failed: Option<bool>,
     /// The distinct answers: the attempts that got each, its status and
     /// the start of its body.
-    answers: Vec<(Vec<u32>, Option<u64>, String)>,
+    answers: Vec<(Vec<u32>, Option<u16>, String)>,
     /// Attempts the run saved: fewer than it asked for when it was stopped
     /// (Esc, ctrl-c). `None` when the report does not list them.
     sent: Option<usize>,
@@ -224,48 +225,34 @@ struct StoredReport {
     fresh: bool,
 }
 
-impl StoredReport {
+impl RunReport {
     /// Most characters of each answer's body shown on the run's line.
     const BODY_SHOWN: usize = 40;
 
     fn read(report_json: &str) -> Self {
-        let report: serde_json::Value = serde_json::from_str(report_json).unwrap_or_default();
-        let warnings = report["warnings"]
-            .as_array()
+        let report = StoredReport::read(report_json);
+        let warnings = report
+            .warnings
             .into_iter()
-            .flatten()
-            .filter_map(|w| w.as_str())
             .filter(|w| !crate::replay::tells_what_was_not_done(w))
-            .map(str::to_owned)
             .collect();
-        let answers = report["answers"]
-            .as_array()
+        let answers = report
+            .answers
             .into_iter()
-            .flatten()
-            .map(|group| {
-                let attempts = group["attempts"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|n| n.as_u64().and_then(|n| u32::try_from(n).ok()))
-                    .collect();
-                let body = match (&group["body"], &group["error"]) {
-                    (_, serde_json::Value::String(error)) => error.clone(),
-                    (serde_json::Value::String(body), _) => body.clone(),
-                    _ => "(binary)".to_owned(),
-                };
-                (attempts, group["status"].as_u64(), body)
+            .map(|answer| {
+                let body = answer.error.or(answer.body).unwrap_or_else(|| "(binary)".to_owned());
+                (answer.attempts, answer.status, body)
             })
             .collect();
         Self {
             warnings,
             // Reports stored before the field existed count as checked: their
             // summary already says when they were not.
-            side_effects_checked: report["side_effects_checked"].as_bool().unwrap_or(true),
-            failed: report["verdict"].as_str().map(|verdict| verdict == "failed"),
+            side_effects_checked: report.side_effects_checked.unwrap_or(true),
+            failed: report.verdict.map(|verdict| verdict == "failed"),
             answers,
-            sent: report["attempts"].as_array().map(Vec::len),
-            fresh: report["fresh"] == true,
+            sent: report.attempts.map(|sent| sent.len()),
+            fresh: report.fresh,
         }
     }
 

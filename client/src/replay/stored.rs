@@ -1,0 +1,49 @@
+//! A replay report as the history keeps it, read back: the fields a stored
+//! run is shown with, named where [`super::report::Report::to_json`] writes
+//! them, so that a field renamed there is caught by the test below rather
+//! than read back as a default. Each field may be missing, as reports
+//! stored by earlier versions lack some.
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+
+/// What a stored report says of its run.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct StoredReport {
+    /// The run's warnings.
+    pub warnings: Vec<String>,
+    /// Whether a probe read the handler's state; missing in reports stored
+    /// before the field existed.
+    pub side_effects_checked: Option<bool>,
+    /// The verdict's word: `idempotent`, `not_idempotent`, `failed`,
+    /// `inconclusive`.
+    pub verdict: Option<String>,
+    /// The distinct answers, in the order the attempts first got them.
+    pub answers: Vec<StoredAnswer>,
+    /// The attempts the run sent; missing in reports that do not list them.
+    pub attempts: Option<Vec<IgnoredAny>>,
+    /// A `--fresh` run: a baseline delivery went before the attempts asked for.
+    pub fresh: bool,
+}
+
+/// One distinct answer of a stored run.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct StoredAnswer {
+    /// The attempts that got it.
+    pub attempts: Vec<u32>,
+    /// Its status; none when no answer came.
+    pub status: Option<u16>,
+    /// The start of its body, when it is text.
+    pub body: Option<String>,
+    /// Why no answer came.
+    pub error: Option<String>,
+}
+
+impl StoredReport {
+    /// Reads `report_json`; a report that cannot be read says nothing.
+    pub fn read(report_json: &str) -> Self {
+        serde_json::from_str(report_json).unwrap_or_default()
+    }
+}
