@@ -8,7 +8,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use crate::render::body::{as_text, for_terminal_start, truncation_note, Decoding};
-use crate::render::mask::{escape_value, is_sensitive, shown_path};
+use crate::render::mask::{escape_value, is_sensitive, shown_path, shown_value};
 use crate::replay::stored::StoredReport;
 use crate::store::{size_unknown_past, Delivery, Outcome, ReplayRun};
 use crate::time::ordinal;
@@ -305,8 +305,14 @@ fn push_headers(lines: &mut Vec<Line<'static>>, headers: &[Header], reveal: bool
     for header in headers {
         let name = escape_str(&header.name).into_owned();
         let value = if !reveal && is_sensitive(&header.name) {
+            // Masked as `show` and HAR mask it (an Authorization keeps its
+            // scheme), with the size, which tells an empty secret from one.
             Span::styled(
-                format!("•••••• (masked, {} bytes)", header.value.len()),
+                format!(
+                    "{} (masked, {} bytes)",
+                    escape_value(&shown_value(header, false)),
+                    header.value.len()
+                ),
                 Style::new().fg(Color::DarkGray),
             )
         } else {
@@ -442,7 +448,7 @@ mod tests {
             shown.contains("{\n  \"id\": \"evt_7\",\n  \"type\": \"charge.succeeded\"\n}"),
             "{shown}"
         );
-        assert!(shown.contains("authorization: •••••• (masked, 21 bytes)"), "{shown}");
+        assert!(shown.contains("authorization: Bearer •••••• (masked, 21 bytes)"), "{shown}");
         assert!(!shown.contains("sk_live_secret"), "{shown}");
         assert!(shown.contains("Response 200 OK  in 12.0 ms"), "{shown}");
     }

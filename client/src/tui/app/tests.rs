@@ -644,7 +644,7 @@ fn v_shows_the_secrets_of_the_open_delivery_and_masks_them_again() {
         doc.lines.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
     };
     assert!(
-        detail(&app).contains("authorization: •••••• (masked, 21 bytes)"),
+        detail(&app).contains("authorization: Bearer •••••• (masked, 21 bytes)"),
         "{}",
         detail(&app)
     );
