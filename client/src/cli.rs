@@ -116,10 +116,10 @@ fn command_given() -> String {
 
 /// A secret or a token given on the command line: an empty one (`--token
 /// "$TOKEN"` with the variable unset) is a mistake, not a key.
-pub fn parse_secret_text(text: &str) -> Result<String, String> {
+pub fn parse_secret_text(text: &str) -> Result<crate::config::Secret, String> {
     match text.is_empty() {
         true => Err("is empty: leave the flag out, or give the value".into()),
-        false => Ok(text.to_owned()),
+        false => Ok(crate::config::Secret::new(text)),
     }
 }
 
@@ -198,6 +198,7 @@ mod tests {
     use clap::CommandFactory;
 
     use super::*;
+    use crate::config::Secret;
 
     /// The help of one flag of one subcommand.
     fn help(command: &str, flag: &str) -> String {
@@ -225,9 +226,13 @@ mod tests {
     #[test]
     fn a_token_or_secret_may_start_with_a_dash() {
         let cli = Cli::try_parse_from(["portpreview", "http", "3000", "--token", "-t0k3n"]).unwrap();
-        assert!(matches!(cli.command, Command::Http(args) if args.token.as_deref() == Some("-t0k3n")));
+        assert!(
+            matches!(cli.command, Command::Http(args) if args.token.as_ref().map(Secret::expose) == Some("-t0k3n"))
+        );
         let cli = Cli::try_parse_from(["portpreview", "replay", "1", "--secret", "-s3cr3t", "--times", "2"]).unwrap();
-        assert!(matches!(cli.command, Command::Replay(args) if args.run.secret.as_deref() == Some("-s3cr3t")));
+        assert!(
+            matches!(cli.command, Command::Replay(args) if args.run.secret.as_ref().map(Secret::expose) == Some("-s3cr3t"))
+        );
     }
 
     /// `--limit -1` is a bad value, not an unknown flag `-1`.

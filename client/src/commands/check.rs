@@ -13,7 +13,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::guard::refuse_to_overwrite_a_database;
 use super::run::{clear_progress, probe_spec, progress_printer, refuse_to_overwrite_an_input, RunArgs};
-use crate::config::Secret;
 use crate::fixture::Fixture;
 use crate::replay::{self, ReplayOptions, Report};
 use crate::suite::{Suite, SuiteFixture};
@@ -218,7 +217,7 @@ fn options(flags: &RunArgs, entry: Option<&SuiteFixture>) -> anyhow::Result<(Rep
         fresh: flags.fresh || entry.fresh.unwrap_or(false),
         fresh_field: flags.fresh_field.clone().or_else(|| entry.fresh_field.clone()),
         resign: flags.resign || entry.resign.unwrap_or(false),
-        secret: flags.secret.clone().map(Secret::new),
+        secret: flags.secret.clone(),
         ..defaults
     };
     Ok((opts, entry.secret_env.clone()))

@@ -43,7 +43,7 @@ pub struct Args {
     pub name: Option<String>,
     /// Token for the relay.
     #[arg(long, env = "PORTPREVIEW_TOKEN", hide_env_values = true, value_parser = crate::cli::parse_secret_text, allow_hyphen_values = true)]
-    pub token: Option<String>,
+    pub token: Option<crate::config::Secret>,
     /// Extra CA certificate (PEM) to trust for a wss:// relay.
     #[arg(long, value_name = "FILE")]
     pub ca_cert: Option<PathBuf>,
@@ -181,7 +181,6 @@ async fn set_up(args: &Args, config: Config, server_origin: &Origin) -> anyhow::
     let token = args
         .token
         .clone()
-        .map(Secret::new)
         .or_else(|| config_token(&config, args.server.as_deref(), &mut notices));
     let tunnel_config = TunnelConfig {
         connect: ConnectOptions {

@@ -47,7 +47,7 @@ pub struct RunArgs {
     pub resign: bool,
     /// Signing secret (else a suite's `secret_env`, `PORTPREVIEW_SECRET_<PROVIDER>`, `PORTPREVIEW_SECRET` or the config file).
     #[arg(long, value_name = "S", value_parser = crate::cli::parse_secret_text, allow_hyphen_values = true)]
-    pub secret: Option<String>,
+    pub secret: Option<Secret>,
 }
 
 impl RunArgs {
@@ -64,7 +64,7 @@ impl RunArgs {
             fresh: self.fresh,
             fresh_field: self.fresh_field.clone(),
             resign: self.resign,
-            secret: self.secret.clone().map(Secret::new),
+            secret: self.secret.clone(),
             ..defaults
         }
     }

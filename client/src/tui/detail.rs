@@ -448,7 +448,10 @@ mod tests {
             shown.contains("{\n  \"id\": \"evt_7\",\n  \"type\": \"charge.succeeded\"\n}"),
             "{shown}"
         );
-        assert!(shown.contains("authorization: Bearer •••••• (masked, 21 bytes)"), "{shown}");
+        assert!(
+            shown.contains("authorization: Bearer •••••• (masked, 21 bytes)"),
+            "{shown}"
+        );
         assert!(!shown.contains("sk_live_secret"), "{shown}");
         assert!(shown.contains("Response 200 OK  in 12.0 ms"), "{shown}");
     }
