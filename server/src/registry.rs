@@ -110,13 +110,25 @@ pub struct Claimed {
 }
 
 /// Proof of a claim, given back on release.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Lease {
     /// The name claimed.
     pub name: String,
     /// Secret the client presents to reclaim the name after a disconnect.
     pub resume: String,
     id: u64,
+}
+
+/// Without the resume secret: whoever reads a log line could take the
+/// name while its client is away.
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease")
+            .field("name", &self.name)
+            .field("resume", &"***")
+            .field("id", &self.id)
+            .finish()
+    }
 }
 
 /// Name claims with a grace period after disconnect.
