@@ -23,6 +23,7 @@ pub mod ingress;
 pub mod limits;
 pub mod names;
 pub mod port;
+pub mod public_url;
 pub mod registry;
 pub mod signal;
 pub mod stream;

@@ -14,9 +14,10 @@ use tokio_tungstenite::WebSocketStream;
 use tracing::Instrument;
 
 use crate::body::{answer, RelayBody};
-use crate::control::{self, PublicUrl, SessionContext};
+use crate::control::{self, SessionContext};
 use crate::ingress::{ConnInfo, Relay};
 use crate::names;
+use crate::public_url::PublicUrl;
 use crate::registry::{ClaimError, Owner};
 
 /// Bytes tungstenite buffers before writing to the socket.
