@@ -12,7 +12,7 @@ use portpreview_shared::sanitize::escape_str;
 use tokio_util::sync::CancellationToken;
 
 use super::guard::refuse_to_overwrite_a_database;
-use super::run::{clear_progress, probe_spec, progress_printer, refuse_to_overwrite_an_input, RunArgs};
+use super::replay_run::{clear_progress, probe_spec, progress_printer, refuse_to_overwrite_an_input, RunArgs};
 use crate::fixture::Fixture;
 use crate::replay::{self, ReplayOptions, Report};
 use crate::suite::{Suite, SuiteFixture};
@@ -76,7 +76,7 @@ pub async fn run(args: Args, history: Option<&Path>) -> anyhow::Result<ExitCode>
             || entry.is_some_and(|e| e.resign.unwrap_or(false) || e.fresh.unwrap_or(false))
     };
     if args.run.secret.is_some() && !jobs.iter().any(signs) {
-        crate::to_stderr(format_args!("{}", super::run::SECRET_UNUSED));
+        crate::to_stderr(format_args!("{}", super::replay_run::SECRET_UNUSED));
     }
     // One stop for the whole check: ctrl-c ends the fixture in progress
     // and leaves the rest unstarted, whenever it comes.

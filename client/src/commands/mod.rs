@@ -8,7 +8,7 @@ pub mod history;
 pub mod http;
 pub mod prune;
 pub mod replay;
-pub mod run;
+pub mod replay_run;
 pub mod show;
 pub mod tui;
 

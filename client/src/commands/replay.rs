@@ -17,7 +17,7 @@ use crate::replay::{
 use crate::store::{NewDelivery, Pick, Store};
 
 use super::guard::refuse_to_overwrite_a_database;
-use super::run::{clear_progress, progress_printer, refuse_to_overwrite_an_input, RunArgs};
+use super::replay_run::{clear_progress, progress_printer, refuse_to_overwrite_an_input, RunArgs};
 
 /// Arguments of `portpreview replay`.
 #[derive(Debug, clap::Args)]
@@ -171,7 +171,7 @@ async fn start(args: &Args, db: &Path, case: &mut String) -> anyhow::Result<Ran>
     if opts.resign || opts.fresh {
         opts.secret = crate::config::resolve_secret(opts.secret.take(), replay::provider_of(&request), None)?;
     } else if opts.secret.is_some() {
-        crate::to_stderr(format_args!("{}", super::run::SECRET_UNUSED));
+        crate::to_stderr(format_args!("{}", super::replay_run::SECRET_UNUSED));
     }
     // Said before anything is sent: the user asked for a header the
     // attempts will not carry.
