@@ -3,28 +3,28 @@
 #![warn(missing_docs)]
 
 pub mod cli;
-pub mod commands;
+mod commands;
 pub mod config;
 pub mod events;
 pub mod fixture;
-pub mod forward;
-pub mod input_file;
-pub mod local_tls;
+mod forward;
+mod input_file;
+mod local_tls;
 pub mod logging;
 pub mod memory;
-pub mod origin;
+mod origin;
 pub mod output;
-pub mod path_glob;
-pub mod private_file;
-pub mod render;
+mod path_glob;
+mod private_file;
+mod render;
 pub mod replay;
 pub mod store;
-pub mod suite;
+mod suite;
 pub mod target;
 pub mod time;
 pub mod tui;
 pub mod tunnel;
-pub mod userinfo;
+mod userinfo;
 
 /// Formats an error and its causes on one line, for stderr. Our messages
 /// quote their cause; a cause whose text the line already holds (a foreign

@@ -1,38 +1,39 @@
 //! The PortPreview relay: gives each connected client a public URL and
 //! streams every request that reaches it over the client's WebSocket.
 //!
-//! How a request travels: [`connection`] accepts it (caps, TLS, hyper),
-//! [`ingress`] routes it, [`forward`] opens a stream on the tunnel found in
-//! the [`registry`] and sends head and body, within the client's window,
-//! through the session's [`writer`]; the client's answer comes back through
-//! [`control`] (the session's reader) and [`stream`] to a [`port`], and out
-//! to the caller as a [`body`]. [`upgrade`] is the clients' door.
+//! How a request travels, module by module: `connection` accepts it
+//! (caps, TLS, hyper), [`ingress`] routes it, `forward` opens a stream on
+//! the tunnel found in the `registry` and sends head and body, within the
+//! client's window, through the session's `writer`; the client's answer
+//! comes back through `control` (the session's reader) and `stream` to a
+//! `port`, and out to the caller as a `body`. `upgrade` is the clients'
+//! door.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod body;
+mod body;
 pub mod config;
-pub mod connection;
-pub mod control;
-pub mod error;
-pub mod forward;
-pub mod headers;
+mod connection;
+mod control;
+mod error;
+mod forward;
+mod headers;
 pub mod headscan;
-pub mod held_news;
+mod held_news;
 pub mod ingress;
-pub mod limits;
-pub mod names;
-pub mod port;
-pub mod public_url;
-pub mod registry;
+mod limits;
+mod names;
+mod port;
+mod public_url;
+mod registry;
 pub mod signal;
-pub mod stream;
+mod stream;
 pub mod tls;
 pub mod tokens;
-pub mod turned_away;
-pub mod upgrade;
-pub mod write_stall;
-pub mod writer;
+mod turned_away;
+mod upgrade;
+mod write_stall;
+mod writer;
 
 use std::sync::Arc;
 

@@ -53,8 +53,8 @@ pub struct ListQuery {
     pub event_key: Option<String>,
     /// Only deliveries answered as one of these words says; all when empty.
     pub status: Vec<StatusWord>,
-    /// Only deliveries whose path this glob names, as
-    /// [`PathGlob`](crate::path_glob::PathGlob) reads it.
+    /// Only deliveries whose path this glob names, as `--path` reads it
+    /// (`/webhooks/*`).
     pub path: Option<String>,
     /// Only deliveries received at this time (milliseconds since the epoch)
     /// or later.
