@@ -92,6 +92,27 @@ pub(super) struct Writer {
     pub(super) on_news: OnNews,
 }
 
+/// Adds to `batch` the jobs already queued, up to a batch's limits. True
+/// when the batch holds the shutdown request, and then whatever raced in
+/// after it too, as that is flushed as well.
+fn gather(batch: &mut Vec<Job>, jobs: &Receiver<Job>) -> bool {
+    let mut bytes: usize = batch.iter().map(Job::body_len).sum();
+    while batch.len() < MAX_BATCH && bytes < MAX_BATCH_BYTES {
+        match jobs.try_recv() {
+            Ok(job) => {
+                bytes += job.body_len();
+                batch.push(job);
+            }
+            Err(_) => break,
+        }
+    }
+    let stop = batch.iter().any(|job| matches!(job, Job::Shutdown));
+    if stop {
+        batch.extend(jobs.try_iter());
+    }
+    stop
+}
+
 impl Writer {
     /// Writes batches until asked to stop. Returns true when the history
     /// then holds everything it was given, the absence of the answers that
@@ -117,16 +138,7 @@ impl Writer {
                         batch.push(first);
                     }
                     Err(RecvTimeoutError::Timeout) => {
-                        if wal_grown {
-                            // Another process at work keeps it for now: try again when next idle.
-                            wal_grown = !self.store.empty_wal();
-                        }
-                        self.cut_inbox();
-                        if std::mem::take(&mut worked) {
-                            // The bodies of a burst were freed here and on
-                            // the tunnel's thread; once, not every second.
-                            crate::memory::release();
-                        }
+                        self.idle_upkeep(&mut wal_grown, &mut worked);
                         continue;
                     }
                     Err(RecvTimeoutError::Disconnected) => return self.close_unanswered(),
@@ -136,21 +148,7 @@ impl Writer {
                 // every job that arrives.
                 Some(wait) => self.pause(wait),
             }
-            let mut bytes: usize = batch.iter().map(Job::body_len).sum();
-            while batch.len() < MAX_BATCH && bytes < MAX_BATCH_BYTES {
-                match jobs.try_recv() {
-                    Ok(job) => {
-                        bytes += job.body_len();
-                        batch.push(job);
-                    }
-                    Err(_) => break,
-                }
-            }
-            let stop = batch.iter().any(|job| matches!(job, Job::Shutdown));
-            if stop {
-                // Whatever raced in after the shutdown request is flushed too.
-                batch.extend(jobs.try_iter());
-            }
+            let stop = gather(&mut batch, jobs);
             match self.write(&mut batch) {
                 Ok(()) => {
                     wal_grown = true;
@@ -181,6 +179,21 @@ impl Writer {
                     return false;
                 }
             }
+        }
+    }
+
+    /// What the writer does once no job came for [`IDLE`]: empties the WAL
+    /// its writes grew, cuts the inbox down, and after work hands memory back.
+    fn idle_upkeep(&mut self, wal_grown: &mut bool, worked: &mut bool) {
+        if *wal_grown {
+            // Another process at work keeps it for now: try again when next idle.
+            *wal_grown = !self.store.empty_wal();
+        }
+        self.cut_inbox();
+        if std::mem::take(worked) {
+            // The bodies of a burst were freed here and on the tunnel's
+            // thread; once, not every second.
+            crate::memory::release();
         }
     }
 
