@@ -1364,17 +1364,76 @@ async fn a_webhook_sent_while_a_local_tunnel_was_stopped_is_forwarded_when_it_ru
     let db = dir.path().join("history.db");
     let handler = LocalHandler::echo().await;
     let (mut client, url) = Running::local_tunnel(handler.port(), "127.0.0.1:0", &db, dir.path()).await;
+    // A caller that keeps its connection alive (as HTTP clients' pools
+    // do) sends on it again during the pause: past the 10 s a public
+    // relay lets a connection sit idle, which the local one does not hold
+    // against it.
+    let uri: http::Uri = url.parse().expect("the tunnel's URL");
+    let authority = uri.authority().expect("a host").to_string();
+    let post = |path: &str| {
+        format!(
+            "POST {}{path} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: 2\r\n\r\n{{}}",
+            uri.path()
+        )
+    };
+    let mut kept = tokio::net::TcpStream::connect(&authority).await.expect("connect");
+    kept.write_all(post("/webhooks/before").as_bytes())
+        .await
+        .expect("write");
+    let before = answer_on(&mut kept).await;
+    assert!(before.starts_with("HTTP/1.1 200"), "{before}");
     client.signal("STOP");
     let held = format!("{url}/webhooks/held");
     let sent = tokio::spawn(async move { caller::post(&held, "{}").await });
+    kept.write_all(post("/webhooks/kept").as_bytes()).await.expect("write");
     tokio::time::sleep(Duration::from_secs(12)).await;
     client.signal("CONT");
     let reply = sent.await.expect("the caller");
     assert_eq!(reply.status, 200, "{}", reply.text());
-    let seen: Vec<String> = handler.requests().iter().map(|r| r.uri.clone()).collect();
-    assert_eq!(seen, ["/webhooks/held"], "forwarded once");
+    let again = answer_on(&mut kept).await;
+    assert!(again.starts_with("HTTP/1.1 200"), "the kept-alive caller: {again}");
+    let mut seen: Vec<String> = handler.requests().iter().map(|r| r.uri.clone()).collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        ["/webhooks/before", "/webhooks/held", "/webhooks/kept"],
+        "each forwarded once"
+    );
     client.signal("TERM");
     assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
+}
+
+/// Reads one answer from `stream`: its head and as many body bytes as its
+/// Content-Length says.
+async fn answer_on(stream: &mut tokio::net::TcpStream) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut read = Vec::new();
+    let mut buf = [0u8; 4096];
+    let whole = async {
+        loop {
+            let text = String::from_utf8_lossy(&read).into_owned();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let length = text[..end]
+                    .lines()
+                    .find_map(|line| {
+                        let (name, value) = line.split_once(':')?;
+                        name.eq_ignore_ascii_case("content-length")
+                            .then(|| value.trim().parse::<usize>().ok())?
+                    })
+                    .unwrap_or(0);
+                if read.len() >= end + 4 + length {
+                    return text;
+                }
+            }
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return format!("closed after {text:?}"),
+                Ok(n) => read.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), whole)
+        .await
+        .expect("an answer within 30 s")
 }
 
 /// A tunnel stopped long enough for its relay to have given up on it, and

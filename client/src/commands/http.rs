@@ -424,13 +424,21 @@ fn same_relay(a: &str, b: &str) -> bool {
 
 /// The in-process relay's settings: it waits for answers a little longer
 /// than the handler may take, so a `--local-timeout` past the usual 30 s
-/// is honoured in local mode.
+/// is honoured in local mode. Its callers are on this machine, no crowd to
+/// guard against: a connection may sit idle (or half-sent) for the hour
+/// PortPreview may be stopped (ctrl-z, a debugger), where a public relay
+/// closes it after 10 s, and so resets a request a kept-alive caller sent
+/// during the pause.
 fn local_relay_config(local_timeout: Duration) -> RelayConfig {
     RelayConfig {
         request_timeout: (local_timeout + LOCAL_RELAY_MARGIN).clamp(DEFAULT_REQUEST_TIMEOUT, MAX_WAIT),
+        header_read_timeout: LOCAL_IDLE,
         ..RelayConfig::default()
     }
 }
+
+/// How long the in-process relay lets a caller's connection sit idle.
+const LOCAL_IDLE: Duration = Duration::from_secs(60 * 60);
 
 /// A `--name` the relay would refuse is told here, before any connection,
 /// in the relay's own words.
