@@ -29,11 +29,15 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// A kept connection unused this long is closed. Many small handlers
 /// (Python's `http.server`, `php -S`) serve one connection at a time: one
 /// held open for good would shut out the developer's own curl, and replay.
-const IDLE_CLOSE: Duration = Duration::from_secs(2);
+/// And under the idle limit of the servers that set a short one (gunicorn
+/// closes after 2 s, Node and uvicorn after 5 s): a request written as the
+/// handler closes the connection is lost with it, and cannot be sent again
+/// without perhaps reaching the handler twice.
+const IDLE_CLOSE: Duration = Duration::from_secs(1);
 /// How often kept connections are looked over for idle ones. Unused ones
 /// are closed at once when a request has waited for its answer from one
 /// look to the next: such a handler may be serving an unused connection
-/// instead, and a burst of deliveries would otherwise be answered 2 s
+/// instead, and a burst of deliveries would otherwise be answered 1 s
 /// apart. Requests sent since the last look do not count: under a steady
 /// load some always wait, each for a moment, and closing the unused
 /// connections then only had the next requests open new ones.
