@@ -825,7 +825,7 @@ fn a_queue_worker_slower_than_settle_is_not_convicted_by_its_own_late_effect() {
     let detail = settled["detail"].as_str().unwrap();
     assert!(
         detail.starts_with(
-            "attempt 1 left the state unchanged within --settle, then it moved once, by the end of attempt 2"
+            "attempt 1 left the state unchanged within --settle, and it moved only in the reads after attempt 2"
         ) && detail.contains("raise --settle (now 1300ms)"),
         "{settled}"
     );

@@ -271,11 +271,12 @@ pub fn state_settled(trace: &StateTrace, settle: Duration, attempts: &[Attempt])
 }
 
 /// A handler that works after it answers, for longer than `--settle`,
-/// leaves the state unchanged after the first step and moves it once
-/// during a later one. That single move reads the same whether it was the
-/// first step's own late side effect or a later step's repeated one, so it
-/// proves nothing either way. Two or more later moves would: one event
-/// acted more than once, whichever steps caused it.
+/// leaves the state unchanged after the first step and moves it during a
+/// later one only. That move reads the same whether it was the first
+/// step's own late side effect or a later step's repeated one, so it
+/// proves nothing either way, even seen in parts (one event's work may
+/// write twice). Moves after two later steps would: one event acted more
+/// than once, whichever steps caused it.
 fn late_first_effect(trace: &StateTrace, attempts: &[Attempt], window: &str) -> Option<String> {
     let first = trace.steps.first()?;
     // A state that moved again after the last attempt moved more than
@@ -314,7 +315,7 @@ fn late_first_effect(trace: &StateTrace, attempts: &[Attempt], window: &str) -> 
         ),
     };
     Some(format!(
-        "{} left the state unchanged within --settle, then it moved once, by the end of {} ({}): \
+        "{} left the state unchanged within --settle, and it moved only in the reads after {} ({}): \
          that may be the first one's own side effect, done {after}; {raise} past the time the handler takes",
         step_phrase(attempts, 0),
         step_phrase(attempts, step + 1),

@@ -118,8 +118,8 @@ fn one_move_after_a_first_step_that_changed_nothing_leaves_the_verdict_open() {
     assert!(!late.passed);
     assert!(
         late.detail.starts_with(
-            "attempt 1 left the state unchanged within --settle, then it moved once, by the end of attempt 3 \
-             (`emails: 5` → `emails: 6`)"
+            "attempt 1 left the state unchanged within --settle, and it moved only in the reads after attempt \
+             3 (`emails: 5` → `emails: 6`)"
         ) && late
             .detail
             .ends_with("raise --settle (now 600ms) past the time the handler takes"),
@@ -173,7 +173,7 @@ fn one_move_after_a_first_step_that_changed_nothing_leaves_the_verdict_open() {
     let baseline_late = state_settled(&settled_trace("emails: 5", &["emails: 5", "emails: 7"]), settle, &fresh);
     assert!(
         baseline_late.detail.starts_with(
-            "the single new event left the state unchanged within --settle, then it moved once, by the end of the burst"
+            "the single new event left the state unchanged within --settle, and it moved only in the reads after the burst"
         ),
         "{}",
         baseline_late.detail
