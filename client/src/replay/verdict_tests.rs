@@ -158,6 +158,20 @@ fn one_move_after_a_first_step_that_changed_nothing_leaves_the_verdict_open() {
         moving.detail
     );
 
+    // Only a clock moved after the last attempt: the probe is named, not the handler.
+    let mut clock = settled_trace("now=1796474218\nbalance: 300", &["now=1796474218\nbalance: 300"; 3]);
+    clock.moved_to = Some("now=1796474219\nbalance: 300".into());
+    let ticking = state_settled(&clock, settle, &three);
+    assert!(!ticking.passed);
+    assert!(
+        ticking.detail.contains(
+            "though only in values that count nothing: if the probe prints a clock or an ID that changes with \
+             nothing sent, print only what the handler writes"
+        ),
+        "{}",
+        ticking.detail
+    );
+
     // Two moves are two side effects of one event, late or not.
     let twice = settled_trace("emails: 5", &["emails: 5", "emails: 6", "emails: 7"]);
     assert!(state_settled(&twice, settle, &three).passed);
