@@ -414,6 +414,73 @@ async fn the_config_files_token_goes_only_to_the_config_files_relay() {
     let _ = relay.exit_code(Duration::from_secs(10)).await;
 }
 
+/// A user who keeps the relay and its token out of the command line, in
+/// the environment or the config file, gets a tunnel through that relay:
+/// no `--server` or `--token` is needed.
+#[tokio::test]
+async fn the_relay_and_its_token_can_come_from_the_environment_or_the_config_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let tokens = dir.path().join("tokens.toml");
+    std::fs::write(&tokens, "[[token]]\ntoken = \"team-token\"\n").expect("tokens file");
+    let tokens_arg = tokens.to_str().expect("utf-8 path");
+    let mut relay = Running::start(
+        &common::bin::server_bin(),
+        &["--listen", "127.0.0.1:0", "--tokens", tokens_arg],
+        dir.path(),
+    );
+    let line = relay.line_containing("listening on").await;
+    let relay_url = format!("http://{}", line.rsplit(' ').next().expect("address"));
+    let handler = LocalHandler::echo().await;
+    let port = handler.port().to_string();
+    let db = dir.path().join("history.db");
+    let db = db.to_str().expect("utf-8 path");
+    let config = dir.path().join("config.toml");
+    let server_line = format!("server = \"{relay_url}\"\n");
+    let server_and_token = format!("{server_line}token = \"team-token\"\n");
+
+    // (what the config file holds, what the environment holds)
+    let env_only = [
+        ("PORTPREVIEW_SERVER", relay_url.as_str()),
+        ("PORTPREVIEW_TOKEN", "team-token"),
+    ];
+    let token_from_env = [("PORTPREVIEW_TOKEN", "team-token")];
+    let ways: [(&str, &[(&str, &str)]); 3] = [
+        ("", &env_only),
+        (&server_line, &token_from_env),
+        (&server_and_token, &[]),
+    ];
+    for (in_config, in_env) in ways {
+        std::fs::write(&config, in_config).expect("config file");
+        let args = ["http", &port, "--no-tui", "--db", db];
+        let mut client = Running::start_with_env(
+            &portpreview_bin(),
+            &args,
+            dir.path(),
+            std::process::Stdio::inherit(),
+            in_env,
+        );
+        let banner = client.line_containing("Forwarding").await;
+        let url = banner.split_whitespace().nth(1).expect("public URL").to_owned();
+        // A tunnel that ignored the relay it was given would be a local
+        // one, on another port of 127.0.0.1.
+        assert!(
+            url.starts_with(&format!("{relay_url}/t/")),
+            "config {in_config:?}, env {in_env:?}: {banner}"
+        );
+        assert!(banner.ends_with(&format!("-> http://localhost:{port}")), "{banner}");
+        let reply = caller::post(&format!("{url}/hook"), "from-the-relay").await;
+        assert_eq!(
+            (reply.status, reply.text().as_str()),
+            (200, "from-the-relay"),
+            "config {in_config:?}, env {in_env:?}"
+        );
+        client.signal("TERM");
+        assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
+    }
+    relay.signal("TERM");
+    let _ = relay.exit_code(Duration::from_secs(10)).await;
+}
+
 #[tokio::test]
 async fn the_relay_logs_who_connected_by_token_label_and_neither_side_logs_the_token() {
     let dir = tempfile::tempdir().expect("temp dir");

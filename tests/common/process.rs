@@ -40,13 +40,15 @@ impl Running {
         if !config.exists() {
             std::fs::write(&config, "").expect("an empty config file");
         }
+        // `env` comes after the removals, so a test can hand the process a
+        // relay or a token through the environment.
         let mut child = Command::new(program)
             .args(args)
-            .envs(env.iter().copied())
             .env_remove("PORTPREVIEW_SERVER")
             .env_remove("PORTPREVIEW_TOKEN")
             .env_remove("PORTPREVIEW_DB")
             .env("PORTPREVIEW_CONFIG", &config)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(stderr)
