@@ -355,3 +355,25 @@ pub async fn raw(addr: SocketAddr, bytes: &[u8]) -> String {
     }
     String::from_utf8_lossy(&out).into_owned()
 }
+
+/// Writes raw bytes and returns everything read until the peer closes the
+/// connection (or resets it). Panics if it is still open after [`HANG`]: a
+/// connection the relay should have closed is what such a test catches.
+pub async fn raw_until_closed(addr: SocketAddr, bytes: &[u8]) -> String {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(bytes).await.unwrap();
+    let mut out = Vec::new();
+    let read_all = async {
+        let mut buf = [0u8; 8192];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    let closed = tokio::time::timeout(HANG, read_all).await.is_ok();
+    let answer = String::from_utf8_lossy(&out).into_owned();
+    assert!(closed, "the connection was still open after {HANG:?}: {answer:?}");
+    answer
+}
