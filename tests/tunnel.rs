@@ -632,12 +632,23 @@ async fn a_dead_local_port_gets_502_and_a_slow_one_504_each_saying_why() {
         local_timeout: Duration::from_millis(300),
         ..TunnelOptions::default()
     };
-    let tunnel = TestTunnel::start_with(&relay.http_url(), &slow.url(), options)
+    let mut tunnel = TestTunnel::start_with(&relay.http_url(), &slow.url(), options)
         .await
         .expect("connects");
     let reply = caller::post(&tunnel.url("/hook"), "{}").await;
     assert_eq!(reply.status, 504);
     assert!(reply.text().contains("did not answer within"), "{}", reply.text());
+    // The history says the same: a user reading it later sees the timeout,
+    // not a status the handler never sent.
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!(summary.status, None, "the 504 was PortPreview's, not the handler's");
+    assert!(
+        summary
+            .error
+            .as_deref()
+            .is_some_and(|e| e.ends_with("did not answer within 300ms")),
+        "{summary:?}"
+    );
 }
 
 #[tokio::test]
