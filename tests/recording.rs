@@ -1077,9 +1077,10 @@ async fn an_answer_that_comes_after_its_history_was_moved_away_is_stored_there()
 }
 
 /// A history that `portpreview http` creates holds signatures and bodies:
-/// it is readable by its owner alone, whatever the umask would give.
+/// it is readable by its owner alone, whatever the umask would give. It is
+/// a write-ahead log, so reading it never waits on the tunnel's writes.
 #[tokio::test]
-async fn the_history_a_real_tunnel_creates_is_for_its_owner_only() {
+async fn the_history_a_real_tunnel_creates_is_for_its_owner_only_and_in_wal_mode() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("history.db");
@@ -1098,6 +1099,13 @@ async fn the_history_a_real_tunnel_creates_is_for_its_owner_only() {
     }
     client.signal("TERM");
     assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
+    // WAL lets `history` and `show` read while the tunnel writes. It is the
+    // one setting the file itself keeps; the others are per connection.
+    let conn = rusqlite::Connection::open(&db).expect("open the history");
+    let journal: String = conn
+        .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+        .expect("journal mode");
+    assert_eq!(journal, "wal", "the history is in write-ahead-log mode");
 }
 
 /// A session cookie a caller sent through the tunnel is masked where the
