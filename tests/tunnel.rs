@@ -258,10 +258,14 @@ async fn a_chunked_request_body_arrives_whole() {
     );
     let answer = raw(relay.addr, request.as_bytes()).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    assert_eq!(handler.requests()[0].body, b"hello world");
-    assert!(
-        handler.requests()[0].header("transfer-encoding").is_none()
-            || handler.requests()[0].header("content-length").is_none()
+    let got = &handler.requests()[0];
+    assert_eq!(got.body, b"hello world");
+    // A body this small is read whole before it is forwarded, so the
+    // handler gets it framed by its length: one framing, never both, and
+    // not chunks some handlers cannot read.
+    assert_eq!(
+        (got.header("content-length"), got.header("transfer-encoding")),
+        (Some("11".to_owned()), None)
     );
 }
 
