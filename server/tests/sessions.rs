@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::*;
 use futures_util::SinkExt;
 use portpreview_server::{RelayConfig, Tokens};
-use portpreview_shared::message::{version_mismatch, PROTOCOL_VERSION};
+use portpreview_shared::message::PROTOCOL_VERSION;
 use portpreview_shared::ServerMessage;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::Message;
@@ -154,15 +154,33 @@ async fn a_name_in_use_is_refused_with_409_or_in_the_hello() {
 #[tokio::test]
 async fn a_client_speaking_another_protocol_is_told_which_side_to_upgrade() {
     let relay = Relay::start(RelayConfig::default()).await;
-    let mut client = FakeClient::new(upgrade(&relay.ws_url(), &[], None).await.unwrap());
-    match client.hello(PROTOCOL_VERSION + 1, None).await {
-        Greeting::Refused(reason) => assert_eq!(
-            reason,
-            version_mismatch("9.9.9", PROTOCOL_VERSION + 1, PROTOCOL_VERSION)
+    // The text as the user reads it, not as the function that writes it
+    // says: a side named the wrong way round would pass either way.
+    let p = PROTOCOL_VERSION;
+    let cases = [
+        (
+            p + 1,
+            format!(
+                "client 9.9.9 speaks protocol {}, relay speaks {p}: upgrade the relay",
+                p + 1
+            ),
         ),
-        Greeting::Welcome { .. } => panic!("version mismatch accepted"),
+        (
+            p - 1,
+            format!(
+                "client 9.9.9 speaks protocol {}, relay speaks {p}: upgrade the client",
+                p - 1
+            ),
+        ),
+    ];
+    for (protocol, said) in cases {
+        let mut client = FakeClient::new(upgrade(&relay.ws_url(), &[], None).await.unwrap());
+        match client.hello(protocol, None).await {
+            Greeting::Refused(reason) => assert_eq!(reason, said),
+            Greeting::Welcome { .. } => panic!("protocol {protocol} accepted"),
+        }
+        assert!(matches!(client.recv().await, ServerFrame::Closed(_)));
     }
-    assert!(matches!(client.recv().await, ServerFrame::Closed(_)));
 }
 
 #[tokio::test]

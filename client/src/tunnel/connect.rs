@@ -670,6 +670,8 @@ mod tests {
                 "the relay's answer to the hello cannot be used: a tunnel name that is not one, \"ab\\x1b]0;PWNED\\x07\""
                     .to_owned(),
             ),
+            // The text as the user reads it, not as the function that
+            // writes it says: a side named the wrong way round would pass.
             (
                 ServerMessage::Welcome {
                     protocol: PROTOCOL_VERSION + 1,
@@ -677,7 +679,24 @@ mod tests {
                     public_url: "http://fake.example/t/calm-otter".into(),
                     resume: "r".into(),
                 },
-                version_mismatch(env!("CARGO_PKG_VERSION"), PROTOCOL_VERSION, PROTOCOL_VERSION + 1),
+                format!(
+                    "client {} speaks protocol {PROTOCOL_VERSION}, relay speaks {}: upgrade the client",
+                    env!("CARGO_PKG_VERSION"),
+                    PROTOCOL_VERSION + 1
+                ),
+            ),
+            (
+                ServerMessage::Welcome {
+                    protocol: PROTOCOL_VERSION - 1,
+                    name: "calm-otter".into(),
+                    public_url: "http://fake.example/t/calm-otter".into(),
+                    resume: "r".into(),
+                },
+                format!(
+                    "client {} speaks protocol {PROTOCOL_VERSION}, relay speaks {}: upgrade the relay",
+                    env!("CARGO_PKG_VERSION"),
+                    PROTOCOL_VERSION - 1
+                ),
             ),
         ];
         for (welcome, said) in welcomes {
