@@ -15,6 +15,29 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// How long a relay that should refuse to start may take to say so.
+const REFUSED_WITHIN: Duration = Duration::from_secs(30);
+
+/// Runs the relay as `Command::output` does, but kills it and fails the
+/// test if it is still running after [`REFUSED_WITHIN`]: a relay that
+/// started when it should have refused fails its test instead of hanging.
+fn output_of_refused(command: &mut Command) -> std::process::Output {
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let guard = KillOnDrop(child.id());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output()));
+    let out = rx
+        .recv_timeout(REFUSED_WITHIN)
+        .unwrap_or_else(|_| panic!("still running after {REFUSED_WITHIN:?}: {command:?}"));
+    std::mem::forget(guard);
+    out.unwrap()
+}
+
 #[test]
 fn bad_flags_and_files_exit_2_with_one_line() {
     let dir = std::env::temp_dir().join(format!("pp-server-bin-{}", std::process::id()));
@@ -53,12 +76,17 @@ fn bad_flags_and_files_exit_2_with_one_line() {
         ],
     ];
     for args in cases {
-        let out = Command::new(BIN).args(&args).output().unwrap();
+        let out = output_of_refused(Command::new(BIN).args(&args));
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
         assert!(stderr.starts_with("error: "), "{stderr}");
+        // A mistyped key is named, so the user knows which line to fix.
+        if args.contains(&typo.display().to_string()) {
+            assert!(stderr.contains("`nmaes`"), "{stderr}");
+        }
     }
+
     // A bad flag value names its flag and points to --help, on one line.
     for args in [
         &["--listen", "not-an-address"][..],
@@ -67,7 +95,7 @@ fn bad_flags_and_files_exit_2_with_one_line() {
         &["--listen", "127.0.0.1:0", "--domain", "bad domain"],
         &["--listen", "127.0.0.1:0", "--domain", "127.0.0.1"],
     ] {
-        let out = Command::new(BIN).args(args).output().unwrap();
+        let out = output_of_refused(Command::new(BIN).args(args));
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         let flag = args[args.len() - 2];
