@@ -472,9 +472,42 @@ mod tests {
         assert!(matches!(dest(d, "relay.example.com", "/healthz"), Destination::Health));
     }
 
+    /// A label as a tunnel name might be written: mostly one that could be
+    /// valid, sometimes one in the wrong case or too long, sometimes any
+    /// characters a URL path can carry.
+    fn label() -> impl proptest::strategy::Strategy<Value = String> {
+        proptest::prop_oneof![
+            "[a-z0-9][a-z0-9-]{0,20}[a-z0-9]",
+            "[a-zA-Z0-9-]{0,70}",
+            "[a-zA-Z0-9%._~-]{0,20}",
+        ]
+    }
+
+    /// Hosts of every kind, and `<label>.relay.example.com` ones (a port
+    /// after some), which arbitrary text almost never is.
+    fn host() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::strategy::Strategy;
+        proptest::prop_oneof![
+            "[ -~]{0,80}",
+            label().prop_map(|label| format!("{label}.relay.example.com")),
+            (label(), 1u16..).prop_map(|(label, port)| format!("{label}.Relay.example.com:{port}")),
+        ]
+    }
+
+    /// Paths of every kind, and `/t/<label>/…` ones, which arbitrary
+    /// segments almost never are.
+    fn path() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::strategy::Strategy;
+        let any = "(/[a-z0-9%._-]{0,12}){0,4}";
+        proptest::prop_oneof![
+            any,
+            (label(), any).prop_map(|(label, rest)| format!("/t/{label}{rest}")),
+        ]
+    }
+
     proptest::proptest! {
         #[test]
-        fn any_host_routes_to_a_valid_name_or_nowhere(host in "[ -~]{0,80}", path in "(/[a-z0-9%._-]{0,12}){0,4}") {
+        fn any_host_routes_to_a_valid_name_or_nowhere(host in host(), path in path()) {
             let path = if path.is_empty() { "/".to_string() } else { path };
             let req = Request::builder().uri(path.as_str()).header("host", host.as_str()).body(()).unwrap();
             if let Destination::Tunnel { name, target, .. } = destination(Some("relay.example.com"), &req) {
