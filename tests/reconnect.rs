@@ -117,14 +117,16 @@ async fn a_webhook_refused_while_the_client_reconnects_reaches_the_history_once_
         missed.error.as_deref(),
         Some(format!("the relay answered the caller 503: tunnel {name} is reconnecting").as_str())
     );
+    // The client was away 1.5 s: a date from its return would be past
+    // the window, which leaves a loaded machine a second.
     assert!(
-        (sent_at - 50..sent_at + 500).contains(&missed.received_at_ms),
+        (sent_at - 50..sent_at + 1000).contains(&missed.received_at_ms),
         "dated when the caller sent it: {} ms after, and the client came back {} ms after",
         missed.received_at_ms - sent_at,
         back_at - sent_at
     );
     assert!(
-        missed.duration_ms.is_some_and(|ms| ms < 500.0),
+        missed.duration_ms.is_some_and(|ms| ms < 1000.0),
         "it lasted as long as the caller waited, not the client's absence: {:?}",
         missed.duration_ms
     );

@@ -384,8 +384,10 @@ async fn a_client_that_drops_mid_request_gets_its_caller_a_502_at_once() {
     let reply = caller.await.unwrap();
     assert_eq!(reply.status, 502);
     assert!(reply.text().contains("went away"), "{}", reply.text());
+    // At once, not when the relay's 30 s answer timeout runs out; the
+    // bound leaves a loaded machine room to spare.
     assert!(
-        dropped.elapsed() < Duration::from_secs(2),
+        dropped.elapsed() < Duration::from_secs(10),
         "502 took {:?}",
         dropped.elapsed()
     );
