@@ -1197,9 +1197,7 @@ async fn asked_to_stop_twice_the_tunnel_cuts_off_what_is_in_flight() {
 #[tokio::test]
 async fn two_signals_at_once_are_one_stop_that_waits_for_what_is_in_flight() {
     let mut stuck = StuckRequest::start(&["--log-format", "json"]).await;
-    stuck.client.signal("INT");
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    stuck.client.signal("INT");
+    stuck.client.signal_twice("INT");
     let draining = stuck.client.line_containing(r#""event":"stopping""#).await;
     assert!(draining.contains(r#""within_ms":3000"#), "{draining}");
     assert_eq!(
@@ -1259,8 +1257,7 @@ async fn asked_to_stop_twice_the_relay_stops_at_once_and_sighup_asks_as_ctrl_c_d
     let call = tokio::spawn(async move { caller::post(&format!("{url}/slow"), "{}").await });
     handler.wait_for_request().await;
     // One hang-up of a terminal can reach the relay twice at once.
-    relay.signal("HUP");
-    relay.signal("HUP");
+    relay.signal_twice("HUP");
     // The first signal drains: the relay is still there for the request in
     // flight, well within its 10 s drain.
     tokio::time::sleep(Duration::from_millis(500)).await;

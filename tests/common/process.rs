@@ -138,6 +138,18 @@ impl Running {
         assert!(status.success(), "kill -{name} failed");
     }
 
+    /// Sends a signal by name twice, back to back from one shell, as one
+    /// key press passed on twice arrives: two kill(1) runs could land far
+    /// enough apart on a busy machine to be taken for two key presses.
+    pub fn signal_twice(&self, name: &str) {
+        let twice = format!("kill -{name} \"$0\" && kill -{name} \"$0\"");
+        let status = std::process::Command::new("sh")
+            .args(["-c", &twice, &self.pid().to_string()])
+            .status()
+            .expect("run sh");
+        assert!(status.success(), "kill -{name} twice failed");
+    }
+
     /// Waits for the exit code, failing the test after `limit`.
     pub async fn exit_code(&mut self, limit: Duration) -> Option<i32> {
         tokio::time::timeout(limit, self.child.wait())
