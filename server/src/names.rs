@@ -59,4 +59,25 @@ mod tests {
         let hex = a.rsplit('-').next().unwrap();
         assert_eq!(hex.len(), 16, "64 bits of hex in {a}");
     }
+
+    /// A name is all that stands between a caller and someone else's
+    /// tunnel on an open relay: one that repeats, or whose random part
+    /// hardly varies, can be guessed.
+    #[test]
+    fn a_thousand_random_names_never_repeat_and_their_random_part_varies() {
+        let names: Vec<String> = (0..1000).map(|_| random()).collect();
+        let distinct: std::collections::HashSet<&String> = names.iter().collect();
+        assert_eq!(distinct.len(), names.len(), "a name came twice");
+        let random_part = |name: &str| name.rsplit('-').next().unwrap().to_owned();
+        // Each hex digit is as likely as any other at every place: among
+        // 1000 names, a place shows at most 8 of the 16 only if the random
+        // part is stuck or barely random.
+        for digit in [0, 7, 15] {
+            let seen: std::collections::HashSet<char> = names
+                .iter()
+                .map(|name| random_part(name).chars().nth(digit).unwrap())
+                .collect();
+            assert!(seen.len() > 8, "digit {digit} of the random part took only {seen:?}");
+        }
+    }
 }
