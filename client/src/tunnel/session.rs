@@ -95,7 +95,9 @@ struct Session {
     /// Body chunks read during a pause for requests forwarded before it,
     /// held until the relay answers: if it gave up, their callers have
     /// their 502, and a body that ends would have the handler act on it.
-    held_bodies: Vec<(StreamId, Bytes, bool)>,
+    /// Each with the way to its exchange, as a stream whose end is held
+    /// takes no more.
+    held_bodies: Vec<(StreamId, Chunk, mpsc::UnboundedSender<Chunk>)>,
 }
 
 /// Serves one socket until it ends or the user stops the tunnel. When the
@@ -333,8 +335,11 @@ impl Session {
             Message::Close(close) => return ControlFlow::Break(SessionEnd::Lost(close_reason(close))),
             Message::Pong(pong) if self.pause.as_ref().is_some_and(|pause| pause.answered_by(&pong)) => {
                 self.pause = None;
-                for (stream, body, end) in std::mem::take(&mut self.held_bodies) {
-                    self.pass_on_body(stream, body, end);
+                for (stream, chunk, exchange) in std::mem::take(&mut self.held_bodies) {
+                    // A stream reset meanwhile takes nothing more.
+                    if self.streams.contains_key(&stream) {
+                        let _ = exchange.send(chunk);
+                    }
                 }
                 return ControlFlow::Continue(());
             }
@@ -513,42 +518,34 @@ impl Session {
     /// held until the relay answers (see [`Session::held_bodies`]). Checked
     /// as it arrives, so that the stream's window bounds what is held.
     fn request_body(&mut self, stream: StreamId, body: Bytes, end: bool) -> ControlFlow<SessionEnd> {
-        let Some(entry) = self.streams.get(&stream) else {
+        // A stream whose body has ended (or never had one) takes no more.
+        let Some(entry) = self.streams.get_mut(&stream) else {
             return ControlFlow::Continue(());
         };
-        if let Some((_, backlog)) = &entry.chunks {
-            if !backlog.arrived(body.len()) {
-                return ControlFlow::Break(protocol_error(&self.outbox, "request body beyond the stream's window"));
-            }
-            // Bytes are bounded by the window; an empty chunk
-            // says nothing but the end, and a stream of them
-            // would queue without bound.
-            if body.is_empty() && !end {
-                return ControlFlow::Break(protocol_error(
-                    &self.outbox,
-                    "an empty request body chunk that does not end its stream",
-                ));
-            }
-        }
-        if self.pause.is_some() {
-            self.held_bodies.push((stream, body, end));
-        } else {
-            self.pass_on_body(stream, body, end);
-        }
-        ControlFlow::Continue(())
-    }
-
-    /// Hands a checked chunk of a request's body to its exchange.
-    fn pass_on_body(&mut self, stream: StreamId, body: Bytes, end: bool) {
-        let Some(entry) = self.streams.get_mut(&stream) else {
-            return;
+        let Some((chunks, backlog)) = &entry.chunks else {
+            return ControlFlow::Continue(());
         };
-        if let Some((chunks, _)) = &entry.chunks {
-            let _ = chunks.send(Chunk { data: body, end });
+        if !backlog.arrived(body.len()) {
+            return ControlFlow::Break(protocol_error(&self.outbox, "request body beyond the stream's window"));
+        }
+        // Bytes are bounded by the window; an empty chunk says nothing but
+        // the end, and a stream of them would queue without bound.
+        if body.is_empty() && !end {
+            return ControlFlow::Break(protocol_error(
+                &self.outbox,
+                "an empty request body chunk that does not end its stream",
+            ));
+        }
+        let chunk = Chunk { data: body, end };
+        if self.pause.is_some() {
+            self.held_bodies.push((stream, chunk, chunks.clone()));
+        } else {
+            let _ = chunks.send(chunk);
         }
         if end {
             entry.chunks = None;
         }
+        ControlFlow::Continue(())
     }
 
     /// The relay reset a stream: its exchange is told why.
@@ -749,6 +746,38 @@ mod tests {
             matches!(&end, SessionEnd::Malformed(why) if why.contains("an empty request body chunk")),
             "{end:?}"
         );
+    }
+
+    /// What comes for a stream after its body's end is dropped, during a
+    /// pause as at any time: the window no longer bounds it, and held, it
+    /// would pile up until the relay answered.
+    #[tokio::test(start_paused = true)]
+    async fn a_body_past_its_end_during_a_pause_is_dropped_not_held() {
+        let (serving, mut relay) = session_timing_out_after(Duration::from_secs(60)).await;
+        tokio::pin!(serving);
+        let frame = |message: &ServerMessage, body: &[u8]| {
+            Message::Binary(codec::encode(message, body).expect("a frame").into())
+        };
+        relay.send(frame(&post_without_its_body(), b"")).await.expect("sent");
+        assert!(futures_util::poll!(serving.as_mut()).is_pending());
+        tokio::time::advance(Duration::from_secs(12)).await;
+        let end = ServerMessage::RequestBody { stream: 1, end: true };
+        let relay_side = async {
+            relay.send(frame(&end, b"x")).await.expect("sent");
+            // Past the stream's whole window, each chunk claiming to end it.
+            let chunk = vec![b'y'; 60 * 1024];
+            for _ in 0..20 {
+                relay.send(frame(&end, &chunk)).await.expect("sent");
+            }
+            // The relay reads nothing more: the client's ping goes unanswered.
+            std::future::pending::<()>().await;
+        };
+        let ended = tokio::select! {
+            (ended, _) = serving => ended,
+            () = relay_side => unreachable!(),
+        };
+        // Given up on as silent, not closed over a body beyond its window.
+        assert!(matches!(ended, SessionEnd::Lost(_)), "{ended:?}");
     }
 
     /// Stream 0 is no stream: a request on it would share the number of
