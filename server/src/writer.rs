@@ -92,9 +92,11 @@ pub fn channel() -> (Outbox, Inbox) {
 impl Outbox {
     /// Queues a frame that may be large (heads and bodies), waiting for room.
     pub async fn send<M: Serialize + Framed>(&self, msg: &M, body: &[u8]) -> Result<(), SendError> {
-        let frame = Message::Binary(codec::encode(msg, body)?.into());
         // Closed along with the writer's end: nobody will make room again.
         let permit = self.room.acquire().await.map_err(|_| SendError::Closed)?;
+        // Encoded once there is room, not before: a crowd of uploads
+        // waiting for room would each hold a copy of its next chunk.
+        let frame = Message::Binary(codec::encode(msg, body)?.into());
         self.queue_holding(frame, permit)
     }
 
