@@ -80,9 +80,9 @@ pub fn is_hidden_or_control(c: char) -> bool {
         '\u{e0000}'..='\u{e007f}' => true,
         // Blank or drawing nothing, yet no space: the Hangul fillers, the
         // combining grapheme joiner, the Khmer inherent vowels, the
-        // shorthand format controls.
+        // shorthand and musical format controls, the blank Braille cell.
         '\u{115f}' | '\u{1160}' | '\u{3164}' | '\u{ffa0}' | '\u{034f}' | '\u{17b4}' | '\u{17b5}' => true,
-        '\u{1bca0}'..='\u{1bca3}' => true,
+        '\u{1bca0}'..='\u{1bca3}' | '\u{1d173}'..='\u{1d17a}' | '\u{2800}' => true,
         // Variation selectors: one after a character that takes it picks
         // how it is drawn (❤️, a Han variant) and is kept there by
         // [`escape_str`]; anywhere else, or one after another, they only
@@ -101,13 +101,16 @@ fn is_selector(c: char) -> bool {
 /// emoji presentation after an emoji or a keycap's digit, a variant after
 /// a Han ideograph or a Mongolian letter, the standardized sequences
 /// (math symbols, CJK compatibility) after a character beyond ASCII.
-fn takes_selector(base: char, selector: char) -> bool {
+fn takes_selector(base: char, selector: char, next: Option<char>) -> bool {
     let han = matches!(base,
         '\u{3400}'..='\u{4dbf}' | '\u{4e00}'..='\u{9fff}' | '\u{f900}'..='\u{faff}' | '\u{20000}'..='\u{3ffff}');
     match selector {
+        // A keycap's digit takes one only before the keycap itself (1️⃣):
+        // after any other digit it would hide in an ID (`evt_1\u{fe0f}`).
+        '\u{fe0e}' | '\u{fe0f}' if matches!(base, '#' | '*' | '0'..='9') => next == Some('\u{20e3}'),
         '\u{fe0e}' | '\u{fe0f}' => {
             base != '\u{fe0f}' && is_pictograph(base)
-                || matches!(base, '#' | '*' | '0'..='9' | '\u{a9}' | '\u{ae}' | '\u{203c}' | '\u{2049}'
+                || matches!(base, '\u{a9}' | '\u{ae}' | '\u{203c}' | '\u{2049}'
                     | '\u{2122}' | '\u{2139}' | '\u{2194}'..='\u{21aa}' | '\u{24c2}' | '\u{25aa}'..='\u{25fe}'
                     | '\u{2934}' | '\u{2935}' | '\u{3030}' | '\u{303d}' | '\u{3297}' | '\u{3299}')
         }
@@ -219,7 +222,7 @@ fn escape(text: &str, keep_newlines: bool) -> Cow<'_, str> {
         let joins_emoji = c == '\u{200d}'
             && previous.is_some_and(is_pictograph)
             && next.is_some_and(|next| next != '\u{fe0f}' && is_pictograph(next));
-        let selects = is_selector(c) && previous.is_some_and(|base| takes_selector(base, c));
+        let selects = is_selector(c) && previous.is_some_and(|base| takes_selector(base, c, next));
         previous = Some(c);
         if c == FLAG_BASE {
             let tags = flag_tags(&text[at + c.len_utf8()..]);
@@ -364,6 +367,12 @@ mod tests {
             assert_eq!(escape_str(text), text);
         }
         assert_eq!(escape_str("same-id\u{fe0f}"), "same-id\\u{fe0f}");
+        assert_eq!(
+            escape_str("evt_1Nq3\u{fe0f}"),
+            "evt_1Nq3\\u{fe0f}",
+            "a digit is a keycap's only before one"
+        );
+        assert_eq!(escape_str("id\u{1d173}\u{2800}"), "id\\u{1d173}\\u{2800}");
         assert_eq!(
             escape_str("❤\u{fe0f}\u{fe0f}"),
             "❤\u{fe0f}\\u{fe0f}",
