@@ -91,7 +91,8 @@ impl Tokens {
             // below: one line, all of it seen.
             if label.trim() != label
                 || label.is_empty()
-                || label.chars().any(portpreview_shared::sanitize::is_hidden_or_control)
+                // As the logs would show it: an emoji's selector is kept.
+                || portpreview_shared::sanitize::escape_str(&label) != label
             {
                 return Err(ConfigError::Tokens(format!(
                     "label \"{}\": empty, or with spaces around it or control or invisible characters in it",
@@ -182,6 +183,16 @@ mod tests {
         [[token]]
         token = "beta-secret"
     "#;
+
+    /// A label is refused for what the logs would escape in it, and
+    /// taken with an emoji as the logs show it.
+    #[test]
+    fn a_label_is_judged_as_the_logs_show_it() {
+        let file = |label: &str| format!("[[token]]\ntoken = \"0123456789abcdef0123\"\nlabel = \"{label}\"\n");
+        assert!(Tokens::from_toml(&file("team \u{2764}\u{fe0f}")).is_ok());
+        assert!(Tokens::from_toml(&file("team\u{200b}")).is_err());
+        assert!(Tokens::from_toml(&file("team\u{fe0f}")).is_err());
+    }
 
     #[test]
     fn tokens_are_checked_and_names_reserved() {
