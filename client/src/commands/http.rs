@@ -297,7 +297,8 @@ impl Running {
         let relay = async {
             match local_relay {
                 Some(listener) => {
-                    let config = local_relay_config(args.local_timeout);
+                    let loopback = listener.local_addr().is_ok_and(|addr| addr.ip().is_loopback());
+                    let config = local_relay_config(args.local_timeout, loopback);
                     let result = portpreview_server::run(listener, config, relay_shutdown.clone()).await;
                     // Without its relay the tunnel could only retry forever.
                     if result.is_err() {
@@ -384,7 +385,10 @@ impl Running {
 fn explain_refusal(err: ConnectError, server: &Origin, token: &Origin) -> anyhow::Error {
     match err {
         ConnectError::Unauthorized => anyhow::anyhow!("the relay refused the token from {token} (401)"),
-        ConnectError::TokenRequired | ConnectError::NameTaken { .. } | ConnectError::Tls(_) => err.into(),
+        ConnectError::TokenRequired
+        | ConnectError::NameTaken { .. }
+        | ConnectError::Tls(_)
+        | ConnectError::Internal(_) => err.into(),
         _ => server.explain(err.into(), RELAY_ADDRESS),
     }
 }
@@ -424,16 +428,22 @@ fn same_relay(a: &str, b: &str) -> bool {
 
 /// The in-process relay's settings: it waits for answers a little longer
 /// than the handler may take, so a `--local-timeout` past the usual 30 s
-/// is honoured in local mode. Its callers are on this machine, no crowd to
-/// guard against: a connection may sit idle (or half-sent) for the hour
-/// PortPreview may be stopped (ctrl-z, a debugger), where a public relay
-/// closes it after 10 s, and so resets a request a kept-alive caller sent
-/// during the pause.
-fn local_relay_config(local_timeout: Duration) -> RelayConfig {
+/// is honoured in local mode. On loopback its callers are on this
+/// machine, no crowd to guard against: a connection may sit idle (or
+/// half-sent) for the hour PortPreview may be stopped (ctrl-z, a
+/// debugger), where a public relay closes it after 10 s, and so resets a
+/// request a kept-alive caller sent during the pause. A `--local-listen`
+/// open to the network keeps the public relay's limit.
+fn local_relay_config(local_timeout: Duration, loopback: bool) -> RelayConfig {
+    let defaults = RelayConfig::default();
     RelayConfig {
         request_timeout: (local_timeout + LOCAL_RELAY_MARGIN).clamp(DEFAULT_REQUEST_TIMEOUT, MAX_WAIT),
-        header_read_timeout: LOCAL_IDLE,
-        ..RelayConfig::default()
+        header_read_timeout: if loopback {
+            LOCAL_IDLE
+        } else {
+            defaults.header_read_timeout
+        },
+        ..defaults
     }
 }
 
@@ -490,10 +500,17 @@ mod tests {
 
     #[test]
     fn the_local_relay_outwaits_the_handlers_timeout() {
-        let waits = |secs| local_relay_config(Duration::from_secs(secs)).request_timeout;
+        let waits = |secs| local_relay_config(Duration::from_secs(secs), true).request_timeout;
         assert_eq!(waits(28), DEFAULT_REQUEST_TIMEOUT, "the default stays as every relay's");
         assert_eq!(waits(5), DEFAULT_REQUEST_TIMEOUT);
         assert_eq!(waits(90), Duration::from_secs(92));
+    }
+
+    #[test]
+    fn only_a_local_relay_on_loopback_lets_connections_idle_for_long() {
+        let idle = |loopback| local_relay_config(Duration::from_secs(28), loopback).header_read_timeout;
+        assert_eq!(idle(true), LOCAL_IDLE);
+        assert_eq!(idle(false), RelayConfig::default().header_read_timeout);
     }
 
     #[test]
