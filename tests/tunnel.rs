@@ -1752,7 +1752,7 @@ async fn a_connection_busy_streaming_a_slow_answer_is_kept_for_the_next_delivery
     let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counting = accepted.clone();
     // Answers each request's head at once and ends its chunked body 2.5 s
-    // later, more than the forwarder's 2 s idle close.
+    // later, more than the forwarder's 1 s idle close.
     let serving = tokio::spawn(async move {
         loop {
             let Ok((mut socket, _)) = listener.accept().await else {
@@ -1787,7 +1787,7 @@ async fn a_connection_busy_streaming_a_slow_answer_is_kept_for_the_next_delivery
     let first = caller::send("GET", &tunnel.url("/slow/1"), &[], "").await;
     assert_eq!((first.status, first.text()), (200, "firstlast".to_owned()));
     // Well inside the idle close counted from the end of that answer.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
     let second = caller::send("GET", &tunnel.url("/slow/2"), &[], "").await;
     assert_eq!((second.status, second.text()), (200, "firstlast".to_owned()));
     assert_eq!(

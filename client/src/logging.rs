@@ -149,8 +149,15 @@ where
 fn log_file() -> Option<std::fs::File> {
     let path: PathBuf = crate::config::data_dir()?.join("portpreview.log");
     std::fs::create_dir_all(path.parent()?).ok()?;
-    // Like the history, the log may name what the deliveries carried.
-    crate::private_file::options().create(true).append(true).open(path).ok()
+    // Like the history, the log may name what the deliveries carried; one
+    // an earlier version made is made private too.
+    let file = crate::private_file::options()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .ok()?;
+    let _ = crate::private_file::restrict(&path);
+    Some(file)
 }
 
 #[cfg(test)]

@@ -260,8 +260,8 @@ pub fn state_settled(trace: &StateTrace, settle: Duration, attempts: &[Attempt])
                 false,
                 format!(
                     "the state still moved {wait} after the last attempt ({}), though only in values that count \
-                 nothing: if the probe prints a clock or an ID that changes with nothing sent, print only what \
-                 the handler writes; else raise --settle (now {window})",
+                 nothing (a word, an ID, a clock): if the probe prints a clock or an ID that changes with nothing \
+                 sent, print only what the handler writes; else raise --settle (now {window})",
                     shown_change(trace.after(), moved)
                 ),
             )

@@ -165,8 +165,8 @@ fn one_move_after_a_first_step_that_changed_nothing_leaves_the_verdict_open() {
     assert!(!ticking.passed);
     assert!(
         ticking.detail.contains(
-            "though only in values that count nothing: if the probe prints a clock or an ID that changes with \
-             nothing sent, print only what the handler writes"
+            "though only in values that count nothing (a word, an ID, a clock): if the probe prints a clock or \
+             an ID that changes with nothing sent, print only what the handler writes"
         ),
         "{}",
         ticking.detail

@@ -124,7 +124,7 @@ pub(super) fn identify(delivery: &mut NewDelivery, key_fields: &[String]) {
     let Ok(key) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(detect)) else {
         // The query may hold a token: it is masked as on screen.
         let path = crate::render::mask::shown_path(&delivery.path, false);
-        tracing::warn!(%path, "event key detection failed; delivery stored without a key");
+        tracing::warn!(?path, "event key detection failed; delivery stored without a key");
         return;
     };
     if delivery.provider.is_none() {
