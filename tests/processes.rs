@@ -359,19 +359,21 @@ async fn a_stdout_nobody_reads_never_stalls_the_tunnel() {
     );
 }
 
+/// A relay process that takes only `token`, and the address it listens on.
+async fn relay_taking_a_token(token: &str, dir: &std::path::Path) -> (Running, String) {
+    let tokens = dir.join("tokens.toml");
+    std::fs::write(&tokens, format!("[[token]]\ntoken = \"{token}\"\n")).expect("tokens file");
+    let tokens_arg = tokens.to_str().expect("utf-8 path");
+    let mut relay = Running::start(&server_bin(), &["--listen", "127.0.0.1:0", "--tokens", tokens_arg], dir);
+    let line = relay.line_containing("listening on").await;
+    let address = line.rsplit(' ').next().expect("address").to_string();
+    (relay, address)
+}
+
 #[tokio::test]
 async fn the_config_files_token_goes_only_to_the_config_files_relay() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let tokens = dir.path().join("tokens.toml");
-    std::fs::write(&tokens, "[[token]]\ntoken = \"team-token\"\n").expect("tokens file");
-    let tokens_arg = tokens.to_str().expect("utf-8 path");
-    let mut relay = Running::start(
-        &common::bin::server_bin(),
-        &["--listen", "127.0.0.1:0", "--tokens", tokens_arg],
-        dir.path(),
-    );
-    let line = relay.line_containing("listening on").await;
-    let address = line.rsplit(' ').next().expect("address").to_string();
+    let (mut relay, address) = relay_taking_a_token("team-token", dir.path()).await;
     let handler = LocalHandler::echo().await;
     let port = handler.port().to_string();
     let db = dir.path().join("history.db");
@@ -423,16 +425,8 @@ async fn the_config_files_token_goes_only_to_the_config_files_relay() {
 #[tokio::test]
 async fn the_relay_and_its_token_can_come_from_the_environment_or_the_config_file() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let tokens = dir.path().join("tokens.toml");
-    std::fs::write(&tokens, "[[token]]\ntoken = \"team-token\"\n").expect("tokens file");
-    let tokens_arg = tokens.to_str().expect("utf-8 path");
-    let mut relay = Running::start(
-        &common::bin::server_bin(),
-        &["--listen", "127.0.0.1:0", "--tokens", tokens_arg],
-        dir.path(),
-    );
-    let line = relay.line_containing("listening on").await;
-    let relay_url = format!("http://{}", line.rsplit(' ').next().expect("address"));
+    let (mut relay, address) = relay_taking_a_token("team-token", dir.path()).await;
+    let relay_url = format!("http://{address}");
     let handler = LocalHandler::echo().await;
     let port = handler.port().to_string();
     let db = dir.path().join("history.db");

@@ -86,7 +86,7 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
 }
 
 fn replay_run(run: &ReplayRun, reveal: bool) -> Value {
-    let facts = crate::replay::RunFacts::of(run);
+    let facts = crate::replay::stored::StoredReport::read(&run.report_json);
     let target = facts.target.map(|target| shown_path(&target, reveal).into_owned());
     json!({
         "id": run.id,

@@ -124,7 +124,7 @@ fn replay_runs(out: &mut String, runs: &[ReplayRun], reveal: bool) {
     }
     let _ = writeln!(out, "\nReplay runs");
     for run in runs {
-        let facts = crate::replay::RunFacts::of(run);
+        let facts = crate::replay::stored::StoredReport::read(&run.report_json);
         let baseline = if facts.fresh { "a baseline, then " } else { "" };
         // Runs against another `--target` sit beside the others: which
         // handler each judged tells apart verdicts that seem to disagree.

@@ -34,28 +34,6 @@ pub fn record(store: &Store, delivery_id: i64, started_at_ms: i64, report: &Repo
     store.insert_replay(&run, attempts)
 }
 
-/// What the report a run [`record`] stored says that the run's row does not.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct RunFacts {
-    /// A `--fresh` run, which sent a baseline delivery before its burst of `times`.
-    pub fresh: bool,
-    /// The URL its attempts went to: the recorded target, or `--target`.
-    pub target: Option<String>,
-}
-
-impl RunFacts {
-    /// Read from `run`'s stored report; a report that does not say is none of them.
-    pub fn of(run: &ReplayRun) -> Self {
-        let Ok(report) = serde_json::from_str::<serde_json::Value>(&run.report_json) else {
-            return Self::default();
-        };
-        Self {
-            fresh: report["fresh"] == true,
-            target: report["target"].as_str().map(str::to_owned),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;

@@ -420,6 +420,7 @@ mod tests {
         assert_eq!(stored.verdict.as_deref(), Some("not_idempotent"));
         assert_eq!(stored.attempts.map(|sent| sent.len()), Some(2));
         assert!(stored.fresh);
+        assert_eq!(stored.target.as_deref(), Some("http://127.0.0.1:3000/hook"));
         let answers: Vec<_> = stored
             .answers
             .iter()

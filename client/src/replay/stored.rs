@@ -1,6 +1,6 @@
 //! A replay report as the history keeps it, read back: the fields a stored
 //! run is shown with, named where [`super::report::Report::to_json`] writes
-//! them, so that a field renamed there is caught by the test below rather
+//! them, so that a field renamed there is caught by a test beside it rather
 //! than read back as a default. Each field may be missing, as reports
 //! stored by earlier versions lack some.
 
@@ -25,6 +25,8 @@ pub struct StoredReport {
     pub attempts: Option<Vec<IgnoredAny>>,
     /// A `--fresh` run: a baseline delivery went before the attempts asked for.
     pub fresh: bool,
+    /// The URL its attempts went to: the recorded target, or `--target`.
+    pub target: Option<String>,
 }
 
 /// One distinct answer of a stored run.

@@ -719,10 +719,9 @@ mod tests {
     #[tokio::test]
     async fn an_empty_body_chunk_that_ends_nothing_is_refused() {
         let (serving, relay) = session().await;
-        let frame = |message: &ServerMessage| Message::Binary(codec::encode(message, b"").expect("a frame").into());
         let head = post_without_its_body();
         let empty = ServerMessage::RequestBody { stream: 1, end: false };
-        let (end, close) = closed_after(serving, relay, vec![frame(&head), frame(&empty)]).await;
+        let (end, close) = closed_after(serving, relay, vec![frame(&head, b""), frame(&empty, b"")]).await;
         assert!(matches!(end, SessionEnd::Malformed(_)), "{end:?}");
         assert!(close.reason.contains("an empty request body chunk"), "{close:?}");
     }
@@ -734,12 +733,11 @@ mod tests {
     async fn a_body_chunk_read_during_a_pause_is_checked_as_it_comes() {
         let (serving, mut relay) = session_timing_out_after(Duration::from_secs(60)).await;
         tokio::pin!(serving);
-        let frame = |message: &ServerMessage| Message::Binary(codec::encode(message, b"").expect("a frame").into());
-        relay.send(frame(&post_without_its_body())).await.expect("sent");
+        relay.send(frame(&post_without_its_body(), b"")).await.expect("sent");
         assert!(futures_util::poll!(serving.as_mut()).is_pending());
         tokio::time::advance(Duration::from_secs(12)).await;
         let empty = ServerMessage::RequestBody { stream: 1, end: false };
-        relay.send(frame(&empty)).await.expect("sent");
+        relay.send(frame(&empty, b"")).await.expect("sent");
         // The relay reads nothing more, so the client's ping goes unanswered.
         let (end, _) = serving.await;
         assert!(
@@ -755,9 +753,6 @@ mod tests {
     async fn a_body_past_its_end_during_a_pause_is_dropped_not_held() {
         let (serving, mut relay) = session_timing_out_after(Duration::from_secs(60)).await;
         tokio::pin!(serving);
-        let frame = |message: &ServerMessage, body: &[u8]| {
-            Message::Binary(codec::encode(message, body).expect("a frame").into())
-        };
         relay.send(frame(&post_without_its_body(), b"")).await.expect("sent");
         assert!(futures_util::poll!(serving.as_mut()).is_pending());
         tokio::time::advance(Duration::from_secs(12)).await;
@@ -792,10 +787,14 @@ mod tests {
             headers: vec![],
             end: true,
         };
-        let frame = Message::Binary(codec::encode(&head, b"").expect("a frame").into());
-        let (end, close) = closed_after(serving, relay, vec![frame]).await;
+        let (end, close) = closed_after(serving, relay, vec![frame(&head, b"")]).await;
         assert!(matches!(end, SessionEnd::Malformed(_)), "{end:?}");
         assert!(close.reason.contains("stream 0"), "{close:?}");
+    }
+
+    /// `message` and `body` as one binary frame from the relay.
+    fn frame(message: &ServerMessage, body: &[u8]) -> Message {
+        Message::Binary(codec::encode(message, body).expect("a frame").into())
     }
 
     /// A POST whose body is still to come, on stream 1.
@@ -840,8 +839,7 @@ mod tests {
         relay: &mut WebSocketStream<tokio::io::DuplexStream>,
         message: ServerMessage,
     ) -> (StreamId, u16) {
-        let frame = codec::encode(&message, b"").expect("a frame");
-        relay.send(Message::Binary(frame.into())).await.expect("sent");
+        relay.send(frame(&message, b"")).await.expect("sent");
         loop {
             match relay.next().await {
                 Some(Ok(Message::Binary(frame))) => {
@@ -897,8 +895,7 @@ mod tests {
             headers: vec![],
             end: true,
         };
-        let frame = codec::encode(&get, b"").expect("a frame");
-        relay.send(Message::Binary(frame.into())).await.expect("sent");
+        relay.send(frame(&get, b"")).await.expect("sent");
         let told = loop {
             let next = tokio::select! {
                 next = relay.next() => next,
@@ -938,8 +935,7 @@ mod tests {
             end: true,
         };
         let relay_side = async {
-            let frame = codec::encode(&get(1), b"").expect("a frame");
-            relay.send(Message::Binary(frame.into())).await.expect("sent");
+            relay.send(frame(&get(1), b"")).await.expect("sent");
             let (mut pinged, mut told) = (false, None);
             while !pinged || told.is_none() {
                 match relay.next().await {
