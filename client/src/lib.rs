@@ -25,6 +25,7 @@ pub mod time;
 pub mod tui;
 pub mod tunnel;
 mod userinfo;
+mod whole_file;
 
 /// Formats an error and its causes on one line, for stderr. Our messages
 /// quote their cause; a cause whose text the line already holds (a foreign

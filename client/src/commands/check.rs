@@ -16,6 +16,7 @@ use super::replay_run::{clear_progress, probe_spec, progress_printer, refuse_to_
 use crate::fixture::Fixture;
 use crate::replay::{self, ReplayOptions, Report};
 use crate::suite::{Suite, SuiteFixture};
+use crate::whole_file::{Access, Existing};
 use results::Outcome;
 
 /// Arguments of `portpreview check`.
@@ -98,7 +99,13 @@ pub async fn run(args: Args, history: Option<&Path>) -> anyhow::Result<ExitCode>
         }
     }
     if let Some(path) = &args.junit {
-        std::fs::write(path, results::junit(&results)).with_context(|| format!("cannot write {}", path.display()))?;
+        crate::whole_file::write(
+            path,
+            results::junit(&results).as_bytes(),
+            Existing::Replace,
+            Access::Usual,
+        )
+        .with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(ExitCode::from(code))
 }

@@ -11,6 +11,7 @@ use crate::commands::guard::refuse_to_overwrite_a_database;
 use crate::commands::show::{fetch, parse_id};
 use crate::render::export::{export, export_together};
 use crate::store::{Delivery, NewDelivery};
+use crate::whole_file::{self, Access, Existing};
 
 pub use crate::render::export::Format;
 
@@ -99,15 +100,6 @@ fn is_a_folder(path: &Path) -> bool {
     path.is_dir() || path.as_os_str().as_encoded_bytes().ends_with(b"/")
 }
 
-/// What becomes of a file already at the path an export is written to.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Existing {
-    /// The user named the file: it is replaced.
-    Replace,
-    /// PortPreview named it: it is kept, and the export fails.
-    Refuse,
-}
-
 /// Fails when the export must not go to `path`: over a database, or, when
 /// PortPreview named the file, over one already there (a fixture edited by
 /// hand since an earlier export, say).
@@ -120,20 +112,13 @@ fn may_write(path: &Path, db: &Path, existing: Existing) -> anyhow::Result<()> {
 }
 
 /// Writes `text` to `path`, which [`may_write`] allowed, its folders made
-/// as needed.
+/// as needed: whole, or not at all.
 fn write_file(path: &Path, text: &str, existing: Existing) -> anyhow::Result<()> {
     if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         crate::private_file::create_folders(folder).with_context(|| format!("cannot write {}", shown(path)))?;
     }
     // A fixture keeps secrets as received, so replay can send them.
-    let mut options = crate::private_file::options();
-    match existing {
-        Existing::Replace => options.write(true).create(true).truncate(true),
-        Existing::Refuse => options.write(true).create_new(true),
-    };
-    options
-        .open(path)
-        .and_then(|mut file| file.write_all(text.as_bytes()))
+    whole_file::write(path, text.as_bytes(), existing, Access::Private)
         .with_context(|| format!("cannot write {}", shown(path)))
 }
 

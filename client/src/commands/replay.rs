@@ -15,6 +15,7 @@ use crate::replay::{
     Report,
 };
 use crate::store::{NewDelivery, Pick, Store};
+use crate::whole_file::{Access, Existing};
 
 use super::guard::refuse_to_overwrite_a_database;
 use super::replay_run::{clear_progress, progress_printer, refuse_to_overwrite_an_input, RunArgs};
@@ -142,7 +143,13 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     }
     if let Some(path) = &args.junit {
         let name = case_name(&origin, &report.event_key);
-        std::fs::write(path, report.to_junit(&name)).with_context(|| format!("cannot write {}", path.display()))?;
+        crate::whole_file::write(
+            path,
+            report.to_junit(&name).as_bytes(),
+            Existing::Replace,
+            Access::Usual,
+        )
+        .with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(ExitCode::from(report.exit_code()))
 }

@@ -1,7 +1,6 @@
 //! `e` and `y`: a delivery written out as a fixture, HAR or curl command,
 //! to a file or (for `y`) to the clipboard.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -9,6 +8,7 @@ use base64::Engine;
 
 use crate::render;
 use crate::store::Delivery;
+use crate::whole_file::{self, Access, Existing};
 
 use super::dialog::ExportFormat;
 
@@ -45,14 +45,10 @@ pub fn write_new_file(dir: &Path, id: i64, format: ExportFormat, text: &str) -> 
         };
         let path = dir.join(name);
         // A fixture keeps secrets as received, so replay can send them.
-        match crate::private_file::options().write(true).create_new(true).open(&path) {
-            Ok(mut file) => {
-                file.write_all(text.as_bytes())
-                    .with_context(|| format!("cannot write {}", path.display()))?;
-                return Ok(path);
-            }
+        match whole_file::write(&path, text.as_bytes(), Existing::Refuse, Access::Private) {
+            Ok(()) => return Ok(path),
             Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(err) => return Err(err).with_context(|| format!("cannot create {}", path.display())),
+            Err(err) => return Err(err).with_context(|| format!("cannot write {}", path.display())),
         }
     }
     anyhow::bail!("too many exports of #{id} in {}", dir.display())
