@@ -68,24 +68,33 @@ pub struct Capture {
     held: Held,
     /// Bytes counted in the budget.
     reserved: usize,
+    /// The length the body declared, up to the limit; 0 when unsaid.
+    declared: usize,
     /// Set once the budget had no room: nothing more is kept.
     starved: bool,
 }
 
+/// Memory a capture takes before its body's bytes come, however long the
+/// body says it is: a webhook of up to this size is copied once, into a
+/// buffer that never has to grow (and move) under it.
+const ROOM_AHEAD: usize = 1024 * 1024;
+
 impl Capture {
-    /// An empty capture with room for `expected` bytes, up to the limit: a
-    /// body that says its length is copied once, into a buffer that never
-    /// has to grow (and move) under it. The budget counts only the bytes
-    /// that come: a caller declaring 25 MiB and sending a trickle must not
-    /// hold the room every other delivery's body needs. (Capacity never
-    /// written to is address space, not memory.)
+    /// An empty capture for a body of `expected` bytes (0 when unsaid),
+    /// kept up to the limit. Memory is taken as bytes come, not as the
+    /// length is declared: a caller declaring 25 MiB and sending a trickle
+    /// costs no more than it sent, neither in the budget nor in the
+    /// process's memory, which under a cap (`ulimit -v`, strict
+    /// overcommit) would refuse 25 MiB unwritten as surely as written.
     pub fn expecting(expected: u64, keep: Keep) -> Self {
+        let declared = usize::try_from(expected).unwrap_or(usize::MAX).min(keep.limit);
         let mut capture = Self {
             keep,
+            declared,
             ..Self::default()
         };
-        let room = usize::try_from(expected).unwrap_or(usize::MAX).min(capture.keep.limit);
-        capture.bytes.reserve_exact(room);
+        // Refused, it is only grown later.
+        let _ = capture.bytes.try_reserve_exact(declared.min(ROOM_AHEAD));
         capture
     }
 
@@ -116,12 +125,36 @@ impl Capture {
             );
             return;
         }
+        if !self.grow(kept) {
+            self.starved = true;
+            tracing::warn!(
+                kept = self.bytes.len(),
+                "the history keeps only the start of this body: this process may take no more memory"
+            );
+            return;
+        }
         self.bytes.extend_from_slice(&data[..kept]);
     }
 
     /// The kept bytes and the room they hold in the budget.
     pub fn into_parts(self) -> (Vec<u8>, u64, Held) {
         (self.bytes, self.size, self.held)
+    }
+
+    /// Makes room for `more` bytes, doubling the buffer but never past the
+    /// declared length; false when the allocator refuses.
+    fn grow(&mut self, more: usize) -> bool {
+        let needed = self.bytes.len() + more;
+        if needed <= self.bytes.capacity() {
+            return true;
+        }
+        let mut target = needed
+            .max(self.bytes.capacity().saturating_mul(2))
+            .min(self.keep.limit.max(needed));
+        if self.declared >= needed {
+            target = target.min(self.declared);
+        }
+        self.bytes.try_reserve_exact(target - self.bytes.len()).is_ok()
     }
 
     /// Counts `total` kept bytes in the budget; false when it has no room.
@@ -386,6 +419,33 @@ mod tests {
         assert_eq!(bytes.len(), 2 * ROOM_UNIT);
         drop(held);
         assert_eq!(budget.available_permits(), 2, "given back once handed on");
+    }
+
+    #[test]
+    fn memory_is_taken_as_the_bytes_come_not_as_the_length_is_declared() {
+        let mib = 1024 * 1024;
+        let keep = Keep::new(25 * mib, Arc::new(Semaphore::new(100 * mib / ROOM_UNIT)));
+        let mut trickle = Capture::expecting(25 * mib as u64, keep.clone());
+        trickle.add(b"a");
+        assert!(trickle.bytes.capacity() <= ROOM_AHEAD);
+        trickle.add(&vec![b'a'; 3 * mib]);
+        assert!(
+            trickle.bytes.capacity() < 8 * mib,
+            "grown by doubling, not to the declared 25 MiB"
+        );
+        trickle.add(&vec![b'a'; 22 * mib - 1]);
+        assert_eq!(trickle.bytes.len(), 25 * mib);
+        assert_eq!(trickle.bytes.capacity(), 25 * mib, "never past the declared length");
+
+        let mut webhook = Capture::expecting(ROOM_AHEAD as u64, keep);
+        let start = webhook.bytes.as_ptr();
+        webhook.add(&vec![b'w'; ROOM_AHEAD / 2]);
+        webhook.add(&vec![b'w'; ROOM_AHEAD / 2]);
+        assert_eq!(
+            webhook.bytes.as_ptr(),
+            start,
+            "a body up to the room ahead is copied once"
+        );
     }
 
     #[tokio::test]
