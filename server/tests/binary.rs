@@ -176,6 +176,40 @@ fn it_prints_where_it_listens_serves_and_stops_on_sigterm() {
     assert!(status.success(), "{status:?}");
 }
 
+/// Started with the soft limit on open files most systems give (1,024,
+/// here 256), the relay raises it to the hard limit: each connection is a
+/// file, and its connection caps mean nothing below them.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_relay_takes_every_open_file_the_system_allows() {
+    let mut child = Command::new("sh")
+        .args(["-c", r#"ulimit -Sn 256 && exec "$0" --listen 127.0.0.1:0"#, BIN])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let guard = KillOnDrop(child.id());
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("portpreview-server listening on "), "{line}");
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", child.id())).unwrap();
+    let open_files: Vec<&str> = limits
+        .lines()
+        .find_map(|l| l.strip_prefix("Max open files"))
+        .expect(&limits)
+        .split_whitespace()
+        .collect();
+    let (soft, hard) = (open_files[0], open_files[1]);
+    assert_ne!(soft, "256", "{limits}");
+    if hard != "unlimited" {
+        assert_eq!(soft, hard, "{limits}");
+    }
+    drop(guard);
+    let _ = child.wait();
+}
+
 #[test]
 fn a_token_short_enough_to_guess_is_warned_of_by_its_label() {
     let dir = std::env::temp_dir().join(format!("pp-server-short-token-{}", std::process::id()));
