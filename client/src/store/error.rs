@@ -82,6 +82,16 @@ pub enum StoreError {
         /// The file.
         path: PathBuf,
     },
+    /// A process that records was given a history on a file system
+    /// mounted read-only.
+    #[error(
+        "history database {} is on a read-only file system: pass --db a file on one you may write, or --no-record",
+        path.display()
+    )]
+    ReadOnlyFileSystem {
+        /// The file.
+        path: PathBuf,
+    },
     /// A command that changes the history (prune, a replay's record) was
     /// run on one this user may only read.
     #[error(

@@ -175,6 +175,15 @@ impl Store {
             StoreError::Sqlite(err) if err.sqlite_error_code() == Some(ErrorCode::ReadOnly) => StoreError::ReadOnly {
                 path: path.to_path_buf(),
             },
+            // SQLite says only "unable to open database file" when it
+            // cannot make its journal beside a file it may not write.
+            StoreError::Sqlite(err)
+                if err.sqlite_error_code() == Some(ErrorCode::CannotOpen) && on_a_read_only_file_system(path) =>
+            {
+                StoreError::ReadOnlyFileSystem {
+                    path: path.to_path_buf(),
+                }
+            }
             other => other,
         })?;
         // SQLite opens a file this user may not write read-only, without a
@@ -458,6 +467,15 @@ fn readable(path: &Path) -> bool {
 
 /// Creates the file with owner-only permissions before SQLite opens it, so
 /// payloads and secrets are never readable by others, not even for a moment.
+/// True when the folder of `path` is on a file system mounted read-only.
+fn on_a_read_only_file_system(path: &Path) -> bool {
+    let folder = path
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    rustix::fs::access(folder, rustix::fs::Access::WRITE_OK) == Err(rustix::io::Errno::ROFS)
+}
+
 fn create_private(path: &Path) -> std::io::Result<()> {
     match crate::private_file::options().write(true).create_new(true).open(path) {
         Ok(_) => Ok(()),
