@@ -221,6 +221,9 @@ impl Store {
             // read-only, and what would write says so then.
             Err(StoreError::WriteRefused { .. }) => return Self::open_read_only(path),
             Err(StoreError::Sqlite(err)) if is_read_only(&err) => return Self::open_read_only(path),
+            // A full disk has no room for the `-shm` file that sharing the
+            // WAL needs: what the file holds can still be read.
+            Err(StoreError::Sqlite(err)) if is_out_of_room(&err) => return Self::open_read_only(path),
             opened => opened?,
         };
         store.recover(Duration::ZERO)?;
@@ -255,7 +258,7 @@ impl Store {
             .and_then(|conn| conn.query_row("PRAGMA user_version", [], |_| Ok(())).map(|()| conn));
         let conn = match shared {
             Ok(conn) => conn,
-            Err(err) if is_read_only(&err) => {
+            Err(err) if is_read_only(&err) || is_out_of_room(&err) => {
                 let wal = beside(path, "-wal");
                 if std::fs::metadata(&wal).is_ok_and(|wal| wal.len() > 0) {
                     tracing::warn!(
@@ -396,6 +399,15 @@ fn is_read_only(err: &rusqlite::Error) -> bool {
     matches!(
         err.sqlite_error_code(),
         Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen)
+    )
+}
+
+/// True when SQLite could not write for want of room; it says "disk I/O
+/// error" of a file it could not grow as of a failing disk.
+fn is_out_of_room(err: &rusqlite::Error) -> bool {
+    matches!(
+        err.sqlite_error_code(),
+        Some(ErrorCode::DiskFull | ErrorCode::SystemIoFailure)
     )
 }
 
