@@ -15,7 +15,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse_args();
     let json = cli.reports_in_json();
     portpreview::logging::init(&cli);
-    portpreview_shared::open_files::raise_limit();
+    if let Err(too_few) = portpreview_shared::open_files::raise_to_enough() {
+        portpreview::to_stderr(format_args!("error: {too_few}\n"));
+        return ExitCode::from(2);
+    }
     // One thread drives the tunnel: on small machines cross-thread wake-ups
     // cost more than they give. The store writer has its own thread.
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {

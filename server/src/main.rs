@@ -69,7 +69,10 @@ fn main() -> ExitCode {
     };
     init_logging();
     // Every tunnel and every caller holds a socket.
-    portpreview_shared::open_files::raise_limit();
+    if let Err(too_few) = portpreview_shared::open_files::raise_to_enough() {
+        let _ = writeln!(std::io::stderr(), "error: {too_few}");
+        return ExitCode::from(2);
+    }
     // Anything that keeps the relay from starting is the caller's to fix
     // (a flag, a file, an address in use): exit 2, as for bad flags. Exit 1
     // is left for a relay that fails while it serves.

@@ -210,6 +210,27 @@ fn the_relay_takes_every_open_file_the_system_allows() {
     let _ = child.wait();
 }
 
+/// Under a limit on open files too low to run with, the relay says so
+/// in one line, where tokio's signal set-up would panic.
+#[cfg(unix)]
+#[test]
+fn too_few_open_files_exit_2_with_one_line() {
+    for limit in ["6", "7", "20"] {
+        let out = output_of_refused(Command::new("sh").args([
+            "-c",
+            r#"ulimit -n "$1" && exec "$0" --listen 127.0.0.1:0"#,
+            BIN,
+            limit,
+        ]));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert_eq!(
+            stderr,
+            format!("error: this process may open only {limit} files (ulimit -n); PortPreview needs at least 32\n")
+        );
+    }
+}
+
 #[test]
 fn a_token_short_enough_to_guess_is_warned_of_by_its_label() {
     let dir = std::env::temp_dir().join(format!("pp-server-short-token-{}", std::process::id()));

@@ -45,6 +45,22 @@ pub fn raise_limit() -> Option<u64> {
     Some(soft)
 }
 
+/// The fewest open files PortPreview runs with. Below it, setting up
+/// signal handling or the history fails part way, where tokio's signal
+/// set-up panics instead of returning an error.
+pub const FEWEST: u64 = 32;
+
+/// [`raise_limit`], and one line saying why the process cannot run when
+/// the limit stays under [`FEWEST`].
+pub fn raise_to_enough() -> Result<(), String> {
+    match raise_limit() {
+        Some(limit) if limit < FEWEST => Err(format!(
+            "this process may open only {limit} files (ulimit -n); PortPreview needs at least {FEWEST}"
+        )),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
