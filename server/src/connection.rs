@@ -44,6 +44,7 @@ pub async fn accept_loop(
     let limits = ConnectionLimits::new(relay.config.max_connections_per_ip, relay.config.max_connections);
     let local = listener.local_addr().map_err(RelayError::Accept)?;
     let mut over_the_cap = CapLog::default();
+    let mut out_of_files = ExhaustionLog::default();
     loop {
         let accepted = tokio::select! {
             biased;
@@ -55,7 +56,11 @@ pub async fn accept_loop(
             // `::ffff:a.b.c.d`; handlers match provider ranges on a.b.c.d.
             Ok((tcp, peer)) => (tcp, SocketAddr::new(peer.ip().to_canonical(), peer.port())),
             Err(err) if is_transient(&err) => {
-                tracing::debug!(%err, "accept failed; retrying");
+                if is_exhaustion(&err) {
+                    out_of_files.tell(&err);
+                } else {
+                    tracing::debug!(%err, "accept failed; retrying");
+                }
                 tokio::time::sleep(ACCEPT_BACKOFF).await;
                 continue;
             }
@@ -137,12 +142,42 @@ too many connections to the relay: try again shortly\n";
 
 fn is_transient(err: &io::Error) -> bool {
     use io::ErrorKind::*;
+    matches!(
+        err.kind(),
+        ConnectionAborted | ConnectionReset | ConnectionRefused | Interrupted | WouldBlock | TimedOut
+    ) || is_exhaustion(err)
+}
+
+/// True when the process or system is out of something that finishing
+/// connections gives back.
+fn is_exhaustion(err: &io::Error) -> bool {
     use rustix::io::Errno;
-    matches!(err.kind(), ConnectionAborted | ConnectionReset | ConnectionRefused | Interrupted | WouldBlock | TimedOut)
-        // The process or system is out of something that finishing
-        // connections gives back.
-        || Errno::from_io_error(err)
-            .is_some_and(|errno| [Errno::MFILE, Errno::NFILE, Errno::NOBUFS, Errno::NOMEM].contains(&errno))
+    Errno::from_io_error(err)
+        .is_some_and(|errno| [Errno::MFILE, Errno::NFILE, Errno::NOBUFS, Errno::NOMEM].contains(&errno))
+}
+
+/// Accepts refused for want of descriptors or memory, told at most once a
+/// minute: meanwhile callers wait unanswered in the listen queue, and an
+/// operator must learn why, without a line per try.
+#[derive(Default)]
+struct ExhaustionLog {
+    last_told: Option<tokio::time::Instant>,
+}
+
+impl ExhaustionLog {
+    fn tell(&mut self, err: &io::Error) {
+        let now = tokio::time::Instant::now();
+        if self.last_told.is_some_and(|told| now < told + CapLog::EVERY) {
+            return;
+        }
+        self.last_told = Some(now);
+        tracing::warn!(
+            %err,
+            open_files = portpreview_shared::open_files::limit().map(tracing::field::display),
+            "cannot accept connections: callers wait until some close (raise the open-file limit, ulimit -n); \
+             one such line a minute at most"
+        );
+    }
 }
 
 async fn serve(relay: Arc<Relay>, tcp: TcpStream, peer: SocketAddr, local: SocketAddr, slot: Slot) {

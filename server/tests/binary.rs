@@ -231,6 +231,50 @@ fn too_few_open_files_exit_2_with_one_line() {
     }
 }
 
+/// Out of descriptors, the relay cannot accept, and callers wait in the
+/// listen queue: the operator is told why.
+#[cfg(unix)]
+#[test]
+fn a_relay_out_of_open_files_says_so() {
+    let mut child = Command::new("sh")
+        .args(["-c", r#"ulimit -n 40 && exec "$0" --listen 127.0.0.1:0"#, BIN])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let guard = KillOnDrop(child.id());
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("portpreview-server listening on ")
+        .expect(&line)
+        .to_string();
+    let held: Vec<_> = (0..60).map(|_| std::net::TcpStream::connect(&addr).unwrap()).collect();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("cannot accept connections") {
+                let _ = tx.send(line);
+                return;
+            }
+        }
+    });
+    let told = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("no line about the open-file limit");
+    assert!(
+        told.contains("WARN") && told.contains("ulimit -n") && told.contains("open_files=40"),
+        "{told}"
+    );
+    drop(held);
+    drop(guard);
+    let _ = child.wait();
+}
+
 #[test]
 fn a_token_short_enough_to_guess_is_warned_of_by_its_label() {
     let dir = std::env::temp_dir().join(format!("pp-server-short-token-{}", std::process::id()));
