@@ -2146,3 +2146,34 @@ async fn answers_with_lengths_the_relay_cannot_pass_on_are_told_and_recorded_as_
     let (summary, _) = tunnel.next_delivery().await;
     assert_eq!((summary.status, summary.error.as_deref()), (Some(200), None));
 }
+
+/// A relay that shuts down while a request waits answers its caller 502,
+/// and the history says the relay shut down, not that a connection was
+/// lost: the client reads why in the relay's close.
+#[tokio::test]
+async fn a_request_cut_off_by_the_relays_shutdown_is_recorded_as_such() {
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        drain_timeout: Duration::from_millis(200),
+        ..Default::default()
+    })
+    .await;
+    let release = CancellationToken::new();
+    let handler = LocalHandler::holding("/held", release.clone()).await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let url = tunnel.url("/held");
+    let call = tokio::spawn(async move { caller::post(&url, "x").await });
+    handler.wait_for_request().await;
+    relay.stop().await;
+    let answer = call.await.expect("the caller");
+    assert_eq!(answer.status, 502);
+    assert!(answer.text().contains("the relay shut down"), "{}", answer.text());
+    release.cancel();
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!(
+        summary.error.as_deref(),
+        Some(
+            "the relay shut down before the answer; the relay answered the caller 502; \
+             the handler then answered 200, which reached no caller"
+        )
+    );
+}

@@ -7,7 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::{Sink, Stream, StreamExt};
 use portpreview_shared::codec;
-use portpreview_shared::message::{version_mismatch, PROTOCOL_VERSION};
+use portpreview_shared::message::{version_mismatch, PROTOCOL_VERSION, RELAY_SHUTTING_DOWN};
 use portpreview_shared::stall::overslept;
 use portpreview_shared::text::truncate;
 use portpreview_shared::{ClientMessage, ServerMessage};
@@ -242,7 +242,7 @@ fn say_goodbye(outbox: &Outbox, end: End) -> bool {
             tracing::debug!("closing: client silent");
             outbox.close(CloseCode::Away, "no answer to pings");
         }
-        End::Shutdown => outbox.close(CloseCode::Away, "relay shutting down"),
+        End::Shutdown => outbox.close(CloseCode::Away, RELAY_SHUTTING_DOWN),
     }
     true
 }

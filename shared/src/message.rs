@@ -24,6 +24,10 @@ pub const NAME_HEADER: &str = "x-portpreview-name";
 /// proves a reconnecting client owns the name it asks for back.
 pub const RESUME_HEADER: &str = "x-portpreview-resume";
 
+/// The relay's close reason when it shuts down. It has answered the
+/// callers still waiting (502) before it closes, which the client records.
+pub const RELAY_SHUTTING_DOWN: &str = "relay shutting down";
+
 /// Largest body chunk carried by one frame. Large bodies are split so that a
 /// big upload never holds the socket long enough to stall its neighbours.
 pub const CHUNK_SIZE: usize = 64 * 1024;

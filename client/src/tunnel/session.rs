@@ -10,7 +10,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::{Sink, Stream, StreamExt};
 use portpreview_shared::codec;
-use portpreview_shared::message::{grantable, ServerMessage, StreamId, MAX_IN_FLIGHT, STREAM_WINDOW};
+use portpreview_shared::message::{
+    grantable, ServerMessage, StreamId, MAX_IN_FLIGHT, RELAY_SHUTTING_DOWN, STREAM_WINDOW,
+};
 use portpreview_shared::stall::overslept;
 use portpreview_shared::text::truncate;
 use tokio::sync::{mpsc, oneshot, Semaphore};
@@ -332,7 +334,15 @@ impl Session {
         }
         let frame = match message {
             Message::Binary(frame) => frame,
-            Message::Close(close) => return ControlFlow::Break(SessionEnd::Lost(close_reason(close))),
+            Message::Close(close) => {
+                if close.as_ref().is_some_and(|frame| frame.reason == RELAY_SHUTTING_DOWN) {
+                    // Its callers still waiting had their 502 before the close.
+                    for (_, entry) in self.streams.drain() {
+                        let _ = entry.reset.send(RELAY_SHUT_DOWN.into());
+                    }
+                }
+                return ControlFlow::Break(SessionEnd::Lost(close_reason(close)));
+            }
             Message::Pong(pong) if self.pause.as_ref().is_some_and(|pause| pause.answered_by(&pong)) => {
                 self.pause = None;
                 for (stream, chunk, exchange) in std::mem::take(&mut self.held_bodies) {
@@ -590,6 +600,9 @@ fn protocol_error(outbox: &Outbox, reason: &str) -> SessionEnd {
     })));
     SessionEnd::Malformed(reason)
 }
+
+/// Why an exchange cut off by the relay's shutdown failed.
+const RELAY_SHUT_DOWN: &str = "the relay shut down before the answer; the relay answered the caller 502";
 
 fn close_reason(close: Option<CloseFrame>) -> String {
     match close {
