@@ -41,7 +41,8 @@ pub async fn accept_loop(
     relay: Arc<Relay>,
     connections: &TaskTracker,
 ) -> Result<(), RelayError> {
-    let limits = ConnectionLimits::new(relay.config.max_connections_per_ip, relay.config.max_connections);
+    let total = within_open_files(relay.config.max_connections, portpreview_shared::open_files::limit());
+    let limits = ConnectionLimits::new(relay.config.max_connections_per_ip, total);
     let local = listener.local_addr().map_err(RelayError::Accept)?;
     let mut over_the_cap = CapLog::default();
     let mut out_of_files = ExhaustionLog::default();
@@ -86,6 +87,22 @@ pub async fn accept_loop(
     }
     over_the_cap.tell_the_rest();
     Ok(())
+}
+
+/// Descriptors kept back from connections: the relay's own (its
+/// listener, the runtime's, the log's), and one to accept a connection
+/// over the cap and tell it so.
+const KEPT_BACK: u64 = 32;
+
+/// `max` connections, or fewer when the limit on open files would refuse
+/// them first: past the cap a caller is told 503 at once, where past the
+/// limit it would wait unanswered in the listen queue.
+fn within_open_files(max: usize, open_files: Option<u64>) -> usize {
+    let Some(limit) = open_files else {
+        return max;
+    };
+    let room = usize::try_from(limit.saturating_sub(KEPT_BACK)).unwrap_or(usize::MAX);
+    max.min(room).max(1)
 }
 
 /// The connections refused at the cap, told to the log at most once a
@@ -272,6 +289,14 @@ mod tests {
 
     /// Running out of descriptors or memory passes as connections close;
     /// only other failures end the accept loop.
+    #[test]
+    fn connections_are_capped_below_the_open_file_limit() {
+        assert_eq!(within_open_files(10_000, Some(1024)), 1024 - 32);
+        assert_eq!(within_open_files(10_000, Some(1 << 20)), 10_000);
+        assert_eq!(within_open_files(10_000, None), 10_000, "unlimited");
+        assert_eq!(within_open_files(10_000, Some(8)), 1);
+    }
+
     #[test]
     fn exhaustion_is_waited_out_and_other_failures_are_not() {
         for errno in [Errno::MFILE, Errno::NFILE, Errno::NOBUFS, Errno::NOMEM] {

@@ -298,7 +298,8 @@ impl Running {
             match local_relay {
                 Some(listener) => {
                     let loopback = listener.local_addr().is_ok_and(|addr| addr.ip().is_loopback());
-                    let config = local_relay_config(args.local_timeout, loopback);
+                    let open_files = portpreview_shared::open_files::limit();
+                    let config = local_relay_config(args.local_timeout, loopback, open_files);
                     let result = portpreview_server::run(listener, config, relay_shutdown.clone()).await;
                     // Without its relay the tunnel could only retry forever.
                     if result.is_err() {
@@ -433,10 +434,15 @@ fn same_relay(a: &str, b: &str) -> bool {
 /// half-sent) for the hour PortPreview may be stopped (ctrl-z, a
 /// debugger), where a public relay closes it after 10 s, and so resets a
 /// request a kept-alive caller sent during the pause. A `--local-listen`
-/// open to the network keeps the public relay's limit.
-fn local_relay_config(local_timeout: Duration, loopback: bool) -> RelayConfig {
+/// open to the network keeps the public relay's limit. Its callers'
+/// connections share `open_files` with the connections to the handler,
+/// one for each request they send: they get half, so that past it a
+/// caller is told 503, not every request 502 for want of a socket.
+fn local_relay_config(local_timeout: Duration, loopback: bool, open_files: Option<u64>) -> RelayConfig {
     let defaults = RelayConfig::default();
+    let half = open_files.map_or(usize::MAX, |limit| usize::try_from(limit / 2).unwrap_or(usize::MAX));
     RelayConfig {
+        max_connections: defaults.max_connections.min(half).max(1),
         request_timeout: (local_timeout + LOCAL_RELAY_MARGIN).clamp(DEFAULT_REQUEST_TIMEOUT, MAX_WAIT),
         header_read_timeout: if loopback {
             LOCAL_IDLE
@@ -500,7 +506,7 @@ mod tests {
 
     #[test]
     fn the_local_relay_outwaits_the_handlers_timeout() {
-        let waits = |secs| local_relay_config(Duration::from_secs(secs), true).request_timeout;
+        let waits = |secs| local_relay_config(Duration::from_secs(secs), true, None).request_timeout;
         assert_eq!(waits(28), DEFAULT_REQUEST_TIMEOUT, "the default stays as every relay's");
         assert_eq!(waits(5), DEFAULT_REQUEST_TIMEOUT);
         assert_eq!(waits(90), Duration::from_secs(92));
@@ -508,9 +514,17 @@ mod tests {
 
     #[test]
     fn only_a_local_relay_on_loopback_lets_connections_idle_for_long() {
-        let idle = |loopback| local_relay_config(Duration::from_secs(28), loopback).header_read_timeout;
+        let idle = |loopback| local_relay_config(Duration::from_secs(28), loopback, None).header_read_timeout;
         assert_eq!(idle(true), LOCAL_IDLE);
         assert_eq!(idle(false), RelayConfig::default().header_read_timeout);
+    }
+
+    #[test]
+    fn a_local_relays_callers_get_half_the_open_files() {
+        let cap = |limit| local_relay_config(Duration::from_secs(28), true, limit).max_connections;
+        assert_eq!(cap(Some(1024)), 512);
+        assert_eq!(cap(None), RelayConfig::default().max_connections, "unlimited");
+        assert_eq!(cap(Some(1 << 20)), RelayConfig::default().max_connections);
     }
 
     #[test]
