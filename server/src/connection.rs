@@ -19,6 +19,7 @@ use crate::error::RelayError;
 use crate::headscan::{HeadLimits, HeadScan};
 use crate::ingress::{self, ConnInfo, Relay};
 use crate::limits::{ConnectionLimits, Slot};
+use crate::linger::{Linger, LingerAsk};
 use crate::write_stall::WriteStall;
 
 /// Pause after an accept error that more connections will not cure at once
@@ -201,19 +202,29 @@ async fn serve(relay: Arc<Relay>, tcp: TcpStream, peer: SocketAddr, local: Socke
     // Under TLS, on the socket itself: a TLS stream's flush waits for its
     // whole buffer to drain, and would hide progress a slow reader makes.
     let tcp = WriteStall::new(tcp, relay.config.write_stall_timeout);
+    // Also on the socket: what a lingering close throws away needs no
+    // TLS record decrypted.
+    let (tcp, linger) = Linger::new(tcp, relay.shutdown.clone());
     let Some(tls) = relay.config.tls.clone() else {
-        return serve_http(relay, tcp, peer, local, false, slot).await;
+        return serve_http(relay, tcp, peer, local, false, slot, linger).await;
     };
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
     match tokio::time::timeout(relay.config.header_read_timeout, acceptor.accept(tcp)).await {
-        Ok(Ok(stream)) => serve_http(relay, stream, peer, local, true, slot).await,
+        Ok(Ok(stream)) => serve_http(relay, stream, peer, local, true, slot, linger).await,
         Ok(Err(err)) => tracing::debug!(%peer, %err, "TLS handshake failed"),
         Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
     }
 }
 
-async fn serve_http<IO>(relay: Arc<Relay>, io: IO, peer: SocketAddr, local: SocketAddr, tls: bool, slot: Slot)
-where
+async fn serve_http<IO>(
+    relay: Arc<Relay>,
+    io: IO,
+    peer: SocketAddr,
+    local: SocketAddr,
+    tls: bool,
+    slot: Slot,
+    linger: LingerAsk,
+) where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let config = &relay.config;
@@ -230,6 +241,7 @@ where
         https: tls || config.behind_https,
         verdicts,
         slot,
+        linger,
     });
     let shutdown = relay.shutdown.clone();
     let drain = config.drain_timeout;

@@ -17,6 +17,7 @@ use crate::headers::{forwarded_element, Hop};
 use crate::headscan::Verdicts;
 use crate::held_news::HeldNews;
 use crate::limits::Slot;
+use crate::linger::LingerAsk;
 use crate::names;
 use crate::registry::{Registry, Route};
 use crate::turned_away::{declared_body_size, TurnedAway};
@@ -56,6 +57,8 @@ pub struct ConnInfo {
     pub verdicts: Arc<Verdicts>,
     /// This connection's place under the connection caps.
     pub slot: Slot,
+    /// Makes this connection's close read what its caller still sends.
+    pub linger: LingerAsk,
 }
 
 /// Where a request goes, by its Host and path alone.

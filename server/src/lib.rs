@@ -22,6 +22,7 @@ pub mod headscan;
 mod held_news;
 pub mod ingress;
 mod limits;
+mod linger;
 mod names;
 mod port;
 mod public_url;
