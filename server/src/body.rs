@@ -40,6 +40,12 @@ pub const PLAIN_TEXT: &str = "text/plain; charset=utf-8";
 #[derive(Debug, Clone, Copy)]
 pub struct OwnAnswer;
 
+/// Marks an answer given after the caller's body was read from, in the
+/// response's extensions: hyper has sent a caller waiting for
+/// `100 Continue` its go-ahead, so more of the body may be coming.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyAsked;
+
 /// A response with a short plain-text body saying why.
 pub fn answer(status: StatusCode, text: impl Into<String>) -> Response<RelayBody> {
     let mut text = text.into();

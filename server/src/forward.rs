@@ -13,7 +13,7 @@ use portpreview_shared::request_ref::RequestHeadRef;
 use tokio::sync::oneshot;
 use tokio_util::task::AbortOnDropHandle;
 
-use crate::body::{answer, RelayBody};
+use crate::body::{answer, BodyAsked, RelayBody};
 use crate::headers::{request_headers, Hop};
 use crate::port::StreamPort;
 use crate::registry::{BodyAtOpen, OpenError, Tunnel};
@@ -70,10 +70,10 @@ pub async fn forward(
         Ok(split) => split,
         Err(Unread::Broken) => return turning.answer(StatusCode::BAD_REQUEST, UNREADABLE_BODY.into()),
         Err(Unread::Late) => {
-            return turning.answer(
+            return asked(turning.answer(
                 StatusCode::REQUEST_TIMEOUT,
                 "the request body did not arrive in time".into(),
-            )
+            ))
         }
     };
     let body_at_open = match to_pump {
@@ -115,7 +115,20 @@ pub async fn forward(
             (None, None)
         }
     };
-    await_answer(port, &parts, (pump, pump_end), deadline, limits).await
+    let pumping = pump.is_some();
+    let answered = await_answer(port, &parts, (pump, pump_end), deadline, limits).await;
+    // Otherwise the body came whole before the stream opened: none follows.
+    if pumping {
+        asked(answered)
+    } else {
+        answered
+    }
+}
+
+/// `response`, marked as given once the caller's body was being read.
+fn asked(mut response: Response<RelayBody>) -> Response<RelayBody> {
+    response.extensions_mut().insert(BodyAsked);
+    response
 }
 
 /// Waits for the client's answer on `port` while the caller's body, if any

@@ -1,0 +1,69 @@
+//! A caller the relay refuses while its body is still coming hears why,
+//! even when it writes the whole body before it reads a byte of the answer,
+//! as most HTTP libraries and proxies do.
+
+mod common;
+
+use common::local::LocalHandler;
+use common::relay::TestRelay;
+use common::tunnel::TestTunnel;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Far more than loopback's socket buffers hold: the caller's writes only
+/// finish if the relay reads what it sends.
+const BODY: usize = 16 * 1024 * 1024;
+
+/// POSTs a body of `BODY` bytes to `path` on `relay`, writing all of it
+/// before reading, and returns the answer read until the relay closes.
+async fn post_all_then_read(relay: &TestRelay, path: &str) -> String {
+    let mut stream = TcpStream::connect(relay.addr).await.expect("connect");
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {BODY}\r\n\r\n",
+        relay.addr
+    );
+    stream.write_all(head.as_bytes()).await.expect("head");
+    stream
+        .write_all(&vec![b'x'; BODY])
+        .await
+        .expect("the whole body is taken, though the relay has refused it");
+    let mut answer = Vec::new();
+    stream
+        .read_to_end(&mut answer)
+        .await
+        .expect("the answer, then the relay's close, with no reset");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[tokio::test]
+async fn a_caller_writing_a_body_over_the_limit_before_reading_gets_the_413() {
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        max_body: 1024,
+        ..Default::default()
+    })
+    .await;
+    let handler = LocalHandler::echo().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let answer = post_all_then_read(&relay, &format!("/t/{}/big", tunnel.name())).await;
+    assert!(answer.starts_with("HTTP/1.1 413 "), "{answer:.300}");
+    assert!(
+        answer.ends_with("\r\n\r\nrequest body over the relay's limit of 1024 bytes\n"),
+        "the relay says why: {answer:.300}"
+    );
+    assert!(answer.contains("connection: close\r\n"), "{answer:.300}");
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!(
+        summary.error.as_deref(),
+        Some("the relay answered the caller 413: request body over the relay's limit of 1024 bytes"),
+        "what the history says the caller got is what it got"
+    );
+    assert!(handler.requests().is_empty(), "the handler never saw it");
+}
+
+#[tokio::test]
+async fn a_caller_writing_a_large_body_to_no_tunnel_before_reading_gets_the_404() {
+    let relay = TestRelay::start().await;
+    let answer = post_all_then_read(&relay, "/t/nobody-here/hook").await;
+    assert!(answer.starts_with("HTTP/1.1 404 "), "{answer:.300}");
+    assert!(answer.ends_with("\r\n\r\nno such tunnel\n"), "{answer:.300}");
+}
