@@ -20,6 +20,7 @@ use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
 
 use crate::config::Secret;
 
+mod answer;
 mod pinned;
 
 /// The client's socket to the relay.
@@ -387,15 +388,12 @@ fn upgrade_error(err: tungstenite::Error, options: &ConnectOptions) -> ConnectEr
                 name: options.name.clone().unwrap_or_default(),
                 why: relay_reason(&response),
             },
-            // The relay's reason when it gives one (its connection cap);
-            // a proxy's error page is cut short.
+            // The relay's reason when it gives one (its connection cap); a
+            // proxy in front may answer as well (the relay behind it down),
+            // so what answered is not called the relay, and its error page
+            // is told by its title.
             status if status.is_server_error() => {
-                let reason = portpreview_shared::text::shorten(&relay_reason(&response), 200);
-                ConnectError::Unreachable(if reason.is_empty() {
-                    format!("the relay answered {status}")
-                } else {
-                    format!("the relay answered {status}: {reason}")
-                })
+                ConnectError::Unreachable(format!("the server there answered {}", answer::told(&response)))
             }
             // A relay switches protocols or says no; anything else that
             // answers (a web server, the handler itself) is no relay, and
@@ -410,7 +408,21 @@ fn upgrade_error(err: tungstenite::Error, options: &ConnectOptions) -> ConnectEr
                 "{} answered 404: give --server as the relay's address alone, with no path",
                 options.url
             )),
-            status => ConnectError::Refused(format!("{} ({status})", relay_reason(&response))),
+            // The relay's own "expected a WebSocket upgrade" to what this
+            // client sent as one: something in between dropped its headers.
+            StatusCode::BAD_REQUEST
+                if answer::plain_reason(&response).is_some_and(|r| r.starts_with("expected a WebSocket upgrade")) =>
+            {
+                ConnectError::Refused(format!(
+                    "{} ({}): a proxy in front of the relay must pass the Upgrade and Connection headers on",
+                    relay_reason(&response),
+                    response.status()
+                ))
+            }
+            status => ConnectError::Refused(match answer::plain_reason(&response) {
+                Some(reason) => format!("{reason} ({status})"),
+                None => format!("{} answered {}", options.url, answer::told(&response)),
+            }),
         },
         tungstenite::Error::Url(e) => ConnectError::BadUrl(e.to_string()),
         tungstenite::Error::Tls(e) => ConnectError::Tls(e.to_string()),
@@ -524,29 +536,84 @@ mod tests {
     #[test]
     fn a_relay_turning_the_client_away_is_heard_out() {
         let options = local_options();
-        let answer = |body: &[u8]| {
+        let answer = |status: u16, content_type: &str, body: &[u8]| {
             let page = tungstenite::http::Response::builder()
-                .status(503)
+                .status(status)
+                .header(http::header::CONTENT_TYPE, content_type)
                 .body(Some(body.to_vec()))
                 .expect("response");
             upgrade_error(tungstenite::Error::Http(Box::new(page)), &options).to_string()
         };
-        let told = answer(b"too many connections to the relay: try again shortly\n");
-        assert!(
-            told.ends_with(
-                "the relay answered 503 Service Unavailable: too many connections to the relay: try again shortly"
-            ),
-            "{told}"
+        let plain = "text/plain; charset=utf-8";
+        let told = answer(503, plain, b"too many connections to the relay: try again shortly\n");
+        // `connect` puts the address tried before "the server there".
+        assert_eq!(
+            told,
+            "cannot reach the relay: the server there answered \
+             503 Service Unavailable: too many connections to the relay: try again shortly"
         );
-        let silent = answer(b"");
+        let silent = answer(503, plain, b"");
         assert!(
-            silent.ends_with("the relay answered 503 Service Unavailable"),
+            silent.ends_with(": the server there answered 503 Service Unavailable"),
             "{silent}"
         );
-        let page = answer(&[b'x'; 5000]);
+        let page = answer(503, plain, &[b'x'; 5000]);
         assert!(
-            page.len() < 400 && page.ends_with('…'),
-            "a proxy's page is cut short: {page}"
+            page.ends_with(": the server there answered 503 Service Unavailable"),
+            "a long page is left out: {page}"
+        );
+    }
+
+    /// nginx in front of a relay that is down answers the upgrade with its
+    /// own page: told by its status, and not as the relay's words.
+    #[test]
+    fn a_proxys_error_page_is_told_by_its_status_alone() {
+        let page = tungstenite::http::Response::builder()
+            .status(502)
+            .header(http::header::CONTENT_TYPE, "text/html")
+            .body(Some(
+                b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway\
+                  </h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
+                    .to_vec(),
+            ))
+            .expect("response");
+        let err = upgrade_error(tungstenite::Error::Http(Box::new(page)), &local_options());
+        assert!(!err.is_fatal(), "a proxy's 502 is worth another try: {err}");
+        assert_eq!(
+            err.to_string(),
+            "cannot reach the relay: the server there answered 502 Bad Gateway"
+        );
+        let forbidden = tungstenite::http::Response::builder()
+            .status(403)
+            .header(http::header::CONTENT_TYPE, "text/html")
+            .body(Some(
+                b"<html><head><title>Access denied | relay.test</title></head><body>...</body></html>".to_vec(),
+            ))
+            .expect("response");
+        let err = upgrade_error(tungstenite::Error::Http(Box::new(forbidden)), &local_options());
+        assert_eq!(
+            err.to_string(),
+            "the relay refused the tunnel: ws://127.0.0.1:3000/_portpreview/connect answered 403 Forbidden, \
+             a page titled \"Access denied | relay.test\""
+        );
+    }
+
+    /// An older relay's answer to an upgrade whose Upgrade and Connection
+    /// headers a proxy did not pass on.
+    #[test]
+    fn an_upgrade_that_arrived_as_none_names_the_proxy_between() {
+        let refused = tungstenite::http::Response::builder()
+            .status(400)
+            .header(http::header::CONTENT_TYPE, "text/plain; charset=utf-8")
+            .body(Some(
+                b"expected a WebSocket upgrade (portpreview clients connect here)\n".to_vec(),
+            ))
+            .expect("response");
+        let err = upgrade_error(tungstenite::Error::Http(Box::new(refused)), &local_options());
+        assert_eq!(
+            err.to_string(),
+            "the relay refused the tunnel: expected a WebSocket upgrade (portpreview clients connect here) \
+             (400 Bad Request): a proxy in front of the relay must pass the Upgrade and Connection headers on"
         );
     }
 
