@@ -12,6 +12,7 @@ mod outage;
 mod outbox;
 mod pause;
 mod persist;
+mod plain_url;
 mod respond;
 mod session;
 
@@ -202,6 +203,7 @@ async fn serve_until_stopped(
     let mut connected_once = false;
     let mut failed_tries = 0;
     let mut name_held_since = None;
+    let mut warned_plain_url = false;
     loop {
         let attempt = tokio::select! {
             () = stop.asked.cancelled() => return Ok(()),
@@ -220,6 +222,7 @@ async fn serve_until_stopped(
                 lock(&shared.public_url).clone_from(&welcome.public_url);
                 let also_url = connect::path_url(&options.url, &welcome.name)
                     .filter(|by_path| !welcome.public_url.contains("/t/") && *by_path != welcome.public_url);
+                let plain_url = plain_url::warning(&options.url, &welcome.public_url).filter(|_| !warned_plain_url);
                 report(
                     &events,
                     TunnelEvent::Connected {
@@ -228,6 +231,11 @@ async fn serve_until_stopped(
                         target: target.clone(),
                     },
                 );
+                // Once: each reconnect prints the same URL again.
+                if let Some(text) = plain_url {
+                    warned_plain_url = true;
+                    report(&events, TunnelEvent::Notice { text });
+                }
                 let (end, left) = serve_session(socket, shared.clone()).await?;
                 backoff.connection_ended(up_since.elapsed());
                 unfinished.keep(left);
