@@ -78,6 +78,25 @@ async fn assert_no_warning(mut tunnel: TestTunnel, relay: SocketAddr) {
     tunnel.stop().await.expect("clean stop");
 }
 
+#[tokio::test]
+async fn a_proxy_that_drops_the_upgrade_headers_is_named() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let proxy = Proxy::start(relay.addr, None, &["upgrade", "connection"]).await;
+    let refused = TestTunnel::start_with(&proxy.http_url(), &handler.url(), TunnelOptions::default()).await;
+    let said = match refused {
+        Err(err) => err.to_string(),
+        Ok(tunnel) => panic!("a tunnel opened at {} without an upgrade", tunnel.public_url),
+    };
+    assert!(said.starts_with("the relay refused the tunnel: "), "{said}");
+    assert!(
+        said.contains("arrived without its Upgrade and Connection headers")
+            && said.contains("a proxy in front of the relay must pass both on"),
+        "{said}"
+    );
+    assert!(said.ends_with("(400 Bad Request)"), "{said}");
+}
+
 /// TLS settings for a proxy on `localhost`, and the file its client trusts.
 fn proxy_tls(dir: &std::path::Path) -> (Arc<rustls::ServerConfig>, std::path::PathBuf) {
     let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("self-signed certificate");
@@ -141,6 +160,11 @@ impl Proxy {
     /// certificate has.
     fn https_url(&self) -> String {
         format!("https://localhost:{}", self.addr.port())
+    }
+
+    /// Its address as a client's `--server`, in plain HTTP.
+    fn http_url(&self) -> String {
+        format!("http://{}", self.addr)
     }
 }
 

@@ -75,6 +75,11 @@ pub fn accept(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, req: Request<Incoming>) 
     }
 }
 
+/// Why a WebSocket handshake came without `Upgrade` and `Connection`.
+const UPGRADE_HEADERS_LOST: &str = "the WebSocket upgrade arrived without its Upgrade and Connection headers: \
+     a proxy in front of the relay must pass both on (nginx: proxy_http_version 1.1, \
+     proxy_set_header Upgrade $http_upgrade, proxy_set_header Connection upgrade)";
+
 /// The WebSocket version the relay speaks (RFC 6455).
 const WEBSOCKET_VERSION: &str = "13";
 
@@ -172,6 +177,11 @@ fn handshake(req: &Request<Incoming>) -> Result<String, Refusal> {
         && has_token(headers, header::UPGRADE, "websocket")
         && has_token(headers, header::CONNECTION, "upgrade");
     let Some(accept_key) = key.filter(|_| is_upgrade) else {
+        // A client's handshake, key and all, that lost its hop-by-hop
+        // headers on the way: a proxy that does not pass them on.
+        if req.method() == Method::GET && headers.contains_key(header::SEC_WEBSOCKET_KEY) {
+            return Err(refuse(StatusCode::BAD_REQUEST, UPGRADE_HEADERS_LOST));
+        }
         return Err(Refusal {
             not_a_client: true,
             ..refuse(
