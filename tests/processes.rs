@@ -484,7 +484,8 @@ async fn the_relay_logs_who_connected_by_token_label_and_neither_side_logs_the_t
     let tokens = dir.path().join("tokens.toml");
     std::fs::write(
         &tokens,
-        "[[token]]\ntoken = \"s3cret-token-value\"\nlabel = \"alice\"\n",
+        "[[token]]\ntoken = \"s3cret-token-value\"\nlabel = \"alice\"\nnames = [\"alice-api\"]\n\n\
+         [[token]]\ntoken = \"b0b-token-value-0\"\nlabel = \"bob\"\n",
     )
     .expect("tokens file");
     let log = dir.path().join("relay.log");
@@ -535,6 +536,15 @@ async fn the_relay_logs_who_connected_by_token_label_and_neither_side_logs_the_t
     taken_args.push(name.to_owned());
     let mut taken = Running::start(&portpreview_bin(), &as_strs(&taken_args), dir.path());
     assert_eq!(taken.exit_code(Duration::from_secs(20)).await, Some(2));
+    let mut reserved = Running::start(
+        &portpreview_bin(),
+        &as_strs(&tunnel_args(
+            "b0b-token-value-0",
+            &["--no-record", "--name", "alice-api"],
+        )),
+        dir.path(),
+    );
+    assert_eq!(reserved.exit_code(Duration::from_secs(20)).await, Some(2));
     client.signal("TERM");
     let _ = client.exit_code(Duration::from_secs(10)).await;
     relay.signal("TERM");
@@ -564,9 +574,22 @@ async fn the_relay_logs_who_connected_by_token_label_and_neither_side_logs_the_t
     );
     assert!(
         logged.lines().any(|l| l.contains("client refused")
+            && l.contains("token=alice")
             && l.contains("status=409")
             && l.contains(&format!("name {name} is in use"))),
         "{logged}"
+    );
+    // Behind a proxy every peer is the proxy: the label says who tried.
+    assert!(
+        logged.lines().any(|l| l.contains("client refused")
+            && l.contains("token=bob")
+            && l.contains("status=403")
+            && l.contains("alice-api is reserved")),
+        "{logged}"
+    );
+    assert!(
+        !logged.lines().any(|l| l.contains("status=401") && l.contains("token=")),
+        "an invalid token has no label: {logged}"
     );
     assert!(
         logged.lines().any(|l| l.contains("tunnel disconnected")
@@ -575,7 +598,7 @@ async fn the_relay_logs_who_connected_by_token_label_and_neither_side_logs_the_t
         "the relay logs the client leaving as well: {logged}"
     );
     assert!(
-        !logged.contains("s3cret-token-value") && !logged.contains("not-it"),
+        !logged.contains("s3cret-token-value") && !logged.contains("b0b-token-value") && !logged.contains("not-it"),
         "{logged}"
     );
     let client_logged = std::fs::read_to_string(&client_log).expect("client log");

@@ -69,7 +69,10 @@ pub fn accept(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, req: Request<Incoming>) 
             refusal.into_response()
         }
         Err(refusal) => {
-            tracing::info!(peer = %conn.peer, status = refusal.status.as_u16(), reason = %refusal.reason, "client refused");
+            // Behind a proxy every peer is the proxy: the token's label
+            // says whose client it was, as `tunnel connected` does.
+            let token = refusal.token.as_deref().map(tracing::field::display);
+            tracing::info!(token, peer = %conn.peer, status = refusal.status.as_u16(), reason = %refusal.reason, "client refused");
             refusal.into_response()
         }
     }
@@ -91,6 +94,8 @@ struct Refusal {
     header: Option<(header::HeaderName, &'static str)>,
     /// Whether what was refused was no WebSocket upgrade at all.
     not_a_client: bool,
+    /// The label of the valid token the client sent, once it is known.
+    token: Option<String>,
 }
 
 impl Refusal {
@@ -113,6 +118,7 @@ fn refuse(status: StatusCode, reason: impl Into<String>) -> Refusal {
         reason: reason.into(),
         header: None,
         not_a_client: false,
+        token: None,
     }
 }
 
@@ -129,7 +135,10 @@ fn upgrade(
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     if let Some(wanted) = headers.get(NAME_HEADER) {
-        claimable(relay, wanted, owner, resume.as_deref())?;
+        claimable(relay, wanted, owner, resume.as_deref()).map_err(|refusal| Refusal {
+            token: token_label(relay, owner),
+            ..refusal
+        })?;
     }
     let ctx = session_context(relay, conn, headers, owner, resume);
     let on_upgrade = hyper::upgrade::on(&mut req);
@@ -227,6 +236,11 @@ fn owner(relay: &Relay, headers: &HeaderMap) -> Result<Owner, Refusal> {
     }
 }
 
+/// The label the logs name `owner`'s token by; tokens themselves are never logged.
+fn token_label(relay: &Relay, owner: Owner) -> Option<String> {
+    owner.and_then(|id| Some(relay.config.tokens.as_ref()?.label(id).to_string()))
+}
+
 /// Refuses a name that is malformed, or not this client's to take, before
 /// the upgrade: the client hears why in an HTTP status it can act on.
 fn claimable(relay: &Relay, wanted: &HeaderValue, owner: Owner, resume: Option<&str>) -> Result<(), Refusal> {
@@ -255,7 +269,7 @@ fn session_context(
         .and_then(|h| h.to_str().ok())
         .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_graphic() && b != b'/'))
         .map_or_else(|| conn.local.to_string(), str::to_string);
-    let token_label = owner.and_then(|id| Some(relay.config.tokens.as_ref()?.label(id).to_string()));
+    let token_label = token_label(relay, owner);
     SessionContext {
         peer: conn.peer,
         registry: Arc::clone(&relay.registry),
