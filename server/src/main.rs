@@ -16,7 +16,9 @@ use portpreview_shared::usage::one_line;
 #[derive(Debug, Parser)]
 #[command(name = "portpreview-server", version)]
 struct Args {
-    /// Address to listen on: 0.0.0.0:8080, [::]:8080, localhost:8080.
+    /// Address to listen on: 0.0.0.0:8080, [::]:8080, 127.0.0.1:8080. A host
+    /// name listens on the first address it resolves to only (localhost:
+    /// usually 127.0.0.1, not ::1).
     #[arg(long, value_name = "ADDR", value_parser = listen_address)]
     listen: SocketAddr,
     /// Serve tunnels as <name>.<DOMAIN> too (needs wildcard DNS).
@@ -275,7 +277,7 @@ fn listen_address(text: &str) -> Result<SocketAddr, String> {
     }
     let resolved = text
         .to_socket_addrs()
-        .map_err(|err| format!("not an address like 0.0.0.0:8080 or localhost:8080 ({err})"))?;
+        .map_err(|err| format!("not an address like 0.0.0.0:8080 or 127.0.0.1:8080 ({err})"))?;
     resolved
         .into_iter()
         .next()
@@ -285,6 +287,20 @@ fn listen_address(text: &str) -> Result<SocketAddr, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `localhost:8080` listens on one of localhost's addresses: the help
+    /// offers addresses that say what they bind, and says so of a name.
+    #[test]
+    fn the_listen_help_says_a_host_name_binds_one_address() {
+        let command = Args::command();
+        let listen = command
+            .get_arguments()
+            .find(|arg| arg.get_id() == "listen")
+            .expect("--listen");
+        let help = listen.get_long_help().or(listen.get_help()).expect("help").to_string();
+        assert!(!help.contains("localhost:8080"), "{help}");
+        assert!(help.contains("first address it resolves to only"), "{help}");
+    }
 
     /// A relay behind an HTTPS proxy serves no TLS itself: half a TLS
     /// setting beside the flag is refused, not ignored.
