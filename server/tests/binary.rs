@@ -38,6 +38,38 @@ fn output_of_refused(command: &mut Command) -> std::process::Output {
     out.unwrap()
 }
 
+/// Starts the relay with `command`, and waits for the line saying where
+/// it listens: the process, what kills it should the test fail, and the
+/// address.
+fn listening(command: &mut Command) -> (std::process::Child, KillOnDrop, String) {
+    let mut child = command.stdout(Stdio::piped()).spawn().unwrap();
+    let guard = KillOnDrop(child.id());
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("portpreview-server listening on ")
+        .expect(&line)
+        .to_string();
+    (child, guard, addr)
+}
+
+/// The relay on a free loopback port, started under the shell's
+/// `ulimit` with `limit` (`-n 40`).
+fn under_ulimit(limit: &str) -> Command {
+    let mut command = Command::new("sh");
+    command
+        .args([
+            "-c",
+            &format!(r#"ulimit {limit} && exec "$0" --listen 127.0.0.1:0"#),
+            BIN,
+        ])
+        .stderr(Stdio::null());
+    command
+}
+
 #[test]
 fn bad_flags_and_files_exit_2_with_one_line() {
     let dir = std::env::temp_dir().join(format!("pp-server-bin-{}", std::process::id()));
@@ -134,22 +166,11 @@ fn an_address_in_use_exits_2_with_one_line_and_never_says_it_listens() {
 #[test]
 fn it_prints_where_it_listens_serves_and_stops_on_sigterm() {
     // A host name is taken too, as it is written in most examples.
-    let mut child = Command::new(BIN)
-        .args(["--listen", "localhost:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let guard = KillOnDrop(child.id());
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("portpreview-server listening on ")
-        .expect(&line)
-        .to_string();
+    let (mut child, guard, addr) = listening(
+        Command::new(BIN)
+            .args(["--listen", "localhost:0"])
+            .stderr(Stdio::null()),
+    );
     let listening: std::net::SocketAddr = addr.parse().unwrap();
     assert!(listening.ip().is_loopback(), "{addr}");
 
@@ -182,18 +203,7 @@ fn it_prints_where_it_listens_serves_and_stops_on_sigterm() {
 #[cfg(target_os = "linux")]
 #[test]
 fn the_relay_takes_every_open_file_the_system_allows() {
-    let mut child = Command::new("sh")
-        .args(["-c", r#"ulimit -Sn 256 && exec "$0" --listen 127.0.0.1:0"#, BIN])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let guard = KillOnDrop(child.id());
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.starts_with("portpreview-server listening on "), "{line}");
+    let (mut child, guard, _) = listening(&mut under_ulimit("-Sn 256"));
     let limits = std::fs::read_to_string(format!("/proc/{}/limits", child.id())).unwrap();
     let open_files: Vec<&str> = limits
         .lines()
@@ -216,12 +226,7 @@ fn the_relay_takes_every_open_file_the_system_allows() {
 #[test]
 fn too_few_open_files_exit_2_with_one_line() {
     for limit in ["6", "7", "20"] {
-        let out = output_of_refused(Command::new("sh").args([
-            "-c",
-            r#"ulimit -n "$1" && exec "$0" --listen 127.0.0.1:0"#,
-            BIN,
-            limit,
-        ]));
+        let out = output_of_refused(&mut under_ulimit(&format!("-n {limit}")));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{stderr}");
         assert_eq!(
@@ -237,22 +242,7 @@ fn too_few_open_files_exit_2_with_one_line() {
 #[cfg(unix)]
 #[test]
 fn a_relay_short_of_open_files_answers_503_rather_than_leave_callers_waiting() {
-    let mut child = Command::new("sh")
-        .args(["-c", r#"ulimit -n 40 && exec "$0" --listen 127.0.0.1:0"#, BIN])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let guard = KillOnDrop(child.id());
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("portpreview-server listening on ")
-        .expect(&line)
-        .to_string();
+    let (mut child, guard, addr) = listening(&mut under_ulimit("-n 40"));
     let held: Vec<_> = (0..60).map(|_| std::net::TcpStream::connect(&addr).unwrap()).collect();
     let mut late = std::net::TcpStream::connect(&addr).unwrap();
     late.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
