@@ -67,3 +67,35 @@ async fn a_caller_writing_a_large_body_to_no_tunnel_before_reading_gets_the_404(
     assert!(answer.starts_with("HTTP/1.1 404 "), "{answer:.300}");
     assert!(answer.ends_with("\r\n\r\nno such tunnel\n"), "{answer:.300}");
 }
+
+/// A handler that answers before it reads the body (a 401 to a bad
+/// signature, at the first bytes): the relay closes the caller's
+/// connection after that answer, since the rest of the body is not read,
+/// and a caller still writing reads the 401 rather than a reset.
+#[tokio::test]
+async fn a_caller_still_writing_reads_a_handlers_early_answer() {
+    let relay = TestRelay::start().await;
+    let handler = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let handler_url = format!("http://{}", handler.local_addr().expect("address"));
+    let early = tokio::spawn(async move {
+        let (mut socket, _) = handler.accept().await.expect("the request");
+        let mut head = Vec::new();
+        let mut byte = [0; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            socket.read_exact(&mut byte).await.expect("the head");
+            head.push(byte[0]);
+        }
+        socket
+            .write_all(b"HTTP/1.1 401 Unauthorized\r\ncontent-length: 13\r\n\r\nbad signature")
+            .await
+            .expect("the answer");
+        // Reads on, as a server does, so that only the relay's side is tested.
+        let _ = tokio::io::copy(&mut socket, &mut tokio::io::sink()).await;
+    });
+    let tunnel = TestTunnel::start(&relay.http_url(), &handler_url).await;
+    let answer = post_all_then_read(&relay, &format!("/t/{}/hook", tunnel.name())).await;
+    assert!(answer.starts_with("HTTP/1.1 401 "), "{answer:.300}");
+    assert!(answer.ends_with("\r\n\r\nbad signature"), "{answer:.300}");
+    assert!(answer.contains("connection: close\r\n"), "{answer:.300}");
+    early.abort();
+}

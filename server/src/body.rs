@@ -40,11 +40,11 @@ pub const PLAIN_TEXT: &str = "text/plain; charset=utf-8";
 #[derive(Debug, Clone, Copy)]
 pub struct OwnAnswer;
 
-/// Marks an answer given after the caller's body was read from, in the
-/// response's extensions: hyper has sent a caller waiting for
-/// `100 Continue` its go-ahead, so more of the body may be coming.
+/// Marks an answer given before the caller's body was all read, in the
+/// response's extensions: the rest is never read, so the connection
+/// closes after the answer, and the caller may still be sending.
 #[derive(Debug, Clone, Copy)]
-pub struct BodyAsked;
+pub struct BodyLeftUnread;
 
 /// A response with a short plain-text body saying why.
 pub fn answer(status: StatusCode, text: impl Into<String>) -> Response<RelayBody> {

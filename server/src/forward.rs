@@ -13,7 +13,7 @@ use portpreview_shared::request_ref::RequestHeadRef;
 use tokio::sync::oneshot;
 use tokio_util::task::AbortOnDropHandle;
 
-use crate::body::{answer, BodyAsked, RelayBody};
+use crate::body::{answer, BodyLeftUnread, RelayBody};
 use crate::headers::{request_headers, Hop};
 use crate::port::StreamPort;
 use crate::registry::{BodyAtOpen, OpenError, Tunnel};
@@ -70,7 +70,7 @@ pub async fn forward(
         Ok(split) => split,
         Err(Unread::Broken) => return turning.answer(StatusCode::BAD_REQUEST, UNREADABLE_BODY.into()),
         Err(Unread::Late) => {
-            return asked(turning.answer(
+            return left_unread(turning.answer(
                 StatusCode::REQUEST_TIMEOUT,
                 "the request body did not arrive in time".into(),
             ))
@@ -115,19 +115,12 @@ pub async fn forward(
             (None, None)
         }
     };
-    let pumping = pump.is_some();
-    let answered = await_answer(port, &parts, (pump, pump_end), deadline, limits).await;
-    // Otherwise the body came whole before the stream opened: none follows.
-    if pumping {
-        asked(answered)
-    } else {
-        answered
-    }
+    await_answer(port, &parts, (pump, pump_end), deadline, limits).await
 }
 
-/// `response`, marked as given once the caller's body was being read.
-fn asked(mut response: Response<RelayBody>) -> Response<RelayBody> {
-    response.extensions_mut().insert(BodyAsked);
+/// `response`, marked as given before the caller's body was all read.
+fn left_unread(mut response: Response<RelayBody>) -> Response<RelayBody> {
+    response.extensions_mut().insert(BodyLeftUnread);
     response
 }
 
@@ -156,7 +149,12 @@ async fn await_answer(
                 return match event {
                     Some(Inbound::Head { status, headers, body, end }) => {
                         let head = AnswerHead { status, headers, first: body, end };
-                        response(port, head, parts, pump, limits)
+                        // A handler may answer before it reads the whole
+                        // body (a 401 to a bad signature): the rest is
+                        // not read once the answer is done.
+                        let unread = pump_end.as_mut().is_some_and(|end| !matches!(end.try_recv(), Ok(PumpEnd::Done)));
+                        let answer = response(port, head, parts, pump, limits);
+                        if unread { left_unread(answer) } else { answer }
                     }
                     Some(Inbound::Body { .. }) => {
                         bad_gateway("the tunnel's client sent a body before its response head")

@@ -11,7 +11,7 @@ use portpreview_shared::message::CONNECT_PATH;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::body::{answer, BodyAsked, OwnAnswer, RelayBody};
+use crate::body::{answer, BodyLeftUnread, OwnAnswer, RelayBody};
 use crate::forward::{forward, ForwardLimits};
 use crate::headers::{forwarded_element, Hop};
 use crate::headscan::Verdicts;
@@ -90,12 +90,12 @@ const NO_SUCH_TUNNEL: &str = "no such tunnel";
 /// Answers one request.
 pub async fn handle(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, req: Request<Incoming>) -> Response<RelayBody> {
     let has_body = !req.body().is_end_stream();
-    let awaits_continue = awaits_continue(&req);
     let response = respond(relay, conn, req).await;
     // The caller may be writing its whole body before it reads a byte of
     // the answer: closing on the unread rest would reset the connection,
-    // and the answer with it.
-    if closes(&response) && body_may_follow(has_body, awaits_continue, &response) {
+    // and the answer with it. A caller still waiting for `100 Continue`
+    // reads the answer instead and closes, which ends the reading at once.
+    if has_body && closes(&response) {
         conn.linger.ask();
     }
     response
@@ -107,26 +107,6 @@ fn closes<B>(response: &Response<B>) -> bool {
         .headers()
         .get(header::CONNECTION)
         .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"close"))
-}
-
-/// Whether the caller waits for `100 Continue` before it sends its body
-/// (RFC 9110 §10.1.1), as hyper reads the request: by its last `Expect`.
-fn awaits_continue<B>(req: &Request<B>) -> bool {
-    req.version() >= Version::HTTP_11
-        && req
-            .headers()
-            .get_all(header::EXPECT)
-            .iter()
-            .next_back()
-            .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"100-continue"))
-}
-
-/// Whether a request's body may still be on its way once `response` is
-/// given. hyper sends `100 Continue` only when the body is first read, so
-/// a caller waiting for it sends nothing unless the relay had asked for
-/// the body before answering.
-fn body_may_follow<B>(has_body: bool, awaits_continue: bool, response: &Response<B>) -> bool {
-    has_body && (!awaits_continue || response.extensions().get::<BodyAsked>().is_some())
 }
 
 async fn respond(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, mut req: Request<Incoming>) -> Response<RelayBody> {
@@ -164,11 +144,14 @@ async fn respond(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, mut req: Request<Inco
             Destination::Nowhere => answer(StatusCode::NOT_FOUND, "not found: tunnels live under /t/<name>/"),
         },
     };
-    // The relay's own answers may leave the body unread, and hyper then
-    // closes the connection without saying so: a caller reusing it would
+    // The relay's own answers, and a handler's given before the body was
+    // all read, may leave the body unread, and hyper then closes the
+    // connection without saying so: a caller reusing it would
     // write its next request into a closed socket. Saying so costs only
     // a reconnect, on an error path.
-    let unread_body = has_body && response.extensions().get::<OwnAnswer>().is_some();
+    let extensions = response.extensions();
+    let unread_body =
+        has_body && (extensions.get::<OwnAnswer>().is_some() || extensions.get::<BodyLeftUnread>().is_some());
     // Past a head the scan could not follow, a request carrying both
     // framing headers would go unrefused: the caller gets a fresh
     // connection for the next one instead. A 101 has left HTTP behind.
@@ -547,33 +530,6 @@ mod tests {
             any,
             (label(), any).prop_map(|(label, rest)| format!("/t/{label}{rest}")),
         ]
-    }
-
-    /// A caller waiting for `100 Continue` that never came sends no body:
-    /// the relay's close reads nothing then, and lingers otherwise.
-    #[test]
-    fn a_close_lingers_only_where_a_body_may_follow() {
-        let post = |expect: Option<&str>, version| {
-            let mut req = Request::builder().method("POST").version(version);
-            if let Some(expect) = expect {
-                req = req.header(header::EXPECT, expect);
-            }
-            req.body(()).unwrap()
-        };
-        let refused = || answer(StatusCode::PAYLOAD_TOO_LARGE, "over");
-        let mut after_reading = refused();
-        after_reading.extensions_mut().insert(BodyAsked);
-
-        let plain = post(None, Version::HTTP_11);
-        assert!(body_may_follow(true, awaits_continue(&plain), &refused()));
-        assert!(!body_may_follow(false, awaits_continue(&plain), &refused()), "no body");
-        let waiting = post(Some("100-Continue"), Version::HTTP_11);
-        assert!(awaits_continue(&waiting));
-        assert!(!body_may_follow(true, true, &refused()), "answered before the go-ahead");
-        assert!(body_may_follow(true, true, &after_reading), "the go-ahead was sent");
-        // hyper sends no 100 to an HTTP/1.0 caller, which sends at once.
-        assert!(!awaits_continue(&post(Some("100-continue"), Version::HTTP_10)));
-        assert!(!awaits_continue(&post(Some("something-else"), Version::HTTP_11)));
     }
 
     proptest::proptest! {
