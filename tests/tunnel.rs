@@ -2177,3 +2177,48 @@ async fn a_request_cut_off_by_the_relays_shutdown_is_recorded_as_such() {
         )
     );
 }
+
+/// A relay that shuts down in the middle of an answer: its caller had the
+/// status, and the history says so, not that the relay answered 502.
+#[tokio::test]
+async fn an_answer_cut_off_by_the_relays_shutdown_keeps_its_status() {
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        drain_timeout: Duration::from_millis(200),
+        ..Default::default()
+    })
+    .await;
+    let handler = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let handler_url = format!("http://{}", handler.local_addr().expect("address"));
+    let release = CancellationToken::new();
+    let held = release.clone();
+    let streaming = tokio::spawn(async move {
+        let (mut socket, _) = handler.accept().await.expect("the request");
+        let mut head = Vec::new();
+        let mut byte = [0; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            socket.read_exact(&mut byte).await.expect("the head");
+            head.push(byte[0]);
+        }
+        socket
+            .write_all(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n")
+            .await
+            .expect("the start of the answer");
+        held.cancelled().await;
+    });
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler_url).await;
+    let mut caller = tokio::net::TcpStream::connect(relay.addr).await.expect("connect");
+    let request = format!("GET /t/{}/export HTTP/1.1\r\nHost: x\r\n\r\n", tunnel.name());
+    caller.write_all(request.as_bytes()).await.expect("request");
+    let mut start = [0; 12];
+    caller.read_exact(&mut start).await.expect("the status line");
+    assert_eq!(&start, b"HTTP/1.1 200");
+    relay.stop().await;
+    release.cancel();
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!(summary.status, Some(200));
+    assert_eq!(
+        summary.error.as_deref(),
+        Some("the relay shut down during the answer: the caller had the status and headers, not the whole body")
+    );
+    streaming.abort();
+}

@@ -25,7 +25,7 @@ use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_util::sync::CancellationToken;
 
 use super::body::{Backlog, Chunk, Inflow};
-use super::exchange::{self, Head, Shared, Steering, NO_STREAM};
+use super::exchange::{self, Head, Shared, Steering, NO_STREAM, RELAY_SHUT_DOWN};
 use super::in_flight::{InFlight, Joined};
 use super::outbox::Outbox;
 use super::pause::{Heard, Pause};
@@ -600,9 +600,6 @@ fn protocol_error(outbox: &Outbox, reason: &str) -> SessionEnd {
     })));
     SessionEnd::Malformed(reason)
 }
-
-/// Why an exchange cut off by the relay's shutdown failed.
-const RELAY_SHUT_DOWN: &str = "the relay shut down before the answer; the relay answered the caller 502";
 
 fn close_reason(close: Option<CloseFrame>) -> String {
     match close {

@@ -29,6 +29,12 @@ const PART_FORWARDED: &str = "the request body stopped part way; the handler got
 
 /// Why an exchange cut off by the end of its relay connection failed.
 const ABANDONED: &str = "the connection to the relay ended before the answer";
+/// Why an exchange cut off by the relay's shutdown failed: the relay
+/// answered its caller itself before it closed.
+pub const RELAY_SHUT_DOWN: &str = "the relay shut down before the answer; the relay answered the caller 502";
+/// Why an answer the relay's shutdown cut off broke off: its caller had
+/// the status, not the relay's 502.
+const RELAY_SHUT_DOWN_MID_ANSWER: &str = "the relay shut down during the answer";
 /// Why an exchange cut off by the user stopping PortPreview failed.
 const STOPPED: &str = "PortPreview was stopped before the answer came";
 /// Why an answer whose body PortPreview was stopped in the middle of
@@ -111,7 +117,13 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
             outcome = &mut exchanged => outcome,
             // The relay says why in words meant for the history: the caller
             // hung up, or the relay gave up and answered the caller itself.
-            Ok(reason) = &mut reset => answer_for_nobody(&shared, exchanged, &answer, line.started, &reason).await,
+            Ok(reason) = &mut reset => {
+                let reason = match reason.as_str() {
+                    RELAY_SHUT_DOWN if answer.head_sent().is_some() => RELAY_SHUT_DOWN_MID_ANSWER.to_owned(),
+                    _ => reason,
+                };
+                answer_for_nobody(&shared, exchanged, &answer, line.started, &reason).await
+            }
             () = abandoned.cancelled() => {
                 let stopped = shared.stop.asked.is_cancelled();
                 if stopped && answer.head_sent().is_none() {
