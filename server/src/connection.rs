@@ -299,8 +299,6 @@ mod tests {
         assert_eq!(log.untold, 0, "what is left is told as the relay stops");
     }
 
-    /// Running out of descriptors or memory passes as connections close;
-    /// only other failures end the accept loop.
     #[test]
     fn connections_are_capped_below_the_open_file_limit() {
         assert_eq!(within_open_files(10_000, Some(1024)), 1024 - 32);
@@ -309,6 +307,8 @@ mod tests {
         assert_eq!(within_open_files(10_000, Some(8)), 1);
     }
 
+    /// Running out of descriptors or memory passes as connections close;
+    /// only other failures end the accept loop.
     #[test]
     fn exhaustion_is_waited_out_and_other_failures_are_not() {
         for errno in [Errno::MFILE, Errno::NFILE, Errno::NOBUFS, Errno::NOMEM] {

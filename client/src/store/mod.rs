@@ -477,9 +477,8 @@ fn readable(path: &Path) -> bool {
     !matches!(std::fs::File::open(path), Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied)
 }
 
-/// Creates the file with owner-only permissions before SQLite opens it, so
-/// payloads and secrets are never readable by others, not even for a moment.
 /// True when the folder of `path` is on a file system mounted read-only.
+#[cfg(target_os = "linux")]
 fn on_a_read_only_file_system(path: &Path) -> bool {
     let folder = path
         .parent()
@@ -487,6 +486,16 @@ fn on_a_read_only_file_system(path: &Path) -> bool {
         .unwrap_or(Path::new("."));
     rustix::fs::access(folder, rustix::fs::Access::WRITE_OK) == Err(rustix::io::Errno::ROFS)
 }
+
+/// Not told apart where no access(2) binding is at hand: SQLite's own
+/// words stand.
+#[cfg(not(target_os = "linux"))]
+fn on_a_read_only_file_system(_path: &Path) -> bool {
+    false
+}
+
+/// Creates the file with owner-only permissions before SQLite opens it, so
+/// payloads and secrets are never readable by others, not even for a moment.
 
 fn create_private(path: &Path) -> std::io::Result<()> {
     match crate::private_file::options().write(true).create_new(true).open(path) {
