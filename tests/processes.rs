@@ -656,6 +656,36 @@ async fn a_local_timeout_past_the_relays_wait_and_a_token_are_warned_about_where
     }
 }
 
+/// A limit on open files too low for a tunnel is told in one line before
+/// anything starts, while reading the history still works under it.
+#[cfg(unix)]
+#[test]
+fn a_tunnel_under_too_low_an_open_file_limit_says_so_and_reading_still_works() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let under = |args: &[&str]| {
+        let mut command = std::process::Command::new("sh");
+        command
+            .args(["-c", r#"ulimit -n 20 && exec "$0" "$@""#])
+            .arg(portpreview_bin())
+            .args(args)
+            .arg("--db")
+            .arg(&db)
+            .env_remove("PORTPREVIEW_SERVER");
+        output_of(&mut command)
+    };
+    let out = under(&["http", "3000", "--no-tui"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr,
+        "error: this process may open only 20 files (ulimit -n); a tunnel needs at least 32\n"
+    );
+    portpreview::store::Store::open(&db).expect("a history");
+    let out = under(&["history"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 #[test]
 fn a_name_the_relay_would_refuse_is_told_before_connecting() {
     let dir = tempfile::tempdir().expect("temp dir");

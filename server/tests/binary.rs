@@ -225,13 +225,13 @@ fn the_relay_takes_every_open_file_the_system_allows() {
 #[cfg(unix)]
 #[test]
 fn too_few_open_files_exit_2_with_one_line() {
-    for limit in ["6", "7", "20"] {
+    for limit in ["6", "7", "12"] {
         let out = output_of_refused(&mut under_ulimit(&format!("-n {limit}")));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{stderr}");
         assert_eq!(
             stderr,
-            format!("error: this process may open only {limit} files (ulimit -n); PortPreview needs at least 32\n")
+            format!("error: this process may open only {limit} files (ulimit -n); PortPreview needs at least 16\n")
         );
     }
 }

@@ -48,7 +48,7 @@ pub fn raise_limit() -> Option<u64> {
 /// The fewest open files PortPreview runs with. Below it, setting up
 /// signal handling or the history fails part way, where tokio's signal
 /// set-up panics instead of returning an error.
-pub const FEWEST: u64 = 32;
+pub const FEWEST: u64 = 16;
 
 /// [`raise_limit`], and one line saying why the process cannot run when
 /// the limit stays under [`FEWEST`].

@@ -77,12 +77,22 @@ impl Args {
     }
 }
 
+/// The fewest open files a tunnel runs with: the history's files, the
+/// relay connection, and in local mode the relay's own listener and the
+/// tunnel's connection to it, with room for callers and the handler.
+const TUNNEL_FEWEST_FILES: u64 = 32;
+
 /// Where the in-process relay listens unless `--local-listen` says otherwise.
 const DEFAULT_LOCAL_LISTEN: &str = "127.0.0.1:0";
 
 /// Runs the tunnel until ctrl-c, SIGTERM or (in the TUI) `q`.
 /// `from_env` names the variables that gave flags their values.
 pub async fn run(args: Args, db: &Path, config: Config, from_env: &[&str]) -> anyhow::Result<ExitCode> {
+    if let Some(limit) = portpreview_shared::open_files::limit().filter(|limit| *limit < TUNNEL_FEWEST_FILES) {
+        anyhow::bail!(
+            "this process may open only {limit} files (ulimit -n); a tunnel needs at least {TUNNEL_FEWEST_FILES}"
+        );
+    }
     let server_origin = Origin::of(
         "--server",
         "PORTPREVIEW_SERVER",
@@ -436,11 +446,14 @@ fn same_relay(a: &str, b: &str) -> bool {
 /// request a kept-alive caller sent during the pause. A `--local-listen`
 /// open to the network keeps the public relay's limit. Its callers'
 /// connections share `open_files` with the connections to the handler,
-/// one for each request they send: they get half, so that past it a
-/// caller is told 503, not every request 502 for want of a socket.
+/// one for each request they send, and with the process's own: they get
+/// half of what the tunnel's own leave, so that past it a caller is told
+/// 503, not every request 502 for want of a socket.
 fn local_relay_config(local_timeout: Duration, loopback: bool, open_files: Option<u64>) -> RelayConfig {
     let defaults = RelayConfig::default();
-    let half = open_files.map_or(usize::MAX, |limit| usize::try_from(limit / 2).unwrap_or(usize::MAX));
+    let half = open_files.map_or(usize::MAX, |limit| {
+        usize::try_from(limit.saturating_sub(TUNNEL_FEWEST_FILES) / 2).unwrap_or(usize::MAX)
+    });
     RelayConfig {
         max_connections: defaults.max_connections.min(half).max(1),
         request_timeout: (local_timeout + LOCAL_RELAY_MARGIN).clamp(DEFAULT_REQUEST_TIMEOUT, MAX_WAIT),
@@ -522,7 +535,7 @@ mod tests {
     #[test]
     fn a_local_relays_callers_get_half_the_open_files() {
         let cap = |limit| local_relay_config(Duration::from_secs(28), true, limit).max_connections;
-        assert_eq!(cap(Some(1024)), 512);
+        assert_eq!(cap(Some(1024)), (1024 - 32) / 2);
         assert_eq!(cap(None), RelayConfig::default().max_connections, "unlimited");
         assert_eq!(cap(Some(1 << 20)), RelayConfig::default().max_connections);
     }
