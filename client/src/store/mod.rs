@@ -496,7 +496,6 @@ fn on_a_read_only_file_system(_path: &Path) -> bool {
 
 /// Creates the file with owner-only permissions before SQLite opens it, so
 /// payloads and secrets are never readable by others, not even for a moment.
-
 fn create_private(path: &Path) -> std::io::Result<()> {
     match crate::private_file::options().write(true).create_new(true).open(path) {
         Ok(_) => Ok(()),
