@@ -93,15 +93,13 @@ pub enum StoreError {
         path: PathBuf,
     },
     /// A command that changes the history (prune, a replay's record) was
-    /// run on one this user may only read.
-    #[error(
-        "history database {} (or its folder, where SQLite keeps its journal) is read-only for this user, and this \
-         would change it: run it as a user who may write both, or on a copy",
-        path.display()
-    )]
+    /// run on one this process may only read.
+    #[error("{}", write_refused(path, *cause))]
     WriteRefused {
         /// The file.
         path: PathBuf,
+        /// Why it may only be read.
+        cause: WriteCause,
     },
     /// This user may not read the file.
     #[error("history database {} cannot be read by this user: pass --db a history you may read", path.display())]
@@ -139,6 +137,59 @@ pub enum StoreError {
         /// Why opening what is there failed.
         source: Box<StoreError>,
     },
+}
+
+/// Why a history may only be read: what the user must change to write it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteCause {
+    /// This user may not write the file or its folder.
+    Permission,
+    /// Its file system is mounted read-only.
+    ReadOnlyFileSystem,
+    /// Its disk has no room left (the history was opened read-only for it).
+    DiskFull,
+}
+
+impl WriteCause {
+    /// Why the history at `path` cannot be written, judged from its folder.
+    #[cfg(target_os = "linux")]
+    pub(super) fn of(path: &Path) -> WriteCause {
+        let folder = path
+            .parent()
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if rustix::fs::access(folder, rustix::fs::Access::WRITE_OK) == Err(rustix::io::Errno::ROFS) {
+            return WriteCause::ReadOnlyFileSystem;
+        }
+        match rustix::fs::statvfs(folder) {
+            Ok(fs) if fs.f_bavail == 0 => WriteCause::DiskFull,
+            _ => WriteCause::Permission,
+        }
+    }
+
+    /// Told apart only on Linux, where access(2) and statvfs(2) are at hand.
+    #[cfg(not(target_os = "linux"))]
+    pub(super) fn of(_path: &Path) -> WriteCause {
+        WriteCause::Permission
+    }
+}
+
+/// What [`StoreError::WriteRefused`] says, by its cause.
+fn write_refused(path: &Path, cause: WriteCause) -> String {
+    let file = path.display();
+    match cause {
+        WriteCause::Permission => format!(
+            "history database {file} (or its folder, where SQLite keeps its journal) is read-only for this user, and \
+             this would change it: run it as a user who may write both, or on a copy"
+        ),
+        WriteCause::ReadOnlyFileSystem => format!(
+            "history database {file} is on a read-only file system, and this would change it: run it on a copy \
+             elsewhere"
+        ),
+        WriteCause::DiskFull => format!(
+            "the disk holding history database {file} is full, and this would change it: free some space on it first"
+        ),
+    }
 }
 
 impl From<rusqlite::Error> for StoreError {
@@ -207,6 +258,7 @@ pub(super) fn classify(err: rusqlite::Error, path: &Path) -> StoreError {
         Some(ErrorCode::ReadOnly) if extended_code(&err) == Some(rusqlite::ffi::SQLITE_READONLY) => {
             StoreError::WriteRefused {
                 path: path.to_path_buf(),
+                cause: WriteCause::of(path),
             }
         }
         Some(ErrorCode::NotADatabase) => StoreError::NotADatabase {
