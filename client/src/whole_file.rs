@@ -38,11 +38,32 @@ impl Access {
 /// before: nothing, for [`Existing::Refuse`], or the file it replaced.
 pub fn write(path: &Path, bytes: &[u8], existing: Existing, access: Access) -> io::Result<()> {
     match existing {
-        Existing::Refuse => {
-            let file = access.options().write(true).create_new(true).open(path)?;
-            removed_unless_written(file, bytes, path)
-        }
+        Existing::Refuse => create(path, bytes, access),
         Existing::Replace => replace(&followed(path), bytes, access),
+    }
+}
+
+/// Writes a file that must not exist yet: whole beside it, then linked
+/// in under its name, which fails if the name was taken meanwhile.
+fn create(path: &Path, bytes: &[u8], access: Access) -> io::Result<()> {
+    if path.symlink_metadata().is_ok() {
+        return Err(io::Error::new(io::ErrorKind::AlreadyExists, "file exists"));
+    }
+    let (temp, file) = temp_beside(path, access)?;
+    let linked = written(file, bytes).and_then(|()| std::fs::hard_link(&temp, path));
+    let _ = std::fs::remove_file(&temp);
+    match linked {
+        // A file system without hard links: created in place, and removed
+        // again if it cannot be finished.
+        Err(err) if err.kind() != io::ErrorKind::AlreadyExists && path.symlink_metadata().is_err() => {
+            let file = access.options().write(true).create_new(true).open(path)?;
+            let done = written(file, bytes);
+            if done.is_err() {
+                let _ = std::fs::remove_file(path);
+            }
+            done
+        }
+        linked => linked,
     }
 }
 
@@ -51,14 +72,13 @@ fn replace(path: &Path, bytes: &[u8], access: Access) -> io::Result<()> {
     // A device or a pipe (`-o /dev/stdout`) holds nothing to keep, and a
     // rename would put a file where it stood.
     if before.as_ref().is_some_and(|meta| !meta.is_file()) {
-        return in_place(path, bytes, access);
+        return access.options().write(true).truncate(true).open(path)?.write_all(bytes);
     }
-    let temp = beside(path);
-    let file = match access.options().write(true).create_new(true).open(&temp) {
-        Ok(file) => file,
+    let (temp, file) = match temp_beside(path, access) {
+        Ok(made) => made,
         // A file the user may write in a folder they may not add to.
         Err(err) if err.kind() == io::ErrorKind::PermissionDenied && before.is_some() => {
-            return in_place(path, bytes, access);
+            return overwrite(path, bytes);
         }
         Err(err) => return Err(err),
     };
@@ -68,7 +88,7 @@ fn replace(path: &Path, bytes: &[u8], access: Access) -> io::Result<()> {
         if let Some(meta) = &before {
             file.set_permissions(meta.permissions())?;
         }
-        removed_unless_written(file, bytes, &temp)?;
+        written(file, bytes)?;
         std::fs::rename(&temp, path)
     })();
     if whole.is_err() {
@@ -77,43 +97,70 @@ fn replace(path: &Path, bytes: &[u8], access: Access) -> io::Result<()> {
     whole
 }
 
-fn in_place(path: &Path, bytes: &[u8], access: Access) -> io::Result<()> {
-    access
-        .options()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(path)?
-        .write_all(bytes)
+/// Rewrites the existing file at `path` in place, once the room for
+/// `bytes` is allocated: a full disk refuses before a byte is changed.
+fn overwrite(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut file = OpenOptions::new().write(true).open(path)?;
+    allocate(&file, bytes.len())?;
+    file.write_all(bytes)?;
+    file.set_len(bytes.len() as u64)?;
+    file.sync_all()
 }
 
-/// Writes `bytes` to the new `file` at `path` and syncs them, or removes it.
-fn removed_unless_written(mut file: File, bytes: &[u8], path: &Path) -> io::Result<()> {
-    let written = file.write_all(bytes).and_then(|()| file.sync_all());
-    if written.is_err() {
-        drop(file);
-        let _ = std::fs::remove_file(path);
+#[cfg(target_os = "linux")]
+fn allocate(file: &File, len: usize) -> io::Result<()> {
+    match len {
+        0 => Ok(()),
+        len => rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), 0, len as u64).map_err(io::Error::from),
     }
-    written
 }
 
-/// The file a symbolic link at `path` points to, so that the link stays;
-/// `path` itself otherwise.
+/// Where the room cannot be asked for first, a full disk may cut the
+/// rewrite short.
+#[cfg(not(target_os = "linux"))]
+fn allocate(_file: &File, _len: usize) -> io::Result<()> {
+    Ok(())
+}
+
+/// Writes `bytes` to the new `file` and syncs them.
+fn written(mut file: File, bytes: &[u8]) -> io::Result<()> {
+    file.write_all(bytes).and_then(|()| file.sync_all())
+}
+
+/// The file a symbolic link at `path` points to, so that the link stays
+/// (and a dangling one makes its target); `path` itself otherwise.
 fn followed(path: &Path) -> PathBuf {
-    match path.symlink_metadata() {
-        Ok(meta) if meta.file_type().is_symlink() => std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned()),
-        _ => path.to_owned(),
+    let mut path = path.to_owned();
+    // Links to links are followed a few deep; a loop stops there.
+    for _ in 0..16 {
+        match std::fs::read_link(&path) {
+            Ok(target) => {
+                path = path
+                    .parent()
+                    .map_or_else(|| target.clone(), |folder| folder.join(&target))
+            }
+            Err(_) => break,
+        }
     }
+    path
 }
 
-/// A hidden name in `path`'s folder for the file that will replace it:
-/// the same file system, so the rename is atomic.
-fn beside(path: &Path) -> PathBuf {
+/// A new hidden file in `path`'s folder for what will go under its name:
+/// the same file system, so the rename or link is atomic. Its name is
+/// random, so that one left by a killed process is never in the way.
+fn temp_beside(path: &Path, access: Access) -> io::Result<(PathBuf, File)> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    path.with_file_name(format!(".{name}.{}.portpreview-tmp", std::process::id()))
+    loop {
+        let temp = path.with_file_name(format!(".{name}.{:016x}.portpreview-tmp", rand::random::<u64>()));
+        match access.options().write(true).create_new(true).open(&temp) {
+            Ok(file) => return Ok((temp, file)),
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(err) => return Err(err),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -181,14 +228,36 @@ mod tests {
     }
 
     #[test]
-    fn a_replacement_that_cannot_be_made_leaves_the_old_file() {
+    fn a_file_rewritten_in_place_ends_where_the_new_text_does() {
         let dir = ScratchDir::new("whole-file");
-        let path = dir.0.join("fixture.json");
-        std::fs::write(&path, "old").unwrap();
-        // Where the replacement would be written, something stands.
-        std::fs::create_dir(beside(&path)).unwrap();
-        write(&path, b"new", Existing::Replace, Access::Private).unwrap_err();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "old");
+        let path = dir.0.join("report.xml");
+        std::fs::write(&path, "a longer old report").unwrap();
+        overwrite(&path, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_dangling_link_makes_its_target() {
+        let dir = ScratchDir::new("whole-file");
+        let link = dir.0.join("current.json");
+        std::os::unix::fs::symlink("v4.json", &link).unwrap();
+        write(&link, b"new", Existing::Replace, Access::Usual).unwrap();
+        assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(dir.0.join("v4.json")).unwrap(), "new");
+    }
+
+    #[test]
+    fn a_new_file_leaves_nothing_beside_it() {
+        let dir = ScratchDir::new("whole-file");
+        let path = dir.0.join("portpreview-7.json");
+        write(&path, b"{}", Existing::Refuse, Access::Private).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{}");
+        let left: Vec<_> = std::fs::read_dir(&dir.0)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["portpreview-7.json"]);
     }
 
     #[cfg(target_os = "linux")]

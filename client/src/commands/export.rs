@@ -66,8 +66,17 @@ pub fn run(mut args: Args, db: &Path) -> anyhow::Result<ExitCode> {
                 .iter()
                 .map(|d| export(d, format, target, args.reveal))
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            for ((path, text), delivery) in paths.iter().zip(&texts).zip(&deliveries) {
-                write_file(path, text, Existing::Refuse)?;
+            for (n, (path, text)) in paths.iter().zip(&texts).enumerate() {
+                if let Err(err) = write_file(path, text, Existing::Refuse) {
+                    // All or none, so that the same command can be run
+                    // again once the cause is mended.
+                    for written in &paths[..n] {
+                        let _ = std::fs::remove_file(written);
+                    }
+                    return Err(err);
+                }
+            }
+            for (path, delivery) in paths.iter().zip(&deliveries) {
                 wrote(&which(std::slice::from_ref(delivery)), format.what(), path);
             }
         }
