@@ -221,7 +221,12 @@ mod tests {
         let caller = tokio::spawn(caller(far, vec![7; 64 * PIPE]));
         near.write_all(b"HTTP/1.1 413 Payload Too Large\r\n\r\n").await.unwrap();
         near.shutdown().await.expect("lingered, then closed");
-        let answer = caller.await.unwrap().expect("every byte taken, the answer read");
+        // Without the linger the caller's writes would wait for ever.
+        let answer = tokio::time::timeout(Duration::from_secs(20), caller)
+            .await
+            .expect("the caller's whole body taken")
+            .unwrap()
+            .expect("every byte taken, the answer read");
         assert_eq!(answer, b"HTTP/1.1 413 Payload Too Large\r\n\r\n");
     }
 
@@ -251,10 +256,13 @@ mod tests {
         let (mut near, mut far, _shutdown) = pipe(true);
         far.write_all(b"some body").await.unwrap();
         // The caller keeps its connection open and sends nothing more.
+        let start = Instant::now();
         tokio::time::timeout(LONGEST, near.shutdown())
             .await
             .expect("the pause ends it, well before the longest linger")
             .unwrap();
+        // The clock is paused: it moves only as far as the linger waited.
+        assert!(start.elapsed() >= PAUSE, "lingered through the pause");
         let mut got = Vec::new();
         far.read_to_end(&mut got).await.expect("the write half was shut");
         assert!(got.is_empty());
@@ -271,7 +279,9 @@ mod tests {
                 tokio::time::sleep(PAUSE / 2).await;
             }
         });
+        let start = Instant::now();
         near.shutdown().await.expect("the longest linger ends it");
+        assert!(start.elapsed() >= LONGEST, "read on for as long as the caller sent");
         assert!(!sender.is_finished(), "the caller was still sending");
         drop(near);
         sender.await.unwrap();
