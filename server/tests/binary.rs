@@ -212,9 +212,11 @@ fn the_relay_takes_every_open_file_the_system_allows() {
         .split_whitespace()
         .collect();
     let (soft, hard) = (open_files[0], open_files[1]);
-    assert_ne!(soft, "256", "{limits}");
     if hard != "unlimited" {
         assert_eq!(soft, hard, "{limits}");
+    }
+    if hard.parse::<u64>().map_or(true, |hard| hard > 256) {
+        assert_ne!(soft, "256", "{limits}");
     }
     drop(guard);
     let _ = child.wait();

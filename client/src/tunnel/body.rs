@@ -129,7 +129,7 @@ impl Capture {
             self.starved = true;
             tracing::warn!(
                 kept = self.bytes.len(),
-                "the history keeps only the start of this body: this process may take no more memory"
+                "the history keeps only the start of this body: the memory to hold more was refused"
             );
             return;
         }
@@ -154,7 +154,9 @@ impl Capture {
         if self.declared >= needed {
             target = target.min(self.declared);
         }
-        self.bytes.try_reserve_exact(target - self.bytes.len()).is_ok()
+        // Short of room to double, the bytes at hand may still fit.
+        let len = self.bytes.len();
+        self.bytes.try_reserve_exact(target - len).is_ok() || self.bytes.try_reserve_exact(needed - len).is_ok()
     }
 
     /// Counts `total` kept bytes in the budget; false when it has no room.
