@@ -93,7 +93,12 @@ fn write_events(mut events: mpsc::Receiver<TunnelEvent>, format: LogFormat) {
                 Some(Line::Out(line)) => {
                     let _ = writeln!(stdout, "{line}");
                 }
-                Some(Line::Err(line)) => crate::to_stderr(format_args!("{line}\n")),
+                Some(Line::Err(line)) => {
+                    // What went to stdout before it comes first where both
+                    // reach one terminal or file (`2>&1`).
+                    let _ = stdout.flush();
+                    crate::to_stderr(format_args!("{line}\n"));
+                }
             }
             next = events.try_recv().ok();
         }
