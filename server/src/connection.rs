@@ -42,7 +42,17 @@ pub async fn accept_loop(
     relay: Arc<Relay>,
     connections: &TaskTracker,
 ) -> Result<(), RelayError> {
-    let total = within_open_files(relay.config.max_connections, portpreview_shared::open_files::limit());
+    let open_files = portpreview_shared::open_files::limit();
+    let total = within_open_files(relay.config.max_connections, open_files);
+    if total < relay.config.max_connections {
+        tracing::warn!(
+            open_files = open_files.map(tracing::field::display),
+            connections = total,
+            "the limit on open files holds the relay to fewer connections than its cap of {}: raise it (ulimit -n) \
+             for more",
+            relay.config.max_connections
+        );
+    }
     let limits = ConnectionLimits::new(relay.config.max_connections_per_ip, total);
     let local = listener.local_addr().map_err(RelayError::Accept)?;
     let mut over_the_cap = CapLog::default();
