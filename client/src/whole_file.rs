@@ -111,7 +111,11 @@ fn overwrite(path: &Path, bytes: &[u8]) -> io::Result<()> {
 fn allocate(file: &File, len: usize) -> io::Result<()> {
     match len {
         0 => Ok(()),
-        len => rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), 0, len as u64).map_err(io::Error::from),
+        len => match rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), 0, len as u64) {
+            // A file system that cannot allocate ahead is written as is.
+            Err(rustix::io::Errno::OPNOTSUPP) => Ok(()),
+            allocated => allocated.map_err(io::Error::from),
+        },
     }
 }
 
