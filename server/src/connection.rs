@@ -10,8 +10,10 @@ use std::time::Duration;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
@@ -57,6 +59,7 @@ pub async fn accept_loop(
     let local = listener.local_addr().map_err(RelayError::Accept)?;
     let mut over_the_cap = CapLog::default();
     let mut out_of_files = ExhaustionLog::default();
+    let refusals = Arc::new(Semaphore::new(REFUSALS_LINGERING));
     loop {
         let accepted = tokio::select! {
             biased;
@@ -81,10 +84,16 @@ pub async fn accept_loop(
         let Some(slot) = limits.admit(peer.ip()) else {
             over_the_cap.refused(peer);
             // Said, not just closed, so a caller can tell a cap from a
-            // crash; no task, no wait, nothing held: a fresh socket takes
-            // the bytes at once or not at all. Under TLS they would be noise.
-            if relay.config.tls.is_none() {
-                let _ = tcp.try_write(OVER_THE_CAP);
+            // crash: a fresh socket takes the bytes at once or not at all.
+            // Under TLS they would be noise.
+            if relay.config.tls.is_none() && tcp.try_write(OVER_THE_CAP).is_ok() {
+                // A caller that wrote its request already would have the
+                // close reset the connection, and lose the 503, unless
+                // what it sent is read first; a few refusals at a time
+                // are, and the rest are closed at once.
+                if let Ok(room) = Arc::clone(&refusals).try_acquire_owned() {
+                    connections.spawn(close_refused(tcp, relay.shutdown.clone(), room));
+                }
             }
             continue;
         };
@@ -101,9 +110,20 @@ pub async fn accept_loop(
 }
 
 /// Descriptors kept back from connections: the relay's own (its
-/// listener, the runtime's, the log's), and one to accept a connection
-/// over the cap and tell it so.
+/// listener, the runtime's, the log's), and those of the connections over
+/// the cap being told so ([`REFUSALS_LINGERING`]).
 const KEPT_BACK: u64 = 32;
+
+/// Connections over the cap whose close lingers at one time.
+const REFUSALS_LINGERING: usize = 16;
+
+/// Closes a connection told it is over the cap, reading what its caller
+/// had sent first (see [`crate::linger`]).
+async fn close_refused(tcp: TcpStream, shutdown: CancellationToken, _room: OwnedSemaphorePermit) {
+    let (mut tcp, ask) = Linger::new(tcp, shutdown);
+    ask.ask();
+    let _ = tcp.shutdown().await;
+}
 
 /// `max` connections, or fewer when the limit on open files would refuse
 /// them first: past the cap a caller is told 503 at once, where past the
