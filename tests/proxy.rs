@@ -12,7 +12,7 @@ use common::relay::TestRelay;
 use common::tunnel::{TestTunnel, TunnelOptions};
 use portpreview::events::TunnelEvent;
 use portpreview_server::RelayConfig;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use tokio_util::task::AbortOnDropHandle;
@@ -171,14 +171,9 @@ impl Proxy {
 /// Passes a caller's connection on to the relay, its first request head
 /// without the `dropped` headers.
 async fn pass_on(mut caller: impl AsyncRead + AsyncWrite + Unpin, relay: SocketAddr, dropped: &[&str]) {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        match caller.read(&mut byte).await {
-            Ok(1) => head.push(byte[0]),
-            _ => return,
-        }
-    }
+    let Some(head) = common::caller::read_head(&mut caller).await else {
+        return;
+    };
     let head = String::from_utf8_lossy(&head);
     let kept: String = head
         .split_inclusive("\r\n")

@@ -79,12 +79,7 @@ async fn a_caller_still_writing_reads_a_handlers_early_answer() {
     let handler_url = format!("http://{}", handler.local_addr().expect("address"));
     let early = tokio::spawn(async move {
         let (mut socket, _) = handler.accept().await.expect("the request");
-        let mut head = Vec::new();
-        let mut byte = [0; 1];
-        while !head.ends_with(b"\r\n\r\n") {
-            socket.read_exact(&mut byte).await.expect("the head");
-            head.push(byte[0]);
-        }
+        common::caller::read_head(&mut socket).await.expect("the head");
         socket
             .write_all(b"HTTP/1.1 401 Unauthorized\r\ncontent-length: 13\r\n\r\nbad signature")
             .await

@@ -1640,12 +1640,7 @@ async fn a_caller_gone_during_the_answers_body_is_recorded_with_the_status_it_ha
         tunnel.name()
     );
     caller.write_all(request.as_bytes()).await.expect("send");
-    let mut head = Vec::new();
-    while !head.ends_with(b"\r\n\r\n") {
-        let mut byte = [0u8; 1];
-        assert_eq!(caller.read(&mut byte).await.expect("read"), 1, "the head came");
-        head.push(byte[0]);
-    }
+    let head = caller::read_head(&mut caller).await.expect("the head came");
     assert!(head.starts_with(b"HTTP/1.1 200 "), "{}", String::from_utf8_lossy(&head));
     // Reset, as a client that stops reading leaves: nothing more is taken.
     caller.set_zero_linger().expect("linger");
@@ -2193,12 +2188,7 @@ async fn an_answer_cut_off_by_the_relays_shutdown_keeps_its_status() {
     let held = release.clone();
     let streaming = tokio::spawn(async move {
         let (mut socket, _) = handler.accept().await.expect("the request");
-        let mut head = Vec::new();
-        let mut byte = [0; 1];
-        while !head.ends_with(b"\r\n\r\n") {
-            socket.read_exact(&mut byte).await.expect("the head");
-            head.push(byte[0]);
-        }
+        common::caller::read_head(&mut socket).await.expect("the head");
         socket
             .write_all(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n")
             .await

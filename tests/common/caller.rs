@@ -171,3 +171,18 @@ pub async fn raw_until_closed(addr: std::net::SocketAddr, bytes: &[u8]) -> Strin
     );
     answer
 }
+
+/// Reads an HTTP head from `stream` byte by byte, up to and with its blank
+/// line, leaving whatever follows unread; `None` if the stream ends or
+/// fails first.
+pub async fn read_head(stream: &mut (impl tokio::io::AsyncRead + Unpin)) -> Option<Vec<u8>> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match stream.read(&mut byte).await {
+            Ok(1) => head.push(byte[0]),
+            _ => return None,
+        }
+    }
+    Some(head)
+}
