@@ -40,12 +40,6 @@ pub const PLAIN_TEXT: &str = "text/plain; charset=utf-8";
 #[derive(Debug, Clone, Copy)]
 pub struct OwnAnswer;
 
-/// Marks an answer given before the caller's body was all read, in the
-/// response's extensions: the rest is never read, so the connection
-/// closes after the answer, and the caller may still be sending.
-#[derive(Debug, Clone, Copy)]
-pub struct BodyLeftUnread;
-
 /// A response with a short plain-text body saying why.
 pub fn answer(status: StatusCode, text: impl Into<String>) -> Response<RelayBody> {
     let mut text = text.into();

@@ -13,7 +13,7 @@ use portpreview_shared::request_ref::RequestHeadRef;
 use tokio::sync::oneshot;
 use tokio_util::task::AbortOnDropHandle;
 
-use crate::body::{answer, BodyLeftUnread, RelayBody};
+use crate::body::{answer, RelayBody};
 use crate::headers::{request_headers, Hop};
 use crate::port::StreamPort;
 use crate::registry::{BodyAtOpen, OpenError, Tunnel};
@@ -70,10 +70,10 @@ pub async fn forward(
         Ok(split) => split,
         Err(Unread::Broken) => return turning.answer(StatusCode::BAD_REQUEST, UNREADABLE_BODY.into()),
         Err(Unread::Late) => {
-            return left_unread(turning.answer(
+            return turning.answer(
                 StatusCode::REQUEST_TIMEOUT,
                 "the request body did not arrive in time".into(),
-            ))
+            )
         }
     };
     let body_at_open = match to_pump {
@@ -118,12 +118,6 @@ pub async fn forward(
     await_answer(port, &parts, (pump, pump_end), deadline, limits).await
 }
 
-/// `response`, marked as given before the caller's body was all read.
-fn left_unread(mut response: Response<RelayBody>) -> Response<RelayBody> {
-    response.extensions_mut().insert(BodyLeftUnread);
-    response
-}
-
 /// Waits for the client's answer on `port` while the caller's body, if any
 /// is left, is pumped after the head; the caller's answer is the client's,
 /// or the relay's own when the body or the answer fails.
@@ -154,7 +148,7 @@ async fn await_answer(
                         // not read once the answer is done.
                         let unread = pump_end.as_mut().is_some_and(|end| !matches!(end.try_recv(), Ok(PumpEnd::Done)));
                         let answer = response(port, head, parts, pump, limits);
-                        if unread { left_unread(answer) } else { answer }
+                        if unread { closing(answer) } else { answer }
                     }
                     Some(Inbound::Body { .. }) => {
                         bad_gateway("the tunnel's client sent a body before its response head")

@@ -11,7 +11,7 @@ use portpreview_shared::message::CONNECT_PATH;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::body::{answer, BodyLeftUnread, OwnAnswer, RelayBody};
+use crate::body::{answer, OwnAnswer, RelayBody};
 use crate::forward::{forward, ForwardLimits};
 use crate::headers::{forwarded_element, Hop};
 use crate::headscan::Verdicts;
@@ -144,14 +144,11 @@ async fn respond(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, mut req: Request<Inco
             Destination::Nowhere => answer(StatusCode::NOT_FOUND, "not found: tunnels live under /t/<name>/"),
         },
     };
-    // The relay's own answers, and a handler's given before the body was
-    // all read, may leave the body unread, and hyper then closes the
-    // connection without saying so: a caller reusing it would
+    // The relay's own answers may leave the body unread, and hyper then
+    // closes the connection without saying so: a caller reusing it would
     // write its next request into a closed socket. Saying so costs only
     // a reconnect, on an error path.
-    let extensions = response.extensions();
-    let unread_body =
-        has_body && (extensions.get::<OwnAnswer>().is_some() || extensions.get::<BodyLeftUnread>().is_some());
+    let unread_body = has_body && response.extensions().get::<OwnAnswer>().is_some();
     // Past a head the scan could not follow, a request carrying both
     // framing headers would go unrefused: the caller gets a fresh
     // connection for the next one instead. A 101 has left HTTP behind.

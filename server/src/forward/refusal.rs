@@ -30,9 +30,10 @@ pub(super) fn over_limit(limit: u64) -> String {
     }
 }
 
-/// `refused` with the connection closed after it: the rest of the body is
-/// not worth relaying, nor the connection worth keeping. The close lingers
-/// (`crate::linger`), so a caller still sending reads the answer.
+/// `refused` (or a handler's answer given before the body was all read)
+/// with the connection closed after it: the rest of the body is not read,
+/// nor the connection worth keeping. The close lingers (`crate::linger`),
+/// so a caller still sending reads the answer.
 pub(super) fn closing(mut refused: Response<RelayBody>) -> Response<RelayBody> {
     refused
         .headers_mut()
