@@ -142,24 +142,39 @@ fn within_open_files(max: usize, open_files: Option<u64>) -> usize {
 /// connections does not become a flood of lines.
 #[derive(Default)]
 struct CapLog {
-    last_told: Option<tokio::time::Instant>,
+    every_minute: OnceAMinute,
     untold: u64,
     last_from: Option<SocketAddr>,
 }
 
-impl CapLog {
+/// Lets a log line through at most once a minute.
+#[derive(Default)]
+struct OnceAMinute {
+    last: Option<tokio::time::Instant>,
+}
+
+impl OnceAMinute {
     const EVERY: Duration = Duration::from_secs(60);
 
+    /// True when a minute has passed since the last line let through.
+    fn due(&mut self) -> bool {
+        let now = tokio::time::Instant::now();
+        if self.last.is_some_and(|last| now < last + Self::EVERY) {
+            return false;
+        }
+        self.last = Some(now);
+        true
+    }
+}
+
+impl CapLog {
     fn refused(&mut self, peer: SocketAddr) {
         tracing::debug!(%peer, "connection refused: over the connection cap");
         self.untold += 1;
         self.last_from = Some(peer);
-        let now = tokio::time::Instant::now();
-        if self.last_told.is_some_and(|told| now < told + Self::EVERY) {
-            return;
+        if self.every_minute.due() {
+            self.tell();
         }
-        self.tell();
-        self.last_told = Some(now);
     }
 
     /// At the end, the refusals not yet told.
@@ -208,17 +223,13 @@ fn is_exhaustion(err: &io::Error) -> bool {
 /// minute: meanwhile callers wait unanswered in the listen queue, and an
 /// operator must learn why, without a line per try.
 #[derive(Default)]
-struct ExhaustionLog {
-    last_told: Option<tokio::time::Instant>,
-}
+struct ExhaustionLog(OnceAMinute);
 
 impl ExhaustionLog {
     fn tell(&mut self, err: &io::Error) {
-        let now = tokio::time::Instant::now();
-        if self.last_told.is_some_and(|told| now < told + CapLog::EVERY) {
+        if !self.0.due() {
             return;
         }
-        self.last_told = Some(now);
         tracing::warn!(
             %err,
             open_files = portpreview_shared::open_files::limit().map(tracing::field::display),
@@ -321,7 +332,7 @@ mod tests {
             log.refused(peer);
         }
         assert_eq!(log.untold, 5, "counted, not told");
-        tokio::time::advance(CapLog::EVERY).await;
+        tokio::time::advance(OnceAMinute::EVERY).await;
         log.refused(peer);
         assert_eq!(log.untold, 0, "a minute on, told with the count");
         log.refused(peer);
