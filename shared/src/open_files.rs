@@ -53,9 +53,16 @@ pub const FEWEST: u64 = 16;
 /// [`raise_limit`], and one line saying why the process cannot run when
 /// the limit stays under [`FEWEST`].
 pub fn raise_to_enough() -> Result<(), String> {
-    match raise_limit() {
-        Some(limit) if limit < FEWEST => Err(format!(
-            "this process may open only {limit} files (ulimit -n); PortPreview needs at least {FEWEST}"
+    raise_limit();
+    enough_for(FEWEST, "PortPreview")
+}
+
+/// One line saying why `who` cannot run when the limit in force is under
+/// `fewest`.
+pub fn enough_for(fewest: u64, who: &str) -> Result<(), String> {
+    match limit() {
+        Some(limit) if limit < fewest => Err(format!(
+            "this process may open only {limit} files (ulimit -n); {who} needs at least {fewest}"
         )),
         _ => Ok(()),
     }

@@ -88,11 +88,7 @@ const DEFAULT_LOCAL_LISTEN: &str = "127.0.0.1:0";
 /// Runs the tunnel until ctrl-c, SIGTERM or (in the TUI) `q`.
 /// `from_env` names the variables that gave flags their values.
 pub async fn run(args: Args, db: &Path, config: Config, from_env: &[&str]) -> anyhow::Result<ExitCode> {
-    if let Some(limit) = portpreview_shared::open_files::limit().filter(|limit| *limit < TUNNEL_FEWEST_FILES) {
-        anyhow::bail!(
-            "this process may open only {limit} files (ulimit -n); a tunnel needs at least {TUNNEL_FEWEST_FILES}"
-        );
-    }
+    portpreview_shared::open_files::enough_for(TUNNEL_FEWEST_FILES, "a tunnel").map_err(anyhow::Error::msg)?;
     let server_origin = Origin::of(
         "--server",
         "PORTPREVIEW_SERVER",
