@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
-use error::classify;
 pub use error::StoreError;
+use error::{classify, WriteCause};
 pub(crate) use inbox::INFIX as INBOX_INFIX;
 pub use model::{size_past_cut, size_unknown_past, Delivery, NewDelivery, Outcome, Pruned, ReplayRun, Summary};
 pub use read::Pick;
@@ -178,7 +178,8 @@ impl Store {
             // SQLite says only "unable to open database file" when it
             // cannot make its journal beside a file it may not write.
             StoreError::Sqlite(err)
-                if err.sqlite_error_code() == Some(ErrorCode::CannotOpen) && on_a_read_only_file_system(path) =>
+                if err.sqlite_error_code() == Some(ErrorCode::CannotOpen)
+                    && WriteCause::of(path) == WriteCause::ReadOnlyFileSystem =>
             {
                 StoreError::ReadOnlyFileSystem {
                     path: path.to_path_buf(),
@@ -475,23 +476,6 @@ fn readable(path: &Path) -> bool {
 #[cfg(not(target_os = "linux"))]
 fn readable(path: &Path) -> bool {
     !matches!(std::fs::File::open(path), Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied)
-}
-
-/// True when the folder of `path` is on a file system mounted read-only.
-#[cfg(target_os = "linux")]
-fn on_a_read_only_file_system(path: &Path) -> bool {
-    let folder = path
-        .parent()
-        .filter(|dir| !dir.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    rustix::fs::access(folder, rustix::fs::Access::WRITE_OK) == Err(rustix::io::Errno::ROFS)
-}
-
-/// Not told apart where no access(2) binding is at hand: SQLite's own
-/// words stand.
-#[cfg(not(target_os = "linux"))]
-fn on_a_read_only_file_system(_path: &Path) -> bool {
-    false
 }
 
 /// Creates the file with owner-only permissions before SQLite opens it, so
