@@ -408,18 +408,17 @@ fn upgrade_error(err: tungstenite::Error, options: &ConnectOptions) -> ConnectEr
                 "{} answered 404: give --server as the relay's address alone, with no path",
                 options.url
             )),
-            // The relay's own "expected a WebSocket upgrade" to what this
-            // client sent as one: something in between dropped its headers.
-            StatusCode::BAD_REQUEST
-                if answer::plain_reason(&response).is_some_and(|r| r.starts_with("expected a WebSocket upgrade")) =>
-            {
-                ConnectError::Refused(format!(
-                    "{} ({}): a proxy in front of the relay must pass the Upgrade and Connection headers on",
-                    relay_reason(&response),
-                    response.status()
-                ))
-            }
             status => ConnectError::Refused(match answer::plain_reason(&response) {
+                // The relay's own "expected a WebSocket upgrade" to what this
+                // client sent as one: something in between dropped its headers.
+                Some(reason)
+                    if status == StatusCode::BAD_REQUEST && reason.starts_with("expected a WebSocket upgrade") =>
+                {
+                    format!(
+                        "{reason} ({status}): a proxy in front of the relay must pass the Upgrade and Connection \
+                         headers on"
+                    )
+                }
                 Some(reason) => format!("{reason} ({status})"),
                 None => format!("{} answered {}", options.url, answer::told(&response)),
             }),
