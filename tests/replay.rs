@@ -1822,6 +1822,31 @@ async fn replay_header_flags_change_what_the_handler_receives() {
         Some(common::handlers::STRIPE_STALE_SIGNATURE),
         "headers no flag names pass as recorded"
     );
+    // The attempt's record holds what the handler got, Host and
+    // Content-Length included, as a tunnelled delivery's does.
+    let attempt = (history.id + 1).to_string();
+    let shown = portpreview_async(&history.db(), &["show", &attempt, "--json", "--reveal"])
+        .await
+        .json();
+    let mut recorded: Vec<(String, String)> = shown["request"]["headers"]
+        .as_array()
+        .unwrap_or_else(|| panic!("headers in {shown:#}"))
+        .iter()
+        .map(|h| {
+            (
+                h["name"].as_str().unwrap_or_default().to_string(),
+                h["value"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    let mut sent: Vec<(String, String)> = seen
+        .headers
+        .iter()
+        .map(|(name, value)| (name.clone(), String::from_utf8_lossy(value).into_owned()))
+        .collect();
+    recorded.sort();
+    sent.sort();
+    assert_eq!(recorded, sent, "the attempt's record says what was sent");
 }
 
 /// A replay sends the request it was asked to, once: a handler answering

@@ -368,19 +368,31 @@ pub fn carries_body(method: &str, body: &[u8]) -> bool {
     !body.is_empty() || !matches!(method, "GET" | "HEAD" | "OPTIONS" | "DELETE")
 }
 
+impl Outgoing {
+    /// Every header the request goes out with, in order: `Host` naming the
+    /// target, the headers, and `Content-Length` when it carries a body.
+    /// The history records these, so an attempt shows what its handler got,
+    /// as a tunnelled delivery does.
+    pub fn wire_headers(&self, authority: &str) -> Vec<Header> {
+        let mut headers = Vec::with_capacity(self.headers.len() + 2);
+        // A Host left in the headers is the one the handler got when recorded.
+        if !self.headers.iter().any(|h| h.name.eq_ignore_ascii_case("host")) {
+            headers.push(Header::new("host", authority));
+        }
+        headers.extend(self.headers.iter().cloned());
+        if carries_body(&self.method, &self.body) {
+            headers.push(Header::new("content-length", self.body.len().to_string()));
+        }
+        headers
+    }
+}
+
 fn build_request(out: &Outgoing, authority: &str) -> Result<http::Request<Full<Bytes>>, String> {
     let method =
         http::Method::from_bytes(out.method.as_bytes()).map_err(|_| format!("invalid method {:?}", out.method))?;
     let mut builder = http::Request::builder().method(method).uri(out.path.as_str());
-    // A Host left in the headers is the one the handler got when recorded.
-    if !out.headers.iter().any(|h| h.name.eq_ignore_ascii_case("host")) {
-        builder = builder.header(http::header::HOST, authority);
-    }
-    for header in &out.headers {
-        builder = builder.header(header.name.as_str(), header.value.as_slice());
-    }
-    if carries_body(&out.method, &out.body) {
-        builder = builder.header(http::header::CONTENT_LENGTH, out.body.len());
+    for header in out.wire_headers(authority) {
+        builder = builder.header(header.name, header.value);
     }
     builder
         .body(Full::new(out.body.clone()))

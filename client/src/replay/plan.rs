@@ -229,7 +229,7 @@ impl Plan {
             target: self.endpoint.url(""),
             method: out.method.clone(),
             path: out.path.clone(),
-            request_headers: out.headers.clone(),
+            request_headers: out.wire_headers(&self.endpoint.authority()),
             request_body: Vec::new(),
             request_body_size: out.body.len() as u64,
             provider: self.provider.map(|p| p.name().to_string()),
