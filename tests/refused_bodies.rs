@@ -95,6 +95,45 @@ async fn a_caller_still_writing_reads_a_handlers_early_answer() {
     early.abort();
 }
 
+/// A handler that answers before it reads the body and then closes at once
+/// (a framework's body limit, or an auth check, then a plain close): its
+/// kernel resets the connection on the unread body, and the tunnel's
+/// writes of the rest fail. The answer came before the reset, so the
+/// caller gets it, every time, as it would calling the handler directly.
+#[tokio::test]
+async fn a_handler_that_answers_early_and_closes_unread_is_still_heard() {
+    let relay = TestRelay::start().await;
+    let handler = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let handler_url = format!("http://{}", handler.local_addr().expect("address"));
+    let refusing = tokio::spawn(async move {
+        loop {
+            let (mut socket, _) = handler.accept().await.expect("a request");
+            common::caller::read_head(&mut socket).await.expect("the head");
+            socket
+                .write_all(b"HTTP/1.1 413 Payload Too Large\r\nconnection: close\r\ncontent-length: 9\r\n\r\ntoo large")
+                .await
+                .expect("the answer");
+            // Dropped with the body unread: the kernel answers it with a reset.
+        }
+    });
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler_url).await;
+    for attempt in 1..=8 {
+        let answer = post_all_then_read(&relay, &format!("/t/{}/upload", tunnel.name())).await;
+        assert!(answer.starts_with("HTTP/1.1 413 "), "attempt {attempt}: {answer:.300}");
+        assert!(
+            answer.ends_with("\r\n\r\ntoo large"),
+            "attempt {attempt}: {answer:.300}"
+        );
+        let (recorded, _) = tunnel.next_delivery().await;
+        assert_eq!(
+            recorded.status,
+            Some(413),
+            "attempt {attempt} recorded as answered: {recorded:?}"
+        );
+    }
+    refusing.abort();
+}
+
 /// A caller over the relay's connection cap that has already written its
 /// request reads the 503 that says why, not a reset: what it sent is read
 /// before the close. Twenty tries, as the reset came about half the time.

@@ -3,6 +3,7 @@
 //! spoken to in the wrong scheme.
 
 mod config;
+mod discard;
 
 use std::io;
 use std::pin::Pin;
@@ -18,6 +19,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
 use crate::target::Scheme;
+use discard::DiscardsAfterReset;
 
 /// Why a connection to the handler could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -74,9 +76,11 @@ pub struct LocalStream {
     first_byte: FirstByte,
 }
 
+/// The socket beneath, plain or TLS, discards what is written to a
+/// handler that has reset it: see [`discard`].
 enum Inner {
-    Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
+    Plain(DiscardsAfterReset<TcpStream>),
+    Tls(Box<TlsStream<DiscardsAfterReset<TcpStream>>>),
 }
 
 /// The first byte a connection read, shared with whoever reads its errors.
@@ -112,7 +116,7 @@ pub async fn open(scheme: Scheme, host: &str, port: u16) -> Result<LocalStream, 
     // Webhook bodies are small: waiting to coalesce them only adds latency.
     let _ = tcp.set_nodelay(true);
     let inner = match scheme {
-        Scheme::Http => Inner::Plain(tcp),
+        Scheme::Http => Inner::Plain(DiscardsAfterReset::new(tcp)),
         Scheme::Https => Inner::Tls(Box::new(handshake(tcp, host).await?)),
     };
     Ok(LocalStream {
@@ -121,7 +125,7 @@ pub async fn open(scheme: Scheme, host: &str, port: u16) -> Result<LocalStream, 
     })
 }
 
-async fn handshake(tcp: TcpStream, host: &str) -> Result<TlsStream<TcpStream>, TlsError> {
+async fn handshake(tcp: TcpStream, host: &str) -> Result<TlsStream<DiscardsAfterReset<TcpStream>>, TlsError> {
     let name = server_name(host)?;
     let peer = tcp.peer_addr().map_err(|err| TlsError::Handshake(err.to_string()))?;
     // Which address answered, not which name was asked: `localhost` may
@@ -132,7 +136,7 @@ async fn handshake(tcp: TcpStream, host: &str) -> Result<TlsStream<TcpStream>, T
     }
     .map_err(|err| TlsError::Handshake(err.to_string()))?;
     tokio_rustls::TlsConnector::from(config)
-        .connect(name, tcp)
+        .connect(name, DiscardsAfterReset::new(tcp))
         .await
         .map_err(handshake_error)
 }

@@ -521,6 +521,45 @@ mod tests {
         odd.abort();
     }
 
+    /// A handler that answers 413 at the head and closes with the body
+    /// unread resets the connection while the attempt still sends: the
+    /// attempt is its 413, every time, not a failure to send.
+    #[tokio::test]
+    async fn an_answer_given_before_the_body_was_read_is_the_attempts() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let refusing = tokio::spawn(async move {
+            loop {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                let mut head = [0u8; 4096];
+                let _ = socket.read(&mut head).await;
+                let _ = socket
+                    .write_all(b"HTTP/1.1 413 Payload Too Large\r\nconnection: close\r\ncontent-length: 0\r\n\r\n")
+                    .await;
+            }
+        });
+        let endpoint = Endpoint {
+            scheme: Scheme::Http,
+            host: "127.0.0.1".into(),
+            port,
+        };
+        let mut conn = Connection::open_within(endpoint, Duration::from_secs(10))
+            .await
+            .unwrap();
+        let out = Outgoing {
+            method: "POST".into(),
+            path: "/upload".into(),
+            headers: Vec::new(),
+            body: Bytes::from(vec![b'x'; 8 * 1024 * 1024]),
+        };
+        for attempt in 1..=5 {
+            let answer = conn.send(&out).await;
+            assert_eq!(answer.status, Some(413), "attempt {attempt}: {answer:?}");
+        }
+        refusing.abort();
+    }
+
     #[test]
     fn a_header_value_that_cannot_be_sent_is_an_error() {
         let out = Outgoing {
