@@ -281,7 +281,7 @@ fn browse_open_filter_and_quit() {
     tmux.type_text("special");
     tmux.send(&["Enter"]);
     let screen = tmux.wait_for("the filtered list", |s| {
-        s.contains("/special/") && s.contains("Deliveries 1/1 ")
+        s.contains("filter “special”") && s.contains("Deliveries 1/1 ")
     });
     assert!(screen.contains("/webhooks/github/special"), "{screen}");
     assert!(!screen.contains("/webhooks/stripe/150"), "{screen}");

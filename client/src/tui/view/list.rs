@@ -91,7 +91,7 @@ fn title(app: &App) -> Line<'static> {
     let mut spans = vec![Span::raw(format!(" Deliveries {}/{} ", thousands(position as u64), of))];
     if let Some(search) = app.pager.search() {
         spans.push(Span::styled(
-            format!("/{}/ ", escape_str(search)),
+            format!("filter “{}” ", escape_str(search)),
             Style::new().fg(Color::Yellow),
         ));
     }

@@ -170,7 +170,7 @@ fn a_search_in_flight_shows_as_searching_then_counting() {
         Buffer::with_lines([
             " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter …",
             " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
-            "┌ Deliveries 0/searching… /hook/1/ ────────────────────────┐",
+            "┌ Deliveries 0/searching… filter “hook/1” ─────────────────┐",
             "│Searching for “hook/1”… Esc cancels.                      │",
             "│                                                          │",
             "│                                                          │",
@@ -189,14 +189,14 @@ fn a_search_in_flight_shows_as_searching_then_counting() {
     let screen = rows(&plain(draw(&app)));
     assert_eq!(
         screen[2],
-        "┌ Deliveries 1/counting… /hook/1/ ─────────────────────────┐"
+        "┌ Deliveries 1/counting… filter “hook/1” ──────────────────┐"
     );
     assert!(screen[4].contains("/hook/199"), "{}", screen.join("\n"));
     app.on_found(answers.next().unwrap());
     let screen = rows(&plain(draw(&app)));
     assert_eq!(
         screen[2],
-        "┌ Deliveries 1/111 /hook/1/ ───────────────────────────────┐"
+        "┌ Deliveries 1/111 filter “hook/1” ────────────────────────┐"
     );
 }
 
