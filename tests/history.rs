@@ -348,7 +348,10 @@ fn a_request_stored_cut_short_exports_as_har_but_never_as_something_that_resends
     assert_eq!(request["bodySize"], 41943040, "{har:#}");
     assert_eq!(
         request["postData"]["comment"],
-        format!("text holds the stored start only: stored body cut at {stored} of 41943040 bytes"),
+        format!(
+            "text holds the stored start only: stored body cut at {} of 41,943,040 bytes",
+            portpreview_shared::text::thousands(stored as u64)
+        ),
         "a devtools reader is told the text is not the whole body"
     );
 }

@@ -2,7 +2,7 @@
 
 use base64::Engine;
 use portpreview_shared::sanitize::{escape_multiline, escape_str, hex_dump};
-use portpreview_shared::text::truncate;
+use portpreview_shared::text::{thousands, truncate};
 use portpreview_shared::Header;
 
 /// A body for a terminal, pretty JSON, escaped text or a hex dump, of at
@@ -66,6 +66,47 @@ pub fn pretty_json_start(body: &[u8], limit: usize) -> Option<String> {
 /// line below it, so a document nested 200,000 deep, 400 KB sent, would
 /// lay out as tens of gigabytes; no webhook payload comes near.
 const MAX_LAID_OUT_DEPTH: usize = 64;
+
+/// Why a JSON document is shown as sent rather than laid out: it nests
+/// deeper than [`MAX_LAID_OUT_DEPTH`]. `None` for any other body, and for
+/// JSON that is laid out.
+pub fn shown_as_sent_note(body: &[u8]) -> Option<String> {
+    let trimmed = body.trim_ascii();
+    if !trimmed.starts_with(b"{") && !trimmed.starts_with(b"[") {
+        return None;
+    }
+    // The depth first: a byte scan, where the parse that follows reads
+    // the document again.
+    if !nests_past(trimmed, MAX_LAID_OUT_DEPTH) {
+        return None;
+    }
+    serde_json::from_slice::<serde::de::IgnoredAny>(trimmed).ok()?;
+    Some(format!(
+        "JSON nested more than {MAX_LAID_OUT_DEPTH} levels deep, shown as sent"
+    ))
+}
+
+/// Whether brackets outside strings in `json` open more than `depth` deep.
+fn nests_past(json: &[u8], depth: usize) -> bool {
+    let (mut open, mut in_string, mut escaped) = (0usize, false, false);
+    for &byte in json {
+        match (in_string, byte) {
+            (true, _) if escaped => escaped = false,
+            (true, b'\\') => escaped = true,
+            (true, b'"') | (false, b'"') => in_string = !in_string,
+            (true, _) => {}
+            (false, b'{' | b'[') => {
+                open += 1;
+                if open > depth {
+                    return true;
+                }
+            }
+            (false, b'}' | b']') => open = open.saturating_sub(1),
+            (false, _) => {}
+        }
+    }
+    false
+}
 
 /// Lays out valid JSON two spaces per level, as `serde_json`'s pretty
 /// printer does, copying strings, numbers and literals untouched; `None`
@@ -228,10 +269,17 @@ pub fn truncation_note(stored: usize, size: u64) -> Option<String> {
     let stored = stored as u64;
     if crate::store::size_unknown_past(stored, size) {
         return Some(format!(
-            "(body cut short after {stored} bytes; the rest did not reach PortPreview)"
+            "(body cut short after {} bytes; the rest did not reach PortPreview)",
+            thousands(stored)
         ));
     }
-    (stored < size).then(|| format!("(stored body cut at {stored} of {size} bytes)"))
+    (stored < size).then(|| {
+        format!(
+            "(stored body cut at {} of {} bytes)",
+            thousands(stored),
+            thousands(size)
+        )
+    })
 }
 
 #[cfg(test)]
@@ -240,6 +288,25 @@ mod tests {
 
     fn for_terminal(body: &[u8]) -> String {
         for_terminal_start(body, usize::MAX).0
+    }
+
+    #[test]
+    fn json_too_deep_to_lay_out_says_why_it_is_shown_as_sent() {
+        let deep = format!("{}1{}", "{\"a\":".repeat(5000), "}".repeat(5000));
+        let note = shown_as_sent_note(deep.as_bytes());
+        assert_eq!(
+            note.as_deref(),
+            Some("JSON nested more than 64 levels deep, shown as sent")
+        );
+        assert_eq!(for_terminal(deep.as_bytes()).lines().count(), 1, "as sent");
+
+        let laid_out = format!("{}1{}", "[".repeat(64), "]".repeat(64));
+        assert_eq!(shown_as_sent_note(laid_out.as_bytes()), None);
+        assert!(for_terminal(laid_out.as_bytes()).lines().count() > 1);
+        // Brackets within strings open nothing, and a broken document is no JSON.
+        let quoted = format!("{{\"a\": \"{}\\\"{}\"}}", "[".repeat(100), "{".repeat(100));
+        assert_eq!(shown_as_sent_note(quoted.as_bytes()), None);
+        assert_eq!(shown_as_sent_note("[".repeat(100).as_bytes()), None);
     }
 
     #[test]

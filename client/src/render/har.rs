@@ -414,7 +414,7 @@ mod tests {
         assert_eq!(request["postData"]["text"], "");
         assert_eq!(
             request["postData"]["comment"],
-            "text holds the stored start only: stored body cut at 0 of 27000000 bytes"
+            "text holds the stored start only: stored body cut at 0 of 27,000,000 bytes"
         );
 
         // A body over the store's limit: its size is known, its text is not whole.

@@ -6,7 +6,7 @@ use portpreview_shared::sanitize::{escape_multiline, escape_str};
 use portpreview_shared::text::thousands;
 use portpreview_shared::Header;
 
-use super::body::{decode, for_terminal_start, truncation_note, Decoding};
+use super::body::{decode, for_terminal_start, shown_as_sent_note, truncation_note, Decoding};
 use super::mask::{escape_value, shown_path, shown_value};
 use crate::store::{Delivery, ReplayRun};
 use crate::time::{ordinal, rfc3339_ms};
@@ -183,6 +183,9 @@ fn body(out: &mut String, id: i64, headers: &[Header], bytes: &[u8], size: u64, 
             bytes
         }
     };
+    if let Some(note) = shown_as_sent_note(readable) {
+        let _ = writeln!(out, "  ({note})");
+    }
     let (text, shown) = for_terminal_start(readable, cut.limit);
     for line in text.lines() {
         let _ = writeln!(out, "  {line}");

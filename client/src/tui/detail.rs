@@ -2,12 +2,12 @@
 //! untrusted byte passed through the sanitiser.
 
 use portpreview_shared::sanitize::escape_str;
-use portpreview_shared::text::counted;
+use portpreview_shared::text::{counted, thousands};
 use portpreview_shared::Header;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use crate::render::body::{as_text, for_terminal_start, truncation_note, Decoding};
+use crate::render::body::{as_text, for_terminal_start, shown_as_sent_note, truncation_note, Decoding};
 use crate::render::mask::{escape_value, is_sensitive, shown_path, shown_value};
 use crate::replay::stored::StoredReport;
 use crate::store::{size_unknown_past, Delivery, Outcome, ReplayRun};
@@ -360,20 +360,17 @@ fn body_title(what: &str, body: &[u8], size: u64) -> String {
     } else {
         "binary"
     };
-    let bytes = |n: u64| counted(n as usize, "byte", "bytes");
+    let bytes = |n: u64| match n {
+        1 => "1 byte".to_owned(),
+        n => format!("{} bytes", thousands(n)),
+    };
     if size_unknown_past(stored, size) {
         format!("{what} (cut short after {}, {kind})", bytes(stored))
     } else if stored < size {
-        format!("{what} ({}, {stored} stored, {kind})", bytes(size))
+        format!("{what} ({}, {} stored, {kind})", bytes(size), thousands(stored))
     } else {
         format!("{what} ({}, {kind})", bytes(stored))
     }
-}
-
-/// The body as display lines: pretty JSON, escaped text or a hex dump, as
-/// far as a screen's worth goes.
-fn body_text(body: &[u8]) -> String {
-    for_terminal_start(body, shown_at_most(body)).0
 }
 
 /// Bytes of `body` the pane lays out; the rest is left to `e` export.
@@ -384,16 +381,26 @@ fn shown_at_most(body: &[u8]) -> usize {
     }
 }
 
+/// The body as display lines, pretty JSON, escaped text or a hex dump, as
+/// far as a screen's worth goes, then where they stop and why.
 fn push_body(lines: &mut Vec<Line<'static>>, body: &[u8], size: u64) {
-    let text = body_text(body);
-    let shown = text.lines().count();
+    if let Some(note) = shown_as_sent_note(body) {
+        lines.push(Line::from(Span::styled(note, Style::new().fg(Color::DarkGray))));
+    }
+    let (text, shown) = for_terminal_start(body, shown_at_most(body));
     lines.extend(text.lines().map(|l| Line::raw(l.to_owned())));
-    if body.len() > shown_at_most(body) {
-        let shown = counted(shown, "line", "lines");
+    if shown < body.len() {
+        let shown = thousands(shown as u64);
         let note = if (body.len() as u64) < size {
-            format!("… ({shown} shown of the {} bytes stored)", body.len())
+            format!(
+                "… (the first {shown} of the {} bytes stored shown)",
+                thousands(body.len() as u64)
+            )
         } else {
-            format!("… ({shown} shown of {size} bytes; e exports the delivery whole)")
+            format!(
+                "… (the first {shown} of {} bytes shown; e exports the delivery whole)",
+                thousands(size)
+            )
         };
         lines.push(Line::from(Span::styled(note, Style::new().fg(Color::DarkGray))));
     }
@@ -436,7 +443,10 @@ mod tests {
         let rows = MAX_SHOWN_BINARY / 16;
         assert_eq!(lines.len(), rows + 2, "rows, then where they stop and why");
         let note = lines[rows].to_string();
-        assert!(note.contains("4096 lines shown of the 100000 bytes stored"), "{note}");
+        assert!(
+            note.contains("the first 65,536 of the 100,000 bytes stored shown"),
+            "{note}"
+        );
     }
 
     #[test]
@@ -553,14 +563,15 @@ mod tests {
         d.request.request_body = vec![b'a'; 2 * MAX_SHOWN_TEXT];
         d.request.request_body_size = 31_457_280;
         let shown = text(&DetailDoc::new(&d, 1, &[], false));
-        let stored = 2 * MAX_SHOWN_TEXT;
+        let stored = thousands(2 * MAX_SHOWN_TEXT as u64);
         assert!(
-            shown.contains(&format!("Request body (31457280 bytes, {stored} stored, text)")),
+            shown.contains(&format!("Request body (31,457,280 bytes, {stored} stored, text)")),
             "{shown}"
         );
         assert!(
             shown.contains(&format!(
-                "shown of the {stored} bytes stored)\n(stored body cut at {stored} of 31457280 bytes)"
+                "the first {} of the {stored} bytes stored shown)\n(stored body cut at {stored} of 31,457,280 bytes)",
+                thousands(MAX_SHOWN_TEXT as u64)
             )),
             "{shown}"
         );
