@@ -944,6 +944,12 @@ fn no_command_prints_the_help() {
                 "{command}: {stderr}"
             );
         }
+        // Where settings nobody typed come from, but not the value of one.
+        assert!(
+            stderr.contains("config.toml") && stderr.contains("PORTPREVIEW_CONFIG"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("/tmp/x.db"), "{stderr}");
     }
 }
 

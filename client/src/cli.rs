@@ -11,10 +11,16 @@ use crate::origin::Origin;
 
 /// A webhook tunnel that records every delivery and checks handlers for idempotency.
 #[derive(Debug, Parser)]
-#[command(name = "portpreview", version, about, propagate_version = true)]
+#[command(name = "portpreview", version, about, propagate_version = true, after_help = CONFIG_HELP)]
 pub struct Cli {
-    /// History database (default: portpreview/history.db in the user's data directory; check and replay --from need none).
-    #[arg(long, global = true, env = "PORTPREVIEW_DB", value_name = "PATH")]
+    /// History database (default: the config file's db, else portpreview/history.db in the user's data directory; check and replay --from need none).
+    #[arg(
+        long,
+        global = true,
+        env = "PORTPREVIEW_DB",
+        hide_env_values = true,
+        value_name = "PATH"
+    )]
     pub db: Option<PathBuf>,
 
     /// What to do.
@@ -26,6 +32,17 @@ pub struct Cli {
     #[arg(skip)]
     pub from_env: Vec<&'static str>,
 }
+
+/// The config file, which no flag names: without this paragraph `--help`
+/// would leave a user unaware of where a relay or a database nobody typed
+/// comes from. The keys and the precedence are `config.rs`'s. Broken
+/// into lines here: clap prints it as written.
+const CONFIG_HELP: &str = "\
+Settings also come from a TOML config file: config.toml in the user's config
+directory (~/.config/portpreview/config.toml on Linux), or the file
+PORTPREVIEW_CONFIG names. It may set server, token, db, ca_cert and [secrets]
+(signing secrets by provider, for replay --resign and --fresh). Environment
+variables override the file, and flags override both.";
 
 /// Variables that stand in for flags. Set to an empty string, as CI leaves
 /// a secret that is not defined, each counts as not set: clap would take it
@@ -206,6 +223,33 @@ mod tests {
         let sub = cli.find_subcommand(command).unwrap();
         let arg = sub.get_arguments().find(|a| a.get_id() == flag).unwrap();
         arg.get_help().unwrap().to_string()
+    }
+
+    /// The config file is named in the top-level help, and a history
+    /// path set in the environment is not printed there.
+    #[test]
+    fn the_help_names_the_config_file_and_hides_the_databases_variable() {
+        // As one line: the paragraph is written in several.
+        let top = Cli::command().render_help().to_string();
+        let top = top.split_whitespace().collect::<Vec<_>>().join(" ");
+        for part in [
+            "config.toml",
+            "PORTPREVIEW_CONFIG",
+            "server, token, db, ca_cert and [secrets]",
+        ] {
+            assert!(top.contains(part), "{part}: {top}");
+        }
+        let cli = Cli::command();
+        let db = cli.get_arguments().find(|a| a.get_id() == "db").unwrap();
+        assert!(db.is_hide_env_values_set());
+        assert!(db.get_help().unwrap().to_string().contains("the config file's db"));
+        for flag in ["server", "token", "ca_cert"] {
+            let shown = help("http", flag);
+            assert!(
+                shown.contains(&format!("the config file's {flag}")),
+                "--{flag}: {shown}"
+            );
+        }
     }
 
     #[test]

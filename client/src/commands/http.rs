@@ -35,16 +35,16 @@ pub struct Args {
     /// Local port or URL to forward to (3000, localhost:3000, `[::1]:3000`, http://127.0.0.1:3000, https://localhost:8443, or with a base path put before every forwarded path: http://localhost:4000/api). Without a scheme: plain HTTP. An https:// handler on a loopback address is not checked against its certificate (local ones are self-signed); one elsewhere is.
     #[arg(value_name = "PORT|URL")]
     pub target: String,
-    /// Relay to use (ws://, wss://, http:// or https://); none: run one in-process.
+    /// Relay to use (ws://, wss://, http:// or https://); else the config file's server; none: run one in-process.
     #[arg(long, env = "PORTPREVIEW_SERVER", hide_env_values = true)]
     pub server: Option<String>,
     /// Tunnel name to ask for: 1 to 63 lowercase letters, digits and '-', not starting or ending with '-'.
     #[arg(long, value_parser = parse_name)]
     pub name: Option<String>,
-    /// Token for the relay.
+    /// Token for the relay; else the config file's token, sent only to the config file's server.
     #[arg(long, env = "PORTPREVIEW_TOKEN", hide_env_values = true, value_parser = crate::cli::parse_secret_text, allow_hyphen_values = true)]
     pub token: Option<crate::config::Secret>,
-    /// Extra CA certificate (PEM) to trust for a wss:// relay.
+    /// Extra CA certificate (PEM) to trust for a wss:// relay; else the config file's ca_cert.
     #[arg(long, value_name = "FILE")]
     pub ca_cert: Option<PathBuf>,
     /// Host header sent to the local handler.
