@@ -115,7 +115,7 @@ impl ReplayOptions {
 /// Reasons leave the value out, as clap and the suite file name it beside
 /// them.
 pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
-    let duration = nonzero_reading(text)?;
+    let duration = nonzero_reading(text, portpreview_server::config::MAX_WAIT)?;
     if duration.is_zero() {
         return Err("no time at all: give a duration like 300ms or 30s".to_string());
     }
@@ -128,13 +128,13 @@ pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
     Ok(duration)
 }
 
-/// `text` read as a duration for a flag that refuses zero: a bare `0`
-/// reads as zero, to be refused as no time at all, not told to take a
-/// unit, which would suggest `0ms`.
-fn nonzero_reading(text: &str) -> Result<Duration, String> {
+/// `text` read as a duration for a flag that refuses zero and more than
+/// `max`: a bare `0` reads as zero, to be refused as no time at all, not
+/// told to take a unit, which would suggest `0ms`.
+fn nonzero_reading(text: &str, max: Duration) -> Result<Duration, String> {
     match is_zero(text) {
         true => Ok(Duration::ZERO),
-        false => crate::time::parse_duration(text),
+        false => crate::time::parse_duration_within(text, max, crate::time::A_DURATION),
     }
 }
 
@@ -156,10 +156,10 @@ const MIN_SETTLE: Duration = Duration::from_millis(1);
 /// pass for idempotent before its work was done.
 pub fn parse_settle(text: &str) -> Result<Duration, String> {
     // A settle window is milliseconds or seconds, never days.
-    if let Some(why) = crate::time::no_unit(text, &["ms", "s"]).filter(|_| !is_zero(text)) {
+    if let Some(why) = crate::time::no_unit(text, &["ms", "s"], MAX_SETTLE).filter(|_| !is_zero(text)) {
         return Err(why);
     }
-    let duration = nonzero_reading(text)?;
+    let duration = nonzero_reading(text, MAX_SETTLE)?;
     if duration.is_zero() {
         return Err(
             "no time at all: work a handler does after answering would go unseen; give a duration like 300ms or 2s"
@@ -256,6 +256,7 @@ mod tests {
         assert!(parse_settle("0s").unwrap_err().contains("no time at all"));
         assert!(parse_settle("0").unwrap_err().contains("no time at all"));
         assert_eq!(parse_settle("5"), Err("5 has no unit: write 5ms or 5s".to_string()));
+        assert_eq!(parse_settle("700"), Err("700 has no unit: write 700ms".to_string()));
         assert!(parse_settle("1d").unwrap_err().contains("longer than 10m"));
         assert!(parse_settle("500us").unwrap_err().contains("shorter than 1ms"));
         assert_eq!(parse_settle("1ms"), Ok(Duration::from_millis(1)));
@@ -273,6 +274,10 @@ mod tests {
             assert_eq!(parse_positive_duration(bad), expected, "{bad}");
             assert_eq!(crate::time::parse_duration(bad), expected, "{bad}");
         }
+        let negative = Err("durations are never negative: write 1s".to_string());
+        assert_eq!(parse_settle("-1s"), negative);
+        assert_eq!(parse_positive_duration("-1s"), negative);
+        assert_eq!(crate::time::parse_duration("-1s"), negative);
     }
 
     #[test]
@@ -300,6 +305,11 @@ mod tests {
             .unwrap_err()
             .contains("months as days, like 30d"));
         assert_eq!(parse_positive_duration("1d"), Ok(Duration::from_secs(86_400)));
+        // Not "write 5d", which is refused in turn.
+        assert_eq!(
+            parse_positive_duration("5"),
+            Err("5 has no unit: write 5ms, 5s, 5m or 5h".to_string())
+        );
         assert_eq!(
             parse_positive_duration("30000000000000d"),
             Err("longer than a day: give a duration like 30s or 5m".to_string())

@@ -5,7 +5,7 @@ use std::time::Duration;
 use portpreview_shared::duration::format_duration;
 
 use crate::store::StatusWord;
-use crate::time::{parse_duration, parse_rfc3339_ms, rfc3339_ms};
+use crate::time::{parse_duration_within, parse_rfc3339_ms, rfc3339_ms, A_DURATION};
 
 /// One `--status` value: the TUI filter's status words, refused when it
 /// is none, which the filter would take for text to search.
@@ -50,20 +50,24 @@ impl std::fmt::Display for Since {
 pub fn parse_since(text: &str) -> Result<Since, String> {
     let text = text.trim();
     let dated = text.len() > 4 && text.as_bytes()[..4].iter().all(u8::is_ascii_digit) && text.as_bytes()[4] == b'-';
-    let neither = || {
-        "expected a duration like 2h, or a time in UTC as history --json writes received_at, like \
+    // Every refusal names both forms: a value that is neither may have
+    // been meant as either.
+    let expected = format!(
+        "a duration ({A_DURATION}), or a time in UTC as history --json writes received_at, like \
          2026-01-01T09:30:00Z"
-            .to_string()
-    };
+    );
     if !dated {
-        // A word (`yesterday`) is neither; a number with a bad unit is
-        // told in the duration's own words.
-        return match text.starts_with(|c: char| c.is_ascii_digit()) {
-            true => parse_duration(text).map(Since::Ago),
-            false => Err(neither()),
+        // A word (`yesterday`) is neither; a number with a bad unit, or
+        // a minus, is told in the duration's own words.
+        let number = text.strip_prefix('-').unwrap_or(text);
+        return match number.starts_with(|c: char| c.is_ascii_digit()) {
+            true => parse_duration_within(text, Duration::MAX, &expected).map(Since::Ago),
+            false => Err(format!("expected {expected}")),
         };
     }
-    parse_rfc3339_ms(text).map(Since::At).ok_or_else(neither)
+    parse_rfc3339_ms(text)
+        .map(Since::At)
+        .ok_or_else(|| format!("expected {expected}"))
 }
 
 #[cfg(test)]
@@ -100,10 +104,25 @@ mod tests {
             parse_since("5").unwrap_err(),
             "5 has no unit: write 5ms, 5s, 5m, 5h or 5d"
         );
-        for time in ["2026-01-01", "2026-01-01T09:30:00", "2026-13-01T00:00:00Z", "yesterday"] {
+        for time in [
+            "2026-01-01",
+            "2026-01-01T09:30:00",
+            "2026-13-01T00:00:00Z",
+            "yesterday",
+            "10x",
+        ] {
             let why = parse_since(time).unwrap_err();
-            assert!(why.contains("like 2026-01-01T09:30:00Z"), "{time}: {why}");
+            assert!(
+                why.starts_with("expected a duration (a number and a unit, like 300ms, 1s or 2m), or a time")
+                    && why.contains("like 2026-01-01T09:30:00Z"),
+                "{time}: {why}"
+            );
         }
+        assert_eq!(
+            parse_since("-1s").unwrap_err(),
+            "durations are never negative: write 1s",
+            "as every duration flag says it"
+        );
     }
 
     #[test]
