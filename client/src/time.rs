@@ -25,6 +25,52 @@ pub fn parse_rfc3339_ms(text: &str) -> Option<i64> {
     i64::try_from(since.as_millis()).ok()
 }
 
+/// A time as a user may write one, to milliseconds since the epoch: RFC
+/// 3339 with `Z` or any offset (`2026-12-05T16:50:55+01:00`, taken to
+/// UTC), or a date alone (`2026-12-05`), its midnight in UTC. `None` for
+/// anything else, a time without an offset included, which names no
+/// instant.
+pub fn parse_time_ms(text: &str) -> Option<i64> {
+    // RFC 3339 allows `t` and `z`; humantime reads capitals only.
+    let text = text.trim().to_ascii_uppercase();
+    if text.len() == "2026-12-05".len() {
+        return parse_rfc3339_ms(&format!("{text}T00:00:00Z"));
+    }
+    let (local, offset_ms) = split_offset(&text)?;
+    // Only digits and separators before the offset: `…Z+01:00` is not
+    // read as a UTC time with an offset thrown in.
+    if !local.bytes().all(|b| b.is_ascii_digit() || b"-:.T".contains(&b)) {
+        return None;
+    }
+    parse_rfc3339_ms(&format!("{local}Z"))?.checked_sub(offset_ms)
+}
+
+/// A time's text before its offset, and the offset in milliseconds east
+/// of UTC: `Z` is none, `+01:00` an hour.
+fn split_offset(text: &str) -> Option<(&str, i64)> {
+    if let Some(local) = text.strip_suffix('Z') {
+        return Some((local, 0));
+    }
+    let at = text.len().checked_sub("+00:00".len())?;
+    let (local, offset) = (text.get(..at)?, text.get(at..)?.as_bytes());
+    let sign = match offset[0] {
+        b'+' => 1,
+        b'-' => -1,
+        _ => return None,
+    };
+    let digits = |pair: &[u8]| -> Option<i64> {
+        match pair {
+            [a @ b'0'..=b'9', b @ b'0'..=b'9'] => Some(i64::from((a - b'0') * 10 + (b - b'0'))),
+            _ => None,
+        }
+    };
+    let (hours, minutes) = (digits(&offset[1..3])?, digits(&offset[4..6])?);
+    if offset[3] != b':' || hours > 23 || minutes > 59 {
+        return None;
+    }
+    Some((local, sign * (hours * 60 + minutes) * 60_000))
+}
+
 /// Milliseconds since the epoch, now.
 pub fn now_ms() -> i64 {
     SystemTime::now()
@@ -249,6 +295,41 @@ mod tests {
         assert_eq!(parse_rfc3339_ms("2023-11-14T22:13:20Z"), Some(1_700_000_000_000));
         assert_eq!(parse_rfc3339_ms("2023-11-14T22:13:20"), None, "no offset, no instant");
         assert_eq!(parse_rfc3339_ms("2023-11-14 22:13:20Z"), None);
+    }
+
+    #[test]
+    fn a_time_is_read_with_any_offset_or_as_a_date_at_midnight_utc() {
+        let utc = parse_time_ms("2026-12-05T15:50:55Z").unwrap();
+        assert_eq!(parse_time_ms("2026-12-05T16:50:55+01:00"), Some(utc));
+        assert_eq!(parse_time_ms("2026-12-05T10:20:55-05:30"), Some(utc));
+        assert_eq!(parse_time_ms("2026-12-05t15:50:55.000z"), Some(utc));
+        assert_eq!(parse_time_ms("2026-12-05T15:50:55-00:00"), Some(utc));
+        assert_eq!(
+            parse_time_ms("2026-12-05T16:50:55.250+01:00"),
+            Some(utc + 250),
+            "fractions before the offset"
+        );
+        assert_eq!(parse_time_ms("2026-12-05"), parse_time_ms("2026-12-05T00:00:00Z"));
+        assert_eq!(
+            rfc3339_ms(parse_time_ms("2026-12-05").unwrap()),
+            "2026-12-05T00:00:00.000Z"
+        );
+        for bad in [
+            "2026-12-05T16:50:55",
+            "2026-12-05T16:50:55+1:00",
+            "2026-12-05T16:50:55+24:00",
+            "2026-12-05T16:50:55+01:60",
+            "2026-12-05T16:50:55+0100",
+            "2026-12-05T16:50:55Z+01:00",
+            "2026-12-05T16:50+01:00",
+            "2026-13-05",
+            "2026-02-30",
+            "2026-12-5",
+            "2026-12-05T16:50:55+01:0\u{e9}",
+            "",
+        ] {
+            assert_eq!(parse_time_ms(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -37,7 +37,7 @@ pub struct Args {
     /// Only deliveries whose path, with its query as the table lists it or without, matches this glob (`*` any text, `?` any one character; a path copied from the table may keep its masked secrets and its `…`).
     #[arg(long, value_name = "GLOB")]
     pub path: Option<String>,
-    /// Only deliveries received within this span (30m, 2h, 7d), or since this UTC time (2026-01-01T09:30:00Z, as --json writes received_at).
+    /// Only deliveries received within this span (30m, 2h, 7d), or since this time: in UTC as --json writes received_at (2026-01-01T09:30:00Z), with its offset (2026-01-01T10:30:00+01:00), or a date (2026-01-01, from its midnight UTC).
     #[arg(long, value_name = "DURATION|TIME", allow_hyphen_values = true, value_parser = filters::parse_since)]
     pub since: Option<Since>,
     /// Also list the deliveries sent by `replay`.

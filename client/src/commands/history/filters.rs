@@ -5,7 +5,7 @@ use std::time::Duration;
 use portpreview_shared::duration::format_duration;
 
 use crate::store::StatusWord;
-use crate::time::{parse_duration_within, parse_rfc3339_ms, rfc3339_ms, A_DURATION};
+use crate::time::{parse_duration_within, parse_time_ms, rfc3339_ms, A_DURATION};
 
 /// One `--status` value: the TUI filter's status words, refused when it
 /// is none, which the filter would take for text to search.
@@ -20,7 +20,7 @@ pub enum Since {
     /// This long before the command ran: `30m`, `2h`, `7d`.
     Ago(Duration),
     /// This time, in milliseconds since the epoch: a `received_at` copied
-    /// from `history --json`.
+    /// from `history --json`, a time with its offset, or a date.
     At(i64),
 }
 
@@ -53,8 +53,8 @@ pub fn parse_since(text: &str) -> Result<Since, String> {
     // Every refusal names both forms: a value that is neither may have
     // been meant as either.
     let expected = format!(
-        "a duration ({A_DURATION}), or a time in UTC as history --json writes received_at, like \
-         2026-01-01T09:30:00Z"
+        "a duration ({A_DURATION}), a time (2026-01-01T09:30:00Z, or with its offset: \
+         2026-01-01T10:30:00+01:00) or a date (2026-01-01, from its midnight UTC)"
     );
     if !dated {
         // A word (`yesterday`) is neither; a number with a bad unit, or
@@ -65,7 +65,7 @@ pub fn parse_since(text: &str) -> Result<Since, String> {
             false => Err(format!("expected {expected}")),
         };
     }
-    parse_rfc3339_ms(text)
+    parse_time_ms(text)
         .map(Since::At)
         .ok_or_else(|| format!("expected {expected}"))
 }
@@ -92,6 +92,16 @@ mod tests {
         assert_eq!(at, Since::At(1_700_000_060_000));
         assert_eq!(at.to_string(), "2023-11-14T22:14:20.000Z");
         assert_eq!(
+            parse_since("2023-11-14T23:14:20+01:00"),
+            Ok(at),
+            "an offset is taken to UTC"
+        );
+        assert_eq!(
+            parse_since("2023-11-14").unwrap().to_string(),
+            "2023-11-14T00:00:00.000Z",
+            "a date is its midnight in UTC"
+        );
+        assert_eq!(
             parse_since("120m").unwrap().to_string(),
             "2h",
             "written back the short way"
@@ -105,16 +115,18 @@ mod tests {
             "5 has no unit: write 5ms, 5s, 5m, 5h or 5d"
         );
         for time in [
-            "2026-01-01",
             "2026-01-01T09:30:00",
+            "2026-01-01T09:30:00+1",
+            "2026-02-30",
             "2026-13-01T00:00:00Z",
             "yesterday",
             "10x",
         ] {
             let why = parse_since(time).unwrap_err();
             assert!(
-                why.starts_with("expected a duration (a number and a unit, like 300ms, 1s or 2m), or a time")
-                    && why.contains("like 2026-01-01T09:30:00Z"),
+                why == "expected a duration (a number and a unit, like 300ms, 1s or 2m), a time \
+                        (2026-01-01T09:30:00Z, or with its offset: 2026-01-01T10:30:00+01:00) or a date (2026-01-01, \
+                        from its midnight UTC)",
                 "{time}: {why}"
             );
         }
