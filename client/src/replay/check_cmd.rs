@@ -12,8 +12,14 @@ use tokio::process::Child;
 
 use super::probe::ProbeError;
 
-/// Stderr bytes kept, enough for the line that explains a failure.
+/// Stderr bytes kept, its last: enough for the lines that explain a failure.
 const KEPT_STDERR: usize = 4096;
+
+/// Lines of stderr a failure quotes, its last that are not blank.
+const QUOTED_LINES: usize = 3;
+
+/// Characters quoted of each of those lines.
+const QUOTED_LINE_CHARS: usize = 160;
 
 /// How long stderr is read once the command has exited.
 const STDERR_AFTER_EXIT: Duration = Duration::from_millis(200);
@@ -107,10 +113,10 @@ async fn output(group: &mut Group, limit: usize) -> Result<String, ProbeError> {
     };
     // Both pipes are read at once: a command that fills one while nobody
     // reads it would wait forever.
-    let mut errors = Vec::new();
+    let mut errors = Tail::default();
     let (printed, status) = {
         let stdout = read_capped(stdout, limit);
-        let stderr = keep_first(stderr, KEPT_STDERR, &mut errors);
+        let stderr = keep_last(stderr, KEPT_STDERR, &mut errors);
         tokio::pin!(stdout, stderr);
         let mut stderr_ended = false;
         let printed = loop {
@@ -144,10 +150,9 @@ async fn output(group: &mut Group, limit: usize) -> Result<String, ProbeError> {
         (printed, status)
     };
     if !status.success() {
-        let errors = String::from_utf8_lossy(&errors);
         return Err(ProbeError::Failed {
             status: status.to_string(),
-            stderr: errors.lines().next().unwrap_or("").to_string(),
+            stderr: last_lines(&errors),
         });
     }
     Ok(super::probe::state_text(printed))
@@ -161,19 +166,52 @@ async fn read_capped(reader: impl AsyncRead + Unpin, limit: usize) -> io::Result
     Ok((bytes.len() <= limit).then_some(bytes))
 }
 
-/// Reads to the end and keeps the first `keep` bytes in `kept`, which
-/// holds what came so far if the read is given up.
-async fn keep_first(mut reader: impl AsyncRead + Unpin, keep: usize, kept: &mut Vec<u8>) {
+/// The end of what a command wrote to stderr.
+#[derive(Default)]
+struct Tail {
+    bytes: Vec<u8>,
+    /// Set once bytes before `bytes` were let go.
+    cut: bool,
+}
+
+/// Reads to the end and keeps at least the last `keep` bytes in `kept`,
+/// which holds what came so far if the read is given up.
+async fn keep_last(mut reader: impl AsyncRead + Unpin, keep: usize, kept: &mut Tail) {
     let mut chunk = vec![0; 8192];
     loop {
         match reader.read(&mut chunk).await {
             Ok(0) | Err(_) => return,
             Ok(n) => {
-                let room = keep.saturating_sub(kept.len());
-                kept.extend_from_slice(&chunk[..n.min(room)]);
+                kept.bytes.extend_from_slice(&chunk[..n]);
+                // Let go once twice `keep` is held, not on every read: a
+                // chatty stderr then costs one copy per `keep` bytes.
+                if kept.bytes.len() > 2 * keep {
+                    kept.bytes.drain(..kept.bytes.len() - keep);
+                    kept.cut = true;
+                }
             }
         }
     }
+}
+
+/// The last lines of a failed command's stderr that are not blank, joined
+/// with ` / `, each escaped and cut short. A command says why it failed
+/// last, after what it was doing ("warming up", "connecting to …"), and
+/// the first line alone quoted the preamble instead.
+fn last_lines(tail: &Tail) -> String {
+    let text = String::from_utf8_lossy(&tail.bytes);
+    let mut lines: Vec<&str> = text.lines().map(str::trim).filter(|line| !line.is_empty()).collect();
+    // What was let go took the start of the first line kept with it.
+    if tail.cut && lines.len() > 1 {
+        lines.remove(0);
+    }
+    let quoted: Vec<String> = lines[lines.len().saturating_sub(QUOTED_LINES)..]
+        .iter()
+        .map(|line| {
+            portpreview_shared::text::shorten(&portpreview_shared::sanitize::escape_str(line), QUOTED_LINE_CHARS)
+        })
+        .collect();
+    quoted.join(" / ")
 }
 
 #[cfg(test)]
@@ -276,7 +314,7 @@ mod tests {
         let _ = std::process::Command::new("kill").arg(pid.trim()).status();
         assert_eq!(state.unwrap(), "ready\n");
         let err = read(
-            "sleep 7 >/dev/null & exec >&-; echo broken >&2; head -c 200000 /dev/zero >&2; exit 3",
+            "sleep 7 >/dev/null & exec >&-; head -c 200000 /dev/zero >&2; echo >&2; echo broken >&2; exit 3",
             1024,
             Duration::from_secs(10),
         )
@@ -294,11 +332,38 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(state, "7\n");
-        let err = read("echo first >&2; head -c 1000000 /dev/zero >&2; exit 4", 1024, WITHIN)
-            .await
-            .unwrap_err();
+        let err = read(
+            "echo first >&2; head -c 1000000 /dev/zero >&2; echo >&2; echo last >&2; exit 4",
+            1024,
+            WITHIN,
+        )
+        .await
+        .unwrap_err();
         assert!(
-            matches!(&err, ProbeError::Failed { stderr, .. } if stderr == "first"),
+            matches!(&err, ProbeError::Failed { stderr, .. } if stderr == "last"),
+            "{err}"
+        );
+    }
+
+    /// The reason a command gives comes last, after what it was doing.
+    #[tokio::test]
+    async fn a_failure_quotes_the_last_lines_of_stderr_escaped_and_cut() {
+        let err = read(
+            "echo 'warming up' >&2; echo step 2 >&2; echo >&2; printf 'step 3\\n  \\n\\033[31mdb: connection refused\\n\\n' >&2; \
+             printf '%0300d\\n' 0 >&2; exit 1",
+            1024,
+            WITHIN,
+        )
+        .await
+        .unwrap_err();
+        let ProbeError::Failed { stderr, .. } = &err else {
+            panic!("{err}");
+        };
+        let long = format!("{}…", "0".repeat(159));
+        assert_eq!(stderr, &format!("step 3 / \\x1b[31mdb: connection refused / {long}"));
+        assert!(
+            err.to_string()
+                .starts_with("the check command failed (exit status: 1): step 3 / "),
             "{err}"
         );
     }

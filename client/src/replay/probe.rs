@@ -46,7 +46,8 @@ pub enum ProbeError {
     Failed {
         /// Exit status as text.
         status: String,
-        /// First line of its stderr (empty when it printed nothing).
+        /// The last lines of its stderr, escaped and cut short (empty
+        /// when it printed nothing).
         stderr: String,
     },
     /// The command is empty or blank: it would read an empty state every
