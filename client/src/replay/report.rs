@@ -205,10 +205,7 @@ impl Report {
         .map(|c| c.detail.as_str());
         let line = match (self.idempotent, first_failure) {
             (Some(true), _) if self.state.is_none() => {
-                let answered = match self.attempts.len() {
-                    1 => "1 attempt".to_string(),
-                    n => format!("every one of {n} attempts"),
-                };
+                let answered = all_attempts(self.attempts.len(), "every one of");
                 format!("✓ {answered} answered 2xx (side effects not checked)")
             }
             (Some(true), _) if self.attempts.len() == 1 => {
@@ -333,6 +330,16 @@ pub fn attempts_phrase(numbers: &[u32]) -> String {
     }
 }
 
+/// `n` attempts, all of them: "1 attempt", "both attempts", and past two
+/// `all` and the count ("all 3 attempts", "every one of 3 attempts").
+pub fn all_attempts(n: usize, all: &str) -> String {
+    match n {
+        1 => "1 attempt".into(),
+        2 => "both attempts".into(),
+        n => format!("{all} {n} attempts"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,6 +396,33 @@ mod tests {
             }),
             elapsed: std::time::Duration::from_millis(1234),
         }
+    }
+
+    #[test]
+    fn two_attempts_that_answered_are_both() {
+        let mut two = report("rows: 1");
+        two.idempotent = Some(true);
+        two.state = None;
+        two.attempts[1].answer.status = Some(200);
+        two.checks = vec![crate::replay::verdict::answers_2xx(&two.attempts)];
+        assert_eq!(two.checks[0].detail, "both attempts answered 2xx");
+        assert_eq!(
+            two.summary_line(),
+            "✓ both attempts answered 2xx (side effects not checked)"
+        );
+        let third = Attempt {
+            n: 3,
+            ..two.attempts[1].clone()
+        };
+        two.attempts.push(third);
+        assert_eq!(
+            two.summary_line(),
+            "✓ every one of 3 attempts answered 2xx (side effects not checked)"
+        );
+        assert_eq!(
+            crate::replay::verdict::answers_2xx(&two.attempts).detail,
+            "all 3 attempts answered 2xx"
+        );
     }
 
     #[test]

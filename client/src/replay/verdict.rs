@@ -7,7 +7,7 @@ use portpreview_shared::provider::Provider;
 
 use super::delta::changes;
 use super::probe::ProbeError;
-use super::report::{attempts_phrase, Attempt, Check, Role, StateTrace};
+use super::report::{all_attempts, attempts_phrase, Attempt, Check, Role, StateTrace};
 
 mod burst;
 mod shown;
@@ -50,8 +50,8 @@ pub fn run_completed(sent: usize, total: u32) -> Check {
             // Every attempt went out: what was cut short is the wait for
             // the state to settle, which the verdict reads.
             format!(
-                "stopped after all {total} attempts, while waiting for the state to settle: a verdict needs the \
-                 whole run"
+                "stopped after {}, while waiting for the state to settle: a verdict needs the whole run",
+                all_attempts(total as usize, "all")
             )
         },
     }
@@ -72,10 +72,7 @@ pub fn answers_2xx(attempts: &[Attempt]) -> Check {
         return Check {
             name: ANSWERS_2XX,
             passed: true,
-            detail: match attempts.len() {
-                1 => "1 attempt answered 2xx".to_string(),
-                n => format!("all {n} attempts answered 2xx"),
-            },
+            detail: format!("{} answered 2xx", all_attempts(attempts.len(), "all")),
         };
     }
     let mut parts: Vec<(u32, String)> = failures

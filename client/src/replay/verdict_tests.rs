@@ -521,6 +521,10 @@ fn a_run_stopped_after_its_last_attempt_says_it_was_stopped_while_settling() {
         run_completed(3, 3).detail,
         "stopped after all 3 attempts, while waiting for the state to settle: a verdict needs the whole run"
     );
+    assert_eq!(
+        run_completed(2, 2).detail,
+        "stopped after both attempts, while waiting for the state to settle: a verdict needs the whole run"
+    );
 }
 
 #[test]
