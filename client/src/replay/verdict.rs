@@ -240,9 +240,9 @@ pub fn state_settled(trace: &StateTrace, settle: Duration, attempts: &[Attempt])
         (_, false) => (
             false,
             format!(
-                "the state never held still for {window} within {} ({} reads, when they are slower): raise \
-                 --settle, or, if the probe's output changes with nothing sent (a clock, a request counter), \
-                 print only what the handler writes",
+                "the state never held still for {window} within {}, or within {} times the probe's slowest \
+                 read when that is longer: raise --settle, or, if the probe's output changes with nothing sent \
+                 (a clock, a request counter), print only what the handler writes",
                 portpreview_shared::duration::format_duration(settle * super::probe::SETTLE_CAP_FACTOR),
                 super::probe::SETTLE_CAP_READS
             ),
