@@ -66,7 +66,7 @@ pub enum ForwardError {
         error: TlsError,
     },
     /// The handler broke the connection or sent something that is not HTTP.
-    #[error("{target} failed to answer: {}{}", explain(error), hint.as_deref().unwrap_or_default())]
+    #[error("{}{}", failed_answer(target, error, "failed to answer"), hint.as_deref().unwrap_or_default())]
     Http {
         /// Target tried.
         target: String,
@@ -99,11 +99,24 @@ pub fn broke_off(err: &hyper::Error, received: u64, declared: Option<u64>) -> St
     format!("the local answer's body broke off after {how_far}: {cause}")
 }
 
+/// `who` and what became of the answer `error` ended: a handler whose
+/// head hyper could not read did answer, and the fault is in what it
+/// sent, so only another cause follows `unanswered` ("did not answer").
+pub fn failed_answer(who: impl std::fmt::Display, error: &hyper::Error, unanswered: &str) -> String {
+    if error.is_parse_too_large() {
+        format!("{who} answered with a head too large to read: {}", explain(error))
+    } else if error.is_parse() {
+        format!("{who} answered with a malformed HTTP head: {}", explain(error))
+    } else {
+        format!("{who} {unanswered}: {}", explain(error))
+    }
+}
+
 /// What went wrong with a local answer, in words where hyper's would
 /// mislead: it calls 101 header fields of a few bytes each a head "too large".
-pub fn explain(error: &hyper::Error) -> String {
+fn explain(error: &hyper::Error) -> String {
     if error.is_parse_too_large() {
-        "its answer's head is too large: more than 100 header fields, or over 400 KiB".into()
+        "more than 100 header fields, or over 400 KiB".into()
     } else if let Some(tls) = crate::local_tls::tls_reason(error) {
         // hyper says only "connection error" for what TLS said.
         format!("{error}: {tls}")
@@ -378,5 +391,38 @@ impl Drop for Forwarder {
     fn drop(&mut self) {
         self.cancel.cancel();
         self.connections.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::{BodyExt, Empty};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    /// What a tunnelled delivery records when its handler answers with a
+    /// head hyper cannot read: an answer, malformed, not none.
+    #[tokio::test]
+    async fn a_malformed_local_answer_is_told_as_answered() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let odd = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = [0u8; 4096];
+            let _ = socket.read(&mut request).await;
+            let _ = socket
+                .write_all(b"HTTP/1.1 200 OK\r\nx-color: \x1b[31mred\r\ncontent-length: 0\r\n\r\n")
+                .await;
+        });
+        let forwarder = Forwarder::new(Target::parse(&format!("127.0.0.1:{port}")).unwrap());
+        let body = Empty::<Bytes>::new().map_err(|never| match never {}).boxed();
+        let request = Request::builder().uri("/hook").body(body).unwrap();
+        let err = forwarder.send(request).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("http://127.0.0.1:{port} answered with a malformed HTTP head: invalid HTTP header parsed")
+        );
+        odd.abort();
     }
 }

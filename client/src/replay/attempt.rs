@@ -11,7 +11,7 @@ use hyper::client::conn::http1::{self, SendRequest};
 use portpreview_shared::Header;
 use tokio::task::JoinHandle;
 
-use crate::forward::{explain, undefined_status};
+use crate::forward::{failed_answer, undefined_status};
 use crate::local_tls::{FirstByte, OpenError, TlsError};
 use crate::target::Scheme;
 
@@ -318,6 +318,9 @@ impl Connection {
     }
 }
 
+/// How an attempt that got no answer is told, when its handler sent none.
+const DID_NOT_ANSWER: &str = "did not answer";
+
 impl Connection {
     /// Why an attempt got no answer, with a hint when a plain `http://`
     /// handler seems to speak TLS.
@@ -333,13 +336,13 @@ impl Connection {
                     ..self.endpoint.clone()
                 };
                 format!(
-                    "{authority} did not answer: {} (if it serves HTTPS, give {} an https:// URL: {})",
-                    explain(err),
+                    "{} (if it serves HTTPS, give {} an https:// URL: {})",
+                    failed_answer(&authority, err, DID_NOT_ANSWER),
                     self.aimed_by,
                     https.url("")
                 )
             }
-            false => format!("{authority} did not answer: {}", explain(err)),
+            false => failed_answer(&authority, err, DID_NOT_ANSWER),
         }
     }
 }
@@ -558,6 +561,33 @@ mod tests {
             assert_eq!(answer.status, Some(413), "attempt {attempt}: {answer:?}");
         }
         refusing.abort();
+    }
+
+    /// A handler that sent a head hyper cannot read did answer: the fault
+    /// is in its answer, not in its being there.
+    #[tokio::test]
+    async fn a_malformed_answer_is_told_as_answered_not_as_no_answer() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let odd = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = [0u8; 4096];
+            let _ = socket.read(&mut request).await;
+            let _ = socket
+                .write_all(b"HTTP/1.1 200 OK\r\nx-color: \x1b[31mred\r\ncontent-length: 0\r\n\r\n")
+                .await;
+        });
+        let answer = post_once(port, Duration::from_secs(5)).await;
+        assert_eq!(answer.status, None);
+        assert_eq!(
+            answer.error,
+            Some(format!(
+                "127.0.0.1:{port} answered with a malformed HTTP head: invalid HTTP header parsed"
+            ))
+        );
+        assert!(!answer.unreached, "the handler had the request");
+        odd.abort();
     }
 
     #[test]
