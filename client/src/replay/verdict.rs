@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use portpreview_shared::provider::Provider;
 
-use super::delta::changes;
 use super::probe::ProbeError;
 use super::report::{all_attempts, attempts_phrase, Attempt, Check, Role, StateTrace};
 
 mod burst;
+mod moved;
 mod shown;
 
 pub use burst::burst_acts_once;
@@ -165,7 +165,6 @@ pub fn duplicates_change_nothing(attempts: &[Attempt], trace: &StateTrace, had_t
              longer --settle shows which attempt did what"
         }
     };
-    let last = trace.after();
     if moved.is_empty() {
         let rest: Vec<u32> = attempts
             .iter()
@@ -179,7 +178,8 @@ pub fn duplicates_change_nothing(attempts: &[Attempt], trace: &StateTrace, had_t
             detail: format!("{phrase} left the state as attempt 1 left it; {news}"),
         });
     }
-    let change = changes(&[first, last]).remove(0);
+    let shown = moved::shown_move(attempts, trace)?;
+    let change = &shown.change;
     // Only values replaced (a `last_seen`, a status word): the handler may
     // skip the event's work and still write down that it came again.
     let advice = if change.counts_nothing() {
@@ -197,10 +197,9 @@ pub fn duplicates_change_nothing(attempts: &[Attempt], trace: &StateTrace, had_t
         name: DUPLICATES_CHANGE_NOTHING,
         passed: false,
         detail: format!(
-            "{} changed the state again ({}, {}): {advice} ({news})",
+            "{} changed the state again{}: {advice} ({news})",
             attempts_phrase(&moved),
-            shown_change(first, last),
-            change.describe(),
+            shown.text,
         ),
     })
 }

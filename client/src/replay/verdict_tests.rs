@@ -606,3 +606,36 @@ fn a_run_in_which_nothing_was_seen_to_act_says_so() {
         None
     );
 }
+
+/// A handler that toggles a row: a duplicate changes the state and the
+/// next changes it back, so attempt 1's read and the last are alike.
+#[test]
+fn a_duplicate_that_changed_the_state_back_is_shown_changing_it() {
+    let three = attempts(&[(Role::Replay, 0), (Role::Replay, 1), (Role::Replay, 2)]);
+    let trace = settled_trace("rows: 0", &["rows: 1", "rows: 0", "rows: 1"]);
+    let check = duplicates_change_nothing(&three, &trace, false).unwrap();
+    assert!(!check.passed);
+    assert_eq!(
+        check.detail,
+        "attempts 2–3 changed the state again: attempt 2 changed it (`rows: 1` → `rows: 0`, −1), and the last \
+         read is back where attempt 1 left it: every duplicate repeated the side effect; record the event ID \
+         under a unique constraint and skip events already handled (attempt 1 changed it too)"
+    );
+    // A clock beside the toggled row: the last read differs from attempt
+    // 1's by a value, which is not what the duplicates did.
+    let stamped = |rows: u32, second: u32| format!("rows: {rows}\nlast_seen: 2026-12-03T04:00:{second:02}Z");
+    let steps = [stamped(1, 1), stamped(0, 2), stamped(1, 3)];
+    let steps: Vec<&str> = steps.iter().map(String::as_str).collect();
+    let check = duplicates_change_nothing(&three, &settled_trace("rows: 0\nlast_seen: -", &steps), false).unwrap();
+    assert!(
+        check.detail.contains(": attempt 2 changed it (")
+            && check
+                .detail
+                .contains("and the last read differs from attempt 1's only by 1 value replaced")
+            && !check
+                .detail
+                .contains("if the handler records when it last saw an event"),
+        "{}",
+        check.detail
+    );
+}
