@@ -92,6 +92,8 @@ struct Refusal {
     reason: String,
     /// A header the status calls for (the version spoken, the auth scheme).
     header: Option<(header::HeaderName, &'static str)>,
+    /// Seconds until a held name is free, sent as `Retry-After`.
+    retry_after: Option<u64>,
     /// Whether what was refused was no WebSocket upgrade at all.
     not_a_client: bool,
     /// The label of the valid token the client sent, once it is known.
@@ -107,6 +109,9 @@ impl Refusal {
         if let Some((name, value)) = self.header {
             headers.insert(name, HeaderValue::from_static(value));
         }
+        if let Some(seconds) = self.retry_after {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
         headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
         response
     }
@@ -117,6 +122,7 @@ fn refuse(status: StatusCode, reason: impl Into<String>) -> Refusal {
         status,
         reason: reason.into(),
         header: None,
+        retry_after: None,
         not_a_client: false,
         token: None,
     }
@@ -250,9 +256,13 @@ fn claimable(relay: &Relay, wanted: &HeaderValue, owner: Owner, resume: Option<&
     }
     match relay.registry.check(&wanted, owner, resume) {
         Ok(()) => Ok(()),
-        Err(err @ (ClaimError::InUse(_) | ClaimError::Held { .. })) => {
-            Err(refuse(StatusCode::CONFLICT, err.to_string()))
-        }
+        Err(err @ ClaimError::InUse(_)) => Err(refuse(StatusCode::CONFLICT, err.to_string())),
+        // When it is free, in a header a client can wait on: the one that
+        // held it, started again after a crash, waits for its own name.
+        Err(err @ ClaimError::Held { seconds_left, .. }) => Err(Refusal {
+            retry_after: Some(seconds_left),
+            ..refuse(StatusCode::CONFLICT, err.to_string())
+        }),
         Err(err @ ClaimError::Reserved(_)) => Err(refuse(StatusCode::FORBIDDEN, err.to_string())),
     }
 }

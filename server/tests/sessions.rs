@@ -138,6 +138,7 @@ async fn a_name_in_use_is_refused_with_409_or_in_the_hello() {
         .err()
         .unwrap();
     assert_eq!(refused_status(&err), Some(409));
+    assert_eq!(retry_after(&err), None, "a live name is never free at a set time");
 
     let mut second = FakeClient::new(upgrade(&relay.ws_url(), &[], None).await.unwrap());
     match second.hello(PROTOCOL_VERSION, Some("taken")).await {
@@ -209,6 +210,15 @@ async fn a_name_is_held_during_grace_then_given_back_to_its_client() {
         ),
         Greeting::Welcome { .. } => panic!("a stranger took a name held for its owner"),
     }
+    // Asked for in the upgrade, the held name's 409 says when it is free,
+    // so that its client, started again, can wait for it.
+    let held = upgrade(&relay.ws_url(), &[("x-portpreview-name", "comeback")], None)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(refused_status(&held), Some(409));
+    let free_in = retry_after(&held).expect("a Retry-After on a held name's 409");
+    assert!((59..=60).contains(&free_in), "{free_in}");
     let (mut again, _, url_again) = FakeClient::reconnect(&relay, "comeback", &resume).await;
     assert_eq!(url_again, url);
     // The caller turned away meanwhile is news for the client, right

@@ -95,6 +95,16 @@ pub fn refused_status(err: &tokio_tungstenite::tungstenite::Error) -> Option<u16
     }
 }
 
+/// The seconds a refused upgrade's `Retry-After` gives, if it has one.
+pub fn retry_after(err: &tokio_tungstenite::tungstenite::Error) -> Option<u64> {
+    match err {
+        tokio_tungstenite::tungstenite::Error::Http(response) => {
+            response.headers().get("retry-after")?.to_str().ok()?.parse().ok()
+        }
+        _ => None,
+    }
+}
+
 /// A tunnel client that speaks the protocol by hand.
 pub struct FakeClient {
     pub socket: Socket,
