@@ -1086,9 +1086,14 @@ fn a_refused_argument_is_quoted_with_its_control_characters_escaped() {
 }
 
 #[tokio::test]
-async fn a_name_held_for_a_killed_client_says_so_and_when_it_is_free() {
+async fn a_name_held_for_a_killed_client_says_so_and_is_waited_for() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let relay = TestRelay::start().await;
+    // A short hold, which the client started again waits out.
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        grace: Duration::from_secs(3),
+        ..Default::default()
+    })
+    .await;
     let handler = LocalHandler::echo().await;
     let port = handler.port().to_string();
     let db = dir.path().join("history.db");
@@ -1132,15 +1137,19 @@ async fn a_name_held_for_a_killed_client_says_so_and_when_it_is_free() {
         dir.path(),
         std::fs::File::create(&log).expect("log file").into(),
     );
-    assert_eq!(second.exit_code(Duration::from_secs(20)).await, Some(2));
+    // Rather than exit, leaving its user to retry by hand, it waits for
+    // the hold to end, and serves the same URL.
+    assert_eq!(second.public_url().await, url, "the same name, the same URL");
     let said = std::fs::read_to_string(&log).expect("stderr");
     assert!(
         said.starts_with(
-            "error: tunnel name \"held-hooks\" is taken (409): name held-hooks is held for the client that last had it, \
+            "warning: tunnel name \"held-hooks\" is taken: name held-hooks is held for the client that last had it, \
              which went away without saying goodbye; it is free in "
-        ) && said.trim_end().ends_with(" s; ask for another with --name"),
+        ) && said.contains(" s; waiting for it (ctrl-c stops; --name asks for another)"),
         "{said}"
     );
+    let reply = caller::post(&format!("{url}/after"), "{}").await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
 }
 
 /// `portpreview http` whose handler holds one request for 30 s, far longer

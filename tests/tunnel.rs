@@ -1332,8 +1332,9 @@ async fn a_second_client_cannot_take_a_name_in_use() {
     assert!(first.public_url.ends_with("/t/my-hooks"));
     let second = TestTunnel::start_with(&relay.http_url(), &handler.url(), named.clone()).await;
     match second {
-        Err(portpreview::tunnel::ConnectError::NameTaken { name, why }) => {
+        Err(portpreview::tunnel::ConnectError::NameTaken { name, why, free_in }) => {
             assert_eq!((name.as_str(), why.as_str()), ("my-hooks", "name my-hooks is in use"));
+            assert_eq!(free_in, None, "a live client's name is refused at once, not waited for");
         }
         Err(other) => panic!("expected 409 name taken, got {other}"),
         Ok(_) => panic!("a second client took a name in use"),

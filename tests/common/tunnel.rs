@@ -88,14 +88,18 @@ impl TestTunnel {
         let stop = tunnel::Stop::default();
         let shutdown = stop.asked.clone();
         let mut task = tokio::spawn(tunnel::run(config, Some(recorder), events_tx, stop));
-        let (public_url, also_url) = tokio::select! {
-            event = events.recv() => match event {
-                Some(TunnelEvent::Connected { public_url, also_url, .. }) => (public_url, also_url),
-                other => panic!("expected Connected, got {other:?}"),
-            },
-            // The tunnel ended without connecting: its result says why.
-            ended = &mut task => {
-                return Err(ended.expect("tunnel task").expect_err("tunnel ended without connecting"));
+        let (public_url, also_url) = loop {
+            tokio::select! {
+                event = events.recv() => match event {
+                    Some(TunnelEvent::Connected { public_url, also_url, .. }) => break (public_url, also_url),
+                    // A name held for the client before this one is waited for.
+                    Some(TunnelEvent::Notice { .. }) => {}
+                    other => panic!("expected Connected, got {other:?}"),
+                },
+                // The tunnel ended without connecting: its result says why.
+                ended = &mut task => {
+                    return Err(ended.expect("tunnel task").expect_err("tunnel ended without connecting"));
+                }
             }
         };
         Ok(Self {

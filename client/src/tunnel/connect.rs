@@ -59,6 +59,9 @@ pub enum ConnectError {
         name: String,
         /// The relay's reason, one line.
         why: String,
+        /// When the name is free, when the relay says (a name held for a
+        /// client that went away): none while a live client has it.
+        free_in: Option<Duration>,
     },
     /// What answered at the relay's address is no relay: a web server, or
     /// the local handler itself.
@@ -387,6 +390,11 @@ fn upgrade_error(err: tungstenite::Error, options: &ConnectOptions) -> ConnectEr
             StatusCode::CONFLICT => ConnectError::NameTaken {
                 name: options.name.clone().unwrap_or_default(),
                 why: relay_reason(&response),
+                free_in: response
+                    .headers()
+                    .get(http::header::RETRY_AFTER)
+                    .and_then(|value| value.to_str().ok()?.parse().ok())
+                    .map(Duration::from_secs),
             },
             // The relay's reason when it gives one (its connection cap); a
             // proxy in front may answer as well (the relay behind it down),

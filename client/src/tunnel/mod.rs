@@ -246,6 +246,19 @@ async fn serve_until_stopped(
                 }
             }
             Err(err) => {
+                if let Some(free_in) = held_at_start(&err, connected_once, &mut name_held_since) {
+                    if let ConnectError::NameTaken { name, why, .. } = &err {
+                        let text = format!(
+                            "tunnel name {name:?} is taken: {why}; waiting for it (ctrl-c stops; \
+                             --name asks for another)"
+                        );
+                        report(&events, TunnelEvent::Notice { text });
+                    }
+                    tokio::select! {
+                        () = stop.asked.cancelled() => return Ok(()),
+                        () = tokio::time::sleep(free_in) => continue,
+                    }
+                }
                 // A 409 for the name this client had: see NAME_HELD_PATIENCE.
                 let own_name_held = connected_once
                     && matches!(err, ConnectError::NameTaken { .. })
@@ -274,9 +287,68 @@ async fn serve_until_stopped(
     }
 }
 
+/// How long to wait for a name asked for at the start, when the relay
+/// holds it for the client that last had it and says when it is free:
+/// most often this one, started again after a crash or a kill, whose
+/// user wants the URL their provider is set up with. Within
+/// [`NAME_HELD_PATIENCE`] of the first refusal only; `None` for anything
+/// else, which stays the error it is.
+fn held_at_start(
+    err: &ConnectError,
+    connected_once: bool,
+    held_since: &mut Option<tokio::time::Instant>,
+) -> Option<Duration> {
+    let ConnectError::NameTaken {
+        free_in: Some(free_in), ..
+    } = err
+    else {
+        return None;
+    };
+    if connected_once {
+        return None;
+    }
+    let waited = held_since.get_or_insert_with(tokio::time::Instant::now).elapsed();
+    (waited + *free_in <= NAME_HELD_PATIENCE).then_some(*free_in)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_name_held_at_the_start_is_waited_for_within_patience() {
+        let held = |secs| ConnectError::NameTaken {
+            name: "hooks".into(),
+            why: "held".into(),
+            free_in: Some(Duration::from_secs(secs)),
+        };
+        let mut since = None;
+        assert_eq!(
+            held_at_start(&held(56), false, &mut since),
+            Some(Duration::from_secs(56))
+        );
+        assert_eq!(
+            held_at_start(&held(56), true, &mut None),
+            None,
+            "a reconnect waits its own way"
+        );
+        let live = ConnectError::NameTaken {
+            name: "hooks".into(),
+            why: "in use".into(),
+            free_in: None,
+        };
+        assert_eq!(
+            held_at_start(&live, false, &mut None),
+            None,
+            "a live client's name is never free"
+        );
+        tokio::time::advance(NAME_HELD_PATIENCE - Duration::from_secs(10)).await;
+        assert_eq!(
+            held_at_start(&held(10), false, &mut since),
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(held_at_start(&held(11), false, &mut since), None, "past patience");
+    }
 
     #[tokio::test]
     async fn a_panic_in_the_session_ends_the_tunnel_with_an_error() {
