@@ -13,7 +13,7 @@ use crate::replay::stored::StoredReport;
 use crate::store::{size_unknown_past, Delivery, Outcome, ReplayRun};
 use crate::time::ordinal;
 
-use super::format::{elapsed, status_style, timestamp};
+use super::format::{elapsed, status_style, timestamp, wrap_line};
 
 /// Bytes of a body shown as text; the rest is left to `e` export.
 const MAX_SHOWN_TEXT: usize = 256 * 1024;
@@ -27,6 +27,10 @@ pub struct DetailDoc {
     pub id: i64,
     /// The lines, already safe to draw.
     pub lines: Vec<Line<'static>>,
+    /// Lines from here on, the replay runs, are wrapped to the pane rather
+    /// than cut at its edge: a verdict's reason and advice are read whole,
+    /// where a body's line is scrolled to.
+    pub wrap_from: usize,
 }
 
 fn title(text: impl Into<String>) -> Line<'static> {
@@ -66,9 +70,57 @@ impl DetailDoc {
             Some(outcome) => push_response(&mut lines, outcome, reveal),
         }
         lines.push(Line::default());
+        let wrap_from = lines.len();
         push_runs(&mut lines, runs);
-        Self { id: delivery.id, lines }
+        Self {
+            id: delivery.id,
+            lines,
+            wrap_from,
+        }
     }
+
+    /// Line `index` as rows of a pane `columns` wide, sideways scrolled by
+    /// `hscroll`: wrapped from [`DetailDoc::wrap_from`] on, else one row.
+    pub fn rows(&self, index: usize, columns: usize, hscroll: usize) -> Vec<Line<'static>> {
+        match self.lines.get(index) {
+            Some(line) if index >= self.wrap_from => wrap_line(line, columns),
+            Some(line) => vec![cut_left(line, hscroll)],
+            None => Vec::new(),
+        }
+    }
+
+    /// The furthest line the pane may be scrolled down to: the one from
+    /// which the rest fills at most `rows` rows `columns` wide.
+    pub fn last_scroll(&self, rows: usize, columns: usize) -> usize {
+        let mut used = 0;
+        for index in (0..self.lines.len()).rev() {
+            used += self.rows(index, columns, 0).len();
+            if used > rows {
+                return (index + 1).min(self.lines.len().saturating_sub(1));
+            }
+        }
+        0
+    }
+}
+
+/// The line without its first `columns` characters (horizontal scroll).
+fn cut_left(line: &Line<'static>, columns: usize) -> Line<'static> {
+    if columns == 0 {
+        return line.clone();
+    }
+    let mut skip = columns;
+    let mut spans = Vec::with_capacity(line.spans.len());
+    for span in &line.spans {
+        let count = span.content.chars().count();
+        if skip >= count {
+            skip -= count;
+            continue;
+        }
+        let kept: String = span.content.chars().skip(skip).collect();
+        skip = 0;
+        spans.push(Span::styled(kept, span.style));
+    }
+    Line::from(spans).style(line.style)
 }
 
 /// The request line, then what the delivery is: when, where to, from
@@ -605,6 +657,37 @@ mod tests {
         assert!(!shown.chars().any(|c| c.is_control() && c != '\n'), "{shown:?}");
         assert!(shown.contains("line\\x1b[31m red\\r"), "{shown}");
         assert!(shown.contains("00000000  ff 1b 5b 32 4a"), "{shown}");
+    }
+
+    /// A verdict's reason and advice are wrapped to the pane, never cut at
+    /// its edge, and the pane scrolls as far as their last row.
+    #[test]
+    fn replay_runs_wrap_to_the_pane_and_scroll_to_their_end() {
+        let advice = "attempts 2–3 changed the state again (`count: 26` → `count: 28`, +2): \
+                      dedupe on the event key before the side effect";
+        let run = ReplayRun {
+            id: 1,
+            delivery_id: 1,
+            started_at_ms: 1_764_470_700_000,
+            times: 3,
+            concurrency: 1,
+            idempotent: Some(false),
+            summary: advice.into(),
+            report_json: "{}".into(),
+        };
+        let doc = DetailDoc::new(&test_delivery(1), 1, &[run], false);
+        let last = doc.lines.len() - 1;
+        assert!(doc.wrap_from <= last);
+        let rows = doc.rows(last, 40, 8);
+        assert!(rows.len() > 2 && rows.iter().all(|row| row.width() <= 40), "{rows:?}");
+        let shown: String = rows.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ");
+        assert!(shown.contains("before the side effect"), "the end is shown: {shown}");
+        // A body's line is one row, scrolled sideways rather than wrapped.
+        assert_eq!(doc.rows(0, 40, 0).len(), 1);
+        // Scrolled to the end, the last run's rows fill the pane's last rows.
+        let scroll = doc.last_scroll(5, 40);
+        let below: usize = (scroll..doc.lines.len()).map(|i| doc.rows(i, 40, 0).len()).sum();
+        assert!(below <= 5 && scroll <= last, "{scroll} {below}");
     }
 
     #[test]

@@ -89,6 +89,71 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
+/// `line` broken into rows of at most `width` columns, at spaces where it
+/// can and inside a word only when the word alone is wider than a row,
+/// each piece in its span's style. Rows after the first are indented two
+/// columns past the line's own indent, so a wrapped paragraph reads as one.
+pub fn wrap_line(line: &Line<'static>, width: usize) -> Vec<Line<'static>> {
+    use unicode_width::UnicodeWidthChar;
+    let width = width.max(1);
+    let styled: Vec<(char, Style)> = line
+        .spans
+        .iter()
+        .flat_map(|span| span.content.chars().map(move |c| (c, span.style)))
+        .collect();
+    let indent = styled.iter().take_while(|(c, _)| *c == ' ').count() + 2;
+    // Past half the row, an indent would leave the text no room.
+    let indent = if indent * 2 > width { 0 } else { indent };
+    let columns = |text: &[(char, Style)]| text.iter().map(|(c, _)| c.width().unwrap_or(0)).sum::<usize>();
+    let continuation = || vec![(' ', Style::default()); indent];
+    let mut rows: Vec<Vec<(char, Style)>> = vec![Vec::new()];
+    let mut at = 0;
+    while at < styled.len() {
+        // The next word with the spaces before it.
+        let spaces = styled[at..].iter().take_while(|(c, _)| *c == ' ').count();
+        let word_len = styled[at + spaces..].iter().take_while(|(c, _)| *c != ' ').count();
+        let (gap, word) = (&styled[at..at + spaces], &styled[at + spaces..at + spaces + word_len]);
+        at += spaces + word_len;
+        // A continuation row starts at its indent, not at a space.
+        let fresh = rows.len() > 1 && rows.last().is_some_and(|row| row.len() == indent);
+        let row = rows.last_mut().expect("one row at least");
+        let gap = if fresh { &[][..] } else { gap };
+        if columns(row) + columns(gap) + columns(word) <= width {
+            row.extend_from_slice(gap);
+            row.extend_from_slice(word);
+            continue;
+        }
+        if !fresh && columns(word) <= width - indent {
+            let mut next = continuation();
+            next.extend_from_slice(word);
+            rows.push(next);
+            continue;
+        }
+        // A word wider than a row goes on where the row stands, cut where it is full.
+        if columns(row) + columns(gap) < width {
+            row.extend_from_slice(gap);
+        }
+        for &(c, style) in word {
+            if columns(rows.last().expect("one row at least")) + c.width().unwrap_or(0) > width {
+                rows.push(continuation());
+            }
+            rows.last_mut().expect("one row at least").push((c, style));
+        }
+    }
+    rows.into_iter()
+        .map(|row| {
+            let mut spans: Vec<Span<'static>> = Vec::new();
+            for (c, style) in row {
+                match spans.last_mut() {
+                    Some(last) if last.style == style => last.content.to_mut().push(c),
+                    _ => spans.push(Span::styled(c.to_string(), style)),
+                }
+            }
+            Line::from(spans).style(line.style)
+        })
+        .collect()
+}
+
 /// `line` in at most `width` columns, cut as [`fit`] cuts, the "…" in the
 /// style of the span it ends: a line a paragraph clips shows no sign of it.
 pub fn fit_line(line: Line<'static>, width: usize) -> Line<'static> {
@@ -114,6 +179,46 @@ pub fn fit_line(line: Line<'static>, width: usize) -> Line<'static> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn texts(rows: &[Line<'static>]) -> Vec<String> {
+        rows.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn a_long_line_wraps_at_spaces_under_its_indent_keeping_styles() {
+        let warn = Style::new().fg(Color::Yellow);
+        let line = Line::from(vec![
+            Span::raw("    ! "),
+            Span::styled("set PORTPREVIEW_SECRET_STRIPE or pass --secret", warn),
+        ]);
+        let rows = wrap_line(&line, 24);
+        assert_eq!(
+            texts(&rows),
+            [
+                "    ! set PORTPREVIEW_SE",
+                "      CRET_STRIPE or",
+                "      pass --secret"
+            ],
+            "a word wider than a row goes on where the row stands"
+        );
+        assert!(rows.iter().all(|row| row.width() <= 24));
+        assert_eq!(
+            rows[2].spans.last().map(|s| s.style),
+            Some(warn),
+            "the style goes with the words"
+        );
+        assert_eq!(
+            texts(&wrap_line(&Line::raw("one two three four"), 10)),
+            ["one two", "  three", "  four"],
+            "words that fit a row move to the next whole"
+        );
+        // A line that fits is one row, as it was.
+        assert_eq!(texts(&wrap_line(&Line::raw("  ✓ idempotent"), 24)), ["  ✓ idempotent"]);
+        // Wide characters count two columns each.
+        let cjk = wrap_line(&Line::raw("日本語テキスト日本語テキスト"), 10);
+        assert!(cjk.iter().all(|row| row.width() <= 10), "{:?}", texts(&cjk));
+        assert_eq!(texts(&cjk).concat().replace(' ', ""), "日本語テキスト日本語テキスト");
+    }
 
     #[test]
     fn cells_read_well() {

@@ -149,9 +149,11 @@ impl App {
         let rows = self.detail_rows();
         let columns = self.detail_columns();
         if let Some(detail) = &mut self.detail {
-            detail.scroll = detail.scroll.min(detail.doc.lines.len().saturating_sub(rows));
+            detail.scroll = detail.scroll.min(detail.doc.last_scroll(rows, columns));
             if detail.hscroll > 0 {
-                let furthest = detail.doc.lines.iter().map(|l| end_in_view(l, columns)).max();
+                // Wrapped lines are never scrolled sideways.
+                let cut = &detail.doc.lines[..detail.doc.wrap_from.min(detail.doc.lines.len())];
+                let furthest = cut.iter().map(|l| end_in_view(l, columns)).max();
                 detail.hscroll = detail.hscroll.min(furthest.unwrap_or(0));
             }
         }

@@ -3,7 +3,7 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
-use ratatui::text::{Line, Span};
+use ratatui::text::Line;
 use ratatui::widgets::{Block, Paragraph, Widget};
 
 use crate::tui::app::DetailState;
@@ -14,7 +14,14 @@ pub(super) fn render(detail: &DetailState, focused: bool, reveal: bool, area: Re
     let border = if focused { Color::Cyan } else { Color::DarkGray };
     let rows = detail_rows(area);
     let total = detail.doc.lines.len();
-    let last = (detail.scroll + rows).min(total);
+    let columns = usize::from(area.width.saturating_sub(2));
+    let mut lines: Vec<Line> = Vec::with_capacity(rows);
+    let mut last = detail.scroll.min(total);
+    while lines.len() < rows && last < total {
+        lines.extend(detail.doc.rows(last, columns, detail.hscroll));
+        last += 1;
+    }
+    lines.truncate(rows);
     let title = format!(
         " #{}  lines {}–{} of {} ",
         detail.doc.id,
@@ -27,10 +34,6 @@ pub(super) fn render(detail: &DetailState, focused: bool, reveal: bool, area: Re
         block = block.title(Line::styled(" secrets shown (v masks) ", Style::new().fg(Color::Yellow)).right_aligned());
     }
     let inner = block.inner(area);
-    let lines: Vec<Line> = detail.doc.lines[detail.scroll.min(total)..last]
-        .iter()
-        .map(|line| cut_left(line, detail.hscroll))
-        .collect();
     // A line that goes on past the right edge ends in a mark: cut silently,
     // `evt_1, 2nd delivery of 2` could read as the whole of it.
     let cut: Vec<bool> = lines
@@ -53,23 +56,3 @@ pub(super) fn render(detail: &DetailState, focused: bool, reveal: bool, area: Re
 
 /// Marks a line that goes on past the right edge (`l` scrolls to the rest).
 const CUT: &str = "…";
-
-/// The line without its first `columns` characters (horizontal scroll).
-fn cut_left(line: &Line<'static>, columns: usize) -> Line<'static> {
-    if columns == 0 {
-        return line.clone();
-    }
-    let mut skip = columns;
-    let mut spans = Vec::with_capacity(line.spans.len());
-    for span in &line.spans {
-        let count = span.content.chars().count();
-        if skip >= count {
-            skip -= count;
-            continue;
-        }
-        let kept: String = span.content.chars().skip(skip).collect();
-        skip = 0;
-        spans.push(Span::styled(kept, span.style));
-    }
-    Line::from(spans).style(line.style)
-}
