@@ -120,9 +120,21 @@ pub enum StoreError {
         /// The path.
         path: PathBuf,
     },
+    /// A history from an earlier schema whose upgrade failed: a file
+    /// changed by hand, or by another program. Nothing of it is changed.
+    #[error(
+        "history database {} could not be brought up to this PortPreview's schema ({detail}); it is left as it was: pass --db another file",
+        path.display()
+    )]
+    NotUpgraded {
+        /// The file.
+        path: PathBuf,
+        /// What SQLite said, without the statement it said it of.
+        detail: String,
+    },
     /// Any other SQLite failure (disk full, I/O error…). The SQLite error is
     /// kept out of `source()`: the message already includes it.
-    #[error("history database error: {0}")]
+    #[error("history database error: {}", said(.0))]
     Sqlite(rusqlite::Error),
     /// Creating the database's directory or file failed (kept out of
     /// `source()` too).
@@ -234,10 +246,20 @@ impl StoreError {
             Self::Sqlite(err) if err.sqlite_error_code() == Some(ErrorCode::SystemIoFailure) => {
                 anyhow::anyhow!("history database {file}: {err} (is the disk full?)")
             }
-            Self::Sqlite(err) => anyhow::anyhow!("history database {file}: {err}"),
+            Self::Sqlite(err) => anyhow::anyhow!("history database {file}: {}", said(&err)),
             Self::Io(err) => anyhow::anyhow!("cannot create history database {file}: {err}"),
             named => anyhow::Error::new(named),
         }
+    }
+}
+
+/// What SQLite said: of a statement it could not run, its reason alone.
+/// rusqlite adds the statement, whose lines (a schema's `CREATE`s) would
+/// fill an error line with SQL the user never wrote.
+pub(super) fn said(err: &rusqlite::Error) -> String {
+    match err {
+        rusqlite::Error::SqlInputError { msg, .. } => msg.clone(),
+        other => other.to_string(),
     }
 }
 

@@ -345,7 +345,14 @@ impl Store {
                 });
             }
         }
-        match schema::migrate(&mut conn).map_err(|e| classify(e, &path))? {
+        let migrated = schema::migrate(&mut conn).map_err(|e| match classify(e, &path) {
+            StoreError::Sqlite(err) => StoreError::NotUpgraded {
+                path: path.clone(),
+                detail: error::said(&err),
+            },
+            other => other,
+        })?;
+        match migrated {
             Ok(()) => Ok(Store {
                 opened: Opened::at(&path),
                 conn,

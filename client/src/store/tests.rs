@@ -603,6 +603,26 @@ fn an_empty_file_becomes_a_private_history_only_for_a_writer() {
     Store::open_existing(&path).unwrap();
 }
 
+/// A history whose schema version was set back by hand cannot be
+/// upgraded again: one line says so, without the SQL of the schema.
+#[test]
+fn a_history_that_cannot_be_upgraded_is_refused_in_one_line() {
+    let dir = ScratchDir::new("store-not-upgraded");
+    let path = dir.0.join("history.db");
+    drop(Store::open(&path).unwrap());
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.pragma_update(None, "user_version", 1).unwrap();
+    drop(conn);
+    let err = Store::open(&path).unwrap_err();
+    assert!(matches!(err, StoreError::NotUpgraded { .. }), "{err:?}");
+    let said = err.to_string();
+    assert!(!said.contains('\n') && !said.contains("CREATE"), "{said}");
+    assert!(said.contains("already exists"), "{said}");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(version, 1, "left as it was");
+}
+
 #[test]
 fn a_newer_database_is_refused_untouched() {
     let dir = ScratchDir::new("store-newer");
