@@ -113,6 +113,18 @@ fn gather(batch: &mut Vec<Job>, jobs: &Receiver<Job>) -> bool {
     stop
 }
 
+/// Why the history refuses a batch, as the display gives it. Most causes
+/// pass (another process's lock, a full disk); a damaged file does not,
+/// and the user is told so rather than left waiting.
+fn refusal(err: &StoreError) -> String {
+    match err {
+        StoreError::Corrupt { .. } => format!(
+            "{err}; waiting will not mend it: stop the tunnel, then move the file aside or pass --db another file"
+        ),
+        other => other.to_string(),
+    }
+}
+
 impl Writer {
     /// Writes batches until asked to stop. Returns true when the history
     /// then holds everything it was given, the absence of the answers that
@@ -168,7 +180,7 @@ impl Writer {
                         self.stalled.store(true, Ordering::Release);
                         // Shown by the display, in the TUI too; the log keeps a note.
                         tracing::info!(%err, "the history refuses writes");
-                        (self.on_news)(WriterNews::Refusing(err.to_string()));
+                        (self.on_news)(WriterNews::Refusing(refusal(&err)));
                     }
                     pause = Some(pause.map_or(RETRY_FIRST, |p| (p * 2).min(RETRY_MOST)));
                     continue;
@@ -465,6 +477,22 @@ mod tests {
     use super::*;
     use crate::store::tests::{delivery, ScratchDir};
     use crate::store::ListQuery;
+
+    /// A damaged history is told as lasting; a lock or a full disk as what
+    /// it is, which passes.
+    #[test]
+    fn a_damaged_history_is_told_as_one_waiting_will_not_mend() {
+        let damaged = StoreError::Corrupt {
+            path: "/tmp/h.db".into(),
+            detail: "database disk image is malformed".into(),
+        };
+        assert_eq!(
+            refusal(&damaged),
+            "history database /tmp/h.db is corrupt: database disk image is malformed; waiting will not mend it: \
+             stop the tunnel, then move the file aside or pass --db another file"
+        );
+        assert_eq!(refusal(&StoreError::Busy), StoreError::Busy.to_string());
+    }
 
     #[tokio::test]
     async fn a_thousand_deliveries_are_all_committed_and_reported() {
