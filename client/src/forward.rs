@@ -397,24 +397,15 @@ impl Drop for Forwarder {
 #[cfg(test)]
 mod tests {
     use http_body_util::{BodyExt, Empty};
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     use super::*;
+    use crate::raw_handler::answering;
 
     /// What a tunnelled delivery records when its handler answers with a
     /// head hyper cannot read: an answer, malformed, not none.
     #[tokio::test]
     async fn a_malformed_local_answer_is_told_as_answered() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let odd = tokio::spawn(async move {
-            let (mut socket, _) = listener.accept().await.unwrap();
-            let mut request = [0u8; 4096];
-            let _ = socket.read(&mut request).await;
-            let _ = socket
-                .write_all(b"HTTP/1.1 200 OK\r\nx-color: \x1b[31mred\r\ncontent-length: 0\r\n\r\n")
-                .await;
-        });
+        let (port, _odd) = answering(b"HTTP/1.1 200 OK\r\nx-color: \x1b[31mred\r\ncontent-length: 0\r\n\r\n").await;
         let forwarder = Forwarder::new(Target::parse(&format!("127.0.0.1:{port}")).unwrap());
         let body = Empty::<Bytes>::new().map_err(|never| match never {}).boxed();
         let request = Request::builder().uri("/hook").body(body).unwrap();
@@ -423,6 +414,5 @@ mod tests {
             err.to_string(),
             format!("http://127.0.0.1:{port} answered with a malformed HTTP head: invalid HTTP header parsed")
         );
-        odd.abort();
     }
 }

@@ -16,6 +16,8 @@ mod origin;
 pub mod output;
 mod path_glob;
 mod private_file;
+#[cfg(test)]
+mod raw_handler;
 mod render;
 pub mod replay;
 pub mod store;

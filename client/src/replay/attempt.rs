@@ -405,6 +405,7 @@ fn build_request(out: &Outgoing, authority: &str) -> Result<http::Request<Full<B
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::raw_handler::answering;
 
     #[test]
     fn hop_by_hop_connection_named_and_recomputed_headers_are_dropped() {
@@ -502,17 +503,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_status_http_does_not_define_fails_the_attempt() {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let odd = tokio::spawn(async move {
-            let (mut socket, _) = listener.accept().await.unwrap();
-            let mut request = [0u8; 4096];
-            let _ = socket.read(&mut request).await;
-            let _ = socket
-                .write_all(b"HTTP/1.1 600 Beyond\r\ncontent-length: 0\r\n\r\n")
-                .await;
-        });
+        let (port, _odd) = answering(b"HTTP/1.1 600 Beyond\r\ncontent-length: 0\r\n\r\n").await;
         let answer = post_once(port, Duration::from_secs(5)).await;
         assert_eq!(answer.status, None, "recorded as a failure, as the tunnel records it");
         assert_eq!(
@@ -521,7 +512,6 @@ mod tests {
                 "127.0.0.1:{port} answered status 600, which HTTP does not define (100–599)"
             ))
         );
-        odd.abort();
     }
 
     /// A handler that answers 413 at the head and closes with the body
@@ -529,19 +519,8 @@ mod tests {
     /// attempt is its 413, every time, not a failure to send.
     #[tokio::test]
     async fn an_answer_given_before_the_body_was_read_is_the_attempts() {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let refusing = tokio::spawn(async move {
-            loop {
-                let (mut socket, _) = listener.accept().await.unwrap();
-                let mut head = [0u8; 4096];
-                let _ = socket.read(&mut head).await;
-                let _ = socket
-                    .write_all(b"HTTP/1.1 413 Payload Too Large\r\nconnection: close\r\ncontent-length: 0\r\n\r\n")
-                    .await;
-            }
-        });
+        let (port, _refusing) =
+            answering(b"HTTP/1.1 413 Payload Too Large\r\nconnection: close\r\ncontent-length: 0\r\n\r\n").await;
         let endpoint = Endpoint {
             scheme: Scheme::Http,
             host: "127.0.0.1".into(),
@@ -560,24 +539,13 @@ mod tests {
             let answer = conn.send(&out).await;
             assert_eq!(answer.status, Some(413), "attempt {attempt}: {answer:?}");
         }
-        refusing.abort();
     }
 
     /// A handler that sent a head hyper cannot read did answer: the fault
     /// is in its answer, not in its being there.
     #[tokio::test]
     async fn a_malformed_answer_is_told_as_answered_not_as_no_answer() {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let odd = tokio::spawn(async move {
-            let (mut socket, _) = listener.accept().await.unwrap();
-            let mut request = [0u8; 4096];
-            let _ = socket.read(&mut request).await;
-            let _ = socket
-                .write_all(b"HTTP/1.1 200 OK\r\nx-color: \x1b[31mred\r\ncontent-length: 0\r\n\r\n")
-                .await;
-        });
+        let (port, _odd) = answering(b"HTTP/1.1 200 OK\r\nx-color: \x1b[31mred\r\ncontent-length: 0\r\n\r\n").await;
         let answer = post_once(port, Duration::from_secs(5)).await;
         assert_eq!(answer.status, None);
         assert_eq!(
@@ -587,7 +555,6 @@ mod tests {
             ))
         );
         assert!(!answer.unreached, "the handler had the request");
-        odd.abort();
     }
 
     #[test]
