@@ -166,7 +166,9 @@ impl Recorder {
         let store = Store::open(path)?;
         let inbox = Inbox::create(path, &key_fields)?;
         let inbox_name = inbox.name().to_owned();
-        // Unbounded in type only: every job holds room from the semaphore.
+        // Unbounded in type only: every job holds room from the semaphore,
+        // but an answer kept without its payload when there is none, a few
+        // bytes for a request that held room.
         let (queue, jobs) = mpsc::channel();
         let applied = Arc::new(AtomicU64::new(0));
         let stalled = Arc::new(AtomicBool::new(false));
@@ -308,14 +310,42 @@ impl Recorder {
     /// Records the answer half of the delivery `ticket` stands for. Waits
     /// while the queue holds [`QUEUE_BYTES`] of bodies. Once this returns
     /// `Ok`, the writer reports the delivery; on `Err` nobody will.
+    ///
+    /// While the store refuses writes and the queue is full, the answer is
+    /// kept without its headers and body, a few bytes: its request is
+    /// stored, or waits in the inbox to be, and without an answer its row
+    /// would read as in flight for as long as the tunnel ran.
     pub async fn record_outcome(&self, ticket: Ticket, o: Outcome) -> Result<(), RecordError> {
-        let room = self.room(o.response_body.len()).await?;
+        let (outcome, room) = match self.room(o.response_body.len()).await {
+            Ok(room) => (o, Some(room)),
+            Err(RecordError::Unavailable) => (without_payload(o), None),
+            Err(err) => return Err(err),
+        };
         let job = Job::Outcome {
             seq: ticket.0,
-            outcome: Box::new(o),
+            outcome: Box::new(outcome),
             _room: room,
         };
         self.shared.queue.send(job).map_err(|_| RecordError::Closed)
+    }
+}
+
+/// Why an answer is stored without its headers and body.
+pub(crate) const PAYLOAD_UNKEPT: &str =
+    "the answer's headers and body were not recorded: the history refused writes and its queue was full";
+
+/// `outcome` without its headers and body, saying so: the status its
+/// caller got and how long it took are kept.
+fn without_payload(outcome: Outcome) -> Outcome {
+    let error = match outcome.error {
+        Some(error) => format!("{error}; {PAYLOAD_UNKEPT}"),
+        None => PAYLOAD_UNKEPT.to_string(),
+    };
+    Outcome {
+        response_headers: Vec::new(),
+        response_body: Vec::new(),
+        error: Some(error),
+        ..outcome
     }
 }
 
@@ -446,6 +476,44 @@ pub(super) mod tests {
             status: Some(status),
             ..Outcome::default()
         }
+    }
+
+    /// An answer that finds the store refusing writes and no room in the
+    /// queue is stored without its headers and body, saying so, rather
+    /// than dropped: its row would read as in flight for good.
+    #[tokio::test]
+    async fn an_answer_with_no_room_left_is_kept_without_its_payload() {
+        let dir = ScratchDir::new("recorder-no-room");
+        let path = dir.0.join("history.db");
+        let (recorder, handle, mut reported) = start(&path);
+        let ticket = recorder.record_request(delivery("evt_crowded", "/")).await.unwrap();
+        // As the writer leaves things when the store has refused batches
+        // until the queue filled.
+        recorder.shared.stalled.store(true, Ordering::Release);
+        let room = Arc::clone(&recorder.shared.room);
+        let all = room.available_permits() as u32;
+        let _taken = room.try_acquire_many_owned(all).unwrap();
+        let answer = Outcome {
+            status: Some(200),
+            response_headers: vec![portpreview_shared::Header::new("content-type", "text/plain")],
+            response_body: b"credited".to_vec(),
+            response_body_size: 8,
+            duration_ms: Some(3.0),
+            error: None,
+        };
+        recorder
+            .record_outcome(ticket, answer)
+            .await
+            .expect("kept, not refused");
+        recorder.shared.stalled.store(false, Ordering::Release);
+        let summary = next_report(&mut reported).await;
+        assert_eq!(summary.status, Some(200), "the status its caller got");
+        assert_eq!(summary.error.as_deref(), Some(PAYLOAD_UNKEPT));
+        handle.shutdown();
+        let stored = Store::open(&path).unwrap().get(summary.id).unwrap().unwrap();
+        let outcome = stored.outcome.expect("an answer, not one in flight");
+        assert_eq!((outcome.response_body.len(), outcome.response_body_size), (0, 8));
+        assert!(outcome.response_headers.is_empty());
     }
 
     /// A recorder on `path` whose reports the test reads.

@@ -52,7 +52,9 @@ pub(super) enum Job {
     Outcome {
         seq: u64,
         outcome: Box<Outcome>,
-        _room: OwnedSemaphorePermit,
+        /// None for an answer kept without its headers and body, for
+        /// which the queue had no room (see [`super::Recorder::record_outcome`]).
+        _room: Option<OwnedSemaphorePermit>,
     },
     /// An inbox file a compaction replaced, to be closed here: closing a
     /// large file whose name is gone frees its pages, which took the
