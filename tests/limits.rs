@@ -45,7 +45,8 @@ async fn deliveries_on_one_session(tunnel: &mut TestTunnel, count: usize) -> Vec
             | TunnelEvent::HistoryRefusing { .. }
             | TunnelEvent::NotRecording { .. }
             | TunnelEvent::Stopping { .. }
-            | TunnelEvent::Notice { .. } => {}
+            | TunnelEvent::Notice { .. }
+            | TunnelEvent::NameHeld { .. } => {}
         }
     }
     delivered.sort_by(|a, b| a.path.cmp(&b.path));

@@ -64,6 +64,12 @@ pub enum TunnelEvent {
         /// One line.
         text: String,
     },
+    /// The name asked for is held for the client that last had it, and
+    /// the tunnel waits for it: told as a notice, stale once connected.
+    NameHeld {
+        /// One line.
+        text: String,
+    },
     /// A delivery completed (answered or failed); `summary.id` is its
     /// history row, 0 when it was not recorded.
     Delivered {

@@ -149,7 +149,9 @@ pub fn text_line(event: &TunnelEvent) -> Option<Line> {
             escape_str(reason)
         )),
         TunnelEvent::NotRecording { reason: None } => Line::Err("deliveries are recorded again".into()),
-        TunnelEvent::Notice { text } => Line::Err(format!("warning: {}", escape_str(text))),
+        TunnelEvent::Notice { text } | TunnelEvent::NameHeld { text } => {
+            Line::Err(format!("warning: {}", escape_str(text)))
+        }
         TunnelEvent::Disconnected {
             reason,
             failed_tries,
@@ -249,7 +251,9 @@ pub fn json_line(event: &TunnelEvent) -> Option<String> {
         TunnelEvent::NotRecording { reason } => json!({
             "event": "recording", "recording": reason.is_none(), "reason": reason,
         }),
-        TunnelEvent::Notice { text } => json!({ "event": "warning", "message": text }),
+        TunnelEvent::Notice { text } | TunnelEvent::NameHeld { text } => {
+            json!({ "event": "warning", "message": text })
+        }
         TunnelEvent::Disconnected {
             reason,
             failed_tries,

@@ -93,7 +93,7 @@ impl TestTunnel {
                 event = events.recv() => match event {
                     Some(TunnelEvent::Connected { public_url, also_url, .. }) => break (public_url, also_url),
                     // A name held for the client before this one is waited for.
-                    Some(TunnelEvent::Notice { .. }) => {}
+                    Some(TunnelEvent::NameHeld { .. }) => {}
                     other => panic!("expected Connected, got {other:?}"),
                 },
                 // The tunnel ended without connecting: its result says why.

@@ -128,7 +128,10 @@ impl LiveStats {
             }
             TunnelEvent::HistoryRefusing { reason } => self.history_refusing.clone_from(reason),
             TunnelEvent::NotRecording { reason } => self.not_recording.clone_from(reason),
-            TunnelEvent::Waiting { .. } | TunnelEvent::Stopping { .. } | TunnelEvent::Notice { .. } => {}
+            TunnelEvent::Waiting { .. }
+            | TunnelEvent::Stopping { .. }
+            | TunnelEvent::Notice { .. }
+            | TunnelEvent::NameHeld { .. } => {}
             TunnelEvent::Delivered { summary, .. } => self.count(summary, second),
         }
     }

@@ -252,7 +252,7 @@ async fn serve_until_stopped(
                             "tunnel name {name:?} is taken: {why}; waiting for it (ctrl-c stops; \
                              --name asks for another)"
                         );
-                        report(&events, TunnelEvent::Notice { text });
+                        report(&events, TunnelEvent::NameHeld { text });
                     }
                     tokio::select! {
                         () = stop.asked.cancelled() => return Ok(()),

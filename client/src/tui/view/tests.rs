@@ -34,6 +34,39 @@ fn live_app(rows: i64, width: u16, height: u16) -> App {
     app
 }
 
+/// The notice that the tunnel waits for its name is gone once the tunnel
+/// is up; another notice told before it was up stays.
+#[test]
+fn the_notice_of_a_name_waited_for_goes_when_the_tunnel_is_up() {
+    let connected = || TunnelEvent::Connected {
+        public_url: "http://127.0.0.1:8080/t/hold".into(),
+        also_url: None,
+        target: "http://127.0.0.1:3000".into(),
+    };
+    let mut waiting = app(Vec::new(), Mode::Live, 60, 8);
+    let held = TunnelEvent::NameHeld {
+        text: "tunnel name \"hold\" is taken: …; waiting for it".into(),
+    };
+    waiting.on_tunnel_event(held, 0);
+    assert!(waiting
+        .status
+        .as_ref()
+        .is_some_and(|s| s.text.contains("waiting for it")));
+    waiting.on_tunnel_event(connected(), 1);
+    assert_eq!(waiting.status, None, "stale once the tunnel is up");
+
+    let mut other = app(Vec::new(), Mode::Live, 60, 8);
+    let unused = TunnelEvent::Notice {
+        text: "--ca-cert is not used".into(),
+    };
+    other.on_tunnel_event(unused, 0);
+    other.on_tunnel_event(connected(), 1);
+    assert!(
+        other.status.as_ref().is_some_and(|s| s.text.contains("--ca-cert")),
+        "another notice stays"
+    );
+}
+
 fn press(app: &mut App, keys: &str) {
     for c in keys.chars() {
         app.handle_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
