@@ -11,7 +11,7 @@ use portpreview_shared::sanitize::escape_str;
 use crate::render;
 use crate::replay::{
     self,
-    options::{parse_header_arg, parse_header_name},
+    options::{parse_dropped_header, parse_header_arg},
     Report,
 };
 use crate::store::{NewDelivery, Pick, Store};
@@ -52,7 +52,7 @@ pub struct Args {
     #[arg(long = "header", value_name = "NAME: VALUE", value_parser = parse_header_arg)]
     pub headers: Vec<(String, String)>,
     /// Leave a recorded header out (repeatable).
-    #[arg(long = "drop-header", value_name = "NAME", value_parser = parse_header_name)]
+    #[arg(long = "drop-header", value_name = "NAME", value_parser = parse_dropped_header)]
     pub drop_headers: Vec<String>,
     /// Send this file's bytes as the body.
     #[arg(long, value_name = "FILE")]

@@ -190,20 +190,37 @@ pub fn parse_header_arg(arg: &str) -> Result<(String, String), String> {
         return Err(format!("the value of {name} holds characters a header cannot carry"));
     }
     let name = name.to_ascii_lowercase();
-    // Replays set these themselves; taking the flag and sending something
-    // else would be a silent surprise.
-    match name.as_str() {
-        "host" => return Err("Host is set from the target: aim the replay with --target".into()),
-        "content-length" | "transfer-encoding" => {
-            return Err(format!("{name} is set from the body: change the body with --body-file"))
-        }
-        _ => {}
+    match set_by_replay(&name) {
+        Some(why) => Err(why),
+        None => Ok((name, value.to_string())),
     }
-    Ok((name, value.to_string()))
 }
 
-/// A header name (`--drop-header`, the name of a `--header`), trimmed.
-pub fn parse_header_name(text: &str) -> Result<String, String> {
+/// Why a header `name` (lowercase) is no flag's to set or drop: a replay
+/// sets it itself, and taking the flag and sending something else would
+/// be a silent surprise.
+fn set_by_replay(name: &str) -> Option<String> {
+    match name {
+        "host" => Some("Host is set from the target: aim the replay with --target".into()),
+        "content-length" | "transfer-encoding" => {
+            Some(format!("{name} is set from the body: change the body with --body-file"))
+        }
+        _ => None,
+    }
+}
+
+/// A header name to leave out (`--drop-header`), refused for those a
+/// replay sets itself.
+pub fn parse_dropped_header(text: &str) -> Result<String, String> {
+    let name = parse_header_name(text)?;
+    match set_by_replay(&name.to_ascii_lowercase()) {
+        Some(why) => Err(why),
+        None => Ok(name),
+    }
+}
+
+/// A header name (that of a `--header` or a `--drop-header`), trimmed.
+fn parse_header_name(text: &str) -> Result<String, String> {
     let name = text.trim();
     match http::HeaderName::from_bytes(name.as_bytes()) {
         Ok(_) => Ok(name.to_owned()),
@@ -248,6 +265,22 @@ mod tests {
         for set_by_the_replay in ["Host: evil.example", "Content-Length: 5", "transfer-encoding: chunked"] {
             assert!(parse_header_arg(set_by_the_replay).is_err(), "{set_by_the_replay}");
         }
+    }
+
+    /// A header the replay sets itself is no more droppable than settable:
+    /// `--drop-header host` was taken, and Host sent all the same.
+    #[test]
+    fn headers_the_replay_sets_cannot_be_dropped() {
+        assert_eq!(parse_dropped_header(" X-Trace-Id "), Ok("X-Trace-Id".into()));
+        assert_eq!(
+            parse_dropped_header("Host"),
+            Err("Host is set from the target: aim the replay with --target".into())
+        );
+        assert_eq!(
+            parse_dropped_header("content-length"),
+            Err("content-length is set from the body: change the body with --body-file".into())
+        );
+        assert!(parse_dropped_header("bad name").is_err());
     }
 
     #[test]
