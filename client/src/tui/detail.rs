@@ -236,6 +236,12 @@ fn push_runs(lines: &mut Vec<Line<'static>>, runs: &[ReplayRun]) {
             Some(false) => ("✗ not idempotent", Style::new().fg(Color::Red)),
             None => ("? inconclusive", Style::new().fg(Color::Yellow)),
         };
+        // A summary that begins with the verdict the mark shows goes on
+        // from there, rather than saying it twice.
+        let summary = run
+            .summary
+            .strip_prefix(mark)
+            .map_or(run.summary.as_str(), |rest| rest.trim_start_matches(':').trim_start());
         lines.push(Line::from(vec![
             Span::raw(format!(
                 "{} ×{} ",
@@ -243,7 +249,7 @@ fn push_runs(lines: &mut Vec<Line<'static>>, runs: &[ReplayRun]) {
                 report.times(run.times)
             )),
             Span::styled(mark, style),
-            Span::raw(format!("  {}", escape_str(&run.summary))),
+            Span::raw(format!("  {}", escape_str(summary))),
         ]));
         let answers = (report.answers.len() > 1).then(|| report.answers_line());
         for warning in answers.into_iter().chain(report.warnings) {
@@ -751,8 +757,8 @@ mod tests {
             "{shown}"
         );
         assert!(
-            shown.contains("×1 ✗ failed  ✗ failed: attempt 1 answered 302"),
-            "{shown}"
+            shown.contains("×1 ✗ failed  attempt 1 answered 302"),
+            "the verdict said once: {shown}"
         );
     }
 
