@@ -150,9 +150,18 @@ async fn output(group: &mut Group, limit: usize) -> Result<String, ProbeError> {
         (printed, status)
     };
     if !status.success() {
+        // A command that says why only on stdout (`echo "db down"; exit 1`)
+        // is quoted from there.
+        let mut said = last_lines(&errors);
+        if said.is_empty() {
+            said = last_lines(&Tail {
+                bytes: printed,
+                cut: false,
+            });
+        }
         return Err(ProbeError::Failed {
             status: status.to_string(),
-            stderr: last_lines(&errors),
+            stderr: said,
         });
     }
     Ok(super::probe::state_text(printed))
@@ -343,6 +352,23 @@ mod tests {
             matches!(&err, ProbeError::Failed { stderr, .. } if stderr == "last"),
             "{err}"
         );
+    }
+
+    /// A command that says why only on stdout is quoted from there;
+    /// stderr, when it wrote any, comes first.
+    #[tokio::test]
+    async fn a_failure_silent_on_stderr_quotes_its_stdout() {
+        let err = read("echo counting; echo 'db down'; exit 5", 1024, WITHIN)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the check command failed (exit status: 5): counting / db down"
+        );
+        let err = read("echo 'on stdout'; echo 'on stderr' >&2; exit 5", 1024, WITHIN)
+            .await
+            .unwrap_err();
+        assert_eq!(err.to_string(), "the check command failed (exit status: 5): on stderr");
     }
 
     /// The reason a command gives comes last, after what it was doing.

@@ -46,8 +46,9 @@ pub enum ProbeError {
     Failed {
         /// Exit status as text.
         status: String,
-        /// The last lines of its stderr, escaped and cut short (empty
-        /// when it printed nothing).
+        /// The last lines of its stderr, or of its stdout when it wrote
+        /// nothing on stderr, escaped and cut short (empty when it printed
+        /// nothing).
         stderr: String,
     },
     /// The command is empty or blank: it would read an empty state every
