@@ -175,7 +175,8 @@ async fn read_capped(reader: impl AsyncRead + Unpin, limit: usize) -> io::Result
     Ok((bytes.len() <= limit).then_some(bytes))
 }
 
-/// The end of what a command wrote to stderr.
+/// The end of what a command wrote (to stderr, or, quoted when stderr has
+/// nothing, to stdout).
 #[derive(Default)]
 struct Tail {
     bytes: Vec<u8>,
@@ -203,10 +204,10 @@ async fn keep_last(mut reader: impl AsyncRead + Unpin, keep: usize, kept: &mut T
     }
 }
 
-/// The last lines of a failed command's stderr that are not blank, joined
-/// with ` / `, each escaped and cut short. A command says why it failed
-/// last, after what it was doing ("warming up", "connecting to …"), and
-/// the first line alone quoted the preamble instead.
+/// The last lines of what a failed command wrote that are not blank,
+/// joined with ` / `, each escaped and cut short. A command says why it
+/// failed last, after what it was doing ("warming up", "connecting to
+/// …"), and the first line alone quoted the preamble instead.
 fn last_lines(tail: &Tail) -> String {
     let text = String::from_utf8_lossy(&tail.bytes);
     let mut lines: Vec<&str> = text.lines().map(str::trim).filter(|line| !line.is_empty()).collect();
