@@ -53,6 +53,17 @@ pub fn answer(status: StatusCode, text: impl Into<String>) -> Response<RelayBody
     response
 }
 
+/// `response` with its connection closed after it: the rest of the
+/// request's body is not read, or the connection is not worth keeping.
+/// The close lingers when the service asks it to (`crate::linger`), so a
+/// caller still sending reads the answer.
+pub fn closing(mut response: Response<RelayBody>) -> Response<RelayBody> {
+    response
+        .headers_mut()
+        .insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
+    response
+}
+
 impl Body for RelayBody {
     type Data = Bytes;
     type Error = BodyError;

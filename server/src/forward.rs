@@ -13,7 +13,7 @@ use portpreview_shared::request_ref::RequestHeadRef;
 use tokio::sync::oneshot;
 use tokio_util::task::AbortOnDropHandle;
 
-use crate::body::{answer, RelayBody};
+use crate::body::{answer, closing, RelayBody};
 use crate::headers::{request_headers, Hop};
 use crate::port::StreamPort;
 use crate::registry::{BodyAtOpen, OpenError, Tunnel};
@@ -27,7 +27,7 @@ mod reply;
 
 use pump::{pump_outcome, Pump, PumpEnd, MALFORMED_BODY};
 use refusal::{
-    bad_gateway, client_gone, clients_reason, closing, over_limit, timed_out, too_large, unframable, unreadable_body,
+    bad_gateway, client_gone, clients_reason, over_limit, timed_out, too_large, unframable, unreadable_body,
     UNREADABLE_BODY,
 };
 use reply::{response, AnswerHead};

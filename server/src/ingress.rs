@@ -11,7 +11,7 @@ use portpreview_shared::message::CONNECT_PATH;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::body::{answer, OwnAnswer, RelayBody};
+use crate::body::{answer, closing, OwnAnswer, RelayBody};
 use crate::forward::{forward, ForwardLimits};
 use crate::headers::{forwarded_element, Hop};
 use crate::headscan::Verdicts;
@@ -90,7 +90,7 @@ const NO_SUCH_TUNNEL: &str = "no such tunnel";
 /// Answers one request.
 pub async fn handle(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, req: Request<Incoming>) -> Response<RelayBody> {
     let has_body = !req.body().is_end_stream();
-    let response = respond(relay, conn, req).await;
+    let response = respond(relay, conn, req, has_body).await;
     // The caller may be writing its whole body before it reads a byte of
     // the answer: closing on the unread rest would reset the connection,
     // and the answer with it. A caller still waiting for `100 Continue`
@@ -109,24 +109,24 @@ fn closes<B>(response: &Response<B>) -> bool {
         .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"close"))
 }
 
-async fn respond(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, mut req: Request<Incoming>) -> Response<RelayBody> {
+async fn respond(
+    relay: &Arc<Relay>,
+    conn: &Arc<ConnInfo>,
+    mut req: Request<Incoming>,
+    has_body: bool,
+) -> Response<RelayBody> {
     let verdict = conn.verdicts.pop();
     if verdict.conflicted {
-        let mut refused = answer(
+        return closing(answer(
             StatusCode::BAD_REQUEST,
             "a request may not carry both Content-Length and Transfer-Encoding",
-        );
-        refused
-            .headers_mut()
-            .insert(header::CONNECTION, HeaderValue::from_static("close"));
-        return refused;
+        ));
     }
-    let has_body = !req.body().is_end_stream();
     let unfit = unfit(&req);
     if unfit.is_none() {
         host_from_target(&mut req);
     }
-    let mut response = match unfit {
+    let response = match unfit {
         Some((status, why)) => answer(status, why),
         None => match destination(relay.config.domain.as_deref(), &req) {
             Destination::Tunnel { name, target, prefix } => tunnel(relay, conn, req, &name, target, prefix).await,
@@ -153,12 +153,10 @@ async fn respond(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, mut req: Request<Inco
     // framing headers would go unrefused: the caller gets a fresh
     // connection for the next one instead. A 101 has left HTTP behind.
     let unwatched_next = verdict.last_watched && response.status() != StatusCode::SWITCHING_PROTOCOLS;
-    if unread_body || unwatched_next {
-        response
-            .headers_mut()
-            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    match unread_body || unwatched_next {
+        true => closing(response),
+        false => response,
     }
-    response
 }
 
 /// Why a request hyper let through cannot be forwarded as it is (RFC 9112

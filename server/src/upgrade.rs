@@ -13,7 +13,7 @@ use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::WebSocketStream;
 use tracing::Instrument;
 
-use crate::body::{answer, RelayBody};
+use crate::body::{answer, closing, RelayBody};
 use crate::control::{self, SessionContext};
 use crate::ingress::{ConnInfo, Relay};
 use crate::names;
@@ -112,8 +112,7 @@ impl Refusal {
         if let Some(seconds) = self.retry_after {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
-        headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
-        response
+        closing(response)
     }
 }
 

@@ -8,7 +8,7 @@ use portpreview_shared::duration::format_duration;
 use portpreview_shared::message::MAX_HEADER_BYTES;
 
 use super::TurnAway;
-use crate::body::{answer, RelayBody};
+use crate::body::{answer, closing, RelayBody};
 use crate::port::StreamPort;
 use crate::stream::CLIENT_GONE;
 
@@ -28,17 +28,6 @@ pub(super) fn over_limit(limit: u64) -> String {
         }
         _ => format!("request body over the relay's limit of {limit} bytes"),
     }
-}
-
-/// `refused` (or a handler's answer given before the body was all read)
-/// with the connection closed after it: the rest of the body is not read,
-/// nor the connection worth keeping. The close lingers (`crate::linger`),
-/// so a caller still sending reads the answer.
-pub(super) fn closing(mut refused: Response<RelayBody>) -> Response<RelayBody> {
-    refused
-        .headers_mut()
-        .insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
-    refused
 }
 
 /// Answers a request whose head does not fit in a frame the client would
