@@ -372,12 +372,15 @@ fn browsing_shows_what_is_recorded_meanwhile() {
     let db = scratch.0.join("history.db");
     store_stripe_delivery(&db, "http://127.0.0.1:9", "evt_first");
     let tmux = browse("meanwhile", &scratch, &db);
-    tmux.wait_for("one row", |s| s.contains("evt_first") && s.contains("Deliveries 1/1 "));
+    let screen = tmux.wait_for("one row", |s| s.contains("evt_first") && s.contains("Deliveries 1/1 "));
+    assert!(screen.contains(" 1 delivery  p50 2.0 ms  p90 2.0 ms"), "{screen}");
 
     // Another process (here, this test) records a delivery: no key pressed.
-    store_stripe_delivery(&db, "http://127.0.0.1:9", "evt_later");
+    // It came two minutes later: the header draws them in bars of 10 s.
+    store_stripe_delivery_at(&db, "http://127.0.0.1:9", "evt_later", 1_764_470_820_000);
     let screen = tmux.wait_for("the new row", |s| s.contains("evt_later"));
     assert!(screen.contains("Deliveries 1/2 "), "{screen}");
+    assert!(screen.contains(" per 10 s  p50 2.0 ms  p90 2.0 ms"), "{screen}");
     assert!(screen.contains("evt_first"), "{screen}");
 
     // The open delivery is read again too: here a retry of its event lands.

@@ -13,7 +13,7 @@ use super::dialog::{ExportForm, ExportFormat, ReplayForm, ReplayRequest, TextInp
 use super::pager::Pager;
 use super::search::Order;
 use super::source::HistorySource;
-use super::stats::LiveStats;
+use super::stats::{LiveStats, Overview, LATENCY_WINDOW};
 use super::view::layout;
 
 /// Most lines a message in the footer may take.
@@ -146,6 +146,8 @@ pub struct App {
     pub mode: Mode,
     /// Live tunnel counters.
     pub stats: LiveStats,
+    /// Browsing, the header's figures of the newest deliveries.
+    pub overview: Option<Overview>,
     /// The rows.
     pub pager: Pager,
     /// Index of the selected row (0 is the newest).
@@ -211,6 +213,7 @@ impl App {
             source,
             mode,
             stats: LiveStats::default(),
+            overview: None,
             pager,
             selected: 0,
             offset: 0,
@@ -235,7 +238,20 @@ impl App {
             name_held_notice: None,
         };
         app.count_when_unknown();
+        app.read_overview();
         Ok(app)
+    }
+
+    /// Browsing, reads the newest deliveries again for the header. Left
+    /// out when they cannot be read: the list says why.
+    fn read_overview(&mut self) {
+        if matches!(self.mode, Mode::Browser { .. }) {
+            let newest = crate::store::ListQuery {
+                limit: Some(LATENCY_WINDOW),
+                ..Default::default()
+            };
+            self.overview = self.source.list(&newest).ok().map(|rows| Overview::of(&rows));
+        }
     }
 
     /// Drops every row and reads the first page again, leaving the count
@@ -431,6 +447,7 @@ impl App {
         let version = self.source.data_version().ok();
         if std::mem::replace(&mut self.seen_version, version) != version {
             self.head_stale = true;
+            self.read_overview();
             // Its answer, or a retry of its event, may be what changed.
             if let Some(id) = self.detail.as_ref().map(|d| d.doc.id) {
                 self.refresh_detail(id);
@@ -482,6 +499,7 @@ impl App {
     fn history_replaced(&mut self) {
         self.seen_version = self.source.data_version().ok();
         self.oldest = self.source.oldest_id().ok().flatten();
+        self.read_overview();
         if self.read_from_top_or_say() {
             self.set_status("the history file was replaced: showing the one now at its path", false);
         }

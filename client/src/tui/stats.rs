@@ -1,4 +1,6 @@
-//! What the live header shows: connection state, rate and latency.
+//! What the header shows: live, the connection state, rate and latency;
+//! browsing, how the newest deliveries arrived and how fast they were
+//! answered.
 
 use std::collections::VecDeque;
 
@@ -7,8 +9,9 @@ use crate::store::Summary;
 
 /// Seconds of history in the requests-per-second sparkline.
 pub const RATE_WINDOW: usize = 60;
-/// Recent durations the percentiles are taken over.
-const LATENCY_WINDOW: usize = 1000;
+/// Recent durations the percentiles are taken over, and the newest
+/// deliveries a browsed history's header is drawn from.
+pub const LATENCY_WINDOW: usize = 1000;
 
 /// The tunnel's connection as last reported.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,7 +68,7 @@ pub struct LiveStats {
     rate: VecDeque<u64>,
     /// Second (since the TUI started) the last bucket counts.
     second: u64,
-    durations: VecDeque<f64>,
+    latencies: Latencies,
     /// Deliveries seen.
     pub total: u64,
     /// Answered 1xx–3xx.
@@ -94,7 +97,7 @@ impl Default for LiveStats {
             not_recording: None,
             rate: std::iter::repeat_n(0, RATE_WINDOW).collect(),
             second: 0,
-            durations: VecDeque::with_capacity(LATENCY_WINDOW),
+            latencies: Latencies::default(),
             total: 0,
             ok: 0,
             client_errors: 0,
@@ -155,15 +158,7 @@ impl LiveStats {
             None => Some(summary.error.clone().unwrap_or_else(|| "no answer".into())),
             Some(_) => None,
         };
-        // The handler's latency: a delivery it never answered (its port
-        // dead, the request never forwarded, the body cut off on its way)
-        // took no time of the handler's, or all of a timeout.
-        if let Some(ms) = summary.duration_ms.filter(|_| summary.status.is_some()) {
-            if self.durations.len() == LATENCY_WINDOW {
-                self.durations.pop_front();
-            }
-            self.durations.push_back(ms);
-        }
+        self.latencies.add(summary);
     }
 
     /// What the user must know now: why the tunnel is offline, why the
@@ -213,13 +208,110 @@ impl LiveStats {
 
     /// The `p`th percentile (0–100) of recent durations, in milliseconds.
     pub fn percentile(&self, p: f64) -> Option<f64> {
-        if self.durations.is_empty() {
+        self.latencies.percentile(p)
+    }
+}
+
+/// The handler's latest [`LATENCY_WINDOW`] answer times.
+#[derive(Debug, Clone, Default)]
+struct Latencies(VecDeque<f64>);
+
+impl Latencies {
+    /// Takes in one delivery's time, pushing out the oldest when full.
+    fn add(&mut self, summary: &Summary) {
+        // The handler's latency: a delivery it never answered (its port
+        // dead, the request never forwarded, the body cut off on its way)
+        // took no time of the handler's, or all of a timeout.
+        if let Some(ms) = summary.duration_ms.filter(|_| summary.status.is_some()) {
+            if self.0.len() == LATENCY_WINDOW {
+                self.0.pop_front();
+            }
+            self.0.push_back(ms);
+        }
+    }
+
+    fn percentile(&self, p: f64) -> Option<f64> {
+        if self.0.is_empty() {
             return None;
         }
-        let mut sorted: Vec<f64> = self.durations.iter().copied().collect();
+        let mut sorted: Vec<f64> = self.0.iter().copied().collect();
         sorted.sort_by(f64::total_cmp);
         let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
         sorted.get(rank.saturating_sub(1).min(sorted.len() - 1)).copied()
+    }
+}
+
+/// Bar widths a browsed history's sparkline may have, narrowest first,
+/// each with how its label names it.
+const BARS: [(i64, &str); 8] = [
+    (1_000, "s"),
+    (10_000, "10 s"),
+    (60_000, "min"),
+    (600_000, "10 min"),
+    (3_600_000, "h"),
+    (21_600_000, "6 h"),
+    (86_400_000, "day"),
+    (604_800_000, "week"),
+];
+
+/// What a browsed history's header shows of its newest deliveries (up
+/// to [`LATENCY_WINDOW`]): when they arrived and how fast the handler
+/// answered them. Read again whenever another process writes.
+#[derive(Debug, Clone, Default)]
+pub struct Overview {
+    /// When each arrived, in milliseconds since the epoch, newest first.
+    arrivals: Vec<i64>,
+    latencies: Latencies,
+}
+
+impl Overview {
+    /// The figures of `rows`, newest first, as the list gives them.
+    pub fn of(rows: &[Summary]) -> Self {
+        let mut latencies = Latencies::default();
+        for row in rows.iter().rev() {
+            latencies.add(row);
+        }
+        Self {
+            arrivals: rows.iter().map(|row| row.received_at_ms).collect(),
+            latencies,
+        }
+    }
+
+    /// Deliveries per bar, oldest first, from the oldest delivery taken in
+    /// to the newest, and what one bar spans ("min"): the narrowest that
+    /// fits them all in `most` bars, so a burst of a minute and a week of
+    /// traffic both fill the line. Bars fall on the clock's seconds,
+    /// minutes and hours (UTC). With deliveries older than the widest bars
+    /// reach, the newest `most` bars. `None` with no deliveries.
+    pub fn bars(&self, most: usize) -> Option<(Vec<u64>, &'static str)> {
+        let newest = *self.arrivals.iter().max()?;
+        let oldest = *self.arrivals.iter().min()?;
+        let spanned = |width: i64| usize::try_from(newest / width - oldest / width + 1).unwrap_or(usize::MAX);
+        let (width, name) = BARS
+            .iter()
+            .copied()
+            .find(|&(width, _)| spanned(width) <= most)
+            .unwrap_or(BARS[BARS.len() - 1]);
+        let bars = spanned(width).min(most);
+        let mut counts = vec![0; bars];
+        for at in &self.arrivals {
+            // Bars back from the newest one.
+            let back = newest / width - at / width;
+            if let Some(count) = usize::try_from(back)
+                .ok()
+                .and_then(|back| bars.checked_sub(back + 1))
+                .and_then(|i| counts.get_mut(i))
+            {
+                *count += 1;
+            }
+        }
+        Some((counts, name))
+    }
+
+    /// The `p`th percentile (0–100) of the handler's answer times, in
+    /// milliseconds.
+    pub fn percentile(&self, p: f64) -> Option<f64> {
+        self.latencies.percentile(p)
     }
 }
 
@@ -303,6 +395,56 @@ mod tests {
             stats.warnings().collect::<Vec<_>>(),
             [Warning::NotRecording("the history could not be opened")]
         );
+    }
+
+    /// Summaries received at these milliseconds since the epoch, newest
+    /// first as the list gives them, each answered in `ms`.
+    fn arrived(at: &[i64], ms: f64) -> Vec<Summary> {
+        at.iter()
+            .rev()
+            .map(|&at| {
+                let mut summary = summary_of(&test_delivery(1));
+                (summary.received_at_ms, summary.duration_ms) = (at, Some(ms));
+                summary
+            })
+            .collect()
+    }
+
+    /// A browsed history's bars are the narrowest that hold every delivery
+    /// taken in, counted on the clock's own seconds and minutes.
+    #[test]
+    fn a_history_is_drawn_in_the_narrowest_bars_that_hold_it() {
+        let second = 1_000;
+        let minute = 60 * second;
+        let start = 1_764_470_700_000 - 1_764_470_700_000 % (3_600 * second);
+        // Three in one second, one two seconds on.
+        let burst = Overview::of(&arrived(&[start, start + 10, start + 999, start + 2 * second], 5.0));
+        assert_eq!(burst.bars(30), Some((vec![3, 0, 1], "s")));
+        // Forty seconds do not fit in 30 bars of a second: 10 s each.
+        let slow = Overview::of(&arrived(&[start, start + 35 * second, start + 40 * second], 5.0));
+        assert_eq!(slow.bars(30), Some((vec![1, 0, 0, 1, 1], "10 s")));
+        // Half an hour in 20 bars: a minute is too narrow, ten are not.
+        let day = Overview::of(&arrived(
+            &[start + 59 * second, start + minute, start + 30 * minute],
+            5.0,
+        ));
+        assert_eq!(day.bars(20), Some((vec![2, 0, 0, 1], "10 min")));
+        // Years apart: the newest weeks, the oldest delivery left out.
+        let years = Overview::of(&arrived(&[start - 1_000 * 604_800_000, start], 5.0));
+        assert_eq!(years.bars(4), Some((vec![0, 0, 0, 1], "week")));
+        assert_eq!(Overview::of(&[]).bars(30), None);
+    }
+
+    /// The percentiles skip deliveries the handler never answered, as live.
+    #[test]
+    fn a_history_s_percentiles_are_of_the_answered() {
+        let mut rows = arrived(&[1, 2, 3], 10.0);
+        rows[0].duration_ms = Some(30.0);
+        rows[1].status = None;
+        rows[1].duration_ms = Some(30_000.0);
+        let overview = Overview::of(&rows);
+        assert_eq!(overview.percentile(50.0), Some(10.0));
+        assert_eq!(overview.percentile(90.0), Some(30.0));
     }
 
     #[test]

@@ -37,15 +37,7 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     }
     match &app.mode {
         Mode::Live => render_rate(app, second, buf),
-        Mode::Browser { .. } => {
-            let total = app.pager.total().map_or_else(|| "?".to_owned(), thousands);
-            let noun = match (app.pager.search(), app.pager.total()) {
-                (Some(_), _) => "matching",
-                (None, Some(1)) => "delivery",
-                (None, _) => "deliveries",
-            };
-            Paragraph::new(Line::from(format!(" {total} {noun}"))).render(second, buf);
-        }
+        Mode::Browser { .. } => render_history(app, second, buf),
     }
 }
 
@@ -129,32 +121,23 @@ fn warnings_line(app: &App) -> Line<'static> {
     Line::from(spans.collect::<Vec<_>>())
 }
 
+/// Columns of a header's sparkline on a screen `area` wide.
+fn sparkline_width(area: Rect) -> usize {
+    usize::from((area.width / 4).min(30))
+}
+
 fn render_rate(app: &App, area: Rect, buf: &mut Buffer) {
     let stats = &app.stats;
-    let label = " req/s ";
-    let spark_width = (area.width / 4).min(30);
     // The second under way is still counting: show complete seconds only.
     let rate = stats.rate();
     let complete = &rate[..rate.len().saturating_sub(1)];
-    let data: Vec<u64> = complete[complete.len().saturating_sub(usize::from(spark_width))..].to_vec();
-    Paragraph::new(label).render(area, buf);
-    let spark = Rect {
-        x: area.x + label.len() as u16,
-        width: spark_width.min(area.width.saturating_sub(label.len() as u16)),
-        ..area
-    };
-    Sparkline::default()
-        .data(&data)
-        .style(Style::new().fg(Color::Cyan))
-        .render(spark, buf);
+    let data = &complete[complete.len().saturating_sub(sparkline_width(area))..];
     let now = data.last().copied().unwrap_or(0);
-    let pct = |p| {
-        stats
-            .percentile(p)
-            .map_or_else(|| "–".to_owned(), |ms| duration(Some(ms)))
-    };
-    let spans = vec![
-        Span::raw(format!(" {now}/s  p50 {}  p90 {}  ", pct(50.0), pct(90.0))),
+    let after = vec![
+        Span::raw(format!(
+            " {now}/s  {}  ",
+            percentiles(stats.percentile(50.0), stats.percentile(90.0))
+        )),
         Span::styled(format!("✓{}", stats.ok), Style::new().fg(Color::Green)),
         Span::raw(" "),
         Span::styled(format!("4xx {}", stats.client_errors), Style::new().fg(Color::Yellow)),
@@ -163,10 +146,73 @@ fn render_rate(app: &App, area: Rect, buf: &mut Buffer) {
         Span::raw(" "),
         Span::styled(format!("✗{}", stats.failed), Style::new().fg(Color::Red)),
     ];
+    render_sparkline(" req/s ", data, after, area, buf);
+}
+
+/// How many deliveries the history holds, or match the filter; unfiltered,
+/// how the newest arrived and how fast they were answered.
+fn render_history(app: &App, area: Rect, buf: &mut Buffer) {
+    let total = app.pager.total().map_or_else(|| "?".to_owned(), thousands);
+    let noun = match (app.pager.search(), app.pager.total()) {
+        (Some(_), _) => "matching",
+        (None, Some(1)) => "delivery",
+        (None, _) => "deliveries",
+    };
+    let label = format!(" {total} {noun} ");
+    // The figures are the whole history's: beside a filter's count they
+    // would read as the matches'.
+    let Some(overview) = app.overview.as_ref().filter(|_| app.pager.search().is_none()) else {
+        return Paragraph::new(label).render(area, buf);
+    };
+    let figures = percentiles(overview.percentile(50.0), overview.percentile(90.0));
+    // One bar says nothing of how the deliveries came.
+    match overview.bars(sparkline_width(area)).filter(|(data, _)| data.len() > 1) {
+        Some((data, per)) => {
+            render_sparkline(
+                &label,
+                &data,
+                vec![Span::raw(format!(" per {per}  {figures}"))],
+                area,
+                buf,
+            );
+        }
+        None if overview.percentile(50.0).is_some() => {
+            Paragraph::new(fit_line(
+                Line::from(format!("{label} {figures}")),
+                usize::from(area.width),
+            ))
+            .render(area, buf);
+        }
+        None => Paragraph::new(label).render(area, buf),
+    }
+}
+
+/// `p50 12 ms  p90 80 ms`, with a dash for a figure not known yet.
+fn percentiles(p50: Option<f64>, p90: Option<f64>) -> String {
+    let shown = |ms: Option<f64>| ms.map_or_else(|| "–".to_owned(), |ms| duration(Some(ms)));
+    format!("p50 {}  p90 {}", shown(p50), shown(p90))
+}
+
+/// `label`, a sparkline of `data` and then `after`, cut with a mark at
+/// the area's edge.
+fn render_sparkline(label: &str, data: &[u64], after: Vec<Span<'static>>, area: Rect, buf: &mut Buffer) {
+    Paragraph::new(label.to_owned()).render(area, buf);
+    let label_width = u16::try_from(label.chars().count()).unwrap_or(u16::MAX);
+    let spark = Rect {
+        x: area.x.saturating_add(label_width).min(area.right()),
+        width: u16::try_from(data.len())
+            .unwrap_or(u16::MAX)
+            .min(area.width.saturating_sub(label_width)),
+        ..area
+    };
+    Sparkline::default()
+        .data(data)
+        .style(Style::new().fg(Color::Cyan))
+        .render(spark, buf);
     let rest = Rect {
         x: spark.right(),
         width: area.right().saturating_sub(spark.right()),
         ..area
     };
-    Paragraph::new(fit_line(Line::from(spans), usize::from(rest.width))).render(rest, buf);
+    Paragraph::new(fit_line(Line::from(after), usize::from(rest.width))).render(rest, buf);
 }

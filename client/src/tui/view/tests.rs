@@ -430,7 +430,7 @@ fn escape_sequences_are_drawn_as_text() {
         plain(draw(&app)),
         Buffer::with_lines([
             " PortPreview  history /tmp/h.db\\x1b[2J                                          ",
-            " 1 delivery                                                                     ",
+            " 1 delivery  p50 12 ms  p90 12 ms                                               ",
             "┌ Deliveries 1/1 ──────────────────────────────────────────────────────────────┐",
             "│ID Time UTC Method Path                            St  Took    Provider   Seen│",
             "│#1 02:45:01 POST   /x\\x1b]0;title\\x07              200   12 ms stripe        1│",
@@ -945,6 +945,41 @@ fn a_message_longer_than_the_footer_says_it_was_cut() {
     assert!(screen
         .iter()
         .all(|row| ratatui::text::Span::raw(row.as_str()).width() <= 40));
+}
+
+/// Browsing, the header draws how the newest deliveries came and how fast
+/// they were answered; a filter's count stands alone, as the figures are
+/// the whole history's.
+#[test]
+fn the_browsed_header_shows_how_the_history_came() {
+    let deliveries = (1..=5)
+        .map(|id| {
+            let mut delivery = test_delivery(id);
+            // Four in the history's first second, one two seconds on.
+            delivery.request.received_at_ms = 1_764_470_700_000 + (id / 5) * 2_000 + id;
+            if let Some(outcome) = &mut delivery.outcome {
+                outcome.duration_ms = Some(id as f64 * 10.0);
+            }
+            delivery
+        })
+        .collect();
+    let mut app = app(deliveries, Mode::Browser { db: "/tmp/h.db".into() }, 60, 8);
+    assert_eq!(
+        rows(&plain(draw(&app)))[1],
+        " 5 deliveries █ ▂ per s  p50 30 ms  p90 50 ms               "
+    );
+    press(&mut app, "/hook/");
+    enter(&mut app);
+    let order = app.take_order().unwrap();
+    let mut answers = Vec::new();
+    crate::tui::search::run(order.job.unwrap(), app.source(), |answer| answers.push(answer)).unwrap();
+    for answer in answers {
+        app.on_found(crate::tui::search::Found {
+            ticket: order.ticket,
+            answer,
+        });
+    }
+    assert_eq!(rows(&plain(draw(&app)))[1].trim_end(), " 5 matching");
 }
 
 /// Browsing, a long history path keeps its end: the file's name.
