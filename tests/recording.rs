@@ -145,6 +145,22 @@ async fn each_providers_signed_delivery_is_recorded_with_its_provider_and_event_
         );
     }
 
+    // Meta (WhatsApp, Instagram) signs with GitHub's signature header and
+    // nothing else of GitHub's: no provider, keyed by its body.
+    let whatsapp = r#"{"object":"whatsapp_business_account","entry":[{"id":"WABA_1"}]}"#;
+    let meta: &[Sent] = &[
+        ("Content-Type", json_type),
+        ("X-Hub-Signature-256", b"sha256=5e2d"),
+        ("User-Agent", b"facebookexternalua"),
+    ];
+    let reply = caller::send("POST", &tunnel.url("/hooks/meta"), meta, whatsapp.to_string()).await;
+    assert_eq!(reply.status, 200);
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!(
+        (summary.provider.as_deref(), summary.event_key_source.as_str()),
+        (None, "sha256:body")
+    );
+
     // What the live line said is what the history holds, headers byte for byte.
     let store = portpreview::store::Store::open(&tunnel.db).expect("open the history");
     let first = store.get(1).expect("read").expect("delivery #1");

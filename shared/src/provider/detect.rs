@@ -101,9 +101,11 @@ fn by_header_name(name: &str) -> Option<(u8, Provider)> {
         "x-twilio-signature" | "i-twilio-idempotency-token" => (2, Twilio),
         "webhook-signature" | "svix-signature" | "svix-id" => (3, StandardWebhooks),
         "webhook-id" => (4, StandardWebhooks),
-        // Other services copy GitHub's signature header; GitHub's own event
-        // headers rank above it.
-        "x-hub-signature-256" | "x-hub-signature" => (5, Github),
+        // `X-Hub-Signature-256` alone is not GitHub's: Meta (WhatsApp,
+        // Instagram, Messenger) and others sign with it too, and GitHub
+        // always sends its own event headers beside it. Read as GitHub, a
+        // Meta message would get GitHub's retry advice, and `--fresh` would
+        // renew an invented `X-GitHub-Delivery` the handler never reads.
         _ => return None,
     })
 }
@@ -215,6 +217,11 @@ mod tests {
             ("user-agent", "GitHub-Hookshot/abc"),
         ]);
         assert_eq!(detect(&github, b"{}"), Some(Provider::Github));
+        let meta = h(&[
+            ("x-hub-signature-256", "sha256=0"),
+            ("user-agent", "facebookexternalua"),
+        ]);
+        assert_eq!(detect(&meta, br#"{"object":"whatsapp_business_account"}"#), None);
     }
 
     #[test]
