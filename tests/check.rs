@@ -1224,6 +1224,52 @@ async fn a_fixture_signed_with_a_private_key_is_sent_as_recorded_under_resign() 
     assert_eq!(seen.body, body.as_bytes());
 }
 
+/// A GitLab hook with a secret token carries no signature: the token
+/// still verifies, so `--resign` sends it as recorded rather than stop the
+/// check for a secret it would not use. A signing-token hook still needs one.
+#[tokio::test]
+async fn a_gitlab_hook_with_a_secret_token_is_sent_as_recorded_under_resign() {
+    let handler = LocalHandler::start(|_| Answer::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let body = r#"{"object_kind":"push","ref":"refs/heads/main"}"#;
+    let token = NewDelivery {
+        path: "/gitlab".into(),
+        request_headers: vec![
+            Header::new("content-type", "application/json"),
+            Header::new("x-gitlab-event", "Push Hook"),
+            Header::new("x-gitlab-token", "plain-token"),
+            Header::new("idempotency-key", "gl-1"),
+        ],
+        request_body: body.as_bytes().to_vec(),
+        request_body_size: body.len() as u64,
+        provider: Some("gitlab".into()),
+        event_key: "gl-1".into(),
+        event_key_source: "header:Idempotency-Key".into(),
+        ..stripe_delivery("http://127.0.0.1:1")
+    };
+    export_fixture(dir.path(), &token, "token.json");
+    let target = handler.url();
+    let ran = run_async(dir.path(), &["check", "token.json", "--target", &target, "--resign"]).await;
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stdout.contains(
+            "this gitlab hook sends a secret token (X-Gitlab-Token), not a signature: --resign sends the \
+             recorded one, which still verifies"
+        ),
+        "{}",
+        ran.stdout
+    );
+    let seen = handler.requests().pop().unwrap();
+    assert_eq!(seen.header("x-gitlab-token").unwrap(), "plain-token");
+
+    let mut signed = token.clone();
+    signed.request_headers[2] = Header::new("webhook-id", "msg_1");
+    export_fixture(dir.path(), &signed, "signed.json");
+    let ran = run_async(dir.path(), &["check", "signed.json", "--target", &target, "--resign"]).await;
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(ran.stdout.contains("no secret for gitlab"), "{}", ran.stdout);
+}
+
 /// `portpreview args…` in `cwd`, awaited, so a handler on this runtime can answer it.
 async fn run_async(cwd: &Path, args: &[&str]) -> Ran {
     let output = tokio::process::Command::from(command(cwd, args, &[]))

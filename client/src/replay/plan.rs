@@ -124,7 +124,7 @@ impl Plan {
         let voided = opts.fresh
             && fresh_voids_signature(provider, &path, &headers, &body, opts.fresh_field.as_deref())?
             && provider.is_some_and(|p| provider::carries_signature(p, &headers, &body));
-        let signing = signing(provider, opts, voided, &mut warnings)?;
+        let signing = signing(provider, &headers, opts, voided, &mut warnings)?;
         // A fresh identity that voids the signature is flagged as unsigned;
         // otherwise the recorded signature goes out, and its age matters.
         if let (None, false, Some(p)) = (&signing, voided, provider) {
@@ -317,6 +317,7 @@ fn twilio_rehashed(url: String, body: &[u8]) -> String {
 /// leaves the recorded signature unable to verify.
 fn signing(
     provider: Option<Provider>,
+    headers: &[Header],
     opts: &ReplayOptions,
     voided: bool,
     warnings: &mut Vec<String>,
@@ -371,6 +372,24 @@ fn signing(
                 ));
             }
             Ok(Some((provider, secret.clone())))
+        }
+        // Refusing would fail a whole `check fixtures/ --resign` over one
+        // GitLab hook whose recorded token still verifies.
+        None if provider::token_only(provider, headers) => {
+            let carried = headers.iter().any(|h| h.name.eq_ignore_ascii_case("x-gitlab-token"));
+            warnings.push(match carried {
+                true => format!(
+                    "this {provider} hook sends a secret token (X-Gitlab-Token), not a signature: --resign sends \
+                     the recorded one, which still verifies; to send another, {}",
+                    secret_sources(provider)
+                ),
+                false => format!(
+                    "this {provider} hook carries neither a signature nor a secret token, so --resign has nothing to \
+                     make: it goes as recorded; to add a token, {}",
+                    secret_sources(provider)
+                ),
+            });
+            Ok(None)
         }
         None => Err(ReplayError::NoSecret {
             provider: provider.name(),

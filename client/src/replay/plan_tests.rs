@@ -278,6 +278,29 @@ fn a_truncated_body_and_a_missing_secret_stop_the_run_before_it_starts() {
             ]
         );
     }
+    // A GitLab hook with a secret token carries no signature; one with no
+    // token carries nothing to make either. Both go as recorded.
+    for (headers, said) in [
+        (
+            vec![
+                Header::new("x-gitlab-event", "Push Hook"),
+                Header::new("x-gitlab-token", "t"),
+            ],
+            "this gitlab hook sends a secret token (X-Gitlab-Token), not a signature",
+        ),
+        (
+            vec![Header::new("x-gitlab-event", "Push Hook")],
+            "this gitlab hook carries neither a signature nor a secret token",
+        ),
+    ] {
+        let gitlab = NewDelivery {
+            provider: Some("gitlab".into()),
+            request_headers: headers,
+            ..recorded()
+        };
+        let plan = Plan::new(&gitlab, &resign).expect("sent as recorded");
+        assert!(plan.warnings.iter().any(|w| w.starts_with(said)), "{:?}", plan.warnings);
+    }
     let changed = ReplayOptions {
         body: Some(b"{\"type\":2}".to_vec()),
         ..resign.clone()

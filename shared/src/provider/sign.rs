@@ -62,6 +62,13 @@ fn brand(provider: &Provider) -> &'static str {
     }
 }
 
+/// Whether `headers` carry a plain shared token, not a signature: a GitLab
+/// hook's secret token (`X-Gitlab-Token`), which neither time nor a new
+/// body voids, so the recorded one still verifies.
+pub fn token_only(provider: Provider, headers: &[Header]) -> bool {
+    provider == Provider::Gitlab && !has_header(headers, "webhook-id")
+}
+
 /// Signs `headers`/`body` afresh for `provider` at `now`, with `secret`.
 ///
 /// Signature headers are replaced in place (header order kept) or added
@@ -111,10 +118,8 @@ pub fn resign(
         Provider::StandardWebhooks => standard_webhooks(provider, secret, headers, body, secs)?,
         // GitLab's signing tokens use Standard Webhooks; its older secret
         // tokens are sent as they are, in X-Gitlab-Token.
-        Provider::Gitlab if has_header(headers, "webhook-id") => {
-            standard_webhooks(provider, secret, headers, body, secs)?
-        }
-        Provider::Gitlab => set_header(headers, "x-gitlab-token", secret),
+        Provider::Gitlab if token_only(provider, headers) => set_header(headers, "x-gitlab-token", secret),
+        Provider::Gitlab => standard_webhooks(provider, secret, headers, body, secs)?,
         Provider::Paddle => {
             let sig = hex::encode(hmac256(key, &[format!("{secs}:").as_bytes(), body]));
             set_header(headers, "paddle-signature", format!("ts={secs};h1={sig}"));
