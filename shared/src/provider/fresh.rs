@@ -145,10 +145,12 @@ fn renew_field(field: &str, headers: &mut Vec<Header>, body: &mut Vec<u8>) -> Re
         Field::Form(name) => return renew_form_field(field, name, body),
         Field::Pointer(tokens) => tokens,
     };
-    let doc: Value = serde_json::from_slice(body).map_err(|_| FreshError::NotJson(field.to_owned()))?;
-    let old = pointer::get(&doc, &tokens).ok_or_else(|| FreshError::FieldMissing(field.to_owned()))?;
+    let old = pointer::value_at(body, &tokens).map_err(|err| match err {
+        pointer::ReplaceError::NotJson => FreshError::NotJson(field.to_owned()),
+        pointer::ReplaceError::Missing => FreshError::FieldMissing(field.to_owned()),
+    })?;
     let new = match old {
-        Value::String(s) => Value::String(ids::like(s)),
+        Value::String(s) => Value::String(ids::like(&s)),
         Value::Number(n) => serde_json::from_str(&ids::digits(n.to_string().len().clamp(6, 18))).unwrap_or(Value::Null),
         Value::Object(_) => return Err(FreshError::NotAnId(field.to_owned(), "an object")),
         Value::Array(_) => return Err(FreshError::NotAnId(field.to_owned(), "an array")),

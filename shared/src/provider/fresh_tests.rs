@@ -323,3 +323,27 @@ fn a_fresh_key_names_where_it_came_from() {
     }
     assert_eq!(fresh_key_source(None, &custom, body, None), None);
 }
+
+/// JSON nested past the 128 levels serde reads is valid all the same, and
+/// the event key finds its ID: a fresh identity is made for it too, in
+/// place, by the provider's field or by `--fresh-field`.
+#[test]
+fn a_body_nested_past_what_serde_reads_gets_a_fresh_identity() {
+    let depth = 200;
+    let deep = format!(
+        r#"{{"id":"evt_Deep","object":"event","data":{}1{}}}"#,
+        r#"{"a":"#.repeat(depth),
+        "}".repeat(depth)
+    );
+    let mut body = deep.clone().into_bytes();
+    let new = fresh_identity(Some(Provider::Stripe), &mut Vec::new(), &mut body, None).expect("renewed");
+    assert_ne!(new, "evt_Deep");
+    assert_eq!(String::from_utf8(body).unwrap(), deep.replace("evt_Deep", &new));
+
+    let mut body = deep.clone().into_bytes();
+    let new = fresh_identity(None, &mut Vec::new(), &mut body, Some("/id")).expect("renewed");
+    assert_eq!(String::from_utf8(body).unwrap(), deep.replace("evt_Deep", &new));
+    let mut body = deep.into_bytes();
+    let err = fresh_identity(None, &mut Vec::new(), &mut body, Some("/data")).unwrap_err();
+    assert!(err.to_string().contains("that field holds an object"), "{err}");
+}

@@ -54,14 +54,48 @@ pub(crate) enum ReplaceError {
     Missing,
 }
 
+/// `body` as a tree; `None` for JSON nested past the 128 levels serde
+/// reads, which providers' bodies may be and the event key still reads
+/// (see [`span`]).
+fn parse_doc(body: &[u8]) -> Result<Option<Value>, ReplaceError> {
+    match serde_json::from_slice(body) {
+        Ok(doc) => Ok(Some(doc)),
+        // serde_json names this error by its message alone.
+        Err(err) if err.to_string().starts_with("recursion limit exceeded") => Ok(None),
+        Err(_) => Err(ReplaceError::NotJson),
+    }
+}
+
+/// The value at `tokens` in `body`. Nested past what serde reads, a value
+/// too deep to read alone is an empty object or array of its kind: enough
+/// to tell it is no ID.
+pub(crate) fn value_at(body: &[u8], tokens: &[String]) -> Result<Value, ReplaceError> {
+    if let Some(doc) = parse_doc(body)? {
+        return get(&doc, tokens).cloned().ok_or(ReplaceError::Missing);
+    }
+    let found = span(body, tokens)
+        .and_then(|range| body.get(range))
+        .ok_or(ReplaceError::Missing)?;
+    Ok(serde_json::from_slice(found).unwrap_or_else(|_| match found.first() {
+        Some(b'[') => Value::Array(Vec::new()),
+        _ => Value::Object(serde_json::Map::new()),
+    }))
+}
+
 /// Replaces the value at `tokens` with `new`. The serialized bytes are
 /// edited in place where the value can be located; otherwise the document
 /// is re-serialized (in its original key order).
 pub(crate) fn replace(body: &mut Vec<u8>, tokens: &[String], new: &Value) -> Result<(), ReplaceError> {
-    let mut doc: Value = serde_json::from_slice(body).map_err(|_| ReplaceError::NotJson)?;
+    let new_bytes = serde_json::to_vec(new).map_err(|_| ReplaceError::NotJson)?;
+    let Some(mut doc) = parse_doc(body)? else {
+        // Too deep to check the edit against a tree: the value is replaced
+        // where it lies, as the event key found it.
+        let range = span(body, tokens).ok_or(ReplaceError::Missing)?;
+        body.splice(range, new_bytes);
+        return Ok(());
+    };
     let slot = get_mut(&mut doc, tokens).ok_or(ReplaceError::Missing)?;
     *slot = new.clone();
-    let new_bytes = serde_json::to_vec(new).map_err(|_| ReplaceError::NotJson)?;
     if let Some(range) = span(body, tokens) {
         let mut spliced = body.clone();
         spliced.splice(range, new_bytes);
