@@ -72,7 +72,7 @@ async fn a_plain_target_whose_handler_serves_https_is_pointed_to_https() {
     let mut tunnel = TestTunnel::start(&relay.http_url(), &target).await;
 
     let reply = caller::post(&tunnel.url("/hook"), "{}").await;
-    let hint = format!("(if it serves HTTPS, forward to {})", handler.https_url());
+    let hint = format!("(it answered in TLS: forward to {})", handler.https_url());
     assert_eq!(reply.status, 502, "{}", reply.text());
     assert!(reply.text().contains(&hint), "{}", reply.text());
     let (summary, _) = tunnel.next_delivery().await;
@@ -81,6 +81,36 @@ async fn a_plain_target_whose_handler_serves_https_is_pointed_to_https() {
         "{summary:?}"
     );
     assert!(handler.requests().is_empty());
+}
+
+/// A plain handler that crashes on the request closes the connection
+/// without a byte, as a TLS one does: the hint names both.
+#[tokio::test]
+async fn a_handler_that_closes_before_answering_is_not_said_to_serve_https_alone() {
+    let relay = TestRelay::start().await;
+    let crashing = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let port = crashing.local_addr().expect("its address").port();
+    let _crashes = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+        while let Ok((mut socket, _)) = crashing.accept().await {
+            let mut head = [0; 1024];
+            let _ = tokio::io::AsyncReadExt::read(&mut socket, &mut head).await;
+        }
+    }));
+    let target = format!("http://127.0.0.1:{port}");
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &target).await;
+
+    let reply = caller::post(&tunnel.url("/hook"), "{}").await;
+    let hint = format!(
+        "(it closed the connection before answering: a handler that crashed on the request does that \
+         (see its log), and so does one serving HTTPS, for which forward to https://127.0.0.1:{port})"
+    );
+    assert_eq!(reply.status, 502, "{}", reply.text());
+    assert!(reply.text().contains(&hint), "{}", reply.text());
+    let (summary, _) = tunnel.next_delivery().await;
+    assert!(
+        summary.error.as_deref().is_some_and(|e| e.contains(&hint)),
+        "{summary:?}"
+    );
 }
 
 /// An `https://` target on a port that takes every connection and never

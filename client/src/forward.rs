@@ -247,15 +247,16 @@ impl Forwarder {
     /// The error for a fresh connection's first request, with a hint when
     /// a plain `http://` target's handler seems to speak TLS.
     fn first_answer_failed(&self, error: hyper::Error, first_byte: &FirstByte) -> ForwardError {
-        let hint = (!self.answered_once.load(Ordering::Relaxed)
-            && crate::local_tls::looks_like_tls(self.target.scheme, &error, first_byte))
-        .then(|| {
-            let https = Target {
-                scheme: Scheme::Https,
-                ..self.target.clone()
-            };
-            format!(" (if it serves HTTPS, forward to {https})")
-        });
+        let hint = (!self.answered_once.load(Ordering::Relaxed))
+            .then(|| crate::local_tls::tls_sign(self.target.scheme, &error, first_byte))
+            .flatten()
+            .map(|sign| {
+                let https = Target {
+                    scheme: Scheme::Https,
+                    ..self.target.clone()
+                };
+                format!(" ({})", sign.hint(&format!("forward to {https}")))
+            });
         ForwardError::Http {
             target: self.target.to_string(),
             error,

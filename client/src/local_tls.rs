@@ -165,20 +165,45 @@ fn handshake_error(error: io::Error) -> TlsError {
     }
 }
 
-/// Whether the failed first request on a fresh connection to a plain
-/// `http://` target looks like a handler that speaks TLS: its answer began
+/// What the failed first request on a fresh connection to a plain
+/// `http://` target says of a handler that may speak TLS: its answer began
 /// with a TLS record (an alert, as rustls sends to a stranger), or it
-/// closed or reset the connection before sending a byte (as Node and
-/// Kestrel do). A connection that has answered before is never read this
-/// way: a kept-alive one closed between requests says nothing of its scheme.
-pub fn looks_like_tls(scheme: Scheme, error: &hyper::Error, first_byte: &FirstByte) -> bool {
+/// closed or reset the connection before sending a byte, as Node and
+/// Kestrel do, and as a handler that crashed on the request does too. A
+/// connection that has answered before is never read this way: a
+/// kept-alive one closed between requests says nothing of its scheme.
+pub fn tls_sign(scheme: Scheme, error: &hyper::Error, first_byte: &FirstByte) -> Option<TlsSign> {
     if scheme != Scheme::Http {
-        return false;
+        return None;
     }
     match first_byte.get() {
         // Change cipher spec, alert, handshake, application data.
-        Some(byte) => error.is_parse() && (0x14..=0x17).contains(&byte),
-        None => error.is_incomplete_message() || closed_abruptly(error),
+        Some(byte) => (error.is_parse() && (0x14..=0x17).contains(&byte)).then_some(TlsSign::Answered),
+        None => (error.is_incomplete_message() || closed_abruptly(error)).then_some(TlsSign::Closed),
+    }
+}
+
+/// Why a plain `http://` handler may be one that serves HTTPS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsSign {
+    /// It answered with a TLS record.
+    Answered,
+    /// It closed the connection before a byte of answer.
+    Closed,
+}
+
+impl TlsSign {
+    /// A hint that ends by pointing to `https` ("forward to https://…",
+    /// "give --target an https:// URL: https://…").
+    pub fn hint(self, to_https: &str) -> String {
+        match self {
+            TlsSign::Answered => format!("it answered in TLS: {to_https}"),
+            // Both close alike; only the handler's log tells them apart.
+            TlsSign::Closed => format!(
+                "it closed the connection before answering: a handler that crashed on the request does that \
+                 (see its log), and so does one serving HTTPS, for which {to_https}"
+            ),
+        }
     }
 }
 

@@ -326,23 +326,20 @@ impl Connection {
     /// handler seems to speak TLS.
     fn no_answer(&self, err: &hyper::Error) -> String {
         let authority = self.endpoint.authority();
-        let hint = self.fresh
-            && !self.answered_once
-            && crate::local_tls::looks_like_tls(self.endpoint.scheme, err, &self.first_byte);
-        match hint {
-            true => {
+        let sign = (self.fresh && !self.answered_once)
+            .then(|| crate::local_tls::tls_sign(self.endpoint.scheme, err, &self.first_byte))
+            .flatten();
+        let said = failed_answer(&authority, err, DID_NOT_ANSWER);
+        match sign {
+            Some(sign) => {
                 let https = Endpoint {
                     scheme: Scheme::Https,
                     ..self.endpoint.clone()
                 };
-                format!(
-                    "{} (if it serves HTTPS, give {} an https:// URL: {})",
-                    failed_answer(&authority, err, DID_NOT_ANSWER),
-                    self.aimed_by,
-                    https.url("")
-                )
+                let to_https = format!("give {} an https:// URL: {}", self.aimed_by, https.url(""));
+                format!("{said} ({})", sign.hint(&to_https))
             }
-            false => failed_answer(&authority, err, DID_NOT_ANSWER),
+            None => said,
         }
     }
 }
