@@ -348,6 +348,18 @@ fn an_empty_fixture_folder_cannot_run_even_beside_fixtures_that_pass() {
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert_eq!(xml.matches("<testcase ").count(), 2, "{xml}");
     assert_eq!(xml.matches("<error ").count(), 1, "{xml}");
+
+    // A folder of other JSON holds no fixtures, and is not said to hold no JSON.
+    std::fs::write(project.path("fixtures/github/package.json"), r#"{"name": "pkg"}"#).unwrap();
+    let ran = project.check(&["fixtures/github", "--target", &good.url()], &[]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stderr.contains(
+            "no fixtures in fixtures/github or its subfolders: 1 JSON file without a portpreview_fixture field"
+        ),
+        "{}",
+        ran.stderr
+    );
 }
 
 /// Fixtures shared between repositories are linked in: a linked folder is

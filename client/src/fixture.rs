@@ -170,6 +170,24 @@ impl Fixture {
                 .with_context(not_a_fixture)?;
             return Err(anyhow::anyhow!("a fixture is one JSON object")).with_context(not_a_fixture);
         }
+        // Said in serde's words ("unknown field `name`", "invalid type:
+        // map"), these blame a field that is rightly there.
+        if let Ok(serde_json::Value::Object(members)) = serde_json::from_slice(&text) {
+            if !members.contains_key("portpreview_fixture") {
+                return Err(anyhow::anyhow!("JSON without a portpreview_fixture field")).with_context(not_a_fixture);
+            }
+            // null is no body, as leaving the field out is.
+            if members
+                .get("body")
+                .is_some_and(|body| !(body.is_string() || body.is_null()))
+            {
+                return Err(anyhow::anyhow!(
+                    "body is the request's bytes as one JSON string (a JSON body escaped: \"{{\\\"id\\\": …}}\"), \
+                     or body_base64; not JSON itself"
+                ))
+                .with_context(not_a_fixture);
+            }
+        }
         // Read straight into the struct, which refuses a field given twice;
         // through a `Value` the last one would win without a word.
         let mut fixture: Fixture = serde_json::from_slice(&text)
@@ -239,6 +257,20 @@ impl Fixture {
         // not parse (exit 2), not an attempt that failed in a verdict.
         if http::Method::from_bytes(self.method.as_bytes()).is_err() {
             bail!("method \"{}\" is not an HTTP method", self.method);
+        }
+        // Methods are case-sensitive: "post" is another method, which a
+        // handler answers 501 or 405, and the verdict would blame it.
+        let upper = self.method.to_ascii_uppercase();
+        let standard = [
+            "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
+        ];
+        if upper != self.method && standard.contains(&upper.as_str()) {
+            bail!(
+                "method \"{}\" is not {upper}: methods are case-sensitive, and a handler answers \"{}\" as a \
+                 method it does not know",
+                self.method,
+                self.method
+            );
         }
         // A target `check` cannot reach would fail every fixture alike,
         // and the error would not say which file it came from. It is the
@@ -610,6 +642,40 @@ mod tests {
                 !err.contains("elements"),
                 "serde's view of a struct as a sequence stays inside: {err}"
             );
+        }
+    }
+
+    /// What someone writing a fixture by hand gets wrong is named in
+    /// their words, not serde's.
+    #[test]
+    fn hand_written_mistakes_are_named_for_what_they_are() {
+        let dir = crate::store::tests::ScratchDir::new("fixture-by-hand");
+        let path = dir.0.join("hand.json");
+        let cases = [
+            (
+                r#"{"name": "pkg", "version": "1.0.0"}"#,
+                "is not a PortPreview fixture: JSON without a portpreview_fixture field",
+            ),
+            (
+                r#"{"portpreview_fixture": 1, "method": "POST", "path": "/", "body": {"id": "evt_1"}}"#,
+                "is not a PortPreview fixture: body is the request's bytes as one JSON string \
+                 (a JSON body escaped: \"{\\\"id\\\": …}\"), or body_base64; not JSON itself",
+            ),
+            (
+                r#"{"portpreview_fixture": 1, "method": "POST", "path": "/", "body": 42}"#,
+                "is not a PortPreview fixture: body is the request's bytes as one JSON string \
+                 (a JSON body escaped: \"{\\\"id\\\": …}\"), or body_base64; not JSON itself",
+            ),
+            (
+                r#"{"portpreview_fixture": 1, "method": "post", "path": "/"}"#,
+                "method \"post\" is not POST: methods are case-sensitive, and a handler answers \"post\" as a \
+                 method it does not know",
+            ),
+        ];
+        for (text, said) in cases {
+            std::fs::write(&path, text).unwrap();
+            let err = format!("{:#}", Fixture::load(&path).unwrap_err());
+            assert!(err.ends_with(said), "{err}");
         }
     }
 

@@ -58,6 +58,7 @@ pub fn fixtures_at(path: &Path, suites: &mut Suites<'_>) -> Found {
     // nothing), and whether a link led to it.
     let mut files: Vec<(PathBuf, Option<PathBuf>, bool)> = Vec::new();
     let mut walked = HashSet::new();
+    let mut skipped = 0;
     let mut real = VecDeque::from([path.to_path_buf()]);
     let mut linked = VecDeque::new();
     while let Some((dir, through_link)) =
@@ -85,6 +86,7 @@ pub fn fixtures_at(path: &Path, suites: &mut Suites<'_>) -> Found {
                 warn_of_a_suite(&file, suites);
             } else if file.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("json")) {
                 if Fixture::is_other_json(&file) {
+                    skipped += 1;
                     let shown = escape_str(&file.display().to_string()).into_owned();
                     crate::to_stderr(format_args!(
                         "note: {shown} is skipped: JSON without a portpreview_fixture field\n"
@@ -104,7 +106,15 @@ pub fn fixtures_at(path: &Path, suites: &mut Suites<'_>) -> Found {
     // A folder that lost its fixtures (or a mistyped one) must not pass CI
     // beside others that ran: it is a fixture that could not run.
     if found.fixtures.is_empty() && found.unreadable.is_empty() {
-        let none = anyhow::anyhow!("no fixtures (*.json) in {} or its subfolders", path.display());
+        let none = match skipped {
+            0 => anyhow::anyhow!("no fixtures (*.json) in {} or its subfolders", path.display()),
+            // The folder holds JSON: say it is not fixtures, not that none is there.
+            n => anyhow::anyhow!(
+                "no fixtures in {} or its subfolders: {} without a portpreview_fixture field",
+                path.display(),
+                portpreview_shared::text::counted(n, "JSON file", "JSON files")
+            ),
+        };
         found.unreadable.push((path.to_path_buf(), none));
     }
     found
