@@ -71,16 +71,22 @@ async fn a_plain_target_whose_handler_serves_https_is_pointed_to_https() {
     let target = format!("http://localhost:{}", handler.port());
     let mut tunnel = TestTunnel::start(&relay.http_url(), &target).await;
 
-    let reply = caller::post(&tunnel.url("/hook"), "{}").await;
     let hint = format!("(it answered in TLS: forward to {})", handler.https_url());
+    fails_with_hint(&mut tunnel, &hint).await;
+    assert!(handler.requests().is_empty());
+}
+
+/// A delivery through `tunnel` gets a 502 that gives `hint`, and is
+/// recorded with it.
+async fn fails_with_hint(tunnel: &mut TestTunnel, hint: &str) {
+    let reply = caller::post(&tunnel.url("/hook"), "{}").await;
     assert_eq!(reply.status, 502, "{}", reply.text());
-    assert!(reply.text().contains(&hint), "{}", reply.text());
+    assert!(reply.text().contains(hint), "{}", reply.text());
     let (summary, _) = tunnel.next_delivery().await;
     assert!(
-        summary.error.as_deref().is_some_and(|e| e.contains(&hint)),
+        summary.error.as_deref().is_some_and(|e| e.contains(hint)),
         "{summary:?}"
     );
-    assert!(handler.requests().is_empty());
 }
 
 /// A plain handler that crashes on the request closes the connection
@@ -99,18 +105,11 @@ async fn a_handler_that_closes_before_answering_is_not_said_to_serve_https_alone
     let target = format!("http://127.0.0.1:{port}");
     let mut tunnel = TestTunnel::start(&relay.http_url(), &target).await;
 
-    let reply = caller::post(&tunnel.url("/hook"), "{}").await;
     let hint = format!(
         "(it closed the connection before answering: a handler that crashed on the request does that \
          (see its log), and so does one serving HTTPS, for which forward to https://127.0.0.1:{port})"
     );
-    assert_eq!(reply.status, 502, "{}", reply.text());
-    assert!(reply.text().contains(&hint), "{}", reply.text());
-    let (summary, _) = tunnel.next_delivery().await;
-    assert!(
-        summary.error.as_deref().is_some_and(|e| e.contains(&hint)),
-        "{summary:?}"
-    );
+    fails_with_hint(&mut tunnel, &hint).await;
 }
 
 /// An `https://` target on a port that takes every connection and never
