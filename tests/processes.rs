@@ -561,7 +561,7 @@ async fn the_relay_logs_who_connected_by_token_label_and_neither_side_logs_the_t
     assert!(
         logged
             .lines()
-            .any(|l| l.contains("tunnel connected") && l.contains("token=alice")),
+            .any(|l| l.contains("tunnel connected") && l.contains("token_label=alice")),
         "{logged}"
     );
     // Each client turned away is a line with who and why.
@@ -574,7 +574,7 @@ async fn the_relay_logs_who_connected_by_token_label_and_neither_side_logs_the_t
     );
     assert!(
         logged.lines().any(|l| l.contains("client refused")
-            && l.contains("token=alice")
+            && l.contains("token_label=alice")
             && l.contains("status=409")
             && l.contains(&format!("name {name} is in use"))),
         "{logged}"
@@ -582,13 +582,15 @@ async fn the_relay_logs_who_connected_by_token_label_and_neither_side_logs_the_t
     // Behind a proxy every peer is the proxy: the label says who tried.
     assert!(
         logged.lines().any(|l| l.contains("client refused")
-            && l.contains("token=bob")
+            && l.contains("token_label=bob")
             && l.contains("status=403")
             && l.contains("alice-api is reserved")),
         "{logged}"
     );
     assert!(
-        !logged.lines().any(|l| l.contains("status=401") && l.contains("token=")),
+        !logged
+            .lines()
+            .any(|l| l.contains("status=401") && l.contains("token_label=")),
         "an invalid token has no label: {logged}"
     );
     assert!(

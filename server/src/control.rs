@@ -404,8 +404,9 @@ fn claim(
 /// Welcome that cannot be sent gives the name back.
 fn welcome(lease: Lease, outbox: &Outbox, ctx: &SessionContext) -> Result<Lease, End> {
     let public_url = ctx.public_url.for_name(&lease.name);
-    let token = ctx.token_label.as_deref().map(tracing::field::display);
-    tracing::info!(tunnel = %lease.name, token, peer = %ctx.peer, %public_url, "tunnel connected");
+    // Named for what it is: `token=` would read as the secret logged.
+    let token_label = ctx.token_label.as_deref().map(tracing::field::display);
+    tracing::info!(tunnel = %lease.name, token_label, peer = %ctx.peer, %public_url, "tunnel connected");
     let welcome = ServerMessage::Welcome {
         protocol: PROTOCOL_VERSION,
         name: lease.name.clone(),

@@ -71,8 +71,8 @@ pub fn accept(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, req: Request<Incoming>) 
         Err(refusal) => {
             // Behind a proxy every peer is the proxy: the token's label
             // says whose client it was, as `tunnel connected` does.
-            let token = refusal.token.as_deref().map(tracing::field::display);
-            tracing::info!(token, peer = %conn.peer, status = refusal.status.as_u16(), reason = %refusal.reason, "client refused");
+            let token_label = refusal.token.as_deref().map(tracing::field::display);
+            tracing::info!(token_label, peer = %conn.peer, status = refusal.status.as_u16(), reason = %refusal.reason, "client refused");
             refusal.into_response()
         }
     }
