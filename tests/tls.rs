@@ -6,6 +6,7 @@ mod common;
 
 use std::sync::Arc;
 
+use common::caller;
 use common::local::LocalHandler;
 use common::relay::TestRelay;
 use common::tunnel::{TestTunnel, TunnelOptions};
@@ -233,9 +234,20 @@ async fn a_relay_reached_with_the_wrong_scheme_says_which_to_use() {
     assert_eq!(
         said,
         format!(
-            "ws://localhost:{}/_portpreview/connect did not answer in HTTP: if the relay serves TLS, give --server \
-             as wss:// or https://",
+            "ws://localhost:{}/_portpreview/connect answered that it serves HTTPS only: give --server as wss:// \
+             or https://",
             tls_relay.addr.port()
+        )
+    );
+
+    // A caller in plain HTTP is told so in HTTP, not sent a TLS alert that
+    // curl reads as "HTTP/0.9".
+    let reply = caller::post(&format!("http://127.0.0.1:{}/t/any/hook", tls_relay.addr.port()), "{}").await;
+    assert_eq!(
+        (reply.status, reply.text().as_str()),
+        (
+            400,
+            "this relay serves HTTPS only: use https:// (wss:// for a client's --server)\n"
         )
     );
 }

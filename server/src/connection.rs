@@ -195,6 +195,36 @@ impl CapLog {
     }
 }
 
+/// The first byte a caller sent, without taking it: a TLS handshake starts
+/// with 0x16, a request line with its method's capital. `None` when it
+/// closed or sent nothing within `patience`.
+async fn first_byte(tcp: &TcpStream, patience: std::time::Duration) -> Option<u8> {
+    let mut first = [0; 1];
+    match tokio::time::timeout(patience, tcp.peek(&mut first)).await {
+        Ok(Ok(1)) => Some(first[0]),
+        _ => None,
+    }
+}
+
+/// Answers a request sent in plain HTTP to the TLS port, then closes once
+/// the caller has read it.
+async fn refuse_plain_http(tcp: TcpStream, shutdown: CancellationToken) {
+    let body = format!(
+        "{}: use https:// (wss:// for a client's --server)\n",
+        portpreview_shared::message::TLS_REQUIRED
+    );
+    let answer = format!(
+        "HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\n\
+         connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let (mut tcp, ask) = Linger::new(tcp, shutdown);
+    ask.ask();
+    if tcp.write_all(answer.as_bytes()).await.is_ok() {
+        let _ = tcp.shutdown().await;
+    }
+}
+
 /// The answer to a connection over the per-address or overall cap.
 const OVER_THE_CAP: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
 content-type: text/plain; charset=utf-8\r\n\
@@ -240,6 +270,18 @@ impl ExhaustionLog {
 }
 
 async fn serve(relay: Arc<Relay>, tcp: TcpStream, peer: SocketAddr, local: SocketAddr, slot: Slot) {
+    if relay.config.tls.is_some() {
+        match first_byte(&tcp, relay.config.header_read_timeout).await {
+            // A TLS alert to a caller that spoke plain HTTP (`http://` for
+            // `https://`) reads to curl as "HTTP/0.9": it is told in HTTP.
+            Some(byte) if byte.is_ascii_uppercase() => {
+                tracing::debug!(%peer, "plain HTTP on the TLS port: answered 400");
+                return refuse_plain_http(tcp, relay.shutdown.clone()).await;
+            }
+            Some(_) => {}
+            None => return tracing::debug!(%peer, "closed or silent before a TLS handshake"),
+        }
+    }
     // Under TLS, on the socket itself: a TLS stream's flush waits for its
     // whole buffer to drain, and would hide progress a slow reader makes.
     let tcp = WriteStall::new(tcp, relay.config.write_stall_timeout);

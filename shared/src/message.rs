@@ -24,6 +24,11 @@ pub const NAME_HEADER: &str = "x-portpreview-name";
 /// proves a reconnecting client owns the name it asks for back.
 pub const RESUME_HEADER: &str = "x-portpreview-resume";
 
+/// How a relay serving TLS begins its plain-text 400 to a request sent in
+/// plain HTTP (`http://` for `https://`, `ws://` for `wss://`); a client
+/// that reads it knows to change its scheme.
+pub const TLS_REQUIRED: &str = "this relay serves HTTPS only";
+
 /// The relay's close reason when it shuts down. It has answered the
 /// callers still waiting (502) before it closes, which the client records.
 pub const RELAY_SHUTTING_DOWN: &str = "relay shutting down";

@@ -419,6 +419,16 @@ fn upgrade_error(err: tungstenite::Error, options: &ConnectOptions) -> ConnectEr
             status => ConnectError::Refused(match answer::plain_reason(&response) {
                 // The relay's own "expected a WebSocket upgrade" to what this
                 // client sent as one: something in between dropped its headers.
+                // A TLS relay's answer to a ws:// upgrade.
+                Some(reason)
+                    if status == StatusCode::BAD_REQUEST
+                        && reason.starts_with(portpreview_shared::message::TLS_REQUIRED) =>
+                {
+                    return ConnectError::WrongScheme {
+                        url: options.url.clone(),
+                        why: "answered that it serves HTTPS only: give --server as wss:// or https://",
+                    };
+                }
                 Some(reason)
                     if status == StatusCode::BAD_REQUEST && reason.starts_with("expected a WebSocket upgrade") =>
                 {
