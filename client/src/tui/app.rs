@@ -404,7 +404,7 @@ impl App {
         let result = if rebase {
             self.reload_and_count().map(|()| None)
         } else {
-            self.pager.refresh_head(self.source.as_ref())
+            self.pager.refresh_head(self.source.as_ref(), !following)
         };
         let result = match result {
             // Where the matches start again only a search can tell.

@@ -238,11 +238,15 @@ impl Pager {
     }
 
     /// Fetches the newest matching rows (for filtered live views, where only
-    /// the store knows what matches): only those above the pages, so the
-    /// query reads no further down than the rows the pages hold. Returns how
-    /// many rows were added, or `None` when there were so many that paging
-    /// must start over (from [`reload_page`](Self::reload_page) or a search).
-    pub fn refresh_head(&mut self, source: &dyn HistorySource) -> anyhow::Result<Option<usize>> {
+    /// the store knows what matches, and for a browsed history another
+    /// process writes to): only those above the pages, so the query reads
+    /// no further down than the rows the pages hold. Returns how many rows
+    /// were added, or `None` when there were so many that paging must start
+    /// over (from [`reload_page`](Self::reload_page) or a search): past the
+    /// head's limit, or `hard`, while the reader is away from the newest
+    /// rows, past the one that costs them their place.
+    pub fn refresh_head(&mut self, source: &dyn HistorySource, hard: bool) -> anyhow::Result<Option<usize>> {
+        let limit = if hard { HARD_MAX_HEAD } else { MAX_HEAD };
         let pin = self.pin();
         let held = |id: i64| self.head.binary_search_by_key(&id, |r| r.id).is_ok();
         let mut rows = Vec::new();
@@ -260,7 +264,7 @@ impl Pager {
             let more = page.len() == PAGE_SIZE && page.last().is_some_and(|r| !held(r.id));
             new += page.iter().filter(|r| !held(r.id)).count();
             rows.extend(page);
-            if self.head.len() + new > MAX_HEAD {
+            if self.head.len() + new > limit {
                 return Ok(None);
             }
             if !more {
@@ -513,7 +517,7 @@ mod tests {
         source.push(test_delivery(10));
         source.push(test_delivery(11));
         source.push(test_delivery(12));
-        assert_eq!(pager.refresh_head(&source).unwrap(), Some(3));
+        assert_eq!(pager.refresh_head(&source, false).unwrap(), Some(3));
         let ids: Vec<i64> = (0..pager.len()).map(|i| pager.get(i).unwrap().id).collect();
         assert_eq!(ids, vec![12, 11, 10, 1]);
     }

@@ -525,6 +525,37 @@ fn a_flood_of_live_rows_starts_paging_over_only_for_a_follower() {
     assert_eq!(reader.pager.len(), 1200);
 }
 
+/// Browsing while a tunnel in another process records bursts: the
+/// reader's row and open delivery stay put however many rows come above.
+#[test]
+fn browsing_keeps_the_readers_place_through_bursts_another_process_records() {
+    let source = std::rc::Rc::new(MemorySource::with_rows(50));
+    let mut reader = App::new(
+        Box::new(SharedSource(source.clone())),
+        Mode::Browser { db: "h.db".into() },
+        Rect::new(0, 0, 80, 24),
+    )
+    .unwrap();
+    press(&mut reader, "jjjjjjjjjj");
+    key(&mut reader, KeyCode::Enter);
+    assert_eq!(reader.detail.as_ref().map(|d| d.doc.id), Some(40));
+    let mut next = 51;
+    for second in 1..=8 {
+        for _ in 0..300 {
+            source.push(test_delivery(next));
+            next += 1;
+        }
+        reader.on_tick(second);
+        assert_eq!(reader.selected_id(), Some(40), "after {second} bursts");
+        assert_eq!(
+            reader.detail.as_ref().map(|d| d.doc.id),
+            Some(40),
+            "after {second} bursts"
+        );
+    }
+    assert_eq!(reader.pager.position(40), Some(2400 + 10));
+}
+
 #[test]
 fn an_open_detail_shows_the_answer_once_it_comes() {
     let shared = std::rc::Rc::new(MemorySource::with_rows(3));
