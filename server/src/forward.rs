@@ -27,8 +27,8 @@ mod reply;
 
 use pump::{pump_outcome, Pump, PumpEnd, MALFORMED_BODY};
 use refusal::{
-    bad_gateway, client_gone, clients_reason, over_limit, timed_out, too_large, unframable, unreadable_body,
-    UNREADABLE_BODY,
+    bad_gateway, client_gone, client_stalled, clients_reason, over_limit, timed_out, too_large, unframable,
+    unreadable_body, UNREADABLE_BODY,
 };
 use reply::{response, AnswerHead};
 
@@ -175,6 +175,7 @@ async fn await_answer(
                         );
                     }
                     Ok(PumpEnd::CallerGone) => return unreadable_body(),
+                    Ok(PumpEnd::ClientStalled) => return client_stalled(limits.timeout),
                     Ok(PumpEnd::TunnelGone) | Err(_) => return client_gone(),
                 }
             }

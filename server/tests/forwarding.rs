@@ -413,6 +413,36 @@ async fn a_client_that_does_not_answer_gets_its_caller_a_504() {
     );
 }
 
+/// A client that takes the head and the first window of a large body, then
+/// grants no more credit and never answers, is a client not answering: its
+/// caller gets the 504 of the answer timeout, not a wait of the upload's
+/// whole limit and a 408 that blames it.
+#[tokio::test]
+async fn a_client_that_takes_no_more_body_gets_its_caller_a_504() {
+    let config = RelayConfig {
+        request_timeout: Duration::from_millis(300),
+        ..RelayConfig::default()
+    };
+    let relay = Relay::start(config).await;
+    let (mut client, _, _) = FakeClient::connect(&relay, Some("full")).await;
+    let large = vec![b'x'; 2 * portpreview_shared::message::STREAM_WINDOW as usize];
+    let caller = tokio::spawn(call(relay.addr, request(relay.addr, "POST", "/t/full/x", large)));
+    let reason = loop {
+        match client.message().await {
+            (ServerMessage::Reset { reason, .. }, _) => break reason,
+            (ServerMessage::RequestHead { .. } | ServerMessage::RequestBody { .. }, _) => {}
+            (other, _) => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(
+        reason,
+        "the client took none of the request body for 300ms; the relay answered the caller 504"
+    );
+    let reply = caller.await.unwrap();
+    assert_eq!(reply.status, 504);
+    assert_eq!(reply.text(), "the tunnel's client did not answer within 300ms\n");
+}
+
 #[tokio::test]
 async fn a_caller_that_goes_away_resets_its_stream() {
     let relay = Relay::start(RelayConfig::default()).await;

@@ -25,6 +25,9 @@ pub(super) enum PumpEnd {
     Stalled,
     /// The caller hung up mid-body: nobody is left to answer.
     CallerGone,
+    /// The client took no more of the body within the timeout (it granted
+    /// no credit, or read nothing off its socket): it is not answering.
+    ClientStalled,
     TunnelGone,
 }
 
@@ -106,8 +109,8 @@ impl Pump {
             while !data.is_empty() {
                 let chunk = data.split_to(data.len().min(CHUNK_SIZE));
                 let end = last_frame && data.is_empty();
-                if !self.send(chunk, end).await {
-                    return PumpEnd::TunnelGone;
+                if let Err(stopped) = self.send(chunk, end).await {
+                    return stopped;
                 }
                 if end {
                     self.side.finished();
@@ -118,26 +121,42 @@ impl Pump {
                 break;
             }
         }
-        if !self.send(Bytes::new(), true).await {
-            return PumpEnd::TunnelGone;
+        if let Err(stopped) = self.send(Bytes::new(), true).await {
+            return stopped;
         }
         self.side.finished();
         PumpEnd::Done
     }
 
-    async fn send(&self, chunk: Bytes, end: bool) -> bool {
-        if !chunk.is_empty() {
-            // chunk.len() <= CHUNK_SIZE, so it fits in u32.
-            match self.credit.acquire_many(chunk.len() as u32).await {
-                Ok(permit) => permit.forget(),
-                Err(_) => return false,
+    /// Sends one chunk within the credit the client grants. A client that
+    /// takes none of it within the timeout is answering no more than one
+    /// that sends nothing: the caller, who sent as fast as the relay read,
+    /// is not kept waiting on it for the whole upload's limit.
+    async fn send(&self, chunk: Bytes, end: bool) -> Result<(), PumpEnd> {
+        let sent = async {
+            if !chunk.is_empty() {
+                // chunk.len() <= CHUNK_SIZE, so it fits in u32.
+                match self.credit.acquire_many(chunk.len() as u32).await {
+                    Ok(permit) => permit.forget(),
+                    Err(_) => return Err(PumpEnd::TunnelGone),
+                }
+            }
+            let msg = ServerMessage::RequestBody {
+                stream: self.stream,
+                end,
+            };
+            self.outbox.send(&msg, &chunk).await.map_err(|_| PumpEnd::TunnelGone)
+        };
+        match tokio::time::timeout(self.limits.timeout, sent).await {
+            Ok(sent) => sent,
+            Err(_) => {
+                let waited = format_duration(self.limits.timeout);
+                self.side.abandon(&format!(
+                    "the client took none of the request body for {waited}; the relay answered the caller 504"
+                ));
+                Err(PumpEnd::ClientStalled)
             }
         }
-        let msg = ServerMessage::RequestBody {
-            stream: self.stream,
-            end,
-        };
-        self.outbox.send(&msg, &chunk).await.is_ok()
     }
 }
 

@@ -59,11 +59,19 @@ pub(super) fn unreadable_body() -> Response<RelayBody> {
 
 /// Answers the caller 504 and tells the client why its exchange ends.
 pub(super) fn timed_out(port: &StreamPort, timeout: Duration) -> Response<RelayBody> {
-    let waited = format_duration(timeout);
-    port.abandon(&format!("no answer within {waited}; the relay answered the caller 504"));
+    port.abandon(&format!(
+        "no answer within {}; the relay answered the caller 504",
+        format_duration(timeout)
+    ));
+    client_stalled(timeout)
+}
+
+/// The caller's 504 when the client answered nothing, not even taking the
+/// request body, within `timeout` (the client was told already).
+pub(super) fn client_stalled(timeout: Duration) -> Response<RelayBody> {
     answer(
         StatusCode::GATEWAY_TIMEOUT,
-        format!("the tunnel's client did not answer within {waited}"),
+        format!("the tunnel's client did not answer within {}", format_duration(timeout)),
     )
 }
 
