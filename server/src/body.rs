@@ -144,6 +144,8 @@ impl TunnelBody {
             }
             None => {
                 self.done = true;
+                self.port
+                    .abandon("the answer's body ran past its Content-Length; the relay cut the caller's answer off");
                 Err(BodyError(
                     "the tunnel's client sent a longer body than its Content-Length".into(),
                 ))
@@ -172,6 +174,12 @@ impl TunnelBody {
                 Poll::Pending => {
                     if self.idle_timer.as_mut().poll(cx).is_ready() {
                         self.done = true;
+                        // Said to the client, whose history would otherwise
+                        // blame the caller for the close.
+                        self.port.abandon(&format!(
+                            "the answer's body stopped arriving for {}; the relay cut the caller's answer off",
+                            portpreview_shared::duration::format_duration(self.idle)
+                        ));
                         return Poll::Ready(Some(Err(BodyError(
                             "the tunnel's client stopped sending the response".into(),
                         ))));
@@ -203,7 +211,11 @@ impl TunnelBody {
                     }
                     return Poll::Ready(Some(Ok(Frame::data(data))));
                 }
-                Some(Inbound::Head { .. }) => "the tunnel's client sent a second response head".into(),
+                Some(Inbound::Head { .. }) => {
+                    self.port
+                        .abandon("the answer had a second head; the relay cut the caller's answer off");
+                    "the tunnel's client sent a second response head".into()
+                }
                 Some(Inbound::Reset(reason)) => format!("the tunnel's client abandoned the response: {reason}"),
                 Some(Inbound::Ended(why)) => why,
                 None => "the tunnel's client went away".into(),

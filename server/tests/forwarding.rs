@@ -443,6 +443,39 @@ async fn a_client_that_takes_no_more_body_gets_its_caller_a_504() {
     assert_eq!(reply.text(), "the tunnel's client did not answer within 300ms\n");
 }
 
+/// An answer whose body stops arriving is cut off at the answer timeout,
+/// and the client is told the relay cut it, not that the caller left.
+#[tokio::test]
+async fn an_answer_body_that_stalls_is_cut_off_and_the_client_told_why() {
+    let config = RelayConfig {
+        request_timeout: Duration::from_millis(300),
+        ..RelayConfig::default()
+    };
+    let relay = Relay::start(config).await;
+    let (mut client, _, _) = FakeClient::connect(&relay, Some("stall")).await;
+    let caller = tokio::spawn(call(relay.addr, request(relay.addr, "GET", "/t/stall/", "")));
+    let got = client.request().await;
+    let head = ClientMessage::ResponseHead {
+        stream: got.stream,
+        status: 200,
+        headers: vec![portpreview_shared::Header::new("content-length", "1000")],
+        end: false,
+    };
+    client.send(&head, b"0123456789").await;
+    let (reset, _) = client.message().await;
+    let ServerMessage::Reset { stream, reason } = reset else {
+        panic!("{reset:?}")
+    };
+    assert_eq!(
+        (stream, reason.as_str()),
+        (
+            got.stream,
+            "the answer's body stopped arriving for 300ms; the relay cut the caller's answer off"
+        )
+    );
+    drop(caller);
+}
+
 #[tokio::test]
 async fn a_caller_that_goes_away_resets_its_stream() {
     let relay = Relay::start(RelayConfig::default()).await;
