@@ -864,6 +864,28 @@ mod tests {
         }
     }
 
+    /// The client forwards to its own target alone: a full URL in a head
+    /// from the relay (a hostile one) is refused, never put in the request
+    /// line a handler acting as a proxy would follow.
+    #[tokio::test]
+    async fn a_request_target_that_is_no_path_is_refused() {
+        let (serving, mut relay) = session().await;
+        let head = ServerMessage::RequestHead {
+            stream: 1,
+            method: "GET".into(),
+            target: "http://169.254.169.254/latest/meta-data/".into(),
+            headers: vec![],
+            end: true,
+        };
+        let answered = tokio::select! {
+            answered = answer_to(&mut relay, head) => answered,
+            (end, _) = serving => panic!("the session ended first: {end:?}"),
+        };
+        // Refused before any connection: the target's port has no handler,
+        // which would answer 502.
+        assert_eq!(answered, (1, 400));
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_request_body_that_never_comes_is_answered_within_the_local_timeout() {
         let (serving, mut relay) = session().await;

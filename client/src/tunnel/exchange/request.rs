@@ -24,6 +24,15 @@ pub(super) fn build_request(
     buffered: bool,
 ) -> Result<Request<LocalBody>, String> {
     let method = Method::from_bytes(head.method.as_bytes()).map_err(|_| format!("invalid method {:?}", head.method))?;
+    // The relay sends a path: a full URL (`http://169.254.169.254/…`) in
+    // the request line would reach a handler that acts as a proxy, whatever
+    // the connection's own target.
+    if !head.target.starts_with('/') {
+        return Err(format!(
+            "the relay sent a request target that is not a path: {}",
+            portpreview_shared::sanitize::escape_str(&portpreview_shared::text::shorten(&head.target, 200))
+        ));
+    }
     let target = shared.forwarder.target();
     // A whole body's length is set from the bytes, not copied: the caller's
     // header could disagree with them. Set even at 0, as the caller sent it:
