@@ -45,7 +45,7 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let border = if focused { Color::Cyan } else { Color::DarkGray };
     let block = Block::bordered()
         .border_style(Style::new().fg(border))
-        .title(title(app));
+        .title(title(app, area.width));
     if app.pager.is_empty() {
         let inner = block.inner(area);
         block.render(area, buf);
@@ -80,7 +80,9 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     StatefulWidget::render(table, area, buf, &mut state);
 }
 
-fn title(app: &App) -> Line<'static> {
+/// The list's title in `width` columns: a long filter is cut with a mark,
+/// its closing quote kept, not run into the frame's corner.
+fn title(app: &App, width: u16) -> Line<'static> {
     let position = if app.pager.is_empty() { 0 } else { app.selected + 1 };
     let of = match app.pager.total() {
         Some(total) => thousands(total),
@@ -90,8 +92,10 @@ fn title(app: &App) -> Line<'static> {
     };
     let mut spans = vec![Span::raw(format!(" Deliveries {}/{} ", thousands(position as u64), of))];
     if let Some(search) = app.pager.search() {
+        // The frame's two corners, and "filter “” ".
+        let room = usize::from(width).saturating_sub(spans[0].width() + 2 + "filter “” ".chars().count());
         spans.push(Span::styled(
-            format!("filter “{}” ", escape_str(search)),
+            format!("filter “{}” ", fit(&escape_str(search), room)),
             Style::new().fg(Color::Yellow),
         ));
     }

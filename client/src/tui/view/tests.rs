@@ -233,6 +233,19 @@ fn a_search_in_flight_shows_as_searching_then_counting() {
     );
 }
 
+/// A filter longer than the title's room is cut with a mark, its closing
+/// quote kept inside the frame.
+#[test]
+fn a_long_filter_is_cut_with_a_mark_in_the_title() {
+    let mut app = live_app(3, 60, 8);
+    press(&mut app, &format!("/hook/{}", "y".repeat(150)));
+    enter(&mut app);
+    assert_eq!(
+        rows(&plain(draw(&app)))[2],
+        "┌ Deliveries 0/searching… filter “hook/yyyyyyyyyyyyyyyyy…” ┐"
+    );
+}
+
 /// On a narrow screen the filter shows the end of what is typed, where
 /// the cursor is.
 #[test]
