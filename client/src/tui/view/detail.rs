@@ -22,8 +22,14 @@ pub(super) fn render(detail: &DetailState, focused: bool, reveal: bool, area: Re
         last += 1;
     }
     lines.truncate(rows);
+    // Scrolled sideways, lines shorter than the shift show blank: the
+    // title says why the pane looks empty.
+    let shifted = match detail.hscroll {
+        0 => String::new(),
+        columns => format!(", from column {}", columns + 1),
+    };
     let title = format!(
-        " #{}  lines {}–{} of {} ",
+        " #{}  lines {}–{} of {}{shifted} ",
         detail.doc.id,
         (detail.scroll + 1).min(total),
         last,

@@ -233,6 +233,30 @@ fn a_search_in_flight_shows_as_searching_then_counting() {
     );
 }
 
+/// Scrolled sideways, the detail's frame says from which column, as lines
+/// shorter than that show blank.
+#[test]
+fn a_detail_scrolled_sideways_says_so_in_its_frame() {
+    // Narrow enough that some lines go on past the edge.
+    let mut app = live_app(3, 40, 30);
+    enter(&mut app);
+    let frame = |app: &App| {
+        rows(&plain(draw(app)))
+            .into_iter()
+            .find(|row| row.contains(" #3  lines "))
+            .expect("the detail's frame")
+    };
+    assert!(!frame(&app).contains("from column"), "{}", frame(&app));
+    press(&mut app, "ll");
+    assert!(
+        frame(&app).contains(" #3  lines 1–15 of 25, from column 17 "),
+        "{}",
+        frame(&app)
+    );
+    press(&mut app, "hh");
+    assert!(!frame(&app).contains("from column"), "{}", frame(&app));
+}
+
 /// A filter longer than the title's room is cut with a mark, its closing
 /// quote kept inside the frame.
 #[test]
