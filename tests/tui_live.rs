@@ -324,6 +324,13 @@ fn store_stripe_delivery(db: &Path, target: &str, event: &str) {
 
 /// [`store_stripe_delivery`], received at `received_at_ms`.
 fn store_stripe_delivery_at(db: &Path, target: &str, event: &str, received_at_ms: i64) {
+    let (request, outcome) = stripe_delivery_at(target, event, received_at_ms);
+    Store::open(db).unwrap().insert_delivery(&request, &outcome).unwrap();
+}
+
+/// A Stripe delivery of `event` to `target`, received at
+/// `received_at_ms` and answered 200 in 2 ms.
+fn stripe_delivery_at(target: &str, event: &str, received_at_ms: i64) -> (NewDelivery, Outcome) {
     let body = format!(r#"{{"id":"{event}","type":"invoice.paid"}}"#).into_bytes();
     let request = NewDelivery {
         received_at_ms,
@@ -343,7 +350,7 @@ fn store_stripe_delivery_at(db: &Path, target: &str, event: &str, received_at_ms
         duration_ms: Some(2.0),
         ..Outcome::default()
     };
-    Store::open(db).unwrap().insert_delivery(&request, &outcome).unwrap();
+    (request, outcome)
 }
 
 /// What `portpreview --db DB ARGS` prints as JSON, once it succeeded.
@@ -394,6 +401,25 @@ fn browsing_shows_what_is_recorded_meanwhile() {
     });
     tmux.send(&["q"]);
     tmux.wait_for("the shell again", |s| s.contains("portpreview exited 0"));
+}
+
+/// Keys typed faster than they are read (a held key, a paste into the
+/// filter) are all taken, not the first kilobyte until the next key.
+#[test]
+fn a_burst_of_keys_longer_than_a_read_is_taken_whole() {
+    let scratch = Scratch::new("burst");
+    let db = scratch.0.join("history.db");
+    store_stripe_delivery(&db, "http://127.0.0.1:9", "evt_0");
+    let store = Store::open(&db).unwrap();
+    for n in 1..1200 {
+        let (request, outcome) = stripe_delivery_at("http://127.0.0.1:9", &format!("evt_{n}"), 1_764_470_700_000 + n);
+        store.insert_delivery(&request, &outcome).unwrap();
+    }
+    drop(store);
+    let tmux = browse("burst", &scratch, &db);
+    tmux.wait_for("every row counted", |s| s.contains("Deliveries 1/1,200 "));
+    tmux.type_text(&"j".repeat(1100));
+    tmux.wait_for("the 1,101st row selected", |s| s.contains("Deliveries 1,101/1,200 "));
 }
 
 /// Another process prunes the oldest deliveries while browsing: the count
