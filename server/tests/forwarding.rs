@@ -393,14 +393,20 @@ async fn a_client_that_drops_mid_request_gets_its_caller_a_502_at_once() {
     );
 }
 
-#[tokio::test]
-async fn a_client_that_does_not_answer_gets_its_caller_a_504() {
+/// A relay that waits 300 ms for an answer, and a client on it as `name`.
+async fn impatient_relay(name: &str) -> (Relay, FakeClient) {
     let config = RelayConfig {
         request_timeout: Duration::from_millis(300),
         ..RelayConfig::default()
     };
     let relay = Relay::start(config).await;
-    let (mut client, _, _) = FakeClient::connect(&relay, Some("slow")).await;
+    let (client, _, _) = FakeClient::connect(&relay, Some(name)).await;
+    (relay, client)
+}
+
+#[tokio::test]
+async fn a_client_that_does_not_answer_gets_its_caller_a_504() {
+    let (relay, mut client) = impatient_relay("slow").await;
     let caller = tokio::spawn(call(relay.addr, request(relay.addr, "GET", "/t/slow/", "")));
     let got = client.request().await;
     let reply = caller.await.unwrap();
@@ -419,12 +425,7 @@ async fn a_client_that_does_not_answer_gets_its_caller_a_504() {
 /// whole limit and a 408 that blames it.
 #[tokio::test]
 async fn a_client_that_takes_no_more_body_gets_its_caller_a_504() {
-    let config = RelayConfig {
-        request_timeout: Duration::from_millis(300),
-        ..RelayConfig::default()
-    };
-    let relay = Relay::start(config).await;
-    let (mut client, _, _) = FakeClient::connect(&relay, Some("full")).await;
+    let (relay, mut client) = impatient_relay("full").await;
     let large = vec![b'x'; 2 * portpreview_shared::message::STREAM_WINDOW as usize];
     let caller = tokio::spawn(call(relay.addr, request(relay.addr, "POST", "/t/full/x", large)));
     let reason = loop {
@@ -447,12 +448,7 @@ async fn a_client_that_takes_no_more_body_gets_its_caller_a_504() {
 /// and the client is told the relay cut it, not that the caller left.
 #[tokio::test]
 async fn an_answer_body_that_stalls_is_cut_off_and_the_client_told_why() {
-    let config = RelayConfig {
-        request_timeout: Duration::from_millis(300),
-        ..RelayConfig::default()
-    };
-    let relay = Relay::start(config).await;
-    let (mut client, _, _) = FakeClient::connect(&relay, Some("stall")).await;
+    let (relay, mut client) = impatient_relay("stall").await;
     let caller = tokio::spawn(call(relay.addr, request(relay.addr, "GET", "/t/stall/", "")));
     let got = client.request().await;
     let head = ClientMessage::ResponseHead {
