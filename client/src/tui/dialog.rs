@@ -4,8 +4,11 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use crate::replay::MAX_TIMES;
 
-/// Longest text a prompt accepts; a paste beyond it is cut.
+/// Longest text a prompt accepts, in bytes; a paste beyond it is cut.
 const MAX_INPUT: usize = 1024;
+
+/// What a prompt says once a paste was cut at its limit.
+pub const INPUT_CUT: &str = "1,024 bytes at most: the rest was not taken";
 
 /// What a key did to a form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +29,10 @@ pub struct TextInput {
     /// True while `text` is a suggestion nobody has edited: the first
     /// character typed replaces it, so typing `3` asks for 3, not 103.
     pub suggested: bool,
+    /// A character came past the prompt's limit and was not taken (the end of
+    /// a long paste): the prompt says so, or a shorter filter than meant
+    /// would run without a word.
+    pub full: bool,
 }
 
 impl TextInput {
@@ -34,6 +41,7 @@ impl TextInput {
         Self {
             text: text.into(),
             suggested: false,
+            full: false,
         }
     }
 
@@ -42,6 +50,7 @@ impl TextInput {
         Self {
             text: text.into(),
             suggested: true,
+            full: false,
         }
     }
 
@@ -69,8 +78,10 @@ impl TextInput {
                 self.text.truncate(cut);
             }
             KeyCode::Char(c) if !ctrl && !c.is_control() && self.text.len() < MAX_INPUT => self.text.push(c),
+            KeyCode::Char(c) if !ctrl && !c.is_control() => self.full = true,
             _ => {}
         }
+        self.full &= self.text.len() >= MAX_INPUT;
         FormOutcome::Editing
     }
 }

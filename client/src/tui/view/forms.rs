@@ -7,7 +7,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph, Widget};
 
-use crate::tui::dialog::{ExportForm, ExportFormat, ProbeKind, ReplayField, ReplayForm, TextInput};
+use crate::tui::dialog::{ExportForm, ExportFormat, ProbeKind, ReplayField, ReplayForm, TextInput, INPUT_CUT};
 use crate::tui::format::{tail, wrap};
 
 use super::{centered, clear_popup};
@@ -24,13 +24,22 @@ fn key(text: &'static str) -> Span<'static> {
 }
 
 pub(super) fn render_filter(input: &TextInput, area: Rect, buf: &mut Buffer) {
+    let hint = match input.full {
+        true => Span::styled(format!("  {INPUT_CUT}"), Style::new().fg(Color::Yellow)),
+        false => Span::styled("  Enter apply  Esc cancel", Style::new().fg(Color::DarkGray)),
+    };
     // Typing happens at the end: on a narrow screen the end stays in view.
-    let typed = tail(&escape_str(&input.text), usize::from(area.width).saturating_sub(2));
+    // A cut paste keeps room for the word that says so.
+    let kept = if input.full { hint.width() } else { 0 };
+    let typed = tail(
+        &escape_str(&input.text),
+        usize::from(area.width).saturating_sub(2 + kept),
+    );
     let line = Line::from(vec![
         Span::styled("/", Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD)),
         Span::raw(typed),
         Span::raw(CURSOR),
-        Span::styled("  Enter apply  Esc cancel", Style::new().fg(Color::DarkGray)),
+        hint,
     ]);
     Paragraph::new(line).render(area, buf);
 }
@@ -105,6 +114,13 @@ pub(super) fn render_replay(form: &ReplayForm, area: Rect, buf: &mut Buffer) {
             ],
             form.field == ReplayField::Probe,
         ));
+        if probe.full {
+            lines.push(field_line(
+                "",
+                vec![Span::styled(INPUT_CUT, Style::new().fg(Color::Yellow))],
+                false,
+            ));
+        }
     }
     lines.push(Line::default());
     match &form.error {

@@ -191,6 +191,22 @@ fn filter_prompt() {
     );
 }
 
+/// A paste cut at the prompt's limit is said to be, not taken in silence:
+/// a shorter filter than meant could match more rows.
+#[test]
+fn a_paste_past_the_prompts_limit_is_said_to_be_cut() {
+    let mut app = live_app(3, 80, 8);
+    press(&mut app, &format!("/{}", "a".repeat(1100)));
+    let prompt = rows(&plain(draw(&app)))[7].clone();
+    assert!(
+        prompt.ends_with("aaa▏  1,024 bytes at most: the rest was not taken"),
+        "{prompt}"
+    );
+    app.handle_key(KeyEvent::new(KeyCode::Backspace, KeyModifiers::NONE));
+    let prompt = rows(&plain(draw(&app)))[7].clone();
+    assert!(!prompt.contains("at most"), "room again: {prompt}");
+}
+
 /// While a filter's search runs off the thread the list says so, and the
 /// count waits for its own answer.
 #[test]
