@@ -110,6 +110,26 @@ impl FixtureHeader {
     }
 }
 
+/// What is wrong with a JSON object that is no fixture, where serde's words
+/// ("unknown field `name`", "invalid type: map") would blame a field that is
+/// rightly there: no `portpreview_fixture` at all, or a `body` written as
+/// JSON rather than as the one string of its bytes.
+fn misread(text: &[u8]) -> Option<String> {
+    let Ok(serde_json::Value::Object(members)) = serde_json::from_slice(text) else {
+        return None;
+    };
+    if !members.contains_key("portpreview_fixture") {
+        return Some("JSON without a portpreview_fixture field".into());
+    }
+    // null is no body, as leaving the field out is.
+    let body = members.get("body")?;
+    (!(body.is_string() || body.is_null())).then(|| {
+        "body is the request's bytes as one JSON string (a JSON body escaped: \"{\\\"id\\\": …}\"), or \
+         body_base64; not JSON itself"
+            .into()
+    })
+}
+
 impl Fixture {
     /// The fixture for a stored delivery: the request exactly as received.
     pub fn from_delivery(d: &Delivery) -> Self {
@@ -170,28 +190,13 @@ impl Fixture {
                 .with_context(not_a_fixture)?;
             return Err(anyhow::anyhow!("a fixture is one JSON object")).with_context(not_a_fixture);
         }
-        // Said in serde's words ("unknown field `name`", "invalid type:
-        // map"), these blame a field that is rightly there.
-        if let Ok(serde_json::Value::Object(members)) = serde_json::from_slice(&text) {
-            if !members.contains_key("portpreview_fixture") {
-                return Err(anyhow::anyhow!("JSON without a portpreview_fixture field")).with_context(not_a_fixture);
-            }
-            // null is no body, as leaving the field out is.
-            if members
-                .get("body")
-                .is_some_and(|body| !(body.is_string() || body.is_null()))
-            {
-                return Err(anyhow::anyhow!(
-                    "body is the request's bytes as one JSON string (a JSON body escaped: \"{{\\\"id\\\": …}}\"), \
-                     or body_base64; not JSON itself"
-                ))
-                .with_context(not_a_fixture);
-            }
-        }
         // Read straight into the struct, which refuses a field given twice;
         // through a `Value` the last one would win without a word.
         let mut fixture: Fixture = serde_json::from_slice(&text)
-            .map_err(|err| anyhow::anyhow!(portpreview_shared::text::plain_types(&err.to_string())))
+            .map_err(|err| {
+                let said = misread(&text).unwrap_or_else(|| portpreview_shared::text::plain_types(&err.to_string()));
+                anyhow::anyhow!(said)
+            })
             .with_context(not_a_fixture)?;
         let carried = fixture
             .validate()

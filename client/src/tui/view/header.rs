@@ -164,7 +164,8 @@ fn render_history(app: &App, area: Rect, buf: &mut Buffer) {
     let Some(overview) = app.overview.as_ref().filter(|_| app.pager.search().is_none()) else {
         return Paragraph::new(label).render(area, buf);
     };
-    let figures = percentiles(overview.percentile(50.0), overview.percentile(90.0));
+    let p50 = overview.percentile(50.0);
+    let figures = percentiles(p50, overview.percentile(90.0));
     // One bar says nothing of how the deliveries came.
     match overview.bars(sparkline_width(area)).filter(|(data, _)| data.len() > 1) {
         Some((data, per)) => {
@@ -176,7 +177,7 @@ fn render_history(app: &App, area: Rect, buf: &mut Buffer) {
                 buf,
             );
         }
-        None if overview.percentile(50.0).is_some() => {
+        None if p50.is_some() => {
             Paragraph::new(fit_line(
                 Line::from(format!("{label} {figures}")),
                 usize::from(area.width),
