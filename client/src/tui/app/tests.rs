@@ -66,12 +66,12 @@ fn filter(app: &mut App, text: &str) {
 
 /// A live TUI over a history the test keeps adding to, 120×40.
 fn live_over(shared: &std::rc::Rc<MemorySource>) -> App {
-    App::new(
-        Box::new(SharedSource(shared.clone())),
-        Mode::Live,
-        Rect::new(0, 0, 120, 40),
-    )
-    .unwrap()
+    over(shared, Mode::Live)
+}
+
+/// An app in `mode` over `shared`, on a 120×40 screen.
+fn over(shared: &std::rc::Rc<MemorySource>, mode: Mode) -> App {
+    App::new(Box::new(SharedSource(shared.clone())), mode, Rect::new(0, 0, 120, 40)).unwrap()
 }
 
 /// The open delivery's pane as text, a line each.
@@ -530,12 +530,7 @@ fn a_flood_of_live_rows_starts_paging_over_only_for_a_follower() {
 #[test]
 fn browsing_keeps_the_readers_place_through_bursts_another_process_records() {
     let source = std::rc::Rc::new(MemorySource::with_rows(50));
-    let mut reader = App::new(
-        Box::new(SharedSource(source.clone())),
-        Mode::Browser { db: "h.db".into() },
-        Rect::new(0, 0, 80, 24),
-    )
-    .unwrap();
+    let mut reader = over(&source, Mode::Browser { db: "h.db".into() });
     press(&mut reader, "jjjjjjjjjj");
     key(&mut reader, KeyCode::Enter);
     assert_eq!(reader.detail.as_ref().map(|d| d.doc.id), Some(40));
@@ -924,12 +919,7 @@ fn clearing_a_filter_counts_the_history_off_the_thread() {
 fn a_prune_beside_the_list_is_followed() {
     for mode in [Mode::Browser { db: "h.db".into() }, Mode::Live] {
         let shared = std::rc::Rc::new(MemorySource::with_rows(50));
-        let mut app = App::new(
-            Box::new(SharedSource(shared.clone())),
-            mode.clone(),
-            Rect::new(0, 0, 120, 40),
-        )
-        .unwrap();
+        let mut app = over(&shared, mode.clone());
         serve(&mut app);
         assert_eq!(app.pager.total(), Some(50));
         press(&mut app, "jj");
@@ -957,12 +947,7 @@ fn a_prune_beside_the_list_is_followed() {
 #[test]
 fn a_burst_beside_the_browser_keeps_the_open_delivery() {
     let shared = std::rc::Rc::new(MemorySource::with_rows(300));
-    let mut app = App::new(
-        Box::new(SharedSource(shared.clone())),
-        Mode::Browser { db: "h.db".into() },
-        Rect::new(0, 0, 120, 40),
-    )
-    .unwrap();
+    let mut app = over(&shared, Mode::Browser { db: "h.db".into() });
     serve(&mut app);
     press(&mut app, "jjj");
     key(&mut app, KeyCode::Enter);
