@@ -243,9 +243,10 @@ impl App {
     }
 
     /// Browsing, reads the newest deliveries again for the header. Left
-    /// out when they cannot be read: the list says why.
-    fn read_overview(&mut self) {
-        if matches!(self.mode, Mode::Browser { .. }) {
+    /// out when they cannot be read (the list says why), and while a filter
+    /// hides them (the header shows the matches' count alone).
+    pub(super) fn read_overview(&mut self) {
+        if matches!(self.mode, Mode::Browser { .. }) && self.pager.search().is_none() {
             let newest = crate::store::ListQuery {
                 limit: Some(LATENCY_WINDOW),
                 ..Default::default()

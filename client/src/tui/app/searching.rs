@@ -79,6 +79,8 @@ impl App {
     /// Shows the rows matching `search` from the newest.
     pub(super) fn apply_filter(&mut self, search: Option<String>) {
         self.pager = Pager::new(search);
+        // Not read while a filter was on: read again once it is off.
+        self.read_overview();
         self.read_from_top_or_say();
     }
 

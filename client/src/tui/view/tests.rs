@@ -1033,6 +1033,13 @@ fn the_browsed_header_shows_how_the_history_came() {
         });
     }
     assert_eq!(rows(&plain(draw(&app)))[1].trim_end(), " 5 matching");
+    // The filter off, the figures are back.
+    app.handle_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+    assert!(
+        rows(&plain(draw(&app)))[1].starts_with(" 5 deliveries █ ▂ per s"),
+        "{}",
+        rows(&plain(draw(&app)))[1]
+    );
 }
 
 /// Browsing, a long history path keeps its end: the file's name.
