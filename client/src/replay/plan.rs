@@ -376,8 +376,7 @@ fn signing(
         // Refusing would fail a whole `check fixtures/ --resign` over one
         // GitLab hook whose recorded token still verifies.
         None if provider::token_only(provider, headers) => {
-            let carried = headers.iter().any(|h| h.name.eq_ignore_ascii_case("x-gitlab-token"));
-            warnings.push(match carried {
+            warnings.push(match provider::header(headers, "x-gitlab-token").is_some() {
                 true => format!(
                     "this {provider} hook sends a secret token (X-Gitlab-Token), not a signature: --resign sends \
                      the recorded one, which still verifies; to send another, {}",
