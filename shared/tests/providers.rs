@@ -62,7 +62,7 @@ fn timeouts_and_retry_windows_follow_providers_md() {
         (secs(Provider::StandardWebhooks), secs(Provider::Twilio)),
         (Some(15), Some(15))
     );
-    assert!(Provider::Github.retry_window().starts_with("never retries by itself"));
+    assert!(Provider::Github.retry_window().starts_with("none by itself"));
     assert!(Provider::Stripe.retry_window().contains("3 days") && Provider::Stripe.retry_window().contains("30 (CLI)"));
     assert!(Provider::Shopify.retry_window().contains("4 hours"));
     let day = Duration::from_secs(86_400);

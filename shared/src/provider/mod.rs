@@ -113,7 +113,7 @@ impl Provider {
             Provider::Github => f(
                 "github",
                 Some(10),
-                "never retries by itself; a manual redelivery within 3 days reuses the delivery ID",
+                "none by itself; a manual redelivery within 3 days reuses the delivery ID",
                 Some(3 * DAY),
                 "header X-GitHub-Delivery",
             ),
@@ -146,7 +146,7 @@ impl Provider {
                 Some(MINUTE),
                 "header I-Twilio-Idempotency-Token (else MessageSid/CallSid + status)",
             ),
-            Provider::Discord => f("discord", Some(3), "never retries", None, "body /id"),
+            Provider::Discord => f("discord", Some(3), "none", None, "body /id"),
             Provider::Paddle => f(
                 "paddle",
                 Some(5),
