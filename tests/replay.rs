@@ -1491,6 +1491,30 @@ fn latest_finds_a_path_copied_from_history_with_its_secret_masked() {
     );
 }
 
+/// A report on stdout ends up in CI logs: `--json` masks a secret in the
+/// target's query as the text report does. The run is stored as sent, so
+/// `show --reveal` still shows it.
+#[test]
+fn the_json_report_masks_a_secret_in_the_target_query() {
+    let handler = Handler::start(Behaviour::DedupsInOneTransaction);
+    let history = History::with(&NewDelivery {
+        path: "/hooks?token=abc123&shop=acme".into(),
+        ..stripe_delivery(&handler.url())
+    });
+    let ran = portpreview(&history.db(), &["replay", "1", "--json"]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(
+        ran.json()["target"],
+        format!("{}/hooks?token=••••••&shop=acme", handler.url())
+    );
+    assert!(!ran.stdout.contains("abc123"), "{}", ran.stdout);
+    let shown = portpreview(&history.db(), &["show", "1", "--json", "--reveal"]);
+    assert_eq!(
+        shown.json()["replay_runs"][0]["target"],
+        format!("{}/hooks?token=abc123&shop=acme", handler.url())
+    );
+}
+
 #[test]
 fn the_fresh_burst_never_cries_wolf_at_a_correct_handler() {
     let handler = Handler::start(Behaviour::DedupsInOneTransaction);

@@ -407,7 +407,7 @@ fn load_request(args: &Args, db: &Path) -> anyhow::Result<(NewDelivery, Origin)>
 pub fn print_report(report: &Report, json: bool, extend: impl FnOnce(&mut serde_json::Value)) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
     let written = if json {
-        let mut value = report.to_json();
+        let mut value = report.to_shown_json();
         extend(&mut value);
         writeln!(stdout, "{}", render::json::to_terminal_text(&value))
     } else {

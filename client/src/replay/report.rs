@@ -230,7 +230,16 @@ impl Report {
         portpreview_shared::sanitize::escape_str(&line).into_owned()
     }
 
-    /// The object `--json` prints.
+    /// The object `--json` prints: the stored one, with the target's query
+    /// secrets masked as the text report masks them, since a report on
+    /// stdout ends up in CI logs.
+    pub fn to_shown_json(&self) -> Value {
+        let mut value = self.to_json();
+        value["target"] = crate::render::mask::shown_path(&self.target, false).into();
+        value
+    }
+
+    /// The object stored with the run; `show` masks it as it prints.
     pub fn to_json(&self) -> Value {
         let checks: Vec<Value> = self
             .checks

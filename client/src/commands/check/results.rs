@@ -85,7 +85,7 @@ pub fn print(results: &Results, json: bool, code: u8) -> anyhow::Result<()> {
             .iter()
             .map(|(name, outcome)| match outcome {
                 Outcome::Ran(report) => {
-                    let mut value = report.to_json();
+                    let mut value = report.to_shown_json();
                     value["fixture"] = name.clone().into();
                     value
                 }
