@@ -11,7 +11,15 @@ use crate::origin::Origin;
 
 /// A webhook tunnel that records every delivery and checks handlers for idempotency.
 #[derive(Debug, Parser)]
-#[command(name = "portpreview", version, about, propagate_version = true, after_help = CONFIG_HELP)]
+// Each subcommand's `--version` names the program, not clap's `portpreview-http`.
+#[command(
+    name = "portpreview",
+    version,
+    about,
+    propagate_version = true,
+    after_help = CONFIG_HELP,
+    mut_subcommands = |sub: clap::Command| sub.display_name("portpreview")
+)]
 pub struct Cli {
     /// History database (default: the config file's db, else portpreview/history.db in the user's data directory; check and replay --from need none).
     #[arg(
@@ -255,6 +263,16 @@ mod tests {
     #[test]
     fn the_arguments_are_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_subcommand_version_names_the_program() {
+        let expected = format!("portpreview {}\n", env!("CARGO_PKG_VERSION"));
+        for sub in Cli::command().get_subcommands() {
+            let err = Cli::try_parse_from(["portpreview", sub.get_name(), "--version"]).unwrap_err();
+            assert_eq!(err.kind(), clap::error::ErrorKind::DisplayVersion, "{}", sub.get_name());
+            assert_eq!(err.to_string(), expected, "{}", sub.get_name());
+        }
     }
 
     #[test]
