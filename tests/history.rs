@@ -888,6 +888,17 @@ fn a_har_export_opens_as_har_1_2() {
         revealed["log"]["entries"][0]["request"]["headers"][2]["value"],
         "Bearer sk_test_secret"
     );
+    // Only HAR masks: --reveal with another format is said to do nothing.
+    let curl = h.run(&["export", &id.to_string(), "--format", "curl", "--reveal"]);
+    assert!(curl.status.success());
+    assert!(String::from_utf8_lossy(&curl.stdout).contains("Bearer sk_test_secret"));
+    assert_eq!(
+        String::from_utf8_lossy(&curl.stderr).lines().next(),
+        Some(
+            "warning: --reveal is not used: only HAR files are masked; fixtures and curl commands keep every header \
+             as received, so they replay exactly"
+        )
+    );
 }
 
 /// `{"received":true,"balance":1}` as gzip writes it (mtime 0).

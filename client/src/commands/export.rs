@@ -27,10 +27,10 @@ pub struct Args {
     /// Write to this file instead of stdout (`-`: stdout); to a folder (one that exists, or ending in `/`), one file each, named portpreview-ID.json, .har or .sh.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Aim the HAR URL or curl command here instead of the recorded target, as `replay --target` would.
+    /// Aim the fixture, the HAR URL or the curl command here instead of the recorded target, as `replay --target` would.
     #[arg(long, value_name = "URL")]
     pub target: Option<String>,
-    /// Keep secrets unmasked in the HAR file.
+    /// Keep secrets unmasked in the HAR file (fixtures and curl commands are never masked: they must replay exactly).
     #[arg(long)]
     pub reveal: bool,
 }
@@ -45,6 +45,12 @@ pub fn run(mut args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     if let Some(flag) = args.target.as_deref().filter(|flag| !flag.contains("://")) {
         crate::target::Target::parse(flag)
             .map_err(|err| anyhow::anyhow!("{}; see portpreview export --help", err.named("--target")))?;
+    }
+    if args.reveal && args.format != Format::Har {
+        crate::to_stderr(format_args!(
+            "warning: --reveal is not used: only HAR files are masked; fixtures and curl commands keep every \
+             header as received, so they replay exactly\n"
+        ));
     }
     let store = super::open_history(db)?;
     // All read before anything is written: a mistyped id leaves no export half done.
