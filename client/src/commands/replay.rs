@@ -48,7 +48,7 @@ pub struct Args {
     /// How to replay and judge.
     #[command(flatten)]
     pub run: RunArgs,
-    /// Set a header on every attempt ('Name: value', repeatable).
+    /// Set a header on every attempt, in the recorded one's place ('Name: value', repeatable).
     #[arg(long = "header", value_name = "NAME: VALUE", value_parser = parse_header_arg)]
     pub headers: Vec<(String, String)>,
     /// Leave a recorded header out (repeatable).

@@ -64,16 +64,32 @@ impl Plan {
 /// `--header` applied, those a replay recomputes or must not send left
 /// out, and any HTTP/1 cannot carry left out with a warning.
 fn replayed_headers(request: &NewDelivery, opts: &ReplayOptions, warnings: &mut Vec<String>) -> Vec<Header> {
-    let mut headers = request.request_headers.clone();
-    headers.retain(|h| !opts.drop_headers.iter().any(|d| d.eq_ignore_ascii_case(&h.name)));
-    for (name, _) in &opts.add_headers {
-        headers.retain(|h| !h.name.eq_ignore_ascii_case(name));
+    let given = |name: &str| -> Vec<Header> {
+        (opts.add_headers.iter())
+            .filter(|(given, _)| given.eq_ignore_ascii_case(name))
+            .map(|(n, v)| Header::new(n.as_str(), v.as_bytes()))
+            .collect()
+    };
+    // A header given with `--header` takes the place of the recorded one,
+    // so a replay differs from the delivery only where it was asked to.
+    let mut placed = std::collections::HashSet::new();
+    let mut headers = Vec::with_capacity(request.request_headers.len() + opts.add_headers.len());
+    for header in &request.request_headers {
+        if opts.drop_headers.iter().any(|d| d.eq_ignore_ascii_case(&header.name)) {
+            continue;
+        }
+        let set = given(&header.name);
+        if set.is_empty() {
+            headers.push(header.clone());
+        } else if placed.insert(header.name.to_ascii_lowercase()) {
+            headers.extend(set);
+        }
     }
-    headers.extend(
-        opts.add_headers
-            .iter()
-            .map(|(n, v)| Header::new(n.as_str(), v.as_bytes())),
-    );
+    for (name, value) in &opts.add_headers {
+        if !placed.contains(&name.to_ascii_lowercase()) {
+            headers.push(Header::new(name.as_str(), value.as_bytes()));
+        }
+    }
     strip_unreplayable(&mut headers, request.host_preserved);
     headers.retain(|h| {
         let sendable =

@@ -143,8 +143,47 @@ fn headers_and_body_can_be_changed_before_replaying() {
         .iter()
         .map(|h| (h.name.as_str(), h.value.as_slice()))
         .collect();
+    // The header set takes the recorded one's place; a new one goes last.
     assert_eq!(headers, [("x-keep", &b"1"[..]), ("x-set", b"new"), ("x-added", b"2")]);
     assert_eq!(out.body, &b"{\"id\":1}"[..]);
+}
+
+#[test]
+fn a_header_set_by_hand_takes_the_recorded_ones_place() {
+    let request = NewDelivery {
+        request_headers: vec![
+            Header::new("x-a", "1"),
+            Header::new("x-set", "old"),
+            Header::new("x-b", "2"),
+            Header::new("x-set", "older"),
+        ],
+        ..recorded()
+    };
+    let opts = ReplayOptions {
+        add_headers: vec![
+            ("X-Set".into(), "new".into()),
+            ("x-added".into(), "3".into()),
+            ("x-set".into(), "newer".into()),
+        ],
+        ..ReplayOptions::default()
+    };
+    let plan = Plan::new(&request, &opts).unwrap();
+    let out = plan.outgoing(&plan.recorded).unwrap();
+    let headers: Vec<(&str, &[u8])> = out
+        .headers
+        .iter()
+        .map(|h| (h.name.as_str(), h.value.as_slice()))
+        .collect();
+    assert_eq!(
+        headers,
+        [
+            ("x-a", &b"1"[..]),
+            ("X-Set", b"new"),
+            ("x-set", b"newer"),
+            ("x-b", b"2"),
+            ("x-added", b"3")
+        ]
+    );
 }
 
 #[test]
