@@ -148,6 +148,36 @@ fn headers_and_body_can_be_changed_before_replaying() {
     assert_eq!(out.body, &b"{\"id\":1}"[..]);
 }
 
+/// A body changed under a recorded signature breaks it; one sent without
+/// a signature (by curl, by a test) has none to break.
+#[test]
+fn a_changed_body_is_said_to_break_a_signature_only_where_there_is_one() {
+    let unsigned = NewDelivery {
+        request_headers: vec![Header::new("content-type", "application/json")],
+        request_body: br#"{"id":"evt_1","object":"event"}"#.to_vec(),
+        provider: Some("stripe".into()),
+        event_key: "evt_1".into(),
+        event_key_source: "body:/id".into(),
+        ..recorded()
+    };
+    let signed = NewDelivery {
+        request_headers: vec![Header::new("stripe-signature", "t=1,v1=00")],
+        ..unsigned.clone()
+    };
+    let changed = ReplayOptions {
+        body: Some(br#"{"id":"evt_1","object":"event","livemode":true}"#.to_vec()),
+        ..ReplayOptions::default()
+    };
+    let broken = |d: &NewDelivery| {
+        let plan = Plan::new(d, &changed).unwrap();
+        plan.warnings
+            .iter()
+            .any(|w| w.starts_with("the body was changed but not re-signed"))
+    };
+    assert!(broken(&signed));
+    assert!(!broken(&unsigned));
+}
+
 #[test]
 fn a_header_set_by_hand_takes_the_recorded_ones_place() {
     let request = NewDelivery {
