@@ -604,6 +604,26 @@ mod tests {
     }
 
     #[test]
+    fn the_heading_names_the_provider_only_when_there_is_one() {
+        let stripe = report("rows: 1");
+        assert!(
+            stripe.render_text().starts_with("Replay of stripe event "),
+            "{}",
+            stripe.render_text()
+        );
+        let unknown = Report {
+            provider: None,
+            retry_window: None,
+            ..report("rows: 1")
+        };
+        assert!(
+            unknown.render_text().starts_with("Replay of event "),
+            "{}",
+            unknown.render_text()
+        );
+    }
+
+    #[test]
     fn a_batch_read_once_shows_its_state_once() {
         let mut burst = report("rows: 2");
         burst.attempts[1].step = 0;

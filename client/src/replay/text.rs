@@ -19,7 +19,8 @@ impl Report {
     /// The report as the terminal shows it; every untrusted string escaped.
     pub fn render_text(&self) -> String {
         let mut out = String::new();
-        let provider = self.provider.as_deref().unwrap_or("unknown provider");
+        // An event no provider was recognised in is named by its key alone.
+        let whose = self.provider.as_deref().map_or_else(String::new, |p| format!("{p} "));
         let mode = if self.fresh && self.concurrency < self.times {
             format!(
                 "--fresh: 1 baseline + a burst of {}, {} at a time",
@@ -37,7 +38,7 @@ impl Report {
         };
         let _ = writeln!(
             out,
-            "Replay of {provider} event {} → {} ({mode})\n",
+            "Replay of {whose}event {} → {} ({mode})\n",
             escape_str(&self.event_key),
             escape_str(&shown_path(&self.target, false))
         );
@@ -79,11 +80,10 @@ impl Report {
         for warning in &self.warnings {
             let _ = writeln!(out, "\n! {}", escape_multiline(warning));
         }
-        if let Some(window) = &self.retry_window {
+        if let (Some(window), Some(provider)) = (&self.retry_window, &self.provider) {
             // A provider that sends nothing again on a schedule (GitLab,
             // Discord) sets no time a dedup store must cover.
-            let retried = (self.provider.as_deref())
-                .and_then(Provider::from_name)
+            let retried = Provider::from_name(provider)
                 .and_then(Provider::retry_window_duration)
                 .is_some();
             let keep = if retried {
