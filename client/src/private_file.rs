@@ -26,11 +26,17 @@ pub fn restrict(path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Creates `dir` and its missing parents. A file standing where a folder of
-/// the path should be is named: `create_dir_all` says only "File exists"
-/// or "Not a directory", which reads as a refusal to overwrite.
+/// Creates `dir` and its missing parents, each one for its owner only (as
+/// the XDG spec asks of data folders): they hold payloads and secrets.
+/// A file standing where a folder of the path should be is named:
+/// `create_dir_all` says only "File exists" or "Not a directory", which
+/// reads as a refusal to overwrite.
 pub fn create_folders(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir).map_err(|err| {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir).map_err(|err| {
         match dir
             .ancestors()
             .find(|a| !a.as_os_str().is_empty() && a.exists() && !a.is_dir())
@@ -39,4 +45,21 @@ pub fn create_folders(dir: &Path) -> std::io::Result<()> {
             None => err,
         }
     })
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn folders_made_for_a_file_are_for_its_owner_only() {
+        let top = std::env::temp_dir().join(format!("portpreview-folders-{}", std::process::id()));
+        let deepest = top.join("a/b");
+        super::create_folders(&deepest).unwrap();
+        for dir in [top.join("a"), deepest] {
+            let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700, "{}", dir.display());
+        }
+        std::fs::remove_dir_all(&top).unwrap();
+    }
 }
