@@ -209,7 +209,8 @@ fn a_suite_fails_the_bad_handler_in_junit_and_exits_1() {
         suite.replace("fixtures/", "../fixtures/"),
     )
     .unwrap();
-    let junit = project.path("junit.xml");
+    // In a folder the checkout does not have: it is made.
+    let junit = project.path("reports/junit.xml");
     let ran = project.check(
         &[
             "ci/suite.toml",
@@ -565,12 +566,15 @@ fn an_empty_check_command_is_refused_rather_than_passing_everything() {
 fn a_junit_file_that_cannot_be_written_is_refused_before_anything_is_sent() {
     let project = Project::new();
     let handler = Handler::start(Behaviour::CreditsEveryDelivery);
-    let missing = project.path("no/such/folder/junit.xml");
+    let under_a_file = project.path("fixtures/stripe.json/junit.xml");
     let folder = project.path("fixtures");
     for (junit, reason) in [
         (
-            &missing,
-            format!("there is no directory {}", project.path("no/such/folder").display()),
+            &under_a_file,
+            format!(
+                "cannot make the folder {0}: {0} is a file, not a folder",
+                project.path("fixtures/stripe.json").display()
+            ),
         ),
         (&folder, format!("cannot write {}: Is a directory", folder.display())),
     ] {

@@ -1121,7 +1121,8 @@ fn a_replay_that_cannot_start_still_writes_its_junit_file() {
     };
     let history = History::with(&stripe_delivery(&handler.url()));
     let dir = tempfile::tempdir().unwrap();
-    let junit = dir.path().join("j.xml");
+    // In a folder the checkout does not have: it is made.
+    let junit = dir.path().join("reports/j.xml");
     let junit_arg = junit.to_str().unwrap();
     // The CI job uploads the file whatever happened, so it says why, as
     // `check` does for a fixture that cannot run.

@@ -12,11 +12,12 @@ use portpreview_shared::sanitize::escape_str;
 use tokio_util::sync::CancellationToken;
 
 use super::guard::refuse_to_overwrite_a_database;
-use super::replay_run::{clear_progress, probe_spec, progress_printer, refuse_to_overwrite_an_input, RunArgs};
+use super::replay_run::{
+    clear_progress, probe_spec, progress_printer, refuse_to_overwrite_an_input, write_junit, RunArgs,
+};
 use crate::fixture::Fixture;
 use crate::replay::{self, ReplayOptions, Report};
 use crate::suite::{Suite, SuiteFixture};
-use crate::whole_file::{Access, Existing};
 use results::Outcome;
 
 /// Arguments of `portpreview check`.
@@ -99,13 +100,7 @@ pub async fn run(args: Args, history: Option<&Path>) -> anyhow::Result<ExitCode>
         }
     }
     if let Some(path) = &args.junit {
-        crate::whole_file::write(
-            path,
-            results::junit(&results).as_bytes(),
-            Existing::Replace,
-            Access::Usual,
-        )
-        .with_context(|| format!("cannot write {}", path.display()))?;
+        write_junit(path, &results::junit(&results))?;
     }
     Ok(ExitCode::from(code))
 }

@@ -15,7 +15,6 @@ use crate::replay::{
     Report,
 };
 use crate::store::{NewDelivery, Pick, Store};
-use crate::whole_file::{Access, Existing};
 
 use super::guard::refuse_to_overwrite_a_database;
 use super::replay_run::{clear_progress, progress_printer, refuse_to_overwrite_an_input, RunArgs};
@@ -143,13 +142,7 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     }
     if let Some(path) = &args.junit {
         let name = case_name(&origin, &report.event_key);
-        crate::whole_file::write(
-            path,
-            report.to_junit(&name).as_bytes(),
-            Existing::Replace,
-            Access::Usual,
-        )
-        .with_context(|| format!("cannot write {}", path.display()))?;
+        super::replay_run::write_junit(path, &report.to_junit(&name))?;
     }
     Ok(ExitCode::from(report.exit_code()))
 }
@@ -213,11 +206,8 @@ async fn start(args: &Args, db: &Path, case: &mut String) -> anyhow::Result<Ran>
 /// own error is what the command reports, so a failed write is one more line.
 fn write_error_case(path: &Path, case: &str, err: &anyhow::Error) {
     let xml = replay::junit::replay_error(case, &crate::error_line(err));
-    if let Err(write) = std::fs::write(path, xml) {
-        crate::to_stderr(format_args!(
-            "error: cannot write {}: {write}\n",
-            escape_str(&path.display().to_string())
-        ));
+    if let Err(write) = super::replay_run::write_junit(path, &xml) {
+        crate::to_stderr(format_args!("error: {}\n", crate::error_line(&write)));
     }
 }
 

@@ -1,9 +1,11 @@
-//! What `replay` and `check` share: the flags of a replay run and the
-//! progress line.
+//! What `replay` and `check` share: the flags of a replay run, the
+//! progress line and the JUnit file.
 
 use std::io::IsTerminal;
 use std::path::Path;
 use std::time::Duration;
+
+use anyhow::Context;
 
 use crate::config::Secret;
 use crate::replay::{
@@ -206,6 +208,24 @@ pub fn refuse_to_overwrite_an_input<'a>(
         );
     }
     Ok(())
+}
+
+/// Writes a JUnit report to `path`, whole, its folders made as needed: a
+/// CI job names `reports/junit.xml` in a checkout that has no `reports/`.
+pub fn write_junit(path: &Path, xml: &str) -> anyhow::Result<()> {
+    let written = match path.parent().filter(|folder| !folder.as_os_str().is_empty()) {
+        Some(folder) => crate::private_file::create_folders(folder),
+        None => Ok(()),
+    }
+    .and_then(|()| {
+        crate::whole_file::write(
+            path,
+            xml.as_bytes(),
+            crate::whole_file::Existing::Replace,
+            crate::whole_file::Access::Usual,
+        )
+    });
+    written.with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[cfg(test)]

@@ -231,11 +231,13 @@ fn parse_header_name(text: &str) -> Result<String, String> {
 /// Parses a report file path (`--junit`), refusing one that cannot be
 /// written before any attempt is sent, not after a run whose side effects
 /// happened. A file already there is opened without being changed; a new
-/// one is made and removed again.
+/// one is made and removed again. Missing folders are made, as a CI job
+/// names `reports/junit.xml` in a checkout that has no `reports/`.
 pub fn parse_report_path(text: &str) -> Result<std::path::PathBuf, String> {
     let path = std::path::PathBuf::from(text);
     if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty() && !dir.is_dir()) {
-        return Err(format!("there is no directory {}", dir.display()));
+        crate::private_file::create_folders(dir)
+            .map_err(|err| format!("cannot make the folder {}: {err}", dir.display()))?;
     }
     let writable = if path.exists() {
         std::fs::OpenOptions::new().write(true).open(&path).map(drop)
@@ -314,9 +316,17 @@ mod tests {
     }
 
     #[test]
-    fn a_report_path_needs_its_directory_up_front() {
+    fn a_report_path_gets_its_folders_up_front_unless_a_file_is_in_the_way() {
         assert!(parse_report_path("report.xml").is_ok());
-        assert!(parse_report_path("/nonexistent-dir/report.xml").is_err());
+        let top = std::env::temp_dir().join(format!("portpreview-report-{}", std::process::id()));
+        let report = top.join("reports/ci/report.xml");
+        assert_eq!(parse_report_path(report.to_str().unwrap()), Ok(report.clone()));
+        assert!(top.join("reports/ci").is_dir());
+        assert!(!report.exists(), "the probe leaves no file");
+        std::fs::write(top.join("file"), "").unwrap();
+        let under_a_file = parse_report_path(top.join("file/report.xml").to_str().unwrap());
+        assert!(under_a_file.is_err_and(|e| e.ends_with("is a file, not a folder")));
+        std::fs::remove_dir_all(&top).unwrap();
     }
 
     #[test]
