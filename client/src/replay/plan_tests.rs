@@ -148,10 +148,10 @@ fn headers_and_body_can_be_changed_before_replaying() {
     assert_eq!(out.body, &b"{\"id\":1}"[..]);
 }
 
-/// A body changed under a recorded signature breaks it; one sent without
-/// a signature (by curl, by a test) has none to break.
+/// A body changed under a recorded signature breaks it, and an old one is
+/// refused; one sent without a signature (by curl, by a test) has none.
 #[test]
-fn a_changed_body_is_said_to_break_a_signature_only_where_there_is_one() {
+fn a_signature_is_said_to_be_broken_or_old_only_where_there_is_one() {
     let unsigned = NewDelivery {
         request_headers: vec![Header::new("content-type", "application/json")],
         request_body: br#"{"id":"evt_1","object":"event"}"#.to_vec(),
@@ -176,6 +176,37 @@ fn a_changed_body_is_said_to_break_a_signature_only_where_there_is_one() {
     };
     assert!(broken(&signed));
     assert!(!broken(&unsigned));
+    // Nor is a timestamp without a signature an old signature.
+    let timestamped = NewDelivery {
+        request_headers: vec![
+            Header::new("webhook-id", "msg_1"),
+            Header::new("webhook-timestamp", "1700000000"),
+        ],
+        provider: Some("standard-webhooks".into()),
+        event_key: "msg_1".into(),
+        event_key_source: "header:webhook-id".into(),
+        ..unsigned.clone()
+    };
+    let plan = Plan::new(&timestamped, &ReplayOptions::default()).unwrap();
+    assert!(
+        plan.warnings.iter().all(|w| !w.contains("days old")),
+        "{:?}",
+        plan.warnings
+    );
+    let signed = NewDelivery {
+        request_headers: [
+            timestamped.request_headers.clone(),
+            vec![Header::new("webhook-signature", "v1,AAAA")],
+        ]
+        .concat(),
+        ..timestamped
+    };
+    let plan = Plan::new(&signed, &ReplayOptions::default()).unwrap();
+    assert!(
+        plan.warnings.iter().any(|w| w.contains("days old")),
+        "{:?}",
+        plan.warnings
+    );
 }
 
 #[test]
