@@ -8,11 +8,14 @@
 //! delivery whose caller saw it fail. Whether the relay gave up cannot be
 //! told from the requests: its close may still be on its way, or held back
 //! by a socket the pause filled. So after a pause long enough for it, the
-//! client pings the relay, and no request read before the answer is
-//! forwarded. Whatever a relay that gave up sent before giving up comes
+//! client pings the relay, and every request read before the answer waits
+//! for it. Whatever a relay that gave up sent before giving up comes
 //! before any answer of its: it answers a ping only while its socket is
 //! open, after everything it had handed the socket, and sends nothing
-//! after. A request not forwarded is retried by its provider; one
+//! after. So an answer says that the relay still waits on each of them
+//! (and, the ping being a word from the client, will for a while yet):
+//! they are forwarded then. A connection that ends first leaves them
+//! unforwarded: a request not forwarded is retried by its provider; one
 //! forwarded twice acts twice.
 
 use std::time::{Duration, SystemTime};

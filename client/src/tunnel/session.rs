@@ -90,16 +90,31 @@ struct Session {
     last_heard: Heard,
     /// A pause of this process long enough for the relay to have given up
     /// on it, until the relay answers the ping sent after it: the requests
-    /// read meanwhile are not forwarded (see [`super::pause`]).
+    /// read meanwhile wait for that answer (see [`super::pause`]).
     pause: Option<Pause>,
+    /// The requests read during the pause, whose exchanges wait until the
+    /// relay answers: what to record of each, should it never forward.
+    held: HashMap<StreamId, HeldRequest>,
     /// Pauses so far, which number the pings sent after them.
     pauses: u64,
-    /// Body chunks read during a pause for requests forwarded before it,
-    /// held until the relay answers: if it gave up, their callers have
-    /// their 502, and a body that ends would have the handler act on it.
+    /// Body chunks read during a pause, for requests forwarded before it
+    /// and those held, kept until the relay answers: if it gave up, their
+    /// callers have their 502, and a body that ends would have the handler
+    /// act on it.
     /// Each with the way to its exchange, as a stream whose end is held
     /// takes no more.
     held_bodies: Vec<(StreamId, Chunk, mpsc::UnboundedSender<Chunk>)>,
+}
+
+/// A request read during a pause, held until the relay answers the ping
+/// sent after it: its head and the body that came with it, as they are
+/// recorded should it never be forwarded, and the way to let it go.
+struct HeldRequest {
+    head: Head,
+    body: Bytes,
+    /// Its size, when the head brought it whole.
+    declared: Option<u64>,
+    clear: oneshot::Sender<()>,
 }
 
 /// Serves one socket until it ends or the user stops the tunnel. When the
@@ -128,6 +143,7 @@ where
         last_heard: Heard::now(),
         pause: None,
         pauses: 0,
+        held: HashMap::new(),
         held_bodies: Vec::new(),
     };
     // Counted from the last frame, so exchanges finishing meanwhile never
@@ -204,10 +220,22 @@ impl Session {
     /// exchanges a moment; the exchanges still running are handed back,
     /// with `end`, once the writer, if still running, has sent what it can.
     async fn finish(
-        self,
+        mut self,
         end: SessionEnd,
         writer: Option<Pin<&mut impl std::future::Future<Output = Result<(), tungstenite::Error>>>>,
     ) -> (SessionEnd, JoinSet<StreamId>) {
+        // The relay never answered: it may have given up on the tunnel and
+        // answered their callers 502, so what was held is not forwarded.
+        let quiet = self.pause.as_ref().map_or(Duration::ZERO, |pause| pause.quiet);
+        for (_, held) in std::mem::take(&mut self.held) {
+            let why = format!(
+                "not forwarded: read after {}s without a word from the relay (PortPreview paused, or the \
+                 relay or the network stalled), and the connection ended before the relay answered the ping \
+                 asking whether it still waited: it may have answered the caller 502",
+                quiet.as_secs()
+            );
+            self.record_held(held, why);
+        }
         if end == SessionEnd::Shutdown {
             self.outbox.send_raw(Message::Close(Some(CloseFrame {
                 code: CloseCode::Away,
@@ -345,6 +373,9 @@ impl Session {
             }
             Message::Pong(pong) if self.pause.as_ref().is_some_and(|pause| pause.answered_by(&pong)) => {
                 self.pause = None;
+                for (_, held) in self.held.drain() {
+                    let _ = held.clear.send(());
+                }
                 for (stream, chunk, exchange) in std::mem::take(&mut self.held_bodies) {
                     // A stream reset meanwhile takes nothing more.
                     if self.streams.contains_key(&stream) {
@@ -430,25 +461,6 @@ impl Session {
             self.outbox.answer(stream, 503, "the tunnel's client is shutting down");
             return ControlFlow::Continue(());
         }
-        if let Some(quiet) = self.pause.as_ref().map(|pause| pause.quiet) {
-            // Sent late, it would make a duplicate of the tunnel's own: the
-            // provider retries a delivery whose caller saw it fail.
-            // Which of the two went quiet cannot be told: a process stopped
-            // and a relay or network stalled look the same from here.
-            self.outbox.reset(
-                stream,
-                "the tunnel's client heard nothing from the relay for a while; not forwarded",
-            );
-            let why = format!(
-                "not forwarded: read after {}s without a word from the relay (PortPreview paused, or the \
-                 relay or the network stalled), long enough for the relay to have taken the tunnel for gone \
-                 and answered the caller 502",
-                quiet.as_secs()
-            );
-            let declared = end.then_some(body.len() as u64);
-            self.record_unforwarded(head, (body, declared), (Duration::ZERO, Duration::ZERO), why);
-            return ControlFlow::Continue(());
-        }
         // Counted by the exchanges that run: one whose stream the relay has
         // reset goes on to give the handler's answer to the history.
         if self.exchanges.len() >= MAX_STREAMS {
@@ -473,11 +485,29 @@ impl Session {
         };
         let (reset, on_reset) = oneshot::channel();
         let credit = Arc::new(Semaphore::new(STREAM_WINDOW as usize));
+        // Read during a pause, it waits until the relay answers: sent on
+        // before, it would make a duplicate of the tunnel's own should the
+        // relay have given up (the provider retries what failed).
+        let cleared = self.pause.is_some().then(|| {
+            let (clear, cleared) = oneshot::channel();
+            let declared = end.then_some(body.len() as u64);
+            self.held.insert(
+                stream,
+                HeldRequest {
+                    head: head.clone(),
+                    body: body.clone(),
+                    declared,
+                    clear,
+                },
+            );
+            cleared
+        });
         let inflow = Inflow::new(stream, body, end, rx, self.outbox.clone());
         let steering = Steering {
             credit: credit.clone(),
             reset: on_reset,
             abandoned: self.abandon.clone(),
+            cleared,
         };
         // Boxed: the exchange's state is about 6 KiB, which the
         // task would otherwise copy on spawn and again when it ends.
@@ -511,6 +541,14 @@ impl Session {
         // The reason was written for the caller; the history keeps a line of it.
         let why = format!("the relay answered the caller {status}: {}", truncate(reason, 200));
         self.record_unforwarded(head, body, when, why);
+    }
+
+    /// Records a request held during a pause that is not forwarded, for `why`.
+    fn record_held(&mut self, held: HeldRequest, why: String) {
+        let HeldRequest {
+            head, body, declared, ..
+        } = held;
+        self.record_unforwarded(head, (body, declared), (Duration::ZERO, Duration::ZERO), why);
     }
 
     /// Records a request that is not forwarded, for `why`, beside the
@@ -561,6 +599,15 @@ impl Session {
     /// The relay reset a stream: its exchange is told why.
     fn reset(&mut self, stream: StreamId, reason: &str) {
         tracing::debug!(stream, %reason, "relay reset a stream");
+        // Its exchange ends without a word; what it would have recorded is
+        // recorded here.
+        if let Some(held) = self.held.remove(&stream) {
+            let why = format!(
+                "{}; not forwarded: it came during a pause, before the relay answered the tunnel's ping",
+                truncate(reason, 200)
+            );
+            self.record_held(held, why);
+        }
         if let Some(entry) = self.streams.remove(&stream) {
             // The reason goes into the history; a relay
             // gets a line of it, not a novel.
@@ -648,12 +695,23 @@ mod tests {
         impl std::future::Future<Output = (SessionEnd, JoinSet<StreamId>)>,
         WebSocketStream<tokio::io::DuplexStream>,
     ) {
+        session_forwarding_to("127.0.0.1:9", local_timeout).await
+    }
+
+    /// A session forwarding to `target`.
+    async fn session_forwarding_to(
+        target: &str,
+        local_timeout: Duration,
+    ) -> (
+        impl std::future::Future<Output = (SessionEnd, JoinSet<StreamId>)>,
+        WebSocketStream<tokio::io::DuplexStream>,
+    ) {
         let (ours, theirs) = tokio::io::duplex(64 * 1024);
         let socket = WebSocketStream::from_raw_socket(ours, Role::Client, None).await;
         let relay = WebSocketStream::from_raw_socket(theirs, Role::Server, None).await;
         let (events, _) = mpsc::channel(16);
         let shared = Arc::new(Shared {
-            forwarder: Forwarder::new(Target::parse("127.0.0.1:9").expect("target")),
+            forwarder: Forwarder::new(Target::parse(target).expect("target")),
             recorder: None,
             events,
             host_header: exchange::HostHeader::Rewrite,
@@ -902,12 +960,46 @@ mod tests {
             "answered {waited:?} in, not after the local timeout of 1 s"
         );
     }
+
+    /// A GET on `stream`, whole.
+    fn get(stream: StreamId) -> ServerMessage {
+        ServerMessage::RequestHead {
+            stream,
+            method: "GET".into(),
+            target: "/hook".into(),
+            headers: vec![],
+            end: true,
+        }
+    }
+
+    /// A handler that takes connections and never answers, and whether
+    /// anything has connected to it.
+    fn listening_handler() -> (std::net::TcpListener, String) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+        listener.set_nonblocking(true).expect("non-blocking");
+        let target = listener.local_addr().expect("its address").to_string();
+        (listener, target)
+    }
+
+    /// Runs the exchanges a session left until they end, then says whether
+    /// any of them connected to `handler`.
+    async fn reached(handler: &std::net::TcpListener, mut left: JoinSet<StreamId>) -> bool {
+        while left.join_next().await.is_some() {}
+        match handler.accept() {
+            Ok(_) => true,
+            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => false,
+            Err(err) => panic!("accept failed: {err}"),
+        }
+    }
+
     /// The answer to the ping after one pause, read after a second pause,
     /// does not end the second: what the relay sent during it may have
-    /// been answered 502 by then.
+    /// been answered 502 by then. A relay gone before it answers the
+    /// second ping leaves the request unforwarded.
     #[tokio::test(start_paused = true)]
     async fn an_answer_to_an_earlier_pause_does_not_end_the_next() {
-        let (serving, mut relay) = session().await;
+        let (handler, target) = listening_handler();
+        let (serving, mut relay) = session_forwarding_to(&target, Duration::from_secs(1)).await;
         tokio::pin!(serving);
         assert!(futures_util::poll!(serving.as_mut()).is_pending());
         tokio::time::advance(Duration::from_secs(12)).await;
@@ -917,59 +1009,38 @@ mod tests {
             (end, _) = serving.as_mut() => panic!("the session ended first: {end:?}"),
         };
         assert!(matches!(asked, Some(Ok(Message::Ping(_)))), "{asked:?}");
-        // The second pause: its answer comes after it, ahead of a request.
+        // The second pause: its answer comes after it, ahead of a request,
+        // and then the relay is gone without answering the second ping.
         tokio::time::advance(Duration::from_secs(12)).await;
         relay.flush().await.expect("the answer sent");
-        let get = ServerMessage::RequestHead {
-            stream: 1,
-            method: "GET".into(),
-            target: "/hook".into(),
-            headers: vec![],
-            end: true,
-        };
-        relay.send(frame(&get, b"")).await.expect("sent");
-        let told = loop {
-            let next = tokio::select! {
-                next = relay.next() => next,
-                (end, _) = serving.as_mut() => panic!("the session ended first: {end:?}"),
-            };
-            match next {
-                Some(Ok(Message::Binary(frame))) => {
-                    break codec::decode::<ClientMessage>(frame).expect("a valid frame").0;
-                }
-                Some(Ok(_)) => continue,
-                other => panic!("the session ended: {other:?}"),
-            }
-        };
-        assert!(
-            matches!(&told, ClientMessage::Reset { stream: 1, reason } if reason.contains("heard nothing from the relay")),
-            "{told:?}"
-        );
+        relay.send(frame(&get(1), b"")).await.expect("sent");
+        // Time for a request taken for cleared to reach the handler.
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(500)) => {}
+            (end, _) = serving.as_mut() => panic!("the session ended first: {end:?}"),
+        }
+        drop(relay);
+        let (end, left) = serving.await;
+        assert!(matches!(end, SessionEnd::Lost(_)), "{end:?}");
+        assert!(!reached(&handler, left).await, "the held request was forwarded");
     }
 
     /// What the client reads after a pause in which the relay may have
-    /// given up on it is not forwarded, until the relay answers the ping the
-    /// client sends on waking: the relay may have answered its caller 502.
-    /// What comes after the answer goes on as ever.
+    /// given up on it waits until the relay answers the ping the client
+    /// sends on waking: a relay that answers had not given up, and its
+    /// caller still waits. So it is forwarded then, as is what comes after.
     #[tokio::test(start_paused = true)]
-    async fn a_request_read_after_a_pause_is_not_forwarded_until_the_relay_answers() {
+    async fn a_request_read_after_a_pause_is_forwarded_once_the_relay_answers() {
         let (serving, mut relay) = session().await;
         tokio::pin!(serving);
         assert!(futures_util::poll!(serving.as_mut()).is_pending());
         // Past the 10 s a relay may wait, within the 15 s of silence the
         // client waits: the process was stopped.
         tokio::time::advance(Duration::from_secs(12)).await;
-        let get = |stream| ServerMessage::RequestHead {
-            stream,
-            method: "GET".into(),
-            target: "/hook".into(),
-            headers: vec![],
-            end: true,
-        };
         let relay_side = async {
             relay.send(frame(&get(1), b"")).await.expect("sent");
             let (mut pinged, mut told) = (false, None);
-            while !pinged || told.is_none() {
+            while told.is_none() {
                 match relay.next().await {
                     // Answered by the relay's WebSocket on its next read or write.
                     Some(Ok(Message::Ping(_))) => pinged = true,
@@ -980,17 +1051,77 @@ mod tests {
                     other => panic!("the session ended: {other:?}"),
                 }
             }
-            // Forwarded to a port nothing listens on: the client's own 502.
-            (told, answer_to(&mut relay, get(3)).await)
+            (pinged, told, answer_to(&mut relay, get(3)).await)
         };
-        let (told, answered) = tokio::select! {
+        let (pinged, told, answered) = tokio::select! {
             told = relay_side => told,
             (end, _) = serving => panic!("the session ended first: {end:?}"),
         };
+        assert!(pinged, "the relay was asked first");
+        // Forwarded to a port nothing listens on: the client's own 502.
         assert!(
-            matches!(&told, Some(ClientMessage::Reset { stream: 1, reason }) if reason.contains("heard nothing from the relay")),
+            matches!(
+                &told,
+                Some(ClientMessage::ResponseHead {
+                    stream: 1,
+                    status: 502,
+                    ..
+                })
+            ),
             "{told:?}"
         );
         assert_eq!(answered, (3, 502));
+    }
+
+    /// A relay that closes the connection instead of answering the ping
+    /// may have answered the callers 502: what it sent is never forwarded.
+    #[tokio::test(start_paused = true)]
+    async fn a_request_read_after_a_pause_is_never_forwarded_if_the_relay_goes_away() {
+        let (handler, target) = listening_handler();
+        let (serving, mut relay) = session_forwarding_to(&target, Duration::from_secs(1)).await;
+        tokio::pin!(serving);
+        assert!(futures_util::poll!(serving.as_mut()).is_pending());
+        tokio::time::advance(Duration::from_secs(12)).await;
+        relay.send(frame(&get(1), b"")).await.expect("sent");
+        // The relay reads nothing, so the ping goes unanswered meanwhile.
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(500)) => {}
+            (end, _) = serving.as_mut() => panic!("the session ended first: {end:?}"),
+        }
+        drop(relay);
+        let (end, left) = serving.await;
+        assert!(matches!(end, SessionEnd::Lost(_)), "{end:?}");
+        assert!(!reached(&handler, left).await, "the held request was forwarded");
+    }
+
+    /// A request the relay drops during the pause (its caller gone) is
+    /// not forwarded when the relay answers the ping.
+    #[tokio::test(start_paused = true)]
+    async fn a_request_reset_during_a_pause_is_not_forwarded_when_the_relay_answers() {
+        let (handler, target) = listening_handler();
+        let (serving, mut relay) = session_forwarding_to(&target, Duration::from_secs(1)).await;
+        tokio::pin!(serving);
+        assert!(futures_util::poll!(serving.as_mut()).is_pending());
+        tokio::time::advance(Duration::from_secs(12)).await;
+        let reset = ServerMessage::Reset {
+            stream: 1,
+            reason: "the caller went away before the answer".into(),
+        };
+        let relay_side = async {
+            relay.send(frame(&get(1), b"")).await.expect("sent");
+            relay.send(frame(&reset, b"")).await.expect("sent");
+            while !matches!(relay.next().await, Some(Ok(Message::Ping(_)))) {}
+            // Reading on sends the answer; then time for a request taken
+            // for cleared to reach the handler.
+            let _ = tokio::time::timeout(Duration::from_millis(500), relay.next()).await;
+            relay
+        };
+        let relay = tokio::select! {
+            relay = relay_side => relay,
+            (end, _) = serving.as_mut() => panic!("the session ended first: {end:?}"),
+        };
+        drop(relay);
+        let (_, left) = serving.await;
+        assert!(!reached(&handler, left).await, "the reset request was forwarded");
     }
 }

@@ -44,6 +44,7 @@ const STOPPED_MID_ANSWER: &str = "PortPreview was stopped during the answer";
 const HAD_THE_STATUS: &str = "the caller had the status and headers, not the whole body";
 
 /// A request head as the relay sent it.
+#[derive(Clone)]
 pub struct Head {
     /// Stream id.
     pub stream: StreamId,
@@ -64,6 +65,13 @@ pub struct Steering {
     /// Cancelled when the connection to the relay ends with the exchange
     /// still in flight.
     pub abandoned: CancellationToken,
+    /// For a request read during a pause (see [`super::pause`]): fires once
+    /// the relay has answered the ping sent after it. Until then the relay
+    /// may have given up on the tunnel and answered the caller 502, so the
+    /// request waits. The session drops the sender instead when the stream
+    /// is reset or the connection ends first, and records the request: it
+    /// is never forwarded.
+    pub cleared: Option<oneshot::Receiver<()>>,
 }
 
 /// What an exchange leaves outside itself, so that it outlives the exchange
@@ -106,7 +114,13 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
         credit,
         mut reset,
         abandoned,
+        cleared,
     } = steering;
+    if let Some(cleared) = cleared {
+        if cleared.await.is_err() {
+            return stream;
+        }
+    }
     let outcome = {
         let answer = AnswerSide::new(credit);
         let mut exchanged = std::pin::pin!(exchange(&shared, head, inflow, &line, &answer, &outbox, &mut kept));
