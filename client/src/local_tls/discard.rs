@@ -28,6 +28,11 @@ impl<T> DiscardsAfterReset<T> {
     pub fn new(inner: T) -> Self {
         Self { inner, reset: false }
     }
+
+    /// The stream wrapped.
+    pub fn get_ref(&self) -> &T {
+        &self.inner
+    }
 }
 
 /// Whether a write failed because the peer reset the connection: nothing
