@@ -1346,6 +1346,39 @@ fn pruning_most_of_a_history_shrinks_its_file() {
     );
 }
 
+/// Another process reading the history (a tunnel writing it does too)
+/// keeps the rebuilt history in the WAL: the size said is the history's,
+/// and the file is said to follow, not to have shrunk from a size to the
+/// same.
+#[test]
+fn a_prune_beside_another_reader_says_the_file_follows() {
+    let h = History::new("shrink-busy");
+    let store = h.store();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    for n in 0..2_000 {
+        let mut d = stripe_event(&format!("evt_{n}"), now - 30 * 86_400_000 + n);
+        d.request_body = format!("{{\"id\":\"evt_{n}\",\"pad\":\"{}\"}}", "x".repeat(1000)).into_bytes();
+        d.request_body_size = d.request_body.len() as u64;
+        store.insert_delivery(&d, &answered(200)).unwrap();
+    }
+    drop(store);
+    let reader = rusqlite::Connection::open(&h.db).unwrap();
+    reader.execute_batch("BEGIN; SELECT count(*) FROM deliveries;").unwrap();
+
+    let said = h.ok(&["prune", "--older-than", "7d"]);
+    let lines: Vec<&str> = said.lines().collect();
+    assert_eq!(lines[0], "Removed 2000 deliveries older than 7d.", "{said}");
+    assert!(lines[1].starts_with("The history shrank from "), "{said}");
+    assert!(
+        lines[1].ends_with(" KB; its file follows once the process writing it pauses."),
+        "{said}"
+    );
+    reader.execute_batch("COMMIT").unwrap();
+}
+
 #[test]
 fn prune_removes_only_old_deliveries() {
     let h = History::new("prune");

@@ -40,14 +40,24 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     .context("cannot write to stdout")?;
     let before = file_size(db);
     match store.shrink_if_mostly_free() {
-        Ok(true) => writeln!(
+        // A tunnel writing the history keeps the copy in the WAL until it
+        // pauses: the file has not shrunk yet, and saying it shrank from
+        // its size to the same would be untrue.
+        Ok(Some(after)) if file_size(db) > after => writeln!(
+            std::io::stdout().lock(),
+            "The history shrank from {} to {}; its file follows once the process writing it pauses.",
+            size_text(before),
+            size_text(after)
+        )
+        .context("cannot write to stdout")?,
+        Ok(Some(_)) => writeln!(
             std::io::stdout().lock(),
             "The history file shrank from {} to {}.",
             size_text(before),
             size_text(file_size(db))
         )
         .context("cannot write to stdout")?,
-        Ok(false) => {}
+        Ok(None) => {}
         // Pruned all the same: the free space goes to later deliveries.
         Err(err) => tracing::warn!(
             "the history file keeps its size, its free space left for new deliveries: {}",

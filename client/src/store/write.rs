@@ -128,19 +128,23 @@ impl Store {
 
     /// Gives the file's free pages back to the file system when they are
     /// most of it, as after pruning most of a history; SQLite otherwise
-    /// keeps them for later rows, and the file never shrinks. Returns
-    /// whether it did. The copy this makes is of what is left, no larger
-    /// than the space it frees.
-    pub fn shrink_if_mostly_free(&self) -> Result<bool, StoreError> {
+    /// keeps them for later rows, and the file never shrinks. Returns the
+    /// history's size after, in bytes, when it did: the file's, once the
+    /// copy is written back from the WAL, which a process reading or
+    /// writing the history meanwhile may put off. The copy this makes is
+    /// of what is left, no larger than the space it frees.
+    pub fn shrink_if_mostly_free(&self) -> Result<Option<u64>, StoreError> {
         let count = |pragma: &str| self.conn.query_row(pragma, [], |row| row.get::<_, i64>(0));
         let pages = count("PRAGMA page_count").map_err(|e| self.classify(e))?;
         let free = count("PRAGMA freelist_count").map_err(|e| self.classify(e))?;
         if free * 2 < pages {
-            return Ok(false);
+            return Ok(None);
         }
         self.conn.execute_batch("VACUUM").map_err(|e| self.classify(e))?;
         self.empty_wal_waiting();
-        Ok(true)
+        let pages = count("PRAGMA page_count").map_err(|e| self.classify(e))?;
+        let page_size = count("PRAGMA page_size").map_err(|e| self.classify(e))?;
+        Ok(Some(u64::try_from(pages * page_size).unwrap_or(0)))
     }
 
     /// Empties the WAL into the database and cuts its file to nothing,
