@@ -992,6 +992,24 @@ mod tests {
         }
     }
 
+    /// Lets the session run a while with the relay reading nothing, time
+    /// for a request taken for cleared to reach `handler`; then takes the
+    /// relay away: the session ends as lost, and nothing reached `handler`.
+    async fn gone_without_forwarding(
+        mut serving: Pin<&mut impl std::future::Future<Output = (SessionEnd, JoinSet<StreamId>)>>,
+        relay: WebSocketStream<tokio::io::DuplexStream>,
+        handler: &std::net::TcpListener,
+    ) {
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(500)) => {}
+            (end, _) = serving.as_mut() => panic!("the session ended first: {end:?}"),
+        }
+        drop(relay);
+        let (end, left) = serving.await;
+        assert!(matches!(end, SessionEnd::Lost(_)), "{end:?}");
+        assert!(!reached(handler, left).await, "a request held was forwarded");
+    }
+
     /// The answer to the ping after one pause, read after a second pause,
     /// does not end the second: what the relay sent during it may have
     /// been answered 502 by then. A relay gone before it answers the
@@ -1014,15 +1032,7 @@ mod tests {
         tokio::time::advance(Duration::from_secs(12)).await;
         relay.flush().await.expect("the answer sent");
         relay.send(frame(&get(1), b"")).await.expect("sent");
-        // Time for a request taken for cleared to reach the handler.
-        tokio::select! {
-            () = tokio::time::sleep(Duration::from_millis(500)) => {}
-            (end, _) = serving.as_mut() => panic!("the session ended first: {end:?}"),
-        }
-        drop(relay);
-        let (end, left) = serving.await;
-        assert!(matches!(end, SessionEnd::Lost(_)), "{end:?}");
-        assert!(!reached(&handler, left).await, "the held request was forwarded");
+        gone_without_forwarding(serving, relay, &handler).await;
     }
 
     /// What the client reads after a pause in which the relay may have
@@ -1083,15 +1093,8 @@ mod tests {
         assert!(futures_util::poll!(serving.as_mut()).is_pending());
         tokio::time::advance(Duration::from_secs(12)).await;
         relay.send(frame(&get(1), b"")).await.expect("sent");
-        // The relay reads nothing, so the ping goes unanswered meanwhile.
-        tokio::select! {
-            () = tokio::time::sleep(Duration::from_millis(500)) => {}
-            (end, _) = serving.as_mut() => panic!("the session ended first: {end:?}"),
-        }
-        drop(relay);
-        let (end, left) = serving.await;
-        assert!(matches!(end, SessionEnd::Lost(_)), "{end:?}");
-        assert!(!reached(&handler, left).await, "the held request was forwarded");
+        // The relay reads nothing, so the ping goes unanswered.
+        gone_without_forwarding(serving, relay, &handler).await;
     }
 
     /// A request the relay drops during the pause (its caller gone) is
@@ -1120,8 +1123,6 @@ mod tests {
             relay = relay_side => relay,
             (end, _) = serving.as_mut() => panic!("the session ended first: {end:?}"),
         };
-        drop(relay);
-        let (_, left) = serving.await;
-        assert!(!reached(&handler, left).await, "the reset request was forwarded");
+        gone_without_forwarding(serving, relay, &handler).await;
     }
 }
