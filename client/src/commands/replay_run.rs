@@ -210,22 +210,16 @@ pub fn refuse_to_overwrite_an_input<'a>(
     Ok(())
 }
 
-/// Writes a JUnit report to `path`, whole, its folders made as needed: a
-/// CI job names `reports/junit.xml` in a checkout that has no `reports/`.
+/// Writes a JUnit report to `path`, whole. Its folders were made as
+/// `--junit` was read ([`crate::replay::options::parse_report_path`]).
 pub fn write_junit(path: &Path, xml: &str) -> anyhow::Result<()> {
-    let written = match path.parent().filter(|folder| !folder.as_os_str().is_empty()) {
-        Some(folder) => crate::private_file::create_folders(folder),
-        None => Ok(()),
-    }
-    .and_then(|()| {
-        crate::whole_file::write(
-            path,
-            xml.as_bytes(),
-            crate::whole_file::Existing::Replace,
-            crate::whole_file::Access::Usual,
-        )
-    });
-    written.with_context(|| format!("cannot write {}", path.display()))
+    crate::whole_file::write(
+        path,
+        xml.as_bytes(),
+        crate::whole_file::Existing::Replace,
+        crate::whole_file::Access::Usual,
+    )
+    .with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[cfg(test)]
