@@ -284,7 +284,8 @@ pub fn is_sensitive_header(name: &str) -> bool {
     // Credentials a sender invents its own name for: `X-Api-Key`,
     // `X-Auth-Key`, `X-Authorization`, `Authentication`, `X-Webhook-Secret`,
     // `X-Foo-Signature`, PayPal's `Paypal-Transmission-Sig`, `X-Hmac-Sha256`,
-    // `X-Amz-Security-Token`, `X-Private-Key`, `Cookie2`.
+    // `X-Amz-Security-Token`, `X-Private-Key`, `Cookie2`, `X-JWT-Assertion`,
+    // `signing_key`.
     const HINTS: &[&str] = &[
         "authoriz",
         "authentic",
@@ -300,6 +301,10 @@ pub fn is_sensitive_header(name: &str) -> bool {
         "private-key",
         "private_key",
         "privatekey",
+        "signing_key",
+        "signing-key",
+        "signingkey",
+        "jwt",
         "session",
         "credential",
         "cookie",
