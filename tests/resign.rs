@@ -317,3 +317,65 @@ async fn resigning_makes_an_old_delivery_verify_again_for_every_provider_that_si
         tunnel.stop().await.expect("the tunnel stops cleanly");
     }
 }
+
+/// A re-signed attempt refused for its signature points at where the
+/// secret came from, since that is the place to correct: advice to set a
+/// variable `--secret` comes before would change nothing.
+#[tokio::test]
+async fn a_refused_resign_names_where_its_secret_came_from() {
+    let relay = TestRelay::start().await;
+    let case = cases()
+        .into_iter()
+        .find(|c| c.provider == "github")
+        .expect("a github case");
+    let (verify, secret) = (case.verify, case.secret);
+    let handler = LocalHandler::start(move |seen| match verify(seen, secret, now()) {
+        Ok(()) => Answer::default(),
+        Err(why) => Answer {
+            status: 400,
+            body: why.into_bytes(),
+            ..Answer::default()
+        },
+    })
+    .await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let (headers, body) = (case.deliver)(now(), secret);
+    let headers: Vec<(&str, &[u8])> = headers.iter().map(|(n, v)| (*n, v.as_bytes())).collect();
+    assert_eq!(
+        caller::send("POST", &tunnel.url("/hooks"), &headers, body).await.status,
+        200
+    );
+    let (summary, _) = tunnel.next_delivery().await;
+    let id = summary.id.to_string();
+    let warnings = |ran: &common::history::Ran| -> String {
+        let json = ran.json();
+        assert_eq!(statuses(&json), [400], "{}", ran.stdout);
+        serde_json::to_string(&json["warnings"]).expect("warnings")
+    };
+
+    let flag = portpreview_async(
+        &tunnel.db,
+        &["replay", &id, "--resign", "--secret", "whsec_other", "--json"],
+    )
+    .await;
+    let said = warnings(&flag);
+    assert!(
+        said.contains("signed with the github secret from --secret, was answered 400")
+            && said.contains("leave --secret out and set PORTPREVIEW_SECRET_GITHUB"),
+        "{said}"
+    );
+
+    std::fs::write(
+        tunnel.db.with_extension("config.toml"),
+        "[secrets]\ngithub = \"whsec_other\"\n",
+    )
+    .expect("config written");
+    let file = portpreview_async(&tunnel.db, &["replay", &id, "--resign", "--json"]).await;
+    let said = warnings(&file);
+    assert!(
+        said.contains("signed with the github secret from the config file, was answered 400")
+            && said.contains("change github in the config file's [secrets] table"),
+        "{said}"
+    );
+    tunnel.stop().await.expect("the tunnel stops cleanly");
+}

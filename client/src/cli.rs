@@ -148,6 +148,11 @@ pub fn parse_secret_text(text: &str) -> Result<crate::config::Secret, String> {
     }
 }
 
+/// `--secret`: a secret given on the command line, known as given there.
+pub fn parse_signing_secret(text: &str) -> Result<crate::config::SigningSecret, String> {
+    parse_secret_text(text).map(|_| crate::config::SigningSecret::flag(text))
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -293,7 +298,7 @@ mod tests {
         );
         let cli = Cli::try_parse_from(["portpreview", "replay", "1", "--secret", "-s3cr3t", "--times", "2"]).unwrap();
         assert!(
-            matches!(cli.command, Command::Replay(args) if args.run.secret.as_ref().map(Secret::expose) == Some("-s3cr3t"))
+            matches!(cli.command, Command::Replay(args) if args.run.secret.as_ref().map(|given| given.secret.expose()) == Some("-s3cr3t"))
         );
     }
 

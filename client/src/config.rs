@@ -39,6 +39,48 @@ impl fmt::Debug for Secret {
     }
 }
 
+/// A signing secret and where it was found. A handler that refuses what
+/// it signed is told of that place, the one to correct.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SigningSecret {
+    /// The secret.
+    pub secret: Secret,
+    /// Where it came from.
+    pub from: SecretFrom,
+}
+
+impl SigningSecret {
+    /// A secret given with `--secret`.
+    pub fn flag(value: impl Into<String>) -> Self {
+        Self {
+            secret: Secret::new(value),
+            from: SecretFrom::Flag,
+        }
+    }
+}
+
+/// Where a signing secret was found, in the order [`resolve_secret`] looks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SecretFrom {
+    /// `--secret`, which signs for every provider.
+    Flag,
+    /// An environment variable: a suite's `secret_env`,
+    /// `PORTPREVIEW_SECRET_<PROVIDER>` or `PORTPREVIEW_SECRET`.
+    Env(String),
+    /// The config file's `[secrets]` table.
+    ConfigFile,
+}
+
+impl fmt::Display for SecretFrom {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Flag => f.write_str("--secret"),
+            Self::Env(var) => f.write_str(var),
+            Self::ConfigFile => f.write_str("the config file"),
+        }
+    }
+}
+
 /// The config file, `config.toml` in the user's config directory.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -209,13 +251,17 @@ pub const ANY_PROVIDER_SECRET_ENV: &str = "PORTPREVIEW_SECRET";
 /// set in CI must not sign every provider's fixtures with one provider's
 /// key while the right ones are set beside it.
 pub fn resolve_secret(
-    flag: Option<Secret>,
+    flag: Option<SigningSecret>,
     provider: Option<Provider>,
     suite_env: Option<&str>,
-) -> anyhow::Result<Option<Secret>> {
+) -> anyhow::Result<Option<SigningSecret>> {
     if flag.is_some() {
         return Ok(flag);
     }
+    let from_env = |var: &str, value: String| SigningSecret {
+        secret: Secret::new(value),
+        from: SecretFrom::Env(var.to_owned()),
+    };
     if let Some(var) = suite_env {
         // Empty, as CI leaves a secret that is not defined: signing with an
         // empty key would blame the handler for the missing secret.
@@ -223,11 +269,11 @@ pub fn resolve_secret(
             .ok()
             .filter(|v| !v.is_empty())
             .with_context(|| format!("secret_env {var} is empty or not set"))?;
-        return Ok(Some(Secret::new(value)));
+        return Ok(Some(from_env(var, value)));
     }
     let env = |var: &str| std::env::var(var).ok();
     let Some(provider) = provider else {
-        return Ok(non_empty(env(ANY_PROVIDER_SECRET_ENV)).map(Secret::new));
+        return Ok(non_empty(env(ANY_PROVIDER_SECRET_ENV)).map(|value| from_env(ANY_PROVIDER_SECRET_ENV, value)));
     };
     provider_secret(provider, env, Config::load)
 }
@@ -244,7 +290,7 @@ fn provider_secret(
     provider: Provider,
     env: impl Fn(&str) -> Option<String>,
     load: impl FnOnce() -> anyhow::Result<Config>,
-) -> anyhow::Result<Option<Secret>> {
+) -> anyhow::Result<Option<SigningSecret>> {
     let set: Vec<(String, String)> = secret_envs(provider)
         .into_iter()
         .filter_map(|var| non_empty(env(&var)).map(|value| (var, value)))
@@ -255,15 +301,20 @@ fn provider_secret(
             anyhow::bail!("{first} and {second} are both set, to different secrets: keep one");
         }
     }
-    if let Some(value) = set
+    if let Some((var, value)) = set
         .into_iter()
         .next()
-        .map(|(_, value)| value)
-        .or_else(|| non_empty(env(ANY_PROVIDER_SECRET_ENV)))
+        .or_else(|| non_empty(env(ANY_PROVIDER_SECRET_ENV)).map(|value| (ANY_PROVIDER_SECRET_ENV.to_owned(), value)))
     {
-        return Ok(Some(Secret::new(value)));
+        return Ok(Some(SigningSecret {
+            secret: Secret::new(value),
+            from: SecretFrom::Env(var),
+        }));
     }
-    Ok(load()?.secret(provider).cloned())
+    Ok(load()?.secret(provider).map(|secret| SigningSecret {
+        secret: secret.clone(),
+        from: SecretFrom::ConfigFile,
+    }))
 }
 
 /// Where the config file lives (`PORTPREVIEW_CONFIG` overrides).
@@ -355,6 +406,13 @@ mod tests {
         );
     }
 
+    fn env_secret(var: &str, value: &str) -> Option<SigningSecret> {
+        Some(SigningSecret {
+            secret: Secret::new(value),
+            from: SecretFrom::Env(var.to_owned()),
+        })
+    }
+
     #[test]
     fn svix_names_the_standard_webhooks_secret_too() {
         assert_eq!(
@@ -365,11 +423,11 @@ mod tests {
         let no_config = || -> anyhow::Result<Config> { Ok(Config::default()) };
         let env = |var: &str| (var == "PORTPREVIEW_SECRET_SVIX").then(|| "whsec_svix".to_string());
         let found = provider_secret(Provider::StandardWebhooks, env, no_config).unwrap();
-        assert_eq!(found, Some(Secret::new("whsec_svix")));
+        assert_eq!(found, env_secret("PORTPREVIEW_SECRET_SVIX", "whsec_svix"));
         // Both names set to one secret is that secret; to two, a mistake.
         let same = |_: &str| Some("whsec_same".to_string());
         let found = provider_secret(Provider::StandardWebhooks, same, no_config).unwrap();
-        assert_eq!(found, Some(Secret::new("whsec_same")));
+        assert_eq!(found, env_secret("PORTPREVIEW_SECRET_STANDARD_WEBHOOKS", "whsec_same"));
         let both = |var: &str| Some(var.to_string());
         let err = provider_secret(Provider::StandardWebhooks, both, no_config).unwrap_err();
         assert_eq!(
@@ -386,7 +444,11 @@ mod tests {
             Some(&Secret::new("whsec_file"))
         );
         let found = provider_secret(Provider::StandardWebhooks, |_| None, || Ok(config)).unwrap();
-        assert_eq!(found, Some(Secret::new("whsec_file")));
+        let from_file = SigningSecret {
+            secret: Secret::new("whsec_file"),
+            from: SecretFrom::ConfigFile,
+        };
+        assert_eq!(found, Some(from_file));
 
         std::fs::write(&path, "[secrets]\nsvix = \"a\"\nstandard-webhooks = \"b\"\n").unwrap();
         let err = format!("{:#}", Config::load_from(&path).unwrap_err());
@@ -411,7 +473,7 @@ mod tests {
         let env = |var: &str| (var == "PORTPREVIEW_SECRET_STRIPE").then(|| "whsec_env".to_string());
         let broken = || -> anyhow::Result<Config> { anyhow::bail!("invalid config file") };
         let found = provider_secret(Provider::Stripe, env, broken).unwrap();
-        assert_eq!(found, Some(Secret::new("whsec_env")));
+        assert_eq!(found, env_secret("PORTPREVIEW_SECRET_STRIPE", "whsec_env"));
         assert!(provider_secret(Provider::Stripe, |_| Some(String::new()), broken).is_err());
     }
 
@@ -424,12 +486,20 @@ mod tests {
             _ => None,
         };
         let found = provider_secret(Provider::Stripe, both, no_config).unwrap();
-        assert_eq!(found, Some(Secret::new("whsec_stripe")));
+        assert_eq!(found, env_secret("PORTPREVIEW_SECRET_STRIPE", "whsec_stripe"));
         let found = provider_secret(Provider::Github, both, no_config).unwrap();
-        assert_eq!(found, Some(Secret::new("whsec_any")), "the one for any provider, else");
+        assert_eq!(
+            found,
+            env_secret(ANY_PROVIDER_SECRET_ENV, "whsec_any"),
+            "the one for any provider, else"
+        );
         let file = || Ok(toml::from_str::<Config>("[secrets]\ngithub = \"from_file\"\n")?);
         let found = provider_secret(Provider::Github, both, file).unwrap();
-        assert_eq!(found, Some(Secret::new("whsec_any")), "the environment beats the file");
+        assert_eq!(
+            found,
+            env_secret(ANY_PROVIDER_SECRET_ENV, "whsec_any"),
+            "the environment beats the file"
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::config::Secret;
+use crate::config::SigningSecret;
 use crate::replay::{
     options::{parse_positive_duration, parse_settle},
     Phase, ProbeSpec, Progress, ReplayOptions, MAX_CONCURRENCY, MAX_TIMES,
@@ -48,8 +48,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub resign: bool,
     /// Signing secret (else a suite's `secret_env`, `PORTPREVIEW_SECRET_<PROVIDER>`, `PORTPREVIEW_SECRET` or the config file).
-    #[arg(long, value_name = "S", value_parser = crate::cli::parse_secret_text, allow_hyphen_values = true)]
-    pub secret: Option<Secret>,
+    #[arg(long, value_name = "S", value_parser = crate::cli::parse_signing_secret, allow_hyphen_values = true)]
+    pub secret: Option<SigningSecret>,
 }
 
 impl RunArgs {

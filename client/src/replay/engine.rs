@@ -393,7 +393,7 @@ impl Run<'_> {
         if let Some(provider) = provider {
             warnings.extend(verdict::slow_answers(&self.attempts, provider));
         }
-        warnings.extend(verdict::refused_signature(&self.attempts, self.plan.signs_for()));
+        warnings.extend(verdict::refused_signature(&self.attempts, self.plan.signed_with()));
         Report {
             idempotent: verdict::decide(&checks),
             checks,

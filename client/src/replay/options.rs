@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::probe::{ProbeSpec, SETTLE_CAP_FACTOR};
-use crate::config::Secret;
+use crate::config::SigningSecret;
 
 /// Default `--settle`: how long the state must hold still to count as read.
 pub const DEFAULT_SETTLE: Duration = Duration::from_millis(300);
@@ -45,7 +45,7 @@ pub struct ReplayOptions {
     /// Re-sign every attempt with the current time.
     pub resign: bool,
     /// Signing secret (`--secret`, the environment or the config file).
-    pub secret: Option<Secret>,
+    pub secret: Option<SigningSecret>,
     /// Headers to set, replacing recorded ones of the same name.
     pub add_headers: Vec<(String, String)>,
     /// Header names to leave out.

@@ -105,7 +105,7 @@ mod tests {
     use portpreview_shared::Header;
 
     use super::*;
-    use crate::config::Secret;
+    use crate::config::SigningSecret;
 
     fn stripe() -> NewDelivery {
         NewDelivery {
@@ -127,7 +127,7 @@ mod tests {
     fn resigned(add: &[(&str, &str)], drop: &[&str]) -> ReplayOptions {
         ReplayOptions {
             resign: true,
-            secret: Some(Secret::new("whsec_test")),
+            secret: Some(SigningSecret::flag("whsec_test")),
             add_headers: add.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
             drop_headers: drop.iter().map(|n| n.to_string()).collect(),
             ..ReplayOptions::default()

@@ -10,7 +10,7 @@ use portpreview_shared::Header;
 use super::attempt::{strip_unreplayable, Endpoint, Outgoing};
 use super::stale::{resign_advice, stale_signature};
 use super::{secret_sources, ReplayError, ReplayOptions};
-use crate::config::Secret;
+use crate::config::{SecretFrom, SigningSecret};
 use crate::store::NewDelivery;
 use crate::target::Target;
 
@@ -41,7 +41,7 @@ pub struct Plan {
     /// Provider, from the record or detected.
     pub provider: Option<Provider>,
     /// `(provider, secret)` when every attempt is signed just before it is sent.
-    signing: Option<(Provider, Secret)>,
+    signing: Option<(Provider, SigningSecret)>,
     /// The URL the provider called, for providers that sign it (Square, Twilio):
     /// the recorded public URL when there is one, else the replay target.
     signed_url: String,
@@ -54,9 +54,11 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The provider whose signature every attempt is given, if any.
-    pub fn signs_for(&self) -> Option<Provider> {
-        self.signing.as_ref().map(|(provider, _)| *provider)
+    /// The provider every attempt is signed for, and where its secret came from.
+    pub fn signed_with(&self) -> Option<(Provider, &SecretFrom)> {
+        self.signing
+            .as_ref()
+            .map(|(provider, secret)| (*provider, &secret.from))
     }
 }
 
@@ -217,7 +219,7 @@ impl Plan {
                 let mut body = variant.body.to_vec();
                 provider::resign(
                     *provider,
-                    secret.expose(),
+                    secret.secret.expose(),
                     &mut headers,
                     &mut body,
                     SystemTime::now(),
@@ -308,7 +310,7 @@ fn signed_url(
     request: &NewDelivery,
     endpoint: &Endpoint,
     path: &str,
-    signing: Option<&(Provider, Secret)>,
+    signing: Option<&(Provider, SigningSecret)>,
     warnings: &mut Vec<String>,
 ) -> String {
     match request.tunnel_url.trim_end_matches('/') {
@@ -342,7 +344,7 @@ fn signing(
     opts: &ReplayOptions,
     voided: bool,
     warnings: &mut Vec<String>,
-) -> Result<Option<(Provider, Secret)>, ReplayError> {
+) -> Result<Option<(Provider, SigningSecret)>, ReplayError> {
     let resignable = provider.is_none_or(Provider::resignable);
     // Only the provider holds its private key: the recorded signature goes
     // out, and still verifies on the byte-identical replay most runs are.
@@ -382,7 +384,7 @@ fn signing(
         return Ok(None);
     };
     match &opts.secret {
-        Some(secret) => {
+        Some(given @ SigningSecret { secret, .. }) => {
             // A secret pasted into a CI variable or read from a file often
             // brings a newline along; signing with it fails every attempt
             // for a reason the handler cannot tell.
@@ -392,7 +394,7 @@ fn signing(
                      remove it unless the secret holds it"
                 ));
             }
-            Ok(Some((provider, secret.clone())))
+            Ok(Some((provider, given.clone())))
         }
         // Refusing would fail a whole `check fixtures/ --resign` over one
         // GitLab hook whose recorded token still verifies.

@@ -363,7 +363,7 @@ fn a_truncated_body_and_a_missing_secret_stop_the_run_before_it_starts() {
     discord.provider = Some("discord".into());
     let with_secret = ReplayOptions {
         resign: true,
-        secret: Some(Secret::new("x")),
+        secret: Some(SigningSecret::flag("x")),
         ..ReplayOptions::default()
     };
     // No secret makes a private-key signature: the recorded one goes out,
@@ -522,7 +522,7 @@ fn a_twilio_json_body_changed_before_re_signing_gets_its_own_hash_in_the_url() {
     };
     let resign = ReplayOptions {
         resign: true,
-        secret: Some(Secret::new("12345")),
+        secret: Some(SigningSecret::flag("12345")),
         body: Some(new.to_vec()),
         ..ReplayOptions::default()
     };
@@ -565,7 +565,7 @@ fn a_fresh_twilio_json_body_gets_its_own_hash_in_the_url() {
         fresh: true,
         fresh_field: Some("/CallSid".into()),
         resign: true,
-        secret: Some(Secret::new("12345")),
+        secret: Some(SigningSecret::flag("12345")),
         ..ReplayOptions::default()
     };
     let plan = Plan::new(&twilio, &fresh).unwrap();
@@ -612,7 +612,7 @@ fn a_secret_with_whitespace_around_it_is_pointed_out() {
     let signed_with = |secret: &str| {
         let opts = ReplayOptions {
             resign: true,
-            secret: Some(Secret::new(secret)),
+            secret: Some(SigningSecret::flag(secret)),
             ..ReplayOptions::default()
         };
         Plan::new(&stripe, &opts).expect("signed").warnings
@@ -634,7 +634,7 @@ fn a_secret_with_whitespace_around_it_is_pointed_out() {
 fn resigning_a_request_from_no_known_provider_sends_it_as_recorded() {
     let opts = ReplayOptions {
         resign: true,
-        secret: Some(Secret::new("x")),
+        secret: Some(SigningSecret::flag("x")),
         ..ReplayOptions::default()
     };
     let plan = Plan::new(&recorded(), &opts).expect("sent as recorded");

@@ -352,6 +352,7 @@ pub fn all_attempts(n: usize, all: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::SecretFrom;
     use crate::replay::attempt::Answer;
 
     #[test]
@@ -563,26 +564,43 @@ mod tests {
             text.contains("\nEvery attempt got this answer:\n  401 for attempts 1–2\n  (a binary body of 4 bytes; --json has its start)\n"),
             "{text}"
         );
-        let warning = crate::replay::verdict::refused_signature(
-            &refused.attempts,
-            Some(portpreview_shared::provider::Provider::Stripe),
-        )
-        .unwrap();
+        // The advice points at where the secret came from: a variable that
+        // `--secret` comes before is no place to fix it.
+        let stripe = portpreview_shared::provider::Provider::Stripe;
+        let hint = |attempts: &[Attempt], from: &SecretFrom| {
+            crate::replay::verdict::refused_signature(attempts, Some((stripe, from)))
+        };
+        let flag = hint(&refused.attempts, &SecretFrom::Flag).unwrap();
         assert!(
-            warning.starts_with("attempt 1, signed with the stripe secret PortPreview was given, was answered 401"),
-            "{warning}"
+            flag.starts_with("attempt 1, signed with the stripe secret from --secret, was answered 401"),
+            "{flag}"
+        );
+        assert!(
+            flag.ends_with(
+                "pass the handler's own with --secret, or leave --secret out and set PORTPREVIEW_SECRET_STRIPE: \
+                 --secret signs every provider's deliveries with one secret, and comes before any other"
+            ),
+            "{flag}"
+        );
+        let env = hint(&refused.attempts, &SecretFrom::Env("STRIPE_WEBHOOK_SECRET".into())).unwrap();
+        assert!(
+            env.contains("secret from STRIPE_WEBHOOK_SECRET, was answered 401")
+                && env.ends_with("set STRIPE_WEBHOOK_SECRET to the handler's own, or pass it with --secret"),
+            "{env}"
+        );
+        let file = hint(&refused.attempts, &SecretFrom::ConfigFile).unwrap();
+        assert!(
+            file.contains("secret from the config file, was answered 401")
+                && file.ends_with(
+                    "change stripe in the config file's [secrets] table, or pass the handler's own with --secret"
+                ),
+            "{file}"
         );
         assert_eq!(crate::replay::verdict::refused_signature(&refused.attempts, None), None);
         // Attempt 1 was taken with the same secret: a duplicate refused
         // after it is the handler refusing the duplicate.
         refused.attempts[0].answer.status = Some(200);
-        assert_eq!(
-            crate::replay::verdict::refused_signature(
-                &refused.attempts,
-                Some(portpreview_shared::provider::Provider::Stripe)
-            ),
-            None
-        );
+        assert_eq!(hint(&refused.attempts, &SecretFrom::Flag), None);
     }
 
     #[test]

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use portpreview_shared::provider::Provider;
 
+use crate::config::SecretFrom;
+
 use super::probe::ProbeError;
 use super::report::{all_attempts, attempts_phrase, Attempt, Check, Role, StateTrace};
 
@@ -101,18 +103,31 @@ pub fn answers_2xx(attempts: &[Attempt]) -> Check {
 ///
 /// Only attempt 1 tells: signed with the same secret, a later attempt
 /// refused after it was taken is the handler refusing the duplicate.
-pub fn refused_signature(attempts: &[Attempt], signed_for: Option<Provider>) -> Option<String> {
-    let provider = signed_for?;
+pub fn refused_signature(attempts: &[Attempt], signed_with: Option<(Provider, &SecretFrom)>) -> Option<String> {
+    let (provider, from) = signed_with?;
     // Stripe's and Svix's libraries answer a bad signature 400.
     let status = attempts
         .first()?
         .answer
         .status
         .filter(|s| matches!(s, 400 | 401 | 403))?;
+    // The place the secret came from is the one to correct: advice to set
+    // a variable that `--secret` comes before would change nothing.
+    let advice = match from {
+        SecretFrom::Flag => format!(
+            "pass the handler's own with --secret, or leave --secret out and set {}: --secret signs every \
+             provider's deliveries with one secret, and comes before any other",
+            crate::config::secret_env(provider)
+        ),
+        SecretFrom::Env(var) => format!("set {var} to the handler's own, or pass it with --secret"),
+        SecretFrom::ConfigFile => format!(
+            "change {} in the config file's [secrets] table, or pass the handler's own with --secret",
+            provider.name()
+        ),
+    };
     Some(format!(
-        "attempt 1, signed with the {provider} secret PortPreview was given, was answered {status}: if the handler \
-         checks {provider} signatures, it holds another secret; to sign with the handler's, {}",
-        super::secret_sources(provider),
+        "attempt 1, signed with the {provider} secret from {from}, was answered {status}: if the handler \
+         checks {provider} signatures, it holds another secret; {advice}"
     ))
 }
 
