@@ -71,8 +71,8 @@ impl Tokens {
     pub fn guessable(&self) -> impl Iterator<Item = &str> {
         self.entries
             .iter()
-            // Characters, as the warning says: é is one, written in two bytes.
-            .filter(|entry| String::from_utf8_lossy(&entry.secret).chars().count() < GUESSABLE_BELOW)
+            // Bytes are characters: a token is ASCII.
+            .filter(|entry| entry.secret.len() < GUESSABLE_BELOW)
             .map(|entry| entry.label.as_str())
     }
 
@@ -101,6 +101,13 @@ impl Tokens {
             }
             if entry.token.trim().is_empty() || entry.token.chars().any(char::is_whitespace) {
                 return Err(ConfigError::Tokens(format!("{label}: empty token or whitespace in it")));
+            }
+            // A client sends its token in a header, which carries ASCII
+            // alone: such a token could never be presented.
+            if !entry.token.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(ConfigError::Tokens(format!(
+                    "{label}: the token holds characters past ASCII or control characters, which no client can send"
+                )));
             }
             if entries.iter().any(|e: &Accepted| e.secret == entry.token.as_bytes()) {
                 return Err(ConfigError::Tokens(format!("{label}: the same token appears twice")));
@@ -213,7 +220,7 @@ mod tests {
         let tokens = Tokens::from_toml(
             "[[token]]\ntoken = \"a\"\nlabel = \"alice\"\n\
              [[token]]\ntoken = \"pp_3f9a2c1b7e5d4a10\"\nlabel = \"bob\"\n\
-             [[token]]\ntoken = \"ééééééééé\"\nlabel = \"carol\"\n",
+             [[token]]\ntoken = \"abcdefghi\"\nlabel = \"carol\"\n",
         )
         .unwrap();
         assert_eq!(tokens.guessable().collect::<Vec<_>>(), ["alice", "carol"]);
@@ -253,6 +260,8 @@ mod tests {
             "[[token]]\ntoken = \"a\"\nlabel = \"\\u200balice\"\n",
             "[[token]]\ntoken = \"a\"\nlabel = \"x\\u2028y\"\n",
             "[[token]]\ntoken = \"\"\nlabel = \"evil\\nINFO fake\"\n",
+            "[[token]]\ntoken = \"pp_s3cr3t-\u{fc}nicode\"\n",
+            "[[token]]\ntoken = \"pp_s3cr3t\\u0007bell\"\n",
         ] {
             assert!(Tokens::from_toml(bad).is_err(), "accepted {bad:?}");
         }

@@ -269,8 +269,19 @@ pub async fn connect(options: &ConnectOptions) -> Result<(RelaySocket, Welcome),
         .into_client_request()
         .map_err(|_| ConnectError::BadUrl(options.url.clone()))?;
     if let Some(token) = &options.token {
-        let value = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
-            .map_err(|_| ConnectError::Unsendable("the token holds characters a header cannot carry".into()))?;
+        // The handshake reads each header back as ASCII text: a letter past
+        // ASCII would fail it later, with the whole header, token and all,
+        // in the error.
+        let value = Some(token.expose())
+            .filter(|token| token.bytes().all(|b| b.is_ascii_graphic()))
+            .and_then(|token| HeaderValue::from_str(&format!("Bearer {token}")).ok())
+            .ok_or_else(|| {
+                ConnectError::Unsendable(
+                    "the token holds characters a header cannot carry (spaces, control characters or letters \
+                     past ASCII)"
+                        .into(),
+                )
+            })?;
         request.headers_mut().insert(http::header::AUTHORIZATION, value);
     }
     if let Some(name) = &options.name {
@@ -520,6 +531,24 @@ mod tests {
             name: None,
             resume: None,
             tls: Default::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_token_no_header_can_carry_is_refused_unsent_and_unshown() {
+        for token in ["pp_s3cr3t-\u{fc}nicode", "pp_s3cr3t\nline", "pp_s3cr3t two"] {
+            let options = ConnectOptions {
+                token: Some(Secret::new(token)),
+                ..local_options()
+            };
+            let Err(err) = connect(&options).await else {
+                panic!("a token no header can carry was sent");
+            };
+            assert_eq!(
+                err.to_string(),
+                "cannot open the tunnel: the token holds characters a header cannot carry (spaces, control \
+                 characters or letters past ASCII)"
+            );
         }
     }
 
