@@ -309,6 +309,16 @@ fn a_change_deep_in_a_long_state_is_shown_where_it_happens() {
         "{shown}"
     );
     assert!(shown.starts_with("`…"), "cut before the change: {shown}");
+    // The cut falls between words, so each read begins with a whole name.
+    let rows = "stripe_processed: 1\nstripe_balance: 100\nnaive_rows: 6\nnaive_total: 600\nqueue: 0";
+    let shown = shown_change(rows, &rows.replace("naive_total: 600", "naive_total: 700"));
+    assert!(
+        shown.starts_with("`…naive_total: 600 ⏎ queue: 0` → `…naive_total: 700"),
+        "{shown}"
+    );
+    let rows = "stripe_processed: 1\nstripe_balance: 1000\nnaive_rows: 6\nnaive_total: 600";
+    let shown = shown_change(rows, &rows.replace("1000", "1100"));
+    assert!(shown.starts_with("`…stripe_balance: 1000 ⏎ naive_rows"), "{shown}");
     assert_eq!(
         shown_change("count 5", "count 6"),
         "`count 5` → `count 6`",

@@ -29,9 +29,26 @@ pub fn aligned(before: &str, after: &str) -> (String, String) {
     let from = if longest <= SHOWN {
         0
     } else {
-        same.saturating_sub(SHOWN / 4)
+        word_start(&before, same.saturating_sub(SHOWN / 4))
     };
     (excerpt(&before, from), excerpt(&after, from))
+}
+
+/// Character `from` of `line` moved to the start of a word: back to the
+/// start of the one it falls in, by a quarter window at most, or on past
+/// the spaces and line marks it falls on. A cut read then begins with a
+/// name the probe printed (`…stripe_rows: 6`), not the end of one
+/// (`…ipe_rows: 6`).
+fn word_start(line: &str, from: usize) -> usize {
+    let gap = |c: &char| c.is_whitespace() || *c == '⏎';
+    let chars: Vec<char> = line.chars().collect();
+    let back = chars[..from.min(chars.len())]
+        .iter()
+        .rev()
+        .take(SHOWN / 4)
+        .position(gap);
+    let start = back.map_or(from, |back| from - back);
+    start + chars[start.min(chars.len())..].iter().take_while(|c| gap(c)).count()
 }
 
 fn one_line(state: &str) -> String {
