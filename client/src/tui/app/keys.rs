@@ -91,6 +91,11 @@ impl App {
 
     /// `R`: the replay form for the delivery at hand, filled as last sent.
     fn open_replay_form(&mut self) {
+        // Told now, not after the form is filled in.
+        if self.replay.is_some() {
+            self.set_status("a replay is already running", true);
+            return;
+        }
         if let Some(id) = self.action_target() {
             let form = match &self.last_replay_form {
                 Some(last) => last.again(id),
@@ -186,6 +191,7 @@ impl App {
 
     pub(super) fn detail_key(&mut self, code: KeyCode) {
         let rows = self.detail_rows();
+        let columns = self.detail_columns();
         let Some(detail) = &mut self.detail else { return };
         match code {
             KeyCode::Up | KeyCode::Char('k') => detail.scroll = detail.scroll.saturating_sub(1),
@@ -196,6 +202,12 @@ impl App {
             KeyCode::End | KeyCode::Char('G') => detail.scroll = usize::MAX,
             KeyCode::Left | KeyCode::Char('h') => detail.hscroll = detail.hscroll.saturating_sub(8),
             KeyCode::Right | KeyCode::Char('l') => detail.hscroll += 8,
+            // A path or a line of a body can run to thousands of columns.
+            KeyCode::Char('H') => detail.hscroll = detail.hscroll.saturating_sub(columns),
+            KeyCode::Char('L') => detail.hscroll += columns,
+            KeyCode::Char('0') => detail.hscroll = 0,
+            // Clamped below to where the longest line's end comes into view.
+            KeyCode::Char('$') => detail.hscroll = usize::MAX,
             _ => {}
         }
         self.clamp_detail_scroll();

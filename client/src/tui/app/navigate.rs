@@ -138,7 +138,7 @@ impl App {
     }
 
     /// Columns of text the detail pane shows, inside its border.
-    fn detail_columns(&self) -> usize {
+    pub(super) fn detail_columns(&self) -> usize {
         self.detail_area()
             .map_or(1, |area| usize::from(area.width.saturating_sub(2)).max(1))
     }

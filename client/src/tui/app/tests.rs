@@ -194,6 +194,12 @@ fn replay_export_and_copy_ask_the_loop() {
     );
     assert_eq!(press(&mut app, "r"), vec![], "one replay at a time");
     assert!(app.status.as_ref().is_some_and(|s| s.error));
+    press(&mut app, "R");
+    assert!(app.overlay.is_none(), "no form to fill in that could not run");
+    assert!(app
+        .status
+        .as_ref()
+        .is_some_and(|s| s.error && s.text == "a replay is already running"));
     app.on_replay_done(5, Ok("✓ 1 attempt answered 2xx".into()));
     assert!(app.replay.is_none());
     press(&mut app, "jR");
@@ -470,10 +476,25 @@ fn detail_scroll_is_bounded() {
     );
     press(&mut app, "h");
     assert_eq!(app.detail.as_ref().unwrap().hscroll, 100 - columns - 8, "one step back");
+    press(&mut app, "0");
+    assert_eq!(app.detail.as_ref().unwrap().hscroll, 0, "back to the left edge");
+    press(&mut app, "L");
+    assert_eq!(
+        app.detail.as_ref().unwrap().hscroll,
+        100 - columns,
+        "a screen, up to the end"
+    );
+    cut(&mut app, ratatui::text::Line::from("y".repeat(300)));
+    press(&mut app, "0L");
+    assert_eq!(app.detail.as_ref().unwrap().hscroll, columns, "a screen sideways");
+    press(&mut app, "$");
+    assert_eq!(app.detail.as_ref().unwrap().hscroll, 300 - columns, "to the end");
+    press(&mut app, "H");
+    assert_eq!(app.detail.as_ref().unwrap().hscroll, 300 - 2 * columns, "a screen back");
 
     // Wide characters take two columns: more are cut before the end shows.
     cut(&mut app, ratatui::text::Line::from(format!("{}END", "中".repeat(300))));
-    press(&mut app, &"l".repeat(60));
+    press(&mut app, &"l".repeat(80));
     let kept = 3 + (columns - 3) / 2;
     assert_eq!(app.detail.as_ref().unwrap().hscroll, 303 - kept, "to where END shows");
 }

@@ -354,10 +354,11 @@ fn help_overlay() {
             "┌ D│ q          quit                                    │──┐",
             "│ID│ ↑↓ j k     move / scroll                           │en│",
             "│#3│ PgUp PgDn  a page                                  │ 1│",
-            "│#2│ g G        newest / oldest (Home End too)          │ 1│",
+            "│#2│ g G        newest / oldest; in a detail, top / end │ 1│",
             "│#1│ Enter      open the delivery                       │ 1│",
             "│  │ Tab        switch list / detail                    │  │",
             "│  │ ← → h l    scroll detail sideways                  │  │",
+            "│  │ H L 0 $    sideways by a screen; to either edge    │  │",
             "│  │ /          filter: 404, 5xx, err, or any text      │  │",
             "│  │ Esc        stop replay, close detail, clear filter │  │",
             "│  │ r          replay once                             │  │",
@@ -367,8 +368,7 @@ fn help_overlay() {
             "│  │ v          show / mask secrets                     │  │",
             "│  │ ?          this help                               │  │",
             "│  │ ctrl-z     stop as a shell job (tui; fg resumes)   │  │",
-            "│  └────────────────────────────────────────────────────┘  │",
-            "└──────────────────────────────────────────────────────────┘",
+            "└──└────────────────────────────────────────────────────┘──┘",
             "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e ex…",
         ])
     );
