@@ -176,6 +176,11 @@ pub struct App {
     pub reveal: Option<i64>,
     /// A filtered live view has rows to fetch on the next tick.
     head_stale: bool,
+    /// The open delivery's answer or a retry of its event came: it is read
+    /// again on the next tick, once however many came. Read again on each,
+    /// a burst of one event's retries would each count the event's
+    /// deliveries, and keep the screen and `q` waiting behind them.
+    detail_stale: bool,
     /// The history's data version when last read; browsing, a change
     /// means another process (a tunnel, a replay) wrote to it.
     seen_version: Option<i64>,
@@ -227,6 +232,7 @@ impl App {
             quit: false,
             reveal: None,
             head_stale: false,
+            detail_stale: false,
             seen_version,
             version_read_at: 0,
             oldest,
@@ -334,13 +340,8 @@ impl App {
         let (TunnelEvent::Delivered { summary, .. } | TunnelEvent::Waiting { summary }) = event else {
             return;
         };
-        if let Some(id) = self
-            .detail
-            .as_ref()
-            .filter(|d| d.shown_changed_by(&summary))
-            .map(|d| d.doc.id)
-        {
-            self.refresh_detail(id);
+        if self.detail.as_ref().is_some_and(|d| d.shown_changed_by(&summary)) {
+            self.detail_stale = true;
         }
         if self.pager.search().is_some() {
             self.head_stale = true;
@@ -355,6 +356,24 @@ impl App {
     /// announced, or what another process wrote while browsing. True when
     /// the screen changed: the rows were read again, or a notice was set.
     pub fn on_tick(&mut self, second: u64) -> bool {
+        let detail_read = self.read_stale_detail();
+        self.tick_rows(second) || detail_read
+    }
+
+    /// Reads the open delivery again when events said it changed.
+    fn read_stale_detail(&mut self) -> bool {
+        let stale = std::mem::take(&mut self.detail_stale);
+        match self.detail.as_ref().map(|d| d.doc.id).filter(|_| stale) {
+            Some(id) => {
+                self.refresh_detail(id);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// [`App::on_tick`] for the rows.
+    fn tick_rows(&mut self, second: u64) -> bool {
         self.stats.advance(second);
         let generation = self.source.generation();
         if generation != self.generation {

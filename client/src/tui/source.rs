@@ -166,6 +166,9 @@ pub struct MemorySource {
     pub runs: Vec<ReplayRun>,
     /// How many `list` calls were made (to check paging stays lazy).
     pub list_calls: std::cell::Cell<usize>,
+    /// How many deliveries were read whole (to check an open one is read
+    /// once per tick, however many events touch it).
+    pub get_calls: std::cell::Cell<usize>,
     /// What [`HistorySource::generation`] says.
     pub generation: std::cell::Cell<u64>,
 }
@@ -220,6 +223,7 @@ impl HistorySource for MemorySource {
     }
 
     fn get(&self, id: i64) -> anyhow::Result<Option<Delivery>> {
+        self.get_calls.set(self.get_calls.get() + 1);
         Ok(self.deliveries.borrow().iter().find(|d| d.id == id).cloned())
     }
 
