@@ -188,7 +188,7 @@ impl EventLoop {
                 }
             }
             if dirty && !terminal.is_given_back() {
-                if let Err(err) = terminal.draw(|frame| frame.render_widget(&self.app, frame.area())) {
+                if let Err(err) = terminal.draw_widget(&self.app) {
                     return unless_gone(err, "cannot draw");
                 }
                 dirty = false;
@@ -278,7 +278,7 @@ impl EventLoop {
         // The screen may be gone (a closed terminal), or the shell's (a
         // stopped job); the run is saved regardless.
         if !terminal.is_given_back() {
-            let _ = terminal.draw(|frame| frame.render_widget(&self.app, frame.area()));
+            let _ = terminal.draw_widget(&self.app);
         }
         let line = match tokio::time::timeout(REPLAY_SAVE_WAIT, task.done).await {
             Ok(ReplayDone { delivery_id, result }) => app::replay_line(delivery_id, &result),

@@ -3,6 +3,9 @@
 use std::io;
 use std::ops::{Deref, DerefMut};
 
+use ratatui::buffer::Buffer;
+use ratatui::style::Color;
+use ratatui::widgets::Widget;
 use ratatui::DefaultTerminal;
 
 use crate::store::recorder::WRITER_THREAD;
@@ -21,6 +24,8 @@ pub struct TerminalGuard {
     terminal: DefaultTerminal,
     /// Given back to the shell by a stop, until [`TerminalGuard::resume`].
     given_back: bool,
+    /// `NO_COLOR` is set: frames are drawn without colours.
+    colorless: bool,
 }
 
 impl TerminalGuard {
@@ -28,6 +33,15 @@ impl TerminalGuard {
     /// does, but with a panic hook that gives the terminal back in silence
     /// (see [`give_back`]).
     pub fn enter() -> io::Result<Self> {
+        // NO_COLOR asks for no colour, not for no emphasis. crossterm
+        // writes a colour it was told to leave out as a bare `CSI m`,
+        // which ends every attribute: the reversed row that marks the
+        // selection went with the colours. So crossterm writes colours, and
+        // each frame is drawn without them (`draw_widget`).
+        let colorless = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
+        if colorless {
+            crossterm::style::force_color_output(true);
+        }
         give_back_on_panic();
         let taken = crossterm::terminal::enable_raw_mode()
             .and_then(|()| crossterm::execute!(io::stdout(), crossterm::terminal::EnterAlternateScreen))
@@ -38,6 +52,7 @@ impl TerminalGuard {
                 Ok(Self {
                     terminal,
                     given_back: false,
+                    colorless,
                 })
             }
             Err(err) => {
@@ -73,6 +88,21 @@ impl TerminalGuard {
         Ok(())
     }
 
+    /// Draws `widget` over the whole screen, its colours left out when
+    /// `NO_COLOR` asks.
+    pub fn draw_widget(&mut self, widget: impl Widget) -> io::Result<()> {
+        let colorless = self.colorless;
+        self.terminal
+            .draw(|frame| {
+                let area = frame.area();
+                frame.render_widget(widget, area);
+                if colorless {
+                    without_colors(frame.buffer_mut());
+                }
+            })
+            .map(drop)
+    }
+
     /// Whether a stop gave the terminal to the shell and it has not been
     /// taken back: nothing may be drawn meanwhile.
     pub fn is_given_back(&self) -> bool {
@@ -91,6 +121,13 @@ impl TerminalGuard {
         crossterm::execute!(io::stdout(), crossterm::terminal::EnterAlternateScreen)?;
         self.terminal.hide_cursor()?;
         self.terminal.clear()
+    }
+}
+
+/// `buf` in the terminal's own colours, its bold and reversed text kept.
+fn without_colors(buf: &mut Buffer) {
+    for cell in &mut buf.content {
+        cell.set_fg(Color::Reset).set_bg(Color::Reset);
     }
 }
 
@@ -168,4 +205,33 @@ pub fn is_gone(err: &io::Error) -> bool {
 #[cfg(not(target_os = "linux"))]
 pub fn is_gone(err: &io::Error) -> bool {
     err.kind() == io::ErrorKind::BrokenPipe
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::layout::Rect;
+    use ratatui::style::{Color, Modifier, Style};
+
+    use super::*;
+
+    #[test]
+    fn a_frame_without_colors_keeps_its_emphasis() {
+        let mut buf = Buffer::empty(Rect::new(0, 0, 4, 1));
+        buf.set_string(
+            0,
+            0,
+            "ab",
+            Style::new()
+                .fg(Color::Cyan)
+                .bg(Color::Red)
+                .add_modifier(Modifier::REVERSED),
+        );
+        buf.set_string(2, 0, "cd", Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD));
+        without_colors(&mut buf);
+        for (x, modifier) in [(0, Modifier::REVERSED), (3, Modifier::BOLD)] {
+            let cell = &buf[(x, 0)];
+            assert_eq!((cell.fg, cell.bg), (Color::Reset, Color::Reset));
+            assert!(cell.modifier.contains(modifier), "{x}: {:?}", cell.modifier);
+        }
+    }
 }
