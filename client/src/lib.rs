@@ -59,6 +59,13 @@ pub fn to_stderr(text: std::fmt::Arguments<'_>) {
     let _ = std::io::stderr().lock().write_fmt(text);
 }
 
+/// Whether `stream` is a terminal that takes escape sequences: not one
+/// that says it is `dumb` (Emacs' shell, some CI consoles), which shows
+/// them as text.
+pub fn takes_escapes(stream: &impl std::io::IsTerminal) -> bool {
+    stream.is_terminal() && std::env::var_os("TERM").is_none_or(|term| term != "dumb")
+}
+
 /// True when the error comes from writing to a pipe whose reader has gone
 /// (`portpreview history | head -1`): nothing to report, as with any CLI.
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {

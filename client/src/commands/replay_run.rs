@@ -1,7 +1,6 @@
 //! What `replay` and `check` share: the flags of a replay run, the
 //! progress line and the JUnit file.
 
-use std::io::IsTerminal;
 use std::path::Path;
 use std::time::Duration;
 
@@ -154,9 +153,10 @@ pub fn probe_spec(cmd: Option<&str>, url: Option<&str>) -> Option<ProbeSpec> {
     }
 }
 
-/// A progress line on stderr, only when stderr is a terminal.
+/// A progress line on stderr, only when stderr is a terminal that takes
+/// the sequence erasing it.
 pub fn progress_printer() -> impl Fn(Progress) + Sync {
-    let enabled = std::io::stderr().is_terminal();
+    let enabled = crate::takes_escapes(&std::io::stderr());
     move |p: Progress| {
         if !enabled {
             return;
@@ -166,13 +166,18 @@ pub fn progress_printer() -> impl Fn(Progress) + Sync {
             Phase::Settling => "waiting for the state to settle",
             Phase::FinalWait => "checking the state stays put",
         };
-        crate::to_stderr(format_args!("\r\x1b[2K  {}/{} attempts · {what}…", p.done, p.total));
+        let line = format!("  {}/{} attempts · {what}…", p.done, p.total);
+        // A line the terminal wraps is erased only in its last row, and
+        // each one after it would leave the rest behind.
+        let columns = crossterm::terminal::size().map_or(usize::MAX, |(columns, _)| usize::from(columns));
+        let fitted: String = line.chars().take(columns.saturating_sub(1)).collect();
+        crate::to_stderr(format_args!("\r\x1b[2K{fitted}"));
     }
 }
 
 /// Erases the progress line.
 pub fn clear_progress() {
-    if std::io::stderr().is_terminal() {
+    if crate::takes_escapes(&std::io::stderr()) {
         crate::to_stderr(format_args!("\r\x1b[2K"));
     }
 }

@@ -10,11 +10,9 @@ use ratatui::DefaultTerminal;
 
 use crate::store::recorder::WRITER_THREAD;
 
-/// Whether stdout is a terminal that can draw a full-screen UI: not one
-/// that says it is `dumb` (Emacs' shell, some CI consoles), which would
-/// show the escape sequences as text.
+/// Whether stdout is a terminal that can draw a full-screen UI.
 pub fn can_draw() -> bool {
-    std::io::IsTerminal::is_terminal(&std::io::stdout()) && std::env::var_os("TERM").is_none_or(|term| term != "dumb")
+    crate::takes_escapes(&std::io::stdout())
 }
 
 /// The terminal in raw mode on the alternate screen. Dropping it restores
