@@ -915,6 +915,35 @@ async fn each_piece_of_a_streamed_local_answer_reaches_the_caller_as_it_is_writt
     streamer.abort();
 }
 
+/// A status HTTP names no reason for reaches the caller with an empty
+/// reason, not a made-up one.
+#[tokio::test]
+async fn a_status_without_a_standard_reason_gets_an_empty_one() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let odd = tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut request = [0u8; 4096];
+            let _ = socket.read(&mut request).await;
+            let _ = socket
+                .write_all(b"HTTP/1.1 299 Odd Reason\r\ncontent-length: 2\r\n\r\nok")
+                .await;
+        }
+    });
+    let relay = TestRelay::start().await;
+    let tunnel = TestTunnel::start(&relay.http_url(), &addr.to_string()).await;
+    let request = format!(
+        "GET /t/{}/x HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        tunnel.name(),
+        relay.addr
+    );
+    let answer = caller::raw_until_closed(relay.addr, request.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 299 \r\n"), "{answer}");
+    assert!(answer.ends_with("\r\n\r\nok"), "{answer}");
+    odd.abort();
+}
+
 /// Answers no caller can be given: a protocol switch, and a status past
 /// 599 that hyper reads as three digits like any other.
 #[tokio::test]

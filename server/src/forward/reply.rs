@@ -70,6 +70,13 @@ pub(super) fn response(
     let mut response = Response::new(body);
     *response.status_mut() = status;
     *response.headers_mut() = headers;
+    // hyper writes `<none>` after a status HTTP names no reason for (299,
+    // 599); the protocol carries no reason, and an empty one is valid.
+    if status.canonical_reason().is_none() {
+        response
+            .extensions_mut()
+            .insert(hyper::ext::ReasonPhrase::from_static(b""));
+    }
     // HTTP/1.0 has no chunked coding: hyper ends a body of unknown length
     // by closing the connection, yet tells a keep-alive caller it stays
     // open unless the answer itself is HTTP/1.0 (hyper then leaves
