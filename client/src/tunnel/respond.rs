@@ -109,15 +109,18 @@ pub(super) async fn relay_response(
             Err(reason) => return answer_error(stream, outbox, started, 504, reason),
         };
         capture.add(&whole);
+        take_first_window(&whole, credit);
+        let sent;
+        (headers, sent) = send_head(outbox, stream, status, headers, error.is_none(), &whole);
+        if let Err(err) = sent {
+            return unframable(stream, outbox, started, err);
+        }
         if let Some(reason) = &error {
-            outbox.answer(stream, 502, reason);
-        } else {
-            take_first_window(&whole, credit);
-            let sent;
-            (headers, sent) = send_head(outbox, stream, status, headers, true, &whole);
-            if let Err(err) = sent {
-                return unframable(stream, outbox, started, err);
-            }
+            // As a streamed answer that breaks off: the caller has the
+            // status, the headers and what came, and then the cut, as it
+            // would calling the handler directly; never a last chunk.
+            answer.status_sent.store(status, Ordering::Relaxed);
+            outbox.reset(stream, reason);
         }
         error
     } else {
