@@ -1,8 +1,11 @@
 //! Files written whole or not at all: an export, a fixture or a JUnit
 //! report that cannot be finished (a full disk, say) leaves what was there
 //! before, never a file cut short that a later `check` would trip on.
+//! The new file is written beside its path and named once whole; on Linux
+//! it has no name until then, so a process killed while writing (ctrl-c
+//! on a large export) leaves nothing behind either.
 
-use std::fs::{File, OpenOptions};
+use std::fs::{File, OpenOptions, Permissions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -49,15 +52,15 @@ fn create(path: &Path, bytes: &[u8], access: Access) -> io::Result<()> {
     if path.symlink_metadata().is_ok() {
         return Err(io::Error::new(io::ErrorKind::AlreadyExists, "file exists"));
     }
-    let (temp, file) = temp_beside(path, access)?;
-    let linked = written(file, bytes).and_then(|()| std::fs::hard_link(&temp, path));
+    let temp = whole_beside(path, bytes, access, None)?;
+    let linked = std::fs::hard_link(&temp, path);
     let _ = std::fs::remove_file(&temp);
     match linked {
         // A file system without hard links: created in place, and removed
         // again if it cannot be finished.
         Err(err) if err.kind() != io::ErrorKind::AlreadyExists && path.symlink_metadata().is_err() => {
             let file = access.options().write(true).create_new(true).open(path)?;
-            let done = written(file, bytes);
+            let done = finish(&file, bytes, None);
             if done.is_err() {
                 let _ = std::fs::remove_file(path);
             }
@@ -74,27 +77,80 @@ fn replace(path: &Path, bytes: &[u8], access: Access) -> io::Result<()> {
     if before.as_ref().is_some_and(|meta| !meta.is_file()) {
         return access.options().write(true).truncate(true).open(path)?.write_all(bytes);
     }
-    let (temp, file) = match temp_beside(path, access) {
-        Ok(made) => made,
+    // The replaced file's mode carries over, as it did when files were
+    // rewritten in place.
+    let temp = match whole_beside(path, bytes, access, before.as_ref().map(std::fs::Metadata::permissions)) {
+        Ok(temp) => temp,
         // A file the user may write in a folder they may not add to.
         Err(err) if err.kind() == io::ErrorKind::PermissionDenied && before.is_some() => {
             return overwrite(path, bytes);
         }
         Err(err) => return Err(err),
     };
-    let whole = (|| {
-        // The replaced file's mode carries over, as it did when files were
-        // rewritten in place.
-        if let Some(meta) = &before {
-            file.set_permissions(meta.permissions())?;
-        }
-        written(file, bytes)?;
-        std::fs::rename(&temp, path)
-    })();
-    if whole.is_err() {
+    let renamed = std::fs::rename(&temp, path);
+    if renamed.is_err() {
         let _ = std::fs::remove_file(&temp);
     }
-    whole
+    renamed
+}
+
+/// Writes `bytes` to a new file beside `path`, given `permissions` if
+/// any, and returns the name it was given once whole.
+fn whole_beside(path: &Path, bytes: &[u8], access: Access, permissions: Option<Permissions>) -> io::Result<PathBuf> {
+    #[cfg(target_os = "linux")]
+    if let Some(named) = unnamed_beside(path, bytes, access, permissions.clone()) {
+        return named;
+    }
+    let (temp, file) = temp_beside(path, access)?;
+    let done = finish(&file, bytes, permissions);
+    if let Err(err) = done {
+        let _ = std::fs::remove_file(&temp);
+        return Err(err);
+    }
+    Ok(temp)
+}
+
+/// [`whole_beside`] with a file made without a name (`O_TMPFILE`) and
+/// linked in under one once written and synced. `None` where that cannot
+/// be done (a file system without it, no `/proc`): the caller writes a
+/// named file instead.
+#[cfg(target_os = "linux")]
+fn unnamed_beside(
+    path: &Path,
+    bytes: &[u8],
+    access: Access,
+    permissions: Option<Permissions>,
+) -> Option<io::Result<PathBuf>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let folder = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let file = access
+        .options()
+        .write(true)
+        .custom_flags(rustix::fs::OFlags::TMPFILE.bits() as i32)
+        .open(folder)
+        .ok()?;
+    if let Err(err) = finish(&file, bytes, permissions) {
+        return Some(Err(err));
+    }
+    let unnamed = format!("/proc/self/fd/{}", file.as_raw_fd());
+    loop {
+        let temp = temp_name(path);
+        match rustix::fs::linkat(
+            rustix::fs::CWD,
+            unnamed.as_str(),
+            rustix::fs::CWD,
+            &temp,
+            rustix::fs::AtFlags::SYMLINK_FOLLOW,
+        ) {
+            Ok(()) => return Some(Ok(temp)),
+            Err(rustix::io::Errno::EXIST) => continue,
+            Err(_) => return None,
+        }
+    }
 }
 
 /// Rewrites the existing file at `path` in place, once the room for
@@ -126,9 +182,13 @@ fn allocate(_file: &File, _len: usize) -> io::Result<()> {
     Ok(())
 }
 
-/// Writes `bytes` to the new `file` and syncs them.
-fn written(mut file: File, bytes: &[u8]) -> io::Result<()> {
-    file.write_all(bytes).and_then(|()| file.sync_all())
+/// Gives the new `file` its `permissions`, writes `bytes` to it and syncs them.
+fn finish(mut file: &File, bytes: &[u8], permissions: Option<Permissions>) -> io::Result<()> {
+    if let Some(permissions) = permissions {
+        file.set_permissions(permissions)?;
+    }
+    file.write_all(bytes)?;
+    file.sync_all()
 }
 
 /// The file a symbolic link at `path` points to, so that the link stays
@@ -153,18 +213,20 @@ fn followed(path: &Path) -> PathBuf {
 /// the same file system, so the rename or link is atomic. Its name is
 /// random, so that one left by a killed process is never in the way.
 fn temp_beside(path: &Path, access: Access) -> io::Result<(PathBuf, File)> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
     loop {
-        let temp = path.with_file_name(format!(".{name}.{:016x}.portpreview-tmp", rand::random::<u64>()));
+        let temp = temp_name(path);
         match access.options().write(true).create_new(true).open(&temp) {
             Ok(file) => return Ok((temp, file)),
             Err(err) if err.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(err) => return Err(err),
         }
     }
+}
+
+/// A random hidden name beside `path`.
+fn temp_name(path: &Path) -> PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    path.with_file_name(format!(".{name}.{:016x}.portpreview-tmp", rand::random::<u64>()))
 }
 
 #[cfg(test)]
@@ -194,6 +256,27 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(left, ["fixture.json"]);
+    }
+
+    /// Written without a name, a file a killed process leaves unfinished
+    /// is no file at all; it is named only once whole.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_file_is_named_only_once_whole() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = ScratchDir::new("whole-file");
+        let path = dir.0.join("big.har");
+        let bytes = vec![b'x'; 1 << 20];
+        let temp = unnamed_beside(&path, &bytes, Access::Private, None)
+            .expect("a temporary file system takes O_TMPFILE")
+            .unwrap();
+        assert_eq!(std::fs::read(&temp).unwrap(), bytes);
+        assert_eq!(temp.metadata().unwrap().permissions().mode() & 0o777, 0o600);
+        let name = temp.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name.starts_with(".big.har.") && name.ends_with(".portpreview-tmp"),
+            "{name}"
+        );
     }
 
     #[test]
