@@ -367,6 +367,19 @@ fn json_of(db: &Path, args: &[&str]) -> serde_json::Value {
 }
 
 /// `portpreview tui` over `db`, once it lists the delivery.
+/// Keys come from the terminal, whatever stdin is, as in the live TUI.
+#[test]
+fn the_browser_takes_keys_with_stdin_elsewhere() {
+    let scratch = Scratch::new("stdin");
+    let db = scratch.0.join("history.db");
+    store_stripe_delivery(&db, "http://127.0.0.1:9", "evt_stdin");
+    let tmux = Tmux::start("stdin", &shell_line(&scratch.0, &db, "", "tui < /dev/null", ""));
+    tmux.wait_for("the delivery", |s| s.contains("/webhooks/stripe"));
+    tmux.send(&["q"]);
+    let screen = tmux.wait_for("the shell again", |s| s.contains("portpreview exited"));
+    assert!(screen.contains("portpreview exited 0"), "{screen}");
+}
+
 fn browse(label: &str, scratch: &Scratch, db: &Path) -> Tmux {
     let tmux = Tmux::start(label, &shell_line(&scratch.0, db, "", "tui", ""));
     tmux.wait_for("the delivery", |s| s.contains("/webhooks/stripe"));

@@ -11,7 +11,9 @@ pub struct Args {}
 /// Opens the history browser until the user quits.
 pub async fn run(_args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     crate::store::require(db).map_err(|err| err.for_command(db))?;
-    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+    // Keys are read from the terminal itself, as the live TUI reads them:
+    // stdin may be anything (`< /dev/null`, a script's pipe).
+    if !std::io::stdout().is_terminal() {
         anyhow::bail!("portpreview tui needs a terminal: use `portpreview history` for plain output");
     }
     if !crate::tui::terminal::can_draw() {
