@@ -62,13 +62,17 @@ fn top_line(app: &App, width: u16) -> Line<'static> {
                 }
                 (Connection::Disconnected { .. }, _) => Span::styled("✗ offline, retrying", offline),
             };
-            let mut spans = vec![brand, Span::raw(" "), state];
+            let url = escape_str(&stats.public_url).into_owned();
+            // The URL is what the tunnel is for, and is copied from here:
+            // on a narrow screen the brand gives way to it before it is cut.
+            let url_ends = brand.width() + 1 + state.width() + 2 + unicode_width::UnicodeWidthStr::width(url.as_str());
+            let mut spans = match url_ends <= usize::from(width) {
+                true => vec![brand, Span::raw(" "), state],
+                false => vec![state],
+            };
             if !stats.public_url.is_empty() {
                 spans.push(Span::raw("  "));
-                spans.push(Span::styled(
-                    escape_str(&stats.public_url).into_owned(),
-                    Style::new().add_modifier(Modifier::BOLD),
-                ));
+                spans.push(Span::styled(url, Style::new().add_modifier(Modifier::BOLD)));
                 // As the line output gives it: without wildcard DNS, the
                 // path form is the URL that works.
                 if let Some(also) = &stats.also_url {

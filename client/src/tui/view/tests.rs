@@ -320,9 +320,12 @@ fn cut_text_ends_in_an_ellipsis_even_when_its_characters_are_wide() {
         screen.join("\n")
     );
 
+    // Too narrow for the URL, the brand gives way to it first.
+    let screen = rows(&plain(draw(&live_app(3, 55, 12))));
+    assert_eq!(screen[0], "● online  http://127.0.0.1:8080/t/calm-otter → http://…");
     let mut app = live_app(3, 40, 12);
     let screen = rows(&plain(draw(&app)));
-    assert_eq!(screen[0], " PortPreview  ● online  http://127.0.0.…");
+    assert_eq!(screen[0], "● online  http://127.0.0.1:8080/t/calm-…");
     press(&mut app, "?");
     let screen = rows(&plain(draw(&app)));
     assert!(
