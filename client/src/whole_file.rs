@@ -42,6 +42,13 @@ impl Access {
 pub fn write(path: &Path, bytes: &[u8], existing: Existing, access: Access) -> io::Result<()> {
     match existing {
         Existing::Refuse => create(path, bytes, access),
+        // A device or a pipe (`-o /dev/stdout`, `-o >(gzip)`) holds nothing
+        // to keep, and is written where it is named: a rename would put a
+        // file where it stood, and the link that names a pipe
+        // (`/proc/self/fd/1`) leads to no path to put one beside.
+        Existing::Replace if std::fs::metadata(path).is_ok_and(|meta| !meta.is_file() && !meta.is_dir()) => {
+            access.options().write(true).truncate(true).open(path)?.write_all(bytes)
+        }
         Existing::Replace => replace(&followed(path), bytes, access),
     }
 }
@@ -72,11 +79,6 @@ fn create(path: &Path, bytes: &[u8], access: Access) -> io::Result<()> {
 
 fn replace(path: &Path, bytes: &[u8], access: Access) -> io::Result<()> {
     let before = std::fs::metadata(path).ok();
-    // A device or a pipe (`-o /dev/stdout`) holds nothing to keep, and a
-    // rename would put a file where it stood.
-    if before.as_ref().is_some_and(|meta| !meta.is_file()) {
-        return access.options().write(true).truncate(true).open(path)?.write_all(bytes);
-    }
     // The replaced file's mode carries over, as it did when files were
     // rewritten in place.
     let temp = match whole_beside(path, bytes, access, before.as_ref().map(std::fs::Metadata::permissions)) {
@@ -277,6 +279,21 @@ mod tests {
             name.starts_with(".big.har.") && name.ends_with(".portpreview-tmp"),
             "{name}"
         );
+    }
+
+    /// `-o /dev/stdout | jq`: the link names a pipe, not a path.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_pipe_is_written_where_it_is_named() {
+        use std::io::Read;
+        use std::os::fd::AsRawFd;
+        let (mut reader, writer) = std::io::pipe().unwrap();
+        let named = PathBuf::from(format!("/proc/self/fd/{}", writer.as_raw_fd()));
+        write(&named, b"{}\n", Existing::Replace, Access::Private).unwrap();
+        drop(writer);
+        let mut read = String::new();
+        reader.read_to_string(&mut read).unwrap();
+        assert_eq!(read, "{}\n");
     }
 
     #[test]
