@@ -4,7 +4,7 @@ use std::io;
 use std::ops::{Deref, DerefMut};
 
 use ratatui::buffer::Buffer;
-use ratatui::style::Color;
+use ratatui::style::{Color, Modifier};
 use ratatui::widgets::Widget;
 use ratatui::DefaultTerminal;
 
@@ -123,8 +123,13 @@ impl TerminalGuard {
 }
 
 /// `buf` in the terminal's own colours, its bold and reversed text kept.
+/// A background colour marks something (the open delivery's row, a
+/// badge): reverse video marks it instead.
 fn without_colors(buf: &mut Buffer) {
     for cell in &mut buf.content {
+        if cell.bg != Color::Reset {
+            cell.modifier.insert(Modifier::REVERSED);
+        }
         cell.set_fg(Color::Reset).set_bg(Color::Reset);
     }
 }
@@ -208,7 +213,7 @@ pub fn is_gone(err: &io::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use ratatui::layout::Rect;
-    use ratatui::style::{Color, Modifier, Style};
+    use ratatui::style::Style;
 
     use super::*;
 
@@ -225,9 +230,16 @@ mod tests {
                 .add_modifier(Modifier::REVERSED),
         );
         buf.set_string(2, 0, "cd", Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD));
+        let mut marked = Buffer::empty(Rect::new(0, 1, 4, 1));
+        marked.set_string(0, 1, "ef", Style::new().bg(Color::DarkGray));
+        buf.merge(&marked);
         without_colors(&mut buf);
-        for (x, modifier) in [(0, Modifier::REVERSED), (3, Modifier::BOLD)] {
-            let cell = &buf[(x, 0)];
+        for (x, y, modifier) in [
+            (0, 0, Modifier::REVERSED),
+            (3, 0, Modifier::BOLD),
+            (1, 1, Modifier::REVERSED),
+        ] {
+            let cell = &buf[(x, y)];
             assert_eq!((cell.fg, cell.bg), (Color::Reset, Color::Reset));
             assert!(cell.modifier.contains(modifier), "{x}: {:?}", cell.modifier);
         }

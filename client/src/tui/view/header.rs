@@ -62,24 +62,34 @@ fn top_line(app: &App, width: u16) -> Line<'static> {
                 }
                 (Connection::Disconnected { .. }, _) => Span::styled("✗ offline, retrying", offline),
             };
-            let url = escape_str(&stats.public_url).into_owned();
-            // The URL is what the tunnel is for, and is copied from here:
-            // on a narrow screen the brand gives way to it before it is cut.
-            let url_ends = brand.width() + 1 + state.width() + 2 + unicode_width::UnicodeWidthStr::width(url.as_str());
-            let mut spans = match url_ends <= usize::from(width) {
+            if stats.public_url.is_empty() {
+                return Line::from(vec![brand, Span::raw(" "), state]);
+            }
+            let url = Span::styled(
+                escape_str(&stats.public_url).into_owned(),
+                Style::new().add_modifier(Modifier::BOLD),
+            );
+            // As the line output gives it: without wildcard DNS, the path
+            // form is the URL that works.
+            let also = (stats.also_url.as_ref()).map(|also| Span::raw(format!(" (also {})", escape_str(also))));
+            let target = Span::raw(format!(" → {}", escape_str(&stats.target)));
+            // The URLs are what the tunnel is for, and are copied from here:
+            // on a narrow screen the brand, then the target, give way to
+            // them before they are cut. A target cut short takes ` …`.
+            let width = usize::from(width);
+            let urls = state.width() + 2 + url.width() + also.as_ref().map_or(0, Span::width);
+            let (brand_shown, target_shown) = match (urls, brand.width() + 1, target.width()) {
+                (urls, brand, target) if urls + brand + target <= width || urls + brand + 2 <= width => (true, true),
+                (urls, _, target) if urls + target <= width || urls + 2 <= width => (false, true),
+                _ => (false, false),
+            };
+            let mut spans = match brand_shown {
                 true => vec![brand, Span::raw(" "), state],
                 false => vec![state],
             };
-            if !stats.public_url.is_empty() {
-                spans.push(Span::raw("  "));
-                spans.push(Span::styled(url, Style::new().add_modifier(Modifier::BOLD)));
-                // As the line output gives it: without wildcard DNS, the
-                // path form is the URL that works.
-                if let Some(also) = &stats.also_url {
-                    spans.push(Span::raw(format!(" (also {})", escape_str(also))));
-                }
-                spans.push(Span::raw(format!(" → {}", escape_str(&stats.target))));
-            }
+            spans.extend([Span::raw("  "), url]);
+            spans.extend(also);
+            spans.extend(target_shown.then_some(target));
             Line::from(spans)
         }
         Mode::Browser { db } => {

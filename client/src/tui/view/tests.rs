@@ -323,6 +323,10 @@ fn cut_text_ends_in_an_ellipsis_even_when_its_characters_are_wide() {
     // Too narrow for the URL, the brand gives way to it first.
     let screen = rows(&plain(draw(&live_app(3, 55, 12))));
     assert_eq!(screen[0], "● online  http://127.0.0.1:8080/t/calm-otter → http://…");
+    // With no room for ` …` after it, the URL ends the line: an ellipsis
+    // against it would read as the URL cut.
+    let screen = rows(&plain(draw(&live_app(3, 45, 12))));
+    assert_eq!(screen[0], "● online  http://127.0.0.1:8080/t/calm-otter ");
     let mut app = live_app(3, 40, 12);
     let screen = rows(&plain(draw(&app)));
     assert_eq!(screen[0], "● online  http://127.0.0.1:8080/t/calm-…");
@@ -618,7 +622,7 @@ fn live_header_with_traffic() {
     assert_eq!(
         plain(draw(&traffic_app())),
         Buffer::with_lines([
-            " PortPreview  ✗ offline, retry in 2s  http://127.0.0.1:8080/t/calm-otte…",
+            "✗ offline, retry in 2s  http://127.0.0.1:8080/t/calm-otter → http://127…",
             " ✗ relay went away                                                      ",
             " req/s                ▄█▄ 1/s  p50 12 ms  p90 80 ms  ✓3 4xx 1 5xx 1 ✗0  ",
             "┌ Deliveries 1/5 ──────────────────────────────────────────────────────┐",
