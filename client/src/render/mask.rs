@@ -119,8 +119,8 @@ mod tests {
     #[test]
     fn credentials_in_a_query_string_are_masked_and_the_rest_kept() {
         assert_eq!(
-            shown_path("/hooks?token=s3cr3t&shop=a&api_key=k1&key=k2&sig=ab&x-token=&jwt=e.y.j&signing_key=k3", false),
-            format!("/hooks?token={MASK}&shop=a&api_key={MASK}&key={MASK}&sig={MASK}&x-token=&jwt={MASK}&signing_key={MASK}")
+            shown_path("/hooks?token=s3cr3t&shop=a&api_key=k1&key=k2&sig=ab&x-token=&jwt=e.y.j&signing_key=k3&client_assertion=e.y.j", false),
+            format!("/hooks?token={MASK}&shop=a&api_key={MASK}&key={MASK}&sig={MASK}&x-token=&jwt={MASK}&signing_key={MASK}&client_assertion={MASK}")
         );
         assert_eq!(
             shown_path("/hooks?Access_Token=t&page=2", false),
@@ -176,6 +176,8 @@ mod tests {
             "Cookie2",
             "X-JWT-Assertion",
             "X-Signing-Key",
+            "X-Client-Assertion",
+            "X-Amzn-Oidc-Data",
         ] {
             assert_eq!(shown(invented, "tok-123", false), MASK, "{invented}");
         }

@@ -280,12 +280,14 @@ pub fn is_sensitive_header(name: &str) -> bool {
         "x-twilio-email-event-webhook-signature",
         // Trello signs in a header named for neither a secret nor a signature.
         "x-trello-webhook",
+        // AWS's load balancer passes on the caller's identity as a signed JWT.
+        "x-amzn-oidc-data",
     ];
     // Credentials a sender invents its own name for: `X-Api-Key`,
     // `X-Auth-Key`, `X-Authorization`, `Authentication`, `X-Webhook-Secret`,
     // `X-Foo-Signature`, PayPal's `Paypal-Transmission-Sig`, `X-Hmac-Sha256`,
     // `X-Amz-Security-Token`, `X-Private-Key`, `Cookie2`, `X-JWT-Assertion`,
-    // `signing_key`.
+    // `signing_key`, OAuth's `client_assertion`.
     const HINTS: &[&str] = &[
         "authoriz",
         "authentic",
@@ -305,6 +307,7 @@ pub fn is_sensitive_header(name: &str) -> bool {
         "signing-key",
         "signingkey",
         "jwt",
+        "assertion",
         "session",
         "credential",
         "cookie",
