@@ -64,19 +64,21 @@ impl SigningSecret {
 pub enum SecretFrom {
     /// `--secret`, which signs for every provider.
     Flag,
+    /// `--secret`, given where a suite's `secret_env` names this variable.
+    FlagOverSuite(String),
     /// An environment variable: a suite's `secret_env`,
     /// `PORTPREVIEW_SECRET_<PROVIDER>` or `PORTPREVIEW_SECRET`.
     Env(String),
-    /// The config file's `[secrets]` table.
-    ConfigFile,
+    /// The config file's `[secrets]` table, under this name.
+    ConfigFile(&'static str),
 }
 
 impl fmt::Display for SecretFrom {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Flag => f.write_str("--secret"),
+            Self::Flag | Self::FlagOverSuite(_) => f.write_str("--secret"),
             Self::Env(var) => f.write_str(var),
-            Self::ConfigFile => f.write_str("the config file"),
+            Self::ConfigFile(_) => f.write_str("the config file"),
         }
     }
 }
@@ -209,11 +211,12 @@ impl Config {
     }
 
     /// The `[secrets]` entry for a provider, under its name or its alias
-    /// (`svix` for standard-webhooks).
-    pub fn secret(&self, provider: Provider) -> Option<&Secret> {
-        self.secrets
-            .get(provider.name())
-            .or_else(|| self.secrets.get(provider.alias()?))
+    /// (`svix` for standard-webhooks), and the name it is under.
+    pub fn secret(&self, provider: Provider) -> Option<(&'static str, &Secret)> {
+        [Some(provider.name()), provider.alias()]
+            .into_iter()
+            .flatten()
+            .find_map(|key| Some((key, self.secrets.get(key)?)))
     }
 }
 
@@ -255,8 +258,14 @@ pub fn resolve_secret(
     provider: Option<Provider>,
     suite_env: Option<&str>,
 ) -> anyhow::Result<Option<SigningSecret>> {
-    if flag.is_some() {
-        return Ok(flag);
+    if let Some(flag) = flag {
+        // Known, so that advice on a refused signature points past --secret
+        // to the suite's own variable, not to one the suite comes before.
+        let from = match (flag.from, suite_env) {
+            (SecretFrom::Flag, Some(var)) => SecretFrom::FlagOverSuite(var.to_owned()),
+            (from, _) => from,
+        };
+        return Ok(Some(SigningSecret { from, ..flag }));
     }
     let from_env = |var: &str, value: String| SigningSecret {
         secret: Secret::new(value),
@@ -311,9 +320,9 @@ fn provider_secret(
             from: SecretFrom::Env(var),
         }));
     }
-    Ok(load()?.secret(provider).map(|secret| SigningSecret {
+    Ok(load()?.secret(provider).map(|(key, secret)| SigningSecret {
         secret: secret.clone(),
-        from: SecretFrom::ConfigFile,
+        from: SecretFrom::ConfigFile(key),
     }))
 }
 
@@ -414,6 +423,17 @@ mod tests {
     }
 
     #[test]
+    fn a_flag_given_over_a_suites_variable_says_so() {
+        let found = resolve_secret(Some(SigningSecret::flag("whsec_flag")), None, Some("MY_STRIPE_SECRET")).unwrap();
+        assert_eq!(
+            found.map(|s| s.from),
+            Some(SecretFrom::FlagOverSuite("MY_STRIPE_SECRET".into()))
+        );
+        let found = resolve_secret(Some(SigningSecret::flag("whsec_flag")), None, None).unwrap();
+        assert_eq!(found.map(|s| s.from), Some(SecretFrom::Flag));
+    }
+
+    #[test]
     fn svix_names_the_standard_webhooks_secret_too() {
         assert_eq!(
             secret_envs(Provider::StandardWebhooks),
@@ -441,12 +461,12 @@ mod tests {
         let config = Config::load_from(&path).unwrap();
         assert_eq!(
             config.secret(Provider::StandardWebhooks),
-            Some(&Secret::new("whsec_file"))
+            Some(("svix", &Secret::new("whsec_file")))
         );
         let found = provider_secret(Provider::StandardWebhooks, |_| None, || Ok(config)).unwrap();
         let from_file = SigningSecret {
             secret: Secret::new("whsec_file"),
-            from: SecretFrom::ConfigFile,
+            from: SecretFrom::ConfigFile("svix"),
         };
         assert_eq!(found, Some(from_file));
 

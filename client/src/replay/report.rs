@@ -582,13 +582,23 @@ mod tests {
             ),
             "{flag}"
         );
+        let over = hint(
+            &refused.attempts,
+            &SecretFrom::FlagOverSuite("STRIPE_WEBHOOK_SECRET".into()),
+        )
+        .unwrap();
+        assert!(
+            over.contains("secret from --secret, was answered 401")
+                && over.ends_with("or leave --secret out for the suite's secret_env, STRIPE_WEBHOOK_SECRET"),
+            "{over}"
+        );
         let env = hint(&refused.attempts, &SecretFrom::Env("STRIPE_WEBHOOK_SECRET".into())).unwrap();
         assert!(
             env.contains("secret from STRIPE_WEBHOOK_SECRET, was answered 401")
                 && env.ends_with("set STRIPE_WEBHOOK_SECRET to the handler's own, or pass it with --secret"),
             "{env}"
         );
-        let file = hint(&refused.attempts, &SecretFrom::ConfigFile).unwrap();
+        let file = hint(&refused.attempts, &SecretFrom::ConfigFile("stripe")).unwrap();
         assert!(
             file.contains("secret from the config file, was answered 401")
                 && file.ends_with(

@@ -119,11 +119,13 @@ pub fn refused_signature(attempts: &[Attempt], signed_with: Option<(Provider, &S
              provider's deliveries with one secret, and comes before any other",
             crate::config::secret_env(provider)
         ),
+        SecretFrom::FlagOverSuite(var) => {
+            format!("pass the handler's own with --secret, or leave --secret out for the suite's secret_env, {var}")
+        }
         SecretFrom::Env(var) => format!("set {var} to the handler's own, or pass it with --secret"),
-        SecretFrom::ConfigFile => format!(
-            "change {} in the config file's [secrets] table, or pass the handler's own with --secret",
-            provider.name()
-        ),
+        SecretFrom::ConfigFile(key) => {
+            format!("change {key} in the config file's [secrets] table, or pass the handler's own with --secret")
+        }
     };
     Some(format!(
         "attempt 1, signed with the {provider} secret from {from}, was answered {status}: if the handler \
