@@ -1,7 +1,7 @@
 //! The list's rows: fetched a page at a time with keyset paging, so a
 //! history of any size opens at once and memory stays bounded.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use crate::store::{ListQuery, Summary};
 
@@ -41,6 +41,11 @@ pub struct Pager {
     /// True once a short page showed where the history ends.
     end: bool,
     total: Option<u64>,
+    /// How many deliveries each retried event has had, as last reported
+    /// live, by event key, then scope: a row shows its event's count.
+    /// Written into every row of the event instead, a burst of one event's
+    /// retries cost each new row a pass over all held rows.
+    seen: HashMap<String, HashMap<String, i64>>,
 }
 
 impl Pager {
@@ -203,14 +208,11 @@ impl Pager {
     /// index it was inserted at (`None`: updated, or older than every page).
     pub fn upsert(&mut self, row: Summary) -> Option<usize> {
         // A retry raises the delivery count of its event's older rows too
-        // (first deliveries, nearly all of them, have no older rows to touch).
+        // (first deliveries, nearly all of them, have no older rows).
         if row.delivery_count > 1 {
-            let count = row.delivery_count;
-            self.for_each_cached(|r| {
-                if r.event_key == row.event_key && r.event_scope == row.event_scope {
-                    r.delivery_count = r.delivery_count.max(count);
-                }
-            });
+            let scopes = self.seen.entry(row.event_key.clone()).or_default();
+            let seen = scopes.entry(row.event_scope.clone()).or_default();
+            *seen = (*seen).max(row.delivery_count);
         }
         if row.id <= self.pin() {
             // Fetched with a page while still in flight: now it is done.
@@ -279,6 +281,16 @@ impl Pager {
     /// `hard`: even at the cost of the reader's place.
     pub fn head_is_full(&self, hard: bool) -> bool {
         self.head.len() > if hard { HARD_MAX_HEAD } else { MAX_HEAD }
+    }
+
+    /// How many deliveries the event of `row` has had: its own count, or
+    /// a higher one a later retry of the event reported.
+    pub fn seen(&self, row: &Summary) -> i64 {
+        let reported = self
+            .seen
+            .get(&row.event_key)
+            .and_then(|scopes| scopes.get(&row.event_scope));
+        reported.map_or(row.delivery_count, |&seen| seen.max(row.delivery_count))
     }
 
     /// Position of the row with this id among the cached rows.
@@ -350,13 +362,6 @@ impl Pager {
             if distance(i) > 0 {
                 self.pages[i].rows = None;
             }
-        }
-    }
-
-    fn for_each_cached(&mut self, mut f: impl FnMut(&mut Summary)) {
-        self.head.iter_mut().for_each(&mut f);
-        for page in &mut self.pages {
-            page.rows.iter_mut().flatten().for_each(&mut f);
         }
     }
 
@@ -499,7 +504,7 @@ mod tests {
         pager.upsert(from_hook(2, "222", 1));
         pager.upsert(from_hook(3, "111", 2));
         let counts: Vec<(i64, i64)> = (0..pager.len())
-            .map(|i| pager.get(i).map(|r| (r.id, r.delivery_count)).unwrap())
+            .map(|i| pager.get(i).map(|r| (r.id, pager.seen(r))).unwrap())
             .collect();
         assert_eq!(
             counts,

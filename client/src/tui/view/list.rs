@@ -65,7 +65,9 @@ pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
         id: id_width(summaries.iter().map(|s| s.id).max().unwrap_or(0)),
     };
     let path = path_width(shape);
-    let shown: Vec<Row> = summaries.into_iter().map(|summary| row(summary, shape, path)).collect();
+    let shown: Vec<Row> = (summaries.into_iter())
+        .map(|summary| row(summary, app.pager.seen(summary), shape, path))
+        .collect();
     let mut state = TableState::default().with_selected(Some(app.selected.saturating_sub(app.offset)));
     let highlight = if focused {
         Style::new().add_modifier(Modifier::REVERSED)
@@ -249,7 +251,8 @@ fn path_width(shape: Shape) -> usize {
     usize::from(shape.width.saturating_sub(2 + fixed + spacing))
 }
 
-fn row(summary: &Summary, shape: Shape, path_width: usize) -> Row<'static> {
+/// A delivery's row; `seen`: how many deliveries its event has had.
+fn row(summary: &Summary, seen: i64, shape: Shape, path_width: usize) -> Row<'static> {
     let width = shape.width;
     let cells = columns(width).into_iter().map(|column| match column {
         Column::Id => {
@@ -287,12 +290,12 @@ fn row(summary: &Summary, shape: Shape, path_width: usize) -> Row<'static> {
             Cell::from(event).style(Style::new().fg(Color::DarkGray))
         }
         Column::Count => {
-            let style = if summary.delivery_count > 1 {
+            let style = if seen > 1 {
                 Style::new().fg(Color::Yellow)
             } else {
                 Style::new()
             };
-            Cell::from(Line::from(count_cell(summary.delivery_count)).right_aligned()).style(style)
+            Cell::from(Line::from(count_cell(seen)).right_aligned()).style(style)
         }
     });
     Row::new(cells.collect::<Vec<_>>())
