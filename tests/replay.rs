@@ -2021,3 +2021,44 @@ fn replay_by_event_key_passes_over_a_newer_delivery_whose_body_was_not_kept() {
     }
     assert_eq!(handler.arrived(), 2, "both runs sent the event");
 }
+
+/// A 2xx whose body the handler breaks off is no whole answer: the attempt
+/// keeps its status, as the tunnel records such an answer, and fails as
+/// cut short, never as "anything but a 2xx".
+#[test]
+fn a_2xx_answer_cut_short_fails_as_cut_short() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { break };
+            // Read the whole request first: closing on unread bytes resets
+            // the connection, and the answer with it.
+            stream
+                .set_read_timeout(Some(std::time::Duration::from_millis(200)))
+                .unwrap();
+            let mut buf = [0u8; 65536];
+            while matches!(stream.read(&mut buf), Ok(1..)) {}
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nshort");
+        }
+    });
+    let history = History::with(&stripe_delivery(&url));
+    let ran = history.replay(&["--json"]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
+    let attempt = &json["attempts"][0];
+    assert_eq!(attempt["status"], 200, "{attempt}");
+    assert!(
+        attempt["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("broke off after 5 of 100 bytes")),
+        "{attempt}"
+    );
+    let detail = ran.check("answers_2xx")["detail"].as_str().unwrap().to_owned();
+    assert!(
+        detail.starts_with("attempt 1 answered 200 cut short (")
+            && detail.ends_with("most HTTP clients take an answer cut short for a failed request, and the provider retries the delivery"),
+        "{detail}"
+    );
+}

@@ -82,7 +82,8 @@ pub struct Answer {
     pub body_digest: [u8; 32],
     /// Time from the first byte sent to the last byte received.
     pub duration: Duration,
-    /// Why there was no answer, e.g. "connection reset by 127.0.0.1:3000".
+    /// Why there was no answer, e.g. "connection reset by 127.0.0.1:3000",
+    /// or, beside a status, why its body was cut short.
     pub error: Option<String>,
     /// True when no connection to the handler could be made: the request
     /// never left, so the handler neither saw it nor failed it.
@@ -302,10 +303,16 @@ impl Connection {
         let mut digest = blake3::Hasher::new();
         let declared = http_body::Body::size_hint(&body).exact();
         while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|err| {
-                let why = crate::forward::broke_off(&err, answer.body_size, declared);
-                format!("{authority}: {why}")
-            })?;
+            // The status came, as it reaches a provider's client, which
+            // then reads the body cut short: the tunnel records it so too.
+            let frame = match frame {
+                Ok(frame) => frame,
+                Err(err) => {
+                    let why = crate::forward::broke_off(&err, answer.body_size, declared);
+                    answer.error = Some(format!("{authority}: {why}"));
+                    break;
+                }
+            };
             if let Ok(data) = frame.into_data() {
                 answer.body_size += data.len() as u64;
                 digest.update(&data);

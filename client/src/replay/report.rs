@@ -62,7 +62,7 @@ impl Attempt {
 
     /// True when the handler answered 2xx.
     pub fn succeeded(&self) -> bool {
-        matches!(self.answer.status, Some(200..=299))
+        matches!(self.answer.status, Some(200..=299)) && self.answer.error.is_none()
     }
 
     /// Duration in milliseconds, as reports show it.

@@ -64,7 +64,8 @@ pub fn answers_2xx(attempts: &[Attempt]) -> Check {
     let mut failures: BTreeMap<String, Vec<u32>> = BTreeMap::new();
     for attempt in attempts.iter().filter(|a| !a.succeeded()) {
         let what = match (attempt.answer.status, &attempt.answer.error) {
-            (Some(status), _) => format!("answered {status}"),
+            (Some(status), Some(error)) => format!("answered {status} cut short ({error})"),
+            (Some(status), None) => format!("answered {status}"),
             (None, Some(error)) => format!("failed ({error})"),
             (None, None) => "got no answer".to_string(),
         };
@@ -86,6 +87,11 @@ pub fn answers_2xx(attempts: &[Attempt]) -> Check {
     let why = if went_away(attempts) {
         "the handler stopped taking connections during the run: if a duplicate crashed it, that is the bug \
          (its log says); if it was stopped, start it and run again"
+    } else if attempts
+        .iter()
+        .any(|a| a.answer.status.is_some() && a.answer.error.is_some())
+    {
+        "most HTTP clients take an answer cut short for a failed request, and the provider retries the delivery"
     } else {
         "the provider reads anything but a 2xx answer as a failed delivery and retries it"
     };
