@@ -659,23 +659,12 @@ async fn a_dead_local_port_gets_502_and_a_slow_one_504_each_saying_why() {
 
 #[tokio::test]
 async fn a_local_answer_that_breaks_off_is_cut_off_for_the_caller_and_recorded_as_broken() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     // Promises 100 bytes, sends 5 and hangs up: the caller gets what came
     // and then the cut, as calling the handler directly; no caller may
     // take the stub for the whole answer.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let liar = tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let mut request = [0u8; 4096];
-            let _ = socket.read(&mut request).await;
-            let _ = socket
-                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nshort")
-                .await;
-        }
-    });
+    let (target, liar) = raw_handler(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nshort").await;
     let relay = TestRelay::start().await;
-    let mut tunnel = TestTunnel::start(&relay.http_url(), &addr.to_string()).await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &target).await;
     let request = format!(
         "POST /t/{}/hook HTTP/1.1\r\nHost: {}\r\nContent-Length: 2\r\n\r\n{{}}",
         tunnel.name(),
@@ -800,22 +789,11 @@ async fn a_local_answer_with_too_many_headers_gets_a_502_that_says_so() {
 
 #[tokio::test]
 async fn a_streamed_local_answer_that_breaks_off_is_cut_off_for_the_caller_too() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     // Starts a chunked answer and hangs up in the middle of it: the caller
     // must not receive a well-formed answer that only looks whole.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let quitter = tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let mut request = [0u8; 4096];
-            let _ = socket.read(&mut request).await;
-            let _ = socket
-                .write_all(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n")
-                .await;
-        }
-    });
+    let (target, quitter) = raw_handler(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n").await;
     let relay = TestRelay::start().await;
-    let mut tunnel = TestTunnel::start(&relay.http_url(), &addr.to_string()).await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &target).await;
     let request = format!(
         "POST /t/{}/hook HTTP/1.1\r\nHost: {}\r\nContent-Length: 2\r\n\r\n{{}}",
         tunnel.name(),
@@ -845,18 +823,9 @@ async fn a_streamed_local_answer_that_breaks_off_is_cut_off_for_the_caller_too()
 /// stays open, or it sends its next request into a closing socket.
 #[tokio::test]
 async fn an_http_1_0_caller_is_not_promised_keep_alive_for_an_answer_ended_by_closing() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let closer = tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let mut request = [0u8; 4096];
-            let _ = socket.read(&mut request).await;
-            let _ = socket.write_all(b"HTTP/1.1 200 OK\r\n\r\nuntil close").await;
-        }
-    });
+    let (target, closer) = raw_handler(b"HTTP/1.1 200 OK\r\n\r\nuntil close").await;
     let relay = TestRelay::start().await;
-    let tunnel = TestTunnel::start(&relay.http_url(), &addr.to_string()).await;
+    let tunnel = TestTunnel::start(&relay.http_url(), &target).await;
     let request = format!(
         "GET /t/{}/old HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
         tunnel.name()
@@ -929,20 +898,9 @@ async fn each_piece_of_a_streamed_local_answer_reaches_the_caller_as_it_is_writt
 /// reason, not a made-up one.
 #[tokio::test]
 async fn a_status_without_a_standard_reason_gets_an_empty_one() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let odd = tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let mut request = [0u8; 4096];
-            let _ = socket.read(&mut request).await;
-            let _ = socket
-                .write_all(b"HTTP/1.1 299 Odd Reason\r\ncontent-length: 2\r\n\r\nok")
-                .await;
-        }
-    });
+    let (target, odd) = raw_handler(b"HTTP/1.1 299 Odd Reason\r\ncontent-length: 2\r\n\r\nok").await;
     let relay = TestRelay::start().await;
-    let tunnel = TestTunnel::start(&relay.http_url(), &addr.to_string()).await;
+    let tunnel = TestTunnel::start(&relay.http_url(), &target).await;
     let request = format!(
         "GET /t/{}/x HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
         tunnel.name(),
@@ -958,7 +916,6 @@ async fn a_status_without_a_standard_reason_gets_an_empty_one() {
 /// 599 that hyper reads as three digits like any other.
 #[tokio::test]
 async fn a_handler_switching_protocols_or_past_599_gets_502_and_is_recorded_as_a_failure() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     for (answer, said) in [
         (
             &b"HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: websocket\r\n\r\n"[..],
@@ -969,17 +926,9 @@ async fn a_handler_switching_protocols_or_past_599_gets_502_and_is_recorded_as_a
             "answered status 600",
         ),
     ] {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let odd = tokio::spawn(async move {
-            while let Ok((mut socket, _)) = listener.accept().await {
-                let mut request = [0u8; 4096];
-                let _ = socket.read(&mut request).await;
-                let _ = socket.write_all(answer).await;
-            }
-        });
+        let (target, odd) = raw_handler(answer).await;
         let relay = TestRelay::start().await;
-        let mut tunnel = TestTunnel::start(&relay.http_url(), &addr.to_string()).await;
+        let mut tunnel = TestTunnel::start(&relay.http_url(), &target).await;
         let reply = caller::post(&tunnel.url("/hook"), "{}").await;
         assert_eq!(reply.status, 502, "{said}");
         assert!(reply.text().contains(said), "{}", reply.text());
@@ -2132,8 +2081,10 @@ async fn an_answer_the_relay_grants_no_room_for_is_given_up_in_the_end() {
     );
 }
 
-/// A handler that answers with raw bytes, one connection at a time, and
-/// its address as a target.
+/// A handler that answers with raw bytes, answers hyper would never
+/// write, one connection at a time, and its address as a target. It reads
+/// the request whole first: closing on unread bytes would reset the
+/// connection, and the answer with it.
 async fn raw_handler(answer: &'static [u8]) -> (String, tokio::task::JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("address"));
@@ -2144,6 +2095,15 @@ async fn raw_handler(answer: &'static [u8]) -> (String, tokio::task::JoinHandle<
             while !head.ends_with(b"\r\n\r\n") && socket.read(&mut byte).await.is_ok_and(|n| n == 1) {
                 head.push(byte[0]);
             }
+            let length = String::from_utf8_lossy(&head)
+                .lines()
+                .find_map(|line| {
+                    let (name, value) = line.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse::<usize>().ok())?
+                })
+                .unwrap_or(0);
+            let _ = socket.read_exact(&mut vec![0u8; length]).await;
             let _ = socket.write_all(answer).await;
         }
     });
