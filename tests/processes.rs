@@ -1544,14 +1544,7 @@ async fn answer_on(stream: &mut tokio::net::TcpStream) -> String {
         loop {
             let text = String::from_utf8_lossy(&read).into_owned();
             if let Some(end) = text.find("\r\n\r\n") {
-                let length = text[..end]
-                    .lines()
-                    .find_map(|line| {
-                        let (name, value) = line.split_once(':')?;
-                        name.eq_ignore_ascii_case("content-length")
-                            .then(|| value.trim().parse::<usize>().ok())?
-                    })
-                    .unwrap_or(0);
+                let length = caller::declared_length(&text[..end]);
                 if read.len() >= end + 4 + length {
                     return text;
                 }

@@ -233,6 +233,21 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+/// A handler that checks each request as `case`'s SDK does: 200 when it
+/// verifies, else 400 with the reason.
+async fn verifying_handler(case: &Case) -> LocalHandler {
+    let (verify, secret) = (case.verify, case.secret);
+    LocalHandler::start(move |seen| match verify(seen, secret, now()) {
+        Ok(()) => Answer::default(),
+        Err(why) => Answer {
+            status: 400,
+            body: why.into_bytes(),
+            ..Answer::default()
+        },
+    })
+    .await
+}
+
 fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -254,17 +269,8 @@ fn statuses(json: &serde_json::Value) -> Vec<u64> {
 async fn resigning_makes_an_old_delivery_verify_again_for_every_provider_that_signs() {
     let relay = TestRelay::start().await;
     for case in cases() {
-        let verify = case.verify;
-        let secret = case.secret;
-        let handler = LocalHandler::start(move |seen| match verify(seen, secret, now()) {
-            Ok(()) => Answer::default(),
-            Err(why) => Answer {
-                status: 400,
-                body: why.into_bytes(),
-                ..Answer::default()
-            },
-        })
-        .await;
+        let (verify, secret) = (case.verify, case.secret);
+        let handler = verifying_handler(&case).await;
         let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
         let (signed_at, with_secret) = match case.checks_freshness {
             true => (now() - 3600, case.secret),
@@ -328,16 +334,8 @@ async fn a_refused_resign_names_where_its_secret_came_from() {
         .into_iter()
         .find(|c| c.provider == "github")
         .expect("a github case");
-    let (verify, secret) = (case.verify, case.secret);
-    let handler = LocalHandler::start(move |seen| match verify(seen, secret, now()) {
-        Ok(()) => Answer::default(),
-        Err(why) => Answer {
-            status: 400,
-            body: why.into_bytes(),
-            ..Answer::default()
-        },
-    })
-    .await;
+    let secret = case.secret;
+    let handler = verifying_handler(&case).await;
     let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
     let (headers, body) = (case.deliver)(now(), secret);
     let headers: Vec<(&str, &[u8])> = headers.iter().map(|(n, v)| (*n, v.as_bytes())).collect();

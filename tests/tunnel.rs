@@ -2095,14 +2095,7 @@ async fn raw_handler(answer: &'static [u8]) -> (String, tokio::task::JoinHandle<
             while !head.ends_with(b"\r\n\r\n") && socket.read(&mut byte).await.is_ok_and(|n| n == 1) {
                 head.push(byte[0]);
             }
-            let length = String::from_utf8_lossy(&head)
-                .lines()
-                .find_map(|line| {
-                    let (name, value) = line.split_once(':')?;
-                    name.eq_ignore_ascii_case("content-length")
-                        .then(|| value.trim().parse::<usize>().ok())?
-                })
-                .unwrap_or(0);
+            let length = caller::declared_length(&String::from_utf8_lossy(&head));
             let _ = socket.read_exact(&mut vec![0u8; length]).await;
             let _ = socket.write_all(answer).await;
         }

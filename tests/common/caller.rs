@@ -186,3 +186,15 @@ pub async fn read_head(stream: &mut (impl tokio::io::AsyncRead + Unpin)) -> Opti
     }
     Some(head)
 }
+
+/// The body length a raw HTTP/1 head declares in its `Content-Length`
+/// (0 when it declares none).
+pub fn declared_length(head: &str) -> usize {
+    head.lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse::<usize>().ok())?
+        })
+        .unwrap_or(0)
+}
