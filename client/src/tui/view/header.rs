@@ -75,12 +75,15 @@ fn top_line(app: &App, width: u16) -> Line<'static> {
             let target = Span::raw(format!(" → {}", escape_str(&stats.target)));
             // The URLs are what the tunnel is for, and are copied from here:
             // on a narrow screen the brand, then the target, give way to
-            // them before they are cut. A target cut short takes ` …`.
+            // them before they are cut.
             let width = usize::from(width);
             let urls = state.width() + 2 + url.width() + also.as_ref().map_or(0, Span::width);
-            let (brand_shown, target_shown) = match (urls, brand.width() + 1, target.width()) {
-                (urls, brand, target) if urls + brand + target <= width || urls + brand + 2 <= width => (true, true),
-                (urls, _, target) if urls + target <= width || urls + 2 <= width => (false, true),
+            // Two columns past the URLs for ` …`, where a cut target ends;
+            // the brand takes a space after it.
+            let branded = brand.width() + 1;
+            let (brand_shown, target_shown) = match urls + 2 {
+                room if room + branded <= width => (true, true),
+                room if room <= width => (false, true),
                 _ => (false, false),
             };
             let mut spans = match brand_shown {
