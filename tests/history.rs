@@ -1304,10 +1304,7 @@ fn a_curl_export_of_an_empty_post_sends_what_a_replay_sends() {
 fn pruning_most_of_a_history_shrinks_its_file() {
     let h = History::new("shrink");
     let store = h.store();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
+    let now = portpreview::time::now_ms();
     let old = 6_000;
     for n in 0..old {
         let mut d = stripe_event(&format!("evt_{n}"), now - 30 * 86_400_000 + n);
@@ -1354,10 +1351,7 @@ fn pruning_most_of_a_history_shrinks_its_file() {
 fn a_prune_beside_another_reader_says_the_file_follows() {
     let h = History::new("shrink-busy");
     let store = h.store();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
+    let now = portpreview::time::now_ms();
     for n in 0..2_000 {
         let mut d = stripe_event(&format!("evt_{n}"), now - 30 * 86_400_000 + n);
         d.request_body = format!("{{\"id\":\"evt_{n}\",\"pad\":\"{}\"}}", "x".repeat(1000)).into_bytes();
@@ -1383,10 +1377,7 @@ fn a_prune_beside_another_reader_says_the_file_follows() {
 fn prune_removes_only_old_deliveries() {
     let h = History::new("prune");
     let store = h.store();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
+    let now = portpreview::time::now_ms();
     let mut secret = stripe_event("evt_old", now - 10 * 86_400_000);
     secret
         .request_headers

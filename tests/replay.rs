@@ -1454,15 +1454,22 @@ fn a_target_with_a_path_replaces_the_recorded_one_and_latest_finds_the_delivery(
     assert_eq!(handler.balance(), 1);
 }
 
-/// `history` masks a secret in the query; the path copied from its table,
-/// mask and all, still finds the delivery for `--latest --path`.
-#[test]
-fn latest_finds_a_path_copied_from_history_with_its_secret_masked() {
+/// A Stripe delivery to `/hooks?token=abc123&shop=acme`, recorded with a
+/// handler that dedups to replay it against.
+fn a_delivery_with_a_token_in_its_query() -> (Handler, History) {
     let handler = Handler::start(Behaviour::DedupsInOneTransaction);
     let history = History::with(&NewDelivery {
         path: "/hooks?token=abc123&shop=acme".into(),
         ..stripe_delivery(&handler.url())
     });
+    (handler, history)
+}
+
+/// `history` masks a secret in the query; the path copied from its table,
+/// mask and all, still finds the delivery for `--latest --path`.
+#[test]
+fn latest_finds_a_path_copied_from_history_with_its_secret_masked() {
+    let (handler, history) = a_delivery_with_a_token_in_its_query();
     let shown = "/hooks?token=••••••&shop=acme";
     let table = portpreview(&history.db(), &["history"]);
     assert!(table.stdout.contains(shown), "{}", table.stdout);
@@ -1497,11 +1504,7 @@ fn latest_finds_a_path_copied_from_history_with_its_secret_masked() {
 /// `show --reveal` still shows it.
 #[test]
 fn the_json_report_masks_a_secret_in_the_target_query() {
-    let handler = Handler::start(Behaviour::DedupsInOneTransaction);
-    let history = History::with(&NewDelivery {
-        path: "/hooks?token=abc123&shop=acme".into(),
-        ..stripe_delivery(&handler.url())
-    });
+    let (handler, history) = a_delivery_with_a_token_in_its_query();
     let ran = portpreview(&history.db(), &["replay", "1", "--json"]);
     assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
     assert_eq!(

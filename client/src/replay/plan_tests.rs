@@ -1,5 +1,17 @@
 use super::*;
 
+/// Whether the plan for `request` under `opts` warns with a line that
+/// begins `start`.
+fn warns(request: &NewDelivery, opts: &ReplayOptions, start: &str) -> bool {
+    let plan = Plan::new(request, opts).unwrap();
+    plan.warnings.iter().any(|w| w.starts_with(start))
+}
+
+/// Headers as (name, value) pairs, to compare with a literal list.
+fn pairs(headers: &[Header]) -> Vec<(&str, &[u8])> {
+    headers.iter().map(|h| (h.name.as_str(), h.value.as_slice())).collect()
+}
+
 fn resolved(recorded: &str, flag: Option<&str>, path: &str) -> (String, String) {
     let (endpoint, path) = resolve_target(recorded, flag, path).unwrap();
     (endpoint.authority(), path)
@@ -138,11 +150,7 @@ fn headers_and_body_can_be_changed_before_replaying() {
     };
     let plan = Plan::new(&recorded(), &opts).unwrap();
     let out = plan.outgoing(&plan.recorded).unwrap();
-    let headers: Vec<(&str, &[u8])> = out
-        .headers
-        .iter()
-        .map(|h| (h.name.as_str(), h.value.as_slice()))
-        .collect();
+    let headers = pairs(&out.headers);
     // The header set takes the recorded one's place; a new one goes last.
     assert_eq!(headers, [("x-keep", &b"1"[..]), ("x-set", b"new"), ("x-added", b"2")]);
     assert_eq!(out.body, &b"{\"id\":1}"[..]);
@@ -168,12 +176,7 @@ fn a_signature_is_said_to_be_broken_or_old_only_where_there_is_one() {
         body: Some(br#"{"id":"evt_1","object":"event","livemode":true}"#.to_vec()),
         ..ReplayOptions::default()
     };
-    let broken = |d: &NewDelivery| {
-        let plan = Plan::new(d, &changed).unwrap();
-        plan.warnings
-            .iter()
-            .any(|w| w.starts_with("the body was changed but not re-signed"))
-    };
+    let broken = |d: &NewDelivery| warns(d, &changed, "the body was changed but not re-signed");
     assert!(broken(&signed));
     assert!(!broken(&unsigned));
     // Nor is a timestamp without a signature an old signature.
@@ -230,11 +233,7 @@ fn a_header_set_by_hand_takes_the_recorded_ones_place() {
     };
     let plan = Plan::new(&request, &opts).unwrap();
     let out = plan.outgoing(&plan.recorded).unwrap();
-    let headers: Vec<(&str, &[u8])> = out
-        .headers
-        .iter()
-        .map(|h| (h.name.as_str(), h.value.as_slice()))
-        .collect();
+    let headers = pairs(&out.headers);
     assert_eq!(
         headers,
         [
@@ -428,12 +427,7 @@ fn fresh_events_are_flagged_unsigned_only_when_the_provider_signs_their_id() {
         times: 2,
         ..ReplayOptions::default()
     };
-    let unsigned = |request: &NewDelivery| {
-        let plan = Plan::new(request, &fresh).unwrap();
-        plan.warnings
-            .iter()
-            .any(|w| w.starts_with("the fresh events are not re-signed"))
-    };
+    let unsigned = |request: &NewDelivery| warns(request, &fresh, "the fresh events are not re-signed");
     // GitHub signs the body alone; a fresh X-GitHub-Delivery leaves the
     // recorded signature verifying.
     let github = NewDelivery {
