@@ -1020,6 +1020,18 @@ async fn a_refusal_names_the_variable_or_config_file_its_value_came_from() {
             "the relay refused the token from PORTPREVIEW_TOKEN (401)".into(),
         ),
         (
+            http(&["--server", &guarded]),
+            vec![("PORTPREVIEW_TOKEN", "t\u{f6}ken-secret")],
+            &empty,
+            "the token from PORTPREVIEW_TOKEN holds characters a header cannot carry".into(),
+        ),
+        (
+            http(&["--server", &guarded, "--token", "t\u{f6}ken-secret"]),
+            vec![],
+            &empty,
+            "the token from --token holds characters a header cannot carry".into(),
+        ),
+        (
             vec!["history", "--db", missing],
             vec![],
             &empty,
@@ -1049,6 +1061,7 @@ async fn a_refusal_names_the_variable_or_config_file_its_value_came_from() {
         assert_eq!(out.status.code(), Some(2), "{args:?} {env:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
         assert!(stderr.contains(&said), "{args:?} {env:?}: {stderr}");
+        assert!(!stderr.contains("secret"), "a token is never shown: {stderr}");
         if env.is_empty() && config == empty {
             assert!(!stderr.contains("comes from"), "typed, so nothing to explain: {stderr}");
         }

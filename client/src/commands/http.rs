@@ -392,6 +392,10 @@ impl Running {
 fn explain_refusal(err: ConnectError, server: &Origin, token: &Origin) -> anyhow::Error {
     match err {
         ConnectError::Unauthorized => anyhow::anyhow!("the relay refused the token from {token} (401)"),
+        ConnectError::UnsendableToken => anyhow::anyhow!(
+            "cannot open the tunnel: the token from {token} holds characters a header cannot carry (spaces, control \
+             characters or letters past ASCII)"
+        ),
         ConnectError::TokenRequired
         | ConnectError::NameTaken { .. }
         | ConnectError::Tls(_)

@@ -82,8 +82,13 @@ pub enum ConnectError {
     /// The relay speaks another protocol version; which side to upgrade.
     #[error("{0}")]
     Incompatible(String),
-    /// What the client would send cannot be sent (a token a header cannot
-    /// carry): no relay was asked.
+    /// The token holds what no header can carry: no relay was asked.
+    #[error(
+        "cannot open the tunnel: the token holds characters a header cannot carry (spaces, control characters or \
+         letters past ASCII)"
+    )]
+    UnsendableToken,
+    /// What the client would send cannot be sent: no relay was asked.
     #[error("cannot open the tunnel: {0}")]
     Unsendable(String),
     /// A TLS setting could not be used.
@@ -275,13 +280,7 @@ pub async fn connect(options: &ConnectOptions) -> Result<(RelaySocket, Welcome),
         let value = Some(token.expose())
             .filter(|token| token.bytes().all(|b| b.is_ascii_graphic()))
             .and_then(|token| HeaderValue::from_str(&format!("Bearer {token}")).ok())
-            .ok_or_else(|| {
-                ConnectError::Unsendable(
-                    "the token holds characters a header cannot carry (spaces, control characters or letters \
-                     past ASCII)"
-                        .into(),
-                )
-            })?;
+            .ok_or(ConnectError::UnsendableToken)?;
         request.headers_mut().insert(http::header::AUTHORIZATION, value);
     }
     if let Some(name) = &options.name {
