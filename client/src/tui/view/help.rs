@@ -16,6 +16,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("↑↓ j k", "move / scroll"),
     ("PgUp PgDn", "a page"),
     ("g G", "newest / oldest; in a detail, top / end"),
+    ("Home End", "as g G"),
     ("Enter", "open the delivery"),
     ("Tab", "switch list / detail"),
     ("← → h l", "scroll detail sideways"),

@@ -351,7 +351,7 @@ fn cut_text_ends_in_an_ellipsis_even_when_its_characters_are_wide() {
 /// Question mark shows every key.
 #[test]
 fn help_overlay() {
-    let mut app = live_app(3, 60, 21);
+    let mut app = live_app(3, 60, 22);
     press(&mut app, "?");
     assert_eq!(
         plain(draw(&app)),
@@ -362,7 +362,8 @@ fn help_overlay() {
             "│ID│ ↑↓ j k     move / scroll                           │en│",
             "│#3│ PgUp PgDn  a page                                  │ 1│",
             "│#2│ g G        newest / oldest; in a detail, top / end │ 1│",
-            "│#1│ Enter      open the delivery                       │ 1│",
+            "│#1│ Home End   as g G                                  │ 1│",
+            "│  │ Enter      open the delivery                       │  │",
             "│  │ Tab        switch list / detail                    │  │",
             "│  │ ← → h l    scroll detail sideways                  │  │",
             "│  │ H L 0 $    sideways by a screen; to either edge    │  │",
