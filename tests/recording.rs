@@ -223,6 +223,28 @@ async fn one_github_event_sent_to_two_hooks_is_no_retry_but_a_redelivery_is() {
     assert_eq!(counts, [(1, 2), (2, 1), (3, 2)], "history's delivery counts");
 }
 
+/// A GitHub delivery without its delivery ID is keyed by its content and,
+/// like any content key, counted per method and path: within its hook too.
+#[tokio::test]
+async fn a_github_delivery_keyed_by_its_content_is_counted_per_path_within_its_hook() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let headers: &[(&str, &[u8])] = &[("X-GitHub-Event", b"ping"), ("X-GitHub-Hook-ID", b"7")];
+    let mut numbers = Vec::new();
+    for (method, path) in [("POST", "/orders"), ("PUT", "/users"), ("POST", "/orders")] {
+        let reply = caller::send(method, &tunnel.url(path), headers, r#"{"zen":"x"}"#.to_string()).await;
+        assert_eq!(reply.status, 200);
+        let (summary, number) = tunnel.next_delivery().await;
+        assert_eq!(
+            (summary.provider.as_deref(), summary.event_key_source.as_str()),
+            (Some("github"), "sha256:body")
+        );
+        numbers.push(number);
+    }
+    assert_eq!(numbers, [1, 1, 2], "a PUT to /users is no retry of a POST to /orders");
+}
+
 #[tokio::test]
 async fn requests_with_empty_bodies_and_no_id_are_never_counted_as_retries() {
     let relay = TestRelay::start().await;

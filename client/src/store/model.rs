@@ -45,21 +45,24 @@ impl NewDelivery {
     }
 
     /// What, beside the event key, tells this delivery's event from another
-    /// with the same key: GitHub's hook ID, or for a key hashed from the
+    /// with the same key: GitHub's hook ID, and for a key hashed from the
     /// content, the method and path it was sent to; empty when nothing does.
     pub fn event_scope(&self) -> String {
         let provider = self.provider.as_deref().and_then(Provider::from_name);
-        if let Some(scope) = provider::event_scope(provider, &self.request_headers) {
-            return scope;
-        }
+        let hook = provider::event_scope(provider, &self.request_headers);
         // A hash names what was sent, not an event: the same body sent to
-        // two endpoints is two events, and only a resend to one is a retry.
-        // The query is left out, as some senders number their attempts there.
+        // two endpoints is two events, and only a resend to one is a retry,
+        // whichever hook sent it. The query is left out, as some senders
+        // number their attempts there.
         if self.event_key_source.starts_with("sha256:") {
             let path = self.path.split_once('?').map_or(self.path.as_str(), |(path, _)| path);
-            return format!("{} {path}", self.method);
+            let sent_to = format!("{} {path}", self.method);
+            return match hook {
+                Some(hook) => format!("{hook} {sent_to}"),
+                None => sent_to,
+            };
         }
-        String::new()
+        hook.unwrap_or_default()
     }
 }
 
