@@ -322,6 +322,28 @@ async fn key_fields_group_resends_of_one_event_and_nothing_else() {
     );
 }
 
+/// Two orders numbered past 64 bits are two events, and a resend of one
+/// is its 2nd delivery: parsed, the two numbers would be one float.
+#[tokio::test]
+async fn numbers_past_64_bits_keep_their_events_apart() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::start(|_| Answer::default()).await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let mut numbers = Vec::new();
+    for order in [
+        "123456789012345678901234567890",
+        "123456789012345678901234567999",
+        "123456789012345678901234567890",
+    ] {
+        let reply = caller::post(&tunnel.url("/orders"), format!(r#"{{"order":{order}}}"#)).await;
+        assert_eq!(reply.status, 200);
+        let (summary, number) = tunnel.next_delivery().await;
+        assert_eq!(summary.event_key_source, "sha256:body");
+        numbers.push(number);
+    }
+    assert_eq!(numbers, [1, 1, 2]);
+}
+
 #[tokio::test]
 async fn deliveries_answered_while_another_process_holds_the_history_lock_are_kept() {
     let relay = TestRelay::start().await;

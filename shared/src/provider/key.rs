@@ -5,7 +5,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::detect::{detect_in, Body};
-use super::{canonical, form, header, pointer, Provider};
+use super::{canonical, form, header, inexact, pointer, Provider};
 use crate::message::Header;
 
 /// Event IDs longer than this are not trusted as keys (a hostile body could
@@ -120,9 +120,14 @@ pub fn event_scope(provider: Option<Provider>, headers: &[Header]) -> Option<Str
 
 /// An ID fit to be a key: no provider issues empty, huge or control-laden
 /// IDs, so such a value is not trusted (the content hash is used instead).
+/// Nor is one holding what decoding bytes that are not UTF-8 leaves in
+/// their place: two different IDs would read as one.
 fn usable(id: &str) -> Option<&str> {
     let id = id.trim();
-    (!id.is_empty() && id.len() <= MAX_ID_LEN && !id.chars().any(char::is_control)).then_some(id)
+    (!id.is_empty()
+        && id.len() <= MAX_ID_LEN
+        && !id.chars().any(|c| c.is_control() || c == char::REPLACEMENT_CHARACTER))
+    .then_some(id)
 }
 
 fn from_header(headers: &[Header], name: &str) -> Option<(String, String)> {
@@ -150,7 +155,14 @@ fn from_body(body: &Body<'_>, path: &[&str]) -> Option<(String, String)> {
     };
     let id = match value {
         Value::String(s) => usable(s)?.to_owned(),
-        Value::Number(n) => n.to_string(),
+        // As written when parsing changed it: two IDs past 64 bits would
+        // otherwise read as one float.
+        Value::Number(n) => match pointer::span(body.raw(), &tokens).and_then(|r| body.raw().get(r)) {
+            Some(written) if !inexact::numbers(written, &[]).is_empty() => {
+                usable(std::str::from_utf8(written).ok()?)?.to_owned()
+            }
+            _ => n.to_string(),
+        },
         _ => return None,
     };
     Some((id, format!("body:/{}", path.join("/"))))
@@ -168,8 +180,13 @@ fn twilio_sid(body: &Body<'_>) -> Option<(String, String)> {
     .into_iter()
     .find(|(sid, _)| form::value(&pairs, sid).and_then(usable).is_some())?;
     let sid = usable(form::value(&pairs, sid_name)?)?;
-    match form::value(&pairs, status_name).and_then(usable) {
-        Some(status) => Some((format!("{sid}:{status}"), format!("form:{sid_name}+{status_name}"))),
+    // A status that is there but unfit leaves the content hash to key the
+    // delivery: the SID alone would make it one event with every status.
+    match form::value(&pairs, status_name).filter(|status| !status.trim().is_empty()) {
+        Some(status) => Some((
+            format!("{sid}:{}", usable(status)?),
+            format!("form:{sid_name}+{status_name}"),
+        )),
         None => Some((sid.to_owned(), format!("form:{sid_name}"))),
     }
 }
@@ -181,14 +198,24 @@ fn twilio_sid(body: &Body<'_>) -> Option<(String, String)> {
 /// exists to avoid. Such a body is keyed by its content instead.
 fn fields_key(provider: Option<Provider>, body: &Body<'_>, key_fields: &[String]) -> Option<(String, String)> {
     let mut chosen = serde_json::Map::new();
+    // Numbers in the chosen fields that parsing changed, as written.
+    let mut written = Vec::new();
     if let Some(json) = body.json() {
         for field in key_fields {
-            chosen.insert(field.clone(), field_value(json, field)?.clone());
+            let tokens = field_tokens(json, field)?;
+            let value = pointer::get(json, &tokens)?;
+            if holds_float(value) {
+                let span = pointer::span(body.raw(), &tokens).and_then(|r| body.raw().get(r));
+                written.extend(inexact::numbers(span.unwrap_or_default(), &[]));
+            }
+            chosen.insert(field.clone(), value.clone());
         }
     } else {
         let pairs = form::parse(body.raw())?;
         for field in key_fields {
-            chosen.insert(field.clone(), Value::String(form::value(&pairs, field)?.to_owned()));
+            // Bytes that are not UTF-8 decode alike: such a field keys nothing.
+            let value = form::value(&pairs, field).filter(|v| !v.contains(char::REPLACEMENT_CHARACTER))?;
+            chosen.insert(field.clone(), Value::String(value.to_owned()));
         }
     }
     let mut canonical = Vec::with_capacity(128);
@@ -197,6 +224,7 @@ fn fields_key(provider: Option<Provider>, body: &Body<'_>, key_fields: &[String]
     // hashed over the whole body.
     let mut hasher = hasher_for(provider);
     hasher.update(&canonical);
+    hash_written(&mut hasher, &written);
     Some((
         hex::encode(hasher.finalize()),
         format!("{FIELDS_SOURCE_PREFIX}{})", key_fields.join(",")),
@@ -213,17 +241,39 @@ pub fn key_fields_of(source: &str) -> Option<Vec<String>> {
     Some(list.split(',').map(str::to_owned).collect())
 }
 
-/// What one `--key-fields` entry names: the value at a JSON pointer, or a
-/// top-level member, or failing that, for a name with dots, the member its
-/// path leads to (`data.object.id`, as providers' docs write paths).
-fn field_value<'a>(json: &'a Value, field: &str) -> Option<&'a Value> {
+/// Where one `--key-fields` entry leads, as pointer tokens: a JSON
+/// pointer, or a top-level member, or failing that, for a name with dots,
+/// the member its path leads to (`data.object.id`, as providers' docs
+/// write paths). `None` when the body holds no such value.
+fn field_tokens(json: &Value, field: &str) -> Option<Vec<String>> {
     if let Some(tokens) = pointer::parse(field) {
-        return pointer::get(json, &tokens);
+        return Some(tokens);
     }
-    json.get(field).or_else(|| {
-        let tokens: Vec<String> = field.split('.').map(str::to_owned).collect();
-        (tokens.len() > 1).then(|| pointer::get(json, &tokens)).flatten()
-    })
+    if json.get(field).is_some() {
+        return Some(vec![field.to_owned()]);
+    }
+    let tokens: Vec<String> = field.split('.').map(str::to_owned).collect();
+    (tokens.len() > 1 && pointer::get(json, &tokens).is_some()).then_some(tokens)
+}
+
+/// Whether `value` holds a number parsed as a float, the only kind that
+/// may differ from what was written.
+fn holds_float(value: &Value) -> bool {
+    match value {
+        Value::Number(n) => n.is_f64(),
+        Value::Array(items) => items.iter().any(holds_float),
+        Value::Object(map) => map.values().any(holds_float),
+        _ => false,
+    }
+}
+
+/// Adds to a content hash the numbers parsing changed, as written: nothing
+/// when there are none, so other keys stay as they were.
+fn hash_written(hasher: &mut Sha256, written: &[&[u8]]) {
+    for number in written {
+        hasher.update(b"\n");
+        hasher.update(number);
+    }
 }
 
 /// SHA-256 over provider + canonical JSON without per-attempt fields, or
@@ -237,7 +287,12 @@ fn content_key(provider: Option<Provider>, body: &Body<'_>) -> (String, String) 
     }
     let mut hasher = hasher_for(provider);
     match body.json() {
-        Some(json) => hasher.update(canonical::to_vec_without(json, PER_ATTEMPT_FIELDS)),
+        Some(json) => {
+            hasher.update(canonical::to_vec_without(json, PER_ATTEMPT_FIELDS));
+            if holds_float(json) {
+                hash_written(&mut hasher, &inexact::numbers(body.raw(), PER_ATTEMPT_FIELDS));
+            }
+        }
         None => hasher.update(body.raw()),
     }
     (hex::encode(hasher.finalize()), "sha256:body".to_owned())

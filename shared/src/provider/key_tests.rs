@@ -137,6 +137,38 @@ fn twilio_token_else_sid_and_status() {
     );
 }
 
+/// Bytes that are not UTF-8 all decode to one mark: SIDs or fields told
+/// apart only by them would be one event. The content keys them instead,
+/// and so it does a status no provider sends.
+#[test]
+fn form_values_that_are_not_utf8_or_fit_key_nothing() {
+    let sig = headers(&vector("twilio")["headers"]);
+    let keys: Vec<EventKey> = [
+        &b"MessageSid=SM%FFx&MessageStatus=sent"[..],
+        b"MessageSid=SM%FEx&MessageStatus=sent",
+    ]
+    .iter()
+    .map(|body| event_key(&sig, body, &[]))
+    .collect();
+    assert_eq!(keys[0].source, "sha256:body");
+    assert_ne!(keys[0].key, keys[1].key);
+    let weird_status = event_key(&sig, b"MessageSid=SM1&MessageStatus=%1b%5b2J", &[]);
+    assert_eq!(weird_status.source, "sha256:body");
+    let no_status = event_key(&sig, b"MessageSid=SM1&MessageStatus=", &[]);
+    assert_eq!(
+        (no_status.key.as_str(), no_status.source.as_str()),
+        ("SM1", "form:MessageSid")
+    );
+
+    let fields = ["order".to_string()];
+    let by_field: Vec<EventKey> = [&b"order=%FF1"[..], b"order=%FE1"]
+        .iter()
+        .map(|body| event_key(&[], body, &fields))
+        .collect();
+    assert_eq!(by_field[0].source, "sha256:body");
+    assert_ne!(by_field[0].key, by_field[1].key);
+}
+
 #[test]
 fn a_stripe_event_posted_by_hand_keeps_its_event_id_as_key() {
     let v = vector("stripe");
@@ -217,6 +249,47 @@ fn no_id_hashes_canonical_json_without_per_attempt_fields() {
     let unknown = event_key(&[], br#"{"type":"Issue","data":{"id":"1"},"webhookTimestamp":1}"#, &[]);
     assert_eq!(unknown.provider, None);
     assert_ne!(unknown.key, a.key);
+}
+
+/// Numbers past what a 64-bit integer or float holds parse alike: they are
+/// told apart as written, or two events would share one key.
+#[test]
+fn numbers_parsing_would_merge_keep_their_events_apart() {
+    let order = |n: &str| event_key(&[], format!(r#"{{"order":{n},"type":"t"}}"#).as_bytes(), &[]).key;
+    assert_ne!(
+        order("123456789012345678901234567890"),
+        order("123456789012345678901234567999")
+    );
+    assert_ne!(order("-9223372036854775809"), order("-9223372036854775810"));
+    assert_ne!(order("0.30000000000000001"), order("0.3"));
+    let laid_out_again = br#"{ "type": "t", "order": 123456789012345678901234567890 }"#;
+    assert_eq!(
+        order("123456789012345678901234567890"),
+        event_key(&[], laid_out_again, &[]).key
+    );
+    // An ordinary body keeps the key it always had.
+    assert_eq!(
+        order("1.5"),
+        hex::encode(Sha256::digest(b"unknown\n{\"order\":1.5,\"type\":\"t\"}"))
+    );
+    // A field that changes on every attempt changes nothing, however long its number.
+    let sent_at = |t: &str| event_key(&[], format!(r#"{{"order":1,"timestamp":{t}}}"#).as_bytes(), &[]).key;
+    assert_eq!(sent_at("1733450000.123456789123"), sent_at("1733450001.123456789123"));
+
+    let fields = vec!["/order".to_owned()];
+    let chosen =
+        |n: &str, other: &str| event_key(&[], format!(r#"{{"order":{n},"other":{other}}}"#).as_bytes(), &fields).key;
+    let big = "123456789012345678901234567890";
+    assert_ne!(chosen(big, "1"), chosen("123456789012345678901234567999", "1"));
+    assert_eq!(
+        chosen(big, "1"),
+        chosen(big, "99999999999999999999999"),
+        "only the chosen field counts"
+    );
+
+    let stripe = [Header::new("stripe-signature", "t=1")];
+    let id = event_key(&stripe, format!(r#"{{"id":{big}}}"#).as_bytes(), &[]);
+    assert_eq!((id.key.as_str(), id.source.as_str()), (big, "body:/id"));
 }
 
 #[test]
@@ -356,6 +429,9 @@ fn json_value() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("JSON numbers are finite", |f| f.is_finite())
+            .prop_map(Value::from),
         "[a-z\\\\\"é ]{0,8}".prop_map(Value::String),
     ];
     leaf.prop_recursive(4, 48, 6, |inner| {

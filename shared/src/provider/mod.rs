@@ -14,6 +14,7 @@ mod detect;
 mod form;
 pub mod fresh;
 mod ids;
+mod inexact;
 mod key;
 mod pointer;
 pub mod sign;
