@@ -65,6 +65,23 @@ fn a_numeric_event_key_is_replayed_by_its_key() {
         "{}",
         ran.stderr
     );
+
+    // A number that is an ID and a key too: the ID, and a note on the key.
+    let keyed_one = NewDelivery {
+        event_key: "1".into(),
+        ..discord
+    };
+    let store = Store::open(&history.db()).unwrap();
+    store
+        .insert_delivery(&keyed_one, &portpreview::store::Outcome::default())
+        .unwrap();
+    let ran = portpreview(&history.db(), &["replay", "1"]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(
+        ran.stderr,
+        "note: replaying delivery #1; 1 is also an event key: `portpreview history --event 1` lists its \
+         deliveries, to replay by ID\n"
+    );
 }
 
 /// `history` shows a long event key cut, `evt_1PortPreview…`: copied from

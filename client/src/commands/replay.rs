@@ -263,7 +263,23 @@ fn latest_words(args: &Args) -> String {
 fn chosen(store: &Store, wanted: &str, db: &Path) -> anyhow::Result<i64> {
     let id = super::show::parse_id(wanted).ok();
     if let Some(id) = id {
-        if wanted.trim_start().starts_with('#') || store.get(id).map_err(|err| err.for_command(db))?.is_some() {
+        if wanted.trim_start().starts_with('#') {
+            return Ok(id);
+        }
+        if store.get(id).map_err(|err| err.for_command(db))?.is_some() {
+            // A key copied from the EVENT column may be a number, as a
+            // Discord snowflake is: say which one was taken.
+            let key = wanted.trim();
+            if store
+                .newest_with_event_key(key)
+                .map_err(|err| err.for_command(db))?
+                .is_some()
+            {
+                crate::to_stderr(format_args!(
+                    "note: replaying delivery #{id}; {key} is also an event key: `portpreview history --event {key}` \
+                     lists its deliveries, to replay by ID\n"
+                ));
+            }
             return Ok(id);
         }
     }
