@@ -317,6 +317,65 @@ fn a_fixture_that_cannot_run_exits_2_and_is_a_junit_error() {
     assert_eq!(xml.matches("<error ").count(), 2, "{xml}");
 }
 
+/// A FIFO gets the report whole at its first reader; a check waiting for a
+/// reader that never comes stops on ctrl-c.
+#[test]
+fn a_junit_fifo_gets_the_report_at_its_first_read_and_ctrl_c_ends_a_wait_for_one() {
+    let project = Project::new();
+    let down = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let fifo = project.path("junit.fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let args = [
+        "check",
+        "fixtures/stripe.json",
+        "--target",
+        &down,
+        "--junit",
+        fifo.to_str().unwrap(),
+    ];
+    let spawn = || {
+        command(project.dir.path(), &args, &[])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+
+    let check = spawn();
+    let xml = std::fs::read_to_string(&fifo).unwrap();
+    assert!(xml.contains("<testsuites") && xml.contains("<error "), "{xml}");
+    assert_eq!(ran(check.wait_with_output().unwrap()).code, 2);
+
+    let mut check = spawn();
+    let mut report = std::io::BufReader::new(check.stdout.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut report, &mut first).unwrap();
+    // The report is out and the check waits for a reader: ctrl-c, until it
+    // is heard (one sent before the wait began goes to the run).
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = check.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "ctrl-c never ended the wait"
+        );
+        let _ = Command::new("kill").args(["-INT", &check.id().to_string()]).status();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(2));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut check.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(
+        stderr.contains("stopped waiting for something to read") && stderr.contains("the JUnit report was not written"),
+        "{stderr}"
+    );
+}
+
 /// A folder of fixtures that lost them, or a mistyped one, named beside
 /// fixtures that pass, cannot run: the gate must not pass without it.
 #[test]

@@ -202,3 +202,35 @@ async fn several_deliveries_export_to_a_folder_as_one_fixture_each() {
         "no HAR written for #{first}"
     );
 }
+
+/// `export -o /dev/stdout >> app.log` adds the fixture to the log the shell
+/// opened, as `cat` would, where replacing the file by its name lost the
+/// log; `--junit /dev/stdout` from `check` does the same after its report.
+#[tokio::test]
+async fn a_standard_stream_sent_to_a_file_is_added_to_not_replaced() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let ids = three_deliveries(&mut tunnel).await;
+    let log = tunnel.db.with_file_name("app.log");
+    std::fs::write(&log, "line1\nline2\n").expect("the log");
+    let appended = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&log)
+        .expect("open the log");
+    let id = ids[0].to_string();
+    let ran = std::process::Command::new(common::bin::portpreview_bin())
+        .args(["export", &id, "-o", "/dev/stdout"])
+        .env("PORTPREVIEW_DB", &tunnel.db)
+        .env("PORTPREVIEW_CONFIG", "/dev/null")
+        .stdout(appended)
+        .output()
+        .expect("export runs");
+    assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
+    let text = std::fs::read_to_string(&log).expect("read the log");
+    let fixture = text
+        .strip_prefix("line1\nline2\n")
+        .unwrap_or_else(|| panic!("the log lost its lines: {text}"));
+    let fixture: Value = serde_json::from_str(fixture).expect("the fixture follows");
+    assert_eq!(fixture["path"], "/hooks/1?attempt=1");
+}

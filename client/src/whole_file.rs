@@ -40,6 +40,9 @@ impl Access {
 /// Writes `bytes` to `path`. On failure the path holds what it held
 /// before: nothing, for [`Existing::Refuse`], or the file it replaced.
 pub fn write(path: &Path, bytes: &[u8], existing: Existing, access: Access) -> io::Result<()> {
+    if let Some(stream) = standard_stream(path).filter(|_| existing == Existing::Replace) {
+        return stream.write_all(bytes);
+    }
     match existing {
         Existing::Refuse => create(path, bytes, access),
         // A device or a pipe (`-o /dev/stdout`, `-o >(gzip)`) holds nothing
@@ -50,6 +53,75 @@ pub fn write(path: &Path, bytes: &[u8], existing: Existing, access: Access) -> i
             access.options().write(true).truncate(true).open(path)?.write_all(bytes)
         }
         Existing::Replace => replace(&followed(path), bytes, access),
+    }
+}
+
+/// One of this process's own standard streams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StdStream {
+    /// Standard output.
+    Out,
+    /// Standard error.
+    Err,
+}
+
+impl StdStream {
+    fn write_all(self, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            StdStream::Out => {
+                let mut out = io::stdout().lock();
+                out.write_all(bytes)?;
+                out.flush()
+            }
+            StdStream::Err => io::stderr().lock().write_all(bytes),
+        }
+    }
+}
+
+/// The standard stream `path` names: `/dev/stdout`, `/dev/fd/2`,
+/// `/proc/self/fd/1`. Opened by its name, a file the shell sent the stream
+/// to (`>> app.log`) would be replaced, or written over from its start;
+/// through the stream it is written where the shell left it, as `cat`
+/// writes it.
+pub fn standard_stream(path: &Path) -> Option<StdStream> {
+    let name = path.to_str()?;
+    let fd = ["/dev/fd/", "/proc/self/fd/"]
+        .iter()
+        .find_map(|folder| name.strip_prefix(folder));
+    match (name, fd) {
+        ("/dev/stdout", _) | (_, Some("1")) => Some(StdStream::Out),
+        ("/dev/stderr", _) | (_, Some("2")) => Some(StdStream::Err),
+        _ => None,
+    }
+}
+
+/// Whether `path` is a FIFO (a named pipe).
+#[cfg(unix)]
+pub fn is_fifo(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(path).is_ok_and(|meta| meta.file_type().is_fifo())
+}
+
+/// The FIFO at `path` opened for writing, once something has it open to
+/// read; `None` while nothing has. Asked without waiting, so that a process
+/// waiting for a reader still answers ctrl-c: an open that waits cannot be
+/// interrupted.
+#[cfg(unix)]
+pub fn fifo_once_read(path: &Path) -> io::Result<Option<File>> {
+    use rustix::fs::OFlags;
+    use std::os::unix::fs::OpenOptionsExt;
+    match OpenOptions::new()
+        .write(true)
+        .custom_flags(OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+    {
+        Ok(file) => {
+            // Written whole from here on, however slowly it is read.
+            rustix::fs::fcntl_setfl(&file, OFlags::empty())?;
+            Ok(Some(file))
+        }
+        Err(err) if err.raw_os_error() == Some(rustix::io::Errno::NXIO.raw_os_error()) => Ok(None),
+        Err(err) => Err(err),
     }
 }
 
@@ -235,6 +307,19 @@ fn temp_name(path: &Path) -> PathBuf {
 mod tests {
     use super::*;
     use crate::store::tests::ScratchDir;
+
+    #[test]
+    fn the_standard_streams_are_known_by_each_of_their_names() {
+        for out in ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"] {
+            assert_eq!(standard_stream(Path::new(out)), Some(StdStream::Out), "{out}");
+        }
+        for err in ["/dev/stderr", "/dev/fd/2", "/proc/self/fd/2"] {
+            assert_eq!(standard_stream(Path::new(err)), Some(StdStream::Err), "{err}");
+        }
+        for other in ["/dev/fd/10", "/dev/fd/1x", "stdout", "/dev/null", "/proc/1/fd/1"] {
+            assert_eq!(standard_stream(Path::new(other)), None, "{other}");
+        }
+    }
 
     #[test]
     fn a_replaced_file_is_whole_and_keeps_its_mode() {

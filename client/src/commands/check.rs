@@ -100,7 +100,7 @@ pub async fn run(args: Args, history: Option<&Path>) -> anyhow::Result<ExitCode>
         }
     }
     if let Some(path) = &args.junit {
-        write_junit(path, &results::junit(&results))?;
+        write_junit(path, &results::junit(&results)).await?;
     }
     Ok(ExitCode::from(code))
 }

@@ -111,7 +111,7 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         Ok(ran) => ran,
         Err(err) => {
             if let Some(path) = &args.junit {
-                write_error_case(path, &case, &err);
+                write_error_case(path, &case, &err).await;
             }
             if args.json {
                 print_could_not_run(&err);
@@ -142,7 +142,7 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     }
     if let Some(path) = &args.junit {
         let name = case_name(&origin, &report.event_key);
-        super::replay_run::write_junit(path, &report.to_junit(&name))?;
+        super::replay_run::write_junit(path, &report.to_junit(&name)).await?;
     }
     Ok(ExitCode::from(report.exit_code()))
 }
@@ -204,9 +204,9 @@ async fn start(args: &Args, db: &Path, case: &mut String) -> anyhow::Result<Ran>
 /// Writes a JUnit file with the run as an error case, as `check` does for a
 /// fixture that cannot run: a CI job uploading it then shows why. The run's
 /// own error is what the command reports, so a failed write is one more line.
-fn write_error_case(path: &Path, case: &str, err: &anyhow::Error) {
+async fn write_error_case(path: &Path, case: &str, err: &anyhow::Error) {
     let xml = replay::junit::replay_error(case, &crate::error_line(err));
-    if let Err(write) = super::replay_run::write_junit(path, &xml) {
+    if let Err(write) = super::replay_run::write_junit(path, &xml).await {
         crate::to_stderr(format_args!("error: {}\n", crate::error_line(&write)));
     }
 }

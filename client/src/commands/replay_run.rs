@@ -216,16 +216,39 @@ pub fn refuse_to_overwrite_an_input<'a>(
 }
 
 /// Writes a JUnit report to `path`, whole. Its folders were made as
-/// `--junit` was read ([`crate::replay::options::parse_report_path`]).
-pub fn write_junit(path: &Path, xml: &str) -> anyhow::Result<()> {
-    crate::whole_file::write(
-        path,
-        xml.as_bytes(),
-        crate::whole_file::Existing::Replace,
-        crate::whole_file::Access::Usual,
-    )
-    .with_context(|| format!("cannot write {}", path.display()))
+/// the path was parsed. A FIFO gets it once something reads it, and
+/// ctrl-c or SIGTERM ends that wait.
+pub async fn write_junit(path: &Path, xml: &str) -> anyhow::Result<()> {
+    let written = async {
+        #[cfg(unix)]
+        if crate::whole_file::is_fifo(path) {
+            let mut fifo = loop {
+                match crate::whole_file::fifo_once_read(path)? {
+                    Some(fifo) => break fifo,
+                    None => tokio::time::sleep(READER_POLL).await,
+                }
+            };
+            return std::io::Write::write_all(&mut fifo, xml.as_bytes());
+        }
+        crate::whole_file::write(
+            path,
+            xml.as_bytes(),
+            crate::whole_file::Existing::Replace,
+            crate::whole_file::Access::Usual,
+        )
+    };
+    tokio::select! {
+        written = written => written.with_context(|| format!("cannot write {}", path.display())),
+        () = portpreview_server::signal::shutdown_signal() => anyhow::bail!(
+            "stopped waiting for something to read {}: the JUnit report was not written",
+            path.display()
+        ),
+    }
 }
+
+/// How often a FIFO is looked at for a reader.
+#[cfg(unix)]
+const READER_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
 #[cfg(test)]
 mod tests {

@@ -239,6 +239,13 @@ pub fn parse_report_path(text: &str) -> Result<std::path::PathBuf, String> {
         crate::private_file::create_folders(dir)
             .map_err(|err| format!("cannot make the folder {}: {err}", dir.display()))?;
     }
+    // A FIFO or a device is not opened: opening a FIFO would hand its
+    // reader an empty report, and wait until one came. Nor is a standard
+    // stream, written through when the report comes.
+    let probed = |meta: std::fs::Metadata| meta.is_file() || meta.is_dir();
+    if crate::whole_file::standard_stream(&path).is_some() || std::fs::metadata(&path).is_ok_and(|m| !probed(m)) {
+        return Ok(path);
+    }
     let writable = if path.exists() {
         std::fs::OpenOptions::new().write(true).open(&path).map(drop)
     } else {
