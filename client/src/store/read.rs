@@ -140,6 +140,16 @@ impl Store {
             .map(Option::unwrap_or_default)
     }
 
+    /// How many deliveries (replays not counted) share `event_key` and
+    /// `event_scope`: 0 for none.
+    pub fn event_count(&self, event_key: &str, event_scope: &str) -> Result<i64, StoreError> {
+        self.conn
+            .prepare_cached("SELECT n FROM event_counts WHERE event_key = ?1 AND event_scope = ?2")
+            .and_then(|mut stmt| stmt.query_row([event_key, event_scope], |row| row.get(0)).optional())
+            .map(Option::unwrap_or_default)
+            .map_err(|e| self.classify(e))
+    }
+
     /// The number of a delivery just inserted: the newest of its event key,
     /// so its number is the group's count, read in O(1).
     pub(crate) fn newest_delivery_number_row(

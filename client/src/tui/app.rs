@@ -344,6 +344,9 @@ impl App {
             self.detail_stale = true;
         }
         if self.pager.search().is_some() {
+            // A retry the filter hides still counts for the rows it shows.
+            self.pager
+                .note_seen(&summary.event_key, &summary.event_scope, summary.delivery_count);
             self.head_stale = true;
             return;
         }
@@ -468,9 +471,28 @@ impl App {
         if std::mem::replace(&mut self.seen_version, version) != version {
             self.head_stale = true;
             self.read_overview();
+            if self.pager.search().is_some() {
+                self.count_shown_events();
+            }
             // Its answer, or a retry of its event, may be what changed.
             if let Some(id) = self.detail.as_ref().map(|d| d.doc.id) {
                 self.refresh_detail(id);
+            }
+        }
+    }
+
+    /// Reads again how many deliveries the events of the rows in view have
+    /// had: under a filter, the retries another process records may not
+    /// be listed, and would otherwise go uncounted.
+    fn count_shown_events(&mut self) {
+        let shown: std::collections::HashSet<(String, String)> = (self.offset..self.offset + self.list_rows())
+            .filter_map(|i| self.pager.get(i))
+            .filter(|row| !row.event_key.is_empty())
+            .map(|row| (row.event_key.clone(), row.event_scope.clone()))
+            .collect();
+        for (key, scope) in shown {
+            if let Ok(count) = self.source.event_count(&key, &scope) {
+                self.pager.note_seen(&key, &scope, count);
             }
         }
     }

@@ -207,13 +207,7 @@ impl Pager {
     /// finish out of order, so a row may land below newer ones. Returns the
     /// index it was inserted at (`None`: updated, or older than every page).
     pub fn upsert(&mut self, row: Summary) -> Option<usize> {
-        // A retry raises the delivery count of its event's older rows too
-        // (first deliveries, nearly all of them, have no older rows).
-        if row.delivery_count > 1 {
-            let scopes = self.seen.entry(row.event_key.clone()).or_default();
-            let seen = scopes.entry(row.event_scope.clone()).or_default();
-            *seen = (*seen).max(row.delivery_count);
-        }
+        self.note_seen(&row.event_key, &row.event_scope, row.delivery_count);
         if row.id <= self.pin() {
             // Fetched with a page while still in flight: now it is done.
             let held = self
@@ -281,6 +275,18 @@ impl Pager {
     /// `hard`: even at the cost of the reader's place.
     pub fn head_is_full(&self, hard: bool) -> bool {
         self.head.len() > if hard { HARD_MAX_HEAD } else { MAX_HEAD }
+    }
+
+    /// Takes in how many deliveries an event has had, as a delivery of it
+    /// reported or the store counted: a retry raises the count of its
+    /// event's older rows too, listed or not (a filter may hide the retry).
+    pub fn note_seen(&mut self, event_key: &str, event_scope: &str, count: i64) {
+        // First deliveries, nearly all of them, have no older rows.
+        if count > 1 {
+            let scopes = self.seen.entry(event_key.to_owned()).or_default();
+            let seen = scopes.entry(event_scope.to_owned()).or_default();
+            *seen = (*seen).max(count);
+        }
     }
 
     /// How many deliveries the event of `row` has had: its own count, or

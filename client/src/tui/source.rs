@@ -21,6 +21,8 @@ pub trait HistorySource {
     fn get(&self, id: i64) -> anyhow::Result<Option<Delivery>>;
     /// Its place among its event's deliveries: 2 for the first retry.
     fn delivery_number(&self, id: i64) -> anyhow::Result<i64>;
+    /// How many deliveries share this event key and scope.
+    fn event_count(&self, event_key: &str, event_scope: &str) -> anyhow::Result<i64>;
     /// Replay runs of one delivery, with their verdicts.
     fn replay_runs(&self, delivery_id: i64) -> anyhow::Result<Vec<ReplayRun>>;
     /// Changes whenever someone else writes to the history.
@@ -61,6 +63,10 @@ impl HistorySource for Store {
 
     fn delivery_number(&self, id: i64) -> anyhow::Result<i64> {
         Ok(Store::delivery_number(self, id)?)
+    }
+
+    fn event_count(&self, event_key: &str, event_scope: &str) -> anyhow::Result<i64> {
+        Ok(Store::event_count(self, event_key, event_scope)?)
     }
 
     fn replay_runs(&self, delivery_id: i64) -> anyhow::Result<Vec<ReplayRun>> {
@@ -132,6 +138,10 @@ impl HistorySource for FollowedStore {
 
     fn delivery_number(&self, id: i64) -> anyhow::Result<i64> {
         Ok(self.current().delivery_number(id)?)
+    }
+
+    fn event_count(&self, event_key: &str, event_scope: &str) -> anyhow::Result<i64> {
+        Ok(self.current().event_count(event_key, event_scope)?)
     }
 
     fn replay_runs(&self, delivery_id: i64) -> anyhow::Result<Vec<ReplayRun>> {
@@ -234,6 +244,12 @@ impl HistorySource for MemorySource {
         };
         let same_event = |d: &&Delivery| d.request.event_key == this.request.event_key && d.request.replay_of.is_none();
         Ok(deliveries.iter().filter(same_event).filter(|d| d.id <= id).count() as i64)
+    }
+
+    fn event_count(&self, event_key: &str, _event_scope: &str) -> anyhow::Result<i64> {
+        let deliveries = self.deliveries.borrow();
+        let same_event = |d: &&Delivery| d.request.event_key == event_key && d.request.replay_of.is_none();
+        Ok(deliveries.iter().filter(same_event).count() as i64)
     }
 
     fn replay_runs(&self, delivery_id: i64) -> anyhow::Result<Vec<ReplayRun>> {

@@ -644,6 +644,41 @@ fn an_open_detail_counts_a_retry_of_its_event_as_it_comes() {
     assert!(detail_text(&app).contains("1st delivery of 2"), "{}", detail_text(&app));
 }
 
+/// Under a filter, a retry the filter hides still raises the count shown on
+/// the rows of its event it lists: live from the tunnel's news, browsing
+/// from the history another process writes.
+#[test]
+fn a_retry_the_filter_hides_still_counts_for_the_rows_it_shows() {
+    for mode in [Mode::Live, Mode::Browser { db: "h.db".into() }] {
+        let shared = std::rc::Rc::new(MemorySource::with_rows(3));
+        let mut app = over(&shared, mode.clone());
+        filter(&mut app, "hook/3");
+        serve(&mut app);
+        assert_eq!(app.pager.len(), 1, "{mode:?}");
+        for (id, count) in [(4, 2), (5, 3)] {
+            let mut retry = test_delivery(id);
+            retry.request.event_key = "evt_3".into();
+            retry.request.path = "/other".into();
+            retry.delivery_count = count;
+            shared.push(retry.clone());
+            if mode == Mode::Live {
+                app.on_tunnel_event(
+                    TunnelEvent::Delivered {
+                        summary: summary_of(&retry),
+                        delivery_number: count,
+                    },
+                    0,
+                );
+            }
+        }
+        app.on_tick(1);
+        serve(&mut app);
+        assert_eq!(app.pager.len(), 1, "{mode:?}: the retries are not listed");
+        let shown = app.pager.get(0).unwrap();
+        assert_eq!((shown.id, app.pager.seen(shown)), (3, 3), "{mode:?}");
+    }
+}
+
 #[test]
 fn ctrl_z_stops_the_browser_but_not_a_live_tunnel() {
     let ctrl_z = KeyEvent::new(KeyCode::Char('z'), KeyModifiers::CONTROL);
@@ -682,6 +717,9 @@ impl HistorySource for SharedSource {
     }
     fn delivery_number(&self, id: i64) -> anyhow::Result<i64> {
         self.0.delivery_number(id)
+    }
+    fn event_count(&self, key: &str, scope: &str) -> anyhow::Result<i64> {
+        self.0.event_count(key, scope)
     }
     fn replay_runs(&self, id: i64) -> anyhow::Result<Vec<crate::store::ReplayRun>> {
         self.0.replay_runs(id)
