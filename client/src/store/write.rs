@@ -31,6 +31,10 @@ pub(crate) const SHARED_BODY: usize = 64 * 1024;
 /// of 1 KiB take about 6 MB of it.
 const PRUNE_BATCH: usize = 1_000;
 
+/// How long `prune` waits for another process's lock on the history: each
+/// batch waits for the tunnels' writers to commit in between.
+const PRUNE_PATIENCE: Duration = Duration::from_secs(30);
+
 impl Store {
     /// Stores the request half of a delivery and returns its id.
     pub fn insert_request(&self, d: &NewDelivery) -> Result<i64, StoreError> {
@@ -62,6 +66,31 @@ impl Store {
     /// writer gets in between, and the WAL never grows toward the size of
     /// what is pruned.
     pub fn prune(&self, older_than_ms: i64) -> Result<Pruned, StoreError> {
+        // Nothing to delete takes no lock: a prune run by cron beside busy
+        // tunnels would otherwise queue behind their writes for nothing.
+        if !self.holds_any_before(older_than_ms)? {
+            return Ok(Pruned::default());
+        }
+        // The user's own command may wait on busy tunnels longer than a
+        // tunnel's writer waits on anyone.
+        self.conn.busy_timeout(PRUNE_PATIENCE).map_err(|e| self.classify(e))?;
+        let pruned = self.prune_now(older_than_ms);
+        self.conn
+            .busy_timeout(super::BUSY_TIMEOUT)
+            .map_err(|e| self.classify(e))?;
+        pruned
+    }
+
+    /// Whether any delivery was received before `older_than_ms`.
+    fn holds_any_before(&self, older_than_ms: i64) -> Result<bool, StoreError> {
+        self.conn
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM deliveries WHERE received_at_ms < ?1)")
+            .and_then(|mut stmt| stmt.query_row([older_than_ms], |row| row.get(0)))
+            .map_err(|e| self.classify(e))
+    }
+
+    /// [`Store::prune`], once there is something to prune.
+    fn prune_now(&self, older_than_ms: i64) -> Result<Pruned, StoreError> {
         // Attempts first: once their original is gone nothing finds them.
         // An attempt comes after its original, so every attempt before the
         // cut-off is among them, and what is left before it are originals.
