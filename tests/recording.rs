@@ -355,8 +355,9 @@ async fn deliveries_answered_while_another_process_holds_the_history_lock_are_ke
         let reply = caller::post(&tunnel.url("/hook"), format!(r#"{{"id":"evt_locked_{n}"}}"#)).await;
         assert_eq!(reply.status, 200, "forwarding goes on while the history is locked");
     }
-    // The writer's first try outwaits the store's busy timeout, then the
-    // user is told, in the line the TUI shows and `--no-tui` prints.
+    // The writer's first two tries outwait the store's busy timeout (another
+    // tunnel's long write is waited out once), then the user is told, in
+    // the line the TUI shows and `--no-tui` prints.
     let reason = loop {
         match tunnel.next_event().await {
             TunnelEvent::HistoryRefusing { reason: Some(reason) } => break reason,

@@ -140,6 +140,8 @@ impl Writer {
         let mut wal_grown = false;
         // Set by work, cleared once an idle spell has handed memory back.
         let mut worked = false;
+        // Set once the user has been told the history refuses writes.
+        let mut told = false;
         loop {
             match pause {
                 // Blocks only when idle; the first job opens a window for the rest.
@@ -168,6 +170,8 @@ impl Writer {
                     wal_grown = true;
                     if pause.take().is_some() {
                         self.stalled.store(false, Ordering::Release);
+                    }
+                    if std::mem::take(&mut told) {
                         tracing::info!("the history takes deliveries again");
                         (self.on_news)(WriterNews::Resumed);
                     }
@@ -180,6 +184,13 @@ impl Writer {
                 Err(err) if !stop && !self.stopping.load(Ordering::Acquire) => {
                     if pause.is_none() {
                         self.stalled.store(true, Ordering::Release);
+                    }
+                    // A lock held past one busy timeout is waited out once
+                    // more before it is news: tunnels sharing a history
+                    // under load each hold it for seconds at a time.
+                    let news = !matches!(err, StoreError::Busy) || pause.is_some();
+                    if news && !told {
+                        told = true;
                         // Shown by the display, in the TUI too; the log keeps a note.
                         tracing::info!(%err, "the history refuses writes");
                         (self.on_news)(WriterNews::Refusing(refusal(&err)));
@@ -709,6 +720,36 @@ mod tests {
         }
         let after = recorded(&recorder, &mut reported, delivery("evt_after", "/")).await;
         assert!(after.id > 0);
+    }
+
+    /// Another tunnel's long write, held a little past one busy timeout, is
+    /// waited out without telling the user the history refuses writes.
+    #[tokio::test]
+    async fn a_lock_held_a_little_past_the_busy_timeout_is_no_news() {
+        let dir = ScratchDir::new("recorder-briefly-locked");
+        let path = dir.0.join("history.db");
+        let told = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (reports, mut reported) = tokio::sync::mpsc::unbounded_channel();
+        let (recorder, _handle) = super::super::Recorder::start(&path, Vec::new(), {
+            let told = told.clone();
+            move |news| match news {
+                WriterNews::Stored(summary) => {
+                    let _ = reports.send(summary);
+                }
+                WriterNews::Refusing(_) => told.store(true, Ordering::Release),
+                _ => {}
+            }
+        })
+        .unwrap();
+        let blocker = rusqlite::Connection::open(&path).unwrap();
+        blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let ticket = recorder.record_request(delivery("evt_waited", "/")).await.unwrap();
+        recorder.record_outcome(ticket, answered(200)).await.unwrap();
+        tokio::time::sleep(crate::store::BUSY_TIMEOUT + std::time::Duration::from_secs(1)).await;
+        blocker.execute_batch("ROLLBACK").unwrap();
+        let stored = next_report(&mut reported).await;
+        assert_eq!(stored.event_key, "evt_waited");
+        assert!(!told.load(Ordering::Acquire), "told of a lock a tunnel's write holds");
     }
 
     /// A write that fails for no passing reason (a damaged file, here a
