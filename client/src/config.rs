@@ -17,9 +17,16 @@ use crate::input_file::{into_text, read_settings, InputError, MAX_SETTINGS_FILE}
 pub const CONFIG_ENV: &str = "PORTPREVIEW_CONFIG";
 
 /// A secret that never prints: tokens and signing secrets.
-#[derive(Clone, Deserialize, PartialEq, Eq)]
-#[serde(transparent)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
+
+/// Read from the config file, a secret that is no string is refused
+/// without being quoted back.
+impl<'de> Deserialize<'de> for Secret {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        portpreview_shared::toml_file::secret_string(deserializer).map(Secret)
+    }
+}
 
 impl Secret {
     /// Wraps a secret value.
@@ -380,6 +387,16 @@ fn through_link(path: PathBuf) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A token or secret written without quotes is refused, never shown.
+    #[test]
+    fn secrets_without_quotes_are_refused_unshown() {
+        for text in ["token = 12345678\n", "[secrets]\ngithub = 98765432109876543\n"] {
+            let err = parse_toml::<Config>(text).unwrap_err().to_string();
+            assert!(err.contains("a secret is a quoted string"), "{err}");
+            assert!(!err.contains("12345678") && !err.contains("98765432109876543"), "{err}");
+        }
+    }
 
     #[cfg(unix)]
     #[test]

@@ -38,6 +38,7 @@ struct File {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Entry {
+    #[serde(deserialize_with = "portpreview_shared::toml_file::secret_string")]
     token: String,
     label: Option<String>,
     #[serde(default)]
@@ -199,6 +200,18 @@ mod tests {
         assert!(Tokens::from_toml(&file("team \u{2764}\u{fe0f}")).is_ok());
         assert!(Tokens::from_toml(&file("team\u{200b}")).is_err());
         assert!(Tokens::from_toml(&file("team\u{fe0f}")).is_err());
+    }
+
+    #[test]
+    fn a_token_without_quotes_is_refused_unshown() {
+        let Err(err) = Tokens::from_toml("[[token]]\ntoken = 12345678\n") else {
+            panic!("an unquoted token was taken");
+        };
+        let err = err.to_string();
+        assert!(
+            err.contains("a secret is a quoted string") && !err.contains("12345678"),
+            "{err}"
+        );
     }
 
     #[test]

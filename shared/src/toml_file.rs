@@ -32,9 +32,83 @@ pub fn parse_toml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, TomlE
     })
 }
 
+/// Reads a secret (a token, a signing secret), which must be a string,
+/// refusing any other value without quoting it: the error ends up on a
+/// terminal or in a CI log, and a token written without quotes
+/// (`token = 12345678`) is still the token. Use with
+/// `#[serde(deserialize_with = "…")]`.
+pub fn secret_string<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    deserializer.deserialize_string(QuotedSecret)
+}
+
+/// What a secret that is no string is told, its value left out.
+const UNQUOTED_SECRET: &str = "a secret is a quoted string; put this one in quotes (its value is not shown)";
+
+struct QuotedSecret;
+
+impl serde::de::Visitor<'_> for QuotedSecret {
+    type Value = String;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a quoted string")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<String, E> {
+        Ok(value.to_owned())
+    }
+
+    fn visit_string<E: serde::de::Error>(self, value: String) -> Result<String, E> {
+        Ok(value)
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<String, E> {
+        Err(E::custom(UNQUOTED_SECRET))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<String, E> {
+        Err(E::custom(UNQUOTED_SECRET))
+    }
+
+    fn visit_i128<E: serde::de::Error>(self, _: i128) -> Result<String, E> {
+        Err(E::custom(UNQUOTED_SECRET))
+    }
+
+    fn visit_u128<E: serde::de::Error>(self, _: u128) -> Result<String, E> {
+        Err(E::custom(UNQUOTED_SECRET))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<String, E> {
+        Err(E::custom(UNQUOTED_SECRET))
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<String, E> {
+        Err(E::custom(UNQUOTED_SECRET))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A secret written without quotes is refused, and not quoted back.
+    #[test]
+    fn a_secret_that_is_no_string_is_refused_unshown() {
+        #[derive(Debug, serde::Deserialize)]
+        struct Secrets {
+            #[serde(deserialize_with = "secret_string")]
+            #[allow(dead_code)]
+            token: String,
+        }
+        for value in ["12345678", "9876543210.98765", "true", "98765432109876543"] {
+            let err = parse_toml::<Secrets>(&format!("token = {value}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("a secret is a quoted string"), "{err}");
+            assert!(!err.contains(value), "{err}");
+        }
+        let quoted = parse_toml::<Secrets>("token = \"12345678\"\n").unwrap();
+        assert_eq!(quoted.token, "12345678");
+    }
 
     #[derive(Debug, serde::Deserialize)]
     #[serde(deny_unknown_fields)]
