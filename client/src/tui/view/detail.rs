@@ -11,7 +11,6 @@ use crate::tui::app::DetailState;
 use super::layout::detail_rows;
 
 pub(super) fn render(detail: &DetailState, focused: bool, reveal: bool, area: Rect, buf: &mut Buffer) {
-    let border = if focused { Color::Cyan } else { Color::DarkGray };
     let rows = detail_rows(area);
     let total = detail.doc.lines.len();
     let columns = usize::from(area.width.saturating_sub(2));
@@ -35,7 +34,7 @@ pub(super) fn render(detail: &DetailState, focused: bool, reveal: bool, area: Re
         last,
         total
     );
-    let mut block = Block::bordered().border_style(Style::new().fg(border)).title(title);
+    let mut block = Block::bordered().border_style(super::pane_border(focused)).title(title);
     if reveal {
         block = block.title(Line::styled(" secrets shown (v masks) ", Style::new().fg(Color::Yellow)).right_aligned());
     }

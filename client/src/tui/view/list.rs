@@ -42,9 +42,8 @@ fn event_width(width: u16) -> u16 {
 
 pub(super) fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let focused = app.focus == Focus::List;
-    let border = if focused { Color::Cyan } else { Color::DarkGray };
     let block = Block::bordered()
-        .border_style(Style::new().fg(border))
+        .border_style(super::pane_border(focused))
         .title(title(app, area.width));
     if app.pager.is_empty() {
         let inner = block.inner(area);

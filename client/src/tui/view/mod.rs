@@ -12,7 +12,7 @@ mod list;
 use portpreview_shared::text::columns;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Style};
+use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Widget};
 
@@ -111,6 +111,16 @@ fn render_footer(app: &App, area: Rect, buf: &mut Buffer) {
 /// cell a wide character covers, so the border there would never be drawn.
 /// Likewise the cells right of the box that a wide character on its last
 /// column covered are left blank, not half a glyph.
+/// The border of the list or the detail: the focused one's stands out in
+/// bold as well as in colour, so that NO_COLOR still shows which pane the
+/// keys move.
+fn pane_border(focused: bool) -> Style {
+    match focused {
+        true => Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+        false => Style::new().fg(Color::DarkGray),
+    }
+}
+
 fn clear_popup(popup: Rect, buf: &mut Buffer) {
     // `cell` and `cell_mut` answer None off the screen, where indexing panics.
     let width_at = |buf: &Buffer, x: u16, y: u16| buf.cell((x, y)).map_or(0, |cell| columns(cell.symbol()));

@@ -1133,3 +1133,29 @@ fn a_secret_in_the_query_string_is_masked_until_revealed() {
     let screen = rows(&plain(draw(&app))).join("\n");
     assert!(screen.contains("/hooks?token=tok_live_42&shop=acme"), "{screen}");
 }
+
+/// The focused pane's border is bold as well as coloured, so that with
+/// NO_COLOR, which takes the colours off, it still shows which pane the
+/// keys move.
+#[test]
+fn the_focused_panes_border_is_bold() {
+    let mut app = live_app(3, 160, 30);
+    enter(&mut app);
+    let bold_corners = |buffer: &Buffer| -> Vec<bool> {
+        (0..buffer.area.height)
+            .map(|y| &buffer[(0, y)])
+            .filter(|cell| cell.symbol() == "┌")
+            .map(|cell| cell.modifier.contains(Modifier::BOLD))
+            .collect()
+    };
+    let before = bold_corners(&draw(&app));
+    app.handle_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    let after = bold_corners(&draw(&app));
+    assert_eq!(before.len(), 2, "the list above the detail");
+    assert_eq!(before.iter().filter(|b| **b).count(), 1, "{before:?}");
+    assert_eq!(
+        after,
+        before.iter().map(|b| !b).collect::<Vec<_>>(),
+        "Tab moves the bold border"
+    );
+}
