@@ -221,8 +221,12 @@ fn fields_key(provider: Option<Provider>, body: &Body<'_>, key_fields: &[String]
     let mut canonical = Vec::with_capacity(128);
     canonical::write(&Value::Object(chosen), &mut canonical);
     // The same fields from two providers are two events, as for a key
-    // hashed over the whole body.
+    // hashed over the whole body. Marked as fields: `{"order":5}` hashed
+    // whole is another event than the field `order` of `{"order":5,"x":1}`,
+    // though their canonical JSON is the same (a tunnel with
+    // `--key-fields` and one without, writing one history).
     let mut hasher = hasher_for(provider);
+    hasher.update(b"fields\n");
     hasher.update(&canonical);
     hash_written(&mut hasher, &written);
     Some((

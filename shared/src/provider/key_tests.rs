@@ -351,7 +351,7 @@ fn key_fields_hash_the_chosen_values() {
     let b = event_key(&[], br#"{"data":{"object":{"id":"o1"}},"n":2,"type":"x"}"#, &fields);
     assert_eq!(a, b);
     assert_eq!(a.source, "sha256:fields(type,/data/object/id)");
-    let expected = Sha256::digest(b"unknown\n{\"/data/object/id\":\"o1\",\"type\":\"x\"}");
+    let expected = Sha256::digest(b"unknown\nfields\n{\"/data/object/id\":\"o1\",\"type\":\"x\"}");
     assert_eq!(a.key, hex::encode(expected));
     // The same fields from another provider are another event.
     let shopify = event_key(
@@ -395,8 +395,22 @@ fn a_dotted_field_name_is_a_path_unless_a_member_has_that_name() {
     assert_eq!(a.source, "sha256:fields(data.id)");
     assert_eq!(a.key, b.key, "one event, sent twice");
     let literal = event_key(&[], br#"{"data.id":"lit","data":{"id":"d1"}}"#, &dotted);
-    let expected = Sha256::digest(b"unknown\n{\"data.id\":\"lit\"}");
+    let expected = Sha256::digest(b"unknown\nfields\n{\"data.id\":\"lit\"}");
     assert_eq!(literal.key, hex::encode(expected));
+}
+
+/// A field's value hashed is never the key of a body that is just that
+/// field: a tunnel with `--key-fields` and one without may share a history.
+#[test]
+fn a_key_over_fields_is_never_a_key_over_a_body() {
+    let fields = vec!["order".to_owned()];
+    let by_field = event_key(&[], br#"{"order":5,"x":1}"#, &fields);
+    let whole = event_key(&[], br#"{"order":5}"#, &[]);
+    assert_eq!(
+        (by_field.source.as_str(), whole.source.as_str()),
+        ("sha256:fields(order)", "sha256:body")
+    );
+    assert_ne!(by_field.key, whole.key);
 }
 
 #[test]
