@@ -294,10 +294,7 @@ fn a_fixture_listed_twice_in_a_suite_is_named_apart() {
 #[test]
 fn a_fixture_that_cannot_run_exits_2_and_is_a_junit_error() {
     let project = Project::new();
-    let down = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}", listener.local_addr().unwrap())
-    };
+    let down = common::local::nothing_answers_at();
     let junit = project.path("junit.xml");
     let ran = project.check(
         &[
@@ -322,10 +319,7 @@ fn a_fixture_that_cannot_run_exits_2_and_is_a_junit_error() {
 #[test]
 fn a_junit_fifo_gets_the_report_at_its_first_read_and_ctrl_c_ends_a_wait_for_one() {
     let project = Project::new();
-    let down = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}", listener.local_addr().unwrap())
-    };
+    let down = common::local::nothing_answers_at();
     let fifo = project.path("junit.fifo");
     assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let args = [

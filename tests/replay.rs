@@ -1079,10 +1079,7 @@ fn a_handler_stuck_on_a_duplicate_fails_the_run_instead_of_hanging_it() {
 #[test]
 fn what_cannot_run_exits_2_with_one_line() {
     let handler = Handler::start(Behaviour::DedupsInOneTransaction);
-    let down = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}", listener.local_addr().unwrap())
-    };
+    let down = common::local::nothing_answers_at();
     let history = History::with(&stripe_delivery(&handler.url()));
     let cases: Vec<(Vec<String>, &str)> = vec![
         (vec!["--target".into(), down], "nothing answers at"),
@@ -1132,10 +1129,7 @@ fn what_cannot_run_exits_2_with_one_line() {
 #[test]
 fn a_replay_that_cannot_start_still_writes_its_junit_file() {
     let handler = Handler::start(Behaviour::DedupsInOneTransaction);
-    let down = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}", listener.local_addr().unwrap())
-    };
+    let down = common::local::nothing_answers_at();
     let history = History::with(&stripe_delivery(&handler.url()));
     let dir = tempfile::tempdir().unwrap();
     // In a folder the checkout does not have: it is made.
@@ -1374,10 +1368,7 @@ fn a_fresh_burst_of_one_copy_is_refused_before_anything_is_sent() {
 #[test]
 fn an_error_names_its_cause_once() {
     let handler = Handler::start(Behaviour::DedupsInOneTransaction);
-    let down = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}", listener.local_addr().unwrap())
-    };
+    let down = common::local::nothing_answers_at();
     let history = History::with(&stripe_delivery(&handler.url()));
     let ran = history.replay(&["--target", &down]);
     assert_eq!(ran.code, 2, "{}", ran.stderr);

@@ -324,3 +324,9 @@ async fn answer(request: Request<Incoming>, reply: &Reply, seen: &Mutex<Vec<Seen
         .body(Full::new(Bytes::from(answer.body)))
         .expect("valid test response")
 }
+
+/// An `http://` address nothing answers at: a port bound, then let go.
+pub fn nothing_answers_at() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a port");
+    format!("http://{}", listener.local_addr().expect("its address"))
+}
