@@ -38,53 +38,14 @@ pub fn parse_toml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, TomlE
 /// (`token = 12345678`) is still the token. Use with
 /// `#[serde(deserialize_with = "…")]`.
 pub fn secret_string<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
-    deserializer.deserialize_string(QuotedSecret)
+    match <toml::Value as serde::Deserialize>::deserialize(deserializer)? {
+        toml::Value::String(secret) => Ok(secret),
+        _ => Err(serde::de::Error::custom(UNQUOTED_SECRET)),
+    }
 }
 
 /// What a secret that is no string is told, its value left out.
 const UNQUOTED_SECRET: &str = "a secret is a quoted string; put this one in quotes (its value is not shown)";
-
-struct QuotedSecret;
-
-impl serde::de::Visitor<'_> for QuotedSecret {
-    type Value = String;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a quoted string")
-    }
-
-    fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<String, E> {
-        Ok(value.to_owned())
-    }
-
-    fn visit_string<E: serde::de::Error>(self, value: String) -> Result<String, E> {
-        Ok(value)
-    }
-
-    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<String, E> {
-        Err(E::custom(UNQUOTED_SECRET))
-    }
-
-    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<String, E> {
-        Err(E::custom(UNQUOTED_SECRET))
-    }
-
-    fn visit_i128<E: serde::de::Error>(self, _: i128) -> Result<String, E> {
-        Err(E::custom(UNQUOTED_SECRET))
-    }
-
-    fn visit_u128<E: serde::de::Error>(self, _: u128) -> Result<String, E> {
-        Err(E::custom(UNQUOTED_SECRET))
-    }
-
-    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<String, E> {
-        Err(E::custom(UNQUOTED_SECRET))
-    }
-
-    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<String, E> {
-        Err(E::custom(UNQUOTED_SECRET))
-    }
-}
 
 #[cfg(test)]
 mod tests {
