@@ -345,6 +345,9 @@ impl Store {
                 });
             }
         }
+        if opening != Opening::ReadOnly {
+            tell_of_long_upgrade(&conn, &path);
+        }
         let migrated = schema::migrate(&mut conn).map_err(|e| match classify(e, &path) {
             StoreError::Sqlite(err) => StoreError::NotUpgraded {
                 path: path.clone(),
@@ -388,6 +391,27 @@ impl Store {
 
     fn classify(&self, err: rusqlite::Error) -> StoreError {
         classify(err, &self.path)
+    }
+}
+
+/// A history file at least this large takes seconds to upgrade when a
+/// migration copies its tables (schema version 12 does).
+const LONG_UPGRADE_BYTES: u64 = 128 * 1024 * 1024;
+
+/// Says so before an upgrade that will take a while, so that a command
+/// waiting on it is not taken for one that hangs.
+fn tell_of_long_upgrade(conn: &Connection, path: &Path) {
+    let older = conn
+        .query_row("PRAGMA user_version", [], |row| row.get::<_, i64>(0))
+        .is_ok_and(|found| found < schema::SCHEMA_VERSION);
+    let size = std::fs::metadata(path).map_or(0, |meta| meta.len());
+    if older && size >= LONG_UPGRADE_BYTES {
+        tracing::warn!(
+            "upgrading the history at {} ({} MiB) to this version's layout: this happens once, and takes a while for \
+             a history this large",
+            path.display(),
+            size / (1024 * 1024)
+        );
     }
 }
 

@@ -205,6 +205,97 @@ const MIGRATIONS: &[&str] = &[
                 THEN substr(NEW.path, 1, instr(NEW.path, '?') - 1) ELSE NEW.path END
             WHERE id = NEW.id;
     END;",
+    // Version 12: what a listing reads first in each row, the bodies last.
+    // A body kept in its row (under `store::write::SHARED_BODY`, or any
+    // body stored before version 8) overflows onto pages of its own, and
+    // SQLite reaches a column after it only by reading those pages: listing
+    // by provider or status read every body it passed. The event key index
+    // takes the scope too, so a delivery's number among its event's is
+    // counted in the index. SQLite changes a table's layout only by copying
+    // it; `migrate` turns foreign keys off around this, as SQLite's own
+    // procedure does, so dropping the old tables cascades nowhere.
+    "CREATE TABLE deliveries_new (
+        id INTEGER PRIMARY KEY,
+        received_at_ms INTEGER NOT NULL,
+        method TEXT NOT NULL,
+        path TEXT NOT NULL,
+        provider TEXT,
+        event_key TEXT NOT NULL,
+        event_key_source TEXT NOT NULL,
+        event_scope TEXT NOT NULL DEFAULT '',
+        replay_of INTEGER,
+        host_preserved INTEGER NOT NULL DEFAULT 0,
+        tunnel_url TEXT NOT NULL,
+        target TEXT NOT NULL,
+        request_body_size INTEGER NOT NULL,
+        request_body_id INTEGER REFERENCES bodies (id),
+        request_headers BLOB NOT NULL,
+        request_body BLOB NOT NULL
+    );
+    INSERT INTO deliveries_new (id, received_at_ms, method, path, provider, event_key, event_key_source,
+            event_scope, replay_of, host_preserved, tunnel_url, target, request_body_size, request_body_id,
+            request_headers, request_body)
+        SELECT id, received_at_ms, method, path, provider, event_key, event_key_source, event_scope, replay_of,
+            host_preserved, tunnel_url, target, request_body_size, request_body_id, request_headers, request_body
+        FROM deliveries;
+    DROP TABLE deliveries;
+    ALTER TABLE deliveries_new RENAME TO deliveries;
+    CREATE INDEX deliveries_event_key ON deliveries (event_key, event_scope, id) WHERE replay_of IS NULL;
+    CREATE INDEX deliveries_replay_of ON deliveries (replay_of) WHERE replay_of IS NOT NULL;
+    CREATE INDEX deliveries_request_body ON deliveries (request_body_id) WHERE request_body_id IS NOT NULL;
+    CREATE TRIGGER event_counts_insert AFTER INSERT ON deliveries
+        WHEN NEW.replay_of IS NULL AND NEW.event_key != ''
+    BEGIN
+        INSERT INTO event_counts (event_key, event_scope, n) VALUES (NEW.event_key, NEW.event_scope, 1)
+            ON CONFLICT (event_key, event_scope) DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER event_counts_delete AFTER DELETE ON deliveries
+        WHEN OLD.replay_of IS NULL AND OLD.event_key != ''
+    BEGIN
+        UPDATE event_counts SET n = n - 1
+            WHERE event_key = OLD.event_key AND event_scope = OLD.event_scope;
+        DELETE FROM event_counts
+            WHERE event_key = OLD.event_key AND event_scope = OLD.event_scope AND n <= 0;
+    END;
+    CREATE TRIGGER event_counts_update AFTER UPDATE OF event_key, event_scope, replay_of ON deliveries
+    BEGIN
+        UPDATE event_counts SET n = n - 1
+            WHERE event_key = OLD.event_key AND event_scope = OLD.event_scope
+                AND OLD.replay_of IS NULL AND OLD.event_key != '';
+        DELETE FROM event_counts
+            WHERE event_key = OLD.event_key AND event_scope = OLD.event_scope AND n <= 0;
+        INSERT INTO event_counts (event_key, event_scope, n)
+            SELECT NEW.event_key, NEW.event_scope, 1 WHERE NEW.replay_of IS NULL AND NEW.event_key != ''
+            ON CONFLICT (event_key, event_scope) DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER deliveries_hash_scope AFTER INSERT ON deliveries
+        WHEN NEW.event_scope = '' AND NEW.event_key_source LIKE 'sha256:%'
+            AND NEW.provider IS NOT 'github'
+    BEGIN
+        UPDATE deliveries
+            SET event_scope = NEW.method || ' ' || CASE WHEN instr(NEW.path, '?') > 0
+                THEN substr(NEW.path, 1, instr(NEW.path, '?') - 1) ELSE NEW.path END
+            WHERE id = NEW.id;
+    END;
+    CREATE TABLE outcomes_new (
+        delivery_id INTEGER PRIMARY KEY REFERENCES deliveries (id) ON DELETE CASCADE,
+        status INTEGER,
+        duration_ms REAL,
+        error TEXT,
+        completed_at_ms INTEGER NOT NULL,
+        response_body_size INTEGER,
+        response_body_id INTEGER REFERENCES bodies (id),
+        response_headers BLOB,
+        response_body BLOB
+    );
+    INSERT INTO outcomes_new (delivery_id, status, duration_ms, error, completed_at_ms, response_body_size,
+            response_body_id, response_headers, response_body)
+        SELECT delivery_id, status, duration_ms, error, completed_at_ms, response_body_size, response_body_id,
+            response_headers, response_body
+        FROM outcomes;
+    DROP TABLE outcomes;
+    ALTER TABLE outcomes_new RENAME TO outcomes;
+    CREATE INDEX outcomes_response_body ON outcomes (response_body_id) WHERE response_body_id IS NOT NULL;",
 ];
 
 /// Written into the header of every history (`PRAGMA application_id`, the
@@ -271,6 +362,18 @@ pub fn migrate(conn: &mut Connection) -> rusqlite::Result<Result<(), NewerSchema
     if seen == SCHEMA_VERSION {
         return Ok(Ok(()));
     }
+    // A migration that copies a table drops the old one, and with foreign
+    // keys on that would delete every answer and replay run with it.
+    // SQLite ignores this pragma inside a transaction, so it is set around.
+    let keys: bool = conn.query_row("PRAGMA foreign_keys", [], |row| row.get(0))?;
+    conn.pragma_update(None, "foreign_keys", false)?;
+    let migrated = migrate_locked(conn);
+    conn.pragma_update(None, "foreign_keys", keys)?;
+    migrated
+}
+
+/// `migrate` under the write lock, in one transaction.
+fn migrate_locked(conn: &mut Connection) -> rusqlite::Result<Result<(), NewerSchema>> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     // Read again under the lock: another process may have migrated since.
     let found: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
@@ -493,6 +596,106 @@ mod tests {
             1,
             "the same body sent elsewhere is its own event"
         );
+    }
+
+    #[test]
+    fn version_12_puts_bodies_last_and_keeps_every_answer_run_and_count() {
+        use crate::store::tests::delivery;
+        use rusqlite::params;
+
+        let conn = Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "foreign_keys", true).unwrap();
+        for sql in &MIGRATIONS[..11] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 11).unwrap();
+        let headers =
+            crate::store::header_blob::encode(&[portpreview_shared::Header::new("content-type", "text/plain")]);
+        // Each larger than a page, as the bodies that made listings slow.
+        let request_body = vec![b'q'; 20_000];
+        let response_body = vec![b'a'; 30_000];
+        for key in ["evt_1", "evt_1", "evt_2"] {
+            conn.execute(
+                "INSERT INTO deliveries (received_at_ms, tunnel_url, target, method, path, request_headers,
+                     request_body, request_body_size, provider, event_key, event_key_source)
+                 VALUES (5, '', 'http://127.0.0.1:3000', 'POST', '/hook', ?1, ?2, 20000, 'stripe', ?3, 'body:/id')",
+                params![headers, request_body, key],
+            )
+            .unwrap();
+        }
+        conn.execute(
+            "INSERT INTO outcomes (delivery_id, status, response_headers, response_body, response_body_size,
+                 duration_ms, completed_at_ms)
+             VALUES (2, 500, ?1, ?2, 30000, 4.5, 9)",
+            params![headers, response_body],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO replay_runs (delivery_id, started_at_ms, times, concurrency, idempotent, summary, report_json)
+             VALUES (2, 10, 3, 1, 1, 'held', '{}')",
+            [],
+        )
+        .unwrap();
+
+        let store = opened(conn);
+        let last_column = |table: &str| -> String {
+            store
+                .conn
+                .query_row(
+                    "SELECT name FROM pragma_table_info(?1) ORDER BY cid DESC LIMIT 1",
+                    [table],
+                    |r| r.get(0),
+                )
+                .unwrap()
+        };
+        assert_eq!(last_column("deliveries"), "request_body");
+        assert_eq!(last_column("outcomes"), "response_body");
+
+        let retried = store.get(2).unwrap().unwrap();
+        assert_eq!(retried.request.request_body, request_body);
+        assert_eq!(retried.request.request_headers[0].name, "content-type");
+        assert_eq!(retried.delivery_count, 2);
+        let outcome = retried.outcome.unwrap();
+        assert_eq!((outcome.status, outcome.duration_ms), (Some(500), Some(4.5)));
+        assert_eq!(outcome.response_body, response_body);
+        assert_eq!(store.replay_runs(2).unwrap().len(), 1, "runs outlive the copy");
+        assert_eq!(store.delivery_number(2).unwrap(), 2);
+
+        // The triggers came along: counts go on, and a body hash is scoped.
+        let id = store.insert_request(&delivery("evt_1", "/hook")).unwrap();
+        assert_eq!(store.delivery_number(id).unwrap(), 3);
+        store
+            .conn
+            .execute(
+                "INSERT INTO deliveries (received_at_ms, tunnel_url, target, method, path, request_headers,
+                     request_body, request_body_size, event_key, event_key_source)
+                 VALUES (6, '', '', 'PUT', '/a?b=1', x'00', x'', 0, 'hash-1', 'sha256:body')",
+                [],
+            )
+            .unwrap();
+        let scope: String = store
+            .conn
+            .query_row(
+                "SELECT event_scope FROM deliveries WHERE event_key = 'hash-1'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(scope, "PUT /a");
+
+        // Foreign keys are on again, and still cascade.
+        let keys: bool = store.conn.query_row("PRAGMA foreign_keys", [], |r| r.get(0)).unwrap();
+        assert!(keys);
+        store.conn.execute("DELETE FROM deliveries WHERE id = 2", []).unwrap();
+        let left: i64 = store
+            .conn
+            .query_row(
+                "SELECT (SELECT count(*) FROM outcomes) + (SELECT count(*) FROM replay_runs)",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(left, 0);
     }
 
     #[test]
