@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # History store throughput: 100,000 deliveries through the Recorder (the
 # tunnel's path into SQLite) from 64 concurrent tasks, then the time to open
-# the result and read the first history page, as the TUI does.
+# the result and read the first history page, as the TUI does, and walk it
+# all with a filter nothing matches.
 #
 #   bench/store.sh            # 100,000 deliveries
 #   bench/store.sh 20000      # fewer

@@ -1,6 +1,6 @@
 //! Store throughput: N deliveries through the `Recorder`, inbox and writer
 //! thread, as the tunnel sends them, then the first history page of the
-//! result, as the TUI opens it.
+//! result, as the TUI opens it, and a listing filtered down to nothing.
 //!
 //! `cargo run --release -p portpreview --example store_bench -- [N] [DB] [PAD]`
 //!
@@ -105,6 +105,17 @@ fn main() -> anyhow::Result<()> {
     })?;
     let first_page = opened.elapsed();
     let count = store.count(&ListQuery::default())?;
+    // A filter no delivery matches walks the whole history, as `history
+    // --provider` does for a provider seldom seen: what passing a row costs.
+    let walked = Instant::now();
+    let matched = store
+        .list(&ListQuery {
+            provider: Some("github".into()),
+            limit: Some(50),
+            ..ListQuery::default()
+        })?
+        .len();
+    let walk = walked.elapsed();
 
     let per_second = total as f64 / recorded_in.as_secs_f64();
     println!("deliveries           {total} ({failures} not recorded)");
@@ -122,6 +133,10 @@ fn main() -> anyhow::Result<()> {
         "open + first page    {:.1} ms for {} rows (target < 300 ms)",
         first_page.as_secs_f64() * 1e3,
         page.len()
+    );
+    println!(
+        "filtered walk        {:.1} ms over {count} rows ({matched} matched)",
+        walk.as_secs_f64() * 1e3
     );
     println!("database             {}", db.display());
     Ok(())
