@@ -135,6 +135,64 @@ fn a_long_history_lists_whole_and_in_order() {
     );
 }
 
+/// An event delivered hundreds of times, between others and replays, is
+/// numbered down through every page, and through a filter that lists
+/// only some of its deliveries.
+#[test]
+fn an_event_delivered_many_times_is_numbered_through_pages_and_filters() {
+    let h = History::new("hot");
+    let store = h.store();
+    let mut expected = Vec::new();
+    let mut hot = 0;
+    for n in 0..1_300_i64 {
+        let at = 1_700_000_000_000 + n;
+        let (key, status) = if n % 4 == 3 {
+            ("evt_other", 200)
+        } else {
+            ("evt_hot", 200 + 300 * (n % 2) as u16)
+        };
+        let id = store
+            .insert_delivery(&stripe_event(key, at), &answered(status))
+            .unwrap();
+        if key == "evt_hot" {
+            hot += 1;
+            expected.push((id, hot, status));
+        }
+        if n % 100 == 0 {
+            let mut replay = stripe_event("evt_hot", at);
+            replay.replay_of = Some(id);
+            store.insert_delivery(&replay, &answered(200)).unwrap();
+        }
+    }
+    expected.reverse();
+    let numbered = |args: &[&str]| -> Vec<(i64, i64)> {
+        let rows: Vec<Value> = serde_json::from_str(&h.ok(args)).unwrap();
+        rows.iter()
+            .filter(|r| r["event_key"] == "evt_hot" && r["replay_of"].is_null())
+            .map(|r| (r["id"].as_i64().unwrap(), r["delivery_number"].as_i64().unwrap()))
+            .collect()
+    };
+    let all: Vec<(i64, i64)> = expected.iter().map(|&(id, number, _)| (id, number)).collect();
+    assert_eq!(numbered(&["history", "--limit", "0", "--json"]), all);
+    assert_eq!(
+        numbered(&["history", "--limit", "0", "--json", "--replays"]),
+        all,
+        "replays between them count for nothing"
+    );
+    let failed: Vec<(i64, i64)> = expected
+        .iter()
+        .filter(|&&(_, _, status)| status == 500)
+        .map(|&(id, number, _)| (id, number))
+        .collect();
+    assert_eq!(
+        numbered(&["history", "--limit", "0", "--json", "--status", "5xx"]),
+        failed
+    );
+    let table = h.ok(&["history", "--event", "evt_hot", "--limit", "2"]);
+    assert!(table.contains(&format!("{hot} of {hot}")), "{table}");
+    assert!(table.contains(&format!("{} of {hot}", hot - 1)), "{table}");
+}
+
 #[test]
 fn history_lists_newest_first_with_every_field() {
     let h = History::new("list");

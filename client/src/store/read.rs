@@ -140,6 +140,33 @@ impl Store {
             .map(Option::unwrap_or_default)
     }
 
+    /// The position of delivery `id` among its event's deliveries, as
+    /// [`Store::delivery_number`] gives it, told from that of a newer
+    /// delivery of the same event, `newer = (its id, its number)`: only the
+    /// deliveries between the two are counted, so numbering an event's
+    /// deliveries newest first reads each of them once, however many
+    /// thousands the event has.
+    pub fn delivery_number_before(
+        &self,
+        id: i64,
+        event_key: &str,
+        event_scope: &str,
+        newer: (i64, i64),
+    ) -> Result<i64, StoreError> {
+        let (newer_id, newer_number) = newer;
+        self.conn
+            .prepare_cached(
+                "SELECT ?5 - count(*) FROM deliveries
+                 WHERE event_key = ?1 AND event_scope = ?2 AND replay_of IS NULL AND id > ?3 AND id <= ?4",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_row(params![event_key, event_scope, id, newer_id, newer_number], |row| {
+                    row.get(0)
+                })
+            })
+            .map_err(|e| self.classify(e))
+    }
+
     /// How many deliveries (replays not counted) share `event_key` and
     /// `event_scope`: 0 for none.
     pub fn event_count(&self, event_key: &str, event_scope: &str) -> Result<i64, StoreError> {
