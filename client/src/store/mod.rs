@@ -13,6 +13,7 @@ mod inbox;
 pub mod model;
 mod read;
 pub mod recorder;
+mod rekey;
 pub mod schema;
 mod status_word;
 mod write;

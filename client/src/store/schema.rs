@@ -296,7 +296,17 @@ const MIGRATIONS: &[&str] = &[
     DROP TABLE outcomes;
     ALTER TABLE outcomes_new RENAME TO outcomes;
     CREATE INDEX outcomes_response_body ON outcomes (response_body_id) WHERE response_body_id IS NOT NULL;",
+    // Version 13: content keys made again, in code (see `REKEYED_AT`).
+    // Non-JSON bodies came to be hashed with their sender's name, and keys
+    // over chosen fields with a mark of their own.
+    "",
 ];
+
+/// The versions whose migration goes on, after its SQL, to make every
+/// content-hashed event key again by this build's rules (`rekey`): SQL
+/// cannot hash a body as the key rules do. A change to those rules
+/// appends a version here, with an empty migration.
+const REKEYED_AT: &[usize] = &[13];
 
 /// Written into the header of every history (`PRAGMA application_id`, the
 /// field SQLite keeps for this), so that no other program's SQLite file is
@@ -380,8 +390,16 @@ fn migrate_locked(conn: &mut Connection) -> rusqlite::Result<Result<(), NewerSch
     if found > SCHEMA_VERSION {
         return Ok(Err(NewerSchema { found }));
     }
-    for sql in MIGRATIONS.iter().skip(usize::try_from(found).unwrap_or(0)) {
+    let mut rekey = false;
+    for (done, sql) in MIGRATIONS.iter().enumerate().skip(usize::try_from(found).unwrap_or(0)) {
         tx.execute_batch(sql)?;
+        rekey |= REKEYED_AT.contains(&(done + 1));
+    }
+    // Once, after the SQL: the rules are this build's, whichever versions
+    // asked for them.
+    if rekey {
+        let changed = super::rekey::content_keys(&tx)?;
+        tracing::debug!(changed, "content-hashed event keys made again");
     }
     if found != SCHEMA_VERSION {
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
@@ -555,7 +573,12 @@ mod tests {
     #[test]
     fn body_hash_keys_stored_unscoped_count_with_their_retries_after_the_upgrade() {
         use crate::store::tests::delivery;
+        use rusqlite::params;
 
+        // Keyed as every version has keyed a JSON body, so an earlier
+        // tunnel still running writes the key this one works out.
+        let body = br#"{"a":1}"#;
+        let key = portpreview_shared::provider::event_key(&[], body, &[]).key;
         let conn = Connection::open_in_memory().unwrap();
         for sql in &MIGRATIONS[..10] {
             conn.execute_batch(sql).unwrap();
@@ -565,8 +588,8 @@ mod tests {
             conn.execute(
                 "INSERT INTO deliveries (received_at_ms, tunnel_url, target, method, path, request_headers,
                      request_body, request_body_size, event_key, event_key_source)
-                 VALUES (5, '', '', 'POST', ?1, x'00', x'', 0, 'hash-1', 'sha256:body')",
-                [path],
+                 VALUES (5, '', '', 'POST', ?1, x'00', ?2, 7, ?3, 'sha256:body')",
+                params![path, body, key],
             )
             .unwrap();
         }
@@ -577,12 +600,12 @@ mod tests {
             .execute(
                 "INSERT INTO deliveries (received_at_ms, tunnel_url, target, method, path, request_headers,
                      request_body, request_body_size, event_key, event_key_source)
-                 VALUES (6, '', '', 'POST', '/plain', x'00', x'', 0, 'hash-1', 'sha256:body')",
-                [],
+                 VALUES (6, '', '', 'POST', '/plain', x'00', ?1, 7, ?2, 'sha256:body')",
+                params![body, key],
             )
             .unwrap();
         assert_eq!(store.delivery_number(3).unwrap(), 2, "counted with the stored delivery");
-        let mut retry = delivery("hash-1", "/plain?attempt=2");
+        let mut retry = delivery(&key, "/plain?attempt=2");
         retry.provider = None;
         retry.event_key_source = "sha256:body".into();
         let id = store.insert_request(&retry).unwrap();
@@ -696,6 +719,97 @@ mod tests {
             )
             .unwrap();
         assert_eq!(left, 0);
+    }
+
+    #[test]
+    fn content_keys_made_by_earlier_rules_are_made_again_and_counted_on() {
+        use crate::store::NewDelivery;
+        use portpreview_shared::provider::event_key;
+        use rusqlite::params;
+
+        let conn = Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "foreign_keys", true).unwrap();
+        for sql in &MIGRATIONS[..12] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 12).unwrap();
+        let no_headers = crate::store::header_blob::encode(&[]);
+        // Two deliveries of a text body keyed by an earlier rule, one keyed
+        // by its provider's ID, and a body stored cut short.
+        let rows = [
+            (
+                "hello plain text",
+                16,
+                None,
+                "old-rule-hash",
+                "sha256:body",
+                "POST /plain",
+            ),
+            (
+                "hello plain text",
+                16,
+                None,
+                "old-rule-hash",
+                "sha256:body",
+                "POST /plain",
+            ),
+            (r#"{"id":"evt_1"}"#, 14, Some("stripe"), "evt_1", "body:/id", ""),
+            ("hello", 100, None, "cut-hash", "sha256:body", "POST /plain"),
+        ];
+        for (body, size, provider, key, source, scope) in rows {
+            conn.execute(
+                "INSERT INTO deliveries (received_at_ms, tunnel_url, target, method, path, request_headers,
+                     request_body, request_body_size, provider, event_key, event_key_source, event_scope)
+                 VALUES (5, '', '', 'POST', '/plain', ?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![no_headers, body.as_bytes(), size, provider, key, source, scope],
+            )
+            .unwrap();
+        }
+
+        let store = opened(conn);
+        let now = event_key(&[], b"hello plain text", &[]);
+        assert_ne!(now.key, "old-rule-hash");
+        let keys: Vec<(String, String)> = store
+            .conn
+            .prepare("SELECT event_key, event_scope FROM deliveries ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let plain = || (now.key.clone(), "POST /plain".to_owned());
+        assert_eq!(
+            keys,
+            [
+                plain(),
+                plain(),
+                ("evt_1".into(), String::new()),
+                ("cut-hash".into(), "POST /plain".into())
+            ]
+        );
+        let counts: Vec<(String, i64)> = store
+            .conn
+            .prepare("SELECT event_key, n FROM event_counts ORDER BY event_key")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let mut expected = vec![(now.key.clone(), 2), ("cut-hash".into(), 1), ("evt_1".into(), 1)];
+        expected.sort();
+        assert_eq!(counts, expected, "the counts moved with the keys");
+
+        // The retry that comes after the upgrade is the third delivery.
+        let retry = NewDelivery {
+            method: "POST".into(),
+            path: "/plain".into(),
+            request_body: b"hello plain text".to_vec(),
+            event_key: now.key.clone(),
+            event_key_source: now.source.clone(),
+            ..NewDelivery::default()
+        };
+        let id = store.insert_request(&retry).unwrap();
+        assert_eq!(store.delivery_number(id).unwrap(), 3);
     }
 
     #[test]
