@@ -300,6 +300,19 @@ const MIGRATIONS: &[&str] = &[
     // Non-JSON bodies came to be hashed with their sender's name, and keys
     // over chosen fields with a mark of their own.
     "",
+    // Version 14: requests stored before version 7 whose answers never
+    // came. Their recorders listed no requests in `unanswered`, so when one
+    // died nothing gave them an outcome, and they showed as in flight for
+    // good. Every request stored since is answered in its transaction or
+    // listed there, so one with neither is from such a recorder: it gets
+    // what a dead recorder's requests get (`recorder::recover::ORPHANED`).
+    // A recorder of that age still running answers with INSERT OR REPLACE,
+    // which puts the true answer in its place.
+    "INSERT INTO outcomes (delivery_id, error, completed_at_ms)
+        SELECT d.id, 'PortPreview stopped before it recorded the answer', CAST(unixepoch('subsec') * 1000 AS INTEGER)
+        FROM deliveries d
+        WHERE NOT EXISTS (SELECT 1 FROM outcomes o WHERE o.delivery_id = d.id)
+            AND NOT EXISTS (SELECT 1 FROM unanswered u WHERE u.delivery_id = d.id);",
 ];
 
 /// The versions whose migration goes on, after its SQL, to make every
@@ -505,7 +518,12 @@ mod tests {
             (failed.status, failed.error.as_deref()),
             (None, Some("connection refused"))
         );
-        assert_eq!(store.get(3).unwrap().unwrap().outcome, None);
+        // Left waiting by a recorder that kept no list of what waits.
+        let pending = store.get(3).unwrap().unwrap().outcome.unwrap();
+        assert_eq!(
+            pending.error.as_deref(),
+            Some(crate::store::recorder::recover::ORPHANED)
+        );
 
         let page = store.list(&ListQuery::default()).unwrap();
         let statuses: Vec<_> = page.iter().map(|s| (s.id, s.status, s.duration_ms)).collect();
@@ -713,7 +731,8 @@ mod tests {
         let left: i64 = store
             .conn
             .query_row(
-                "SELECT (SELECT count(*) FROM outcomes) + (SELECT count(*) FROM replay_runs)",
+                "SELECT (SELECT count(*) FROM outcomes WHERE delivery_id = 2)
+                     + (SELECT count(*) FROM replay_runs WHERE delivery_id = 2)",
                 [],
                 |r| r.get(0),
             )
@@ -810,6 +829,38 @@ mod tests {
         };
         let id = store.insert_request(&retry).unwrap();
         assert_eq!(store.delivery_number(id).unwrap(), 3);
+    }
+
+    #[test]
+    fn requests_a_recorder_before_version_7_left_unanswered_get_an_outcome() {
+        use crate::store::recorder::recover::ORPHANED;
+
+        let conn = Connection::open_in_memory().unwrap();
+        for sql in &MIGRATIONS[..5] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 5).unwrap();
+        for key in ["evt_answered", "evt_lost"] {
+            conn.execute(
+                "INSERT INTO deliveries (received_at_ms, tunnel_url, target, method, path, request_headers,
+                     request_body, request_body_size, provider, event_key, event_key_source)
+                 VALUES (5, '', '', 'POST', '/hook', x'00', x'', 0, 'stripe', ?1, 'body:/id')",
+                [key],
+            )
+            .unwrap();
+        }
+        conn.execute(
+            "INSERT INTO outcomes (delivery_id, status, response_body_size, duration_ms, completed_at_ms)
+             VALUES (1, 200, 0, 3.0, 9)",
+            [],
+        )
+        .unwrap();
+
+        let store = opened(conn);
+        let answered = store.get(1).unwrap().unwrap().outcome.unwrap();
+        assert_eq!((answered.status, answered.error), (Some(200), None));
+        let lost = store.get(2).unwrap().unwrap().outcome.unwrap();
+        assert_eq!((lost.status, lost.error.as_deref()), (None, Some(ORPHANED)));
     }
 
     #[test]

@@ -23,7 +23,7 @@
 //! request committed without its answer is noted, by inbox, until the
 //! answer comes.
 
-mod recover;
+pub(super) mod recover;
 mod writer;
 
 use std::collections::BTreeMap;
