@@ -377,3 +377,52 @@ async fn a_refused_resign_names_where_its_secret_came_from() {
     );
     tunnel.stop().await.expect("the tunnel stops cleanly");
 }
+
+/// Fresh events sent under the recorded signature, with no secret to sign
+/// them again, are refused by a handler that checks it: the run fails for
+/// that, and says so where a CI report shows it, not as the handler's fault.
+#[tokio::test]
+async fn fresh_events_refused_for_a_signature_not_made_again_say_why() {
+    let relay = TestRelay::start().await;
+    let case = cases()
+        .into_iter()
+        .find(|c| c.provider == "standard-webhooks")
+        .expect("a standard-webhooks case");
+    let handler = verifying_handler(&case).await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let (headers, body) = (case.deliver)(now(), case.secret);
+    let headers: Vec<(&str, &[u8])> = headers.iter().map(|(n, v)| (*n, v.as_bytes())).collect();
+    assert_eq!(
+        caller::send("POST", &tunnel.url("/hooks"), &headers, body).await.status,
+        200,
+        "the delivery verifies as sent"
+    );
+    let (summary, _) = tunnel.next_delivery().await;
+    let id = summary.id.to_string();
+
+    let fresh = portpreview_async(&tunnel.db, &["replay", &id, "--fresh", "--times", "2", "--json"]).await;
+    let json = fresh.json();
+    assert_eq!(statuses(&json), [400, 400, 400], "{}", fresh.stdout);
+    assert_eq!(
+        json["verdict"], "failed",
+        "not the handler's idempotency: {}",
+        fresh.stdout
+    );
+    let answers = json["checks"]
+        .as_array()
+        .and_then(|checks| checks.iter().find(|c| c["name"] == "answers_2xx"))
+        .expect("the answers check");
+    let detail = answers["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.ends_with(
+            "a handler that checks signatures refuses them: this says nothing of idempotency (see the warning)"
+        ),
+        "{detail}"
+    );
+    let warnings = serde_json::to_string(&json["warnings"]).expect("warnings");
+    assert!(
+        warnings.contains("the fresh events are not re-signed (no secret for standard-webhooks)"),
+        "{warnings}"
+    );
+    tunnel.stop().await.expect("the tunnel stops cleanly");
+}

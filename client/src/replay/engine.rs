@@ -328,7 +328,7 @@ impl Run<'_> {
         let provider = self.plan.provider;
         let mut checks = Vec::new();
         if !self.attempts.is_empty() {
-            checks.push(verdict::answers_2xx(&self.attempts));
+            checks.push(verdict::answers_2xx(&self.attempts, self.plan.signature_void));
         }
         let mut warnings = self.plan.warnings.clone();
         // Judged only of a probe that failed part way: otherwise the

@@ -49,6 +49,9 @@ pub struct Plan {
     /// `--drop-header` or `--body-file`, sent to the target it was
     /// recorded with: to the handler that had the event before.
     pub as_recorded: bool,
+    /// The fresh events go out under the recorded signature, which no
+    /// longer matches them: a handler that checks it refuses every one.
+    pub signature_void: bool,
     /// Things the report should mention.
     pub warnings: Vec<String>,
 }
@@ -165,6 +168,7 @@ impl Plan {
         let path = rehash(path);
         let signed_url = rehash(signed_url(request, &endpoint, &path, signing.as_ref(), &mut warnings));
         let plan = Self {
+            signature_void: voided && signing.is_none(),
             signed_url,
             endpoint,
             method: request.method.clone(),

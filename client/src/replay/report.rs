@@ -414,7 +414,7 @@ mod tests {
         two.idempotent = Some(true);
         two.state = None;
         two.attempts[1].answer.status = Some(200);
-        two.checks = vec![crate::replay::verdict::answers_2xx(&two.attempts)];
+        two.checks = vec![crate::replay::verdict::answers_2xx(&two.attempts, false)];
         assert_eq!(two.checks[0].detail, "both attempts answered 2xx");
         assert_eq!(
             two.summary_line(),
@@ -430,7 +430,7 @@ mod tests {
             "✓ every one of 3 attempts answered 2xx (side effects not checked)"
         );
         assert_eq!(
-            crate::replay::verdict::answers_2xx(&two.attempts).detail,
+            crate::replay::verdict::answers_2xx(&two.attempts, false).detail,
             "all 3 attempts answered 2xx"
         );
     }
@@ -490,7 +490,7 @@ mod tests {
             ..gone.attempts[1].clone()
         };
         gone.attempts.push(third);
-        gone.checks = vec![crate::replay::verdict::answers_2xx(&gone.attempts)];
+        gone.checks = vec![crate::replay::verdict::answers_2xx(&gone.attempts, false)];
         assert_eq!(gone.verdict(), "failed");
         assert!(
             gone.summary_line()
@@ -531,7 +531,7 @@ mod tests {
             error: Some("connection reset by 127.0.0.1:3000".into()),
             ..Answer::default()
         };
-        crashed.checks = vec![crate::replay::verdict::answers_2xx(&crashed.attempts)];
+        crashed.checks = vec![crate::replay::verdict::answers_2xx(&crashed.attempts, false)];
         assert_eq!(crashed.verdict(), "not_idempotent");
         assert!(
             crashed.summary_line().contains("the provider reads anything but a 2xx"),
@@ -606,6 +606,18 @@ mod tests {
                 ),
             "{file}"
         );
+        // Fresh events under the recorded signature are refused for it,
+        // which says nothing of the handler.
+        let unsigned = crate::replay::verdict::answers_2xx(&refused.attempts, true).detail;
+        assert!(
+            unsigned.ends_with(
+                "the fresh events carry the recorded signature, which no longer matches them, and a handler that \
+                 checks signatures refuses them: this says nothing of idempotency (see the warning)"
+            ),
+            "{unsigned}"
+        );
+        let signed = crate::replay::verdict::answers_2xx(&refused.attempts, false).detail;
+        assert!(signed.ends_with("retries it"), "{signed}");
         assert_eq!(crate::replay::verdict::refused_signature(&refused.attempts, None), None);
         // Attempt 1 was taken with the same secret: a duplicate refused
         // after it is the handler refusing the duplicate.

@@ -59,8 +59,9 @@ pub fn run_completed(sent: usize, total: u32) -> Check {
     }
 }
 
-/// Check 1: every attempt answered 2xx.
-pub fn answers_2xx(attempts: &[Attempt]) -> Check {
+/// Check 1: every attempt answered 2xx. `signature_void`: the attempts
+/// carry a signature that cannot verify ([`super::plan::Plan::signature_void`]).
+pub fn answers_2xx(attempts: &[Attempt], signature_void: bool) -> Check {
     let mut failures: BTreeMap<String, Vec<u32>> = BTreeMap::new();
     for attempt in attempts.iter().filter(|a| !a.succeeded()) {
         let what = match (attempt.answer.status, &attempt.answer.error) {
@@ -87,6 +88,9 @@ pub fn answers_2xx(attempts: &[Attempt]) -> Check {
     let why = if went_away(attempts) {
         "the handler stopped taking connections during the run: if a duplicate crashed it, that is the bug \
          (its log says); if it was stopped, start it and run again"
+    } else if signature_void && refused_as_unsigned(attempts) {
+        "the fresh events carry the recorded signature, which no longer matches them, and a handler that checks \
+         signatures refuses them: this says nothing of idempotency (see the warning)"
     } else if attempts
         .iter()
         .any(|a| a.answer.status.is_some() && a.answer.error.is_some())
@@ -137,6 +141,12 @@ pub fn refused_signature(attempts: &[Attempt], signed_with: Option<(Provider, &S
         "attempt 1, signed with the {provider} secret from {from}, was answered {status}: if the handler \
          checks {provider} signatures, it holds another secret; {advice}"
     ))
+}
+
+/// True when every attempt that got no 2xx was refused as a signature
+/// check refuses: 401 or 403, or 400 as Stripe's and Svix's libraries answer.
+fn refused_as_unsigned(attempts: &[Attempt]) -> bool {
+    (attempts.iter().filter(|a| !a.succeeded())).all(|a| matches!(a.answer.status, Some(400 | 401 | 403)))
 }
 
 /// True when every attempt that got no 2xx never reached the handler:
