@@ -606,6 +606,7 @@ mod tests {
                 ),
             "{file}"
         );
+        assert!(file.contains("it holds another secret; "), "{file}");
         // Fresh events under the recorded signature are refused for it,
         // which says nothing of the handler.
         let unsigned = crate::replay::verdict::answers_2xx(&refused.attempts, true).detail;
@@ -618,6 +619,18 @@ mod tests {
         );
         let signed = crate::replay::verdict::answers_2xx(&refused.attempts, false).detail;
         assert!(signed.ends_with("retries it"), "{signed}");
+        // A signature over the URL is refused as well for a URL the
+        // handler does not expect.
+        let square = crate::replay::verdict::refused_signature(
+            &refused.attempts,
+            Some((portpreview_shared::provider::Provider::Square, &SecretFrom::Flag)),
+        )
+        .unwrap();
+        assert!(
+            square
+                .contains("it holds another secret, or checks the signature against another URL than the one signed; "),
+            "{square}"
+        );
         assert_eq!(crate::replay::verdict::refused_signature(&refused.attempts, None), None);
         // Attempt 1 was taken with the same secret: a duplicate refused
         // after it is the handler refusing the duplicate.

@@ -137,9 +137,16 @@ pub fn refused_signature(attempts: &[Attempt], signed_with: Option<(Provider, &S
             format!("change {key} in the config file's [secrets] table, or pass the handler's own with --secret")
         }
     };
+    // A signature over the URL fails as well where the handler checks it
+    // against another URL than the one signed, with the right secret.
+    let cause = if provider.signs_url() {
+        "it holds another secret, or checks the signature against another URL than the one signed"
+    } else {
+        "it holds another secret"
+    };
     Some(format!(
         "attempt 1, signed with the {provider} secret from {from}, was answered {status}: if the handler \
-         checks {provider} signatures, it holds another secret; {advice}"
+         checks {provider} signatures, {cause}; {advice}"
     ))
 }
 
