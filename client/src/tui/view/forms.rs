@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph, Widget};
 
 use crate::tui::dialog::{ExportForm, ExportFormat, ProbeKind, ReplayField, ReplayForm, TextInput, INPUT_CUT};
-use crate::tui::format::{tail, wrap};
+use crate::tui::format::{fit_line, tail, wrap};
 
 use super::{centered, clear_popup};
 
@@ -140,6 +140,9 @@ pub(super) fn render_replay(form: &ReplayForm, area: Rect, buf: &mut Buffer) {
             Span::raw(" cancel"),
         ])),
     }
+    // A line the dialog is too narrow for ends in "…", not mid-word.
+    let inner = usize::from(width.saturating_sub(2));
+    let lines: Vec<Line> = lines.into_iter().map(|line| fit_line(line, inner)).collect();
     let title = format!(" Replay #{} with a verdict ", form.delivery_id);
     let popup = centered(area, width, u16::try_from(lines.len() + 2).unwrap_or(u16::MAX));
     clear_popup(popup, buf);
@@ -155,6 +158,7 @@ pub(super) fn render_replay(form: &ReplayForm, area: Rect, buf: &mut Buffer) {
 pub(super) fn render_export(form: &ExportForm, area: Rect, buf: &mut Buffer) {
     let popup = centered(area, 44, 7);
     clear_popup(popup, buf);
+    let inner = usize::from(popup.width.saturating_sub(2));
     let describe = |format: ExportFormat| match format {
         ExportFormat::Json => ("j", "json  fixture for replay --from, check"),
         ExportFormat::Har => ("h", "har   HAR 1.2 for browser devtools"),
@@ -169,23 +173,29 @@ pub(super) fn render_export(form: &ExportForm, area: Rect, buf: &mut Buffer) {
             } else {
                 Style::new()
             };
-            Line::from(vec![
-                Span::styled(format!(" {letter} "), Style::new().fg(Color::Cyan)),
-                Span::styled(text, style),
-            ])
+            fit_line(
+                Line::from(vec![
+                    Span::styled(format!(" {letter} "), Style::new().fg(Color::Cyan)),
+                    Span::styled(text, style),
+                ]),
+                inner,
+            )
         })
         .chain([
             Line::default(),
-            Line::from(vec![
-                key(" j h c"),
-                Span::raw(" or "),
-                key("Enter"),
-                Span::raw(" write  "),
-                key("Esc"),
-                Span::raw("/"),
-                key("q"),
-                Span::raw(" cancel"),
-            ]),
+            fit_line(
+                Line::from(vec![
+                    key(" j h c"),
+                    Span::raw(" or "),
+                    key("Enter"),
+                    Span::raw(" write  "),
+                    key("Esc"),
+                    Span::raw("/"),
+                    key("q"),
+                    Span::raw(" cancel"),
+                ]),
+                inner,
+            ),
         ])
         .collect();
     let title = format!(" Export #{} ", form.delivery_id);

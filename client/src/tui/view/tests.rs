@@ -874,6 +874,25 @@ fn export_form() {
     );
 }
 
+/// On a screen narrower than a form, its lines end in "…" where they are
+/// cut, as every other cut line does.
+#[test]
+fn forms_on_a_narrow_screen_mark_where_their_lines_are_cut() {
+    for (keys, cut) in [
+        ("e", "│ j json  fixture for replay --f…│"),
+        ("R", "│Tab field  ←→ probe  Enter run …│"),
+    ] {
+        let mut app = live_app(3, 34, 12);
+        press(&mut app, keys);
+        let screen = rows(&plain(draw(&app)));
+        assert!(
+            screen.iter().any(|row| row.contains(cut)),
+            "{keys}: {}",
+            screen.join("\n")
+        );
+    }
+}
+
 /// On a wide screen a UUID event key and a long provider name show whole.
 #[test]
 fn a_wide_list_shows_uuid_keys_and_provider_names_whole() {
