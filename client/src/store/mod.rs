@@ -405,8 +405,11 @@ fn tell_of_long_upgrade(conn: &Connection, path: &Path) {
     let older = conn
         .query_row("PRAGMA user_version", [], |row| row.get::<_, i64>(0))
         .is_ok_and(|found| found < schema::SCHEMA_VERSION);
+    if !older {
+        return;
+    }
     let size = std::fs::metadata(path).map_or(0, |meta| meta.len());
-    if older && size >= LONG_UPGRADE_BYTES {
+    if size >= LONG_UPGRADE_BYTES {
         tracing::warn!(
             "upgrading the history at {} ({} MiB) to this version's layout: this happens once, and takes a while for \
              a history this large",

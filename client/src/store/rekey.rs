@@ -9,14 +9,13 @@
 //! them made again (see `schema::REKEYED_AT`).
 
 use portpreview_shared::provider::{event_key_again, Provider};
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, Row};
 
 use super::{header_blob, NewDelivery};
 
 /// Makes every content-hashed key and its scope again from the request
-/// stored, in the caller's transaction; returns how many changed. A body
-/// stored cut short keeps its key: it was hashed whole, and what is left
-/// would hash to another. The event counts follow through their trigger.
+/// stored, in the caller's transaction; returns how many changed. The
+/// event counts follow through their trigger.
 pub(super) fn content_keys(conn: &Connection) -> rusqlite::Result<u64> {
     let mut read = conn.prepare(
         "SELECT d.id, d.provider, d.method, d.path, d.event_key, d.event_key_source, d.event_scope,
@@ -29,35 +28,11 @@ pub(super) fn content_keys(conn: &Connection) -> rusqlite::Result<u64> {
     let mut changed = Vec::new();
     let mut rows = read.query([])?;
     while let Some(row) = rows.next()? {
-        let body: Vec<u8> = row.get(8)?;
-        let size: i64 = row.get(9)?;
-        // A damaged header list leaves its row as it is, to be told of
-        // where the delivery is read.
-        let Ok(request_headers) = header_blob::decode(&row.get::<_, Vec<u8>>(7)?) else {
-            continue;
-        };
-        if i64::try_from(body.len()).unwrap_or(i64::MAX) < size {
-            continue;
-        }
-        let (key, source, scope): (String, String, String) = (row.get(4)?, row.get(5)?, row.get(6)?);
-        let provider: Option<String> = row.get(1)?;
-        let again = event_key_again(
-            provider.as_deref().and_then(Provider::from_name),
-            &request_headers,
-            &body,
-            &source,
-        );
-        let request = NewDelivery {
-            method: row.get(2)?,
-            path: row.get(3)?,
-            provider,
-            request_headers,
-            event_key_source: again.source.clone(),
-            ..NewDelivery::default()
-        };
-        let again_scope = request.event_scope();
-        if (&again.key, &again.source, &again_scope) != (&key, &source, &scope) {
-            changed.push((row.get::<_, i64>(0)?, again.key, again.source, again_scope));
+        // A row that does not read as a delivery (a damaged history) is
+        // left as it is, to be told of where it is read: it must not stop
+        // the upgrade of every other.
+        if let Ok(Some(again)) = made_again(row) {
+            changed.push(again);
         }
     }
     let mut write =
@@ -66,4 +41,39 @@ pub(super) fn content_keys(conn: &Connection) -> rusqlite::Result<u64> {
         write.execute(params![id, key, source, scope])?;
     }
     Ok(changed.len() as u64)
+}
+
+/// The row's (id, key, key source, scope) made again, when they differ
+/// from those stored and its body was stored whole: a body cut short was
+/// hashed whole, and what is left would hash to another.
+fn made_again(row: &Row<'_>) -> rusqlite::Result<Option<(i64, String, String, String)>> {
+    let body: Vec<u8> = row.get(8)?;
+    let size: i64 = row.get(9)?;
+    if i64::try_from(body.len()).unwrap_or(i64::MAX) < size {
+        return Ok(None);
+    }
+    let Ok(request_headers) = header_blob::decode(&row.get::<_, Vec<u8>>(7)?) else {
+        return Ok(None);
+    };
+    let (key, source, scope): (String, String, String) = (row.get(4)?, row.get(5)?, row.get(6)?);
+    let provider: Option<String> = row.get(1)?;
+    let again = event_key_again(
+        provider.as_deref().and_then(Provider::from_name),
+        &request_headers,
+        &body,
+        &source,
+    );
+    let request = NewDelivery {
+        method: row.get(2)?,
+        path: row.get(3)?,
+        provider,
+        request_headers,
+        event_key_source: again.source.clone(),
+        ..NewDelivery::default()
+    };
+    let again_scope = request.event_scope();
+    if (&again.key, &again.source, &again_scope) == (&key, &source, &scope) {
+        return Ok(None);
+    }
+    Ok(Some((row.get(0)?, again.key, again.source, again_scope)))
 }

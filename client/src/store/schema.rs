@@ -785,6 +785,15 @@ mod tests {
             .unwrap();
         }
 
+        // A row whose path is no text, in a damaged history.
+        conn.execute(
+            "INSERT INTO deliveries (received_at_ms, tunnel_url, target, method, path, request_headers,
+                 request_body, request_body_size, event_key, event_key_source, event_scope)
+             VALUES (5, '', '', 'POST', x'2fff', x'00', x'6869', 2, 'damaged-hash', 'sha256:body', 'POST /plain')",
+            [],
+        )
+        .unwrap();
+
         let store = opened(conn);
         let now = event_key(&[], b"hello plain text", &[]);
         assert_ne!(now.key, "old-rule-hash");
@@ -803,8 +812,10 @@ mod tests {
                 plain(),
                 plain(),
                 ("evt_1".into(), String::new()),
-                ("cut-hash".into(), "POST /plain".into())
-            ]
+                ("cut-hash".into(), "POST /plain".into()),
+                ("damaged-hash".into(), "POST /plain".into())
+            ],
+            "a provider's ID, a body cut short and a damaged row keep their keys"
         );
         let counts: Vec<(String, i64)> = store
             .conn
@@ -814,7 +825,12 @@ mod tests {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        let mut expected = vec![(now.key.clone(), 2), ("cut-hash".into(), 1), ("evt_1".into(), 1)];
+        let mut expected = vec![
+            (now.key.clone(), 2),
+            ("cut-hash".into(), 1),
+            ("damaged-hash".into(), 1),
+            ("evt_1".into(), 1),
+        ];
         expected.sort();
         assert_eq!(counts, expected, "the counts moved with the keys");
 
