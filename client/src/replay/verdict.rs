@@ -115,12 +115,7 @@ pub fn answers_2xx(attempts: &[Attempt], signature_void: bool) -> Check {
 /// refused after it was taken is the handler refusing the duplicate.
 pub fn refused_signature(attempts: &[Attempt], signed_with: Option<(Provider, &SecretFrom)>) -> Option<String> {
     let (provider, from) = signed_with?;
-    // Stripe's and Svix's libraries answer a bad signature 400.
-    let status = attempts
-        .first()?
-        .answer
-        .status
-        .filter(|s| matches!(s, 400 | 401 | 403))?;
+    let status = attempts.first()?.answer.status.filter(|&s| refuses_signature(s))?;
     // The place the secret came from is the one to correct: advice to set
     // a variable that `--secret` comes before would change nothing.
     let advice = match from {
@@ -150,10 +145,16 @@ pub fn refused_signature(attempts: &[Attempt], signed_with: Option<(Provider, &S
     ))
 }
 
+/// Whether `status` is how a signature check refuses a request: 401 or
+/// 403, or 400 as Stripe's and Svix's libraries answer.
+fn refuses_signature(status: u16) -> bool {
+    matches!(status, 400 | 401 | 403)
+}
+
 /// True when every attempt that got no 2xx was refused as a signature
-/// check refuses: 401 or 403, or 400 as Stripe's and Svix's libraries answer.
+/// check refuses.
 fn refused_as_unsigned(attempts: &[Attempt]) -> bool {
-    (attempts.iter().filter(|a| !a.succeeded())).all(|a| matches!(a.answer.status, Some(400 | 401 | 403)))
+    (attempts.iter().filter(|a| !a.succeeded())).all(|a| a.answer.status.is_some_and(refuses_signature))
 }
 
 /// True when every attempt that got no 2xx never reached the handler:

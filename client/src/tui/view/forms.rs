@@ -158,7 +158,6 @@ pub(super) fn render_replay(form: &ReplayForm, area: Rect, buf: &mut Buffer) {
 pub(super) fn render_export(form: &ExportForm, area: Rect, buf: &mut Buffer) {
     let popup = centered(area, 44, 7);
     clear_popup(popup, buf);
-    let inner = usize::from(popup.width.saturating_sub(2));
     let describe = |format: ExportFormat| match format {
         ExportFormat::Json => ("j", "json  fixture for replay --from, check"),
         ExportFormat::Har => ("h", "har   HAR 1.2 for browser devtools"),
@@ -173,30 +172,26 @@ pub(super) fn render_export(form: &ExportForm, area: Rect, buf: &mut Buffer) {
             } else {
                 Style::new()
             };
-            fit_line(
-                Line::from(vec![
-                    Span::styled(format!(" {letter} "), Style::new().fg(Color::Cyan)),
-                    Span::styled(text, style),
-                ]),
-                inner,
-            )
+            Line::from(vec![
+                Span::styled(format!(" {letter} "), Style::new().fg(Color::Cyan)),
+                Span::styled(text, style),
+            ])
         })
         .chain([
             Line::default(),
-            fit_line(
-                Line::from(vec![
-                    key(" j h c"),
-                    Span::raw(" or "),
-                    key("Enter"),
-                    Span::raw(" write  "),
-                    key("Esc"),
-                    Span::raw("/"),
-                    key("q"),
-                    Span::raw(" cancel"),
-                ]),
-                inner,
-            ),
+            Line::from(vec![
+                key(" j h c"),
+                Span::raw(" or "),
+                key("Enter"),
+                Span::raw(" write  "),
+                key("Esc"),
+                Span::raw("/"),
+                key("q"),
+                Span::raw(" cancel"),
+            ]),
         ])
+        // A line the dialog is too narrow for ends in "…", not mid-word.
+        .map(|line| fit_line(line, usize::from(popup.width.saturating_sub(2))))
         .collect();
     let title = format!(" Export #{} ", form.delivery_id);
     Paragraph::new(lines)
