@@ -1498,7 +1498,7 @@ fn prune_removes_only_old_deliveries() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("'7' for '--older-than <DURATION>': 7 has no unit: write 7ms, 7s, 7m, 7h or 7d"),
+        stderr.contains("'7' for '--older-than <DURATION>': 7 has no unit: write 7ms, 7s, 7m, 7h, 7d or 7w"),
         "{stderr}"
     );
     assert!(store.get(fresh).unwrap().is_some());

@@ -247,7 +247,7 @@ async fn a_filter_value_history_cannot_read_is_refused_in_one_line() {
             "expected a status (404), a class of statuses (5xx), or error for no answer",
         ),
         ("--status", "4xx,", "expected a status (404)"),
-        ("--since", "90", "90 has no unit: write 90ms, 90s, 90m, 90h or 90d"),
+        ("--since", "90", "90 has no unit: write 90ms, 90s, 90m, 90h, 90d or 90w"),
         ("--since", "2026-13-01", "or a date (2026-01-01, from its midnight UTC)"),
     ] {
         let ran = portpreview_async(&db, &["history", flag, value]).await;

@@ -4,19 +4,20 @@
 use std::time::Duration;
 
 /// Every unit a duration is written in, and how long it is.
-const UNITS: [(&str, Duration); 5] = [
+const UNITS: [(&str, Duration); 6] = [
     ("ms", Duration::from_millis(1)),
     ("s", Duration::from_secs(1)),
     ("m", Duration::from_secs(60)),
     ("h", Duration::from_secs(3600)),
     ("d", Duration::from_secs(86_400)),
+    ("w", Duration::from_secs(7 * 86_400)),
 ];
 
 /// What a duration looks like, in the words every refusal of one uses.
 pub const A_DURATION: &str = "a number and a unit, like 300ms, 1s or 2m";
 
 /// Parses a duration written as PortPreview writes them (`300ms`, `1s`,
-/// `2m`, `7d`); longer spellings such as `7days` are accepted too. Every
+/// `2m`, `7d`, `4w`); longer spellings such as `7days` are accepted too. Every
 /// duration flag and suite key reads through here, so a bad one is
 /// refused in the same words everywhere, not in humantime's (whose unit
 /// list names months, which are refused).
@@ -125,11 +126,11 @@ mod tests {
         }
         assert_eq!(
             parse_duration("7"),
-            Err("7 has no unit: write 7ms, 7s, 7m, 7h or 7d".to_string())
+            Err("7 has no unit: write 7ms, 7s, 7m, 7h, 7d or 7w".to_string())
         );
         assert_eq!(
             parse_duration("0").unwrap_err(),
-            "0 has no unit: write 0ms, 0s, 0m, 0h or 0d"
+            "0 has no unit: write 0ms, 0s, 0m, 0h, 0d or 0w"
         );
         assert_eq!(
             parse_duration("1mS"),

@@ -112,7 +112,7 @@ mod tests {
     fn a_bad_since_is_refused_in_the_words_of_what_it_looks_like() {
         assert_eq!(
             parse_since("5").unwrap_err(),
-            "5 has no unit: write 5ms, 5s, 5m, 5h or 5d"
+            "5 has no unit: write 5ms, 5s, 5m, 5h, 5d or 5w"
         );
         for time in [
             "2026-01-01T09:30:00",
