@@ -80,7 +80,7 @@ pub async fn forward(
         Some(_) => BodyAtOpen::Arriving,
         None => BodyAtOpen::Whole,
     };
-    let port = match tunnel.open(body_at_open) {
+    let mut port = match tunnel.open(body_at_open) {
         Ok(port) => port,
         Err(err) => return not_opened(err, name, &turning, &inline),
     };
@@ -95,15 +95,13 @@ pub async fn forward(
     // A client that stops reading its socket fills the writer's queue; the
     // caller's wait is bounded by the same timeout either way. A small body
     // rides in the head's frame, within the initial window.
-    let sent = tokio::time::timeout_at(deadline, port.outbox().send(&head, &inline)).await;
+    // A head that never left ends its stream unheard of (see `send_head`).
+    let sent = tokio::time::timeout_at(deadline, port.send_head(&head, &inline)).await;
     match sent {
         Ok(Ok(())) => {}
-        Ok(Err(SendError::Unframable(err))) => {
-            port.discard();
-            return unframable(err, &turning);
-        }
+        Ok(Err(SendError::Unframable(err))) => return unframable(err, &turning),
         Ok(Err(SendError::Closed)) => return client_gone(),
-        Err(_) => return timed_out(&port, limits.timeout),
+        Err(_) => return client_stalled(limits.timeout),
     }
     let (pump, pump_end) = match to_pump {
         Some(incoming) => {

@@ -3,14 +3,16 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use portpreview_shared::request_ref::RequestHeadRef;
 use portpreview_shared::{ServerMessage, StreamId};
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::stream::{Inbound, Streams};
-use crate::writer::Outbox;
+use crate::writer::{Outbox, SendError};
 
 /// One request's hold on its stream. Dropping it ends the stream, telling
-/// the client to stop when the exchange was not complete.
+/// the client to stop when the exchange was not complete; a stream whose
+/// head never left ends without a word to the client.
 pub struct StreamPort {
     /// The stream's id on the socket.
     pub id: StreamId,
@@ -20,6 +22,9 @@ pub struct StreamPort {
     allowed: Arc<AtomicU64>,
     outbox: Outbox,
     streams: Arc<Streams>,
+    /// The request's head is queued for the client: from then on the
+    /// client knows the stream, and ending it early takes a reset.
+    head_sent: bool,
 }
 
 impl StreamPort {
@@ -38,7 +43,20 @@ impl StreamPort {
             allowed,
             outbox,
             streams,
+            head_sent: false,
         }
+    }
+
+    /// Queues the request's head for the client, a small body riding in
+    /// its frame, once the writer's queue has room. A caller who leaves
+    /// while it waits, or a deadline that ends the wait, drops the port
+    /// before the head left, and the client is told nothing: otherwise
+    /// each caller giving up on a stalled client would queue a reset for
+    /// a stream it never heard of, outside the queue's room.
+    pub async fn send_head(&mut self, head: &RequestHeadRef<'_>, inline: &[u8]) -> Result<(), SendError> {
+        self.outbox.send(head, inline).await?;
+        self.head_sent = true;
+        Ok(())
     }
 
     /// The writer of this stream's session.
@@ -81,17 +99,15 @@ impl StreamPort {
             tracing::error!(%err, stream = self.id, "a window grant did not fit a frame");
         }
     }
-
-    /// Ends a stream whose head never left: the client never heard of it,
-    /// so it is not told anything.
-    pub fn discard(self) {
-        self.streams.discard(self.id);
-    }
 }
 
 impl Drop for StreamPort {
     fn drop(&mut self) {
-        self.streams.finish(self.id);
+        if self.head_sent {
+            self.streams.finish(self.id);
+        } else {
+            self.streams.discard(self.id);
+        }
     }
 }
 

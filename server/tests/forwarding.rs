@@ -486,6 +486,64 @@ async fn a_caller_that_goes_away_resets_its_stream() {
     );
 }
 
+/// Callers who give up while a client that stopped reading leaves no room
+/// for their heads cost that client nothing: it never heard of their
+/// streams, so none is reset. Each reset would be a frame queued outside
+/// the queue's room, as many as callers came and gave up.
+#[tokio::test]
+async fn callers_whose_heads_never_left_are_not_reset() {
+    let config = RelayConfig {
+        request_timeout: Duration::from_secs(1),
+        ..RelayConfig::default()
+    };
+    let relay = Relay::start(config).await;
+    let (mut client, _, _) = FakeClient::connect(&relay, Some("stuck")).await;
+    // A window's worth of body each, more than the sockets and the
+    // relay's queue hold while the client reads nothing.
+    let window = vec![b'x'; portpreview_shared::message::STREAM_WINDOW as usize];
+    let uploads: Vec<_> = (0..32)
+        .map(|i| {
+            let upload = request(relay.addr, "POST", &format!("/t/stuck/upload{i}"), window.clone());
+            tokio::spawn(call(relay.addr, upload))
+        })
+        .collect();
+    for upload in uploads {
+        assert_eq!(upload.await.unwrap().status, 504);
+    }
+    let late: Vec<_> = (0..5)
+        .map(|i| {
+            tokio::spawn(call(
+                relay.addr,
+                request(relay.addr, "GET", &format!("/t/stuck/late{i}"), ""),
+            ))
+        })
+        .collect();
+    for reply in late {
+        let reply = reply.await.unwrap();
+        assert_eq!(reply.status, 504);
+        assert_eq!(reply.text(), "the tunnel's client did not answer within 1s\n");
+    }
+    // Whatever the relay queued before it comes before this head.
+    let last = tokio::spawn(call(relay.addr, request(relay.addr, "GET", "/t/stuck/last", "")));
+    let mut heard = std::collections::HashSet::new();
+    loop {
+        match client.message().await {
+            (ServerMessage::RequestHead { target, .. }, _) if target == "/last" => break,
+            (ServerMessage::RequestHead { stream, target, .. }, _) => {
+                // A late head that left found room: the queue was never full.
+                assert!(target.starts_with("/upload"), "{target} left after its caller's 504");
+                heard.insert(stream);
+            }
+            (ServerMessage::Reset { stream, reason }, _) => {
+                assert!(heard.contains(&stream), "stream {stream} reset unheard of: {reason}");
+            }
+            (ServerMessage::RequestBody { stream, .. }, _) => assert!(heard.contains(&stream)),
+            (other, _) => panic!("{other:?}"),
+        }
+    }
+    drop(last);
+}
+
 #[tokio::test]
 async fn bodies_over_the_limit_get_413_declared_or_streamed() {
     let config = RelayConfig {

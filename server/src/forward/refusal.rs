@@ -67,7 +67,8 @@ pub(super) fn timed_out(port: &StreamPort, timeout: Duration) -> Response<RelayB
 }
 
 /// The caller's 504 when the client answered nothing, not even taking the
-/// request body, within `timeout` (the client was told already).
+/// request's head or body, within `timeout` (the client was told already,
+/// or never heard of the request).
 pub(super) fn client_stalled(timeout: Duration) -> Response<RelayBody> {
     answer(
         StatusCode::GATEWAY_TIMEOUT,
