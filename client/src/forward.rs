@@ -371,6 +371,15 @@ impl Forwarder {
         });
         Ok(Fresh { sender, first_byte })
     }
+
+    /// Ends every connection to the handler and the task closing idle
+    /// ones, and waits until they have ended: a stopped tunnel leaves no
+    /// task of its own behind.
+    pub async fn close(&self) {
+        self.cancel.cancel();
+        self.connections.close();
+        self.connections.wait().await;
+    }
 }
 
 /// A connection just opened, before its first request.
@@ -415,5 +424,33 @@ mod tests {
             err.to_string(),
             format!("http://127.0.0.1:{port} answered with a malformed HTTP head: invalid HTTP header parsed")
         );
+    }
+
+    /// A kept-alive connection to the handler, and the task that closes
+    /// idle ones, end when the forwarder closes, and it waits for them.
+    #[tokio::test]
+    async fn closing_ends_the_connections_it_keeps() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let handler = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut head = [0u8; 4096];
+            let _ = tokio::io::AsyncReadExt::read(&mut socket, &mut head).await;
+            let answer = b"HTTP/1.1 204 No Content\r\n\r\n";
+            tokio::io::AsyncWriteExt::write_all(&mut socket, answer).await.unwrap();
+            // Kept open: the connection stays until the forwarder ends it.
+            let _ = tokio::io::AsyncReadExt::read(&mut socket, &mut head).await;
+        });
+        let forwarder = Forwarder::new(Target::parse(&format!("127.0.0.1:{port}")).unwrap());
+        let body = Empty::<Bytes>::new().map_err(|never| match never {}).boxed();
+        let request = Request::builder().uri("/hook").body(body).unwrap();
+        let answer = forwarder.send(request).await.unwrap();
+        assert_eq!(answer.status(), 204);
+        drop(answer);
+        assert!(!forwarder.connections.is_empty(), "the connection is kept");
+        forwarder.close().await;
+        assert!(forwarder.connections.is_empty());
+        let closed = tokio::time::timeout(std::time::Duration::from_secs(10), handler).await;
+        assert!(closed.is_ok(), "the handler's connection is still open");
     }
 }

@@ -111,6 +111,7 @@ pub async fn run(
     let mut unfinished = Unfinished::default();
     let result = serve_until_stopped(config.connect, target, &shared, events.clone(), &stop, &mut unfinished).await;
     unfinished.settle(&events).await;
+    shared.forwarder.close().await;
     result
 }
 

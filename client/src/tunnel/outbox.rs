@@ -13,7 +13,10 @@ const MAX_REASON: usize = 1024;
 
 /// Sends frames to the relay. Unbounded on purpose: body bytes only flow
 /// against the credit the relay granted, which the session caps per stream,
-/// so the queue holds at most that per stream plus small control frames.
+/// so the queue holds at most that per stream plus small frames. Of those,
+/// only the 503s for requests past the session's limit are not paid for by
+/// credit: a relay that sent such requests and read no answers would grow
+/// it, by a frame for each of its own; the relay is one the user chose.
 #[derive(Clone)]
 pub struct Outbox(mpsc::UnboundedSender<Message>);
 
