@@ -16,7 +16,7 @@ use crate::turned_away::millis;
 
 /// News kept for one held name at most: more than a blip's worth of
 /// webhooks, few enough that telling them never fills a new session's
-/// queue ([`crate::writer::DATA_QUEUE`]).
+/// queue ([`crate::writer::QUEUE_ROOM`]).
 pub const MAX_NEWS_PER_NAME: usize = 32;
 
 /// Encoded bytes of news kept for one held name at most.

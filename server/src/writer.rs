@@ -25,8 +25,15 @@ use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 
-/// Heads and bodies queued for the writer before senders wait.
-pub const DATA_QUEUE: usize = 64;
+/// Room in the stream queue before senders wait, in units: a frame takes
+/// one, and one more for every [`ROOM_UNIT`] of body it carries. So 64
+/// small heads fit, or 12 full body chunks: a client that stops reading
+/// leaves about 1 MiB of bodies queued, where a count of frames alone let
+/// 64 chunks of 64 KiB hold 4 MiB for every stalled tunnel.
+pub const QUEUE_ROOM: usize = 64;
+
+/// Bytes of body that take one unit of [`QUEUE_ROOM`].
+const ROOM_UNIT: usize = 16 * 1024;
 /// Messages written between two flushes at most, so one flush is never
 /// postponed indefinitely by a busy queue.
 const MAX_BATCH: usize = 256;
@@ -54,8 +61,9 @@ pub enum SendError {
 #[derive(Clone)]
 pub struct Outbox {
     streams: mpsc::UnboundedSender<Queued>,
-    /// Heads and bodies that may still be queued: the stream queue's bound
-    /// for all but resets, which the relay sends at most twice per stream.
+    /// Room for heads and bodies still to be queued: the stream queue's
+    /// bound for all but resets, which the relay sends at most twice per
+    /// stream, and only for streams whose heads left.
     room: Arc<Semaphore>,
     control: mpsc::UnboundedSender<Message>,
 }
@@ -63,8 +71,8 @@ pub struct Outbox {
 /// A frame on the stream queue.
 struct Queued {
     frame: Message,
-    /// Holds one unit of room, given back once the writer takes the frame.
-    holds_room: bool,
+    /// The units of room it holds, given back once the writer takes it.
+    room: usize,
 }
 
 /// The writer's end of an [`Outbox`].
@@ -78,7 +86,7 @@ pub struct Inbox {
 pub fn channel() -> (Outbox, Inbox) {
     let (streams_tx, streams) = mpsc::unbounded_channel();
     let (control_tx, control) = mpsc::unbounded_channel();
-    let room = Arc::new(Semaphore::new(DATA_QUEUE));
+    let room = Arc::new(Semaphore::new(QUEUE_ROOM));
     (
         Outbox {
             streams: streams_tx,
@@ -89,11 +97,22 @@ pub fn channel() -> (Outbox, Inbox) {
     )
 }
 
+/// The units of room a frame carrying `body` takes: a body larger than the
+/// whole room takes all of it.
+fn room_for(body: &[u8]) -> u32 {
+    // At most QUEUE_ROOM, which a u32 holds.
+    (1 + body.len() / ROOM_UNIT).min(QUEUE_ROOM) as u32
+}
+
 impl Outbox {
     /// Queues a frame that may be large (heads and bodies), waiting for room.
     pub async fn send<M: Serialize + Framed>(&self, msg: &M, body: &[u8]) -> Result<(), SendError> {
         // Closed along with the writer's end: nobody will make room again.
-        let permit = self.room.acquire().await.map_err(|_| SendError::Closed)?;
+        let permit = self
+            .room
+            .acquire_many(room_for(body))
+            .await
+            .map_err(|_| SendError::Closed)?;
         // Encoded once there is room, not before: a crowd of uploads
         // waiting for room would each hold a copy of its next chunk.
         let frame = Message::Binary(codec::encode(msg, body)?.into());
@@ -104,7 +123,7 @@ impl Outbox {
     /// room now; returns whether it did. For what is worth telling but not
     /// worth waiting for: a client too slow to take it loses only news.
     pub fn try_send<M: Serialize + Framed>(&self, msg: &M, body: &[u8]) -> Result<bool, SendError> {
-        let permit = match self.room.try_acquire() {
+        let permit = match self.room.try_acquire_many(room_for(body)) {
             Ok(permit) => permit,
             Err(tokio::sync::TryAcquireError::NoPermits) => return Ok(false),
             // Closed along with the writer's end.
@@ -117,11 +136,9 @@ impl Outbox {
     /// Queues `frame` on the stream queue in the room `permit` holds, which
     /// the writer gives back once it takes the frame.
     fn queue_holding(&self, frame: Message, permit: tokio::sync::SemaphorePermit<'_>) -> Result<(), SendError> {
+        let room = permit.num_permits();
         self.streams
-            .send(Queued {
-                frame,
-                holds_room: true,
-            })
+            .send(Queued { frame, room })
             .map_err(|_| SendError::Closed)?;
         permit.forget();
         Ok(())
@@ -150,10 +167,7 @@ impl Outbox {
                 return;
             }
         };
-        let _ = self.streams.send(Queued {
-            frame,
-            holds_room: false,
-        });
+        let _ = self.streams.send(Queued { frame, room: 0 });
     }
 
     /// Refuses every head and body still to come: the session is over.
@@ -185,8 +199,8 @@ pub fn close_message(code: CloseCode, reason: &str) -> Message {
 impl Inbox {
     /// The frame of a queued stream message, giving its room back.
     fn take(&mut self, queued: Queued) -> Message {
-        if queued.holds_room {
-            self.room.add_permits(1);
+        if queued.room > 0 {
+            self.room.add_permits(queued.room);
         }
         queued.frame
     }
@@ -328,7 +342,7 @@ mod tests {
 
     /// The first `count` messages the writer writes from `inbox`.
     async fn written(inbox: Inbox, count: usize) -> Vec<ServerMessage> {
-        let (tx, mut rx) = mpsc::channel::<Message>(4 * DATA_QUEUE);
+        let (tx, mut rx) = mpsc::channel::<Message>(4 * QUEUE_ROOM);
         let tx = tokio_util::sync::PollSender::new(tx);
         let stop = CancellationToken::new();
         let writer = tokio::spawn(run(tx, inbox, stop.clone(), CancellationToken::new()));
@@ -349,16 +363,16 @@ mod tests {
     #[tokio::test]
     async fn a_reset_never_overtakes_the_head_queued_before_it() {
         let (outbox, inbox) = channel();
-        for stream in 1..=DATA_QUEUE as StreamId {
+        for stream in 1..=QUEUE_ROOM as StreamId {
             outbox.send(&head(stream), b"").await.unwrap();
         }
         // The queue is full, the last stream's head at its back: a reset
         // that could not wait for room must still come after that head.
-        outbox.reset(DATA_QUEUE as StreamId, "no answer in time");
-        let messages = written(inbox, DATA_QUEUE + 1).await;
+        outbox.reset(QUEUE_ROOM as StreamId, "no answer in time");
+        let messages = written(inbox, QUEUE_ROOM + 1).await;
         let position = |wanted: fn(&ServerMessage) -> bool| messages.iter().position(wanted);
         let head_at =
-            position(|m| matches!(m, ServerMessage::RequestHead { stream, .. } if *stream == DATA_QUEUE as StreamId));
+            position(|m| matches!(m, ServerMessage::RequestHead { stream, .. } if *stream == QUEUE_ROOM as StreamId));
         let reset_at = position(|m| matches!(m, ServerMessage::Reset { .. }));
         assert!(
             matches!((head_at, reset_at), (Some(h), Some(r)) if h < r),
@@ -415,7 +429,7 @@ mod tests {
         let (outbox, inbox) = channel();
         let (stop, dead) = (CancellationToken::new(), CancellationToken::new());
         let writer = tokio::spawn(run(Stuck, inbox, stop, dead));
-        for stream in 1..=DATA_QUEUE as StreamId {
+        for stream in 1..=QUEUE_ROOM as StreamId {
             outbox.send(&head(stream), b"").await.unwrap();
         }
         let sender = outbox.clone();
@@ -437,10 +451,46 @@ mod tests {
         writer.abort();
     }
 
+    /// Room is counted in body bytes as well as frames: a client that
+    /// stops reading leaves about 1 MiB of request bodies queued for it,
+    /// not 64 chunks of 64 KiB.
+    #[tokio::test]
+    async fn a_client_that_stops_reading_holds_about_a_mebibyte_of_bodies() {
+        use futures_util::FutureExt;
+        use portpreview_shared::message::CHUNK_SIZE;
+
+        let (outbox, inbox) = channel();
+        let writer = tokio::spawn(run(Stuck, inbox, CancellationToken::new(), CancellationToken::new()));
+        let chunk = vec![b'x'; CHUNK_SIZE];
+        let body = ServerMessage::RequestBody { stream: 1, end: false };
+        let mut queued = 0;
+        // Until a send has to wait for room.
+        while let Some(sent) = outbox.send(&body, &chunk).now_or_never() {
+            sent.unwrap();
+            queued += chunk.len();
+            assert!(queued <= 4 * 1024 * 1024, "{queued} bytes queued, and still room");
+            tokio::task::yield_now().await;
+        }
+        // One chunk may be in the stuck writer's hands, out of the queue.
+        assert!(
+            (768 * 1024..=1024 * 1024 + CHUNK_SIZE).contains(&queued),
+            "{queued} bytes queued"
+        );
+        // Small heads still take one unit each.
+        let (outbox, _inbox) = channel();
+        for stream in 1..=QUEUE_ROOM as StreamId {
+            assert!(
+                outbox.send(&head(stream), b"").now_or_never().is_some(),
+                "head {stream} waits"
+            );
+        }
+        writer.abort();
+    }
+
     #[tokio::test]
     async fn a_sender_waiting_for_room_hears_when_the_writer_is_gone() {
         let (outbox, inbox) = channel();
-        for stream in 1..=DATA_QUEUE as StreamId {
+        for stream in 1..=QUEUE_ROOM as StreamId {
             outbox.send(&head(stream), b"").await.unwrap();
         }
         let waiting = tokio::spawn(async move { outbox.send(&head(0), b"").await });
