@@ -30,6 +30,17 @@ pub struct Hop<'a> {
     pub forwarded: Option<String>,
 }
 
+/// The host the caller called, from its Host header; none when it sent
+/// none, or an empty one (which RFC 9112 allows for a target with no
+/// authority): a handler building URLs from `X-Forwarded-Host` would make
+/// `http:///…` of it.
+pub fn caller_host(headers: &HeaderMap) -> Option<&[u8]> {
+    headers
+        .get(http::header::HOST)
+        .map(HeaderValue::as_bytes)
+        .filter(|host| !host.is_empty())
+}
+
 /// The relay's view of a request as an RFC 7239 `Forwarded` element:
 /// `for=203.0.113.7;proto=https;host="hooks.example"`.
 pub fn forwarded_element(peer: &str, https: bool, host: Option<&[u8]>) -> String {
@@ -81,8 +92,8 @@ pub fn request_headers<'a>(headers: &'a HeaderMap, hop: &'a Hop<'a>) -> Vec<Head
     out.push(HeaderRef::new("x-forwarded-for", hop.peer.as_bytes()));
     let proto: &[u8] = if hop.https { b"https" } else { b"http" };
     out.push(HeaderRef::new("x-forwarded-proto", proto));
-    if let Some(host) = headers.get(http::header::HOST) {
-        out.push(HeaderRef::new("x-forwarded-host", host.as_bytes()));
+    if let Some(host) = caller_host(headers) {
+        out.push(HeaderRef::new("x-forwarded-host", host));
     }
     if let Some(prefix) = &hop.prefix {
         out.push(HeaderRef::new("x-forwarded-prefix", prefix.as_bytes()));
@@ -208,6 +219,21 @@ mod tests {
         assert_eq!(out[8].value, b"/t/shop");
         assert_eq!(out[9].value, b"203.0.113.7");
         assert_eq!(out[10].value, br#"for=203.0.113.7;proto=https;host="hooks.example""#);
+    }
+
+    #[test]
+    fn an_empty_host_is_forwarded_as_no_host() {
+        let headers = map(&[("host", b"")]);
+        let hop = Hop {
+            peer: "203.0.113.7",
+            https: false,
+            prefix: None,
+            forwarded: None,
+        };
+        let names: Vec<&str> = request_headers(&headers, &hop).iter().map(|h| h.name).collect();
+        assert_eq!(names, ["host", "x-forwarded-for", "x-forwarded-proto"]);
+        assert_eq!(caller_host(&headers), None);
+        assert_eq!(caller_host(&map(&[("host", b"h:1")])), Some(&b"h:1"[..]));
     }
 
     #[test]

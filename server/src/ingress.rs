@@ -13,7 +13,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::body::{answer, closing, OwnAnswer, RelayBody};
 use crate::forward::{forward, ForwardLimits};
-use crate::headers::{forwarded_element, Hop};
+use crate::headers::{caller_host, forwarded_element, Hop};
 use crate::headscan::Verdicts;
 use crate::held_news::HeldNews;
 use crate::limits::Slot;
@@ -274,10 +274,10 @@ async fn tunnel(
     target: String,
     prefix: Option<String>,
 ) -> Response<RelayBody> {
-    let forwarded = req.headers().contains_key(header::FORWARDED).then(|| {
-        let host = req.headers().get(header::HOST).map(HeaderValue::as_bytes);
-        forwarded_element(&conn.peer_ip, conn.https, host)
-    });
+    let forwarded = req
+        .headers()
+        .contains_key(header::FORWARDED)
+        .then(|| forwarded_element(&conn.peer_ip, conn.https, caller_host(req.headers())));
     let hop = Hop {
         peer: &conn.peer_ip,
         https: conn.https,
