@@ -8,8 +8,9 @@ use bytes::Bytes;
 use futures_util::{Sink, Stream, StreamExt};
 use portpreview_shared::codec;
 use portpreview_shared::message::{version_mismatch, PROTOCOL_VERSION, RELAY_SHUTTING_DOWN};
+use portpreview_shared::sanitize::escape_str;
 use portpreview_shared::stall::overslept;
-use portpreview_shared::text::truncate;
+use portpreview_shared::text::{shorten, truncate};
 use portpreview_shared::{ClientMessage, ServerMessage};
 use tokio::time::{interval, Instant, MissedTickBehavior};
 use tokio_tungstenite::tungstenite::error::ProtocolError;
@@ -343,6 +344,9 @@ where
     .map_err(|_| End::Protocol("no Hello in time".into()))?
 }
 
+/// Longest client version a refusal repeats.
+const MAX_VERSION_SHOWN: usize = 40;
+
 /// The name the Hello in `first` asks for, once its protocol version is
 /// this relay's; a client of another version is told which side to upgrade.
 fn requested_name(first: Bytes, outbox: &Outbox) -> Result<Option<String>, End> {
@@ -351,13 +355,17 @@ fn requested_name(first: Bytes, outbox: &Outbox) -> Result<Option<String>, End> 
     };
     let decoded = codec::decode::<ClientMessage>(first);
     if protocol != PROTOCOL_VERSION {
+        // The client's own words, shown in its terminal and in logs: escaped
+        // and of a version's length, as a refused name is quoted.
         let client_version = match &decoded {
-            Ok((ClientMessage::Hello { client_version, .. }, _)) => client_version.as_str(),
-            _ => "unknown",
+            Ok((ClientMessage::Hello { client_version, .. }, _)) => {
+                shorten(&escape_str(client_version), MAX_VERSION_SHOWN)
+            }
+            _ => "unknown".to_owned(),
         };
         return Err(refuse(
             outbox,
-            version_mismatch(client_version, protocol, PROTOCOL_VERSION),
+            version_mismatch(&client_version, protocol, PROTOCOL_VERSION),
         ));
     }
     match decoded {

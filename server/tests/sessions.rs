@@ -10,7 +10,7 @@ use common::*;
 use futures_util::SinkExt;
 use portpreview_server::{RelayConfig, Tokens};
 use portpreview_shared::message::PROTOCOL_VERSION;
-use portpreview_shared::ServerMessage;
+use portpreview_shared::{ClientMessage, ServerMessage};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -182,6 +182,22 @@ async fn a_client_speaking_another_protocol_is_told_which_side_to_upgrade() {
         }
         assert!(matches!(client.recv().await, ServerFrame::Closed(_)));
     }
+    // The version is the client's to write: repeated escaped and short.
+    let mut client = FakeClient::new(upgrade(&relay.ws_url(), &[], None).await.unwrap());
+    let hello = ClientMessage::Hello {
+        protocol: p + 1,
+        client_version: format!("0.9\x1b[2J\nFAKE: line{}", "x".repeat(500)),
+        name: None,
+    };
+    client.send(&hello, b"").await;
+    let ServerFrame::Message(ServerMessage::Refused { reason }, _) = client.recv().await else {
+        panic!("no refusal")
+    };
+    assert!(reason.starts_with("client 0.9\\x1b[2J\\nFAKE: linexxx"), "{reason}");
+    assert!(
+        reason.len() < 150 && !reason.contains('\x1b') && !reason.contains('\n'),
+        "{reason}"
+    );
 }
 
 #[tokio::test]
