@@ -339,7 +339,10 @@ impl Streams {
         let entry = self.table().entries.remove(&stream);
         if let Some(entry) = entry {
             if !(entry.response_done && entry.request_done || entry.reset_sent) {
-                let reason = if entry.head_received {
+                let reason = if entry.response_done {
+                    // The client answered before taking the whole body.
+                    "the answer came whole before the request body: the rest of the body is not sent"
+                } else if entry.head_received {
                     "the caller went away during the answer"
                 } else {
                     "the caller went away before the answer"
@@ -569,7 +572,40 @@ mod tests {
         cut.request_side().abandon("over the limit");
         drop(cut);
         drop(streams);
-        let resets = inbox.drain_resets();
+        let resets: Vec<StreamId> = inbox.drain_resets().into_iter().map(|(stream, _)| stream).collect();
         assert_eq!(resets, [cut_id], "one reset, for the unfinished stream only");
+    }
+
+    /// A client that answers before it took the whole request body (a 401
+    /// to an upload) hears that the rest is not sent, not that the caller,
+    /// who has its whole answer, went away.
+    #[tokio::test]
+    async fn an_answer_before_the_whole_body_stops_the_upload_for_what_it_is() {
+        let (streams, mut inbox) = streams(8);
+        let mut port = streams.open(BodyAtOpen::Arriving).unwrap();
+        let head = portpreview_shared::request_ref::RequestHeadRef {
+            stream: port.id,
+            method: "POST",
+            target: "/upload",
+            headers: &[],
+            end: false,
+        };
+        port.send_head(&head, b"first part").await.unwrap();
+        let answer = ClientMessage::ResponseHead {
+            stream: port.id,
+            status: 401,
+            headers: vec![],
+            end: true,
+        };
+        streams.deliver(answer, Bytes::new()).unwrap();
+        let id = port.id;
+        drop(port);
+        assert_eq!(
+            inbox.drain_resets(),
+            [(
+                id,
+                "the answer came whole before the request body: the rest of the body is not sent".to_owned()
+            )]
+        );
     }
 }

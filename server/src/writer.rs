@@ -270,8 +270,8 @@ where
 
 #[cfg(test)]
 impl Inbox {
-    /// The streams of every reset queued so far, in order.
-    pub(crate) fn drain_resets(&mut self) -> Vec<StreamId> {
+    /// The stream and reason of every reset queued so far, in order.
+    pub(crate) fn drain_resets(&mut self) -> Vec<(StreamId, String)> {
         let mut frames = Vec::new();
         while let Ok(queued) = self.streams.try_recv() {
             frames.push(queued.frame);
@@ -286,7 +286,7 @@ impl Inbox {
                 _ => None,
             })
             .filter_map(|(msg, _)| match msg {
-                ServerMessage::Reset { stream, .. } => Some(stream),
+                ServerMessage::Reset { stream, reason } => Some((stream, reason)),
                 _ => None,
             })
             .collect()
