@@ -11,10 +11,13 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use portpreview_shared::message::{StreamId, STREAM_WINDOW};
 use portpreview_shared::sync::lock;
-use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 use super::outbox::Outbox;
-use crate::store::recorder::ROOM_UNIT;
+use crate::store::recorder::{HeldBudget, KEPT_START, ROOM_UNIT};
+
+/// How often at most a body stored cut short for want of room is told of.
+const CUT_TOLD_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// One chunk of request body as the relay sent it.
 #[derive(Debug)]
@@ -31,13 +34,13 @@ pub struct Chunk {
 #[derive(Debug, Clone, Default)]
 pub struct Keep {
     limit: usize,
-    budget: Option<Arc<Semaphore>>,
+    budget: Option<HeldBudget>,
 }
 
 impl Keep {
     /// Keeps up to `limit` bytes of each body, all bodies together within
-    /// `budget` (in [`ROOM_UNIT`]s).
-    pub fn new(limit: usize, budget: Arc<Semaphore>) -> Self {
+    /// `budget`.
+    pub fn new(limit: usize, budget: HeldBudget) -> Self {
         Self {
             limit,
             budget: Some(budget),
@@ -48,7 +51,10 @@ impl Keep {
 /// Room a capture holds in its budget, given back when dropped: hold it
 /// until the kept bytes are handed on.
 #[derive(Debug, Default)]
-pub struct Held(Option<OwnedSemaphorePermit>);
+pub struct Held {
+    any: Option<OwnedSemaphorePermit>,
+    starts: Option<OwnedSemaphorePermit>,
+}
 
 /// The part of a body kept for the history, up to a limit, with its full size.
 #[derive(Debug, Default)]
@@ -119,10 +125,7 @@ impl Capture {
         }
         if !self.reserve(self.bytes.len() + kept) {
             self.starved = true;
-            tracing::warn!(
-                kept = self.bytes.len(),
-                "the history keeps only the start of this body: memory for bodies in flight is in use"
-            );
+            self.tell_cut();
             return;
         }
         if !self.grow(kept) {
@@ -160,6 +163,7 @@ impl Capture {
     }
 
     /// Counts `total` kept bytes in the budget; false when it has no room.
+    /// The start of a body has room of its own once the rest is spent.
     fn reserve(&mut self, total: usize) -> bool {
         let Some(budget) = &self.keep.budget else {
             return true;
@@ -168,15 +172,36 @@ impl Capture {
             return true;
         }
         let units = (total - self.reserved).div_ceil(ROOM_UNIT);
-        let Ok(permit) = Arc::clone(budget).try_acquire_many_owned(u32::try_from(units).unwrap_or(u32::MAX)) else {
-            return false;
+        let units32 = u32::try_from(units).unwrap_or(u32::MAX);
+        let (permit, slot) = match Arc::clone(&budget.any).try_acquire_many_owned(units32) {
+            Ok(permit) => (permit, &mut self.held.any),
+            Err(_) if total <= KEPT_START => match Arc::clone(&budget.starts).try_acquire_many_owned(units32) {
+                Ok(permit) => (permit, &mut self.held.starts),
+                Err(_) => return false,
+            },
+            Err(_) => return false,
         };
-        match &mut self.held.0 {
+        match slot {
             Some(held) => held.merge(permit),
-            None => self.held.0 = Some(permit),
+            None => *slot = Some(permit),
         }
         self.reserved += units * ROOM_UNIT;
         true
+    }
+
+    /// Says that bodies are stored cut short for want of room, once per
+    /// [`CUT_TOLD_EVERY`] across the tunnel.
+    fn tell_cut(&self) {
+        let Some(budget) = &self.keep.budget else { return };
+        let mut told = lock(&budget.told);
+        if told.is_some_and(|at| at.elapsed() < CUT_TOLD_EVERY) {
+            return;
+        }
+        *told = Some(std::time::Instant::now());
+        tracing::warn!(
+            "the memory the history keeps for bodies in flight (96 MiB) is in use: bodies arriving now are stored \
+             cut short, with their full size; the first 64 KiB of each has room kept for it"
+        );
     }
 }
 
@@ -395,8 +420,9 @@ mod tests {
 
     #[test]
     fn bodies_held_for_the_history_share_one_budget() {
-        let budget = Arc::new(Semaphore::new(3));
-        let keep = Keep::new(10 * ROOM_UNIT, Arc::clone(&budget));
+        let held = HeldBudget::new(3 * ROOM_UNIT, 0);
+        let budget = Arc::clone(&held.any);
+        let keep = Keep::new(10 * ROOM_UNIT, held);
         let mut first = Capture::expecting(2 * ROOM_UNIT as u64, keep.clone());
         first.add(&[b'a'; 2 * ROOM_UNIT]);
         // A declared length takes none of it: only the bytes that come do.
@@ -423,10 +449,46 @@ mod tests {
         assert_eq!(budget.available_permits(), 2, "given back once handed on");
     }
 
+    /// Large uploads that spend the shared room leave the start of every
+    /// body room of its own: a webhook beside them is kept whole.
+    #[test]
+    fn a_webhook_beside_large_uploads_is_kept_whole() {
+        let held = HeldBudget::new(4 * KEPT_START, 2 * KEPT_START);
+        let keep = Keep::new(crate::store::recorder::MAX_STORED_BODY, held.clone());
+        let mut upload = Capture::expecting(0, keep.clone());
+        upload.add(&vec![b'u'; 5 * KEPT_START]);
+        assert_eq!(upload.bytes.len(), 0, "past the shared room: cut short");
+        let mut uploading = Capture::expecting(0, keep.clone());
+        uploading.add(&vec![b'u'; 4 * KEPT_START]);
+        assert_eq!(held.any.available_permits(), 0, "the shared room is spent");
+
+        let mut webhook = Capture::expecting(97, keep.clone());
+        webhook.add(&[b'w'; 97]);
+        assert_eq!(webhook.bytes.len(), 97, "kept whole");
+        let mut largest = Capture::expecting(0, keep.clone());
+        largest.add(&vec![b'l'; KEPT_START - 1000]);
+        largest.add(&[b'l'; 1000]);
+        assert_eq!(largest.bytes.len(), KEPT_START, "a start's room holds a whole start");
+        // Past its start, a body takes shared room only, of which none is left.
+        largest.add(b"more");
+        assert_eq!((largest.bytes.len(), largest.size), (KEPT_START, KEPT_START as u64 + 4));
+
+        drop(uploading);
+        drop(webhook);
+        let (_, _, room) = largest.into_parts();
+        drop(room);
+        assert_eq!(
+            held.any.available_permits(),
+            4 * KEPT_START / ROOM_UNIT,
+            "all given back"
+        );
+        assert_eq!(held.starts.available_permits(), 2 * KEPT_START / ROOM_UNIT);
+    }
+
     #[test]
     fn memory_is_taken_as_the_bytes_come_not_as_the_length_is_declared() {
         let mib = 1024 * 1024;
-        let keep = Keep::new(25 * mib, Arc::new(Semaphore::new(100 * mib / ROOM_UNIT)));
+        let keep = Keep::new(25 * mib, HeldBudget::new(100 * mib, 0));
         let mut trickle = Capture::expecting(25 * mib as u64, keep.clone());
         trickle.add(b"a");
         assert!(trickle.bytes.capacity() <= ROOM_AHEAD);

@@ -52,6 +52,40 @@ pub const QUEUE_BYTES: usize = 64 * 1024 * 1024;
 /// together: past it, a body is stored cut short rather than held whole.
 pub const HELD_BYTES: usize = 96 * 1024 * 1024;
 
+/// Of [`HELD_BYTES`], the room only the first [`KEPT_START`] bytes of a
+/// body may take: large uploads spend the rest, and a webhook arriving
+/// beside them is still kept whole, with the ID and event key in it.
+pub const HELD_FOR_STARTS: usize = 16 * 1024 * 1024;
+
+/// The start of a body that may use [`HELD_FOR_STARTS`]: as long as the
+/// bodies that stay in their rows, which most webhooks are.
+pub const KEPT_START: usize = super::write::SHARED_BODY;
+
+/// The budget bodies held for the history count against, in
+/// [`ROOM_UNIT`]s, shared by every exchange of a tunnel.
+#[derive(Debug, Clone)]
+pub struct HeldBudget {
+    /// Room any bytes of a body may take.
+    pub any: Arc<Semaphore>,
+    /// Room the first [`KEPT_START`] bytes of a body take once `any` is spent.
+    pub starts: Arc<Semaphore>,
+    /// When a body was last told of as stored cut short for want of room:
+    /// a burst of uploads cuts hundreds, and one line says it.
+    pub told: Arc<Mutex<Option<std::time::Instant>>>,
+}
+
+impl HeldBudget {
+    /// A budget of `any` bytes for any part of a body and `starts` more for
+    /// their starts.
+    pub fn new(any: usize, starts: usize) -> Self {
+        Self {
+            any: Arc::new(Semaphore::new(any / ROOM_UNIT)),
+            starts: Arc::new(Semaphore::new(starts / ROOM_UNIT)),
+            told: Arc::default(),
+        }
+    }
+}
+
 /// Room in the queue, and in the budget for held bodies, is counted in
 /// these, so that a semaphore's `u32` permits cover every body size. Every
 /// job takes at least one, which bounds the number of jobs too.
@@ -137,9 +171,8 @@ struct Shared {
     /// Set once the writer is asked to stop: a pause between failed tries
     /// ends, and a last failed try is the last.
     stopping: Arc<AtomicBool>,
-    /// Room for the bodies exchanges hold until they are recorded, in
-    /// [`ROOM_UNIT`]s.
-    held: Arc<Semaphore>,
+    /// Room for the bodies exchanges hold until they are recorded.
+    held: HeldBudget,
 }
 
 /// Owns the writer thread: `shutdown` writes what is queued, waits for the
@@ -201,7 +234,7 @@ impl Recorder {
             applied,
             stalled,
             stopping,
-            held: Arc::new(Semaphore::new(HELD_BYTES / ROOM_UNIT)),
+            held: HeldBudget::new(HELD_BYTES - HELD_FOR_STARTS, HELD_FOR_STARTS),
         });
         let handle = RecorderHandle {
             shared: Arc::clone(&shared),
@@ -277,10 +310,10 @@ impl Recorder {
         Ok(body)
     }
 
-    /// The budget, in [`ROOM_UNIT`]s, that bodies held for the history while
-    /// their exchanges are in flight all count against.
-    pub fn held_budget(&self) -> Arc<Semaphore> {
-        Arc::clone(&self.shared.held)
+    /// The budget that bodies held for the history while their exchanges
+    /// are in flight all count against.
+    pub fn held_budget(&self) -> HeldBudget {
+        self.shared.held.clone()
     }
 
     /// Waits for room for a body of `len` bytes in the queue; does not wait
