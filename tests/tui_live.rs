@@ -14,6 +14,8 @@ use portpreview_shared::Header;
 use common::bin::portpreview_bin;
 use common::handlers::{Behaviour, Handler};
 use common::local::LocalHandler;
+use common::process::Running;
+use common::relay::TestRelay;
 
 /// How long a screen may take to show what is expected (a hang, not a timing check).
 const SCREEN_DEADLINE: Duration = Duration::from_secs(30);
@@ -412,6 +414,39 @@ fn browsing_shows_what_is_recorded_meanwhile() {
     tmux.wait_for("the count moved in the open detail", |s| {
         s.contains("evt_first (body:/id), 1st delivery of 2")
     });
+    tmux.send(&["q"]);
+    tmux.wait_for("the shell again", |s| s.contains("portpreview exited 0"));
+}
+
+/// A tunnel killed with a request in flight leaves it in its inbox: the
+/// open browser takes it in and shows it cut off, with no other command
+/// opening the history, where it showed it waiting for good.
+#[test]
+fn browsing_shows_a_killed_tunnels_request_in_flight_as_cut_off() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let scratch = Scratch::new("killed");
+    let db = scratch.0.join("history.db");
+    store_stripe_delivery(&db, "http://127.0.0.1:9", "evt_first");
+    let tmux = browse("killed", &scratch, &db);
+    let (_relay, _handler, client, call) = runtime.block_on(async {
+        let relay = TestRelay::start().await;
+        let handler = LocalHandler::slow(Duration::from_secs(60)).await;
+        let (client, url) = Running::tunnel(&handler.url(), &relay.http_url(), &db, &scratch.0).await;
+        let url = format!("{url}/webhooks/killed");
+        let call = tokio::spawn(async move { common::caller::post(&url, "{}").await });
+        handler.wait_for_request().await;
+        (relay, handler, client, call)
+    });
+    // Stored, waiting for its answer, when the tunnel dies.
+    tmux.wait_for("the request in flight", |s| {
+        s.lines().any(|l| l.contains("/webhooks/killed") && l.contains(" … "))
+    });
+    client.signal("KILL");
+    assert_eq!(runtime.block_on(call).unwrap().status, 502);
+    let screen = tmux.wait_for("the request cut off", |s| {
+        s.lines().any(|l| l.contains("/webhooks/killed") && l.contains("ERR"))
+    });
+    assert!(screen.contains("Deliveries 1/2 "), "{screen}");
     tmux.send(&["q"]);
     tmux.wait_for("the shell again", |s| s.contains("portpreview exited 0"));
 }

@@ -375,10 +375,7 @@ impl Store {
     /// to `patience` for another process's lock. Failing to is no reason
     /// not to open: the inboxes stay for a later try.
     fn recover(&self, patience: Duration) -> Result<(), StoreError> {
-        self.conn.busy_timeout(patience).map_err(|e| self.classify(e))?;
-        let result = recorder::recover(self);
-        self.conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| self.classify(e))?;
-        match result {
+        match self.move_in_orphans(patience) {
             Ok(0) => {}
             Ok(moved) => tracing::info!(moved, "moved deliveries left in an inbox into the history"),
             // Another process is writing; only a reader gives up this fast.
@@ -388,6 +385,28 @@ impl Store {
             Err(err) => tracing::warn!(%err, "cannot move deliveries left in an inbox into the history yet"),
         }
         Ok(())
+    }
+
+    /// Moves in what recorders that died left in their inboxes, waiting up
+    /// to `patience` for another process's lock; how many requests it moved.
+    fn move_in_orphans(&self, patience: Duration) -> Result<usize, StoreError> {
+        self.conn.busy_timeout(patience).map_err(|e| self.classify(e))?;
+        let result = recorder::recover(self);
+        self.conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| self.classify(e))?;
+        result
+    }
+
+    /// For a reader that stays open, as the TUI does: moves in what a
+    /// tunnel killed since the history was opened left in its inbox, so
+    /// its requests in flight show as cut off rather than waiting for
+    /// good. True when there was such an inbox and it was moved in; one
+    /// that cannot be yet (another process holds the lock, a read-only
+    /// folder) stays for a later call.
+    pub fn take_in_orphans(&self) -> bool {
+        if inbox::orphans(&self.path).is_empty() {
+            return false;
+        }
+        self.move_in_orphans(Duration::ZERO).is_ok()
     }
 
     fn classify(&self, err: rusqlite::Error) -> StoreError {

@@ -19,6 +19,11 @@ use super::view::layout;
 /// Most lines a message in the footer may take.
 const MAX_FOOTER_LINES: usize = 3;
 
+/// Seconds between two looks for inboxes of tunnels that died: each reads
+/// the history's folder, and a killed tunnel's requests then show as cut
+/// off within this long.
+const ORPHANS_LOOKED_FOR_EVERY: u64 = 3;
+
 /// Live during `http`, or browsing the stored history.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mode {
@@ -413,6 +418,11 @@ impl App {
             // Live, the tunnel's events say what is new.
             if matches!(self.mode, Mode::Browser { .. }) {
                 self.note_another_writer();
+                // A tunnel killed meanwhile left its requests in flight
+                // waiting in its inbox, which no one else may open soon.
+                if second.is_multiple_of(ORPHANS_LOOKED_FOR_EVERY) && self.source.take_in_orphans() {
+                    self.history_changed();
+                }
             }
         }
         let following = self.follows_newest();
@@ -469,15 +479,20 @@ impl App {
     fn note_another_writer(&mut self) {
         let version = self.source.data_version().ok();
         if std::mem::replace(&mut self.seen_version, version) != version {
-            self.head_stale = true;
-            self.read_overview();
-            if self.pager.search().is_some() {
-                self.count_shown_events();
-            }
-            // Its answer, or a retry of its event, may be what changed.
-            if let Some(id) = self.detail.as_ref().map(|d| d.doc.id) {
-                self.refresh_detail(id);
-            }
+            self.history_changed();
+        }
+    }
+
+    /// Reads again what the history's change may have touched.
+    fn history_changed(&mut self) {
+        self.head_stale = true;
+        self.read_overview();
+        if self.pager.search().is_some() {
+            self.count_shown_events();
+        }
+        // Its answer, or a retry of its event, may be what changed.
+        if let Some(id) = self.detail.as_ref().map(|d| d.doc.id) {
+            self.refresh_detail(id);
         }
     }
 

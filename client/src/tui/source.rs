@@ -40,6 +40,11 @@ pub trait HistorySource {
     fn orphaned(&self) -> bool {
         false
     }
+    /// Moves in what tunnels killed since left in their inboxes; true when
+    /// that changed the history.
+    fn take_in_orphans(&self) -> bool {
+        false
+    }
 }
 
 /// A history as opened: a file that is another one later goes unnoticed
@@ -75,6 +80,10 @@ impl HistorySource for Store {
 
     fn data_version(&self) -> anyhow::Result<i64> {
         Ok(Store::data_version(self)?)
+    }
+
+    fn take_in_orphans(&self) -> bool {
+        Store::take_in_orphans(self)
     }
 
     fn oldest_id(&self) -> anyhow::Result<Option<i64>> {
@@ -163,6 +172,10 @@ impl HistorySource for FollowedStore {
 
     fn orphaned(&self) -> bool {
         self.current().replaced()
+    }
+
+    fn take_in_orphans(&self) -> bool {
+        self.current().take_in_orphans()
     }
 }
 

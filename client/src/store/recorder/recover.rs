@@ -218,6 +218,26 @@ mod tests {
         assert!(inbox::orphans(&path).is_empty(), "the dead inbox is gone");
     }
 
+    /// A history held open (the TUI) takes in what a tunnel killed after
+    /// it opened left in its inbox, when asked, and only once.
+    #[test]
+    fn a_reader_held_open_takes_in_what_a_recorder_that_died_since_left() {
+        let dir = ScratchDir::new("recorder-recover-later");
+        let path = dir.0.join("history.db");
+        drop(Store::open(&path).unwrap());
+        let reader = Store::open_existing(&path).unwrap();
+        assert!(!reader.take_in_orphans(), "nothing to take in");
+        let live = Inbox::create(&path, &[]).unwrap();
+        dead_inbox(&path, 2, 10);
+        assert!(reader.list(&ListQuery::default()).unwrap().is_empty());
+        assert!(reader.take_in_orphans());
+        let listed = reader.list(&ListQuery::default()).unwrap();
+        assert_eq!(listed.len(), 2);
+        assert!(listed.iter().all(|d| d.error.as_deref() == Some(ORPHANED)));
+        assert!(!reader.take_in_orphans(), "moved once; a live inbox is no orphan");
+        drop(live);
+    }
+
     /// An inbox left by a recorder that died, holding `count` requests to
     /// `/r/0`, `/r/1`… each with a body of `body` bytes. Returns its name.
     fn dead_inbox(path: &std::path::Path, count: usize, body: usize) -> String {
