@@ -276,7 +276,15 @@ fn row(summary: &Summary, seen: i64, shape: Shape, path_width: usize) -> Row<'st
             };
             Cell::from(status).style(status_style(summary.status))
         }
-        Column::Took => Cell::from(Line::from(duration(summary.duration_ms)).right_aligned()),
+        Column::Took => {
+            // Ended without an answer (the tunnel stopped first): no time
+            // to show, and "…" would read as still waiting.
+            let took = match summary.duration_ms {
+                None if summary.error.is_some() => "–".to_owned(),
+                ms => duration(ms),
+            };
+            Cell::from(Line::from(took).right_aligned())
+        }
         Column::Provider => {
             let provider = summary
                 .provider

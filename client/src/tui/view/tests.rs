@@ -575,6 +575,34 @@ fn statuses_are_coloured_by_class() {
     );
 }
 
+/// A delivery cut off before its answer reads as ended, not in flight:
+/// "ERR" with no time, where one waiting reads "…" in both.
+#[test]
+fn a_delivery_cut_off_reads_as_ended_and_one_in_flight_as_waiting() {
+    let mut cut_off = test_delivery(1);
+    cut_off.outcome = Some(crate::store::Outcome {
+        error: Some("PortPreview stopped before it recorded the answer".into()),
+        ..crate::store::Outcome::default()
+    });
+    let mut waiting = test_delivery(2);
+    waiting.outcome = None;
+    let app = app(vec![cut_off, waiting], Mode::Live, 72, 10);
+    let screen = format!("{:?}", plain(draw(&app)));
+    let row = |path: &str| {
+        screen
+            .lines()
+            .find(|l| l.contains(path))
+            .unwrap_or_else(|| panic!("{path} in {screen}"))
+            .to_owned()
+    };
+    let (cut_off, waiting) = (row("/hook/1 "), row("/hook/2 "));
+    assert!(
+        cut_off.contains(" ERR ") && cut_off.contains(" – ") && !cut_off.contains('…'),
+        "{cut_off}"
+    );
+    assert_eq!(waiting.matches(" … ").count(), 2, "{waiting}");
+}
+
 #[test]
 fn the_selected_row_is_highlighted() {
     let mut app = live_app(3, 60, 10);
