@@ -140,6 +140,17 @@ pub enum StoreError {
     /// `source()` too).
     #[error("cannot create the history database: {0}")]
     Io(std::io::Error),
+    /// Reading, removing or setting aside a dead recorder's inbox failed
+    /// (a read-only folder, a damaged disk); it stays for a later try.
+    #[error("cannot {doing} history inbox {name}: {source}")]
+    Inbox {
+        /// What was done to it: read, remove, set aside.
+        doing: &'static str,
+        /// The inbox's file name.
+        name: String,
+        /// What failed.
+        source: std::io::Error,
+    },
     /// The file the history was opened from was deleted or replaced, and
     /// what is at its path now cannot be opened as a history.
     #[error("{} was deleted or replaced, and cannot be opened again: {source}", path.display())]

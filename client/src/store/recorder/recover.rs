@@ -53,7 +53,7 @@ fn recover_in_batches(store: &Store, most: usize, most_bytes: usize) -> Result<u
         if unreadable > 0 {
             // The mark stays with the file's name: put back under it, the
             // file is moved in past what already was, never twice.
-            let kept = orphan.set_aside()?;
+            let kept = orphan.set_aside().map_err(in_inbox("set aside", &name))?;
             tracing::warn!(
                 "{unreadable} record(s) in history inbox {name} could not be read (damaged, or written by a later \
                  PortPreview); every request in it that could be read is in the history, and the file is kept as {}",
@@ -63,10 +63,19 @@ fn recover_in_batches(store: &Store, most: usize, most_bytes: usize) -> Result<u
         }
         // The mark outlives the file: should removing it fail, the next
         // open skips what was moved instead of moving it twice.
-        orphan.remove()?;
+        orphan.remove().map_err(in_inbox("remove", &name))?;
         store.forget_inbox(&name)?;
     }
     Ok(moved)
+}
+
+/// An error `doing` something to the inbox `name`, told as one.
+fn in_inbox<'a>(doing: &'static str, name: &'a str) -> impl FnOnce(std::io::Error) -> StoreError + 'a {
+    move |source| StoreError::Inbox {
+        doing,
+        name: name.to_owned(),
+        source,
+    }
 }
 
 /// Moves the requests of `orphan` that the history lacks, one batch per
@@ -75,13 +84,13 @@ fn recover_in_batches(store: &Store, most: usize, most_bytes: usize) -> Result<u
 fn move_in(store: &Store, orphan: &Orphan, most: usize, most_bytes: usize) -> Result<(usize, usize), StoreError> {
     let applied = store.inbox_applied(&orphan.name)?;
     // Kept by a recorder that stopped while the history refused writes.
-    let mut answers = orphan.answers()?;
-    let mut requests = orphan.requests()?;
+    let mut answers = orphan.answers().map_err(in_inbox("read", &orphan.name))?;
+    let mut requests = orphan.requests().map_err(in_inbox("read", &orphan.name))?;
     let mut batch: Vec<(u64, NewDelivery)> = Vec::new();
     let mut bytes = 0;
     let mut moved = 0;
     loop {
-        let next = requests.next().transpose()?;
+        let next = requests.next().transpose().map_err(in_inbox("read", &orphan.name))?;
         let ended = next.is_none();
         if let Some((seq, mut delivery)) = next.filter(|(seq, _)| *seq > applied) {
             identify(&mut delivery, requests.key_fields());
