@@ -275,6 +275,23 @@ impl Framed for ClientMessage {
     }
 }
 
+impl ServerMessage {
+    /// What kind of message it is, in words, without its fields: a
+    /// message out of place is told of by this, as its fields are the
+    /// sender's to fill, at any length.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ServerMessage::Welcome { .. } => "a welcome",
+            ServerMessage::Refused { .. } => "a refusal",
+            ServerMessage::RequestHead { .. } => "a request head",
+            ServerMessage::RequestBody { .. } => "a request body",
+            ServerMessage::Reset { .. } => "a stream reset",
+            ServerMessage::Window { .. } => "a window grant",
+            ServerMessage::TurnedAway { .. } => "news of a request turned away",
+        }
+    }
+}
+
 impl Framed for ServerMessage {
     fn carries_body(&self) -> bool {
         matches!(

@@ -12,6 +12,7 @@ use portpreview_shared::message::{
     RESUME_HEADER,
 };
 use portpreview_shared::sanitize::{escape_str, is_hidden_or_control};
+use portpreview_shared::text::shorten;
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
@@ -348,7 +349,7 @@ async fn read_welcome(socket: &mut RelaySocket) -> Result<Welcome, ConnectError>
         };
         let (message, _) =
             codec::decode::<ServerMessage>(frame).map_err(|e| ConnectError::BadWelcome(e.to_string()))?;
-        let quoted = |text: &str| format!("\"{}\"", escape_str(text));
+        let quoted = |text: &str| format!("\"{}\"", shorten(&escape_str(text), MAX_QUOTED));
         return match message {
             // The relay refuses a client of another protocol; one that
             // welcomes it anyway would misread every frame after (its
@@ -360,7 +361,9 @@ async fn read_welcome(socket: &mut RelaySocket) -> Result<Welcome, ConnectError>
             // get to write to the user's terminal, nor hide a character in
             // the address the user copies.
             ServerMessage::Welcome { public_url, .. }
-                if public_url.chars().any(|c| c.is_whitespace() || is_hidden_or_control(c)) =>
+                if public_url.chars().any(|c| c.is_whitespace() || is_hidden_or_control(c))
+                    || !(public_url.starts_with("http://") || public_url.starts_with("https://"))
+                    || public_url.len() > MAX_PUBLIC_URL =>
             {
                 Err(ConnectError::BadWelcome(format!(
                     "a public URL that is not one, {}",
@@ -382,8 +385,11 @@ async fn read_welcome(socket: &mut RelaySocket) -> Result<Welcome, ConnectError>
                 public_url,
                 resume: Secret::new(resume),
             }),
-            ServerMessage::Refused { reason } => Err(ConnectError::Refused(reason)),
-            other => Err(ConnectError::BadWelcome(format!("{other:?} instead of a welcome"))),
+            ServerMessage::Refused { reason } => Err(ConnectError::Refused(relays_reason(&reason))),
+            other => Err(ConnectError::BadWelcome(format!(
+                "{} instead of a welcome",
+                other.kind()
+            ))),
         };
     }
     Err(ConnectError::Unreachable(
@@ -506,6 +512,20 @@ fn certificate_problem(problem: &rustls::CertificateError) -> String {
     } else {
         problem.to_string()
     }
+}
+
+/// Most characters of a relay's own text (a name, a URL, a reason) that an
+/// error repeats: more than any real one holds, where a broken relay's may
+/// run to the frame's limit.
+const MAX_QUOTED: usize = 500;
+
+/// Longest public URL a welcome may give: a real one is a scheme, a host
+/// and a name.
+const MAX_PUBLIC_URL: usize = 2048;
+
+/// A reason the relay sent, as long as an error line repeats it.
+pub(super) fn relays_reason(reason: &str) -> String {
+    shorten(reason, MAX_QUOTED)
 }
 
 /// The plain-text reason in a relay's refusal, escaped, on one line.
@@ -809,6 +829,42 @@ mod tests {
                     env!("CARGO_PKG_VERSION"),
                     PROTOCOL_VERSION - 1
                 ),
+            ),
+            // A URL printed as the tunnel's must be one a browser opens.
+            (
+                ServerMessage::Welcome {
+                    protocol: PROTOCOL_VERSION,
+                    name: "calm-otter".into(),
+                    public_url: "javascript:alert(1)//".into(),
+                    resume: "r".into(),
+                },
+                "a public URL that is not one, \"javascript:alert(1)//\"".to_owned(),
+            ),
+            // The relay's own text is repeated a line long, whatever it sent.
+            (
+                ServerMessage::Welcome {
+                    protocol: PROTOCOL_VERSION,
+                    name: "calm-otter".into(),
+                    public_url: format!("http://fake.example/{}", "a".repeat(10_000)),
+                    resume: "r".into(),
+                },
+                format!("\"http://fake.example/{}…\"", "a".repeat(MAX_QUOTED - 21)),
+            ),
+            (
+                ServerMessage::Refused {
+                    reason: "no ".repeat(10_000),
+                },
+                format!("{}…", &"no ".repeat(10_000)[..MAX_QUOTED - 1]),
+            ),
+            (
+                ServerMessage::RequestHead {
+                    stream: 1,
+                    method: "POST".into(),
+                    target: "/hook".into(),
+                    headers: vec![portpreview_shared::Header::new("x-h", vec![b'h'; 60_000])],
+                    end: true,
+                },
+                "the relay's answer to the hello cannot be used: a request head instead of a welcome".to_owned(),
             ),
         ];
         for (welcome, said) in welcomes {

@@ -439,7 +439,9 @@ impl Session {
                 self.turned_away(head, (body, body_size), status, &reason, when);
                 ControlFlow::Continue(())
             }
-            ServerMessage::Refused { reason } => ControlFlow::Break(SessionEnd::Refused(reason)),
+            ServerMessage::Refused { reason } => {
+                ControlFlow::Break(SessionEnd::Refused(super::connect::relays_reason(&reason)))
+            }
             ServerMessage::Welcome { .. } => ControlFlow::Break(protocol_error(&self.outbox, "a second welcome")),
         }
     }
