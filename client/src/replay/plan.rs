@@ -5,6 +5,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use portpreview_shared::provider::{self, Provider, SignError};
+use portpreview_shared::sanitize::escape_str;
+use portpreview_shared::text::shorten;
 use portpreview_shared::Header;
 
 use super::attempt::{strip_unreplayable, Endpoint, Outgoing};
@@ -434,6 +436,16 @@ pub fn resolve_target(
     recorded_path: &str,
 ) -> Result<(Endpoint, String), ReplayError> {
     let recorded_path = if recorded_path.is_empty() { "/" } else { recorded_path };
+    // Only a relay that broke the protocol sends one: the tunnel refused it
+    // with 400, and sent on, a full URL (`http://169.254.169.254/…`) in
+    // the request line would reach a handler that acts as a proxy.
+    if !recorded_path.starts_with('/') {
+        return Err(ReplayError::Target(format!(
+            "the delivery's path is not a path, {}: the tunnel refused it, and it is neither replayed nor \
+             exported as a request",
+            escape_str(&shorten(recorded_path, 200))
+        )));
+    }
     let (text, path) = match flag {
         Some(flag) => {
             let target = parse_target_flag(flag)

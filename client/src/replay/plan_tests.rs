@@ -487,6 +487,27 @@ fn no_target_at_all_is_a_clear_error() {
     assert!(resolve_target("", Some("ftp://x:1"), "/").is_err());
 }
 
+/// A full URL recorded as a path (sent by a relay that broke the
+/// protocol, and refused by the tunnel) is neither replayed nor exported
+/// as a request line, with or without a `--target`.
+#[test]
+fn a_recorded_path_that_is_no_path_is_not_replayed() {
+    for flag in [None, Some("http://127.0.0.1:4000"), Some("http://127.0.0.1:4000/hook")] {
+        let err = resolve_target(
+            "http://127.0.0.1:3000",
+            flag,
+            "http://169.254.169.254/latest/meta-data/",
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            err,
+            "the delivery's path is not a path, http://169.254.169.254/latest/meta-data/: the tunnel refused it, \
+             and it is neither replayed nor exported as a request"
+        );
+    }
+}
+
 #[test]
 fn an_https_target_is_replayed_over_https() {
     let (endpoint, path) = resolve_target("https://localhost:8443/api", None, "/hook").unwrap();
