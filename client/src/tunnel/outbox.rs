@@ -1,30 +1,85 @@
 //! The one queue every stream writes its frames to; the session's writer
 //! drains it onto the socket.
 
+use std::sync::Arc;
+
 use portpreview_shared::codec::{self, EncodeError};
 use portpreview_shared::message::{ClientMessage, Header, StreamId};
 use portpreview_shared::text::truncate;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Semaphore};
 use tokio_tungstenite::tungstenite::Message;
 
 /// Longest reason the client puts in an answer of its own: a line for a
 /// person to read, and a frame that always fits.
 const MAX_REASON: usize = 1024;
 
-/// Sends frames to the relay. Unbounded on purpose: body bytes only flow
-/// against the credit the relay granted, which the session caps per stream,
-/// so the queue holds at most that per stream plus small frames. Of those,
-/// only the 503s for requests past the session's limit are not paid for by
-/// credit: a relay that sent such requests and read no answers would grow
-/// it, by a frame for each of its own; the relay is one the user chose.
+/// Room for answers queued before the exchanges sending them wait, in
+/// [`ROOM_UNIT`]s: a relay that stops reading its socket holds this much
+/// of them, not every answer its requests make. Far more than one socket
+/// takes at a time.
+const ROOM: usize = 16 * 1024;
+
+/// Bytes of an answer that take one unit of [`ROOM`].
+const ROOM_UNIT: usize = 1024;
+
+/// Sends frames to the relay. Answers (heads and bodies) wait for room in
+/// the queue; the small frames besides them (window grants, resets, the
+/// client's own short answers) do not, and come one for each frame or
+/// request the relay sends, or fewer.
 #[derive(Clone)]
-pub struct Outbox(mpsc::UnboundedSender<Message>);
+pub struct Outbox {
+    queue: mpsc::UnboundedSender<Queued>,
+    room: Arc<Semaphore>,
+}
+
+/// A frame queued, with the room it holds until the writer takes it.
+struct Queued {
+    message: Message,
+    room: usize,
+}
+
+/// The writer's end of an [`Outbox`].
+pub struct Queue {
+    queue: mpsc::UnboundedReceiver<Queued>,
+    room: Arc<Semaphore>,
+}
+
+impl Queue {
+    /// The next frame, once there is one; `None` once every outbox is gone.
+    pub async fn recv(&mut self) -> Option<Message> {
+        let queued = self.queue.recv().await?;
+        Some(self.take(queued))
+    }
+
+    /// The next frame if one is queued.
+    pub fn try_recv(&mut self) -> Option<Message> {
+        let queued = self.queue.try_recv().ok()?;
+        Some(self.take(queued))
+    }
+
+    fn take(&self, queued: Queued) -> Message {
+        self.room.add_permits(queued.room);
+        queued.message
+    }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        // Answers waiting for room learn that the session is over.
+        self.room.close();
+    }
+}
 
 impl Outbox {
-    /// An outbox and the receiver its writer drains.
-    pub fn new() -> (Self, mpsc::UnboundedReceiver<Message>) {
+    /// An outbox and the queue its writer drains.
+    pub fn new() -> (Self, Queue) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (Self(tx), rx)
+        let room = Arc::new(Semaphore::new(ROOM));
+        let queue = Queue {
+            queue: rx,
+            room: Arc::clone(&room),
+        };
+        (Self { queue: tx, room }, queue)
     }
 
     /// Queues one frame. A message the relay would refuse is not queued:
@@ -33,8 +88,30 @@ impl Outbox {
     /// the frame, as the stream is gone too.
     pub fn send(&self, message: &ClientMessage, body: &[u8]) -> Result<(), EncodeError> {
         let frame = codec::encode(message, body)?;
-        let _ = self.0.send(Message::Binary(frame.into()));
+        self.queue_holding(Message::Binary(frame.into()), 0);
         Ok(())
+    }
+
+    /// [`Outbox::send`] for an answer's head or body, once the queue has
+    /// room for it.
+    pub async fn send_answer(&self, message: &ClientMessage, body: &[u8]) -> Result<(), EncodeError> {
+        let units = (1 + body.len() / ROOM_UNIT).min(ROOM);
+        // At most ROOM, which a u32 holds. Closed with the session: the
+        // frame would be dropped anyway.
+        let Ok(permit) = self.room.acquire_many(units as u32).await else {
+            return Ok(());
+        };
+        let frame = codec::encode(message, body)?;
+        permit.forget();
+        self.queue_holding(Message::Binary(frame.into()), units);
+        Ok(())
+    }
+
+    fn queue_holding(&self, message: Message, room: usize) {
+        if self.queue.send(Queued { message, room }).is_err() {
+            // The writer is gone, and with it the room's owner.
+            self.room.add_permits(room);
+        }
     }
 
     /// Grants the relay `credit` more request-body bytes on `stream`.
@@ -45,18 +122,30 @@ impl Outbox {
 
     /// Answers `stream` itself with `status` and a one-line plain-text reason.
     pub fn answer(&self, stream: StreamId, status: u16, reason: &str) {
-        let body = format!("portpreview: {}\n", truncate(reason, MAX_REASON));
-        let headers = vec![
-            Header::new("content-type", "text/plain; charset=utf-8"),
-            Header::new("content-length", body.len().to_string()),
-        ];
-        let head = ClientMessage::ResponseHead {
-            stream,
-            status,
-            headers,
-            end: true,
-        };
+        let (head, body) = own_answer(stream, status, reason);
         self.send_built_to_fit(&head, body.as_bytes());
+    }
+
+    /// Answers 503 to a request the client takes no more of, when the
+    /// queue has room: only a relay that sends requests but reads no
+    /// answers fills it, and it gets no answer to such a request, whose
+    /// caller then hears the relay's own at its timeout.
+    pub fn turn_away(&self, stream: StreamId, reason: &str) {
+        let Ok(permit) = self.room.try_acquire() else {
+            tracing::debug!(
+                stream,
+                "a request turned away is not answered: the relay reads no answers"
+            );
+            return;
+        };
+        let (head, body) = own_answer(stream, 503, reason);
+        match codec::encode(&head, body.as_bytes()) {
+            Ok(frame) => {
+                permit.forget();
+                self.queue_holding(Message::Binary(frame.into()), 1);
+            }
+            Err(err) => tracing::error!(%err, "an answer of the client's own was over the protocol's limits"),
+        }
     }
 
     /// Abandons `stream` after its answer's head has gone: the relay cuts
@@ -81,8 +170,25 @@ impl Outbox {
 
     /// Queues a raw WebSocket message (close frames).
     pub fn send_raw(&self, message: Message) {
-        let _ = self.0.send(message);
+        self.queue_holding(message, 0);
     }
+}
+
+/// The head and body of an answer of the client's own: `status` and a
+/// one-line plain-text reason.
+fn own_answer(stream: StreamId, status: u16, reason: &str) -> (ClientMessage, String) {
+    let body = format!("portpreview: {}\n", truncate(reason, MAX_REASON));
+    let headers = vec![
+        Header::new("content-type", "text/plain; charset=utf-8"),
+        Header::new("content-length", body.len().to_string()),
+    ];
+    let head = ClientMessage::ResponseHead {
+        stream,
+        status,
+        headers,
+        end: true,
+    };
+    (head, body)
 }
 
 #[cfg(test)]
@@ -99,6 +205,77 @@ mod tests {
         codec::decode::<ClientMessage>(frame).expect("a frame the relay accepts")
     }
 
+    /// A relay that reads nothing holds [`ROOM`] of answers, not every
+    /// answer its requests make: answers then wait, its requests past the
+    /// limit go unanswered, and window grants and resets still go.
+    #[tokio::test]
+    async fn answers_wait_for_room_that_the_writer_gives_back() {
+        use futures_util::FutureExt;
+
+        let (outbox, mut queue) = Outbox::new();
+        let chunk = vec![b'a'; portpreview_shared::message::CHUNK_SIZE];
+        let body = |stream| ClientMessage::ResponseBody { stream, end: false };
+        let mut queued = 0;
+        while let Some(sent) = outbox.send_answer(&body(1), &chunk).now_or_never() {
+            sent.unwrap();
+            queued += chunk.len();
+            assert!(queued <= 2 * ROOM * ROOM_UNIT, "{queued} bytes queued, and still room");
+            // The runtime's budget for a task's turn would make a wait of
+            // what is no wait for room.
+            tokio::task::yield_now().await;
+        }
+        assert!(queued > ROOM * ROOM_UNIT * 9 / 10, "{queued} bytes queued");
+        // The last units, by answers with no body.
+        while let Some(sent) = outbox.send_answer(&body(1), b"").now_or_never() {
+            sent.unwrap();
+            tokio::task::yield_now().await;
+        }
+        outbox.turn_away(2, "the tunnel's client has 2048 requests in flight already");
+        outbox.grant(3, 1000);
+        outbox.reset(4, "cut");
+        let waiting = tokio::spawn({
+            let outbox = outbox.clone();
+            let chunk = chunk.clone();
+            async move { outbox.send_answer(&body(5), &chunk).await }
+        });
+        let mut frames: Vec<ClientMessage> = Vec::new();
+        while let Some(frame) = queue.try_recv() {
+            frames.push(decoded(Some(frame)).0);
+        }
+        waiting.await.unwrap().unwrap();
+        let last = |n: usize| frames[frames.len() - n].clone();
+        assert!(matches!(last(2), ClientMessage::Window { stream: 3, .. }), "{frames:?}");
+        assert!(matches!(last(1), ClientMessage::Reset { stream: 4, .. }), "{frames:?}");
+        assert!(
+            !frames
+                .iter()
+                .any(|f| matches!(f, ClientMessage::ResponseHead { stream: 2, .. })),
+            "no room for the 503"
+        );
+        assert!(matches!(
+            decoded(queue.try_recv()).0,
+            ClientMessage::ResponseBody { stream: 5, .. }
+        ));
+        outbox.turn_away(6, "shutting down");
+        assert!(matches!(
+            decoded(queue.try_recv()).0,
+            ClientMessage::ResponseHead {
+                stream: 6,
+                status: 503,
+                ..
+            }
+        ));
+
+        // The session over, an answer waiting for room stops waiting.
+        while let Some(sent) = outbox.send_answer(&body(7), &chunk).now_or_never() {
+            sent.unwrap();
+            tokio::task::yield_now().await;
+        }
+        let waiting = tokio::spawn(async move { outbox.send_answer(&body(8), &chunk).await });
+        drop(queue);
+        assert!(waiting.await.unwrap().is_ok());
+    }
+
     #[test]
     fn a_head_over_the_limit_is_refused_and_nothing_is_queued() {
         let (outbox, mut queue) = Outbox::new();
@@ -112,14 +289,14 @@ mod tests {
             outbox.send(&head, b""),
             Err(EncodeError::HeaderTooLarge(size)) if size > MAX_HEADER_BYTES
         ));
-        assert!(queue.try_recv().is_err(), "no frame the relay would refuse");
+        assert!(queue.try_recv().is_none(), "no frame the relay would refuse");
     }
 
     #[test]
     fn an_answer_of_its_own_always_fits_whatever_the_reason() {
         let (outbox, mut queue) = Outbox::new();
         outbox.answer(5, 502, &"é".repeat(200_000));
-        let (head, body) = decoded(queue.try_recv().ok());
+        let (head, body) = decoded(queue.try_recv());
         assert!(matches!(
             head,
             ClientMessage::ResponseHead {

@@ -111,7 +111,7 @@ pub(super) async fn relay_response(
         capture.add(&whole);
         take_first_window(&whole, credit);
         let sent;
-        (headers, sent) = send_head(outbox, stream, status, headers, error.is_none(), &whole);
+        (headers, sent) = send_head(outbox, stream, status, headers, error.is_none(), &whole).await;
         if let Err(err) = sent {
             return unframable(stream, outbox, started, err);
         }
@@ -125,7 +125,7 @@ pub(super) async fn relay_response(
         error
     } else {
         let sent;
-        (headers, sent) = send_head(outbox, stream, status, headers, false, &[]);
+        (headers, sent) = send_head(outbox, stream, status, headers, false, &[]).await;
         if let Err(err) = sent {
             return unframable(stream, outbox, started, err);
         }
@@ -152,9 +152,10 @@ pub(super) async fn relay_response(
     }
 }
 
-/// Sends an answer's head, and gives its headers back for the history:
-/// moved into the frame's message and out again rather than copied.
-fn send_head(
+/// Sends an answer's head once the outbox has room, and gives its headers
+/// back for the history: moved into the frame's message and out again
+/// rather than copied.
+async fn send_head(
     outbox: &Outbox,
     stream: StreamId,
     status: u16,
@@ -168,7 +169,7 @@ fn send_head(
         headers,
         end,
     };
-    let sent = outbox.send(&head, body);
+    let sent = outbox.send_answer(&head, body).await;
     let ClientMessage::ResponseHead { headers, .. } = head else {
         unreachable!("built as a response head above")
     };
@@ -307,7 +308,10 @@ async fn send_chunk(
 ) -> Result<(), Unsent> {
     take_credit(&data, credit, patience).await?;
     // Cut to the chunk size by the caller: always fits.
-    outbox.send_built_to_fit(&ClientMessage::ResponseBody { stream, end }, &data);
+    let chunk = ClientMessage::ResponseBody { stream, end };
+    if let Err(err) = outbox.send_answer(&chunk, &data).await {
+        tracing::error!(%err, "a chunk cut to the chunk size was over the protocol's limits");
+    }
     Ok(())
 }
 

@@ -460,7 +460,7 @@ impl Session {
             return ControlFlow::Break(protocol_error(&self.outbox, "stream id reused while in flight"));
         }
         if self.draining {
-            self.outbox.answer(stream, 503, "the tunnel's client is shutting down");
+            self.outbox.turn_away(stream, "the tunnel's client is shutting down");
             return ControlFlow::Continue(());
         }
         // Counted by the exchanges that run: one whose stream the relay has
@@ -470,9 +470,8 @@ impl Session {
                 stream,
                 "the relay sent more requests at once than a tunnel carries; answered 503"
             );
-            self.outbox.answer(
+            self.outbox.turn_away(
                 stream,
-                503,
                 &format!("the tunnel's client has {MAX_STREAMS} requests in flight already"),
             );
             return ControlFlow::Continue(());
