@@ -140,11 +140,11 @@ pub enum StoreError {
     /// `source()` too).
     #[error("cannot create the history database: {0}")]
     Io(std::io::Error),
-    /// Reading, removing or setting aside a dead recorder's inbox failed
-    /// (a read-only folder, a damaged disk); it stays for a later try.
+    /// Reading or setting aside a dead recorder's inbox failed (a
+    /// read-only folder, a damaged disk); it stays for a later try.
     #[error("cannot {doing} history inbox {name}: {source}")]
     Inbox {
-        /// What was done to it: read, remove, set aside.
+        /// What was done to it: read, set aside.
         doing: &'static str,
         /// The inbox's file name.
         name: String,

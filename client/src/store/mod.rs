@@ -399,14 +399,17 @@ impl Store {
     /// For a reader that stays open, as the TUI does: moves in what a
     /// tunnel killed since the history was opened left in its inbox, so
     /// its requests in flight show as cut off rather than waiting for
-    /// good. True when there was such an inbox and it was moved in; one
-    /// that cannot be yet (another process holds the lock, a read-only
-    /// folder) stays for a later call.
+    /// good. True when there was such an inbox, whose requests may have
+    /// changed the history; one that cannot be moved in yet (another
+    /// process holds the lock) stays for a later call.
     pub fn take_in_orphans(&self) -> bool {
         if inbox::orphans(&self.path).is_empty() {
             return false;
         }
-        self.move_in_orphans(Duration::ZERO).is_ok()
+        if let Err(err) = self.move_in_orphans(Duration::ZERO) {
+            tracing::debug!(%err, "deliveries left in an inbox wait for a later look");
+        }
+        true
     }
 
     fn classify(&self, err: rusqlite::Error) -> StoreError {

@@ -63,7 +63,14 @@ fn recover_in_batches(store: &Store, most: usize, most_bytes: usize) -> Result<u
         }
         // The mark outlives the file: should removing it fail, the next
         // open skips what was moved instead of moving it twice.
-        orphan.remove().map_err(in_inbox("remove", &name))?;
+        if let Err(err) = orphan.remove() {
+            // What it held is in the history all the same.
+            tracing::warn!(
+                "the deliveries left in history inbox {name} are in the history, but the file cannot be removed \
+                 ({err}); it is looked at again at the next open"
+            );
+            continue;
+        }
         store.forget_inbox(&name)?;
     }
     Ok(moved)
