@@ -124,6 +124,12 @@ impl Capture {
             return;
         }
         if !self.reserve(self.bytes.len() + kept) {
+            // A chunk across the end of the start keeps what falls in it,
+            // which has room of its own.
+            let start = KEPT_START.saturating_sub(self.bytes.len()).min(kept);
+            if start > 0 && self.reserve(self.bytes.len() + start) && self.grow(start) {
+                self.bytes.extend_from_slice(&data[..start]);
+            }
             self.starved = true;
             self.tell_cut();
             return;
@@ -453,14 +459,14 @@ mod tests {
     /// body room of its own: a webhook beside them is kept whole.
     #[test]
     fn a_webhook_beside_large_uploads_is_kept_whole() {
-        let held = HeldBudget::new(4 * KEPT_START, 2 * KEPT_START);
+        let held = HeldBudget::new(4 * KEPT_START, 4 * KEPT_START);
         let keep = Keep::new(crate::store::recorder::MAX_STORED_BODY, held.clone());
-        let mut upload = Capture::expecting(0, keep.clone());
-        upload.add(&vec![b'u'; 5 * KEPT_START]);
-        assert_eq!(upload.bytes.len(), 0, "past the shared room: cut short");
         let mut uploading = Capture::expecting(0, keep.clone());
         uploading.add(&vec![b'u'; 4 * KEPT_START]);
         assert_eq!(held.any.available_permits(), 0, "the shared room is spent");
+        let mut upload = Capture::expecting(0, keep.clone());
+        upload.add(&vec![b'u'; 5 * KEPT_START]);
+        assert_eq!(upload.bytes.len(), KEPT_START, "past the shared room: cut to its start");
 
         let mut webhook = Capture::expecting(97, keep.clone());
         webhook.add(&[b'w'; 97]);
@@ -469,10 +475,20 @@ mod tests {
         largest.add(&vec![b'l'; KEPT_START - 1000]);
         largest.add(&[b'l'; 1000]);
         assert_eq!(largest.bytes.len(), KEPT_START, "a start's room holds a whole start");
+        // A chunk across the end of the start keeps the part within it.
+        let mut across = Capture::expecting(0, keep.clone());
+        across.add(&vec![b'a'; KEPT_START - 8000]);
+        across.add(&[b'a'; 16000]);
+        assert_eq!(
+            (across.bytes.len(), across.size),
+            (KEPT_START, KEPT_START as u64 + 8000)
+        );
+        drop(across);
         // Past its start, a body takes shared room only, of which none is left.
         largest.add(b"more");
         assert_eq!((largest.bytes.len(), largest.size), (KEPT_START, KEPT_START as u64 + 4));
 
+        drop(upload);
         drop(uploading);
         drop(webhook);
         let (_, _, room) = largest.into_parts();
@@ -482,7 +498,7 @@ mod tests {
             4 * KEPT_START / ROOM_UNIT,
             "all given back"
         );
-        assert_eq!(held.starts.available_permits(), 2 * KEPT_START / ROOM_UNIT);
+        assert_eq!(held.starts.available_permits(), 4 * KEPT_START / ROOM_UNIT);
     }
 
     #[test]
