@@ -420,14 +420,14 @@ fn browsing_shows_what_is_recorded_meanwhile() {
 
 /// A tunnel killed with a request in flight leaves it in its inbox: the
 /// open browser takes it in and shows it cut off, with no other command
-/// opening the history, where it showed it waiting for good.
+/// opening the history, where it showed it waiting for good. The row was
+/// read while waiting, with the first page: such rows are read again.
 #[test]
 fn browsing_shows_a_killed_tunnels_request_in_flight_as_cut_off() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let scratch = Scratch::new("killed");
     let db = scratch.0.join("history.db");
     store_stripe_delivery(&db, "http://127.0.0.1:9", "evt_first");
-    let tmux = browse("killed", &scratch, &db);
     let (_relay, _handler, client, call) = runtime.block_on(async {
         let relay = TestRelay::start().await;
         let handler = LocalHandler::slow(Duration::from_secs(60)).await;
@@ -437,7 +437,15 @@ fn browsing_shows_a_killed_tunnels_request_in_flight_as_cut_off() {
         handler.wait_for_request().await;
         (relay, handler, client, call)
     });
-    // Stored, waiting for its answer, when the tunnel dies.
+    // Stored, waiting for its answer, before the browser reads its first page.
+    let stored = Instant::now();
+    let reader = rusqlite::Connection::open(&db).unwrap();
+    let count = "SELECT count(*) FROM deliveries WHERE path = '/webhooks/killed'";
+    while reader.query_row(count, [], |row| row.get::<_, i64>(0)).unwrap() == 0 {
+        assert!(stored.elapsed() < SCREEN_DEADLINE, "the request never stored");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let tmux = browse("killed", &scratch, &db);
     tmux.wait_for("the request in flight", |s| {
         s.lines().any(|l| l.contains("/webhooks/killed") && l.contains(" … "))
     });

@@ -151,6 +151,14 @@ pub struct Summary {
     pub replay_of: Option<i64>,
 }
 
+impl Summary {
+    /// True while nothing of its answer is recorded: in flight, as far as
+    /// the history knows.
+    pub fn is_waiting(&self) -> bool {
+        self.status.is_none() && self.duration_ms.is_none() && self.error.is_none()
+    }
+}
+
 /// One `replay` run against a delivery: its settings and its verdict.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReplayRun {

@@ -433,6 +433,13 @@ impl App {
             return false;
         }
         self.head_stale = false;
+        // Browsing, rows read while in flight get their answers here; live,
+        // the tunnel's events bring them.
+        if matches!(self.mode, Mode::Browser { .. }) {
+            if let Err(err) = self.pager.refresh_waiting(self.source.as_ref()) {
+                self.set_status(format!("cannot read the history: {}", crate::error_line(&err)), true);
+            }
+        }
         let anchor = self.selected_id();
         let result = if rebase {
             self.reload_and_count().map(|()| None)

@@ -31,6 +31,10 @@ struct Page {
     rows: Option<Vec<Summary>>,
 }
 
+/// Waiting rows [`Pager::refresh_waiting`] reads again at most per call:
+/// a killed tunnel may leave hundreds, which then change over a few ticks.
+const MAX_WAITING_READ: usize = 64;
+
 /// A window over the history, in newest-first order.
 #[derive(Debug, Default)]
 pub struct Pager {
@@ -269,6 +273,40 @@ impl Pager {
         }
         let added = rows.into_iter().filter_map(|r| self.upsert(r)).count();
         Ok(Some(added))
+    }
+
+    /// Reads again the rows held that were waiting for their answers when
+    /// read: an answer, or the end a dead tunnel's recovery gives them,
+    /// lands in rows [`refresh_head`](Self::refresh_head) does not reach.
+    /// At most [`MAX_WAITING_READ`] a call, newest first; true when one
+    /// of them changed.
+    pub fn refresh_waiting(&mut self, source: &dyn HistorySource) -> anyhow::Result<bool> {
+        let waiting: Vec<i64> = self
+            .head
+            .iter()
+            .rev()
+            .chain(self.pages.iter().flat_map(|p| p.rows.iter().flatten()))
+            .filter(|row| row.is_waiting())
+            .map(|row| row.id)
+            .take(MAX_WAITING_READ)
+            .collect();
+        let mut changed = false;
+        for id in waiting {
+            // By id alone: a row that no longer matches the filter still
+            // shows how it ended until the list is read again.
+            let query = ListQuery {
+                before_id: Some(id + 1),
+                after_id: Some(id - 1),
+                limit: Some(1),
+                include_replays: true,
+                ..ListQuery::default()
+            };
+            if let Some(row) = source.list(&query)?.into_iter().find(|row| !row.is_waiting()) {
+                self.upsert(row);
+                changed = true;
+            }
+        }
+        Ok(changed)
     }
 
     /// True when live rows have piled up and paging should start over;

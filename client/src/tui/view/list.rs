@@ -271,7 +271,7 @@ fn row(summary: &Summary, seen: i64, shape: Shape, path_width: usize) -> Row<'st
         Column::Status => {
             let status = match summary.status {
                 Some(code) => code.to_string(),
-                None if summary.duration_ms.is_none() && summary.error.is_none() => "…".to_owned(),
+                None if summary.is_waiting() => "…".to_owned(),
                 None => "ERR".to_owned(),
             };
             Cell::from(status).style(status_style(summary.status))
