@@ -278,7 +278,7 @@ impl Pager {
     /// Reads again the rows held that were waiting for their answers when
     /// read: an answer, or the end a dead tunnel's recovery gives them,
     /// lands in rows [`refresh_head`](Self::refresh_head) does not reach.
-    /// At most [`MAX_WAITING_READ`] a call, newest first; true when one
+    /// At most `MAX_WAITING_READ` (64) a call, newest first; true when one
     /// of them changed.
     pub fn refresh_waiting(&mut self, source: &dyn HistorySource) -> anyhow::Result<bool> {
         let waiting: Vec<i64> = self
