@@ -16,6 +16,7 @@ use std::sync::Arc;
 use futures_util::{Sink, SinkExt};
 use portpreview_shared::codec::{self, EncodeError};
 use portpreview_shared::message::Framed;
+use portpreview_shared::room;
 use portpreview_shared::text::truncate;
 use portpreview_shared::{ServerMessage, StreamId};
 use serde::Serialize;
@@ -34,6 +35,7 @@ pub const QUEUE_ROOM: usize = 64;
 
 /// Bytes of body that take one unit of [`QUEUE_ROOM`].
 const ROOM_UNIT: usize = 16 * 1024;
+
 /// Messages written between two flushes at most, so one flush is never
 /// postponed indefinitely by a busy queue.
 const MAX_BATCH: usize = 256;
@@ -97,11 +99,9 @@ pub fn channel() -> (Outbox, Inbox) {
     )
 }
 
-/// The units of room a frame carrying `body` takes: a body larger than the
-/// whole room takes all of it.
+/// The units of room a frame carrying `body` takes.
 fn room_for(body: &[u8]) -> u32 {
-    // At most QUEUE_ROOM, which a u32 holds.
-    (1 + body.len() / ROOM_UNIT).min(QUEUE_ROOM) as u32
+    room::units(body.len(), ROOM_UNIT, QUEUE_ROOM)
 }
 
 impl Outbox {

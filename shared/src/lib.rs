@@ -18,6 +18,7 @@ pub mod name;
 pub mod open_files;
 pub mod provider;
 pub mod request_ref;
+pub mod room;
 pub mod sanitize;
 pub mod stall;
 pub mod sync;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use portpreview_shared::codec::{self, EncodeError};
 use portpreview_shared::message::{ClientMessage, Header, StreamId};
+use portpreview_shared::room;
 use portpreview_shared::text::truncate;
 use tokio::sync::{mpsc, Semaphore};
 use tokio_tungstenite::tungstenite::Message;
@@ -95,13 +96,12 @@ impl Outbox {
     /// [`Outbox::send`] for an answer's head or body, once the queue has
     /// room for it.
     pub async fn send_answer(&self, message: &ClientMessage, body: &[u8]) -> Result<(), EncodeError> {
-        let units = (1 + body.len() / ROOM_UNIT).min(ROOM);
-        // At most ROOM, which a u32 holds. Closed with the session: the
-        // frame would be dropped anyway.
-        let Ok(permit) = self.room.acquire_many(units as u32).await else {
+        // Closed with the session: the frame would be dropped anyway.
+        let Ok(permit) = self.room.acquire_many(room::units(body.len(), ROOM_UNIT, ROOM)).await else {
             return Ok(());
         };
         let frame = codec::encode(message, body)?;
+        let units = permit.num_permits();
         permit.forget();
         self.queue_holding(Message::Binary(frame.into()), units);
         Ok(())

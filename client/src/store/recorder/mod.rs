@@ -319,10 +319,8 @@ impl Recorder {
     /// Waits for room for a body of `len` bytes in the queue; does not wait
     /// while the store is refusing writes, since the room may never come.
     async fn room(&self, len: usize) -> Result<OwnedSemaphorePermit, RecordError> {
-        let all = QUEUE_BYTES / ROOM_UNIT;
         // A body over the whole room takes all of it, so it still fits alone.
-        let units = (len / ROOM_UNIT + 1).min(all);
-        let units = u32::try_from(units).unwrap_or(u32::MAX);
+        let units = portpreview_shared::room::units(len, ROOM_UNIT, QUEUE_BYTES / ROOM_UNIT);
         let room = Arc::clone(&self.shared.room);
         if self.shared.stalled.load(Ordering::Acquire) {
             return room.try_acquire_many_owned(units).map_err(|err| match err {
