@@ -14,7 +14,7 @@ use portpreview_shared::sync::lock;
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 use super::outbox::Outbox;
-use crate::store::recorder::{HeldBudget, KEPT_START, ROOM_UNIT};
+use crate::store::recorder::{HeldBudget, HELD_BYTES, KEPT_START, ROOM_UNIT};
 
 /// How often at most a body stored cut short for want of room is told of.
 const CUT_TOLD_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
@@ -205,8 +205,10 @@ impl Capture {
         }
         *told = Some(std::time::Instant::now());
         tracing::warn!(
-            "the memory the history keeps for bodies in flight (96 MiB) is in use: bodies arriving now are stored \
-             cut short, with their full size; the first 64 KiB of each has room kept for it"
+            "the memory the history keeps for bodies in flight ({} MiB) is in use: bodies arriving now are stored \
+             cut short, with their full size; the first {} KiB of each has room kept for it",
+            HELD_BYTES / (1024 * 1024),
+            KEPT_START / 1024
         );
     }
 }

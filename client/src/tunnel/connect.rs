@@ -385,7 +385,7 @@ async fn read_welcome(socket: &mut RelaySocket) -> Result<Welcome, ConnectError>
                 public_url,
                 resume: Secret::new(resume),
             }),
-            ServerMessage::Refused { reason } => Err(ConnectError::Refused(relays_reason(&reason))),
+            ServerMessage::Refused { reason } => Err(ConnectError::Refused(shown_reason(&reason))),
             other => Err(ConnectError::BadWelcome(format!(
                 "{} instead of a welcome",
                 other.kind()
@@ -524,7 +524,7 @@ const MAX_QUOTED: usize = 500;
 const MAX_PUBLIC_URL: usize = 2048;
 
 /// A reason the relay sent, as long as an error line repeats it.
-pub(super) fn relays_reason(reason: &str) -> String {
+pub(super) fn shown_reason(reason: &str) -> String {
     shorten(reason, MAX_QUOTED)
 }
 

@@ -440,7 +440,7 @@ impl Session {
                 ControlFlow::Continue(())
             }
             ServerMessage::Refused { reason } => {
-                ControlFlow::Break(SessionEnd::Refused(super::connect::relays_reason(&reason)))
+                ControlFlow::Break(SessionEnd::Refused(super::connect::shown_reason(&reason)))
             }
             ServerMessage::Welcome { .. } => ControlFlow::Break(protocol_error(&self.outbox, "a second welcome")),
         }
