@@ -436,6 +436,19 @@ mod tests {
         .unwrap()
     }
 
+    /// A history as a release at schema `version` left it, opened as the
+    /// store opens one (foreign keys on, which the copy of version 12 must
+    /// reckon with).
+    fn history_at(version: usize) -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "foreign_keys", true).unwrap();
+        for sql in &MIGRATIONS[..version] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", version).unwrap();
+        conn
+    }
+
     #[test]
     fn migrating_twice_is_harmless() {
         let mut conn = Connection::open_in_memory().unwrap();
@@ -548,11 +561,7 @@ mod tests {
         use crate::store::{ListQuery, Store};
         use portpreview_shared::Header;
 
-        let conn = Connection::open_in_memory().unwrap();
-        for sql in &MIGRATIONS[..5] {
-            conn.execute_batch(sql).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 5).unwrap();
+        let conn = history_at(5);
         for _ in 0..2 {
             conn.execute(
                 "INSERT INTO deliveries (received_at_ms, tunnel_url, target, method, path, request_headers,
@@ -597,11 +606,7 @@ mod tests {
         // tunnel still running writes the key this one works out.
         let body = br#"{"a":1}"#;
         let key = portpreview_shared::provider::event_key(&[], body, &[]).key;
-        let conn = Connection::open_in_memory().unwrap();
-        for sql in &MIGRATIONS[..10] {
-            conn.execute_batch(sql).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 10).unwrap();
+        let conn = history_at(10);
         for path in ["/plain?attempt=1", "/other"] {
             conn.execute(
                 "INSERT INTO deliveries (received_at_ms, tunnel_url, target, method, path, request_headers,
@@ -644,12 +649,7 @@ mod tests {
         use crate::store::tests::delivery;
         use rusqlite::params;
 
-        let conn = Connection::open_in_memory().unwrap();
-        conn.pragma_update(None, "foreign_keys", true).unwrap();
-        for sql in &MIGRATIONS[..11] {
-            conn.execute_batch(sql).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 11).unwrap();
+        let conn = history_at(11);
         let headers =
             crate::store::header_blob::encode(&[portpreview_shared::Header::new("content-type", "text/plain")]);
         // Each larger than a page, as the bodies that made listings slow.
@@ -746,12 +746,7 @@ mod tests {
         use portpreview_shared::provider::event_key;
         use rusqlite::params;
 
-        let conn = Connection::open_in_memory().unwrap();
-        conn.pragma_update(None, "foreign_keys", true).unwrap();
-        for sql in &MIGRATIONS[..12] {
-            conn.execute_batch(sql).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 12).unwrap();
+        let conn = history_at(12);
         let no_headers = crate::store::header_blob::encode(&[]);
         // Two deliveries of a text body keyed by an earlier rule, one keyed
         // by its provider's ID, and a body stored cut short.
@@ -851,11 +846,7 @@ mod tests {
     fn requests_a_recorder_before_version_7_left_unanswered_get_an_outcome() {
         use crate::store::recorder::recover::ORPHANED;
 
-        let conn = Connection::open_in_memory().unwrap();
-        for sql in &MIGRATIONS[..5] {
-            conn.execute_batch(sql).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 5).unwrap();
+        let conn = history_at(5);
         for key in ["evt_answered", "evt_lost"] {
             conn.execute(
                 "INSERT INTO deliveries (received_at_ms, tunnel_url, target, method, path, request_headers,
