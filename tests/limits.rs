@@ -46,7 +46,7 @@ async fn deliveries_on_one_session(tunnel: &mut TestTunnel, count: usize) -> Vec
             | TunnelEvent::NotRecording { .. }
             | TunnelEvent::Stopping { .. }
             | TunnelEvent::Notice { .. }
-            | TunnelEvent::NameHeld { .. } => {}
+            | TunnelEvent::HeldBack { .. } => {}
         }
     }
     delivered.sort_by(|a, b| a.path.cmp(&b.path));

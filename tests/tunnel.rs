@@ -1344,6 +1344,43 @@ async fn a_second_client_cannot_take_a_name_in_use() {
     assert!(restarted.public_url.ends_with("/t/my-hooks"));
 }
 
+/// A relay at its connection cap says when to come back: a tunnel that
+/// starts then waits for room, rather than giving up at once.
+#[tokio::test]
+async fn a_tunnel_starting_while_the_relay_is_full_waits_for_room() {
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        max_connections_per_ip: 2,
+        ..Default::default()
+    })
+    .await;
+    let handler = LocalHandler::echo().await;
+    // Room for the tunnel and, once it is in, for the caller.
+    let mut filling = Vec::new();
+    for _ in 0..2 {
+        let connection = tokio::net::TcpStream::connect(relay.addr).await;
+        filling.push(connection.expect("a connection allowed"));
+    }
+    let held_back = Arc::new(Notify::new());
+    let options = TunnelOptions {
+        held_back: Some(held_back.clone()),
+        ..TunnelOptions::default()
+    };
+    let (relay_url, target) = (relay.http_url(), handler.url());
+    let start = TestTunnel::start_with(&relay_url, &target, options);
+    tokio::pin!(start);
+    tokio::select! {
+        ended = &mut start => panic!("the start ended while the relay was full: {:?}", ended.err()),
+        () = held_back.notified() => {}
+    }
+    drop(filling);
+    let tunnel = tokio::time::timeout(Duration::from_secs(20), start)
+        .await
+        .expect("the tunnel opens within 20 s of the room it waited for")
+        .expect("the tunnel opens");
+    let reply = caller::post(&tunnel.url("/hook"), "after the wait").await;
+    assert_eq!((reply.status, reply.text()), (200, "after the wait".to_string()));
+}
+
 #[tokio::test]
 async fn only_a_valid_token_may_open_a_tunnel() {
     let tokens = portpreview_server::Tokens::from_toml("[[token]]\ntoken = \"s3cret-token\"\n").expect("tokens");

@@ -64,9 +64,10 @@ pub enum TunnelEvent {
         /// One line.
         text: String,
     },
-    /// The name asked for is held for the client that last had it, and
-    /// the tunnel waits for it: told as a notice, stale once connected.
-    NameHeld {
+    /// The relay asked the tunnel to wait before it starts (the name asked
+    /// for is held for the client that last had it, or the relay is busy),
+    /// and the tunnel waits: told as a notice, stale once connected.
+    HeldBack {
         /// One line.
         text: String,
     },

@@ -149,7 +149,7 @@ pub fn text_line(event: &TunnelEvent) -> Option<Line> {
             escape_str(reason)
         )),
         TunnelEvent::NotRecording { reason: None } => Line::Err("deliveries are recorded again".into()),
-        TunnelEvent::Notice { text } | TunnelEvent::NameHeld { text } => {
+        TunnelEvent::Notice { text } | TunnelEvent::HeldBack { text } => {
             Line::Err(format!("warning: {}", escape_str(text)))
         }
         TunnelEvent::Disconnected {
@@ -251,7 +251,7 @@ pub fn json_line(event: &TunnelEvent) -> Option<String> {
         TunnelEvent::NotRecording { reason } => json!({
             "event": "recording", "recording": reason.is_none(), "reason": reason,
         }),
-        TunnelEvent::Notice { text } | TunnelEvent::NameHeld { text } => {
+        TunnelEvent::Notice { text } | TunnelEvent::HeldBack { text } => {
             json!({ "event": "warning", "message": text })
         }
         TunnelEvent::Disconnected {

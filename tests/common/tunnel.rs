@@ -27,6 +27,9 @@ pub struct TunnelOptions {
     pub host_header: HostHeader,
     /// TLS settings for wss relays.
     pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// Told each time the relay holds the start back (a held name, a busy
+    /// relay).
+    pub held_back: Option<Arc<tokio::sync::Notify>>,
 }
 
 impl Default for TunnelOptions {
@@ -37,6 +40,7 @@ impl Default for TunnelOptions {
             local_timeout: tunnel::DEFAULT_LOCAL_TIMEOUT,
             host_header: HostHeader::Rewrite,
             tls: None,
+            held_back: None,
         }
     }
 }
@@ -92,8 +96,12 @@ impl TestTunnel {
             tokio::select! {
                 event = events.recv() => match event {
                     Some(TunnelEvent::Connected { public_url, also_url, .. }) => break (public_url, also_url),
-                    // A name held for the client before this one is waited for.
-                    Some(TunnelEvent::NameHeld { .. }) => {}
+                    // A held name or a busy relay is waited for.
+                    Some(TunnelEvent::HeldBack { .. }) => {
+                        if let Some(held_back) = &options.held_back {
+                            held_back.notify_one();
+                        }
+                    }
                     other => panic!("expected Connected, got {other:?}"),
                 },
                 // The tunnel ended without connecting: its result says why.

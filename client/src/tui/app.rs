@@ -205,8 +205,8 @@ pub struct App {
     waiting: Option<(u64, Waiting)>,
     /// An order for the search worker, not yet sent.
     order: Option<Order>,
-    /// The footer's notice that the name asked for is waited for.
-    name_held_notice: Option<String>,
+    /// The footer's notice that the relay holds the start back.
+    held_back_notice: Option<String>,
 }
 
 impl App {
@@ -246,7 +246,7 @@ impl App {
             tickets: 0,
             waiting: None,
             order: None,
-            name_held_notice: None,
+            held_back_notice: None,
         };
         app.count_when_unknown();
         app.read_overview();
@@ -330,13 +330,13 @@ impl App {
         if let TunnelEvent::Notice { text } = &event {
             return self.set_status(escape_str(text).into_owned(), true);
         }
-        if let TunnelEvent::NameHeld { text } = &event {
+        if let TunnelEvent::HeldBack { text } = &event {
             let shown = escape_str(text).into_owned();
-            self.name_held_notice = Some(shown.clone());
+            self.held_back_notice = Some(shown.clone());
             return self.set_status(shown, true);
         }
         // The name waited for is the tunnel's now: the notice is stale.
-        if let (TunnelEvent::Connected { .. }, Some(notice)) = (&event, self.name_held_notice.take()) {
+        if let (TunnelEvent::Connected { .. }, Some(notice)) = (&event, self.held_back_notice.take()) {
             if self.status.as_ref().is_some_and(|s| s.text == notice) {
                 self.status = None;
             }

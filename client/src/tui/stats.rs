@@ -134,7 +134,7 @@ impl LiveStats {
             TunnelEvent::Waiting { .. }
             | TunnelEvent::Stopping { .. }
             | TunnelEvent::Notice { .. }
-            | TunnelEvent::NameHeld { .. } => {}
+            | TunnelEvent::HeldBack { .. } => {}
             TunnelEvent::Delivered { summary, .. } => self.count(summary, second),
         }
     }

@@ -110,6 +110,15 @@ pub enum ConnectError {
     /// The relay could not be reached or the socket broke; worth retrying.
     #[error("cannot reach the relay: {0}")]
     Unreachable(String),
+    /// The relay, or a proxy in front of it, is busy and says when to come
+    /// back (503 with `Retry-After`): its connection cap, say.
+    #[error("cannot reach the relay: {told}")]
+    Busy {
+        /// What answered, one line.
+        told: String,
+        /// When to try again.
+        retry_in: Duration,
+    },
     /// The tunnel's session panicked: a bug in PortPreview, not something
     /// the user can change.
     #[error("internal error in the tunnel, which stopped: {0}")]
@@ -119,7 +128,17 @@ pub enum ConnectError {
 impl ConnectError {
     /// True when retrying cannot help: the user must change something.
     pub fn is_fatal(&self) -> bool {
-        !matches!(self, ConnectError::Unreachable(_))
+        !matches!(self, ConnectError::Unreachable(_) | ConnectError::Busy { .. })
+    }
+
+    /// How long the relay asked the client to wait before it asks again, when
+    /// it said: a name held for a client that went away, or a busy relay.
+    pub fn told_to_wait(&self) -> Option<Duration> {
+        match self {
+            ConnectError::NameTaken { free_in, .. } => *free_in,
+            ConnectError::Busy { retry_in, .. } => Some(*retry_in),
+            _ => None,
+        }
     }
 }
 
@@ -309,6 +328,10 @@ pub async fn connect(options: &ConnectOptions) -> Result<(RelaySocket, Welcome),
         })?
         .map_err(|err| match upgrade_error(err, options) {
             ConnectError::Unreachable(why) => ConnectError::Unreachable(format!("{} ({why})", options.url)),
+            ConnectError::Busy { told, retry_in } => ConnectError::Busy {
+                told: format!("{} ({told})", options.url),
+                retry_in,
+            },
             other => other,
         })?;
 
@@ -403,21 +426,28 @@ fn upgrade_error(err: tungstenite::Error, options: &ConnectOptions) -> ConnectEr
             // Without a token the fix is to get one, not to check it.
             StatusCode::UNAUTHORIZED if options.token.is_none() => ConnectError::TokenRequired,
             StatusCode::UNAUTHORIZED => ConnectError::Unauthorized,
+            // A relay picks a free name when none is asked for: a 409 then
+            // names no name of the user's.
+            StatusCode::CONFLICT if options.name.is_none() => {
+                ConnectError::Refused(format!("{} (409)", relay_reason(&response)))
+            }
             StatusCode::CONFLICT => ConnectError::NameTaken {
                 name: options.name.clone().unwrap_or_default(),
                 why: relay_reason(&response),
-                free_in: response
-                    .headers()
-                    .get(http::header::RETRY_AFTER)
-                    .and_then(|value| value.to_str().ok()?.parse().ok())
-                    .map(Duration::from_secs),
+                free_in: retry_after(&response),
             },
             // The relay's reason when it gives one (its connection cap); a
             // proxy in front may answer as well (the relay behind it down),
             // so what answered is not called the relay, and its error page
             // is told by its title.
             status if status.is_server_error() => {
-                ConnectError::Unreachable(format!("the server there answered {}", answer::told(&response)))
+                let told = format!("the server there answered {}", answer::told(&response));
+                match retry_after(&response) {
+                    Some(retry_in) if status == StatusCode::SERVICE_UNAVAILABLE => {
+                        ConnectError::Busy { told, retry_in }
+                    }
+                    _ => ConnectError::Unreachable(told),
+                }
             }
             // A relay switches protocols or says no; anything else that
             // answers (a web server, the handler itself) is no relay, and
@@ -489,6 +519,21 @@ fn upgrade_error(err: tungstenite::Error, options: &ConnectOptions) -> ConnectEr
 }
 
 /// The rustls error inside an I/O error, if any.
+/// The wait a refusal's `Retry-After` asks for, in whole seconds as the
+/// relay sends it: at least a second, so that a relay answering 0 is not
+/// asked again in a loop.
+fn retry_after<T>(response: &tungstenite::http::Response<T>) -> Option<Duration> {
+    let seconds: u64 = response
+        .headers()
+        .get(http::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(Duration::from_secs(seconds.max(1)))
+}
+
 fn tls_error(err: &std::io::Error) -> Option<&rustls::Error> {
     err.get_ref()?.downcast_ref::<rustls::Error>()
 }
@@ -627,6 +672,54 @@ mod tests {
             page.ends_with(": the server there answered 503 Service Unavailable"),
             "a long page is left out: {page}"
         );
+    }
+
+    fn refusal(status: u16, retry_after: Option<&str>, name: Option<&str>) -> ConnectError {
+        let mut page = tungstenite::http::Response::builder().status(status);
+        if let Some(seconds) = retry_after {
+            page = page.header(http::header::RETRY_AFTER, seconds);
+        }
+        let page = page.body(Some(b"told why\n".to_vec())).expect("response");
+        let options = ConnectOptions {
+            name: name.map(str::to_string),
+            ..local_options()
+        };
+        upgrade_error(tungstenite::Error::Http(Box::new(page)), &options)
+    }
+
+    #[test]
+    fn a_relay_saying_when_to_come_back_is_waited_on_at_least_a_second() {
+        let busy = refusal(503, Some("5"), None);
+        assert!(matches!(busy, ConnectError::Busy { .. }), "{busy:?}");
+        assert!(!busy.is_fatal());
+        assert_eq!(busy.told_to_wait(), Some(Duration::from_secs(5)));
+        assert_eq!(
+            refusal(503, Some("0"), None).told_to_wait(),
+            Some(Duration::from_secs(1)),
+            "an answer of 0 is not asked again in a loop"
+        );
+        assert_eq!(
+            refusal(409, Some("0"), Some("hooks")).told_to_wait(),
+            Some(Duration::from_secs(1))
+        );
+        assert_eq!(refusal(409, None, Some("hooks")).told_to_wait(), None);
+        assert_eq!(
+            refusal(503, None, None).told_to_wait(),
+            None,
+            "busy, with no word on when"
+        );
+        assert_eq!(refusal(503, Some("soon"), None).told_to_wait(), None);
+        assert_eq!(
+            refusal(502, Some("5"), None).told_to_wait(),
+            None,
+            "a proxy's bad gateway"
+        );
+    }
+
+    #[test]
+    fn a_409_to_no_name_asked_for_names_none() {
+        let err = refusal(409, None, None);
+        assert_eq!(err.to_string(), "the relay refused the tunnel: told why (409)");
     }
 
     /// nginx in front of a relay that is down answers the upgrade with its

@@ -46,6 +46,7 @@ const SETTLE_MARGIN: Duration = Duration::from_millis(500);
 /// connection the client never saw, under a resume secret it never got:
 /// the name is free once that connection's grace period ends (a minute by
 /// default). Past this, another client has it, and waiting would not help.
+/// A start the relay holds back (a held name, a busy relay) waits as long.
 const NAME_HELD_PATIENCE: Duration = Duration::from_secs(300);
 
 /// Default time the local handler has to answer before the caller gets 504.
@@ -204,6 +205,8 @@ async fn serve_until_stopped(
     let mut connected_once = false;
     let mut failed_tries = 0;
     let mut name_held_since = None;
+    let mut held_back_since = None;
+    let mut told_held_back = false;
     let mut warned_plain_url = false;
     loop {
         let attempt = tokio::select! {
@@ -247,17 +250,20 @@ async fn serve_until_stopped(
                 }
             }
             Err(err) => {
-                if let Some(free_in) = held_at_start(&err, connected_once, &mut name_held_since) {
-                    if let ConnectError::NameTaken { name, why, .. } = &err {
-                        let text = format!(
-                            "tunnel name {name:?} is taken: {why}; waiting for it (ctrl-c stops; \
-                             --name asks for another)"
+                if let Some(wait) = wait_at_start(&err, connected_once, &mut held_back_since) {
+                    // Once: a relay asking again and again is waited on quietly.
+                    if !told_held_back {
+                        told_held_back = true;
+                        report(
+                            &events,
+                            TunnelEvent::HeldBack {
+                                text: held_back_text(&err),
+                            },
                         );
-                        report(&events, TunnelEvent::NameHeld { text });
                     }
                     tokio::select! {
                         () = stop.asked.cancelled() => return Ok(()),
-                        () = tokio::time::sleep(free_in) => continue,
+                        () = tokio::time::sleep(wait) => continue,
                     }
                 }
                 // A 409 for the name this client had: see NAME_HELD_PATIENCE.
@@ -288,28 +294,33 @@ async fn serve_until_stopped(
     }
 }
 
-/// How long to wait for a name asked for at the start, when the relay
-/// holds it for the client that last had it and says when it is free:
-/// most often this one, started again after a crash or a kill, whose
-/// user wants the URL their provider is set up with. Within
-/// [`NAME_HELD_PATIENCE`] of the first refusal only; `None` for anything
-/// else, which stays the error it is.
-fn held_at_start(
+/// How long to wait at the start when the relay says when to ask again:
+/// for a name it holds for the client that last had it (most often this
+/// one, started again after a crash or a kill, whose user wants the URL
+/// their provider is set up with), or while it is busy. Within
+/// [`NAME_HELD_PATIENCE`] of the first such answer only; `None` for
+/// anything else, which stays the error it is.
+fn wait_at_start(
     err: &ConnectError,
     connected_once: bool,
     held_since: &mut Option<tokio::time::Instant>,
 ) -> Option<Duration> {
-    let ConnectError::NameTaken {
-        free_in: Some(free_in), ..
-    } = err
-    else {
-        return None;
-    };
+    let wait = err.told_to_wait()?;
     if connected_once {
         return None;
     }
     let waited = held_since.get_or_insert_with(tokio::time::Instant::now).elapsed();
-    (waited + *free_in <= NAME_HELD_PATIENCE).then_some(*free_in)
+    (waited + wait <= NAME_HELD_PATIENCE).then_some(wait)
+}
+
+/// The notice for a start the relay holds back.
+fn held_back_text(err: &ConnectError) -> String {
+    match err {
+        ConnectError::NameTaken { name, why, .. } => {
+            format!("tunnel name {name:?} is taken: {why}; waiting for it (ctrl-c stops; --name asks for another)")
+        }
+        other => format!("{other}; trying again when it says (ctrl-c stops)"),
+    }
 }
 
 #[cfg(test)]
@@ -325,11 +336,11 @@ mod tests {
         };
         let mut since = None;
         assert_eq!(
-            held_at_start(&held(56), false, &mut since),
+            wait_at_start(&held(56), false, &mut since),
             Some(Duration::from_secs(56))
         );
         assert_eq!(
-            held_at_start(&held(56), true, &mut None),
+            wait_at_start(&held(56), true, &mut None),
             None,
             "a reconnect waits its own way"
         );
@@ -339,16 +350,35 @@ mod tests {
             free_in: None,
         };
         assert_eq!(
-            held_at_start(&live, false, &mut None),
+            wait_at_start(&live, false, &mut None),
             None,
             "a live client's name is never free"
         );
         tokio::time::advance(NAME_HELD_PATIENCE - Duration::from_secs(10)).await;
         assert_eq!(
-            held_at_start(&held(10), false, &mut since),
+            wait_at_start(&held(10), false, &mut since),
             Some(Duration::from_secs(10))
         );
-        assert_eq!(held_at_start(&held(11), false, &mut since), None, "past patience");
+        assert_eq!(wait_at_start(&held(11), false, &mut since), None, "past patience");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_busy_relay_at_the_start_is_waited_on() {
+        let busy = ConnectError::Busy {
+            told: "ws://relay (the server there answered 503 Service Unavailable: try again shortly)".into(),
+            retry_in: Duration::from_secs(5),
+        };
+        assert_eq!(wait_at_start(&busy, false, &mut None), Some(Duration::from_secs(5)));
+        assert_eq!(
+            wait_at_start(&busy, true, &mut None),
+            None,
+            "a reconnect backs off its own way"
+        );
+        assert_eq!(
+            held_back_text(&busy),
+            "cannot reach the relay: ws://relay (the server there answered 503 Service Unavailable: try again \
+             shortly); trying again when it says (ctrl-c stops)"
+        );
     }
 
     #[tokio::test]

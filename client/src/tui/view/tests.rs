@@ -44,7 +44,7 @@ fn the_notice_of_a_name_waited_for_goes_when_the_tunnel_is_up() {
         target: "http://127.0.0.1:3000".into(),
     };
     let mut waiting = app(Vec::new(), Mode::Live, 60, 8);
-    let held = TunnelEvent::NameHeld {
+    let held = TunnelEvent::HeldBack {
         text: "tunnel name \"hold\" is taken: …; waiting for it".into(),
     };
     waiting.on_tunnel_event(held, 0);
