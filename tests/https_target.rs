@@ -112,6 +112,44 @@ async fn a_handler_that_closes_before_answering_is_not_said_to_serve_https_alone
     fails_with_hint(&mut tunnel, &hint).await;
 }
 
+/// A handler that has answered before and crashes on one request is still
+/// said to have perhaps crashed, and no longer to perhaps serve HTTPS.
+#[tokio::test]
+async fn a_handler_that_answered_before_and_then_closes_unanswered_is_said_to_have_crashed() {
+    let relay = TestRelay::start().await;
+    let handler = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let port = handler.local_addr().expect("its address").port();
+    let _serving = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+        while let Ok((mut socket, _)) = handler.accept().await {
+            let mut request = [0; 4096];
+            let read = tokio::io::AsyncReadExt::read(&mut socket, &mut request)
+                .await
+                .unwrap_or(0);
+            // Crashes on the poison payload, closing with no answer.
+            if !String::from_utf8_lossy(&request[..read]).contains("poison") {
+                let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok";
+                let _ = tokio::io::AsyncWriteExt::write_all(&mut socket, ok).await;
+            }
+        }
+    }));
+    let target = format!("http://127.0.0.1:{port}");
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &target).await;
+    let reply = caller::post(&tunnel.url("/hook"), "{}").await;
+    assert_eq!((reply.status, reply.text()), (200, "ok".to_string()));
+    let _ = tunnel.next_delivery().await;
+
+    let reply = caller::post(&tunnel.url("/hook"), "poison").await;
+    let hint = "(it closed the connection before answering: a handler that crashed on the request does that \
+                (see its log))";
+    assert!(reply.text().trim_end().ends_with(hint), "{}", reply.text());
+    assert_eq!(reply.status, 502);
+    let (summary, _) = tunnel.next_delivery().await;
+    assert!(
+        summary.error.as_deref().is_some_and(|e| e.ends_with(hint)),
+        "{summary:?}"
+    );
+}
+
 /// An `https://` target on a port that takes every connection and never
 /// says a word (a stuck handler), until the handle is dropped.
 async fn silent_port() -> (String, tokio_util::task::AbortOnDropHandle<()>) {

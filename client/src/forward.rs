@@ -15,7 +15,7 @@ use portpreview_shared::sync::lock;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::local_tls::{FirstByte, OpenError, TlsError};
+use crate::local_tls::{FirstByte, OpenError, TlsError, TlsSign};
 use crate::target::{Scheme, Target};
 
 /// Body type of requests sent to the local target.
@@ -245,18 +245,23 @@ impl Forwarder {
     }
 
     /// The error for a fresh connection's first request, with a hint when
-    /// a plain `http://` target's handler seems to speak TLS.
+    /// a plain `http://` target's handler seems to speak TLS, or to have
+    /// crashed on the request.
     fn first_answer_failed(&self, error: hyper::Error, first_byte: &FirstByte) -> ForwardError {
-        let hint = (!self.answered_once.load(Ordering::Relaxed))
-            .then(|| crate::local_tls::tls_sign(self.target.scheme, &error, first_byte))
-            .flatten()
-            .map(|sign| {
+        let answered_before = self.answered_once.load(Ordering::Relaxed);
+        let hint = match crate::local_tls::tls_sign(self.target.scheme, &error, first_byte) {
+            Some(sign) if !answered_before => {
                 let https = Target {
                     scheme: Scheme::Https,
                     ..self.target.clone()
                 };
-                format!(" ({})", sign.hint(&format!("forward to {https}")))
-            });
+                Some(sign.hint(&format!("forward to {https}")))
+            }
+            // A handler that has answered in plain HTTP serves no HTTPS.
+            Some(TlsSign::Closed) => Some(crate::local_tls::CLOSED_UNANSWERED.to_string()),
+            _ => None,
+        }
+        .map(|hint| format!(" ({hint})"));
         ForwardError::Http {
             target: self.target.to_string(),
             error,

@@ -196,7 +196,8 @@ fn handshake_error(error: io::Error) -> TlsError {
 /// closed or reset the connection before sending a byte, as Node and
 /// Kestrel do, and as a handler that crashed on the request does too. A
 /// connection that has answered before is never read this way: a
-/// kept-alive one closed between requests says nothing of its scheme.
+/// kept-alive one closed between requests says nothing of its scheme, nor
+/// whether the handler crashed.
 pub fn tls_sign(scheme: Scheme, error: &hyper::Error, first_byte: &FirstByte) -> Option<TlsSign> {
     if scheme != Scheme::Http {
         return None;
@@ -207,6 +208,11 @@ pub fn tls_sign(scheme: Scheme, error: &hyper::Error, first_byte: &FirstByte) ->
         None => (error.is_incomplete_message() || closed_abruptly(error)).then_some(TlsSign::Closed),
     }
 }
+
+/// What a fresh connection closed before a byte of answer says: once the
+/// handler has answered in plain HTTP, the whole of it.
+pub const CLOSED_UNANSWERED: &str =
+    "it closed the connection before answering: a handler that crashed on the request does that (see its log)";
 
 /// Why a plain `http://` handler may be one that serves HTTPS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -224,10 +230,7 @@ impl TlsSign {
         match self {
             TlsSign::Answered => format!("it answered in TLS: {to_https}"),
             // Both close alike; only the handler's log tells them apart.
-            TlsSign::Closed => format!(
-                "it closed the connection before answering: a handler that crashed on the request does that \
-                 (see its log), and so does one serving HTTPS, for which {to_https}"
-            ),
+            TlsSign::Closed => format!("{CLOSED_UNANSWERED}, and so does one serving HTTPS, for which {to_https}"),
         }
     }
 }
