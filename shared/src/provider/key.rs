@@ -93,12 +93,17 @@ pub(crate) fn provider_id(provider: Provider, headers: &[Header], body: &Body<'_
     match provider {
         Stripe | Discord => from_body(body, &["id"]),
         Github => from_header(headers, "X-GitHub-Delivery"),
-        Shopify => from_header(headers, "X-Shopify-Webhook-Id").or_else(|| from_header(headers, "Shopify-Webhook-Id")),
+        Shopify => from_header(headers, "X-Shopify-Webhook-Id")
+            .or_else(|| from_header(headers, "Shopify-Webhook-Id"))
+            // Shared by every subscription the event reaches: the identity
+            // only when the delivery does not carry its subscription's own.
+            .or_else(|| from_header(headers, "X-Shopify-Event-Id"))
+            .or_else(|| from_header(headers, "Shopify-Event-Id")),
         StandardWebhooks => from_header(headers, "webhook-id").or_else(|| from_header(headers, "svix-id")),
         Slack | Paddle | Square => from_body(body, &["event_id"]),
         Gitlab => from_header(headers, "Idempotency-Key").or_else(|| from_header(headers, "X-Gitlab-Webhook-UUID")),
         Twilio => from_header(headers, "I-Twilio-Idempotency-Token").or_else(|| twilio_sid(body)),
-        Linear => from_header(headers, "Linear-Delivery"),
+        Linear => from_header(headers, "Linear-Delivery").or_else(|| linear_change(body)),
         Mailgun => from_body(body, &["event-data", "id"]),
         Sendgrid => from_body(body, &["0", "sg_event_id"]),
     }
@@ -190,6 +195,28 @@ fn twilio_sid(body: &Body<'_>) -> Option<(String, String)> {
         None => Some((sid.to_owned(), format!("form:{sid_name}"))),
     }
 }
+
+/// Linear without its delivery header: the change the event tells of, as
+/// Linear's docs identify one (its kind, the action, the object and when
+/// it was updated), every part present.
+fn linear_change(body: &Body<'_>) -> Option<(String, String)> {
+    let json = body.json()?;
+    let parts = LINEAR_CHANGE
+        .iter()
+        .map(|path| {
+            let tokens: Vec<String> = path.split('.').map(str::to_owned).collect();
+            match pointer::get(json, &tokens)? {
+                Value::String(part) => usable(part).map(str::to_owned),
+                Value::Number(part) => Some(part.to_string()),
+                _ => None,
+            }
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some((parts.join("|"), format!("body:{}", LINEAR_CHANGE.join("|"))))
+}
+
+/// The members that identify a change Linear tells of.
+const LINEAR_CHANGE: [&str; 4] = ["type", "action", "data.id", "data.updatedAt"];
 
 /// SHA-256 over the canonical JSON of the chosen fields; `None` unless the
 /// body holds every one of them. Hashing the fields a body does hold would

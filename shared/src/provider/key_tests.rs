@@ -224,6 +224,54 @@ fn gitlab_falls_back_to_webhook_uuid() {
 }
 
 #[test]
+fn shopify_without_its_webhook_id_is_keyed_by_its_event_id() {
+    let h = [
+        Header::new("x-shopify-topic", "orders/create"),
+        Header::new("x-shopify-event-id", "e-1"),
+    ];
+    expect(
+        event_key(&h, b"{}", &[]),
+        Provider::Shopify,
+        "e-1",
+        "header:X-Shopify-Event-Id",
+    );
+    let both = [h[0].clone(), h[1].clone(), Header::new("x-shopify-webhook-id", "w-1")];
+    expect(
+        event_key(&both, b"{}", &[]),
+        Provider::Shopify,
+        "w-1",
+        "header:X-Shopify-Webhook-Id",
+    );
+}
+
+#[test]
+fn linear_without_its_delivery_id_is_keyed_by_the_change_it_tells_of() {
+    let linear = [Header::new("linear-signature", "x")];
+    let change = |action: &str, at: u64| {
+        let body = format!(
+            r#"{{"type":"Issue","action":"{action}","data":{{"id":"iss-1","updatedAt":"2026-01-0{at}T00:00:00.000Z"}},"webhookTimestamp":{at}}}"#
+        );
+        event_key(&linear, body.as_bytes(), &[])
+    };
+    expect(
+        change("update", 1),
+        Provider::Linear,
+        "Issue|update|iss-1|2026-01-01T00:00:00.000Z",
+        "body:type|action|data.id|data.updatedAt",
+    );
+    assert!(change("update", 1).is_provider_id());
+    assert_ne!(
+        change("update", 1),
+        change("update", 2),
+        "a later update is another event"
+    );
+    assert_ne!(change("update", 1), change("remove", 1));
+    let delivered = [linear[0].clone(), Header::new("linear-delivery", "d-1")];
+    let body = br#"{"type":"Issue","action":"update","data":{"id":"iss-1","updatedAt":"t"}}"#;
+    assert_eq!(event_key(&delivered, body, &[]).source, "header:Linear-Delivery");
+}
+
+#[test]
 fn no_id_hashes_canonical_json_without_per_attempt_fields() {
     let linear = [Header::new("linear-signature", "x")];
     let a = event_key(
