@@ -205,7 +205,7 @@ pub fn delivery_line(summary: &Summary, delivery_number: i64) -> String {
     }
     line.push_str("  ");
     if let Some(ms) = summary.duration_ms {
-        _ = write!(line, "{ms:.0} ms");
+        line.push_str(&crate::time::short_duration(ms));
     }
     if let Some(provider) = &summary.provider {
         _ = write!(line, "  {provider}");
@@ -220,7 +220,8 @@ pub fn delivery_line(summary: &Summary, delivery_number: i64) -> String {
         let same = if summary.event_key_source.starts_with("sha256:fields") {
             "same key fields"
         } else {
-            "same body"
+            // Fields that change per attempt (a timestamp) left out.
+            "same content"
         };
         _ = write!(line, "  ({} delivery, {same})", ordinal(delivery_number));
     }
@@ -370,7 +371,7 @@ mod tests {
         };
         assert_eq!(
             delivery_line(&unknown, 3),
-            "#12  POST /webhooks/stripe  200  14 ms  (3rd delivery, same body)"
+            "#12  POST /webhooks/stripe  200  14 ms  (3rd delivery, same content)"
         );
         let by_fields = Summary {
             event_key_source: "sha256:fields(type,/order/id)".into(),

@@ -20,6 +20,19 @@ pub fn rfc3339_ms(ms: i64) -> String {
     }
 }
 
+/// A delivery's time to its answer as a list shows it: `0.4 ms`, `14 ms`,
+/// `1.2 s`. Tenths below 10 ms, where a local handler's answers fall and
+/// a whole number would read `0 ms`.
+pub fn short_duration(ms: f64) -> String {
+    if ms < 10.0 {
+        format!("{ms:.1} ms")
+    } else if ms < 1000.0 {
+        format!("{ms:.0} ms")
+    } else {
+        format!("{:.1} s", ms / 1000.0)
+    }
+}
+
 /// RFC 3339 UTC text (`2026-01-01T00:00:00.000Z`, as [`rfc3339_ms`]
 /// writes it) back to milliseconds since the epoch. A time without its
 /// `Z` names no instant: it is refused, not taken as UTC.
@@ -103,6 +116,12 @@ pub fn round_ms(ms: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sub_millisecond_answer_is_not_shown_as_none() {
+        let shown: Vec<String> = [0.331, 9.96, 14.2, 999.4, 1234.0].map(short_duration).into();
+        assert_eq!(shown, ["0.3 ms", "10.0 ms", "14 ms", "999 ms", "1.2 s"]);
+    }
 
     #[test]
     fn milliseconds_keep_three_decimals() {

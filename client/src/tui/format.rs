@@ -43,9 +43,7 @@ pub fn status_style(status: Option<u16>) -> Style {
 pub fn duration(ms: Option<f64>) -> String {
     match ms {
         None => "…".to_owned(),
-        Some(ms) if ms < 10.0 => format!("{ms:.1} ms"),
-        Some(ms) if ms < 1000.0 => format!("{ms:.0} ms"),
-        Some(ms) => format!("{:.1} s", ms / 1000.0),
+        Some(ms) => crate::time::short_duration(ms),
     }
 }
 
