@@ -731,6 +731,24 @@ fn a_suite_with_a_mistyped_key_is_refused_on_one_readable_line() {
     assert!(xml.contains("type=\"could_not_run\""), "{xml}");
 }
 
+/// A suite emptied by mistake is a gate that cannot run, with its report.
+#[test]
+fn an_empty_suite_cannot_run_and_says_so_in_its_reports() {
+    let project = Project::new();
+    std::fs::write(project.path("suite.toml"), "").unwrap();
+    let junit = project.path("junit.xml");
+    let ran = project.check(&["suite.toml", "--json", "--junit", junit.to_str().unwrap()], &[]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(
+        ran.stderr.trim_end(),
+        "error: suite.toml lists no fixtures: add a [[fixture]] with a path"
+    );
+    let json: Value = serde_json::from_str(&ran.stdout).expect("one JSON report");
+    assert_eq!(json["fixtures"][0]["verdict"], "could_not_run", "{json:#}");
+    let xml = std::fs::read_to_string(&junit).expect("the JUnit report");
+    assert!(xml.contains("type=\"could_not_run\""), "{xml}");
+}
+
 #[test]
 fn a_suite_resigns_with_the_secret_its_environment_names() {
     let project = Project::new();

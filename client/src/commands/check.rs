@@ -259,6 +259,10 @@ fn expand(inputs: &[PathBuf]) -> Vec<Job> {
                 continue;
             }
         };
+        if suite.fixture.is_empty() {
+            let empty = anyhow::anyhow!("{} lists no fixtures: add a [[fixture]] with a path", input.display());
+            jobs.push(unreadable(input, empty));
+        }
         for entry in suite.fixture {
             if Suite::is_suite_path(&entry.path) {
                 let nested = anyhow::anyhow!(
