@@ -1914,6 +1914,45 @@ fn frame_of(message: ServerMessage) -> Message {
     Message::Binary(codec::encode(&message, b"").expect("encodes").into())
 }
 
+/// A relay's news of a request it turned away dates the delivery from
+/// the relay's figures, within a day: one that broke the protocol dated
+/// requests to 1970 and gave them a duration of ages.
+#[tokio::test]
+async fn news_of_a_turned_away_request_is_dated_within_a_day_whatever_the_relay_says() {
+    let (relay_url, fake_relay) = fake_relay("fake", |mut socket| async move {
+        let news = ServerMessage::TurnedAway {
+            method: "POST".into(),
+            target: "/hook".into(),
+            headers: Vec::new(),
+            body_size: Some(0),
+            status: 503,
+            reason: "tunnel fake is reconnecting".into(),
+            waited_ms: u64::MAX,
+            told_after_ms: u64::MAX,
+        };
+        socket.send(frame_of(news)).await.expect("send");
+        // Open until the client goes.
+        while socket.next().await.is_some_and(|frame| frame.is_ok()) {}
+    })
+    .await;
+    let handler = LocalHandler::echo().await;
+    let mut tunnel = TestTunnel::start(&relay_url, &handler.url()).await;
+    let now = portpreview::time::now_ms();
+    let (summary, _) = tunnel.next_delivery().await;
+    let day_ms = 24 * 60 * 60 * 1000;
+    assert!(
+        (now - 2 * day_ms - 60_000..=now).contains(&summary.received_at_ms),
+        "dated {} ms before now",
+        now - summary.received_at_ms
+    );
+    assert!(
+        summary.duration_ms.is_some_and(|ms| ms <= (day_ms + 60_000) as f64),
+        "{summary:?}"
+    );
+    drop(tunnel);
+    fake_relay.abort();
+}
+
 /// A relay that sends a request's head, then a frame no relay may send
 /// (the same stream opened again), and drops the connection: the delivery
 /// is recorded as ended with the connection, not as a caller gone.
