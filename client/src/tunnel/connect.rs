@@ -355,7 +355,13 @@ pub async fn connect(options: &ConnectOptions) -> Result<(RelaySocket, Welcome),
 
 async fn read_welcome(socket: &mut RelaySocket) -> Result<Welcome, ConnectError> {
     while let Some(message) = socket.next().await {
-        let message = message.map_err(|e| ConnectError::Unreachable(e.to_string()))?;
+        let message = message.map_err(|err| match err {
+            // Reached, and it broke the WebSocket protocol: no retry mends that.
+            tungstenite::Error::Protocol(_) | tungstenite::Error::Capacity(_) | tungstenite::Error::Utf8(_) => {
+                ConnectError::BadWelcome(format!("it broke the WebSocket protocol: {err}"))
+            }
+            err => ConnectError::Unreachable(err.to_string()),
+        })?;
         let frame = match message {
             Message::Binary(frame) => frame,
             // Only a `Refused` message says the relay will not serve us; a
@@ -398,6 +404,17 @@ async fn read_welcome(socket: &mut RelaySocket) -> Result<Welcome, ConnectError>
             ServerMessage::Welcome { name, .. } if !portpreview_shared::name::is_valid(&name) => Err(
                 ConnectError::BadWelcome(format!("a tunnel name that is not one, {}", quoted(&name))),
             ),
+            // Sent back in a header at each reconnect: one no header carries,
+            // or one past what a relay takes in its headers, would end the
+            // tunnel then, at its first reconnect, in a relay's 431.
+            ServerMessage::Welcome { resume, .. }
+                if resume.len() > MAX_RESUME || !resume.bytes().all(|b| b.is_ascii_graphic()) =>
+            {
+                Err(ConnectError::BadWelcome(format!(
+                    "a resume secret that cannot be sent back ({})",
+                    portpreview_shared::text::counted(resume.len(), "byte", "bytes")
+                )))
+            }
             ServerMessage::Welcome {
                 name,
                 public_url,
@@ -567,6 +584,9 @@ const MAX_QUOTED: usize = 500;
 /// Longest public URL a welcome may give: a real one is a scheme, a host
 /// and a name.
 const MAX_PUBLIC_URL: usize = 2048;
+
+/// Longest resume secret a welcome may give: a relay's is 32 characters.
+const MAX_RESUME: usize = 256;
 
 /// A reason the relay sent, as long as an error line repeats it.
 pub(super) fn shown_reason(reason: &str) -> String {
@@ -879,6 +899,29 @@ mod tests {
         assert!(err.to_string().contains("relay shutting down"), "{err}");
     }
 
+    /// A relay reached that answers the hello with a frame no WebSocket
+    /// peer may send is not "unreachable", and is not tried again.
+    #[tokio::test]
+    async fn a_relay_breaking_the_websocket_protocol_is_told_as_such() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let address = listener.local_addr().expect("address");
+        let relay = async {
+            let mut socket = hello_read(&listener).await;
+            // A final frame of opcode 3, which RFC 6455 reserves.
+            let _ = tokio::io::AsyncWriteExt::write_all(socket.get_mut(), &[0x83, 0x00]).await;
+            socket
+        };
+        let options = plain(address);
+        let (_socket, attempt) = tokio::join!(relay, connect(&options));
+        let err = attempt.expect_err("no tunnel from a relay breaking the protocol");
+        assert!(err.is_fatal(), "{err:?}");
+        assert!(
+            err.to_string()
+                .starts_with("the relay's answer to the hello cannot be used: it broke the WebSocket protocol: "),
+            "{err}"
+        );
+    }
+
     /// A relay's welcome is printed and partly sent back: one whose name
     /// is no tunnel name, or that speaks another protocol, is refused in
     /// words, its bytes escaped.
@@ -942,6 +985,24 @@ mod tests {
                     resume: "r".into(),
                 },
                 format!("\"http://fake.example/{}…\"", "a".repeat(MAX_QUOTED - 21)),
+            ),
+            (
+                ServerMessage::Welcome {
+                    protocol: PROTOCOL_VERSION,
+                    name: "calm-otter".into(),
+                    public_url: "http://fake.example/t/calm-otter".into(),
+                    resume: "r".repeat(100_000),
+                },
+                "a resume secret that cannot be sent back (100000 bytes)".to_owned(),
+            ),
+            (
+                ServerMessage::Welcome {
+                    protocol: PROTOCOL_VERSION,
+                    name: "calm-otter".into(),
+                    public_url: "http://fake.example/t/calm-otter".into(),
+                    resume: "with a space".into(),
+                },
+                "a resume secret that cannot be sent back (12 bytes)".to_owned(),
             ),
             (
                 ServerMessage::Refused {
