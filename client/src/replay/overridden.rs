@@ -54,7 +54,8 @@ pub fn edits_not_sent(request: &NewDelivery, opts: &ReplayOptions) -> Vec<String
         if hop.drops(name) {
             lines.push(format!(
                 "the {name} header given with --header is not sent: a hop-by-hop header describes one \
-                 connection, and no attempt replays it"
+                 connection, and no attempt replays it{}",
+                recorded_ones_named(request, opts, name, value)
             ));
         } else if !sends(&signed.headers, name, value) {
             lines.push(format!(
@@ -90,6 +91,28 @@ pub fn edits_not_sent(request: &NewDelivery, opts: &ReplayOptions) -> Vec<String
         }
     }
     lines
+}
+
+/// What else a `--header Connection: …` leaves out: the recorded headers it
+/// names (those given with `--header` have lines of their own).
+fn recorded_ones_named(request: &NewDelivery, opts: &ReplayOptions, name: &str, value: &str) -> String {
+    if !name.eq_ignore_ascii_case("connection") {
+        return String::new();
+    }
+    let named: Vec<&str> = (value.split(',').map(str::trim))
+        .filter(|named| provider::header(&request.request_headers, named).is_some())
+        .filter(|named| {
+            !opts
+                .add_headers
+                .iter()
+                .any(|(added, _)| added.eq_ignore_ascii_case(named))
+        })
+        .collect();
+    match named.as_slice() {
+        [] => String::new(),
+        [one] => format!("; nor is the recorded {one} header it names"),
+        many => format!("; nor are the recorded {} headers it names", many.join(", ")),
+    }
 }
 
 /// Whether `headers` carry `name: value`, among all the values of `name`:
@@ -237,5 +260,27 @@ mod tests {
             lines[2].starts_with("the X-Trace header"),
             "named by Connection: {lines:?}"
         );
+    }
+
+    #[test]
+    fn recorded_headers_an_added_connection_names_are_said_to_stay_behind() {
+        let unsigned = |connection: &str| ReplayOptions {
+            resign: false,
+            secret: None,
+            ..resigned(&[("Connection", connection)], &[])
+        };
+        let lines = edits_not_sent(&stripe(), &unsigned("X-Keep"));
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].ends_with("no attempt replays it; nor is the recorded X-Keep header it names"),
+            "{lines:?}"
+        );
+        let lines = edits_not_sent(&stripe(), &unsigned("x-keep, Stripe-Signature, x-absent"));
+        assert!(
+            lines[0].ends_with("; nor are the recorded x-keep, Stripe-Signature headers it names"),
+            "{lines:?}"
+        );
+        let lines = edits_not_sent(&stripe(), &unsigned("close"));
+        assert!(lines[0].ends_with("no attempt replays it"), "{lines:?}");
     }
 }
