@@ -24,9 +24,10 @@ pub fn rfc3339_ms(ms: i64) -> String {
 /// `1.2 s`. Tenths below 10 ms, where a local handler's answers fall and
 /// a whole number would read `0 ms`.
 pub fn short_duration(ms: f64) -> String {
-    if ms < 10.0 {
+    // Bounds as the figure rounds: 9.96 reads 10 ms, and 999.7 reads 1.0 s.
+    if ms < 9.95 {
         format!("{ms:.1} ms")
-    } else if ms < 1000.0 {
+    } else if ms < 999.5 {
         format!("{ms:.0} ms")
     } else {
         format!("{:.1} s", ms / 1000.0)
@@ -119,8 +120,10 @@ mod tests {
 
     #[test]
     fn a_sub_millisecond_answer_is_not_shown_as_none() {
-        let shown: Vec<String> = [0.331, 9.96, 14.2, 999.4, 1234.0].map(short_duration).into();
-        assert_eq!(shown, ["0.3 ms", "10.0 ms", "14 ms", "999 ms", "1.2 s"]);
+        let shown: Vec<String> = [0.331, 9.94, 9.96, 14.2, 999.4, 999.994, 1234.0]
+            .map(short_duration)
+            .into();
+        assert_eq!(shown, ["0.3 ms", "9.9 ms", "10 ms", "14 ms", "999 ms", "1.0 s", "1.2 s"]);
     }
 
     #[test]
