@@ -150,6 +150,76 @@ async fn a_handler_that_answered_before_and_then_closes_unanswered_is_said_to_ha
     );
 }
 
+/// Reads one request from a kept-alive connection: its head and the body
+/// its Content-Length declares. `None` once the connection ends.
+async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<String> {
+    let mut request = Vec::new();
+    let mut buf = [0; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&request).into_owned();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length = (text[..end].lines())
+                .find_map(|line| {
+                    line.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(str::to_owned)
+                })
+                .and_then(|value| value.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            if request.len() >= end + 4 + length {
+                return Some(text);
+            }
+        }
+        let read = tokio::io::AsyncReadExt::read(socket, &mut buf).await.ok()?;
+        if read == 0 {
+            return None;
+        }
+        request.extend_from_slice(&buf[..read]);
+    }
+}
+
+/// Most handlers keep connections alive: one that crashes on a request
+/// written on a kept connection is said to have perhaps crashed too.
+#[tokio::test]
+async fn a_handler_crashing_on_a_kept_alive_connection_is_said_to_have_perhaps_crashed() {
+    let relay = TestRelay::start().await;
+    let handler = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let port = handler.local_addr().expect("its address").port();
+    let _serving = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+        while let Ok((mut socket, _)) = handler.accept().await {
+            tokio::spawn(async move {
+                while let Some(request) = read_request(&mut socket).await {
+                    if request.contains("poison") {
+                        return;
+                    }
+                    let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+                    if tokio::io::AsyncWriteExt::write_all(&mut socket, ok).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    }));
+    let target = format!("http://127.0.0.1:{port}");
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &target).await;
+    for _ in 0..2 {
+        let reply = caller::post(&tunnel.url("/hook"), "{}").await;
+        assert_eq!((reply.status, reply.text()), (200, "ok".to_string()));
+        let _ = tunnel.next_delivery().await;
+    }
+
+    let reply = caller::post(&tunnel.url("/hook"), "poison").await;
+    let hint = "(it closed the connection before answering: a handler that crashed on the request does that \
+                (see its log))";
+    assert_eq!(reply.status, 502, "{}", reply.text());
+    assert!(reply.text().trim_end().ends_with(hint), "{}", reply.text());
+    let (summary, _) = tunnel.next_delivery().await;
+    assert!(
+        summary.error.as_deref().is_some_and(|e| e.ends_with(hint)),
+        "{summary:?}"
+    );
+}
+
 /// An `https://` target on a port that takes every connection and never
 /// says a word (a stuck handler), until the handle is dropped.
 async fn silent_port() -> (String, tokio_util::task::AbortOnDropHandle<()>) {

@@ -208,11 +208,6 @@ impl Forwarder {
     }
 
     async fn send_on_a_connection(&self, request: Request<LocalBody>) -> Result<Response<Incoming>, ForwardError> {
-        let failed = |error| ForwardError::Http {
-            target: self.target.to_string(),
-            error,
-            hint: None,
-        };
         let (mut fresh, request) = match self.take_idle() {
             Some(mut kept) => match kept.try_send_request(request).await {
                 Ok(response) => {
@@ -225,7 +220,7 @@ impl Forwarder {
                 // keeps delivery at most once.
                 Err(mut err) => match err.take_message() {
                     Some(unsent) => (Box::pin(self.connect()).await?, unsent),
-                    None => return Err(failed(err.into_error())),
+                    None => return Err(self.kept_answer_failed(err.into_error())),
                 },
             },
             // Boxed: connecting (a TLS handshake perhaps) needs far more
@@ -242,6 +237,21 @@ impl Forwarder {
         self.answered_once.store(true, Ordering::Relaxed);
         self.put_idle(fresh.sender);
         Ok(response)
+    }
+
+    /// The error for a request written on a kept-alive connection, with a
+    /// hint when the handler closed the connection instead of answering: a
+    /// handler crashing on the request does that. One closing an idle
+    /// connection closes it before the request is written, and the request
+    /// goes again on a new one.
+    fn kept_answer_failed(&self, error: hyper::Error) -> ForwardError {
+        let hint =
+            crate::local_tls::closed_unanswered(&error).then(|| format!(" ({})", crate::local_tls::CLOSED_UNANSWERED));
+        ForwardError::Http {
+            target: self.target.to_string(),
+            error,
+            hint,
+        }
     }
 
     /// The error for a fresh connection's first request, with a hint when

@@ -196,8 +196,7 @@ fn handshake_error(error: io::Error) -> TlsError {
 /// closed or reset the connection before sending a byte, as Node and
 /// Kestrel do, and as a handler that crashed on the request does too. A
 /// connection that has answered before is never read this way: a
-/// kept-alive one closed between requests says nothing of its scheme, nor
-/// whether the handler crashed.
+/// kept-alive one closed between requests says nothing of its scheme.
 pub fn tls_sign(scheme: Scheme, error: &hyper::Error, first_byte: &FirstByte) -> Option<TlsSign> {
     if scheme != Scheme::Http {
         return None;
@@ -205,7 +204,7 @@ pub fn tls_sign(scheme: Scheme, error: &hyper::Error, first_byte: &FirstByte) ->
     match first_byte.get() {
         // Change cipher spec, alert, handshake, application data.
         Some(byte) => (error.is_parse() && (0x14..=0x17).contains(&byte)).then_some(TlsSign::Answered),
-        None => (error.is_incomplete_message() || closed_abruptly(error)).then_some(TlsSign::Closed),
+        None => closed_unanswered(error).then_some(TlsSign::Closed),
     }
 }
 
@@ -255,6 +254,12 @@ pub fn tls_reason(error: &hyper::Error) -> Option<String> {
         cause = inner.source();
     }
     None
+}
+
+/// Whether the handler closed the connection, or reset it, where its
+/// answer was due.
+pub fn closed_unanswered(error: &hyper::Error) -> bool {
+    error.is_incomplete_message() || closed_abruptly(error)
 }
 
 fn closed_abruptly(error: &hyper::Error) -> bool {

@@ -123,7 +123,10 @@ mod tests {
         let shown: Vec<String> = [0.331, 9.94, 9.96, 14.2, 999.4, 999.994, 1234.0]
             .map(short_duration)
             .into();
-        assert_eq!(shown, ["0.3 ms", "9.9 ms", "10 ms", "14 ms", "999 ms", "1.0 s", "1.2 s"]);
+        assert_eq!(
+            shown,
+            ["0.3 ms", "9.9 ms", "10 ms", "14 ms", "999 ms", "1.0 s", "1.2 s"]
+        );
     }
 
     #[test]
