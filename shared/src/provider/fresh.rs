@@ -243,12 +243,17 @@ fn renew(provider: Provider, headers: &mut Vec<Header>, body: &mut Vec<u8>) -> R
         Stripe => renew_body(provider, body, &["id"], format!("evt_{}", ids::alnum(24))),
         Github => Ok(renew_headers(headers, &["x-github-delivery"], &ids::uuid())),
         Shopify => {
-            renew_optional(headers, &["x-shopify-event-id", "shopify-event-id"], &ids::uuid());
-            Ok(renew_headers(
-                headers,
-                &["x-shopify-webhook-id", "shopify-webhook-id"],
-                &ids::uuid(),
-            ))
+            const WEBHOOK_ID: [&str; 2] = ["x-shopify-webhook-id", "shopify-webhook-id"];
+            const EVENT_ID: [&str; 2] = ["x-shopify-event-id", "shopify-event-id"];
+            // A delivery known by its event ID alone stays so: a webhook ID
+            // added to it would be a header it never had.
+            let by_event = !WEBHOOK_ID.iter().any(|name| has_header(headers, name))
+                && EVENT_ID.iter().any(|name| has_header(headers, name));
+            if by_event {
+                return Ok(renew_headers(headers, &EVENT_ID, &ids::uuid()));
+            }
+            renew_optional(headers, &EVENT_ID, &ids::uuid());
+            Ok(renew_headers(headers, &WEBHOOK_ID, &ids::uuid()))
         }
         StandardWebhooks => Ok(renew_headers(
             headers,

@@ -75,6 +75,15 @@ fn header_keyed_providers_get_new_header_ids() {
         header(&h, "x-shopify-event-id").unwrap(),
         b"98880550-7158-44d4-b7cd-2c97c8a091b5"
     );
+    let events_webhook = vec![
+        Header::new("shopify-topic", "orders/create"),
+        Header::new("shopify-event-id", "e-1"),
+    ];
+    let (h, _) = assert_fresh(Provider::Shopify, events_webhook, b"{}".to_vec());
+    assert!(
+        header(&h, "x-shopify-webhook-id").is_none() && header(&h, "shopify-webhook-id").is_none(),
+        "known by its event ID alone, it gets no webhook ID"
+    );
     let (h, _) = assert_fresh(
         Provider::StandardWebhooks,
         vector_request("standard_webhooks").0,
