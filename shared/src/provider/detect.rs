@@ -13,6 +13,8 @@ use crate::message::Header;
 pub(crate) struct Body<'a> {
     raw: &'a [u8],
     json: OnceCell<Option<Value>>,
+    /// Only the start of the body: it was stored cut short.
+    cut: bool,
 }
 
 impl<'a> Body<'a> {
@@ -20,6 +22,24 @@ impl<'a> Body<'a> {
         Self {
             raw,
             json: OnceCell::new(),
+            cut: false,
+        }
+    }
+
+    /// The start of a body cut short.
+    pub(crate) fn start(raw: &'a [u8]) -> Self {
+        Self {
+            cut: true,
+            ..Self::new(raw)
+        }
+    }
+
+    /// Byte range of the value at `tokens`, found without parsing the whole
+    /// body; in a body cut short, as far as its start shows.
+    pub(crate) fn span(&self, tokens: &[String]) -> Option<std::ops::Range<usize>> {
+        match self.cut {
+            true => super::pointer::span_in_start(self.raw, tokens),
+            false => super::pointer::span(self.raw, tokens),
         }
     }
 

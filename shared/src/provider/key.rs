@@ -60,6 +60,15 @@ pub fn event_key(headers: &[Header], body: &[u8], key_fields: &[String]) -> Even
     key_from(detect_in(headers, &body), headers, &body, key_fields)
 }
 
+/// Works out the event key of a delivery whose body was stored cut short,
+/// from the start that was kept: the provider's event ID when the start
+/// holds it (a Stripe event's `id` comes first), as [`event_key`] finds it
+/// otherwise.
+pub fn event_key_of_start(headers: &[Header], start: &[u8], key_fields: &[String]) -> EventKey {
+    let body = Body::start(start);
+    key_from(detect_in(headers, &body), headers, &body, key_fields)
+}
+
 /// Works out again the key of a delivery recorded from `provider` with a
 /// key made as `source` says, after its request was edited: by that
 /// provider whether or not the request still shows it (a replay that
@@ -147,7 +156,8 @@ fn from_body(body: &Body<'_>, path: &[&str]) -> Option<(String, String)> {
         Some(json) => pointer::get(json, &tokens)?,
         // Locating one value in the bytes costs far less than parsing the
         // whole body into a tree; the full parse stays the fallback.
-        None => match pointer::span(body.raw(), &tokens)
+        None => match body
+            .span(&tokens)
             .and_then(|r| body.raw().get(r))
             .and_then(|v| serde_json::from_slice::<Value>(v).ok())
         {
@@ -162,7 +172,7 @@ fn from_body(body: &Body<'_>, path: &[&str]) -> Option<(String, String)> {
         Value::String(s) => usable(s)?.to_owned(),
         // As written when parsing changed it: two IDs past 64 bits would
         // otherwise read as one float.
-        Value::Number(n) => match pointer::span(body.raw(), &tokens).and_then(|r| body.raw().get(r)) {
+        Value::Number(n) => match body.span(&tokens).and_then(|r| body.raw().get(r)) {
             Some(written) if !inexact::numbers(written, &[]).is_empty() => {
                 usable(std::str::from_utf8(written).ok()?)?.to_owned()
             }

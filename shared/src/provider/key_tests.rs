@@ -223,6 +223,34 @@ fn gitlab_falls_back_to_webhook_uuid() {
     );
 }
 
+/// A large event stored cut short keeps its provider ID when the start
+/// holds it; a start without one is keyed by what was kept.
+#[test]
+fn a_body_cut_short_is_keyed_by_the_id_its_start_holds() {
+    let stripe = [Header::new("stripe-signature", "t=1,v1=x")];
+    let body = format!(
+        r#"{{"id": "evt_big", "object": "event", "data": {{"lines": "{}"}}, "id_later": 1}}"#,
+        "x".repeat(1000)
+    );
+    for cut_at in [40, 200, body.len() - 3] {
+        expect(
+            event_key_of_start(&stripe, &body.as_bytes()[..cut_at], &[]),
+            Provider::Stripe,
+            "evt_big",
+            "body:/id",
+        );
+    }
+    // The ID itself cut: no ID, and no trust in half of one.
+    let half = event_key_of_start(&stripe, &body.as_bytes()[..12], &[]);
+    assert_eq!(half.source, "sha256:body");
+    // A whole body is read as before: a body that does not parse is not
+    // searched as a start.
+    assert_eq!(event_key(&stripe, &body.as_bytes()[..200], &[]).source, "sha256:body");
+    // The last of a repeated ID before the cut, as for a whole body.
+    let twice = br#"{"id": "evt_a", "id": "evt_b", "data": {"#;
+    assert_eq!(event_key_of_start(&stripe, twice, &[]).key, "evt_b");
+}
+
 #[test]
 fn shopify_without_its_webhook_id_is_keyed_by_its_event_id() {
     let h = [

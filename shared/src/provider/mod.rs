@@ -24,7 +24,7 @@ mod test_vectors;
 
 pub use detect::detect;
 pub use fresh::{fresh_identity, fresh_key_source, FreshError};
-pub use key::{event_key, event_key_again, event_scope, key_fields_of, EventKey};
+pub use key::{event_key, event_key_again, event_key_of_start, event_scope, key_fields_of, EventKey};
 pub use sign::{carries_signature, resign, signs_alike, token_only, with_twilio_body_hash, SignError};
 pub use signature_age::{signature_tolerance, signed_at};
 

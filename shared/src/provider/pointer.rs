@@ -112,10 +112,17 @@ pub(crate) fn replace(body: &mut Vec<u8>, tokens: &[String], new: &Value) -> Res
 /// Byte range of the value at `tokens` in valid JSON `body`. Like serde, a
 /// repeated key means its last occurrence.
 pub(crate) fn span(body: &[u8], tokens: &[String]) -> Option<Range<usize>> {
-    find(body, 0, tokens)
+    find(body, 0, tokens, true)
 }
 
-fn find(b: &[u8], at: usize, tokens: &[String]) -> Option<Range<usize>> {
+/// Byte range of the value at `tokens` in the start of a JSON body cut
+/// short: the last occurrence of a key before the cut, whose value must
+/// end before it.
+pub(crate) fn span_in_start(start: &[u8], tokens: &[String]) -> Option<Range<usize>> {
+    find(start, 0, tokens, false)
+}
+
+fn find(b: &[u8], at: usize, tokens: &[String], whole: bool) -> Option<Range<usize>> {
     let at = skip_ws(b, at);
     let Some((tok, rest)) = tokens.split_first() else {
         return Some(at..value_end(b, at)?);
@@ -127,8 +134,12 @@ fn find(b: &[u8], at: usize, tokens: &[String]) -> Option<Range<usize>> {
                 return None;
             }
             let mut found = None;
-            loop {
-                let key_end = string_end(b, i)?;
+            // Whether the members ran to the object's end; in a body cut
+            // short they may end at the cut, and what came before it stands.
+            let ended = loop {
+                let Some(key_end) = string_end(b, i) else {
+                    break false;
+                };
                 let key = b.get(i..key_end)?;
                 let matches = if key.contains(&b'\\') {
                     serde_json::from_slice::<String>(key).ok()? == *tok
@@ -137,20 +148,26 @@ fn find(b: &[u8], at: usize, tokens: &[String]) -> Option<Range<usize>> {
                 };
                 i = skip_ws(b, key_end);
                 if b.get(i) != Some(&b':') {
-                    return None;
+                    break false;
                 }
                 let value_start = skip_ws(b, i + 1);
                 if matches {
                     found = Some(value_start);
                 }
-                i = skip_ws(b, value_end(b, value_start)?);
-                match b.get(i)? {
-                    b',' => i = skip_ws(b, i + 1),
-                    b'}' => break,
-                    _ => return None,
+                let Some(value_end) = value_end(b, value_start) else {
+                    break false;
+                };
+                i = skip_ws(b, value_end);
+                match b.get(i) {
+                    Some(b',') => i = skip_ws(b, i + 1),
+                    Some(b'}') => break true,
+                    _ => break false,
                 }
+            };
+            if !ended && whole {
+                return None;
             }
-            find(b, found?, rest)
+            find(b, found?, rest, whole)
         }
         b'[' => {
             let wanted = index(tok)?;
@@ -165,7 +182,7 @@ fn find(b: &[u8], at: usize, tokens: &[String]) -> Option<Range<usize>> {
             if b.get(i) == Some(&b']') {
                 return None;
             }
-            find(b, i, rest)
+            find(b, i, rest, whole)
         }
         _ => None,
     }

@@ -9,7 +9,7 @@
 //! lock taken, the disk full, the process killed) resumes after the last
 //! batch instead of moving anything twice.
 
-use portpreview_shared::provider::event_key;
+use portpreview_shared::provider::{event_key, event_key_of_start};
 
 use crate::store::inbox::{self, Orphan};
 use crate::store::{NewDelivery, Outcome, Store, StoreError};
@@ -136,7 +136,13 @@ pub(super) fn identify(delivery: &mut NewDelivery, key_fields: &[String]) {
     }
     // The body is untrusted: should detection ever panic on it, that one
     // delivery goes without a key rather than the writer thread dying.
-    let detect = || event_key(&delivery.request_headers, &delivery.request_body, key_fields);
+    // A body stored cut short keys by what its start holds: a provider ID
+    // that comes first, as a Stripe event's does, still names the event.
+    let cut = (delivery.request_body.len() as u64) < delivery.request_body_size;
+    let detect = || match cut {
+        true => event_key_of_start(&delivery.request_headers, &delivery.request_body, key_fields),
+        false => event_key(&delivery.request_headers, &delivery.request_body, key_fields),
+    };
     let Ok(key) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(detect)) else {
         // The query may hold a token: it is masked as on screen.
         let path = crate::render::mask::shown_path(&delivery.path, false);

@@ -695,6 +695,33 @@ mod tests {
         let again = recorded(&recorder, &mut reported, d).await;
         assert_eq!(again.delivery_count, 2, "a redelivery is the 2nd delivery of its event");
     }
+
+    /// A large Stripe event stored cut short (beside large uploads) is
+    /// counted with its retry, which arrived whole.
+    #[tokio::test]
+    async fn a_body_stored_cut_short_keeps_the_event_id_its_start_holds() {
+        let dir = ScratchDir::new("recorder-identify-cut");
+        let (recorder, _handle, mut reported) = start(&dir.0.join("history.db"));
+        let body = format!(
+            r#"{{"id": "evt_large", "object": "event", "lines": "{}"}}"#,
+            "x".repeat(200_000)
+        );
+        let mut whole = delivery("", "/webhooks/stripe");
+        whole.provider = None;
+        whole.event_key_source.clear();
+        whole.request_headers = vec![portpreview_shared::Header::new("stripe-signature", "t=1,v1=x")];
+        whole.request_body = body.clone().into_bytes();
+        whole.request_body_size = body.len() as u64;
+        let mut cut = whole.clone();
+        cut.request_body.truncate(65_536);
+        let first = recorded(&recorder, &mut reported, cut).await;
+        assert_eq!(
+            (first.event_key.as_str(), first.event_key_source.as_str()),
+            ("evt_large", "body:/id")
+        );
+        let retry = recorded(&recorder, &mut reported, whole).await;
+        assert_eq!((retry.event_key.as_str(), retry.delivery_count), ("evt_large", 2));
+    }
     #[tokio::test]
     async fn deliveries_recorded_while_another_process_holds_the_lock_are_stored_once_it_lets_go() {
         let dir = ScratchDir::new("recorder-locked");
