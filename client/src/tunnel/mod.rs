@@ -310,7 +310,11 @@ fn wait_at_start(
         return None;
     }
     let waited = held_since.get_or_insert_with(tokio::time::Instant::now).elapsed();
-    (waited + wait <= NAME_HELD_PATIENCE).then_some(wait)
+    // The relay's figure may be any number at all.
+    waited
+        .checked_add(wait)
+        .is_some_and(|done| done <= NAME_HELD_PATIENCE)
+        .then_some(wait)
 }
 
 /// The notice for a start the relay holds back.
@@ -360,6 +364,11 @@ mod tests {
             Some(Duration::from_secs(10))
         );
         assert_eq!(wait_at_start(&held(11), false, &mut since), None, "past patience");
+        assert_eq!(
+            wait_at_start(&held(u64::MAX), false, &mut since),
+            None,
+            "a relay's wait of ages, after a wait"
+        );
     }
 
     #[tokio::test(start_paused = true)]
