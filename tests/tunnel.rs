@@ -1953,6 +1953,67 @@ async fn news_of_a_turned_away_request_is_dated_within_a_day_whatever_the_relay_
     fake_relay.abort();
 }
 
+/// A request whose body is still arriving when the user stops PortPreview
+/// is in the history all the same, as cut off by the stop.
+#[tokio::test]
+async fn a_request_still_uploading_when_the_tunnel_stops_is_recorded() {
+    let (taken, chunk_taken) = tokio::sync::oneshot::channel();
+    let (relay_url, fake_relay) = fake_relay("fake", |mut socket| async move {
+        let head = ServerMessage::RequestHead {
+            stream: 1,
+            method: "POST".into(),
+            target: "/upload".into(),
+            headers: vec![Header::new("content-length", "1000")],
+            end: false,
+        };
+        socket.send(frame_of(head)).await.expect("send");
+        let chunk = codec::encode(&ServerMessage::RequestBody { stream: 1, end: false }, &[b'x'; 100]);
+        socket
+            .send(Message::Binary(chunk.expect("encodes").into()))
+            .await
+            .expect("send");
+        let mut taken = Some(taken);
+        while let Some(Ok(frame)) = socket.next().await {
+            // The client grants credit back once it has taken the chunk.
+            if let Message::Binary(frame) = frame {
+                if let Ok((ClientMessage::Window { stream: 1, .. }, _)) = codec::decode::<ClientMessage>(frame) {
+                    if let Some(taken) = taken.take() {
+                        let _ = taken.send(());
+                    }
+                }
+            }
+        }
+    })
+    .await;
+    let handler = LocalHandler::echo().await;
+    let tunnel = TestTunnel::start(&relay_url, &handler.url()).await;
+    tokio::time::timeout(Duration::from_secs(20), chunk_taken)
+        .await
+        .expect("the client takes the first chunk within 20 s")
+        .expect("the fake relay runs");
+    let db = tunnel.db.clone();
+    let (stopped, _dir) = tunnel.stop_keeping_history().await;
+    stopped.expect("a clean stop");
+    let history = portpreview::store::Store::open_existing(&db).expect("the history");
+    let recorded = history
+        .list(&portpreview::store::ListQuery::default())
+        .expect("the list");
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(recorded[0].path, "/upload");
+    assert!(
+        recorded[0].error.as_deref() == Some("PortPreview was stopped before the answer came; it was not forwarded"),
+        "{recorded:?}"
+    );
+    let stored = history.get(recorded[0].id).expect("read").expect("the delivery");
+    assert_eq!(
+        (stored.request.request_body.len(), stored.request.request_body_size),
+        (100, 1000),
+        "stored cut short"
+    );
+    assert!(handler.requests().is_empty(), "never forwarded");
+    fake_relay.abort();
+}
+
 /// A relay that sends a request's head, then a frame no relay may send
 /// (the same stream opened again), and drops the connection: the delivery
 /// is recorded as ended with the connection, not as a caller gone.

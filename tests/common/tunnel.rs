@@ -57,7 +57,8 @@ pub struct TestTunnel {
     shutdown: CancellationToken,
     task: Option<JoinHandle<Result<(), ConnectError>>>,
     recorder: Option<RecorderHandle>,
-    _dir: tempfile::TempDir,
+    /// The folder of its history, removed with the tunnel.
+    dir: Option<tempfile::TempDir>,
 }
 
 impl TestTunnel {
@@ -118,7 +119,7 @@ impl TestTunnel {
             shutdown,
             task: Some(task),
             recorder: Some(handle),
-            _dir: dir,
+            dir: Some(dir),
         })
     }
 
@@ -160,6 +161,13 @@ impl TestTunnel {
                 return (summary, delivery_number);
             }
         }
+    }
+
+    /// Stops the tunnel as [`Self::stop`] does, and keeps the folder of its
+    /// history to read after the stop.
+    pub async fn stop_keeping_history(mut self) -> (Result<(), ConnectError>, Option<tempfile::TempDir>) {
+        let dir = self.dir.take();
+        (self.stop().await, dir)
     }
 
     /// Stops the tunnel, closing its socket with a reason, flushes the

@@ -12,7 +12,7 @@ use portpreview_shared::sync::lock;
 
 use super::record::{new_delivery, record, record_captured, record_streaming, Streaming};
 use super::request::{build_request, declared_length};
-use super::{Head, Kept, Line, Shared, CUT_SHORT, PART_FORWARDED};
+use super::{Head, Kept, Line, Reading, Shared, CUT_SHORT, PART_FORWARDED};
 use crate::forward::{undefined_status, ForwardError, LocalBody};
 use crate::store::{NewDelivery, Outcome};
 use crate::tunnel::awake::within;
@@ -39,7 +39,16 @@ pub(super) async fn exchange(
 ) -> Outcome {
     let stream = head.stream;
     let started = line.started;
-    let (prefix, stalled) = read_prefix(shared, &mut inflow).await;
+    // Kept outside while the body comes, so that an exchange cut off then
+    // (a stop) still leaves its request to the history.
+    let reading = kept.reading.insert(Reading {
+        head,
+        prefix: Vec::new(),
+    });
+    let stalled = read_prefix(shared, &mut inflow, &mut reading.prefix).await;
+    let Some(Reading { head, prefix }) = kept.reading.take() else {
+        return failure(started, "the request was lost while its body came".into());
+    };
     let buffered = inflow.is_done();
     let declared = declared_length(&head.headers).unwrap_or(0);
     let mut capture = Capture::of(&prefix, declared, shared.keep());
@@ -108,10 +117,9 @@ pub(super) async fn exchange(
     .await
 }
 
-/// Reads the request body until [`BUFFERED_BODY`] bytes have come, or all
-/// of it; says too whether it stalled on the way.
-async fn read_prefix(shared: &Shared, inflow: &mut Inflow) -> (Vec<Bytes>, bool) {
-    let mut prefix = Vec::new();
+/// Reads the request body into `prefix` until [`BUFFERED_BODY`] bytes have
+/// come, or all of it; says whether it stalled on the way.
+async fn read_prefix(shared: &Shared, inflow: &mut Inflow, prefix: &mut Vec<Bytes>) -> bool {
     let mut seen = 0;
     while seen < BUFFERED_BODY {
         // Each chunk within the local timeout, as the relay waits for the
@@ -123,10 +131,10 @@ async fn read_prefix(shared: &Shared, inflow: &mut Inflow) -> (Vec<Bytes>, bool)
                 prefix.push(chunk.data);
             }
             Some(None) => break,
-            None => return (prefix, true),
+            None => return true,
         }
     }
-    (prefix, false)
+    false
 }
 
 /// The body the handler reads: whole when it came whole; otherwise what

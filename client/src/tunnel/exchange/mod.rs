@@ -89,6 +89,14 @@ struct Kept {
     /// should the relay end the stream first (the caller hung up, the body
     /// went over the limit), with what the handler had read.
     streaming: Option<Streaming>,
+    /// A request whose body is still coming, before it goes to the handler.
+    reading: Option<Reading>,
+}
+
+/// A request whose body is read before it is forwarded, and what came of it.
+struct Reading {
+    head: Head,
+    prefix: Vec<bytes::Bytes>,
 }
 
 /// What the live display needs of a request, kept apart so the request
@@ -161,8 +169,21 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
         }
         _ => outcome,
     };
+    // Cut off while its body came: it never reached the handler.
+    let outcome = match (&kept.reading, outcome.error) {
+        (Some(_), Some(error)) => failure(line.started, format!("{error}; it was not forwarded")),
+        (_, error) => Outcome { error, ..outcome },
+    };
     if kept.ticket.is_none() {
-        kept.ticket = record_streaming(&shared, &mut kept.streaming).await;
+        kept.ticket = match kept.reading.take() {
+            Some(Reading { head, prefix }) => {
+                let declared = request::declared_length(&head.headers).unwrap_or(0);
+                let capture = crate::tunnel::body::Capture::of(&prefix, declared, shared.keep());
+                let request = record::new_delivery(&shared, head, line.received_at_ms);
+                record::record_captured(&shared, request, capture, declared).await
+            }
+            None => record_streaming(&shared, &mut kept.streaming).await,
+        };
     }
     finish(&shared, line, outcome, kept.ticket).await;
     drop(kept.answer_room);
