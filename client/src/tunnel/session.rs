@@ -636,6 +636,18 @@ fn read_failed(err: tungstenite::Error) -> String {
         tungstenite::Error::Io(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => {
             "the relay's connection was reset".into()
         }
+        // After a sleep the relay has long closed the connection, and the
+        // first write the read flushes says so in the system's words.
+        tungstenite::Error::Io(err)
+            if matches!(
+                err.kind(),
+                std::io::ErrorKind::BrokenPipe
+                    | std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+            ) =>
+        {
+            format!("the relay's connection was closed under it ({err})")
+        }
         err => err.to_string(),
     }
 }

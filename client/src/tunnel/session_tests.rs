@@ -19,6 +19,11 @@ fn a_relay_cut_off_reads_the_same_with_and_without_tls() {
     ));
     assert_eq!(read_failed(tcp), "the relay's connection was reset");
     assert_eq!(read_failed(tls), "the relay's connection was reset");
+    let after_a_sleep = tungstenite::Error::Io(std::io::Error::from_raw_os_error(32));
+    assert_eq!(
+        read_failed(after_a_sleep),
+        "the relay's connection was closed under it (Broken pipe (os error 32))"
+    );
 }
 
 /// A session over an in-memory socket, and the relay's end of it.
