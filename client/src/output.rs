@@ -27,6 +27,10 @@ pub enum LogFormat {
 /// Longest event key shown whole on a line.
 const KEY_WIDTH: usize = 24;
 
+/// Longest method shown whole on a line: HTTP's are a few letters, and any
+/// token is one, as long as a relay sends it.
+const METHOD_WIDTH: usize = 24;
+
 /// Longest path shown whole on a line: a 60 KB query would otherwise
 /// be one line of 60,000 characters. `show` has it whole.
 const PATH_WIDTH: usize = 200;
@@ -195,7 +199,7 @@ pub fn delivery_line(summary: &Summary, delivery_number: i64) -> String {
         _ => line.push_str("#-"),
     }
     line.push_str("  ");
-    line.push_str(&escape_str(&summary.method));
+    line.push_str(&shorten(&escape_str(&summary.method), METHOD_WIDTH));
     line.push(' ');
     line.push_str(&shorten(&escape_str(&shown_path(&summary.path, false)), PATH_WIDTH));
     line.push_str("  ");
@@ -378,6 +382,19 @@ mod tests {
             ..unknown
         };
         assert!(delivery_line(&by_fields, 2).ends_with("  (2nd delivery, same key fields)"));
+    }
+
+    #[test]
+    fn a_very_long_method_is_cut_on_its_line() {
+        let long = Summary {
+            method: "G".repeat(50_000),
+            ..summary()
+        };
+        let line = delivery_line(&long, 1);
+        assert!(
+            line.starts_with(&format!("#12  {}… /webhooks", "G".repeat(23))),
+            "{line:.80}"
+        );
     }
 
     #[test]

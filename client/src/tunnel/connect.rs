@@ -600,7 +600,7 @@ fn relay_reason(response: &tungstenite::http::Response<Option<Vec<u8>>>) -> Stri
         .as_deref()
         .map(String::from_utf8_lossy)
         .unwrap_or_default();
-    portpreview_shared::sanitize::escape_str(body.trim()).into_owned()
+    shorten(&portpreview_shared::sanitize::escape_str(body.trim()), MAX_QUOTED)
 }
 
 #[cfg(test)]

@@ -135,6 +135,20 @@ fn a_409_to_no_name_asked_for_names_none() {
     assert_eq!(err.to_string(), "the relay refused the tunnel: told why (409)");
 }
 
+#[test]
+fn a_refusal_is_quoted_a_line_long() {
+    let page = tungstenite::http::Response::builder()
+        .status(409)
+        .body(Some("held ".repeat(1000).into_bytes()))
+        .expect("response");
+    let options = ConnectOptions {
+        name: Some("hooks".into()),
+        ..local_options()
+    };
+    let err = upgrade_error(tungstenite::Error::Http(Box::new(page)), &options).to_string();
+    assert!(err.chars().count() < MAX_QUOTED + 100, "{} characters", err.len());
+}
+
 /// nginx in front of a relay that is down answers the upgrade with its
 /// own page: told by its status, and not as the relay's words.
 #[test]

@@ -74,7 +74,8 @@ pub(super) fn build_request(
                 headers.append(name, value);
             }
             _ => {
-                tracing::warn!(header = %portpreview_shared::sanitize::escape_str(name), "header dropped: not valid HTTP")
+                let shown = portpreview_shared::text::shorten(&portpreview_shared::sanitize::escape_str(name), 100);
+                tracing::warn!(header = %shown, "header dropped: not valid HTTP");
             }
         }
     }
