@@ -1914,6 +1914,57 @@ fn frame_of(message: ServerMessage) -> Message {
     Message::Binary(codec::encode(&message, b"").expect("encodes").into())
 }
 
+/// Once a tunnel has been served, a page where its relay was (a proxy's,
+/// while the relay behind it restarts) is waited out like any outage, not
+/// the end of the tunnel.
+#[tokio::test]
+async fn a_page_where_the_relay_was_is_waited_out_once_connected() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let welcome = move |name: &str| ServerMessage::Welcome {
+        protocol: PROTOCOL_VERSION,
+        name: name.into(),
+        public_url: format!("http://{addr}/t/{name}"),
+        resume: "r".into(),
+    };
+    let relay = tokio::spawn(async move {
+        // Served, then gone.
+        let (tcp, _) = listener.accept().await.expect("accept");
+        let mut socket = tokio_tungstenite::accept_async(tcp).await.expect("upgrade");
+        let _hello = socket.next().await;
+        socket.send(frame_of(welcome("back"))).await.expect("send");
+        drop(socket);
+        // A maintenance page in its place.
+        let (mut tcp, _) = listener.accept().await.expect("accept");
+        let _ = caller::read_head(&mut tcp).await;
+        let page = "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: 21\r\n\r\n<h1>maintenance</h1>\n";
+        tcp.write_all(page.as_bytes()).await.expect("the page");
+        drop(tcp);
+        // The relay again.
+        let (tcp, _) = listener.accept().await.expect("accept");
+        let mut socket = tokio_tungstenite::accept_async(tcp).await.expect("upgrade");
+        let _hello = socket.next().await;
+        socket.send(frame_of(welcome("back"))).await.expect("send");
+        while socket.next().await.is_some_and(|frame| frame.is_ok()) {}
+    });
+    let handler = LocalHandler::echo().await;
+    let mut tunnel = TestTunnel::start(&format!("http://{addr}"), &handler.url()).await;
+    let mut told = Vec::new();
+    loop {
+        match tunnel.next_event().await {
+            TunnelEvent::Connected { .. } => break,
+            TunnelEvent::Disconnected { reason, .. } => told.push(reason),
+            _ => {}
+        }
+    }
+    assert!(
+        told.iter().any(|reason| reason.contains("is not a PortPreview relay")),
+        "the page is told as it is met: {told:?}"
+    );
+    drop(tunnel);
+    relay.abort();
+}
+
 /// A relay's news of a request it turned away dates the delivery from
 /// the relay's figures, within a day: one that broke the protocol dated
 /// requests to 1970 and gave them a duration of ages.

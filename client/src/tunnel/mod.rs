@@ -270,11 +270,20 @@ async fn serve_until_stopped(
                 let own_name_held = connected_once
                     && matches!(err, ConnectError::NameTaken { .. })
                     && name_held_since.get_or_insert_with(tokio::time::Instant::now).elapsed() < NAME_HELD_PATIENCE;
-                if !own_name_held && (err.is_fatal() || !connected_once) {
+                // A page where the relay was, once it has served this tunnel:
+                // a proxy's while the relay behind it restarts.
+                let page_meanwhile = connected_once && matches!(err, ConnectError::NotARelay { .. });
+                if !own_name_held && !page_meanwhile && (err.is_fatal() || !connected_once) {
                     return Err(err);
                 }
                 failed_tries += 1;
-                err.to_string()
+                match &err {
+                    // Its own name, waited for: no advice to ask for another.
+                    ConnectError::NameTaken { name, why, .. } => {
+                        format!("tunnel name {name:?} is held (409): {why}; asking for it again")
+                    }
+                    _ => err.to_string(),
+                }
             }
         };
         let retry_in = backoff.next_delay();
