@@ -79,7 +79,12 @@ async fn a_plain_target_whose_handler_serves_https_is_pointed_to_https() {
 /// A delivery through `tunnel` gets a 502 that gives `hint`, and is
 /// recorded with it.
 async fn fails_with_hint(tunnel: &mut TestTunnel, hint: &str) {
-    let reply = caller::post(&tunnel.url("/hook"), "{}").await;
+    fails_on_with_hint(tunnel, "{}", hint).await;
+}
+
+/// As [`fails_with_hint`], for a delivery of `body`.
+async fn fails_on_with_hint(tunnel: &mut TestTunnel, body: &'static str, hint: &str) {
+    let reply = caller::post(&tunnel.url("/hook"), body).await;
     assert_eq!(reply.status, 502, "{}", reply.text());
     assert!(reply.text().contains(hint), "{}", reply.text());
     let (summary, _) = tunnel.next_delivery().await;
@@ -112,6 +117,11 @@ async fn a_handler_that_closes_before_answering_is_not_said_to_serve_https_alone
     fails_with_hint(&mut tunnel, &hint).await;
 }
 
+/// The hint for a handler that has answered before and closes instead of
+/// answering: nothing about HTTPS.
+const CRASHED: &str = "(it closed the connection before answering: a handler that crashed on the request does that \
+                       (see its log))";
+
 /// A handler that has answered before and crashes on one request is still
 /// said to have perhaps crashed, and no longer to perhaps serve HTTPS.
 #[tokio::test]
@@ -138,16 +148,7 @@ async fn a_handler_that_answered_before_and_then_closes_unanswered_is_said_to_ha
     assert_eq!((reply.status, reply.text()), (200, "ok".to_string()));
     let _ = tunnel.next_delivery().await;
 
-    let reply = caller::post(&tunnel.url("/hook"), "poison").await;
-    let hint = "(it closed the connection before answering: a handler that crashed on the request does that \
-                (see its log))";
-    assert!(reply.text().trim_end().ends_with(hint), "{}", reply.text());
-    assert_eq!(reply.status, 502);
-    let (summary, _) = tunnel.next_delivery().await;
-    assert!(
-        summary.error.as_deref().is_some_and(|e| e.ends_with(hint)),
-        "{summary:?}"
-    );
+    fails_on_with_hint(&mut tunnel, "poison", CRASHED).await;
 }
 
 /// Reads one request from a kept-alive connection: its head and the body
@@ -208,16 +209,7 @@ async fn a_handler_crashing_on_a_kept_alive_connection_is_said_to_have_perhaps_c
         let _ = tunnel.next_delivery().await;
     }
 
-    let reply = caller::post(&tunnel.url("/hook"), "poison").await;
-    let hint = "(it closed the connection before answering: a handler that crashed on the request does that \
-                (see its log))";
-    assert_eq!(reply.status, 502, "{}", reply.text());
-    assert!(reply.text().trim_end().ends_with(hint), "{}", reply.text());
-    let (summary, _) = tunnel.next_delivery().await;
-    assert!(
-        summary.error.as_deref().is_some_and(|e| e.ends_with(hint)),
-        "{summary:?}"
-    );
+    fails_on_with_hint(&mut tunnel, "poison", CRASHED).await;
 }
 
 /// An `https://` target on a port that takes every connection and never
