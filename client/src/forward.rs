@@ -24,6 +24,9 @@ pub type LocalBody = BoxBody<Bytes, std::io::Error>;
 /// Connections kept for reuse: as many as the relay lets one tunnel have in
 /// flight, so steady concurrency never opens a connection per request.
 const MAX_IDLE: usize = 256;
+/// A kept connection unused this long before a request may have met the
+/// handler's own idle close on its way: none closes sooner.
+const MAY_BE_IDLE_CLOSED: Duration = Duration::from_millis(100);
 /// How long connecting to the local target may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// A kept connection unused this long is closed. Many small handlers
@@ -209,7 +212,7 @@ impl Forwarder {
 
     async fn send_on_a_connection(&self, request: Request<LocalBody>) -> Result<Response<Incoming>, ForwardError> {
         let (mut fresh, request) = match self.take_idle() {
-            Some(mut kept) => match kept.try_send_request(request).await {
+            Some((mut kept, last_used)) => match kept.try_send_request(request).await {
                 Ok(response) => {
                     self.put_idle(kept);
                     return Ok(response);
@@ -220,7 +223,7 @@ impl Forwarder {
                 // keeps delivery at most once.
                 Err(mut err) => match err.take_message() {
                     Some(unsent) => (Box::pin(self.connect()).await?, unsent),
-                    None => return Err(self.kept_answer_failed(err.into_error())),
+                    None => return Err(self.kept_answer_failed(err.into_error(), last_used.elapsed())),
                 },
             },
             // Boxed: connecting (a TLS handshake perhaps) needs far more
@@ -239,14 +242,21 @@ impl Forwarder {
         Ok(response)
     }
 
-    /// The error for a request written on a kept-alive connection, with a
-    /// hint when the handler closed the connection instead of answering: a
-    /// handler crashing on the request does that. One closing an idle
-    /// connection closes it before the request is written, and the request
-    /// goes again on a new one.
-    fn kept_answer_failed(&self, error: hyper::Error) -> ForwardError {
-        let hint =
-            crate::local_tls::closed_unanswered(&error).then(|| format!(" ({})", crate::local_tls::CLOSED_UNANSWERED));
+    /// The error for a request written on a kept-alive connection last used
+    /// `unused` ago, with a hint when the handler closed the connection
+    /// instead of answering: a handler crashing on the request does that.
+    /// So does one closing connections left unused for less than that
+    /// (most wait seconds, longer than they are kept here), when its close
+    /// crossed the request on its way.
+    fn kept_answer_failed(&self, error: hyper::Error, unused: Duration) -> ForwardError {
+        let hint = crate::local_tls::closed_unanswered(&error).then(|| match unused >= MAY_BE_IDLE_CLOSED {
+            true => format!(
+                " ({}, or one that closes a connection left unused as long as this one was, {})",
+                crate::local_tls::CLOSED_UNANSWERED,
+                crate::time::short_duration(unused.as_secs_f64() * 1000.0)
+            ),
+            false => format!(" ({})", crate::local_tls::CLOSED_UNANSWERED),
+        });
         ForwardError::Http {
             target: self.target.to_string(),
             error,
@@ -279,13 +289,15 @@ impl Forwarder {
         }
     }
 
-    fn take_idle(&self) -> Option<SendRequest<LocalBody>> {
+    /// A ready kept connection, and when its last request was sent on it.
+    fn take_idle(&self) -> Option<(SendRequest<LocalBody>, Instant)> {
         let mut idle = lock(&self.idle);
         // A closed connection is never ready, and the look every
         // IDLE_CHECK lets it go: sweeping the pool here as well cost a
         // pass over every kept connection on every request.
         let ready = idle.iter().position(|kept| kept.sender.is_ready())?;
-        Some(idle.swap_remove(ready).sender)
+        let kept = idle.swap_remove(ready);
+        Some((kept.sender, kept.since))
     }
 
     /// A sender goes back at once: it turns ready again when its answer has
