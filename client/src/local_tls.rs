@@ -208,8 +208,9 @@ pub fn tls_sign(scheme: Scheme, error: &hyper::Error, first_byte: &FirstByte) ->
     }
 }
 
-/// What a fresh connection closed before a byte of answer says: once the
-/// handler has answered in plain HTTP, the whole of it.
+/// What a connection the handler closed where its answer was due says of
+/// it. Until the handler has answered once, a fresh connection's hint
+/// goes on to name HTTPS too ([`TlsSign::hint`]).
 pub const CLOSED_UNANSWERED: &str =
     "it closed the connection before answering: a handler that crashed on the request does that (see its log)";
 

@@ -535,7 +535,6 @@ fn upgrade_error(err: tungstenite::Error, options: &ConnectOptions) -> ConnectEr
     }
 }
 
-/// The rustls error inside an I/O error, if any.
 /// The wait a refusal's `Retry-After` asks for, in whole seconds as the
 /// relay sends it: at least a second, so that a relay answering 0 is not
 /// asked again in a loop.
@@ -551,6 +550,7 @@ fn retry_after<T>(response: &tungstenite::http::Response<T>) -> Option<Duration>
     Some(Duration::from_secs(seconds.max(1)))
 }
 
+/// The rustls error inside an I/O error, if any.
 fn tls_error(err: &std::io::Error) -> Option<&rustls::Error> {
     err.get_ref()?.downcast_ref::<rustls::Error>()
 }
