@@ -17,6 +17,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::local_tls::{FirstByte, OpenError, TlsError, TlsSign};
 use crate::target::{Scheme, Target};
+use crate::time::ShortDuration;
 
 /// Body type of requests sent to the local target.
 pub type LocalBody = BoxBody<Bytes, std::io::Error>;
@@ -251,17 +252,13 @@ impl Forwarder {
     fn kept_answer_failed(&self, error: hyper::Error, unused: Duration) -> ForwardError {
         let hint = crate::local_tls::closed_unanswered(&error).then(|| match unused >= MAY_BE_IDLE_CLOSED {
             true => format!(
-                " ({}, or one that closes a connection left unused as long as this one was, {})",
+                "{}, or one that closes a connection left unused as long as this one was, {}",
                 crate::local_tls::CLOSED_UNANSWERED,
-                crate::time::short_duration(unused.as_secs_f64() * 1000.0)
+                ShortDuration(unused.as_secs_f64() * 1000.0)
             ),
-            false => format!(" ({})", crate::local_tls::CLOSED_UNANSWERED),
+            false => crate::local_tls::CLOSED_UNANSWERED.to_string(),
         });
-        ForwardError::Http {
-            target: self.target.to_string(),
-            error,
-            hint,
-        }
+        self.failed(error, hint)
     }
 
     /// The error for a fresh connection's first request, with a hint when
@@ -280,12 +277,16 @@ impl Forwarder {
             // A handler that has answered in plain HTTP serves no HTTPS.
             Some(TlsSign::Closed) => Some(crate::local_tls::CLOSED_UNANSWERED.to_string()),
             _ => None,
-        }
-        .map(|hint| format!(" ({hint})"));
+        };
+        self.failed(error, hint)
+    }
+
+    /// The handler's failure to answer, with what may explain it.
+    fn failed(&self, error: hyper::Error, hint: Option<String>) -> ForwardError {
         ForwardError::Http {
             target: self.target.to_string(),
             error,
-            hint,
+            hint: hint.map(|hint| format!(" ({hint})")),
         }
     }
 

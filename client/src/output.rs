@@ -209,7 +209,7 @@ pub fn delivery_line(summary: &Summary, delivery_number: i64) -> String {
     }
     line.push_str("  ");
     if let Some(ms) = summary.duration_ms {
-        line.push_str(&crate::time::short_duration(ms));
+        _ = write!(line, "{}", crate::time::ShortDuration(ms));
     }
     if let Some(provider) = &summary.provider {
         _ = write!(line, "  {provider}");

@@ -21,16 +21,23 @@ pub fn rfc3339_ms(ms: i64) -> String {
 }
 
 /// A delivery's time to its answer as a list shows it: `0.4 ms`, `14 ms`,
-/// `1.2 s`. Tenths below 10 ms, where a local handler's answers fall and
-/// a whole number would read `0 ms`.
-pub fn short_duration(ms: f64) -> String {
-    // Bounds as the figure rounds: 9.96 reads 10 ms, and 999.7 reads 1.0 s.
-    if ms < 9.95 {
-        format!("{ms:.1} ms")
-    } else if ms < 999.5 {
-        format!("{ms:.0} ms")
-    } else {
-        format!("{:.1} s", ms / 1000.0)
+/// `1.2 s`, from milliseconds. Tenths below 10 ms, where a local handler's
+/// answers fall and a whole number would read `0 ms`. Written where it
+/// goes: a line is written for every delivery.
+#[derive(Debug, Clone, Copy)]
+pub struct ShortDuration(pub f64);
+
+impl std::fmt::Display for ShortDuration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = self.0;
+        // Bounds as the figure rounds: 9.96 reads 10 ms, and 999.7 reads 1.0 s.
+        if ms < 9.95 {
+            write!(f, "{ms:.1} ms")
+        } else if ms < 999.5 {
+            write!(f, "{ms:.0} ms")
+        } else {
+            write!(f, "{:.1} s", ms / 1000.0)
+        }
     }
 }
 
@@ -121,7 +128,7 @@ mod tests {
     #[test]
     fn a_sub_millisecond_answer_is_not_shown_as_none() {
         let shown: Vec<String> = [0.331, 9.94, 9.96, 14.2, 999.4, 999.994, 1234.0]
-            .map(short_duration)
+            .map(|ms| ShortDuration(ms).to_string())
             .into();
         assert_eq!(
             shown,

@@ -30,7 +30,9 @@ pub fn line(s: &Summary, number: Option<i64>, reveal: bool) -> String {
         (None, None, None) => "…".into(),
         (None, None, Some(_)) => "-".into(),
     };
-    let duration = s.duration_ms.map_or_else(|| "-".into(), crate::time::short_duration);
+    let duration = s
+        .duration_ms
+        .map_or_else(|| "-".into(), |ms| crate::time::ShortDuration(ms).to_string());
     let provider = s.provider.as_deref().unwrap_or("-");
     let event = match s.replay_of {
         Some(original) => format!("replay of #{original}"),

@@ -43,7 +43,7 @@ pub fn status_style(status: Option<u16>) -> Style {
 pub fn duration(ms: Option<f64>) -> String {
     match ms {
         None => "…".to_owned(),
-        Some(ms) => crate::time::short_duration(ms),
+        Some(ms) => crate::time::ShortDuration(ms).to_string(),
     }
 }
 

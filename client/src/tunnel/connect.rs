@@ -443,15 +443,15 @@ fn upgrade_error(err: tungstenite::Error, options: &ConnectOptions) -> ConnectEr
             // Without a token the fix is to get one, not to check it.
             StatusCode::UNAUTHORIZED if options.token.is_none() => ConnectError::TokenRequired,
             StatusCode::UNAUTHORIZED => ConnectError::Unauthorized,
-            // A relay picks a free name when none is asked for: a 409 then
-            // names no name of the user's.
-            StatusCode::CONFLICT if options.name.is_none() => {
-                ConnectError::Refused(format!("{} (409)", relay_reason(&response)))
-            }
-            StatusCode::CONFLICT => ConnectError::NameTaken {
-                name: options.name.clone().unwrap_or_default(),
-                why: relay_reason(&response),
-                free_in: retry_after(&response),
+            StatusCode::CONFLICT => match &options.name {
+                Some(name) => ConnectError::NameTaken {
+                    name: name.clone(),
+                    why: relay_reason(&response),
+                    free_in: retry_after(&response),
+                },
+                // A relay picks a free name when none is asked for: a 409
+                // then names no name of the user's.
+                None => ConnectError::Refused(format!("{} (409)", relay_reason(&response))),
             },
             // The relay's reason when it gives one (its connection cap); a
             // proxy in front may answer as well (the relay behind it down),

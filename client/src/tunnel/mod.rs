@@ -206,7 +206,6 @@ async fn serve_until_stopped(
     let mut failed_tries = 0;
     let mut name_held_since = None;
     let mut held_back_since = None;
-    let mut told_held_back = false;
     let mut warned_plain_url = false;
     loop {
         let attempt = tokio::select! {
@@ -250,10 +249,10 @@ async fn serve_until_stopped(
                 }
             }
             Err(err) => {
+                // Told once: a relay asking again and again is waited on quietly.
+                let first_held_back = held_back_since.is_none();
                 if let Some(wait) = wait_at_start(&err, connected_once, &mut held_back_since) {
-                    // Once: a relay asking again and again is waited on quietly.
-                    if !told_held_back {
-                        told_held_back = true;
+                    if first_held_back {
                         report(
                             &events,
                             TunnelEvent::HeldBack {
