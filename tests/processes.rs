@@ -1499,6 +1499,50 @@ async fn a_webhook_sent_while_the_tunnel_was_stopped_is_not_forwarded_when_it_ru
     }
 }
 
+/// A tunnel stopped while its handler works on a request, longer than
+/// the relay waits for a silent client: the relay answers the caller 502,
+/// and the handler's 200, sent when the tunnel runs again, reaches nobody.
+/// The history keeps the answer but not as delivered, or a provider's
+/// retry would look like the second delivery of an event that had
+/// succeeded.
+#[tokio::test]
+async fn an_answer_sent_after_a_pause_the_relay_gave_up_in_is_not_taken_as_delivered() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::slow(Duration::from_secs(2)).await;
+    let db = dir.path().join("history.db");
+    let (mut client, url) = Running::tunnel(&handler.url(), &relay.http_url(), &db, dir.path()).await;
+
+    let slow = format!("{url}/webhooks/slow");
+    let sent = tokio::spawn(async move { caller::post(&slow, "{}").await });
+    handler.wait_for_request().await;
+    client.signal("STOP");
+    let reply = sent.await.expect("the caller");
+    assert_eq!(reply.status, 502, "the relay gave up on the tunnel: {}", reply.text());
+    client.signal("CONT");
+
+    let line = client.line_containing("/webhooks/slow").await;
+    assert!(line.contains("/webhooks/slow  ---  "), "no caller had the 200: {line}");
+    client.signal("TERM");
+    assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
+    let listed = common::history::portpreview_async(&db, &["history", "--json"]).await;
+    let rows: serde_json::Value = serde_json::from_str(&listed.stdout).expect("a JSON array");
+    let [row] = rows.as_array().expect("an array").as_slice() else {
+        panic!("one delivery: {rows}");
+    };
+    assert_eq!(row["status"], serde_json::Value::Null, "{row}");
+    let error = row["error"].as_str().unwrap_or_default();
+    // Which the tunnel learns first, the answer or the relay's close, is
+    // the order its sockets are read in on waking.
+    assert!(
+        error.contains("the handler then answered 200, which reached no caller")
+            || (error.starts_with("the handler answered 200 after ")
+                && error.ends_with("it may have answered the caller 502, and this answer then reached no caller")),
+        "{row}"
+    );
+    assert_eq!(handler.requests().len(), 1, "forwarded once");
+}
+
 /// The in-process relay is stopped with the tunnel, and gives up on
 /// nothing: what a caller sent while both were stopped is forwarded once
 /// they run again.

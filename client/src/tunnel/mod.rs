@@ -5,6 +5,7 @@ mod awake;
 mod backoff;
 mod body;
 pub mod connect;
+mod contact;
 mod exchange;
 mod frame_writer;
 mod in_flight;

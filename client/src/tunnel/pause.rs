@@ -60,7 +60,7 @@ impl Heard {
     }
 
     /// How long before `now` this was, on whichever clock says longer.
-    fn before(&self, now: &Heard) -> Duration {
+    pub fn before(&self, now: &Heard) -> Duration {
         let wall = now.wall.duration_since(self.wall).unwrap_or_default();
         now.at.saturating_duration_since(self.at).max(wall)
     }
@@ -85,7 +85,7 @@ impl Pause {
     /// the ping to send the relay.
     pub fn noticed(heard: &Heard, now: &Heard, nth: u64) -> Option<(Pause, Bytes)> {
         let quiet = heard.before(now);
-        (quiet > RELAY_MAY_GIVE_UP).then(|| {
+        Self::may_have_given_up(quiet).then(|| {
             let asked = Bytes::from(format!("portpreview: back from pause {nth}"));
             let pause = Pause {
                 quiet,
@@ -94,6 +94,12 @@ impl Pause {
             };
             (pause, asked)
         })
+    }
+
+    /// Whether a relay may have given up on a client it heard nothing
+    /// from for `quiet`.
+    pub fn may_have_given_up(quiet: Duration) -> bool {
+        quiet > RELAY_MAY_GIVE_UP
     }
 
     /// Whether `pong` answers the ping sent after this pause.

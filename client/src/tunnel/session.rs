@@ -25,6 +25,7 @@ use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_util::sync::CancellationToken;
 
 use super::body::{Backlog, Chunk, Inflow};
+use super::contact::Contact;
 use super::exchange::{self, Head, Shared, Steering, NO_STREAM, RELAY_SHUT_DOWN};
 use super::in_flight::{InFlight, Joined};
 use super::outbox::Outbox;
@@ -86,8 +87,9 @@ struct Session {
     abandon: CancellationToken,
     /// Finishing what is in flight, as the user asked to stop.
     draining: bool,
-    /// When the relay last sent a frame: the silence limit counts from it.
-    last_heard: Heard,
+    /// When the relay last sent a frame (the silence limit counts from
+    /// it) and the pauses noticed, as the exchanges read them.
+    contact: Contact,
     /// A pause of this process long enough for the relay to have given up
     /// on it, until the relay answers the ping sent after it: the requests
     /// read meanwhile wait for that answer (see [`super::pause`]).
@@ -95,8 +97,6 @@ struct Session {
     /// The requests read during the pause, whose exchanges wait until the
     /// relay answers: what to record of each, should it never forward.
     held: HashMap<StreamId, HeldRequest>,
-    /// Pauses so far, which number the pings sent after them.
-    pauses: u64,
     /// Body chunks read during a pause, for requests forwarded before it
     /// and those held, kept until the relay answers: if it gave up, their
     /// callers have their 502, and a body that ends would have the handler
@@ -126,6 +126,8 @@ where
     S: Stream<Item = Result<Message, tungstenite::Error>> + Sink<Message, Error = tungstenite::Error> + Unpin,
 {
     let (sink, mut frames) = socket.split();
+    // A relay in this process was paused with it, and gave up on nothing.
+    let relay_in_process = shared.relay_in_process;
     let (outbox, queue) = Outbox::new();
     let before_send = persist::Persist::new(shared.recorder.clone(), shared.events.clone());
     let writer = frame_writer::write_frames(sink, queue, before_send);
@@ -140,9 +142,8 @@ where
         exchanges: InFlight::default(),
         abandon: CancellationToken::new(),
         draining: false,
-        last_heard: Heard::now(),
+        contact: Contact::new(!relay_in_process),
         pause: None,
-        pauses: 0,
         held: HashMap::new(),
         held_bodies: Vec::new(),
     };
@@ -197,7 +198,7 @@ where
                 if overslept(silence.deadline().into_std(), Instant::now().into_std()) {
                     session.heard_from_relay();
                 }
-                let quiet_until = session.last_heard.at() + RELAY_SILENCE_LIMIT;
+                let quiet_until = session.contact.heard().at() + RELAY_SILENCE_LIMIT;
                 if quiet_until > Instant::now() {
                     last_chance = false;
                     silence.as_mut().reset(quiet_until);
@@ -224,6 +225,9 @@ impl Session {
         end: SessionEnd,
         writer: Option<Pin<&mut impl std::future::Future<Output = Result<(), tungstenite::Error>>>>,
     ) -> (SessionEnd, JoinSet<StreamId>) {
+        // Answers sent after a pause, waiting to learn whether the relay
+        // still waited for them, learn that it may not have.
+        self.contact.over();
         // The relay never answered: it may have given up on the tunnel and
         // answered their callers 502, so what was held is not forwarded.
         let quiet = self.pause.as_ref().map_or(Duration::ZERO, |pause| pause.quiet);
@@ -332,19 +336,10 @@ impl Session {
     /// a pause long enough for the relay to have given up on this client,
     /// it is asked whether it did.
     fn heard_from_relay(&mut self) {
-        let now = Heard::now();
-        // A relay in this process was paused with it, and gave up on nothing.
-        let noticed = if self.shared.relay_in_process {
-            None
-        } else {
-            Pause::noticed(&self.last_heard, &now, self.pauses)
-        };
-        if let Some((pause, ping)) = noticed {
-            self.pauses += 1;
+        if let Some((pause, ping)) = self.contact.hear(Heard::now()) {
             self.pause = Some(pause);
             self.outbox.send_raw(Message::Ping(ping));
         }
-        self.last_heard = now;
     }
 
     /// Takes one read of the socket: a message, or how it ended.
@@ -373,6 +368,7 @@ impl Session {
             }
             Message::Pong(pong) if self.pause.as_ref().is_some_and(|pause| pause.answered_by(&pong)) => {
                 self.pause = None;
+                self.contact.answered();
                 for (_, held) in self.held.drain() {
                     let _ = held.clear.send(());
                 }
@@ -509,6 +505,7 @@ impl Session {
             reset: on_reset,
             abandoned: self.abandon.clone(),
             cleared,
+            contact: self.contact.heeded(),
         };
         // Boxed: the exchange's state is about 6 KiB, which the
         // task would otherwise copy on spawn and again when it ends.

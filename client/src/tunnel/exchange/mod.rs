@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::awake::within;
 use super::body::{Held, Inflow};
+use super::contact::Heeded;
 use super::outbox::Outbox;
 use super::respond::{failure, AnswerSide};
 use crate::store::recorder::Ticket;
@@ -72,6 +73,8 @@ pub struct Steering {
     /// is reset or the connection ends first, and records the request: it
     /// is never forwarded.
     pub cleared: Option<oneshot::Receiver<()>>,
+    /// Whether the relay still waited for an answer sent after a pause.
+    pub contact: Heeded,
 }
 
 /// What an exchange leaves outside itself, so that it outlives the exchange
@@ -123,6 +126,7 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
         mut reset,
         abandoned,
         cleared,
+        contact,
     } = steering;
     if let Some(cleared) = cleared {
         if cleared.await.is_err() {
@@ -157,6 +161,19 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
                 }
             }
         }
+    };
+    // Sent after a pause, the answer may have gone to a relay that had
+    // given up on the tunnel and answered the caller itself.
+    let outcome = match outcome.status {
+        Some(status) if outcome.error.is_none() => match contact.gave_up().await {
+            Some(quiet) => Outcome {
+                status: None,
+                error: Some(unheard_after_pause(status, quiet)),
+                ..outcome
+            },
+            None => outcome,
+        },
+        _ => outcome,
     };
     // A body that stopped short says only that; the relay's reset, when
     // it sent one, says why (malformed, stalled, the caller gone), and a
@@ -292,6 +309,19 @@ async fn answer_for_nobody(
         (None, None) => why.into(),
     });
     outcome
+}
+
+/// Why an answer of `status`, sent once the relay had been `quiet` long
+/// enough to have given up on the tunnel, is not taken as delivered: the
+/// connection ended before the relay said it still waited. Worded as the
+/// requests held after such a pause are.
+fn unheard_after_pause(status: u16, quiet: std::time::Duration) -> String {
+    format!(
+        "the handler answered {status} after {}s without a word from the relay (PortPreview paused, or the \
+         relay or the network stalled), and the connection ended before the relay answered the ping asking \
+         whether it still waited: it may have answered the caller 502, and this answer then reached no caller",
+        quiet.as_secs()
+    )
 }
 
 /// What became of a request body that never came whole, when `error`
