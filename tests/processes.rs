@@ -401,7 +401,13 @@ async fn the_config_files_token_goes_only_to_the_config_files_relay() {
         ),
         "{said}"
     );
-    assert!(said.contains("this relay requires a token"), "{said}");
+    // Not told to add the token the file holds.
+    assert!(
+        said.contains("this relay requires a token, and the config file ")
+            && said.contains(" keeps its token for its own server: pass --token")
+            && !said.contains("add token ="),
+        "{said}"
+    );
 
     // The same relay written another way is the config file's own.
     std::fs::write(

@@ -32,7 +32,7 @@ const LOCAL_RELAY_MARGIN: Duration = Duration::from_secs(2);
 /// Arguments of `portpreview http`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Local port or URL to forward to (3000, localhost:3000, `[::1]:3000`, http://127.0.0.1:3000, https://localhost:8443, or with a base path put before every forwarded path: http://localhost:4000/api). Without a scheme: plain HTTP. An https:// handler on a loopback address is not checked against its certificate (local ones are self-signed); one elsewhere is.
+    /// Local port or URL to forward to (3000, localhost:3000, `[::1]:3000`, http://127.0.0.1:3000, https://localhost:8443, or with a base path put before every forwarded path: http://localhost:4000/api). Without a scheme: plain HTTP. An https:// handler on a loopback address is not checked against its certificate (local ones are self-signed); one elsewhere must present a certificate the web's roots vouch for.
     #[arg(value_name = "PORT|URL")]
     pub target: String,
     /// Relay to use (ws://, wss://, http:// or https://); else the config file's server; none: run one in-process.
@@ -395,6 +395,12 @@ fn explain_refusal(err: ConnectError, server: &Origin, token: &Origin) -> anyhow
         ConnectError::UnsendableToken => anyhow::anyhow!(
             "cannot open the tunnel: the token from {token} holds characters a header cannot carry (spaces, control \
              characters or letters past ASCII)"
+        ),
+        // The file holds a token, withheld from a relay it does not name:
+        // adding one, as the general advice says, would change nothing.
+        ConnectError::TokenRequired if matches!(token, Origin::ConfigFile(_)) => anyhow::anyhow!(
+            "this relay requires a token, and {token} keeps its token for its own server: pass --token or set \
+             PORTPREVIEW_TOKEN, or point the file's server at this relay"
         ),
         ConnectError::TokenRequired
         | ConnectError::NameTaken { .. }
