@@ -41,6 +41,27 @@ fn a_handler_that_credits_every_delivery_is_not_idempotent() {
     assert_eq!(handler.balance(), 3);
 }
 
+/// A replay attempt takes an ID among the deliveries: exported, it is
+/// what PortPreview sent the handler, and the export says which delivery
+/// the caller sent.
+#[test]
+fn exporting_a_replay_attempt_names_the_delivery_it_replayed() {
+    let handler = Handler::start(Behaviour::DedupsInOneTransaction);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let ran = portpreview(&history.db(), &["replay", "1", "--times", "2"]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    let attempt = portpreview(&history.db(), &["export", "3"]);
+    assert_eq!(attempt.code, 0, "{}", attempt.stderr);
+    assert!(attempt.stdout.contains("\"portpreview_fixture\""), "{}", attempt.stdout);
+    assert_eq!(
+        attempt.stderr,
+        "note: #3 is an attempt of a replay of #1, as PortPreview sent it; `portpreview export 1` exports the \
+         delivery as its caller sent it\n"
+    );
+    let original = portpreview(&history.db(), &["export", "1"]);
+    assert_eq!((original.code, original.stderr.as_str()), (0, ""));
+}
+
 /// A Discord event's key is a number (a snowflake): replayed by it, it is
 /// taken as the key it is, not as an ID no delivery has; `#1` stays an ID.
 #[test]

@@ -101,8 +101,9 @@ pub fn run(mut args: Args, db: &Path) -> anyhow::Result<ExitCode> {
             .write_all(export_together(&deliveries, format, target, args.reveal)?.as_bytes())
             .context("cannot write to stdout")?,
     }
-    if format == Format::Curl {
-        for delivery in &deliveries {
+    for delivery in &deliveries {
+        note_a_replay_attempt(delivery);
+        if format == Format::Curl {
             warn_of_a_stale_signature(&delivery.request, delivery.id);
         }
     }
@@ -155,6 +156,19 @@ fn which(deliveries: &[Delivery]) -> String {
         [one] => format!("delivery {one}"),
         [rest @ .., last] => format!("deliveries {} and {last}", rest.join(", ")),
         [] => "no delivery".into(),
+    }
+}
+
+/// Replay attempts take IDs among the deliveries, and one exported by
+/// mistake is what PortPreview sent the handler (its Host the target's,
+/// perhaps re-signed or edited), not what the caller sent.
+fn note_a_replay_attempt(delivery: &Delivery) {
+    if let Some(original) = delivery.request.replay_of {
+        crate::to_stderr(format_args!(
+            "note: #{} is an attempt of a replay of #{original}, as PortPreview sent it; \
+             `portpreview export {original}` exports the delivery as its caller sent it\n",
+            delivery.id
+        ));
     }
 }
 
