@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::events::TunnelEvent;
 use crate::render::mask::shown_path;
 use crate::store::Summary;
-use crate::time::ordinal;
+use crate::time::{ordinal, ShortDuration};
 
 /// Line formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -161,10 +161,8 @@ pub fn text_line(event: &TunnelEvent) -> Option<Line> {
             failed_tries,
             retry_in,
         } => {
-            // Jittered to the nanosecond; whole milliseconds read better.
-            let retry_in = format_duration(Duration::from_millis(
-                u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX),
-            ));
+            // Jittered to the nanosecond: written as the deliveries' times are.
+            let retry_in = ShortDuration(retry_in.as_secs_f64() * 1000.0);
             let reason = escape_str(reason);
             Line::Err(match *failed_tries {
                 0 => format!("relay connection lost ({reason}); reconnecting in {retry_in}"),
@@ -209,7 +207,7 @@ pub fn delivery_line(summary: &Summary, delivery_number: i64) -> String {
     }
     line.push_str("  ");
     if let Some(ms) = summary.duration_ms {
-        _ = write!(line, "{}", crate::time::ShortDuration(ms));
+        _ = write!(line, "{}", ShortDuration(ms));
     }
     if let Some(provider) = &summary.provider {
         _ = write!(line, "  {provider}");
@@ -421,7 +419,7 @@ mod tests {
         };
         assert_eq!(
             text_line(&lost),
-            Some(Line::Err("relay connection lost (gone); reconnecting in 250ms".into()))
+            Some(Line::Err("relay connection lost (gone); reconnecting in 250 ms".into()))
         );
         let still = TunnelEvent::Disconnected {
             reason: "refused".into(),
@@ -431,7 +429,7 @@ mod tests {
         assert_eq!(
             text_line(&still),
             Some(Line::Err(
-                "still reconnecting: try 3 failed (refused); next in 4s".into()
+                "still reconnecting: try 3 failed (refused); next in 4.0 s".into()
             )),
             "one 'lost' line, then the tries"
         );
