@@ -140,7 +140,15 @@ impl Config {
         // ones are taken from the file's own folder, and `~/` is the home
         // folder, as a shell would read it (no shell reads this file).
         let home = directories::BaseDirs::new().map(|dirs| dirs.home_dir().to_path_buf());
-        for given in [&mut config.db, &mut config.ca_cert].into_iter().flatten() {
+        for (key, given) in [("db", &mut config.db), ("ca_cert", &mut config.ca_cert)] {
+            let Some(given) = given else { continue };
+            // Joined to the file's folder, an empty path would name the folder.
+            if given.as_os_str().is_empty() {
+                anyhow::bail!(
+                    "invalid config file {}: {key} is empty: name a file, or leave {key} out",
+                    path.display()
+                );
+            }
             match (given.strip_prefix("~"), &home) {
                 (Ok(rest), Some(home)) => *given = home.join(rest),
                 (Ok(_), None) => {
@@ -564,6 +572,25 @@ mod tests {
             Config::load_from(&path).unwrap().db,
             Some(home.join("hooks/history.db"))
         );
+    }
+
+    /// An empty path would name the file's own folder, and the history
+    /// would be refused as a directory: the key is named instead.
+    #[test]
+    fn an_empty_path_is_refused_by_its_key() {
+        let dir = crate::store::tests::ScratchDir::new("config-empty");
+        let path = dir.0.join("config.toml");
+        for key in ["db", "ca_cert"] {
+            std::fs::write(&path, format!("{key} = \"\"\n")).unwrap();
+            let err = Config::load_from(&path).unwrap_err().to_string();
+            assert_eq!(
+                err,
+                format!(
+                    "invalid config file {}: {key} is empty: name a file, or leave {key} out",
+                    path.display()
+                )
+            );
+        }
     }
 
     /// A mistyped `ca_cert` is told when the file is read, not the day a

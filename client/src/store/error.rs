@@ -257,6 +257,11 @@ impl StoreError {
             Self::Sqlite(err) if err.sqlite_error_code() == Some(ErrorCode::SystemIoFailure) => {
                 anyhow::anyhow!("history database {file}: {err} (is the disk full?)")
             }
+            // `prune` among them: deleting takes room too, for the journal.
+            Self::Sqlite(err) if err.sqlite_error_code() == Some(ErrorCode::DiskFull) => anyhow::anyhow!(
+                "history database {file}: the disk holding it is full, and even deleting needs room for SQLite's \
+                 journal: free some space on it first"
+            ),
             Self::Sqlite(err) => anyhow::anyhow!("history database {file}: {}", said(&err)),
             Self::Io(err) => anyhow::anyhow!("cannot create history database {file}: {err}"),
             named => anyhow::Error::new(named),

@@ -918,7 +918,11 @@ fn a_disk_io_error_names_a_full_disk_as_its_likely_cause() {
     assert_eq!(line, "history database h.db: disk I/O error (is the disk full?)");
     let full = failure(rusqlite::ffi::SQLITE_FULL, "database or disk is full");
     let line = StoreError::Sqlite(full).for_command(Path::new("h.db")).to_string();
-    assert_eq!(line, "history database h.db: database or disk is full");
+    assert_eq!(
+        line,
+        "history database h.db: the disk holding it is full, and even deleting needs room for SQLite's journal: \
+         free some space on it first"
+    );
 }
 
 #[test]
