@@ -372,8 +372,9 @@ async fn deliveries_answered_while_another_process_holds_the_history_lock_are_ke
     assert_eq!(listed.stdout.trim(), "[]");
     assert_eq!(
         listed.stderr,
-        "note: 3 deliveries a running tunnel forwarded are not in the history yet: its writer is held up \
-         (another process holding the history's write lock, or a full disk), and stores them once it can\n"
+        "note: 3 deliveries a running tunnel forwarded are not in the history yet: its writer is behind \
+         (a burst on a busy machine, another process holding the history's write lock, or a full disk), and stores \
+         them once it can\n"
     );
     blocker.execute_batch("ROLLBACK").expect("let go of the lock");
 

@@ -24,8 +24,9 @@ pub(crate) fn open_history(db: &Path) -> anyhow::Result<Store> {
     let unstored = store.unstored_at_open();
     if unstored > 0 {
         crate::to_stderr(format_args!(
-            "note: {} a running tunnel forwarded {} not in the history yet: its writer is held up (another \
-             process holding the history's write lock, or a full disk), and stores {} once it can\n",
+            "note: {} a running tunnel forwarded {} not in the history yet: its writer is behind (a burst \
+             on a busy machine, another process holding the history's write lock, or a full disk), and stores {} \
+             once it can\n",
             portpreview_shared::text::counted(unstored as usize, "delivery", "deliveries"),
             if unstored == 1 { "is" } else { "are" },
             if unstored == 1 { "it" } else { "them" },
