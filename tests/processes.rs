@@ -1173,6 +1173,69 @@ async fn a_name_held_for_a_killed_client_says_so_and_is_waited_for() {
     assert_eq!(reply.status, 200, "{}", reply.text());
 }
 
+/// A relay restarted while a client waits out a name it held: the new
+/// relay holds nothing, and the client, asking again every few seconds
+/// rather than once when the old hold would have ended, has the name.
+#[tokio::test]
+async fn a_name_waited_for_is_taken_once_a_restarted_relay_has_forgotten_the_hold() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // A hold of two minutes, within the five a start waits.
+    let config = || portpreview_server::RelayConfig {
+        grace: Duration::from_secs(120),
+        ..Default::default()
+    };
+    let relay = TestRelay::with_config(config()).await;
+    let address = relay.http_url().trim_start_matches("http://").to_owned();
+    let handler = LocalHandler::echo().await;
+    let port = handler.port().to_string();
+    let db = dir.path().join("history.db");
+    let relay_url = relay.http_url();
+    let args = [
+        "http",
+        &port,
+        "--server",
+        &relay_url,
+        "--name",
+        "kept-hooks",
+        "--no-tui",
+        "--db",
+        db.to_str().expect("utf-8 path"),
+    ];
+    let mut first = Running::start(&portpreview_bin(), &args, dir.path());
+    let url = first.public_url().await;
+    first.signal("KILL");
+    let _ = first.exit_code(Duration::from_secs(10)).await;
+
+    let log = dir.path().join("second.log");
+    let mut second = Running::start_with_stderr(
+        &portpreview_bin(),
+        &args,
+        dir.path(),
+        std::fs::File::create(&log).expect("log file").into(),
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(&log)
+        .expect("stderr")
+        .contains("waiting for it")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the hold was met: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    relay.stop().await;
+    let listener = tokio::net::TcpListener::bind(&address)
+        .await
+        .expect("the relay's port again");
+    let _relay = TestRelay::on(listener, config());
+    // Within the 30 s a line is waited for, not the two minutes of the old hold.
+    assert_eq!(second.public_url().await, url, "the same name, the same URL");
+    let reply = caller::post(&format!("{url}/after"), "{}").await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+}
+
 /// `portpreview http` whose handler holds one request for 30 s, far longer
 /// than the 3 s the client gives requests in flight when it is stopped.
 struct StuckRequest {

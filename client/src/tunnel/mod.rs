@@ -50,6 +50,11 @@ const SETTLE_MARGIN: Duration = Duration::from_millis(500);
 /// A start the relay holds back (a held name, a busy relay) waits as long.
 const NAME_HELD_PATIENCE: Duration = Duration::from_secs(300);
 
+/// The longest a start held back waits before it asks again, whatever
+/// the relay said: a relay restarted meanwhile has forgotten the hold, and
+/// the name is free at once.
+const HELD_BACK_RECHECK: Duration = Duration::from_secs(5);
+
 /// Default time the local handler has to answer before the caller gets 504.
 /// Under the relay's own 30 s so the caller hears the local reason.
 pub const DEFAULT_LOCAL_TIMEOUT: Duration = Duration::from_secs(28);
@@ -263,7 +268,7 @@ async fn serve_until_stopped(
                     }
                     tokio::select! {
                         () = stop.asked.cancelled() => return Ok(()),
-                        () = tokio::time::sleep(wait) => continue,
+                        () = tokio::time::sleep(wait.min(HELD_BACK_RECHECK)) => continue,
                     }
                 }
                 // A 409 for the name this client had: see NAME_HELD_PATIENCE.
