@@ -65,6 +65,12 @@ pub async fn accept_loop(
             biased;
             () = relay.shutdown.cancelled() => break,
             accepted = listener.accept() => accepted,
+            // A burst's count is told when its minute is up, not at the
+            // next refusal, which may come an hour later or never.
+            () = over_the_cap.untold_due() => {
+                over_the_cap.tell_if_due();
+                continue;
+            }
         };
         let (tcp, peer) = match accepted {
             // On a dual-stack socket (`[::]:PORT`) an IPv4 caller arrives as
@@ -156,6 +162,11 @@ struct OnceAMinute {
 impl OnceAMinute {
     const EVERY: Duration = Duration::from_secs(60);
 
+    /// When the next line may go through: now, when none has yet.
+    fn next(&self) -> Option<tokio::time::Instant> {
+        self.last.map(|last| last + Self::EVERY)
+    }
+
     /// True when a minute has passed since the last line let through.
     fn due(&mut self) -> bool {
         let now = tokio::time::Instant::now();
@@ -172,6 +183,21 @@ impl CapLog {
         tracing::debug!(%peer, "connection refused: over the connection cap");
         self.untold += 1;
         self.last_from = Some(peer);
+        self.tell_if_due();
+    }
+
+    /// Returns once refusals counted since the last line may be told;
+    /// never while there are none.
+    async fn untold_due(&self) {
+        match (self.untold, self.every_minute.next()) {
+            (0, _) => std::future::pending().await,
+            (_, Some(at)) => tokio::time::sleep_until(at).await,
+            (_, None) => {}
+        }
+    }
+
+    /// Tells the refusals counted so far, if a minute has passed.
+    fn tell_if_due(&mut self) {
         if self.every_minute.due() {
             self.tell();
         }
@@ -374,9 +400,18 @@ mod tests {
             log.refused(peer);
         }
         assert_eq!(log.untold, 5, "counted, not told");
+        let started = tokio::time::Instant::now();
+        // No refusal after the burst: its count is due a minute after
+        // the line before.
+        log.untold_due().await;
+        assert_eq!(started.elapsed(), OnceAMinute::EVERY);
+        log.tell_if_due();
+        assert_eq!(log.untold, 0, "a minute on, told with the count");
+        log.refused(peer);
+        assert_eq!(log.untold, 1, "within the next minute, counted");
         tokio::time::advance(OnceAMinute::EVERY).await;
         log.refused(peer);
-        assert_eq!(log.untold, 0, "a minute on, told with the count");
+        assert_eq!(log.untold, 0, "a minute on, told at the refusal");
         log.refused(peer);
         log.tell_the_rest();
         assert_eq!(log.untold, 0, "what is left is told as the relay stops");
