@@ -637,12 +637,7 @@ async fn a_local_timeout_past_the_relays_wait_and_a_token_are_warned_about_where
             Some(server) => args.extend(["--server", server, "--key-fields", "type"]),
             None => args.extend(["--no-record", "--key-fields", "type"]),
         }
-        let mut client = Running::start_with_stderr(
-            &portpreview_bin(),
-            &args,
-            dir.path(),
-            std::fs::File::create(&log).expect("log file").into(),
-        );
+        let mut client = Running::start_logging(&portpreview_bin(), &args, dir.path(), &log);
         let url = client.public_url().await;
         let reply = caller::post(&format!("{url}/hook"), "{}").await;
         assert_eq!(reply.status, 200, "{name}: {}", reply.text());
@@ -1152,12 +1147,7 @@ async fn a_name_held_for_a_killed_client_says_so_and_is_waited_for() {
     );
 
     let log = dir.path().join("second.log");
-    let mut second = Running::start_with_stderr(
-        &portpreview_bin(),
-        &args,
-        dir.path(),
-        std::fs::File::create(&log).expect("log file").into(),
-    );
+    let mut second = Running::start_logging(&portpreview_bin(), &args, dir.path(), &log);
     // Rather than exit, leaving its user to retry by hand, it waits for
     // the hold to end, and serves the same URL.
     assert_eq!(second.public_url().await, url, "the same name, the same URL");
@@ -1207,12 +1197,7 @@ async fn a_name_waited_for_is_taken_once_a_restarted_relay_has_forgotten_the_hol
     let _ = first.exit_code(Duration::from_secs(10)).await;
 
     let log = dir.path().join("second.log");
-    let mut second = Running::start_with_stderr(
-        &portpreview_bin(),
-        &args,
-        dir.path(),
-        std::fs::File::create(&log).expect("log file").into(),
-    );
+    let mut second = Running::start_logging(&portpreview_bin(), &args, dir.path(), &log);
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while !std::fs::read_to_string(&log)
         .expect("stderr")

@@ -27,6 +27,13 @@ impl Running {
         Self::start_with_env(program, args, config_dir, stderr, &[])
     }
 
+    /// [`Running::start`], with the process's stderr written to the file
+    /// `log`, to be read as the test goes.
+    pub fn start_logging(program: &Path, args: &[&str], config_dir: &Path, log: &Path) -> Self {
+        let file = std::fs::File::create(log).expect("log file");
+        Self::start_with_stderr(program, args, config_dir, file.into())
+    }
+
     /// [`Running::start_with_stderr`], with `env` set for the process.
     pub fn start_with_env(
         program: &Path,
