@@ -278,7 +278,12 @@ async fn serve_until_stopped(
                 // A page where the relay was, once it has served this tunnel:
                 // a proxy's while the relay behind it restarts.
                 let page_meanwhile = connected_once && matches!(err, ConnectError::NotARelay { .. });
-                if !own_name_held && !page_meanwhile && (err.is_fatal() || !connected_once) {
+                // Waiting out a hold or a busy relay, which may restart
+                // meanwhile: its moments down are waited through, as a
+                // reconnect's are, within the same patience.
+                let down_while_held_back =
+                    !err.is_fatal() && held_back_since.is_some_and(|since| since.elapsed() < NAME_HELD_PATIENCE);
+                if !own_name_held && !page_meanwhile && !down_while_held_back && (err.is_fatal() || !connected_once) {
                     return Err(err);
                 }
                 failed_tries += 1;
