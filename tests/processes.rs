@@ -1648,6 +1648,30 @@ async fn a_webhook_sent_while_a_local_tunnel_was_stopped_is_forwarded_when_it_ru
     assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
 }
 
+/// The in-process relay is stopped with the tunnel, and so is its wait
+/// for an answer: a request whose handler answered during a pause longer
+/// than that wait (30 s) reaches its caller with the handler's answer once
+/// both run again, as the history says, rather than the relay's 504.
+#[tokio::test]
+async fn an_answer_given_while_a_local_tunnel_was_stopped_reaches_its_caller() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let handler = LocalHandler::slow(Duration::from_secs(1)).await;
+    let (mut client, url) = Running::local_tunnel(handler.port(), "127.0.0.1:0", &db, dir.path()).await;
+    let slow = format!("{url}/webhooks/slow");
+    let sent = tokio::spawn(async move { caller::post(&slow, "{}").await });
+    handler.wait_for_request().await;
+    client.signal("STOP");
+    tokio::time::sleep(Duration::from_secs(32)).await;
+    client.signal("CONT");
+    let reply = sent.await.expect("the caller");
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let line = client.line_containing("/webhooks/slow").await;
+    assert!(line.contains("/webhooks/slow  200  "), "{line}");
+    client.signal("TERM");
+    assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
+}
+
 /// Reads one answer from `stream`: its head and as many body bytes as its
 /// Content-Length says.
 async fn answer_on(stream: &mut tokio::net::TcpStream) -> String {

@@ -14,6 +14,11 @@ use std::time::{Duration, Instant};
 /// worth the name.
 pub const OVERSLEPT: Duration = Duration::from_secs(1);
 
+/// Once a limit passed while this process was not running, how long what
+/// the pause held up gets to be read: it is in a socket already, a few
+/// polls away.
+pub const WAKE_GRACE: Duration = Duration::from_millis(500);
+
 /// Whether a timer due at `due` that fired at `now` fired so late that
 /// this process was not running in between.
 pub fn overslept(due: Instant, now: Instant) -> bool {

@@ -6,12 +6,8 @@
 use std::future::Future;
 use std::time::Duration;
 
-use portpreview_shared::stall::overslept;
+use portpreview_shared::stall::{overslept, WAKE_GRACE};
 use tokio::time::Instant;
-
-/// Once a limit passed during a pause, how long what the pause held up
-/// gets to be read: it is in a socket already, a few polls away.
-const WAKE_GRACE: Duration = Duration::from_millis(500);
 
 /// `future`'s output if it comes within `limit`, as `tokio::time::timeout`;
 /// but a limit that passed while this process was not running gives it
