@@ -53,10 +53,15 @@ fn exporting_a_replay_attempt_names_the_delivery_it_replayed() {
     let attempt = portpreview(&history.db(), &["export", "3"]);
     assert_eq!(attempt.code, 0, "{}", attempt.stderr);
     assert!(attempt.stdout.contains("\"portpreview_fixture\""), "{}", attempt.stdout);
+    // The history named as it was, so the command runs as given.
+    let db = history.db();
     assert_eq!(
         attempt.stderr,
-        "note: #3 is an attempt of a replay of #1, as PortPreview sent it; `portpreview export 1` exports the \
-         delivery as its caller sent it\n"
+        format!(
+            "note: #3 is an attempt of a replay of #1, as PortPreview sent it; `portpreview --db='{}' export 1` \
+             exports the delivery as its caller sent it\n",
+            db.display()
+        )
     );
     let original = portpreview(&history.db(), &["export", "1"]);
     assert_eq!((original.code, original.stderr.as_str()), (0, ""));

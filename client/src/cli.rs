@@ -210,7 +210,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Http(args) => commands::http::run(args, &db()?, config, &cli.from_env).await,
         Command::History(args) => commands::history::run(args, &db()?),
         Command::Show(args) => commands::show::run(args, &db()?, cli.db.is_some()),
-        Command::Export(args) => commands::export::run(args, &db()?),
+        Command::Export(args) => commands::export::run(args, &db()?, cli.db.is_some()),
         Command::Prune(args) => commands::prune::run(args, &db()?),
         Command::Replay(args) => commands::replay::run(args, &db()?).await,
         // check reads no history, but its report must not replace one.

@@ -36,7 +36,9 @@ pub struct Args {
 }
 
 /// Writes the export.
-pub fn run(mut args: Args, db: &Path) -> anyhow::Result<ExitCode> {
+/// Exports the deliveries; `db_named` when `--db` (or `PORTPREVIEW_DB`)
+/// chose the history, so that a hint to run another command names it too.
+pub fn run(mut args: Args, db: &Path, db_named: bool) -> anyhow::Result<ExitCode> {
     // A delivery named twice (`export {12..18} 15`) is exported once, in the
     // first place it was named: in a folder, a second copy could not be
     // written beside the first.
@@ -101,8 +103,9 @@ pub fn run(mut args: Args, db: &Path) -> anyhow::Result<ExitCode> {
             .write_all(export_together(&deliveries, format, target, args.reveal)?.as_bytes())
             .context("cannot write to stdout")?,
     }
+    let portpreview = super::portpreview_command(db, db_named);
     for delivery in &deliveries {
-        note_a_replay_attempt(delivery);
+        note_a_replay_attempt(delivery, &portpreview);
         if format == Format::Curl {
             warn_of_a_stale_signature(&delivery.request, delivery.id);
         }
@@ -162,11 +165,11 @@ fn which(deliveries: &[Delivery]) -> String {
 /// Replay attempts take IDs among the deliveries, and one exported by
 /// mistake is what PortPreview sent the handler (its Host the target's,
 /// perhaps re-signed or edited), not what the caller sent.
-fn note_a_replay_attempt(delivery: &Delivery) {
+fn note_a_replay_attempt(delivery: &Delivery, portpreview: &str) {
     if let Some(original) = delivery.request.replay_of {
         crate::to_stderr(format_args!(
             "note: #{} is an attempt of a replay of #{original}, as PortPreview sent it; \
-             `portpreview export {original}` exports the delivery as its caller sent it\n",
+             `{portpreview} export {original}` exports the delivery as its caller sent it\n",
             delivery.id
         ));
     }

@@ -16,6 +16,20 @@ use std::path::Path;
 
 use crate::store::Store;
 
+/// How a hint writes a command to run next: `portpreview`, with the
+/// `--db` that chose the history when one did (`db_named`, by `--db` or
+/// `PORTPREVIEW_DB`), quoted for a shell.
+pub(crate) fn portpreview_command(db: &Path, db_named: bool) -> String {
+    if !db_named {
+        return "portpreview".to_owned();
+    }
+    // `--db=`: a path starting with `-` would read as a flag.
+    format!(
+        "portpreview --db={}",
+        crate::render::curl::quote(db.as_os_str().as_encoded_bytes())
+    )
+}
+
 /// Opens the history at `db` for a command that reads it, saying on stderr
 /// when running tunnels have forwarded deliveries it does not hold yet:
 /// a listing that leaves them out would otherwise pass for complete.

@@ -40,15 +40,7 @@ pub fn run(args: Args, db: &Path, db_named: bool) -> anyhow::Result<ExitCode> {
         let value = render::json::delivery(&delivery, number, &runs, args.reveal);
         format!("{}\n", render::json::to_terminal_text(&value))
     } else {
-        // `--db=`: a path starting with `-` would read as a flag.
-        let portpreview = if db_named {
-            format!(
-                "portpreview --db={}",
-                render::curl::quote(db.as_os_str().as_encoded_bytes())
-            )
-        } else {
-            "portpreview".to_owned()
-        };
+        let portpreview = super::portpreview_command(db, db_named);
         let cut = if stdout.is_terminal() {
             render::show::BodyCut {
                 limit: TERMINAL_BODY_LIMIT,
