@@ -400,7 +400,7 @@ fn explain_refusal(err: ConnectError, server: &Origin, token: &Origin) -> anyhow
         // adding one, as the general advice says, would change nothing.
         ConnectError::TokenRequired if matches!(token, Origin::ConfigFile(_)) => anyhow::anyhow!(
             "this relay requires a token, and {token} keeps its token for its own server: pass --token or set \
-             PORTPREVIEW_TOKEN, or point the file's server at this relay"
+             PORTPREVIEW_TOKEN, or write this relay's address, as given here, as the file's server"
         ),
         ConnectError::TokenRequired
         | ConnectError::NameTaken { .. }
