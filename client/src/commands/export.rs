@@ -35,8 +35,7 @@ pub struct Args {
     pub reveal: bool,
 }
 
-/// Writes the export.
-/// Exports the deliveries; `db_named` when `--db` (or `PORTPREVIEW_DB`)
+/// Writes the export; `db_named` when `--db` (or `PORTPREVIEW_DB`)
 /// chose the history, so that a hint to run another command names it too.
 pub fn run(mut args: Args, db: &Path, db_named: bool) -> anyhow::Result<ExitCode> {
     // A delivery named twice (`export {12..18} 15`) is exported once, in the
