@@ -39,18 +39,23 @@ pub struct Heeded {
     watching: bool,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 struct Word {
     /// When the relay last sent a frame, or this process ran again after a pause.
     heard: Heard,
-    /// Pauses noticed so far.
+    /// The last pause noticed, until the relay answers the ping sent after it.
+    pause: Option<Pause>,
+    /// Pauses noticed so far, which number the pings sent after them.
     noticed: u64,
-    /// Pauses whose ping the relay answered.
-    answered: u64,
-    /// How long the relay was quiet before the last pause noticed.
-    quiet: Duration,
     /// The connection has ended.
     over: bool,
+}
+
+impl Word {
+    /// Whether the relay has answered the ping after the `nth` pause noticed.
+    fn answered(&self, nth: u64) -> bool {
+        self.noticed >= nth && self.pause.is_none()
+    }
 }
 
 impl Contact {
@@ -59,9 +64,8 @@ impl Contact {
     pub fn new(watching: bool) -> Self {
         let (word, _) = watch::channel(Word {
             heard: Heard::now(),
+            pause: None,
             noticed: 0,
-            answered: 0,
-            quiet: Duration::ZERO,
             over: false,
         });
         Self { word, watching }
@@ -82,27 +86,56 @@ impl Contact {
 
     /// Notes that the relay was heard from `now`, or that this process ran
     /// again then. After a pause long enough for the relay to have given
-    /// up on this client, returns it, with the ping that asks whether it did.
-    pub fn hear(&self, now: Heard) -> Option<(Pause, bytes::Bytes)> {
-        let mut noticed = None;
+    /// up on this client, returns the ping that asks whether it did.
+    pub fn hear(&self, now: Heard) -> Option<bytes::Bytes> {
+        let mut ping = None;
         // Nobody waits on a word alone: no wake-up for each frame.
         self.word.send_if_modified(|word| {
-            if self.watching {
-                noticed = Pause::noticed(&word.heard, &now, word.noticed);
+            let noticed = match self.watching {
+                true => Pause::noticed(&word.heard, &now, word.noticed),
+                false => None,
+            };
+            if let Some((pause, asked)) = noticed {
+                word.pause = Some(pause);
+                word.noticed += 1;
+                ping = Some(asked);
             }
             word.heard = now;
-            if let Some((pause, _)) = &noticed {
-                word.noticed += 1;
-                word.quiet = pause.quiet;
-            }
             false
         });
-        noticed
+        ping
     }
 
-    /// The relay answered the ping sent after the last pause.
-    pub fn answered(&self) {
-        self.word.send_modify(|word| word.answered = word.noticed);
+    /// Whether a pause waits for the relay's answer to its ping: what is
+    /// read meanwhile is held (see [`super::pause`]).
+    pub fn pausing(&self) -> bool {
+        self.word.borrow().pause.is_some()
+    }
+
+    /// How long the relay was quiet before the pause that waits, if one does.
+    pub fn quiet(&self) -> Duration {
+        self.word
+            .borrow()
+            .pause
+            .as_ref()
+            .map_or(Duration::ZERO, |pause| pause.quiet)
+    }
+
+    /// Whether the relay has taken too long to answer the ping after the pause.
+    pub fn unanswered(&self) -> bool {
+        self.word.borrow().pause.as_ref().is_some_and(Pause::unanswered)
+    }
+
+    /// Takes `pong` from the relay: true when it answers the ping sent after
+    /// the pause that waits, which it ends.
+    pub fn ends_pause(&self, pong: &[u8]) -> bool {
+        self.word.send_if_modified(|word| {
+            let answered = word.pause.as_ref().is_some_and(|pause| pause.answered_by(pong));
+            if answered {
+                word.pause = None;
+            }
+            answered
+        })
     }
 
     /// The connection has ended: nothing more will answer a ping.
@@ -121,26 +154,27 @@ impl Heeded {
         if !self.watching {
             return None;
         }
-        let (needed, quiet) = {
+        let (nth, quiet) = {
             let word = self.word.borrow();
-            if word.answered < word.noticed {
-                (word.noticed, word.quiet)
-            } else {
-                // A pause the session has yet to notice: it will, at its
-                // next word from the relay or the end of its silence, and
-                // ask.
-                let quiet = word.heard.before(&Heard::now());
-                if !Pause::may_have_given_up(quiet) {
-                    return None;
+            match &word.pause {
+                Some(pause) => (word.noticed, pause.quiet),
+                None => {
+                    // A pause the session has yet to notice: it will, at its
+                    // next word from the relay or the end of its silence, and
+                    // ask.
+                    let quiet = word.heard.before(&Heard::now());
+                    if !Pause::may_have_given_up(quiet) {
+                        return None;
+                    }
+                    (word.noticed + 1, quiet)
                 }
-                (word.noticed + 1, quiet)
             }
         };
         let mut word = self.word.clone();
         let learnt = async {
             // A session gone without a word is an end too.
-            let word = word.wait_for(|word| word.answered >= needed || word.over).await;
-            word.is_ok_and(|word| word.answered >= needed)
+            let word = word.wait_for(|word| word.answered(nth) || word.over).await;
+            word.is_ok_and(|word| word.answered(nth))
         };
         let still_waited = tokio::time::timeout(LEARN_LIMIT, learnt).await.unwrap_or(false);
         (!still_waited).then_some(quiet)
@@ -167,15 +201,19 @@ mod tests {
             async move { heeded.gave_up().await }
         });
         tokio::task::yield_now().await;
-        assert!(contact.hear(Heard::now()).is_some(), "the session notices and pings");
+        let ping = contact.hear(Heard::now()).expect("the session notices and pings");
+        assert!(contact.pausing());
         tokio::task::yield_now().await;
         assert!(!waiting.is_finished(), "waits for the relay's answer");
-        contact.answered();
+        assert!(!contact.ends_pause(b""), "a pong of the relay's own");
+        assert!(contact.ends_pause(&ping));
+        assert!(!contact.pausing());
         assert_eq!(waiting.await.expect("the exchange"), None);
 
         // Noticed first, then the connection ends before the answer.
         tokio::time::advance(Duration::from_secs(12)).await;
         assert!(contact.hear(Heard::now()).is_some());
+        assert_eq!(contact.quiet(), Duration::from_secs(12));
         let waiting = tokio::spawn({
             let heeded = heeded.clone();
             async move { heeded.gave_up().await }

@@ -29,7 +29,7 @@ use super::contact::Contact;
 use super::exchange::{self, Head, Shared, Steering, NO_STREAM, RELAY_SHUT_DOWN};
 use super::in_flight::{InFlight, Joined};
 use super::outbox::Outbox;
-use super::pause::{Heard, Pause};
+use super::pause::Heard;
 use super::{frame_writer, persist};
 use crate::events::{report, TunnelEvent};
 
@@ -88,12 +88,11 @@ struct Session {
     /// Finishing what is in flight, as the user asked to stop.
     draining: bool,
     /// When the relay last sent a frame (the silence limit counts from
-    /// it) and the pauses noticed, as the exchanges read them.
+    /// it), and a pause of this process long enough for the relay to have
+    /// given up on it, until the relay answers the ping sent after it: the
+    /// requests read meanwhile wait for that answer (see [`super::pause`]),
+    /// and so do the exchanges' records of answers sent then.
     contact: Contact,
-    /// A pause of this process long enough for the relay to have given up
-    /// on it, until the relay answers the ping sent after it: the requests
-    /// read meanwhile wait for that answer (see [`super::pause`]).
-    pause: Option<Pause>,
     /// The requests read during the pause, whose exchanges wait until the
     /// relay answers: what to record of each, should it never forward.
     held: HashMap<StreamId, HeldRequest>,
@@ -143,7 +142,6 @@ where
         abandon: CancellationToken::new(),
         draining: false,
         contact: Contact::new(!relay_in_process),
-        pause: None,
         held: HashMap::new(),
         held_bodies: Vec::new(),
     };
@@ -230,7 +228,7 @@ impl Session {
         self.contact.over();
         // The relay never answered: it may have given up on the tunnel and
         // answered their callers 502, so what was held is not forwarded.
-        let quiet = self.pause.as_ref().map_or(Duration::ZERO, |pause| pause.quiet);
+        let quiet = self.contact.quiet();
         for (_, held) in std::mem::take(&mut self.held) {
             let why = format!(
                 "not forwarded: read after {}s without a word from the relay (PortPreview paused, or the \
@@ -336,8 +334,7 @@ impl Session {
     /// a pause long enough for the relay to have given up on this client,
     /// it is asked whether it did.
     fn heard_from_relay(&mut self) {
-        if let Some((pause, ping)) = self.contact.hear(Heard::now()) {
-            self.pause = Some(pause);
+        if let Some(ping) = self.contact.hear(Heard::now()) {
             self.outbox.send_raw(Message::Ping(ping));
         }
     }
@@ -350,7 +347,7 @@ impl Session {
             Some(Ok(message)) => message,
         };
         self.heard_from_relay();
-        if self.pause.as_ref().is_some_and(Pause::unanswered) {
+        if self.contact.unanswered() {
             return ControlFlow::Break(SessionEnd::Lost(
                 "the relay did not answer the ping sent after a pause".into(),
             ));
@@ -366,9 +363,7 @@ impl Session {
                 }
                 return ControlFlow::Break(SessionEnd::Lost(close_reason(close)));
             }
-            Message::Pong(pong) if self.pause.as_ref().is_some_and(|pause| pause.answered_by(&pong)) => {
-                self.pause = None;
-                self.contact.answered();
+            Message::Pong(pong) if self.contact.ends_pause(&pong) => {
                 for (_, held) in self.held.drain() {
                     let _ = held.clear.send(());
                 }
@@ -485,7 +480,7 @@ impl Session {
         // Read during a pause, it waits until the relay answers: sent on
         // before, it would make a duplicate of the tunnel's own should the
         // relay have given up (the provider retries what failed).
-        let cleared = self.pause.is_some().then(|| {
+        let cleared = self.contact.pausing().then(|| {
             let (clear, cleared) = oneshot::channel();
             let declared = end.then_some(body.len() as u64);
             self.held.insert(
@@ -583,7 +578,7 @@ impl Session {
             ));
         }
         let chunk = Chunk { data: body, end };
-        if self.pause.is_some() {
+        if self.contact.pausing() {
             self.held_bodies.push((stream, chunk, chunks.clone()));
         } else {
             let _ = chunks.send(chunk);
