@@ -283,7 +283,8 @@ async fn serve_until_stopped(
                 // reconnect's are, within the same patience.
                 let down_while_held_back =
                     !err.is_fatal() && held_back_since.is_some_and(|since| since.elapsed() < NAME_HELD_PATIENCE);
-                if !own_name_held && !page_meanwhile && !down_while_held_back && (err.is_fatal() || !connected_once) {
+                let waited_out = own_name_held || page_meanwhile || down_while_held_back;
+                if !waited_out && (err.is_fatal() || !connected_once) {
                     return Err(err);
                 }
                 failed_tries += 1;

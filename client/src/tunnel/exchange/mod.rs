@@ -211,16 +211,17 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
 /// which is no stream ([`StreamId`]).
 pub const NO_STREAM: StreamId = 0;
 
-/// Records a request the relay answered itself without sending it on (its
-/// body over the limit, too many in flight, a head too large for a frame),
-/// or that the client did not send on, with `why`: the history shows the
-/// delivery and what its caller was told.
 /// The most a relay's news may say a request waited, or was held before it
 /// was told: a relay holds news for a name through its grace period, a
 /// minute by default. Past this a relay's figure is no time at all (one
 /// that broke the protocol dated requests to 1970).
 const MAX_TOLD_AGE: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
 
+/// Records a request the relay answered itself without sending it on (its
+/// body over the limit, too many in flight, a head too large for a frame),
+/// or that the client did not send on, with `why`: the history shows the
+/// delivery and what its caller was told.
+///
 /// Its body is what the relay sent of it, a small one whole, or nothing:
 /// recorded `body_size` long (past what came, when unknown), a body that
 /// did not come is cut short, and replay refuses it. It came `waited`
