@@ -210,23 +210,16 @@ fn twilio_sid(body: &Body<'_>) -> Option<(String, String)> {
 /// Linear's docs identify one (its kind, the action, the object and when
 /// it was updated), every part present.
 fn linear_change(body: &Body<'_>) -> Option<(String, String)> {
-    let json = body.json()?;
     let parts = LINEAR_CHANGE
         .iter()
-        .map(|path| {
-            let tokens: Vec<String> = path.split('.').map(str::to_owned).collect();
-            match pointer::get(json, &tokens)? {
-                Value::String(part) => usable(part).map(str::to_owned),
-                Value::Number(part) => Some(part.to_string()),
-                _ => None,
-            }
-        })
+        .map(|path| from_body(body, path).map(|(part, _)| part))
         .collect::<Option<Vec<_>>>()?;
-    Some((parts.join("|"), format!("body:{}", LINEAR_CHANGE.join("|"))))
+    let names: Vec<String> = LINEAR_CHANGE.iter().map(|path| path.join(".")).collect();
+    Some((parts.join("|"), format!("body:{}", names.join("|"))))
 }
 
 /// The members that identify a change Linear tells of.
-const LINEAR_CHANGE: [&str; 4] = ["type", "action", "data.id", "data.updatedAt"];
+const LINEAR_CHANGE: [&[&str]; 4] = [&["type"], &["action"], &["data", "id"], &["data", "updatedAt"]];
 
 /// SHA-256 over the canonical JSON of the chosen fields; `None` unless the
 /// body holds every one of them. Hashing the fields a body does hold would
