@@ -3,7 +3,9 @@
 
 mod duration;
 
-pub use duration::{no_unit, parse_duration, parse_duration_within, A_DURATION};
+pub use duration::{
+    no_unit, parse_duration, parse_duration_within, parse_written_duration, WrittenDuration, A_DURATION,
+};
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

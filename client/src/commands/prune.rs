@@ -3,26 +3,25 @@
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Context;
 
 use portpreview_shared::text::counted;
 
-use crate::time::now_ms;
+use crate::time::{now_ms, WrittenDuration};
 
 /// Arguments of `portpreview prune`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Remove deliveries received longer ago than this (`12h`, `7d`, `4w`).
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = crate::time::parse_duration)]
-    pub older_than: Duration,
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = crate::time::parse_written_duration)]
+    pub older_than: WrittenDuration,
 }
 
 /// Deletes the old deliveries and says how many went.
 pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     let store = super::open_history(db)?;
-    let age = i64::try_from(args.older_than.as_millis()).unwrap_or(i64::MAX);
+    let age = i64::try_from(args.older_than.duration.as_millis()).unwrap_or(i64::MAX);
     let pruned = store
         .prune(now_ms().saturating_sub(age))
         .map_err(|e| e.for_command(db))?;
@@ -35,7 +34,7 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         std::io::stdout().lock(),
         "Removed {} older than {}{attempts}.",
         counted(pruned.deliveries, "delivery", "deliveries"),
-        portpreview_shared::duration::format_duration(args.older_than)
+        args.older_than.written
     )
     .context("cannot write to stdout")?;
     let before = file_size(db);

@@ -25,6 +25,29 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     parse_duration_within(text, Duration::MAX, A_DURATION)
 }
 
+/// A duration with the words to say it back in: `prune --older-than 4w`
+/// reports "older than 4w", not the "28d" that formatting the duration
+/// gives, while a long spelling (`168hours`) is said the short way (`7d`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WrittenDuration {
+    pub duration: Duration,
+    pub written: String,
+}
+
+/// [`parse_duration`], keeping the text when it is already written the
+/// short way.
+pub fn parse_written_duration(text: &str) -> Result<WrittenDuration, String> {
+    let duration = parse_duration(text)?;
+    let text = text.trim();
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    let short = digits > 0 && UNITS.iter().any(|(unit, _)| text[digits..] == **unit);
+    let written = match short {
+        true => text.to_string(),
+        false => portpreview_shared::duration::format_duration(duration),
+    };
+    Ok(WrittenDuration { duration, written })
+}
+
 /// [`parse_duration`] for a value that may be at most `max` long: a bare
 /// number is told only the units that keep it within, so that the hint
 /// does not suggest what the flag then refuses. `expected` says what the
@@ -104,6 +127,17 @@ fn read_duration(text: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_are_said_back_as_written_when_written_short() {
+        let said = |text| parse_written_duration(text).map(|d| d.written);
+        assert_eq!(said("4w"), Ok("4w".to_string()));
+        assert_eq!(said(" 90s "), Ok("90s".to_string()));
+        assert_eq!(said("168hours"), Ok("7d".to_string()));
+        assert_eq!(said("1h30m"), Ok("90m".to_string()));
+        assert_eq!(parse_written_duration("4w").map(|d| d.duration), parse_duration("28d"));
+        assert!(parse_written_duration("4").is_err());
+    }
 
     #[test]
     fn durations_parse_short_and_long_spellings() {
