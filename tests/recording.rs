@@ -1234,7 +1234,7 @@ async fn a_tunnelled_delivery_reads_back_as_history_json_har_and_a_curl_command(
     let relay = TestRelay::start().await;
     let handler = LocalHandler::echo().await;
     let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
-    let path = "/hooks/stripe?b=2&a=1&a=%E2%9C%93&raw=%00";
+    let path = "/hooks/stripe?b=2&a=1&a=%E2%9C%93&raw=%00&q=a+b";
     let headers: [(&str, &[u8]); 5] = [
         ("Content-Type", b"application/json; charset=utf-8"),
         ("X-Dup", b"one"),
@@ -1311,8 +1311,8 @@ async fn a_tunnelled_delivery_reads_back_as_history_json_har_and_a_curl_command(
         .collect();
     assert_eq!(
         query,
-        [("b", "2"), ("a", "1"), ("a", "%E2%9C%93"), ("raw", "%00")],
-        "in order and as written"
+        [("b", "2"), ("a", "1"), ("a", "✓"), ("raw", "\0"), ("q", "a b")],
+        "in order, decoded as browsers write them"
     );
     assert_eq!(request["postData"]["text"].as_str(), Some(body.as_str()));
     assert_eq!(entry["response"]["status"], 200);

@@ -285,16 +285,20 @@ fn first_value(list: &[Header], name: &str) -> String {
 }
 
 /// The query of `path` as HAR name/value pairs, kept as written.
+/// The query's pairs decoded as a form decodes them (`+` is a space,
+/// `%XX` a byte), as browsers write them in HAR: the entry's `url` keeps
+/// the query exactly as it was sent.
 fn query_string(path: &str) -> Vec<Value> {
     let Some((_, query)) = path.split_once('?') else {
         return Vec::new();
     };
+    let decoded = |text: &str| super::mask::percent_decoded(&text.replace('+', " ")).into_owned();
     query
         .split('&')
         .filter(|pair| !pair.is_empty())
         .map(|pair| {
             let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-            json!({ "name": name, "value": value })
+            json!({ "name": decoded(name), "value": decoded(value) })
         })
         .collect()
 }
@@ -373,6 +377,14 @@ mod tests {
         );
         assert!(entry["request"]["headers"][0].get("comment").is_none());
         assert_eq!(entry["request"]["queryString"][1], json!({ "name": "b", "value": "" }));
+        assert_eq!(
+            query_string("/hook?q=a+b%2Bc&%C3%A9t%C3%A9=%20&bad=%ff"),
+            vec![
+                json!({ "name": "q", "value": "a b+c" }),
+                json!({ "name": "été", "value": " " }),
+                json!({ "name": "bad", "value": "\u{fffd}" }),
+            ]
+        );
         assert_eq!(entry["response"]["statusText"], "OK");
         assert_eq!(entry["response"]["content"]["encoding"], "base64");
         assert_eq!(entry["timings"]["wait"], 4.0);

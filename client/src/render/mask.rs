@@ -75,8 +75,8 @@ fn masks(pair: &str) -> Option<&str> {
 }
 
 /// `text` with each `%XX` escape decoded; bytes that are not UTF-8 once
-/// decoded are replaced, as they match no name anyway.
-fn percent_decoded(text: &str) -> Cow<'_, str> {
+/// decoded are replaced (they match no name, and HAR holds only text).
+pub(super) fn percent_decoded(text: &str) -> Cow<'_, str> {
     if !text.contains('%') {
         return Cow::Borrowed(text);
     }
