@@ -43,6 +43,19 @@ impl std::fmt::Display for ShortDuration {
     }
 }
 
+/// `12.0 ms`, or `3.00 s` from a second on: a delivery's time to its
+/// answer where one delivery is shown whole (`show`, the TUI's detail), to
+/// the tenth of a millisecond where that can matter and never as
+/// thousands of them.
+pub fn elapsed(ms: f64) -> String {
+    // The bound as the figure rounds: 999.96 would read `1000.0 ms`.
+    if ms < 999.95 {
+        format!("{ms:.1} ms")
+    } else {
+        format!("{:.2} s", ms / 1000.0)
+    }
+}
+
 /// RFC 3339 UTC text (`2026-01-01T00:00:00.000Z`, as [`rfc3339_ms`]
 /// writes it) back to milliseconds since the epoch. A time without its
 /// `Z` names no instant: it is refused, not taken as UTC.
@@ -126,6 +139,15 @@ pub fn round_ms(ms: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_delivery_shows_its_time_in_tenths_of_a_ms_or_in_seconds() {
+        assert_eq!(elapsed(12.0), "12.0 ms");
+        assert_eq!(elapsed(999.94), "999.9 ms");
+        assert_eq!(elapsed(999.96), "1.00 s");
+        assert_eq!(elapsed(3001.1), "3.00 s");
+        assert_eq!(elapsed(4942.1), "4.94 s");
+    }
 
     #[test]
     fn a_sub_millisecond_answer_is_not_shown_as_none() {

@@ -9,7 +9,7 @@ use portpreview_shared::Header;
 use super::body::{decode, for_terminal_start, shown_as_sent_note, truncation_note, Decoding};
 use super::mask::{escape_value, shown_path, shown_value};
 use crate::store::{Delivery, ReplayRun};
-use crate::time::{ordinal, rfc3339_ms};
+use crate::time::{elapsed, ordinal, rfc3339_ms};
 
 /// How far each body is shown, and how to ask for the rest.
 #[derive(Debug, Clone, Copy)]
@@ -101,7 +101,7 @@ fn response(out: &mut String, d: &Delivery, reveal: bool, cut: BodyCut<'_>) {
         (None, true) => "No answer".to_string(),
     };
     let _ = match o.duration_ms {
-        Some(ms) => writeln!(out, "  {what} after {ms:.1} ms"),
+        Some(ms) => writeln!(out, "  {what} after {}", elapsed(ms)),
         None => writeln!(out, "  {what}"),
     };
     if let Some(error) = &o.error {
@@ -279,7 +279,7 @@ mod tests {
         });
         let shown = delivery(&down, 2, &[], false, BodyCut::WHOLE);
         assert!(
-            shown.contains("Response\n  No answer after 2001.0 ms\n  Error: did not answer within 2s\n"),
+            shown.contains("Response\n  No answer after 2.00 s\n  Error: did not answer within 2s\n"),
             "{shown}"
         );
     }
@@ -297,7 +297,7 @@ mod tests {
         });
         let shown = delivery(&late, 2, &[], false, BodyCut::WHOLE);
         assert!(
-            shown.contains("Response\n  Answered, but no caller received it, after 31000.0 ms\n  Error: "),
+            shown.contains("Response\n  Answered, but no caller received it, after 31.00 s\n  Error: "),
             "{shown}"
         );
     }

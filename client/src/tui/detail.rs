@@ -13,7 +13,8 @@ use crate::replay::stored::StoredReport;
 use crate::store::{size_unknown_past, Delivery, Outcome, ReplayRun};
 use crate::time::ordinal;
 
-use super::format::{elapsed, status_style, timestamp, wrap_line};
+use super::format::{status_style, timestamp, wrap_line};
+use crate::time::elapsed;
 
 /// Bytes of a body shown as text; the rest is left to `e` export.
 const MAX_SHOWN_TEXT: usize = 256 * 1024;

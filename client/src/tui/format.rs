@@ -47,17 +47,6 @@ pub fn duration(ms: Option<f64>) -> String {
     }
 }
 
-/// `12.0 ms`, or `3.00 s` from a second on: a delivery's time to its
-/// answer, to the tenth of a millisecond where that can matter and never
-/// as thousands of them.
-pub fn elapsed(ms: f64) -> String {
-    if ms < 1000.0 {
-        format!("{ms:.1} ms")
-    } else {
-        format!("{:.2} s", ms / 1000.0)
-    }
-}
-
 /// `text` cut into lines of at most `width` columns, at spaces where it can
 /// and inside a word only when the word alone is wider than a line.
 pub fn wrap(text: &str, width: usize) -> Vec<String> {
@@ -231,9 +220,6 @@ mod tests {
         assert_eq!(duration(Some(3.25)), "3.2 ms");
         assert_eq!(duration(Some(14.4)), "14 ms");
         assert_eq!(duration(Some(1234.0)), "1.2 s");
-        assert_eq!(elapsed(12.0), "12.0 ms");
-        assert_eq!(elapsed(999.94), "999.9 ms");
-        assert_eq!(elapsed(3001.1), "3.00 s");
     }
 
     #[test]
