@@ -223,6 +223,77 @@ async fn one_github_event_sent_to_two_hooks_is_no_retry_but_a_redelivery_is() {
     assert_eq!(counts, [(1, 2), (2, 1), (3, 2)], "history's delivery counts");
 }
 
+/// Two providers may spell their IDs alike (Stripe's and Paddle's both
+/// start `evt_`): one's event is never counted as a retry of the other's,
+/// and replaying the key says it names two events.
+#[tokio::test]
+async fn one_id_from_two_providers_is_two_events() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let stripe: &[(&str, &[u8])] = &[("Stripe-Signature", b"t=1700000000,v1=00")];
+    let paddle: &[(&str, &[u8])] = &[("Paddle-Signature", b"ts=1700000000;h1=00")];
+    let sent = [
+        (
+            "/hooks/stripe",
+            stripe,
+            r#"{"id":"evt_shared","object":"event","type":"charge.succeeded"}"#,
+        ),
+        (
+            "/hooks/paddle",
+            paddle,
+            r#"{"event_id":"evt_shared","event_type":"transaction.completed"}"#,
+        ),
+        (
+            "/hooks/stripe",
+            stripe,
+            r#"{"id":"evt_shared","object":"event","type":"charge.succeeded"}"#,
+        ),
+    ];
+    let mut seen = Vec::new();
+    for (path, headers, body) in sent {
+        let reply = caller::send("POST", &tunnel.url(path), headers, body.to_string()).await;
+        assert_eq!(reply.status, 200);
+        let (summary, number) = tunnel.next_delivery().await;
+        seen.push((summary.provider.unwrap_or_default(), summary.event_key, number));
+    }
+    let seen: Vec<(&str, &str, i64)> = seen.iter().map(|(p, k, n)| (p.as_str(), k.as_str(), *n)).collect();
+    assert_eq!(
+        seen,
+        [
+            ("stripe", "evt_shared", 1),
+            ("paddle", "evt_shared", 1),
+            ("stripe", "evt_shared", 2)
+        ],
+        "live lines"
+    );
+    let listed = portpreview_async(&tunnel.db, &["history", "--json"]).await;
+    let rows: Vec<Value> = serde_json::from_str(&listed.stdout).expect("history --json");
+    let counts: Vec<(&str, i64)> = rows
+        .iter()
+        .map(|row| {
+            (
+                row["provider"].as_str().unwrap_or(""),
+                row["delivery_count"].as_i64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(
+        counts,
+        [("stripe", 2), ("paddle", 1), ("stripe", 2)],
+        "{}",
+        listed.stdout
+    );
+
+    let replayed = portpreview_async(&tunnel.db, &["replay", "evt_shared"]).await;
+    assert_eq!(replayed.code, 0, "{}", replayed.stderr);
+    assert!(
+        replayed.stderr.contains("note: 2 events share this key"),
+        "{}",
+        replayed.stderr
+    );
+}
+
 /// A GitHub delivery without its delivery ID is keyed by its content and,
 /// like any content key, counted per method and path: within its hook too.
 #[tokio::test]

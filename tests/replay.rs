@@ -209,7 +209,7 @@ fn a_handler_that_dedups_in_one_transaction_is_idempotent_and_the_run_is_recorde
         ran.stderr.lines().collect::<Vec<_>>(),
         [
             format!("replaying #{newest}, the newest delivery of event d7e1-shared").as_str(),
-            "note: 2 events share this key (two hooks, or two paths): \
+            "note: 2 events share this key (two providers, two hooks, or two paths): \
              `portpreview history --event d7e1-shared` lists them; replay another by its ID"
         ],
         "{}",

@@ -304,7 +304,7 @@ fn chosen(store: &Store, wanted: &str, db: &Path) -> anyhow::Result<i64> {
     let events = store.events_with_key(wanted).map_err(|err| err.for_command(db))?;
     if events > 1 {
         crate::to_stderr(format_args!(
-            "note: {events} events share this key (two hooks, or two paths): \
+            "note: {events} events share this key (two providers, two hooks, or two paths): \
              `portpreview history --event {}` lists them; replay another by its ID\n",
             escape_str(wanted)
         ));

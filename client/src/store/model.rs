@@ -45,8 +45,10 @@ impl NewDelivery {
     }
 
     /// What, beside the event key, tells this delivery's event from another
-    /// with the same key: GitHub's hook ID, and for a key hashed from the
-    /// content, the method and path it was sent to; empty when nothing does.
+    /// with the same key: for a provider's ID, the provider and GitHub's
+    /// hook ID (`stripe:`, `github:123`); for a key hashed from the
+    /// content, the method and path it was sent to; empty when nothing
+    /// does. Schema version 15 scopes rows in SQL the same way.
     pub fn event_scope(&self) -> String {
         let provider = self.provider.as_deref().and_then(Provider::from_name);
         let hook = provider::event_scope(provider, &self.request_headers);
@@ -62,7 +64,12 @@ impl NewDelivery {
                 None => sent_to,
             };
         }
-        hook.unwrap_or_default()
+        // Two providers' IDs may be spelled alike (Stripe's and Paddle's
+        // both start `evt_`); neither event is a retry of the other.
+        match &self.provider {
+            Some(name) if !self.event_key.is_empty() => format!("{name}:{}", hook.unwrap_or_default()),
+            _ => hook.unwrap_or_default(),
+        }
     }
 }
 

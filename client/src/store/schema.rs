@@ -313,13 +313,30 @@ const MIGRATIONS: &[&str] = &[
         FROM deliveries d
         WHERE NOT EXISTS (SELECT 1 FROM outcomes o WHERE o.delivery_id = d.id)
             AND NOT EXISTS (SELECT 1 FROM unanswered u WHERE u.delivery_id = d.id);",
+    // Version 15: an event ID is its provider's. Stripe's `evt_1` and
+    // Paddle's `evt_1` are two events, but deliveries were counted by key
+    // alone (GitHub's by key and hook), so one was called the other's
+    // retry and `replay evt_1` sent whichever came last. The scope of a key
+    // that is a provider's ID now starts with the provider's name
+    // (`NewDelivery::event_scope`); the trigger scopes what a tunnel of an
+    // earlier version, still running, goes on inserting. Content keys are
+    // made again too: a top-level `timestamp` is no longer left out of the
+    // hash, as it is an event's own time for many senders.
+    "UPDATE deliveries SET event_scope = provider || ':' || event_scope
+        WHERE provider IS NOT NULL AND event_key != '' AND event_key_source NOT LIKE 'sha256:%';
+    CREATE TRIGGER deliveries_provider_scope AFTER INSERT ON deliveries
+        WHEN NEW.provider IS NOT NULL AND NEW.event_key != '' AND NEW.event_key_source NOT LIKE 'sha256:%'
+            AND substr(NEW.event_scope, 1, length(NEW.provider) + 1) IS NOT NEW.provider || ':'
+    BEGIN
+        UPDATE deliveries SET event_scope = NEW.provider || ':' || NEW.event_scope WHERE id = NEW.id;
+    END;",
 ];
 
 /// The versions whose migration goes on, after its SQL, to make every
 /// content-hashed event key again by this build's rules (`rekey`): SQL
 /// cannot hash a body as the key rules do. A change to those rules
 /// appends a version here, with an empty migration.
-const REKEYED_AT: &[usize] = &[13];
+const REKEYED_AT: &[usize] = &[13, 15];
 
 /// Written into the header of every history (`PRAGMA application_id`, the
 /// field SQLite keeps for this), so that no other program's SQLite file is
@@ -806,7 +823,7 @@ mod tests {
             [
                 plain(),
                 plain(),
-                ("evt_1".into(), String::new()),
+                ("evt_1".into(), "stripe:".into()),
                 ("cut-hash".into(), "POST /plain".into()),
                 ("damaged-hash".into(), "POST /plain".into())
             ],
@@ -840,6 +857,61 @@ mod tests {
         };
         let id = store.insert_request(&retry).unwrap();
         assert_eq!(store.delivery_number(id).unwrap(), 3);
+    }
+
+    #[test]
+    fn a_version_14_history_counts_each_providers_ids_apart() {
+        use crate::store::tests::delivery;
+        use portpreview_shared::Header;
+
+        let conn = history_at(14);
+        let stored = [
+            ("stripe", "evt_1", "body:/id", ""),
+            ("stripe", "evt_1", "body:/id", ""),
+            ("paddle", "evt_1", "body:/event_id", ""),
+            ("github", "guid-1", "header:X-GitHub-Delivery", "111"),
+        ];
+        for (provider, key, source, scope) in stored {
+            conn.execute(
+                "INSERT INTO deliveries (received_at_ms, tunnel_url, target, method, path, request_headers,
+                     request_body, request_body_size, provider, event_key, event_key_source, event_scope)
+                 VALUES (5, '', '', 'POST', '/hook', x'00', x'', 0, ?1, ?2, ?3, ?4)",
+                rusqlite::params![provider, key, source, scope],
+            )
+            .unwrap();
+        }
+        let store = opened(conn);
+        let numbers = |store: &crate::store::Store| -> Vec<i64> {
+            let last: i64 = store
+                .conn
+                .query_row("SELECT max(id) FROM deliveries", [], |r| r.get(0))
+                .unwrap();
+            (1..=last).map(|id| store.delivery_number(id).unwrap()).collect()
+        };
+        assert_eq!(
+            numbers(&store),
+            [1, 2, 1, 1],
+            "Paddle's evt_1 is no third Stripe delivery"
+        );
+        assert_eq!(store.events_with_key("evt_1").unwrap(), 2, "replay evt_1 is ambiguous");
+
+        // A tunnel of an earlier version, still running, inserts unscoped.
+        store
+            .conn
+            .execute(
+                "INSERT INTO deliveries (received_at_ms, tunnel_url, target, method, path, request_headers,
+                     request_body, request_body_size, provider, event_key, event_key_source)
+                 VALUES (6, '', '', 'POST', '/hook', x'00', x'', 0, 'paddle', 'evt_1', 'body:/event_id')",
+                [],
+            )
+            .unwrap();
+        // This version scopes what it inserts itself, to the same effect.
+        let mut retry = delivery("guid-1", "/hook");
+        retry.provider = Some("github".into());
+        retry.event_key_source = "header:X-GitHub-Delivery".into();
+        retry.request_headers.push(Header::new("x-github-hook-id", "111"));
+        store.insert_request(&retry).unwrap();
+        assert_eq!(numbers(&store), [1, 2, 1, 1, 2, 2]);
     }
 
     #[test]

@@ -30,7 +30,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 /// gives, while a long spelling (`168hours`) is said the short way (`7d`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct WrittenDuration {
+    /// How long it is.
     pub duration: Duration,
+    /// How to say it back.
     pub written: String,
 }
 

@@ -13,11 +13,12 @@ use crate::message::Header;
 const MAX_ID_LEN: usize = 256;
 
 /// Top-level body fields that change from one attempt to the next, left out
-/// of the content hash so retries of one event still hash alike.
+/// of the content hash so retries of one event still hash alike. A bare
+/// `timestamp` is not one: for many senders it is when the event happened,
+/// and two readings an hour apart are two events.
 const PER_ATTEMPT_FIELDS: &[&str] = &[
     "signature",
     "signatures",
-    "timestamp",
     "webhookTimestamp",
     "webhook_timestamp",
     "sent_at",

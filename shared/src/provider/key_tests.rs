@@ -349,8 +349,11 @@ fn numbers_parsing_would_merge_keep_their_events_apart() {
         hex::encode(Sha256::digest(b"unknown\n{\"order\":1.5,\"type\":\"t\"}"))
     );
     // A field that changes on every attempt changes nothing, however long its number.
-    let sent_at = |t: &str| event_key(&[], format!(r#"{{"order":1,"timestamp":{t}}}"#).as_bytes(), &[]).key;
+    let sent_at = |t: &str| event_key(&[], format!(r#"{{"order":1,"sent_at":{t}}}"#).as_bytes(), &[]).key;
     assert_eq!(sent_at("1733450000.123456789123"), sent_at("1733450001.123456789123"));
+    // An event's own time is part of what it is: two readings are two events.
+    let reading = |t: &str| event_key(&[], format!(r#"{{"device":"t-1","timestamp":{t}}}"#).as_bytes(), &[]).key;
+    assert_ne!(reading("1700000000"), reading("1700003600"));
 
     let fields = vec!["/order".to_owned()];
     let chosen =
