@@ -29,6 +29,28 @@ use portpreview_shared::Header;
 /// The fixture format version this build writes and reads.
 pub const FIXTURE_VERSION: u32 = 1;
 
+/// The format a fixture's text says it is in, read apart from the rest.
+fn format_of(text: &[u8]) -> Option<u32> {
+    #[derive(Deserialize)]
+    struct Format {
+        portpreview_fixture: u32,
+    }
+    serde_json::from_slice::<Format>(text)
+        .ok()
+        .map(|f| f.portpreview_fixture)
+}
+
+/// Why a fixture in `format` is not read, and what to do about it.
+fn unsupported_format(format: u32) -> String {
+    match format > FIXTURE_VERSION {
+        true => format!(
+            "fixture format {format} was written by a newer PortPreview (this portpreview reads format \
+             {FIXTURE_VERSION}): upgrade portpreview to run it"
+        ),
+        false => format!("fixture format {format} is not supported (this portpreview reads format {FIXTURE_VERSION})"),
+    }
+}
+
 /// One delivery as a file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -192,12 +214,22 @@ impl Fixture {
         }
         // Read straight into the struct, which refuses a field given twice;
         // through a `Value` the last one would win without a word.
-        let mut fixture: Fixture = serde_json::from_slice(&text)
-            .map_err(|err| {
-                let said = misread(&text).unwrap_or_else(|| portpreview_shared::text::plain_types(&err.to_string()));
-                anyhow::anyhow!(said)
-            })
-            .with_context(not_a_fixture)?;
+        let mut fixture: Fixture = match serde_json::from_slice(&text) {
+            Ok(fixture) => fixture,
+            Err(err) => match format_of(&text) {
+                // A newer format may add fields: that it is newer is the
+                // news, not the field this build does not know.
+                Some(format) if format > FIXTURE_VERSION => {
+                    return Err(anyhow::anyhow!(unsupported_format(format)))
+                        .with_context(|| format!("invalid fixture {}", path.display()));
+                }
+                _ => {
+                    let said =
+                        misread(&text).unwrap_or_else(|| portpreview_shared::text::plain_types(&err.to_string()));
+                    return Err(anyhow::anyhow!(said)).with_context(not_a_fixture);
+                }
+            },
+        };
         let carried = fixture
             .validate()
             .with_context(|| format!("invalid fixture {}", path.display()))?;
@@ -240,10 +272,7 @@ impl Fixture {
     /// carries, worked out once for every check that needs it.
     fn validate(&self) -> anyhow::Result<EventKey> {
         if self.portpreview_fixture != FIXTURE_VERSION {
-            bail!(
-                "fixture format {} is not supported (this portpreview reads format {FIXTURE_VERSION})",
-                self.portpreview_fixture
-            );
+            bail!(unsupported_format(self.portpreview_fixture));
         }
         if self.method.is_empty() || !self.path.starts_with('/') {
             bail!("a fixture needs a method and a path starting with /");
@@ -646,6 +675,27 @@ mod tests {
             assert!(
                 !err.contains("elements"),
                 "serde's view of a struct as a sequence stays inside: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_fixture_from_a_newer_portpreview_says_to_upgrade_whatever_else_it_holds() {
+        let dir = crate::store::tests::ScratchDir::new("fixture-newer");
+        for text in [
+            r#"{"portpreview_fixture": 2, "method": "POST", "path": "/"}"#,
+            r#"{"portpreview_fixture": 2, "method": "POST", "path": "/", "added_later": {"a": 1}}"#,
+        ] {
+            let path = dir.0.join("newer.json");
+            std::fs::write(&path, text).unwrap();
+            let err = format!("{:#}", Fixture::load(&path).unwrap_err());
+            assert!(err.starts_with("invalid fixture "), "{err}");
+            assert!(
+                err.ends_with(
+                    "fixture format 2 was written by a newer PortPreview (this portpreview reads format 1): \
+                     upgrade portpreview to run it"
+                ),
+                "{err}"
             );
         }
     }
