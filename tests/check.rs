@@ -831,6 +831,40 @@ fn a_suite_resigns_with_the_secret_its_environment_names() {
         "{}",
         ran.stdout
     );
+
+    // Suite keys that would do nothing are said to, as --secret is.
+    std::fs::write(
+        project.path("idle.toml"),
+        "[[fixture]]\npath = \"fixtures/stripe.json\"\nsecret_env = \"STRIPE_WEBHOOK_SECRET\"\nfresh_field = \"/id\"\n",
+    )
+    .unwrap();
+    let ran = project.check(&["idle.toml", "--target", &verifier.url()], &[]);
+    assert_eq!(
+        ran.stderr
+            .lines()
+            .filter(|line| line.starts_with("warning: "))
+            .collect::<Vec<_>>(),
+        [
+            "warning: fixtures/stripe.json: secret_env signs only with resign or fresh; \
+             the attempts carry the recorded signature",
+            "warning: fixtures/stripe.json: fresh_field is read only with fresh = true (or --fresh); \
+             the attempts keep their identity"
+        ],
+        "{}",
+        ran.stderr
+    );
+    std::fs::write(
+        project.path("idle.toml"),
+        "[[fixture]]\npath = \"fixtures/stripe.json\"\nresign = true\nsecret_env = \"\"\n",
+    )
+    .unwrap();
+    let ran = project.check(&["idle.toml"], &[]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stderr.contains("secret_env = \"\" names no environment variable"),
+        "{}",
+        ran.stderr
+    );
 }
 
 #[test]

@@ -152,6 +152,24 @@ impl Suite {
             }
             fixture.settle().with_context(which)?;
             fixture.timeout().with_context(which)?;
+            if let Some(var) = &fixture.secret_env {
+                if var.is_empty() || var.contains(['=', '\0']) {
+                    anyhow::bail!(
+                        "{}: secret_env = \"{}\" names no environment variable",
+                        which(),
+                        var.escape_debug()
+                    );
+                }
+            }
+            if let Some(field) = &fixture.fresh_field {
+                if portpreview_shared::provider::fresh::check_field(field).is_err() {
+                    anyhow::bail!(
+                        "{}: fresh_field = \"{}\": expected a JSON pointer such as /data/id, form:name or header:Name",
+                        which(),
+                        field.escape_debug()
+                    );
+                }
+            }
             // Told here, in the suite's words, not later as a bad --target.
             if let Some(target) = &fixture.target {
                 crate::target::Target::parse(target)

@@ -80,6 +80,7 @@ pub async fn run(args: Args, history: Option<&Path>) -> anyhow::Result<ExitCode>
     if args.run.secret.is_some() && !jobs.iter().any(signs) {
         crate::to_stderr(format_args!("{}", super::replay_run::SECRET_UNUSED));
     }
+    warn_of_unused_suite_keys(&jobs, &args.run);
     // One stop for the whole check: ctrl-c ends the fixture in progress
     // and leaves the rest unstarted, whenever it comes.
     let stop = CancellationToken::new();
@@ -190,6 +191,30 @@ async fn check_one(
             crate::config::resolve_secret(opts.secret.take(), replay::provider_of(&request), secret_env.as_deref())?;
     }
     Ok(replay::run_until(request, &opts, &progress_printer(), interrupt).await?)
+}
+
+/// Warns of a suite entry's `secret_env` that nothing signs with, and of a
+/// `fresh_field` that no fresh run reads, as the command line does of
+/// `--secret` (`--fresh-field` alone it refuses): the key was written to
+/// do something, and would do nothing without a word.
+fn warn_of_unused_suite_keys(jobs: &[Job], flags: &RunArgs) {
+    let mut told = std::collections::HashSet::new();
+    for entry in jobs.iter().filter_map(|job| job.entry.as_ref()) {
+        let fresh = flags.fresh || entry.fresh.unwrap_or(false);
+        let signs = fresh || flags.resign || entry.resign.unwrap_or(false);
+        let unused = [
+            (entry.secret_env.is_some() && !signs && flags.secret.is_none())
+                .then_some("secret_env signs only with resign or fresh; the attempts carry the recorded signature"),
+            (entry.fresh_field.is_some() && !fresh)
+                .then_some("fresh_field is read only with fresh = true (or --fresh); the attempts keep their identity"),
+        ];
+        for why in unused.into_iter().flatten() {
+            let fixture = entry.path.display().to_string();
+            if told.insert((fixture.clone(), why)) {
+                crate::to_stderr(format_args!("warning: {}: {why}\n", escape_str(&fixture)));
+            }
+        }
+    }
 }
 
 /// Attempts per fixture unless `--times` or the suite says otherwise. One
