@@ -82,7 +82,8 @@ impl Cli {
             }
             Err(err) if err.use_stderr() => {
                 let code = err.exit_code();
-                crate::to_stderr(format_args!("{}", one_line(&rendered_whole(err), &command_given())));
+                let rendered = breaks_escaped(rendered_whole(err), std::env::args_os().skip(1));
+                crate::to_stderr(format_args!("{}", one_line(&rendered, &command_given())));
                 std::process::exit(code);
             }
             Err(err) => err.exit(),
@@ -119,6 +120,18 @@ fn rendered_whole(err: clap::Error) -> String {
         Err(again) if again.kind() == err.kind() => again.render().ansi().to_string(),
         _ => err.render().to_string(),
     }
+}
+
+/// `rendered` with every argument that holds a line break, as clap quotes
+/// it, escaped whole. [`one_line`] reads each line of a rendering as a
+/// part of the error, and would show `--header $'X-A: a\r\nB: b'` as
+/// `'X-A: a: B: b'`, a value never given, hiding the break refused.
+fn breaks_escaped(rendered: String, args: impl Iterator<Item = std::ffi::OsString>) -> String {
+    args.filter_map(|arg| arg.into_string().ok())
+        .filter(|arg| arg.contains(['\n', '\r']))
+        .fold(rendered, |rendered, arg| {
+            rendered.replace(&arg, &portpreview_shared::sanitize::escape_str(&arg))
+        })
 }
 
 /// `portpreview` and the subcommand the command line names, if any: the
@@ -300,6 +313,21 @@ mod tests {
         assert!(
             matches!(cli.command, Command::Replay(args) if args.run.secret.as_ref().map(|given| given.secret.expose()) == Some("-s3cr3t"))
         );
+    }
+
+    /// A refused value that holds a line break is quoted as given, escaped,
+    /// not cut at the break into what read as two parts of the error.
+    #[test]
+    fn a_refused_value_with_a_line_break_is_quoted_whole() {
+        let args = ["portpreview", "replay", "8", "--header", "X-A: a\r\nInjected: b"];
+        let err = Cli::try_parse_from(args).unwrap_err();
+        let rendered = breaks_escaped(err.render().to_string(), args.iter().skip(1).map(Into::into));
+        let line = one_line(&rendered, "portpreview replay");
+        assert!(
+            line.starts_with(r"error: invalid value 'X-A: a\r\nInjected: b' for '--header <NAME: VALUE>'"),
+            "{line}"
+        );
+        assert_eq!(line.lines().count(), 1, "{line}");
     }
 
     /// `--limit -1` is a bad value, not an unknown flag `-1`.
