@@ -898,7 +898,12 @@ fn a_slow_answer_is_a_warning_not_a_failure() {
         .iter()
         .map(|w| w.as_str().unwrap())
         .collect();
-    assert!(warnings.iter().any(|w| w.contains("slack waits 3 s")), "{warnings:?}");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with("attempt 1 took 3.") && w.contains("s; slack waits 3 s")),
+        "{warnings:?}"
+    );
     assert!(
         warnings.iter().any(|w| w.contains("side effects were not checked")),
         "{warnings:?}"
@@ -979,7 +984,7 @@ fn a_run_stopped_with_ctrl_c_reports_and_keeps_what_it_sent() {
     assert_eq!(json["attempts"].as_array().unwrap().len(), 1, "{json:#}");
     assert_eq!(
         ran.check("run_completed")["detail"],
-        "stopped after 1 of 5 attempts: a verdict needs the whole run"
+        "stopped after 1 of 5 attempts: only the whole run can show the handler idempotent"
     );
     assert!(
         json["warnings"].to_string().contains("side effects were not checked"),
@@ -1039,7 +1044,7 @@ fn a_run_stopped_with_ctrl_c_reports_and_keeps_what_it_sent() {
     );
     assert_eq!(
         ran.check("run_completed")["detail"],
-        "stopped after 0 of 2 attempts: a verdict needs the whole run"
+        "stopped after 0 of 2 attempts: only the whole run can show the handler idempotent"
     );
 }
 

@@ -47,12 +47,12 @@ pub fn run_completed(sent: usize, total: u32) -> Check {
         name: RUN_COMPLETED,
         passed: false,
         detail: if sent < total as usize {
-            format!("stopped after {sent} of {total} attempts: a verdict needs the whole run")
+            format!("stopped after {sent} of {total} attempts: only the whole run can show the handler idempotent")
         } else {
             // Every attempt went out: what was cut short is the wait for
             // the state to settle, which the verdict reads.
             format!(
-                "stopped after {}, while waiting for the state to settle: a verdict needs the whole run",
+                "stopped after {}, while waiting for the state to settle: only the whole run can show the handler idempotent",
                 all_attempts(total as usize, "all")
             )
         },
@@ -407,8 +407,12 @@ pub fn slow_answers(attempts: &[Attempt], provider: Provider) -> Option<String> 
     let slowest = slow.iter().map(|a| a.answer.duration).max()?;
     let numbers: Vec<u32> = slow.iter().map(|a| a.n).collect();
     // Whether it then retries is the provider's own: the report names its retry window.
+    let took = match slow.len() {
+        1 => "took",
+        _ => "took up to",
+    };
     Some(format!(
-        "{} took up to {:.2} s; {provider} waits {} s for an answer, then counts the delivery as failed: \
+        "{} {took} {:.2} s; {provider} waits {} s for an answer, then counts the delivery as failed: \
          answer 2xx first and do the work from a queue",
         attempts_phrase(&numbers),
         slowest.as_secs_f64(),

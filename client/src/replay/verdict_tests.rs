@@ -525,15 +525,15 @@ fn a_header_that_came_with_the_first_row_is_not_the_baselines_effect() {
 fn a_run_stopped_after_its_last_attempt_says_it_was_stopped_while_settling() {
     assert_eq!(
         run_completed(1, 3).detail,
-        "stopped after 1 of 3 attempts: a verdict needs the whole run"
+        "stopped after 1 of 3 attempts: only the whole run can show the handler idempotent"
     );
     assert_eq!(
         run_completed(3, 3).detail,
-        "stopped after all 3 attempts, while waiting for the state to settle: a verdict needs the whole run"
+        "stopped after all 3 attempts, while waiting for the state to settle: only the whole run can show the handler idempotent"
     );
     assert_eq!(
         run_completed(2, 2).detail,
-        "stopped after both attempts, while waiting for the state to settle: a verdict needs the whole run"
+        "stopped after both attempts, while waiting for the state to settle: only the whole run can show the handler idempotent"
     );
 }
 
