@@ -221,6 +221,14 @@ async fn one_github_event_sent_to_two_hooks_is_no_retry_but_a_redelivery_is() {
         .collect();
     counts.sort_unstable();
     assert_eq!(counts, [(1, 2), (2, 1), (3, 2)], "history's delivery counts");
+    let shown = portpreview_async(&tunnel.db, &["show", "2"]).await;
+    assert!(
+        shown
+            .stdout
+            .contains("(header:X-GitHub-Delivery, hook 222; 1st delivery of 1)"),
+        "show says what counts it apart: {}",
+        shown.stdout
+    );
 }
 
 /// Two providers may spell their IDs alike (Stripe's and Paddle's both

@@ -2,13 +2,14 @@
 
 use std::fmt::Write;
 
+use portpreview_shared::provider::Provider;
 use portpreview_shared::sanitize::{escape_multiline, escape_str};
 use portpreview_shared::text::thousands;
 use portpreview_shared::Header;
 
 use super::body::{decode, for_terminal_start, shown_as_sent_note, truncation_note, Decoding};
 use super::mask::{escape_value, shown_path, shown_value};
-use crate::store::{Delivery, ReplayRun};
+use crate::store::{Delivery, NewDelivery, ReplayRun};
 use crate::time::{elapsed, ordinal, rfc3339_ms};
 
 /// How far each body is shown, and how to ask for the rest.
@@ -42,6 +43,18 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
     out
 }
 
+/// How the delivery's event key was made, terminal-safe, with GitHub's
+/// hook where it has one: the hook counts apart deliveries that share a
+/// key, and unsaid, two deliveries of one key would be counted apart for
+/// no reason to be seen.
+pub fn key_source(r: &NewDelivery) -> String {
+    let provider = r.provider.as_deref().and_then(Provider::from_name);
+    match portpreview_shared::provider::event_scope(provider, &r.request_headers) {
+        Some(hook) => format!("{}, hook {}", escape_str(&r.event_key_source), escape_str(&hook)),
+        None => escape_str(&r.event_key_source).into_owned(),
+    }
+}
+
 /// Where and when the delivery came, and which event it is.
 fn overview(out: &mut String, d: &Delivery, delivery_number: i64) {
     let r = &d.request;
@@ -51,15 +64,15 @@ fn overview(out: &mut String, d: &Delivery, delivery_number: i64) {
     }
     field(out, "Target", &escape_str(&r.target));
     field(out, "Provider", &escape_str(r.provider.as_deref().unwrap_or("unknown")));
+    let source = key_source(r);
     let event = match r.replay_of {
         // A replay is not a delivery of its event; it has no place in the count.
-        Some(_) => format!("{} ({})", escape_str(&r.event_key), escape_str(&r.event_key_source)),
+        Some(_) => format!("{} ({source})", escape_str(&r.event_key)),
         // Nothing to count deliveries by: it is no retry of anything.
         None if r.event_key.is_empty() => "none (nothing to group deliveries by)".to_string(),
         None => format!(
-            "{} ({}; {} delivery of {})",
+            "{} ({source}; {} delivery of {})",
             escape_str(&r.event_key),
-            escape_str(&r.event_key_source),
             ordinal(delivery_number.max(1)),
             d.delivery_count
         ),

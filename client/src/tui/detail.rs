@@ -147,7 +147,13 @@ fn about(delivery: &Delivery, number: i64, reveal: bool) -> Vec<Line<'static>> {
         .as_deref()
         .map_or_else(|| "unknown".to_owned(), |p| escape_str(p).into_owned());
     lines.push(label_value("provider", provider));
-    let key = || format!("{} ({})", escape_str(&req.event_key), escape_str(&req.event_key_source));
+    let key = || {
+        format!(
+            "{} ({})",
+            escape_str(&req.event_key),
+            crate::render::show::key_source(req)
+        )
+    };
     let event = match (req.replay_of, delivery.delivery_count) {
         // A replay is not a delivery of its event; it has no place in the count.
         (Some(_), _) => key(),
