@@ -241,6 +241,10 @@ impl Latencies {
     }
 }
 
+/// Bars of a tenth of a second, for deliveries that all came within one
+/// second: a second's bar is the narrowest otherwise.
+const TENTHS: (i64, &str) = (100, "100 ms");
+
 /// Bar widths a browsed history's sparkline may have, narrowest first,
 /// each with how its label names it.
 const BARS: [(i64, &str); 8] = [
@@ -280,18 +284,24 @@ impl Overview {
     /// Deliveries per bar, oldest first, from the oldest delivery taken in
     /// to the newest, and what one bar spans ("min"): the narrowest that
     /// fits them all in `most` bars, so a burst of a minute and a week of
-    /// traffic both fill the line. Bars fall on the clock's seconds,
+    /// traffic both fill the line, in tenths of a second when all came
+    /// within one (a load test's burst). Bars fall on the clock's seconds,
     /// minutes and hours (UTC). With deliveries older than the widest bars
     /// reach, the newest `most` bars. `None` with no deliveries.
     pub fn bars(&self, most: usize) -> Option<(Vec<u64>, &'static str)> {
         let newest = *self.arrivals.iter().max()?;
         let oldest = *self.arrivals.iter().min()?;
         let spanned = |width: i64| usize::try_from(newest / width - oldest / width + 1).unwrap_or(usize::MAX);
-        let (width, name) = BARS
-            .iter()
-            .copied()
-            .find(|&(width, _)| spanned(width) <= most)
-            .unwrap_or(BARS[BARS.len() - 1]);
+        let (width, name) = match spanned(BARS[0].0) {
+            // All in one second, as a burst from a load test: one bar of
+            // a second would say nothing of it.
+            1 => TENTHS,
+            _ => BARS
+                .iter()
+                .copied()
+                .find(|&(width, _)| spanned(width) <= most)
+                .unwrap_or(BARS[BARS.len() - 1]),
+        };
         let bars = spanned(width).min(most);
         let mut counts = vec![0; bars];
         for at in &self.arrivals {
@@ -420,6 +430,9 @@ mod tests {
         // Three in one second, one two seconds on.
         let burst = Overview::of(&arrived(&[start, start + 10, start + 999, start + 2 * second], 5.0));
         assert_eq!(burst.bars(30), Some((vec![3, 0, 1], "s")));
+        // All in one second: tenths of it.
+        let tenths = Overview::of(&arrived(&[start + 10, start + 20, start + 151], 5.0));
+        assert_eq!(tenths.bars(30), Some((vec![2, 1], "100 ms")));
         // Forty seconds do not fit in 30 bars of a second: 10 s each.
         let slow = Overview::of(&arrived(&[start, start + 35 * second, start + 40 * second], 5.0));
         assert_eq!(slow.bars(30), Some((vec![1, 0, 0, 1, 1], "10 s")));
