@@ -318,10 +318,15 @@ const MIGRATIONS: &[&str] = &[
     // alone (GitHub's by key and hook), so one was called the other's
     // retry and `replay evt_1` sent whichever came last. The scope of a key
     // that is a provider's ID now starts with the provider's name
-    // (`NewDelivery::event_scope`); the trigger scopes what a tunnel of an
+    // (`NewDelivery::event_scope`); a trigger scopes what a tunnel of an
     // earlier version, still running, goes on inserting. Content keys are
     // made again too: a top-level `timestamp` is no longer left out of the
     // hash, as it is an event's own time for many senders.
+    //
+    // SQLite fires the newest trigger first, so a row a scoping trigger
+    // moves was counted under the scope it came with after the move, and
+    // that count stayed for good. The count on insert now leaves such a
+    // row to the move, which counts it where it lands (`event_counts_update`).
     "UPDATE deliveries SET event_scope = provider || ':' || event_scope
         WHERE provider IS NOT NULL AND event_key != '' AND event_key_source NOT LIKE 'sha256:%';
     CREATE TRIGGER deliveries_provider_scope AFTER INSERT ON deliveries
@@ -329,6 +334,16 @@ const MIGRATIONS: &[&str] = &[
             AND substr(NEW.event_scope, 1, length(NEW.provider) + 1) IS NOT NEW.provider || ':'
     BEGIN
         UPDATE deliveries SET event_scope = NEW.provider || ':' || NEW.event_scope WHERE id = NEW.id;
+    END;
+    DROP TRIGGER event_counts_insert;
+    CREATE TRIGGER event_counts_insert AFTER INSERT ON deliveries
+        WHEN NEW.replay_of IS NULL AND NEW.event_key != ''
+            AND NOT (NEW.event_scope = '' AND NEW.event_key_source LIKE 'sha256:%' AND NEW.provider IS NOT 'github')
+            AND NOT (NEW.provider IS NOT NULL AND NEW.event_key_source NOT LIKE 'sha256:%'
+                AND substr(NEW.event_scope, 1, length(NEW.provider) + 1) IS NOT NEW.provider || ':')
+    BEGIN
+        INSERT INTO event_counts (event_key, event_scope, n) VALUES (NEW.event_key, NEW.event_scope, 1)
+            ON CONFLICT (event_key, event_scope) DO UPDATE SET n = n + 1;
     END;",
 ];
 
@@ -912,6 +927,35 @@ mod tests {
         retry.request_headers.push(Header::new("x-github-hook-id", "111"));
         store.insert_request(&retry).unwrap();
         assert_eq!(numbers(&store), [1, 2, 1, 1, 2, 2]);
+        // An earlier version's content key too, moved by the older trigger.
+        store
+            .conn
+            .execute(
+                "INSERT INTO deliveries (received_at_ms, tunnel_url, target, method, path, request_headers,
+                     request_body, request_body_size, event_key, event_key_source)
+                 VALUES (7, '', '', 'POST', '/plain', x'00', x'', 0, 'hash-1', 'sha256:body')",
+                [],
+            )
+            .unwrap();
+        let counts: Vec<(String, String, i64)> = store
+            .conn
+            .prepare("SELECT event_key, event_scope, n FROM event_counts ORDER BY event_key, event_scope")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let counted = |key: &str, scope: &str, n| (key.to_owned(), scope.to_owned(), n);
+        assert_eq!(
+            counts,
+            [
+                counted("evt_1", "paddle:", 2),
+                counted("evt_1", "stripe:", 2),
+                counted("guid-1", "github:111", 2),
+                counted("hash-1", "POST /plain", 1),
+            ],
+            "each counted once, where it was moved to"
+        );
     }
 
     #[test]
