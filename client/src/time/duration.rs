@@ -41,13 +41,29 @@ pub struct WrittenDuration {
 pub fn parse_written_duration(text: &str) -> Result<WrittenDuration, String> {
     let duration = parse_duration(text)?;
     let text = text.trim();
-    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
-    let short = digits > 0 && UNITS.iter().any(|(unit, _)| text[digits..] == **unit);
-    let written = match short {
+    let written = match written_short(text) {
         true => text.to_string(),
         false => portpreview_shared::duration::format_duration(duration),
     };
     Ok(WrittenDuration { duration, written })
+}
+
+/// Whether `text` is numbers each followed by a unit's short name, with
+/// nothing between: `4w`, `2w3d`, `1h30m`.
+fn written_short(mut text: &str) -> bool {
+    if text.is_empty() {
+        return false;
+    }
+    while !text.is_empty() {
+        let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+        let rest = &text[digits..];
+        let letters = rest.bytes().take_while(u8::is_ascii_lowercase).count();
+        if digits == 0 || !UNITS.iter().any(|(unit, _)| rest[..letters] == **unit) {
+            return false;
+        }
+        text = &rest[letters..];
+    }
+    true
 }
 
 /// [`parse_duration`] for a value that may be at most `max` long: a bare
@@ -136,7 +152,10 @@ mod tests {
         assert_eq!(said("4w"), Ok("4w".to_string()));
         assert_eq!(said(" 90s "), Ok("90s".to_string()));
         assert_eq!(said("168hours"), Ok("7d".to_string()));
-        assert_eq!(said("1h30m"), Ok("90m".to_string()));
+        assert_eq!(said("1h30m"), Ok("1h30m".to_string()));
+        assert_eq!(said("2w3d"), Ok("2w3d".to_string()));
+        assert_eq!(said("1h 30m"), Ok("90m".to_string()));
+        assert_eq!(said("90mins"), Ok("90m".to_string()));
         assert_eq!(parse_written_duration("4w").map(|d| d.duration), parse_duration("28d"));
         assert!(parse_written_duration("4").is_err());
     }
