@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod codec;
+pub mod coding;
 pub mod content_length;
 pub mod duration;
 pub mod hangup;

@@ -1,9 +1,10 @@
 //! Bodies shown safely: JSON pretty-printed, text escaped, binary as hex.
 
 use base64::Engine;
-use portpreview_shared::sanitize::{escape_multiline, escape_str, hex_dump};
+use portpreview_shared::sanitize::{escape_multiline, hex_dump};
 use portpreview_shared::text::{thousands, truncate};
-use portpreview_shared::Header;
+
+pub use portpreview_shared::coding::{decode, Decoding};
 
 /// A body for a terminal, pretty JSON, escaped text or a hex dump, of at
 /// most the first `limit` bytes of `body` (the kind still judged on the
@@ -180,90 +181,6 @@ impl Encoded {
     }
 }
 
-/// Most bytes a compressed body is inflated to for showing: past it the
-/// encoded bytes are shown, so a small bomb cannot fill the memory.
-const MAX_DECODED: u64 = 16 * 1024 * 1024;
-
-/// What undoing a body's `Content-Encoding` came to.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Decoding {
-    /// No coding this tool undoes, or a body not stored whole.
-    NotCoded,
-    /// The body as the handler meant it.
-    Done {
-        /// The coding undone, lowercased.
-        coding: String,
-        /// The decoded bytes.
-        plain: Vec<u8>,
-    },
-    /// The body says it is coded and is not: shown as sent, with why.
-    Failed {
-        /// The coding it claims.
-        coding: String,
-        /// What stopped the decoder.
-        why: String,
-    },
-}
-
-impl Decoding {
-    /// The line shown above a body that claims a coding it does not have.
-    pub fn failure_note(&self) -> Option<String> {
-        match self {
-            Decoding::Failed { coding, why } => Some(format!(
-                "(sent as {}, but it does not decode: {}; shown as sent)",
-                escape_str(coding),
-                escape_str(why)
-            )),
-            _ => None,
-        }
-    }
-}
-
-/// Undoes a body's `Content-Encoding` (gzip, deflate) when it is stored
-/// whole, as the handler meant it to be read. Bodies stored cut short are
-/// left as they are, and so are other codings: br, zstd and compress as
-/// [`Decoding::Failed`], so that views say why the body looks like noise.
-pub fn decode(headers: &[Header], bytes: &[u8], size: u64) -> Decoding {
-    use std::io::Read;
-    let Some(coding) = headers
-        .iter()
-        .rev()
-        .find(|h| h.name.eq_ignore_ascii_case("content-encoding"))
-        .and_then(|h| std::str::from_utf8(&h.value).ok())
-        .map(|v| v.trim().to_ascii_lowercase())
-    else {
-        return Decoding::NotCoded;
-    };
-    if bytes.is_empty() || (bytes.len() as u64) < size {
-        return Decoding::NotCoded;
-    }
-    let reader: Box<dyn Read + '_> = match coding.as_str() {
-        "gzip" | "x-gzip" => Box::new(flate2::read::MultiGzDecoder::new(bytes)),
-        // RFC 9110's deflate is zlib-wrapped; some servers send it raw.
-        "deflate" if bytes.first().is_some_and(|b| b & 0x0f == 8) => Box::new(flate2::read::ZlibDecoder::new(bytes)),
-        "deflate" => Box::new(flate2::read::DeflateDecoder::new(bytes)),
-        "br" | "zstd" | "compress" | "x-compress" => {
-            return Decoding::Failed {
-                coding,
-                why: "PortPreview decodes gzip and deflate only".into(),
-            }
-        }
-        _ => return Decoding::NotCoded,
-    };
-    let mut plain = Vec::new();
-    match reader.take(MAX_DECODED + 1).read_to_end(&mut plain) {
-        Err(err) => Decoding::Failed {
-            coding,
-            why: err.to_string(),
-        },
-        Ok(_) if plain.len() as u64 > MAX_DECODED => Decoding::Failed {
-            coding,
-            why: format!("it inflates past {} MiB", MAX_DECODED / (1024 * 1024)),
-        },
-        Ok(_) => Decoding::Done { coding, plain },
-    }
-}
-
 /// A short note when a stored body is shorter than the one received.
 pub fn truncation_note(stored: usize, size: u64) -> Option<String> {
     let stored = stored as u64;
@@ -307,83 +224,6 @@ mod tests {
         let quoted = format!("{{\"a\": \"{}\\\"{}\"}}", "[".repeat(100), "{".repeat(100));
         assert_eq!(shown_as_sent_note(quoted.as_bytes()), None);
         assert_eq!(shown_as_sent_note("[".repeat(100).as_bytes()), None);
-    }
-
-    #[test]
-    fn a_coding_left_undecoded_says_so() {
-        let decoded = decode(&[Header::new("Content-Encoding", "br")], b"\x0b\x02\x80", 3);
-        assert_eq!(
-            decoded.failure_note().as_deref(),
-            Some("(sent as br, but it does not decode: PortPreview decodes gzip and deflate only; shown as sent)")
-        );
-        let identity = decode(&[Header::new("Content-Encoding", "identity")], b"{}", 2);
-        assert!(identity.failure_note().is_none());
-    }
-
-    fn compressed(coding: &str, text: &[u8]) -> Vec<u8> {
-        use std::io::Write;
-        let level = flate2::Compression::default();
-        match coding {
-            "gzip" => {
-                let mut e = flate2::write::GzEncoder::new(Vec::new(), level);
-                e.write_all(text).unwrap();
-                e.finish().unwrap()
-            }
-            "zlib" => {
-                let mut e = flate2::write::ZlibEncoder::new(Vec::new(), level);
-                e.write_all(text).unwrap();
-                e.finish().unwrap()
-            }
-            _ => {
-                let mut e = flate2::write::DeflateEncoder::new(Vec::new(), level);
-                e.write_all(text).unwrap();
-                e.finish().unwrap()
-            }
-        }
-    }
-
-    #[test]
-    fn gzip_and_deflate_answers_are_undone_and_others_shown_as_sent() {
-        let text = br#"{"received":true}"#;
-        for (coding, header) in [
-            ("gzip", "gzip"),
-            ("gzip", "X-Gzip"),
-            ("zlib", "deflate"),
-            ("raw", "deflate"),
-        ] {
-            let body = compressed(coding, text);
-            let headers = [Header::new("Content-Encoding", header)];
-            assert_eq!(
-                decode(&headers, &body, body.len() as u64),
-                Decoding::Done {
-                    coding: header.to_ascii_lowercase(),
-                    plain: text.to_vec()
-                },
-                "{header}"
-            );
-            // Stored cut: the start of a stream is not the body.
-            assert_eq!(
-                decode(&headers, &body[..4], body.len() as u64),
-                Decoding::NotCoded,
-                "{header}"
-            );
-        }
-        assert!(matches!(
-            decode(&[Header::new("content-encoding", "br")], b"\x1b\x00", 2),
-            Decoding::Failed { coding, .. } if coding == "br"
-        ));
-        assert!(matches!(
-            decode(&[Header::new("content-encoding", "gzip")], b"not gzip", 8),
-            Decoding::Failed { .. }
-        ));
-        // A handler that labels plain JSON gzip: the user must learn why it shows raw.
-        let mislabelled = br#"{"plain": true}"#;
-        let note = decode(&[Header::new("content-encoding", "gzip")], mislabelled, 15).failure_note();
-        assert_eq!(
-            note.as_deref(),
-            Some("(sent as gzip, but it does not decode: invalid gzip header; shown as sent)")
-        );
-        assert_eq!(decode(&[], text, text.len() as u64), Decoding::NotCoded);
     }
 
     #[test]
