@@ -302,6 +302,35 @@ async fn one_id_from_two_providers_is_two_events() {
     );
 }
 
+/// A compressed delivery is keyed by the event inside it, as `show`
+/// shows it decoded: its retry is the 2nd delivery of `evt_…`, not of a
+/// hash of the compressed bytes.
+#[tokio::test]
+async fn a_gzipped_event_is_keyed_by_its_id() {
+    use std::io::Write;
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gzip.write_all(br#"{"id":"evt_gzipped","object":"event","type":"charge.succeeded"}"#)
+        .expect("compress");
+    let body = gzip.finish().expect("compress");
+    let headers: &[(&str, &[u8])] = &[
+        ("Stripe-Signature", b"t=1700000000,v1=00"),
+        ("Content-Type", b"application/json"),
+        ("Content-Encoding", b"gzip"),
+    ];
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let reply = caller::send("POST", &tunnel.url("/hooks/stripe"), headers, body.clone()).await;
+        assert_eq!(reply.status, 200);
+        let (summary, number) = tunnel.next_delivery().await;
+        seen.push((summary.event_key, summary.event_key_source, number));
+    }
+    let key = |number| ("evt_gzipped".to_owned(), "body:/id".to_owned(), number);
+    assert_eq!(seen, [key(1), key(2)]);
+}
+
 /// A GitHub delivery without its delivery ID is keyed by its content and,
 /// like any content key, counted per method and path: within its hook too.
 #[tokio::test]

@@ -6,6 +6,7 @@ use sha2::{Digest, Sha256};
 
 use super::detect::{detect_in, Body};
 use super::{canonical, form, header, inexact, pointer, Provider};
+use crate::coding::{decode, Decoding};
 use crate::message::Header;
 
 /// Event IDs longer than this are not trusted as keys (a hostile body could
@@ -57,8 +58,19 @@ impl EventKey {
 /// when given and present, and failing that over the body's canonical JSON
 /// (or its raw bytes).
 pub fn event_key(headers: &[Header], body: &[u8], key_fields: &[String]) -> EventKey {
-    let body = Body::new(body);
+    let decoded = decode(headers, body, body.len() as u64);
+    let body = Body::new(plain(&decoded, body));
     key_from(detect_in(headers, &body), headers, &body, key_fields)
+}
+
+/// The body as its handler reads it: a gzip or deflate body decoded, as
+/// `show` and the TUI show it, so that a compressed event is keyed by the
+/// ID inside it rather than by a hash of its compressed bytes.
+fn plain<'a>(decoded: &'a Decoding, sent: &'a [u8]) -> &'a [u8] {
+    match decoded {
+        Decoding::Done { plain, .. } => plain,
+        Decoding::NotCoded | Decoding::Failed { .. } => sent,
+    }
 }
 
 /// Works out the event key of a delivery whose body was stored cut short,
@@ -77,7 +89,8 @@ pub fn event_key_of_start(headers: &[Header], start: &[u8], key_fields: &[String
 /// same), and from the same chosen fields when `source` names them.
 pub fn event_key_again(provider: Option<Provider>, headers: &[Header], body: &[u8], source: &str) -> EventKey {
     let key_fields = key_fields_of(source).unwrap_or_default();
-    key_from(provider, headers, &Body::new(body), &key_fields)
+    let decoded = decode(headers, body, body.len() as u64);
+    key_from(provider, headers, &Body::new(plain(&decoded, body)), &key_fields)
 }
 
 fn key_from(provider: Option<Provider>, headers: &[Header], body: &Body<'_>, key_fields: &[String]) -> EventKey {

@@ -610,3 +610,27 @@ fn an_empty_body_without_an_id_gets_no_key() {
     ];
     assert_eq!(event_key(&github, b"", &[]).key, "72d3162e", "an ID still wins");
 }
+
+#[test]
+fn a_compressed_event_is_keyed_by_the_id_inside_it() {
+    use std::io::Write;
+    let body = br#"{"id":"evt_gzipped","object":"event","type":"x"}"#;
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gzip.write_all(body).unwrap();
+    let gzipped = gzip.finish().unwrap();
+    let headers = [
+        Header::new("stripe-signature", "t=1,v1=00"),
+        Header::new("content-encoding", "gzip"),
+    ];
+    expect(
+        event_key(&headers, &gzipped, &[]),
+        Provider::Stripe,
+        "evt_gzipped",
+        "body:/id",
+    );
+    let again = event_key_again(Some(Provider::Stripe), &headers, &gzipped, "body:/id");
+    assert_eq!(again.key, "evt_gzipped");
+    // Labelled gzip but not: keyed by the bytes as sent.
+    let plain = event_key(&headers, body, &[]);
+    assert_eq!(plain.key, "evt_gzipped");
+}
