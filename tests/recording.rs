@@ -225,7 +225,7 @@ async fn one_github_event_sent_to_two_hooks_is_no_retry_but_a_redelivery_is() {
     assert!(
         shown
             .stdout
-            .contains("(header:X-GitHub-Delivery, hook 222; 1st delivery of 1)"),
+            .contains("(header:X-GitHub-Delivery, hook 222; the only delivery of this event)"),
         "show says what counts it apart: {}",
         shown.stdout
     );

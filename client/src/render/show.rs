@@ -70,6 +70,11 @@ fn overview(out: &mut String, d: &Delivery, delivery_number: i64) {
         Some(_) => format!("{} ({source})", escape_str(&r.event_key)),
         // Nothing to count deliveries by: it is no retry of anything.
         None if r.event_key.is_empty() => "none (nothing to group deliveries by)".to_string(),
+        // As the TUI's detail says it.
+        None if d.delivery_count == 1 => format!(
+            "{} ({source}; the only delivery of this event)",
+            escape_str(&r.event_key)
+        ),
         None => format!(
             "{} ({source}; {} delivery of {})",
             escape_str(&r.event_key),
