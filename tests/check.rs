@@ -845,10 +845,10 @@ fn a_suite_resigns_with_the_secret_its_environment_names() {
             .filter(|line| line.starts_with("warning: "))
             .collect::<Vec<_>>(),
         [
-            "warning: fixtures/stripe.json: secret_env signs only with resign or fresh; \
+            "warning: idle.toml fixture 1 (fixtures/stripe.json): secret_env signs only with resign or fresh; \
              the attempts carry the recorded signature",
-            "warning: fixtures/stripe.json: fresh_field is read only with fresh = true (or --fresh); \
-             the attempts keep their identity"
+            "warning: idle.toml fixture 1 (fixtures/stripe.json): fresh_field is read only with fresh = true \
+             (or --fresh); the attempts keep their identity"
         ],
         "{}",
         ran.stderr

@@ -62,7 +62,7 @@ impl Job {
 /// (or failed, or was inconclusive), 2 when one could not run, 130 when
 /// ctrl-c stopped the check part way.
 pub async fn run(args: Args, history: Option<&Path>) -> anyhow::Result<ExitCode> {
-    let jobs = expand(&args.inputs);
+    let jobs = expand(&args.inputs, &args.run);
     if jobs.is_empty() {
         anyhow::bail!("no fixtures found in {}", list(&args.inputs));
     }
@@ -80,7 +80,6 @@ pub async fn run(args: Args, history: Option<&Path>) -> anyhow::Result<ExitCode>
     if args.run.secret.is_some() && !jobs.iter().any(signs) {
         crate::to_stderr(format_args!("{}", super::replay_run::SECRET_UNUSED));
     }
-    warn_of_unused_suite_keys(&jobs, &args.run);
     // One stop for the whole check: ctrl-c ends the fixture in progress
     // and leaves the rest unstarted, whenever it comes.
     let stop = CancellationToken::new();
@@ -196,24 +195,24 @@ async fn check_one(
 /// Warns of a suite entry's `secret_env` that nothing signs with, and of a
 /// `fresh_field` that no fresh run reads, as the command line does of
 /// `--secret` (`--fresh-field` alone it refuses): the key was written to
-/// do something, and would do nothing without a word.
-fn warn_of_unused_suite_keys(jobs: &[Job], flags: &RunArgs) {
-    let mut told = std::collections::HashSet::new();
-    for entry in jobs.iter().filter_map(|job| job.entry.as_ref()) {
-        let fresh = flags.fresh || entry.fresh.unwrap_or(false);
-        let signs = fresh || flags.resign || entry.resign.unwrap_or(false);
-        let unused = [
-            (entry.secret_env.is_some() && !signs && flags.secret.is_none())
-                .then_some("secret_env signs only with resign or fresh; the attempts carry the recorded signature"),
-            (entry.fresh_field.is_some() && !fresh)
-                .then_some("fresh_field is read only with fresh = true (or --fresh); the attempts keep their identity"),
-        ];
-        for why in unused.into_iter().flatten() {
-            let fixture = entry.path.display().to_string();
-            if told.insert((fixture.clone(), why)) {
-                crate::to_stderr(format_args!("warning: {}: {why}\n", escape_str(&fixture)));
-            }
-        }
+/// do something, and would do nothing without a word. The entry is named
+/// as the suite's errors name it (`suite.toml fixture 2 (a.json)`): one
+/// path may be listed twice.
+fn warn_of_unused_keys(suite: &Path, n: usize, entry: &SuiteFixture, flags: &RunArgs) {
+    let fresh = flags.fresh || entry.fresh.unwrap_or(false);
+    let signs = fresh || flags.resign || entry.resign.unwrap_or(false);
+    let unused = [
+        (entry.secret_env.is_some() && !signs && flags.secret.is_none())
+            .then_some("secret_env signs only with resign or fresh; the attempts carry the recorded signature"),
+        (entry.fresh_field.is_some() && !fresh)
+            .then_some("fresh_field is read only with fresh = true (or --fresh); the attempts keep their identity"),
+    ];
+    for why in unused.into_iter().flatten() {
+        crate::to_stderr(format_args!(
+            "warning: {} fixture {n} ({}): {why}\n",
+            escape_str(&suite.display().to_string()),
+            escape_str(&entry.path.display().to_string())
+        ));
     }
 }
 
@@ -252,7 +251,7 @@ fn options(flags: &RunArgs, entry: Option<&SuiteFixture>) -> anyhow::Result<(Rep
 
 /// Expands directories (their `*.json`, sorted) and suite files into
 /// jobs. What cannot be read (a suite, a directory) is a job that cannot run.
-fn expand(inputs: &[PathBuf]) -> Vec<Job> {
+fn expand(inputs: &[PathBuf], flags: &RunArgs) -> Vec<Job> {
     let named_suites: Vec<PathBuf> = (inputs.iter())
         .filter(|input| Suite::is_suite_path(input))
         .filter_map(|input| input.canonicalize().ok())
@@ -288,7 +287,8 @@ fn expand(inputs: &[PathBuf]) -> Vec<Job> {
             let empty = anyhow::anyhow!("{} lists no fixtures: add a [[fixture]] with a path", input.display());
             jobs.push(unreadable(input, empty));
         }
-        for entry in suite.fixture {
+        for (i, entry) in suite.fixture.into_iter().enumerate() {
+            warn_of_unused_keys(input, i + 1, &entry, flags);
             if Suite::is_suite_path(&entry.path) {
                 let nested = anyhow::anyhow!(
                     "{}: a suite's path names a fixture or a folder of them, not another suite",
@@ -326,12 +326,22 @@ mod tests {
         assert_eq!(named("a/.."), ".");
     }
 
+    /// `check` given no flags.
+    fn no_flags() -> RunArgs {
+        #[derive(clap::Parser)]
+        struct Check {
+            #[command(flatten)]
+            run: RunArgs,
+        }
+        <Check as clap::Parser>::parse_from(["check"]).run
+    }
+
     #[test]
     fn a_suite_naming_another_suite_or_that_cannot_be_read_is_a_job_that_cannot_run() {
         let dir = crate::store::tests::ScratchDir::new("check-expand");
         let suite = dir.0.join("suite.toml");
         std::fs::write(&suite, "[[fixture]]\npath = \"other.toml\"\n").unwrap();
-        let jobs = expand(std::slice::from_ref(&suite));
+        let jobs = expand(std::slice::from_ref(&suite), &no_flags());
         assert_eq!(jobs.len(), 1);
         assert!(
             jobs[0]
@@ -342,7 +352,7 @@ mod tests {
             jobs[0].unreadable
         );
         std::fs::write(&suite, "timez = 1\n").unwrap();
-        let jobs = expand(&[suite]);
+        let jobs = expand(&[suite], &no_flags());
         assert!(jobs[0].unreadable.as_deref().is_some_and(|why| why.contains("timez")));
     }
 }
