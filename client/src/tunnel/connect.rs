@@ -517,13 +517,21 @@ fn upgrade_error(err: tungstenite::Error, options: &ConnectOptions) -> ConnectEr
             }
             _ => ConnectError::Unreachable(e.to_string()),
         },
-        // What a TLS server sends to a plain HTTP request.
-        tungstenite::Error::Protocol(tungstenite::error::ProtocolError::HttparseError(_))
+        // What a TLS server sends to a plain HTTP request: no `HTTP/` at all.
+        tungstenite::Error::Protocol(tungstenite::error::ProtocolError::HttparseError(httparse::Error::Version))
             if options.url.starts_with("ws://") =>
         {
             ConnectError::WrongScheme {
                 url: options.url.clone(),
                 why: "did not answer in HTTP: if the relay serves TLS, give --server as wss:// or https://",
+            }
+        }
+        // An answer in HTTP, broken further on (a header value no HTTP
+        // allows): TLS is no cure for that.
+        tungstenite::Error::Protocol(tungstenite::error::ProtocolError::HttparseError(broken)) => {
+            ConnectError::NotARelay {
+                url: options.url.clone(),
+                status: format!("in malformed HTTP ({broken})"),
             }
         }
         // Every relay speaks HTTP/1.1; an older server is something else.

@@ -56,6 +56,23 @@ fn a_server_answering_in_http_1_0_is_no_relay() {
     );
 }
 
+/// A TLS server's alert has no `HTTP/` at all; an answer whose header
+/// holds bytes HTTP does not allow is HTTP gone wrong, and TLS is no cure.
+#[test]
+fn a_malformed_answer_is_told_from_one_in_tls() {
+    let broken = |error| tungstenite::Error::Protocol(tungstenite::error::ProtocolError::HttparseError(error));
+    assert_eq!(
+        upgrade_error(broken(httparse::Error::Version), &local_options()).to_string(),
+        "ws://127.0.0.1:3000/_portpreview/connect did not answer in HTTP: if the relay serves TLS, give --server \
+         as wss:// or https://"
+    );
+    assert_eq!(
+        upgrade_error(broken(httparse::Error::HeaderValue), &local_options()).to_string(),
+        "ws://127.0.0.1:3000/_portpreview/connect is not a PortPreview relay: it answered in malformed HTTP \
+         (invalid header value) where a relay opens a WebSocket; check --server"
+    );
+}
+
 #[test]
 fn a_relay_turning_the_client_away_is_heard_out() {
     let options = local_options();
