@@ -1046,6 +1046,19 @@ fn a_run_stopped_with_ctrl_c_reports_and_keeps_what_it_sent() {
         ran.check("run_completed")["detail"],
         "stopped after 0 of 2 attempts: only the whole run can show the handler idempotent"
     );
+
+    // Stopped after duplicates were seen to credit again: that stands.
+    // Attempt 4 is sent only once attempt 3's reads held still.
+    let handler = Handler::start(Behaviour::CreditsEveryDelivery);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let probe = format!("cat '{}'", handler.state_file().display());
+    let args = ["--times", "10", "--check-cmd", &probe, "--settle", "100ms", "--json"];
+    let ran = replay_interrupted(&history, &args, "attempt 4", |_| handler.arrived() >= 4);
+    assert_eq!(ran.code, 130, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
+    assert_eq!(json["verdict"], "not_idempotent", "{json:#}");
+    assert_eq!(ran.check("duplicates_change_nothing")["passed"], false, "{json:#}");
+    assert_eq!(ran.check("run_completed")["passed"], false, "{json:#}");
 }
 
 /// Another process holds the history's write lock: the replay itself

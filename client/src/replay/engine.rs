@@ -288,11 +288,12 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// What the reads taken before the probe failed show (its handler may
-    /// have gone with it): a duplicate, or a `--fresh` burst, that repeated
-    /// the side effect convicts the handler whatever came after; one that
-    /// did not proves nothing, as the rest went unread.
-    fn convicted_before_the_probe_failed(&self) -> Option<super::report::Check> {
+    /// What the reads taken before the run was cut short show (the probe
+    /// failed, its handler perhaps with it, or the user stopped the run):
+    /// a duplicate, or a `--fresh` burst, that repeated the side effect
+    /// convicts the handler whatever came after; one that did not proves
+    /// nothing, as the rest went unread.
+    fn convicted_before_the_end(&self) -> Option<super::report::Check> {
         if !self.read_before {
             return None;
         }
@@ -331,12 +332,11 @@ impl Run<'_> {
             checks.push(verdict::answers_2xx(&self.attempts, self.plan.signature_void));
         }
         let mut warnings = self.plan.warnings.clone();
-        // Judged only of a probe that failed part way: otherwise the
-        // whole run's reads are, below.
-        let convicted_early = self
-            .unreadable
-            .as_ref()
-            .and_then(|_| self.convicted_before_the_probe_failed());
+        // Judged only of a run cut short (a probe that failed part way, or
+        // ctrl-c): otherwise the whole run's reads are, below.
+        let convicted_early = (self.unreadable.is_some() || interrupted)
+            .then(|| self.convicted_before_the_end())
+            .flatten();
         // A probe that failed part way leaves no state to judge by, unless
         // what it read before convicts: then the report holds those reads.
         let state = (self.read_before && (self.probe.is_some() || convicted_early.is_some())).then_some(self.trace);
@@ -345,8 +345,12 @@ impl Run<'_> {
             warnings.push(super::NOT_PROBED.into());
         }
         match (&self.unreadable, &state) {
-            // Reads of part of a run judge nothing.
-            _ if interrupted => checks.push(verdict::run_completed(self.attempts.len(), self.total)),
+            // Reads of part of a run clear nothing; a duplicate they saw act
+            // again convicts, as it would have in the whole run.
+            _ if interrupted => {
+                checks.push(verdict::run_completed(self.attempts.len(), self.total));
+                checks.extend(convicted_early);
+            }
             (Some(reason), _) => {
                 checks.push(verdict::state_readable(reason, convicted_early.is_some()));
                 checks.extend(convicted_early);
