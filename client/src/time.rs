@@ -3,9 +3,7 @@
 
 mod duration;
 
-pub use duration::{
-    no_unit, parse_duration, parse_duration_within, parse_written_duration, WrittenDuration, A_DURATION,
-};
+pub use duration::{no_unit, parse_age, parse_duration, parse_duration_within, WrittenDuration, A_DURATION};
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -14,7 +14,7 @@ use crate::time::{now_ms, WrittenDuration};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Remove deliveries received longer ago than this (`12h`, `7d`, `4w`).
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = crate::time::parse_written_duration)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = crate::time::parse_age)]
     pub older_than: WrittenDuration,
 }
 

@@ -36,10 +36,11 @@ pub struct WrittenDuration {
     pub written: String,
 }
 
-/// [`parse_duration`], keeping the text when it is already written the
-/// short way.
-pub fn parse_written_duration(text: &str) -> Result<WrittenDuration, String> {
-    let duration = parse_duration(text)?;
+/// An age, as `prune --older-than` takes one: [`parse_duration`], with
+/// examples of ages where it is refused, keeping the text when it is
+/// already written the short way.
+pub fn parse_age(text: &str) -> Result<WrittenDuration, String> {
+    let duration = parse_duration_within(text, Duration::MAX, "a number and a unit, like 12h, 7d or 4w")?;
     let text = text.trim();
     let written = match written_short(text) {
         true => text.to_string(),
@@ -148,7 +149,7 @@ mod tests {
 
     #[test]
     fn durations_are_said_back_as_written_when_written_short() {
-        let said = |text| parse_written_duration(text).map(|d| d.written);
+        let said = |text| parse_age(text).map(|d| d.written);
         assert_eq!(said("4w"), Ok("4w".to_string()));
         assert_eq!(said(" 90s "), Ok("90s".to_string()));
         assert_eq!(said("168hours"), Ok("7d".to_string()));
@@ -156,8 +157,12 @@ mod tests {
         assert_eq!(said("2w3d"), Ok("2w3d".to_string()));
         assert_eq!(said("1h 30m"), Ok("90m".to_string()));
         assert_eq!(said("90mins"), Ok("90m".to_string()));
-        assert_eq!(parse_written_duration("4w").map(|d| d.duration), parse_duration("28d"));
-        assert!(parse_written_duration("4").is_err());
+        assert_eq!(parse_age("4w").map(|d| d.duration), parse_duration("28d"));
+        assert!(parse_age("4").is_err());
+        assert_eq!(
+            parse_age("7x").unwrap_err(),
+            "expected a number and a unit, like 12h, 7d or 4w"
+        );
     }
 
     #[test]
