@@ -179,6 +179,16 @@ fn an_event_delivered_many_times_is_numbered_through_pages_and_filters() {
         all,
         "replays between them count for nothing"
     );
+    let rows: Vec<Value> = serde_json::from_str(&h.ok(&["history", "--limit", "0", "--json", "--replays"])).unwrap();
+    let replay = rows
+        .iter()
+        .find(|r| !r["replay_of"].is_null())
+        .expect("a replay attempt");
+    assert_eq!(
+        (&replay["delivery_count"], &replay["delivery_number"]),
+        (&Value::Null, &Value::Null),
+        "a replay attempt is no delivery of its event: {replay}"
+    );
     let failed: Vec<(i64, i64)> = expected
         .iter()
         .filter(|&&(_, _, status)| status == 500)
