@@ -165,3 +165,34 @@ async fn a_caller_over_the_connection_cap_that_wrote_first_reads_the_503() {
         assert!(answer.contains("too many connections to the relay"), "{answer}");
     }
 }
+
+/// A small body that ends before its `Content-Length` (the caller closed
+/// its side, or went away): the caller that still reads, and the history,
+/// learn how far it got, and the handler sees nothing.
+#[tokio::test]
+async fn a_small_body_cut_short_is_told_with_how_far_it_got() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let mut stream = TcpStream::connect(relay.addr).await.expect("connect");
+    let head = format!(
+        "POST /t/{}/hook HTTP/1.1\r\nHost: {}\r\nContent-Length: 10\r\n\r\nabc",
+        tunnel.name(),
+        relay.addr
+    );
+    stream.write_all(head.as_bytes()).await.expect("head");
+    stream.shutdown().await.expect("close the writing side");
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.expect("the answer");
+    let answer = String::from_utf8_lossy(&answer);
+    let why = "the request body could not be read: it ended after 3 of 10 bytes (the caller went away, or \
+               closed its side of the connection); it was not forwarded";
+    assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
+    assert!(answer.ends_with(&format!("\r\n\r\n{why}\n")), "{answer}");
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!(
+        summary.error.as_deref(),
+        Some(format!("the relay answered the caller 400: {why}").as_str())
+    );
+    assert!(handler.requests().is_empty(), "the handler never saw it");
+}

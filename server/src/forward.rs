@@ -69,7 +69,18 @@ pub async fn forward(
     let deadline = arrived + limits.timeout;
     let (inline, to_pump) = match split_body(body, declared, deadline).await {
         Ok(split) => split,
-        Err(Unread::Broken) => return turning.answer(StatusCode::BAD_REQUEST, UNREADABLE_BODY.into()),
+        // A caller that went away gets no answer, one that closed only its
+        // side reads this one: which, the relay learns only by writing it.
+        Err(Unread::Broken { got }) => {
+            return turning.answer(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "{UNREADABLE_BODY}: it ended after {got} of {} bytes (the caller went away, or closed its side \
+                     of the connection); it was not forwarded",
+                    declared.unwrap_or_default()
+                ),
+            )
+        }
         Err(Unread::Late) => {
             return turning.answer(
                 StatusCode::REQUEST_TIMEOUT,
@@ -207,8 +218,8 @@ async fn await_answer(
 
 /// Why a small body read in advance was not read.
 enum Unread {
-    /// The caller's connection failed mid-body.
-    Broken,
+    /// The caller's connection failed mid-body, `got` bytes into it.
+    Broken { got: usize },
     /// It did not all come before the deadline.
     Late,
 }
@@ -229,20 +240,23 @@ async fn split_body(
     }
     match tokio::time::timeout_at(deadline, read_whole(body)).await {
         Ok(Ok(whole)) => Ok((whole, None)),
-        Ok(Err(_)) => Err(Unread::Broken),
+        Ok(Err(got)) => Err(Unread::Broken { got }),
         Err(_) => Err(Unread::Late),
     }
 }
 
 /// Every data byte of `body`, which is small. A body that comes in one
 /// piece, as most small ones do, is taken as it is: no list of pieces, no
-/// copy.
-async fn read_whole(mut body: Incoming) -> Result<Bytes, hyper::Error> {
+/// copy. When the caller's connection breaks, how many bytes came.
+async fn read_whole(mut body: Incoming) -> Result<Bytes, usize> {
     let mut first = Bytes::new();
     let mut more = Vec::new();
     while let Some(frame) = body.frame().await {
+        let got = first.len().max(more.len());
         // Trailers are hop-by-hop metadata of chunked coding; not relayed.
-        let Ok(data) = frame?.into_data() else { continue };
+        let Ok(data) = frame.map_err(|_| got)?.into_data() else {
+            continue;
+        };
         if first.is_empty() {
             first = data;
         } else {
