@@ -2393,3 +2393,55 @@ async fn an_answer_cut_off_by_the_relays_shutdown_keeps_its_status() {
     );
     streaming.abort();
 }
+
+/// A handler that refuses at the head (a 401 to a bad signature) without
+/// reading the body, and keeps its connection open: the bytes it left
+/// unread would be read as the start of the next request sent on that
+/// connection. Each caller's request reaches it whole, on its own.
+#[tokio::test]
+async fn a_body_the_handler_left_unread_never_runs_into_the_next_request() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let handler_url = format!("http://{}", listener.local_addr().expect("address"));
+    let (lines_tx, mut lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let refusing = tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            let lines_tx = lines_tx.clone();
+            tokio::spawn(async move {
+                let mut seen = Vec::new();
+                let mut buf = [0u8; 4096];
+                loop {
+                    while let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&seen[..end]).into_owned();
+                        let _ = lines_tx.send(head.lines().next().unwrap_or_default().to_owned());
+                        seen.drain(..end + 4);
+                        let refusal = b"HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\n\r\n";
+                        if socket.write_all(refusal).await.is_err() {
+                            return;
+                        }
+                    }
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => seen.extend_from_slice(&buf[..n]),
+                    }
+                }
+            });
+        }
+    });
+    let relay = TestRelay::start().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler_url).await;
+    for _ in 0..3 {
+        let reply = caller::send("POST", &tunnel.url("/hook"), &[], "unsigned").await;
+        assert_eq!(reply.status, 401);
+        let (summary, _) = tunnel.next_delivery().await;
+        assert_eq!(summary.status, Some(401));
+    }
+    let mut heard = Vec::new();
+    while let Ok(line) = lines.try_recv() {
+        heard.push(line);
+    }
+    assert_eq!(heard, ["POST /hook HTTP/1.1"; 3], "every request line as sent");
+    refusing.abort();
+}

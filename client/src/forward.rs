@@ -161,6 +161,16 @@ pub struct Forwarder {
     cancel: CancellationToken,
 }
 
+/// Whether the connection an answer came on may carry another request. A
+/// handler that refuses a request early (a 401 at a bad signature) may
+/// answer without reading its body, and one that then keeps the
+/// connection open reads those bytes as the start of the next request:
+/// a request with a body that got an error is its connection's last, so
+/// no caller's request runs into another's.
+pub(crate) fn reusable<B>(response: &Response<B>, with_body: bool) -> bool {
+    !(with_body && (response.status().is_client_error() || response.status().is_server_error()))
+}
+
 /// A connection kept for reuse, and since when it was last seen in use.
 struct Kept {
     sender: SendRequest<LocalBody>,
@@ -212,10 +222,13 @@ impl Forwarder {
     }
 
     async fn send_on_a_connection(&self, request: Request<LocalBody>) -> Result<Response<Incoming>, ForwardError> {
+        let with_body = !http_body::Body::is_end_stream(request.body());
         let (mut fresh, request) = match self.take_idle() {
             Some((mut kept, last_used)) => match kept.try_send_request(request).await {
                 Ok(response) => {
-                    self.put_idle(kept);
+                    if reusable(&response, with_body) {
+                        self.put_idle(kept);
+                    }
                     return Ok(response);
                 }
                 // The handler closed the kept-alive connection before the
@@ -239,7 +252,9 @@ impl Forwarder {
             .await
             .map_err(|error| self.first_answer_failed(error, &fresh.first_byte))?;
         self.answered_once.store(true, Ordering::Relaxed);
-        self.put_idle(fresh.sender);
+        if reusable(&response, with_body) {
+            self.put_idle(fresh.sender);
+        }
         Ok(response)
     }
 

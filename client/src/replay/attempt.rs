@@ -271,6 +271,7 @@ impl Connection {
     async fn exchange(&mut self, out: &Outgoing) -> Result<Answer, String> {
         let authority = self.endpoint.authority();
         let request = build_request(out, &authority)?;
+        let with_body = !http_body::Body::is_end_stream(request.body());
         let sender = self.ready_sender().await?;
         let response = match sender.try_send_request(request).await {
             Ok(response) => response,
@@ -286,6 +287,10 @@ impl Connection {
         };
         self.fresh = false;
         self.answered_once = true;
+        // The next attempt goes on a new connection, as the tunnel's would.
+        if !crate::forward::reusable(&response, with_body) {
+            self.sender = None;
+        }
         let (parts, mut body) = response.into_parts();
         // Recorded as the tunnel records it: a failure, not a status.
         if let Some(reason) = undefined_status(&authority, parts.status) {
