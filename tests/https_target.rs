@@ -106,8 +106,8 @@ async fn a_handler_that_closes_before_answering_is_not_said_to_serve_https_alone
     let mut tunnel = TestTunnel::start(&relay.http_url(), &target).await;
 
     let hint = format!(
-        "(it closed the connection before answering: a handler that crashed on the request does that \
-         (see its log), and so does one serving HTTPS, for which forward to https://127.0.0.1:{port})"
+        "(it closed the connection before answering, as a handler that crashed on the request does, or one \
+         serving HTTPS: see its log, or forward to https://127.0.0.1:{port})"
     );
     fails_with_hint(&mut tunnel, &hint).await;
 }
@@ -116,8 +116,8 @@ async fn a_handler_that_closes_before_answering_is_not_said_to_serve_https_alone
 /// answering, up to what follows it: a connection left unused a while is
 /// said to be perhaps one the handler closed for it, and a slow machine
 /// may leave one so between this file's deliveries.
-const CRASHED: &str = "(it closed the connection before answering: a handler that crashed on the request does that \
-                       (see its log)";
+const CRASHED: &str =
+    "(it closed the connection before answering, as a handler that crashed on the request does: see its log";
 
 /// Fails a delivery of "poison" with the crash hint, and no word of HTTPS:
 /// a handler that has answered in plain HTTP serves none.
@@ -228,7 +228,7 @@ async fn a_handler_crashing_on_a_kept_alive_connection_is_said_to_have_perhaps_c
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     let error = fails_as_crashed(&mut tunnel).await;
     assert!(
-        error.contains(", or one that closes a connection left unused as long as this one was, "),
+        error.contains("; or it closes a connection left unused as long as this one was, "),
         "{error}"
     );
 }

@@ -267,7 +267,7 @@ impl Forwarder {
     fn kept_answer_failed(&self, error: hyper::Error, unused: Duration) -> ForwardError {
         let hint = crate::local_tls::closed_unanswered(&error).then(|| match unused >= MAY_BE_IDLE_CLOSED {
             true => format!(
-                "{}, or one that closes a connection left unused as long as this one was, {}",
+                "{}; or it closes a connection left unused as long as this one was, {}",
                 crate::local_tls::CLOSED_UNANSWERED,
                 ShortDuration(unused.as_secs_f64() * 1000.0)
             ),

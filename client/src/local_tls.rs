@@ -212,7 +212,7 @@ pub fn tls_sign(scheme: Scheme, error: &hyper::Error, first_byte: &FirstByte) ->
 /// it. Until the handler has answered once, a fresh connection's hint
 /// goes on to name HTTPS too ([`TlsSign::hint`]).
 pub const CLOSED_UNANSWERED: &str =
-    "it closed the connection before answering: a handler that crashed on the request does that (see its log)";
+    "it closed the connection before answering, as a handler that crashed on the request does: see its log";
 
 /// Why a plain `http://` handler may be one that serves HTTPS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -230,7 +230,10 @@ impl TlsSign {
         match self {
             TlsSign::Answered => format!("it answered in TLS: {to_https}"),
             // Both close alike; only the handler's log tells them apart.
-            TlsSign::Closed => format!("{CLOSED_UNANSWERED}, and so does one serving HTTPS, for which {to_https}"),
+            TlsSign::Closed => format!(
+                "it closed the connection before answering, as a handler that crashed on the request does, or one \
+                 serving HTTPS: see its log, or {to_https}"
+            ),
         }
     }
 }
