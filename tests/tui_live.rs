@@ -1214,7 +1214,9 @@ fn quitting_with_a_request_in_flight_says_so_and_ctrl_c_cuts_it_short() {
 
     tmux.send(&["q"]);
     tmux.wait_for("the wait explained", |s| {
-        s.contains("stopping: 1 request in flight gets up to 3s to finish; ctrl-c again stops at once")
+        s.contains(
+            "stopping: 1 request in flight gets up to 3s to finish; a second signal (ctrl-c, SIGTERM) stops at once",
+        )
     });
     assert_eq!(tmux.format("alternate_on"), "0", "the screen is given back first");
     tmux.send(&["C-c"]);

@@ -138,7 +138,7 @@ pub fn text_line(event: &TunnelEvent) -> Option<Line> {
             if *in_flight == 1 { "is" } else { "are" },
         )),
         TunnelEvent::Stopping { in_flight, within } => Line::Err(format!(
-            "stopping: {} in flight {} up to {} to finish; ctrl-c again stops at once",
+            "stopping: {} in flight {} up to {} to finish; a second signal (ctrl-c, SIGTERM) stops at once",
             counted(*in_flight, "request", "requests"),
             if *in_flight == 1 { "gets" } else { "get" },
             format_duration(*within)
