@@ -1737,3 +1737,38 @@ async fn a_tunnel_back_from_a_pause_forwards_what_its_relay_still_holds() {
     client.signal("TERM");
     assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
 }
+
+/// A history named in a folder that does not exist (a typo, often) is
+/// made there, and the tunnel says so before it forwards.
+#[tokio::test]
+async fn a_history_named_in_a_missing_folder_is_made_there_with_a_note() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("typo/histroy/h.db");
+    let log = dir.path().join("stderr.log");
+    let handler = LocalHandler::echo().await;
+    let port = handler.port().to_string();
+    let db_arg = db.to_str().expect("utf-8 path");
+    let args = [
+        "http",
+        &port,
+        "--no-tui",
+        "--local-listen",
+        "127.0.0.1:0",
+        "--db",
+        db_arg,
+    ];
+    let mut client = Running::start_logging(&portpreview_bin(), &args, dir.path(), &log);
+    let url = client.public_url().await;
+    let reply = caller::post(&format!("{url}/hook"), "{}").await;
+    assert_eq!(reply.status, 200);
+    client.line_containing("POST /hook").await;
+    let said = std::fs::read_to_string(&log).expect("stderr");
+    assert!(
+        said.starts_with(&format!(
+            "note: {} does not exist; it is made for the history\n",
+            dir.path().join("typo/histroy").display()
+        )),
+        "{said}"
+    );
+    assert!(db.is_file(), "the history is there");
+}

@@ -134,6 +134,19 @@ fn breaks_escaped(rendered: String, args: impl Iterator<Item = std::ffi::OsStrin
         })
 }
 
+/// Says so when the history a user named (`--db`, `PORTPREVIEW_DB`, the
+/// config file) is to be made in a folder that does not exist: it is made,
+/// as `export -o` makes one, but a typo in the path would otherwise leave
+/// folders, and a history, where nobody looks.
+fn tell_of_new_folder(db: &std::path::Path) {
+    if let Some(dir) = db.parent().filter(|dir| !dir.as_os_str().is_empty() && !dir.exists()) {
+        crate::to_stderr(format_args!(
+            "note: {} does not exist; it is made for the history\n",
+            portpreview_shared::sanitize::escape_str(&dir.display().to_string())
+        ));
+    }
+}
+
 /// `portpreview` and the subcommand the command line names, if any: the
 /// `--help` a refusal points to when clap's own usage names none.
 fn command_given() -> String {
@@ -220,7 +233,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     );
     let named_db = db().ok();
     let result = match cli.command {
-        Command::Http(args) => commands::http::run(args, &db()?, config, &cli.from_env).await,
+        Command::Http(args) => {
+            let db = db()?;
+            if cli.db.is_some() || config.db.is_some() {
+                tell_of_new_folder(&db);
+            }
+            commands::http::run(args, &db, config, &cli.from_env).await
+        }
         Command::History(args) => commands::history::run(args, &db()?),
         Command::Show(args) => commands::show::run(args, &db()?, cli.db.is_some()),
         Command::Export(args) => commands::export::run(args, &db()?, cli.db.is_some()),
