@@ -46,9 +46,10 @@ impl Decoding {
 }
 
 /// Undoes a body's `Content-Encoding` (gzip, deflate) when it is stored
-/// whole, as the handler meant it to be read, and as its event is keyed. Bodies stored cut short are
-/// left as they are, and so are other codings: br, zstd and compress as
-/// [`Decoding::Failed`], so that views say why the body looks like noise.
+/// whole, as the handler meant it to be read and as its event is keyed.
+/// Bodies stored cut short are left as they are, and so are other codings:
+/// br, zstd and compress as [`Decoding::Failed`], so that views say why
+/// the body looks like noise.
 pub fn decode(headers: &[Header], bytes: &[u8], size: u64) -> Decoding {
     let Some(coding) = headers
         .iter()
