@@ -323,10 +323,14 @@ const MIGRATIONS: &[&str] = &[
     // made again too: a top-level `timestamp` is no longer left out of the
     // hash, as it is an event's own time for many senders.
     //
-    // SQLite fires the newest trigger first, so a row a scoping trigger
-    // moves was counted under the scope it came with after the move, and
-    // that count stayed for good. The count on insert now leaves such a
-    // row to the move, which counts it where it lands (`event_counts_update`).
+    // Such a tunnel reads its delivery's count back under the scope it
+    // gave (and stops recording when it finds none), so the move leaves a
+    // copy of the count there for it. Nothing of this version reads a
+    // count under a scope its rows do not carry. The count on insert
+    // leaves a row that is to move to the move, which counts it where it
+    // lands (`event_counts_update`): SQLite fires the newest trigger
+    // first, and counted before the move as well, the row was counted
+    // twice, once under a scope no row has.
     "UPDATE deliveries SET event_scope = provider || ':' || event_scope
         WHERE provider IS NOT NULL AND event_key != '' AND event_key_source NOT LIKE 'sha256:%';
     CREATE TRIGGER deliveries_provider_scope AFTER INSERT ON deliveries
@@ -334,11 +338,15 @@ const MIGRATIONS: &[&str] = &[
             AND substr(NEW.event_scope, 1, length(NEW.provider) + 1) IS NOT NEW.provider || ':'
     BEGIN
         UPDATE deliveries SET event_scope = NEW.provider || ':' || NEW.event_scope WHERE id = NEW.id;
+        INSERT INTO event_counts (event_key, event_scope, n)
+            SELECT NEW.event_key, NEW.event_scope, n FROM event_counts
+            WHERE NEW.replay_of IS NULL AND event_key = NEW.event_key
+                AND event_scope = NEW.provider || ':' || NEW.event_scope
+            ON CONFLICT (event_key, event_scope) DO UPDATE SET n = excluded.n;
     END;
     DROP TRIGGER event_counts_insert;
     CREATE TRIGGER event_counts_insert AFTER INSERT ON deliveries
         WHEN NEW.replay_of IS NULL AND NEW.event_key != ''
-            AND NOT (NEW.event_scope = '' AND NEW.event_key_source LIKE 'sha256:%' AND NEW.provider IS NOT 'github')
             AND NOT (NEW.provider IS NOT NULL AND NEW.event_key_source NOT LIKE 'sha256:%'
                 AND substr(NEW.event_scope, 1, length(NEW.provider) + 1) IS NOT NEW.provider || ':')
     BEGIN
@@ -910,7 +918,8 @@ mod tests {
         );
         assert_eq!(store.events_with_key("evt_1").unwrap(), 2, "replay evt_1 is ambiguous");
 
-        // A tunnel of an earlier version, still running, inserts unscoped.
+        // A tunnel of an earlier version, still running, inserts unscoped,
+        // and reads its count back under the scope it gave.
         store
             .conn
             .execute(
@@ -920,6 +929,15 @@ mod tests {
                 [],
             )
             .unwrap();
+        let read_back: i64 = store
+            .conn
+            .query_row(
+                "SELECT n FROM event_counts WHERE event_key = 'evt_1' AND event_scope = ''",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(read_back, 2, "the earlier tunnel's own count: Paddle's 2nd");
         // This version scopes what it inserts itself, to the same effect.
         let mut retry = delivery("guid-1", "/hook");
         retry.provider = Some("github".into());
@@ -939,7 +957,10 @@ mod tests {
             .unwrap();
         let counts: Vec<(String, String, i64)> = store
             .conn
-            .prepare("SELECT event_key, event_scope, n FROM event_counts ORDER BY event_key, event_scope")
+            .prepare(
+                "SELECT event_key, event_scope, n FROM event_counts
+                 WHERE event_scope != '' ORDER BY event_key, event_scope",
+            )
             .unwrap()
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .unwrap()
@@ -954,7 +975,7 @@ mod tests {
                 counted("guid-1", "github:111", 2),
                 counted("hash-1", "POST /plain", 1),
             ],
-            "each counted once, where it was moved to"
+            "each counted once, where it was moved to (beside the copies an earlier tunnel reads)"
         );
     }
 
