@@ -153,7 +153,7 @@ impl Suite {
             fixture.settle().with_context(which)?;
             fixture.timeout().with_context(which)?;
             if let Some(var) = &fixture.secret_env {
-                if var.is_empty() || var.contains(['=', '\0']) {
+                if var.trim().is_empty() || var.contains(['=', '\0']) {
                     anyhow::bail!(
                         "{}: secret_env = \"{}\" names no environment variable",
                         which(),
@@ -196,6 +196,21 @@ mod tests {
         );
         assert!(!Suite::lists_fixtures("[package]\nname = \"handler\"\n"));
         assert!(!Suite::lists_fixtures("not toml at all ["));
+    }
+
+    #[test]
+    fn a_secret_env_naming_no_variable_is_refused_by_name() {
+        for (var, shown) in [("", ""), ("  ", "  "), ("A=B", "A=B")] {
+            let err = Suite::parse(&format!(
+                "[[fixture]]\npath = \"a.json\"\nresign = true\nsecret_env = \"{var}\"\n"
+            ))
+            .unwrap_err()
+            .to_string();
+            assert_eq!(
+                err,
+                format!("fixture 1 (a.json): secret_env = \"{shown}\" names no environment variable")
+            );
+        }
     }
 
     #[test]
