@@ -162,13 +162,9 @@ impl Suite {
                 }
             }
             if let Some(field) = &fixture.fresh_field {
-                if portpreview_shared::provider::fresh::check_field(field).is_err() {
-                    anyhow::bail!(
-                        "{}: fresh_field = \"{}\": expected a JSON pointer such as /data/id, form:name or header:Name",
-                        which(),
-                        field.escape_debug()
-                    );
-                }
+                crate::replay::options::parse_fresh_field(field)
+                    .map_err(|why| anyhow::anyhow!("fresh_field = \"{}\": {why}", field.escape_debug()))
+                    .with_context(which)?;
             }
             // Told here, in the suite's words, not later as a bad --target.
             if let Some(target) = &fixture.target {

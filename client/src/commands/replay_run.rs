@@ -41,7 +41,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub fresh: bool,
     /// Another field to renew beside the provider's own ID, or the identity where it keeps none: a JSON pointer, form:name or header:Name.
-    #[arg(long, value_name = "FIELD", requires = "fresh", value_parser = parse_fresh_field)]
+    #[arg(long, value_name = "FIELD", requires = "fresh", value_parser = crate::replay::options::parse_fresh_field)]
     pub fresh_field: Option<String>,
     /// Re-sign every attempt with the current time.
     #[arg(long)]
@@ -131,13 +131,6 @@ fn parse_probe(spec: ProbeSpec) -> Result<String, String> {
     })
 }
 
-/// `--fresh-field` as written: a JSON pointer, `form:name` or `header:Name`.
-fn parse_fresh_field(text: &str) -> Result<String, String> {
-    match portpreview_shared::provider::fresh::check_field(text) {
-        Ok(()) => Ok(text.to_owned()),
-        Err(_) => Err("expected a JSON pointer such as /data/id, form:name or header:Name".to_owned()),
-    }
-}
 
 /// Said when `--secret` is given and nothing signs: the user likely meant
 /// it to sign.

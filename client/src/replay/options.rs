@@ -179,6 +179,15 @@ pub fn parse_settle(text: &str) -> Result<Duration, String> {
     Ok(duration)
 }
 
+/// `--fresh-field` (and a suite's `fresh_field`) as written: a JSON
+/// pointer, `form:name` or `header:Name`.
+pub fn parse_fresh_field(text: &str) -> Result<String, String> {
+    match portpreview_shared::provider::fresh::check_field(text) {
+        Ok(()) => Ok(text.to_owned()),
+        Err(_) => Err("expected a JSON pointer such as /data/id, form:name or header:Name".to_owned()),
+    }
+}
+
 /// Parses a `--header 'Name: value'` argument.
 pub fn parse_header_arg(arg: &str) -> Result<(String, String), String> {
     let (name, value) = arg
