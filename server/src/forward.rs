@@ -10,7 +10,7 @@ use hyper::body::{Body as _, Incoming};
 use portpreview_shared::duration::format_duration;
 use portpreview_shared::message::CHUNK_SIZE;
 use portpreview_shared::request_ref::RequestHeadRef;
-use portpreview_shared::stall::{overslept, WAKE_GRACE};
+use portpreview_shared::stall::WakeGrace;
 use tokio::sync::oneshot;
 use tokio_util::task::AbortOnDropHandle;
 
@@ -147,7 +147,7 @@ async fn await_answer(
         None => tokio::time::sleep_until(deadline),
     };
     tokio::pin!(answer_wait);
-    let mut woke = false;
+    let mut grace = WakeGrace::default();
     loop {
         tokio::select! {
             event = port.inbound.recv() => {
@@ -194,10 +194,9 @@ async fn await_answer(
                 // This process was not running when the time ran out: the
                 // in-process relay of a tunnel paused with it, or a relay
                 // stopped. The answer may wait in the socket, unread.
-                let now = tokio::time::Instant::now();
-                if !woke && overslept(answer_wait.deadline().into_std(), now.into_std()) {
-                    woke = true;
-                    answer_wait.as_mut().reset(now + WAKE_GRACE);
+                let now = tokio::time::Instant::now().into_std();
+                if let Some(later) = grace.after(answer_wait.deadline().into_std(), now) {
+                    answer_wait.as_mut().reset(later.into());
                     continue;
                 }
                 if pump_end.is_none() {

@@ -25,9 +25,41 @@ pub fn overslept(due: Instant, now: Instant) -> bool {
     now.saturating_duration_since(due) > OVERSLEPT
 }
 
+/// A time limit's one extension by [`WAKE_GRACE`]: what a limit that ran
+/// out while this process was not running held up is read before the
+/// limit counts, once.
+#[derive(Debug, Default)]
+pub struct WakeGrace {
+    given: bool,
+}
+
+impl WakeGrace {
+    /// The limit's new deadline, when a timer due at `due` fired at `now`
+    /// so late that this process was not running in between, and no grace
+    /// was given yet; `None` when the limit stands.
+    pub fn after(&mut self, due: Instant, now: Instant) -> Option<Instant> {
+        if self.given || !overslept(due, now) {
+            return None;
+        }
+        self.given = true;
+        Some(now + WAKE_GRACE)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_limit_that_ran_out_in_a_pause_gets_its_grace_once() {
+        let due = Instant::now();
+        let mut grace = WakeGrace::default();
+        assert_eq!(grace.after(due, due + Duration::from_millis(200)), None, "on time");
+        let woke = due + Duration::from_secs(20);
+        assert_eq!(grace.after(due, woke), Some(woke + WAKE_GRACE));
+        let later = woke + Duration::from_secs(20);
+        assert_eq!(grace.after(woke, later), None, "once");
+    }
 
     #[test]
     fn only_a_timer_far_past_its_time_counts_as_a_pause() {

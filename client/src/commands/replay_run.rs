@@ -131,7 +131,6 @@ fn parse_probe(spec: ProbeSpec) -> Result<String, String> {
     })
 }
 
-
 /// Said when `--secret` is given and nothing signs: the user likely meant
 /// it to sign.
 pub const SECRET_UNUSED: &str =

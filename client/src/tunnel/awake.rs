@@ -6,12 +6,13 @@
 use std::future::Future;
 use std::time::Duration;
 
-use portpreview_shared::stall::{overslept, WAKE_GRACE};
+use portpreview_shared::stall::WakeGrace;
 use tokio::time::Instant;
 
 /// `future`'s output if it comes within `limit`, as `tokio::time::timeout`;
 /// but a limit that passed while this process was not running gives it
-/// [`WAKE_GRACE`] more, once. `None` when it did not come.
+/// [`portpreview_shared::stall::WAKE_GRACE`] more, once ([`WakeGrace`]).
+/// `None` when it did not come.
 ///
 /// `future` comes pinned (`std::pin::pin!`) where its caller keeps it:
 /// pinned in here, it would take a second place in this future's state
@@ -19,17 +20,13 @@ use tokio::time::Instant;
 /// of state, copied whole when an exchange is spawned.
 pub async fn within<F: Future + Unpin>(limit: Duration, mut future: F) -> Option<F::Output> {
     let mut deadline = Instant::now() + limit;
-    let mut woke = false;
+    let mut grace = WakeGrace::default();
     loop {
         if let Ok(output) = tokio::time::timeout_at(deadline, &mut future).await {
             return Some(output);
         }
-        let now = Instant::now();
-        if woke || !overslept(deadline.into_std(), now.into_std()) {
-            return None;
-        }
-        woke = true;
-        deadline = now + WAKE_GRACE;
+        let later = grace.after(deadline.into_std(), Instant::now().into_std())?;
+        deadline = Instant::from_std(later);
     }
 }
 
@@ -82,6 +79,6 @@ mod tests {
         tokio::time::advance(Duration::from_secs(20)).await;
         let woke = Instant::now();
         assert_eq!(waiting.await, None);
-        assert_eq!(woke.elapsed(), WAKE_GRACE);
+        assert_eq!(woke.elapsed(), portpreview_shared::stall::WAKE_GRACE);
     }
 }
