@@ -235,7 +235,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let result = match cli.command {
         Command::Http(args) => {
             let db = db()?;
-            if cli.db.is_some() || config.db.is_some() {
+            if db_origin != Origin::Default {
                 tell_of_new_folder(&db);
             }
             commands::http::run(args, &db, config, &cli.from_env).await
