@@ -269,7 +269,7 @@ impl Forwarder {
             true => format!(
                 "{}; or it closes a connection left unused as long as this one was, {}",
                 crate::local_tls::CLOSED_UNANSWERED,
-                ShortDuration(unused.as_secs_f64() * 1000.0)
+                ShortDuration::from(unused)
             ),
             false => crate::local_tls::CLOSED_UNANSWERED.to_string(),
         });

@@ -162,7 +162,7 @@ pub fn text_line(event: &TunnelEvent) -> Option<Line> {
             retry_in,
         } => {
             // Jittered to the nanosecond: written as the deliveries' times are.
-            let retry_in = ShortDuration(retry_in.as_secs_f64() * 1000.0);
+            let retry_in = ShortDuration::from(*retry_in);
             let reason = escape_str(reason);
             Line::Err(match *failed_tries {
                 0 => format!("relay connection lost ({reason}); reconnecting in {retry_in}"),

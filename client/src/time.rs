@@ -27,6 +27,12 @@ pub fn rfc3339_ms(ms: i64) -> String {
 #[derive(Debug, Clone, Copy)]
 pub struct ShortDuration(pub f64);
 
+impl From<std::time::Duration> for ShortDuration {
+    fn from(duration: std::time::Duration) -> Self {
+        Self(duration.as_secs_f64() * 1000.0)
+    }
+}
+
 impl std::fmt::Display for ShortDuration {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let ms = self.0;
