@@ -2,6 +2,8 @@
 
 use std::fmt::Write;
 
+use portpreview_shared::sanitize::escape_str;
+
 use super::report::Report;
 
 /// How one fixture ended.
@@ -41,14 +43,14 @@ pub fn document(suite: &str, cases: &[(String, CaseResult<'_>)]) -> String {
     let _ = writeln!(
         out,
         "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\"{skipped} time=\"{seconds:.3}\">",
-        escape(suite),
+        escape(&escape_str(suite)),
         cases.len()
     );
     for (name, result) in cases {
         let _ = write!(
             out,
             "    <testcase classname=\"portpreview.idempotency\" name=\"{}\" time=\"{:.3}\"",
-            escape(name),
+            escape(&escape_str(name)),
             case_seconds(result)
         );
         match result {
@@ -117,6 +119,11 @@ pub fn replay_error(name: &str, reason: &str) -> String {
 }
 
 /// Escapes text for XML attributes and content; drops characters XML 1.0 forbids.
+///
+/// A test case's name comes from an event key or a fixture's file name,
+/// both untrusted, and CI pages and consoles show it as it stands: names
+/// go through [`escape_str`] first, as in every other output, so
+/// a bidi override or an 8-bit escape (U+009B) is shown, not obeyed.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -142,6 +149,13 @@ mod tests {
     #[test]
     fn xml_specials_and_control_characters_are_escaped() {
         assert_eq!(escape("a<b>&\"c'\u{1b}"), "a&lt;b&gt;&amp;&quot;c&apos;\u{fffd}");
+    }
+
+    #[test]
+    fn a_case_name_shows_hidden_and_control_characters_escaped() {
+        let xml = replay_error("#11 k\u{202e}live\u{9b}31m", "down");
+        assert!(xml.contains(r##"name="#11 k\u{202e}live\u{9b}31m""##), "{xml}");
+        assert!(!xml.contains('\u{202e}') && !xml.contains('\u{9b}'), "{xml}");
     }
 
     #[test]
