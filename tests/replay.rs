@@ -1649,6 +1649,18 @@ fn a_fresh_burst_that_a_field_fresh_left_alone_deduped_is_inconclusive() {
     assert!(runs.iter().all(|run| run.contains(&judged)), "{runs:?}");
     let runs = portpreview(&history.db(), &["show", "1", "--json"]).json()["replay_runs"].clone();
     assert_eq!(runs[0]["fresh"], true, "{runs:#}");
+    // The verdicts as each run's replay --json gave them.
+    let verdicts: Vec<_> = [&runs[0], &runs[1]]
+        .map(|run| (run["idempotent"].clone(), run["verdict"].clone()))
+        .into();
+    assert_eq!(
+        verdicts,
+        [
+            (false.into(), "inconclusive".into()),
+            (true.into(), "idempotent".into())
+        ],
+        "{runs:#}"
+    );
     assert!(
         runs[0]["target"]
             .as_str()

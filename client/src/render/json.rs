@@ -97,9 +97,20 @@ fn replay_run(run: &ReplayRun, reveal: bool) -> Value {
         "times": run.times,
         "concurrency": run.concurrency,
         "fresh": facts.fresh,
-        "idempotent": run.idempotent,
+        "idempotent": run.idempotent == Some(true),
+        "verdict": facts.verdict.unwrap_or_else(|| verdict_of(run.idempotent).to_owned()),
         "summary": run.summary,
     })
+}
+
+/// The verdict of a run stored by a version whose report did not name it:
+/// such a report cannot tell a failed run from one not idempotent.
+fn verdict_of(idempotent: Option<bool>) -> &'static str {
+    match idempotent {
+        Some(true) => "idempotent",
+        Some(false) => "not_idempotent",
+        None => "inconclusive",
+    }
 }
 
 /// Headers as an ordered list of `{name, value}` (or `value_base64`).
