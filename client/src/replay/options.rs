@@ -243,6 +243,11 @@ fn parse_header_name(text: &str) -> Result<String, String> {
 /// one is made and removed again. Missing folders are made, as a CI job
 /// names `reports/junit.xml` in a checkout that has no `reports/`.
 pub fn parse_report_path(text: &str) -> Result<std::path::PathBuf, String> {
+    // `export -o -` means stdout; here stdout carries the verdict, and a
+    // file named `-` made without a word is found by nobody.
+    if text == "-" {
+        return Err("JUnit is written to a file, as stdout carries the report: name one (junit.xml)".into());
+    }
     let path = std::path::PathBuf::from(text);
     if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty() && !dir.is_dir()) {
         crate::private_file::create_folders(dir)
@@ -343,6 +348,7 @@ mod tests {
         let under_a_file = parse_report_path(top.join("file/report.xml").to_str().unwrap());
         assert!(under_a_file.is_err_and(|e| e.ends_with("is a file, not a folder")));
         std::fs::remove_dir_all(&top).unwrap();
+        assert!(parse_report_path("-").is_err_and(|e| e.contains("name one")));
     }
 
     #[test]
