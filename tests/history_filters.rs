@@ -191,9 +191,18 @@ async fn failures_are_found_by_status_path_and_age_newest_first() {
         table.stdout
     );
     assert!(
-        table.stdout.ends_with("\n(2 of 3 shown; --limit 0 lists all)\n"),
-        "the footer counts the matches: {}",
+        table.stdout.ends_with(
+            "\n(2 of 3 shown; --limit 0 lists all)\nDeliveries the handler never answered \
+             (the caller got a 502 or 504 from PortPreview) have no status: --status 5xx,error lists them too.\n"
+        ),
+        "the footer counts the matches, and points at the 502 PortPreview answered: {}",
         table.stdout
+    );
+    let health_only = portpreview_async(&db, &["history", "--status", "5xx", "--path", "/health"]).await;
+    assert!(
+        !health_only.stdout.contains("never answered"),
+        "no unanswered delivery under /health: {}",
+        health_only.stdout
     );
 
     // A replay of the crash fails again; it is listed only with --replays.

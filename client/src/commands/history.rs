@@ -94,7 +94,8 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         shown += 1;
     }
     let last = listing.finish().map_err(|e| e.for_command(db))?;
-    let text = footer(&store, query, last, shown, &filters, db)?;
+    let mut text = footer(&store, query.clone(), last, shown, &filters, db)?;
+    text.extend(unanswered_hint(&store, &query));
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .context("cannot write to stdout")?;
@@ -332,6 +333,31 @@ fn cut_key_hint(store: &Store, query: &ListQuery) -> Option<String> {
     Some(format!(
         "Some event keys begin with it: the table shows long keys cut, and --event {} matches them.\n",
         crate::render::curl::quote(format!("{key}…").as_bytes())
+    ))
+}
+
+/// Under `--status 5xx` (or 502, 504), that deliveries the handler never
+/// answered are not listed, when the other filters let some through: the
+/// caller got a 502 or 504 from PortPreview, and someone hunting failures
+/// looks for those first.
+fn unanswered_hint(store: &Store, query: &ListQuery) -> Option<String> {
+    let asks_5xx = query
+        .status
+        .iter()
+        .any(|word| matches!(word, StatusWord::Class(5) | StatusWord::Exact(500..=599)));
+    if !asks_5xx || query.status.contains(&StatusWord::Failed) {
+        return None;
+    }
+    let unanswered = ListQuery {
+        status: vec![StatusWord::Failed],
+        limit: Some(1),
+        ..query.clone()
+    };
+    store.list(&unanswered).ok()?.first()?;
+    let words: Vec<String> = query.status.iter().map(StatusWord::to_string).collect();
+    Some(format!(
+        "Deliveries the handler never answered (the caller got a 502 or 504 from PortPreview) have no status: --status {},error lists them too.\n",
+        words.join(",")
     ))
 }
 
