@@ -1765,7 +1765,7 @@ async fn a_history_named_in_a_missing_folder_is_made_there_with_a_note() {
     let said = std::fs::read_to_string(&log).expect("stderr");
     assert!(
         said.starts_with(&format!(
-            "note: {} does not exist; it is made for the history\n",
+            "note: made {} for the history, as it did not exist\n",
             dir.path().join("typo/histroy").display()
         )),
         "{said}"

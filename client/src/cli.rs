@@ -134,17 +134,14 @@ fn breaks_escaped(rendered: String, args: impl Iterator<Item = std::ffi::OsStrin
         })
 }
 
-/// Says so when the history a user named (`--db`, `PORTPREVIEW_DB`, the
-/// config file) is to be made in a folder that does not exist: it is made,
-/// as `export -o` makes one, but a typo in the path would otherwise leave
-/// folders, and a history, where nobody looks.
-fn tell_of_new_folder(db: &std::path::Path) {
-    if let Some(dir) = db.parent().filter(|dir| !dir.as_os_str().is_empty() && !dir.exists()) {
-        crate::to_stderr(format_args!(
-            "note: {} does not exist; it is made for the history\n",
-            portpreview_shared::sanitize::escape_str(&dir.display().to_string())
-        ));
-    }
+/// The folder, missing, that a history named by the user (a flag, the
+/// environment, the config file) is to be made in: it is made, as `export
+/// -o` makes one, and said once made, since a typo in the path would
+/// otherwise leave folders, and a history, where nobody looks.
+fn missing_folder(db: &std::path::Path) -> Option<std::path::PathBuf> {
+    db.parent()
+        .filter(|dir| !dir.as_os_str().is_empty() && !dir.exists())
+        .map(std::path::Path::to_path_buf)
 }
 
 /// `portpreview` and the subcommand the command line names, if any: the
@@ -235,10 +232,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let result = match cli.command {
         Command::Http(args) => {
             let db = db()?;
-            if db_origin != Origin::Default {
-                tell_of_new_folder(&db);
-            }
-            commands::http::run(args, &db, config, &cli.from_env).await
+            let new_folder = (db_origin != Origin::Default).then(|| missing_folder(&db)).flatten();
+            commands::http::run(args, &db, new_folder, config, &cli.from_env).await
         }
         Command::History(args) => commands::history::run(args, &db()?),
         Command::Show(args) => commands::show::run(args, &db()?, cli.db.is_some()),

@@ -87,7 +87,16 @@ const DEFAULT_LOCAL_LISTEN: &str = "127.0.0.1:0";
 
 /// Runs the tunnel until ctrl-c, SIGTERM or (in the TUI) `q`.
 /// `from_env` names the variables that gave flags their values.
-pub async fn run(args: Args, db: &Path, config: Config, from_env: &[&str]) -> anyhow::Result<ExitCode> {
+///
+/// `new_folder` is the missing folder a history the user named is made in,
+/// said once it is made.
+pub async fn run(
+    args: Args,
+    db: &Path,
+    new_folder: Option<PathBuf>,
+    config: Config,
+    from_env: &[&str],
+) -> anyhow::Result<ExitCode> {
     portpreview_shared::open_files::enough_for(TUNNEL_FEWEST_FILES, "a tunnel").map_err(anyhow::Error::msg)?;
     let server_origin = Origin::of(
         "--server",
@@ -116,6 +125,12 @@ pub async fn run(args: Args, db: &Path, config: Config, from_env: &[&str]) -> an
         .then(|| start_recorder(db, &args.key_fields, &events_tx))
         .transpose()?
         .unzip();
+    if let Some(dir) = new_folder.filter(|dir| dir.is_dir()) {
+        crate::to_stderr(format_args!(
+            "note: made {} for the history, as it did not exist\n",
+            portpreview_shared::sanitize::escape_str(&dir.display().to_string())
+        ));
+    }
     let running = Running {
         tunnel_config: setup.tunnel_config,
         local_relay: setup.local_relay,
