@@ -237,14 +237,16 @@ impl StoreError {
     /// True when another process holds the history or the disk is full:
     /// nothing is wrong with the file, and it may pass.
     pub fn is_busy_or_full(&self) -> bool {
-        match self {
-            StoreError::Busy => true,
-            StoreError::Sqlite(err) => matches!(
-                err.sqlite_error_code(),
-                Some(ErrorCode::DiskFull | ErrorCode::SystemIoFailure)
-            ),
-            _ => false,
-        }
+        matches!(self, StoreError::Busy) || self.is_full()
+    }
+
+    /// True when the disk holding the history is full (or failed a write,
+    /// as a full disk makes some do).
+    pub fn is_full(&self) -> bool {
+        matches!(self, StoreError::Sqlite(err) if matches!(
+            err.sqlite_error_code(),
+            Some(ErrorCode::DiskFull | ErrorCode::SystemIoFailure)
+        ))
     }
 
     /// Turns the error into one line for a command's stderr, naming `db` once.

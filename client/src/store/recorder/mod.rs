@@ -196,7 +196,17 @@ impl Recorder {
         key_fields: Vec<String>,
         on_news: impl FnMut(WriterNews) + Send + 'static,
     ) -> Result<(Recorder, RecorderHandle), StoreError> {
-        let store = Store::open(path)?;
+        Self::start_on(Store::open(path)?, path, key_fields, on_news)
+    }
+
+    /// [`Recorder::start`] writing with `store`, opened at `path`: a test
+    /// limits the store's room.
+    fn start_on(
+        store: Store,
+        path: &Path,
+        key_fields: Vec<String>,
+        on_news: impl FnMut(WriterNews) + Send + 'static,
+    ) -> Result<(Recorder, RecorderHandle), StoreError> {
         let inbox = Inbox::create(path, &key_fields)?;
         let inbox_name = inbox.name().to_owned();
         // Unbounded in type only: every job holds room from the semaphore,
@@ -549,8 +559,13 @@ pub(super) mod tests {
 
     /// A recorder on `path` whose reports the test reads.
     pub(super) fn start(path: &Path) -> (Recorder, RecorderHandle, UnboundedReceiver<Summary>) {
+        start_on(Store::open(path).unwrap(), path)
+    }
+
+    /// [`start`] writing with `store`, opened at `path`.
+    pub(super) fn start_on(store: Store, path: &Path) -> (Recorder, RecorderHandle, UnboundedReceiver<Summary>) {
         let (reports, reported) = unbounded_channel();
-        let (recorder, handle) = Recorder::start(path, Vec::new(), move |news| {
+        let (recorder, handle) = Recorder::start_on(store, path, Vec::new(), move |news| {
             if let WriterNews::Stored(summary) = news {
                 let _ = reports.send(summary);
             }

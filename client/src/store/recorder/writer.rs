@@ -136,6 +136,11 @@ impl Writer {
         // Set while the store refuses batches: the batch is kept
         // and tried again after this pause, with whatever came meanwhile.
         let mut pause: Option<Duration> = None;
+        // Jobs written in one transaction: halved each time a full disk
+        // refuses them, doubled back after each write, so that the room
+        // freed on a full disk takes what it can hold. Else a backlog
+        // grown past it, written whole, would be refused for good.
+        let mut most = MAX_BATCH;
         // Set by a write, cleared once the WAL it grew has been emptied.
         let mut wal_grown = false;
         // Set by work, cleared once an idle spell has handed memory back.
@@ -144,6 +149,8 @@ impl Writer {
         let mut told = false;
         loop {
             match pause {
+                // What a write in parts left is written next.
+                None if !batch.is_empty() => {}
                 // Blocks only when idle; the first job opens a window for the rest.
                 None => match jobs.recv_timeout(IDLE) {
                     Ok(first) => {
@@ -165,12 +172,16 @@ impl Writer {
                 Some(wait) => self.pause(wait),
             }
             let stop = gather(&mut batch, jobs);
-            match self.write(&mut batch) {
+            match self.write_front(&mut batch, most) {
                 Ok(()) => {
                     wal_grown = true;
-                    if pause.take().is_some() {
-                        self.stalled.store(false, Ordering::Release);
+                    most = (most * 2).min(MAX_BATCH);
+                    pause = None;
+                    // Written in part, the rest comes next, at once.
+                    if !batch.is_empty() {
+                        continue;
                     }
+                    self.stalled.store(false, Ordering::Release);
                     if std::mem::take(&mut told) {
                         tracing::info!("the history takes deliveries again");
                         (self.on_news)(WriterNews::Resumed);
@@ -182,8 +193,9 @@ impl Writer {
                 // At shutdown the requests stay in the inbox, which the next
                 // open moves into the history.
                 Err(err) if !stop && !self.stopping.load(Ordering::Acquire) => {
-                    if pause.is_none() {
-                        self.stalled.store(true, Ordering::Release);
+                    self.stalled.store(true, Ordering::Release);
+                    if err.is_full() {
+                        most = (most.min(batch.len()) / 2).max(1);
                     }
                     // A lock held past one busy timeout is waited out once
                     // more before it is news: tunnels sharing a history
@@ -331,6 +343,22 @@ impl Writer {
         tracing::info!("{notice}");
         (self.on_news)(WriterNews::Notice(notice));
         Ok(())
+    }
+
+    /// Writes the first `most` jobs of `batch` as [`Writer::write`] does,
+    /// leaving the rest in it; when the store refuses them, the batch is
+    /// left as it was.
+    fn write_front(&mut self, batch: &mut Vec<Job>, most: usize) -> Result<(), StoreError> {
+        if batch.len() <= most {
+            return self.write(batch);
+        }
+        let mut front: Vec<Job> = batch.drain(..most).collect();
+        let result = self.write(&mut front);
+        if result.is_err() {
+            front.append(batch);
+            *batch = front;
+        }
+        result
     }
 
     /// Writes one batch in one transaction, then reports the deliveries
@@ -814,6 +842,53 @@ mod tests {
         handle.shutdown();
         let store = crate::store::Store::open(&path).unwrap();
         assert_eq!(store.list(&ListQuery::default()).unwrap().len(), 3);
+    }
+
+    /// On a full disk, the room freed takes the deliveries it can hold,
+    /// though the backlog as a whole would not fit: written whole, it was
+    /// refused until the disk had room for all of it. (A history limited
+    /// to a number of pages is full as a full disk is.)
+    #[tokio::test]
+    async fn a_backlog_larger_than_the_room_freed_on_a_full_disk_is_stored_as_far_as_it_fits() {
+        let dir = ScratchDir::new("recorder-full");
+        let path = dir.0.join("history.db");
+        let filler = rusqlite::Connection::open(&path).unwrap();
+        let store = crate::store::Store::open(&path).unwrap();
+        filler
+            .execute_batch("CREATE TABLE filler (n INTEGER PRIMARY KEY, b BLOB)")
+            .unwrap();
+        for n in 0..4 {
+            filler
+                .execute("INSERT INTO filler VALUES (?1, zeroblob(120000))", [n])
+                .unwrap();
+        }
+        let pages: i64 = store.conn.query_row("PRAGMA page_count", [], |row| row.get(0)).unwrap();
+        store.conn.pragma_update(None, "max_page_count", pages + 2).unwrap();
+        let (recorder, handle, mut reported) = super::super::tests::start_on(store, &path);
+        // 12 deliveries of 30 kB: more than half the filler frees, less
+        // than all of it.
+        let mut keys = Vec::new();
+        for n in 0..12 {
+            let key = format!("evt_full_{n}");
+            let mut d = delivery(&key, "/");
+            d.request_body = format!("{{\"id\":\"{key}\",\"pad\":\"{}\"}}", "x".repeat(30_000)).into_bytes();
+            let ticket = recorder.record_request(d).await.unwrap();
+            recorder.record_outcome(ticket, answered(200)).await.unwrap();
+            keys.push(key);
+        }
+        // Room for some of them, not all.
+        filler.execute("DELETE FROM filler WHERE n < 2", []).unwrap();
+        let mut stored = Vec::new();
+        while stored.len() < 2 {
+            stored.push(next_report(&mut reported).await.event_key);
+        }
+        // Room for the rest.
+        filler.execute("DROP TABLE filler", []).unwrap();
+        while stored.len() < keys.len() {
+            stored.push(next_report(&mut reported).await.event_key);
+        }
+        assert_eq!(stored, keys, "each stored once, in order");
+        handle.shutdown();
     }
 
     /// Asked to stop while the history cannot take a batch, the writer
