@@ -411,7 +411,11 @@ async fn a_client_that_does_not_answer_gets_its_caller_a_504() {
     let got = client.request().await;
     let reply = caller.await.unwrap();
     assert_eq!(reply.status, 504);
-    assert!(reply.text().contains("did not answer within"), "{}", reply.text());
+    assert!(
+        reply.text().contains("no answer came through the tunnel within"),
+        "{}",
+        reply.text()
+    );
     let (reset, _) = client.message().await;
     assert!(
         matches!(reset, ServerMessage::Reset { stream, .. } if stream == got.stream),
@@ -441,7 +445,10 @@ async fn a_client_that_takes_no_more_body_gets_its_caller_a_504() {
     );
     let reply = caller.await.unwrap();
     assert_eq!(reply.status, 504);
-    assert_eq!(reply.text(), "the tunnel's client did not answer within 300ms\n");
+    assert_eq!(
+        reply.text(),
+        "no answer came through the tunnel within 300ms: its client, or the handler behind it, took longer\n"
+    );
 }
 
 /// An answer whose body stops arriving is cut off at the answer timeout,
@@ -521,7 +528,10 @@ async fn callers_whose_heads_never_left_are_not_reset() {
     for reply in late {
         let reply = reply.await.unwrap();
         assert_eq!(reply.status, 504);
-        assert_eq!(reply.text(), "the tunnel's client did not answer within 1s\n");
+        assert_eq!(
+            reply.text(),
+            "no answer came through the tunnel within 1s: its client, or the handler behind it, took longer\n"
+        );
     }
     // Whatever the relay queued before it comes before this head.
     let last = tokio::spawn(call(relay.addr, request(relay.addr, "GET", "/t/stuck/last", "")));

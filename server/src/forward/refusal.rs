@@ -72,7 +72,10 @@ pub(super) fn timed_out(port: &StreamPort, timeout: Duration) -> Response<RelayB
 pub(super) fn client_stalled(timeout: Duration) -> Response<RelayBody> {
     answer(
         StatusCode::GATEWAY_TIMEOUT,
-        format!("the tunnel's client did not answer within {}", format_duration(timeout)),
+        format!(
+            "no answer came through the tunnel within {}: its client, or the handler behind it, took longer",
+            format_duration(timeout)
+        ),
     )
 }
 
