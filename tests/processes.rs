@@ -1224,6 +1224,45 @@ async fn a_name_waited_for_is_taken_once_a_restarted_relay_has_forgotten_the_hol
     assert_eq!(reply.status, 200, "{}", reply.text());
 }
 
+/// With stdout in a file, stderr tells of a lost relay connection and of
+/// its return, not only of the tries that failed.
+#[tokio::test]
+async fn stderr_says_when_the_relay_connection_is_back() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let relay = TestRelay::start().await;
+    let address = relay.http_url().trim_start_matches("http://").to_owned();
+    let handler = LocalHandler::echo().await;
+    let port = handler.port().to_string();
+    let db = dir.path().join("history.db");
+    let relay_url = relay.http_url();
+    let args = [
+        "http",
+        &port,
+        "--server",
+        &relay_url,
+        "--name",
+        "comes-back",
+        "--no-tui",
+        "--db",
+        db.to_str().expect("utf-8 path"),
+    ];
+    let log = dir.path().join("stderr.log");
+    let mut client = Running::start_logging(&portpreview_bin(), &args, dir.path(), &log);
+    let url = client.public_url().await;
+    relay.stop().await;
+    let listener = tokio::net::TcpListener::bind(&address)
+        .await
+        .expect("the relay's port again");
+    let _relay = TestRelay::on(listener, Default::default());
+    assert_eq!(client.public_url().await, url, "back on its name");
+    let said = std::fs::read_to_string(&log).expect("stderr");
+    let lost = said.find("relay connection lost").expect("the loss told");
+    let back = said
+        .find(&format!("reconnected: forwarding {url} again\n"))
+        .unwrap_or_else(|| panic!("the return told: {said}"));
+    assert!(lost < back, "{said}");
+}
+
 /// `portpreview http` whose handler holds one request for 30 s, far longer
 /// than the 3 s the client gives requests in flight when it is stopped.
 struct StuckRequest {

@@ -83,9 +83,20 @@ pub async fn print_events(events: mpsc::Receiver<TunnelEvent>, format: LogFormat
 /// ready events rather than once per line. Blocks: runs on its own thread.
 fn write_events(mut events: mpsc::Receiver<TunnelEvent>, format: LogFormat) {
     let mut stdout = std::io::BufWriter::new(std::io::stdout());
+    // Set when the relay connection was lost: with stdout in a file, the
+    // reconnecting lines on stderr would otherwise end on a failure.
+    let mut lost = false;
     while let Some(first) = events.blocking_recv() {
         let mut next = Some(first);
         while let Some(event) = next {
+            match (&event, format) {
+                (TunnelEvent::Disconnected { .. }, _) => lost = true,
+                (TunnelEvent::Connected { public_url, .. }, LogFormat::Text) if std::mem::take(&mut lost) => {
+                    let _ = stdout.flush();
+                    crate::to_stderr(format_args!("reconnected: forwarding {public_url} again\n"));
+                }
+                _ => {}
+            }
             let line = match format {
                 LogFormat::Text => text_line(&event),
                 LogFormat::Json => json_line(&event).map(Line::Out),
