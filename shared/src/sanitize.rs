@@ -205,10 +205,91 @@ fn piles_marks(text: &str) -> bool {
 }
 
 fn escape(text: &str, keep_newlines: bool) -> Cow<'_, str> {
-    if !text.chars().any(|c| is_unsafe(c, keep_newlines)) && !piles_marks(text) {
+    if !needs_escapes(text, keep_newlines) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
+    escape_into(text, keep_newlines, &mut out);
+    Cow::Owned(out)
+}
+
+fn needs_escapes(text: &str, keep_newlines: bool) -> bool {
+    text.chars().any(|c| is_unsafe(c, keep_newlines)) || piles_marks(text)
+}
+
+/// Text as [`escape_str`] (or, keeping newlines, [`escape_multiline`])
+/// writes it, in runs: `(text, false)` kept as it came, `(escape, true)`
+/// an escape standing for a character. A display that can style text
+/// shows the escapes apart, so that one reads apart from the same letters
+/// sent as they stand (a body holding `\x1b` typed out).
+pub fn escape_runs(text: &str, keep_newlines: bool) -> Vec<(Cow<'_, str>, bool)> {
+    if !needs_escapes(text, keep_newlines) {
+        return vec![(Cow::Borrowed(text), false)];
+    }
+    let mut runs = Runs(Vec::new());
+    escape_into(text, keep_newlines, &mut runs);
+    runs.0
+        .into_iter()
+        .map(|(run, escaped)| (Cow::Owned(run), escaped))
+        .collect()
+}
+
+/// Where [`escape_into`] writes.
+trait Escaped {
+    /// Text kept as it came.
+    fn kept(&mut self, text: &str);
+    /// The escape standing for `c`.
+    fn escape(&mut self, c: char);
+}
+
+impl Escaped for String {
+    fn kept(&mut self, text: &str) {
+        self.push_str(text);
+    }
+
+    fn escape(&mut self, c: char) {
+        write_escape(self, c);
+    }
+}
+
+/// Runs of kept text and of escapes, each run of one kind.
+struct Runs(Vec<(String, bool)>);
+
+impl Runs {
+    fn run(&mut self, escaped: bool) -> &mut String {
+        if self.0.last().is_none_or(|(_, last)| *last != escaped) {
+            self.0.push((String::new(), escaped));
+        }
+        // Pushed just now when there was none of its kind.
+        &mut self.0.last_mut().unwrap_or_else(|| unreachable!("a run was pushed")).0
+    }
+}
+
+impl Escaped for Runs {
+    fn kept(&mut self, text: &str) {
+        self.run(false).push_str(text);
+    }
+
+    fn escape(&mut self, c: char) {
+        write_escape(self.run(true), c);
+    }
+}
+
+fn write_escape(out: &mut String, c: char) {
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        c if (c as u32) < 0x80 => {
+            let _ = write!(out, "\\x{:02x}", c as u32);
+        }
+        c => {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        }
+    }
+}
+
+fn escape_into(text: &str, keep_newlines: bool, out: &mut impl Escaped) {
     // The last character written raw, which a joiner or a selector may
     // belong to; none after an escape.
     let mut previous = None;
@@ -226,7 +307,7 @@ fn escape(text: &str, keep_newlines: bool) -> Cow<'_, str> {
         previous = Some(c);
         if c == FLAG_BASE {
             let tags = flag_tags(&text[at + c.len_utf8()..]);
-            out.push_str(&text[at..at + c.len_utf8() + tags]);
+            out.kept(&text[at..at + c.len_utf8() + tags]);
             while chars.peek().is_some_and(|&(i, _)| i < at + c.len_utf8() + tags) {
                 chars.next();
             }
@@ -235,7 +316,7 @@ fn escape(text: &str, keep_newlines: bool) -> Cow<'_, str> {
         }
         if joins_emoji || selects || !is_unsafe(c, keep_newlines) {
             if pile.push(c) <= MARKS_KEPT {
-                out.push(c);
+                out.kept(&text[at..at + c.len_utf8()]);
                 continue;
             }
             // Past the cap, the rest of the pile is escaped, not stacked
@@ -245,19 +326,8 @@ fn escape(text: &str, keep_newlines: bool) -> Cow<'_, str> {
             pile = Pile::default();
         }
         previous = None;
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x80 => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-        }
+        out.escape(c);
     }
-    Cow::Owned(out)
 }
 
 #[cfg(test)]
@@ -421,7 +491,29 @@ mod tests {
         proptest::collection::vec(piece, 0..64).prop_map(|pieces| pieces.concat())
     }
 
+    #[test]
+    fn runs_tell_escapes_from_the_same_letters_sent() {
+        let runs = escape_runs("typed \\x1b, sent \x1b[31m\n", true);
+        let runs: Vec<(&str, bool)> = runs.iter().map(|(run, escaped)| (run.as_ref(), *escaped)).collect();
+        assert_eq!(
+            runs,
+            [("typed \\x1b, sent ", false), ("\\x1b", true), ("[31m\n", false)]
+        );
+        assert_eq!(escape_runs("plain", false), [(Cow::Borrowed("plain"), false)]);
+    }
+
     proptest! {
+        #[test]
+        fn runs_are_the_escaped_text_cut_where_escapes_start_and_end(s in any::<String>(), keep_newlines: bool) {
+            let runs = escape_runs(&s, keep_newlines);
+            let joined: String = runs.iter().map(|(run, _)| run.as_ref()).collect();
+            prop_assert_eq!(joined, escape(&s, keep_newlines).into_owned());
+            for (run, escaped) in &runs {
+                prop_assert!(!escaped || run.starts_with('\\'), "{:?}", run);
+            }
+            prop_assert!(runs.windows(2).all(|pair| pair[0].1 != pair[1].1), "runs of one kind are one run");
+        }
+
         #[test]
         fn no_base_carries_more_than_a_few_marks(s in marked_text()) {
             for (shown, keep_newlines) in [(escape_str(&s), false), (escape_multiline(&s), true)] {

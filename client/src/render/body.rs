@@ -12,26 +12,48 @@ pub use portpreview_shared::coding::{decode, Decoding};
 /// The cut falls between characters, or between hex dump rows, and is made
 /// before escaping, so no character and no escape is ever shown in part.
 pub fn for_terminal_start(body: &[u8], limit: usize) -> (String, usize) {
+    let (layout, shown) = layout_start(body, limit);
+    let text = match layout {
+        Layout::Json(pretty) => escape_multiline(&pretty).into_owned(),
+        Layout::Text(text) => escape_multiline(text).into_owned(),
+        Layout::Hex(dump) => dump,
+    };
+    (text, shown)
+}
+
+/// How a body is laid out for reading, before its text is escaped.
+pub enum Layout<'a> {
+    /// Pretty JSON, every token as received.
+    Json(String),
+    /// Text as it came.
+    Text(&'a str),
+    /// A hex dump, safe as it stands.
+    Hex(String),
+}
+
+/// [`for_terminal_start`] before escaping, for a display that shows the
+/// escapes apart (the TUI).
+pub fn layout_start(body: &[u8], limit: usize) -> (Layout<'_>, usize) {
     if body.len() <= limit {
-        let text = match (pretty_json(body), as_text(body)) {
-            (Some(pretty), _) => escape_multiline(&pretty).into_owned(),
-            (None, Some(text)) => escape_multiline(text).into_owned(),
-            (None, None) => hex_dump(body),
+        let layout = match (pretty_json(body), as_text(body)) {
+            (Some(pretty), _) => Layout::Json(pretty),
+            (None, Some(text)) => Layout::Text(text),
+            (None, None) => Layout::Hex(hex_dump(body)),
         };
-        return (text, body.len());
+        return (layout, body.len());
     }
     let Some(text) = as_text(body) else {
         // Whole rows, so the offsets of a later look at the rest line up.
         let cut = limit - limit % 16;
-        return (hex_dump(&body[..cut]), cut);
+        return (Layout::Hex(hex_dump(&body[..cut])), cut);
     };
     let cut = truncate(text, limit).len();
     // The layout starts at the document's first token; whitespace before
     // it is among the bytes shown.
     let lead = body.len() - body.trim_ascii_start().len();
     match pretty_json_start(body, cut.saturating_sub(lead)) {
-        Some(pretty) => (escape_multiline(&pretty).into_owned(), cut),
-        None => (escape_multiline(&text[..cut]).into_owned(), cut),
+        Some(pretty) => (Layout::Json(pretty), cut),
+        None => (Layout::Text(&text[..cut]), cut),
     }
 }
 

@@ -1,13 +1,13 @@
 //! The detail pane's document: one delivery laid out as lines, every
 //! untrusted byte passed through the sanitiser.
 
-use portpreview_shared::sanitize::escape_str;
+use portpreview_shared::sanitize::{escape_runs, escape_str};
 use portpreview_shared::text::{counted, thousands};
 use portpreview_shared::Header;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use crate::render::body::{as_text, for_terminal_start, shown_as_sent_note, truncation_note, Decoding};
+use crate::render::body::{as_text, layout_start, shown_as_sent_note, truncation_note, Decoding, Layout};
 use crate::render::mask::{escape_value, is_sensitive, shown_path, shown_value};
 use crate::replay::stored::StoredReport;
 use crate::store::{size_unknown_past, Delivery, Outcome, ReplayRun};
@@ -20,6 +20,54 @@ use crate::time::elapsed;
 const MAX_SHOWN_TEXT: usize = 256 * 1024;
 /// Bytes of a binary body shown as hex (each takes about four cells).
 const MAX_SHOWN_BINARY: usize = 64 * 1024;
+
+/// Escapes, in bodies and header values, stand apart from the text
+/// around them: a body that sent ESC reads `\x1b` in this colour, one
+/// that holds the four characters `\x1b` in the text's.
+const ESCAPE: Style = Style::new().fg(Color::Magenta);
+
+/// `text` as lines, its newlines kept and its escapes in [`ESCAPE`].
+fn marked_lines(text: &str) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    let mut line = Line::default();
+    for (run, escaped) in escape_runs(text, true) {
+        let style = if escaped { ESCAPE } else { Style::new() };
+        for (n, part) in run.split('\n').enumerate() {
+            if n > 0 {
+                lines.push(std::mem::take(&mut line));
+            }
+            if !part.is_empty() {
+                line.push_span(Span::styled(part.to_owned(), style));
+            }
+        }
+    }
+    // As `str::lines` ends: a last newline ends a line, and starts none.
+    if !text.is_empty() && !text.ends_with('\n') {
+        lines.push(line);
+    }
+    lines
+}
+
+/// A header value as spans, its escapes in [`ESCAPE`], bytes that are no
+/// UTF-8 among them.
+fn marked_value(value: &[u8]) -> Vec<Span<'static>> {
+    let mut spans = Vec::new();
+    for chunk in value.utf8_chunks() {
+        for (run, escaped) in escape_runs(chunk.valid(), false) {
+            if !run.is_empty() {
+                spans.push(Span::styled(
+                    run.into_owned(),
+                    if escaped { ESCAPE } else { Style::new() },
+                ));
+            }
+        }
+        if !chunk.invalid().is_empty() {
+            let bytes: String = chunk.invalid().iter().map(|b| format!("\\x{b:02x}")).collect();
+            spans.push(Span::styled(bytes, ESCAPE));
+        }
+    }
+    spans
+}
 
 /// A delivery laid out for the detail pane.
 #[derive(Debug, Clone, PartialEq)]
@@ -372,21 +420,20 @@ fn push_headers(lines: &mut Vec<Line<'static>>, headers: &[Header], reveal: bool
         let value = if !reveal && is_sensitive(&header.name) {
             // Masked as `show` and HAR mask it (an Authorization keeps its
             // scheme), with the size, which tells an empty secret from one.
-            Span::styled(
+            vec![Span::styled(
                 format!(
                     "{} (masked, {} bytes)",
                     escape_value(&shown_value(header, false)),
                     header.value.len()
                 ),
                 Style::new().fg(Color::DarkGray),
-            )
+            )]
         } else {
-            Span::raw(escape_value(&header.value))
+            marked_value(&header.value)
         };
-        lines.push(Line::from(vec![
-            Span::styled(format!("{name}: "), Style::new().fg(Color::Blue)),
-            value,
-        ]));
+        let mut spans = vec![Span::styled(format!("{name}: "), Style::new().fg(Color::Blue))];
+        spans.extend(value);
+        lines.push(Line::from(spans));
     }
 }
 
@@ -452,8 +499,12 @@ fn push_body(lines: &mut Vec<Line<'static>>, body: &[u8], size: u64) {
     if let Some(note) = shown_as_sent_note(body) {
         lines.push(Line::from(Span::styled(note, Style::new().fg(Color::DarkGray))));
     }
-    let (text, shown) = for_terminal_start(body, shown_at_most(body));
-    lines.extend(text.lines().map(|l| Line::raw(l.to_owned())));
+    let (layout, shown) = layout_start(body, shown_at_most(body));
+    match layout {
+        Layout::Json(text) => lines.extend(marked_lines(&text)),
+        Layout::Text(text) => lines.extend(marked_lines(text)),
+        Layout::Hex(dump) => lines.extend(dump.lines().map(|l| Line::raw(l.to_owned()))),
+    }
     if shown < body.len() {
         let shown = thousands(shown as u64);
         let note = if (body.len() as u64) < size {
@@ -494,6 +545,37 @@ mod tests {
         assert_eq!(lines[1].to_string(), "  \"items\": [");
         let last = lines.last().unwrap().to_string();
         assert!(last.contains("e exports the delivery whole"), "{last}");
+    }
+
+    /// The spans of `line` that stand apart as escapes.
+    fn escapes(line: &Line<'_>) -> Vec<String> {
+        line.spans
+            .iter()
+            .filter(|span| span.style == ESCAPE)
+            .map(|span| span.content.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn an_escape_reads_apart_from_the_same_characters_sent() {
+        let mut lines = Vec::new();
+        let body = "typed: \\x1b[31m \\t\nsent:  \x1b[31m \t\n";
+        push_body(&mut lines, body.as_bytes(), body.len() as u64);
+        let shown: Vec<String> = lines.iter().map(ToString::to_string).collect();
+        assert_eq!(shown, ["typed: \\x1b[31m \\t", "sent:  \\x1b[31m \\t"], "alike as text");
+        assert_eq!(escapes(&lines[0]), Vec::<String>::new(), "typed, so no escape");
+        assert_eq!(escapes(&lines[1]), ["\\x1b", "\\t"]);
+
+        let mut delivery = test_delivery(3);
+        delivery.request.request_headers = vec![Header::new("x-note", b"\\u{202e} \xe2\x80\xae \xff".to_vec())];
+        let doc = DetailDoc::new(&delivery, 1, &[], false);
+        let header = doc
+            .lines
+            .iter()
+            .find(|line| line.to_string().starts_with("x-note: "))
+            .expect("the header");
+        assert_eq!(header.to_string(), "x-note: \\u{202e} \\u{202e} \\xff");
+        assert_eq!(escapes(header), ["\\u{202e}", "\\xff"]);
     }
 
     #[test]
