@@ -169,6 +169,11 @@ fn a_directory_of_fixtures_passes_against_a_handler_that_dedups() {
     assert_eq!(good.balance(), 3, "the edited body is a new event to the handler");
     let report: Value = serde_json::from_str(&ran.stdout).unwrap();
     assert_eq!(report["event_key"], "evt_other", "the event the edited body names");
+    assert_eq!(
+        report.get("delivery_id"),
+        Some(&Value::Null),
+        "no delivery of a history replayed, and the field there all the same: {report}"
+    );
     assert!(
         report["warnings"]
             .to_string()

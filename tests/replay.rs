@@ -24,6 +24,7 @@ fn a_handler_that_credits_every_delivery_is_not_idempotent() {
     assert_eq!(json["verdict"], "not_idempotent");
     assert_eq!(json["provider"], "stripe");
     assert_eq!(json["event_key"], "evt_1PortPreviewTest");
+    assert_eq!(json["delivery_id"], 1, "the delivery replayed");
     assert!(json["retry_window"].as_str().unwrap().contains("3 days"), "{json:#}");
     let duplicates = ran.check("duplicates_change_nothing");
     assert_eq!(duplicates["passed"], false);

@@ -277,6 +277,9 @@ impl Report {
             "checks": checks,
             "attempts": attempts,
             "warnings": self.warnings,
+            // The replay command names the delivery replayed from the
+            // history; a fixture's run has none.
+            "delivery_id": null,
             "provider": self.provider,
             "event_key": self.event_key,
             "retry_window": self.retry_window,
