@@ -126,6 +126,10 @@ async fn failures_are_found_by_status_path_and_age_newest_first() {
         row["path"], "/webhooks/orders",
         "the same fields as without a filter: {row}"
     );
+    let shown = portpreview_async(&db, &["show", &refused.to_string(), "--json"])
+        .await
+        .json();
+    assert_eq!(shown["response"], Value::Null, "no answer, not an empty one: {shown:#}");
     assert_eq!(ids(&listed(&["--status", "4xx,err"]).await), [missing, refused]);
     assert_eq!(
         ids(&listed(&["--status", "404", "--status", "ERROR"]).await),

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::body::Encoded;
 use super::mask::{shown_path, shown_value};
-use crate::store::{Delivery, ReplayRun, Summary};
+use crate::store::{Delivery, Outcome, ReplayRun, Summary};
 use crate::time::{rfc3339_ms, round_ms};
 use portpreview_shared::Header;
 
@@ -55,7 +55,11 @@ pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: 
         "body_truncated": r.request_truncated(),
     });
     add_body(&mut request, &r.request_body);
-    let response = d.outcome.as_ref().map(|o| {
+    // No answer came (a refused port, a timeout): null, as in flight,
+    // not an answer with nothing in it; `error` says why. One that came
+    // after its caller had gone keeps its headers and body.
+    let answered = |o: &&Outcome| o.status.is_some() || !o.response_headers.is_empty() || o.response_body_size > 0;
+    let response = d.outcome.as_ref().filter(answered).map(|o| {
         let mut response = json!({
             "status": o.status,
             "headers": headers(&o.response_headers, reveal),
