@@ -93,6 +93,16 @@ pub enum ClaimError {
         /// Whole seconds until anyone may claim it, rounded up.
         seconds_left: u64,
     },
+    /// Its client went away and it is held for that client's token, not
+    /// the claimant's (HTTP 409). Not to be waited for: it is another
+    /// user's URL, which their provider may still be sending to.
+    #[error("name {name} is held for another token's client, which went away; it is free in {seconds_left} s, but it is their URL: ask for another name")]
+    HeldForAnother {
+        /// The name.
+        name: String,
+        /// Whole seconds until anyone may claim it, rounded up.
+        seconds_left: u64,
+    },
     /// The tokens file reserves it for another token (HTTP 403).
     #[error("name {0} is reserved for another token")]
     Reserved(String),
@@ -269,15 +279,26 @@ impl LocalRegistry {
             Some(Slot::Grace {
                 owner: Some(held_by), ..
             }) if owner == Some(*held_by) => Ok(()),
+            Some(Slot::Grace {
+                owner: Some(_), until, ..
+            }) if owner.is_some() => Err(ClaimError::HeldForAnother {
+                name: name.to_string(),
+                seconds_left: seconds_until(*until),
+            }),
             Some(Slot::Grace { until, .. }) => Err(ClaimError::Held {
                 name: name.to_string(),
-                seconds_left: until
-                    .saturating_duration_since(Instant::now())
-                    .as_millis()
-                    .div_ceil(1000) as u64,
+                seconds_left: seconds_until(*until),
             }),
         }
     }
+}
+
+/// Whole seconds until `until`, rounded up.
+fn seconds_until(until: Instant) -> u64 {
+    until
+        .saturating_duration_since(Instant::now())
+        .as_millis()
+        .div_ceil(1000) as u64
 }
 
 impl Registry for LocalRegistry {
@@ -454,7 +475,8 @@ mod tests {
         reg.release(&lease);
         assert!(matches!(reg.route("shop"), Route::Reconnecting));
         assert!(
-            matches!(reg.check("shop", a, None), Err(ClaimError::Held { name, seconds_left: 59..=60 }) if name == "shop")
+            matches!(reg.check("shop", a, None), Err(ClaimError::HeldForAnother { name, seconds_left: 59..=60 }) if name == "shop"),
+            "another token's, not to be waited for"
         );
         reg.claim("shop", b, None, tunnel()).unwrap();
         assert!(matches!(reg.route("shop"), Route::Live(_)));

@@ -255,7 +255,9 @@ fn claimable(relay: &Relay, wanted: &HeaderValue, owner: Owner, resume: Option<&
     }
     match relay.registry.check(&wanted, owner, resume) {
         Ok(()) => Ok(()),
-        Err(err @ ClaimError::InUse(_)) => Err(refuse(StatusCode::CONFLICT, err.to_string())),
+        Err(err @ (ClaimError::InUse(_) | ClaimError::HeldForAnother { .. })) => {
+            Err(refuse(StatusCode::CONFLICT, err.to_string()))
+        }
         // When it is free, in a header a client can wait on: the one that
         // held it, started again after a crash, waits for its own name.
         Err(err @ ClaimError::Held { seconds_left, .. }) => Err(Refusal {

@@ -84,6 +84,40 @@ async fn only_a_valid_bearer_token_may_connect() {
         client.hello(PROTOCOL_VERSION, Some("mine")).await,
         Greeting::Welcome { .. }
     ));
+
+    // A name no token reserves, held for the token whose client went
+    // away: another token is refused at once, with no Retry-After to
+    // wait on, as it would take another user's URL.
+    let socket = upgrade(&relay.ws_url(), &[("authorization", "Bearer s3cret")], None)
+        .await
+        .unwrap();
+    let mut first = FakeClient::new(socket);
+    assert!(matches!(
+        first.hello(PROTOCOL_VERSION, Some("shared")).await,
+        Greeting::Welcome { .. }
+    ));
+    drop(first);
+    let other = [("authorization", "Bearer other"), ("x-portpreview-name", "shared")];
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let held = loop {
+        let err = upgrade(&relay.ws_url(), &other, None)
+            .await
+            .expect_err("the name is not other's");
+        // In use until the relay notices the closed socket.
+        if refused_body(&err).is_some_and(|b| b.contains("in use")) {
+            assert!(tokio::time::Instant::now() < deadline, "the closed socket noticed");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        }
+        break err;
+    };
+    assert_eq!(refused_status(&held), Some(409));
+    assert_eq!(retry_after(&held), None, "nothing to wait for");
+    let told = refused_body(&held).unwrap_or_default();
+    assert!(
+        told.starts_with("name shared is held for another token's client"),
+        "{told}"
+    );
 }
 
 #[tokio::test]

@@ -105,6 +105,16 @@ pub fn retry_after(err: &tokio_tungstenite::tungstenite::Error) -> Option<u64> {
     }
 }
 
+/// The plain-text reason a refused upgrade's body gives, if it has one.
+pub fn refused_body(err: &tokio_tungstenite::tungstenite::Error) -> Option<String> {
+    match err {
+        tokio_tungstenite::tungstenite::Error::Http(response) => {
+            Some(String::from_utf8_lossy(response.body().as_deref()?).into_owned())
+        }
+        _ => None,
+    }
+}
+
 /// A tunnel client that speaks the protocol by hand.
 pub struct FakeClient {
     pub socket: Socket,
