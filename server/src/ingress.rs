@@ -141,7 +141,7 @@ async fn respond(
                 refused
             }
             Destination::NoSuchTunnel => answer(StatusCode::NOT_FOUND, NO_SUCH_TUNNEL),
-            Destination::Nowhere => answer(StatusCode::NOT_FOUND, "not found: tunnels live under /t/<name>/"),
+            Destination::Nowhere => answer(StatusCode::NOT_FOUND, nowhere(relay.config.domain.as_deref())),
         },
     };
     // The relay's own answers may leave the body unread, and hyper then
@@ -356,6 +356,15 @@ fn websocket_handshake<B>(req: &Request<B>) -> bool {
                 .get(..9)
                 .is_some_and(|name| name.eq_ignore_ascii_case(b"websocket"))
         })
+}
+
+/// The 404 for a request that names no tunnel: where tunnels are, the
+/// `<name>.<domain>` form too when the relay has a domain.
+fn nowhere(domain: Option<&str>) -> String {
+    match domain {
+        Some(domain) => format!("not found: tunnels live at <name>.{domain} and under /t/<name>/"),
+        None => "not found: tunnels live under /t/<name>/".to_owned(),
+    }
 }
 
 /// Routes `req`: by a `<name>.<domain>` Host when the relay has a domain,

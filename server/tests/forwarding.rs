@@ -70,6 +70,23 @@ async fn connect_the_asterisk_form_websockets_and_other_schemes_are_answered_by_
     assert!(answer.contains("must be an http or https URL"), "{answer}");
 }
 
+/// The relay's own host names no tunnel: the 404 says where tunnels are,
+/// the `<name>.<domain>` form the operator turned on included.
+#[tokio::test]
+async fn the_bare_domain_is_told_both_forms_of_a_tunnel_url() {
+    let (relay, _client) = shop_under_a_domain().await;
+    let answer = raw(
+        relay.addr,
+        b"GET / HTTP/1.1\r\nHost: relay.test\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 404 "), "{answer}");
+    assert!(
+        answer.ends_with("not found: tunnels live at <name>.relay.test and under /t/<name>/\n"),
+        "{answer}"
+    );
+}
+
 /// A Host that is no host name (or names a port no URL can hold) would
 /// reach the handler as the relay's own X-Forwarded-Host, which handlers
 /// build URLs from: RFC 9112 has it answered 400.
