@@ -1481,6 +1481,29 @@ fn a_tunnel_that_cannot_start_ends_its_json_stream_with_the_error() {
     );
 }
 
+/// A command line refused before anything runs is a JSON line too, when
+/// the words given ask for JSON lines: a supervisor reading stdout would
+/// otherwise see nothing at all.
+#[test]
+fn a_refused_command_line_ends_its_json_stream_with_the_error() {
+    let out = output_of(
+        std::process::Command::new(portpreview_bin())
+            .args(["http", "3000", "--log-format", "json", "--name", "BAD_NAME"])
+            .env("PORTPREVIEW_CONFIG", "/dev/null"),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line: serde_json::Value = serde_json::from_str(stdout.trim_end()).expect("one JSON line");
+    assert_eq!(line["event"], "error", "{stdout}");
+    let message = line["message"].as_str().expect("a message");
+    assert!(
+        message.starts_with("invalid value 'BAD_NAME' for '--name <NAME>'"),
+        "{message}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr, format!("error: {message}\n"), "stderr keeps the line");
+}
+
 /// A tunnel left idle after a burst of large uploads hands their memory
 /// back: the allocator keeps freed pages for reuse, and an idle client sat
 /// on 150 MiB after eight 25 MiB uploads.

@@ -83,7 +83,14 @@ impl Cli {
             Err(err) if err.use_stderr() => {
                 let code = err.exit_code();
                 let rendered = breaks_escaped(rendered_whole(err), std::env::args_os().skip(1));
-                crate::to_stderr(format_args!("{}", one_line(&rendered, &command_given())));
+                let line = one_line(&rendered, &command_given());
+                crate::to_stderr(format_args!("{line}"));
+                if asks_for_json_lines(std::env::args_os().skip(1)) {
+                    // A supervisor reading stdout hears of a refused
+                    // command line too, as of any error that ends `http`.
+                    let message = line.trim_end().trim_start_matches("error: ");
+                    println!("{}", crate::output::json_error_line(message));
+                }
                 std::process::exit(code);
             }
             Err(err) => err.exit(),
@@ -106,6 +113,17 @@ impl Cli {
     pub fn reports_in_json(&self) -> bool {
         matches!(&self.command, Command::Http(args) if args.log_format == crate::output::LogFormat::Json)
     }
+}
+
+/// Whether the words of a command line clap refused ask `http` for JSON
+/// lines (`--log-format json`): with no parse to ask, as they were given.
+fn asks_for_json_lines(args: impl Iterator<Item = std::ffi::OsString>) -> bool {
+    let args: Vec<std::ffi::OsString> = args.collect();
+    let json = args
+        .windows(2)
+        .any(|pair| pair[0] == "--log-format" && pair[1] == "json")
+        || args.iter().any(|arg| arg == "--log-format=json");
+    json && args.iter().any(|arg| arg == "http")
 }
 
 /// A parse error as clap renders it, every byte of the values it quotes
