@@ -1539,6 +1539,17 @@ fn a_mistake_in_the_config_file_is_found_by_every_command() {
             h.dir.join("config.toml").display()
         )
     );
+    // Nor is a folder, where the file was meant.
+    std::fs::create_dir(h.dir.join("config.toml")).unwrap();
+    let out = h.run(&["history"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        format!(
+            "error: PORTPREVIEW_CONFIG names {}, a folder: name the config file in it",
+            h.dir.join("config.toml").display()
+        )
+    );
 }
 
 #[test]

@@ -116,6 +116,12 @@ impl Config {
             if !named.exists() {
                 anyhow::bail!("{CONFIG_ENV} names {}, which does not exist", named.display());
             }
+            if named.is_dir() {
+                anyhow::bail!(
+                    "{CONFIG_ENV} names {}, a folder: name the config file in it",
+                    named.display()
+                );
+            }
         }
         let Some(path) = config_path() else {
             return Ok(Self::default());
