@@ -281,6 +281,11 @@ impl Store {
             .map_err(|e| self.classify(e))
     }
 
+    /// True when the history was opened for reading only.
+    pub fn is_read_only(&self) -> bool {
+        self.conn.is_readonly(rusqlite::DatabaseName::Main).unwrap_or(false)
+    }
+
     /// Has every statement from now on stop, failing with an error that
     /// [`StoreError::is_stopped`] tells, as soon as `stop` says so: a
     /// search nobody waits for any more must not scan on for seconds.

@@ -960,6 +960,7 @@ fn a_change_to_a_history_opened_read_only_says_so_in_words() {
         .insert_request(&delivery("evt_1", "/"))
         .unwrap();
     let read_only = Store::open_read_only(&path).unwrap();
+    assert!(read_only.is_read_only() && !Store::open(&path).unwrap().is_read_only());
     let err = read_only.insert_request(&delivery("evt_2", "/")).unwrap_err();
     assert!(matches!(err, StoreError::WriteRefused { .. }), "{err:?}");
     assert!(

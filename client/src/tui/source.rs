@@ -45,6 +45,11 @@ pub trait HistorySource {
     fn take_in_orphans(&self) -> bool {
         false
     }
+    /// True when the history could be opened for reading only (a CI job's
+    /// artifact, a file of another user's): replays are sent, not kept.
+    fn read_only(&self) -> bool {
+        false
+    }
 }
 
 /// A history as opened: a file that is another one later goes unnoticed
@@ -177,6 +182,10 @@ impl HistorySource for FollowedStore {
     fn take_in_orphans(&self) -> bool {
         self.current().take_in_orphans()
     }
+
+    fn read_only(&self) -> bool {
+        self.current().is_read_only()
+    }
 }
 
 /// An in-memory history for unit tests: rows kept newest first.
@@ -194,6 +203,8 @@ pub struct MemorySource {
     pub get_calls: std::cell::Cell<usize>,
     /// What [`HistorySource::generation`] says.
     pub generation: std::cell::Cell<u64>,
+    /// What [`HistorySource::read_only`] says.
+    pub read_only: bool,
 }
 
 #[cfg(test)]
@@ -284,6 +295,10 @@ impl HistorySource for MemorySource {
 
     fn generation(&self) -> u64 {
         self.generation.get()
+    }
+
+    fn read_only(&self) -> bool {
+        self.read_only
     }
 }
 

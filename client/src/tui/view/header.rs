@@ -96,12 +96,18 @@ fn top_line(app: &App, width: u16) -> Line<'static> {
             Line::from(spans)
         }
         Mode::Browser { db } => {
+            // Said before a replay is sent: its attempts cannot be kept.
+            let read_only = match app.source().read_only() {
+                true => " (read-only)",
+                false => "",
+            };
             // A long path keeps its end: the file's name tells histories apart.
-            let room = usize::from(width).saturating_sub(brand.width() + " history ".len());
+            let room = usize::from(width).saturating_sub(brand.width() + " history ".len() + read_only.len());
             Line::from(vec![
                 brand,
                 Span::raw(" history "),
                 Span::styled(tail(&escape_str(db), room), Style::new().fg(Color::DarkGray)),
+                Span::styled(read_only, Style::new().fg(Color::Yellow)),
             ])
         }
     }

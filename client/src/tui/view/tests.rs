@@ -1055,6 +1055,29 @@ fn a_message_longer_than_the_footer_says_it_was_cut() {
         .all(|row| ratatui::text::Span::raw(row.as_str()).width() <= 40));
 }
 
+/// A history opened for reading only says so before a replay is sent,
+/// whose attempts it cannot keep.
+#[test]
+fn a_read_only_history_is_marked_in_the_header() {
+    let source = MemorySource {
+        read_only: true,
+        ..MemorySource::default()
+    };
+    source.push(test_delivery(1));
+    let app = App::new(
+        Box::new(source),
+        Mode::Browser {
+            db: "/tmp/ci/h.db".into(),
+        },
+        Rect::new(0, 0, 60, 8),
+    )
+    .unwrap();
+    assert_eq!(
+        rows(&plain(draw(&app)))[0],
+        " PortPreview  history /tmp/ci/h.db (read-only)              "
+    );
+}
+
 /// Browsing, the header draws how the newest deliveries came and how fast
 /// they were answered; a filter's count stands alone, as the figures are
 /// the whole history's.
