@@ -21,6 +21,8 @@ const WIDE: u16 = 80;
 const WIDER: u16 = 110;
 /// Width from which provider names and UUID event keys show whole.
 const WIDEST: u16 = 150;
+/// Width from which a content key (`sha256:` and 64 hex digits) shows whole.
+const HASHES_WHOLE: u16 = 200;
 
 /// Provider column width: `standard-webhooks` whole when there is room.
 fn provider_width(width: u16) -> u16 {
@@ -31,12 +33,13 @@ fn provider_width(width: u16) -> u16 {
     }
 }
 
-/// Event key column width: a GitHub or Shopify UUID whole when there is room.
+/// Event key column width: a GitHub or Shopify UUID whole when there is
+/// room, a content key whole when there is more.
 fn event_width(width: u16) -> u16 {
-    if width >= WIDEST {
-        36
-    } else {
-        16
+    match width {
+        w if w >= HASHES_WHOLE => 71,
+        w if w >= WIDEST => 36,
+        _ => 16,
     }
 }
 

@@ -1055,6 +1055,21 @@ fn a_message_longer_than_the_footer_says_it_was_cut() {
         .all(|row| ratatui::text::Span::raw(row.as_str()).width() <= 40));
 }
 
+/// A content key shows whole where the terminal is wide enough, and cut
+/// with `…` where it is not.
+#[test]
+fn a_content_key_shows_whole_on_a_wide_terminal() {
+    let key = format!("sha256:{}", "ab12".repeat(16));
+    let mut delivery = test_delivery(1);
+    delivery.request.event_key = key.clone();
+    let wide = app(vec![delivery.clone()], Mode::Browser { db: "/tmp/h.db".into() }, 220, 8);
+    let row = &rows(&plain(draw(&wide)))[4];
+    assert!(row.contains(&key), "{row}");
+    let narrower = app(vec![delivery], Mode::Browser { db: "/tmp/h.db".into() }, 160, 8);
+    let row = &rows(&plain(draw(&narrower)))[4];
+    assert!(!row.contains(&key) && row.contains("sha256:ab12"), "{row}");
+}
+
 /// A history opened for reading only says so before a replay is sent,
 /// whose attempts it cannot keep.
 #[test]
