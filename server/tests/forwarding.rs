@@ -747,7 +747,8 @@ async fn five_mib_each_way_arrive_intact_within_the_windows() {
 }
 
 /// What a broken or hostile client answers never reaches the caller as it
-/// is: a status no HTTP answer has gets a 502, and a reason it gives for
+/// is: a status no final HTTP answer has (an informational 1xx among
+/// them) gets a 502, and a reason it gives for
 /// dropping a request is shown escaped, on one line.
 #[tokio::test]
 async fn a_clients_impossible_status_or_raw_reason_never_reaches_the_caller() {
@@ -760,13 +761,16 @@ async fn a_clients_impossible_status_or_raw_reason_never_reaches_the_caller() {
         let reply = caller.await.unwrap();
         assert_eq!(
             (reply.status, reply.text()),
-            (502, format!("the tunnel's client sent an invalid status {status}\n"))
+            (
+                502,
+                format!("the tunnel's client sent status {status}, which is no final status\n")
+            )
         );
         // The client is told, so its history does not show the answer as given.
         let (reset, _) = client.message().await;
         assert!(
             matches!(&reset, ServerMessage::Reset { stream, reason } if *stream == got.stream
-                && reason == "the answer's status was not one HTTP defines; the relay answered the caller 502"),
+                && reason == "the answer's status was no final status (200 to 599); the relay answered the caller 502"),
             "{reset:?}"
         );
     }

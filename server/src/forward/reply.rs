@@ -34,8 +34,11 @@ pub(super) fn response(
         .ok()
         .filter(|s| (200..600).contains(&s.as_u16()))
     else {
-        port.abandon("the answer's status was not one HTTP defines; the relay answered the caller 502");
-        return bad_gateway(format!("the tunnel's client sent an invalid status {}", head.status));
+        port.abandon("the answer's status was no final status (200 to 599); the relay answered the caller 502");
+        return bad_gateway(format!(
+            "the tunnel's client sent status {}, which is no final status",
+            head.status
+        ));
     };
     let Some(mut headers) = response_headers(head.headers) else {
         port.abandon("the answer had too many headers; the relay answered the caller 502");
