@@ -280,6 +280,13 @@ fn history_lists_newest_first_with_every_field() {
         [e["id"].clone()],
         "--provider unknown: the delivery no provider was recognised in"
     );
+    for either in [
+        &["--provider", "stripe,unknown"][..],
+        &["--provider", "unknown", "--provider", "stripe"],
+    ] {
+        let rows: Vec<Value> = serde_json::from_str(&h.ok(&[&["history", "--json"][..], either].concat())).unwrap();
+        assert_eq!(rows.len(), 3, "any of them, as --status takes them: {either:?}");
+    }
     let everything: Vec<Value> = serde_json::from_str(&h.ok(&["history", "--limit", "0", "--json"])).unwrap();
     assert_eq!(everything.len(), 3);
 

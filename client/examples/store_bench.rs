@@ -110,7 +110,7 @@ fn main() -> anyhow::Result<()> {
     let walked = Instant::now();
     let matched = store
         .list(&ListQuery {
-            provider: Some("github".into()),
+            providers: vec!["github".into()],
             limit: Some(50),
             ..ListQuery::default()
         })?

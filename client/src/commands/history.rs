@@ -26,9 +26,9 @@ pub struct Args {
     /// Most deliveries to list; 0 lists them all.
     #[arg(long, default_value_t = DEFAULT_LIMIT, value_name = "N", allow_negative_numbers = true, value_parser = parse_limit)]
     pub limit: usize,
-    /// Only deliveries from this provider (stripe, github, …; svix for standard-webhooks; unknown for none recognised).
-    #[arg(long, value_name = "P", value_parser = parse_provider)]
-    pub provider: Option<String>,
+    /// Only deliveries from this provider (stripe, github, …; svix for standard-webhooks; unknown for none recognised); repeated or a comma list for any of them.
+    #[arg(long, value_name = "P", value_delimiter = ',', value_parser = parse_provider)]
+    pub provider: Vec<String>,
     /// Only deliveries of this event key; one the table shows cut (ending in …) matches the keys it begins.
     #[arg(long, value_name = "KEY", value_parser = parse_event_key)]
     pub event: Option<String>,
@@ -62,8 +62,9 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         .collect::<Vec<_>>()
         .join(",");
     let since = args.since.map(|since| since.to_string());
+    let providers = args.provider.join(",");
     let filters = filter_words(&[
-        ("--provider", args.provider.as_deref()),
+        ("--provider", Some(providers.as_str()).filter(|named| !named.is_empty())),
         ("--event", args.event.as_deref()),
         ("--status", Some(statuses.as_str()).filter(|words| !words.is_empty())),
         ("--path", args.path.as_deref()),
@@ -71,7 +72,7 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     ]);
     let query = ListQuery {
         limit: (args.limit > 0).then_some(args.limit),
-        provider: args.provider,
+        providers: args.provider,
         event_key: args.event,
         status: args.status,
         path: args.path,

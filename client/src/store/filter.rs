@@ -16,13 +16,19 @@ pub(super) fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
         terms.push("d.id > ?".into());
         values.push(Value::Integer(after));
     }
-    match q.provider.as_deref() {
-        Some(super::UNKNOWN_PROVIDER) => terms.push("d.provider IS NULL".into()),
-        Some(provider) => {
-            terms.push("d.provider = ?".into());
-            values.push(Value::Text(provider.to_owned()));
-        }
-        None => {}
+    if !q.providers.is_empty() {
+        let any: Vec<&str> = q
+            .providers
+            .iter()
+            .map(|provider| match provider.as_str() {
+                super::UNKNOWN_PROVIDER => "d.provider IS NULL",
+                named => {
+                    values.push(Value::Text(named.to_owned()));
+                    "d.provider = ?"
+                }
+            })
+            .collect();
+        terms.push(format!("({})", any.join(" OR ")));
     }
     // A key as the table shows it, cut and ending in `…`, matches the keys
     // it is the start of.

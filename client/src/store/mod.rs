@@ -47,9 +47,9 @@ pub struct ListQuery {
     pub before_id: Option<i64>,
     /// Only rows with `id > after_id`: what is newer than the rows held.
     pub after_id: Option<i64>,
-    /// Only this provider; [`UNKNOWN_PROVIDER`] for deliveries no
-    /// provider was recognised in.
-    pub provider: Option<String>,
+    /// Only these providers, [`UNKNOWN_PROVIDER`] among them for the
+    /// deliveries no provider was recognised in; all when empty.
+    pub providers: Vec<String>,
     /// Only this event key.
     pub event_key: Option<String>,
     /// Only deliveries answered as one of these words says; all when empty.

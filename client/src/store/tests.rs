@@ -195,10 +195,27 @@ fn listing_pages_and_filters() {
     assert_eq!(seen, ids.iter().rev().copied().collect::<Vec<_>>());
 
     let github = ListQuery {
-        provider: Some("github".into()),
+        providers: vec!["github".into()],
         ..ListQuery::default()
     };
     assert_eq!(store.count(&github).unwrap(), 5);
+    // Several providers are any of them; `unknown` the deliveries none was
+    // recognised in, and the others here are Stripe's.
+    let either = |providers: &[&str]| ListQuery {
+        providers: providers.iter().map(|p| (*p).to_owned()).collect(),
+        ..ListQuery::default()
+    };
+    assert_eq!(store.count(&either(&["stripe", "github"])).unwrap(), 10);
+    assert_eq!(store.count(&either(&["github", "unknown"])).unwrap(), 5);
+    let beside = Store::in_memory().unwrap();
+    for provider in [None, Some("github"), Some("stripe")] {
+        let d = NewDelivery {
+            provider: provider.map(str::to_owned),
+            ..delivery("evt_p", "/")
+        };
+        beside.insert_request(&d).unwrap();
+    }
+    assert_eq!(beside.count(&either(&["github", "unknown"])).unwrap(), 2);
     assert!(store
         .list(&github)
         .unwrap()
@@ -298,7 +315,7 @@ fn page_ends_are_where_keyset_pages_end() {
     };
     assert_eq!(store.page_ends(&below, 5).unwrap(), [9, 4]);
     let github = ListQuery {
-        provider: Some("github".into()),
+        providers: vec!["github".into()],
         ..ListQuery::default()
     };
     // Odd-numbered deliveries have even ids: 22, 20, … 2.
