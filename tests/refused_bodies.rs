@@ -196,3 +196,29 @@ async fn a_small_body_cut_short_is_told_with_how_far_it_got() {
     );
     assert!(handler.requests().is_empty(), "the handler never saw it");
 }
+
+/// A large body, streamed to the handler as it arrives, that ends before
+/// its `Content-Length`: the caller that still reads learns how far it
+/// got, as for a small one, and that the handler had part of it.
+#[tokio::test]
+async fn a_large_body_cut_short_is_told_with_how_far_it_got() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let mut stream = TcpStream::connect(relay.addr).await.expect("connect");
+    let head = format!(
+        "POST /t/{}/upload HTTP/1.1\r\nHost: {}\r\nContent-Length: 200000\r\n\r\n",
+        tunnel.name(),
+        relay.addr
+    );
+    stream.write_all(head.as_bytes()).await.expect("head");
+    stream.write_all(&[b'x'; 100_000]).await.expect("half the body");
+    stream.shutdown().await.expect("close the writing side");
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.expect("the answer");
+    let answer = String::from_utf8_lossy(&answer);
+    let why = "the request body could not be read: it ended after 100000 of 200000 bytes (the caller went \
+               away, or closed its side of the connection); the handler got only part of it";
+    assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
+    assert!(answer.ends_with(&format!("\r\n\r\n{why}\n")), "{answer}");
+}

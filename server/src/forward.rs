@@ -28,8 +28,7 @@ mod reply;
 
 use pump::{pump_outcome, Pump, PumpEnd, MALFORMED_BODY};
 use refusal::{
-    bad_gateway, client_gone, client_stalled, clients_reason, over_limit, timed_out, too_large, unframable,
-    unreadable_body, UNREADABLE_BODY,
+    bad_gateway, client_gone, client_stalled, clients_reason, cut_short, over_limit, timed_out, too_large, unframable,
 };
 use reply::{response, AnswerHead};
 
@@ -74,11 +73,7 @@ pub async fn forward(
         Err(Unread::Broken { got }) => {
             return turning.answer(
                 StatusCode::BAD_REQUEST,
-                format!(
-                    "{UNREADABLE_BODY}: it ended after {got} of {} bytes (the caller went away, or closed its side \
-                     of the connection); it was not forwarded",
-                    declared.unwrap_or_default()
-                ),
+                format!("{}; it was not forwarded", cut_short(got as u64, declared)),
             )
         }
         Err(Unread::Late) => {
@@ -185,7 +180,13 @@ async fn await_answer(
                             format!("the request body stopped arriving: nothing came for {waited}"),
                         );
                     }
-                    Ok(PumpEnd::CallerGone) => return unreadable_body(),
+                    Ok(PumpEnd::CallerGone { got }) => {
+                        let declared = declared_body_size(&parts.headers);
+                        return answer(
+                            StatusCode::BAD_REQUEST,
+                            format!("{}; the handler got only part of it", cut_short(got, declared)),
+                        );
+                    }
                     Ok(PumpEnd::ClientStalled) => return client_stalled(limits.timeout),
                     Ok(PumpEnd::TunnelGone) | Err(_) => return client_gone(),
                 }

@@ -23,8 +23,11 @@ pub(super) enum PumpEnd {
     Malformed,
     /// The caller sent no more body within the timeout.
     Stalled,
-    /// The caller hung up mid-body: nobody is left to answer.
-    CallerGone,
+    /// The caller hung up mid-body, after `got` bytes of it: nobody may
+    /// be left to answer, but one that only closed its side still reads.
+    CallerGone {
+        got: u64,
+    },
     /// The client took no more of the body within the timeout (it granted
     /// no credit, or read nothing off its socket): it is not answering.
     ClientStalled,
@@ -82,7 +85,7 @@ impl Pump {
                 Ok(Some(Err(err))) if err.is_incomplete_message() || !is_malformed(&err) => {
                     self.side
                         .abandon("the caller went away before its request body was complete");
-                    return PumpEnd::CallerGone;
+                    return PumpEnd::CallerGone { got: total };
                 }
                 Ok(Some(Err(_))) => {
                     self.side

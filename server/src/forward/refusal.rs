@@ -53,8 +53,14 @@ pub(super) fn unframable(err: EncodeError, turning: &TurnAway<'_>) -> Response<R
 /// What the relay says of a request body its caller's connection broke off.
 pub(super) const UNREADABLE_BODY: &str = "the request body could not be read";
 
-pub(super) fn unreadable_body() -> Response<RelayBody> {
-    answer(StatusCode::BAD_REQUEST, UNREADABLE_BODY)
+/// Why a body that broke off after `got` bytes could not be read: how far
+/// it got, of the length it `declared`, or before its last chunk.
+pub(super) fn cut_short(got: u64, declared: Option<u64>) -> String {
+    let how_far = match declared {
+        Some(declared) => format!("{got} of {declared} bytes"),
+        None => format!("{got} bytes, before its last chunk"),
+    };
+    format!("{UNREADABLE_BODY}: it ended after {how_far} (the caller went away, or closed its side of the connection)")
 }
 
 /// Answers the caller 504 and tells the client why its exchange ends.
