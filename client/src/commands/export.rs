@@ -151,11 +151,21 @@ fn shown(path: &Path) -> String {
     portpreview_shared::sanitize::escape_str(&path.display().to_string()).into_owned()
 }
 
-/// `delivery #12`, `deliveries #12 and #15`, `deliveries #12, #15 and #18`.
+/// IDs a note names one by one; past them, the first few and the last.
+const IDS_NAMED: usize = 8;
+
+/// `delivery #12`, `deliveries #12 and #15`, `deliveries #12, #15 and #18`;
+/// of many, `100 deliveries: #1, #2, #3, … and #100`, on one line.
 fn which(deliveries: &[Delivery]) -> String {
     let ids: Vec<String> = deliveries.iter().map(|d| format!("#{}", d.id)).collect();
     match ids.as_slice() {
         [one] => format!("delivery {one}"),
+        many if many.len() > IDS_NAMED => format!(
+            "{} deliveries: {}, … and {}",
+            many.len(),
+            many[..IDS_NAMED - 1].join(", "),
+            many[many.len() - 1]
+        ),
         [rest @ .., last] => format!("deliveries {} and {last}", rest.join(", ")),
         [] => "no delivery".into(),
     }
@@ -190,5 +200,20 @@ fn warn_of_a_stale_signature(request: &NewDelivery, id: i64) {
             "warning: {too_old}: a handler that checks signatures refuses this command's request; \
              `portpreview replay {id} --resign` sends it signed anew\n"
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::source::test_delivery;
+
+    #[test]
+    fn many_ids_are_named_by_the_first_few_and_the_last() {
+        let named = |ids: std::ops::RangeInclusive<i64>| which(&ids.map(test_delivery).collect::<Vec<_>>());
+        assert_eq!(named(12..=12), "delivery #12");
+        assert_eq!(named(1..=3), "deliveries #1, #2 and #3");
+        assert_eq!(named(1..=8), "deliveries #1, #2, #3, #4, #5, #6, #7 and #8");
+        assert_eq!(named(1..=100), "100 deliveries: #1, #2, #3, #4, #5, #6, #7, … and #100");
     }
 }
