@@ -141,6 +141,8 @@ impl Writer {
         // freed on a full disk takes what it can hold. Else a backlog
         // grown past it, written whole, would be refused for good.
         let mut most = MAX_BATCH;
+        // Set once the shutdown request is among the jobs gathered.
+        let mut stop = false;
         // Set by a write, cleared once the WAL it grew has been emptied.
         let mut wal_grown = false;
         // Set by work, cleared once an idle spell has handed memory back.
@@ -171,7 +173,9 @@ impl Writer {
                 // every job that arrives.
                 Some(wait) => self.pause(wait),
             }
-            let stop = gather(&mut batch, jobs);
+            // Kept once seen: a batch written in parts may have written
+            // the shutdown request with its first part.
+            stop |= gather(&mut batch, jobs);
             match self.write_front(&mut batch, most) {
                 Ok(()) => {
                     wal_grown = true;
