@@ -680,7 +680,9 @@ fn unknown_ids_and_broken_databases_exit_2_with_one_line() {
     assert_eq!(
         tunnel_refuses(&held),
         format!(
-            "error: history database {} is locked by another process: try again, or forward without recording with --no-record",
+            "error: history database {} is locked by another process (one stopped as it wrote, by ctrl-z, SIGSTOP \
+             or a debugger, or an sqlite3 shell in a transaction): try again, or forward without recording with \
+             --no-record",
             held.display()
         )
     );

@@ -1071,15 +1071,21 @@ fn a_replay_the_locked_history_cannot_keep_is_warned_about_on_one_line() {
     let locker = rusqlite::Connection::open(history.db()).unwrap();
     locker.execute_batch("BEGIN IMMEDIATE").unwrap();
     let ran = history.replay(&[]);
+    let in_json = history.replay(&["--json"]);
     locker.execute_batch("ROLLBACK").unwrap();
     assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
-    assert_eq!(
-        ran.stderr,
-        "warning: the replay was not recorded in the history: the history database is locked by another process\n"
-    );
+    let warning = "the replay was not recorded in the history: the history database is locked by another process";
+    assert_eq!(ran.stderr, format!("warning: {warning}\n"));
     assert!(ran.stdout.contains("✓ 1 attempt answered 2xx"), "{}", ran.stdout);
-    assert_eq!(handler.balance(), 1);
+    assert_eq!(handler.balance(), 1, "the second replay is a duplicate to the handler");
     assert_eq!(history.replay_attempts(), 0);
+    // A script reading the report is told as well.
+    assert_eq!(in_json.code, 0, "{}{}", in_json.stdout, in_json.stderr);
+    let warnings = in_json.json()["warnings"].clone();
+    assert!(
+        warnings.as_array().unwrap().iter().any(|w| w == warning),
+        "{warnings:#}"
+    );
 }
 
 #[test]

@@ -104,7 +104,7 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     }
     let mut case = asked_for(&args);
     let Ran {
-        report,
+        mut report,
         origin,
         started_at_ms,
     } = match start(&args, db, &mut case).await {
@@ -123,10 +123,14 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         // The attempts were sent and are judged below: a history that cannot
         // keep them is worth a line, not a failed command.
         if let Err(err) = replay::record(store, *id, started_at_ms, &report) {
-            crate::to_stderr(format_args!(
-                "warning: the replay was not recorded in the history: {}\n",
+            let warning = format!(
+                "the replay was not recorded in the history: {}",
                 crate::error_line(&err.into())
-            ));
+            );
+            crate::to_stderr(format_args!("warning: {warning}\n"));
+            // In the report too: a script reading --json must not take the
+            // run, and its attempts, for kept.
+            report.warnings.push(warning);
         }
     }
     let printed = print_report(&report, args.json, |json| {

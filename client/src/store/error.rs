@@ -253,7 +253,12 @@ impl StoreError {
     pub fn for_command(self, db: &Path) -> anyhow::Error {
         let file = db.display();
         match self {
-            Self::Busy => anyhow::anyhow!("history database {file} is locked by another process"),
+            // Held past the seconds a command waits: by a process stopped
+            // while it wrote, most often, which holds it until it goes on.
+            Self::Busy => anyhow::anyhow!(
+                "history database {file} is locked by another process (one stopped as it wrote, by ctrl-z, \
+                 SIGSTOP or a debugger, or an sqlite3 shell in a transaction)"
+            ),
             // SQLite says "disk I/O error" of a disk with no room left, as
             // of a failing one: the likelier cause is named.
             Self::Sqlite(err) if err.sqlite_error_code() == Some(ErrorCode::SystemIoFailure) => {
