@@ -184,7 +184,10 @@ async fn await_answer(
                         let declared = declared_body_size(&parts.headers);
                         return answer(
                             StatusCode::BAD_REQUEST,
-                            format!("{}; the handler got only part of it", cut_short(got, declared)),
+                            format!(
+                                "{}; what came was passed on, so the handler may have had part of it",
+                                cut_short(got, declared)
+                            ),
                         );
                     }
                     Ok(PumpEnd::ClientStalled) => return client_stalled(limits.timeout),
