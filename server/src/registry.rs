@@ -96,7 +96,7 @@ pub enum ClaimError {
     /// Its client went away and it is held for that client's token, not
     /// the claimant's (HTTP 409). Not to be waited for: it is another
     /// user's URL, which their provider may still be sending to.
-    #[error("name {name} is held for another token's client, which went away; it is free in {seconds_left} s, but it is their URL: ask for another name")]
+    #[error("name {name} is held for another token's client, which went away; it is free in {seconds_left} s, but it is their URL")]
     HeldForAnother {
         /// The name.
         name: String,
