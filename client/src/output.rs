@@ -155,7 +155,8 @@ pub fn text_line(event: &TunnelEvent) -> Option<Line> {
             format_duration(*within)
         )),
         TunnelEvent::HistoryRefusing { reason: Some(reason) } => Line::Err(format!(
-            "the history refuses writes ({}); deliveries wait in memory and in its inbox, and are shown once stored; the tunnel keeps forwarding",
+            // Not "in its inbox": a full disk refuses that too, as said just before.
+            "the history refuses writes ({}); deliveries wait to be stored, and are shown once they are; the tunnel keeps forwarding",
             escape_str(reason)
         )),
         TunnelEvent::HistoryRefusing { reason: None } => Line::Err("the history takes deliveries again".into()),
