@@ -1178,20 +1178,8 @@ async fn a_name_waited_for_is_taken_once_a_restarted_relay_has_forgotten_the_hol
     let relay = TestRelay::with_config(config()).await;
     let address = relay.http_url().trim_start_matches("http://").to_owned();
     let handler = LocalHandler::echo().await;
-    let port = handler.port().to_string();
-    let db = dir.path().join("history.db");
-    let relay_url = relay.http_url();
-    let args = [
-        "http",
-        &port,
-        "--server",
-        &relay_url,
-        "--name",
-        "kept-hooks",
-        "--no-tui",
-        "--db",
-        db.to_str().expect("utf-8 path"),
-    ];
+    let owned = named_tunnel(&handler, &relay, "kept-hooks", &dir.path().join("history.db"));
+    let args: Vec<&str> = owned.iter().map(String::as_str).collect();
     let mut first = Running::start(&portpreview_bin(), &args, dir.path());
     let url = first.public_url().await;
     first.signal("KILL");
@@ -1224,6 +1212,25 @@ async fn a_name_waited_for_is_taken_once_a_restarted_relay_has_forgotten_the_hol
     assert_eq!(reply.status, 200, "{}", reply.text());
 }
 
+/// `http` to `handler` through `relay`, under `name`, printing lines,
+/// recording into `db`.
+fn named_tunnel(handler: &LocalHandler, relay: &TestRelay, name: &str, db: &std::path::Path) -> Vec<String> {
+    let db = db.to_str().expect("utf-8 path");
+    [
+        "http",
+        &handler.port().to_string(),
+        "--server",
+        &relay.http_url(),
+        "--name",
+        name,
+        "--no-tui",
+        "--db",
+        db,
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
 /// With stdout in a file, stderr tells of a lost relay connection and of
 /// its return, not only of the tries that failed.
 #[tokio::test]
@@ -1232,20 +1239,8 @@ async fn stderr_says_when_the_relay_connection_is_back() {
     let relay = TestRelay::start().await;
     let address = relay.http_url().trim_start_matches("http://").to_owned();
     let handler = LocalHandler::echo().await;
-    let port = handler.port().to_string();
-    let db = dir.path().join("history.db");
-    let relay_url = relay.http_url();
-    let args = [
-        "http",
-        &port,
-        "--server",
-        &relay_url,
-        "--name",
-        "comes-back",
-        "--no-tui",
-        "--db",
-        db.to_str().expect("utf-8 path"),
-    ];
+    let owned = named_tunnel(&handler, &relay, "comes-back", &dir.path().join("history.db"));
+    let args: Vec<&str> = owned.iter().map(String::as_str).collect();
     let log = dir.path().join("stderr.log");
     let mut client = Running::start_logging(&portpreview_bin(), &args, dir.path(), &log);
     let url = client.public_url().await;
