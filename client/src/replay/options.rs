@@ -244,8 +244,9 @@ fn parse_header_name(text: &str) -> Result<String, String> {
 /// names `reports/junit.xml` in a checkout that has no `reports/`.
 pub fn parse_report_path(text: &str) -> Result<std::path::PathBuf, String> {
     // `export -o -` means stdout; here stdout carries the verdict, and a
-    // file named `-` made without a word is found by nobody.
-    if text == "-" {
+    // file named `-` made without a word is found by nobody. An empty name
+    // (`--junit "$REPORT"` unset) is no file either.
+    if text == "-" || text.trim().is_empty() {
         return Err("JUnit is written to a file, as stdout carries the report: name one (junit.xml)".into());
     }
     let path = std::path::PathBuf::from(text);
@@ -348,7 +349,12 @@ mod tests {
         let under_a_file = parse_report_path(top.join("file/report.xml").to_str().unwrap());
         assert!(under_a_file.is_err_and(|e| e.ends_with("is a file, not a folder")));
         std::fs::remove_dir_all(&top).unwrap();
-        assert!(parse_report_path("-").is_err_and(|e| e.contains("name one")));
+        for unnamed in ["-", "", " "] {
+            assert!(
+                parse_report_path(unnamed).is_err_and(|e| e.contains("name one")),
+                "{unnamed:?}"
+            );
+        }
     }
 
     #[test]
