@@ -66,6 +66,17 @@ fn exporting_a_replay_attempt_names_the_delivery_it_replayed() {
     );
     let original = portpreview(&history.db(), &["export", "1"]);
     assert_eq!((original.code, original.stderr.as_str()), (0, ""));
+    // Several attempts at once are told of in one note.
+    let both = portpreview(&history.db(), &["export", "1", "2", "3", "--format", "har"]);
+    assert_eq!(both.code, 0, "{}", both.stderr);
+    assert_eq!(
+        both.stderr,
+        format!(
+            "note: deliveries #2 and #3 are attempts of a replay of #1, as PortPreview sent them; `portpreview \
+             --db='{}' export 1` exports the delivery as its caller sent it\n",
+            db.display()
+        )
+    );
 }
 
 /// A Discord event's key is a number (a snowflake): replayed by it, it is

@@ -103,9 +103,9 @@ pub fn run(mut args: Args, db: &Path, db_named: bool) -> anyhow::Result<ExitCode
             .context("cannot write to stdout")?,
     }
     let portpreview = super::portpreview_command(db, db_named);
-    for delivery in &deliveries {
-        note_a_replay_attempt(delivery, &portpreview);
-        if format == Format::Curl {
+    note_replay_attempts(&deliveries, &portpreview);
+    if format == Format::Curl {
+        for delivery in &deliveries {
             warn_of_a_stale_signature(&delivery.request, delivery.id);
         }
     }
@@ -173,15 +173,36 @@ fn which(deliveries: &[Delivery]) -> String {
 
 /// Replay attempts take IDs among the deliveries, and one exported by
 /// mistake is what PortPreview sent the handler (its Host the target's,
-/// perhaps re-signed or edited), not what the caller sent.
-fn note_a_replay_attempt(delivery: &Delivery, portpreview: &str) {
-    if let Some(original) = delivery.request.replay_of {
-        crate::to_stderr(format_args!(
-            "note: #{} is an attempt of a replay of #{original}, as PortPreview sent it; \
-             `{portpreview} export {original}` exports the delivery as its caller sent it\n",
-            delivery.id
-        ));
-    }
+/// perhaps re-signed or edited), not what the caller sent. Said once for
+/// all of them: a range of IDs may hold dozens.
+fn note_replay_attempts(deliveries: &[Delivery], portpreview: &str) {
+    let attempts: Vec<Delivery> = deliveries
+        .iter()
+        .filter(|d| d.request.replay_of.is_some())
+        .cloned()
+        .collect();
+    let originals: std::collections::BTreeSet<i64> = attempts.iter().filter_map(|d| d.request.replay_of).collect();
+    let Some((first, original)) = attempts.first().and_then(|d| Some((d, d.request.replay_of?))) else {
+        return;
+    };
+    let said = match (attempts.len(), originals.len()) {
+        (1, _) => format!(
+            "#{} is an attempt of a replay of #{original}, as PortPreview sent it; `{portpreview} export \
+             {original}` exports the delivery as its caller sent it",
+            first.id
+        ),
+        (_, 1) => format!(
+            "{} are attempts of a replay of #{original}, as PortPreview sent them; `{portpreview} export \
+             {original}` exports the delivery as its caller sent it",
+            which(&attempts)
+        ),
+        (_, n) => format!(
+            "{} are attempts of replays of {n} deliveries, as PortPreview sent them; `{portpreview} export \
+             {original}` exports the first of those as its caller sent it",
+            which(&attempts)
+        ),
+    };
+    crate::to_stderr(format_args!("note: {said}\n"));
 }
 
 /// The curl command carries the recorded signature: past what its provider
