@@ -1,5 +1,6 @@
 //! Command-line arguments: one subcommand per file under `commands/`.
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -88,8 +89,9 @@ impl Cli {
                 if asks_for_json_lines(std::env::args_os().skip(1)) {
                     // A supervisor reading stdout hears of a refused
                     // command line too, as of any error that ends `http`.
+                    // A stdout already closed has no reader to tell.
                     let message = line.trim_end().trim_start_matches("error: ");
-                    println!("{}", crate::output::json_error_line(message));
+                    let _ = writeln!(std::io::stdout().lock(), "{}", crate::output::json_error_line(message));
                 }
                 std::process::exit(code);
             }
