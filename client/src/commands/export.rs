@@ -84,7 +84,7 @@ pub fn run(mut args: Args, db: &Path, db_named: bool) -> anyhow::Result<ExitCode
                 }
             }
             for (path, delivery) in paths.iter().zip(&deliveries) {
-                wrote(&which(std::slice::from_ref(delivery)), format.what(), path);
+                wrote(&which([delivery]), format.what(), path);
             }
         }
         Some(path) => {
@@ -156,8 +156,8 @@ const IDS_NAMED: usize = 8;
 
 /// `delivery #12`, `deliveries #12 and #15`, `deliveries #12, #15 and #18`;
 /// of many, `100 deliveries: #1, #2, #3, … and #100`, on one line.
-fn which(deliveries: &[Delivery]) -> String {
-    let ids: Vec<String> = deliveries.iter().map(|d| format!("#{}", d.id)).collect();
+fn which<'a>(deliveries: impl IntoIterator<Item = &'a Delivery>) -> String {
+    let ids: Vec<String> = deliveries.into_iter().map(|d| format!("#{}", d.id)).collect();
     match ids.as_slice() {
         [one] => format!("delivery {one}"),
         many if many.len() > IDS_NAMED => format!(
@@ -176,11 +176,7 @@ fn which(deliveries: &[Delivery]) -> String {
 /// perhaps re-signed or edited), not what the caller sent. Said once for
 /// all of them: a range of IDs may hold dozens.
 fn note_replay_attempts(deliveries: &[Delivery], portpreview: &str) {
-    let attempts: Vec<Delivery> = deliveries
-        .iter()
-        .filter(|d| d.request.replay_of.is_some())
-        .cloned()
-        .collect();
+    let attempts: Vec<&Delivery> = deliveries.iter().filter(|d| d.request.replay_of.is_some()).collect();
     let originals: std::collections::BTreeSet<i64> = attempts.iter().filter_map(|d| d.request.replay_of).collect();
     let Some((first, original)) = attempts.first().and_then(|d| Some((d, d.request.replay_of?))) else {
         return;
@@ -194,12 +190,12 @@ fn note_replay_attempts(deliveries: &[Delivery], portpreview: &str) {
         (_, 1) => format!(
             "{} are attempts of a replay of #{original}, as PortPreview sent them; `{portpreview} export \
              {original}` exports the delivery as its caller sent it",
-            which(&attempts)
+            which(attempts.iter().copied())
         ),
         (_, n) => format!(
             "{} are attempts of replays of {n} deliveries, as PortPreview sent them; `{portpreview} export \
              {original}` exports the first of those as its caller sent it",
-            which(&attempts)
+            which(attempts.iter().copied())
         ),
     };
     crate::to_stderr(format_args!("note: {said}\n"));
