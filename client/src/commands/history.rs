@@ -337,10 +337,10 @@ fn cut_key_hint(store: &Store, query: &ListQuery) -> Option<String> {
     ))
 }
 
-/// Under `--status 5xx` (or 502, 504), that deliveries the handler never
-/// answered are not listed, when the other filters let some through: the
-/// caller got a 502 or 504 from PortPreview, and someone hunting failures
-/// looks for those first.
+/// Under `--status 5xx` (or any status of that class, 502 and 504 among
+/// them), that deliveries the handler never answered are not listed, when
+/// the other filters let some through: the caller got a 502 or 504 from
+/// PortPreview, and someone hunting failures looks for those first.
 fn unanswered_hint(store: &Store, query: &ListQuery) -> Option<String> {
     let asks_5xx = query
         .status
