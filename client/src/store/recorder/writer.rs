@@ -857,6 +857,8 @@ mod tests {
         let dir = ScratchDir::new("recorder-full");
         let path = dir.0.join("history.db");
         let filler = rusqlite::Connection::open(&path).unwrap();
+        // The writer takes the lock at each try: the frees wait their turn.
+        filler.busy_timeout(std::time::Duration::from_secs(10)).unwrap();
         let store = crate::store::Store::open(&path).unwrap();
         filler
             .execute_batch("CREATE TABLE filler (n INTEGER PRIMARY KEY, b BLOB)")
