@@ -51,7 +51,7 @@ pub(super) fn unframable(err: EncodeError, turning: &TurnAway<'_>) -> Response<R
 }
 
 /// What the relay says of a request body its caller's connection broke off.
-pub(super) const UNREADABLE_BODY: &str = "the request body could not be read";
+const UNREADABLE_BODY: &str = "the request body could not be read";
 
 /// Why a body that broke off after `got` bytes could not be read: how far
 /// it got, of the length it `declared`, or before its last chunk.
