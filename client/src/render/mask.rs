@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 use std::fmt::Write;
 
-use portpreview_shared::sanitize::escape_str;
+use portpreview_shared::sanitize::escape_runs;
 use portpreview_shared::Header;
 
 /// What a masked value shows instead of the secret.
@@ -102,14 +102,26 @@ pub(super) fn percent_decoded(text: &str) -> Cow<'_, str> {
 /// Header value bytes as one terminal-safe line: escaped text, with any
 /// byte that is not UTF-8 shown as `\xNN`.
 pub fn escape_value(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len());
+    value_runs(bytes).iter().map(|(run, _)| run.as_ref()).collect()
+}
+
+/// [`escape_value`] in runs, as [`escape_runs`] gives them: `(text, false)`
+/// kept as it came, `(escapes, true)` standing for what it hides, bytes
+/// that are not UTF-8 among them. For a display that shows escapes apart.
+pub fn value_runs(bytes: &[u8]) -> Vec<(Cow<'_, str>, bool)> {
+    let mut runs = Vec::new();
     for chunk in bytes.utf8_chunks() {
-        out.push_str(&escape_str(chunk.valid()));
-        for b in chunk.invalid() {
-            let _ = write!(out, "\\x{b:02x}");
+        let text = escape_runs(chunk.valid(), false);
+        runs.extend(text.into_iter().filter(|(run, _)| !run.is_empty()));
+        if !chunk.invalid().is_empty() {
+            let mut hex = String::with_capacity(4 * chunk.invalid().len());
+            for b in chunk.invalid() {
+                let _ = write!(hex, "\\x{b:02x}");
+            }
+            runs.push((Cow::Owned(hex), true));
         }
     }
-    out
+    runs
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use crate::render::body::{as_text, layout_start, shown_as_sent_note, truncation_note, Decoding, Layout};
-use crate::render::mask::{escape_value, is_sensitive, shown_path, shown_value};
+use crate::render::mask::{escape_value, is_sensitive, shown_path, shown_value, value_runs};
 use crate::replay::stored::StoredReport;
 use crate::store::{size_unknown_past, Delivery, Outcome, ReplayRun};
 use crate::time::ordinal;
@@ -51,22 +51,10 @@ fn marked_lines(text: &str) -> Vec<Line<'static>> {
 /// A header value as spans, its escapes in [`ESCAPE`], bytes that are no
 /// UTF-8 among them.
 fn marked_value(value: &[u8]) -> Vec<Span<'static>> {
-    let mut spans = Vec::new();
-    for chunk in value.utf8_chunks() {
-        for (run, escaped) in escape_runs(chunk.valid(), false) {
-            if !run.is_empty() {
-                spans.push(Span::styled(
-                    run.into_owned(),
-                    if escaped { ESCAPE } else { Style::new() },
-                ));
-            }
-        }
-        if !chunk.invalid().is_empty() {
-            let bytes: String = chunk.invalid().iter().map(|b| format!("\\x{b:02x}")).collect();
-            spans.push(Span::styled(bytes, ESCAPE));
-        }
-    }
-    spans
+    value_runs(value)
+        .into_iter()
+        .map(|(run, escaped)| Span::styled(run.into_owned(), if escaped { ESCAPE } else { Style::new() }))
+        .collect()
 }
 
 /// A delivery laid out for the detail pane.
