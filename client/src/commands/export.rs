@@ -178,26 +178,21 @@ fn which<'a>(deliveries: impl IntoIterator<Item = &'a Delivery>) -> String {
 fn note_replay_attempts(deliveries: &[Delivery], portpreview: &str) {
     let attempts: Vec<&Delivery> = deliveries.iter().filter(|d| d.request.replay_of.is_some()).collect();
     let originals: std::collections::BTreeSet<i64> = attempts.iter().filter_map(|d| d.request.replay_of).collect();
-    let Some((first, original)) = attempts.first().and_then(|d| Some((d, d.request.replay_of?))) else {
+    let Some(original) = attempts.first().and_then(|d| d.request.replay_of) else {
         return;
     };
-    let said = match (attempts.len(), originals.len()) {
-        (1, _) => format!(
-            "#{} is an attempt of a replay of #{original}, as PortPreview sent it; `{portpreview} export \
-             {original}` exports the delivery as its caller sent it",
-            first.id
-        ),
-        (_, 1) => format!(
-            "{} are attempts of a replay of #{original}, as PortPreview sent them; `{portpreview} export \
-             {original}` exports the delivery as its caller sent it",
-            which(attempts.iter().copied())
-        ),
-        (_, n) => format!(
-            "{} are attempts of replays of {n} deliveries, as PortPreview sent them; `{portpreview} export \
-             {original}` exports the first of those as its caller sent it",
-            which(attempts.iter().copied())
-        ),
+    let (attempted, sent) = match attempts.as_slice() {
+        [one] => (format!("#{} is an attempt", one.id), "it"),
+        many => (format!("{} are attempts", which(many.iter().copied())), "them"),
     };
+    let (of, exported) = match originals.len() {
+        1 => (format!("a replay of #{original}"), "the delivery"),
+        n => (format!("replays of {n} deliveries"), "the first of those"),
+    };
+    let said = format!(
+        "{attempted} of {of}, as PortPreview sent {sent}; `{portpreview} export {original}` exports {exported} \
+         as its caller sent it"
+    );
     crate::to_stderr(format_args!("note: {said}\n"));
 }
 
