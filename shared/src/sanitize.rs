@@ -39,8 +39,18 @@ pub fn escape_bytes(bytes: &[u8]) -> String {
 
 /// A classic offset / hex / ASCII dump, safe for any bytes.
 pub fn hex_dump(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len() * 4 + 16);
-    for (row, chunk) in bytes.chunks(16).enumerate() {
+    hex_dump_rows(bytes).fold(String::with_capacity(bytes.len() * 5), |mut out, row| {
+        out.push_str(&row);
+        out.push('\n');
+        out
+    })
+}
+
+/// [`hex_dump`] a row at a time, without its newlines: a 25 MiB body is
+/// 130 MB of dump, written out as it is made rather than held whole.
+pub fn hex_dump_rows(bytes: &[u8]) -> impl Iterator<Item = String> + '_ {
+    bytes.chunks(16).enumerate().map(|(row, chunk)| {
+        let mut out = String::with_capacity(80);
         let _ = write!(out, "{:08x}  ", row * 16);
         for i in 0..16 {
             match chunk.get(i) {
@@ -58,9 +68,8 @@ pub fn hex_dump(bytes: &[u8]) -> String {
                 '.'
             }
         }));
-        out.push('\n');
-    }
-    out
+        out
+    })
 }
 
 /// Whether `c` is never written raw, wherever it stands: controls, bidi

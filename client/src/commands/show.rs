@@ -36,12 +36,14 @@ pub fn run(args: Args, db: &Path, db_named: bool) -> anyhow::Result<ExitCode> {
     let number = store.delivery_number(args.id).map_err(|e| e.for_command(db))?;
     let runs = store.replay_runs(args.id).map_err(|e| e.for_command(db))?;
     let stdout = std::io::stdout();
-    let text = if args.json {
+    let on_terminal = stdout.is_terminal();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let written = if args.json {
         let value = render::json::delivery(&delivery, number, &runs, args.reveal);
-        format!("{}\n", render::json::to_terminal_text(&value))
+        writeln!(out, "{}", render::json::to_terminal_text(&value))
     } else {
         let portpreview = super::portpreview_command(db, db_named);
-        let cut = if stdout.is_terminal() {
+        let cut = if on_terminal {
             render::show::BodyCut {
                 limit: TERMINAL_BODY_LIMIT,
                 portpreview: &portpreview,
@@ -49,12 +51,9 @@ pub fn run(args: Args, db: &Path, db_named: bool) -> anyhow::Result<ExitCode> {
         } else {
             render::show::BodyCut::WHOLE
         };
-        render::show::delivery(&delivery, number, &runs, args.reveal, cut)
+        render::show::write_delivery(&mut out, &delivery, number, &runs, args.reveal, cut)
     };
-    stdout
-        .lock()
-        .write_all(text.as_bytes())
-        .context("cannot write to stdout")?;
+    written.and_then(|()| out.flush()).context("cannot write to stdout")?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,25 +1,10 @@
-//! Bodies shown safely: JSON pretty-printed, text escaped, binary as hex.
+//! Bodies laid out for reading: JSON pretty-printed, text as it came,
+//! binary as hex; whoever shows them escapes the text.
 
 use base64::Engine;
-use portpreview_shared::sanitize::{escape_multiline, hex_dump};
 use portpreview_shared::text::{thousands, truncate};
 
 pub use portpreview_shared::coding::{decode, Decoding};
-
-/// A body for a terminal, pretty JSON, escaped text or a hex dump, of at
-/// most the first `limit` bytes of `body` (the kind still judged on the
-/// whole body), and how many bytes that shows.
-/// The cut falls between characters, or between hex dump rows, and is made
-/// before escaping, so no character and no escape is ever shown in part.
-pub fn for_terminal_start(body: &[u8], limit: usize) -> (String, usize) {
-    let (layout, shown) = layout_start(body, limit);
-    let text = match layout {
-        Layout::Json(pretty) => escape_multiline(&pretty).into_owned(),
-        Layout::Text(text) => escape_multiline(text).into_owned(),
-        Layout::Hex(dump) => dump,
-    };
-    (text, shown)
-}
 
 /// How a body is laid out for reading, before its text is escaped.
 pub enum Layout<'a> {
@@ -27,25 +12,29 @@ pub enum Layout<'a> {
     Json(String),
     /// Text as it came.
     Text(&'a str),
-    /// A hex dump, safe as it stands.
-    Hex(String),
+    /// Bytes to show as a hex dump, which is safe as it stands: made by
+    /// whoever shows it, a row at a time if they like.
+    Hex(&'a [u8]),
 }
 
-/// [`for_terminal_start`] before escaping, for a display that shows the
-/// escapes apart (the TUI).
+/// A body laid out for reading, pretty JSON, text or a hex dump, of at
+/// most the first `limit` bytes of `body` (the kind still judged on the
+/// whole body), and how many bytes that shows. The cut falls between
+/// characters, or between hex dump rows, and is made before escaping, so
+/// no character and no escape is ever shown in part.
 pub fn layout_start(body: &[u8], limit: usize) -> (Layout<'_>, usize) {
     if body.len() <= limit {
         let layout = match (pretty_json(body), as_text(body)) {
             (Some(pretty), _) => Layout::Json(pretty),
             (None, Some(text)) => Layout::Text(text),
-            (None, None) => Layout::Hex(hex_dump(body)),
+            (None, None) => Layout::Hex(body),
         };
         return (layout, body.len());
     }
     let Some(text) = as_text(body) else {
         // Whole rows, so the offsets of a later look at the rest line up.
         let cut = limit - limit % 16;
-        return (Layout::Hex(hex_dump(&body[..cut])), cut);
+        return (Layout::Hex(&body[..cut]), cut);
     };
     let cut = truncate(text, limit).len();
     // The layout starts at the document's first token; whitespace before
@@ -224,6 +213,18 @@ pub fn truncation_note(stored: usize, size: u64) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use portpreview_shared::sanitize::{escape_multiline, hex_dump};
+
+    /// The body as `show` prints it, before its lines are indented.
+    fn for_terminal_start(body: &[u8], limit: usize) -> (String, usize) {
+        let (layout, shown) = layout_start(body, limit);
+        let text = match layout {
+            Layout::Json(pretty) => escape_multiline(&pretty).into_owned(),
+            Layout::Text(text) => escape_multiline(text).into_owned(),
+            Layout::Hex(bytes) => hex_dump(bytes),
+        };
+        (text, shown)
+    }
 
     fn for_terminal(body: &[u8]) -> String {
         for_terminal_start(body, usize::MAX).0

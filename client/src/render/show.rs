@@ -1,13 +1,13 @@
 //! `show` for people: one delivery whole, every untrusted byte escaped.
 
-use std::fmt::Write;
+use std::io::{self, Write};
 
 use portpreview_shared::provider::Provider;
-use portpreview_shared::sanitize::{escape_multiline, escape_str};
+use portpreview_shared::sanitize::{escape_multiline, escape_str, hex_dump_rows};
 use portpreview_shared::text::thousands;
 use portpreview_shared::Header;
 
-use super::body::{decode, for_terminal_start, shown_as_sent_note, truncation_note, Decoding};
+use super::body::{decode, layout_start, shown_as_sent_note, truncation_note, Decoding, Layout};
 use super::mask::{escape_value, shown_path, shown_value};
 use crate::store::{Delivery, NewDelivery, ReplayRun};
 use crate::time::{elapsed, ordinal, rfc3339_ms};
@@ -31,16 +31,22 @@ impl BodyCut<'_> {
     };
 }
 
-/// The delivery as text; secrets masked unless `reveal`; each body shown as
-/// far as `cut` says.
-pub fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: bool, cut: BodyCut<'_>) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "Delivery #{}", d.id);
-    overview(&mut out, d, delivery_number);
-    request(&mut out, d, reveal, cut);
-    response(&mut out, d, reveal, cut);
-    replay_runs(&mut out, runs, reveal);
-    out
+/// Writes the delivery as text to `out`; secrets masked unless `reveal`;
+/// each body shown as far as `cut` says. Written as it is made: a 25 MiB
+/// binary body is 130 MB of hex dump, never held whole.
+pub fn write_delivery(
+    out: &mut dyn Write,
+    d: &Delivery,
+    delivery_number: i64,
+    runs: &[ReplayRun],
+    reveal: bool,
+    cut: BodyCut<'_>,
+) -> io::Result<()> {
+    writeln!(out, "Delivery #{}", d.id)?;
+    overview(out, d, delivery_number)?;
+    request(out, d, reveal, cut)?;
+    response(out, d, reveal, cut)?;
+    replay_runs(out, runs, reveal)
 }
 
 /// How the delivery's event key was made, terminal-safe, with GitHub's
@@ -56,14 +62,14 @@ pub fn key_source(r: &NewDelivery) -> String {
 }
 
 /// Where and when the delivery came, and which event it is.
-fn overview(out: &mut String, d: &Delivery, delivery_number: i64) {
+fn overview(out: &mut dyn Write, d: &Delivery, delivery_number: i64) -> io::Result<()> {
     let r = &d.request;
-    field(out, "Received", &rfc3339_ms(r.received_at_ms));
+    field(out, "Received", &rfc3339_ms(r.received_at_ms))?;
     if !r.tunnel_url.is_empty() {
-        field(out, "Tunnel", &escape_str(&r.tunnel_url));
+        field(out, "Tunnel", &escape_str(&r.tunnel_url))?;
     }
-    field(out, "Target", &escape_str(&r.target));
-    field(out, "Provider", &escape_str(r.provider.as_deref().unwrap_or("unknown")));
+    field(out, "Target", &escape_str(&r.target))?;
+    field(out, "Provider", &escape_str(r.provider.as_deref().unwrap_or("unknown")))?;
     let source = key_source(r);
     let event = match r.replay_of {
         // A replay is not a delivery of its event; it has no place in the count.
@@ -82,33 +88,34 @@ fn overview(out: &mut String, d: &Delivery, delivery_number: i64) {
             d.delivery_count
         ),
     };
-    field(out, "Event", &event);
+    field(out, "Event", &event)?;
     if let Some(original) = r.replay_of {
-        field(out, "Replay of", &format!("#{original}"));
+        field(out, "Replay of", &format!("#{original}"))?;
     }
+    Ok(())
 }
 
-fn request(out: &mut String, d: &Delivery, reveal: bool, cut: BodyCut<'_>) {
+fn request(out: &mut dyn Write, d: &Delivery, reveal: bool, cut: BodyCut<'_>) -> io::Result<()> {
     let r = &d.request;
-    let _ = writeln!(out, "\nRequest");
-    let _ = writeln!(
+    writeln!(out, "\nRequest")?;
+    writeln!(
         out,
         "  {} {}",
         escape_str(&r.method),
         escape_str(&shown_path(&r.path, reveal))
-    );
-    headers(out, &r.request_headers, reveal);
-    body(out, d.id, &r.request_headers, &r.request_body, r.request_body_size, cut);
+    )?;
+    headers(out, &r.request_headers, reveal)?;
+    body(out, d.id, &r.request_headers, &r.request_body, r.request_body_size, cut)
 }
 
-fn response(out: &mut String, d: &Delivery, reveal: bool, cut: BodyCut<'_>) {
-    let _ = writeln!(out, "\nResponse");
+fn response(out: &mut dyn Write, d: &Delivery, reveal: bool, cut: BodyCut<'_>) -> io::Result<()> {
+    writeln!(out, "\nResponse")?;
     let Some(o) = &d.outcome else {
-        let _ = writeln!(
+        writeln!(
             out,
             "  (no answer recorded: still in flight, or the client stopped first)"
-        );
-        return;
+        )?;
+        return Ok(());
     };
     // No status with headers is an answer no caller received (the
     // error below says why); none with neither, no answer at all
@@ -118,14 +125,14 @@ fn response(out: &mut String, d: &Delivery, reveal: bool, cut: BodyCut<'_>) {
         (None, false) => "Answered, but no caller received it,".to_string(),
         (None, true) => "No answer".to_string(),
     };
-    let _ = match o.duration_ms {
+    match o.duration_ms {
         Some(ms) => writeln!(out, "  {what} after {}", elapsed(ms)),
         None => writeln!(out, "  {what}"),
-    };
+    }?;
     if let Some(error) = &o.error {
-        let _ = writeln!(out, "  Error: {}", escape_str(error));
+        writeln!(out, "  Error: {}", escape_str(error))?;
     }
-    headers(out, &o.response_headers, reveal);
+    headers(out, &o.response_headers, reveal)?;
     body(
         out,
         d.id,
@@ -133,14 +140,14 @@ fn response(out: &mut String, d: &Delivery, reveal: bool, cut: BodyCut<'_>) {
         &o.response_body,
         o.response_body_size,
         cut,
-    );
+    )
 }
 
-fn replay_runs(out: &mut String, runs: &[ReplayRun], reveal: bool) {
+fn replay_runs(out: &mut dyn Write, runs: &[ReplayRun], reveal: bool) -> io::Result<()> {
     if runs.is_empty() {
-        return;
+        return Ok(());
     }
-    let _ = writeln!(out, "\nReplay runs");
+    writeln!(out, "\nReplay runs")?;
     for run in runs {
         let facts = crate::replay::stored::StoredReport::read(&run.report_json);
         let baseline = if facts.fresh { "a baseline, then " } else { "" };
@@ -150,63 +157,71 @@ fn replay_runs(out: &mut String, runs: &[ReplayRun], reveal: bool) {
             .target
             .map(|target| format!(" → {}", escape_str(&shown_path(&target, reveal))))
             .unwrap_or_default();
-        let _ = writeln!(
+        writeln!(
             out,
             "  {}  {baseline}{}×, {} at once{target}  {}",
             rfc3339_ms(run.started_at_ms),
             run.times,
             run.concurrency,
             escape_str(&run.summary)
-        );
+        )?;
     }
+    Ok(())
 }
 
-fn field(out: &mut String, label: &str, value: &str) {
-    let _ = writeln!(out, "{label:<10} {value}");
+fn field(out: &mut dyn Write, label: &str, value: &str) -> io::Result<()> {
+    writeln!(out, "{label:<10} {value}")
 }
 
-fn headers(out: &mut String, list: &[Header], reveal: bool) {
+fn headers(out: &mut dyn Write, list: &[Header], reveal: bool) -> io::Result<()> {
     for h in list {
-        let _ = writeln!(
+        writeln!(
             out,
             "  {}: {}",
             escape_str(&h.name),
             escape_value(&shown_value(h, reveal))
-        );
+        )?;
     }
+    Ok(())
 }
 
-fn body(out: &mut String, id: i64, headers: &[Header], bytes: &[u8], size: u64, cut: BodyCut<'_>) {
+fn body(out: &mut dyn Write, id: i64, headers: &[Header], bytes: &[u8], size: u64, cut: BodyCut<'_>) -> io::Result<()> {
     if bytes.is_empty() && size == 0 {
-        return;
+        return Ok(());
     }
-    out.push('\n');
+    writeln!(out)?;
     // A gzip answer shown as sent is a hex dump nobody reads.
     let decoding = decode(headers, bytes, size);
     let readable = match &decoding {
         Decoding::Done { coding, plain } => {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "  ({} bytes {}, shown decoded: {} bytes)",
                 thousands(bytes.len() as u64),
                 escape_str(coding),
                 thousands(plain.len() as u64)
-            );
+            )?;
             plain.as_slice()
         }
         failed => {
             if let Some(note) = failed.failure_note() {
-                let _ = writeln!(out, "  {note}");
+                writeln!(out, "  {note}")?;
             }
             bytes
         }
     };
     if let Some(note) = shown_as_sent_note(readable) {
-        let _ = writeln!(out, "  ({note})");
+        writeln!(out, "  ({note})")?;
     }
-    let (text, shown) = for_terminal_start(readable, cut.limit);
-    for line in text.lines() {
-        let _ = writeln!(out, "  {line}");
+    let (layout, shown) = layout_start(readable, cut.limit);
+    match layout {
+        Layout::Json(pretty) => indented(out, &escape_multiline(&pretty))?,
+        Layout::Text(text) => indented(out, &escape_multiline(text))?,
+        Layout::Hex(bytes) => {
+            for row in hex_dump_rows(bytes) {
+                writeln!(out, "  {row}")?;
+            }
+        }
     }
     if shown < readable.len() {
         let left = readable.len() - shown;
@@ -218,22 +233,37 @@ fn body(out: &mut String, id: i64, headers: &[Header], bytes: &[u8], size: u64, 
             ""
         };
         let again = escape_str(cut.portpreview);
-        let _ = writeln!(
+        writeln!(
             out,
             "  … {} more {}; {again} show {id} | less shows all of them, {again} export {id}{format} -o FILE saves them",
             thousands(left as u64),
             if left == 1 { "byte" } else { "bytes" }
-        );
+        )?;
     }
     if let Some(note) = truncation_note(bytes.len(), size) {
-        let _ = writeln!(out, "  {}", escape_multiline(&note));
+        writeln!(out, "  {}", escape_multiline(&note))?;
     }
+    Ok(())
+}
+
+/// Each line of `text` two spaces in, as every body line is.
+fn indented(out: &mut dyn Write, text: &str) -> io::Result<()> {
+    for line in text.lines() {
+        writeln!(out, "  {line}")?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::store::{NewDelivery, Outcome};
+
+    fn delivery(d: &Delivery, delivery_number: i64, runs: &[ReplayRun], reveal: bool, cut: BodyCut<'_>) -> String {
+        let mut out = Vec::new();
+        write_delivery(&mut out, d, delivery_number, runs, reveal, cut).expect("written to memory");
+        String::from_utf8(out).expect("shown as text")
+    }
 
     fn sample() -> Delivery {
         Delivery {

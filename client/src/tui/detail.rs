@@ -1,7 +1,7 @@
 //! The detail pane's document: one delivery laid out as lines, every
 //! untrusted byte passed through the sanitiser.
 
-use portpreview_shared::sanitize::{escape_runs, escape_str};
+use portpreview_shared::sanitize::{escape_runs, escape_str, hex_dump_rows};
 use portpreview_shared::text::{counted, thousands};
 use portpreview_shared::Header;
 use ratatui::style::{Color, Modifier, Style};
@@ -491,7 +491,7 @@ fn push_body(lines: &mut Vec<Line<'static>>, body: &[u8], size: u64) {
     match layout {
         Layout::Json(text) => lines.extend(marked_lines(&text)),
         Layout::Text(text) => lines.extend(marked_lines(text)),
-        Layout::Hex(dump) => lines.extend(dump.lines().map(|l| Line::raw(l.to_owned()))),
+        Layout::Hex(bytes) => lines.extend(hex_dump_rows(bytes).map(Line::raw)),
     }
     if shown < body.len() {
         let shown = thousands(shown as u64);
