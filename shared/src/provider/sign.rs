@@ -255,6 +255,14 @@ fn standard_webhooks(
         let Some(id) = header(headers, &format!("{family}-id")).map(<[u8]>::to_vec) else {
             continue;
         };
+        // Verifiers refuse a message without an id: signed, it would be
+        // refused as if the secret were wrong.
+        if id.trim_ascii().is_empty() {
+            return Err(SignError::MissingPart {
+                provider,
+                part: "webhook-id (or svix-id) value: the header is empty",
+            });
+        }
         let sig = BASE64.encode(hmac256(&key, &[&id, format!(".{secs}.").as_bytes(), body]));
         set_header(headers, &format!("{family}-timestamp"), secs.to_string());
         set_header(headers, &format!("{family}-signature"), format!("v1,{sig}"));

@@ -345,6 +345,19 @@ fn refusals_say_why() {
         err.to_string(),
         "cannot re-sign this standard-webhooks request: it has no webhook-id (or svix-id) header"
     );
+    let err = resign(
+        Provider::StandardWebhooks,
+        "whsec_AAAA",
+        &mut vec![Header::new("svix-id", "")],
+        &mut body,
+        at(0),
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "cannot re-sign this standard-webhooks request: it has no webhook-id (or svix-id) value: the header is empty"
+    );
     let err = resign(Provider::Stripe, "", &mut Vec::new(), &mut body, at(0), None).unwrap_err();
     assert!(matches!(err, SignError::BadSecret(_)));
 }
