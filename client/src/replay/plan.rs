@@ -58,12 +58,26 @@ pub struct Plan {
     pub warnings: Vec<String>,
 }
 
+/// What every attempt is signed with: for whom, and from where.
+#[derive(Debug, Clone, Copy)]
+pub struct SignedWith<'a> {
+    /// The provider the attempts are signed for.
+    pub provider: Provider,
+    /// Where the secret came from.
+    pub from: &'a SecretFrom,
+    /// The secret goes as it is, a plain token (a GitLab hook's
+    /// X-Gitlab-Token), not as a key that signs.
+    pub token: bool,
+}
+
 impl Plan {
-    /// The provider every attempt is signed for, and where its secret came from.
-    pub fn signed_with(&self) -> Option<(Provider, &SecretFrom)> {
-        self.signing
-            .as_ref()
-            .map(|(provider, secret)| (*provider, &secret.from))
+    /// What every attempt is signed with, when they are.
+    pub fn signed_with(&self) -> Option<SignedWith<'_>> {
+        self.signing.as_ref().map(|(provider, secret)| SignedWith {
+            provider: *provider,
+            from: &secret.from,
+            token: provider::token_only(*provider, &self.recorded.headers),
+        })
     }
 }
 
@@ -167,8 +181,8 @@ impl Plan {
             (Some((Provider::Twilio, _)), true) => twilio_rehashed(url, &body),
             _ => url,
         };
-        let path = rehash(path);
         let signed_url = rehash(signed_url(request, &endpoint, &path, signing.as_ref(), &mut warnings));
+        let path = rehash(path);
         let plan = Self {
             signature_void: voided && signing.is_none(),
             signed_url,
@@ -332,7 +346,20 @@ fn signed_url(
             }
             url
         }
-        public => format!("{public}{}", request.path),
+        public => {
+            let called = format!("{public}{}", request.path);
+            let recorded_path = if request.path.is_empty() { "/" } else { &request.path };
+            if let Some((p, _)) = signing.filter(|(p, _)| p.signs_url() && path != recorded_path) {
+                // The handler checks the signature against the URL it was
+                // called at, which `--target` just moved.
+                warnings.push(format!(
+                    "the {p} signature is made over {}, the URL {p} called, but the attempts ask for {}: a \
+                     handler that checks it against the path it is called at refuses them",
+                    called, path
+                ));
+            }
+            called
+        }
     }
 }
 
@@ -390,6 +417,17 @@ fn signing(
         return Ok(None);
     };
     match &opts.secret {
+        // A signing token given for a hook that sends a secret token: sent
+        // as that token, it would be refused, and the recorded one still
+        // verifies. (`PORTPREVIEW_SECRET` gives every provider the same.)
+        Some(given) if provider::token_only(provider, headers) && given.secret.expose().starts_with("whsec_") => {
+            warnings.push(format!(
+                "the {provider} secret from {} is a signing token (whsec_…), but this hook sends a secret token \
+                 (X-Gitlab-Token), not a signature: --resign sends the recorded token, which still verifies",
+                given.from
+            ));
+            Ok(None)
+        }
         Some(given @ SigningSecret { secret, .. }) => {
             // A secret pasted into a CI variable or read from a file often
             // brings a newline along; signing with it fails every attempt

@@ -400,6 +400,33 @@ fn a_truncated_body_and_a_missing_secret_stop_the_run_before_it_starts() {
         let plan = Plan::new(&gitlab, &resign).expect("sent as recorded");
         assert!(plan.warnings.iter().any(|w| w.starts_with(said)), "{:?}", plan.warnings);
     }
+    // Given a secret, a token hook sends it as its token; given a signing
+    // token (as PORTPREVIEW_SECRET gives every provider one), the recorded
+    // token, which still verifies.
+    let token_hook = NewDelivery {
+        provider: Some("gitlab".into()),
+        request_headers: vec![
+            Header::new("x-gitlab-event", "Push Hook"),
+            Header::new("x-gitlab-token", "t"),
+        ],
+        ..recorded()
+    };
+    let with = |secret: &str| ReplayOptions {
+        secret: Some(SigningSecret::flag(secret)),
+        ..resign.clone()
+    };
+    let plan = Plan::new(&token_hook, &with("t2")).expect("sent with the token");
+    assert!(plan.signed_with().is_some_and(|signed| signed.token));
+    let plan =
+        Plan::new(&token_hook, &with("whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")).expect("as recorded");
+    assert!(plan.signed_with().is_none());
+    assert_eq!(
+        plan.warnings,
+        [
+            "the gitlab secret from --secret is a signing token (whsec_…), but this hook sends a secret token \
+             (X-Gitlab-Token), not a signature: --resign sends the recorded token, which still verifies"
+        ]
+    );
     let changed = ReplayOptions {
         body: Some(b"{\"type\":2}".to_vec()),
         ..resign.clone()
@@ -559,6 +586,37 @@ fn a_twilio_json_body_changed_before_re_signing_gets_its_own_hash_in_the_url() {
         ..resign
     };
     assert_eq!(Plan::new(&twilio, &unsigned).unwrap().path, twilio.path);
+}
+
+/// A signature over the URL is made over the URL the provider called; a
+/// `--target` that moves the path is said to, before anything is sent.
+#[test]
+fn a_target_that_moves_a_url_signed_path_is_pointed_out() {
+    let twilio = NewDelivery {
+        path: "/twilio?foo=1".into(),
+        provider: Some("twilio".into()),
+        tunnel_url: "https://relay.example/t/otter".into(),
+        ..recorded()
+    };
+    let aimed = |target: &str| {
+        let opts = ReplayOptions {
+            resign: true,
+            secret: Some(SigningSecret::flag("12345")),
+            target: Some(target.into()),
+            ..ReplayOptions::default()
+        };
+        Plan::new(&twilio, &opts).expect("signed").warnings
+    };
+    assert_eq!(
+        aimed("http://127.0.0.1:4000/twilio/elsewhere"),
+        [
+            "the twilio signature is made over https://relay.example/t/otter/twilio?foo=1, the URL twilio called, \
+             but the attempts ask for /twilio/elsewhere?foo=1: a handler that checks it against the path it is \
+             called at refuses them"
+        ]
+    );
+    // Another handler at the same path is signed for as it was called.
+    assert!(aimed("http://127.0.0.1:4000").is_empty());
 }
 
 /// Twilio signs a JSON body through its hash in the URL: each fresh body

@@ -357,6 +357,7 @@ mod tests {
     use super::*;
     use crate::config::SecretFrom;
     use crate::replay::attempt::Answer;
+    use crate::replay::plan::SignedWith;
 
     #[test]
     fn a_long_list_of_attempts_is_cut_to_its_first_ranges_its_last_and_a_count() {
@@ -571,7 +572,14 @@ mod tests {
         // `--secret` comes before is no place to fix it.
         let stripe = portpreview_shared::provider::Provider::Stripe;
         let hint = |attempts: &[Attempt], from: &SecretFrom| {
-            crate::replay::verdict::refused_signature(attempts, Some((stripe, from)))
+            crate::replay::verdict::refused_signature(
+                attempts,
+                Some(SignedWith {
+                    provider: stripe,
+                    from,
+                    token: false,
+                }),
+            )
         };
         let flag = hint(&refused.attempts, &SecretFrom::Flag).unwrap();
         assert!(
@@ -626,13 +634,33 @@ mod tests {
         // handler does not expect.
         let square = crate::replay::verdict::refused_signature(
             &refused.attempts,
-            Some((portpreview_shared::provider::Provider::Square, &SecretFrom::Flag)),
+            Some(SignedWith {
+                provider: portpreview_shared::provider::Provider::Square,
+                from: &SecretFrom::Flag,
+                token: false,
+            }),
         )
         .unwrap();
         assert!(
             square
                 .contains("it holds another secret, or checks the signature against another URL than the one signed; "),
             "{square}"
+        );
+        // A GitLab secret token is sent, not signed with.
+        let gitlab = crate::replay::verdict::refused_signature(
+            &refused.attempts,
+            Some(SignedWith {
+                provider: portpreview_shared::provider::Provider::Gitlab,
+                from: &SecretFrom::Env("PORTPREVIEW_SECRET_GITLAB".into()),
+                token: true,
+            }),
+        )
+        .unwrap();
+        assert_eq!(
+            gitlab,
+            "attempt 1, sent with the gitlab secret from PORTPREVIEW_SECRET_GITLAB as its token, was answered 401: \
+             if the handler checks gitlab tokens, it holds another; set PORTPREVIEW_SECRET_GITLAB to the handler's \
+             own, or pass it with --secret"
         );
         assert_eq!(crate::replay::verdict::refused_signature(&refused.attempts, None), None);
         // Attempt 1 was taken with the same secret: a duplicate refused

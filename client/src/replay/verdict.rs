@@ -7,6 +7,7 @@ use portpreview_shared::provider::Provider;
 
 use crate::config::SecretFrom;
 
+use super::plan::SignedWith;
 use super::probe::ProbeError;
 use super::report::{all_attempts, attempts_phrase, Attempt, Check, Role, StateTrace};
 
@@ -113,8 +114,8 @@ pub fn answers_2xx(attempts: &[Attempt], signature_void: bool) -> Check {
 ///
 /// Only attempt 1 tells: signed with the same secret, a later attempt
 /// refused after it was taken is the handler refusing the duplicate.
-pub fn refused_signature(attempts: &[Attempt], signed_with: Option<(Provider, &SecretFrom)>) -> Option<String> {
-    let (provider, from) = signed_with?;
+pub fn refused_signature(attempts: &[Attempt], signed_with: Option<SignedWith<'_>>) -> Option<String> {
+    let SignedWith { provider, from, token } = signed_with?;
     let status = attempts.first()?.answer.status.filter(|&s| refuses_signature(s))?;
     // The place the secret came from is the one to correct: advice to set
     // a variable that `--secret` comes before would change nothing.
@@ -132,6 +133,12 @@ pub fn refused_signature(attempts: &[Attempt], signed_with: Option<(Provider, &S
             format!("change {key} in the config file's [secrets] table, or pass the handler's own with --secret")
         }
     };
+    if token {
+        return Some(format!(
+            "attempt 1, sent with the {provider} secret from {from} as its token, was answered {status}: if the \
+             handler checks {provider} tokens, it holds another; {advice}"
+        ));
+    }
     // A signature over the URL fails as well where the handler checks it
     // against another URL than the one signed, with the right secret.
     let cause = if provider.signs_url() {
