@@ -313,6 +313,17 @@ async fn resigning_makes_an_old_delivery_verify_again_for_every_provider_that_si
             resigned.stdout,
             resigned.stderr
         );
+        // The report says what signed them, and over which URL for a
+        // provider that signs the URL it called.
+        let signed = &resigned.json()["signed"];
+        assert_eq!(signed["provider"], provider, "{signed}");
+        assert_eq!(signed["secret_from"], "--secret", "{signed}");
+        let url = signed["url"].as_str();
+        match provider {
+            "square" | "twilio" => assert_eq!(url, Some(&*tunnel.url("/hooks")), "{signed}"),
+            _ => assert_eq!(url, None, "{signed}"),
+        }
+        assert!(plain.json()["signed"].is_null(), "a plain replay signs nothing");
         let seen = handler.requests();
         let last = seen.last().expect("the handler saw the replays");
         assert_eq!(verify(last, secret, now()), Ok(()), "{provider}");
@@ -374,6 +385,15 @@ async fn a_refused_resign_names_where_its_secret_came_from() {
         said.contains("signed with the github secret from the config file, was answered 400")
             && said.contains("change github in the config file's [secrets] table"),
         "{said}"
+    );
+    let text = portpreview_async(&tunnel.db, &["replay", &id, "--resign"]).await;
+    assert!(
+        text.stdout
+            .lines()
+            .nth(1)
+            .is_some_and(|line| line == "Each attempt signed anew with the github secret from the config file"),
+        "said under the heading: {}",
+        text.stdout
     );
     tunnel.stop().await.expect("the tunnel stops cleanly");
 }

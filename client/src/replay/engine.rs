@@ -409,6 +409,7 @@ impl Run<'_> {
             times: opts.times,
             concurrency: opts.most_at_once(),
             fresh: opts.fresh,
+            signed: self.plan.signed(),
             state,
             attempts: self.attempts,
             elapsed,

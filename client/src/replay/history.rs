@@ -90,6 +90,7 @@ mod tests {
             times: statuses.len() as u32,
             concurrency: 1,
             fresh: false,
+            signed: None,
             state: None,
             elapsed: Duration::from_millis(9),
         }

@@ -10,6 +10,7 @@ use portpreview_shared::text::shorten;
 use portpreview_shared::Header;
 
 use super::attempt::{strip_unreplayable, Endpoint, Outgoing};
+use super::report::Signed;
 use super::stale::{resign_advice, stale_signature};
 use super::{secret_sources, ReplayError, ReplayOptions};
 use crate::config::{SecretFrom, SigningSecret};
@@ -77,6 +78,16 @@ impl Plan {
             provider: *provider,
             from: &secret.from,
             token: provider::token_only(*provider, &self.recorded.headers),
+        })
+    }
+
+    /// How every attempt is signed, as the report says it.
+    pub fn signed(&self) -> Option<Signed> {
+        self.signed_with().map(|with| Signed {
+            provider: with.provider.name().to_string(),
+            secret_from: with.from.to_string(),
+            url: with.provider.signs_url().then(|| self.signed_url.clone()),
+            token: with.token,
         })
     }
 }

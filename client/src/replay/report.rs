@@ -127,10 +127,45 @@ pub struct Report {
     pub concurrency: u32,
     /// Whether `--fresh` identities were used.
     pub fresh: bool,
+    /// How each attempt was signed anew, when it was.
+    pub signed: Option<Signed>,
     /// Probe reads, when a probe was given.
     pub state: Option<StateTrace>,
     /// Wall time of the whole run: attempts, settle windows and the final wait.
     pub elapsed: std::time::Duration,
+}
+
+/// How a run signed its attempts anew, for the report to say: a refusal
+/// is read against the secret and the URL it names.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Signed {
+    /// The provider signed for.
+    pub provider: String,
+    /// Where the secret came from: `--secret`, a variable, the config file.
+    pub secret_from: String,
+    /// The URL signed, for a provider that signs it (Square, Twilio).
+    pub url: Option<String>,
+    /// The secret is sent as it is, as a GitLab hook's X-Gitlab-Token.
+    pub token: bool,
+}
+
+impl Signed {
+    /// The line the report gives it.
+    pub fn line(&self) -> String {
+        let Signed {
+            provider,
+            secret_from,
+            url,
+            token,
+        } = self;
+        match (token, url) {
+            (true, _) => format!("Each attempt sends the {provider} secret from {secret_from} as its token"),
+            (false, Some(url)) => {
+                format!("Each attempt signed anew with the {provider} secret from {secret_from}, over {url}")
+            }
+            (false, None) => format!("Each attempt signed anew with the {provider} secret from {secret_from}"),
+        }
+    }
 }
 
 impl Report {
@@ -287,6 +322,7 @@ impl Report {
             "times": self.times,
             "concurrency": self.concurrency,
             "fresh": self.fresh,
+            "signed": self.signed,
             "elapsed_ms": (self.elapsed.as_secs_f64() * 1_000_000.0).round() / 1000.0,
             "side_effects_checked": self.state.is_some(),
             "first_attempt_changed_state": self.first_attempt_changed_state(),
@@ -402,6 +438,7 @@ mod tests {
             times: 2,
             concurrency: 1,
             fresh: false,
+            signed: None,
             state: Some(StateTrace {
                 before: "rows: 0".into(),
                 steps: vec!["rows: 1".into(), state_after.into()],

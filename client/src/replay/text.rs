@@ -6,7 +6,7 @@ use portpreview_shared::provider::Provider;
 use portpreview_shared::sanitize::{escape_multiline, escape_str};
 
 use super::answers::{alone, distinct_answers, pair_to_show, side_by_side};
-use super::report::Report;
+use super::report::{Report, Signed};
 use super::verdict::{aligned, role_label};
 use crate::render::mask::shown_path;
 
@@ -38,10 +38,19 @@ impl Report {
         };
         let _ = writeln!(
             out,
-            "Replay of {whose}event {} → {} ({mode})\n",
+            "Replay of {whose}event {} → {} ({mode})",
             escape_str(&self.event_key),
             escape_str(&shown_path(&self.target, false))
         );
+        if let Some(signed) = &self.signed {
+            // A URL's credentials are masked here as in the line above.
+            let shown = Signed {
+                url: signed.url.as_deref().map(|url| shown_path(url, false).into_owned()),
+                ..signed.clone()
+            };
+            let _ = writeln!(out, "{}", escape_str(&shown.line()));
+        }
+        out.push('\n');
         let width = self.checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
         for check in &self.checks {
             let mark = if check.passed { '✓' } else { '✗' };
