@@ -59,7 +59,14 @@ fn delivery(i: u64, start_ms: i64) -> (NewDelivery, Outcome) {
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
-    let db = PathBuf::from(args.next().context("usage: fill_history <DB> [COUNT]")?);
+    // `--help` is no database to make.
+    let db = match args.next() {
+        Some(db) if !db.starts_with('-') => PathBuf::from(db),
+        _ => {
+            eprintln!("usage: fill_history <DB> [COUNT]");
+            std::process::exit(2);
+        }
+    };
     let count: u64 = match args.next() {
         Some(n) => n.parse().context("COUNT must be a number")?,
         None => 100_000,

@@ -39,7 +39,14 @@ fn delivery(n: u64) -> (NewDelivery, Outcome) {
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
-    let db = PathBuf::from(args.next().context("usage: tui_live_demo <DB> [PER_SECOND]")?);
+    // `--help` is no database to make.
+    let db = match args.next() {
+        Some(db) if !db.starts_with('-') => PathBuf::from(db),
+        _ => {
+            eprintln!("usage: tui_live_demo <DB> [PER_SECOND]");
+            std::process::exit(2);
+        }
+    };
     let per_second: u64 = args
         .next()
         .map_or(Ok(5), |n| n.parse())
