@@ -329,7 +329,7 @@ impl Fixture {
         for h in &self.headers {
             let value = h.bytes().map_err(anyhow::Error::msg)?;
             if http::HeaderName::from_bytes(h.name.as_bytes()).is_err() {
-                bail!("header name \"{}\" cannot be sent in a request: it is a token, with no spaces, colons or control characters", h.name);
+                bail!("header name \"{}\" cannot be sent in a request: header names are tokens, with no spaces, colons or control characters", h.name);
             }
             if http::HeaderValue::from_bytes(&value).is_err() {
                 bail!("the value of header \"{}\" cannot be sent in a request: it holds a line break or another control character", h.name);
