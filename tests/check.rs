@@ -1464,10 +1464,51 @@ fn check_sends_a_duplicate_unless_told_otherwise() {
     assert_eq!(bad.balance(), 2, "the fixture went out twice");
 }
 
+/// A queue a little slower than the reads: seen by no read but the last,
+/// which waits ten settle windows when nothing has moved, not three. Its
+/// first credit lands after the run would otherwise have ended.
+#[test]
+fn a_queue_worker_slower_than_the_steps_is_seen_moving_by_the_last_read() {
+    let project = Project::new();
+    let late = Handler::start(Behaviour::Deferred {
+        delay: std::time::Duration::from_secs(2),
+    });
+    let ran = project.check(
+        &[
+            "fixtures/stripe.json",
+            "--target",
+            &late.url(),
+            "--times",
+            "2",
+            "--check-url",
+            &late.state_url(),
+            "--settle",
+            "200ms",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(ran.code, 1, "never a pass: {}{}", ran.stdout, ran.stderr);
+    let json: Value = serde_json::from_str(&ran.stdout).unwrap();
+    let fixture = &json["fixtures"][0];
+    assert_eq!(fixture["verdict"], "inconclusive", "{json:#}");
+    let settled = fixture["checks"]
+        .as_array()
+        .and_then(|checks| checks.iter().find(|c| c["name"] == "state_settled"))
+        .expect("a state_settled check");
+    assert!(
+        settled["detail"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("the state still moved 2s after the last attempt")),
+        "{settled}"
+    );
+    assert_eq!(late.balance(), 1, "the handler dedups: one credit, once its queue ran");
+}
+
 #[test]
 fn a_queue_worker_slower_than_every_read_is_not_passed_in_silence() {
-    // It answers at once and credits 5 s later, every delivery, duplicates
-    // too: past every read a run with --settle 100ms takes.
+    // It answers at once, and dedups and credits 5 s later: past every
+    // read a run with --settle 100ms takes.
     let project = Project::new();
     let late = Handler::start(Behaviour::Deferred {
         delay: std::time::Duration::from_secs(5),
@@ -1494,7 +1535,7 @@ fn a_queue_worker_slower_than_every_read_is_not_passed_in_silence() {
         warnings.contains(
             "no read saw the state move, not even after attempt 1, and the handler is not known to have had this \
              event before"
-        ) && warnings.contains("later than the reads waited (--settle 100ms)"),
+        ) && warnings.contains("later than the reads waited (--settle 100ms, and 1s after the last attempt)"),
         "{json:#}"
     );
 }

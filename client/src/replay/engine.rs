@@ -143,6 +143,7 @@ impl Run<'_> {
     /// Reads the state, sends every attempt, and waits out the last settle.
     async fn all_steps(&mut self) -> Result<(), ReplayError> {
         let (plan, opts) = (self.plan, self.opts);
+        let had_the_event = self.had_the_event();
         if self.probe.is_some() {
             (self.progress)(Progress {
                 done: 0,
@@ -175,8 +176,12 @@ impl Run<'_> {
                 total: self.total,
                 phase: Phase::FinalWait,
             });
+            // Nothing seen to move, of an event the handler has not had
+            // (a fresh one never has): its work may simply come later.
+            self.trace.waited_long =
+                (opts.fresh || !had_the_event) && self.trace.steps.iter().all(|step| *step == self.trace.before);
             let last = self.trace.after().to_string();
-            let read = read_final(probe, opts.settle, &last).await;
+            let read = read_final(probe, self.trace.final_wait(opts.settle), &last).await;
             if let Some(moved_to) = self.unless_unreadable(read)? {
                 self.trace.moved_to = moved_to;
             }

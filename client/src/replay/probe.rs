@@ -26,6 +26,11 @@ pub const SETTLE_CAP_READS: u32 = 5;
 /// Windows waited after the last attempt before the final read.
 pub const FINAL_WAIT_FACTOR: u32 = 3;
 
+/// Windows waited instead when no read has seen the state move, of an
+/// event the handler is not known to have had: a queue slower than every
+/// read would otherwise pass unseen, its work landing after the run.
+pub const UNSEEN_FINAL_WAIT_FACTOR: u32 = SETTLE_CAP_FACTOR;
+
 /// What prints the handler's state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProbeSpec {
@@ -251,14 +256,16 @@ pub async fn read_settled<S: StateSource>(source: &mut S, settle: Duration) -> R
     }
 }
 
-/// After the last attempt: waits [`FINAL_WAIT_FACTOR`] settle windows and reads
-/// once more. Returns the new state when it moved.
+/// After the last attempt: waits `wait` (see [`StateTrace::final_wait`])
+/// and reads once more. Returns the new state when it moved.
+///
+/// [`StateTrace::final_wait`]: super::report::StateTrace::final_wait
 pub async fn read_final<S: StateSource>(
     source: &mut S,
-    settle: Duration,
+    wait: Duration,
     last: &str,
 ) -> Result<Option<String>, ProbeError> {
-    tokio::time::sleep(settle * FINAL_WAIT_FACTOR).await;
+    tokio::time::sleep(wait).await;
     let state = source.read().await?;
     Ok((!same_state(&state, last)).then_some(state))
 }

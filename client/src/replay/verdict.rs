@@ -264,9 +264,10 @@ pub fn nothing_seen_to_act(trace: &StateTrace, settle: Duration, attempts: &[Att
         format!(
             "no read saw the state move, not even after attempt 1, and the handler is not known to have had \
              this event before: either it does nothing the probe shows for this event, or it does its work \
-             later than the reads waited (--settle {}) and no duplicate could be seen repeating it; a longer \
-             --settle, or --fresh, which must see a new event act, tells the two apart",
-            portpreview_shared::duration::format_duration(settle)
+             later than the reads waited (--settle {}, and {} after the last attempt) and no duplicate could be \
+             seen repeating it; a longer --settle, or --fresh, which must see a new event act, tells the two apart",
+            portpreview_shared::duration::format_duration(settle),
+            portpreview_shared::duration::format_duration(trace.final_wait(settle))
         )
     })
 }
@@ -274,7 +275,7 @@ pub fn nothing_seen_to_act(trace: &StateTrace, settle: Duration, attempts: &[Att
 /// The state held still when it was judged: inconclusive otherwise.
 pub fn state_settled(trace: &StateTrace, settle: Duration, attempts: &[Attempt]) -> Check {
     let window = portpreview_shared::duration::format_duration(settle);
-    let wait = portpreview_shared::duration::format_duration(settle * super::probe::FINAL_WAIT_FACTOR);
+    let wait = portpreview_shared::duration::format_duration(trace.final_wait(settle));
     if let Some(detail) = late_first_effect(trace, attempts, &window) {
         return Check {
             name: STATE_SETTLED,

@@ -70,15 +70,19 @@ fn burst_unreadable(single: &Change, many: &Change, burst: usize, burst_reads: (
         // Without a side effect to count, a burst that acted twice looks
         // just like one that acted once: a `last_seen` replaced once or
         // three times reads alike.
-        let moved = if single.is_none() && many.is_none() {
-            "changed the state"
+        let (moved, queue) = if single.is_none() && many.is_none() {
+            // Nothing at all: a queue slower than every read looks so too.
+            (
+                "changed the state",
+                ", or, if it works from a queue, raise --settle past the queue's delay",
+            )
         } else {
-            "moved a count or added a line"
+            ("moved a count or added a line", "")
         };
         return Some(format!(
             "neither one new event nor a burst of {burst} {moved}, so the burst proved nothing: \
              point --check-url or --check-cmd at what the handler writes, or, if the handler dedups on a \
-             field --fresh did not renew and has seen it before, name that field with --fresh-field"
+             field --fresh did not renew and has seen it before, name that field with --fresh-field{queue}"
         ));
     }
     if many.is_none() {
