@@ -656,3 +656,41 @@ fn a_duplicate_that_changed_the_state_back_is_shown_changing_it() {
         check.detail
     );
 }
+
+/// A balance in wei moves by numbers as long as an ID, which counts leave
+/// out: a burst that credited it ten times is no pass, though the list of
+/// events beside it grew by one row, as for one delivery.
+#[test]
+fn a_burst_that_multiplied_an_amount_in_small_units_is_no_pass() {
+    let trace = settled_trace(
+        "balance: 1000000000000000000\nevents: evt_0\n",
+        &[
+            "balance: 2000000000000000000\nevents: evt_0\nevents: evt_a\n",
+            "balance: 12000000000000000000\nevents: evt_0\nevents: evt_a\nevents: evt_b\n",
+        ],
+    );
+    let check = burst_acts_once(&trace, 10).unwrap();
+    assert_eq!(
+        (check.name, check.passed),
+        (PROBE_SHOWS_EFFECTS, false),
+        "{}",
+        check.detail
+    );
+    assert!(
+        check.detail.contains(
+            "moved 10 times as far for a burst of 10 copies as for one new event (1000000000000000000 → \
+             2000000000000000000 → 12000000000000000000): if it is an amount, every copy acted on it"
+        ),
+        "{}",
+        check.detail
+    );
+    // Credited once, it passes.
+    let once = settled_trace(
+        "balance: 1000000000000000000\nevents: evt_0\n",
+        &[
+            "balance: 2000000000000000000\nevents: evt_0\nevents: evt_a\n",
+            "balance: 3000000000000000000\nevents: evt_0\nevents: evt_a\nevents: evt_b\n",
+        ],
+    );
+    assert!(burst_acts_once(&once, 10).unwrap().passed);
+}

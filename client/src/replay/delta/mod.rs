@@ -12,9 +12,11 @@ use portpreview_shared::text::counted;
 
 use token::{pair_one_to_one, tokens, Commas, Token, PLACEHOLDERS};
 
+mod large;
 mod multiplied;
 mod token;
 
+pub use large::{large_multiple, LargeMove};
 pub use multiplied::{multiplied_row, Multiplied};
 
 /// The change between two probe reads.

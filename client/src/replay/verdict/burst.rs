@@ -4,7 +4,9 @@ use portpreview_shared::text::counted;
 
 use super::shown::{excerpt, shown_change};
 use super::{BURST_ACTS_ONCE, PROBE_SHOWS_EFFECTS};
-use crate::replay::delta::{changes, framing, moves_alike, multiple, multiplied_row, Change, Multiplied};
+use crate::replay::delta::{
+    changes, framing, large_multiple, moves_alike, multiple, multiplied_row, Change, LargeMove, Multiplied,
+};
 use crate::replay::report::{Check, StateTrace};
 
 /// Check 3 (`--fresh`): a burst of one new event changed the state as one delivery did.
@@ -33,6 +35,11 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
         return failed(BURST_ACTS_ONCE, multiplied_detail(&row, burst, &copies));
     }
     if moves_alike(before, after_baseline, after_burst) {
+        // Counts moved alike, but a number too large to count for sure
+        // did not: an amount in micros or wei the copies each added to.
+        if let Some(large) = large_multiple(before, after_baseline, after_burst, burst) {
+            return failed(PROBE_SHOWS_EFFECTS, large_detail(&large, burst, &copies));
+        }
         return Some(Check {
             name: BURST_ACTS_ONCE,
             passed: true,
@@ -127,6 +134,24 @@ fn multiplied_detail(row: &Multiplied, burst: usize, copies: &str) -> String {
         excerpt(&row.all, 0),
         excerpt(&row.one, 0),
         row.times,
+    )
+}
+
+/// A number as large as a clock or an ID, which the counts leave out,
+/// moved a whole multiple as far by the burst: an amount in small units
+/// that several copies added to, most likely, but no count for sure.
+fn large_detail(large: &LargeMove, burst: usize, copies: &str) -> String {
+    let [before, one, all] = large.values;
+    let acted = match large.times {
+        k if k == burst => "every copy acted on it".to_owned(),
+        k => format!("{k} of the {burst} copies acted on it, a check-then-insert race"),
+    };
+    format!(
+        "the counts moved as one delivery's did, but a number too large to tell from a clock or an ID moved {} \
+         times as far for a burst of {copies} as for one new event ({before} → {one} → {all}): if it is an \
+         amount, {acted}; have the probe print it in larger units (dollars, not micros), or a count per event, \
+         for the run to judge it",
+        large.times
     )
 }
 
