@@ -233,6 +233,54 @@ async fn a_handler_crashing_on_a_kept_alive_connection_is_said_to_have_perhaps_c
     );
 }
 
+/// A replay attempt whose handler crashed on it, past the first, is told
+/// as the tunnel tells it: a close where the answer was due.
+#[tokio::test]
+async fn a_replay_attempt_the_handler_crashed_on_is_said_to_be_perhaps_a_crash() {
+    let relay = TestRelay::start().await;
+    let handler = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let port = handler.local_addr().expect("its address").port();
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let _serving = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+        while let Ok((mut socket, _)) = handler.accept().await {
+            let served = served.clone();
+            tokio::spawn(async move {
+                while read_request(&mut socket).await.is_some() {
+                    // The delivery and two replay attempts; the third crashes it.
+                    if served.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 3 {
+                        return;
+                    }
+                    let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+                    if tokio::io::AsyncWriteExt::write_all(&mut socket, ok).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    }));
+    let target = format!("http://127.0.0.1:{port}");
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &target).await;
+    let reply = caller::post(&tunnel.url("/hook"), "{}").await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let (summary, _) = tunnel.next_delivery().await;
+
+    let ran = portpreview_async(
+        &tunnel.db,
+        &["replay", &summary.id.to_string(), "--times", "3", "--json"],
+    )
+    .await;
+    let json = ran.json();
+    let third = &json["attempts"][2];
+    assert!(third["status"].is_null(), "{json:#}");
+    assert!(
+        third["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("(it closed the connection before answering, as a handler that crashed")),
+        "{json:#}"
+    );
+    tunnel.stop().await.expect("the tunnel stops cleanly");
+}
+
 /// An `https://` target on a port that takes every connection and never
 /// says a word (a stuck handler), until the handle is dropped.
 async fn silent_port() -> (String, tokio_util::task::AbortOnDropHandle<()>) {

@@ -335,7 +335,7 @@ const DID_NOT_ANSWER: &str = "did not answer";
 
 impl Connection {
     /// Why an attempt got no answer, with a hint when a plain `http://`
-    /// handler seems to speak TLS.
+    /// handler seems to speak TLS, or to have crashed on the request.
     fn no_answer(&self, err: &hyper::Error) -> String {
         let authority = self.endpoint.authority();
         let sign = (self.fresh && !self.answered_once)
@@ -350,6 +350,11 @@ impl Connection {
                 };
                 let to_https = format!("give {} an https:// URL: {}", self.aimed_by, https.url(""));
                 format!("{said} ({})", sign.hint(&to_https))
+            }
+            // Past its first answer, a handler serves no HTTPS: a close
+            // where the answer was due is most likely a crash on the request.
+            None if crate::local_tls::closed_unanswered(err) => {
+                format!("{said} ({})", crate::local_tls::CLOSED_UNANSWERED)
             }
             None => said,
         }
