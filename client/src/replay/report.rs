@@ -491,6 +491,19 @@ mod tests {
     }
 
     #[test]
+    fn duplicates_rate_limited_are_told_as_a_rate_limit() {
+        let mut limited = report("rows: 1");
+        limited.attempts[1].answer.status = Some(429);
+        let check = crate::replay::verdict::answers_2xx(&limited.attempts, false);
+        assert_eq!(
+            check.detail,
+            "attempt 2 answered 429: 429 is a rate limit, and the provider reads it as a failed delivery and \
+             retries it: a provider's retries and bursts come close together, so a webhook endpoint answers them \
+             2xx rather than limit them"
+        );
+    }
+
+    #[test]
     fn json_carries_the_contract_fields() {
         let json = report("rows: 1").to_json();
         assert_eq!(json["idempotent"], false);

@@ -97,6 +97,10 @@ pub fn answers_2xx(attempts: &[Attempt], signature_void: bool) -> Check {
         .any(|a| a.answer.status.is_some() && a.answer.error.is_some())
     {
         "most HTTP clients take an answer cut short for a failed request, and the provider retries the delivery"
+    } else if (attempts.iter().filter(|a| !a.succeeded())).all(|a| a.answer.status == Some(429)) {
+        // A rate limit reads like load, not like the duplicate it refused.
+        "429 is a rate limit, and the provider reads it as a failed delivery and retries it: a provider's \
+         retries and bursts come close together, so a webhook endpoint answers them 2xx rather than limit them"
     } else {
         "the provider reads anything but a 2xx answer as a failed delivery and retries it"
     };
