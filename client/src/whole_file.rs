@@ -37,22 +37,35 @@ impl Access {
     }
 }
 
+/// What writes a file's content to the writer it is given. It may be
+/// called again, from the start, when a first place to write failed, so
+/// it writes the same each time: an export renders deliveries one at a
+/// time as it goes, never the whole file in memory.
+pub type Fill<'a> = &'a mut dyn FnMut(&mut dyn Write) -> io::Result<()>;
+
 /// Writes `bytes` to `path`. On failure the path holds what it held
 /// before: nothing, for [`Existing::Refuse`], or the file it replaced.
 pub fn write(path: &Path, bytes: &[u8], existing: Existing, access: Access) -> io::Result<()> {
+    write_with(path, existing, access, &mut |out| out.write_all(bytes))
+}
+
+/// [`write`] with the content written by `fill` as it is made.
+pub fn write_with(path: &Path, existing: Existing, access: Access, fill: Fill<'_>) -> io::Result<()> {
     if let Some(stream) = standard_stream(path).filter(|_| existing == Existing::Replace) {
-        return stream.write_all(bytes);
+        return stream.write_with(fill);
     }
     match existing {
-        Existing::Refuse => create(path, bytes, access),
+        Existing::Refuse => create(path, fill, access),
         // A device or a pipe (`-o /dev/stdout`, `-o >(gzip)`) holds nothing
         // to keep, and is written where it is named: a rename would put a
         // file where it stood, and the link that names a pipe
         // (`/proc/self/fd/1`) leads to no path to put one beside.
         Existing::Replace if std::fs::metadata(path).is_ok_and(|meta| !meta.is_file() && !meta.is_dir()) => {
-            access.options().write(true).truncate(true).open(path)?.write_all(bytes)
+            let mut out = io::BufWriter::new(access.options().write(true).truncate(true).open(path)?);
+            fill(&mut out)?;
+            out.flush()
         }
-        Existing::Replace => replace(&followed(path), bytes, access),
+        Existing::Replace => replace(&followed(path), fill, access),
     }
 }
 
@@ -66,14 +79,14 @@ pub enum StdStream {
 }
 
 impl StdStream {
-    fn write_all(self, bytes: &[u8]) -> io::Result<()> {
+    fn write_with(self, fill: Fill<'_>) -> io::Result<()> {
         match self {
             StdStream::Out => {
-                let mut out = io::stdout().lock();
-                out.write_all(bytes)?;
+                let mut out = io::BufWriter::new(io::stdout().lock());
+                fill(&mut out)?;
                 out.flush()
             }
-            StdStream::Err => io::stderr().lock().write_all(bytes),
+            StdStream::Err => fill(&mut io::stderr().lock()),
         }
     }
 }
@@ -127,11 +140,11 @@ pub fn fifo_once_read(path: &Path) -> io::Result<Option<File>> {
 
 /// Writes a file that must not exist yet: whole beside it, then linked
 /// in under its name, which fails if the name was taken meanwhile.
-fn create(path: &Path, bytes: &[u8], access: Access) -> io::Result<()> {
+fn create(path: &Path, fill: Fill<'_>, access: Access) -> io::Result<()> {
     if path.symlink_metadata().is_ok() {
         return Err(io::Error::new(io::ErrorKind::AlreadyExists, "file exists"));
     }
-    let temp = whole_beside(path, bytes, access, None)?;
+    let temp = whole_beside(path, fill, access, None)?;
     let linked = std::fs::hard_link(&temp, path);
     let _ = std::fs::remove_file(&temp);
     match linked {
@@ -139,7 +152,7 @@ fn create(path: &Path, bytes: &[u8], access: Access) -> io::Result<()> {
         // again if it cannot be finished.
         Err(err) if err.kind() != io::ErrorKind::AlreadyExists && path.symlink_metadata().is_err() => {
             let file = access.options().write(true).create_new(true).open(path)?;
-            let done = finish(&file, bytes, None);
+            let done = finish(&file, fill, None);
             if done.is_err() {
                 let _ = std::fs::remove_file(path);
             }
@@ -149,15 +162,15 @@ fn create(path: &Path, bytes: &[u8], access: Access) -> io::Result<()> {
     }
 }
 
-fn replace(path: &Path, bytes: &[u8], access: Access) -> io::Result<()> {
+fn replace(path: &Path, fill: Fill<'_>, access: Access) -> io::Result<()> {
     let before = std::fs::metadata(path).ok();
     // The replaced file's mode carries over, as it did when files were
     // rewritten in place.
-    let temp = match whole_beside(path, bytes, access, before.as_ref().map(std::fs::Metadata::permissions)) {
+    let temp = match whole_beside(path, fill, access, before.as_ref().map(std::fs::Metadata::permissions)) {
         Ok(temp) => temp,
         // A file the user may write in a folder they may not add to.
         Err(err) if err.kind() == io::ErrorKind::PermissionDenied && before.is_some() => {
-            return overwrite(path, bytes);
+            return overwrite(path, fill);
         }
         Err(err) => return Err(err),
     };
@@ -168,15 +181,15 @@ fn replace(path: &Path, bytes: &[u8], access: Access) -> io::Result<()> {
     renamed
 }
 
-/// Writes `bytes` to a new file beside `path`, given `permissions` if
-/// any, and returns the name it was given once whole.
-fn whole_beside(path: &Path, bytes: &[u8], access: Access, permissions: Option<Permissions>) -> io::Result<PathBuf> {
+/// Writes what `fill` writes to a new file beside `path`, given
+/// `permissions` if any, and returns the name it was given once whole.
+fn whole_beside(path: &Path, fill: Fill<'_>, access: Access, permissions: Option<Permissions>) -> io::Result<PathBuf> {
     #[cfg(target_os = "linux")]
-    if let Some(named) = unnamed_beside(path, bytes, access, permissions.clone()) {
+    if let Some(named) = unnamed_beside(path, fill, access, permissions.clone()) {
         return named;
     }
     let (temp, file) = temp_beside(path, access)?;
-    let done = finish(&file, bytes, permissions);
+    let done = finish(&file, fill, permissions);
     if let Err(err) = done {
         let _ = std::fs::remove_file(&temp);
         return Err(err);
@@ -191,7 +204,7 @@ fn whole_beside(path: &Path, bytes: &[u8], access: Access, permissions: Option<P
 #[cfg(target_os = "linux")]
 fn unnamed_beside(
     path: &Path,
-    bytes: &[u8],
+    fill: Fill<'_>,
     access: Access,
     permissions: Option<Permissions>,
 ) -> Option<io::Result<PathBuf>> {
@@ -207,7 +220,7 @@ fn unnamed_beside(
         .custom_flags(rustix::fs::OFlags::TMPFILE.bits() as i32)
         .open(folder)
         .ok()?;
-    if let Err(err) = finish(&file, bytes, permissions) {
+    if let Err(err) = finish(&file, fill, permissions) {
         return Some(Err(err));
     }
     let unnamed = format!("/proc/self/fd/{}", file.as_raw_fd());
@@ -228,11 +241,14 @@ fn unnamed_beside(
 }
 
 /// Rewrites the existing file at `path` in place, once the room for
-/// `bytes` is allocated: a full disk refuses before a byte is changed.
-fn overwrite(path: &Path, bytes: &[u8]) -> io::Result<()> {
+/// what `fill` writes is allocated: a full disk refuses before a byte is
+/// changed. The content is made in memory first, to know its size.
+fn overwrite(path: &Path, fill: Fill<'_>) -> io::Result<()> {
+    let mut bytes = Vec::new();
+    fill(&mut bytes)?;
     let mut file = OpenOptions::new().write(true).open(path)?;
     allocate(&file, bytes.len())?;
-    file.write_all(bytes)?;
+    file.write_all(&bytes)?;
     file.set_len(bytes.len() as u64)?;
     file.sync_all()
 }
@@ -256,12 +272,15 @@ fn allocate(_file: &File, _len: usize) -> io::Result<()> {
     Ok(())
 }
 
-/// Gives the new `file` its `permissions`, writes `bytes` to it and syncs them.
-fn finish(mut file: &File, bytes: &[u8], permissions: Option<Permissions>) -> io::Result<()> {
+/// Gives the new `file` its `permissions`, writes what `fill` writes to
+/// it and syncs it.
+fn finish(file: &File, fill: Fill<'_>, permissions: Option<Permissions>) -> io::Result<()> {
     if let Some(permissions) = permissions {
         file.set_permissions(permissions)?;
     }
-    file.write_all(bytes)?;
+    let mut out = io::BufWriter::new(file);
+    fill(&mut out)?;
+    out.flush()?;
     file.sync_all()
 }
 
@@ -354,7 +373,7 @@ mod tests {
         let dir = ScratchDir::new("whole-file");
         let path = dir.0.join("big.har");
         let bytes = vec![b'x'; 1 << 20];
-        let temp = unnamed_beside(&path, &bytes, Access::Private, None)
+        let temp = unnamed_beside(&path, &mut |out| out.write_all(&bytes), Access::Private, None)
             .expect("a temporary file system takes O_TMPFILE")
             .unwrap();
         assert_eq!(std::fs::read(&temp).unwrap(), bytes);
@@ -421,7 +440,7 @@ mod tests {
         let dir = ScratchDir::new("whole-file");
         let path = dir.0.join("report.xml");
         std::fs::write(&path, "a longer old report").unwrap();
-        overwrite(&path, b"new").unwrap();
+        overwrite(&path, &mut |out| out.write_all(b"new")).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
     }
 

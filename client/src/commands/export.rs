@@ -9,7 +9,8 @@ use anyhow::Context;
 
 use crate::commands::guard::refuse_to_overwrite_a_database;
 use crate::commands::show::{fetch, parse_id};
-use crate::render::export::{export, export_together};
+use crate::render;
+use crate::render::export::{export, write_together};
 use crate::store::{Delivery, NewDelivery};
 use crate::whole_file::{self, Access, Existing};
 
@@ -54,27 +55,30 @@ pub fn run(mut args: Args, db: &Path, db_named: bool) -> anyhow::Result<ExitCode
         ));
     }
     let store = super::open_history(db)?;
-    // All read before anything is written: a mistyped id leaves no export half done.
-    let deliveries = args
-        .ids
-        .iter()
-        .map(|id| fetch(&store, *id, db))
-        .collect::<anyhow::Result<Vec<_>>>()?;
     let (format, target) = (args.format, args.target.as_deref());
+    // Every one read and checked before anything is written, one at a
+    // time: a mistyped id, or a body stored cut short, leaves no export
+    // half done, and an export of large bodies is never held whole.
+    let exported = (args.ids.iter())
+        .map(|&id| {
+            let delivery = fetch(&store, id, db)?;
+            render::export::check(&delivery, format, target)?;
+            Ok(Exported::of(&delivery, format))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut read = |id| fetch(&store, id, db).map_err(std::io::Error::other);
     match args.output.as_deref().filter(|path| *path != Path::new("-")) {
         Some(folder) if is_a_folder(folder) => {
-            let paths: Vec<PathBuf> = deliveries.iter().map(|d| folder.join(format.file_name(d.id))).collect();
+            let paths: Vec<PathBuf> = args.ids.iter().map(|&id| folder.join(format.file_name(id))).collect();
             for path in &paths {
                 may_write(path, db, Existing::Refuse)?;
             }
-            // All rendered before any is written: one that cannot be (a body
-            // stored cut short) leaves no export half done.
-            let texts = deliveries
-                .iter()
-                .map(|d| export(d, format, target, args.reveal))
-                .collect::<anyhow::Result<Vec<_>>>()?;
-            for (n, (path, text)) in paths.iter().zip(&texts).enumerate() {
-                if let Err(err) = write_file(path, text, Existing::Refuse) {
+            for (n, (path, &id)) in paths.iter().zip(&args.ids).enumerate() {
+                let written = read(id)
+                    .map_err(anyhow::Error::from)
+                    .and_then(|delivery| export(&delivery, format, target, args.reveal))
+                    .and_then(|text| write_file(path, Existing::Refuse, &mut |out| out.write_all(text.as_bytes())));
+                if let Err(err) = written {
                     // All or none, so that the same command can be run
                     // again once the cause is mended.
                     for written in &paths[..n] {
@@ -83,33 +87,58 @@ pub fn run(mut args: Args, db: &Path, db_named: bool) -> anyhow::Result<ExitCode
                     return Err(err);
                 }
             }
-            for (path, delivery) in paths.iter().zip(&deliveries) {
-                wrote(&which([delivery]), format.what(), path);
+            for (path, one) in paths.iter().zip(&exported) {
+                wrote(&which(std::slice::from_ref(one)), format.what(), path);
             }
         }
         Some(path) => {
-            let text = export_together(&deliveries, format, target, args.reveal)?;
+            render::export::check_together(args.ids.len(), format)?;
             may_write(path, db, Existing::Replace)?;
-            write_file(path, &text, Existing::Replace)?;
+            write_file(path, Existing::Replace, &mut |out| {
+                write_together(out, &args.ids, &mut read, format, target, args.reveal)
+            })?;
             let what = match format {
-                Format::Curl if deliveries.len() > 1 => "curl commands",
+                Format::Curl if args.ids.len() > 1 => "curl commands",
                 _ => format.what(),
             };
-            wrote(&which(&deliveries), what, path);
+            wrote(&which(&exported), what, path);
         }
-        None => std::io::stdout()
-            .lock()
-            .write_all(export_together(&deliveries, format, target, args.reveal)?.as_bytes())
-            .context("cannot write to stdout")?,
+        None => {
+            render::export::check_together(args.ids.len(), format)?;
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            write_together(&mut out, &args.ids, &mut read, format, target, args.reveal)
+                .and_then(|()| out.flush())
+                .context("cannot write to stdout")?
+        }
     }
     let portpreview = super::portpreview_command(db, db_named);
-    note_replay_attempts(&deliveries, &portpreview);
-    if format == Format::Curl {
-        for delivery in &deliveries {
-            warn_of_a_stale_signature(&delivery.request, delivery.id);
-        }
+    note_replay_attempts(&exported, &portpreview);
+    for stale in exported.iter().filter_map(|one| one.stale.as_deref()) {
+        crate::to_stderr(format_args!("warning: {stale}\n"));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the notes after an export say of one delivery, kept from its
+/// check so that its body need not be.
+struct Exported {
+    id: i64,
+    /// The delivery it is a replay attempt of, if it is one.
+    replay_of: Option<i64>,
+    /// Why a curl command's recorded signature is refused by now.
+    stale: Option<String>,
+}
+
+impl Exported {
+    fn of(delivery: &Delivery, format: Format) -> Self {
+        Exported {
+            id: delivery.id,
+            replay_of: delivery.request.replay_of,
+            stale: (format == Format::Curl)
+                .then(|| stale_signature(&delivery.request, delivery.id))
+                .flatten(),
+        }
+    }
 }
 
 /// True when `-o` names a folder: one that exists, or a path ending in
@@ -129,14 +158,14 @@ fn may_write(path: &Path, db: &Path, existing: Existing) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes `text` to `path`, which [`may_write`] allowed, its folders made
-/// as needed: whole, or not at all.
-fn write_file(path: &Path, text: &str, existing: Existing) -> anyhow::Result<()> {
+/// Writes what `fill` writes to `path`, which [`may_write`] allowed, its
+/// folders made as needed: whole, or not at all.
+fn write_file(path: &Path, existing: Existing, fill: whole_file::Fill<'_>) -> anyhow::Result<()> {
     if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         crate::private_file::create_folders(folder).with_context(|| format!("cannot write {}", shown(path)))?;
     }
     // A fixture keeps secrets as received, so replay can send them.
-    whole_file::write(path, text.as_bytes(), existing, Access::Private)
+    whole_file::write_with(path, existing, Access::Private, fill)
         .with_context(|| format!("cannot write {}", shown(path)))
 }
 
@@ -156,7 +185,7 @@ const IDS_NAMED: usize = 8;
 
 /// `delivery #12`, `deliveries #12 and #15`, `deliveries #12, #15 and #18`;
 /// of many, `100 deliveries: #1, #2, #3, … and #100`, on one line.
-fn which<'a>(deliveries: impl IntoIterator<Item = &'a Delivery>) -> String {
+fn which<'a>(deliveries: impl IntoIterator<Item = &'a Exported>) -> String {
     let ids: Vec<String> = deliveries.into_iter().map(|d| format!("#{}", d.id)).collect();
     match ids.as_slice() {
         [one] => format!("delivery {one}"),
@@ -175,10 +204,10 @@ fn which<'a>(deliveries: impl IntoIterator<Item = &'a Delivery>) -> String {
 /// mistake is what PortPreview sent the handler (its Host the target's,
 /// perhaps re-signed or edited), not what the caller sent. Said once for
 /// all of them: a range of IDs may hold dozens.
-fn note_replay_attempts(deliveries: &[Delivery], portpreview: &str) {
-    let attempts: Vec<&Delivery> = deliveries.iter().filter(|d| d.request.replay_of.is_some()).collect();
-    let originals: std::collections::BTreeSet<i64> = attempts.iter().filter_map(|d| d.request.replay_of).collect();
-    let Some(original) = attempts.first().and_then(|d| d.request.replay_of) else {
+fn note_replay_attempts(deliveries: &[Exported], portpreview: &str) {
+    let attempts: Vec<&Exported> = deliveries.iter().filter(|d| d.replay_of.is_some()).collect();
+    let originals: std::collections::BTreeSet<i64> = attempts.iter().filter_map(|d| d.replay_of).collect();
+    let Some(original) = attempts.first().and_then(|d| d.replay_of) else {
         return;
     };
     let (attempted, sent) = match attempts.as_slice() {
@@ -196,23 +225,21 @@ fn note_replay_attempts(deliveries: &[Delivery], portpreview: &str) {
     crate::to_stderr(format_args!("note: {said}\n"));
 }
 
-/// The curl command carries the recorded signature: past what its provider
-/// accepts, the handler's refusal must not read as a bug in the handler.
-fn warn_of_a_stale_signature(request: &NewDelivery, id: i64) {
-    let too_old = crate::replay::provider_of(request).and_then(|provider| {
-        crate::replay::signature_too_old(
-            provider,
-            &request.request_headers,
-            &request.request_body,
-            SystemTime::now(),
-        )
-    });
-    if let Some(too_old) = too_old {
-        crate::to_stderr(format_args!(
-            "warning: {too_old}: a handler that checks signatures refuses this command's request; \
-             `portpreview replay {id} --resign` sends it signed anew\n"
-        ));
-    }
+/// Why the recorded signature a curl command carries is refused by now,
+/// past what its provider accepts: the handler's refusal must not read as
+/// a bug in the handler.
+fn stale_signature(request: &NewDelivery, id: i64) -> Option<String> {
+    let provider = crate::replay::provider_of(request)?;
+    let too_old = crate::replay::signature_too_old(
+        provider,
+        &request.request_headers,
+        &request.request_body,
+        SystemTime::now(),
+    )?;
+    Some(format!(
+        "{too_old}: a handler that checks signatures refuses this command's request; \
+         `portpreview replay {id} --resign` sends it signed anew"
+    ))
 }
 
 #[cfg(test)]
@@ -222,7 +249,10 @@ mod tests {
 
     #[test]
     fn many_ids_are_named_by_the_first_few_and_the_last() {
-        let named = |ids: std::ops::RangeInclusive<i64>| which(&ids.map(test_delivery).collect::<Vec<_>>());
+        let named = |ids: std::ops::RangeInclusive<i64>| {
+            let exported: Vec<Exported> = ids.map(|id| Exported::of(&test_delivery(id), Format::Json)).collect();
+            which(&exported)
+        };
         assert_eq!(named(12..=12), "delivery #12");
         assert_eq!(named(1..=3), "deliveries #1, #2 and #3");
         assert_eq!(named(1..=8), "deliveries #1, #2, #3, #4, #5, #6, #7 and #8");

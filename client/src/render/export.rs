@@ -1,6 +1,8 @@
 //! A delivery written out for another tool, as `portpreview export` and the
 //! TUI's `e` both write it: one function, so the two never drift apart.
 
+use std::io::{self, Write};
+
 use anyhow::bail;
 
 use crate::fixture::Fixture;
@@ -71,48 +73,96 @@ pub fn export(delivery: &Delivery, format: Format, target: Option<&str>, reveal:
             }
             fixture.to_json()
         }
-        Format::Har => har_file(std::slice::from_ref(delivery), target, reveal)?,
+        Format::Har => har_file(delivery, target, reveal)?,
         Format::Curl => curl_command(delivery, target)?,
     })
 }
 
-/// Deliveries in one file: one as [`export`] writes it; several as a HAR
-/// log with an entry each, in the order given, or a shell script of their
-/// curl commands, which sends them one after another. A fixture holds one
-/// delivery, so several have no JSON file.
-pub fn export_together(
-    deliveries: &[Delivery],
+/// Why `delivery` cannot be exported in `format` aimed at `target`, if it
+/// cannot: what [`export`] would fail on, found without rendering it, so
+/// that every delivery of an export is checked before a byte is written.
+pub fn check(delivery: &Delivery, format: Format, target: Option<&str>) -> anyhow::Result<()> {
+    refuse_a_cut_body(delivery, format)?;
+    let r = &delivery.request;
+    resolve_target(&r.target, target, &r.path)?;
+    Ok(())
+}
+
+/// Whether `count` deliveries go into one file of `format`: a fixture
+/// holds one, so several have no JSON file.
+pub fn check_together(count: usize, format: Format) -> anyhow::Result<()> {
+    if count > 1 && format == Format::Json {
+        bail!(
+            "a fixture holds one delivery; export several to a folder, one fixture each: -o a folder there already, or a path ending in /"
+        );
+    }
+    Ok(())
+}
+
+/// Writes the deliveries `ids` names to `out` as one file, each read with
+/// `read` only when its turn comes, so that an export of many large
+/// bodies holds one at a time: one as [`export`] writes it; several as a
+/// HAR log with an entry each, in the order given, or a shell script of
+/// their curl commands, which sends them one after another. The caller
+/// has run [`check`] and [`check_together`] over them.
+pub fn write_together(
+    out: &mut dyn Write,
+    ids: &[i64],
+    read: &mut dyn FnMut(i64) -> io::Result<Delivery>,
     format: Format,
     target: Option<&str>,
     reveal: bool,
-) -> anyhow::Result<String> {
-    if let [delivery] = deliveries {
-        return export(delivery, format, target, reveal);
+) -> io::Result<()> {
+    if let [id] = ids {
+        return out.write_all(
+            export(&read(*id)?, format, target, reveal)
+                .map_err(io::Error::other)?
+                .as_bytes(),
+        );
     }
     match format {
-        Format::Json => bail!(
-            "a fixture holds one delivery; export several to a folder, one fixture each: -o a folder there already, or a path ending in /"
-        ),
-        Format::Har => har_file(deliveries, target, reveal),
+        Format::Json => Err(io::Error::other("a fixture holds one delivery")),
+        Format::Har => {
+            // The log around its entries, as the whole document prints it.
+            let empty = super::json::to_terminal_text(&super::har::document(Vec::new()));
+            let (head, tail) = empty
+                .split_once(EMPTY_ENTRIES)
+                .ok_or_else(|| io::Error::other("a HAR log without its entries"))?;
+            write!(out, "{head}\"entries\": ")?;
+            let entries = ids.iter().map(|&id| {
+                let d = read(id)?;
+                let r = &d.request;
+                let url = aimed_url(&r.target, target, &r.path).map_err(io::Error::other)?;
+                Ok(super::har::entry(&d, &url, reveal))
+            });
+            let opened = super::json::write_terminal_items_at(out, entries, ENTRIES_DEPTH)?;
+            super::json::close_terminal_array_at(out, opened, ENTRIES_DEPTH)?;
+            writeln!(out, "{tail}")
+        }
         Format::Curl => {
-            let mut script = String::new();
-            for delivery in deliveries {
-                refuse_a_cut_body(delivery, format)?;
-                if !script.is_empty() {
-                    script.push('\n');
+            for (n, &id) in ids.iter().enumerate() {
+                let delivery = read(id)?;
+                if n > 0 {
+                    writeln!(out)?;
                 }
                 // Only the id: a path or event key is the caller's text,
                 // and a newline in it would end the comment.
-                script.push_str(&format!("# PortPreview delivery #{}\n", delivery.id));
-                script.push_str(&curl_command(delivery, target)?);
+                writeln!(out, "# PortPreview delivery #{}", delivery.id)?;
+                out.write_all(curl_command(&delivery, target).map_err(io::Error::other)?.as_bytes())?;
                 // An answer seldom ends its line: without this, the next
                 // one would be printed on the same line.
-                script.push_str("echo\n");
+                writeln!(out, "echo")?;
             }
-            Ok(script)
+            Ok(())
         }
     }
 }
+
+/// How a HAR log with no entries prints them.
+const EMPTY_ENTRIES: &str = "\"entries\": []";
+
+/// How deep a HAR log's entries are: in the array under `log`.
+const ENTRIES_DEPTH: usize = 3;
 
 /// A fixture or curl command sends the request again, so a request stored
 /// cut short is refused in both: either would send another body under the
@@ -138,17 +188,12 @@ fn refuse_a_cut_body(delivery: &Delivery, format: Format) -> anyhow::Result<()> 
     )
 }
 
-fn har_file(deliveries: &[Delivery], target: Option<&str>, reveal: bool) -> anyhow::Result<String> {
-    let entries = deliveries
-        .iter()
-        .map(|d| {
-            let r = &d.request;
-            Ok(super::har::entry(d, &aimed_url(&r.target, target, &r.path)?, reveal))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+fn har_file(delivery: &Delivery, target: Option<&str>, reveal: bool) -> anyhow::Result<String> {
+    let r = &delivery.request;
+    let entry = super::har::entry(delivery, &aimed_url(&r.target, target, &r.path)?, reveal);
     Ok(format!(
         "{}\n",
-        super::json::to_terminal_text(&super::har::document(entries))
+        super::json::to_terminal_text(&super::har::document(vec![entry]))
     ))
 }
 
@@ -174,5 +219,28 @@ mod tests {
             assert!(err.starts_with("delivery #31 was cut short after 6 bytes: "), "{err}");
         }
         assert!(export(&d, Format::Har, None, false).is_ok());
+    }
+
+    /// Written an entry at a time, a HAR log of several deliveries is the
+    /// document they make together, byte for byte.
+    #[test]
+    fn a_har_log_written_as_it_is_read_is_the_whole_document() {
+        let deliveries = [test_delivery(3), test_delivery(9)];
+        let mut read = |id: i64| {
+            (deliveries.iter().find(|d| d.id == id).cloned()).ok_or_else(|| io::Error::other("no such delivery"))
+        };
+        let mut written = Vec::new();
+        write_together(&mut written, &[9, 3], &mut read, Format::Har, None, false).unwrap();
+        let entries = [9, 3]
+            .map(|id| {
+                let d = read(id).unwrap();
+                super::super::har::entry(&d, &aimed_url(&d.request.target, None, &d.request.path).unwrap(), false)
+            })
+            .to_vec();
+        let whole = format!(
+            "{}\n",
+            super::super::json::to_terminal_text(&super::super::har::document(entries))
+        );
+        assert_eq!(String::from_utf8(written).unwrap(), whole);
     }
 }

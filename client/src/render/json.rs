@@ -156,17 +156,29 @@ pub fn write_terminal_items<T: Serialize>(
     out: &mut impl std::io::Write,
     items: impl IntoIterator<Item = T>,
 ) -> std::io::Result<bool> {
+    write_terminal_items_at(out, items.into_iter().map(Ok), 1)
+}
+
+/// [`write_terminal_items`] of an array `depth` levels into a document
+/// (1 for a document that is the array), each item made as its turn
+/// comes, which may fail: the array is left open then.
+pub fn write_terminal_items_at<T: Serialize>(
+    out: &mut (impl std::io::Write + ?Sized),
+    items: impl IntoIterator<Item = std::io::Result<T>>,
+    depth: usize,
+) -> std::io::Result<bool> {
+    let indent = "  ".repeat(depth);
     let mut items = items.into_iter().peekable();
     if items.peek().is_none() {
         return Ok(false);
     }
     out.write_all(b"[\n")?;
     while let Some(item) = items.next() {
-        for (n, line) in to_terminal_text(&item).lines().enumerate() {
+        for (n, line) in to_terminal_text(&item?).lines().enumerate() {
             if n > 0 {
                 out.write_all(b"\n")?;
             }
-            out.write_all(b"  ")?;
+            out.write_all(indent.as_bytes())?;
             out.write_all(line.as_bytes())?;
         }
         out.write_all(if items.peek().is_some() { b",\n" } else { b"\n" })?;
@@ -177,7 +189,21 @@ pub fn write_terminal_items<T: Serialize>(
 /// Ends an array [`write_terminal_items`] began (`opened`), or writes an
 /// empty one.
 pub fn close_terminal_array(out: &mut impl std::io::Write, opened: bool) -> std::io::Result<()> {
-    out.write_all(if opened { b"]\n" } else { b"[]\n" })
+    close_terminal_array_at(out, opened, 1)?;
+    out.write_all(b"\n")
+}
+
+/// [`close_terminal_array`] of an array `depth` levels into a document,
+/// without the line's end: what follows it may be `,`.
+pub fn close_terminal_array_at(
+    out: &mut (impl std::io::Write + ?Sized),
+    opened: bool,
+    depth: usize,
+) -> std::io::Result<()> {
+    match opened {
+        true => write!(out, "{}]", "  ".repeat(depth - 1)),
+        false => out.write_all(b"[]"),
+    }
 }
 
 /// One-line JSON that is also safe on a terminal, escaped as
