@@ -237,6 +237,15 @@ fn hmac1(key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
     mac.finalize().into_bytes().to_vec()
 }
 
+/// How a Standard Webhooks secret's base64 is read: with its `=` padding
+/// or without, as a secret copied without its end reads in some
+/// libraries; the key is the same either way.
+const SECRET_BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    base64::engine::GeneralPurposeConfig::new()
+        .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+);
+
 /// Signs every header family present (`webhook-*`, `svix-*`) over
 /// `{id}.{ts}.{body}` with the base64 key after `whsec_`.
 fn standard_webhooks(
@@ -247,7 +256,7 @@ fn standard_webhooks(
     secs: u64,
 ) -> Result<(), SignError> {
     let encoded = secret.strip_prefix("whsec_").unwrap_or(secret);
-    let key = BASE64
+    let key = SECRET_BASE64
         .decode(encoded)
         .map_err(|e| SignError::BadSecret(format!("a Standard Webhooks secret is whsec_ followed by base64 ({e})")))?;
     let mut signed = false;

@@ -83,6 +83,22 @@ fn docs_vectors() {
         Some(text(svix, "expected_in_svix_docs").as_bytes())
     );
     assert_eq!(header(&h, "webhook-timestamp"), Some(b"1614265330".as_slice()));
+    // A secret copied without its `=` padding signs as the whole one does.
+    let signed = |secret: &str| {
+        let mut h = vec![Header::new("webhook-id", "msg_1")];
+        resign(
+            Provider::StandardWebhooks,
+            secret,
+            &mut h,
+            &mut b"{}".to_vec(),
+            at(0),
+            None,
+        )
+        .unwrap();
+        h
+    };
+    let padded = "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+    assert_eq!(signed(padded.trim_end_matches('=')), signed(padded));
 }
 
 #[test]
