@@ -46,6 +46,7 @@ async fn a_webhook_arrives_exactly_as_sent_and_its_answer_comes_back() {
             ("x-dup", b"second"),
             ("x-binary", &[0x80, 0xff, b'a']),
             ("x-forwarded-for", b"6.6.6.6"),
+            ("x_forwarded_for", b"6.6.6.6"),
             ("x-real-ip", b"6.6.6.6"),
             ("connection", b"keep-alive, x-hop"),
             ("x-hop", b"must not pass"),
@@ -65,6 +66,8 @@ async fn a_webhook_arrives_exactly_as_sent_and_its_answer_comes_back() {
     assert_eq!(seen.header_values("x-dup"), vec![&b"first"[..], &b"second"[..]]);
     assert_eq!(seen.header_values("x-binary"), vec![&[0x80, 0xff, b'a'][..]]);
     assert_eq!(seen.header("content-type").as_deref(), Some("application/json"));
+    // Spelt with `_`, as CGI-style servers read it the same.
+    assert_eq!(seen.header("x_forwarded_for"), None, "a forged spelling is dropped");
     // Exactly the relay's view of each: the caller's spoofed address is
     // neither kept beside it nor folded into one value with it.
     assert_eq!(

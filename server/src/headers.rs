@@ -80,11 +80,12 @@ pub fn request_headers<'a>(headers: &'a HeaderMap, hop: &'a Hop<'a>) -> Vec<Head
     let mut real_ip = false;
     for (name, value) in headers {
         let name = name.as_str();
-        if FORWARDING.contains(&name) {
-            real_ip |= name == "x-real-ip";
+        let read_as = as_cgi_reads(name);
+        if FORWARDING.contains(&&*read_as) {
+            real_ip |= read_as == "x-real-ip";
             continue;
         }
-        if hop_by_hop.drops(name) || name.starts_with("x-forwarded-") {
+        if hop_by_hop.drops(name) || read_as.starts_with("x-forwarded-") {
             continue;
         }
         out.push(HeaderRef::new(name, value.as_bytes()));
@@ -107,6 +108,17 @@ pub fn request_headers<'a>(headers: &'a HeaderMap, hop: &'a Hop<'a>) -> Vec<Head
         out.push(HeaderRef::new("forwarded", forwarded.as_bytes()));
     }
     out
+}
+
+/// A header name as servers that make CGI variables of them read it
+/// (WSGI, PHP, Rack): `_` as `-`, so that `X_Forwarded_For` reaches their
+/// `HTTP_X_FORWARDED_FOR` beside the relay's own. Such a spelling of a
+/// forwarding header is as forged as the usual one.
+fn as_cgi_reads(name: &str) -> std::borrow::Cow<'_, str> {
+    match name.contains('_') {
+        true => name.replace('_', "-").into(),
+        false => name.into(),
+    }
 }
 
 /// The response headers given to the caller: hop-by-hop ones and any the
@@ -180,8 +192,12 @@ mod tests {
             ("proxy-authorization", b"Basic x"),
             ("x-forwarded-for", b"6.6.6.6"),
             ("x-forwarded-prefix", b"/evil"),
+            ("x_forwarded_for", b"6.6.6.6"),
+            ("x-forwarded_host", b"evil.example"),
+            ("x_real_ip", b"6.6.6.6"),
             ("forwarded", b"for=6.6.6.6"),
             ("x-real-ip", b"6.6.6.6"),
+            ("x_request_id", b"kept"),
             ("stripe-signature", b"t=1,v1=abc"),
             ("x-multi", b"1"),
             ("x-multi", b"2"),
@@ -199,6 +215,7 @@ mod tests {
             names,
             [
                 "host",
+                "x_request_id",
                 "stripe-signature",
                 "x-multi",
                 "x-multi",
@@ -211,14 +228,14 @@ mod tests {
                 "forwarded"
             ]
         );
-        assert_eq!(out[3].value, b"2");
-        assert_eq!(out[4].value, [0x80, b'a']);
-        assert_eq!(out[5].value, b"203.0.113.7");
-        assert_eq!(out[6].value, b"https");
-        assert_eq!(out[7].value, b"hooks.example");
-        assert_eq!(out[8].value, b"/t/shop");
-        assert_eq!(out[9].value, b"203.0.113.7");
-        assert_eq!(out[10].value, br#"for=203.0.113.7;proto=https;host="hooks.example""#);
+        assert_eq!(out[4].value, b"2");
+        assert_eq!(out[5].value, [0x80, b'a']);
+        assert_eq!(out[6].value, b"203.0.113.7");
+        assert_eq!(out[7].value, b"https");
+        assert_eq!(out[8].value, b"hooks.example");
+        assert_eq!(out[9].value, b"/t/shop");
+        assert_eq!(out[10].value, b"203.0.113.7");
+        assert_eq!(out[11].value, br#"for=203.0.113.7;proto=https;host="hooks.example""#);
     }
 
     #[test]
