@@ -73,7 +73,16 @@ impl AnswerGroup {
             ),
         };
         let mut lines = vec![head];
-        let body = shown_body(&self.body);
+        let body = match is_binary(&self.body) {
+            // As `show` and the state lines write bytes that are not
+            // UTF-8: replacement characters would make two bodies that
+            // differ only there read alike.
+            true => {
+                let start = &self.body[..self.body.len().min(SHOWN_BODY_CHARS)];
+                super::probe::utf8_text(start.to_vec())
+            }
+            false => shown_body(&self.body),
+        };
         let pretty = pretty_json(body.as_bytes()).unwrap_or(body);
         lines.extend(pretty.lines().map(|l| escape_str(l).into_owned()));
         lines
@@ -254,6 +263,14 @@ mod tests {
             groups[1].lines()[0],
             "200 for attempts 2–3 (70,003 bytes, the first 65,536 kept)"
         );
+    }
+
+    /// Side by side, bytes that are not UTF-8 are written as `show` writes
+    /// them: two answers that differ only there read apart.
+    #[test]
+    fn binary_bytes_side_by_side_are_written_as_escapes() {
+        assert_eq!(group(&[b'a', 0x9b, 0xff]).lines()[1], "a\\x9b\\xff");
+        assert_eq!(group("caf\u{e9}".as_bytes()).lines()[1], "caf\u{e9}");
     }
 
     #[test]

@@ -122,7 +122,8 @@ pub fn state_text(bytes: Vec<u8>) -> String {
     super::json_state::lines(&text).unwrap_or(text)
 }
 
-fn utf8_text(bytes: Vec<u8>) -> String {
+/// `bytes` as text, each byte that is not UTF-8 written as `\xNN`.
+pub(super) fn utf8_text(bytes: Vec<u8>) -> String {
     match String::from_utf8(bytes) {
         Ok(text) => text,
         Err(err) => {
