@@ -201,6 +201,33 @@ async fn several_deliveries_export_to_a_folder_as_one_fixture_each() {
         2,
         "no HAR written for #{first}"
     );
+
+    // A file others may read keeps its mode when replaced: said, as a
+    // fixture holds every header unmasked.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let shared = folder.join("shared.json");
+        std::fs::write(&shared, "").unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let ran = portpreview_async(&tunnel.db, &["export", &first, "-o", &shared.display().to_string()]).await;
+        assert_eq!(ran.code, 0, "{}", ran.stderr);
+        assert!(
+            ran.stderr.contains(&format!(
+                "warning: {} may be read by others (mode 0644, kept from the file it replaced)",
+                shared.display()
+            )),
+            "{}",
+            ran.stderr
+        );
+        let fresh = folder.join("fresh.json");
+        let ran = portpreview_async(&tunnel.db, &["export", &first, "-o", &fresh.display().to_string()]).await;
+        assert!(
+            !ran.stderr.contains("warning"),
+            "a file made new is its owner's: {}",
+            ran.stderr
+        );
+    }
 }
 
 /// `export -o /dev/stdout >> app.log` adds the fixture to the log the shell

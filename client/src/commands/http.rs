@@ -41,7 +41,7 @@ pub struct Args {
     /// Tunnel name to ask for: 1 to 63 lowercase letters, digits and '-', not starting or ending with '-'.
     #[arg(long, value_parser = parse_name)]
     pub name: Option<String>,
-    /// Token for the relay; else the config file's token, sent only to the config file's server.
+    /// Token for the relay (a flag shows in the process list: PORTPREVIEW_TOKEN or the config file does not); else the config file's token, sent only to the config file's server.
     #[arg(long, env = "PORTPREVIEW_TOKEN", hide_env_values = true, value_parser = crate::cli::parse_secret_text, allow_hyphen_values = true)]
     pub token: Option<crate::config::Secret>,
     /// Extra CA certificate (PEM) to trust for a wss:// relay; else the config file's ca_cert.
