@@ -114,6 +114,27 @@ impl Capture {
         capture
     }
 
+    /// Takes in `chunk` as it goes by: kept as [`Capture::add`] says, and
+    /// the body's end marked with it.
+    pub fn take_in(&mut self, chunk: &Chunk) {
+        self.add(&chunk.data);
+        self.complete = chunk.end;
+        if chunk.end {
+            self.ended_at = Some(std::time::Instant::now());
+        }
+    }
+
+    /// Marks the body ended with no chunk to end it: whole if its last
+    /// chunk went by, otherwise cut short (the relay dropped the stream).
+    /// Says whether it was whole.
+    pub fn end(&mut self) -> bool {
+        self.ended_at.get_or_insert_with(std::time::Instant::now);
+        if !self.complete {
+            self.cut = true;
+        }
+        self.complete
+    }
+
     /// Keeps `data` while under the limit and the budget has room, and
     /// counts it either way: a body the budget cut is stored cut short.
     pub fn add(&mut self, data: &[u8]) {
@@ -283,6 +304,19 @@ impl Inflow {
         }
     }
 
+    /// This inflow, an ended one left in its place.
+    fn take(&mut self) -> Inflow {
+        let ended = Inflow {
+            stream: self.stream,
+            first: None,
+            chunks: None,
+            outbox: self.outbox.clone(),
+            ended: true,
+            complete: false,
+        };
+        std::mem::replace(self, ended)
+    }
+
     /// The next chunk, `None` at the end (or when the relay dropped the stream).
     pub async fn next(&mut self) -> Option<Chunk> {
         std::future::poll_fn(|cx| self.poll_next(cx)).await
@@ -324,6 +358,18 @@ pub struct StreamedBody {
     pub inflow: Inflow,
     /// Where the copy goes.
     pub capture: Arc<Mutex<Capture>>,
+    /// Where the rest of the stream is left when the handler is done with
+    /// the body before its end (it answered and closed the connection):
+    /// still the caller's request, for the history to read on.
+    pub unread: Arc<Mutex<Option<Inflow>>>,
+}
+
+impl Drop for StreamedBody {
+    fn drop(&mut self) {
+        if !self.inflow.is_done() {
+            *lock(&self.unread) = Some(self.inflow.take());
+        }
+    }
 }
 
 impl Body for StreamedBody {
@@ -337,26 +383,17 @@ impl Body for StreamedBody {
         }
         match this.inflow.poll_next(cx) {
             Poll::Ready(Some(chunk)) => {
-                let mut capture = lock(&this.capture);
-                capture.add(&chunk.data);
-                capture.complete = chunk.end;
-                if chunk.end {
-                    capture.ended_at = Some(std::time::Instant::now());
-                }
+                lock(&this.capture).take_in(&chunk);
                 Poll::Ready(Some(Ok(Frame::data(chunk.data))))
             }
             Poll::Ready(None) => {
-                let mut capture = lock(&this.capture);
-                capture.ended_at.get_or_insert_with(std::time::Instant::now);
-                if !capture.complete {
+                if !lock(&this.capture).end() {
                     // The relay dropped the stream: tell the handler the body is cut.
-                    capture.cut = true;
                     return Poll::Ready(Some(Err(std::io::Error::new(
                         std::io::ErrorKind::UnexpectedEof,
                         "the caller's body was cut short",
                     ))));
                 }
-                capture.complete = true;
                 Poll::Ready(None)
             }
             Poll::Pending => Poll::Pending,

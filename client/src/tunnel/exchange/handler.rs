@@ -90,7 +90,7 @@ pub(super) async fn exchange(
             let since = Instant::now();
             (send(shared, local).await, since)
         }
-        Some(capture) => match send_streamed(shared, local, request, capture, declared, kept).await {
+        Some(streamed) => match send_streamed(shared, local, request, streamed, declared, kept).await {
             Some(sent) => sent,
             None => return failure(started, PART_FORWARDED.into()),
         },
@@ -137,6 +137,15 @@ async fn read_prefix(shared: &Shared, inflow: &mut Inflow, prefix: &mut Vec<Byte
     false
 }
 
+/// A body streaming to the handler, as the exchange follows it.
+struct Streamed {
+    /// What went by, for the history.
+    capture: Arc<Mutex<Capture>>,
+    /// The rest of the stream, once the handler is done with the body
+    /// before its end.
+    unread: Arc<Mutex<Option<Inflow>>>,
+}
+
 /// The body the handler reads: whole when it came whole; otherwise what
 /// came so far and then the rest as it comes, captured for the history
 /// through the returned handle as the handler reads it.
@@ -145,19 +154,22 @@ fn local_body(
     inflow: Inflow,
     capture: &mut Capture,
     buffered: bool,
-) -> (LocalBody, Option<Arc<Mutex<Capture>>>) {
+) -> (LocalBody, Option<Streamed>) {
     if buffered {
         return (WholeBody::new(prefix).boxed(), None);
     }
-    let shared_capture = Arc::new(Mutex::new(std::mem::take(capture)));
-    let streamed = Some(shared_capture.clone());
+    let streamed = Streamed {
+        capture: Arc::new(Mutex::new(std::mem::take(capture))),
+        unread: Arc::default(),
+    };
     let body = StreamedBody {
         prefix,
         inflow,
-        capture: shared_capture,
+        capture: streamed.capture.clone(),
+        unread: streamed.unread.clone(),
     }
     .boxed();
-    (body, streamed)
+    (body, Some(streamed))
 }
 
 /// Sends `local`, whose body streams to the handler, and records `request`
@@ -171,7 +183,7 @@ async fn send_streamed(
     shared: &Shared,
     local: Request<LocalBody>,
     request: NewDelivery,
-    capture: Arc<Mutex<Capture>>,
+    Streamed { capture, unread }: Streamed,
     declared: u64,
     kept: &mut Kept,
 ) -> Option<(Sent, Instant)> {
@@ -186,7 +198,10 @@ async fn send_streamed(
     // Whether the body was cut is read before recording, which takes the
     // capture's bytes and leaves an empty one behind.
     let (response, since, cut) = match until_uploaded(&mut answer, &capture).await {
-        Uploaded::Answered(answered) => (Some(answered), Instant::now(), lock(&capture).cut),
+        Uploaded::Answered(answered) => {
+            read_on(shared, &capture, &unread).await;
+            (Some(answered), Instant::now(), lock(&capture).cut)
+        }
         Uploaded::At(ended_at) => {
             // Fixed once the body has ended.
             let cut = lock(&capture).cut;
@@ -250,6 +265,50 @@ async fn until_uploaded<F: std::future::Future + Unpin>(
 
 /// How often a streaming exchange looks whether its body has all gone.
 const UPLOAD_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// How long a body the handler still holds after answering may stand
+/// still before the history takes it as far as it came.
+const READ_ON_STILL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How often [`read_on`] looks how far a body the handler holds has come:
+/// the answer waits on it.
+const READ_ON_CHECK: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// After an answer that came before the body had all gone to the handler
+/// (a 401 decided on the headers): the rest is still the caller's
+/// request, so the history takes it in to its end before the answer goes
+/// back, as the relay reads it all from the caller anyway. A handler done
+/// with the body (it closed the connection) leaves the rest here, read
+/// chunk by chunk as the caller uploads it, each within the local
+/// timeout. One still reading it is followed while it moves; one that
+/// holds it without reading (or reads only as its answer is read) stands
+/// still, and the body is kept as far as it came.
+async fn read_on(shared: &Shared, capture: &Mutex<Capture>, unread: &Mutex<Option<Inflow>>) {
+    let (mut seen, mut still_since) = (lock(capture).size, Instant::now());
+    while lock(capture).ended_at.is_none() {
+        let left = lock(unread).take();
+        if let Some(mut inflow) = left {
+            while let Some(Some(chunk)) = within(shared.local_timeout, std::pin::pin!(inflow.next())).await {
+                lock(capture).take_in(&chunk);
+                if chunk.end {
+                    return;
+                }
+            }
+            // Ended, or stalled past the local timeout: as far as it came.
+            if inflow.is_done() {
+                lock(capture).end();
+            }
+            return;
+        }
+        tokio::time::sleep(READ_ON_CHECK).await;
+        let size = lock(capture).size;
+        if size != seen {
+            (seen, still_since) = (size, Instant::now());
+        } else if still_since.elapsed() >= READ_ON_STILL {
+            return;
+        }
+    }
+}
 
 /// The handler's answer, if it is one the relay can pass to the caller;
 /// otherwise the status and reason the caller gets instead.
