@@ -21,7 +21,7 @@ use crate::tunnel::outbox::Outbox;
 use crate::tunnel::respond::{answer_error, failure, relay_response, AnswerSide, Timing};
 
 /// Request bodies up to this size are read whole and recorded before
-/// forwarding; larger ones stream, and are recorded as the handler read them.
+/// forwarding; larger ones stream, and are recorded as they went by.
 const BUFFERED_BODY: usize = 1024 * 1024;
 
 /// What sending a request to the handler came to: its answer's head or its
@@ -173,10 +173,10 @@ fn local_body(
 }
 
 /// Sends `local`, whose body streams to the handler, and records `request`
-/// with what the handler read: once the body has all gone to it, while it
-/// works on the answer (so a tunnel killed meanwhile leaves the request in
-/// its inbox, as it does a small one), or when it answers before reading
-/// it all. `None` when the relay cut the body under the handler and it did
+/// with its body: once the body has all gone to it, while it works on the
+/// answer (so a tunnel killed meanwhile leaves the request in its inbox,
+/// as it does a small one), or, when it answers before reading it all,
+/// once [`read_on`] has the rest. `None` when the relay cut the body under the handler and it did
 /// not answer; otherwise the answer, and when the handler's time to give
 /// it began.
 async fn send_streamed(
