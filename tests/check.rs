@@ -1464,15 +1464,12 @@ fn check_sends_a_duplicate_unless_told_otherwise() {
     assert_eq!(bad.balance(), 2, "the fixture went out twice");
 }
 
-/// A queue a little slower than the reads: seen by no read but the last,
-/// which waits ten settle windows when nothing has moved, not three. Its
-/// first credit lands after the run would otherwise have ended.
-#[test]
-fn a_queue_worker_slower_than_the_steps_is_seen_moving_by_the_last_read() {
+/// Checks the Stripe fixture twice, probed with `--settle`, against a
+/// handler that answers at once and dedups and credits `delay` later, as
+/// a queue worker does.
+fn check_a_queue_worker(delay: std::time::Duration, settle: &str) -> (Handler, Ran) {
     let project = Project::new();
-    let late = Handler::start(Behaviour::Deferred {
-        delay: std::time::Duration::from_secs(2),
-    });
+    let late = Handler::start(Behaviour::Deferred { delay });
     let ran = project.check(
         &[
             "fixtures/stripe.json",
@@ -1483,11 +1480,20 @@ fn a_queue_worker_slower_than_the_steps_is_seen_moving_by_the_last_read() {
             "--check-url",
             &late.state_url(),
             "--settle",
-            "200ms",
+            settle,
             "--json",
         ],
         &[],
     );
+    (late, ran)
+}
+
+/// A queue a little slower than the reads: seen by no read but the last,
+/// which waits ten settle windows when nothing has moved, not three. Its
+/// first credit lands after the run would otherwise have ended.
+#[test]
+fn a_queue_worker_slower_than_the_steps_is_seen_moving_by_the_last_read() {
+    let (late, ran) = check_a_queue_worker(std::time::Duration::from_secs(2), "200ms");
     assert_eq!(ran.code, 1, "never a pass: {}{}", ran.stdout, ran.stderr);
     let json: Value = serde_json::from_str(&ran.stdout).unwrap();
     let fixture = &json["fixtures"][0];
@@ -1509,25 +1515,7 @@ fn a_queue_worker_slower_than_the_steps_is_seen_moving_by_the_last_read() {
 fn a_queue_worker_slower_than_every_read_is_not_passed_in_silence() {
     // It answers at once, and dedups and credits 5 s later: past every
     // read a run with --settle 100ms takes.
-    let project = Project::new();
-    let late = Handler::start(Behaviour::Deferred {
-        delay: std::time::Duration::from_secs(5),
-    });
-    let ran = project.check(
-        &[
-            "fixtures/stripe.json",
-            "--target",
-            &late.url(),
-            "--times",
-            "2",
-            "--check-url",
-            &late.state_url(),
-            "--settle",
-            "100ms",
-            "--json",
-        ],
-        &[],
-    );
+    let (_late, ran) = check_a_queue_worker(std::time::Duration::from_secs(5), "100ms");
     assert_eq!(ran.code, 0, "no read could see it: {}{}", ran.stdout, ran.stderr);
     let json: Value = serde_json::from_str(&ran.stdout).unwrap();
     let warnings = json["fixtures"][0]["warnings"].to_string();

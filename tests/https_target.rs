@@ -193,18 +193,24 @@ async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<String> {
     }
 }
 
-/// Most handlers keep connections alive: one that crashes on a request
-/// written on a kept connection is said to have perhaps crashed too.
-#[tokio::test]
-async fn a_handler_crashing_on_a_kept_alive_connection_is_said_to_have_perhaps_crashed() {
-    let relay = TestRelay::start().await;
+/// A handler on a port of its own that keeps connections alive and
+/// answers `ok` to each request, but closes unanswered on one that
+/// `crashes_on` picks (given the request and how many came before it), as
+/// a handler that crashed on it does. It stops when the handle is dropped.
+async fn crashing_on(
+    crashes_on: impl Fn(&str, usize) -> bool + Send + Sync + 'static,
+) -> (u16, tokio_util::task::AbortOnDropHandle<()>) {
     let handler = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
     let port = handler.local_addr().expect("its address").port();
-    let _serving = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+    let crashes_on = std::sync::Arc::new(crashes_on);
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let serving = tokio::spawn(async move {
         while let Ok((mut socket, _)) = handler.accept().await {
+            let (crashes_on, served) = (crashes_on.clone(), served.clone());
             tokio::spawn(async move {
                 while let Some(request) = read_request(&mut socket).await {
-                    if request.contains("poison") {
+                    let before = served.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    if crashes_on(&request, before) {
                         return;
                     }
                     let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
@@ -214,7 +220,16 @@ async fn a_handler_crashing_on_a_kept_alive_connection_is_said_to_have_perhaps_c
                 }
             });
         }
-    }));
+    });
+    (port, tokio_util::task::AbortOnDropHandle::new(serving))
+}
+
+/// Most handlers keep connections alive: one that crashes on a request
+/// written on a kept connection is said to have perhaps crashed too.
+#[tokio::test]
+async fn a_handler_crashing_on_a_kept_alive_connection_is_said_to_have_perhaps_crashed() {
+    let relay = TestRelay::start().await;
+    let (port, _serving) = crashing_on(|request, _| request.contains("poison")).await;
     let target = format!("http://127.0.0.1:{port}");
     let mut tunnel = TestTunnel::start(&relay.http_url(), &target).await;
     for _ in 0..2 {
@@ -238,26 +253,8 @@ async fn a_handler_crashing_on_a_kept_alive_connection_is_said_to_have_perhaps_c
 #[tokio::test]
 async fn a_replay_attempt_the_handler_crashed_on_is_said_to_be_perhaps_a_crash() {
     let relay = TestRelay::start().await;
-    let handler = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
-    let port = handler.local_addr().expect("its address").port();
-    let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let _serving = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
-        while let Ok((mut socket, _)) = handler.accept().await {
-            let served = served.clone();
-            tokio::spawn(async move {
-                while read_request(&mut socket).await.is_some() {
-                    // The delivery and two replay attempts; the third crashes it.
-                    if served.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 3 {
-                        return;
-                    }
-                    let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
-                    if tokio::io::AsyncWriteExt::write_all(&mut socket, ok).await.is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    }));
+    // The delivery and two replay attempts; the third crashes it.
+    let (port, _serving) = crashing_on(|_, before| before == 3).await;
     let target = format!("http://127.0.0.1:{port}");
     let mut tunnel = TestTunnel::start(&relay.http_url(), &target).await;
     let reply = caller::post(&tunnel.url("/hook"), "{}").await;
