@@ -143,7 +143,6 @@ impl Run<'_> {
     /// Reads the state, sends every attempt, and waits out the last settle.
     async fn all_steps(&mut self) -> Result<(), ReplayError> {
         let (plan, opts) = (self.plan, self.opts);
-        let had_the_event = self.had_the_event();
         if self.probe.is_some() {
             (self.progress)(Progress {
                 done: 0,
@@ -176,10 +175,9 @@ impl Run<'_> {
                 total: self.total,
                 phase: Phase::FinalWait,
             });
-            // Nothing seen to move, of an event the handler has not had
-            // (a fresh one never has): its work may simply come later.
-            self.trace.waited_long =
-                (opts.fresh || !had_the_event) && self.trace.steps.iter().all(|step| *step == self.trace.before);
+            // Nothing seen to move: the handler's work may simply come
+            // later, a new event's or a duplicate's of one it had.
+            self.trace.waited_long = self.trace.steps.iter().all(|step| *step == self.trace.before);
             let last = self.trace.after().to_string();
             let read = read_final(probe, self.trace.final_wait(opts.settle), &last).await;
             if let Some(moved_to) = self.unless_unreadable(read)? {

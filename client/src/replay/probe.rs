@@ -26,9 +26,9 @@ pub const SETTLE_CAP_READS: u32 = 5;
 /// Windows waited after the last attempt before the final read.
 pub const FINAL_WAIT_FACTOR: u32 = 3;
 
-/// Windows waited instead when no read has seen the state move, of an
-/// event the handler is not known to have had: a queue slower than every
-/// read would otherwise pass unseen, its work landing after the run.
+/// Windows waited instead when no read has seen the state move: a queue
+/// slower than every read would otherwise pass unseen, its work landing
+/// after the run, a new event's or a duplicate's of one the handler had.
 pub const UNSEEN_FINAL_WAIT_FACTOR: u32 = SETTLE_CAP_FACTOR;
 
 /// What prints the handler's state.

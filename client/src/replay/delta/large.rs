@@ -1,13 +1,15 @@
-//! A number too large to count for sure that a burst moved a whole
-//! multiple of what one delivery moved it: an amount in small units
-//! (micros, wei) that several copies added to, or, rarely, a clock.
+//! A number too large to count for sure that a burst moved as far as one
+//! delivery moved it, or a whole multiple of that: an amount in small
+//! units (micros, wei) that one copy or several added to, or, rarely, a
+//! clock.
 
 use std::collections::BTreeMap;
 
 use super::token::{tokens, Commas, Token};
 
 /// A number of [`OPAQUE_FROM`](super::token::OPAQUE_FROM) or more on one
-/// line of three reads, moved `times` as far by a burst as by one delivery.
+/// line of three reads, moved `times` as far by a burst as by one delivery
+/// (once as far, for a burst that acted once).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LargeMove {
     /// The number in the three reads.
@@ -24,11 +26,11 @@ const ROUND_ZEROS: u32 = 2;
 
 /// A number on a line of the same words in all three reads, as large as
 /// a clock or an ID (so no count), that moved from `before` to `middle`
-/// by a round amount and from `middle` to `last` by 2 to `copies` times
-/// that: a burst whose copies each added to an amount printed in small
-/// units. A number that crossed into that size counts too (`100000000`
-/// then `1100000000`).
-pub fn large_multiple(before: &str, middle: &str, last: &str, copies: usize) -> Option<LargeMove> {
+/// by a round amount and from `middle` to `last` by 1 to `copies` times
+/// that: an amount printed in small units, which a burst whose copies
+/// each added to moved more than once as far. A number that crossed into
+/// that size counts too (`100000000` then `1100000000`).
+pub fn large_move(before: &str, middle: &str, last: &str, copies: usize) -> Option<LargeMove> {
     let reads = [before, middle, last].map(lines_by_words);
     for (words, middle_numbers) in &reads[1] {
         let (Some(before_numbers), Some(last_numbers)) = (reads[0].get(words), reads[2].get(words)) else {
@@ -51,7 +53,7 @@ pub fn large_multiple(before: &str, middle: &str, last: &str, copies: usize) -> 
 
 /// How many times `m - b` the move `l - m` is, when one of the three is
 /// as large as a clock, the first move is round, and the ratio is a whole
-/// 2 to `copies`.
+/// 1 to `copies`.
 fn multiplied(b: i128, m: i128, l: i128, copies: usize) -> Option<usize> {
     let large = [b, m, l]
         .iter()
@@ -62,7 +64,7 @@ fn multiplied(b: i128, m: i128, l: i128, copies: usize) -> Option<usize> {
         return None;
     }
     let times = usize::try_from(later / first).ok()?;
-    (2..=copies).contains(&times).then_some(times)
+    (1..=copies).contains(&times).then_some(times)
 }
 
 /// Each line whose words (numbers aside) no other line of `read` shares,

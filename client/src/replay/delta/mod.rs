@@ -16,7 +16,7 @@ mod large;
 mod multiplied;
 mod token;
 
-pub use large::{large_multiple, LargeMove};
+pub use large::{large_move, LargeMove};
 pub use multiplied::{multiplied_row, Multiplied};
 
 /// The change between two probe reads.

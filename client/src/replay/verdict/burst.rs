@@ -5,7 +5,7 @@ use portpreview_shared::text::counted;
 use super::shown::{excerpt, shown_change};
 use super::{BURST_ACTS_ONCE, PROBE_SHOWS_EFFECTS};
 use crate::replay::delta::{
-    changes, framing, large_multiple, moves_alike, multiple, multiplied_row, Change, LargeMove, Multiplied,
+    changes, framing, large_move, moves_alike, multiple, multiplied_row, Change, LargeMove, Multiplied,
 };
 use crate::replay::report::{Check, StateTrace};
 
@@ -28,6 +28,29 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
             detail,
         })
     };
+    // A number too large to count for sure (an amount in micros or wei)
+    // that the counts leave out: moved more than once as far, the copies
+    // may each have added to it; moved as far, it is the one effect seen.
+    let large = large_move(before, after_baseline, after_burst, burst);
+    let acted_once = |described: String| {
+        Some(Check {
+            name: BURST_ACTS_ONCE,
+            passed: true,
+            detail: format!("a burst of {copies} of one new event changed the state as one delivery did ({described})"),
+        })
+    };
+    if single.counts_nothing() && many.counts_nothing() {
+        match &large {
+            Some(large) if large.times > 1 => return failed(PROBE_SHOWS_EFFECTS, large_detail(large, burst, &copies)),
+            Some(LargeMove {
+                values: [before, one, all],
+                ..
+            }) => {
+                return acted_once(format!("{before} → {one} → {all}"));
+            }
+            None => {}
+        }
+    }
     if let Some(detail) = burst_unreadable(single, many, burst, (after_baseline, after_burst)) {
         return failed(PROBE_SHOWS_EFFECTS, detail);
     }
@@ -35,19 +58,10 @@ pub fn burst_acts_once(trace: &StateTrace, burst: usize) -> Option<Check> {
         return failed(BURST_ACTS_ONCE, multiplied_detail(&row, burst, &copies));
     }
     if moves_alike(before, after_baseline, after_burst) {
-        // Counts moved alike, but a number too large to count for sure
-        // did not: an amount in micros or wei the copies each added to.
-        if let Some(large) = large_multiple(before, after_baseline, after_burst, burst) {
+        if let Some(large) = large.filter(|large| large.times > 1) {
             return failed(PROBE_SHOWS_EFFECTS, large_detail(&large, burst, &copies));
         }
-        return Some(Check {
-            name: BURST_ACTS_ONCE,
-            passed: true,
-            detail: format!(
-                "a burst of {copies} of one new event changed the state as one delivery did ({})",
-                single.describe()
-            ),
-        });
+        return acted_once(single.describe());
     }
     let detail = if many.counts_nothing() || single.counts_nothing() {
         format!(
