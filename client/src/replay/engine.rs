@@ -254,6 +254,13 @@ impl Run<'_> {
         let progress = self.progress;
         let total = self.total;
         let done = AtomicU32::new(self.attempts.len() as u32);
+        // Said before the first answer: a handler slow to give it would
+        // otherwise leave the terminal blank until then.
+        progress(Progress {
+            done: self.attempts.len() as u32,
+            total,
+            phase: Phase::Sending,
+        });
         let keep_alive = self.pool.keep_alive;
         let sends = self.pool.take(count as usize).iter_mut().map(|conn| {
             let done = &done;

@@ -67,7 +67,7 @@ pub enum Phase {
     Sending,
     /// Waiting for the state to hold still.
     Settling,
-    /// Waiting three settle windows after the last attempt.
+    /// Waiting out the final settle windows after the last attempt.
     FinalWait,
 }
 

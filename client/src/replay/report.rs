@@ -89,7 +89,8 @@ pub struct StateTrace {
     pub before: String,
     /// After each step (attempt 1, then each batch; for `--fresh`: baseline, burst).
     pub steps: Vec<String>,
-    /// The state read three settle windows after the last step, when it had moved.
+    /// The state read the final settle windows after the last step (see
+    /// [`StateTrace::final_wait`]), when it had moved.
     pub moved_to: Option<String>,
     /// False when some read never held still within the cap.
     pub steady: bool,

@@ -696,12 +696,18 @@ fn a_burst_that_multiplied_an_amount_in_small_units_is_no_pass() {
     // The balance alone, with no count beside it: judged by it alone.
     let alone = |burst: &str| burst_acts_once(&settled_trace("0", &["1000000000000000000", burst]), 10).unwrap();
     let many = alone("11000000000000000000");
-    assert_eq!((many.name, many.passed), (PROBE_SHOWS_EFFECTS, false), "{}", many.detail);
+    assert_eq!(
+        (many.name, many.passed),
+        (PROBE_SHOWS_EFFECTS, false),
+        "{}",
+        many.detail
+    );
     assert!(many.detail.contains("moved 10 times as far"), "{}", many.detail);
     let once = alone("2000000000000000000");
     assert!(once.passed, "{}", once.detail);
     assert!(
-        once.detail.ends_with("as one delivery did (0 → 1000000000000000000 → 2000000000000000000)"),
+        once.detail
+            .ends_with("as one delivery did (0 → 1000000000000000000 → 2000000000000000000)"),
         "{}",
         once.detail
     );
