@@ -304,19 +304,6 @@ impl Inflow {
         }
     }
 
-    /// This inflow, an ended one left in its place.
-    fn take(&mut self) -> Inflow {
-        let ended = Inflow {
-            stream: self.stream,
-            first: None,
-            chunks: None,
-            outbox: self.outbox.clone(),
-            ended: true,
-            complete: false,
-        };
-        std::mem::replace(self, ended)
-    }
-
     /// The next chunk, `None` at the end (or when the relay dropped the stream).
     pub async fn next(&mut self) -> Option<Chunk> {
         std::future::poll_fn(|cx| self.poll_next(cx)).await
@@ -349,27 +336,63 @@ impl Inflow {
     }
 }
 
+/// The rest of a streamed body, shared by the handler's request and its
+/// exchange: the handler reads from it while it wants the body, and the
+/// exchange takes what is left once the handler has answered, to read it
+/// into the history at the caller's pace instead of the handler's.
+#[derive(Default)]
+pub struct Rest {
+    /// The stream, until the exchange takes it.
+    inflow: Option<Inflow>,
+    /// Set once the exchange is over: a body whose rest it took ends.
+    over: bool,
+    /// The handler's request waiting on it, woken when the exchange is over.
+    waiting: Option<std::task::Waker>,
+}
+
+impl Rest {
+    /// The rest of `inflow`, shared.
+    pub fn of(inflow: Inflow) -> Arc<Mutex<Rest>> {
+        Arc::new(Mutex::new(Rest {
+            inflow: Some(inflow),
+            ..Rest::default()
+        }))
+    }
+
+    /// Takes the stream from the handler's request, which is sent no more
+    /// of it; none when the body had ended. The request waits, neither
+    /// ended nor failed, until the exchange is over ([`EndsRest`]): its
+    /// answer may still be coming on the connection, which a failed body
+    /// would close.
+    pub fn take(rest: &Mutex<Rest>) -> Option<Inflow> {
+        lock(rest).inflow.take().filter(|inflow| !inflow.is_done())
+    }
+}
+
+/// Ends the handler's request body once its exchange is over, should the
+/// exchange have taken its rest: the body fails, and the connection to the
+/// handler closes rather than wait for bytes that will not come.
+pub struct EndsRest(pub Arc<Mutex<Rest>>);
+
+impl Drop for EndsRest {
+    fn drop(&mut self) {
+        let mut rest = lock(&self.0);
+        rest.over = true;
+        if let Some(waiting) = rest.waiting.take() {
+            waiting.wake();
+        }
+    }
+}
+
 /// A request body that streams the rest of an [`Inflow`] to the local
 /// handler, copying what passes into a shared [`Capture`].
 pub struct StreamedBody {
     /// Chunks taken before streaming started, sent first.
     pub prefix: Vec<Bytes>,
-    /// The rest of the stream.
-    pub inflow: Inflow,
+    /// The rest of the stream, until the exchange takes it.
+    pub rest: Arc<Mutex<Rest>>,
     /// Where the copy goes.
     pub capture: Arc<Mutex<Capture>>,
-    /// Where the rest of the stream is left when the handler is done with
-    /// the body before its end (it answered and closed the connection):
-    /// still the caller's request, for the history to read on.
-    pub unread: Arc<Mutex<Option<Inflow>>>,
-}
-
-impl Drop for StreamedBody {
-    fn drop(&mut self) {
-        if !self.inflow.is_done() {
-            *lock(&self.unread) = Some(self.inflow.take());
-        }
-    }
 }
 
 impl Body for StreamedBody {
@@ -381,7 +404,20 @@ impl Body for StreamedBody {
         if !this.prefix.is_empty() {
             return Poll::Ready(Some(Ok(Frame::data(this.prefix.remove(0)))));
         }
-        match this.inflow.poll_next(cx) {
+        let mut rest = lock(&this.rest);
+        let Some(inflow) = rest.inflow.as_mut() else {
+            // Taken by the exchange after the handler answered: the handler
+            // is sent no more of it, and once the exchange is over its
+            // connection closes.
+            if rest.over {
+                return Poll::Ready(Some(Err(std::io::Error::other(
+                    "the handler answered before it read the whole body",
+                ))));
+            }
+            rest.waiting = Some(cx.waker().clone());
+            return Poll::Pending;
+        };
+        match inflow.poll_next(cx) {
             Poll::Ready(Some(chunk)) => {
                 lock(&this.capture).take_in(&chunk);
                 Poll::Ready(Some(Ok(Frame::data(chunk.data))))
@@ -396,12 +432,15 @@ impl Body for StreamedBody {
                 }
                 Poll::Ready(None)
             }
-            Poll::Pending => Poll::Pending,
+            Poll::Pending => {
+                rest.waiting = Some(cx.waker().clone());
+                Poll::Pending
+            }
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.prefix.is_empty() && self.inflow.is_done()
+        self.prefix.is_empty() && lock(&self.rest).inflow.as_ref().is_some_and(Inflow::is_done)
     }
 }
 

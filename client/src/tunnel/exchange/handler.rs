@@ -16,7 +16,7 @@ use super::{Head, Kept, Line, Reading, Shared, CUT_SHORT, PART_FORWARDED};
 use crate::forward::{undefined_status, ForwardError, LocalBody};
 use crate::store::{NewDelivery, Outcome};
 use crate::tunnel::awake::within;
-use crate::tunnel::body::{Capture, Held, Inflow, StreamedBody, WholeBody};
+use crate::tunnel::body::{Capture, EndsRest, Held, Inflow, Rest, StreamedBody, WholeBody};
 use crate::tunnel::outbox::Outbox;
 use crate::tunnel::respond::{answer_error, failure, relay_response, AnswerSide, Timing};
 
@@ -141,9 +141,9 @@ async fn read_prefix(shared: &Shared, inflow: &mut Inflow, prefix: &mut Vec<Byte
 struct Streamed {
     /// What went by, for the history.
     capture: Arc<Mutex<Capture>>,
-    /// The rest of the stream, once the handler is done with the body
-    /// before its end.
-    unread: Arc<Mutex<Option<Inflow>>>,
+    /// The rest of the stream, which the exchange takes should the
+    /// handler answer before reading it all.
+    rest: Arc<Mutex<Rest>>,
 }
 
 /// The body the handler reads: whole when it came whole; otherwise what
@@ -160,13 +160,12 @@ fn local_body(
     }
     let streamed = Streamed {
         capture: Arc::new(Mutex::new(std::mem::take(capture))),
-        unread: Arc::default(),
+        rest: Rest::of(inflow),
     };
     let body = StreamedBody {
         prefix,
-        inflow,
+        rest: streamed.rest.clone(),
         capture: streamed.capture.clone(),
-        unread: streamed.unread.clone(),
     }
     .boxed();
     (body, Some(streamed))
@@ -176,17 +175,18 @@ fn local_body(
 /// with its body: once the body has all gone to it, while it works on the
 /// answer (so a tunnel killed meanwhile leaves the request in its inbox,
 /// as it does a small one), or, when it answers before reading it all,
-/// once [`read_on`] has the rest. `None` when the relay cut the body under the handler and it did
+/// at once, or once [`read_on`] has the rest of a body it refused. `None` when the relay cut the body under the handler and it did
 /// not answer; otherwise the answer, and when the handler's time to give
 /// it began.
 async fn send_streamed(
     shared: &Shared,
     local: Request<LocalBody>,
     request: NewDelivery,
-    Streamed { capture, unread }: Streamed,
+    Streamed { capture, rest }: Streamed,
     declared: u64,
     kept: &mut Kept,
 ) -> Option<(Sent, Instant)> {
+    kept.rest = Some(EndsRest(rest.clone()));
     kept.streaming = Some(Streaming {
         request,
         capture: Some(capture.clone()),
@@ -199,7 +199,13 @@ async fn send_streamed(
     // capture's bytes and leaves an empty one behind.
     let (response, since, cut) = match until_uploaded(&mut answer, &capture).await {
         Uploaded::Answered(answered) => {
-            read_on(shared, &capture, &unread).await;
+            // A refusal, or a failure, is the handler done with the body:
+            // the rest goes to the history. An answer that goes on (a 2xx
+            // streaming while the handler reads, as a full-duplex one does)
+            // keeps the body going to the handler, recorded as far as it went.
+            if refuses(&answered) {
+                read_on(shared, &capture, &rest).await;
+            }
             (Some(answered), Instant::now(), lock(&capture).cut)
         }
         Uploaded::At(ended_at) => {
@@ -266,47 +272,34 @@ async fn until_uploaded<F: std::future::Future + Unpin>(
 /// How often a streaming exchange looks whether its body has all gone.
 const UPLOAD_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
 
-/// How long a body the handler still holds after answering may stand
-/// still before the history takes it as far as it came.
-const READ_ON_STILL: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// How often [`read_on`] looks how far a body the handler holds has come:
-/// the answer waits on it.
-const READ_ON_CHECK: std::time::Duration = std::time::Duration::from_millis(20);
+/// Whether an answer the handler gave before reading the whole body says
+/// it is done with it: a 4xx or 5xx, or no answer at all.
+fn refuses(answered: &Result<Response<Incoming>, ForwardError>) -> bool {
+    answered.as_ref().map_or(true, |response| {
+        response.status().is_client_error() || response.status().is_server_error()
+    })
+}
 
 /// After an answer that came before the body had all gone to the handler
-/// (a 401 decided on the headers): the rest is still the caller's
-/// request, so the history takes it in to its end before the answer goes
-/// back, as the relay reads it all from the caller anyway. A handler done
-/// with the body (it closed the connection) leaves the rest here, read
-/// chunk by chunk as the caller uploads it, each within the local
-/// timeout. One still reading it is followed while it moves; one that
-/// holds it without reading (or reads only as its answer is read) stands
-/// still, and the body is kept as far as it came.
-async fn read_on(shared: &Shared, capture: &Mutex<Capture>, unread: &Mutex<Option<Inflow>>) {
-    let (mut seen, mut still_since) = (lock(capture).size, Instant::now());
-    while lock(capture).ended_at.is_none() {
-        let left = lock(unread).take();
-        if let Some(mut inflow) = left {
-            while let Some(Some(chunk)) = within(shared.local_timeout, std::pin::pin!(inflow.next())).await {
-                lock(capture).take_in(&chunk);
-                if chunk.end {
-                    return;
-                }
-            }
-            // Ended, or stalled past the local timeout: as far as it came.
-            if inflow.is_done() {
-                lock(capture).end();
-            }
+/// (a 401 decided on the headers, a size limit): the rest is still the
+/// caller's request, so the exchange takes it from the handler and reads
+/// it into the history before the answer goes back, at the caller's pace
+/// (the relay reads the whole body from the caller in any case), each
+/// chunk within the local timeout. The handler is sent no more of it, and
+/// its connection closes once the exchange is over.
+async fn read_on(shared: &Shared, capture: &Mutex<Capture>, rest: &Mutex<Rest>) {
+    let Some(mut inflow) = Rest::take(rest) else {
+        return;
+    };
+    while let Some(Some(chunk)) = within(shared.local_timeout, std::pin::pin!(inflow.next())).await {
+        lock(capture).take_in(&chunk);
+        if chunk.end {
             return;
         }
-        tokio::time::sleep(READ_ON_CHECK).await;
-        let size = lock(capture).size;
-        if size != seen {
-            (seen, still_since) = (size, Instant::now());
-        } else if still_since.elapsed() >= READ_ON_STILL {
-            return;
-        }
+    }
+    // Ended short, or stalled past the local timeout: as far as it came.
+    if inflow.is_done() {
+        lock(capture).end();
     }
 }
 

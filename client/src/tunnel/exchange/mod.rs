@@ -94,6 +94,8 @@ struct Kept {
     streaming: Option<Streaming>,
     /// A request whose body is still coming, before it goes to the handler.
     reading: Option<Reading>,
+    /// The rest of a streamed body, which ends once the exchange is over.
+    rest: Option<crate::tunnel::body::EndsRest>,
 }
 
 /// A request whose body is read before it is forwarded, and what came of it.
