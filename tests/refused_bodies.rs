@@ -256,3 +256,36 @@ async fn a_large_body_cut_short_is_told_with_how_far_it_got() {
     assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
     assert!(answer.ends_with(&format!("\r\n\r\n{why}\n")), "{answer}");
 }
+
+/// A handler that gives its answer's head at once and streams the rest as
+/// it reads the body (a full-duplex one): an early 2xx is no refusal, and
+/// the body keeps going to it, whole.
+#[tokio::test]
+async fn a_handler_answering_as_it_reads_gets_the_whole_body() {
+    let relay = TestRelay::start().await;
+    let handler = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let handler_url = format!("http://{}", handler.local_addr().expect("address"));
+    let streaming = tokio::spawn(async move {
+        let (mut socket, _) = handler.accept().await.expect("the request");
+        let head = common::caller::read_head(&mut socket).await.expect("the head");
+        let length = common::caller::declared_length(&String::from_utf8_lossy(&head));
+        socket
+            .write_all(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n7\r\nreading\r\n")
+            .await
+            .expect("the head and a first chunk");
+        let mut body = vec![0; length];
+        socket
+            .read_exact(&mut body)
+            .await
+            .expect("the whole body, after the answer began");
+        let said = format!(" {length} bytes");
+        socket
+            .write_all(format!("{:x}\r\n{said}\r\n0\r\n\r\n", said.len()).as_bytes())
+            .await
+            .expect("the end of the answer");
+    });
+    let tunnel = TestTunnel::start(&relay.http_url(), &handler_url).await;
+    let reply = common::caller::post(&tunnel.url("/stream"), vec![b'x'; 5 * 1024 * 1024]).await;
+    assert_eq!((reply.status, reply.text()), (200, "reading 5242880 bytes".to_string()));
+    streaming.await.expect("the handler read it all");
+}
