@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use super::token::{tokens, Commas, Token};
 
-/// A number of [`OPAQUE_FROM`](super::token::OPAQUE_FROM) or more on one
+/// A number of a billion or more (as long as a clock or an ID) on one
 /// line of three reads, moved `times` as far by a burst as by one delivery
 /// (once as far, for a burst that acted once).
 #[derive(Debug, Clone, PartialEq, Eq)]
