@@ -364,9 +364,8 @@ fn signed_url(
                 // The handler checks the signature against the URL it was
                 // called at, which `--target` just moved.
                 warnings.push(format!(
-                    "the {p} signature is made over {}, the URL {p} called, but the attempts ask for {}: a \
-                     handler that checks it against the path it is called at refuses them",
-                    called, path
+                    "the {p} signature is made over {called}, the URL {p} called, but the attempts ask for \
+                     {path}: a handler that checks it against the path it is called at refuses them"
                 ));
             }
             called
