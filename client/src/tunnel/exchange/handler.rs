@@ -174,10 +174,10 @@ fn local_body(
 /// Sends `local`, whose body streams to the handler, and records `request`
 /// with its body: once the body has all gone to it, while it works on the
 /// answer (so a tunnel killed meanwhile leaves the request in its inbox,
-/// as it does a small one), or, when it answers before reading it all,
-/// at once, or once [`read_on`] has the rest of a body it refused. `None` when the relay cut the body under the handler and it did
-/// not answer; otherwise the answer, and when the handler's time to give
-/// it began.
+/// as it does a small one); when it answers before reading it all, at
+/// once, or, for a body it refused, once [`read_on`] has the rest. `None`
+/// when the relay cut the body under the handler and it did not answer;
+/// otherwise the answer, and when the handler's time to give it began.
 async fn send_streamed(
     shared: &Shared,
     local: Request<LocalBody>,
