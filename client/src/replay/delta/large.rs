@@ -29,9 +29,11 @@ const ROUND_ZEROS: u32 = 2;
 /// by a round amount and from `middle` to `last` by 1 to `copies` times
 /// that: an amount printed in small units, which a burst whose copies
 /// each added to moved more than once as far. A number that crossed into
-/// that size counts too (`100000000` then `1100000000`).
+/// that size counts too (`100000000` then `1100000000`). Of several, the
+/// one moved furthest: one amount the copies added to is enough.
 pub fn large_move(before: &str, middle: &str, last: &str, copies: usize) -> Option<LargeMove> {
     let reads = [before, middle, last].map(lines_by_words);
+    let mut found: Option<LargeMove> = None;
     for (words, middle_numbers) in &reads[1] {
         let (Some(before_numbers), Some(last_numbers)) = (reads[0].get(words), reads[2].get(words)) else {
             continue;
@@ -40,15 +42,18 @@ pub fn large_move(before: &str, middle: &str, last: &str, copies: usize) -> Opti
             let (Some(b), Some(l)) = (before_numbers.get(at), last_numbers.get(at)) else {
                 continue;
             };
-            if let Some(times) = multiplied(*b, *m, *l, copies) {
-                return Some(LargeMove {
+            let Some(times) = multiplied(*b, *m, *l, copies) else {
+                continue;
+            };
+            if found.as_ref().is_none_or(|furthest| times > furthest.times) {
+                found = Some(LargeMove {
                     values: [*b, *m, *l],
                     times,
                 });
             }
         }
     }
-    None
+    found
 }
 
 /// How many times `m - b` the move `l - m` is, when one of the three is

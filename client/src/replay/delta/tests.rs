@@ -497,6 +497,17 @@ fn a_large_number_a_burst_moved_a_whole_multiple_of_one_delivery_is_found() {
         10,
     );
     assert_eq!(crossed.map(|l| l.times), Some(10));
+    // Of two, the one moved furthest.
+    assert_eq!(
+        large_move(
+            "a: 1000000000000\nb: 5000000000",
+            "a: 2000000000000\nb: 6000000000",
+            "a: 3000000000000\nb: 16000000000",
+            10
+        )
+        .map(|l| l.times),
+        Some(10)
+    );
     // A burst that acted once moved it as far.
     assert_eq!(
         large_move("b: 1000000000000", "b: 2000000000000", "b: 3000000000000", 10).map(|l| l.times),
