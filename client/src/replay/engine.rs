@@ -175,9 +175,6 @@ impl Run<'_> {
                 total: self.total,
                 phase: Phase::FinalWait,
             });
-            // Nothing seen to move: the handler's work may simply come
-            // later, a new event's or a duplicate's of one it had.
-            self.trace.waited_long = self.trace.steps.iter().all(|step| *step == self.trace.before);
             let last = self.trace.after().to_string();
             let read = read_final(probe, self.trace.final_wait(opts.settle), &last).await;
             if let Some(moved_to) = self.unless_unreadable(read)? {

@@ -94,17 +94,14 @@ pub struct StateTrace {
     pub moved_to: Option<String>,
     /// False when some read never held still within the cap.
     pub steady: bool,
-    /// The final read waited [`UNSEEN_FINAL_WAIT_FACTOR`] settle windows:
-    /// no read before it had seen the state move.
-    ///
-    /// [`UNSEEN_FINAL_WAIT_FACTOR`]: super::probe::UNSEEN_FINAL_WAIT_FACTOR
-    pub waited_long: bool,
 }
 
 impl StateTrace {
-    /// How long after the last step the final read came.
+    /// How long after the last step the final read comes: longer when no
+    /// read has seen the state move (see
+    /// [`UNSEEN_FINAL_WAIT_FACTOR`](super::probe::UNSEEN_FINAL_WAIT_FACTOR)).
     pub fn final_wait(&self, settle: std::time::Duration) -> std::time::Duration {
-        match self.waited_long {
+        match self.steps.iter().all(|step| *step == self.before) {
             true => settle * super::probe::UNSEEN_FINAL_WAIT_FACTOR,
             false => settle * super::probe::FINAL_WAIT_FACTOR,
         }
@@ -458,7 +455,6 @@ mod tests {
                 steps: vec!["rows: 1".into(), state_after.into()],
                 moved_to: None,
                 steady: true,
-                waited_long: false,
             }),
             elapsed: std::time::Duration::from_millis(1234),
         }

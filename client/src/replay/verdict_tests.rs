@@ -60,7 +60,6 @@ fn attempt_1_speaks_of_the_handlers_past_only_when_the_duplicates_changed_nothin
         steps: steps.iter().map(|s| s.to_string()).collect(),
         moved_to: None,
         steady: true,
-        waited_long: false,
     };
     let dedups = duplicates_change_nothing(&attempts, &trace(["balance 10"; 3]), true).unwrap();
     assert!(
@@ -103,7 +102,6 @@ fn settled_trace(before: &str, steps: &[&str]) -> StateTrace {
         steps: steps.iter().map(|s| s.to_string()).collect(),
         moved_to: None,
         steady: true,
-        waited_long: false,
     }
 }
 
@@ -350,7 +348,6 @@ fn a_burst_is_told_apart_by_how_many_copies_acted() {
         steps: vec!["count 6".into(), "count 16".into()],
         moved_to: None,
         steady: true,
-        waited_long: false,
     };
     let check = burst_acts_once(&trace, 10).unwrap();
     assert!(!check.passed);
@@ -440,7 +437,6 @@ fn a_state_that_never_held_still_is_called_so_even_when_it_moved_at_the_end() {
         steps: vec!["ticks: 4".into(), "ticks: 9".into()],
         moved_to: Some("ticks: 14".into()),
         steady: false,
-        waited_long: false,
     };
     let two = attempts(&[(Role::Replay, 0), (Role::Replay, 1)]);
     let check = state_settled(&ticking, Duration::from_millis(300), &two);
@@ -588,13 +584,11 @@ fn a_run_in_which_nothing_was_seen_to_act_says_so() {
             })
             .collect()
     };
-    // As the engine reads them: long at the end when nothing had moved.
     let trace = |steps: [&str; 3]| StateTrace {
         before: "balance 0".into(),
         steps: steps.iter().map(|s| s.to_string()).collect(),
         moved_to: None,
         steady: true,
-        waited_long: steps.iter().all(|step| *step == "balance 0"),
     };
     let settle = Duration::from_millis(300);
     let still = nothing_seen_to_act(&trace(["balance 0"; 3]), settle, &attempts(200)).unwrap();
