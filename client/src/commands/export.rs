@@ -67,7 +67,11 @@ pub fn run(mut args: Args, db: &Path, db_named: bool) -> anyhow::Result<ExitCode
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut read = |id| fetch(&store, id, db).map_err(std::io::Error::other);
-    match args.output.as_deref().filter(|path| *path != Path::new("-")) {
+    let output = args.output.as_deref().filter(|path| *path != Path::new("-"));
+    if !output.is_some_and(is_a_folder) {
+        render::export::check_together(args.ids.len(), format)?;
+    }
+    match output {
         Some(folder) if is_a_folder(folder) => {
             let paths: Vec<PathBuf> = args.ids.iter().map(|&id| folder.join(format.file_name(id))).collect();
             for path in &paths {
@@ -92,7 +96,6 @@ pub fn run(mut args: Args, db: &Path, db_named: bool) -> anyhow::Result<ExitCode
             }
         }
         Some(path) => {
-            render::export::check_together(args.ids.len(), format)?;
             may_write(path, db, Existing::Replace)?;
             write_file(path, Existing::Replace, &mut |out| {
                 write_together(out, &args.ids, &mut read, format, target, args.reveal)
@@ -107,7 +110,6 @@ pub fn run(mut args: Args, db: &Path, db_named: bool) -> anyhow::Result<ExitCode
             }
         }
         None => {
-            render::export::check_together(args.ids.len(), format)?;
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             write_together(&mut out, &args.ids, &mut read, format, target, args.reveal)
                 .and_then(|()| out.flush())
