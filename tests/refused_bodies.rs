@@ -289,3 +289,56 @@ async fn a_handler_answering_as_it_reads_gets_the_whole_body() {
     assert_eq!((reply.status, reply.text()), (200, "reading 5242880 bytes".to_string()));
     streaming.await.expect("the handler read it all");
 }
+
+/// A handler that answers at once and then neither reads the rest of a
+/// large body nor closes its connection: once the answer has gone back,
+/// the tunnel closes the connection, as a caller that hung up would, rather
+/// than hold it, and the caller's upload, for good.
+#[tokio::test]
+async fn a_handler_that_answers_early_and_stops_reading_is_let_go() {
+    let relay = TestRelay::start().await;
+    let handler = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let handler_url = format!("http://{}", handler.local_addr().expect("address"));
+    let stalling = tokio::spawn(async move {
+        let (mut socket, _) = handler.accept().await.expect("the request");
+        common::caller::read_head(&mut socket).await.expect("the head");
+        socket
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+            .await
+            .expect("the answer");
+        // Reads nothing for a while, then all there is: a tunnel that let
+        // the connection go sent a part of the body, and then its close.
+        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+        let mut body = Vec::new();
+        let read = tokio::time::timeout(std::time::Duration::from_secs(10), socket.read_to_end(&mut body)).await;
+        (read.is_ok(), body.len())
+    });
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler_url).await;
+    let mut stream = TcpStream::connect(relay.addr).await.expect("connect");
+    let head = format!(
+        "POST /t/{}/upload HTTP/1.1\r\nHost: {}\r\nContent-Length: {BODY}\r\n\r\n",
+        tunnel.name(),
+        relay.addr
+    );
+    stream.write_all(head.as_bytes()).await.expect("head");
+    let (mut reading, mut writing) = stream.into_split();
+    let uploading = tokio::spawn(async move { writing.write_all(&vec![b'x'; BODY]).await });
+    let answer = common::caller::read_head(&mut reading)
+        .await
+        .expect("the answer's head");
+    assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200 "));
+    let (ended, read) = stalling.await.expect("the handler");
+    assert!(ended, "the tunnel closed the connection it could not write to");
+    assert!(read < BODY, "the handler was sent part of the body: {read} bytes");
+    tokio::time::timeout(std::time::Duration::from_secs(10), uploading)
+        .await
+        .expect("the caller's upload is not held")
+        .expect("the upload task")
+        .expect("the relay took the whole upload");
+    let (recorded, _) = tunnel.next_delivery().await;
+    assert_eq!(
+        (recorded.status, recorded.error),
+        (Some(200), None),
+        "answered 200, no failure"
+    );
+}
