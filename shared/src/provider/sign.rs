@@ -38,6 +38,14 @@ pub enum SignError {
     /// The body is not in the shape the provider's signature needs.
     #[error("cannot re-sign this {0} request: its body is not the JSON {0} sends")]
     Unsupported(Provider),
+    /// The request names a signing algorithm PortPreview does not know.
+    #[error("cannot re-sign this {provider} request: it names a signing algorithm PortPreview does not know, {named}")]
+    UnknownAlgorithm {
+        /// The provider being signed for.
+        provider: Provider,
+        /// The algorithm as the request names it.
+        named: String,
+    },
 }
 
 impl Provider {
@@ -141,11 +149,12 @@ pub fn resign(
         }
         Provider::Twilio => {
             let url = url.ok_or(SignError::NeedsUrl(provider))?;
-            set_header(
-                headers,
-                "x-twilio-signature",
-                BASE64.encode(hmac1(key, &[&twilio_payload(url, body)])),
-            );
+            let payload = twilio_payload(url, body);
+            let signature = match twilio_algorithm(headers)? {
+                TwilioAlgorithm::Sha1 => hmac1(key, &[&payload]),
+                TwilioAlgorithm::Sha256 => hmac256(key, &[&payload]),
+            };
+            set_header(headers, "x-twilio-signature", BASE64.encode(signature));
         }
         Provider::Linear => {
             let millis = u64::try_from(since_epoch.as_millis()).unwrap_or(u64::MAX);
@@ -308,12 +317,46 @@ pub fn with_twilio_body_hash(url: &str, body: &[u8]) -> Option<String> {
     changed.then(|| format!("{head}?{}", params.join("&")))
 }
 
+/// The HMACs Twilio signs with.
+enum TwilioAlgorithm {
+    /// With the account's auth token, and with a shared key unless it says otherwise.
+    Sha1,
+    /// With a shared key that says so.
+    Sha256,
+}
+
+/// The algorithm of a Twilio request's signature: one signed with a shared
+/// key names it in `X-Twilio-Webhooks-Signature-Settings`
+/// (`key=…,algorithm=HMAC_SHA256`); without one, HMAC-SHA1, as Twilio's
+/// own validators read it.
+fn twilio_algorithm(headers: &[Header]) -> Result<TwilioAlgorithm, SignError> {
+    let Some(settings) = header(headers, "x-twilio-webhooks-signature-settings") else {
+        return Ok(TwilioAlgorithm::Sha1);
+    };
+    let settings = String::from_utf8_lossy(settings);
+    let named = settings.split(',').find_map(|part| {
+        let (name, value) = part.split_once('=')?;
+        (name.trim() == "algorithm" && !value.trim().is_empty()).then(|| value.trim())
+    });
+    match named.map(str::to_ascii_uppercase).as_deref() {
+        None | Some("HMAC_SHA1") => Ok(TwilioAlgorithm::Sha1),
+        Some("HMAC_SHA256") => Ok(TwilioAlgorithm::Sha256),
+        Some(_) => Err(SignError::UnknownAlgorithm {
+            provider: Provider::Twilio,
+            // A header's worth would make no line of an error.
+            named: named.unwrap_or_default().chars().take(40).collect(),
+        }),
+    }
+}
+
 /// Twilio signs the URL followed by every form parameter, sorted, as
-/// name then value; a non-form body (JSON) leaves just the URL.
+/// name then value; a non-form body (JSON) leaves just the URL. A pair
+/// sent twice is signed once, as Twilio's validators read the form.
 fn twilio_payload(url: &str, body: &[u8]) -> Vec<u8> {
     let mut payload = url.as_bytes().to_vec();
     if let Some(mut pairs) = form::parse(body) {
         pairs.sort();
+        pairs.dedup();
         for (name, value) in pairs {
             payload.extend_from_slice(name.as_bytes());
             payload.extend_from_slice(value.as_bytes());

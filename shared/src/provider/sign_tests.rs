@@ -123,6 +123,76 @@ fn twilio_signs_url_and_sorted_params() {
     assert!(matches!(err, SignError::NeedsUrl(Provider::Twilio)), "{err}");
 }
 
+/// The signature of `body` sent to Twilio's documented example URL with
+/// `headers`, made with its example auth token.
+fn twilio_signature(mut headers: Vec<Header>, body: &[u8]) -> Result<String, SignError> {
+    let v = vector("twilio");
+    let mut body = body.to_vec();
+    resign(
+        Provider::Twilio,
+        text(v, "secret"),
+        &mut headers,
+        &mut body,
+        at(0),
+        Some(text(v, "url")),
+    )?;
+    let signature = header(&headers, "X-Twilio-Signature").expect("signed");
+    Ok(String::from_utf8_lossy(signature).into_owned())
+}
+
+/// Expected values made with twilio-python 9.13's `RequestValidator`
+/// (`compute_signature(url, params, algorithm)`), which reads the
+/// algorithm from this header as Twilio's other validators do.
+#[test]
+fn twilio_signs_with_the_algorithm_its_shared_key_names() {
+    let settings = |value: &str| vec![Header::new("X-Twilio-Webhooks-Signature-Settings", value)];
+    let sha256 = "Rmm4Vzj+Ky7JGoWXMCsZDZuHDszLr9xvdbvitrDr4/M=";
+    assert_eq!(
+        twilio_signature(
+            settings("key=webhooks_sharedkey_1,algorithm=HMAC_SHA256"),
+            &twilio_form()
+        )
+        .unwrap(),
+        sha256
+    );
+    assert_eq!(
+        twilio_signature(settings("algorithm = hmac_sha256"), &twilio_form()).unwrap(),
+        sha256
+    );
+    let sha1 = text(&vector("twilio")["headers"], "X-Twilio-Signature");
+    for sha1_settings in ["key=webhooks_sharedkey_1", "algorithm=HMAC_SHA1", ""] {
+        assert_eq!(
+            twilio_signature(settings(sha1_settings), &twilio_form()).unwrap(),
+            sha1,
+            "{sha1_settings:?}"
+        );
+    }
+    let err = twilio_signature(settings("algorithm=HMAC_SHA512"), &twilio_form()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "cannot re-sign this twilio request: it names a signing algorithm PortPreview does not know, HMAC_SHA512"
+    );
+}
+
+/// Twilio's validators sign a name and value sent twice once (twilio-python
+/// and twilio-node read each name's values as a set); values made as above.
+#[test]
+fn twilio_signs_a_repeated_pair_once() {
+    let form = b"MessageSid=SMdup&Tag=a&Tag=a&Tag=b";
+    assert_eq!(
+        twilio_signature(Vec::new(), form).unwrap(),
+        "EBOnzsX/lyiN04/yhBrivWvbdpU="
+    );
+    let settings = vec![Header::new(
+        "X-Twilio-Webhooks-Signature-Settings",
+        "algorithm=HMAC_SHA256",
+    )];
+    assert_eq!(
+        twilio_signature(settings, form).unwrap(),
+        "tlrlyX6q4wzM1KmpqVreDfBXaB3zkxq4XR431lp9FVU="
+    );
+}
+
 #[test]
 fn a_twilio_url_carries_the_hash_of_the_body_it_is_sent_with() {
     let body = br#"{"event":"changed"}"#;
