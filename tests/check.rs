@@ -552,6 +552,46 @@ fn a_missing_secret_with_the_config_set_aside_names_the_flag_and_the_environment
         "{}",
         ran.stderr
     );
+    // As a CI job runs on a pull request from a fork, its secrets empty.
+    let ran = project.check(
+        &["fixtures/stripe.json", "--target", "http://127.0.0.1:1", "--resign"],
+        &[("PORTPREVIEW_SECRET_STRIPE", "")],
+    );
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stderr.contains(
+            "no secret for stripe: PORTPREVIEW_SECRET_STRIPE is set but empty (as CI leaves a secret the job may \
+             not read); pass --secret, or set PORTPREVIEW_SECRET_STRIPE or PORTPREVIEW_SECRET\n"
+        ),
+        "{}",
+        ran.stderr
+    );
+}
+
+/// A fixture an editor saved with a byte-order mark before its JSON (as
+/// Notepad and PowerShell do) is read as the same fixture.
+#[test]
+fn a_fixture_saved_with_a_byte_order_mark_is_read() {
+    let project = Project::new();
+    let fixture = project.path("fixtures/stripe.json");
+    let mut marked = b"\xEF\xBB\xBF".to_vec();
+    marked.extend(std::fs::read(&fixture).unwrap());
+    std::fs::write(&fixture, marked).unwrap();
+    let handler = Handler::start(Behaviour::DedupsInOneTransaction);
+    let ran = project.check(
+        &[
+            "fixtures/stripe.json",
+            "--target",
+            &handler.url(),
+            "--check-url",
+            &handler.state_url(),
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    let json: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(json["fixtures"][0]["verdict"], "idempotent", "{json:#}");
 }
 
 /// A suite's `check_cmd` that fails is named as the check command, not as
@@ -1468,23 +1508,28 @@ fn check_sends_a_duplicate_unless_told_otherwise() {
 /// handler that answers at once and dedups and credits `delay` later, as
 /// a queue worker does.
 fn check_a_queue_worker(delay: std::time::Duration, settle: &str) -> (Handler, Ran) {
+    check_a_queue_worker_with(delay, settle, &[])
+}
+
+/// [`check_a_queue_worker`], with more flags.
+fn check_a_queue_worker_with(delay: std::time::Duration, settle: &str, more: &[&str]) -> (Handler, Ran) {
     let project = Project::new();
     let late = Handler::start(Behaviour::Deferred { delay });
-    let ran = project.check(
-        &[
-            "fixtures/stripe.json",
-            "--target",
-            &late.url(),
-            "--times",
-            "2",
-            "--check-url",
-            &late.state_url(),
-            "--settle",
-            settle,
-            "--json",
-        ],
-        &[],
-    );
+    let (url, state_url) = (late.url(), late.state_url());
+    let mut args = vec![
+        "fixtures/stripe.json",
+        "--target",
+        &url,
+        "--times",
+        "2",
+        "--check-url",
+        &state_url,
+        "--settle",
+        settle,
+        "--json",
+    ];
+    args.extend_from_slice(more);
+    let ran = project.check(&args, &[]);
     (late, ran)
 }
 
@@ -1526,4 +1571,69 @@ fn a_queue_worker_slower_than_every_read_is_not_passed_in_silence() {
         ) && warnings.contains("later than the reads waited (--settle 100ms, and 1s after the last attempt)"),
         "{json:#}"
     );
+}
+
+/// A CI job whose handler starts with no events says so with
+/// `--expect-effect`: a run that never saw the event act, which passes
+/// with a warning otherwise, is inconclusive, and the job fails.
+#[test]
+fn a_queue_worker_slower_than_every_read_fails_a_check_expecting_an_effect() {
+    let (_late, ran) = check_a_queue_worker_with(std::time::Duration::from_secs(5), "100ms", &["--expect-effect"]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    let json: Value = serde_json::from_str(&ran.stdout).unwrap();
+    let fixture = &json["fixtures"][0];
+    assert_eq!(fixture["verdict"], "inconclusive", "{json:#}");
+    let unseen = fixture["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|check| check["name"] == "probe_shows_side_effects")
+        .unwrap_or_else(|| panic!("the check that failed: {json:#}"));
+    assert_eq!(unseen["passed"], false, "{json:#}");
+    assert!(
+        unseen["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("no read saw the state move, not even after attempt 1")
+            && unseen["detail"]
+                .as_str()
+                .unwrap()
+                .ends_with("; --expect-effect leaves such a run inconclusive"),
+        "{json:#}"
+    );
+    assert!(
+        !fixture["warnings"].to_string().contains("no read saw the state move"),
+        "told once, as the check: {json:#}"
+    );
+
+    // Without a probe nothing could see the effect: the run cannot start.
+    let project = Project::new();
+    let ran = project.check(
+        &[
+            "fixtures/stripe.json",
+            "--target",
+            "http://127.0.0.1:1",
+            "--expect-effect",
+        ],
+        &[],
+    );
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stdout
+            .contains("--expect-effect needs a probe to see the effect: --check-url or --check-cmd"),
+        "{}{}",
+        ran.stdout,
+        ran.stderr
+    );
+}
+
+/// A handler that dedups and acts at once passes a check expecting an
+/// effect: attempt 1 is seen acting, the duplicate not.
+#[test]
+fn a_handler_seen_acting_once_passes_a_check_expecting_an_effect() {
+    let (late, ran) = check_a_queue_worker_with(std::time::Duration::ZERO, "100ms", &["--expect-effect"]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    let json: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(json["fixtures"][0]["verdict"], "idempotent", "{json:#}");
+    assert_eq!(late.balance(), 1);
 }

@@ -11,7 +11,7 @@ use portpreview_shared::provider::Provider;
 use portpreview_shared::toml_file::parse_toml;
 use serde::Deserialize;
 
-use crate::input_file::{into_text, read_settings, InputError, MAX_SETTINGS_FILE};
+use crate::input_file::{into_text, read_settings, without_bom, InputError, MAX_SETTINGS_FILE};
 
 /// Environment variable naming another config file (tests, several setups).
 pub const CONFIG_ENV: &str = "PORTPREVIEW_CONFIG";
@@ -131,7 +131,10 @@ impl Config {
 
     /// Loads a given config file; a missing file is an empty config.
     pub fn load_from(path: &Path) -> anyhow::Result<Self> {
-        let text = match read_settings(path, MAX_SETTINGS_FILE).and_then(into_text) {
+        let text = match read_settings(path, MAX_SETTINGS_FILE)
+            .map(without_bom)
+            .and_then(into_text)
+        {
             Ok(text) => text,
             Err(InputError::Io(err)) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
             Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),

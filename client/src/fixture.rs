@@ -181,7 +181,9 @@ impl Fixture {
     /// that cannot be read or is not JSON is not said to be other JSON: it
     /// may be a fixture, broken, whose error the user must see.
     pub fn is_other_json(path: &Path) -> bool {
-        let Ok(text) = crate::input_file::read_file(path, crate::input_file::MAX_REQUEST_FILE) else {
+        let Ok(text) =
+            crate::input_file::read_file(path, crate::input_file::MAX_REQUEST_FILE).map(crate::input_file::without_bom)
+        else {
             return false;
         };
         match serde_json::from_slice::<serde_json::Value>(&text) {
@@ -194,6 +196,7 @@ impl Fixture {
     /// Reads and checks a fixture file.
     pub fn load(path: &Path) -> anyhow::Result<Fixture> {
         let text = crate::input_file::read_file(path, crate::input_file::MAX_REQUEST_FILE)
+            .map(crate::input_file::without_bom)
             .with_context(|| format!("cannot read fixture {}", path.display()))?;
         let not_a_fixture = || format!("{} is not a PortPreview fixture", path.display());
         if text.trim_ascii_start().first() != Some(&b'{') {

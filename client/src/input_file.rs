@@ -28,6 +28,16 @@ pub enum InputError {
     TooLarge(u64),
 }
 
+/// `text` without the byte-order mark some editors (Notepad, PowerShell's
+/// `Out-File`) put before UTF-8: JSON and TOML readers refuse the file
+/// over it, at "line 1 column 1", which says nothing of why.
+pub fn without_bom(mut text: Vec<u8>) -> Vec<u8> {
+    if text.starts_with(b"\xEF\xBB\xBF") {
+        text.drain(..3);
+    }
+    text
+}
+
 /// Reads the regular file at `path` whole, up to `limit` bytes. A device or
 /// a pipe is refused before it is opened: opening a pipe nobody writes to
 /// would wait for good.

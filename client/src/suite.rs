@@ -57,6 +57,8 @@ pub struct SuiteFixture {
     pub fresh_field: Option<String>,
     /// Re-sign every attempt.
     pub resign: Option<bool>,
+    /// The event is new to the handler and does something the probe shows.
+    pub expect_effect: Option<bool>,
     /// Environment variable holding the signing secret.
     pub secret_env: Option<String>,
 }
@@ -126,6 +128,7 @@ impl Suite {
     /// Reads a suite file; fixture paths come back relative to the current directory.
     pub fn load(path: &Path) -> anyhow::Result<Self> {
         let text = crate::input_file::read_file(path, crate::input_file::MAX_SETTINGS_FILE)
+            .map(crate::input_file::without_bom)
             .and_then(crate::input_file::into_text)
             .with_context(|| format!("cannot read suite {}", path.display()))?;
         let mut suite = Self::parse(&text).with_context(|| format!("invalid suite {}", path.display()))?;

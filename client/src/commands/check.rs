@@ -244,6 +244,7 @@ fn options(flags: &RunArgs, entry: Option<&SuiteFixture>) -> anyhow::Result<(Rep
         fresh_field: flags.fresh_field.clone().or_else(|| entry.fresh_field.clone()),
         resign: flags.resign || entry.resign.unwrap_or(false),
         secret: flags.secret.clone(),
+        expect_effect: flags.expect_effect || entry.expect_effect.unwrap_or(false),
         ..defaults
     };
     Ok((opts, entry.secret_env.clone()))

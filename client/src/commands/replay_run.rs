@@ -43,6 +43,9 @@ pub struct RunArgs {
     /// Another field to renew beside the provider's own ID, or the identity where it keeps none: a JSON pointer, form:name or header:Name.
     #[arg(long, value_name = "FIELD", requires = "fresh", value_parser = crate::replay::options::parse_fresh_field)]
     pub fresh_field: Option<String>,
+    /// The event is new to the handler and does something the probe shows: a run that never sees the state move is inconclusive, not a pass with a warning.
+    #[arg(long)]
+    pub expect_effect: bool,
     /// Re-sign every attempt with the current time.
     #[arg(long)]
     pub resign: bool,
@@ -66,6 +69,7 @@ impl RunArgs {
             fresh_field: self.fresh_field.clone(),
             resign: self.resign,
             secret: self.secret.clone(),
+            expect_effect: self.expect_effect,
             ..defaults
         }
     }

@@ -103,6 +103,9 @@ pub async fn run(
     if opts.timeout.is_zero() {
         return Err(ReplayError::Timeout);
     }
+    if opts.expect_effect && opts.probe.is_none() {
+        return Err(ReplayError::EffectUnseeable);
+    }
     fits_open_files(opts, portpreview_shared::open_files::limit())?;
     let plan = Plan::new(request, opts)?;
     let one_at_a_time = !opts.fresh && opts.width() == 1;
@@ -377,7 +380,11 @@ impl Run<'_> {
                 // judged (a handler that failed once may act on the next).
                 let first_failed = self.attempts.first().is_some_and(|a| !a.succeeded());
                 if settled.passed && !opts.fresh && !had_the_event {
-                    warnings.extend(verdict::nothing_seen_to_act(trace, opts.settle, &self.attempts));
+                    let unseen = verdict::nothing_seen_to_act(trace, opts.settle, &self.attempts);
+                    match unseen {
+                        Some(why) if opts.expect_effect => checks.push(verdict::effect_unseen(why)),
+                        unseen => warnings.extend(unseen),
+                    }
                 }
                 checks.extend(content.filter(|_| settled.passed && !first_failed));
                 checks.push(settled);

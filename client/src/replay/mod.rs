@@ -101,6 +101,10 @@ pub enum ReplayError {
     /// A zero `--timeout`: no attempt could ever be answered in time.
     #[error("--timeout must be longer than 0s")]
     Timeout,
+    /// `--expect-effect` with nothing to read the state: no run could see
+    /// the effect it expects.
+    #[error("--expect-effect needs a probe to see the effect: --check-url or --check-cmd")]
+    EffectUnseeable,
     /// The recorded body was cut at the store's limit, or broke off on its
     /// way (then `size` is one past `kept`: the full size is not known).
     #[error(
@@ -156,19 +160,38 @@ pub enum ReplayError {
 /// or add stripe = "…" to the \[secrets\] table of
 /// ~/.config/portpreview/config.toml". The config file is named by its real
 /// path, since few people know where it lives; one set aside
-/// (`PORTPREVIEW_CONFIG=/dev/null`) is no place for a secret.
+/// (`PORTPREVIEW_CONFIG=/dev/null`) is no place for a secret. A variable
+/// set to nothing is named as such first.
 pub fn secret_sources(provider: Provider) -> String {
     let env = crate::config::secret_env(provider);
-    match crate::config::config_path() {
-        Some(path) if path.exists() && !path.is_file() => format!("pass --secret, or set {env} or PORTPREVIEW_SECRET"),
-        path => {
-            let config = path.map_or_else(|| "config.toml".to_string(), |p| p.display().to_string());
-            format!(
+    // A CI job's secret a pull request from a fork may not read is set,
+    // to nothing: "set it" alone would send the user to look for a typo.
+    let empty: Vec<String> = crate::config::secret_envs(provider)
+        .into_iter()
+        .chain([crate::config::ANY_PROVIDER_SECRET_ENV.to_owned()])
+        .filter(|var| std::env::var_os(var).is_some_and(|value| value.is_empty()))
+        .collect();
+    let empty = match empty.as_slice() {
+        [] => String::new(),
+        [one] => format!("{one} is set but empty (as CI leaves a secret the job may not read); "),
+        many => format!(
+            "{} are set but empty (as CI leaves secrets the job may not read); ",
+            many.join(" and ")
+        ),
+    };
+    empty
+        + &match crate::config::config_path() {
+            Some(path) if path.exists() && !path.is_file() => {
+                format!("pass --secret, or set {env} or PORTPREVIEW_SECRET")
+            }
+            path => {
+                let config = path.map_or_else(|| "config.toml".to_string(), |p| p.display().to_string());
+                format!(
                 "pass --secret, set {env} or PORTPREVIEW_SECRET, or add {} = \"…\" to the [secrets] table of {config}",
                 provider.name()
             )
+            }
         }
-    }
 }
 
 /// Replays `request` as `opts` says and judges the handler.

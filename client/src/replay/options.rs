@@ -57,6 +57,10 @@ pub struct ReplayOptions {
     /// an idempotent handler does, not a sign that the reads came before
     /// its work.
     pub answered_when_recorded: bool,
+    /// The event is new to the handler and does something the probe
+    /// shows: a run whose reads never saw the state move is inconclusive,
+    /// not a pass with a warning.
+    pub expect_effect: bool,
 }
 
 impl Default for ReplayOptions {
@@ -76,6 +80,7 @@ impl Default for ReplayOptions {
             drop_headers: Vec::new(),
             body: None,
             answered_when_recorded: false,
+            expect_effect: false,
         }
     }
 }

@@ -29,7 +29,7 @@ pub const STATE_SETTLED: &str = "state_settled";
 /// Name of the check that the state could be read whole, failed only when it could not.
 pub const STATE_READABLE: &str = "state_readable";
 /// Name of the check that the probe showed a new event's side effect,
-/// failed only when it showed none (`--fresh`).
+/// failed only when it showed none (`--fresh`, `--expect-effect`).
 pub const PROBE_SHOWS_EFFECTS: &str = "probe_shows_side_effects";
 /// Name of the check that the run went to its end, failed only when the
 /// user stopped it.
@@ -267,13 +267,25 @@ pub fn nothing_seen_to_act(trace: &StateTrace, settle: Duration, attempts: &[Att
     (answered && duplicated && still).then(|| {
         format!(
             "no read saw the state move, not even after attempt 1, and the handler is not known to have had \
-             this event before: either it does nothing the probe shows for this event, or it does its work \
-             later than the reads waited (--settle {}, and {} after the last attempt) and no duplicate could be \
-             seen repeating it; a longer --settle, or --fresh, which must see a new event act, tells the two apart",
+             this event before: it may have had it all the same (left running since an earlier run: start it \
+             afresh), or it does nothing the probe shows for this event, or it does its work later than the \
+             reads waited (--settle {}, and {} after the last attempt) and no duplicate could be seen repeating \
+             it; a longer --settle, or --fresh, which must see a new event act, tells the last two apart",
             portpreview_shared::duration::format_duration(settle),
             portpreview_shared::duration::format_duration(trace.final_wait(settle))
         )
     })
+}
+
+/// [`nothing_seen_to_act`]'s news as a failed check, under
+/// `--expect-effect`: the event was said to be new and to do something
+/// the probe shows, so a run that saw nothing is inconclusive.
+pub fn effect_unseen(why: String) -> Check {
+    Check {
+        name: PROBE_SHOWS_EFFECTS,
+        passed: false,
+        detail: format!("{why}; --expect-effect leaves such a run inconclusive"),
+    }
 }
 
 /// The state held still when it was judged: inconclusive otherwise.

@@ -146,7 +146,7 @@ fn warn_of_a_suite(file: &Path, suites: &mut Suites<'_>) {
     }
     let is_suite = crate::input_file::read_file(file, crate::input_file::MAX_SETTINGS_FILE)
         .ok()
-        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .and_then(|bytes| String::from_utf8(crate::input_file::without_bom(bytes)).ok())
         .is_some_and(|text| Suite::lists_fixtures(&text));
     if !is_suite {
         return;
