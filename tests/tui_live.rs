@@ -89,6 +89,23 @@ impl Tmux {
         assert!(status.success());
     }
 
+    /// Pastes `text` as a terminal does, bracketed when the program asked
+    /// for that (tmux keeps track, as terminals do).
+    fn paste(&self, text: &str) {
+        let set = self
+            .command()
+            .args(["set-buffer", "-b", "pasted", text])
+            .status()
+            .unwrap();
+        assert!(set.success(), "tmux set-buffer failed");
+        let pasted = self
+            .command()
+            .args(["paste-buffer", "-p", "-d", "-b", "pasted", "-t", "tui"])
+            .status()
+            .unwrap();
+        assert!(pasted.success(), "tmux paste-buffer failed");
+    }
+
     fn screen(&self) -> String {
         let out = self
             .command()
@@ -476,6 +493,31 @@ fn a_burst_of_keys_longer_than_a_read_is_taken_whole() {
     tmux.wait_for("every row counted", |s| s.contains("Deliveries 1/1,200 "));
     tmux.type_text(&"j".repeat(1100));
     tmux.wait_for("the 1,101st row selected", |s| s.contains("Deliveries 1,101/1,200 "));
+}
+
+/// A paste with a line break in it (two lines copied from a terminal)
+/// runs no key: the browser asks the terminal to bracket pastes, and
+/// takes one as text for the filter, up to its first line break.
+#[test]
+fn a_paste_runs_no_key() {
+    let scratch = Scratch::new("paste");
+    let db = scratch.0.join("history.db");
+    fill_history(&db);
+    let tmux = browse("paste", &scratch, &db);
+    tmux.wait_for("every row counted", |s| s.contains("Deliveries 1/151 "));
+    tmux.paste("special\nq");
+    tmux.wait_for("the paste told of", |s| {
+        s.contains("a paste is no command: press / and paste to filter")
+    });
+    tmux.send(&["/"]);
+    tmux.paste("special\nq");
+    tmux.send(&["Enter"]);
+    let screen = tmux.wait_for("the filtered list", |s| {
+        s.contains("filter “special”") && s.contains("Deliveries 1/1 ")
+    });
+    assert!(!screen.contains("portpreview exited"), "{screen}");
+    tmux.send(&["q"]);
+    tmux.wait_for("the shell again", |s| s.contains("portpreview exited 0"));
 }
 
 /// Another process prunes the oldest deliveries while browsing: the count

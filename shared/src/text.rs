@@ -118,6 +118,13 @@ pub fn tail(text: &str, width: usize) -> String {
     format!("…{}", &text[start..])
 }
 
+/// Where the last grapheme cluster of `text` starts: what one Backspace
+/// takes away, an emoji of several code points or a letter and its accent
+/// whole.
+pub fn last_cluster_start(text: &str) -> usize {
+    text.grapheme_indices(true).next_back().map_or(0, |(at, _)| at)
+}
+
 /// Bytes at the start of `a` that `b` starts with too, in whole grapheme
 /// clusters: where two texts first differ, as a reader would point to it.
 pub fn common_start(a: &str, b: &str) -> usize {

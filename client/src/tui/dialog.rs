@@ -69,7 +69,8 @@ impl TextInput {
             KeyCode::Enter => return FormOutcome::Submit,
             KeyCode::Esc => return FormOutcome::Cancel,
             KeyCode::Backspace => {
-                self.text.pop();
+                let start = portpreview_shared::text::last_cluster_start(&self.text);
+                self.text.truncate(start);
             }
             KeyCode::Char('u') if ctrl => self.text.clear(),
             KeyCode::Char('w') if ctrl => {
@@ -83,6 +84,25 @@ impl TextInput {
         }
         self.full &= self.text.len() >= MAX_INPUT;
         FormOutcome::Editing
+    }
+
+    /// Takes pasted text as typed, up to its first line break: a line
+    /// break typed is Enter, and what a paste holds after one is no key
+    /// the user pressed. Returns whether text past a line break was left out.
+    pub fn paste(&mut self, text: &str) -> bool {
+        if self.suggested {
+            self.suggested = false;
+            self.text.clear();
+        }
+        let (line, rest) = text.split_once(['\n', '\r']).unwrap_or((text, ""));
+        for c in line.chars().filter(|c| !c.is_control()) {
+            if self.text.len() + c.len_utf8() > MAX_INPUT {
+                self.full = true;
+                break;
+            }
+            self.text.push(c);
+        }
+        !rest.trim().is_empty()
     }
 }
 
@@ -227,6 +247,24 @@ impl ReplayForm {
         }
         self.error = None;
         (FormOutcome::Editing, None)
+    }
+
+    /// Takes pasted text into the field being edited, as [`TextInput::paste`]
+    /// does; the count takes digits only. Returns whether text past a line
+    /// break was left out.
+    pub fn paste(&mut self, text: &str) -> bool {
+        self.error = None;
+        match self.field {
+            ReplayField::Times => {
+                let digits: String = text.lines().next().unwrap_or_default().trim().to_owned();
+                if digits.chars().all(|c| c.is_ascii_digit()) {
+                    return self.times.paste(text);
+                }
+                false
+            }
+            ReplayField::ProbeKind => false,
+            ReplayField::Probe => self.probe_mut().is_some_and(|probe| probe.paste(text)),
+        }
     }
 
     /// The text of the probe kind chosen; none without a probe.
@@ -472,5 +510,16 @@ mod tests {
         input.handle(key(KeyCode::Char('!')));
         assert_eq!(input.text, "stripe!");
         assert_eq!(input.handle(key(KeyCode::Enter)), FormOutcome::Submit);
+    }
+
+    /// One Backspace takes what reads as one character: a family emoji of
+    /// five code points, or a letter and its combining accent.
+    #[test]
+    fn backspace_takes_a_whole_character() {
+        let mut input = TextInput::new("ab中👨\u{200d}👩\u{200d}👧e\u{301}");
+        input.handle(key(KeyCode::Backspace));
+        assert_eq!(input.text, "ab中👨\u{200d}👩\u{200d}👧");
+        input.handle(key(KeyCode::Backspace));
+        assert_eq!(input.text, "ab中");
     }
 }

@@ -223,6 +223,10 @@ impl EventLoop {
                         }
                         dirty = true;
                     }
+                    Some(Ok(Event::Paste(text))) => {
+                        self.app.handle_paste(&text);
+                        dirty = true;
+                    }
                     Some(Ok(Event::Resize(width, height))) => {
                         self.app.resize(Rect::new(0, 0, width, height));
                         dirty = true;

@@ -3,6 +3,7 @@
 use std::io;
 use std::ops::{Deref, DerefMut};
 
+use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
 use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier};
 use ratatui::widgets::Widget;
@@ -42,7 +43,13 @@ impl TerminalGuard {
         }
         give_back_on_panic();
         let taken = crossterm::terminal::enable_raw_mode()
-            .and_then(|()| crossterm::execute!(io::stdout(), crossterm::terminal::EnterAlternateScreen))
+            .and_then(|()| {
+                crossterm::execute!(
+                    io::stdout(),
+                    crossterm::terminal::EnterAlternateScreen,
+                    EnableBracketedPaste
+                )
+            })
             .and_then(|()| DefaultTerminal::new(ratatui::backend::CrosstermBackend::new(io::stdout())));
         match taken {
             Ok(terminal) => {
@@ -116,7 +123,11 @@ impl TerminalGuard {
         // no-op: leaving it first has it set again.
         crossterm::terminal::disable_raw_mode()?;
         crossterm::terminal::enable_raw_mode()?;
-        crossterm::execute!(io::stdout(), crossterm::terminal::EnterAlternateScreen)?;
+        crossterm::execute!(
+            io::stdout(),
+            crossterm::terminal::EnterAlternateScreen,
+            EnableBracketedPaste
+        )?;
         self.terminal.hide_cursor()?;
         self.terminal.clear()
     }
@@ -189,6 +200,7 @@ impl Drop for TerminalGuard {
 /// closed terminal, and that panic, in a drop or a panic hook, aborts
 /// the process before the tunnel says goodbye to the relay.
 pub fn give_back() {
+    let _ = crossterm::execute!(io::stdout(), DisableBracketedPaste);
     let _ = ratatui::try_restore();
 }
 

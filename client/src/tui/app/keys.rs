@@ -58,12 +58,36 @@ impl App {
                 }
                 None => self.set_status("open a delivery first: v shows its masked headers", true),
             },
+            // The list has no width to scroll: sideways is the detail's,
+            // whichever pane has the keys.
+            KeyCode::Left | KeyCode::Right | KeyCode::Char('h' | 'l' | 'H' | 'L' | '0' | '$')
+                if self.detail.is_some() =>
+            {
+                self.detail_key(key.code)
+            }
             _ => match self.focus {
                 Focus::List => self.list_key(key.code),
                 Focus::Detail => self.detail_key(key.code),
             },
         }
         None
+    }
+
+    /// Takes a paste (bracketed by the terminal, so never read as keys):
+    /// into the filter or the field being edited, as typed up to its first
+    /// line break; anywhere else it is no command, and says so.
+    pub fn handle_paste(&mut self, text: &str) {
+        let cut = match &mut self.overlay {
+            Some(Overlay::Filter(input)) => input.paste(text),
+            Some(Overlay::Replay(form)) => form.paste(text),
+            Some(Overlay::Help { .. } | Overlay::Export(_)) => return,
+            None => {
+                return self.set_status("a paste is no command: press / and paste to filter", true);
+            }
+        };
+        if cut {
+            self.set_status("pasted up to the first line break", false);
+        }
     }
 
     /// Esc steps back one thing: a replay running, an open delivery, a

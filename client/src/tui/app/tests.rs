@@ -151,6 +151,48 @@ fn enter_opens_detail_tab_switches_esc_closes() {
     assert_eq!(app.focus, Focus::List);
 }
 
+/// A paste, which the terminal brackets, is never keys: over the list it
+/// replays, exports and quits nothing; into the filter it goes as typed,
+/// up to its first line break, and Enter is still the user's.
+#[test]
+fn a_paste_is_text_for_the_filter_and_no_command_elsewhere() {
+    let mut app = app(30);
+    app.handle_paste("hook/2\nrRyeq");
+    assert!(!app.quit);
+    assert!(app.overlay.is_none() && app.detail.is_none(), "nothing opened");
+    let status = app.status.as_ref().expect("the paste is told of");
+    assert_eq!(status.text, "a paste is no command: press / and paste to filter");
+
+    press(&mut app, "/");
+    app.handle_paste("hook/2\nq\u{1b}[31m");
+    assert!(!app.quit);
+    assert!(matches!(&app.overlay, Some(Overlay::Filter(input)) if input.text == "hook/2"));
+    assert_eq!(
+        app.status.as_ref().map(|s| s.text.as_str()),
+        Some("pasted up to the first line break")
+    );
+    assert_eq!(app.pager.len(), 30, "not applied until Enter");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.pager.search(), Some("hook/2"));
+}
+
+/// The replay form takes a pasted count or probe into the field being edited.
+#[test]
+fn a_paste_fills_the_replay_forms_field() {
+    let mut app = app(3);
+    press(&mut app, "R");
+    app.handle_paste("25");
+    key(&mut app, KeyCode::Tab);
+    press(&mut app, "u");
+    key(&mut app, KeyCode::Tab);
+    app.handle_paste("http://127.0.0.1:9/state\n");
+    let Some(Overlay::Replay(form)) = &app.overlay else {
+        panic!("the form stays open");
+    };
+    assert_eq!(form.times.text, "25", "the suggested count replaced");
+    assert_eq!(form.probe().map(|p| p.text.as_str()), Some("http://127.0.0.1:9/state"));
+}
+
 #[test]
 fn slash_filters_and_esc_clears() {
     let mut app = app(30);
@@ -497,6 +539,16 @@ fn detail_scroll_is_bounded() {
     press(&mut app, &"l".repeat(80));
     let kept = 3 + (columns - 3) / 2;
     assert_eq!(app.detail.as_ref().unwrap().hscroll, 303 - kept, "to where END shows");
+
+    // With the list's keys, sideways still scrolls the detail: the list has
+    // no width to scroll.
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.focus, Focus::List);
+    press(&mut app, "0");
+    assert_eq!(app.detail.as_ref().unwrap().hscroll, 0);
+    key(&mut app, KeyCode::Right);
+    assert_eq!(app.detail.as_ref().unwrap().hscroll, 8);
+    assert_eq!(app.focus, Focus::List, "the keys stay with the list");
 }
 
 fn detail_len(app: &App) -> usize {
