@@ -68,8 +68,8 @@ pub(super) fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
         terms.push(format!("{}(?, d.path)", super::functions::PATH_GLOB));
         values.push(Value::Text(glob.clone()));
     }
-    for word in q.search.as_deref().unwrap_or_default().split_whitespace() {
-        match SearchTerm::parse(word) {
+    for term in search_terms(q.search.as_deref().unwrap_or_default()) {
+        match term {
             SearchTerm::Status(word) => {
                 let (condition, params) = word.condition();
                 terms.push(condition.into());
@@ -118,6 +118,30 @@ impl<'a> SearchTerm<'a> {
     fn parse(word: &'a str) -> Self {
         StatusWord::parse(word).map_or(Self::Text(word), Self::Status)
     }
+}
+
+/// The terms of a search: its words, split at whitespace, except that a
+/// run in double quotes is one term of text, spaces and all, and never a
+/// status: `"199"` finds an order number in a body, `"err"` a word. A
+/// quote left open runs to the end.
+fn search_terms(search: &str) -> Vec<SearchTerm<'_>> {
+    let mut terms = Vec::new();
+    let mut rest = search.trim_start();
+    while !rest.is_empty() {
+        if let Some(quoted) = rest.strip_prefix('"') {
+            let (phrase, after) = quoted.split_once('"').unwrap_or((quoted, ""));
+            if !phrase.is_empty() {
+                terms.push(SearchTerm::Text(phrase));
+            }
+            rest = after;
+        } else {
+            let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+            terms.push(SearchTerm::parse(&rest[..end]));
+            rest = &rest[end..];
+        }
+        rest = rest.trim_start();
+    }
+    terms
 }
 
 /// The bounds of the event keys that begin with `start`, as a range the

@@ -831,6 +831,17 @@ fn search_words_match_statuses_as_statuses_and_failures_by_err() {
     assert_eq!(found("/b 502"), vec![broken], "every word must match");
     assert_eq!(found("/a 502"), Vec::<i64>::new());
     assert_eq!(found("post"), vec![answered_late, refused, broken, ok], "the method");
+    // In quotes, a word is text, and spaces are part of it.
+    assert_eq!(found("\"502\""), vec![ok], "the event key holding 502");
+    assert_eq!(found("\"err\""), Vec::<i64>::new(), "no error's text holds err");
+    assert_eq!(found("\"went away\" 2xx"), vec![answered_late]);
+    assert_eq!(found("\"away went\""), Vec::<i64>::new(), "the words in that order");
+    assert_eq!(
+        found("\"refused by"),
+        vec![refused],
+        "a quote left open runs to the end"
+    );
+    assert_eq!(found("\"\" 5xx"), vec![broken], "empty quotes ask nothing");
 }
 
 /// Statuses (any of them), a path glob and a start time narrow a listing
