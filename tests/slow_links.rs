@@ -379,3 +379,68 @@ async fn callers_trickling_large_bodies_leave_room_for_webhooks() {
     );
     drop(trickling);
 }
+
+/// A tunnel whose client is on a slow link (1 MiB/s from the relay): the
+/// caller's last byte leaves a window of the body still on its way to the
+/// client, so the relay's answer timeout runs from when the client has
+/// taken the whole body, as it runs from the caller's last byte when the
+/// caller is the slow one. The answer is the handler's, not a 504 that
+/// blames a client taking the body all along.
+#[tokio::test]
+async fn a_client_on_a_slow_link_is_waited_for_while_it_takes_the_body() {
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        request_timeout: Duration::from_secs(1),
+        ..Default::default()
+    })
+    .await;
+    let link = slow_link(relay.addr).await;
+    let handler = LocalHandler::start(|seen| Answer {
+        status: 200,
+        body: format!("{} bytes", seen.body.len()).into_bytes(),
+        ..Answer::default()
+    })
+    .await;
+    let mut tunnel = TestTunnel::start(&format!("http://{}", link.addr), &handler.url()).await;
+    let url = format!("http://{}/t/{}/upload", relay.addr, tunnel.name());
+    let reply = common::caller::post(&url, vec![b'x'; 3 * 1024 * 1024]).await;
+    assert_eq!((reply.status, reply.text()), (200, "3145728 bytes".to_string()));
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!((summary.status, summary.error), (Some(200), None));
+}
+
+/// A TCP link to `to` that carries what comes back from it at about
+/// 1 MiB/s, and what goes to it at once; it lasts as long as the handle.
+struct SlowLink {
+    addr: std::net::SocketAddr,
+    _carrying: tokio_util::task::AbortOnDropHandle<()>,
+}
+
+async fn slow_link(to: std::net::SocketAddr) -> SlowLink {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let carrying = tokio::spawn(async move {
+        let mut links = tokio::task::JoinSet::new();
+        loop {
+            let Ok((near, _)) = listener.accept().await else { return };
+            let far = TcpStream::connect(to).await.expect("the relay");
+            let (mut near_read, mut near_write) = near.into_split();
+            let (mut far_read, mut far_write) = far.into_split();
+            links.spawn(async move {
+                let _ = tokio::io::copy(&mut near_read, &mut far_write).await;
+            });
+            links.spawn(async move {
+                let mut piece = vec![0; 16 * 1024];
+                while let Ok(read @ 1..) = far_read.read(&mut piece).await {
+                    if near_write.write_all(&piece[..read]).await.is_err() {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(15)).await;
+                }
+            });
+        }
+    });
+    SlowLink {
+        addr,
+        _carrying: tokio_util::task::AbortOnDropHandle::new(carrying),
+    }
+}

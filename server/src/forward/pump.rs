@@ -7,7 +7,7 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::{Body as _, Incoming};
 use portpreview_shared::duration::format_duration;
-use portpreview_shared::message::CHUNK_SIZE;
+use portpreview_shared::message::{CHUNK_SIZE, STREAM_WINDOW};
 use portpreview_shared::{ServerMessage, StreamId};
 use tokio::sync::{oneshot, Semaphore};
 use tokio_util::task::AbortOnDropHandle;
@@ -116,8 +116,7 @@ impl Pump {
                     return stopped;
                 }
                 if end {
-                    self.side.finished();
-                    return PumpEnd::Done;
+                    return self.finished().await;
                 }
             }
             if last_frame {
@@ -127,8 +126,30 @@ impl Pump {
         if let Err(stopped) = self.send(Bytes::new(), true).await {
             return stopped;
         }
+        self.finished().await
+    }
+
+    /// The body sent whole: done once the client has taken all of it.
+    /// The caller's last byte leaves up to a window of it on its way, or
+    /// waiting on a handler that reads slowly, and the answer's time
+    /// starts only once the handler could have had it all; a client that
+    /// takes none of it meanwhile, for the timeout, is not answering.
+    async fn finished(&self) -> PumpEnd {
         self.side.finished();
-        PumpEnd::Done
+        let window = STREAM_WINDOW as usize;
+        loop {
+            let free = self.credit.available_permits();
+            if free >= window {
+                return PumpEnd::Done;
+            }
+            // Acquired only to learn that more came back, and given back.
+            let more = u32::try_from(free + 1).unwrap_or(u32::MAX);
+            match tokio::time::timeout(self.limits.timeout, self.credit.acquire_many(more)).await {
+                Ok(Ok(_came_back)) => {}
+                Ok(Err(_)) => return PumpEnd::TunnelGone,
+                Err(_) => return self.client_stalled(),
+            }
+        }
     }
 
     /// Sends one chunk within the credit the client grants. A client that
@@ -152,14 +173,17 @@ impl Pump {
         };
         match tokio::time::timeout(self.limits.timeout, sent).await {
             Ok(sent) => sent,
-            Err(_) => {
-                let waited = format_duration(self.limits.timeout);
-                self.side.abandon(&format!(
-                    "the client took none of the request body for {waited}; the relay answered the caller 504"
-                ));
-                Err(PumpEnd::ClientStalled)
-            }
+            Err(_) => Err(self.client_stalled()),
         }
+    }
+
+    /// The client took none of the body for the timeout: it hears why.
+    fn client_stalled(&self) -> PumpEnd {
+        let waited = format_duration(self.limits.timeout);
+        self.side.abandon(&format!(
+            "the client took none of the request body for {waited}; the relay answered the caller 504"
+        ));
+        PumpEnd::ClientStalled
     }
 }
 
