@@ -8,7 +8,7 @@ use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::{Body as _, Incoming};
 use portpreview_shared::duration::format_duration;
-use portpreview_shared::message::CHUNK_SIZE;
+use portpreview_shared::message::{CHUNK_SIZE, STREAM_WINDOW};
 use portpreview_shared::request_ref::RequestHeadRef;
 use portpreview_shared::stall::WakeGrace;
 use tokio::sync::oneshot;
@@ -26,7 +26,7 @@ mod pump;
 mod refusal;
 mod reply;
 
-use pump::{pump_outcome, Pump, PumpEnd, MALFORMED_BODY};
+use pump::{more_credit, pump_outcome, Pump, PumpEnd, MALFORMED_BODY};
 use refusal::{
     bad_gateway, client_gone, client_stalled, clients_reason, cut_short, over_limit, timed_out, too_large, unframable,
 };
@@ -143,6 +143,12 @@ async fn await_answer(
     };
     tokio::pin!(answer_wait);
     let mut grace = WakeGrace::default();
+    // Once the body has all gone, part of it may still be on its way to
+    // the client (a slow link), or waiting on a handler that reads it
+    // slowly: while the client's credit comes back, the client is taking
+    // it, and the handler's time starts over each time it takes more.
+    let credit = port.credit();
+    let mut taking = false;
     loop {
         tokio::select! {
             event = port.inbound.recv() => {
@@ -170,7 +176,10 @@ async fn await_answer(
             ended = pump_outcome(&mut pump_end) => {
                 pump_end = None;
                 match ended {
-                    Ok(PumpEnd::Done) => answer_wait.as_mut().reset(tokio::time::Instant::now() + limits.timeout),
+                    Ok(PumpEnd::Done) => {
+                        answer_wait.as_mut().reset(tokio::time::Instant::now() + limits.timeout);
+                        taking = credit.available_permits() < STREAM_WINDOW as usize;
+                    }
                     Ok(PumpEnd::TooLarge) => return too_large(limits.max_body),
                     Ok(PumpEnd::Malformed) => return answer(StatusCode::BAD_REQUEST, MALFORMED_BODY),
                     Ok(PumpEnd::Stalled) => {
@@ -193,6 +202,12 @@ async fn await_answer(
                     Ok(PumpEnd::ClientStalled) => return client_stalled(limits.timeout),
                     Ok(PumpEnd::TunnelGone) | Err(_) => return client_gone(),
                 }
+            }
+            came_back = more_credit(&credit), if taking => {
+                if came_back {
+                    answer_wait.as_mut().reset(tokio::time::Instant::now() + limits.timeout);
+                }
+                taking = came_back && credit.available_permits() < STREAM_WINDOW as usize;
             }
             () = &mut answer_wait => {
                 // This process was not running when the time ran out: the

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::{Body as _, Incoming};
 use portpreview_shared::duration::format_duration;
-use portpreview_shared::message::{CHUNK_SIZE, STREAM_WINDOW};
+use portpreview_shared::message::CHUNK_SIZE;
 use portpreview_shared::{ServerMessage, StreamId};
 use tokio::sync::{oneshot, Semaphore};
 use tokio_util::task::AbortOnDropHandle;
@@ -41,6 +41,14 @@ pub(super) async fn pump_outcome(
         Some(rx) => rx.await,
         None => std::future::pending().await,
     }
+}
+
+/// Waits until the client gives back more of `credit` than it holds now:
+/// it took more of the body. The credit is given back at once; false when
+/// none can come any more (the stream is gone).
+pub(super) async fn more_credit(credit: &Semaphore) -> bool {
+    let more = u32::try_from(credit.available_permits() + 1).unwrap_or(u32::MAX);
+    credit.acquire_many(more).await.is_ok()
 }
 
 pub(super) struct Pump {
@@ -116,7 +124,8 @@ impl Pump {
                     return stopped;
                 }
                 if end {
-                    return self.finished().await;
+                    self.side.finished();
+                    return PumpEnd::Done;
                 }
             }
             if last_frame {
@@ -126,30 +135,8 @@ impl Pump {
         if let Err(stopped) = self.send(Bytes::new(), true).await {
             return stopped;
         }
-        self.finished().await
-    }
-
-    /// The body sent whole: done once the client has taken all of it.
-    /// The caller's last byte leaves up to a window of it on its way, or
-    /// waiting on a handler that reads slowly, and the answer's time
-    /// starts only once the handler could have had it all; a client that
-    /// takes none of it meanwhile, for the timeout, is not answering.
-    async fn finished(&self) -> PumpEnd {
         self.side.finished();
-        let window = STREAM_WINDOW as usize;
-        loop {
-            let free = self.credit.available_permits();
-            if free >= window {
-                return PumpEnd::Done;
-            }
-            // Acquired only to learn that more came back, and given back.
-            let more = u32::try_from(free + 1).unwrap_or(u32::MAX);
-            match tokio::time::timeout(self.limits.timeout, self.credit.acquire_many(more)).await {
-                Ok(Ok(_came_back)) => {}
-                Ok(Err(_)) => return PumpEnd::TunnelGone,
-                Err(_) => return self.client_stalled(),
-            }
-        }
+        PumpEnd::Done
     }
 
     /// Sends one chunk within the credit the client grants. A client that
@@ -173,17 +160,14 @@ impl Pump {
         };
         match tokio::time::timeout(self.limits.timeout, sent).await {
             Ok(sent) => sent,
-            Err(_) => Err(self.client_stalled()),
+            Err(_) => {
+                let waited = format_duration(self.limits.timeout);
+                self.side.abandon(&format!(
+                    "the client took none of the request body for {waited}; the relay answered the caller 504"
+                ));
+                Err(PumpEnd::ClientStalled)
+            }
         }
-    }
-
-    /// The client took none of the body for the timeout: it hears why.
-    fn client_stalled(&self) -> PumpEnd {
-        let waited = format_duration(self.limits.timeout);
-        self.side.abandon(&format!(
-            "the client took none of the request body for {waited}; the relay answered the caller 504"
-        ));
-        PumpEnd::ClientStalled
     }
 }
 
