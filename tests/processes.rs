@@ -689,6 +689,44 @@ fn a_tunnel_under_too_low_an_open_file_limit_says_so_and_reading_still_works() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// A tunnel with its relay in-process, at the fewest open files it runs
+/// with, answers callers one after another: its relay's share of the
+/// files is not all taken by the tunnel's own connection, which left every
+/// caller a 503. Under that, it says so before starting.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_local_tunnel_at_its_fewest_open_files_answers_callers() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let db = db.to_str().expect("utf-8 path");
+    let handler = LocalHandler::echo().await;
+    let port = handler.port().to_string();
+    let bin = portpreview_bin();
+    let bin = bin.to_str().expect("utf-8 path");
+    let under = |limit: u64| format!(r#"ulimit -n {limit} && exec "$0" "$@""#);
+    let too_few = under(32);
+    let args = |shell_line| ["-c", shell_line, bin, "http", &port, "--no-tui", "--db", db];
+    let out = output_of(
+        std::process::Command::new("sh")
+            .args(args(&too_few))
+            .env_remove("PORTPREVIEW_SERVER"),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr,
+        "error: this process may open only 32 files (ulimit -n); a tunnel with its relay in-process needs at \
+         least 40\n"
+    );
+    let fewest = under(40);
+    let mut client = Running::start(std::path::Path::new("sh"), &args(&fewest), dir.path());
+    let url = client.public_url().await;
+    for n in 1..=3 {
+        let reply = caller::post(&format!("{url}/hook/{n}"), r#"{"n":1}"#).await;
+        assert_eq!(reply.status, 200, "caller {n}: {}", reply.text());
+    }
+}
+
 #[test]
 fn a_name_the_relay_would_refuse_is_told_before_connecting() {
     let dir = tempfile::tempdir().expect("temp dir");

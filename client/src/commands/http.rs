@@ -82,6 +82,12 @@ impl Args {
 /// tunnel's connection to it, with room for callers and the handler.
 const TUNNEL_FEWEST_FILES: u64 = 32;
 
+/// The fewest open files a tunnel runs with whose relay is in-process: its
+/// relay takes half of what is left past [`TUNNEL_FEWEST_FILES`] for
+/// connections, the tunnel's own among them, and at 32 that left the
+/// tunnel's alone, every caller answered 503. At 40 there are four.
+const LOCAL_RELAY_FEWEST_FILES: u64 = 40;
+
 /// Where the in-process relay listens unless `--local-listen` says otherwise.
 const DEFAULT_LOCAL_LISTEN: &str = "127.0.0.1:0";
 
@@ -181,6 +187,8 @@ async fn set_up(args: &Args, config: Config, server_origin: &Origin) -> anyhow::
                         .to_owned(),
                 );
             }
+            portpreview_shared::open_files::enough_for(LOCAL_RELAY_FEWEST_FILES, "a tunnel with its relay in-process")
+                .map_err(anyhow::Error::msg)?;
             let (url, listener) = bind_local_relay(&args.local_listen).await?;
             (url, Some(listener))
         }
@@ -557,6 +565,11 @@ mod tests {
     fn a_local_relays_callers_get_half_the_open_files() {
         let cap = |limit| local_relay_config(Duration::from_secs(28), true, limit).max_connections;
         assert_eq!(cap(Some(1024)), (1024 - 32) / 2);
+        assert_eq!(
+            cap(Some(LOCAL_RELAY_FEWEST_FILES)),
+            4,
+            "the tunnel's own connection and three callers'"
+        );
         assert_eq!(cap(None), RelayConfig::default().max_connections, "unlimited");
         assert_eq!(cap(Some(1 << 20)), RelayConfig::default().max_connections);
     }
