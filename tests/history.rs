@@ -800,6 +800,20 @@ fn a_history_the_user_may_only_read_is_read_and_never_written() {
     );
     std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o444)).unwrap();
 
+    // Behind a folder closed to this user: there, not missing.
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let unreachable = run_as_reader(&h, &db, &["history"]);
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(unreachable.status.code(), Some(2));
+    assert_eq!(
+        stderr_line(&unreachable),
+        format!(
+            "error: history database {} cannot be reached by this user, a folder on its path is closed to it: \
+             pass --db a history you may read",
+            db.display()
+        )
+    );
+
     // Copied with its WAL but without the -shm that reading the WAL needs:
     // what the WAL holds cannot be shown, and the reader is told so.
     let with_wal = h.dir.join("with-wal");

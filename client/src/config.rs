@@ -129,14 +129,23 @@ impl Config {
         Self::load_from(&path)
     }
 
-    /// Loads a given config file; a missing file is an empty config.
+    /// Loads a given config file; a missing file is an empty config, and
+    /// so is one under a file where a folder would be (`XDG_CONFIG_HOME`
+    /// naming a file): nothing can be there.
     pub fn load_from(path: &Path) -> anyhow::Result<Self> {
         let text = match read_settings(path, MAX_SETTINGS_FILE)
             .map(without_bom)
             .and_then(into_text)
         {
             Ok(text) => text,
-            Err(InputError::Io(err)) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(InputError::Io(err))
+                if matches!(
+                    err.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) =>
+            {
+                return Ok(Self::default())
+            }
             Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
         };
         let mut config: Config =
@@ -406,6 +415,17 @@ mod tests {
     use super::*;
 
     /// A token or secret written without quotes is refused, never shown.
+    /// `XDG_CONFIG_HOME` naming a file: no config file can be under it,
+    /// and every command runs without one, as when it is missing.
+    #[test]
+    fn a_config_file_under_a_file_is_none() {
+        let dir = crate::store::tests::ScratchDir::new("config-under-a-file");
+        let file = dir.0.join("afile");
+        std::fs::write(&file, "").unwrap();
+        let config = Config::load_from(&file.join("portpreview/config.toml")).unwrap();
+        assert!(config.server.is_none() && config.secrets.is_empty());
+    }
+
     #[test]
     fn secrets_without_quotes_are_refused_unshown() {
         for text in ["token = 12345678\n", "[secrets]\ngithub = 98765432109876543\n"] {

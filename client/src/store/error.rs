@@ -107,6 +107,13 @@ pub enum StoreError {
         /// The file.
         path: PathBuf,
     },
+    /// A folder on the way to the file is closed to this user: whether
+    /// anything is there cannot be known.
+    #[error("history database {} cannot be reached by this user, a folder on its path is closed to it: pass --db a history you may read", path.display())]
+    Unreachable {
+        /// The file.
+        path: PathBuf,
+    },
     /// The path names a directory.
     #[error("{} is a directory, not a history database: pass --db a file path", path.display())]
     IsDirectory {

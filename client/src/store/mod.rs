@@ -490,14 +490,17 @@ fn immutable_uri(path: &Path) -> String {
     uri
 }
 
-/// Fails with [`StoreError::Missing`] unless something exists at `path`.
+/// Fails with [`StoreError::Missing`] unless something exists at `path`,
+/// or [`StoreError::Unreachable`] when a folder on the way keeps this user
+/// from knowing.
 pub fn require(path: &Path) -> Result<(), StoreError> {
-    if path.exists() {
-        Ok(())
-    } else {
-        Err(StoreError::Missing {
-            path: path.to_path_buf(),
-        })
+    let path_buf = || path.to_path_buf();
+    match std::fs::metadata(path) {
+        Ok(_) => Ok(()),
+        Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied => {
+            Err(StoreError::Unreachable { path: path_buf() })
+        }
+        Err(_) => Err(StoreError::Missing { path: path_buf() }),
     }
 }
 
