@@ -39,6 +39,13 @@ pub enum ConnectError {
     /// The relay address is not one the client understands.
     #[error("invalid relay address \"{0}\": use ws://, wss://, http:// or https:// followed by host:port (a port from 1 to 65535)")]
     BadUrl(String),
+    /// The relay address carries a query or a fragment, which the relay
+    /// never reads: a token put there would not be sent either.
+    #[error(
+        "invalid relay address \"{0}\": a query or fragment is not sent to the relay (a path is, before \
+         /_portpreview/connect); give its token with --token or PORTPREVIEW_TOKEN"
+    )]
+    QueryInUrl(String),
     /// The relay address carries a user or password, which is never sent.
     #[error(
         "the relay address {0:?} carries a user or password, which PortPreview does not send: \
@@ -184,6 +191,14 @@ pub fn relay_url(input: &str) -> Result<String, ConnectError> {
     let rest = rest.trim_end_matches('/');
     let rest = rest.strip_suffix(CONNECT_PATH).unwrap_or(rest);
     let authority = rest.split('/').next().unwrap_or_default();
+    if !rest.contains(' ')
+        && rest.contains(['?', '#'])
+        && valid_authority(authority.split(['?', '#']).next().unwrap_or_default())
+    {
+        // Shown without it: a token put there is no less a secret.
+        let before = shown.split(['?', '#']).next().unwrap_or_default();
+        return Err(ConnectError::QueryInUrl(format!("{before}?…")));
+    }
     if rest.contains(['?', '#', ' ']) || !valid_authority(authority) {
         return Err(bad());
     }
@@ -539,6 +554,13 @@ fn upgrade_error(err: tungstenite::Error, options: &ConnectOptions) -> ConnectEr
             url: options.url.clone(),
             status: "in HTTP/1.0".into(),
         },
+        // Closed after the upgrade went out, with no answer at all: what
+        // a proxy in front does when nothing listens behind it.
+        tungstenite::Error::Protocol(tungstenite::error::ProtocolError::HandshakeIncomplete) => {
+            ConnectError::Unreachable(
+                "the connection closed before any answer came: a proxy in front of a relay that is down?".into(),
+            )
+        }
         other => ConnectError::Unreachable(other.to_string()),
     }
 }

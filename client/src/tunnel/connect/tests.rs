@@ -56,6 +56,18 @@ fn a_server_answering_in_http_1_0_is_no_relay() {
     );
 }
 
+/// A proxy whose relay is down accepts the connection and closes it
+/// unanswered: said so, not as "Handshake not finished".
+#[test]
+fn a_connection_closed_unanswered_is_told_as_such() {
+    let closed = tungstenite::Error::Protocol(tungstenite::error::ProtocolError::HandshakeIncomplete);
+    assert_eq!(
+        upgrade_error(closed, &local_options()).to_string(),
+        "cannot reach the relay: the connection closed before any answer came: a proxy in front of a relay \
+         that is down?"
+    );
+}
+
 /// A TLS server's alert has no `HTTP/` at all; an answer whose header
 /// holds bytes HTTP does not allow is HTTP gone wrong, and TLS is no cure.
 #[test]
@@ -278,6 +290,18 @@ fn every_scheme_maps_to_the_connect_path() {
     {
         assert!(relay_url(bad).is_err(), "{bad}");
     }
+    assert_eq!(
+        relay_url("wss://relay.test/tunnels").unwrap(),
+        "wss://relay.test/tunnels/_portpreview/connect",
+        "a relay under a path prefix"
+    );
+    let query = relay_url("wss://relay.test/?token=abc").unwrap_err().to_string();
+    assert!(
+        query.contains("\"wss://relay.test/?…\": a query or fragment is not sent to the relay")
+            && query.contains("--token")
+            && !query.contains("abc"),
+        "{query}"
+    );
     let refused = relay_url("https://me:hunter2@relay.test").unwrap_err().to_string();
     assert!(
         refused.contains("\"https://***@relay.test\" carries a user or password"),
