@@ -1867,3 +1867,28 @@ async fn a_history_named_in_a_missing_folder_is_made_there_with_a_note() {
     );
     assert!(db.is_file(), "the history is there");
 }
+
+/// `--help` and `--version` on a stdout that cannot take them (a full
+/// disk) fail as every command's output does, rather than exit 0 having
+/// printed nothing.
+#[test]
+fn help_and_version_on_a_full_stdout_fail_in_one_line() {
+    for args in [&["--help"][..], &["--version"], &["history", "--help"]] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full");
+        let out = std::process::Command::new(portpreview_bin())
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(full)
+            .output()
+            .expect("run portpreview");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "error: cannot write to stdout: No space left on device (os error 28)\n",
+            "{args:?}"
+        );
+    }
+}

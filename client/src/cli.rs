@@ -95,7 +95,20 @@ impl Cli {
                 }
                 std::process::exit(code);
             }
-            Err(err) => err.exit(),
+            // `--help` and `--version`, on stdout: a stdout that cannot
+            // take them fails as any command's output does (a reader gone
+            // is no failure).
+            Err(err) => {
+                let code = err.exit_code();
+                let printed = err.print().and_then(|()| std::io::stdout().flush());
+                match printed {
+                    Err(failed) if failed.kind() != std::io::ErrorKind::BrokenPipe => {
+                        crate::to_stderr(format_args!("error: cannot write to stdout: {failed}\n"));
+                        std::process::exit(2);
+                    }
+                    _ => std::process::exit(code),
+                }
+            }
         }
     }
 
