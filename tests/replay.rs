@@ -2048,6 +2048,22 @@ fn a_recorded_delivery_its_handler_already_had_changes_nothing_without_a_warning
         "{json:#}"
     );
 
+    // Said to be new to the handler, the event that moved nothing proves
+    // nothing: inconclusive, with one attempt as with three, and the
+    // history's word on it.
+    for times in ["1", "3"] {
+        let ran = history.replay_probed(&handler, &["--times", times, "--expect-effect", "--json"]);
+        assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+        let json = ran.json();
+        assert_eq!(json["verdict"], "inconclusive", "{json:#}");
+        assert!(
+            json["checks"].to_string().contains(
+                "the history shows this target answering the event 2xx before, so the handler had it already"
+            ),
+            "{json:#}"
+        );
+    }
+
     // Sent to another handler that has the event too, nothing says it had:
     // the run says what it could not see.
     let other = Handler::start(Behaviour::DedupsInOneTransaction);

@@ -379,11 +379,16 @@ impl Run<'_> {
                 // others to duplicate: the run failed, and no duplicate is
                 // judged (a handler that failed once may act on the next).
                 let first_failed = self.attempts.first().is_some_and(|a| !a.succeeded());
-                if settled.passed && !opts.fresh && !had_the_event {
-                    let unseen = verdict::nothing_seen_to_act(trace, opts.settle, &self.attempts);
-                    match unseen {
-                        Some(why) if opts.expect_effect => checks.push(verdict::effect_unseen(why)),
-                        unseen => warnings.extend(unseen),
+                if settled.passed && !opts.fresh {
+                    if opts.expect_effect {
+                        checks.extend(verdict::effect_unseen(
+                            trace,
+                            opts.settle,
+                            &self.attempts,
+                            had_the_event,
+                        ));
+                    } else if !had_the_event {
+                        warnings.extend(verdict::nothing_seen_to_act(trace, opts.settle, &self.attempts));
                     }
                 }
                 checks.extend(content.filter(|_| settled.passed && !first_failed));

@@ -277,15 +277,42 @@ pub fn nothing_seen_to_act(trace: &StateTrace, settle: Duration, attempts: &[Att
     })
 }
 
-/// [`nothing_seen_to_act`]'s news as a failed check, under
-/// `--expect-effect`: the event was said to be new and to do something
-/// the probe shows, so a run that saw nothing is inconclusive.
-pub fn effect_unseen(why: String) -> Check {
-    Check {
+/// Under `--expect-effect`: no read saw the state move, attempt 1's
+/// included, though the event was said to be new to the handler and to do
+/// something the probe shows, so the run proved nothing and is
+/// inconclusive. With one attempt as with many, and whatever the history
+/// says of the event (`had_the_event`: the target answered it 2xx
+/// before, which the flag says it has not). `None` when a read saw the
+/// state move, or attempt 1 got no 2xx, which the run reports instead.
+pub fn effect_unseen(trace: &StateTrace, settle: Duration, attempts: &[Attempt], had_the_event: bool) -> Option<Check> {
+    let answered = attempts.first().is_some_and(Attempt::succeeded);
+    let still = trace.moved_to.is_none() && trace.steps.iter().all(|step| *step == trace.before);
+    if !(answered && still) {
+        return None;
+    }
+    let waited = format!(
+        "--settle {}, and {} after the last attempt",
+        portpreview_shared::duration::format_duration(settle),
+        portpreview_shared::duration::format_duration(trace.final_wait(settle))
+    );
+    let why = if had_the_event {
+        "the history shows this target answering the event 2xx before, so the handler had it already: start it \
+         afresh, or --fresh sends a new event"
+            .to_owned()
+    } else {
+        format!(
+            "the handler had the event already (left running since an earlier run: start it afresh), does nothing \
+             the probe shows for it, or does its work later than the reads waited ({waited})"
+        )
+    };
+    Some(Check {
         name: PROBE_SHOWS_EFFECTS,
         passed: false,
-        detail: format!("{why}; --expect-effect leaves such a run inconclusive"),
-    }
+        detail: format!(
+            "no read saw the state move, not even after attempt 1, though --expect-effect says this event is new to \
+             the handler and does something the probe shows: {why}"
+        ),
+    })
 }
 
 /// The state held still when it was judged: inconclusive otherwise.

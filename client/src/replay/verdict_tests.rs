@@ -591,6 +591,39 @@ fn a_run_in_which_nothing_was_seen_to_act_says_so() {
         steady: true,
     };
     let settle = Duration::from_millis(300);
+
+    // Under --expect-effect the same run fails the check, with one attempt
+    // as with three, and says what the history knows.
+    let unseen = effect_unseen(&trace(["balance 0"; 3]), settle, &attempts(200), false).unwrap();
+    assert_eq!((unseen.name, unseen.passed), (PROBE_SHOWS_EFFECTS, false));
+    assert!(
+        unseen
+            .detail
+            .contains("(--settle 300ms, and 3s after the last attempt)"),
+        "{}",
+        unseen.detail
+    );
+    let one = StateTrace {
+        steps: vec!["balance 0".into()],
+        ..trace(["balance 0"; 3])
+    };
+    assert!(effect_unseen(&one, settle, &attempts(200)[..1], false).is_some());
+    let had = effect_unseen(&trace(["balance 0"; 3]), settle, &attempts(200), true).unwrap();
+    assert!(
+        had.detail
+            .contains("the history shows this target answering the event 2xx before"),
+        "{}",
+        had.detail
+    );
+    assert!(
+        effect_unseen(&trace(["balance 10"; 3]), settle, &attempts(200), false).is_none(),
+        "seen acting"
+    );
+    assert!(
+        effect_unseen(&trace(["balance 0"; 3]), settle, &attempts(500), false).is_none(),
+        "refused"
+    );
+
     let still = nothing_seen_to_act(&trace(["balance 0"; 3]), settle, &attempts(200)).unwrap();
     assert!(
         still.starts_with("no read saw the state move, not even after attempt 1")
