@@ -1870,15 +1870,22 @@ async fn a_history_named_in_a_missing_folder_is_made_there_with_a_note() {
 
 /// `--help` and `--version` on a stdout that cannot take them (a full
 /// disk) fail as every command's output does, rather than exit 0 having
-/// printed nothing.
+/// printed nothing: the relay's too.
 #[test]
 fn help_and_version_on_a_full_stdout_fail_in_one_line() {
-    for args in [&["--help"][..], &["--version"], &["history", "--help"]] {
+    let runs = [
+        (portpreview_bin(), &["--help"][..]),
+        (portpreview_bin(), &["--version"]),
+        (portpreview_bin(), &["history", "--help"]),
+        (server_bin(), &["--help"]),
+        (server_bin(), &["--version"]),
+    ];
+    for (bin, args) in runs {
         let full = std::fs::OpenOptions::new()
             .write(true)
             .open("/dev/full")
             .expect("/dev/full");
-        let out = std::process::Command::new(portpreview_bin())
+        let out = std::process::Command::new(bin)
             .args(args)
             .stdin(std::process::Stdio::null())
             .stdout(full)

@@ -67,7 +67,18 @@ fn main() -> ExitCode {
             let _ = write!(std::io::stderr(), "{}", one_line(&rendered, "portpreview-server"));
             return code;
         }
-        Err(err) => err.exit(),
+        // `--help` and `--version`, on stdout: one that cannot take them
+        // fails in one line (a reader gone is no failure).
+        Err(err) => {
+            let printed = err.print().and_then(|()| std::io::stdout().flush());
+            return match printed {
+                Err(failed) if failed.kind() != std::io::ErrorKind::BrokenPipe => {
+                    let _ = writeln!(std::io::stderr(), "error: cannot write to stdout: {failed}");
+                    ExitCode::from(2)
+                }
+                _ => ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(0)),
+            };
+        }
     };
     init_logging();
     // Every tunnel and every caller holds a socket.

@@ -196,8 +196,10 @@ pub fn relay_url(input: &str) -> Result<String, ConnectError> {
         && valid_authority(authority.split(['?', '#']).next().unwrap_or_default())
     {
         // Shown without it: a token put there is no less a secret.
-        let before = shown.split(['?', '#']).next().unwrap_or_default();
-        return Err(ConnectError::QueryInUrl(format!("{before}?…")));
+        let cut = shown.find(['?', '#']).unwrap_or(shown.len());
+        let (before, after) = shown.split_at(cut);
+        let mark = after.chars().next().unwrap_or('?');
+        return Err(ConnectError::QueryInUrl(format!("{before}{mark}…")));
     }
     if rest.contains(['?', '#', ' ']) || !valid_authority(authority) {
         return Err(bad());
@@ -491,7 +493,8 @@ fn upgrade_error(err: tungstenite::Error, options: &ConnectOptions) -> ConnectEr
             // The relay's own 404 for a path it does not serve: the address
             // given was not the relay's root.
             StatusCode::NOT_FOUND => ConnectError::Refused(format!(
-                "{} answered 404: give --server as the relay's address alone, with no path",
+                "{} answered 404: give --server as the relay's address, with no path but the one it is served \
+                 under (none unless a proxy puts it under one)",
                 options.url
             )),
             status => ConnectError::Refused(match answer::plain_reason(&response) {
@@ -522,6 +525,9 @@ fn upgrade_error(err: tungstenite::Error, options: &ConnectOptions) -> ConnectEr
         tungstenite::Error::Url(e) => ConnectError::BadUrl(e.to_string()),
         tungstenite::Error::Tls(e) => ConnectError::Tls(e.to_string()),
         // rustls's verdicts arrive as I/O errors; no retry can change them.
+        tungstenite::Error::Io(e) if e.kind() == std::io::ErrorKind::ConnectionReset && tls_error(&e).is_none() => {
+            ConnectError::Unreachable(CLOSED_UNANSWERED.into())
+        }
         tungstenite::Error::Io(e) => match tls_error(&e) {
             Some(rustls::Error::InvalidCertificate(problem)) => ConnectError::Certificate(certificate_problem(problem)),
             Some(rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType)) => {
@@ -557,13 +563,16 @@ fn upgrade_error(err: tungstenite::Error, options: &ConnectOptions) -> ConnectEr
         // Closed after the upgrade went out, with no answer at all: what
         // a proxy in front does when nothing listens behind it.
         tungstenite::Error::Protocol(tungstenite::error::ProtocolError::HandshakeIncomplete) => {
-            ConnectError::Unreachable(
-                "the connection closed before any answer came: a proxy in front of a relay that is down?".into(),
-            )
+            ConnectError::Unreachable(CLOSED_UNANSWERED.into())
         }
         other => ConnectError::Unreachable(other.to_string()),
     }
 }
+
+/// Why an upgrade got no answer at all, its connection closed or reset
+/// instead: what a proxy in front does when nothing listens behind it.
+const CLOSED_UNANSWERED: &str =
+    "the connection closed before any answer came: a proxy in front of a relay that is down?";
 
 /// The wait a refusal's `Retry-After` asks for, in whole seconds as the
 /// relay sends it: at least a second, so that a relay answering 0 is not

@@ -61,11 +61,14 @@ fn a_server_answering_in_http_1_0_is_no_relay() {
 #[test]
 fn a_connection_closed_unanswered_is_told_as_such() {
     let closed = tungstenite::Error::Protocol(tungstenite::error::ProtocolError::HandshakeIncomplete);
-    assert_eq!(
-        upgrade_error(closed, &local_options()).to_string(),
-        "cannot reach the relay: the connection closed before any answer came: a proxy in front of a relay \
-         that is down?"
-    );
+    let reset = tungstenite::Error::Io(std::io::ErrorKind::ConnectionReset.into());
+    for unanswered in [closed, reset] {
+        assert_eq!(
+            upgrade_error(unanswered, &local_options()).to_string(),
+            "cannot reach the relay: the connection closed before any answer came: a proxy in front of a relay \
+             that is down?"
+        );
+    }
 }
 
 /// A TLS server's alert has no `HTTP/` at all; an answer whose header
@@ -302,6 +305,8 @@ fn every_scheme_maps_to_the_connect_path() {
             && !query.contains("abc"),
         "{query}"
     );
+    let fragment = relay_url("wss://relay.test/#frag").unwrap_err().to_string();
+    assert!(fragment.contains("\"wss://relay.test/#…\""), "{fragment}");
     let refused = relay_url("https://me:hunter2@relay.test").unwrap_err().to_string();
     assert!(
         refused.contains("\"https://***@relay.test\" carries a user or password"),
