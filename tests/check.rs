@@ -594,6 +594,29 @@ fn a_fixture_saved_with_a_byte_order_mark_is_read() {
     assert_eq!(json["fixtures"][0]["verdict"], "idempotent", "{json:#}");
 }
 
+/// A fixture written as UTF-16 (Windows PowerShell 5's `>`) is refused
+/// for what it is, not as JSON broken at its first byte.
+#[test]
+fn a_fixture_in_utf16_is_told_as_such() {
+    let project = Project::new();
+    let fixture = project.path("fixtures/stripe.json");
+    let text = std::fs::read_to_string(&fixture).unwrap();
+    let mut utf16 = vec![0xFF, 0xFE];
+    utf16.extend(text.encode_utf16().flat_map(u16::to_le_bytes));
+    std::fs::write(&fixture, utf16).unwrap();
+    let ran = project.check(&["fixtures/stripe.json", "--target", "http://127.0.0.1:1"], &[]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stdout.contains(
+            "fixtures/stripe.json is not a PortPreview fixture: it is UTF-16 text (as Windows PowerShell 5's > \
+             writes it): save it as UTF-8"
+        ),
+        "{}{}",
+        ran.stdout,
+        ran.stderr
+    );
+}
+
 /// A suite's `check_cmd` that fails is named as the check command, not as
 /// a flag the user never passed.
 #[test]

@@ -199,6 +199,14 @@ impl Fixture {
             .map(crate::input_file::without_bom)
             .with_context(|| format!("cannot read fixture {}", path.display()))?;
         let not_a_fixture = || format!("{} is not a PortPreview fixture", path.display());
+        // JSON is UTF-8; Windows PowerShell 5's `>` writes UTF-16, which
+        // serde reads as no JSON at all "at line 1 column 1".
+        if text.starts_with(&[0xFF, 0xFE]) || text.starts_with(&[0xFE, 0xFF]) {
+            return Err(anyhow::anyhow!(
+                "it is UTF-16 text (as Windows PowerShell 5's > writes it): save it as UTF-8"
+            ))
+            .with_context(not_a_fixture);
+        }
         if text.trim_ascii_start().first() != Some(&b'{') {
             let is_suite = || std::str::from_utf8(&text).is_ok_and(crate::suite::Suite::lists_fixtures);
             if crate::suite::Suite::is_suite_path(path) && is_suite() {
