@@ -568,6 +568,27 @@ fn a_missing_secret_with_the_config_set_aside_names_the_flag_and_the_environment
     );
 }
 
+/// A provider's own variable left empty (a CI secret the job may not
+/// read) gives way to `PORTPREVIEW_SECRET`, and the run says so.
+#[test]
+fn an_empty_provider_secret_giving_way_to_the_wider_one_is_warned_of() {
+    let project = Project::new();
+    let handler = Handler::start(Behaviour::DedupsInOneTransaction);
+    let ran = project.check(
+        &["fixtures/stripe.json", "--target", &handler.url(), "--resign", "--json"],
+        &[("PORTPREVIEW_SECRET_STRIPE", ""), ("PORTPREVIEW_SECRET", "whsec_any")],
+    );
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    let json: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert!(
+        json["fixtures"][0]["warnings"].to_string().contains(
+            "PORTPREVIEW_SECRET_STRIPE is set but empty: the attempts are signed with the stripe secret from \
+             PORTPREVIEW_SECRET instead"
+        ),
+        "{json:#}"
+    );
+}
+
 /// A fixture an editor saved with a byte-order mark before its JSON (as
 /// Notepad and PowerShell do) is read as the same fixture.
 #[test]

@@ -448,6 +448,21 @@ fn signing(
                      remove it unless the secret holds it"
                 ));
             }
+            // Left empty, as CI leaves a secret a job may not read, the
+            // provider's own variable gave way to a wider one.
+            if matches!(&given.from, SecretFrom::Env(var) if var == crate::config::ANY_PROVIDER_SECRET_ENV)
+                || matches!(given.from, SecretFrom::ConfigFile(_))
+            {
+                let empty = crate::config::secret_envs(provider)
+                    .into_iter()
+                    .filter(|var| std::env::var_os(var).is_some_and(|value| value.is_empty()));
+                for var in empty {
+                    warnings.push(format!(
+                        "{var} is set but empty: the attempts are signed with the {provider} secret from {} instead",
+                        given.from
+                    ));
+                }
+            }
             Ok(Some((provider, given.clone())))
         }
         // Refusing would fail a whole `check fixtures/ --resign` over one
