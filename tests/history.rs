@@ -703,6 +703,13 @@ fn unknown_ids_and_broken_databases_exit_2_with_one_line() {
 /// files. Root may write anything, so as root the run is made as nobody,
 /// from a copy of the binary in `h`'s folder that nobody can reach.
 fn run_as_reader(h: &History, db: &std::path::Path, args: &[&str]) -> Output {
+    run_as_reader_in(h, db, args, |command| {
+        command.env("PORTPREVIEW_CONFIG", h.dir.join("config.toml"));
+    })
+}
+
+/// [`run_as_reader`], its environment for settings set by `configure`.
+fn run_as_reader_in(h: &History, db: &std::path::Path, args: &[&str], configure: impl FnOnce(&mut Command)) -> Output {
     let as_root = Command::new("id")
         .arg("-u")
         .output()
@@ -720,14 +727,9 @@ fn run_as_reader(h: &History, db: &std::path::Path, args: &[&str]) -> Output {
     } else {
         Command::new(portpreview_bin())
     };
-    common::process::output_of(
-        command
-            .arg("--db")
-            .arg(db)
-            .args(args)
-            .env("PORTPREVIEW_CONFIG", h.dir.join("config.toml"))
-            .env_remove("PORTPREVIEW_DB"),
-    )
+    command.arg("--db").arg(db).args(args).env_remove("PORTPREVIEW_DB");
+    configure(&mut command);
+    common::process::output_of(&mut command)
 }
 
 #[test]
@@ -800,10 +802,23 @@ fn a_history_the_user_may_only_read_is_read_and_never_written() {
     );
     std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o444)).unwrap();
 
-    // Behind a folder closed to this user: there, not missing.
+    // Behind a folder closed to this user: there, not missing. And a
+    // config folder closed to it (`sudo -u` keeping HOME) is another
+    // user's: no config file for this one, not an error for every command.
     std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o000)).unwrap();
     let unreachable = run_as_reader(&h, &db, &["history"]);
+    let closed_config = run_as_reader_in(&h, &h.dir.join("elsewhere.db"), &["history"], |command| {
+        command.env_remove("PORTPREVIEW_CONFIG").env("XDG_CONFIG_HOME", &folder);
+    });
     std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(
+        stderr_line(&closed_config),
+        format!(
+            "error: no history database at {} (start one with portpreview http)",
+            h.dir.join("elsewhere.db").display()
+        ),
+        "the history is looked for, the config folder passed by"
+    );
     assert_eq!(unreachable.status.code(), Some(2));
     assert_eq!(
         stderr_line(&unreachable),

@@ -131,7 +131,7 @@ impl Config {
 
     /// Loads a given config file; a missing file is an empty config, and
     /// so is one under a file where a folder would be (`XDG_CONFIG_HOME`
-    /// naming a file): nothing can be there.
+    /// naming a file), or behind a folder closed to this user.
     pub fn load_from(path: &Path) -> anyhow::Result<Self> {
         let text = match read_settings(path, MAX_SETTINGS_FILE)
             .map(without_bom)
@@ -145,6 +145,15 @@ impl Config {
                 ) =>
             {
                 return Ok(Self::default())
+            }
+            // Behind a folder closed to this user (`sudo -u` keeping HOME):
+            // another user's settings, if any, not this one's. A file this
+            // user may see but not read is still an error.
+            Err(InputError::Io(err))
+                if err.kind() == std::io::ErrorKind::PermissionDenied && std::fs::metadata(path).is_err() =>
+            {
+                tracing::debug!(path = %path.display(), "the config file's folder is closed to this user");
+                return Ok(Self::default());
             }
             Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
         };

@@ -250,17 +250,17 @@ impl ReplayForm {
     }
 
     /// Takes pasted text into the field being edited, as [`TextInput::paste`]
-    /// does; the count takes digits only. Returns whether text past a line
-    /// break was left out.
+    /// does; the count takes its digits only. Returns whether text past a
+    /// line break was left out.
     pub fn paste(&mut self, text: &str) -> bool {
         self.error = None;
         match self.field {
+            // Its digits, as typing takes only digits there.
             ReplayField::Times => {
-                let digits: String = text.lines().next().unwrap_or_default().trim().to_owned();
-                if digits.chars().all(|c| c.is_ascii_digit()) {
-                    return self.times.paste(text);
-                }
-                false
+                let (line, rest) = text.split_once(['\n', '\r']).unwrap_or((text, ""));
+                let digits: String = line.chars().filter(char::is_ascii_digit).collect();
+                self.times.paste(&digits);
+                !rest.trim().is_empty()
             }
             ReplayField::ProbeKind => false,
             ReplayField::Probe => self.probe_mut().is_some_and(|probe| probe.paste(text)),
