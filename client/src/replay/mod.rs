@@ -179,19 +179,18 @@ pub fn secret_sources(provider: Provider) -> String {
             many.join(" and ")
         ),
     };
-    empty
-        + &match crate::config::config_path() {
-            Some(path) if path.exists() && !path.is_file() => {
-                format!("pass --secret, or set {env} or PORTPREVIEW_SECRET")
-            }
-            path => {
-                let config = path.map_or_else(|| "config.toml".to_string(), |p| p.display().to_string());
-                format!(
-                "pass --secret, set {env} or PORTPREVIEW_SECRET, or add {} = \"…\" to the [secrets] table of {config}",
-                provider.name()
+    let places = match crate::config::config_path() {
+        Some(path) if path.exists() && !path.is_file() => format!("pass --secret, or set {env} or PORTPREVIEW_SECRET"),
+        path => {
+            let config = path.map_or_else(|| "config.toml".to_string(), |p| p.display().to_string());
+            let name = provider.name();
+            format!(
+                "pass --secret, set {env} or PORTPREVIEW_SECRET, or add {name} = \"…\" to the [secrets] table of \
+                 {config}"
             )
-            }
         }
+    };
+    empty + &places
 }
 
 /// Replays `request` as `opts` says and judges the handler.
