@@ -259,7 +259,10 @@ impl ReplayForm {
             ReplayField::Times => {
                 let (line, rest) = text.split_once(['\n', '\r']).unwrap_or((text, ""));
                 let digits: String = line.chars().filter(char::is_ascii_digit).collect();
-                self.times.paste(&digits);
+                // None leaves the field as it was, as a letter typed does.
+                if !digits.is_empty() {
+                    self.times.paste(&digits);
+                }
                 !rest.trim().is_empty()
             }
             ReplayField::ProbeKind => false,

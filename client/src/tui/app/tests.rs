@@ -181,6 +181,12 @@ fn a_paste_is_text_for_the_filter_and_no_command_elsewhere() {
 fn a_paste_fills_the_replay_forms_field() {
     let mut app = app(3);
     press(&mut app, "R");
+    // No digit, nothing taken: the suggested count stays.
+    app.handle_paste("many");
+    let Some(Overlay::Replay(form)) = &app.overlay else {
+        panic!("the form is open");
+    };
+    assert_eq!(form.times.text, "10");
     // As terminals send a line break in a paste, CR; and only the digits,
     // as typing takes only digits there.
     app.handle_paste(" 2x5\r9");
