@@ -2,6 +2,9 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+use std::time::Duration;
+
+use crate::replay::options::{parse_settle, DEFAULT_SETTLE};
 use crate::replay::MAX_TIMES;
 
 /// Longest text a prompt accepts, in bytes; a paste beyond it is cut.
@@ -149,6 +152,8 @@ pub enum ReplayField {
     ProbeKind,
     /// Probe URL or command.
     Probe,
+    /// How long the state must hold still, with a probe.
+    Settle,
 }
 
 /// The `R` form: how many attempts, and how to read the handler's state.
@@ -165,6 +170,9 @@ pub struct ReplayForm {
     /// Probe command, as typed: apart from the URL, so that switching
     /// kind never hands a URL typed earlier to the shell.
     pub probe_cmd: TextInput,
+    /// The settle window, as typed (`replay --settle`): a handler that
+    /// works from a queue needs it longer than its delay.
+    pub settle: TextInput,
     /// Field with the cursor.
     pub field: ReplayField,
     /// Why the last Enter was refused.
@@ -180,6 +188,8 @@ pub struct ReplayRequest {
     pub times: u32,
     /// How to read the handler's state, if at all.
     pub probe: Option<Probe>,
+    /// How long the state must hold still to count as read.
+    pub settle: Duration,
 }
 
 impl ReplayForm {
@@ -191,6 +201,7 @@ impl ReplayForm {
             probe_kind: ProbeKind::None,
             probe_url: TextInput::default(),
             probe_cmd: TextInput::default(),
+            settle: TextInput::suggest(portpreview_shared::duration::format_duration(DEFAULT_SETTLE)),
             field: ReplayField::Times,
             error: None,
         }
@@ -243,6 +254,9 @@ impl ReplayForm {
                         probe.handle(key);
                     }
                 }
+                ReplayField::Settle => {
+                    self.settle.handle(key);
+                }
             },
         }
         self.error = None;
@@ -267,6 +281,7 @@ impl ReplayForm {
             }
             ReplayField::ProbeKind => false,
             ReplayField::Probe => self.probe_mut().is_some_and(|probe| probe.paste(text)),
+            ReplayField::Settle => self.settle.paste(text),
         }
     }
 
@@ -287,21 +302,24 @@ impl ReplayForm {
         }
     }
 
+    /// The probe and its settle window are fields only with a probe.
     fn next_field(&self) -> ReplayField {
         match (self.field, self.probe_kind) {
             (ReplayField::Times, _) => ReplayField::ProbeKind,
             (ReplayField::ProbeKind, ProbeKind::None) => ReplayField::Times,
             (ReplayField::ProbeKind, _) => ReplayField::Probe,
-            (ReplayField::Probe, _) => ReplayField::Times,
+            (ReplayField::Probe, _) => ReplayField::Settle,
+            (ReplayField::Settle, _) => ReplayField::Times,
         }
     }
 
     fn previous_field(&self) -> ReplayField {
         match (self.field, self.probe_kind) {
             (ReplayField::Times, ProbeKind::None) => ReplayField::ProbeKind,
-            (ReplayField::Times, _) => ReplayField::Probe,
+            (ReplayField::Times, _) => ReplayField::Settle,
             (ReplayField::ProbeKind, _) => ReplayField::Times,
             (ReplayField::Probe, _) => ReplayField::ProbeKind,
+            (ReplayField::Settle, _) => ReplayField::Probe,
         }
     }
 
@@ -325,10 +343,15 @@ impl ReplayForm {
             ProbeKind::Url => Some(Probe::Url(value)),
             ProbeKind::Cmd => Some(Probe::Cmd(value)),
         };
+        let settle = match probe {
+            None => DEFAULT_SETTLE,
+            Some(_) => parse_settle(self.settle.text.trim()).map_err(|why| format!("settle: {why}"))?,
+        };
         Ok(ReplayRequest {
             delivery_id: self.delivery_id,
             times,
             probe,
+            settle,
         })
     }
 }
@@ -400,9 +423,38 @@ mod tests {
             Some(ReplayRequest {
                 delivery_id: 4,
                 times: 5,
-                probe: Some(Probe::Url("http://127.0.0.1:3000/count".into()))
+                probe: Some(Probe::Url("http://127.0.0.1:3000/count".into())),
+                settle: DEFAULT_SETTLE,
             })
         );
+    }
+
+    /// With a probe, the form asks how long the state must hold still, as
+    /// `replay --settle` does: a handler working from a queue needs more
+    /// than the default, which the verdict's advice says.
+    #[test]
+    fn a_probe_comes_with_its_settle_window() {
+        let mut form = ReplayForm::new(4);
+        form.handle(key(KeyCode::Tab));
+        form.handle(key(KeyCode::Char('u')));
+        form.handle(key(KeyCode::Tab));
+        typed(&mut form, "http://127.0.0.1:3000/count");
+        form.handle(key(KeyCode::Tab));
+        assert_eq!(form.field, ReplayField::Settle);
+        typed(&mut form, "5");
+        let (outcome, _) = form.handle(key(KeyCode::Enter));
+        assert_eq!(outcome, FormOutcome::Editing, "a number is no duration");
+        assert!(
+            form.error.as_deref().is_some_and(|e| e.starts_with("settle: ")),
+            "{:?}",
+            form.error
+        );
+        typed(&mut form, "s");
+        let (outcome, request) = form.handle(key(KeyCode::Enter));
+        assert_eq!(outcome, FormOutcome::Submit);
+        assert_eq!(request.map(|r| r.settle), Some(Duration::from_secs(5)));
+        form.handle(key(KeyCode::Tab));
+        assert_eq!(form.field, ReplayField::Times, "then round again");
     }
 
     #[test]

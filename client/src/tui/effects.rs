@@ -124,6 +124,7 @@ impl Effects {
             resign: secret.is_some(),
             secret,
             times: request.times,
+            settle: request.settle,
             probe: request.probe.map(|probe| match probe {
                 Probe::Url(url) => ProbeSpec::Url(url),
                 Probe::Cmd(cmd) => ProbeSpec::Cmd(cmd),

@@ -255,6 +255,7 @@ impl App {
             delivery_id,
             times: 1,
             probe: None,
+            settle: crate::replay::options::DEFAULT_SETTLE,
         })
     }
 

@@ -239,7 +239,8 @@ fn replay_export_and_copy_ask_the_loop() {
         vec![Effect::Replay(ReplayRequest {
             delivery_id: 5,
             times: 1,
-            probe: None
+            probe: None,
+            settle: crate::replay::options::DEFAULT_SETTLE,
         })]
     );
     assert_eq!(press(&mut app, "r"), vec![], "one replay at a time");
@@ -263,7 +264,8 @@ fn replay_export_and_copy_ask_the_loop() {
         Some(Effect::Replay(ReplayRequest {
             delivery_id: 4,
             times: 3,
-            probe: None
+            probe: None,
+            settle: crate::replay::options::DEFAULT_SETTLE,
         }))
     );
     app.on_replay_done(4, Err("nothing answers".into()));
@@ -290,7 +292,8 @@ fn replay_export_and_copy_ask_the_loop() {
         Some(Effect::Replay(ReplayRequest {
             delivery_id: 3,
             times: 5,
-            probe: None
+            probe: None,
+            settle: crate::replay::options::DEFAULT_SETTLE,
         }))
     );
 }

@@ -54,6 +54,16 @@ fn field_line(label: &str, value: Vec<Span<'static>>, active: bool) -> Line<'sta
     Line::from(spans)
 }
 
+/// A field's text, shown selected while it is a suggestion: typing
+/// replaces it.
+fn suggested_or_typed(input: &TextInput) -> Span<'static> {
+    let text = escape_str(&input.text).into_owned();
+    match input.suggested {
+        true => Span::styled(text, Style::new().add_modifier(Modifier::REVERSED)),
+        false => Span::raw(text),
+    }
+}
+
 pub(super) fn render_replay(form: &ReplayForm, area: Rect, buf: &mut Buffer) {
     // The dialog grows to hold the message on one line where the screen
     // allows, and the message wraps inside it where it does not: a refusal
@@ -84,15 +94,7 @@ pub(super) fn render_replay(form: &ReplayForm, area: Rect, buf: &mut Buffer) {
     let mut lines = vec![
         field_line(
             "attempts",
-            vec![
-                // Shown selected: typing replaces it.
-                if form.times.suggested {
-                    Span::styled(form.times.text.clone(), Style::new().add_modifier(Modifier::REVERSED))
-                } else {
-                    Span::raw(form.times.text.clone())
-                },
-                Span::raw(cursor(ReplayField::Times)),
-            ],
+            vec![suggested_or_typed(&form.times), Span::raw(cursor(ReplayField::Times))],
             form.field == ReplayField::Times,
         ),
         field_line("probe", kind_spans, form.field == ReplayField::ProbeKind),
@@ -121,6 +123,11 @@ pub(super) fn render_replay(form: &ReplayForm, area: Rect, buf: &mut Buffer) {
                 false,
             ));
         }
+        lines.push(field_line(
+            "settle",
+            vec![suggested_or_typed(&form.settle), Span::raw(cursor(ReplayField::Settle))],
+            form.field == ReplayField::Settle,
+        ));
     }
     lines.push(Line::default());
     match &form.error {

@@ -807,10 +807,11 @@ fn shrinking_to_60x15_keeps_the_selection_in_view() {
     assert_eq!(app.selected_id(), Some(270));
 }
 
-/// `R` asks for the attempts and the probe over the list.
+/// `R` asks for the attempts, the probe, and with a probe how long the
+/// state must hold still, over the list.
 #[test]
 fn replay_form() {
-    let mut app = live_app(3, 60, 15);
+    let mut app = live_app(3, 60, 16);
     press(&mut app, "R");
     app.handle_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
     press(&mut app, "c");
@@ -827,6 +828,7 @@ fn replay_form() {
             "││  attempts  10                                          ││",
             "││  probe      none   url  [cmd]                          ││",
             "││› check cmd psql -c 'select count(*) from credits'▏     ││",
+            "││  settle    300ms                                       ││",
             "││                                                        ││",
             "││Tab field  ←→ probe  Enter run  Esc cancel              ││",
             "│└────────────────────────────────────────────────────────┘│",
