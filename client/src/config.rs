@@ -334,6 +334,14 @@ fn non_empty(value: Option<String>) -> Option<String> {
     value.filter(|v| !v.is_empty())
 }
 
+/// Those of `vars` set to nothing, as CI leaves a secret the job may not
+/// read (a pull request from a fork): worth naming, as they look set.
+pub fn set_but_empty(vars: impl IntoIterator<Item = String>) -> Vec<String> {
+    vars.into_iter()
+        .filter(|var| std::env::var_os(var).is_some_and(|value| value.is_empty()))
+        .collect()
+}
+
 /// A provider's secret from its environment variables, else the config
 /// file, which is loaded only then: a broken file does not stand in the
 /// way of a secret the environment gives.

@@ -181,9 +181,7 @@ impl Fixture {
     /// that cannot be read or is not JSON is not said to be other JSON: it
     /// may be a fixture, broken, whose error the user must see.
     pub fn is_other_json(path: &Path) -> bool {
-        let Ok(text) =
-            crate::input_file::read_file(path, crate::input_file::MAX_REQUEST_FILE).map(crate::input_file::without_bom)
-        else {
+        let Ok(text) = read_text(path) else {
             return false;
         };
         match serde_json::from_slice::<serde_json::Value>(&text) {
@@ -195,9 +193,7 @@ impl Fixture {
 
     /// Reads and checks a fixture file.
     pub fn load(path: &Path) -> anyhow::Result<Fixture> {
-        let text = crate::input_file::read_file(path, crate::input_file::MAX_REQUEST_FILE)
-            .map(crate::input_file::without_bom)
-            .with_context(|| format!("cannot read fixture {}", path.display()))?;
+        let text = read_text(path).with_context(|| format!("cannot read fixture {}", path.display()))?;
         let not_a_fixture = || format!("{} is not a PortPreview fixture", path.display());
         // JSON is UTF-8; Windows PowerShell 5's `>` writes UTF-16, which
         // serde reads as no JSON at all "at line 1 column 1".
@@ -481,6 +477,12 @@ fn decode(text: Option<&str>, b64: Option<&str>) -> Result<Vec<u8>, String> {
         (None, None) => Err("needs a value or a value_base64".into()),
         (Some(_), Some(_)) => Err("has both a text and a base64 form".into()),
     }
+}
+
+/// A fixture file's bytes, without the byte-order mark an editor may have
+/// put before its JSON.
+fn read_text(path: &Path) -> Result<Vec<u8>, crate::input_file::InputError> {
+    crate::input_file::read_file(path, crate::input_file::MAX_REQUEST_FILE).map(crate::input_file::without_bom)
 }
 
 #[cfg(test)]

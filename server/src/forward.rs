@@ -8,7 +8,7 @@ use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::{Body as _, Incoming};
 use portpreview_shared::duration::format_duration;
-use portpreview_shared::message::{CHUNK_SIZE, STREAM_WINDOW};
+use portpreview_shared::message::CHUNK_SIZE;
 use portpreview_shared::request_ref::RequestHeadRef;
 use portpreview_shared::stall::WakeGrace;
 use tokio::sync::oneshot;
@@ -26,7 +26,7 @@ mod pump;
 mod refusal;
 mod reply;
 
-use pump::{more_credit, pump_outcome, Pump, PumpEnd, MALFORMED_BODY};
+use pump::{credit_out, more_credit, pump_outcome, Pump, PumpEnd, MALFORMED_BODY};
 use refusal::{
     bad_gateway, client_gone, client_stalled, clients_reason, cut_short, over_limit, timed_out, too_large, unframable,
 };
@@ -178,7 +178,7 @@ async fn await_answer(
                 match ended {
                     Ok(PumpEnd::Done) => {
                         answer_wait.as_mut().reset(tokio::time::Instant::now() + limits.timeout);
-                        taking = credit.available_permits() < STREAM_WINDOW as usize;
+                        taking = credit_out(&credit);
                     }
                     Ok(PumpEnd::TooLarge) => return too_large(limits.max_body),
                     Ok(PumpEnd::Malformed) => return answer(StatusCode::BAD_REQUEST, MALFORMED_BODY),
@@ -207,7 +207,7 @@ async fn await_answer(
                 if came_back {
                     answer_wait.as_mut().reset(tokio::time::Instant::now() + limits.timeout);
                 }
-                taking = came_back && credit.available_permits() < STREAM_WINDOW as usize;
+                taking = came_back && credit_out(&credit);
             }
             () = &mut answer_wait => {
                 // This process was not running when the time ran out: the

@@ -166,11 +166,11 @@ pub fn secret_sources(provider: Provider) -> String {
     let env = crate::config::secret_env(provider);
     // A CI job's secret a pull request from a fork may not read is set,
     // to nothing: "set it" alone would send the user to look for a typo.
-    let empty: Vec<String> = crate::config::secret_envs(provider)
-        .into_iter()
-        .chain([crate::config::ANY_PROVIDER_SECRET_ENV.to_owned()])
-        .filter(|var| std::env::var_os(var).is_some_and(|value| value.is_empty()))
-        .collect();
+    let empty = crate::config::set_but_empty(
+        crate::config::secret_envs(provider)
+            .into_iter()
+            .chain([crate::config::ANY_PROVIDER_SECRET_ENV.to_owned()]),
+    );
     let empty = match empty.as_slice() {
         [] => String::new(),
         [one] => format!("{one} is set but empty (as CI leaves a secret the job may not read); "),

@@ -453,10 +453,7 @@ fn signing(
             if matches!(&given.from, SecretFrom::Env(var) if var == crate::config::ANY_PROVIDER_SECRET_ENV)
                 || matches!(given.from, SecretFrom::ConfigFile(_))
             {
-                let empty = crate::config::secret_envs(provider)
-                    .into_iter()
-                    .filter(|var| std::env::var_os(var).is_some_and(|value| value.is_empty()));
-                for var in empty {
+                for var in crate::config::set_but_empty(crate::config::secret_envs(provider)) {
                     warnings.push(format!(
                         "{var} is set but empty: the attempts are signed with the {provider} secret from {} instead",
                         given.from

@@ -101,10 +101,20 @@ impl StateTrace {
     /// read has seen the state move (see
     /// [`UNSEEN_FINAL_WAIT_FACTOR`](super::probe::UNSEEN_FINAL_WAIT_FACTOR)).
     pub fn final_wait(&self, settle: std::time::Duration) -> std::time::Duration {
-        match self.steps.iter().all(|step| *step == self.before) {
+        match self.steps_unmoved() {
             true => settle * super::probe::UNSEEN_FINAL_WAIT_FACTOR,
             false => settle * super::probe::FINAL_WAIT_FACTOR,
         }
+    }
+
+    /// No read after a step saw the state apart from where it began.
+    fn steps_unmoved(&self) -> bool {
+        self.steps.iter().all(|step| *step == self.before)
+    }
+
+    /// No read saw the state move at all, the final one's included.
+    pub fn never_moved(&self) -> bool {
+        self.moved_to.is_none() && self.steps_unmoved()
     }
 
     /// The state the verdict rests on at the end.

@@ -261,20 +261,31 @@ pub fn duplicates_change_nothing(attempts: &[Attempt], trace: &StateTrace, had_t
 /// later than the reads waited passes unseen, duplicates and all, and so
 /// does one whose probe shows nothing of that work. `None` otherwise.
 pub fn nothing_seen_to_act(trace: &StateTrace, settle: Duration, attempts: &[Attempt]) -> Option<String> {
-    let answered = attempts.first().is_some_and(Attempt::succeeded);
     let duplicated = attempts.iter().any(|a| a.n > 1 && !a.answer.unreached);
-    let still = trace.moved_to.is_none() && trace.steps.iter().all(|step| *step == trace.before);
-    (answered && duplicated && still).then(|| {
+    (duplicated && answered_unseen(trace, attempts)).then(|| {
         format!(
             "no read saw the state move, not even after attempt 1, and the handler is not known to have had \
              this event before: it may have had it all the same (left running since an earlier run: start it \
              afresh), or it does nothing the probe shows for this event, or it does its work later than the \
-             reads waited (--settle {}, and {} after the last attempt) and no duplicate could be seen repeating \
-             it; a longer --settle, or --fresh, which must see a new event act, tells the last two apart",
-            portpreview_shared::duration::format_duration(settle),
-            portpreview_shared::duration::format_duration(trace.final_wait(settle))
+             reads waited ({}) and no duplicate could be seen repeating it; a longer --settle, or --fresh, which \
+             must see a new event act, tells the last two apart",
+            reads_waited(trace, settle)
         )
     })
+}
+
+/// Attempt 1 was answered 2xx, and no read saw the state move after it.
+fn answered_unseen(trace: &StateTrace, attempts: &[Attempt]) -> bool {
+    attempts.first().is_some_and(Attempt::succeeded) && trace.never_moved()
+}
+
+/// How long the reads waited for a side effect, in the flags' words.
+fn reads_waited(trace: &StateTrace, settle: Duration) -> String {
+    format!(
+        "--settle {}, and {} after the last attempt",
+        portpreview_shared::duration::format_duration(settle),
+        portpreview_shared::duration::format_duration(trace.final_wait(settle))
+    )
 }
 
 /// Under `--expect-effect`: no read saw the state move, attempt 1's
@@ -285,16 +296,9 @@ pub fn nothing_seen_to_act(trace: &StateTrace, settle: Duration, attempts: &[Att
 /// before, which the flag says it has not). `None` when a read saw the
 /// state move, or attempt 1 got no 2xx, which the run reports instead.
 pub fn effect_unseen(trace: &StateTrace, settle: Duration, attempts: &[Attempt], had_the_event: bool) -> Option<Check> {
-    let answered = attempts.first().is_some_and(Attempt::succeeded);
-    let still = trace.moved_to.is_none() && trace.steps.iter().all(|step| *step == trace.before);
-    if !(answered && still) {
+    if !answered_unseen(trace, attempts) {
         return None;
     }
-    let waited = format!(
-        "--settle {}, and {} after the last attempt",
-        portpreview_shared::duration::format_duration(settle),
-        portpreview_shared::duration::format_duration(trace.final_wait(settle))
-    );
     let why = if had_the_event {
         "the history shows this target answering the event 2xx before, so the handler had it already: start it \
          afresh, or --fresh sends a new event"
@@ -302,7 +306,8 @@ pub fn effect_unseen(trace: &StateTrace, settle: Duration, attempts: &[Attempt],
     } else {
         format!(
             "the handler had the event already (left running since an earlier run: start it afresh), does nothing \
-             the probe shows for it, or does its work later than the reads waited ({waited})"
+             the probe shows for it, or does its work later than the reads waited ({})",
+            reads_waited(trace, settle)
         )
     };
     Some(Check {

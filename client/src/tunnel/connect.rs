@@ -190,19 +190,14 @@ pub fn relay_url(input: &str) -> Result<String, ConnectError> {
     };
     let rest = rest.trim_end_matches('/');
     let rest = rest.strip_suffix(CONNECT_PATH).unwrap_or(rest);
-    let authority = rest.split('/').next().unwrap_or_default();
-    if !rest.contains(' ')
-        && rest.contains(['?', '#'])
-        && valid_authority(authority.split(['?', '#']).next().unwrap_or_default())
-    {
+    if rest.contains(' ') || !valid_authority(rest.split(['/', '?', '#']).next().unwrap_or_default()) {
+        return Err(bad());
+    }
+    if let Some(at) = shown.find(['?', '#']) {
         // Shown without it: a token put there is no less a secret.
-        let cut = shown.find(['?', '#']).unwrap_or(shown.len());
-        let (before, after) = shown.split_at(cut);
+        let (before, after) = shown.split_at(at);
         let mark = after.chars().next().unwrap_or('?');
         return Err(ConnectError::QueryInUrl(format!("{before}{mark}…")));
-    }
-    if rest.contains(['?', '#', ' ']) || !valid_authority(authority) {
-        return Err(bad());
     }
     Ok(format!("{scheme}://{rest}{CONNECT_PATH}"))
 }

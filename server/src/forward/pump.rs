@@ -7,7 +7,7 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::{Body as _, Incoming};
 use portpreview_shared::duration::format_duration;
-use portpreview_shared::message::CHUNK_SIZE;
+use portpreview_shared::message::{CHUNK_SIZE, STREAM_WINDOW};
 use portpreview_shared::{ServerMessage, StreamId};
 use tokio::sync::{oneshot, Semaphore};
 use tokio_util::task::AbortOnDropHandle;
@@ -41,6 +41,12 @@ pub(super) async fn pump_outcome(
         Some(rx) => rx.await,
         None => std::future::pending().await,
     }
+}
+
+/// Whether some of `credit` is still out: part of the body sent has not
+/// been taken by the client yet.
+pub(super) fn credit_out(credit: &Semaphore) -> bool {
+    credit.available_permits() < STREAM_WINDOW as usize
 }
 
 /// Waits until the client gives back more of `credit` than it holds now:
