@@ -13,15 +13,19 @@
 mod common;
 
 use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::Request;
+use http::{Request, Response};
 use http_body::Frame;
-use http_body_util::{BodyExt, StreamBody};
+use http_body_util::{BodyExt, Full, StreamBody};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 use common::local::{Answer, LocalHandler};
 use common::process::Running;
@@ -408,6 +412,71 @@ async fn a_client_on_a_slow_link_is_waited_for_while_it_takes_the_body() {
     assert_eq!((summary.status, summary.error), (Some(200), None));
 }
 
+/// A webhook sent while a large upload crosses a slow client link reaches
+/// the handler ahead of most of the upload: the relay writes requests'
+/// heads before bodies already queued, and keeps little of a body in the
+/// kernel's buffers, where nothing can overtake it. Before, a webhook
+/// waited behind a whole window of the upload (18 s at 60 KB/s).
+#[tokio::test]
+async fn a_webhook_overtakes_an_upload_on_a_slow_client_link() {
+    let relay = TestRelay::start().await;
+    let link = slow_link(relay.addr).await;
+    let uploaded = Arc::new(AtomicUsize::new(0));
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let handler = listener.local_addr().expect("address");
+    let stop = CancellationToken::new();
+    let _serving = AbortOnDropHandle::new(tokio::spawn(common::local::serve_http(
+        listener,
+        {
+            let uploaded = Arc::clone(&uploaded);
+            move |request| count_uploads(request, Arc::clone(&uploaded))
+        },
+        stop.clone(),
+    )));
+    let _stop = stop.drop_guard();
+    let tunnel = TestTunnel::start(&format!("http://{}", link.addr), &format!("http://{handler}")).await;
+    let base = format!("http://{}/t/{}", relay.addr, tunnel.name());
+    let upload_url = format!("{base}/upload");
+    let upload = AbortOnDropHandle::new(tokio::spawn(async move {
+        common::caller::post(&upload_url, vec![b'x'; UPLOAD]).await
+    }));
+    // Bodies up to 1 MiB are read whole before forwarding: the rest streams.
+    while uploaded.load(Ordering::Relaxed) <= 1024 * 1024 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let at_send = uploaded.load(Ordering::Relaxed);
+    let reply = common::caller::post(&format!("{base}/hook"), &b"{}"[..]).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let at_arrival: usize = reply.text().parse().expect("a count of bytes");
+    // A window of the upload, 1 MiB, went ahead of it before.
+    let ahead = at_arrival - at_send;
+    assert!(
+        ahead < 512 * 1024 && !upload.is_finished(),
+        "{ahead} bytes of the upload reached the handler ahead of the webhook"
+    );
+}
+
+/// Bytes of the upload in [`a_webhook_overtakes_an_upload_on_a_slow_client_link`]:
+/// four seconds over the slow link, which the test does not wait for.
+const UPLOAD: usize = 4 * 1024 * 1024;
+
+/// A handler that counts the bytes of an upload to `/upload` as they come,
+/// and answers anything else at once with that count: how much of the
+/// upload had reached it when the request did.
+async fn count_uploads(request: Request<hyper::body::Incoming>, uploaded: Arc<AtomicUsize>) -> Response<Full<Bytes>> {
+    if request.uri().path() != "/upload" {
+        let count = uploaded.load(Ordering::Relaxed).to_string();
+        return Response::new(Full::new(Bytes::from(count)));
+    }
+    let mut body = request.into_body();
+    while let Some(Ok(frame)) = body.frame().await {
+        if let Some(data) = frame.data_ref() {
+            uploaded.fetch_add(data.len(), Ordering::Relaxed);
+        }
+    }
+    Response::new(Full::new(Bytes::new()))
+}
+
 /// A TCP link to `to` that carries what comes back from it at about
 /// 1 MiB/s, and what goes to it at once; it lasts as long as the handle.
 struct SlowLink {
@@ -422,7 +491,11 @@ async fn slow_link(to: std::net::SocketAddr) -> SlowLink {
         let mut links = tokio::task::JoinSet::new();
         loop {
             let Ok((near, _)) = listener.accept().await else { return };
-            let far = TcpStream::connect(to).await.expect("the relay");
+            // A slow link holds little in flight; a loopback socket's
+            // buffer would take megabytes the link has not carried.
+            let far = TcpSocket::new_v4().expect("socket");
+            far.set_recv_buffer_size(32 * 1024).expect("receive buffer");
+            let far = far.connect(to).await.expect("the relay");
             let (mut near_read, mut near_write) = near.into_split();
             let (mut far_read, mut far_write) = far.into_split();
             links.spawn(async move {

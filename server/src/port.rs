@@ -54,7 +54,7 @@ impl StreamPort {
     /// each caller giving up on a stalled client would queue a reset for
     /// a stream it never heard of, outside the queue's room.
     pub async fn send_head(&mut self, head: &RequestHeadRef<'_>, inline: &[u8]) -> Result<(), SendError> {
-        self.outbox.send(head, inline).await?;
+        self.outbox.send_head(head, inline).await?;
         self.head_sent = true;
         Ok(())
     }

@@ -1,16 +1,22 @@
 //! The one task that writes to a client's WebSocket.
 //!
 //! Everything else hands it messages over two queues. The stream queue
-//! carries what concerns streams, in the order the client must see it:
-//! request heads, request bodies and resets. Heads and bodies wait for room
-//! in it (backpressure); a reset never waits, as it is sent from places
-//! that cannot, and takes its place behind what is queued, so the client
-//! never hears of a stream's reset before its head. The control queue
-//! carries window grants, pings and close frames, which their own protocol
-//! bounds and which go first. The writer writes every ready message and
-//! then flushes once: flushing per frame costs a syscall per request,
-//! batching was worth +43% at 50 concurrent.
+//! carries what concerns streams: requests' heads (a small body riding in
+//! each), news of requests turned away, request bodies and resets. Heads
+//! and bodies wait for room in it (backpressure), bodies within a part of
+//! it, so that a new request always finds room beside uploads. A reset
+//! never waits, as it is sent from places that cannot, and takes its place
+//! behind what is queued. The writer sorts what it takes from the queue
+//! into heads and the rest, in order, and writes heads first: on a slow
+//! link, a webhook does not wait behind a window of every upload in
+//! flight, and as every head queued before a body or a reset was taken
+//! with it, the client never hears of a stream's body or reset before its
+//! head. The control queue carries window grants, pings and close frames,
+//! which their own protocol bounds and which go first. The writer writes
+//! every ready message and then flushes once: flushing per frame costs a
+//! syscall per request, batching was worth +43% at 50 concurrent.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use futures_util::{Sink, SinkExt};
@@ -26,12 +32,16 @@ use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 
-/// Room in the stream queue before senders wait, in units: a frame takes
-/// one, and one more for every [`ROOM_UNIT`] of body it carries. So 64
-/// small heads fit, or 12 full body chunks: a client that stops reading
-/// leaves about 1 MiB of bodies queued, where a count of frames alone let
-/// 64 chunks of 64 KiB hold 4 MiB for every stalled tunnel.
+/// Room in the stream queue before senders wait, in units: a frame takes one, and one more for every [`ROOM_UNIT`] of body
+/// it carries. So 64 small heads fit, or 12 heads with full bodies: a
+/// client that stops reading leaves at most 1 MiB queued, where a count of
+/// frames alone let 64 chunks of 64 KiB hold 4 MiB for every stalled tunnel.
 pub const QUEUE_ROOM: usize = 64;
+
+/// The part of [`QUEUE_ROOM`] bodies may take: 9 full chunks. The rest is
+/// kept for heads, so that uploads filling the queue for a slow client do
+/// not hold a new request back until they drain.
+const BODY_ROOM: usize = 48;
 
 /// Bytes of body that take one unit of [`QUEUE_ROOM`].
 const ROOM_UNIT: usize = 16 * 1024;
@@ -63,24 +73,40 @@ pub enum SendError {
 #[derive(Clone)]
 pub struct Outbox {
     streams: mpsc::UnboundedSender<Queued>,
-    /// Room for heads and bodies still to be queued: the stream queue's
-    /// bound for all but resets, which the relay sends at most twice per
-    /// stream, and only for streams whose heads left.
-    room: Arc<Semaphore>,
+    room: Room,
     control: mpsc::UnboundedSender<Message>,
+}
+
+/// Room for heads and bodies still to be queued: the stream queue's bound
+/// for all but resets, which the relay sends at most twice per stream, and
+/// only for streams whose heads left.
+#[derive(Clone)]
+struct Room {
+    /// Units left for heads and bodies together.
+    all: Arc<Semaphore>,
+    /// Units left for bodies, taken as well as `all`'s.
+    bodies: Arc<Semaphore>,
 }
 
 /// A frame on the stream queue.
 struct Queued {
     frame: Message,
-    /// The units of room it holds, given back once the writer takes it.
+    /// The units of room it holds, given back once the writer writes it.
     room: usize,
+    /// Whether it is a body or a reset, written after every head taken
+    /// with or before it; its units are also the bodies' room.
+    body: bool,
 }
 
 /// The writer's end of an [`Outbox`].
 pub struct Inbox {
     streams: mpsc::UnboundedReceiver<Queued>,
-    room: Arc<Semaphore>,
+    /// Heads taken from the stream queue, in order, still to be written.
+    /// Empty, as it is while a tunnel is idle, it holds no memory.
+    heads: VecDeque<Queued>,
+    /// Bodies and resets taken from the stream queue, in order.
+    bodies: VecDeque<Queued>,
+    room: Room,
     control: mpsc::UnboundedReceiver<Message>,
 }
 
@@ -88,15 +114,42 @@ pub struct Inbox {
 pub fn channel() -> (Outbox, Inbox) {
     let (streams_tx, streams) = mpsc::unbounded_channel();
     let (control_tx, control) = mpsc::unbounded_channel();
-    let room = Arc::new(Semaphore::new(QUEUE_ROOM));
+    let room = Room {
+        all: Arc::new(Semaphore::new(QUEUE_ROOM)),
+        bodies: Arc::new(Semaphore::new(BODY_ROOM)),
+    };
     (
         Outbox {
             streams: streams_tx,
-            room: Arc::clone(&room),
+            room: room.clone(),
             control: control_tx,
         },
-        Inbox { streams, room, control },
+        Inbox {
+            streams,
+            heads: VecDeque::new(),
+            bodies: VecDeque::new(),
+            room,
+            control,
+        },
     )
+}
+
+impl Room {
+    /// Gives back `units`, of the bodies' room too for a body.
+    fn give_back(&self, units: usize, body: bool) {
+        if units > 0 {
+            self.all.add_permits(units);
+            if body {
+                self.bodies.add_permits(units);
+            }
+        }
+    }
+
+    /// No more room for anyone: the writer is gone, or the session over.
+    fn close(&self) {
+        self.all.close();
+        self.bodies.close();
+    }
 }
 
 /// The units of room a frame carrying `body` takes.
@@ -105,40 +158,62 @@ fn room_for(body: &[u8]) -> u32 {
 }
 
 impl Outbox {
-    /// Queues a frame that may be large (heads and bodies), waiting for room.
-    pub async fn send<M: Serialize + Framed>(&self, msg: &M, body: &[u8]) -> Result<(), SendError> {
+    /// Queues a request's head, a small body riding in it, waiting for room.
+    pub async fn send_head<M: Serialize + Framed>(&self, msg: &M, body: &[u8]) -> Result<(), SendError> {
         // Closed along with the writer's end: nobody will make room again.
         let permit = self
             .room
+            .all
             .acquire_many(room_for(body))
             .await
             .map_err(|_| SendError::Closed)?;
-        // Encoded once there is room, not before: a crowd of uploads
-        // waiting for room would each hold a copy of its next chunk.
+        // Encoded once there is room, not before: a crowd of requests
+        // waiting for room would each hold a copy of its body.
         let frame = Message::Binary(codec::encode(msg, body)?.into());
-        self.queue_holding(frame, permit)
+        self.queue_holding(frame, permit, false)
+    }
+
+    /// Queues a piece of a request body, waiting for room in the bodies'
+    /// part of the queue.
+    pub async fn send_body<M: Serialize + Framed>(&self, msg: &M, body: &[u8]) -> Result<(), SendError> {
+        let units = room_for(body);
+        let bodies = self
+            .room
+            .bodies
+            .acquire_many(units)
+            .await
+            .map_err(|_| SendError::Closed)?;
+        let permit = self.room.all.acquire_many(units).await.map_err(|_| SendError::Closed)?;
+        let frame = Message::Binary(codec::encode(msg, body)?.into());
+        bodies.forget();
+        self.queue_holding(frame, permit, true)
     }
 
     /// Queues a message that may be large on the stream queue if it has
     /// room now; returns whether it did. For what is worth telling but not
     /// worth waiting for: a client too slow to take it loses only news.
     pub fn try_send<M: Serialize + Framed>(&self, msg: &M, body: &[u8]) -> Result<bool, SendError> {
-        let permit = match self.room.try_acquire_many(room_for(body)) {
+        let permit = match self.room.all.try_acquire_many(room_for(body)) {
             Ok(permit) => permit,
             Err(tokio::sync::TryAcquireError::NoPermits) => return Ok(false),
             // Closed along with the writer's end.
             Err(tokio::sync::TryAcquireError::Closed) => return Err(SendError::Closed),
         };
         let frame = Message::Binary(codec::encode(msg, body)?.into());
-        self.queue_holding(frame, permit).map(|()| true)
+        self.queue_holding(frame, permit, false).map(|()| true)
     }
 
-    /// Queues `frame` on the stream queue in the room `permit` holds, which
-    /// the writer gives back once it takes the frame.
-    fn queue_holding(&self, frame: Message, permit: tokio::sync::SemaphorePermit<'_>) -> Result<(), SendError> {
+    /// Queues `frame`, a body or not, in the room `permit` holds, which the
+    /// writer gives back once it writes the frame.
+    fn queue_holding(
+        &self,
+        frame: Message,
+        permit: tokio::sync::SemaphorePermit<'_>,
+        body: bool,
+    ) -> Result<(), SendError> {
         let room = permit.num_permits();
         self.streams
-            .send(Queued { frame, room })
+            .send(Queued { frame, room, body })
             .map_err(|_| SendError::Closed)?;
         permit.forget();
         Ok(())
@@ -153,8 +228,8 @@ impl Outbox {
     }
 
     /// Queues a stream reset without waiting, behind every frame of the
-    /// stream already queued, so the client never sees a reset before its
-    /// request.
+    /// stream already queued: the client never sees a reset before its
+    /// request, nor a body after it.
     pub fn reset(&self, stream: StreamId, reason: &str) {
         let msg = ServerMessage::Reset {
             stream,
@@ -167,7 +242,11 @@ impl Outbox {
                 return;
             }
         };
-        let _ = self.streams.send(Queued { frame, room: 0 });
+        let _ = self.streams.send(Queued {
+            frame,
+            room: 0,
+            body: true,
+        });
     }
 
     /// Refuses every head and body still to come: the session is over.
@@ -197,12 +276,38 @@ pub fn close_message(code: CloseCode, reason: &str) -> Message {
 }
 
 impl Inbox {
-    /// The frame of a queued stream message, giving its room back.
+    /// The frame of a queued head or body, giving its room back.
     fn take(&mut self, queued: Queued) -> Message {
-        if queued.room > 0 {
-            self.room.add_permits(queued.room);
-        }
+        self.room.give_back(queued.room, queued.body);
         queued.frame
+    }
+
+    /// Puts a frame taken from the stream queue in line to be written.
+    fn sort(&mut self, queued: Queued) {
+        match queued.body {
+            true => self.bodies.push_back(queued),
+            false => self.heads.push_back(queued),
+        }
+    }
+
+    /// The next frame ready to be written, if any: control first, then
+    /// heads, then bodies and resets.
+    fn try_next(&mut self) -> Option<Message> {
+        if let Ok(msg) = self.control.try_recv() {
+            return Some(msg);
+        }
+        // Everything queued so far, which the room bounds: a body is
+        // written only once no head queued before it is left.
+        while let Ok(queued) = self.streams.try_recv() {
+            self.sort(queued);
+        }
+        let queued = self.heads.pop_front().or_else(|| self.bodies.pop_front())?;
+        Some(self.take(queued))
+    }
+
+    /// Whether every outbox is gone and everything queued was taken.
+    fn drained(&self) -> bool {
+        self.heads.is_empty() && self.bodies.is_empty() && self.control.is_closed() && self.streams.is_closed()
     }
 }
 
@@ -237,26 +342,26 @@ where
     let stopped = stop.cancelled();
     tokio::pin!(stopped);
     loop {
-        let first = tokio::select! {
-            biased;
-            Some(msg) = inbox.control.recv() => msg,
-            Some(queued) = inbox.streams.recv() => inbox.take(queued),
-            () = &mut stopped => return Ok(()),
-            // Reached only when both queues gave `None` above: every outbox
-            // is gone and everything it queued was written.
-            () = std::future::ready(()), if inbox.control.is_closed() && inbox.streams.is_closed() => return Ok(()),
+        let first = match inbox.try_next() {
+            Some(msg) => msg,
+            None => tokio::select! {
+                biased;
+                Some(msg) = inbox.control.recv() => msg,
+                Some(queued) = inbox.streams.recv() => {
+                    inbox.sort(queued);
+                    continue;
+                }
+                () = &mut stopped => return Ok(()),
+                // Reached only when every queue gave `None` above: every
+                // outbox is gone and everything it queued was written.
+                () = std::future::ready(()), if inbox.drained() => return Ok(()),
+            },
         };
         let mut closing = matches!(first, Message::Close(_));
         sink.feed(first).await?;
         let mut batched = 1;
         while !closing && batched < MAX_BATCH {
-            let next = match inbox.control.try_recv() {
-                Ok(msg) => msg,
-                Err(_) => match inbox.streams.try_recv() {
-                    Ok(queued) => inbox.take(queued),
-                    Err(_) => break,
-                },
-            };
+            let Some(next) = inbox.try_next() else { break };
             closing = matches!(next, Message::Close(_));
             sink.feed(next).await?;
             batched += 1;
@@ -306,7 +411,7 @@ mod tests {
         let (tx, mut rx) = mpsc::channel::<Message>(16);
         let tx = tokio_util::sync::PollSender::new(tx);
         outbox
-            .send(&ServerMessage::Window { stream: 1, credit: 5 }, b"")
+            .send_head(&ServerMessage::Window { stream: 1, credit: 5 }, b"")
             .await
             .unwrap();
         outbox.ping();
@@ -364,7 +469,7 @@ mod tests {
     async fn a_reset_never_overtakes_the_head_queued_before_it() {
         let (outbox, inbox) = channel();
         for stream in 1..=QUEUE_ROOM as StreamId {
-            outbox.send(&head(stream), b"").await.unwrap();
+            outbox.send_head(&head(stream), b"").await.unwrap();
         }
         // The queue is full, the last stream's head at its back: a reset
         // that could not wait for room must still come after that head.
@@ -383,7 +488,7 @@ mod tests {
     #[tokio::test]
     async fn the_writer_ends_once_every_outbox_is_gone() {
         let (outbox, inbox) = channel();
-        outbox.send(&head(1), b"").await.unwrap();
+        outbox.send_head(&head(1), b"").await.unwrap();
         outbox.ping();
         drop(outbox);
         let (tx, mut rx) = mpsc::channel::<Message>(16);
@@ -430,13 +535,13 @@ mod tests {
         let (stop, dead) = (CancellationToken::new(), CancellationToken::new());
         let writer = tokio::spawn(run(Stuck, inbox, stop, dead));
         for stream in 1..=QUEUE_ROOM as StreamId {
-            outbox.send(&head(stream), b"").await.unwrap();
+            outbox.send_head(&head(stream), b"").await.unwrap();
         }
         let sender = outbox.clone();
         let waiting = tokio::spawn(async move {
             // The writer takes one frame, and is stuck writing it.
-            sender.send(&head(0), b"").await?;
-            sender.send(&head(0), b"").await
+            sender.send_head(&head(0), b"").await?;
+            sender.send_head(&head(0), b"").await
         });
         for _ in 0..10 {
             tokio::task::yield_now().await;
@@ -452,10 +557,10 @@ mod tests {
     }
 
     /// Room is counted in body bytes as well as frames: a client that
-    /// stops reading leaves about 1 MiB of request bodies queued for it,
-    /// not 64 chunks of 64 KiB.
+    /// stops reading leaves at most 1 MiB queued for it, not 64 chunks of
+    /// 64 KiB, and bodies leave room for new requests beside them.
     #[tokio::test]
-    async fn a_client_that_stops_reading_holds_about_a_mebibyte_of_bodies() {
+    async fn a_client_that_stops_reading_holds_little_and_heads_still_find_room() {
         use futures_util::FutureExt;
         use portpreview_shared::message::CHUNK_SIZE;
 
@@ -465,7 +570,7 @@ mod tests {
         let body = ServerMessage::RequestBody { stream: 1, end: false };
         let mut queued = 0;
         // Until a send has to wait for room.
-        while let Some(sent) = outbox.send(&body, &chunk).now_or_never() {
+        while let Some(sent) = outbox.send_body(&body, &chunk).now_or_never() {
             sent.unwrap();
             queued += chunk.len();
             assert!(queued <= 4 * 1024 * 1024, "{queued} bytes queued, and still room");
@@ -473,14 +578,13 @@ mod tests {
         }
         // One chunk may be in the stuck writer's hands, out of the queue.
         assert!(
-            (768 * 1024..=1024 * 1024 + CHUNK_SIZE).contains(&queued),
+            (9 * CHUNK_SIZE..=10 * CHUNK_SIZE).contains(&queued),
             "{queued} bytes queued"
         );
-        // Small heads still take one unit each.
-        let (outbox, _inbox) = channel();
-        for stream in 1..=QUEUE_ROOM as StreamId {
+        // Small heads take one unit each, beside the bodies.
+        for stream in 2..QUEUE_ROOM as StreamId - BODY_ROOM as StreamId + 2 {
             assert!(
-                outbox.send(&head(stream), b"").now_or_never().is_some(),
+                outbox.send_head(&head(stream), b"").now_or_never().is_some(),
                 "head {stream} waits"
             );
         }
@@ -488,12 +592,47 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn heads_are_written_before_bodies_and_resets_after_their_heads() {
+        let (outbox, inbox) = channel();
+        let body = |stream| ServerMessage::RequestBody { stream, end: false };
+        outbox.send_head(&head(1), b"").await.unwrap();
+        outbox.send_body(&body(1), &[b'x'; 100]).await.unwrap();
+        outbox.send_body(&body(1), &[b'y'; 100]).await.unwrap();
+        outbox.send_head(&head(2), b"").await.unwrap();
+        outbox.reset(2, "the caller left");
+        outbox.send_body(&body(1), &[b'z'; 100]).await.unwrap();
+        outbox.send_head(&head(3), b"").await.unwrap();
+        let order: Vec<(&str, StreamId)> = written(inbox, 7)
+            .await
+            .iter()
+            .map(|m| match m {
+                ServerMessage::RequestHead { stream, .. } => ("head", *stream),
+                ServerMessage::RequestBody { stream, .. } => ("body", *stream),
+                ServerMessage::Reset { stream, .. } => ("reset", *stream),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("head", 1),
+                ("head", 2),
+                ("head", 3),
+                ("body", 1),
+                ("body", 1),
+                ("reset", 2),
+                ("body", 1)
+            ]
+        );
+    }
+
+    #[tokio::test]
     async fn a_sender_waiting_for_room_hears_when_the_writer_is_gone() {
         let (outbox, inbox) = channel();
         for stream in 1..=QUEUE_ROOM as StreamId {
-            outbox.send(&head(stream), b"").await.unwrap();
+            outbox.send_head(&head(stream), b"").await.unwrap();
         }
-        let waiting = tokio::spawn(async move { outbox.send(&head(0), b"").await });
+        let waiting = tokio::spawn(async move { outbox.send_head(&head(0), b"").await });
         tokio::task::yield_now().await;
         assert!(!waiting.is_finished(), "no room: the sender waits");
         drop(inbox);

@@ -162,7 +162,10 @@ impl Pump {
                 stream: self.stream,
                 end,
             };
-            self.outbox.send(&msg, &chunk).await.map_err(|_| PumpEnd::TunnelGone)
+            self.outbox
+                .send_body(&msg, &chunk)
+                .await
+                .map_err(|_| PumpEnd::TunnelGone)
         };
         match tokio::time::timeout(self.limits.timeout, sent).await {
             Ok(sent) => sent,
