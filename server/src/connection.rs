@@ -106,7 +106,9 @@ pub async fn accept_loop(
         // Small frames must not wait for Nagle's algorithm: it costs 40 ms
         // per exchange with delayed ACKs.
         let _ = tcp.set_nodelay(true);
-        keep_little_unsent(&tcp);
+        if let Err(err) = portpreview_shared::unsent::keep_little_unsent(&tcp) {
+            tracing::debug!(%err, "TCP_NOTSENT_LOWAT not set");
+        }
         // Behind a wildcard bind, the address this connection actually reached.
         let local = tcp.local_addr().unwrap_or(local);
         let span = tracing::debug_span!("connection", %peer);
@@ -114,23 +116,6 @@ pub async fn accept_loop(
     }
     over_the_cap.tell_the_rest();
     Ok(())
-}
-
-/// Bytes a connection's socket may hold that have not gone out yet.
-const UNSENT_MAX: u32 = 64 * 1024;
-
-/// Keeps what the relay has written but the network has not taken in the
-/// relay's own queues, at most [`UNSENT_MAX`] of it in the kernel's. On a
-/// slow client link the kernel would otherwise take a window of every
-/// upload, and a webhook's head, written after them, would wait behind
-/// all of it (18 s at 60 KB/s); in the writer's queues heads go first.
-fn keep_little_unsent(tcp: &TcpStream) {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    if let Err(err) = socket2::SockRef::from(tcp).set_tcp_notsent_lowat(UNSENT_MAX) {
-        tracing::debug!(%err, "TCP_NOTSENT_LOWAT not set");
-    }
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    let _ = tcp;
 }
 
 /// Descriptors kept back from connections: the relay's own (its

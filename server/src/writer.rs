@@ -2,31 +2,24 @@
 //!
 //! Everything else hands it messages over two queues. The stream queue
 //! carries what concerns streams: requests' heads (a small body riding in
-//! each), news of requests turned away, request bodies and resets. Heads
-//! and bodies wait for room in it (backpressure), bodies within a part of
-//! it, so that a new request always finds room beside uploads. A reset
-//! never waits, as it is sent from places that cannot, and takes its place
-//! behind what is queued. The writer sorts what it takes from the queue
-//! into heads and the rest, in order, and writes heads first: on a slow
-//! link, a webhook does not wait behind a window of every upload in
-//! flight, and as every head queued before a body or a reset was taken
-//! with it, the client never hears of a stream's body or reset before its
-//! head. The control queue carries window grants, pings and close frames,
-//! which their own protocol bounds and which go first. The writer writes
-//! every ready message and then flushes once: flushing per frame costs a
-//! syscall per request, batching was worth +43% at 50 concurrent.
-
-use std::collections::VecDeque;
-use std::sync::Arc;
+//! each) and news of requests turned away in its head lane, request bodies
+//! and resets in its body lane ([`room`]: heads are written first, and
+//! never wait for uploads to drain). Heads and bodies wait for room in it
+//! (backpressure); a reset never waits, as it is sent from places that
+//! cannot, and takes its place behind its stream's body. The control
+//! queue carries window grants, pings and close frames, which their own
+//! protocol bounds and which go first. The writer writes every ready
+//! message and then flushes once: flushing per frame costs a syscall per
+//! request, batching was worth +43% at 50 concurrent.
 
 use futures_util::{Sink, SinkExt};
 use portpreview_shared::codec::{self, EncodeError};
 use portpreview_shared::message::Framed;
-use portpreview_shared::room;
+use portpreview_shared::room::{self, Lane, Lines, Room, Taken};
 use portpreview_shared::text::truncate;
 use portpreview_shared::{ServerMessage, StreamId};
 use serde::Serialize;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
@@ -77,35 +70,22 @@ pub struct Outbox {
     control: mpsc::UnboundedSender<Message>,
 }
 
-/// Room for heads and bodies still to be queued: the stream queue's bound
-/// for all but resets, which the relay sends at most twice per stream, and
-/// only for streams whose heads left.
-#[derive(Clone)]
-struct Room {
-    /// Units left for heads and bodies together.
-    all: Arc<Semaphore>,
-    /// Units left for bodies, taken as well as `all`'s.
-    bodies: Arc<Semaphore>,
-}
-
 /// A frame on the stream queue.
 struct Queued {
     frame: Message,
+    lane: Lane,
     /// The units of room it holds, given back once the writer writes it.
     room: usize,
-    /// Whether it is a body or a reset, written after every head taken
-    /// with or before it; its units are also the bodies' room.
-    body: bool,
 }
 
 /// The writer's end of an [`Outbox`].
 pub struct Inbox {
     streams: mpsc::UnboundedReceiver<Queued>,
-    /// Heads taken from the stream queue, in order, still to be written.
-    /// Empty, as it is while a tunnel is idle, it holds no memory.
-    heads: VecDeque<Queued>,
-    /// Bodies and resets taken from the stream queue, in order.
-    bodies: VecDeque<Queued>,
+    /// What was taken from the stream queue, still to be written.
+    lines: Lines<Queued>,
+    /// Room for heads and bodies still to be queued: the stream queue's
+    /// bound for all but resets, which the relay sends at most twice per
+    /// stream, and only for streams whose heads left.
     room: Room,
     control: mpsc::UnboundedReceiver<Message>,
 }
@@ -114,10 +94,7 @@ pub struct Inbox {
 pub fn channel() -> (Outbox, Inbox) {
     let (streams_tx, streams) = mpsc::unbounded_channel();
     let (control_tx, control) = mpsc::unbounded_channel();
-    let room = Room {
-        all: Arc::new(Semaphore::new(QUEUE_ROOM)),
-        bodies: Arc::new(Semaphore::new(BODY_ROOM)),
-    };
+    let room = Room::new(QUEUE_ROOM, BODY_ROOM);
     (
         Outbox {
             streams: streams_tx,
@@ -126,30 +103,11 @@ pub fn channel() -> (Outbox, Inbox) {
         },
         Inbox {
             streams,
-            heads: VecDeque::new(),
-            bodies: VecDeque::new(),
+            lines: Lines::default(),
             room,
             control,
         },
     )
-}
-
-impl Room {
-    /// Gives back `units`, of the bodies' room too for a body.
-    fn give_back(&self, units: usize, body: bool) {
-        if units > 0 {
-            self.all.add_permits(units);
-            if body {
-                self.bodies.add_permits(units);
-            }
-        }
-    }
-
-    /// No more room for anyone: the writer is gone, or the session over.
-    fn close(&self) {
-        self.all.close();
-        self.bodies.close();
-    }
 }
 
 /// The units of room a frame carrying `body` takes.
@@ -160,63 +118,50 @@ fn room_for(body: &[u8]) -> u32 {
 impl Outbox {
     /// Queues a request's head, a small body riding in it, waiting for room.
     pub async fn send_head<M: Serialize + Framed>(&self, msg: &M, body: &[u8]) -> Result<(), SendError> {
-        // Closed along with the writer's end: nobody will make room again.
-        let permit = self
-            .room
-            .all
-            .acquire_many(room_for(body))
-            .await
-            .map_err(|_| SendError::Closed)?;
-        // Encoded once there is room, not before: a crowd of requests
-        // waiting for room would each hold a copy of its body.
-        let frame = Message::Binary(codec::encode(msg, body)?.into());
-        self.queue_holding(frame, permit, false)
+        self.send(msg, body, Lane::Head).await
     }
 
     /// Queues a piece of a request body, waiting for room in the bodies'
     /// part of the queue.
     pub async fn send_body<M: Serialize + Framed>(&self, msg: &M, body: &[u8]) -> Result<(), SendError> {
-        let units = room_for(body);
-        let bodies = self
-            .room
-            .bodies
-            .acquire_many(units)
-            .await
-            .map_err(|_| SendError::Closed)?;
-        let permit = self.room.all.acquire_many(units).await.map_err(|_| SendError::Closed)?;
-        let frame = Message::Binary(codec::encode(msg, body)?.into());
-        bodies.forget();
-        self.queue_holding(frame, permit, true)
+        self.send(msg, body, Lane::Body).await
     }
 
-    /// Queues a message that may be large on the stream queue if it has
-    /// room now; returns whether it did. For what is worth telling but not
+    async fn send<M: Serialize + Framed>(&self, msg: &M, body: &[u8], lane: Lane) -> Result<(), SendError> {
+        // Closed along with the writer's end: nobody will make room again.
+        let taken = self
+            .room
+            .take(room_for(body), lane)
+            .await
+            .map_err(|_| SendError::Closed)?;
+        // Encoded once there is room, not before: a crowd of uploads
+        // waiting for room would each hold a copy of its next chunk.
+        let frame = Message::Binary(codec::encode(msg, body)?.into());
+        self.queue_holding(frame, lane, taken)
+    }
+
+    /// Queues a message that may be large in the head lane if it has room
+    /// now; returns whether it did. For what is worth telling but not
     /// worth waiting for: a client too slow to take it loses only news.
     pub fn try_send<M: Serialize + Framed>(&self, msg: &M, body: &[u8]) -> Result<bool, SendError> {
-        let permit = match self.room.all.try_acquire_many(room_for(body)) {
-            Ok(permit) => permit,
+        let taken = match self.room.try_take(room_for(body), Lane::Head) {
+            Ok(taken) => taken,
             Err(tokio::sync::TryAcquireError::NoPermits) => return Ok(false),
             // Closed along with the writer's end.
             Err(tokio::sync::TryAcquireError::Closed) => return Err(SendError::Closed),
         };
         let frame = Message::Binary(codec::encode(msg, body)?.into());
-        self.queue_holding(frame, permit, false).map(|()| true)
+        self.queue_holding(frame, Lane::Head, taken).map(|()| true)
     }
 
-    /// Queues `frame`, a body or not, in the room `permit` holds, which the
+    /// Queues `frame` in `lane`, in the room `taken` holds, which the
     /// writer gives back once it writes the frame.
-    fn queue_holding(
-        &self,
-        frame: Message,
-        permit: tokio::sync::SemaphorePermit<'_>,
-        body: bool,
-    ) -> Result<(), SendError> {
-        let room = permit.num_permits();
-        self.streams
-            .send(Queued { frame, room, body })
-            .map_err(|_| SendError::Closed)?;
-        permit.forget();
-        Ok(())
+    fn queue_holding(&self, frame: Message, lane: Lane, taken: Taken<'_>) -> Result<(), SendError> {
+        let room = taken.keep();
+        self.streams.send(Queued { frame, lane, room }).map_err(|_| {
+            self.room.give_back(room, lane);
+            SendError::Closed
+        })
     }
 
     /// Queues a small control frame without waiting. A closed writer means
@@ -244,8 +189,8 @@ impl Outbox {
         };
         let _ = self.streams.send(Queued {
             frame,
+            lane: Lane::Body,
             room: 0,
-            body: true,
         });
     }
 
@@ -276,20 +221,6 @@ pub fn close_message(code: CloseCode, reason: &str) -> Message {
 }
 
 impl Inbox {
-    /// The frame of a queued head or body, giving its room back.
-    fn take(&mut self, queued: Queued) -> Message {
-        self.room.give_back(queued.room, queued.body);
-        queued.frame
-    }
-
-    /// Puts a frame taken from the stream queue in line to be written.
-    fn sort(&mut self, queued: Queued) {
-        match queued.body {
-            true => self.bodies.push_back(queued),
-            false => self.heads.push_back(queued),
-        }
-    }
-
     /// The next frame ready to be written, if any: control first, then
     /// heads, then bodies and resets.
     fn try_next(&mut self) -> Option<Message> {
@@ -299,15 +230,17 @@ impl Inbox {
         // Everything queued so far, which the room bounds: a body is
         // written only once no head queued before it is left.
         while let Ok(queued) = self.streams.try_recv() {
-            self.sort(queued);
+            let lane = queued.lane;
+            self.lines.push(queued, lane);
         }
-        let queued = self.heads.pop_front().or_else(|| self.bodies.pop_front())?;
-        Some(self.take(queued))
+        let queued = self.lines.pop()?;
+        self.room.give_back(queued.room, queued.lane);
+        Some(queued.frame)
     }
 
     /// Whether every outbox is gone and everything queued was taken.
     fn drained(&self) -> bool {
-        self.heads.is_empty() && self.bodies.is_empty() && self.control.is_closed() && self.streams.is_closed()
+        self.lines.is_empty() && self.control.is_closed() && self.streams.is_closed()
     }
 }
 
@@ -348,7 +281,8 @@ where
                 biased;
                 Some(msg) = inbox.control.recv() => msg,
                 Some(queued) = inbox.streams.recv() => {
-                    inbox.sort(queued);
+                    let lane = queued.lane;
+                    inbox.lines.push(queued, lane);
                     continue;
                 }
                 () = &mut stopped => return Ok(()),

@@ -25,6 +25,7 @@ pub mod stall;
 pub mod sync;
 pub mod text;
 pub mod toml_file;
+pub mod unsent;
 pub mod usage;
 
 pub use message::{ClientMessage, Header, ServerMessage, StreamId};
