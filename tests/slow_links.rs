@@ -397,7 +397,7 @@ async fn a_client_on_a_slow_link_is_waited_for_while_it_takes_the_body() {
         ..Default::default()
     })
     .await;
-    let link = slow_link(relay.addr).await;
+    let link = slow_link(relay.addr, Slow::Down).await;
     let handler = LocalHandler::start(|seen| Answer {
         status: 200,
         body: format!("{} bytes", seen.body.len()).into_bytes(),
@@ -420,7 +420,7 @@ async fn a_client_on_a_slow_link_is_waited_for_while_it_takes_the_body() {
 #[tokio::test]
 async fn a_webhook_overtakes_an_upload_on_a_slow_client_link() {
     let relay = TestRelay::start().await;
-    let link = slow_link(relay.addr).await;
+    let link = slow_link(relay.addr, Slow::Down).await;
     let uploaded = Arc::new(AtomicUsize::new(0));
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let handler = listener.local_addr().expect("address");
@@ -456,8 +456,67 @@ async fn a_webhook_overtakes_an_upload_on_a_slow_client_link() {
     );
 }
 
-/// Bytes of the upload in [`a_webhook_overtakes_an_upload_on_a_slow_client_link`]:
-/// four seconds over the slow link, which the test does not wait for.
+/// The same the other way: a webhook's answer overtakes a large download
+/// going up a slow client link, as the client writes answers' heads
+/// before bodies and keeps little unsent in the kernel.
+#[tokio::test]
+async fn a_webhooks_answer_overtakes_a_download_on_a_slow_client_uplink() {
+    let relay = TestRelay::start().await;
+    let link = slow_link(relay.addr, Slow::Up).await;
+    let handler = LocalHandler::start(|seen| Answer {
+        status: 200,
+        body: match seen.uri.as_str() {
+            "/download" => vec![b'x'; UPLOAD],
+            _ => b"ok".to_vec(),
+        },
+        ..Answer::default()
+    })
+    .await;
+    let tunnel = TestTunnel::start(&format!("http://{}", link.addr), &handler.url()).await;
+    let base = format!("http://{}/t/{}", relay.addr, tunnel.name());
+    let downloaded = Arc::new(AtomicUsize::new(0));
+    let download = AbortOnDropHandle::new(tokio::spawn(count_download(
+        format!("{base}/download"),
+        Arc::clone(&downloaded),
+    )));
+    while downloaded.load(Ordering::Relaxed) < 256 * 1024 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let at_send = downloaded.load(Ordering::Relaxed);
+    let reply = common::caller::post(&format!("{base}/hook"), &b"{}"[..]).await;
+    let at_answer = downloaded.load(Ordering::Relaxed);
+    assert_eq!((reply.status, reply.text()), (200, "ok".to_string()));
+    // A window of the download, 1 MiB, went ahead of it before.
+    let ahead = at_answer - at_send;
+    assert!(
+        ahead < 512 * 1024 && !download.is_finished(),
+        "{ahead} bytes of the download reached its caller ahead of the webhook's answer"
+    );
+}
+
+/// GETs `url`, adding the bytes of its answer's body to `got` as they come.
+async fn count_download(url: String, got: Arc<AtomicUsize>) {
+    let uri: http::Uri = url.parse().expect("valid url");
+    let authority = uri.authority().expect("url with host").clone();
+    let stream = TcpStream::connect(authority.as_str()).await.expect("connect");
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .expect("http handshake");
+    let _connection = AbortOnDropHandle::new(tokio::spawn(connection));
+    let request = Request::get(uri.path())
+        .header("host", authority.as_str())
+        .body(http_body_util::Empty::<Bytes>::new())
+        .expect("request");
+    let mut body = sender.send_request(request).await.expect("an answer").into_body();
+    while let Some(Ok(frame)) = body.frame().await {
+        if let Some(data) = frame.data_ref() {
+            got.fetch_add(data.len(), Ordering::Relaxed);
+        }
+    }
+}
+
+/// Bytes of the upload, or the download, that a webhook overtakes: four
+/// seconds over the slow link, which the tests do not wait for.
 const UPLOAD: usize = 4 * 1024 * 1024;
 
 /// A handler that counts the bytes of an upload to `/upload` as they come,
@@ -477,43 +536,61 @@ async fn count_uploads(request: Request<hyper::body::Incoming>, uploaded: Arc<At
     Response::new(Full::new(Bytes::new()))
 }
 
-/// A TCP link to `to` that carries what comes back from it at about
-/// 1 MiB/s, and what goes to it at once; it lasts as long as the handle.
+/// A TCP link to `to` that carries one way at about 1 MiB/s and the other
+/// at once; it lasts as long as the handle.
 struct SlowLink {
     addr: std::net::SocketAddr,
     _carrying: tokio_util::task::AbortOnDropHandle<()>,
 }
 
-async fn slow_link(to: std::net::SocketAddr) -> SlowLink {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+/// Which way a [`SlowLink`] is slow.
+#[derive(Clone, Copy, PartialEq)]
+enum Slow {
+    /// What comes back from the relay: requests to the client.
+    Down,
+    /// What goes to the relay: answers from the client.
+    Up,
+}
+
+async fn slow_link(to: std::net::SocketAddr, slow: Slow) -> SlowLink {
+    // A slow link holds little in flight; a loopback socket's buffer would
+    // take megabytes the link has not carried. Accepted sockets take the
+    // listener's.
+    let listener = TcpSocket::new_v4().expect("socket");
+    listener.set_recv_buffer_size(32 * 1024).expect("receive buffer");
+    listener.bind("127.0.0.1:0".parse().expect("address")).expect("bind");
+    let listener = listener.listen(16).expect("listen");
     let addr = listener.local_addr().expect("address");
     let carrying = tokio::spawn(async move {
         let mut links = tokio::task::JoinSet::new();
         loop {
             let Ok((near, _)) = listener.accept().await else { return };
-            // A slow link holds little in flight; a loopback socket's
-            // buffer would take megabytes the link has not carried.
             let far = TcpSocket::new_v4().expect("socket");
             far.set_recv_buffer_size(32 * 1024).expect("receive buffer");
             let far = far.connect(to).await.expect("the relay");
-            let (mut near_read, mut near_write) = near.into_split();
-            let (mut far_read, mut far_write) = far.into_split();
-            links.spawn(async move {
-                let _ = tokio::io::copy(&mut near_read, &mut far_write).await;
-            });
-            links.spawn(async move {
-                let mut piece = vec![0; 16 * 1024];
-                while let Ok(read @ 1..) = far_read.read(&mut piece).await {
-                    if near_write.write_all(&piece[..read]).await.is_err() {
-                        return;
-                    }
-                    tokio::time::sleep(Duration::from_millis(15)).await;
-                }
-            });
+            let (near_read, near_write) = near.into_split();
+            let (far_read, far_write) = far.into_split();
+            links.spawn(carry(far_read, near_write, slow == Slow::Down));
+            links.spawn(carry(near_read, far_write, slow == Slow::Up));
         }
     });
     SlowLink {
         addr,
         _carrying: tokio_util::task::AbortOnDropHandle::new(carrying),
+    }
+}
+
+/// Copies `from` to `to`, with `slowly` 16 KiB every 15 ms.
+async fn carry(mut from: tokio::net::tcp::OwnedReadHalf, mut to: tokio::net::tcp::OwnedWriteHalf, slowly: bool) {
+    if !slowly {
+        let _ = tokio::io::copy(&mut from, &mut to).await;
+        return;
+    }
+    let mut piece = vec![0; 16 * 1024];
+    while let Ok(read @ 1..) = from.read(&mut piece).await {
+        if to.write_all(&piece[..read]).await.is_err() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(15)).await;
     }
 }

@@ -346,6 +346,9 @@ pub async fn connect(options: &ConnectOptions) -> Result<(RelaySocket, Welcome),
             },
             other => other,
         })?;
+    if let Some(Err(err)) = tcp_of(&socket).map(portpreview_shared::unsent::keep_little_unsent) {
+        tracing::debug!(%err, "TCP_NOTSENT_LOWAT not set");
+    }
 
     let hello = ClientMessage::Hello {
         protocol: PROTOCOL_VERSION,
@@ -363,6 +366,16 @@ pub async fn connect(options: &ConnectOptions) -> Result<(RelaySocket, Welcome),
         .await
         .map_err(|_| ConnectError::Unreachable("the relay did not answer the hello".into()))??;
     Ok((socket, welcome))
+}
+
+/// The TCP connection under the relay's socket, in TLS or not.
+fn tcp_of(socket: &RelaySocket) -> Option<&TcpStream> {
+    match socket.get_ref() {
+        MaybeTlsStream::Rustls(tls) => Some(tls.get_ref().0),
+        MaybeTlsStream::Plain(tcp) => Some(tcp),
+        // The enum is open to transports this client never builds.
+        _ => None,
+    }
 }
 
 async fn read_welcome(socket: &mut RelaySocket) -> Result<Welcome, ConnectError> {

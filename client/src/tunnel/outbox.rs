@@ -1,13 +1,13 @@
 //! The one queue every stream writes its frames to; the session's writer
-//! drains it onto the socket.
-
-use std::sync::Arc;
+//! drains it onto the socket, answers' heads and window grants before
+//! answers' bodies ([`room`]): on a slow uplink, a webhook's answer does
+//! not wait behind a large download, nor an upload for its window.
 
 use portpreview_shared::codec::{self, EncodeError};
 use portpreview_shared::message::{ClientMessage, Header, StreamId};
-use portpreview_shared::room;
+use portpreview_shared::room::{self, Lane, Lines, Room};
 use portpreview_shared::text::truncate;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
 /// Longest reason the client puts in an answer of its own: a line for a
@@ -20,6 +20,10 @@ const MAX_REASON: usize = 1024;
 /// takes at a time.
 const ROOM: usize = 16 * 1024;
 
+/// The part of [`ROOM`] answers' bodies may take; the rest is kept for
+/// answers' heads.
+const BODY_ROOM: usize = ROOM * 3 / 4;
+
 /// Bytes of an answer that take one unit of [`ROOM`].
 const ROOM_UNIT: usize = 1024;
 
@@ -30,37 +34,57 @@ const ROOM_UNIT: usize = 1024;
 #[derive(Clone)]
 pub struct Outbox {
     queue: mpsc::UnboundedSender<Queued>,
-    room: Arc<Semaphore>,
+    room: Room,
 }
 
 /// A frame queued, with the room it holds until the writer takes it.
 struct Queued {
     message: Message,
+    lane: Lane,
     room: usize,
 }
 
 /// The writer's end of an [`Outbox`].
 pub struct Queue {
     queue: mpsc::UnboundedReceiver<Queued>,
-    room: Arc<Semaphore>,
+    /// What was taken from the queue, still to be written.
+    lines: Lines<Queued>,
+    room: Room,
 }
 
 impl Queue {
-    /// The next frame, once there is one; `None` once every outbox is gone.
+    /// The next frame, once there is one; `None` once every outbox is gone
+    /// and every frame was taken.
     pub async fn recv(&mut self) -> Option<Message> {
-        let queued = self.queue.recv().await?;
-        Some(self.take(queued))
+        loop {
+            if let Some(message) = self.try_recv() {
+                return Some(message);
+            }
+            let queued = self.queue.recv().await?;
+            let lane = queued.lane;
+            self.lines.push(queued, lane);
+        }
     }
 
-    /// The next frame if one is queued.
+    /// The next frame if one is queued: a head if any is, as every frame
+    /// queued so far is sorted into its lane first.
     pub fn try_recv(&mut self) -> Option<Message> {
-        let queued = self.queue.try_recv().ok()?;
-        Some(self.take(queued))
+        while let Ok(queued) = self.queue.try_recv() {
+            let lane = queued.lane;
+            self.lines.push(queued, lane);
+        }
+        let queued = self.lines.pop()?;
+        self.room.give_back(queued.room, queued.lane);
+        Some(queued.message)
     }
+}
 
-    fn take(&self, queued: Queued) -> Message {
-        self.room.add_permits(queued.room);
-        queued.message
+/// The lane of `message`: bodies and resets go on with an answer already
+/// begun, heads and window grants come first.
+fn lane_of(message: &ClientMessage) -> Lane {
+    match message {
+        ClientMessage::ResponseBody { .. } | ClientMessage::Reset { .. } => Lane::Body,
+        ClientMessage::Hello { .. } | ClientMessage::ResponseHead { .. } | ClientMessage::Window { .. } => Lane::Head,
     }
 }
 
@@ -75,10 +99,11 @@ impl Outbox {
     /// An outbox and the queue its writer drains.
     pub fn new() -> (Self, Queue) {
         let (tx, rx) = mpsc::unbounded_channel();
-        let room = Arc::new(Semaphore::new(ROOM));
+        let room = Room::new(ROOM, BODY_ROOM);
         let queue = Queue {
             queue: rx,
-            room: Arc::clone(&room),
+            lines: Lines::default(),
+            room: room.clone(),
         };
         (Self { queue: tx, room }, queue)
     }
@@ -89,28 +114,27 @@ impl Outbox {
     /// the frame, as the stream is gone too.
     pub fn send(&self, message: &ClientMessage, body: &[u8]) -> Result<(), EncodeError> {
         let frame = codec::encode(message, body)?;
-        self.queue_holding(Message::Binary(frame.into()), 0);
+        self.queue_holding(Message::Binary(frame.into()), lane_of(message), 0);
         Ok(())
     }
 
     /// [`Outbox::send`] for an answer's head or body, once the queue has
     /// room for it.
     pub async fn send_answer(&self, message: &ClientMessage, body: &[u8]) -> Result<(), EncodeError> {
+        let lane = lane_of(message);
         // Closed with the session: the frame would be dropped anyway.
-        let Ok(permit) = self.room.acquire_many(room::units(body.len(), ROOM_UNIT, ROOM)).await else {
+        let Ok(taken) = self.room.take(room::units(body.len(), ROOM_UNIT, ROOM), lane).await else {
             return Ok(());
         };
         let frame = codec::encode(message, body)?;
-        let units = permit.num_permits();
-        permit.forget();
-        self.queue_holding(Message::Binary(frame.into()), units);
+        self.queue_holding(Message::Binary(frame.into()), lane, taken.keep());
         Ok(())
     }
 
-    fn queue_holding(&self, message: Message, room: usize) {
-        if self.queue.send(Queued { message, room }).is_err() {
+    fn queue_holding(&self, message: Message, lane: Lane, room: usize) {
+        if self.queue.send(Queued { message, lane, room }).is_err() {
             // The writer is gone, and with it the room's owner.
-            self.room.add_permits(room);
+            self.room.give_back(room, lane);
         }
     }
 
@@ -131,7 +155,7 @@ impl Outbox {
     /// answers fills it, and it gets no answer to such a request, whose
     /// caller then hears the relay's own at its timeout.
     pub fn turn_away(&self, stream: StreamId, reason: &str) {
-        let Ok(permit) = self.room.try_acquire() else {
+        let Ok(taken) = self.room.try_take(1, Lane::Head) else {
             tracing::debug!(
                 stream,
                 "a request turned away is not answered: the relay reads no answers"
@@ -140,10 +164,7 @@ impl Outbox {
         };
         let (head, body) = own_answer(stream, 503, reason);
         match codec::encode(&head, body.as_bytes()) {
-            Ok(frame) => {
-                permit.forget();
-                self.queue_holding(Message::Binary(frame.into()), 1);
-            }
+            Ok(frame) => self.queue_holding(Message::Binary(frame.into()), Lane::Head, taken.keep()),
             Err(err) => tracing::error!(%err, "an answer of the client's own was over the protocol's limits"),
         }
     }
@@ -168,9 +189,9 @@ impl Outbox {
         }
     }
 
-    /// Queues a raw WebSocket message (close frames).
+    /// Queues a raw WebSocket message (close frames), behind every body.
     pub fn send_raw(&self, message: Message) {
-        self.queue_holding(message, 0);
+        self.queue_holding(message, Lane::Body, 0);
     }
 }
 
@@ -207,7 +228,8 @@ mod tests {
 
     /// A relay that reads nothing holds [`ROOM`] of answers, not every
     /// answer its requests make: answers then wait, its requests past the
-    /// limit go unanswered, and window grants and resets still go.
+    /// limit go unanswered, and window grants and resets still go. Bodies
+    /// leave room for heads, which the writer takes first.
     #[tokio::test]
     async fn answers_wait_for_room_that_the_writer_gives_back() {
         use futures_util::FutureExt;
@@ -224,12 +246,8 @@ mod tests {
             // what is no wait for room.
             tokio::task::yield_now().await;
         }
-        assert!(queued > ROOM * ROOM_UNIT * 9 / 10, "{queued} bytes queued");
-        // The last units, by answers with no body.
-        while let Some(sent) = outbox.send_answer(&body(1), b"").now_or_never() {
-            sent.unwrap();
-            tokio::task::yield_now().await;
-        }
+        assert!(queued > BODY_ROOM * ROOM_UNIT * 9 / 10, "{queued} bytes queued");
+        // Room for heads beside the bodies.
         outbox.turn_away(2, "the tunnel's client has 2048 requests in flight already");
         outbox.grant(3, 1000);
         outbox.reset(4, "cut");
@@ -243,35 +261,61 @@ mod tests {
             frames.push(decoded(Some(frame)).0);
         }
         waiting.await.unwrap().unwrap();
-        let last = |n: usize| frames[frames.len() - n].clone();
-        assert!(matches!(last(2), ClientMessage::Window { stream: 3, .. }), "{frames:?}");
-        assert!(matches!(last(1), ClientMessage::Reset { stream: 4, .. }), "{frames:?}");
         assert!(
-            !frames
-                .iter()
-                .any(|f| matches!(f, ClientMessage::ResponseHead { stream: 2, .. })),
-            "no room for the 503"
+            matches!(
+                frames[0],
+                ClientMessage::ResponseHead {
+                    stream: 2,
+                    status: 503,
+                    ..
+                }
+            ),
+            "{:?}",
+            &frames[..2]
         );
+        assert!(matches!(frames[1], ClientMessage::Window { stream: 3, .. }));
+        assert!(matches!(
+            frames[frames.len() - 1],
+            ClientMessage::Reset { stream: 4, .. }
+        ));
         assert!(matches!(
             decoded(queue.try_recv()).0,
             ClientMessage::ResponseBody { stream: 5, .. }
         ));
-        outbox.turn_away(6, "shutting down");
-        assert!(matches!(
-            decoded(queue.try_recv()).0,
-            ClientMessage::ResponseHead {
-                stream: 6,
-                status: 503,
-                ..
+
+        // Heads fill what the bodies leave: a request turned away then
+        // goes unanswered.
+        let head = |stream| ClientMessage::ResponseHead {
+            stream,
+            status: 200,
+            headers: vec![],
+            end: true,
+        };
+        // The last units by answers with no body.
+        for piece in [&chunk[..], b""] {
+            while let Some(sent) = outbox.send_answer(&head(6), piece).now_or_never() {
+                sent.unwrap();
+                tokio::task::yield_now().await;
             }
-        ));
+        }
+        outbox.turn_away(7, "shutting down");
+        let mut frames = Vec::new();
+        while let Some(frame) = queue.try_recv() {
+            frames.push(decoded(Some(frame)).0);
+        }
+        assert!(
+            !frames
+                .iter()
+                .any(|f| matches!(f, ClientMessage::ResponseHead { stream: 7, .. })),
+            "no room for the 503"
+        );
 
         // The session over, an answer waiting for room stops waiting.
-        while let Some(sent) = outbox.send_answer(&body(7), &chunk).now_or_never() {
+        while let Some(sent) = outbox.send_answer(&body(8), &chunk).now_or_never() {
             sent.unwrap();
             tokio::task::yield_now().await;
         }
-        let waiting = tokio::spawn(async move { outbox.send_answer(&body(8), &chunk).await });
+        let waiting = tokio::spawn(async move { outbox.send_answer(&body(9), &chunk).await });
         drop(queue);
         assert!(waiting.await.unwrap().is_ok());
     }
