@@ -21,6 +21,7 @@ use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Frame;
 use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
@@ -36,13 +37,7 @@ use common::tunnel::{TestTunnel, TunnelOptions};
 /// with the whole length declared up front as curl does; the status and
 /// body of the answer.
 async fn post_slowly(url: &str, pieces: usize, piece: usize, every: Duration) -> (u16, String) {
-    let uri: http::Uri = url.parse().expect("valid url");
-    let authority = uri.authority().expect("url with host").clone();
-    let stream = TcpStream::connect(authority.as_str()).await.expect("connect");
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .expect("http handshake");
-    let connection = tokio::spawn(connection);
+    let (uri, mut sender, _connection) = connect(url).await;
     let frames = futures_util::stream::unfold(0, move |sent| async move {
         if sent == pieces {
             return None;
@@ -52,7 +47,7 @@ async fn post_slowly(url: &str, pieces: usize, piece: usize, every: Duration) ->
         Some((Ok::<_, Infallible>(frame), sent + 1))
     });
     let request = Request::post(uri.path())
-        .header("host", authority.as_str())
+        .header("host", uri.authority().expect("url with host").as_str())
         .header("content-length", (pieces * piece).to_string())
         .body(StreamBody::new(frames))
         .expect("request");
@@ -62,8 +57,24 @@ async fn post_slowly(url: &str, pieces: usize, piece: usize, every: Duration) ->
         .expect("an HTTP answer");
     let status = response.status().as_u16();
     let body = response.into_body().collect().await.expect("whole body").to_bytes();
-    connection.abort();
     (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+/// An HTTP/1 connection to `url`'s host: the URL, its sender, and the task
+/// that drives it until dropped.
+async fn connect<B>(url: &str) -> (http::Uri, SendRequest<B>, AbortOnDropHandle<hyper::Result<()>>)
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let uri: http::Uri = url.parse().expect("valid url");
+    let authority = uri.authority().expect("url with host").clone();
+    let stream = TcpStream::connect(authority.as_str()).await.expect("connect");
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .expect("http handshake");
+    (uri, sender, AbortOnDropHandle::new(tokio::spawn(connection)))
 }
 
 /// A handler written as many small servers are: it reads the whole
@@ -496,15 +507,9 @@ async fn a_webhooks_answer_overtakes_a_download_on_a_slow_client_uplink() {
 
 /// GETs `url`, adding the bytes of its answer's body to `got` as they come.
 async fn count_download(url: String, got: Arc<AtomicUsize>) {
-    let uri: http::Uri = url.parse().expect("valid url");
-    let authority = uri.authority().expect("url with host").clone();
-    let stream = TcpStream::connect(authority.as_str()).await.expect("connect");
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .expect("http handshake");
-    let _connection = AbortOnDropHandle::new(tokio::spawn(connection));
+    let (uri, mut sender, _connection) = connect(&url).await;
     let request = Request::get(uri.path())
-        .header("host", authority.as_str())
+        .header("host", uri.authority().expect("url with host").as_str())
         .body(http_body_util::Empty::<Bytes>::new())
         .expect("request");
     let mut body = sender.send_request(request).await.expect("an answer").into_body();
