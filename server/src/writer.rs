@@ -25,10 +25,11 @@ use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 
-/// Room in the stream queue before senders wait, in units: a frame takes one, and one more for every [`ROOM_UNIT`] of body
-/// it carries. So 64 small heads fit, or 12 heads with full bodies: a
-/// client that stops reading leaves at most 1 MiB queued, where a count of
-/// frames alone let 64 chunks of 64 KiB hold 4 MiB for every stalled tunnel.
+/// Room in the stream queue before senders wait, in units: a frame takes
+/// one, and one more for every [`ROOM_UNIT`] of body it carries. So 64
+/// small heads fit, or 12 heads with full bodies: a client that stops
+/// reading leaves at most 1 MiB queued, where a count of frames alone let
+/// 64 chunks of 64 KiB hold 4 MiB for every stalled tunnel.
 pub const QUEUE_ROOM: usize = 64;
 
 /// The part of [`QUEUE_ROOM`] bodies may take: 9 full chunks. The rest is
@@ -230,8 +231,7 @@ impl Inbox {
         // Everything queued so far, which the room bounds: a body is
         // written only once no head queued before it is left.
         while let Ok(queued) = self.streams.try_recv() {
-            let lane = queued.lane;
-            self.lines.push(queued, lane);
+            self.lines.push(queued.lane, queued);
         }
         let queued = self.lines.pop()?;
         self.room.give_back(queued.room, queued.lane);
@@ -281,8 +281,7 @@ where
                 biased;
                 Some(msg) = inbox.control.recv() => msg,
                 Some(queued) = inbox.streams.recv() => {
-                    let lane = queued.lane;
-                    inbox.lines.push(queued, lane);
+                    inbox.lines.push(queued.lane, queued);
                     continue;
                 }
                 () = &mut stopped => return Ok(()),

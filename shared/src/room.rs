@@ -141,7 +141,7 @@ impl<T> Default for Lines<T> {
 
 impl<T> Lines<T> {
     /// Puts `frame` at the back of `lane`.
-    pub fn push(&mut self, frame: T, lane: Lane) {
+    pub fn push(&mut self, lane: Lane, frame: T) {
         match lane {
             Lane::Head => self.heads.push_back(frame),
             Lane::Body => self.bodies.push_back(frame),
@@ -197,7 +197,7 @@ mod tests {
     fn heads_come_out_first_and_each_lane_in_order() {
         let mut lines = Lines::default();
         for (frame, lane) in [(1, Lane::Body), (2, Lane::Head), (3, Lane::Body), (4, Lane::Head)] {
-            lines.push(frame, lane);
+            lines.push(lane, frame);
         }
         let order: Vec<_> = std::iter::from_fn(|| lines.pop()).collect();
         assert_eq!(order, [2, 4, 1, 3]);

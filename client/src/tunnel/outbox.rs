@@ -61,8 +61,7 @@ impl Queue {
                 return Some(message);
             }
             let queued = self.queue.recv().await?;
-            let lane = queued.lane;
-            self.lines.push(queued, lane);
+            self.lines.push(queued.lane, queued);
         }
     }
 
@@ -70,8 +69,7 @@ impl Queue {
     /// queued so far is sorted into its lane first.
     pub fn try_recv(&mut self) -> Option<Message> {
         while let Ok(queued) = self.queue.try_recv() {
-            let lane = queued.lane;
-            self.lines.push(queued, lane);
+            self.lines.push(queued.lane, queued);
         }
         let queued = self.lines.pop()?;
         self.room.give_back(queued.room, queued.lane);
