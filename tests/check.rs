@@ -589,6 +589,31 @@ fn an_empty_provider_secret_giving_way_to_the_wider_one_is_warned_of() {
     );
 }
 
+/// A provider's secret variable set to bytes that are not UTF-8 is named
+/// as such, not taken for unset and "set it" advice.
+#[test]
+fn a_provider_secret_not_in_utf8_is_named() {
+    use std::os::unix::ffi::OsStrExt;
+
+    let project = Project::new();
+    let handler = Handler::start(Behaviour::DedupsInOneTransaction);
+    let mut check = command(
+        project.dir.path(),
+        &["check", "fixtures/stripe.json", "--target", &handler.url(), "--resign"],
+        &[],
+    );
+    check.env("PORTPREVIEW_SECRET_STRIPE", std::ffi::OsStr::from_bytes(b"whsec_\xff"));
+    let ran = ran(common::process::output_of(&mut check));
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stderr
+            .contains("PORTPREVIEW_SECRET_STRIPE is set, but not to UTF-8 text: a signing secret is text"),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(handler.arrived(), 0, "nothing sent unsigned");
+}
+
 /// A fixture an editor saved with a byte-order mark before its JSON (as
 /// Notepad and PowerShell do) is read as the same fixture.
 #[test]

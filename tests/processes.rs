@@ -793,6 +793,35 @@ fn a_relay_address_with_credentials_is_refused_without_showing_them() {
     }
 }
 
+/// A relay address or token in the environment set to bytes that are not
+/// UTF-8 is named; clap's own error names no argument for it.
+#[test]
+fn a_relay_address_or_token_not_in_utf8_is_named() {
+    use std::os::unix::ffi::OsStrExt;
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "").expect("an empty config file");
+    for var in ["PORTPREVIEW_SERVER", "PORTPREVIEW_TOKEN"] {
+        let out = output_of(
+            std::process::Command::new(portpreview_bin())
+                .args(["http", "3000", "--no-tui", "--db"])
+                .arg(&db)
+                .env_remove("PORTPREVIEW_SERVER")
+                .env_remove("PORTPREVIEW_TOKEN")
+                .env(var, std::ffi::OsStr::from_bytes(b"http://relay\xff"))
+                .env("PORTPREVIEW_CONFIG", &config),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{var}: {stderr}");
+        assert_eq!(
+            stderr,
+            format!("error: {var} is set, but not to UTF-8 text; see portpreview http --help\n")
+        );
+    }
+}
+
 /// A relay port out of range was dropped on the way to the socket, so the
 /// client tried port 80 or 443, token and all; it is refused as typed.
 #[test]

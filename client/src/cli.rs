@@ -83,8 +83,16 @@ impl Cli {
             }
             Err(err) if err.use_stderr() => {
                 let code = err.exit_code();
-                let rendered = breaks_escaped(rendered_whole(err), std::env::args_os().skip(1));
-                let line = one_line(&rendered, &command_given());
+                let line = match unreadable_text_env(&err) {
+                    Some(var) => format!(
+                        "error: {var} is set, but not to UTF-8 text; see {} --help\n",
+                        command_given()
+                    ),
+                    None => one_line(
+                        &breaks_escaped(rendered_whole(err), std::env::args_os().skip(1)),
+                        &command_given(),
+                    ),
+                };
                 crate::to_stderr(format_args!("{line}"));
                 if asks_for_json_lines(std::env::args_os().skip(1)) {
                     // A supervisor reading stdout hears of a refused
@@ -128,6 +136,19 @@ impl Cli {
     pub fn reports_in_json(&self) -> bool {
         matches!(&self.command, Command::Http(args) if args.log_format == crate::output::LogFormat::Json)
     }
+}
+
+/// The variable standing in for a text flag (`--server`, `--token`) that
+/// is set to bytes that are not UTF-8, when clap refused the command line
+/// for such bytes and none is in the arguments: clap's error names no
+/// argument then.
+fn unreadable_text_env(err: &clap::Error) -> Option<&'static str> {
+    if err.kind() != clap::error::ErrorKind::InvalidUtf8 || std::env::args_os().any(|arg| arg.to_str().is_none()) {
+        return None;
+    }
+    ["PORTPREVIEW_SERVER", "PORTPREVIEW_TOKEN"]
+        .into_iter()
+        .find(|name| std::env::var_os(name).is_some_and(|value| value.to_str().is_none()))
 }
 
 /// Whether the words of a command line clap refused ask `http` for JSON

@@ -313,6 +313,13 @@ pub fn resolve_secret(
         secret: Secret::new(value),
         from: SecretFrom::Env(var.to_owned()),
     };
+    let read = match (suite_env, provider) {
+        (Some(var), _) => vec![var.to_owned()],
+        (None, Some(provider)) => secret_envs(provider),
+        (None, None) => Vec::new(),
+    };
+    let any = suite_env.is_none().then(|| ANY_PROVIDER_SECRET_ENV.to_owned());
+    refuse_unreadable(read.into_iter().chain(any))?;
     if let Some(var) = suite_env {
         // Empty, as CI leaves a secret that is not defined: signing with an
         // empty key would blame the handler for the missing secret.
@@ -327,6 +334,17 @@ pub fn resolve_secret(
         return Ok(non_empty(env(ANY_PROVIDER_SECRET_ENV)).map(|value| from_env(ANY_PROVIDER_SECRET_ENV, value)));
     };
     provider_secret(provider, env, Config::load)
+}
+
+/// Refuses a secret variable set to bytes that are not UTF-8: taken for
+/// unset, it would get advice to set a variable that is set.
+fn refuse_unreadable(vars: impl IntoIterator<Item = String>) -> anyhow::Result<()> {
+    for var in vars {
+        if matches!(std::env::var(&var), Err(std::env::VarError::NotUnicode(_))) {
+            anyhow::bail!("{var} is set, but not to UTF-8 text: a signing secret is text");
+        }
+    }
+    Ok(())
 }
 
 /// Empty, as CI leaves a secret that is not defined, is not set.
