@@ -505,6 +505,41 @@ async fn a_webhooks_answer_overtakes_a_download_on_a_slow_client_uplink() {
     );
 }
 
+/// Large answers going up a slow uplink together share it: each keeps
+/// arriving, and none waits behind the others' whole windows past the
+/// relay's patience (here 1 s), which cut the last ones off.
+#[tokio::test]
+async fn answers_going_up_a_slow_uplink_together_share_it() {
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        request_timeout: Duration::from_secs(1),
+        ..Default::default()
+    })
+    .await;
+    let link = slow_link(relay.addr, Slow::Up).await;
+    let handler = LocalHandler::start(|_| Answer {
+        status: 200,
+        body: vec![b'x'; ANSWER],
+        ..Answer::default()
+    })
+    .await;
+    let tunnel = TestTunnel::start(&format!("http://{}", link.addr), &handler.url()).await;
+    let downloads: Vec<_> = (0..6)
+        .map(|i| {
+            let got = Arc::new(AtomicUsize::new(0));
+            let url = format!("http://{}/t/{}/download{i}", relay.addr, tunnel.name());
+            (Arc::clone(&got), tokio::spawn(count_download(url, got)))
+        })
+        .collect();
+    for (got, download) in downloads {
+        download.await.expect("the download's task");
+        assert_eq!(got.load(Ordering::Relaxed), ANSWER, "an answer came cut off");
+    }
+}
+
+/// Bytes of each answer in [`answers_going_up_a_slow_uplink_together_share_it`]:
+/// a stream's whole window.
+const ANSWER: usize = 1024 * 1024;
+
 /// GETs `url`, adding the bytes of its answer's body to `got` as they come.
 async fn count_download(url: String, got: Arc<AtomicUsize>) {
     let (uri, mut sender, _connection) = connect(&url).await;

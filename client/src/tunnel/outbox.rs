@@ -20,9 +20,13 @@ const MAX_REASON: usize = 1024;
 /// takes at a time.
 const ROOM: usize = 16 * 1024;
 
-/// The part of [`ROOM`] answers' bodies may take; the rest is kept for
-/// answers' heads.
-const BODY_ROOM: usize = ROOM * 3 / 4;
+/// The part of [`ROOM`] answers' bodies may take, about one stream's
+/// window; the rest is kept for answers' heads. Exchanges waiting for it
+/// get it in turn, chunk by chunk, so answers going up a slow link share
+/// it. With room for every stream's window, each exchange queued its whole
+/// window at once, and on a slow uplink the last of a dozen 1 MiB answers
+/// waited past the relay's patience (30 s) for its first byte and was cut.
+const BODY_ROOM: usize = 1024;
 
 /// Bytes of an answer that take one unit of [`ROOM`].
 const ROOM_UNIT: usize = 1024;
