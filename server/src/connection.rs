@@ -106,6 +106,8 @@ pub async fn accept_loop(
         // Small frames must not wait for Nagle's algorithm: it costs 40 ms
         // per exchange with delayed ACKs.
         let _ = tcp.set_nodelay(true);
+        // Every connection: a client's cannot be told from a caller's
+        // until its upgrade, and a caller's answer loses nothing by it.
         if let Err(err) = portpreview_shared::unsent::keep_little_unsent(&tcp) {
             tracing::debug!(%err, "TCP_NOTSENT_LOWAT not set");
         }

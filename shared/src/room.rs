@@ -6,7 +6,9 @@
 //! go on with something started, and resets and close frames end it. A
 //! writer takes heads first: on a slow link, a webhook does not wait
 //! behind a window of every transfer in flight. Bodies may fill only part
-//! of the room, so a head never waits for transfers to drain. Each lane
+//! of the room, so a head never waits for transfers to drain; senders
+//! waiting for room get it in the order they asked (tokio's semaphores are
+//! fair), so streams with more to send take turns, a chunk each. Each lane
 //! keeps its order, and a writer that sorts everything queued so far into
 //! [`Lines`] before it takes one writes every head queued before a body
 //! ahead of it: the peer never hears of a body or a reset before its head.
