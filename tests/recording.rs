@@ -586,11 +586,7 @@ async fn a_body_cut_short_by_its_caller_never_reaches_the_handler_and_is_kept_ma
 
 #[tokio::test]
 async fn a_request_the_relay_gave_up_on_is_recorded_with_the_relays_reason() {
-    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
-        request_timeout: Duration::from_millis(300),
-        ..portpreview_server::RelayConfig::default()
-    })
-    .await;
+    let relay = TestRelay::answering_within(Duration::from_millis(300)).await;
     let handler = LocalHandler::slow(Duration::from_secs(3)).await;
     let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
 
@@ -1009,11 +1005,7 @@ async fn a_history_moved_away_or_over_just_before_a_stop_keeps_its_deliveries() 
 /// got only part of it.
 #[tokio::test]
 async fn a_body_the_relay_gave_up_on_part_way_is_recorded_with_the_relays_reason() {
-    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
-        request_timeout: Duration::from_secs(1),
-        ..Default::default()
-    })
-    .await;
+    let relay = TestRelay::answering_within(Duration::from_secs(1)).await;
     let handler = LocalHandler::start(|_| Answer::default()).await;
     let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
     let path = format!("/t/{}/upload", tunnel.name());

@@ -131,11 +131,7 @@ async fn raw_handler(endless: bool) -> std::net::SocketAddr {
 
 /// A relay and a client that both give the handler one second to answer.
 async fn impatient() -> (TestRelay, LocalHandler, TestTunnel) {
-    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
-        request_timeout: Duration::from_secs(1),
-        ..Default::default()
-    })
-    .await;
+    let relay = TestRelay::answering_within(Duration::from_secs(1)).await;
     let handler = LocalHandler::start(|seen| Answer {
         status: 200,
         body: format!("{} bytes", seen.body.len()).into_bytes(),
@@ -180,11 +176,7 @@ async fn an_upload_still_trickling_after_the_relays_limit_is_refused_408() {
 
 #[tokio::test]
 async fn an_answer_written_in_two_parts_after_a_slow_upload_reaches_the_caller() {
-    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
-        request_timeout: Duration::from_secs(1),
-        ..Default::default()
-    })
-    .await;
+    let relay = TestRelay::answering_within(Duration::from_secs(1)).await;
     let handler = raw_handler(false).await;
     let options = TunnelOptions {
         local_timeout: Duration::from_secs(1),
@@ -403,11 +395,7 @@ async fn callers_trickling_large_bodies_leave_room_for_webhooks() {
 /// blames a client taking the body all along.
 #[tokio::test]
 async fn a_client_on_a_slow_link_is_waited_for_while_it_takes_the_body() {
-    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
-        request_timeout: Duration::from_secs(1),
-        ..Default::default()
-    })
-    .await;
+    let relay = TestRelay::answering_within(Duration::from_secs(1)).await;
     let link = slow_link(relay.addr, Slow::Down).await;
     let handler = LocalHandler::start(|seen| Answer {
         status: 200,
@@ -510,11 +498,7 @@ async fn a_webhooks_answer_overtakes_a_download_on_a_slow_client_uplink() {
 /// relay's patience (here 1 s), which cut the last ones off.
 #[tokio::test]
 async fn answers_going_up_a_slow_uplink_together_share_it() {
-    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
-        request_timeout: Duration::from_secs(1),
-        ..Default::default()
-    })
-    .await;
+    let relay = TestRelay::answering_within(Duration::from_secs(1)).await;
     let link = slow_link(relay.addr, Slow::Up).await;
     let handler = LocalHandler::start(|_| Answer {
         status: 200,

@@ -526,11 +526,7 @@ async fn a_body_over_the_limit_gets_413_from_the_relay_and_is_recorded() {
 async fn a_body_the_relay_gave_up_waiting_for_is_dated_from_its_arrival() {
     // A timeout long enough that a date taken at the 408 is told from one
     // taken at arrival, with a second's room for a loaded machine.
-    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
-        request_timeout: Duration::from_millis(1500),
-        ..Default::default()
-    })
-    .await;
+    let relay = TestRelay::answering_within(Duration::from_millis(1500)).await;
     let handler = LocalHandler::echo().await;
     let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
     let sent_at = portpreview::time::now_ms();

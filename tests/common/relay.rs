@@ -21,6 +21,15 @@ impl TestRelay {
         Self::with_config(RelayConfig::default()).await
     }
 
+    /// Starts a relay that gives a tunnel's handler `timeout` to answer.
+    pub async fn answering_within(timeout: std::time::Duration) -> Self {
+        Self::with_config(RelayConfig {
+            request_timeout: timeout,
+            ..RelayConfig::default()
+        })
+        .await
+    }
+
     /// Starts a relay with the given settings.
     pub async fn with_config(config: RelayConfig) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind relay");
