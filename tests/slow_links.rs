@@ -455,6 +455,59 @@ async fn a_webhook_overtakes_an_upload_on_a_slow_client_link() {
     );
 }
 
+/// A caller who leaves an upload on a slow client link stops it there:
+/// the relay's reset takes the place of the body still queued for the
+/// client, so the link carries little more of it, and the delivery is
+/// recorded as left as soon as the client hears.
+#[tokio::test]
+async fn an_upload_its_caller_left_stops_crossing_a_slow_client_link() {
+    let relay = TestRelay::start().await;
+    let link = slow_link(relay.addr, Slow::Down).await;
+    let uploaded = Arc::new(AtomicUsize::new(0));
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let handler = listener.local_addr().expect("address");
+    let stop = CancellationToken::new();
+    let _serving = AbortOnDropHandle::new(tokio::spawn(common::local::serve_http(
+        listener,
+        {
+            let uploaded = Arc::clone(&uploaded);
+            move |request| count_uploads(request, Arc::clone(&uploaded))
+        },
+        stop.clone(),
+    )));
+    let _stop = stop.drop_guard();
+    let mut tunnel = TestTunnel::start(&format!("http://{}", link.addr), &format!("http://{handler}")).await;
+    // Half of the body it declares, then gone: killed, its socket resets.
+    let sent = UPLOAD / 2;
+    let mut caller = TcpStream::connect(relay.addr).await.expect("connect");
+    #[allow(deprecated)]
+    caller.set_linger(Some(Duration::ZERO)).expect("linger 0");
+    let head = format!(
+        "POST /t/{}/upload HTTP/1.1\r\nHost: x\r\nContent-Length: {UPLOAD}\r\n\r\n",
+        tunnel.name()
+    );
+    caller.write_all(head.as_bytes()).await.expect("send the head");
+    caller.write_all(&vec![b'x'; sent]).await.expect("send half the body");
+    // Past the first 1 MiB, read whole, the rest streams: the relay's
+    // queue for the client fills with it.
+    while uploaded.load(Ordering::Relaxed) <= 1024 * 1024 + 256 * 1024 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    drop(caller);
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!(
+        summary.error.as_deref(),
+        Some("the caller went away before its request body was complete; the handler got only part of its body")
+    );
+    // The relay reads on to the reset, its queue for the client full,
+    // and the link carried all of it before.
+    let reached = uploaded.load(Ordering::Relaxed);
+    assert!(
+        reached < sent - 256 * 1024,
+        "{reached} of the {sent} bytes sent reached the handler"
+    );
+}
+
 /// The same the other way: a webhook's answer overtakes a large download
 /// going up a slow client link, as the client writes answers' heads
 /// before bodies and keeps little unsent in the kernel.

@@ -6,7 +6,8 @@
 //! and resets in its body lane ([`room`]: heads are written first, and
 //! never wait for uploads to drain). Heads and bodies wait for room in it
 //! (backpressure); a reset never waits, as it is sent from places that
-//! cannot, and takes its place behind its stream's body. The control
+//! cannot, and takes the place of its stream's body still queued: on a
+//! slow link, an upload its caller left stops at once. The control
 //! queue carries window grants, pings and close frames, which their own
 //! protocol bounds and which go first. The writer writes every ready
 //! message and then flushes once: flushing per frame costs a syscall per
@@ -74,9 +75,29 @@ pub struct Outbox {
 /// A frame on the stream queue.
 struct Queued {
     frame: Message,
-    lane: Lane,
+    part: Part,
     /// The units of room it holds, given back once the writer writes it.
     room: usize,
+}
+
+/// What a frame on the stream queue does for its stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// Starts something: a request's head, news of a request turned away.
+    Head,
+    /// Carries a piece of a stream's request body.
+    Body(StreamId),
+    /// Ends a stream: its body still queued is not written.
+    Reset(StreamId),
+}
+
+impl Part {
+    fn lane(self) -> Lane {
+        match self {
+            Part::Head => Lane::Head,
+            Part::Body(_) | Part::Reset(_) => Lane::Body,
+        }
+    }
 }
 
 /// The writer's end of an [`Outbox`].
@@ -119,26 +140,27 @@ fn room_for(body: &[u8]) -> u32 {
 impl Outbox {
     /// Queues a request's head, a small body riding in it, waiting for room.
     pub async fn send_head<M: Serialize + Framed>(&self, msg: &M, body: &[u8]) -> Result<(), SendError> {
-        self.send(msg, body, Lane::Head).await
+        self.send(msg, body, Part::Head).await
     }
 
-    /// Queues a piece of a request body, waiting for room in the bodies'
-    /// part of the queue.
-    pub async fn send_body<M: Serialize + Framed>(&self, msg: &M, body: &[u8]) -> Result<(), SendError> {
-        self.send(msg, body, Lane::Body).await
+    /// Queues a piece of `stream`'s request body, the last with `end`,
+    /// waiting for room in the bodies' part of the queue.
+    pub async fn send_body(&self, stream: StreamId, chunk: &[u8], end: bool) -> Result<(), SendError> {
+        let msg = ServerMessage::RequestBody { stream, end };
+        self.send(&msg, chunk, Part::Body(stream)).await
     }
 
-    async fn send<M: Serialize + Framed>(&self, msg: &M, body: &[u8], lane: Lane) -> Result<(), SendError> {
+    async fn send<M: Serialize + Framed>(&self, msg: &M, body: &[u8], part: Part) -> Result<(), SendError> {
         // Closed along with the writer's end: nobody will make room again.
         let taken = self
             .room
-            .take(room_for(body), lane)
+            .take(room_for(body), part.lane())
             .await
             .map_err(|_| SendError::Closed)?;
         // Encoded once there is room, not before: a crowd of uploads
         // waiting for room would each hold a copy of its next chunk.
         let frame = Message::Binary(codec::encode(msg, body)?.into());
-        self.queue_holding(frame, lane, taken)
+        self.queue_holding(frame, part, taken)
     }
 
     /// Queues a message that may be large in the head lane if it has room
@@ -152,15 +174,15 @@ impl Outbox {
             Err(tokio::sync::TryAcquireError::Closed) => return Err(SendError::Closed),
         };
         let frame = Message::Binary(codec::encode(msg, body)?.into());
-        self.queue_holding(frame, Lane::Head, taken).map(|()| true)
+        self.queue_holding(frame, Part::Head, taken).map(|()| true)
     }
 
-    /// Queues `frame` in `lane`, in the room `taken` holds, which the
-    /// writer gives back once it writes the frame.
-    fn queue_holding(&self, frame: Message, lane: Lane, taken: Taken<'_>) -> Result<(), SendError> {
+    /// Queues `frame`, in the room `taken` holds, which the writer gives
+    /// back once it writes the frame.
+    fn queue_holding(&self, frame: Message, part: Part, taken: Taken<'_>) -> Result<(), SendError> {
         let room = taken.keep();
-        self.streams.send(Queued { frame, lane, room }).map_err(|_| {
-            self.room.give_back(room, lane);
+        self.streams.send(Queued { frame, part, room }).map_err(|_| {
+            self.room.give_back(room, part.lane());
             SendError::Closed
         })
     }
@@ -173,9 +195,10 @@ impl Outbox {
         Ok(())
     }
 
-    /// Queues a stream reset without waiting, behind every frame of the
-    /// stream already queued: the client never sees a reset before its
-    /// request, nor a body after it.
+    /// Queues a stream reset without waiting, behind the stream's head if
+    /// it is still queued, in place of its body still queued: the client
+    /// never sees a reset before its request, nor a body after it, and a
+    /// slow link carries no more of a body nobody will answer.
     pub fn reset(&self, stream: StreamId, reason: &str) {
         let msg = ServerMessage::Reset {
             stream,
@@ -190,7 +213,7 @@ impl Outbox {
         };
         let _ = self.streams.send(Queued {
             frame,
-            lane: Lane::Body,
+            part: Part::Reset(stream),
             room: 0,
         });
     }
@@ -231,11 +254,27 @@ impl Inbox {
         // Everything queued so far, which the room bounds: a body is
         // written only once no head queued before it is left.
         while let Ok(queued) = self.streams.try_recv() {
-            self.lines.push(queued.lane, queued);
+            self.line_up(queued);
         }
         let queued = self.lines.pop()?;
-        self.room.give_back(queued.room, queued.lane);
+        self.room.give_back(queued.room, queued.part.lane());
         Some(queued.frame)
+    }
+
+    /// Puts a frame taken from the stream queue in its line; a reset
+    /// takes its stream's body out of the line, and gives back its room.
+    fn line_up(&mut self, queued: Queued) {
+        if let Part::Reset(stream) = queued.part {
+            let room = &self.room;
+            self.lines.retain(Lane::Body, |waiting| {
+                let dropped = waiting.part == Part::Body(stream);
+                if dropped {
+                    room.give_back(waiting.room, Lane::Body);
+                }
+                !dropped
+            });
+        }
+        self.lines.push(queued.part.lane(), queued);
     }
 
     /// Whether every outbox is gone and everything queued was taken.
@@ -281,7 +320,7 @@ where
                 biased;
                 Some(msg) = inbox.control.recv() => msg,
                 Some(queued) = inbox.streams.recv() => {
-                    inbox.lines.push(queued.lane, queued);
+                    inbox.line_up(queued);
                     continue;
                 }
                 () = &mut stopped => return Ok(()),
@@ -500,10 +539,9 @@ mod tests {
         let (outbox, inbox) = channel();
         let writer = tokio::spawn(run(Stuck, inbox, CancellationToken::new(), CancellationToken::new()));
         let chunk = vec![b'x'; CHUNK_SIZE];
-        let body = ServerMessage::RequestBody { stream: 1, end: false };
         let mut queued = 0;
         // Until a send has to wait for room.
-        while let Some(sent) = outbox.send_body(&body, &chunk).now_or_never() {
+        while let Some(sent) = outbox.send_body(1, &chunk, false).now_or_never() {
             sent.unwrap();
             queued += chunk.len();
             assert!(queued <= 4 * 1024 * 1024, "{queued} bytes queued, and still room");
@@ -527,13 +565,12 @@ mod tests {
     #[tokio::test]
     async fn heads_are_written_before_bodies_and_resets_after_their_heads() {
         let (outbox, inbox) = channel();
-        let body = |stream| ServerMessage::RequestBody { stream, end: false };
         outbox.send_head(&head(1), b"").await.unwrap();
-        outbox.send_body(&body(1), &[b'x'; 100]).await.unwrap();
-        outbox.send_body(&body(1), &[b'y'; 100]).await.unwrap();
+        outbox.send_body(1, &[b'x'; 100], false).await.unwrap();
+        outbox.send_body(1, &[b'y'; 100], false).await.unwrap();
         outbox.send_head(&head(2), b"").await.unwrap();
         outbox.reset(2, "the caller left");
-        outbox.send_body(&body(1), &[b'z'; 100]).await.unwrap();
+        outbox.send_body(1, &[b'z'; 100], false).await.unwrap();
         outbox.send_head(&head(3), b"").await.unwrap();
         let order: Vec<(&str, StreamId)> = written(inbox, 7)
             .await
@@ -556,6 +593,51 @@ mod tests {
                 ("reset", 2),
                 ("body", 1)
             ]
+        );
+    }
+
+    /// A reset takes the place of its stream's body still queued, and
+    /// gives back its room: a caller who leaves an upload on a slow link
+    /// holds neither the link nor the queue any longer.
+    #[tokio::test]
+    async fn a_reset_takes_the_place_of_its_streams_queued_body() {
+        use futures_util::FutureExt;
+        use portpreview_shared::message::CHUNK_SIZE;
+
+        let (outbox, inbox) = channel();
+        let chunk = vec![b'x'; CHUNK_SIZE];
+        outbox.send_head(&head(1), b"").await.unwrap();
+        outbox.send_head(&head(2), b"").await.unwrap();
+        outbox.send_body(2, b"kept", false).await.unwrap();
+        // Until stream 1's body fills the bodies' part of the queue.
+        while let Some(sent) = outbox.send_body(1, &chunk, false).now_or_never() {
+            sent.unwrap();
+        }
+        outbox.reset(1, "the caller left");
+        outbox.send_body(2, b"end", true).await.unwrap();
+        let mut inbox = inbox;
+        let first = inbox.try_next().expect("a frame to write");
+        // Stream 2's two pieces hold a unit each; stream 1's body none.
+        let room = outbox.room.try_take(BODY_ROOM as u32 - 2, Lane::Body);
+        assert!(room.is_ok(), "the dropped body's room came back");
+        drop(room);
+        let Message::Binary(first) = first else {
+            panic!("{first:?}")
+        };
+        let first = codec::decode::<ServerMessage>(first).expect("a valid frame").0;
+        let rest = written(inbox, 4).await;
+        let order: Vec<(&str, StreamId)> = std::iter::once(&first)
+            .chain(&rest)
+            .map(|m| match m {
+                ServerMessage::RequestHead { stream, .. } => ("head", *stream),
+                ServerMessage::RequestBody { stream, .. } => ("body", *stream),
+                ServerMessage::Reset { stream, .. } => ("reset", *stream),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            order,
+            [("head", 1), ("head", 2), ("body", 2), ("reset", 1), ("body", 2)]
         );
     }
 

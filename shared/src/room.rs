@@ -155,6 +155,14 @@ impl<T> Lines<T> {
         self.heads.pop_front().or_else(|| self.bodies.pop_front())
     }
 
+    /// Keeps in `lane` only the frames `keep` picks, in their order.
+    pub fn retain(&mut self, lane: Lane, keep: impl FnMut(&T) -> bool) {
+        match lane {
+            Lane::Head => self.heads.retain(keep),
+            Lane::Body => self.bodies.retain(keep),
+        }
+    }
+
     /// Whether no frame is waiting.
     pub fn is_empty(&self) -> bool {
         self.heads.is_empty() && self.bodies.is_empty()
@@ -201,8 +209,10 @@ mod tests {
         for (frame, lane) in [(1, Lane::Body), (2, Lane::Head), (3, Lane::Body), (4, Lane::Head)] {
             lines.push(lane, frame);
         }
+        lines.push(Lane::Body, 5);
+        lines.retain(Lane::Body, |frame| *frame != 3);
         let order: Vec<_> = std::iter::from_fn(|| lines.pop()).collect();
-        assert_eq!(order, [2, 4, 1, 3]);
+        assert_eq!(order, [2, 4, 1, 5]);
         assert!(lines.is_empty());
     }
 }

@@ -8,7 +8,7 @@ use http_body_util::BodyExt;
 use hyper::body::{Body as _, Incoming};
 use portpreview_shared::duration::format_duration;
 use portpreview_shared::message::{CHUNK_SIZE, STREAM_WINDOW};
-use portpreview_shared::{ServerMessage, StreamId};
+use portpreview_shared::StreamId;
 use tokio::sync::{oneshot, Semaphore};
 use tokio_util::task::AbortOnDropHandle;
 
@@ -158,12 +158,8 @@ impl Pump {
                     Err(_) => return Err(PumpEnd::TunnelGone),
                 }
             }
-            let msg = ServerMessage::RequestBody {
-                stream: self.stream,
-                end,
-            };
             self.outbox
-                .send_body(&msg, &chunk)
+                .send_body(self.stream, &chunk, end)
                 .await
                 .map_err(|_| PumpEnd::TunnelGone)
         };
