@@ -42,6 +42,7 @@ async fn deliveries_on_one_session(tunnel: &mut TestTunnel, count: usize) -> Vec
             TunnelEvent::Disconnected { reason, .. } => panic!("the tunnel lost its session: {reason}"),
             TunnelEvent::Connected { .. } => panic!("the tunnel reconnected"),
             TunnelEvent::Waiting { .. }
+            | TunnelEvent::Amended { .. }
             | TunnelEvent::HistoryRefusing { .. }
             | TunnelEvent::NotRecording { .. }
             | TunnelEvent::Stopping { .. }

@@ -18,7 +18,7 @@ use portpreview::events::TunnelEvent;
 use portpreview::store::{NewDelivery, Outcome, Store};
 use portpreview::tunnel::HostHeader;
 use serde_json::Value;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const VECTORS: &str = include_str!("../shared/testdata/provider_vectors.json");
 
@@ -501,6 +501,59 @@ async fn deliveries_answered_while_another_process_holds_the_history_lock_are_ke
     stored.sort();
     stored.dedup();
     assert_eq!(stored.len(), 3, "three deliveries, each stored: {stored:?}");
+}
+
+/// A caller gone while its answer was on its way to a far relay: the
+/// client sent the whole answer, and recorded it, a round trip before the
+/// relay's word that nobody took it. The history must not keep a 200 the
+/// caller never got. Such a caller closes its side of the connection as
+/// soon as it has sent (`nc -N`), which proxies take for gone.
+#[tokio::test]
+async fn a_caller_gone_while_its_answer_was_on_its_way_is_not_recorded_as_answered() {
+    let relay = TestRelay::start().await;
+    let link = common::link::far_link(relay.addr, Duration::from_millis(150)).await;
+    let handler = LocalHandler::start(|_| Answer {
+        status: 200,
+        body: b"credited".to_vec(),
+        ..Answer::default()
+    })
+    .await;
+    let mut tunnel = TestTunnel::start(&format!("http://{}", link.addr), &handler.url()).await;
+    let mut caller = tokio::net::TcpStream::connect(relay.addr).await.expect("connect");
+    let request = format!(
+        "POST /t/{}/hook HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{{}}",
+        tunnel.name()
+    );
+    caller.write_all(request.as_bytes()).await.expect("send");
+    handler.wait_for_request().await;
+    caller.shutdown().await.expect("close the sending side");
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), caller.read_to_end(&mut answer))
+        .await
+        .expect("the relay closes the connection")
+        .expect("read");
+    assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
+
+    let (shown, _) = tunnel.next_delivery().await;
+    assert_eq!(
+        (shown.status, shown.error.as_deref()),
+        (Some(200), None),
+        "shown as sent"
+    );
+    let amended = loop {
+        if let TunnelEvent::Amended { summary } = tunnel.next_event().await {
+            break summary;
+        }
+    };
+    let reason = "the caller went away before the answer; the handler then answered 200, which reached no caller";
+    assert_eq!(
+        (amended.id, amended.status, amended.error.as_deref()),
+        (shown.id, None, Some(reason))
+    );
+    let stored = tunnel.stored(shown.id);
+    let outcome = stored.outcome.expect("an outcome");
+    assert_eq!((outcome.status, outcome.error.as_deref()), (None, Some(reason)));
+    assert_eq!(outcome.response_body, b"credited", "the answer nobody received");
 }
 
 /// The handler is not cut off when its caller hangs up, as a server goes on

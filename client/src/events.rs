@@ -71,6 +71,12 @@ pub enum TunnelEvent {
         /// One line.
         text: String,
     },
+    /// A delivery shown as completed turned out otherwise: the relay said
+    /// its caller did not get the answer whole only after it was stored.
+    Amended {
+        /// The delivery as the history has it now.
+        summary: Summary,
+    },
     /// A delivery completed (answered or failed); `summary.id` is its
     /// history row, 0 when it was not recorded.
     Delivered {
@@ -96,6 +102,7 @@ impl From<WriterNews> for TunnelEvent {
         match news {
             WriterNews::Waiting(summary) => TunnelEvent::Waiting { summary },
             WriterNews::Stored(summary) => TunnelEvent::delivered(summary),
+            WriterNews::Amended(summary) => TunnelEvent::Amended { summary },
             WriterNews::Refusing(reason) => TunnelEvent::HistoryRefusing { reason: Some(reason) },
             WriterNews::Resumed => TunnelEvent::HistoryRefusing { reason: None },
             WriterNews::Notice(text) => TunnelEvent::Notice { text },

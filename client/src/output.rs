@@ -193,6 +193,8 @@ pub fn text_line(event: &TunnelEvent) -> Option<Line> {
             summary,
             delivery_number,
         } => Line::Out(delivery_line(summary, *delivery_number)),
+        // Its number among its event's deliveries was on the line it amends.
+        TunnelEvent::Amended { summary } => Line::Out(format!("{}  (amended)", delivery_line(summary, 1))),
     };
     Some(line)
 }
@@ -277,6 +279,12 @@ pub fn json_line(event: &TunnelEvent) -> Option<String> {
             "event": "disconnected", "reason": reason, "failed_tries": failed_tries,
             "retry_in_ms": retry_in.as_millis() as u64,
         }),
+        TunnelEvent::Amended { summary } => json!({
+            "event": "amended",
+            "id": summary.id,
+            "status": summary.status,
+            "error": summary.error,
+        }),
         TunnelEvent::Delivered {
             summary,
             delivery_number,
@@ -354,6 +362,32 @@ mod tests {
         assert_eq!(
             (value["id"].as_i64(), value["event_key_source"].as_str()),
             (Some(12), Some("body:/id"))
+        );
+    }
+
+    #[test]
+    fn an_amended_delivery_is_shown_again_and_says_so() {
+        let amended = TunnelEvent::Amended {
+            summary: Summary {
+                status: None,
+                error: Some("the caller went away before the answer".into()),
+                ..summary()
+            },
+        };
+        assert_eq!(
+            text_line(&amended),
+            Some(Line::Out(
+                "#12  POST /webhooks/stripe  ---  14 ms  stripe evt_1NqPortPreviewTestE…  \
+                 error: the caller went away before the answer  (amended)"
+                    .into()
+            ))
+        );
+        let value: serde_json::Value = serde_json::from_str(&json_line(&amended).unwrap()).unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!({
+                "event": "amended", "id": 12, "status": null, "error": "the caller went away before the answer",
+            })
         );
     }
 

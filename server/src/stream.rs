@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
 use portpreview_shared::codec::EncodeError;
-use portpreview_shared::message::{grantable, STREAM_WINDOW};
+use portpreview_shared::message::{grantable, CALLER_GONE_BEFORE_ANSWER, CALLER_GONE_DURING_ANSWER, STREAM_WINDOW};
 use portpreview_shared::{ClientMessage, Header, ServerMessage, StreamId};
 use tokio::sync::{mpsc, Semaphore};
 
@@ -343,9 +343,9 @@ impl Streams {
                     // The client answered before taking the whole body.
                     "the answer came whole before the request body: the rest of the body is not sent"
                 } else if entry.head_received {
-                    "the caller went away during the answer"
+                    CALLER_GONE_DURING_ANSWER
                 } else {
-                    "the caller went away before the answer"
+                    CALLER_GONE_BEFORE_ANSWER
                 };
                 self.outbox.reset(stream, reason);
             }

@@ -244,6 +244,15 @@ pub trait Framed {
     }
 }
 
+/// The reason of a relay's [`ServerMessage::Reset`] for a stream whose
+/// caller went away before the whole answer reached the relay, not having
+/// had its head: the caller got none of the answer.
+pub const CALLER_GONE_BEFORE_ANSWER: &str = "the caller went away before the answer";
+
+/// The same, the caller having had the answer's head: it got the status
+/// and headers, not the whole body.
+pub const CALLER_GONE_DURING_ANSWER: &str = "the caller went away during the answer";
+
 /// Room for a message without headers or long text: a variant, a stream
 /// id, a status or a few flags, each a few bytes at most.
 pub(crate) const SMALL_MESSAGE: usize = 32;

@@ -7,6 +7,7 @@ pub mod bin;
 pub mod caller;
 pub mod handlers;
 pub mod history;
+pub mod link;
 pub mod local;
 pub mod process;
 pub mod relay;

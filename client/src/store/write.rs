@@ -467,6 +467,15 @@ impl Store {
     }
 
     /// Stores the answer half of delivery `id`; the caller provides the transaction.
+    /// Puts `status` and `error` in place of those of the answer stored
+    /// for delivery `id`.
+    pub(crate) fn amend_outcome_row(&self, id: i64, status: Option<u16>, error: &str) -> rusqlite::Result<()> {
+        self.conn
+            .prepare_cached("UPDATE outcomes SET status = ?2, error = ?3 WHERE delivery_id = ?1")?
+            .execute(params![id, status, error])?;
+        Ok(())
+    }
+
     pub(crate) fn outcome_row(&self, id: i64, o: &Outcome) -> rusqlite::Result<()> {
         let (body, body_id) = self.body_row(&o.response_body[..o.response_body.len().min(MAX_STORED_BODY)])?;
         let size = o.response_body_size.max(o.response_body.len() as u64);

@@ -342,7 +342,10 @@ impl App {
             }
         }
         self.stats.record(&event, second);
-        let (TunnelEvent::Delivered { summary, .. } | TunnelEvent::Waiting { summary }) = event else {
+        let (TunnelEvent::Delivered { summary, .. }
+        | TunnelEvent::Waiting { summary }
+        | TunnelEvent::Amended { summary }) = event
+        else {
             return;
         };
         if self.detail.as_ref().is_some_and(|d| d.shown_changed_by(&summary)) {

@@ -131,7 +131,10 @@ impl LiveStats {
             }
             TunnelEvent::HistoryRefusing { reason } => self.history_refusing.clone_from(reason),
             TunnelEvent::NotRecording { reason } => self.not_recording.clone_from(reason),
+            // Counted once, as it first showed: the amended status is the
+            // row's, and the rate does not move twice.
             TunnelEvent::Waiting { .. }
+            | TunnelEvent::Amended { .. }
             | TunnelEvent::Stopping { .. }
             | TunnelEvent::Notice { .. }
             | TunnelEvent::HeldBack { .. } => {}

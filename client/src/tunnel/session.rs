@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::body::{Backlog, Chunk, Inflow};
 use super::contact::Contact;
-use super::exchange::{self, Head, Shared, Steering, NO_STREAM, RELAY_SHUT_DOWN};
+use super::exchange::{self, Answered, Head, Shared, Steering, NO_STREAM, RELAY_SHUT_DOWN};
 use super::in_flight::{InFlight, Joined};
 use super::outbox::Outbox;
 use super::pause::Heard;
@@ -103,6 +103,9 @@ struct Session {
     /// Each with the way to its exchange, as a stream whose end is held
     /// takes no more.
     held_bodies: Vec<(StreamId, Chunk, mpsc::UnboundedSender<Chunk>)>,
+    /// The answers sent lately, which a reset coming after may amend:
+    /// their callers went away while they were on their way.
+    answered: Answered,
 }
 
 /// A request read during a pause, held until the relay answers the ping
@@ -144,6 +147,7 @@ where
         contact: Contact::new(!relay_in_process),
         held: HashMap::new(),
         held_bodies: Vec::new(),
+        answered: Answered::default(),
     };
     // Counted from the last frame, so exchanges finishing meanwhile never
     // restart the count; the deadline moves only when it fires early, not
@@ -501,6 +505,7 @@ impl Session {
             abandoned: self.abandon.clone(),
             cleared,
             contact: self.contact.heeded(),
+            answered: self.answered.clone(),
         };
         // Boxed: the exchange's state is about 6 KiB, which the
         // task would otherwise copy on spawn and again when it ends.
@@ -606,6 +611,9 @@ impl Session {
             // gets a line of it, not a novel.
             let _ = entry.reset.send(truncate(reason, 200).to_owned());
         }
+        // Its exchange may have sent the whole answer before the reset
+        // came, and recorded it as delivered.
+        self.answered.amend(&self.shared, stream, reason);
     }
 
     /// The relay granted a stream more response-body credit.

@@ -138,6 +138,9 @@ pub enum WriterNews {
     Refusing(String),
     /// The history takes deliveries again.
     Resumed,
+    /// A delivery already reported as stored was amended (see
+    /// [`Recorder::amend`]): as the history has it now.
+    Amended(Summary),
     /// Something the user should know that changes nothing already shown.
     Notice(String),
 }
@@ -148,6 +151,17 @@ pub type OnNews = Box<dyn FnMut(WriterNews) + Send>;
 /// A request staged in the inbox; hand it back with the request's answer.
 #[derive(Debug)]
 pub struct Ticket(u64);
+
+impl Ticket {
+    /// What names the delivery once its answer is recorded, to amend it.
+    pub fn later(&self) -> Later {
+        Later(self.0)
+    }
+}
+
+/// Names a delivery whose answer is recorded, for [`Recorder::amend`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Later(u64);
 
 /// Hands deliveries to the writer thread. Cheap to clone.
 #[derive(Clone)]
@@ -227,6 +241,7 @@ impl Recorder {
             stopping: Arc::clone(&stopping),
             awaited: BTreeMap::new(),
             gave_up_waiting: false,
+            answered: std::collections::VecDeque::new(),
             on_news: Box::new(on_news),
         };
         let (settled, done) = (Arc::clone(&inbox), Arc::clone(&applied));
@@ -366,6 +381,22 @@ impl Recorder {
             seq: ticket.0,
             outcome: Box::new(outcome),
             _room: room,
+        };
+        self.shared.queue.send(job).map_err(|_| RecordError::Closed)
+    }
+}
+
+impl Recorder {
+    /// Records what became of the answer of the delivery `later` names
+    /// after all, its `status` and `error` in place of the answer's: the
+    /// relay said its caller did not get it whole only after the answer
+    /// was handed to the history. Never waits. Lost should the process die
+    /// before the writer stores it, as the answer it amends would be.
+    pub fn amend(&self, later: Later, status: Option<u16>, error: String) -> Result<(), RecordError> {
+        let job = Job::Amend {
+            seq: later.0,
+            status,
+            error,
         };
         self.shared.queue.send(job).map_err(|_| RecordError::Closed)
     }
@@ -566,7 +597,7 @@ pub(super) mod tests {
     pub(super) fn start_on(store: Store, path: &Path) -> (Recorder, RecorderHandle, UnboundedReceiver<Summary>) {
         let (reports, reported) = unbounded_channel();
         let (recorder, handle) = Recorder::start_on(store, path, Vec::new(), move |news| {
-            if let WriterNews::Stored(summary) = news {
+            if let WriterNews::Stored(summary) | WriterNews::Amended(summary) = news {
                 let _ = reports.send(summary);
             }
         })
@@ -574,7 +605,8 @@ pub(super) mod tests {
         (recorder, handle, reported)
     }
 
-    /// The writer's next report, failing the test after 30 s.
+    /// The writer's next report of a delivery stored or amended, failing
+    /// the test after 30 s.
     pub(super) async fn next_report(reported: &mut UnboundedReceiver<Summary>) -> Summary {
         tokio::time::timeout(Duration::from_secs(30), reported.recv())
             .await

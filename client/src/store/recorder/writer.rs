@@ -3,7 +3,7 @@
 //! the store refuses and tries it again, and reports each delivery
 //! once both its halves are stored.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -14,12 +14,17 @@ use tokio::sync::OwnedSemaphorePermit;
 use super::recover::{identify, orphaned};
 use super::{OnNews, Recorded, WriterNews};
 use crate::store::inbox::Inbox;
-use crate::store::{NewDelivery, Outcome, Store, StoreError, Summary};
+use crate::store::{ListQuery, NewDelivery, Outcome, Store, StoreError, Summary};
 
 /// Most stored requests the writer keeps waiting for their answers. An
 /// answer that never comes (its exchange was cut off) must not hold memory
 /// for good; past this, the oldest are given up.
 const AWAITED_LIMIT: usize = 65_536;
+
+/// Most stored answers the writer remembers the rows of, newest first, for
+/// an amendment that comes after its answer was stored: one comes within
+/// a round trip to the relay, so a few seconds of deliveries at most.
+const ANSWERED_LIMIT: usize = 4096;
 
 /// Most jobs written in one transaction, so one commit never grows unbounded.
 const MAX_BATCH: usize = 2048;
@@ -56,6 +61,13 @@ pub(super) enum Job {
         /// which the queue had no room (see [`super::Recorder::record_outcome`]).
         _room: Option<OwnedSemaphorePermit>,
     },
+    /// What became of an answer after all: its caller did not get it
+    /// whole (see [`super::Recorder::amend`]).
+    Amend {
+        seq: u64,
+        status: Option<u16>,
+        error: String,
+    },
     /// An inbox file a compaction replaced, to be closed here: closing a
     /// large file whose name is gone frees its pages, which took the
     /// tunnel's thread 15–30 ms for 150 MB.
@@ -71,7 +83,7 @@ impl Job {
         match self {
             Job::Request { delivery, .. } => delivery.request_body.len(),
             Job::Outcome { outcome, .. } => outcome.response_body.len(),
-            Job::Close { .. } | Job::Shutdown => 0,
+            Job::Amend { .. } | Job::Close { .. } | Job::Shutdown => 0,
         }
     }
 }
@@ -91,6 +103,9 @@ pub(super) struct Writer {
     /// Some stored requests were given up waiting for (past
     /// [`AWAITED_LIMIT`]): their rows may still lack an answer.
     pub(super) gave_up_waiting: bool,
+    /// The rows of the latest answers stored, by ticket, oldest first
+    /// (see [`ANSWERED_LIMIT`]).
+    pub(super) answered: VecDeque<(u64, i64)>,
     pub(super) on_news: OnNews,
 }
 
@@ -330,6 +345,28 @@ impl Writer {
         }
     }
 
+    /// Shows the delivery an amendment changed, its answer stored before,
+    /// as the history has it now.
+    fn tell_amended(&mut self, seq: u64) {
+        let Some(id) = answered_row(&self.answered, seq) else {
+            return;
+        };
+        let query = ListQuery {
+            before_id: Some(id + 1),
+            after_id: Some(id - 1),
+            limit: Some(1),
+            ..ListQuery::default()
+        };
+        match self.store.list(&query) {
+            Ok(mut rows) => {
+                if let Some(summary) = rows.pop() {
+                    (self.on_news)(WriterNews::Amended(summary));
+                }
+            }
+            Err(err) => tracing::debug!(%err, id, "an amended delivery could not be read back"),
+        }
+    }
+
     /// Takes up the history now at the store's path, its file having been
     /// deleted or replaced while the tunnel ran, and says so.
     fn reopen(&mut self) -> Result<(), StoreError> {
@@ -338,6 +375,7 @@ impl Writer {
         for waiting in self.awaited.values_mut() {
             waiting.id = 0;
         }
+        self.answered.clear();
         let path = self.store.path().display();
         let notice = if existed {
             format!("the history {path} was replaced: deliveries are recorded in the one there now")
@@ -390,9 +428,13 @@ impl Writer {
                 newest = Some(*seq);
             }
         }
-        let result = self
-            .store
-            .write(|store| store_batch(store, batch, &self.inbox_name, &self.awaited, newest));
+        amend_in_batch(batch);
+        let answered = &self.answered;
+        let result = self.store.write(|store| {
+            let rows = store_batch(store, batch, &self.inbox_name, &self.awaited, newest)?;
+            amend_stored(store, batch, answered)?;
+            Ok(rows)
+        });
         // Any failure keeps the batch, to be tried again: a history that
         // is locked or on a full disk takes it later, and one that is
         // damaged never drops it, as its requests stay in the inbox, for
@@ -408,12 +450,19 @@ impl Writer {
                 }
                 Job::Outcome { seq, outcome, .. } => {
                     if let Some(mut summary) = self.awaited.remove(&seq) {
+                        if summary.id > 0 {
+                            if self.answered.len() == ANSWERED_LIMIT {
+                                self.answered.pop_front();
+                            }
+                            self.answered.push_back((seq, summary.id));
+                        }
                         summary.status = outcome.status;
                         summary.duration_ms = outcome.duration_ms;
                         summary.error = outcome.error;
                         (self.on_news)(WriterNews::Stored(summary));
                     }
                 }
+                Job::Amend { seq, .. } => self.tell_amended(seq),
                 Job::Close { .. } | Job::Shutdown => {}
             }
         }
@@ -431,6 +480,52 @@ impl Writer {
         }
         Ok(())
     }
+}
+
+/// Applies each amendment in `batch` to its answer there, which is then
+/// stored and shown amended, and drops it; those whose answers were
+/// stored before stay.
+fn amend_in_batch(batch: &mut Vec<Job>) {
+    let mut at = 0;
+    while at < batch.len() {
+        let answer = match &batch[at] {
+            Job::Amend { seq, .. } => batch[..at]
+                .iter()
+                .position(|job| matches!(job, Job::Outcome { seq: answered, .. } if answered == seq)),
+            _ => None,
+        };
+        match (answer, answer.map(|_| batch.remove(at))) {
+            (Some(answer), Some(Job::Amend { status, error, .. })) => {
+                if let Job::Outcome { outcome, .. } = &mut batch[answer] {
+                    outcome.status = status;
+                    outcome.error = Some(error);
+                }
+            }
+            _ => at += 1,
+        }
+    }
+}
+
+/// Applies the amendments left in `batch` to the rows of answers stored
+/// before, in the caller's transaction.
+fn amend_stored(store: &Store, batch: &[Job], answered: &VecDeque<(u64, i64)>) -> rusqlite::Result<()> {
+    for job in batch {
+        if let Job::Amend { seq, status, error } = job {
+            if let Some(id) = answered_row(answered, *seq) {
+                store.amend_outcome_row(id, *status, error)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The row of the answer of ticket `seq`, if stored lately.
+fn answered_row(answered: &VecDeque<(u64, i64)>, seq: u64) -> Option<i64> {
+    answered
+        .iter()
+        .rev()
+        .find(|(answered, _)| *answered == seq)
+        .map(|(_, id)| *id)
 }
 
 /// Stores a batch's requests and answers in the caller's transaction, and
@@ -462,7 +557,7 @@ fn store_batch(
                     }
                 }
             },
-            Job::Close { .. } | Job::Shutdown => {}
+            Job::Amend { .. } | Job::Close { .. } | Job::Shutdown => {}
         }
     }
     // A request committed without its answer is noted, so that should
@@ -571,6 +666,38 @@ mod tests {
         assert!(answered
             .iter()
             .all(|s| s.status == Some(204) && s.delivery_count == 100));
+    }
+
+    /// An amendment that comes in the batch of its answer is stored and
+    /// reported with it; one that comes once the answer was stored changes
+    /// the row, and is reported as the row is now.
+    #[tokio::test]
+    async fn an_amended_answer_is_stored_and_reported_as_amended() {
+        let dir = ScratchDir::new("recorder-amend");
+        let path = dir.0.join("history.db");
+        let (recorder, handle, mut reported) = start(&path);
+        let ticket = recorder.record_request(delivery("evt_1", "/")).await.unwrap();
+        let later = ticket.later();
+        recorder.record_outcome(ticket, answered(200)).await.unwrap();
+        recorder.amend(later, None, "gone".into()).unwrap();
+        let report = next_report(&mut reported).await;
+        assert_eq!((report.status, report.error.as_deref()), (None, Some("gone")));
+
+        let ticket = recorder.record_request(delivery("evt_2", "/")).await.unwrap();
+        let later = ticket.later();
+        recorder.record_outcome(ticket, answered(200)).await.unwrap();
+        let report = next_report(&mut reported).await;
+        assert_eq!((report.status, report.error.as_deref()), (Some(200), None));
+        recorder.amend(later, Some(200), "cut".into()).unwrap();
+        let amended = next_report(&mut reported).await;
+        assert_eq!(
+            (amended.id, amended.status, amended.error.as_deref()),
+            (report.id, Some(200), Some("cut"))
+        );
+        handle.shutdown();
+        let rows = Store::open(&path).unwrap().list(&ListQuery::default()).unwrap();
+        let rows: Vec<_> = rows.iter().map(|row| (row.status, row.error.as_deref())).collect();
+        assert_eq!(rows, [(Some(200), Some("cut")), (None, Some("gone"))]);
     }
 
     /// Once idle, the writer empties the WAL: SQLite never shrinks one, and
@@ -692,6 +819,7 @@ mod tests {
             stopping: Arc::default(),
             awaited: BTreeMap::new(),
             gave_up_waiting: false,
+            answered: VecDeque::new(),
             on_news: Box::new(|_| {}),
         };
         // Another process holds the lock, as `replay` does while it stores a run.

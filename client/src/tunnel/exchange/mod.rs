@@ -1,6 +1,7 @@
 //! One request's trip: relay → local handler → relay, recorded on the way.
 
 mod handler;
+mod late;
 mod record;
 mod request;
 mod shared;
@@ -20,6 +21,7 @@ use super::respond::{failure, AnswerSide};
 use crate::store::recorder::Ticket;
 use crate::store::{size_past_cut, Outcome};
 use handler::exchange;
+pub use late::Answered;
 use record::{finish, record_streaming, Streaming};
 pub use shared::{HostHeader, Shared};
 
@@ -75,6 +77,8 @@ pub struct Steering {
     pub cleared: Option<oneshot::Receiver<()>>,
     /// Whether the relay still waited for an answer sent after a pause.
     pub contact: Heeded,
+    /// The session's answers sent lately, which a reset may still amend.
+    pub answered: Answered,
 }
 
 /// What an exchange leaves outside itself, so that it outlives the exchange
@@ -129,6 +133,7 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
         abandoned,
         cleared,
         contact,
+        answered,
     } = steering;
     if let Some(cleared) = cleared {
         if cleared.await.is_err() {
@@ -204,8 +209,17 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
             None => record_streaming(&shared, &mut kept.streaming).await,
         };
     }
-    finish(&shared, line, outcome, kept.ticket).await;
+    // Whole and clean so far: a caller gone meanwhile is told of later.
+    let sent = outcome.status.filter(|_| outcome.error.is_none());
+    let later = finish(&shared, line, outcome, kept.ticket).await;
     drop(kept.answer_room);
+    if let (Some(status), Some(later)) = (sent, later) {
+        answered.keep(stream, later, status);
+        // A reset that came after the wait for one ended.
+        if let Ok(reason) = reset.try_recv() {
+            answered.amend(&shared, stream, &reason);
+        }
+    }
     stream
 }
 
@@ -252,6 +266,7 @@ pub async fn turned_away(
     request.request_body = body.into();
     let ticket = record::record(&shared, request).await;
     let outcome = failure(line.started, why);
+    // Its caller was answered by the relay, which resets no stream for it.
     finish(&shared, line, outcome, ticket).await;
     NO_STREAM
 }
@@ -304,7 +319,7 @@ async fn answer_for_nobody(
     }
     // Status stays empty, as for every answer that did not reach its caller.
     outcome.error = Some(match (outcome.status.take(), outcome.error.take()) {
-        (Some(status), _) => format!("{why}; the handler then answered {status}, which reached no caller"),
+        (Some(status), _) => reached_no_caller(why, status),
         (None, Some(error)) => match cut_body(&error) {
             Some(cut) => format!("{why}; {cut}"),
             None => format!("{why}; then {error}"),
@@ -312,6 +327,12 @@ async fn answer_for_nobody(
         (None, None) => why.into(),
     });
     outcome
+}
+
+/// Why an answer of `status` is recorded without it: its caller was gone,
+/// for `why`.
+fn reached_no_caller(why: &str, status: u16) -> String {
+    format!("{why}; the handler then answered {status}, which reached no caller")
 }
 
 /// Why an answer of `status`, sent once the relay had been `quiet` long

@@ -7,7 +7,7 @@ use portpreview_shared::sync::lock;
 
 use super::{Head, Line, Shared};
 use crate::events::report_delivered;
-use crate::store::recorder::{RecordError, Ticket};
+use crate::store::recorder::{Later, RecordError, Ticket};
 use crate::store::{size_past_cut, NewDelivery, Outcome, Summary};
 use crate::tunnel::body::{Capture, Held};
 
@@ -154,7 +154,8 @@ fn called_url(headers: &[portpreview_shared::Header], announced: &str) -> Option
 
 /// Hands the answer to the history, whose writer reports the delivery once
 /// it is stored; a delivery the history will not report is reported here.
-pub(super) async fn finish(shared: &Shared, line: Line, outcome: Outcome, ticket: Option<Ticket>) {
+/// What names it in the history, to amend it, once its answer is there.
+pub(super) async fn finish(shared: &Shared, line: Line, outcome: Outcome, ticket: Option<Ticket>) -> Option<Later> {
     let unrecorded = Summary {
         id: 0,
         received_at_ms: line.received_at_ms,
@@ -171,12 +172,14 @@ pub(super) async fn finish(shared: &Shared, line: Line, outcome: Outcome, ticket
         replay_of: None,
     };
     if let (Some(recorder), Some(ticket)) = (&shared.recorder, ticket) {
+        let later = ticket.later();
         match recorder.record_outcome(ticket, outcome).await {
-            Ok(()) => return,
+            Ok(()) => return Some(later),
             Err(err) => shared.recording_failed(&err),
         }
     }
     report_delivered(&shared.events, unrecorded);
+    None
 }
 
 #[cfg(test)]
