@@ -1551,3 +1551,57 @@ async fn a_tunnel_stopped_while_the_history_is_locked_keeps_the_answers_its_call
         .collect();
     assert_eq!(got, [(Some(201), true); 3], "{}", listed.stdout);
 }
+
+/// The same stop, the lock held on: the tunnel says what it waits for, and
+/// a second signal ends the wait at once. The requests stay in the
+/// history's inbox, and the next open moves them in.
+#[tokio::test]
+async fn a_stop_waiting_for_a_locked_history_says_so_and_a_second_signal_ends_it() {
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::start(|_| Answer {
+        status: 201,
+        ..Answer::default()
+    })
+    .await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let log = dir.path().join("stderr.log");
+    let db_arg = db.to_str().expect("utf-8 path");
+    let args = [
+        "http",
+        &handler.url(),
+        "--server",
+        &relay.http_url(),
+        "--no-tui",
+        "--db",
+        db_arg,
+    ];
+    let mut client = Running::start_logging(&portpreview_bin(), &args, dir.path(), &log);
+    let url = client.public_url().await;
+    let blocker = rusqlite::Connection::open(&db).expect("open the history");
+    blocker.execute_batch("BEGIN IMMEDIATE").expect("take the write lock");
+    for n in 0..3 {
+        let reply = caller::post(&format!("{url}/hook"), format!(r#"{{"id":"evt_stop_{n}"}}"#)).await;
+        assert_eq!(reply.status, 201);
+    }
+    client.signal("TERM");
+    let notice = "warning: the history has not taken the last deliveries yet (another process may hold its lock)";
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(&log).unwrap_or_default().contains(notice) {
+        assert!(tokio::time::Instant::now() < deadline, "no notice of the wait");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    client.signal("TERM");
+    assert_eq!(
+        client.exit_code(Duration::from_secs(30)).await,
+        Some(130),
+        "cut short, not waited out"
+    );
+    blocker.execute_batch("ROLLBACK").expect("let go of the lock");
+    drop(blocker);
+
+    let listed = portpreview_async(&db, &["history", "--json"]).await;
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let rows: Vec<Value> = serde_json::from_str(&listed.stdout).expect("a JSON array");
+    assert_eq!(rows.len(), 3, "{}", listed.stdout);
+}

@@ -340,16 +340,18 @@ impl Running {
             }
         };
         let tunnel = async {
+            let notices = events_tx.clone();
             let result = tunnel::run(tunnel_config, recorder, events_tx, stop.clone()).await;
             shutdown.cancel();
             if let Some(handle) = recorder_handle {
                 // The last deliveries are stored and reported, and the
                 // writer's hold on the display's channel ends, before the
                 // display stops.
-                if tokio::task::spawn_blocking(move || handle.shutdown()).await.is_err() {
-                    tracing::warn!("the history writer did not stop cleanly");
+                if store_the_last(handle, &notices).await == Stored::CutShort {
+                    stop.now.cancel();
                 }
             }
+            drop(notices);
             tunnel_ended.cancel();
             // The local relay outlives the tunnel so the tunnel's goodbye is heard.
             relay_shutdown.cancel();
@@ -407,6 +409,51 @@ impl Running {
             return Ok(ExitCode::from(130));
         }
         Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// How long the history's writer may take to store the last deliveries
+/// before the user hears why the tunnel has not ended.
+const SLOW_LAST_STORE: Duration = Duration::from_secs(1);
+
+/// How [`store_the_last`] ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Stored {
+    /// Everything the writer had is in the history or its inbox.
+    Whole,
+    /// The user stopped the wait: what the writer held in memory is lost.
+    CutShort,
+}
+
+/// Stops the history's writer once it has stored the last deliveries.
+/// Should that take a while (another process holds the history's lock,
+/// which the writer waits up to 5 s for), says so; a ctrl-c or SIGTERM
+/// then stops at once, leaving the deliveries in the history's inbox for
+/// the next command to move in, without the answers the writer held.
+async fn store_the_last(handle: RecorderHandle, events: &mpsc::Sender<TunnelEvent>) -> Stored {
+    let (stopped, done) = tokio::sync::oneshot::channel();
+    // A thread of its own, not the runtime's blocking pool, which the
+    // runtime waits for as it ends: a stop asked for now must not.
+    let spawned = std::thread::Builder::new().name("history-stop".into()).spawn(move || {
+        handle.shutdown();
+        let _ = stopped.send(());
+    });
+    if let Err(err) = spawned {
+        // The handle went with the closure: the writer stops on its own.
+        tracing::warn!(%err, "cannot wait for the history writer to stop");
+        return Stored::Whole;
+    }
+    tokio::pin!(done);
+    tokio::select! {
+        _ = &mut done => return Stored::Whole,
+        () = tokio::time::sleep(SLOW_LAST_STORE) => {}
+    }
+    let text = "the history has not taken the last deliveries yet (another process may hold its lock); waiting for \
+                it, or ctrl-c to stop now and leave them in its inbox, where the next command finds them";
+    report(events, TunnelEvent::Notice { text: text.into() });
+    tokio::select! {
+        _ = done => Stored::Whole,
+        () = portpreview_server::signal::interrupt_or_terminate() => Stored::CutShort,
     }
 }
 
