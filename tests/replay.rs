@@ -1041,11 +1041,12 @@ fn a_run_stopped_with_ctrl_c_reports_and_keeps_what_it_sent() {
     assert_eq!(history.replay_attempts(), 2, "both are kept");
 
     // Stopped while the probe is first read: no state was read, so none is
-    // reported, least of all one that held still.
+    // reported, least of all one that held still, and no advice on how
+    // attempts that never went out were sent.
     let scratch = tempfile::tempdir().unwrap();
     let marker = scratch.path().join("probing");
     let probe = format!("touch '{}'; sleep 30; echo 1", marker.display());
-    let args = ["--times", "2", "--check-cmd", &probe, "--json"];
+    let args = ["--times", "3", "--concurrency", "2", "--check-cmd", &probe, "--json"];
     let ran = replay_interrupted(&history, &args, "the first probe read", |_| marker.exists());
     assert_eq!(ran.code, 130, "{}{}", ran.stdout, ran.stderr);
     let json = ran.json();
@@ -1056,8 +1057,10 @@ fn a_run_stopped_with_ctrl_c_reports_and_keeps_what_it_sent() {
     );
     assert_eq!(
         ran.check("run_completed")["detail"],
-        "stopped after 0 of 2 attempts: only the whole run can show the handler idempotent"
+        "stopped after 0 of 3 attempts: only the whole run can show the handler idempotent"
     );
+    let warnings = json["warnings"].to_string();
+    assert!(!warnings.contains("goes alone"), "{warnings}");
 
     // Stopped after duplicates were seen to credit again: that stands.
     // Attempt 4 is sent only once attempt 3's reads held still.

@@ -396,14 +396,17 @@ impl Run<'_> {
             }
             (None, None) => {}
         }
-        if opts.fresh && opts.times > 1 && opts.burst_width() == 1 {
+        // How the attempts went out says nothing of a run stopped before
+        // two did.
+        let sent_several = self.attempts.len() > 1;
+        if sent_several && opts.fresh && opts.times > 1 && opts.burst_width() == 1 {
             warnings.push(
                 "--concurrency 1 sent the burst one copy at a time, so a check-then-insert race could not show; \
                  leave --concurrency out to send the whole burst at once"
                     .into(),
             );
         }
-        if opts.width() > 1 && !opts.fresh {
+        if sent_several && opts.width() > 1 && !opts.fresh {
             warnings.push(
                 "attempt 1 goes alone, so the concurrent attempts after it are duplicates of an event already \
                  handled; to see whether the first deliveries of a new event race, pass --fresh"
