@@ -979,18 +979,7 @@ async fn a_history_deleted_or_replaced_while_the_tunnel_runs_is_taken_up_where_i
     let relay = TestRelay::start().await;
     let handler = LocalHandler::echo().await;
     let log = dir.path().join("client.log");
-    let args = [
-        "http",
-        &handler.url(),
-        "--server",
-        &relay.http_url(),
-        "--no-tui",
-        "--db",
-        db.to_str().expect("utf-8 path"),
-    ];
-    let stderr = std::fs::File::create(&log).expect("log file");
-    let mut client = Running::start_with_stderr(&portpreview_bin(), &args, dir.path(), stderr.into());
-    let url = client.public_url().await;
+    let (mut client, url) = Running::tunnel_logging(&handler.url(), &relay.http_url(), &db, dir.path(), &log).await;
 
     assert_eq!(caller::post(&format!("{url}/before"), "1").await.status, 200);
     client.line_containing("POST /before").await;
@@ -1566,18 +1555,7 @@ async fn a_stop_waiting_for_a_locked_history_says_so_and_a_second_signal_ends_it
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("history.db");
     let log = dir.path().join("stderr.log");
-    let db_arg = db.to_str().expect("utf-8 path");
-    let args = [
-        "http",
-        &handler.url(),
-        "--server",
-        &relay.http_url(),
-        "--no-tui",
-        "--db",
-        db_arg,
-    ];
-    let mut client = Running::start_logging(&portpreview_bin(), &args, dir.path(), &log);
-    let url = client.public_url().await;
+    let (mut client, url) = Running::tunnel_logging(&handler.url(), &relay.http_url(), &db, dir.path(), &log).await;
     let blocker = rusqlite::Connection::open(&db).expect("open the history");
     blocker.execute_batch("BEGIN IMMEDIATE").expect("take the write lock");
     for n in 0..3 {

@@ -420,19 +420,7 @@ async fn a_client_on_a_slow_link_is_waited_for_while_it_takes_the_body() {
 async fn a_webhook_overtakes_an_upload_on_a_slow_client_link() {
     let relay = TestRelay::start().await;
     let link = slow_link(relay.addr, Slow::Down).await;
-    let uploaded = Arc::new(AtomicUsize::new(0));
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let handler = listener.local_addr().expect("address");
-    let stop = CancellationToken::new();
-    let _serving = AbortOnDropHandle::new(tokio::spawn(common::local::serve_http(
-        listener,
-        {
-            let uploaded = Arc::clone(&uploaded);
-            move |request| count_uploads(request, Arc::clone(&uploaded))
-        },
-        stop.clone(),
-    )));
-    let _stop = stop.drop_guard();
+    let (handler, uploaded, _serving) = upload_counter().await;
     let tunnel = TestTunnel::start(&format!("http://{}", link.addr), &format!("http://{handler}")).await;
     let base = format!("http://{}/t/{}", relay.addr, tunnel.name());
     let upload_url = format!("{base}/upload");
@@ -463,19 +451,7 @@ async fn a_webhook_overtakes_an_upload_on_a_slow_client_link() {
 async fn an_upload_its_caller_left_stops_crossing_a_slow_client_link() {
     let relay = TestRelay::start().await;
     let link = slow_link(relay.addr, Slow::Down).await;
-    let uploaded = Arc::new(AtomicUsize::new(0));
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let handler = listener.local_addr().expect("address");
-    let stop = CancellationToken::new();
-    let _serving = AbortOnDropHandle::new(tokio::spawn(common::local::serve_http(
-        listener,
-        {
-            let uploaded = Arc::clone(&uploaded);
-            move |request| count_uploads(request, Arc::clone(&uploaded))
-        },
-        stop.clone(),
-    )));
-    let _stop = stop.drop_guard();
+    let (handler, uploaded, _serving) = upload_counter().await;
     let mut tunnel = TestTunnel::start(&format!("http://{}", link.addr), &format!("http://{handler}")).await;
     // Half of the body it declares, then gone: killed, its socket resets.
     let sent = UPLOAD / 2;
@@ -611,6 +587,25 @@ async fn count_uploads(request: Request<hyper::body::Incoming>, uploaded: Arc<At
         }
     }
     Response::new(Full::new(Bytes::new()))
+}
+
+/// A handler serving [`count_uploads`] until dropped: its address, and the
+/// bytes of uploads it has read.
+async fn upload_counter() -> (std::net::SocketAddr, Arc<AtomicUsize>, tokio_util::sync::DropGuard) {
+    let uploaded = Arc::new(AtomicUsize::new(0));
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let handler = listener.local_addr().expect("address");
+    let stop = CancellationToken::new();
+    // Stops once the guard is dropped, and the task with it.
+    tokio::spawn(common::local::serve_http(
+        listener,
+        {
+            let uploaded = Arc::clone(&uploaded);
+            move |request| count_uploads(request, Arc::clone(&uploaded))
+        },
+        stop.clone(),
+    ));
+    (handler, uploaded, stop.drop_guard())
 }
 
 /// A TCP link to `to` that carries one way at about 1 MiB/s and the other

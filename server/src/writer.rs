@@ -437,6 +437,19 @@ mod tests {
         messages
     }
 
+    /// What each message is, and for which stream.
+    fn kinds(messages: &[ServerMessage]) -> Vec<(&'static str, StreamId)> {
+        messages
+            .iter()
+            .map(|m| match m {
+                ServerMessage::RequestHead { stream, .. } => ("head", *stream),
+                ServerMessage::RequestBody { stream, .. } => ("body", *stream),
+                ServerMessage::Reset { stream, .. } => ("reset", *stream),
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
     #[tokio::test]
     async fn a_reset_never_overtakes_the_head_queued_before_it() {
         let (outbox, inbox) = channel();
@@ -572,16 +585,7 @@ mod tests {
         outbox.reset(2, "the caller left");
         outbox.send_body(1, &[b'z'; 100], false).await.unwrap();
         outbox.send_head(&head(3), b"").await.unwrap();
-        let order: Vec<(&str, StreamId)> = written(inbox, 7)
-            .await
-            .iter()
-            .map(|m| match m {
-                ServerMessage::RequestHead { stream, .. } => ("head", *stream),
-                ServerMessage::RequestBody { stream, .. } => ("body", *stream),
-                ServerMessage::Reset { stream, .. } => ("reset", *stream),
-                other => panic!("{other:?}"),
-            })
-            .collect();
+        let order = kinds(&written(inbox, 7).await);
         assert_eq!(
             order,
             [
@@ -625,16 +629,8 @@ mod tests {
             panic!("{first:?}")
         };
         let first = codec::decode::<ServerMessage>(first).expect("a valid frame").0;
-        let rest = written(inbox, 4).await;
-        let order: Vec<(&str, StreamId)> = std::iter::once(&first)
-            .chain(&rest)
-            .map(|m| match m {
-                ServerMessage::RequestHead { stream, .. } => ("head", *stream),
-                ServerMessage::RequestBody { stream, .. } => ("body", *stream),
-                ServerMessage::Reset { stream, .. } => ("reset", *stream),
-                other => panic!("{other:?}"),
-            })
-            .collect();
+        let mut order = kinds(&[first]);
+        order.extend(kinds(&written(inbox, 4).await));
         assert_eq!(
             order,
             [("head", 1), ("head", 2), ("body", 2), ("reset", 1), ("body", 2)]

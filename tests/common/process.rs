@@ -85,6 +85,15 @@ impl Running {
         (client, url)
     }
 
+    /// [`Running::tunnel`], with its stderr written to the file `log`.
+    pub async fn tunnel_logging(target: &str, relay: &str, db: &Path, config_dir: &Path, log: &Path) -> (Self, String) {
+        let db = db.to_str().expect("utf-8 path");
+        let args = ["http", target, "--server", relay, "--no-tui", "--db", db];
+        let mut client = Self::start_logging(&super::bin::portpreview_bin(), &args, config_dir, log);
+        let url = client.public_url().await;
+        (client, url)
+    }
+
     /// `portpreview http PORT --no-tui` with its relay in-process on
     /// `listen`, and the URL it prints.
     pub async fn local_tunnel(port: u16, listen: &str, db: &Path, config_dir: &Path) -> (Self, String) {
