@@ -1315,6 +1315,34 @@ async fn the_history_a_real_tunnel_creates_is_for_its_owner_only_and_in_wal_mode
     assert_eq!(journal, "wal", "the history is in write-ahead-log mode");
 }
 
+/// A history others may read, made so by hand or by another tool, is not
+/// quietly filled with payloads: the tunnel says so when it starts, and how
+/// to mend it, and leaves its mode to the user.
+#[tokio::test]
+async fn a_tunnel_recording_into_a_history_others_may_read_says_so() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    drop(Store::open(&db).expect("a history"));
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).expect("chmod 644");
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let log = dir.path().join("stderr.log");
+    let (mut client, _) = Running::tunnel_logging(&handler.url(), &relay.http_url(), &db, dir.path(), &log).await;
+    client.signal("TERM");
+    assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
+    let said = std::fs::read_to_string(&log).expect("stderr");
+    let warning = format!(
+        "warning: the history {} may be read by other users (mode 644), and it keeps every payload and signature: \
+         chmod 600 {}",
+        db.display(),
+        db.display()
+    );
+    assert!(said.lines().any(|line| line == warning), "{said}");
+    let mode = std::fs::metadata(&db).expect("the history").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o644, "the user's choice, left as it is");
+}
+
 /// A session cookie a caller sent through the tunnel is masked where the
 /// history is shown or exported, and shown only when asked with `--reveal`.
 #[tokio::test]

@@ -131,6 +131,14 @@ pub async fn run(
         .then(|| start_recorder(db, &args.key_fields, &events_tx))
         .transpose()?
         .unzip();
+    if let Some(mode) = recorder.as_ref().and_then(|_| crate::private_file::open_to_others(db)) {
+        let path = db.display();
+        let text = format!(
+            "the history {path} may be read by other users (mode {mode:o}), and it keeps every payload and \
+             signature: chmod 600 {path}"
+        );
+        let _ = events_tx.try_send(TunnelEvent::Notice { text });
+    }
     if let Some(dir) = new_folder.filter(|dir| dir.is_dir()) {
         crate::to_stderr(format_args!(
             "note: made {} for the history, as it did not exist\n",
