@@ -182,13 +182,15 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
         },
         _ => outcome,
     };
-    // A body that stopped short says only that; the relay's reset, when
-    // it sent one, says why (malformed, stalled, the caller gone), and a
+    // A reset that came as the exchange ended, kept for what it says. A
+    // body that stopped short says only that; the relay's reset, when it
+    // sent one, says why (malformed, stalled, the caller gone), and a
     // connection to the relay that ended (lost, or closed over a frame it
     // could not read) is no caller gone.
-    let outcome = match (reset.try_recv(), outcome.error.as_deref().and_then(cut_body)) {
-        (Ok(reason), Some(cut)) => failure(line.started, format!("{reason}; {cut}")),
-        (Err(_), Some(cut)) if abandoned.is_cancelled() && !shared.stop.asked.is_cancelled() => {
+    let late_reset = reset.try_recv().ok();
+    let outcome = match (late_reset.as_deref(), outcome.error.as_deref().and_then(cut_body)) {
+        (Some(reason), Some(cut)) => failure(line.started, format!("{reason}; {cut}")),
+        (None, Some(cut)) if abandoned.is_cancelled() && !shared.stop.asked.is_cancelled() => {
             failure(line.started, format!("{ABANDONED}; {cut}"))
         }
         _ => outcome,
@@ -215,8 +217,9 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
     drop(kept.answer_room);
     if let (Some(status), Some(later)) = (sent, later) {
         answered.keep(stream, later, status);
-        // A reset that came after the wait for one ended.
-        if let Ok(reason) = reset.try_recv() {
+        // A reset that came after the wait for one ended: its caller left
+        // while the answer was on its way.
+        if let Some(reason) = late_reset.or_else(|| reset.try_recv().ok()) {
             answered.amend(&shared, stream, &reason);
         }
     }
