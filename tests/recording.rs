@@ -541,7 +541,7 @@ async fn a_caller_gone_while_its_answer_was_on_its_way_is_not_recorded_as_answer
         "shown as sent"
     );
     let amended = loop {
-        if let TunnelEvent::Amended { summary } = tunnel.next_event().await {
+        if let TunnelEvent::Amended { summary, was: 200 } = tunnel.next_event().await {
             break summary;
         }
     };

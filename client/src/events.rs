@@ -76,6 +76,8 @@ pub enum TunnelEvent {
     Amended {
         /// The delivery as the history has it now.
         summary: Summary,
+        /// The status it was shown with.
+        was: u16,
     },
     /// A delivery completed (answered or failed); `summary.id` is its
     /// history row, 0 when it was not recorded.
@@ -102,7 +104,7 @@ impl From<WriterNews> for TunnelEvent {
         match news {
             WriterNews::Waiting(summary) => TunnelEvent::Waiting { summary },
             WriterNews::Stored(summary) => TunnelEvent::delivered(summary),
-            WriterNews::Amended(summary) => TunnelEvent::Amended { summary },
+            WriterNews::Amended { summary, was } => TunnelEvent::Amended { summary, was },
             WriterNews::Refusing(reason) => TunnelEvent::HistoryRefusing { reason: Some(reason) },
             WriterNews::Resumed => TunnelEvent::HistoryRefusing { reason: None },
             WriterNews::Notice(text) => TunnelEvent::Notice { text },

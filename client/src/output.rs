@@ -194,7 +194,7 @@ pub fn text_line(event: &TunnelEvent) -> Option<Line> {
             delivery_number,
         } => Line::Out(delivery_line(summary, *delivery_number)),
         // Its number among its event's deliveries was on the line it amends.
-        TunnelEvent::Amended { summary } => Line::Out(format!("{}  (amended)", delivery_line(summary, 1))),
+        TunnelEvent::Amended { summary, .. } => Line::Out(format!("{}  (amended)", delivery_line(summary, 1))),
     };
     Some(line)
 }
@@ -279,7 +279,7 @@ pub fn json_line(event: &TunnelEvent) -> Option<String> {
             "event": "disconnected", "reason": reason, "failed_tries": failed_tries,
             "retry_in_ms": retry_in.as_millis() as u64,
         }),
-        TunnelEvent::Amended { summary } => json!({
+        TunnelEvent::Amended { summary, .. } => json!({
             "event": "amended",
             "id": summary.id,
             "status": summary.status,
@@ -373,6 +373,7 @@ mod tests {
                 error: Some("the caller went away before the answer".into()),
                 ..summary()
             },
+            was: 200,
         };
         assert_eq!(
             text_line(&amended),

@@ -344,7 +344,7 @@ impl App {
         self.stats.record(&event, second);
         let (TunnelEvent::Delivered { summary, .. }
         | TunnelEvent::Waiting { summary }
-        | TunnelEvent::Amended { summary }) = event
+        | TunnelEvent::Amended { summary, .. }) = event
         else {
             return;
         };

@@ -131,10 +131,8 @@ impl LiveStats {
             }
             TunnelEvent::HistoryRefusing { reason } => self.history_refusing.clone_from(reason),
             TunnelEvent::NotRecording { reason } => self.not_recording.clone_from(reason),
-            // Counted once, as it first showed: the amended status is the
-            // row's, and the rate does not move twice.
+            TunnelEvent::Amended { summary, was } => self.recount(*was, summary),
             TunnelEvent::Waiting { .. }
-            | TunnelEvent::Amended { .. }
             | TunnelEvent::Stopping { .. }
             | TunnelEvent::Notice { .. }
             | TunnelEvent::HeldBack { .. } => {}
@@ -151,17 +149,33 @@ impl LiveStats {
         if summary.id == 0 {
             self.not_recorded += 1;
         }
-        match summary.status {
-            None => self.failed += 1,
-            Some(status) if status >= 500 => self.server_errors += 1,
-            Some(status) if status >= 400 => self.client_errors += 1,
-            Some(_) => self.ok += 1,
-        }
+        *self.class(summary.status) += 1;
         self.last_failure = match summary.status {
             None => Some(summary.error.clone().unwrap_or_else(|| "no answer".into())),
             Some(_) => None,
         };
         self.latencies.add(summary);
+    }
+
+    /// Moves a delivery counted with status `was` to the class it has now:
+    /// its caller left before the answer it was counted by reached it.
+    fn recount(&mut self, was: u16, summary: &Summary) {
+        let counted = self.class(Some(was));
+        *counted = counted.saturating_sub(1);
+        *self.class(summary.status) += 1;
+        if summary.status.is_none() {
+            self.last_failure = Some(summary.error.clone().unwrap_or_else(|| "no answer".into()));
+        }
+    }
+
+    /// The count a delivery of `status` is in.
+    fn class(&mut self, status: Option<u16>) -> &mut u64 {
+        match status {
+            None => &mut self.failed,
+            Some(status) if status >= 500 => &mut self.server_errors,
+            Some(status) if status >= 400 => &mut self.client_errors,
+            Some(_) => &mut self.ok,
+        }
     }
 
     /// What the user must know now: why the tunnel is offline, why the
@@ -373,6 +387,25 @@ mod tests {
 
     /// A dead local port is named in the header while the newest delivery
     /// failed, and deliveries kept out of the history are counted there.
+    /// A delivery amended once its caller was known to have left moves to
+    /// the class it has now, and counts once.
+    #[test]
+    fn an_amended_delivery_moves_to_its_class() {
+        let mut stats = LiveStats::default();
+        stats.record(&delivered(Some(200), 5.0), 0);
+        let TunnelEvent::Delivered { mut summary, .. } = delivered(None, 5.0) else {
+            unreachable!()
+        };
+        summary.error = Some("the caller went away before the answer".into());
+        stats.record(&TunnelEvent::Amended { summary, was: 200 }, 1);
+        assert_eq!((stats.total, stats.ok, stats.failed), (1, 0, 1));
+        let warnings: Vec<_> = stats.warnings().collect();
+        assert_eq!(
+            warnings,
+            [Warning::LastFailed("the caller went away before the answer")]
+        );
+    }
+
     #[test]
     fn the_newest_failure_and_the_unlisted_deliveries_are_warnings() {
         let mut stats = LiveStats::default();

@@ -139,8 +139,14 @@ pub enum WriterNews {
     /// The history takes deliveries again.
     Resumed,
     /// A delivery already reported as stored was amended (see
-    /// [`Recorder::amend`]): as the history has it now.
-    Amended(Summary),
+    /// [`Recorder::amend`]): as the history has it now, and the status it
+    /// was reported with.
+    Amended {
+        /// The delivery as the history has it now.
+        summary: Summary,
+        /// The status it was reported with.
+        was: u16,
+    },
     /// Something the user should know that changes nothing already shown.
     Notice(String),
 }
@@ -162,6 +168,17 @@ impl Ticket {
 /// Names a delivery whose answer is recorded, for [`Recorder::amend`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Later(u64);
+
+/// What became of an answer recorded as delivered, after all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Amendment {
+    /// The status the answer was recorded with.
+    pub was: u16,
+    /// The status the history keeps now: none when no caller had it.
+    pub status: Option<u16>,
+    /// Why.
+    pub error: String,
+}
 
 /// Hands deliveries to the writer thread. Cheap to clone.
 #[derive(Clone)]
@@ -388,15 +405,14 @@ impl Recorder {
 
 impl Recorder {
     /// Records what became of the answer of the delivery `later` names
-    /// after all, its `status` and `error` in place of the answer's: the
-    /// relay said its caller did not get it whole only after the answer
-    /// was handed to the history. Never waits. Lost should the process die
+    /// after all, in place of the answer's status and error: the relay
+    /// said its caller did not get it whole only after the answer was
+    /// handed to the history. Never waits. Lost should the process die
     /// before the writer stores it, as the answer it amends would be.
-    pub fn amend(&self, later: Later, status: Option<u16>, error: String) -> Result<(), RecordError> {
+    pub fn amend(&self, later: Later, amendment: Amendment) -> Result<(), RecordError> {
         let job = Job::Amend {
             seq: later.0,
-            status,
-            error,
+            amendment,
         };
         self.shared.queue.send(job).map_err(|_| RecordError::Closed)
     }
@@ -597,7 +613,7 @@ pub(super) mod tests {
     pub(super) fn start_on(store: Store, path: &Path) -> (Recorder, RecorderHandle, UnboundedReceiver<Summary>) {
         let (reports, reported) = unbounded_channel();
         let (recorder, handle) = Recorder::start_on(store, path, Vec::new(), move |news| {
-            if let WriterNews::Stored(summary) | WriterNews::Amended(summary) = news {
+            if let WriterNews::Stored(summary) | WriterNews::Amended { summary, .. } = news {
                 let _ = reports.send(summary);
             }
         })

@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::recover::{identify, orphaned};
-use super::{OnNews, Recorded, WriterNews};
+use super::{Amendment, OnNews, Recorded, WriterNews};
 use crate::store::inbox::Inbox;
 use crate::store::{ListQuery, NewDelivery, Outcome, Store, StoreError, Summary};
 
@@ -65,8 +65,7 @@ pub(super) enum Job {
     /// whole (see [`super::Recorder::amend`]).
     Amend {
         seq: u64,
-        status: Option<u16>,
-        error: String,
+        amendment: Amendment,
     },
     /// An inbox file a compaction replaced, to be closed here: closing a
     /// large file whose name is gone frees its pages, which took the
@@ -347,7 +346,7 @@ impl Writer {
 
     /// Shows the delivery an amendment changed, its answer stored before,
     /// as the history has it now.
-    fn tell_amended(&mut self, seq: u64) {
+    fn tell_amended(&mut self, seq: u64, was: u16) {
         let Some(id) = answered_row(&self.answered, seq) else {
             return;
         };
@@ -360,7 +359,7 @@ impl Writer {
         match self.store.list(&query) {
             Ok(mut rows) => {
                 if let Some(summary) = rows.pop() {
-                    (self.on_news)(WriterNews::Amended(summary));
+                    (self.on_news)(WriterNews::Amended { summary, was });
                 }
             }
             Err(err) => tracing::debug!(%err, id, "an amended delivery could not be read back"),
@@ -462,7 +461,7 @@ impl Writer {
                         (self.on_news)(WriterNews::Stored(summary));
                     }
                 }
-                Job::Amend { seq, .. } => self.tell_amended(seq),
+                Job::Amend { seq, amendment } => self.tell_amended(seq, amendment.was),
                 Job::Close { .. } | Job::Shutdown => {}
             }
         }
@@ -495,10 +494,10 @@ fn amend_in_batch(batch: &mut Vec<Job>) {
             _ => None,
         };
         match (answer, answer.map(|_| batch.remove(at))) {
-            (Some(answer), Some(Job::Amend { status, error, .. })) => {
+            (Some(answer), Some(Job::Amend { amendment, .. })) => {
                 if let Job::Outcome { outcome, .. } = &mut batch[answer] {
-                    outcome.status = status;
-                    outcome.error = Some(error);
+                    outcome.status = amendment.status;
+                    outcome.error = Some(amendment.error);
                 }
             }
             _ => at += 1,
@@ -510,9 +509,9 @@ fn amend_in_batch(batch: &mut Vec<Job>) {
 /// before, in the caller's transaction.
 fn amend_stored(store: &Store, batch: &[Job], answered: &VecDeque<(u64, i64)>) -> rusqlite::Result<()> {
     for job in batch {
-        if let Job::Amend { seq, status, error } = job {
+        if let Job::Amend { seq, amendment } = job {
             if let Some(id) = answered_row(answered, *seq) {
-                store.amend_outcome_row(id, *status, error)?;
+                store.amend_outcome_row(id, amendment.status, &amendment.error)?;
             }
         }
     }
@@ -679,7 +678,12 @@ mod tests {
         let ticket = recorder.record_request(delivery("evt_1", "/")).await.unwrap();
         let later = ticket.later();
         recorder.record_outcome(ticket, answered(200)).await.unwrap();
-        recorder.amend(later, None, "gone".into()).unwrap();
+        let amendment = |status, error: &str| Amendment {
+            was: 200,
+            status,
+            error: error.into(),
+        };
+        recorder.amend(later, amendment(None, "gone")).unwrap();
         let report = next_report(&mut reported).await;
         assert_eq!((report.status, report.error.as_deref()), (None, Some("gone")));
 
@@ -688,7 +692,7 @@ mod tests {
         recorder.record_outcome(ticket, answered(200)).await.unwrap();
         let report = next_report(&mut reported).await;
         assert_eq!((report.status, report.error.as_deref()), (Some(200), None));
-        recorder.amend(later, Some(200), "cut".into()).unwrap();
+        recorder.amend(later, amendment(Some(200), "cut")).unwrap();
         let amended = next_report(&mut reported).await;
         assert_eq!(
             (amended.id, amended.status, amended.error.as_deref()),

@@ -12,7 +12,7 @@ use portpreview_shared::message::{StreamId, CALLER_GONE_BEFORE_ANSWER, CALLER_GO
 use portpreview_shared::sync::lock;
 
 use super::{reached_no_caller, Shared, HAD_THE_STATUS};
-use crate::store::recorder::Later;
+use crate::store::recorder::{Amendment, Later};
 
 /// How long an answer is kept after it was sent: a reset later than this
 /// is no round trip's.
@@ -83,7 +83,12 @@ impl Answered {
             CALLER_GONE_BEFORE_ANSWER => (None, reached_no_caller(reason, sent.status)),
             _ => (Some(sent.status), format!("{reason}: {HAD_THE_STATUS}")),
         };
-        if let Err(err) = recorder.amend(sent.later, status, error) {
+        let amendment = Amendment {
+            was: sent.status,
+            status,
+            error,
+        };
+        if let Err(err) = recorder.amend(sent.later, amendment) {
             shared.recording_failed(&err);
         }
         true
