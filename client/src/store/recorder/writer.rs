@@ -493,14 +493,13 @@ fn amend_in_batch(batch: &mut Vec<Job>) {
                 .position(|job| matches!(job, Job::Outcome { seq: answered, .. } if answered == seq)),
             _ => None,
         };
-        match (answer, answer.map(|_| batch.remove(at))) {
-            (Some(answer), Some(Job::Amend { amendment, .. })) => {
-                if let Job::Outcome { outcome, .. } = &mut batch[answer] {
-                    outcome.status = amendment.status;
-                    outcome.error = Some(amendment.error);
-                }
-            }
-            _ => at += 1,
+        let Some(answer) = answer else {
+            at += 1;
+            continue;
+        };
+        if let (Job::Amend { amendment, .. }, Job::Outcome { outcome, .. }) = (batch.remove(at), &mut batch[answer]) {
+            outcome.status = amendment.status;
+            outcome.error = Some(amendment.error);
         }
     }
 }
