@@ -556,6 +556,67 @@ async fn a_caller_gone_while_its_answer_was_on_its_way_is_not_recorded_as_answer
     assert_eq!(outcome.response_body, b"credited", "the answer nobody received");
 }
 
+/// The same for a caller gone during a streamed answer, its head read: the
+/// client had sent the body's end, and recorded a clean 200, before the
+/// relay's word that the caller left without it. The history keeps the
+/// status the caller had, and says it did not have the whole body.
+#[tokio::test]
+async fn a_caller_gone_while_a_streamed_answer_was_on_its_way_keeps_only_the_status() {
+    let relay = TestRelay::start().await;
+    let link = common::link::far_link(relay.addr, Duration::from_millis(150)).await;
+    // Writes its answer's head and a first piece at once, the end 300 ms on.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let handler = listener.local_addr().expect("address");
+    let _serving = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+        let Ok((mut socket, _)) = listener.accept().await else {
+            return;
+        };
+        let Some(head) = caller::read_head(&mut socket).await else {
+            return;
+        };
+        let mut body = vec![0; caller::declared_length(&String::from_utf8_lossy(&head))];
+        if socket.read_exact(&mut body).await.is_err() {
+            return;
+        }
+        let first = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n";
+        if socket.write_all(first.as_bytes()).await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let _ = socket.write_all(b"4\r\nlast\r\n0\r\n\r\n").await;
+        }
+        let _ = socket.read(&mut [0; 1]).await;
+    }));
+    let mut tunnel = TestTunnel::start(&format!("http://{}", link.addr), &format!("http://{handler}")).await;
+    let mut caller = tokio::net::TcpStream::connect(relay.addr).await.expect("connect");
+    let request = format!(
+        "POST /t/{}/hook HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{{}}",
+        tunnel.name()
+    );
+    caller.write_all(request.as_bytes()).await.expect("send");
+    let head = caller::read_head(&mut caller).await.expect("the answer's head");
+    assert!(head.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&head));
+    // After the client sent the end, 300 ms after the head left it, and
+    // before it reaches the relay, 150 ms later.
+    tokio::time::sleep(Duration::from_millis(225)).await;
+    drop(caller);
+
+    let (shown, _) = tunnel.next_delivery().await;
+    assert_eq!(
+        (shown.status, shown.error.as_deref()),
+        (Some(200), None),
+        "shown as sent"
+    );
+    let amended = loop {
+        if let TunnelEvent::Amended { summary, was: 200 } = tunnel.next_event().await {
+            break summary;
+        }
+    };
+    let reason = "the caller went away during the answer: the caller had the status and headers, not the whole body";
+    assert_eq!(
+        (amended.id, amended.status, amended.error.as_deref()),
+        (shown.id, Some(200), Some(reason))
+    );
+}
+
 /// The handler is not cut off when its caller hangs up, as a server goes on
 /// after its client has gone: its answer is kept, the first half of the
 /// duplicate the provider's retry will make.
