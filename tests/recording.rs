@@ -556,6 +556,35 @@ async fn a_caller_gone_while_its_answer_was_on_its_way_is_not_recorded_as_answer
     assert_eq!(outcome.response_body, b"credited", "the answer nobody received");
 }
 
+/// A caller gone before a large answer's head reached the relay had no
+/// status, though the client had sent the head when the relay's word came:
+/// it is recorded as one that reached no caller, not as one that had the
+/// status and headers.
+#[tokio::test]
+async fn a_caller_gone_before_a_large_answers_head_reached_the_relay_had_no_status() {
+    let relay = TestRelay::start().await;
+    let link = common::link::far_link(relay.addr, Duration::from_millis(150)).await;
+    let handler = LocalHandler::start(|_| Answer {
+        status: 200,
+        body: vec![b'x'; 3 * 1024 * 1024],
+        ..Answer::default()
+    })
+    .await;
+    let mut tunnel = TestTunnel::start(&format!("http://{}", link.addr), &handler.url()).await;
+    let mut caller = tokio::net::TcpStream::connect(relay.addr).await.expect("connect");
+    let request = format!(
+        "POST /t/{}/download HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{{}}",
+        tunnel.name()
+    );
+    caller.write_all(request.as_bytes()).await.expect("send");
+    handler.wait_for_request().await;
+    drop(caller);
+
+    let (summary, _) = tunnel.next_delivery().await;
+    let reason = "the caller went away before the answer; the handler then answered 200, which reached no caller";
+    assert_eq!((summary.status, summary.error.as_deref()), (None, Some(reason)));
+}
+
 /// The same for a caller gone during a streamed answer, its head read: the
 /// client had sent the body's end, and recorded a clean 200, before the
 /// relay's word that the caller left without it. The history keeps the

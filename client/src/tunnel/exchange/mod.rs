@@ -9,7 +9,7 @@ mod shared;
 use std::sync::Arc;
 use std::time::Instant;
 
-use portpreview_shared::message::{Header, StreamId};
+use portpreview_shared::message::{Header, StreamId, CALLER_GONE_BEFORE_ANSWER};
 use tokio::sync::{oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
 
@@ -293,6 +293,9 @@ async fn answer_for_nobody(
     // No credit comes for a stream the relay has dropped: sends must not
     // wait for it, nor the handler's pace be waited on for the rest.
     answer.nobody_left();
+    // A head sent is a status the caller had, unless the relay says the
+    // caller left before the head reached the relay.
+    let had_the_status = answer.head_sent().filter(|_| why != CALLER_GONE_BEFORE_ANSWER);
     let answered = tokio::select! {
         // An answer that broke off as soon as no caller was left is here
         // at once, whether or not the drain is already over.
@@ -302,7 +305,7 @@ async fn answer_for_nobody(
     };
     let Some(mut outcome) = answered else {
         // Its head sent, the caller had the status however the rest ended.
-        if let Some(status) = answer.head_sent() {
+        if let Some(status) = had_the_status {
             let mut outcome = failure(started, format!("{why}: {HAD_THE_STATUS}"));
             outcome.status = Some(status);
             return outcome;
@@ -316,7 +319,7 @@ async fn answer_for_nobody(
     };
     // The head went ahead of the body: the caller had the status, and the
     // history says so, or the delivery would pass for one no caller got.
-    if answer.head_sent().is_some() && outcome.status.is_some() {
+    if had_the_status.is_some() && outcome.status.is_some() {
         outcome.error = Some(format!("{why}: {HAD_THE_STATUS}"));
         return outcome;
     }
