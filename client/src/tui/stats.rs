@@ -163,6 +163,7 @@ impl LiveStats {
         let counted = self.class(Some(was));
         *counted = counted.saturating_sub(1);
         *self.class(summary.status) += 1;
+        self.latencies.forget(summary);
         if summary.status.is_none() {
             self.last_failure = Some(summary.error.clone().unwrap_or_else(|| "no answer".into()));
         }
@@ -244,6 +245,17 @@ impl Latencies {
                 self.0.pop_front();
             }
             self.0.push_back(ms);
+        }
+    }
+
+    /// Takes out the time of a delivery counted as answered whose caller
+    /// turned out to have had no answer: not timed, as the others.
+    fn forget(&mut self, summary: &Summary) {
+        let Some(ms) = summary.duration_ms.filter(|_| summary.status.is_none()) else {
+            return;
+        };
+        if let Some(at) = self.0.iter().rposition(|&timed| timed == ms) {
+            self.0.remove(at);
         }
     }
 
@@ -399,6 +411,7 @@ mod tests {
         summary.error = Some("the caller went away before the answer".into());
         stats.record(&TunnelEvent::Amended { summary, was: 200 }, 1);
         assert_eq!((stats.total, stats.ok, stats.failed), (1, 0, 1));
+        assert_eq!(stats.percentile(50.0), None, "not timed");
         let warnings: Vec<_> = stats.warnings().collect();
         assert_eq!(
             warnings,
