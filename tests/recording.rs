@@ -1664,6 +1664,19 @@ async fn a_tunnel_stopped_while_the_history_is_locked_keeps_the_answers_its_call
 /// history's inbox, and the next open moves them in.
 #[tokio::test]
 async fn a_stop_waiting_for_a_locked_history_says_so_and_a_second_signal_ends_it() {
+    stop_twice_with_the_history_locked(true).await;
+}
+
+/// The same, the second signal before the tunnel said what it waits for.
+#[tokio::test]
+async fn a_second_signal_before_the_notice_ends_the_wait_for_a_locked_history_too() {
+    stop_twice_with_the_history_locked(false).await;
+}
+
+/// Stops a tunnel that delivered three requests while another process
+/// held the history's lock, which it keeps, and stops it again once the
+/// tunnel said what it waits for (`after_notice`), or half a second on.
+async fn stop_twice_with_the_history_locked(after_notice: bool) {
     let relay = TestRelay::start().await;
     let handler = LocalHandler::start(|_| Answer {
         status: 201,
@@ -1681,17 +1694,26 @@ async fn a_stop_waiting_for_a_locked_history_says_so_and_a_second_signal_ends_it
         assert_eq!(reply.status, 201);
     }
     client.signal("TERM");
-    let notice = "warning: the history has not taken the last deliveries yet (another process may hold its lock)";
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while !std::fs::read_to_string(&log).unwrap_or_default().contains(notice) {
-        assert!(tokio::time::Instant::now() < deadline, "no notice of the wait");
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    let said = || std::fs::read_to_string(&log).unwrap_or_default();
+    if after_notice {
+        let notice = "warning: the history has not taken the last deliveries yet (another process may hold its lock)";
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while !said().contains(notice) {
+            assert!(tokio::time::Instant::now() < deadline, "no notice of the wait");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    } else {
+        // Past the 300 ms in which a second signal is the first passed on twice.
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
     client.signal("TERM");
-    assert_eq!(
-        client.exit_code(Duration::from_secs(30)).await,
-        Some(130),
-        "cut short, not waited out"
+    assert_eq!(client.exit_code(Duration::from_secs(30)).await, Some(130));
+    // Waited out, the writer gives up on the lock after its busy timeout,
+    // and says so.
+    assert!(
+        !said().contains("the history refused the last deliveries"),
+        "waited out: {}",
+        said()
     );
     blocker.execute_batch("ROLLBACK").expect("let go of the lock");
     drop(blocker);

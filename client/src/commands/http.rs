@@ -284,8 +284,15 @@ fn start_recorder(
     key_fields: &[String],
     events: &mpsc::Sender<TunnelEvent>,
 ) -> anyhow::Result<(Recorder, RecorderHandle)> {
-    let events = events.clone();
-    let report = move |news: WriterNews| report(&events, news.into());
+    // Weak: once the tunnel and its stop are done with the display, the
+    // display ends, though a writer left behind by a stop asked for now
+    // still runs.
+    let events = events.downgrade();
+    let report = move |news: WriterNews| {
+        if let Some(events) = events.upgrade() {
+            report(&events, news.into());
+        }
+    };
     Recorder::start(db, key_fields.to_vec(), report).map_err(|err| {
         // Locked or out of room now, it may not be in a minute; the tunnel
         // itself needs none of it.
@@ -355,7 +362,7 @@ impl Running {
                 // The last deliveries are stored and reported, and the
                 // writer's hold on the display's channel ends, before the
                 // display stops.
-                if store_the_last(handle, &notices).await == Stored::CutShort {
+                if store_the_last(handle, &notices, &stop.now).await == Stored::CutShort {
                     stop.now.cancel();
                 }
             }
@@ -435,10 +442,13 @@ enum Stored {
 
 /// Stops the history's writer once it has stored the last deliveries.
 /// Should that take a while (another process holds the history's lock,
-/// which the writer waits up to 5 s for), says so; a ctrl-c or SIGTERM
-/// then stops at once, leaving the deliveries in the history's inbox for
-/// the next command to move in, without the answers the writer held.
-async fn store_the_last(handle: RecorderHandle, events: &mpsc::Sender<TunnelEvent>) -> Stored {
+/// which the writer waits up to 5 s for), says so. A stop asked for `now`
+/// meanwhile, or a ctrl-c or SIGTERM once it said so, ends the wait at
+/// once, leaving the deliveries in the history's inbox for the next
+/// command to move in, without the answers the writer held. A stop asked
+/// for now before the wait began still gives the writer its chance: most
+/// often it takes milliseconds.
+async fn store_the_last(handle: RecorderHandle, events: &mpsc::Sender<TunnelEvent>, now: &CancellationToken) -> Stored {
     let (stopped, done) = tokio::sync::oneshot::channel();
     // A thread of its own, not the runtime's blocking pool, which the
     // runtime waits for as it ends: a stop asked for now must not.
@@ -451,9 +461,11 @@ async fn store_the_last(handle: RecorderHandle, events: &mpsc::Sender<TunnelEven
         tracing::warn!(%err, "cannot wait for the history writer to stop");
         return Stored::Whole;
     }
+    let asked_before = now.is_cancelled();
     tokio::pin!(done);
     tokio::select! {
         _ = &mut done => return Stored::Whole,
+        () = now.cancelled(), if !asked_before => return Stored::CutShort,
         () = tokio::time::sleep(SLOW_LAST_STORE) => {}
     }
     let text = "the history has not taken the last deliveries yet (another process may hold its lock); waiting for \
@@ -461,6 +473,7 @@ async fn store_the_last(handle: RecorderHandle, events: &mpsc::Sender<TunnelEven
     report(events, TunnelEvent::Notice { text: text.into() });
     tokio::select! {
         _ = done => Stored::Whole,
+        () = now.cancelled(), if !asked_before => Stored::CutShort,
         () = portpreview_server::signal::interrupt_or_terminate() => Stored::CutShort,
     }
 }
