@@ -519,12 +519,7 @@ async fn a_caller_gone_while_its_answer_was_on_its_way_is_not_recorded_as_answer
     })
     .await;
     let mut tunnel = TestTunnel::start(&format!("http://{}", link.addr), &handler.url()).await;
-    let mut caller = tokio::net::TcpStream::connect(relay.addr).await.expect("connect");
-    let request = format!(
-        "POST /t/{}/hook HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{{}}",
-        tunnel.name()
-    );
-    caller.write_all(request.as_bytes()).await.expect("send");
+    let mut caller = posted(relay.addr, &tunnel, "/hook").await;
     handler.wait_for_request().await;
     caller.shutdown().await.expect("close the sending side");
     let mut answer = Vec::new();
@@ -534,17 +529,7 @@ async fn a_caller_gone_while_its_answer_was_on_its_way_is_not_recorded_as_answer
         .expect("read");
     assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
 
-    let (shown, _) = tunnel.next_delivery().await;
-    assert_eq!(
-        (shown.status, shown.error.as_deref()),
-        (Some(200), None),
-        "shown as sent"
-    );
-    let amended = loop {
-        if let TunnelEvent::Amended { summary, was: 200 } = tunnel.next_event().await {
-            break summary;
-        }
-    };
+    let (shown, amended) = shown_then_amended(&mut tunnel).await;
     let reason = "the caller went away before the answer; the handler then answered 200, which reached no caller";
     assert_eq!(
         (amended.id, amended.status, amended.error.as_deref()),
@@ -554,6 +539,34 @@ async fn a_caller_gone_while_its_answer_was_on_its_way_is_not_recorded_as_answer
     let outcome = stored.outcome.expect("an outcome");
     assert_eq!((outcome.status, outcome.error.as_deref()), (None, Some(reason)));
     assert_eq!(outcome.response_body, b"credited", "the answer nobody received");
+}
+
+/// A caller that has sent `POST /t/<tunnel><path>` with a small body to
+/// the relay at `relay`, and waits for its answer.
+async fn posted(relay: std::net::SocketAddr, tunnel: &TestTunnel, path: &str) -> tokio::net::TcpStream {
+    let mut caller = tokio::net::TcpStream::connect(relay).await.expect("connect");
+    let request = format!(
+        "POST /t/{}{path} HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{{}}",
+        tunnel.name()
+    );
+    caller.write_all(request.as_bytes()).await.expect("send");
+    caller
+}
+
+/// The next delivery, shown answered 200, and the amendment of it that
+/// follows.
+async fn shown_then_amended(tunnel: &mut TestTunnel) -> (portpreview::store::Summary, portpreview::store::Summary) {
+    let (shown, _) = tunnel.next_delivery().await;
+    assert_eq!(
+        (shown.status, shown.error.as_deref()),
+        (Some(200), None),
+        "shown as sent"
+    );
+    loop {
+        if let TunnelEvent::Amended { summary, was: 200 } = tunnel.next_event().await {
+            return (shown, summary);
+        }
+    }
 }
 
 /// A caller gone before a large answer's head reached the relay had no
@@ -571,12 +584,7 @@ async fn a_caller_gone_before_a_large_answers_head_reached_the_relay_had_no_stat
     })
     .await;
     let mut tunnel = TestTunnel::start(&format!("http://{}", link.addr), &handler.url()).await;
-    let mut caller = tokio::net::TcpStream::connect(relay.addr).await.expect("connect");
-    let request = format!(
-        "POST /t/{}/download HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{{}}",
-        tunnel.name()
-    );
-    caller.write_all(request.as_bytes()).await.expect("send");
+    let caller = posted(relay.addr, &tunnel, "/download").await;
     handler.wait_for_request().await;
     drop(caller);
 
@@ -615,12 +623,7 @@ async fn a_caller_gone_while_a_streamed_answer_was_on_its_way_keeps_only_the_sta
         let _ = socket.read(&mut [0; 1]).await;
     }));
     let mut tunnel = TestTunnel::start(&format!("http://{}", link.addr), &format!("http://{handler}")).await;
-    let mut caller = tokio::net::TcpStream::connect(relay.addr).await.expect("connect");
-    let request = format!(
-        "POST /t/{}/hook HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{{}}",
-        tunnel.name()
-    );
-    caller.write_all(request.as_bytes()).await.expect("send");
+    let mut caller = posted(relay.addr, &tunnel, "/hook").await;
     let head = caller::read_head(&mut caller).await.expect("the answer's head");
     assert!(head.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&head));
     // After the client sent the end, 300 ms after the head left it, and
@@ -628,17 +631,7 @@ async fn a_caller_gone_while_a_streamed_answer_was_on_its_way_keeps_only_the_sta
     tokio::time::sleep(Duration::from_millis(225)).await;
     drop(caller);
 
-    let (shown, _) = tunnel.next_delivery().await;
-    assert_eq!(
-        (shown.status, shown.error.as_deref()),
-        (Some(200), None),
-        "shown as sent"
-    );
-    let amended = loop {
-        if let TunnelEvent::Amended { summary, was: 200 } = tunnel.next_event().await {
-            break summary;
-        }
-    };
+    let (shown, amended) = shown_then_amended(&mut tunnel).await;
     let reason = "the caller went away during the answer: the caller had the status and headers, not the whole body";
     assert_eq!(
         (amended.id, amended.status, amended.error.as_deref()),

@@ -56,14 +56,14 @@ impl Answered {
     }
 
     /// Amends the recorded answer of `stream`, if it is kept, for the
-    /// relay's `reason`; true when it did. Whoever takes it first amends
+    /// relay's `reason`. Whoever takes it first amends
     /// it: the session, or the exchange that finds the reset after it sent
     /// its answer. A reset that says nothing about the caller (it had the
     /// whole answer, or the relay gave up on what the client had finished)
     /// amends nothing.
-    pub fn amend(&self, shared: &Shared, stream: StreamId, reason: &str) -> bool {
+    pub fn amend(&self, shared: &Shared, stream: StreamId, reason: &str) {
         if !matches!(reason, CALLER_GONE_BEFORE_ANSWER | CALLER_GONE_DURING_ANSWER) {
-            return false;
+            return;
         }
         let taken = {
             let mut sent = lock(&self.0);
@@ -71,7 +71,7 @@ impl Answered {
             at.and_then(|at| sent.remove(at))
         };
         let (Some(sent), Some(recorder)) = (taken, &shared.recorder) else {
-            return false;
+            return;
         };
         tracing::debug!(
             stream,
@@ -91,6 +91,5 @@ impl Answered {
         if let Err(err) = recorder.amend(sent.later, amendment) {
             shared.recording_failed(&err);
         }
-        true
     }
 }
