@@ -1616,11 +1616,21 @@ async fn a_tunnelled_delivery_reads_back_as_history_json_har_and_a_curl_command(
     assert_eq!(curled.header("content-length"), tunnelled.header("content-length"));
 }
 
-/// Stopped (SIGTERM) while another process holds the history's lock, the
-/// tunnel cannot store what it carried: the next open does, each delivery
-/// with the answer its caller got, not as one whose answer was lost.
-#[tokio::test]
-async fn a_tunnel_stopped_while_the_history_is_locked_keeps_the_answers_its_callers_got() {
+/// A tunnel that answered three callers 201 while another process held
+/// the history's write lock, which it still holds, and what it needs:
+/// bound by name, not left out with `..`, which would drop them at once.
+struct Locked {
+    _relay: TestRelay,
+    _handler: LocalHandler,
+    _dir: tempfile::TempDir,
+    db: std::path::PathBuf,
+    /// Where the tunnel's stderr goes.
+    log: std::path::PathBuf,
+    client: Running,
+    blocker: rusqlite::Connection,
+}
+
+async fn delivered_three_with_the_history_locked() -> Locked {
     let relay = TestRelay::start().await;
     let handler = LocalHandler::start(|_| Answer {
         status: 201,
@@ -1630,13 +1640,39 @@ async fn a_tunnel_stopped_while_the_history_is_locked_keeps_the_answers_its_call
     .await;
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("history.db");
-    let (mut client, url) = Running::tunnel(&handler.url(), &relay.http_url(), &db, dir.path()).await;
+    let log = dir.path().join("stderr.log");
+    let (client, url) = Running::tunnel_logging(&handler.url(), &relay.http_url(), &db, dir.path(), &log).await;
     let blocker = rusqlite::Connection::open(&db).expect("open the history");
     blocker.execute_batch("BEGIN IMMEDIATE").expect("take the write lock");
     for n in 0..3 {
         let reply = caller::post(&format!("{url}/hook"), format!(r#"{{"id":"evt_stop_{n}"}}"#)).await;
         assert_eq!(reply.status, 201);
     }
+    Locked {
+        _relay: relay,
+        _handler: handler,
+        _dir: dir,
+        db,
+        log,
+        client,
+        blocker,
+    }
+}
+
+/// Stopped (SIGTERM) while another process holds the history's lock, the
+/// tunnel cannot store what it carried: the next open does, each delivery
+/// with the answer its caller got, not as one whose answer was lost.
+#[tokio::test]
+async fn a_tunnel_stopped_while_the_history_is_locked_keeps_the_answers_its_callers_got() {
+    let Locked {
+        mut client,
+        blocker,
+        db,
+        log: _,
+        _relay,
+        _handler,
+        _dir,
+    } = delivered_three_with_the_history_locked().await;
     client.signal("TERM");
     assert_eq!(client.exit_code(Duration::from_secs(30)).await, Some(0));
     blocker.execute_batch("ROLLBACK").expect("let go of the lock");
@@ -1670,22 +1706,15 @@ async fn a_second_signal_before_the_notice_ends_the_wait_for_a_locked_history_to
 /// held the history's lock, which it keeps, and stops it again once the
 /// tunnel said what it waits for (`after_notice`), or half a second on.
 async fn stop_twice_with_the_history_locked(after_notice: bool) {
-    let relay = TestRelay::start().await;
-    let handler = LocalHandler::start(|_| Answer {
-        status: 201,
-        ..Answer::default()
-    })
-    .await;
-    let dir = tempfile::tempdir().expect("temp dir");
-    let db = dir.path().join("history.db");
-    let log = dir.path().join("stderr.log");
-    let (mut client, url) = Running::tunnel_logging(&handler.url(), &relay.http_url(), &db, dir.path(), &log).await;
-    let blocker = rusqlite::Connection::open(&db).expect("open the history");
-    blocker.execute_batch("BEGIN IMMEDIATE").expect("take the write lock");
-    for n in 0..3 {
-        let reply = caller::post(&format!("{url}/hook"), format!(r#"{{"id":"evt_stop_{n}"}}"#)).await;
-        assert_eq!(reply.status, 201);
-    }
+    let Locked {
+        mut client,
+        blocker,
+        db,
+        log,
+        _relay,
+        _handler,
+        _dir,
+    } = delivered_three_with_the_history_locked().await;
     client.signal("TERM");
     let said = || std::fs::read_to_string(&log).unwrap_or_default();
     if after_notice {
