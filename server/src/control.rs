@@ -102,15 +102,19 @@ impl Tunnel for SessionTunnel {
 }
 
 enum End {
+    /// The socket failed or closed without a word; why, from the socket.
     Gone(String),
     /// The client closed the socket on purpose: it is shutting down.
     Goodbye,
     /// Refused, for the reason given, and close frame already queued.
     Refused(String),
+    /// The client broke the wire protocol; how, for the log.
     Protocol(String),
     /// A frame or message over the relay's size limit.
     TooLarge(String),
+    /// The client stopped answering pings.
     Dead,
+    /// The relay is shutting down.
     Shutdown,
 }
 

@@ -466,7 +466,6 @@ impl Store {
         Ok(self.conn.last_insert_rowid())
     }
 
-    /// Stores the answer half of delivery `id`; the caller provides the transaction.
     /// Puts `status` and `error` in place of those of the answer stored
     /// for delivery `id`.
     pub(crate) fn amend_outcome_row(&self, id: i64, status: Option<u16>, error: &str) -> rusqlite::Result<()> {
@@ -476,6 +475,7 @@ impl Store {
         Ok(())
     }
 
+    /// Stores the answer half of delivery `id`; the caller provides the transaction.
     pub(crate) fn outcome_row(&self, id: i64, o: &Outcome) -> rusqlite::Result<()> {
         let (body, body_id) = self.body_row(&o.response_body[..o.response_body.len().min(MAX_STORED_BODY)])?;
         let size = o.response_body_size.max(o.response_body.len() as u64);
