@@ -22,7 +22,8 @@ async fn stop_signal(hangup: bool) {
     let ctrl_c = async {
         // If the handler cannot be installed, the process still dies on
         // SIGINT by default; waiting forever here is the right fallback.
-        if tokio::signal::ctrl_c().await.is_err() {
+        if let Err(err) = tokio::signal::ctrl_c().await {
+            tracing::warn!(%err, "cannot watch for ctrl-c; it will stop the process without a drain");
             std::future::pending::<()>().await;
         }
     };
@@ -34,7 +35,10 @@ async fn stop_signal(hangup: bool) {
                 Ok(mut stream) => {
                     stream.recv().await;
                 }
-                Err(_) => std::future::pending::<()>().await,
+                Err(err) => {
+                    tracing::warn!(%err, ?kind, "cannot watch for a signal; it will stop the process without a drain");
+                    std::future::pending::<()>().await
+                }
             }
         };
         let hangup = async {
