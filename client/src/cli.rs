@@ -370,6 +370,15 @@ mod tests {
         }
     }
 
+    /// The help's default is text; the library's tests run tunnels with the constant.
+    #[test]
+    fn the_local_timeout_flag_defaults_to_the_librarys_default() {
+        let cli = Cli::try_parse_from(["portpreview", "http", "3000"]).unwrap();
+        assert!(
+            matches!(cli.command, Command::Http(args) if args.local_timeout == crate::tunnel::DEFAULT_LOCAL_TIMEOUT)
+        );
+    }
+
     /// Secrets and tokens are random text: one may start with a dash.
     #[test]
     fn a_token_or_secret_may_start_with_a_dash() {
