@@ -41,6 +41,7 @@ async fn deliveries_on_one_session(tunnel: &mut TestTunnel, count: usize) -> Vec
             TunnelEvent::Delivered { summary, .. } => delivered.push(summary),
             TunnelEvent::Disconnected { reason, .. } => panic!("the tunnel lost its session: {reason}"),
             TunnelEvent::Connected { .. } => panic!("the tunnel reconnected"),
+            TunnelEvent::Missed { count } => panic!("{count} events dropped before the test read them"),
             TunnelEvent::Waiting { .. }
             | TunnelEvent::Amended { .. }
             | TunnelEvent::HistoryRefusing { .. }

@@ -359,6 +359,70 @@ async fn a_stdout_nobody_reads_never_stalls_the_tunnel() {
     );
 }
 
+#[tokio::test]
+async fn lines_a_slow_stdout_missed_are_counted_once_it_catches_up() {
+    use futures_util::StreamExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("history.db");
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::echo().await;
+    let db_arg = db.to_str().expect("utf-8 path");
+    let args = [
+        "http",
+        &handler.url(),
+        "--server",
+        &relay.http_url(),
+        "--log-format",
+        "json",
+        "--db",
+        db_arg,
+    ];
+    let mut client = Running::start(&portpreview_bin(), &args, dir.path());
+    let tunnel: serde_json::Value = serde_json::from_str(&client.next_line().await).expect("JSON line");
+    let url = tunnel["public_url"].as_str().expect("public_url").to_owned();
+    // Past the pipe's room and the tunnel's queue of 4,096 events to its
+    // display, which nobody reads meanwhile.
+    const SENT: usize = 4_600;
+    let burst = futures_util::stream::iter(0..SENT)
+        .map(|i| {
+            let call = format!("{url}/hooks?n={i}");
+            async move { caller::post(&call, "{}").await.status }
+        })
+        .buffer_unordered(16)
+        .collect::<Vec<u16>>();
+    let statuses = tokio::time::timeout(Duration::from_secs(120), burst)
+        .await
+        .expect("every delivery answered while stdout stays full");
+    assert!(statuses.iter().all(|&s| s == 200));
+
+    let (mut printed, mut missed) = (0, 0);
+    while missed == 0 || printed + missed < SENT {
+        let line: serde_json::Value = serde_json::from_str(&client.next_line().await).expect("JSON line");
+        match line["event"].as_str() {
+            Some("delivery") => printed += 1,
+            Some("missed") => missed += line["count"].as_u64().expect("count") as usize,
+            _ => {}
+        }
+    }
+    assert!(printed < SENT, "the display fell behind: {printed} of {SENT} printed");
+    let out = output_of(std::process::Command::new(portpreview_bin()).args([
+        "--db",
+        db.to_str().expect("utf-8 path"),
+        "history",
+        "--json",
+        "--limit",
+        "10000",
+    ]));
+    let listed: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("history JSON");
+    assert_eq!(
+        listed.len(),
+        SENT,
+        "the history has the deliveries whose lines were missed"
+    );
+    client.signal("TERM");
+    assert_eq!(client.exit_code(Duration::from_secs(10)).await, Some(0));
+}
+
 /// A relay process that takes only `token`, and the address it listens on.
 async fn relay_taking_a_token(token: &str, dir: &std::path::Path) -> (Running, String) {
     let tokens = dir.join("tokens.toml");

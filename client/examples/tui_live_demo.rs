@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use portpreview::events::TunnelEvent;
+use portpreview::events::{report, TunnelEvent};
 use portpreview::store::{ListQuery, NewDelivery, Outcome, Store};
 use portpreview_shared::Header;
 use tokio_util::sync::CancellationToken;
@@ -54,16 +54,17 @@ fn main() -> anyhow::Result<()> {
     let store = Store::open(&db)?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
-        let (events, receiver) = tokio::sync::mpsc::channel(1024);
+        let (events, receiver) = portpreview::events::queue(1024);
         let shutdown = CancellationToken::new();
         let feed = async {
-            let _ = events
-                .send(TunnelEvent::Connected {
+            report(
+                &events,
+                TunnelEvent::Connected {
                     public_url: "http://127.0.0.1:8080/t/demo-otter".into(),
                     also_url: None,
                     target: "http://127.0.0.1:3000".into(),
-                })
-                .await;
+                },
+            );
             let mut tick = tokio::time::interval(Duration::from_millis(1000 / per_second.max(1)));
             for n in 0.. {
                 tick.tick().await;
@@ -76,14 +77,14 @@ fn main() -> anyhow::Result<()> {
                 };
                 if let Some(summary) = store.list(&query)?.pop() {
                     let delivery_number = summary.delivery_count;
-                    if events
-                        .send(TunnelEvent::Delivered {
+                    report(
+                        &events,
+                        TunnelEvent::Delivered {
                             summary,
                             delivery_number,
-                        })
-                        .await
-                        .is_err()
-                    {
+                        },
+                    );
+                    if events.is_closed() {
                         break;
                     }
                 }

@@ -1,8 +1,11 @@
 //! What a running tunnel reports to whoever shows it (TUI or log lines).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::TryRecvError;
 
 use crate::store::{Summary, WriterNews};
 
@@ -79,6 +82,12 @@ pub enum TunnelEvent {
         /// The status it was shown with.
         was: u16,
     },
+    /// Events were dropped because the display was behind (a stdout read
+    /// slowly); the history has every delivery among them.
+    Missed {
+        /// How many.
+        count: usize,
+    },
     /// A delivery completed (answered or failed); `summary.id` is its
     /// history row, 0 when it was not recorded.
     Delivered {
@@ -112,17 +121,122 @@ impl From<WriterNews> for TunnelEvent {
     }
 }
 
+/// The tunnel's end of the queue to its display. Cloned by everything that
+/// reports; the display ends once every clone is gone.
+#[derive(Clone, Debug)]
+pub struct Events {
+    queue: mpsc::Sender<TunnelEvent>,
+    missed: Arc<AtomicUsize>,
+}
+
+/// [`Events`] that does not keep the display open.
+pub struct WeakEvents {
+    queue: mpsc::WeakSender<TunnelEvent>,
+    missed: Arc<AtomicUsize>,
+}
+
+/// The display's end of the queue: the events in order, and, once it has
+/// caught up, a [`TunnelEvent::Missed`] for those dropped meanwhile.
+#[derive(Debug)]
+pub struct EventFeed {
+    queue: mpsc::Receiver<TunnelEvent>,
+    missed: Arc<AtomicUsize>,
+}
+
+/// A queue of `size` events from a tunnel to its display.
+pub fn queue(size: usize) -> (Events, EventFeed) {
+    let (queue, shown) = mpsc::channel(size);
+    let missed = Arc::new(AtomicUsize::new(0));
+    let feed = EventFeed {
+        queue: shown,
+        missed: missed.clone(),
+    };
+    (Events { queue, missed }, feed)
+}
+
+impl Events {
+    /// Whether the display has ended.
+    pub fn is_closed(&self) -> bool {
+        self.queue.is_closed()
+    }
+
+    /// A handle that reports while the display is open, without keeping it open.
+    pub fn downgrade(&self) -> WeakEvents {
+        WeakEvents {
+            queue: self.queue.downgrade(),
+            missed: self.missed.clone(),
+        }
+    }
+}
+
+impl WeakEvents {
+    /// The reporting handle, while anything else still holds one.
+    pub fn upgrade(&self) -> Option<Events> {
+        Some(Events {
+            queue: self.queue.upgrade()?,
+            missed: self.missed.clone(),
+        })
+    }
+}
+
+impl EventFeed {
+    /// The next event, waiting for one; `None` once every sender is gone.
+    pub async fn recv(&mut self) -> Option<TunnelEvent> {
+        match self.try_recv() {
+            Some(event) => Some(event),
+            None => match self.queue.recv().await {
+                Some(event) => Some(event),
+                None => self.missed(),
+            },
+        }
+    }
+
+    /// [`EventFeed::recv`] for a thread outside the runtime.
+    pub fn blocking_recv(&mut self) -> Option<TunnelEvent> {
+        match self.try_recv() {
+            Some(event) => Some(event),
+            None => match self.queue.blocking_recv() {
+                Some(event) => Some(event),
+                None => self.missed(),
+            },
+        }
+    }
+
+    /// The next event if one is ready.
+    pub fn try_recv(&mut self) -> Option<TunnelEvent> {
+        match self.queue.try_recv() {
+            Ok(event) => Some(event),
+            Err(TryRecvError::Empty | TryRecvError::Disconnected) => self.missed(),
+        }
+    }
+
+    /// The events dropped since the display last caught up, if any.
+    fn missed(&self) -> Option<TunnelEvent> {
+        match self.missed.swap(0, Ordering::Relaxed) {
+            0 => None,
+            count => Some(TunnelEvent::Missed { count }),
+        }
+    }
+}
+
 /// Reports a completed delivery; see [`report`].
-pub fn report_delivered(events: &mpsc::Sender<TunnelEvent>, summary: Summary) {
+pub fn report_delivered(events: &Events, summary: Summary) {
     report(events, TunnelEvent::delivered(summary));
 }
 
 /// Reports an event, dropping it when the display is behind: a display
 /// nobody reads (stdout piped into a pager left alone) never holds up the
-/// tunnel, the history writer, or a ctrl-c.
-pub fn report(events: &mpsc::Sender<TunnelEvent>, event: TunnelEvent) {
-    if events.try_send(event).is_err() {
-        tracing::debug!("tunnel event dropped: the display is behind");
+/// tunnel, the history writer, or a ctrl-c. The display is told how many
+/// it missed once it catches up.
+pub fn report(events: &Events, event: TunnelEvent) {
+    match events.queue.try_send(event) {
+        Ok(()) => {}
+        Err(mpsc::error::TrySendError::Full(_)) => {
+            tracing::debug!("tunnel event dropped: the display is behind");
+            events.missed.fetch_add(1, Ordering::Relaxed);
+        }
+        // The display has ended: the tunnel is stopping.
+        Err(mpsc::error::TrySendError::Closed(_)) => {}
     }
 }
 
@@ -131,20 +245,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_display_that_is_behind_never_holds_up_the_sender() {
-        let (events, mut shown) = mpsc::channel(1);
+    fn a_display_that_is_behind_never_holds_up_the_sender_and_is_told_what_it_missed() {
+        let (events, mut shown) = queue(1);
         let lost = |n: u64| TunnelEvent::Disconnected {
             reason: format!("drop {n}"),
             failed_tries: 0,
             retry_in: Duration::from_secs(n),
         };
         report(&events, lost(1));
-        // The channel is full: a send that waited would never return here.
+        // The queue is full: a send that waited would never return here.
         report(&events, lost(2));
-        assert_eq!(shown.try_recv().ok(), Some(lost(1)));
-        assert!(
-            shown.try_recv().is_err(),
-            "the event the display had no room for is dropped"
-        );
+        report(&events, lost(3));
+        assert_eq!(shown.try_recv(), Some(lost(1)), "what was queued comes first");
+        assert_eq!(shown.try_recv(), Some(TunnelEvent::Missed { count: 2 }));
+        assert_eq!(shown.try_recv(), None, "told once");
+        report(&events, lost(4));
+        assert_eq!(shown.try_recv(), Some(lost(4)), "and reported again once there is room");
+    }
+
+    #[tokio::test]
+    async fn what_was_missed_is_told_before_the_display_ends() {
+        let (events, mut shown) = queue(1);
+        report(&events, TunnelEvent::Notice { text: "kept".into() });
+        report(&events, TunnelEvent::Notice { text: "dropped".into() });
+        drop(events);
+        assert_eq!(shown.recv().await, Some(TunnelEvent::Notice { text: "kept".into() }));
+        assert_eq!(shown.recv().await, Some(TunnelEvent::Missed { count: 1 }));
+        assert_eq!(shown.recv().await, None);
     }
 }

@@ -7,10 +7,10 @@ use portpreview_shared::duration::format_duration;
 use portpreview_shared::sanitize::escape_str;
 use portpreview_shared::text::{counted, shorten};
 use serde_json::json;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::events::TunnelEvent;
+use crate::events::{EventFeed, TunnelEvent};
 use crate::render::mask::shown_path;
 use crate::store::Summary;
 use crate::time::{ordinal, ShortDuration};
@@ -58,7 +58,7 @@ const DRAIN: Duration = Duration::from_secs(1);
 /// channel and are then dropped, and the tunnel goes on. Once the tunnel has
 /// ended (`ended` fires), the lines still queued get `DRAIN` to go out, so
 /// a stdout that nobody reads never keeps the process from exiting.
-pub async fn print_events(events: mpsc::Receiver<TunnelEvent>, format: LogFormat, ended: CancellationToken) {
+pub async fn print_events(events: EventFeed, format: LogFormat, ended: CancellationToken) {
     let (done, printed) = oneshot::channel::<()>();
     let spawned = std::thread::Builder::new().name("output".into()).spawn(move || {
         write_events(events, format);
@@ -81,7 +81,7 @@ pub async fn print_events(events: mpsc::Receiver<TunnelEvent>, format: LogFormat
 
 /// Writes every event until the channel closes, flushing once per burst of
 /// ready events rather than once per line. Blocks: runs on its own thread.
-fn write_events(mut events: mpsc::Receiver<TunnelEvent>, format: LogFormat) {
+fn write_events(mut events: EventFeed, format: LogFormat) {
     let mut stdout = std::io::BufWriter::new(std::io::stdout());
     // Set when the relay connection was lost: with stdout in a file, the
     // reconnecting lines on stderr would otherwise end on a failure.
@@ -115,7 +115,7 @@ fn write_events(mut events: mpsc::Receiver<TunnelEvent>, format: LogFormat) {
                     crate::to_stderr(format_args!("{line}\n"));
                 }
             }
-            next = events.try_recv().ok();
+            next = events.try_recv();
         }
         let _ = stdout.flush();
         std::thread::sleep(GATHER);
@@ -168,6 +168,11 @@ pub fn text_line(event: &TunnelEvent) -> Option<Line> {
         TunnelEvent::Notice { text } | TunnelEvent::HeldBack { text } => {
             Line::Err(format!("warning: {}", escape_str(text)))
         }
+        TunnelEvent::Missed { count } => Line::Err(format!(
+            "warning: {} not printed, as stdout was read more slowly than they came; `portpreview history` lists \
+             the recorded deliveries",
+            counted(*count, "line", "lines")
+        )),
         TunnelEvent::Disconnected {
             reason,
             failed_tries,
@@ -271,6 +276,7 @@ pub fn json_line(event: &TunnelEvent) -> Option<String> {
         TunnelEvent::Notice { text } | TunnelEvent::HeldBack { text } => {
             json!({ "event": "warning", "message": text })
         }
+        TunnelEvent::Missed { count } => json!({ "event": "missed", "count": count }),
         TunnelEvent::Disconnected {
             reason,
             failed_tries,

@@ -6,11 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use portpreview::config::Secret;
-use portpreview::events::{report, TunnelEvent};
+use portpreview::events::{report, EventFeed, TunnelEvent};
 use portpreview::store::{Recorder, RecorderHandle, Summary, WriterNews};
 use portpreview::target::Target;
 use portpreview::tunnel::{self, connect, ConnectError, ConnectOptions, HostHeader, TunnelConfig};
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -53,7 +52,7 @@ pub struct TestTunnel {
     pub also_url: Option<String>,
     /// History database file.
     pub db: PathBuf,
-    events: mpsc::Receiver<TunnelEvent>,
+    events: EventFeed,
     shutdown: CancellationToken,
     task: Option<JoinHandle<Result<(), ConnectError>>>,
     recorder: Option<RecorderHandle>,
@@ -73,7 +72,7 @@ impl TestTunnel {
     pub async fn start_with(relay_url: &str, target: &str, options: TunnelOptions) -> Result<Self, ConnectError> {
         let dir = tempfile::tempdir().expect("temp dir");
         let db = dir.path().join("history.db");
-        let (events_tx, mut events) = mpsc::channel(1024);
+        let (events_tx, mut events) = portpreview::events::queue(1024);
         let reported = events_tx.clone();
         let report = move |news: WriterNews| report(&reported, news.into());
         let (recorder, handle) = Recorder::start(&db, Vec::new(), report).expect("open the history");

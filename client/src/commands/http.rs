@@ -10,11 +10,10 @@ use portpreview_server::RelayConfig;
 use portpreview_shared::duration::format_duration;
 use portpreview_shared::message::CONNECT_PATH;
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, Secret};
-use crate::events::{report, TunnelEvent};
+use crate::events::{report, EventFeed, Events, TunnelEvent};
 use crate::origin::Origin;
 use crate::output::{self, LogFormat};
 use crate::store::{Recorder, RecorderHandle, WriterNews};
@@ -122,10 +121,10 @@ pub async fn run(
 
     // The history is opened once the setup above can no longer fail, so an
     // error there never leaves a writer to stop on the way out.
-    let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
+    let (events_tx, events_rx) = crate::events::queue(EVENT_QUEUE);
     for text in setup.notices {
-        // The channel is new and empty: these fit.
-        let _ = events_tx.try_send(TunnelEvent::Notice { text });
+        // The queue is new and empty: these fit.
+        report(&events_tx, TunnelEvent::Notice { text });
     }
     let (recorder, recorder_handle) = (!args.no_record)
         .then(|| start_recorder(db, &args.key_fields, &events_tx))
@@ -137,7 +136,7 @@ pub async fn run(
             "the history {path} may be read by other users (mode {mode:o}), and it keeps every payload and \
              signature: chmod 600 {path}"
         );
-        let _ = events_tx.try_send(TunnelEvent::Notice { text });
+        report(&events_tx, TunnelEvent::Notice { text });
     }
     if let Some(dir) = new_folder.filter(|dir| dir.is_dir()) {
         crate::to_stderr(format_args!(
@@ -279,11 +278,7 @@ async fn bind_local_relay(listen: &str) -> anyhow::Result<(String, TcpListener)>
 }
 
 /// Opens the history at `db` for recording, its writer reporting to `events`.
-fn start_recorder(
-    db: &Path,
-    key_fields: &[String],
-    events: &mpsc::Sender<TunnelEvent>,
-) -> anyhow::Result<(Recorder, RecorderHandle)> {
+fn start_recorder(db: &Path, key_fields: &[String], events: &Events) -> anyhow::Result<(Recorder, RecorderHandle)> {
     // Weak: once the tunnel and its stop are done with the display, the
     // display ends, though a writer left behind by a stop asked for now
     // still runs.
@@ -311,7 +306,7 @@ struct Running {
     local_relay: Option<TcpListener>,
     recorder: Option<Recorder>,
     recorder_handle: Option<RecorderHandle>,
-    events: (mpsc::Sender<TunnelEvent>, mpsc::Receiver<TunnelEvent>),
+    events: (Events, EventFeed),
 }
 
 impl Running {
@@ -448,7 +443,7 @@ enum Stored {
 /// command to move in, without the answers the writer held. A stop asked
 /// for now before the wait began still gives the writer its chance: most
 /// often it takes milliseconds.
-async fn store_the_last(handle: RecorderHandle, events: &mpsc::Sender<TunnelEvent>, now: &CancellationToken) -> Stored {
+async fn store_the_last(handle: RecorderHandle, events: &Events, now: &CancellationToken) -> Stored {
     let (stopped, done) = tokio::sync::oneshot::channel();
     // A thread of its own, not the runtime's blocking pool, which the
     // runtime waits for as it ends: a stop asked for now must not.

@@ -5,6 +5,7 @@
 use ratatui::layout::Rect;
 
 use portpreview_shared::sanitize::escape_str;
+use portpreview_shared::text::counted;
 
 use crate::events::TunnelEvent;
 
@@ -329,6 +330,16 @@ impl App {
     pub fn on_tunnel_event(&mut self, event: TunnelEvent, second: u64) {
         if let TunnelEvent::Notice { text } = &event {
             return self.set_status(escape_str(text).into_owned(), true);
+        }
+        if let TunnelEvent::Missed { count } = event {
+            // The rows come from the history; the header's counts miss them.
+            self.history_changed();
+            let missed = counted(count, "event", "events");
+            let text = format!(
+                "{missed} came faster than the screen took them: rows read again from the history, the header's \
+                 counts leave them out"
+            );
+            return self.set_status(text, true);
         }
         if let TunnelEvent::HeldBack { text } = &event {
             let shown = escape_str(text).into_owned();

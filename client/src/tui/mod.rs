@@ -29,7 +29,7 @@ use ratatui::layout::Rect;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::events::TunnelEvent;
+use crate::events::{EventFeed, TunnelEvent};
 use crate::store::{Store, StoreError};
 use source::FollowedStore;
 
@@ -54,11 +54,7 @@ const EVENT_BATCH: usize = 1024;
 /// Paging the history and drawing a frame take milliseconds, so the TUI runs
 /// on a thread and runtime of its own: on the tunnel's thread every frame
 /// would hold up the requests in flight.
-pub async fn run_live(
-    db: &Path,
-    events: mpsc::Receiver<TunnelEvent>,
-    shutdown: CancellationToken,
-) -> anyhow::Result<Option<mpsc::Receiver<TunnelEvent>>> {
+pub async fn run_live(db: &Path, events: EventFeed, shutdown: CancellationToken) -> anyhow::Result<Option<EventFeed>> {
     let db = db.to_path_buf();
     let (done, finished) = oneshot::channel();
     std::thread::Builder::new()
@@ -98,9 +94,9 @@ pub async fn run_browser(db: &Path) -> anyhow::Result<()> {
 async fn run(
     db: &Path,
     mode: Mode,
-    events: Option<mpsc::Receiver<TunnelEvent>>,
+    events: Option<EventFeed>,
     shutdown: CancellationToken,
-) -> anyhow::Result<Option<mpsc::Receiver<TunnelEvent>>> {
+) -> anyhow::Result<Option<EventFeed>> {
     // Browsing opens the history as the reading commands do, never waiting
     // on another process's lock. Live, the recorder has made the history
     // already; with --no-record there may be none, and none is made: an
@@ -165,7 +161,7 @@ struct EventLoop {
     searches: SearchWorker,
     found: mpsc::UnboundedReceiver<search::Found>,
     replay: Option<ReplayTask>,
-    events: Option<mpsc::Receiver<TunnelEvent>>,
+    events: Option<EventFeed>,
     started: Instant,
     exit_after_first_frame: bool,
 }
@@ -301,8 +297,8 @@ impl EventLoop {
         let Some(events) = &mut self.events else { return };
         for _ in 0..EVENT_BATCH {
             match events.try_recv() {
-                Ok(event) => self.app.on_tunnel_event(event, second),
-                Err(_) => break,
+                Some(event) => self.app.on_tunnel_event(event, second),
+                None => break,
             }
         }
     }
@@ -344,7 +340,7 @@ async fn next_signal(_: &mut Option<()>) -> Option<()> {
 }
 
 /// The next tunnel event; never resolves when there is no tunnel.
-async fn next_event(events: &mut Option<mpsc::Receiver<TunnelEvent>>) -> Option<TunnelEvent> {
+async fn next_event(events: &mut Option<EventFeed>) -> Option<TunnelEvent> {
     match events {
         Some(events) => events.recv().await,
         None => std::future::pending().await,

@@ -135,6 +135,7 @@ impl LiveStats {
             TunnelEvent::Waiting { .. }
             | TunnelEvent::Stopping { .. }
             | TunnelEvent::Notice { .. }
+            | TunnelEvent::Missed { .. }
             | TunnelEvent::HeldBack { .. } => {}
             TunnelEvent::Delivered { summary, .. } => self.count(summary, second),
         }

@@ -22,7 +22,6 @@ use std::time::Duration;
 
 use portpreview_shared::message::StreamId;
 use portpreview_shared::sync::lock;
-use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
@@ -33,7 +32,7 @@ pub use exchange::HostHeader;
 use exchange::Shared;
 pub use session::{SessionEnd, DRAIN_LIMIT};
 
-use crate::events::{report, TunnelEvent};
+use crate::events::{report, Events, TunnelEvent};
 use crate::forward::Forwarder;
 use crate::store::recorder::Recorder;
 use crate::target::Target;
@@ -100,7 +99,7 @@ impl Stop {
 pub async fn run(
     config: TunnelConfig,
     recorder: Option<Recorder>,
-    events: mpsc::Sender<TunnelEvent>,
+    events: Events,
     stop: Stop,
 ) -> Result<(), ConnectError> {
     let target = config.target.to_string();
@@ -147,7 +146,7 @@ impl Unfinished {
     /// Gives them up to [`DRAIN_LIMIT`], as any exchange gets at shutdown,
     /// and says so, as a live session does: each records its handler's
     /// answer, or that it was cut off ([`Stop::drain_over`]).
-    async fn settle(mut self, events: &mpsc::Sender<TunnelEvent>) {
+    async fn settle(mut self, events: &Events) {
         self.prune();
         let in_flight: usize = self.0.iter().map(JoinSet::len).sum();
         if in_flight == 0 {
@@ -203,7 +202,7 @@ async fn serve_until_stopped(
     mut options: ConnectOptions,
     target: String,
     shared: &Arc<Shared>,
-    events: mpsc::Sender<TunnelEvent>,
+    events: Events,
     stop: &Stop,
     unfinished: &mut Unfinished,
 ) -> Result<(), ConnectError> {

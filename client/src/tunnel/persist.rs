@@ -2,22 +2,20 @@
 //! are put on disk before any answer leaves, and a disk that stops taking
 //! them is told of once.
 
-use tokio::sync::mpsc;
-
 use super::outage::Outage;
-use crate::events::{report, TunnelEvent};
+use crate::events::{report, Events, TunnelEvent};
 use crate::store::recorder::{RecordError, Recorder};
 
 /// Puts the inbox on disk before a frame is sent, for a tunnel that
 /// records; does nothing for one that does not.
 pub(super) struct Persist {
     recorder: Option<Recorder>,
-    events: mpsc::Sender<TunnelEvent>,
+    events: Events,
     failing: Outage,
 }
 
 impl Persist {
-    pub(super) fn new(recorder: Option<Recorder>, events: mpsc::Sender<TunnelEvent>) -> Self {
+    pub(super) fn new(recorder: Option<Recorder>, events: Events) -> Self {
         Self {
             recorder,
             events,

@@ -55,7 +55,7 @@ async fn session_forwarding_to(
     let (ours, theirs) = tokio::io::duplex(64 * 1024);
     let socket = WebSocketStream::from_raw_socket(ours, Role::Client, None).await;
     let relay = WebSocketStream::from_raw_socket(theirs, Role::Server, None).await;
-    let (events, _) = mpsc::channel(16);
+    let (events, _) = crate::events::queue(16);
     let shared = Arc::new(Shared {
         forwarder: Forwarder::new(Target::parse(target).expect("target")),
         recorder: None,

@@ -67,6 +67,18 @@ fn the_notice_of_a_name_waited_for_goes_when_the_tunnel_is_up() {
     );
 }
 
+/// Events dropped while the screen was behind are said, not passed over.
+#[test]
+fn events_the_screen_missed_are_told_on_the_status_line() {
+    let mut app = live_app(3, 100, 12);
+    app.on_tunnel_event(TunnelEvent::Missed { count: 40 }, 1);
+    let status = app.status.as_ref().map(|s| s.text.as_str()).unwrap_or_default();
+    assert!(
+        status.starts_with("40 events came faster than the screen took them: rows read again from the history"),
+        "{status}"
+    );
+}
+
 fn press(app: &mut App, keys: &str) {
     for c in keys.chars() {
         app.handle_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));

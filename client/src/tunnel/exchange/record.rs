@@ -186,8 +186,6 @@ pub(super) async fn finish(shared: &Shared, line: Line, outcome: Outcome, ticket
 mod tests {
     use std::time::Duration;
 
-    use tokio::sync::mpsc;
-
     use super::*;
     use crate::events::TunnelEvent;
     use crate::forward::Forwarder;
@@ -236,7 +234,7 @@ mod tests {
     /// once, and once more when recording works again.
     #[test]
     fn recording_that_fails_is_told_once_per_change() {
-        let (events, mut shown) = mpsc::channel(16);
+        let (events, mut shown) = crate::events::queue(16);
         let shared = Shared {
             forwarder: Forwarder::new(Target::parse("127.0.0.1:9").expect("target")),
             recorder: None,
@@ -254,7 +252,7 @@ mod tests {
         }
         shared.recording_worked();
         shared.recording_worked();
-        let told: Vec<TunnelEvent> = std::iter::from_fn(|| shown.try_recv().ok()).collect();
+        let told: Vec<TunnelEvent> = std::iter::from_fn(|| shown.try_recv()).collect();
         assert_eq!(
             told,
             [

@@ -5,9 +5,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use portpreview_shared::message::Header;
-use tokio::sync::mpsc;
 
-use crate::events::{report, TunnelEvent};
+use crate::events::{report, Events, TunnelEvent};
 use crate::forward::Forwarder;
 use crate::store::recorder::{RecordError, Recorder};
 use crate::store::MAX_STORED_BODY;
@@ -31,7 +30,7 @@ pub struct Shared {
     /// The history writer, when recording.
     pub recorder: Option<Recorder>,
     /// Where deliveries are reported.
-    pub events: mpsc::Sender<TunnelEvent>,
+    pub events: Events,
     /// Host header policy.
     pub host_header: HostHeader,
     /// How long the local handler may take to answer.
