@@ -1693,11 +1693,17 @@ async fn a_webhook_sent_while_the_tunnel_was_stopped_is_not_forwarded_when_it_ru
         let url = format!("{url}/webhooks/stopped/{n}");
         sent.spawn(async move {
             tokio::time::sleep(Duration::from_millis(900 * n)).await;
-            caller::post(&url, "{}").await.status
+            caller::post(&url, "{}").await
         });
     }
-    while let Some(status) = sent.join_next().await {
-        assert_eq!(status.expect("a caller"), 502);
+    while let Some(reply) = sent.join_next().await {
+        let reply = reply.expect("a caller");
+        assert_eq!(reply.status, 502);
+        assert_eq!(
+            String::from_utf8_lossy(&reply.body),
+            "the tunnel's client stopped answering while the request was in flight (paused, or its network \
+             stalled)\n"
+        );
     }
     assert!(
         started.elapsed() >= Duration::from_secs(9),

@@ -25,7 +25,7 @@ use crate::names;
 use crate::port::StreamPort;
 use crate::public_url::PublicUrl;
 use crate::registry::{BodyAtOpen, Claimed, Lease, OpenError, Owner, Registry, Tunnel};
-use crate::stream::{Streams, CLIENT_GONE};
+use crate::stream::{Streams, CLIENT_GONE, CLIENT_SILENT};
 use crate::writer::{self, Outbox};
 
 /// How often a draining session checks whether its requests have finished.
@@ -157,6 +157,7 @@ where
             // Callers in flight learn at once why no answer will come.
             streams.close_all(match end {
                 End::Shutdown => "the relay shut down before the tunnel's client answered",
+                End::Dead => CLIENT_SILENT,
                 _ => CLIENT_GONE,
             });
             outbox.refuse_streams();

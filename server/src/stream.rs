@@ -54,6 +54,11 @@ pub enum Inbound {
 /// What a caller is told when the tunnel's client leaves with its request.
 pub const CLIENT_GONE: &str = "the tunnel's client went away while the request was in flight";
 
+/// What a caller is told when the relay gives up on a client that went
+/// silent (paused, or its network stalled) with its request.
+pub const CLIENT_SILENT: &str =
+    "the tunnel's client stopped answering while the request was in flight (paused, or its network stalled)";
+
 /// A client broke the protocol in a way that ends the session.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]

@@ -379,7 +379,11 @@ async fn a_silent_client_is_declared_dead_and_its_callers_get_502() {
     let reply = caller.await.unwrap();
     assert_eq!(
         (reply.status, reply.text().as_str()),
-        (502, "the tunnel's client went away while the request was in flight\n"),
+        (
+            502,
+            "the tunnel's client stopped answering while the request was in flight (paused, or its network \
+             stalled)\n"
+        ),
         "the caller is told why no answer came"
     );
     // The relay closes with its reason once it has held the name: a client
