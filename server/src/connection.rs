@@ -22,6 +22,7 @@ use crate::headscan::{HeadLimits, HeadScan};
 use crate::ingress::{self, ConnInfo, Relay};
 use crate::limits::{ConnectionLimits, Slot};
 use crate::linger::{Linger, LingerAsk};
+use crate::refusal_log::{CapLog, ExhaustionLog};
 use crate::write_stall::WriteStall;
 
 /// Pause after an accept error that more connections will not cure at once
@@ -147,85 +148,6 @@ fn within_open_files(max: usize, open_files: Option<u64>) -> usize {
     max.min(room).max(1)
 }
 
-/// The connections refused at the cap, told to the log at most once a
-/// minute: an operator learns that the cap bites (set too low behind a
-/// proxy that sends every caller from one address), and a flood of
-/// connections does not become a flood of lines.
-#[derive(Default)]
-struct CapLog {
-    every_minute: OnceAMinute,
-    untold: u64,
-    last_from: Option<SocketAddr>,
-}
-
-/// Lets a log line through at most once a minute.
-#[derive(Default)]
-struct OnceAMinute {
-    last: Option<tokio::time::Instant>,
-}
-
-impl OnceAMinute {
-    const EVERY: Duration = Duration::from_secs(60);
-
-    /// When the next line may go through: now, when none has yet.
-    fn next(&self) -> Option<tokio::time::Instant> {
-        self.last.map(|last| last + Self::EVERY)
-    }
-
-    /// True when a minute has passed since the last line let through.
-    fn due(&mut self) -> bool {
-        let now = tokio::time::Instant::now();
-        if self.last.is_some_and(|last| now < last + Self::EVERY) {
-            return false;
-        }
-        self.last = Some(now);
-        true
-    }
-}
-
-impl CapLog {
-    fn refused(&mut self, peer: SocketAddr) {
-        tracing::debug!(%peer, "connection refused: over the connection cap");
-        self.untold += 1;
-        self.last_from = Some(peer);
-        self.tell_if_due();
-    }
-
-    /// Returns once refusals counted since the last line may be told;
-    /// never while there are none.
-    async fn untold_due(&self) {
-        match (self.untold, self.every_minute.next()) {
-            (0, _) => std::future::pending().await,
-            (_, Some(at)) => tokio::time::sleep_until(at).await,
-            (_, None) => {}
-        }
-    }
-
-    /// Tells the refusals counted so far, if a minute has passed.
-    fn tell_if_due(&mut self) {
-        if self.every_minute.due() {
-            self.tell();
-        }
-    }
-
-    /// At the end, the refusals not yet told.
-    fn tell_the_rest(&mut self) {
-        if self.untold > 0 {
-            self.tell();
-        }
-    }
-
-    fn tell(&mut self) {
-        tracing::warn!(
-            refused = self.untold,
-            last_from = self.last_from.map(tracing::field::display),
-            "connections refused over the connection cap (--max-connections-per-ip, or the relay's overall \
-             cap), counted since the last such line; one a minute at most"
-        );
-        self.untold = 0;
-    }
-}
-
 /// The first byte a caller sent, without taking it: a TLS handshake starts
 /// with 0x16, a request line with its method's capital. `None` when it
 /// closed or sent nothing within `patience`.
@@ -278,26 +200,6 @@ fn is_exhaustion(err: &io::Error) -> bool {
     use rustix::io::Errno;
     Errno::from_io_error(err)
         .is_some_and(|errno| [Errno::MFILE, Errno::NFILE, Errno::NOBUFS, Errno::NOMEM].contains(&errno))
-}
-
-/// Accepts refused for want of descriptors or memory, told at most once a
-/// minute: meanwhile callers wait unanswered in the listen queue, and an
-/// operator must learn why, without a line per try.
-#[derive(Default)]
-struct ExhaustionLog(OnceAMinute);
-
-impl ExhaustionLog {
-    fn tell(&mut self, err: &io::Error) {
-        if !self.0.due() {
-            return;
-        }
-        tracing::warn!(
-            %err,
-            open_files = portpreview_shared::open_files::limit().map(tracing::field::display),
-            "cannot accept connections: callers wait until some close (raise the open-file limit, ulimit -n); \
-             one such line a minute at most"
-        );
-    }
 }
 
 async fn serve(relay: Arc<Relay>, tcp: TcpStream, peer: SocketAddr, local: SocketAddr, slot: Slot) {
@@ -394,33 +296,6 @@ mod tests {
     use rustix::io::Errno;
 
     use super::*;
-
-    #[tokio::test(start_paused = true)]
-    async fn refusals_at_the_cap_are_told_once_a_minute_with_their_count() {
-        let mut log = CapLog::default();
-        let peer: SocketAddr = ([127, 0, 0, 1], 9).into();
-        log.refused(peer);
-        assert_eq!(log.untold, 0, "the first is told at once");
-        for _ in 0..5 {
-            log.refused(peer);
-        }
-        assert_eq!(log.untold, 5, "counted, not told");
-        let started = tokio::time::Instant::now();
-        // No refusal after the burst: its count is due a minute after
-        // the line before.
-        log.untold_due().await;
-        assert_eq!(started.elapsed(), OnceAMinute::EVERY);
-        log.tell_if_due();
-        assert_eq!(log.untold, 0, "a minute on, told with the count");
-        log.refused(peer);
-        assert_eq!(log.untold, 1, "within the next minute, counted");
-        tokio::time::advance(OnceAMinute::EVERY).await;
-        log.refused(peer);
-        assert_eq!(log.untold, 0, "a minute on, told at the refusal");
-        log.refused(peer);
-        log.tell_the_rest();
-        assert_eq!(log.untold, 0, "what is left is told as the relay stops");
-    }
 
     #[test]
     fn connections_are_capped_below_the_open_file_limit() {
