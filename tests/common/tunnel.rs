@@ -90,7 +90,7 @@ impl TestTunnel {
             relay_in_process: false,
         };
         let stop = tunnel::Stop::default();
-        let shutdown = stop.asked.clone();
+        let shutdown = stop.drain.clone();
         let mut task = tokio::spawn(tunnel::run(config, Some(recorder), events_tx, stop));
         let (public_url, also_url) = loop {
             tokio::select! {

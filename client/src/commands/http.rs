@@ -329,7 +329,7 @@ impl Running {
         } = self;
         let use_tui = args.uses_tui();
         let stop = tunnel::Stop::default();
-        let shutdown = stop.asked.clone();
+        let shutdown = stop.drain.clone();
         let relay_shutdown = CancellationToken::new();
         let tunnel_ended = CancellationToken::new();
 

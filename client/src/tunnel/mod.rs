@@ -23,7 +23,6 @@ use std::time::Duration;
 use portpreview_shared::message::StreamId;
 use portpreview_shared::sync::lock;
 use tokio::task::JoinSet;
-use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
 pub use backoff::Backoff;
@@ -73,24 +72,18 @@ pub struct TunnelConfig {
     pub relay_in_process: bool,
 }
 
-/// How the user stops a tunnel.
-#[derive(Clone, Debug, Default)]
-pub struct Stop {
-    /// Take no new requests; those in flight get up to [`DRAIN_LIMIT`] to finish.
-    pub asked: CancellationToken,
-    /// Cut off the requests still in flight as well: ctrl-c a second time.
-    pub now: CancellationToken,
-}
+/// How the user stops a tunnel, as a relay is stopped: `drain` takes no
+/// new requests and gives those in flight up to [`DRAIN_LIMIT`] to finish;
+/// `now` (ctrl-c a second time) cuts them off as well.
+pub use portpreview_server::Stop;
 
-impl Stop {
-    /// Resolves when requests still in flight are cut off: [`DRAIN_LIMIT`]
-    /// after the user asked to stop, or at once when asked again.
-    pub async fn drain_over(&self) {
-        self.asked.cancelled().await;
-        tokio::select! {
-            () = tokio::time::sleep(DRAIN_LIMIT) => {}
-            () = self.now.cancelled() => {}
-        }
+/// Resolves when requests still in flight are cut off: [`DRAIN_LIMIT`]
+/// after the user asked to stop, or at once when asked again.
+pub async fn drain_over(stop: &Stop) {
+    stop.drain.cancelled().await;
+    tokio::select! {
+        () = tokio::time::sleep(DRAIN_LIMIT) => {}
+        () = stop.now.cancelled() => {}
     }
 }
 
@@ -145,7 +138,7 @@ impl Unfinished {
 
     /// Gives them up to [`DRAIN_LIMIT`], as any exchange gets at shutdown,
     /// and says so, as a live session does: each records its handler's
-    /// answer, or that it was cut off ([`Stop::drain_over`]).
+    /// answer, or that it was cut off ([`drain_over`]).
     async fn settle(mut self, events: &Events) {
         self.prune();
         let in_flight: usize = self.0.iter().map(JoinSet::len).sum();
@@ -214,7 +207,7 @@ async fn serve_until_stopped(
     let mut warned_plain_url = false;
     loop {
         let attempt = tokio::select! {
-            () = stop.asked.cancelled() => return Ok(()),
+            () = stop.drain.cancelled() => return Ok(()),
             attempt = connect::connect(&options) => attempt,
         };
         let reason = match attempt {
@@ -266,7 +259,7 @@ async fn serve_until_stopped(
                         );
                     }
                     tokio::select! {
-                        () = stop.asked.cancelled() => return Ok(()),
+                        () = stop.drain.cancelled() => return Ok(()),
                         () = tokio::time::sleep(wait.min(HELD_BACK_RECHECK)) => continue,
                     }
                 }
@@ -307,7 +300,7 @@ async fn serve_until_stopped(
             },
         );
         tokio::select! {
-            () = stop.asked.cancelled() => return Ok(()),
+            () = stop.drain.cancelled() => return Ok(()),
             () = tokio::time::sleep(retry_in) => {}
         }
     }

@@ -159,7 +159,7 @@ where
     // with its token, under a lock, and unregisters when dropped, which a
     // turn per frame and per finished exchange paid twice over.
     let stop = session.shared.stop.clone();
-    let stop_asked = stop.asked.cancelled();
+    let stop_asked = stop.drain.cancelled();
     let stop_now = stop.now.cancelled();
     tokio::pin!(stop_asked, stop_now);
 

@@ -158,7 +158,7 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
                 answer_for_nobody(&shared, exchanged, &answer, line.started, &reason).await
             }
             () = abandoned.cancelled() => {
-                let stopped = shared.stop.asked.is_cancelled();
+                let stopped = shared.stop.drain.is_cancelled();
                 if stopped && answer.head_sent().is_none() {
                     failure(line.started, STOPPED.into())
                 } else {
@@ -190,7 +190,7 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
     let late_reset = reset.try_recv().ok();
     let outcome = match (late_reset.as_deref(), outcome.error.as_deref().and_then(cut_body)) {
         (Some(reason), Some(cut)) => failure(line.started, format!("{reason}; {cut}")),
-        (None, Some(cut)) if abandoned.is_cancelled() && !shared.stop.asked.is_cancelled() => {
+        (None, Some(cut)) if abandoned.is_cancelled() && !shared.stop.drain.is_cancelled() => {
             failure(line.started, format!("{ABANDONED}; {cut}"))
         }
         _ => outcome,
@@ -301,7 +301,7 @@ async fn answer_for_nobody(
         // at once, whether or not the drain is already over.
         biased;
         answered = within(shared.local_timeout, exchanged) => answered,
-        () = shared.stop.drain_over() => None,
+        () = crate::tunnel::drain_over(&shared.stop) => None,
     };
     let Some(mut outcome) = answered else {
         // Its head sent, the caller had the status however the rest ended.
@@ -310,7 +310,7 @@ async fn answer_for_nobody(
             outcome.status = Some(status);
             return outcome;
         }
-        let why = if shared.stop.asked.is_cancelled() {
+        let why = if shared.stop.drain.is_cancelled() {
             format!("{why}; {STOPPED}")
         } else {
             why.to_owned()
