@@ -115,6 +115,16 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// The screen with its colours and emphasis, as SGR sequences.
+    fn styled_screen(&self) -> String {
+        let out = self
+            .command()
+            .args(["capture-pane", "-p", "-e", "-t", "tui"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     /// Waits until the screen satisfies `check`; fails with the last screen.
     fn wait_for(&self, what: &str, check: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + SCREEN_DEADLINE;
@@ -266,6 +276,39 @@ fn shell_line(home: &Path, db: &Path, env: &str, args: &str, after: &str) -> Str
         bin = shell_quote(&portpreview_bin()),
         db = shell_quote(db),
     )
+}
+
+/// `show` on a terminal sets the escapes for what a body sent apart from
+/// its text, in colour, or underlined under NO_COLOR; piped, it does not.
+#[test]
+fn show_on_a_terminal_marks_the_escapes_a_body_sent() {
+    let scratch = Scratch::new("show-escapes");
+    let db = scratch.0.join("history.db");
+    fill_history(&db);
+    for (env, mark) in [("", "\x1b[35m"), ("NO_COLOR=1", "\x1b[4m")] {
+        let command = shell_line(&scratch.0, &db, env, "show 1", "");
+        let tmux = Tmux::start("show-escapes", &command);
+        tmux.wait_for("show to end", |s| s.contains("portpreview exited 0"));
+        let screen = tmux.styled_screen();
+        let body = screen
+            .lines()
+            .find(|line| line.contains("logically awesome"))
+            .unwrap_or_else(|| panic!("the body: {screen}"));
+        assert!(
+            body.contains(&format!("awesome\"}}{mark}\\x1b")) && body.contains("pwned"),
+            "{env:?}: {body:?}"
+        );
+    }
+    let piped = Command::new(portpreview_bin())
+        .args(["--db", db.to_str().unwrap(), "show", "1"])
+        .env("PORTPREVIEW_CONFIG", "/dev/null")
+        .output()
+        .unwrap();
+    let piped = String::from_utf8(piped.stdout).unwrap();
+    assert!(
+        piped.contains("awesome\"}\\x1b]0;pwned\\x07\\x1b[2J") && !piped.contains('\x1b'),
+        "{piped}"
+    );
 }
 
 #[test]

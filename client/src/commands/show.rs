@@ -47,6 +47,7 @@ pub fn run(args: Args, db: &Path, db_named: bool) -> anyhow::Result<ExitCode> {
             render::show::BodyCut {
                 limit: TERMINAL_BODY_LIMIT,
                 portpreview: &portpreview,
+                marks: render::show::EscapeMarks::for_terminal(),
             }
         } else {
             render::show::BodyCut::WHOLE

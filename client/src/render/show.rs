@@ -1,18 +1,20 @@
 //! `show` for people: one delivery whole, every untrusted byte escaped.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use portpreview_shared::provider::Provider;
-use portpreview_shared::sanitize::{escape_multiline, escape_str, hex_dump_rows};
+use portpreview_shared::sanitize::{escape_multiline, escape_runs, escape_str, hex_dump_rows};
 use portpreview_shared::text::thousands;
 use portpreview_shared::Header;
 
 use super::body::{decode, layout_start, shown_as_sent_note, truncation_note, Decoding, Layout};
-use super::mask::{escape_value, shown_path, shown_value};
+use super::mask::{shown_path, shown_value, value_runs};
 use crate::store::{Delivery, NewDelivery, ReplayRun};
 use crate::time::{elapsed, ordinal, rfc3339_ms};
 
-/// How far each body is shown, and how to ask for the rest.
+/// How far each body is shown, how to ask for the rest, and how its
+/// escapes stand out.
 #[derive(Debug, Clone, Copy)]
 pub struct BodyCut<'a> {
     /// Bytes of each body shown (`usize::MAX` for all of them).
@@ -21,14 +23,67 @@ pub struct BodyCut<'a> {
     /// it was named: the hint after a cut body must show this delivery,
     /// not the one with its number in the default history.
     pub portpreview: &'a str,
+    /// How the escapes standing for characters the body sent stand out.
+    pub marks: EscapeMarks,
 }
 
 impl BodyCut<'_> {
-    /// Every byte of every body.
+    /// Every byte of every body, escapes unmarked.
     pub const WHOLE: BodyCut<'static> = BodyCut {
         limit: usize::MAX,
         portpreview: "portpreview",
+        marks: EscapeMarks::Plain,
     };
+}
+
+/// How an escape in a body (`\x1b` for an ESC it sent) stands out from
+/// the same letters sent as they stand (a body holding `\x1b` typed out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EscapeMarks {
+    /// Not at all: the text goes to a file or a program.
+    Plain,
+    /// In a colour of their own, as the TUI's detail shows them.
+    Coloured,
+    /// Underlined: NO_COLOR asks for no colour, not for no emphasis.
+    Underlined,
+}
+
+impl EscapeMarks {
+    /// The marks for a terminal, as the environment asks.
+    pub fn for_terminal() -> EscapeMarks {
+        match std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty()) {
+            true => EscapeMarks::Underlined,
+            false => EscapeMarks::Coloured,
+        }
+    }
+
+    /// `text` escaped as [`escape_multiline`] does, each escape marked.
+    fn escape<'t>(self, text: &'t str) -> Cow<'t, str> {
+        match self {
+            EscapeMarks::Plain => escape_multiline(text),
+            _ => self.join(escape_runs(text, true)),
+        }
+    }
+
+    /// The runs of escaped text (`(text, escaped)`) joined, the escapes marked.
+    fn join<'t>(self, runs: Vec<(Cow<'t, str>, bool)>) -> Cow<'t, str> {
+        let (on, off) = match self {
+            EscapeMarks::Plain => ("", ""),
+            EscapeMarks::Coloured => ("\x1b[35m", "\x1b[39m"),
+            EscapeMarks::Underlined => ("\x1b[4m", "\x1b[24m"),
+        };
+        if let [(run, false)] = &runs[..] {
+            return run.clone();
+        }
+        let mut joined = String::new();
+        for (run, escaped) in runs {
+            match escaped {
+                true => joined.extend([on, &run, off]),
+                false => joined.push_str(&run),
+            }
+        }
+        Cow::Owned(joined)
+    }
 }
 
 /// Writes the delivery as text to `out`; secrets masked unless `reveal`;
@@ -104,7 +159,7 @@ fn request(out: &mut dyn Write, d: &Delivery, reveal: bool, cut: BodyCut<'_>) ->
         escape_str(&r.method),
         escape_str(&shown_path(&r.path, reveal))
     )?;
-    headers(out, &r.request_headers, reveal)?;
+    headers(out, &r.request_headers, reveal, cut.marks)?;
     body(out, d.id, &r.request_headers, &r.request_body, r.request_body_size, cut)
 }
 
@@ -132,7 +187,7 @@ fn response(out: &mut dyn Write, d: &Delivery, reveal: bool, cut: BodyCut<'_>) -
     if let Some(error) = &o.error {
         writeln!(out, "  Error: {}", escape_str(error))?;
     }
-    headers(out, &o.response_headers, reveal)?;
+    headers(out, &o.response_headers, reveal, cut.marks)?;
     body(
         out,
         d.id,
@@ -173,14 +228,10 @@ fn field(out: &mut dyn Write, label: &str, value: &str) -> io::Result<()> {
     writeln!(out, "{label:<10} {value}")
 }
 
-fn headers(out: &mut dyn Write, list: &[Header], reveal: bool) -> io::Result<()> {
+fn headers(out: &mut dyn Write, list: &[Header], reveal: bool, marks: EscapeMarks) -> io::Result<()> {
     for h in list {
-        writeln!(
-            out,
-            "  {}: {}",
-            escape_str(&h.name),
-            escape_value(&shown_value(h, reveal))
-        )?;
+        let value = shown_value(h, reveal);
+        writeln!(out, "  {}: {}", escape_str(&h.name), marks.join(value_runs(&value)))?;
     }
     Ok(())
 }
@@ -215,8 +266,8 @@ fn body(out: &mut dyn Write, id: i64, headers: &[Header], bytes: &[u8], size: u6
     }
     let (layout, shown) = layout_start(readable, cut.limit);
     match layout {
-        Layout::Json(pretty) => indented(out, &escape_multiline(&pretty))?,
-        Layout::Text(text) => indented(out, &escape_multiline(text))?,
+        Layout::Json(pretty) => indented(out, &cut.marks.escape(&pretty))?,
+        Layout::Text(text) => indented(out, &cut.marks.escape(text))?,
         Layout::Hex(bytes) => {
             for row in hex_dump_rows(bytes) {
                 writeln!(out, "  {row}")?;
@@ -363,6 +414,7 @@ mod tests {
         let at_64k = BodyCut {
             limit: 65_536,
             portpreview: "portpreview",
+            marks: EscapeMarks::Plain,
         };
         let shown = delivery(&big, 2, &[], false, at_64k);
         assert!(
@@ -390,6 +442,7 @@ mod tests {
         let named = BodyCut {
             limit: 65_536,
             portpreview: "portpreview --db='my hooks.db'",
+            marks: EscapeMarks::Plain,
         };
         assert!(delivery(&big, 2, &[], false, named).contains(
             "; portpreview --db='my hooks.db' show 7 | less shows all of them, \
@@ -397,5 +450,46 @@ mod tests {
         ));
         // The response (3 bytes) is under the limit: no note for it.
         assert_eq!(shown.matches("more bytes").count(), 1);
+    }
+
+    #[test]
+    fn on_a_terminal_an_escape_stands_out_from_the_same_letters_typed_out() {
+        let body = |body: &[u8], marks: EscapeMarks| {
+            let mut d = sample();
+            d.request.request_body = body.to_vec();
+            d.request.request_body_size = body.len() as u64;
+            let cut = BodyCut {
+                marks,
+                ..BodyCut::WHOLE
+            };
+            delivery(&d, 2, &[], false, cut)
+        };
+        let sent = body(b"A\x1b[31mB\n\tC", EscapeMarks::Coloured);
+        assert!(
+            sent.contains("  A\x1b[35m\\x1b\x1b[39m[31mB\n  \x1b[35m\\t\x1b[39mC\n"),
+            "{sent}"
+        );
+        let typed = body(b"A\\x1b[31mB", EscapeMarks::Coloured);
+        assert!(
+            typed.contains("  A\\x1b[31mB\n"),
+            "typed out, left as it stands: {typed}"
+        );
+        let underlined = body(b"A\x1bB", EscapeMarks::Underlined);
+        assert!(underlined.contains("  A\x1b[4m\\x1b\x1b[24mB\n"), "{underlined}");
+        let plain = body(b"A\x1bB", EscapeMarks::Plain);
+        assert!(plain.contains("  A\\x1bB\n"), "{plain}");
+
+        let mut d = sample();
+        d.request
+            .request_headers
+            .push(Header::new("x-sent", b"a\xffb".to_vec()));
+        d.request.request_headers.push(Header::new("x-typed", "a\\xffb"));
+        let cut = BodyCut {
+            marks: EscapeMarks::Coloured,
+            ..BodyCut::WHOLE
+        };
+        let shown = delivery(&d, 2, &[], false, cut);
+        assert!(shown.contains("  x-sent: a\x1b[35m\\xff\x1b[39mb\n"), "{shown}");
+        assert!(shown.contains("  x-typed: a\\xffb\n"), "{shown}");
     }
 }
