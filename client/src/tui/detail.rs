@@ -6,6 +6,7 @@ use portpreview_shared::text::{counted, thousands};
 use portpreview_shared::Header;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
+use unicode_segmentation::UnicodeSegmentation;
 
 use crate::render::body::{as_text, layout_start, shown_as_sent_note, truncation_note, Decoding, Layout};
 use crate::render::mask::{escape_value, is_sensitive, shown_path, shown_value, value_runs};
@@ -140,7 +141,9 @@ impl DetailDoc {
     }
 }
 
-/// The line without its first `columns` characters (horizontal scroll).
+/// The line without its first `columns` characters as they are seen
+/// (horizontal scroll): an emoji of several code points goes whole, never
+/// leaving a part that reads as another.
 fn cut_left(line: &Line<'static>, columns: usize) -> Line<'static> {
     if columns == 0 {
         return line.clone();
@@ -148,12 +151,12 @@ fn cut_left(line: &Line<'static>, columns: usize) -> Line<'static> {
     let mut skip = columns;
     let mut spans = Vec::with_capacity(line.spans.len());
     for span in &line.spans {
-        let count = span.content.chars().count();
+        let count = span.content.graphemes(true).count();
         if skip >= count {
             skip -= count;
             continue;
         }
-        let kept: String = span.content.chars().skip(skip).collect();
+        let kept: String = span.content.graphemes(true).skip(skip).collect();
         skip = 0;
         spans.push(Span::styled(kept, span.style));
     }
@@ -516,6 +519,17 @@ fn push_body(lines: &mut Vec<Line<'static>>, body: &[u8], size: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scrolled_sideways_an_emoji_goes_whole_or_stays_whole() {
+        let text = |line: Line<'static>| line.spans.iter().map(|span| span.content.as_ref()).collect::<String>();
+        let family = "\u{1f468}\u{200d}\u{1f469}\u{200d}\u{1f467}";
+        let line = Line::from(vec![Span::raw(format!("{family}{family}")), Span::raw("e\u{301}x")]);
+        assert_eq!(text(cut_left(&line, 1)), format!("{family}e\u{301}x"));
+        assert_eq!(text(cut_left(&line, 3)), "x", "a letter and its accent are one");
+        let toned = Line::from("\u{1f44d}\u{1f3fd}ok");
+        assert_eq!(text(cut_left(&toned, 1)), "ok", "no bare skin tone left");
+    }
     use crate::tui::source::test_delivery;
 
     fn text(doc: &DetailDoc) -> String {

@@ -161,19 +161,24 @@ impl App {
 }
 
 /// The fewest characters cut from the left of `line` that bring its end
-/// into `columns` screen columns (sideways scrolling cuts characters; a
-/// wide one, as in CJK text, takes two columns).
+/// into `columns` screen columns (sideways scrolling cuts whole characters
+/// as they are seen, an emoji of several code points one; a wide one, as
+/// in CJK text, takes two columns).
 fn end_in_view(line: &ratatui::text::Line<'_>, columns: usize) -> usize {
-    use unicode_width::UnicodeWidthChar;
-    let chars: Vec<char> = line.spans.iter().flat_map(|span| span.content.chars()).collect();
+    use unicode_segmentation::UnicodeSegmentation;
+    let clusters: Vec<&str> = line
+        .spans
+        .iter()
+        .flat_map(|span| span.content.graphemes(true))
+        .collect();
     let mut width = 0;
-    let kept = chars
+    let kept = clusters
         .iter()
         .rev()
-        .take_while(|c| {
-            width += c.width().unwrap_or(0);
+        .take_while(|cluster| {
+            width += portpreview_shared::text::columns(cluster);
             width <= columns
         })
         .count();
-    chars.len() - kept
+    clusters.len() - kept
 }

@@ -551,6 +551,15 @@ fn detail_scroll_is_bounded() {
     let kept = 3 + (columns - 3) / 2;
     assert_eq!(app.detail.as_ref().unwrap().hscroll, 303 - kept, "to where END shows");
 
+    // An emoji of several code points is one character sideways.
+    let family = "\u{1f468}\u{200d}\u{1f469}\u{200d}\u{1f467}";
+    cut(
+        &mut app,
+        ratatui::text::Line::from(format!("{}END", family.repeat(400))),
+    );
+    press(&mut app, "$");
+    assert_eq!(app.detail.as_ref().unwrap().hscroll, 403 - kept, "to where END shows");
+
     // With the list's keys, sideways still scrolls the detail: the list has
     // no width to scroll.
     key(&mut app, KeyCode::Tab);
