@@ -16,6 +16,22 @@ pub fn truncate(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
+/// `text` cut to at most `max` bytes between characters as a reader sees
+/// them: an emoji of several code points, or a letter and its accents,
+/// is kept whole or left out, never cut to one that reads as another. A
+/// text that is one such character past `max` is cut between code points.
+pub fn truncate_whole(text: &str, max: usize) -> &str {
+    let cut = truncate(text, max);
+    if cut.len() == text.len() {
+        return cut;
+    }
+    let start = last_cluster_start(cut);
+    match text[start..].graphemes(true).next() {
+        Some(cluster) if start > 0 && start + cluster.len() > cut.len() => &text[..start],
+        _ => cut,
+    }
+}
+
 /// `text` cut to at most `width` characters, ending in `…` when cut, so a
 /// reader sees that there was more. An escape the sanitiser wrote
 /// (`\u{200b}`, `\x1b`) is kept whole or left out, never cut to a bare `\`.
@@ -171,6 +187,18 @@ pub fn thousands(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_between_whole_characters_keeps_an_emoji_whole_or_leaves_it_out() {
+        let family = "\u{1f468}\u{200d}\u{1f469}\u{200d}\u{1f467}";
+        let text = format!("ab{family}cd");
+        // Cut after the first person, a different emoji standing alone.
+        assert_eq!(truncate(&text, 6), "ab\u{1f468}");
+        assert_eq!(truncate_whole(&text, 6), "ab");
+        assert_eq!(truncate_whole(&text, 2 + family.len()), format!("ab{family}"));
+        assert_eq!(truncate_whole(&text, 100), text);
+        assert_eq!(truncate_whole("e\u{301}\u{301}", 2), "e", "one character past the cut");
+    }
 
     #[test]
     fn a_cut_never_splits_a_character() {

@@ -2,7 +2,7 @@
 //! binary as hex; whoever shows them escapes the text.
 
 use base64::Engine;
-use portpreview_shared::text::{thousands, truncate};
+use portpreview_shared::text::{thousands, truncate_whole};
 
 pub use portpreview_shared::coding::{decode, Decoding};
 
@@ -20,7 +20,7 @@ pub enum Layout<'a> {
 /// A body laid out for reading, pretty JSON, text or a hex dump, of at
 /// most the first `limit` bytes of `body` (the kind still judged on the
 /// whole body), and how many bytes that shows. The cut falls between
-/// characters, or between hex dump rows, and is made before escaping, so
+/// characters as they are seen, or between hex dump rows, and is made before escaping, so
 /// no character and no escape is ever shown in part.
 pub fn layout_start(body: &[u8], limit: usize) -> (Layout<'_>, usize) {
     if body.len() <= limit {
@@ -36,7 +36,7 @@ pub fn layout_start(body: &[u8], limit: usize) -> (Layout<'_>, usize) {
         let cut = limit - limit % 16;
         return (Layout::Hex(&body[..cut]), cut);
     };
-    let cut = truncate(text, limit).len();
+    let cut = truncate_whole(text, limit).len();
     // The layout starts at the document's first token; whitespace before
     // it is among the bytes shown.
     let lead = body.len() - body.trim_ascii_start().len();
@@ -71,7 +71,7 @@ pub fn pretty_json_start(body: &[u8], limit: usize) -> Option<String> {
     }
     serde_json::from_slice::<serde::de::IgnoredAny>(trimmed).ok()?;
     let text = std::str::from_utf8(trimmed).ok()?;
-    reindent(truncate(text, limit))
+    reindent(truncate_whole(text, limit))
 }
 
 /// Nesting deeper than this is shown as sent. Each level indents every
@@ -328,6 +328,9 @@ mod tests {
         assert_eq!(for_terminal_start(c1.as_bytes(), 4), ("abc".to_owned(), 3));
         let whole = format!("abc{}", escape_multiline("\u{9b}"));
         assert_eq!(for_terminal_start(c1.as_bytes(), 5), (whole, 5));
+        // An emoji of several code points goes whole, never as another.
+        let couple = "ab\u{1f468}\u{200d}\u{1f469}!";
+        assert_eq!(for_terminal_start(couple.as_bytes(), 9), ("ab".to_owned(), 2));
     }
 
     #[test]
