@@ -2132,7 +2132,7 @@ async fn a_relay_opening_more_streams_than_a_tunnel_carries_gets_503_for_the_res
     })
     .await;
     let handler = LocalHandler::echo().await;
-    let _tunnel = TestTunnel::start(&relay_url, &handler.url()).await;
+    let mut tunnel = TestTunnel::start(&relay_url, &handler.url()).await;
     let (stream, status, body) = tokio::time::timeout(Duration::from_secs(60), fake_relay)
         .await
         .expect("the client answered none of the streams")
@@ -2143,6 +2143,16 @@ async fn a_relay_opening_more_streams_than_a_tunnel_carries_gets_503_for_the_res
         handler.requests().is_empty(),
         "no body came, so nothing was forwarded yet"
     );
+    // The caller turned away is in no history: the user is told why.
+    loop {
+        if let TunnelEvent::Notice { text } = tunnel.next_event().await {
+            assert!(
+                text.starts_with("2048 requests are in flight, the most a tunnel carries: callers past them are answered 503 and not recorded"),
+                "{text}"
+            );
+            break;
+        }
+    }
 }
 
 /// The same cap for a relay that resets each stream as soon as it has

@@ -106,6 +106,9 @@ struct Session {
     /// The answers sent lately, which a reset coming after may amend:
     /// their callers went away while they were on their way.
     answered: Answered,
+    /// The user was told that requests past [`MAX_STREAMS`] in flight go
+    /// unrecorded: once a session, not once a request.
+    told_full: bool,
 }
 
 /// A request read during a pause, held until the relay answers the ping
@@ -148,6 +151,7 @@ where
         held: HashMap::new(),
         held_bodies: Vec::new(),
         answered: Answered::default(),
+        told_full: false,
     };
     // Counted from the last frame, so exchanges finishing meanwhile never
     // restart the count; the deadline moves only when it fires early, not
@@ -465,6 +469,7 @@ impl Session {
                 stream,
                 "the relay sent more requests at once than a tunnel carries; answered 503"
             );
+            self.tell_full();
             self.outbox.turn_away(
                 stream,
                 &format!("the tunnel's client has {MAX_STREAMS} requests in flight already"),
@@ -554,10 +559,27 @@ impl Session {
     fn record_unforwarded(&mut self, head: Head, body: (Bytes, Option<u64>), when: (Duration, Duration), why: String) {
         if self.exchanges.len() >= MAX_STREAMS {
             tracing::debug!("a request not forwarded was not recorded: too many in flight");
+            self.tell_full();
             return;
         }
         let record = exchange::turned_away(self.shared.clone(), head, body, when, why);
         self.exchanges.spawn(record);
+    }
+
+    /// Tells the user, once a session, that the tunnel carries as many
+    /// requests as it can: callers past them get 503 and go unrecorded.
+    /// Most often the history holds them up (another process has its lock).
+    fn tell_full(&mut self) {
+        if std::mem::replace(&mut self.told_full, true) {
+            return;
+        }
+        let text = format!(
+            "{MAX_STREAMS} requests are in flight, the most a tunnel carries: callers past them are answered 503 and \
+             not recorded (is the history held up? another process may hold its lock)"
+        );
+        // Shown by the display, in the TUI too; the log keeps a note.
+        tracing::info!("{text}");
+        report(&self.shared.events, TunnelEvent::Notice { text });
     }
 
     /// More of a request's body, passed on to its exchange; during a pause,
