@@ -405,6 +405,7 @@ async fn lines_a_slow_stdout_missed_are_counted_once_it_catches_up() {
         }
     }
     assert!(printed < SENT, "the display fell behind: {printed} of {SENT} printed");
+    assert_eq!(printed + missed, SENT, "each delivery printed or counted, once");
     let out = output_of(std::process::Command::new(portpreview_bin()).args([
         "--db",
         db.to_str().expect("utf-8 path"),

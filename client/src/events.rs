@@ -231,6 +231,9 @@ pub fn report_delivered(events: &Events, summary: Summary) {
 pub fn report(events: &Events, event: TunnelEvent) {
     match events.queue.try_send(event) {
         Ok(()) => {}
+        // A request in flight has no line; its answer, which has one, is
+        // counted should it be dropped too.
+        Err(mpsc::error::TrySendError::Full(TunnelEvent::Waiting { .. })) => {}
         Err(mpsc::error::TrySendError::Full(_)) => {
             tracing::debug!("tunnel event dropped: the display is behind");
             events.missed.fetch_add(1, Ordering::Relaxed);
@@ -261,6 +264,15 @@ mod tests {
         assert_eq!(shown.try_recv(), None, "told once");
         report(&events, lost(4));
         assert_eq!(shown.try_recv(), Some(lost(4)), "and reported again once there is room");
+
+        // A request still in flight, which has no line of its own, is not counted.
+        report(&events, lost(5));
+        let waiting = TunnelEvent::Waiting {
+            summary: crate::tui::source::summary_of(&crate::tui::source::test_delivery(1)),
+        };
+        report(&events, waiting);
+        assert_eq!(shown.try_recv(), Some(lost(5)));
+        assert_eq!(shown.try_recv(), None);
     }
 
     #[tokio::test]
