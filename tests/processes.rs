@@ -1398,6 +1398,8 @@ struct StuckRequest {
     _handler: LocalHandler,
     client: Running,
     call: tokio::task::JoinHandle<caller::Reply>,
+    /// The tunnel's public URL.
+    url: String,
 }
 
 impl StuckRequest {
@@ -1420,7 +1422,8 @@ impl StuckRequest {
             .find(|word| word.starts_with("http://"))
             .expect("public URL")
             .to_string();
-        let call = tokio::spawn(async move { caller::post(&format!("{url}/slow"), "{}").await });
+        let slow = format!("{url}/slow");
+        let call = tokio::spawn(async move { caller::post(&slow, "{}").await });
         handler.wait_for_request().await;
         Self {
             dir,
@@ -1428,6 +1431,7 @@ impl StuckRequest {
             _handler: handler,
             client,
             call,
+            url,
         }
     }
 
@@ -1463,6 +1467,40 @@ async fn a_request_in_flight_when_the_user_stops_the_tunnel_is_recorded_as_stopp
         Some("PortPreview was stopped before the answer came"),
         "the user stopped it; the relay did not go away"
     );
+}
+
+/// A request that comes while the tunnel finishes what is in flight is
+/// answered 503 and kept in the history with why, as every request the
+/// tunnel read is.
+#[tokio::test]
+async fn a_request_that_comes_while_the_tunnel_stops_is_turned_away_and_recorded() {
+    let mut stuck = StuckRequest::start(&[]).await;
+    stuck.client.signal("TERM");
+    while !stuck.stderr().contains("stopping: 1 request in flight") {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let late = caller::post(&format!("{}/late", stuck.url), "{\"late\":true}").await;
+    assert_eq!(late.status, 503);
+    assert_eq!(
+        String::from_utf8_lossy(&late.body),
+        "portpreview: the tunnel's client is shutting down\n"
+    );
+    assert_eq!(stuck.client.exit_code(Duration::from_secs(20)).await, Some(0));
+
+    let db = stuck.dir.path().join("history.db");
+    let store = portpreview::store::Store::open_existing(&db).expect("open the history");
+    let listed = store.list(&portpreview::store::ListQuery::default()).expect("read");
+    let late = listed
+        .iter()
+        .find(|d| d.path == "/late")
+        .expect("the late request is recorded");
+    assert_eq!(late.status, None);
+    assert_eq!(
+        late.error.as_deref(),
+        Some("PortPreview was stopping: it answered the caller 503, and the request was not forwarded")
+    );
+    let stored = store.get(late.id).expect("read").expect("the delivery");
+    assert_eq!(stored.request.request_body, b"{\"late\":true}");
 }
 
 #[tokio::test]

@@ -25,7 +25,7 @@ use crate::names;
 use crate::port::StreamPort;
 use crate::public_url::PublicUrl;
 use crate::registry::{BodyAtOpen, Claimed, Lease, OpenError, Owner, Registry, Tunnel};
-use crate::stream::{Streams, CLIENT_GONE, CLIENT_SILENT};
+use crate::stream::{Streams, CLIENT_GONE, CLIENT_SILENT, CLIENT_STOPPED};
 use crate::writer::{self, Outbox};
 
 /// How often a draining session checks whether its requests have finished.
@@ -158,6 +158,7 @@ where
             streams.close_all(match end {
                 End::Shutdown => "the relay shut down before the tunnel's client answered",
                 End::Dead => CLIENT_SILENT,
+                End::Goodbye => CLIENT_STOPPED,
                 _ => CLIENT_GONE,
             });
             outbox.refuse_streams();

@@ -54,6 +54,10 @@ pub enum Inbound {
 /// What a caller is told when the tunnel's client leaves with its request.
 pub const CLIENT_GONE: &str = "the tunnel's client went away while the request was in flight";
 
+/// What a caller is told when the tunnel's client shuts down on purpose
+/// (the user stopped it) with its request unread or unanswered.
+pub const CLIENT_STOPPED: &str = "the tunnel's client shut down before it answered the request";
+
 /// What a caller is told when the relay gives up on a client that went
 /// silent (paused, or its network stalled) with its request.
 pub const CLIENT_SILENT: &str =

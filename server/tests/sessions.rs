@@ -365,6 +365,26 @@ async fn broken_websocket_framing_closes_the_socket_with_a_reason() {
 }
 
 #[tokio::test]
+async fn a_client_that_says_goodbye_leaves_its_callers_a_502_that_says_it_shut_down() {
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+    use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+    let relay = Relay::start(RelayConfig::default()).await;
+    let (mut client, _, _) = FakeClient::connect(&relay, Some("leaving")).await;
+    let caller = tokio::spawn(call(relay.addr, request(relay.addr, "GET", "/t/leaving/", "")));
+    client.request().await;
+    let goodbye = CloseFrame {
+        code: CloseCode::Away,
+        reason: "stopping".into(),
+    };
+    client.socket.send(Message::Close(Some(goodbye))).await.unwrap();
+    let reply = caller.await.unwrap();
+    assert_eq!(
+        (reply.status, reply.text().as_str()),
+        (502, "the tunnel's client shut down before it answered the request\n")
+    );
+}
+
+#[tokio::test]
 async fn a_silent_client_is_declared_dead_and_its_callers_get_502() {
     let config = RelayConfig {
         ping_interval: Duration::from_millis(50),

@@ -460,6 +460,9 @@ impl Session {
         }
         if self.draining {
             self.outbox.turn_away(stream, "the tunnel's client is shutting down");
+            let why = "PortPreview was stopping: it answered the caller 503, and the request was not forwarded";
+            let size = end.then_some(body.len() as u64);
+            self.record_unforwarded(head, (body, size), (Duration::ZERO, Duration::ZERO), why.into());
             return ControlFlow::Continue(());
         }
         // Counted by the exchanges that run: one whose stream the relay has
