@@ -83,7 +83,7 @@ pub enum TunnelEvent {
         was: u16,
     },
     /// Events were dropped because the display was behind (a stdout read
-    /// slowly); the history has every delivery among them.
+    /// slowly); the history has every recorded delivery among them.
     Missed {
         /// How many.
         count: usize,
@@ -182,24 +182,18 @@ impl WeakEvents {
 impl EventFeed {
     /// The next event, waiting for one; `None` once every sender is gone.
     pub async fn recv(&mut self) -> Option<TunnelEvent> {
-        match self.try_recv() {
-            Some(event) => Some(event),
-            None => match self.queue.recv().await {
-                Some(event) => Some(event),
-                None => self.missed(),
-            },
+        if let Some(event) = self.try_recv() {
+            return Some(event);
         }
+        self.queue.recv().await.or_else(|| self.missed())
     }
 
     /// [`EventFeed::recv`] for a thread outside the runtime.
     pub fn blocking_recv(&mut self) -> Option<TunnelEvent> {
-        match self.try_recv() {
-            Some(event) => Some(event),
-            None => match self.queue.blocking_recv() {
-                Some(event) => Some(event),
-                None => self.missed(),
-            },
+        if let Some(event) = self.try_recv() {
+            return Some(event);
         }
+        self.queue.blocking_recv().or_else(|| self.missed())
     }
 
     /// The next event if one is ready.
