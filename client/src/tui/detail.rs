@@ -519,6 +519,11 @@ fn push_body(lines: &mut Vec<Line<'static>>, body: &[u8], size: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tui::source::test_delivery;
+
+    fn text(doc: &DetailDoc) -> String {
+        doc.lines.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+    }
 
     #[test]
     fn scrolled_sideways_an_emoji_goes_whole_or_stays_whole() {
@@ -529,11 +534,6 @@ mod tests {
         assert_eq!(text(cut_left(&line, 3)), "x", "a letter and its accent are one");
         let toned = Line::from("\u{1f44d}\u{1f3fd}ok");
         assert_eq!(text(cut_left(&toned, 1)), "ok", "no bare skin tone left");
-    }
-    use crate::tui::source::test_delivery;
-
-    fn text(doc: &DetailDoc) -> String {
-        doc.lines.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
     }
 
     #[test]
