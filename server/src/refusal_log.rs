@@ -6,10 +6,9 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-/// The connections refused at the cap, told to the log at most once a
+/// The connections refused at the cap, counted and told at most once a
 /// minute: an operator learns that the cap bites (set too low behind a
-/// proxy that sends every caller from one address), and a flood of
-/// connections does not become a flood of lines.
+/// proxy that sends every caller from one address).
 #[derive(Default)]
 pub(crate) struct CapLog {
     every_minute: OnceAMinute,
