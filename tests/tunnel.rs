@@ -893,6 +893,42 @@ async fn each_piece_of_a_streamed_local_answer_reaches_the_caller_as_it_is_writt
     streamer.abort();
 }
 
+/// A handler that writes its answer a line at a time, faster than the
+/// caller reads it (an NDJSON export), reaches the caller whole: the
+/// client sends what is ready together, not a frame a line, which would
+/// be more than the relay queues for one caller.
+#[tokio::test]
+async fn an_answer_written_in_a_hundred_thousand_small_pieces_reaches_the_caller_whole() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const LINES: usize = 100_000;
+    let line = |n: usize| format!("{{\"row\":{n:09}}}\n");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let streamer = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.expect("accept");
+        let mut request = [0u8; 4096];
+        let _ = socket.read(&mut request).await;
+        let mut answer =
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/x-ndjson\r\ntransfer-encoding: chunked\r\n\r\n".to_vec();
+        for n in 0..LINES {
+            let line = line(n);
+            answer.extend_from_slice(format!("{:x}\r\n{line}\r\n", line.len()).as_bytes());
+        }
+        answer.extend_from_slice(b"0\r\n\r\n");
+        socket.write_all(&answer).await.expect("answer");
+    });
+    let relay = TestRelay::start().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &addr.to_string()).await;
+    let reply = caller::send("GET", &format!("{}/export", tunnel.public_url), &[], "").await;
+    assert_eq!(reply.status, 200);
+    let expected: String = (0..LINES).map(line).collect();
+    assert_eq!(reply.body.len(), expected.len(), "the whole answer");
+    assert!(reply.body == expected.as_bytes(), "in order");
+    let (summary, _) = tunnel.next_delivery().await;
+    assert_eq!((summary.status, summary.error), (Some(200), None));
+    streamer.abort();
+}
+
 /// A status HTTP names no reason for reaches the caller with an empty
 /// reason, not a made-up one.
 #[tokio::test]

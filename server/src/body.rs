@@ -169,7 +169,7 @@ impl TunnelBody {
             return Poll::Ready(Some(Ok(Frame::data(first))));
         }
         let failure = loop {
-            let event = match self.port.inbound.poll_recv(cx) {
+            let event = match self.port.poll_inbound(cx) {
                 Poll::Ready(event) => event,
                 Poll::Pending => {
                     if self.idle_timer.as_mut().poll(cx).is_ready() {

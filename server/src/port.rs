@@ -59,6 +59,21 @@ impl StreamPort {
         Ok(())
     }
 
+    /// The next thing the client said about this stream, as
+    /// [`mpsc::Receiver::poll_recv`] gives it, with the body bytes that
+    /// waited past a full queue once the queue is empty.
+    pub fn poll_inbound(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Inbound>> {
+        match self.inbound.poll_recv(cx) {
+            // Pending may also mean the task has had its turn (tokio's
+            // budget) with the queue still full: the bytes behind it wait.
+            std::task::Poll::Pending if self.inbound.is_empty() => match self.streams.take_overflow(self.id) {
+                Some(joined) => std::task::Poll::Ready(Some(joined)),
+                None => std::task::Poll::Pending,
+            },
+            other => other,
+        }
+    }
+
     /// The writer of this stream's session.
     pub fn outbox(&self) -> &Outbox {
         &self.outbox

@@ -6,7 +6,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use portpreview_shared::codec::EncodeError;
 use portpreview_shared::message::{grantable, CALLER_GONE_BEFORE_ANSWER, CALLER_GONE_DURING_ANSWER, STREAM_WINDOW};
 use portpreview_shared::{ClientMessage, Header, ServerMessage, StreamId};
@@ -16,8 +16,9 @@ use crate::port::StreamPort;
 use crate::registry::{BodyAtOpen, OpenError};
 use crate::writer::{Outbox, SendError};
 
-/// Client messages queued for one caller before the stream is reset. Bytes
-/// are bounded by the window; this bounds the count of tiny chunks.
+/// Client messages queued for one caller. Bytes are bounded by the
+/// window; this bounds the count of tiny chunks, which past it are joined
+/// into one (see [`Entry::overflow`]).
 const INBOUND_QUEUE: usize = 1024;
 
 /// Bodies shorter than this are copied out of the read buffer even when
@@ -82,6 +83,12 @@ struct Entry {
     /// all been sent.
     arriving: bool,
     reset_sent: bool,
+    /// Body bytes that came while the queue was full, joined, and whether
+    /// the last of them ended the body: a handler writing its answer a line
+    /// at a time sends a chunk a line, faster than a caller may read them.
+    /// Taken by the caller's side once the queue is empty; bounded by the
+    /// window, as every body byte is.
+    overflow: Option<(BytesMut, bool)>,
 }
 
 /// Hashes a stream id with one multiplication. The map's keys are ids
@@ -195,6 +202,7 @@ impl Streams {
                 request_done: false,
                 arriving,
                 reset_sent: false,
+                overflow: None,
             },
         );
         Ok(StreamPort::new(
@@ -302,6 +310,19 @@ impl Streams {
                 *data = Bytes::copy_from_slice(data);
             }
         }
+        // Behind a full queue, or behind bytes already waiting past it, a
+        // chunk joins those bytes, so the body stays in order.
+        if let Inbound::Body { data, end } = &event {
+            if entry.overflow.is_some() || entry.events.capacity() == 0 {
+                let (waiting, ended) = entry.overflow.get_or_insert_with(Default::default);
+                waiting.extend_from_slice(data);
+                *ended = *end;
+                if *end {
+                    entry.response_done = true;
+                }
+                return Ok(());
+            }
+        }
         if entry.events.try_send(event).is_err() {
             return self.reset_locked(&mut table, stream, "too many response chunks queued");
         }
@@ -321,6 +342,16 @@ impl Streams {
         }
         self.outbox.reset(stream, reason);
         Ok(())
+    }
+
+    /// The body bytes that waited past the stream's full queue, joined
+    /// into one chunk, once the caller's side has emptied the queue.
+    pub(crate) fn take_overflow(&self, stream: StreamId) -> Option<Inbound> {
+        let (data, end) = self.table().entries.get_mut(&stream)?.overflow.take()?;
+        Some(Inbound::Body {
+            data: data.freeze(),
+            end,
+        })
     }
 
     pub(crate) fn mark_request_done(&self, stream: StreamId) {
@@ -414,6 +445,42 @@ mod tests {
             polite.inbound.recv().await,
             Some(Inbound::Body { end: true, .. })
         ));
+    }
+
+    /// Tiny chunks past the queue's count wait joined, in order, and the
+    /// stream carries on: a handler writing a line at a time is no fault.
+    #[tokio::test]
+    async fn chunks_past_a_full_queue_wait_joined_and_in_order() {
+        let (streams, _inbox) = streams(8);
+        let mut port = streams.open(BodyAtOpen::Whole).unwrap();
+        let head = ClientMessage::ResponseHead {
+            stream: port.id,
+            status: 200,
+            headers: vec![],
+            end: false,
+        };
+        streams.deliver(head, Bytes::new()).unwrap();
+        let lines = 3 * INBOUND_QUEUE;
+        for n in 0..lines {
+            let line = Bytes::from(format!("{n:05}\n"));
+            streams.deliver(body(port.id, n + 1 == lines), line).unwrap();
+        }
+        assert_eq!(streams.in_flight(), 1, "not reset");
+        assert!(matches!(port.inbound.recv().await, Some(Inbound::Head { .. })));
+        let mut heard = Vec::new();
+        loop {
+            match std::future::poll_fn(|cx| port.poll_inbound(cx)).await {
+                Some(Inbound::Body { data, end }) => {
+                    heard.extend_from_slice(&data);
+                    if end {
+                        break;
+                    }
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        let expected: String = (0..lines).map(|n| format!("{n:05}\n")).collect();
+        assert!(heard == expected.as_bytes(), "every line, in order");
     }
 
     /// Heads are not counted against the window, so only one may wait per
