@@ -97,6 +97,15 @@ impl Drop for Queue {
     }
 }
 
+/// Why an answer's frame was not queued.
+#[derive(Debug)]
+pub enum Unqueued {
+    /// The relay would refuse it.
+    Unframable(EncodeError),
+    /// The connection to the relay has ended: the frame would reach no one.
+    Closed,
+}
+
 impl Outbox {
     /// An outbox and the queue its writer drains.
     pub fn new() -> (Self, Queue) {
@@ -116,28 +125,32 @@ impl Outbox {
     /// the frame, as the stream is gone too.
     pub fn send(&self, message: &ClientMessage, body: &[u8]) -> Result<(), EncodeError> {
         let frame = codec::encode(message, body)?;
-        self.queue_holding(Message::Binary(frame.into()), lane_of(message), 0);
+        let _ = self.queue_holding(Message::Binary(frame.into()), lane_of(message), 0);
         Ok(())
     }
 
     /// [`Outbox::send`] for an answer's head or body, once the queue has
     /// room for it.
-    pub async fn send_answer(&self, message: &ClientMessage, body: &[u8]) -> Result<(), EncodeError> {
+    pub async fn send_answer(&self, message: &ClientMessage, body: &[u8]) -> Result<(), Unqueued> {
         let lane = lane_of(message);
-        // Closed with the session: the frame would be dropped anyway.
         let Ok(taken) = self.room.take(room::units(body.len(), ROOM_UNIT, ROOM), lane).await else {
-            return Ok(());
+            return Err(Unqueued::Closed);
         };
-        let frame = codec::encode(message, body)?;
-        self.queue_holding(Message::Binary(frame.into()), lane, taken.keep());
-        Ok(())
+        let frame = codec::encode(message, body).map_err(Unqueued::Unframable)?;
+        match self.queue_holding(Message::Binary(frame.into()), lane, taken.keep()) {
+            true => Ok(()),
+            false => Err(Unqueued::Closed),
+        }
     }
 
-    fn queue_holding(&self, message: Message, lane: Lane, room: usize) {
+    /// Queues `message`; false when the writer is gone with its session.
+    fn queue_holding(&self, message: Message, lane: Lane, room: usize) -> bool {
         if self.queue.send(Queued { message, lane, room }).is_err() {
             // The writer is gone, and with it the room's owner.
             self.room.give_back(room, lane);
+            return false;
         }
+        true
     }
 
     /// Grants the relay `credit` more request-body bytes on `stream`.
@@ -166,7 +179,9 @@ impl Outbox {
         };
         let (head, body) = own_answer(stream, 503, reason);
         match codec::encode(&head, body.as_bytes()) {
-            Ok(frame) => self.queue_holding(Message::Binary(frame.into()), Lane::Head, taken.keep()),
+            Ok(frame) => {
+                let _ = self.queue_holding(Message::Binary(frame.into()), Lane::Head, taken.keep());
+            }
             Err(err) => tracing::error!(%err, "an answer of the client's own was over the protocol's limits"),
         }
     }
@@ -193,7 +208,7 @@ impl Outbox {
 
     /// Queues a raw WebSocket message (close frames), behind every body.
     pub fn send_raw(&self, message: Message) {
-        self.queue_holding(message, Lane::Body, 0);
+        let _ = self.queue_holding(message, Lane::Body, 0);
     }
 }
 
@@ -312,14 +327,22 @@ mod tests {
             "no room for the 503"
         );
 
-        // The session over, an answer waiting for room stops waiting.
+        // The session over, an answer waiting for room stops waiting, and
+        // says it went nowhere.
         while let Some(sent) = outbox.send_answer(&body(8), &chunk).now_or_never() {
             sent.unwrap();
             tokio::task::yield_now().await;
         }
-        let waiting = tokio::spawn(async move { outbox.send_answer(&body(9), &chunk).await });
+        let waiting = tokio::spawn({
+            let (outbox, chunk) = (outbox.clone(), chunk.clone());
+            async move { outbox.send_answer(&body(9), &chunk).await }
+        });
         drop(queue);
-        assert!(waiting.await.unwrap().is_ok());
+        assert!(matches!(waiting.await.unwrap(), Err(Unqueued::Closed)));
+        assert!(matches!(
+            outbox.send_answer(&body(10), &chunk).await,
+            Err(Unqueued::Closed)
+        ));
     }
 
     #[test]

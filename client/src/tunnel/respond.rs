@@ -2,7 +2,7 @@
 //! relay's credit with a copy kept for the history, or PortPreview's own
 //! answer when there is none to send.
 
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,7 +18,7 @@ use tokio::sync::{Notify, Semaphore};
 
 use super::awake::within;
 use super::body::{Capture, Held, Keep};
-use super::outbox::Outbox;
+use super::outbox::{Outbox, Unqueued};
 use crate::store::Outcome;
 
 /// The answer's side of a stream: the relay's credit for its body, and
@@ -33,6 +33,9 @@ pub(super) struct AnswerSide {
     /// Told when no caller is left to receive the answer: a streamed body
     /// stops being read then, rather than at the handler's pace.
     pub gone: Notify,
+    /// Set when a frame of the answer found the connection to the relay
+    /// ended: what the exchange sent reached no one, however it ended.
+    lost: AtomicBool,
 }
 
 impl AnswerSide {
@@ -42,7 +45,13 @@ impl AnswerSide {
             credit,
             status_sent: AtomicU16::new(0),
             gone: Notify::new(),
+            lost: AtomicBool::new(false),
         }
+    }
+
+    /// A frame of the answer found the connection to the relay ended.
+    pub fn lost(&self) -> bool {
+        self.lost.load(Ordering::Relaxed)
     }
 
     /// The status the caller had, when the head went ahead of a streamed
@@ -112,10 +121,14 @@ pub(super) async fn relay_response(
         take_first_window(&whole, credit);
         let sent;
         (headers, sent) = send_head(outbox, stream, status, headers, error.is_none(), &whole).await;
-        if let Err(err) = sent {
-            return unframable(stream, outbox, started, err);
+        match sent {
+            Ok(()) => {}
+            Err(Unqueued::Unframable(err)) => return unframable(stream, outbox, started, err),
+            // Recorded as the handler gave it; the exchange says it
+            // reached no caller.
+            Err(Unqueued::Closed) => answer.lost.store(true, Ordering::Relaxed),
         }
-        if let Some(reason) = &error {
+        if let Some(reason) = error.as_ref().filter(|_| !answer.lost()) {
             // As a streamed answer that breaks off: the caller has the
             // status, the headers and what came, and then the cut, as it
             // would calling the handler directly; never a last chunk.
@@ -126,11 +139,17 @@ pub(super) async fn relay_response(
     } else {
         let sent;
         (headers, sent) = send_head(outbox, stream, status, headers, false, &[]).await;
-        if let Err(err) = sent {
-            return unframable(stream, outbox, started, err);
+        match sent {
+            Ok(()) => {
+                answer.status_sent.store(status, Ordering::Relaxed);
+                stream_body(&mut body, stream, patience, answer, outbox, &mut capture).await
+            }
+            Err(Unqueued::Unframable(err)) => return unframable(stream, outbox, started, err),
+            Err(Unqueued::Closed) => {
+                answer.lost.store(true, Ordering::Relaxed);
+                None
+            }
         }
-        answer.status_sent.store(status, Ordering::Relaxed);
-        stream_body(&mut body, stream, patience, answer, outbox, &mut capture).await
     };
     let (response_body, mut response_body_size, room) = capture.into_parts();
     *held = room;
@@ -162,7 +181,7 @@ async fn send_head(
     headers: Vec<Header>,
     end: bool,
     body: &[u8],
-) -> (Vec<Header>, Result<(), EncodeError>) {
+) -> (Vec<Header>, Result<(), Unqueued>) {
     let head = ClientMessage::ResponseHead {
         stream,
         status,
@@ -259,6 +278,10 @@ async fn stream_body(
                 }
                 match unsent {
                     Some(Unsent::CallerGone) => return Some(CALLER_GONE.into()),
+                    Some(Unsent::Lost) => {
+                        answer.lost.store(true, Ordering::Relaxed);
+                        return Some(CALLER_GONE.into());
+                    }
                     Some(Unsent::NotRead(reason)) => {
                         error = Some(reason);
                         break;
@@ -294,6 +317,8 @@ const CALLER_GONE: &str = "no caller was left to receive the rest of the answer"
 enum Unsent {
     /// The relay closed the stream.
     CallerGone,
+    /// The connection to the relay has ended.
+    Lost,
     /// The relay granted no room for it in time, the reason.
     NotRead(String),
 }
@@ -309,10 +334,14 @@ async fn send_chunk(
     take_credit(&data, credit, patience).await?;
     // Cut to the chunk size by the caller: always fits.
     let chunk = ClientMessage::ResponseBody { stream, end };
-    if let Err(err) = outbox.send_answer(&chunk, &data).await {
-        tracing::error!(%err, "a chunk cut to the chunk size was over the protocol's limits");
+    match outbox.send_answer(&chunk, &data).await {
+        Ok(()) => Ok(()),
+        Err(Unqueued::Unframable(err)) => {
+            tracing::error!(%err, "a chunk cut to the chunk size was over the protocol's limits");
+            Ok(())
+        }
+        Err(Unqueued::Closed) => Err(Unsent::Lost),
     }
-    Ok(())
 }
 
 /// How many times the handler's patience the relay may take to grant room

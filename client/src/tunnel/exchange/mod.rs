@@ -143,7 +143,7 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
     let outcome = {
         let answer = AnswerSide::new(credit);
         let mut exchanged = std::pin::pin!(exchange(&shared, head, inflow, &line, &answer, &outbox, &mut kept));
-        tokio::select! {
+        let outcome = tokio::select! {
             // The exchange goes first: when the relay drops a stream mid-body,
             // the exchange records the cut request before the reset ends it.
             biased;
@@ -157,16 +157,14 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
                 };
                 answer_for_nobody(&shared, exchanged, &answer, line.started, &reason).await
             }
-            () = abandoned.cancelled() => {
-                let stopped = shared.stop.drain.is_cancelled();
-                if stopped && answer.head_sent().is_none() {
-                    failure(line.started, STOPPED.into())
-                } else {
-                    // A caller that had the status keeps it in the history.
-                    let why = if stopped { STOPPED_MID_ANSWER } else { ABANDONED };
-                    answer_for_nobody(&shared, exchanged, &answer, line.started, why).await
-                }
-            }
+            () = abandoned.cancelled() => cut_off(&shared, exchanged, &answer, line.started).await,
+        };
+        // The exchange finished, but the connection to the relay had ended
+        // under its answer (and the relay answered the caller 502).
+        if answer.lost() {
+            cut_off(&shared, std::pin::pin!(async { outcome }), &answer, line.started).await
+        } else {
+            outcome
         }
     };
     // Sent after a pause, the answer may have gone to a relay that had
@@ -272,6 +270,23 @@ pub async fn turned_away(
     // Its caller was answered by the relay, which resets no stream for it.
     finish(&shared, line, outcome, ticket).await;
     NO_STREAM
+}
+
+/// The exchange's answer, cut off by the end of the connection to the
+/// relay: the user stopped PortPreview, or the connection was lost.
+async fn cut_off(
+    shared: &Shared,
+    exchanged: std::pin::Pin<&mut impl std::future::Future<Output = Outcome>>,
+    answer: &AnswerSide,
+    started: Instant,
+) -> Outcome {
+    let stopped = shared.stop.drain.is_cancelled();
+    if stopped && answer.head_sent().is_none() {
+        return failure(started, STOPPED.into());
+    }
+    // A caller that had the status keeps it in the history.
+    let why = if stopped { STOPPED_MID_ANSWER } else { ABANDONED };
+    answer_for_nobody(shared, exchanged, answer, started, why).await
 }
 
 /// No caller will receive the handler's answer, for the reason `why`: the
