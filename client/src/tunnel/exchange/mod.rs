@@ -143,11 +143,23 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
     let outcome = {
         let answer = AnswerSide::new(credit);
         let mut exchanged = std::pin::pin!(exchange(&shared, head, inflow, &line, &answer, &outbox, &mut kept));
-        let outcome = tokio::select! {
+        tokio::select! {
             // The exchange goes first: when the relay drops a stream mid-body,
             // the exchange records the cut request before the reset ends it.
             biased;
-            outcome = &mut exchanged => outcome,
+            // Finished, though the connection to the relay may have ended
+            // under its answer (and the relay answered the caller 502).
+            outcome = &mut exchanged => match answer.lost() {
+                true => {
+                    let why = match (shared.stop.drain.is_cancelled(), answer.head_sent()) {
+                        (true, None) => STOPPED,
+                        (true, Some(_)) => STOPPED_MID_ANSWER,
+                        (false, _) => ABANDONED,
+                    };
+                    answer_for_nobody(&shared, std::pin::pin!(async { outcome }), &answer, line.started, why).await
+                }
+                false => outcome,
+            },
             // The relay says why in words meant for the history: the caller
             // hung up, or the relay gave up and answered the caller itself.
             Ok(reason) = &mut reset => {
@@ -158,13 +170,6 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
                 answer_for_nobody(&shared, exchanged, &answer, line.started, &reason).await
             }
             () = abandoned.cancelled() => cut_off(&shared, exchanged, &answer, line.started).await,
-        };
-        // The exchange finished, but the connection to the relay had ended
-        // under its answer (and the relay answered the caller 502).
-        if answer.lost() {
-            cut_off(&shared, std::pin::pin!(async { outcome }), &answer, line.started).await
-        } else {
-            outcome
         }
     };
     // Sent after a pause, the answer may have gone to a relay that had
