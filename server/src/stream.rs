@@ -368,6 +368,13 @@ impl Streams {
                 entry.reset_sent = true;
                 self.outbox.reset(stream, reason);
             }
+            // An answer already under way (its head at the caller) ends
+            // here: the client, told to stop, sends no end of its own, and
+            // the caller would wait out the idle limit for the rest.
+            if entry.head_received && !entry.response_done {
+                entry.response_done = true;
+                let _ = entry.events.try_send(Inbound::Ended(reason.to_owned()));
+            }
         }
     }
 
@@ -650,6 +657,34 @@ mod tests {
         drop(streams);
         let resets: Vec<StreamId> = inbox.drain_resets().into_iter().map(|(stream, _)| stream).collect();
         assert_eq!(resets, [cut_id], "one reset, for the unfinished stream only");
+    }
+
+    /// Given up on by the relay mid-answer (the caller's upload ran over
+    /// the limit), an answer under way ends at once for its caller.
+    #[tokio::test]
+    async fn an_answer_under_way_ends_with_the_relays_giving_up() {
+        let (streams, _inbox) = streams(8);
+        let mut port = streams.open(BodyAtOpen::Arriving).unwrap();
+        let head = ClientMessage::ResponseHead {
+            stream: port.id,
+            status: 200,
+            headers: vec![],
+            end: false,
+        };
+        streams.deliver(head, Bytes::new()).unwrap();
+        streams
+            .deliver(body(port.id, false), Bytes::from_static(b"part"))
+            .unwrap();
+        port.request_side()
+            .abandon("over the limit; the relay answered the caller 413");
+        assert!(matches!(port.inbound.recv().await, Some(Inbound::Head { .. })));
+        assert!(matches!(port.inbound.recv().await, Some(Inbound::Body { .. })));
+        assert!(matches!(port.inbound.recv().await, Some(Inbound::Ended(why)) if why.starts_with("over the limit")));
+        // What the client sends meanwhile, before it hears, is not queued.
+        streams
+            .deliver(body(port.id, true), Bytes::from_static(b"rest"))
+            .unwrap();
+        assert!(port.inbound.try_recv().is_err());
     }
 
     /// A client that answers before it took the whole request body (a 401
