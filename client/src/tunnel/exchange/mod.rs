@@ -151,11 +151,7 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
             // under its answer (and the relay answered the caller 502).
             outcome = &mut exchanged => match answer.lost() {
                 true => {
-                    let why = match (shared.stop.drain.is_cancelled(), answer.head_sent()) {
-                        (true, None) => STOPPED,
-                        (true, Some(_)) => STOPPED_MID_ANSWER,
-                        (false, _) => ABANDONED,
-                    };
+                    let why = why_cut_off(&shared, &answer);
                     answer_for_nobody(&shared, std::pin::pin!(async { outcome }), &answer, line.started, why).await
                 }
                 false => outcome,
@@ -278,20 +274,28 @@ pub async fn turned_away(
 }
 
 /// The exchange's answer, cut off by the end of the connection to the
-/// relay: the user stopped PortPreview, or the connection was lost.
+/// relay: the user stopped PortPreview, or the connection was lost. Stopped
+/// before the head left, the handler's answer is not waited for.
 async fn cut_off(
     shared: &Shared,
     exchanged: std::pin::Pin<&mut impl std::future::Future<Output = Outcome>>,
     answer: &AnswerSide,
     started: Instant,
 ) -> Outcome {
-    let stopped = shared.stop.drain.is_cancelled();
-    if stopped && answer.head_sent().is_none() {
-        return failure(started, STOPPED.into());
+    match why_cut_off(shared, answer) {
+        STOPPED => failure(started, STOPPED.into()),
+        why => answer_for_nobody(shared, exchanged, answer, started, why).await,
     }
-    // A caller that had the status keeps it in the history.
-    let why = if stopped { STOPPED_MID_ANSWER } else { ABANDONED };
-    answer_for_nobody(shared, exchanged, answer, started, why).await
+}
+
+/// Why an answer the end of the connection to the relay cut off reached
+/// no caller; a caller that had the status keeps it in the history.
+fn why_cut_off(shared: &Shared, answer: &AnswerSide) -> &'static str {
+    match (shared.stop.drain.is_cancelled(), answer.head_sent()) {
+        (true, None) => STOPPED,
+        (true, Some(_)) => STOPPED_MID_ANSWER,
+        (false, _) => ABANDONED,
+    }
 }
 
 /// No caller will receive the handler's answer, for the reason `why`: the
