@@ -414,6 +414,16 @@ mod tests {
         ClientMessage::ResponseBody { stream, end }
     }
 
+    /// The head of a 200 whose body follows.
+    fn head(stream: StreamId) -> ClientMessage {
+        ClientMessage::ResponseHead {
+            stream,
+            status: 200,
+            headers: vec![],
+            end: false,
+        }
+    }
+
     #[tokio::test]
     async fn response_bytes_beyond_the_window_reset_only_that_stream() {
         let (streams, _inbox) = streams(8);
@@ -460,13 +470,7 @@ mod tests {
     async fn chunks_past_a_full_queue_wait_joined_and_in_order() {
         let (streams, _inbox) = streams(8);
         let mut port = streams.open(BodyAtOpen::Whole).unwrap();
-        let head = ClientMessage::ResponseHead {
-            stream: port.id,
-            status: 200,
-            headers: vec![],
-            end: false,
-        };
-        streams.deliver(head, Bytes::new()).unwrap();
+        streams.deliver(head(port.id), Bytes::new()).unwrap();
         let lines = 3 * INBOUND_QUEUE;
         for n in 0..lines {
             let line = Bytes::from(format!("{n:05}\n"));
@@ -665,13 +669,7 @@ mod tests {
     async fn an_answer_under_way_ends_with_the_relays_giving_up() {
         let (streams, _inbox) = streams(8);
         let mut port = streams.open(BodyAtOpen::Arriving).unwrap();
-        let head = ClientMessage::ResponseHead {
-            stream: port.id,
-            status: 200,
-            headers: vec![],
-            end: false,
-        };
-        streams.deliver(head, Bytes::new()).unwrap();
+        streams.deliver(head(port.id), Bytes::new()).unwrap();
         streams
             .deliver(body(port.id, false), Bytes::from_static(b"part"))
             .unwrap();
