@@ -69,6 +69,19 @@ pub struct ListQuery {
     pub include_replays: bool,
 }
 
+impl ListQuery {
+    /// The row of delivery `id` alone, replay or not.
+    pub fn one(id: i64) -> ListQuery {
+        ListQuery {
+            before_id: Some(id + 1),
+            after_id: Some(id - 1),
+            limit: Some(1),
+            include_replays: true,
+            ..ListQuery::default()
+        }
+    }
+}
+
 /// The history database.
 pub struct Store {
     conn: Connection,

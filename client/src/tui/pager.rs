@@ -294,14 +294,11 @@ impl Pager {
         for id in waiting {
             // By id alone: a row that no longer matches the filter still
             // shows how it ended until the list is read again.
-            let query = ListQuery {
-                before_id: Some(id + 1),
-                after_id: Some(id - 1),
-                limit: Some(1),
-                include_replays: true,
-                ..ListQuery::default()
-            };
-            if let Some(row) = source.list(&query)?.into_iter().find(|row| !row.is_waiting()) {
+            if let Some(row) = source
+                .list(&ListQuery::one(id))?
+                .into_iter()
+                .find(|row| !row.is_waiting())
+            {
                 self.upsert(row);
                 changed = true;
             }

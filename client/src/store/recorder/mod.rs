@@ -401,9 +401,7 @@ impl Recorder {
         };
         self.shared.queue.send(job).map_err(|_| RecordError::Closed)
     }
-}
 
-impl Recorder {
     /// Records what became of the answer of the delivery `later` names
     /// after all, in place of the answer's status and error: the relay
     /// said its caller did not get it whole only after the answer was

@@ -350,13 +350,7 @@ impl Writer {
         let Some(id) = answered_row(&self.answered, seq) else {
             return;
         };
-        let query = ListQuery {
-            before_id: Some(id + 1),
-            after_id: Some(id - 1),
-            limit: Some(1),
-            ..ListQuery::default()
-        };
-        match self.store.list(&query) {
+        match self.store.list(&ListQuery::one(id)) {
             Ok(mut rows) => {
                 if let Some(summary) = rows.pop() {
                     (self.on_news)(WriterNews::Amended { summary, was });
