@@ -148,24 +148,16 @@ impl Exported {
 
 /// A file PortPreview makes is its owner's alone, but one it replaces
 /// keeps its mode: said when that lets others read what it now holds.
-#[cfg(unix)]
 fn warn_if_others_may_read(path: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    let Ok(meta) = std::fs::metadata(path) else {
+    let Some(mode) = crate::private_file::open_to_others(path).filter(|_| path.is_file()) else {
         return;
     };
-    let mode = meta.permissions().mode() & 0o777;
-    if meta.is_file() && mode & 0o077 != 0 {
-        crate::to_stderr(format_args!(
-            "warning: {} may be read by others (mode {mode:04o}, kept from the file it replaced), and holds \
-             every header unmasked, tokens and signatures included: chmod 600 it if it should not\n",
-            shown(path)
-        ));
-    }
+    crate::to_stderr(format_args!(
+        "warning: {} may be read by others (mode {mode:04o}, kept from the file it replaced), and holds every \
+         header unmasked, tokens and signatures included: chmod 600 it if it should not\n",
+        shown(path)
+    ));
 }
-
-#[cfg(not(unix))]
-fn warn_if_others_may_read(_path: &Path) {}
 
 /// True when `-o` names a folder: one that exists, or a path ending in
 /// `/`, which says so before the folder is made.
