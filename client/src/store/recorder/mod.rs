@@ -196,14 +196,38 @@ struct Shared {
     room: Arc<Semaphore>,
     /// Newest sequence number committed to SQLite.
     applied: Arc<AtomicU64>,
-    /// True while the store refuses the writer's batches: recording then
+    /// Whether the store refuses the writer's batches: recording then
     /// never waits for room, so forwarding goes on.
-    stalled: Arc<AtomicBool>,
+    stalled: Arc<Stall>,
     /// Set once the writer is asked to stop: a pause between failed tries
     /// ends, and a last failed try is the last.
     stopping: Arc<AtomicBool>,
     /// Room for the bodies exchanges hold until they are recorded.
     held: HeldBudget,
+}
+
+/// Whether the store refuses the writer's batches, and news of when it
+/// starts to, for recordings already waiting for room the writer may
+/// never give back.
+#[derive(Debug, Default)]
+pub(super) struct Stall {
+    refusing: AtomicBool,
+    began: tokio::sync::Notify,
+}
+
+impl Stall {
+    /// Notes whether the store refuses writes; waiters hear when it starts.
+    pub(super) fn set(&self, refusing: bool) {
+        let was = self.refusing.swap(refusing, Ordering::AcqRel);
+        if refusing && !was {
+            self.began.notify_waiters();
+        }
+    }
+
+    /// True while the store refuses writes.
+    pub(super) fn is_set(&self) -> bool {
+        self.refusing.load(Ordering::Acquire)
+    }
 }
 
 /// Owns the writer thread: `shutdown` writes what is queued, waits for the
@@ -245,7 +269,7 @@ impl Recorder {
         // bytes for a request that held room.
         let (queue, jobs) = mpsc::channel();
         let applied = Arc::new(AtomicU64::new(0));
-        let stalled = Arc::new(AtomicBool::new(false));
+        let stalled = Arc::new(Stall::default());
         let stopping = Arc::new(AtomicBool::new(false));
         let inbox = Arc::new(Mutex::new(inbox));
         let writer = Writer {
@@ -359,18 +383,33 @@ impl Recorder {
     }
 
     /// Waits for room for a body of `len` bytes in the queue; does not wait
-    /// while the store is refusing writes, since the room may never come.
+    /// while the store is refusing writes, since the room may never come,
+    /// and stops waiting once it starts to.
     async fn room(&self, len: usize) -> Result<OwnedSemaphorePermit, RecordError> {
         // A body over the whole room takes all of it, so it still fits alone.
         let units = portpreview_shared::room::units(len, ROOM_UNIT, QUEUE_BYTES / ROOM_UNIT);
-        let room = Arc::clone(&self.shared.room);
-        if self.shared.stalled.load(Ordering::Acquire) {
-            return room.try_acquire_many_owned(units).map_err(|err| match err {
-                tokio::sync::TryAcquireError::Closed => RecordError::Closed,
-                tokio::sync::TryAcquireError::NoPermits => RecordError::Unavailable,
-            });
+        let room = &self.shared.room;
+        loop {
+            match Arc::clone(room).try_acquire_many_owned(units) {
+                Ok(permit) => return Ok(permit),
+                Err(tokio::sync::TryAcquireError::Closed) => return Err(RecordError::Closed),
+                Err(tokio::sync::TryAcquireError::NoPermits) => {}
+            }
+            // Listening before looking, so a stall that begins between the
+            // two is still heard of.
+            let began = self.shared.stalled.began.notified();
+            tokio::pin!(began);
+            began.as_mut().enable();
+            if self.shared.stalled.is_set() {
+                return Err(RecordError::Unavailable);
+            }
+            tokio::select! {
+                permit = Arc::clone(room).acquire_many_owned(units) => {
+                    return permit.map_err(|_| RecordError::Closed);
+                }
+                () = &mut began => {}
+            }
         }
-        room.acquire_many_owned(units).await.map_err(|_| RecordError::Closed)
     }
 
     /// Writes every request recorded so far to the inbox file, and says
@@ -575,7 +614,7 @@ pub(super) mod tests {
         let ticket = recorder.record_request(delivery("evt_crowded", "/")).await.unwrap();
         // As the writer leaves things when the store has refused batches
         // until the queue filled.
-        recorder.shared.stalled.store(true, Ordering::Release);
+        recorder.shared.stalled.set(true);
         let room = Arc::clone(&recorder.shared.room);
         let all = room.available_permits() as u32;
         let _taken = room.try_acquire_many_owned(all).unwrap();
@@ -591,7 +630,7 @@ pub(super) mod tests {
             .record_outcome(ticket, answer)
             .await
             .expect("kept, not refused");
-        recorder.shared.stalled.store(false, Ordering::Release);
+        recorder.shared.stalled.set(false);
         let summary = next_report(&mut reported).await;
         assert_eq!(summary.status, Some(200), "the status its caller got");
         assert_eq!(summary.error.as_deref(), Some(PAYLOAD_UNKEPT));
@@ -600,6 +639,42 @@ pub(super) mod tests {
         let outcome = stored.outcome.expect("an answer, not one in flight");
         assert_eq!((outcome.response_body.len(), outcome.response_body_size), (0, 8));
         assert!(outcome.response_headers.is_empty());
+    }
+
+    /// An answer already waiting for room when the store starts refusing
+    /// writes stops waiting: the room may never come back, and the tunnel
+    /// must go on forwarding.
+    #[tokio::test]
+    async fn an_answer_waiting_for_room_stops_waiting_once_the_store_refuses() {
+        let dir = ScratchDir::new("recorder-stall-begins");
+        let path = dir.0.join("history.db");
+        let (recorder, handle, mut reported) = start(&path);
+        let ticket = recorder.record_request(delivery("evt_stalled", "/")).await.unwrap();
+        // All of it, the request's room too once the writer has stored it.
+        let all = (QUEUE_BYTES / ROOM_UNIT) as u32;
+        let taken = Arc::clone(&recorder.shared.room).acquire_many_owned(all);
+        let taken = tokio::time::timeout(Duration::from_secs(30), taken)
+            .await
+            .unwrap()
+            .unwrap();
+        let waiting = recorder.record_outcome(ticket, answered(200));
+        tokio::pin!(waiting);
+        let still_waiting = tokio::time::timeout(Duration::from_millis(50), &mut waiting).await;
+        assert!(
+            still_waiting.is_err(),
+            "with the store writing, the answer waits for room"
+        );
+        recorder.shared.stalled.set(true);
+        tokio::time::timeout(Duration::from_secs(10), waiting)
+            .await
+            .expect("it stops waiting once the store refuses")
+            .expect("kept, not refused");
+        recorder.shared.stalled.set(false);
+        drop(taken);
+        let summary = next_report(&mut reported).await;
+        assert_eq!(summary.status, Some(200));
+        assert_eq!(summary.error.as_deref(), Some(PAYLOAD_UNKEPT));
+        handle.shutdown();
     }
 
     /// A recorder on `path` whose reports the test reads.

@@ -95,7 +95,7 @@ pub(super) struct Writer {
     /// The recorder's inbox, cut back here while the tunnel is idle.
     pub(super) inbox: Arc<Mutex<Inbox>>,
     pub(super) applied: Arc<AtomicU64>,
-    pub(super) stalled: Arc<AtomicBool>,
+    pub(super) stalled: Arc<super::Stall>,
     pub(super) stopping: Arc<AtomicBool>,
     /// Stored requests whose answers have not come yet, by ticket.
     pub(super) awaited: BTreeMap<u64, Summary>,
@@ -199,7 +199,7 @@ impl Writer {
                     if !batch.is_empty() {
                         continue;
                     }
-                    self.stalled.store(false, Ordering::Release);
+                    self.stalled.set(false);
                     if std::mem::take(&mut told) {
                         tracing::info!("the history takes deliveries again");
                         (self.on_news)(WriterNews::Resumed);
@@ -211,7 +211,7 @@ impl Writer {
                 // At shutdown the requests stay in the inbox, which the next
                 // open moves into the history.
                 Err(err) if !stop && !self.stopping.load(Ordering::Acquire) => {
-                    self.stalled.store(true, Ordering::Release);
+                    self.stalled.set(true);
                     if err.is_full() {
                         most = (most.min(batch.len()) / 2).max(1);
                     }
