@@ -10,13 +10,13 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use portpreview_shared::sync::lock;
 
-use super::record::{new_delivery, record, record_captured, record_streaming, Streaming};
+use super::record::{new_delivery, record_kept, Unrecorded};
 use super::request::{build_request, declared_length};
 use super::{Head, Kept, Line, Reading, Shared, CUT_SHORT, PART_FORWARDED};
 use crate::forward::{undefined_status, ForwardError, LocalBody};
 use crate::store::{NewDelivery, Outcome};
 use crate::tunnel::awake::within;
-use crate::tunnel::body::{Capture, EndsRest, Held, Inflow, Rest, StreamedBody, WholeBody};
+use crate::tunnel::body::{Capture, EndsRest, Inflow, Rest, StreamedBody, WholeBody};
 use crate::tunnel::outbox::Outbox;
 use crate::tunnel::respond::{answer_error, failure, relay_response, AnswerSide, Timing};
 
@@ -56,7 +56,7 @@ pub(super) async fn exchange(
     if stalled {
         // Kept as cut short, as below: the handler never saw it.
         let request = new_delivery(shared, head, line.received_at_ms);
-        kept.ticket = record_captured(shared, request, capture, declared).await;
+        kept.record(shared, request, capture, declared).await;
         let reason = format!(
             "the request body stopped arriving: nothing came for {}; it was not forwarded",
             portpreview_shared::duration::format_duration(shared.local_timeout)
@@ -68,7 +68,7 @@ pub(super) async fn exchange(
         // handler never sees a cut body as if it were whole, and the history
         // keeps it marked cut short, so replay refuses it.
         let request = new_delivery(shared, head, line.received_at_ms);
-        kept.ticket = record_captured(shared, request, capture, declared).await;
+        kept.record(shared, request, capture, declared).await;
         return failure(started, CUT_SHORT.into());
     }
     let (body, streamed) = local_body(prefix, inflow, &mut capture, buffered);
@@ -77,7 +77,8 @@ pub(super) async fn exchange(
     let local = match local {
         Ok(local) => local,
         Err(reason) => {
-            kept.ticket = record(shared, request).await;
+            let capture = std::mem::take(&mut capture);
+            kept.record(shared, request, capture, declared).await;
             return answer_error(stream, outbox, started, 400, reason);
         }
     };
@@ -86,7 +87,7 @@ pub(super) async fn exchange(
         None => {
             // In the inbox before the handler even sees it; the session writes
             // the inbox out before any answer leaves.
-            kept.ticket = record_captured(shared, request, capture, declared).await;
+            kept.record(shared, request, capture, declared).await;
             let since = Instant::now();
             (send(shared, local).await, since)
         }
@@ -187,12 +188,7 @@ async fn send_streamed(
     kept: &mut Kept,
 ) -> Option<(Sent, Instant)> {
     kept.rest = Some(EndsRest(rest.clone()));
-    kept.streaming = Some(Streaming {
-        request,
-        capture: Some(capture.clone()),
-        declared,
-        room: Held::default(),
-    });
+    kept.unrecorded = Some(Unrecorded::streamed(request, capture.clone(), declared));
     let answer = shared.forwarder.send(local);
     tokio::pin!(answer);
     // Whether the body was cut is read before recording, which takes the
@@ -217,14 +213,14 @@ async fn send_streamed(
             // meanwhile, and the handler's time runs from the body's end,
             // the recording's aside.
             let recording = Instant::now();
-            kept.ticket = record_streaming(shared, &mut kept.streaming).await;
+            kept.ticket = record_kept(shared, &mut kept.unrecorded).await;
             let spent = ended_at.elapsed().saturating_sub(recording.elapsed());
             let left = shared.local_timeout.saturating_sub(spent);
             (within(left, &mut answer).await, ended_at, cut)
         }
     };
     if kept.ticket.is_none() {
-        kept.ticket = record_streaming(shared, &mut kept.streaming).await;
+        kept.ticket = record_kept(shared, &mut kept.unrecorded).await;
     }
     // The relay ended the stream mid-body, and says why; the
     // handler's failure to answer a body cut under it is no news.

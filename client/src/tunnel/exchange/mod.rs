@@ -14,15 +14,15 @@ use tokio::sync::{oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::awake::within;
-use super::body::{Held, Inflow};
+use super::body::{Capture, Held, Inflow};
 use super::contact::Heeded;
 use super::outbox::Outbox;
 use super::respond::{failure, AnswerSide};
 use crate::store::recorder::Ticket;
-use crate::store::{size_past_cut, Outcome};
+use crate::store::{size_past_cut, NewDelivery, Outcome};
 use handler::exchange;
 pub use late::Answered;
-use record::{finish, record_streaming, Streaming};
+use record::{finish, record_kept, Unrecorded};
 pub use shared::{HostHeader, Shared};
 
 /// Why an exchange whose request body never arrived whole failed.
@@ -91,15 +91,24 @@ struct Kept {
     /// The room the answer's body holds in the history's budget, until the
     /// answer is handed to the recorder.
     answer_room: Held,
-    /// A streamed request not yet recorded. It is recorded once its body
-    /// has all gone to the handler, or the handler answers first, or,
-    /// should the relay end the stream first (the caller hung up, the body
-    /// went over the limit), with what the handler had read.
-    streaming: Option<Streaming>,
+    /// The request, until it is recorded. A streamed one is recorded once
+    /// its body has all gone to the handler, or the handler answers first,
+    /// or, should the relay end the stream first (the caller hung up, the
+    /// body went over the limit), with what the handler had read.
+    unrecorded: Option<Unrecorded>,
     /// A request whose body is still coming, before it goes to the handler.
     reading: Option<Reading>,
     /// The rest of a streamed body, which ends once the exchange is over.
     rest: Option<crate::tunnel::body::EndsRest>,
+}
+
+impl Kept {
+    /// Records `request` with the body `capture` kept, of the size its
+    /// caller `declared`, kept here until the recorder has it.
+    async fn record(&mut self, shared: &Shared, request: NewDelivery, capture: Capture, declared: u64) {
+        self.unrecorded = Some(Unrecorded::captured(request, capture, declared));
+        self.ticket = record_kept(shared, &mut self.unrecorded).await;
+    }
 }
 
 /// A request whose body is read before it is forwarded, and what came of it.
@@ -200,15 +209,15 @@ pub async fn run(shared: Arc<Shared>, head: Head, inflow: Inflow, steering: Stee
         (_, error) => Outcome { error, ..outcome },
     };
     if kept.ticket.is_none() {
-        kept.ticket = match kept.reading.take() {
+        match kept.reading.take() {
             Some(Reading { head, prefix }) => {
                 let declared = request::declared_length(&head.headers).unwrap_or(0);
-                let capture = crate::tunnel::body::Capture::of(&prefix, declared, shared.keep());
+                let capture = Capture::of(&prefix, declared, shared.keep());
                 let request = record::new_delivery(&shared, head, line.received_at_ms);
-                record::record_captured(&shared, request, capture, declared).await
+                kept.record(&shared, request, capture, declared).await;
             }
-            None => record_streaming(&shared, &mut kept.streaming).await,
-        };
+            None => kept.ticket = record_kept(&shared, &mut kept.unrecorded).await,
+        }
     }
     // Whole and clean so far: a caller gone meanwhile is told of later.
     let sent = outcome.status.filter(|_| outcome.error.is_none());

@@ -11,17 +11,41 @@ use crate::store::recorder::{Later, RecordError, Ticket};
 use crate::store::{size_past_cut, NewDelivery, Outcome, Summary};
 use crate::tunnel::body::{Capture, Held};
 
-/// A request whose body streams to the handler, kept whole until recorded.
-pub(super) struct Streaming {
-    pub(super) request: NewDelivery,
+/// A request not yet recorded, kept outside its exchange so that an
+/// exchange cut off while recording waits for room (a stop) still leaves
+/// it to the history. A body streaming to the handler moves in once the
+/// handler has read it.
+pub(super) struct Unrecorded {
+    request: NewDelivery,
     /// What the handler reads, until it is moved into `request`.
-    pub(super) capture: Option<Arc<Mutex<Capture>>>,
-    pub(super) declared: u64,
+    capture: Option<Arc<Mutex<Capture>>>,
+    declared: u64,
     /// The room the moved body holds in the budget.
-    pub(super) room: Held,
+    room: Held,
 }
 
-impl Streaming {
+impl Unrecorded {
+    /// `request` with the body `capture` kept, of the size its caller `declared`.
+    pub(super) fn captured(mut request: NewDelivery, capture: Capture, declared: u64) -> Unrecorded {
+        let room = body_into(&mut request, capture, declared);
+        Unrecorded {
+            request,
+            capture: None,
+            declared,
+            room,
+        }
+    }
+
+    /// `request`, whose body is what the handler reads through `capture`.
+    pub(super) fn streamed(request: NewDelivery, capture: Arc<Mutex<Capture>>, declared: u64) -> Unrecorded {
+        Unrecorded {
+            request,
+            capture: Some(capture),
+            declared,
+            room: Held::default(),
+        }
+    }
+
     /// Moves what the handler has read so far into the request, once.
     fn settle(&mut self) {
         if let Some(capture) = self.capture.take() {
@@ -29,18 +53,6 @@ impl Streaming {
             self.room = body_into(&mut self.request, capture, self.declared);
         }
     }
-}
-
-/// Records `request` with the body `capture` kept, holding the capture's
-/// room in the budget until the recorder has the bytes.
-pub(super) async fn record_captured(
-    shared: &Shared,
-    mut request: NewDelivery,
-    capture: Capture,
-    declared: u64,
-) -> Option<Ticket> {
-    let _room = body_into(&mut request, capture, declared);
-    record(shared, request).await
 }
 
 /// Moves the body `capture` kept into `request`; a body that never went by
@@ -60,17 +72,17 @@ fn body_into(request: &mut NewDelivery, capture: Capture, declared: u64) -> Held
     room
 }
 
-/// Records the streamed request in `slot`. Cut off while it waits for room
-/// or writes the body, it leaves the request in `slot` for the next call.
-pub(super) async fn record_streaming(shared: &Shared, slot: &mut Option<Streaming>) -> Option<Ticket> {
+/// Records the request in `slot`. Cut off while it waits for room or writes
+/// the body, it leaves the request in `slot` for the next call.
+pub(super) async fn record_kept(shared: &Shared, slot: &mut Option<Unrecorded>) -> Option<Ticket> {
     let recorder = shared.recorder.as_ref()?;
-    let streaming = slot.as_mut()?;
-    streaming.settle();
-    let staged = recorder.stage(&streaming.request).await;
-    let streaming = slot.take()?;
+    let unrecorded = slot.as_mut()?;
+    unrecorded.settle();
+    let staged = recorder.stage(&unrecorded.request).await;
+    let unrecorded = slot.take()?;
     recorded(
         shared,
-        staged.and_then(|staged| recorder.append_request(staged, streaming.request)),
+        staged.and_then(|staged| recorder.append_request(staged, unrecorded.request)),
     )
 }
 
