@@ -363,9 +363,10 @@ impl App {
             self.detail_stale = true;
         }
         if self.pager.search().is_some() {
-            // A retry the filter hides still counts for the rows it shows.
-            self.pager
-                .note_seen(&summary.event_key, &summary.event_scope, summary.delivery_count);
+            // A row listed in flight gets its answer here; new rows are the
+            // store's to match, and a retry the filter hides still counts
+            // for the rows it shows.
+            self.pager.update(summary);
             self.head_stale = true;
             return;
         }

@@ -212,28 +212,43 @@ impl Pager {
     /// index it was inserted at (`None`: updated, or older than every page).
     pub fn upsert(&mut self, row: Summary) -> Option<usize> {
         self.note_seen(&row.event_key, &row.event_scope, row.delivery_count);
+        let row = self.replace_held(row)?;
         if row.id <= self.pin() {
-            // Fetched with a page while still in flight: now it is done.
-            let held = self
-                .pages
-                .iter_mut()
-                .flat_map(|p| p.rows.iter_mut().flatten())
-                .find(|r| r.id == row.id);
-            if let Some(held) = held {
-                *held = row;
-            }
             return None;
         }
-        match self.head.binary_search_by_key(&row.id, |r| r.id) {
-            Ok(i) => {
-                self.head[i] = row;
+        let i = self.head.partition_point(|r| r.id < row.id);
+        self.head.insert(i, row);
+        self.total = self.total.map(|t| t + 1);
+        Some(self.head.len() - 1 - i)
+    }
+
+    /// Takes in a row reported live under a filter, which only the store
+    /// can match: updated where it is held (an answer to a row listed while
+    /// in flight), never inserted. True when it was held.
+    pub fn update(&mut self, row: Summary) -> bool {
+        self.note_seen(&row.event_key, &row.event_scope, row.delivery_count);
+        self.replace_held(row).is_none()
+    }
+
+    /// Puts `row` in place of the row held with its id; gives it back when
+    /// no row is.
+    fn replace_held(&mut self, row: Summary) -> Option<Summary> {
+        let held = if row.id <= self.pin() {
+            // Fetched with a page while still in flight: now it is done.
+            self.pages
+                .iter_mut()
+                .flat_map(|p| p.rows.iter_mut().flatten())
+                .find(|r| r.id == row.id)
+        } else {
+            let i = self.head.binary_search_by_key(&row.id, |r| r.id).ok();
+            i.map(|i| &mut self.head[i])
+        };
+        match held {
+            Some(held) => {
+                *held = row;
                 None
             }
-            Err(i) => {
-                self.head.insert(i, row);
-                self.total = self.total.map(|t| t + 1);
-                Some(self.head.len() - 1 - i)
-            }
+            None => Some(row),
         }
     }
 

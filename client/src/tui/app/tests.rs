@@ -719,6 +719,40 @@ fn an_open_detail_counts_a_retry_of_its_event_as_it_comes() {
 /// Under a filter, a retry the filter hides still raises the count shown on
 /// the rows of its event it lists: live from the tunnel's news, browsing
 /// from the history another process writes.
+/// A row a filter listed while it was in flight gets its answer when the
+/// tunnel reports it: it used to wait for good, as only newer rows were
+/// read again under a filter.
+#[test]
+fn a_filtered_live_row_listed_in_flight_gets_its_answer() {
+    let shared = std::rc::Rc::new(MemorySource::with_rows(20));
+    let mut in_flight = test_delivery(21);
+    let answer = in_flight.outcome.take();
+    shared.push(in_flight.clone());
+    let mut app = live_over(&shared);
+    serve(&mut app);
+    filter(&mut app, "hook/2");
+    serve(&mut app);
+    let waiting = |app: &App| (0..app.pager.len()).find_map(|i| app.pager.get(i).filter(|r| r.id == 21).cloned());
+    assert!(waiting(&app).expect("listed").is_waiting());
+    shared.deliveries.borrow_mut().retain(|d| d.id != 21);
+    let answered = crate::store::Delivery {
+        outcome: answer,
+        ..in_flight
+    };
+    shared.push(answered.clone());
+    app.on_tunnel_event(
+        TunnelEvent::Delivered {
+            summary: summary_of(&answered),
+            delivery_number: 1,
+        },
+        0,
+    );
+    app.on_tick(1);
+    serve(&mut app);
+    let row = waiting(&app).expect("still listed");
+    assert_eq!((row.status, row.is_waiting()), (Some(200), false));
+}
+
 #[test]
 fn a_retry_the_filter_hides_still_counts_for_the_rows_it_shows() {
     for mode in [Mode::Live, Mode::Browser { db: "h.db".into() }] {
