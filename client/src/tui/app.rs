@@ -204,6 +204,9 @@ pub struct App {
     tickets: u64,
     /// What the order with this ticket is still to answer.
     waiting: Option<(u64, Waiting)>,
+    /// The delivery to select again once a search's first page comes, which
+    /// says whether it is still listed; open meanwhile, if it was.
+    resume: Option<i64>,
     /// An order for the search worker, not yet sent.
     order: Option<Order>,
     /// The footer's notice that the relay holds the start back.
@@ -246,6 +249,7 @@ impl App {
             orphaned: false,
             tickets: 0,
             waiting: None,
+            resume: None,
             order: None,
             held_back_notice: None,
         };
@@ -552,10 +556,15 @@ impl App {
         if !pruned {
             return false;
         }
+        let anchor = self.selected_id();
         if self.pager.search().is_some() {
+            // The search answers later: the open delivery stays open until
+            // its first page says whether it is still listed.
+            let (detail, reveal, focus) = (self.detail.take(), self.reveal.take(), self.focus);
             self.read_from_top_or_say();
+            (self.detail, self.reveal, self.focus) = (detail, reveal, focus);
+            self.resume = anchor;
         } else {
-            let anchor = self.selected_id();
             if let Err(err) = self.reload_and_count() {
                 self.set_status(format!("cannot read the history: {}", crate::error_line(&err)), true);
                 return true;

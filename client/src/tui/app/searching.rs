@@ -34,7 +34,11 @@ impl App {
                 if self.pager.total().is_none() {
                     self.waiting = Some((ticket, Waiting::Total));
                 }
-                self.settle(0);
+                match self.resume.take().map(|id| self.pager.position(id)) {
+                    Some(Some(index)) => self.settle(index),
+                    Some(None) => self.back_to_newest(),
+                    None => self.settle(0),
+                }
             }
             Answer::Total(total) => self.pager.set_total(total),
             Answer::End { query, ends, tail } => {
@@ -89,6 +93,7 @@ impl App {
     /// the search is sent off the thread and the list waits. False, with
     /// the reason in the footer, when the history cannot be read.
     pub(super) fn read_from_top_or_say(&mut self) -> bool {
+        self.resume = None;
         self.close_detail();
         self.head_stale = false;
         self.selected = 0;

@@ -1117,6 +1117,32 @@ fn a_prune_beside_the_list_is_followed() {
     }
 }
 
+/// Under a filter too, a prune keeps the open delivery when it is still
+/// listed, and goes back to the newest match when it is not.
+#[test]
+fn a_prune_beside_a_filtered_list_keeps_the_open_delivery_it_spared() {
+    for mode in [Mode::Browser { db: "h.db".into() }, Mode::Live] {
+        let shared = std::rc::Rc::new(MemorySource::with_rows(50));
+        let mut app = over(&shared, mode.clone());
+        serve(&mut app);
+        filter(&mut app, "hook/4");
+        serve(&mut app);
+        press(&mut app, "j");
+        key(&mut app, KeyCode::Enter);
+        assert_eq!(app.selected_id(), Some(48), "{mode:?}");
+        shared.deliveries.borrow_mut().retain(|d| d.id > 40);
+        assert!(app.on_tick(1), "{mode:?}: the prune is seen");
+        serve(&mut app);
+        assert_eq!(app.selected_id(), Some(48), "{mode:?}: the open delivery stays");
+        assert_eq!(app.detail.as_ref().map(|d| d.doc.id), Some(48), "{mode:?}");
+        shared.deliveries.borrow_mut().retain(|d| d.id > 48);
+        assert!(app.on_tick(2), "{mode:?}: the second prune is seen");
+        serve(&mut app);
+        assert_eq!(app.selected_id(), Some(49), "{mode:?}: the newest match");
+        assert!(app.detail.is_none(), "{mode:?}: the pruned delivery is closed");
+    }
+}
+
 /// Browsing beside a tunnel, a burst of more new deliveries than a page
 /// (a provider's, a load test) keeps the reader's place and the open
 /// delivery, as a few do: it used to close it and go back to the newest.
