@@ -548,6 +548,51 @@ fn a_large_body_delivered_again_is_stored_once_and_read_back_whole() {
     assert_eq!(bodies(&store), 0, "gone with the last delivery using them");
 }
 
+/// A large body goes in the same transaction as the last delivery using
+/// it: a prune killed between its batches leaves no payload behind (they
+/// carry tokens), and one an older version left goes with the next prune,
+/// even one with no delivery to delete.
+#[test]
+fn a_prune_cut_off_between_batches_leaves_no_body_behind() {
+    let store = Store::in_memory().unwrap();
+    let bodies = |store: &Store| -> i64 {
+        store
+            .conn
+            .query_row("SELECT count(*) FROM bodies", [], |r| r.get(0))
+            .unwrap()
+    };
+    let large = |key: &str, at: i64| {
+        let mut d = delivery(key, "/");
+        d.request_body = format!("{{\"id\":\"{key}\",\"token\":\"{}\"}}", "s".repeat(write::SHARED_BODY)).into_bytes();
+        d.request_body_size = d.request_body.len() as u64;
+        d.received_at_ms = at;
+        d
+    };
+    let answer = Outcome {
+        response_body: vec![b'y'; write::SHARED_BODY + 1],
+        response_body_size: write::SHARED_BODY as u64 + 1,
+        ..ok_outcome()
+    };
+    store.insert_delivery(&large("evt_old", 1_000), &answer).unwrap();
+    store.insert_delivery(&large("evt_new", 9_000), &ok_outcome()).unwrap();
+    assert_eq!(bodies(&store), 3);
+    // The batches alone, as a prune killed before anything after them ran.
+    let deleted = store
+        .delete_in_batches("SELECT id FROM deliveries WHERE received_at_ms < ?1 LIMIT ?2", 5_000)
+        .unwrap();
+    assert_eq!(
+        (deleted, bodies(&store)),
+        (1, 1),
+        "the old delivery's two bodies went with it"
+    );
+
+    // Left by a prune that deleted deliveries alone, as versions before did.
+    store.conn.execute("DELETE FROM deliveries", []).unwrap();
+    assert_eq!(bodies(&store), 1);
+    assert_eq!(store.prune(5_000).unwrap(), Pruned::default(), "no delivery to delete");
+    assert_eq!(bodies(&store), 0, "the body no delivery used is gone all the same");
+}
+
 #[test]
 fn long_bodies_are_cut_with_their_size_kept() {
     let store = Store::in_memory().unwrap();

@@ -31,6 +31,14 @@ pub(crate) const SHARED_BODY: usize = 64 * 1024;
 /// of 1 KiB take about 6 MB of it.
 const PRUNE_BATCH: usize = 1_000;
 
+/// The condition, on a row of `bodies`, that no delivery uses it.
+macro_rules! unused_body {
+    () => {
+        "NOT EXISTS (SELECT 1 FROM deliveries WHERE request_body_id = bodies.id)
+            AND NOT EXISTS (SELECT 1 FROM outcomes WHERE response_body_id = bodies.id)"
+    };
+}
+
 /// How long `prune` waits for another process's lock on the history: each
 /// batch waits for the tunnels' writers to commit in between.
 const PRUNE_PATIENCE: Duration = Duration::from_secs(30);
@@ -68,7 +76,7 @@ impl Store {
     pub fn prune(&self, older_than_ms: i64) -> Result<Pruned, StoreError> {
         // Nothing to delete takes no lock: a prune run by cron beside busy
         // tunnels would otherwise queue behind their writes for nothing.
-        if !self.holds_any_before(older_than_ms)? {
+        if !self.holds_any_before(older_than_ms)? && !self.holds_unused_bodies()? {
             return Ok(Pruned::default());
         }
         // The user's own command may wait on busy tunnels longer than a
@@ -89,28 +97,36 @@ impl Store {
             .map_err(|e| self.classify(e))
     }
 
+    /// Whether the history holds a body no delivery uses: a prune of an
+    /// older version, cut off between its batches, left them behind.
+    fn holds_unused_bodies(&self) -> Result<bool, StoreError> {
+        let unused = concat!("SELECT EXISTS (SELECT 1 FROM bodies WHERE ", unused_body!(), ")");
+        self.conn
+            .prepare_cached(unused)
+            .and_then(|mut stmt| stmt.query_row([], |row| row.get(0)))
+            .map_err(|e| self.classify(e))
+    }
+
     /// [`Store::prune`], once there is something to prune.
     fn prune_now(&self, older_than_ms: i64) -> Result<Pruned, StoreError> {
         // Attempts first: once their original is gone nothing finds them.
         // An attempt comes after its original, so every attempt before the
         // cut-off is among them, and what is left before it are originals.
         let replay_attempts = self.delete_in_batches(
-            "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries
-                WHERE replay_of IN (SELECT id FROM deliveries WHERE received_at_ms < ?1) LIMIT ?2)",
+            "SELECT id FROM deliveries
+                WHERE replay_of IN (SELECT id FROM deliveries WHERE received_at_ms < ?1) LIMIT ?2",
             older_than_ms,
         )?;
         let deliveries = self.delete_in_batches(
-            "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE received_at_ms < ?1 LIMIT ?2)",
+            "SELECT id FROM deliveries WHERE received_at_ms < ?1 LIMIT ?2",
             older_than_ms,
         )?;
-        // Bodies no delivery points to any more go with their last one.
+        // Each batch takes its bodies along; these are any an older
+        // version's prune, cut off between batches, left behind.
         self.write(|store| {
             store
                 .conn
-                .prepare_cached(
-                    "DELETE FROM bodies WHERE NOT EXISTS (SELECT 1 FROM deliveries WHERE request_body_id = bodies.id)
-                        AND NOT EXISTS (SELECT 1 FROM outcomes WHERE response_body_id = bodies.id)",
-                )?
+                .prepare_cached(concat!("DELETE FROM bodies WHERE ", unused_body!()))?
                 .execute([])
         })?;
         self.empty_wal_waiting();
@@ -120,20 +136,47 @@ impl Store {
         })
     }
 
-    /// Runs `delete` (its `?1` the cut-off, `?2` the batch size) until it
-    /// deletes nothing, one transaction a batch; returns the rows deleted.
-    fn delete_in_batches(&self, delete: &str, older_than_ms: i64) -> Result<usize, StoreError> {
+    /// Deletes the deliveries `batch` names (its `?1` the cut-off, `?2`
+    /// the batch size) until it names none, one transaction a batch, each
+    /// with the bodies only its deliveries used: a prune cut off between
+    /// batches leaves no payload behind whose delivery is gone. Returns
+    /// the rows deleted.
+    pub(super) fn delete_in_batches(&self, batch: &str, older_than_ms: i64) -> Result<usize, StoreError> {
+        let named = format!("INSERT INTO temp.pruning {batch}");
         let mut total = 0;
         loop {
-            let batch = self.write(|store| {
+            let deleted = self.write(|store| {
                 store.retire_ids()?;
+                store.conn.execute_batch(
+                    "CREATE TEMP TABLE IF NOT EXISTS pruning (id INTEGER PRIMARY KEY);
+                     CREATE TEMP TABLE IF NOT EXISTS pruned_bodies (id INTEGER PRIMARY KEY);
+                     DELETE FROM temp.pruning;
+                     DELETE FROM temp.pruned_bodies;",
+                )?;
                 store
                     .conn
-                    .prepare_cached(delete)?
-                    .execute(rusqlite::params![older_than_ms, PRUNE_BATCH as i64])
+                    .prepare_cached(&named)?
+                    .execute(rusqlite::params![older_than_ms, PRUNE_BATCH as i64])?;
+                store.conn.execute_batch(
+                    "INSERT OR IGNORE INTO temp.pruned_bodies
+                        SELECT request_body_id FROM deliveries
+                            WHERE id IN temp.pruning AND request_body_id IS NOT NULL
+                        UNION SELECT response_body_id FROM outcomes
+                            WHERE delivery_id IN temp.pruning AND response_body_id IS NOT NULL;",
+                )?;
+                let deleted = store
+                    .conn
+                    .prepare_cached("DELETE FROM deliveries WHERE id IN temp.pruning")?
+                    .execute([])?;
+                store.conn.execute_batch(concat!(
+                    "DELETE FROM bodies WHERE id IN temp.pruned_bodies AND ",
+                    unused_body!(),
+                    ";"
+                ))?;
+                Ok(deleted)
             })?;
-            total += batch;
-            if batch < PRUNE_BATCH {
+            total += deleted;
+            if deleted < PRUNE_BATCH {
                 return Ok(total);
             }
             self.empty_wal();
