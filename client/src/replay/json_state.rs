@@ -18,6 +18,9 @@
 //!   - "evt_2"
 //! ```
 
+use std::collections::BTreeMap;
+
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// How a JSON list opens in this form: `- [2]`, its size.
@@ -33,40 +36,78 @@ pub fn lines(text: &str) -> Option<String> {
     if !text.trim_start().starts_with(['{', '[']) {
         return None;
     }
-    let value: Value = serde_json::from_str(text).ok()?;
+    let raw: &RawValue = serde_json::from_str(text).ok()?;
+    let node = Node::read(raw)?;
     let mut out = String::new();
-    match &value {
-        Value::Object(_) => entries(&value, 0, &mut out),
-        _ => write(None, &value, 0, &mut out),
+    match &node {
+        Node::Object(_) => entries(&node, 0, &mut out),
+        _ => write(None, &node, 0, &mut out),
     }
     Some(out)
 }
 
+/// A JSON value as read, its numbers as printed: a balance in wei, or a
+/// decimal of more digits than a float holds, would otherwise read the
+/// same after a change to its last digits.
+enum Node {
+    Object(BTreeMap<String, Node>),
+    Array(Vec<Node>),
+    /// A string, written as JSON writes it.
+    Text(String),
+    /// A number, `true`, `false` or `null`, as printed.
+    Literal(String),
+}
+
+impl Node {
+    /// The value `raw` holds; `None` when it is no JSON.
+    fn read(raw: &RawValue) -> Option<Node> {
+        let text = raw.get();
+        Some(match text.as_bytes().first()? {
+            b'{' => Node::Object(
+                serde_json::from_str::<BTreeMap<String, &RawValue>>(text)
+                    .ok()?
+                    .into_iter()
+                    .map(|(key, value)| Some((key, Node::read(value)?)))
+                    .collect::<Option<_>>()?,
+            ),
+            b'[' => Node::Array(
+                serde_json::from_str::<Vec<&RawValue>>(text)
+                    .ok()?
+                    .into_iter()
+                    .map(Node::read)
+                    .collect::<Option<_>>()?,
+            ),
+            b'"' => Node::Text(Value::String(serde_json::from_str(text).ok()?).to_string()),
+            _ => Node::Literal(text.to_owned()),
+        })
+    }
+}
+
 /// One value under `label` (`None` for an element of a list) at `depth`.
-fn write(label: Option<&str>, value: &Value, depth: usize, out: &mut String) {
+fn write(label: Option<&str>, node: &Node, depth: usize, out: &mut String) {
     let indent = "  ".repeat(depth);
     let label = match label {
         Some(key) => format!("{key}:"),
         None => "-".to_owned(),
     };
-    match value {
-        Value::Array(items) => {
+    match node {
+        Node::Array(items) => {
             out.push_str(&format!("{indent}{label} [{}]\n", items.len()));
-            entries(value, depth + 1, out);
+            entries(node, depth + 1, out);
         }
-        Value::Object(map) => {
+        Node::Object(map) => {
             out.push_str(&format!("{indent}{label} {{{}}}\n", map.len()));
-            entries(value, depth + 1, out);
+            entries(node, depth + 1, out);
         }
-        scalar => out.push_str(&format!("{indent}{label} {scalar}\n")),
+        Node::Text(scalar) | Node::Literal(scalar) => out.push_str(&format!("{indent}{label} {scalar}\n")),
     }
 }
 
 /// The entries of a list or an object, in an order that does not depend
 /// on the order they were printed in.
-fn entries(value: &Value, depth: usize, out: &mut String) {
-    let mut blocks: Vec<String> = match value {
-        Value::Array(items) => items
+fn entries(node: &Node, depth: usize, out: &mut String) {
+    let mut blocks: Vec<String> = match node {
+        Node::Array(items) => items
             .iter()
             .map(|item| {
                 let mut block = String::new();
@@ -74,7 +115,7 @@ fn entries(value: &Value, depth: usize, out: &mut String) {
                 block
             })
             .collect(),
-        Value::Object(map) => map
+        Node::Object(map) => map
             .iter()
             .map(|(key, item)| {
                 let mut block = String::new();
@@ -82,11 +123,9 @@ fn entries(value: &Value, depth: usize, out: &mut String) {
                 block
             })
             .collect(),
-        _ => Vec::new(),
+        Node::Text(_) | Node::Literal(_) => Vec::new(),
     };
-    let positional = matches!(value, Value::Array(items) if items.iter().any(|item| {
-        item.is_number() || item.is_boolean() || item.is_null()
-    }));
+    let positional = matches!(node, Node::Array(items) if items.iter().any(|item| matches!(item, Node::Literal(_))));
     if !positional {
         blocks.sort_unstable();
     }
@@ -138,6 +177,18 @@ mod tests {
     fn a_list_opens_with_its_size() {
         assert_eq!(lines("[]").unwrap(), EMPTY_LIST);
         assert!(lines("[1]").unwrap().starts_with(LIST_OPENING));
+    }
+
+    #[test]
+    fn numbers_read_as_printed_however_long() {
+        assert_eq!(
+            lines(r#"{"balance_wei": 100000000000000000003000, "rate": 0.10000000000000000001}"#).unwrap(),
+            "balance_wei: 100000000000000000003000\nrate: 0.10000000000000000001\n"
+        );
+        assert_ne!(
+            lines(r#"{"balance_wei": 100000000000000000000000}"#),
+            lines(r#"{"balance_wei": 100000000000000000001000}"#)
+        );
     }
 
     #[test]
