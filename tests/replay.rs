@@ -895,6 +895,62 @@ fn a_queue_worker_slower_than_settle_is_not_convicted_by_its_own_late_effect() {
     assert_eq!(handler.balance(), 1, "the handler credited the event once");
 }
 
+/// One event's work written twice: the event's row at once, its credit
+/// from a queue later than --settle, in attempt 2's reads. That move is
+/// in lines attempt 1 left alone, and may be its own late work: the run
+/// is inconclusive, not a conviction of a handler that credited once.
+#[test]
+fn a_handler_that_writes_one_events_work_twice_is_not_convicted_by_its_second_write() {
+    let handler = Handler::start(Behaviour::WritesTwice {
+        delay: std::time::Duration::from_secs(2),
+    });
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let ran = history.replay(&[
+        "--target",
+        &handler.url(),
+        "--times",
+        "2",
+        "--check-url",
+        &handler.json_state_url(),
+        "--settle",
+        "1300ms",
+        "--json",
+    ]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
+    assert_eq!(json["verdict"], "inconclusive", "{json:#}");
+    let settled = ran.check("state_settled");
+    let detail = settled["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("it moved again only in the reads after attempt 2, in lines attempt 1 left alone")
+            && detail.contains("raise --settle (now 1300ms)"),
+        "{settled}"
+    );
+    assert_eq!(handler.balance(), 1, "the handler credited the event once");
+}
+
+/// Lines printed in another order are the same state, so a probe that
+/// prints values without their names could hide a swap: the report says
+/// so when a step's reads came back reordered.
+#[test]
+fn a_probe_whose_lines_came_back_reordered_is_warned_about() {
+    let handler = Handler::start(Behaviour::CreditsEveryDelivery);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    // Two balances, bare: swapped on every credit.
+    let probe = format!(
+        "if grep -q 'balance: 0' '{}' 2>/dev/null; then printf '100\\n200\\n'; else printf '200\\n100\\n'; fi",
+        handler.state_file().display()
+    );
+    let ran = history.replay(&["--times", "2", "--check-cmd", &probe, "--settle", "100ms", "--json"]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    let warnings = ran.json()["warnings"].to_string();
+    assert!(
+        warnings.contains("the reads after attempt 1 printed the lines of the state before in another order")
+            && warnings.contains("a swap between them passes unseen"),
+        "{warnings}"
+    );
+}
+
 #[test]
 fn a_slow_answer_is_a_warning_not_a_failure() {
     let handler = Handler::start(Behaviour::Slow {

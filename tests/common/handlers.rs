@@ -50,6 +50,13 @@ pub enum Behaviour {
         /// Time between the answer and the work.
         delay: Duration,
     },
+    /// Records a new event at once and credits it once, later, as a
+    /// handler that books the credit from a queue: one event's work,
+    /// written in two places at two times.
+    WritesTwice {
+        /// Time between the answer and the credit.
+        delay: Duration,
+    },
     /// Handles a new event; never answers a duplicate, as a handler stuck
     /// on the row lock its first delivery left behind.
     HangsOnDuplicate,
@@ -442,6 +449,23 @@ impl Shared {
                     shared.dedup_and_credit(&event_id);
                 });
                 (200, "queued".into())
+            }
+            Behaviour::WritesTwice { delay } => {
+                let new = self
+                    .db
+                    .lock()
+                    .expect("db lock")
+                    .execute("INSERT OR IGNORE INTO events (id) VALUES (?1)", params![event_id])
+                    .expect("insert event")
+                    == 1;
+                if new {
+                    let (shared, delay, event_id) = (self.clone(), *delay, event_id.to_string());
+                    tokio::spawn(async move {
+                        tokio::time::sleep(delay).await;
+                        shared.credit(&event_id);
+                    });
+                }
+                (200, if new { "queued" } else { "already handled" }.into())
             }
             Behaviour::HangsOnDuplicate => {
                 if self.dedup_and_credit(event_id) {

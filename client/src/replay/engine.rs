@@ -78,6 +78,9 @@ struct Run<'a> {
     /// Whether the state before the first attempt was read: a run stopped
     /// or cut short before that has no state to show.
     read_before: bool,
+    /// The first step whose reads printed the lines of the state before it
+    /// in another order, which counts as no change.
+    reordered: Option<usize>,
     attempts: Vec<Attempt>,
     total: u32,
 }
@@ -123,6 +126,7 @@ pub async fn run(
             ..StateTrace::default()
         },
         read_before: false,
+        reordered: None,
         attempts: Vec::new(),
         total: opts.times.saturating_add(u32::from(opts.fresh)),
     };
@@ -211,8 +215,11 @@ impl Run<'_> {
         self.trace.steady &= settled.steady;
         // Rows in another order are the state the step before left.
         let changed = !same_state(&settled.state, &previous);
+        let step = self.trace.steps.len();
+        if !changed && settled.state != previous {
+            self.reordered.get_or_insert(step);
+        }
         self.trace.steps.push(if changed { settled.state } else { previous });
-        let step = self.trace.steps.len() - 1;
         for attempt in &mut self.attempts[first_new..] {
             attempt.step = step;
             attempt.state_changed = Some(changed);
@@ -415,6 +422,9 @@ impl Run<'_> {
         }
         if opts.times == 1 && !opts.fresh {
             warnings.push(super::ONE_ATTEMPT.into());
+        }
+        if let Some(step) = self.reordered.filter(|_| state.is_some()) {
+            warnings.push(verdict::reordered(&self.attempts, step));
         }
         if let Some(provider) = provider {
             warnings.extend(verdict::slow_answers(&self.attempts, provider));

@@ -13,6 +13,7 @@ use super::report::{all_attempts, attempts_phrase, Attempt, Check, Role, StateTr
 
 mod burst;
 mod moved;
+mod places;
 mod shown;
 
 pub use burst::burst_acts_once;
@@ -241,9 +242,16 @@ pub fn duplicates_change_nothing(attempts: &[Attempt], trace: &StateTrace, had_t
     } else if moved.len() == duplicates {
         "every duplicate repeated the side effect; record the event ID under a unique constraint and skip \
          events already handled"
-    } else {
+    } else if attempts
+        .iter()
+        .any(|a| a.step > 0 && attempts.iter().any(|b| b.n != a.n && b.step == a.step))
+    {
         "some duplicates repeated the side effect, not all: a check-then-insert race or a limit the handler \
          checks; record the event ID under a unique constraint and skip events already handled"
+    } else {
+        // One at a time, no two duplicates could race.
+        "some duplicates repeated the side effect, not all: a limit the handler checks (a count, a time \
+         window); record the event ID under a unique constraint and skip events already handled"
     };
     Some(Check {
         name: DUPLICATES_CHANGE_NOTHING,
@@ -385,12 +393,15 @@ pub fn state_settled(trace: &StateTrace, settle: Duration, attempts: &[Attempt])
 /// step's own late side effect or a later step's repeated one, so it
 /// proves nothing either way, even seen in parts (one event's work may
 /// write twice). Moves after two later steps would: one event acted more
-/// than once, whichever steps caused it.
+/// than once, whichever steps caused it. So does a replayed first step
+/// that moved the state, when the one later move is in lines it left
+/// alone ([`places::apart`]): the event's row at once, its credit from a
+/// queue. A later move where the first one moved is a duplicate's.
 fn late_first_effect(trace: &StateTrace, attempts: &[Attempt], window: &str) -> Option<String> {
     let first = trace.steps.first()?;
     // A state that moved again after the last attempt moved more than
     // once; that it did not hold still is the finding.
-    if first != &trace.before || trace.moved_to.is_some() {
+    if trace.moved_to.is_some() {
         return None;
     }
     let mut moves = trace
@@ -400,6 +411,13 @@ fn late_first_effect(trace: &StateTrace, attempts: &[Attempt], window: &str) -> 
         .filter(|(_, pair)| pair[0] != pair[1]);
     let (step, pair) = moves.next()?;
     if moves.next().is_some() {
+        return None;
+    }
+    // Under --fresh the burst is a new event of its own, which must move
+    // the state however the single one before it did.
+    let first_moved = first != &trace.before;
+    let replayed = attempts.iter().all(|a| a.role == Role::Replay);
+    if first_moved && !(replayed && places::apart(&trace.before, first, &pair[0], &pair[1])) {
         return None;
     }
     // A first step the handler answered as failed (a 500) did not act:
@@ -423,13 +441,34 @@ fn late_first_effect(trace: &StateTrace, attempts: &[Attempt], window: &str) -> 
             format!("raise --timeout, or --settle (now {window}),"),
         ),
     };
-    Some(format!(
-        "{} left the state unchanged within --settle, and it moved only in the reads after {} ({}): \
-         that may be the first one's own side effect, done {after}; {raise} past the time the handler takes",
-        step_phrase(attempts, 0),
-        step_phrase(attempts, step + 1),
-        shown_change(&pair[0], &pair[1]),
-    ))
+    let (first_phrase, later_phrase) = (step_phrase(attempts, 0), step_phrase(attempts, step + 1));
+    let later_change = shown_change(&pair[0], &pair[1]);
+    Some(match first_moved {
+        false => format!(
+            "{first_phrase} left the state unchanged within --settle, and it moved only in the reads after \
+             {later_phrase} ({later_change}): that may be the first one's own side effect, done {after}; {raise} \
+             past the time the handler takes",
+        ),
+        true => format!(
+            "{first_phrase} changed the state ({}), and it moved again only in the reads after {later_phrase}, in \
+             lines {first_phrase} left alone ({later_change}): that may be the rest of the first one's work, done \
+             {after}; {raise} past the time the handler takes",
+            shown_change(&trace.before, first),
+        ),
+    })
+}
+
+/// The reads after `step` printed the lines of the state before it in
+/// another order, which counts as no change: rows printed in no set
+/// order would never hold still. A swap of values printed without what
+/// they belong to passes unseen so.
+pub fn reordered(attempts: &[Attempt], step: usize) -> String {
+    format!(
+        "the reads after {} printed the lines of the state before in another order, which counts as no change \
+         (rows printed in no set order); if the probe prints values without what they belong to (two balances, \
+         one a line), a swap between them passes unseen: print each beside its name or ID",
+        step_phrase(attempts, step)
+    )
 }
 
 /// The attempts of one step, as a report names them: "attempt 1", "the burst".

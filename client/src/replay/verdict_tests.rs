@@ -194,6 +194,67 @@ fn one_move_after_a_first_step_that_changed_nothing_leaves_the_verdict_open() {
     );
 }
 
+/// One event's work may write twice: the event's row at once, its credit
+/// from a queue later than --settle. A move after attempt 2 in lines
+/// attempt 1 left alone may be that credit, and neither clears nor
+/// convicts; one where attempt 1 moved is a duplicate's.
+#[test]
+fn a_later_move_in_lines_the_first_attempt_left_alone_leaves_the_verdict_open() {
+    let settle = Duration::from_millis(300);
+    let two = attempts(&[(Role::Replay, 0), (Role::Replay, 1)]);
+    let before = "balance: 0\nprocessed: [0]\n";
+    let row_added = "balance: 0\nprocessed: [1]\n  - \"evt_1\"\n";
+    let credited = "balance: 100\nprocessed: [1]\n  - \"evt_1\"\n";
+    let split = settled_trace(before, &[row_added, credited]);
+    let late = state_settled(&split, settle, &two);
+    assert!(!late.passed);
+    assert!(
+        late.detail
+            .contains("and it moved again only in the reads after attempt 2, in lines attempt 1 left alone")
+            && late.detail.contains("→ `balance: 100 ⏎")
+            && late
+                .detail
+                .ends_with("raise --settle (now 300ms) past the time the handler takes"),
+        "{}",
+        late.detail
+    );
+    let dups = duplicates_change_nothing(&two, &split, false).unwrap();
+    assert_eq!(decide(&[check(ANSWERS_2XX, true), dups, late]), None);
+
+    // The same lines moved again: the duplicate's own side effect.
+    let twice = settled_trace("balance: 0", &["balance: 100", "balance: 200"]);
+    let settled = state_settled(&twice, settle, &two);
+    assert!(settled.passed, "{}", settled.detail);
+    let dups = duplicates_change_nothing(&two, &twice, false).unwrap();
+    assert_eq!(decide(&[check(ANSWERS_2XX, true), dups, settled]), Some(false));
+    // Under --fresh the burst is a new event, which must move the state.
+    let fresh = attempts(&[(Role::Baseline, 0), (Role::Burst, 1), (Role::Burst, 1)]);
+    assert!(state_settled(&split, settle, &fresh).passed);
+}
+
+/// Duplicates sent one at a time cannot race: when some of them repeated
+/// the side effect and not all, the report names a limit, not a race.
+#[test]
+fn some_duplicates_acting_one_at_a_time_is_no_race() {
+    let once_more = settled_trace("balance: 0", &["balance: 100", "balance: 200", "balance: 200"]);
+    let one_at_a_time = attempts(&[(Role::Replay, 0), (Role::Replay, 1), (Role::Replay, 2)]);
+    let detail = duplicates_change_nothing(&one_at_a_time, &once_more, false)
+        .unwrap()
+        .detail;
+    assert!(
+        detail.contains("not all: a limit the handler checks (a count, a time window)") && !detail.contains("race"),
+        "{detail}"
+    );
+    let together = attempts(&[
+        (Role::Replay, 0),
+        (Role::Replay, 1),
+        (Role::Replay, 1),
+        (Role::Replay, 2),
+    ]);
+    let detail = duplicates_change_nothing(&together, &once_more, false).unwrap().detail;
+    assert!(detail.contains("a check-then-insert race or a limit"), "{detail}");
+}
+
 /// Attempt 1 changing nothing while later ones did is what work done
 /// after answering looks like when each read comes before it: the
 /// report says a longer --settle tells, beside the race it may be.
