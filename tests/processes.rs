@@ -92,6 +92,55 @@ async fn a_client_killed_mid_request_gets_its_caller_a_502_at_once() {
     );
 }
 
+/// A tunnel killed while another process held the history's write lock
+/// leaves the deliveries its callers had answered in its inbox. A reader
+/// cannot move them in under that lock: it leaves them out and says so,
+/// and once the lock is free the next one moves them in.
+#[tokio::test]
+async fn deliveries_a_killed_tunnel_left_under_anothers_lock_are_told_of_then_moved_in() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let relay = TestRelay::start().await;
+    let handler = LocalHandler::start(|_| Answer::default()).await;
+    let db = dir.path().join("history.db");
+    let (mut client, url) = Running::tunnel(&handler.url(), &relay.http_url(), &db, dir.path()).await;
+    let blocker = rusqlite::Connection::open(&db).expect("open the history");
+    blocker.execute_batch("BEGIN IMMEDIATE").expect("take the write lock");
+    for n in 0..3 {
+        let reply = caller::post(&format!("{url}/hook"), format!(r#"{{"id":"evt_orphan_{n}"}}"#)).await;
+        assert_eq!(reply.status, 200, "forwarding goes on while the history is locked");
+    }
+    client.signal("KILL");
+    assert_eq!(
+        client.exit_code(Duration::from_secs(10)).await,
+        None,
+        "killed, no exit code"
+    );
+
+    let listed = common::history::portpreview_async(&db, &["history", "--json"]).await;
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert_eq!(listed.stdout.trim(), "[]");
+    assert_eq!(
+        listed.stderr,
+        "note: 3 deliveries a tunnel that stopped left in its inbox are not in the history yet: another process \
+         holds the history's write lock, and the next command to open it once the lock is free moves them in\n"
+    );
+    blocker.execute_batch("ROLLBACK").expect("let go of the lock");
+    let listed = common::history::portpreview_async(&db, &["history", "--json"]).await;
+    assert_eq!((listed.code, listed.stderr.as_str()), (0, ""));
+    let rows: serde_json::Value = serde_json::from_str(&listed.stdout).expect("JSON");
+    // Their answers died with the tunnel, in memory: the history says so.
+    let errors: Vec<&serde_json::Value> = rows
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|row| &row["error"])
+        .collect();
+    assert_eq!(
+        errors, ["PortPreview stopped before it recorded the answer"; 3],
+        "{rows:#}"
+    );
+}
+
 /// A request in flight when its client is killed gets its caller a 502,
 /// and a new client that takes the name over is never handed it: a
 /// provider retries on its own, and a replay must be asked for.

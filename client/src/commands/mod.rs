@@ -14,7 +14,7 @@ pub mod tui;
 
 use std::path::Path;
 
-use crate::store::Store;
+use crate::store::{Store, Unstored};
 
 /// How a hint writes a command to run next: `portpreview`, with the
 /// `--db` that chose the history when one did (`db_named`, by `--db` or
@@ -31,20 +31,38 @@ pub(crate) fn portpreview_command(db: &Path, db_named: bool) -> String {
 }
 
 /// Opens the history at `db` for a command that reads it, saying on stderr
-/// when running tunnels have forwarded deliveries it does not hold yet:
-/// a listing that leaves them out would otherwise pass for complete.
+/// when tunnels have forwarded deliveries it does not hold yet: a listing
+/// that leaves them out would otherwise pass for complete.
 pub(crate) fn open_history(db: &Path) -> anyhow::Result<Store> {
+    use portpreview_shared::text::counted;
     let store = Store::open_existing(db).map_err(|err| err.for_command(db))?;
-    let unstored = store.unstored_at_open();
-    if unstored > 0 {
+    let Unstored { held_up, orphaned } = store.unstored_at_open();
+    if held_up > 0 {
+        let (are, them) = are_them(held_up);
         crate::to_stderr(format_args!(
-            "note: {} a running tunnel forwarded {} not in the history yet: its writer is behind (a burst \
-             on a busy machine, another process holding the history's write lock, or a full disk), and stores {} \
-             once it can\n",
-            portpreview_shared::text::counted(unstored as usize, "delivery", "deliveries"),
-            if unstored == 1 { "is" } else { "are" },
-            if unstored == 1 { "it" } else { "them" },
+            "note: {} a running tunnel forwarded {are} not in the history yet: its writer is behind (a burst \
+             on a busy machine, another process holding the history's write lock, or a full disk), and stores \
+             {them} once it can\n",
+            counted(held_up as usize, "delivery", "deliveries"),
+        ));
+    }
+    if orphaned > 0 {
+        let (are, them) = are_them(orphaned);
+        crate::to_stderr(format_args!(
+            "note: {} a tunnel that stopped left in its inbox {are} not in the history yet: another process \
+             holds the history's write lock, and the next command to open it once the lock is free moves {them} \
+             in\n",
+            counted(orphaned as usize, "delivery", "deliveries"),
         ));
     }
     Ok(store)
+}
+
+/// The verb and pronoun for `n` deliveries: "is" and "it" for one.
+fn are_them(n: u64) -> (&'static str, &'static str) {
+    if n == 1 {
+        ("is", "it")
+    } else {
+        ("are", "them")
+    }
 }

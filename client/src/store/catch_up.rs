@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::inbox::{appended_by_live_recorders, Appended};
+use super::inbox::{appended_by_live_recorders, left_by_dead_recorders, Appended};
 use super::Store;
 
 /// Longest a reader waits. A writer keeps up within milliseconds; one that
@@ -68,6 +68,16 @@ impl Store {
         (stuck.into_iter())
             .filter(|(name, _)| alive.iter().any(|live| live.name == *name))
             .map(|(_, waiting)| waiting)
+            .sum()
+    }
+
+    /// How many requests the inboxes of tunnels that died still hold that
+    /// the history does not: none once opening moved them in, all of them
+    /// while another process holds the write lock.
+    pub(super) fn left_in_orphans(&self) -> u64 {
+        left_by_dead_recorders(&self.path)
+            .iter()
+            .filter_map(|Appended { name, newest }| Some(newest.saturating_sub(self.inbox_applied(name).ok()?)))
             .sum()
     }
 }

@@ -89,9 +89,21 @@ pub struct Store {
     /// The files opened at `path` and beside it, to tell when the path
     /// comes to name another.
     opened: Opened,
-    /// Requests live tunnels had forwarded and not yet stored when this
-    /// store was opened for reading (see [`Store::unstored_at_open`]).
-    unstored_at_open: u64,
+    /// Requests tunnels had forwarded and the history did not hold when
+    /// this store was opened for reading (see [`Store::unstored_at_open`]).
+    unstored_at_open: Unstored,
+}
+
+/// Requests whose callers heard back that a reader opening the history
+/// found still outside it, in tunnels' inboxes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Unstored {
+    /// In the inboxes of running tunnels whose writers are held up
+    /// (another process holding the write lock, a full disk).
+    pub held_up: u64,
+    /// In the inboxes of tunnels that died, which the reader could not
+    /// move in: another process held the write lock.
+    pub orphaned: u64,
 }
 
 /// The history file a store opened, with its WAL and shared memory.
@@ -242,16 +254,20 @@ impl Store {
             opened => opened?,
         };
         store.recover(Duration::ZERO)?;
-        store.unstored_at_open = store.catch_up_with_recorders();
+        store.unstored_at_open = Unstored {
+            held_up: store.catch_up_with_recorders(),
+            orphaned: store.left_in_orphans(),
+        };
         Ok(store)
     }
 
-    /// How many requests running tunnels had forwarded and still not
-    /// stored once [`Store::open_existing`] had waited for them, counted
-    /// only for a writer that stored none meanwhile: held up (another
-    /// process holding the write lock, a full disk). A listing read now
-    /// leaves them out.
-    pub fn unstored_at_open(&self) -> u64 {
+    /// How many requests tunnels had forwarded that [`Store::open_existing`]
+    /// found outside the history once it had waited for them: in running
+    /// tunnels' inboxes, counted only for a writer that stored none
+    /// meanwhile, held up (another process holding the write lock, a full
+    /// disk); and in dead tunnels' inboxes it could not move in, the lock
+    /// being another's. A listing read now leaves them out.
+    pub fn unstored_at_open(&self) -> Unstored {
         self.unstored_at_open
     }
 
@@ -374,7 +390,7 @@ impl Store {
                 opened: Opened::at(&path),
                 conn,
                 path,
-                unstored_at_open: 0,
+                unstored_at_open: Unstored::default(),
             }),
             Err(newer) => Err(StoreError::TooNew {
                 path,

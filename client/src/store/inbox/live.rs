@@ -30,15 +30,37 @@ pub struct Appended {
 /// newest request in it. Inboxes that cannot be read are left out: a
 /// reader then shows what SQLite holds, as it would without this.
 pub fn appended_by_live_recorders(db: &Path) -> Vec<Appended> {
+    appended(db, Recorder::Alive)
+}
+
+/// For each inbox of the database at `db` whose recorder died, the newest
+/// request in it: what the next process to write moves in, and a reader
+/// that cannot (another process holds the lock) leaves out.
+pub fn left_by_dead_recorders(db: &Path) -> Vec<Appended> {
+    appended(db, Recorder::Dead)
+}
+
+/// Whose inboxes [`appended`] reads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Recorder {
+    Alive,
+    Dead,
+}
+
+fn appended(db: &Path, whose: Recorder) -> Vec<Appended> {
     inbox_files(db)
         .into_iter()
         .filter_map(|(name, path)| {
             let file = File::open(&path).ok()?;
             // A recorder holds its inbox's lock for as long as it lives;
             // a free one is an orphan, moved in by whoever writes next.
-            match file.try_lock_shared() {
-                Err(TryLockError::WouldBlock) => {}
-                Ok(()) | Err(TryLockError::Error(_)) => return None,
+            let alive = match file.try_lock_shared() {
+                Err(TryLockError::WouldBlock) => true,
+                Ok(()) => false,
+                Err(TryLockError::Error(_)) => return None,
+            };
+            if alive != (whose == Recorder::Alive) {
+                return None;
             }
             let newest = (0..TRIES).find_map(|_| match newest_request(&file) {
                 Ok(Reading::Newest(newest)) => Some(newest),

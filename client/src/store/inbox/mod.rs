@@ -34,7 +34,7 @@ use std::io::{IoSlice, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::model::{NewDelivery, Outcome};
-pub use live::{appended_by_live_recorders, Appended};
+pub use live::{appended_by_live_recorders, left_by_dead_recorders, Appended};
 pub use orphan::{orphans, Orphan};
 use punch::{punch_hole, Punch};
 use record::{encode_head, encode_record, EntryRef, PartLen};
