@@ -124,7 +124,11 @@ pub(crate) fn provider_id(provider: Provider, headers: &[Header], body: &Body<'_
             .or_else(|| from_header(headers, "Shopify-Event-Id")),
         StandardWebhooks => from_header(headers, "webhook-id").or_else(|| from_header(headers, "svix-id")),
         Slack | Paddle | Square => from_body(body, &["event_id"]),
-        Gitlab => from_header(headers, "Idempotency-Key").or_else(|| from_header(headers, "X-Gitlab-Webhook-UUID")),
+        // Not `X-Gitlab-Webhook-UUID`: GitLab makes one for every request,
+        // its retries' included, so a retry keyed by it would be an event
+        // of its own. Before `Idempotency-Key` (GitLab 17.4) the body is
+        // what a retry shares.
+        Gitlab => from_header(headers, "Idempotency-Key"),
         Twilio => from_header(headers, "I-Twilio-Idempotency-Token").or_else(|| twilio_sid(body)),
         Linear => from_header(headers, "Linear-Delivery").or_else(|| linear_change(body)),
         Mailgun => from_body(body, &["event-data", "id"]),

@@ -209,17 +209,28 @@ fn only_githubs_hook_id_scopes_an_event_key() {
     );
 }
 
+/// GitLab makes a new `X-Gitlab-Webhook-UUID` for every request, a
+/// retry's included: without `Idempotency-Key` a retry is known by its body.
 #[test]
-fn gitlab_falls_back_to_webhook_uuid() {
-    let h = [
-        Header::new("x-gitlab-event", "Push Hook"),
-        Header::new("x-gitlab-webhook-uuid", "u-1"),
-    ];
+fn gitlab_without_an_idempotency_key_is_keyed_by_its_body_not_its_request_uuid() {
+    let sent = |uuid: &str| {
+        [
+            Header::new("x-gitlab-event", "Push Hook"),
+            Header::new("x-gitlab-webhook-uuid", uuid),
+        ]
+    };
+    let body = br#"{"object_kind":"push","checkout_sha":"da15"}"#;
+    let first = event_key(&sent("u-1"), body, &[]);
+    let retry = event_key(&sent("u-2"), body, &[]);
+    assert_eq!(first.provider, Some(Provider::Gitlab));
+    assert_eq!(first.source, "sha256:body");
+    assert_eq!(first.key, retry.key, "a retry is the same event");
+    let keyed = [sent("u-3")[0].clone(), Header::new("idempotency-key", "k-1")];
     expect(
-        event_key(&h, b"{}", &[]),
+        event_key(&keyed, body, &[]),
         Provider::Gitlab,
-        "u-1",
-        "header:X-Gitlab-Webhook-UUID",
+        "k-1",
+        "header:Idempotency-Key",
     );
 }
 
