@@ -110,13 +110,16 @@ pub fn resign(
             }
         }
         Provider::Shopify => {
-            // Newer "events" webhooks drop the X- prefix; keep whichever was sent.
-            let name = if has_header(headers, "shopify-hmac-sha256") && !has_header(headers, "x-shopify-hmac-sha256") {
-                "shopify-hmac-sha256"
-            } else {
-                "x-shopify-hmac-sha256"
-            };
-            set_header(headers, name, BASE64.encode(hmac256(key, &[body])));
+            // Newer "events" webhooks drop the X- prefix: each name sent
+            // is signed, and the X- one when neither was.
+            let sig = BASE64.encode(hmac256(key, &[body]));
+            let unprefixed = has_header(headers, "shopify-hmac-sha256");
+            if unprefixed {
+                set_header(headers, "shopify-hmac-sha256", sig.clone());
+            }
+            if !unprefixed || has_header(headers, "x-shopify-hmac-sha256") {
+                set_header(headers, "x-shopify-hmac-sha256", sig);
+            }
         }
         Provider::Slack => {
             let sig = hex::encode(hmac256(key, &[format!("v0:{secs}:").as_bytes(), body]));

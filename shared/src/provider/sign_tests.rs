@@ -357,6 +357,16 @@ fn newer_shopify_headers_keep_their_name() {
     assert_eq!(h.len(), 1);
     assert_eq!(h[0].name, "shopify-hmac-sha256");
     assert_ne!(h[0].value, b"old");
+    // Both names sent: both signed, or a handler reading the other one
+    // would check the stale signature.
+    let mut both = vec![
+        Header::new("x-shopify-hmac-sha256", "old"),
+        Header::new("shopify-hmac-sha256", "old"),
+    ];
+    resign(Provider::Shopify, "s", &mut both, &mut b"{}".to_vec(), at(0), None).unwrap();
+    assert_eq!(both.len(), 2);
+    assert_eq!(both[0].value, both[1].value);
+    assert_ne!(both[0].value, b"old");
 }
 
 #[test]
