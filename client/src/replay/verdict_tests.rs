@@ -221,12 +221,19 @@ fn a_later_move_in_lines_the_first_attempt_left_alone_leaves_the_verdict_open() 
     let dups = duplicates_change_nothing(&two, &split, false).unwrap();
     assert_eq!(decide(&[check(ANSWERS_2XX, true), dups, late]), None);
 
-    // The same lines moved again: the duplicate's own side effect.
-    let twice = settled_trace("balance: 0", &["balance: 100", "balance: 200"]);
-    let settled = state_settled(&twice, settle, &two);
-    assert!(settled.passed, "{}", settled.detail);
-    let dups = duplicates_change_nothing(&two, &twice, false).unwrap();
-    assert_eq!(decide(&[check(ANSWERS_2XX, true), dups, settled]), Some(false));
+    // The same lines moved again, or one more line came where attempt 1's
+    // did: the duplicate's own side effect.
+    let orders = ["order_1: \"paid\"\n", "order_1: \"paid\"\norder_2: \"paid\"\n"];
+    let again = [
+        settled_trace("balance: 0", &["balance: 100", "balance: 200"]),
+        settled_trace("", &orders),
+    ];
+    for twice in again {
+        let settled = state_settled(&twice, settle, &two);
+        assert!(settled.passed, "{}", settled.detail);
+        let dups = duplicates_change_nothing(&two, &twice, false).unwrap();
+        assert_eq!(decide(&[check(ANSWERS_2XX, true), dups, settled]), Some(false));
+    }
     // Under --fresh the burst is a new event, which must move the state.
     let fresh = attempts(&[(Role::Baseline, 0), (Role::Burst, 1), (Role::Burst, 1)]);
     assert!(state_settled(&split, settle, &fresh).passed);

@@ -6,10 +6,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 /// True when the lines that differ from `a` to `b` and those that differ
-/// from `c` to `d` sit under names none of the others share: `balance`
-/// in `balance: 100`, under the names of the lines it is indented beneath.
-/// A line without a name (a row of a dump, an element of a list) sits
-/// under those alone, so two rows added to one dump share a place.
+/// from `c` to `d` sit in places none of the others share. A line that
+/// changed its value sits at its name (`balance` in `balance: 100`), under
+/// the names of the lines it is indented beneath; one that came or went
+/// sits in what holds it: two rows added to one dump, or two orders to
+/// one object under names of their own, share a place.
 pub fn apart(a: &str, b: &str, c: &str, d: &str) -> bool {
     let first = changed_places(a, b);
     let later = changed_places(c, d);
@@ -18,24 +19,45 @@ pub fn apart(a: &str, b: &str, c: &str, d: &str) -> bool {
 
 /// The places of the lines one of `from` and `to` holds more often than
 /// the other: their order aside, as the reads are compared.
-fn changed_places<'a>(from: &'a str, to: &'a str) -> BTreeSet<String> {
-    let mut lines: BTreeMap<(String, &str), i64> = BTreeMap::new();
-    for (place, line) in placed(from) {
-        *lines.entry((place, line)).or_default() += 1;
+fn changed_places(from: &str, to: &str) -> BTreeSet<String> {
+    let (from, to) = (placed(from), placed(to));
+    let named = |lines: &[Placed<'_>]| -> BTreeSet<String> { lines.iter().filter_map(Placed::path).collect() };
+    let in_both: BTreeSet<String> = named(&from).intersection(&named(&to)).cloned().collect();
+    let mut lines: BTreeMap<&Placed<'_>, i64> = BTreeMap::new();
+    for line in &from {
+        *lines.entry(line).or_default() += 1;
     }
-    for (place, line) in placed(to) {
-        *lines.entry((place, line)).or_default() -= 1;
+    for line in &to {
+        *lines.entry(line).or_default() -= 1;
     }
     lines
         .into_iter()
         .filter(|(_, count)| *count != 0)
-        .map(|((place, _), _)| place)
+        .map(|(line, _)| match line.path() {
+            Some(path) if in_both.contains(&path) => path,
+            _ => format!("{}/*", line.parent),
+        })
         .collect()
 }
 
-/// Each line of `text` with its place: the names of the lines it is
-/// indented beneath, then its own, joined by `/`.
-fn placed(text: &str) -> Vec<(String, &str)> {
+/// A line of probe output, with the names of the lines it is indented
+/// beneath, joined by `/`, and its own name when it has one.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Placed<'a> {
+    parent: String,
+    name: Option<&'a str>,
+    line: &'a str,
+}
+
+impl Placed<'_> {
+    /// Where the line's name puts it, when it has one.
+    fn path(&self) -> Option<String> {
+        self.name.map(|name| format!("{}/{name}", self.parent))
+    }
+}
+
+/// Each line of `text`, placed.
+fn placed(text: &str) -> Vec<Placed<'_>> {
     let mut open: Vec<(usize, String)> = Vec::new();
     text.lines()
         .map(|line| {
@@ -44,13 +66,14 @@ fn placed(text: &str) -> Vec<(String, &str)> {
             while open.last().is_some_and(|(at, _)| *at >= indent) {
                 open.pop();
             }
-            let parent = open.last().map_or("", |(_, place)| place.as_str());
-            let place = match name(body) {
-                Some(name) => format!("{parent}/{name}"),
-                None => parent.to_owned(),
+            let parent = open.last().map_or("", |(_, path)| path.as_str()).to_owned();
+            let placed = Placed {
+                name: name(body),
+                parent,
+                line,
             };
-            open.push((indent, place.clone()));
-            (place, line)
+            open.push((indent, placed.path().unwrap_or_else(|| placed.parent.clone())));
+            placed
         })
         .collect()
 }
@@ -81,6 +104,22 @@ mod tests {
         let twice = "balance: 0\nprocessed: [2]\n  - \"evt_1\"\n  - \"evt_1\"\n";
         assert!(!apart(before, row_added, row_added, twice), "a row added to one list");
         assert!(!apart("count: 1", "count: 2", "count: 2", "count: 3"));
+    }
+
+    #[test]
+    fn names_that_came_or_went_share_what_holds_them() {
+        let one = "order_1001: \"paid\"\n";
+        let two = "order_1001: \"paid\"\norder_1002: \"paid\"\n";
+        let three = "order_1001: \"paid\"\norder_1002: \"paid\"\norder_1003: \"paid\"\n";
+        assert!(
+            !apart(one, two, two, three),
+            "an order added each time, under names of its own"
+        );
+        // The order made at once, its status set later: the status changed.
+        let none = "orders: {0}\n";
+        let pending = "orders: {1}\n  evt_1: {1}\n    status: \"pending\"\n";
+        let paid = "orders: {1}\n  evt_1: {1}\n    status: \"paid\"\n";
+        assert!(apart(none, pending, pending, paid));
     }
 
     #[test]
