@@ -47,6 +47,15 @@ fn dates_times_uuids_quoted_strings_and_large_numbers_count_nothing() {
     );
 }
 
+/// A number of more digits than a float holds cannot be measured: a move
+/// in its last ones would read as none, so it is a value replaced.
+#[test]
+fn a_number_longer_than_a_float_holds_is_a_value_replaced() {
+    let change = change2("rate: 0.100000000000000000006", "rate: 0.100000000000000000007");
+    assert_eq!(change.describe(), "1 value replaced");
+    assert_eq!(change2("rate: 0.25", "rate: 0.5").describe(), "+0.25");
+}
+
 #[test]
 fn a_counter_that_moved_ten_times_as_far_is_a_different_change() {
     let single = change2("count 5\n", "count 6\n");

@@ -119,17 +119,16 @@ pub(super) fn tokens(line: &str, commas: Commas) -> Vec<Token<'_>> {
             // A count written as a string (`"amount": "1050"`) is still a count.
             let inner = rest[..len].trim_matches('"');
             out.push(
-                match number(inner, commas).filter(|(n, v)| *n == inner.len() && v.abs() < OPAQUE_FROM) {
+                match number(inner, commas).filter(|(n, v)| *n == inner.len() && countable(inner, *v)) {
                     Some((_, value)) => Token::Count(value),
                     None => Token::Opaque(&rest[..len]),
                 },
             );
             len
         } else if let Some((len, value)) = number(rest, commas).filter(|_| !after_word) {
-            out.push(if value.abs() >= OPAQUE_FROM {
-                Token::Opaque(&rest[..len])
-            } else {
-                Token::Count(value)
+            out.push(match countable(&rest[..len], value) {
+                true => Token::Count(value),
+                false => Token::Opaque(&rest[..len]),
             });
             len
         } else if word(c) {
@@ -183,6 +182,18 @@ fn number(text: &str, commas: Commas) -> Option<(usize, f64)> {
         .next()
         .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
     standalone.then(|| text[..len].replace(',', "").parse().ok().map(|value| (len, value)))?
+}
+
+/// Whether the number written `text`, of `value`, is a count whose moves
+/// can be measured: under [`OPAQUE_FROM`], and of no more digits than a
+/// float holds, or a move in its last ones would measure as none.
+fn countable(text: &str, value: f64) -> bool {
+    let significant = text
+        .bytes()
+        .filter(u8::is_ascii_digit)
+        .skip_while(|&d| d == b'0')
+        .count();
+    value.abs() < OPAQUE_FROM && significant <= 15
 }
 
 /// Whether `b` holds `n` ASCII digits from `at`.
