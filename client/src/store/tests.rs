@@ -479,15 +479,17 @@ fn prune_removes_old_deliveries_and_their_runs() {
     assert_eq!(groups, 1, "emptied groups are removed");
 }
 
+/// How many large bodies the history stores apart from their rows.
+fn bodies(store: &Store) -> i64 {
+    store
+        .conn
+        .query_row("SELECT count(*) FROM bodies", [], |r| r.get(0))
+        .unwrap()
+}
+
 #[test]
 fn a_large_body_delivered_again_is_stored_once_and_read_back_whole() {
     let store = Store::in_memory().unwrap();
-    let bodies = |store: &Store| -> i64 {
-        store
-            .conn
-            .query_row("SELECT count(*) FROM bodies", [], |r| r.get(0))
-            .unwrap()
-    };
     let mut big = delivery("evt_big", "/");
     big.request_body = format!(
         "{{\"id\":\"evt_big\",\"pad\":\"{}needle\"}}",
@@ -555,12 +557,6 @@ fn a_large_body_delivered_again_is_stored_once_and_read_back_whole() {
 #[test]
 fn a_prune_cut_off_between_batches_leaves_no_body_behind() {
     let store = Store::in_memory().unwrap();
-    let bodies = |store: &Store| -> i64 {
-        store
-            .conn
-            .query_row("SELECT count(*) FROM bodies", [], |r| r.get(0))
-            .unwrap()
-    };
     let large = |key: &str, at: i64| {
         let mut d = delivery(key, "/");
         d.request_body = format!("{{\"id\":\"{key}\",\"token\":\"{}\"}}", "s".repeat(write::SHARED_BODY)).into_bytes();
