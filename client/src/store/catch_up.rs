@@ -19,6 +19,10 @@ const ANSWERS_LIMIT: Duration = Duration::from_millis(300);
 /// Pause between looks at how far a writer has come.
 const POLL: Duration = Duration::from_millis(2);
 
+/// Pause between looks at what dead tunnels' inboxes still hold, each of
+/// which reads every inbox's record heads.
+const ORPHANS_POLL: Duration = Duration::from_millis(20);
+
 impl Store {
     /// Returns once every request that live tunnels have appended to their
     /// inboxes is in the database, or after [`LIMIT`]; then once the
@@ -72,12 +76,23 @@ impl Store {
     }
 
     /// How many requests the inboxes of tunnels that died still hold that
-    /// the history does not: none once opening moved them in, all of them
-    /// while another process holds the write lock.
+    /// the history does not, after up to [`LIMIT`] of looks: none once
+    /// opening moved them in. The lock that kept opening from it may be a
+    /// tunnel's batch, over in milliseconds, or another reader moving the
+    /// same inbox in, so it is tried again meanwhile; what is left at the
+    /// end waits for a lock held longer (another process's transaction).
     pub(super) fn left_in_orphans(&self) -> u64 {
-        left_by_dead_recorders(&self.path)
-            .iter()
-            .filter_map(|Appended { name, newest }| Some(newest.saturating_sub(self.inbox_applied(name).ok()?)))
-            .sum()
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            let left: u64 = left_by_dead_recorders(&self.path)
+                .iter()
+                .filter_map(|Appended { name, newest }| Some(newest.saturating_sub(self.inbox_applied(name).ok()?)))
+                .sum();
+            if left == 0 || Instant::now() >= deadline {
+                return left;
+            }
+            std::thread::sleep(ORPHANS_POLL);
+            self.take_in_orphans();
+        }
     }
 }
