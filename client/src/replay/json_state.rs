@@ -46,6 +46,75 @@ pub fn lines(text: &str) -> Option<String> {
     Some(out)
 }
 
+/// Whether `text` is in this form with a list or an object in it: each
+/// entry two spaces deeper than the list or object it belongs to, which
+/// is followed by as many entries as it says it holds. Such a text has an
+/// order of its own, whatever order the document was printed in: lines
+/// moved between its entries are another state, a value that moved from
+/// one record to another. Flat `name: value` lines, which a text probe
+/// prints too, do not count.
+pub fn is_nested(text: &str) -> bool {
+    // Entries still owed by each list or object open, innermost last.
+    let mut owed: Vec<usize> = Vec::new();
+    let mut nested = false;
+    for line in text.lines() {
+        while owed.last() == Some(&0) {
+            owed.pop();
+        }
+        let indent = "  ".repeat(owed.len());
+        let Some(entry) = line.strip_prefix(indent.as_str()).filter(|e| !e.starts_with(' ')) else {
+            return false;
+        };
+        let Some(value) = entry_value(entry) else {
+            return false;
+        };
+        if let Some(owed) = owed.last_mut() {
+            *owed -= 1;
+        }
+        if let Some(size) = size_of(value) {
+            nested = true;
+            owed.push(size);
+        }
+    }
+    while owed.last() == Some(&0) {
+        owed.pop();
+    }
+    nested && owed.is_empty()
+}
+
+/// What an entry holds: the value after `- ` or after its label.
+fn entry_value(entry: &str) -> Option<&str> {
+    if let Some(value) = entry.strip_prefix("- ") {
+        return Some(value);
+    }
+    // A quoted label may hold `: ` itself.
+    let after_label = match entry.strip_prefix('"') {
+        Some(quoted) => {
+            let mut escaped = false;
+            let mut close = None;
+            for (at, c) in quoted.char_indices() {
+                if !escaped && c == '"' {
+                    close = Some(at);
+                    break;
+                }
+                escaped = !escaped && c == '\\';
+            }
+            &quoted[close? + 1..]
+        }
+        None => &entry[entry.find(':')?..],
+    };
+    after_label.strip_prefix(": ")
+}
+
+/// The size a list (`[2]`) or an object (`{2}`) says it holds.
+fn size_of(value: &str) -> Option<usize> {
+    let inner = value
+        .strip_prefix('[')
+        .and_then(|v| v.strip_suffix(']'))
+        .or_else(|| value.strip_prefix('{').and_then(|v| v.strip_suffix('}')))?;
+    inner.parse().ok()
+}
+
 /// A JSON value as read, its numbers as printed: a balance in wei, or a
 /// decimal of more digits than a float holds, would otherwise read the
 /// same after a change to its last digits.
@@ -189,6 +258,18 @@ mod tests {
             lines(r#"{"balance_wei": 100000000000000000000000}"#),
             lines(r#"{"balance_wei": 100000000000000000001000}"#)
         );
+    }
+
+    #[test]
+    fn a_nested_document_is_told_from_flat_lines_and_dumps() {
+        let methods = r#"{"payment_methods": {"pm_1": {"default": true}, "pm_2": {"default": false}}}"#;
+        assert!(is_nested(&lines(methods).unwrap()));
+        assert!(is_nested(&lines("[500, 100]").unwrap()));
+        assert!(is_nested(&lines(r#"{"a:b": [1], "c": {}}"#).unwrap()));
+        assert!(!is_nested(&lines(r#"{"balance": 200}"#).unwrap()), "flat");
+        assert!(!is_nested("balance: 200\nemails: 3\n"));
+        assert!(!is_nested(" id | amount\n----+-------\n  1 |    100\n"), "a psql dump");
+        assert!(!is_nested("rows: [2]\n  - 1\n"), "an entry short");
     }
 
     #[test]
