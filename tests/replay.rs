@@ -915,7 +915,7 @@ fn a_handler_that_writes_one_events_work_twice_is_not_convicted_by_its_second_wr
     });
     let (_, detail) = replayed_twice_as_its_work_lands(&handler, &handler.json_state_url());
     assert!(
-        detail.contains("it moved again only in the reads after attempt 2, in lines attempt 1 left alone"),
+        detail.contains("it moved again only in the reads after attempt 2, elsewhere than attempt 1 moved it"),
         "{detail}"
     );
     assert_eq!(handler.balance(), 1, "the handler credited the event once");

@@ -450,8 +450,8 @@ fn late_first_effect(trace: &StateTrace, attempts: &[Attempt], window: &str) -> 
              past the time the handler takes",
         ),
         true => format!(
-            "{first_phrase} changed the state ({}), and it moved again only in the reads after {later_phrase}, in \
-             lines {first_phrase} left alone ({later_change}): that may be the rest of the first one's work, done \
+            "{first_phrase} changed the state ({}), and it moved again only in the reads after {later_phrase}, \
+             elsewhere than {first_phrase} moved it ({later_change}): that may be the rest of the first one's work, done \
              {after}; {raise} past the time the handler takes",
             shown_change(&trace.before, first),
         ),

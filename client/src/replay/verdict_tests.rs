@@ -210,7 +210,7 @@ fn a_later_move_in_lines_the_first_attempt_left_alone_leaves_the_verdict_open() 
     assert!(!late.passed);
     assert!(
         late.detail
-            .contains("and it moved again only in the reads after attempt 2, in lines attempt 1 left alone")
+            .contains("and it moved again only in the reads after attempt 2, elsewhere than attempt 1 moved it")
             && late.detail.contains("→ `balance: 100 ⏎")
             && late
                 .detail

@@ -1,7 +1,7 @@
 //! Where in a probe's output a change happened: under which names. One
 //! event's work may write in two places at two times (the event's row at
-//! once, the credit from a queue), and a move in lines the first attempt
-//! left alone may be the rest of its work rather than a duplicate's.
+//! once, the credit from a queue), and a move elsewhere than the first
+//! attempt moved may be the rest of its work rather than a duplicate's.
 
 use std::collections::{BTreeMap, BTreeSet};
 
