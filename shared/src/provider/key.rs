@@ -126,7 +126,7 @@ pub(crate) fn provider_id(provider: Provider, headers: &[Header], body: &Body<'_
         Slack | Paddle | Square => from_body(body, &["event_id"]),
         // Not `X-Gitlab-Webhook-UUID`: GitLab makes one for every request,
         // its retries' included, so a retry keyed by it would be an event
-        // of its own. Before `Idempotency-Key` (GitLab 17.4) the body is
+        // of its own. Where GitLab sends no `Idempotency-Key`, the body is
         // what a retry shares.
         Gitlab => from_header(headers, "Idempotency-Key"),
         Twilio => from_header(headers, "I-Twilio-Idempotency-Token").or_else(|| twilio_sid(body)),

@@ -167,7 +167,7 @@ impl Provider {
                 Some(10),
                 "no scheduled retries; the hook is disabled after 4 failures",
                 None,
-                "header Idempotency-Key (else the body, as GitLab before 17.4 sends no such header)",
+                "header Idempotency-Key (else the body: older GitLab sends no such header)",
             ),
             // 1 min + 1 h + 6 h after the first attempt.
             Provider::Linear => f(
