@@ -20,8 +20,8 @@ pub enum Layout<'a> {
 /// A body laid out for reading, pretty JSON, text or a hex dump, of at
 /// most the first `limit` bytes of `body` (the kind still judged on the
 /// whole body), and how many bytes that shows. The cut falls between
-/// characters as they are seen, or between hex dump rows, and is made before escaping, so
-/// no character and no escape is ever shown in part.
+/// characters as they are seen, or between hex dump rows, and is made
+/// before escaping, so no character and no escape is ever shown in part.
 pub fn layout_start(body: &[u8], limit: usize) -> (Layout<'_>, usize) {
     if body.len() <= limit {
         let layout = match (pretty_json(body), as_text(body)) {
