@@ -1,4 +1,5 @@
 use super::*;
+use portpreview_shared::message::CONNECT_PATH;
 
 /// Options for a relay on port 3000, with no token and no name.
 fn local_options() -> ConnectOptions {
