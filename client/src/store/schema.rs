@@ -471,7 +471,7 @@ mod tests {
         crate::store::Store::setup(
             conn,
             std::path::PathBuf::from(":memory:"),
-            super::super::Opening::Create,
+            super::super::open::Opening::Create,
         )
         .unwrap()
     }

@@ -4,6 +4,9 @@ use std::path::PathBuf;
 
 use portpreview_shared::Header;
 
+use rusqlite::OpenFlags;
+
+use super::open::{immutable_uri, Opening};
 use super::*;
 
 /// A scratch directory removed on drop.
