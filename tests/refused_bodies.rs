@@ -6,7 +6,7 @@ mod common;
 
 use common::local::LocalHandler;
 use common::relay::TestRelay;
-use common::tunnel::TestTunnel;
+use common::tunnel::{TestTunnel, TunnelOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -341,4 +341,53 @@ async fn a_handler_that_answers_early_and_stops_reading_is_let_go() {
         (Some(200), None),
         "answered 200, no failure"
     );
+}
+
+/// A handler that reads the head of a large body, then neither reads on
+/// nor answers: its time to answer runs from when it stopped taking the
+/// bytes waiting for it, so the caller hears the tunnel's 504 saying so
+/// at `--local-timeout`, not the relay's at its own limit, blaming the
+/// client. The history keeps the whole body, for a replay.
+#[tokio::test]
+async fn a_handler_that_stops_reading_a_large_body_and_never_answers_times_out() {
+    let relay = TestRelay::start().await;
+    let handler = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let handler_url = format!("http://{}", handler.local_addr().expect("address"));
+    let stuck = tokio::spawn(async move {
+        let (mut socket, _) = handler.accept().await.expect("the request");
+        common::caller::read_head(&mut socket).await.expect("the head");
+        // Held open and unread until the test ends.
+        tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+        drop(socket);
+    });
+    let options = TunnelOptions {
+        local_timeout: std::time::Duration::from_secs(1),
+        ..TunnelOptions::default()
+    };
+    let mut tunnel = TestTunnel::start_with(&relay.http_url(), &handler_url, options)
+        .await
+        .expect("tunnel");
+    let answer = post_all_then_read(&relay, &format!("/t/{}/upload", tunnel.name()), Reads::TheAnswer).await;
+    assert!(answer.starts_with("HTTP/1.1 504 "), "{answer:.300}");
+    assert!(
+        answer.contains("stopped reading the request body after ")
+            && answer.trim_end().ends_with("did not answer within 1s"),
+        "the caller hears what the handler did: {answer:.300}"
+    );
+    let (recorded, id) = tunnel.next_delivery().await;
+    assert_eq!(recorded.status, None, "the 504 was PortPreview's: {recorded:?}");
+    assert!(
+        recorded
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("stopped reading the request body")),
+        "{recorded:?}"
+    );
+    let stored = tunnel.stored(id);
+    assert_eq!(
+        (stored.request.request_body.len(), stored.request.request_body_size),
+        (BODY, BODY as u64),
+        "the whole body is kept, for a replay"
+    );
+    stuck.abort();
 }

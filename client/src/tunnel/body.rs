@@ -295,6 +295,15 @@ impl Inflow {
         self.complete
     }
 
+    /// Whether bytes the relay sent wait here, not yet taken.
+    fn holds_unread(&self) -> bool {
+        self.first.is_some()
+            || self
+                .chunks
+                .as_ref()
+                .is_some_and(|(_, backlog)| backlog.0.load(Ordering::Acquire) > 0)
+    }
+
     fn on_chunk(&mut self, chunk: &Chunk) {
         if chunk.end {
             self.ended = true;
@@ -342,8 +351,13 @@ impl Inflow {
 /// into the history at the caller's pace instead of the handler's.
 #[derive(Default)]
 pub struct Rest {
+    /// Chunks taken from the stream before it went to the handler, sent
+    /// to it first.
+    prefix: VecDeque<Bytes>,
     /// The stream, until the exchange takes it.
     inflow: Option<Inflow>,
+    /// Bytes the handler has taken so far, the prefix's included.
+    taken: u64,
     /// Set once the exchange is over: a body whose rest it took ends.
     over: bool,
     /// The handler's request waiting on it, woken when the exchange is over.
@@ -351,12 +365,22 @@ pub struct Rest {
 }
 
 impl Rest {
-    /// The rest of `inflow`, shared.
-    pub fn of(inflow: Inflow) -> Arc<Mutex<Rest>> {
+    /// `prefix` and then the rest of `inflow`, shared.
+    pub fn of(prefix: Vec<Bytes>, inflow: Inflow) -> Arc<Mutex<Rest>> {
         Arc::new(Mutex::new(Rest {
+            prefix: prefix.into(),
             inflow: Some(inflow),
             ..Rest::default()
         }))
+    }
+
+    /// How far the handler has read: the bytes it has taken, and whether
+    /// bytes that came are waiting for it to take them. Bytes waiting while
+    /// it takes none is a handler that stopped reading, not a slow caller.
+    pub fn reading(rest: &Mutex<Rest>) -> (u64, bool) {
+        let rest = lock(rest);
+        let waiting = !rest.prefix.is_empty() || rest.inflow.as_ref().is_some_and(Inflow::holds_unread);
+        (rest.taken, waiting)
     }
 
     /// Takes the stream from the handler's request, which is sent no more
@@ -387,9 +411,7 @@ impl Drop for EndsRest {
 /// A request body that streams the rest of an [`Inflow`] to the local
 /// handler, copying what passes into a shared [`Capture`].
 pub struct StreamedBody {
-    /// Chunks taken before streaming started, sent first.
-    pub prefix: Vec<Bytes>,
-    /// The rest of the stream, until the exchange takes it.
+    /// The body, until the exchange takes what is left of it.
     pub rest: Arc<Mutex<Rest>>,
     /// Where the copy goes.
     pub capture: Arc<Mutex<Capture>>,
@@ -401,10 +423,11 @@ impl Body for StreamedBody {
 
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         let this = &mut *self;
-        if !this.prefix.is_empty() {
-            return Poll::Ready(Some(Ok(Frame::data(this.prefix.remove(0)))));
-        }
         let mut rest = lock(&this.rest);
+        if let Some(chunk) = rest.prefix.pop_front() {
+            rest.taken += chunk.len() as u64;
+            return Poll::Ready(Some(Ok(Frame::data(chunk))));
+        }
         let Some(inflow) = rest.inflow.as_mut() else {
             // Taken by the exchange after the handler answered: the handler
             // is sent no more of it, and once the exchange is over its
@@ -420,6 +443,7 @@ impl Body for StreamedBody {
         match inflow.poll_next(cx) {
             Poll::Ready(Some(chunk)) => {
                 lock(&this.capture).take_in(&chunk);
+                rest.taken += chunk.data.len() as u64;
                 Poll::Ready(Some(Ok(Frame::data(chunk.data))))
             }
             Poll::Ready(None) => {
@@ -440,7 +464,8 @@ impl Body for StreamedBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.prefix.is_empty() && lock(&self.rest).inflow.as_ref().is_some_and(Inflow::is_done)
+        let rest = lock(&self.rest);
+        rest.prefix.is_empty() && rest.inflow.as_ref().is_some_and(Inflow::is_done)
     }
 }
 

@@ -2,7 +2,7 @@
 //! request recorded and sent, the handler's answer relayed to the caller.
 
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Request, Response};
@@ -92,8 +92,17 @@ pub(super) async fn exchange(
             (send(shared, local).await, since)
         }
         Some(streamed) => match send_streamed(shared, local, request, streamed, declared, kept).await {
-            Some(sent) => sent,
-            None => return failure(started, PART_FORWARDED.into()),
+            StreamedSend::Sent(response, since) => (response, since),
+            StreamedSend::Cut => return failure(started, PART_FORWARDED.into()),
+            StreamedSend::Stalled { taken } => {
+                let reason = format!(
+                    "{} stopped reading the request body after {} bytes and did not answer within {}",
+                    shared.forwarder.target(),
+                    portpreview_shared::text::thousands(taken),
+                    portpreview_shared::duration::format_duration(shared.local_timeout)
+                );
+                return answer_error(stream, outbox, started, 504, reason);
+            }
         },
     };
 
@@ -161,10 +170,9 @@ fn local_body(
     }
     let streamed = Streamed {
         capture: Arc::new(Mutex::new(std::mem::take(capture))),
-        rest: Rest::of(inflow),
+        rest: Rest::of(prefix, inflow),
     };
     let body = StreamedBody {
-        prefix,
         rest: streamed.rest.clone(),
         capture: streamed.capture.clone(),
     }
@@ -176,9 +184,8 @@ fn local_body(
 /// with its body: once the body has all gone to it, while it works on the
 /// answer (so a tunnel killed meanwhile leaves the request in its inbox,
 /// as it does a small one); when it answers before reading it all, at
-/// once, or, for a body it refused, once [`read_on`] has the rest. `None`
-/// when the relay cut the body under the handler and it did not answer;
-/// otherwise the answer, and when the handler's time to give it began.
+/// once, or, for a body it refused or stopped reading, once [`read_on`]
+/// has the rest.
 async fn send_streamed(
     shared: &Shared,
     local: Request<LocalBody>,
@@ -186,14 +193,21 @@ async fn send_streamed(
     Streamed { capture, rest }: Streamed,
     declared: u64,
     kept: &mut Kept,
-) -> Option<(Sent, Instant)> {
+) -> StreamedSend {
     kept.rest = Some(EndsRest(rest.clone()));
     kept.unrecorded = Some(Unrecorded::streamed(request, capture.clone(), declared));
     let answer = shared.forwarder.send(local);
     tokio::pin!(answer);
     // Whether the body was cut is read before recording, which takes the
     // capture's bytes and leaves an empty one behind.
-    let (response, since, cut) = match until_uploaded(&mut answer, &capture).await {
+    let (response, since, cut) = match until_uploaded(&mut answer, &capture, &rest, shared.local_timeout).await {
+        Uploaded::Stalled { taken } => {
+            // The rest is still the caller's request: the history keeps it
+            // whole, as for a handler that refused it, so it can be replayed.
+            read_on(shared, &capture, &rest).await;
+            kept.ticket = record_kept(shared, &mut kept.unrecorded).await;
+            return StreamedSend::Stalled { taken };
+        }
         Uploaded::Answered(answered) => {
             // A refusal, or a failure, is the handler done with the body:
             // the rest goes to the history. An answer that goes on (a 2xx
@@ -227,9 +241,22 @@ async fn send_streamed(
     // A body still on its way is another matter: the handler could
     // not be reached, or failed, and the caller hears so now.
     if cut && !matches!(response, Some(Ok(_))) {
-        return None;
+        return StreamedSend::Cut;
     }
-    Some((response, since))
+    StreamedSend::Sent(response, since)
+}
+
+/// What sending a request whose body streams came to.
+enum StreamedSend {
+    /// The handler's answer, or its failure, and when its time to give it
+    /// began.
+    Sent(Sent, Instant),
+    /// The relay cut the body under the handler, which did not answer.
+    Cut,
+    /// The handler stopped reading the body, with bytes waiting for it,
+    /// for as long as it may take to answer, and did not answer: it had
+    /// taken this many bytes.
+    Stalled { taken: u64 },
 }
 
 /// Sends `local` to the handler. The handler's time starts when it is sent
@@ -244,16 +271,25 @@ enum Uploaded<T> {
     Answered(T),
     /// The body had all gone to it (or was cut) at this time.
     At(Instant),
+    /// The handler took none of the bytes waiting for it for `patience`,
+    /// having taken this many.
+    Stalled { taken: u64 },
 }
 
 /// Waits for the body to have all gone to the handler as the caller
 /// uploads it, or for the handler to answer first. A large body on a slow
 /// link is not the handler's delay: the local timeout runs from the body's
-/// end (or its cut), and the relay bounds the upload itself.
+/// end (or its cut), and the relay bounds the upload itself. A handler
+/// that leaves bytes waiting for `patience` is: it stopped reading, and
+/// would otherwise hold the caller until the relay gives up on the upload.
 async fn until_uploaded<F: std::future::Future + Unpin>(
     answer: &mut F,
     capture: &Mutex<Capture>,
+    rest: &Mutex<Rest>,
+    patience: Duration,
 ) -> Uploaded<F::Output> {
+    let mut taken_before = 0;
+    let mut waiting_since = None;
     loop {
         let ended_at = lock(capture).ended_at;
         if let Some(ended_at) = ended_at {
@@ -261,6 +297,16 @@ async fn until_uploaded<F: std::future::Future + Unpin>(
         }
         if let Ok(answered) = tokio::time::timeout(UPLOAD_CHECK, &mut *answer).await {
             return Uploaded::Answered(answered);
+        }
+        let (taken, waiting) = Rest::reading(rest);
+        if taken != taken_before || !waiting {
+            taken_before = taken;
+            waiting_since = None;
+            continue;
+        }
+        let since = *waiting_since.get_or_insert_with(Instant::now);
+        if since.elapsed() >= patience {
+            return Uploaded::Stalled { taken };
         }
     }
 }
