@@ -1437,6 +1437,57 @@ fn one_attempt_is_counted_in_the_singular() {
     }
 }
 
+/// A replay sent once is a resend: the report shows what the handler
+/// answered, and the ID the attempt was kept under, which `show` opens.
+/// `--json` names each attempt's ID too.
+#[test]
+fn a_replay_shows_the_answer_and_the_ids_its_attempts_were_kept_under() {
+    let handler = Handler::start(Behaviour::DedupsInOneTransaction);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let once = history.replay(&[]);
+    assert_eq!(once.code, 0, "{}{}", once.stdout, once.stderr);
+    assert!(
+        once.stdout.contains("\nThe answer:\n  200 for attempt 1\n  credited\n"),
+        "{}",
+        once.stdout
+    );
+    assert!(
+        once.stdout
+            .contains("\nKept in the history as #2: portpreview show 2\n"),
+        "{}",
+        once.stdout
+    );
+    let shown = portpreview(&history.db(), &["show", "2", "--json"]).json();
+    assert_eq!(
+        (&shown["replay_of"], &shown["status"]),
+        (&Value::from(1), &Value::from(200)),
+        "{shown:#}"
+    );
+
+    let twice = history.replay(&["--times", "2", "--json"]);
+    assert_eq!(twice.code, 0, "{}{}", twice.stdout, twice.stderr);
+    let ids: Vec<Value> = twice.json()["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].clone())
+        .collect();
+    assert_eq!(ids, [3, 4]);
+    let text = history.replay(&["--times", "2"]);
+    assert!(
+        text.stdout
+            .contains("\nEvery attempt got this answer:\n  200 for attempts 1–2\n  already handled\n"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout
+            .contains("\nKept in the history as #5 to #6: portpreview history --replays\n"),
+        "{}",
+        text.stdout
+    );
+}
+
 /// A burst of one copy sends no duplicate, so a handler that acts on every
 /// delivery would pass it: `--fresh` asks for two copies or more instead.
 #[test]

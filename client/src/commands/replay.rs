@@ -122,15 +122,18 @@ pub async fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     if let Origin::History { id, store, .. } = &origin {
         // The attempts were sent and are judged below: a history that cannot
         // keep them is worth a line, not a failed command.
-        if let Err(err) = replay::record(store, *id, started_at_ms, &report) {
-            let warning = format!(
-                "the replay was not recorded in the history: {}",
-                crate::error_line(&err.into())
-            );
-            crate::to_stderr(format_args!("warning: {warning}\n"));
-            // In the report too: a script reading --json must not take the
-            // run, and its attempts, for kept.
-            report.warnings.push(warning);
+        match replay::record(store, *id, started_at_ms, &report) {
+            Ok(ids) => report.recorded_as = ids,
+            Err(err) => {
+                let warning = format!(
+                    "the replay was not recorded in the history: {}",
+                    crate::error_line(&err.into())
+                );
+                crate::to_stderr(format_args!("warning: {warning}\n"));
+                // In the report too: a script reading --json must not take the
+                // run, and its attempts, for kept.
+                report.warnings.push(warning);
+            }
         }
     }
     let printed = print_report(&report, args.json, |json| {

@@ -445,6 +445,7 @@ impl Run<'_> {
             state,
             attempts: self.attempts,
             elapsed,
+            recorded_as: Vec::new(),
         }
     }
 }

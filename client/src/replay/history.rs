@@ -5,8 +5,9 @@ use super::Report;
 use crate::store::{Outcome, ReplayRun, Store, StoreError};
 
 /// Stores the attempts of `report` as deliveries that replay `delivery_id`,
-/// and the run with its verdict, all or nothing. Returns the run's id.
-pub fn record(store: &Store, delivery_id: i64, started_at_ms: i64, report: &Report) -> Result<i64, StoreError> {
+/// and the run with its verdict, all or nothing. Returns the IDs the
+/// attempts were stored under, in their order.
+pub fn record(store: &Store, delivery_id: i64, started_at_ms: i64, report: &Report) -> Result<Vec<i64>, StoreError> {
     let run = ReplayRun {
         id: 0,
         delivery_id,
@@ -93,6 +94,7 @@ mod tests {
             signed: None,
             state: None,
             elapsed: Duration::from_millis(9),
+            recorded_as: Vec::new(),
         }
     }
 
@@ -115,14 +117,20 @@ mod tests {
     fn a_run_is_stored_with_every_attempt_as_a_replay_of_the_delivery() {
         let store = Store::in_memory().unwrap();
         let id = store.insert_request(&delivery()).unwrap();
-        let run_id = record(&store, id, 1_700_000_000_000, &report(&[200, 409])).unwrap();
+        let ids = record(&store, id, 1_700_000_000_000, &report(&[200, 409])).unwrap();
         let runs = store.replay_runs(id).unwrap();
         assert_eq!(runs.len(), 1);
-        assert_eq!(
-            (runs[0].id, runs[0].times, runs[0].idempotent),
-            (run_id, 2, Some(false))
-        );
+        assert_eq!((runs[0].times, runs[0].idempotent), (2, Some(false)));
         assert_eq!(replays_of(&store, id), [Some(200), Some(409)]);
+        let statuses: Vec<_> = ids
+            .iter()
+            .map(|&attempt| store.get(attempt).unwrap().unwrap().outcome.and_then(|o| o.status))
+            .collect();
+        assert_eq!(
+            statuses,
+            [Some(200), Some(409)],
+            "the IDs given back are the attempts', in order"
+        );
         assert_eq!(store.get(id).unwrap().unwrap().delivery_count, 1);
     }
 

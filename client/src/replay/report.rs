@@ -154,6 +154,9 @@ pub struct Report {
     pub state: Option<StateTrace>,
     /// Wall time of the whole run: attempts, settle windows and the final wait.
     pub elapsed: std::time::Duration,
+    /// The IDs the attempts were kept under in the history, in their
+    /// order; empty until the run is kept (a fixture's never is).
+    pub recorded_as: Vec<i64>,
 }
 
 /// How a run signed its attempts anew, for the report to say: a refusal
@@ -305,9 +308,11 @@ impl Report {
         let attempts: Vec<Value> = self
             .attempts
             .iter()
-            .map(|a| {
+            .zip(self.recorded_as.iter().map(Some).chain(std::iter::repeat(None)))
+            .map(|(a, id)| {
                 json!({
                     "n": a.n,
+                    "id": id,
                     "role": a.role.as_str(),
                     "status": a.answer.status,
                     "duration_ms": crate::time::round_ms(a.duration_ms()),
@@ -467,6 +472,7 @@ mod tests {
                 steady: true,
             }),
             elapsed: std::time::Duration::from_millis(1234),
+            recorded_as: Vec::new(),
         }
     }
 

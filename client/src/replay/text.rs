@@ -58,6 +58,7 @@ impl Report {
         }
         out.push('\n');
         self.render_attempts(&mut out);
+        self.render_recorded(&mut out);
         if let Some(state) = &self.state {
             let (before, after) = aligned(&state.before, state.after());
             let _ = writeln!(out, "\nState before: {before}");
@@ -67,10 +68,14 @@ impl Report {
             }
         }
         let groups = distinct_answers(&self.attempts);
-        // A refusal every attempt got says why only in its body.
+        // What the handler said: a refusal says why only in its body, and
+        // a replay sent once is often sent to see just that.
         if let [only] = groups.as_slice() {
-            if only.status.is_some_and(|s| !(200..300).contains(&s)) && !only.body.is_empty() {
-                out.push_str("\nEvery attempt got this answer:\n");
+            if only.status.is_some() && !only.body.is_empty() {
+                out.push_str(match self.attempts.len() {
+                    1 => "\nThe answer:\n",
+                    _ => "\nEvery attempt got this answer:\n",
+                });
                 out.push_str(&alone(only, 78));
             }
         }
@@ -104,6 +109,19 @@ impl Report {
         }
         let _ = writeln!(out, "\n{}", self.summary_line());
         out
+    }
+
+    /// Where the attempts were kept, so that one can be opened whole.
+    fn render_recorded(&self, out: &mut String) {
+        // Stored in one transaction, they hold IDs in a row.
+        let _ = match self.recorded_as.as_slice() {
+            [] => Ok(()),
+            [only] => writeln!(out, "\nKept in the history as #{only}: portpreview show {only}"),
+            [first, .., last] => writeln!(
+                out,
+                "\nKept in the history as #{first} to #{last}: portpreview history --replays"
+            ),
+        };
     }
 
     fn render_attempts(&self, out: &mut String) {

@@ -320,18 +320,21 @@ impl Store {
     /// Stores a `replay` run with the attempts it sent, each as a delivery
     /// that replays `run.delivery_id`, all in one transaction: the history
     /// never shows a run without its attempts, nor attempts without their
-    /// run. Returns the run's id.
+    /// run. Returns the attempts' IDs, in their order.
     pub fn insert_replay(
         &self,
         run: &ReplayRun,
         attempts: impl IntoIterator<Item = (NewDelivery, Outcome)>,
-    ) -> Result<i64, StoreError> {
+    ) -> Result<Vec<i64>, StoreError> {
         self.write(|store| {
+            let mut ids = Vec::new();
             for (request, outcome) in attempts {
                 let id = store.request_row(&request, Some(run.delivery_id), &request.event_scope())?;
                 store.outcome_row(id, &outcome)?;
+                ids.push(id);
             }
-            store.replay_run_row(run)
+            store.replay_run_row(run)?;
+            Ok(ids)
         })
     }
 
