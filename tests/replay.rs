@@ -735,6 +735,18 @@ fn a_stale_signature_fails_and_resigning_passes() {
     .unwrap();
     let ran = history.replay(&["--resign"]);
     assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    // And a replay without --resign says the secret is there, so the flag
+    // is all that is missing.
+    let ran = history.replay(&["--json"]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.json()["warnings"].as_array().unwrap().iter().any(|w| w
+            .as_str()
+            .unwrap()
+            .ends_with("stripe accepts 5 min: pass --resign to sign with the stripe secret from the config file, or a handler that checks signatures refuses every attempt")),
+        "{}",
+        ran.stdout
+    );
 }
 
 #[test]

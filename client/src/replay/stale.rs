@@ -18,8 +18,12 @@ pub fn stale_signature(provider: Provider, headers: &[Header], body: &[u8], now:
 }
 
 /// What to do about a signature a replay would send stale or void. The
-/// secret is named here, so following the advice needs no second try.
+/// secret is named here, so following the advice needs no second try; one
+/// already set is named as set, as the flag is then all that is missing.
 pub fn resign_advice(provider: Provider) -> String {
+    if let Ok(Some(found)) = crate::config::resolve_secret(None, Some(provider), None) {
+        return format!("pass --resign to sign with the {provider} secret from {}", found.from);
+    }
     format!(
         "pass --resign (it signs with --secret, {}, PORTPREVIEW_SECRET or {} in the config file's [secrets])",
         crate::config::secret_env(provider),
