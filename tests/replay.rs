@@ -13,6 +13,18 @@ use portpreview::replay::junit::escape;
 use portpreview::store::{NewDelivery, Store};
 use serde_json::Value;
 
+/// `--check-url` takes a URL written as `--target` takes one, without
+/// its scheme: the probe reads it as plain HTTP.
+#[test]
+fn a_check_url_written_without_its_scheme_reads_the_state() {
+    let handler = Handler::start(Behaviour::CreditsEveryDelivery);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let short = handler.state_url().replace("http://", "");
+    let ran = history.replay(&["--times", "2", "--check-url", &short, "--json"]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(ran.json()["verdict"], "not_idempotent", "{}", ran.stdout);
+}
+
 #[test]
 fn a_handler_that_credits_every_delivery_is_not_idempotent() {
     let handler = Handler::start(Behaviour::CreditsEveryDelivery);

@@ -28,7 +28,7 @@ pub struct RunArgs {
     /// Shell command that prints the handler's state (a row count, a balance, a dump).
     #[arg(long, value_name = "CMD", conflicts_with = "check_url", value_parser = |text: &str| parse_probe(ProbeSpec::Cmd(text.to_owned())))]
     pub check_cmd: Option<String>,
-    /// URL whose GET answer is the handler's state.
+    /// URL whose GET answer is the handler's state (`localhost:3000/state` and `3000/state` are plain HTTP).
     #[arg(long, value_name = "URL", value_parser = UrlFlag(|text| parse_probe(ProbeSpec::Url(text.to_owned()))))]
     pub check_url: Option<String>,
     /// How long the state must hold still to count as read (default 300ms, at most 10m).

@@ -12,7 +12,7 @@ use portpreview_shared::Header;
 
 use super::attempt::{Connection, Endpoint, Outgoing};
 use super::probe::ProbeError;
-use crate::target::Scheme;
+use crate::target::{Scheme, Target};
 
 /// A `--check-url` ready to read.
 pub(super) struct UrlProbe {
@@ -85,6 +85,16 @@ pub fn parse_url(url: &str) -> Result<(Endpoint, String), ProbeError> {
     if crate::userinfo::present(url) {
         return Err(ProbeError::Credentials(crate::userinfo::hidden(url).into_owned()));
     }
+    // Written as `--target` takes it (`localhost:3000/state`, `3000/state`):
+    // plain HTTP, and a bare port on this machine.
+    let written;
+    let url = match url.contains("://") {
+        true => url,
+        false => {
+            written = Target::parse(url).map_err(|_| bad())?.to_string();
+            &written
+        }
+    };
     let uri: http::Uri = url.parse().map_err(|_| bad())?;
     let scheme = match uri.scheme_str() {
         Some(s) if s.eq_ignore_ascii_case("http") => Scheme::Http,
@@ -206,5 +216,22 @@ mod tests {
             "{refused}"
         );
         assert!(parse_url("not a url").is_err());
+    }
+
+    #[test]
+    fn a_url_written_as_a_target_is_plain_http() {
+        for (written, host, port, wanted) in [
+            ("localhost:4000/state", "localhost", 4000, "/state"),
+            ("4000/state?x=1", "localhost", 4000, "/state?x=1"),
+            ("127.0.0.1:4000", "127.0.0.1", 4000, "/"),
+        ] {
+            let (endpoint, path) = parse_url(written).unwrap();
+            assert_eq!(
+                (endpoint.scheme, endpoint.host.as_str(), endpoint.port, path.as_str()),
+                (Scheme::Http, host, port, wanted),
+                "{written}"
+            );
+        }
+        assert!(parse_url("localhost:0/state").is_err());
     }
 }
