@@ -335,7 +335,7 @@ fn browse_open_filter_and_quit() {
     tmux.send(&["Enter"]);
     let screen = tmux.wait_for("the body of #150", |s| s.contains("\"id\": \"evt_0150\""));
     assert!(screen.contains("\"amount\": 15000"), "{screen}");
-    assert!(screen.contains("stripe-signature: •••••• (masked"), "{screen}");
+    assert!(screen.contains("stripe-signature: t=1,v1=•••••• (masked"), "{screen}");
     assert!(!screen.contains("v1=abc"), "the signature stays masked: {screen}");
 
     tmux.send(&["Escape"]);

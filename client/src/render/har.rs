@@ -367,7 +367,7 @@ mod tests {
         assert_eq!(har["log"]["version"], "1.2");
         assert_eq!(entry["request"]["postData"]["mimeType"], "application/json");
         assert_eq!(entry["request"]["postData"]["text"], "{}");
-        assert_eq!(entry["request"]["headers"][1]["value"], "••••••");
+        assert_eq!(entry["request"]["headers"][1]["value"], "t=1,v1=••••••");
         // Bytes HAR cannot hold are said to be replaced, not changed unseen.
         let raw = &entry["request"]["headers"][2];
         assert_eq!(raw["value"], "a\u{fffd}b");

@@ -31,10 +31,50 @@ pub fn shown_value(header: &Header, reveal: bool) -> Cow<'_, [u8]> {
         .then(|| header.value.split(|&b| b == b' ').next())
         .flatten()
         .filter(|scheme| scheme.len() < header.value.len() && scheme.iter().all(u8::is_ascii_alphabetic));
-    match scheme {
-        Some(scheme) => Cow::Owned([scheme, b" ", MASK.as_bytes()].concat()),
-        None => Cow::Owned(MASK.as_bytes().to_vec()),
+    if let Some(scheme) = scheme {
+        return Cow::Owned([scheme, b" ", MASK.as_bytes()].concat());
     }
+    if header.name.to_ascii_lowercase().contains("signature") {
+        if let Some(timed) = signing_time_kept(&header.value) {
+            return Cow::Owned(timed);
+        }
+    }
+    Cow::Owned(MASK.as_bytes().to_vec())
+}
+
+/// A signature that carries when it was made (Stripe's `t=1700000000,v1=…`,
+/// Paddle's `ts=1700000000;h1=…`) with that time kept and every other part
+/// masked: the time is the usual reason a replay is refused, and it signs
+/// nothing. `None` when the value names no such time.
+fn signing_time_kept(value: &[u8]) -> Option<Vec<u8>> {
+    let is_time = |part: &[u8]| {
+        let digits = part.strip_prefix(b"t=").or_else(|| part.strip_prefix(b"ts="));
+        digits.is_some_and(|d| !d.is_empty() && d.iter().all(u8::is_ascii_digit))
+    };
+    // Each part with the separator after it, if any; spaces before a part
+    // are kept as they came.
+    let parts: Vec<(&[u8], &[u8])> = value
+        .split_inclusive(|&b| b == b',' || b == b';')
+        .map(|part| match part.split_last() {
+            Some((b',' | b';', text)) => (text, &part[text.len()..]),
+            _ => (part, &[][..]),
+        })
+        .collect();
+    if !parts.iter().any(|(text, _)| is_time(text.trim_ascii_start())) {
+        return None;
+    }
+    let mut shown = Vec::with_capacity(value.len());
+    for (text, separator) in parts {
+        let part = text.trim_ascii_start();
+        shown.extend_from_slice(&text[..text.len() - part.len()]);
+        match part.iter().position(|&b| b == b'=') {
+            _ if is_time(part) => shown.extend_from_slice(part),
+            Some(at) => shown.extend_from_slice(&[&part[..=at], MASK.as_bytes()].concat()),
+            None => shown.extend_from_slice(MASK.as_bytes()),
+        }
+        shown.extend_from_slice(separator);
+    }
+    Some(shown)
 }
 
 /// A path and query as shown: the values of query parameters named like
@@ -171,7 +211,7 @@ mod tests {
     fn secrets_are_masked_unless_revealed() {
         assert_eq!(shown("Authorization", "Bearer sk_live_1", false), "Bearer ••••••");
         assert_eq!(shown("authorization", "sk_live_1", false), MASK);
-        assert_eq!(shown("stripe-signature", "t=1,v1=abc", false), MASK);
+        assert_eq!(shown("stripe-signature", "v1=abc", false), MASK);
         assert_eq!(shown("cookie", "session=1", false), MASK);
         assert_eq!(shown("cookie", "session=1", true), "session=1");
         assert_eq!(shown("content-type", "text/plain", false), "text/plain");
@@ -200,6 +240,27 @@ mod tests {
             shown("X-Twilio-Email-Event-Webhook-Timestamp", "1700000000", false),
             "1700000000"
         );
+    }
+
+    #[test]
+    fn a_signature_keeps_when_it_was_made_and_masks_the_rest() {
+        assert_eq!(
+            shown("Stripe-Signature", "t=1700000000,v1=abc,v0=def", false),
+            "t=1700000000,v1=••••••,v0=••••••"
+        );
+        assert_eq!(
+            shown("Paddle-Signature", "ts=1700000000;h1=abc", false),
+            "ts=1700000000;h1=••••••"
+        );
+        assert_eq!(
+            shown("stripe-signature", "t=1700000000, v1=abc", false),
+            "t=1700000000, v1=••••••"
+        );
+        // A time part that is not a number shows nothing; nor does a
+        // credential that only looks like one.
+        assert_eq!(shown("stripe-signature", "t=soon,v1=abc", false), MASK);
+        assert_eq!(shown("x-api-key", "t=1700000000", false), MASK);
+        assert_eq!(shown("stripe-signature", "t=1,v1=abc", true), "t=1,v1=abc");
     }
 
     #[test]
