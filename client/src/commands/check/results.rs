@@ -80,6 +80,12 @@ pub fn junit(results: &Results) -> String {
 pub fn print(results: &Results, json: bool, code: u8) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     let count = |verdict: &str| results.iter().filter(|(_, o)| o.verdict() == verdict).count();
+    // Passed on their answers alone: a handler that credits every duplicate
+    // passes so too, which a tally read on its own must not hide.
+    let unprobed = results
+        .iter()
+        .filter(|(_, o)| matches!(o, Outcome::Ran(report) if report.idempotent == Some(true) && report.state.is_none()))
+        .count();
     if json {
         let fixtures: Vec<serde_json::Value> = results
             .iter()
@@ -100,6 +106,7 @@ pub fn print(results: &Results, json: bool, code: u8) -> anyhow::Result<()> {
             "exit_code": code,
             "counts": {
                 "idempotent": count("idempotent"),
+                "side_effects_not_checked": unprobed,
                 "not_idempotent": count("not_idempotent"),
                 "failed": count("failed"),
                 "inconclusive": count("inconclusive"),
@@ -125,9 +132,16 @@ pub fn print(results: &Results, json: bool, code: u8) -> anyhow::Result<()> {
         0 => String::new(),
         n => format!(", {n} not run"),
     };
+    let unchecked = match unprobed {
+        0 => String::new(),
+        n => format!(
+            " ({n} on {} alone: side effects not checked)",
+            if n == 1 { "its answers" } else { "their answers" }
+        ),
+    };
     writeln!(
         out,
-        "{} fixture{}: {} idempotent, {} not idempotent, {} failed, {} inconclusive, {} could not run{not_run}",
+        "{} fixture{}: {} idempotent{unchecked}, {} not idempotent, {} failed, {} inconclusive, {} could not run{not_run}",
         results.len(),
         if results.len() == 1 { "" } else { "s" },
         count("idempotent"),
