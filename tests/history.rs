@@ -84,6 +84,7 @@ fn stripe_event(id: &str, received_at_ms: i64) -> NewDelivery {
         event_key_source: "body:/id".into(),
         replay_of: None,
         host_preserved: false,
+        event_type: Some("charge.succeeded".into()),
     }
 }
 

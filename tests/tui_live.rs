@@ -248,6 +248,7 @@ fn fill_history(db: &Path) {
             event_key_source: "body:/id".into(),
             replay_of: None,
             host_preserved: false,
+            event_type: Some("charge.succeeded".into()),
         };
         let outcome = Outcome {
             status: Some(if i % 10 == 0 { 500 } else { 200 }),

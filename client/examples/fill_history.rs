@@ -40,6 +40,7 @@ fn delivery(i: u64, start_ms: i64) -> (NewDelivery, Outcome) {
         event_key_source: "body:/id".into(),
         replay_of: None,
         host_preserved: false,
+        event_type: Some("charge.succeeded".into()),
     };
     let status = match i % 50 {
         0 => 500,

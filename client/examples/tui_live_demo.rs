@@ -28,6 +28,7 @@ fn delivery(n: u64) -> (NewDelivery, Outcome) {
         event_key_source: "body:/id".into(),
         replay_of: None,
         host_preserved: false,
+        event_type: Some("invoice.paid".into()),
     };
     let outcome = Outcome {
         status: Some(if n.is_multiple_of(7) { 500 } else { 200 }),

@@ -459,6 +459,7 @@ impl Fixture {
             event_key_source: self.event_key_source.clone(),
             replay_of: None,
             host_preserved: self.host_preserved,
+            event_type: None,
         }
     }
 }

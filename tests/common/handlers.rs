@@ -600,6 +600,7 @@ pub fn stripe_delivery(target: &str) -> portpreview::store::NewDelivery {
         event_key_source: "body:/id".into(),
         replay_of: None,
         host_preserved: false,
+        event_type: Some("payment_intent.succeeded".into()),
     }
 }
 

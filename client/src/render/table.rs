@@ -75,6 +75,7 @@ mod tests {
             status: Some(200),
             duration_ms: Some(14.2),
             provider: Some("stripe".into()),
+            event_type: Some("invoice.paid".into()),
             event_key: "evt_1NqLongLongLongLongLongLongLongLongLong".into(),
             event_key_source: "body:/id".into(),
             event_scope: String::new(),

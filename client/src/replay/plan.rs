@@ -286,6 +286,8 @@ impl Plan {
             event_key_source: variant.event_key_source.clone(),
             replay_of: None,
             host_preserved: out.headers.iter().any(|h| h.name.eq_ignore_ascii_case("host")),
+            // Of the body sent: a `--body-file` may carry another event.
+            event_type: provider::event_type(self.provider, &out.headers, &out.body, true),
         }
     }
 }

@@ -6,6 +6,7 @@
 
 mod catch_up;
 mod error;
+mod event_types;
 mod filter;
 mod functions;
 mod header_blob;

@@ -36,6 +36,11 @@ pub struct NewDelivery {
     /// address (`http --host-header preserve`); replays send it too.
     #[serde(default)]
     pub host_preserved: bool,
+    /// What kind of event it carries (`invoice.paid`), when it names one.
+    /// Worked out by the history's writer from the request, so never in a
+    /// tunnel's inbox, whose layout older versions read too.
+    #[serde(skip)]
+    pub event_type: Option<String>,
 }
 
 impl NewDelivery {
@@ -143,6 +148,8 @@ pub struct Summary {
     pub duration_ms: Option<f64>,
     /// Detected provider.
     pub provider: Option<String>,
+    /// What kind of event it carries (`invoice.paid`), when it names one.
+    pub event_type: Option<String>,
     /// Event key.
     pub event_key: String,
     /// How the event key was made.

@@ -17,6 +17,9 @@ const DELIVERY_COUNT: &str = "CASE WHEN d.event_key = '' THEN 1 ELSE
 /// answer column is used.
 const WITH_OUTCOME: &str = "LEFT JOIN outcomes o ON o.delivery_id = d.id";
 
+/// A delivery's event type, when it names one: a lookup by primary key too.
+const WITH_TYPE: &str = "LEFT JOIN event_types t ON t.delivery_id = d.id";
+
 /// Virtual machine steps between two checks of [`Store::stop_when`]'s
 /// condition: a few microseconds of work, so a stop takes effect at once.
 const STOP_CHECK_STEPS: std::ffi::c_int = 4096;
@@ -29,8 +32,8 @@ impl Store {
                 coalesce(rb.data, d.request_body), d.request_body_size, d.provider, d.event_key,
                 d.event_key_source, d.replay_of, o.status, o.response_headers, coalesce(ab.data, o.response_body),
                 o.response_body_size, o.duration_ms, o.error, o.completed_at_ms, {DELIVERY_COUNT},
-                d.host_preserved
-             FROM deliveries d {WITH_OUTCOME}
+                d.host_preserved, t.event_type
+             FROM deliveries d {WITH_OUTCOME} {WITH_TYPE}
                 LEFT JOIN bodies rb ON rb.id = d.request_body_id
                 LEFT JOIN bodies ab ON ab.id = o.response_body_id
              WHERE d.id = ?1"
@@ -60,8 +63,8 @@ impl Store {
         let sql = format!(
             "SELECT d.id, d.received_at_ms, d.method, d.path, o.status, o.duration_ms, d.provider, d.event_key,
                 d.event_key_source, o.error, d.replay_of, o.completed_at_ms, {DELIVERY_COUNT}, d.target,
-                d.event_scope
-             FROM deliveries d {WITH_OUTCOME} WHERE {filter} ORDER BY d.id DESC LIMIT ?"
+                d.event_scope, t.event_type
+             FROM deliveries d {WITH_OUTCOME} {WITH_TYPE} WHERE {filter} ORDER BY d.id DESC LIMIT ?"
         );
         let run = || -> rusqlite::Result<Vec<(Summary, String)>> {
             let mut stmt = self.conn.prepare_cached(&sql)?;
@@ -382,6 +385,7 @@ fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<Summary> {
         status: row.get(4)?,
         duration_ms: completed.and(row.get(5)?),
         provider: row.get(6)?,
+        event_type: row.get(15)?,
         event_key: row.get(7)?,
         event_key_source: row.get(8)?,
         event_scope: row.get(14)?,
@@ -433,6 +437,7 @@ impl RawDelivery {
                 event_key_source: row.get(11)?,
                 replay_of: row.get(12)?,
                 host_preserved: row.get(21)?,
+                event_type: row.get(22)?,
             },
             request_headers: row.get(6)?,
             outcome,

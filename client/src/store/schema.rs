@@ -353,6 +353,18 @@ const MIGRATIONS: &[&str] = &[
         INSERT INTO event_counts (event_key, event_scope, n) VALUES (NEW.event_key, NEW.event_scope, 1)
             ON CONFLICT (event_key, event_scope) DO UPDATE SET n = n + 1;
     END;",
+    // Version 16: each delivery's event type (`invoice.paid`,
+    // `pull_request.opened`), which the history lists and filters by.
+    // A table of its own: a column added to `deliveries` would come after
+    // the request body (see version 12), and every page of a list would
+    // walk each body's overflow pages to read it. Most senders name no
+    // type a handler's tests can rely on, so a row is kept only for those
+    // that do. Deliveries recorded before get theirs in code, from the
+    // request stored (see `TYPED_AT`).
+    "CREATE TABLE event_types (
+        delivery_id INTEGER PRIMARY KEY REFERENCES deliveries (id) ON DELETE CASCADE,
+        event_type TEXT NOT NULL
+    );",
 ];
 
 /// The versions whose migration goes on, after its SQL, to make every
@@ -360,6 +372,11 @@ const MIGRATIONS: &[&str] = &[
 /// cannot hash a body as the key rules do. A change to those rules
 /// appends a version here, with an empty migration.
 const REKEYED_AT: &[usize] = &[13, 15];
+
+/// The versions whose migration goes on to work out the event type of
+/// every delivery stored without one (`event_types`): SQL cannot read a
+/// provider's event as the rules in code do.
+const TYPED_AT: &[usize] = &[16];
 
 /// Written into the header of every history (`PRAGMA application_id`, the
 /// field SQLite keeps for this), so that no other program's SQLite file is
@@ -443,16 +460,21 @@ fn migrate_locked(conn: &mut Connection) -> rusqlite::Result<Result<(), NewerSch
     if found > SCHEMA_VERSION {
         return Ok(Err(NewerSchema { found }));
     }
-    let mut rekey = false;
+    let (mut rekey, mut retype) = (false, false);
     for (done, sql) in MIGRATIONS.iter().enumerate().skip(usize::try_from(found).unwrap_or(0)) {
         tx.execute_batch(sql)?;
         rekey |= REKEYED_AT.contains(&(done + 1));
+        retype |= TYPED_AT.contains(&(done + 1));
     }
     // Once, after the SQL: the rules are this build's, whichever versions
     // asked for them.
     if rekey {
         let changed = super::rekey::content_keys(&tx)?;
         tracing::debug!(changed, "content-hashed event keys made again");
+    }
+    if retype {
+        let typed = super::event_types::fill(&tx)?;
+        tracing::debug!(typed, "event types worked out for deliveries stored without");
     }
     if found != SCHEMA_VERSION {
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
@@ -778,6 +800,48 @@ mod tests {
             )
             .unwrap();
         assert_eq!(left, 0);
+    }
+
+    #[test]
+    fn deliveries_stored_before_event_types_get_theirs() {
+        use portpreview_shared::Header;
+        use rusqlite::params;
+
+        let conn = history_at(15);
+        let github = crate::store::header_blob::encode(&[Header::new("X-GitHub-Event", "pull_request")]);
+        let none = crate::store::header_blob::encode(&[]);
+        let rows: [(&[u8], &str, Option<&str>); 4] = [
+            (&none, r#"{"id":"evt_1","type":"invoice.paid"}"#, Some("stripe")),
+            (&github, r#"{"action":"opened"}"#, Some("github")),
+            (&none, "plain text", None),
+            // A row whose headers do not read, in a damaged history.
+            (b"\xff\xff", r#"{"type":"invoice.paid"}"#, Some("stripe")),
+        ];
+        for (headers, body, provider) in rows {
+            conn.execute(
+                "INSERT INTO deliveries (received_at_ms, tunnel_url, target, method, path, request_headers,
+                     request_body, request_body_size, provider, event_key, event_key_source)
+                 VALUES (5, '', '', 'POST', '/hook', ?1, ?2, ?3, ?4, '', 'none')",
+                params![headers, body.as_bytes(), body.len(), provider],
+            )
+            .unwrap();
+        }
+        let store = opened(conn);
+        let types: Vec<Option<String>> = (1..=3)
+            .map(|id| store.get(id).unwrap().unwrap().request.event_type)
+            .collect();
+        assert_eq!(
+            types,
+            [Some("invoice.paid".into()), Some("pull_request.opened".into()), None]
+        );
+        let kept: i64 = store
+            .conn
+            .query_row("SELECT count(*) FROM event_types", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(
+            kept, 2,
+            "only deliveries that name a type hold a row, and a damaged one none"
+        );
     }
 
     #[test]

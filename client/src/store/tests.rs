@@ -49,6 +49,7 @@ pub(crate) fn delivery(key: &str, path: &str) -> NewDelivery {
         event_key_source: "body:/id".into(),
         replay_of: None,
         host_preserved: false,
+        event_type: None,
     }
 }
 

@@ -509,7 +509,13 @@ impl Store {
                 body_id,
                 d.host_preserved
             ])?;
-        Ok(self.conn.last_insert_rowid())
+        let id = self.conn.last_insert_rowid();
+        if let Some(kind) = &d.event_type {
+            self.conn
+                .prepare_cached("INSERT INTO event_types (delivery_id, event_type) VALUES (?1, ?2)")?
+                .execute(params![id, kind])?;
+        }
+        Ok(id)
     }
 
     /// Puts `status` and `error` in place of those of the answer stored

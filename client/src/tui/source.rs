@@ -326,6 +326,7 @@ pub fn test_delivery(id: i64) -> Delivery {
             event_key_source: "body:/id".into(),
             replay_of: None,
             host_preserved: false,
+            event_type: Some("charge.succeeded".into()),
         },
         outcome: Some(Outcome {
             status: Some(200),
@@ -350,6 +351,7 @@ pub fn summary_of(d: &Delivery) -> Summary {
         status: d.outcome.as_ref().and_then(|o| o.status),
         duration_ms: d.outcome.as_ref().and_then(|o| o.duration_ms),
         provider: d.request.provider.clone(),
+        event_type: d.request.event_type.clone(),
         event_key: d.request.event_key.clone(),
         event_key_source: d.request.event_key_source.clone(),
         event_scope: d.request.event_scope(),

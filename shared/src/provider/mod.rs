@@ -11,6 +11,7 @@ use crate::message::Header;
 
 mod canonical;
 mod detect;
+mod event_type;
 mod form;
 pub mod fresh;
 mod ids;
@@ -23,6 +24,7 @@ pub mod signature_age;
 mod test_vectors;
 
 pub use detect::detect;
+pub use event_type::event_type;
 pub use fresh::{fresh_identity, fresh_key_source, FreshError};
 pub use key::{event_key, event_key_again, event_key_of_start, event_scope, key_fields_of, EventKey};
 pub use sign::{carries_signature, resign, signs_alike, token_only, with_twilio_body_hash, SignError};

@@ -9,7 +9,7 @@
 //! lock taken, the disk full, the process killed) resumes after the last
 //! batch instead of moving anything twice.
 
-use portpreview_shared::provider::{event_key, event_key_of_start};
+use portpreview_shared::provider::{event_key, event_key_of_start, event_type, Provider};
 
 use crate::store::inbox::{self, Orphan};
 use crate::store::{NewDelivery, Outcome, Store, StoreError};
@@ -128,17 +128,26 @@ fn move_in(store: &Store, orphan: &Orphan, most: usize, most_bytes: usize) -> Re
 }
 
 /// Fills in what the forwarding path left to the writer: detecting the
-/// provider and the event key means parsing the body, which must not cost
-/// the forwarding path anything.
+/// provider, the event key and the event's type means parsing the body,
+/// which must not cost the forwarding path anything.
 pub(super) fn identify(delivery: &mut NewDelivery, key_fields: &[String]) {
-    if !delivery.event_key.is_empty() {
-        return;
+    let cut = (delivery.request_body.len() as u64) < delivery.request_body_size;
+    if delivery.event_key.is_empty() {
+        key(delivery, key_fields, cut);
     }
+    if delivery.event_type.is_none() {
+        let provider = delivery.provider.as_deref().and_then(Provider::from_name);
+        let typed = || event_type(provider, &delivery.request_headers, &delivery.request_body, !cut);
+        delivery.event_type = std::panic::catch_unwind(std::panic::AssertUnwindSafe(typed)).unwrap_or_default();
+    }
+}
+
+/// The provider and the event key, from the request.
+fn key(delivery: &mut NewDelivery, key_fields: &[String], cut: bool) {
     // The body is untrusted: should detection ever panic on it, that one
     // delivery goes without a key rather than the writer thread dying.
     // A body stored cut short keys by what its start holds: a provider ID
     // that comes first, as a Stripe event's does, still names the event.
-    let cut = (delivery.request_body.len() as u64) < delivery.request_body_size;
     let detect = || match cut {
         true => event_key_of_start(&delivery.request_headers, &delivery.request_body, key_fields),
         false => event_key(&delivery.request_headers, &delivery.request_body, key_fields),

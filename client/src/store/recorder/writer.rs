@@ -592,6 +592,7 @@ fn summary(delivery: NewDelivery, recorded: Option<Recorded>) -> Summary {
         status: None,
         duration_ms: None,
         provider: delivery.provider,
+        event_type: delivery.event_type,
         event_key: delivery.event_key,
         event_key_source: delivery.event_key_source,
         delivery_count: delivery_number,
@@ -831,7 +832,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_writer_works_out_provider_and_event_key() {
+    async fn the_writer_works_out_provider_event_key_and_type() {
         let dir = ScratchDir::new("recorder-identify");
         let (recorder, _handle, mut reported) = start(&dir.0.join("history.db"));
         let mut d = delivery("", "/webhooks/github");
@@ -844,6 +845,7 @@ mod tests {
         ];
         let first = recorded(&recorder, &mut reported, d.clone()).await;
         assert_eq!(first.provider.as_deref(), Some("github"));
+        assert_eq!(first.event_type.as_deref(), Some("push"), "reported as stored");
         assert_eq!(first.event_key, "72d3162e-cc78-11e3-81ab-4c9367dc0958");
         assert!(first
             .event_key_source

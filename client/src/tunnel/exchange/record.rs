@@ -176,6 +176,7 @@ pub(super) async fn finish(shared: &Shared, line: Line, outcome: Outcome, ticket
         status: outcome.status,
         duration_ms: outcome.duration_ms,
         provider: None,
+        event_type: None,
         event_key: String::new(),
         event_key_source: String::new(),
         event_scope: String::new(),
