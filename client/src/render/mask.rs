@@ -47,6 +47,13 @@ pub fn shown_value(header: &Header, reveal: bool) -> Cow<'_, [u8]> {
 /// masked: the time is the usual reason a replay is refused, and it signs
 /// nothing. `None` when the value names no such time.
 fn signing_time_kept(value: &[u8]) -> Option<Vec<u8>> {
+    // What names a part (`v1`, `h1`), as opposed to the start of a secret
+    // that holds `=` itself (base64 padding).
+    let is_label = |name: &[u8]| {
+        (1..=3).contains(&name.len())
+            && name[0].is_ascii_lowercase()
+            && name.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    };
     let is_time = |part: &[u8]| {
         let digits = part.strip_prefix(b"t=").or_else(|| part.strip_prefix(b"ts="));
         digits.is_some_and(|d| !d.is_empty() && d.iter().all(u8::is_ascii_digit))
@@ -69,8 +76,8 @@ fn signing_time_kept(value: &[u8]) -> Option<Vec<u8>> {
         shown.extend_from_slice(&text[..text.len() - part.len()]);
         match part.iter().position(|&b| b == b'=') {
             _ if is_time(part) => shown.extend_from_slice(part),
-            Some(at) => shown.extend_from_slice(&[&part[..=at], MASK.as_bytes()].concat()),
-            None => shown.extend_from_slice(MASK.as_bytes()),
+            Some(at) if is_label(&part[..at]) => shown.extend_from_slice(&[&part[..=at], MASK.as_bytes()].concat()),
+            _ => shown.extend_from_slice(MASK.as_bytes()),
         }
         shown.extend_from_slice(separator);
     }
@@ -259,6 +266,15 @@ mod tests {
         // A time part that is not a number shows nothing; nor does a
         // credential that only looks like one.
         assert_eq!(shown("stripe-signature", "t=soon,v1=abc", false), MASK);
+        // A part that is no `name=value` is masked whole, whatever `=` it holds.
+        assert_eq!(
+            shown("x-custom-signature", "t=1700000000,U0VDUkVUOUJBU0U2NA==", false),
+            "t=1700000000,••••••"
+        );
+        assert_eq!(
+            shown("stripe-signature", "t=1700000000,SECRET22=v1", false),
+            "t=1700000000,••••••"
+        );
         assert_eq!(shown("x-api-key", "t=1700000000", false), MASK);
         assert_eq!(shown("stripe-signature", "t=1,v1=abc", true), "t=1,v1=abc");
     }
