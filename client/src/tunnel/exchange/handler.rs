@@ -94,11 +94,10 @@ pub(super) async fn exchange(
         Some(streamed) => match send_streamed(shared, local, request, streamed, declared, kept).await {
             StreamedSend::Sent(response, since) => (response, since),
             StreamedSend::Cut => return failure(started, PART_FORWARDED.into()),
-            StreamedSend::Stalled { taken } => {
+            StreamedSend::Stalled => {
                 let reason = format!(
-                    "{} stopped reading the request body after {} bytes and did not answer within {}",
+                    "{} took no more of the request body for {} and did not answer",
                     shared.forwarder.target(),
-                    portpreview_shared::text::thousands(taken),
                     portpreview_shared::duration::format_duration(shared.local_timeout)
                 );
                 return answer_error(stream, outbox, started, 504, reason);
@@ -201,12 +200,12 @@ async fn send_streamed(
     // Whether the body was cut is read before recording, which takes the
     // capture's bytes and leaves an empty one behind.
     let (response, since, cut) = match until_uploaded(&mut answer, &capture, &rest, shared.local_timeout).await {
-        Uploaded::Stalled { taken } => {
+        Uploaded::Stalled => {
             // The rest is still the caller's request: the history keeps it
             // whole, as for a handler that refused it, so it can be replayed.
             read_on(shared, &capture, &rest).await;
             kept.ticket = record_kept(shared, &mut kept.unrecorded).await;
-            return StreamedSend::Stalled { taken };
+            return StreamedSend::Stalled;
         }
         Uploaded::Answered(answered) => {
             // A refusal, or a failure, is the handler done with the body:
@@ -253,10 +252,9 @@ enum StreamedSend {
     Sent(Sent, Instant),
     /// The relay cut the body under the handler, which did not answer.
     Cut,
-    /// The handler stopped reading the body, with bytes waiting for it,
-    /// for as long as it may take to answer, and did not answer: it had
-    /// taken this many bytes.
-    Stalled { taken: u64 },
+    /// The handler took none of the bytes waiting for it for as long as it
+    /// may take to answer, and did not answer.
+    Stalled,
 }
 
 /// Sends `local` to the handler. The handler's time starts when it is sent
@@ -271,9 +269,10 @@ enum Uploaded<T> {
     Answered(T),
     /// The body had all gone to it (or was cut) at this time.
     At(Instant),
-    /// The handler took none of the bytes waiting for it for `patience`,
-    /// having taken this many.
-    Stalled { taken: u64 },
+    /// The handler took none of the bytes waiting for it for `patience`.
+    /// How far it read is not told: what it took went into its socket's
+    /// buffers, megabytes of them, not necessarily into the handler.
+    Stalled,
 }
 
 /// Waits for the body to have all gone to the handler as the caller
@@ -306,7 +305,7 @@ async fn until_uploaded<F: std::future::Future + Unpin>(
         }
         let since = *waiting_since.get_or_insert_with(Instant::now);
         if since.elapsed() >= patience {
-            return Uploaded::Stalled { taken };
+            return Uploaded::Stalled;
         }
     }
 }
