@@ -719,6 +719,14 @@ fn a_stale_signature_fails_and_resigning_passes() {
         "{}",
         ran.stderr
     );
+    assert!(
+        ran.json()["warnings"].as_array().unwrap().iter().any(|w| w
+            .as_str()
+            .unwrap()
+            .contains("stripe accepts 5 min: pass --resign to sign with the stripe secret from --secret,")),
+        "the advice names the secret --resign would sign with: {}",
+        ran.stdout
+    );
 
     let ran = history.replay_probed(
         &handler,

@@ -185,10 +185,13 @@ async fn check_one(
     }
     let request = Fixture::load(&job.fixture)?.to_new_delivery();
     let (mut opts, secret_env) = options(flags, job.entry.as_ref())?;
-    if opts.resign || opts.fresh {
-        opts.secret =
-            crate::config::resolve_secret(opts.secret.take(), replay::provider_of(&request), secret_env.as_deref())?;
-    }
+    let found = crate::config::resolve_secret(opts.secret.take(), replay::provider_of(&request), secret_env.as_deref());
+    opts.secret = match opts.resign || opts.fresh {
+        true => found?,
+        // Signs nothing: known only so that advice to pass --resign names
+        // the secret it would sign with.
+        false => found.ok().flatten(),
+    };
     Ok(replay::run_until(request, &opts, &progress_printer(), interrupt).await?)
 }
 

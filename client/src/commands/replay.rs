@@ -177,8 +177,15 @@ async fn start(args: &Args, db: &Path, case: &mut String) -> anyhow::Result<Ran>
     }
     if opts.resign || opts.fresh {
         opts.secret = crate::config::resolve_secret(opts.secret.take(), replay::provider_of(&request), None)?;
-    } else if opts.secret.is_some() {
-        crate::to_stderr(format_args!("{}", super::replay_run::SECRET_UNUSED));
+    } else {
+        if opts.secret.is_some() {
+            crate::to_stderr(format_args!("{}", super::replay_run::SECRET_UNUSED));
+        }
+        // Signs nothing: known only so that advice to pass --resign names
+        // the secret it would sign with.
+        opts.secret = crate::config::resolve_secret(opts.secret.take(), replay::provider_of(&request), None)
+            .ok()
+            .flatten();
     }
     // Said before anything is sent: the user asked for a header the
     // attempts will not carry.

@@ -176,7 +176,8 @@ impl Plan {
         // A fresh identity that voids the signature is flagged as unsigned;
         // otherwise the recorded signature goes out, and its age matters.
         if let (None, false, Some(p)) = (&signing, voided, provider) {
-            warnings.extend(recorded_signature_warnings(p, &headers, &body, body_changed));
+            let found = opts.secret.as_ref().map(|secret| &secret.from);
+            warnings.extend(recorded_signature_warnings(p, &headers, &body, body_changed, found));
         }
         // An edited request is the event it now names, not the recorded one.
         let edited = body_changed || !opts.add_headers.is_empty() || !opts.drop_headers.is_empty();
@@ -314,20 +315,26 @@ fn fresh_voids_signature(
 
 /// What to know of a recorded signature sent as it is: that it is too
 /// old for its provider, and that it no longer covers a changed body.
-fn recorded_signature_warnings(p: Provider, headers: &[Header], body: &[u8], body_changed: bool) -> Vec<String> {
+fn recorded_signature_warnings(
+    p: Provider,
+    headers: &[Header],
+    body: &[u8],
+    body_changed: bool,
+    found: Option<&SecretFrom>,
+) -> Vec<String> {
     // A request sent without a signature (by curl, by a test) has none to
     // be too old or to break, whatever its timestamp header says.
     if !provider::carries_signature(p, headers, body) {
         return Vec::new();
     }
-    let mut warnings: Vec<String> = stale_signature(p, headers, body, SystemTime::now())
+    let mut warnings: Vec<String> = stale_signature(p, headers, body, SystemTime::now(), found)
         .into_iter()
         .collect();
     if body_changed {
         warnings.push(if p.resignable() {
             format!(
                 "the body was changed but not re-signed: a handler that checks {p} signatures refuses it; {}",
-                resign_advice(p)
+                resign_advice(p, found)
             )
         } else {
             format!("the body was changed, and {p} signs with its own private key: a handler that checks signatures refuses it")

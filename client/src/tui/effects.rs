@@ -166,7 +166,7 @@ impl Effects {
 /// they take no flags, and re-sign once the provider's secret is set.
 fn advice_for_keys(warning: &str, provider: Provider) -> String {
     warning.replace(
-        &resign_advice(provider),
+        &resign_advice(provider, None),
         &format!(
             "set {} or {ANY_PROVIDER_SECRET_ENV} (or {} in [secrets]) to have r and R re-sign",
             secret_env(provider),
@@ -329,7 +329,7 @@ mod tests {
         let warning = format!(
             "the stripe signature is 3 h old; stripe accepts 5 min: {}, \
              or a handler that checks signatures refuses every attempt",
-            resign_advice(Provider::Stripe)
+            resign_advice(Provider::Stripe, None)
         );
         assert_eq!(
             advice_for_keys(&warning, Provider::Stripe),
