@@ -1514,7 +1514,7 @@ fn a_replay_shows_the_answer_and_the_ids_its_attempts_were_kept_under() {
     );
     assert!(
         text.stdout
-            .contains("\nKept in the history as #5 to #6: portpreview history --replays\n"),
+            .contains("\nKept in the history as #5 to #6: portpreview show 5 opens the first\n"),
         "{}",
         text.stdout
     );

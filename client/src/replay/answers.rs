@@ -194,7 +194,13 @@ pub fn alone(group: &AnswerGroup, width: usize) -> String {
     for line in lines.iter().take(ROWS_SHOWN) {
         out.push_str(&format!("  {}\n", fit(line, width)));
     }
-    if lines.len() > ROWS_SHOWN {
+    // Lines are counted only in the start that was read into them.
+    let (size, _) = group.whole;
+    let read_whole = size == group.body.len() as u64 && group.body.len() <= SHOWN_BODY_CHARS;
+    if !read_whole {
+        let size = counted(usize::try_from(size).unwrap_or(usize::MAX), "byte", "bytes");
+        out.push_str(&format!("  … and more: a body of {size}\n"));
+    } else if lines.len() > ROWS_SHOWN {
         out.push_str(&format!("  … {} more lines\n", lines.len() - ROWS_SHOWN));
     }
     out
@@ -232,6 +238,16 @@ mod tests {
             whole: (body.len() as u64, *blake3::hash(body).as_bytes()),
             error: None,
         }
+    }
+
+    #[test]
+    fn a_long_answer_shown_alone_says_how_long_it_is_not_how_many_lines_were_read() {
+        let short: Vec<u8> = (0..50).flat_map(|n| format!("line {n}\n").into_bytes()).collect();
+        assert!(alone(&group(&short), 78).ends_with("  … 11 more lines\n"), "every line was read");
+        let long = "line\n".repeat(5_000).into_bytes();
+        let shown = alone(&group(&long), 78);
+        assert!(shown.ends_with("  … and more: a body of 25000 bytes\n"), "{shown}");
+        assert!(!shown.contains("more lines"), "{shown}");
     }
 
     #[test]

@@ -119,7 +119,7 @@ impl Report {
             [only] => writeln!(out, "\nKept in the history as #{only}: portpreview show {only}"),
             [first, .., last] => writeln!(
                 out,
-                "\nKept in the history as #{first} to #{last}: portpreview history --replays"
+                "\nKept in the history as #{first} to #{last}: portpreview show {first} opens the first"
             ),
         };
     }
