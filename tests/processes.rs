@@ -1041,9 +1041,9 @@ fn a_mistyped_command_or_flag_is_refused_in_one_line() {
         ),
         (
             portpreview_bin(),
-            vec!["check", "a.json", "--check-url", "localhost:3000/state"],
+            vec!["check", "a.json", "--check-url", "ftp://localhost:3000/state"],
             "is not one a request can go to: http:// or https://, host and port, then a path with no spaces or \
-             control characters; see portpreview check --help",
+             control characters (localhost:3000/state and 3000/state are plain HTTP); see portpreview check --help",
         ),
         // A password in a URL flag is not repeated back.
         (

@@ -108,10 +108,13 @@ pub fn parse_url(url: &str) -> Result<(Endpoint, String), ProbeError> {
         .trim_end_matches(']')
         .to_string();
     let port = uri.port_u16().unwrap_or(scheme.default_port());
-    let path = uri
-        .path_and_query()
-        .map(|pq| pq.as_str().to_string())
-        .unwrap_or_else(|| "/".into());
+    // A query straight after the port is the root's: a request line
+    // needs the `/` before it.
+    let path = match uri.path_and_query().map(|pq| pq.as_str()) {
+        Some(query) if query.starts_with('?') => format!("/{query}"),
+        Some(path) if !path.is_empty() => path.to_owned(),
+        _ => "/".into(),
+    };
     Ok((Endpoint { scheme, host, port }, path))
 }
 
@@ -224,6 +227,8 @@ mod tests {
             ("localhost:4000/state", "localhost", 4000, "/state"),
             ("4000/state?x=1", "localhost", 4000, "/state?x=1"),
             ("127.0.0.1:4000", "127.0.0.1", 4000, "/"),
+            ("localhost:4000?x=1", "localhost", 4000, "/?x=1"),
+            ("http://localhost:4000?x=1", "localhost", 4000, "/?x=1"),
         ] {
             let (endpoint, path) = parse_url(written).unwrap();
             assert_eq!(

@@ -63,7 +63,7 @@ pub enum ProbeError {
     /// The URL is not an `http[s]://host:port/path` URL.
     #[error(
         "the check URL \"{0}\" is not one a request can go to: http:// or https://, host and port, then a path \
-         with no spaces or control characters"
+         with no spaces or control characters (localhost:3000/state and 3000/state are plain HTTP)"
     )]
     BadUrl(String),
     /// The URL carries a user or password, which a probe does not send.
