@@ -307,6 +307,63 @@ fn history_lists_newest_first_with_every_field() {
     );
 }
 
+/// Each delivery is listed with its event type, and `--type` finds an
+/// event type by name or glob, case as written.
+#[test]
+fn history_lists_and_filters_by_event_type() {
+    let h = History::new("types");
+    let store = h.store();
+    let paid = store
+        .insert_delivery(&stripe_event("evt_t1", 1_700_000_000_000), &answered(200))
+        .unwrap();
+    let refunded = NewDelivery {
+        event_type: Some("charge.refunded".into()),
+        ..stripe_event("evt_t2", 1_700_000_060_000)
+    };
+    let refunded = store.insert_delivery(&refunded, &answered(200)).unwrap();
+    let untyped = NewDelivery {
+        event_type: None,
+        ..stripe_event("evt_t3", 1_700_000_120_000)
+    };
+    let untyped = store.insert_delivery(&untyped, &answered(200)).unwrap();
+
+    let rows: Vec<Value> = serde_json::from_str(&h.ok(&["history", "--json"])).unwrap();
+    let types: Vec<(i64, Value)> = rows
+        .iter()
+        .map(|r| (r["id"].as_i64().unwrap(), r["event_type"].clone()))
+        .collect();
+    assert_eq!(
+        types,
+        [
+            (untyped, Value::Null),
+            (refunded, Value::from("charge.refunded")),
+            (paid, Value::from("charge.succeeded"))
+        ]
+    );
+    let table = h.ok(&["history"]);
+    let header = table.lines().next().unwrap();
+    let column = header.find("TYPE").expect("a TYPE column");
+    let row = table
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("#{refunded} ")))
+        .unwrap();
+    assert_eq!(row.get(column..column + 15), Some("charge.refunded"), "{table}");
+
+    let ids = |args: &[&str]| -> Vec<i64> {
+        let rows: Vec<Value> = serde_json::from_str(&h.ok(&[&["history", "--json"][..], args].concat())).unwrap();
+        rows.iter().map(|r| r["id"].as_i64().unwrap()).collect()
+    };
+    assert_eq!(ids(&["--type", "charge.refunded"]), [refunded]);
+    assert_eq!(ids(&["--type", "charge.*"]), [refunded, paid]);
+    assert_eq!(ids(&["--type", "Charge.*"]), Vec::<i64>::new(), "case as written");
+    assert_eq!(
+        h.ok(&["history", "--type", "invoice.*"]),
+        format!("No deliveries match --type invoice.* in {}.\n", h.db.display())
+    );
+    let shown = h.ok(&["show", &refunded.to_string()]);
+    assert!(shown.contains("Type") && shown.contains("charge.refunded"), "{shown}");
+}
+
 #[test]
 fn provider_filters_take_the_names_the_history_uses() {
     let h = History::new("providers");

@@ -29,25 +29,45 @@ enum Identity {
 }
 
 #[tokio::test]
-async fn each_providers_signed_delivery_is_recorded_with_its_provider_and_event_key() {
+async fn each_providers_signed_delivery_is_recorded_with_its_provider_event_key_and_type() {
     let vectors: Value = serde_json::from_str(VECTORS).expect("vectors parse");
     let cases = [
-        ("stripe", "stripe", Identity::Body("/id")),
-        ("github", "github", Identity::Header("X-GitHub-Delivery")),
-        ("shopify", "shopify", Identity::Header("X-Shopify-Webhook-Id")),
-        ("slack", "slack", Identity::Body("/event_id")),
-        ("standard_webhooks", "standard-webhooks", Identity::Header("webhook-id")),
-        ("paddle", "paddle", Identity::Body("/event_id")),
-        ("square", "square", Identity::Body("/event_id")),
-        ("linear", "linear", Identity::Header("Linear-Delivery")),
-        ("gitlab_signing_token", "gitlab", Identity::Header("Idempotency-Key")),
-        ("discord_test_keypair", "discord", Identity::Body("/id")),
+        ("stripe", "stripe", Identity::Body("/id"), "payment_intent.succeeded"),
+        (
+            "github",
+            "github",
+            Identity::Header("X-GitHub-Delivery"),
+            "pull_request.opened",
+        ),
+        (
+            "shopify",
+            "shopify",
+            Identity::Header("X-Shopify-Webhook-Id"),
+            "orders/create",
+        ),
+        ("slack", "slack", Identity::Body("/event_id"), "app_mention"),
+        (
+            "standard_webhooks",
+            "standard-webhooks",
+            Identity::Header("webhook-id"),
+            "user.created",
+        ),
+        ("paddle", "paddle", Identity::Body("/event_id"), "transaction.completed"),
+        ("square", "square", Identity::Body("/event_id"), "payment.created"),
+        ("linear", "linear", Identity::Header("Linear-Delivery"), "Issue.create"),
+        (
+            "gitlab_signing_token",
+            "gitlab",
+            Identity::Header("Idempotency-Key"),
+            "push",
+        ),
+        ("discord_test_keypair", "discord", Identity::Body("/id"), "ping"),
     ];
     let relay = TestRelay::start().await;
     let handler = LocalHandler::echo().await;
     let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
 
-    for (vector, provider, identity) in cases {
+    for (vector, provider, identity, event_type) in cases {
         let entry = &vectors[vector];
         let body = entry["body"].as_str().expect("vector body").to_string();
         let headers: Vec<(String, Vec<u8>)> = entry["headers"]
@@ -84,6 +104,7 @@ async fn each_providers_signed_delivery_is_recorded_with_its_provider_and_event_
         assert_eq!(summary.provider.as_deref(), Some(provider), "{vector}");
         assert_eq!(summary.event_key, key, "{vector}");
         assert_eq!(summary.event_key_source, source, "{vector}");
+        assert_eq!(summary.event_type.as_deref(), Some(event_type), "{vector}");
     }
 
     // Twilio posts a form: keyed by its idempotency token when it sends one,
@@ -101,9 +122,11 @@ async fn each_providers_signed_delivery_is_recorded_with_its_provider_and_event_
         "event-data": {"id": "CPgfbmQMTCKtHW6uIWtuVe", "event": "delivered"},
     });
     type Sent<'a> = (&'a str, &'a [u8]);
+    // The key, how it was made, and the event type.
+    type Recorded<'a> = (&'a str, &'a str, Option<&'a str>);
     let form_type: &[u8] = b"application/x-www-form-urlencoded";
     let json_type: &[u8] = b"application/json";
-    let posts: [(&[Sent], String, &str, &str); 3] = [
+    let posts: [(&[Sent], String, Recorded); 3] = [
         (
             &[
                 ("Content-Type", form_type),
@@ -111,8 +134,8 @@ async fn each_providers_signed_delivery_is_recorded_with_its_provider_and_event_
                 ("I-Twilio-Idempotency-Token", b"4a4f2a2a-token"),
             ],
             form.join("&"),
-            "4a4f2a2a-token",
-            "header:I-Twilio-Idempotency-Token",
+            // A call's callback that reports no status names no type.
+            ("4a4f2a2a-token", "header:I-Twilio-Idempotency-Token", None),
         ),
         (
             &[
@@ -120,17 +143,15 @@ async fn each_providers_signed_delivery_is_recorded_with_its_provider_and_event_
                 ("X-Twilio-Signature", signature.as_bytes()),
             ],
             form.join("&"),
-            "CA1234567890ABCDE",
-            "form:CallSid",
+            ("CA1234567890ABCDE", "form:CallSid", None),
         ),
         (
             &[("Content-Type", json_type)],
             mailgun.to_string(),
-            "CPgfbmQMTCKtHW6uIWtuVe",
-            "body:/event-data/id",
+            ("CPgfbmQMTCKtHW6uIWtuVe", "body:/event-data/id", Some("delivered")),
         ),
     ];
-    for (headers, body, key, source) in posts {
+    for (headers, body, (key, source, event_type)) in posts {
         let reply = caller::send("POST", &tunnel.url("/hooks/form"), headers, body).await;
         assert_eq!(reply.status, 200, "{source}");
         let (summary, _) = tunnel.next_delivery().await;
@@ -139,9 +160,10 @@ async fn each_providers_signed_delivery_is_recorded_with_its_provider_and_event_
             (
                 summary.provider.as_deref(),
                 summary.event_key.as_str(),
-                summary.event_key_source.as_str()
+                summary.event_key_source.as_str(),
+                summary.event_type.as_deref()
             ),
-            (Some(provider), key, source)
+            (Some(provider), key, source, event_type)
         );
     }
 

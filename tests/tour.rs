@@ -50,9 +50,12 @@ async fn the_tour_finds_the_double_credit_and_passes_the_dedup() {
         assert_eq!(reply.status, 200);
     }
     let first = tunnel.line_containing("#1 ").await;
-    assert!(first.contains("stripe evt_1NqPortPreview"), "{first}");
+    assert!(first.contains("stripe invoice.paid evt_1NqPortPreview"), "{first}");
     let second = tunnel.line_containing("#2 ").await;
-    assert!(second.ends_with("stripe evt_1NqPortPreview (2nd delivery)"), "{second}");
+    assert!(
+        second.ends_with("stripe invoice.paid evt_1NqPortPreview (2nd delivery)"),
+        "{second}"
+    );
 
     // 2. Look at what arrived.
     let listed = portpreview_async(&db, &["history"]).await;

@@ -27,6 +27,10 @@ pub enum LogFormat {
 /// Longest event key shown whole on a line.
 const KEY_WIDTH: usize = 24;
 
+/// Widest event type shown on a line before it is cut with `…`: a real
+/// one fits whole.
+const TYPE_WIDTH: usize = 40;
+
 /// Longest method shown whole on a line: HTTP's are a few letters, and any
 /// token is one, as long as a relay sends it.
 const METHOD_WIDTH: usize = 24;
@@ -204,7 +208,7 @@ pub fn text_line(event: &TunnelEvent) -> Option<Line> {
     Some(line)
 }
 
-/// `#12  POST /webhooks/stripe  200  14 ms  stripe evt_1Nq… (2nd delivery)`
+/// `#12  POST /webhooks/stripe  200  14 ms  stripe invoice.paid evt_1Nq… (2nd delivery)`
 pub fn delivery_line(summary: &Summary, delivery_number: i64) -> String {
     use std::fmt::Write as _;
     // Written into one string as it goes, not put together from a string
@@ -230,13 +234,19 @@ pub fn delivery_line(summary: &Summary, delivery_number: i64) -> String {
     }
     if let Some(provider) = &summary.provider {
         _ = write!(line, "  {provider}");
+        if let Some(kind) = &summary.event_type {
+            _ = write!(line, " {}", shorten(&escape_str(kind), TYPE_WIDTH));
+        }
         if !summary.event_key.is_empty() {
             _ = write!(line, " {}", shorten(&escape_str(&summary.event_key), KEY_WIDTH));
         }
         if delivery_number > 1 {
             _ = write!(line, " ({} delivery)", ordinal(delivery_number));
         }
-    } else if delivery_number > 1 {
+    } else if let Some(kind) = &summary.event_type {
+        _ = write!(line, "  {}", shorten(&escape_str(kind), TYPE_WIDTH));
+    }
+    if summary.provider.is_none() && delivery_number > 1 {
         // No provider, no event ID: say what made it the same event.
         let same = if summary.event_key_source.starts_with("sha256:fields") {
             "same key fields"
@@ -309,6 +319,7 @@ pub fn json_line(event: &TunnelEvent) -> Option<String> {
                 "status": summary.status,
                 "duration_ms": summary.duration_ms.map(crate::time::round_ms),
                 "provider": summary.provider,
+                "event_type": summary.event_type,
                 "event_key": known(&summary.event_key),
                 "event_key_source": known(&summary.event_key_source),
                 "delivery_number": recorded.then_some(delivery_number),
@@ -385,7 +396,7 @@ mod tests {
         assert_eq!(
             text_line(&amended),
             Some(Line::Out(
-                "#12  POST /webhooks/stripe  ---  14 ms  stripe evt_1NqPortPreviewTestE…  \
+                "#12  POST /webhooks/stripe  ---  14 ms  stripe invoice.paid evt_1NqPortPreviewTestE…  \
                  error: the caller went away before the answer  (amended)"
                     .into()
             ))
@@ -417,10 +428,30 @@ mod tests {
     fn line_reads_like_the_design() {
         assert_eq!(
             delivery_line(&summary(), 2),
-            "#12  POST /webhooks/stripe  200  14 ms  stripe evt_1NqPortPreviewTestE… (2nd delivery)"
+            "#12  POST /webhooks/stripe  200  14 ms  stripe invoice.paid evt_1NqPortPreviewTestE… (2nd delivery)"
+        );
+        let untyped = Summary {
+            event_type: None,
+            ..summary()
+        };
+        assert_eq!(
+            delivery_line(&untyped, 1),
+            "#12  POST /webhooks/stripe  200  14 ms  stripe evt_1NqPortPreviewTestE…"
+        );
+        let typed_unknown = Summary {
+            provider: None,
+            event_type: Some("order.shipped".into()),
+            event_key: "0d4725013a4ffc0".into(),
+            event_key_source: "sha256:body".into(),
+            ..summary()
+        };
+        assert_eq!(
+            delivery_line(&typed_unknown, 2),
+            "#12  POST /webhooks/stripe  200  14 ms  order.shipped  (2nd delivery, same content)"
         );
         let unknown = Summary {
             provider: None,
+            event_type: None,
             event_key: "0d4725013a4ffc0".into(),
             event_key_source: "sha256:body".into(),
             ..summary()

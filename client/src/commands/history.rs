@@ -32,6 +32,9 @@ pub struct Args {
     /// Only deliveries of this event key; one the table shows cut (ending in …) matches the keys it begins.
     #[arg(long, value_name = "KEY", value_parser = parse_event_key)]
     pub event: Option<String>,
+    /// Only deliveries of this event type, or types this glob names (invoice.paid, 'invoice.*', 'pull_request.*'; as the TYPE column shows it, case and all).
+    #[arg(long = "type", value_name = "GLOB")]
+    pub event_type: Option<String>,
     /// Only deliveries answered so: a status (404), a class (5xx), or error for no answer (refused, timed out); repeated or a comma list for any of them.
     #[arg(long, value_name = "S", value_delimiter = ',', value_parser = filters::parse_status)]
     pub status: Vec<StatusWord>,
@@ -66,6 +69,7 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     let filters = filter_words(&[
         ("--provider", Some(providers.as_str()).filter(|named| !named.is_empty())),
         ("--event", args.event.as_deref()),
+        ("--type", args.event_type.as_deref()),
         ("--status", Some(statuses.as_str()).filter(|words| !words.is_empty())),
         ("--path", args.path.as_deref()),
         ("--since", since.as_deref()),
@@ -74,6 +78,7 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         limit: (args.limit > 0).then_some(args.limit),
         providers: args.provider,
         event_key: args.event,
+        event_type: args.event_type,
         status: args.status,
         path: args.path,
         received_since_ms: args.since.map(|since| since.start_ms(crate::time::now_ms())),

@@ -125,6 +125,9 @@ fn overview(out: &mut dyn Write, d: &Delivery, delivery_number: i64) -> io::Resu
     }
     field(out, "Target", &escape_str(&r.target))?;
     field(out, "Provider", &escape_str(r.provider.as_deref().unwrap_or("unknown")))?;
+    if let Some(kind) = &r.event_type {
+        field(out, "Type", &escape_str(kind))?;
+    }
     let source = key_source(r);
     let event = match r.replay_of {
         // A replay is not a delivery of its event; it has no place in the count.

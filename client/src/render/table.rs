@@ -11,12 +11,14 @@ use crate::time::rfc3339_ms;
 const PATH_WIDTH: usize = 40;
 /// Widest event key shown before it is cut with `…`: a UUID fits whole.
 const KEY_WIDTH: usize = 36;
+/// Widest event type shown before it is cut with `…`: most fit whole.
+const TYPE_WIDTH: usize = 28;
 
 /// The table's header line, over lines of [`line()`], newest first.
 pub fn header() -> String {
     format!(
-        "{:>7}  {:<24}  {:<7} {:<PATH_WIDTH$} {:>6} {:>10}  {:<17} {:<KEY_WIDTH$} {:>8}\n",
-        "ID", "RECEIVED", "METHOD", "PATH", "STATUS", "DURATION", "PROVIDER", "EVENT", "DELIVERY"
+        "{:>7}  {:<24}  {:<7} {:<PATH_WIDTH$} {:>6} {:>10}  {:<17} {:<TYPE_WIDTH$} {:<KEY_WIDTH$} {:>8}\n",
+        "ID", "RECEIVED", "METHOD", "PATH", "STATUS", "DURATION", "PROVIDER", "TYPE", "EVENT", "DELIVERY"
     )
 }
 
@@ -34,6 +36,7 @@ pub fn line(s: &Summary, number: Option<i64>, reveal: bool) -> String {
         .duration_ms
         .map_or_else(|| "-".into(), |ms| crate::time::ShortDuration(ms).to_string());
     let provider = s.provider.as_deref().unwrap_or("-");
+    let kind = s.event_type.as_deref().unwrap_or("-");
     let event = match s.replay_of {
         Some(original) => format!("replay of #{original}"),
         None => escape_str(&s.event_key).into_owned(),
@@ -49,7 +52,7 @@ pub fn line(s: &Summary, number: Option<i64>, reveal: bool) -> String {
     // counts a CJK character as one column and a combining mark as one,
     // and would push or pull every later column out of line.
     format!(
-        "{:>7}  {:<24}  {} {} {:>6} {:>10}  {} {} {:>8}",
+        "{:>7}  {:<24}  {} {} {:>6} {:>10}  {} {} {} {:>8}",
         format!("#{}", s.id),
         rfc3339_ms(s.received_at_ms),
         pad(&escape_str(&s.method), 7),
@@ -57,6 +60,7 @@ pub fn line(s: &Summary, number: Option<i64>, reveal: bool) -> String {
         status,
         duration,
         pad(&escape_str(provider), 17),
+        pad(&escape_str(kind), TYPE_WIDTH),
         pad(&event, KEY_WIDTH),
         delivery,
     )

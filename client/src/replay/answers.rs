@@ -243,7 +243,10 @@ mod tests {
     #[test]
     fn a_long_answer_shown_alone_says_how_long_it_is_not_how_many_lines_were_read() {
         let short: Vec<u8> = (0..50).flat_map(|n| format!("line {n}\n").into_bytes()).collect();
-        assert!(alone(&group(&short), 78).ends_with("  … 11 more lines\n"), "every line was read");
+        assert!(
+            alone(&group(&short), 78).ends_with("  … 11 more lines\n"),
+            "every line was read"
+        );
         let long = "line\n".repeat(5_000).into_bytes();
         let shown = alone(&group(&long), 78);
         assert!(shown.ends_with("  … and more: a body of 25000 bytes\n"), "{shown}");

@@ -45,6 +45,10 @@ pub(super) fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
         }
         None => {}
     }
+    if let Some(glob) = &q.event_type {
+        terms.push("EXISTS (SELECT 1 FROM event_types t WHERE t.delivery_id = d.id AND t.event_type GLOB ?)".into());
+        values.push(Value::Text(glob.clone()));
+    }
     if !q.status.is_empty() {
         let mut any = Vec::new();
         for word in &q.status {
@@ -89,6 +93,8 @@ pub(super) fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
                 terms.push(format!(
                     "(d.path LIKE ?{n} ESCAPE '\\' OR d.method LIKE ?{n} ESCAPE '\\'
                       OR d.provider LIKE ?{n} ESCAPE '\\' OR d.event_key LIKE ?{n} ESCAPE '\\'
+                      OR EXISTS (SELECT 1 FROM event_types t WHERE t.delivery_id = d.id
+                          AND t.event_type LIKE ?{n} ESCAPE '\\')
                       OR o.error LIKE ?{n} ESCAPE '\\' OR CAST(d.request_body AS TEXT) LIKE ?{n} ESCAPE '\\'
                       OR instr(d.request_body, ?{b}) > 0
                       OR d.request_body_id IN (SELECT id FROM bodies WHERE CAST(data AS TEXT) LIKE ?{n} ESCAPE '\\'
@@ -109,7 +115,7 @@ pub(super) fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
 enum SearchTerm<'a> {
     /// `404`, `5xx`, `err`: how the delivery was answered.
     Status(StatusWord),
-    /// Anything else, in the path, method, provider, event key, error or
+    /// Anything else, in the path, method, provider, event type, event key, error or
     /// request body.
     Text(&'a str),
 }

@@ -55,6 +55,9 @@ pub struct ListQuery {
     pub providers: Vec<String>,
     /// Only this event key.
     pub event_key: Option<String>,
+    /// Only deliveries whose event type this glob names (`invoice.*`:
+    /// SQLite's GLOB, `*` any text, `?` one character, case as written).
+    pub event_type: Option<String>,
     /// Only deliveries answered as one of these words says; all when empty.
     pub status: Vec<StatusWord>,
     /// Only deliveries whose path this glob names, as `--path` reads it
@@ -65,7 +68,7 @@ pub struct ListQuery {
     pub received_since_ms: Option<i64>,
     /// Words that must all match: `404` a status, `5xx` a class of status,
     /// `err` a delivery with no answer, anything else a case-insensitive
-    /// substring of the path, method, provider, event key, error or
+    /// substring of the path, method, provider, event type, event key, error or
     /// request body text.
     pub search: Option<String>,
     /// Also list the deliveries sent by `replay`.

@@ -186,6 +186,9 @@ fn about(delivery: &Delivery, number: i64, reveal: bool) -> Vec<Line<'static>> {
         .as_deref()
         .map_or_else(|| "unknown".to_owned(), |p| escape_str(p).into_owned());
     lines.push(label_value("provider", provider));
+    if let Some(kind) = &req.event_type {
+        lines.push(label_value("type    ", escape_str(kind).into_owned()));
+    }
     let key = || {
         format!(
             "{} ({})",

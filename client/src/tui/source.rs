@@ -326,7 +326,7 @@ pub fn test_delivery(id: i64) -> Delivery {
             event_key_source: "body:/id".into(),
             replay_of: None,
             host_preserved: false,
-            event_type: Some("charge.succeeded".into()),
+            event_type: None,
         },
         outcome: Some(Outcome {
             status: Some(200),

@@ -33,6 +33,16 @@ fn provider_width(width: u16) -> u16 {
     }
 }
 
+/// Event type column width: `payment_intent.succeeded` whole when there
+/// is room.
+fn type_width(width: u16) -> u16 {
+    if width >= WIDEST {
+        24
+    } else {
+        16
+    }
+}
+
 /// Event key column width: a GitHub or Shopify UUID whole when there is
 /// room, a content key whole when there is more.
 fn event_width(width: u16) -> u16 {
@@ -161,6 +171,7 @@ enum Column {
     Status,
     Took,
     Provider,
+    Type,
     Event,
     Count,
 }
@@ -168,7 +179,7 @@ enum Column {
 /// The columns shown at `width`: on a narrow screen the path keeps its
 /// room, and the time, then the duration, give way.
 fn columns(width: u16) -> Vec<Column> {
-    let mut columns = Vec::with_capacity(9);
+    let mut columns = Vec::with_capacity(10);
     columns.push(Column::Id);
     if width >= NARROW {
         columns.push(Column::Time);
@@ -181,7 +192,7 @@ fn columns(width: u16) -> Vec<Column> {
         columns.push(Column::Provider);
     }
     if width >= WIDER {
-        columns.push(Column::Event);
+        columns.extend([Column::Type, Column::Event]);
     }
     columns.push(Column::Count);
     columns
@@ -199,6 +210,7 @@ fn headers(width: u16) -> Vec<&'static str> {
             Column::Status => "St",
             Column::Took => "Took",
             Column::Provider => "Provider",
+            Column::Type => "Type",
             Column::Event => "Event",
             // How many deliveries its event has had so far.
             Column::Count => "Seen",
@@ -233,6 +245,7 @@ fn widths(shape: Shape) -> Vec<Constraint> {
             Column::Count => Constraint::Length(4),
             Column::Took => Constraint::Length(7),
             Column::Provider => Constraint::Length(provider_width(width)),
+            Column::Type => Constraint::Length(type_width(width)),
             Column::Event => Constraint::Length(event_width(width)),
         })
         .collect()
@@ -294,6 +307,13 @@ fn row(summary: &Summary, seen: i64, shape: Shape, path_width: usize) -> Row<'st
                 .as_deref()
                 .map_or_else(|| "–".to_owned(), |p| fit(&escape_str(p), provider_width(width).into()));
             Cell::from(provider).style(Style::new().fg(Color::Magenta))
+        }
+        Column::Type => {
+            let kind = summary.event_type.as_deref().map_or_else(
+                || "–".to_owned(),
+                |kind| fit(&escape_str(kind), type_width(width).into()),
+            );
+            Cell::from(kind).style(Style::new().fg(Color::Cyan))
         }
         Column::Event => {
             let event = fit(&escape_str(&summary.event_key), event_width(width).into());

@@ -459,6 +459,45 @@ fn a_narrow_list_keeps_the_path() {
     assert_eq!(screen[4], "│#3 POST   /hook/3   200    1│");
 }
 
+/// From 110 columns the list shows each delivery's event type, and the
+/// detail names it.
+#[test]
+fn a_wide_list_shows_event_types_and_the_detail_names_one() {
+    let typed = |id: i64, kind: Option<&str>| {
+        let mut d = test_delivery(id);
+        d.request.event_type = kind.map(str::to_owned);
+        d
+    };
+    let mut app = app(
+        vec![typed(1, Some("charge.succeeded")), typed(2, None)],
+        Mode::Live,
+        120,
+        30,
+    );
+    let screen = rows(&plain(draw(&app)));
+    let column = screen[3].find("Type").expect("a Type column");
+    let row = |id: &str| {
+        screen
+            .iter()
+            .find(|line| line.starts_with(&format!("│{id} ")))
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        row("#1").get(column..column + 16),
+        Some("charge.succeeded"),
+        "{screen:#?}"
+    );
+    assert_eq!(row("#2").get(column..column + 3), Some("–"), "{screen:#?}");
+    let narrow = rows(&plain(draw(&live_app(1, 100, 10))));
+    assert!(!narrow[3].contains("Type"), "{narrow:#?}");
+
+    press(&mut app, "j");
+    enter(&mut app);
+    let screen = rows(&plain(draw(&app))).join("\n");
+    assert!(screen.contains("type     charge.succeeded"), "{screen}");
+}
+
 /// On the smallest screen the detail takes the whole body.
 #[test]
 fn detail_at_60x15() {
