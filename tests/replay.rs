@@ -1656,6 +1656,36 @@ fn a_target_with_a_path_replaces_the_recorded_one_and_latest_finds_the_delivery(
     );
     assert_eq!(ran.json()["target"], format!("{}/other/path", handler.url()));
     assert_eq!(handler.balance(), 1);
+
+    // By event type too, as history's TYPE column names it.
+    let ran = portpreview(
+        &history.db(),
+        &[
+            "replay",
+            "--latest",
+            "--type",
+            "payment_intent.*",
+            "--target",
+            &handler.url(),
+        ],
+    );
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(
+        ran.stderr,
+        "replaying #1, the newest match of --latest --type payment_intent.*\n"
+    );
+    let ran = portpreview(&history.db(), &["replay", "--latest", "--type", "invoice.paid"]);
+    assert_eq!(
+        (ran.code, ran.stderr.trim()),
+        (
+            2,
+            format!(
+                "error: no delivery in {} matches --latest --type invoice.paid",
+                history.db().display()
+            )
+            .as_str()
+        )
+    );
 }
 
 /// A Stripe delivery to `/hooks?token=abc123&shop=acme`, recorded with a
@@ -1919,21 +1949,23 @@ fn settings_that_cannot_work_are_refused_before_anything_is_sent() {
         ran.stderr
     );
     // Narrowing flags of --latest are refused beside an ID, not ignored.
-    let ran = history.replay(&["--provider", "stripe"]);
-    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
-    assert_eq!(
-        ran.stderr.trim(),
-        "error: --provider and --path narrow --latest: with an ID, an event key or --from they would be ignored; \
-         see portpreview replay --help"
-    );
+    for narrowing in ["--provider", "--type"] {
+        let ran = history.replay(&[narrowing, "stripe"]);
+        assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+        assert_eq!(
+            ran.stderr.trim(),
+            "error: --provider, --type and --path narrow --latest: with an ID, an event key or --from they would be \
+             ignored; see portpreview replay --help"
+        );
+    }
     // Without an ID they are taken for what they are: --latest left out.
     let ran = portpreview(&history.db(), &["replay", "--path", "/webhooks/*"]);
     assert_eq!(
         (ran.code, ran.stderr.as_str()),
         (
             2,
-            "error: --provider and --path narrow --latest: add --latest to replay the newest delivery they match; \
-             see portpreview replay --help\n"
+            "error: --provider, --type and --path narrow --latest: add --latest to replay the newest delivery they \
+             match; see portpreview replay --help\n"
         ),
         "{}",
         ran.stdout

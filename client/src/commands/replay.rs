@@ -35,12 +35,15 @@ pub struct Args {
     /// Replay a fixture written by `portpreview export --format json` instead.
     #[arg(long, value_name = "FIXTURE", conflicts_with = "latest")]
     pub from: Option<PathBuf>,
-    /// Replay the newest delivery (narrowed by --provider and --path).
+    /// Replay the newest delivery (narrowed by --provider, --type and --path).
     #[arg(long)]
     pub latest: bool,
     /// With --latest: only deliveries from this provider (svix for standard-webhooks).
     #[arg(long, value_name = "P", value_parser = super::history::parse_provider)]
     pub provider: Option<String>,
+    /// With --latest: only deliveries of this event type, or types this glob names (invoice.paid, 'invoice.*'; as history's TYPE column shows it).
+    #[arg(long = "type", value_name = "GLOB")]
+    pub event_type: Option<String>,
     /// With --latest: only deliveries whose path, with its query as history lists it or without, matches this glob (`*` any text, `?` any one character; a path copied from history may keep its masked secrets and its `…`).
     #[arg(long, value_name = "GLOB")]
     pub path: Option<String>,
@@ -75,13 +78,17 @@ fn parse_wanted(text: &str) -> Result<String, String> {
 
 /// Flags that do not go together in ways clap cannot say.
 fn usage_mistake(args: &Args) -> Option<String> {
-    if !args.latest && (args.provider.is_some() || args.path.is_some()) {
+    if !args.latest && (args.provider.is_some() || args.event_type.is_some() || args.path.is_some()) {
         return Some(
             match args.delivery.is_some() || args.from.is_some() {
                 true => {
-                    "--provider and --path narrow --latest: with an ID, an event key or --from they would be ignored"
+                    "--provider, --type and --path narrow --latest: with an ID, an event key or --from they would be \
+                     ignored"
                 }
-                false => "--provider and --path narrow --latest: add --latest to replay the newest delivery they match",
+                false => {
+                    "--provider, --type and --path narrow --latest: add --latest to replay the newest delivery they \
+                     match"
+                }
             }
             .to_owned(),
         );
@@ -265,6 +272,7 @@ fn asked_for(args: &Args) -> String {
 fn latest_words(args: &Args) -> String {
     let narrowed = super::history::filter_words(&[
         ("--provider", args.provider.as_deref()),
+        ("--type", args.event_type.as_deref()),
         ("--path", args.path.as_deref()),
     ]);
     format!("--latest {narrowed}").trim_end().to_string()
@@ -397,7 +405,7 @@ fn load_request(args: &Args, db: &Path) -> anyhow::Result<(NewDelivery, Origin)>
         let wanted = latest_words(args);
         let glob = args.path.as_deref().map(crate::path_glob::PathGlob::new);
         let pick = store
-            .latest(args.provider.as_deref(), |path| {
+            .latest(args.provider.as_deref(), args.event_type.as_deref(), |path| {
                 glob.as_ref().is_none_or(|glob| glob.matches(path))
             })
             .map_err(|err| err.for_command(db))?

@@ -249,20 +249,24 @@ impl Store {
     }
 
     /// The newest delivery (not a replay) from `provider` ([`super::UNKNOWN_PROVIDER`]:
-    /// none recognised) whose path, as recorded, `path_matches`, as
-    /// [`Pick`] chooses among them.
+    /// none recognised), of an event type the glob `event_type` names,
+    /// whose path, as recorded, `path_matches`, as [`Pick`] chooses among
+    /// them.
     pub fn latest(
         &self,
         provider: Option<&str>,
+        event_type: Option<&str>,
         path_matches: impl Fn(&str) -> bool,
     ) -> Result<Option<Pick>, StoreError> {
         let run = || -> rusqlite::Result<Option<Pick>> {
             let mut stmt = self.conn.prepare_cached(&format!(
                 "SELECT d.id, {WHOLE}, d.path FROM deliveries d LEFT JOIN bodies b ON b.id = d.request_body_id
                  WHERE d.replay_of IS NULL AND (?1 IS NULL OR d.provider = ?1 OR (?1 = ?2 AND d.provider IS NULL))
+                     AND (?3 IS NULL OR EXISTS (SELECT 1 FROM event_types t
+                         WHERE t.delivery_id = d.id AND t.event_type GLOB ?3))
                  ORDER BY d.id DESC"
             ))?;
-            let mut rows = stmt.query(params![provider, super::UNKNOWN_PROVIDER])?;
+            let mut rows = stmt.query(params![provider, super::UNKNOWN_PROVIDER, event_type])?;
             let mut pick = Picking::default();
             while let Some(row) = rows.next()? {
                 let path: String = row.get(2)?;

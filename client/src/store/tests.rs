@@ -336,27 +336,33 @@ fn latest_is_the_newest_of_the_provider_whose_path_matches() {
     let mut gh = delivery("g1", "/webhooks/github");
     gh.provider = Some("github".into());
     let github = store.insert_request(&gh).unwrap();
-    assert_eq!(store.latest(None, |_| true).unwrap().map(|p| p.id), Some(github));
+    assert_eq!(store.latest(None, None, |_| true).unwrap().map(|p| p.id), Some(github));
     assert_eq!(
-        store.latest(Some("stripe"), |_| true).unwrap().map(|p| p.id),
+        store.latest(Some("stripe"), None, |_| true).unwrap().map(|p| p.id),
         Some(stripe)
     );
     assert_eq!(
         store
-            .latest(None, |path| path.starts_with("/webhooks/str"))
+            .latest(None, None, |path| path.starts_with("/webhooks/str"))
             .unwrap()
             .map(|p| p.id),
         Some(stripe)
     );
-    assert_eq!(store.latest(None, |path| path.starts_with("/nope/")).unwrap(), None);
-    assert_eq!(store.latest(Some(super::UNKNOWN_PROVIDER), |_| true).unwrap(), None);
+    assert_eq!(
+        store.latest(None, None, |path| path.starts_with("/nope/")).unwrap(),
+        None
+    );
+    assert_eq!(
+        store.latest(Some(super::UNKNOWN_PROVIDER), None, |_| true).unwrap(),
+        None
+    );
     let mut plain = delivery("", "/internal");
     plain.provider = None;
     let plain = store.insert_request(&plain).unwrap();
     store.insert_request(&gh).unwrap();
     assert_eq!(
         store
-            .latest(Some(super::UNKNOWN_PROVIDER), |_| true)
+            .latest(Some(super::UNKNOWN_PROVIDER), None, |_| true)
             .unwrap()
             .map(|p| p.id),
         Some(plain),
@@ -380,7 +386,7 @@ fn replay_picks_the_newest_delivery_stored_whole_and_names_one_passed_over() {
         newer_cut: Some(cut),
     };
     assert_eq!(store.newest_with_event_key("evt_cut").unwrap(), Some(pick));
-    assert_eq!(store.latest(None, |_| true).unwrap(), Some(pick));
+    assert_eq!(store.latest(None, None, |_| true).unwrap(), Some(pick));
     let mut only = turned_away.clone();
     only.event_key = "evt_only_cut".into();
     let only = store.insert_request(&only).unwrap();
@@ -394,7 +400,7 @@ fn replay_picks_the_newest_delivery_stored_whole_and_names_one_passed_over() {
     large.request_body = vec![b'x'; 300 * 1024];
     large.request_body_size = large.request_body.len() as u64;
     let large = store.insert_request(&large).unwrap();
-    assert_eq!(store.latest(None, |_| true).unwrap().map(|p| p.id), Some(large));
+    assert_eq!(store.latest(None, None, |_| true).unwrap().map(|p| p.id), Some(large));
 }
 
 #[test]
