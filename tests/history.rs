@@ -676,6 +676,20 @@ fn unknown_ids_and_broken_databases_exit_2_with_one_line() {
         format!("error: no delivery #42 in {}", h.db.display())
     );
     assert_eq!(h.run(&["export", "42", "--format", "curl"]).status.code(), Some(2));
+    // An event key where an ID goes is pointed to the listing that gives IDs.
+    for (command, placeholder) in [("show", "<ID>"), ("export", "<ID>...")] {
+        let out = h.run(&[command, "evt_1NqPortPreview"]);
+        assert_eq!(out.status.code(), Some(2));
+        assert_eq!(
+            stderr_line(&out),
+            format!(
+                "error: invalid value 'evt_1NqPortPreview' for '{placeholder}': \"evt_1NqPortPreview\" is not a \
+                 delivery id \
+                 (a number as `history` lists it); for an event key, `portpreview history --event evt_1NqPortPreview` \
+                 lists its deliveries; see portpreview {command} --help"
+            )
+        );
+    }
     let out = h.run(&["export", "42", "--format", "curl", "--target", "notaurl"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(

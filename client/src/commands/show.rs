@@ -66,12 +66,18 @@ pub fn fetch(store: &Store, id: i64, db: &Path) -> anyhow::Result<Delivery> {
         .with_context(|| format!("no delivery #{id} in {}", db.display()))
 }
 
-/// Parses `12` or `#12`.
+/// Parses `12` or `#12`. Anything else is refused, pointed to the
+/// listing that gives IDs for what it likely is, an event key.
 pub fn parse_id(text: &str) -> Result<i64, String> {
-    text.trim()
-        .trim_start_matches('#')
-        .parse::<i64>()
-        .ok()
-        .filter(|id| *id > 0)
-        .ok_or_else(|| format!("\"{text}\" is not a delivery id (a number as `history` lists it)"))
+    let id = text.trim().trim_start_matches('#');
+    id.parse::<i64>().ok().filter(|id| *id > 0).ok_or_else(|| {
+        let shown = portpreview_shared::sanitize::escape_str(text);
+        match id.is_empty() || id.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
+            true => format!("\"{shown}\" is not a delivery id (a number as `history` lists it)"),
+            false => format!(
+                "\"{shown}\" is not a delivery id (a number as `history` lists it); for an event key, \
+                 `portpreview history --event {shown}` lists its deliveries"
+            ),
+        }
+    })
 }
