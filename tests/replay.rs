@@ -2079,6 +2079,21 @@ async fn replay_header_flags_change_what_the_handler_receives() {
     )
     .await;
     assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    // The report says how the request was edited, and so does the run kept
+    // beside the delivery: it judged another request than the recorded one.
+    let edited = "x-added set; user-agent set; x-trace-id left out";
+    assert!(ran.stdout.contains(&format!("\nEdited: {edited}\n")), "{}", ran.stdout);
+    let shown = portpreview_async(&history.db(), &["show", &id]).await;
+    assert!(
+        shown.stdout.contains(&format!("\n    edited: {edited}\n")),
+        "{}",
+        shown.stdout
+    );
+    let runs = portpreview_async(&history.db(), &["show", &id, "--json"]).await.json();
+    assert_eq!(
+        runs["replay_runs"][0]["edits"],
+        serde_json::json!(["x-added set", "user-agent set", "x-trace-id left out"])
+    );
 
     let seen = handler.requests();
     assert_eq!(seen.len(), 1, "{seen:?}");

@@ -103,6 +103,7 @@ fn replay_run(run: &ReplayRun, reveal: bool) -> Value {
         "times": run.times,
         "concurrency": run.concurrency,
         "fresh": facts.fresh,
+        "edits": facts.edits,
         "idempotent": run.idempotent == Some(true),
         "verdict": facts.verdict.unwrap_or_else(|| verdict_of(run.idempotent).to_owned()),
         "summary": run.summary,

@@ -223,6 +223,10 @@ fn replay_runs(out: &mut dyn Write, runs: &[ReplayRun], reveal: bool) -> io::Res
             run.concurrency,
             escape_str(&run.summary)
         )?;
+        // A run of an edited request judged another request than this one.
+        if !facts.edits.is_empty() {
+            writeln!(out, "    edited: {}", escape_str(&facts.edits.join("; ")))?;
+        }
     }
     Ok(())
 }

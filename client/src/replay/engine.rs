@@ -442,6 +442,7 @@ impl Run<'_> {
             concurrency: opts.most_at_once(),
             fresh: opts.fresh,
             signed: self.plan.signed(),
+            edits: self.plan.edits.clone(),
             state,
             attempts: self.attempts,
             elapsed,

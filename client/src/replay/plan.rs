@@ -55,6 +55,10 @@ pub struct Plan {
     /// The fresh events go out under the recorded signature, which no
     /// longer matches them: a handler that checks it refuses every one.
     pub signature_void: bool,
+    /// How the attempts differ from the recorded request, as the report
+    /// and the run kept in the history say it: `body from --body-file`,
+    /// `X-Test set`, `X-Old left out`.
+    pub edits: Vec<String>,
     /// Things the report should mention.
     pub warnings: Vec<String>,
 }
@@ -210,6 +214,7 @@ impl Plan {
             provider,
             signing,
             as_recorded: !edited && to_recorded,
+            edits: edits(opts, body_changed),
             warnings,
         };
         // Sign once now so a provider that cannot be re-signed stops the run before anything is sent.
@@ -311,6 +316,19 @@ fn fresh_voids_signature(
         provider == Some(Provider::Twilio) && provider::with_twilio_body_hash(path, &fresh_body).is_some();
     Ok(hash_voided
         || provider.is_some_and(|p| !provider::signs_alike(p, (headers, body), (&fresh_headers, &fresh_body))))
+}
+
+/// How `opts` edit the recorded request, each edit in a few words; a
+/// `--body-file` holding the recorded body edits nothing.
+fn edits(opts: &ReplayOptions, body_changed: bool) -> Vec<String> {
+    let body = body_changed.then(|| "body from --body-file".to_owned());
+    let set = opts.add_headers.iter().map(|(name, _)| format!("{name} set"));
+    // Named as the set ones are, in lower case.
+    let left_out = opts
+        .drop_headers
+        .iter()
+        .map(|name| format!("{} left out", name.to_ascii_lowercase()));
+    body.into_iter().chain(set).chain(left_out).collect()
 }
 
 /// What to know of a recorded signature sent as it is: that it is too

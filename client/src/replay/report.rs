@@ -150,6 +150,9 @@ pub struct Report {
     pub fresh: bool,
     /// How each attempt was signed anew, when it was.
     pub signed: Option<Signed>,
+    /// How the attempts differed from the recorded request (`--body-file`,
+    /// `--header`, `--drop-header`), each in a few words.
+    pub edits: Vec<String>,
     /// Probe reads, when a probe was given.
     pub state: Option<StateTrace>,
     /// Wall time of the whole run: attempts, settle windows and the final wait.
@@ -348,6 +351,7 @@ impl Report {
             "times": self.times,
             "concurrency": self.concurrency,
             "fresh": self.fresh,
+            "edits": self.edits,
             "signed": self.signed,
             "elapsed_ms": (self.elapsed.as_secs_f64() * 1_000_000.0).round() / 1000.0,
             "side_effects_checked": self.state.is_some(),
@@ -472,6 +476,7 @@ mod tests {
                 steady: true,
             }),
             elapsed: std::time::Duration::from_millis(1234),
+            edits: Vec::new(),
             recorded_as: Vec::new(),
         }
     }

@@ -27,6 +27,8 @@ pub struct StoredReport {
     pub fresh: bool,
     /// The URL its attempts went to: the recorded target, or `--target`.
     pub target: Option<String>,
+    /// How its attempts differed from the recorded request.
+    pub edits: Vec<String>,
 }
 
 /// One distinct answer of a stored run.

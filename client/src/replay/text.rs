@@ -50,6 +50,9 @@ impl Report {
             };
             let _ = writeln!(out, "{}", escape_str(&shown.line()));
         }
+        if !self.edits.is_empty() {
+            let _ = writeln!(out, "Edited: {}", escape_str(&self.edits.join("; ")));
+        }
         out.push('\n');
         let width = self.checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
         for check in &self.checks {

@@ -300,8 +300,10 @@ fn push_runs(lines: &mut Vec<Line<'static>>, runs: &[ReplayRun]) {
             Span::styled(mark, style),
             Span::raw(format!("  {}", escape_str(summary))),
         ]));
+        // A run of an edited request judged another request than this one.
+        let edited = (!report.edits.is_empty()).then(|| format!("edited: {}", report.edits.join("; ")));
         let answers = (report.answers.len() > 1).then(|| report.answers_line());
-        for warning in answers.into_iter().chain(report.warnings) {
+        for warning in edited.into_iter().chain(answers).chain(report.warnings) {
             lines.push(Line::from(Span::styled(
                 format!("    ! {}", escape_str(&warning)),
                 Style::new().fg(Color::Yellow),
@@ -330,6 +332,8 @@ struct RunReport {
     sent: Option<usize>,
     /// A `--fresh` run: a baseline delivery went before the attempts asked for.
     fresh: bool,
+    /// How its attempts differed from the recorded request.
+    edits: Vec<String>,
 }
 
 impl RunReport {
@@ -360,6 +364,7 @@ impl RunReport {
             answers,
             sent: report.attempts.map(|sent| sent.len()),
             fresh: report.fresh,
+            edits: report.edits,
         }
     }
 
