@@ -357,6 +357,16 @@ fn history_lists_and_filters_by_event_type() {
     assert_eq!(ids(&["--type", "charge.*"]), [refunded, paid]);
     assert_eq!(ids(&["--type", "Charge.*"]), Vec::<i64>::new(), "case as written");
     assert_eq!(
+        ids(&["--type", "charge.refu…"]),
+        [refunded],
+        "as the table shows one cut"
+    );
+    assert_eq!(
+        ids(&["--type", "[c]harge.*"]),
+        Vec::<i64>::new(),
+        "a [ is itself, as in --path"
+    );
+    assert_eq!(
         h.ok(&["history", "--type", "invoice.*"]),
         format!("No deliveries match --type invoice.* in {}.\n", h.db.display())
     );

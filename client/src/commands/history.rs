@@ -32,7 +32,7 @@ pub struct Args {
     /// Only deliveries of this event key; one the table shows cut (ending in …) matches the keys it begins.
     #[arg(long, value_name = "KEY", value_parser = parse_event_key)]
     pub event: Option<String>,
-    /// Only deliveries of this event type, or types this glob names (invoice.paid, 'invoice.*', 'pull_request.*'; as the TYPE column shows it, case and all).
+    /// Only deliveries of this event type, or types this glob names (invoice.paid, 'invoice.*'; `*` any text, `?` any one character, case as written); one the TYPE column shows cut (ending in …) matches the types it begins.
     #[arg(long = "type", value_name = "GLOB")]
     pub event_type: Option<String>,
     /// Only deliveries answered so: a status (404), a class (5xx), or error for no answer (refused, timed out); repeated or a comma list for any of them.

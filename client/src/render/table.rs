@@ -11,8 +11,10 @@ use crate::time::rfc3339_ms;
 const PATH_WIDTH: usize = 40;
 /// Widest event key shown before it is cut with `…`: a UUID fits whole.
 const KEY_WIDTH: usize = 36;
-/// Widest event type shown before it is cut with `…`: most fit whole.
-const TYPE_WIDTH: usize = 28;
+/// Widest event type shown before it is cut with `…`: most fit whole
+/// (`invoice.payment_action_required`), and a cut one is taken back by
+/// `--type`.
+const TYPE_WIDTH: usize = 32;
 
 /// The table's header line, over lines of [`line()`], newest first.
 pub fn header() -> String {

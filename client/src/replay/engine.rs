@@ -442,6 +442,8 @@ impl Run<'_> {
             concurrency: opts.most_at_once(),
             fresh: opts.fresh,
             signed: self.plan.signed(),
+            // As the attempts were sent: a `--body-file` may carry another event.
+            event_type: self.attempts.first().and_then(|a| a.request.event_type.clone()),
             edits: self.plan.edits.clone(),
             state,
             attempts: self.attempts,

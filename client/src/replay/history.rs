@@ -94,6 +94,7 @@ mod tests {
             signed: None,
             state: None,
             elapsed: Duration::from_millis(9),
+            event_type: None,
             edits: Vec::new(),
             recorded_as: Vec::new(),
         }

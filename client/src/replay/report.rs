@@ -150,6 +150,8 @@ pub struct Report {
     pub fresh: bool,
     /// How each attempt was signed anew, when it was.
     pub signed: Option<Signed>,
+    /// The event type the attempts carried, when they named one.
+    pub event_type: Option<String>,
     /// How the attempts differed from the recorded request (`--body-file`,
     /// `--header`, `--drop-header`), each in a few words.
     pub edits: Vec<String>,
@@ -345,6 +347,7 @@ impl Report {
             // history; a fixture's run has none.
             "delivery_id": null,
             "provider": self.provider,
+            "event_type": self.event_type,
             "event_key": self.event_key,
             "retry_window": self.retry_window,
             "target": self.target,
@@ -476,6 +479,7 @@ mod tests {
                 steady: true,
             }),
             elapsed: std::time::Duration::from_millis(1234),
+            event_type: None,
             edits: Vec::new(),
             recorded_as: Vec::new(),
         }

@@ -45,9 +45,9 @@ pub(super) fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
         }
         None => {}
     }
-    if let Some(glob) = &q.event_type {
+    if let Some(wanted) = &q.event_type {
         terms.push("EXISTS (SELECT 1 FROM event_types t WHERE t.delivery_id = d.id AND t.event_type GLOB ?)".into());
-        values.push(Value::Text(glob.clone()));
+        values.push(Value::Text(type_glob(wanted)));
     }
     if !q.status.is_empty() {
         let mut any = Vec::new();
@@ -106,6 +106,21 @@ pub(super) fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
         }
     }
     (terms.join(" AND "), values)
+}
+
+/// An event type as SQLite's GLOB reads it: `*` and `?` as written, a `[`
+/// as itself (as `--path` takes it, so that one glob syntax holds), and a
+/// type the table showed cut, ending in `…`, as the types it begins.
+pub(super) fn type_glob(wanted: &str) -> String {
+    let (start, cut) = match wanted.strip_suffix('…') {
+        Some(start) => (start, true),
+        None => (wanted, false),
+    };
+    let mut glob = start.replace('[', "[[]");
+    if cut {
+        glob.push('*');
+    }
+    glob
 }
 
 /// One word of a search; all words must match. A status is matched as a

@@ -266,7 +266,8 @@ impl Store {
                          WHERE t.delivery_id = d.id AND t.event_type GLOB ?3))
                  ORDER BY d.id DESC"
             ))?;
-            let mut rows = stmt.query(params![provider, super::UNKNOWN_PROVIDER, event_type])?;
+            let glob = event_type.map(super::filter::type_glob);
+            let mut rows = stmt.query(params![provider, super::UNKNOWN_PROVIDER, glob])?;
             let mut pick = Picking::default();
             while let Some(row) = rows.next()? {
                 let path: String = row.get(2)?;

@@ -29,7 +29,8 @@ pub fn event_type(provider: Option<Provider>, headers: &[Header], body: &[u8], w
         true => Body::new(plain),
         false => Body::start(plain),
     };
-    usable(found(provider, headers, &body)?)
+    // Each part was fit; what they make together must be too.
+    usable(&found(provider, headers, &body)?)
 }
 
 fn found(provider: Option<Provider>, headers: &[Header], body: &Body<'_>) -> Option<String> {
@@ -82,7 +83,7 @@ fn twilio_status(body: &Body<'_>) -> Option<String> {
         ("CallStatus", "call"),
     ]
     .into_iter()
-    .find_map(|(name, of)| Some(format!("{of}.{}", form::value(&pairs, name)?)))
+    .find_map(|(name, of)| Some(format!("{of}.{}", usable(form::value(&pairs, name)?)?)))
 }
 
 /// A Discord interaction's type, named as Discord's docs name it.
@@ -98,14 +99,16 @@ fn discord_interaction(body: &Body<'_>) -> Option<String> {
     Some(kind.to_owned())
 }
 
+/// The header's value, when it is fit to be (a part of) a type.
 fn header_text(headers: &[Header], name: &str) -> Option<String> {
-    std::str::from_utf8(header(headers, name)?).ok().map(str::to_owned)
+    usable(std::str::from_utf8(header(headers, name)?).ok()?)
 }
 
-/// The text at `path` in a JSON body; `None` when it is no string.
+/// The text at `path` in a JSON body, when it is fit to be (a part of) a
+/// type; `None` when it is no string, so that the next place is looked in.
 fn text_at(body: &Body<'_>, path: &[&str]) -> Option<String> {
     match json_at(body, path)? {
-        Value::String(text) => Some(text),
+        Value::String(text) => usable(&text),
         _ => None,
     }
 }
@@ -126,7 +129,7 @@ fn json_at(body: &Body<'_>, path: &[&str]) -> Option<Value> {
 
 /// A type fit to show and to filter by: no provider sends an empty, huge
 /// or control-laden one.
-fn usable(found: String) -> Option<String> {
+fn usable(found: &str) -> Option<String> {
     let kind = found.trim();
     (!kind.is_empty() && kind.chars().count() <= MAX_TYPE_LEN && !kind.chars().any(char::is_control))
         .then(|| kind.to_owned())
@@ -252,6 +255,34 @@ mod tests {
             None
         );
         assert_eq!(event_type(Some(Provider::Stripe), &[], br#"{"type":"  "}"#, true), None);
+    }
+
+    #[test]
+    fn a_place_that_names_nothing_fit_leaves_the_next_one_to_name_it() {
+        assert_eq!(
+            event_type(None, &[], br#"{"type":"","event":"fallback.ok"}"#, true).as_deref(),
+            Some("fallback.ok")
+        );
+        assert_eq!(
+            event_type(None, &[], br#"{"type":"a\u0001b","event":"good.event"}"#, true).as_deref(),
+            Some("good.event")
+        );
+        let slack = br#"{"type":"event_callback","event":{"type":""}}"#;
+        assert_eq!(
+            event_type(Some(Provider::Slack), &[], slack, true).as_deref(),
+            Some("event_callback")
+        );
+        // A blank part is no part: no `.opened`, no `pull_request.`.
+        let blank = vec![Header::new("X-GitHub-Event", " ")];
+        assert_eq!(
+            event_type(Some(Provider::Github), &blank, br#"{"action":"opened"}"#, true),
+            None
+        );
+        let event = vec![Header::new("X-GitHub-Event", "pull_request")];
+        assert_eq!(
+            event_type(Some(Provider::Github), &event, br#"{"action":""}"#, true).as_deref(),
+            Some("pull_request")
+        );
     }
 
     #[test]

@@ -33,13 +33,14 @@ fn provider_width(width: u16) -> u16 {
     }
 }
 
-/// Event type column width: `payment_intent.succeeded` whole when there
-/// is room.
+/// Event type column width: `payment_intent.succeeded` whole, and at the
+/// widest `invoice.payment_action_required`: cut short, types of one
+/// object (`customer.subscription.…`) would all read alike.
 fn type_width(width: u16) -> u16 {
     if width >= WIDEST {
-        24
+        32
     } else {
-        16
+        24
     }
 }
 

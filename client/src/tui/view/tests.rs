@@ -1259,7 +1259,7 @@ fn a_popup_over_wide_characters_keeps_its_left_border() {
 fn a_secret_in_the_query_string_is_masked_until_revealed() {
     let mut carried = test_delivery(1);
     carried.request.path = "/hooks?token=tok_live_42&shop=acme".into();
-    let mut app = app(vec![carried], Mode::Live, 120, 30);
+    let mut app = app(vec![carried], Mode::Live, 140, 30);
     enter(&mut app);
     let screen = rows(&plain(draw(&app))).join("\n");
     assert!(!screen.contains("tok_live_42"), "{screen}");
