@@ -85,7 +85,8 @@ pub enum TunnelEvent {
     /// Events were dropped because the display was behind (a stdout read
     /// slowly); the history has every recorded delivery among them.
     Missed {
-        /// How many.
+        /// How many; 0 only in the queue, where it wakes the display to
+        /// tell the count (see [`report`]), never in what the display gets.
         count: usize,
     },
     /// A delivery completed (answered or failed); `summary.id` is its
@@ -182,25 +183,41 @@ impl WeakEvents {
 impl EventFeed {
     /// The next event, waiting for one; `None` once every sender is gone.
     pub async fn recv(&mut self) -> Option<TunnelEvent> {
-        if let Some(event) = self.try_recv() {
-            return Some(event);
+        loop {
+            if let Some(event) = self.try_recv() {
+                return Some(event);
+            }
+            match self.queue.recv().await {
+                Some(WAKE) => continue,
+                Some(event) => return Some(event),
+                None => return self.missed(),
+            }
         }
-        self.queue.recv().await.or_else(|| self.missed())
     }
 
     /// [`EventFeed::recv`] for a thread outside the runtime.
     pub fn blocking_recv(&mut self) -> Option<TunnelEvent> {
-        if let Some(event) = self.try_recv() {
-            return Some(event);
+        loop {
+            if let Some(event) = self.try_recv() {
+                return Some(event);
+            }
+            match self.queue.blocking_recv() {
+                Some(WAKE) => continue,
+                Some(event) => return Some(event),
+                None => return self.missed(),
+            }
         }
-        self.queue.blocking_recv().or_else(|| self.missed())
     }
 
     /// The next event if one is ready.
     pub fn try_recv(&mut self) -> Option<TunnelEvent> {
-        match self.queue.try_recv() {
-            Ok(event) => Some(event),
-            Err(TryRecvError::Empty | TryRecvError::Disconnected) => self.missed(),
+        loop {
+            match self.queue.try_recv() {
+                // Its count is told as the queue runs dry, as every count is.
+                Ok(WAKE) => continue,
+                Ok(event) => return Some(event),
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => return self.missed(),
+            }
         }
     }
 
@@ -212,6 +229,12 @@ impl EventFeed {
         }
     }
 }
+
+/// What [`report`] queues, when it can, after counting an event it
+/// dropped: the display may have caught up between the failed send and the
+/// count, and would otherwise wait for an event that never comes, the count
+/// untold.
+const WAKE: TunnelEvent = TunnelEvent::Missed { count: 0 };
 
 /// Reports a completed delivery; see [`report`].
 pub fn report_delivered(events: &Events, summary: Summary) {
@@ -231,6 +254,8 @@ pub fn report(events: &Events, event: TunnelEvent) {
         Err(mpsc::error::TrySendError::Full(_)) => {
             tracing::debug!("tunnel event dropped: the display is behind");
             events.missed.fetch_add(1, Ordering::Relaxed);
+            // Still full, the display finds the count as it catches up.
+            let _ = events.queue.try_send(WAKE);
         }
         // The display has ended: the tunnel is stopping.
         Err(mpsc::error::TrySendError::Closed(_)) => {}
@@ -267,6 +292,23 @@ mod tests {
         report(&events, waiting);
         assert_eq!(shown.try_recv(), Some(lost(5)));
         assert_eq!(shown.try_recv(), None);
+    }
+
+    /// The display caught up between a send that failed and its count:
+    /// waiting on an empty queue, it is woken to tell the count.
+    #[tokio::test]
+    async fn a_count_made_after_the_display_caught_up_is_still_told() {
+        let (events, mut shown) = queue(1);
+        let waiting = tokio::spawn(async move { shown.recv().await });
+        tokio::task::yield_now().await;
+        // What `report` does once its send failed on a queue now drained.
+        events.missed.fetch_add(1, Ordering::Relaxed);
+        let _ = events.queue.try_send(WAKE);
+        let told = tokio::time::timeout(Duration::from_secs(5), waiting).await;
+        assert_eq!(
+            told.expect("the display was woken").expect("the display"),
+            Some(TunnelEvent::Missed { count: 1 })
+        );
     }
 
     #[tokio::test]
