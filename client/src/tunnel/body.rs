@@ -356,7 +356,8 @@ pub struct Rest {
     prefix: VecDeque<Bytes>,
     /// The stream, until the exchange takes it.
     inflow: Option<Inflow>,
-    /// Bytes the handler has taken so far, the prefix's included.
+    /// Bytes handed to the handler's connection so far, the prefix's
+    /// included: what it has read, give or take its socket's buffers.
     taken: u64,
     /// Set once the exchange is over: a body whose rest it took ends.
     over: bool,
@@ -374,9 +375,9 @@ impl Rest {
         }))
     }
 
-    /// How far the handler has read: the bytes it has taken, and whether
-    /// bytes that came are waiting for it to take them. Bytes waiting while
-    /// it takes none is a handler that stopped reading, not a slow caller.
+    /// How far the handler has read: the bytes handed to its connection,
+    /// and whether bytes that came wait to be. Bytes waiting while none
+    /// are handed on is a handler that stopped reading, not a slow caller.
     pub fn reading(rest: &Mutex<Rest>) -> (u64, bool) {
         let rest = lock(rest);
         let waiting = !rest.prefix.is_empty() || rest.inflow.as_ref().is_some_and(Inflow::holds_unread);
