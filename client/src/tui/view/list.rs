@@ -19,6 +19,9 @@ use super::layout::list_rows;
 const WIDE: u16 = 80;
 /// Width from which dates and event keys show.
 const WIDER: u16 = 110;
+/// Width from which event types show: below it, the path's room is worth
+/// more than a type cut too short to tell one from another.
+const TYPED: u16 = 130;
 /// Width from which provider names and UUID event keys show whole.
 const WIDEST: u16 = 150;
 /// Width from which a content key (`sha256:` and 64 hex digits) shows whole.
@@ -192,8 +195,11 @@ fn columns(width: u16) -> Vec<Column> {
     if width >= WIDE {
         columns.push(Column::Provider);
     }
+    if width >= TYPED {
+        columns.push(Column::Type);
+    }
     if width >= WIDER {
-        columns.extend([Column::Type, Column::Event]);
+        columns.push(Column::Event);
     }
     columns.push(Column::Count);
     columns

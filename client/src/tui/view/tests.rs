@@ -459,7 +459,7 @@ fn a_narrow_list_keeps_the_path() {
     assert_eq!(screen[4], "│#3 POST   /hook/3   200    1│");
 }
 
-/// From 110 columns the list shows each delivery's event type, and the
+/// From 130 columns the list shows each delivery's event type, and the
 /// detail names it.
 #[test]
 fn a_wide_list_shows_event_types_and_the_detail_names_one() {
@@ -471,7 +471,7 @@ fn a_wide_list_shows_event_types_and_the_detail_names_one() {
     let mut app = app(
         vec![typed(1, Some("charge.succeeded")), typed(2, None)],
         Mode::Live,
-        120,
+        140,
         30,
     );
     let screen = rows(&plain(draw(&app)));
@@ -489,8 +489,8 @@ fn a_wide_list_shows_event_types_and_the_detail_names_one() {
         "{screen:#?}"
     );
     assert_eq!(row("#2").get(column..column + 3), Some("–"), "{screen:#?}");
-    let narrow = rows(&plain(draw(&live_app(1, 100, 10))));
-    assert!(!narrow[3].contains("Type"), "{narrow:#?}");
+    let narrow = rows(&plain(draw(&live_app(1, 120, 10))));
+    assert!(!narrow[3].contains("Type"), "the path keeps its room: {narrow:#?}");
 
     press(&mut app, "j");
     enter(&mut app);
@@ -1259,7 +1259,7 @@ fn a_popup_over_wide_characters_keeps_its_left_border() {
 fn a_secret_in_the_query_string_is_masked_until_revealed() {
     let mut carried = test_delivery(1);
     carried.request.path = "/hooks?token=tok_live_42&shop=acme".into();
-    let mut app = app(vec![carried], Mode::Live, 140, 30);
+    let mut app = app(vec![carried], Mode::Live, 120, 30);
     enter(&mut app);
     let screen = rows(&plain(draw(&app))).join("\n");
     assert!(!screen.contains("tok_live_42"), "{screen}");
