@@ -28,6 +28,8 @@ pub struct Variant {
     pub event_key: String,
     /// How that key was made (`body:/id`, `sha256:body`…).
     pub event_key_source: String,
+    /// The event's type, when it names one.
+    pub event_type: Option<String>,
 }
 
 /// Everything fixed for the whole run.
@@ -185,11 +187,14 @@ impl Plan {
         }
         // An edited request is the event it now names, not the recorded one.
         let edited = body_changed || !opts.add_headers.is_empty() || !opts.drop_headers.is_empty();
-        let (event_key, event_key_source) = if edited {
+        let (event_key, event_key_source, event_type) = if edited {
             let key = provider::event_key_again(provider, &headers, &body, &request.event_key_source);
-            (key.key, key.source)
+            (key.key, key.source, key.event_type)
         } else {
-            (request.event_key.clone(), request.event_key_source.clone())
+            // A fixture keeps no type: its request names it, read once a run.
+            let event_type =
+                (request.event_type.clone()).or_else(|| provider::event_type(provider, &headers, &body, true));
+            (request.event_key.clone(), request.event_key_source.clone(), event_type)
         };
         // Twilio signs a JSON body's hash into the URL: a changed body sent
         // under the recorded hash would be refused by the handler's check.
@@ -210,6 +215,7 @@ impl Plan {
                 body,
                 event_key,
                 event_key_source,
+                event_type,
             },
             provider,
             signing,
@@ -292,8 +298,7 @@ impl Plan {
             event_key_source: variant.event_key_source.clone(),
             replay_of: None,
             host_preserved: out.headers.iter().any(|h| h.name.eq_ignore_ascii_case("host")),
-            // Of the body sent: a `--body-file` may carry another event.
-            event_type: provider::event_type(self.provider, &out.headers, &out.body, true),
+            event_type: variant.event_type.clone(),
         }
     }
 }

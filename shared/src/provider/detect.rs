@@ -52,6 +52,23 @@ impl<'a> Body<'a> {
         self.json.get().and_then(Option::as_ref)
     }
 
+    /// The value at `tokens`: located in the bytes while nothing has
+    /// parsed the body, which costs far less than parsing the whole of it
+    /// into a tree; the full parse stays the fallback.
+    pub(crate) fn value(&self, tokens: &[String]) -> Option<Cow<'_, Value>> {
+        if let Some(json) = self.parsed() {
+            return super::pointer::get(json, tokens).map(Cow::Borrowed);
+        }
+        let located = self
+            .span(tokens)
+            .and_then(|range| self.raw.get(range))
+            .and_then(|value| serde_json::from_slice(value).ok());
+        match located {
+            Some(value) => Some(Cow::Owned(value)),
+            None => super::pointer::get(self.json()?, tokens).map(Cow::Borrowed),
+        }
+    }
+
     /// The body as JSON, when it is an object or an array.
     pub(crate) fn json(&self) -> Option<&Value> {
         self.json

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::detect::Body;
-use super::{form, header, pointer, Provider};
+use super::{form, header, Provider};
 use crate::coding::{decode, Decoding};
 use crate::message::Header;
 
@@ -29,8 +29,14 @@ pub fn event_type(provider: Option<Provider>, headers: &[Header], body: &[u8], w
         true => Body::new(plain),
         false => Body::start(plain),
     };
+    in_body(provider, headers, &body)
+}
+
+/// [`event_type`] of a body already decoded, as the event key reads it:
+/// the two share what either has parsed of it.
+pub(crate) fn in_body(provider: Option<Provider>, headers: &[Header], body: &Body<'_>) -> Option<String> {
     // Each part was fit; what they make together must be too.
-    usable(&found(provider, headers, &body)?)
+    usable(&found(provider, headers, body)?)
 }
 
 fn found(provider: Option<Provider>, headers: &[Header], body: &Body<'_>) -> Option<String> {
@@ -107,24 +113,15 @@ fn header_text(headers: &[Header], name: &str) -> Option<String> {
 /// The text at `path` in a JSON body, when it is fit to be (a part of) a
 /// type; `None` when it is no string, so that the next place is looked in.
 fn text_at(body: &Body<'_>, path: &[&str]) -> Option<String> {
-    match json_at(body, path)? {
-        Value::String(text) => usable(&text),
+    match &*json_at(body, path)? {
+        Value::String(text) => usable(text),
         _ => None,
     }
 }
 
-/// The value at `path` in a JSON body: located in the bytes when it can be,
-/// which costs far less than parsing the whole body into a tree.
-fn json_at(body: &Body<'_>, path: &[&str]) -> Option<Value> {
+fn json_at<'b>(body: &'b Body<'_>, path: &[&str]) -> Option<std::borrow::Cow<'b, Value>> {
     let tokens: Vec<String> = path.iter().map(|s| (*s).to_owned()).collect();
-    if let Some(json) = body.parsed() {
-        return pointer::get(json, &tokens).cloned();
-    }
-    let located = body
-        .span(&tokens)
-        .and_then(|range| body.raw().get(range))
-        .and_then(|value| serde_json::from_slice(value).ok());
-    located.or_else(|| pointer::get(body.json()?, &tokens).cloned())
+    body.value(&tokens)
 }
 
 /// A type fit to show and to filter by: no provider sends an empty, huge

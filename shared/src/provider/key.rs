@@ -41,6 +41,9 @@ pub struct EventKey {
     /// `form:MessageSid+MessageStatus`, `sha256:body`, `sha256:fields(...)`,
     /// or `none` (an empty body, no ID: the key is empty).
     pub source: String,
+    /// The event's type, as [`super::event_type`] reads it, worked out from
+    /// the body the key was read from rather than decoded and parsed again.
+    pub event_type: Option<String>,
 }
 
 impl EventKey {
@@ -108,6 +111,7 @@ fn key_from(provider: Option<Provider>, headers: &[Header], body: &Body<'_>, key
         provider,
         key: found.0,
         source: found.1,
+        event_type: super::event_type::in_body(provider, headers, body),
     }
 }
 
@@ -169,24 +173,7 @@ fn from_header(headers: &[Header], name: &str) -> Option<(String, String)> {
 
 fn from_body(body: &Body<'_>, path: &[&str]) -> Option<(String, String)> {
     let tokens: Vec<String> = path.iter().map(|s| (*s).to_owned()).collect();
-    let located;
-    let value = match body.parsed() {
-        Some(json) => pointer::get(json, &tokens)?,
-        // Locating one value in the bytes costs far less than parsing the
-        // whole body into a tree; the full parse stays the fallback.
-        None => match body
-            .span(&tokens)
-            .and_then(|r| body.raw().get(r))
-            .and_then(|v| serde_json::from_slice::<Value>(v).ok())
-        {
-            Some(v) => {
-                located = v;
-                &located
-            }
-            None => pointer::get(body.json()?, &tokens)?,
-        },
-    };
-    let id = match value {
+    let id = match &*body.value(&tokens)? {
         Value::String(s) => usable(s)?.to_owned(),
         // As written when parsing changed it: two IDs past 64 bits would
         // otherwise read as one float.

@@ -13,12 +13,8 @@ fn key_of(name: &str, header_field: &str) -> EventKey {
 
 fn expect(k: EventKey, provider: Provider, key: &str, source: &str) {
     assert_eq!(
-        k,
-        EventKey {
-            provider: Some(provider),
-            key: key.into(),
-            source: source.into()
-        }
+        (k.provider, k.key.as_str(), k.source.as_str()),
+        (Some(provider), key, source)
     );
 }
 

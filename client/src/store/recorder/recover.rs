@@ -134,15 +134,15 @@ pub(super) fn identify(delivery: &mut NewDelivery, key_fields: &[String]) {
     let cut = (delivery.request_body.len() as u64) < delivery.request_body_size;
     if delivery.event_key.is_empty() {
         key(delivery, key_fields, cut);
-    }
-    if delivery.event_type.is_none() {
+    } else if delivery.event_type.is_none() {
+        // Keyed before it came here (no tunnel's request is): typed alone.
         let provider = delivery.provider.as_deref().and_then(Provider::from_name);
         let typed = || event_type(provider, &delivery.request_headers, &delivery.request_body, !cut);
         delivery.event_type = std::panic::catch_unwind(std::panic::AssertUnwindSafe(typed)).unwrap_or_default();
     }
 }
 
-/// The provider and the event key, from the request.
+/// The provider, the event key and the event's type, from the request.
 fn key(delivery: &mut NewDelivery, key_fields: &[String], cut: bool) {
     // The body is untrusted: should detection ever panic on it, that one
     // delivery goes without a key rather than the writer thread dying.
@@ -163,6 +163,7 @@ fn key(delivery: &mut NewDelivery, key_fields: &[String], cut: bool) {
     }
     delivery.event_key = key.key;
     delivery.event_key_source = key.source;
+    delivery.event_type = key.event_type;
 }
 
 #[cfg(test)]
