@@ -249,6 +249,8 @@ pub enum Command {
     Prune(commands::prune::Args),
     /// Replay a recorded delivery N times and say whether the handler stayed idempotent.
     Replay(commands::replay::Args),
+    /// Send again, once each and oldest first, the deliveries the handler did not answer 2xx.
+    Resend(commands::resend::Args),
     /// Replay committed fixtures and fail when a handler is not idempotent (for CI).
     Check(commands::check::Args),
     /// Browse the recorded history in a terminal UI.
@@ -261,7 +263,7 @@ impl Command {
         match self {
             Command::Http(args) => args.uses_tui(),
             Command::History(_) | Command::Show(_) | Command::Export(_) | Command::Prune(_) => false,
-            Command::Replay(_) | Command::Check(_) => false,
+            Command::Replay(_) | Command::Resend(_) | Command::Check(_) => false,
             Command::Tui(_) => true,
         }
     }
@@ -294,6 +296,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export(args) => commands::export::run(args, &db()?, cli.db.is_some()),
         Command::Prune(args) => commands::prune::run(args, &db()?),
         Command::Replay(args) => commands::replay::run(args, &db()?).await,
+        Command::Resend(args) => commands::resend::run(args, &db()?, cli.db.is_some()).await,
         // check reads no history, but its report must not replace one.
         Command::Check(args) => commands::check::run(args, db().ok().as_deref()).await,
         Command::Tui(args) => commands::tui::run(args, &db()?).await,

@@ -59,6 +59,14 @@ pub fn to_stderr(text: std::fmt::Arguments<'_>) {
     let _ = std::io::stderr().lock().write_fmt(text);
 }
 
+/// Writes `text` to stdout, for lines printed as work goes on: a reader
+/// that went away (`| head`) is no reason to panic, as `print!` would, nor
+/// to stop the work.
+pub fn to_stdout(text: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let _ = std::io::stdout().lock().write_fmt(text);
+}
+
 /// Whether `stream` is a terminal that takes escape sequences: not one
 /// that says it is `dumb` (Emacs' shell, some CI consoles), which shows
 /// them as text.

@@ -15,7 +15,7 @@ use crate::store::{ListQuery, StatusWord, Store, StoreError, UNKNOWN_PROVIDER};
 
 mod filters;
 
-pub use filters::Since;
+pub use filters::{parse_since, parse_status, Since};
 
 /// Rows shown when `--limit` is not given.
 pub const DEFAULT_LIMIT: usize = 50;
@@ -36,13 +36,13 @@ pub struct Args {
     #[arg(long = "type", value_name = "GLOB")]
     pub event_type: Option<String>,
     /// Only deliveries answered so: a status (404), a class (5xx), or error for no answer (refused, timed out); repeated or a comma list for any of them.
-    #[arg(long, value_name = "S", value_delimiter = ',', value_parser = filters::parse_status)]
+    #[arg(long, value_name = "S", value_delimiter = ',', value_parser = parse_status)]
     pub status: Vec<StatusWord>,
     /// Only deliveries whose path, with its query as the table lists it or without, matches this glob (`*` any text, `?` any one character; a path copied from the table may keep its masked secrets and its `…`).
     #[arg(long, value_name = "GLOB")]
     pub path: Option<String>,
     /// Only deliveries received within this span (30m, 2h, 7d), or since this time: in UTC as --json writes received_at (2026-01-01T09:30:00Z), with its offset (2026-01-01T10:30:00+01:00), or a date (2026-01-01, from its midnight UTC).
-    #[arg(long, value_name = "DURATION|TIME", allow_hyphen_values = true, value_parser = filters::parse_since)]
+    #[arg(long, value_name = "DURATION|TIME", allow_hyphen_values = true, value_parser = parse_since)]
     pub since: Option<Since>,
     /// Also list the deliveries sent by `replay`.
     #[arg(long)]

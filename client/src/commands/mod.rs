@@ -9,6 +9,7 @@ pub mod http;
 pub mod prune;
 pub mod replay;
 pub mod replay_run;
+pub mod resend;
 pub mod show;
 pub mod tui;
 

@@ -119,6 +119,11 @@ impl clap::builder::TypedValueParser for UrlFlag {
     }
 }
 
+/// The parser of `--target`, for the commands that send to one.
+pub(super) fn target_flag() -> impl clap::builder::TypedValueParser<Value = String> {
+    UrlFlag(parse_target)
+}
+
 /// `--target`, checked before anything is read or sent.
 fn parse_target(text: &str) -> Result<String, String> {
     crate::replay::plan::parse_target_flag(text)

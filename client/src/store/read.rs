@@ -236,6 +236,27 @@ impl Store {
             .map_err(|e| self.classify(e))
     }
 
+    /// Whether the event of `key` and `scope` was answered 2xx after
+    /// delivery `after_id`: by a later delivery of it (a provider's retry),
+    /// or by a replay of one of its deliveries that sent the event as it
+    /// was, under its own key.
+    pub fn answered_after(&self, key: &str, scope: &str, after_id: i64) -> Result<bool, StoreError> {
+        // Two searches, not one with OR: each keeps to its own index.
+        self.conn
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM deliveries d JOIN outcomes o ON o.delivery_id = d.id
+                     WHERE d.event_key = ?1 AND d.replay_of IS NULL AND d.event_scope = ?2 AND d.id > ?3
+                         AND o.status BETWEEN 200 AND 299 AND o.error IS NULL)
+                 OR EXISTS (SELECT 1 FROM deliveries r JOIN outcomes o ON o.delivery_id = r.id
+                     WHERE r.replay_of IN (SELECT id FROM deliveries
+                             WHERE event_key = ?1 AND replay_of IS NULL AND event_scope = ?2)
+                         AND r.event_key = ?1 AND r.id > ?3
+                         AND o.status BETWEEN 200 AND 299 AND o.error IS NULL)",
+            )
+            .and_then(|mut stmt| stmt.query_row(params![key, scope, after_id], |row| row.get(0)))
+            .map_err(|e| self.classify(e))
+    }
+
     /// How many events share the event key `key`: more than one when two
     /// GitHub hooks got one delivery ID, or one body went to two paths.
     pub fn events_with_key(&self, key: &str) -> Result<usize, StoreError> {
