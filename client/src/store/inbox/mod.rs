@@ -317,6 +317,16 @@ impl Inbox {
         dropped.map_or(Ok(any), Err)
     }
 
+    /// Writes every staged record now, for a caller other than the
+    /// requests' own: a failure is left for the next [`Inbox::flush`] to
+    /// report, as requests staged with the records may be waiting on it.
+    pub fn write_staged_now(&mut self) {
+        let earlier = !self.staged_requests.is_empty();
+        if let Err(err) = self.write_staged() {
+            self.dropped_earlier(earlier, &err);
+        }
+    }
+
     /// Notes that a failed write, `err`, dropped records staged by earlier
     /// appends, when it did: see [`Inbox::flush`].
     fn dropped_earlier(&mut self, earlier: bool, err: &std::io::Error) {

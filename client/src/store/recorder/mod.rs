@@ -283,6 +283,7 @@ impl Recorder {
             awaited: BTreeMap::new(),
             gave_up_waiting: false,
             answered: std::collections::VecDeque::new(),
+            kept_answers: std::collections::HashSet::new(),
             on_news: Box::new(on_news),
         };
         let (settled, done) = (Arc::clone(&inbox), Arc::clone(&applied));

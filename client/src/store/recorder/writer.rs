@@ -105,6 +105,9 @@ pub(super) struct Writer {
     /// The rows of the latest answers stored, by ticket, oldest first
     /// (see [`ANSWERED_LIMIT`]).
     pub(super) answered: VecDeque<(u64, i64)>,
+    /// Answers kept in the inbox while the history refused writes, by
+    /// ticket: each is kept once.
+    pub(super) kept_answers: HashSet<u64>,
     pub(super) on_news: OnNews,
 }
 
@@ -190,6 +193,11 @@ impl Writer {
             // Kept once seen: a batch written in parts may have written
             // the shutdown request with its first part.
             stop |= gather(&mut batch, jobs);
+            if pause.is_some() {
+                // The history refused the last try, and may hold this one
+                // for a whole busy timeout.
+                self.keep_answers(batch.iter());
+            }
             match self.write_front(&mut batch, most) {
                 Ok(()) => {
                     wal_grown = true;
@@ -200,6 +208,9 @@ impl Writer {
                         continue;
                     }
                     self.stalled.set(false);
+                    if batch.is_empty() {
+                        self.kept_answers.clear();
+                    }
                     if std::mem::take(&mut told) {
                         tracing::info!("the history takes deliveries again");
                         (self.on_news)(WriterNews::Resumed);
@@ -212,6 +223,12 @@ impl Writer {
                 // open moves into the history.
                 Err(err) if !stop && !self.stopping.load(Ordering::Acquire) => {
                     self.stalled.set(true);
+                    // Their callers have them: a tunnel killed before the
+                    // history takes them must not leave their requests
+                    // recorded as never answered. What came during the
+                    // failed try is among them.
+                    stop |= gather(&mut batch, jobs);
+                    self.keep_answers(batch.iter());
                     if err.is_full() {
                         most = (most.min(batch.len()) / 2).max(1);
                     }
@@ -230,7 +247,8 @@ impl Writer {
                 }
                 Err(err) => {
                     tracing::warn!(%err, "the history refused the last deliveries");
-                    self.keep_answers(batch.drain(..).chain(jobs.try_iter()));
+                    let rest: Vec<Job> = jobs.try_iter().collect();
+                    self.keep_answers(batch.iter().chain(&rest));
                     return false;
                 }
             }
@@ -252,21 +270,23 @@ impl Writer {
         }
     }
 
-    /// Keeps in the inbox the answers among `jobs` whose requests are there
-    /// too, not in SQLite: the next open stores each beside its request,
-    /// so the history shows the answer its caller got rather than none.
-    fn keep_answers(&mut self, jobs: impl Iterator<Item = Job>) {
+    /// Keeps in the inbox file, once each, the answers among `jobs` whose
+    /// requests are there too, not in SQLite: the next open stores each
+    /// beside its request, so the history shows the answer its caller got
+    /// rather than none.
+    fn keep_answers<'a>(&mut self, jobs: impl Iterator<Item = &'a Job>) {
         let mut inbox = super::lock(&self.inbox);
         for job in jobs {
             if let Job::Outcome { seq, outcome, .. } = job {
-                if stored_row(&self.awaited, seq).is_some() {
+                if stored_row(&self.awaited, *seq).is_some() || !self.kept_answers.insert(*seq) {
                     continue;
                 }
-                if let Err(err) = inbox.keep_answer(seq, &outcome) {
+                if let Err(err) = inbox.keep_answer(*seq, outcome) {
                     tracing::debug!(%err, "an answer could not be kept in the history inbox");
                 }
             }
         }
+        inbox.write_staged_now();
     }
 
     /// Waits `wait` between failed tries, or less once asked to stop.
@@ -818,6 +838,7 @@ mod tests {
             awaited: BTreeMap::new(),
             gave_up_waiting: false,
             answered: VecDeque::new(),
+            kept_answers: HashSet::new(),
             on_news: Box::new(|_| {}),
         };
         // Another process holds the lock, as `replay` does while it stores a run.
@@ -1066,6 +1087,65 @@ mod tests {
             listed.iter().all(|s| s.status == Some(200) && s.error.is_none()),
             "each with the answer its caller got: {listed:?}"
         );
+    }
+
+    /// A tunnel killed while the history refuses writes leaves its
+    /// requests in the inbox with the answers their callers got: they were
+    /// kept there as the writes failed, not only at a graceful stop. The
+    /// kill is a copy of the files as they are, opened elsewhere.
+    #[tokio::test]
+    async fn answers_waiting_on_a_history_that_refuses_writes_survive_a_kill() {
+        let dir = ScratchDir::new("recorder-refused-kill");
+        let path = dir.0.join("history.db");
+        let (recorder, _handle, mut reported) = start(&path);
+        recorded(&recorder, &mut reported, delivery("evt_before", "/")).await;
+        let breaker = rusqlite::Connection::open(&path).unwrap();
+        breaker
+            .execute_batch("ALTER TABLE outcomes RENAME TO outcomes_away")
+            .unwrap();
+        for n in 0..3 {
+            let ticket = recorder
+                .record_request(delivery(&format!("evt_refused_{n}"), "/"))
+                .await
+                .unwrap();
+            recorder.record_outcome(ticket, answered(200)).await.unwrap();
+        }
+        recorder.flush().unwrap();
+        let killed_at = |n: u32| {
+            let copy = dir.0.join(format!("killed-{n}"));
+            std::fs::create_dir_all(&copy).unwrap();
+            let files = [path.clone(), path.with_extension("db-wal")]
+                .into_iter()
+                .chain(crate::store::inbox::inbox_files(&path).into_iter().map(|(_, p)| p));
+            for file in files.filter(|f| f.exists()) {
+                std::fs::copy(&file, copy.join(file.file_name().unwrap())).unwrap();
+            }
+            let mended = rusqlite::Connection::open(copy.join("history.db")).unwrap();
+            mended
+                .execute_batch("ALTER TABLE outcomes_away RENAME TO outcomes")
+                .unwrap();
+            drop(mended);
+            let store = crate::store::Store::open(&copy.join("history.db")).unwrap();
+            store.list(&ListQuery::default()).unwrap()
+        };
+        // The writer keeps the answers once its write has failed.
+        let mut tries = 0;
+        let listed = loop {
+            let listed = killed_at(tries);
+            if listed.len() == 4 && listed.iter().all(|s| s.status == Some(200)) || tries == 100 {
+                break listed;
+            }
+            tries += 1;
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        };
+        assert_eq!(listed.len(), 4, "{listed:?}");
+        assert!(
+            listed.iter().all(|s| s.status == Some(200) && s.error.is_none()),
+            "each with the answer its caller got: {listed:?}"
+        );
+        breaker
+            .execute_batch("ALTER TABLE outcomes_away RENAME TO outcomes")
+            .unwrap();
     }
 
     /// An idle tunnel stopped while another process holds the lock has
