@@ -599,6 +599,25 @@ fn a_prune_cut_off_between_batches_leaves_no_body_behind() {
     assert_eq!(bodies(&store), 0, "the body no delivery used is gone all the same");
 }
 
+/// An answer that comes after a prune removed its delivery (a handler
+/// slower than the prune) leaves no large body behind either.
+#[test]
+fn a_large_answer_to_a_pruned_delivery_is_not_kept() {
+    let store = Store::in_memory().unwrap();
+    let mut d = delivery("evt_slow", "/");
+    d.received_at_ms = 1_000;
+    let id = store.insert_request(&d).unwrap();
+    assert_eq!(store.prune(5_000).unwrap().deliveries, 1);
+    let answer = Outcome {
+        response_body: vec![b's'; write::SHARED_BODY],
+        response_body_size: write::SHARED_BODY as u64,
+        ..ok_outcome()
+    };
+    store.record_outcome(id, &answer).unwrap();
+    assert_eq!(bodies(&store), 0);
+    assert!(store.get(id).unwrap().is_none());
+}
+
 #[test]
 fn long_bodies_are_cut_with_their_size_kept() {
     let store = Store::in_memory().unwrap();

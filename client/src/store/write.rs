@@ -529,7 +529,13 @@ impl Store {
 
     /// Stores the answer half of delivery `id`; the caller provides the transaction.
     pub(crate) fn outcome_row(&self, id: i64, o: &Outcome) -> rusqlite::Result<()> {
-        let (body, body_id) = self.body_row(&o.response_body[..o.response_body.len().min(MAX_STORED_BODY)])?;
+        let body = &o.response_body[..o.response_body.len().min(MAX_STORED_BODY)];
+        // A body stored apart would outlive a delivery pruned meanwhile,
+        // with whatever tokens it holds, until some later prune.
+        if body.len() >= SHARED_BODY && !self.delivery_row_exists(id)? {
+            return Ok(());
+        }
+        let (body, body_id) = self.body_row(body)?;
         let size = o.response_body_size.max(o.response_body.len() as u64);
         let completed_at_ms = crate::time::now_ms();
         self.conn
@@ -552,6 +558,12 @@ impl Store {
                 body_id
             ])?;
         Ok(())
+    }
+
+    fn delivery_row_exists(&self, id: i64) -> rusqlite::Result<bool> {
+        self.conn
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM deliveries WHERE id = ?1)")?
+            .query_row([id], |row| row.get(0))
     }
 
     /// Where a body is stored: the bytes for its row, and the shared body
