@@ -357,6 +357,18 @@ fn history_lists_and_filters_by_event_type() {
     assert_eq!(ids(&["--type", "charge.*"]), [refunded, paid]);
     assert_eq!(ids(&["--type", "Charge.*"]), Vec::<i64>::new(), "case as written");
     assert_eq!(
+        ids(&["--type", "charge"]),
+        [refunded, paid],
+        "a type names the types under it, as GitHub's pull_request is pull_request.opened"
+    );
+    assert_eq!(ids(&["--type", "charge.refund"]), Vec::<i64>::new(), "whole names only");
+    let blank = h.run(&["history", "--type", ""]);
+    assert_eq!(blank.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&blank.stderr).contains("'--type <GLOB>': is empty"),
+        "an unset variable is told, not taken for a type nothing has: {blank:?}"
+    );
+    assert_eq!(
         ids(&["--type", "charge.refu…"]),
         [refunded],
         "as the table shows one cut"

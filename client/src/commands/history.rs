@@ -15,7 +15,7 @@ use crate::store::{ListQuery, StatusWord, Store, StoreError, UNKNOWN_PROVIDER};
 
 mod filters;
 
-pub use filters::{parse_since, parse_status, Since};
+pub use filters::{parse_path_glob, parse_since, parse_status, parse_type, Since};
 
 /// Rows shown when `--limit` is not given.
 pub const DEFAULT_LIMIT: usize = 50;
@@ -32,14 +32,14 @@ pub struct Args {
     /// Only deliveries of this event key; one the table shows cut (ending in …) matches the keys it begins.
     #[arg(long, value_name = "KEY", value_parser = parse_event_key)]
     pub event: Option<String>,
-    /// Only deliveries of this event type, or types this glob names (invoice.paid, 'invoice.*'; `*` any text, `?` any one character, case as written); one the TYPE column shows cut (ending in …) matches the types it begins.
-    #[arg(long = "type", value_name = "GLOB")]
+    /// Only deliveries of this event type and the types under it (invoice.paid; invoice for invoice.paid, invoice.created, …), or types this glob names ('invoice.*'; `*` any text, `?` any one character, case as written); one the TYPE column shows cut (ending in …) matches the types it begins.
+    #[arg(long = "type", value_name = "GLOB", value_parser = parse_type)]
     pub event_type: Option<String>,
     /// Only deliveries answered so: a status (404), a class (5xx), or error for no answer (refused, timed out); repeated or a comma list for any of them.
     #[arg(long, value_name = "S", value_delimiter = ',', value_parser = parse_status)]
     pub status: Vec<StatusWord>,
     /// Only deliveries whose path, with its query as the table lists it or without, matches this glob (`*` any text, `?` any one character; a path copied from the table may keep its masked secrets and its `…`).
-    #[arg(long, value_name = "GLOB")]
+    #[arg(long, value_name = "GLOB", value_parser = parse_path_glob)]
     pub path: Option<String>,
     /// Only deliveries received within this span (30m, 2h, 7d), or since this time: in UTC as --json writes received_at (2026-01-01T09:30:00Z), with its offset (2026-01-01T10:30:00+01:00), or a date (2026-01-01, from its midnight UTC).
     #[arg(long, value_name = "DURATION|TIME", allow_hyphen_values = true, value_parser = parse_since)]

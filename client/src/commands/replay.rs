@@ -42,10 +42,10 @@ pub struct Args {
     #[arg(long, value_name = "P", value_parser = super::history::parse_provider)]
     pub provider: Option<String>,
     /// With --latest: only deliveries of this event type, or types this glob names (invoice.paid, 'invoice.*'; as history's TYPE column shows it).
-    #[arg(long = "type", value_name = "GLOB")]
+    #[arg(long = "type", value_name = "GLOB", value_parser = super::history::parse_type)]
     pub event_type: Option<String>,
     /// With --latest: only deliveries whose path, with its query as history lists it or without, matches this glob (`*` any text, `?` any one character; a path copied from history may keep its masked secrets and its `…`).
-    #[arg(long, value_name = "GLOB")]
+    #[arg(long, value_name = "GLOB", value_parser = super::history::parse_path_glob)]
     pub path: Option<String>,
     /// How to replay and judge.
     #[command(flatten)]

@@ -16,7 +16,7 @@ use portpreview_shared::provider::{Provider, SignError};
 use portpreview_shared::sanitize::escape_str;
 use portpreview_shared::text::counted;
 
-use super::history::{parse_provider, parse_since, parse_status, Since};
+use super::history::{parse_path_glob, parse_provider, parse_since, parse_status, parse_type, Since};
 use crate::config::SigningSecret;
 use crate::replay::plan::Plan;
 use crate::replay::{self, ReplayError, ReplayOptions};
@@ -56,10 +56,10 @@ pub struct Args {
     #[arg(long, value_name = "P", value_delimiter = ',', value_parser = parse_provider)]
     pub provider: Vec<String>,
     /// Only deliveries of this event type, or types this glob names (invoice.paid, 'invoice.*'), as for history.
-    #[arg(long = "type", value_name = "GLOB")]
+    #[arg(long = "type", value_name = "GLOB", value_parser = parse_type)]
     pub event_type: Option<String>,
     /// Only deliveries whose path matches this glob (`*` any text, `?` any one character), as for history.
-    #[arg(long, value_name = "GLOB")]
+    #[arg(long, value_name = "GLOB", value_parser = parse_path_glob)]
     pub path: Option<String>,
     /// Only deliveries of this event key.
     #[arg(long, value_name = "KEY")]

@@ -46,8 +46,10 @@ pub(super) fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
         None => {}
     }
     if let Some(wanted) = &q.event_type {
-        terms.push("EXISTS (SELECT 1 FROM event_types t WHERE t.delivery_id = d.id AND t.event_type GLOB ?)".into());
-        values.push(Value::Text(type_glob(wanted)));
+        terms.push(format!(
+            "EXISTS (SELECT 1 FROM event_types t WHERE t.delivery_id = d.id AND {TYPE_MATCHES})"
+        ));
+        values.extend(type_globs(wanted).map(Value::Text));
     }
     if !q.status.is_empty() {
         let mut any = Vec::new();
@@ -108,19 +110,26 @@ pub(super) fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
     (terms.join(" AND "), values)
 }
 
-/// An event type as SQLite's GLOB reads it: `*` and `?` as written, a `[`
-/// as itself (as `--path` takes it, so that one glob syntax holds), and a
-/// type the table showed cut, ending in `…`, as the types it begins.
-pub(super) fn type_glob(wanted: &str) -> String {
-    let (start, cut) = match wanted.strip_suffix('…') {
-        Some(start) => (start, true),
-        None => (wanted, false),
-    };
-    let mut glob = start.replace('[', "[[]");
-    if cut {
-        glob.push('*');
+/// The condition on an event type `t` that [`type_globs`] fill in, in order.
+pub(super) const TYPE_MATCHES: &str = "(t.event_type GLOB ? OR t.event_type GLOB ? OR t.event_type GLOB ?)";
+
+/// An event type as SQLite's GLOB reads it, three ways for
+/// [`TYPE_MATCHES`]: `*` and `?` as written, a `[` as itself (as `--path`
+/// takes it, so that one glob syntax holds), and a type the table showed
+/// cut, ending in `…`, as the types it begins. A type written whole names
+/// the types under it too: `pull_request` is also GitHub's
+/// `pull_request.opened`, `invoice` Stripe's `invoice.paid`, `orders`
+/// Shopify's `orders/create`.
+pub(super) fn type_globs(wanted: &str) -> [String; 3] {
+    if let Some(start) = wanted.strip_suffix('…') {
+        let glob = format!("{}*", start.replace('[', "[[]"));
+        return [glob.clone(), glob.clone(), glob];
     }
-    glob
+    let glob = wanted.replace('[', "[[]");
+    if wanted.contains(['*', '?']) {
+        return [glob.clone(), glob.clone(), glob];
+    }
+    [format!("{glob}.*"), format!("{glob}/*"), glob]
 }
 
 /// One word of a search; all words must match. A status is matched as a

@@ -283,12 +283,14 @@ impl Store {
             let mut stmt = self.conn.prepare_cached(&format!(
                 "SELECT d.id, {WHOLE}, d.path FROM deliveries d LEFT JOIN bodies b ON b.id = d.request_body_id
                  WHERE d.replay_of IS NULL AND (?1 IS NULL OR d.provider = ?1 OR (?1 = ?2 AND d.provider IS NULL))
-                     AND (?3 IS NULL OR EXISTS (SELECT 1 FROM event_types t
-                         WHERE t.delivery_id = d.id AND t.event_type GLOB ?3))
+                     AND (?3 IS NULL OR EXISTS (SELECT 1 FROM event_types t WHERE t.delivery_id = d.id
+                         AND (t.event_type GLOB ?3 OR t.event_type GLOB ?4 OR t.event_type GLOB ?5)))
                  ORDER BY d.id DESC"
             ))?;
-            let glob = event_type.map(super::filter::type_glob);
-            let mut rows = stmt.query(params![provider, super::UNKNOWN_PROVIDER, glob])?;
+            let [a, b, c] = event_type
+                .map(super::filter::type_globs)
+                .map_or([None, None, None], |g| g.map(Some));
+            let mut rows = stmt.query(params![provider, super::UNKNOWN_PROVIDER, a, b, c])?;
             let mut pick = Picking::default();
             while let Some(row) = rows.next()? {
                 let path: String = row.get(2)?;

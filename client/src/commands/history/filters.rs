@@ -14,6 +14,26 @@ pub fn parse_status(text: &str) -> Result<StatusWord, String> {
         .ok_or_else(|| "expected a status (404), a class of statuses (5xx), or error for no answer".to_string())
 }
 
+/// A `--type` value, refused when blank: an unset variable (`--type
+/// "$TYPE"`) would otherwise match nothing, and say only that.
+pub fn parse_type(text: &str) -> Result<String, String> {
+    match text.trim().is_empty() {
+        true => Err(
+            "is empty: give an event type (invoice.paid, or invoice for every invoice.…) or a glob ('invoice.*')"
+                .to_owned(),
+        ),
+        false => Ok(text.to_owned()),
+    }
+}
+
+/// A `--path` value, refused when blank, as [`parse_type`] is.
+pub fn parse_path_glob(text: &str) -> Result<String, String> {
+    match text.trim().is_empty() {
+        true => Err("is empty: give a path (/webhooks/stripe) or a glob ('/webhooks/*')".to_owned()),
+        false => Ok(text.to_owned()),
+    }
+}
+
 /// Where `--since` starts the listing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Since {
