@@ -791,6 +791,15 @@ mod tests {
             "{}",
             unknown.render_text()
         );
+        let keyless = Report {
+            event_key: String::new(),
+            ..unknown
+        };
+        assert!(
+            keyless.render_text().starts_with("Replay of a request → "),
+            "{}",
+            keyless.render_text()
+        );
     }
 
     #[test]

@@ -36,10 +36,14 @@ impl Report {
                 self.concurrency
             )
         };
+        // A request with nothing to key it by (a bodiless GET) is no event.
+        let what = match self.event_key.is_empty() {
+            true => "a request".to_owned(),
+            false => format!("{whose}event {}", escape_str(&self.event_key)),
+        };
         let _ = writeln!(
             out,
-            "Replay of {whose}event {} → {} ({mode})",
-            escape_str(&self.event_key),
+            "Replay of {what} → {} ({mode})",
             escape_str(&shown_path(&self.target, false))
         );
         if let Some(signed) = &self.signed {
