@@ -53,9 +53,32 @@ impl Widget for &App {
     }
 }
 
-/// Key hints, or the last message, or the replay under way.
+/// The keys the list takes, as the footer names them.
+const LIST_KEYS: &[(&str, &str)] = &[
+    ("q", "quit"),
+    ("?", "help"),
+    ("/", "filter"),
+    ("⏎", "open"),
+    ("r", "replay"),
+    ("R", "verdict"),
+    ("e", "export"),
+    ("y", "curl"),
+    ("⇥", "pane"),
+];
+
+/// Key hints, or the last message, or the replay under way. A form drawn
+/// over the panes takes the keys: the footer names its keys then, not the
+/// list's, or `q` typed into a field looks like a screen that hangs.
 fn render_footer(app: &App, area: Rect, buf: &mut Buffer) {
-    let lines = if let Some(status) = &app.status {
+    let form_keys: Option<&[(&str, &str)]> = match &app.overlay {
+        Some(Overlay::Replay(_)) => Some(&[("⇥", "field"), ("←→", "probe"), ("⏎", "run"), ("Esc", "cancel")]),
+        Some(Overlay::Export(_)) => Some(&[("j h c ⏎", "write"), ("Esc q", "cancel")]),
+        Some(Overlay::Help { .. }) => Some(&[("j k", "scroll"), ("any other key", "closes the help")]),
+        Some(Overlay::Filter(_)) | None => None,
+    };
+    let lines = if let Some(keys) = form_keys {
+        vec![hint_line(keys, area.width)]
+    } else if let Some(status) = &app.status {
         // Wrapped as `App::chrome` counted the footer's lines.
         let style = Style::new().fg(if status.error { Color::Red } else { Color::Green });
         let mut lines = wrap(&status.text, usize::from(area.width));
@@ -80,29 +103,23 @@ fn render_footer(app: &App, area: Rect, buf: &mut Buffer) {
             Span::styled("  Esc stops", Style::new().fg(Color::DarkGray)),
         ])]
     } else {
-        let hints: &[(&str, &str)] = &[
-            ("q", "quit"),
-            ("?", "help"),
-            ("/", "filter"),
-            ("⏎", "open"),
-            ("r", "replay"),
-            ("R", "verdict"),
-            ("e", "export"),
-            ("y", "curl"),
-            ("⇥", "pane"),
-        ];
-        // Gaps go between hints, not after the last: a cut is marked only
-        // when a hint is lost.
-        let spans = hints.iter().enumerate().flat_map(|(i, (key, what))| {
-            [
-                Span::raw(if i == 0 { "" } else { "  " }),
-                Span::styled(*key, Style::new().fg(Color::Cyan)),
-                Span::raw(format!(" {what}")),
-            ]
-        });
-        vec![fit_line(Line::from(spans.collect::<Vec<_>>()), usize::from(area.width))]
+        vec![hint_line(LIST_KEYS, area.width)]
     };
     Paragraph::new(lines).render(area, buf);
+}
+
+/// `q quit  ? help  …`, cut to `width`.
+fn hint_line(hints: &[(&str, &str)], width: u16) -> Line<'static> {
+    // Gaps go between hints, not after the last: a cut is marked only
+    // when a hint is lost.
+    let spans = hints.iter().enumerate().flat_map(|(i, (key, what))| {
+        [
+            Span::raw(if i == 0 { "" } else { "  " }),
+            Span::styled(key.to_string(), Style::new().fg(Color::Cyan)),
+            Span::raw(format!(" {what}")),
+        ]
+    });
+    fit_line(Line::from(spans.collect::<Vec<_>>()), usize::from(width))
 }
 
 /// Empties `popup` for a box drawn over the screen. A wide character

@@ -389,7 +389,7 @@ fn help_overlay() {
             "│  │ ?          this help                               │  │",
             "│  │ ctrl-z     stop as a shell job (tui; fg resumes)   │  │",
             "└──└────────────────────────────────────────────────────┘──┘",
-            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e ex…",
+            "j k scroll  any other key closes the help                   ",
         ])
     );
 }
@@ -886,7 +886,7 @@ fn replay_form() {
             "│                                                          │",
             "│                                                          │",
             "└──────────────────────────────────────────────────────────┘",
-            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e ex…",
+            "⇥ field  ←→ probe  ⏎ run  Esc cancel                        ",
         ])
     );
 }
@@ -950,7 +950,7 @@ fn export_form() {
             "│                                                          │",
             "│                                                          │",
             "└──────────────────────────────────────────────────────────┘",
-            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e ex…",
+            "j h c ⏎ write  Esc q cancel                                 ",
         ])
     );
 }
@@ -1060,7 +1060,7 @@ fn replay_form_error_is_never_cut() {
             "│                                                          │",
             "│                                                          │",
             "└──────────────────────────────────────────────────────────┘",
-            "q quit  ? help  / filter  ⏎ open  r replay  R verdict  e ex…",
+            "⇥ field  ←→ probe  ⏎ run  Esc cancel                        ",
         ])
     );
 }
