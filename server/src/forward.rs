@@ -17,7 +17,7 @@ use tokio_util::task::AbortOnDropHandle;
 use crate::body::{answer, closing, RelayBody};
 use crate::headers::{request_headers, Hop};
 use crate::port::StreamPort;
-use crate::registry::{BodyAtOpen, OpenError, Tunnel};
+use crate::registry::{BodyAtOpen, OpenError, Registry, Route, Tunnel};
 use crate::stream::Inbound;
 use crate::turned_away::{declared_body_size, TurnedAway};
 use crate::writer::SendError;
@@ -46,9 +46,12 @@ pub struct ForwardLimits {
     pub timeout: Duration,
 }
 
-/// Sends `req` to `tunnel` as `target` and answers with what the client sends.
+/// Sends `req` to `tunnel` as `target` and answers with what the client
+/// sends. `registry` routes `name` again when the client went away while
+/// the body came.
 pub async fn forward(
     tunnel: Arc<dyn Tunnel>,
+    registry: &dyn Registry,
     name: &str,
     req: Request<Incoming>,
     target: String,
@@ -57,7 +60,10 @@ pub async fn forward(
 ) -> Response<RelayBody> {
     let (parts, body) = req.into_parts();
     let declared = declared_body_size(&parts.headers);
-    let turning = TurnAway {
+    // The tunnel the name leads to once the body has come, when its client
+    // went away meanwhile and is back.
+    let rerouted: Arc<dyn Tunnel>;
+    let mut turning = TurnAway {
         tunnel: &*tunnel,
         request: TurnedAway::arriving(&parts, &body, declared, &target, hop),
     };
@@ -89,6 +95,20 @@ pub async fn forward(
     };
     let mut port = match tunnel.open(body_at_open) {
         Ok(port) => port,
+        // Its client went away while the body came: a reconnect takes
+        // seconds, and so can a body. The name leads to where it is now.
+        Err(OpenError::Gone) => match registry.route(name) {
+            Route::Live(next) if !Arc::ptr_eq(&next, &tunnel) => {
+                rerouted = next;
+                turning.tunnel = &*rerouted;
+                match rerouted.open(body_at_open) {
+                    Ok(port) => port,
+                    Err(err) => return not_opened(err, name, &turning, &inline),
+                }
+            }
+            Route::Reconnecting => return crate::reconnecting::answer_held(registry, name, &turning.request),
+            Route::Live(_) | Route::Unknown => return client_gone(),
+        },
         Err(err) => return not_opened(err, name, &turning, &inline),
     };
     let headers = request_headers(&parts.headers, hop);

@@ -15,7 +15,6 @@ use crate::body::{answer, closing, OwnAnswer, RelayBody};
 use crate::forward::{forward, ForwardLimits};
 use crate::headers::{caller_host, forwarded_element, Hop};
 use crate::headscan::Verdicts;
-use crate::held_news::HeldNews;
 use crate::limits::Slot;
 use crate::linger::LingerAsk;
 use crate::names;
@@ -310,35 +309,24 @@ async fn tunnel(
         max_body: relay.config.max_body,
         timeout: relay.config.request_timeout,
     };
-    forward(tunnel, name, req, target, &hop, limits).await
+    forward(tunnel, &*relay.registry, name, req, target, &hop, limits).await
 }
 
 /// Answers a request for `name`, held while its client reconnects, at
 /// once and without reading its body; news of it is kept for the client,
 /// whose history would otherwise never hear of the delivery.
 fn reconnecting(relay: &Relay, req: Request<Incoming>, name: &str, target: &str, hop: &Hop<'_>) -> Response<RelayBody> {
-    let reason = format!("tunnel {name} is reconnecting");
     // A WebSocket client retries every second or so: its handshakes would
     // fill the news kept for the name and crowd out the webhooks'.
     if websocket_handshake(&req) {
-        return answer(StatusCode::SERVICE_UNAVAILABLE, reason);
+        return answer(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("tunnel {name} is reconnecting"),
+        );
     }
     let (parts, body) = req.into_parts();
     let request = TurnedAway::arriving(&parts, &body, declared_body_size(&parts.headers), target, hop);
-    request.tell(StatusCode::SERVICE_UNAVAILABLE, &reason, &[], |news, _| {
-        if relay.registry.hold_news(name, HeldNews::new(news.clone())?) {
-            return Ok(());
-        }
-        // Its client may have taken the name back since it was routed.
-        match relay.registry.route(name) {
-            Route::Live(tunnel) => tunnel.tell_turned_away(news, &[]),
-            _ => Ok(()),
-        }
-    });
-    let mut busy = answer(StatusCode::SERVICE_UNAVAILABLE, reason);
-    busy.headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-    busy
+    crate::reconnecting::answer_held(&*relay.registry, name, &request)
 }
 
 /// Whether a request asks to become a WebSocket. The tunnel carries

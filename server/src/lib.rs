@@ -26,6 +26,7 @@ mod linger;
 mod names;
 mod port;
 mod public_url;
+mod reconnecting;
 mod refusal_log;
 mod registry;
 pub mod signal;
