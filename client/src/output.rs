@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::events::{EventFeed, TunnelEvent};
 use crate::render::mask::shown_path;
-use crate::store::Summary;
+use crate::store::{Summary, UNKNOWN_PROVIDER};
 use crate::time::{ordinal, ShortDuration};
 
 /// Line formats.
@@ -244,7 +244,9 @@ pub fn delivery_line(summary: &Summary, delivery_number: i64) -> String {
             _ = write!(line, " ({} delivery)", ordinal(delivery_number));
         }
     } else if let Some(kind) = &summary.event_type {
-        _ = write!(line, "  {}", shorten(&escape_str(kind), TYPE_WIDTH));
+        // Named as `--provider unknown` names such senders: a type alone
+        // where a provider goes (`{"event":"github"}`) reads as one.
+        _ = write!(line, "  {UNKNOWN_PROVIDER} {}", shorten(&escape_str(kind), TYPE_WIDTH));
     }
     if summary.provider.is_none() && delivery_number > 1 {
         // No provider, no event ID: say what made it the same event.
@@ -447,7 +449,7 @@ mod tests {
         };
         assert_eq!(
             delivery_line(&typed_unknown, 2),
-            "#12  POST /webhooks/stripe  200  14 ms  order.shipped  (2nd delivery, same content)"
+            "#12  POST /webhooks/stripe  200  14 ms  unknown order.shipped  (2nd delivery, same content)"
         );
         let unknown = Summary {
             provider: None,

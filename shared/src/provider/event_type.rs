@@ -53,7 +53,9 @@ fn found(provider: Option<Provider>, headers: &[Header], body: &Body<'_>) -> Opt
         Shopify => header_text(headers, "X-Shopify-Topic").or_else(|| header_text(headers, "Shopify-Topic")),
         // An event callback names its event inside; a URL verification
         // is a type of its own.
-        Slack => text_at(body, &["event", "type"]).or_else(|| text_at(body, &["type"])),
+        Slack => text_at(body, &["event", "type"])
+            .or_else(|| text_at(body, &["type"]))
+            .or_else(|| slack_form(body)),
         Paddle => text_at(body, &["event_type"]),
         Gitlab => match text_at(body, &["object_kind"]) {
             Some(kind) => with_action(kind, text_at(body, &["object_attributes", "action"])),
@@ -90,6 +92,18 @@ fn twilio_status(body: &Body<'_>) -> Option<String> {
     ]
     .into_iter()
     .find_map(|(name, of)| Some(format!("{of}.{}", usable(form::value(&pairs, name)?)?)))
+}
+
+/// Slack's interactivity and slash commands come as a form: a `payload`
+/// of JSON whose `type` names it (`block_actions`, `view_submission`), or
+/// a slash command's `command` (`/deploy`).
+fn slack_form(body: &Body<'_>) -> Option<String> {
+    let pairs = form::parse(body.raw())?;
+    if let Some(payload) = form::value(&pairs, "payload") {
+        let payload: Value = serde_json::from_str(payload).ok()?;
+        return usable(payload.get("type")?.as_str()?);
+    }
+    usable(form::value(&pairs, "command")?)
 }
 
 /// A Discord interaction's type, named as Discord's docs name it.
@@ -194,6 +208,17 @@ mod tests {
         assert_eq!(
             event_type(Some(Provider::Slack), &[], verification, true).as_deref(),
             Some("url_verification")
+        );
+        // A button pressed, and a slash command: forms, not JSON.
+        let action = b"payload=%7B%22type%22%3A%22block_actions%22%2C%22actions%22%3A%5B%5D%7D";
+        assert_eq!(
+            event_type(Some(Provider::Slack), &[], action, true).as_deref(),
+            Some("block_actions")
+        );
+        let command = b"token=x&team_id=T1&command=%2Fdeploy&text=prod";
+        assert_eq!(
+            event_type(Some(Provider::Slack), &[], command, true).as_deref(),
+            Some("/deploy")
         );
     }
 
