@@ -7,10 +7,12 @@
 //!   400. This wrapper queues one verdict per head, which the service takes
 //!   in the same order.
 //! - It refuses a head over the relay's limits (too many bytes, too many
-//!   headers) with a bare 431 before the service ever sees it. The relay's
-//!   own answers say why in plain text, so when the scan has seen such a
-//!   head, hyper's bodiless 431 is replaced on its way out by one that
-//!   names the limit.
+//!   headers), or one it cannot frame (a `Content-Length` that is not one
+//!   number, or too large to count, a header line folded onto the one
+//!   before), with a bare 431 or 400 before the service ever sees it. The
+//!   relay's own answers say why in plain text, so when the scan has seen
+//!   such a head, hyper's bodiless answer is replaced on its way out by one
+//!   that names what was wrong.
 //!
 //! Apart from that one answer it never changes a byte. When it cannot follow
 //! the framing (chunked bodies, upgrades), it stops watching, and the
@@ -48,6 +50,13 @@ enum Refusal {
     /// Too long within its request line: the target is what is too long.
     TargetTooLong,
     TooMany,
+    /// A `Content-Length` hyper cannot count to (2^64 − 2 or more).
+    LengthTooLarge,
+    /// `Content-Length` lines that declare no one number.
+    NotOneLength,
+    /// A header line that starts with a space or a tab: obsolete line
+    /// folding, which HTTP/1.1 forbids in requests.
+    Folded,
 }
 
 impl Refusal {
@@ -62,7 +71,15 @@ impl Refusal {
         }
     }
 
-    /// The answer the relay gives in place of hyper's bare 431.
+    /// The start of hyper's own answer to a head refused so.
+    fn hypers_status(self) -> &'static [u8] {
+        match self {
+            Refusal::NotOneLength | Refusal::Folded => b"HTTP/1.1 400 ",
+            Refusal::TooLong | Refusal::TargetTooLong | Refusal::TooMany | Refusal::LengthTooLarge => b"HTTP/1.1 431 ",
+        }
+    }
+
+    /// The answer the relay gives in place of hyper's bare one.
     fn answer(self, limits: HeadLimits) -> Vec<u8> {
         let (status, why) = match self {
             Refusal::TooLong => (
@@ -80,6 +97,20 @@ impl Refusal {
                 "431 Request Header Fields Too Large",
                 format!("more request headers than the relay's limit of {}", limits.max_headers),
             ),
+            Refusal::LengthTooLarge => (
+                "413 Content Too Large",
+                "the request declares a body too large to count (Content-Length of 2^64 - 2 bytes or more)".to_owned(),
+            ),
+            Refusal::NotOneLength => (
+                "400 Bad Request",
+                "the request's Content-Length is not one number: each value must be digits alone, all equal".to_owned(),
+            ),
+            Refusal::Folded => (
+                "400 Bad Request",
+                "a request header line starts with a space or a tab (obsolete line folding): write each header \
+                 on one line"
+                    .to_owned(),
+            ),
         };
         format!(
             "HTTP/1.1 {status}\r\ncontent-type: {PLAIN_TEXT}\r\n\
@@ -90,7 +121,7 @@ impl Refusal {
     }
 }
 
-/// The relay's 431, part written, standing in for hyper's.
+/// The relay's answer, part written, standing in for hyper's.
 struct Explaining {
     answer: Vec<u8>,
     written: usize,
@@ -243,6 +274,10 @@ impl<IO> HeadScan<IO> {
             self.refuse(Refusal::TooMany);
             return false;
         }
+        if let Some(why) = framing.unframable() {
+            self.refuse(why);
+            return false;
+        }
         self.phase = self.after(framing);
         true
     }
@@ -312,11 +347,11 @@ fn too_many_lines(partial: &[u8], limit: usize) -> bool {
 }
 
 /// The length of hyper's own answer to a head it refused, when `out` starts
-/// with one: a 431 with no body. No answer the service gives looks like
-/// it: the relay's say why, and a tunnel's is only replaced after the scan
-/// saw a refused head, which ends the connection.
-fn bare_431(out: &[u8]) -> Option<usize> {
-    if !out.starts_with(b"HTTP/1.1 431 ") {
+/// with one: `status` (`HTTP/1.1 431 `) with no body. No answer the service
+/// gives looks like it: the relay's say why, and a tunnel's is only
+/// replaced after the scan saw a refused head, which ends the connection.
+fn bare_answer(out: &[u8], status: &[u8]) -> Option<usize> {
+    if !out.starts_with(status) {
         return None;
     }
     let end = out.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
@@ -336,6 +371,8 @@ struct Framing {
     upgrade: bool,
     /// Header lines, as hyper counts them against its limit.
     headers: usize,
+    /// A header line starts with a space or a tab.
+    folded: bool,
 }
 
 impl Framing {
@@ -352,6 +389,7 @@ impl Framing {
             chunked_or_te: false,
             upgrade: false,
             headers: 0,
+            folded: header_lines(head).any(|line| line.first().is_some_and(|b| *b == b' ' || *b == b'\t')),
         };
         for (name, _) in lines() {
             framing.headers += 1;
@@ -371,6 +409,25 @@ impl Framing {
             );
         }
         framing
+    }
+}
+
+impl Framing {
+    /// Why hyper refuses a head it cannot frame, as it would. With a
+    /// `Transfer-Encoding`, hyper may skip the `Content-Length` lines, so
+    /// only a head without one is judged by them.
+    fn unframable(&self) -> Option<Refusal> {
+        if self.folded {
+            return Some(Refusal::Folded);
+        }
+        match self.content_length {
+            _ if self.chunked_or_te => None,
+            Err(NotOneLength) => Some(Refusal::NotOneLength),
+            // hyper keeps the two largest lengths for bodies it frames
+            // otherwise, and refuses them as too large.
+            Ok(Some(n)) if n >= u64::MAX - 1 => Some(Refusal::LengthTooLarge),
+            Ok(_) => None,
+        }
     }
 }
 
@@ -403,7 +460,7 @@ impl<IO: AsyncWrite + Unpin> AsyncWrite for HeadScan<IO> {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let this = &mut *self;
         if let (Some(refusal), None) = (this.refusal, &this.explaining) {
-            if let Some(replaces) = bare_431(buf) {
+            if let Some(replaces) = bare_answer(buf, refusal.hypers_status()) {
                 this.explaining = Some(Explaining {
                     answer: refusal.answer(this.limits),
                     written: 0,
@@ -533,18 +590,52 @@ mod tests {
     async fn answers_to_heads_within_the_limits_pass_untouched() {
         let few: String = (0..8).map(|n| format!("X-{n}: 1\r\n")).collect();
         let head = format!("GET / HTTP/1.1\r\n{few}\r\n");
-        // A tunnel's handler may answer 431 with no body: that is its answer.
+        // A tunnel's handler may answer 431 or 400 with no body: that is its answer.
         let received = answered(head.as_bytes(), HYPERS_431).await;
         assert_eq!(received.as_bytes(), HYPERS_431);
+        let received = answered(head.as_bytes(), HYPERS_400).await;
+        assert_eq!(received.as_bytes(), HYPERS_400);
+        // A length hyper reads past a Transfer-Encoding is not judged by it.
+        let chunked = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 5, 6\r\n\r\n";
+        let received = answered(chunked, HYPERS_400).await;
+        assert_eq!(received.as_bytes(), HYPERS_400);
+    }
+
+    /// What hyper writes when it cannot frame a head.
+    const HYPERS_400: &[u8] =
+        b"HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\ndate: Tue, 01 Dec 2026 22:23:16 GMT\r\n\r\n";
+
+    #[tokio::test]
+    async fn hypers_bare_answer_to_a_head_it_cannot_frame_says_why() {
+        let huge = b"POST / HTTP/1.1\r\nContent-Length: 18446744073709551615\r\n\r\n";
+        let received = answered(huge, HYPERS_431).await;
+        assert!(received.starts_with("HTTP/1.1 413 Content Too Large\r\n"), "{received}");
+        let counted = b"POST / HTTP/1.1\r\nContent-Length: 18446744073709551613\r\n\r\n";
+        assert_eq!(Framing::of(counted).unframable(), None, "hyper counts to 2^64 - 3");
+        let two = b"POST / HTTP/1.1\r\nContent-Length: 5\r\ncontent-length: 6\r\n\r\n";
+        let received = answered(two, HYPERS_400).await;
+        assert!(
+            received.starts_with("HTTP/1.1 400 Bad Request\r\n") && received.contains("is not one number"),
+            "{received}"
+        );
+        let folded = b"GET / HTTP/1.1\r\nX-A: 1\r\n\tmore\r\n\r\n";
+        let received = answered(folded, HYPERS_400).await;
+        assert!(received.contains("obsolete line folding"), "{received}");
     }
 
     #[test]
     fn counts_header_lines_as_hyper_does() {
         assert_eq!(Framing::of(b"GET / HTTP/1.1\r\n\r\n").headers, 0);
         assert_eq!(Framing::of(b"GET / HTTP/1.1\r\nA: 1\r\nB: 2\r\n\r\n").headers, 2);
-        assert_eq!(bare_431(HYPERS_431), Some(HYPERS_431.len()));
-        assert_eq!(bare_431(b"HTTP/1.1 431 X\r\ncontent-length: 5\r\n\r\nhello"), None);
-        assert_eq!(bare_431(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n"), None);
+        assert_eq!(bare_answer(HYPERS_431, b"HTTP/1.1 431 "), Some(HYPERS_431.len()));
+        assert_eq!(
+            bare_answer(b"HTTP/1.1 431 X\r\ncontent-length: 5\r\n\r\nhello", b"HTTP/1.1 431 "),
+            None
+        );
+        assert_eq!(
+            bare_answer(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n", b"HTTP/1.1 431 "),
+            None
+        );
     }
 
     fn verdicts_of(pieces: &[&[u8]]) -> Vec<bool> {

@@ -53,6 +53,31 @@ async fn malformed_framing_and_oversized_heads_are_refused_by_the_relay() {
     )
     .await;
     assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
+
+    // Heads hyper cannot frame: refused as before, each with its reason.
+    for (head, status, reason) in [
+        (
+            "Content-Length: 18446744073709551614\r\n",
+            "413",
+            "a body too large to count",
+        ),
+        (
+            "Content-Length: 5\r\nContent-Length: 6\r\n",
+            "400",
+            "Content-Length is not one number",
+        ),
+        (
+            "Content-Length: 99999999999999999999\r\n",
+            "400",
+            "Content-Length is not one number",
+        ),
+        ("X-A: 1\r\n  folded\r\n", "400", "obsolete line folding"),
+    ] {
+        let request = format!("POST /t/strict/x HTTP/1.1\r\nHost: h\r\n{head}\r\n");
+        let answer = raw_until_closed(relay.addr, request.as_bytes()).await;
+        assert!(answer.starts_with(&format!("HTTP/1.1 {status} ")), "{head}: {answer}");
+        assert!(answer.contains(reason), "{head}: {answer}");
+    }
 }
 
 #[tokio::test]
