@@ -66,7 +66,7 @@ impl StreamPort {
         match self.inbound.poll_recv(cx) {
             // Pending may also mean the task has had its turn (tokio's
             // budget) with the queue still full: the bytes behind it wait.
-            std::task::Poll::Pending if self.inbound.is_empty() => match self.streams.take_overflow(self.id) {
+            std::task::Poll::Pending if self.inbound.is_empty() => match self.streams.take_waiting(self.id) {
                 Some(joined) => std::task::Poll::Ready(Some(joined)),
                 None => std::task::Poll::Pending,
             },

@@ -89,6 +89,9 @@ struct Entry {
     /// Taken by the caller's side once the queue is empty; bounded by the
     /// window, as every body byte is.
     overflow: Option<(BytesMut, bool)>,
+    /// Why the relay gave the answer up, told when its queue was full or
+    /// bytes waited past it: taken after them, as the overflow is.
+    end_waiting: Option<String>,
 }
 
 /// Hashes a stream id with one multiplication. The map's keys are ids
@@ -203,6 +206,7 @@ impl Streams {
                 arriving,
                 reset_sent: false,
                 overflow: None,
+                end_waiting: None,
             },
         );
         Ok(StreamPort::new(
@@ -344,14 +348,19 @@ impl Streams {
         Ok(())
     }
 
-    /// The body bytes that waited past the stream's full queue, joined
-    /// into one chunk, once the caller's side has emptied the queue.
-    pub(crate) fn take_overflow(&self, stream: StreamId) -> Option<Inbound> {
-        let (data, end) = self.table().entries.get_mut(&stream)?.overflow.take()?;
-        Some(Inbound::Body {
-            data: data.freeze(),
-            end,
-        })
+    /// What waited past the stream's full queue, once the caller's side
+    /// has emptied the queue: the body bytes, joined into one chunk, then
+    /// the end of an answer the relay gave up.
+    pub(crate) fn take_waiting(&self, stream: StreamId) -> Option<Inbound> {
+        let mut table = self.table();
+        let entry = table.entries.get_mut(&stream)?;
+        if let Some((data, end)) = entry.overflow.take() {
+            return Some(Inbound::Body {
+                data: data.freeze(),
+                end,
+            });
+        }
+        entry.end_waiting.take().map(Inbound::Ended)
     }
 
     pub(crate) fn mark_request_done(&self, stream: StreamId) {
@@ -373,7 +382,11 @@ impl Streams {
             // the caller would wait out the idle limit for the rest.
             if entry.head_received && !entry.response_done {
                 entry.response_done = true;
-                let _ = entry.events.try_send(Inbound::Ended(reason.to_owned()));
+                // Dropped behind a full queue, the end would leave the
+                // caller to the idle limit after all.
+                if entry.overflow.is_some() || entry.events.try_send(Inbound::Ended(reason.to_owned())).is_err() {
+                    entry.end_waiting = Some(reason.to_owned());
+                }
             }
         }
     }
@@ -492,6 +505,36 @@ mod tests {
         }
         let expected: String = (0..lines).map(|n| format!("{n:05}\n")).collect();
         assert!(heard == expected.as_bytes(), "every line, in order");
+    }
+
+    /// An answer the relay gives up while its queue is full still ends for
+    /// its caller, once the caller has read what came before: dropped, it
+    /// left the caller to the idle limit.
+    #[tokio::test]
+    async fn an_answer_given_up_behind_a_full_queue_still_ends() {
+        let (streams, _inbox) = streams(8);
+        let mut port = streams.open(BodyAtOpen::Whole).unwrap();
+        streams.deliver(head(port.id), Bytes::new()).unwrap();
+        for _ in 0..2 * INBOUND_QUEUE {
+            streams.deliver(body(port.id, false), Bytes::from_static(b"x")).unwrap();
+        }
+        port.abandon("the caller stopped reading");
+        let mut bytes = 0;
+        let ended = loop {
+            let next = std::future::poll_fn(|cx| port.poll_inbound(cx));
+            // An end dropped leaves the caller waiting: here, for good.
+            match tokio::time::timeout(std::time::Duration::from_secs(10), next).await {
+                Ok(Some(Inbound::Head { .. })) => {}
+                Ok(Some(Inbound::Body { data, .. })) => bytes += data.len(),
+                Ok(other) => break other,
+                Err(_) => panic!("no end after {bytes} bytes"),
+            }
+        };
+        assert_eq!(bytes, 2 * INBOUND_QUEUE, "what came before, in order");
+        assert!(
+            matches!(ended, Some(Inbound::Ended(ref why)) if why == "the caller stopped reading"),
+            "{ended:?}"
+        );
     }
 
     /// Heads are not counted against the window, so only one may wait per
