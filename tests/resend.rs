@@ -1,6 +1,6 @@
 //! `portpreview resend`: deliveries a handler failed, recorded through a
 //! real relay and tunnel, sent again by the real binary once the handler
-//! is fixed; each event once, oldest first, none the handler has answered
+//! is fixed; each event once, in the order it came, none the handler has answered
 //! since.
 
 mod common;
@@ -46,7 +46,7 @@ fn events_seen(handler: &LocalHandler) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn failed_events_are_sent_again_once_each_oldest_first_once_the_handler_is_fixed() {
+async fn failed_events_are_sent_again_once_each_in_order_once_the_handler_is_fixed() {
     let fixed = Arc::new(AtomicBool::new(false));
     let handler = handler_down_until(fixed.clone()).await;
     let relay = TestRelay::start().await;
@@ -79,7 +79,7 @@ async fn failed_events_are_sent_again_once_each_oldest_first_once_the_handler_is
     assert_eq!(listed.code, 0, "{}{}", listed.stdout, listed.stderr);
     let lines: Vec<&str> = listed.stdout.lines().collect();
     assert_eq!(
-        lines[0], "Would resend 2 events (not answered 2xx), oldest first:",
+        lines[0], "Would resend 2 events (not answered 2xx), in the order they came:",
         "{}",
         listed.stdout
     );
@@ -95,7 +95,7 @@ async fn failed_events_are_sent_again_once_each_oldest_first_once_the_handler_is
     );
     assert_eq!(
         lines[3],
-        "Passed over: 1 event that failed was answered 2xx since (a provider's retry, or a resend); 1 earlier \
+        "Passed over: 1 event answered 2xx by another delivery (a provider's retry, or a resend); 1 earlier \
          delivery of events above (each event goes once).",
     );
     assert_eq!(handler.requests().len(), 6, "a dry run sends nothing");
@@ -135,7 +135,7 @@ async fn failed_events_are_sent_again_once_each_oldest_first_once_the_handler_is
     assert_eq!(sent, [(2, 9, 200), (3, 10, 200)], "{json:#}");
     assert_eq!(json["answered_2xx"], 2);
     assert_eq!(json["not_answered_2xx"], 0);
-    assert_eq!(json["answered_since"], 1);
+    assert_eq!(json["passed_over"]["answered_elsewhere"], 1);
     assert_eq!(
         events_seen(&handler),
         ["evt_A", "evt_A", "evt_B", "evt_C", "evt_C", "evt_D", "evt_A", "evt_B", "evt_A", "evt_B"]
@@ -156,7 +156,7 @@ async fn failed_events_are_sent_again_once_each_oldest_first_once_the_handler_is
     assert!(
         again
             .stdout
-            .contains("Passed over: 3 events that failed were answered 2xx since"),
+            .contains("Passed over: 3 events answered 2xx by another delivery"),
         "{}",
         again.stdout
     );
@@ -164,24 +164,15 @@ async fn failed_events_are_sent_again_once_each_oldest_first_once_the_handler_is
 }
 
 #[tokio::test]
-async fn a_resend_stops_when_nothing_answers_and_more_than_the_limit_sends_nothing() {
+async fn a_resend_stops_when_nothing_answers_and_a_limit_sends_the_first_events() {
     let fixed = Arc::new(AtomicBool::new(false));
-    let handler = handler_down_until(fixed).await;
+    let handler = handler_down_until(fixed.clone()).await;
     let relay = TestRelay::start().await;
     let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
     for id in ["evt_1", "evt_2", "evt_3"] {
         caller::post(&tunnel.url("/hooks"), event(id, "invoice.paid")).await;
         tunnel.next_delivery().await;
     }
-
-    let over = portpreview_async(&tunnel.db, &["resend", "--limit", "2"]).await;
-    assert_eq!(over.code, 2, "{}{}", over.stdout, over.stderr);
-    assert!(
-        over.stderr.contains("3 events in ") && over.stderr.contains("more than --limit 2"),
-        "{}",
-        over.stderr
-    );
-    assert_eq!(handler.requests().len(), 3, "nothing sent");
 
     let down = common::local::nothing_answers_at();
     let stopped = portpreview_async(&tunnel.db, &["resend", "--target", &down]).await;
@@ -195,4 +186,145 @@ async fn a_resend_stops_when_nothing_answers_and_more_than_the_limit_sends_nothi
     let replays = portpreview_async(&tunnel.db, &["history", "--replays", "--json"]).await;
     let rows: serde_json::Value = serde_json::from_str(&replays.stdout).expect("history JSON");
     assert_eq!(rows.as_array().map(Vec::len), Some(3), "no attempt recorded: {rows:#}");
+
+    fixed.store(true, Ordering::SeqCst);
+    let first = portpreview_async(&tunnel.db, &["resend", "--limit", "1"]).await;
+    assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
+    assert!(
+        first.stdout.starts_with(
+            "Resending 1 event (not answered 2xx), in the order they came; 2 more match, for the next run:\n"
+        ),
+        "{}",
+        first.stdout
+    );
+    assert_eq!(events_seen(&handler)[3..], ["evt_1"]);
+    let rest = portpreview_async(&tunnel.db, &["resend"]).await;
+    assert_eq!(rest.code, 0, "{}{}", rest.stdout, rest.stderr);
+    assert_eq!(
+        events_seen(&handler)[3..],
+        ["evt_1", "evt_2", "evt_3"],
+        "the rest, next run"
+    );
+}
+
+/// More than 100 events are refused before anything is sent, unless the
+/// user says how many; a dry run lists them all.
+#[test]
+fn more_events_than_resend_sends_unless_told_are_refused_before_anything_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("history.db");
+    let store = portpreview::store::Store::open(&db).unwrap();
+    let down = common::local::nothing_answers_at();
+    for n in 0..101 {
+        let delivery = portpreview::store::NewDelivery {
+            received_at_ms: 1_700_000_000_000 + n,
+            target: down.clone(),
+            method: "POST".into(),
+            path: "/hooks".into(),
+            request_body: event(&format!("evt_{n}"), "invoice.paid").into_bytes(),
+            provider: Some("stripe".into()),
+            event_key: format!("evt_{n}"),
+            event_key_source: "body:/id".into(),
+            ..portpreview::store::NewDelivery::default()
+        };
+        let failed = portpreview::store::Outcome {
+            status: Some(500),
+            duration_ms: Some(1.0),
+            ..portpreview::store::Outcome::default()
+        };
+        store.insert_delivery(&delivery, &failed).unwrap();
+    }
+    let ran = common::history::portpreview(&db, &["resend"]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stderr.contains("101 events in ") && ran.stderr.contains("more than the 100 resend sends unless told"),
+        "{}",
+        ran.stderr
+    );
+    let listed = common::history::portpreview(&db, &["resend", "--dry-run"]);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert_eq!(
+        listed.stdout.lines().count(),
+        102,
+        "the heading and every event: {}",
+        listed.stdout
+    );
+}
+
+/// ctrl-c while an event is being sent lets it finish: the handler may
+/// have it already, and an answer kept nowhere would have the next run
+/// send it again.
+#[tokio::test]
+async fn ctrl_c_stops_once_the_event_being_sent_is_answered_and_keeps_it() {
+    let fixed = Arc::new(AtomicBool::new(false));
+    let release = tokio_util::sync::CancellationToken::new();
+    let handler = {
+        let (fixed, release) = (fixed.clone(), release.clone());
+        LocalHandler::start(move |_| match fixed.load(Ordering::SeqCst) {
+            // Fixed, and slow: each answer waits for the test.
+            true => Answer {
+                status: 200,
+                held_until: Some(release.clone()),
+                ..Answer::default()
+            },
+            false => Answer {
+                status: 500,
+                ..Answer::default()
+            },
+        })
+        .await
+    };
+    let relay = TestRelay::start().await;
+    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    for id in ["evt_1", "evt_2"] {
+        caller::post(&tunnel.url("/hooks"), event(id, "invoice.paid")).await;
+        tunnel.next_delivery().await;
+    }
+    fixed.store(true, Ordering::SeqCst);
+    let mut resend = tokio::process::Command::from(common::history::command(&tunnel.db, &["resend"]));
+    resend
+        .kill_on_drop(true)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut resend = resend.spawn().unwrap();
+    // The first event has reached the handler, which holds its answer.
+    while handler.requests().len() < 3 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let pid = resend.id().expect("running").to_string();
+    std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    let output = async {
+        // Its "stopping once" line says the signal was heard before the answer came.
+        let mut stderr = resend.stderr.take().expect("piped");
+        let mut heard = Vec::new();
+        let mut buf = [0u8; 256];
+        while !String::from_utf8_lossy(&heard).contains("stopping once #1 is answered") {
+            let n = tokio::io::AsyncReadExt::read(&mut stderr, &mut buf).await.unwrap();
+            assert!(n > 0, "stderr closed: {}", String::from_utf8_lossy(&heard));
+            heard.extend_from_slice(&buf[..n]);
+        }
+        release.cancel();
+        let rest = resend.wait_with_output().await.unwrap();
+        (rest, String::from_utf8_lossy(&heard).into_owned())
+    };
+    let (rest, stderr) = tokio::time::timeout(std::time::Duration::from_secs(60), output)
+        .await
+        .expect("resend ended");
+    let stdout = String::from_utf8_lossy(&rest.stdout);
+    assert_eq!(rest.status.code(), Some(130), "{stdout}{stderr}");
+    assert!(stdout.contains("(resends #1, answered 500)"), "{stdout}");
+    assert!(
+        stdout.contains("1 event answered 2xx. 1 event was not sent."),
+        "{stdout}"
+    );
+    assert_eq!(events_seen(&handler), ["evt_1", "evt_2", "evt_1"], "evt_2 was not sent");
+
+    // Kept: the next run sends only what is left.
+    let listed = portpreview_async(&tunnel.db, &["resend", "--dry-run"]).await;
+    let lines: Vec<&str> = listed.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", listed.stdout);
+    assert!(lines[1].contains("evt_2"), "{}", listed.stdout);
 }

@@ -170,7 +170,8 @@ pub async fn portpreview_async<S: AsRef<str>>(db: &Path, args: &[S]) -> Ran {
     Ran::of(output)
 }
 
-fn command<S: AsRef<str>>(db: &Path, args: &[S]) -> Command {
+/// The `portpreview` command on the history `db`, with `args`, not started.
+pub fn command<S: AsRef<str>>(db: &Path, args: &[S]) -> Command {
     // The config beside the database, empty unless a test writes one:
     // PortPreview refuses a PORTPREVIEW_CONFIG that names no file.
     let config = db.with_extension("config.toml");

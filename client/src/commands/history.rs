@@ -292,7 +292,7 @@ impl Iterator for Listing<'_> {
 
 /// An event key to list, refused when blank: an unset variable (`--event
 /// "$KEY"`) would otherwise list every delivery without a key.
-fn parse_event_key(text: &str) -> Result<String, String> {
+pub fn parse_event_key(text: &str) -> Result<String, String> {
     match text.trim().is_empty() {
         true => Err("is empty: give an event key as history lists it".to_owned()),
         false => Ok(text.to_owned()),

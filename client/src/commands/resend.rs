@@ -20,7 +20,7 @@ use super::history::{parse_path_glob, parse_provider, parse_since, parse_status,
 use crate::config::SigningSecret;
 use crate::replay::plan::Plan;
 use crate::replay::{self, ReplayError, ReplayOptions};
-use crate::store::{ListQuery, StatusWord, Store};
+use crate::store::{EventState, ListQuery, StatusWord, Store};
 
 use pick::{Event, Picked};
 use shown::Sent;
@@ -62,9 +62,9 @@ pub struct Args {
     #[arg(long, value_name = "GLOB", value_parser = parse_path_glob)]
     pub path: Option<String>,
     /// Only deliveries of this event key.
-    #[arg(long, value_name = "KEY")]
+    #[arg(long, value_name = "KEY", value_parser = super::history::parse_event_key)]
     pub event: Option<String>,
-    /// Most events to send (default 100): when more match, nothing is sent. 0 sends them all.
+    /// Send the first N events that match, and leave the rest for the next run (0: all). Without it, more than 100 events are refused before anything is sent.
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = parse_limit)]
     pub limit: Option<usize>,
     /// Send to this URL instead of each delivery's recorded target (`http://host:port` keeps the recorded path).
@@ -108,9 +108,18 @@ impl Args {
     /// The filters as given, for the lines that name them: "answered 5xx
     /// or error, from stripe, received in the last 2h".
     fn matching(&self) -> String {
-        let mut words = vec![match self.status.is_empty() {
-            true => "not answered 2xx".to_owned(),
-            false => format!("answered {}", or_list(self.status.iter().map(StatusWord::to_string))),
+        let answered: Vec<String> = self
+            .status
+            .iter()
+            .filter(|word| **word != StatusWord::Failed)
+            .map(StatusWord::to_string)
+            .collect();
+        let unanswered = self.status.contains(&StatusWord::Failed);
+        let mut words = vec![match (answered.is_empty(), unanswered) {
+            (true, false) => "not answered 2xx".to_owned(),
+            (true, true) => "not answered".to_owned(),
+            (false, false) => format!("answered {}", or_list(answered.into_iter())),
+            (false, true) => format!("answered {}, or not answered", or_list(answered.into_iter())),
         }];
         if !self.provider.is_empty() {
             words.push(format!("from {}", or_list(self.provider.iter().cloned())));
@@ -147,50 +156,82 @@ fn parse_limit(text: &str) -> Result<usize, String> {
 
 /// Sends what the filters pick and says how each was answered. Exit 0 when
 /// every one was answered 2xx (or there was nothing to send), 1 when one
-/// was not, 2 when the run could not start or the target went away, 130
-/// when the user stopped it.
+/// was not, 2 when the run could not start or had to stop (the target went
+/// away, the history would not keep a resend), 130 when the user stopped
+/// it.
 pub async fn run(args: Args, db: &Path, db_named: bool) -> anyhow::Result<ExitCode> {
     let store = super::open_history(db)?;
-    let picked = pick::pick(&store, &args.query()).map_err(|err| err.for_command(db))?;
+    let mut picked = pick::pick(&store, &args.query()).map_err(|err| err.for_command(db))?;
     let matching = args.matching();
-    let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
-    if limit > 0 && picked.events.len() > limit {
-        let most = match args.limit {
-            Some(_) => format!("--limit {limit}"),
-            // Said, so that a mistaken filter is seen before it floods a handler.
-            None => format!("the {limit} resend sends unless --limit says"),
-        };
+    let found = picked.events.len();
+    if let Some(first) = args.limit.filter(|n| *n > 0) {
+        picked.events.truncate(first);
+    } else if args.limit.is_none() && found > DEFAULT_LIMIT && !args.dry_run {
+        // Said before anything is sent: a mistaken filter must not flood a handler.
         anyhow::bail!(
-            "{} in {} match ({matching}), more than {most}: narrow them (--since, --provider, --type, --path), \
-             or pass --limit 0 to send them all; --dry-run lists them",
-            counted(picked.events.len(), "event", "events"),
+            "{} in {} match ({matching}), more than the {DEFAULT_LIMIT} resend sends unless told: narrow them \
+             (--since, --provider, --type, --path), or pass --limit N to send the first N, --limit 0 to send \
+             them all; --dry-run lists them",
+            counted(found, "event", "events"),
             db.display(),
         );
     }
+    let left = found - picked.events.len();
     let secrets = secrets(&args, &picked.events)?;
     let stale = preflight(&args, &store, &picked.events, &secrets, db)?;
     for warning in &stale {
         crate::to_stderr(format_args!("warning: {warning}\n"));
     }
     if picked.events.is_empty() || args.dry_run {
-        return listed(&args, &picked, &matching, db);
+        return listed(&args, &picked, &matching, left, db);
     }
     if !args.json {
         crate::to_stdout(format_args!(
-            "Resending {} ({matching}), oldest first:\n",
+            "Resending {} ({matching}), in the order they came{}:\n",
             counted(picked.events.len(), "event", "events"),
+            match left {
+                0 => String::new(),
+                n => format!("; {n} more match, for the next run"),
+            }
         ));
     }
-    let mut sent = Vec::with_capacity(picked.events.len());
+    let events = std::mem::take(&mut picked.events);
+    let mut sent = Vec::with_capacity(events.len());
     let shutdown = portpreview_server::signal::shutdown_signal();
     tokio::pin!(shutdown);
     let mut stopped = None;
-    for event in &picked.events {
+    for event in &events {
+        // A provider's retry may have got through while the run went on.
+        match pick::state(&store, &event.summary).map_err(|err| err.for_command(db))? {
+            EventState::Unanswered => {}
+            state => {
+                if !args.json {
+                    crate::to_stdout(format_args!("{}\n", shown::passed_over_line(event, state)));
+                }
+                picked.note_passed_over(state);
+                continue;
+            }
+        }
+        let sending = send(&args, &store, event, &secrets, db);
+        tokio::pin!(sending);
         let one = tokio::select! {
-            one = send(&args, &store, event, &secrets, db) => one?,
+            one = &mut sending => one?,
             () = &mut shutdown => {
                 stopped = Some(Stop::Interrupted);
-                break;
+                // The handler may have the event already: dropped now, its
+                // answer would be kept nowhere, and the next run would
+                // send it again.
+                crate::to_stderr(format_args!(
+                    "stopping once #{} is answered (ctrl-c again stops at once)\n",
+                    event.summary.id
+                ));
+                tokio::select! {
+                    one = &mut sending => one?,
+                    () = portpreview_server::signal::shutdown_signal() => {
+                        stopped = Some(Stop::Abandoned(event.summary.id));
+                        break;
+                    }
+                }
             }
         };
         // The events left would fail alike, and the handler be blamed.
@@ -201,28 +242,37 @@ pub async fn run(args: Args, db: &Path, db_named: bool) -> anyhow::Result<ExitCo
         if !args.json {
             crate::to_stdout(format_args!("{}\n", one.line()));
         }
+        let unkept = one.unkept().map(str::to_owned);
         sent.push(one);
+        if let Some(reason) = unkept {
+            stopped = Some(Stop::NotKept(reason));
+            break;
+        }
+        if stopped.is_some() {
+            break;
+        }
     }
-    let unsent = picked.events.len() - sent.len();
+    // The event abandoned in flight may have been sent: it is told apart.
+    let abandoned = usize::from(matches!(stopped, Some(Stop::Abandoned(_))));
+    let unsent = events.len() - sent.len() - picked.skipped_while_sending - abandoned;
     let command = super::portpreview_command(db, db_named);
     match args.json {
-        true => shown::print_json(&sent, &picked, unsent, stopped.as_ref().map(Stop::reason))?,
-        false if sent.is_empty() => {}
+        true => shown::print_json(&sent, &picked, unsent, stopped.as_ref().map(Stop::reason).as_deref())?,
+        false if sent.is_empty() => crate::to_stdout(format_args!("{}", shown::passed_over(&picked))),
         false => crate::to_stdout(format_args!(
             "{}{}",
             shown::tally(&sent, unsent, &command),
             shown::passed_over(&picked)
         )),
     }
-    Ok(match stopped {
-        Some(Stop::Interrupted) => ExitCode::from(130),
-        Some(Stop::TargetDown(reason)) => {
-            crate::to_stderr(format_args!(
-                "error: {reason}; {} not sent\n",
-                counted(unsent, "event was", "events were")
-            ));
-            ExitCode::from(2)
+    if let Some(stop) = &stopped {
+        if let Some(line) = stop.error_line(unsent) {
+            crate::to_stderr(format_args!("error: {line}\n"));
         }
+    }
+    Ok(match stopped {
+        Some(Stop::Interrupted | Stop::Abandoned(_)) => ExitCode::from(130),
+        Some(Stop::TargetDown(_) | Stop::NotKept(_)) => ExitCode::from(2),
         None if sent.iter().all(Sent::answered_2xx) => ExitCode::SUCCESS,
         None => ExitCode::from(1),
     })
@@ -230,23 +280,47 @@ pub async fn run(args: Args, db: &Path, db_named: bool) -> anyhow::Result<ExitCo
 
 /// Why the run ended before the last event.
 enum Stop {
-    /// The user pressed ctrl-c.
+    /// The user pressed ctrl-c, and the event in flight was answered.
     Interrupted,
+    /// The user pressed ctrl-c twice: the event in flight, this delivery's,
+    /// may have reached the handler, and its answer is kept nowhere.
+    Abandoned(i64),
     /// Nothing answers at the target any more.
     TargetDown(String),
+    /// The history would not keep a resend: the next run would send the
+    /// event again, and so would every one after it.
+    NotKept(String),
 }
 
 impl Stop {
-    fn reason(&self) -> &str {
+    fn reason(&self) -> String {
         match self {
-            Stop::Interrupted => "stopped by the user",
-            Stop::TargetDown(reason) => reason,
+            Stop::Interrupted => "stopped by the user".to_owned(),
+            Stop::Abandoned(id) => format!("stopped by the user while #{id} was being sent: its answer is unknown"),
+            Stop::TargetDown(reason) | Stop::NotKept(reason) => reason.clone(),
+        }
+    }
+
+    /// The line for stderr, when the stop is an error or leaves one unknown.
+    fn error_line(&self, unsent: usize) -> Option<String> {
+        let left = counted(unsent, "event was", "events were");
+        match self {
+            Stop::Interrupted => None,
+            Stop::Abandoned(id) => Some(format!(
+                "stopped while #{id} was being sent: the handler may have had it, and its answer is kept nowhere, \
+                 so the next resend sends it again; {left} not sent"
+            )),
+            Stop::TargetDown(reason) => Some(format!("{reason}; {left} not sent")),
+            Stop::NotKept(reason) => Some(format!(
+                "the history did not keep the last resend ({reason}), so the next resend would send it again: \
+                 stopped; {left} not sent"
+            )),
         }
     }
 }
 
 /// `--dry-run`, or nothing to send: the events and nothing else.
-fn listed(args: &Args, picked: &Picked, matching: &str, db: &Path) -> anyhow::Result<ExitCode> {
+fn listed(args: &Args, picked: &Picked, matching: &str, left: usize, db: &Path) -> anyhow::Result<ExitCode> {
     if args.json {
         shown::print_dry_run_json(picked)?;
         return Ok(ExitCode::SUCCESS);
@@ -257,8 +331,14 @@ fn listed(args: &Args, picked: &Picked, matching: &str, db: &Path) -> anyhow::Re
             escape_str(&db.display().to_string())
         ),
         false => format!(
-            "Would resend {} ({matching}), oldest first:\n",
+            "Would resend {} ({matching}), in the order they came{}:\n",
             counted(picked.events.len(), "event", "events"),
+            match (left, args.limit) {
+                (0, _) => String::new(),
+                (n, Some(_)) => format!("; {n} more match, for a later run"),
+                // The run itself would refuse, and say why.
+                (_, None) => String::new(),
+            }
         ),
     };
     for event in &picked.events {
@@ -376,16 +456,8 @@ async fn send(
         Ok(report) => report,
         Err(err) => return Ok(Sent::not_sent(event.clone(), &err)),
     };
-    let kept_as = match replay::record(store, event.summary.id, started_at_ms, &report) {
-        Ok(ids) => ids.first().copied(),
-        Err(err) => {
-            crate::to_stderr(format_args!(
-                "warning: the resend of #{} was not kept in the history: {}\n",
-                event.summary.id,
-                crate::error_line(&err.into())
-            ));
-            None
-        }
-    };
-    Sent::answered(event.clone(), &report, kept_as).context("a replay of one attempt sent none")
+    let kept = replay::record(store, event.summary.id, started_at_ms, &report)
+        .map(|ids| ids.first().copied())
+        .map_err(|err| crate::error_line(&err.into()));
+    Sent::answered(event.clone(), &report, kept).context("a replay of one attempt sent none")
 }

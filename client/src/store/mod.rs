@@ -30,7 +30,7 @@ pub(crate) use inbox::INFIX as INBOX_INFIX;
 pub use model::{size_past_cut, size_unknown_past, Delivery, NewDelivery, Outcome, Pruned, ReplayRun, Summary};
 pub(crate) use open::beside;
 pub use open::require;
-pub use read::Pick;
+pub use read::{EventState, Pick};
 pub use recorder::{RecordError, Recorded, Recorder, RecorderHandle, Ticket, WriterNews, MAX_STORED_BODY};
 pub use status_word::StatusWord;
 

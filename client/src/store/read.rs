@@ -236,25 +236,44 @@ impl Store {
             .map_err(|e| self.classify(e))
     }
 
-    /// Whether the event of `key` and `scope` was answered 2xx after
-    /// delivery `after_id`: by a later delivery of it (a provider's retry),
-    /// or by a replay of one of its deliveries that sent the event as it
-    /// was, under its own key.
-    pub fn answered_after(&self, key: &str, scope: &str, after_id: i64) -> Result<bool, StoreError> {
-        // Two searches, not one with OR: each keeps to its own index.
-        self.conn
-            .prepare_cached(
+    /// What became of the event of `key` and `scope` beside its delivery
+    /// `id`: answered 2xx by another of its deliveries (a provider's retry)
+    /// or by a replay that sent it as it was, under its own key; or
+    /// delivered again later and still awaiting the answer. A delivery
+    /// without a key (a bodiless request) is an event of its own, which
+    /// only its own replays answer.
+    pub fn event_state(&self, key: &str, scope: &str, id: i64) -> Result<EventState, StoreError> {
+        const ANSWERED: &str = "o.status BETWEEN 200 AND 299 AND o.error IS NULL";
+        let sql = if key.is_empty() {
+            format!(
+                "SELECT EXISTS (SELECT 1 FROM deliveries r JOIN outcomes o ON o.delivery_id = r.id
+                     WHERE r.replay_of = ?3 AND ?1 = '' AND ?2 = ?2 AND {ANSWERED}), 0"
+            )
+        } else {
+            // Searches of their own, not one with OR: each keeps to its index.
+            format!(
                 "SELECT EXISTS (SELECT 1 FROM deliveries d JOIN outcomes o ON o.delivery_id = d.id
-                     WHERE d.event_key = ?1 AND d.replay_of IS NULL AND d.event_scope = ?2 AND d.id > ?3
-                         AND o.status BETWEEN 200 AND 299 AND o.error IS NULL)
+                     WHERE d.event_key = ?1 AND d.replay_of IS NULL AND d.event_scope = ?2 AND d.id != ?3
+                         AND {ANSWERED})
                  OR EXISTS (SELECT 1 FROM deliveries r JOIN outcomes o ON o.delivery_id = r.id
                      WHERE r.replay_of IN (SELECT id FROM deliveries
                              WHERE event_key = ?1 AND replay_of IS NULL AND event_scope = ?2)
-                         AND r.event_key = ?1 AND r.id > ?3
-                         AND o.status BETWEEN 200 AND 299 AND o.error IS NULL)",
+                         AND r.event_key = ?1 AND {ANSWERED}),
+                 EXISTS (SELECT 1 FROM deliveries d
+                     WHERE d.event_key = ?1 AND d.replay_of IS NULL AND d.event_scope = ?2 AND d.id > ?3
+                         AND NOT EXISTS (SELECT 1 FROM outcomes o WHERE o.delivery_id = d.id))"
             )
-            .and_then(|mut stmt| stmt.query_row(params![key, scope, after_id], |row| row.get(0)))
-            .map_err(|e| self.classify(e))
+        };
+        let (answered, awaited): (bool, bool) = self
+            .conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| stmt.query_row(params![key, scope, id], |row| Ok((row.get(0)?, row.get(1)?))))
+            .map_err(|e| self.classify(e))?;
+        Ok(match (answered, awaited) {
+            (true, _) => EventState::Answered,
+            (false, true) => EventState::Awaited,
+            (false, false) => EventState::Unanswered,
+        })
     }
 
     /// How many events share the event key `key`: more than one when two
@@ -355,6 +374,17 @@ impl Store {
 /// Whether a delivery's request body was stored whole, as a column of a
 /// query over `deliveries d` joined with the `bodies b` it may keep it in.
 const WHOLE: &str = "COALESCE(length(b.data), length(d.request_body), 0) >= d.request_body_size";
+
+/// What became of an event beside one of its deliveries ([`Store::event_state`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventState {
+    /// Nothing answered it 2xx, and nothing of it is awaited.
+    Unanswered,
+    /// Another delivery of it, or a replay, was answered 2xx.
+    Answered,
+    /// A later delivery of it awaits its answer: a provider's retry in flight.
+    Awaited,
+}
 
 /// The delivery to replay among those that match, newest first: the
 /// newest whose body was stored whole, and the newer one passed over, if

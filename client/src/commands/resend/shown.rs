@@ -14,7 +14,7 @@ use super::pick::{Event, Picked};
 use crate::output::delivery_line;
 use crate::render;
 use crate::replay::{ReplayError, Report};
-use crate::store::Summary;
+use crate::store::{EventState, Summary};
 
 /// Failed events named in the tally; the lines above name them all.
 const NAMED: usize = 5;
@@ -24,6 +24,8 @@ pub struct Sent {
     /// The delivery sent again, as the history lists it.
     pub event: Event,
     outcome: Outcome,
+    /// Why the history did not keep the attempt, when it did not.
+    unkept: Option<String>,
 }
 
 enum Outcome {
@@ -39,13 +41,20 @@ enum Outcome {
 }
 
 impl Sent {
-    /// The one attempt of `report`, kept in the history as `kept_as`;
-    /// `None` when the report holds no attempt.
-    pub fn answered(event: Event, report: &Report, kept_as: Option<i64>) -> Option<Self> {
+    /// The one attempt of `report`, kept in the history as `kept` says
+    /// (its id, or why it was not kept); `None` when the report holds no
+    /// attempt.
+    pub fn answered(event: Event, report: &Report, kept: Result<Option<i64>, String>) -> Option<Self> {
         let attempt = report.attempts.first()?;
         let answer = &attempt.answer;
+        let (kept_as, unkept) = match kept {
+            Ok(id) => (id, None),
+            Err(why) => (None, Some(why)),
+        };
         let summary = Summary {
             id: kept_as.unwrap_or_default(),
+            // Where it went: `--target` may name another path.
+            path: attempt.request.path.clone(),
             status: answer.status,
             duration_ms: Some(attempt.duration_ms()),
             error: answer.error.clone(),
@@ -57,6 +66,7 @@ impl Sent {
             outcome: Outcome::Answered {
                 attempt: Box::new(summary),
             },
+            unkept,
         })
     }
 
@@ -68,6 +78,7 @@ impl Sent {
                 reason: err.to_string(),
                 target_down: matches!(err, ReplayError::TargetDown { .. }),
             },
+            unkept: None,
         }
     }
 
@@ -77,6 +88,11 @@ impl Sent {
             Outcome::Answered { attempt } => matches!(attempt.status, Some(200..=299)) && attempt.error.is_none(),
             Outcome::NotSent { .. } => false,
         }
+    }
+
+    /// Why the history did not keep the attempt, when it was sent and not kept.
+    pub fn unkept(&self) -> Option<&str> {
+        self.unkept.as_deref()
     }
 
     /// Why nothing more can be sent: nothing answers at the target.
@@ -146,23 +162,48 @@ fn answered(s: &Summary) -> String {
     }
 }
 
+/// The line of an event picked, then passed over as its turn came.
+pub fn passed_over_line(event: &Event, state: EventState) -> String {
+    let why = match state {
+        EventState::Answered => "answered 2xx by another delivery since the run began",
+        EventState::Awaited | EventState::Unanswered => "a provider's retry of it is on its way",
+    };
+    format!("#{}  passed over: {why}", event.summary.id)
+}
+
 /// A line of `--dry-run`: the delivery as the live line shows it.
 pub fn planned_line(event: &Event) -> String {
     delivery_line(&event.summary, 1)
 }
 
 /// What the filters matched but is not sent, as a line: "Passed over: 1
-/// event that failed was answered 2xx since; 2 earlier deliveries of
-/// events above.", or nothing.
+/// event answered 2xx by another delivery …", or nothing.
 pub fn passed_over(picked: &Picked) -> String {
     let mut parts = Vec::new();
-    if picked.answered_since > 0 {
+    if picked.answered > 0 {
         parts.push(format!(
-            "{} 2xx since (a provider's retry, or a resend)",
+            "{} 2xx by another delivery (a provider's retry, or a resend)",
+            counted(picked.answered, "event answered", "events answered")
+        ));
+    }
+    if picked.awaited > 0 {
+        parts.push(format!(
+            "{} delivering now",
             counted(
-                picked.answered_since,
-                "event that failed was answered",
-                "events that failed were answered"
+                picked.awaited,
+                "event a provider's retry is",
+                "events a provider's retry is"
+            )
+        ));
+    }
+    if picked.unknown > 0 {
+        parts.push(format!(
+            "{} (PortPreview stopped before it recorded it, and the handler may have answered 2xx: `replay ID` \
+             sends one)",
+            counted(
+                picked.unknown,
+                "delivery whose answer is unknown",
+                "deliveries whose answers are unknown"
             )
         ));
     }
@@ -240,8 +281,7 @@ pub fn print_json(sent: &[Sent], picked: &Picked, unsent: usize, stopped: Option
         "answered_2xx": answered,
         "not_answered_2xx": sent.len() - answered,
         "not_reached": unsent,
-        "answered_since": picked.answered_since,
-        "retries_not_sent": picked.retries,
+        "passed_over": passed_over_json(picked),
         "stopped": stopped,
     });
     print_value(&value)
@@ -255,10 +295,19 @@ pub fn print_dry_run_json(picked: &Picked) -> anyhow::Result<()> {
             .iter()
             .map(|e| render::json::summary(&e.summary, &e.target, None, false))
             .collect::<Vec<_>>(),
-        "answered_since": picked.answered_since,
-        "retries_not_sent": picked.retries,
+        "passed_over": passed_over_json(picked),
     });
     print_value(&value)
+}
+
+/// [`passed_over`] as counts.
+fn passed_over_json(picked: &Picked) -> Value {
+    json!({
+        "answered_elsewhere": picked.answered,
+        "awaited": picked.awaited,
+        "answer_unknown": picked.unknown,
+        "earlier_deliveries": picked.retries,
+    })
 }
 
 fn print_value(value: &Value) -> anyhow::Result<()> {

@@ -24,6 +24,8 @@
 //! answer comes.
 
 pub(super) mod recover;
+
+pub(crate) use recover::ORPHANED;
 mod writer;
 
 use std::collections::BTreeMap;
