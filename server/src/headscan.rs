@@ -389,9 +389,15 @@ impl Framing {
             chunked_or_te: false,
             upgrade: false,
             headers: 0,
-            folded: header_lines(head).any(|line| line.first().is_some_and(|b| *b == b' ' || *b == b'\t')),
+            folded: false,
         };
-        for (name, _) in lines() {
+        for line in header_lines(head) {
+            // One pass over the lines, as each request's head is read.
+            framing.folded |= line.first().is_some_and(|b| *b == b' ' || *b == b'\t');
+            let Some(colon) = memchr::memchr(b':', line) else {
+                continue;
+            };
+            let name = &line[..colon];
             framing.headers += 1;
             if name.eq_ignore_ascii_case(b"content-length") {
                 framing.has_content_length = true;
