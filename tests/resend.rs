@@ -33,6 +33,15 @@ async fn handler_down_until(fixed: Arc<AtomicBool>) -> LocalHandler {
     .await
 }
 
+/// A handler down until its flag is set, behind a relay and a tunnel.
+async fn broken_behind_a_tunnel() -> (Arc<AtomicBool>, LocalHandler, TestRelay, TestTunnel) {
+    let fixed = Arc::new(AtomicBool::new(false));
+    let handler = handler_down_until(fixed.clone()).await;
+    let relay = TestRelay::start().await;
+    let tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    (fixed, handler, relay, tunnel)
+}
+
 /// The events among what the handler received, in order.
 fn events_seen(handler: &LocalHandler) -> Vec<String> {
     handler
@@ -47,10 +56,7 @@ fn events_seen(handler: &LocalHandler) -> Vec<String> {
 
 #[tokio::test]
 async fn failed_events_are_sent_again_once_each_in_order_once_the_handler_is_fixed() {
-    let fixed = Arc::new(AtomicBool::new(false));
-    let handler = handler_down_until(fixed.clone()).await;
-    let relay = TestRelay::start().await;
-    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let (fixed, handler, _relay, mut tunnel) = broken_behind_a_tunnel().await;
     let hook = tunnel.url("/webhooks/stripe");
     // evt_A fails twice (the provider retried), evt_B once; evt_C fails
     // and then its retry is answered; /ok never failed.
@@ -165,10 +171,7 @@ async fn failed_events_are_sent_again_once_each_in_order_once_the_handler_is_fix
 
 #[tokio::test]
 async fn a_resend_stops_when_nothing_answers_and_a_limit_sends_the_first_events() {
-    let fixed = Arc::new(AtomicBool::new(false));
-    let handler = handler_down_until(fixed.clone()).await;
-    let relay = TestRelay::start().await;
-    let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
+    let (fixed, handler, _relay, mut tunnel) = broken_behind_a_tunnel().await;
     for id in ["evt_1", "evt_2", "evt_3"] {
         caller::post(&tunnel.url("/hooks"), event(id, "invoice.paid")).await;
         tunnel.next_delivery().await;

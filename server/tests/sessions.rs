@@ -258,17 +258,7 @@ async fn routed_awaiting_its_body(relay: &Relay, path: &str, body: &str) -> toki
 /// Sends the body and reads the answer, until the relay has been quiet
 /// for a second after it began.
 async fn send_body(mut caller: tokio::net::TcpStream, body: &str) -> String {
-    caller.write_all(body.as_bytes()).await.unwrap();
-    let mut answer = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        let wait = Duration::from_secs(if answer.is_empty() { 30 } else { 1 });
-        match tokio::time::timeout(wait, caller.read(&mut buf)).await {
-            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => break,
-            Ok(Ok(n)) => answer.extend_from_slice(&buf[..n]),
-        }
-    }
-    String::from_utf8_lossy(&answer).into_owned()
+    raw_on(&mut caller, body.as_bytes()).await
 }
 
 /// A request routed to a tunnel whose client went away while its body

@@ -363,6 +363,11 @@ pub fn request(addr: SocketAddr, method: &str, path: &str, body: impl Into<Bytes
 /// first byte is no end of the answer: a loaded machine gets 30 s for it.
 pub async fn raw(addr: SocketAddr, bytes: &[u8]) -> String {
     let mut stream = TcpStream::connect(addr).await.unwrap();
+    raw_on(&mut stream, bytes).await
+}
+
+/// As [`raw`], on a connection already open.
+pub async fn raw_on(stream: &mut TcpStream, bytes: &[u8]) -> String {
     stream.write_all(bytes).await.unwrap();
     let mut out = Vec::new();
     let mut buf = [0u8; 8192];
