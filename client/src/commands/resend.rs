@@ -196,62 +196,7 @@ pub async fn run(args: Args, db: &Path, db_named: bool) -> anyhow::Result<ExitCo
         ));
     }
     let events = std::mem::take(&mut picked.events);
-    let mut sent = Vec::with_capacity(events.len());
-    let shutdown = portpreview_server::signal::shutdown_signal();
-    tokio::pin!(shutdown);
-    let mut stopped = None;
-    for event in &events {
-        // A provider's retry may have got through while the run went on.
-        match pick::state(&store, &event.summary).map_err(|err| err.for_command(db))? {
-            EventState::Unanswered => {}
-            state => {
-                if !args.json {
-                    crate::to_stdout(format_args!("{}\n", shown::passed_over_line(event, state)));
-                }
-                picked.note_passed_over(state);
-                continue;
-            }
-        }
-        let sending = send(&args, &store, event, &secrets, db);
-        tokio::pin!(sending);
-        let one = tokio::select! {
-            one = &mut sending => one?,
-            () = &mut shutdown => {
-                stopped = Some(Stop::Interrupted);
-                // The handler may have the event already: dropped now, its
-                // answer would be kept nowhere, and the next run would
-                // send it again.
-                crate::to_stderr(format_args!(
-                    "stopping once #{} is answered (ctrl-c again stops at once)\n",
-                    event.summary.id
-                ));
-                tokio::select! {
-                    one = &mut sending => one?,
-                    () = portpreview_server::signal::shutdown_signal() => {
-                        stopped = Some(Stop::Abandoned(event.summary.id));
-                        break;
-                    }
-                }
-            }
-        };
-        // The events left would fail alike, and the handler be blamed.
-        if let Some(reason) = one.went_away() {
-            stopped = Some(Stop::TargetDown(reason.to_owned()));
-            break;
-        }
-        if !args.json {
-            crate::to_stdout(format_args!("{}\n", one.line()));
-        }
-        let unkept = one.unkept().map(str::to_owned);
-        sent.push(one);
-        if let Some(reason) = unkept {
-            stopped = Some(Stop::NotKept(reason));
-            break;
-        }
-        if stopped.is_some() {
-            break;
-        }
-    }
+    let (sent, stopped) = send_in_turn(&args, &store, &events, &secrets, &mut picked, db).await?;
     // The event abandoned in flight may have been sent: it is told apart.
     let abandoned = usize::from(matches!(stopped, Some(Stop::Abandoned(_))));
     let unsent = events.len() - sent.len() - picked.skipped_while_sending - abandoned;
@@ -276,6 +221,73 @@ pub async fn run(args: Args, db: &Path, db_named: bool) -> anyhow::Result<ExitCo
         None if sent.iter().all(Sent::answered_2xx) => ExitCode::SUCCESS,
         None => ExitCode::from(1),
     })
+}
+
+/// Sends `events` one at a time, each once its turn finds it still
+/// unanswered, and prints each line as it comes; stops early for the
+/// reasons [`Stop`] names.
+async fn send_in_turn(
+    args: &Args,
+    store: &Store,
+    events: &[Event],
+    secrets: &HashMap<Provider, SigningSecret>,
+    picked: &mut Picked,
+    db: &Path,
+) -> anyhow::Result<(Vec<Sent>, Option<Stop>)> {
+    let mut sent = Vec::with_capacity(events.len());
+    let shutdown = portpreview_server::signal::shutdown_signal();
+    tokio::pin!(shutdown);
+    let mut stopped = None;
+    for event in events {
+        // A provider's retry may have got through while the run went on.
+        match pick::state(store, &event.summary).map_err(|err| err.for_command(db))? {
+            EventState::Unanswered => {}
+            state => {
+                if !args.json {
+                    crate::to_stdout(format_args!("{}\n", shown::passed_over_line(event, state)));
+                }
+                picked.note_passed_over(state);
+                continue;
+            }
+        }
+        let sending = send(args, store, event, secrets, db);
+        tokio::pin!(sending);
+        let one = tokio::select! {
+            one = &mut sending => one?,
+            () = &mut shutdown => {
+                stopped = Some(Stop::Interrupted);
+                // The handler may have the event already: dropped now, its
+                // answer would be kept nowhere, and the next run would
+                // send it again.
+                crate::to_stderr(format_args!(
+                    "stopping once #{} is answered (ctrl-c again stops at once)\n",
+                    event.summary.id
+                ));
+                tokio::select! {
+                    one = &mut sending => one?,
+                    () = portpreview_server::signal::shutdown_signal() => {
+                        return Ok((sent, Some(Stop::Abandoned(event.summary.id))));
+                    }
+                }
+            }
+        };
+        // The events left would fail alike, and the handler be blamed.
+        if let Some(reason) = one.went_away() {
+            return Ok((sent, Some(Stop::TargetDown(reason.to_owned()))));
+        }
+        if !args.json {
+            crate::to_stdout(format_args!("{}\n", one.line()));
+        }
+        let unkept = one.unkept().map(|why| Stop::NotKept(why.to_owned()));
+        sent.push(one);
+        if unkept.is_some() {
+            return Ok((sent, unkept));
+        }
+        if stopped.is_some() {
+            break;
+        }
+    }
+    Ok((sent, stopped))
 }
 
 /// Why the run ended before the last event.
