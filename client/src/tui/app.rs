@@ -175,6 +175,9 @@ pub struct App {
     pub last_replay_form: Option<ReplayForm>,
     /// Screen size last drawn on.
     pub size: Rect,
+    /// The row selected when the screen was last drawn: what the user
+    /// sees selected, which rows arriving since may have moved on from.
+    drawn_selection: Option<i64>,
     /// Set by `q`: the loop ends.
     pub quit: bool,
     /// Set by `v`: the delivery whose credentials and signatures are shown
@@ -238,6 +241,7 @@ impl App {
             replay: None,
             last_replay_form: None,
             size,
+            drawn_selection: None,
             quit: false,
             reveal: None,
             head_stale: false,
@@ -313,6 +317,11 @@ impl App {
     /// Id of the selected delivery.
     pub fn selected_id(&self) -> Option<i64> {
         self.pager.get(self.selected).map(|row| row.id)
+    }
+
+    /// Notes that the screen now shows the current selection.
+    pub fn drawn(&mut self) {
+        self.drawn_selection = self.selected_id();
     }
 
     /// Sets a footer message.

@@ -187,6 +187,7 @@ impl EventLoop {
                 if let Err(err) = terminal.draw_widget(&self.app) {
                     return unless_gone(err, "cannot draw");
                 }
+                self.app.drawn();
                 dirty = false;
                 if self.exit_after_first_frame {
                     return Ok(());

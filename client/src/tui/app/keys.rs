@@ -191,6 +191,7 @@ impl App {
     }
 
     pub(super) fn list_key(&mut self, code: KeyCode) {
+        self.back_to_the_drawn_selection();
         let page = self.list_rows();
         let target = match code {
             KeyCode::Up | KeyCode::Char('k') => self.selected.saturating_sub(1),

@@ -90,6 +90,21 @@ impl App {
         self.offset == 0 && self.selected + added < self.list_rows()
     }
 
+    /// Following the newest, the selection moved on with each row that
+    /// came since the last frame: a key that moves it moves it from the row
+    /// the screen showed selected, not from one the user never saw.
+    pub(super) fn back_to_the_drawn_selection(&mut self) {
+        let Some(drawn) = self.drawn_selection else { return };
+        if !self.follows_newest() || self.selected_id() == Some(drawn) {
+            return;
+        }
+        // Rows come a frame's worth at a time: the drawn row is near the top.
+        let near = self.pager.len().min(self.list_rows().max(1) * 4);
+        if let Some(index) = (0..near).find(|&i| self.pager.get(i).is_some_and(|row| row.id == drawn)) {
+            self.settle(index);
+        }
+    }
+
     pub(super) fn follows_newest(&self) -> bool {
         self.selected == 0 && self.offset == 0 && self.detail.is_none()
     }

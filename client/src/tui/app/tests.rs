@@ -430,6 +430,37 @@ fn live_rows_follow_at_the_top_and_stay_put_below() {
     assert_eq!(app.pager.total(), Some(205));
 }
 
+/// Following the newest under a burst, rows arrive between frames: `j`
+/// moves from the row the screen showed selected, not from one that came
+/// since, which the user never saw.
+#[test]
+fn a_key_moves_from_the_row_drawn_selected_not_from_one_come_since() {
+    let mut app = app(200);
+    let deliver = |app: &mut App, id: i64| {
+        app.on_tunnel_event(
+            TunnelEvent::Delivered {
+                summary: summary_of(&test_delivery(id)),
+                delivery_number: 1,
+            },
+            0,
+        );
+    };
+    deliver(&mut app, 201);
+    app.drawn();
+    deliver(&mut app, 202);
+    deliver(&mut app, 203);
+    assert_eq!(app.selected_id(), Some(203), "following the newest");
+    press(&mut app, "j");
+    assert_eq!(
+        app.selected_id(),
+        Some(200),
+        "the row below #201, which the screen showed"
+    );
+    app.drawn();
+    press(&mut app, "k");
+    assert_eq!(app.selected_id(), Some(201), "once drawn, keys move from where it is");
+}
+
 /// With the newest delivery open on a full list, one more shows above it:
 /// the view was at the top, and the open row stays in sight.
 #[test]
