@@ -1097,7 +1097,7 @@ mod tests {
     async fn answers_waiting_on_a_history_that_refuses_writes_survive_a_kill() {
         let dir = ScratchDir::new("recorder-refused-kill");
         let path = dir.0.join("history.db");
-        let (recorder, _handle, mut reported) = start(&path);
+        let (recorder, handle, mut reported) = start(&path);
         recorded(&recorder, &mut reported, delivery("evt_before", "/")).await;
         let breaker = rusqlite::Connection::open(&path).unwrap();
         breaker
@@ -1146,6 +1146,10 @@ mod tests {
         breaker
             .execute_batch("ALTER TABLE outcomes_away RENAME TO outcomes")
             .unwrap();
+        // Stopped before the folder goes: a writer outliving it would make
+        // the history again where it was.
+        drop(recorder);
+        tokio::task::spawn_blocking(move || handle.shutdown()).await.unwrap();
     }
 
     /// An idle tunnel stopped while another process holds the lock has
