@@ -293,10 +293,7 @@ impl Iterator for Listing<'_> {
 /// An event key to list, refused when blank: an unset variable (`--event
 /// "$KEY"`) would otherwise list every delivery without a key.
 pub fn parse_event_key(text: &str) -> Result<String, String> {
-    match text.trim().is_empty() {
-        true => Err("is empty: give an event key as history lists it".to_owned()),
-        false => Ok(text.to_owned()),
-    }
+    filters::not_blank(text, "an event key as history lists it")
 }
 
 /// `--limit`: a count of rows, which Rust's own refusal (`invalid digit

@@ -14,24 +14,27 @@ pub fn parse_status(text: &str) -> Result<StatusWord, String> {
         .ok_or_else(|| "expected a status (404), a class of statuses (5xx), or error for no answer".to_string())
 }
 
-/// A `--type` value, refused when blank: an unset variable (`--type
-/// "$TYPE"`) would otherwise match nothing, and say only that.
-pub fn parse_type(text: &str) -> Result<String, String> {
+/// A filter's value, refused when blank, `give` saying what to give: an
+/// unset variable (`--type "$TYPE"`) would otherwise match nothing, or
+/// everything, and say only that.
+pub fn not_blank(text: &str, give: &str) -> Result<String, String> {
     match text.trim().is_empty() {
-        true => Err(
-            "is empty: give an event type (invoice.paid, or invoice for every invoice.…) or a glob ('invoice.*')"
-                .to_owned(),
-        ),
+        true => Err(format!("is empty: give {give}")),
         false => Ok(text.to_owned()),
     }
 }
 
-/// A `--path` value, refused when blank, as [`parse_type`] is.
+/// A `--type` value.
+pub fn parse_type(text: &str) -> Result<String, String> {
+    not_blank(
+        text,
+        "an event type (invoice.paid, or invoice for every invoice.…) or a glob ('invoice.*')",
+    )
+}
+
+/// A `--path` value.
 pub fn parse_path_glob(text: &str) -> Result<String, String> {
-    match text.trim().is_empty() {
-        true => Err("is empty: give a path (/webhooks/stripe) or a glob ('/webhooks/*')".to_owned()),
-        false => Ok(text.to_owned()),
-    }
+    not_blank(text, "a path (/webhooks/stripe) or a glob ('/webhooks/*')")
 }
 
 /// Where `--since` starts the listing.

@@ -631,6 +631,34 @@ mod tests {
     use crate::store::tests::{delivery, ScratchDir};
     use crate::store::ListQuery;
 
+    /// Another process renames the answers' table away: every write of
+    /// the writer fails, as on a damaged file, until [`mend_outcomes`].
+    fn break_outcomes(path: &std::path::Path) -> rusqlite::Connection {
+        let breaker = rusqlite::Connection::open(path).unwrap();
+        breaker
+            .execute_batch("ALTER TABLE outcomes RENAME TO outcomes_away")
+            .unwrap();
+        breaker
+    }
+
+    fn mend_outcomes(conn: &rusqlite::Connection) {
+        conn.execute_batch("ALTER TABLE outcomes_away RENAME TO outcomes")
+            .unwrap();
+    }
+
+    /// Records `count` deliveries, `{prefix}0` on, each answered 200, and
+    /// writes them to the inbox as the tunnel does before the answers leave.
+    async fn record_answered(recorder: &super::super::Recorder, prefix: &str, count: usize) {
+        for n in 0..count {
+            let ticket = recorder
+                .record_request(delivery(&format!("{prefix}{n}"), "/"))
+                .await
+                .unwrap();
+            recorder.record_outcome(ticket, answered(200)).await.unwrap();
+        }
+        recorder.flush().unwrap();
+    }
+
     /// A damaged history is told as lasting; a lock or a full disk as what
     /// it is, which passes.
     #[test]
@@ -969,10 +997,7 @@ mod tests {
         let (recorder, handle, mut reported) = start(&path);
         let before = recorded(&recorder, &mut reported, delivery("evt_before", "/")).await;
         assert!(before.id > 0);
-        let breaker = rusqlite::Connection::open(&path).unwrap();
-        breaker
-            .execute_batch("ALTER TABLE outcomes RENAME TO outcomes_away")
-            .unwrap();
+        let breaker = break_outcomes(&path);
         let keys = ["evt_broken_1", "evt_broken_2"];
         for key in keys {
             let ticket = recorder.record_request(delivery(key, "/")).await.unwrap();
@@ -983,9 +1008,7 @@ mod tests {
             early.is_err(),
             "reported while the history could not take it: {early:?}"
         );
-        breaker
-            .execute_batch("ALTER TABLE outcomes_away RENAME TO outcomes")
-            .unwrap();
+        mend_outcomes(&breaker);
         for key in keys {
             let stored = next_report(&mut reported).await;
             assert!(stored.id > 0, "{stored:?}");
@@ -1054,18 +1077,8 @@ mod tests {
         let path = dir.0.join("history.db");
         let (recorder, handle, mut reported) = start(&path);
         recorded(&recorder, &mut reported, delivery("evt_before", "/")).await;
-        let breaker = rusqlite::Connection::open(&path).unwrap();
-        breaker
-            .execute_batch("ALTER TABLE outcomes RENAME TO outcomes_away")
-            .unwrap();
-        for n in 0..50 {
-            let ticket = recorder
-                .record_request(delivery(&format!("evt_kept_{n}"), "/"))
-                .await
-                .unwrap();
-            recorder.record_outcome(ticket, answered(200)).await.unwrap();
-        }
-        recorder.flush().unwrap();
+        let breaker = break_outcomes(&path);
+        record_answered(&recorder, "evt_kept_", 50).await;
         let asked = std::time::Instant::now();
         tokio::task::spawn_blocking(move || handle.shutdown()).await.unwrap();
         assert!(
@@ -1075,9 +1088,7 @@ mod tests {
         );
         // The inbox is locked for as long as its recorder lives: the process's.
         drop(recorder);
-        breaker
-            .execute_batch("ALTER TABLE outcomes_away RENAME TO outcomes")
-            .unwrap();
+        mend_outcomes(&breaker);
         drop(breaker);
         // The next open moves them in.
         let store = crate::store::Store::open(&path).unwrap();
@@ -1099,18 +1110,8 @@ mod tests {
         let path = dir.0.join("history.db");
         let (recorder, handle, mut reported) = start(&path);
         recorded(&recorder, &mut reported, delivery("evt_before", "/")).await;
-        let breaker = rusqlite::Connection::open(&path).unwrap();
-        breaker
-            .execute_batch("ALTER TABLE outcomes RENAME TO outcomes_away")
-            .unwrap();
-        for n in 0..3 {
-            let ticket = recorder
-                .record_request(delivery(&format!("evt_refused_{n}"), "/"))
-                .await
-                .unwrap();
-            recorder.record_outcome(ticket, answered(200)).await.unwrap();
-        }
-        recorder.flush().unwrap();
+        let breaker = break_outcomes(&path);
+        record_answered(&recorder, "evt_refused_", 3).await;
         let killed_at = |n: u32| {
             let copy = dir.0.join(format!("killed-{n}"));
             std::fs::create_dir_all(&copy).unwrap();
@@ -1120,11 +1121,7 @@ mod tests {
             for file in files.filter(|f| f.exists()) {
                 std::fs::copy(&file, copy.join(file.file_name().unwrap())).unwrap();
             }
-            let mended = rusqlite::Connection::open(copy.join("history.db")).unwrap();
-            mended
-                .execute_batch("ALTER TABLE outcomes_away RENAME TO outcomes")
-                .unwrap();
-            drop(mended);
+            mend_outcomes(&rusqlite::Connection::open(copy.join("history.db")).unwrap());
             let store = crate::store::Store::open(&copy.join("history.db")).unwrap();
             store.list(&ListQuery::default()).unwrap()
         };
@@ -1143,9 +1140,7 @@ mod tests {
             listed.iter().all(|s| s.status == Some(200) && s.error.is_none()),
             "each with the answer its caller got: {listed:?}"
         );
-        breaker
-            .execute_batch("ALTER TABLE outcomes_away RENAME TO outcomes")
-            .unwrap();
+        mend_outcomes(&breaker);
         // Stopped before the folder goes: a writer outliving it would make
         // the history again where it was.
         drop(recorder);

@@ -399,18 +399,20 @@ fn opening_a_long_history_counts_it_off_the_screens_thread() {
     assert_eq!(short.waiting(), None);
 }
 
+/// Delivery `id` arrives on the live tunnel.
+fn deliver(app: &mut App, id: i64) {
+    app.on_tunnel_event(
+        TunnelEvent::Delivered {
+            summary: summary_of(&test_delivery(id)),
+            delivery_number: 1,
+        },
+        0,
+    );
+}
+
 #[test]
 fn live_rows_follow_at_the_top_and_stay_put_below() {
     let mut app = app(200);
-    let deliver = |app: &mut App, id: i64| {
-        app.on_tunnel_event(
-            TunnelEvent::Delivered {
-                summary: summary_of(&test_delivery(id)),
-                delivery_number: 1,
-            },
-            0,
-        );
-    };
     deliver(&mut app, 201);
     assert_eq!(app.selected_id(), Some(201), "at the top, the newest is selected");
     press(&mut app, "jj");
@@ -436,15 +438,6 @@ fn live_rows_follow_at_the_top_and_stay_put_below() {
 #[test]
 fn a_key_moves_from_the_row_drawn_selected_not_from_one_come_since() {
     let mut app = app(200);
-    let deliver = |app: &mut App, id: i64| {
-        app.on_tunnel_event(
-            TunnelEvent::Delivered {
-                summary: summary_of(&test_delivery(id)),
-                delivery_number: 1,
-            },
-            0,
-        );
-    };
     deliver(&mut app, 201);
     app.drawn();
     deliver(&mut app, 202);
