@@ -1,11 +1,12 @@
 //! Tracing setup: logs to stderr, or to a file while a TUI owns the screen.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use portpreview_shared::sanitize::escape_str;
 use tracing::{Event, Level, Subscriber};
-use tracing_subscriber::filter::{FilterExt, Targets};
-use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::filter::{filter_fn, FilterExt, Targets};
+use tracing_subscriber::fmt::format::{Format, Writer};
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, MakeWriter};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::registry::LookupSpan;
@@ -17,23 +18,60 @@ use crate::cli::Cli;
 /// Environment variable that sets the log filter (`RUST_LOG` syntax).
 pub const LOG_ENV: &str = "PORTPREVIEW_LOG";
 
-/// Installs the global subscriber. Warnings go to stderr unless a TUI will
-/// take the terminal, in which case they go to `portpreview.log` in the data
-/// directory, or nowhere when that file cannot be opened: a line written
-/// over the TUI would garble it.
+/// Whether a TUI has the screen now.
+static SCREEN_TAKEN: AtomicBool = AtomicBool::new(false);
+
+/// Tells the logs, and the panic report, that a TUI has taken the screen
+/// (`true`) or given it back: a line written over a TUI would garble it,
+/// and one written to the file once the TUI is gone (a tunnel's last
+/// deliveries lost as it stopped) would never be seen.
+pub fn set_screen_taken(taken: bool) {
+    SCREEN_TAKEN.store(taken, Ordering::Relaxed);
+}
+
+/// Whether a TUI has the screen now (see [`set_screen_taken`]).
+pub fn screen_taken() -> bool {
+    SCREEN_TAKEN.load(Ordering::Relaxed)
+}
+
+/// Installs the global subscriber. Warnings go to stderr, but while a TUI
+/// has the screen to `portpreview.log` in the data directory, or nowhere
+/// when that file cannot be opened.
 pub fn init(cli: &Cli) {
+    // Colour codes only for a person's terminal, not in a captured log.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    // Unasked for, a warning reads as the CLI's other lines do; a log
+    // asked for with PORTPREVIEW_LOG keeps its times and levels.
+    let lines = match std::env::var_os(LOG_ENV) {
+        None => Lines::Plain,
+        Some(_) => Lines::Full(Format::default()),
+    };
+    let to_stderr = layer(std::io::stderr, ansi, lines);
     if !cli.command.uses_tui() {
-        // Colour codes only for a person's terminal, not in a captured log.
-        let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-        // Unasked for, a warning reads as the CLI's other lines do; a log
-        // asked for with PORTPREVIEW_LOG keeps its times and levels.
-        match std::env::var_os(LOG_ENV) {
-            None => install(std::io::stderr, ansi, Some(Plain)),
-            Some(_) => install(std::io::stderr, ansi, None),
-        }
+        tracing_subscriber::registry()
+            .with(to_stderr.with_filter(filter()))
+            .init();
         return;
     }
-    install(LazyLog::default(), false, None);
+    beside_a_tui(to_stderr, LazyLog::default()).init();
+}
+
+/// Logs to `to_stderr`, but to `to_file` while a TUI has the screen.
+fn beside_a_tui<W>(
+    to_stderr: impl Layer<tracing_subscriber::Registry> + Send + Sync,
+    to_file: W,
+) -> impl Subscriber + Send + Sync
+where
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    let to_file = layer(to_file, false, Lines::Full(Format::default()));
+    let layers = vec![
+        to_stderr
+            .with_filter(filter().and(filter_fn(|_| !screen_taken())))
+            .boxed(),
+        to_file.with_filter(filter().and(filter_fn(|_| screen_taken()))).boxed(),
+    ];
+    tracing_subscriber::registry().with(layers)
 }
 
 /// `portpreview.log`, opened on its first line: a run that logs nothing
@@ -53,10 +91,8 @@ impl<'w> MakeWriter<'w> for LazyLog {
     }
 }
 
-fn install<W>(writer: W, ansi: bool, plain: Option<Plain>)
-where
-    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
-{
+/// The events `PORTPREVIEW_LOG` asks for (warnings and errors unless it is set).
+fn filter() -> impl tracing_subscriber::layer::Filter<tracing_subscriber::Registry> {
     let asked = EnvFilter::try_from_env(LOG_ENV).unwrap_or_else(|_| EnvFilter::new("warn"));
     // tungstenite traces the upgrade request whole, the relay token in its
     // Authorization header included; tokens never reach a log. A cap, not
@@ -65,19 +101,49 @@ where
         .with_default(Level::TRACE)
         .with_target("tungstenite", Level::DEBUG)
         .with_target("tokio_tungstenite", Level::DEBUG);
-    let filter = asked.and(no_tungstenite_traces);
-    let layer = tracing_subscriber::fmt::layer()
+    asked.and(no_tungstenite_traces)
+}
+
+fn layer<W>(
+    writer: W,
+    ansi: bool,
+    lines: Lines,
+) -> tracing_subscriber::fmt::Layer<
+    tracing_subscriber::Registry,
+    tracing_subscriber::fmt::format::DefaultFields,
+    Lines,
+    W,
+>
+where
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    tracing_subscriber::fmt::layer()
         .with_target(false)
         .with_ansi(ansi)
         .with_writer(writer)
+        .event_format(lines)
         // A line that cannot be written (stderr on a full disk, a closed
         // pipe) is dropped; tracing's own report of it would panic.
-        .log_internal_errors(false);
-    match plain {
-        Some(plain) => tracing_subscriber::registry()
-            .with(layer.event_format(plain).with_filter(filter))
-            .init(),
-        None => tracing_subscriber::registry().with(layer.with_filter(filter)).init(),
+        .log_internal_errors(false)
+}
+
+/// How each event is written: as [`Plain`] lines, or with times and
+/// levels, as tracing writes them.
+enum Lines {
+    Plain,
+    Full(Format),
+}
+
+impl<S, N> FormatEvent<S, N> for Lines
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(&self, ctx: &FmtContext<'_, S, N>, writer: Writer<'_>, event: &Event<'_>) -> std::fmt::Result {
+        match self {
+            Lines::Plain => Plain.format_event(ctx, writer, event),
+            Lines::Full(full) => full.format_event(ctx, writer, event),
+        }
     }
 }
 
@@ -199,5 +265,28 @@ mod tests {
             written,
             "warning: cannot remove the history inbox: Read-only file system (path=h.db-inbox\\x1b[2J)\n"
         );
+    }
+
+    #[test]
+    fn warnings_go_to_the_file_only_while_a_tui_has_the_screen() {
+        let (stderr, file) = (Captured::default(), Captured::default());
+        let (to_stderr, to_file) = (stderr.clone(), file.clone());
+        let to_stderr = layer(move || to_stderr.clone(), false, Lines::Plain);
+        let subscriber = beside_a_tui(to_stderr, move || to_file.clone());
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::warn!("before the TUI");
+            set_screen_taken(true);
+            tracing::warn!("over the TUI");
+            set_screen_taken(false);
+            tracing::warn!("3 deliveries are lost");
+        });
+        let text = |c: &Captured| String::from_utf8(c.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(
+            text(&stderr),
+            "warning: before the TUI\nwarning: 3 deliveries are lost\n"
+        );
+        let file = text(&file);
+        assert!(file.contains("WARN") && file.contains("over the TUI"), "{file}");
+        assert_eq!(file.lines().count(), 1, "{file}");
     }
 }

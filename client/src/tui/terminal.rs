@@ -41,7 +41,8 @@ impl TerminalGuard {
         if colorless {
             crossterm::style::force_color_output(true);
         }
-        give_back_on_panic();
+        report_panics_over_the_screen();
+        crate::logging::set_screen_taken(true);
         let taken = crossterm::terminal::enable_raw_mode()
             .and_then(|()| {
                 crossterm::execute!(
@@ -52,17 +53,15 @@ impl TerminalGuard {
             })
             .and_then(|()| DefaultTerminal::new(ratatui::backend::CrosstermBackend::new(io::stdout())));
         match taken {
-            Ok(terminal) => {
-                spare_caught_panics();
-                Ok(Self {
-                    terminal,
-                    given_back: false,
-                    colorless,
-                })
-            }
+            Ok(terminal) => Ok(Self {
+                terminal,
+                given_back: false,
+                colorless,
+            }),
             Err(err) => {
                 // Raw mode may already be on when the alternate screen failed.
                 give_back();
+                crate::logging::set_screen_taken(false);
                 Err(err)
             }
         }
@@ -145,32 +144,34 @@ fn without_colors(buf: &mut Buffer) {
     }
 }
 
-/// A panic gives the terminal back before it is reported.
-fn give_back_on_panic() {
-    let report = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        give_back();
-        report(info);
-    }));
-}
-
-/// The hook above gives the terminal back on any panic, but some panics
-/// are caught and the TUI carries on: the history writer's own, and a
-/// tokio task's (an exchange, a save to a file), which its owner gets as
-/// an error. For those the screen stays, and the panic goes to the log
-/// instead of over the TUI; a panic that ends the TUI still gives the
-/// terminal back as it unwinds, through [`TerminalGuard`]'s drop.
-fn spare_caught_panics() {
-    let restore_and_report = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        if std::thread::current().name() == Some(WRITER_THREAD) {
-            tracing::error!(%info, "internal error in the history writer");
-        } else if let Some(task) = tokio::task::try_id() {
-            tracing::error!(%info, %task, "internal error in a task");
-        } else {
-            restore_and_report(info);
-        }
-    }));
+/// Reports panics while a TUI has the screen (see
+/// [`crate::logging::set_screen_taken`]); other panics are reported as
+/// they would be without a TUI. Installed once for the whole process.
+///
+/// A panic that ends the TUI gives the terminal back before it is
+/// reported. Some panics are caught and the TUI carries on: the history
+/// writer's own, and a tokio task's (an exchange, a save to a file), which
+/// its owner gets as an error. For those the screen stays, and the panic
+/// goes to the log instead of over the TUI; a panic that ends the TUI
+/// that way still gives the terminal back as it unwinds, through
+/// [`TerminalGuard`]'s drop.
+fn report_panics_over_the_screen() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let report = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !crate::logging::screen_taken() {
+                report(info);
+            } else if std::thread::current().name() == Some(WRITER_THREAD) {
+                tracing::error!(%info, "internal error in the history writer");
+            } else if let Some(task) = tokio::task::try_id() {
+                tracing::error!(%info, %task, "internal error in a task");
+            } else {
+                give_back();
+                report(info);
+            }
+        }));
+    });
 }
 
 impl Deref for TerminalGuard {
@@ -191,6 +192,7 @@ impl Drop for TerminalGuard {
     fn drop(&mut self) {
         let _ = self.terminal.show_cursor();
         give_back();
+        crate::logging::set_screen_taken(false);
     }
 }
 
