@@ -300,12 +300,14 @@ impl Fixture {
             bail!("method \"{}\" is not an HTTP method", self.method);
         }
         // Methods are case-sensitive: "post" is another method, which a
-        // handler answers 501 or 405, and the verdict would blame it.
+        // handler answers 501 or 405, and the verdict would blame it. A
+        // fixture exported from the history holds what a caller sent, and
+        // a replay sends that as it came.
         let upper = self.method.to_ascii_uppercase();
         let standard = [
             "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
         ];
-        if upper != self.method && standard.contains(&upper.as_str()) {
+        if upper != self.method && standard.contains(&upper.as_str()) && self.delivery_id.is_none() {
             bail!(
                 "method \"{}\" is not {upper}: methods are case-sensitive, and a handler answers \"{}\" as a \
                  method it does not know",
@@ -746,6 +748,15 @@ mod tests {
             let err = format!("{:#}", Fixture::load(&path).unwrap_err());
             assert!(err.ends_with(said), "{err}");
         }
+    }
+
+    #[test]
+    fn an_exported_request_keeps_the_method_it_came_with() {
+        let dir = crate::store::tests::ScratchDir::new("fixture-lower");
+        let path = dir.0.join("lower.json");
+        let text = r#"{"portpreview_fixture": 1, "method": "post", "path": "/", "delivery_id": 273}"#;
+        std::fs::write(&path, text).unwrap();
+        assert_eq!(Fixture::load(&path).unwrap().method, "post");
     }
 
     #[test]
