@@ -32,7 +32,7 @@ async fn three_deliveries(tunnel: &mut TestTunnel) -> Vec<i64> {
 }
 
 #[tokio::test]
-async fn several_deliveries_export_as_one_har_file_in_the_order_asked() {
+async fn several_deliveries_export_to_a_file_named_har_as_one_har_file_in_the_order_asked() {
     let relay = TestRelay::start().await;
     let handler = LocalHandler::echo().await;
     let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
@@ -42,7 +42,8 @@ async fn several_deliveries_export_as_one_har_file_in_the_order_asked() {
     let asked = [ids[2], ids[0], ids[1]].map(|id| id.to_string());
     let mut args = vec!["export".to_string()];
     args.extend(asked.iter().cloned());
-    args.extend(["--format", "har", "-o"].map(String::from));
+    // No --format: a file named .har is a HAR file.
+    args.push("-o".to_string());
     args.push(har_file.display().to_string());
     let ran = portpreview_async(&tunnel.db, &args).await;
     assert_eq!(ran.code, 0, "{}", ran.stderr);

@@ -22,9 +22,9 @@ pub struct Args {
     /// Delivery ids, as `history` lists them: several make one HAR file or one curl script, or one file each with -o FOLDER/.
     #[arg(value_name = "ID", required = true, num_args = 1.., value_parser = parse_id)]
     pub ids: Vec<i64>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Json)]
-    pub format: Format,
+    /// Output format [default: from -o's extension, .har or .sh, else json].
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
     /// Write to this file instead of stdout (`-`: stdout); to a folder (one that exists, or ending in `/`), one file each, named portpreview-ID.json, .har or .sh.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -48,14 +48,19 @@ pub fn run(mut args: Args, db: &Path, db_named: bool) -> anyhow::Result<ExitCode
         crate::target::Target::parse(flag)
             .map_err(|err| anyhow::anyhow!("{}; see portpreview export --help", err.named("--target")))?;
     }
-    if args.reveal && args.format != Format::Har {
+    let output = args.output.as_deref().filter(|path| *path != Path::new("-"));
+    // `-o hooks.har` asks for a HAR file as plainly as `--format har` does.
+    let format = (args.format)
+        .or_else(|| output.filter(|path| !is_a_folder(path)).and_then(Format::of_file))
+        .unwrap_or(Format::Json);
+    if args.reveal && format != Format::Har {
         crate::to_stderr(format_args!(
             "warning: --reveal is not used: only HAR files are masked; fixtures and curl commands keep every \
              header as received, so they replay exactly\n"
         ));
     }
     let store = super::open_history(db)?;
-    let (format, target) = (args.format, args.target.as_deref());
+    let target = args.target.as_deref();
     // Every one read and checked before anything is written, one at a
     // time: a mistyped id, or a body stored cut short, leaves no export
     // half done, and an export of large bodies is never held whole.
@@ -67,7 +72,6 @@ pub fn run(mut args: Args, db: &Path, db_named: bool) -> anyhow::Result<ExitCode
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut read = |id| fetch(&store, id, db).map_err(std::io::Error::other);
-    let output = args.output.as_deref().filter(|path| *path != Path::new("-"));
     if !output.is_some_and(is_a_folder) {
         render::export::check_together(args.ids.len(), format)?;
     }

@@ -41,6 +41,15 @@ impl Format {
         }
     }
 
+    /// The format a file named `path` is in, by its extension: `.har` a
+    /// HAR file, `.sh` curl commands, `.json` a fixture.
+    pub fn of_file(path: &std::path::Path) -> Option<Format> {
+        let extension = path.extension()?.to_str()?;
+        Self::ALL
+            .into_iter()
+            .find(|format| format.extension().eq_ignore_ascii_case(extension))
+    }
+
     /// The name an export of delivery `id` is given in a folder.
     pub fn file_name(self, id: i64) -> String {
         format!("portpreview-{id}.{}", self.extension())
