@@ -323,6 +323,74 @@ fn a_fixture_that_cannot_run_exits_2_and_is_a_junit_error() {
     assert_eq!(xml.matches("<error ").count(), 2, "{xml}");
 }
 
+/// A fixture that lost its `portpreview_fixture` line in an edit fails the
+/// check, where other JSON in the folder is passed over; the fixtures
+/// that did not pass are named again above the tally.
+#[test]
+fn a_fixture_that_lost_its_version_cannot_run_and_is_named_above_the_tally() {
+    let project = Project::new();
+    let stripe = std::fs::read_to_string(project.path("fixtures/stripe.json")).unwrap();
+    let mut edited: Value = serde_json::from_str(&stripe).unwrap();
+    edited.as_object_mut().unwrap().remove("portpreview_fixture");
+    std::fs::write(project.path("fixtures/edited.json"), edited.to_string()).unwrap();
+    std::fs::write(project.path("fixtures/package.json"), br#"{"name":"hooks"}"#).unwrap();
+    let good = Handler::start(Behaviour::DedupsInOneTransaction);
+    let ran = project.check(
+        &[
+            "fixtures",
+            "--target",
+            &good.url(),
+            "--check-url",
+            &good.state_url(),
+            "--settle",
+            "50ms",
+        ],
+        &[],
+    );
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stderr.contains("note: fixtures/package.json is skipped"),
+        "{}",
+        ran.stderr
+    );
+    let edited_said = "fixtures/edited.json is not a PortPreview fixture: it holds a request but no \
+                       \"portpreview_fixture\": 1, which every fixture begins with";
+    assert!(ran.stderr.contains(&format!("error: {edited_said}")), "{}", ran.stderr);
+    assert!(
+        ran.stdout.ends_with(&format!(
+            "Not passed:\n  fixtures/edited.json: ✗ could not run: {edited_said}\n\
+             3 fixtures: 2 idempotent, 0 not idempotent, 0 failed, 0 inconclusive, 1 could not run\n"
+        )),
+        "{}",
+        ran.stdout
+    );
+
+    // One attempt passes, and the tally says what it did not try.
+    let ran = project.check(
+        &[
+            "fixtures/stripe.json",
+            "--target",
+            &good.url(),
+            "--check-url",
+            &good.state_url(),
+            "--times",
+            "1",
+            "--settle",
+            "50ms",
+        ],
+        &[],
+    );
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stdout.ends_with(
+            "1 fixture: 1 idempotent (1 on one attempt: no duplicate sent), 0 not idempotent, 0 failed, \
+             0 inconclusive, 0 could not run\n"
+        ),
+        "{}",
+        ran.stdout
+    );
+}
+
 /// A FIFO gets the report whole at its first reader; a check waiting for a
 /// reader that never comes stops on ctrl-c.
 #[test]

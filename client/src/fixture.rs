@@ -132,6 +132,13 @@ impl FixtureHeader {
     }
 }
 
+/// Whether a JSON object without `portpreview_fixture` holds a request: a
+/// fixture whose first line was lost in an edit, which must fail a check,
+/// not be passed over as some other JSON beside the fixtures.
+fn lost_its_version(members: &serde_json::Map<String, serde_json::Value>) -> bool {
+    members.contains_key("method") && members.contains_key("path")
+}
+
 /// What is wrong with a JSON object that is no fixture, where serde's words
 /// ("unknown field `name`", "invalid type: map") would blame a field that is
 /// rightly there: no `portpreview_fixture` at all, or a `body` written as
@@ -140,6 +147,9 @@ fn misread(text: &[u8]) -> Option<String> {
     let Ok(serde_json::Value::Object(members)) = serde_json::from_slice(text) else {
         return None;
     };
+    if !members.contains_key("portpreview_fixture") && lost_its_version(&members) {
+        return Some("it holds a request but no \"portpreview_fixture\": 1, which every fixture begins with".into());
+    }
     if !members.contains_key("portpreview_fixture") {
         return Some("JSON without a portpreview_fixture field".into());
     }
@@ -185,7 +195,9 @@ impl Fixture {
             return false;
         };
         match serde_json::from_slice::<serde_json::Value>(&text) {
-            Ok(serde_json::Value::Object(members)) => !members.contains_key("portpreview_fixture"),
+            Ok(serde_json::Value::Object(members)) => {
+                !members.contains_key("portpreview_fixture") && !lost_its_version(&members)
+            }
             Ok(_) => true,
             Err(_) => false,
         }
@@ -726,6 +738,11 @@ mod tests {
             (
                 r#"{"name": "pkg", "version": "1.0.0"}"#,
                 "is not a PortPreview fixture: JSON without a portpreview_fixture field",
+            ),
+            (
+                r#"{"method": "POST", "path": "/", "body": "{}"}"#,
+                "is not a PortPreview fixture: it holds a request but no \"portpreview_fixture\": 1, which every \
+                 fixture begins with",
             ),
             (
                 r#"{"portpreview_fixture": 1, "method": "POST", "path": "/", "body": {"id": "evt_1"}}"#,

@@ -82,10 +82,14 @@ pub fn print(results: &Results, json: bool, code: u8) -> anyhow::Result<()> {
     let count = |verdict: &str| results.iter().filter(|(_, o)| o.verdict() == verdict).count();
     // Passed on their answers alone: a handler that credits every duplicate
     // passes so too, which a tally read on its own must not hide.
-    let unprobed = results
-        .iter()
-        .filter(|(_, o)| matches!(o, Outcome::Ran(report) if report.idempotent == Some(true) && report.state.is_none()))
-        .count();
+    let passed_so = |alone: fn(&Report) -> bool| {
+        (results.iter())
+            .filter(|(_, o)| matches!(o, Outcome::Ran(report) if report.idempotent == Some(true) && alone(report)))
+            .count()
+    };
+    let unprobed = passed_so(|report| report.state.is_none());
+    // One attempt has no duplicate to compare: passed, but proved nothing.
+    let single = passed_so(|report| report.state.is_some() && report.attempts.len() == 1);
     if json {
         let fixtures: Vec<serde_json::Value> = results
             .iter()
@@ -107,6 +111,7 @@ pub fn print(results: &Results, json: bool, code: u8) -> anyhow::Result<()> {
             "counts": {
                 "idempotent": count("idempotent"),
                 "side_effects_not_checked": unprobed,
+                "one_attempt_only": single,
                 "not_idempotent": count("not_idempotent"),
                 "failed": count("failed"),
                 "inconclusive": count("inconclusive"),
@@ -132,13 +137,34 @@ pub fn print(results: &Results, json: bool, code: u8) -> anyhow::Result<()> {
         0 => String::new(),
         n => format!(", {n} not run"),
     };
-    let unchecked = match unprobed {
-        0 => String::new(),
-        n => format!(
-            " ({n} on {} alone: side effects not checked)",
-            if n == 1 { "its answers" } else { "their answers" }
-        ),
+    let mut caveats = Vec::new();
+    if unprobed > 0 {
+        let answers = if unprobed == 1 { "its answers" } else { "their answers" };
+        caveats.push(format!("{unprobed} on {answers} alone: side effects not checked"));
+    }
+    if single > 0 {
+        caveats.push(format!("{single} on one attempt: no duplicate sent"));
+    }
+    let unchecked = if caveats.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", caveats.join("; "))
     };
+    // After dozens of reports, the ones to look at, named again.
+    let not_passed: Vec<String> = (results.iter())
+        .filter_map(|(name, outcome)| {
+            let said = match outcome {
+                Outcome::Ran(report) if report.idempotent == Some(true) => return None,
+                Outcome::Ran(report) => report.summary_line(),
+                Outcome::Error(reason) => format!("✗ could not run: {reason}"),
+                Outcome::NotRun => return None,
+            };
+            Some(format!("  {}: {}", escape_str(name), escape_str(&said)))
+        })
+        .collect();
+    if results.len() > 1 && !not_passed.is_empty() {
+        writeln!(out, "Not passed:\n{}", not_passed.join("\n"))?;
+    }
     writeln!(
         out,
         "{} fixture{}: {} idempotent{unchecked}, {} not idempotent, {} failed, {} inconclusive, {} could not run{not_run}",
