@@ -391,6 +391,51 @@ fn a_fixture_that_lost_its_version_cannot_run_and_is_named_above_the_tally() {
     );
 }
 
+/// A provider's retry exported beside its first delivery: to a fresh
+/// handler that dedups, the second fixture's event is not new, and
+/// `--expect-effect` does not hold that against it.
+#[test]
+fn a_retry_exported_beside_its_first_delivery_passes_a_check_expecting_an_effect() {
+    let project = Project::new();
+    std::fs::create_dir(project.path("retried")).unwrap();
+    for name in ["a-first.json", "b-retry.json"] {
+        std::fs::copy(project.path("fixtures/stripe.json"), project.path("retried").join(name)).unwrap();
+    }
+    let good = Handler::start(Behaviour::DedupsInOneTransaction);
+    let ran = project.check(
+        &[
+            "retried",
+            "--target",
+            &good.url(),
+            "--check-url",
+            &good.state_url(),
+            "--times",
+            "3",
+            "--settle",
+            "50ms",
+            "--expect-effect",
+        ],
+        &[],
+    );
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(good.balance(), 1, "one credit for the event");
+    let retry = &ran.stdout[ran.stdout.find("━━ retried/b-retry.json").expect("the retry's report")..];
+    assert!(
+        retry.contains(
+            "attempt 1 changed nothing: the handler had seen the event before, retried/a-first.json sent it \
+             earlier in this check"
+        ),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout
+            .ends_with("2 fixtures: 2 idempotent, 0 not idempotent, 0 failed, 0 inconclusive, 0 could not run\n"),
+        "{}",
+        ran.stdout
+    );
+}
+
 /// A FIFO gets the report whole at its first reader; a check waiting for a
 /// reader that never comes stops on ctrl-c.
 #[test]

@@ -4,6 +4,7 @@
 mod results;
 mod walk;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -16,7 +17,7 @@ use super::replay_run::{
     clear_progress, probe_spec, progress_printer, refuse_to_overwrite_an_input, write_junit, RunArgs,
 };
 use crate::fixture::Fixture;
-use crate::replay::{self, ReplayOptions, Report};
+use crate::replay::{self, Attempt, HadBefore, ReplayOptions, Report};
 use crate::suite::{Suite, SuiteFixture};
 use results::Outcome;
 
@@ -105,15 +106,23 @@ pub async fn run(args: Args, history: Option<&Path>) -> anyhow::Result<ExitCode>
     Ok(ExitCode::from(code))
 }
 
+/// The events fixtures of this check got a 2xx for, by the handler they
+/// went to, each with the fixture that sent it first: to that handler, a
+/// later fixture of the same event (a provider's retry, exported beside
+/// its first delivery) is an event it has had.
+#[derive(Default)]
+struct Sent(HashMap<(String, String), String>);
+
 /// Checks the fixtures in order until `stop`; those after it are not run.
 async fn check_all(jobs: &[Job], flags: &RunArgs, stop: &CancellationToken) -> Vec<(String, Outcome)> {
     let mut results = Vec::with_capacity(jobs.len());
+    let mut sent = Sent::default();
     for (job, name) in jobs.iter().zip(names(jobs)) {
         if stop.is_cancelled() {
             results.push((name, Outcome::NotRun));
             continue;
         }
-        let result = check_one(job, flags, stop.cancelled()).await;
+        let result = check_one(job, &name, flags, &mut sent, stop.cancelled()).await;
         clear_progress();
         let outcome = match result {
             Ok(report) => Outcome::Ran(Box::new(report)),
@@ -177,7 +186,9 @@ fn lexical(path: &Path) -> PathBuf {
 
 async fn check_one(
     job: &Job,
+    name: &str,
     flags: &RunArgs,
+    sent: &mut Sent,
     interrupt: impl std::future::Future<Output = ()> + Send,
 ) -> anyhow::Result<Report> {
     if let Some(reason) = &job.unreadable {
@@ -192,7 +203,17 @@ async fn check_one(
         // the secret it would sign with.
         false => found.ok().flatten(),
     };
-    Ok(replay::run_until(request, &opts, &progress_printer(), interrupt).await?)
+    // A fresh run sends new events, and a request without a key is no event.
+    let event = (replay::plan::resolve_target(&request.target, opts.target.as_deref(), &request.path).ok())
+        .filter(|_| !opts.fresh && !request.event_key.is_empty())
+        .map(|(handler, _)| (handler.authority(), request.event_key.clone()));
+    let earlier = event.as_ref().and_then(|event| sent.0.get(event));
+    opts.had_before = earlier.map(|fixture| HadBefore::EarlierFixture(fixture.clone()));
+    let report = replay::run_until(request, &opts, &progress_printer(), interrupt).await?;
+    if let Some(event) = event.filter(|_| report.attempts.iter().any(Attempt::succeeded)) {
+        sent.0.entry(event).or_insert_with(|| name.to_owned());
+    }
+    Ok(report)
 }
 
 /// Warns of a suite entry's `secret_env` that nothing signs with, and of a

@@ -175,7 +175,8 @@ async fn start(args: &Args, db: &Path, case: &mut String) -> anyhow::Result<Ran>
     let (request, origin) = load_request(args, db)?;
     *case = case_name(&origin, &request.event_key);
     let mut opts = args.run.options();
-    opts.answered_when_recorded = matches!(origin, Origin::History { answered: true, .. });
+    opts.had_before =
+        matches!(origin, Origin::History { answered: true, .. }).then_some(replay::HadBefore::WhenRecorded);
     opts.add_headers = args.headers.clone();
     opts.drop_headers = args.drop_headers.clone();
     if let Some(file) = &args.body_file {

@@ -10,7 +10,7 @@ use super::attempt::{Connection, Endpoint};
 use super::plan::{Plan, Variant};
 use super::probe::{read_final, read_settled, same_state, Probe, ProbeError, Settled};
 use super::report::{Attempt, Report, Role, StateTrace};
-use super::{verdict, Phase, Progress, ReplayError, ReplayOptions, MAX_CONCURRENCY, MAX_TIMES};
+use super::{verdict, HadBefore, Phase, Progress, ReplayError, ReplayOptions, MAX_CONCURRENCY, MAX_TIMES};
 use crate::store::NewDelivery;
 
 /// Connections for the attempts, one per attempt in flight.
@@ -332,16 +332,20 @@ impl Run<'_> {
         check.filter(|check| !check.passed && !verdict::makes_inconclusive(check.name))
     }
 
-    /// The history shows the handler answering this event 2xx before: the
-    /// delivery replayed, unedited, to where it went.
-    fn had_the_event(&self) -> bool {
-        self.opts.answered_when_recorded && self.plan.as_recorded
+    /// How the handler is known to have had the event before the run: the
+    /// history shows it answering the delivery 2xx (replayed unedited, to
+    /// where it went), or an earlier fixture of the check sent it.
+    fn had_the_event(&self) -> Option<&HadBefore> {
+        match &self.opts.had_before {
+            Some(HadBefore::WhenRecorded) if !self.plan.as_recorded => None,
+            had => had.as_ref(),
+        }
     }
 
     /// The report on the attempts sent; `interrupted` when the user stopped
     /// the run before its end, which leaves the verdict open.
     fn into_report(self, elapsed: Duration, interrupted: bool) -> Report {
-        let had_the_event = self.had_the_event();
+        let had_the_event = self.had_the_event().cloned();
         let opts = self.opts;
         let provider = self.plan.provider;
         let mut checks = Vec::new();
@@ -376,7 +380,7 @@ impl Run<'_> {
                 let content = if opts.fresh {
                     verdict::burst_acts_once(trace, opts.times as usize)
                 } else {
-                    verdict::duplicates_change_nothing(&self.attempts, trace, had_the_event)
+                    verdict::duplicates_change_nothing(&self.attempts, trace, had_the_event.as_ref())
                 };
                 let settled = verdict::state_settled(trace, opts.settle, &self.attempts);
                 // Reads taken while the state still moved can neither clear
@@ -386,15 +390,20 @@ impl Run<'_> {
                 // others to duplicate: the run failed, and no duplicate is
                 // judged (a handler that failed once may act on the next).
                 let first_failed = self.attempts.first().is_some_and(|a| !a.succeeded());
+                // A fixture whose event an earlier one of the check sent
+                // is not new to the handler, whatever --expect-effect says
+                // of the events: seen acting once, it is expected to do
+                // nothing now.
+                let sent_earlier = matches!(had_the_event, Some(HadBefore::EarlierFixture(_)));
                 if settled.passed && !opts.fresh {
-                    if opts.expect_effect {
+                    if opts.expect_effect && !sent_earlier {
                         checks.extend(verdict::effect_unseen(
                             trace,
                             opts.settle,
                             &self.attempts,
-                            had_the_event,
+                            had_the_event.is_some(),
                         ));
-                    } else if !had_the_event {
+                    } else if had_the_event.is_none() {
                         warnings.extend(verdict::nothing_seen_to_act(trace, opts.settle, &self.attempts));
                     }
                 }

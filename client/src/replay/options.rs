@@ -52,15 +52,26 @@ pub struct ReplayOptions {
     pub drop_headers: Vec<String>,
     /// A body to send instead of the recorded one.
     pub body: Option<Vec<u8>>,
-    /// The delivery replayed was answered 2xx when it came: replayed
-    /// unedited to where it went, attempt 1 changing nothing is then what
-    /// an idempotent handler does, not a sign that the reads came before
-    /// its work.
-    pub answered_when_recorded: bool,
+    /// Why the handler is known to have had the event already, if it is:
+    /// attempt 1 changing nothing is then what an idempotent handler does,
+    /// not a sign that the reads came before its work.
+    pub had_before: Option<HadBefore>,
     /// The event is new to the handler and does something the probe
     /// shows: a run whose reads never saw the state move is inconclusive,
     /// not a pass with a warning.
     pub expect_effect: bool,
+}
+
+/// How the handler is known to have had the event before a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HadBefore {
+    /// The delivery replayed was answered 2xx when it came; it holds of a
+    /// replay of the recorded request, unedited, to where it went.
+    WhenRecorded,
+    /// An earlier fixture of the same `check`, named here, sent the same
+    /// event to the same handler and got a 2xx: the provider's retry
+    /// exported beside its first delivery.
+    EarlierFixture(String),
 }
 
 impl Default for ReplayOptions {
@@ -79,7 +90,7 @@ impl Default for ReplayOptions {
             add_headers: Vec::new(),
             drop_headers: Vec::new(),
             body: None,
-            answered_when_recorded: false,
+            had_before: None,
             expect_effect: false,
         }
     }

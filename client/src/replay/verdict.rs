@@ -7,6 +7,7 @@ use portpreview_shared::provider::Provider;
 
 use crate::config::SecretFrom;
 
+use super::options::HadBefore;
 use super::plan::SignedWith;
 use super::probe::ProbeError;
 use super::report::{all_attempts, attempts_phrase, Attempt, Check, Role, StateTrace};
@@ -179,7 +180,11 @@ pub fn went_away(attempts: &[Attempt]) -> bool {
 /// Check 2: attempts 2..N left the state exactly as attempt 1 left it.
 /// `None` when there is nothing to compare (one attempt). `had_the_event`:
 /// the history shows the handler answering this event 2xx before.
-pub fn duplicates_change_nothing(attempts: &[Attempt], trace: &StateTrace, had_the_event: bool) -> Option<Check> {
+pub fn duplicates_change_nothing(
+    attempts: &[Attempt],
+    trace: &StateTrace,
+    had_the_event: Option<&HadBefore>,
+) -> Option<Check> {
     let first = trace.steps.first()?;
     if trace.steps.len() < 2 {
         return None;
@@ -200,23 +205,31 @@ pub fn duplicates_change_nothing(attempts: &[Attempt], trace: &StateTrace, had_t
     // changes the state on attempt 1 whether it saw the event before or not.
     // A failed attempt 1 changing nothing says nothing of the handler's past.
     let first_answered = attempts.first().is_some_and(Attempt::succeeded);
-    let news = match (first_changed, moved.is_empty()) {
-        (true, true) => "attempt 1 changed it: the event was new to the handler",
+    let had_it = |had: &HadBefore| match had {
+        HadBefore::WhenRecorded => "its delivery answered 2xx".to_owned(),
+        HadBefore::EarlierFixture(fixture) => format!(
+            "{} sent it earlier in this check",
+            portpreview_shared::sanitize::escape_str(fixture)
+        ),
+    };
+    let news: std::borrow::Cow<'static, str> = match (first_changed, moved.is_empty()) {
+        (true, true) => "attempt 1 changed it: the event was new to the handler".into(),
         // Or the work is queued for later than the settle windows waited.
-        (false, true) if first_answered && had_the_event => {
-            "attempt 1 changed nothing: the handler had seen the event before, its delivery answered 2xx \
-             (or does its work later than --settle waits)"
-        }
+        (false, true) if first_answered && had_the_event.is_some() => format!(
+            "attempt 1 changed nothing: the handler had seen the event before, {} (or does its work later than \
+             --settle waits)",
+            had_the_event.map(had_it).unwrap_or_default()
+        )
+        .into(),
         // Why that may be is the run's warning (`nothing_seen_to_act`).
-        (false, true) if first_answered => "attempt 1 changed nothing",
-        (false, true) => "attempt 1 changed nothing, and it was not answered 2xx",
-        (true, false) => "attempt 1 changed it too",
+        (false, true) if first_answered => "attempt 1 changed nothing".into(),
+        (false, true) => "attempt 1 changed nothing, and it was not answered 2xx".into(),
+        (true, false) => "attempt 1 changed it too".into(),
         // Or each read saw the work of the attempt before it, done after
         // answering and later than the reads waited.
-        (false, false) => {
-            "attempt 1 changed nothing while later attempts did: if the handler works after answering, a \
-             longer --settle shows which attempt did what"
-        }
+        (false, false) => "attempt 1 changed nothing while later attempts did: if the handler works after \
+                           answering, a longer --settle shows which attempt did what"
+            .into(),
     };
     if moved.is_empty() {
         let rest: Vec<u32> = attempts

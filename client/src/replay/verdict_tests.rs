@@ -61,14 +61,19 @@ fn attempt_1_speaks_of_the_handlers_past_only_when_the_duplicates_changed_nothin
         moved_to: None,
         steady: true,
     };
-    let dedups = duplicates_change_nothing(&attempts, &trace(["balance 10"; 3]), true).unwrap();
+    let dedups =
+        duplicates_change_nothing(&attempts, &trace(["balance 10"; 3]), Some(&HadBefore::WhenRecorded)).unwrap();
     assert!(
         dedups.passed && dedups.detail.contains("the event was new to the handler"),
         "{}",
         dedups.detail
     );
-    let pays_every_time =
-        duplicates_change_nothing(&attempts, &trace(["balance 10", "balance 20", "balance 30"]), true).unwrap();
+    let pays_every_time = duplicates_change_nothing(
+        &attempts,
+        &trace(["balance 10", "balance 20", "balance 30"]),
+        Some(&HadBefore::WhenRecorded),
+    )
+    .unwrap();
     assert!(!pays_every_time.passed);
     assert!(
         pays_every_time.detail.contains("attempt 1 changed it too") && !pays_every_time.detail.contains("new to"),
@@ -175,7 +180,11 @@ fn one_move_after_a_first_step_that_changed_nothing_leaves_the_verdict_open() {
     // Two moves are two side effects of one event, late or not.
     let twice = settled_trace("emails: 5", &["emails: 5", "emails: 6", "emails: 7"]);
     assert!(state_settled(&twice, settle, &three).passed);
-    assert!(!duplicates_change_nothing(&three, &twice, true).unwrap().passed);
+    assert!(
+        !duplicates_change_nothing(&three, &twice, Some(&HadBefore::WhenRecorded))
+            .unwrap()
+            .passed
+    );
     // A first step that moved the state is no late effect.
     let at_once = settled_trace("emails: 5", &["emails: 6", "emails: 6", "emails: 6"]);
     assert!(state_settled(&at_once, settle, &three).passed);
@@ -218,7 +227,7 @@ fn a_later_move_in_lines_the_first_attempt_left_alone_leaves_the_verdict_open() 
         "{}",
         late.detail
     );
-    let dups = duplicates_change_nothing(&two, &split, false).unwrap();
+    let dups = duplicates_change_nothing(&two, &split, None).unwrap();
     assert_eq!(decide(&[check(ANSWERS_2XX, true), dups, late]), None);
 
     // The same lines moved again, or one more line came where attempt 1's
@@ -231,7 +240,7 @@ fn a_later_move_in_lines_the_first_attempt_left_alone_leaves_the_verdict_open() 
     for twice in again {
         let settled = state_settled(&twice, settle, &two);
         assert!(settled.passed, "{}", settled.detail);
-        let dups = duplicates_change_nothing(&two, &twice, false).unwrap();
+        let dups = duplicates_change_nothing(&two, &twice, None).unwrap();
         assert_eq!(decide(&[check(ANSWERS_2XX, true), dups, settled]), Some(false));
     }
     // Under --fresh the burst is a new event, which must move the state.
@@ -245,7 +254,7 @@ fn a_later_move_in_lines_the_first_attempt_left_alone_leaves_the_verdict_open() 
 fn some_duplicates_acting_one_at_a_time_is_no_race() {
     let once_more = settled_trace("balance: 0", &["balance: 100", "balance: 200", "balance: 200"]);
     let one_at_a_time = attempts(&[(Role::Replay, 0), (Role::Replay, 1), (Role::Replay, 2)]);
-    let detail = duplicates_change_nothing(&one_at_a_time, &once_more, false)
+    let detail = duplicates_change_nothing(&one_at_a_time, &once_more, None)
         .unwrap()
         .detail;
     assert!(
@@ -258,7 +267,7 @@ fn some_duplicates_acting_one_at_a_time_is_no_race() {
         (Role::Replay, 1),
         (Role::Replay, 2),
     ]);
-    let detail = duplicates_change_nothing(&together, &once_more, false).unwrap().detail;
+    let detail = duplicates_change_nothing(&together, &once_more, None).unwrap().detail;
     assert!(detail.contains("a check-then-insert race or a limit"), "{detail}");
 }
 
@@ -269,7 +278,7 @@ fn some_duplicates_acting_one_at_a_time_is_no_race() {
 fn later_attempts_moving_after_a_still_first_one_point_to_settle() {
     let three = attempts(&[(Role::Replay, 0), (Role::Replay, 1), (Role::Replay, 2)]);
     let trace = settled_trace("emails: 5", &["emails: 5", "emails: 6", "emails: 7"]);
-    let check = duplicates_change_nothing(&three, &trace, true).unwrap();
+    let check = duplicates_change_nothing(&three, &trace, Some(&HadBefore::WhenRecorded)).unwrap();
     assert!(!check.passed);
     assert!(
         check.detail.ends_with(
@@ -285,14 +294,14 @@ fn later_attempts_moving_after_a_still_first_one_point_to_settle() {
 fn a_failed_first_attempt_is_not_said_to_have_seen_the_event() {
     let mut two = attempts(&[(Role::Replay, 0), (Role::Replay, 1)]);
     let trace = settled_trace("emails: 5", &["emails: 5", "emails: 5"]);
-    let answered = duplicates_change_nothing(&two, &trace, true).unwrap();
+    let answered = duplicates_change_nothing(&two, &trace, Some(&HadBefore::WhenRecorded)).unwrap();
     assert!(
         answered.detail.contains("the handler had seen the event before"),
         "{}",
         answered.detail
     );
     two[0].answer.status = Some(500);
-    let failed = duplicates_change_nothing(&two, &trace, true).unwrap();
+    let failed = duplicates_change_nothing(&two, &trace, Some(&HadBefore::WhenRecorded)).unwrap();
     assert!(
         failed
             .detail
@@ -479,7 +488,12 @@ fn a_duplicate_that_only_replaced_a_value_is_told_what_that_may_be() {
     let stamped = |balance: u32, second: u32| format!("balance: {balance}\nlast_seen: 2026-12-03T04:00:{second:02}Z");
     let steps = [stamped(1, 1), stamped(1, 2), stamped(1, 3)];
     let steps: Vec<&str> = steps.iter().map(String::as_str).collect();
-    let check = duplicates_change_nothing(&three, &settled_trace("balance: 0\nlast_seen: -", &steps), true).unwrap();
+    let check = duplicates_change_nothing(
+        &three,
+        &settled_trace("balance: 0\nlast_seen: -", &steps),
+        Some(&HadBefore::WhenRecorded),
+    )
+    .unwrap();
     assert!(!check.passed, "the state changed: {}", check.detail);
     assert!(
         check
@@ -490,7 +504,12 @@ fn a_duplicate_that_only_replaced_a_value_is_told_what_that_may_be() {
     );
     let steps = [stamped(1, 1), stamped(2, 2), stamped(3, 3)];
     let steps: Vec<&str> = steps.iter().map(String::as_str).collect();
-    let check = duplicates_change_nothing(&three, &settled_trace("balance: 0\nlast_seen: -", &steps), true).unwrap();
+    let check = duplicates_change_nothing(
+        &three,
+        &settled_trace("balance: 0\nlast_seen: -", &steps),
+        Some(&HadBefore::WhenRecorded),
+    )
+    .unwrap();
     assert!(
         check.detail.contains("every duplicate repeated the side effect"),
         "{}",
@@ -533,7 +552,7 @@ fn duplicates_that_left_the_state_where_the_one_before_put_it_did_nothing() {
         "evt_1|0",
         &["evt_1|100", "evt_1|200", "evt_1|300", "evt_1|300", "evt_1|300"],
     );
-    let check = duplicates_change_nothing(&five, &trace, true).unwrap();
+    let check = duplicates_change_nothing(&five, &trace, Some(&HadBefore::WhenRecorded)).unwrap();
     assert!(!check.passed);
     assert!(
         check.detail.starts_with("attempts 2–3 changed the state again")
@@ -544,7 +563,7 @@ fn duplicates_that_left_the_state_where_the_one_before_put_it_did_nothing() {
         check.detail
     );
     let every = settled_trace("n 0", &["n 1", "n 2", "n 3", "n 4", "n 5"]);
-    let check = duplicates_change_nothing(&five, &every, true).unwrap();
+    let check = duplicates_change_nothing(&five, &every, Some(&HadBefore::WhenRecorded)).unwrap();
     assert!(check.detail.contains("every duplicate repeated"), "{}", check.detail);
 }
 
@@ -615,7 +634,7 @@ fn an_attempt_that_never_reached_the_handler_is_no_duplicate_it_handled() {
         ..Default::default()
     };
     let trace = settled_trace("rows 0", &["rows 1", "rows 2", "rows 2"]);
-    let repeated = duplicates_change_nothing(&attempts, &trace, true).unwrap();
+    let repeated = duplicates_change_nothing(&attempts, &trace, Some(&HadBefore::WhenRecorded)).unwrap();
     assert!(!repeated.passed);
     assert!(
         repeated.detail.contains("every duplicate repeated the side effect"),
@@ -628,7 +647,7 @@ fn an_attempt_that_never_reached_the_handler_is_no_duplicate_it_handled() {
         duplicates_change_nothing(
             &attempts,
             &settled_trace("rows 0", &["rows 1", "rows 1", "rows 1"]),
-            true
+            Some(&HadBefore::WhenRecorded)
         ),
         None
     );
@@ -725,7 +744,7 @@ fn a_run_in_which_nothing_was_seen_to_act_says_so() {
 fn a_duplicate_that_changed_the_state_back_is_shown_changing_it() {
     let three = attempts(&[(Role::Replay, 0), (Role::Replay, 1), (Role::Replay, 2)]);
     let trace = settled_trace("rows: 0", &["rows: 1", "rows: 0", "rows: 1"]);
-    let check = duplicates_change_nothing(&three, &trace, false).unwrap();
+    let check = duplicates_change_nothing(&three, &trace, None).unwrap();
     assert!(!check.passed);
     assert_eq!(
         check.detail,
@@ -738,7 +757,7 @@ fn a_duplicate_that_changed_the_state_back_is_shown_changing_it() {
     let stamped = |rows: u32, second: u32| format!("rows: {rows}\nlast_seen: 2026-12-03T04:00:{second:02}Z");
     let steps = [stamped(1, 1), stamped(0, 2), stamped(1, 3)];
     let steps: Vec<&str> = steps.iter().map(String::as_str).collect();
-    let check = duplicates_change_nothing(&three, &settled_trace("rows: 0\nlast_seen: -", &steps), false).unwrap();
+    let check = duplicates_change_nothing(&three, &settled_trace("rows: 0\nlast_seen: -", &steps), None).unwrap();
     assert!(
         check.detail.contains(": attempt 2 changed it (")
             && check

@@ -129,7 +129,9 @@ impl Effects {
                 Probe::Url(url) => ProbeSpec::Url(url),
                 Probe::Cmd(cmd) => ProbeSpec::Cmd(cmd),
             }),
-            answered_when_recorded: delivery.outcome.as_ref().is_some_and(|o| o.succeeded()),
+            had_before: (delivery.outcome.as_ref())
+                .is_some_and(|o| o.succeeded())
+                .then_some(crate::replay::HadBefore::WhenRecorded),
             ..ReplayOptions::default()
         };
         let sender = self.progress.clone();
