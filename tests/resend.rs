@@ -166,6 +166,13 @@ async fn failed_events_are_sent_again_once_each_in_order_once_the_handler_is_fix
         "{}",
         again.stdout
     );
+    // The JSON of a run, as when something was sent.
+    let again = portpreview_async(&tunnel.db, &["resend", "--json"]).await;
+    assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
+    let json: serde_json::Value = serde_json::from_str(&again.stdout).expect("resend JSON");
+    assert_eq!(json["resent"], serde_json::json!([]));
+    assert_eq!((&json["answered_2xx"], &json["not_reached"]), (&0.into(), &0.into()));
+    assert_eq!(json["passed_over"]["answered_elsewhere"], 3);
     assert_eq!(handler.requests().len(), 10);
 }
 

@@ -249,7 +249,7 @@ pub enum Command {
     Prune(commands::prune::Args),
     /// Replay a recorded delivery N times and say whether the handler stayed idempotent.
     Replay(commands::replay::Args),
-    /// Send again, once each and oldest first, the deliveries the handler did not answer 2xx.
+    /// Send again, once each, the events the handler did not answer 2xx, in the order they first came.
     Resend(commands::resend::Args),
     /// Replay committed fixtures and fail when a handler is not idempotent (for CI).
     Check(commands::check::Args),

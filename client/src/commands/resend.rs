@@ -1,5 +1,5 @@
-//! `portpreview resend`: send again, once each and oldest first, the
-//! deliveries a handler did not answer 2xx. After a fix, the events it
+//! `portpreview resend`: send again, once each and in the order they first
+//! came, the events a handler did not answer 2xx. After a fix, the events it
 //! failed are handled now, not at the provider's next retry, hours away.
 
 mod pick;
@@ -41,7 +41,7 @@ const NOT_2XX: [StatusWord; 5] = [
 /// Arguments of `portpreview resend`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Each event is sent once, as its newest delivery, in the order the deliveries came. An event the \
+    after_help = "Each event is sent once, as its newest delivery, in the order the events first came. An event the \
                   handler answered 2xx after it failed (a provider's retry, or an earlier resend) is passed over. \
                   Each resend is kept in the history as a replay of its delivery (history --replays)."
 )]
@@ -333,8 +333,14 @@ impl Stop {
 
 /// `--dry-run`, or nothing to send: the events and nothing else.
 fn listed(args: &Args, picked: &Picked, matching: &str, left: usize, db: &Path) -> anyhow::Result<ExitCode> {
+    match args.json {
+        true if args.dry_run => shown::print_dry_run_json(picked)?,
+        // A run with nothing to send is a run all the same: a script reads
+        // the same fields whether the handler failed anything or not.
+        true => shown::print_json(&[], picked, 0, None)?,
+        false => {}
+    }
     if args.json {
-        shown::print_dry_run_json(picked)?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut text = match picked.events.is_empty() {
