@@ -1874,3 +1874,26 @@ fn a_read_only_history_says_what_it_cannot_upgrade_or_move_in() {
         "{said}"
     );
 }
+
+/// A log filter that does not parse is said to be ignored, once, rather
+/// than leaving the user to wonder why the logs asked for never come.
+#[test]
+fn a_log_filter_that_does_not_parse_is_warned_of() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("none.db");
+    let output = common::history::command(&db, &["history"])
+        .env("PORTPREVIEW_LOG", "bad===")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("warning: PORTPREVIEW_LOG=bad=== is not a log filter ("),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("): logging warnings only\nerror: no history database at "),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("warning:").count(), 1, "{stderr}");
+}

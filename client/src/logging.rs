@@ -38,6 +38,14 @@ pub fn screen_taken() -> bool {
 /// has the screen to `portpreview.log` in the data directory, or nowhere
 /// when that file cannot be opened.
 pub fn init(cli: &Cli) {
+    if let (Some(asked), Err(err)) = (std::env::var_os(LOG_ENV), EnvFilter::try_from_env(LOG_ENV)) {
+        // Said once, before any screen is taken; the logs go on at warn.
+        crate::to_stderr(format_args!(
+            "warning: {LOG_ENV}={} is not a log filter ({}): logging warnings only\n",
+            escape_str(&asked.to_string_lossy()),
+            escape_str(&err.to_string())
+        ));
+    }
     // Colour codes only for a person's terminal, not in a captured log.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     // Unasked for, a warning reads as the CLI's other lines do; a log
