@@ -180,11 +180,13 @@ fn undecodable_note(coding: &str, why: &str) -> String {
 }
 
 /// The URL as a URL: bytes a URL cannot hold raw (spaces, controls,
-/// anything past ASCII) are percent-encoded, as a browser sends them.
+/// anything past ASCII) are percent-encoded, as a browser sends them, and
+/// so are the characters a URL parser would change or refuse: `\` reads
+/// as `/` to a browser, which would show another path.
 fn url_text(url: &str) -> String {
     let mut out = String::with_capacity(url.len());
     for c in url.chars() {
-        if c.is_ascii_graphic() {
+        if c.is_ascii_graphic() && !matches!(c, '\\' | '"' | '<' | '>' | '`' | '^' | '{' | '|' | '}') {
             out.push(c);
         } else {
             let mut bytes = [0; 4];
@@ -284,7 +286,6 @@ fn first_value(list: &[Header], name: &str) -> String {
         .unwrap_or_default()
 }
 
-/// The query of `path` as HAR name/value pairs, kept as written.
 /// The query's pairs decoded as a form decodes them (`+` is a space,
 /// `%XX` a byte), as browsers write them in HAR: the entry's `url` keeps
 /// the query exactly as it was sent.
@@ -298,7 +299,20 @@ fn query_string(path: &str) -> Vec<Value> {
         .filter(|pair| !pair.is_empty())
         .map(|pair| {
             let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-            json!({ "name": decoded(name), "value": decoded(value) })
+            let mut entry = json!({ "name": decoded(name), "value": decoded(value) });
+            // HAR's strings hold text: bytes that decode to none are
+            // replaced, which the entry says, as a header's does.
+            let replaced = |raw: &str, shown: &Value| {
+                shown.as_str().is_some_and(|s| s.contains('\u{FFFD}'))
+                    && !raw.contains('\u{FFFD}')
+                    && !raw.to_ascii_uppercase().contains("%EF%BF%BD")
+            };
+            if replaced(name, &entry["name"]) || replaced(value, &entry["value"]) {
+                entry["comment"] = "not UTF-8 once decoded: the bytes that are not are shown as U+FFFD; the url \
+                                    holds them as sent"
+                    .into();
+            }
+            entry
         })
         .collect()
 }
@@ -382,8 +396,18 @@ mod tests {
             vec![
                 json!({ "name": "q", "value": "a b+c" }),
                 json!({ "name": "été", "value": " " }),
-                json!({ "name": "bad", "value": "\u{fffd}" }),
+                json!({
+                    "name": "bad",
+                    "value": "\u{fffd}",
+                    "comment": "not UTF-8 once decoded: the bytes that are not are shown as U+FFFD; the url holds \
+                                them as sent"
+                }),
             ]
+        );
+        // A browser reads `\` in a URL as `/`: it is encoded, `%` kept.
+        assert_eq!(
+            url_text("http://h/back\\slash?z=\\&q=%20\"{x}"),
+            "http://h/back%5Cslash?z=%5C&q=%20%22%7Bx%7D"
         );
         assert_eq!(entry["response"]["statusText"], "OK");
         assert_eq!(entry["response"]["content"]["encoding"], "base64");
