@@ -1522,6 +1522,11 @@ fn pruning_most_of_a_history_shrinks_its_file() {
     drop(store);
     let before = std::fs::metadata(&h.db).unwrap().len();
 
+    assert_eq!(
+        h.ok(&["prune", "--older-than", "7d", "--dry-run"]),
+        "Would remove 6000 deliveries older than 7d (--dry-run: nothing removed).\n"
+    );
+    assert_eq!(std::fs::metadata(&h.db).unwrap().len(), before, "nothing removed");
     let said = h.ok(&["prune", "--older-than", "7d"]);
     let lines: Vec<&str> = said.lines().collect();
     assert_eq!(lines[0], "Removed 6000 deliveries older than 7d.", "{said}");

@@ -16,15 +16,21 @@ pub struct Args {
     /// Remove deliveries received longer ago than this (`12h`, `7d`, `4w`).
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = crate::time::parse_age)]
     pub older_than: WrittenDuration,
+    /// Say what would be removed, and remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// Deletes the old deliveries and says how many went.
 pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     let store = super::open_history(db)?;
     let age = i64::try_from(args.older_than.duration.as_millis()).unwrap_or(i64::MAX);
-    let pruned = store
-        .prune(now_ms().saturating_sub(age))
-        .map_err(|e| e.for_command(db))?;
+    let cut_off = now_ms().saturating_sub(age);
+    let pruned = match args.dry_run {
+        true => store.prunable(cut_off),
+        false => store.prune(cut_off),
+    }
+    .map_err(|e| e.for_command(db))?;
     // `history` leaves replay attempts out, so they are not counted as deliveries here either.
     let attempts = match pruned.replay_attempts {
         0 => String::new(),
@@ -32,11 +38,20 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     };
     writeln!(
         std::io::stdout().lock(),
-        "Removed {} older than {}{attempts}.",
+        "{} {} older than {}{attempts}{}.",
+        if args.dry_run { "Would remove" } else { "Removed" },
         counted(pruned.deliveries, "delivery", "deliveries"),
-        args.older_than.written
+        args.older_than.written,
+        if args.dry_run {
+            " (--dry-run: nothing removed)"
+        } else {
+            ""
+        },
     )
     .context("cannot write to stdout")?;
+    if args.dry_run {
+        return Ok(ExitCode::SUCCESS);
+    }
     let before = file_size(db);
     match store.shrink_if_mostly_free() {
         // A tunnel writing the history keeps the copy in the WAL until it

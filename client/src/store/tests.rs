@@ -472,7 +472,16 @@ fn prune_removes_old_deliveries_and_their_runs() {
     twin.received_at_ms = 1_500;
     store.insert_request(&twin).unwrap();
     assert_eq!(store.get(new_id).unwrap().unwrap().delivery_count, 2);
-    assert_eq!(store.prune(5_000).unwrap().deliveries, 2);
+    // A replay attempt, sent after the cut-off, goes with its original.
+    let mut attempt = delivery("evt_old", "/");
+    attempt.replay_of = Some(old_id);
+    attempt.received_at_ms = 9_000;
+    store.insert_request(&attempt).unwrap();
+    let foreseen = store.prunable(5_000).unwrap();
+    assert_eq!((foreseen.deliveries, foreseen.replay_attempts), (2, 1));
+    assert!(store.get(old_id).unwrap().is_some(), "a count deletes nothing");
+    let pruned = store.prune(5_000).unwrap();
+    assert_eq!((pruned.deliveries, pruned.replay_attempts), (2, 1));
     assert_eq!(
         store.get(new_id).unwrap().unwrap().delivery_count,
         1,

@@ -89,6 +89,25 @@ impl Store {
         pruned
     }
 
+    /// What [`Store::prune`] would delete, without deleting it.
+    pub fn prunable(&self, older_than_ms: i64) -> Result<Pruned, StoreError> {
+        self.conn
+            .prepare_cached(
+                "SELECT (SELECT count(*) FROM deliveries WHERE received_at_ms < ?1 AND replay_of IS NULL),
+                        (SELECT count(*) FROM deliveries
+                            WHERE replay_of IN (SELECT id FROM deliveries WHERE received_at_ms < ?1))",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_row([older_than_ms], |row| {
+                    Ok(Pruned {
+                        deliveries: usize::try_from(row.get::<_, i64>(0)?).unwrap_or(0),
+                        replay_attempts: usize::try_from(row.get::<_, i64>(1)?).unwrap_or(0),
+                    })
+                })
+            })
+            .map_err(|e| self.classify(e))
+    }
+
     /// Whether any delivery was received before `older_than_ms`.
     fn holds_any_before(&self, older_than_ms: i64) -> Result<bool, StoreError> {
         self.conn
