@@ -1574,7 +1574,7 @@ fn a_prune_beside_another_reader_says_the_file_follows() {
     assert_eq!(lines[0], "Removed 2000 deliveries older than 7d.", "{said}");
     assert!(lines[1].starts_with("The history shrank from "), "{said}");
     assert!(
-        lines[1].ends_with(" KB; its file follows once the process writing it pauses."),
+        lines[1].ends_with(" KiB; its file follows once the process writing it pauses."),
         "{said}"
     );
     reader.execute_batch("COMMIT").unwrap();

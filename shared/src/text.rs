@@ -171,6 +171,26 @@ pub fn counted(n: usize, one: &str, many: &str) -> String {
     }
 }
 
+/// A size as people read it, in the binary units every limit is set in:
+/// `1 byte`, `100 bytes`, `64 KiB`, `84.3 MiB`, `1.7 GiB`. A whole number
+/// of its unit (a limit, mostly) is written without a fraction.
+pub fn size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return counted(bytes as usize, "byte", "bytes");
+    }
+    let mut unit = 0;
+    while unit + 1 < UNITS.len() && bytes >= 1024u64 << (10 * (unit + 1)) {
+        unit += 1;
+    }
+    let per = 1024u64 << (10 * unit);
+    if bytes.is_multiple_of(per) {
+        format!("{} {}", bytes / per, UNITS[unit])
+    } else {
+        format!("{:.1} {}", bytes as f64 / per as f64, UNITS[unit])
+    }
+}
+
 /// `12,345`: thousands separated, for counts.
 pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
@@ -187,6 +207,24 @@ pub fn thousands(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_read_in_binary_units_whole_when_they_are() {
+        let cases = [
+            (0, "0 bytes"),
+            (1, "1 byte"),
+            (1023, "1023 bytes"),
+            (1024, "1 KiB"),
+            (1536, "1.5 KiB"),
+            (64 * 1024, "64 KiB"),
+            (25 * 1024 * 1024, "25 MiB"),
+            (88_394_956, "84.3 MiB"),
+            (1_825_361_101, "1.7 GiB"),
+        ];
+        for (bytes, said) in cases {
+            assert_eq!(size(bytes), said, "{bytes}");
+        }
+    }
 
     #[test]
     fn a_cut_between_whole_characters_keeps_an_emoji_whole_or_leaves_it_out() {

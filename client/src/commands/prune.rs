@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use portpreview_shared::text::counted;
+use portpreview_shared::text::{counted, size};
 
 use crate::time::{now_ms, WrittenDuration};
 
@@ -60,15 +60,15 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         Ok(Some(after)) if file_size(db) > after => writeln!(
             std::io::stdout().lock(),
             "The history shrank from {} to {}; its file follows once the process writing it pauses.",
-            size_text(before),
-            size_text(after)
+            size(before),
+            size(after)
         )
         .context("cannot write to stdout")?,
         Ok(Some(_)) => writeln!(
             std::io::stdout().lock(),
             "The history file shrank from {} to {}.",
-            size_text(before),
-            size_text(file_size(db))
+            size(before),
+            size(file_size(db))
         )
         .context("cannot write to stdout")?,
         Ok(None) => {}
@@ -83,19 +83,4 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
 
 fn file_size(path: &Path) -> u64 {
     std::fs::metadata(path).map_or(0, |m| m.len())
-}
-
-/// `1.7 GB`, `340 KB`: a file's size as people read it.
-fn size_text(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["bytes", "KB", "MB", "GB"];
-    let mut size = bytes as f64;
-    let mut unit = 0;
-    while size >= 1000.0 && unit + 1 < UNITS.len() {
-        size /= 1000.0;
-        unit += 1;
-    }
-    match unit {
-        0 => format!("{bytes} bytes"),
-        _ => format!("{size:.1} {}", UNITS[unit]),
-    }
 }

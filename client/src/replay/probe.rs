@@ -102,7 +102,7 @@ pub enum ProbeError {
     /// The state is longer than the probe reads; the run cannot be judged.
     #[error(
         "{probe} gave more than {} of state, too much to compare whole: have it print a summary instead (a row count, a checksum)",
-        size_text(*limit)
+        portpreview_shared::text::size(*limit as u64)
     )]
     TooLarge {
         /// `the check command` or `the check URL <url>`.
@@ -137,17 +137,6 @@ pub(super) fn utf8_text(bytes: Vec<u8>) -> String {
             }
             text
         }
-    }
-}
-
-/// `16 MiB`, `64 KiB` or `100 bytes`.
-fn size_text(bytes: usize) -> String {
-    const KIB: usize = 1024;
-    const MIB: usize = 1024 * KIB;
-    match bytes {
-        b if b >= MIB && b % MIB == 0 => format!("{} MiB", b / MIB),
-        b if b >= KIB && b % KIB == 0 => format!("{} KiB", b / KIB),
-        b => format!("{b} bytes"),
     }
 }
 
