@@ -59,6 +59,15 @@ pub fn to_stderr(text: std::fmt::Arguments<'_>) {
     let _ = std::io::stderr().lock().write_fmt(text);
 }
 
+/// What a panic said, from its payload.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic without a message")
+}
+
 /// Writes `text` to stdout, for lines printed as work goes on: a reader
 /// that went away (`| head`) is no reason to panic, as `print!` would, nor
 /// to stop the work.

@@ -57,7 +57,7 @@ const EVENT_BATCH: usize = 1024;
 pub async fn run_live(db: &Path, events: EventFeed, shutdown: CancellationToken) -> anyhow::Result<Option<EventFeed>> {
     let db = db.to_path_buf();
     let (done, finished) = oneshot::channel();
-    std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name("tui".into())
         .spawn(move || {
             let result = tokio::runtime::Builder::new_current_thread()
@@ -68,9 +68,19 @@ pub async fn run_live(db: &Path, events: EventFeed, shutdown: CancellationToken)
             let _ = done.send(result);
         })
         .context("cannot start the TUI's thread")?;
-    finished
-        .await
-        .unwrap_or_else(|_| Err(anyhow::anyhow!("the TUI stopped on an internal error")))
+    match finished.await {
+        Ok(result) => result,
+        // The thread panicked: its result went with it, and once the
+        // sender is dropped the thread is all but gone, so the join to
+        // read why blocks no longer than its unwinding.
+        Err(_) => {
+            let why = match thread.join() {
+                Err(payload) => crate::panic_message(&*payload).to_owned(),
+                Ok(()) => "it ended without a word".to_owned(),
+            };
+            Err(anyhow::anyhow!("the TUI stopped on an internal error: {why}"))
+        }
+    }
 }
 
 /// Browses the history in `db` until the user quits or the process is

@@ -75,16 +75,7 @@ fn describe(err: JoinError) -> String {
         return "the exchange was cut off".into();
     }
     let payload: Box<dyn Any + Send> = err.into_panic();
-    format!("the exchange panicked: {}", panic_message(&*payload))
-}
-
-/// What a panic said, from its payload.
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> &str {
-    payload
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("a panic without a message")
+    format!("the exchange panicked: {}", crate::panic_message(&*payload))
 }
 
 #[cfg(test)]

@@ -184,7 +184,7 @@ async fn session_outcome(
         Ok(ended) => Ok(ended),
         Err(err) if err.is_panic() => {
             let payload = err.into_panic();
-            Err(ConnectError::Internal(in_flight::panic_message(&*payload).to_owned()))
+            Err(ConnectError::Internal(crate::panic_message(&*payload).to_owned()))
         }
         // Only the runtime shutting down cancels it, and takes this task too.
         Err(_) => Ok((SessionEnd::Lost("the session was cut off".into()), JoinSet::new())),
