@@ -436,6 +436,63 @@ fn a_retry_exported_beside_its_first_delivery_passes_a_check_expecting_an_effect
     );
 }
 
+/// A handler that answers its first request, then dies on the second as
+/// one crashing on a duplicate does: the connection closed unanswered, and
+/// its port with it. Returns the port.
+fn dies_on_a_duplicate() -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for answers in [true, false] {
+            let Ok((mut socket, _)) = listener.accept() else { return };
+            // The whole request read, so that closing sends no reset over the answer.
+            let mut request = Vec::new();
+            let mut chunk = [0; 4096];
+            while let Ok(n @ 1..) = socket.read(&mut chunk) {
+                request.extend_from_slice(&chunk[..n]);
+                let text = String::from_utf8_lossy(&request).to_ascii_lowercase();
+                let Some(head_end) = text.find("\r\n\r\n") else {
+                    continue;
+                };
+                let length = (text.lines())
+                    .find_map(|line| line.strip_prefix("content-length:"))
+                    .and_then(|value| value.trim().parse::<usize>().ok())
+                    .unwrap_or(0);
+                if request.len() >= head_end + 4 + length {
+                    break;
+                }
+            }
+            if answers {
+                let _ = socket.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            }
+        }
+    });
+    port
+}
+
+/// A fixture that cannot run because the handler died on the one before
+/// says which one that was, not only that nothing answers.
+#[test]
+fn a_handler_dead_after_a_fixture_is_said_to_have_stopped_after_it() {
+    let project = Project::new();
+    let port = dies_on_a_duplicate();
+    let ran = project.check(&["fixtures", "--target", &format!("http://127.0.0.1:{port}")], &[]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stdout
+            .contains("\n  fixtures/slack/slack.json: ✗ not idempotent: attempt 2 failed ("),
+        "{}",
+        ran.stdout
+    );
+    let said = format!(
+        "error: fixtures/stripe.json: nothing answers at 127.0.0.1:{port}: Connection refused (os error 111) (is the \
+         handler running?); it answered fixtures/slack/slack.json earlier in this check, and stopped answering \
+         after it\n"
+    );
+    assert!(ran.stderr.ends_with(&said), "{}", ran.stderr);
+}
+
 /// A FIFO gets the report whole at its first reader; a check waiting for a
 /// reader that never comes stops on ctrl-c.
 #[test]

@@ -17,7 +17,7 @@ use super::replay_run::{
     clear_progress, probe_spec, progress_printer, refuse_to_overwrite_an_input, write_junit, RunArgs,
 };
 use crate::fixture::Fixture;
-use crate::replay::{self, Attempt, HadBefore, ReplayOptions, Report};
+use crate::replay::{self, Attempt, HadBefore, ReplayError, ReplayOptions, Report};
 use crate::suite::{Suite, SuiteFixture};
 use results::Outcome;
 
@@ -106,23 +106,30 @@ pub async fn run(args: Args, history: Option<&Path>) -> anyhow::Result<ExitCode>
     Ok(ExitCode::from(code))
 }
 
-/// The events fixtures of this check got a 2xx for, by the handler they
-/// went to, each with the fixture that sent it first: to that handler, a
-/// later fixture of the same event (a provider's retry, exported beside
-/// its first delivery) is an event it has had.
+/// What the fixtures checked so far showed of the handlers they went to,
+/// by `host:port`.
 #[derive(Default)]
-struct Sent(HashMap<(String, String), String>);
+struct Earlier {
+    /// The events a fixture got a 2xx for, each with the fixture that sent
+    /// it first: to that handler, a later fixture of the same event (a
+    /// provider's retry, exported beside its first delivery) is an event
+    /// it has had.
+    events: HashMap<(String, String), String>,
+    /// The last fixture each handler answered: a handler that stops
+    /// answering most likely died on it.
+    answered: HashMap<String, String>,
+}
 
 /// Checks the fixtures in order until `stop`; those after it are not run.
 async fn check_all(jobs: &[Job], flags: &RunArgs, stop: &CancellationToken) -> Vec<(String, Outcome)> {
     let mut results = Vec::with_capacity(jobs.len());
-    let mut sent = Sent::default();
+    let mut earlier = Earlier::default();
     for (job, name) in jobs.iter().zip(names(jobs)) {
         if stop.is_cancelled() {
             results.push((name, Outcome::NotRun));
             continue;
         }
-        let result = check_one(job, &name, flags, &mut sent, stop.cancelled()).await;
+        let result = check_one(job, &name, flags, &mut earlier, stop.cancelled()).await;
         clear_progress();
         let outcome = match result {
             Ok(report) => Outcome::Ran(Box::new(report)),
@@ -188,7 +195,7 @@ async fn check_one(
     job: &Job,
     name: &str,
     flags: &RunArgs,
-    sent: &mut Sent,
+    earlier: &mut Earlier,
     interrupt: impl std::future::Future<Output = ()> + Send,
 ) -> anyhow::Result<Report> {
     if let Some(reason) = &job.unreadable {
@@ -203,15 +210,36 @@ async fn check_one(
         // the secret it would sign with.
         false => found.ok().flatten(),
     };
+    let handler = (replay::plan::resolve_target(&request.target, opts.target.as_deref(), &request.path).ok())
+        .map(|(endpoint, _)| endpoint.authority());
     // A fresh run sends new events, and a request without a key is no event.
-    let event = (replay::plan::resolve_target(&request.target, opts.target.as_deref(), &request.path).ok())
+    let event = (handler.clone())
         .filter(|_| !opts.fresh && !request.event_key.is_empty())
-        .map(|(handler, _)| (handler.authority(), request.event_key.clone()));
-    let earlier = event.as_ref().and_then(|event| sent.0.get(event));
-    opts.had_before = earlier.map(|fixture| HadBefore::EarlierFixture(fixture.clone()));
-    let report = replay::run_until(request, &opts, &progress_printer(), interrupt).await?;
+        .map(|handler| (handler, request.event_key.clone()));
+    let sent_by = event.as_ref().and_then(|event| earlier.events.get(event));
+    opts.had_before = sent_by.map(|fixture| HadBefore::EarlierFixture(fixture.clone()));
+    let report = match replay::run_until(request, &opts, &progress_printer(), interrupt).await {
+        Ok(report) => report,
+        // Not "is the handler running?" alone: it was, and the fixture it
+        // answered last is where to look.
+        Err(err @ ReplayError::TargetDown { .. }) => {
+            return Err(
+                match handler.as_ref().and_then(|handler| earlier.answered.get(handler)) {
+                    Some(last) => anyhow::anyhow!(
+                        "{err}; it answered {} earlier in this check, and stopped answering after it",
+                        escape_str(last)
+                    ),
+                    None => err.into(),
+                },
+            );
+        }
+        Err(err) => return Err(err.into()),
+    };
+    if let Some(handler) = handler.filter(|_| report.attempts.iter().any(|a| a.answer.status.is_some())) {
+        earlier.answered.insert(handler, name.to_owned());
+    }
     if let Some(event) = event.filter(|_| report.attempts.iter().any(Attempt::succeeded)) {
-        sent.0.entry(event).or_insert_with(|| name.to_owned());
+        earlier.events.entry(event).or_insert_with(|| name.to_owned());
     }
     Ok(report)
 }
