@@ -20,6 +20,7 @@ mod private_file;
 mod raw_handler;
 mod render;
 pub mod replay;
+mod signalled;
 pub mod store;
 mod suite;
 pub mod target;

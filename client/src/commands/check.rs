@@ -84,15 +84,7 @@ pub async fn run(args: Args, history: Option<&Path>) -> anyhow::Result<ExitCode>
     // One stop for the whole check: ctrl-c ends the fixture in progress
     // and leaves the rest unstarted, whenever it comes.
     let stop = CancellationToken::new();
-    let checks = check_all(&jobs, &args.run, &stop);
-    tokio::pin!(checks);
-    let results = tokio::select! {
-        results = &mut checks => results,
-        () = portpreview_server::signal::shutdown_signal() => {
-            stop.cancel();
-            checks.await
-        }
-    };
+    let results = crate::signalled::finish_early_on_signal(check_all(&jobs, &args.run, &stop), &stop).await;
     let code = results::exit_code(&results);
     // A reader that stopped early (`| head`) does not change the verdict.
     if let Err(err) = results::print(&results, args.json, code).context("cannot write the report to stdout") {

@@ -91,14 +91,9 @@ pub async fn run_browser(db: &Path) -> anyhow::Result<()> {
     };
     let shutdown = CancellationToken::new();
     let browse = run(db, mode, None, shutdown.clone());
-    tokio::pin!(browse);
-    tokio::select! {
-        result = &mut browse => result.map(drop),
-        () = portpreview_server::signal::shutdown_signal() => {
-            shutdown.cancel();
-            browse.await.map(drop)
-        }
-    }
+    crate::signalled::finish_early_on_signal(browse, &shutdown)
+        .await
+        .map(drop)
 }
 
 async fn run(
