@@ -141,7 +141,13 @@ impl Suite {
 
     /// Parses suite text and checks each entry.
     pub fn parse(text: &str) -> anyhow::Result<Self> {
-        let suite: Suite = parse_toml(text)?;
+        // `[fixture]` is one table where a list is read: TOML's words for
+        // it ("expected a sequence") do not say what to write.
+        let single = |line: &str| line.split('#').next().is_some_and(|line| line.trim() == "[fixture]");
+        let suite: Suite = parse_toml(text).map_err(|err| match text.lines().any(single) {
+            true => anyhow::anyhow!("{err}: each fixture is written [[fixture]], with two brackets"),
+            false => err.into(),
+        })?;
         for (i, fixture) in suite.fixture.iter().enumerate() {
             let which = || format!("fixture {} ({})", i + 1, fixture.path.display());
             if fixture.check_url.is_some() && fixture.check_cmd.is_some() {
@@ -224,6 +230,15 @@ mod tests {
         assert_eq!(suite.fixture[0].timeout().unwrap(), Some(Duration::from_secs(2)));
         assert_eq!(suite.fixture[1].timeout().unwrap(), None);
         assert_eq!(suite.fixture[1].fresh, Some(true));
+    }
+
+    #[test]
+    fn a_fixture_written_as_one_table_is_told_the_brackets_a_list_takes() {
+        let err = Suite::parse("[fixture]\npath = \"a.json\"\n").unwrap_err().to_string();
+        assert!(
+            err.ends_with(": each fixture is written [[fixture]], with two brackets"),
+            "{err}"
+        );
     }
 
     #[test]
