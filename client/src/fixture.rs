@@ -369,7 +369,7 @@ impl Fixture {
             _ => detected,
         };
         if !self.event_key_source.is_empty() {
-            self.check_event_key(&carried, d.request_body.len())?;
+            self.check_event_key(&carried, &d.request_body)?;
         }
         Ok(carried)
     }
@@ -401,18 +401,20 @@ impl Fixture {
     /// Refuses an `event_key` that is not the provider event ID the request
     /// carries: after the ID in the body or a header is edited, the report
     /// would name one event while the handler is sent another.
-    fn check_event_key(&self, carried: &EventKey, body_len: usize) -> anyhow::Result<()> {
+    fn check_event_key(&self, carried: &EventKey, body: &[u8]) -> anyhow::Result<()> {
         // A source that names an ID ("body:/id", "header:X-GitHub-Delivery")
         // the request no longer carries: the body was emptied, say.
         let names_an_id = !self.event_key_source.starts_with("sha256:") && self.event_key_source != "none";
         if names_an_id && !carried.is_provider_id() {
             // Where the ID was, so the user knows where to put it back.
+            let bytes = portpreview_shared::text::counted(body.len(), "byte", "bytes");
             let whereabouts = match self.event_key_source.strip_prefix("header:") {
                 Some(name) => format!("no {name} header"),
-                None => format!(
-                    "its body holds {}",
-                    portpreview_shared::text::counted(body_len, "byte", "bytes")
-                ),
+                // An edit that broke the JSON, more often than a lost ID.
+                None if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err() && !body.is_empty() => {
+                    format!("its body, {bytes}, is not JSON")
+                }
+                None => format!("its body holds {bytes}"),
             };
             bail!(
                 "event_key_source {:?} names an ID the request does not carry ({whereabouts}): put it back, \
@@ -564,8 +566,20 @@ mod tests {
             ..fixture.clone()
         };
         let carried = portpreview_shared::provider::event_key(&[], b"{}", &[]);
-        let err = no_header.check_event_key(&carried, 2).unwrap_err().to_string();
+        let err = no_header.check_event_key(&carried, b"{}").unwrap_err().to_string();
         assert!(err.contains("(no X-GitHub-Delivery header)"), "{err}");
+        // A body an edit left no longer JSON is said to be so.
+        let broken = Fixture {
+            event_key: "evt_1".into(),
+            event_key_source: "body:/id".into(),
+            ..fixture.clone()
+        };
+        let carried = portpreview_shared::provider::event_key(&[], b"{\"id\": \"evt_1\", broken", &[]);
+        let err = broken
+            .check_event_key(&carried, b"{\"id\": \"evt_1\", broken")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("(its body, 22 bytes, is not JSON)"), "{err}");
 
         // A status written as text is refused in words, not type names.
         std::fs::write(
