@@ -1879,3 +1879,45 @@ fn a_handler_seen_acting_once_passes_a_check_expecting_an_effect() {
     assert_eq!(json["fixtures"][0]["verdict"], "idempotent", "{json:#}");
     assert_eq!(late.balance(), 1);
 }
+
+/// A fixture whose body was edited by hand, sent under its recorded
+/// signature: a handler that checks it answers 401, and the report says
+/// that the signature may be what it refused, and how to sign anew.
+#[tokio::test]
+async fn a_refused_recorded_signature_is_said_to_need_signing_anew() {
+    let handler = LocalHandler::start(|_| Answer {
+        status: 401,
+        ..Answer::default()
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let body = r#"{"action":"opened","number":2}"#;
+    let edited = NewDelivery {
+        path: "/github".into(),
+        request_headers: vec![
+            Header::new("content-type", "application/json"),
+            Header::new("x-github-event", "pull_request"),
+            Header::new("x-github-delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958"),
+            Header::new("x-hub-signature-256", format!("sha256={}", "0".repeat(64))),
+        ],
+        request_body: body.as_bytes().to_vec(),
+        request_body_size: body.len() as u64,
+        provider: Some("github".into()),
+        event_key: "72d3162e-cc78-11e3-81ab-4c9367dc0958".into(),
+        event_key_source: "header:X-GitHub-Delivery".into(),
+        event_type: Some("pull_request.opened".into()),
+        ..stripe_delivery("http://127.0.0.1:1")
+    };
+    export_fixture(dir.path(), &edited, "edited.json");
+    let ran = run_async(dir.path(), &["check", "edited.json", "--target", &handler.url()]).await;
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stdout.contains(
+            "attempt 1, sent with the recorded github signature, was answered 401: if the handler checks github \
+             signatures, the request was changed after it was signed (a fixture edited by hand), or the handler's \
+             secret was; pass --resign"
+        ),
+        "{}",
+        ran.stdout
+    );
+}

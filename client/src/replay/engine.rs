@@ -439,6 +439,11 @@ impl Run<'_> {
             warnings.extend(verdict::slow_answers(&self.attempts, provider));
         }
         warnings.extend(verdict::refused_signature(&self.attempts, self.plan.signed_with()));
+        warnings.extend(verdict::refused_recorded_signature(
+            &self.attempts,
+            self.plan.unwarned_signature,
+            opts.secret.as_ref().map(|secret| &secret.from),
+        ));
         Report {
             idempotent: verdict::decide(&checks),
             checks,

@@ -57,6 +57,11 @@ pub struct Plan {
     /// The fresh events go out under the recorded signature, which no
     /// longer matches them: a handler that checks it refuses every one.
     pub signature_void: bool,
+    /// The provider whose recorded signature the attempts carry, when
+    /// nothing was found wrong with it before the run: a refusal is then
+    /// the first sign that it no longer matches (a fixture edited by hand,
+    /// a secret rotated).
+    pub unwarned_signature: Option<Provider>,
     /// How the attempts differ from the recorded request, as the report
     /// and the run kept in the history say it: `body from --body-file`,
     /// `X-Test set`, `X-Old left out`.
@@ -181,9 +186,13 @@ impl Plan {
         let signing = signing(provider, &headers, opts, voided, &mut warnings)?;
         // A fresh identity that voids the signature is flagged as unsigned;
         // otherwise the recorded signature goes out, and its age matters.
+        let mut unwarned_signature = None;
         if let (None, false, Some(p)) = (&signing, voided, provider) {
             let found = opts.secret.as_ref().map(|secret| &secret.from);
-            warnings.extend(recorded_signature_warnings(p, &headers, &body, body_changed, found));
+            let said = recorded_signature_warnings(p, &headers, &body, body_changed, found);
+            let carried = p.resignable() && provider::carries_signature(p, &headers, &body);
+            unwarned_signature = (said.is_empty() && carried).then_some(p);
+            warnings.extend(said);
         }
         // An edited request is the event it now names, not the recorded one.
         let edited = body_changed || !opts.add_headers.is_empty() || !opts.drop_headers.is_empty();
@@ -206,6 +215,7 @@ impl Plan {
         let path = rehash(path);
         let plan = Self {
             signature_void: voided && signing.is_none(),
+            unwarned_signature,
             signed_url,
             endpoint,
             method: request.method.clone(),

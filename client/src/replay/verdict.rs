@@ -158,6 +158,26 @@ pub fn refused_signature(attempts: &[Attempt], signed_with: Option<SignedWith<'_
     ))
 }
 
+/// When attempt 1, sent with the recorded signature of `provider`, was
+/// refused as a signature check refuses: that the signature may no longer
+/// match the request (a fixture edited by hand, the handler's secret
+/// rotated since), and how to sign it anew. The answer alone reads like a
+/// handler bug.
+pub fn refused_recorded_signature(
+    attempts: &[Attempt],
+    provider: Option<Provider>,
+    found: Option<&SecretFrom>,
+) -> Option<String> {
+    let provider = provider?;
+    let status = attempts.first()?.answer.status.filter(|&s| refuses_signature(s))?;
+    Some(format!(
+        "attempt 1, sent with the recorded {provider} signature, was answered {status}: if the handler checks \
+         {provider} signatures, the request was changed after it was signed (a fixture edited by hand), or the \
+         handler's secret was; {}",
+        super::resign_advice(provider, found)
+    ))
+}
+
 /// Whether `status` is how a signature check refuses a request: 401 or
 /// 403, or 400 as Stripe's and Svix's libraries answer.
 fn refuses_signature(status: u16) -> bool {
