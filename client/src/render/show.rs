@@ -65,6 +65,14 @@ impl EscapeMarks {
         }
     }
 
+    /// `text` escaped as [`escape_str`] does, on one line, each escape marked.
+    fn escape_line<'t>(self, text: &'t str) -> Cow<'t, str> {
+        match self {
+            EscapeMarks::Plain => escape_str(text),
+            _ => self.join(escape_runs(text, false)),
+        }
+    }
+
     /// The runs of escaped text (`(text, escaped)`) joined, the escapes marked.
     fn join<'t>(self, runs: Vec<(Cow<'t, str>, bool)>) -> Cow<'t, str> {
         let (on, off) = match self {
@@ -160,7 +168,9 @@ fn request(out: &mut dyn Write, d: &Delivery, reveal: bool, cut: BodyCut<'_>) ->
         out,
         "  {} {}",
         escape_str(&r.method),
-        escape_str(&shown_path(&r.path, reveal))
+        // Marked as a body's escapes are: a path that sent U+200B reads
+        // apart from one holding the text `\u{200b}`.
+        cut.marks.escape_line(&shown_path(&r.path, reveal))
     )?;
     headers(out, &r.request_headers, reveal, cut.marks)?;
     body(out, d.id, &r.request_headers, &r.request_body, r.request_body_size, cut)
@@ -498,5 +508,16 @@ mod tests {
         let shown = delivery(&d, 2, &[], false, cut);
         assert!(shown.contains("  x-sent: a\x1b[35m\\xff\x1b[39mb\n"), "{shown}");
         assert!(shown.contains("  x-typed: a\\xffb\n"), "{shown}");
+
+        // And a path's: U+200B sent, and the same letters typed out.
+        for (path, line) in [
+            ("/zw\u{200b}j", "  POST /zw\x1b[35m\\u{200b}\x1b[39mj\n"),
+            ("/zw\\u{200b}j", "  POST /zw\\u{200b}j\n"),
+        ] {
+            let mut d = sample();
+            d.request.path = path.into();
+            let shown = delivery(&d, 2, &[], false, cut);
+            assert!(shown.contains(line), "{shown}");
+        }
     }
 }

@@ -174,8 +174,13 @@ fn about(delivery: &Delivery, number: i64, reveal: bool) -> Vec<Line<'static>> {
             Style::new().add_modifier(Modifier::BOLD),
         ),
         Span::raw(" "),
-        Span::raw(escape_str(&shown_path(&req.path, reveal)).into_owned()),
     ])];
+    // Marked as a body's escapes are: a path that sent U+200B reads apart
+    // from one holding the text `\u{200b}`.
+    for (run, escaped) in escape_runs(&shown_path(&req.path, reveal), false) {
+        let style = if escaped { ESCAPE } else { Style::new() };
+        lines[0].push_span(Span::styled(run.into_owned(), style));
+    }
     lines.push(label_value(
         "received",
         format!("{} UTC", timestamp(req.received_at_ms, true)),
