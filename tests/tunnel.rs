@@ -780,7 +780,7 @@ async fn a_local_answer_with_too_many_headers_gets_a_502_that_says_so() {
     let mut tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
     let reply = caller::post(&tunnel.url("/hook"), "{}").await;
     assert_eq!(reply.status, 502);
-    let why = "answered with a head too large to read: more than 100 header fields, or over 400 KiB";
+    let why = "answered with a head too large to read: more than 100 header fields, or over 408 KiB";
     assert!(reply.text().contains(why), "{}", reply.text());
     let (summary, _) = tunnel.next_delivery().await;
     assert!(summary.error.as_deref().is_some_and(|e| e.contains(why)), "{summary:?}");

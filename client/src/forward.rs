@@ -116,11 +116,21 @@ pub fn failed_answer(who: impl std::fmt::Display, error: &hyper::Error, unanswer
     }
 }
 
+/// The most header fields a handler's answer may carry (hyper's default,
+/// set here so that what [`explain`] says of it stays true).
+const ANSWER_HEAD_FIELDS: usize = 100;
+/// How much of a handler's answer is read ahead, its head whole within it
+/// (hyper's default too).
+const ANSWER_READ_BUFFER: usize = 8192 + 4096 * 100;
+
 /// What went wrong with a local answer, in words where hyper's would
 /// mislead: it calls 101 header fields of a few bytes each a head "too large".
 fn explain(error: &hyper::Error) -> String {
     if error.is_parse_too_large() {
-        "more than 100 header fields, or over 400 KiB".into()
+        format!(
+            "more than {ANSWER_HEAD_FIELDS} header fields, or over {}",
+            portpreview_shared::text::size(ANSWER_READ_BUFFER as u64)
+        )
     } else if let Some(tls) = crate::local_tls::tls_reason(error) {
         // hyper says only "connection error" for what TLS said.
         format!("{error}: {tls}")
@@ -393,14 +403,16 @@ impl Forwarder {
                 },
             })?;
         let first_byte = stream.first_byte();
-        let (sender, connection) =
-            http1::handshake(TokioIo::new(stream))
-                .await
-                .map_err(|error| ForwardError::Http {
-                    target: target.to_string(),
-                    error,
-                    hint: None,
-                })?;
+        let (sender, connection) = http1::Builder::new()
+            .max_headers(ANSWER_HEAD_FIELDS)
+            .max_buf_size(ANSWER_READ_BUFFER)
+            .handshake(TokioIo::new(stream))
+            .await
+            .map_err(|error| ForwardError::Http {
+                target: target.to_string(),
+                error,
+                hint: None,
+            })?;
         let cancel = self.cancel.clone();
         self.connections.spawn(async move {
             tokio::select! {
