@@ -162,14 +162,14 @@ pub struct Ticket(u64);
 
 impl Ticket {
     /// What names the delivery once its answer is recorded, to amend it.
-    pub fn later(&self) -> Later {
-        Later(self.0)
+    pub fn answered(&self) -> AnsweredTicket {
+        AnsweredTicket(self.0)
     }
 }
 
 /// Names a delivery whose answer is recorded, for [`Recorder::amend`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Later(u64);
+pub struct AnsweredTicket(u64);
 
 /// What became of an answer recorded as delivered, after all.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -444,14 +444,14 @@ impl Recorder {
         self.shared.queue.send(job).map_err(|_| RecordError::Closed)
     }
 
-    /// Records what became of the answer of the delivery `later` names
+    /// Records what became of the answer of the delivery `answered` names
     /// after all, in place of the answer's status and error: the relay
     /// said its caller did not get it whole only after the answer was
     /// handed to the history. Never waits. Lost should the process die
     /// before the writer stores it, as the answer it amends would be.
-    pub fn amend(&self, later: Later, amendment: Amendment) -> Result<(), RecordError> {
+    pub fn amend(&self, answered: AnsweredTicket, amendment: Amendment) -> Result<(), RecordError> {
         let job = Job::Amend {
-            seq: later.0,
+            seq: answered.0,
             amendment,
         };
         self.shared.queue.send(job).map_err(|_| RecordError::Closed)

@@ -718,23 +718,23 @@ mod tests {
         let path = dir.0.join("history.db");
         let (recorder, handle, mut reported) = start(&path);
         let ticket = recorder.record_request(delivery("evt_1", "/")).await.unwrap();
-        let later = ticket.later();
+        let amendable = ticket.answered();
         recorder.record_outcome(ticket, answered(200)).await.unwrap();
         let amendment = |status, error: &str| Amendment {
             was: 200,
             status,
             error: error.into(),
         };
-        recorder.amend(later, amendment(None, "gone")).unwrap();
+        recorder.amend(amendable, amendment(None, "gone")).unwrap();
         let report = next_report(&mut reported).await;
         assert_eq!((report.status, report.error.as_deref()), (None, Some("gone")));
 
         let ticket = recorder.record_request(delivery("evt_2", "/")).await.unwrap();
-        let later = ticket.later();
+        let amendable = ticket.answered();
         recorder.record_outcome(ticket, answered(200)).await.unwrap();
         let report = next_report(&mut reported).await;
         assert_eq!((report.status, report.error.as_deref()), (Some(200), None));
-        recorder.amend(later, amendment(Some(200), "cut")).unwrap();
+        recorder.amend(amendable, amendment(Some(200), "cut")).unwrap();
         let amended = next_report(&mut reported).await;
         assert_eq!(
             (amended.id, amended.status, amended.error.as_deref()),

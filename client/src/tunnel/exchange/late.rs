@@ -12,7 +12,7 @@ use portpreview_shared::message::{StreamId, CALLER_GONE_BEFORE_ANSWER, CALLER_GO
 use portpreview_shared::sync::lock;
 
 use super::{reached_no_caller, Shared, HAD_THE_STATUS};
-use crate::store::recorder::{Amendment, Later};
+use crate::store::recorder::{Amendment, AnsweredTicket};
 
 /// How long an answer is kept after it was sent: a reset later than this
 /// is no round trip's.
@@ -30,15 +30,15 @@ pub struct Answered(Arc<Mutex<VecDeque<Sent>>>);
 /// An answer sent whole, as recorded.
 struct Sent {
     stream: StreamId,
-    later: Later,
+    answered: AnsweredTicket,
     status: u16,
     at: Instant,
 }
 
 impl Answered {
     /// Keeps the answer `status` that `stream`'s exchange sent whole and
-    /// recorded as `later`.
-    pub(super) fn keep(&self, stream: StreamId, later: Later, status: u16) {
+    /// recorded as `answered`.
+    pub(super) fn keep(&self, stream: StreamId, answered: AnsweredTicket, status: u16) {
         let now = Instant::now();
         let mut sent = lock(&self.0);
         while sent
@@ -49,7 +49,7 @@ impl Answered {
         }
         sent.push_back(Sent {
             stream,
-            later,
+            answered,
             status,
             at: now,
         });
@@ -88,7 +88,7 @@ impl Answered {
             status,
             error,
         };
-        if let Err(err) = recorder.amend(sent.later, amendment) {
+        if let Err(err) = recorder.amend(sent.answered, amendment) {
             shared.recording_failed(&err);
         }
     }

@@ -7,7 +7,7 @@ use portpreview_shared::sync::lock;
 
 use super::{Head, Line, Shared};
 use crate::events::report_delivered;
-use crate::store::recorder::{Later, RecordError, Ticket};
+use crate::store::recorder::{AnsweredTicket, RecordError, Ticket};
 use crate::store::{size_past_cut, NewDelivery, Outcome, Summary};
 use crate::tunnel::body::{Capture, Held};
 
@@ -167,7 +167,12 @@ fn called_url(headers: &[portpreview_shared::Header], announced: &str) -> Option
 /// Hands the answer to the history, whose writer reports the delivery once
 /// it is stored; a delivery the history will not report is reported here.
 /// What names it in the history, to amend it, once its answer is there.
-pub(super) async fn finish(shared: &Shared, line: Line, outcome: Outcome, ticket: Option<Ticket>) -> Option<Later> {
+pub(super) async fn finish(
+    shared: &Shared,
+    line: Line,
+    outcome: Outcome,
+    ticket: Option<Ticket>,
+) -> Option<AnsweredTicket> {
     let unrecorded = Summary {
         id: 0,
         received_at_ms: line.received_at_ms,
@@ -185,9 +190,9 @@ pub(super) async fn finish(shared: &Shared, line: Line, outcome: Outcome, ticket
         replay_of: None,
     };
     if let (Some(recorder), Some(ticket)) = (&shared.recorder, ticket) {
-        let later = ticket.later();
+        let answered = ticket.answered();
         match recorder.record_outcome(ticket, outcome).await {
-            Ok(()) => return Some(later),
+            Ok(()) => return Some(answered),
             Err(err) => shared.recording_failed(&err),
         }
     }
