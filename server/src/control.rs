@@ -118,17 +118,17 @@ enum End {
     Shutdown,
 }
 
-impl End {
-    /// Why the session ended, for the relay's log.
-    fn describe(&self) -> String {
+/// Why the session ended, for the relay's log.
+impl std::fmt::Display for End {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            End::Gone(why) => format!("the client went away: {why}"),
-            End::Goodbye => "the client stopped".into(),
-            End::Refused(reason) => format!("refused: {reason}"),
-            End::Protocol(why) => format!("protocol error: {why}"),
-            End::TooLarge(why) => format!("frame over the limit: {why}"),
-            End::Dead => "the client stopped answering pings".into(),
-            End::Shutdown => "the relay is shutting down".into(),
+            End::Gone(why) => write!(f, "the client went away: {why}"),
+            End::Goodbye => f.write_str("the client stopped"),
+            End::Refused(reason) => write!(f, "refused: {reason}"),
+            End::Protocol(why) => write!(f, "protocol error: {why}"),
+            End::TooLarge(why) => write!(f, "frame over the limit: {why}"),
+            End::Dead => f.write_str("the client stopped answering pings"),
+            End::Shutdown => f.write_str("the relay is shutting down"),
         }
     }
 }
@@ -163,7 +163,7 @@ where
             });
             outbox.refuse_streams();
             let name_held = !matches!(end, End::Goodbye | End::Shutdown);
-            tracing::info!(tunnel = %lease.name, why = end.describe(), name_held, "tunnel disconnected");
+            tracing::info!(tunnel = %lease.name, why = %end, name_held, "tunnel disconnected");
             // A client that said goodbye is not coming back for its name,
             // which is free at once; any other loss holds it for a while.
             match end {
@@ -176,7 +176,7 @@ where
         Err(end) => {
             // Who never got a tunnel, and why: a client older or newer than
             // the relay, a name taken, something that is not a client.
-            tracing::info!(peer = %ctx.peer, why = end.describe(), "no tunnel opened");
+            tracing::info!(peer = %ctx.peer, why = %end, "no tunnel opened");
             say_goodbye(&outbox, end)
         }
     };
@@ -571,7 +571,7 @@ mod tests {
         ));
         for err in [tcp, tls] {
             assert_eq!(
-                read_failed(err).describe(),
+                read_failed(err).to_string(),
                 "the client went away: the client's connection was reset"
             );
         }

@@ -178,7 +178,8 @@ pub struct Amendment {
     pub was: u16,
     /// The status the history keeps now: none when no caller had it.
     pub status: Option<u16>,
-    /// Why.
+    /// Why the answer recorded was not what its caller got, as the
+    /// history shows it beside the delivery.
     pub error: String,
 }
 
