@@ -202,9 +202,106 @@ impl std::fmt::Debug for RelayConfig {
     }
 }
 
+/// A `--domain` as the relay matches Host headers against: lowercase,
+/// without a trailing dot.
+pub fn domain_name(text: &str) -> Result<String, String> {
+    const AN_ADDRESS: &str = "an IP address, not a domain name: <name>.DOMAIN URLs need a name with wildcard DNS \
+                              (/t/<name> URLs work without --domain)";
+    let domain = text.trim().trim_end_matches('.').to_ascii_lowercase();
+    // An IPv6 address holds colons, and would read as a port below.
+    let bare = domain.trim_start_matches('[').split(']').next().unwrap_or_default();
+    if bare.parse::<std::net::Ipv6Addr>().is_ok() {
+        return Err(AN_ADDRESS.into());
+    }
+    // The three likeliest slips: the public URL pasted, the port added,
+    // the wildcard DNS record copied.
+    if let Some((scheme, rest)) = domain.split_once("://") {
+        return Err(format!(
+            "a URL, not a domain name: give the host alone (--domain {}); the relay's URLs take {scheme}:// from \
+             how it serves (https:// with --tls-cert or --behind-https-proxy)",
+            rest.split(['/', ':']).next().unwrap_or_default()
+        ));
+    }
+    if let Some((host, _)) = domain.split_once(':') {
+        // Told to drop the port, an address would then be refused as one.
+        domain_name(host)?;
+        return Err(format!(
+            "a port does not belong in --domain (--domain {host}): public URLs keep the port clients reach the \
+             relay on"
+        ));
+    }
+    if let Some(rest) = domain.strip_prefix("*.") {
+        return Err(format!(
+            "the wildcard is DNS's part: give the domain it covers (--domain {rest}), and point *.{rest} at this relay"
+        ));
+    }
+    // DNS labels: letters, digits and inner hyphens.
+    let valid = !domain.is_empty()
+        && domain.split('.').all(|l| {
+            !l.is_empty()
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        });
+    // No top-level domain is all digits: this is an IPv4 address, and
+    // `<name>.127.0.0.1` would be a URL no resolver answers.
+    let numeric = domain
+        .rsplit('.')
+        .next()
+        .is_some_and(|tld| tld.bytes().all(|b| b.is_ascii_digit()));
+    match (valid, numeric) {
+        (true, false) => Ok(domain),
+        (true, true) => Err(AN_ADDRESS.into()),
+        (false, _) => Err("not a domain name".into()),
+    }
+}
+
+/// An address to listen on, a host name (`localhost:8080`) resolved to its
+/// first address.
+pub fn listen_address(text: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(addr) = text.parse() {
+        return Ok(addr);
+    }
+    let resolved = text
+        .to_socket_addrs()
+        .map_err(|err| format!("not an address like 0.0.0.0:8080 or 127.0.0.1:8080 ({err})"))?;
+    resolved
+        .into_iter()
+        .next()
+        .ok_or_else(|| format!("{text} resolves to no address"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A domain is matched as DNS writes it; the slips an operator makes
+    /// most are each told what to drop.
+    #[test]
+    fn a_domain_given_as_a_url_a_host_and_port_or_a_wildcard_is_told_what_to_drop() {
+        assert_eq!(domain_name("Relay.Example.TEST."), Ok("relay.example.test".into()));
+        let said = |text| domain_name(text).unwrap_err();
+        assert!(
+            said("https://relay.example.test/")
+                .starts_with("a URL, not a domain name: give the host alone (--domain relay.example.test)"),
+            "{}",
+            said("https://relay.example.test/")
+        );
+        assert!(said("relay.example.test:8080")
+            .starts_with("a port does not belong in --domain (--domain relay.example.test)"));
+        assert!(said("*.relay.example.test")
+            .starts_with("the wildcard is DNS's part: give the domain it covers (--domain relay.example.test)"));
+        for address in ["10.0.0.1", "10.0.0.1:80", "::1", "[::1]", "[::1]:8080"] {
+            assert!(
+                said(address).starts_with("an IP address, not a domain name"),
+                "{address}: {}",
+                said(address)
+            );
+        }
+        assert_eq!(said("-relay.example.test"), "not a domain name");
+        assert_eq!(said("relay_example"), "not a domain name");
+    }
 
     #[test]
     fn the_head_limit_may_not_exceed_what_a_frame_carries() {
