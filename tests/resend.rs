@@ -139,6 +139,9 @@ async fn failed_events_are_sent_again_once_each_in_order_once_the_handler_is_fix
         })
         .collect();
     assert_eq!(sent, [(2, 9, 200), (3, 10, 200)], "{json:#}");
+    // Each row as `history --json` gives it: #2 was evt_A's second delivery.
+    let numbers = [0, 1].map(|n| json["resent"][n]["delivery"]["delivery_number"].as_i64());
+    assert_eq!(numbers, [Some(2), Some(1)], "{json:#}");
     assert_eq!(json["answered_2xx"], 2);
     assert_eq!(json["not_answered_2xx"], 0);
     assert_eq!(json["passed_over"]["answered_elsewhere"], 1);

@@ -17,6 +17,8 @@ pub struct Event {
     pub summary: Summary,
     /// Where it was forwarded when it came.
     pub target: String,
+    /// Which delivery of its event it was, as `history --json` gives it.
+    pub delivery_number: Option<i64>,
     /// The id of the event's first delivery the filters matched: events
     /// go in the order they first came, so that a retry of an early event
     /// does not send it after a later one (an update before its create).
@@ -112,6 +114,7 @@ pub fn pick(store: &Store, query: &ListQuery) -> Result<Picked, StoreError> {
                 Some(EventState::Unanswered) => {
                     picked.events.push(Event {
                         first_id: summary.id,
+                        delivery_number: Some(store.delivery_number(summary.id)?),
                         summary,
                         target,
                     });

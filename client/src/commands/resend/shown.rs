@@ -130,7 +130,12 @@ impl Sent {
     }
 
     fn to_json(&self) -> Value {
-        let delivery = render::json::summary(&self.event.summary, &self.event.target, None, false);
+        let delivery = render::json::summary(
+            &self.event.summary,
+            &self.event.target,
+            self.event.delivery_number,
+            false,
+        );
         match &self.outcome {
             Outcome::Answered { attempt } => json!({
                 "delivery": delivery,
@@ -293,7 +298,7 @@ pub fn print_dry_run_json(picked: &Picked) -> anyhow::Result<()> {
         "would_resend": picked
             .events
             .iter()
-            .map(|e| render::json::summary(&e.summary, &e.target, None, false))
+            .map(|e| render::json::summary(&e.summary, &e.target, e.delivery_number, false))
             .collect::<Vec<_>>(),
         "passed_over": passed_over_json(picked),
     });
