@@ -434,6 +434,33 @@ fn a_retry_exported_beside_its_first_delivery_passes_a_check_expecting_an_effect
         "{}",
         ran.stdout
     );
+
+    // To a handler that credits every delivery, the retry's one attempt is
+    // a duplicate already: it fails, one attempt or not.
+    let bad = Handler::start(Behaviour::CreditsEveryDelivery);
+    let ran = project.check(
+        &[
+            "retried",
+            "--target",
+            &bad.url(),
+            "--check-url",
+            &bad.state_url(),
+            "--times",
+            "1",
+            "--settle",
+            "50ms",
+        ],
+        &[],
+    );
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stdout.contains(
+            "  retried/b-retry.json: ✗ not idempotent: attempt 1 changed the state, though retried/a-first.json \
+             sent this event earlier in this check"
+        ),
+        "{}",
+        ran.stdout
+    );
 }
 
 /// A handler that answers its first request, then dies on the second as

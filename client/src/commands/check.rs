@@ -106,7 +106,7 @@ struct Earlier {
     /// it first: to that handler, a later fixture of the same event (a
     /// provider's retry, exported beside its first delivery) is an event
     /// it has had.
-    events: HashMap<(String, String), String>,
+    events: HashMap<(String, String, String), String>,
     /// The last fixture each handler answered: a handler that stops
     /// answering most likely died on it.
     answered: HashMap<String, String>,
@@ -204,10 +204,12 @@ async fn check_one(
     };
     let handler = (replay::plan::resolve_target(&request.target, opts.target.as_deref(), &request.path).ok())
         .map(|(endpoint, _)| endpoint.authority());
-    // A fresh run sends new events, and a request without a key is no event.
+    // A fresh run sends new events, and a request without a key is no
+    // event. The key and its scope make the event, as in the history: one
+    // body sent to /orders and to /users is two.
     let event = (handler.clone())
         .filter(|_| !opts.fresh && !request.event_key.is_empty())
-        .map(|handler| (handler, request.event_key.clone()));
+        .map(|handler| (handler, request.event_key.clone(), request.event_scope()));
     let sent_by = event.as_ref().and_then(|event| earlier.events.get(event));
     opts.had_before = sent_by.map(|fixture| HadBefore::EarlierFixture(fixture.clone()));
     let report = match replay::run_until(request, &opts, &progress_printer(), interrupt).await {

@@ -206,6 +206,22 @@ pub fn duplicates_change_nothing(
     had_the_event: Option<&HadBefore>,
 ) -> Option<Check> {
     let first = trace.steps.first()?;
+    // An earlier fixture of the check sent this event minutes ago: attempt
+    // 1 is a duplicate too, and one that acted is the bug, run of one or not.
+    if let Some(HadBefore::EarlierFixture(fixture)) = had_the_event {
+        if first != &trace.before && attempts.first().is_some_and(Attempt::succeeded) {
+            return Some(Check {
+                name: DUPLICATES_CHANGE_NOTHING,
+                passed: false,
+                detail: format!(
+                    "attempt 1 changed the state, though {} sent this event earlier in this check: the duplicate \
+                     repeated the side effect; record the event ID under a unique constraint and skip events \
+                     already handled",
+                    portpreview_shared::sanitize::escape_str(fixture)
+                ),
+            });
+        }
+    }
     if trace.steps.len() < 2 {
         return None;
     }
