@@ -408,12 +408,19 @@ impl Fixture {
         if names_an_id && !carried.is_provider_id() {
             // Where the ID was, so the user knows where to put it back.
             let bytes = portpreview_shared::text::counted(body.len(), "byte", "bytes");
+            let broken_json = self.event_key_source.starts_with("body:")
+                && !body.is_empty()
+                && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err();
+            // An edit that broke the JSON, more often than a lost ID.
+            if broken_json {
+                bail!(
+                    "event_key_source {:?} reads the ID from a JSON body, and this body, {bytes}, is not JSON: \
+                     mend the edit that broke it",
+                    self.event_key_source,
+                );
+            }
             let whereabouts = match self.event_key_source.strip_prefix("header:") {
                 Some(name) => format!("no {name} header"),
-                // An edit that broke the JSON, more often than a lost ID.
-                None if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err() && !body.is_empty() => {
-                    format!("its body, {bytes}, is not JSON")
-                }
                 None => format!("its body holds {bytes}"),
             };
             bail!(
@@ -579,7 +586,12 @@ mod tests {
             .check_event_key(&carried, b"{\"id\": \"evt_1\", broken")
             .unwrap_err()
             .to_string();
-        assert!(err.contains("(its body, 22 bytes, is not JSON)"), "{err}");
+        assert!(
+            err.ends_with(
+                "reads the ID from a JSON body, and this body, 22 bytes, is not JSON: mend the edit that broke it"
+            ),
+            "{err}"
+        );
 
         // A status written as text is refused in words, not type names.
         std::fs::write(

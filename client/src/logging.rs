@@ -38,7 +38,9 @@ pub fn screen_taken() -> bool {
 /// has the screen to `portpreview.log` in the data directory, or nowhere
 /// when that file cannot be opened.
 pub fn init(cli: &Cli) {
-    if let (Some(asked), Err(err)) = (std::env::var_os(LOG_ENV), EnvFilter::try_from_env(LOG_ENV)) {
+    let asked = std::env::var_os(LOG_ENV);
+    let understood = EnvFilter::try_from_env(LOG_ENV);
+    if let (Some(asked), Err(err)) = (&asked, &understood) {
         // Said once, before any screen is taken; the logs go on at warn.
         crate::to_stderr(format_args!(
             "warning: {LOG_ENV}={} is not a log filter ({}): logging warnings only\n",
@@ -50,9 +52,9 @@ pub fn init(cli: &Cli) {
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     // Unasked for, a warning reads as the CLI's other lines do; a log
     // asked for with PORTPREVIEW_LOG keeps its times and levels.
-    let lines = match std::env::var_os(LOG_ENV) {
-        None => Lines::Plain,
-        Some(_) => Lines::Full(Format::default()),
+    let lines = match (asked, understood) {
+        (Some(_), Ok(_)) => Lines::Full(Format::default()),
+        _ => Lines::Plain,
     };
     let to_stderr = layer(std::io::stderr, ansi, lines);
     if !cli.command.uses_tui() {
