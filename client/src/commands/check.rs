@@ -106,10 +106,46 @@ struct Earlier {
     /// it first: to that handler, a later fixture of the same event (a
     /// provider's retry, exported beside its first delivery) is an event
     /// it has had.
-    events: HashMap<(String, String, String), String>,
+    events: HashMap<Event, String>,
     /// The last fixture each handler answered: a handler that stops
     /// answering most likely died on it.
     answered: HashMap<String, String>,
+}
+
+/// An event at a handler: `host:port`, event key, and the key's scope,
+/// which tells events apart as the history does (one body sent to
+/// `/orders` and to `/users` is two).
+type Event = (String, String, String);
+
+impl Earlier {
+    /// How the handler had the event, when an earlier fixture sent it.
+    fn had(&self, event: Option<&Event>) -> Option<HadBefore> {
+        let fixture = self.events.get(event?)?;
+        Some(HadBefore::EarlierFixture(fixture.clone()))
+    }
+
+    /// Why a fixture could not run, naming the fixture a handler found
+    /// down had answered last: "is the handler running?" alone would send
+    /// the user to the job's setup, where it was running.
+    fn why_down(&self, err: ReplayError, handler: Option<&String>) -> anyhow::Error {
+        match (&err, handler.and_then(|handler| self.answered.get(handler))) {
+            (ReplayError::TargetDown { .. }, Some(last)) => anyhow::anyhow!(
+                "{err}; it answered {} earlier in this check, and stopped answering after it",
+                escape_str(last)
+            ),
+            _ => err.into(),
+        }
+    }
+
+    /// Notes what fixture `name`'s run showed of its handler and event.
+    fn note(&mut self, name: &str, handler: Option<String>, event: Option<Event>, report: &Report) {
+        if let Some(handler) = handler.filter(|_| report.attempts.iter().any(|a| a.answer.status.is_some())) {
+            self.answered.insert(handler, name.to_owned());
+        }
+        if let Some(event) = event.filter(|_| report.attempts.iter().any(Attempt::succeeded)) {
+            self.events.entry(event).or_insert_with(|| name.to_owned());
+        }
+    }
 }
 
 /// Checks the fixtures in order until `stop`; those after it are not run.
@@ -204,37 +240,14 @@ async fn check_one(
     };
     let handler = (replay::plan::resolve_target(&request.target, opts.target.as_deref(), &request.path).ok())
         .map(|(endpoint, _)| endpoint.authority());
-    // A fresh run sends new events, and a request without a key is no
-    // event. The key and its scope make the event, as in the history: one
-    // body sent to /orders and to /users is two.
+    // A fresh run sends new events, and a request without a key is no event.
     let event = (handler.clone())
         .filter(|_| !opts.fresh && !request.event_key.is_empty())
         .map(|handler| (handler, request.event_key.clone(), request.event_scope()));
-    let sent_by = event.as_ref().and_then(|event| earlier.events.get(event));
-    opts.had_before = sent_by.map(|fixture| HadBefore::EarlierFixture(fixture.clone()));
-    let report = match replay::run_until(request, &opts, &progress_printer(), interrupt).await {
-        Ok(report) => report,
-        // Not "is the handler running?" alone: it was, and the fixture it
-        // answered last is where to look.
-        Err(err @ ReplayError::TargetDown { .. }) => {
-            return Err(
-                match handler.as_ref().and_then(|handler| earlier.answered.get(handler)) {
-                    Some(last) => anyhow::anyhow!(
-                        "{err}; it answered {} earlier in this check, and stopped answering after it",
-                        escape_str(last)
-                    ),
-                    None => err.into(),
-                },
-            );
-        }
-        Err(err) => return Err(err.into()),
-    };
-    if let Some(handler) = handler.filter(|_| report.attempts.iter().any(|a| a.answer.status.is_some())) {
-        earlier.answered.insert(handler, name.to_owned());
-    }
-    if let Some(event) = event.filter(|_| report.attempts.iter().any(Attempt::succeeded)) {
-        earlier.events.entry(event).or_insert_with(|| name.to_owned());
-    }
+    opts.had_before = earlier.had(event.as_ref());
+    let report = (replay::run_until(request, &opts, &progress_printer(), interrupt).await)
+        .map_err(|err| earlier.why_down(err, handler.as_ref()))?;
+    earlier.note(name, handler, event, &report);
     Ok(report)
 }
 
