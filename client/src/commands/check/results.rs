@@ -151,17 +151,7 @@ pub fn print(results: &Results, json: bool, code: u8) -> anyhow::Result<()> {
         format!(" ({})", caveats.join("; "))
     };
     // After dozens of reports, the ones to look at, named again.
-    let not_passed: Vec<String> = (results.iter())
-        .filter_map(|(name, outcome)| {
-            let said = match outcome {
-                Outcome::Ran(report) if report.idempotent == Some(true) => return None,
-                Outcome::Ran(report) => report.summary_line(),
-                Outcome::Error(reason) => format!("✗ could not run: {reason}"),
-                Outcome::NotRun => return None,
-            };
-            Some(format!("  {}: {}", escape_str(name), escape_str(&said)))
-        })
-        .collect();
+    let not_passed = not_passed(results);
     if results.len() > 1 && !not_passed.is_empty() {
         writeln!(out, "Not passed:\n{}", not_passed.join("\n"))?;
     }
@@ -177,4 +167,20 @@ pub fn print(results: &Results, json: bool, code: u8) -> anyhow::Result<()> {
         count("could_not_run"),
     )?;
     Ok(())
+}
+
+/// A line for each fixture that ran and did not pass, or could not run:
+/// its name and its one-line verdict.
+fn not_passed(results: &Results) -> Vec<String> {
+    (results.iter())
+        .filter_map(|(name, outcome)| {
+            let said = match outcome {
+                Outcome::Ran(report) if report.idempotent == Some(true) => return None,
+                Outcome::Ran(report) => report.summary_line(),
+                Outcome::Error(reason) => format!("✗ could not run: {reason}"),
+                Outcome::NotRun => return None,
+            };
+            Some(format!("  {}: {}", escape_str(name), escape_str(&said)))
+        })
+        .collect()
 }
