@@ -102,7 +102,9 @@ pub fn fixtures_at(path: &Path, suites: &mut Suites<'_>) -> Found {
     files.sort_by(|a, b| (&a.1, a.2, &a.0).cmp(&(&b.1, b.2, &b.0)));
     files.dedup_by(|later, first| later.1.is_some() && later.1 == first.1);
     found.fixtures = files.into_iter().map(|(file, _, _)| file).collect();
-    found.fixtures.sort();
+    found
+        .fixtures
+        .sort_by(|a, b| counting_order(&a.to_string_lossy(), &b.to_string_lossy()));
     // A folder that lost its fixtures (or a mistyped one) must not pass CI
     // beside others that ran: it is a fixture that could not run.
     if found.fixtures.is_empty() && found.unreadable.is_empty() {
@@ -118,6 +120,38 @@ pub fn fixtures_at(path: &Path, suites: &mut Suites<'_>) -> Found {
         found.unreadable.push((path.to_path_buf(), none));
     }
     found
+}
+
+/// `a` against `b` with their numbers compared as numbers, as people
+/// count: `portpreview-9.json` before `portpreview-10.json`, as `export`
+/// names them.
+fn counting_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let (mut a, mut b) = (a, b);
+    loop {
+        let (Some(x), Some(y)) = (a.chars().next(), b.chars().next()) else {
+            return a.len().cmp(&b.len());
+        };
+        let order = if x.is_ascii_digit() && y.is_ascii_digit() {
+            let (n, m) = (digits(a), digits(b));
+            let (trimmed_n, trimmed_m) = (n.trim_start_matches('0'), m.trim_start_matches('0'));
+            let order = (trimmed_n.len().cmp(&trimmed_m.len()))
+                .then_with(|| trimmed_n.cmp(trimmed_m))
+                .then_with(|| n.len().cmp(&m.len()));
+            (a, b) = (&a[n.len()..], &b[m.len()..]);
+            order
+        } else {
+            (a, b) = (&a[x.len_utf8()..], &b[y.len_utf8()..]);
+            x.cmp(&y)
+        };
+        if order.is_ne() {
+            return order;
+        }
+    }
+}
+
+/// The ASCII digits `text` starts with.
+fn digits(text: &str) -> &str {
+    &text[..text.bytes().take_while(u8::is_ascii_digit).count()]
 }
 
 /// The entries of `dir` in name order, or `None` when the folder it names
@@ -156,4 +190,35 @@ fn warn_of_a_suite(file: &Path, suites: &mut Suites<'_>) {
     crate::to_stderr(format_args!(
         "warning: {suite} is not read when its folder is given; to use its settings: portpreview check {suite}\n"
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbered_fixtures_run_in_the_order_they_count() {
+        let mut names = vec![
+            "fx/portpreview-10.json",
+            "fx/portpreview-9.json",
+            "fx/b.json",
+            "fx/a-2.json",
+            "fx/a-02.json",
+            "fx/a.json",
+            "fx/portpreview-100.json",
+        ];
+        names.sort_by(|a, b| counting_order(a, b));
+        assert_eq!(
+            names,
+            [
+                "fx/a-2.json",
+                "fx/a-02.json",
+                "fx/a.json",
+                "fx/b.json",
+                "fx/portpreview-9.json",
+                "fx/portpreview-10.json",
+                "fx/portpreview-100.json",
+            ]
+        );
+    }
 }
