@@ -59,7 +59,9 @@ fn written_short(mut text: &str) -> bool {
         let digits = text.bytes().take_while(u8::is_ascii_digit).count();
         let rest = &text[digits..];
         let letters = rest.bytes().take_while(u8::is_ascii_lowercase).count();
-        if digits == 0 || !UNITS.iter().any(|(unit, _)| rest[..letters] == **unit) {
+        // A year too: `prune --older-than 1y` reads back as written.
+        let unit = &rest[..letters];
+        if digits == 0 || !(unit == "y" || UNITS.iter().any(|(short, _)| unit == *short)) {
             return false;
         }
         text = &rest[letters..];
@@ -155,6 +157,7 @@ mod tests {
         assert_eq!(said("168hours"), Ok("7d".to_string()));
         assert_eq!(said("1h30m"), Ok("1h30m".to_string()));
         assert_eq!(said("2w3d"), Ok("2w3d".to_string()));
+        assert_eq!(said("1y"), Ok("1y".to_string()));
         assert_eq!(said("1h 30m"), Ok("90m".to_string()));
         assert_eq!(said("90mins"), Ok("90m".to_string()));
         assert_eq!(parse_age("4w").map(|d| d.duration), parse_duration("28d"));
