@@ -141,9 +141,13 @@ impl Suite {
 
     /// Parses suite text and checks each entry.
     pub fn parse(text: &str) -> anyhow::Result<Self> {
-        // `[fixture]` is one table where a list is read: TOML's words for
-        // it ("expected a sequence") do not say what to write.
-        let single = |line: &str| line.split('#').next().is_some_and(|line| line.trim() == "[fixture]");
+        // `[fixture]` (or `fixture = { … }`) is one table where a list is
+        // read: TOML's words for it ("expected a sequence") do not say
+        // what to write.
+        let single = |line: &str| {
+            let line = line.split('#').next().unwrap_or_default().replace(' ', "");
+            line == "[fixture]" || line.starts_with("fixture={")
+        };
         let suite: Suite = parse_toml(text).map_err(|err| match text.lines().any(single) {
             true => anyhow::anyhow!("{err}: each fixture is written [[fixture]], with two brackets"),
             false => err.into(),
@@ -234,11 +238,13 @@ mod tests {
 
     #[test]
     fn a_fixture_written_as_one_table_is_told_the_brackets_a_list_takes() {
-        let err = Suite::parse("[fixture]\npath = \"a.json\"\n").unwrap_err().to_string();
-        assert!(
-            err.ends_with(": each fixture is written [[fixture]], with two brackets"),
-            "{err}"
-        );
+        for text in ["[fixture]\npath = \"a.json\"\n", "fixture = { path = \"a.json\" }\n"] {
+            let err = Suite::parse(text).unwrap_err().to_string();
+            assert!(
+                err.ends_with(": each fixture is written [[fixture]], with two brackets"),
+                "{err}"
+            );
+        }
     }
 
     #[test]
