@@ -65,14 +65,6 @@ impl EscapeMarks {
         }
     }
 
-    /// `text` escaped as [`escape_str`] does, on one line, each escape marked.
-    fn escape_line<'t>(self, text: &'t str) -> Cow<'t, str> {
-        match self {
-            EscapeMarks::Plain => escape_str(text),
-            _ => self.join(escape_runs(text, false)),
-        }
-    }
-
     /// The runs of escaped text (`(text, escaped)`) joined, the escapes marked.
     fn join<'t>(self, runs: Vec<(Cow<'t, str>, bool)>) -> Cow<'t, str> {
         let (on, off) = match self {
@@ -170,7 +162,7 @@ fn request(out: &mut dyn Write, d: &Delivery, reveal: bool, cut: BodyCut<'_>) ->
         escape_str(&r.method),
         // Marked as a body's escapes are: a path that sent U+200B reads
         // apart from one holding the text `\u{200b}`.
-        cut.marks.escape_line(&shown_path(&r.path, reveal))
+        cut.marks.join(value_runs(shown_path(&r.path, reveal).as_bytes()))
     )?;
     headers(out, &r.request_headers, reveal, cut.marks)?;
     body(out, d.id, &r.request_headers, &r.request_body, r.request_body_size, cut)

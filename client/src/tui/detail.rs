@@ -167,20 +167,18 @@ fn cut_left(line: &Line<'static>, columns: usize) -> Line<'static> {
 /// which provider, which event.
 fn about(delivery: &Delivery, number: i64, reveal: bool) -> Vec<Line<'static>> {
     let req = &delivery.request;
-    let mut lines = vec![Line::from(vec![
+    let mut request_line = vec![
         Span::styled(format!("#{} ", delivery.id), Style::new().fg(Color::DarkGray)),
         Span::styled(
             escape_str(&req.method).into_owned(),
             Style::new().add_modifier(Modifier::BOLD),
         ),
         Span::raw(" "),
-    ])];
-    // Marked as a body's escapes are: a path that sent U+200B reads apart
-    // from one holding the text `\u{200b}`.
-    for (run, escaped) in escape_runs(&shown_path(&req.path, reveal), false) {
-        let style = if escaped { ESCAPE } else { Style::new() };
-        lines[0].push_span(Span::styled(run.into_owned(), style));
-    }
+    ];
+    // Marked as a header value's escapes are: a path that sent U+200B
+    // reads apart from one holding the text `\u{200b}`.
+    request_line.extend(marked_value(shown_path(&req.path, reveal).as_bytes()));
+    let mut lines = vec![Line::from(request_line)];
     lines.push(label_value(
         "received",
         format!("{} UTC", timestamp(req.received_at_ms, true)),
