@@ -293,21 +293,23 @@ fn query_string(path: &str) -> Vec<Value> {
     let Some((_, query)) = path.split_once('?') else {
         return Vec::new();
     };
-    let decoded = |text: &str| super::mask::percent_decoded(&text.replace('+', " ")).into_owned();
+    // HAR's strings hold text: bytes that decode to none are replaced,
+    // which the entry says, as a header's does.
+    let decoded = |text: &str| {
+        let bytes = super::mask::percent_decoded_bytes(&text.replace('+', " ")).into_owned();
+        match String::from_utf8(bytes) {
+            Ok(text) => (text, false),
+            Err(err) => (String::from_utf8_lossy(err.as_bytes()).into_owned(), true),
+        }
+    };
     query
         .split('&')
         .filter(|pair| !pair.is_empty())
         .map(|pair| {
             let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-            let mut entry = json!({ "name": decoded(name), "value": decoded(value) });
-            // HAR's strings hold text: bytes that decode to none are
-            // replaced, which the entry says, as a header's does.
-            let replaced = |raw: &str, shown: &Value| {
-                shown.as_str().is_some_and(|s| s.contains('\u{FFFD}'))
-                    && !raw.contains('\u{FFFD}')
-                    && !raw.to_ascii_uppercase().contains("%EF%BF%BD")
-            };
-            if replaced(name, &entry["name"]) || replaced(value, &entry["value"]) {
+            let ((name, name_replaced), (value, value_replaced)) = (decoded(name), decoded(value));
+            let mut entry = json!({ "name": name, "value": value });
+            if name_replaced || value_replaced {
                 entry["comment"] = "not UTF-8 once decoded: the bytes that are not are shown as U+FFFD; the url \
                                     holds them as sent"
                     .into();

@@ -122,10 +122,18 @@ fn masks(pair: &str) -> Option<&str> {
 }
 
 /// `text` with each `%XX` escape decoded; bytes that are not UTF-8 once
-/// decoded are replaced (they match no name, and HAR holds only text).
+/// decoded are replaced (they match no name).
 pub(super) fn percent_decoded(text: &str) -> Cow<'_, str> {
+    match percent_decoded_bytes(text) {
+        Cow::Borrowed(_) => Cow::Borrowed(text),
+        Cow::Owned(bytes) => Cow::Owned(String::from_utf8_lossy(&bytes).into_owned()),
+    }
+}
+
+/// `text` with each `%XX` escape decoded, as the bytes they stand for.
+pub(super) fn percent_decoded_bytes(text: &str) -> Cow<'_, [u8]> {
     if !text.contains('%') {
-        return Cow::Borrowed(text);
+        return Cow::Borrowed(text.as_bytes());
     }
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -143,7 +151,7 @@ pub(super) fn percent_decoded(text: &str) -> Cow<'_, str> {
             }
         }
     }
-    Cow::Owned(String::from_utf8_lossy(&out).into_owned())
+    Cow::Owned(out)
 }
 
 /// Header value bytes as one terminal-safe line: escaped text, with any
