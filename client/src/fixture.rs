@@ -132,10 +132,10 @@ impl FixtureHeader {
     }
 }
 
-/// Whether a JSON object without `portpreview_fixture` holds a request: a
-/// fixture whose first line was lost in an edit, which must fail a check,
-/// not be passed over as some other JSON beside the fixtures.
-fn lost_its_version(members: &serde_json::Map<String, serde_json::Value>) -> bool {
+/// Whether a JSON object holds a request. Without `portpreview_fixture`,
+/// it is a fixture whose first line was lost in an edit, which must fail a
+/// check, not be passed over as some other JSON beside the fixtures.
+fn holds_a_request(members: &serde_json::Map<String, serde_json::Value>) -> bool {
     members.contains_key("method") && members.contains_key("path")
 }
 
@@ -147,11 +147,11 @@ fn misread(text: &[u8]) -> Option<String> {
     let Ok(serde_json::Value::Object(members)) = serde_json::from_slice(text) else {
         return None;
     };
-    if !members.contains_key("portpreview_fixture") && lost_its_version(&members) {
-        return Some("it holds a request but no \"portpreview_fixture\": 1, which every fixture begins with".into());
-    }
     if !members.contains_key("portpreview_fixture") {
-        return Some("JSON without a portpreview_fixture field".into());
+        return Some(match holds_a_request(&members) {
+            true => "it holds a request but no \"portpreview_fixture\": 1, which every fixture begins with".into(),
+            false => "JSON without a portpreview_fixture field".into(),
+        });
     }
     // null is no body, as leaving the field out is.
     let body = members.get("body")?;
@@ -196,7 +196,7 @@ impl Fixture {
         };
         match serde_json::from_slice::<serde_json::Value>(&text) {
             Ok(serde_json::Value::Object(members)) => {
-                !members.contains_key("portpreview_fixture") && !lost_its_version(&members)
+                !members.contains_key("portpreview_fixture") && !holds_a_request(&members)
             }
             Ok(_) => true,
             Err(_) => false,
