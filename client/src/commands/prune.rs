@@ -8,6 +8,7 @@ use anyhow::Context;
 
 use portpreview_shared::text::{counted, size};
 
+use crate::store::Pruned;
 use crate::time::{now_ms, WrittenDuration};
 
 /// Arguments of `portpreview prune`.
@@ -26,32 +27,17 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
     let store = super::open_history(db)?;
     let age = i64::try_from(args.older_than.duration.as_millis()).unwrap_or(i64::MAX);
     let cut_off = now_ms().saturating_sub(age);
-    let pruned = match args.dry_run {
-        true => store.prunable(cut_off),
-        false => store.prune(cut_off),
-    }
-    .map_err(|e| e.for_command(db))?;
-    // `history` leaves replay attempts out, so they are not counted as deliveries here either.
-    let attempts = match pruned.replay_attempts {
-        0 => String::new(),
-        n => format!(", and {} of them", counted(n, "replay attempt", "replay attempts")),
-    };
-    writeln!(
-        std::io::stdout().lock(),
-        "{} {} older than {}{attempts}{}.",
-        if args.dry_run { "Would remove" } else { "Removed" },
-        counted(pruned.deliveries, "delivery", "deliveries"),
-        args.older_than.written,
-        if args.dry_run {
-            " (--dry-run: nothing removed)"
-        } else {
-            ""
-        },
-    )
-    .context("cannot write to stdout")?;
+    let mut out = std::io::stdout().lock();
     if args.dry_run {
+        let foreseen = store.prunable(cut_off).map_err(|e| e.for_command(db))?;
+        let what = what_goes(&foreseen, &args.older_than.written);
+        writeln!(out, "Would remove {what} (--dry-run: nothing removed).").context("cannot write to stdout")?;
         return Ok(ExitCode::SUCCESS);
     }
+    let pruned = store.prune(cut_off).map_err(|e| e.for_command(db))?;
+    let what = what_goes(&pruned, &args.older_than.written);
+    writeln!(out, "Removed {what}.").context("cannot write to stdout")?;
+    drop(out);
     let before = file_size(db);
     match store.shrink_if_mostly_free() {
         // A tunnel writing the history keeps the copy in the WAL until it
@@ -79,6 +65,19 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         ),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `12 deliveries older than 7d, and 3 replay attempts of them`.
+fn what_goes(pruned: &Pruned, age: &str) -> String {
+    // `history` leaves replay attempts out, so they are not counted as deliveries here either.
+    let attempts = match pruned.replay_attempts {
+        0 => String::new(),
+        n => format!(", and {} of them", counted(n, "replay attempt", "replay attempts")),
+    };
+    format!(
+        "{} older than {age}{attempts}",
+        counted(pruned.deliveries, "delivery", "deliveries")
+    )
 }
 
 fn file_size(path: &Path) -> u64 {
