@@ -673,6 +673,60 @@ fn a_first_attempt_that_failed_judges_no_duplicate() {
     assert_eq!(handler.balance(), 1, "attempt 2 handled the event, once");
 }
 
+/// A handler that charged, then answered 500, is retried by its
+/// provider: a retry that charges again is the double charge, and the run
+/// says so; one that finds the event done leaves the run failed on its
+/// answer alone.
+#[test]
+fn a_first_attempt_that_failed_after_acting_judges_its_retries() {
+    let charges_twice = Handler::start(Behaviour::CreditsThenFailsFirst {
+        failed: Default::default(),
+    });
+    let history = History::with(&stripe_delivery(&charges_twice.url()));
+    let ran = history.replay_probed(&charges_twice, &["--times", "3", "--json"]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
+    assert_eq!(json["verdict"], "not_idempotent", "{json:#}");
+    let summary = json["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("✗ not idempotent: attempt 2 changed the state again"),
+        "{json:#}"
+    );
+    assert!(
+        summary.contains("attempt 1 changed it, though it got no 2xx"),
+        "{summary}"
+    );
+    assert!(summary.contains("in the same transaction as its work"), "{summary}");
+    assert_eq!(ran.check("answers_2xx")["passed"], false);
+    assert_eq!(
+        charges_twice.balance(),
+        2,
+        "attempt 1 and its first retry both credited"
+    );
+
+    let saves_then_fails = Handler::start(Behaviour::DedupsThenFailsFirst {
+        failed: Default::default(),
+    });
+    let history = History::with(&stripe_delivery(&saves_then_fails.url()));
+    let ran = history.replay_probed(&saves_then_fails, &["--times", "3", "--json"]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
+    assert_eq!(json["verdict"], "failed", "{json:#}");
+    assert!(
+        (json["summary"].as_str().unwrap()).starts_with("✗ failed: attempt 1 answered 500:"),
+        "{json:#}"
+    );
+    let duplicates = ran.check("duplicates_change_nothing");
+    assert_eq!(duplicates["passed"], true, "{json:#}");
+    assert!(
+        (duplicates["detail"].as_str().unwrap()).starts_with(
+            "attempts 2–3 left the state as attempt 1 left it; attempt 1 changed it, though it got no 2xx"
+        ),
+        "{json:#}"
+    );
+    assert_eq!(saves_then_fails.balance(), 1);
+}
+
 #[test]
 fn a_stale_signature_fails_and_resigning_passes() {
     let handler = Handler::start(Behaviour::VerifiesStripeSignature {

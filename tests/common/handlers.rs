@@ -66,6 +66,19 @@ pub enum Behaviour {
         /// Set once the first delivery has failed.
         failed: Arc<std::sync::atomic::AtomicBool>,
     },
+    /// Credits its first delivery, then answers it 500 without noting the
+    /// event handled (the card charged, the save failed); then dedups: the
+    /// retry charges again.
+    CreditsThenFailsFirst {
+        /// Set once the first delivery has failed.
+        failed: Arc<std::sync::atomic::AtomicBool>,
+    },
+    /// Dedups and credits its first delivery, then answers it 500 (the
+    /// answer lost after the commit): the retry finds the event handled.
+    DedupsThenFailsFirst {
+        /// Set once the first delivery has failed.
+        failed: Arc<std::sync::atomic::AtomicBool>,
+    },
     /// Dedups, but takes this long to answer.
     Slow {
         /// Delay before the answer.
@@ -398,6 +411,21 @@ impl Shared {
                     return (500, "database unavailable".into());
                 }
                 let new = self.dedup_and_credit(event_id);
+                (200, if new { "credited" } else { "already handled" }.into())
+            }
+            Behaviour::CreditsThenFailsFirst { failed } => {
+                if !failed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                    self.credit(event_id);
+                    return (500, "charged, then could not save the event".into());
+                }
+                let new = self.dedup_and_credit(event_id);
+                (200, if new { "credited" } else { "already handled" }.into())
+            }
+            Behaviour::DedupsThenFailsFirst { failed } => {
+                let new = self.dedup_and_credit(event_id);
+                if !failed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                    return (500, "saved, then failed to answer".into());
+                }
                 (200, if new { "credited" } else { "already handled" }.into())
             }
             Behaviour::ConflictOnDuplicate => {

@@ -319,9 +319,9 @@ impl Run<'_> {
             .cloned()
             .collect();
         // As a whole run's reads: only a state that held still, after an
-        // attempt 1 that was answered, and no late first effect, can convict.
-        let first_failed = self.attempts.first().is_some_and(|a| !a.succeeded());
-        if first_failed || !verdict::state_settled(&self.trace, self.opts.settle, &read).passed {
+        // attempt 1 that was answered or acted, and no late first effect,
+        // can convict.
+        if !self.first_judges() || !verdict::state_settled(&self.trace, self.opts.settle, &read).passed {
             return None;
         }
         let check = if self.opts.fresh {
@@ -330,6 +330,22 @@ impl Run<'_> {
             verdict::duplicates_change_nothing(&read, &self.trace, self.had_the_event())
         };
         check.filter(|check| !check.passed && !verdict::makes_inconclusive(check.name))
+    }
+
+    /// Whether attempt 1 left a delivery for the others to duplicate: it
+    /// was answered 2xx, or it acted though it was not. An attempt 1 that
+    /// got no 2xx and changed nothing leaves none: the run failed, and no
+    /// duplicate is judged (a handler that failed once may act on the
+    /// next). One that acted all the same is the charge made before a
+    /// failed answer, and its provider retries it: the retries that act
+    /// again are the double charge.
+    fn first_judges(&self) -> bool {
+        let acted = self
+            .trace
+            .steps
+            .first()
+            .is_some_and(|first| first != &self.trace.before);
+        self.attempts.first().is_some_and(Attempt::succeeded) || acted
     }
 
     /// How the handler is known to have had the event before the run: the
@@ -346,6 +362,7 @@ impl Run<'_> {
     /// the run before its end, which leaves the verdict open.
     fn into_report(self, elapsed: Duration, interrupted: bool) -> Report {
         let had_the_event = self.had_the_event().cloned();
+        let first_judges = self.first_judges();
         let opts = self.opts;
         let provider = self.plan.provider;
         let mut checks = Vec::new();
@@ -386,10 +403,6 @@ impl Run<'_> {
                 // Reads taken while the state still moved can neither clear
                 // the handler nor convict it (a clock as the probe moves on
                 // every read), nor say whether it had seen the event before.
-                // An attempt 1 that got no 2xx leaves no delivery for the
-                // others to duplicate: the run failed, and no duplicate is
-                // judged (a handler that failed once may act on the next).
-                let first_failed = self.attempts.first().is_some_and(|a| !a.succeeded());
                 // A fixture whose event an earlier one of the check sent
                 // is not new to the handler, whatever --expect-effect says
                 // of the events: seen acting once, it is expected to do
@@ -407,7 +420,7 @@ impl Run<'_> {
                         warnings.extend(verdict::nothing_seen_to_act(trace, opts.settle, &self.attempts));
                     }
                 }
-                checks.extend(content.filter(|_| settled.passed && !first_failed));
+                checks.extend(content.filter(|_| settled.passed && first_judges));
                 checks.push(settled);
             }
             (None, None) => {}

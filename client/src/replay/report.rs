@@ -215,12 +215,12 @@ impl Report {
 
     /// True when the first attempt itself got no 2xx (the handler failed the
     /// delivery before any duplicate was sent), or when the attempts that
-    /// failed never reached the handler (it went away during the run) and
+    /// failed never reached the handler (it went away during the run), and
     /// nothing else convicts it: the run says nothing about idempotency and
     /// must not be worded as if it did.
     pub fn failed(&self) -> bool {
-        self.attempts.first().is_some_and(|first| !first.succeeded())
-            || (super::verdict::went_away(&self.attempts) && self.convicting().next().is_none())
+        let first_failed = self.attempts.first().is_some_and(|first| !first.succeeded());
+        (first_failed || super::verdict::went_away(&self.attempts)) && self.convicting().next().is_none()
     }
 
     /// The failed checks that show the handler is not idempotent, beside
@@ -254,17 +254,16 @@ impl Report {
             None => self
                 .failed_checks()
                 .find(|c| super::verdict::makes_inconclusive(c.name)),
-            // A handler that went away after a duplicate repeated its side
-            // effect: the side effect is what to name.
-            Some(false) if super::verdict::went_away(&self.attempts) => {
-                self.convicting().next().or_else(|| self.failed_checks().next())
-            }
             // A verdict reached names what reached it, not a read that
-            // failed beside it.
-            _ => (self
-                .failed_checks()
-                .find(|c| !super::verdict::makes_inconclusive(c.name)))
-            .or_else(|| self.failed_checks().next()),
+            // failed beside it; a side effect repeated first, as the worse
+            // of two failures (a handler that credits, then crashes on the
+            // duplicate).
+            _ => (self.convicting().next())
+                .or_else(|| {
+                    self.failed_checks()
+                        .find(|c| !super::verdict::makes_inconclusive(c.name))
+                })
+                .or_else(|| self.failed_checks().next()),
         }
         .map(|c| c.detail.as_str());
         let line = match (self.idempotent, first_failure) {
@@ -627,6 +626,19 @@ mod tests {
             crashed.summary_line().contains("the provider reads anything but a 2xx"),
             "{}",
             crashed.summary_line()
+        );
+        // It credited the duplicate before crashing on it: the credit is
+        // the worse of the two, and the summary names it.
+        let mut credited = crashed.clone();
+        credited.checks.push(Check {
+            name: crate::replay::verdict::DUPLICATES_CHANGE_NOTHING,
+            passed: false,
+            detail: "attempt 2 changed the state again".into(),
+        });
+        credited.idempotent = crate::replay::verdict::decide(&credited.checks);
+        assert_eq!(
+            credited.summary_line(),
+            "✗ not idempotent: attempt 2 changed the state again"
         );
     }
 

@@ -249,6 +249,7 @@ pub fn duplicates_change_nothing(
         ),
     };
     let news: std::borrow::Cow<'static, str> = match (first_changed, moved.is_empty()) {
+        (true, _) if !first_answered => "attempt 1 changed it, though it got no 2xx".into(),
         (true, true) => "attempt 1 changed it: the event was new to the handler".into(),
         // Or the work is queued for later than the settle windows waited.
         (false, true) if first_answered && had_the_event.is_some() => format!(
@@ -284,7 +285,11 @@ pub fn duplicates_change_nothing(
     let change = &shown.change;
     // Only values replaced (a `last_seen`, a status word): the handler may
     // skip the event's work and still write down that it came again.
-    let advice = if change.counts_nothing() {
+    let advice = if first_changed && !first_answered {
+        // The charge made before a failed answer, made again on the retry.
+        "a delivery that got no 2xx is retried, and the handler acted on it before failing: record the event \
+         ID in the same transaction as its work, so that the retry finds it done"
+    } else if change.counts_nothing() {
         "no count moved and no line was added, only values were replaced: if the handler records when it \
          last saw an event, leave that out of the probe's output; if it is the event's work, skip events \
          already handled"

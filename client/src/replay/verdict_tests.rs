@@ -50,7 +50,10 @@ fn attempt_1_speaks_of_the_handlers_past_only_when_the_duplicates_changed_nothin
             role: Role::Replay,
             request: crate::store::NewDelivery::default(),
             body: bytes::Bytes::new(),
-            answer: crate::replay::attempt::Answer::default(),
+            answer: crate::replay::attempt::Answer {
+                status: Some(200),
+                ..Default::default()
+            },
             step: n as usize - 1,
             state_changed: None,
         })
