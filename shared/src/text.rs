@@ -75,6 +75,34 @@ pub fn columns(text: &str) -> usize {
     UnicodeWidthStr::width(text)
 }
 
+/// `text` cut into lines of at most `width` columns, at spaces where it can
+/// and inside a word only when the word alone is wider than a line.
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let needed = if line.is_empty() { 0 } else { columns(&line) + 1 };
+        if !line.is_empty() && needed + columns(word) > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        for c in word.chars() {
+            let mut buf = [0; 4];
+            if !line.is_empty() && columns(&line) + columns(c.encode_utf8(&mut buf)) > width {
+                lines.push(std::mem::take(&mut line));
+            }
+            line.push(c);
+        }
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 /// `text` in at most `width` columns, ending in `…` when it had to be cut,
 /// so a reader sees there was more. Columns, not characters: a CJK
 /// character takes two, and counting it as one would cut it unmarked.
@@ -330,5 +358,16 @@ mod tests {
     fn counts_are_grouped_by_thousands() {
         assert_eq!(thousands(100_000), "100,000");
         assert_eq!(thousands(999), "999");
+    }
+    #[test]
+    fn wrap_breaks_at_spaces_and_splits_only_words_wider_than_a_line() {
+        assert_eq!(
+            wrap("attempts: a number from 1", 12),
+            ["attempts: a", "number from", "1"]
+        );
+        assert_eq!(wrap("abcdefgh ij", 4), ["abcd", "efgh", "ij"]);
+        assert_eq!(wrap("fits", 10), ["fits"]);
+        assert_eq!(wrap("", 10), [""]);
+        assert_eq!(wrap("wide ✓✓✓", 0), ["w", "i", "d", "e", "✓", "✓", "✓"]);
     }
 }

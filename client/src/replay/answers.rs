@@ -1,7 +1,7 @@
 //! Answers that differ between attempts, grouped and shown side by side.
 
 use portpreview_shared::sanitize::escape_str;
-use portpreview_shared::text::{columns, common_start, counted, fit, pad, tail, thousands};
+use portpreview_shared::text::{columns, common_start, counted, fit, pad, tail, thousands, wrap};
 use serde_json::{json, Value};
 
 use super::report::{attempts_phrase, Attempt};
@@ -9,6 +9,9 @@ use crate::render::body::pretty_json;
 
 /// Characters of a body shown in JSON and beside another answer.
 const SHOWN_BODY_CHARS: usize = 2000;
+
+/// Columns an error is wrapped to: one column of two side by side.
+const ERROR_COLUMNS: usize = 36;
 
 /// Attempts that got the same answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,18 +64,18 @@ impl AnswerGroup {
         } else {
             String::new()
         };
-        let head = match (self.status, &self.error) {
-            // The status first: a column cuts a long list of attempts, and
-            // two columns that both read "attempts 1, 3, 5, …" look alike.
-            (Some(status), _) => format!("{status} for {}{cut}", attempts_phrase(&self.attempts)),
-            (None, error) => format!(
-                "{}: {}",
-                attempts_phrase(&self.attempts),
-                // An error may quote what the handler sent.
-                escape_str(error.as_deref().unwrap_or("no answer"))
-            ),
+        let Some(status) = self.status else {
+            // The error wrapped under its head: a column would cut it
+            // before it says what happened.
+            let mut lines = vec![format!("no answer to {}", attempts_phrase(&self.attempts))];
+            // An error may quote what the handler sent.
+            let error = escape_str(self.error.as_deref().unwrap_or("no answer"));
+            lines.extend(wrap(&error, ERROR_COLUMNS));
+            return lines;
         };
-        let mut lines = vec![head];
+        // The status first: a column cuts a long list of attempts, and
+        // two columns that both read "attempts 1, 3, 5, …" look alike.
+        let mut lines = vec![format!("{status} for {}{cut}", attempts_phrase(&self.attempts))];
         let body = match is_binary(&self.body) {
             // As `show` and the state lines write bytes that are not
             // UTF-8: replacement characters would make two bodies that
@@ -86,6 +89,20 @@ impl AnswerGroup {
         let pretty = pretty_json(body.as_bytes()).unwrap_or(body);
         lines.extend(pretty.lines().map(|l| escape_str(l).into_owned()));
         lines
+    }
+}
+
+impl AnswerGroup {
+    /// The answer on one line of at most `width` columns: its head, then
+    /// its body's lines (or the error) run together.
+    pub fn one_line(&self, width: usize) -> String {
+        let lines = self.lines();
+        let (head, rest) = lines.split_first().map_or(("", &[][..]), |(h, r)| (h.as_str(), r));
+        let rest: Vec<&str> = rest.iter().map(|line| line.trim()).filter(|l| !l.is_empty()).collect();
+        match rest.is_empty() {
+            true => fit(head, width),
+            false => fit(&format!("{head}: {}", rest.join(" ")), width),
+        }
     }
 }
 

@@ -643,6 +643,40 @@ mod tests {
     }
 
     #[test]
+    fn every_distinct_answer_is_shown_and_an_error_beside_another_is_wrapped_whole() {
+        let mut three = report("rows: 1");
+        three.attempts[0].answer.status = Some(500);
+        three.attempts[0].answer.body = b"charged card but failed to save".to_vec();
+        three.attempts[1].answer = Answer {
+            error: Some("localhost:3000 did not answer: connection closed before an answer came".into()),
+            ..Answer::default()
+        };
+        let mut third = three.attempts[1].clone();
+        third.n = 3;
+        third.answer = Answer {
+            status: Some(200),
+            body: br#"{"ok":true,"dup":true}"#.to_vec(),
+            ..Answer::default()
+        };
+        three.attempts.push(third);
+        let text = three.render_text();
+        assert!(
+            text.contains("\n  and 200 for attempt 3: { \"ok\": true, \"dup\": true }\n"),
+            "{text}"
+        );
+        let error_rows: String = (text.lines())
+            .filter_map(|line| line.split_once(" | ").map(|(_, right)| right.trim().to_owned()))
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            error_rows.contains(
+                "no answer to attempt 2 localhost:3000 did not answer: connection closed before an answer came"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn a_refusal_every_attempt_got_is_shown_with_its_body() {
         let mut refused = report("rows: 1");
         for attempt in &mut refused.attempts {

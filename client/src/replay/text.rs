@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use portpreview_shared::provider::Provider;
 use portpreview_shared::sanitize::{escape_multiline, escape_str};
+use portpreview_shared::text::counted;
 
 use super::answers::{alone, distinct_answers, pair_to_show, side_by_side};
 use super::report::{Report, Signed};
@@ -14,6 +15,8 @@ use crate::render::mask::shown_path;
 const TABLE_HEAD: usize = 20;
 /// Rows shown after the elision.
 const TABLE_TAIL: usize = 5;
+/// Answers listed on a line each, past the two shown side by side.
+const OTHER_ANSWERS_SHOWN: usize = 5;
 
 impl Report {
     /// The report as the terminal shows it; every untrusted string escaped.
@@ -89,12 +92,18 @@ impl Report {
         if let Some((left, right)) = pair_to_show(&groups) {
             out.push_str("\nAnswers differ between attempts:\n");
             out.push_str(&side_by_side(left, right, 38));
-            if groups.len() > 2 {
-                let more = groups.len() - 2;
+            let others: Vec<_> = (groups.iter())
+                .filter(|g| !std::ptr::eq(*g, left) && !std::ptr::eq(*g, right))
+                .collect();
+            for other in others.iter().take(OTHER_ANSWERS_SHOWN) {
+                let _ = writeln!(out, "  and {}", other.one_line(76));
+            }
+            if others.len() > OTHER_ANSWERS_SHOWN {
+                let more = others.len() - OTHER_ANSWERS_SHOWN;
                 let _ = writeln!(
                     out,
-                    "  … and {more} more distinct answer{}",
-                    if more == 1 { "" } else { "s" }
+                    "  … and {} more: --json lists every answer",
+                    counted(more, "distinct answer", "distinct answers")
                 );
             }
         }

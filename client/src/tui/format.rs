@@ -1,7 +1,7 @@
 //! How times, statuses, durations and keys are written in cells.
 
 // Cells are cut as every view cuts text to columns.
-pub use portpreview_shared::text::{cut, fit, tail};
+pub use portpreview_shared::text::{cut, fit, tail, wrap};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 
@@ -45,35 +45,6 @@ pub fn duration(ms: Option<f64>) -> String {
         None => "…".to_owned(),
         Some(ms) => crate::time::ShortDuration(ms).to_string(),
     }
-}
-
-/// `text` cut into lines of at most `width` columns, at spaces where it can
-/// and inside a word only when the word alone is wider than a line.
-pub fn wrap(text: &str, width: usize) -> Vec<String> {
-    let width = width.max(1);
-    let columns = |s: &str| Span::raw(s).width();
-    let mut lines = Vec::new();
-    let mut line = String::new();
-    for word in text.split(' ').filter(|w| !w.is_empty()) {
-        let needed = if line.is_empty() { 0 } else { columns(&line) + 1 };
-        if !line.is_empty() && needed + columns(word) > width {
-            lines.push(std::mem::take(&mut line));
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        for c in word.chars() {
-            let mut buf = [0; 4];
-            if !line.is_empty() && columns(&line) + columns(c.encode_utf8(&mut buf)) > width {
-                lines.push(std::mem::take(&mut line));
-            }
-            line.push(c);
-        }
-    }
-    if !line.is_empty() || lines.is_empty() {
-        lines.push(line);
-    }
-    lines
 }
 
 /// `line` broken into rows of at most `width` columns, at spaces where it
@@ -220,18 +191,6 @@ mod tests {
         assert_eq!(duration(Some(3.25)), "3.2 ms");
         assert_eq!(duration(Some(14.4)), "14 ms");
         assert_eq!(duration(Some(1234.0)), "1.2 s");
-    }
-
-    #[test]
-    fn wrap_breaks_at_spaces_and_splits_only_words_wider_than_a_line() {
-        assert_eq!(
-            wrap("attempts: a number from 1", 12),
-            ["attempts: a", "number from", "1"]
-        );
-        assert_eq!(wrap("abcdefgh ij", 4), ["abcd", "efgh", "ij"]);
-        assert_eq!(wrap("fits", 10), ["fits"]);
-        assert_eq!(wrap("", 10), [""]);
-        assert_eq!(wrap("wide ✓✓✓", 0), ["w", "i", "d", "e", "✓", "✓", "✓"]);
     }
 
     #[test]
