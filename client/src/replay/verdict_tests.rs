@@ -829,3 +829,41 @@ fn a_burst_that_multiplied_an_amount_in_small_units_is_no_pass() {
         once.detail
     );
 }
+
+#[test]
+fn a_404_to_every_attempt_points_at_the_target_not_at_the_provider() {
+    let answered = |statuses: &[u16]| -> Vec<Attempt> {
+        (statuses.iter().zip(1..))
+            .map(|(&status, n)| Attempt {
+                n,
+                role: Role::Replay,
+                request: crate::store::NewDelivery::default(),
+                body: bytes::Bytes::new(),
+                answer: crate::replay::attempt::Answer {
+                    status: Some(status),
+                    ..Default::default()
+                },
+                step: n as usize - 1,
+                state_changed: None,
+            })
+            .collect()
+    };
+    let nowhere = answers_2xx(&answered(&[404, 404]), false);
+    assert!(
+        nowhere
+            .detail
+            .starts_with("attempts 1–2 answered 404: nothing at that path takes the event: check --target"),
+        "{}",
+        nowhere.detail
+    );
+    // A handler that takes the event, then refuses its duplicate: the
+    // provider's retries are the point.
+    let refused_duplicate = answers_2xx(&answered(&[200, 404]), false);
+    assert!(
+        refused_duplicate
+            .detail
+            .ends_with("the provider reads anything but a 2xx answer as a failed delivery and retries it"),
+        "{}",
+        refused_duplicate.detail
+    );
+}
