@@ -687,6 +687,61 @@ fn a_history_damaged_in_the_middle_lists_no_whole_array() {
     );
 }
 
+/// A damaged page that leads a lookup astray finds no row and raises no
+/// error in SQLite: `show`, `export` and `replay` of a delivery that is
+/// there say the history is damaged, not that there is no such delivery.
+#[test]
+fn a_delivery_a_damaged_index_page_hides_is_reported_as_damage_not_as_missing() {
+    let h = History::new("astray");
+    let store = h.store();
+    for n in 0..300 {
+        store
+            .insert_delivery(
+                &stripe_event(&format!("evt_{n}"), 1_700_000_000_000 + n),
+                &answered(200),
+            )
+            .unwrap();
+    }
+    drop(store);
+    let conn = rusqlite::Connection::open(&h.db).unwrap();
+    let root: u64 = conn
+        .query_row(
+            "SELECT rootpage FROM sqlite_master WHERE name = 'deliveries'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let page_size: u64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
+    drop(conn);
+    // The root, an interior page (type 5), sends a search for rowid 1 to
+    // its first child by the key of its first cell (after the child's
+    // 4-byte page number): that key, made 0 in as many bytes, sends it on
+    // to the second child, where row 1 is not.
+    let mut bytes = std::fs::read(&h.db).unwrap();
+    let page = usize::try_from((root - 1) * page_size).unwrap();
+    assert_eq!(bytes[page], 5, "the deliveries table spans pages");
+    let cell = page + usize::from(u16::from_be_bytes([bytes[page + 12], bytes[page + 13]]));
+    let key = cell + 4;
+    let len = bytes[key..].iter().position(|b| b & 0x80 == 0).unwrap() + 1;
+    bytes[key..key + len - 1].fill(0x80);
+    bytes[key + len - 1] = 0;
+    std::fs::write(&h.db, &bytes).unwrap();
+    for args in [&["show", "1"][..], &["export", "1"], &["replay", "1"]] {
+        let out = h.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let line = stderr_line(&out);
+        assert!(
+            line.starts_with(&format!(
+                "error: history database {} is corrupt: its deliveries table is damaged (",
+                h.db.display()
+            )),
+            "{args:?}: {line}"
+        );
+    }
+    // A delivery the lookup finds is shown as ever.
+    assert_eq!(h.run(&["show", "300"]).status.code(), Some(0));
+}
+
 #[test]
 fn unknown_ids_and_broken_databases_exit_2_with_one_line() {
     let h = History::new("errors");

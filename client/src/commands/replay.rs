@@ -309,6 +309,7 @@ fn chosen(store: &Store, wanted: &str, db: &Path) -> anyhow::Result<i64> {
     let wanted = whole_key(store, wanted.trim(), db)?;
     let wanted = wanted.as_str();
     let Some(pick) = store.newest_with_event_key(wanted).map_err(|err| err.for_command(db))? else {
+        store.deliveries_whole().map_err(|err| err.for_command(db))?;
         return Err(match id {
             Some(id) => anyhow::anyhow!(
                 "no delivery #{id}, nor one with event key \"{wanted}\", in {}",

@@ -46,6 +46,25 @@ impl Store {
         raw.map(|raw| raw.decode(self)).transpose()
     }
 
+    /// Whether the deliveries table reads whole, for a lookup that found
+    /// nothing: on a damaged page SQLite may find no row and report no
+    /// error, and "no delivery #12" would send the user looking for a
+    /// delivery that is there. Only there: it reads the whole table.
+    pub fn deliveries_whole(&self) -> Result<(), StoreError> {
+        let found: String = (self.conn)
+            .query_row("PRAGMA quick_check(deliveries)", [], |row| row.get(0))
+            .map_err(|e| self.classify(e))?;
+        if found == "ok" {
+            return Ok(());
+        }
+        // "*** in database main ***" heads the problems, one a line.
+        let first = found.lines().find(|line| !line.starts_with("***")).unwrap_or(&found);
+        Err(StoreError::Corrupt {
+            path: self.path.clone(),
+            detail: format!("its deliveries table is damaged ({})", first.trim()),
+        })
+    }
+
     /// Summaries matching `q`, newest first.
     pub fn list(&self, q: &ListQuery) -> Result<Vec<Summary>, StoreError> {
         Ok(self
