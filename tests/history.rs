@@ -1635,6 +1635,44 @@ fn a_prune_beside_another_reader_says_the_file_follows() {
     reader.execute_batch("COMMIT").unwrap();
 }
 
+/// `prune` waits up to 30 s for another process's write lock, and says
+/// so first: a silent half minute reads as a hang.
+#[test]
+fn prune_says_it_waits_for_a_lock_another_process_holds() {
+    let h = History::new("prune-locked");
+    let store = h.store();
+    store
+        .insert_delivery(&stripe_event("evt_old", 1_700_000_000_000), &answered(200))
+        .unwrap();
+    drop(store);
+    let holder = rusqlite::Connection::open(&h.db).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let mut prune = Command::new(portpreview_bin())
+        .arg("--db")
+        .arg(&h.db)
+        .args(["prune", "--older-than", "7d"])
+        .env("PORTPREVIEW_CONFIG", h.dir.join("config.toml"))
+        .env_remove("PORTPREVIEW_DB")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(prune.stderr.take().unwrap());
+    let mut said = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut said).unwrap();
+    assert_eq!(
+        said,
+        "note: another process holds the history's write lock; waiting up to 30 s for it\n"
+    );
+    holder.execute_batch("ROLLBACK").unwrap();
+    let out = prune.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "Removed 1 delivery older than 7d.\n"
+    );
+}
+
 #[test]
 fn prune_removes_only_old_deliveries() {
     let h = History::new("prune");

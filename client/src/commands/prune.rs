@@ -34,7 +34,13 @@ pub fn run(args: Args, db: &Path) -> anyhow::Result<ExitCode> {
         writeln!(out, "Would remove {what} (--dry-run: nothing removed).").context("cannot write to stdout")?;
         return Ok(ExitCode::SUCCESS);
     }
-    let pruned = store.prune(cut_off).map_err(|e| e.for_command(db))?;
+    let waiting = |patience: std::time::Duration| {
+        crate::to_stderr(format_args!(
+            "note: another process holds the history's write lock; waiting up to {} s for it\n",
+            patience.as_secs()
+        ));
+    };
+    let pruned = store.prune(cut_off, waiting).map_err(|e| e.for_command(db))?;
     let what = what_goes(&pruned, &args.older_than.written);
     writeln!(out, "Removed {what}.").context("cannot write to stdout")?;
     drop(out);

@@ -409,9 +409,9 @@ fn an_id_pruning_removed_is_never_given_to_another_delivery() {
     let ids: Vec<i64> = (0..3)
         .map(|n| store.insert_request(&delivery(&format!("evt_{n}"), "/")).unwrap())
         .collect();
-    assert_eq!(store.prune(i64::MAX).unwrap().deliveries, 3);
+    assert_eq!(store.prune(i64::MAX, |_| {}).unwrap().deliveries, 3);
     // Pruning an empty history keeps the mark of what came before.
-    assert_eq!(store.prune(i64::MAX).unwrap().deliveries, 0);
+    assert_eq!(store.prune(i64::MAX, |_| {}).unwrap().deliveries, 0);
     let next = store.insert_request(&delivery("evt_after", "/")).unwrap();
     assert_eq!(next, ids[2] + 1, "numbered past the pruned ids");
     let replayed = store
@@ -436,7 +436,7 @@ fn a_prune_with_nothing_to_delete_takes_no_lock() {
     let writer = rusqlite::Connection::open(&path).unwrap();
     writer.execute_batch("BEGIN IMMEDIATE").unwrap();
     let started = std::time::Instant::now();
-    assert_eq!(store.prune(1_000).unwrap(), Pruned::default());
+    assert_eq!(store.prune(1_000, |_| {}).unwrap(), Pruned::default());
     assert!(
         started.elapsed() < BUSY_TIMEOUT / 2,
         "waited for the lock: {:?}",
@@ -480,7 +480,7 @@ fn prune_removes_old_deliveries_and_their_runs() {
     let foreseen = store.prunable(5_000).unwrap();
     assert_eq!((foreseen.deliveries, foreseen.replay_attempts), (2, 1));
     assert!(store.get(old_id).unwrap().is_some(), "a count deletes nothing");
-    let pruned = store.prune(5_000).unwrap();
+    let pruned = store.prune(5_000, |_| {}).unwrap();
     assert_eq!((pruned.deliveries, pruned.replay_attempts), (2, 1));
     assert_eq!(
         store.get(new_id).unwrap().unwrap().delivery_count,
@@ -490,7 +490,7 @@ fn prune_removes_old_deliveries_and_their_runs() {
     assert_eq!(store.get(old_id).unwrap(), None);
     assert!(store.get(new_id).unwrap().is_some());
     assert!(store.replay_runs(old_id).unwrap().is_empty());
-    assert_eq!(store.prune(5_000).unwrap().deliveries, 0);
+    assert_eq!(store.prune(5_000, |_| {}).unwrap().deliveries, 0);
     let groups: i64 = store
         .conn
         .query_row("SELECT count(*) FROM event_counts", [], |r| r.get(0))
@@ -562,10 +562,10 @@ fn a_large_body_delivered_again_is_stored_once_and_read_back_whole() {
         "search reads shared bodies"
     );
 
-    assert_eq!(store.prune(5_000).unwrap().deliveries, 1);
+    assert_eq!(store.prune(5_000, |_| {}).unwrap().deliveries, 1);
     assert_eq!(bodies(&store), 2, "still used by the retry");
     assert!(store.get(second).unwrap().unwrap().request.request_body == big.request_body);
-    assert_eq!(store.prune(10_000).unwrap().deliveries, 1);
+    assert_eq!(store.prune(10_000, |_| {}).unwrap().deliveries, 1);
     assert_eq!(bodies(&store), 0, "gone with the last delivery using them");
 }
 
@@ -604,7 +604,11 @@ fn a_prune_cut_off_between_batches_leaves_no_body_behind() {
     // Left by a prune that deleted deliveries alone, as versions before did.
     store.conn.execute("DELETE FROM deliveries", []).unwrap();
     assert_eq!(bodies(&store), 1);
-    assert_eq!(store.prune(5_000).unwrap(), Pruned::default(), "no delivery to delete");
+    assert_eq!(
+        store.prune(5_000, |_| {}).unwrap(),
+        Pruned::default(),
+        "no delivery to delete"
+    );
     assert_eq!(bodies(&store), 0, "the body no delivery used is gone all the same");
 }
 
@@ -616,7 +620,7 @@ fn a_large_answer_to_a_pruned_delivery_is_not_kept() {
     let mut d = delivery("evt_slow", "/");
     d.received_at_ms = 1_000;
     let id = store.insert_request(&d).unwrap();
-    assert_eq!(store.prune(5_000).unwrap().deliveries, 1);
+    assert_eq!(store.prune(5_000, |_| {}).unwrap().deliveries, 1);
     let answer = Outcome {
         response_body: vec![b's'; write::SHARED_BODY],
         response_body_size: write::SHARED_BODY as u64,
@@ -809,7 +813,7 @@ fn answers_are_searched_pruned_and_replaced_with_their_delivery() {
     assert_eq!(store.count(&by_status).unwrap(), 1);
     assert_eq!(store.list(&by_status).unwrap()[0].id, new_id);
 
-    assert_eq!(store.prune(5_000).unwrap().deliveries, 1);
+    assert_eq!(store.prune(5_000, |_| {}).unwrap().deliveries, 1);
     let answers = |store: &Store| -> i64 {
         store
             .conn
@@ -1009,7 +1013,7 @@ fn a_history_opened_as_an_unchanging_file_is_found_whatever_its_name() {
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].event_key, "evt_odd");
     assert!(
-        store.prune(i64::MAX).is_err(),
+        store.prune(i64::MAX, |_| {}).is_err(),
         "a read-only history refuses writes rather than pretend"
     );
     assert_eq!(std::fs::read_dir(&dir.0).unwrap().count(), 1, "no file made beside it");

@@ -73,11 +73,17 @@ impl Store {
     /// (`PRUNE_BATCH`), the WAL emptied after each: a running tunnel's
     /// writer gets in between, and the WAL never grows toward the size of
     /// what is pruned.
-    pub fn prune(&self, older_than_ms: i64) -> Result<Pruned, StoreError> {
+    ///
+    /// `waiting` is called first when another process holds the write
+    /// lock, for a command to say why it waits before it waits.
+    pub fn prune(&self, older_than_ms: i64, waiting: impl FnOnce(Duration)) -> Result<Pruned, StoreError> {
         // Nothing to delete takes no lock: a prune run by cron beside busy
         // tunnels would otherwise queue behind their writes for nothing.
         if !self.holds_any_before(older_than_ms)? && !self.holds_unused_bodies()? {
             return Ok(Pruned::default());
+        }
+        if self.write_lock_held_elsewhere()? {
+            waiting(PRUNE_PATIENCE);
         }
         // The user's own command may wait on busy tunnels longer than a
         // tunnel's writer waits on anyone.
@@ -87,6 +93,20 @@ impl Store {
             .busy_timeout(super::BUSY_TIMEOUT)
             .map_err(|e| self.classify(e))?;
         pruned
+    }
+
+    /// Whether another process holds the write lock at this moment.
+    fn write_lock_held_elsewhere(&self) -> Result<bool, StoreError> {
+        self.conn.busy_timeout(Duration::ZERO).map_err(|e| self.classify(e))?;
+        let tried = self.conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK");
+        (self.conn)
+            .busy_timeout(super::BUSY_TIMEOUT)
+            .map_err(|e| self.classify(e))?;
+        match tried {
+            Ok(()) => Ok(false),
+            Err(err) if err.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => Ok(true),
+            Err(err) => Err(self.classify(err)),
+        }
     }
 
     /// What [`Store::prune`] would delete, without deleting it.
