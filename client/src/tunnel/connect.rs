@@ -185,6 +185,15 @@ async fn read_welcome(socket: &mut RelaySocket) -> Result<Welcome, ConnectError>
                     format!("the relay closed the socket during the hello: {reason}")
                 }));
             }
+            // A PortPreview relay speaks in binary frames only: text is
+            // another WebSocket service at the address.
+            Message::Text(text) => {
+                return Err(ConnectError::BadWelcome(format!(
+                    "it answered with text, \"{}\", where a PortPreview relay answers in binary: is that address \
+                     a PortPreview relay?",
+                    shorten(&escape_str(&text), MAX_QUOTED)
+                )))
+            }
             _ => continue,
         };
         let (message, _) =

@@ -475,13 +475,20 @@ async fn a_welcome_with_a_false_name_or_another_protocol_is_refused() {
             "the relay's answer to the hello cannot be used: a request head instead of a welcome".to_owned(),
         ),
     ];
+    let welcomes = (welcomes.into_iter())
+        .map(|(welcome, said)| (Message::Binary(codec::encode(&welcome, b"").expect("encodes").into()), said))
+        .chain([(
+            Message::Text(r#"{"type":"welcome"}"#.into()),
+            "the relay's answer to the hello cannot be used: it answered with text, \"{\"type\":\"welcome\"}\", \
+             where a PortPreview relay answers in binary: is that address a PortPreview relay?"
+                .to_owned(),
+        )]);
     for (welcome, said) in welcomes {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let address = listener.local_addr().expect("address");
         let relay = async {
             let mut socket = hello_read(&listener).await;
-            let frame = codec::encode(&welcome, b"").expect("encodes");
-            let _ = socket.send(Message::Binary(frame.into())).await;
+            let _ = socket.send(welcome).await;
             socket
         };
         let options = plain(address);
