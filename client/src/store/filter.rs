@@ -91,16 +91,27 @@ pub(super) fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
                 // searched once in `bodies`, not once for every row using it.
                 // LIKE reads a body as text, which ends at its first NUL byte:
                 // past one, as in a binary body, the bytes are searched as
-                // they are (`instr`), in the case typed.
+                // they are (`instr`), in the case typed. Header lists are
+                // stored encoded, their values as sent among length bytes:
+                // read the same two ways.
+                let either_way = |column: &str| {
+                    format!("CAST({column} AS TEXT) LIKE ?{n} ESCAPE '\\' OR instr({column}, ?{b}) > 0")
+                };
                 terms.push(format!(
                     "(d.path LIKE ?{n} ESCAPE '\\' OR d.method LIKE ?{n} ESCAPE '\\'
                       OR d.provider LIKE ?{n} ESCAPE '\\' OR d.event_key LIKE ?{n} ESCAPE '\\'
                       OR EXISTS (SELECT 1 FROM event_types t WHERE t.delivery_id = d.id
                           AND t.event_type LIKE ?{n} ESCAPE '\\')
-                      OR o.error LIKE ?{n} ESCAPE '\\' OR CAST(d.request_body AS TEXT) LIKE ?{n} ESCAPE '\\'
-                      OR instr(d.request_body, ?{b}) > 0
-                      OR d.request_body_id IN (SELECT id FROM bodies WHERE CAST(data AS TEXT) LIKE ?{n} ESCAPE '\\'
-                          OR instr(data, ?{b}) > 0))"
+                      OR o.error LIKE ?{n} ESCAPE '\\'
+                      OR {} OR {} OR {} OR {}
+                      OR d.request_body_id IN (SELECT id FROM bodies WHERE {})
+                      OR o.response_body_id IN (SELECT id FROM bodies WHERE {}))",
+                    either_way("d.request_body"),
+                    either_way("d.request_headers"),
+                    either_way("o.response_body"),
+                    either_way("o.response_headers"),
+                    either_way("data"),
+                    either_way("data"),
                 ));
                 values.push(Value::Text(format!("%{}%", escape_like(text))));
                 values.push(Value::Blob(text.as_bytes().to_vec()));

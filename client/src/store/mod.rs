@@ -68,8 +68,8 @@ pub struct ListQuery {
     pub received_since_ms: Option<i64>,
     /// Words that must all match: `404` a status, `5xx` a class of status,
     /// `err` a delivery with no answer, anything else a case-insensitive
-    /// substring of the path, method, provider, event type, event key, error or
-    /// request body text.
+    /// substring of the path, method, provider, event type, event key, error,
+    /// a header value or either body's text.
     pub search: Option<String>,
     /// Also list the deliveries sent by `replay`.
     pub include_replays: bool,

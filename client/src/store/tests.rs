@@ -274,6 +274,40 @@ fn search_finds_text_past_a_nul_byte_in_a_body() {
     assert_eq!(search("prefix"), vec![small], "text before the NUL, as before");
 }
 
+/// The handler's own words find its delivery: an error message in its
+/// answer's body (kept in the row, or once in `bodies` when large), or a
+/// header value, the request's or the answer's.
+#[test]
+fn search_finds_the_answer_body_and_header_values() {
+    let store = Store::in_memory().unwrap();
+    let failed = Outcome {
+        status: Some(500),
+        response_body: b"boom: Internal Error in ledger".to_vec(),
+        ..ok_outcome()
+    };
+    let failed = store.insert_delivery(&delivery("evt_a", "/a"), &failed).unwrap();
+    let mut large = ok_outcome();
+    large.response_body = vec![b'.'; 128 * 1024];
+    large.response_body.extend_from_slice(b"deep in a large answer");
+    large.response_headers.push(Header::new("x-request-id", "req_answer_77"));
+    let large = store.insert_delivery(&delivery("evt_b", "/b"), &large).unwrap();
+    let mut shop = delivery("evt_c", "/c");
+    shop.request_headers.push(Header::new("x-shopify-shop-domain", "example.myshopify.com"));
+    let shop = store.insert_delivery(&shop, &ok_outcome()).unwrap();
+    let search = |text: &str| {
+        let q = ListQuery {
+            search: Some(text.into()),
+            ..ListQuery::default()
+        };
+        store.list(&q).unwrap().iter().map(|s| s.id).collect::<Vec<_>>()
+    };
+    assert_eq!(search("\"internal error\""), vec![failed], "case-insensitive, as a request body is");
+    assert_eq!(search("\"large answer\""), vec![large]);
+    assert_eq!(search("req_answer_77"), vec![large]);
+    assert_eq!(search("EXAMPLE.myshopify"), vec![shop]);
+    assert_eq!(search("nowhere"), Vec::<i64>::new());
+}
+
 #[test]
 fn a_statement_stops_once_its_answer_is_not_wanted() {
     use std::sync::atomic::{AtomicBool, Ordering};
