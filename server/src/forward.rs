@@ -310,22 +310,23 @@ async fn read_whole(mut body: Incoming) -> Result<Bytes, usize> {
 /// The answer to a request no stream could be opened for on tunnel `name`.
 /// `inline` is the body, when it was small enough to be read whole.
 fn not_opened(err: OpenError, name: &str, turning: &TurnAway<'_>, inline: &[u8]) -> Response<RelayBody> {
+    // A sender that reads Retry-After comes back when the burst has passed.
+    let shortly = |mut busy: Response<RelayBody>| {
+        busy.headers_mut()
+            .insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("5"));
+        busy
+    };
     match err {
-        OpenError::Busy => turning.answer_with(
+        OpenError::Busy => shortly(turning.answer_with(
             StatusCode::SERVICE_UNAVAILABLE,
             format!("too many requests in flight for tunnel {name}"),
             inline,
-        ),
+        )),
         // Its body, still arriving, was not read: nothing to keep of it.
-        OpenError::Uploading => {
-            let mut busy = turning.answer(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("too many request bodies still arriving for tunnel {name}; try again shortly"),
-            );
-            busy.headers_mut()
-                .insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("5"));
-            busy
-        }
+        OpenError::Uploading => shortly(turning.answer(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("too many request bodies still arriving for tunnel {name}; try again shortly"),
+        )),
         // Nobody is left to tell.
         OpenError::Gone => client_gone(),
         OpenError::ShuttingDown => turning.answer_with(

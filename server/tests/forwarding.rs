@@ -647,6 +647,7 @@ async fn too_many_requests_in_flight_on_one_tunnel_get_503() {
         "{}",
         second.text()
     );
+    assert_eq!(second.headers["retry-after"], "5", "a sender backs off");
     let (news, _) = client.message().await;
     let ServerMessage::TurnedAway {
         method,
