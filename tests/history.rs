@@ -1994,4 +1994,14 @@ fn a_log_filter_that_does_not_parse_is_warned_of() {
         "{stderr}"
     );
     assert_eq!(stderr.matches("warning:").count(), 1, "{stderr}");
+    // One that parses but names a mistyped level would silence warnings.
+    let output = common::history::command(&db, &["history"])
+        .env("PORTPREVIEW_LOG", "debg")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("warning: PORTPREVIEW_LOG=debg: \"debg\" in it is no level (did you mean debug?)"),
+        "{stderr}"
+    );
 }

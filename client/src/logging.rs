@@ -48,6 +48,14 @@ pub fn init(cli: &Cli) {
             escape_str(&err.to_string())
         ));
     }
+    if let Some(why) = (asked.as_ref().filter(|_| understood.is_ok()))
+        .and_then(|asked| portpreview_shared::log_filter::doubt(&asked.to_string_lossy()))
+    {
+        crate::to_stderr(format_args!(
+            "warning: {LOG_ENV}={}: {why}\n",
+            escape_str(&asked.as_deref().unwrap_or_default().to_string_lossy())
+        ));
+    }
     // Colour codes only for a person's terminal, not in a captured log.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     // Unasked for, a warning reads as the CLI's other lines do; a log

@@ -287,3 +287,34 @@ fn a_token_short_enough_to_guess_is_warned_of_by_its_label() {
     std::mem::forget(guard);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A log filter that does not parse, or that names a mistyped level and
+/// so would silence every line, warnings included, is warned of before
+/// the relay starts, as the client warns of it.
+#[test]
+fn a_log_filter_that_would_not_log_what_was_meant_is_warned_of() {
+    for (filter, said) in [
+        ("bogus=[[", "warning: PORTPREVIEW_LOG=bogus=[[ is not a log filter ("),
+        (
+            "debg",
+            "warning: PORTPREVIEW_LOG=debg: \"debg\" in it is no level (did you mean debug?)",
+        ),
+    ] {
+        let mut child = Command::new(BIN)
+            .args(["--listen", "127.0.0.1:0"])
+            .env("PORTPREVIEW_LOG", filter)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let guard = KillOnDrop(child.id());
+        let mut line = String::new();
+        BufReader::new(child.stderr.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.starts_with(said), "{filter}: {line}");
+        let _ = child.kill();
+        let _ = child.wait();
+        std::mem::forget(guard);
+    }
+}

@@ -14,6 +14,7 @@ pub mod duration;
 pub mod hangup;
 pub mod hop;
 pub mod host;
+pub mod log_filter;
 pub mod message;
 pub mod name;
 pub mod open_files;

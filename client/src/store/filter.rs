@@ -94,9 +94,8 @@ pub(super) fn where_clause(q: &ListQuery) -> (String, Vec<Value>) {
                 // they are (`instr`), in the case typed. Header lists are
                 // stored encoded, their values as sent among length bytes:
                 // read the same two ways.
-                let either_way = |column: &str| {
-                    format!("CAST({column} AS TEXT) LIKE ?{n} ESCAPE '\\' OR instr({column}, ?{b}) > 0")
-                };
+                let either_way =
+                    |column: &str| format!("CAST({column} AS TEXT) LIKE ?{n} ESCAPE '\\' OR instr({column}, ?{b}) > 0");
                 terms.push(format!(
                     "(d.path LIKE ?{n} ESCAPE '\\' OR d.method LIKE ?{n} ESCAPE '\\'
                       OR d.provider LIKE ?{n} ESCAPE '\\' OR d.event_key LIKE ?{n} ESCAPE '\\'

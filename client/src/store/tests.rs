@@ -289,10 +289,13 @@ fn search_finds_the_answer_body_and_header_values() {
     let mut large = ok_outcome();
     large.response_body = vec![b'.'; 128 * 1024];
     large.response_body.extend_from_slice(b"deep in a large answer");
-    large.response_headers.push(Header::new("x-request-id", "req_answer_77"));
+    large
+        .response_headers
+        .push(Header::new("x-request-id", "req_answer_77"));
     let large = store.insert_delivery(&delivery("evt_b", "/b"), &large).unwrap();
     let mut shop = delivery("evt_c", "/c");
-    shop.request_headers.push(Header::new("x-shopify-shop-domain", "example.myshopify.com"));
+    shop.request_headers
+        .push(Header::new("x-shopify-shop-domain", "example.myshopify.com"));
     let shop = store.insert_delivery(&shop, &ok_outcome()).unwrap();
     let search = |text: &str| {
         let q = ListQuery {
@@ -301,7 +304,11 @@ fn search_finds_the_answer_body_and_header_values() {
         };
         store.list(&q).unwrap().iter().map(|s| s.id).collect::<Vec<_>>()
     };
-    assert_eq!(search("\"internal error\""), vec![failed], "case-insensitive, as a request body is");
+    assert_eq!(
+        search("\"internal error\""),
+        vec![failed],
+        "case-insensitive, as a request body is"
+    );
     assert_eq!(search("\"large answer\""), vec![large]);
     assert_eq!(search("req_answer_77"), vec![large]);
     assert_eq!(search("EXAMPLE.myshopify"), vec![shop]);

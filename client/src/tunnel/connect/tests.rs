@@ -476,7 +476,12 @@ async fn a_welcome_with_a_false_name_or_another_protocol_is_refused() {
         ),
     ];
     let welcomes = (welcomes.into_iter())
-        .map(|(welcome, said)| (Message::Binary(codec::encode(&welcome, b"").expect("encodes").into()), said))
+        .map(|(welcome, said)| {
+            (
+                Message::Binary(codec::encode(&welcome, b"").expect("encodes").into()),
+                said,
+            )
+        })
         .chain([(
             Message::Text(r#"{"type":"welcome"}"#.into()),
             "the relay's answer to the hello cannot be used: it answered with text, \"{\"type\":\"welcome\"}\", \

@@ -1,0 +1,55 @@
+//! `PORTPREVIEW_LOG` read alike by relay and client: what a filter that
+//! parses may still mean other than what was meant.
+
+/// The level names a filter directive may give.
+const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+
+/// Why `filter` likely logs less than was meant: a directive with no `=`
+/// that is no level is read as a target to log whole, and every other
+/// line, warnings included, is then left out. Only a word that reads as
+/// a mistyped level (`debg`, `inf`) is doubted: a target named on its own
+/// (`portpreview_server`) may be what was meant.
+pub fn doubt(filter: &str) -> Option<String> {
+    (filter.split(','))
+        .map(str::trim)
+        .filter(|directive| !directive.is_empty() && !directive.contains(['=', '[']))
+        .find_map(|directive| {
+            let word = directive.to_ascii_lowercase();
+            let level = LEVELS.iter().find(|level| {
+                *level != &word && level.len().abs_diff(word.len()) <= 1 && level.get(..1) == word.get(..1)
+            })?;
+            Some(format!(
+                "\"{}\" in it is no level (did you mean {level}?), so it logs a target of that name alone, and \
+                 nothing else, warnings included",
+                crate::sanitize::escape_str(directive)
+            ))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_level_mistyped_is_doubted_and_a_level_or_a_target_is_not() {
+        assert_eq!(
+            doubt("debg").as_deref(),
+            Some(
+                "\"debg\" in it is no level (did you mean debug?), so it logs a target of that name alone, and \
+                 nothing else, warnings included"
+            )
+        );
+        assert!(doubt("portpreview=info,inf").is_some_and(|why| why.contains("did you mean info?")));
+        for fine in [
+            "debug",
+            "WARN",
+            "portpreview_server",
+            "portpreview_server=debug",
+            "info,hyper=warn",
+            "",
+            "[span]=debug",
+        ] {
+            assert_eq!(doubt(fine), None, "{fine}");
+        }
+    }
+}
