@@ -741,7 +741,8 @@ async fn a_local_timeout_past_the_relays_wait_and_a_token_are_warned_about_where
     let handler = LocalHandler::echo().await;
     let port = handler.port().to_string();
     let relay_url = relay.http_url();
-    let warning = "--local-timeout 45s is longer than a PortPreview relay waits for an answer (30s)";
+    let warning = "--local-timeout 45s is longer than a PortPreview relay waits for an answer by default (30s, its \
+                   --request-timeout): unless it was started with a longer one, callers get the relay's 504 first";
     for (name, server) in [("remote", Some(relay_url.as_str())), ("local", None)] {
         let db = dir.path().join(format!("{name}.db"));
         let log = dir.path().join(format!("{name}.log"));

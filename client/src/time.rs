@@ -1,9 +1,9 @@
 //! Timestamps: milliseconds since the epoch as the store keeps them, RFC 3339
 //! and ordinals as users read them; durations as users write them.
 
-mod duration;
-
-pub use duration::{no_unit, parse_age, parse_duration, parse_duration_within, WrittenDuration, A_DURATION};
+pub use portpreview_shared::duration::{
+    no_unit, parse_age, parse_duration, parse_duration_within, WrittenDuration, A_DURATION,
+};
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -272,9 +272,68 @@ pub fn listen_address(text: &str) -> Result<std::net::SocketAddr, String> {
         .ok_or_else(|| format!("{text} resolves to no address"))
 }
 
+/// Largest `--max-body`: past any body a webhook sender posts, and
+/// still a size whose upload the answer timeout can cover.
+pub const MAX_BODY_LIMIT: u64 = 1024 * 1024 * 1024;
+
+/// `--request-timeout` and `--grace`: a duration within a day, above zero.
+pub fn wait(text: &str) -> Result<Duration, String> {
+    use portpreview_shared::duration::{format_duration, parse_duration_within, A_DURATION};
+    match parse_duration_within(text, MAX_WAIT, A_DURATION)? {
+        wait if wait.is_zero() => Err("a wait of no time at all would end every one at once: give 1s or more".into()),
+        wait if wait > MAX_WAIT => Err(format!(
+            "{} is over the longest wait the relay takes, a day",
+            format_duration(wait)
+        )),
+        wait => Ok(wait),
+    }
+}
+
+/// `--max-body`: bytes, or a number of KiB, MiB or GiB (`25MiB`), up to
+/// [`MAX_BODY_LIMIT`].
+pub fn body_limit(text: &str) -> Result<u64, String> {
+    const A_SIZE: &str = "expected a size like 25MiB, 512KiB or 1GiB, or a number of bytes";
+    let text = text.trim();
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    let (number, unit) = text.split_at(digits);
+    let scale: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1024,
+        "MiB" => 1024 * 1024,
+        "GiB" => 1024 * 1024 * 1024,
+        // Decimal units would be read as binary ones by some and not by others.
+        "KB" | "kB" | "MB" | "GB" => return Err(format!("{A_SIZE} (KiB, MiB and GiB count in 1024s)")),
+        _ => return Err(A_SIZE.into()),
+    };
+    let bytes = (number.parse::<u64>().ok())
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| A_SIZE.to_owned())?;
+    match bytes {
+        0 => Err("a limit of 0 would refuse every request with a body".into()),
+        n if n > MAX_BODY_LIMIT => Err("over 1GiB, the largest body limit the relay takes".into()),
+        n => Ok(n),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn limits_read_as_an_operator_writes_them() {
+        assert_eq!(wait("45s"), Ok(Duration::from_secs(45)));
+        assert_eq!(wait("2m"), Ok(Duration::from_secs(120)));
+        assert!(wait("0s").unwrap_err().contains("no time at all"));
+        assert!(wait("2d").unwrap_err().contains("a day"), "{:?}", wait("2d"));
+        assert!(wait("30").unwrap_err().starts_with("30 has no unit"));
+        assert_eq!(body_limit("25MiB"), Ok(25 * 1024 * 1024));
+        assert_eq!(body_limit("512 KiB"), Ok(512 * 1024));
+        assert_eq!(body_limit("1000"), Ok(1000));
+        assert!(body_limit("25MB").unwrap_err().contains("1024s"));
+        assert!(body_limit("2GiB").unwrap_err().starts_with("over 1GiB"));
+        assert!(body_limit("0").is_err());
+        assert!(body_limit("lots").unwrap_err().starts_with("expected a size"));
+    }
 
     /// A domain is matched as DNS writes it; the slips an operator makes
     /// most are each told what to drop.

@@ -5,6 +5,7 @@ use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::{CommandFactory, Parser};
@@ -42,6 +43,18 @@ struct Args {
     #[arg(long, value_name = "N", default_value_t = portpreview_server::config::DEFAULT_MAX_CONNECTIONS_PER_IP,
           allow_negative_numbers = true, value_parser = at_least_one)]
     max_connections_per_ip: usize,
+    /// How long a caller waits for the tunnel's answer before the relay
+    /// answers 504 (a webhook sender gives up after 10 to 30 s).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = portpreview_server::config::wait)]
+    request_timeout: Duration,
+    /// Largest request body relayed; a larger one gets 413 (25MiB is the
+    /// largest GitHub sends).
+    #[arg(long, value_name = "SIZE", default_value = "25MiB", value_parser = portpreview_server::config::body_limit)]
+    max_body: u64,
+    /// How long a name is held for its client after it drops, so that it
+    /// gets its URL back on reconnecting.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = portpreview_server::config::wait)]
+    grace: Duration,
 }
 
 // Under load glibc's malloc took about a tenth of the relay's time, mostly
@@ -172,6 +185,9 @@ fn config(args: &Args) -> anyhow::Result<RelayConfig> {
     let mut config = RelayConfig {
         behind_https: args.behind_https_proxy,
         max_connections_per_ip: args.max_connections_per_ip,
+        request_timeout: args.request_timeout,
+        max_body: args.max_body,
+        grace: args.grace,
         ..RelayConfig::default()
     };
     config.domain.clone_from(&args.domain);
@@ -281,6 +297,33 @@ impl Relay {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The defaults the help shows are the relay's own.
+    #[test]
+    fn limits_left_out_are_the_relays_defaults() {
+        let args = Args::parse_from(["portpreview-server", "--listen", "127.0.0.1:0"]);
+        let given = config(&args).expect("config");
+        let defaults = RelayConfig::default();
+        assert_eq!(
+            (given.request_timeout, given.max_body, given.grace),
+            (defaults.request_timeout, defaults.max_body, defaults.grace)
+        );
+        let args = Args::parse_from([
+            "portpreview-server",
+            "--listen",
+            "127.0.0.1:0",
+            "--request-timeout",
+            "45s",
+            "--max-body",
+            "50MiB",
+            "--grace",
+            "5m",
+        ]);
+        let given = config(&args).expect("config");
+        assert_eq!(given.request_timeout, Duration::from_secs(45));
+        assert_eq!(given.max_body, 50 * 1024 * 1024);
+        assert_eq!(given.grace, Duration::from_secs(300));
+    }
 
     /// `localhost:8080` listens on one of localhost's addresses: the help
     /// offers addresses that say what they bind, and says so of a name.

@@ -244,8 +244,8 @@ fn unused_with_a_relay(args: &Args, origin: &Origin) -> Vec<String> {
     let mut notices = Vec::new();
     if args.local_timeout > DEFAULT_REQUEST_TIMEOUT {
         notices.push(format!(
-            "--local-timeout {} is longer than a PortPreview relay waits for an answer ({}): \
-             callers get the relay's 504 first",
+            "--local-timeout {} is longer than a PortPreview relay waits for an answer by default ({}, its \
+             --request-timeout): unless it was started with a longer one, callers get the relay's 504 first",
             format_duration(args.local_timeout),
             format_duration(DEFAULT_REQUEST_TIMEOUT),
         ));
