@@ -89,7 +89,13 @@ const NO_SUCH_TUNNEL: &str = "no such tunnel";
 /// Answers one request.
 pub async fn handle(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, req: Request<Incoming>) -> Response<RelayBody> {
     let has_body = !req.body().is_end_stream();
+    // An access line for an operator asking why a sender got a 504, at
+    // debug: taken only when asked for, it costs the forwarding nothing.
+    let access = tracing::enabled!(tracing::Level::DEBUG).then(|| Access::of(&req));
     let response = respond(relay, conn, req, has_body).await;
+    if let Some(access) = access {
+        access.log(response.status());
+    }
     // The caller may be writing its whole body before it reads a byte of
     // the answer: closing on the unread rest would reset the connection,
     // and the answer with it. A caller still waiting for `100 Continue`
@@ -98,6 +104,40 @@ pub async fn handle(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, req: Request<Incom
         conn.linger.ask();
     }
     response
+}
+
+/// What the access line says of a request, taken before it is handled.
+struct Access {
+    started: std::time::Instant,
+    method: http::Method,
+    host: String,
+    target: String,
+}
+
+impl Access {
+    fn of<B>(req: &Request<B>) -> Self {
+        let text =
+            |value: &[u8]| portpreview_shared::sanitize::escape_str(&String::from_utf8_lossy(value)).into_owned();
+        Self {
+            started: std::time::Instant::now(),
+            method: req.method().clone(),
+            host: text(req.headers().get(header::HOST).map_or(&b""[..], HeaderValue::as_bytes)),
+            target: text(req.uri().path_and_query().map_or("", |p| p.as_str()).as_bytes()),
+        }
+    }
+
+    /// One line when the answer's head is ready (its body may stream on).
+    /// The caller's address is the connection span's.
+    fn log(self, status: StatusCode) {
+        tracing::debug!(
+            method = %self.method,
+            host = %self.host,
+            target = %self.target,
+            status = status.as_u16(),
+            ms = format_args!("{:.1}", self.started.elapsed().as_secs_f64() * 1000.0),
+            "request"
+        );
+    }
 }
 
 /// Whether `response` closes its connection.

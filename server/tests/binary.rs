@@ -318,3 +318,47 @@ fn a_log_filter_that_would_not_log_what_was_meant_is_warned_of() {
         std::mem::forget(guard);
     }
 }
+
+/// At debug, the relay logs a line a request, with its status: how an
+/// operator finds why a sender got a 404 or a 504.
+#[test]
+fn at_debug_each_request_is_logged_with_its_status() {
+    let mut child = Command::new(BIN)
+        .args(["--listen", "127.0.0.1:0"])
+        .env("PORTPREVIEW_LOG", "portpreview_server=debug")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let guard = KillOnDrop(child.id());
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("portpreview-server listening on ")
+        .expect(&line)
+        .to_owned();
+    let mut caller = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        caller,
+        "POST /t/nobody/hook?n=1 HTTP/1.1\r\nHost: relay.test\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    caller.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+    let logged = BufReader::new(child.stderr.take().unwrap())
+        .lines()
+        .map_while(Result::ok)
+        .find(|line| line.contains(" request "))
+        .expect("a request line");
+    assert!(
+        logged.contains("method=POST host=relay.test target=/t/nobody/hook?n=1 status=404 ms="),
+        "{logged}"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    std::mem::forget(guard);
+}
