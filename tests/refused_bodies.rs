@@ -82,7 +82,10 @@ async fn a_caller_writing_a_large_body_to_no_tunnel_before_reading_gets_the_404(
     let relay = TestRelay::start().await;
     let answer = post_all_then_read(&relay, "/t/nobody-here/hook", Reads::ToTheClose).await;
     assert!(answer.starts_with("HTTP/1.1 404 "), "{answer:.300}");
-    assert!(answer.ends_with("\r\n\r\nno such tunnel\n"), "{answer:.300}");
+    assert!(
+        answer.ends_with("\r\n\r\nno such tunnel: nothing is connected as nobody-here\n"),
+        "{answer:.300}"
+    );
 }
 
 /// A handler that answers before it reads the body (a 401 to a bad

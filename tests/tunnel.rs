@@ -988,7 +988,11 @@ async fn the_relay_answers_for_itself_when_it_must() {
 
     let missing = caller::post(&format!("{}/t/no-such-tunnel/x", relay.http_url()), "").await;
     assert_eq!(missing.status, 404);
-    assert_eq!(missing.text(), "no such tunnel\n", "the relay says why");
+    assert_eq!(
+        missing.text(),
+        "no such tunnel: nothing is connected as no-such-tunnel\n",
+        "the relay says why"
+    );
 
     let health = caller::send("GET", &format!("{}/healthz", relay.http_url()), &[], "").await;
     assert_eq!(health.status, 200);

@@ -77,14 +77,17 @@ pub enum Destination {
     Connect,
     /// `/healthz`.
     Health,
-    /// Under `/t/`, but no tunnel could have the name (`/t/ALPHA/`).
-    NoSuchTunnel,
+    /// Under `/t/`, but no tunnel could have the name (`/t/ALPHA/`): why.
+    NoSuchTunnel(String),
     /// None of the above: 404.
     Nowhere,
 }
 
-/// The relay's answer for a tunnel name nobody holds.
-const NO_SUCH_TUNNEL: &str = "no such tunnel";
+/// The relay's answer for a tunnel name nobody holds: the name is a
+/// valid one, and safe to write back.
+fn no_such_tunnel(name: &str) -> String {
+    format!("no such tunnel: nothing is connected as {name}")
+}
 
 /// Answers one request.
 pub async fn handle(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, req: Request<Incoming>) -> Response<RelayBody> {
@@ -179,7 +182,7 @@ async fn respond(
                     .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
                 refused
             }
-            Destination::NoSuchTunnel => answer(StatusCode::NOT_FOUND, NO_SUCH_TUNNEL),
+            Destination::NoSuchTunnel(why) => answer(StatusCode::NOT_FOUND, why),
             Destination::Nowhere => answer(StatusCode::NOT_FOUND, nowhere(relay.config.domain.as_deref())),
         },
     };
@@ -326,7 +329,7 @@ async fn tunnel(
     let tunnel = match relay.registry.route(name) {
         Route::Live(tunnel) => tunnel,
         Route::Reconnecting => return reconnecting(relay, req, name, &target, &hop),
-        Route::Unknown => return answer(StatusCode::NOT_FOUND, NO_SUCH_TUNNEL),
+        Route::Unknown => return answer(StatusCode::NOT_FOUND, no_such_tunnel(name)),
     };
     if websocket_handshake(&req) {
         // Told to the client too: a developer whose WebSocket client got
@@ -429,7 +432,13 @@ pub fn destination<B>(domain: Option<&str>, req: &Request<B>) -> Destination {
     };
     let (name, tail) = rest.split_once('/').map_or((rest, ""), |(n, t)| (n, t));
     if !names::is_valid(name) {
-        return Destination::NoSuchTunnel;
+        // The path keeps its case, as a URL's does; the name written in
+        // capitals is told how it reads.
+        let lower = name.to_ascii_lowercase();
+        return Destination::NoSuchTunnel(match names::is_valid(&lower) {
+            true => format!("no such tunnel: tunnel names are lowercase, as in /t/{lower}/"),
+            false => "no such tunnel: a tunnel name is lowercase letters, digits and dashes".into(),
+        });
     }
     // Put together by hand: `format!` costs several times as much, on
     // every request.
@@ -511,7 +520,8 @@ mod tests {
         assert!(matches!(dest(None, "relay", CONNECT_PATH), Destination::Connect));
         assert!(matches!(dest(None, "relay", "/"), Destination::Nowhere));
         assert!(
-            matches!(dest(None, "relay", "/t/ALPHA/x"), Destination::NoSuchTunnel),
+            matches!(dest(None, "relay", "/t/ALPHA/x"), Destination::NoSuchTunnel(why)
+                if why == "no such tunnel: tunnel names are lowercase, as in /t/alpha/"),
             "a name no tunnel could have is no such tunnel, not a wrong path"
         );
     }

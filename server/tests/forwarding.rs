@@ -19,7 +19,13 @@ async fn the_relay_answers_health_checks_and_unknown_tunnels_itself() {
     assert_eq!(health.status, 200);
     let missing = call(relay.addr, request(relay.addr, "POST", "/t/nobody-here/hook", "x")).await;
     assert_eq!(missing.status, 404);
-    assert_eq!(missing.text(), "no such tunnel\n");
+    assert_eq!(missing.text(), "no such tunnel: nothing is connected as nobody-here\n");
+    let capitals = call(relay.addr, request(relay.addr, "POST", "/t/Nobody-Here/hook", "x")).await;
+    assert_eq!(capitals.status, 404);
+    assert_eq!(
+        capitals.text(),
+        "no such tunnel: tunnel names are lowercase, as in /t/nobody-here/\n"
+    );
     assert_eq!(
         missing.headers.get("content-type").and_then(|v| v.to_str().ok()),
         Some("text/plain; charset=utf-8"),
