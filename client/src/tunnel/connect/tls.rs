@@ -15,7 +15,7 @@ pub fn tls_config(ca_cert: Option<&Path>) -> Result<Arc<rustls::ClientConfig>, C
     if let Some(path) = ca_cert {
         let mut certs = Vec::new();
         let pem = crate::input_file::read_file(path, crate::input_file::MAX_SETTINGS_FILE)
-            .map_err(|e| ConnectError::Tls(format!("cannot read {}: {e}", path.display())))?;
+            .map_err(|e| ConnectError::Tls(format!("cannot read the CA certificate {}: {e}", path.display())))?;
         for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
             let cert = cert.map_err(|e| ConnectError::Tls(format!("{}: {e}", path.display())))?;
             roots
