@@ -2299,8 +2299,8 @@ fn a_recorded_delivery_its_handler_already_had_changes_nothing_without_a_warning
         );
     }
 
-    // Sent to another handler that has the event too, nothing says it had:
-    // the run says what it could not see.
+    // Sent to another handler, nothing says it had the event the first
+    // time: the run says what it could not see.
     let other = Handler::start(Behaviour::DedupsInOneTransaction);
     let aimed = [
         "--target",
@@ -2310,16 +2310,32 @@ fn a_recorded_delivery_its_handler_already_had_changes_nothing_without_a_warning
         "--settle",
         "100ms",
     ];
-    assert_eq!(history.replay(&aimed).code, 0);
+    let first = history.replay(&[&aimed[..], &["--json"]].concat());
+    assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
+    let first = first.json();
+    assert_eq!(first["first_attempt_changed_state"], true, "{first:#}");
+    // Run again there, the first run's attempt, kept in the history and
+    // answered 2xx by that handler, says it had: no warning, and the
+    // report says how it is known.
     let ran = history.replay(&[&aimed[..], &["--times", "2", "--json"]].concat());
     assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
     assert!(
-        ran.json()["warnings"]
-            .to_string()
-            .contains("no read saw the state move"),
-        "{}",
-        ran.stdout
+        !json["warnings"].to_string().contains("no read saw the state move"),
+        "{json:#}"
     );
+    let attempt = &first["attempts"][0]["id"];
+    assert!(
+        ran.check("duplicates_change_nothing")["detail"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!(
+                "attempt 1 changed nothing: the handler had seen the event before, the history has #{attempt} \
+                 answered 2xx there (or does its work later than --settle waits)"
+            )),
+        "{json:#}"
+    );
+    assert_eq!(other.balance(), 1);
 }
 
 /// A provider's retry that reached the relay while the tunnel reconnected

@@ -175,14 +175,20 @@ async fn start(args: &Args, db: &Path, case: &mut String) -> anyhow::Result<Ran>
     let (request, origin) = load_request(args, db)?;
     *case = case_name(&origin, &request.event_key);
     let mut opts = args.run.options();
-    opts.had_before =
-        matches!(origin, Origin::History { answered: true, .. }).then_some(replay::HadBefore::WhenRecorded);
     opts.add_headers = args.headers.clone();
     opts.drop_headers = args.drop_headers.clone();
     if let Some(file) = &args.body_file {
         let body = crate::input_file::read_stream(file, crate::input_file::MAX_REQUEST_FILE);
         opts.body = Some(body.with_context(|| format!("cannot read --body-file {}", file.display()))?);
     }
+    opts.had_before = match &origin {
+        Origin::History { answered: true, .. } if opts.target.is_none() => Some(replay::HadBefore::WhenRecorded),
+        // Another body may be another event; a fresh one is new.
+        Origin::History { store, .. } if opts.body.is_none() && !opts.fresh => {
+            replay::had_before(store, &request, opts.target.as_deref())
+        }
+        _ => None,
+    };
     if opts.resign || opts.fresh {
         opts.secret = crate::config::resolve_secret(opts.secret.take(), replay::provider_of(&request), None)?;
     } else {

@@ -1,8 +1,48 @@
-//! Keeping a finished run in the history. `replay` and the TUI both call
-//! [`record`], so a run leaves the same rows whichever one started it.
+//! Keeping a finished run in the history, and reading from it what a
+//! handler had before a run. `replay` and the TUI both call [`record`],
+//! so a run leaves the same rows whichever one started it.
 
-use super::Report;
-use crate::store::{Outcome, ReplayRun, Store, StoreError};
+use super::{HadBefore, Report};
+use crate::store::{ListQuery, NewDelivery, Outcome, ReplayRun, Store, StoreError};
+
+/// Deliveries of one event read back to find one its handler answered:
+/// the newest, where an event's retries and replays gather.
+const EARLIER_LOOKED_AT: usize = 200;
+
+/// How the history shows the handler `request` goes to (`target`, else
+/// where it went) answering its event 2xx before: the delivery itself, a
+/// provider's retry of it, or an attempt of an earlier replay, sent to the
+/// same `host:port` and path. `None` when it shows none, or the request
+/// is no event.
+pub fn had_before(store: &Store, request: &NewDelivery, target: Option<&str>) -> Option<HadBefore> {
+    if request.event_key.is_empty() {
+        return None;
+    }
+    let place = |recorded: &str, path: &str| {
+        super::plan::resolve_target(recorded, target, path)
+            .ok()
+            .map(|(endpoint, path)| (endpoint.authority(), path))
+    };
+    let wanted = place(&request.target, &request.path)?;
+    let scope = request.event_scope();
+    let query = ListQuery {
+        event_key: Some(request.event_key.clone()),
+        include_replays: true,
+        limit: Some(EARLIER_LOOKED_AT),
+        ..ListQuery::default()
+    };
+    // A history that cannot be read tells nothing: the run goes on without it.
+    let earlier = store.list_with_targets(&query).ok()?;
+    let answered = (earlier.into_iter())
+        .filter(|(summary, _)| summary.event_scope == scope && matches!(summary.status, Some(200..=299)))
+        .find(|(summary, recorded)| {
+            (super::plan::resolve_target(recorded, None, &summary.path).ok())
+                .map(|(endpoint, path)| (endpoint.authority(), path))
+                .as_ref()
+                == Some(&wanted)
+        })?;
+    Some(HadBefore::InHistory(answered.0.id))
+}
 
 /// Stores the attempts of `report` as deliveries that replay `delivery_id`,
 /// and the run with its verdict, all or nothing. Returns the IDs the

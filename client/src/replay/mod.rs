@@ -25,7 +25,7 @@ pub mod verdict;
 
 use portpreview_shared::provider::{FreshError, Provider, SignError};
 
-pub use history::record;
+pub use history::{had_before, record};
 pub use options::{HadBefore, ReplayOptions, DEFAULT_SETTLE, DEFAULT_TIMEOUT, MAX_CONCURRENCY, MAX_TIMES};
 pub use overridden::edits_not_sent;
 pub use plan::provider_of;

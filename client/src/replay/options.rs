@@ -72,6 +72,10 @@ pub enum HadBefore {
     /// event to the same handler and got a 2xx: the provider's retry
     /// exported beside its first delivery.
     EarlierFixture(String),
+    /// The history holds this delivery of the event, sent to the same
+    /// handler (`host:port` and path) and answered 2xx: a provider's retry
+    /// of it, or an attempt of an earlier replay.
+    InHistory(i64),
 }
 
 impl Default for ReplayOptions {

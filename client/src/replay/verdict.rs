@@ -248,6 +248,7 @@ pub fn duplicates_change_nothing(
     let first_answered = attempts.first().is_some_and(Attempt::succeeded);
     let had_it = |had: &HadBefore| match had {
         HadBefore::WhenRecorded => "its delivery answered 2xx".to_owned(),
+        HadBefore::InHistory(id) => format!("the history has #{id} answered 2xx there"),
         HadBefore::EarlierFixture(fixture) => format!(
             "{} sent it earlier in this check",
             portpreview_shared::sanitize::escape_str(fixture)
