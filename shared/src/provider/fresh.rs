@@ -56,8 +56,18 @@ pub fn fresh_identity(
     // and one added would be no identity its handler reads.
     let own_id = match fresh_field {
         None => provider,
-        Some(_) => provider.filter(|&p| provider_id(p, headers, &Body::new(body)).is_some()),
+        Some(_) => provider.filter(|&p| carries_own_id(p, headers, body)),
     };
+    // Nor is a header added to a request keyed otherwise (an older
+    // GitLab's hook, by its content): its handler dedups on something
+    // else, which would stay as it was.
+    if let (Some(p), None) = (own_id, fresh_field) {
+        if let Some(name) = optional_id_header(p).filter(|_| !carries_own_id(p, headers, body)) {
+            return Err(FreshError::NoIdentity(format!(
+                "this {p} request carries no {name} header, the ID its handler dedups on"
+            )));
+        }
+    }
     let field_value = fresh_field.map(|field| renew_field(field, headers, body)).transpose()?;
     let renewed = own_id.map(|provider| {
         renew(provider, headers, body)
@@ -92,7 +102,8 @@ pub fn fresh_key_source(
     body: &[u8],
     fresh_field: Option<&str>,
 ) -> Option<String> {
-    if let Some((_, source)) = provider.and_then(|p| provider_id(p, headers, &Body::new(body))) {
+    let own = provider.filter(|&p| carries_own_id(p, headers, body));
+    if let Some((_, source)) = own.and_then(|p| provider_id(p, headers, &Body::new(body))) {
         return Some(source);
     }
     let field = fresh_field?;
@@ -101,6 +112,30 @@ pub fn fresh_key_source(
         Field::Header(name) => format!("header:{name}"),
         Field::Form(_) => field.to_owned(),
     })
+}
+
+/// The header that carries a provider's event ID, for those whose
+/// deliveries may come without it, keyed otherwise: older GitLab sends
+/// no Idempotency-Key (the body's hash keys such a hook), and a
+/// Linear delivery without Linear-Delivery is keyed by the change it
+/// describes. A provider that always sends its ID header gets one put
+/// back when a request lacks it (`--drop-header`, then `--fresh`).
+fn optional_id_header(provider: Provider) -> Option<&'static str> {
+    match provider {
+        Provider::Gitlab => Some("Idempotency-Key"),
+        Provider::Linear => Some("Linear-Delivery"),
+        _ => None,
+    }
+}
+
+/// Whether the request carries the provider's own event ID where a fresh
+/// identity renews it: in its header, for a provider whose ID header may
+/// be missing.
+fn carries_own_id(provider: Provider, headers: &[Header], body: &[u8]) -> bool {
+    match optional_id_header(provider) {
+        Some(name) => has_header(headers, name),
+        None => provider_id(provider, headers, &Body::new(body)).is_some(),
+    }
 }
 
 /// Where a `--fresh-field` points.

@@ -303,6 +303,42 @@ fn errors_say_what_to_do() {
     assert_eq!(body, br#"{"a":{"b":1}}"#);
 }
 
+/// A request keyed by its content, not by the ID header its provider
+/// sends (a GitLab hook from before Idempotency-Key, a Linear delivery
+/// without Linear-Delivery), gets no header added: its handler dedups on
+/// something else. Without a field that is refused; with one, the field
+/// is the new identity and the header stays out.
+#[test]
+fn a_header_id_the_request_lacks_is_not_added() {
+    let gitlab = || {
+        vec![
+            Header::new("X-Gitlab-Event", "Push Hook"),
+            Header::new("X-Gitlab-Webhook-UUID", "u-1"),
+        ]
+    };
+    let err = fresh_identity(Some(Provider::Gitlab), &mut gitlab(), &mut b"{}".to_vec(), None).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "cannot give this event a fresh identity: this gitlab request carries no Idempotency-Key header, the ID \
+             its handler dedups on; {FRESH_FIELD_HINT}"
+        )
+    );
+    let linear = || vec![Header::new("Linear-Event", "Issue")];
+    let body = br#"{"action":"update","type":"Issue","data":{"id":"iss_9","updatedAt":"2024-01-01T00:00:00Z"}}"#;
+    let err = fresh_identity(Some(Provider::Linear), &mut linear(), &mut body.to_vec(), None).unwrap_err();
+    assert!(err.to_string().contains("carries no Linear-Delivery header"), "{err}");
+    let (mut h, mut fresh_body) = (linear(), body.to_vec());
+    let key = fresh_identity(Some(Provider::Linear), &mut h, &mut fresh_body, Some("/data/id")).unwrap();
+    assert_eq!(h, linear(), "no Linear-Delivery added");
+    let renewed: Value = serde_json::from_slice(&fresh_body).unwrap();
+    assert_eq!(renewed["data"]["id"], key.as_str());
+    assert_eq!(
+        fresh_key_source(Some(Provider::Linear), &h, &fresh_body, Some("/data/id")).as_deref(),
+        Some("body:/data/id")
+    );
+}
+
 /// The key a fresh identity gets is named for where it came from: the
 /// provider's own ID, else the field renewed, never the recorded source
 /// (a `sha256:body` key of a sender nobody recognised).
