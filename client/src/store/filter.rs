@@ -149,8 +149,8 @@ pub(super) fn type_globs(wanted: &str) -> [String; 3] {
 enum SearchTerm<'a> {
     /// `404`, `5xx`, `err`: how the delivery was answered.
     Status(StatusWord),
-    /// Anything else, in the path, method, provider, event type, event key, error or
-    /// request body.
+    /// Anything else, in the path, method, provider, event type, event key,
+    /// error, a header value or either body.
     Text(&'a str),
 }
 
@@ -182,6 +182,18 @@ fn search_terms(search: &str) -> Vec<SearchTerm<'_>> {
         rest = rest.trim_start();
     }
     terms
+}
+
+/// The words of `search` read as statuses (`404`, `5xx`, `error`): a
+/// search that found nothing says which, as `internal error` reads as
+/// the text `internal` in a delivery that got no answer.
+pub fn status_words(search: &str) -> Vec<StatusWord> {
+    (search_terms(search).into_iter())
+        .filter_map(|term| match term {
+            SearchTerm::Status(word) => Some(word),
+            SearchTerm::Text(_) => None,
+        })
+        .collect()
 }
 
 /// The bounds of the event keys that begin with `start`, as a range the

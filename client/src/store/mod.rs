@@ -26,6 +26,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 
 pub use error::StoreError;
+pub use filter::status_words;
 pub(crate) use inbox::INFIX as INBOX_INFIX;
 pub use model::{size_past_cut, size_unknown_past, Delivery, NewDelivery, Outcome, Pruned, ReplayRun, Summary};
 pub(crate) use open::beside;

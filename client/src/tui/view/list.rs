@@ -120,6 +120,22 @@ fn title(app: &App, width: u16) -> Line<'static> {
     Line::from(spans)
 }
 
+/// What a search that found nothing took as statuses, when it also held
+/// text: `error` beside other words is easily meant as text.
+fn read_as_statuses(search: &str) -> String {
+    let statuses = crate::store::status_words(search);
+    let words = search.split_whitespace().count();
+    match statuses.as_slice() {
+        [] => String::new(),
+        _ if statuses.len() == words => String::new(),
+        [one] => format!(" {one} is read as a status: in double quotes, it is text."),
+        many => format!(
+            " {} are read as statuses: in double quotes, they are text.",
+            many.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
 fn empty_text(app: &App) -> Text<'static> {
     let dim = Style::new().fg(Color::DarkGray);
     match (app.pager.search(), &app.mode) {
@@ -128,7 +144,11 @@ fn empty_text(app: &App) -> Text<'static> {
             Style::new().fg(Color::Yellow),
         ),
         (Some(search), _) => Text::styled(
-            format!("Nothing matches “{}”. Esc clears the filter.", escape_str(search)),
+            format!(
+                "Nothing matches “{}”.{} Esc clears the filter.",
+                escape_str(search),
+                read_as_statuses(search)
+            ),
             dim,
         ),
         // Only the history is listed: without it the list stays empty
@@ -350,7 +370,7 @@ fn count_cell(count: i64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::count_cell;
+    use super::{count_cell, read_as_statuses};
 
     #[test]
     fn a_count_never_loses_its_leading_digits_to_the_column() {
@@ -360,5 +380,22 @@ mod tests {
             .collect();
         assert_eq!(shown, ["1", "999", "1k", "1k", "99k", "…"]);
         assert!(shown.iter().all(|cell| cell.chars().count() <= 3));
+    }
+
+    /// `internal error` found nothing: the words taken as statuses are
+    /// named, as `error` beside text is easily meant as text.
+    #[test]
+    fn a_search_that_found_nothing_names_the_words_it_read_as_statuses() {
+        assert_eq!(
+            read_as_statuses("internal error"),
+            " error is read as a status: in double quotes, it is text."
+        );
+        assert_eq!(
+            read_as_statuses("boom 5xx err"),
+            " 5xx, error are read as statuses: in double quotes, they are text."
+        );
+        assert_eq!(read_as_statuses("\"internal error\""), "");
+        assert_eq!(read_as_statuses("5xx"), "", "statuses alone were meant as such");
+        assert_eq!(read_as_statuses("stripe"), "");
     }
 }
