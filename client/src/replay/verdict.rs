@@ -503,11 +503,21 @@ fn late_first_effect(trace: &StateTrace, attempts: &[Attempt], window: &str) -> 
     };
     let (first_phrase, later_phrase) = (step_phrase(attempts, 0), step_phrase(attempts, step + 1));
     let later_change = shown_change(&pair[0], &pair[1]);
+    // As many rows as attempts came at once: each attempt's work, as
+    // likely as the first one's alone.
+    let reached = attempts.iter().filter(|a| !a.answer.unreached).count();
+    let rows = super::delta::changes(&[&pair[0], &pair[1]]).remove(0).lines_added();
+    let whose = match rows {
+        n if n >= 2 && n == reached => {
+            format!("every attempt's side effect ({n} lines came for {n} attempts) or the first one's")
+        }
+        _ => "the first one's own side effect".to_owned(),
+    };
     Some(match first_moved {
         false => format!(
             "{first_phrase} left the state unchanged within --settle, and it moved only in the reads after \
-             {later_phrase} ({later_change}): that may be the first one's own side effect, done {after}; {raise} \
-             past the time the handler takes",
+             {later_phrase} ({later_change}): that may be {whose}, done {after}; {raise} past the time the handler \
+             takes",
         ),
         true => format!(
             "{first_phrase} changed the state ({}), and it moved again only in the reads after {later_phrase}, \

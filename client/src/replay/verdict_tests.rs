@@ -135,6 +135,19 @@ fn one_move_after_a_first_step_that_changed_nothing_leaves_the_verdict_open() {
         late.detail
     );
     assert_eq!(decide(&[check(ANSWERS_2XX, true), late]), None);
+    // A row for each of the three attempts, all landing late: as likely
+    // every attempt's work as the first one's.
+    let rows = state_settled(
+        &settled_trace("rows:", &["rows:", "rows:", "rows:\nevt_A\nevt_A\nevt_A"]),
+        settle,
+        &three,
+    );
+    assert!(
+        rows.detail
+            .contains("that may be every attempt's side effect (3 lines came for 3 attempts) or the first one's"),
+        "{}",
+        rows.detail
+    );
     // Attempt 1 timed out: no "after it answered", and --timeout is named.
     let mut timed_out = three.clone();
     timed_out[0].answer.status = None;

@@ -62,6 +62,11 @@ impl Change {
         self.added == 0 && self.removed == 0 && self.counts.iter().all(|c| c.by == 0.0)
     }
 
+    /// Lines added, when the number of lines grew (rows of a dump).
+    pub fn lines_added(&self) -> usize {
+        self.added.saturating_sub(self.removed)
+    }
+
     /// A short description: "+1", "+1, −2", "+100, 1 value replaced", "1 line added".
     pub fn describe(&self) -> String {
         let mut parts: Vec<String> = self
