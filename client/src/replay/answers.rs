@@ -93,15 +93,20 @@ impl AnswerGroup {
 }
 
 impl AnswerGroup {
-    /// The answer on one line of at most `width` columns: its head, then
-    /// its body's lines (or the error) run together.
-    pub fn one_line(&self, width: usize) -> String {
+    /// The answer in at most `width` columns: its head, then its body's
+    /// lines run together on one line, cut; or its error, wrapped whole,
+    /// as cut it would stop before it says what happened.
+    pub fn in_brief(&self, width: usize) -> Vec<String> {
         let lines = self.lines();
         let (head, rest) = lines.split_first().map_or(("", &[][..]), |(h, r)| (h.as_str(), r));
         let rest: Vec<&str> = rest.iter().map(|line| line.trim()).filter(|l| !l.is_empty()).collect();
-        match rest.is_empty() {
-            true => fit(head, width),
-            false => fit(&format!("{head}: {}", rest.join(" ")), width),
+        let whole = match rest.is_empty() {
+            true => head.to_owned(),
+            false => format!("{head}: {}", rest.join(" ")),
+        };
+        match self.status {
+            Some(_) => vec![fit(&whole, width)],
+            None => wrap(&whole, width),
         }
     }
 }

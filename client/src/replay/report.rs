@@ -659,9 +659,24 @@ mod tests {
             ..Answer::default()
         };
         three.attempts.push(third);
+        let mut fourth = three.attempts[1].clone();
+        fourth.n = 4;
+        fourth.answer.error = Some(
+            "127.0.0.1:3000 did not answer: connection closed before an answer came, as a handler that crashed \
+             closes it"
+                .into(),
+        );
+        three.attempts.push(fourth);
         let text = three.render_text();
         assert!(
             text.contains("\n  and 200 for attempt 3: { \"ok\": true, \"dup\": true }\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "\n  and no answer to attempt 4: 127.0.0.1:3000 did not answer: connection closed\n      before an \
+                 answer came, as a handler that crashed closes it\n"
+            ),
             "{text}"
         );
         let error_rows: String = (text.lines())

@@ -4,7 +4,6 @@ use std::fmt::Write;
 
 use portpreview_shared::provider::Provider;
 use portpreview_shared::sanitize::{escape_multiline, escape_str};
-use portpreview_shared::text::counted;
 
 use super::answers::{alone, distinct_answers, pair_to_show, side_by_side};
 use super::report::{Report, Signed};
@@ -96,14 +95,16 @@ impl Report {
                 .filter(|g| !std::ptr::eq(*g, left) && !std::ptr::eq(*g, right))
                 .collect();
             for other in others.iter().take(OTHER_ANSWERS_SHOWN) {
-                let _ = writeln!(out, "  and {}", other.one_line(76));
+                for (i, line) in other.in_brief(74).iter().enumerate() {
+                    let _ = writeln!(out, "  {} {line}", if i == 0 { "and" } else { "   " });
+                }
             }
             if others.len() > OTHER_ANSWERS_SHOWN {
                 let more = others.len() - OTHER_ANSWERS_SHOWN;
                 let _ = writeln!(
                     out,
-                    "  … and {} more: --json lists every answer",
-                    counted(more, "distinct answer", "distinct answers")
+                    "  … and {more} more distinct {}: --json lists every answer",
+                    if more == 1 { "answer" } else { "answers" }
                 );
             }
         }
