@@ -101,9 +101,10 @@ pub fn answers_2xx(attempts: &[Attempt], signature_void: bool) -> Check {
         "most HTTP clients take an answer cut short for a failed request, and the provider retries the delivery"
     } else if attempts.iter().all(|a| matches!(a.answer.status, Some(404 | 405))) {
         // Refused from the first attempt on, whatever the handler's state:
-        // the request went where nothing handles it.
-        "nothing at that path takes the event: check --target and the path the request goes to \
-         (the delivery's own, unless --target gives one)"
+        // most often the request went where nothing handles it, though a
+        // handler may answer 404 for a record the event names.
+        "either nothing at that path takes the event (check --target, and the path: the delivery's own unless \
+         --target gives one), or the handler found nothing the event names; its answer says which"
     } else if (attempts.iter().filter(|a| !a.succeeded())).all(|a| a.answer.status == Some(429)) {
         // A rate limit reads like load, not like the duplicate it refused.
         "429 is a rate limit, and the provider reads it as a failed delivery and retries it: a provider's \

@@ -865,7 +865,7 @@ fn a_404_to_every_attempt_points_at_the_target_not_at_the_provider() {
     assert!(
         nowhere
             .detail
-            .starts_with("attempts 1–2 answered 404: nothing at that path takes the event: check --target"),
+            .starts_with("attempts 1–2 answered 404: either nothing at that path takes the event (check --target"),
         "{}",
         nowhere.detail
     );
