@@ -125,7 +125,12 @@ impl Access {
             started: std::time::Instant::now(),
             method: req.method().clone(),
             host: text(req.headers().get(header::HOST).map_or(&b""[..], HeaderValue::as_bytes)),
-            target: text(req.uri().path_and_query().map_or("", |p| p.as_str()).as_bytes()),
+            // The query may carry a sender's token (`?token=…`), which the
+            // client masks on screen: the log keeps only that there was one.
+            target: match req.uri().query() {
+                Some(_) => format!("{}?…", text(req.uri().path().as_bytes())),
+                None => text(req.uri().path().as_bytes()),
+            },
         }
     }
 
