@@ -61,13 +61,10 @@ pub fn run(args: Args, db: &Path, db_named: bool) -> anyhow::Result<ExitCode> {
 /// The delivery `id`, or the one-line error for an unknown id, or for
 /// a history too damaged to tell.
 pub fn fetch(store: &Store, id: i64, db: &Path) -> anyhow::Result<Delivery> {
-    match store.get(id).map_err(|e| e.for_command(db))? {
-        Some(delivery) => Ok(delivery),
-        None => {
-            store.deliveries_whole().map_err(|e| e.for_command(db))?;
-            anyhow::bail!("no delivery #{id} in {}", db.display())
-        }
-    }
+    store
+        .lookup(id)
+        .map_err(|e| e.for_command(db))?
+        .with_context(|| format!("no delivery #{id} in {}", db.display()))
 }
 
 /// Parses `12` or `#12`. Anything else is refused, pointed to the

@@ -46,6 +46,16 @@ impl Store {
         raw.map(|raw| raw.decode(self)).transpose()
     }
 
+    /// One delivery whole, or `None` when the history is whole and holds
+    /// no such id: a lookup a damaged page led astray is
+    /// [`StoreError::Corrupt`] (see [`Store::deliveries_whole`]).
+    pub fn lookup(&self, id: i64) -> Result<Option<Delivery>, StoreError> {
+        match self.get(id)? {
+            None => self.deliveries_whole().map(|()| None),
+            found => Ok(found),
+        }
+    }
+
     /// Whether the deliveries table reads whole, for a lookup that found
     /// nothing: on a damaged page SQLite may find no row and report no
     /// error, and "no delivery #12" would send the user looking for a

@@ -828,6 +828,46 @@ fn damaged_pages_are_reported_as_corrupt() {
     assert!(err.to_string().contains("history.db"), "{err}");
 }
 
+/// A lookup a damaged interior page sends to the wrong leaf finds no row,
+/// and SQLite says nothing: `lookup`, which `show`, `export` and the TUI
+/// read through, tells that from an id the history does not hold.
+#[test]
+fn a_lookup_a_damaged_page_leads_astray_is_corrupt_not_missing() {
+    let dir = ScratchDir::new("store-astray");
+    let path = dir.0.join("history.db");
+    let store = Store::open(&path).unwrap();
+    for n in 0..300 {
+        store.insert_request(&delivery(&format!("evt_{n}"), "/")).unwrap();
+    }
+    assert!(matches!(store.lookup(1), Ok(Some(_))));
+    assert!(matches!(store.lookup(9_999), Ok(None)), "an id never held is missing");
+    let root: u64 = (store.conn)
+        .query_row(
+            "SELECT rootpage FROM sqlite_master WHERE name = 'deliveries'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    drop(store);
+    // The root's first cell sends rowid 1 left by its key; 0 sends it on.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let page = usize::try_from((root - 1) * 4096).unwrap();
+    assert_eq!(bytes[page], 5, "an interior table page");
+    let key = page + usize::from(u16::from_be_bytes([bytes[page + 12], bytes[page + 13]])) + 4;
+    let len = bytes[key..].iter().position(|b| b & 0x80 == 0).unwrap() + 1;
+    bytes[key..key + len - 1].fill(0x80);
+    bytes[key + len - 1] = 0;
+    std::fs::write(&path, &bytes).unwrap();
+    let store = Store::open_existing(&path).unwrap();
+    assert!(
+        matches!(store.get(1), Ok(None)),
+        "SQLite finds nothing, and says nothing"
+    );
+    let err = store.lookup(1).unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+    assert!(err.to_string().contains("its deliveries table is damaged"), "{err}");
+}
+
 #[test]
 fn answers_are_searched_pruned_and_replaced_with_their_delivery() {
     let store = Store::in_memory().unwrap();

@@ -17,7 +17,8 @@ pub trait HistorySource {
     /// Ids of the rows that end each full page of `page` rows matching
     /// `query`, newest first (its limit ignored).
     fn page_ends(&self, query: &ListQuery, page: usize) -> anyhow::Result<Vec<i64>>;
-    /// One delivery whole.
+    /// One delivery whole; `None` only when the history holds no such id
+    /// (a damaged one is an error).
     fn get(&self, id: i64) -> anyhow::Result<Option<Delivery>>;
     /// Its place among its event's deliveries: 2 for the first retry.
     fn delivery_number(&self, id: i64) -> anyhow::Result<i64>;
@@ -68,7 +69,7 @@ impl HistorySource for Store {
     }
 
     fn get(&self, id: i64) -> anyhow::Result<Option<Delivery>> {
-        Ok(Store::get(self, id)?)
+        Ok(Store::lookup(self, id)?)
     }
 
     fn delivery_number(&self, id: i64) -> anyhow::Result<i64> {
@@ -147,7 +148,7 @@ impl HistorySource for FollowedStore {
     }
 
     fn get(&self, id: i64) -> anyhow::Result<Option<Delivery>> {
-        Ok(self.current().get(id)?)
+        Ok(self.current().lookup(id)?)
     }
 
     fn delivery_number(&self, id: i64) -> anyhow::Result<i64> {
