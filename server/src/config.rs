@@ -280,10 +280,13 @@ pub const MAX_BODY_LIMIT: u64 = 1024 * 1024 * 1024;
 pub fn wait(text: &str) -> Result<Duration, String> {
     use portpreview_shared::duration::{format_duration, parse_duration_within, A_DURATION};
     match parse_duration_within(text, MAX_WAIT, A_DURATION)? {
-        wait if wait.is_zero() => Err("a wait of no time at all would end every one at once: give 1s or more".into()),
+        wait if wait.is_zero() => {
+            Err("a wait of no time at all would end every one at once: give a duration above zero, like 30s".into())
+        }
         wait if wait > MAX_WAIT => Err(format!(
-            "{} is over the longest wait the relay takes, a day",
-            format_duration(wait)
+            "{} is over the longest wait the relay takes, a day ({})",
+            text.trim(),
+            format_duration(MAX_WAIT)
         )),
         wait => Ok(wait),
     }
@@ -296,13 +299,13 @@ pub fn body_limit(text: &str) -> Result<u64, String> {
     let text = text.trim();
     let digits = text.bytes().take_while(u8::is_ascii_digit).count();
     let (number, unit) = text.split_at(digits);
-    let scale: u64 = match unit.trim() {
-        "" | "B" => 1,
-        "KiB" => 1024,
-        "MiB" => 1024 * 1024,
-        "GiB" => 1024 * 1024 * 1024,
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kib" => 1024,
+        "mib" => 1024 * 1024,
+        "gib" => 1024 * 1024 * 1024,
         // Decimal units would be read as binary ones by some and not by others.
-        "KB" | "kB" | "MB" | "GB" => return Err(format!("{A_SIZE} (KiB, MiB and GiB count in 1024s)")),
+        "k" | "kb" | "m" | "mb" | "g" | "gb" => return Err(format!("{A_SIZE} (KiB, MiB and GiB count in 1024s)")),
         _ => return Err(A_SIZE.into()),
     };
     let bytes = (number.parse::<u64>().ok())
@@ -324,12 +327,18 @@ mod tests {
         assert_eq!(wait("45s"), Ok(Duration::from_secs(45)));
         assert_eq!(wait("2m"), Ok(Duration::from_secs(120)));
         assert!(wait("0s").unwrap_err().contains("no time at all"));
-        assert!(wait("2d").unwrap_err().contains("a day"), "{:?}", wait("2d"));
+        assert_eq!(
+            wait("2d").unwrap_err(),
+            "2d is over the longest wait the relay takes, a day (1d)"
+        );
+        assert!(wait("0s").unwrap_err().ends_with("above zero, like 30s"));
         assert!(wait("30").unwrap_err().starts_with("30 has no unit"));
         assert_eq!(body_limit("25MiB"), Ok(25 * 1024 * 1024));
         assert_eq!(body_limit("512 KiB"), Ok(512 * 1024));
         assert_eq!(body_limit("1000"), Ok(1000));
         assert!(body_limit("25MB").unwrap_err().contains("1024s"));
+        assert!(body_limit("10kb").unwrap_err().contains("1024s"));
+        assert_eq!(body_limit("25mib"), Ok(25 * 1024 * 1024));
         assert!(body_limit("2GiB").unwrap_err().starts_with("over 1GiB"));
         assert!(body_limit("0").is_err());
         assert!(body_limit("lots").unwrap_err().starts_with("expected a size"));
