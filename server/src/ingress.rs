@@ -436,13 +436,13 @@ pub fn destination<B>(domain: Option<&str>, req: &Request<B>) -> Destination {
         return Destination::Nowhere;
     };
     let (name, tail) = rest.split_once('/').map_or((rest, ""), |(n, t)| (n, t));
-    if !names::is_valid(name) {
+    if let Some(why) = names::invalid_reason(name) {
         // The path keeps its case, as a URL's does; the name written in
         // capitals is told how it reads.
         let lower = name.to_ascii_lowercase();
         return Destination::NoSuchTunnel(match names::is_valid(&lower) {
             true => format!("no such tunnel: tunnel names are lowercase, as in /t/{lower}/"),
-            false => "no such tunnel: a tunnel name is lowercase letters, digits and dashes".into(),
+            false => format!("no such tunnel: {why}"),
         });
     }
     // Put together by hand: `format!` costs several times as much, on
@@ -527,6 +527,11 @@ mod tests {
         assert!(
             matches!(dest(None, "relay", "/t/ALPHA/x"), Destination::NoSuchTunnel(why)
                 if why == "no such tunnel: tunnel names are lowercase, as in /t/alpha/"),
+            "a name no tunnel could have is no such tunnel, not a wrong path"
+        );
+        assert!(
+            matches!(dest(None, "relay", "/t/alpha-/x"), Destination::NoSuchTunnel(why)
+                if why == "no such tunnel: a tunnel name starts and ends with a letter or digit"),
             "a name no tunnel could have is no such tunnel, not a wrong path"
         );
     }
