@@ -265,27 +265,32 @@ fn a_token_short_enough_to_guess_is_warned_of_by_its_label() {
     std::fs::create_dir_all(&dir).unwrap();
     let tokens = dir.join("tokens.toml");
     std::fs::write(&tokens, "[[token]]\ntoken = \"Zq9x\"\nlabel = \"alice\"\n").unwrap();
-    let mut child = Command::new(BIN)
-        .args(["--listen", "127.0.0.1:0", "--tokens"])
-        .arg(&tokens)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let guard = KillOnDrop(child.id());
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let line = first_line_on_stderr(
+        Command::new(BIN)
+            .args(["--listen", "127.0.0.1:0", "--tokens"])
+            .arg(&tokens),
+    );
     assert!(
         line.contains("a token shorter than 16 characters can be guessed") && line.contains("label=\"alice\""),
         "{line}"
     );
     assert!(!line.contains("Zq9x"), "the token itself is never logged: {line}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The first line the relay started with `command` writes to stderr; the
+/// relay is stopped once it has.
+fn first_line_on_stderr(command: &mut Command) -> String {
+    let mut child = command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let guard = KillOnDrop(child.id());
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     let _ = child.kill();
     let _ = child.wait();
     std::mem::forget(guard);
-    let _ = std::fs::remove_dir_all(&dir);
+    line
 }
 
 /// A log filter that does not parse, or that names a mistyped level and
@@ -300,22 +305,12 @@ fn a_log_filter_that_would_not_log_what_was_meant_is_warned_of() {
             "warning: PORTPREVIEW_LOG=debg: \"debg\" in it is no level (did you mean debug?)",
         ),
     ] {
-        let mut child = Command::new(BIN)
-            .args(["--listen", "127.0.0.1:0"])
-            .env("PORTPREVIEW_LOG", filter)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let guard = KillOnDrop(child.id());
-        let mut line = String::new();
-        BufReader::new(child.stderr.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let line = first_line_on_stderr(
+            Command::new(BIN)
+                .args(["--listen", "127.0.0.1:0"])
+                .env("PORTPREVIEW_LOG", filter),
+        );
         assert!(line.starts_with(said), "{filter}: {line}");
-        let _ = child.kill();
-        let _ = child.wait();
-        std::mem::forget(guard);
     }
 }
 
@@ -323,23 +318,12 @@ fn a_log_filter_that_would_not_log_what_was_meant_is_warned_of() {
 /// operator finds why a sender got a 404 or a 504.
 #[test]
 fn at_debug_each_request_is_logged_with_its_status() {
-    let mut child = Command::new(BIN)
-        .args(["--listen", "127.0.0.1:0"])
-        .env("PORTPREVIEW_LOG", "portpreview_server=debug")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let guard = KillOnDrop(child.id());
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("portpreview-server listening on ")
-        .expect(&line)
-        .to_owned();
+    let (mut child, guard, addr) = listening(
+        Command::new(BIN)
+            .args(["--listen", "127.0.0.1:0"])
+            .env("PORTPREVIEW_LOG", "portpreview_server=debug")
+            .stderr(Stdio::piped()),
+    );
     let mut caller = std::net::TcpStream::connect(&addr).unwrap();
     write!(
         caller,
