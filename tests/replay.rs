@@ -664,13 +664,44 @@ fn a_first_attempt_that_failed_judges_no_duplicate() {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["answers_2xx", "state_settled"], "{json:#}");
+    assert_eq!(
+        names,
+        ["answers_2xx", "duplicates_change_nothing", "state_settled"],
+        "{json:#}"
+    );
     assert_eq!(
         ran.check("state_settled")["passed"],
         true,
         "the move was attempt 2's, not a late one"
     );
+    assert_eq!(
+        ran.check("duplicates_change_nothing")["detail"],
+        "attempt 3 left the state as attempt 2 left it; attempt 2 was the first answered 2xx, after attempt 1 got \
+         none and changed nothing",
+        "attempt 2 is the delivery, and attempt 3 its duplicate"
+    );
     assert_eq!(handler.balance(), 1, "attempt 2 handled the event, once");
+
+    // Credited again on the retry after the one that first succeeded: the
+    // double charge, caught though attempt 1 failed.
+    let pays_again = Handler::start(Behaviour::FailsFirstThenCredits {
+        failed: Default::default(),
+    });
+    let history = History::with(&stripe_delivery(&pays_again.url()));
+    let ran = history.replay_probed(&pays_again, &["--times", "3", "--json"]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    let json = ran.json();
+    assert_eq!(json["verdict"], "not_idempotent", "{json:#}");
+    assert!(
+        (json["summary"].as_str().unwrap()).starts_with(
+            "✗ not idempotent: attempt 3 changed the state again after attempt 2 ("
+        ) && json["summary"].as_str().unwrap().contains(
+            "attempt 2 was the first answered 2xx, after attempt 1 got none and changed nothing, and a duplicate of \
+             the delivery it handled repeated the side effect"
+        ),
+        "{json:#}"
+    );
+    assert_eq!(pays_again.balance(), 2);
 }
 
 /// A handler that charged, then answered 500, is retried by its

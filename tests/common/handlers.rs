@@ -66,6 +66,12 @@ pub enum Behaviour {
         /// Set once the first delivery has failed.
         failed: Arc<std::sync::atomic::AtomicBool>,
     },
+    /// Answers its first delivery 500 having done nothing, then credits
+    /// every delivery after: the provider's second retry pays again.
+    FailsFirstThenCredits {
+        /// Set once the first delivery has failed.
+        failed: Arc<std::sync::atomic::AtomicBool>,
+    },
     /// Credits its first delivery, then answers it 500 without noting the
     /// event handled (the card charged, the save failed); then dedups: the
     /// retry charges again.
@@ -412,6 +418,13 @@ impl Shared {
                 }
                 let new = self.dedup_and_credit(event_id);
                 (200, if new { "credited" } else { "already handled" }.into())
+            }
+            Behaviour::FailsFirstThenCredits { failed } => {
+                if !failed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                    return (500, "database unavailable".into());
+                }
+                self.credit(event_id);
+                (200, "credited".into())
             }
             Behaviour::CreditsThenFailsFirst { failed } => {
                 if !failed.swap(true, std::sync::atomic::Ordering::SeqCst) {

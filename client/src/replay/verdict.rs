@@ -325,6 +325,63 @@ pub fn duplicates_change_nothing(
     })
 }
 
+/// Check 2 for a run whose first attempts got no 2xx and changed nothing,
+/// as a handler whose database was down fails a delivery: the first
+/// attempt answered 2xx is the delivery the provider's retries ended
+/// with, and those after it duplicate it. `None` when no attempt was
+/// answered 2xx, none reached the handler after it, an attempt before it
+/// changed the state, or it shared its step with others, whose moves
+/// cannot be told from its own.
+pub fn duplicates_after_the_first_success(attempts: &[Attempt], trace: &StateTrace) -> Option<Check> {
+    let first = attempts.iter().find(|a| a.succeeded())?;
+    let alone = attempts.iter().filter(|a| a.step == first.step).count() == 1;
+    let untouched = trace.steps.get(..first.step)?.iter().all(|step| step == &trace.before);
+    if !alone || !untouched {
+        return None;
+    }
+    let handled = trace.steps.get(first.step)?;
+    let later: Vec<&Attempt> = (attempts.iter())
+        .filter(|a| a.step > first.step && !a.answer.unreached)
+        .collect();
+    if later.is_empty() {
+        return None;
+    }
+    let moved: Vec<u32> = (later.iter())
+        .filter(|a| trace.steps.get(a.step) != trace.steps.get(a.step - 1))
+        .map(|a| a.n)
+        .collect();
+    let failed: Vec<u32> = attempts.iter().filter(|a| a.step < first.step).map(|a| a.n).collect();
+    let context = format!(
+        "attempt {} was the first answered 2xx, after {} got none and changed nothing",
+        first.n,
+        attempts_phrase(&failed)
+    );
+    if moved.is_empty() {
+        let rest: Vec<u32> = later.iter().map(|a| a.n).collect();
+        return Some(Check {
+            name: DUPLICATES_CHANGE_NOTHING,
+            passed: true,
+            detail: format!(
+                "{} left the state as attempt {} left it; {context}",
+                attempts_phrase(&rest),
+                first.n
+            ),
+        });
+    }
+    Some(Check {
+        name: DUPLICATES_CHANGE_NOTHING,
+        passed: false,
+        detail: format!(
+            "{} changed the state again after attempt {} ({}): {context}, and a duplicate of the delivery it \
+             handled repeated the side effect; record the event ID under a unique constraint and skip events \
+             already handled",
+            attempts_phrase(&moved),
+            first.n,
+            shown_change(handled, trace.after()),
+        ),
+    })
+}
+
 /// When no read saw the state move, attempt 1's included, and nothing
 /// says the handler had the event before: a handler that does its work
 /// later than the reads waited passes unseen, duplicates and all, and so

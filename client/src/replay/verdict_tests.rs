@@ -880,3 +880,32 @@ fn a_404_to_every_attempt_points_at_the_target_not_at_the_provider() {
         refused_duplicate.detail
     );
 }
+
+/// Attempt 1 failed and did nothing; attempt 2 handled the event; attempt
+/// 3, its duplicate, paid again: convicted, with the first success named.
+/// When attempt 2 shared its step with another, nothing can be told.
+#[test]
+fn after_a_failure_that_did_nothing_the_first_success_is_the_delivery() {
+    let mut three = attempts(&[(Role::Replay, 0), (Role::Replay, 1), (Role::Replay, 2)]);
+    three[0].answer.status = Some(500);
+    let trace = settled_trace("balance: 0", &["balance: 0", "balance: 100", "balance: 200"]);
+    let paid_again = duplicates_after_the_first_success(&three, &trace).unwrap();
+    assert!(!paid_again.passed);
+    assert_eq!(
+        paid_again.detail,
+        "attempt 3 changed the state again after attempt 2 (`balance: 100` → `balance: 200`): attempt 2 was the \
+         first answered 2xx, after attempt 1 got none and changed nothing, and a duplicate of the delivery it \
+         handled repeated the side effect; record the event ID under a unique constraint and skip events already \
+         handled"
+    );
+    let deduped = settled_trace("balance: 0", &["balance: 0", "balance: 100", "balance: 100"]);
+    assert!(duplicates_after_the_first_success(&three, &deduped).unwrap().passed);
+    // Attempt 1 acted: that run is judged from attempt 1 instead.
+    let acted = settled_trace("balance: 0", &["balance: 100", "balance: 200", "balance: 200"]);
+    assert_eq!(duplicates_after_the_first_success(&three, &acted), None);
+    // Attempts 2 and 3 went out together: whose move is whose is unknown.
+    let mut together = three.clone();
+    together[2].step = 1;
+    let two_steps = settled_trace("balance: 0", &["balance: 0", "balance: 200"]);
+    assert_eq!(duplicates_after_the_first_success(&together, &two_steps), None);
+}
