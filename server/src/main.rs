@@ -127,26 +127,25 @@ fn init_logging() {
     use tracing_subscriber::filter::{EnvFilter, FilterExt, Targets};
     use tracing_subscriber::prelude::*;
     let written = std::env::var_os("PORTPREVIEW_LOG").map(|text| text.to_string_lossy().into_owned());
-    let shown = || portpreview_shared::sanitize::escape_str(written.as_deref().unwrap_or_default()).into_owned();
+    let shown = |text: &str| portpreview_shared::sanitize::escape_str(text).into_owned();
     // Told before the first line it would have changed, as the client tells it.
-    let asked = match EnvFilter::try_from_env("PORTPREVIEW_LOG") {
-        Ok(asked) => {
-            if let Some(why) = written.as_deref().and_then(portpreview_shared::log_filter::doubt) {
-                let _ = writeln!(std::io::stderr(), "warning: PORTPREVIEW_LOG={}: {why}", shown());
+    let asked = match written.as_deref().map(|text| (text, EnvFilter::try_new(text))) {
+        Some((text, Ok(asked))) => {
+            if let Some(why) = portpreview_shared::log_filter::doubt(text) {
+                let _ = writeln!(std::io::stderr(), "warning: PORTPREVIEW_LOG={}: {why}", shown(text));
             }
             asked
         }
-        Err(err) => {
-            if written.is_some() {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "warning: PORTPREVIEW_LOG={} is not a log filter ({}): logging at info",
-                    shown(),
-                    portpreview_shared::sanitize::escape_str(&err.to_string())
-                );
-            }
+        Some((text, Err(err))) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: PORTPREVIEW_LOG={} is not a log filter ({}): logging at info",
+                shown(text),
+                shown(&err.to_string())
+            );
             EnvFilter::new("portpreview_server=info")
         }
+        None => EnvFilter::new("portpreview_server=info"),
     };
     // tungstenite traces every frame whole: the requests the relay carries,
     // their Authorization, Cookie and signature headers included. A cap, not

@@ -18,12 +18,7 @@ pub fn had_before(store: &Store, request: &NewDelivery, target: Option<&str>) ->
     if request.event_key.is_empty() {
         return None;
     }
-    let place = |recorded: &str, path: &str| {
-        super::plan::resolve_target(recorded, target, path)
-            .ok()
-            .map(|(endpoint, path)| (endpoint.authority(), path))
-    };
-    let wanted = place(&request.target, &request.path)?;
+    let wanted = handler_at(&request.target, target, &request.path)?;
     let scope = request.event_scope();
     let query = ListQuery {
         event_key: Some(request.event_key.clone()),
@@ -33,15 +28,19 @@ pub fn had_before(store: &Store, request: &NewDelivery, target: Option<&str>) ->
     };
     // A history that cannot be read tells nothing: the run goes on without it.
     let earlier = store.list_with_targets(&query).ok()?;
-    let answered = (earlier.into_iter())
-        .filter(|(summary, _)| summary.event_scope == scope && matches!(summary.status, Some(200..=299)))
-        .find(|(summary, recorded)| {
-            (super::plan::resolve_target(recorded, None, &summary.path).ok())
-                .map(|(endpoint, path)| (endpoint.authority(), path))
-                .as_ref()
-                == Some(&wanted)
-        })?;
-    Some(HadBefore::InHistory(answered.0.id))
+    let (answered, _) = (earlier.into_iter()).find(|(summary, recorded)| {
+        summary.event_scope == scope
+            && matches!(summary.status, Some(200..=299))
+            && handler_at(recorded, None, &summary.path).as_ref() == Some(&wanted)
+    })?;
+    Some(HadBefore::InHistory(answered.id))
+}
+
+/// The handler a request recorded for `recorded` and `path` goes to, with
+/// `flag` (`--target`) given or not: its `host:port` and path.
+fn handler_at(recorded: &str, flag: Option<&str>, path: &str) -> Option<(String, String)> {
+    let (endpoint, path) = super::plan::resolve_target(recorded, flag, path).ok()?;
+    Some((endpoint.authority(), path))
 }
 
 /// Stores the attempts of `report` as deliveries that replay `delivery_id`,

@@ -248,8 +248,19 @@ impl Store {
     /// Moves in what recorders that died left in their inboxes, waiting up
     /// to `patience` for another process's lock; how many requests it moved.
     fn move_in_orphans(&self, patience: Duration) -> Result<usize, StoreError> {
+        self.waiting_up_to(patience, recorder::recover)
+    }
+
+    /// Runs `work` waiting up to `patience` for another process's lock,
+    /// then sets the wait back to [`BUSY_TIMEOUT`], as every other
+    /// statement has it.
+    pub(super) fn waiting_up_to<T>(
+        &self,
+        patience: Duration,
+        work: impl FnOnce(&Self) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
         self.conn.busy_timeout(patience).map_err(|e| self.classify(e))?;
-        let result = recorder::recover(self);
+        let result = work(self);
         self.conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| self.classify(e))?;
         result
     }

@@ -87,26 +87,18 @@ impl Store {
         }
         // The user's own command may wait on busy tunnels longer than a
         // tunnel's writer waits on anyone.
-        self.conn.busy_timeout(PRUNE_PATIENCE).map_err(|e| self.classify(e))?;
-        let pruned = self.prune_now(older_than_ms);
-        self.conn
-            .busy_timeout(super::BUSY_TIMEOUT)
-            .map_err(|e| self.classify(e))?;
-        pruned
+        self.waiting_up_to(PRUNE_PATIENCE, |store| store.prune_now(older_than_ms))
     }
 
     /// Whether another process holds the write lock at this moment.
     fn write_lock_held_elsewhere(&self) -> Result<bool, StoreError> {
-        self.conn.busy_timeout(Duration::ZERO).map_err(|e| self.classify(e))?;
-        let tried = self.conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK");
-        (self.conn)
-            .busy_timeout(super::BUSY_TIMEOUT)
-            .map_err(|e| self.classify(e))?;
-        match tried {
-            Ok(()) => Ok(false),
-            Err(err) if err.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => Ok(true),
-            Err(err) => Err(self.classify(err)),
-        }
+        self.waiting_up_to(Duration::ZERO, |store| {
+            match store.conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK") {
+                Ok(()) => Ok(false),
+                Err(err) if err.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => Ok(true),
+                Err(err) => Err(store.classify(err)),
+            }
+        })
     }
 
     /// What [`Store::prune`] would delete, without deleting it.
