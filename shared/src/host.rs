@@ -20,6 +20,20 @@ pub fn is_host(host: &str) -> bool {
     }
 }
 
+/// Whether `host` (an IPv6 address with or without brackets) names this
+/// machine's loopback: `localhost`, `127.0.0.1`, `[::1]` and the like.
+pub fn is_loopback(host: &str) -> bool {
+    let host = host
+        .strip_prefix('[')
+        .and_then(|inner| inner.strip_suffix(']'))
+        .unwrap_or(host);
+    let name = host.strip_suffix('.').unwrap_or(host);
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.to_canonical().is_loopback())
+}
+
 /// A DNS name as a resolver takes it: labels of 1 to 63 letters, digits,
 /// `-` or `_`, none starting or ending with `-`, with at most one dot at
 /// the end (`localhost.`). What fails here would only fail later, on every
@@ -85,6 +99,24 @@ pub fn is_host_header(value: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_name_of_the_loopback_is_the_loopback() {
+        for host in [
+            "localhost",
+            "LocalHost.",
+            "127.0.0.1",
+            "127.8.9.1",
+            "::1",
+            "[::1]",
+            "::ffff:127.0.0.1",
+        ] {
+            assert!(is_loopback(host), "{host:?}");
+        }
+        for host in ["localhost.example", "10.0.0.1", "[::2]", "example.com", "", "[::1"] {
+            assert!(!is_loopback(host), "{host:?}");
+        }
+    }
 
     #[test]
     fn a_host_header_is_a_name_or_an_address_with_a_port_perhaps() {

@@ -239,7 +239,7 @@ async fn check_one(
         false => found.ok().flatten(),
     };
     let handler = (replay::plan::resolve_target(&request.target, opts.target.as_deref(), &request.path).ok())
-        .map(|(endpoint, _)| endpoint.authority());
+        .map(|(endpoint, _)| endpoint.handler());
     // A fresh run sends new events, and a request without a key is no event.
     let event = (handler.clone())
         .filter(|_| !opts.fresh && !request.event_key.is_empty())

@@ -30,7 +30,7 @@ pub fn command(d: &NewDelivery, endpoint: &Endpoint, path: &str) -> String {
     }
     // PortPreview does not verify a loopback handler's certificate (local
     // ones are self-signed), and the command must reach the same handler.
-    if endpoint.scheme == Scheme::Https && is_loopback(&endpoint.host) {
+    if endpoint.scheme == Scheme::Https && portpreview_shared::host::is_loopback(&endpoint.host) {
         args.push("--insecure".into());
     }
     if curl_keeps(path) {
@@ -135,15 +135,6 @@ fn curl_keeps(path: &str) -> bool {
         && path
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/?%[]".contains(&b))
-}
-
-/// Whether `host` (without brackets) names this machine's loopback.
-fn is_loopback(host: &str) -> bool {
-    let name = host.strip_suffix('.').unwrap_or(host);
-    name.eq_ignore_ascii_case("localhost")
-        || name
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.to_canonical().is_loopback())
 }
 
 /// Characters never written raw: controls (they would act on the terminal

@@ -45,6 +45,17 @@ impl Endpoint {
         }
     }
 
+    /// Which handler this is, to tell whether two requests went to the
+    /// same one: `host:port` with the host's case folded and every name of
+    /// the loopback written one way, so that `localhost:3000` and
+    /// `127.0.0.1:3000` are one handler, as they are to the user.
+    pub fn handler(&self) -> String {
+        match portpreview_shared::host::is_loopback(&self.host) {
+            true => format!("localhost:{}", self.port),
+            false => self.authority().to_ascii_lowercase(),
+        }
+    }
+
     /// The full URL of `path` (path and query) at this endpoint.
     pub fn url(&self, path: &str) -> String {
         format!("{}://{}{path}", self.scheme, self.authority())

@@ -37,10 +37,12 @@ pub fn had_before(store: &Store, request: &NewDelivery, target: Option<&str>) ->
 }
 
 /// The handler a request recorded for `recorded` and `path` goes to, with
-/// `flag` (`--target`) given or not: its `host:port` and path.
+/// `flag` (`--target`) given or not: its `host:port` (as
+/// [`Endpoint::handler`](super::attempt::Endpoint::handler) writes it)
+/// and path.
 fn handler_at(recorded: &str, flag: Option<&str>, path: &str) -> Option<(String, String)> {
     let (endpoint, path) = super::plan::resolve_target(recorded, flag, path).ok()?;
-    Some((endpoint.authority(), path))
+    Some((endpoint.handler(), path))
 }
 
 /// Stores the attempts of `report` as deliveries that replay `delivery_id`,

@@ -169,8 +169,10 @@ impl Plan {
         }
         let (endpoint, path) = resolve_target(&request.target, opts.target.as_deref(), &request.path)?;
         // Another path on the same server may be another handler.
-        let to_recorded = resolve_target(&request.target, None, &request.path)
-            .is_ok_and(|(recorded, recorded_path)| recorded == endpoint && recorded_path == path);
+        let to_recorded =
+            resolve_target(&request.target, None, &request.path).is_ok_and(|(recorded, recorded_path)| {
+                recorded.scheme == endpoint.scheme && recorded.handler() == endpoint.handler() && recorded_path == path
+            });
         let mut warnings = Vec::new();
         let body = Bytes::from(opts.body.clone().unwrap_or_else(|| request.request_body.clone()));
         // A --body-file holding the recorded body changes nothing: its
