@@ -435,6 +435,21 @@ fn provider_filters_take_the_names_the_history_uses() {
             h.db.display()
         )
     );
+    // As history takes them: any of two, listed or repeated.
+    for args in [
+        &["--provider", "github,shopify"][..],
+        &["--provider", "github", "--provider", "shopify"],
+    ] {
+        let out = h.run(&[&["replay", "--latest"][..], args].concat());
+        assert_eq!(out.status.code(), Some(2));
+        assert_eq!(
+            stderr_line(&out),
+            format!(
+                "error: no delivery in {} matches --latest --provider github,shopify",
+                h.db.display()
+            )
+        );
+    }
 }
 
 #[test]

@@ -14,7 +14,7 @@ use crate::replay::{
     options::{parse_dropped_header, parse_header_arg},
     Report,
 };
-use crate::store::{NewDelivery, Pick, Store};
+use crate::store::{ListQuery, NewDelivery, Pick, Store};
 
 use super::guard::refuse_to_overwrite_a_database;
 use super::replay_run::{clear_progress, progress_printer, refuse_to_overwrite_an_input, RunArgs};
@@ -38,9 +38,9 @@ pub struct Args {
     /// Replay the newest delivery (narrowed by --provider, --type and --path).
     #[arg(long)]
     pub latest: bool,
-    /// With --latest: only deliveries from this provider (svix for standard-webhooks).
-    #[arg(long, value_name = "P", value_parser = super::history::parse_provider)]
-    pub provider: Option<String>,
+    /// With --latest: only deliveries from this provider (stripe, github, …; svix for standard-webhooks; unknown for none recognised); repeated or a comma list for any of them.
+    #[arg(long, value_name = "P", value_delimiter = ',', value_parser = super::history::parse_provider)]
+    pub provider: Vec<String>,
     /// With --latest: only deliveries of this event type, or types this glob names (invoice.paid, 'invoice.*'; as history's TYPE column shows it).
     #[arg(long = "type", value_name = "GLOB", value_parser = super::history::parse_type)]
     pub event_type: Option<String>,
@@ -78,7 +78,7 @@ fn parse_wanted(text: &str) -> Result<String, String> {
 
 /// Flags that do not go together in ways clap cannot say.
 fn usage_mistake(args: &Args) -> Option<String> {
-    if !args.latest && (args.provider.is_some() || args.event_type.is_some() || args.path.is_some()) {
+    if !args.latest && (!args.provider.is_empty() || args.event_type.is_some() || args.path.is_some()) {
         return Some(
             match args.delivery.is_some() || args.from.is_some() {
                 true => {
@@ -277,8 +277,9 @@ fn asked_for(args: &Args) -> String {
 
 /// `--latest --provider stripe --path /hooks/*`, as given.
 fn latest_words(args: &Args) -> String {
+    let providers = args.provider.join(",");
     let narrowed = super::history::filter_words(&[
-        ("--provider", args.provider.as_deref()),
+        ("--provider", Some(providers.as_str()).filter(|named| !named.is_empty())),
         ("--type", args.event_type.as_deref()),
         ("--path", args.path.as_deref()),
     ]);
@@ -411,11 +412,14 @@ fn load_request(args: &Args, db: &Path) -> anyhow::Result<(NewDelivery, Origin)>
     let store = super::open_history(db)?;
     let id = if args.latest {
         let wanted = latest_words(args);
-        let glob = args.path.as_deref().map(crate::path_glob::PathGlob::new);
+        let query = ListQuery {
+            providers: args.provider.clone(),
+            event_type: args.event_type.clone(),
+            path: args.path.clone(),
+            ..ListQuery::default()
+        };
         let pick = store
-            .latest(args.provider.as_deref(), args.event_type.as_deref(), |path| {
-                glob.as_ref().is_none_or(|glob| glob.matches(path))
-            })
+            .latest(&query)
             .map_err(|err| err.for_command(db))?
             .with_context(|| format!("no delivery in {} matches {wanted}", db.display()))?;
         crate::to_stderr(format_args!(

@@ -228,21 +228,10 @@ impl Store {
     /// The newest delivery (not a replay) carrying event key `key`, as
     /// [`Pick`] chooses among them.
     pub fn newest_with_event_key(&self, key: &str) -> Result<Option<Pick>, StoreError> {
-        let run = || -> rusqlite::Result<Option<Pick>> {
-            let mut stmt = self.conn.prepare_cached(&format!(
-                "SELECT d.id, {WHOLE} FROM deliveries d LEFT JOIN bodies b ON b.id = d.request_body_id
-                 WHERE d.event_key = ?1 AND d.replay_of IS NULL ORDER BY d.id DESC"
-            ))?;
-            let mut rows = stmt.query([key])?;
-            let mut pick = Picking::default();
-            while let Some(row) = rows.next()? {
-                if pick.offer(row.get(0)?, row.get(1)?) {
-                    break;
-                }
-            }
-            Ok(pick.chosen())
-        };
-        run().map_err(|e| self.classify(e))
+        self.newest_where(
+            "d.event_key = ? AND d.replay_of IS NULL",
+            vec![Value::Text(key.to_owned())],
+        )
     }
 
     /// Up to `most` distinct event keys (of deliveries, not replays) that
@@ -317,32 +306,26 @@ impl Store {
             .map_err(|e| self.classify(e))
     }
 
-    /// The newest delivery (not a replay) from `provider` ([`super::UNKNOWN_PROVIDER`]:
-    /// none recognised), of an event type the glob `event_type` names,
-    /// whose path, as recorded, `path_matches`, as [`Pick`] chooses among
-    /// them.
-    pub fn latest(
-        &self,
-        provider: Option<&str>,
-        event_type: Option<&str>,
-        path_matches: impl Fn(&str) -> bool,
-    ) -> Result<Option<Pick>, StoreError> {
+    /// The newest delivery `q` lists (its `limit` aside), as [`Pick`]
+    /// chooses among them: what `replay --latest` replays.
+    pub fn latest(&self, q: &ListQuery) -> Result<Option<Pick>, StoreError> {
+        let (filter, values) = where_clause(q);
+        self.newest_where(&filter, values)
+    }
+
+    /// The newest delivery meeting the SQL condition `filter`, as [`Pick`]
+    /// chooses among them.
+    fn newest_where(&self, filter: &str, values: Vec<Value>) -> Result<Option<Pick>, StoreError> {
+        let sql = format!(
+            "SELECT d.id, {WHOLE} FROM deliveries d LEFT JOIN bodies b ON b.id = d.request_body_id {WITH_OUTCOME}
+             WHERE {filter} ORDER BY d.id DESC"
+        );
         let run = || -> rusqlite::Result<Option<Pick>> {
-            let mut stmt = self.conn.prepare_cached(&format!(
-                "SELECT d.id, {WHOLE}, d.path FROM deliveries d LEFT JOIN bodies b ON b.id = d.request_body_id
-                 WHERE d.replay_of IS NULL AND (?1 IS NULL OR d.provider = ?1 OR (?1 = ?2 AND d.provider IS NULL))
-                     AND (?3 IS NULL OR EXISTS (SELECT 1 FROM event_types t WHERE t.delivery_id = d.id
-                         AND (t.event_type GLOB ?3 OR t.event_type GLOB ?4 OR t.event_type GLOB ?5)))
-                 ORDER BY d.id DESC"
-            ))?;
-            let [a, b, c] = event_type
-                .map(super::filter::type_globs)
-                .map_or([None, None, None], |g| g.map(Some));
-            let mut rows = stmt.query(params![provider, super::UNKNOWN_PROVIDER, a, b, c])?;
+            let mut stmt = self.conn.prepare_cached(&sql)?;
+            let mut rows = stmt.query(rusqlite::params_from_iter(values))?;
             let mut pick = Picking::default();
             while let Some(row) = rows.next()? {
-                let path: String = row.get(2)?;
-                if path_matches(&path) && pick.offer(row.get(0)?, row.get(1)?) {
+                if pick.offer(row.get(0)?, row.get(1)?) {
                     break;
                 }
             }

@@ -377,35 +377,26 @@ fn latest_is_the_newest_of_the_provider_whose_path_matches() {
     let mut gh = delivery("g1", "/webhooks/github");
     gh.provider = Some("github".into());
     let github = store.insert_request(&gh).unwrap();
-    assert_eq!(store.latest(None, None, |_| true).unwrap().map(|p| p.id), Some(github));
-    assert_eq!(
-        store.latest(Some("stripe"), None, |_| true).unwrap().map(|p| p.id),
-        Some(stripe)
-    );
-    assert_eq!(
-        store
-            .latest(None, None, |path| path.starts_with("/webhooks/str"))
-            .unwrap()
-            .map(|p| p.id),
-        Some(stripe)
-    );
-    assert_eq!(
-        store.latest(None, None, |path| path.starts_with("/nope/")).unwrap(),
-        None
-    );
-    assert_eq!(
-        store.latest(Some(super::UNKNOWN_PROVIDER), None, |_| true).unwrap(),
-        None
-    );
+    let latest = |providers: &[&str], path: Option<&str>| {
+        let query = ListQuery {
+            providers: providers.iter().map(|&p| p.to_owned()).collect(),
+            path: path.map(str::to_owned),
+            ..ListQuery::default()
+        };
+        store.latest(&query).unwrap().map(|p| p.id)
+    };
+    assert_eq!(latest(&[], None), Some(github));
+    assert_eq!(latest(&["stripe"], None), Some(stripe));
+    assert_eq!(latest(&["stripe", "github"], None), Some(github), "either of two");
+    assert_eq!(latest(&[], Some("/webhooks/str*")), Some(stripe));
+    assert_eq!(latest(&[], Some("/nope/*")), None);
+    assert_eq!(latest(&[super::UNKNOWN_PROVIDER], None), None);
     let mut plain = delivery("", "/internal");
     plain.provider = None;
     let plain = store.insert_request(&plain).unwrap();
     store.insert_request(&gh).unwrap();
     assert_eq!(
-        store
-            .latest(Some(super::UNKNOWN_PROVIDER), None, |_| true)
-            .unwrap()
-            .map(|p| p.id),
+        latest(&[super::UNKNOWN_PROVIDER], None),
         Some(plain),
         "the newest with no provider recognised"
     );
@@ -427,7 +418,7 @@ fn replay_picks_the_newest_delivery_stored_whole_and_names_one_passed_over() {
         newer_cut: Some(cut),
     };
     assert_eq!(store.newest_with_event_key("evt_cut").unwrap(), Some(pick));
-    assert_eq!(store.latest(None, None, |_| true).unwrap(), Some(pick));
+    assert_eq!(store.latest(&ListQuery::default()).unwrap(), Some(pick));
     let mut only = turned_away.clone();
     only.event_key = "evt_only_cut".into();
     let only = store.insert_request(&only).unwrap();
@@ -441,7 +432,7 @@ fn replay_picks_the_newest_delivery_stored_whole_and_names_one_passed_over() {
     large.request_body = vec![b'x'; 300 * 1024];
     large.request_body_size = large.request_body.len() as u64;
     let large = store.insert_request(&large).unwrap();
-    assert_eq!(store.latest(None, None, |_| true).unwrap().map(|p| p.id), Some(large));
+    assert_eq!(store.latest(&ListQuery::default()).unwrap().map(|p| p.id), Some(large));
 }
 
 #[test]
