@@ -17,8 +17,8 @@ use anyhow::Context;
 use portpreview_shared::toml_file::parse_toml;
 use serde::Deserialize;
 
-use crate::replay::options::parse_positive_duration;
 use crate::replay::{MAX_CONCURRENCY, MAX_TIMES};
+use crate::time::parse_wait;
 
 /// A suite file: a list of fixtures and how to check each.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -100,7 +100,7 @@ impl SuiteFixture {
     pub fn timeout(&self) -> anyhow::Result<Option<Duration>> {
         self.timeout
             .as_deref()
-            .map(|text| parse_positive_duration(text).map_err(|err| anyhow::anyhow!("timeout = \"{text}\": {err}")))
+            .map(|text| parse_wait(text).map_err(|err| anyhow::anyhow!("timeout = \"{text}\": {err}")))
             .transpose()
     }
 }

@@ -2,7 +2,8 @@
 //! and ordinals as users read them; durations as users write them.
 
 pub use portpreview_shared::duration::{
-    no_unit, parse_age, parse_duration, parse_duration_within, WrittenDuration, A_DURATION,
+    is_bare_zero, no_unit, nonzero_reading, parse_age, parse_duration, parse_duration_within, parse_wait,
+    WrittenDuration, A_DURATION, MAX_WAIT,
 };
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

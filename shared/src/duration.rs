@@ -44,6 +44,46 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     parse_duration_within(text, Duration::MAX, A_DURATION)
 }
 
+/// The longest wait any flag of relay or client takes (a timeout, a
+/// grace period): a day, past any webhook sender's patience. The relay
+/// adds its waits to the clock and multiplies the answer timeout for
+/// uploads, far from overflowing either.
+pub const MAX_WAIT: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// A wait (a timeout, a grace period) written `300ms`, `30s`, `2m`: zero
+/// is refused, since nothing is done in no time, and so are less than 1ms
+/// and more than [`MAX_WAIT`]. Reasons leave the value out, as clap and
+/// the suite file name it beside them.
+pub fn parse_wait(text: &str) -> Result<Duration, String> {
+    let duration = nonzero_reading(text, MAX_WAIT)?;
+    if duration.is_zero() {
+        return Err("no time at all: give a duration like 300ms or 30s".to_string());
+    }
+    if duration < Duration::from_millis(1) {
+        return Err("shorter than 1ms: give a duration like 300ms or 30s".to_string());
+    }
+    if duration > MAX_WAIT {
+        return Err("longer than a day: give a duration like 30s or 5m".to_string());
+    }
+    Ok(duration)
+}
+
+/// `text` read as a duration for a flag that refuses zero and more than
+/// `max`: a bare `0` reads as zero, to be refused as no time at all, not
+/// told to take a unit, which would suggest `0ms`.
+pub fn nonzero_reading(text: &str, max: Duration) -> Result<Duration, String> {
+    match is_bare_zero(text) {
+        true => Ok(Duration::ZERO),
+        false => parse_duration_within(text, max, A_DURATION),
+    }
+}
+
+/// Whether `text` is a bare zero (`0`, `00`).
+pub fn is_bare_zero(text: &str) -> bool {
+    let text = text.trim();
+    !text.is_empty() && text.bytes().all(|b| b == b'0')
+}
+
 /// A duration with the words to say it back in: `prune --older-than 4w`
 /// reports "older than 4w", not the "28d" that formatting the duration
 /// gives, while a long spelling (`168hours`) is said the short way (`7d`).
@@ -167,6 +207,32 @@ fn read_duration(text: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timeouts_are_durations_longer_than_nothing() {
+        assert_eq!(parse_wait("300ms"), Ok(Duration::from_millis(300)));
+        assert_eq!(parse_wait("30s"), Ok(Duration::from_secs(30)));
+        assert!(parse_wait("0s").is_err());
+        assert!(parse_wait("soon").is_err());
+        // Not "write 0ms", which is refused in turn.
+        assert_eq!(
+            parse_wait("0"),
+            Err("no time at all: give a duration like 300ms or 30s".to_string())
+        );
+        assert!(parse_wait("1ns").unwrap_err().starts_with("shorter than 1ms"));
+        assert_eq!(parse_wait("1ms"), Ok(Duration::from_millis(1)));
+        assert!(parse_wait("1M").unwrap_err().contains("months as days, like 30d"));
+        assert_eq!(parse_wait("1d"), Ok(Duration::from_secs(86_400)));
+        // Not "write 5d", which is refused in turn.
+        assert_eq!(
+            parse_wait("5"),
+            Err("5 has no unit: write 5ms, 5s, 5m or 5h".to_string())
+        );
+        assert_eq!(
+            parse_wait("30000000000000d"),
+            Err("longer than a day: give a duration like 30s or 5m".to_string())
+        );
+    }
 
     #[test]
     fn durations_are_written_the_short_way() {

@@ -4,8 +4,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::time::MAX_WAIT;
 use anyhow::Context;
-use portpreview_server::config::{DEFAULT_REQUEST_TIMEOUT, MAX_WAIT};
+use portpreview_server::config::DEFAULT_REQUEST_TIMEOUT;
 use portpreview_server::RelayConfig;
 use portpreview_shared::duration::format_duration;
 use portpreview_shared::message::CONNECT_PATH;
@@ -62,7 +63,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', value_name = "FIELDS", value_parser = parse_key_field)]
     pub key_fields: Vec<String>,
     /// How long the local handler may take before the caller gets 504.
-    #[arg(long, value_parser = crate::replay::options::parse_positive_duration, default_value = "28s", value_name = "DURATION", allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::time::parse_wait, default_value = "28s", value_name = "DURATION", allow_hyphen_values = true)]
     pub local_timeout: Duration,
     /// Address of the in-process relay when no --server is given.
     #[arg(long, default_value = DEFAULT_LOCAL_LISTEN, value_name = "ADDR")]

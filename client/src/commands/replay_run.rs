@@ -7,10 +7,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 use crate::config::SigningSecret;
-use crate::replay::{
-    options::{parse_positive_duration, parse_settle},
-    Phase, ProbeSpec, Progress, ReplayOptions, MAX_CONCURRENCY, MAX_TIMES,
-};
+use crate::replay::{options::parse_settle, Phase, ProbeSpec, Progress, ReplayOptions, MAX_CONCURRENCY, MAX_TIMES};
 
 /// The flags `replay` and `check` share: how to replay and how to judge.
 #[derive(Debug, Clone, clap::Args)]
@@ -35,7 +32,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_settle)]
     pub settle: Option<Duration>,
     /// How long each attempt may wait for its answer before it counts as failed (default 30s).
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_positive_duration)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = crate::time::parse_wait)]
     pub timeout: Option<Duration>,
     /// Give the event new identities: one delivered once, another as a concurrent burst of --times (2 or more) copies.
     #[arg(long)]

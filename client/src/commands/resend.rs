@@ -71,7 +71,7 @@ pub struct Args {
     #[arg(long, value_name = "URL", value_parser = super::replay_run::target_flag())]
     pub target: Option<String>,
     /// How long each delivery may wait for its answer before it counts as failed (default 30s).
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = crate::replay::options::parse_positive_duration)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = crate::time::parse_wait)]
     pub timeout: Option<std::time::Duration>,
     /// Re-sign each delivery with the current time: a provider's signature is refused minutes after it was made.
     #[arg(long)]

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use super::probe::{ProbeSpec, SETTLE_CAP_FACTOR};
 use crate::config::SigningSecret;
+use crate::time::{is_bare_zero, nonzero_reading};
 
 /// Default `--settle`: how long the state must hold still to count as read.
 pub const DEFAULT_SETTLE: Duration = Duration::from_millis(300);
@@ -129,41 +130,6 @@ impl ReplayOptions {
     }
 }
 
-/// Parses a duration written `300ms`, `30s`, `2m`; zero is refused, since
-/// no answer arrives in no time, and so is more than a day, the longest
-/// wait the in-process relay takes (`http --local-timeout` sets its own).
-/// Reasons leave the value out, as clap and the suite file name it beside
-/// them.
-pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
-    let duration = nonzero_reading(text, portpreview_server::config::MAX_WAIT)?;
-    if duration.is_zero() {
-        return Err("no time at all: give a duration like 300ms or 30s".to_string());
-    }
-    if duration < Duration::from_millis(1) {
-        return Err("shorter than 1ms: give a duration like 300ms or 30s".to_string());
-    }
-    if duration > portpreview_server::config::MAX_WAIT {
-        return Err("longer than a day: give a duration like 30s or 5m".to_string());
-    }
-    Ok(duration)
-}
-
-/// `text` read as a duration for a flag that refuses zero and more than
-/// `max`: a bare `0` reads as zero, to be refused as no time at all, not
-/// told to take a unit, which would suggest `0ms`.
-fn nonzero_reading(text: &str, max: Duration) -> Result<Duration, String> {
-    match is_zero(text) {
-        true => Ok(Duration::ZERO),
-        false => crate::time::parse_duration_within(text, max, crate::time::A_DURATION),
-    }
-}
-
-/// Whether `text` is a bare zero (`0`, `00`).
-fn is_zero(text: &str) -> bool {
-    let text = text.trim();
-    !text.is_empty() && text.bytes().all(|b| b == b'0')
-}
-
 /// Longest `--settle` taken: each read of the state may wait ten of them.
 const MAX_SETTLE: Duration = Duration::from_secs(600);
 
@@ -176,7 +142,7 @@ const MIN_SETTLE: Duration = Duration::from_millis(1);
 /// pass for idempotent before its work was done.
 pub fn parse_settle(text: &str) -> Result<Duration, String> {
     // A settle window is milliseconds or seconds, never days.
-    if let Some(why) = crate::time::no_unit(text, &["ms", "s"], MAX_SETTLE).filter(|_| !is_zero(text)) {
+    if let Some(why) = crate::time::no_unit(text, &["ms", "s"], MAX_SETTLE).filter(|_| !is_bare_zero(text)) {
         return Err(why);
     }
     let duration = nonzero_reading(text, MAX_SETTLE)?;
@@ -348,12 +314,12 @@ mod tests {
         let expected = Err("expected a number and a unit, like 300ms, 1s or 2m".to_string());
         for bad in ["2x", "soon"] {
             assert_eq!(parse_settle(bad), expected, "{bad}");
-            assert_eq!(parse_positive_duration(bad), expected, "{bad}");
+            assert_eq!(crate::time::parse_wait(bad), expected, "{bad}");
             assert_eq!(crate::time::parse_duration(bad), expected, "{bad}");
         }
         let negative = Err("durations are never negative: write 1s".to_string());
         assert_eq!(parse_settle("-1s"), negative);
-        assert_eq!(parse_positive_duration("-1s"), negative);
+        assert_eq!(crate::time::parse_wait("-1s"), negative);
         assert_eq!(crate::time::parse_duration("-1s"), negative);
     }
 
@@ -375,36 +341,6 @@ mod tests {
                 "{unnamed:?}"
             );
         }
-    }
-
-    #[test]
-    fn timeouts_are_durations_longer_than_nothing() {
-        assert_eq!(parse_positive_duration("300ms"), Ok(Duration::from_millis(300)));
-        assert_eq!(parse_positive_duration("30s"), Ok(DEFAULT_TIMEOUT));
-        assert!(parse_positive_duration("0s").is_err());
-        assert!(parse_positive_duration("soon").is_err());
-        // Not "write 0ms", which is refused in turn.
-        assert_eq!(
-            parse_positive_duration("0"),
-            Err("no time at all: give a duration like 300ms or 30s".to_string())
-        );
-        assert!(parse_positive_duration("1ns")
-            .unwrap_err()
-            .starts_with("shorter than 1ms"));
-        assert_eq!(parse_positive_duration("1ms"), Ok(Duration::from_millis(1)));
-        assert!(parse_positive_duration("1M")
-            .unwrap_err()
-            .contains("months as days, like 30d"));
-        assert_eq!(parse_positive_duration("1d"), Ok(Duration::from_secs(86_400)));
-        // Not "write 5d", which is refused in turn.
-        assert_eq!(
-            parse_positive_duration("5"),
-            Err("5 has no unit: write 5ms, 5s, 5m or 5h".to_string())
-        );
-        assert_eq!(
-            parse_positive_duration("30000000000000d"),
-            Err("longer than a day: give a duration like 30s or 5m".to_string())
-        );
     }
 
     #[test]
