@@ -247,6 +247,16 @@ fn more_events_than_resend_sends_unless_told_are_refused_before_anything_is_sent
         };
         store.insert_delivery(&delivery, &failed).unwrap();
     }
+    // What resend never sends is refused, not looked for.
+    let ran = common::history::portpreview(&db, &["resend", "--status", "5xx,2xx"]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stderr.starts_with(
+            "error: invalid value '2xx' for '--status <S>': resend sends events the handler did not answer 2xx"
+        ),
+        "{}",
+        ran.stderr
+    );
     let ran = common::history::portpreview(&db, &["resend"]);
     assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
     assert!(

@@ -47,7 +47,7 @@ const NOT_2XX: [StatusWord; 5] = [
 )]
 pub struct Args {
     /// Only deliveries answered so: a status (404), a class (5xx), or error for no answer; repeated or a comma list for any of them (default: every answer but 2xx).
-    #[arg(long, value_name = "S", value_delimiter = ',', value_parser = parse_status)]
+    #[arg(long, value_name = "S", value_delimiter = ',', value_parser = parse_failed_status)]
     pub status: Vec<StatusWord>,
     /// Only deliveries received within this span (30m, 2h, 7d), or since this time (2026-01-01T09:30:00Z, or a date), as for history.
     #[arg(long, value_name = "DURATION|TIME", allow_hyphen_values = true, value_parser = parse_since)]
@@ -85,6 +85,18 @@ pub struct Args {
     /// Print one JSON object instead of lines.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A `--status` value: a status that is no 2xx. An event answered 2xx was
+/// handled, and is what resend passes over; the run would send nothing
+/// and say only that.
+fn parse_failed_status(text: &str) -> Result<StatusWord, String> {
+    match parse_status(text)? {
+        StatusWord::Class(2) | StatusWord::Exact(200..=299) => Err(
+            "resend sends events the handler did not answer 2xx; to send one it did, use portpreview replay ID".into(),
+        ),
+        word => Ok(word),
+    }
 }
 
 impl Args {
