@@ -794,8 +794,9 @@ fn a_stale_signature_fails_and_resigning_passes() {
     };
     assert!(stale(&json), "{json:#}");
 
-    // A secret without --resign signs nothing, and the user is told.
-    let ran = history.replay(&["--times", "2", "--secret", STRIPE_SECRET, "--json"]);
+    // A secret without --resign signs nothing, and the user is told; so
+    // are a settle window with no probe and a concurrency with one attempt.
+    let ran = history.replay(&["--times", "2", "--secret", STRIPE_SECRET, "--json", "--settle", "2s"]);
     assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
     assert!(
         ran.stderr.contains(
@@ -803,6 +804,21 @@ fn a_stale_signature_fails_and_resigning_passes() {
         ),
         "{}",
         ran.stderr
+    );
+    assert!(
+        ran.stderr.contains(
+            "warning: --settle is not used: it is how long the state a probe reads must hold still, and no \
+             --check-url or --check-cmd reads one"
+        ),
+        "{}",
+        ran.stderr
+    );
+    let one = history.replay(&["--concurrency", "4"]);
+    assert!(
+        one.stderr
+            .contains("warning: --concurrency is not used: one attempt is sent; give --times 2 or more"),
+        "{}",
+        one.stderr
     );
     assert!(
         ran.json()["warnings"].as_array().unwrap().iter().any(|w| w

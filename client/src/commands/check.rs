@@ -81,6 +81,16 @@ pub async fn run(args: Args, history: Option<&Path>) -> anyhow::Result<ExitCode>
     if args.run.secret.is_some() && !jobs.iter().any(signs) {
         crate::to_stderr(format_args!("{}", super::replay_run::SECRET_UNUSED));
     }
+    let probes = |job: &Job| {
+        job.entry
+            .as_ref()
+            .is_some_and(|e| e.check_url.is_some() || e.check_cmd.is_some())
+    };
+    let probed = args.run.check_url.is_some() || args.run.check_cmd.is_some() || jobs.iter().any(probes);
+    // The flag's --times is every fixture's: a suite's own is overridden.
+    for warning in args.run.unused(probed, args.run.times.unwrap_or(CHECK_TIMES)) {
+        crate::to_stderr(format_args!("{warning}"));
+    }
     // One stop for the whole check: ctrl-c ends the fixture in progress
     // and leaves the rest unstarted, whenever it comes.
     let stop = CancellationToken::new();

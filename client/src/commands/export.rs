@@ -31,7 +31,7 @@ pub struct Args {
     /// Aim the fixture, the HAR URL or the curl command here instead of the recorded target, as `replay --target` would.
     #[arg(long, value_name = "URL")]
     pub target: Option<String>,
-    /// Keep secrets unmasked in the HAR file (fixtures and curl commands are never masked: they must replay exactly).
+    /// Keep secrets (Authorization, cookies, signatures, credentials in query strings) unmasked in the HAR file; fixtures and curl commands are never masked: they must replay exactly.
     #[arg(long)]
     pub reveal: bool,
 }

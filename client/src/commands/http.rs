@@ -36,10 +36,12 @@ pub struct Args {
     #[arg(value_name = "PORT|URL")]
     pub target: String,
     /// Relay to use (ws://, wss://, http:// or https://); else the config file's server; none: run one in-process.
-    #[arg(long, env = "PORTPREVIEW_SERVER", hide_env_values = true)]
+    #[arg(long, value_name = "URL", env = "PORTPREVIEW_SERVER", hide_env_values = true)]
     pub server: Option<String>,
     /// Tunnel name to ask for: 1 to 63 lowercase letters, digits and '-', not starting or ending with '-'.
-    #[arg(long, value_parser = parse_name)]
+    // Hyphens allowed so that `--name -ab` gets the name's own reason,
+    // not clap's guess that `-a` is a flag.
+    #[arg(long, value_name = "NAME", value_parser = parse_name, allow_hyphen_values = true)]
     pub name: Option<String>,
     /// Token for the relay (a flag shows in the process list: PORTPREVIEW_TOKEN or the config file does not); else the config file's token, sent only to the config file's server.
     #[arg(long, env = "PORTPREVIEW_TOKEN", hide_env_values = true, value_parser = crate::cli::parse_secret_text, allow_hyphen_values = true)]
@@ -48,13 +50,13 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub ca_cert: Option<PathBuf>,
     /// Host header sent to the local handler.
-    #[arg(long, value_enum, default_value_t = HostHeader::Rewrite)]
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = HostHeader::Rewrite)]
     pub host_header: HostHeader,
     /// Print one line per delivery instead of the TUI.
     #[arg(long)]
     pub no_tui: bool,
     /// How --no-tui lines are written: text, or json (one object a line, for scripts; turns the TUI off).
-    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
     /// Forward without recording: nothing reaches the history.
     #[arg(long)]
@@ -66,7 +68,7 @@ pub struct Args {
     #[arg(long, value_parser = crate::time::parse_wait, default_value = "28s", value_name = "DURATION", allow_hyphen_values = true)]
     pub local_timeout: Duration,
     /// Address of the in-process relay when no --server is given.
-    #[arg(long, default_value = DEFAULT_LOCAL_LISTEN, value_name = "ADDR")]
+    #[arg(long, default_value = DEFAULT_LOCAL_LISTEN, value_name = "ADDR", value_parser = parse_listen)]
     pub local_listen: String,
 }
 
@@ -75,6 +77,12 @@ impl Args {
     pub fn uses_tui(&self) -> bool {
         !self.no_tui && self.log_format == LogFormat::Text && crate::tui::terminal::can_draw()
     }
+}
+
+/// A `--local-listen` address, checked as the relay's `--listen` is, and
+/// kept as written: a name (`localhost:4000`) is resolved again to bind.
+fn parse_listen(text: &str) -> Result<String, String> {
+    portpreview_server::config::listen_address(text).map(|_| text.to_owned())
 }
 
 /// The fewest open files a tunnel runs with: the history's files, the

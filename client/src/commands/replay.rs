@@ -189,6 +189,9 @@ async fn start(args: &Args, db: &Path, case: &mut String) -> anyhow::Result<Ran>
         }
         _ => None,
     };
+    for warning in args.run.unused(opts.probe.is_some(), opts.times) {
+        crate::to_stderr(format_args!("{warning}"));
+    }
     if opts.resign || opts.fresh {
         opts.secret = crate::config::resolve_secret(opts.secret.take(), replay::provider_of(&request), None)?;
     } else {

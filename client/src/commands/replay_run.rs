@@ -46,7 +46,7 @@ pub struct RunArgs {
     /// Re-sign every attempt with the current time.
     #[arg(long)]
     pub resign: bool,
-    /// Signing secret (else a suite's `secret_env`, `PORTPREVIEW_SECRET_<PROVIDER>`, `PORTPREVIEW_SECRET` or the config file).
+    /// Signing secret (else, for check, a suite's `secret_env`; then `PORTPREVIEW_SECRET_<PROVIDER>`, `PORTPREVIEW_SECRET` or the config file).
     #[arg(long, value_name = "S", value_parser = crate::cli::parse_signing_secret, allow_hyphen_values = true)]
     pub secret: Option<SigningSecret>,
 }
@@ -69,6 +69,26 @@ impl RunArgs {
             expect_effect: self.expect_effect,
             ..defaults
         }
+    }
+}
+
+impl RunArgs {
+    /// Warnings for flags given that the run will not read: `probed` says
+    /// whether any attempt's state is read, `times` how many attempts a
+    /// run sends. The user gave them to do something, and would otherwise
+    /// take their run for one that did it.
+    pub fn unused(&self, probed: bool, times: u32) -> Vec<&'static str> {
+        let mut unused = Vec::new();
+        if self.settle.is_some() && !probed {
+            unused.push(
+                "warning: --settle is not used: it is how long the state a probe reads must hold still, and no \
+                 --check-url or --check-cmd reads one\n",
+            );
+        }
+        if self.concurrency.is_some() && times < 2 {
+            unused.push("warning: --concurrency is not used: one attempt is sent; give --times 2 or more\n");
+        }
+        unused
     }
 }
 

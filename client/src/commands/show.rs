@@ -23,7 +23,7 @@ pub struct Args {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
-    /// Show secrets (Authorization, cookies, signatures) instead of masking them.
+    /// Show secrets (Authorization, cookies, signatures, credentials in query strings) instead of masking them.
     #[arg(long)]
     pub reveal: bool,
 }
