@@ -38,6 +38,12 @@ pub use status_word::StatusWord;
 /// How long a statement waits for another process's lock before giving up.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How often a write waiting for another process's lock tries again.
+/// SQLite's own wait grows to 100 ms between tries, and a prune, which
+/// takes the lock again a few milliseconds after each batch, would be let
+/// in first every time while a tunnel's writer slept.
+const LOCK_POLL: Duration = Duration::from_millis(1);
+
 /// The provider filter that lists deliveries no provider was recognised
 /// in: the word `show` prints for them.
 pub const UNKNOWN_PROVIDER: &str = "unknown";
@@ -99,6 +105,9 @@ pub struct Store {
     /// Requests tunnels had forwarded and the history did not hold when
     /// this store was opened for reading (see [`Store::unstored_at_open`]).
     unstored_at_open: Unstored,
+    /// How long a write waits for another process's lock: [`BUSY_TIMEOUT`],
+    /// but for the work [`Store::waiting_up_to`] runs.
+    patience: std::cell::Cell<Duration>,
 }
 
 /// Requests whose callers heard back that a reader opening the history

@@ -220,6 +220,7 @@ impl Store {
                 conn,
                 path,
                 unstored_at_open: Unstored::default(),
+                patience: std::cell::Cell::new(BUSY_TIMEOUT),
             }),
             Err(newer) => Err(StoreError::TooNew {
                 path,
@@ -260,7 +261,9 @@ impl Store {
         work: impl FnOnce(&Self) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         self.conn.busy_timeout(patience).map_err(|e| self.classify(e))?;
+        self.patience.set(patience);
         let result = work(self);
+        self.patience.set(BUSY_TIMEOUT);
         self.conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| self.classify(e))?;
         result
     }

@@ -477,6 +477,45 @@ fn a_prune_with_nothing_to_delete_takes_no_lock() {
     writer.execute_batch("ROLLBACK").unwrap();
 }
 
+/// A prune lets go of the lock between its batches long enough for a
+/// tunnel's writer to store a delivery: the writer waits for a batch, not
+/// for the whole prune, and never tells the user the history refuses
+/// writes.
+#[test]
+fn a_writer_gets_in_between_the_batches_of_a_prune() {
+    let dir = ScratchDir::new("prune-beside-a-writer");
+    let path = dir.0.join("h.db");
+    let store = Store::open(&path).unwrap();
+    let old = 30 * write::PRUNE_BATCH;
+    store
+        .write(|store| {
+            for n in 0..old {
+                let mut d = delivery(&format!("evt_{n}"), "/");
+                d.received_at_ms = 1_000;
+                store.insert_request_row(&d)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let tunnel = Store::open(&path).unwrap();
+    let pruning = std::thread::spawn(move || {
+        let pruned = store.prune(5_000, |_| {}).unwrap();
+        (pruned, std::time::Instant::now())
+    });
+    let all = ListQuery::default();
+    while tunnel.count(&all).unwrap() == old as u64 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let mut new = delivery("evt_new", "/");
+    new.received_at_ms = 9_000;
+    tunnel.insert_request(&new).unwrap();
+    let stored_at = std::time::Instant::now();
+    let (pruned, done_at) = pruning.join().unwrap();
+    assert_eq!(pruned.deliveries, old);
+    assert!(stored_at < done_at, "the writer waited for the whole prune");
+    assert_eq!(tunnel.count(&all).unwrap(), 1);
+}
+
 #[test]
 fn prune_removes_old_deliveries_and_their_runs() {
     let store = Store::in_memory().unwrap();

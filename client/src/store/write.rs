@@ -29,7 +29,7 @@ pub(crate) const SHARED_BODY: usize = 64 * 1024;
 /// the WAL (its pages overwritten, as pruned payloads carry secrets), and
 /// a prune is most often run on a disk that is filling up. 1,000 deliveries
 /// of 1 KiB take about 6 MB of it.
-const PRUNE_BATCH: usize = 1_000;
+pub(super) const PRUNE_BATCH: usize = 1_000;
 
 /// The condition, on a row of `bodies`, that no delivery uses it.
 macro_rules! unused_body {
@@ -42,6 +42,9 @@ macro_rules! unused_body {
 /// How long `prune` waits for another process's lock on the history: each
 /// batch waits for the tunnels' writers to commit in between.
 const PRUNE_PATIENCE: Duration = Duration::from_secs(30);
+
+/// How long `prune` leaves the write lock free between its batches.
+const BETWEEN_BATCHES: Duration = Duration::from_millis(5);
 
 impl Store {
     /// Stores the request half of a delivery and returns its id.
@@ -211,6 +214,10 @@ impl Store {
                 return Ok(total);
             }
             self.empty_wal();
+            // The lock is let go long enough for a tunnel's writer, trying
+            // every millisecond, to take it: it waits one batch, not the
+            // whole prune.
+            std::thread::sleep(BETWEEN_BATCHES);
         }
     }
 
@@ -391,12 +398,35 @@ impl Store {
     /// Runs `f` in one immediate transaction: all of it is committed or none.
     pub(crate) fn write<T>(&self, f: impl FnOnce(&Store) -> rusqlite::Result<T>) -> Result<T, StoreError> {
         let run = || {
-            let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
+            let tx = self.begin_immediate()?;
             let value = f(self)?;
             tx.commit()?;
             Ok(value)
         };
         run().map_err(|e| self.classify(e))
+    }
+
+    /// Takes the write lock, trying again every [`LOCK_POLL`](super::LOCK_POLL)
+    /// while another process holds it, for as long as the store's patience:
+    /// a lock let go for a moment is taken in that moment.
+    fn begin_immediate(&self) -> rusqlite::Result<Transaction<'_>> {
+        let patience = self.patience.get();
+        let deadline = std::time::Instant::now() + patience;
+        self.conn.busy_timeout(Duration::ZERO)?;
+        let began = loop {
+            match Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate) {
+                Err(err)
+                    if err.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(super::LOCK_POLL);
+                }
+                began => break began,
+            }
+        };
+        // The transaction's statements wait as every other statement does.
+        self.conn.busy_timeout(patience)?;
+        began
     }
 
     /// Inserts the request half and says where it landed; the caller
