@@ -848,11 +848,19 @@ fn a_name_the_relay_would_refuse_is_told_before_connecting() {
     let db = dir.path().join("history.db");
     let config = dir.path().join("config.toml");
     std::fs::write(&config, "").expect("an empty config file");
-    // Local mode and a relay nobody listens on: the name is refused first either way.
-    for server in [None, Some("http://127.0.0.1:9")] {
+    // Local mode and a relay nobody listens on: the name is refused first
+    // either way, a look-alike encoded name too.
+    let refused = [
+        ("é", "lowercase letters, digits and '-'"),
+        ("xn--pypal-4ve", "no '--' as its third and fourth characters"),
+    ];
+    for ((name, why), server) in refused
+        .into_iter()
+        .flat_map(|r| [(r, None), (r, Some("http://127.0.0.1:9"))])
+    {
         let mut command = std::process::Command::new(portpreview_bin());
         command
-            .args(["http", "3000", "--no-tui", "--name", "é", "--db"])
+            .args(["http", "3000", "--no-tui", "--name", name, "--db"])
             .arg(&db);
         if let Some(server) = server {
             command.args(["--server", server]);
@@ -864,10 +872,7 @@ fn a_name_the_relay_would_refuse_is_told_before_connecting() {
         );
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{server:?}: {stderr}");
-        assert!(
-            stderr.contains("lowercase letters, digits and '-'"),
-            "{server:?}: {stderr}"
-        );
+        assert!(stderr.contains(why), "{server:?}: {stderr}");
         assert!(!stderr.contains("relay"), "not a connection problem: {stderr}");
     }
 }

@@ -47,6 +47,11 @@ async fn with_a_domain_names_are_subdomains_and_route_by_host() {
     );
     client.respond(got.stream, 200, &[], b"ok", 1).await;
     assert_eq!(caller.await.unwrap().text(), "ok");
+
+    // One dot ends a name written in full; two name no tunnel.
+    let mut req = request(relay.addr, "POST", "/", "{}");
+    req.headers_mut().insert("host", "shop.relay.test..".parse().unwrap());
+    assert_eq!(call(relay.addr, req).await.status, 404);
 }
 
 #[tokio::test]

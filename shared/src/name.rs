@@ -19,6 +19,15 @@ pub fn invalid_reason(name: &str) -> Option<String> {
     if name.starts_with('-') || name.ends_with('-') {
         return Some("a tunnel name starts and ends with a letter or digit".to_string());
     }
+    // `xn--pypal-4ve` is shown by browsers as `pаypal`, with a Cyrillic
+    // `а`: DNS keeps labels with `--` there for such encodings.
+    if name.get(2..4) == Some("--") {
+        return Some(
+            "a tunnel name has no '--' as its third and fourth characters: DNS keeps those for encoded \
+             international names (xn--), which browsers show as other letters"
+                .to_string(),
+        );
+    }
     None
 }
 
@@ -27,11 +36,12 @@ pub fn invalid_reason(name: &str) -> Option<String> {
 /// route and record by it, so they must read a Host alike. A DNS name, not
 /// an IPv6 literal: a tunnel's host is `<name>.<domain>`.
 pub fn host_name(authority: &str) -> &str {
-    authority
+    let name = authority
         .rsplit_once(':')
         .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
-        .map_or(authority, |(name, _)| name)
-        .trim_end_matches('.')
+        .map_or(authority, |(name, _)| name);
+    // One dot ends a name written in full; `shop.relay.test..` is no name.
+    name.strip_suffix('.').unwrap_or(name)
 }
 
 /// True when `name` may name a tunnel.
@@ -49,6 +59,7 @@ mod tests {
         assert_eq!(host_name("shop.relay.test."), "shop.relay.test");
         assert_eq!(host_name("shop.relay.test.:80"), "shop.relay.test");
         assert_eq!(host_name("relay.test:x"), "relay.test:x", "not a port");
+        assert_eq!(host_name("shop.relay.test.."), "shop.relay.test.", "one dot only");
     }
 
     #[test]
@@ -65,5 +76,8 @@ mod tests {
             !is_valid("-x-") && !is_valid("-x") && !is_valid("x-"),
             "not a DNS label"
         );
+        assert!(!is_valid("xn--pypal-4ve"), "an encoded look-alike");
+        assert!(!is_valid("ab--cd"));
+        assert!(is_valid("a--b") && is_valid("abc--d"), "'--' elsewhere");
     }
 }

@@ -38,7 +38,7 @@ pub struct Args {
     /// Relay to use (ws://, wss://, http:// or https://); else the config file's server; none: run one in-process.
     #[arg(long, value_name = "URL", env = "PORTPREVIEW_SERVER", hide_env_values = true)]
     pub server: Option<String>,
-    /// Tunnel name to ask for: 1 to 63 lowercase letters, digits and '-', not starting or ending with '-'.
+    /// Tunnel name to ask for: 1 to 63 lowercase letters, digits and '-', not starting or ending with '-', without '--' third and fourth.
     // Hyphens allowed so that `--name -ab` gets the name's own reason,
     // not clap's guess that `-a` is a flag.
     #[arg(long, value_name = "NAME", value_parser = parse_name, allow_hyphen_values = true)]
