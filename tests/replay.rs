@@ -848,14 +848,28 @@ fn a_stale_signature_fails_and_resigning_passes() {
         )
     );
 
-    // Where that message points, a secret works.
-    std::fs::write(
-        history.db().with_extension("config.toml"),
-        format!("[secrets]\nstripe = \"{STRIPE_SECRET}\"\n"),
-    )
-    .unwrap();
+    // Where that message points, a secret works; written with a mode that
+    // lets others read it, the file is said to.
+    let config = history.db().with_extension("config.toml");
+    std::fs::write(&config, format!("[secrets]\nstripe = \"{STRIPE_SECRET}\"\n")).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let ran = history.replay(&["--resign"]);
+        assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+        assert_eq!(
+            ran.stderr,
+            format!(
+                "warning: {} may be read by other users (mode 0644), and holds signing secrets: chmod 600 it\n",
+                config.display()
+            )
+        );
+        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
     let ran = history.replay(&["--resign"]);
     assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(ran.stderr, "", "a file for its owner alone is not warned of");
     // And a replay without --resign says the secret is there, so the flag
     // is all that is missing.
     let ran = history.replay(&["--json"]);

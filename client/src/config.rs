@@ -107,6 +107,29 @@ pub struct Config {
     pub secrets: BTreeMap<String, Secret>,
 }
 
+/// Says so when the config file at `path` holds a token or signing
+/// secrets and users other than its owner may read it, as a history that
+/// may be read is said of: whoever reads the token connects as its owner,
+/// and whoever reads a secret signs webhooks the handler trusts.
+fn warn_if_others_may_read(path: &Path, config: &Config) {
+    let held = match (config.token.is_some(), !config.secrets.is_empty()) {
+        (true, true) => "a relay token and signing secrets",
+        (true, false) => "a relay token",
+        (false, true) => "signing secrets",
+        (false, false) => return,
+    };
+    // The file is read again where a secret is looked up: said once.
+    static SAID: std::sync::Once = std::sync::Once::new();
+    if let Some(mode) = portpreview_shared::file_mode::open_to_others(path) {
+        SAID.call_once(|| {
+            crate::to_stderr(format_args!(
+                "warning: {} may be read by other users (mode {mode:04o}), and holds {held}: chmod 600 it\n",
+                path.display()
+            ));
+        });
+    }
+}
+
 impl Config {
     /// Loads the config file; a missing file is an empty config, a bad one
     /// an error. A file `PORTPREVIEW_CONFIG` names must exist: a mistyped
@@ -163,6 +186,7 @@ impl Config {
             .check_secrets()
             .and_then(|()| config.check_server())
             .with_context(|| format!("invalid config file {}", path.display()))?;
+        warn_if_others_may_read(path, &config);
         // Paths in the file mean the same from any directory: relative
         // ones are taken from the file's own folder, and `~/` is the home
         // folder, as a shell would read it (no shell reads this file).

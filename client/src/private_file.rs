@@ -26,22 +26,7 @@ pub fn restrict(path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The permission bits of the file at `path` when users other than its
-/// owner may read or write it: a history made by an older tool, or
-/// copied with another umask, that PortPreview did not make private.
-pub fn open_to_others(path: &Path) -> Option<u32> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
-        (mode & 0o066 != 0).then_some(mode)
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = path;
-        None
-    }
-}
+pub use portpreview_shared::file_mode::open_to_others;
 
 /// Creates `dir` and its missing parents, each one for its owner only (as
 /// the XDG spec asks of data folders): they hold payloads and secrets.
@@ -67,18 +52,6 @@ pub fn create_folders(dir: &Path) -> std::io::Result<()> {
 #[cfg(all(test, unix))]
 mod tests {
     use std::os::unix::fs::PermissionsExt;
-
-    #[test]
-    fn a_file_others_may_read_is_told_apart() {
-        let path = std::env::temp_dir().join(format!("portpreview-open-to-others-{}", std::process::id()));
-        std::fs::write(&path, b"").unwrap();
-        for (mode, open) in [(0o644, Some(0o644)), (0o620, Some(0o620)), (0o600, None), (0o700, None)] {
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
-            assert_eq!(super::open_to_others(&path), open, "{mode:o}");
-        }
-        std::fs::remove_file(&path).unwrap();
-        assert_eq!(super::open_to_others(&path), None, "no file");
-    }
 
     #[test]
     fn folders_made_for_a_file_are_for_its_owner_only() {

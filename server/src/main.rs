@@ -199,6 +199,13 @@ fn config(args: &Args) -> anyhow::Result<RelayConfig> {
                  as its owner: make one with `openssl rand -hex 16`"
             );
         }
+        if let Some(mode) = portpreview_shared::file_mode::open_to_others(path) {
+            tracing::warn!(
+                path = %path.display(),
+                "the tokens file may be read by other users (mode {mode:04o}), and whoever reads a token connects \
+                 as its owner: chmod 600 it"
+            );
+        }
         config.tokens = Some(tokens);
     }
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {

@@ -278,6 +278,49 @@ fn a_token_short_enough_to_guess_is_warned_of_by_its_label() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A tokens file other users may read is warned of: whoever reads a
+/// token connects as its owner.
+#[cfg(unix)]
+#[test]
+fn a_tokens_file_others_may_read_is_warned_of() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("pp-server-open-tokens-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tokens = dir.join("tokens.toml");
+    std::fs::write(&tokens, "[[token]]\ntoken = \"0123456789abcdef0123\"\n").unwrap();
+    // A certificate that is not there stops the relay once the tokens are read.
+    let stderr = |mode| {
+        std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(mode)).unwrap();
+        let out = Command::new(BIN)
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--tls-cert",
+                "/nonexistent",
+                "--tls-key",
+                "/nonexistent",
+            ])
+            .arg("--tokens")
+            .arg(&tokens)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let said = stderr(0o644);
+    assert!(
+        said.contains("the tokens file may be read by other users (mode 0644)") && said.contains("chmod 600 it"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("0123456789abcdef"),
+        "the token itself is never logged: {said}"
+    );
+    let said = stderr(0o600);
+    assert!(!said.contains("may be read"), "{said}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The first line the relay started with `command` writes to stderr; the
 /// relay is stopped once it has.
 fn first_line_on_stderr(command: &mut Command) -> String {

@@ -11,6 +11,7 @@ pub mod codec;
 pub mod coding;
 pub mod content_length;
 pub mod duration;
+pub mod file_mode;
 pub mod hangup;
 pub mod hop;
 pub mod host;
