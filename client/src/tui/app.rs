@@ -456,8 +456,11 @@ impl App {
         let following = self.follows_newest();
         let rebase = self.pager.search().is_none() && self.pager.head_is_full(!following);
         // Until a search's first page comes, no row is held to refresh
-        // above: the search brings the newest matches.
-        if !(self.head_stale || rebase) || self.waiting() == Some(Waiting::Rows) {
+        // above: the search brings the newest matches. Until `G`'s answer
+        // comes, the pages stay as it read them: paging started over
+        // would ask for a count in its place, and under a tunnel recording
+        // a thousand deliveries a second `G` would never arrive.
+        if !(self.head_stale || rebase) || matches!(self.waiting(), Some(Waiting::Rows | Waiting::End)) {
             return false;
         }
         self.head_stale = false;

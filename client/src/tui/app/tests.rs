@@ -1051,6 +1051,30 @@ fn g_waits_for_the_oldest_rows_without_holding_keys() {
     assert_eq!(app.selected, 0);
 }
 
+/// Browsing while another process records faster than the list pages:
+/// `G` still reaches the oldest row, rather than being overtaken by the
+/// list starting over from the newest.
+#[test]
+fn g_arrives_while_another_process_records_a_flood() {
+    let source = std::rc::Rc::new(MemorySource::with_rows(1000));
+    let mut reader = over(&source, Mode::Browser { db: "h.db".into() });
+    serve(&mut reader);
+    press(&mut reader, "G");
+    assert_eq!(reader.waiting(), Some(Waiting::End));
+    let order = reader.take_order().unwrap();
+    for id in 1001..=2500 {
+        source.push(test_delivery(id));
+    }
+    reader.on_tick(1);
+    assert_eq!(reader.take_order(), None, "nothing sent in G's place");
+    for found in answers(&reader, order) {
+        assert!(reader.on_found(found));
+    }
+    assert_eq!(reader.selected_id(), Some(1), "at the oldest row");
+    reader.on_tick(2);
+    assert_eq!(reader.selected_id(), Some(1), "and kept there");
+}
+
 /// Esc during a `G` under a filter stops the `G` only: the filter stays,
 /// and a second Esc clears it.
 #[test]
