@@ -49,8 +49,21 @@ fn answer() -> Outcome {
 }
 
 fn main() -> anyhow::Result<()> {
-    let mut args = std::env::args().skip(1);
-    let total: usize = args.next().map(|n| n.parse()).transpose()?.unwrap_or(100_000);
+    const USAGE: &str = "usage: store_bench [N] [DB] [PAD]";
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().is_some_and(|first| first.starts_with('-')) {
+        eprintln!("{USAGE}");
+        std::process::exit(2);
+    }
+    let number = |what: &str, text: Option<String>, default: usize| -> usize {
+        text.map_or(default, |text| {
+            text.parse().unwrap_or_else(|_| {
+                eprintln!("{what} must be a whole number, not {text:?}; {USAGE}");
+                std::process::exit(2)
+            })
+        })
+    };
+    let total = number("N", args.next(), 100_000);
     let db = args
         .next()
         .map(PathBuf::from)
@@ -58,7 +71,7 @@ fn main() -> anyhow::Result<()> {
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
     }
-    let pad_bytes: usize = args.next().map(|n| n.parse()).transpose()?.unwrap_or(900);
+    let pad_bytes = number("PAD", args.next(), 900);
     let pad = "x".repeat(pad_bytes);
 
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;

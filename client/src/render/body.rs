@@ -195,6 +195,15 @@ impl Encoded {
 /// A short note when a stored body is shorter than the one received.
 pub fn truncation_note(stored: usize, size: u64) -> Option<String> {
     let stored = stored as u64;
+    // A stream without a declared size that went on past what the history
+    // keeps: the rest went through, only unrecorded.
+    if crate::store::size_unknown_past(stored, size) && stored >= crate::store::MAX_STORED_BODY as u64 {
+        return Some(format!(
+            "(stored body cut at {} bytes, the most the history keeps; the rest went through unrecorded, its size \
+             unknown)",
+            thousands(stored)
+        ));
+    }
     if crate::store::size_unknown_past(stored, size) {
         return Some(format!(
             "(body cut short after {} bytes; the rest did not reach PortPreview)",
@@ -270,6 +279,14 @@ mod tests {
         assert_eq!(
             truncation_note(10, 11).as_deref(),
             Some("(body cut short after 10 bytes; the rest did not reach PortPreview)")
+        );
+        let most = crate::store::MAX_STORED_BODY;
+        assert_eq!(
+            truncation_note(most, most as u64 + 1).as_deref(),
+            Some(
+                "(stored body cut at 26,214,400 bytes, the most the history keeps; the rest went through \
+                 unrecorded, its size unknown)"
+            )
         );
     }
 
