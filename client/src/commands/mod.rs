@@ -38,6 +38,17 @@ pub(crate) fn open_history(db: &Path) -> anyhow::Result<Store> {
     use portpreview_shared::text::counted;
     let store = Store::open_existing(db).map_err(|err| err.for_command(db))?;
     let Unstored { held_up, orphaned } = store.unstored_at_open();
+    let unknown = store.recovered_at_open().answers_unknown;
+    if unknown > 0 {
+        // Without a word, a burst cut off by `kill -9` reads as thousands
+        // of failed deliveries, most of whose callers got their 200.
+        crate::to_stderr(format_args!(
+            "note: a tunnel stopped without a word (killed, or its machine went down) before it recorded the \
+             answers to {}; they are in the history now, as \"{}\", whatever their callers heard\n",
+            counted(unknown, "delivery", "deliveries"),
+            crate::store::recorder::ORPHANED,
+        ));
+    }
     if held_up > 0 {
         let (are, them) = are_them(held_up);
         crate::to_stderr(format_args!(

@@ -32,7 +32,7 @@ pub use model::{size_past_cut, size_unknown_past, Delivery, NewDelivery, Outcome
 pub(crate) use open::beside;
 pub use open::require;
 pub use read::{EventState, Pick};
-pub use recorder::{RecordError, Recorded, Recorder, RecorderHandle, Ticket, WriterNews, MAX_STORED_BODY};
+pub use recorder::{RecordError, Recorded, Recorder, RecorderHandle, Recovered, Ticket, WriterNews, MAX_STORED_BODY};
 pub use status_word::StatusWord;
 
 /// How long a statement waits for another process's lock before giving up.
@@ -105,6 +105,9 @@ pub struct Store {
     /// Requests tunnels had forwarded and the history did not hold when
     /// this store was opened for reading (see [`Store::unstored_at_open`]).
     unstored_at_open: Unstored,
+    /// What opening the history moved in from the inboxes of tunnels that
+    /// died (see [`Store::recovered_at_open`]).
+    recovered_at_open: Recovered,
     /// How long a write waits for another process's lock: [`BUSY_TIMEOUT`],
     /// but for the work [`Store::waiting_up_to`] runs.
     patience: std::cell::Cell<Duration>,

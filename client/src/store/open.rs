@@ -8,7 +8,7 @@ use std::time::Duration;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use super::error::{classify, WriteCause};
-use super::{error, functions, inbox, recorder, schema, Opened, Store, StoreError, Unstored, BUSY_TIMEOUT};
+use super::{error, functions, inbox, recorder, schema, Opened, Recovered, Store, StoreError, Unstored, BUSY_TIMEOUT};
 
 impl Store {
     /// Opens (creating it, mode 0600, with its directories) and migrates the
@@ -21,7 +21,7 @@ impl Store {
             crate::private_file::create_folders(dir)?;
         }
         create_private(path)?;
-        let store = Self::connect(path, Opening::Create).map_err(|err| match err {
+        let mut store = Self::connect(path, Opening::Create).map_err(|err| match err {
             // Turning on WAL is the first write, refused in a folder this
             // user may not write.
             StoreError::WriteRefused { .. } => StoreError::ReadOnly {
@@ -49,7 +49,7 @@ impl Store {
                 path: path.to_path_buf(),
             });
         }
-        store.recover(BUSY_TIMEOUT)?;
+        store.recovered_at_open = store.recover(BUSY_TIMEOUT);
         Ok(store)
     }
 
@@ -82,7 +82,7 @@ impl Store {
             Err(StoreError::Sqlite(err)) if is_out_of_room(&err) => return Self::open_read_only(path),
             opened => opened?,
         };
-        store.recover(Duration::ZERO)?;
+        store.recovered_at_open = store.recover(Duration::ZERO);
         store.unstored_at_open = Unstored {
             held_up: store.catch_up_with_recorders(),
             orphaned: store.left_in_orphans(),
@@ -220,6 +220,7 @@ impl Store {
                 conn,
                 path,
                 unstored_at_open: Unstored::default(),
+                recovered_at_open: Recovered::default(),
                 patience: std::cell::Cell::new(BUSY_TIMEOUT),
             }),
             Err(newer) => Err(StoreError::TooNew {
@@ -233,22 +234,35 @@ impl Store {
     /// Moves in what recorders that died left in their inboxes, waiting up
     /// to `patience` for another process's lock. Failing to is no reason
     /// not to open: the inboxes stay for a later try.
-    fn recover(&self, patience: Duration) -> Result<(), StoreError> {
+    fn recover(&self, patience: Duration) -> Recovered {
         match self.move_in_orphans(patience) {
-            Ok(0) => {}
-            Ok(moved) => tracing::info!(moved, "moved deliveries left in an inbox into the history"),
+            Ok(recovered) => {
+                if recovered.moved > 0 {
+                    tracing::info!(
+                        moved = recovered.moved,
+                        "moved deliveries left in an inbox into the history"
+                    );
+                }
+                return recovered;
+            }
             // Another process is writing; only a reader gives up this fast.
             Err(StoreError::Busy) if patience.is_zero() => {
                 tracing::debug!("the history is busy; deliveries left in an inbox wait for a later open");
             }
             Err(err) => tracing::warn!(%err, "cannot move deliveries left in an inbox into the history yet"),
         }
-        Ok(())
+        Recovered::default()
+    }
+
+    /// What opening the history moved in from the inboxes of tunnels that
+    /// died: a command that lists them says how many lost their answers.
+    pub fn recovered_at_open(&self) -> Recovered {
+        self.recovered_at_open
     }
 
     /// Moves in what recorders that died left in their inboxes, waiting up
-    /// to `patience` for another process's lock; how many requests it moved.
-    fn move_in_orphans(&self, patience: Duration) -> Result<usize, StoreError> {
+    /// to `patience` for another process's lock.
+    fn move_in_orphans(&self, patience: Duration) -> Result<Recovered, StoreError> {
         self.waiting_up_to(patience, recorder::recover)
     }
 

@@ -486,7 +486,7 @@ fn a_writer_gets_in_between_the_batches_of_a_prune() {
     let dir = ScratchDir::new("prune-beside-a-writer");
     let path = dir.0.join("h.db");
     let store = Store::open(&path).unwrap();
-    let old = 30 * write::PRUNE_BATCH;
+    let old = 50 * write::PRUNE_BATCH;
     store
         .write(|store| {
             for n in 0..old {

@@ -42,6 +42,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::inbox::{Inbox, BODY_PART};
 use super::{NewDelivery, Outcome, Store, StoreError, Summary};
 pub(crate) use recover::recover;
+pub use recover::Recovered;
 use writer::{Job, Writer};
 
 /// Bodies longer than this are stored cut, with their full size kept.

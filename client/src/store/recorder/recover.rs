@@ -34,21 +34,32 @@ const BATCH: usize = 1000;
 /// read, this bounds what recovery holds in memory.
 const BATCH_BYTES: usize = 16 * 1024 * 1024;
 
+/// What moving in dead recorders' inboxes did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Recovered {
+    /// Requests moved into the history.
+    pub moved: usize,
+    /// Requests, moved in or stored before, whose answers died with their
+    /// recorder: the history says "PortPreview stopped before it recorded
+    /// the answer", whatever their callers heard.
+    pub answers_unknown: usize,
+}
+
 /// Moves the requests of inboxes whose recorders died into the history.
-/// Returns how many were moved.
-pub(crate) fn recover(store: &Store) -> Result<usize, StoreError> {
+pub(crate) fn recover(store: &Store) -> Result<Recovered, StoreError> {
     recover_in_batches(store, BATCH, BATCH_BYTES)
 }
 
 /// [`recover`], with each transaction ending at `most` requests or once
 /// its bodies reach `most_bytes`.
-fn recover_in_batches(store: &Store, most: usize, most_bytes: usize) -> Result<usize, StoreError> {
-    let mut moved = 0;
+fn recover_in_batches(store: &Store, most: usize, most_bytes: usize) -> Result<Recovered, StoreError> {
+    let mut recovered = Recovered::default();
     for orphan in inbox::orphans(store.path()) {
-        let (requests, unreadable) = move_in(store, &orphan, most, most_bytes)?;
-        moved += requests;
+        let (moved, unreadable) = move_in(store, &orphan, most, most_bytes)?;
+        recovered.moved += moved.requests;
+        recovered.answers_unknown += moved.unanswered;
         // Requests it stored in SQLite itself whose answers died with it.
-        store.close_unanswered(&orphan.name, &orphaned())?;
+        recovered.answers_unknown += store.close_unanswered(&orphan.name, &orphaned())?;
         let name = orphan.name.clone();
         if unreadable > 0 {
             // The mark stays with the file's name: put back under it, the
@@ -73,7 +84,7 @@ fn recover_in_batches(store: &Store, most: usize, most_bytes: usize) -> Result<u
         }
         store.forget_inbox(&name)?;
     }
-    Ok(moved)
+    Ok(recovered)
 }
 
 /// An error `doing` something to the inbox `name`, told as one.
@@ -85,17 +96,26 @@ fn in_inbox<'a>(doing: &'static str, name: &'a str) -> impl FnOnce(std::io::Erro
     }
 }
 
+/// Requests moved in from one inbox.
+#[derive(Default)]
+struct Moved {
+    /// Every one moved.
+    requests: usize,
+    /// Those whose answers the inbox did not hold.
+    unanswered: usize,
+}
+
 /// Moves the requests of `orphan` that the history lacks, one batch per
-/// transaction. Returns how many were moved, and how many records could
-/// not be read.
-fn move_in(store: &Store, orphan: &Orphan, most: usize, most_bytes: usize) -> Result<(usize, usize), StoreError> {
+/// transaction. Returns what was moved, and how many records could not be
+/// read.
+fn move_in(store: &Store, orphan: &Orphan, most: usize, most_bytes: usize) -> Result<(Moved, usize), StoreError> {
     let applied = store.inbox_applied(&orphan.name)?;
     // Kept by a recorder that stopped while the history refused writes.
     let mut answers = orphan.answers().map_err(in_inbox("read", &orphan.name))?;
     let mut requests = orphan.requests().map_err(in_inbox("read", &orphan.name))?;
     let mut batch: Vec<(u64, NewDelivery)> = Vec::new();
     let mut bytes = 0;
-    let mut moved = 0;
+    let mut moved = Moved::default();
     loop {
         let next = requests.next().transpose().map_err(in_inbox("read", &orphan.name))?;
         let ended = next.is_none();
@@ -115,9 +135,11 @@ fn move_in(store: &Store, orphan: &Orphan, most: usize, most_bytes: usize) -> Re
                 store.mark_inbox_applied(&orphan.name, newest)
             })?;
             for (seq, _) in &batch {
-                answers.remove(seq);
+                if answers.remove(seq).is_none() {
+                    moved.unanswered += 1;
+                }
             }
-            moved += batch.len();
+            moved.requests += batch.len();
             batch.clear();
             bytes = 0;
         }
@@ -328,7 +350,10 @@ mod tests {
         store.conn.execute_batch("DROP TRIGGER refuse").unwrap();
         assert_eq!(
             recover_in_batches(&store, 10, usize::MAX).unwrap(),
-            65,
+            Recovered {
+                moved: 65,
+                answers_unknown: 65
+            },
             "only the rest moves"
         );
         let mut expected: Vec<String> = (0..95).map(|n| format!("/r/{n}")).collect();
