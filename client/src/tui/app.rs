@@ -214,6 +214,9 @@ pub struct App {
     order: Option<Order>,
     /// The footer's notice that the relay holds the start back.
     held_back_notice: Option<String>,
+    /// The newest row the count in flight counts: rows past it, which the
+    /// pages were read again to hold while it ran, are counted apart.
+    counted_up_to: Option<i64>,
 }
 
 impl App {
@@ -256,6 +259,7 @@ impl App {
             resume: None,
             order: None,
             held_back_notice: None,
+            counted_up_to: None,
         };
         app.count_when_unknown();
         app.read_overview();
@@ -281,6 +285,39 @@ impl App {
         self.pager.reload_page(self.source.as_ref())?;
         self.count_when_unknown();
         Ok(())
+    }
+
+    /// Reads the list again from the newest row as rows pile up above it.
+    /// The total carries over, the rows that came since counted by id, an
+    /// index range: counting a big history again takes seconds, and under
+    /// a tunnel recording a thousand a second each count was overtaken by
+    /// the next before it came, and held a read open that kept the WAL
+    /// from being emptied. A count in flight is left to finish.
+    fn reload_counting_on(&mut self) -> anyhow::Result<()> {
+        let carried = self.pager.counted_through();
+        self.pager.reload_page(self.source.as_ref())?;
+        if self.pager.total().is_some() {
+            // One page holds every row, counted as it was read.
+            return Ok(());
+        }
+        match carried {
+            Some((through, total)) => {
+                let newer = self.count_between(through)?;
+                self.pager.set_total(total, newer);
+            }
+            None if self.waiting() == Some(Waiting::Total) => {}
+            None => self.count_when_unknown(),
+        }
+        Ok(())
+    }
+
+    /// How many rows the pages list newer than `after`, up to the first
+    /// page's newest.
+    fn count_between(&self, after: i64) -> anyhow::Result<u64> {
+        match self.pager.between(after) {
+            Some(query) => self.source.count(&query),
+            None => Ok(0),
+        }
     }
 
     /// The history the app reads.
@@ -473,7 +510,7 @@ impl App {
         }
         let anchor = self.selected_id();
         let result = if rebase {
-            self.reload_and_count().map(|()| None)
+            self.reload_counting_on().map(|()| None)
         } else {
             self.pager.refresh_head(self.source.as_ref(), !following)
         };
@@ -486,7 +523,7 @@ impl App {
                 }
                 return true;
             }
-            Ok(None) if !rebase => self.reload_and_count().map(|()| None),
+            Ok(None) if !rebase => self.reload_counting_on().map(|()| None),
             other => other,
         };
         match result {

@@ -72,7 +72,7 @@ impl Pager {
     pub fn reload(&mut self, source: &dyn HistorySource) -> anyhow::Result<()> {
         self.reload_page(source)?;
         if self.total.is_none() {
-            self.set_total(source.count(&self.count_query())?);
+            self.set_total(source.count(&self.count_query())?, 0);
         }
         Ok(())
     }
@@ -194,16 +194,44 @@ impl Pager {
         self.push_page(None, rows);
     }
 
-    /// Sets how many rows match, counted elsewhere with
-    /// [`count_query`](Self::count_query).
-    pub fn set_total(&mut self, total: u64) {
-        // Rows that came live since were counted into the head already.
-        self.total = Some(total + self.head.len() as u64);
+    /// Sets how many rows match: `counted` up to the row the count ended
+    /// at (see [`count_query`](Self::count_query)), and `newer` after it
+    /// and up to the first page, which the pages were read again to hold
+    /// while it ran. Rows that came live since were counted into the head.
+    pub fn set_total(&mut self, counted: u64, newer: u64) {
+        self.total = Some(counted + newer + self.head.len() as u64);
     }
 
-    /// The query counting the rows the pages hold or will hold.
+    /// The query counting the rows the pages hold or will hold, up to the
+    /// first page's newest: a count that takes seconds while rows pour in
+    /// counts those apart (see [`between`](Self::between)).
     pub fn count_query(&self) -> ListQuery {
-        self.query(self.pages.first().and_then(|p| p.before_id), None)
+        let before_id = self.pages.first().and_then(|p| p.before_id);
+        self.query(before_id.or(self.first_page_newest().map(|id| id + 1)), None)
+    }
+
+    /// The query for the rows these pages list newer than `after` and up
+    /// to the first page's newest: the rows paging read again past a count
+    /// or a total that ended at `after`. `None` when there are none.
+    pub fn between(&self, after: i64) -> Option<ListQuery> {
+        let newest = self.first_page_newest().filter(|&newest| newest > after)?;
+        Some(ListQuery {
+            after_id: Some(after),
+            ..self.query(Some(newest + 1), None)
+        })
+    }
+
+    /// The newest row of the first page, where counts end.
+    pub fn first_page_newest(&self) -> Option<i64> {
+        self.pages.first()?.rows.as_ref()?.first().map(|row| row.id)
+    }
+
+    /// The newest row held, and how many rows match up to it: what a
+    /// pager read again from the newest carries over, counting only the
+    /// rows that came since.
+    pub fn counted_through(&self) -> Option<(i64, u64)> {
+        let newest = self.head.last().map(|row| row.id).or(self.first_page_newest())?;
+        Some((newest, self.total?))
     }
 
     /// Takes in a row reported live: updated where it is held, or inserted

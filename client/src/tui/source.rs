@@ -254,7 +254,10 @@ impl HistorySource for MemorySource {
     }
 
     fn count(&self, query: &ListQuery) -> anyhow::Result<u64> {
-        Ok(self.matching(query).len() as u64)
+        let rows = self.matching(query).into_iter();
+        let rows = rows.filter(|r| query.before_id.is_none_or(|b| r.id < b));
+        let rows = rows.filter(|r| query.after_id.is_none_or(|a| r.id > a));
+        Ok(rows.take(query.limit.unwrap_or(usize::MAX)).count() as u64)
     }
 
     fn get(&self, id: i64) -> anyhow::Result<Option<Delivery>> {

@@ -30,6 +30,8 @@ impl App {
         self.waiting = None;
         match found.answer {
             Answer::Rows(rows) => {
+                // A search's count ends where its first page starts.
+                self.counted_up_to = rows.first().map(|row| row.id);
                 self.pager.take_first_page(rows);
                 if self.pager.total().is_none() {
                     self.waiting = Some((ticket, Waiting::Total));
@@ -40,7 +42,16 @@ impl App {
                     None => self.settle(0),
                 }
             }
-            Answer::Total(total) => self.pager.set_total(total),
+            Answer::Total(counted) => {
+                let newer = match self.counted_up_to.take() {
+                    Some(after) => self.count_between(after),
+                    None => Ok(0),
+                };
+                match newer {
+                    Ok(newer) => self.pager.set_total(counted, newer),
+                    Err(err) => self.set_status(format!("cannot read the history: {}", crate::error_line(&err)), true),
+                }
+            }
             Answer::End { query, ends, tail } => {
                 // Pages read again since (new rows piled up) make it moot.
                 if self.pager.take_end(&query, ends, tail) {
@@ -69,6 +80,7 @@ impl App {
     pub(super) fn count_when_unknown(&mut self) {
         if self.pager.total().is_none() {
             let query = self.pager.count_query();
+            self.counted_up_to = query.before_id.map(|id| id - 1);
             self.send(Some(Job::Count { query }), Some(Waiting::Total));
         }
     }

@@ -1075,6 +1075,43 @@ fn g_arrives_while_another_process_records_a_flood() {
     assert_eq!(reader.selected_id(), Some(1), "and kept there");
 }
 
+/// Rows piling up faster than the list pages: the list starts over from
+/// the newest, and its total carries over, the new rows counted apart, so
+/// no count of the whole history is asked for each time, and a count in
+/// flight is not overtaken by the next.
+#[test]
+fn the_count_carries_over_while_another_process_records_a_flood() {
+    let source = std::rc::Rc::new(MemorySource::with_rows(1000));
+    let mut reader = over(&source, Mode::Browser { db: "h.db".into() });
+    serve(&mut reader);
+    assert_eq!(reader.pager.total(), Some(1000));
+    let mut next = 1001;
+    let mut flood = |n: i64| {
+        for _ in 0..n {
+            source.push(test_delivery(next));
+            next += 1;
+        }
+    };
+    flood(1500);
+    reader.on_tick(1);
+    assert_eq!(reader.take_order(), None, "no count asked for");
+    assert_eq!(reader.pager.total(), Some(2500));
+    assert_eq!(reader.selected_id(), Some(2500), "at the newest");
+
+    // Opened, its count in flight, as rows pour in twice over.
+    let mut reader = over(&source, Mode::Browser { db: "h.db".into() });
+    let count = reader.take_order().expect("a count");
+    flood(1500);
+    reader.on_tick(1);
+    flood(1500);
+    reader.on_tick(2);
+    assert_eq!(reader.take_order(), None, "the count in flight is left to finish");
+    for found in answers(&reader, count) {
+        assert!(reader.on_found(found));
+    }
+    assert_eq!(reader.pager.total(), Some(5500), "the rows since counted in");
+}
+
 /// Esc during a `G` under a filter stops the `G` only: the filter stays,
 /// and a second Esc clears it.
 #[test]
