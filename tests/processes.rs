@@ -888,6 +888,31 @@ fn a_name_the_relay_would_refuse_is_told_before_connecting() {
     }
 }
 
+/// A `--ca-cert` naming no file is refused as the flags are read, by the
+/// flag's name, as the config file's `ca_cert` is: not once a `wss://`
+/// relay is dialled, as a TLS failure.
+#[test]
+fn a_ca_cert_naming_no_file_is_refused_by_its_flag() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let missing = dir.path().join("relay-ca.pem");
+    let out = output_of(
+        std::process::Command::new(portpreview_bin())
+            .args(["http", "3000", "--no-tui", "--server", "wss://127.0.0.1:9", "--ca-cert"])
+            .arg(&missing)
+            .arg("--db")
+            .arg(dir.path().join("history.db")),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr,
+        format!(
+            "error: invalid value '{}' for '--ca-cert <FILE>': no file there; see portpreview http --help\n",
+            missing.display()
+        )
+    );
+}
+
 /// A relay address pasted with a user and password is refused, by flag,
 /// environment or config file, and the password is shown nowhere.
 #[test]

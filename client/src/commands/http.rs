@@ -47,7 +47,7 @@ pub struct Args {
     #[arg(long, env = "PORTPREVIEW_TOKEN", hide_env_values = true, value_parser = crate::cli::parse_secret_text, allow_hyphen_values = true)]
     pub token: Option<crate::config::Secret>,
     /// Extra CA certificate (PEM) to trust for a wss:// relay; else the config file's ca_cert.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = parse_ca_cert)]
     pub ca_cert: Option<PathBuf>,
     /// Host header sent to the local handler.
     #[arg(long, value_name = "MODE", value_enum, default_value_t = HostHeader::Rewrite)]
@@ -76,6 +76,18 @@ impl Args {
     /// True when deliveries will be shown in the TUI.
     pub fn uses_tui(&self) -> bool {
         !self.no_tui && self.log_format == LogFormat::Text && crate::tui::terminal::can_draw()
+    }
+}
+
+/// A `--ca-cert` file, refused while flags are read when there is none,
+/// as the config file's `ca_cert` is: its certificates are read once a
+/// `wss://` relay is dialled.
+fn parse_ca_cert(text: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(text);
+    match path.is_file() {
+        true => Ok(path),
+        false if path.is_dir() => Err("a folder: name the PEM file in it".into()),
+        false => Err("no file there".into()),
     }
 }
 
