@@ -1716,16 +1716,37 @@ fn a_tunnel_that_cannot_start_ends_its_json_stream_with_the_error() {
         .local_addr()
         .expect("address");
     let db = dir.path().join("history.db");
+    // A config file others may read is warned of as the tunnel's set-up
+    // warnings are: a JSON line, not a line of text among them.
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "[secrets]\nstripe = \"whsec_x\"\n").expect("config file");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    }
     let out = output_of(
         std::process::Command::new(portpreview_bin())
             .args(["http", "9", "--log-format", "json", "--server"])
             .arg(format!("http://{closed}"))
             .arg("--db")
             .arg(&db)
-            .env("PORTPREVIEW_CONFIG", "/dev/null"),
+            .env("PORTPREVIEW_CONFIG", &config),
     );
     assert_eq!(out.status.code(), Some(2));
     let stdout = String::from_utf8_lossy(&out.stdout);
+    #[cfg(unix)]
+    {
+        let first: serde_json::Value = serde_json::from_str(stdout.lines().next().expect("a line")).expect("JSON");
+        assert_eq!(first["event"], "warning", "{stdout}");
+        assert!(
+            first["message"]
+                .as_str()
+                .expect("a message")
+                .ends_with("may be read by other users (mode 0644), and holds signing secrets: chmod 600 it"),
+            "{stdout}"
+        );
+    }
     let last: serde_json::Value = serde_json::from_str(stdout.lines().last().expect("a line on stdout")).expect("JSON");
     assert_eq!(last["event"], "error", "{stdout}");
     let message = last["message"].as_str().expect("a message");

@@ -275,6 +275,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // Read up front, so that a mistake in the file is found by every
     // command, not only by those that happen to need a value from it.
     let config = crate::config::Config::load()?;
+    // A tunnel says it with its set-up warnings, on the TUI's status line
+    // or as JSON.
+    if let Some(warning) = config
+        .open_to_others
+        .as_ref()
+        .filter(|_| !matches!(cli.command, Command::Http(_)))
+    {
+        crate::to_stderr(format_args!("warning: {warning}\n"));
+    }
     // `check` reads fixtures only: it must run where no history can live.
     let db = || crate::config::db_path(cli.db.clone(), &config);
     let db_origin = Origin::of(

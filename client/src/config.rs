@@ -105,29 +105,32 @@ pub struct Config {
     /// Signing secrets by provider name, for `replay --resign` and `--fresh`.
     #[serde(default)]
     pub secrets: BTreeMap<String, Secret>,
+    /// A warning that users other than its owner may read the file, which
+    /// holds secrets: said by the command, as its other warnings are.
+    #[serde(skip)]
+    pub open_to_others: Option<String>,
 }
 
-/// Says so when the config file at `path` holds a token or signing
-/// secrets and users other than its owner may read it, as a history that
-/// may be read is said of: whoever reads the token connects as its owner,
-/// and whoever reads a secret signs webhooks the handler trusts.
-fn warn_if_others_may_read(path: &Path, config: &Config) {
-    let held = match (config.token.is_some(), !config.secrets.is_empty()) {
+/// What to say of the config file at `path` when it holds a token or
+/// signing secrets and users other than its owner may read or change it,
+/// as a history they may read is said of: whoever reads the token connects
+/// as its owner, and whoever reads a secret signs webhooks the handler
+/// trusts.
+fn open_to_others(path: &Path, config: &Config) -> Option<String> {
+    let token = config.token.as_ref().is_some_and(|token| !token.expose().is_empty());
+    let secrets = config.secrets.values().any(|secret| !secret.expose().is_empty());
+    let held = match (token, secrets) {
         (true, true) => "a relay token and signing secrets",
         (true, false) => "a relay token",
         (false, true) => "signing secrets",
-        (false, false) => return,
+        (false, false) => return None,
     };
-    // The file is read again where a secret is looked up: said once.
-    static SAID: std::sync::Once = std::sync::Once::new();
-    if let Some(mode) = portpreview_shared::file_mode::open_to_others(path) {
-        SAID.call_once(|| {
-            crate::to_stderr(format_args!(
-                "warning: {} may be read by other users (mode {mode:04o}), and holds {held}: chmod 600 it\n",
-                path.display()
-            ));
-        });
-    }
+    let mode = portpreview_shared::file_mode::open_to_others(path)?;
+    Some(format!(
+        "{} may be {} by other users (mode {mode:04o}), and holds {held}: chmod 600 it",
+        path.display(),
+        portpreview_shared::file_mode::reached_as(mode)
+    ))
 }
 
 impl Config {
@@ -186,7 +189,7 @@ impl Config {
             .check_secrets()
             .and_then(|()| config.check_server())
             .with_context(|| format!("invalid config file {}", path.display()))?;
-        warn_if_others_may_read(path, &config);
+        config.open_to_others = open_to_others(path, &config);
         // Paths in the file mean the same from any directory: relative
         // ones are taken from the file's own folder, and `~/` is the home
         // folder, as a shell would read it (no shell reads this file).

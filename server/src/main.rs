@@ -202,8 +202,9 @@ fn config(args: &Args) -> anyhow::Result<RelayConfig> {
         if let Some(mode) = portpreview_shared::file_mode::open_to_others(path) {
             tracing::warn!(
                 path = %path.display(),
-                "the tokens file may be read by other users (mode {mode:04o}), and whoever reads a token connects \
-                 as its owner: chmod 600 it"
+                "the tokens file may be {} by other users (mode {mode:04o}), and whoever reads a token connects \
+                 as its owner: chmod 600 it",
+                portpreview_shared::file_mode::reached_as(mode)
             );
         }
         config.tokens = Some(tokens);

@@ -21,6 +21,15 @@ pub fn open_to_others(path: &Path) -> Option<u32> {
     }
 }
 
+/// How other users may reach a file whose bits [`open_to_others`] gave:
+/// "read" when they may read it, else "changed".
+pub fn reached_as(mode: u32) -> &'static str {
+    match mode & 0o044 {
+        0 => "changed",
+        _ => "read",
+    }
+}
+
 #[cfg(all(test, unix))]
 mod tests {
     use std::os::unix::fs::PermissionsExt;
@@ -35,5 +44,9 @@ mod tests {
         }
         std::fs::remove_file(&path).unwrap();
         assert_eq!(super::open_to_others(&path), None, "no file");
+        assert_eq!(
+            (super::reached_as(0o644), super::reached_as(0o620)),
+            ("read", "changed")
+        );
     }
 }

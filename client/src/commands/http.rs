@@ -191,7 +191,7 @@ async fn set_up(args: &Args, config: Config, server_origin: &Origin) -> anyhow::
     // given in the URL, which this one hides.
     let target =
         Target::parse_for_tunnel(&args.target).map_err(|err| anyhow::anyhow!("{err}; see portpreview http --help"))?;
-    let mut notices = Vec::new();
+    let mut notices: Vec<String> = config.open_to_others.iter().cloned().collect();
     if args.no_record && !args.key_fields.is_empty() {
         notices.push(
             "--key-fields is not used: they make event keys for the history, and --no-record keeps none".to_owned(),

@@ -85,7 +85,7 @@ impl RunArgs {
                  --check-url or --check-cmd reads one\n",
             );
         }
-        if self.concurrency.is_some() && times < 2 {
+        if self.concurrency.is_some_and(|c| c > 1) && times < 2 {
             unused.push("warning: --concurrency is not used: one attempt is sent; give --times 2 or more\n");
         }
         unused

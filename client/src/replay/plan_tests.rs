@@ -303,6 +303,10 @@ fn only_the_recorded_request_sent_where_it_went_is_as_recorded() {
         "the recorded target, by another name of the loopback"
     );
     assert!(!as_recorded(aimed("https://127.0.0.1:3000")), "another scheme");
+    assert!(
+        !as_recorded(aimed("http://127.0.0.2:3000")),
+        "another loopback address, perhaps another process"
+    );
     assert!(!as_recorded(aimed("http://127.0.0.1:3001")), "another port");
     assert!(!as_recorded(aimed("http://127.0.0.1:3000/v2/hook")), "another path");
     assert!(!as_recorded(ReplayOptions {
