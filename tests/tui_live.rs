@@ -980,6 +980,7 @@ fn live_with_no_record_forwards_and_leaves_no_history_file() {
     let handler = runtime.block_on(LocalHandler::echo());
     let db = scratch.0.join("history.db");
     // A flag with nothing to act on is said on the status line, not in a log.
+    std::fs::write(scratch.0.join("unused.pem"), "").unwrap();
     let args = format!("http {} --no-record --ca-cert unused.pem", handler.port());
     let command = shell_line(&scratch.0, &db, "", &args, "");
     let tmux = Tmux::start("norec", &command);
