@@ -4,7 +4,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::time::MAX_WAIT;
 use anyhow::Context;
 use portpreview_server::config::DEFAULT_REQUEST_TIMEOUT;
 use portpreview_server::RelayConfig;
@@ -19,6 +18,7 @@ use crate::origin::Origin;
 use crate::output::{self, LogFormat};
 use crate::store::{Recorder, RecorderHandle, WriterNews};
 use crate::target::Target;
+use crate::time::MAX_WAIT;
 use crate::tunnel::{self, connect, ConnectError, ConnectOptions, HostHeader, TunnelConfig};
 
 /// Deliveries the display may fall behind by before events are dropped.
