@@ -21,8 +21,23 @@ pub fn is_host(host: &str) -> bool {
 }
 
 /// Whether `host` (an IPv6 address with or without brackets) names this
-/// machine's loopback: `localhost`, `127.0.0.1`, `[::1]` and the like.
+/// machine's loopback: `localhost`, `127.0.0.1`, `127.8.9.1`, `[::1]`.
 pub fn is_loopback(host: &str) -> bool {
+    names_localhost_or(host, |ip| ip.is_loopback())
+}
+
+/// Whether `host` is one of the names a local handler is reached by:
+/// `localhost`, `127.0.0.1` or `::1` (bracketed or not). The rest of the
+/// loopback (`127.0.0.2`) may be another process's.
+pub fn is_localhost(host: &str) -> bool {
+    names_localhost_or(host, |ip| {
+        ip == std::net::Ipv4Addr::LOCALHOST || ip == std::net::Ipv6Addr::LOCALHOST
+    })
+}
+
+/// Whether `host`, without its brackets and one trailing dot, is
+/// `localhost` or an address `address` takes (IPv4-mapped ones as IPv4).
+fn names_localhost_or(host: &str, address: impl Fn(std::net::IpAddr) -> bool) -> bool {
     let host = host
         .strip_prefix('[')
         .and_then(|inner| inner.strip_suffix(']'))
@@ -31,7 +46,7 @@ pub fn is_loopback(host: &str) -> bool {
     name.eq_ignore_ascii_case("localhost")
         || name
             .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.to_canonical().is_loopback())
+            .is_ok_and(|ip| address(ip.to_canonical()))
 }
 
 /// A DNS name as a resolver takes it: labels of 1 to 63 letters, digits,

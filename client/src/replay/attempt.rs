@@ -51,7 +51,7 @@ impl Endpoint {
     /// and `127.0.0.1:3000` are one handler, as they are to the user. The
     /// rest of the loopback (`127.0.0.2`) may be another process's.
     pub fn handler(&self) -> String {
-        match names_localhost(&self.host) {
+        match portpreview_shared::host::is_localhost(&self.host) {
             true => format!("localhost:{}", self.port),
             false => self.authority().to_ascii_lowercase(),
         }
@@ -61,21 +61,6 @@ impl Endpoint {
     pub fn url(&self, path: &str) -> String {
         format!("{}://{}{path}", self.scheme, self.authority())
     }
-}
-
-/// Whether `host` is one of the names a local handler is reached by:
-/// `localhost`, `127.0.0.1` or `::1` (bracketed or not).
-fn names_localhost(host: &str) -> bool {
-    let host = host
-        .strip_prefix('[')
-        .and_then(|inner| inner.strip_suffix(']'))
-        .unwrap_or(host);
-    let name = host.strip_suffix('.').unwrap_or(host);
-    name.eq_ignore_ascii_case("localhost")
-        || name.parse::<std::net::IpAddr>().is_ok_and(|ip| {
-            let ip = ip.to_canonical();
-            ip == std::net::Ipv4Addr::LOCALHOST || ip == std::net::Ipv6Addr::LOCALHOST
-        })
 }
 
 /// One request as it goes on the wire.
