@@ -685,13 +685,22 @@ fn replay_export_and_copy_from_the_tui() {
     tmux.wait_for("the replay form", |s| s.contains("Replay #1 with a verdict"));
     tmux.send(&["BSpace", "BSpace"]);
     tmux.type_text("3");
+    // Never-seen copies of the event: one alone, then three at once, as
+    // `replay --fresh` sends them.
+    tmux.send(&["Tab"]);
+    tmux.type_text("f");
     tmux.send(&["Enter"]);
-    let screen = tmux.wait_for("the verdict over 3 attempts", |s| s.contains("Replay runs (2)"));
-    assert!(
-        screen.contains("×3 ✓ answered"),
-        "without a probe, no verdict on side effects: {screen}"
-    );
-    assert_eq!(handler.requests().len(), 4);
+    // Without a probe, no verdict on side effects: "answered", not "idempotent".
+    let screen = tmux.wait_for("the verdict over the burst", |s| s.contains("×1+3 ✓ answered"));
+    assert!(screen.contains("Replay runs (2)"), "{screen}");
+    let requests = handler.requests();
+    assert_eq!(requests.len(), 5);
+    let fresh: std::collections::HashSet<String> = requests[1..]
+        .iter()
+        .map(|r| serde_json::from_slice::<serde_json::Value>(&r.body).unwrap()["id"].to_string())
+        .collect();
+    assert_eq!(fresh.len(), 2, "one new event alone, another in the burst: {fresh:?}");
+    assert!(!fresh.iter().any(|id| id.contains("evt_replay_me")), "{fresh:?}");
 
     tmux.send(&["e"]);
     tmux.wait_for("the export form", |s| s.contains("Export #1"));
@@ -723,7 +732,7 @@ fn replay_export_and_copy_from_the_tui() {
     locker.execute_batch("COMMIT").unwrap();
     tmux.send(&["Escape"]);
     tmux.wait_for("the run saved once the lock is free", |s| s.contains("Replay runs (3)"));
-    assert_eq!(handler.requests().len(), 5);
+    assert_eq!(handler.requests().len(), 6);
 
     tmux.send(&["q"]);
     let screen = tmux.wait_for("the shell again", |s| s.contains("portpreview exited"));
@@ -733,7 +742,7 @@ fn replay_export_and_copy_from_the_tui() {
     let rows = json_of(&db, &["history", "--replays", "--json"]);
     let rows = rows.as_array().unwrap();
     let replays: Vec<_> = rows.iter().filter(|row| row["replay_of"] == 1).collect();
-    assert_eq!(replays.len(), 5, "{rows:#?}");
+    assert_eq!(replays.len(), 6, "{rows:#?}");
     assert!(replays.iter().all(|row| row["status"] == 200), "{replays:#?}");
 }
 

@@ -294,9 +294,17 @@ fn push_runs(lines: &mut Vec<Line<'static>>, runs: &[ReplayRun]) {
             .summary
             .strip_prefix(mark)
             .map_or(run.summary.as_str(), |rest| rest.trim_start_matches(':').trim_start());
+        // How many attempts went at once is part of what a run tried. A
+        // fresh run's burst goes all at once unless `--concurrency`
+        // narrowed it, and then its line says so.
+        let whole_burst = report.fresh && run.concurrency >= run.times;
+        let at_once = match run.concurrency {
+            n if n > 1 && !whole_burst => format!(", {n} at once"),
+            _ => String::new(),
+        };
         lines.push(Line::from(vec![
             Span::raw(format!(
-                "{} ×{} ",
+                "{} ×{}{at_once} ",
                 timestamp(run.started_at_ms, true),
                 report.times(run.times)
             )),
@@ -837,14 +845,23 @@ mod tests {
             report_json: serde_json::json!({"verdict": "failed"}).to_string(),
             ..run.clone()
         };
+        let burst = ReplayRun {
+            concurrency: 4,
+            summary: "state changed on attempts 3 and 4".into(),
+            ..run.clone()
+        };
         let shown = text(&DetailDoc::new(
             &test_delivery(1),
             1,
-            &[run, failed, unprobed, refused],
+            &[run, failed, unprobed, refused, burst],
             false,
         ));
+        assert!(
+            shown.contains("×10, 4 at once ✗ not idempotent  state changed on attempts 3 and 4"),
+            "{shown}"
+        );
         assert!(shown.contains("×2 ✗ failed  attempt 1 answered 500"), "{shown}");
-        assert!(shown.contains("Replay runs (4)"), "{shown}");
+        assert!(shown.contains("Replay runs (5)"), "{shown}");
         assert!(
             shown.contains("×3 ✓ answered  ✓ every one of 3 attempts"),
             "a run that read no state is not called idempotent: {shown}"

@@ -109,6 +109,28 @@ impl TextInput {
     }
 }
 
+/// What a replay sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sends {
+    /// The recorded event, again and again, one attempt at a time: what a
+    /// provider's retries do.
+    Duplicates,
+    /// Never-seen copies of the event (`replay --fresh`): one delivered
+    /// alone, another as a burst of copies at once, which is what shows a
+    /// check-then-insert race; duplicates of an event already handled
+    /// cannot.
+    FreshBurst,
+}
+
+impl Sends {
+    fn other(self) -> Self {
+        match self {
+            Self::Duplicates => Self::FreshBurst,
+            Self::FreshBurst => Self::Duplicates,
+        }
+    }
+}
+
 /// How a replay verdict reads the handler's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProbeKind {
@@ -148,6 +170,8 @@ pub enum Probe {
 pub enum ReplayField {
     /// Number of attempts.
     Times,
+    /// Duplicates or a fresh burst.
+    Sends,
     /// Probe kind.
     ProbeKind,
     /// Probe URL or command.
@@ -163,6 +187,8 @@ pub struct ReplayForm {
     pub delivery_id: i64,
     /// Attempts, as typed.
     pub times: TextInput,
+    /// What the attempts are.
+    pub sends: Sends,
     /// Probe kind.
     pub probe_kind: ProbeKind,
     /// Probe URL, as typed.
@@ -184,8 +210,10 @@ pub struct ReplayForm {
 pub struct ReplayRequest {
     /// Delivery to replay.
     pub delivery_id: i64,
-    /// Attempts (at least 1).
+    /// Attempts (at least 1; 2 for a fresh burst).
     pub times: u32,
+    /// Duplicates, or a fresh burst (`replay --fresh`).
+    pub sends: Sends,
     /// How to read the handler's state, if at all.
     pub probe: Option<Probe>,
     /// How long the state must hold still to count as read.
@@ -198,6 +226,7 @@ impl ReplayForm {
         Self {
             delivery_id,
             times: TextInput::suggest("10"),
+            sends: Sends::Duplicates,
             probe_kind: ProbeKind::None,
             probe_url: TextInput::default(),
             probe_cmd: TextInput::default(),
@@ -241,6 +270,14 @@ impl ReplayForm {
                     }
                     self.times.handle(key);
                 }
+                ReplayField::Sends => match key.code {
+                    KeyCode::Right | KeyCode::Left | KeyCode::Char(' ' | 'l' | 'h') => {
+                        self.sends = self.sends.other();
+                    }
+                    KeyCode::Char('d') => self.sends = Sends::Duplicates,
+                    KeyCode::Char('f') => self.sends = Sends::FreshBurst,
+                    _ => {}
+                },
                 ReplayField::ProbeKind => match key.code {
                     KeyCode::Right | KeyCode::Char(' ' | 'l') => self.probe_kind = self.probe_kind.next(),
                     KeyCode::Left | KeyCode::Char('h') => self.probe_kind = self.probe_kind.previous(),
@@ -279,7 +316,7 @@ impl ReplayForm {
                 }
                 !rest.trim().is_empty()
             }
-            ReplayField::ProbeKind => false,
+            ReplayField::Sends | ReplayField::ProbeKind => false,
             ReplayField::Probe => self.probe_mut().is_some_and(|probe| probe.paste(text)),
             ReplayField::Settle => self.settle.paste(text),
         }
@@ -305,7 +342,8 @@ impl ReplayForm {
     /// The probe and its settle window are fields only with a probe.
     fn next_field(&self) -> ReplayField {
         match (self.field, self.probe_kind) {
-            (ReplayField::Times, _) => ReplayField::ProbeKind,
+            (ReplayField::Times, _) => ReplayField::Sends,
+            (ReplayField::Sends, _) => ReplayField::ProbeKind,
             (ReplayField::ProbeKind, ProbeKind::None) => ReplayField::Times,
             (ReplayField::ProbeKind, _) => ReplayField::Probe,
             (ReplayField::Probe, _) => ReplayField::Settle,
@@ -317,7 +355,8 @@ impl ReplayForm {
         match (self.field, self.probe_kind) {
             (ReplayField::Times, ProbeKind::None) => ReplayField::ProbeKind,
             (ReplayField::Times, _) => ReplayField::Settle,
-            (ReplayField::ProbeKind, _) => ReplayField::Times,
+            (ReplayField::Sends, _) => ReplayField::Times,
+            (ReplayField::ProbeKind, _) => ReplayField::Sends,
             (ReplayField::Probe, _) => ReplayField::ProbeKind,
             (ReplayField::Settle, _) => ReplayField::Probe,
         }
@@ -332,6 +371,9 @@ impl ReplayForm {
                 ))
             }
         };
+        if self.sends == Sends::FreshBurst && times < 2 {
+            return Err("a fresh burst needs 2 or more attempts: one copy holds no duplicate".into());
+        }
         let value = self.probe().map_or("", |p| p.text.trim()).to_owned();
         let probe = match self.probe_kind {
             ProbeKind::None => None,
@@ -350,6 +392,7 @@ impl ReplayForm {
         Ok(ReplayRequest {
             delivery_id: self.delivery_id,
             times,
+            sends: self.sends,
             probe,
             settle,
         })
@@ -413,6 +456,9 @@ mod tests {
         form.handle(key(KeyCode::Backspace));
         typed(&mut form, "x5");
         form.handle(key(KeyCode::Tab));
+        assert_eq!(form.field, ReplayField::Sends);
+        form.handle(key(KeyCode::Char('f')));
+        form.handle(key(KeyCode::Tab));
         form.handle(key(KeyCode::Char('u')));
         form.handle(key(KeyCode::Tab));
         typed(&mut form, "http://127.0.0.1:3000/count");
@@ -423,6 +469,7 @@ mod tests {
             Some(ReplayRequest {
                 delivery_id: 4,
                 times: 5,
+                sends: Sends::FreshBurst,
                 probe: Some(Probe::Url("http://127.0.0.1:3000/count".into())),
                 settle: DEFAULT_SETTLE,
             })
@@ -435,6 +482,7 @@ mod tests {
     #[test]
     fn a_probe_comes_with_its_settle_window() {
         let mut form = ReplayForm::new(4);
+        form.handle(key(KeyCode::Tab));
         form.handle(key(KeyCode::Tab));
         form.handle(key(KeyCode::Char('u')));
         form.handle(key(KeyCode::Tab));
@@ -490,11 +538,21 @@ mod tests {
     }
 
     #[test]
-    fn replay_form_refuses_zero_an_empty_probe_and_a_bad_url() {
+    fn replay_form_refuses_zero_a_burst_of_one_an_empty_probe_and_a_bad_url() {
         let mut form = ReplayForm::new(1);
         form.times = TextInput::new("0");
         assert_eq!(form.handle(key(KeyCode::Enter)), (FormOutcome::Editing, None));
         assert!(form.error.is_some());
+        form.times = TextInput::new("1");
+        form.sends = Sends::FreshBurst;
+        assert_eq!(form.handle(key(KeyCode::Enter)).1, None);
+        assert!(
+            form.error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("a fresh burst needs 2")),
+            "{:?}",
+            form.error
+        );
         form.times = TextInput::new("3");
         form.probe_kind = ProbeKind::Cmd;
         assert_eq!(form.handle(key(KeyCode::Enter)).1, None);
@@ -512,6 +570,7 @@ mod tests {
     #[test]
     fn each_probe_kind_keeps_its_own_text() {
         let mut form = ReplayForm::new(4);
+        form.handle(key(KeyCode::Tab));
         form.handle(key(KeyCode::Tab));
         form.handle(key(KeyCode::Char('u')));
         form.handle(key(KeyCode::Tab));

@@ -16,7 +16,7 @@ use crate::replay::{resign_advice, Phase, ProbeSpec, Progress, ReplayOptions, Re
 use crate::store::{Delivery, Store};
 
 use super::app::{App, Effect};
-use super::dialog::{ExportFormat, Probe, ReplayRequest};
+use super::dialog::{ExportFormat, Probe, ReplayRequest, Sends};
 use super::export;
 use super::terminal::TerminalGuard;
 
@@ -124,6 +124,7 @@ impl Effects {
             resign: secret.is_some(),
             secret,
             times: request.times,
+            fresh: request.sends == Sends::FreshBurst,
             settle: request.settle,
             probe: request.probe.map(|probe| match probe {
                 Probe::Url(url) => ProbeSpec::Url(url),

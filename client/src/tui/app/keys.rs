@@ -3,7 +3,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::{App, Effect, Focus, Overlay, ReplayProgress, Waiting};
-use crate::tui::dialog::{ExportForm, ExportFormat, FormOutcome, ReplayForm, ReplayRequest, TextInput};
+use crate::tui::dialog::{ExportForm, ExportFormat, FormOutcome, ReplayForm, ReplayRequest, Sends, TextInput};
 use crate::tui::view::help;
 
 impl App {
@@ -255,6 +255,7 @@ impl App {
         self.start_replay(ReplayRequest {
             delivery_id,
             times: 1,
+            sends: Sends::Duplicates,
             probe: None,
             settle: crate::replay::options::DEFAULT_SETTLE,
         })
@@ -267,7 +268,13 @@ impl App {
         }
         self.replay = Some(ReplayProgress {
             delivery_id: request.delivery_id,
-            text: format!("replaying #{} ×{}…", request.delivery_id, request.times),
+            text: match request.sends {
+                Sends::Duplicates => format!("replaying #{} ×{}…", request.delivery_id, request.times),
+                Sends::FreshBurst => format!(
+                    "replaying #{} as fresh events: one alone, then a burst of {}…",
+                    request.delivery_id, request.times
+                ),
+            },
             stopping: false,
         });
         Some(Effect::Replay(request))

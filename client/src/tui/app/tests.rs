@@ -4,7 +4,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
 
 use super::*;
-use crate::tui::dialog::ExportFormat;
+use crate::tui::dialog::{ExportFormat, Sends};
 use crate::tui::pager::PAGE_SIZE;
 use crate::tui::search::{self, Answer, Found, Job, Order};
 use crate::tui::source::{summary_of, test_delivery, MemorySource};
@@ -191,6 +191,8 @@ fn a_paste_fills_the_replay_forms_field() {
     // as typing takes only digits there.
     app.handle_paste(" 2x5\r9");
     key(&mut app, KeyCode::Tab);
+    app.handle_paste("nothing to take");
+    key(&mut app, KeyCode::Tab);
     press(&mut app, "u");
     key(&mut app, KeyCode::Tab);
     app.handle_paste("http://127.0.0.1:9/state\n");
@@ -239,6 +241,7 @@ fn replay_export_and_copy_ask_the_loop() {
         vec![Effect::Replay(ReplayRequest {
             delivery_id: 5,
             times: 1,
+            sends: Sends::Duplicates,
             probe: None,
             settle: crate::replay::options::DEFAULT_SETTLE,
         })]
@@ -264,6 +267,7 @@ fn replay_export_and_copy_ask_the_loop() {
         Some(Effect::Replay(ReplayRequest {
             delivery_id: 4,
             times: 3,
+            sends: Sends::Duplicates,
             probe: None,
             settle: crate::replay::options::DEFAULT_SETTLE,
         }))
@@ -287,14 +291,22 @@ fn replay_export_and_copy_ask_the_loop() {
     assert_eq!((form.delivery_id, form.times.text.as_str()), (3, "3"));
     assert!(form.times.suggested);
     press(&mut app, "5");
+    // The next field sends never-seen events, the burst at once.
+    key(&mut app, KeyCode::Tab);
+    press(&mut app, "f");
     assert_eq!(
         key(&mut app, KeyCode::Enter),
         Some(Effect::Replay(ReplayRequest {
             delivery_id: 3,
             times: 5,
+            sends: Sends::FreshBurst,
             probe: None,
             settle: crate::replay::options::DEFAULT_SETTLE,
         }))
+    );
+    assert_eq!(
+        app.replay.as_ref().map(|r| r.text.as_str()),
+        Some("replaying #3 as fresh events: one alone, then a burst of 5…")
     );
 }
 

@@ -7,7 +7,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph, Widget};
 
-use crate::tui::dialog::{ExportForm, ExportFormat, ProbeKind, ReplayField, ReplayForm, TextInput, INPUT_CUT};
+use crate::tui::dialog::{ExportForm, ExportFormat, ProbeKind, ReplayField, ReplayForm, Sends, TextInput, INPUT_CUT};
 use crate::tui::format::{fit_line, tail, wrap};
 
 use super::{centered, clear_popup};
@@ -78,25 +78,15 @@ pub(super) fn render_replay(form: &ReplayForm, area: Rect, buf: &mut Buffer) {
         (ProbeKind::Url, "url"),
         (ProbeKind::Cmd, "cmd"),
     ];
-    let kind_spans: Vec<Span> = kinds
-        .iter()
-        .map(|(kind, name)| {
-            if *kind == form.probe_kind {
-                Span::styled(
-                    format!("[{name}] "),
-                    Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
-                )
-            } else {
-                Span::raw(format!(" {name}  "))
-            }
-        })
-        .collect();
+    let kind_spans = choices(&kinds, form.probe_kind);
+    let sends = [(Sends::Duplicates, "duplicates"), (Sends::FreshBurst, "fresh burst")];
     let mut lines = vec![
         field_line(
             "attempts",
             vec![suggested_or_typed(&form.times), Span::raw(cursor(ReplayField::Times))],
             form.field == ReplayField::Times,
         ),
+        field_line("sends", choices(&sends, form.sends), form.field == ReplayField::Sends),
         field_line("probe", kind_spans, form.field == ReplayField::ProbeKind),
     ];
     let probe_label = match form.probe_kind {
@@ -140,7 +130,7 @@ pub(super) fn render_replay(form: &ReplayForm, area: Rect, buf: &mut Buffer) {
             key("Tab"),
             Span::raw(" field  "),
             key("←→"),
-            Span::raw(" probe  "),
+            Span::raw(" choose  "),
             key("Enter"),
             Span::raw(" run  "),
             key("Esc"),
@@ -160,6 +150,23 @@ pub(super) fn render_replay(form: &ReplayForm, area: Rect, buf: &mut Buffer) {
                 .border_style(Style::new().fg(Color::Cyan)),
         )
         .render(popup, buf);
+}
+
+/// A field's choices on one line, the one chosen in brackets.
+fn choices<T: PartialEq>(choices: &[(T, &str)], chosen: T) -> Vec<Span<'static>> {
+    choices
+        .iter()
+        .map(|(choice, name)| {
+            if *choice == chosen {
+                Span::styled(
+                    format!("[{name}] "),
+                    Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+                )
+            } else {
+                Span::raw(format!(" {name}  "))
+            }
+        })
+        .collect()
 }
 
 pub(super) fn render_export(form: &ExportForm, area: Rect, buf: &mut Buffer) {

@@ -24,7 +24,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("/", "filter: 404, 5xx, err, or any text"),
     ("Esc", "stop replay, close detail, clear filter"),
     ("r", "replay once"),
-    ("R", "replay N times, with verdict"),
+    ("R", "verdict: N duplicates or a fresh burst"),
     ("e", "export json / har / curl"),
     ("y", "copy as curl"),
     ("v", "show / mask secrets"),

@@ -71,7 +71,7 @@ const LIST_KEYS: &[(&str, &str)] = &[
 /// list's, or `q` typed into a field looks like a screen that hangs.
 fn render_footer(app: &App, area: Rect, buf: &mut Buffer) {
     let form_keys: Option<&[(&str, &str)]> = match &app.overlay {
-        Some(Overlay::Replay(_)) => Some(&[("⇥", "field"), ("←→", "probe"), ("⏎", "run"), ("Esc", "cancel")]),
+        Some(Overlay::Replay(_)) => Some(&[("⇥", "field"), ("←→", "choose"), ("⏎", "run"), ("Esc", "cancel")]),
         Some(Overlay::Export(_)) => Some(&[("j h c ⏎", "write"), ("Esc q", "cancel")]),
         Some(Overlay::Help { .. }) => Some(&[("j k", "scroll"), ("any other key", "closes the help")]),
         Some(Overlay::Filter(_)) | None => None,

@@ -382,7 +382,7 @@ fn help_overlay() {
             "│  │ /          filter: 404, 5xx, err, or any text      │  │",
             "│  │ Esc        stop replay, close detail, clear filter │  │",
             "│  │ r          replay once                             │  │",
-            "│  │ R          replay N times, with verdict            │  │",
+            "│  │ R          verdict: N duplicates or a fresh burst  │  │",
             "│  │ e          export json / har / curl                │  │",
             "│  │ y          copy as curl                            │  │",
             "│  │ v          show / mask secrets                     │  │",
@@ -865,6 +865,7 @@ fn replay_form() {
     let mut app = live_app(3, 60, 16);
     press(&mut app, "R");
     app.handle_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    app.handle_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
     press(&mut app, "c");
     app.handle_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
     press(&mut app, "psql -c 'select count(*) from credits'");
@@ -874,19 +875,19 @@ fn replay_form() {
             " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter …",
             " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
             "┌ Deliveries 1/3 ──────────────────────────────────────────┐",
-            "│ID Time UTC Method Path                   St  Took    Seen│",
             "│┌ Replay #3 with a verdict ──────────────────────────────┐│",
             "││  attempts  10                                          ││",
+            "││  sends     [duplicates]  fresh burst                   ││",
             "││  probe      none   url  [cmd]                          ││",
             "││› check cmd psql -c 'select count(*) from credits'▏     ││",
             "││  settle    300ms                                       ││",
             "││                                                        ││",
-            "││Tab field  ←→ probe  Enter run  Esc cancel              ││",
+            "││Tab field  ←→ choose  Enter run  Esc cancel             ││",
             "│└────────────────────────────────────────────────────────┘│",
             "│                                                          │",
             "│                                                          │",
             "└──────────────────────────────────────────────────────────┘",
-            "⇥ field  ←→ probe  ⏎ run  Esc cancel                        ",
+            "⇥ field  ←→ choose  ⏎ run  Esc cancel                       ",
         ])
     );
 }
@@ -897,6 +898,7 @@ fn replay_form() {
 fn replay_form_probe_keeps_the_end_being_typed_in_view() {
     let mut app = live_app(3, 60, 15);
     press(&mut app, "R");
+    app.handle_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
     app.handle_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
     press(&mut app, "u");
     app.handle_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
@@ -961,7 +963,7 @@ fn export_form() {
 fn forms_on_a_narrow_screen_mark_where_their_lines_are_cut() {
     for (keys, cut) in [
         ("e", "│ j json  fixture for replay --f…│"),
-        ("R", "│Tab field  ←→ probe  Enter run …│"),
+        ("R", "│Tab field  ←→ choose  Enter run…│"),
     ] {
         let mut app = live_app(3, 34, 12);
         press(&mut app, keys);
@@ -1049,9 +1051,9 @@ fn replay_form_error_is_never_cut() {
             " PortPreview  ● online  http://127.0.0.1:8080/t/calm-otter …",
             " req/s                 0/s  p50 –  p90 –  ✓0 4xx 0 5xx 0 ✗0 ",
             "┌ Deliveries 1/3 ──────────────────────────────────────────┐",
-            "│ID Time UTC Method Path                   St  Took    Seen│",
             "┌ Replay #3 with a verdict ────────────────────────────────┐",
             "│› attempts  0▏                                            │",
+            "│  sends     [duplicates]  fresh burst                     │",
             "│  probe     [none]  url   cmd                             │",
             "│                                                          │",
             "│attempts: a number from 1 to 100000, as replay --times    │",
@@ -1060,7 +1062,7 @@ fn replay_form_error_is_never_cut() {
             "│                                                          │",
             "│                                                          │",
             "└──────────────────────────────────────────────────────────┘",
-            "⇥ field  ←→ probe  ⏎ run  Esc cancel                        ",
+            "⇥ field  ←→ choose  ⏎ run  Esc cancel                       ",
         ])
     );
 }
