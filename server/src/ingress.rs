@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode, Version};
@@ -38,6 +39,10 @@ pub struct Relay {
     pub cut_short: CancellationToken,
     /// Client sessions, waited for on shutdown.
     pub sessions: TaskTracker,
+    /// When the relay started: for a grace period after, a name nobody
+    /// holds may be one whose client is on its way back from the relay's
+    /// restart.
+    pub started: Instant,
 }
 
 /// What the relay knows about one caller connection.
@@ -87,6 +92,25 @@ pub enum Destination {
 /// valid one, and safe to write back.
 fn no_such_tunnel(name: &str) -> String {
     format!("no such tunnel: nothing is connected as {name}")
+}
+
+/// The answer for a name nobody holds within the grace period after the
+/// relay started. A restarted relay has forgotten the names it held, and
+/// their clients come back within seconds; a 404 meanwhile reads as gone
+/// for good (GitHub does not retry one, and some providers turn off an
+/// endpoint that keeps answering it), where a 503 is retried.
+fn not_back_yet(name: &str, up_for: Duration) -> Response<RelayBody> {
+    let mut busy = answer(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!(
+            "tunnel {name} is not connected: the relay started {}s ago, and a tunnel of that name reconnects within \
+             seconds if it ran before",
+            up_for.as_secs()
+        ),
+    );
+    busy.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    busy
 }
 
 /// Answers one request.
@@ -334,7 +358,13 @@ async fn tunnel(
     let tunnel = match relay.registry.route(name) {
         Route::Live(tunnel) => tunnel,
         Route::Reconnecting => return reconnecting(relay, req, name, &target, &hop),
-        Route::Unknown => return answer(StatusCode::NOT_FOUND, no_such_tunnel(name)),
+        Route::Unknown => {
+            let up_for = relay.started.elapsed();
+            return match up_for < relay.config.grace {
+                true => not_back_yet(name, up_for),
+                false => answer(StatusCode::NOT_FOUND, no_such_tunnel(name)),
+            };
+        }
     };
     if websocket_handshake(&req) {
         // Told to the client too: a developer whose WebSocket client got

@@ -19,8 +19,10 @@ pub struct Backoff {
 
 /// How long a connection must have lasted to count as a good one, after
 /// which the delays start over. A relay that welcomes the client and drops
-/// it at once must not be reconnected to in a tight loop.
-pub const STEADY: Duration = Duration::from_secs(10);
+/// it at once must not be reconnected to in a tight loop; one restarted
+/// twice in a minute (a deploy, then its fix) must not leave its clients
+/// waiting out 10 s delays, which callers meet as 503s.
+pub const STEADY: Duration = Duration::from_secs(2);
 
 impl Backoff {
     /// Starts over after a good connection.
