@@ -1435,6 +1435,70 @@ async fn a_name_waited_for_is_taken_once_a_restarted_relay_has_forgotten_the_hol
     assert_eq!(reply.status, 200, "{}", reply.text());
 }
 
+/// A client stopped (a laptop asleep) past its relay's ping timeout and
+/// hold comes back to find its name taken by another client: its URL
+/// now reaches that client, which it says, not that the name is held for
+/// it, and it stops asking within a minute rather than five.
+#[tokio::test]
+async fn a_client_back_from_sleep_to_find_its_name_taken_says_so_and_stops() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // Found dead within a second and a half, held for half a second more.
+    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
+        ping_interval: Duration::from_millis(500),
+        dead_after: Duration::from_millis(1500),
+        grace: Duration::from_millis(500),
+        ..Default::default()
+    })
+    .await;
+    let handler = LocalHandler::echo().await;
+    let first_dir = dir.path().join("first");
+    std::fs::create_dir(&first_dir).expect("first's folder");
+    let owned = named_tunnel(&handler, &relay, "shared", &first_dir.join("history.db"));
+    let args: Vec<&str> = owned.iter().map(String::as_str).collect();
+    let log = first_dir.join("stderr.log");
+    let mut asleep = Running::start_logging(&portpreview_bin(), &args, &first_dir, &log);
+    let url = asleep.public_url().await;
+    asleep.signal("STOP");
+    // The relay gives the sleeper up, then its hold ends: the name is free.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let reply = caller::post(&format!("{url}/hook"), "x").await;
+        if reply.status == 404 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still {}: {}",
+            reply.status,
+            reply.text()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let owned = named_tunnel(&handler, &relay, "shared", &dir.path().join("history.db"));
+    let args: Vec<&str> = owned.iter().map(String::as_str).collect();
+    let mut other = Running::start(&portpreview_bin(), &args, dir.path());
+    assert_eq!(other.public_url().await, url, "the other client has the URL");
+
+    asleep.signal("CONT");
+    assert_eq!(asleep.exit_code(Duration::from_secs(90)).await, Some(2));
+    let said = std::fs::read_to_string(&log).expect("stderr");
+    assert!(
+        said.contains("tunnel name \"shared\" is in use (409): name shared is in use; asking for it again"),
+        "{said}"
+    );
+    let last = said.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with(
+            "error: tunnel name \"shared\" is taken (409): name shared is in use: another client has had it for "
+        ) && last.ends_with(
+            " s while this one reconnected, and the URL now reaches that client; ask for another with --name"
+        ),
+        "{said}"
+    );
+    let reply = caller::post(&format!("{url}/after"), "{}").await;
+    assert_eq!(reply.status, 200, "the other client still serves it: {}", reply.text());
+}
+
 /// `http` to `handler` through `relay`, under `name`, printing lines,
 /// recording into `db`.
 fn named_tunnel(handler: &LocalHandler, relay: &TestRelay, name: &str, db: &std::path::Path) -> Vec<String> {

@@ -48,6 +48,15 @@ const SETTLE_MARGIN: Duration = Duration::from_millis(500);
 /// A start the relay holds back (a held name, a busy relay) waits as long.
 const NAME_HELD_PATIENCE: Duration = Duration::from_secs(300);
 
+/// How long reconnecting keeps asking for a name a live client has (409
+/// without a time it is free). The relay hands a live name to the client
+/// proving its resume secret; the one case of its own it refuses is a
+/// connection whose welcome never arrived, which the relay finds dead
+/// within its ping timeout (15 s) and holds from then on. Past this,
+/// another client has the URL, and the user must hear so now, not after
+/// [`NAME_HELD_PATIENCE`].
+const NAME_IN_USE_PATIENCE: Duration = Duration::from_secs(45);
+
 /// The longest a start held back waits before it asks again, whatever
 /// the relay said: a relay restarted meanwhile has forgotten the hold, and
 /// the name is free at once.
@@ -203,6 +212,7 @@ async fn serve_until_stopped(
     let mut connected_once = false;
     let mut failed_tries = 0;
     let mut name_held_since = None;
+    let mut name_in_use_since = None;
     let mut held_back_since = None;
     let mut warned_plain_url = false;
     loop {
@@ -215,6 +225,7 @@ async fn serve_until_stopped(
                 connected_once = true;
                 failed_tries = 0;
                 name_held_since = None;
+                name_in_use_since = None;
                 let up_since = tokio::time::Instant::now();
                 // Ask for the same name next time, with the proof that it is
                 // ours, so the URL survives reconnects.
@@ -263,10 +274,40 @@ async fn serve_until_stopped(
                         () = tokio::time::sleep(wait.min(HELD_BACK_RECHECK)) => continue,
                     }
                 }
-                // A 409 for the name this client had: see NAME_HELD_PATIENCE.
+                // A 409 for the name this client had: see NAME_HELD_PATIENCE
+                // and NAME_IN_USE_PATIENCE.
+                let in_use = matches!(err, ConnectError::NameTaken { free_in: None, .. });
+                if !in_use {
+                    name_in_use_since = None;
+                }
+                let in_use_for = in_use.then(|| {
+                    name_in_use_since
+                        .get_or_insert_with(tokio::time::Instant::now)
+                        .elapsed()
+                });
                 let own_name_held = connected_once
                     && matches!(err, ConnectError::NameTaken { .. })
+                    && in_use_for.is_none_or(|waited| waited < NAME_IN_USE_PATIENCE)
                     && name_held_since.get_or_insert_with(tokio::time::Instant::now).elapsed() < NAME_HELD_PATIENCE;
+                let err = match (err, in_use_for) {
+                    (
+                        ConnectError::NameTaken {
+                            name,
+                            why,
+                            free_in: None,
+                        },
+                        Some(waited),
+                    ) if connected_once && !own_name_held => ConnectError::NameTaken {
+                        why: format!(
+                            "{why}: another client has had it for {} s while this one reconnected, and the URL \
+                                 now reaches that client",
+                            waited.as_secs()
+                        ),
+                        name,
+                        free_in: None,
+                    },
+                    (other, _) => other,
+                };
                 // A page where the relay was, once it has served this tunnel:
                 // a proxy's while the relay behind it restarts.
                 let page_meanwhile = connected_once && matches!(err, ConnectError::NotARelay { .. });
@@ -282,6 +323,14 @@ async fn serve_until_stopped(
                 failed_tries += 1;
                 match &err {
                     // Its own name, waited for: no advice to ask for another.
+                    ConnectError::NameTaken {
+                        name,
+                        why,
+                        free_in: None,
+                    } => format!(
+                        "tunnel name {name:?} is in use (409): {why}; asking for it again, as the relay may not yet \
+                         know this client's last connection is gone"
+                    ),
                     ConnectError::NameTaken { name, why, .. } => {
                         format!("tunnel name {name:?} is held (409): {why}; asking for it again")
                     }
