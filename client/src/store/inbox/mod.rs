@@ -408,7 +408,11 @@ impl Inbox {
             Ok(None) => None,
             Err(err) => {
                 if !std::mem::replace(&mut self.cutting_fails, true) {
-                    tracing::warn!(%err, "cannot drop stored requests from the history inbox; it keeps growing");
+                    tracing::warn!(
+                        %err,
+                        path = %self.path.display(),
+                        "cannot drop stored requests from the history inbox; it keeps growing"
+                    );
                 }
                 None
             }

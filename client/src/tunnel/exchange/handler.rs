@@ -351,8 +351,11 @@ fn relayable(shared: &Shared, sent: Sent) -> Result<Response<Incoming>, (u16, St
         Some(Ok(response)) => response,
         Some(Err(err)) => return Err((502, err.to_string())),
         None => {
+            // The handler is cut off, not stopped: whoever replays the
+            // delivery from the history must not take it for one that
+            // never acted.
             let reason = format!(
-                "{} did not answer within {}",
+                "{} did not answer within {}; it may still act on the request",
                 shared.forwarder.target(),
                 portpreview_shared::duration::format_duration(shared.local_timeout)
             );
