@@ -159,3 +159,50 @@ async fn a_webhook_refused_while_the_client_reconnects_reaches_the_history_once_
     assert!(stored.request.request_truncated(), "so replay refuses it");
     assert!(handler.requests().is_empty(), "the handler never saw either");
 }
+
+/// More webhooks than the relay keeps for a held name: the history gets
+/// the first 32, and the last of them says how many more were turned away,
+/// so an outage is not undercounted.
+#[tokio::test]
+async fn webhooks_past_what_a_held_name_keeps_are_counted_in_the_history() {
+    let relay = TestRelay::start().await;
+    let (network, cut, open) = flaky_network(relay.addr).await;
+    let handler = LocalHandler::echo().await;
+    let mut tunnel = TestTunnel::start(&format!("http://{network}"), &handler.url()).await;
+    let name = tunnel.name().to_owned();
+    let url = |n: usize| format!("{}/t/{name}/hook/{n}", relay.http_url());
+
+    cut.cancel();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while caller::post(&url(0), "{}").await.status == 502 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the relay never noticed the cut"
+        );
+    }
+    // The first 503 above, and 39 more.
+    for n in 1..40 {
+        let reply = caller::post(&url(n), "{}").await;
+        assert_eq!(reply.status, 503, "{}", reply.text());
+    }
+    open.cancel();
+    let mut deliveries = Vec::new();
+    for _ in 0..32 {
+        deliveries.push(tunnel.next_delivery().await.0);
+    }
+    deliveries.sort_by_key(|summary| summary.id);
+    let told = |summary: &portpreview::store::Summary| summary.error.clone().unwrap_or_default();
+    assert_eq!(
+        told(&deliveries[0]),
+        format!("the relay answered the caller 503: tunnel {name} is reconnecting")
+    );
+    let last = &deliveries[31];
+    assert_eq!(last.path, "/hook/31", "the first 32, in order");
+    assert_eq!(
+        told(last),
+        format!(
+            "the relay answered the caller 503: tunnel {name} is reconnecting; after it, 8 more requests got \
+             this answer while the name was held, too many to be told one by one"
+        )
+    );
+}

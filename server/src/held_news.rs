@@ -98,8 +98,22 @@ impl Missed {
         self.dropped
     }
 
-    /// The news kept, oldest first.
+    /// The news kept, oldest first. The last one's reason also counts
+    /// those dropped after it: the protocol has no word for them, and
+    /// unsaid, the client's history would undercount the outage.
     pub fn into_news(self) -> Vec<HeldNews> {
-        self.news
+        let mut news = self.news;
+        if let Some(last) = news.last_mut() {
+            if let ServerMessage::TurnedAway { reason, .. } = &mut last.news {
+                if self.dropped > 0 {
+                    let dropped = usize::try_from(self.dropped).unwrap_or(usize::MAX);
+                    let more = portpreview_shared::text::counted(dropped, "more request", "more requests");
+                    reason.push_str(&format!(
+                        "; after it, {more} got this answer while the name was held, too many to be told one by one"
+                    ));
+                }
+            }
+        }
+        news
     }
 }

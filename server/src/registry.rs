@@ -585,7 +585,21 @@ mod tests {
             !reg.hold_news("nobody", news("/x", 10)),
             "a name not held keeps nothing"
         );
+        assert!(!reg.hold_news("app", news("/33", 10)));
         let back = reg.claim("app", None, Some(&lease.resume), tunnel()).unwrap();
+        let reasons: Vec<String> = (back.missed.iter())
+            .map(|news| match news.clone().into_message() {
+                ServerMessage::TurnedAway { reason, .. } => reason,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(reasons[0], "tunnel app is reconnecting");
+        assert_eq!(
+            reasons[31],
+            "tunnel app is reconnecting; after it, 2 more requests got this answer while the name was held, too \
+             many to be told one by one",
+            "the last one told counts those dropped"
+        );
         let expected: Vec<String> = (0..32).map(|i| format!("/{i}")).collect();
         assert_eq!(targets(back.missed), expected);
         assert_eq!(reg.held_bytes(), 0, "handed over, they are the relay's no more");
