@@ -18,7 +18,7 @@ mod places;
 mod shown;
 
 pub use burst::burst_acts_once;
-pub use shown::{aligned, shown_change};
+pub use shown::{aligned, first_moved_line, shown_change};
 
 /// Name of the check that every answer was 2xx.
 pub const ANSWERS_2XX: &str = "answers_2xx";
@@ -502,6 +502,25 @@ pub fn state_settled(trace: &StateTrace, settle: Duration, attempts: &[Attempt])
         name: STATE_SETTLED,
         passed,
         detail,
+    }
+}
+
+/// The read before attempt 1 never held still, so the run stopped before
+/// sending anything: inconclusive. Nothing had been sent, so what moved
+/// is the probe's own output (a clock, a request counter) or the handler
+/// finishing earlier work; a longer `--settle` only makes every read wait
+/// longer for a state that does not stop. `moved_from` and `state` are the
+/// last two reads, which differ.
+pub fn moves_with_nothing_sent(moved_from: &str, state: &str) -> Check {
+    Check {
+        name: STATE_SETTLED,
+        passed: false,
+        detail: format!(
+            "the probe's output changes with nothing sent (a clock or counter in its output, or the handler still \
+             busy with earlier work): {}, so no attempt was sent; print only what the handler writes (leave clocks \
+             and request counters out of the probe), or run again once the handler is idle",
+            first_moved_line(moved_from, state)
+        ),
     }
 }
 

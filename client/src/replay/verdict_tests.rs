@@ -909,3 +909,43 @@ fn after_a_failure_that_did_nothing_the_first_success_is_the_delivery() {
     let two_steps = settled_trace("balance: 0", &["balance: 0", "balance: 200"]);
     assert_eq!(duplicates_after_the_first_success(&together, &two_steps), None);
 }
+
+/// The read before attempt 1 that never held still names the line that
+/// moved, and says nothing was sent; --settle is no cure for a clock.
+#[test]
+fn a_probe_moving_before_anything_was_sent_names_the_line_that_moved() {
+    let check = moves_with_nothing_sent("balance: 0\nuptime_ticks: 24\n", "balance: 0\nuptime_ticks: 31\n");
+    assert!(!check.passed);
+    assert_eq!(check.name, STATE_SETTLED);
+    assert!(makes_inconclusive(check.name), "nothing sent judges nothing");
+    assert_eq!(
+        check.detail,
+        "the probe's output changes with nothing sent (a clock or counter in its output, or the handler still \
+         busy with earlier work): line 2 `uptime_ticks: 24` → `uptime_ticks: 31`, so no attempt was sent; print \
+         only what the handler writes (leave clocks and request counters out of the probe), or run again once \
+         the handler is idle"
+    );
+    assert!(!check.detail.contains("--settle"), "{}", check.detail);
+    assert_eq!(decide(std::slice::from_ref(&check)), None);
+}
+
+#[test]
+fn the_first_line_two_reads_differ_in_is_named_with_how_many_others_do() {
+    assert_eq!(first_moved_line("a: 1\nb: 2", "a: 1\nb: 3"), "line 2 `b: 2` → `b: 3`");
+    assert_eq!(
+        first_moved_line("now: 1\nb: 2\nc: 3", "now: 2\nb: 3\nc: 4"),
+        "line 1 `now: 1` → `now: 2`, and 2 other lines"
+    );
+    assert_eq!(
+        first_moved_line("now: 1\nb: 2", "now: 2\nb: 3"),
+        "line 1 `now: 1` → `now: 2`, and 1 other line"
+    );
+    // A line that came or went is shown against nothing.
+    assert_eq!(first_moved_line("a: 1", "a: 1\nreq: 7"), "line 2 `` → `req: 7`");
+    assert_eq!(first_moved_line("a: 1\n", "a: 1\r\n"), "its line endings");
+    // What the handler sent is escaped, and a long line cut near the change.
+    let long = |n: u32| format!("{}{n}", "x".repeat(100));
+    let shown = first_moved_line(&long(1), &long(2));
+    assert!(shown.starts_with("line 1 `…x") && shown.ends_with("x2`"), "{shown}");
+    assert_eq!(first_moved_line("a\x1b[2J", "b"), "line 1 `a\\x1b[2J` → `b`");
+}
