@@ -290,6 +290,28 @@ pub fn duplicates_change_nothing(
     }
     let shown = moved::shown_move(attempts, trace)?;
     let change = &shown.change;
+    // Attempt 1 answered and changed nothing, yet later reads moved: a
+    // handler that works from a queue after it answers shows each
+    // attempt's work in a later attempt's read, so the moves name the
+    // wrong attempts and read like a limit or a race. Whether or not the
+    // handler had the event before: one that had it and skips it would
+    // skip the later copies too. More than one move is still one event
+    // acting more than once (a single late move leaves the run
+    // inconclusive instead: `late_first_effect`).
+    if !first_changed && first_answered {
+        return Some(Check {
+            name: DUPLICATES_CHANGE_NOTHING,
+            passed: false,
+            detail: format!(
+                "the state moved in the reads after {}{}: attempt 1 changed nothing and later reads moved: the \
+                 handler likely works after it answers, so a read may show an earlier attempt's work; raise \
+                 --settle above its delay to see which attempt did what; whichever did, the event acted more than \
+                 once: record the event ID under a unique constraint and skip events already handled",
+                attempts_phrase(&moved),
+                shown.text,
+            ),
+        });
+    }
     // Only values replaced (a `last_seen`, a status word): the handler may
     // skip the event's work and still write down that it came again.
     let advice = if first_changed && !first_answered {

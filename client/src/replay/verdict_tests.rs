@@ -288,22 +288,69 @@ fn some_duplicates_acting_one_at_a_time_is_no_race() {
 }
 
 /// Attempt 1 changing nothing while later ones did is what work done
-/// after answering looks like when each read comes before it: the
-/// report says a longer --settle tells, beside the race it may be.
+/// after answering looks like when each read comes before it: the advice
+/// leads with that and --settle, not with a limit or a race the moves
+/// would otherwise read as, whatever the history says of the event.
 #[test]
 fn later_attempts_moving_after_a_still_first_one_point_to_settle() {
+    let late = "attempt 1 changed nothing and later reads moved: the handler likely works after it answers, so a \
+                read may show an earlier attempt's work; raise --settle above its delay to see which attempt did \
+                what; whichever did, the event acted more than once: record the event ID under a unique \
+                constraint and skip events already handled";
     let three = attempts(&[(Role::Replay, 0), (Role::Replay, 1), (Role::Replay, 2)]);
     let trace = settled_trace("emails: 5", &["emails: 5", "emails: 6", "emails: 7"]);
     let check = duplicates_change_nothing(&three, &trace, Some(&HadBefore::WhenRecorded)).unwrap();
     assert!(!check.passed);
-    assert!(
-        check.detail.ends_with(
-            "(attempt 1 changed nothing while later attempts did: if the handler works after answering, a \
-             longer --settle shows which attempt did what)"
-        ),
-        "{}",
-        check.detail
+    assert_eq!(
+        check.detail,
+        format!("the state moved in the reads after attempts 2–3 (`emails: 5` → `emails: 7`, +2): {late}")
     );
+
+    // A queue worker crediting 100 a delivery, late, read one at a time:
+    // some reads catch a credit and some do not, which read as "some
+    // duplicates, not all", a limit. Every attempt credited.
+    let five = attempts(&[
+        (Role::Replay, 0),
+        (Role::Replay, 1),
+        (Role::Replay, 2),
+        (Role::Replay, 3),
+        (Role::Replay, 4),
+    ]);
+    let uneven = settled_trace(
+        "balance: 0",
+        &[
+            "balance: 0",
+            "balance: 200",
+            "balance: 200",
+            "balance: 300",
+            "balance: 500",
+        ],
+    );
+    for had in [None, Some(&HadBefore::WhenRecorded)] {
+        let detail = duplicates_change_nothing(&five, &uneven, had).unwrap().detail;
+        assert_eq!(
+            detail,
+            format!("the state moved in the reads after attempts 2, 4–5 (`balance: 0` → `balance: 500`, +500): {late}"),
+            "{had:?}"
+        );
+        assert!(!detail.contains("a limit") && !detail.contains("race"), "{detail}");
+    }
+
+    // Attempt 1 that changed the state keeps the limit: its own effect
+    // was seen, so later moves are the duplicates'.
+    let first_acted = settled_trace(
+        "balance: 0",
+        &[
+            "balance: 100",
+            "balance: 200",
+            "balance: 200",
+            "balance: 300",
+            "balance: 300",
+        ],
+    );
+    let detail = duplicates_change_nothing(&five, &first_acted, None).unwrap().detail;
+    assert!(detail.contains("a limit the handler checks"), "{detail}");
+    assert!(!detail.contains("works after it answers"), "{detail}");
 }
 
 #[test]
