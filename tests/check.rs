@@ -1948,3 +1948,55 @@ async fn a_refused_recorded_signature_is_said_to_need_signing_anew() {
         ran.stdout
     );
 }
+
+/// A fixture whose probe moves with nothing sent is that fixture's
+/// inconclusive result, reached before its handler is sent anything; the
+/// check goes on to the next fixture.
+#[test]
+fn a_fixture_whose_probe_moves_with_nothing_sent_is_inconclusive_and_the_check_goes_on() {
+    let project = Project::new();
+    let ticking = Handler::start(Behaviour::CreditsEveryDelivery);
+    let good = Handler::start(Behaviour::DedupsInOneTransaction);
+    let suite = format!(
+        "[[fixture]]\npath = \"fixtures/stripe.json\"\ntarget = \"{}\"\ncheck_url = \"{}\"\n\n\
+         [[fixture]]\npath = \"fixtures/slack/slack.json\"\ntarget = \"{}\"\ncheck_url = \"{}\"\n",
+        ticking.url(),
+        ticking.ticking_state_url(),
+        good.url(),
+        good.state_url()
+    );
+    std::fs::write(project.path("suite.toml"), suite).unwrap();
+    let junit = project.path("junit.xml");
+    let ran = project.check(
+        &[
+            "suite.toml",
+            "--times",
+            "3",
+            "--settle",
+            "50ms",
+            "--junit",
+            junit.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(ticking.arrived(), 0, "the fixture's handler was sent nothing");
+    let json: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(json["counts"]["inconclusive"], 1, "{json:#}");
+    assert_eq!(json["counts"]["idempotent"], 1, "{json:#}");
+    let first = &json["fixtures"][0];
+    assert_eq!(first["verdict"], "inconclusive", "{json:#}");
+    assert_eq!(first["attempts"], serde_json::json!([]), "{json:#}");
+    assert!(
+        first["summary"]
+            .as_str()
+            .unwrap()
+            .contains("changes with nothing sent (a clock or counter in its output, or the handler still busy with earlier work): line 2 `uptime_ticks: "),
+        "{first:#}"
+    );
+    assert_eq!(json["fixtures"][1]["verdict"], "idempotent", "{json:#}");
+    assert_eq!(good.balance(), 1, "the next fixture ran");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("tests=\"2\" failures=\"1\" errors=\"0\""), "{xml}");
+}

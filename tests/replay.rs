@@ -951,7 +951,9 @@ fn a_state_still_moving_after_the_run_is_inconclusive_until_settle_is_raised() {
         "reads of a moving state clear nothing: {json}"
     );
 
-    // A probe that moves on every read (a clock) convicts nothing either.
+    // A probe that moves on every read (a clock) convicts nothing either:
+    // it moves before anything is sent, and nothing is.
+    let sent = handler.arrived();
     let ran = history.replay(&[
         "--target",
         &handler.url(),
@@ -972,7 +974,8 @@ fn a_state_still_moving_after_the_run_is_inconclusive_until_settle_is_raised() {
         .iter()
         .map(|c| c["name"].clone())
         .collect();
-    assert_eq!(names, ["answers_2xx", "state_settled"], "{json}");
+    assert_eq!(names, ["state_settled"], "{json}");
+    assert_eq!(handler.arrived(), sent, "no attempt went out");
 
     // The same queue worker, new to the event, judged with a settle window
     // longer than its delay, by enough that a busy machine's late timer
@@ -2477,4 +2480,84 @@ fn a_2xx_answer_cut_short_fails_as_cut_short() {
             && detail.ends_with("most HTTP clients take an answer cut short for a failed request, and the provider retries the delivery"),
         "{detail}"
     );
+}
+
+/// A probe whose output moves with nothing sent (a request counter, a
+/// clock) would leave every step waiting out the settle cap, and the run
+/// inconclusive at its end: the read before attempt 1 shows it, so the run
+/// stops there, before the handler is sent anything, and names the line.
+#[test]
+fn a_probe_that_moves_with_nothing_sent_stops_the_run_before_any_attempt() {
+    let handler = Handler::start(Behaviour::CreditsEveryDelivery);
+    let history = History::with(&stripe_delivery(&handler.url()));
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("junit.xml");
+    let ran = history.replay(&[
+        "--times",
+        "5",
+        "--check-url",
+        &handler.ticking_state_url(),
+        "--settle",
+        "50ms",
+        "--json",
+        "--junit",
+        junit.to_str().unwrap(),
+    ]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(handler.arrived(), 0, "the handler was sent nothing");
+    assert_eq!(handler.balance(), 0);
+    assert_eq!(history.replay_attempts(), 0, "no attempt is kept in the history");
+    let json = ran.json();
+    assert_eq!(
+        (json["verdict"].as_str(), json["idempotent"].as_bool()),
+        (Some("inconclusive"), Some(false)),
+        "{json:#}"
+    );
+    assert_eq!(json["attempts"], serde_json::json!([]), "{json:#}");
+    let settled = ran.check("state_settled");
+    assert_eq!(settled["passed"], false);
+    let detail = settled["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with(
+            "the probe's output changes with nothing sent (a clock or counter in its output, or the handler still \
+             busy with earlier work): line 2 `uptime_ticks: "
+        ),
+        "{detail}"
+    );
+    assert!(detail.contains("so no attempt was sent"), "{detail}");
+    assert!(!detail.contains("--settle"), "a longer wait cures no counter: {detail}");
+    assert_eq!(
+        json["summary"].as_str().unwrap(),
+        format!("? inconclusive: {detail}"),
+        "the headline is the reason"
+    );
+    assert_eq!(json["state"]["steady"], false, "{json:#}");
+    assert_eq!(json["state"]["steps"], serde_json::json!([]), "{json:#}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("failures=\"1\"") && xml.contains("<failure message=\"inconclusive: "),
+        "{xml}"
+    );
+
+    // The text report says the same, with the state read and no table.
+    let ran = history.replay(&["--check-url", &handler.ticking_state_url(), "--settle", "50ms"]);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stdout
+            .contains("✗ state_settled  the probe's output changes with nothing sent"),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout.contains("State before: `balance: 0 ⏎ uptime_ticks: "),
+        "{}",
+        ran.stdout
+    );
+    assert!(!ran.stdout.contains("State after:"), "{}", ran.stdout);
+    assert!(
+        !ran.stdout.contains("one attempt only"),
+        "none was sent: {}",
+        ran.stdout
+    );
+    assert_eq!(handler.arrived(), 0, "the handler was sent nothing");
 }

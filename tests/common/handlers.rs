@@ -122,6 +122,8 @@ struct Shared {
     state_names_last_event: bool,
     /// Deliveries that have arrived (state reads aside), answered or not.
     arrived: std::sync::atomic::AtomicUsize,
+    /// Reads of the ticking state, which it prints: a request counter.
+    ticks: std::sync::atomic::AtomicUsize,
 }
 
 impl Handler {
@@ -170,6 +172,7 @@ impl Handler {
             state_padding: padding,
             state_names_last_event,
             arrived: Default::default(),
+            ticks: Default::default(),
         });
         shared.write_state_file();
         let shared_view = shared.clone();
@@ -223,6 +226,14 @@ impl Handler {
     /// The URL that prints the state, for `--check-url`.
     pub fn state_url(&self) -> String {
         format!("http://{}/state", self.addr)
+    }
+
+    /// The state with a line that moves on every read, with nothing sent,
+    /// as a probe printing a request counter or a clock does: `balance: 0`
+    /// then `uptime_ticks: N`. A counter, not a clock, so that no two reads
+    /// print the same however fast or slow the machine is.
+    pub fn ticking_state_url(&self) -> String {
+        format!("http://{}/state/ticking", self.addr)
     }
 
     /// The state as a JSON document, pretty-printed as most web frameworks
@@ -558,6 +569,9 @@ async fn respond(request: Request<Incoming>, shared: &Arc<Shared>) -> Response<F
     let body = body.collect().await.map(|b| b.to_bytes().to_vec()).unwrap_or_default();
     let (status, text) = if parts.method == hyper::Method::GET && parts.uri.path() == "/state" {
         (200, shared.state())
+    } else if parts.method == hyper::Method::GET && parts.uri.path() == "/state/ticking" {
+        let tick = shared.ticks.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        (200, format!("{}uptime_ticks: {tick}\n", shared.state()))
     } else if parts.method == hyper::Method::GET && parts.uri.path() == "/state.json" {
         (200, shared.json_state())
     } else if parts.method == hyper::Method::GET && parts.uri.path() == "/rows" {

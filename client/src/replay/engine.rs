@@ -81,6 +81,9 @@ struct Run<'a> {
     /// The first step whose reads printed the lines of the state before it
     /// in another order, which counts as no change.
     reordered: Option<usize>,
+    /// Why nothing was sent: the read before attempt 1 never held still
+    /// ([`verdict::moves_with_nothing_sent`]).
+    restless: Option<super::report::Check>,
     attempts: Vec<Attempt>,
     total: u32,
 }
@@ -127,6 +130,7 @@ pub async fn run(
         },
         read_before: false,
         reordered: None,
+        restless: None,
         attempts: Vec::new(),
         total: opts.times.saturating_add(u32::from(opts.fresh)),
     };
@@ -157,9 +161,18 @@ impl Run<'_> {
                 phase: Phase::Settling,
             });
             if let Some(settled) = self.read_state().await? {
-                self.trace.before = settled.state;
-                self.trace.steady &= settled.steady;
                 self.read_before = true;
+                // Nothing has been sent yet, so every step's reads would
+                // move the same way, each waiting out the cap, and the run
+                // could judge nothing: stop before touching the handler.
+                if !settled.steady {
+                    let moved_from = settled.moved_from.as_deref().unwrap_or_default();
+                    self.restless = Some(verdict::moves_with_nothing_sent(moved_from, &settled.state));
+                    self.trace.before = settled.state;
+                    self.trace.steady = false;
+                    return Ok(());
+                }
+                self.trace.before = settled.state;
             }
         }
         if opts.fresh {
@@ -382,7 +395,10 @@ impl Run<'_> {
         if self.probe.is_none() && self.unreadable.is_none() {
             warnings.push(super::NOT_PROBED.into());
         }
+        let restless = self.restless;
         match (&self.unreadable, &state) {
+            // Nothing was sent: the reason is the whole verdict.
+            _ if restless.is_some() => checks.extend(restless.iter().cloned()),
             // Reads of part of a run clear nothing; a duplicate they saw act
             // again convicts, as it would have in the whole run.
             _ if interrupted => {
@@ -453,7 +469,8 @@ impl Run<'_> {
                     .into(),
             );
         }
-        if opts.times == 1 && !opts.fresh {
+        // A run that sent nothing did not send one attempt only.
+        if opts.times == 1 && !opts.fresh && restless.is_none() {
             warnings.push(super::ONE_ATTEMPT.into());
         }
         if let Some(step) = self.reordered.filter(|_| state.is_some()) {

@@ -163,6 +163,9 @@ pub struct Settled {
     pub state: String,
     /// False when the state was still changing when the cap ran out.
     pub steady: bool,
+    /// The read the state last moved from, when the reads moved: what a
+    /// state that never held still is shown moving between.
+    pub moved_from: Option<String>,
 }
 
 /// A ready probe: a command, or a URL.
@@ -235,19 +238,28 @@ pub async fn read_settled<S: StateSource>(source: &mut S, settle: Duration) -> R
     let mut state = source.read().await?;
     let mut slowest = started.elapsed();
     let mut stable_since = Instant::now();
+    let mut moved_from = None;
     loop {
         if stable_since.elapsed() >= settle {
-            return Ok(Settled { state, steady: true });
+            return Ok(Settled {
+                state,
+                steady: true,
+                moved_from,
+            });
         }
         if started.elapsed() >= (settle * SETTLE_CAP_FACTOR).max(slowest * SETTLE_CAP_READS) {
-            return Ok(Settled { state, steady: false });
+            return Ok(Settled {
+                state,
+                steady: false,
+                moved_from,
+            });
         }
         tokio::time::sleep(poll).await;
         let reading = Instant::now();
         let next = source.read().await?;
         slowest = slowest.max(reading.elapsed());
         if !same_state(&next, &state) {
-            state = next;
+            moved_from = Some(std::mem::replace(&mut state, next));
             stable_since = Instant::now();
         }
     }
@@ -299,7 +311,8 @@ mod tests {
             settled,
             Settled {
                 state: "3".into(),
-                steady: true
+                steady: true,
+                moved_from: Some("2".into()),
             }
         );
     }
@@ -354,6 +367,9 @@ mod tests {
         let mut source = Counter(0);
         let settled = read_settled(&mut source, Duration::from_millis(20)).await.unwrap();
         assert!(!settled.steady);
+        // The last two reads, to show what kept moving.
+        let last: u32 = settled.state.parse().unwrap();
+        assert_eq!(settled.moved_from, Some((last - 1).to_string()));
     }
 
     /// A probe slower than ten windows still reads the state twice, and
@@ -369,13 +385,15 @@ mod tests {
         }
         for states in [vec!["orders: 12"], vec!["orders: 12", "orders: 13"]] {
             let last = states[states.len() - 1];
+            let moved_from = (states.len() > 1).then(|| states[0].to_string());
             let mut source = Slow(Script(states, 0));
             let settled = read_settled(&mut source, Duration::from_millis(5)).await.unwrap();
             assert_eq!(
                 settled,
                 Settled {
                     state: last.into(),
-                    steady: true
+                    steady: true,
+                    moved_from,
                 }
             );
         }

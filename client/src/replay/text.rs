@@ -71,7 +71,11 @@ impl Report {
         if let Some(state) = &self.state {
             let (before, after) = aligned(&state.before, state.after());
             let _ = writeln!(out, "\nState before: {before}");
-            let _ = writeln!(out, "State after:  {after}");
+            // No step read it after (nothing was sent, or the run was
+            // stopped first): "after" would repeat "before" as if nothing moved.
+            if !state.steps.is_empty() {
+                let _ = writeln!(out, "State after:  {after}");
+            }
             if let Some(moved) = &state.moved_to {
                 let _ = writeln!(out, "State later:  {}", aligned(state.after(), moved).1);
             }

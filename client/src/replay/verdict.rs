@@ -18,7 +18,7 @@ mod places;
 mod shown;
 
 pub use burst::burst_acts_once;
-pub use shown::{aligned, shown_change};
+pub use shown::{aligned, first_moved_line, shown_change};
 
 /// Name of the check that every answer was 2xx.
 pub const ANSWERS_2XX: &str = "answers_2xx";
@@ -290,6 +290,28 @@ pub fn duplicates_change_nothing(
     }
     let shown = moved::shown_move(attempts, trace)?;
     let change = &shown.change;
+    // Attempt 1 answered and changed nothing, yet later reads moved: a
+    // handler that works from a queue after it answers shows each
+    // attempt's work in a later attempt's read, so the moves name the
+    // wrong attempts and read like a limit or a race. Whether or not the
+    // handler had the event before: one that had it and skips it would
+    // skip the later copies too. More than one move is still one event
+    // acting more than once (a single late move leaves the run
+    // inconclusive instead: `late_first_effect`).
+    if !first_changed && first_answered {
+        return Some(Check {
+            name: DUPLICATES_CHANGE_NOTHING,
+            passed: false,
+            detail: format!(
+                "the state moved in the reads after {}{}: attempt 1 changed nothing and later reads moved: the \
+                 handler likely works after it answers, so a read may show an earlier attempt's work; raise \
+                 --settle above its delay to see which attempt did what; whichever did, the event acted more than \
+                 once: record the event ID under a unique constraint and skip events already handled",
+                attempts_phrase(&moved),
+                shown.text,
+            ),
+        });
+    }
     // Only values replaced (a `last_seen`, a status word): the handler may
     // skip the event's work and still write down that it came again.
     let advice = if first_changed && !first_answered {
@@ -502,6 +524,25 @@ pub fn state_settled(trace: &StateTrace, settle: Duration, attempts: &[Attempt])
         name: STATE_SETTLED,
         passed,
         detail,
+    }
+}
+
+/// The read before attempt 1 never held still, so the run stopped before
+/// sending anything: inconclusive. Nothing had been sent, so what moved
+/// is the probe's own output (a clock, a request counter) or the handler
+/// finishing earlier work; a longer `--settle` only makes every read wait
+/// longer for a state that does not stop. `moved_from` and `state` are the
+/// last two reads, which differ.
+pub fn moves_with_nothing_sent(moved_from: &str, state: &str) -> Check {
+    Check {
+        name: STATE_SETTLED,
+        passed: false,
+        detail: format!(
+            "the probe's output changes with nothing sent (a clock or counter in its output, or the handler still \
+             busy with earlier work): {}, so no attempt was sent; print only what the handler writes (leave clocks \
+             and request counters out of the probe), or run again once the handler is idle",
+            first_moved_line(moved_from, state)
+        ),
     }
 }
 

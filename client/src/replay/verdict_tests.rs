@@ -288,22 +288,69 @@ fn some_duplicates_acting_one_at_a_time_is_no_race() {
 }
 
 /// Attempt 1 changing nothing while later ones did is what work done
-/// after answering looks like when each read comes before it: the
-/// report says a longer --settle tells, beside the race it may be.
+/// after answering looks like when each read comes before it: the advice
+/// leads with that and --settle, not with a limit or a race the moves
+/// would otherwise read as, whatever the history says of the event.
 #[test]
 fn later_attempts_moving_after_a_still_first_one_point_to_settle() {
+    let late = "attempt 1 changed nothing and later reads moved: the handler likely works after it answers, so a \
+                read may show an earlier attempt's work; raise --settle above its delay to see which attempt did \
+                what; whichever did, the event acted more than once: record the event ID under a unique \
+                constraint and skip events already handled";
     let three = attempts(&[(Role::Replay, 0), (Role::Replay, 1), (Role::Replay, 2)]);
     let trace = settled_trace("emails: 5", &["emails: 5", "emails: 6", "emails: 7"]);
     let check = duplicates_change_nothing(&three, &trace, Some(&HadBefore::WhenRecorded)).unwrap();
     assert!(!check.passed);
-    assert!(
-        check.detail.ends_with(
-            "(attempt 1 changed nothing while later attempts did: if the handler works after answering, a \
-             longer --settle shows which attempt did what)"
-        ),
-        "{}",
-        check.detail
+    assert_eq!(
+        check.detail,
+        format!("the state moved in the reads after attempts 2–3 (`emails: 5` → `emails: 7`, +2): {late}")
     );
+
+    // A queue worker crediting 100 a delivery, late, read one at a time:
+    // some reads catch a credit and some do not, which read as "some
+    // duplicates, not all", a limit. Every attempt credited.
+    let five = attempts(&[
+        (Role::Replay, 0),
+        (Role::Replay, 1),
+        (Role::Replay, 2),
+        (Role::Replay, 3),
+        (Role::Replay, 4),
+    ]);
+    let uneven = settled_trace(
+        "balance: 0",
+        &[
+            "balance: 0",
+            "balance: 200",
+            "balance: 200",
+            "balance: 300",
+            "balance: 500",
+        ],
+    );
+    for had in [None, Some(&HadBefore::WhenRecorded)] {
+        let detail = duplicates_change_nothing(&five, &uneven, had).unwrap().detail;
+        assert_eq!(
+            detail,
+            format!("the state moved in the reads after attempts 2, 4–5 (`balance: 0` → `balance: 500`, +500): {late}"),
+            "{had:?}"
+        );
+        assert!(!detail.contains("a limit") && !detail.contains("race"), "{detail}");
+    }
+
+    // Attempt 1 that changed the state keeps the limit: its own effect
+    // was seen, so later moves are the duplicates'.
+    let first_acted = settled_trace(
+        "balance: 0",
+        &[
+            "balance: 100",
+            "balance: 200",
+            "balance: 200",
+            "balance: 300",
+            "balance: 300",
+        ],
+    );
+    let detail = duplicates_change_nothing(&five, &first_acted, None).unwrap().detail;
+    assert!(detail.contains("a limit the handler checks"), "{detail}");
+    assert!(!detail.contains("works after it answers"), "{detail}");
 }
 
 #[test]
@@ -908,4 +955,44 @@ fn after_a_failure_that_did_nothing_the_first_success_is_the_delivery() {
     together[2].step = 1;
     let two_steps = settled_trace("balance: 0", &["balance: 0", "balance: 200"]);
     assert_eq!(duplicates_after_the_first_success(&together, &two_steps), None);
+}
+
+/// The read before attempt 1 that never held still names the line that
+/// moved, and says nothing was sent; --settle is no cure for a clock.
+#[test]
+fn a_probe_moving_before_anything_was_sent_names_the_line_that_moved() {
+    let check = moves_with_nothing_sent("balance: 0\nuptime_ticks: 24\n", "balance: 0\nuptime_ticks: 31\n");
+    assert!(!check.passed);
+    assert_eq!(check.name, STATE_SETTLED);
+    assert!(makes_inconclusive(check.name), "nothing sent judges nothing");
+    assert_eq!(
+        check.detail,
+        "the probe's output changes with nothing sent (a clock or counter in its output, or the handler still \
+         busy with earlier work): line 2 `uptime_ticks: 24` → `uptime_ticks: 31`, so no attempt was sent; print \
+         only what the handler writes (leave clocks and request counters out of the probe), or run again once \
+         the handler is idle"
+    );
+    assert!(!check.detail.contains("--settle"), "{}", check.detail);
+    assert_eq!(decide(std::slice::from_ref(&check)), None);
+}
+
+#[test]
+fn the_first_line_two_reads_differ_in_is_named_with_how_many_others_do() {
+    assert_eq!(first_moved_line("a: 1\nb: 2", "a: 1\nb: 3"), "line 2 `b: 2` → `b: 3`");
+    assert_eq!(
+        first_moved_line("now: 1\nb: 2\nc: 3", "now: 2\nb: 3\nc: 4"),
+        "line 1 `now: 1` → `now: 2`, and 2 other lines"
+    );
+    assert_eq!(
+        first_moved_line("now: 1\nb: 2", "now: 2\nb: 3"),
+        "line 1 `now: 1` → `now: 2`, and 1 other line"
+    );
+    // A line that came or went is shown against nothing.
+    assert_eq!(first_moved_line("a: 1", "a: 1\nreq: 7"), "line 2 `` → `req: 7`");
+    assert_eq!(first_moved_line("a: 1\n", "a: 1\r\n"), "its line endings");
+    // What the handler sent is escaped, and a long line cut near the change.
+    let long = |n: u32| format!("{}{n}", "x".repeat(100));
+    let shown = first_moved_line(&long(1), &long(2));
+    assert!(shown.starts_with("line 1 `…x") && shown.ends_with("x2`"), "{shown}");
+    assert_eq!(first_moved_line("a\x1b[2J", "b"), "line 1 `a\\x1b[2J` → `b`");
 }

@@ -62,3 +62,30 @@ pub(super) fn excerpt(line: &str, from: usize) -> String {
     let tail = if line.chars().count() > from + SHOWN { "…" } else { "" };
     format!("`{head}{}{tail}`", escape_str(&clipped))
 }
+
+/// The first line that differs between two probe reads, numbered as the
+/// report shows the state, with how many others differ: `line 2
+/// `uptime_ticks: 24` → `uptime_ticks: 31``. A probe's output can be long,
+/// and a reader fixing the probe needs the line, not the whole read.
+pub fn first_moved_line(before: &str, after: &str) -> String {
+    let (before, after): (Vec<&str>, Vec<&str>) = (before.lines().collect(), after.lines().collect());
+    fn line<'a>(lines: &[&'a str], i: usize) -> &'a str {
+        lines.get(i).copied().unwrap_or_default()
+    }
+    let mut moved = (0..before.len().max(after.len())).filter(|&i| line(&before, i) != line(&after, i));
+    // Reads that differ only in how their lines end (`\r\n`, a last
+    // line break) differ in no line.
+    let Some(first) = moved.next() else {
+        return "its line endings".to_owned();
+    };
+    let shown = format!(
+        "line {} {}",
+        first + 1,
+        shown_change(line(&before, first), line(&after, first))
+    );
+    match moved.count() {
+        0 => shown,
+        1 => format!("{shown}, and 1 other line"),
+        n => format!("{shown}, and {n} other lines"),
+    }
+}
