@@ -21,6 +21,17 @@
 //! any useful pace is never touched, whatever the others do; what is shed
 //! is told to the tunnel's client as the reset's reason ([`SHED`]).
 //!
+//! The budget is thus where shedding starts, not a hard ceiling: in the
+//! seconds a caller is given to read, newly stalled ones may still queue
+//! their windows past it. What the relay holds beyond the budget is
+//! bounded by what can reach it in those seconds, not by the connection
+//! caps for a minute. Refusing the bytes instead (resetting the streams
+//! whose queues are full when one more would cross the line) was the
+//! other way: it would stop growth but free nothing, since the full
+//! queues are the stalled callers', which send no more, and it would
+//! put a fast reader whose queue happens to be full at a bad moment at
+//! the same risk as a caller that reads nothing.
+//!
 //! Pressure lasts from the moment the budget is crossed until the bytes
 //! held fall back to half of it, so a reader going up and down around the
 //! line makes one episode, warned of once, not a warning a chunk.

@@ -176,7 +176,11 @@ async fn callers_that_read_nothing_are_shed_past_the_budget_and_a_reader_gets_it
         .await
         .expect("the deaf callers were not all shed, or the reader's answer not all sent");
 
-    let (status, body) = reader.expect("the reader asked").await.unwrap();
+    let reader = reader.expect("the reader asked");
+    let (status, body) = tokio::time::timeout(HANG, reader)
+        .await
+        .expect("the reader hung")
+        .unwrap();
     assert_eq!(status, 200);
     assert_eq!(body.len(), ANSWER, "the reader's whole answer");
     assert!(
