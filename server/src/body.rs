@@ -244,7 +244,7 @@ mod tests {
     /// then `rest`, under Content-Length: 5.
     async fn streamed(first: &'static [u8], rest: Bytes) -> Result<Bytes, BodyError> {
         let (outbox, _inbox) = writer::channel();
-        let streams = Streams::new(outbox, 8);
+        let streams = Streams::new(outbox, 8, crate::answer_budget::AnswerBudget::new(u64::MAX));
         let port = streams.open(crate::registry::BodyAtOpen::Whole).unwrap();
         let stream = port.id;
         streams

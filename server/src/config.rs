@@ -29,6 +29,14 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// one taking a few KB a second through, and still ends a caller that
 /// reads nothing.
 pub const DEFAULT_WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// Answer bytes the relay holds for callers that have not taken them yet,
+/// all streams together, before it cuts the callers that read nothing
+/// ([`crate::RelayConfig::answer_budget`]). Answers taken as they come
+/// hold next to nothing, so normal use stays far below it, within the
+/// relay's 16 MiB; it bounds abuse instead: each stream may queue a 1 MiB
+/// window, and 64 of them full is a large crowd of stalled callers, where
+/// the connection caps alone would let some ten thousand hold 10 GB.
+pub const DEFAULT_ANSWER_BUDGET: u64 = 64 * 1024 * 1024;
 /// Open connections allowed from one IP address.
 pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 512;
 /// Open connections allowed in total.
@@ -76,6 +84,10 @@ pub struct RelayConfig {
     /// Time a write may wait without a byte taken before the connection is
     /// dropped, so a peer that never reads frees what its answer holds.
     pub write_stall_timeout: Duration,
+    /// Answer bytes queued for callers, relay-wide, past which a caller
+    /// that has read nothing for two seconds is cut off instead of after
+    /// `write_stall_timeout`.
+    pub answer_budget: u64,
     /// Open connections allowed from one IP address.
     pub max_connections_per_ip: usize,
     /// Open connections allowed in total.
@@ -106,6 +118,7 @@ impl Default for RelayConfig {
             dead_after: DEFAULT_DEAD_AFTER,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             write_stall_timeout: DEFAULT_WRITE_STALL_TIMEOUT,
+            answer_budget: DEFAULT_ANSWER_BUDGET,
             max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_headers: DEFAULT_MAX_HEADERS,
@@ -196,6 +209,7 @@ impl std::fmt::Debug for RelayConfig {
             .field("dead_after", &self.dead_after)
             .field("header_read_timeout", &self.header_read_timeout)
             .field("write_stall_timeout", &self.write_stall_timeout)
+            .field("answer_budget", &self.answer_budget)
             .field("max_connections_per_ip", &self.max_connections_per_ip)
             .finish_non_exhaustive()
     }

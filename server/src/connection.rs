@@ -23,7 +23,7 @@ use crate::ingress::{self, ConnInfo, Relay};
 use crate::limits::{ConnectionLimits, Slot};
 use crate::linger::{Linger, LingerAsk};
 use crate::refusal_log::{CapLog, ExhaustionLog};
-use crate::write_stall::WriteStall;
+use crate::write_stall::{StallNote, WriteStall};
 
 /// Pause after an accept error that more connections will not cure at once
 /// (out of file descriptors), so the loop does not spin.
@@ -217,16 +217,18 @@ async fn serve(relay: Arc<Relay>, tcp: TcpStream, peer: SocketAddr, local: Socke
     }
     // Under TLS, on the socket itself: a TLS stream's flush waits for its
     // whole buffer to drain, and would hide progress a slow reader makes.
-    let tcp = WriteStall::new(tcp, relay.config.write_stall_timeout);
+    let stall = Arc::new(StallNote::default());
+    let tcp = WriteStall::new(tcp, relay.config.write_stall_timeout)
+        .under(Arc::clone(&relay.answer_budget), Arc::clone(&stall));
     // Also on the socket: what a lingering close throws away needs no
     // TLS record decrypted.
     let (tcp, linger) = Linger::new(tcp, relay.shutdown.clone());
     let Some(tls) = relay.config.tls.clone() else {
-        return serve_http(relay, tcp, peer, local, false, slot, linger).await;
+        return serve_http(relay, tcp, peer, local, false, slot, (linger, stall)).await;
     };
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
     match tokio::time::timeout(relay.config.header_read_timeout, acceptor.accept(tcp)).await {
-        Ok(Ok(stream)) => serve_http(relay, stream, peer, local, true, slot, linger).await,
+        Ok(Ok(stream)) => serve_http(relay, stream, peer, local, true, slot, (linger, stall)).await,
         Ok(Err(err)) => tracing::debug!(%peer, %err, "TLS handshake failed"),
         Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
     }
@@ -239,7 +241,7 @@ async fn serve_http<IO>(
     local: SocketAddr,
     tls: bool,
     slot: Slot,
-    linger: LingerAsk,
+    (linger, stall): (LingerAsk, Arc<StallNote>),
 ) where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -258,6 +260,7 @@ async fn serve_http<IO>(
         verdicts,
         slot,
         linger,
+        stall,
     });
     let shutdown = relay.shutdown.clone();
     let drain = config.drain_timeout;

@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
+use crate::answer_budget::AnswerBudget;
 use crate::held_news::HeldNews;
 use crate::names;
 use crate::port::StreamPort;
@@ -62,6 +63,8 @@ pub struct SessionContext {
     pub name_grace: Duration,
     /// Requests in flight allowed on the tunnel.
     pub max_in_flight: usize,
+    /// What the answers queued for its callers are charged to, relay-wide.
+    pub answer_budget: Arc<AnswerBudget>,
     /// Time given to requests in flight when the relay shuts down.
     pub drain_timeout: Duration,
     /// Fires when the relay shuts down.
@@ -146,7 +149,7 @@ where
     // writer and its socket go with it.
     let writer = AbortOnDropHandle::new(tokio::spawn(writer::run(sink, inbox, stop.clone(), dead.clone())));
 
-    let streams = Streams::new(outbox.clone(), ctx.max_in_flight);
+    let streams = Streams::new(outbox.clone(), ctx.max_in_flight, Arc::clone(&ctx.answer_budget));
     let mut silent = false;
     let closing = match hello(&mut incoming, &outbox, &ctx, &streams).await {
         Ok(lease) => {
@@ -584,7 +587,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_pause_of_the_relays_own_is_not_the_clients_silence() {
         let (outbox, _written) = writer::channel();
-        let streams = Streams::new(outbox.clone(), 8);
+        let streams = Streams::new(outbox.clone(), 8, crate::answer_budget::AnswerBudget::new(u64::MAX));
         let ctx = SessionContext {
             peer: ([127, 0, 0, 1], 9).into(),
             registry: Arc::new(LocalRegistry::new(Duration::from_secs(60), None)),
@@ -601,6 +604,7 @@ mod tests {
             ping_interval: Duration::from_secs(5),
             dead_after: Duration::from_secs(15),
             max_in_flight: 8,
+            answer_budget: crate::answer_budget::AnswerBudget::new(u64::MAX),
             drain_timeout: Duration::from_secs(10),
             shutdown: CancellationToken::new(),
             cut_short: CancellationToken::new(),

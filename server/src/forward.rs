@@ -20,6 +20,7 @@ use crate::port::StreamPort;
 use crate::registry::{BodyAtOpen, OpenError, Registry, Route, Tunnel};
 use crate::stream::Inbound;
 use crate::turned_away::{declared_body_size, TurnedAway};
+use crate::write_stall::StallNote;
 use crate::writer::SendError;
 
 mod pump;
@@ -111,6 +112,9 @@ pub async fn forward(
         },
         Err(err) => return not_opened(err, name, &turning, &inline),
     };
+    if let Some(stall) = parts.extensions.get::<Arc<StallNote>>() {
+        port.watch_caller(Arc::clone(stall));
+    }
     let headers = request_headers(&parts.headers, hop);
     let head = RequestHeadRef {
         stream: port.id,
@@ -171,7 +175,7 @@ async fn await_answer(
     let mut taking = false;
     loop {
         tokio::select! {
-            event = port.inbound.recv() => {
+            event = port.recv() => {
                 return match event {
                     Some(Inbound::Head { status, headers, body, end }) => {
                         let head = AnswerHead { status, headers, first: body, end };

@@ -12,6 +12,7 @@ use portpreview_shared::message::CONNECT_PATH;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::answer_budget::AnswerBudget;
 use crate::body::{answer, closing, OwnAnswer, RelayBody};
 use crate::forward::{forward, ForwardLimits};
 use crate::headers::{caller_host, forwarded_element, Hop};
@@ -22,6 +23,7 @@ use crate::names;
 use crate::registry::{Registry, Route};
 use crate::turned_away::{declared_body_size, TurnedAway};
 use crate::upgrade;
+use crate::write_stall::StallNote;
 use crate::RelayConfig;
 
 /// Path prefix of tunnel traffic that works without DNS.
@@ -43,6 +45,8 @@ pub struct Relay {
     /// holds may be one whose client is on its way back from the relay's
     /// restart.
     pub started: Instant,
+    /// Answer bytes held for callers, relay-wide.
+    pub(crate) answer_budget: Arc<AnswerBudget>,
 }
 
 /// What the relay knows about one caller connection.
@@ -63,6 +67,8 @@ pub struct ConnInfo {
     pub slot: Slot,
     /// Makes this connection's close read what its caller still sends.
     pub linger: LingerAsk,
+    /// Shared with the watch on this connection's writes.
+    pub(crate) stall: Arc<StallNote>,
 }
 
 /// Where a request goes, by its Host and path alone.
@@ -340,7 +346,7 @@ fn host_from_target<B>(req: &mut Request<B>) {
 async fn tunnel(
     relay: &Arc<Relay>,
     conn: &Arc<ConnInfo>,
-    req: Request<Incoming>,
+    mut req: Request<Incoming>,
     name: &str,
     target: String,
     prefix: Option<String>,
@@ -387,6 +393,8 @@ async fn tunnel(
         max_body: relay.config.max_body,
         timeout: relay.config.request_timeout,
     };
+    // The stream learns from it whether its caller was shed, to tell the client so.
+    req.extensions_mut().insert(Arc::clone(&conn.stall));
     forward(tunnel, &*relay.registry, name, req, target, &hop, limits).await
 }
 

@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod answer_budget;
 mod body;
 pub mod config;
 mod connection;
@@ -92,8 +93,10 @@ pub async fn run_until(listener: TcpListener, config: RelayConfig, stop: Stop) -
     // A child token: the relay may stop itself (listener failure) without
     // cancelling whatever else the caller's token governs.
     let shutdown = drain_asked.child_token();
+    let answer_budget = answer_budget::AnswerBudget::new(config.answer_budget);
     let relay = Arc::new(Relay {
         config,
+        answer_budget,
         registry,
         shutdown: shutdown.clone(),
         cut_short,

@@ -7,7 +7,8 @@ use portpreview_shared::request_ref::RequestHeadRef;
 use portpreview_shared::{ServerMessage, StreamId};
 use tokio::sync::{mpsc, Semaphore};
 
-use crate::stream::{Inbound, Streams};
+use crate::stream::{Inbound, Queued, Streams};
+use crate::write_stall::StallNote;
 use crate::writer::{Outbox, SendError};
 
 /// One request's hold on its stream. Dropping it ends the stream, telling
@@ -17,7 +18,7 @@ pub struct StreamPort {
     /// The stream's id on the socket.
     pub id: StreamId,
     /// What the client sends about this stream; `None` once it went away.
-    pub inbound: mpsc::Receiver<Inbound>,
+    inbound: mpsc::Receiver<Queued>,
     credit: Arc<Semaphore>,
     allowed: Arc<AtomicU64>,
     outbox: Outbox,
@@ -25,12 +26,14 @@ pub struct StreamPort {
     /// The request's head is queued for the client: from then on the
     /// client knows the stream, and ending it early takes a reset.
     head_sent: bool,
+    /// The caller's connection, as its write-stall watch sees it.
+    caller: Option<Arc<StallNote>>,
 }
 
 impl StreamPort {
     pub(crate) fn new(
         id: StreamId,
-        inbound: mpsc::Receiver<Inbound>,
+        inbound: mpsc::Receiver<Queued>,
         credit: Arc<Semaphore>,
         allowed: Arc<AtomicU64>,
         outbox: Outbox,
@@ -44,6 +47,7 @@ impl StreamPort {
             outbox,
             streams,
             head_sent: false,
+            caller: None,
         }
     }
 
@@ -63,7 +67,11 @@ impl StreamPort {
     /// [`mpsc::Receiver::poll_recv`] gives it, with the body bytes that
     /// waited past a full queue once the queue is empty.
     pub fn poll_inbound(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Inbound>> {
-        match self.inbound.poll_recv(cx) {
+        match self
+            .inbound
+            .poll_recv(cx)
+            .map(|queued| queued.map(|queued| queued.event))
+        {
             // Pending may also mean the task has had its turn (tokio's
             // budget) with the queue still full: the bytes behind it wait.
             std::task::Poll::Pending if self.inbound.is_empty() => match self.streams.take_waiting(self.id) {
@@ -72,6 +80,25 @@ impl StreamPort {
             },
             other => other,
         }
+    }
+
+    /// The next thing the client said about this stream; `None` once it
+    /// went away.
+    pub async fn recv(&mut self) -> Option<Inbound> {
+        self.inbound.recv().await.map(|queued| queued.event)
+    }
+
+    /// What the client said, if it is there now.
+    #[cfg(test)]
+    pub fn try_recv(&mut self) -> Result<Inbound, mpsc::error::TryRecvError> {
+        self.inbound.try_recv().map(|queued| queued.event)
+    }
+
+    /// Tells the client, should the stream end with the caller's
+    /// connection cut under the budget's pressure, that the relay shed it:
+    /// otherwise it would read as a caller who went away.
+    pub fn watch_caller(&mut self, caller: Arc<StallNote>) {
+        self.caller = Some(caller);
     }
 
     /// The writer of this stream's session.
@@ -119,7 +146,8 @@ impl StreamPort {
 impl Drop for StreamPort {
     fn drop(&mut self) {
         if self.head_sent {
-            self.streams.finish(self.id);
+            let shed = self.caller.as_ref().is_some_and(|caller| caller.was_shed());
+            self.streams.finish(self.id, shed);
         } else {
             self.streams.discard(self.id);
         }

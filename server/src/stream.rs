@@ -12,6 +12,7 @@ use portpreview_shared::message::{grantable, CALLER_GONE_BEFORE_ANSWER, CALLER_G
 use portpreview_shared::{ClientMessage, Header, ServerMessage, StreamId};
 use tokio::sync::{mpsc, Semaphore};
 
+use crate::answer_budget::{AnswerBudget, Charge, SHED};
 use crate::port::StreamPort;
 use crate::registry::{BodyAtOpen, OpenError};
 use crate::writer::{Outbox, SendError};
@@ -52,6 +53,22 @@ pub enum Inbound {
     Ended(String),
 }
 
+/// An event in a stream's queue, with the charge on the answer bytes it
+/// carries: given back when the caller's side takes it, or when the queue
+/// is dropped with it.
+#[derive(Debug)]
+pub(crate) struct Queued {
+    pub(crate) event: Inbound,
+    _held: Option<Charge>,
+}
+
+impl From<Inbound> for Queued {
+    /// An event that carries no answer bytes.
+    fn from(event: Inbound) -> Self {
+        Self { event, _held: None }
+    }
+}
+
 /// What a caller is told when the tunnel's client leaves with its request.
 pub const CLIENT_GONE: &str = "the tunnel's client went away while the request was in flight";
 
@@ -70,7 +87,7 @@ pub const CLIENT_SILENT: &str =
 pub struct ProtocolError(pub String);
 
 struct Entry {
-    events: mpsc::Sender<Inbound>,
+    events: mpsc::Sender<Queued>,
     credit: Arc<Semaphore>,
     allowed: Arc<AtomicU64>,
     received: u64,
@@ -87,8 +104,8 @@ struct Entry {
     /// the last of them ended the body: a handler writing its answer a line
     /// at a time sends a chunk a line, faster than a caller may read them.
     /// Taken by the caller's side once the queue is empty; bounded by the
-    /// window, as every body byte is.
-    overflow: Option<(BytesMut, bool)>,
+    /// window, as every body byte is, and charged as queued bytes are.
+    overflow: Option<(BytesMut, bool, Charge)>,
     /// Why the relay gave the answer up, told when its queue was full or
     /// bytes waited past it: taken after them, as the overflow is.
     end_waiting: Option<String>,
@@ -141,16 +158,20 @@ pub struct Streams {
     next_id: AtomicU64,
     max_in_flight: usize,
     outbox: Outbox,
+    /// What the answers queued for callers are charged to, relay-wide.
+    budget: Arc<AnswerBudget>,
 }
 
 impl Streams {
-    /// An empty set of streams that writes through `outbox`.
-    pub fn new(outbox: Outbox, max_in_flight: usize) -> Arc<Self> {
+    /// An empty set of streams that writes through `outbox` and charges
+    /// the answers it queues to `budget`.
+    pub fn new(outbox: Outbox, max_in_flight: usize, budget: Arc<AnswerBudget>) -> Arc<Self> {
         Arc::new(Self {
             table: Mutex::new(Table::default()),
             next_id: AtomicU64::new(1),
             max_in_flight,
             outbox,
+            budget,
         })
     }
 
@@ -245,7 +266,7 @@ impl Streams {
         let mut table = self.table();
         table.closed = true;
         for (_, entry) in table.entries.drain() {
-            let _ = entry.events.try_send(Inbound::Ended(why.to_string()));
+            let _ = entry.events.try_send(Inbound::Ended(why.to_string()).into());
             entry.credit.close();
         }
     }
@@ -318,8 +339,11 @@ impl Streams {
         // chunk joins those bytes, so the body stays in order.
         if let Inbound::Body { data, end } = &event {
             if entry.overflow.is_some() || entry.events.capacity() == 0 {
-                let (waiting, ended) = entry.overflow.get_or_insert_with(Default::default);
+                let (waiting, ended, held) = entry
+                    .overflow
+                    .get_or_insert_with(|| (BytesMut::new(), false, self.budget.charge(0)));
                 waiting.extend_from_slice(data);
+                held.add(data.len() as u64);
                 *ended = *end;
                 if *end {
                     entry.response_done = true;
@@ -327,7 +351,13 @@ impl Streams {
                 return Ok(());
             }
         }
-        if entry.events.try_send(event).is_err() {
+        let held = match &event {
+            Inbound::Head { body: data, .. } | Inbound::Body { data, .. } if !data.is_empty() => {
+                Some(self.budget.charge(data.len() as u64))
+            }
+            _ => None,
+        };
+        if entry.events.try_send(Queued { event, _held: held }).is_err() {
             return self.reset_locked(&mut table, stream, "too many response chunks queued");
         }
         if ends {
@@ -341,7 +371,7 @@ impl Streams {
         if let Some(entry) = table.entries.remove(&stream) {
             // The relay's doing, for the client's fault: no reset of the client's.
             let why = format!("the relay dropped the answer of the tunnel's client: {reason}");
-            let _ = entry.events.try_send(Inbound::Ended(why));
+            let _ = entry.events.try_send(Inbound::Ended(why).into());
             entry.credit.close();
         }
         self.outbox.reset(stream, reason);
@@ -354,7 +384,8 @@ impl Streams {
     pub(crate) fn take_waiting(&self, stream: StreamId) -> Option<Inbound> {
         let mut table = self.table();
         let entry = table.entries.get_mut(&stream)?;
-        if let Some((data, end)) = entry.overflow.take() {
+        // Taken, the bytes are the caller's side's: their charge ends here.
+        if let Some((data, end, _held)) = entry.overflow.take() {
             return Some(Inbound::Body {
                 data: data.freeze(),
                 end,
@@ -384,7 +415,8 @@ impl Streams {
                 entry.response_done = true;
                 // Dropped behind a full queue, the end would leave the
                 // caller to the idle limit after all.
-                if entry.overflow.is_some() || entry.events.try_send(Inbound::Ended(reason.to_owned())).is_err() {
+                if entry.overflow.is_some() || entry.events.try_send(Inbound::Ended(reason.to_owned()).into()).is_err()
+                {
                     entry.end_waiting = Some(reason.to_owned());
                 }
             }
@@ -395,11 +427,15 @@ impl Streams {
         self.table().entries.remove(&stream);
     }
 
-    pub(crate) fn finish(&self, stream: StreamId) {
+    /// Ends the stream as its caller's side lets it go; `shed` when the
+    /// relay cut the caller off under the budget's pressure.
+    pub(crate) fn finish(&self, stream: StreamId, shed: bool) {
         let entry = self.table().entries.remove(&stream);
         if let Some(entry) = entry {
             if !(entry.response_done && entry.request_done || entry.reset_sent) {
-                let reason = if entry.response_done {
+                let reason = if shed {
+                    SHED
+                } else if entry.response_done {
                     // The client answered before taking the whole body.
                     "the answer came whole before the request body: the rest of the body is not sent"
                 } else if entry.head_received {
@@ -420,7 +456,7 @@ mod tests {
 
     fn streams(max_in_flight: usize) -> (Arc<Streams>, Inbox) {
         let (outbox, inbox) = writer::channel();
-        (Streams::new(outbox, max_in_flight), inbox)
+        (Streams::new(outbox, max_in_flight, AnswerBudget::new(u64::MAX)), inbox)
     }
 
     fn body(stream: StreamId, end: bool) -> ClientMessage {
@@ -435,6 +471,117 @@ mod tests {
             headers: vec![],
             end: false,
         }
+    }
+
+    fn budgeted() -> (Arc<Streams>, Arc<AnswerBudget>, Inbox) {
+        let (outbox, inbox) = writer::channel();
+        let budget = AnswerBudget::new(u64::MAX);
+        (Streams::new(outbox, 8, Arc::clone(&budget)), budget, inbox)
+    }
+
+    /// Answer bytes count from when they are queued until the caller's
+    /// side takes them, heads' bodies as chunks.
+    #[tokio::test]
+    async fn queued_answer_bytes_are_held_until_the_caller_takes_them() {
+        let (streams, budget, _inbox) = budgeted();
+        let mut port = streams.open(BodyAtOpen::Whole).unwrap();
+        streams.deliver(head(port.id), Bytes::from(vec![1; 100])).unwrap();
+        streams
+            .deliver(body(port.id, false), Bytes::from(vec![2; 1000]))
+            .unwrap();
+        streams.deliver(body(port.id, true), Bytes::new()).unwrap();
+        assert_eq!(budget.held(), 1100);
+        assert!(matches!(port.recv().await, Some(Inbound::Head { .. })));
+        assert_eq!(budget.held(), 1000);
+        assert!(matches!(port.recv().await, Some(Inbound::Body { .. })));
+        assert_eq!(budget.held(), 0);
+    }
+
+    /// Bytes joined behind a full queue are held too, until taken.
+    #[tokio::test]
+    async fn bytes_waiting_past_a_full_queue_are_held_until_taken() {
+        let (streams, budget, _inbox) = budgeted();
+        let mut port = streams.open(BodyAtOpen::Whole).unwrap();
+        streams.deliver(head(port.id), Bytes::new()).unwrap();
+        let chunks = 2 * INBOUND_QUEUE;
+        for n in 0..chunks {
+            streams
+                .deliver(body(port.id, n + 1 == chunks), Bytes::from_static(b"xy"))
+                .unwrap();
+        }
+        assert_eq!(budget.held(), 2 * chunks as u64, "queued and waiting alike");
+        let mut taken = 0;
+        loop {
+            match std::future::poll_fn(|cx| port.poll_inbound(cx)).await {
+                Some(Inbound::Head { .. }) => {}
+                Some(Inbound::Body { data, end }) => {
+                    taken += data.len();
+                    assert_eq!(budget.held(), (2 * chunks - taken) as u64, "given back as taken");
+                    if end {
+                        break;
+                    }
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(budget.held(), 0);
+    }
+
+    /// However a stream ends with its answer untaken (reset by the relay,
+    /// the session closing, the caller's side letting go), what it held
+    /// is given back once nothing can take it.
+    #[tokio::test]
+    async fn bytes_of_answers_that_end_untaken_are_given_back() {
+        let (streams, budget, _inbox) = budgeted();
+        let chunk = Bytes::from(vec![0u8; 64 * 1024]);
+        let over = streams.open(BodyAtOpen::Whole).unwrap();
+        streams.deliver(head(over.id), Bytes::new()).unwrap();
+        for _ in 0..=STREAM_WINDOW / (64 * 1024) {
+            streams.deliver(body(over.id, false), chunk.clone()).unwrap();
+        }
+        let dropped = streams.open(BodyAtOpen::Whole).unwrap();
+        streams.deliver(head(dropped.id), Bytes::new()).unwrap();
+        for _ in 0..2 * INBOUND_QUEUE {
+            streams
+                .deliver(body(dropped.id, false), Bytes::from_static(b"z"))
+                .unwrap();
+        }
+        let closed = streams.open(BodyAtOpen::Whole).unwrap();
+        streams.deliver(head(closed.id), chunk.clone()).unwrap();
+        assert!(budget.held() > u64::from(STREAM_WINDOW));
+        drop(over);
+        assert_eq!(budget.held(), 2 * INBOUND_QUEUE as u64 + chunk.len() as u64);
+        drop(dropped);
+        assert_eq!(budget.held(), chunk.len() as u64);
+        streams.close_all("the relay shut down");
+        drop(closed);
+        assert_eq!(budget.held(), 0);
+    }
+
+    /// A stream whose caller the relay shed tells the client so, not that
+    /// the caller went away.
+    #[tokio::test]
+    async fn a_shed_caller_is_told_to_the_client_as_shed() {
+        let (streams, mut inbox) = streams(8);
+        let shed = streams.open(BodyAtOpen::Whole).unwrap();
+        let left = streams.open(BodyAtOpen::Whole).unwrap();
+        for port in [&shed, &left] {
+            port.request_done();
+            streams.deliver(head(port.id), Bytes::new()).unwrap();
+        }
+        let (shed_id, left_id) = (shed.id, left.id);
+        streams.finish(shed_id, true);
+        streams.finish(left_id, false);
+        drop((shed, left));
+        let mut resets = inbox.drain_resets();
+        resets.sort();
+        assert_eq!(
+            resets,
+            [
+                (shed_id, SHED.to_owned()),
+                (left_id, CALLER_GONE_DURING_ANSWER.to_owned())
+            ]
+        );
     }
 
     #[tokio::test]
@@ -458,7 +605,7 @@ mod tests {
         streams.deliver(body(polite.id, true), chunk.clone()).unwrap();
 
         let mut last = None;
-        while let Ok(event) = greedy.inbound.try_recv() {
+        while let Ok(event) = greedy.try_recv() {
             last = Some(event);
         }
         assert!(
@@ -470,11 +617,8 @@ mod tests {
             1,
             "the greedy stream is gone, the polite one stays"
         );
-        assert!(matches!(polite.inbound.recv().await, Some(Inbound::Head { .. })));
-        assert!(matches!(
-            polite.inbound.recv().await,
-            Some(Inbound::Body { end: true, .. })
-        ));
+        assert!(matches!(polite.recv().await, Some(Inbound::Head { .. })));
+        assert!(matches!(polite.recv().await, Some(Inbound::Body { end: true, .. })));
     }
 
     /// Tiny chunks past the queue's count wait joined, in order, and the
@@ -490,7 +634,7 @@ mod tests {
             streams.deliver(body(port.id, n + 1 == lines), line).unwrap();
         }
         assert_eq!(streams.in_flight(), 1, "not reset");
-        assert!(matches!(port.inbound.recv().await, Some(Inbound::Head { .. })));
+        assert!(matches!(port.recv().await, Some(Inbound::Head { .. })));
         let mut heard = Vec::new();
         loop {
             match std::future::poll_fn(|cx| port.poll_inbound(cx)).await {
@@ -552,9 +696,9 @@ mod tests {
         let mut twice = streams.open(BodyAtOpen::Whole).unwrap();
         streams.deliver(head(twice.id, false), Bytes::new()).unwrap();
         streams.deliver(head(twice.id, false), Bytes::new()).unwrap();
-        assert!(matches!(twice.inbound.recv().await, Some(Inbound::Head { .. })));
+        assert!(matches!(twice.recv().await, Some(Inbound::Head { .. })));
         assert!(
-            matches!(twice.inbound.recv().await, Some(Inbound::Ended(ref why)) if why.ends_with(": a second response head")),
+            matches!(twice.recv().await, Some(Inbound::Ended(ref why)) if why.ends_with(": a second response head")),
             "the stream is reset"
         );
 
@@ -569,11 +713,8 @@ mod tests {
             streams.deliver(reset, Bytes::new()).unwrap();
             streams.deliver(body(ended.id, false), Bytes::new()).unwrap();
         }
-        assert!(matches!(
-            ended.inbound.recv().await,
-            Some(Inbound::Head { end: true, .. })
-        ));
-        assert!(ended.inbound.try_recv().is_err(), "nothing after the end is queued");
+        assert!(matches!(ended.recv().await, Some(Inbound::Head { end: true, .. })));
+        assert!(ended.try_recv().is_err(), "nothing after the end is queued");
     }
 
     /// A body that waits, or a small one, does not keep the frame (and
@@ -597,12 +738,12 @@ mod tests {
         streams
             .deliver(body(port.id, true), read_buffer.slice(120_000..150_000))
             .unwrap();
-        let Some(Inbound::Head { body: first, .. }) = port.inbound.recv().await else {
+        let Some(Inbound::Head { body: first, .. }) = port.recv().await else {
             panic!("a head")
         };
         assert!(inside(&first), "taken at once, a large body is not copied");
         for _ in 0..2 {
-            let Some(Inbound::Body { data, .. }) = port.inbound.recv().await else {
+            let Some(Inbound::Body { data, .. }) = port.recv().await else {
                 panic!("a body")
             };
             assert!(!inside(&data), "a body that waited is its own copy");
@@ -649,10 +790,10 @@ mod tests {
         assert!(matches!(streams.open(BodyAtOpen::Whole), Err(OpenError::ShuttingDown)));
         streams.close_all("the relay shut down");
         assert!(
-            matches!(first.inbound.recv().await, Some(Inbound::Ended(why)) if why == "the relay shut down"),
+            matches!(first.recv().await, Some(Inbound::Ended(why)) if why == "the relay shut down"),
             "callers are told why"
         );
-        assert!(first.inbound.recv().await.is_none(), "and nothing follows");
+        assert!(first.recv().await.is_none(), "and nothing follows");
         assert!(first.credit().is_closed(), "a pump waiting for credit wakes up");
         assert!(matches!(streams.open(BodyAtOpen::Whole), Err(OpenError::Gone)));
     }
@@ -718,14 +859,14 @@ mod tests {
             .unwrap();
         port.request_side()
             .abandon("over the limit; the relay answered the caller 413");
-        assert!(matches!(port.inbound.recv().await, Some(Inbound::Head { .. })));
-        assert!(matches!(port.inbound.recv().await, Some(Inbound::Body { .. })));
-        assert!(matches!(port.inbound.recv().await, Some(Inbound::Ended(why)) if why.starts_with("over the limit")));
+        assert!(matches!(port.recv().await, Some(Inbound::Head { .. })));
+        assert!(matches!(port.recv().await, Some(Inbound::Body { .. })));
+        assert!(matches!(port.recv().await, Some(Inbound::Ended(why)) if why.starts_with("over the limit")));
         // What the client sends meanwhile, before it hears, is not queued.
         streams
             .deliver(body(port.id, true), Bytes::from_static(b"rest"))
             .unwrap();
-        assert!(port.inbound.try_recv().is_err());
+        assert!(port.try_recv().is_err());
     }
 
     /// A client that answers before it took the whole request body (a 401

@@ -60,7 +60,10 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// sends no other request on it.
 pub fn accept(relay: &Arc<Relay>, conn: &Arc<ConnInfo>, req: Request<Incoming>) -> Response<RelayBody> {
     match upgrade(relay, conn, req) {
-        Ok(switching) => switching,
+        Ok(switching) => {
+            conn.stall.is_client();
+            switching
+        }
         // An operator's first question when a teammate's tunnel will not
         // open: who was turned away, and why. What is no WebSocket client
         // at all (a scanner, a browser) is not worth a line each.
@@ -297,6 +300,7 @@ fn session_context(
         // time allowed as a caller's head, so one setting bounds how long
         // any connection may sit silent before saying what it wants.
         hello_timeout: relay.config.header_read_timeout,
+        answer_budget: Arc::clone(&relay.answer_budget),
         ping_interval: relay.config.ping_interval,
         dead_after: relay.config.dead_after,
         name_grace: relay.config.grace,
