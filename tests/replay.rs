@@ -1942,10 +1942,10 @@ fn a_fresh_burst_that_a_field_fresh_left_alone_deduped_is_inconclusive() {
     assert_eq!(handler.balance(), 3, "two new payments, each credited once");
     // Each run sent a baseline before its burst, and `show` counts it.
     let shown = portpreview(&history.db(), &["show", "1"]);
-    let runs: Vec<&str> = shown.stdout.lines().filter(|line| line.contains("at once")).collect();
+    let runs: Vec<&str> = shown.stdout.lines().filter(|line| line.contains(" ×1+4 ")).collect();
     assert_eq!(runs.len(), 2, "{}", shown.stdout);
     // Each names the handler it judged: runs against another --target sit beside these.
-    let judged = format!("a baseline, then 4×, 4 at once → {}/", handler.url());
+    let judged = format!("×1+4 → {}/", handler.url());
     assert!(runs.iter().all(|run| run.contains(&judged)), "{runs:?}");
     let runs = portpreview(&history.db(), &["show", "1", "--json"]).json()["replay_runs"].clone();
     assert_eq!(runs[0]["fresh"], true, "{runs:#}");
@@ -2514,6 +2514,15 @@ fn a_probe_that_moves_with_nothing_sent_stops_the_run_before_any_attempt() {
         "{json:#}"
     );
     assert_eq!(json["attempts"], serde_json::json!([]), "{json:#}");
+    // The event is the recorded one, though no attempt carried it; and no
+    // side effect was checked against an attempt.
+    assert_eq!(json["event_type"], "payment_intent.succeeded", "{json:#}");
+    assert_eq!(json["side_effects_checked"], false, "{json:#}");
+    assert_eq!(
+        json["retry_window"],
+        serde_json::Value::Null,
+        "no dedup advice: {json:#}"
+    );
     let settled = ran.check("state_settled");
     assert_eq!(settled["passed"], false);
     let detail = settled["detail"].as_str().unwrap();
@@ -2554,10 +2563,14 @@ fn a_probe_that_moves_with_nothing_sent_stops_the_run_before_any_attempt() {
         ran.stdout
     );
     assert!(!ran.stdout.contains("State after:"), "{}", ran.stdout);
+    assert!(!ran.stdout.contains("stripe retries:"), "{}", ran.stdout);
     assert!(
         !ran.stdout.contains("one attempt only"),
         "none was sent: {}",
         ran.stdout
     );
     assert_eq!(handler.arrived(), 0, "the handler was sent nothing");
+    // `show` counts what was sent of what was asked, as the TUI does.
+    let shown = portpreview(&history.db(), &["show", "1"]).stdout;
+    assert!(shown.contains("  ×0/5 → ") && shown.contains("  ×0/1 → "), "{shown}");
 }

@@ -210,7 +210,11 @@ fn replay_runs(out: &mut dyn Write, runs: &[ReplayRun], reveal: bool) -> io::Res
     writeln!(out, "\nReplay runs")?;
     for run in runs {
         let facts = crate::replay::stored::StoredReport::read(&run.report_json);
-        let baseline = if facts.fresh { "a baseline, then " } else { "" };
+        // As the TUI shows them: `×3`, `×0/3` for a run that sent nothing,
+        // `×1+4` for a fresh one, and how many went at once.
+        let attempts =
+            crate::replay::stored::attempts_shown(run.times, facts.attempts.as_ref().map(Vec::len), facts.fresh);
+        let at_once = crate::replay::stored::at_once(run.concurrency, run.times, facts.fresh);
         // Runs against another `--target` sit beside the others: which
         // handler each judged tells apart verdicts that seem to disagree.
         let target = facts
@@ -219,10 +223,8 @@ fn replay_runs(out: &mut dyn Write, runs: &[ReplayRun], reveal: bool) -> io::Res
             .unwrap_or_default();
         writeln!(
             out,
-            "  {}  {baseline}{}×, {} at once{target}  {}",
+            "  {}  ×{attempts}{at_once}{target}  {}",
             rfc3339_ms(run.started_at_ms),
-            run.times,
-            run.concurrency,
             escape_str(&run.summary)
         )?;
         // A run of an edited request judged another request than this one.

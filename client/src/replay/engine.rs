@@ -491,14 +491,20 @@ impl Run<'_> {
             warnings,
             provider: provider.map(|p| p.name().to_string()),
             event_key: self.plan.recorded.event_key.clone(),
-            retry_window: provider.map(|p| p.retry_window().to_string()),
+            // Advice for a dedup store, which a run that sent nothing (its
+            // probe moved first) has no verdict to need.
+            retry_window: (provider.filter(|_| !self.attempts.is_empty())).map(|p| p.retry_window().to_string()),
             target: self.plan.url(),
             times: opts.times,
             concurrency: opts.most_at_once(),
             fresh: opts.fresh,
             signed: self.plan.signed(),
-            // As the attempts were sent: a `--body-file` may carry another event.
-            event_type: self.attempts.first().and_then(|a| a.request.event_type.clone()),
+            // As the attempts were sent: a `--body-file` may carry another
+            // event. With none sent (a probe that moved first), as planned.
+            event_type: match self.attempts.first() {
+                Some(first) => first.request.event_type.clone(),
+                None => self.plan.recorded.event_type.clone(),
+            },
             edits: self.plan.edits.clone(),
             state,
             attempts: self.attempts,

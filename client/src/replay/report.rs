@@ -356,7 +356,9 @@ impl Report {
             "edits": self.edits,
             "signed": self.signed,
             "elapsed_ms": (self.elapsed.as_secs_f64() * 1_000_000.0).round() / 1000.0,
-            "side_effects_checked": self.state.is_some(),
+            // Read before a run that then sent nothing, the state was
+            // checked against no attempt.
+            "side_effects_checked": self.state.is_some() && !self.attempts.is_empty(),
             "first_attempt_changed_state": self.first_attempt_changed_state(),
             "state": state,
             "answers": super::answers::distinct_answers(&self.attempts).iter().map(|g| g.to_json()).collect::<Vec<_>>(),

@@ -51,3 +51,30 @@ impl StoredReport {
         serde_json::from_str(report_json).unwrap_or_default()
     }
 }
+
+/// The attempts of a run of `asked`, as `show` and the TUI show them:
+/// `50`, or `9/50` for a run of 50 that saved 9 (stopped part way, or
+/// stopped before attempt 1: `0/3`), since the count asked for alone
+/// would claim attempts never sent. A `--fresh` run counts its baseline
+/// too: `1+4`. `sent` is `None` for a report that does not list them.
+pub fn attempts_shown(asked: u32, sent: Option<usize>, fresh: bool) -> String {
+    let shown = match fresh {
+        true => format!("1+{asked}"),
+        false => asked.to_string(),
+    };
+    match sent {
+        Some(sent) if sent < asked as usize + usize::from(fresh) => format!("{sent}/{shown}"),
+        _ => shown,
+    }
+}
+
+/// `, 4 at once` for a run that sent more than one attempt at once, and
+/// nothing for one at a time or a `--fresh` burst sent whole (`1+4`
+/// already says it): how many went together is part of what a run tried.
+pub fn at_once(concurrency: u32, asked: u32, fresh: bool) -> String {
+    let whole_burst = fresh && concurrency >= asked;
+    match concurrency {
+        n if n > 1 && !whole_burst => format!(", {n} at once"),
+        _ => String::new(),
+    }
+}

@@ -289,19 +289,14 @@ fn push_runs(lines: &mut Vec<Line<'static>>, runs: &[ReplayRun]) {
             None => ("? inconclusive", Style::new().fg(Color::Yellow)),
         };
         // A summary that begins with the verdict the mark shows goes on
-        // from there, rather than saying it twice.
-        let summary = run
-            .summary
-            .strip_prefix(mark)
-            .map_or(run.summary.as_str(), |rest| rest.trim_start_matches(':').trim_start());
-        // How many attempts went at once is part of what a run tried. A
-        // fresh run's burst goes all at once unless `--concurrency`
-        // narrowed it, and then its line says so.
-        let whole_burst = report.fresh && run.concurrency >= run.times;
-        let at_once = match run.concurrency {
-            n if n > 1 && !whole_burst => format!(", {n} at once"),
-            _ => String::new(),
-        };
+        // from there, rather than saying it twice; one that begins with
+        // the mark's symbol alone (`✓ both attempts answered 2xx`) loses it.
+        let symbol = mark.split(' ').next().unwrap_or(mark);
+        let summary = (run.summary.strip_prefix(mark))
+            .map(|rest| rest.trim_start_matches(':').trim_start())
+            .or_else(|| run.summary.strip_prefix(symbol).map(str::trim_start))
+            .unwrap_or(&run.summary);
+        let at_once = crate::replay::stored::at_once(run.concurrency, run.times, report.fresh);
         lines.push(Line::from(vec![
             Span::raw(format!(
                 "{} ×{}{at_once} ",
@@ -383,14 +378,7 @@ impl RunReport {
     /// for alone would claim attempts that were never sent. A `--fresh`
     /// run counts its baseline too: `1+4`.
     fn times(&self, asked: u32) -> String {
-        let shown = match self.fresh {
-            true => format!("1+{asked}"),
-            false => asked.to_string(),
-        };
-        match self.sent {
-            Some(sent) if sent < asked as usize + usize::from(self.fresh) => format!("{sent}/{shown}"),
-            _ => shown,
-        }
+        crate::replay::stored::attempts_shown(asked, self.sent, self.fresh)
     }
 
     /// The distinct answers in one line: "answers differ: 1 → 200 {…}; 2–3 → 200 {…}".
@@ -863,7 +851,7 @@ mod tests {
         assert!(shown.contains("×2 ✗ failed  attempt 1 answered 500"), "{shown}");
         assert!(shown.contains("Replay runs (5)"), "{shown}");
         assert!(
-            shown.contains("×3 ✓ answered  ✓ every one of 3 attempts"),
+            shown.contains("×3 ✓ answered  every one of 3 attempts"),
             "a run that read no state is not called idempotent: {shown}"
         );
         assert!(
