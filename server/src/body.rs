@@ -53,6 +53,15 @@ pub fn answer(status: StatusCode, text: impl Into<String>) -> Response<RelayBody
     response
 }
 
+/// `response` (a 503) with `Retry-After: 5`: a sender that reads it comes
+/// back when a burst has passed or a client is back, not at once.
+pub fn retry_shortly(mut response: Response<RelayBody>) -> Response<RelayBody> {
+    response
+        .headers_mut()
+        .insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("5"));
+    response
+}
+
 /// `response` with its connection closed after it: the rest of the
 /// request's body is not read, or the connection is not worth keeping.
 /// The close lingers when the service asks it to (`crate::linger`), so a

@@ -14,7 +14,7 @@ use portpreview_shared::stall::WakeGrace;
 use tokio::sync::oneshot;
 use tokio_util::task::AbortOnDropHandle;
 
-use crate::body::{answer, closing, RelayBody};
+use crate::body::{answer, closing, retry_shortly, RelayBody};
 use crate::headers::{request_headers, Hop};
 use crate::port::StreamPort;
 use crate::registry::{BodyAtOpen, OpenError, Registry, Route, Tunnel};
@@ -314,20 +314,14 @@ async fn read_whole(mut body: Incoming) -> Result<Bytes, usize> {
 /// The answer to a request no stream could be opened for on tunnel `name`.
 /// `inline` is the body, when it was small enough to be read whole.
 fn not_opened(err: OpenError, name: &str, turning: &TurnAway<'_>, inline: &[u8]) -> Response<RelayBody> {
-    // A sender that reads Retry-After comes back when the burst has passed.
-    let shortly = |mut busy: Response<RelayBody>| {
-        busy.headers_mut()
-            .insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("5"));
-        busy
-    };
     match err {
-        OpenError::Busy => shortly(turning.answer_with(
+        OpenError::Busy => retry_shortly(turning.answer_with(
             StatusCode::SERVICE_UNAVAILABLE,
             format!("too many requests in flight for tunnel {name}"),
             inline,
         )),
         // Its body, still arriving, was not read: nothing to keep of it.
-        OpenError::Uploading => shortly(turning.answer(
+        OpenError::Uploading => retry_shortly(turning.answer(
             StatusCode::SERVICE_UNAVAILABLE,
             format!("too many request bodies still arriving for tunnel {name}; try again shortly"),
         )),

@@ -103,16 +103,16 @@ impl Missed {
     /// unsaid, the client's history would undercount the outage.
     pub fn into_news(self) -> Vec<HeldNews> {
         let mut news = self.news;
-        if let Some(last) = news.last_mut() {
-            if let ServerMessage::TurnedAway { reason, .. } = &mut last.news {
-                if self.dropped > 0 {
-                    let dropped = usize::try_from(self.dropped).unwrap_or(usize::MAX);
-                    let more = portpreview_shared::text::counted(dropped, "more request", "more requests");
-                    reason.push_str(&format!(
-                        "; after it, {more} got this answer while the name was held, too many to be told one by one"
-                    ));
-                }
-            }
+        let last_reason = news.last_mut().and_then(|last| match &mut last.news {
+            ServerMessage::TurnedAway { reason, .. } => Some(reason),
+            _ => None,
+        });
+        if let Some(reason) = last_reason.filter(|_| self.dropped > 0) {
+            let dropped = usize::try_from(self.dropped).unwrap_or(usize::MAX);
+            let more = portpreview_shared::text::counted(dropped, "more request", "more requests");
+            reason.push_str(&format!(
+                "; after it, {more} got this answer while the name was held, too many to be told one by one"
+            ));
         }
         news
     }

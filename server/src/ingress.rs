@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::answer_budget::AnswerBudget;
-use crate::body::{answer, closing, OwnAnswer, RelayBody};
+use crate::body::{answer, closing, retry_shortly, OwnAnswer, RelayBody};
 use crate::forward::{forward, ForwardLimits};
 use crate::headers::{caller_host, forwarded_element, Hop};
 use crate::headscan::Verdicts;
@@ -106,17 +106,14 @@ fn no_such_tunnel(name: &str) -> String {
 /// for good (GitHub does not retry one, and some providers turn off an
 /// endpoint that keeps answering it), where a 503 is retried.
 fn not_back_yet(name: &str, up_for: Duration) -> Response<RelayBody> {
-    let mut busy = answer(
+    retry_shortly(answer(
         StatusCode::SERVICE_UNAVAILABLE,
         format!(
             "tunnel {name} is not connected: the relay started {}s ago, and a tunnel of that name reconnects within \
              seconds if it ran before",
             up_for.as_secs()
         ),
-    );
-    busy.headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-    busy
+    ))
 }
 
 /// Answers one request.

@@ -1,9 +1,8 @@
 //! The answer to a request for a name held while its client reconnects.
 
-use http::header::{self, HeaderValue};
 use http::{Response, StatusCode};
 
-use crate::body::{answer, RelayBody};
+use crate::body::{answer, retry_shortly, RelayBody};
 use crate::held_news::HeldNews;
 use crate::registry::{Registry, Route};
 use crate::turned_away::TurnedAway;
@@ -23,8 +22,5 @@ pub fn answer_held(registry: &dyn Registry, name: &str, request: &TurnedAway<'_>
             _ => Ok(()),
         }
     });
-    let mut busy = answer(StatusCode::SERVICE_UNAVAILABLE, reason);
-    busy.headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-    busy
+    retry_shortly(answer(StatusCode::SERVICE_UNAVAILABLE, reason))
 }

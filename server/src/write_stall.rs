@@ -228,23 +228,29 @@ mod tests {
         assert_eq!(got, [1; 64]);
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_slow_reader_that_keeps_reading_is_never_cut_off() {
-        let (near, mut far) = tokio::io::duplex(64);
-        let mut guarded = WriteStall::new(near, LIMIT);
-        let reader = tokio::spawn(async move {
+    /// A reader taking 16 bytes at a time, `pause` before each, until the
+    /// writer is gone: what it got.
+    fn read_pausing(mut far: tokio::io::DuplexStream, pause: Duration) -> tokio::task::JoinHandle<Vec<u8>> {
+        tokio::spawn(async move {
             let mut got = Vec::new();
             let mut buf = [0; 16];
             loop {
-                // Each read comes well within the limit, but ten of them take
-                // longer than the limit in all.
-                tokio::time::sleep(LIMIT / 4).await;
+                tokio::time::sleep(pause).await;
                 match far.read(&mut buf).await {
                     Ok(0) | Err(_) => return got,
                     Ok(n) => got.extend_from_slice(&buf[..n]),
                 }
             }
-        });
+        })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_reader_that_keeps_reading_is_never_cut_off() {
+        let (near, far) = tokio::io::duplex(64);
+        let mut guarded = WriteStall::new(near, LIMIT);
+        // Each read comes well within the limit, but ten of them take
+        // longer than the limit in all.
+        let reader = read_pausing(far, LIMIT / 4);
         let sent = vec![7; 64 * 10];
         guarded
             .write_all(&sent)
@@ -298,19 +304,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn under_pressure_a_slow_reader_that_keeps_reading_is_not_cut() {
         let (budget, _over, note) = pressed();
-        let (near, mut far) = tokio::io::duplex(64);
+        let (near, far) = tokio::io::duplex(64);
         let mut guarded = WriteStall::new(near, LIMIT).under(budget, Arc::clone(&note));
-        let reader = tokio::spawn(async move {
-            let mut got = Vec::new();
-            let mut buf = [0; 16];
-            loop {
-                tokio::time::sleep(PRESSED_WRITE_STALL / 2).await;
-                match far.read(&mut buf).await {
-                    Ok(0) | Err(_) => return got,
-                    Ok(n) => got.extend_from_slice(&buf[..n]),
-                }
-            }
-        });
+        let reader = read_pausing(far, PRESSED_WRITE_STALL / 2);
         let sent = vec![7; 64 * 10];
         guarded
             .write_all(&sent)

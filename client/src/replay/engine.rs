@@ -162,17 +162,18 @@ impl Run<'_> {
             });
             if let Some(settled) = self.read_state().await? {
                 self.read_before = true;
-                // Nothing has been sent yet, so every step's reads would
-                // move the same way, each waiting out the cap, and the run
-                // could judge nothing: stop before touching the handler.
+                self.trace.steady &= settled.steady;
                 if !settled.steady {
                     let moved_from = settled.moved_from.as_deref().unwrap_or_default();
                     self.restless = Some(verdict::moves_with_nothing_sent(moved_from, &settled.state));
-                    self.trace.before = settled.state;
-                    self.trace.steady = false;
-                    return Ok(());
                 }
                 self.trace.before = settled.state;
+                // Nothing has been sent yet, so every step's reads would
+                // move the same way, each waiting out the cap, and the run
+                // could judge nothing: stop before touching the handler.
+                if self.restless.is_some() {
+                    return Ok(());
+                }
             }
         }
         if opts.fresh {
@@ -398,7 +399,7 @@ impl Run<'_> {
         let restless = self.restless;
         match (&self.unreadable, &state) {
             // Nothing was sent: the reason is the whole verdict.
-            _ if restless.is_some() => checks.extend(restless.iter().cloned()),
+            _ if restless.is_some() => checks.extend(restless.clone()),
             // Reads of part of a run clear nothing; a duplicate they saw act
             // again convicts, as it would have in the whole run.
             _ if interrupted => {

@@ -289,25 +289,16 @@ async fn serve_until_stopped(
                     && matches!(err, ConnectError::NameTaken { .. })
                     && in_use_for.is_none_or(|waited| waited < NAME_IN_USE_PATIENCE)
                     && name_held_since.get_or_insert_with(tokio::time::Instant::now).elapsed() < NAME_HELD_PATIENCE;
-                let err = match (err, in_use_for) {
-                    (
-                        ConnectError::NameTaken {
-                            name,
-                            why,
-                            free_in: None,
-                        },
-                        Some(waited),
-                    ) if connected_once && !own_name_held => ConnectError::NameTaken {
-                        why: format!(
-                            "{why}: another client has had it for {} s while this one reconnected, and the URL \
-                                 now reaches that client",
+                let mut err = err;
+                if let (ConnectError::NameTaken { why, .. }, Some(waited)) = (&mut err, in_use_for) {
+                    if connected_once && !own_name_held {
+                        why.push_str(&format!(
+                            ": another client has had it for {} s while this one reconnected, and the URL now \
+                             reaches that client",
                             waited.as_secs()
-                        ),
-                        name,
-                        free_in: None,
-                    },
-                    (other, _) => other,
-                };
+                        ));
+                    }
+                }
                 // A page where the relay was, once it has served this tunnel:
                 // a proxy's while the relay behind it restarts.
                 let page_meanwhile = connected_once && matches!(err, ConnectError::NotARelay { .. });
