@@ -79,12 +79,7 @@ async fn a_caller_writing_a_body_over_the_limit_before_reading_gets_the_413() {
 
 #[tokio::test]
 async fn a_caller_writing_a_large_body_to_no_tunnel_before_reading_gets_the_404() {
-    // No grace: a name nobody holds is no tunnel from the start.
-    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
-        grace: std::time::Duration::ZERO,
-        ..portpreview_server::RelayConfig::default()
-    })
-    .await;
+    let relay = TestRelay::start().await;
     let answer = post_all_then_read(&relay, "/t/nobody-here/hook", Reads::ToTheClose).await;
     assert!(answer.starts_with("HTTP/1.1 404 "), "{answer:.300}");
     assert!(

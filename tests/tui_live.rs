@@ -1154,13 +1154,10 @@ fn closing_the_live_tuis_window_frees_its_name_at_once() {
             }
             std::thread::sleep(Duration::from_millis(20));
         };
-        // Free: in the relay's first minute, a name nobody holds gets the
-        // 503 of a client that may be on its way back from a restart.
-        let freed = format!("tunnel {name} is not connected: the relay started ");
-        assert!(
-            reply.status == 404 || (reply.status == 503 && reply.text().starts_with(&freed)),
-            "round {round}: the name is free, not held for a client gone without a word: {} {}",
+        assert_eq!(
             reply.status,
+            404,
+            "round {round}: the name is free, not held for a client gone without a word: {}",
             reply.text()
         );
         // Its last log lines would make the scratch folder again.

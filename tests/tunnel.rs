@@ -982,12 +982,7 @@ async fn a_handler_switching_protocols_or_past_599_gets_502_and_is_recorded_as_a
 
 #[tokio::test]
 async fn the_relay_answers_for_itself_when_it_must() {
-    // No grace: a name nobody holds is no tunnel from the start.
-    let relay = TestRelay::with_config(portpreview_server::RelayConfig {
-        grace: Duration::ZERO,
-        ..portpreview_server::RelayConfig::default()
-    })
-    .await;
+    let relay = TestRelay::start().await;
     let handler = LocalHandler::echo().await;
     let tunnel = TestTunnel::start(&relay.http_url(), &handler.url()).await;
 
@@ -1920,12 +1915,10 @@ async fn with_a_domain_a_webhook_reaches_the_client_by_its_subdomain() {
     // a proxy on port 80): that is the URL its sender signed.
     assert_eq!(called(summary.id), "http://shop.relay.test");
     assert_eq!(called(by_path.id), "http://127.0.0.1/t/shop");
-    // Another subdomain is no tunnel's: in the relay's first minute, one
-    // whose client may be on its way back from a restart.
+    // Another subdomain is no tunnel's.
     let request = "POST /x HTTP/1.1\r\nHost: other.relay.test\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
     let answer = caller::raw(relay.addr, request.as_bytes()).await;
-    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
-    assert!(answer.contains("tunnel other is not connected"), "{answer}");
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
 }
 
 /// A relay of the test's own, speaking the protocol frame by frame: it

@@ -71,9 +71,7 @@ pub struct RelayConfig {
     /// Requests in flight per tunnel over this: 503. Three quarters of it
     /// at most may be requests whose bodies are still arriving.
     pub max_in_flight: usize,
-    /// How long a name is held after its client disconnects; and, after
-    /// the relay starts, how long a name nobody holds answers 503 rather
-    /// than 404, its client perhaps on the way back from a restart.
+    /// How long a name is held after its client disconnects.
     pub grace: Duration,
     /// Interval between pings to each client.
     pub ping_interval: Duration,

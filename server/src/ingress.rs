@@ -3,7 +3,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode, Version};
@@ -13,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::answer_budget::AnswerBudget;
-use crate::body::{answer, closing, retry_shortly, OwnAnswer, RelayBody};
+use crate::body::{answer, closing, OwnAnswer, RelayBody};
 use crate::forward::{forward, ForwardLimits};
 use crate::headers::{caller_host, forwarded_element, Hop};
 use crate::headscan::Verdicts;
@@ -41,10 +40,6 @@ pub struct Relay {
     pub cut_short: CancellationToken,
     /// Client sessions, waited for on shutdown.
     pub sessions: TaskTracker,
-    /// When the relay started: for a grace period after, a name nobody
-    /// holds may be one whose client is on its way back from the relay's
-    /// restart.
-    pub started: Instant,
     /// Answer bytes held for callers, relay-wide.
     pub(crate) answer_budget: Arc<AnswerBudget>,
 }
@@ -98,22 +93,6 @@ pub enum Destination {
 /// valid one, and safe to write back.
 fn no_such_tunnel(name: &str) -> String {
     format!("no such tunnel: nothing is connected as {name}")
-}
-
-/// The answer for a name nobody holds within the grace period after the
-/// relay started. A restarted relay has forgotten the names it held, and
-/// their clients come back within seconds; a 404 meanwhile reads as gone
-/// for good (GitHub does not retry one, and some providers turn off an
-/// endpoint that keeps answering it), where a 503 is retried.
-fn not_back_yet(name: &str, up_for: Duration) -> Response<RelayBody> {
-    retry_shortly(answer(
-        StatusCode::SERVICE_UNAVAILABLE,
-        format!(
-            "tunnel {name} is not connected: the relay started {}s ago, and a tunnel of that name reconnects within \
-             seconds if it ran before",
-            up_for.as_secs()
-        ),
-    ))
 }
 
 /// Answers one request.
@@ -361,13 +340,7 @@ async fn tunnel(
     let tunnel = match relay.registry.route(name) {
         Route::Live(tunnel) => tunnel,
         Route::Reconnecting => return reconnecting(relay, req, name, &target, &hop),
-        Route::Unknown => {
-            let up_for = relay.started.elapsed();
-            return match up_for < relay.config.grace {
-                true => not_back_yet(name, up_for),
-                false => answer(StatusCode::NOT_FOUND, no_such_tunnel(name)),
-            };
-        }
+        Route::Unknown => return answer(StatusCode::NOT_FOUND, no_such_tunnel(name)),
     };
     if websocket_handshake(&req) {
         // Told to the client too: a developer whose WebSocket client got

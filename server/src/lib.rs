@@ -101,7 +101,6 @@ pub async fn run_until(listener: TcpListener, config: RelayConfig, stop: Stop) -
         shutdown: shutdown.clone(),
         cut_short,
         sessions: TaskTracker::new(),
-        started: std::time::Instant::now(),
     });
     let connections = TaskTracker::new();
     let result = connection::accept_loop(listener, Arc::clone(&relay), &connections).await;

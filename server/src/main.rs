@@ -52,8 +52,7 @@ struct Args {
     #[arg(long, value_name = "SIZE", default_value = "25MiB", value_parser = portpreview_server::config::body_limit)]
     max_body: u64,
     /// How long a name is held for its client after it drops, so that it
-    /// gets its URL back on reconnecting; for as long after the relay
-    /// starts, a name nobody holds gets 503, not 404.
+    /// gets its URL back on reconnecting.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = portpreview_server::config::wait)]
     grace: Duration,
 }

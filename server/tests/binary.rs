@@ -370,7 +370,7 @@ fn at_debug_each_request_is_logged_with_its_status() {
     let mut caller = std::net::TcpStream::connect(&addr).unwrap();
     write!(
         caller,
-        "POST /hooks/stripe?n=1 HTTP/1.1\r\nHost: relay.test\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        "POST /t/nobody/hook?n=1 HTTP/1.1\r\nHost: relay.test\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let mut answer = String::new();
@@ -383,7 +383,7 @@ fn at_debug_each_request_is_logged_with_its_status() {
         .expect("a request line");
     assert!(!logged.contains("s3cret"), "a query's token is never logged: {logged}");
     assert!(
-        logged.contains("method=POST host=relay.test target=/hooks/stripe?… status=404 ms="),
+        logged.contains("method=POST host=relay.test target=/t/nobody/hook?… status=404 ms="),
         "{logged}"
     );
     let _ = child.kill();

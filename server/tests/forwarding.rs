@@ -14,12 +14,7 @@ use portpreview_shared::{ClientMessage, ServerMessage};
 
 #[tokio::test]
 async fn the_relay_answers_health_checks_and_unknown_tunnels_itself() {
-    // No grace: a name nobody holds is no tunnel from the start.
-    let relay = Relay::start(RelayConfig {
-        grace: Duration::ZERO,
-        ..RelayConfig::default()
-    })
-    .await;
+    let relay = Relay::start(RelayConfig::default()).await;
     let health = call(relay.addr, request(relay.addr, "GET", "/healthz", "")).await;
     assert_eq!(health.status, 200);
     let missing = call(relay.addr, request(relay.addr, "POST", "/t/nobody-here/hook", "x")).await;
@@ -43,30 +38,6 @@ async fn the_relay_answers_health_checks_and_unknown_tunnels_itself() {
         None,
         "no body left unread: the connection stays open"
     );
-}
-
-/// A relay that has just started has forgotten the names it held before
-/// its restart, and their clients are on their way back: a name nobody
-/// holds gets a 503 to retry, not a 404 that providers read as gone for
-/// good, for as long as a name is held after its client drops.
-#[tokio::test]
-async fn a_relay_just_started_asks_callers_of_unknown_names_to_retry() {
-    let relay = Relay::start(RelayConfig::default()).await;
-    let early = call(relay.addr, request(relay.addr, "POST", "/t/back-soon/hook", "x")).await;
-    assert_eq!(early.status, 503);
-    assert_eq!(
-        early.headers.get("retry-after").and_then(|v| v.to_str().ok()),
-        Some("5")
-    );
-    let said = early.text();
-    assert!(
-        said.starts_with("tunnel back-soon is not connected: the relay started ")
-            && said.ends_with("a tunnel of that name reconnects within seconds if it ran before\n"),
-        "{said}"
-    );
-    // A name no tunnel could have is no tunnel, restart or not.
-    let capitals = call(relay.addr, request(relay.addr, "POST", "/t/Back-Soon/hook", "x")).await;
-    assert_eq!(capitals.status, 404);
 }
 
 /// A relay serving `<name>.relay.test`, and a client holding `shop` there.
@@ -175,12 +146,7 @@ async fn an_absolute_form_target_routes_by_its_own_host() {
 
 #[tokio::test]
 async fn an_answer_that_leaves_the_body_unread_says_the_connection_closes() {
-    // No grace: a name nobody holds is no tunnel from the start.
-    let relay = Relay::start(RelayConfig {
-        grace: Duration::ZERO,
-        ..RelayConfig::default()
-    })
-    .await;
+    let relay = Relay::start(RelayConfig::default()).await;
     // The relay answers before the body has come: hyper cannot drain it and
     // closes the connection, which the caller must hear about.
     let answer = raw(

@@ -21,7 +21,7 @@ pub struct Backoff {
 /// which the delays start over. A relay that welcomes the client and drops
 /// it at once must not be reconnected to in a tight loop; one restarted
 /// twice in a minute (a deploy, then its fix) must not leave its clients
-/// waiting out 10 s delays, which callers meet as 503s.
+/// waiting out 10 s delays, while their callers meet `no such tunnel`.
 pub const STEADY: Duration = Duration::from_secs(2);
 
 impl Backoff {
